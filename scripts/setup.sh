@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs every build, test and run-time dependency of gpool from Debian packages.
+# Idempotent: prints nothing and changes nothing when everything is already present.
+set -euo pipefail
+PKGS=(build-essential cmake pkg-config git curl ca-certificates procps psmisc
+      libjansson-dev libyaml-dev libsqlite3-dev sqlite3 libmicrohttpd-dev
+      libcurl4-openssl-dev prometheus)
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+echo "setup: installing ${missing[*]}" >&2
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Entry points of gpool's subcommands. Each takes the arguments after its own name
+ * (argv[0] is the subcommand name) and returns the process exit status. */
+#ifndef GP_CLI_COMMANDS_H
+#define GP_CLI_COMMANDS_H
+
+#define GP_COMMANDS(X)                                                                  \
+  X(plan, "plan", "run one scheduling step on a cluster snapshot and print the plan")    \
+  X(up, "up", "start a whole pool on this machine (server + local agent)")               \
+  X(server, "server", "run the control-plane server")                                    \
+  X(agent, "agent", "run the node agent")                                                \
+  X(submit, "submit", "submit a job")                                                    \
+  X(jobs, "jobs", "list jobs")                                                           \
+  X(show, "show", "show one job")                                                        \
+  X(why, "why", "explain why a job is pending")                                          \
+  X(logs, "logs", "print a job's output")                                                \
+  X(cancel, "cancel", "cancel jobs")                                                     \
+  X(hold, "hold", "hold pending jobs")                                                   \
+  X(release, "release", "release held jobs")                                             \
+  X(nodes, "nodes", "list nodes and their GPUs")                                         \
+  X(drain, "drain", "drain a node (or one GPU) with a reason")                           \
+  X(cordon, "cordon", "cordon a node with a reason")                                     \
+  X(resume, "resume", "return a drained or cordoned node (or GPU) to service")           \
+  X(queues, "queues", "show the queue tree with quotas and usage")                       \
+  X(top, "top", "live view of the fleet")                                                \
+  X(sim_frag, "sim frag", "replay a GPU-sharing trace and measure fragmentation")        \
+  X(sim_replay, "sim replay", "replay a cluster trace through the scheduler")            \
+  X(sim_compare, "sim compare", "replay one trace under several policies, side by side")
+
+#define GP_DECLARE_COMMAND(fn, name, help) int gp_cmd_##fn(int argc, char **argv);
+GP_COMMANDS(GP_DECLARE_COMMAND)
+#undef GP_DECLARE_COMMAND
+
+#endif

@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* gpool's entry point: finds the subcommand and runs it. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/commands.h"
+
+#define GPOOL_VERSION "0.1.0"
+
+/* A subcommand whose subsystem is not built yet answers clearly instead of failing to
+ * link; the real definition (a strong symbol in its own file) replaces it. */
+#define GP_WEAK_COMMAND(fn, name, help)                                   \
+  __attribute__((weak)) int gp_cmd_##fn(int argc, char **argv) {          \
+    (void)argc; (void)argv;                                               \
+    fprintf(stderr, "gpool: '%s' is not available in this build\n", name); \
+    return 2;                                                             \
+  }
+GP_COMMANDS(GP_WEAK_COMMAND)
+
+typedef struct command {
+  const char *name;
+  const char *help;
+  int (*run)(int argc, char **argv);
+} command;
+
+#define GP_COMMAND_ENTRY(fn, name, help) {name, help, gp_cmd_##fn},
+static const command commands[] = {GP_COMMANDS(GP_COMMAND_ENTRY)};
+
+static void usage(FILE *out) {
+  fprintf(out, "gpool %s: a GPU cluster resource manager\n\nUsage: gpool COMMAND [OPTIONS]\n\n"
+               "Commands:\n", GPOOL_VERSION);
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    fprintf(out, "  %-12s %s\n", commands[i].name, commands[i].help);
+  fprintf(out, "  %-12s %s\n  %-12s %s\n\nRun 'gpool COMMAND --help' for a command's options.\n",
+          "help", "show this help", "version", "print the version");
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2 || strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0 ||
+      strcmp(argv[1], "-h") == 0) {
+    usage(stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  if (strcmp(argv[1], "version") == 0 || strcmp(argv[1], "--version") == 0) {
+    printf("gpool %s\n", GPOOL_VERSION);
+    return 0;
+  }
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+    const char *name = commands[i].name;
+    const char *space = strchr(name, ' ');
+    if (!space) {
+      if (strcmp(argv[1], name) == 0) return commands[i].run(argc - 1, argv + 1);
+    } else if (strncmp(argv[1], name, (size_t)(space - name)) == 0 &&
+               argv[1][space - name] == '\0' && argc > 2 && strcmp(argv[2], space + 1) == 0) {
+      return commands[i].run(argc - 2, argv + 2);
+    }
+  }
+  if (strcmp(argv[1], "sim") == 0) {
+    fprintf(stderr, "gpool sim: expected one of: frag, replay, compare\n");
+    return 2;
+  }
+  fprintf(stderr, "gpool: unknown command '%s' (see 'gpool help')\n", argv[1]);
+  return 2;
+}

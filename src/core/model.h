@@ -1,0 +1,269 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The cluster model the scheduler core reasons about: GPUs (whole, shared, time-sliced,
+ * MIG), nodes, reserved node pools, hierarchical queues, priority classes, jobs and the
+ * scheduling policy. A gp_view is a snapshot of all of it, built by the caller (server,
+ * simulator, `gpool plan`); the core only reads it.
+ *
+ * Ownership: every pointer in a view is borrowed from the caller and must outlive the
+ * gp_sched_step() call that reads it. Indexes (node, job, queue) are positions in the
+ * view's arrays. Units are in the field names: *_mib, *_milli, times in seconds.
+ *
+ * This header is pure data: no I/O, no clock, no threads (see tests/core/purity_test.sh). */
+#ifndef GP_CORE_MODEL_H
+#define GP_CORE_MODEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef int64_t gp_time; /* seconds on the caller's clock (wall clock or simulated) */
+
+#define GP_GPU_MILLI 1000        /* compute capacity of one GPU, in milli-GPU */
+#define GP_MAX_NODE_GPUS 32      /* gp_placement.gpu_mask has one bit per GPU of a node */
+#define GP_MAX_MIG_INSTANCES 7   /* per GPU, per NVIDIA's MIG User Guide */
+#define GP_NO_LIMIT (-1.0)       /* gp_queue.limit_gpus when the queue has no ceiling */
+
+/* ---- GPUs and nodes ---- */
+
+typedef enum gp_node_state {
+  GP_NODE_UP = 0,
+  GP_NODE_DOWN,   /* agent gone: nothing runs, nothing is placed */
+  GP_NODE_DRAIN,  /* running jobs finish, nothing new is placed */
+  GP_NODE_CORDON, /* like drain, set by an admin for maintenance */
+} gp_node_state;
+
+typedef enum gp_capacity {
+  GP_CAP_ON_DEMAND = 0,
+  GP_CAP_RESERVED,
+  GP_CAP_SPOT,
+  GP_CAP_ON_PREM,
+} gp_capacity;
+
+typedef enum gp_gpu_health {
+  GP_GPU_HEALTHY = 0,
+  GP_GPU_DRAINED,   /* taken out by the health policy or an admin; running work may finish */
+  GP_GPU_FAILED,    /* unusable */
+} gp_gpu_health;
+
+typedef enum gp_share_mode {
+  GP_SHARE_EXCLUSIVE = 0, /* whole GPUs only */
+  GP_SHARE_SHARED,        /* fractional jobs share compute (milli) and memory */
+  GP_SHARE_TIMESLICE,     /* offered as `timeslice_replicas` replicas, no isolation */
+  GP_SHARE_MIG,           /* partitioned into MIG instances (gp_gpu.mig) */
+} gp_share_mode;
+
+/* One MIG instance of a partitioned GPU, e.g. profile "3g.40gb" starting at slot 4. */
+typedef struct gp_mig_instance {
+  const char *profile;    /* "1g.10gb", ... as in the MIG User Guide */
+  int start_slot;         /* compute-slice placement slot, 0..6 */
+  const char *uuid;       /* "MIG-..." when known, else NULL */
+} gp_mig_instance;
+
+typedef struct gp_gpu {
+  const char *uuid;       /* "GPU-..." when known, else NULL */
+  gp_gpu_health health;
+  gp_share_mode mode;
+  int timeslice_replicas; /* GP_SHARE_TIMESLICE: N >= 2 */
+  int nvlink_domain;      /* GPUs of one node with equal domain share NVLink; -1: none */
+  int64_t mem_mib;        /* 0: the node's gpu_mem_mib */
+  int n_mig;
+  const gp_mig_instance *mig; /* GP_SHARE_MIG: the current layout */
+} gp_gpu;
+
+typedef struct gp_label {
+  const char *key;
+  const char *value;
+} gp_label;
+
+typedef struct gp_node {
+  const char *name;
+  const char *model;      /* GPU model, e.g. "H100-80GB"; all GPUs of a node share it */
+  int64_t gpu_mem_mib;    /* memory of one GPU of this model */
+  int n_gpus;             /* <= GP_MAX_NODE_GPUS */
+  const gp_gpu *gpus;     /* n_gpus entries; NULL means n_gpus healthy exclusive GPUs */
+  int64_t cpu_milli;      /* allocatable CPU, 1000 per core */
+  int64_t mem_mib;        /* allocatable host memory */
+  int n_labels;
+  const gp_label *labels; /* e.g. topology.block=b1, pool=inference */
+  gp_capacity capacity;
+  gp_node_state state;
+} gp_node;
+
+/* ---- Queues, pools, priority classes ---- */
+
+/* A queue in the tree "org/team/project". Parents are implied by names: a view may list
+ * only leaves (a missing parent gets deserved = sum of its children, no limit, weight 1). */
+typedef struct gp_queue {
+  const char *name;            /* full path, '/'-separated */
+  double deserved_gpus;        /* guaranteed quota; fractions allowed */
+  double limit_gpus;           /* hard ceiling; GP_NO_LIMIT for none */
+  double weight;               /* share of what nobody is guaranteed; > 0, default 1 */
+  const char *default_priority;/* priority class name, or NULL: policy default */
+  gp_time default_time_limit;  /* seconds, 0: the policy's default */
+} gp_queue;
+
+/* Nodes carrying label `key=value` are reserved for `queue` (and its sub-queues). Other
+ * queues' jobs land there only as preemptible borrowers when `lend` is true. */
+typedef struct gp_pool {
+  const char *name;
+  const char *queue;
+  gp_label selector;
+  bool lend;
+} gp_pool;
+
+typedef struct gp_priority_class {
+  const char *name;
+  int priority;        /* higher runs first */
+  bool preemptible;
+} gp_priority_class;
+
+/* ---- Jobs ---- */
+
+typedef enum gp_job_state {
+  GP_JOB_PENDING = 0,
+  GP_JOB_RUNNING,
+  GP_JOB_HELD,
+  GP_JOB_STOPPING,    /* preempted or cancelled, inside its grace period: still holds GPUs */
+  GP_JOB_COMPLETED,   /* exit code 0 */
+  GP_JOB_FAILED,      /* non-zero exit, node failure without requeue, ... */
+  GP_JOB_CANCELLED,
+  GP_JOB_PREEMPTED,   /* preempted and not requeueable */
+  GP_JOB_TIMEOUT,     /* hit its time limit */
+} gp_job_state;
+
+/* Where one task of a job runs: a node and the GPUs it holds there. */
+typedef struct gp_placement {
+  int node;             /* index into gp_view.nodes */
+  uint32_t gpu_mask;    /* bit i: GPU i of the node */
+  int gpu_milli;        /* per GPU in the mask: 1000 for whole GPUs, less for a share */
+  int64_t gpu_mem_mib;  /* per GPU: memory reserved on a shared GPU (0 for whole/MIG) */
+  int mig_instance;     /* index into the GPU's gp_gpu.mig, or -1 */
+} gp_placement;
+
+/* What a job asks for. Exactly one of: whole GPUs (gpus_per_task >= 1), a fraction
+ * (gpu_milli in 1..999, one GPU per task), memory on a shared GPU (gpu_mem_mib > 0), or a
+ * MIG instance (mig_profile). gpus_per_task == 0 and none of those: a CPU-only task. */
+typedef struct gp_request {
+  int tasks;                  /* gang size: all tasks start together or none; >= 1 */
+  int gpus_per_task;          /* whole GPUs per task */
+  int gpu_milli;              /* fraction of one GPU, 1..999; 0 when not fractional */
+  int64_t gpu_mem_mib;        /* memory share of one GPU; 0 when not asked by memory */
+  const char *mig_profile;    /* e.g. "1g.10gb"; NULL when not MIG */
+  int64_t min_gpu_mem_mib;    /* only GPUs with at least this much memory */
+  int64_t cpu_milli;          /* per task */
+  int64_t mem_mib;            /* host memory per task */
+  int n_gpu_models;
+  const char *const *gpu_models; /* accepted models; none: any */
+  int n_node_selector;
+  const gp_label *node_selector; /* labels a node must carry */
+  bool allow_spot;            /* may run on spot capacity */
+} gp_request;
+
+typedef struct gp_job {
+  const char *id;
+  const char *queue;          /* leaf queue name */
+  const char *user;
+  const char *priority_class; /* NULL: the queue's default, then the policy's */
+  gp_request req;
+  gp_job_state state;
+  gp_time submitted_at;
+  gp_time started_at;         /* RUNNING/STOPPING */
+  gp_time last_checkpoint_at; /* 0: never reported */
+  gp_time time_limit;         /* seconds; 0: queue or policy default */
+  int exit_code;              /* ended jobs */
+  bool requeue;               /* a preempted or node-lost job returns to PENDING */
+  int restarts;
+  int n_placements;           /* RUNNING/STOPPING: one per task */
+  const gp_placement *placements;
+  /* Dependencies, by job id. */
+  int n_after, n_after_ok, n_after_any;
+  const char *const *after;     /* start once these have started (Slurm's `after`) */
+  const char *const *after_ok;  /* start once these ended COMPLETED; never if they failed */
+  const char *const *after_any; /* start once these ended, in any way */
+} gp_job;
+
+/* ---- Policy ---- */
+
+typedef enum gp_placement_policy {
+  GP_PLACE_BINPACK = 0,  /* fill the most-used node that fits */
+  GP_PLACE_SPREAD,       /* the least-used node (inference replicas) */
+} gp_placement_policy;
+
+/* How fractional requests pick a GPU on shared nodes (see src/core/share/). */
+typedef enum gp_share_policy {
+  GP_SHARE_POLICY_GPOOL = 0, /* gpool's default */
+  GP_SHARE_POLICY_FGD,       /* fragmentation gradient descent (Weng et al., ATC'23) */
+  GP_SHARE_POLICY_BESTFIT,
+  GP_SHARE_POLICY_GPUPACKING,
+  GP_SHARE_POLICY_DOTPRODUCT,
+  GP_SHARE_POLICY_RANDOM,
+} gp_share_policy;
+
+typedef enum gp_order_policy {
+  GP_ORDER_FAIRSHARE = 0, /* queues by allocated/fair share, then priority, then age */
+  GP_ORDER_FIFO,          /* one strict queue by submit time, no quotas */
+  GP_ORDER_PRIORITY,      /* priority then age, no quotas (Slurm-like with backfill) */
+  GP_ORDER_SJF,           /* shortest time limit first (reference bound in the simulator) */
+} gp_order_policy;
+
+typedef struct gp_policy {
+  gp_placement_policy placement;
+  gp_share_policy share;
+  gp_order_policy order;
+  bool backfill;
+  bool reclaim;                 /* queues below fair share take back lent GPUs */
+  bool preemption;              /* priority preemption inside a queue */
+  bool dynamic_mig;             /* re-partition idle MIG GPUs for pending MIG demand */
+  gp_time min_runtime;          /* a job younger than this is never a victim */
+  gp_time default_time_limit;   /* for backfill, when job and queue have none; 0: none */
+  const char *default_priority; /* class for jobs and queues that name none */
+  int n_priority_classes;       /* 0: the defaults (gp_default_priority_classes) */
+  const gp_priority_class *priority_classes;
+  uint64_t seed;                /* for policies with randomness (GP_SHARE_POLICY_RANDOM) */
+} gp_policy;
+
+/* ---- The view ---- */
+
+typedef struct gp_view {
+  int n_nodes;
+  const gp_node *nodes;
+  int n_queues;
+  const gp_queue *queues;
+  int n_pools;
+  const gp_pool *pools;
+  int n_jobs;
+  const gp_job *jobs;       /* every job the caller knows that matters: pending, held,
+                               running, stopping, and ended ones that others depend on */
+} gp_view;
+
+/* Fills *p with the defaults a user would expect: bin-pack, gpool sharing, fair-share
+ * order, backfill, reclaim and preemption on, dynamic MIG on, default classes. */
+void gp_policy_init(gp_policy *p);
+
+/* The default priority classes of DESIGN.md: inference 100, interactive 80 (neither
+ * preemptible), training 50, batch 20, opportunistic 0. */
+extern const gp_priority_class gp_default_priority_classes[];
+extern const int gp_n_default_priority_classes;
+
+/* Enum names as they appear in files and the API ("pending", "drain", "spot", ...) and
+ * their parsers (return 0 and set *ret, or GP_EINVAL). */
+const char *gp_job_state_name(gp_job_state s);
+int gp_job_state_parse(const char *s, gp_job_state *ret);
+const char *gp_node_state_name(gp_node_state s);
+int gp_node_state_parse(const char *s, gp_node_state *ret);
+const char *gp_capacity_name(gp_capacity c);
+int gp_capacity_parse(const char *s, gp_capacity *ret);
+const char *gp_gpu_health_name(gp_gpu_health h);
+int gp_gpu_health_parse(const char *s, gp_gpu_health *ret);
+const char *gp_share_mode_name(gp_share_mode m);
+int gp_share_mode_parse(const char *s, gp_share_mode *ret);
+const char *gp_placement_policy_name(gp_placement_policy p);
+int gp_placement_policy_parse(const char *s, gp_placement_policy *ret);
+const char *gp_share_policy_name(gp_share_policy p);
+int gp_share_policy_parse(const char *s, gp_share_policy *ret);
+const char *gp_order_policy_name(gp_order_policy p);
+int gp_order_policy_parse(const char *s, gp_order_policy *ret);
+
+/* True for states in which a job will never run again. */
+bool gp_job_state_is_final(gp_job_state s);
+
+#endif
