@@ -1,0 +1,280 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The placement policies for shared GPUs (see share.h for what each prefers).
+ *
+ * The five published policies follow the definitions of the FGD paper's simulator
+ * (Weng et al., ATC'23, and its Kubernetes scheduler plugins), including their integer
+ * scores 0..100: the simulator ranks nodes by those integers and breaks ties at random,
+ * and that coarseness is part of the published results, so a faithful reproduction keeps
+ * it. GPU choice inside a node is "best fit" (the fitting GPU with the least free room) for
+ * BestFit, GpuPacking and DotProduct, random for Random, and the fragmentation-minimising
+ * GPU for FGD. Whole-GPU requests take the lowest-numbered idle GPUs.
+ *
+ * gpool's own policy (GPOOL) keeps FGD's idea but not its rounding: the exact change of
+ * expected fragmentation decides, GPU and node ties go to the tightest fit (so a shared
+ * request lands on an already shared GPU before it breaks a whole one), and only then to
+ * the seeded tie-break. The normalising constants (128 cores, 8 GPUs) are the paper's. */
+#include <math.h>
+#include <string.h>
+
+#include "core/share/share.h"
+#include "core/share/share_internal.h"
+
+#define MAX_SPEC_CPU 128000.0 /* milli-CPU: the paper simulator's normaliser */
+#define MAX_SPEC_GPU 8000.0   /* milli-GPU: 8 GPUs */
+
+static uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+uint64_t gp_share_tiebreak(const gp_share_ctx *ctx, int index) {
+  return splitmix64(splitmix64(ctx->seed ^ 0x5eedULL) ^ splitmix64(ctx->round) ^
+                    ((uint64_t)(uint32_t)index * 0x2545f4914f6cdd1dULL));
+}
+
+static bool gpu_fits(const gp_share_node *node, const gp_share_req *req, int g) {
+  if (node->gpu_free_milli[g] < req->gpu_milli) return false;
+  if (req->gpu_mem_mib > 0 && node->gpu_free_mem_mib[g] < req->gpu_mem_mib) return false;
+  return true;
+}
+
+static int64_t gpu_free_total(const gp_share_node *node) {
+  int64_t t = 0;
+  for (int g = 0; g < node->n_gpus; g++) t += node->gpu_free_milli[g];
+  return t;
+}
+
+/* The lowest-numbered GPUs with room, n of them (whole GPUs: idle ones). */
+static uint32_t first_fit_mask(const gp_share_node *node, const gp_share_req *req) {
+  uint32_t mask = 0;
+  int need = req->n_gpus;
+  for (int g = 0; g < node->n_gpus && need > 0; g++) {
+    if (gpu_fits(node, req, g)) mask |= 1u << g, need--;
+  }
+  return need == 0 ? mask : 0;
+}
+
+/* The fitting GPU with the least free room; lowest index on ties. -1: none. */
+static int tightest_gpu(const gp_share_node *node, const gp_share_req *req) {
+  int best = -1;
+  for (int g = 0; g < node->n_gpus; g++) {
+    if (gpu_fits(node, req, g) &&
+        (best < 0 || node->gpu_free_milli[g] < node->gpu_free_milli[best]))
+      best = g;
+  }
+  return best;
+}
+
+static bool is_fraction(const gp_share_req *req) {
+  return req->n_gpus == 1 && req->gpu_milli < GP_GPU_MILLI;
+}
+
+/* The default GPU choice: tightest fit for a fraction, first idle GPUs otherwise. */
+static uint32_t best_gpu_mask(const gp_share_node *node, const gp_share_req *req) {
+  if (req->n_gpus == 0) return 0;
+  if (is_fraction(req)) {
+    int g = tightest_gpu(node, req);
+    return g < 0 ? 0 : 1u << g;
+  }
+  return first_fit_mask(node, req);
+}
+
+static double sigmoid(double x) {
+  return 1.0 / (1.0 + exp(-x));
+}
+
+static void apply(const gp_share_node *node, const gp_share_req *req, uint32_t mask, int *free_after) {
+  memcpy(free_after, node->gpu_free_milli, sizeof(int) * (size_t)node->n_gpus);
+  for (int g = 0; g < node->n_gpus; g++) {
+    if (mask & (1u << g)) free_after[g] -= req->gpu_milli;
+  }
+}
+
+/* FGD as published: integer sigmoid score of the fragmentation decrease. */
+static void score_fgd(const gp_share_ctx *ctx, const gp_share_node *node, const gp_share_req *req,
+                      gp_share_choice *ret) {
+  int after[GP_MAX_NODE_GPUS];
+  double before = gp_share_node_frag(ctx->mix, node);
+  int64_t cpu_after = node->cpu_free_milli - req->cpu_milli;
+  if (is_fraction(req)) {
+    bool have = false;
+    for (int g = 0; g < node->n_gpus; g++) {
+      if (!gpu_fits(node, req, g)) continue;
+      apply(node, req, 1u << g, after);
+      double delta = before - gp_share_frag_of(ctx->mix, node, after, cpu_after);
+      double s = floor(sigmoid(delta / 1000.0) * 100.0);
+      if (!have || s > ret->score) ret->score = s, ret->gpu_mask = 1u << g, have = true;
+    }
+    return;
+  }
+  ret->gpu_mask = first_fit_mask(node, req);
+  apply(node, req, ret->gpu_mask, after);
+  double delta = before - gp_share_frag_of(ctx->mix, node, after, cpu_after);
+  ret->score = floor(sigmoid(delta / 1000.0) * 100.0);
+}
+
+/* gpool's default: exact fragmentation decrease (milli-GPU), then the tightest fit. */
+static void score_gpool(const gp_share_ctx *ctx, const gp_share_node *node, const gp_share_req *req,
+                        gp_share_choice *ret) {
+  int after[GP_MAX_NODE_GPUS];
+  double before = gp_share_node_frag(ctx->mix, node);
+  int64_t cpu_after = node->cpu_free_milli - req->cpu_milli;
+  /* Secondary key, far below one milli of fragmentation: less GPU and CPU left over on
+   * the node after the placement is better (best fit), so ties pack. */
+  double fit = ((double)(gpu_free_total(node) - (int64_t)req->n_gpus * req->gpu_milli) / MAX_SPEC_GPU +
+                (double)cpu_after / MAX_SPEC_CPU) * 1e-4;
+  if (is_fraction(req)) {
+    bool have = false;
+    for (int g = 0; g < node->n_gpus; g++) {
+      if (!gpu_fits(node, req, g)) continue;
+      apply(node, req, 1u << g, after);
+      double s = before - gp_share_frag_of(ctx->mix, node, after, cpu_after);
+      s -= fit + (double)node->gpu_free_milli[g] * 1e-9; /* tightest GPU on ties */
+      if (!have || s > ret->score) ret->score = s, ret->gpu_mask = 1u << g, have = true;
+    }
+    return;
+  }
+  ret->gpu_mask = first_fit_mask(node, req);
+  apply(node, req, ret->gpu_mask, after);
+  ret->score = before - gp_share_frag_of(ctx->mix, node, after, cpu_after) - fit;
+}
+
+static void score_bestfit(const gp_share_node *node, const gp_share_req *req, gp_share_choice *ret) {
+  double cpu_left = (double)(node->cpu_free_milli - req->cpu_milli);
+  double gpu_left = (double)(gpu_free_total(node) - (int64_t)req->n_gpus * req->gpu_milli);
+  double s = cpu_left / MAX_SPEC_CPU * 0.5 + gpu_left / MAX_SPEC_GPU * 0.5;
+  ret->score = floor((1.0 - s) * 100.0);
+  ret->gpu_mask = best_gpu_mask(node, req);
+}
+
+static void score_dotproduct(const gp_share_node *node, const gp_share_req *req,
+                             gp_share_choice *ret) {
+  double dot = ((double)node->cpu_free_milli / MAX_SPEC_CPU) * ((double)req->cpu_milli / MAX_SPEC_CPU) +
+               ((double)gpu_free_total(node) / MAX_SPEC_GPU) *
+                   ((double)req->n_gpus * req->gpu_milli / MAX_SPEC_GPU);
+  ret->score = floor(100.0 * (1.0 - dot / 2.0));
+  ret->gpu_mask = best_gpu_mask(node, req);
+}
+
+/* Partly used GPUs first (the less room left on them the better), then nodes that would
+ * open idle GPUs but already run something, then idle nodes. */
+static void score_gpupacking(const gp_share_node *node, const gp_share_req *req,
+                             gp_share_choice *ret) {
+  ret->gpu_mask = best_gpu_mask(node, req);
+  if (req->n_gpus == 0) {
+    ret->score = 0;
+    return;
+  }
+  int idle = 0;
+  for (int g = 0; g < node->n_gpus; g++) idle += node->gpu_free_milli[g] == GP_GPU_MILLI;
+  if (idle == node->n_gpus) {
+    double s = 100 / 3 - idle;
+    ret->score = s > idle ? s : idle;
+    return;
+  }
+  /* The GPUs a best-fit walk over increasing free room would use. */
+  int order[GP_MAX_NODE_GPUS], n = node->n_gpus;
+  for (int i = 0; i < n; i++) order[i] = i;
+  for (int i = 1; i < n; i++) {
+    int v = order[i], j = i - 1;
+    while (j >= 0 && node->gpu_free_milli[order[j]] > node->gpu_free_milli[v]) order[j + 1] = order[j], j--;
+    order[j + 1] = v;
+  }
+  int need = req->n_gpus, idle_used = 0;
+  int64_t free_ratio = 0;
+  for (int i = 0; i < n && need > 0; i++) {
+    int g = order[i];
+    if (!gpu_fits(node, req, g)) continue;
+    need--;
+    if (node->gpu_free_milli[g] == GP_GPU_MILLI) idle_used++;
+    free_ratio += (int64_t)node->gpu_free_milli[g] * 100 / GP_GPU_MILLI;
+  }
+  if (idle_used > 0) {
+    double s = 100 / 2 - idle_used;
+    ret->score = s > 100 / 3 ? s : 100 / 3;
+    return;
+  }
+  double s = (double)(100 - free_ratio / 10);
+  ret->score = s > 100 / 2 ? s : 100 / 2;
+}
+
+static void score_random(const gp_share_ctx *ctx, const gp_share_node *node, const gp_share_req *req,
+                         gp_share_choice *ret) {
+  ret->score = 0;
+  if (!is_fraction(req)) {
+    ret->gpu_mask = first_fit_mask(node, req);
+    return;
+  }
+  uint64_t best = 0;
+  for (int g = 0; g < node->n_gpus; g++) {
+    if (!gpu_fits(node, req, g)) continue;
+    uint64_t h = splitmix64(gp_share_tiebreak(ctx, g) ^ 0x9a11ULL);
+    if (!ret->gpu_mask || h > best) best = h, ret->gpu_mask = 1u << g;
+  }
+}
+
+static bool node_fits(const gp_share_node *node, const gp_share_req *req) {
+  if (node->cpu_free_milli < req->cpu_milli || node->mem_free_mib < req->mem_mib) return false;
+  if (req->n_gpus == 0) return true;
+  if (!gp_share_model_ok(node, req)) return false;
+  int fitting = 0;
+  for (int g = 0; g < node->n_gpus; g++) fitting += gpu_fits(node, req, g);
+  return fitting >= req->n_gpus;
+}
+
+int gp_share_score(const gp_share_ctx *ctx, const gp_share_node *node, const gp_share_req *req,
+                   gp_share_choice *ret, gp_err *err) {
+  int rc = gp_share_req_check(req, err);
+  if (rc) return rc;
+  if (!node || node->n_gpus < 0 || node->n_gpus > GP_MAX_NODE_GPUS)
+    return gp_err_set(err, GP_EINVAL, NULL, 0, "n_gpus", "a node has 0..%d GPUs", GP_MAX_NODE_GPUS);
+  for (int g = 0; g < node->n_gpus; g++) {
+    if (node->gpu_free_milli[g] < 0 || node->gpu_free_milli[g] > GP_GPU_MILLI)
+      return gp_err_set(err, GP_EINVAL, NULL, 0, "gpu_free_milli",
+                        "GPU %d has %d milli free (must be 0..1000)", g, node->gpu_free_milli[g]);
+  }
+  if ((ctx->policy == GP_SHARE_POLICY_FGD || ctx->policy == GP_SHARE_POLICY_GPOOL) &&
+      (!ctx->mix || !ctx->mix->finished))
+    return gp_err_set(err, GP_EINVAL, NULL, 0, "mix",
+                      "FGD and gpool placement need a finished workload mix");
+  gp_share_choice c = {.fits = false, .score = 0, .gpu_mask = 0};
+  if (node_fits(node, req)) {
+    c.fits = true;
+    switch (ctx->policy) {
+    case GP_SHARE_POLICY_FGD: score_fgd(ctx, node, req, &c); break;
+    case GP_SHARE_POLICY_BESTFIT: score_bestfit(node, req, &c); break;
+    case GP_SHARE_POLICY_GPUPACKING: score_gpupacking(node, req, &c); break;
+    case GP_SHARE_POLICY_DOTPRODUCT: score_dotproduct(node, req, &c); break;
+    case GP_SHARE_POLICY_RANDOM: score_random(ctx, node, req, &c); break;
+    case GP_SHARE_POLICY_GPOOL: score_gpool(ctx, node, req, &c); break;
+    default:
+      return gp_err_set(err, GP_EINVAL, NULL, 0, "policy", "unknown sharing policy %d",
+                        (int)ctx->policy);
+    }
+  }
+  *ret = c;
+  return 0;
+}
+
+int gp_share_pick(const gp_share_ctx *ctx, const gp_share_node *nodes, int n_nodes,
+                  const gp_share_req *req, int *ret_node, gp_share_choice *ret, gp_err *err) {
+  int best = -1;
+  gp_share_choice best_c = {0};
+  uint64_t best_tie = 0;
+  for (int i = 0; i < n_nodes; i++) {
+    gp_share_choice c;
+    int rc = gp_share_score(ctx, &nodes[i], req, &c, err);
+    if (rc) return rc;
+    if (!c.fits) continue;
+    uint64_t tie = gp_share_tiebreak(ctx, i);
+    if (best < 0 || c.score > best_c.score || (c.score == best_c.score && tie > best_tie)) {
+      best = i, best_c = c, best_tie = tie;
+    }
+  }
+  if (best < 0) return gp_err_set(err, GP_ENOENT, NULL, 0, "request", "no node fits the request");
+  *ret_node = best;
+  *ret = best_c;
+  return 0;
+}
