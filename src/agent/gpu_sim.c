@@ -137,6 +137,43 @@ int gp_gpu_model_check_mig(const gp_gpu_model *m, const char *const *profiles,
   return 0;
 }
 
+/* Depth-first search over start slots; n <= 7 and at most 8 slots, so it is tiny. */
+static bool place_from(const gp_gpu_mig_profile *const *ps, int n, int i, unsigned used,
+                       int compute, int *slots) {
+  if (i == n) return true;
+  for (int s = 0; s < 8; s++) {
+    if (!(ps[i]->start_mask & (1u << s))) continue;
+    unsigned span = ((1u << ps[i]->mem_slices) - 1) << s;
+    if ((span & used) || compute + ps[i]->compute_slices > 7) continue;
+    slots[i] = s;
+    if (place_from(ps, n, i + 1, used | span, compute + ps[i]->compute_slices, slots))
+      return true;
+  }
+  return false;
+}
+
+int gp_gpu_model_place_mig(const gp_gpu_model *m, const char *const *profiles, int n,
+                           int *ret_slots, gp_err *err) {
+  const gp_gpu_mig_profile *ps[GP_GPU_MAX_MIG];
+  int slots[GP_GPU_MAX_MIG];
+  if (n < 0 || n > GP_GPU_MAX_MIG)
+    return gp_err_set(err, GP_EINVAL, NULL, 0, "profiles",
+                      "a MIG layout has at most %d instances, got %d", GP_GPU_MAX_MIG, n);
+  for (int i = 0; i < n; i++) {
+    if (!(ps[i] = gp_gpu_model_mig_profile(m, profiles[i]))) {
+      char field[32];
+      snprintf(field, sizeof field, "profiles[%d]", i);
+      return gp_err_set(err, GP_EINVAL, NULL, 0, field, "%s has no MIG profile '%s'", m->model,
+                        profiles[i] ? profiles[i] : "");
+    }
+  }
+  if (!place_from(ps, n, 0, 0, 0, slots))
+    return gp_err_set(err, GP_EINVAL, NULL, 0, "profiles",
+                      "the MIG profiles do not fit together on one %s", m->model);
+  memcpy(ret_slots, slots, sizeof(int) * (size_t)n);
+  return 0;
+}
+
 void gp_gpu_model_list(char *buf, size_t size) {
   size_t n = 0;
   buf[0] = '\0';

@@ -65,6 +65,12 @@ const gp_gpu_mig_profile *gp_gpu_model_mig_profile(const gp_gpu_model *m, const 
 int gp_gpu_model_check_mig(const gp_gpu_model *m, const char *const *profiles,
                            const int *start_slots, int n, gp_err *err);
 
+/* Places a layout given only its profiles: finds start slots (written to ret_slots, one
+ * per profile, in the given order) that make gp_gpu_model_check_mig accept it, trying every
+ * placement. GP_EINVAL when no placement exists ("4g.40gb,4g.40gb") or a profile is unknown. */
+int gp_gpu_model_place_mig(const gp_gpu_model *m, const char *const *profiles, int n,
+                           int *ret_slots, gp_err *err);
+
 /* Writes the known model names, comma-separated, for error messages. */
 void gp_gpu_model_list(char *buf, size_t size);
 
