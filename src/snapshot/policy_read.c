@@ -6,6 +6,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "snapshot/read_util.h"
@@ -56,6 +57,42 @@ int gp__list(const gp_doc *d, const gp_doc_node *seq, const char *path, int max,
   if (seq->n > max)
     return gp_err_set(err, GP_ELIMIT, d->name, seq->line, path, "more than %d entries", max);
   return 0;
+}
+
+static int entry_cmp(const void *a, const void *b) {
+  const gp__name_entry *x = a, *y = b;
+  int c = strcmp(x->name, y->name);
+  return c ? c : (x->index > y->index) - (x->index < y->index);
+}
+
+int gp__names_build(gp__names *ix, const char *const *names, int n, gp_arena *arena,
+                    int *ret_dup) {
+  ix->n = n;
+  ix->e = gp_arena_alloc(arena, (size_t)(n ? n : 1) * sizeof *ix->e);
+  for (int i = 0; i < n; i++) ix->e[i] = (gp__name_entry){names[i], i};
+  qsort(ix->e, (size_t)n, sizeof *ix->e, entry_cmp);
+  int dup = -1;
+  for (int i = 1; i < n; i++)
+    if (!strcmp(ix->e[i - 1].name, ix->e[i].name) && (dup < 0 || ix->e[i].index < dup))
+      dup = ix->e[i].index;
+  if (dup < 0) return 0;
+  *ret_dup = dup;
+  return GP_EEXIST;
+}
+
+int gp__names_find(const gp__names *ix, const char *name) {
+  int lo = 0, hi = ix->n - 1;
+  while (lo <= hi) {
+    int mid = lo + (hi - lo) / 2;
+    int c = strcmp(ix->e[mid].name, name);
+    if (c == 0) {
+      while (mid > 0 && !strcmp(ix->e[mid - 1].name, name)) mid--;
+      return ix->e[mid].index;
+    }
+    if (c < 0) lo = mid + 1;
+    else hi = mid - 1;
+  }
+  return -1;
 }
 
 /* A boolean key of a map, if present. */
@@ -154,10 +191,6 @@ int gp_priority_classes_read(const gp_doc *d, const gp_doc_node *seq, const char
   static const char *const keys[] = {"name", "priority", "preemptible", NULL};
   int r = gp__list(d, seq, path, GP_READ_MAX_PRIORITY_CLASSES, err);
   if (r) return r;
-  if (seq->n == 0)
-    return gp_err_set(err, GP_EINVAL, d->name, seq->line, path,
-                      "an empty list leaves no priority class; leave the key out for the "
-                      "defaults");
   gp_priority_class *cls = gp_arena_alloc(arena, (size_t)seq->n * sizeof *cls);
   char f[160];
   for (int i = 0; i < seq->n; i++) {
@@ -186,8 +219,17 @@ int gp_priority_classes_read(const gp_doc *d, const gp_doc_node *seq, const char
     gp__field(f, sizeof f, path, i, "preemptible");
     if (n && (r = gp_doc_bool(d, n, f, &cls[i].preemptible, err))) return r;
   }
-  *ret_classes = cls;
-  *ret_n = seq->n;
+  /* The defaults, each replaced by a listed class of the same name, then the new ones. */
+  int nd = gp_n_default_priority_classes, total = nd;
+  gp_priority_class *all = gp_arena_alloc(arena, (size_t)(nd + seq->n) * sizeof *all);
+  memcpy(all, gp_default_priority_classes, (size_t)nd * sizeof *all);
+  for (int i = 0; i < seq->n; i++) {
+    int k = 0;
+    while (k < nd && strcmp(all[k].name, cls[i].name)) k++;
+    all[k < nd ? k : total++] = cls[i];
+  }
+  *ret_classes = all;
+  *ret_n = total;
   return 0;
 }
 
@@ -351,9 +393,7 @@ int gp_policy_check(const gp_policy *p, const gp_queue *queues, int n_queues,
     const gp_doc_node *n = gp_doc_get(policy_map, "default_priority");
     return gp_err_set(err, GP_EINVAL, file, n ? n->line : policy_map ? policy_map->line : 0,
                       "policy.default_priority",
-                      "'%s' is not a priority class%s", p->default_priority,
-                      n ? "" : " (the priority classes replace the defaults; set "
-                               "policy.default_priority to one of them)");
+                      "'%s' is not a priority class", p->default_priority);
   }
   for (int i = 0; i < n_queues; i++) {
     if (!queues[i].default_priority || gp_priority_class_find(p, queues[i].default_priority))

@@ -39,8 +39,9 @@ int gp_policy_read(const gp_doc *d, const gp_doc_node *map, const char *path,
 
 /* Reads a list of {name, priority, preemptible} maps: name (required, unique), priority
  * (integer, required), preemptible (boolean, default true; say false for classes that must
- * never be preempted, like inference). The list replaces the default classes; an empty list
- * is an error (leave the key out to keep the defaults). */
+ * never be preempted, like inference). The list is merged with DESIGN.md's defaults: a
+ * class named like a default replaces it, others are added after the defaults. So
+ * *ret_classes holds the defaults plus the new classes (the whole set the policy uses). */
 int gp_priority_classes_read(const gp_doc *d, const gp_doc_node *seq, const char *path,
                              gp_arena *arena, gp_priority_class **ret_classes, int *ret_n,
                              gp_err *err);

@@ -4,7 +4,11 @@
 #ifndef GP_SNAPSHOT_READ_UTIL_H
 #define GP_SNAPSHOT_READ_UTIL_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+
+#include "core/model.h"
 
 #include "util/doc.h"
 #include "util/error.h"
@@ -24,5 +28,34 @@ int gp__read_name(const gp_doc *d, const gp_doc_node *n, const char *field, gp_a
 
 /* Fails unless seq is a list of at most `max` items. */
 int gp__list(const gp_doc *d, const gp_doc_node *seq, const char *path, int max, gp_err *err);
+
+/* Host memory of map m: `mem_gib` (a number of GiB) or `mem` ("512G"), not both.
+ * *ret_found says whether either was there (*ret untouched otherwise). */
+int gp__read_host_mem(const gp_doc *d, const gp_doc_node *m, const char *path, int index,
+                      int64_t *ret, bool *ret_found, gp_err *err);
+
+/* A label map {key: value} (at most GP_READ_MAX_LABELS), copied into the arena. */
+int gp__read_labels(const gp_doc *d, const gp_doc_node *n, const char *field, gp_arena *arena,
+                    gp_label **ret, int *ret_n, gp_err *err);
+
+/* A sorted index of names for duplicate checks and lookups in O(log n) (snapshots may
+ * hold a million jobs). Entries point at the caller's strings. */
+typedef struct gp__name_entry {
+  const char *name;
+  int index;
+} gp__name_entry;
+
+typedef struct gp__names {
+  int n;
+  gp__name_entry *e;
+} gp__names;
+
+/* Builds the index over names[0..n) (allocated in arena). If two are equal, returns
+ * GP_EEXIST with *ret_dup set to the larger index of the first such pair (the later
+ * definition, whose line a message should give); the index is still usable. */
+int gp__names_build(gp__names *ix, const char *const *names, int n, gp_arena *arena,
+                    int *ret_dup);
+/* The index of `name`, or -1. */
+int gp__names_find(const gp__names *ix, const char *name);
 
 #endif

@@ -76,9 +76,9 @@ static void policy_mistakes_name_line_and_key(void) {
   gp_arena_free(a);
 }
 
-static void classes_replace_the_defaults(void) {
+static void classes_extend_and_override_the_defaults(void) {
   gp_doc *d = load("priority_classes:\n  - {name: prod, priority: 90, preemptible: false}\n"
-                   "  - {name: research, priority: 10}\n");
+                   "  - {name: batch, priority: 10}\n");
   REQUIRE(d);
   gp_arena *a = gp_arena_new();
   gp_priority_class *c = NULL;
@@ -86,19 +86,25 @@ static void classes_replace_the_defaults(void) {
   gp_err e = {0};
   REQUIRE(gp_priority_classes_read(d, gp_doc_get(d->root, "priority_classes"),
                                    "priority_classes", a, &c, &n, &e) == 0);
-  CHECK_EQ_INT(2, n);
-  CHECK_EQ_STR("prod", c[0].name);
-  CHECK(!c[0].preemptible);
-  CHECK(c[1].preemptible);
+  CHECK_EQ_INT(6, n); /* five defaults, batch replaced, prod added */
   gp_policy p;
   gp_policy_init(&p);
   p.priority_classes = c;
   p.n_priority_classes = n;
-  CHECK(gp_priority_class_find(&p, "research") == &c[1]);
-  CHECK(gp_priority_class_find(&p, "training") == NULL);
-  /* The default class "training" is gone, so the policy must name another one. */
+  const gp_priority_class *prod = gp_priority_class_find(&p, "prod");
+  REQUIRE(prod);
+  CHECK(!prod->preemptible);
+  CHECK_EQ_INT(90, prod->priority);
+  const gp_priority_class *batch = gp_priority_class_find(&p, "batch");
+  REQUIRE(batch);
+  CHECK_EQ_INT(10, batch->priority);
+  CHECK(batch->preemptible);
+  CHECK(gp_priority_class_find(&p, "training") != NULL);
+  CHECK(gp_priority_class_find(&p, "urgent") == NULL);
+  CHECK_EQ_INT(0, gp_policy_check(&p, NULL, 0, d, NULL, NULL, &e));
+  p.default_priority = "urgent";
   CHECK_EQ_INT(GP_EINVAL, gp_policy_check(&p, NULL, 0, d, NULL, NULL, &e));
-  CHECK_CONTAINS(e.message, "set policy.default_priority");
+  CHECK_EQ_STR("policy.default_priority", e.field);
   gp_doc_free(d);
 
   d = load("priority_classes:\n  - {name: a, priority: 1}\n  - {name: a, priority: 2}\n");
@@ -207,5 +213,5 @@ static void pools_name_a_known_queue_and_one_label(void) {
 }
 
 GP_TESTS(policy_keys_override_the_defaults, policy_mistakes_name_line_and_key,
-         classes_replace_the_defaults, queues_have_defaults_and_checked_numbers,
+         classes_extend_and_override_the_defaults, queues_have_defaults_and_checked_numbers,
          pools_name_a_known_queue_and_one_label)
