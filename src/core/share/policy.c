@@ -30,6 +30,8 @@ static uint64_t splitmix64(uint64_t x) {
 }
 
 uint64_t gp_share_tiebreak(const gp_share_ctx *ctx, int index) {
+  if (ctx->tie == GP_SHARE_TIE_FIRST && ctx->policy != GP_SHARE_POLICY_RANDOM)
+    return UINT64_MAX - (uint64_t)(uint32_t)index;
   return splitmix64(splitmix64(ctx->seed ^ 0x5eedULL) ^ splitmix64(ctx->round) ^
                     ((uint64_t)(uint32_t)index * 0x2545f4914f6cdd1dULL));
 }
@@ -210,7 +212,7 @@ static void score_random(const gp_share_ctx *ctx, const gp_share_node *node, con
   uint64_t best = 0;
   for (int g = 0; g < node->n_gpus; g++) {
     if (!gpu_fits(node, req, g)) continue;
-    uint64_t h = splitmix64(gp_share_tiebreak(ctx, g) ^ 0x9a11ULL);
+    uint64_t h = splitmix64(splitmix64(ctx->seed ^ 0x9a11ULL) ^ splitmix64(ctx->round) ^ (uint64_t)g);
     if (!ret->gpu_mask || h > best) best = h, ret->gpu_mask = 1u << g;
   }
 }

@@ -75,6 +75,13 @@ const gp_share_req *gp_share_mix_shape(const gp_share_mix *mix, int i, double *r
  * shape, the node's free GPU milli that this shape could not use, weighted by popularity. */
 double gp_share_node_frag(const gp_share_mix *mix, const gp_share_node *node);
 
+/* How gp_share_pick breaks ties between equally scored nodes. */
+typedef enum gp_share_tie {
+  GP_SHARE_TIE_HASH = 0, /* a hash of (seed, round, node index): spreads ties reproducibly */
+  GP_SHARE_TIE_FIRST,    /* the lowest node index (the paper's simulator: first node name);
+                            ignored by RANDOM, whose every node ties */
+} gp_share_tie;
+
 /* Everything a policy needs besides the node and the request. */
 typedef struct gp_share_ctx {
   gp_share_policy policy;
@@ -82,6 +89,7 @@ typedef struct gp_share_ctx {
   uint64_t seed;            /* for the tie-break (and so for RANDOM) */
   uint64_t round;           /* the caller increments it per placement decision, so
                                ties break differently each time but reproducibly */
+  gp_share_tie tie;
 } gp_share_ctx;
 
 typedef struct gp_share_choice {
@@ -98,14 +106,14 @@ int gp_share_score(const gp_share_ctx *ctx, const gp_share_node *node,
 /* True when the node's model is one of the request's (or the request names none). */
 bool gp_share_model_ok(const gp_share_node *node, const gp_share_req *req);
 
-/* Scores every node and picks the best; ties (equal score) are broken by a hash of
- * (seed, round, node index), so equal inputs give equal picks. Returns 0 with *ret_node
+/* Scores every node and picks the best; ties (equal score) are broken as ctx->tie says,
+ * so equal inputs give equal picks. Returns 0 with *ret_node
  * set to the chosen index and *ret filled, GP_ENOENT when no node fits, or GP_EINVAL. */
 int gp_share_pick(const gp_share_ctx *ctx, const gp_share_node *nodes, int n_nodes,
                   const gp_share_req *req, int *ret_node, gp_share_choice *ret, gp_err *err);
 
-/* The tie-break key gp_share_pick uses for node `index` (exposed for callers that cache
- * scores and pick themselves, like the simulator). */
+/* The tie-break key gp_share_pick uses for node `index`: the larger wins (exposed for
+ * callers that cache scores and pick themselves, like the simulator). */
 uint64_t gp_share_tiebreak(const gp_share_ctx *ctx, int index);
 
 #endif

@@ -1,0 +1,307 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* One run of the fragmentation experiment (see frag.h).
+ *
+ * Faithfulness notes (from reading the paper's simulator, not copying it):
+ * - the workload mix FGD measures against is built from the trace's own pod list (before
+ *   resampling), CPU-only pods included, keeping the most popular shapes covering 95%;
+ * - resampling appends clones drawn uniformly from the original list after the shuffled
+ *   list and stops before the total would pass the target; a list asking more than the
+ *   target loses random pods instead;
+ * - the allocation at "k% arrived" is the mean of the allocation over every arrival whose
+ *   arrived demand rounds to k% (the authors' analysis does this), falling back to k-1..k+1.
+ *
+ * Speed: a node's score for a request depends only on the node's state and the request's
+ * shape, so scores are cached per (node, request class) and recomputed only for nodes
+ * that changed since; one run over the openb traces takes well under a second. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/share/share.h"
+#include "sim/frag/frag.h"
+#include "util/mem.h"
+
+#define MAX_SEQUENCE 50000000 /* arrivals per run */
+#define MAX_CACHE_ENTRIES (32u * 1024 * 1024)
+
+void gp_frag_opts_init(gp_frag_opts *o) {
+  o->policy = GP_SHARE_POLICY_FGD;
+  o->seed = 42;
+  o->inflate = 1.3;
+  o->popularity_pct = 95;
+}
+
+/* splitmix64 as the run's random source: small, seedable, identical everywhere. */
+typedef struct rng {
+  uint64_t s;
+} rng;
+
+static uint64_t rng_next(rng *r) {
+  uint64_t x = (r->s += 0x9e3779b97f4a7c15ULL);
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+/* Uniform in [0, n) without modulo bias. */
+static uint64_t rng_below(rng *r, uint64_t n) {
+  uint64_t lim = UINT64_MAX - UINT64_MAX % n;
+  uint64_t x;
+  do x = rng_next(r);
+  while (x >= lim);
+  return x % n;
+}
+
+typedef struct cache_entry {
+  uint32_t version; /* node version + 1 when filled; 0: empty */
+  uint32_t mask;
+  double score;     /* -INFINITY: does not fit */
+} cache_entry;
+
+typedef struct run {
+  const gp_frag_trace *t;
+  gp_share_node *nodes;
+  gp_share_req *req;     /* per class */
+  int *pod_class;        /* per trace pod */
+  int n_classes;
+  uint32_t *version;     /* per node */
+  cache_entry *cache;    /* n_nodes x n_classes, or NULL when too large */
+} run;
+
+static int64_t pod_gpu(const gp_frag_pod *p) {
+  return (int64_t)p->n_gpus * p->gpu_milli;
+}
+
+/* Groups pods with equal requests (so their scores can be cached together). */
+static void build_classes(run *r) {
+  const gp_frag_trace *t = r->t;
+  size_t cap = 1;
+  while (cap < (size_t)t->n_pods * 2) cap <<= 1;
+  int *slot = gp_xmalloc(cap * sizeof(int));
+  for (size_t i = 0; i < cap; i++) slot[i] = -1;
+  int *first = gp_xmalloc((size_t)t->n_pods * sizeof(int));
+  r->pod_class = gp_xmalloc((size_t)t->n_pods * sizeof(int));
+  r->n_classes = 0;
+  for (int i = 0; i < t->n_pods; i++) {
+    const gp_frag_pod *p = &t->pods[i];
+    uint64_t h = (uint64_t)p->cpu_milli * 0x9e3779b97f4a7c15ULL ^ (uint64_t)p->mem_mib * 0xc2b2ae3d27d4eb4fULL ^
+                 (uint64_t)p->n_gpus * 0x165667b19e3779f9ULL ^ (uint64_t)p->gpu_milli * 0x27d4eb2f165667c5ULL ^
+                 (uint64_t)(p->spec + 1) * 0x94d049bb133111ebULL;
+    h ^= h >> 29;
+    size_t k = (size_t)h & (cap - 1);
+    for (;;) {
+      if (slot[k] < 0) {
+        slot[k] = r->n_classes;
+        first[r->n_classes] = i;
+        r->pod_class[i] = r->n_classes++;
+        break;
+      }
+      const gp_frag_pod *q = &t->pods[first[slot[k]]];
+      if (q->cpu_milli == p->cpu_milli && q->mem_mib == p->mem_mib && q->n_gpus == p->n_gpus &&
+          q->gpu_milli == p->gpu_milli && q->spec == p->spec) {
+        r->pod_class[i] = slot[k];
+        break;
+      }
+      k = (k + 1) & (cap - 1);
+    }
+  }
+  r->req = gp_xcalloc((size_t)r->n_classes, sizeof(gp_share_req));
+  for (int c = 0; c < r->n_classes; c++) {
+    const gp_frag_pod *p = &t->pods[first[c]];
+    gp_share_req *q = &r->req[c];
+    q->n_gpus = p->n_gpus;
+    q->gpu_milli = p->n_gpus ? p->gpu_milli : 0;
+    q->cpu_milli = p->cpu_milli;
+    q->mem_mib = p->mem_mib;
+    if (p->spec >= 0) {
+      q->n_models = t->specs[p->spec].n_models;
+      q->models = t->specs[p->spec].models;
+    }
+  }
+  free(first);
+  free(slot);
+}
+
+/* The FGD mix: every class weighted by how many pods of the original list have it. */
+static int build_mix(run *r, double popularity_pct, gp_share_mix **ret, gp_err *err) {
+  double *count = gp_xcalloc((size_t)r->n_classes, sizeof(double));
+  for (int i = 0; i < r->t->n_pods; i++) count[r->pod_class[i]] += 1;
+  gp_share_mix *mix = gp_share_mix_new();
+  int rc = 0;
+  for (int c = 0; c < r->n_classes && !rc; c++) rc = gp_share_mix_add(mix, &r->req[c], count[c], err);
+  if (!rc) rc = gp_share_mix_finish(mix, popularity_pct, err);
+  free(count);
+  if (rc) {
+    gp_share_mix_free(mix);
+    return rc;
+  }
+  *ret = mix;
+  return 0;
+}
+
+/* The arrival sequence: shuffled list, then resampled up (or trimmed down) to target. */
+static int build_sequence(const gp_frag_trace *t, uint64_t seed, int64_t target, int **ret_seq,
+                          int *ret_n, gp_err *err) {
+  rng g = {seed};
+  size_t cap = (size_t)t->n_pods;
+  int *seq = gp_xmalloc(cap * sizeof(int));
+  int n = t->n_pods;
+  int64_t total = 0;
+  for (int i = 0; i < n; i++) seq[i] = i, total += pod_gpu(&t->pods[i]);
+  if (total == 0) {
+    free(seq);
+    return gp_err_set(err, GP_EINVAL, NULL, 0, "pods", "no pod in the trace asks for a GPU");
+  }
+  for (int i = n - 1; i > 0; i--) {
+    int j = (int)rng_below(&g, (uint64_t)i + 1);
+    int tmp = seq[i];
+    seq[i] = seq[j], seq[j] = tmp;
+  }
+  if (total < target) {
+    for (;;) {
+      int i = (int)rng_below(&g, (uint64_t)t->n_pods);
+      if (total + pod_gpu(&t->pods[i]) > target) break;
+      if (n >= MAX_SEQUENCE) {
+        free(seq);
+        return gp_err_set(err, GP_ELIMIT, NULL, 0, "pods", "more than %d arrivals", MAX_SEQUENCE);
+      }
+      gp_xgrow((void **)&seq, &cap, (size_t)n + 1, sizeof(int));
+      seq[n++] = i;
+      total += pod_gpu(&t->pods[i]);
+    }
+  } else {
+    while (total > target && n > 0) {
+      int k = (int)rng_below(&g, (uint64_t)n);
+      total -= pod_gpu(&t->pods[seq[k]]);
+      memmove(&seq[k], &seq[k + 1], sizeof(int) * (size_t)(n - k - 1));
+      n--;
+    }
+  }
+  *ret_seq = seq;
+  *ret_n = n;
+  return 0;
+}
+
+static void place(run *r, int node, const gp_share_req *q, uint32_t mask) {
+  gp_share_node *nd = &r->nodes[node];
+  for (int g = 0; g < nd->n_gpus; g++) {
+    if (mask & (1u << g)) nd->gpu_free_milli[g] -= q->gpu_milli;
+  }
+  nd->cpu_free_milli -= q->cpu_milli;
+  nd->mem_free_mib -= q->mem_mib;
+  r->version[node]++;
+}
+
+int gp_frag_run(const gp_frag_trace *t, const gp_frag_opts *o, gp_frag_result *ret, gp_err *err) {
+  if (!(o->inflate > 0) || o->inflate * 100 > GP_FRAG_MAX_PCT)
+    return gp_err_set(err, GP_EINVAL, NULL, 0, "inflate", "must be in (0, %d%%]", GP_FRAG_MAX_PCT);
+  run r = {.t = t};
+  r.nodes = gp_xcalloc((size_t)t->n_nodes, sizeof(gp_share_node));
+  r.version = gp_xcalloc((size_t)t->n_nodes, sizeof(uint32_t));
+  int64_t cap_milli = 0;
+  for (int i = 0; i < t->n_nodes; i++) {
+    gp_share_node *nd = &r.nodes[i];
+    nd->model = t->models[t->nodes[i].model];
+    nd->n_gpus = t->nodes[i].n_gpus;
+    for (int g = 0; g < nd->n_gpus; g++) nd->gpu_free_milli[g] = GP_GPU_MILLI;
+    nd->cpu_free_milli = t->nodes[i].cpu_milli;
+    nd->mem_free_mib = t->nodes[i].mem_mib;
+    cap_milli += (int64_t)nd->n_gpus * GP_GPU_MILLI;
+  }
+  build_classes(&r);
+  gp_share_mix *mix = NULL;
+  int *seq = NULL, n_seq = 0;
+  double *sum = NULL;
+  int *cnt = NULL;
+  int rc = build_mix(&r, o->popularity_pct, &mix, err);
+  if (!rc) rc = build_sequence(t, o->seed, (int64_t)floor(o->inflate * (double)cap_milli), &seq, &n_seq, err);
+  if (rc) goto out;
+  bool use_cache = o->policy != GP_SHARE_POLICY_RANDOM &&
+                   (uint64_t)t->n_nodes * (uint64_t)r.n_classes <= MAX_CACHE_ENTRIES;
+  if (use_cache) r.cache = gp_xcalloc((size_t)t->n_nodes * (size_t)r.n_classes, sizeof(cache_entry));
+
+  gp_frag_result res;
+  memset(&res, 0, sizeof(res));
+  res.max_pct = (int)floor(o->inflate * 100 + 1e-9);
+  res.gpu_capacity_milli = cap_milli;
+  sum = gp_xcalloc(GP_FRAG_MAX_PCT + 2, sizeof(double));
+  cnt = gp_xcalloc(GP_FRAG_MAX_PCT + 2, sizeof(int));
+  gp_share_ctx ctx = {.policy = o->policy, .mix = mix, .seed = o->seed, .round = 0, .tie = GP_SHARE_TIE_FIRST};
+  int64_t alloc = 0, arrived = 0;
+  for (int s = 0; s < n_seq && !rc; s++) {
+    int pod = seq[s];
+    int cls = r.pod_class[pod];
+    const gp_share_req *q = &r.req[cls];
+    ctx.round = (uint64_t)s;
+    int best = -1;
+    double best_score = 0;
+    uint32_t best_mask = 0;
+    uint64_t best_tie = 0;
+    for (int i = 0; i < t->n_nodes; i++) {
+      double score;
+      uint32_t mask;
+      cache_entry *ce = r.cache ? &r.cache[(size_t)i * (size_t)r.n_classes + (size_t)cls] : NULL;
+      if (ce && ce->version == r.version[i] + 1) {
+        score = ce->score, mask = ce->mask;
+      } else {
+        gp_share_choice c;
+        rc = gp_share_score(&ctx, &r.nodes[i], q, &c, err);
+        if (rc) break;
+        score = c.fits ? c.score : -INFINITY;
+        mask = c.gpu_mask;
+        if (ce) ce->version = r.version[i] + 1, ce->score = score, ce->mask = mask;
+      }
+      if (score == -INFINITY) continue;
+      if (best < 0 || score > best_score) {
+        best = i, best_score = score, best_mask = mask, best_tie = gp_share_tiebreak(&ctx, i);
+      } else if (score == best_score) {
+        uint64_t tie = gp_share_tiebreak(&ctx, i);
+        if (tie > best_tie) best = i, best_mask = mask, best_tie = tie;
+      }
+    }
+    if (rc) break;
+    int64_t want = (int64_t)q->n_gpus * q->gpu_milli;
+    arrived += want;
+    res.pods_arrived++;
+    res.gpu_arrived_milli += want;
+    if (best >= 0) {
+      place(&r, best, q, best_mask);
+      alloc += want;
+    } else {
+      res.pods_failed++;
+      res.gpu_failed_milli += want;
+    }
+    long k = lround((double)arrived * 100.0 / (double)cap_milli);
+    if (k >= 0 && k <= GP_FRAG_MAX_PCT) {
+      sum[k] += (double)alloc * 100.0 / (double)cap_milli;
+      cnt[k]++;
+    }
+  }
+  if (rc) goto out;
+  for (int k = 0; k <= res.max_pct; k++) {
+    if (cnt[k]) {
+      res.alloc_pct[k] = sum[k] / cnt[k];
+      continue;
+    }
+    double s2 = 0;
+    int c2 = 0;
+    for (int j = k - 1; j <= k + 1; j++) {
+      if (j >= 0 && j <= GP_FRAG_MAX_PCT) s2 += sum[j], c2 += cnt[j];
+    }
+    /* No arrival near k% (a huge pod jumped over it, or the run ended short of it): the
+       allocation then is the one reached when arrivals passed k, i.e. the last before. */
+    res.alloc_pct[k] = c2 ? s2 / c2 : (k > 0 ? res.alloc_pct[k - 1] : 0);
+  }
+  *ret = res;
+out:
+  free(sum);
+  free(cnt);
+  free(seq);
+  gp_share_mix_free(mix);
+  free(r.cache);
+  free(r.req);
+  free(r.pod_class);
+  free(r.version);
+  free(r.nodes);
+  return rc;
+}
