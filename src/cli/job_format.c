@@ -1,0 +1,274 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Jobs as people read them (job_format.h). Every field may be missing or of the wrong type
+ * in a hostile or older server's answer; each reader falls back to "-" or nothing. */
+#include "cli/job_format.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli/cli_common.h"
+
+static const char *str(json_t *o, const char *key) {
+  const char *s = json_string_value(json_object_get(o, key));
+  return s ? s : "";
+}
+
+static int64_t num(json_t *o, const char *key) {
+  json_t *v = json_object_get(o, key);
+  return json_is_integer(v) ? json_integer_value(v) : json_is_real(v) ? (int64_t)json_real_value(v) : 0;
+}
+
+int gp_job_state_final(const char *state) {
+  static const char *const final_states[] = {"completed", "failed", "cancelled", "preempted", "timeout", NULL};
+  for (int i = 0; final_states[i]; i++)
+    if (!strcmp(state, final_states[i])) return 1;
+  return 0;
+}
+
+void gp_job_fmt_gpus(json_t *job, char *out, size_t cap) {
+  int64_t tasks = num(job, "tasks");
+  int64_t gpus = num(job, "gpus");
+  double frac = gp_cli_num(json_object_get(job, "gpu_fraction"));
+  int64_t gmem = num(job, "gpu_mem_mib");
+  const char *mig = str(job, "mig");
+  char one[48];
+  if (*mig) snprintf(one, sizeof one, "mig:%s", mig);
+  else if (gmem > 0) {
+    char m[24];
+    gp_cli_fmt_mib(gmem, m, sizeof m);
+    snprintf(one, sizeof one, "%s/GPU", m);
+  } else if (frac > 0) gp_cli_fmt_gpus(frac, one, sizeof one);
+  else if (gpus > 0) snprintf(one, sizeof one, "%lld", (long long)gpus);
+  else snprintf(one, sizeof one, "-");
+  if (tasks > 1) snprintf(out, cap, "%lldx%s", (long long)tasks, one);
+  else snprintf(out, cap, "%s", one);
+}
+
+void gp_job_fmt_nodes(json_t *job, char *out, size_t cap) {
+  json_t *pl = json_object_get(job, "placements");
+  size_t n = json_array_size(pl), o = 0;
+  out[0] = '\0';
+  for (size_t i = 0; i < n && o + 1 < cap; i++) {
+    if (i == 3) {
+      snprintf(out + o, cap - o, "+%zu", n - 3);
+      return;
+    }
+    int w = snprintf(out + o, cap - o, "%s%s", i ? "," : "", str(json_array_get(pl, i), "node"));
+    if (w < 0) return;
+    o += (size_t)w;
+  }
+}
+
+int64_t gp_job_elapsed(json_t *job, int64_t now) {
+  const char *state = str(job, "state");
+  int64_t sub = num(job, "submitted_at"), st = num(job, "started_at"), end = num(job, "ended_at");
+  if (gp_job_state_final(state)) return st && end ? end - st : 0;
+  if (!strcmp(state, "running") || !strcmp(state, "stopping")) return st ? now - st : 0;
+  return sub ? now - sub : 0;
+}
+
+const char *gp_job_reason(json_t *job) {
+  const char *state = str(job, "state");
+  if (!strcmp(state, "pending")) return str(job, "pending_reason");
+  if (!strcmp(state, "held")) return "Held";
+  if (gp_job_state_final(state)) return str(job, "end_reason");
+  return "";
+}
+
+static void fmt_time(int64_t t, char *out, size_t cap) {
+  time_t tt = (time_t)t;
+  struct tm tm;
+  if (t <= 0 || !localtime_r(&tt, &tm)) {
+    snprintf(out, cap, "-");
+    return;
+  }
+  strftime(out, cap, "%Y-%m-%d %H:%M:%S", &tm);
+}
+
+static void join_strings(json_t *arr, const char *sep, gp_buf *out) {
+  size_t i;
+  json_t *v;
+  json_array_foreach(arr, i, v) {
+    if (json_is_string(v)) gp_buf_printf(out, "%s%s", i ? sep : "", json_string_value(v));
+    else if (json_is_integer(v)) gp_buf_printf(out, "%s%lld", i ? sep : "", (long long)json_integer_value(v));
+  }
+}
+
+/* A shell-like rendering of the command: words with spaces get quotes. */
+static void fmt_command(json_t *cmd, gp_buf *out) {
+  size_t i;
+  json_t *v;
+  json_array_foreach(cmd, i, v) {
+    const char *w = json_string_value(v);
+    if (!w) continue;
+    if (i) gp_buf_puts(out, " ");
+    if (!*w || strpbrk(w, " \t\"'$`\\")) gp_buf_printf(out, "'%s'", w);
+    else gp_buf_puts(out, w);
+  }
+}
+
+void gp_job_fmt_show(json_t *job, int64_t now, gp_buf *out) {
+  char gpus[64], t[64], d[64];
+  const char *state = str(job, "state");
+  gp_buf_printf(out, "Job %s", str(job, "id"));
+  if (*str(job, "name")) gp_buf_printf(out, " (%s)", str(job, "name"));
+  gp_buf_printf(out, ": %s", state);
+  if (!strcmp(state, "pending") && *str(job, "pending_reason")) gp_buf_printf(out, " (%s)", str(job, "pending_reason"));
+  if (gp_job_state_final(state) && json_is_integer(json_object_get(job, "exit_code")))
+    gp_buf_printf(out, ", exit code %lld", (long long)num(job, "exit_code"));
+  gp_buf_puts(out, "\n");
+  gp_buf_printf(out, "  user       %s\n  queue      %s\n", str(job, "user"), str(job, "queue"));
+  if (*str(job, "priority")) gp_buf_printf(out, "  priority   %s\n", str(job, "priority"));
+  gp_buf_puts(out, "  command    ");
+  fmt_command(json_object_get(job, "command"), out);
+  gp_buf_printf(out, "\n  workdir    %s\n", str(job, "workdir"));
+
+  gp_job_fmt_gpus(job, gpus, sizeof gpus);
+  gp_buf_printf(out, "  request    GPUs %s", gpus);
+  if (json_array_size(json_object_get(job, "gpu_types"))) {
+    gp_buf_puts(out, " (");
+    join_strings(json_object_get(job, "gpu_types"), ", ", out);
+    gp_buf_puts(out, ")");
+  }
+  if (num(job, "cpus")) gp_buf_printf(out, ", %lld CPUs", (long long)num(job, "cpus"));
+  if (num(job, "mem_mib")) {
+    gp_cli_fmt_mib(num(job, "mem_mib"), t, sizeof t);
+    gp_buf_printf(out, ", %s memory", t);
+  }
+  if (num(job, "time_limit")) {
+    gp_cli_fmt_duration(num(job, "time_limit"), t, sizeof t);
+    gp_buf_printf(out, ", time limit %s", t);
+  }
+  gp_buf_puts(out, "\n");
+  gp_buf_printf(out, "  on stop    %s, signal %s, grace %llds; restarts %lld\n",
+                json_is_true(json_object_get(job, "requeue")) ? "requeue" : "no requeue",
+                *str(job, "signal") ? str(job, "signal") : "TERM", (long long)num(job, "grace_s"),
+                (long long)num(job, "restarts"));
+  static const char *const deps[][2] = {{"after", "after"}, {"after_ok", "afterok"}, {"after_any", "afterany"}};
+  for (int i = 0; i < 3; i++)
+    if (json_array_size(json_object_get(job, deps[i][0]))) {
+      gp_buf_printf(out, "  depends    %s ", deps[i][1]);
+      join_strings(json_object_get(job, deps[i][0]), ",", out);
+      gp_buf_puts(out, "\n");
+    }
+  json_t *pl = json_object_get(job, "placements");
+  if (json_array_size(pl)) {
+    gp_buf_puts(out, "  placement\n");
+    size_t i;
+    json_t *p;
+    json_array_foreach(pl, i, p) {
+      gp_buf_printf(out, "    %-12s GPUs ", str(p, "node"));
+      join_strings(json_object_get(p, "gpu_ids"), ",", out);
+      int64_t milli = num(p, "gpu_milli");
+      if (milli > 0 && milli < 1000) gp_buf_printf(out, " (%lld/1000 of each)", (long long)milli);
+      if (*str(p, "mig_uuid")) gp_buf_printf(out, "  %s", str(p, "mig_uuid"));
+      else if (json_array_size(json_object_get(p, "gpu_uuids"))) {
+        gp_buf_puts(out, "  ");
+        join_strings(json_object_get(p, "gpu_uuids"), ",", out);
+      }
+      gp_buf_puts(out, "\n");
+    }
+  }
+  if (*str(job, "enforcement")) gp_buf_printf(out, "  enforced   %s\n", str(job, "enforcement"));
+
+  json_t *tl = json_object_get(job, "timeline");
+  if (json_array_size(tl)) {
+    gp_buf_puts(out, "  timeline\n");
+    size_t i;
+    json_t *ev;
+    json_array_foreach(tl, i, ev) {
+      fmt_time(num(ev, "at"), t, sizeof t);
+      gp_buf_printf(out, "    %s  %s", t, str(ev, "event"));
+      if (*str(ev, "node")) gp_buf_printf(out, " on %s", str(ev, "node"));
+      if (*str(ev, "state")) gp_buf_printf(out, " %s", str(ev, "state"));
+      if (json_is_integer(json_object_get(ev, "exit_code")))
+        gp_buf_printf(out, " (exit code %lld)", (long long)num(ev, "exit_code"));
+      if (*str(ev, "reason")) gp_buf_printf(out, ": %s", str(ev, "reason"));
+      gp_buf_puts(out, "\n");
+    }
+  }
+  gp_cli_fmt_duration(gp_job_elapsed(job, now), d, sizeof d);
+  if (!strcmp(state, "running") || !strcmp(state, "stopping")) gp_buf_printf(out, "  running for %s\n", d);
+  else if (gp_job_state_final(state) && num(job, "started_at")) gp_buf_printf(out, "  ran for %s\n", d);
+  else if (!gp_job_state_final(state)) gp_buf_printf(out, "  waiting for %s\n", d);
+
+  json_t *u = json_object_get(job, "usage");
+  if (json_is_object(u) && json_object_size(u)) {
+    gp_buf_puts(out, "  usage     ");
+    if (json_object_get(u, "avg_sm_util_pct"))
+      gp_buf_printf(out, " avg SM %.0f%%,", gp_cli_num(json_object_get(u, "avg_sm_util_pct")));
+    if (json_object_get(u, "peak_sm_util_pct"))
+      gp_buf_printf(out, " peak SM %.0f%%,", gp_cli_num(json_object_get(u, "peak_sm_util_pct")));
+    if (json_object_get(u, "peak_mem_mib")) {
+      gp_cli_fmt_mib((int64_t)gp_cli_num(json_object_get(u, "peak_mem_mib")), t, sizeof t);
+      gp_buf_printf(out, " peak GPU memory %s,", t);
+    }
+    if (json_object_get(u, "energy_j"))
+      gp_buf_printf(out, " energy %.1f kJ,", gp_cli_num(json_object_get(u, "energy_j")) / 1000.0);
+    if (json_object_get(u, "idle_s")) {
+      gp_cli_fmt_duration((int64_t)gp_cli_num(json_object_get(u, "idle_s")), t, sizeof t);
+      gp_buf_printf(out, " idle %s,", t);
+    }
+    if (out->len && out->data[out->len - 1] == ',') out->data[--out->len] = '\0';
+    gp_buf_puts(out, "\n");
+  }
+}
+
+/* A sentence for a machine-readable pending reason when the server sent none. */
+static const char *reason_sentence(const char *r) {
+  static const char *const map[][2] = {
+    {"Priority", "jobs ahead of it in the queue order go first"},
+    {"QueueLimit", "its queue (or a parent queue) is at its GPU limit"},
+    {"Resources", "there are not enough free GPUs, CPUs or memory that fit its request right now"},
+    {"Reservation", "starting it now would delay a bigger job that has a reservation"},
+    {"Dependency", "it waits for the jobs it depends on"},
+    {"Held", "it is held"},
+    {"NoMatchingNodes", "no node that is up can satisfy its request"},
+    {"GpuModelUnavailable", "no node with the GPU model it asks for is available"},
+    {"WaitingForPreemption", "GPUs are being freed for it: the jobs it preempts are stopping"},
+  };
+  for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+    if (!strcmp(r, map[i][0])) return map[i][1];
+  return NULL;
+}
+
+void gp_job_fmt_why(json_t *job, int64_t now, gp_buf *out) {
+  const char *id = str(job, "id"), *state = str(job, "state");
+  char d[64], nodes[256];
+  gp_cli_fmt_duration(gp_job_elapsed(job, now), d, sizeof d);
+  gp_job_fmt_nodes(job, nodes, sizeof nodes);
+  if (!strcmp(state, "pending")) {
+    const char *msg = str(job, "pending_message");
+    const char *reason = str(job, "pending_reason");
+    const char *sentence = *msg ? msg : reason_sentence(reason);
+    gp_buf_printf(out, "Job %s has been pending for %s", id, d);
+    if (sentence) {
+      size_t n = strlen(sentence);
+      gp_buf_printf(out, ": %.*s", (int)(n && sentence[n - 1] == '.' ? n - 1 : n), sentence);
+    } else if (*reason) {
+      gp_buf_printf(out, " (reason: %s)", reason);
+    } else {
+      gp_buf_puts(out, "; the scheduler has not looked at it yet");
+    }
+    gp_buf_puts(out, ".\n");
+  } else if (!strcmp(state, "held")) {
+    gp_buf_printf(out, "Job %s is held: it will not start until you run 'gpool release %s'.\n", id, id);
+  } else if (!strcmp(state, "running")) {
+    gp_buf_printf(out, "Job %s is not pending: it has been running on %s for %s.\n", id, *nodes ? nodes : "its nodes", d);
+  } else if (!strcmp(state, "stopping")) {
+    gp_buf_printf(out, "Job %s is not pending: it is stopping on %s (inside its grace period).\n", id,
+                  *nodes ? nodes : "its nodes");
+  } else {
+    gp_buf_printf(out, "Job %s is not pending: it ended as %s", id, *state ? state : "unknown");
+    if (json_is_integer(json_object_get(job, "exit_code")))
+      gp_buf_printf(out, " with exit code %lld", (long long)num(job, "exit_code"));
+    if (*str(job, "end_reason")) gp_buf_printf(out, " (%s)", str(job, "end_reason"));
+    int64_t end = num(job, "ended_at");
+    if (end) {
+      gp_cli_fmt_duration(now - end, d, sizeof d);
+      gp_buf_printf(out, ", %s ago", d);
+    }
+    gp_buf_puts(out, ".\n");
+  }
+}

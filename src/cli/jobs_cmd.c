@@ -1,0 +1,237 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The job commands other than submit: `gpool jobs`, `show`, `why`, `cancel`, `hold` and
+ * `release`. Each is a thin layer over one API route (docs/internals/protocol.md) plus the
+ * formatting in job_format.c. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli_common.h"
+#include "cli/commands.h"
+#include "cli/job_format.h"
+#include "util/buf.h"
+
+/* ---- gpool jobs ---- */
+
+enum { J_STATE = 1, J_QUEUE, J_USER, J_ALL, J_LIMIT };
+static const gp_opt jobs_opts[] = {
+  {'s', "state", true, J_STATE}, {'q', "queue", true, J_QUEUE}, {'u', "user", true, J_USER},
+  {'a', "all", false, J_ALL},    {0, "limit", true, J_LIMIT},   GP_CLI_COMMON_OPTS,
+};
+
+static const char jobs_usage[] =
+  "Usage: gpool jobs [-s STATE[,STATE]] [-q QUEUE] [-u USER] [-a] [--limit N] [-o json]\n"
+  "  Lists jobs. Without -s or -a: pending, held, running and stopping jobs.\n"
+  "  States: pending held running stopping completed failed cancelled preempted timeout\n";
+
+static void add_query(gp_buf *q, const char *key, const char *value) {
+  char esc[1024];
+  if (gp_client_escape(value, 0, esc, sizeof esc)) return;
+  /* commas separate states and must stay literal for the server */
+  gp_buf_printf(q, "%c%s=", q->len ? '&' : '?', key);
+  for (const char *p = esc; *p; p++) {
+    if (!strncmp(p, "%2C", 3)) {
+      gp_buf_puts(q, ",");
+      p += 2;
+    } else {
+      gp_buf_append(q, p, 1);
+    }
+  }
+}
+
+int gp_cmd_jobs(int argc, char **argv) {
+  gp_cli cli = {.cmd = "jobs"};
+  const char *state = NULL, *queue = NULL, *user = NULL, *limit = "1000";
+  bool all = false;
+  gp_opt_iter it;
+  gp_opt_init(&it, argc, argv, 1);
+  gp_err err = {0};
+  for (;;) {
+    const char *v = NULL;
+    int id = gp_opt_next(&it, jobs_opts, &v, &err);
+    if (id == GP_OPT_END) break;
+    if (id == GP_OPT_POSITIONAL) return gp_cli_usage_error(cli.cmd, "unexpected '%s'", v);
+    if (id < 0) return gp_cli_usage_error(cli.cmd, "%s", err.message);
+    int rc = 0;
+    switch (id) {
+    case J_STATE: state = v; break;
+    case J_QUEUE: queue = v; break;
+    case J_USER: user = v; break;
+    case J_ALL: all = true; break;
+    case J_LIMIT: limit = v; break;
+    default: rc = gp_cli_common_opt(&cli, id, v);
+    }
+    if (rc) return rc;
+  }
+  if (cli.help) {
+    fputs(jobs_usage, stdout);
+    return 0;
+  }
+  if (!gp_cli_valid_id(limit)) return gp_cli_usage_error(cli.cmd, "--limit takes a number, not '%s'", limit);
+  gp_buf q;
+  gp_buf_init(&q, 8192);
+  if (state) add_query(&q, "state", state);
+  else if (!all) add_query(&q, "state", "pending,held,running,stopping");
+  if (queue) add_query(&q, "queue", queue);
+  if (user) add_query(&q, "user", user);
+  add_query(&q, "limit", limit);
+  char path[9000];
+  snprintf(path, sizeof path, "/v1/jobs%s", q.data);
+  gp_buf_done(&q);
+
+  json_t *answer = NULL;
+  int code = gp_cli_connect(&cli);
+  if (!code) code = gp_cli_call(&cli, "GET", path, NULL, &answer);
+  if (code) goto out;
+  json_t *jobs = json_object_get(answer, "jobs");
+  if (cli.json) {
+    gp_cli_print_json(jobs ? jobs : json_array());
+    goto out;
+  }
+  static const char *const head[] = {"ID", "NAME", "USER", "QUEUE", "STATE", "GPUS", "TIME", "NODES", "REASON"};
+  gp_table *t = gp_table_new(9, head);
+  int64_t now = gp_cli_now();
+  size_t i;
+  json_t *job;
+  json_array_foreach(jobs, i, job) {
+    char gpus[64], time_s[32], nodes[256];
+    gp_job_fmt_gpus(job, gpus, sizeof gpus);
+    gp_cli_fmt_duration(gp_job_elapsed(job, now), time_s, sizeof time_s);
+    gp_job_fmt_nodes(job, nodes, sizeof nodes);
+    const char *row[] = {
+      json_string_value(json_object_get(job, "id")),    json_string_value(json_object_get(job, "name")),
+      json_string_value(json_object_get(job, "user")),  json_string_value(json_object_get(job, "queue")),
+      json_string_value(json_object_get(job, "state")), gpus, time_s, nodes, gp_job_reason(job),
+    };
+    gp_table_add(t, row);
+  }
+  if (json_array_size(jobs)) gp_table_print(t, stdout);
+  else printf("No jobs%s.\n", state || all ? " match" : " pending or running (gpool jobs -a lists finished ones)");
+  gp_table_free(t);
+  if (json_object_get(answer, "next") && !json_is_null(json_object_get(answer, "next")))
+    fprintf(stderr, "(more jobs than --limit %s; narrow with -s, -q or -u)\n", limit);
+out:
+  json_decref(answer);
+  gp_cli_done(&cli);
+  return code;
+}
+
+/* ---- commands on one or more job ids ---- */
+
+static const gp_opt id_opts[] = {GP_CLI_COMMON_OPTS};
+
+/* Reads "CMD ID [ID...] [common options]" into ids; returns 0 or an exit code. */
+static int parse_ids(gp_cli *cli, int argc, char **argv, const char **ids, int *n_ids, int max,
+                     const char *usage) {
+  gp_opt_iter it;
+  gp_opt_init(&it, argc, argv, 1);
+  gp_err err = {0};
+  *n_ids = 0;
+  for (;;) {
+    const char *v = NULL;
+    int id = gp_opt_next(&it, id_opts, &v, &err);
+    if (id == GP_OPT_END && !it.dashdash) break;
+    if (id == GP_OPT_END) continue;
+    if (id == GP_OPT_POSITIONAL) {
+      if (!gp_cli_valid_id(v)) return gp_cli_usage_error(cli->cmd, "'%s' is not a job id (job ids are numbers)", v);
+      if (*n_ids >= max) return gp_cli_usage_error(cli->cmd, "at most %d job ids at once", max);
+      ids[(*n_ids)++] = v;
+      continue;
+    }
+    if (id < 0) return gp_cli_usage_error(cli->cmd, "%s", err.message);
+    int rc = gp_cli_common_opt(cli, id, v);
+    if (rc) return rc;
+  }
+  if (cli->help) {
+    fputs(usage, stdout);
+    return -1;
+  }
+  if (*n_ids == 0) return gp_cli_usage_error(cli->cmd, "which job? give a job id");
+  return 0;
+}
+
+static int get_job(gp_cli *cli, const char *id, json_t **ret_answer) {
+  char path[96];
+  snprintf(path, sizeof path, "/v1/jobs/%s", id);
+  return gp_cli_call(cli, "GET", path, NULL, ret_answer);
+}
+
+static int show_or_why(int argc, char **argv, bool why) {
+  gp_cli cli = {.cmd = why ? "why" : "show"};
+  const char *ids[256];
+  int n = 0;
+  int code = parse_ids(&cli, argc, argv, ids, &n, 256,
+                       why ? "Usage: gpool why ID...\n  Says in a sentence why a job is pending (or what it is doing).\n"
+                           : "Usage: gpool show ID... [-o json]\n  Shows a job: request, placement, timeline, usage.\n");
+  if (code) return code < 0 ? 0 : code;
+  if ((code = gp_cli_connect(&cli))) return code;
+  json_t *all = json_array();
+  for (int i = 0; i < n; i++) {
+    json_t *answer = NULL;
+    int rc = get_job(&cli, ids[i], &answer);
+    if (rc) {
+      code = rc;
+      continue;
+    }
+    json_t *job = json_object_get(answer, "job");
+    if (cli.json) {
+      json_array_append(all, job ? job : answer);
+    } else {
+      gp_buf out;
+      gp_buf_init(&out, 1 << 20);
+      if (why) gp_job_fmt_why(job, gp_cli_now(), &out);
+      else gp_job_fmt_show(job, gp_cli_now(), &out);
+      if (i && !why) fputc('\n', stdout);
+      fputs(out.data ? out.data : "", stdout);
+      gp_buf_done(&out);
+    }
+    json_decref(answer);
+  }
+  if (cli.json) gp_cli_print_json(n == 1 && json_array_size(all) == 1 ? json_array_get(all, 0) : all);
+  json_decref(all);
+  gp_cli_done(&cli);
+  return code;
+}
+
+int gp_cmd_show(int argc, char **argv) { return show_or_why(argc, argv, false); }
+int gp_cmd_why(int argc, char **argv) { return show_or_why(argc, argv, true); }
+
+/* cancel, hold, release: one POST per id; every id is tried, the exit code says whether
+ * all of them succeeded. */
+static int act(int argc, char **argv, const char *cmd, const char *verb, const char *done) {
+  gp_cli cli = {.cmd = cmd};
+  const char *ids[4096];
+  int n = 0;
+  char usage[256];
+  snprintf(usage, sizeof usage, "Usage: gpool %s ID... [-o json]\n", cmd);
+  int code = parse_ids(&cli, argc, argv, ids, &n, 4096, usage);
+  if (code) return code < 0 ? 0 : code;
+  if ((code = gp_cli_connect(&cli))) return code;
+  json_t *all = json_array();
+  for (int i = 0; i < n; i++) {
+    char path[128];
+    snprintf(path, sizeof path, "/v1/jobs/%s/%s", ids[i], verb);
+    json_t *answer = NULL;
+    int rc = gp_cli_call(&cli, "POST", path, NULL, &answer);
+    if (rc) {
+      code = rc;
+      if (rc == 3) break; /* the server is unreachable: the other ids would fail alike */
+      continue;
+    }
+    json_t *job = json_object_get(answer, "job");
+    if (cli.json) json_array_append(all, job ? job : answer);
+    else {
+      const char *state = json_string_value(json_object_get(job, "state"));
+      printf("%s %s (now %s)\n", done, ids[i], state ? state : "?");
+    }
+    json_decref(answer);
+  }
+  if (cli.json) gp_cli_print_json(all);
+  json_decref(all);
+  gp_cli_done(&cli);
+  return code;
+}
+
+int gp_cmd_cancel(int argc, char **argv) { return act(argc, argv, "cancel", "cancel", "cancelled"); }
+int gp_cmd_hold(int argc, char **argv) { return act(argc, argv, "hold", "hold", "held"); }
+int gp_cmd_release(int argc, char **argv) { return act(argc, argv, "release", "release", "released"); }

@@ -1,0 +1,274 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* `gpool nodes [-v]` and the node actions `drain`, `cordon` and `resume`. With -v each
+ * GPU gets a line: its sharing mode (and MIG instances), health and why, the jobs holding
+ * it, and the live figures the agent reported (utilisation, memory, power, temperature). */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli_common.h"
+#include "cli/commands.h"
+#include "util/buf.h"
+
+static const char *str(json_t *o, const char *key) {
+  const char *s = json_string_value(json_object_get(o, key));
+  return s ? s : "";
+}
+
+static long long num(json_t *o, const char *key) {
+  json_t *v = json_object_get(o, key);
+  return json_is_number(v) ? (long long)json_number_value(v) : 0;
+}
+
+enum { N_VERBOSE = 1 };
+static const gp_opt nodes_opts[] = {{'v', "verbose", false, N_VERBOSE}, GP_CLI_COMMON_OPTS};
+
+static void gpu_mode(json_t *gpu, char *out, size_t cap) {
+  const char *mode = str(gpu, "mode");
+  if (!strcmp(mode, "timeslice")) snprintf(out, cap, "timeslice:%lld", num(gpu, "replicas"));
+  else snprintf(out, cap, "%s", *mode ? mode : "exclusive");
+}
+
+static void gpu_jobs(json_t *gpu, char *out, size_t cap) {
+  json_t *jobs = json_object_get(gpu, "jobs");
+  size_t i, o = 0;
+  json_t *j;
+  out[0] = '\0';
+  json_array_foreach(jobs, i, j) {
+    const char *id = json_string_value(j);
+    if (!id || o + 1 >= cap) continue;
+    int w = snprintf(out + o, cap - o, "%s%s", o ? "," : "", id);
+    if (w > 0) o += (size_t)w;
+  }
+  if (!o) snprintf(out, cap, "-");
+}
+
+/* "87%", "30.5G/80G", "450W", "65C" or "-" each, from the GPU's telemetry. */
+static void live(json_t *gpu, char *util, char *mem, char *power, char *temp, size_t cap) {
+  json_t *t = json_object_get(gpu, "telemetry");
+  json_t *u = json_object_get(t, "gpu_util_pct"), *fb = json_object_get(t, "fb_used_mib"),
+         *p = json_object_get(t, "power_w"), *c = json_object_get(t, "temp_c");
+  if (json_is_number(u)) snprintf(util, cap, "%.0f%%", json_number_value(u));
+  else snprintf(util, cap, "-");
+  if (json_is_number(fb)) {
+    char used[24], total[24];
+    gp_cli_fmt_mib((int64_t)json_number_value(fb), used, sizeof used);
+    gp_cli_fmt_mib(num(gpu, "mem_mib"), total, sizeof total);
+    if (num(gpu, "mem_mib") > 0) snprintf(mem, cap, "%s/%s", used, total);
+    else snprintf(mem, cap, "%s", used);
+  } else {
+    snprintf(mem, cap, "-");
+  }
+  if (json_is_number(p)) snprintf(power, cap, "%.0fW", json_number_value(p));
+  else snprintf(power, cap, "-");
+  if (json_is_number(c)) snprintf(temp, cap, "%.0fC", json_number_value(c));
+  else snprintf(temp, cap, "-");
+}
+
+static void print_gpus(json_t *node) {
+  static const char *const head[] = {"  GPU", "UUID", "MODE", "HEALTH", "JOBS", "UTIL", "MEM", "POWER", "TEMP", "NOTE"};
+  gp_table *t = gp_table_new(10, head);
+  json_t *gpus = json_object_get(node, "gpu_list");
+  size_t i;
+  json_t *g;
+  json_array_foreach(gpus, i, g) {
+    char idx[24], mode[48], jobs[256], util[32], mem[64], power[32], temp[32], note[600];
+    snprintf(idx, sizeof idx, "  %lld", num(g, "index"));
+    gpu_mode(g, mode, sizeof mode);
+    gpu_jobs(g, jobs, sizeof jobs);
+    live(g, util, mem, power, temp, 32);
+    snprintf(note, sizeof note, "%s", str(g, "reason"));
+    const char *row[] = {idx, str(g, "uuid"), mode, *str(g, "health") ? str(g, "health") : "healthy",
+                         jobs, util, mem, power, temp, note};
+    gp_table_add(t, row);
+    /* MIG instances, one line each under their GPU. */
+    size_t k;
+    json_t *m;
+    json_array_foreach(json_object_get(g, "mig"), k, m) {
+      char slot[48];
+      snprintf(slot, sizeof slot, "%s@%lld", str(m, "profile"), num(m, "start_slot"));
+      const char *sub[] = {"", str(m, "uuid"), slot, "", "", "", "", "", "", ""};
+      gp_table_add(t, sub);
+    }
+  }
+  gp_table_print(t, stdout);
+  gp_table_free(t);
+}
+
+int gp_cmd_nodes(int argc, char **argv) {
+  gp_cli cli = {.cmd = "nodes"};
+  bool verbose = false;
+  gp_opt_iter it;
+  gp_opt_init(&it, argc, argv, 1);
+  gp_err err = {0};
+  for (;;) {
+    const char *v = NULL;
+    int id = gp_opt_next(&it, nodes_opts, &v, &err);
+    if (id == GP_OPT_END) break;
+    if (id == GP_OPT_POSITIONAL) return gp_cli_usage_error(cli.cmd, "unexpected '%s'", v);
+    if (id < 0) return gp_cli_usage_error(cli.cmd, "%s", err.message);
+    int rc = id == N_VERBOSE ? (verbose = true, 0) : gp_cli_common_opt(&cli, id, v);
+    if (rc) return rc;
+  }
+  if (cli.help) {
+    fputs("Usage: gpool nodes [-v] [-o json]\n"
+          "  Lists nodes; -v adds one line per GPU: mode, MIG instances, health, jobs, live figures.\n", stdout);
+    return 0;
+  }
+  json_t *answer = NULL;
+  int code = gp_cli_connect(&cli);
+  if (!code) code = gp_cli_call(&cli, "GET", "/v1/nodes", NULL, &answer);
+  if (code) goto out;
+  json_t *nodes = json_object_get(answer, "nodes");
+  if (cli.json) {
+    gp_cli_print_json(nodes ? nodes : json_array());
+    goto out;
+  }
+  if (!json_array_size(nodes)) {
+    printf("No nodes have registered yet (start an agent: gpool agent, or a whole pool: gpool up).\n");
+    goto out;
+  }
+  static const char *const head[] = {"NAME", "STATE", "GPUS", "FREE", "MODEL", "CPUS", "MEM", "HEARTBEAT", "REASON"};
+  int64_t now = gp_cli_now();
+  size_t i;
+  json_t *n;
+  gp_table *t = gp_table_new(9, head);
+  json_array_foreach(nodes, i, n) {
+    char gpus[24], free_s[24], cpus[24], mem[24], hb[32];
+    long long total = num(n, "gpus"), busy = 0, bad = 0;
+    size_t k;
+    json_t *g;
+    json_array_foreach(json_object_get(n, "gpu_list"), k, g) {
+      if (json_array_size(json_object_get(g, "jobs"))) busy++;
+      else if (*str(g, "health") && strcmp(str(g, "health"), "healthy")) bad++;
+    }
+    if (!total) total = (long long)json_array_size(json_object_get(n, "gpu_list"));
+    snprintf(gpus, sizeof gpus, "%lld", total);
+    snprintf(free_s, sizeof free_s, "%lld", total - busy - bad > 0 ? total - busy - bad : 0);
+    snprintf(cpus, sizeof cpus, "%lld", num(n, "cpus"));
+    gp_cli_fmt_mib(num(n, "mem_mib"), mem, sizeof mem);
+    if (num(n, "last_heartbeat") > 0) {
+      gp_cli_fmt_duration(now - num(n, "last_heartbeat"), hb, sizeof hb);
+      strncat(hb, " ago", sizeof hb - strlen(hb) - 1);
+    } else {
+      snprintf(hb, sizeof hb, "-");
+    }
+    const char *row[] = {str(n, "name"), str(n, "state"), gpus, free_s, str(n, "model"), cpus, mem, hb, str(n, "reason")};
+    gp_table_add(t, row);
+  }
+  if (!verbose) {
+    gp_table_print(t, stdout);
+  } else {
+    /* One block per node: its summary line, then its GPUs. */
+    gp_table_free(t);
+    json_array_foreach(nodes, i, n) {
+      if (i) fputc('\n', stdout);
+      printf("%s  %s%s%s  %s x%lld  %lld CPUs  ", str(n, "name"), str(n, "state"),
+             *str(n, "reason") ? ": " : "", str(n, "reason"), str(n, "model"), num(n, "gpus"), num(n, "cpus"));
+      char mem[24];
+      gp_cli_fmt_mib(num(n, "mem_mib"), mem, sizeof mem);
+      printf("%s memory  %s", mem, str(n, "capacity"));
+      json_t *labels = json_object_get(n, "labels");
+      const char *key;
+      json_t *val;
+      json_object_foreach(labels, key, val) printf("  %s=%s", key, json_string_value(val) ? json_string_value(val) : "");
+      printf("\n");
+      print_gpus(n);
+    }
+    t = NULL;
+  }
+  gp_table_free(t);
+out:
+  json_decref(answer);
+  gp_cli_done(&cli);
+  return code;
+}
+
+/* ---- drain, cordon, resume ---- */
+
+enum { A_REASON = 1 };
+static const gp_opt action_opts[] = {{'r', "reason", true, A_REASON}, GP_CLI_COMMON_OPTS};
+
+/* "n1" or "n1:3" (one GPU). */
+static int split_target(const char *target, char *node, size_t cap, int *gpu) {
+  const char *colon = strrchr(target, ':');
+  *gpu = -1;
+  if (colon && colon[1]) {
+    const char *p = colon + 1;
+    bool digits = true;
+    for (; *p; p++) digits = digits && isdigit((unsigned char)*p);
+    if (digits && strlen(colon + 1) <= 3) {
+      *gpu = atoi(colon + 1);
+      if ((size_t)(colon - target) >= cap) return -1;
+      memcpy(node, target, (size_t)(colon - target));
+      node[colon - target] = '\0';
+      return colon == target ? -1 : 0;
+    }
+  }
+  if (strlen(target) >= cap || !*target) return -1;
+  snprintf(node, cap, "%s", target);
+  return 0;
+}
+
+static int node_action(int argc, char **argv, const char *verb, bool need_reason, bool gpu_ok) {
+  gp_cli cli = {.cmd = verb};
+  const char *target = NULL, *reason = NULL;
+  gp_opt_iter it;
+  gp_opt_init(&it, argc, argv, 1);
+  gp_err err = {0};
+  for (;;) {
+    const char *v = NULL;
+    int id = gp_opt_next(&it, action_opts, &v, &err);
+    if (id == GP_OPT_END) break;
+    if (id == GP_OPT_POSITIONAL) {
+      if (target) return gp_cli_usage_error(verb, "one node at a time");
+      target = v;
+      continue;
+    }
+    if (id < 0) return gp_cli_usage_error(verb, "%s", err.message);
+    int rc = id == A_REASON ? (reason = v, 0) : gp_cli_common_opt(&cli, id, v);
+    if (rc) return rc;
+  }
+  if (cli.help) {
+    printf("Usage: gpool %s NODE%s%s\n", verb, gpu_ok ? "[:GPU]" : "",
+           need_reason ? " --reason TEXT" : " [--reason TEXT]");
+    return 0;
+  }
+  char node[256];
+  int gpu = -1;
+  if (!target) return gp_cli_usage_error(verb, "which node? give a node name%s", gpu_ok ? " (or NODE:GPU)" : "");
+  if (split_target(target, node, sizeof node, &gpu)) return gp_cli_usage_error(verb, "'%s' is not NODE or NODE:GPU", target);
+  if (gpu >= 0 && !gpu_ok) return gp_cli_usage_error(verb, "%s applies to whole nodes, not one GPU", verb);
+  if (need_reason && (!reason || !*reason))
+    return gp_cli_usage_error(verb, "say why with --reason (it is shown to everyone in 'gpool nodes')");
+  char esc[800], path[1000];
+  if (gp_client_escape(node, 0, esc, sizeof esc)) return gp_cli_usage_error(verb, "node name too long");
+  snprintf(path, sizeof path, "/v1/nodes/%s/%s", esc, verb);
+  json_t *body = json_object();
+  if (reason) json_object_set_new(body, "reason", json_string(reason));
+  if (gpu >= 0) json_object_set_new(body, "gpu", json_integer(gpu));
+  json_t *answer = NULL;
+  int code = gp_cli_connect(&cli);
+  if (!code) code = gp_cli_call(&cli, "POST", path, body, &answer);
+  if (!code) {
+    json_t *n = json_object_get(answer, "node");
+    if (cli.json) {
+      gp_cli_print_json(n ? n : answer);
+    } else if (gpu >= 0) {
+      json_t *g = json_array_get(json_object_get(n, "gpu_list"), (size_t)gpu);
+      printf("%s GPU %d: %s\n", node, gpu, *str(g, "health") ? str(g, "health") : (strcmp(verb, "resume") ? "drained" : "healthy"));
+    } else {
+      if (*str(n, "reason")) printf("%s: %s (%s)\n", node, str(n, "state"), str(n, "reason"));
+      else printf("%s: %s\n", node, str(n, "state"));
+    }
+  }
+  json_decref(body);
+  json_decref(answer);
+  gp_cli_done(&cli);
+  return code;
+}
+
+int gp_cmd_drain(int argc, char **argv) { return node_action(argc, argv, "drain", true, true); }
+int gp_cmd_cordon(int argc, char **argv) { return node_action(argc, argv, "cordon", true, false); }
+int gp_cmd_resume(int argc, char **argv) { return node_action(argc, argv, "resume", false, true); }

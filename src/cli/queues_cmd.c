@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* `gpool queues`: the queue tree with each queue's deserved GPUs, limit, weight, fair share,
+ * allocated and pending GPUs and job counts. The API lists queues flat with a `parent`;
+ * the tree is rebuilt here, children sorted by name under their parent. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli_common.h"
+#include "cli/commands.h"
+
+static const gp_opt queues_opts[] = {GP_CLI_COMMON_OPTS};
+
+static const char *str(json_t *o, const char *key) {
+  const char *s = json_string_value(json_object_get(o, key));
+  return s ? s : "";
+}
+
+static int by_name(const void *a, const void *b) {
+  return strcmp(str(*(json_t *const *)a, "name"), str(*(json_t *const *)b, "name"));
+}
+
+static void gpus(json_t *q, const char *key, char *out, size_t cap) {
+  json_t *v = json_object_get(q, key);
+  if (!json_is_number(v)) snprintf(out, cap, "-");
+  else gp_cli_fmt_gpus(json_number_value(v), out, cap);
+}
+
+/* The last path element: "org/team/a" -> "a" (a child is shown under its parent). */
+static const char *leaf(const char *name) {
+  const char *slash = strrchr(name, '/');
+  return slash ? slash + 1 : name;
+}
+
+static void add_subtree(gp_table *t, json_t **qs, size_t n, const char *parent, int depth) {
+  if (depth > 32) return; /* a cycle in a hostile answer must not recurse forever */
+  for (size_t i = 0; i < n; i++) {
+    const char *p = str(qs[i], "parent");
+    if (strcmp(p, parent)) continue;
+    char name[512], des[32], lim[32], wt[32], fs[32], alloc[32], pend[32], jobs[48], users[256];
+    snprintf(name, sizeof name, "%*s%s", depth * 2, "", depth ? leaf(str(qs[i], "name")) : str(qs[i], "name"));
+    gpus(qs[i], "deserved", des, sizeof des);
+    gpus(qs[i], "limit", lim, sizeof lim);
+    gpus(qs[i], "weight", wt, sizeof wt);
+    gpus(qs[i], "fair_share", fs, sizeof fs);
+    gpus(qs[i], "allocated", alloc, sizeof alloc);
+    gpus(qs[i], "pending", pend, sizeof pend);
+    snprintf(jobs, sizeof jobs, "%lld/%lld",
+             (long long)gp_cli_num(json_object_get(qs[i], "running_jobs")),
+             (long long)gp_cli_num(json_object_get(qs[i], "pending_jobs")));
+    users[0] = '\0';
+    size_t k, o = 0;
+    json_t *u;
+    json_array_foreach(json_object_get(qs[i], "users"), k, u) {
+      if (!json_is_string(u) || o + 1 >= sizeof users) continue;
+      int w = snprintf(users + o, sizeof users - o, "%s%s", o ? "," : "", json_string_value(u));
+      if (w > 0) o += (size_t)w;
+    }
+    const char *row[] = {name, des, lim, wt, fs, alloc, pend, jobs, users};
+    gp_table_add(t, row);
+    add_subtree(t, qs, n, str(qs[i], "name"), depth + 1);
+  }
+}
+
+int gp_cmd_queues(int argc, char **argv) {
+  gp_cli cli = {.cmd = "queues"};
+  gp_opt_iter it;
+  gp_opt_init(&it, argc, argv, 1);
+  gp_err err = {0};
+  for (;;) {
+    const char *v = NULL;
+    int id = gp_opt_next(&it, queues_opts, &v, &err);
+    if (id == GP_OPT_END) break;
+    if (id == GP_OPT_POSITIONAL) return gp_cli_usage_error(cli.cmd, "unexpected '%s'", v);
+    if (id < 0) return gp_cli_usage_error(cli.cmd, "%s", err.message);
+    int rc = gp_cli_common_opt(&cli, id, v);
+    if (rc) return rc;
+  }
+  if (cli.help) {
+    fputs("Usage: gpool queues [-o json]\n"
+          "  The queue tree. GPUs: DESERVED (guaranteed), LIMIT (ceiling), FAIR (fair share now),\n"
+          "  ALLOC (running), PENDING (asked by pending jobs); JOBS running/pending.\n", stdout);
+    return 0;
+  }
+  json_t *answer = NULL;
+  int code = gp_cli_connect(&cli);
+  if (!code) code = gp_cli_call(&cli, "GET", "/v1/queues", NULL, &answer);
+  if (code) goto out;
+  json_t *queues = json_object_get(answer, "queues");
+  if (cli.json) {
+    gp_cli_print_json(queues ? queues : json_array());
+    goto out;
+  }
+  size_t n = json_array_size(queues);
+  json_t **qs = calloc(n ? n : 1, sizeof *qs);
+  for (size_t i = 0; i < n; i++) qs[i] = json_array_get(queues, i);
+  qsort(qs, n, sizeof *qs, by_name);
+  static const char *const head[] = {"QUEUE", "DESERVED", "LIMIT", "WEIGHT", "FAIR", "ALLOC", "PENDING", "JOBS", "USERS"};
+  gp_table *t = gp_table_new(9, head);
+  add_subtree(t, qs, n, "", 0);
+  /* Queues whose parent is missing from the answer still deserve a line. */
+  for (size_t i = 0; i < n; i++) {
+    const char *p = str(qs[i], "parent");
+    bool found = !*p;
+    for (size_t k = 0; k < n && !found; k++) found = !strcmp(str(qs[k], "name"), p);
+    for (size_t k = 0; k < i && !found; k++) found = !strcmp(str(qs[k], "parent"), p); /* done */
+    if (!found) add_subtree(t, qs, n, p, 0);
+  }
+  gp_table_print(t, stdout);
+  gp_table_free(t);
+  free(qs);
+out:
+  json_decref(answer);
+  gp_cli_done(&cli);
+  return code;
+}

@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* `gpool submit`: reads options and a script's directives (submit_args.h), resolves GPU
+ * model names against the fleet, POSTs the job and prints its id (or the job with -o json).
+ * The id is printed only after the server's 201, which means the job is durable. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli/cli_common.h"
+#include "cli/commands.h"
+#include "cli/submit_args.h"
+#include "util/mem.h"
+
+static const char usage_text[] =
+  "Usage: gpool submit [OPTIONS] -- COMMAND [ARGS...]\n"
+  "       gpool submit [OPTIONS] SCRIPT [ARGS...]   (#GPOOL and #SBATCH lines are read)\n"
+  "\n"
+  "  -q, --queue Q          queue (default: your default queue)\n"
+  "  -g, --gpus N           whole GPUs per node\n"
+  "      --gpu-type T[,T]   accepted GPU models (h100 matches H100-80GB, ...)\n"
+  "      --gres gpu[:T]:N   Slurm spelling of -g/--gpu-type\n"
+  "      --gpu-fraction F   a share of one GPU (0 < F < 1)\n"
+  "      --gpu-mem SIZE     a share of one GPU by memory (e.g. 20G)\n"
+  "      --mig PROFILE      a MIG instance (e.g. 1g.10gb)\n"
+  "  -N, --nodes N          gang: N nodes, one task each, started together\n"
+  "  -c, --cpus N           CPUs per node\n"
+  "      --mem SIZE         host memory per node (e.g. 64G)\n"
+  "  -t, --time DURATION    time limit (4h, 30m, 1-00:00:00)\n"
+  "  -p, --priority CLASS   priority class\n"
+  "      --requeue          requeue when preempted or its node is lost (--no-requeue)\n"
+  "      --grace DURATION   time between the checkpoint signal and SIGKILL\n"
+  "      --signal SIG       checkpoint signal (default TERM)\n"
+  "      --after ID         start after job ID has started\n"
+  "      --afterok ID       start after job ID completed successfully\n"
+  "      --afterany ID      start after job ID ended in any way\n"
+  "  -n, --name NAME        job name\n"
+  "      --hold             submit held (gpool release ID starts it)\n"
+  "  -D, --workdir DIR      working directory (default: the current one)\n"
+  "  -e, --env NAME=VALUE   set a variable in the job's environment\n"
+  "  -o json                print the job as JSON instead of its id\n"
+  "      --server URL, --token TOKEN\n";
+
+static int read_script(const char *path, char **ret_text, size_t *ret_len, gp_err *err) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return gp_err_set(err, GP_EIO, path, 0, NULL, "cannot read the script: %s", strerror(errno));
+  char *text = gp_xmalloc(GP_SUBMIT_MAX_SCRIPT + 2);
+  size_t n = fread(text, 1, GP_SUBMIT_MAX_SCRIPT + 1, f);
+  int bad = ferror(f);
+  fclose(f);
+  if (bad) {
+    free(text);
+    return gp_err_set(err, GP_EIO, path, 0, NULL, "cannot read the script");
+  }
+  text[n] = '\0';
+  *ret_text = text;
+  *ret_len = n;
+  return 0;
+}
+
+int gp_cmd_submit(int argc, char **argv) {
+  gp_cli cli = {.cmd = "submit"};
+  gp_submit s;
+  gp_submit_init(&s);
+  gp_err err = {0};
+  char *text = NULL;
+  json_t *answer = NULL, *nodes = NULL;
+  int code = 0;
+  int rc = gp_submit_parse_args(&s, argc, argv, &err);
+  if (rc) {
+    code = gp_cli_usage_error("submit", "%s", err.message);
+    goto out;
+  }
+  if (s.help) {
+    fputs(usage_text, stdout);
+    goto out;
+  }
+  cli.server = s.server;
+  cli.token = s.token;
+  cli.json = s.json_out;
+
+  struct stat st;
+  if (!s.dashdash && s.n_args > 0 && stat(s.args[0], &st) == 0 && S_ISREG(st.st_mode)) {
+    size_t len = 0;
+    s.script = s.args[0];
+    if ((rc = read_script(s.script, &text, &len, &err)) ||
+        (rc = gp_submit_parse_script(&s, s.script, text, len, &err))) {
+      code = gp_cli_fail(&cli, rc, &err);
+      goto out;
+    }
+  }
+  char cwd[4096];
+  if (!getcwd(cwd, sizeof cwd)) snprintf(cwd, sizeof cwd, "/");
+  if ((rc = gp_submit_finish(&s, cwd, text, &err))) {
+    code = gp_cli_usage_error("submit", "%s", err.message);
+    goto out;
+  }
+  if (s.warnings.len) fprintf(stderr, "%s", s.warnings.data);
+  if ((code = gp_cli_connect(&cli))) goto out;
+
+  if (json_object_get(s.req, "gpu_types")) {
+    if ((code = gp_cli_call(&cli, "GET", "/v1/nodes", NULL, &nodes))) goto out;
+    if ((rc = gp_submit_resolve_types(s.req, nodes, &err))) {
+      code = gp_cli_fail(&cli, rc, &err);
+      goto out;
+    }
+  }
+  if ((code = gp_cli_call(&cli, "POST", "/v1/jobs", s.req, &answer))) goto out;
+  json_t *job = json_object_get(answer, "job");
+  if (cli.json) {
+    gp_cli_print_json(job ? job : answer);
+  } else {
+    const char *id = json_string_value(json_object_get(job, "id"));
+    if (!id) {
+      fprintf(stderr, "gpool submit: the server accepted the job but sent no id\n");
+      code = 1;
+      goto out;
+    }
+    printf("%s\n", id);
+  }
+out:
+  json_decref(answer);
+  json_decref(nodes);
+  free(text);
+  gp_submit_done(&s);
+  gp_cli_done(&cli);
+  return code;
+}

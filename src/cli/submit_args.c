@@ -1,0 +1,727 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* `gpool submit`'s option tables and their translation into a POST /v1/jobs body
+ * (submit_args.h). gpool's own options and Slurm's sbatch spellings map onto the same
+ * actions; a few Slurm-only forms (total --gpus, --ntasks, --dependency lists) are kept in
+ * private "_" keys until gp_submit_finish() knows the node count. */
+#include "cli/submit_args.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "cli/opts.h"
+#include "util/mem.h"
+#include "util/units.h"
+
+#define MAX_GPUS_PER_TASK 1024
+#define MAX_TASKS 100000
+#define MAX_LIST 256 /* dependencies, GPU types */
+
+enum {
+  O_QUEUE = 1, O_GPUS, O_GPU_TYPE, O_GRES, O_NODES, O_CPUS, O_MEM, O_TIME, O_PRIORITY,
+  O_REQUEUE, O_NO_REQUEUE, O_GRACE, O_SIGNAL, O_AFTER, O_AFTER_OK, O_AFTER_ANY, O_NAME,
+  O_HOLD, O_GPU_FRACTION, O_GPU_MEM, O_MIG, O_WORKDIR, O_ENV, O_OUTPUT, O_SERVER, O_TOKEN,
+  O_HELP,
+  /* Slurm-only forms */
+  O_SB_GPUS_TOTAL, O_SB_GPUS_PER_NODE, O_SB_NTASKS, O_SB_DEPENDENCY, O_SB_SIGNAL, O_SB_TIME,
+  O_SB_NODES, O_SB_IGNORED, O_SB_IGNORED_ARG,
+};
+
+static const gp_opt gpool_opts[] = {
+  {'q', "queue", true, O_QUEUE},
+  {'g', "gpus", true, O_GPUS},
+  {0, "gpu-type", true, O_GPU_TYPE},
+  {0, "gres", true, O_GRES},
+  {'N', "nodes", true, O_NODES},
+  {'c', "cpus", true, O_CPUS},
+  {0, "mem", true, O_MEM},
+  {'t', "time", true, O_TIME},
+  {'p', "priority", true, O_PRIORITY},
+  {0, "requeue", false, O_REQUEUE},
+  {0, "no-requeue", false, O_NO_REQUEUE},
+  {0, "grace", true, O_GRACE},
+  {0, "signal", true, O_SIGNAL},
+  {0, "after", true, O_AFTER},
+  {0, "afterok", true, O_AFTER_OK},
+  {0, "afterany", true, O_AFTER_ANY},
+  {'n', "name", true, O_NAME},
+  {0, "hold", false, O_HOLD},
+  {0, "gpu-fraction", true, O_GPU_FRACTION},
+  {0, "gpu-mem", true, O_GPU_MEM},
+  {0, "mig", true, O_MIG},
+  {'D', "workdir", true, O_WORKDIR},
+  {'e', "env", true, O_ENV},
+  {'o', "output", true, O_OUTPUT},
+  {0, "server", true, O_SERVER},
+  {0, "token", true, O_TOKEN},
+  {'h', "help", false, O_HELP},
+  {0, NULL, false, 0},
+};
+
+static const gp_opt sbatch_opts[] = {
+  {'p', "partition", true, O_QUEUE},
+  {'G', "gpus", true, O_SB_GPUS_TOTAL},
+  {0, "gpus-per-node", true, O_SB_GPUS_PER_NODE},
+  {0, "gpus-per-task", true, O_SB_GPUS_PER_NODE},
+  {0, "gres", true, O_GRES},
+  {'N', "nodes", true, O_SB_NODES},
+  {'n', "ntasks", true, O_SB_NTASKS},
+  {'c', "cpus-per-task", true, O_CPUS},
+  {0, "mem", true, O_MEM},
+  {'t', "time", true, O_SB_TIME},
+  {0, "requeue", false, O_REQUEUE},
+  {0, "no-requeue", false, O_NO_REQUEUE},
+  {0, "signal", true, O_SB_SIGNAL},
+  {'d', "dependency", true, O_SB_DEPENDENCY},
+  {'J', "job-name", true, O_NAME},
+  {'H', "hold", false, O_HOLD},
+  {'D', "chdir", true, O_WORKDIR},
+  /* Accepted so real scripts submit unchanged, but gpool has no use for them. */
+  {'o', "output", true, O_SB_IGNORED_ARG},
+  {'e', "error", true, O_SB_IGNORED_ARG},
+  {'A', "account", true, O_SB_IGNORED_ARG},
+  {'q', "qos", true, O_SB_IGNORED_ARG},
+  {0, "mail-type", true, O_SB_IGNORED_ARG},
+  {0, "mail-user", true, O_SB_IGNORED_ARG},
+  {0, "open-mode", true, O_SB_IGNORED_ARG},
+  {0, "export", true, O_SB_IGNORED_ARG},
+  {0, "ntasks-per-node", true, O_SB_IGNORED_ARG},
+  {'C', "constraint", true, O_SB_IGNORED_ARG},
+  {0, "exclusive", false, O_SB_IGNORED},
+  {0, NULL, false, 0},
+};
+
+void gp_submit_init(gp_submit *s) {
+  memset(s, 0, sizeof *s);
+  s->req = json_object();
+  s->cli = json_object();
+  gp_buf_init(&s->warnings, 65536);
+}
+
+void gp_submit_done(gp_submit *s) {
+  json_decref(s->req);
+  json_decref(s->cli);
+  gp_buf_done(&s->warnings);
+}
+
+/* ---- values ---- */
+
+static int bad(gp_err *err, const char *where, const char *field, const char *fmt,
+               const char *value) {
+  char msg[400];
+  snprintf(msg, sizeof msg, fmt, value);
+  return gp_err_set(err, GP_EINVAL, NULL, 0, field, "%s%s%s", where ? where : "",
+                    where ? ": " : "", msg);
+}
+
+static int int_in(const char *s, int64_t lo, int64_t hi, int64_t *ret) {
+  int64_t v;
+  if (gp_parse_int64(s, &v) || v < lo || v > hi) return GP_EINVAL;
+  *ret = v;
+  return 0;
+}
+
+static bool is_job_id(const char *s, size_t n) {
+  if (n == 0 || n > 32) return false;
+  for (size_t i = 0; i < n; i++)
+    if (!isdigit((unsigned char)s[i])) return false;
+  return true;
+}
+
+/* Appends the ids in "12,13" or "12:13" to req[key]. */
+static int add_ids(json_t *req, const char *key, const char *list, const char *where,
+                   gp_err *err) {
+  json_t *arr = json_object_get(req, key);
+  if (!arr) {
+    arr = json_array();
+    json_object_set_new(req, key, arr);
+  }
+  const char *p = list;
+  for (;;) {
+    size_t n = strcspn(p, ",:");
+    if (!is_job_id(p, n)) return bad(err, where, key, "'%s' is not a list of job ids", list);
+    if (json_array_size(arr) >= MAX_LIST) return bad(err, where, key, "too many job ids in '%s'", list);
+    json_array_append_new(arr, json_stringn(p, n));
+    if (!p[n]) break;
+    p += n + 1;
+  }
+  return 0;
+}
+
+static int add_gpu_types(json_t *req, const char *list, const char *where, gp_err *err) {
+  json_t *arr = json_array();
+  const char *p = list;
+  for (;;) {
+    size_t n = strcspn(p, ",");
+    bool ok = n > 0 && n <= 64;
+    for (size_t i = 0; ok && i < n; i++)
+      ok = isalnum((unsigned char)p[i]) || p[i] == '-' || p[i] == '_' || p[i] == '.';
+    if (!ok || json_array_size(arr) >= MAX_LIST) {
+      json_decref(arr);
+      return bad(err, where, "gpu_types", "'%s' is not a list of GPU models (e.g. h100,h200)", list);
+    }
+    json_array_append_new(arr, json_stringn(p, n));
+    if (!p[n]) break;
+    p += n + 1;
+  }
+  json_object_set_new(req, "gpu_types", arr);
+  return 0;
+}
+
+/* "[type:]N" as in Slurm's --gpus and --gpus-per-node. */
+static int typed_count(json_t *req, const char *key, const char *s, const char *where,
+                       gp_err *err) {
+  const char *colon = strrchr(s, ':');
+  int64_t n;
+  if (int_in(colon ? colon + 1 : s, 0, MAX_GPUS_PER_TASK * (int64_t)MAX_TASKS, &n))
+    return bad(err, where, "gpus", "'%s' is not a GPU count ([type:]N)", s);
+  if (colon) {
+    char type[80];
+    if ((size_t)(colon - s) >= sizeof type) return bad(err, where, "gpu_types", "GPU type too long in '%s'", s);
+    memcpy(type, s, (size_t)(colon - s));
+    type[colon - s] = '\0';
+    int rc = add_gpu_types(req, type, where, err);
+    if (rc) return rc;
+  }
+  json_object_set_new(req, key, json_integer(n));
+  return 0;
+}
+
+/* "gpu", "gpu:2", "gpu:h100:2" (per node, as in Slurm). */
+static int gres(json_t *req, const char *s, const char *where, gp_err *err) {
+  if (strncmp(s, "gpu", 3) || (s[3] && s[3] != ':'))
+    return bad(err, where, "gres", "only GPU resources are supported ('gpu[:type]:N'), not '%s'", s);
+  if (strchr(s, ','))
+    return bad(err, where, "gres", "only one generic resource is supported, got '%s'", s);
+  if (!s[3]) {
+    json_object_set_new(req, "gpus", json_integer(1));
+    return 0;
+  }
+  const char *rest = s + 4;
+  const char *colon = strchr(rest, ':');
+  int64_t n = 1;
+  if (colon) {
+    if (int_in(colon + 1, 0, MAX_GPUS_PER_TASK, &n))
+      return bad(err, where, "gres", "'%s' does not end in a GPU count", s);
+    char type[80];
+    if ((size_t)(colon - rest) >= sizeof type || colon == rest)
+      return bad(err, where, "gres", "bad GPU type in '%s'", s);
+    memcpy(type, rest, (size_t)(colon - rest));
+    type[colon - rest] = '\0';
+    int rc = add_gpu_types(req, type, where, err);
+    if (rc) return rc;
+  } else if (int_in(rest, 0, MAX_GPUS_PER_TASK, &n)) {
+    int rc = add_gpu_types(req, rest, where, err); /* "gpu:h100": one of that type */
+    if (rc) return rc;
+    n = 1;
+  }
+  json_object_set_new(req, "gpus", json_integer(n));
+  return 0;
+}
+
+static const char *const signal_names[] = {
+  "HUP", "INT", "QUIT", "USR1", "USR2", "TERM", "CONT", "URG", "WINCH", "ALRM", "PWR", NULL,
+};
+
+/* "USR1", "SIGUSR1", "usr1" -> "USR1"; numbers are refused (they differ across systems). */
+static int signal_name(const char *s, char *out, size_t cap) {
+  if (!strncasecmp(s, "SIG", 3)) s += 3;
+  for (int i = 0; signal_names[i]; i++)
+    if (!strcasecmp(s, signal_names[i])) {
+      snprintf(out, cap, "%s", signal_names[i]);
+      return 0;
+    }
+  return GP_EINVAL;
+}
+
+/* Slurm's --dependency: "afterok:12:13,afterany:14" (all must hold). */
+static int dependency(json_t *req, const char *s, const char *where, gp_err *err) {
+  if (strchr(s, '?')) return bad(err, where, "dependency", "'any of' dependencies ('?') are not supported: '%s'", s);
+  char *copy = gp_xstrdup(s), *save = NULL;
+  int rc = 0;
+  for (char *part = strtok_r(copy, ",", &save); part && !rc; part = strtok_r(NULL, ",", &save)) {
+    char *colon = strchr(part, ':');
+    if (!colon) {
+      rc = bad(err, where, "dependency", "'%s' is not TYPE:ID[:ID...]", part);
+      break;
+    }
+    *colon = '\0';
+    const char *key = !strcmp(part, "after") ? "after" : !strcmp(part, "afterok") ? "after_ok"
+                      : !strcmp(part, "afterany") ? "after_any" : NULL;
+    if (!key) {
+      rc = bad(err, where, "dependency",
+               "dependency type '%s' is not supported (use after, afterok or afterany)", part);
+      break;
+    }
+    /* Slurm allows "after:12+5" (minutes delay); gpool does not. */
+    rc = add_ids(req, key, colon + 1, where, err);
+  }
+  free(copy);
+  return rc;
+}
+
+static bool mig_profile_ok(const char *s) {
+  /* "1g.10gb", "3g.40gb", "1g.10gb+me" */
+  const char *p = s;
+  if (!isdigit((unsigned char)*p)) return false;
+  while (isdigit((unsigned char)*p)) p++;
+  if (*p++ != 'g' || *p++ != '.' || !isdigit((unsigned char)*p)) return false;
+  while (isdigit((unsigned char)*p)) p++;
+  if (strncmp(p, "gb", 2)) return false;
+  p += 2;
+  return !*p || !strcmp(p, "+me") || !strcmp(p, "+gfx");
+}
+
+static int string_opt(json_t *req, const char *key, const char *v, size_t max, const char *where,
+                      gp_err *err) {
+  if (!*v || strlen(v) > max) return bad(err, where, key, "'%s' is empty or too long", v);
+  json_object_set_new(req, key, json_string(v));
+  return 0;
+}
+
+/* Applies one option to `req`. `sbatch` selects Slurm's meaning where the two differ. */
+static int apply(gp_submit *s, json_t *req, int id, const char *v, const char *where, gp_err *err) {
+  int64_t n;
+  double d;
+  char sig[16];
+  switch (id) {
+  case O_QUEUE:
+    if (strchr(v, ',')) return bad(err, where, "queue", "one queue only, got '%s'", v);
+    return string_opt(req, "queue", v, 255, where, err);
+  case O_GPUS:
+    if (int_in(v, 0, MAX_GPUS_PER_TASK, &n))
+      return bad(err, where, "gpus", "'%s' is not a GPU count (0 or more GPUs per node)", v);
+    json_object_set_new(req, "gpus", json_integer(n));
+    return 0;
+  case O_GPU_TYPE:
+    return add_gpu_types(req, v, where, err);
+  case O_GRES:
+    return gres(req, v, where, err);
+  case O_NODES:
+    if (int_in(v, 1, MAX_TASKS, &n)) return bad(err, where, "tasks", "'%s' is not a node count (1 or more)", v);
+    json_object_set_new(req, "tasks", json_integer(n));
+    return 0;
+  case O_SB_NODES:
+    if (int_in(v, 1, MAX_TASKS, &n))
+      return bad(err, where, "tasks", "'%s' is not a node count (node ranges such as 2-4 are not supported)", v);
+    json_object_set_new(req, "tasks", json_integer(n));
+    return 0;
+  case O_CPUS:
+    if (int_in(v, 1, 1 << 20, &n)) return bad(err, where, "cpus", "'%s' is not a CPU count", v);
+    json_object_set_new(req, "cpus", json_integer(n));
+    return 0;
+  case O_MEM:
+    if (gp_parse_mem_mib(v, &n) || n <= 0)
+      return bad(err, where, "mem_mib", "'%s' is not a memory size (e.g. 64G, 512M)", v);
+    json_object_set_new(req, "mem_mib", json_integer(n));
+    return 0;
+  case O_TIME:
+    if (gp_parse_duration_s(v, &n) || n <= 0)
+      return bad(err, where, "time_limit", "'%s' is not a duration (e.g. 4h, 30m, 1-00:00:00)", v);
+    json_object_set_new(req, "time_limit", json_integer(n));
+    return 0;
+  case O_SB_TIME: /* Slurm: a plain number is minutes */
+    if (!strcasecmp(v, "infinite") || !strcasecmp(v, "unlimited")) return 0;
+    if (!gp_parse_int64(v, &n)) {
+      if (n <= 0 || n > 100000000) return bad(err, where, "time_limit", "'%s' is not a time limit", v);
+      n *= 60;
+    } else if (gp_parse_duration_s(v, &n) || n <= 0) {
+      return bad(err, where, "time_limit", "'%s' is not a time limit", v);
+    }
+    json_object_set_new(req, "time_limit", json_integer(n));
+    return 0;
+  case O_PRIORITY:
+    return string_opt(req, "priority", v, 64, where, err);
+  case O_REQUEUE:
+  case O_NO_REQUEUE:
+    json_object_set_new(req, "requeue", json_boolean(id == O_REQUEUE));
+    return 0;
+  case O_GRACE:
+    if (gp_parse_duration_s(v, &n) || n > 86400)
+      return bad(err, where, "grace_s", "'%s' is not a grace period (e.g. 60s, 5m; at most a day)", v);
+    json_object_set_new(req, "grace_s", json_integer(n));
+    return 0;
+  case O_SIGNAL:
+    if (signal_name(v, sig, sizeof sig))
+      return bad(err, where, "signal", "'%s' is not a signal name (e.g. USR1, TERM)", v);
+    json_object_set_new(req, "signal", json_string(sig));
+    return 0;
+  case O_SB_SIGNAL: { /* [{R|B}:]SIG[@seconds] */
+    const char *p = v;
+    if ((p[0] == 'B' || p[0] == 'R') && p[1] == ':') p += 2;
+    char name[32];
+    size_t len = strcspn(p, "@");
+    if (len >= sizeof name) return bad(err, where, "signal", "'%s' is not a signal", v);
+    memcpy(name, p, len);
+    name[len] = '\0';
+    if (signal_name(name, sig, sizeof sig))
+      return bad(err, where, "signal", "'%s' is not a signal name (numbers are not accepted)", v);
+    json_object_set_new(req, "signal", json_string(sig));
+    if (p[len] == '@') {
+      if (int_in(p + len + 1, 0, 86400, &n)) return bad(err, where, "signal", "bad @seconds in '%s'", v);
+      json_object_set_new(req, "grace_s", json_integer(n));
+    }
+    return 0;
+  }
+  case O_AFTER:
+    return add_ids(req, "after", v, where, err);
+  case O_AFTER_OK:
+    return add_ids(req, "after_ok", v, where, err);
+  case O_AFTER_ANY:
+    return add_ids(req, "after_any", v, where, err);
+  case O_SB_DEPENDENCY:
+    return dependency(req, v, where, err);
+  case O_NAME:
+    return string_opt(req, "name", v, 255, where, err);
+  case O_HOLD:
+    json_object_set_new(req, "hold", json_true());
+    return 0;
+  case O_GPU_FRACTION:
+    if (gp_parse_double(v, &d) || !(d > 0 && d < 1) || d < 0.001)
+      return bad(err, where, "gpu_fraction", "'%s' is not a fraction of one GPU (between 0.001 and 1, e.g. 0.5)", v);
+    json_object_set_new(req, "gpu_fraction", json_real(d));
+    return 0;
+  case O_GPU_MEM:
+    if (gp_parse_mem_mib(v, &n) || n <= 0)
+      return bad(err, where, "gpu_mem_mib", "'%s' is not a GPU memory size (e.g. 20G)", v);
+    json_object_set_new(req, "gpu_mem_mib", json_integer(n));
+    return 0;
+  case O_MIG:
+    if (!mig_profile_ok(v))
+      return bad(err, where, "mig", "'%s' is not a MIG profile (e.g. 1g.10gb, 3g.40gb)", v);
+    json_object_set_new(req, "mig", json_string(v));
+    return 0;
+  case O_WORKDIR:
+    return string_opt(req, "workdir", v, 4095, where, err);
+  case O_ENV: {
+    const char *eq = strchr(v, '=');
+    if (!eq || eq == v || strlen(v) > 65536) return bad(err, where, "env", "'%s' is not NAME=VALUE", v);
+    json_t *env = json_object_get(req, "env");
+    if (!env) {
+      env = json_object();
+      json_object_set_new(req, "env", env);
+    }
+    char *key = gp_xstrndup(v, (size_t)(eq - v));
+    json_object_set_new(env, key, json_string(eq + 1));
+    free(key);
+    return 0;
+  }
+  case O_SB_GPUS_TOTAL:
+    return typed_count(req, "_gpus_total", v, where, err);
+  case O_SB_GPUS_PER_NODE:
+    return typed_count(req, "gpus", v, where, err);
+  case O_SB_NTASKS:
+    if (int_in(v, 1, MAX_TASKS, &n)) return bad(err, where, "tasks", "'%s' is not a task count", v);
+    json_object_set_new(req, "_ntasks", json_integer(n));
+    return 0;
+  default:
+    return bad(err, where, NULL, "%s", "internal error: unhandled option");
+  }
+}
+
+/* ---- the command line ---- */
+
+int gp_submit_parse_args(gp_submit *s, int argc, char **argv, gp_err *err) {
+  gp_opt_iter it;
+  gp_opt_init(&it, argc, argv, 1);
+  for (;;) {
+    const char *v = NULL;
+    int id = gp_opt_next(&it, gpool_opts, &v, err);
+    if (id == GP_OPT_END) break;
+    if (id < 0 && id != GP_OPT_POSITIONAL) return id;
+    if (id == GP_OPT_POSITIONAL) {
+      it.i--; /* the script or the command starts here */
+      break;
+    }
+    int rc = 0;
+    switch (id) {
+    case O_OUTPUT:
+      if (strcmp(v, "json") && strcmp(v, "table"))
+        return gp_err_set(err, GP_EINVAL, NULL, 0, "output", "-o takes 'json' or 'table', not '%s'", v);
+      s->json_out = !strcmp(v, "json");
+      break;
+    case O_SERVER: s->server = v; break;
+    case O_TOKEN: s->token = v; break;
+    case O_HELP: s->help = true; break;
+    default: rc = apply(s, s->cli, id, v, NULL, err);
+    }
+    if (rc) return rc;
+  }
+  s->dashdash = it.dashdash;
+  s->n_args = argc - it.i;
+  s->args = argv + it.i;
+  return 0;
+}
+
+/* ---- scripts ---- */
+
+static void warn(gp_submit *s, const char *where, const char *what) {
+  gp_buf_printf(&s->warnings, "%s: %s\n", where, what);
+}
+
+static int directive(gp_submit *s, bool sbatch, char *rest, const char *where, gp_err *err) {
+  char *words[128];
+  int n = gp_opt_split(rest, words, 127);
+  if (n == GP_ELIMIT) return gp_err_set(err, GP_ELIMIT, NULL, 0, NULL, "%s: too many words", where);
+  if (n < 0) return gp_err_set(err, GP_EINVAL, NULL, 0, NULL, "%s: unterminated quote", where);
+  /* gp_opt_next starts at index 1 (argv[0] is a program name). */
+  char *argv[129];
+  argv[0] = (char *)"directive";
+  memcpy(argv + 1, words, (size_t)n * sizeof *words);
+  gp_opt_iter it;
+  gp_opt_init(&it, n + 1, argv, 1);
+  it.where = where;
+  for (;;) {
+    const char *v = NULL;
+    gp_err e = {0};
+    int start = it.i;
+    int id = gp_opt_next(&it, sbatch ? sbatch_opts : gpool_opts, &v, &e);
+    if (id == GP_OPT_END && !it.dashdash) break;
+    if (sbatch && (id == GP_EINVAL || id == GP_OPT_POSITIONAL || id == GP_OPT_END)) {
+      char msg[600];
+      const char *word = argv[start];
+      /* An unknown "--opt value": take the value along so it is not read as a word. */
+      if (id == GP_EINVAL && it.i == start + 1 && word[0] == '-' && !strchr(word, '=') &&
+          it.i < it.argc && it.argv[it.i][0] != '-')
+        it.i++;
+      snprintf(msg, sizeof msg, "#SBATCH %s is not supported by gpool; ignored", word);
+      warn(s, where, msg);
+      if (id == GP_OPT_END) break;
+      continue;
+    }
+    if (id == GP_OPT_END || id == GP_OPT_POSITIONAL)
+      return gp_err_set(err, GP_EINVAL, NULL, 0, NULL, "%s: #GPOOL lines carry options only, not '%s'",
+                        where, it.argv[it.i - 1]);
+    if (id < 0) {
+      if (err) *err = e;
+      return id;
+    }
+    if (id == O_SB_IGNORED || id == O_SB_IGNORED_ARG) {
+      char msg[600];
+      snprintf(msg, sizeof msg, "#SBATCH %s has no meaning in gpool; ignored", argv[start]);
+      warn(s, where, msg);
+      continue;
+    }
+    if (id == O_OUTPUT || id == O_SERVER || id == O_TOKEN || id == O_HELP)
+      return gp_err_set(err, GP_EINVAL, NULL, 0, NULL,
+                        "%s: only job options belong in #GPOOL lines (not -o, --server, --token, --help)", where);
+    int rc = apply(s, s->req, id, v, where, err);
+    if (rc) return rc;
+  }
+  return 0;
+}
+
+int gp_submit_parse_script(gp_submit *s, const char *name, const char *text, size_t len,
+                           gp_err *err) {
+  if (len > GP_SUBMIT_MAX_SCRIPT)
+    return gp_err_set(err, GP_ELIMIT, name, 0, NULL, "the script is larger than %zu KiB", GP_SUBMIT_MAX_SCRIPT >> 10);
+  if (memchr(text, '\0', len))
+    return gp_err_set(err, GP_EINVAL, name, 0, NULL, "this is not a text file (it contains NUL bytes)");
+  size_t pos = 0;
+  int line_no = 0;
+  while (pos < len) {
+    size_t end = pos;
+    while (end < len && text[end] != '\n') end++;
+    line_no++;
+    size_t n = end - pos;
+    const char *line = text + pos;
+    pos = end + 1;
+    size_t lead = 0;
+    while (lead < n && (line[lead] == ' ' || line[lead] == '\t')) lead++;
+    if (lead == n || (n - lead == 1 && line[lead] == '\r')) continue; /* blank */
+    if (line[lead] != '#') break; /* the first command ends the directive block */
+    bool gpool = n >= 6 && !strncmp(line, "#GPOOL", 6) && (n == 6 || isspace((unsigned char)line[6]));
+    bool sbatch = n >= 7 && !strncmp(line, "#SBATCH", 7) && (n == 7 || isspace((unsigned char)line[7]));
+    if (!gpool && !sbatch) continue;
+    if (n > 4096) return gp_err_set(err, GP_ELIMIT, name, line_no, NULL, "directive line too long");
+    char *rest = gp_xstrndup(line + (gpool ? 6 : 7), n - (gpool ? 6 : 7));
+    char where[320];
+    snprintf(where, sizeof where, "%.256s:%d", name, line_no);
+    int rc = directive(s, sbatch, rest, where, err);
+    free(rest);
+    if (rc) {
+      if (err) {
+        err->line = line_no;
+        snprintf(err->file, sizeof err->file, "%s", name);
+      }
+      return rc;
+    }
+  }
+  return 0;
+}
+
+/* ---- putting it together ---- */
+
+static int64_t get_int(json_t *req, const char *key, int64_t dflt) {
+  json_t *v = json_object_get(req, key);
+  return json_is_integer(v) ? json_integer_value(v) : dflt;
+}
+
+/* The script's #! line as words ("#!/usr/bin/env python3" -> /usr/bin/env, python3). */
+static int interpreter(const char *text, json_t *cmd) {
+  if (!text || strncmp(text, "#!", 2)) {
+    json_array_append_new(cmd, json_string("/bin/sh"));
+    return 0;
+  }
+  size_t n = strcspn(text + 2, "\r\n");
+  if (n > 1000) return GP_EINVAL;
+  char *line = gp_xstrndup(text + 2, n);
+  char *words[8];
+  int k = gp_opt_split(line, words, 8);
+  if (k > 0) {
+    /* The kernel passes everything after the interpreter as one argument. */
+    json_array_append_new(cmd, json_string(words[0]));
+    if (k > 1) {
+      const char *rest = strstr(text + 2, words[1]);
+      size_t rlen = rest ? (size_t)((text + 2 + n) - rest) : 0;
+      while (rlen && (rest[rlen - 1] == ' ' || rest[rlen - 1] == '\t')) rlen--;
+      json_array_append_new(cmd, json_stringn(rest, rlen));
+    }
+  }
+  free(line);
+  return k > 0 ? 0 : GP_EINVAL;
+}
+
+int gp_submit_finish(gp_submit *s, const char *cwd, const char *script_text, gp_err *err) {
+  json_object_update(s->req, s->cli);
+  json_t *req = s->req;
+
+  int64_t tasks = get_int(req, "tasks", 0);
+  int64_t ntasks = get_int(req, "_ntasks", 0);
+  if (ntasks > 1) {
+    if (tasks && tasks != ntasks)
+      return gp_err_set(err, GP_EINVAL, NULL, 0, "tasks",
+                        "gpool runs one task per node: --ntasks=%lld does not match --nodes=%lld",
+                        (long long)ntasks, (long long)tasks);
+    tasks = ntasks;
+    json_object_set_new(req, "tasks", json_integer(tasks));
+  }
+  json_object_del(req, "_ntasks");
+  int64_t total = get_int(req, "_gpus_total", -1);
+  if (total >= 0) {
+    int64_t per = tasks ? tasks : 1;
+    if (total % per)
+      return gp_err_set(err, GP_EINVAL, NULL, 0, "gpus",
+                        "--gpus=%lld cannot be split evenly over %lld nodes", (long long)total,
+                        (long long)per);
+    if (total / per > MAX_GPUS_PER_TASK)
+      return gp_err_set(err, GP_EINVAL, NULL, 0, "gpus", "too many GPUs per node");
+    json_object_set_new(req, "gpus", json_integer(total / per));
+    json_object_del(req, "_gpus_total");
+  }
+
+  int shares = !!json_object_get(req, "gpu_fraction") + !!json_object_get(req, "gpu_mem_mib") +
+               !!json_object_get(req, "mig");
+  if (shares > 1)
+    return gp_err_set(err, GP_EINVAL, NULL, 0, "gpu_fraction",
+                      "choose one of --gpu-fraction, --gpu-mem and --mig");
+  if (shares) {
+    if (get_int(req, "gpus", 1) != 1)
+      return gp_err_set(err, GP_EINVAL, NULL, 0, "gpus",
+                        "--gpu-fraction, --gpu-mem and --mig ask for part of one GPU; drop -g %lld",
+                        (long long)get_int(req, "gpus", 1));
+    json_object_del(req, "gpus");
+  }
+
+  json_t *cmd = json_array();
+  if (s->dashdash || !s->script) {
+    for (int i = 0; i < s->n_args; i++) json_array_append_new(cmd, json_string(s->args[i]));
+  } else {
+    if (interpreter(script_text, cmd)) {
+      json_decref(cmd);
+      return gp_err_set(err, GP_EINVAL, s->script, 1, NULL, "cannot read the #! line");
+    }
+    char path[4096];
+    if (s->script[0] == '/')
+      snprintf(path, sizeof path, "%s", s->script);
+    else
+      snprintf(path, sizeof path, "%s/%s", cwd, s->script);
+    json_array_append_new(cmd, json_string(path));
+    for (int i = 1; i < s->n_args; i++) json_array_append_new(cmd, json_string(s->args[i]));
+  }
+  if (json_array_size(cmd) == 0) {
+    json_decref(cmd);
+    return gp_err_set(err, GP_EINVAL, NULL, 0, "command",
+                      "nothing to run: give a script (gpool submit job.sh) or a command after -- "
+                      "(gpool submit -g 1 -- nvidia-smi)");
+  }
+  json_object_set_new(req, "command", cmd);
+
+  const char *wd = json_string_value(json_object_get(req, "workdir"));
+  if (wd && wd[0] != '/') {
+    char abs[4096];
+    snprintf(abs, sizeof abs, "%s/%s", cwd, wd);
+    json_object_set_new(req, "workdir", json_string(abs));
+  } else if (!wd) {
+    json_object_set_new(req, "workdir", json_string(cwd));
+  }
+  if (!json_object_get(req, "name")) {
+    const char *base = s->script ? s->script : json_string_value(json_array_get(cmd, 0));
+    const char *slash = base ? strrchr(base, '/') : NULL;
+    if (base) json_object_set_new(req, "name", json_stringn(slash ? slash + 1 : base,
+                                                           strnlen(slash ? slash + 1 : base, 255)));
+  }
+  return 0;
+}
+
+/* ---- GPU model names ---- */
+
+static bool prefix_at_boundary(const char *model, const char *want) {
+  size_t n = strlen(want);
+  if (strncasecmp(model, want, n)) return false;
+  return !isalnum((unsigned char)model[n]);
+}
+
+int gp_submit_resolve_types(json_t *req, json_t *nodes, gp_err *err) {
+  json_t *want = json_object_get(req, "gpu_types");
+  if (!json_is_array(want) || json_array_size(want) == 0) return 0;
+  json_t *list = json_object_get(nodes, "nodes");
+  json_t *models = json_array(); /* distinct models of the fleet */
+  size_t i;
+  json_t *node;
+  json_array_foreach(list, i, node) {
+    const char *m = json_string_value(json_object_get(node, "model"));
+    if (!m || !*m) continue;
+    bool seen = false;
+    for (size_t k = 0; k < json_array_size(models) && !seen; k++)
+      seen = !strcmp(json_string_value(json_array_get(models, k)), m);
+    if (!seen) json_array_append_new(models, json_string(m));
+  }
+  if (json_array_size(models) == 0) {
+    json_decref(models);
+    return 0;
+  }
+  json_t *out = json_array();
+  json_t *w;
+  json_array_foreach(want, i, w) {
+    const char *name = json_string_value(w);
+    size_t before = json_array_size(out);
+    for (int pass = 0; pass < 2 && json_array_size(out) == before; pass++) {
+      for (size_t k = 0; k < json_array_size(models); k++) {
+        const char *m = json_string_value(json_array_get(models, k));
+        bool hit = pass == 0 ? !strcasecmp(m, name) : prefix_at_boundary(m, name);
+        bool dup = false;
+        for (size_t j = 0; j < json_array_size(out) && !dup; j++)
+          dup = !strcmp(json_string_value(json_array_get(out, j)), m);
+        if (hit && !dup) json_array_append_new(out, json_string(m));
+      }
+    }
+    if (json_array_size(out) == before) {
+      gp_buf have;
+      gp_buf_init(&have, 4096);
+      for (size_t k = 0; k < json_array_size(models); k++)
+        gp_buf_printf(&have, "%s%s", k ? ", " : "", json_string_value(json_array_get(models, k)));
+      int rc = gp_err_set(err, GP_EINVAL, NULL, 0, "gpu_types",
+                          "no GPU model in the pool matches '%s' (the pool has: %s)", name, have.data);
+      gp_buf_done(&have);
+      json_decref(out);
+      json_decref(models);
+      return rc;
+    }
+  }
+  json_object_set_new(req, "gpu_types", out);
+  json_decref(models);
+  return 0;
+}

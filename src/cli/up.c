@@ -1,0 +1,560 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* `gpool up`: a whole pool on one machine in one command. It keeps everything in one data
+ * directory (default $XDG_DATA_HOME/gpool, else ~/.local/share/gpool):
+ *   tokens.yaml   an admin token (for the invoking user) and an agent token, made once
+ *   server.yaml   the server config: the `default` queue open to everyone, every user's
+ *                 default queue = default, the listen port
+ *   server/       the server's SQLite store;   agent/   the agent's job logs
+ *   server.log, agent.log, up.log (detached), up.pid
+ * then starts `gpool server` and one `gpool agent` (simulated GPUs unless real ones are
+ * present) as children (exec of /proc/self/exe), writes client.json with the server URL
+ * and the admin token, and prints what to try next. SIGINT/SIGTERM are forwarded (agent
+ * first, then server). `--detach` leaves the pool running in the background;
+ * `gpool up --stop` stops it. Running `gpool up` again reuses the tokens and the store, so
+ * jobs, nodes and client.json survive a restart of the pool. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/cli_common.h"
+#include "cli/commands.h"
+#include "client/client.h"
+#include "util/mem.h"
+
+enum { U_DATA = 1, U_PORT, U_SIM, U_DETACH, U_STOP, U_NAME, U_HELP };
+static const gp_opt up_opts[] = {
+  {0, "data", true, U_DATA},     {0, "port", true, U_PORT},   {0, "sim", true, U_SIM},
+  {'d', "detach", false, U_DETACH}, {0, "stop", false, U_STOP}, {0, "name", true, U_NAME},
+  {'h', "help", false, U_HELP},  {0, NULL, false, 0},
+};
+
+static const char up_usage[] =
+  "Usage: gpool up [--data DIR] [--port P] [--sim SPEC] [--name NODE] [--detach]\n"
+  "       gpool up --stop [--data DIR]\n"
+  "  Starts a server and a local agent (simulated GPUs, default 8xH100-80GB, unless NVIDIA\n"
+  "  GPUs are present) and writes client.json so gpool commands find the pool.\n"
+  "  --data DIR   where the pool keeps its state (default ~/.local/share/gpool)\n"
+  "  --port P     the server's port on 127.0.0.1 (default 8642; 0 picks a free one)\n"
+  "  --sim SPEC   simulated GPUs, e.g. 8xH100-80GB or 4xH100-80GB,4xA100-40GB\n"
+  "  --detach     return once the pool is up and leave it running (stop: gpool up --stop)\n";
+
+typedef struct up_ctx {
+  char data[3000];
+  char self[4096];
+  int port;
+  const char *sim;
+  const char *name;
+  char url[256];
+  char admin_token[80], agent_token[80];
+  pid_t server, agent;
+} up_ctx;
+
+static void path_in(const up_ctx *u, const char *file, char *out, size_t cap) {
+  snprintf(out, cap, "%s/%s", u->data, file);
+}
+
+static int mkdir_p(const char *dir) {
+  char tmp[3100];
+  snprintf(tmp, sizeof tmp, "%s", dir);
+  for (char *p = tmp + 1; *p; p++) {
+    if (*p != '/') continue;
+    *p = '\0';
+    if (mkdir(tmp, 0700) && errno != EEXIST) return -1;
+    *p = '/';
+  }
+  return mkdir(tmp, 0700) && errno != EEXIST ? -1 : 0;
+}
+
+static int random_token(char *out, size_t cap) {
+  unsigned char raw[24];
+  int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  ssize_t n = read(fd, raw, sizeof raw);
+  close(fd);
+  if (n != (ssize_t)sizeof raw || cap < 2 * sizeof raw + 1) return -1;
+  for (size_t i = 0; i < sizeof raw; i++) snprintf(out + 2 * i, 3, "%02x", raw[i]);
+  return 0;
+}
+
+static int write_file(const char *path, const char *text, mode_t mode) {
+  char tmp[3200];
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+  if (fd < 0) return -1;
+  size_t len = strlen(text);
+  int ok = write(fd, text, len) == (ssize_t)len && fsync(fd) == 0;
+  close(fd);
+  if (!ok || rename(tmp, path)) {
+    unlink(tmp);
+    return -1;
+  }
+  return 0;
+}
+
+static const char *user_name(void) {
+  struct passwd *pw = getpwuid(getuid());
+  const char *env = getenv("USER");
+  return pw ? pw->pw_name : env && *env ? env : "admin";
+}
+
+/* Reads the two tokens back from tokens.yaml (the file this program wrote). */
+static int load_tokens(up_ctx *u, const char *path) {
+  FILE *f = fopen(path, "r");
+  if (!f) return -1;
+  char line[512];
+  while (fgets(line, sizeof line, f)) {
+    char tok[80], role[16];
+    if (sscanf(line, " - {token: \"%64[0-9a-f]\", user: %*[^,], role: %15[a-z]}", tok, role) == 2) {
+      if (!strcmp(role, "admin")) snprintf(u->admin_token, sizeof u->admin_token, "%s", tok);
+      if (!strcmp(role, "agent")) snprintf(u->agent_token, sizeof u->agent_token, "%s", tok);
+    }
+  }
+  fclose(f);
+  return u->admin_token[0] && u->agent_token[0] ? 0 : -1;
+}
+
+static int prepare(up_ctx *u) {
+  if (mkdir_p(u->data)) {
+    fprintf(stderr, "gpool up: cannot create %s: %s\n", u->data, strerror(errno));
+    return 1;
+  }
+  char path[3200], text[4096];
+  path_in(u, "tokens.yaml", path, sizeof path);
+  if (load_tokens(u, path)) {
+    if (random_token(u->admin_token, sizeof u->admin_token) || random_token(u->agent_token, sizeof u->agent_token)) {
+      fprintf(stderr, "gpool up: cannot read /dev/urandom for tokens\n");
+      return 1;
+    }
+    snprintf(text, sizeof text,
+             "# Tokens of the pool started by 'gpool up'. Keep this file private.\n"
+             "tokens:\n"
+             "  - {token: \"%s\", user: %s, role: admin}\n"
+             "  - {token: \"%s\", user: agent, role: agent}\n",
+             u->admin_token, user_name(), u->agent_token);
+    if (write_file(path, text, 0600)) {
+      fprintf(stderr, "gpool up: cannot write %s: %s\n", path, strerror(errno));
+      return 1;
+    }
+  }
+  snprintf(text, sizeof text,
+           "# Written by 'gpool up' at every start; edit tokens.yaml for tokens.\n"
+           "listen: 127.0.0.1:%d\n"
+           "data_dir: %s/server\n"
+           "token_file: %s/tokens.yaml\n"
+           "queues:\n"
+           "  - {name: default, users: [\"*\"]}\n"
+           "default_queue: default\n",
+           u->port, u->data, u->data);
+  path_in(u, "server.yaml", path, sizeof path);
+  if (write_file(path, text, 0600)) {
+    fprintf(stderr, "gpool up: cannot write %s: %s\n", path, strerror(errno));
+    return 1;
+  }
+  path_in(u, "server", path, sizeof path);
+  mkdir_p(path);
+  path_in(u, "agent", path, sizeof path);
+  mkdir_p(path);
+  return 0;
+}
+
+/* Starts `gpool <args>` with stdout and stderr appended to log; its own process group, so
+ * a Ctrl-C reaches only `gpool up`, which stops the children in order. */
+static pid_t spawn(const up_ctx *u, char *const *args, const char *log) {
+  pid_t pid = fork();
+  if (pid != 0) return pid;
+  setpgid(0, 0);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, NULL);
+  int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+  if (fd >= 0) {
+    dup2(fd, 1);
+    dup2(fd, 2);
+    close(fd);
+  }
+  int nul = open("/dev/null", O_RDONLY);
+  if (nul >= 0) {
+    dup2(nul, 0);
+    close(nul);
+  }
+  execv(u->self, args);
+  fprintf(stderr, "gpool up: cannot run %s: %s\n", u->self, strerror(errno));
+  _exit(127);
+}
+
+static void sleep_ms(long ms) {
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+static bool alive(pid_t pid) {
+  if (pid <= 0) return false;
+  int status;
+  return waitpid(pid, &status, WNOHANG) == 0;
+}
+
+static void print_log_tail(const char *log) {
+  FILE *f = fopen(log, "r");
+  if (!f) return;
+  char buf[2048];
+  fseek(f, 0, SEEK_END);
+  long size = ftell(f);
+  fseek(f, size > (long)sizeof buf - 1 ? size - (long)sizeof buf + 1 : 0, SEEK_SET);
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  buf[n] = '\0';
+  fclose(f);
+  fprintf(stderr, "--- last lines of %s ---\n%s", log, buf);
+}
+
+static int start_server(up_ctx *u) {
+  char cfg[3200], log[3200], urlfile[3200];
+  path_in(u, "server.yaml", cfg, sizeof cfg);
+  path_in(u, "server.log", log, sizeof log);
+  path_in(u, "server/server.url", urlfile, sizeof urlfile);
+  unlink(urlfile);
+  char *args[] = {(char *)"gpool", (char *)"server", (char *)"--config", cfg, NULL};
+  u->server = spawn(u, args, log);
+  if (u->server < 0) return 1;
+  for (int i = 0; i < 300; i++) { /* up to 30 s on a loaded machine */
+    FILE *f = fopen(urlfile, "r");
+    if (f) {
+      char line[256] = "";
+      int ok = fgets(line, sizeof line, f) != NULL;
+      fclose(f);
+      line[strcspn(line, "\r\n")] = '\0';
+      if (ok && !strncmp(line, "http", 4)) {
+        snprintf(u->url, sizeof u->url, "%s", line);
+        return 0;
+      }
+    }
+    if (!alive(u->server)) {
+      u->server = 0;
+      fprintf(stderr, "gpool up: the server exited during start-up\n");
+      print_log_tail(log);
+      return 1;
+    }
+    sleep_ms(100);
+  }
+  fprintf(stderr, "gpool up: the server did not start listening within 30 s\n");
+  print_log_tail(log);
+  return 1;
+}
+
+static bool real_gpus_present(void) { return access("/dev/nvidiactl", F_OK) == 0; }
+
+/* Waits until the agent's node is listed by the server. */
+static int start_agent(up_ctx *u, char *node_name, size_t cap) {
+  char log[3200], dir[3200];
+  path_in(u, "agent.log", log, sizeof log);
+  path_in(u, "agent", dir, sizeof dir);
+  char host[256] = "local";
+  if (u->name) snprintf(host, sizeof host, "%s", u->name);
+  else if (gethostname(host, sizeof host) || !host[0]) snprintf(host, sizeof host, "local");
+  host[sizeof host - 1] = '\0';
+  snprintf(node_name, cap, "%s", host);
+  const char *sim = u->sim ? u->sim : real_gpus_present() ? NULL : "8xH100-80GB";
+  char *args[20];
+  int n = 0;
+  args[n++] = (char *)"gpool";
+  args[n++] = (char *)"agent";
+  args[n++] = (char *)"--server";
+  args[n++] = u->url;
+  args[n++] = (char *)"--token";
+  args[n++] = u->agent_token;
+  args[n++] = (char *)"--name";
+  args[n++] = host;
+  args[n++] = (char *)"--data";
+  args[n++] = dir;
+  args[n++] = (char *)"--personal";
+  if (sim) {
+    args[n++] = (char *)"--sim";
+    args[n++] = (char *)sim;
+  }
+  args[n] = NULL;
+  u->agent = spawn(u, args, log);
+  if (u->agent < 0) return 1;
+  gp_client *c = gp_client_new(u->url, u->admin_token);
+  if (!c) return 1;
+  gp_client_set_timeout_ms(c, 2000);
+  int rc = 1;
+  for (int i = 0; i < 300 && rc; i++) {
+    json_t *answer = NULL;
+    gp_err err = {0};
+    if (gp_client_call(c, "GET", "/v1/nodes", NULL, &answer, NULL, &err) == 0) {
+      size_t k;
+      json_t *node;
+      json_array_foreach(json_object_get(answer, "nodes"), k, node) {
+        const char *name = json_string_value(json_object_get(node, "name"));
+        const char *state = json_string_value(json_object_get(node, "state"));
+        if (name && !strcmp(name, host) && state && strcmp(state, "down")) rc = 0;
+      }
+      json_decref(answer);
+    }
+    if (rc && !alive(u->agent)) {
+      u->agent = 0;
+      fprintf(stderr, "gpool up: the agent exited during start-up\n");
+      print_log_tail(log);
+      break;
+    }
+    if (rc) sleep_ms(100);
+  }
+  gp_client_free(c);
+  if (rc && u->agent) {
+    fprintf(stderr, "gpool up: the agent did not register within 30 s\n");
+    print_log_tail(log);
+  }
+  return rc;
+}
+
+static void stop_child(pid_t *pid, const char *what, int grace_s) {
+  if (*pid <= 0) return;
+  kill(*pid, SIGTERM);
+  for (int i = 0; i < grace_s * 10; i++) {
+    int status;
+    if (waitpid(*pid, &status, WNOHANG) == *pid) {
+      *pid = 0;
+      return;
+    }
+    sleep_ms(100);
+  }
+  fprintf(stderr, "gpool up: the %s did not stop within %d s; killing it\n", what, grace_s);
+  kill(*pid, SIGKILL);
+  waitpid(*pid, NULL, 0);
+  *pid = 0;
+}
+
+static void stop_all(up_ctx *u) {
+  stop_child(&u->agent, "agent", 15);
+  stop_child(&u->server, "server", 15);
+}
+
+static void greet(const up_ctx *u, const char *node, const char *client_path, FILE *out) {
+  const char *sim = u->sim ? u->sim : real_gpus_present() ? NULL : "8xH100-80GB";
+  fprintf(out, "gpool is up: server %s, node %s with %s%s.\n", u->url, node,
+          sim ? "simulated GPUs " : "this machine's GPUs", sim ? sim : "");
+  fprintf(out, "State in %s; the CLI finds the pool through %s.\n\n", u->data, client_path);
+  fprintf(out,
+          "Try:\n"
+          "  gpool submit -g 1 -- nvidia-smi     run a command on one GPU (prints the job id)\n"
+          "  gpool jobs                          what is pending and running\n"
+          "  gpool logs 1                        the job's output (-f to follow)\n"
+          "  gpool show 1                        its timeline, placement and usage\n"
+          "  gpool nodes -v                      GPUs, their mode and who holds them\n"
+          "  gpool queues                        the queue tree with quotas and usage\n\n");
+}
+
+static int write_pid(const up_ctx *u) {
+  char path[3200], text[32];
+  path_in(u, "up.pid", path, sizeof path);
+  snprintf(text, sizeof text, "%d\n", (int)getpid());
+  return write_file(path, text, 0600);
+}
+
+static pid_t read_pid(const up_ctx *u) {
+  char path[3200];
+  path_in(u, "up.pid", path, sizeof path);
+  FILE *f = fopen(path, "r");
+  if (!f) return 0;
+  int pid = 0;
+  if (fscanf(f, "%d", &pid) != 1) pid = 0;
+  fclose(f);
+  return pid > 1 && kill(pid, 0) == 0 ? pid : 0;
+}
+
+static int stop_detached(const up_ctx *u) {
+  pid_t pid = read_pid(u);
+  if (!pid) {
+    fprintf(stderr, "gpool up --stop: no pool is running from %s\n", u->data);
+    return 1;
+  }
+  kill(pid, SIGTERM);
+  for (int i = 0; i < 400; i++) {
+    if (kill(pid, 0) != 0) {
+      printf("gpool: the pool in %s has stopped.\n", u->data);
+      return 0;
+    }
+    sleep_ms(100);
+  }
+  fprintf(stderr, "gpool up --stop: process %d did not stop within 40 s\n", (int)pid);
+  return 1;
+}
+
+/* Waits for a signal or a child's death; returns the exit status for `gpool up`. */
+static int supervise(up_ctx *u, const sigset_t *set) {
+  for (;;) {
+    struct timespec tick = {1, 0};
+    int sig = sigtimedwait(set, NULL, &tick);
+    if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
+      fprintf(stderr, "gpool up: stopping (agent, then server)\n");
+      stop_all(u);
+      return 0;
+    }
+    int status;
+    pid_t dead;
+    while ((dead = waitpid(-1, &status, WNOHANG)) > 0) {
+      const char *what = dead == u->server ? "server" : dead == u->agent ? "agent" : NULL;
+      if (!what) continue;
+      if (dead == u->server) u->server = 0;
+      else u->agent = 0;
+      fprintf(stderr, "gpool up: the %s exited (%s %d); stopping the pool (see %s/%s.log)\n", what,
+              WIFSIGNALED(status) ? "signal" : "status", WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status),
+              u->data, what);
+      stop_all(u);
+      return 1;
+    }
+  }
+}
+
+int gp_cmd_up(int argc, char **argv) {
+  up_ctx u;
+  memset(&u, 0, sizeof u);
+  u.port = 8642;
+  const char *data = NULL;
+  bool detach = false, stop = false;
+  gp_opt_iter it;
+  gp_opt_init(&it, argc, argv, 1);
+  gp_err err = {0};
+  for (;;) {
+    const char *v = NULL;
+    int id = gp_opt_next(&it, up_opts, &v, &err);
+    if (id == GP_OPT_END) break;
+    if (id == GP_OPT_POSITIONAL) return gp_cli_usage_error("up", "unexpected '%s'", v);
+    if (id < 0) return gp_cli_usage_error("up", "%s", err.message);
+    switch (id) {
+    case U_DATA: data = v; break;
+    case U_PORT:
+      if (!gp_cli_valid_id(v) || atoi(v) > 65535) return gp_cli_usage_error("up", "--port takes 0..65535, not '%s'", v);
+      u.port = atoi(v);
+      break;
+    case U_SIM: u.sim = v; break;
+    case U_NAME: u.name = v; break;
+    case U_DETACH: detach = true; break;
+    case U_STOP: stop = true; break;
+    case U_HELP: fputs(up_usage, stdout); return 0;
+    }
+  }
+  if (data) {
+    if (data[0] == '/') snprintf(u.data, sizeof u.data, "%s", data);
+    else {
+      char cwd[2048];
+      if (!getcwd(cwd, sizeof cwd)) return gp_cli_usage_error("up", "cannot read the current directory");
+      snprintf(u.data, sizeof u.data, "%s/%s", cwd, data);
+    }
+  } else if (getenv("XDG_DATA_HOME") && *getenv("XDG_DATA_HOME")) {
+    snprintf(u.data, sizeof u.data, "%s/gpool", getenv("XDG_DATA_HOME"));
+  } else if (getenv("HOME") && *getenv("HOME")) {
+    snprintf(u.data, sizeof u.data, "%s/.local/share/gpool", getenv("HOME"));
+  } else {
+    snprintf(u.data, sizeof u.data, "%s", ".gpool");
+  }
+  if (stop) return stop_detached(&u);
+  pid_t running = read_pid(&u);
+  if (running) {
+    fprintf(stderr, "gpool up: a pool is already running from %s (process %d); stop it with 'gpool up --stop%s%s'\n",
+            u.data, (int)running, data ? " --data " : "", data ? data : "");
+    return 1;
+  }
+  ssize_t n = readlink("/proc/self/exe", u.self, sizeof u.self - 1);
+  if (n <= 0) {
+    fprintf(stderr, "gpool up: cannot find my own executable: %s\n", strerror(errno));
+    return 1;
+  }
+  u.self[n] = '\0';
+  if (prepare(&u)) return 1;
+
+  /* Detached: the parent waits on a pipe for "up" (or an error) from the supervisor. */
+  int ready[2] = {-1, -1};
+  if (detach) {
+    if (pipe(ready)) return 1;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) return 1;
+    if (pid > 0) {
+      close(ready[1]);
+      char buf[8192];
+      size_t got = 0;
+      ssize_t r;
+      while (got < sizeof buf - 1 && (r = read(ready[0], buf + got, sizeof buf - 1 - got)) > 0) got += (size_t)r;
+      buf[got] = '\0';
+      close(ready[0]);
+      if (strncmp(buf, "ok\n", 3)) {
+        fprintf(stderr, "%s", buf);
+        waitpid(pid, NULL, 0);
+        return 1;
+      }
+      fputs(buf + 3, stdout);
+      return 0;
+    }
+    close(ready[0]);
+    setsid();
+    char log[3200];
+    path_in(&u, "up.log", log, sizeof log);
+    int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+    if (fd >= 0) {
+      dup2(ready[1], 2); /* start-up errors go to the waiting parent */
+      dup2(fd, 1);
+      close(fd);
+    }
+  }
+
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGHUP);
+  sigprocmask(SIG_BLOCK, &set, NULL);
+  write_pid(&u);
+  char node[256] = "", client_path[4096] = "";
+  int code = 1;
+  if (start_server(&u) || start_agent(&u, node, sizeof node)) goto fail;
+  if (gp_client_config_path(client_path, sizeof client_path)) {
+    fprintf(stderr, "gpool up: no place for client.json (set HOME or GPOOL_CONFIG_DIR)\n");
+    goto fail;
+  }
+  if (gp_client_config_write(client_path, u.url, u.admin_token, &err)) {
+    char line[1200];
+    gp_err_format(&err, line, sizeof line);
+    fprintf(stderr, "gpool up: %s\n", line);
+    goto fail;
+  }
+  if (detach) {
+    FILE *msg = fdopen(ready[1], "w");
+    fputs("ok\n", msg);
+    greet(&u, node, client_path, msg);
+    fprintf(msg, "The pool runs in the background (log: %s/up.log); stop it with 'gpool up --stop%s%s'.\n",
+            u.data, data ? " --data " : "", data ? data : "");
+    fclose(msg);
+    ready[1] = -1;
+    char log[3200];
+    path_in(&u, "up.log", log, sizeof log);
+    int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+    if (fd >= 0) {
+      dup2(fd, 2);
+      close(fd);
+    }
+  } else {
+    greet(&u, node, client_path, stdout);
+    printf("Press Ctrl-C to stop the pool (running jobs keep their state for the next 'gpool up').\n");
+    fflush(stdout);
+  }
+  code = supervise(&u, &set);
+  goto out;
+fail:
+  stop_all(&u);
+out:
+  {
+    char path[3200];
+    path_in(&u, "up.pid", path, sizeof path);
+    unlink(path);
+  }
+  if (ready[1] >= 0) close(ready[1]);
+  return code;
+}

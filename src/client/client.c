@@ -1,0 +1,196 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The HTTP side of the client (client.h): one libcurl easy handle reused across calls so
+ * the connection stays alive, capped answer bodies, and API error objects turned into
+ * gp_err details a person can read. */
+#include "client/client.h"
+
+#include <curl/curl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "util/buf.h"
+#include "util/mem.h"
+
+struct gp_client {
+  CURL *curl;
+  char *server;
+  char *auth_header; /* "Authorization: Bearer ..." or NULL */
+  long timeout_ms;
+  gp_buf answer;
+  char curl_error[CURL_ERROR_SIZE];
+};
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static void curl_global(void) { curl_global_init(CURL_GLOBAL_DEFAULT); }
+
+gp_client *gp_client_new(const char *server, const char *token) {
+  pthread_once(&curl_once, curl_global);
+  CURL *curl = curl_easy_init();
+  if (!curl) return NULL;
+  gp_client *c = gp_xcalloc(1, sizeof *c);
+  c->curl = curl;
+  size_t n = strlen(server);
+  while (n > 0 && server[n - 1] == '/') n--; /* "http://h:1/" and "http://h:1" alike */
+  c->server = gp_xstrndup(server, n);
+  if (token && *token) {
+    size_t len = strlen(token) + 32;
+    c->auth_header = gp_xmalloc(len);
+    snprintf(c->auth_header, len, "Authorization: Bearer %s", token);
+  }
+  c->timeout_ms = 30000;
+  gp_buf_init(&c->answer, GP_CLIENT_MAX_BODY);
+  return c;
+}
+
+void gp_client_free(gp_client *c) {
+  if (!c) return;
+  curl_easy_cleanup(c->curl);
+  free(c->server);
+  free(c->auth_header);
+  gp_buf_done(&c->answer);
+  free(c);
+}
+
+const char *gp_client_server(const gp_client *c) { return c->server; }
+
+void gp_client_set_timeout_ms(gp_client *c, long timeout_ms) { c->timeout_ms = timeout_ms; }
+
+static size_t on_data(char *ptr, size_t size, size_t nmemb, void *user) {
+  gp_buf *b = user;
+  size_t n = size * nmemb;
+  gp_buf_append(b, ptr, n);
+  return gp_buf_truncated(b) ? 0 : n; /* 0 makes curl stop: the answer is too large */
+}
+
+static int code_from_api(const char *code) {
+  if (!code) return GP_EIO;
+  if (!strcmp(code, "invalid_argument")) return GP_EINVAL;
+  if (!strcmp(code, "unauthenticated") || !strcmp(code, "permission_denied")) return GP_EPERM;
+  if (!strcmp(code, "not_found")) return GP_ENOENT;
+  if (!strcmp(code, "conflict") || !strcmp(code, "failed_precondition")) return GP_ESTATE;
+  if (!strcmp(code, "too_large")) return GP_ELIMIT;
+  return GP_EIO;
+}
+
+/* Fills *err from an API error answer; falls back to the status line when the body is
+ * not the documented error object (a proxy, a crash page). */
+static int api_error(long status, json_t *doc, const char *body, gp_err *err) {
+  json_t *e = doc ? json_object_get(doc, "error") : NULL;
+  const char *code = json_string_value(json_object_get(e, "code"));
+  const char *msg = json_string_value(json_object_get(e, "message"));
+  const char *field = json_string_value(json_object_get(e, "field"));
+  int rc = code ? code_from_api(code)
+                : status == 400 ? GP_EINVAL
+                : status == 401 || status == 403 ? GP_EPERM
+                : status == 404 ? GP_ENOENT
+                : status == 409 ? GP_ESTATE
+                : status == 413 ? GP_ELIMIT
+                                : GP_EIO;
+  if (msg) return gp_err_set(err, rc, NULL, 0, field && *field ? field : NULL, "%s", msg);
+  return gp_err_set(err, rc, NULL, 0, NULL, "the server answered HTTP %ld%s%.200s", status,
+                    body && *body ? ": " : "", body ? body : "");
+}
+
+int gp_client_call(gp_client *c, const char *method, const char *path, json_t *body,
+                   json_t **ret_json, long *ret_status, gp_err *err) {
+  size_t url_len = strlen(c->server) + strlen(path) + 1;
+  char *url = gp_xmalloc(url_len);
+  snprintf(url, url_len, "%s%s", c->server, path);
+  char *payload = body ? json_dumps(body, JSON_COMPACT) : NULL;
+  struct curl_slist *headers = NULL;
+  /* Without this header curl waits up to a second for "100 Continue" on larger bodies. */
+  headers = curl_slist_append(headers, "Expect:");
+  headers = curl_slist_append(headers, "Accept: application/json");
+  if (payload) headers = curl_slist_append(headers, "Content-Type: application/json");
+  if (c->auth_header) headers = curl_slist_append(headers, c->auth_header);
+
+  CURL *h = c->curl;
+  curl_easy_reset(h);
+  gp_buf_reset(&c->answer);
+  c->answer.truncated = false;
+  c->curl_error[0] = '\0';
+  curl_easy_setopt(h, CURLOPT_URL, url);
+  curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+  curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, &c->answer);
+  curl_easy_setopt(h, CURLOPT_ERRORBUFFER, c->curl_error);
+  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
+  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, c->timeout_ms);
+  curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
+  curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+  if (payload) {
+    curl_easy_setopt(h, CURLOPT_POSTFIELDS, payload);
+    curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(payload));
+  } else if (!strcmp(method, "POST") || !strcmp(method, "PUT")) {
+    curl_easy_setopt(h, CURLOPT_POSTFIELDS, "");
+    curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)0);
+  }
+  CURLcode cc = curl_easy_perform(h);
+  curl_slist_free_all(headers);
+  free(payload);
+  free(url);
+  long status = 0;
+  curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+  if (ret_status) *ret_status = status;
+
+  if (cc != CURLE_OK) {
+    if (gp_buf_truncated(&c->answer))
+      return gp_err_set(err, GP_ELIMIT, NULL, 0, NULL,
+                        "the server's answer is larger than %zu MiB", GP_CLIENT_MAX_BODY >> 20);
+    if (cc == CURLE_COULDNT_CONNECT || cc == CURLE_COULDNT_RESOLVE_HOST)
+      return gp_err_set(err, GP_EIO, NULL, 0, NULL,
+                        "cannot reach the gpool server at %s (%s); is it running? "
+                        "(start a local pool with 'gpool up')",
+                        c->server, c->curl_error[0] ? c->curl_error : curl_easy_strerror(cc));
+    if (cc == CURLE_OPERATION_TIMEDOUT)
+      return gp_err_set(err, GP_ETIMEOUT, NULL, 0, NULL, "the server at %s did not answer in time (%s)",
+                        c->server, c->curl_error[0] ? c->curl_error : curl_easy_strerror(cc));
+    return gp_err_set(err, GP_EIO, NULL, 0, NULL, "request to %s failed: %s", c->server,
+                      c->curl_error[0] ? c->curl_error : curl_easy_strerror(cc));
+  }
+
+  json_error_t jerr;
+  json_t *doc = c->answer.len ? json_loadb(c->answer.data, c->answer.len, 0, &jerr) : NULL;
+  if (status < 200 || status >= 300) {
+    int rc = api_error(status, doc, c->answer.data, err);
+    json_decref(doc);
+    return rc;
+  }
+  if (!doc || !json_is_object(doc)) {
+    json_decref(doc);
+    return gp_err_set(err, GP_EPARSE, NULL, 0, NULL,
+                      "the server at %s answered HTTP %ld with something that is not a JSON object",
+                      c->server, status);
+  }
+  if (ret_json)
+    *ret_json = doc;
+  else
+    json_decref(doc);
+  return 0;
+}
+
+int gp_client_escape(const char *s, int keep_slash, char *out, size_t cap) {
+  static const char hex[] = "0123456789ABCDEF";
+  size_t o = 0;
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    int plain = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+                *p == '-' || *p == '_' || *p == '.' || *p == '~' || (keep_slash && *p == '/');
+    if (o + (plain ? 1 : 3) >= cap) {
+      if (cap) out[0] = '\0';
+      return GP_ELIMIT;
+    }
+    if (plain) {
+      out[o++] = (char)*p;
+    } else {
+      out[o++] = '%';
+      out[o++] = hex[*p >> 4];
+      out[o++] = hex[*p & 15];
+    }
+  }
+  if (!cap) return GP_ELIMIT;
+  out[o] = '\0';
+  return 0;
+}

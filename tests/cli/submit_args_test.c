@@ -1,0 +1,316 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* What `gpool submit` sends for what a user types: gpool's options, #GPOOL lines, Slurm's
+ * #SBATCH spellings, the precedence between them, and the errors a user sees for bad
+ * input (naming the script's line). No server: these check the request body. */
+#include "test.h"
+
+#include <jansson.h>
+
+#include "cli/opts.h"
+#include "cli/submit_args.h"
+
+typedef struct parsed {
+  gp_submit s;
+  gp_err err;
+  int rc;
+} parsed;
+
+/* Parses a command line given as one string (words split on spaces) plus an optional
+ * script text, as `gpool submit` does. */
+static parsed *submit(const char *cmdline, const char *script) {
+  static char buf[4096];
+  static char *argv[64];
+  parsed *p = calloc(1, sizeof *p);
+  gp_submit_init(&p->s);
+  snprintf(buf, sizeof buf, "submit %s", cmdline);
+  int argc = gp_opt_split(buf, argv, 63);
+  REQUIRE(argc > 0);
+  p->rc = gp_submit_parse_args(&p->s, argc, argv, &p->err);
+  if (p->rc) return p;
+  if (script) {
+    p->s.script = p->s.n_args ? p->s.args[0] : "job.sh";
+    p->rc = gp_submit_parse_script(&p->s, "job.sh", script, strlen(script), &p->err);
+    if (p->rc) return p;
+  }
+  p->rc = gp_submit_finish(&p->s, "/home/alice", script, &p->err);
+  return p;
+}
+
+static void done(parsed *p) {
+  gp_submit_done(&p->s);
+  free(p);
+}
+
+static long long get_int(parsed *p, const char *key) {
+  json_t *v = json_object_get(p->s.req, key);
+  return json_is_integer(v) ? json_integer_value(v) : -999;
+}
+static const char *get_str(parsed *p, const char *key) {
+  return json_string_value(json_object_get(p->s.req, key));
+}
+static const char *item(parsed *p, const char *key, size_t i) {
+  return json_string_value(json_array_get(json_object_get(p->s.req, key), i));
+}
+
+static void gpool_options_become_the_request(void) {
+  parsed *p = submit("-q team/proj -g 2 --gpu-type h100,h200 -N 2 -c 8 --mem 64G -t 4h -p training "
+                     "--requeue --grace 60s --signal SIGUSR1 --afterok 11 --after 9 --afterany 7,8 "
+                     "-n train --hold -D /data -- python train.py --lr 3", NULL);
+  REQUIRE(p->rc == 0);
+  CHECK_EQ_STR("team/proj", get_str(p, "queue"));
+  CHECK_EQ_INT(2, get_int(p, "gpus"));
+  CHECK_EQ_INT(2, get_int(p, "tasks"));
+  CHECK_EQ_STR("h100", item(p, "gpu_types", 0));
+  CHECK_EQ_STR("h200", item(p, "gpu_types", 1));
+  CHECK_EQ_INT(8, get_int(p, "cpus"));
+  CHECK_EQ_INT(65536, get_int(p, "mem_mib"));
+  CHECK_EQ_INT(14400, get_int(p, "time_limit"));
+  CHECK_EQ_STR("training", get_str(p, "priority"));
+  CHECK(json_is_true(json_object_get(p->s.req, "requeue")));
+  CHECK_EQ_INT(60, get_int(p, "grace_s"));
+  CHECK_EQ_STR("USR1", get_str(p, "signal"));
+  CHECK_EQ_STR("11", item(p, "after_ok", 0));
+  CHECK_EQ_STR("9", item(p, "after", 0));
+  CHECK_EQ_STR("8", item(p, "after_any", 1));
+  CHECK_EQ_STR("train", get_str(p, "name"));
+  CHECK(json_is_true(json_object_get(p->s.req, "hold")));
+  CHECK_EQ_STR("/data", get_str(p, "workdir"));
+  CHECK_EQ_STR("python", item(p, "command", 0));
+  CHECK_EQ_STR("--lr", item(p, "command", 2)); /* options after -- belong to the command */
+  done(p);
+}
+
+static void a_command_without_dashdash_and_defaults(void) {
+  parsed *p = submit("-g1 nvidia-smi -L", NULL);
+  REQUIRE(p->rc == 0);
+  CHECK_EQ_INT(1, get_int(p, "gpus"));
+  CHECK_EQ_STR("nvidia-smi", item(p, "command", 0));
+  CHECK_EQ_STR("-L", item(p, "command", 1));
+  CHECK_EQ_STR("/home/alice", get_str(p, "workdir")); /* default: where you submit from */
+  CHECK_EQ_STR("nvidia-smi", get_str(p, "name"));
+  CHECK(json_object_get(p->s.req, "queue") == NULL); /* the server picks your default */
+  done(p);
+}
+
+static void gres_and_fractions(void) {
+  parsed *p = submit("--gres gpu:h100:2 -- true", NULL);
+  REQUIRE(p->rc == 0);
+  CHECK_EQ_INT(2, get_int(p, "gpus"));
+  CHECK_EQ_STR("h100", item(p, "gpu_types", 0));
+  done(p);
+
+  p = submit("--gpu-fraction 0.5 -- true", NULL);
+  REQUIRE(p->rc == 0);
+  CHECK_NEAR(0.5, json_real_value(json_object_get(p->s.req, "gpu_fraction")), 1e-9);
+  CHECK(json_object_get(p->s.req, "gpus") == NULL);
+  done(p);
+
+  p = submit("--gpu-mem 20G -- true", NULL);
+  REQUIRE(p->rc == 0);
+  CHECK_EQ_INT(20480, get_int(p, "gpu_mem_mib"));
+  done(p);
+
+  p = submit("-g 1 --mig 1g.10gb -- true", NULL);
+  REQUIRE(p->rc == 0);
+  CHECK_EQ_STR("1g.10gb", get_str(p, "mig"));
+  CHECK(json_object_get(p->s.req, "gpus") == NULL);
+  done(p);
+}
+
+static void bad_values_are_named(void) {
+  parsed *p = submit("--gpu-fraction 1.5 -- true", NULL);
+  CHECK_EQ_INT(GP_EINVAL, p->rc);
+  CHECK_CONTAINS(p->err.message, "1.5");
+  CHECK_EQ_STR("gpu_fraction", p->err.field);
+  done(p);
+
+  p = submit("-g 2 --gpu-mem 20G -- true", NULL);
+  CHECK_EQ_INT(GP_EINVAL, p->rc);
+  CHECK_CONTAINS(p->err.message, "part of one GPU");
+  done(p);
+
+  p = submit("--mig 1g.10gb --gpu-fraction 0.5 -- true", NULL);
+  CHECK_EQ_INT(GP_EINVAL, p->rc);
+  CHECK_CONTAINS(p->err.message, "choose one");
+  done(p);
+
+  p = submit("--mig big -- true", NULL);
+  CHECK_EQ_INT(GP_EINVAL, p->rc);
+  CHECK_CONTAINS(p->err.message, "MIG profile");
+  done(p);
+
+  p = submit("-t forever -- true", NULL);
+  CHECK_CONTAINS(p->err.message, "'forever' is not a duration");
+  done(p);
+
+  p = submit("--afterok abc -- true", NULL);
+  CHECK_CONTAINS(p->err.message, "job ids");
+  done(p);
+
+  p = submit("--signal KILLME -- true", NULL);
+  CHECK_CONTAINS(p->err.message, "signal");
+  done(p);
+
+  p = submit("--frobnicate -- true", NULL);
+  CHECK_CONTAINS(p->err.message, "unknown option '--frobnicate'");
+  done(p);
+
+  p = submit("-g", NULL);
+  CHECK_CONTAINS(p->err.message, "needs a value");
+  done(p);
+
+  p = submit("-g 1", NULL);
+  CHECK_EQ_INT(GP_EINVAL, p->rc);
+  CHECK_CONTAINS(p->err.message, "nothing to run");
+  done(p);
+}
+
+static void gpool_directives_and_precedence(void) {
+  const char *script = "#!/bin/bash\n"
+                       "# a training job\n"
+                       "#GPOOL -q org/a -g 4\n"
+                       "#GPOOL --time 2h --name 'my run'   # trailing comment\n"
+                       "\n"
+                       "python train.py\n"
+                       "#GPOOL -g 8\n"; /* after the first command: not a directive */
+  parsed *p = submit("-g 2 job.sh --epochs 3", script);
+  REQUIRE(p->rc == 0);
+  CHECK_EQ_STR("org/a", get_str(p, "queue"));
+  CHECK_EQ_INT(2, get_int(p, "gpus")); /* the command line wins over #GPOOL */
+  CHECK_EQ_INT(7200, get_int(p, "time_limit"));
+  CHECK_EQ_STR("my run", get_str(p, "name"));
+  CHECK_EQ_STR("/bin/bash", item(p, "command", 0));
+  CHECK_EQ_STR("/home/alice/job.sh", item(p, "command", 1));
+  CHECK_EQ_STR("--epochs", item(p, "command", 2));
+  done(p);
+}
+
+static void sbatch_directives_map_to_gpool(void) {
+  const char *script = "#!/usr/bin/env python3\n"
+                       "#SBATCH --job-name=bert\n"
+                       "#SBATCH -p research\n"
+                       "#SBATCH -N 2\n"
+                       "#SBATCH --gpus=h100:16\n"
+                       "#SBATCH --cpus-per-task=16 --mem=128G\n"
+                       "#SBATCH -t 90\n"
+                       "#SBATCH --dependency=afterok:41:42,afterany:40\n"
+                       "#SBATCH --requeue --signal=B:USR1@120\n"
+                       "#SBATCH --output=slurm-%j.out\n"
+                       "#SBATCH --mail-user someone\n"
+                       "#SBATCH --frobnicate=3\n"
+                       "import torch\n";
+  parsed *p = submit("job.sh", script);
+  REQUIRE(p->rc == 0);
+  CHECK_EQ_STR("bert", get_str(p, "name"));
+  CHECK_EQ_STR("research", get_str(p, "queue")); /* a partition is a queue */
+  CHECK_EQ_INT(2, get_int(p, "tasks"));
+  CHECK_EQ_INT(8, get_int(p, "gpus"));           /* Slurm's --gpus is the total: 16 over 2 nodes */
+  CHECK_EQ_STR("h100", item(p, "gpu_types", 0));
+  CHECK_EQ_INT(16, get_int(p, "cpus"));
+  CHECK_EQ_INT(131072, get_int(p, "mem_mib"));
+  CHECK_EQ_INT(5400, get_int(p, "time_limit")); /* Slurm: plain minutes */
+  CHECK_EQ_STR("41", item(p, "after_ok", 0));
+  CHECK_EQ_STR("42", item(p, "after_ok", 1));
+  CHECK_EQ_STR("40", item(p, "after_any", 0));
+  CHECK(json_is_true(json_object_get(p->s.req, "requeue")));
+  CHECK_EQ_STR("USR1", get_str(p, "signal"));
+  CHECK_EQ_INT(120, get_int(p, "grace_s"));
+  CHECK(json_object_get(p->s.req, "_gpus_total") == NULL); /* private keys never leave */
+  CHECK_EQ_STR("/usr/bin/env", item(p, "command", 0));
+  CHECK_EQ_STR("python3", item(p, "command", 1));
+  CHECK_CONTAINS(p->s.warnings.data, "job.sh:10: #SBATCH --output=slurm-%j.out has no meaning in gpool; ignored");
+  CHECK_CONTAINS(p->s.warnings.data, "job.sh:11: #SBATCH --mail-user has no meaning");
+  CHECK_CONTAINS(p->s.warnings.data, "job.sh:12: #SBATCH --frobnicate=3 is not supported");
+  done(p);
+
+  p = submit("job.sh", "#!/bin/sh\n#SBATCH --gres=gpu:a100:4\n#SBATCH -J x\n");
+  REQUIRE(p->rc == 0);
+  CHECK_EQ_INT(4, get_int(p, "gpus"));
+  CHECK_EQ_STR("a100", item(p, "gpu_types", 0));
+  done(p);
+}
+
+static void bad_directives_name_file_and_line(void) {
+  parsed *p = submit("job.sh", "#!/bin/sh\n#GPOOL -g 1\n#GPOOL --gpus lots\n");
+  CHECK_EQ_INT(GP_EINVAL, p->rc);
+  CHECK_EQ_STR("job.sh", p->err.file);
+  CHECK_EQ_INT(3, p->err.line);
+  CHECK_CONTAINS(p->err.message, "'lots' is not a GPU count");
+  done(p);
+
+  p = submit("job.sh", "#!/bin/sh\n#GPOOL --token abc\n");
+  CHECK_CONTAINS(p->err.message, "only job options");
+  done(p);
+
+  p = submit("job.sh", "#!/bin/sh\n#GPOOL -n 'unterminated\n");
+  CHECK_CONTAINS(p->err.message, "unterminated quote");
+  done(p);
+
+  p = submit("job.sh", "#!/bin/sh\n#SBATCH -N 3\n#SBATCH --gpus=8\n");
+  CHECK_CONTAINS(p->err.message, "cannot be split evenly over 3 nodes");
+  done(p);
+
+  p = submit("job.sh", "#!/bin/sh\n#SBATCH --dependency=afternotok:5\n");
+  CHECK_CONTAINS(p->err.message, "afternotok");
+  CHECK_EQ_INT(2, p->err.line);
+  done(p);
+
+  p = submit("job.sh", "#!/bin/sh\n#SBATCH --gres=shard:2\n");
+  CHECK_CONTAINS(p->err.message, "only GPU resources");
+  done(p);
+
+  gp_submit s;
+  gp_submit_init(&s);
+  gp_err err = {0};
+  CHECK_EQ_INT(GP_EINVAL, gp_submit_parse_script(&s, "bin.sh", "#!\0x", 4, &err));
+  CHECK_CONTAINS(err.message, "NUL");
+  gp_submit_done(&s);
+}
+
+static void model_names_resolve_against_the_fleet(void) {
+  json_error_t je;
+  json_t *nodes = json_loads("{\"nodes\": [{\"model\": \"H100-80GB\"}, {\"model\": \"H100-NVL-94GB\"},"
+                             " {\"model\": \"A100-40GB\"}, {\"model\": \"H200-141GB\"}]}", 0, &je);
+  REQUIRE(nodes);
+  json_t *req = json_loads("{\"gpu_types\": [\"h100\", \"a100-40gb\"]}", 0, &je);
+  gp_err err = {0};
+  CHECK_EQ_INT(0, gp_submit_resolve_types(req, nodes, &err));
+  json_t *t = json_object_get(req, "gpu_types");
+  CHECK_EQ_INT(3, json_array_size(t));
+  CHECK_EQ_STR("H100-80GB", json_string_value(json_array_get(t, 0)));
+  CHECK_EQ_STR("H100-NVL-94GB", json_string_value(json_array_get(t, 1)));
+  CHECK_EQ_STR("A100-40GB", json_string_value(json_array_get(t, 2)));
+  json_decref(req);
+
+  req = json_loads("{\"gpu_types\": [\"h10\"]}", 0, &je); /* a prefix must end at a word */
+  CHECK_EQ_INT(GP_EINVAL, gp_submit_resolve_types(req, nodes, &err));
+  CHECK_CONTAINS(err.message, "no GPU model in the pool matches 'h10'");
+  CHECK_CONTAINS(err.message, "H200-141GB");
+  json_decref(req);
+
+  json_t *empty = json_loads("{\"nodes\": []}", 0, &je);
+  req = json_loads("{\"gpu_types\": [\"b200\"]}", 0, &je);
+  CHECK_EQ_INT(0, gp_submit_resolve_types(req, empty, &err)); /* no fleet yet: server decides */
+  CHECK_EQ_STR("b200", json_string_value(json_array_get(json_object_get(req, "gpu_types"), 0)));
+  json_decref(req);
+  json_decref(empty);
+  json_decref(nodes);
+}
+
+static void directive_words_split_like_a_shell(void) {
+  char line[] = "  --name \"a b\" -J'c d'  x#y # comment";
+  char *w[8];
+  int n = gp_opt_split(line, w, 8);
+  CHECK_EQ_INT(4, n);
+  CHECK_EQ_STR("--name", w[0]);
+  CHECK_EQ_STR("a b", w[1]);
+  CHECK_EQ_STR("-Jc d", w[2]);
+  CHECK_EQ_STR("x#y", w[3]);
+  char many[] = "a b c d e f g h i";
+  CHECK_EQ_INT(GP_ELIMIT, gp_opt_split(many, w, 8));
+}
+
+GP_TESTS(gpool_options_become_the_request, a_command_without_dashdash_and_defaults, gres_and_fractions,
+         bad_values_are_named, gpool_directives_and_precedence, sbatch_directives_map_to_gpool,
+         bad_directives_name_file_and_line, model_names_resolve_against_the_fleet,
+         directive_words_split_like_a_shell)
