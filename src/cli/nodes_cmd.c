@@ -45,7 +45,7 @@ static void gpu_jobs(json_t *gpu, char *out, size_t cap) {
 }
 
 /* "87%", "30.5G/80G", "450W", "65C" or "-" each, from the GPU's telemetry. */
-static void live(json_t *gpu, char *util, char *mem, char *power, char *temp, size_t cap) {
+static void live(json_t *gpu, char *util, char mem[64], char *power, char *temp, size_t cap) {
   json_t *t = json_object_get(gpu, "telemetry");
   json_t *u = json_object_get(t, "gpu_util_pct"), *fb = json_object_get(t, "fb_used_mib"),
          *p = json_object_get(t, "power_w"), *c = json_object_get(t, "temp_c");
@@ -55,10 +55,10 @@ static void live(json_t *gpu, char *util, char *mem, char *power, char *temp, si
     char used[24], total[24];
     gp_cli_fmt_mib((int64_t)json_number_value(fb), used, sizeof used);
     gp_cli_fmt_mib(num(gpu, "mem_mib"), total, sizeof total);
-    if (num(gpu, "mem_mib") > 0) snprintf(mem, cap, "%s/%s", used, total);
-    else snprintf(mem, cap, "%s", used);
+    if (num(gpu, "mem_mib") > 0) snprintf(mem, 64, "%s/%s", used, total);
+    else snprintf(mem, 64, "%s", used);
   } else {
-    snprintf(mem, cap, "-");
+    snprintf(mem, 64, "-");
   }
   if (json_is_number(p)) snprintf(power, cap, "%.0fW", json_number_value(p));
   else snprintf(power, cap, "-");

@@ -126,7 +126,7 @@ static int prepare(up_ctx *u) {
     fprintf(stderr, "gpool up: cannot create %s: %s\n", u->data, strerror(errno));
     return 1;
   }
-  char path[3200], text[4096];
+  char path[3200], text[8192];
   path_in(u, "tokens.yaml", path, sizeof path);
   if (load_tokens(u, path)) {
     if (random_token(u->admin_token, sizeof u->admin_token) || random_token(u->agent_token, sizeof u->agent_token)) {

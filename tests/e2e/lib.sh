@@ -1,0 +1,157 @@
+# SPDX-License-Identifier: Apache-2.0
+# Helpers for gpool's end-to-end tests (sourced by tests/e2e/*_test.sh): a temporary
+# directory per test, a server and agents as real processes on 127.0.0.1 with their own
+# SQLite files, bounded waits, and a trap that kills every child on exit, whatever happens.
+#
+#   source "$(dirname "$0")/lib.sh"
+#   e2e_init                     # temp dir, traps, client settings isolated from ~/.config
+#   e2e_server [EXTRA_YAML]      # writes server.yaml (tokens: admin alice, user bob, agent;
+#                                # queue lines in $E2E_QUEUES go under queues:)
+#   e2e_agent n1 2xH100-80GB [agent flags...]
+#   as_alice gpool submit -g 1 -- true
+#   wait_for 10 "job $id completed" job_is "$id" completed
+set -uo pipefail
+
+GPOOL=${GPOOL_BIN:?GPOOL_BIN must point at the gpool binary}
+E2E_PIDS=()
+E2E_DIR=""
+SERVER_URL=""
+ADMIN_TOKEN=adm-$RANDOM$RANDOM
+BOB_TOKEN=bob-$RANDOM$RANDOM
+AGENT_TOKEN=agt-$RANDOM$RANDOM
+
+e2e_skip() { echo "SKIP: $*"; exit 0; }
+fail() {
+  echo "FAIL: $*" >&2
+  e2e_dump_logs
+  exit 1
+}
+e2e_dump_logs() {
+  [ -n "$E2E_DIR" ] || return 0
+  for f in "$E2E_DIR"/*.log; do
+    [ -f "$f" ] || continue
+    echo "--- $f (last 30 lines)" >&2
+    tail -n 30 "$f" >&2
+  done
+}
+
+e2e_cleanup() {
+  local pid
+  for pid in "${E2E_PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null; done
+  for _ in $(seq 1 30); do
+    local alive=0
+    for pid in "${E2E_PIDS[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
+    [ $alive = 0 ] && break
+    sleep 0.1
+  done
+  for pid in "${E2E_PIDS[@]}"; do kill -KILL "$pid" 2>/dev/null; done
+  # Job processes the agents started live in their own sessions; tests submit from inside
+  # the test dir, so jobs run there (their cwd) and can be found and ended too.
+  if [ -n "$E2E_DIR" ]; then
+    local p d
+    for d in /proc/[0-9]*; do
+      p=${d#/proc/}
+      [ "$p" = $$ ] && continue
+      case "$(readlink "$d/cwd" 2>/dev/null)" in "$E2E_DIR"*) kill -KILL "$p" 2>/dev/null ;; esac
+    done
+    cd / && { [ -n "${E2E_KEEP:-}" ] || rm -rf "$E2E_DIR"; }
+  fi
+}
+
+e2e_init() {
+  "$GPOOL" server --help 2>&1 | grep -q "not available in this build" && e2e_skip "gpool server is not built yet"
+  "$GPOOL" agent --help 2>&1 | grep -q "not available in this build" && e2e_skip "gpool agent is not built yet"
+  command -v jq >/dev/null || e2e_skip "jq is not installed (scripts/setup.sh installs it)"
+  command -v curl >/dev/null || e2e_skip "curl is not installed"
+  E2E_DIR=$(mktemp -d /tmp/gpool-e2e.XXXXXX)
+  export GPOOL_E2E_DIR=$E2E_DIR
+  export GPOOL_CONFIG_DIR=$E2E_DIR/client
+  unset GPOOL_SERVER GPOOL_TOKEN
+  cd "$E2E_DIR" || exit 1
+  trap e2e_cleanup EXIT
+  trap 'exit 130' INT TERM
+}
+
+# Starts a background process, remembering it for cleanup; prints its pid.
+e2e_spawn() {
+  local log=$1
+  shift
+  "$@" >>"$log" 2>&1 &
+  E2E_PIDS+=($!)
+  LAST_PID=$!
+}
+
+# wait_for SECONDS DESCRIPTION COMMAND...: retries COMMAND every 0.1 s.
+wait_for() {
+  local limit=$1 what=$2
+  shift 2
+  local deadline=$((SECONDS + limit))
+  until "$@" >/dev/null 2>&1; do
+    [ $SECONDS -ge $deadline ] && fail "timed out after ${limit}s waiting for: $what"
+    sleep 0.1
+  done
+}
+
+e2e_write_config() {
+  local extra=${1:-}
+  mkdir -p "$E2E_DIR/server"
+  cat >"$E2E_DIR/server.yaml" <<EOF
+listen: 127.0.0.1:0
+data_dir: $E2E_DIR/server
+tokens:
+  - {token: "$ADMIN_TOKEN", user: alice, role: admin}
+  - {token: "$BOB_TOKEN", user: bob, role: user}
+  - {token: "$AGENT_TOKEN", user: agent, role: agent}
+queues:
+  - {name: default, users: ["*"]}
+${E2E_QUEUES:-}
+default_queue: default
+node_timeout_s: 3
+$extra
+EOF
+}
+
+# Starts the server on a free port and waits for it to answer /healthz.
+e2e_server() {
+  [ -f "$E2E_DIR/server.yaml" ] || e2e_write_config "${1:-}"
+  rm -f "$E2E_DIR/server/server.url"
+  e2e_spawn "$E2E_DIR/server.log" "$GPOOL" server --config "$E2E_DIR/server.yaml"
+  SERVER_PID=$LAST_PID
+  wait_for 20 "the server to write server.url" test -s "$E2E_DIR/server/server.url"
+  SERVER_URL=$(head -n1 "$E2E_DIR/server/server.url")
+  wait_for 10 "the server to answer /healthz" curl -fsS "$SERVER_URL/healthz"
+  export GPOOL_SERVER=$SERVER_URL
+}
+
+# e2e_agent NAME SIMSPEC [more agent flags]: starts an agent and waits until its node is up.
+e2e_agent() {
+  local name=$1 sim=$2
+  shift 2
+  mkdir -p "$E2E_DIR/agent-$name"
+  e2e_spawn "$E2E_DIR/agent-$name.log" "$GPOOL" agent --server "$SERVER_URL" --token "$AGENT_TOKEN" \
+    --name "$name" --sim "$sim" --data "$E2E_DIR/agent-$name" --personal --heartbeat-s 1 "$@"
+  eval "AGENT_PID_${name//[^a-zA-Z0-9]/_}=$LAST_PID"
+  wait_for 20 "node $name to be up" node_is "$name" up
+}
+agent_pid() { local v="AGENT_PID_${1//[^a-zA-Z0-9]/_}"; echo "${!v}"; }
+
+as_alice() { GPOOL_TOKEN=$ADMIN_TOKEN "$@"; }
+as_bob() { GPOOL_TOKEN=$BOB_TOKEN "$@"; }
+
+job_json() { GPOOL_TOKEN=$ADMIN_TOKEN "$GPOOL" show "$1" -o json; }
+job_field() { job_json "$1" | jq -r "$2"; }
+job_is() { [ "$(job_field "$1" .state)" = "$2" ]; }
+node_is() {
+  [ "$(GPOOL_TOKEN=$ADMIN_TOKEN "$GPOOL" nodes -o json | jq -r --arg n "$1" '.[] | select(.name == $n) | .state')" = "$2" ]
+}
+
+# Raw API calls for what the CLI would never send: prints the HTTP status, body in $E2E_DIR/body.
+api_status() {
+  local method=$1 path=$2 token=$3
+  shift 3
+  curl -sS -o "$E2E_DIR/body" -w '%{http_code}' -X "$method" -H "Authorization: Bearer $token" \
+    -H 'Content-Type: application/json' "$@" "$SERVER_URL$path"
+}
+
+expect_eq() { [ "$1" = "$2" ] || fail "$3: expected '$1', got '$2'"; }
+expect_contains() { case "$1" in *"$2"*) ;; *) fail "$3: expected to find '$2' in: $1" ;; esac; }

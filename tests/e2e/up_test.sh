@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# The README's story: `gpool up` starts a whole pool in one command; a job submitted with
+# no queue runs on a simulated GPU with CUDA_VISIBLE_DEVICES set to its GPU's UUID, finishes,
+# and its output is readable; nodes, queues and jobs show it; `gpool up --stop` ends it all.
+source "$(dirname "$0")/lib.sh"
+e2e_init
+
+out=$("$GPOOL" up --detach --data "$E2E_DIR/pool" --port 0 --sim 2xH100-80GB --name box 2>&1) \
+  || { cat "$E2E_DIR"/pool/*.log >&2; fail "gpool up --detach failed: $out"; }
+UP_PID=$(cat "$E2E_DIR/pool/up.pid")
+E2E_PIDS+=("$UP_PID")
+expect_contains "$out" "gpool is up" "greeting"
+expect_contains "$out" "gpool submit -g 1 -- nvidia-smi" "greeting says what to try"
+test -s "$GPOOL_CONFIG_DIR/client.json" || fail "gpool up did not write client.json"
+[ "$(stat -c %a "$GPOOL_CONFIG_DIR/client.json")" = 600 ] || fail "client.json must be private (0600)"
+
+# No --server, no --token, no -q: everything comes from client.json and the default queue.
+id=$("$GPOOL" submit -g 1 -n hello -- sh -c 'echo "visible=$CUDA_VISIBLE_DEVICES job=$GPOOL_JOB_ID"')
+[[ "$id" =~ ^[0-9]+$ ]] || fail "submit should print a job id, got '$id'"
+wait_for 20 "job $id to complete" job_is "$id" completed
+
+job=$("$GPOOL" show "$id" -o json)
+expect_eq default "$(jq -r .queue <<<"$job")" "a job without -q lands in the default queue"
+uuid=$(jq -r '.placements[0].gpu_uuids[0]' <<<"$job")
+expect_contains "$uuid" "GPU-" "the placement names a GPU UUID"
+log=$("$GPOOL" logs "$id")
+expect_eq "visible=$uuid job=$id" "$log" "the job saw exactly its GPU"
+
+# People's views.
+jobs=$("$GPOOL" jobs -a)
+expect_contains "$jobs" "hello" "gpool jobs -a lists the finished job"
+show=$("$GPOOL" show "$id")
+expect_contains "$show" "Job $id (hello): completed" "gpool show headline"
+expect_contains "$show" "box" "gpool show names the node"
+nodes=$("$GPOOL" nodes -v)
+expect_contains "$nodes" "box" "gpool nodes lists the local node"
+expect_contains "$nodes" "H100-80GB" "gpool nodes shows the model"
+queues=$("$GPOOL" queues)
+expect_contains "$queues" "default" "gpool queues shows the default queue"
+why=$("$GPOOL" why "$id")
+expect_contains "$why" "is not pending: it ended as completed" "gpool why on a finished job"
+
+# A second `gpool up` on the same data dir refuses while the first runs.
+if "$GPOOL" up --detach --data "$E2E_DIR/pool" --port 0 >/dev/null 2>&1; then fail "a second gpool up must refuse"; fi
+
+"$GPOOL" up --stop --data "$E2E_DIR/pool" >/dev/null || fail "gpool up --stop failed"
+kill -0 "$UP_PID" 2>/dev/null && fail "the pool is still running after --stop"
+err=$("$GPOOL" jobs 2>&1) && fail "gpool jobs must fail when the server is gone"
+expect_contains "$err" "cannot reach the gpool server" "a clear message when the pool is down"
+echo "ok: gpool up story"
