@@ -56,11 +56,20 @@ struct gp_telemetry {
   int n_attr;
   gp_telemetry_attr attr[GP_TELEMETRY_MAX_ATTR];
   int64_t rounds, last_round_ns, last_round_ms;
+  int64_t (*clock_ms)(void *);
+  void *clock_ctx;
   /* Sampling thread's scratch. */
   gp_gpu_sample scratch[GP_GPU_MAX_DEVICES];
   int scratch_rc[GP_GPU_MAX_DEVICES];
   char scratch_err[GP_GPU_MAX_DEVICES][128];
 };
+
+/* Bounded string copy between fields of one struct (snprintf's restrict rules forbid it). */
+static void copy_str(char *dst, size_t size, const char *src) {
+  size_t n = strnlen(src, size - 1);
+  memmove(dst, src, n);
+  dst[n] = '\0';
+}
 
 static int64_t mono_ns(void) {
   struct timespec ts;
@@ -80,6 +89,8 @@ int gp_telemetry_new(gp_gpu_backend *b, const gp_telemetry_opts *opts, gp_teleme
            opts && opts->proc_root ? opts->proc_root : "/proc");
   t->ring_len = opts && opts->ring > 0 ? (opts->ring > 3600 ? 3600 : opts->ring) : 60;
   t->idle_pct = opts && opts->idle_threshold_pct > 0 ? opts->idle_threshold_pct : 1;
+  t->clock_ms = opts ? opts->clock_ms : NULL;
+  t->clock_ctx = opts ? opts->clock_ctx : NULL;
   int rc = b->ops->discover(b, t->info, GP_GPU_MAX_DEVICES, &t->n_gpus, err);
   if (rc) {
     free(t);
@@ -160,7 +171,7 @@ int gp_telemetry_set_jobs(gp_telemetry *t, const gp_telemetry_job *jobs, int n, 
       slot = t->fin_head;
       t->fin_head = (t->fin_head + 1) % GP_TELEMETRY_MAX_JOBS;
     }
-    snprintf(t->finished[slot].id, sizeof t->finished[slot].id, "%s", t->jobs[k].job.id);
+    copy_str(t->finished[slot].id, sizeof t->finished[slot].id, t->jobs[k].job.id);
     usage_of(&t->jobs[k], &t->finished[slot].usage);
   }
   memcpy(t->jobs, next, sizeof *next * (size_t)n);
@@ -310,14 +321,14 @@ int gp_telemetry_sample(gp_telemetry *t) {
   for (int i = 0; i < n_pairs; i++) jobs_on[pairs[i].gpu]++;
 
   pthread_mutex_lock(&t->mu);
-  int64_t now_ms = t0 / 1000000;
-  int64_t dt = t->last_round_ms ? now_ms - t->last_round_ms : 0;
+  int64_t now_ms = t->clock_ms ? t->clock_ms(t->clock_ctx) : t0 / 1000000;
+  int64_t dt = t->rounds ? now_ms - t->last_round_ms : 0;
   if (dt < 0) dt = 0;
   double energy_delta[GP_GPU_MAX_DEVICES] = {0};
   for (int g = 0; g < n_gpus && g < t->n_gpus; g++) {
     if (t->scratch_rc[g]) {
       t->have_sample[g] = false;
-      snprintf(t->sample_error[g], sizeof t->sample_error[g], "%s", t->scratch_err[g]);
+      copy_str(t->sample_error[g], sizeof t->sample_error[g], t->scratch_err[g]);
       continue;
     }
     const gp_gpu_sample *s = &t->scratch[g];
@@ -385,9 +396,9 @@ int gp_telemetry_sample(gp_telemetry *t) {
     gp_telemetry_attr *a = &t->attr[t->n_attr++];
     memset(a, 0, sizeof *a);
     a->gpu = p->gpu;
-    snprintf(a->job, sizeof a->job, "%s", js->job.id);
-    snprintf(a->queue, sizeof a->queue, "%s", js->job.queue);
-    snprintf(a->user, sizeof a->user, "%s", js->job.user);
+    copy_str(a->job, sizeof a->job, js->job.id);
+    copy_str(a->queue, sizeof a->queue, js->job.queue);
+    copy_str(a->user, sizeof a->user, js->job.user);
     snprintf(a->mig_uuid, sizeof a->mig_uuid, "%s", p->mig);
     a->n_procs = p->n_procs;
     a->sm_util_pct = pair_util[i];

@@ -81,6 +81,10 @@ typedef struct gp_telemetry_opts {
   int ring;                  /* samples kept per GPU; 0: 60 */
   int idle_threshold_pct;    /* under it a job counts as idle; 0: 1 */
   const char *proc_root;     /* "/proc" unless a test points elsewhere */
+  /* Monotonic clock in ms for usage accounting; NULL: CLOCK_MONOTONIC. Tests pass the same
+   * virtual clock as the simulated backend. */
+  int64_t (*clock_ms)(void *ctx);
+  void *clock_ctx;
 } gp_telemetry_opts;
 
 typedef struct gp_telemetry gp_telemetry;
