@@ -17,6 +17,7 @@ typedef struct gpu_use {
   int holders;       /* jobs on it */
   uint32_t mig_busy; /* bit i: MIG instance i is held */
   bool whole;        /* a whole-GPU job holds it */
+  const char *holder; /* the last job booked on it, for messages */
 } gpu_use;
 
 typedef struct job_ctx {
@@ -171,22 +172,26 @@ static int book_gpu(job_ctx *c, const gp_doc_node *at, const char *f, const gp_j
   gpu_use *u = &c->use[p->node][gpu];
   const gp_gpu *g = &node->gpus[gpu];
   const char *why = NULL;
+  bool by_holder = false; /* the message names the job already there */
   if (p->mig_instance >= 0) {
     if (u->mig_busy & (1u << p->mig_instance)) why = "its MIG instance is already held";
     u->mig_busy |= 1u << p->mig_instance;
   } else if (p->gpu_milli >= GP_GPU_MILLI && job->req.gpus_per_task > 0) {
-    if (u->holders) why = "it is already held by another job";
+    if (u->holders) why = "it is already held by job", by_holder = true;
     u->whole = true;
   } else if (u->whole) {
-    why = "it is already held whole by another job";
+    why = "it is already held whole by job", by_holder = true;
   } else if (g->mode == GP_SHARE_TIMESLICE) {
     if (u->holders >= g->timeslice_replicas) why = "all its time-slice replicas are held";
   } else if (u->milli + p->gpu_milli > GP_GPU_MILLI) {
     why = "its shares would exceed one GPU";
   }
-  if (why)
+  if (why) {
     return gp_err_set(c->err, GP_EINVAL, c->d->name, at->line, f,
-                      "job %s cannot hold GPU %d of %s: %s", job->id, gpu, node->name, why);
+                      "job %s cannot hold GPU %d of %s: %s%s%s", job->id, gpu, node->name, why,
+                      by_holder ? " " : "", by_holder && u->holder ? u->holder : "");
+  }
+  u->holder = job->id;
   u->milli += p->gpu_milli;
   u->holders++;
   return 0;
