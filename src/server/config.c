@@ -1,0 +1,348 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Reads the server's YAML config (see config.h and docs/config.md). Policy, priority
+ * classes, queues and pools go through the shared readers of src/snapshot; this file adds
+ * the server's own keys and their checks. */
+#include "server/config.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "snapshot/policy_read.h"
+#include "util/doc.h"
+#include "util/mem.h"
+#include "util/units.h"
+
+const char *gp_role_name(gp_role r) {
+  switch (r) {
+  case GP_ROLE_USER: return "user";
+  case GP_ROLE_ADMIN: return "admin";
+  case GP_ROLE_AGENT: return "agent";
+  default: return "none";
+  }
+}
+
+gp_server_config *gp_server_config_new(void) {
+  gp_server_config *c = gp_xcalloc(1, sizeof *c);
+  c->arena = gp_arena_new();
+  c->file = "";
+  c->listen_host = "127.0.0.1";
+  c->listen_port = 8642;
+  c->data_dir = ".";
+  gp_policy_init(&c->policy);
+  c->node_timeout_s = 30;
+  c->heartbeat_s = 5;
+  c->schedule_interval_ms = 1000;
+  c->schedule_min_gap_ms = 5;
+  c->http_threads = 4;
+  c->max_connections = 10000;
+  return c;
+}
+
+void gp_server_config_free(gp_server_config *c) {
+  if (!c) return;
+  gp_arena_free(c->arena);
+  free(c);
+}
+
+int gp_server_parse_listen(const char *s, char *host, size_t host_size, int *ret_port) {
+  const char *colon = s ? strrchr(s, ':') : NULL;
+  if (!colon) return GP_EINVAL;
+  size_t hl = (size_t)(colon - s);
+  if (hl >= host_size) return GP_EINVAL;
+  int64_t port;
+  if (gp_parse_int64(colon + 1, &port) || port < 0 || port > 65535) return GP_EINVAL;
+  if (hl == 0) snprintf(host, host_size, "127.0.0.1");
+  else {
+    memcpy(host, s, hl);
+    host[hl] = '\0';
+  }
+  *ret_port = (int)port;
+  return 0;
+}
+
+static int read_int_range(const gp_doc *d, const gp_doc_node *n, const char *key, int64_t lo,
+                          int64_t hi, int *ret, gp_err *err) {
+  int64_t v;
+  int r = gp_doc_int(d, n, key, &v, err);
+  if (r) return r;
+  if (v < lo || v > hi)
+    return gp_err_set(err, GP_EINVAL, d->name, n->line, key, "must be between %lld and %lld",
+                      (long long)lo, (long long)hi);
+  *ret = (int)v;
+  return 0;
+}
+
+/* Reads a `tokens:` list into *tokens (appending). */
+static int read_tokens(const gp_doc *d, const gp_doc_node *seq, const char *path, gp_arena *a,
+                       gp_token **tokens, int *n, int *cap, gp_err *err) {
+  int r = gp_doc_expect(d, seq, path, GP_DOC_SEQ, err);
+  if (r) return r;
+  static const char *const keys[] = {"token", "user", "role", NULL};
+  for (int i = 0; i < seq->n; i++) {
+    const gp_doc_node *m = seq->items[i];
+    char f[160];
+    snprintf(f, sizeof f, "%s[%d]", path, i);
+    if ((r = gp_doc_expect(d, m, f, GP_DOC_MAP, err)) || (r = gp_doc_check_keys(d, m, f, keys, err)))
+      return r;
+    if (*n >= GP_SERVER_MAX_TOKENS)
+      return gp_err_set(err, GP_ELIMIT, d->name, m->line, f, "more than %d tokens",
+                        GP_SERVER_MAX_TOKENS);
+    gp_token t = {0};
+    const char *v;
+    snprintf(f, sizeof f, "%s[%d].token", path, i);
+    const gp_doc_node *tn = gp_doc_get(m, "token");
+    if (!tn) return gp_err_set(err, GP_EINVAL, d->name, m->line, f, "missing");
+    if ((r = gp_doc_str(d, tn, f, &v, err))) return r;
+    if (strlen(v) < 8 || strlen(v) > 512)
+      return gp_err_set(err, GP_EINVAL, d->name, tn->line, f, "must have 8 to 512 characters");
+    for (const char *c = v; *c; c++)
+      if (*c <= ' ' || *c == 0x7f)
+        return gp_err_set(err, GP_EINVAL, d->name, tn->line, f,
+                          "must not contain spaces or control characters");
+    for (int k = 0; k < *n; k++)
+      if (strcmp((*tokens)[k].token, v) == 0)
+        return gp_err_set(err, GP_EINVAL, d->name, tn->line, f, "the same token is listed twice");
+    t.token = gp_arena_strdup(a, v);
+    snprintf(f, sizeof f, "%s[%d].user", path, i);
+    const gp_doc_node *un = gp_doc_get(m, "user");
+    if (!un) return gp_err_set(err, GP_EINVAL, d->name, m->line, f, "missing");
+    if ((r = gp_doc_str(d, un, f, &v, err))) return r;
+    if (!*v || strlen(v) > 64 || strchr(v, '*'))
+      return gp_err_set(err, GP_EINVAL, d->name, un->line, f, "must be a user name (1-64 characters)");
+    t.user = gp_arena_strdup(a, v);
+    snprintf(f, sizeof f, "%s[%d].role", path, i);
+    const gp_doc_node *rn = gp_doc_get(m, "role");
+    t.role = GP_ROLE_USER;
+    if (rn) {
+      if ((r = gp_doc_str(d, rn, f, &v, err))) return r;
+      if (strcmp(v, "admin") == 0) t.role = GP_ROLE_ADMIN;
+      else if (strcmp(v, "user") == 0) t.role = GP_ROLE_USER;
+      else if (strcmp(v, "agent") == 0) t.role = GP_ROLE_AGENT;
+      else
+        return gp_err_set(err, GP_EINVAL, d->name, rn->line, f,
+                          "must be admin, user or agent, not \"%s\"", v);
+    }
+    gp_xgrow((void **)tokens, (size_t *)cap, (size_t)*n + 1, sizeof **tokens);
+    (*tokens)[(*n)++] = t;
+  }
+  return 0;
+}
+
+static int read_token_file(const gp_doc *d, const gp_doc_node *n, const char *config_path,
+                           gp_arena *a, gp_token **tokens, int *nt, int *cap, gp_err *err) {
+  const char *v;
+  int r = gp_doc_str(d, n, "token_file", &v, err);
+  if (r) return r;
+  char path[1024];
+  const char *slash = config_path ? strrchr(config_path, '/') : NULL;
+  if (v[0] != '/' && slash)
+    snprintf(path, sizeof path, "%.*s/%s", (int)(slash - config_path), config_path, v);
+  else
+    snprintf(path, sizeof path, "%s", v);
+  gp_doc *td = NULL;
+  gp_err e2 = {0};
+  if ((r = gp_doc_load_file(path, &td, &e2))) {
+    if (err) *err = e2;
+    if (!e2.file[0])
+      gp_err_set(err, r, d->name, n->line, "token_file", "cannot read %s: %s", path, e2.message);
+    return r;
+  }
+  const gp_doc_node *list = td->root ? gp_doc_get(td->root, "tokens") : NULL;
+  if (!list) {
+    r = gp_err_set(err, GP_EINVAL, path, td->root ? td->root->line : 1, "tokens",
+                   "the token file must hold a `tokens:` list");
+  } else {
+    static const char *const keys[] = {"tokens", NULL};
+    r = gp_doc_check_keys(td, td->root, "", keys, err);
+    if (!r) r = read_tokens(td, list, "tokens", a, tokens, nt, cap, err);
+  }
+  gp_doc_free(td);
+  return r;
+}
+
+static int read_default_queue(const gp_doc *d, const gp_doc_node *n, gp_server_config *c,
+                              gp_err *err) {
+  gp_default_queue *dq;
+  if (n->kind == GP_DOC_SCALAR) {
+    const char *v;
+    int r = gp_doc_str(d, n, "default_queue", &v, err);
+    if (r) return r;
+    dq = gp_arena_alloc(c->arena, sizeof *dq);
+    dq->user = "*";
+    dq->queue = gp_arena_strdup(c->arena, v);
+    c->default_queues = dq;
+    c->n_default_queues = 1;
+    return 0;
+  }
+  int r = gp_doc_expect(d, n, "default_queue", GP_DOC_MAP, err);
+  if (r) return r;
+  dq = gp_arena_alloc(c->arena, sizeof *dq * (size_t)(n->n ? n->n : 1));
+  for (int i = 0; i < n->n; i++) {
+    char f[200];
+    snprintf(f, sizeof f, "default_queue.%s", n->keys[i]);
+    const char *v;
+    if ((r = gp_doc_str(d, n->items[i], f, &v, err))) return r;
+    dq[i].user = gp_arena_strdup(c->arena, n->keys[i]);
+    dq[i].queue = gp_arena_strdup(c->arena, v);
+  }
+  c->default_queues = dq;
+  c->n_default_queues = n->n;
+  return 0;
+}
+
+static bool queue_known(const gp_server_config *c, const char *name) {
+  for (int i = 0; i < c->n_queues; i++)
+    if (strcmp(c->queues[i].q.name, name) == 0) return true;
+  return false;
+}
+
+static int parse_doc(const gp_doc *d, const char *path, gp_server_config *c, gp_err *err) {
+  static const char *const keys[] = {
+      "listen", "data_dir", "tokens", "token_file", "queues", "priority_classes", "policy",
+      "pools", "default_queue", "node_timeout_s", "heartbeat_s", "schedule_interval_ms",
+      "schedule_min_gap_ms", "http_threads", "max_connections", NULL};
+  const gp_doc_node *root = d->root;
+  if (!root) return 0;
+  int r = gp_doc_expect(d, root, "", GP_DOC_MAP, err);
+  if (r || (r = gp_doc_check_keys(d, root, "", keys, err))) return r;
+  gp_arena *a = c->arena;
+  const gp_doc_node *n;
+  const char *v;
+  if ((n = gp_doc_get(root, "listen"))) {
+    if ((r = gp_doc_str(d, n, "listen", &v, err))) return r;
+    char host[256];
+    if (gp_server_parse_listen(v, host, sizeof host, &c->listen_port))
+      return gp_err_set(err, GP_EINVAL, d->name, n->line, "listen",
+                        "expected HOST:PORT such as 127.0.0.1:8642, not \"%s\"", v);
+    c->listen_host = gp_arena_strdup(a, host);
+  }
+  if ((n = gp_doc_get(root, "data_dir"))) {
+    if ((r = gp_doc_str(d, n, "data_dir", &v, err))) return r;
+    if (!*v) return gp_err_set(err, GP_EINVAL, d->name, n->line, "data_dir", "must not be empty");
+    c->data_dir = gp_arena_strdup(a, v);
+  }
+  gp_token *tokens = NULL;
+  int nt = 0, cap = 0;
+  if ((n = gp_doc_get(root, "tokens")) && (r = read_tokens(d, n, "tokens", a, &tokens, &nt, &cap, err)))
+    goto fail_tokens;
+  if ((n = gp_doc_get(root, "token_file")) &&
+      (r = read_token_file(d, n, path, a, &tokens, &nt, &cap, err)))
+    goto fail_tokens;
+  if (nt) {
+    gp_token *t = gp_arena_alloc(a, sizeof *t * (size_t)nt);
+    memcpy(t, tokens, sizeof *t * (size_t)nt);
+    c->tokens = t;
+    c->n_tokens = nt;
+  }
+  free(tokens);
+
+  if ((n = gp_doc_get(root, "policy"))) {
+    static const char *const none[] = {NULL};
+    if ((r = gp_policy_read(d, n, "policy", none, a, &c->policy, err))) return r;
+  }
+  if ((n = gp_doc_get(root, "priority_classes"))) {
+    gp_priority_class *pc;
+    int npc;
+    if ((r = gp_priority_classes_read(d, n, "priority_classes", a, &pc, &npc, err))) return r;
+    c->policy.priority_classes = pc;
+    c->policy.n_priority_classes = npc;
+  }
+  const gp_doc_node *qseq = gp_doc_get(root, "queues");
+  gp_queue *qs = NULL;
+  int nq = 0;
+  if (qseq) {
+    static const char *const extra[] = {"users", NULL};
+    if ((r = gp_queues_read(d, qseq, "queues", extra, a, &qs, &nq, err))) return r;
+    gp_server_queue *sq = gp_arena_alloc(a, sizeof *sq * (size_t)(nq ? nq : 1));
+    for (int i = 0; i < nq; i++) {
+      sq[i].q = qs[i];
+      const gp_doc_node *un = gp_doc_get(qseq->items[i], "users");
+      char f[160];
+      snprintf(f, sizeof f, "queues[%d].users", i);
+      if (!un) {
+        static const char *const everyone[] = {"*"};
+        sq[i].users = everyone;
+        sq[i].n_users = 1;
+        continue;
+      }
+      if ((r = gp_doc_expect(d, un, f, GP_DOC_SEQ, err))) return r;
+      const char **users = gp_arena_alloc(a, sizeof *users * (size_t)(un->n ? un->n : 1));
+      for (int k = 0; k < un->n; k++) {
+        snprintf(f, sizeof f, "queues[%d].users[%d]", i, k);
+        if ((r = gp_doc_str(d, un->items[k], f, &v, err))) return r;
+        users[k] = gp_arena_strdup(a, v);
+      }
+      sq[i].users = users;
+      sq[i].n_users = un->n;
+    }
+    c->queues = sq;
+    c->n_queues = nq;
+  }
+  if ((r = gp_policy_check(&c->policy, qs, nq, d, gp_doc_get(root, "policy"), qseq, err))) return r;
+  if ((n = gp_doc_get(root, "pools"))) {
+    gp_pool *pools;
+    int np;
+    if ((r = gp_pools_read(d, n, "pools", NULL, qs, nq, a, &pools, &np, err))) return r;
+    c->pools = pools;
+    c->n_pools = np;
+  }
+  if ((n = gp_doc_get(root, "default_queue"))) {
+    if ((r = read_default_queue(d, n, c, err))) return r;
+    for (int i = 0; i < c->n_default_queues; i++)
+      if (!queue_known(c, c->default_queues[i].queue))
+        return gp_err_set(err, GP_EINVAL, d->name, n->line, "default_queue",
+                          "queue \"%s\" is not defined under queues", c->default_queues[i].queue);
+  }
+  if ((n = gp_doc_get(root, "node_timeout_s")) &&
+      (r = read_int_range(d, n, "node_timeout_s", 1, 86400, &c->node_timeout_s, err)))
+    return r;
+  if ((n = gp_doc_get(root, "heartbeat_s")) &&
+      (r = read_int_range(d, n, "heartbeat_s", 1, 3600, &c->heartbeat_s, err)))
+    return r;
+  if ((n = gp_doc_get(root, "schedule_interval_ms")) &&
+      (r = read_int_range(d, n, "schedule_interval_ms", 10, 600000, &c->schedule_interval_ms, err)))
+    return r;
+  if ((n = gp_doc_get(root, "schedule_min_gap_ms")) &&
+      (r = read_int_range(d, n, "schedule_min_gap_ms", 0, 60000, &c->schedule_min_gap_ms, err)))
+    return r;
+  if ((n = gp_doc_get(root, "http_threads")) &&
+      (r = read_int_range(d, n, "http_threads", 1, 256, &c->http_threads, err)))
+    return r;
+  if ((n = gp_doc_get(root, "max_connections")) &&
+      (r = read_int_range(d, n, "max_connections", 16, 1000000, &c->max_connections, err)))
+    return r;
+  return 0;
+fail_tokens:
+  free(tokens);
+  return r;
+}
+
+static int finish(gp_doc *d, const char *path, gp_server_config **ret, gp_err *err) {
+  gp_server_config *c = gp_server_config_new();
+  c->file = gp_arena_strdup(c->arena, path);
+  int r = parse_doc(d, path, c, err);
+  gp_doc_free(d);
+  if (r) {
+    gp_server_config_free(c);
+    return r;
+  }
+  *ret = c;
+  return 0;
+}
+
+int gp_server_config_load(const char *path, gp_server_config **ret, gp_err *err) {
+  gp_doc *d = NULL;
+  int r = gp_doc_load_file(path, &d, err);
+  if (r) return r;
+  return finish(d, path, ret, err);
+}
+
+int gp_server_config_parse(const char *name, const char *text, size_t len,
+                           gp_server_config **ret, gp_err *err) {
+  gp_doc *d = NULL;
+  int r = gp_doc_load_string(name, text, len, &d, err);
+  if (r) return r;
+  return finish(d, name, ret, err);
+}

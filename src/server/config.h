@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The server's configuration: one YAML file (listen address, data dir, tokens, queues,
+ * priority classes, policy, pools, default queues, timeouts). Every error names the file,
+ * the line and the key. The policy sections are read with the same readers as `gpool plan`
+ * (src/snapshot/policy_read.h), so a key means the same thing everywhere.
+ * Everything lives in the config's arena (gp_server_config_free). docs/config.md is the
+ * reference of every key. */
+#ifndef GP_SERVER_CONFIG_H
+#define GP_SERVER_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/model.h"
+#include "util/error.h"
+
+typedef enum gp_role { GP_ROLE_NONE = 0, GP_ROLE_USER, GP_ROLE_ADMIN, GP_ROLE_AGENT } gp_role;
+
+const char *gp_role_name(gp_role r);
+
+typedef struct gp_token {
+  const char *token;
+  const char *user;
+  gp_role role;
+} gp_token;
+
+/* A queue of the config plus who may submit to it ("*" admits everyone). */
+typedef struct gp_server_queue {
+  gp_queue q;
+  int n_users;
+  const char *const *users;
+} gp_server_queue;
+
+/* `default_queue`: one queue for everyone, or a map user -> queue ("*" for the rest). */
+typedef struct gp_default_queue {
+  const char *user; /* "*" for everyone else */
+  const char *queue;
+} gp_default_queue;
+
+#define GP_SERVER_MAX_TOKENS 10000
+
+typedef struct gp_server_config {
+  const char *file;            /* where it came from, or "" */
+  const char *listen_host;     /* "127.0.0.1" */
+  int listen_port;             /* 0: any free port */
+  const char *data_dir;        /* holds gpool.db and server.url */
+  int n_tokens;
+  const gp_token *tokens;
+  int n_queues;
+  const gp_server_queue *queues;
+  gp_policy policy;            /* its priority classes live in the arena too */
+  int n_pools;
+  const gp_pool *pools;
+  int n_default_queues;
+  const gp_default_queue *default_queues;
+  int node_timeout_s;          /* no heartbeat for this long: node down (default 30) */
+  int heartbeat_s;             /* told to agents (default 5) */
+  int schedule_interval_ms;    /* timer between scheduling steps without events (1000) */
+  int schedule_min_gap_ms;     /* at most one event-driven step per this gap (5) */
+  int http_threads;            /* libmicrohttpd thread pool size (4) */
+  int max_connections;         /* concurrent HTTP connections (10000) */
+  struct gp_arena *arena;
+} gp_server_config;
+
+/* A config with every default and no tokens, queues or pools (for tests and `gpool up`
+ * before it reads a file). */
+gp_server_config *gp_server_config_new(void);
+
+/* Reads `path` into a new config. Returns 0, or GP_EINVAL/GP_EPARSE/GP_EIO with
+ * "file:line: key: problem" in *err. */
+int gp_server_config_load(const char *path, gp_server_config **ret, gp_err *err);
+
+/* The same from text (`name` is used in messages). */
+int gp_server_config_parse(const char *name, const char *text, size_t len,
+                           gp_server_config **ret, gp_err *err);
+
+/* Parses "host:port" (host may be empty: 127.0.0.1). Returns 0 or GP_EINVAL. */
+int gp_server_parse_listen(const char *s, char *host, size_t host_size, int *ret_port);
+
+void gp_server_config_free(gp_server_config *c); /* accepts NULL */
+
+#endif

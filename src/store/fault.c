@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* A fault-injecting store for tests, in the spirit of SQLite's test VFS: it forwards every
+ * call to a real backend but fails the N-th write (or commit) on demand with GP_EIO, so a
+ * test can check that the server never acknowledges what was not committed and that it
+ * recovers from the store's truth. Reads (load) are never failed. */
+#include <stdlib.h>
+
+#include "store/store.h"
+#include "util/mem.h"
+
+typedef struct fault_store {
+  gp_store base;
+  gp_store *inner;
+  int countdown; /* writes left before the failing one; 0: disarmed */
+  bool sticky;   /* keep failing after the first injected failure */
+  bool failing;
+  int failures;
+} fault_store;
+
+/* Returns GP_EIO when this write is the one to fail. */
+static int maybe_fail(fault_store *s, gp_err *err) {
+  if (s->failing || (s->countdown > 0 && --s->countdown == 0)) {
+    s->failing = s->sticky;
+    s->failures++;
+    return gp_err_set(err, GP_EIO, NULL, 0, NULL, "injected store failure (test)");
+  }
+  return 0;
+}
+
+#define FWD(name, rowtype)                                                        \
+  static int f_##name(gp_store *b, rowtype r, gp_err *err) {                       \
+    fault_store *s = (fault_store *)b;                                             \
+    int rc = maybe_fail(s, err);                                                   \
+    return rc ? rc : s->inner->ops->name(s->inner, r, err);                        \
+  }
+FWD(put_job, const gp_store_job *)
+FWD(add_event, const gp_store_event *)
+FWD(put_node, const gp_store_node *)
+FWD(put_alloc, const gp_store_alloc *)
+FWD(del_allocs, int64_t)
+FWD(put_queue, const gp_store_queue *)
+FWD(del_queue, const char *)
+FWD(put_order, const gp_store_order *)
+#undef FWD
+
+static int f_del_orders(gp_store *b, const char *node, int64_t up_to, gp_err *err) {
+  fault_store *s = (fault_store *)b;
+  int rc = maybe_fail(s, err);
+  return rc ? rc : s->inner->ops->del_orders(s->inner, node, up_to, err);
+}
+
+static int f_set_meta(gp_store *b, const char *key, int64_t v, gp_err *err) {
+  fault_store *s = (fault_store *)b;
+  int rc = maybe_fail(s, err);
+  return rc ? rc : s->inner->ops->set_meta(s->inner, key, v, err);
+}
+
+static int f_begin(gp_store *b, gp_err *err) {
+  fault_store *s = (fault_store *)b;
+  return s->inner->ops->begin(s->inner, err);
+}
+
+/* A failed commit leaves the inner transaction open; the caller's rollback ends it, as
+ * with a real backend whose COMMIT failed. */
+static int f_commit(gp_store *b, gp_err *err) {
+  fault_store *s = (fault_store *)b;
+  int rc = maybe_fail(s, err);
+  return rc ? rc : s->inner->ops->commit(s->inner, err);
+}
+
+static void f_rollback(gp_store *b) {
+  fault_store *s = (fault_store *)b;
+  s->inner->ops->rollback(s->inner);
+}
+
+static int f_load(gp_store *b, const gp_store_load_cb *cb, gp_err *err) {
+  fault_store *s = (fault_store *)b;
+  return s->inner->ops->load(s->inner, cb, err);
+}
+
+static void f_close(gp_store *b) {
+  fault_store *s = (fault_store *)b;
+  gp_store_close(s->inner);
+  free(s);
+}
+
+static const gp_store_ops fault_ops = {
+    "fault", f_begin, f_commit, f_rollback, f_put_job, f_add_event, f_put_node, f_put_alloc,
+    f_del_allocs, f_put_queue, f_del_queue, f_put_order, f_del_orders, f_set_meta, f_load,
+    f_close,
+};
+
+int gp_store_fault_open(gp_store *inner, gp_store **ret) {
+  fault_store *s = gp_xcalloc(1, sizeof *s);
+  s->base.ops = &fault_ops;
+  s->inner = inner;
+  *ret = &s->base;
+  return 0;
+}
+
+void gp_store_fault_arm(gp_store *b, int nth_write, bool sticky) {
+  fault_store *s = (fault_store *)b;
+  if (b->ops != &fault_ops) return;
+  s->countdown = nth_write > 0 ? nth_write : 0;
+  s->sticky = sticky;
+  s->failing = false;
+}
+
+int gp_store_fault_failures(const gp_store *b) {
+  return b->ops == &fault_ops ? ((const fault_store *)b)->failures : 0;
+}

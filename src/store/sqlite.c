@@ -1,0 +1,319 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The SQLite backend of the store (see store.h). One connection, WAL journal,
+ * synchronous=FULL: COMMIT returns only after the WAL is fsynced, so an acknowledged
+ * transaction survives kill -9 and power loss. The server batches many submissions into
+ * one transaction (group commit), so the fsync cost is shared. Statements are prepared
+ * once. The schema version lives in PRAGMA user_version. */
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/store.h"
+#include "util/mem.h"
+
+#define SCHEMA_VERSION 1
+
+enum {
+  ST_BEGIN, ST_COMMIT, ST_ROLLBACK, ST_PUT_JOB, ST_ADD_EVENT, ST_PUT_NODE, ST_PUT_ALLOC,
+  ST_DEL_ALLOCS, ST_PUT_QUEUE, ST_DEL_QUEUE, ST_PUT_ORDER, ST_DEL_ORDERS, ST_SET_META,
+  ST_COUNT
+};
+
+static const char *const stmt_sql[ST_COUNT] = {
+    [ST_BEGIN] = "BEGIN IMMEDIATE",
+    [ST_COMMIT] = "COMMIT",
+    [ST_ROLLBACK] = "ROLLBACK",
+    [ST_PUT_JOB] = "INSERT OR REPLACE INTO jobs(id, state, queue, user, submitted_at, doc) "
+                   "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    [ST_ADD_EVENT] = "INSERT INTO job_events(job_id, at, event, doc) VALUES (?1, ?2, ?3, ?4)",
+    [ST_PUT_NODE] = "INSERT OR REPLACE INTO nodes(name, doc) VALUES (?1, ?2)",
+    [ST_PUT_ALLOC] = "INSERT OR REPLACE INTO allocations(job_id, task, node, gpu_mask, "
+                     "gpu_milli, gpu_mem_mib, mig_instance) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    [ST_DEL_ALLOCS] = "DELETE FROM allocations WHERE job_id = ?1",
+    [ST_PUT_QUEUE] = "INSERT OR REPLACE INTO queues(name, doc) VALUES (?1, ?2)",
+    [ST_DEL_QUEUE] = "DELETE FROM queues WHERE name = ?1",
+    [ST_PUT_ORDER] = "INSERT OR REPLACE INTO orders(id, node, doc) VALUES (?1, ?2, ?3)",
+    [ST_DEL_ORDERS] = "DELETE FROM orders WHERE node = ?1 AND id <= ?2",
+    [ST_SET_META] = "INSERT OR REPLACE INTO meta(key, value) VALUES (?1, ?2)",
+};
+
+static const char schema_sql[] =
+    "CREATE TABLE IF NOT EXISTS jobs(id INTEGER PRIMARY KEY, state TEXT NOT NULL,"
+    " queue TEXT NOT NULL, user TEXT NOT NULL, submitted_at INTEGER NOT NULL, doc TEXT NOT NULL);"
+    "CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state);"
+    "CREATE TABLE IF NOT EXISTS job_events(seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+    " job_id INTEGER NOT NULL, at INTEGER NOT NULL, event TEXT NOT NULL, doc TEXT NOT NULL);"
+    "CREATE INDEX IF NOT EXISTS job_events_job ON job_events(job_id, seq);"
+    "CREATE TABLE IF NOT EXISTS nodes(name TEXT PRIMARY KEY, doc TEXT NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS allocations(job_id INTEGER NOT NULL, task INTEGER NOT NULL,"
+    " node TEXT NOT NULL, gpu_mask INTEGER NOT NULL, gpu_milli INTEGER NOT NULL,"
+    " gpu_mem_mib INTEGER NOT NULL, mig_instance INTEGER NOT NULL, PRIMARY KEY(job_id, task));"
+    "CREATE TABLE IF NOT EXISTS queues(name TEXT PRIMARY KEY, doc TEXT NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS orders(id INTEGER PRIMARY KEY, node TEXT NOT NULL,"
+    " doc TEXT NOT NULL);"
+    "CREATE INDEX IF NOT EXISTS orders_node ON orders(node, id);"
+    "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value INTEGER NOT NULL);";
+
+typedef struct sqlite_store {
+  gp_store base;
+  sqlite3 *db;
+  sqlite3_stmt *st[ST_COUNT];
+  char path[512];
+} sqlite_store;
+
+static int db_error(sqlite_store *s, gp_err *err, const char *what) {
+  return gp_err_set(err, GP_EIO, s->path, 0, NULL, "%s: %s", what, sqlite3_errmsg(s->db));
+}
+
+/* Runs a prepared statement with no result rows; resets it for the next use. */
+static int run(sqlite_store *s, int which, gp_err *err) {
+  sqlite3_stmt *st = s->st[which];
+  int rc = sqlite3_step(st);
+  int ret = 0;
+  if (rc != SQLITE_DONE) ret = db_error(s, err, stmt_sql[which]);
+  sqlite3_reset(st);
+  sqlite3_clear_bindings(st);
+  return ret;
+}
+
+static void bind_text(sqlite3_stmt *st, int i, const char *v) {
+  if (v) sqlite3_bind_text(st, i, v, -1, SQLITE_STATIC);
+  else sqlite3_bind_null(st, i);
+}
+
+static int s_begin(gp_store *b, gp_err *err) { return run((sqlite_store *)b, ST_BEGIN, err); }
+static int s_commit(gp_store *b, gp_err *err) { return run((sqlite_store *)b, ST_COMMIT, err); }
+
+static void s_rollback(gp_store *b) {
+  sqlite_store *s = (sqlite_store *)b;
+  if (!sqlite3_get_autocommit(s->db)) run(s, ST_ROLLBACK, NULL);
+}
+
+static int s_put_job(gp_store *b, const gp_store_job *r, gp_err *err) {
+  sqlite_store *s = (sqlite_store *)b;
+  sqlite3_stmt *st = s->st[ST_PUT_JOB];
+  sqlite3_bind_int64(st, 1, r->id);
+  bind_text(st, 2, r->state);
+  bind_text(st, 3, r->queue);
+  bind_text(st, 4, r->user);
+  sqlite3_bind_int64(st, 5, r->submitted_at);
+  bind_text(st, 6, r->doc);
+  return run(s, ST_PUT_JOB, err);
+}
+
+static int s_add_event(gp_store *b, const gp_store_event *r, gp_err *err) {
+  sqlite_store *s = (sqlite_store *)b;
+  sqlite3_stmt *st = s->st[ST_ADD_EVENT];
+  sqlite3_bind_int64(st, 1, r->job_id);
+  sqlite3_bind_int64(st, 2, r->at);
+  bind_text(st, 3, r->event);
+  bind_text(st, 4, r->doc);
+  return run(s, ST_ADD_EVENT, err);
+}
+
+static int s_put_node(gp_store *b, const gp_store_node *r, gp_err *err) {
+  sqlite_store *s = (sqlite_store *)b;
+  sqlite3_stmt *st = s->st[ST_PUT_NODE];
+  bind_text(st, 1, r->name);
+  bind_text(st, 2, r->doc);
+  return run(s, ST_PUT_NODE, err);
+}
+
+static int s_put_alloc(gp_store *b, const gp_store_alloc *r, gp_err *err) {
+  sqlite_store *s = (sqlite_store *)b;
+  sqlite3_stmt *st = s->st[ST_PUT_ALLOC];
+  sqlite3_bind_int64(st, 1, r->job_id);
+  sqlite3_bind_int(st, 2, r->task);
+  bind_text(st, 3, r->node);
+  sqlite3_bind_int64(st, 4, (int64_t)r->gpu_mask);
+  sqlite3_bind_int(st, 5, r->gpu_milli);
+  sqlite3_bind_int64(st, 6, r->gpu_mem_mib);
+  sqlite3_bind_int(st, 7, r->mig_instance);
+  return run(s, ST_PUT_ALLOC, err);
+}
+
+static int s_del_allocs(gp_store *b, int64_t job_id, gp_err *err) {
+  sqlite_store *s = (sqlite_store *)b;
+  sqlite3_bind_int64(s->st[ST_DEL_ALLOCS], 1, job_id);
+  return run(s, ST_DEL_ALLOCS, err);
+}
+
+static int s_put_queue(gp_store *b, const gp_store_queue *r, gp_err *err) {
+  sqlite_store *s = (sqlite_store *)b;
+  bind_text(s->st[ST_PUT_QUEUE], 1, r->name);
+  bind_text(s->st[ST_PUT_QUEUE], 2, r->doc);
+  return run(s, ST_PUT_QUEUE, err);
+}
+
+static int s_del_queue(gp_store *b, const char *name, gp_err *err) {
+  sqlite_store *s = (sqlite_store *)b;
+  bind_text(s->st[ST_DEL_QUEUE], 1, name);
+  return run(s, ST_DEL_QUEUE, err);
+}
+
+static int s_put_order(gp_store *b, const gp_store_order *r, gp_err *err) {
+  sqlite_store *s = (sqlite_store *)b;
+  sqlite3_stmt *st = s->st[ST_PUT_ORDER];
+  sqlite3_bind_int64(st, 1, r->id);
+  bind_text(st, 2, r->node);
+  bind_text(st, 3, r->doc);
+  return run(s, ST_PUT_ORDER, err);
+}
+
+static int s_del_orders(gp_store *b, const char *node, int64_t up_to, gp_err *err) {
+  sqlite_store *s = (sqlite_store *)b;
+  bind_text(s->st[ST_DEL_ORDERS], 1, node);
+  sqlite3_bind_int64(s->st[ST_DEL_ORDERS], 2, up_to);
+  return run(s, ST_DEL_ORDERS, err);
+}
+
+static int s_set_meta(gp_store *b, const char *key, int64_t v, gp_err *err) {
+  sqlite_store *s = (sqlite_store *)b;
+  bind_text(s->st[ST_SET_META], 1, key);
+  sqlite3_bind_int64(s->st[ST_SET_META], 2, v);
+  return run(s, ST_SET_META, err);
+}
+
+static const char *col_text(sqlite3_stmt *st, int i) {
+  const unsigned char *t = sqlite3_column_text(st, i);
+  return t ? (const char *)t : "";
+}
+
+/* Runs `sql` and hands each row to `row_fn`; stops at the first callback error. */
+static int load_table(sqlite_store *s, const char *sql,
+                      int (*row_fn)(sqlite3_stmt *st, const gp_store_load_cb *cb),
+                      const gp_store_load_cb *cb, gp_err *err) {
+  sqlite3_stmt *st = NULL;
+  if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK) return db_error(s, err, sql);
+  int rc, ret = 0;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    if ((ret = row_fn(st, cb))) {
+      gp_err_set(err, ret, s->path, 0, NULL, "loading the store failed while reading: %s", sql);
+      break;
+    }
+  }
+  if (!ret && rc != SQLITE_DONE) ret = db_error(s, err, sql);
+  sqlite3_finalize(st);
+  return ret;
+}
+
+static int row_job(sqlite3_stmt *st, const gp_store_load_cb *cb) {
+  gp_store_job r = {sqlite3_column_int64(st, 0), col_text(st, 1), col_text(st, 2),
+                    col_text(st, 3), sqlite3_column_int64(st, 4), col_text(st, 5)};
+  return cb->job(cb->ctx, &r);
+}
+static int row_event(sqlite3_stmt *st, const gp_store_load_cb *cb) {
+  gp_store_event r = {sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
+                      col_text(st, 2), col_text(st, 3)};
+  return cb->event(cb->ctx, &r);
+}
+static int row_node(sqlite3_stmt *st, const gp_store_load_cb *cb) {
+  gp_store_node r = {col_text(st, 0), col_text(st, 1)};
+  return cb->node(cb->ctx, &r);
+}
+static int row_alloc(sqlite3_stmt *st, const gp_store_load_cb *cb) {
+  gp_store_alloc r = {sqlite3_column_int64(st, 0), sqlite3_column_int(st, 1), col_text(st, 2),
+                      (uint32_t)sqlite3_column_int64(st, 3), sqlite3_column_int(st, 4),
+                      sqlite3_column_int64(st, 5), sqlite3_column_int(st, 6)};
+  return cb->alloc(cb->ctx, &r);
+}
+static int row_queue(sqlite3_stmt *st, const gp_store_load_cb *cb) {
+  gp_store_queue r = {col_text(st, 0), col_text(st, 1)};
+  return cb->queue(cb->ctx, &r);
+}
+static int row_order(sqlite3_stmt *st, const gp_store_load_cb *cb) {
+  gp_store_order r = {sqlite3_column_int64(st, 0), col_text(st, 1), col_text(st, 2)};
+  return cb->order(cb->ctx, &r);
+}
+static int row_meta(sqlite3_stmt *st, const gp_store_load_cb *cb) {
+  return cb->meta(cb->ctx, col_text(st, 0), sqlite3_column_int64(st, 1));
+}
+
+static int s_load(gp_store *b, const gp_store_load_cb *cb, gp_err *err) {
+  sqlite_store *s = (sqlite_store *)b;
+  int r = 0;
+  if (!r && cb->job)
+    r = load_table(s, "SELECT id, state, queue, user, submitted_at, doc FROM jobs ORDER BY id",
+                   row_job, cb, err);
+  if (!r && cb->event)
+    r = load_table(s, "SELECT job_id, at, event, doc FROM job_events ORDER BY job_id, seq",
+                   row_event, cb, err);
+  if (!r && cb->node) r = load_table(s, "SELECT name, doc FROM nodes ORDER BY name", row_node, cb, err);
+  if (!r && cb->alloc)
+    r = load_table(s, "SELECT job_id, task, node, gpu_mask, gpu_milli, gpu_mem_mib, "
+                      "mig_instance FROM allocations ORDER BY job_id, task", row_alloc, cb, err);
+  if (!r && cb->queue) r = load_table(s, "SELECT name, doc FROM queues ORDER BY name", row_queue, cb, err);
+  if (!r && cb->order) r = load_table(s, "SELECT id, node, doc FROM orders ORDER BY id", row_order, cb, err);
+  if (!r && cb->meta) r = load_table(s, "SELECT key, value FROM meta ORDER BY key", row_meta, cb, err);
+  return r;
+}
+
+static void s_close(gp_store *b) {
+  sqlite_store *s = (sqlite_store *)b;
+  for (int i = 0; i < ST_COUNT; i++) sqlite3_finalize(s->st[i]);
+  sqlite3_close(s->db);
+  free(s);
+}
+
+static const gp_store_ops sqlite_ops = {
+    "sqlite", s_begin, s_commit, s_rollback, s_put_job, s_add_event, s_put_node, s_put_alloc,
+    s_del_allocs, s_put_queue, s_del_queue, s_put_order, s_del_orders, s_set_meta, s_load,
+    s_close,
+};
+
+int gp_store_sqlite_open(const char *path, gp_store **ret, gp_err *err) {
+  sqlite_store *s = gp_xcalloc(1, sizeof *s);
+  s->base.ops = &sqlite_ops;
+  snprintf(s->path, sizeof s->path, "%s", path);
+  int r = 0;
+  if (sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+                                        SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+    r = gp_err_set(err, GP_EIO, path, 0, NULL, "cannot open the store: %s",
+                   s->db ? sqlite3_errmsg(s->db) : "out of memory");
+    goto fail;
+  }
+  sqlite3_busy_timeout(s->db, 5000);
+  /* WAL lets readers (a backup, sqlite3 shell) work beside the server; FULL syncs the WAL
+   * on every commit, which is what makes an acknowledged submission durable. */
+  char *msg = NULL;
+  if (sqlite3_exec(s->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
+                          "PRAGMA foreign_keys=OFF; PRAGMA temp_store=MEMORY;",
+                   NULL, NULL, &msg) != SQLITE_OK ||
+      sqlite3_exec(s->db, schema_sql, NULL, NULL, &msg) != SQLITE_OK) {
+    r = gp_err_set(err, GP_EIO, path, 0, NULL, "cannot prepare the store: %s",
+                   msg ? msg : sqlite3_errmsg(s->db));
+    sqlite3_free(msg);
+    goto fail;
+  }
+  sqlite3_stmt *v = NULL;
+  int version = 0;
+  if (sqlite3_prepare_v2(s->db, "PRAGMA user_version", -1, &v, NULL) == SQLITE_OK &&
+      sqlite3_step(v) == SQLITE_ROW)
+    version = sqlite3_column_int(v, 0);
+  sqlite3_finalize(v);
+  if (version > SCHEMA_VERSION) {
+    r = gp_err_set(err, GP_EINVAL, path, 0, NULL,
+                   "the store has schema version %d; this gpool knows up to %d", version,
+                   SCHEMA_VERSION);
+    goto fail;
+  }
+  if (version < SCHEMA_VERSION)
+    sqlite3_exec(s->db, "PRAGMA user_version=1", NULL, NULL, NULL);
+  for (int i = 0; i < ST_COUNT; i++) {
+    if (sqlite3_prepare_v3(s->db, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &s->st[i],
+                           NULL) != SQLITE_OK) {
+      r = db_error(s, err, stmt_sql[i]);
+      goto fail;
+    }
+  }
+  *ret = &s->base;
+  return 0;
+fail:
+  s_close(&s->base);
+  return r;
+}
+
+void gp_store_close(gp_store *s) {
+  if (s) s->ops->close(s);
+}

@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The server's durable store: one interface, several backends (SQLite now, PostgreSQL
+ * later, and a fault-injecting wrapper for tests). The server keeps its authoritative
+ * state in memory and writes every change here inside a transaction before it
+ * acknowledges anything; on start it loads everything back and picks up where it was.
+ *
+ * Rows carry a few indexed columns (state, queue, user, ...) and the full object as a
+ * JSON document (`doc`), so a backend stores what the server gives it without knowing
+ * the job schema, and new job fields need no migration.
+ *
+ * Tables: jobs, job_events (the timeline: one row per transition), nodes, allocations
+ * (one row per task of a running job), queues (those created through the API), orders
+ * (start/stop orders not yet acknowledged by an agent) and meta (counters).
+ *
+ * Contract: every write happens between begin() and commit(); commit() returns 0 only
+ * when the transaction is durable (survives kill -9 and, for SQLite with
+ * synchronous=FULL, power loss). After a failed write or commit the caller calls
+ * rollback() and must treat the store as the truth (reload). All strings passed in are
+ * borrowed for the duration of the call; strings handed to load callbacks are borrowed
+ * for the duration of the callback. Not thread-safe: one thread uses a store. */
+#ifndef GP_STORE_STORE_H
+#define GP_STORE_STORE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "util/error.h"
+
+typedef struct gp_store gp_store;
+
+typedef struct gp_store_job {
+  int64_t id;
+  const char *state;     /* gp_job_state_name() */
+  const char *queue;
+  const char *user;
+  int64_t submitted_at;
+  const char *doc;       /* the job as JSON */
+} gp_store_job;
+
+typedef struct gp_store_event {
+  int64_t job_id;
+  int64_t at;
+  const char *event;     /* submitted, started, preempted, requeued, ended, ... */
+  const char *doc;       /* the timeline entry as JSON */
+} gp_store_event;
+
+typedef struct gp_store_node {
+  const char *name;
+  const char *doc;       /* the node as JSON (facts from registration + admin state) */
+} gp_store_node;
+
+typedef struct gp_store_alloc {
+  int64_t job_id;
+  int task;
+  const char *node;
+  uint32_t gpu_mask;
+  int gpu_milli;
+  int64_t gpu_mem_mib;
+  int mig_instance;      /* -1: none */
+} gp_store_alloc;
+
+typedef struct gp_store_queue {
+  const char *name;
+  const char *doc;
+} gp_store_queue;
+
+typedef struct gp_store_order {
+  int64_t id;            /* server-wide sequence; per node increasing */
+  const char *node;
+  const char *doc;       /* the order as sent to the agent */
+} gp_store_order;
+
+/* Load callbacks return 0 to continue or a negative GP_E* to stop the load with it. */
+typedef struct gp_store_load_cb {
+  void *ctx;
+  int (*job)(void *ctx, const gp_store_job *row);
+  int (*event)(void *ctx, const gp_store_event *row);   /* in (job_id, insertion) order */
+  int (*node)(void *ctx, const gp_store_node *row);
+  int (*alloc)(void *ctx, const gp_store_alloc *row);
+  int (*queue)(void *ctx, const gp_store_queue *row);
+  int (*order)(void *ctx, const gp_store_order *row);   /* in id order */
+  int (*meta)(void *ctx, const char *key, int64_t value);
+} gp_store_load_cb;
+
+/* A backend fills this table. Every function returns 0 or a negative GP_E* with details
+ * in *err (may be NULL). */
+typedef struct gp_store_ops {
+  const char *name;
+  int (*begin)(gp_store *s, gp_err *err);
+  int (*commit)(gp_store *s, gp_err *err);
+  void (*rollback)(gp_store *s);
+  int (*put_job)(gp_store *s, const gp_store_job *row, gp_err *err);       /* upsert */
+  int (*add_event)(gp_store *s, const gp_store_event *row, gp_err *err);
+  int (*put_node)(gp_store *s, const gp_store_node *row, gp_err *err);     /* upsert */
+  int (*put_alloc)(gp_store *s, const gp_store_alloc *row, gp_err *err);   /* upsert */
+  int (*del_allocs)(gp_store *s, int64_t job_id, gp_err *err);           /* all tasks */
+  int (*put_queue)(gp_store *s, const gp_store_queue *row, gp_err *err);   /* upsert */
+  int (*del_queue)(gp_store *s, const char *name, gp_err *err);
+  int (*put_order)(gp_store *s, const gp_store_order *row, gp_err *err);
+  int (*del_orders)(gp_store *s, const char *node, int64_t up_to_id, gp_err *err);
+  int (*set_meta)(gp_store *s, const char *key, int64_t value, gp_err *err);
+  /* Calls the non-NULL callbacks for every row, table by table, in the order listed in
+   * gp_store_load_cb. Outside a transaction. */
+  int (*load)(gp_store *s, const gp_store_load_cb *cb, gp_err *err);
+  void (*close)(gp_store *s);
+} gp_store_ops;
+
+/* Every backend's handle starts with this header. */
+struct gp_store {
+  const gp_store_ops *ops;
+};
+
+/* Opens (creating when missing) the SQLite store at `path` (WAL, synchronous=FULL, so a
+ * committed transaction survives kill -9 and power loss). */
+int gp_store_sqlite_open(const char *path, gp_store **ret, gp_err *err);
+
+/* A wrapper for tests that forwards to `inner` (whose ownership it takes) and fails on
+ * demand, like SQLite's test VFS: after gp_store_fault_arm(s, n), the n-th write call
+ * from now (put/add/del/set, or commit: each counts as one) fails with GP_EIO without
+ * reaching `inner`; with `sticky` every later write fails too, until re-armed.
+ * gp_store_fault_arm(s, 0, false) disarms. */
+int gp_store_fault_open(gp_store *inner, gp_store **ret);
+void gp_store_fault_arm(gp_store *s, int nth_write, bool sticky);
+/* Number of writes the wrapper has failed so far. */
+int gp_store_fault_failures(const gp_store *s);
+
+/* Closes any backend; accepts NULL. */
+void gp_store_close(gp_store *s);
+
+static inline int gp_store_begin(gp_store *s, gp_err *e) { return s->ops->begin(s, e); }
+static inline int gp_store_commit(gp_store *s, gp_err *e) { return s->ops->commit(s, e); }
+static inline void gp_store_rollback(gp_store *s) { s->ops->rollback(s); }
+static inline int gp_store_put_job(gp_store *s, const gp_store_job *r, gp_err *e) { return s->ops->put_job(s, r, e); }
+static inline int gp_store_add_event(gp_store *s, const gp_store_event *r, gp_err *e) { return s->ops->add_event(s, r, e); }
+static inline int gp_store_put_node(gp_store *s, const gp_store_node *r, gp_err *e) { return s->ops->put_node(s, r, e); }
+static inline int gp_store_put_alloc(gp_store *s, const gp_store_alloc *r, gp_err *e) { return s->ops->put_alloc(s, r, e); }
+static inline int gp_store_del_allocs(gp_store *s, int64_t job, gp_err *e) { return s->ops->del_allocs(s, job, e); }
+static inline int gp_store_put_queue(gp_store *s, const gp_store_queue *r, gp_err *e) { return s->ops->put_queue(s, r, e); }
+static inline int gp_store_del_queue(gp_store *s, const char *name, gp_err *e) { return s->ops->del_queue(s, name, e); }
+static inline int gp_store_put_order(gp_store *s, const gp_store_order *r, gp_err *e) { return s->ops->put_order(s, r, e); }
+static inline int gp_store_del_orders(gp_store *s, const char *node, int64_t up_to, gp_err *e) { return s->ops->del_orders(s, node, up_to, e); }
+static inline int gp_store_set_meta(gp_store *s, const char *key, int64_t v, gp_err *e) { return s->ops->set_meta(s, key, v, e); }
+static inline int gp_store_load(gp_store *s, const gp_store_load_cb *cb, gp_err *e) { return s->ops->load(s, cb, e); }
+
+#endif
