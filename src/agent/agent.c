@@ -1,0 +1,628 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The agent's run loop and its side of the agent protocol (docs/internals/protocol.md):
+ * register, then an endless long-poll heartbeat carrying events and returning orders.
+ * A single thread owns every job and every piece of protocol state; libcurl's multi interface
+ * lets the loop keep reaping jobs and enforcing deadlines while a long poll is open, and abort
+ * it when an event must go out at once (orders are re-sent until acknowledged by `gen`, so an
+ * aborted poll loses nothing). */
+#include "agent/agent_int.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util/buf.h"
+#include "util/mem.h"
+
+#define RESPONSE_MAX ((size_t)8 << 20)
+
+typedef enum call_kind { CALL_NONE, CALL_REGISTER, CALL_HEARTBEAT } call_kind;
+
+typedef struct gp__net {
+  CURLM *multi;
+  CURL *easy;
+  struct curl_slist *headers;
+  call_kind kind;
+  bool carries_events;       /* the heartbeat in flight sends events (answered at once) */
+  gp_buf response;
+  char *body;
+  int64_t started_ms;
+  int64_t next_at_ms;        /* do not start a call before this */
+  int failures;
+  bool outage_logged;
+} gp__net;
+
+int64_t gp__now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void gp__log(const char *fmt, ...) {
+  char when[32];
+  time_t now = time(NULL);
+  struct tm tm;
+  gmtime_r(&now, &tm);
+  strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  va_list ap;
+  va_start(ap, fmt);
+  char line[2048];
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "%s gpool agent: %s\n", when, line);
+}
+
+void gp__event(gp_agent *a, json_t *ev) {
+  json_array_append_new(a->events, ev);
+}
+
+int gp__write_json(const char *path, json_t *doc) {
+  char tmp[1024];
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  char *text = json_dumps(doc, JSON_COMPACT);
+  if (!text) return GP_ENOMEM;
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int rc = GP_EIO;
+  if (fd >= 0) {
+    size_t len = strlen(text);
+    if (write(fd, text, len) == (ssize_t)len && write(fd, "\n", 1) == 1 && fsync(fd) == 0) rc = 0;
+    close(fd);
+    if (rc == 0 && rename(tmp, path) != 0) rc = GP_EIO;
+  }
+  free(text);
+  return rc;
+}
+
+/* ---- executed orders: kept on disk so a restarted agent still runs each at most once ---- */
+
+static bool order_seen(const gp_agent *a, const char *id) {
+  for (size_t i = 0; i < a->n_orders; i++)
+    if (strcmp(a->orders[i], id) == 0) return true;
+  return false;
+}
+
+static void order_remember_mem(gp_agent *a, const char *id) {
+  snprintf(a->orders[a->next_order], GP_AGENT_ID_MAX, "%s", id);
+  a->next_order = (a->next_order + 1) % GP_AGENT_MAX_ORDERS_KEPT;
+  if (a->n_orders < GP_AGENT_MAX_ORDERS_KEPT) a->n_orders++;
+}
+
+static void orders_rewrite(gp_agent *a) {
+  char path[700], tmp[710];
+  snprintf(path, sizeof path, "%s/orders.log", a->cfg.data_dir);
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  FILE *f = fopen(tmp, "we");
+  if (!f) return;
+  for (size_t i = 0; i < a->n_orders; i++) {
+    size_t k = (a->next_order + GP_AGENT_MAX_ORDERS_KEPT - a->n_orders + i) %
+               GP_AGENT_MAX_ORDERS_KEPT;
+    fprintf(f, "%s\n", a->orders[k]);
+  }
+  fflush(f);
+  fsync(fileno(f));
+  fclose(f);
+  rename(tmp, path);
+  if (a->orders_log) fclose(a->orders_log);
+  a->orders_log = fopen(path, "ae");
+  a->orders_log_lines = a->n_orders;
+}
+
+static void order_remember(gp_agent *a, const char *id) {
+  order_remember_mem(a, id);
+  if (a->orders_log) {
+    fprintf(a->orders_log, "%s\n", id);
+    fflush(a->orders_log);
+    fsync(fileno(a->orders_log));
+    a->orders_log_lines++;
+  }
+  if (a->orders_log_lines > 2 * GP_AGENT_MAX_ORDERS_KEPT) orders_rewrite(a);
+}
+
+static void orders_load(gp_agent *a) {
+  char path[700], line[256];
+  snprintf(path, sizeof path, "%s/orders.log", a->cfg.data_dir);
+  FILE *f = fopen(path, "re");
+  if (f) {
+    while (fgets(line, sizeof line, f)) {
+      line[strcspn(line, "\n")] = '\0';
+      if (line[0] && strlen(line) < GP_AGENT_ID_MAX) order_remember_mem(a, line);
+      a->orders_log_lines++;
+    }
+    fclose(f);
+  }
+  a->orders_log = fopen(path, "ae");
+}
+
+/* ---- node description ---- */
+
+static json_t *node_json(gp_agent *a) {
+  json_t *n = json_object();
+  json_object_set_new(n, "name", json_string(a->cfg.name));
+  json_object_set_new(n, "model", json_string(a->n_gpus ? a->gpus[0].model : ""));
+  json_object_set_new(n, "gpus", json_integer(a->n_gpus));
+  json_object_set_new(n, "cpus", json_integer(a->cpus));
+  json_object_set_new(n, "mem_mib", json_integer(a->mem_mib));
+  json_object_set_new(n, "capacity", json_string(a->cfg.capacity));
+  json_t *labels = json_object();
+  for (int i = 0; i < a->cfg.n_labels; i++)
+    json_object_set_new(labels, a->cfg.label_keys[i], json_string(a->cfg.label_values[i]));
+  json_object_set_new(n, "labels", labels);
+  /* NVLink domains: GPUs sharing a domain number, listed by index. */
+  json_t *domains = json_array();
+  for (int d = 0; d < GP_GPU_MAX_DEVICES; d++) {
+    json_t *members = json_array();
+    for (int i = 0; i < a->n_gpus; i++)
+      if (a->gpus[i].nvlink_domain == d) json_array_append_new(members, json_integer(i));
+    if (json_array_size(members) > 0) json_array_append_new(domains, members);
+    else json_decref(members);
+  }
+  json_object_set_new(n, "nvlink_domains", domains);
+  json_t *list = json_array();
+  for (int i = 0; i < a->n_gpus; i++) {
+    const gp_gpu_info *g = &a->gpus[i];
+    json_t *o = json_object();
+    json_object_set_new(o, "index", json_integer(g->index));
+    json_object_set_new(o, "uuid", json_string(g->uuid));
+    json_object_set_new(o, "model", json_string(g->model));
+    json_object_set_new(o, "name", json_string(g->name));
+    json_object_set_new(o, "mem_mib", json_integer(g->mem_mib));
+    json_object_set_new(o, "mode", json_string(gp_share_mode_name(a->gpu_mode[i])));
+    json_object_set_new(o, "replicas", json_integer(a->gpu_replicas[i]));
+    json_object_set_new(o, "health", json_string(a->gpu_drained[i] ? "drained" : "healthy"));
+    if (a->gpu_drained[i]) json_object_set_new(o, "reason", json_string(a->gpu_drain_reason[i]));
+    json_object_set_new(o, "nvlink_domain", json_integer(g->nvlink_domain));
+    json_object_set_new(o, "mig", gp__mig_json(g));
+    json_array_append_new(list, o);
+  }
+  json_object_set_new(n, "gpu_list", list);
+  json_object_set_new(n, "cgroups", json_boolean(a->cgroup.ok));
+  if (!a->cgroup.ok) json_object_set_new(n, "cgroups_message", json_string(a->cgroup.message));
+  char pipe_dir[512];
+  json_object_set_new(n, "mps", json_boolean(gp__mps_running(a, pipe_dir, sizeof pipe_dir)));
+  json_object_set_new(n, "gpu_backend", json_string(a->gpu->ops->name));
+  return n;
+}
+
+static json_t *gpus_status_json(gp_agent *a) {
+  json_t *list = json_array();
+  for (int i = 0; i < a->n_gpus; i++) {
+    json_t *o = json_object();
+    json_object_set_new(o, "index", json_integer(i));
+    json_object_set_new(o, "health", json_string(a->gpu_drained[i] ? "drained" : "healthy"));
+    if (a->gpu_drained[i]) json_object_set_new(o, "reason", json_string(a->gpu_drain_reason[i]));
+    gp_gpu_sample s;
+    memset(&s, 0, sizeof s);
+    if (a->gpu->ops->sample(a->gpu, i, &s, NULL) == 0) {
+      json_t *t = json_object();
+      json_object_set_new(t, "gpu_util_pct", json_integer(s.gpu_util_pct));
+      json_object_set_new(t, "fb_used_mib", json_integer(s.fb_used_mib));
+      json_object_set_new(t, "fb_free_mib", json_integer(s.fb_free_mib));
+      json_object_set_new(t, "power_w", json_real(s.power_w));
+      json_object_set_new(t, "temp_c", json_integer(s.temp_c));
+      json_object_set_new(t, "processes", json_integer(s.n_procs));
+      json_object_set_new(o, "telemetry", t);
+    }
+    json_array_append_new(list, o);
+  }
+  return list;
+}
+
+/* ---- HTTP calls ---- */
+
+static size_t on_body(char *data, size_t size, size_t n, void *ctx) {
+  gp_buf *b = ctx;
+  gp_buf_append(b, data, size * n);
+  return gp_buf_truncated(b) ? 0 : size * n; /* 0 aborts an oversized answer */
+}
+
+static void net_finish(gp_agent *a) {
+  gp__net *net = a->net;
+  if (net->easy) {
+    curl_multi_remove_handle(net->multi, net->easy);
+    curl_easy_cleanup(net->easy);
+    net->easy = NULL;
+  }
+  curl_slist_free_all(net->headers);
+  net->headers = NULL;
+  free(net->body);
+  net->body = NULL;
+  gp_buf_reset(&net->response);
+  net->kind = CALL_NONE;
+}
+
+static void net_post(gp_agent *a, call_kind kind, const char *path, json_t *body, long timeout_ms) {
+  gp__net *net = a->net;
+  char url[700], auth[600];
+  snprintf(url, sizeof url, "%s%s", a->cfg.server, path);
+  snprintf(auth, sizeof auth, "Authorization: Bearer %s", a->cfg.token);
+  net->body = json_dumps(body, JSON_COMPACT);
+  net->easy = curl_easy_init();
+  net->headers = curl_slist_append(NULL, "Content-Type: application/json");
+  net->headers = curl_slist_append(net->headers, auth);
+  net->headers = curl_slist_append(net->headers, "Expect:");
+  curl_easy_setopt(net->easy, CURLOPT_URL, url);
+  curl_easy_setopt(net->easy, CURLOPT_HTTPHEADER, net->headers);
+  curl_easy_setopt(net->easy, CURLOPT_POSTFIELDS, net->body);
+  curl_easy_setopt(net->easy, CURLOPT_WRITEFUNCTION, on_body);
+  curl_easy_setopt(net->easy, CURLOPT_WRITEDATA, &net->response);
+  curl_easy_setopt(net->easy, CURLOPT_TIMEOUT_MS, timeout_ms);
+  curl_easy_setopt(net->easy, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
+  curl_easy_setopt(net->easy, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(net->easy, CURLOPT_TCP_NODELAY, 1L);
+  curl_multi_add_handle(net->multi, net->easy);
+  net->kind = kind;
+  net->started_ms = gp__now_ms();
+}
+
+static void start_register(gp_agent *a) {
+  json_t *body = json_object();
+  json_object_set_new(body, "node", node_json(a));
+  json_object_set_new(body, "agent_url", json_string(a->url));
+  json_t *jobs = json_array();
+  for (size_t i = 0; i < a->n_jobs; i++) json_array_append_new(jobs, gp__job_report(a->jobs[i]));
+  json_object_set_new(body, "jobs", jobs);
+  net_post(a, CALL_REGISTER, "/v1/agent/register", body, 15000);
+  json_decref(body);
+}
+
+static void start_heartbeat(gp_agent *a) {
+  gp__net *net = a->net;
+  json_t *body = json_object();
+  int wait_ms = a->heartbeat_s * 1000;
+  json_object_set_new(body, "node", json_string(a->cfg.name));
+  json_object_set_new(body, "gen", json_integer(a->gen));
+  json_object_set_new(body, "wait_ms", json_integer(wait_ms));
+  /* Events in flight leave the queue; they return to it if the call fails. */
+  json_array_extend(a->inflight, a->events);
+  json_array_clear(a->events);
+  json_object_set(body, "events", a->inflight);
+  json_object_set_new(body, "gpus", gpus_status_json(a));
+  json_t *jobs = json_array();
+  for (size_t i = 0; i < a->n_jobs; i++) {
+    if (a->jobs[i]->ended) continue;
+    json_t *o = json_object();
+    json_object_set_new(o, "id", json_string(a->jobs[i]->id));
+    json_object_set_new(o, "pid", json_integer(a->jobs[i]->pid));
+    json_array_append_new(jobs, o);
+  }
+  json_object_set_new(body, "jobs", jobs);
+  net->carries_events = json_array_size(a->inflight) > 0;
+  net_post(a, CALL_HEARTBEAT, "/v1/agent/heartbeat", body, wait_ms + 15000);
+  json_decref(body);
+}
+
+static void requeue_inflight(gp_agent *a) {
+  /* Keep order: in-flight events first, then what came since. */
+  json_array_extend(a->inflight, a->events);
+  json_array_clear(a->events);
+  json_array_extend(a->events, a->inflight);
+  json_array_clear(a->inflight);
+}
+
+/* After the server took events: ended jobs whose "exited" it received are done here. */
+static void events_acked(gp_agent *a, json_t *events) {
+  size_t i;
+  json_t *ev;
+  json_array_foreach(events, i, ev) {
+    const char *kind = json_string_value(json_object_get(ev, "kind"));
+    const char *id = json_string_value(json_object_get(ev, "job"));
+    if (!kind || !id || strcmp(kind, "exited") != 0) continue;
+    gp__job *j = gp__job_find(a, id);
+    if (j && j->ended) gp__job_remove(a, j);
+  }
+}
+
+static void execute_order(gp_agent *a, json_t *order) {
+  const char *id = json_string_value(json_object_get(order, "id"));
+  const char *kind = json_string_value(json_object_get(order, "kind"));
+  if (!id || !kind || !*id || strlen(id) >= GP_AGENT_ID_MAX) {
+    gp__log("ignoring an order without a valid id or kind");
+    return;
+  }
+  if (order_seen(a, id)) return;
+  order_remember(a, id);
+  if (strcmp(kind, "start") == 0) {
+    json_t *job = json_object_get(order, "job");
+    if (!json_is_object(job)) {
+      gp__log("order %s: start without a job object", id);
+      return;
+    }
+    gp__job_start(a, id, job);
+  } else if (strcmp(kind, "stop") == 0) {
+    gp__job_stop(a, order);
+  } else if (strcmp(kind, "mig") == 0) {
+    json_t *jp = json_object_get(order, "profiles"), *js = json_object_get(order, "start_slots");
+    json_int_t gpu = json_integer_value(json_object_get(order, "gpu"));
+    json_t *ev = json_object();
+    json_object_set_new(ev, "kind", json_string("mig_done"));
+    json_object_set_new(ev, "gpu", json_integer(gpu));
+    json_object_set_new(ev, "order", json_string(id));
+    size_t n = json_array_size(jp);
+    gp_err err = {0};
+    int rc = 0;
+    if (!json_is_array(jp) || n == 0 || n > GP_GPU_MAX_MIG ||
+        (js && !json_is_null(js) && json_array_size(js) != n) || gpu < 0 || gpu >= a->n_gpus) {
+      rc = gp_err_set(&err, GP_EINVAL, NULL, 0, "profiles",
+                      "a mig order needs a GPU of this node and 1 to %d profiles (with as many "
+                      "start slots)", GP_GPU_MAX_MIG);
+    } else {
+      const char *profiles[GP_GPU_MAX_MIG];
+      int slots[GP_GPU_MAX_MIG];
+      for (size_t k = 0; k < n; k++) {
+        profiles[k] = json_string_value(json_array_get(jp, k));
+        json_t *s = json_array_get(js, k);
+        slots[k] = json_is_integer(s) ? (int)json_integer_value(s) : -1;
+        if (!profiles[k]) rc = gp_err_set(&err, GP_EINVAL, NULL, 0, "profiles", "not a string");
+      }
+      if (rc == 0) rc = gp__mig_apply(a, (int)gpu, profiles, slots, (int)n, &err);
+    }
+    json_object_set_new(ev, "ok", json_boolean(rc == 0));
+    json_object_set_new(ev, "message", json_string(rc == 0 ? "MIG layout applied" : err.message));
+    if (rc == 0) json_object_set_new(ev, "mig", gp__mig_json(&a->gpus[gpu]));
+    gp__log("order %s: mig on GPU %lld: %s", id, (long long)gpu,
+            rc == 0 ? "applied" : err.message);
+    gp__event(a, ev);
+  } else if (strcmp(kind, "drain_gpu") == 0 || strcmp(kind, "resume_gpu") == 0) {
+    json_int_t gpu = json_integer_value(json_object_get(order, "gpu"));
+    if (gpu < 0 || gpu >= a->n_gpus) {
+      gp__log("order %s: %s for GPU %lld, which this node does not have", id, kind,
+              (long long)gpu);
+      return;
+    }
+    bool drain = kind[0] == 'd';
+    a->gpu_drained[gpu] = drain;
+    const char *reason = json_string_value(json_object_get(order, "reason"));
+    snprintf(a->gpu_drain_reason[gpu], sizeof a->gpu_drain_reason[gpu], "%s",
+             drain && reason ? reason : "");
+    gp__log("order %s: GPU %lld %s%s%s", id, (long long)gpu, drain ? "drained" : "resumed",
+            drain && reason ? ": " : "", drain && reason ? reason : "");
+  } else {
+    gp__log("order %s: unknown kind '%s' ignored", id, kind);
+  }
+}
+
+static void on_register_answer(gp_agent *a, long status) {
+  json_error_t je;
+  json_t *doc = json_loadb(a->net->response.data, a->net->response.len, 0, &je);
+  if (status == 200 || status == 201) {
+    json_int_t hb = json_integer_value(json_object_get(doc, "heartbeat_s"));
+    if (hb >= 1 && hb <= 30) a->heartbeat_s = (int)hb;
+    json_t *g = json_object_get(doc, "gen");
+    if (json_is_integer(g) && json_integer_value(g) >= 0) a->gen = json_integer_value(g);
+    a->registered = true;
+    /* The register call reported every job; finished ones are settled, and events about
+     * any listed job are superseded by that report. */
+    for (size_t i = 0; i < a->n_jobs;) {
+      gp__job *j = a->jobs[i];
+      if (j->ended) gp__job_remove(a, j);
+      else i++;
+    }
+    json_array_clear(a->events);
+    gp__log("node %s registered with %s (%d GPUs, %lld CPUs, %lld MiB, endpoint %s, cgroups %s)",
+            a->cfg.name, a->cfg.server, a->n_gpus, (long long)a->cpus, (long long)a->mem_mib,
+            a->url, a->cgroup.ok ? "on" : "off");
+    a->net->failures = 0;
+    a->net->outage_logged = false;
+  } else {
+    const char *msg = json_string_value(json_object_get(json_object_get(doc, "error"), "message"));
+    gp__log("registration refused (HTTP %ld): %s", status, msg ? msg : "no message");
+    a->net->next_at_ms = gp__now_ms() + 5000;
+  }
+  json_decref(doc);
+}
+
+static void on_heartbeat_answer(gp_agent *a, long status) {
+  gp__net *net = a->net;
+  if (status == 404 || status == 409) {
+    gp__log("server does not know this node (HTTP %ld): registering again", status);
+    requeue_inflight(a);
+    a->registered = false;
+    return;
+  }
+  if (status != 200) {
+    gp__log("heartbeat refused (HTTP %ld)", status);
+    requeue_inflight(a);
+    net->next_at_ms = gp__now_ms() + (status == 401 || status == 403 ? 5000 : 1000);
+    return;
+  }
+  json_error_t je;
+  json_t *doc = json_loadb(net->response.data, net->response.len, 0, &je);
+  json_t *events = a->inflight;
+  a->inflight = json_array();
+  events_acked(a, events);
+  json_decref(events);
+  if (!json_is_object(doc)) {
+    gp__log("heartbeat answer is not JSON: %s", je.text);
+    net->next_at_ms = gp__now_ms() + 1000;
+    json_decref(doc);
+    return;
+  }
+  json_t *orders = json_object_get(doc, "orders");
+  size_t i;
+  json_t *o;
+  size_t n_orders = json_is_array(orders) ? json_array_size(orders) : 0;
+  json_array_foreach(orders, i, o) {
+    if (json_is_object(o)) execute_order(a, o);
+  }
+  json_t *g = json_object_get(doc, "gen");
+  if (json_is_integer(g) && json_integer_value(g) >= a->gen) a->gen = json_integer_value(g);
+  /* A server that answers at once without long-polling must not make us spin. */
+  if (n_orders == 0 && !net->carries_events && gp__now_ms() - net->started_ms < 200)
+    net->next_at_ms = gp__now_ms() + 1000;
+  json_decref(doc);
+}
+
+static void net_step(gp_agent *a) {
+  gp__net *net = a->net;
+  int running = 0;
+  curl_multi_perform(net->multi, &running);
+  CURLMsg *m;
+  int left = 0;
+  while ((m = curl_multi_info_read(net->multi, &left))) {
+    if (m->msg != CURLMSG_DONE || m->easy_handle != net->easy) continue;
+    CURLcode cc = m->data.result;
+    long status = 0;
+    curl_easy_getinfo(net->easy, CURLINFO_RESPONSE_CODE, &status);
+    call_kind kind = net->kind;
+    if (cc != CURLE_OK) {
+      if (!net->outage_logged)
+        gp__log("cannot reach the server %s: %s (retrying)", a->cfg.server,
+                curl_easy_strerror(cc));
+      net->outage_logged = true;
+      net->failures++;
+      int backoff = net->failures < 4 ? 250 << net->failures : 5000;
+      net->next_at_ms = gp__now_ms() + backoff;
+      if (kind == CALL_HEARTBEAT) requeue_inflight(a);
+      net_finish(a);
+      continue;
+    }
+    if (net->outage_logged && kind == CALL_HEARTBEAT) gp__log("server reachable again");
+    net->failures = 0;
+    net->outage_logged = false;
+    if (kind == CALL_REGISTER) on_register_answer(a, status);
+    else on_heartbeat_answer(a, status);
+    net_finish(a);
+  }
+}
+
+static void net_schedule(gp_agent *a) {
+  gp__net *net = a->net;
+  int64_t now = gp__now_ms();
+  if (net->kind == CALL_HEARTBEAT && !net->carries_events && json_array_size(a->events) > 0) {
+    /* An event must not wait for the long poll to time out. */
+    requeue_inflight(a);
+    net_finish(a);
+    net->next_at_ms = 0;
+  }
+  if (net->kind != CALL_NONE || now < net->next_at_ms) return;
+  if (!a->registered) start_register(a);
+  else start_heartbeat(a);
+}
+
+/* ---- set-up ---- */
+
+static int mkdirs(const char *path, gp_err *err) {
+  char buf[700];
+  snprintf(buf, sizeof buf, "%s", path);
+  for (char *p = buf + 1; *p; p++) {
+    if (*p != '/') continue;
+    *p = '\0';
+    if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+      return gp_err_set(err, GP_EIO, buf, 0, NULL, "cannot create directory: %s",
+                        strerror(errno));
+    *p = '/';
+  }
+  if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+    return gp_err_set(err, GP_EIO, buf, 0, NULL, "cannot create directory: %s", strerror(errno));
+  return 0;
+}
+
+static void detect_host(gp_agent *a) {
+  a->cpus = a->cfg.cpus;
+  if (a->cpus <= 0) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    a->cpus = n > 0 ? n : 1;
+  }
+  a->mem_mib = a->cfg.mem_mib;
+  if (a->mem_mib <= 0) {
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    a->mem_mib = pages > 0 && page > 0 ? (int64_t)pages * page / (1024 * 1024) : 0;
+  }
+}
+
+int gp_agent_new(const gp_agent_config *cfg, gp_gpu_backend *backend, gp_agent **ret,
+                 gp_err *err) {
+  gp_agent *a = gp_xcalloc(1, sizeof *a);
+  a->cfg = *cfg;
+  a->gpu = backend;
+  a->orders = gp_xcalloc(GP_AGENT_MAX_ORDERS_KEPT, sizeof *a->orders);
+  a->events = json_array();
+  a->inflight = json_array();
+  a->heartbeat_s = cfg->heartbeat_s > 0 ? cfg->heartbeat_s : 5;
+  a->is_root = geteuid() == 0;
+  pthread_mutex_init(&a->stats_lock, NULL);
+  a->net = gp_xcalloc(1, sizeof *a->net);
+  gp_buf_init(&a->net->response, RESPONSE_MAX);
+  int rc;
+  if (!a->cfg.name[0] && gethostname(a->cfg.name, sizeof a->cfg.name - 1) != 0)
+    snprintf(a->cfg.name, sizeof a->cfg.name, "localhost");
+  if (!a->cfg.server[0]) {
+    rc = gp_err_set(err, GP_EINVAL, NULL, 0, "server", "no server URL (--server)");
+    goto fail;
+  }
+  snprintf(a->jobs_dir, sizeof a->jobs_dir, "%s/jobs", a->cfg.data_dir);
+  if ((rc = mkdirs(a->jobs_dir, err)) != 0) goto fail;
+  if ((rc = backend->ops->discover(backend, a->gpus, GP_GPU_MAX_DEVICES, &a->n_gpus, err)) != 0)
+    goto fail;
+  for (int i = 0; i < a->n_gpus; i++) {
+    const gp_gpu_mode *m = gp_agent_config_gpu_mode(&a->cfg, i);
+    a->gpu_mode[i] = m->mode;
+    a->gpu_replicas[i] = m->mode == GP_MODE_TIMESLICE ? m->replicas : 1;
+    if (a->gpus[i].mig_enabled && m->mode != GP_MODE_MIG && a->gpus[i].n_mig > 0)
+      a->gpu_mode[i] = GP_MODE_MIG; /* the GPU is partitioned: say so, whatever the config */
+  }
+  for (int i = a->n_gpus; i < GP_GPU_MAX_DEVICES; i++)
+    if (cfg->gpus[i].set) gp__log("config names GPU %d, which this node does not have", i);
+  detect_host(a);
+  if (gp_cgroup_probe(a->cfg.cgroup_root, &a->cgroup) != 0) gp__log("%s", a->cgroup.message);
+  orders_load(a);
+  gp__jobs_adopt(a);
+  if ((rc = gp__mig_apply_config(a)) != 0) {
+    gp_err_set(err, rc, NULL, 0, "gpus", "cannot apply the configured MIG layouts (see log)");
+    goto fail;
+  }
+  a->net->multi = curl_multi_init();
+  if ((rc = gp__http_start(a, err)) != 0) goto fail;
+  gp__stats_update(a);
+  *ret = a;
+  return 0;
+fail:
+  gp_agent_free(a);
+  return rc;
+}
+
+const char *gp_agent_url(const gp_agent *a) { return a->url; }
+
+int gp_agent_run(gp_agent *a, volatile sig_atomic_t *stop) {
+  while (!*stop) {
+    gp__jobs_tick(a);
+    gp__watchdog_tick(a);
+    net_schedule(a);
+    net_step(a);
+    gp__stats_update(a);
+    int numfds = 0;
+    /* 50 ms bounds how late a job's end or a grace deadline is noticed. */
+    curl_multi_poll(a->net->multi, NULL, 0, 50, &numfds);
+  }
+  gp__log("stopping; %zu job(s) keep running and will be re-adopted on restart", a->n_jobs);
+  return 0;
+}
+
+void gp_agent_free(gp_agent *a) {
+  if (!a) return;
+  gp__http_stop(a);
+  if (a->net) {
+    if (a->net->multi) {
+      net_finish(a);
+      curl_multi_cleanup(a->net->multi);
+    }
+    gp_buf_done(&a->net->response);
+    free(a->net);
+  }
+  for (size_t i = 0; i < a->n_jobs; i++) free(a->jobs[i]);
+  free(a->jobs);
+  free(a->orders);
+  if (a->orders_log) fclose(a->orders_log);
+  json_decref(a->events);
+  json_decref(a->inflight);
+  if (a->gpu) a->gpu->ops->close(a->gpu);
+  pthread_mutex_destroy(&a->stats_lock);
+  free(a);
+}

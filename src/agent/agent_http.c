@@ -1,0 +1,247 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The agent's own HTTP endpoint (libmicrohttpd, its own thread):
+ *   GET /healthz                              liveness, node name, registration;
+ *   GET /metrics                              Prometheus text;
+ *   GET /logs/{job}?stream=stdout&offset=N    a bounded chunk of a job's log as
+ *       {"data": "...", "offset": next, "eof": bool}, for the server's log proxy.
+ * /logs needs the agent's bearer token (job output is private). The handlers read files and
+ * the counters under stats_lock only, never the run loop's job table. Log bytes that are not
+ * UTF-8 become U+FFFD so the answer is valid JSON; offsets always count file bytes. */
+#include "agent/agent_int.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util/buf.h"
+#include "util/units.h"
+
+#define LOG_CHUNK_DEFAULT (64 * 1024)
+#define LOG_CHUNK_MAX (1024 * 1024)
+
+static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *type,
+                             char *body /* owned */, size_t len) {
+  struct MHD_Response *r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+  MHD_add_response_header(r, "Content-Type", type);
+  enum MHD_Result ok = MHD_queue_response(c, status, r);
+  MHD_destroy_response(r);
+  return ok;
+}
+
+static enum MHD_Result reply_json(struct MHD_Connection *c, unsigned status, json_t *doc) {
+  char *text = json_dumps(doc, JSON_COMPACT);
+  json_decref(doc);
+  return reply(c, status, "application/json", text, strlen(text));
+}
+
+static enum MHD_Result reply_error(struct MHD_Connection *c, unsigned status, const char *code,
+                                   const char *field, const char *message) {
+  json_t *e = json_object();
+  json_object_set_new(e, "code", json_string(code));
+  json_object_set_new(e, "message", json_string(message));
+  if (field) json_object_set_new(e, "field", json_string(field));
+  json_t *doc = json_object();
+  json_object_set_new(doc, "error", e);
+  return reply_json(c, status, doc);
+}
+
+/* Length of the valid UTF-8 sequence at p (1-4), 0 if invalid, -1 if cut off by the end. */
+static int utf8_seq(const unsigned char *p, size_t left) {
+  unsigned char c = p[0];
+  int n;
+  unsigned min;
+  unsigned cp;
+  if (c < 0x80) return 1;
+  if ((c & 0xE0) == 0xC0) n = 2, min = 0x80, cp = c & 0x1F;
+  else if ((c & 0xF0) == 0xE0) n = 3, min = 0x800, cp = c & 0x0F;
+  else if ((c & 0xF8) == 0xF0) n = 4, min = 0x10000, cp = c & 0x07;
+  else return 0;
+  for (int i = 1; i < n; i++) {
+    if ((size_t)i >= left) return -1;
+    if ((p[i] & 0xC0) != 0x80) return 0;
+    cp = (cp << 6) | (p[i] & 0x3F);
+  }
+  if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+  return n;
+}
+
+/* Turns raw bytes into valid UTF-8; stops before a sequence cut off by the chunk's end
+ * (unless `final`), returning how many input bytes were consumed. */
+static size_t to_utf8(const unsigned char *in, size_t n, bool final, gp_buf *out) {
+  size_t i = 0;
+  while (i < n) {
+    int k = utf8_seq(in + i, n - i);
+    if (k < 0 && !final) break;
+    if (k <= 0 || in[i] == 0) {
+      gp_buf_append(out, "\xEF\xBF\xBD", 3); /* U+FFFD (NUL too: JSON strings would carry it) */
+      i++;
+      continue;
+    }
+    gp_buf_append(out, (const char *)in + i, (size_t)k);
+    i += (size_t)k;
+  }
+  return i;
+}
+
+static bool job_ended(const char *dir) {
+  char path[800];
+  snprintf(path, sizeof path, "%s/exit", dir);
+  if (access(path, F_OK) == 0) return true;
+  snprintf(path, sizeof path, "%s/end.json", dir);
+  return access(path, F_OK) == 0;
+}
+
+static enum MHD_Result serve_logs(gp_agent *a, struct MHD_Connection *c, const char *id) {
+  const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+  char want[600];
+  snprintf(want, sizeof want, "Bearer %s", a->cfg.token);
+  if (!auth || strcmp(auth, want) != 0)
+    return reply_error(c, 401, "unauthenticated", NULL, "a valid agent token is required");
+  if (!gp__job_id_valid(id)) return reply_error(c, 400, "invalid_argument", "job", "bad job id");
+  const char *stream = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "stream");
+  if (!stream) stream = "stdout";
+  if (strcmp(stream, "stdout") != 0 && strcmp(stream, "stderr") != 0)
+    return reply_error(c, 400, "invalid_argument", "stream", "stream must be stdout or stderr");
+  int64_t offset = 0, limit = LOG_CHUNK_DEFAULT;
+  const char *s = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "offset");
+  if (s && (gp_parse_int64(s, &offset) != 0 || offset < 0))
+    return reply_error(c, 400, "invalid_argument", "offset", "offset must be a byte count >= 0");
+  s = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "limit");
+  if (s && (gp_parse_int64(s, &limit) != 0 || limit < 1 || limit > LOG_CHUNK_MAX))
+    return reply_error(c, 400, "invalid_argument", "limit", "limit must be 1 to 1048576 bytes");
+  char dir[700], path[800];
+  snprintf(dir, sizeof dir, "%s/%s", a->jobs_dir, id);
+  snprintf(path, sizeof path, "%s/%s", dir, stream);
+  bool ended = job_ended(dir);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    struct stat st;
+    if (stat(dir, &st) != 0) return reply_error(c, 404, "not_found", "job", "no such job on this node");
+    /* The job exists but has not written that stream yet. */
+    json_t *doc = json_object();
+    json_object_set_new(doc, "data", json_string(""));
+    json_object_set_new(doc, "offset", json_integer(offset));
+    json_object_set_new(doc, "eof", json_boolean(ended));
+    return reply_json(c, 200, doc);
+  }
+  struct stat st;
+  fstat(fd, &st);
+  unsigned char *raw = malloc((size_t)limit);
+  ssize_t n = 0;
+  if (offset < st.st_size) n = pread(fd, raw, (size_t)limit, offset);
+  close(fd);
+  if (n < 0) n = 0;
+  bool at_end = offset + n >= st.st_size;
+  gp_buf text;
+  gp_buf_init(&text, (size_t)limit * 3 + 16);
+  size_t used = to_utf8(raw, (size_t)n, at_end && ended, &text);
+  free(raw);
+  json_t *doc = json_object();
+  json_object_set_new(doc, "data", json_stringn(text.data ? text.data : "", text.len));
+  json_object_set_new(doc, "offset", json_integer(offset + (int64_t)used));
+  json_object_set_new(doc, "eof", json_boolean(ended && offset + (int64_t)used >= st.st_size));
+  json_object_set_new(doc, "size", json_integer(st.st_size));
+  gp_buf_done(&text);
+  return reply_json(c, 200, doc);
+}
+
+static enum MHD_Result serve_metrics(gp_agent *a, struct MHD_Connection *c) {
+  pthread_mutex_lock(&a->stats_lock);
+  int running = a->stats_running;
+  bool registered = a->stats_registered;
+  pthread_mutex_unlock(&a->stats_lock);
+  gp_buf b;
+  gp_buf_init(&b, 1 << 20);
+  gp_buf_printf(&b, "# HELP gpool_agent_up The gpool agent is serving.\n"
+                    "# TYPE gpool_agent_up gauge\ngpool_agent_up{hostname=\"%s\"} 1\n",
+                a->cfg.name);
+  gp_buf_printf(&b, "# HELP gpool_agent_registered 1 when the node is registered with the server.\n"
+                    "# TYPE gpool_agent_registered gauge\ngpool_agent_registered{hostname=\"%s\"} %d\n",
+                a->cfg.name, registered ? 1 : 0);
+  gp_buf_printf(&b, "# HELP gpool_agent_jobs_running Jobs running on this node.\n"
+                    "# TYPE gpool_agent_jobs_running gauge\ngpool_agent_jobs_running{hostname=\"%s\"} %d\n",
+                a->cfg.name, running);
+  gp_buf_printf(&b, "# HELP gpool_agent_gpus GPUs on this node.\n"
+                    "# TYPE gpool_agent_gpus gauge\ngpool_agent_gpus{hostname=\"%s\"} %d\n",
+                a->cfg.name, a->n_gpus);
+  gp_buf_printf(&b, "# HELP gpool_agent_cgroups 1 when cgroup v2 CPU and memory limits apply.\n"
+                    "# TYPE gpool_agent_cgroups gauge\ngpool_agent_cgroups{hostname=\"%s\"} %d\n",
+                a->cfg.name, a->cgroup.ok ? 1 : 0);
+  size_t len = b.len;
+  return reply(c, 200, "text/plain; version=0.0.4", gp_buf_steal(&b), len);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+                                  const char *method, const char *version, const char *upload,
+                                  size_t *upload_size, void **state) {
+  gp_agent *a = cls;
+  if (!*state) { /* first call: headers only */
+    *state = (void *)1;
+    return MHD_YES;
+  }
+  if (*upload_size) { /* no route takes a body */
+    *upload_size = 0;
+    return MHD_YES;
+  }
+  if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
+    return reply_error(c, 405, "method_not_allowed", NULL, "only GET is served here");
+  if (strcmp(url, "/healthz") == 0) {
+    pthread_mutex_lock(&a->stats_lock);
+    bool registered = a->stats_registered;
+    int running = a->stats_running;
+    pthread_mutex_unlock(&a->stats_lock);
+    json_t *doc = json_object();
+    json_object_set_new(doc, "ok", json_true());
+    json_object_set_new(doc, "node", json_string(a->cfg.name));
+    json_object_set_new(doc, "registered", json_boolean(registered));
+    json_object_set_new(doc, "jobs_running", json_integer(running));
+    return reply_json(c, 200, doc);
+  }
+  if (strcmp(url, "/metrics") == 0) return serve_metrics(a, c);
+  if (strncmp(url, "/logs/", 6) == 0) return serve_logs(a, c, url + 6);
+  return reply_error(c, 404, "not_found", NULL, "no such route");
+}
+
+int gp__http_start(gp_agent *a, gp_err *err) {
+  char host[128];
+  int64_t port = 0;
+  const char *colon = strrchr(a->cfg.listen, ':');
+  if (!colon || (size_t)(colon - a->cfg.listen) >= sizeof host ||
+      gp_parse_int64(colon + 1, &port) != 0 || port < 0 || port > 65535)
+    return gp_err_set(err, GP_EINVAL, NULL, 0, "listen", "'%s' is not HOST:PORT", a->cfg.listen);
+  snprintf(host, sizeof host, "%.*s", (int)(colon - a->cfg.listen), a->cfg.listen);
+  struct sockaddr_in sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons((uint16_t)port);
+  if (inet_pton(AF_INET, host[0] ? host : "0.0.0.0", &sa.sin_addr) != 1)
+    return gp_err_set(err, GP_EINVAL, NULL, 0, "listen", "'%s' is not an IPv4 address", host);
+  a->httpd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
+                              on_request, a, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+                              MHD_OPTION_CONNECTION_LIMIT, (unsigned)64,
+                              MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30, MHD_OPTION_END);
+  if (!a->httpd)
+    return gp_err_set(err, GP_EIO, NULL, 0, "listen", "cannot listen on %s: %s", a->cfg.listen,
+                      strerror(errno));
+  const union MHD_DaemonInfo *info = MHD_get_daemon_info(a->httpd, MHD_DAEMON_INFO_BIND_PORT);
+  unsigned bound = info ? info->port : (unsigned)port;
+  const char *url_host = host;
+  char name[128];
+  if (!host[0] || strcmp(host, "0.0.0.0") == 0) {
+    url_host = gethostname(name, sizeof name - 1) == 0 ? name : "127.0.0.1";
+  }
+  snprintf(a->url, sizeof a->url, "http://%s:%u", url_host, bound);
+  return 0;
+}
+
+void gp__http_stop(gp_agent *a) {
+  if (a->httpd) MHD_stop_daemon(a->httpd);
+  a->httpd = NULL;
+}

@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Internals shared by the agent's files (agent.c: loop and protocol; agent_jobs.c: job
+ * start, stop, end and re-adoption; agent_share.c: enforcement decisions; agent_http.c:
+ * the endpoint). Not a public interface. */
+#ifndef GP_AGENT_AGENT_INT_H
+#define GP_AGENT_AGENT_INT_H
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "agent/agent.h"
+#include "agent/cgroup.h"
+#include "agent/config.h"
+#include "agent/gpu.h"
+
+#define GP_AGENT_ID_MAX 64
+#define GP_AGENT_MAX_ORDERS_KEPT 8192
+
+typedef struct gp__job {
+  char id[GP_AGENT_ID_MAX];
+  char order_id[GP_AGENT_ID_MAX];
+  char user[64];
+  char queue[160];
+  char dir[700];
+  pid_t pid;                 /* job process = its process group */
+  pid_t shim_pid;
+  uint64_t start_ticks, shim_ticks;
+  bool is_child;             /* the shim is our child (not an adopted job) */
+  int64_t started_at;        /* epoch seconds */
+  int n_gpus;
+  int gpus[GP_GPU_MAX_DEVICES];
+  char mig_uuid[96];
+  char enforcement[16];      /* exclusive | mps | watchdog | none | mig */
+  int64_t limit_mib;         /* watchdog: per-GPU memory share */
+  int sim_util;
+  int64_t sim_mem_mib;
+  int ckpt_signal;
+  int grace_s;
+  bool cgroup;               /* has a cgroup under the gpool root */
+  /* stop handshake */
+  bool stopping;
+  int64_t kill_at_ms;        /* epoch ms of the SIGKILL, when stopping */
+  bool killed_hard;
+  int stop_signal;
+  char stop_reason[32];
+  bool limit_exceeded;
+  /* end */
+  bool ended;
+  bool exit_known;
+  int exit_code;             /* -1 with a signal */
+  int signal;
+  char reason[32];           /* exited | killed | oom | limit_exceeded | lost | start_failed */
+  char message[512];
+  int64_t ended_at;
+  bool gone_once;            /* adopted: saw the process gone once without an exit file */
+} gp__job;
+
+struct gp_agent {
+  gp_agent_config cfg;
+  gp_gpu_backend *gpu;
+  int n_gpus;
+  gp_gpu_info gpus[GP_GPU_MAX_DEVICES];
+  gp_share_mode gpu_mode[GP_GPU_MAX_DEVICES];
+  int gpu_replicas[GP_GPU_MAX_DEVICES];
+  bool gpu_drained[GP_GPU_MAX_DEVICES];
+  char gpu_drain_reason[GP_GPU_MAX_DEVICES][160];
+  int64_t cpus, mem_mib;
+  gp_cgroup cgroup;
+  bool is_root;
+  char url[160];
+  char jobs_dir[600];
+
+  /* jobs */
+  gp__job **jobs;
+  size_t n_jobs, cap_jobs;
+
+  /* executed orders (at most once) */
+  char (*orders)[GP_AGENT_ID_MAX];
+  size_t n_orders, next_order;
+  FILE *orders_log;
+  size_t orders_log_lines;
+
+  /* protocol */
+  json_t *events;            /* pending EVENTs */
+  json_t *inflight;          /* EVENTs carried by the heartbeat in flight */
+  int64_t gen;
+  bool registered;
+  int heartbeat_s;
+  int64_t last_watchdog_ms;
+  bool watchdog_warned[GP_GPU_MAX_DEVICES];
+
+  /* endpoint */
+  struct MHD_Daemon *httpd;
+  pthread_mutex_t stats_lock;
+  int stats_running;
+  bool stats_registered;
+
+  struct gp__net *net;
+};
+
+/* ---- agent.c ---- */
+int64_t gp__now_ms(void);
+void gp__log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void gp__event(gp_agent *a, json_t *ev); /* takes ownership */
+int gp__write_json(const char *path, json_t *doc); /* atomic: tmp + rename */
+
+/* ---- agent_jobs.c ---- */
+void gp__job_start(gp_agent *a, const char *order_id, json_t *job);
+void gp__job_stop(gp_agent *a, json_t *order);
+void gp__jobs_tick(gp_agent *a);    /* reap, deadlines */
+void gp__jobs_adopt(gp_agent *a);   /* at start-up */
+gp__job *gp__job_find(gp_agent *a, const char *id);
+void gp__job_remove(gp_agent *a, gp__job *j); /* after the server acknowledged its end */
+json_t *gp__job_report(const gp__job *j); /* register "jobs" entry */
+void gp__job_persist(const gp__job *j);
+bool gp__job_id_valid(const char *id);
+void gp__stats_update(gp_agent *a);
+
+/* ---- agent_share.c ---- */
+/* Decides how a placement is isolated; fills enforcement, the per-GPU limit and extra env
+ * (MPS variables). Returns 0, or an error with a sentence (fail closed). */
+typedef struct gp__share_plan {
+  char enforcement[16];
+  int64_t limit_mib;
+  char mps_pipe_dir[512];
+  char mps_mem_limit[256];   /* CUDA_MPS_PINNED_DEVICE_MEM_LIMIT, "" when not MPS */
+  int mps_thread_pct;
+} gp__share_plan;
+int gp__share_decide(gp_agent *a, const int *gpus, int n_gpus, int64_t gpu_milli,
+                     int64_t gpu_mem_mib, const char *mig_uuid, gp__share_plan *ret, gp_err *err);
+bool gp__mps_running(const gp_agent *a, char *pipe_dir, size_t size);
+void gp__watchdog_tick(gp_agent *a);
+int gp__mig_apply(gp_agent *a, int gpu, const char *const *profiles, const int *slots, int n,
+                  gp_err *err);
+int gp__mig_apply_config(gp_agent *a);
+json_t *gp__mig_json(const gp_gpu_info *g);
+
+/* ---- agent_http.c ---- */
+int gp__http_start(gp_agent *a, gp_err *err);
+void gp__http_stop(gp_agent *a);
+
+#endif

@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* `gpool agent`: the node agent's command line. Flags override the config file; the agent
+ * itself lives in src/agent/agent.h. */
+#include <curl/curl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/agent.h"
+#include "agent/config.h"
+#include "agent/gpu_sim.h"
+#include "cli/commands.h"
+#include "util/units.h"
+
+static volatile sig_atomic_t stop_requested = 0;
+
+static void on_signal(int sig) {
+  (void)sig;
+  stop_requested = 1;
+}
+
+static void usage(FILE *out) {
+  fprintf(out,
+          "Usage: gpool agent --server URL --token TOKEN [options]\n\n"
+          "Runs the node agent: registers this node's GPUs with the server, runs the jobs it\n"
+          "is given, and serves their logs and metrics.\n\n"
+          "Options:\n"
+          "  --server URL          the gpool server (e.g. http://127.0.0.1:8642)\n"
+          "  --token TOKEN         an agent token (or GPOOL_AGENT_TOKEN)\n"
+          "  --name NODE           node name (default: the host name)\n"
+          "  --sim SPEC            simulated GPUs, e.g. 8xH100-80GB or 4xA100-40GB,2xL40S\n"
+          "  --inject FAULTS       simulated faults, e.g. 'xid:79@gpu3,after=5s' (repeatable)\n"
+          "  --data DIR            state and job logs (default /var/lib/gpool/agent)\n"
+          "  --listen HOST:PORT    the agent's own endpoint (default 127.0.0.1:0: a free port)\n"
+          "  --labels k=v,...      node labels (e.g. topology.block=b1)\n"
+          "  --capacity TYPE       on-demand (default), spot, reserved, on-prem\n"
+          "  --config FILE         agent.yaml (flags override it)\n"
+          "  --heartbeat-s N       long-poll length in seconds (1-30, default 5)\n"
+          "  --sharing MODE        sharing mode of every GPU: exclusive, shared, timeslice:N,\n"
+          "                        mig:<profiles>\n"
+          "  --gpu-mode RANGE=MODE sharing mode of some GPUs, e.g. 0-3=shared (repeatable)\n"
+          "  --cpus N, --mem SIZE  override the detected CPUs and memory\n"
+          "  --grace DUR           default grace period of the stop handshake (default 30s)\n"
+          "  --cgroup-root DIR     cgroup v2 sub-tree for job limits (default /sys/fs/cgroup/gpool)\n"
+          "  --mps-pipe-dir DIR    where an MPS control daemon's pipes live\n"
+          "  --personal            run every job as this agent's user (a personal pool)\n"
+          "  --allow-root-jobs     allow jobs of user root when the agent runs as root\n");
+}
+
+static int set_str(char *dst, size_t size, const char *flag, const char *v) {
+  if (strlen(v) >= size) {
+    fprintf(stderr, "gpool agent: %s: value too long\n", flag);
+    return -1;
+  }
+  snprintf(dst, size, "%s", v);
+  return 0;
+}
+
+int gp_cmd_agent(int argc, char **argv) {
+  gp_agent_config cfg;
+  gp_agent_config_init(&cfg);
+  gp_err err = {0};
+  /* The config file first, so that flags override it wherever they appear. */
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      usage(stdout);
+      return 0;
+    }
+    if (strcmp(argv[i], "--config") == 0 && i + 1 < argc) {
+      if (gp_agent_config_load(argv[i + 1], &cfg, &err) != 0) {
+        char buf[1024];
+        gp_err_format(&err, buf, sizeof buf);
+        fprintf(stderr, "gpool agent: %s\n", buf);
+        return 2;
+      }
+    }
+  }
+  const char *env_token = getenv("GPOOL_AGENT_TOKEN");
+  if (env_token && !cfg.token[0]) set_str(cfg.token, sizeof cfg.token, "token", env_token);
+  const char *injects[16];
+  int n_injects = 0;
+  for (int i = 1; i < argc; i++) {
+    const char *f = argv[i];
+    bool is_bool = strcmp(f, "--personal") == 0 || strcmp(f, "--allow-root-jobs") == 0;
+    if (is_bool) {
+      if (f[2] == 'p') cfg.personal = true;
+      else cfg.allow_root_jobs = true;
+      continue;
+    }
+    if (strncmp(f, "--", 2) != 0 || i + 1 >= argc) {
+      fprintf(stderr, "gpool agent: unexpected argument '%s' (see gpool agent --help)\n", f);
+      return 2;
+    }
+    const char *v = argv[++i];
+    int rc = 0;
+    if (strcmp(f, "--config") == 0) continue;
+    else if (strcmp(f, "--server") == 0) rc = set_str(cfg.server, sizeof cfg.server, f, v);
+    else if (strcmp(f, "--token") == 0) rc = set_str(cfg.token, sizeof cfg.token, f, v);
+    else if (strcmp(f, "--name") == 0) rc = set_str(cfg.name, sizeof cfg.name, f, v);
+    else if (strcmp(f, "--sim") == 0) rc = set_str(cfg.sim, sizeof cfg.sim, f, v);
+    else if (strcmp(f, "--data") == 0) rc = set_str(cfg.data_dir, sizeof cfg.data_dir, f, v);
+    else if (strcmp(f, "--listen") == 0) rc = set_str(cfg.listen, sizeof cfg.listen, f, v);
+    else if (strcmp(f, "--capacity") == 0) rc = set_str(cfg.capacity, sizeof cfg.capacity, f, v);
+    else if (strcmp(f, "--cgroup-root") == 0)
+      rc = set_str(cfg.cgroup_root, sizeof cfg.cgroup_root, f, v);
+    else if (strcmp(f, "--mps-pipe-dir") == 0)
+      rc = set_str(cfg.mps_pipe_dir, sizeof cfg.mps_pipe_dir, f, v);
+    else if (strcmp(f, "--labels") == 0) rc = gp_agent_config_add_labels(&cfg, v, &err);
+    else if (strcmp(f, "--inject") == 0) {
+      if (n_injects < 16) injects[n_injects++] = v;
+    } else if (strcmp(f, "--heartbeat-s") == 0) {
+      int64_t n = 0;
+      if (gp_parse_int64(v, &n) != 0 || n < 1 || n > 30)
+        rc = gp_err_set(&err, GP_EINVAL, NULL, 0, "--heartbeat-s", "expected 1 to 30 seconds");
+      else cfg.heartbeat_s = (int)n;
+    } else if (strcmp(f, "--cpus") == 0) {
+      if (gp_parse_int64(v, &cfg.cpus) != 0 || cfg.cpus < 1)
+        rc = gp_err_set(&err, GP_EINVAL, NULL, 0, "--cpus", "expected a positive count");
+    } else if (strcmp(f, "--mem") == 0) {
+      if (gp_parse_mem_mib(v, &cfg.mem_mib) != 0 || cfg.mem_mib < 1)
+        rc = gp_err_set(&err, GP_EINVAL, NULL, 0, "--mem", "expected a size such as 64G");
+    } else if (strcmp(f, "--grace") == 0) {
+      int64_t s = 0;
+      if (gp_parse_duration_s(v, &s) != 0 || s > 86400)
+        rc = gp_err_set(&err, GP_EINVAL, NULL, 0, "--grace", "expected a duration such as 30s");
+      else cfg.grace_s = (int)s;
+    } else if (strcmp(f, "--sharing") == 0) {
+      rc = gp_gpu_mode_parse(v, &cfg.default_mode, &err);
+      cfg.default_mode.set = false;
+    } else if (strcmp(f, "--gpu-mode") == 0) {
+      const char *eq = strchr(v, '=');
+      char range[32];
+      int lo = -1, hi = -1;
+      gp_gpu_mode m;
+      if (!eq || (size_t)(eq - v) >= sizeof range) {
+        rc = gp_err_set(&err, GP_EINVAL, NULL, 0, "--gpu-mode", "expected RANGE=MODE, e.g. 0-3=shared");
+      } else {
+        snprintf(range, sizeof range, "%.*s", (int)(eq - v), v);
+        char *dash = strchr(range, '-');
+        lo = atoi(range);
+        hi = dash ? atoi(dash + 1) : lo;
+        if (lo < 0 || hi < lo || hi >= GP_GPU_MAX_DEVICES || range[0] < '0' || range[0] > '9')
+          rc = gp_err_set(&err, GP_EINVAL, NULL, 0, "--gpu-mode", "bad GPU range '%s'", range);
+        else if ((rc = gp_gpu_mode_parse(eq + 1, &m, &err)) == 0)
+          for (int g = lo; g <= hi; g++) cfg.gpus[g] = m;
+      }
+    } else {
+      fprintf(stderr, "gpool agent: unknown option '%s' (see gpool agent --help)\n", f);
+      return 2;
+    }
+    if (rc) {
+      if (!err.message[0]) return 2;
+      fprintf(stderr, "gpool agent: %s: %s\n", f, err.message);
+      return 2;
+    }
+  }
+  if (!cfg.server[0] || !cfg.token[0]) {
+    fprintf(stderr, "gpool agent: --server and --token are required\n");
+    usage(stderr);
+    return 2;
+  }
+  if (!cfg.sim[0]) {
+    fprintf(stderr, "gpool agent: no GPU backend: pass --sim SPEC (e.g. --sim 8xH100-80GB); "
+                    "the NVML backend is not in this build yet\n");
+    return 2;
+  }
+  gp_gpu_backend *backend = NULL;
+  gp_gpu_sim_opts opts = {0};
+  opts.node_name = cfg.name[0] ? cfg.name : NULL;
+  if (gp_gpu_sim_open(cfg.sim, &opts, &backend, &err) != 0) {
+    fprintf(stderr, "gpool agent: --sim: %s\n", err.message);
+    return 2;
+  }
+  for (int i = 0; i < n_injects; i++)
+    if (gp_gpu_sim_inject_spec(backend, injects[i], &err) != 0) {
+      fprintf(stderr, "gpool agent: --inject: %s\n", err.message);
+      backend->ops->close(backend);
+      return 2;
+    }
+  curl_global_init(CURL_GLOBAL_DEFAULT);
+  signal(SIGPIPE, SIG_IGN);
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+  gp_agent *agent = NULL;
+  if (gp_agent_new(&cfg, backend, &agent, &err) != 0) {
+    char buf[1024];
+    gp_err_format(&err, buf, sizeof buf);
+    fprintf(stderr, "gpool agent: %s\n", buf);
+    curl_global_cleanup();
+    return 1;
+  }
+  fprintf(stderr, "gpool agent: node %s serving on %s, server %s\n", cfg.name[0] ? cfg.name : "(host)",
+          gp_agent_url(agent), cfg.server);
+  int rc = gp_agent_run(agent, &stop_requested);
+  gp_agent_free(agent);
+  curl_global_cleanup();
+  return rc == 0 ? 0 : 1;
+}
