@@ -371,12 +371,12 @@ static bool reset_check(gp_health *h, int gpu, char *why, size_t size) {
   }
   gp_err e = {0};
   if (gp_gpu_sim_is(h->b) && gp_gpu_sim_reset(h->b, gpu, &e)) {
-    snprintf(why, size, "reset failed: %s", e.message);
+    snprintf(why, size, "reset failed: %.100s", e.message);
     return false;
   }
   gp_gpu_sample s;
   if (h->b->ops->sample(h->b, gpu, &s, &e)) {
-    snprintf(why, size, "GPU does not answer: %s", e.message);
+    snprintf(why, size, "GPU does not answer: %.100s", e.message);
     return false;
   }
   if (s.row_remap_failure) {
