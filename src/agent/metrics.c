@@ -55,26 +55,29 @@ static const gp_gpu_mig_info *mig_by_uuid(const gp_gpu_info *in, const char *uui
   return NULL;
 }
 
-/* dcgm-exporter's identifying labels of GPU g, then job labels when `a` is given. */
+/* Identifying labels of GPU g, then job labels when `a` is given. DCGM_FI_* series use
+ * dcgm-exporter's label names (UUID, modelName, Hostname, GPU_I_PROFILE...) so its dashboards
+ * work unchanged; gpool_* series use snake_case names (uuid, model_name, gpu_i_profile...),
+ * and both carry `gpu` and `hostname` to join on. */
 static void gpu_labels_x(gp_buf *out, const gp_telemetry_view *v, int g,
                          const gp_telemetry_attr *a, const gp_gpu_mig_info *mig,
-                         const char *extra_k, const char *extra_v) {
+                         const char *extra_k, const char *extra_v, bool dcgm) {
   const gp_gpu_info *in = &v->info[g];
   bool first = true;
   char buf[32];
   snprintf(buf, sizeof buf, "%d", in->index);
   label(out, &first, "gpu", buf);
-  label(out, &first, "UUID", in->uuid);
+  label(out, &first, dcgm ? "UUID" : "uuid", in->uuid);
   label(out, &first, "pci_bus_id", in->pci_bus_id);
   snprintf(buf, sizeof buf, "nvidia%d", in->index);
   label(out, &first, "device", buf);
-  label(out, &first, "modelName", in->name);
-  label(out, &first, "Hostname", v->hostname);
+  label(out, &first, dcgm ? "modelName" : "model_name", in->name);
+  if (dcgm) label(out, &first, "Hostname", v->hostname);
   label(out, &first, "hostname", v->hostname);
   if (mig) {
-    label(out, &first, "GPU_I_PROFILE", mig->profile);
+    label(out, &first, dcgm ? "GPU_I_PROFILE" : "gpu_i_profile", mig->profile);
     snprintf(buf, sizeof buf, "%d", mig->gpu_instance_id);
-    label(out, &first, "GPU_I_ID", buf);
+    label(out, &first, dcgm ? "GPU_I_ID" : "gpu_i_id", buf);
   }
   if (a) {
     label(out, &first, "job", a->job);
@@ -87,7 +90,12 @@ static void gpu_labels_x(gp_buf *out, const gp_telemetry_view *v, int g,
 
 static void gpu_labels(gp_buf *out, const gp_telemetry_view *v, int g, const gp_telemetry_attr *a,
                        const gp_gpu_mig_info *mig) {
-  gpu_labels_x(out, v, g, a, mig, NULL, NULL);
+  gpu_labels_x(out, v, g, a, mig, NULL, NULL, true);
+}
+
+static void gpool_labels(gp_buf *out, const gp_telemetry_view *v, int g,
+                         const gp_telemetry_attr *a, const gp_gpu_mig_info *mig) {
+  gpu_labels_x(out, v, g, a, mig, NULL, NULL, false);
 }
 
 typedef struct dev_metric {
@@ -232,7 +240,7 @@ static void render_jobs(const gp_telemetry_view *v, gp_buf *out) {
         x = a->energy_j;
       }
       gp_buf_puts(out, fams[f].name);
-      gpu_labels(out, v, a->gpu, a, mig_by_uuid(&v->info[a->gpu], a->mig_uuid));
+      gpool_labels(out, v, a->gpu, a, mig_by_uuid(&v->info[a->gpu], a->mig_uuid));
       num(out, x);
     }
   }
@@ -243,20 +251,20 @@ static void render_health(const gp_telemetry_view *v, gp_health *h, gp_buf *out)
          "1 when the last read of the GPU succeeded, 0 when it failed (e.g. fell off the bus).");
   for (int g = 0; g < v->n_gpus; g++) {
     gp_buf_puts(out, "gpool_gpu_sample_ok");
-    gpu_labels(out, v, g, NULL, NULL);
+    gpool_labels(out, v, g, NULL, NULL);
     num(out, v->have_sample[g] ? 1 : 0);
   }
   family(out, "gpool_gpu_xid_events_total", "counter", "Xid events reported for the GPU.");
   for (int g = 0; g < v->n_gpus; g++) {
     gp_buf_puts(out, "gpool_gpu_xid_events_total");
-    gpu_labels(out, v, g, NULL, NULL);
+    gpool_labels(out, v, g, NULL, NULL);
     num(out, (double)v->xid_count[g]);
   }
   if (!h) return;
   family(out, "gpool_gpu_healthy", "gauge", "1 when the GPU is in service, 0 when drained.");
   for (int g = 0; g < v->n_gpus; g++) {
     gp_buf_puts(out, "gpool_gpu_healthy");
-    gpu_labels(out, v, g, NULL, NULL);
+    gpool_labels(out, v, g, NULL, NULL);
     num(out, gp_health_gpu_state(h, g, NULL, 0) == GP_GPU_STATE_HEALTHY ? 1 : 0);
   }
   family(out, "gpool_gpu_drained_info", "gauge", "Present (1) for a drained GPU, with the reason.");
@@ -264,7 +272,7 @@ static void render_health(const gp_telemetry_view *v, gp_health *h, gp_buf *out)
     char reason[192];
     if (gp_health_gpu_state(h, g, reason, sizeof reason) != GP_GPU_STATE_DRAINED) continue;
     gp_buf_puts(out, "gpool_gpu_drained_info");
-    gpu_labels_x(out, v, g, NULL, NULL, "reason", reason);
+    gpu_labels_x(out, v, g, NULL, NULL, "reason", reason, false);
     num(out, 1);
   }
   char conds[256];
@@ -275,7 +283,6 @@ static void render_health(const gp_telemetry_view *v, gp_health *h, gp_buf *out)
   for (char *c = strtok_r(conds, ",", &save); c; c = strtok_r(NULL, ",", &save)) {
     gp_buf_puts(out, "gpool_node_condition");
     bool first = true;
-    label(out, &first, "Hostname", v->hostname);
     label(out, &first, "hostname", v->hostname);
     label(out, &first, "condition", c);
     gp_buf_puts(out, "}");

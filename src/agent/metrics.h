@@ -5,7 +5,8 @@
  *  - device series carry job/queue/user labels only when exactly one job holds the GPU
  *    (then the device value is that job's);
  *  - gpool_job_gpu_* series give each job on a GPU its own per-process figures (a shared
- *    GPU never copies the device value to every job);
+ *    GPU never copies the device value to every job); gpool_* series use snake_case labels
+ *    (uuid, model_name, gpu_i_profile...) and share `gpu` and `hostname` with the DCGM ones;
  * and GPU health states and node conditions. Series of a job vanish when it ends, so the
  * label cardinality stays bounded by the jobs running now. */
 #ifndef GP_AGENT_METRICS_H
