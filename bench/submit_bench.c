@@ -13,7 +13,15 @@
  * max). With --wait-started the program then polls GET /v1/queues until the queue's
  * running_jobs reaches the number submitted and prints the time from the first submission
  * until all had started. Server and token come from the flags, GPOOL_SERVER/GPOOL_TOKEN or
- * client.json, like the CLI. Prints figures; it is a program, not a test. */
+ * client.json, like the CLI. Prints figures; it is a program, not a test.
+ *
+ * --fake-nodes N --agent-token T: before submitting, the program registers N simulated
+ * 8-GPU nodes (fake-1..fake-N) over the agent protocol (docs/internals/protocol.md) and
+ * serves them from --agent-threads threads: each heartbeats its nodes (wait_ms 0),
+ * acknowledges the orders' generation and answers every start order with a `started`
+ * event, as an agent does after fork/exec, but without forking: a 2-core machine cannot run
+ * 10,000 processes and 1,250 agents. What is measured is the server's whole path: durable
+ * submission, scheduling, persisting the plan, handing orders to agents, recording starts. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -21,13 +29,26 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "client/client.h"
 #include "util/mem.h"
 
+typedef struct fake_node {
+  char name[32];
+  long long gen;
+  json_t *events;        /* to send with the next heartbeat */
+  json_t *seen;          /* order ids already executed (orders are re-sent until acked) */
+} fake_node;
+
 typedef struct bench {
-  const char *server, *token, *queue, *command;
-  int clients, jobs, gpus;
+  const char *server, *token, *queue, *command, *agent_token;
+  int clients, jobs, gpus, fake_nodes, agent_threads;
+  fake_node *nodes;
+  atomic_int stop_agents;
+  atomic_long orders_started;
+  atomic_int agent_errors;
+  char agent_error[600];
   double timeout_s;
   atomic_int next;       /* index of the next job to submit */
   atomic_int acked;
@@ -83,6 +104,105 @@ static void *client_main(void *arg) {
   return NULL;
 }
 
+
+/* ---- fake agents ---- */
+
+static json_t *fake_node_json(const char *name, int index) {
+  json_t *gpus = json_array(), *domain = json_array();
+  for (int g = 0; g < 8; g++) {
+    char uuid[64];
+    snprintf(uuid, sizeof uuid, "GPU-fa4e0000-0000-4000-8000-%06d%06d", index, g);
+    json_array_append_new(gpus, json_pack("{s:i, s:s, s:s, s:s, s:i}", "index", g, "uuid", uuid,
+                                          "health", "healthy", "mode", "exclusive", "mem_mib", 81559));
+    json_array_append_new(domain, json_integer(g));
+  }
+  return json_pack("{s:s, s:s, s:i, s:i, s:i, s:{}, s:s, s:[o], s:o}", "name", name, "model", "H100-80GB",
+                   "gpus", 8, "cpus", 64, "mem_mib", 1024000, "labels", "capacity", "on-demand",
+                   "nvlink_domains", domain, "gpu_list", gpus);
+}
+
+static void agent_fail(bench *b, const char *what, const gp_err *err) {
+  atomic_fetch_add(&b->agent_errors, 1);
+  pthread_mutex_lock(&b->lock);
+  if (!b->agent_error[0]) snprintf(b->agent_error, sizeof b->agent_error, "%s: %s", what, err->message);
+  pthread_mutex_unlock(&b->lock);
+}
+
+static int fake_register(bench *b, gp_client *c, int i) {
+  fake_node *n = &b->nodes[i];
+  json_t *body = json_pack("{s:o, s:s, s:[]}", "node", fake_node_json(n->name, i), "agent_url",
+                           "http://127.0.0.1:9", "jobs");
+  gp_err err = {0};
+  int rc = gp_client_call(c, "POST", "/v1/agent/register", body, NULL, NULL, &err);
+  json_decref(body);
+  if (rc) agent_fail(b, "register", &err);
+  n->gen = 0;
+  return rc;
+}
+
+typedef struct agent_thread {
+  bench *b;
+  int first, count;
+} agent_thread;
+
+static void *agent_main(void *arg) {
+  agent_thread *t = arg;
+  bench *b = t->b;
+  gp_client *c = gp_client_new(b->server, b->agent_token);
+  for (int i = t->first; i < t->first + t->count; i++) fake_register(b, c, i);
+  while (!atomic_load(&b->stop_agents)) {
+    int busy = 0;
+    for (int i = t->first; i < t->first + t->count && !atomic_load(&b->stop_agents); i++) {
+      fake_node *n = &b->nodes[i];
+      json_t *body = json_pack("{s:s, s:I, s:i, s:O, s:[], s:[]}", "node", n->name, "gen", (json_int_t)n->gen,
+                               "wait_ms", 0, "events", n->events, "gpus", "jobs");
+      json_t *answer = NULL;
+      gp_err err = {0};
+      long status = 0;
+      int rc = gp_client_call(c, "POST", "/v1/agent/heartbeat", body, &answer, &status, &err);
+      json_decref(body);
+      if (rc) {
+        if (status == 404 || status == 409) fake_register(b, c, i); /* as the protocol says */
+        else agent_fail(b, "heartbeat", &err);
+        continue;
+      }
+      json_array_clear(n->events);
+      json_t *gen = json_object_get(answer, "gen");
+      if (json_is_integer(gen)) n->gen = json_integer_value(gen);
+      size_t k;
+      json_t *order;
+      json_array_foreach(json_object_get(answer, "orders"), k, order) {
+        const char *id = json_string_value(json_object_get(order, "id"));
+        const char *kind = json_string_value(json_object_get(order, "kind"));
+        if (!id || !kind || json_object_get(n->seen, id)) continue;
+        json_object_set_new(n->seen, id, json_true());
+        json_t *job = json_object_get(order, "job");
+        const char *job_id = json_is_object(job) ? json_string_value(json_object_get(job, "id")) : json_string_value(job);
+        if (!job_id) continue;
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        if (!strcmp(kind, "start")) {
+          json_array_append_new(n->events, json_pack("{s:s, s:s, s:I, s:i}", "kind", "started", "job", job_id,
+                                                     "at", (json_int_t)ts.tv_sec, "pid", (int)getpid()));
+          atomic_fetch_add(&b->orders_started, 1);
+        } else if (!strcmp(kind, "stop")) {
+          json_array_append_new(n->events, json_pack("{s:s, s:s, s:I, s:i, s:n, s:s}", "kind", "exited", "job", job_id,
+                                                     "at", (json_int_t)ts.tv_sec, "exit_code", 0, "signal", "reason", "killed"));
+        }
+        busy = 1;
+      }
+      if (json_array_size(n->events)) busy = 1;
+      json_decref(answer);
+    }
+    if (!busy) {
+      struct timespec ts = {0, 20 * 1000000L}; /* an idle round: leave the CPU to the server */
+      nanosleep(&ts, NULL);
+    }
+  }
+  gp_client_free(c);
+  return NULL;
+}
+
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return x < y ? -1 : x > y;
@@ -111,7 +231,8 @@ static long running_jobs(gp_client *c, const char *queue, int *ret_ok) {
 
 static void usage(void) {
   fprintf(stderr, "usage: bench_submit_bench [--server URL] [--token T] [--clients N] [--jobs N] [--gpus N]\n"
-                  "       [--queue Q] [--command \"sleep 3600\"] [--wait-started] [--timeout S]\n");
+                  "       [--queue Q] [--command \"sleep 3600\"] [--wait-started] [--timeout S]\n"
+                  "       [--fake-nodes N --agent-token T [--agent-threads K]]\n");
 }
 
 int main(int argc, char **argv) {
@@ -136,6 +257,9 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--queue")) b.queue = v;
     else if (!strcmp(a, "--command")) b.command = v;
     else if (!strcmp(a, "--timeout")) b.timeout_s = atof(v);
+    else if (!strcmp(a, "--fake-nodes")) b.fake_nodes = atoi(v);
+    else if (!strcmp(a, "--agent-token")) b.agent_token = v;
+    else if (!strcmp(a, "--agent-threads")) b.agent_threads = atoi(v);
     else { usage(); return 2; }
     i++;
   }
@@ -150,6 +274,57 @@ int main(int argc, char **argv) {
   b.token = token;
   b.latency_ms = gp_xcalloc((size_t)b.jobs, sizeof *b.latency_ms);
   pthread_mutex_init(&b.lock, NULL);
+
+  /* The fake fleet registers (untimed) before the first submission. */
+  pthread_t *agents = NULL;
+  agent_thread *agent_args = NULL;
+  if (b.fake_nodes > 0) {
+    if (!b.agent_token || b.fake_nodes > 100000) { usage(); return 2; }
+    if (b.agent_threads < 1) b.agent_threads = 4;
+    b.nodes = gp_xcalloc((size_t)b.fake_nodes, sizeof *b.nodes);
+    for (int i = 0; i < b.fake_nodes; i++) {
+      snprintf(b.nodes[i].name, sizeof b.nodes[i].name, "fake-%d", i + 1);
+      b.nodes[i].events = json_array();
+      b.nodes[i].seen = json_object();
+    }
+    agents = gp_xcalloc((size_t)b.agent_threads, sizeof *agents);
+    agent_args = gp_xcalloc((size_t)b.agent_threads, sizeof *agent_args);
+    int per = (b.fake_nodes + b.agent_threads - 1) / b.agent_threads;
+    double t_reg = now_s();
+    for (int i = 0; i < b.agent_threads; i++) {
+      agent_args[i].b = &b;
+      agent_args[i].first = i * per;
+      agent_args[i].count = i * per + per > b.fake_nodes ? b.fake_nodes - i * per : per;
+      if (agent_args[i].count < 0) agent_args[i].count = 0;
+      pthread_create(&agents[i], NULL, agent_main, &agent_args[i]);
+    }
+    /* Wait until the server lists every fake node as up. */
+    gp_client *c = gp_client_new(server, token);
+    int up = 0;
+    while (now_s() - t_reg < b.timeout_s) {
+      json_t *answer = NULL;
+      gp_err e = {0};
+      up = 0;
+      if (gp_client_call(c, "GET", "/v1/nodes", NULL, &answer, NULL, &e) == 0) {
+        size_t k;
+        json_t *n;
+        json_array_foreach(json_object_get(answer, "nodes"), k, n) {
+          const char *name = json_string_value(json_object_get(n, "name"));
+          const char *st = json_string_value(json_object_get(n, "state"));
+          if (name && !strncmp(name, "fake-", 5) && st && !strcmp(st, "up")) up++;
+        }
+        json_decref(answer);
+      }
+      if (up >= b.fake_nodes) break;
+      struct timespec ts = {0, 100 * 1000000L};
+      nanosleep(&ts, NULL);
+    }
+    gp_client_free(c);
+    printf("fleet: %d of %d simulated 8-GPU nodes up (%d GPUs) after %.2f s, served by %d fake-agent threads\n",
+           up, b.fake_nodes, 8 * up, now_s() - t_reg, b.agent_threads);
+    if (atomic_load(&b.agent_errors)) printf("fleet: %d agent-protocol errors; first: %s\n", atomic_load(&b.agent_errors), b.agent_error);
+    fflush(stdout);
+  }
 
   pthread_t *threads = gp_xcalloc((size_t)b.clients, sizeof *threads);
   b.t0 = now_s();
@@ -193,6 +368,20 @@ int main(int argc, char **argv) {
       code = 1;
     }
     gp_client_free(c);
+  }
+  if (agents) {
+    atomic_store(&b.stop_agents, 1);
+    for (int i = 0; i < b.agent_threads; i++) pthread_join(agents[i], NULL);
+    printf("fleet: %ld start orders answered with a started event; %d agent-protocol errors%s%s\n",
+           atomic_load(&b.orders_started), atomic_load(&b.agent_errors),
+           b.agent_error[0] ? "; first: " : "", b.agent_error);
+    for (int i = 0; i < b.fake_nodes; i++) {
+      json_decref(b.nodes[i].events);
+      json_decref(b.nodes[i].seen);
+    }
+    free(b.nodes);
+    free(agents);
+    free(agent_args);
   }
   free(sorted);
   free(threads);

@@ -542,7 +542,10 @@ int gp_submit_parse_script(gp_submit *s, const char *name, const char *text, siz
     int rc = directive(s, sbatch, rest, where, err);
     free(rest);
     if (rc) {
-      if (err) {
+      if (err) { /* the message starts with "name:line: "; keep that in file and line */
+        size_t wl = strlen(where);
+        if (!strncmp(err->message, where, wl) && err->message[wl] == ':')
+          memmove(err->message, err->message + wl + 2, strlen(err->message + wl + 2) + 1);
         err->line = line_no;
         snprintf(err->file, sizeof err->file, "%s", name);
       }

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# gpool beside Slurm 22.05 on this machine, measured in one run (issue 3 §5).
+#
+#   bench/slurm_compare.sh [BUILD_DIR]        (default build/cli-rel: a Release build)
+#   env: JOBS=10000 NODES=1250 CLIENTS=16 SLURM_JOBS=$JOBS SKIP_SLURM=1
+#
+# gpool: a real `gpool server` (SQLite in a temp dir, durable on ack) and
+# bench_submit_bench, which registers NODES simulated 8-GPU nodes over the agent protocol
+# (fake agents that answer start orders with `started` events without forking; see the
+# program's header) and then submits JOBS one-GPU jobs from CLIENTS keep-alive clients,
+# timing until all are running. A second gpool run uses one client, as sbatch does.
+# Slurm: ../shared/bench/slurm/slurm-peer.sh with NODES nodes in CLOUD state (scheduler
+# only: jobs are allocated and wait in CONFIGURING, the Slurm equivalent of "started" with
+# no process), sbatch one job after another, "Jobs started" from sdiag.
+# Prints each figure and the ratios gpool/Slurm.
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/.." && pwd)
+BUILD=${1:-$ROOT/build/cli-rel}
+GPOOL=$BUILD/gpool
+BENCH=$BUILD/bench_submit_bench
+PEER=$ROOT/../shared/bench/slurm/slurm-peer.sh
+JOBS=${JOBS:-10000}
+NODES=${NODES:-1250}
+CLIENTS=${CLIENTS:-16}
+SLURM_JOBS=${SLURM_JOBS:-$JOBS}
+[ -x "$GPOOL" ] && [ -x "$BENCH" ] || { echo "build first: cmake -S . -B build/cli-rel -DCMAKE_BUILD_TYPE=Release && cmake --build build/cli-rel" >&2; exit 2; }
+
+TMP=$(mktemp -d /tmp/gpool-bench.XXXXXX)
+SERVER_PID=""
+cleanup() {
+  [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+start_server() {  # a fresh server with an empty store
+  [ -n "$SERVER_PID" ] && { kill "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null || true; }
+  rm -rf "$TMP/server"; mkdir -p "$TMP/server"
+  cat >"$TMP/server.yaml" <<EOF
+listen: 127.0.0.1:0
+data_dir: $TMP/server
+tokens:
+  - {token: bench-admin, user: bench, role: admin}
+  - {token: bench-agent, user: agent, role: agent}
+queues:
+  - {name: default, users: ["*"]}
+default_queue: default
+node_timeout_s: 120
+EOF
+  "$GPOOL" server --config "$TMP/server.yaml" >"$TMP/server.log" 2>&1 &
+  SERVER_PID=$!
+  for _ in $(seq 1 200); do [ -s "$TMP/server/server.url" ] && break; sleep 0.05; done
+  URL=$(head -n1 "$TMP/server/server.url")
+}
+
+echo "== machine: $(nproc) CPUs, $(uname -sr); $(date -u +%FT%TZ)"
+echo "== gpool: $NODES simulated nodes x 8 GPUs, $JOBS one-GPU jobs, $CLIENTS clients"
+start_server
+"$BENCH" --server "$URL" --token bench-admin --clients "$CLIENTS" --jobs "$JOBS" --wait-started \
+  --fake-nodes "$NODES" --agent-token bench-agent --agent-threads 4 --timeout 600 | tee "$TMP/gpool.out"
+echo "== gpool: one client, one submission after another (like sbatch), $JOBS jobs on an empty fleet"
+start_server
+"$BENCH" --server "$URL" --token bench-admin --clients 1 --jobs "$JOBS" --timeout 600 | tee "$TMP/gpool1.out"
+kill "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null || true; SERVER_PID=""
+
+rate() { sed -n 's/.* \([0-9.]*\) submissions\/s.*/\1/p' "$1" | head -n1; }
+g_rate=$(rate "$TMP/gpool.out")
+g1_rate=$(rate "$TMP/gpool1.out")
+g_start=$(sed -n 's/.*all [0-9]* jobs running \([0-9.]*\) s after the first.*/\1/p' "$TMP/gpool.out")
+
+if [ -z "${SKIP_SLURM:-}" ]; then
+  echo "== slurm 22.05: $NODES CLOUD nodes x 8 GPUs, $SLURM_JOBS one-GPU jobs, sbatch one after another"
+  bash "$PEER" stop >/dev/null 2>&1 || true
+  bash "$PEER" start "$NODES" cloud >/dev/null
+  bash "$PEER" bench "$SLURM_JOBS" | tee "$TMP/slurm.out"
+  bash "$PEER" stop >/dev/null 2>&1 || true
+  s_rate=$(sed -n 's/.*submit \([0-9.]*\)\/s.*/\1/p' "$TMP/slurm.out")
+  s_start=$(sed -n 's/.*all started after \([0-9.]*\) s.*/\1/p' "$TMP/slurm.out")
+  echo "== side by side (same run)"
+  printf "%-44s %12s %12s %10s\n" "figure" "gpool" "slurm" "ratio"
+  printf "%-44s %12s %12s %9sx\n" "submissions/s ($CLIENTS clients vs sbatch)" "$g_rate" "$s_rate" "$(echo "scale=1; $g_rate / $s_rate" | bc)"
+  printf "%-44s %12s %12s %9sx\n" "submissions/s (1 client vs sbatch)" "$g1_rate" "$s_rate" "$(echo "scale=1; $g1_rate / $s_rate" | bc)"
+  if [ -n "$g_start" ] && [ -n "$s_start" ]; then
+    printf "%-44s %12s %12s %9sx\n" "s until all jobs started ($JOBS vs $SLURM_JOBS)" "$g_start" "$s_start" "$(echo "scale=1; $s_start / $g_start" | bc)"
+  fi
+  echo "(ratios: how many times faster gpool is)"
+fi

@@ -1,0 +1,254 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The client side without a gpool server: where the server address and token come from
+ * (flags, then environment, then client.json), a broken client.json named in the error,
+ * an unreachable server reported as such, API error objects decoded from a real HTTP
+ * answer (a one-shot server on 127.0.0.1), and how jobs read in `gpool show` and `why`. */
+#include "test.h"
+
+#include <arpa/inet.h>
+#include <jansson.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+#include "cli/job_format.h"
+#include "client/client.h"
+#include "util/buf.h"
+
+static char dir[256];
+
+static void fresh_config_dir(void) {
+  snprintf(dir, sizeof dir, "/tmp/gpool-client-test.XXXXXX");
+  REQUIRE(mkdtemp(dir));
+  setenv("GPOOL_CONFIG_DIR", dir, 1);
+  unsetenv("GPOOL_SERVER");
+  unsetenv("GPOOL_TOKEN");
+}
+
+static void remove_config_dir(void) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/client.json", dir);
+  unlink(path);
+  rmdir(dir);
+}
+
+static void write_config(const char *text) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/client.json", dir);
+  FILE *f = fopen(path, "w");
+  REQUIRE(f);
+  fputs(text, f);
+  fclose(f);
+}
+
+static void flags_then_environment_then_file(void) {
+  fresh_config_dir();
+  gp_err err = {0};
+  char path[512];
+  snprintf(path, sizeof path, "%s/client.json", dir);
+  CHECK_EQ_INT(0, gp_client_config_write(path, "http://127.0.0.1:7000", "file-token", &err));
+  char *server = NULL, *token = NULL;
+
+  CHECK_EQ_INT(0, gp_client_resolve(NULL, NULL, &server, &token, &err));
+  CHECK_EQ_STR("http://127.0.0.1:7000", server);
+  CHECK_EQ_STR("file-token", token);
+  free(server);
+  free(token);
+
+  setenv("GPOOL_TOKEN", "env-token", 1);
+  CHECK_EQ_INT(0, gp_client_resolve(NULL, NULL, &server, &token, &err));
+  CHECK_EQ_STR("http://127.0.0.1:7000", server); /* each value resolves on its own */
+  CHECK_EQ_STR("env-token", token);
+  free(server);
+  free(token);
+
+  setenv("GPOOL_SERVER", "http://127.0.0.1:7001", 1);
+  CHECK_EQ_INT(0, gp_client_resolve("http://127.0.0.1:7002", "flag-token", &server, &token, &err));
+  CHECK_EQ_STR("http://127.0.0.1:7002", server);
+  CHECK_EQ_STR("flag-token", token);
+  free(server);
+  free(token);
+
+  struct stat st;
+  REQUIRE(stat(path, &st) == 0);
+  CHECK_EQ_INT(0600, st.st_mode & 0777); /* it holds a token */
+  remove_config_dir();
+}
+
+static void no_file_means_default_server_and_no_token(void) {
+  fresh_config_dir();
+  char *server = NULL, *token = NULL;
+  gp_err err = {0};
+  CHECK_EQ_INT(0, gp_client_resolve(NULL, NULL, &server, &token, &err));
+  CHECK_EQ_STR(GP_CLIENT_DEFAULT_SERVER, server);
+  CHECK(token == NULL);
+  free(server);
+  remove_config_dir();
+}
+
+static void a_broken_client_json_is_named(void) {
+  fresh_config_dir();
+  write_config("{\"server\": \"http://x\", \"token\": 42}");
+  char *server = NULL, *token = NULL;
+  gp_err err = {0};
+  CHECK_EQ_INT(GP_EINVAL, gp_client_resolve(NULL, NULL, &server, &token, &err));
+  CHECK_CONTAINS(err.file, "client.json");
+  CHECK_EQ_STR("token", err.field);
+  write_config("{\"server\": ");
+  CHECK_EQ_INT(GP_EPARSE, gp_client_resolve(NULL, NULL, &server, &token, &err));
+  write_config("{\"server\": \"ftp://x\"}");
+  CHECK_EQ_INT(GP_EINVAL, gp_client_resolve(NULL, NULL, &server, &token, &err));
+  CHECK_CONTAINS(err.message, "http://");
+  remove_config_dir();
+}
+
+static void an_unreachable_server_says_so(void) {
+  gp_client *c = gp_client_new("http://127.0.0.1:1", "t");
+  REQUIRE(c);
+  gp_err err = {0};
+  CHECK_EQ_INT(GP_EIO, gp_client_call(c, "GET", "/v1/jobs", NULL, NULL, NULL, &err));
+  CHECK_CONTAINS(err.message, "cannot reach the gpool server at http://127.0.0.1:1");
+  CHECK_CONTAINS(err.message, "gpool up");
+  gp_client_free(c);
+}
+
+/* Serves one canned HTTP answer on a free loopback port; returns the port. The child
+ * exits after one connection. */
+static int one_shot_server(const char *answer, pid_t *ret_pid) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  REQUIRE(bind(fd, (struct sockaddr *)&a, sizeof a) == 0);
+  REQUIRE(listen(fd, 1) == 0);
+  socklen_t len = sizeof a;
+  getsockname(fd, (struct sockaddr *)&a, &len);
+  pid_t pid = fork();
+  if (pid == 0) {
+    alarm(10);
+    int c = accept(fd, NULL, NULL);
+    char buf[8192];
+    ssize_t n = read(c, buf, sizeof buf); /* the request (small, one read is enough here) */
+    (void)n;
+    ssize_t w = write(c, answer, strlen(answer));
+    (void)w;
+    close(c);
+    _exit(0);
+  }
+  close(fd);
+  *ret_pid = pid;
+  return ntohs(a.sin_port);
+}
+
+static void api_errors_become_sentences(void) {
+  const char *body = "{\"error\": {\"code\": \"permission_denied\", \"message\": \"queue 'private' does not admit bob\", \"field\": \"queue\"}}";
+  char answer[1024];
+  snprintf(answer, sizeof answer, "HTTP/1.1 403 Forbidden\r\nContent-Type: application/json\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n%s",
+           strlen(body), body);
+  pid_t pid;
+  int port = one_shot_server(answer, &pid);
+  char url[64];
+  snprintf(url, sizeof url, "http://127.0.0.1:%d", port);
+  gp_client *c = gp_client_new(url, "bob-token");
+  gp_err err = {0};
+  long status = 0;
+  json_t *body_json = json_pack("{s:s}", "queue", "private");
+  CHECK_EQ_INT(GP_EPERM, gp_client_call(c, "POST", "/v1/jobs", body_json, NULL, &status, &err));
+  CHECK_EQ_INT(403, status);
+  CHECK_EQ_STR("queue 'private' does not admit bob", err.message);
+  CHECK_EQ_STR("queue", err.field);
+  json_decref(body_json);
+  gp_client_free(c);
+  waitpid(pid, NULL, 0);
+
+  /* Not JSON where JSON was promised. */
+  port = one_shot_server("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello", &pid);
+  snprintf(url, sizeof url, "http://127.0.0.1:%d", port);
+  c = gp_client_new(url, "t");
+  CHECK_EQ_INT(GP_EPARSE, gp_client_call(c, "GET", "/v1/jobs", NULL, NULL, NULL, &err));
+  gp_client_free(c);
+  waitpid(pid, NULL, 0);
+}
+
+static void escaping_keeps_paths_safe(void) {
+  char out[64];
+  CHECK_EQ_INT(0, gp_client_escape("org/team a", 1, out, sizeof out));
+  CHECK_EQ_STR("org/team%20a", out);
+  CHECK_EQ_INT(0, gp_client_escape("../x?y", 0, out, sizeof out));
+  CHECK_EQ_STR("..%2Fx%3Fy", out);
+  CHECK_EQ_INT(GP_ELIMIT, gp_client_escape("abcdef", 0, out, 4));
+}
+
+static json_t *job(const char *text) {
+  json_error_t e;
+  json_t *j = json_loads(text, 0, &e);
+  REQUIRE(j);
+  return j;
+}
+
+static void why_speaks_in_sentences(void) {
+  gp_buf out;
+  gp_buf_init(&out, 4096);
+  json_t *j = job("{\"id\": \"12\", \"state\": \"pending\", \"submitted_at\": 1000, \"pending_reason\": \"QueueLimit\"}");
+  gp_job_fmt_why(j, 1125, &out);
+  CHECK_EQ_STR("Job 12 has been pending for 2m05s: its queue (or a parent queue) is at its GPU limit.\n", out.data);
+  json_decref(j);
+
+  gp_buf_reset(&out);
+  j = job("{\"id\": \"13\", \"state\": \"pending\", \"submitted_at\": 1000, \"pending_reason\": \"Resources\","
+          " \"pending_message\": \"Needs 16 GPUs on one node; the largest node has 8.\"}");
+  gp_job_fmt_why(j, 1010, &out);
+  CHECK_EQ_STR("Job 13 has been pending for 10s: Needs 16 GPUs on one node; the largest node has 8.\n", out.data);
+  json_decref(j);
+
+  gp_buf_reset(&out);
+  j = job("{\"id\": \"14\", \"state\": \"running\", \"started_at\": 1000, \"placements\": [{\"node\": \"n1\"}, {\"node\": \"n2\"}]}");
+  gp_job_fmt_why(j, 4600, &out);
+  CHECK_EQ_STR("Job 14 is not pending: it has been running on n1,n2 for 1h00m.\n", out.data);
+  json_decref(j);
+
+  gp_buf_reset(&out);
+  j = job("{\"id\": \"15\", \"state\": \"failed\", \"exit_code\": 3, \"end_reason\": \"exited\", \"ended_at\": 1000}");
+  gp_job_fmt_why(j, 1030, &out);
+  CHECK_EQ_STR("Job 15 is not pending: it ended as failed with exit code 3 (exited), 30s ago.\n", out.data);
+  json_decref(j);
+  gp_buf_done(&out);
+}
+
+static void show_reads_a_whole_job(void) {
+  json_t *j = job("{\"id\": \"7\", \"name\": \"train\", \"state\": \"running\", \"user\": \"alice\", \"queue\": \"org/a\","
+                  " \"command\": [\"python\", \"train.py\", \"--note\", \"a b\"], \"workdir\": \"/w\", \"gpus\": 4, \"tasks\": 2,"
+                  " \"gpu_types\": [\"H100-80GB\"], \"cpus\": 8, \"mem_mib\": 65536, \"time_limit\": 14400,"
+                  " \"requeue\": true, \"grace_s\": 60, \"signal\": \"USR1\", \"restarts\": 1, \"after_ok\": [\"5\"],"
+                  " \"placements\": [{\"node\": \"n1\", \"gpu_ids\": [0,1,2,3], \"gpu_uuids\": [\"GPU-a\"], \"gpu_milli\": 1000}],"
+                  " \"enforcement\": \"exclusive\", \"started_at\": 100,"
+                  " \"timeline\": [{\"event\": \"submitted\", \"at\": 50}, {\"event\": \"started\", \"at\": 100, \"node\": \"n1\"}],"
+                  " \"usage\": {\"avg_sm_util_pct\": 45, \"peak_mem_mib\": 30720}}");
+  gp_buf out;
+  gp_buf_init(&out, 1 << 16);
+  gp_job_fmt_show(j, 160, &out);
+  CHECK_CONTAINS(out.data, "Job 7 (train): running\n");
+  CHECK_CONTAINS(out.data, "command    python train.py --note 'a b'\n");
+  CHECK_CONTAINS(out.data, "request    GPUs 2x4 (H100-80GB), 8 CPUs, 64G memory, time limit 4h00m\n");
+  CHECK_CONTAINS(out.data, "requeue, signal USR1, grace 60s; restarts 1");
+  CHECK_CONTAINS(out.data, "depends    afterok 5");
+  CHECK_CONTAINS(out.data, "n1           GPUs 0,1,2,3  GPU-a");
+  CHECK_CONTAINS(out.data, "started on n1");
+  CHECK_CONTAINS(out.data, "running for 1m00s");
+  CHECK_CONTAINS(out.data, "avg SM 45%, peak GPU memory 30G\n");
+  gp_buf_done(&out);
+
+  char g[64];
+  json_t *f = job("{\"gpu_fraction\": 0.25}");
+  gp_job_fmt_gpus(f, g, sizeof g);
+  CHECK_EQ_STR("0.25", g);
+  json_decref(f);
+  f = job("{\"mig\": \"1g.10gb\"}");
+  gp_job_fmt_gpus(f, g, sizeof g);
+  CHECK_EQ_STR("mig:1g.10gb", g);
+  json_decref(f);
+  json_decref(j);
+}
+
+GP_TESTS(flags_then_environment_then_file, no_file_means_default_server_and_no_token,
+         a_broken_client_json_is_named, an_unreachable_server_says_so, api_errors_become_sentences,
+         escaping_keeps_paths_safe, why_speaks_in_sentences, show_reads_a_whole_job)
