@@ -1,0 +1,181 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Backfill reservations. When a job is blocked on resources, it gets a reservation: the
+ * earliest time at which enough GPUs are free for it, computed from the end times of the
+ * jobs running now (started_at + time limit, the limit being the job's, else its queue's,
+ * else policy.default_time_limit; STOPPING jobs and this step's victims count as ending
+ * now), and the concrete GPUs it would get then. Those GPUs are marked reserved until that
+ * time: a later job may use them only if it ends by then (placement.c checks its own end,
+ * now + its limit; a job without a limit never may). A reservation is a promise against
+ * being delayed by later jobs, not a start: the job starts when a later step finds it fits.
+ *
+ * Bounds (docs/internals/scheduler.md): at most one reservation per leaf queue in fair-share
+ * order and GP__MAX_RESERVATIONS per step in total. Whole-GPU requests only. GPUs already
+ * reserved, and GPUs taken by jobs started in this step, are treated as never free when a
+ * later reservation is computed, so a reservation may be later than strictly necessary,
+ * never earlier. A job whose GPUs would never free (no time limits) gets no reservation. */
+#include <stdlib.h>
+
+#include "core/sched_int.h"
+
+static gp_time end_of(const gp__ctx *c, int j) {
+  const gp__job *ji = &c->jobs[j];
+  if (ji->stat == GP__J_STOPPING || ji->victim) return c->now;
+  if (ji->limit <= 0) return GP__NEVER;
+  gp_time started = c->view->jobs[j].started_at;
+  if (started > GP__NEVER - ji->limit) return GP__NEVER;
+  gp_time e = started + ji->limit;
+  return e < c->now ? c->now : e;
+}
+
+/* GPUs of node that r could use at some time: healthy, right mode, enough memory, not
+ * promised to another reservation. */
+static uint32_t usable(const gp__ctx *c, const gp__req *r, int node) {
+  const gp__node *s = &c->nodes[node];
+  const gp_node *n = &c->view->nodes[node];
+  uint32_t m = s->whole_ok & ~s->resv;
+  if (r->min_gpu_mem > 0) {
+    uint32_t ok = 0;
+    for (int g = 0; g < n->n_gpus; g++) {
+      int64_t mem = n->gpus && n->gpus[g].mem_mib > 0 ? n->gpus[g].mem_mib : n->gpu_mem_mib;
+      if (mem >= r->min_gpu_mem) ok |= (uint32_t)1 << g;
+    }
+    m &= ok;
+  }
+  return m;
+}
+
+#define MAX_ON_NODE 64
+
+/* Times at which node gains its 1st, 2nd, ... task slot for r; returns the slot count.
+ * masks[k]: the GPUs available once slot k is reached. */
+static int slot_times(const gp__ctx *c, const gp__req *r, int node, gp_time *times,
+                      uint32_t *masks, int max_slots) {
+  uint32_t use = usable(c, r, node);
+  if (__builtin_popcount(use) < r->gpus) return 0;
+  gp__fit probe;
+  gp__req rr = *r;
+  rr.gpus = 0; /* filters only: model, labels, pool, capacity type */
+  rr.kind = GP__R_WHOLE;
+  rr.cpu = rr.mem = 0;
+  if (!gp__node_fit((gp__ctx *)c, &rr, node, 0, 0, 0, &probe)) return 0;
+  int vs[MAX_ON_NODE], nv = 0;
+  for (int k = c->node_jobs_start[node]; k < c->node_jobs_start[node + 1] && nv < MAX_ON_NODE; k++)
+    vs[nv++] = c->node_jobs[k];
+  gp_time ends[MAX_ON_NODE];
+  for (int k = 0; k < nv; k++) ends[k] = end_of(c, vs[k]);
+  for (int a = 1; a < nv; a++)
+    for (int b = a; b > 0 && (ends[b] < ends[b - 1] || (ends[b] == ends[b - 1] && vs[b] < vs[b - 1])); b--) {
+      gp_time t = ends[b];
+      ends[b] = ends[b - 1];
+      ends[b - 1] = t;
+      int v = vs[b];
+      vs[b] = vs[b - 1];
+      vs[b - 1] = v;
+    }
+  uint32_t avail = c->nodes[node].free & use;
+  int n = 0;
+  gp_time t = c->now;
+  for (int k = 0;; k++) {
+    while (n < max_slots && __builtin_popcount(avail) >= (n + 1) * r->gpus) {
+      times[n] = t;
+      masks[n] = avail;
+      n++;
+    }
+    if (k >= nv || n >= max_slots) break;
+    if (ends[k] == GP__NEVER) break;
+    t = ends[k];
+    const gp_job *job = &c->view->jobs[vs[k]];
+    for (int p = 0; p < job->n_placements; p++) {
+      const gp_placement *pl = &job->placements[p];
+      if (pl->node == node && pl->mig_instance < 0 && (pl->gpu_milli <= 0 || pl->gpu_milli >= GP_GPU_MILLI))
+        avail |= pl->gpu_mask & use;
+    }
+  }
+  return n;
+}
+
+typedef struct slot {
+  gp_time t;
+  int node, k;
+} slot;
+
+static bool slot_after(const slot *a, const slot *b) {
+  if (a->t != b->t) return a->t > b->t;
+  if (a->node != b->node) return a->node > b->node;
+  return a->k > b->k;
+}
+
+/* Max-heap of the N earliest slots. */
+static void heap_push(slot *h, int *n, int cap, slot s) {
+  if (*n == cap) {
+    if (!slot_after(&h[0], &s)) return;
+    h[0] = s;
+  } else {
+    h[(*n)++] = s;
+    for (int i = *n - 1; i > 0 && slot_after(&h[i], &h[(i - 1) / 2]); i = (i - 1) / 2) {
+      slot t = h[i];
+      h[i] = h[(i - 1) / 2];
+      h[(i - 1) / 2] = t;
+    }
+    return;
+  }
+  for (int i = 0;;) {
+    int l = 2 * i + 1, m = i;
+    if (l < *n && slot_after(&h[l], &h[m])) m = l;
+    if (l + 1 < *n && slot_after(&h[l + 1], &h[m])) m = l + 1;
+    if (m == i) break;
+    slot t = h[i];
+    h[i] = h[m];
+    h[m] = t;
+    i = m;
+  }
+}
+
+void gp__reserve(gp__ctx *c, const gp__req *r) {
+  const gp__job *J = &c->jobs[r->job];
+  if (r->kind != GP__R_WHOLE || r->gpus <= 0) return;
+  if (c->n_resv >= GP__MAX_RESERVATIONS) return;
+  bool fair = c->pol->order == GP_ORDER_FAIRSHARE;
+  if (fair && J->leaf >= 0) {
+    if (!c->leaf_has_resv) c->leaf_has_resv = gp_xcalloc((size_t)c->tree.n + 1, sizeof(bool));
+    if (c->leaf_has_resv[J->leaf]) return;
+  }
+  int cap = r->tasks;
+  slot *h = gp_xmalloc((size_t)cap * sizeof *h);
+  int n = 0;
+  gp_time times[GP_MAX_NODE_GPUS + 1];
+  uint32_t masks[GP_MAX_NODE_GPUS + 1];
+  int max_slots = r->tasks < GP_MAX_NODE_GPUS ? r->tasks : GP_MAX_NODE_GPUS;
+  for (int i = 0; i < c->view->n_nodes; i++) {
+    if (!c->nodes[i].up) continue;
+    int k = slot_times(c, r, i, times, masks, max_slots);
+    for (int s = 0; s < k; s++) heap_push(h, &n, cap, (slot){times[s], i, s});
+  }
+  if (n < r->tasks || h[0].t == GP__NEVER) {
+    free(h);
+    return;
+  }
+  gp_time at = h[0].t;
+  /* Per node, the highest slot chosen says how many tasks go there. */
+  for (int a = 0; a < n; a++) {
+    bool highest = true;
+    for (int b = 0; b < n && highest; b++)
+      if (h[b].node == h[a].node && h[b].k > h[a].k) highest = false;
+    if (!highest) continue;
+    int node = h[a].node;
+    slot_times(c, r, node, times, masks, h[a].k + 1);
+    uint32_t gpus = gp__choose_gpus(c, node, masks[h[a].k], (h[a].k + 1) * r->gpus);
+    gp__node *s = &c->nodes[node];
+    s->resv |= gpus;
+    for (uint32_t m = gpus; m; m &= m - 1) c->gpu_resv_until[s->gpu_base + __builtin_ctz(m)] = at;
+  }
+  free(h);
+  gp_plan_reservation *rv = gp__vec_push(&c->reservations, sizeof *rv);
+  rv->job = r->job;
+  rv->at = at;
+  c->n_resv++;
+  if (fair && J->leaf >= 0) c->leaf_has_resv[J->leaf] = true;
+  c->jobs[r->job].msg = gp_arena_printf(
+      c->arena, "Not enough free GPUs right now; GPUs are reserved for it from t=%lld.",
+      (long long)at);
+}

@@ -1,0 +1,218 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Can a request ever run, and can it run on the nodes that are up now? Answers, per job:
+ *   MODEL_UNKNOWN  it names GPU models and no node in the fleet has any of them   -> ended
+ *   NEVER          no set of nodes in the fleet could hold it, whatever their state -> ended
+ *   MODEL_DOWN     nodes of its model exist but none of them is up and healthy    -> pending
+ *   DOWN           nodes that could hold it exist but not enough are up/healthy   -> pending
+ *   OK
+ * "Could hold it" ignores what is in use: it compares the request with each node's size
+ * (GPU count and memory, CPU, host memory, labels, capacity type, pools). The scan stops
+ * as soon as enough up nodes are found, and results are memoised per request shape, so
+ * 100,000 pending jobs of a few dozen shapes cost a few dozen scans. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/mig.h"
+#include "core/sched_int.h"
+
+typedef struct memo_entry {
+  int job;   /* representative job, -1 = empty */
+  uint32_t hash;
+  int result;
+} memo_entry;
+
+struct gp__feas_memo {
+  memo_entry *e;
+  size_t mask, n;
+};
+
+static uint32_t mix(uint32_t h, uint64_t v) {
+  h ^= (uint32_t)v + 0x9e3779b9u + (h << 6) + (h >> 2);
+  h ^= (uint32_t)(v >> 32) + 0x9e3779b9u + (h << 6) + (h >> 2);
+  return h;
+}
+
+static int pool_key(const gp__ctx *c, int j) {
+  if (!c->view->n_pools) return 0;
+  int leaf = c->jobs[j].leaf;
+  return ((leaf >= 0 ? c->queue_pool[leaf] : -1) + 2) * 2 + c->jobs[j].preemptible;
+}
+
+static uint32_t sig_hash(const gp__ctx *c, int j) {
+  const gp_request *r = &c->view->jobs[j].req;
+  uint32_t h = 2166136261u;
+  h = mix(h, (uint64_t)c->jobs[j].kind | (uint64_t)(uint32_t)r->tasks << 8);
+  h = mix(h, (uint64_t)(uint32_t)r->gpus_per_task | (uint64_t)(uint32_t)r->gpu_milli << 32);
+  h = mix(h, (uint64_t)r->gpu_mem_mib);
+  h = mix(h, (uint64_t)r->min_gpu_mem_mib);
+  h = mix(h, (uint64_t)r->cpu_milli);
+  h = mix(h, (uint64_t)r->mem_mib);
+  h = mix(h, (uint64_t)r->allow_spot | (uint64_t)(uint32_t)pool_key(c, j) << 8);
+  for (int i = 0; i < r->n_gpu_models; i++) h = mix(h, gp__strhash(r->gpu_models[i]));
+  for (int i = 0; i < r->n_node_selector; i++)
+    h = mix(h, gp__strhash(r->node_selector[i].key) * 31u + gp__strhash(r->node_selector[i].value));
+  if (r->mig_profile) h = mix(h, gp__strhash(r->mig_profile));
+  return h;
+}
+
+static bool str_eq(const char *a, const char *b) { return a == b || (a && b && strcmp(a, b) == 0); }
+
+static bool sig_equal(const gp__ctx *c, int a, int b) {
+  const gp_request *x = &c->view->jobs[a].req, *y = &c->view->jobs[b].req;
+  if (c->jobs[a].kind != c->jobs[b].kind || x->tasks != y->tasks ||
+      x->gpus_per_task != y->gpus_per_task || x->gpu_milli != y->gpu_milli ||
+      x->gpu_mem_mib != y->gpu_mem_mib || x->min_gpu_mem_mib != y->min_gpu_mem_mib ||
+      x->cpu_milli != y->cpu_milli || x->mem_mib != y->mem_mib || x->allow_spot != y->allow_spot ||
+      pool_key(c, a) != pool_key(c, b) || x->n_gpu_models != y->n_gpu_models ||
+      x->n_node_selector != y->n_node_selector || !str_eq(x->mig_profile, y->mig_profile))
+    return false;
+  for (int i = 0; i < x->n_gpu_models; i++)
+    if (!str_eq(x->gpu_models[i], y->gpu_models[i])) return false;
+  for (int i = 0; i < x->n_node_selector; i++)
+    if (!str_eq(x->node_selector[i].key, y->node_selector[i].key) ||
+        !str_eq(x->node_selector[i].value, y->node_selector[i].value))
+      return false;
+  return true;
+}
+
+static bool names_model(const gp_request *r, const char *model) {
+  for (int i = 0; i < r->n_gpu_models; i++)
+    if (model && strcmp(r->gpu_models[i], model) == 0) return true;
+  return false;
+}
+
+/* May this job's queue use a node of pool p at all? */
+static bool pool_allows(const gp__ctx *c, int j, int pool) {
+  if (pool < 0) return true;
+  int leaf = c->jobs[j].leaf;
+  if (leaf >= 0 && c->queue_pool[leaf] == pool) return true;
+  return c->view->pools[pool].lend && c->jobs[j].preemptible;
+}
+
+static bool mig_layout_has(const gp_gpu *g, const char *profile) {
+  for (int k = 0; k < g->n_mig; k++)
+    if (g->mig[k].profile && strcmp(g->mig[k].profile, profile) == 0) return true;
+  return false;
+}
+
+/* Task slots node i offers the job: (ever, now). */
+static void node_slots(gp__ctx *c, int j, int i, int *ever, int *now) {
+  const gp_node *n = &c->view->nodes[i];
+  const gp__node *s = &c->nodes[i];
+  const gp_request *r = &c->view->jobs[j].req;
+  int kind = c->jobs[j].kind;
+  *ever = *now = 0;
+  int e = 0, w = 0;
+  for (int g = 0; g < n->n_gpus; g++) {
+    const gp_gpu *gpu = n->gpus ? &n->gpus[g] : NULL;
+    int64_t mem = gpu && gpu->mem_mib > 0 ? gpu->mem_mib : n->gpu_mem_mib;
+    uint32_t bit = (uint32_t)1 << g;
+    switch (kind) {
+    case GP__R_WHOLE:
+      if (mem >= r->min_gpu_mem_mib) {
+        e++;
+        w += (s->whole_ok & bit) != 0;
+      }
+      break;
+    case GP__R_FRACTION:
+      if (mem >= r->min_gpu_mem_mib && mem >= r->gpu_mem_mib) {
+        e++;
+        w += (s->share_ok & bit) != 0;
+      }
+      break;
+    case GP__R_MIG: {
+      const gp_mig_model *mm = gp_mig_model_find(n->model);
+      if (!mm || !gp_mig_profile_find(mm, r->mig_profile)) break;
+      e++;
+      if ((s->mig_ok & bit) && (c->pol->dynamic_mig || (gpu && mig_layout_has(gpu, r->mig_profile))))
+        w++;
+      break;
+    }
+    default:
+      break;
+    }
+  }
+  if (kind == GP__R_WHOLE) {
+    e /= r->gpus_per_task;
+    w /= r->gpus_per_task;
+  } else if (kind == GP__R_CPU) {
+    e = w = r->tasks;
+  }
+  /* CPU and host memory bound the tasks per node when the node reports them. */
+  if (r->cpu_milli > 0 && n->cpu_milli > 0) {
+    int64_t k = n->cpu_milli / r->cpu_milli;
+    if (k < e) e = (int)k;
+  }
+  if (r->mem_mib > 0 && n->mem_mib > 0) {
+    int64_t k = n->mem_mib / r->mem_mib;
+    if (k < e) e = (int)k;
+  }
+  if (w > e) w = e;
+  *ever = e;
+  *now = s->up ? w : 0;
+}
+
+static int compute(gp__ctx *c, int j) {
+  const gp_request *r = &c->view->jobs[j].req;
+  bool by_model = r->n_gpu_models > 0 && c->jobs[j].kind != GP__R_CPU;
+  bool model_seen = false, model_up = false;
+  int ever = 0, now = 0;
+  for (int i = 0; i < c->view->n_nodes; i++) {
+    const gp_node *n = &c->view->nodes[i];
+    if (by_model) {
+      if (n->n_gpus <= 0 || !names_model(r, n->model)) continue;
+      model_seen = true;
+      if (c->nodes[i].up && (c->nodes[i].whole_ok | c->nodes[i].share_ok | c->nodes[i].mig_ok))
+        model_up = true;
+    }
+    if (n->capacity == GP_CAP_SPOT && !r->allow_spot) continue;
+    if (!pool_allows(c, j, c->nodes[i].pool)) continue;
+    if (r->n_node_selector && !gp__node_has_labels(n, r->n_node_selector, r->node_selector))
+      continue;
+    int e, w;
+    node_slots(c, j, i, &e, &w);
+    ever += e;
+    now += w;
+    if (now >= r->tasks) return GP__FEAS_OK;
+  }
+  if (by_model && !model_seen) return GP__FEAS_MODEL_UNKNOWN;
+  if (ever < r->tasks) return GP__FEAS_NEVER;
+  return by_model && !model_up ? GP__FEAS_MODEL_DOWN : GP__FEAS_DOWN;
+}
+
+int gp__feasible(gp__ctx *c, int j) {
+  struct gp__feas_memo *m = c->feas;
+  if (!m) {
+    m = c->feas = gp_xcalloc(1, sizeof *m);
+    m->mask = 63;
+    m->e = gp_xmalloc((m->mask + 1) * sizeof *m->e);
+    for (size_t i = 0; i <= m->mask; i++) m->e[i].job = -1;
+  }
+  uint32_t h = sig_hash(c, j);
+  size_t i = h & m->mask;
+  for (; m->e[i].job >= 0; i = (i + 1) & m->mask)
+    if (m->e[i].hash == h && sig_equal(c, m->e[i].job, j)) return m->e[i].result;
+  int res = compute(c, j);
+  m->e[i] = (memo_entry){j, h, res};
+  if (++m->n * 2 > m->mask + 1) {
+    struct gp__feas_memo old = *m;
+    m->mask = old.mask * 2 + 1;
+    m->e = gp_xmalloc((m->mask + 1) * sizeof *m->e);
+    for (size_t k = 0; k <= m->mask; k++) m->e[k].job = -1;
+    for (size_t k = 0; k <= old.mask; k++) {
+      if (old.e[k].job < 0) continue;
+      size_t p = old.e[k].hash & m->mask;
+      while (m->e[p].job >= 0) p = (p + 1) & m->mask;
+      m->e[p] = old.e[k];
+    }
+    free(old.e);
+  }
+  return res;
+}
+
+void gp__feasible_done(gp__ctx *c) {
+  if (!c->feas) return;
+  free(c->feas->e);
+  free(c->feas);
+  c->feas = NULL;
+}

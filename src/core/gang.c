@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Gang placement: a job of N tasks starts all of them or none. Tasks are placed one by
+ * one on the live capacity (so two tasks may share a node) and rolled back on the first
+ * failure, which makes the placement transactional. A multi-node gang first tries to fit
+ * inside one topology block (nodes labelled topology.block=...), fullest candidate block
+ * first under bin-packing (emptiest under spread), at most GP__MAX_GANG_BLOCKS blocks;
+ * then anywhere. */
+#include "core/sched_int.h"
+
+static void rollback(gp__ctx *c, const gp__req *r, gp__fit *fits, int n) {
+  for (int t = n - 1; t >= 0; t--) gp__give(c, r, &fits[t]);
+}
+
+/* The best node of block b for one task: most used (binpack) or least used (spread). */
+static bool fit_in_block(gp__ctx *c, const gp__req *r, int b, gp__fit *f) {
+  bool spread = c->pol->placement == GP_PLACE_SPREAD;
+  int best = -1, best_free = 0;
+  gp__fit tmp;
+  for (int k = c->block_start[b]; k < c->block_start[b + 1]; k++) {
+    int node = c->block_nodes[k];
+    int fr = __builtin_popcount(c->nodes[node].free);
+    if (fr < r->gpus) continue;
+    if (best >= 0 && (spread ? fr <= best_free : fr >= best_free)) continue;
+    if (!gp__node_fit(c, r, node, 0, 0, 0, &tmp)) continue;
+    best = node;
+    best_free = fr;
+    *f = tmp;
+  }
+  return best >= 0;
+}
+
+static bool place_in_block(gp__ctx *c, const gp__req *r, int b, gp__fit *fits) {
+  for (int t = 0; t < r->tasks; t++) {
+    if (!fit_in_block(c, r, b, &fits[t])) {
+      rollback(c, r, fits, t);
+      return false;
+    }
+    gp__take(c, r, &fits[t]);
+  }
+  return true;
+}
+
+/* Up to GP__MAX_GANG_BLOCKS candidate blocks with enough free GPUs, best first. */
+static int candidate_blocks(const gp__ctx *c, const gp__req *r, int *out) {
+  bool spread = c->pol->placement == GP_PLACE_SPREAD;
+  int need = r->tasks * r->gpus, n = 0;
+  for (int b = 0; b < c->n_blocks; b++) {
+    int fr = c->block_free[b];
+    if (fr < need) continue;
+    /* Insertion into a short sorted list: (free asc for binpack, desc for spread, id). */
+    int k = n < GP__MAX_GANG_BLOCKS ? n++ : GP__MAX_GANG_BLOCKS;
+    while (k > 0) {
+      int pf = c->block_free[out[k - 1]];
+      if (spread ? pf >= fr : pf <= fr) break;
+      if (k < GP__MAX_GANG_BLOCKS) out[k] = out[k - 1];
+      k--;
+    }
+    if (k < GP__MAX_GANG_BLOCKS) out[k] = b;
+  }
+  return n;
+}
+
+bool gp__place_job(gp__ctx *c, const gp__req *r, gp__fit *fits, bool commit) {
+  bool ok = false;
+  if (r->tasks == 1) {
+    ok = gp__fit_task(c, r, &fits[0]);
+    if (ok) gp__take(c, r, &fits[0]);
+  } else {
+    if (r->kind == GP__R_WHOLE && c->n_blocks > 0) {
+      int cand[GP__MAX_GANG_BLOCKS];
+      int n = candidate_blocks(c, r, cand);
+      for (int k = 0; k < n && !ok; k++) ok = place_in_block(c, r, cand[k], fits);
+    }
+    if (!ok) {
+      int t = 0;
+      for (; t < r->tasks; t++) {
+        if (!gp__fit_task(c, r, &fits[t])) break;
+        gp__take(c, r, &fits[t]);
+      }
+      if (t < r->tasks) rollback(c, r, fits, t);
+      else ok = true;
+    }
+  }
+  if (ok && !commit) rollback(c, r, fits, r->tasks);
+  return ok;
+}

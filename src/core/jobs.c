@@ -1,0 +1,226 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* First pass over the view's jobs: resolve queue, priority class and time limit; count
+ * what running and stopping jobs hold; decide which pending jobs are schedulable this step
+ * and give the others their reason (held, dependency, invalid request, impossible request,
+ * nodes down). Schedulable jobs add to their leaf queue's demand. */
+#include <string.h>
+
+#include "core/sched_int.h"
+
+void gp__job_wait(gp__ctx *c, int j, gp_pending_reason r, const char *msg) {
+  c->jobs[j].stat = GP__J_WAITING;
+  c->jobs[j].reason = (uint8_t)r;
+  c->jobs[j].msg = msg;
+}
+
+void gp__job_end(gp__ctx *c, int j, gp_end_reason r, const char *msg) {
+  c->jobs[j].stat = GP__J_ENDED;
+  c->jobs[j].end_reason = (uint8_t)r;
+  c->jobs[j].msg = msg;
+}
+
+void gp__queue_add_alloc(gp__ctx *c, int leaf, double gpus) {
+  for (int q = leaf; q >= 0; q = c->tree.q[q].parent) c->tree.q[q].allocated += gpus;
+}
+
+int gp__queue_over_limit(const gp__ctx *c, int leaf, double extra) {
+  for (int q = leaf; q >= 0; q = c->tree.q[q].parent) {
+    const gp__queue *qq = &c->tree.q[q];
+    if (qq->limit != GP_NO_LIMIT && qq->allocated + extra > qq->limit + GP__EPS) return q;
+  }
+  return -1;
+}
+
+static int find_class(const gp__ctx *c, const char *name) {
+  for (int i = 0; i < c->n_classes; i++)
+    if (strcmp(c->classes[i].name, name) == 0) return i;
+  return -1;
+}
+
+int gp__class_of(const gp__ctx *c, const gp_job *job, int leaf) {
+  if (job->priority_class) return find_class(c, job->priority_class);
+  for (int q = leaf; q >= 0; q = c->tree.q[q].parent) {
+    int vi = c->tree.q[q].view_index;
+    if (vi >= 0 && c->view->queues[vi].default_priority)
+      return find_class(c, c->view->queues[vi].default_priority);
+  }
+  return c->default_class;
+}
+
+static gp_time limit_of(const gp__ctx *c, const gp_job *job, int leaf) {
+  if (job->time_limit > 0) return job->time_limit;
+  for (int q = leaf; q >= 0; q = c->tree.q[q].parent) {
+    int vi = c->tree.q[q].view_index;
+    if (vi >= 0 && c->view->queues[vi].default_time_limit > 0)
+      return c->view->queues[vi].default_time_limit;
+  }
+  return c->pol->default_time_limit > 0 ? c->pol->default_time_limit : 0;
+}
+
+/* Compute slices of a MIG profile name ("3g.40gb" -> 3), 0 when unreadable. */
+static int mig_slices(const char *profile) {
+  int n = 0;
+  for (const char *p = profile; p && *p >= '0' && *p <= '9' && n < 100; p++) n = n * 10 + (*p - '0');
+  return n;
+}
+
+/* GPUs a placement holds, fractions as fractions. */
+static double placement_gpus(const gp__ctx *c, const gp_placement *p) {
+  int n = __builtin_popcount(p->gpu_mask);
+  if (p->mig_instance >= 0) {
+    const gp_node *node = &c->view->nodes[p->node];
+    int g = p->gpu_mask ? __builtin_ctz(p->gpu_mask) : 0;
+    if (node->gpus && g < node->n_gpus && p->mig_instance < node->gpus[g].n_mig)
+      return mig_slices(node->gpus[g].mig[p->mig_instance].profile) / 7.0;
+    return 1.0 / 7.0;
+  }
+  int milli = p->gpu_milli > 0 && p->gpu_milli < GP_GPU_MILLI ? p->gpu_milli : GP_GPU_MILLI;
+  return n * (milli / (double)GP_GPU_MILLI);
+}
+
+/* Checks a pending job's request; returns NULL when well-formed, else a sentence. Sets the
+ * request kind and GPUs asked. */
+static const char *check_request(gp__ctx *c, int j) {
+  const gp_job *job = &c->view->jobs[j];
+  const gp_request *r = &job->req;
+  gp__job *ji = &c->jobs[j];
+  if (r->tasks < 1 || r->tasks > 100000) return "The request needs between 1 and 100000 tasks.";
+  if (r->gpus_per_task < 0) return "The request asks for a negative number of GPUs.";
+  if (r->gpu_milli < 0 || r->gpu_milli >= GP_GPU_MILLI)
+    return "A GPU fraction must be between 0.001 and 0.999 of a GPU.";
+  if (r->gpu_mem_mib < 0 || r->min_gpu_mem_mib < 0 || r->cpu_milli < 0 || r->mem_mib < 0)
+    return "The request asks for a negative amount of memory or CPU.";
+  if (r->n_gpu_models < 0 || (r->n_gpu_models > 0 && !r->gpu_models) || r->n_node_selector < 0 ||
+      (r->n_node_selector > 0 && !r->node_selector))
+    return "The request's GPU model list or node selector is malformed.";
+  for (int i = 0; i < r->n_gpu_models; i++)
+    if (!r->gpu_models[i]) return "The request's GPU model list is malformed.";
+  for (int i = 0; i < r->n_node_selector; i++)
+    if (!r->node_selector[i].key || !r->node_selector[i].value)
+      return "The request's node selector is malformed.";
+  bool frac = r->gpu_milli > 0 || r->gpu_mem_mib > 0;
+  if ((r->gpus_per_task > 0) + frac + (r->mig_profile != NULL) > 1)
+    return "A request asks for whole GPUs, a GPU fraction or a MIG instance, not several.";
+  if (r->mig_profile) {
+    ji->kind = GP__R_MIG;
+    int s = mig_slices(r->mig_profile);
+    if (s < 1 || s > 7) return "The MIG profile is not of the form <N>g.<M>gb.";
+    ji->gpus = r->tasks * (s / 7.0);
+  } else if (r->gpus_per_task > 0) {
+    ji->kind = GP__R_WHOLE;
+    ji->gpus = (double)r->tasks * r->gpus_per_task;
+  } else if (frac) {
+    ji->kind = GP__R_FRACTION;
+    double milli = r->gpu_milli;
+    if (milli <= 0) { /* asked by memory: the share of the largest GPU it could use */
+      int64_t big = c->max_gpu_mem;
+      milli = big > 0 ? (double)r->gpu_mem_mib * GP_GPU_MILLI / (double)big : GP_GPU_MILLI;
+      if (milli > GP_GPU_MILLI) milli = GP_GPU_MILLI;
+    }
+    ji->gpus = r->tasks * milli / GP_GPU_MILLI;
+  } else {
+    ji->kind = GP__R_CPU;
+    ji->gpus = 0;
+  }
+  return NULL;
+}
+
+static void classify_pending(gp__ctx *c, int j) {
+  const gp_job *job = &c->view->jobs[j];
+  gp__job *ji = &c->jobs[j];
+  if (ji->leaf < 0) {
+    int q = gp__qtree_find(&c->tree, job->queue);
+    gp__job_end(c, j, GP_END_INVALID_REQUEST, q >= 0 ? GP__MSG_NOT_LEAF : GP__MSG_NO_QUEUE);
+    return;
+  }
+  int cls = gp__class_of(c, job, ji->leaf);
+  if (cls < 0) {
+    gp__job_end(c, j, GP_END_INVALID_REQUEST, GP__MSG_NO_CLASS);
+    return;
+  }
+  ji->prio = c->classes[cls].priority;
+  ji->preemptible = c->classes[cls].preemptible;
+  const char *bad = check_request(c, j);
+  if (bad) {
+    gp__job_end(c, j, GP_END_INVALID_REQUEST, bad);
+    return;
+  }
+  const char *dep_msg = NULL;
+  int deps = gp__deps_check(c, j, &dep_msg);
+  if (deps < 0) {
+    gp__job_end(c, j, GP_END_DEPENDENCY_NEVER_SATISFIED, dep_msg);
+    return;
+  }
+  int feas = gp__feasible(c, j);
+  if (feas == GP__FEAS_MODEL_UNKNOWN) {
+    gp__job_end(c, j, GP_END_GPU_MODEL_UNKNOWN, GP__MSG_MODEL_UNKNOWN);
+    return;
+  }
+  if (feas == GP__FEAS_NEVER) {
+    gp__job_end(c, j, GP_END_NO_MATCHING_NODES, GP__MSG_NEVER_NODES);
+    return;
+  }
+  if (job->state == GP_JOB_HELD) {
+    gp__job_wait(c, j, GP_PEND_HELD, GP__MSG_HELD);
+    return;
+  }
+  if (deps > 0) {
+    gp__job_wait(c, j, GP_PEND_DEPENDENCY, dep_msg);
+    return;
+  }
+  if (feas == GP__FEAS_MODEL_DOWN) {
+    gp__job_wait(c, j, GP_PEND_GPU_MODEL_UNAVAILABLE, GP__MSG_MODEL_DOWN);
+    return;
+  }
+  if (feas == GP__FEAS_DOWN) {
+    gp__job_wait(c, j, GP_PEND_NO_MATCHING_NODES, GP__MSG_NO_MATCH_DOWN);
+    return;
+  }
+  ji->stat = GP__J_ELIGIBLE;
+  c->tree.q[ji->leaf].demand += ji->gpus;
+  if (ji->kind == GP__R_WHOLE) {
+    if (job->req.gpus_per_task < c->min_whole) c->min_whole = job->req.gpus_per_task;
+  } else {
+    c->other_eligible = true;
+  }
+}
+
+int gp__classify_jobs(gp__ctx *c) {
+  const gp_view *v = c->view;
+  c->min_whole = GP_MAX_NODE_GPUS + 1;
+  for (int j = 0; j < v->n_jobs; j++) {
+    const gp_job *job = &v->jobs[j];
+    gp__job *ji = &c->jobs[j];
+    ji->leaf = gp__qtree_find(&c->tree, job->queue);
+    if (ji->leaf >= 0 && !gp__qtree_is_leaf(&c->tree, ji->leaf)) ji->leaf = -1;
+    ji->limit = limit_of(c, job, ji->leaf);
+    switch (job->state) {
+    case GP_JOB_RUNNING:
+    case GP_JOB_STOPPING: {
+      ji->stat = job->state == GP_JOB_RUNNING ? GP__J_RUNNING : GP__J_STOPPING;
+      int cls = gp__class_of(c, job, ji->leaf);
+      if (cls < 0) cls = c->default_class;
+      ji->prio = c->classes[cls].priority;
+      ji->preemptible = c->classes[cls].preemptible;
+      double g = 0;
+      for (int p = 0; p < job->n_placements; p++) g += placement_gpus(c, &job->placements[p]);
+      ji->gpus = g;
+      if (ji->leaf >= 0) {
+        gp__queue_add_alloc(c, ji->leaf, g);
+        c->tree.q[ji->leaf].demand += g;
+      }
+      gp__hold_placements(c, j);
+      if (job->state == GP_JOB_STOPPING) c->n_stopping++;
+      break;
+    }
+    case GP_JOB_PENDING:
+    case GP_JOB_HELD:
+      classify_pending(c, j);
+      break;
+    default:
+      ji->stat = GP__J_NONE;
+      break;
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,232 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The fleet's capacity for one step: which GPUs of which nodes may take new work, what
+ * running and stopping jobs hold, GPU model ids, topology blocks, NVLink domain masks and
+ * reserved pools. Free capacity changes only through gp__take / gp__give, which keep the
+ * node index (node_index.h) and the per-block free counts in step. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/sched_int.h"
+
+/* CPU and host memory of a node that reports none are not constrained. */
+#define UNTRACKED ((int64_t)1 << 60)
+
+static int str_cmp(const void *a, const void *b) {
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+int gp__model_id(const gp__ctx *c, const char *model) {
+  if (!model) return -1;
+  return gp__strmap_get(&c->model_map, model);
+}
+
+bool gp__node_has_labels(const gp_node *n, int n_sel, const gp_label *sel) {
+  for (int s = 0; s < n_sel; s++) {
+    bool found = false;
+    for (int l = 0; l < n->n_labels && !found; l++)
+      found = n->labels[l].key && n->labels[l].value && strcmp(n->labels[l].key, sel[s].key) == 0 &&
+              strcmp(n->labels[l].value, sel[s].value) == 0;
+    if (!found) return false;
+  }
+  return true;
+}
+
+static const char *label_of(const gp_node *n, const char *key) {
+  for (int l = 0; l < n->n_labels; l++)
+    if (n->labels[l].key && strcmp(n->labels[l].key, key) == 0) return n->labels[l].value;
+  return NULL;
+}
+
+int gp__nodes_init(gp__ctx *c) {
+  const gp_view *v = c->view;
+  int nn = v->n_nodes;
+  c->nodes = gp_xcalloc((size_t)nn + 1, sizeof *c->nodes);
+
+  /* GPU models, sorted by name so ids do not depend on node order. */
+  const char **names = gp_xmalloc(((size_t)nn + 1) * sizeof *names);
+  int nm = 0;
+  gp__strmap seen;
+  gp__strmap_init(&seen, 16);
+  for (int i = 0; i < nn; i++) {
+    const char *m = v->nodes[i].model;
+    if (m && v->nodes[i].n_gpus > 0 && gp__strmap_put(&seen, m, nm) < 0) names[nm++] = m;
+    if (v->nodes[i].gpu_mem_mib > c->max_gpu_mem) c->max_gpu_mem = v->nodes[i].gpu_mem_mib;
+  }
+  gp__strmap_done(&seen);
+  qsort(names, (size_t)nm, sizeof *names, str_cmp);
+  c->model_names = names;
+  c->n_models = nm;
+  gp__strmap_init(&c->model_map, (size_t)nm + 1);
+  for (int m = 0; m < nm; m++) gp__strmap_put(&c->model_map, names[m], m);
+
+  /* Blocks, in order of first appearance. */
+  gp__strmap blocks;
+  gp__strmap_init(&blocks, 64);
+  int *bcount = gp_xcalloc((size_t)nn + 1, sizeof(int));
+  for (int i = 0; i < nn; i++) {
+    const char *b = label_of(&v->nodes[i], "topology.block");
+    c->nodes[i].block = -1;
+    if (!b) continue;
+    int id = gp__strmap_get(&blocks, b);
+    if (id < 0) {
+      id = c->n_blocks++;
+      gp__strmap_put(&blocks, b, id);
+    }
+    c->nodes[i].block = id;
+    bcount[id]++;
+  }
+  gp__strmap_done(&blocks);
+  c->block_start = gp_xcalloc((size_t)c->n_blocks + 1, sizeof(int));
+  c->block_nodes = gp_xcalloc((size_t)nn + 1, sizeof(int));
+  c->block_free = gp_xcalloc((size_t)c->n_blocks + 1, sizeof(int));
+  for (int b = 0; b < c->n_blocks; b++) c->block_start[b + 1] = c->block_start[b] + bcount[b];
+  memset(bcount, 0, ((size_t)nn + 1) * sizeof(int));
+  for (int i = 0; i < nn; i++) {
+    int b = c->nodes[i].block;
+    if (b >= 0) c->block_nodes[c->block_start[b] + bcount[b]++] = i;
+  }
+  free(bcount);
+
+  /* Per-GPU arrays and masks. */
+  int total = 0, ndom = 0;
+  for (int i = 0; i < nn; i++) {
+    c->nodes[i].gpu_base = total;
+    total += v->nodes[i].n_gpus;
+  }
+  c->n_gpus_total = total;
+  c->gpu_used = gp_xcalloc((size_t)total + 1, sizeof(int));
+  c->gpu_mem_used = gp_xcalloc((size_t)total + 1, sizeof(int64_t));
+  c->gpu_mig_busy = gp_xcalloc((size_t)total + 1, 1);
+  c->gpu_resv_until = gp_xcalloc((size_t)total + 1, sizeof(gp_time));
+  c->dom = gp_xcalloc((size_t)total + 1, sizeof(uint32_t));
+  for (int i = 0; i < nn; i++) {
+    const gp_node *n = &v->nodes[i];
+    gp__node *s = &c->nodes[i];
+    s->model = n->n_gpus > 0 ? gp__model_id(c, n->model) : -1;
+    s->up = n->state == GP_NODE_UP;
+    s->cpu_free = n->cpu_milli > 0 ? n->cpu_milli : UNTRACKED;
+    s->mem_free = n->mem_mib > 0 ? n->mem_mib : UNTRACKED;
+    s->pool = -1;
+    for (int p = 0; p < v->n_pools && s->pool < 0; p++)
+      if (gp__node_has_labels(n, 1, &v->pools[p].selector)) s->pool = p;
+    s->dom_base = ndom;
+    for (int g = 0; g < n->n_gpus; g++) {
+      uint32_t bit = (uint32_t)1 << g;
+      gp_gpu_health h = n->gpus ? n->gpus[g].health : GP_GPU_HEALTHY;
+      gp_share_mode m = n->gpus ? n->gpus[g].mode : GP_SHARE_EXCLUSIVE;
+      if (!s->up || h != GP_GPU_HEALTHY) continue;
+      if (m == GP_SHARE_EXCLUSIVE || m == GP_SHARE_SHARED) s->whole_ok |= bit;
+      if (m == GP_SHARE_SHARED || m == GP_SHARE_TIMESLICE) s->share_ok |= bit;
+      if (m == GP_SHARE_MIG) s->mig_ok |= bit;
+      if (n->gpus && n->gpus[g].mem_mib > 0 && n->gpus[g].mem_mib != n->gpu_mem_mib)
+        s->mem_varies = true;
+    }
+    s->free = s->whole_ok;
+    if (n->gpus) {
+      /* NVLink domains in ascending domain number. */
+      for (int g = 0; g < n->n_gpus; g++) {
+        int d = n->gpus[g].nvlink_domain;
+        if (d < 0) continue;
+        bool dup = false;
+        for (int h = 0; h < g && !dup; h++) dup = n->gpus[h].nvlink_domain == d;
+        if (dup) continue;
+        uint32_t mask = 0;
+        for (int h = g; h < n->n_gpus; h++)
+          if (n->gpus[h].nvlink_domain == d) mask |= (uint32_t)1 << h;
+        int k = s->dom_base + s->n_dom++;
+        while (k > s->dom_base) { /* insertion by domain number */
+          int prev = n->gpus[__builtin_ctz(c->dom[k - 1])].nvlink_domain;
+          if (prev < d) break;
+          c->dom[k] = c->dom[k - 1];
+          k--;
+        }
+        c->dom[k] = mask;
+      }
+      ndom += s->n_dom;
+    }
+  }
+
+  /* Pools: which queues own one (a pool's queue and its sub-queues). */
+  c->n_slots = 1 + v->n_pools;
+  c->queue_pool = gp_xmalloc(((size_t)c->tree.n + 1) * sizeof(int));
+  for (int q = 0; q < c->tree.n; q++) c->queue_pool[q] = -1;
+  for (int p = 0; p < v->n_pools; p++) {
+    int q = gp__qtree_find(&c->tree, v->pools[p].queue);
+    for (int d = 0; d < c->tree.n && q >= 0; d++)
+      if (c->queue_pool[d] < 0 && gp__qtree_is_ancestor(&c->tree, q, d)) c->queue_pool[d] = p;
+  }
+  return 0;
+}
+
+/* Group of a node in the index: (pool slot, model); nodes without GPUs use model n_models. */
+static int group_of(const gp__ctx *c, int i) {
+  const gp__node *s = &c->nodes[i];
+  if (!s->up) return -1;
+  int m = s->model >= 0 ? s->model : c->n_models;
+  return (s->pool + 1) * (c->n_models + 1) + m;
+}
+
+void gp__nodes_index(gp__ctx *c) {
+  int nn = c->view->n_nodes;
+  int *groups = gp_xmalloc(((size_t)nn + 1) * sizeof(int));
+  for (int i = 0; i < nn; i++) groups[i] = group_of(c, i);
+  gp__index_init(&c->ix, nn, groups, c->n_slots * (c->n_models + 1));
+  free(groups);
+  for (int i = 0; i < nn; i++) {
+    if (!c->nodes[i].up) continue;
+    int f = __builtin_popcount(c->nodes[i].free);
+    gp__index_set(&c->ix, i, f);
+    if (c->nodes[i].block >= 0) c->block_free[c->nodes[i].block] += f;
+  }
+  c->indexed = true;
+}
+
+/* Applies one task's use of a node: sign +1 takes, -1 gives back. */
+static void apply(gp__ctx *c, int node, uint32_t mask, int milli, int64_t gpu_mem, int mig,
+                  int64_t cpu, int64_t mem, int sign) {
+  const gp_node *n = &c->view->nodes[node];
+  gp__node *s = &c->nodes[node];
+  int before = __builtin_popcount(s->free);
+  for (uint32_t m = mask; m; m &= m - 1) {
+    int g = __builtin_ctz(m);
+    int k = s->gpu_base + g;
+    gp_share_mode mode = n->gpus ? n->gpus[g].mode : GP_SHARE_EXCLUSIVE;
+    if (mig >= 0) {
+      if (sign > 0) c->gpu_mig_busy[k] |= (uint8_t)(1u << (mig & 7));
+      else c->gpu_mig_busy[k] &= (uint8_t)~(1u << (mig & 7));
+    } else if (mode == GP_SHARE_TIMESLICE) {
+      c->gpu_used[k] += sign;
+    } else {
+      c->gpu_used[k] += sign * (milli > 0 && milli < GP_GPU_MILLI ? milli : GP_GPU_MILLI);
+      c->gpu_mem_used[k] += sign * gpu_mem;
+    }
+    bool idle = c->gpu_used[k] <= 0 && c->gpu_mem_used[k] <= 0 && !c->gpu_mig_busy[k];
+    uint32_t bit = (uint32_t)1 << g;
+    if (idle && (s->whole_ok & bit)) s->free |= bit;
+    else s->free &= ~bit;
+  }
+  s->cpu_free -= sign * cpu;
+  s->mem_free -= sign * mem;
+  int after = __builtin_popcount(s->free);
+  if (after != before && s->up && c->indexed) {
+    gp__index_set(&c->ix, node, after);
+    if (s->block >= 0) c->block_free[s->block] += after - before;
+  }
+}
+
+void gp__hold_placements(gp__ctx *c, int j) {
+  const gp_job *job = &c->view->jobs[j];
+  for (int p = 0; p < job->n_placements; p++) {
+    const gp_placement *pl = &job->placements[p];
+    apply(c, pl->node, pl->gpu_mask, pl->gpu_milli, pl->gpu_mem_mib, pl->mig_instance,
+          job->req.cpu_milli, job->req.mem_mib, +1);
+  }
+}
+
+void gp__take(gp__ctx *c, const gp__req *r, const gp__fit *f) {
+  apply(c, f->node, f->mask, f->milli, f->gpu_mem, f->mig, r->cpu, r->mem, +1);
+}
+
+void gp__give(gp__ctx *c, const gp__req *r, const gp__fit *f) {
+  apply(c, f->node, f->mask, f->milli, f->gpu_mem, f->mig, r->cpu, r->mem, -1);
+}

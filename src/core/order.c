@@ -1,0 +1,229 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The order in which pending jobs are considered.
+ *
+ * GP_ORDER_FAIRSHARE: a heap of jobs per leaf queue (higher priority, then older, then
+ * view index) and, for every inner queue and the root, a heap of its active children keyed
+ * by allocated / fair share (queues without a fair share sort last, by allocation; ties by
+ * tree index). Picking a job descends from the root through the heap tops; after every
+ * placement the placed job's leaf and its ancestors are re-sifted, so the order is
+ * re-evaluated after every placement at O(depth * log(children)) instead of a re-sort.
+ * GP_ORDER_FIFO / _PRIORITY / _SJF: one global heap; queues play no part.
+ * Heaps are built with heapify (O(n)) and only the jobs actually considered are popped, so
+ * a step that stops early never pays for ordering the rest. */
+#include <stdlib.h>
+
+#include "core/sched_int.h"
+
+struct gp__order {
+  gp__ctx *c;
+  bool fair;
+  int64_t *k1, *k2;     /* per view job: sort keys (smaller first), then job index */
+  int *heap;            /* job heaps, one segment per leaf (or one for global orders) */
+  int *seg_start, *seg_len;
+  int n_seg;
+  int *qheap;           /* per parent (tree index, root = tree.n): heap of active children */
+  int *qstart, *qlen;
+  int *qpos;            /* position of a queue in its parent's heap, -1 when inactive */
+};
+
+static bool job_less(const gp__order *o, int a, int b) {
+  if (o->k1[a] != o->k1[b]) return o->k1[a] < o->k1[b];
+  if (o->k2[a] != o->k2[b]) return o->k2[a] < o->k2[b];
+  return a < b;
+}
+
+static void job_sift_down(const gp__order *o, int *h, int n, int i) {
+  for (;;) {
+    int l = 2 * i + 1, m = i;
+    if (l < n && job_less(o, h[l], h[m])) m = l;
+    if (l + 1 < n && job_less(o, h[l + 1], h[m])) m = l + 1;
+    if (m == i) return;
+    int t = h[i];
+    h[i] = h[m];
+    h[m] = t;
+    i = m;
+  }
+}
+
+/* Queue order: (no fair share?, ratio or allocation, tree index). */
+static bool queue_less(const gp__order *o, int a, int b) {
+  const gp__queue *qa = &o->c->tree.q[a], *qb = &o->c->tree.q[b];
+  bool za = qa->fair_share <= GP__EPS, zb = qb->fair_share <= GP__EPS;
+  if (za != zb) return zb;
+  double ka = za ? qa->allocated : qa->allocated / qa->fair_share;
+  double kb = zb ? qb->allocated : qb->allocated / qb->fair_share;
+  if (ka != kb) return ka < kb;
+  return a < b;
+}
+
+static int parent_slot(const gp__order *o, int q) {
+  int p = o->c->tree.q[q].parent;
+  return p < 0 ? o->c->tree.n : p;
+}
+
+static void qswap(gp__order *o, int *h, int i, int k) {
+  int t = h[i];
+  h[i] = h[k];
+  h[k] = t;
+  o->qpos[h[i]] = i;
+  o->qpos[h[k]] = k;
+}
+
+static void q_sift(gp__order *o, int p, int i) {
+  int *h = o->qheap + o->qstart[p], n = o->qlen[p];
+  while (i > 0 && queue_less(o, h[i], h[(i - 1) / 2])) {
+    qswap(o, h, i, (i - 1) / 2);
+    i = (i - 1) / 2;
+  }
+  for (;;) {
+    int l = 2 * i + 1, m = i;
+    if (l < n && queue_less(o, h[l], h[m])) m = l;
+    if (l + 1 < n && queue_less(o, h[l + 1], h[m])) m = l + 1;
+    if (m == i) return;
+    qswap(o, h, i, m);
+    i = m;
+  }
+}
+
+static void q_insert(gp__order *o, int q) {
+  int p = parent_slot(o, q);
+  int i = o->qlen[p]++;
+  o->qheap[o->qstart[p] + i] = q;
+  o->qpos[q] = i;
+  q_sift(o, p, i);
+}
+
+static void q_remove(gp__order *o, int q) {
+  int p = parent_slot(o, q), i = o->qpos[q];
+  int *h = o->qheap + o->qstart[p];
+  int last = --o->qlen[p];
+  o->qpos[q] = -1;
+  if (i != last) {
+    h[i] = h[last];
+    o->qpos[h[i]] = i;
+    q_sift(o, p, i);
+  }
+}
+
+gp__order *gp__order_new(gp__ctx *c) {
+  const gp_view *v = c->view;
+  gp__order *o = gp_xcalloc(1, sizeof *o);
+  o->c = c;
+  o->fair = c->pol->order == GP_ORDER_FAIRSHARE;
+  int nj = v->n_jobs, nq = c->tree.n;
+  o->k1 = gp_xmalloc(((size_t)nj + 1) * sizeof(int64_t));
+  o->k2 = gp_xmalloc(((size_t)nj + 1) * sizeof(int64_t));
+  o->n_seg = o->fair ? nq : 1;
+  o->seg_start = gp_xcalloc((size_t)o->n_seg + 1, sizeof(int));
+  o->seg_len = gp_xcalloc((size_t)o->n_seg + 1, sizeof(int));
+  int n_elig = 0;
+  for (int j = 0; j < nj; j++) {
+    if (c->jobs[j].stat != GP__J_ELIGIBLE) continue;
+    n_elig++;
+    const gp_job *job = &v->jobs[j];
+    switch (c->pol->order) {
+    case GP_ORDER_FIFO:
+      o->k1[j] = job->submitted_at;
+      o->k2[j] = 0;
+      break;
+    case GP_ORDER_SJF:
+      o->k1[j] = c->jobs[j].limit > 0 ? c->jobs[j].limit : GP__NEVER;
+      o->k2[j] = job->submitted_at;
+      break;
+    default: /* fair share inside a leaf, and global priority */
+      o->k1[j] = -(int64_t)c->jobs[j].prio;
+      o->k2[j] = job->submitted_at;
+      break;
+    }
+    o->seg_len[o->fair ? c->jobs[j].leaf : 0]++;
+  }
+  for (int s = 0; s < o->n_seg; s++) o->seg_start[s + 1] = o->seg_start[s] + o->seg_len[s];
+  o->heap = gp_xmalloc(((size_t)n_elig + 1) * sizeof(int));
+  int *fill = gp_xcalloc((size_t)o->n_seg + 1, sizeof(int));
+  for (int j = 0; j < nj; j++) {
+    if (c->jobs[j].stat != GP__J_ELIGIBLE) continue;
+    int s = o->fair ? c->jobs[j].leaf : 0;
+    o->heap[o->seg_start[s] + fill[s]++] = j;
+  }
+  free(fill);
+  for (int s = 0; s < o->n_seg; s++)
+    for (int i = o->seg_len[s] / 2 - 1; i >= 0; i--)
+      job_sift_down(o, o->heap + o->seg_start[s], o->seg_len[s], i);
+
+  if (o->fair) {
+    /* Child heaps: a parent's segment holds at most its number of children. */
+    o->qstart = gp_xcalloc((size_t)nq + 2, sizeof(int));
+    o->qlen = gp_xcalloc((size_t)nq + 2, sizeof(int));
+    o->qpos = gp_xmalloc(((size_t)nq + 1) * sizeof(int));
+    int off = 0;
+    for (int q = 0; q < nq; q++) {
+      o->qstart[q] = off;
+      off += c->tree.q[q].n_children;
+      o->qpos[q] = -1;
+    }
+    o->qstart[nq] = off;
+    for (int q = 0; q < nq; q++) off += c->tree.q[q].parent < 0;
+    o->qheap = gp_xmalloc(((size_t)off + 1) * sizeof(int));
+    /* Activate leaves with jobs and every ancestor (children before parents: reverse
+     * tree order). */
+    bool *active = gp_xcalloc((size_t)nq + 1, sizeof(bool));
+    for (int q = nq - 1; q >= 0; q--) {
+      if (gp__qtree_is_leaf(&c->tree, q) ? o->seg_len[q] > 0 : active[q]) {
+        active[q] = true;
+        if (c->tree.q[q].parent >= 0) active[c->tree.q[q].parent] = true;
+      }
+    }
+    for (int q = 0; q < nq; q++)
+      if (active[q]) q_insert(o, q);
+    free(active);
+  }
+  return o;
+}
+
+void gp__order_free(gp__order *o) {
+  if (!o) return;
+  free(o->k1);
+  free(o->k2);
+  free(o->heap);
+  free(o->seg_start);
+  free(o->seg_len);
+  free(o->qheap);
+  free(o->qstart);
+  free(o->qlen);
+  free(o->qpos);
+  free(o);
+}
+
+static int pop_job(gp__order *o, int s) {
+  int *h = o->heap + o->seg_start[s];
+  int j = h[0];
+  h[0] = h[--o->seg_len[s]];
+  job_sift_down(o, h, o->seg_len[s], 0);
+  return j;
+}
+
+int gp__order_next(gp__order *o) {
+  if (!o->fair) return o->seg_len[0] ? pop_job(o, 0) : -1;
+  const gp__qtree *t = &o->c->tree;
+  int p = t->n;
+  while (o->qlen[p]) {
+    int q = o->qheap[o->qstart[p]];
+    if (!gp__qtree_is_leaf(t, q)) {
+      p = q;
+      continue;
+    }
+    int j = pop_job(o, q);
+    /* Deactivate emptied queues upwards. */
+    for (int e = q; e >= 0 && (gp__qtree_is_leaf(t, e) ? o->seg_len[e] == 0 : o->qlen[e] == 0);
+         e = t->q[e].parent)
+      q_remove(o, e);
+    return j;
+  }
+  return -1;
+}
+
+void gp__order_update(gp__order *o, int leaf) {
+  if (!o->fair) return;
+  for (int q = leaf; q >= 0; q = o->c->tree.q[q].parent)
+    if (o->qpos[q] >= 0) q_sift(o, parent_slot(o, q), o->qpos[q]);
+}

@@ -1,0 +1,216 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Placement of one task: the filters (node up, GPU healthy, GPU model, minimum GPU memory,
+ * CPU, host memory, node labels, capacity type, reserved pools, backfill reservations), the
+ * choice of GPUs inside a node (one NVLink domain when possible) and the choice of node
+ * through the free-capacity index: bin-packing scans buckets upwards from the request, so
+ * the first node found is the most used one that fits; spread scans downwards. */
+#include <string.h>
+
+#include "core/sched_int.h"
+
+void gp__req_init(gp__ctx *c, int j, gp__req *r) {
+  const gp_job *job = &c->view->jobs[j];
+  const gp__job *ji = &c->jobs[j];
+  memset(r, 0, sizeof *r);
+  r->job = j;
+  r->kind = ji->kind;
+  r->tasks = job->req.tasks;
+  r->gpus = ji->kind == GP__R_WHOLE ? job->req.gpus_per_task : 0;
+  r->milli = job->req.gpu_milli;
+  r->gpu_mem = job->req.gpu_mem_mib;
+  r->min_gpu_mem = job->req.min_gpu_mem_mib;
+  r->cpu = job->req.cpu_milli;
+  r->mem = job->req.mem_mib;
+  r->mig_profile = job->req.mig_profile;
+  if (job->req.n_gpu_models <= 0) {
+    r->n_models = -1;
+  } else {
+    for (int i = 0; i < job->req.n_gpu_models && r->n_models < 8; i++) {
+      int m = gp__model_id(c, job->req.gpu_models[i]);
+      bool dup = false;
+      for (int k = 0; k < r->n_models && !dup; k++) dup = r->models[k] == m;
+      if (m >= 0 && !dup) r->models[r->n_models++] = m;
+    }
+  }
+  /* Pool slots: the queue's own pool first, then the general fleet, then pools that lend
+   * to preemptible borrowers. */
+  int own = ji->leaf >= 0 ? c->queue_pool[ji->leaf] : -1;
+  if (own >= 0) r->slots[r->n_slots++] = own + 1;
+  r->slots[r->n_slots++] = 0;
+  for (int p = 0; p < c->view->n_pools && r->n_slots < 16; p++)
+    if (p != own && c->view->pools[p].lend && ji->preemptible) r->slots[r->n_slots++] = p + 1;
+  r->end = ji->limit > 0 && c->now < GP__NEVER - ji->limit ? c->now + ji->limit : GP__NEVER;
+  r->honor_resv = true;
+}
+
+static uint32_t lowest_bits(uint32_t m, int k) {
+  uint32_t out = 0;
+  for (; m && k > 0; k--) {
+    uint32_t b = m & -m;
+    out |= b;
+    m &= m - 1;
+  }
+  return out;
+}
+
+uint32_t gp__choose_gpus(const gp__ctx *c, int node, uint32_t avail, int want) {
+  const gp__node *s = &c->nodes[node];
+  if (want <= 0) return 0;
+  if (!s->n_dom) return lowest_bits(avail, want);
+  const uint32_t *dom = c->dom + s->dom_base;
+  /* The fullest domain that still fits the whole request keeps big domains free. */
+  int best = -1, best_cnt = GP_MAX_NODE_GPUS + 1;
+  for (int d = 0; d < s->n_dom; d++) {
+    int cnt = __builtin_popcount(dom[d] & avail);
+    if (cnt >= want && cnt < best_cnt) {
+      best = d;
+      best_cnt = cnt;
+    }
+  }
+  if (best >= 0) return lowest_bits(dom[best] & avail, want);
+  /* Span as few domains as possible: largest first, then GPUs outside any domain. */
+  uint32_t out = 0, used_dom = 0;
+  while (want > 0) {
+    int pick = -1, pick_cnt = 0;
+    for (int d = 0; d < s->n_dom; d++) {
+      if (used_dom & (1u << d)) continue;
+      int cnt = __builtin_popcount(dom[d] & avail);
+      if (cnt > pick_cnt) {
+        pick = d;
+        pick_cnt = cnt;
+      }
+    }
+    if (pick < 0) break;
+    used_dom |= 1u << pick;
+    uint32_t take = lowest_bits(dom[pick] & avail, want);
+    out |= take;
+    want -= __builtin_popcount(take);
+  }
+  if (want > 0) out |= lowest_bits(avail & ~out, want);
+  return out;
+}
+
+static bool model_ok(const gp__req *r, int model) {
+  if (r->n_models < 0) return true;
+  for (int k = 0; k < r->n_models; k++)
+    if (r->models[k] == model) return true;
+  return false;
+}
+
+static bool slot_ok(const gp__req *r, int pool) {
+  for (int k = 0; k < r->n_slots; k++)
+    if (r->slots[k] == pool + 1) return true;
+  return false;
+}
+
+/* GPUs of node s whose memory is at least min. */
+static uint32_t mem_ok_mask(const gp__ctx *c, int node, int64_t min) {
+  const gp_node *n = &c->view->nodes[node];
+  if (min <= 0) return ~(uint32_t)0;
+  if (!c->nodes[node].mem_varies) return n->gpu_mem_mib >= min ? ~(uint32_t)0 : 0;
+  uint32_t m = 0;
+  for (int g = 0; g < n->n_gpus; g++) {
+    int64_t mem = n->gpus[g].mem_mib > 0 ? n->gpus[g].mem_mib : n->gpu_mem_mib;
+    if (mem >= min) m |= (uint32_t)1 << g;
+  }
+  return m;
+}
+
+/* Node-level filters shared by every kind of request. */
+bool gp__node_static_ok(const gp__ctx *c, const gp__req *r, int node) {
+  const gp_node *n = &c->view->nodes[node];
+  const gp__node *s = &c->nodes[node];
+  const gp_request *req = &c->view->jobs[r->job].req;
+  if (!s->up) return false;
+  if (n->capacity == GP_CAP_SPOT && !req->allow_spot) return false;
+  if (r->kind != GP__R_CPU && !model_ok(r, s->model)) return false;
+  if (!slot_ok(r, s->pool)) return false;
+  if (req->n_node_selector && !gp__node_has_labels(n, req->n_node_selector, req->node_selector))
+    return false;
+  return true;
+}
+
+bool gp__node_fit(gp__ctx *c, const gp__req *r, int node, uint32_t extra, int64_t extra_cpu,
+                  int64_t extra_mem, gp__fit *f) {
+  const gp__node *s = &c->nodes[node];
+  if (r->cpu > s->cpu_free + extra_cpu || r->mem > s->mem_free + extra_mem) return false;
+  if (!gp__node_static_ok(c, r, node)) return false;
+  f->node = node;
+  f->mask = 0;
+  f->milli = GP_GPU_MILLI;
+  f->gpu_mem = 0;
+  f->mig = -1;
+  if (r->kind == GP__R_CPU) return true;
+  if (r->kind != GP__R_WHOLE) return gp__node_fit_shared(c, r, node, f);
+  uint32_t avail = s->free | (extra & s->whole_ok);
+  if (r->honor_resv && (s->resv & avail)) {
+    for (uint32_t m = s->resv & avail; m; m &= m - 1) {
+      int g = __builtin_ctz(m);
+      if (r->end > c->gpu_resv_until[s->gpu_base + g]) avail &= ~((uint32_t)1 << g);
+    }
+  }
+  avail &= mem_ok_mask(c, node, r->min_gpu_mem);
+  if (__builtin_popcount(avail) < r->gpus) return false;
+  f->mask = gp__choose_gpus(c, node, avail, r->gpus);
+  return true;
+}
+
+/* Scans bucket (group, level) for its lowest-index node that passes the filters. */
+static int scan_bucket(gp__ctx *c, const gp__req *r, int group, int level, gp__fit *f) {
+  if (!gp__index_count(&c->ix, group, level)) return -1;
+  const int *members = c->ix.members + c->ix.group_start[group];
+  for (int pos = gp__index_next(&c->ix, group, level, 0); pos >= 0;
+       pos = gp__index_next(&c->ix, group, level, pos + 1))
+    if (gp__node_fit(c, r, members[pos], 0, 0, 0, f)) return members[pos];
+  return -1;
+}
+
+/* The best node at one level over the request's models: lowest view index wins. */
+static bool scan_level(gp__ctx *c, const gp__req *r, int slot, int level, gp__fit *f) {
+  int stride = c->n_models + 1, best = -1;
+  gp__fit tmp;
+  int nm = r->n_models < 0 ? c->n_models + (r->kind == GP__R_CPU) : r->n_models;
+  for (int k = 0; k < nm; k++) {
+    int m = r->n_models < 0 ? k : r->models[k];
+    int node = scan_bucket(c, r, slot * stride + m, level, &tmp);
+    if (node >= 0 && (best < 0 || node < best)) {
+      best = node;
+      *f = tmp;
+    }
+  }
+  return best >= 0;
+}
+
+bool gp__fit_task(gp__ctx *c, const gp__req *r, gp__fit *f) {
+  if (r->kind == GP__R_FRACTION || r->kind == GP__R_MIG) return gp__fit_shared(c, r, f);
+  int need = r->gpus;
+  for (int si = 0; si < r->n_slots; si++) {
+    int slot = r->slots[si];
+    if (c->pol->placement == GP_PLACE_SPREAD) {
+      for (int l = GP_MAX_NODE_GPUS; l >= need; l--)
+        if (c->ix.level_count[l] && scan_level(c, r, slot, l, f)) return true;
+    } else {
+      for (int l = need; l <= GP_MAX_NODE_GPUS; l++)
+        if (c->ix.level_count[l] && scan_level(c, r, slot, l, f)) return true;
+    }
+  }
+  return false;
+}
+
+void gp__start_job(gp__ctx *c, const gp__req *r, const gp__fit *fits) {
+  gp__job *ji = &c->jobs[r->job];
+  gp_plan_start *st = gp__vec_push(&c->starts, sizeof *st);
+  st->job = r->job;
+  st->n_placements = r->tasks;
+  st->placements = gp_arena_alloc(c->arena, (size_t)r->tasks * sizeof *st->placements);
+  for (int t = 0; t < r->tasks; t++) {
+    gp_placement *p = &st->placements[t];
+    p->node = fits[t].node;
+    p->gpu_mask = fits[t].mask;
+    p->gpu_milli = fits[t].mask ? fits[t].milli : 0;
+    p->gpu_mem_mib = fits[t].gpu_mem;
+    p->mig_instance = fits[t].mig;
+  }
+  ji->stat = GP__J_STARTED;
+  if (ji->leaf >= 0) gp__queue_add_alloc(c, ji->leaf, ji->gpus);
+}

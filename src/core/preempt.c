@@ -1,0 +1,417 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Preemption, simulated before anything is evicted (DESIGN.md §2):
+ *   pool      a queue that owns a reserved pool takes its nodes back from borrowers;
+ *   priority  a pending job preempts strictly lower-priority preemptible jobs of its own
+ *             leaf queue (policy.preemption);
+ *   reclaim   a queue below its fair share takes GPUs back from queues above theirs, only
+ *             from their allocation beyond fair share (policy.reclaim, fair-share order).
+ * Victims: RUNNING, preemptible, at least policy.min_runtime old, not already chosen. Their
+ * order: lowest priority, then least work lost (now - max(last checkpoint, start)), then
+ * youngest, then view index. For each task the simulation looks at every node that hosts a
+ * candidate, takes that node's candidates in victim order until the task fits, and keeps
+ * the node whose most valuable victim is least valuable (then fewest victims, then lowest
+ * index). A gang repeats this per task on the capacity left by earlier tasks. If any task
+ * cannot fit, nothing is evicted. No ping-pong: reclaim keeps the reclaimer at or below its
+ * fair share and every victim queue at or above its own (at every level below the common
+ * ancestor), and priority preemption needs a strictly higher priority.
+ * The same simulation with STOPPING jobs as the only "victims" answers whether a job would
+ * fit once they are gone (WaitingForPreemption). */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/sched_int.h"
+
+enum { K_POOL = 0, K_PRIORITY, K_RECLAIM, K_STOPPING, K_N };
+
+struct gp__preempt {
+  int *leaf_start, *leaf_jobs;   /* victim-able running jobs per tree queue (CSR) */
+  int *leaf_min_prio;            /* per tree queue: lowest priority among them */
+  int *stopping;
+  int n_stopping;
+  int *pool_borrowers;           /* per pool: running jobs of other queues on its nodes */
+  int *jstamp, *nstamp, stamp;   /* candidate marks per job / per node */
+  int *cand_nodes, n_cand;
+  uint32_t *tent_extra;          /* per node: GPUs freed by chosen victims, not yet reused */
+  int64_t *tent_cpu, *tent_mem;
+  int *touched, n_touched;
+  bool *is_touched;
+  double *removed;               /* per tree queue: GPUs taken from it by chosen victims */
+  bool *taken;                   /* per job: chosen in the current simulation */
+  int *taken_list, n_taken;
+  double *fail_gpus[K_N];        /* per leaf: smallest request that failed, by kind */
+  int *fail_prio;                /* per leaf: priority of that failed priority attempt */
+};
+
+static bool victim_able(const gp__ctx *c, int v) {
+  const gp__job *vj = &c->jobs[v];
+  if (vj->stat != GP__J_RUNNING || vj->victim || !vj->preemptible) return false;
+  return c->now - c->view->jobs[v].started_at >= c->pol->min_runtime;
+}
+
+void gp__preempt_setup(gp__ctx *c) {
+  const gp_view *v = c->view;
+  int nn = v->n_nodes, nj = v->n_jobs, nq = c->tree.n;
+  struct gp__preempt *p = c->pre = gp_xcalloc(1, sizeof *p);
+  /* Node -> running/stopping jobs. */
+  c->node_jobs_start = gp_xcalloc((size_t)nn + 2, sizeof(int));
+  for (int j = 0; j < nj; j++) {
+    if (c->jobs[j].stat != GP__J_RUNNING && c->jobs[j].stat != GP__J_STOPPING) continue;
+    const gp_job *job = &v->jobs[j];
+    for (int k = 0; k < job->n_placements; k++) {
+      int dup = 0;
+      for (int m = 0; m < k && !dup; m++) dup = job->placements[m].node == job->placements[k].node;
+      if (!dup) c->node_jobs_start[job->placements[k].node + 1]++;
+    }
+  }
+  for (int i = 0; i < nn; i++) c->node_jobs_start[i + 1] += c->node_jobs_start[i];
+  c->node_jobs = gp_xmalloc(((size_t)c->node_jobs_start[nn] + 1) * sizeof(int));
+  int *fill = gp_xcalloc((size_t)nn + 1, sizeof(int));
+  p->leaf_start = gp_xcalloc((size_t)nq + 2, sizeof(int));
+  p->leaf_min_prio = gp_xmalloc(((size_t)nq + 1) * sizeof(int));
+  for (int q = 0; q < nq; q++) p->leaf_min_prio[q] = INT_MAX;
+  p->pool_borrowers = gp_xcalloc((size_t)v->n_pools + 1, sizeof(int));
+  int n_able = 0;
+  for (int j = 0; j < nj; j++) {
+    const gp__job *ji = &c->jobs[j];
+    if (ji->stat != GP__J_RUNNING && ji->stat != GP__J_STOPPING) continue;
+    const gp_job *job = &v->jobs[j];
+    for (int k = 0; k < job->n_placements; k++) {
+      int node = job->placements[k].node, dup = 0;
+      for (int m = 0; m < k && !dup; m++) dup = job->placements[m].node == node;
+      if (dup) continue;
+      c->node_jobs[c->node_jobs_start[node] + fill[node]++] = j;
+      int pool = c->nodes[node].pool;
+      if (pool >= 0 && (ji->leaf < 0 || c->queue_pool[ji->leaf] != pool)) p->pool_borrowers[pool]++;
+    }
+    if (ji->stat == GP__J_STOPPING) p->n_stopping++;
+    if (victim_able(c, j) && ji->leaf >= 0) {
+      p->leaf_start[ji->leaf + 1]++;
+      n_able++;
+      if (ji->prio < p->leaf_min_prio[ji->leaf]) p->leaf_min_prio[ji->leaf] = ji->prio;
+    }
+  }
+  free(fill);
+  for (int q = 0; q < nq; q++) p->leaf_start[q + 1] += p->leaf_start[q];
+  p->leaf_jobs = gp_xmalloc(((size_t)n_able + 1) * sizeof(int));
+  p->stopping = gp_xmalloc(((size_t)p->n_stopping + 1) * sizeof(int));
+  int *lfill = gp_xcalloc((size_t)nq + 1, sizeof(int));
+  int ns = 0;
+  for (int j = 0; j < nj; j++) {
+    const gp__job *ji = &c->jobs[j];
+    if (ji->stat == GP__J_STOPPING) p->stopping[ns++] = j;
+    if (victim_able(c, j) && ji->leaf >= 0) p->leaf_jobs[p->leaf_start[ji->leaf] + lfill[ji->leaf]++] = j;
+  }
+  free(lfill);
+  int borrowers = 0;
+  for (int k = 0; k < v->n_pools; k++) borrowers += p->pool_borrowers[k];
+  c->preempt_possible = n_able > 0 && (c->pol->preemption || borrowers > 0 ||
+                                       (c->pol->reclaim && c->pol->order == GP_ORDER_FAIRSHARE));
+}
+
+static void alloc_scratch(gp__ctx *c) {
+  struct gp__preempt *p = c->pre;
+  if (p->jstamp) return;
+  int nn = c->view->n_nodes, nj = c->view->n_jobs, nq = c->tree.n;
+  p->jstamp = gp_xcalloc((size_t)nj + 1, sizeof(int));
+  p->nstamp = gp_xcalloc((size_t)nn + 1, sizeof(int));
+  p->cand_nodes = gp_xmalloc(((size_t)nn + 1) * sizeof(int));
+  p->tent_extra = gp_xcalloc((size_t)nn + 1, sizeof(uint32_t));
+  p->tent_cpu = gp_xcalloc((size_t)nn + 1, sizeof(int64_t));
+  p->tent_mem = gp_xcalloc((size_t)nn + 1, sizeof(int64_t));
+  p->touched = gp_xmalloc(((size_t)nn + 1) * sizeof(int));
+  p->is_touched = gp_xcalloc((size_t)nn + 1, sizeof(bool));
+  p->removed = gp_xcalloc((size_t)nq + 1, sizeof(double));
+  p->taken = gp_xcalloc((size_t)nj + 1, sizeof(bool));
+  p->taken_list = gp_xmalloc(((size_t)nj + 1) * sizeof(int));
+  for (int k = 0; k < K_N; k++) {
+    p->fail_gpus[k] = gp_xmalloc(((size_t)nq + 1) * sizeof(double));
+    for (int q = 0; q < nq; q++) p->fail_gpus[k][q] = 1e300;
+  }
+  p->fail_prio = gp_xcalloc((size_t)nq + 1, sizeof(int));
+}
+
+void gp__preempt_done(gp__ctx *c) {
+  struct gp__preempt *p = c->pre;
+  if (!p) return;
+  free(p->leaf_start);
+  free(p->leaf_jobs);
+  free(p->leaf_min_prio);
+  free(p->stopping);
+  free(p->pool_borrowers);
+  free(p->jstamp);
+  free(p->nstamp);
+  free(p->cand_nodes);
+  free(p->tent_extra);
+  free(p->tent_cpu);
+  free(p->tent_mem);
+  free(p->touched);
+  free(p->is_touched);
+  free(p->removed);
+  free(p->taken);
+  free(p->taken_list);
+  for (int k = 0; k < K_N; k++) free(p->fail_gpus[k]);
+  free(p->fail_prio);
+  free(p);
+  c->pre = NULL;
+}
+
+/* Victim order: is a a better (cheaper) victim than b? */
+static bool victim_before(const gp__ctx *c, int a, int b) {
+  const gp__job *x = &c->jobs[a], *y = &c->jobs[b];
+  if (x->prio != y->prio) return x->prio < y->prio;
+  const gp_job *ja = &c->view->jobs[a], *jb = &c->view->jobs[b];
+  gp_time la = c->now - (ja->last_checkpoint_at > ja->started_at ? ja->last_checkpoint_at : ja->started_at);
+  gp_time lb = c->now - (jb->last_checkpoint_at > jb->started_at ? jb->last_checkpoint_at : jb->started_at);
+  if (la != lb) return la < lb;
+  if (ja->started_at != jb->started_at) return ja->started_at > jb->started_at;
+  return a < b;
+}
+
+static void add_candidate(gp__ctx *c, int v) {
+  struct gp__preempt *p = c->pre;
+  if (p->jstamp[v] == p->stamp) return;
+  p->jstamp[v] = p->stamp;
+  const gp_job *job = &c->view->jobs[v];
+  for (int k = 0; k < job->n_placements; k++) {
+    int node = job->placements[k].node;
+    if (p->nstamp[node] != p->stamp) {
+      p->nstamp[node] = p->stamp;
+      p->cand_nodes[p->n_cand++] = node;
+    }
+  }
+}
+
+static int lca(const gp__ctx *c, int a, int b) {
+  const gp__qtree *t = &c->tree;
+  while (a >= 0 && b >= 0 && a != b) {
+    if (t->q[a].depth >= t->q[b].depth) a = t->q[a].parent;
+    else b = t->q[b].parent;
+  }
+  return a == b ? a : -1;
+}
+
+/* May victim v be taken from its queue for job J's reclaim (with removals so far)? */
+static bool reclaim_ok(const gp__ctx *c, int J, int v) {
+  const gp__qtree *t = &c->tree;
+  int lj = c->jobs[J].leaf, lv = c->jobs[v].leaf;
+  if (lv < 0 || lj < 0 || lv == lj) return false;
+  int top = lca(c, lj, lv);
+  double gv = c->jobs[v].gpus, gj = c->jobs[J].gpus;
+  for (int q = lv; q != top; q = t->q[q].parent)
+    if (t->q[q].allocated - c->pre->removed[q] - gv < t->q[q].fair_share - GP__EPS) return false;
+  for (int q = lj; q != top; q = t->q[q].parent)
+    if (t->q[q].allocated + gj > t->q[q].fair_share + GP__EPS) return false;
+  return true;
+}
+
+static void add_removed(gp__ctx *c, int v, double sign) {
+  for (int q = c->jobs[v].leaf; q >= 0; q = c->tree.q[q].parent)
+    c->pre->removed[q] += sign * c->jobs[v].gpus;
+}
+
+static void touch(struct gp__preempt *p, int node) {
+  if (!p->is_touched[node]) {
+    p->is_touched[node] = true;
+    p->touched[p->n_touched++] = node;
+  }
+}
+
+/* Resources victim v frees on `node` (whole GPUs, CPU, memory). */
+static void frees_on(const gp__ctx *c, int v, int node, uint32_t *mask, int64_t *cpu, int64_t *mem) {
+  const gp_job *job = &c->view->jobs[v];
+  for (int k = 0; k < job->n_placements; k++) {
+    const gp_placement *pl = &job->placements[k];
+    if (pl->node != node) continue;
+    bool whole = pl->mig_instance < 0 && (pl->gpu_milli <= 0 || pl->gpu_milli >= GP_GPU_MILLI);
+    if (whole) *mask |= pl->gpu_mask;
+    *cpu += job->req.cpu_milli;
+    *mem += job->req.mem_mib;
+  }
+}
+
+#define MAX_ON_NODE 64
+
+/* One task: the best node and its victims. Returns the number of victims (>= 0) or -1. */
+static int best_node(gp__ctx *c, const gp__req *r, int kind, gp__fit *best_fit, int *best_victims) {
+  struct gp__preempt *p = c->pre;
+  int best = -1, best_n = 0, best_worst = -1;
+  for (int ci = 0; ci < p->n_cand; ci++) {
+    int node = p->cand_nodes[ci];
+    int vs[MAX_ON_NODE], nv = 0;
+    for (int k = c->node_jobs_start[node]; k < c->node_jobs_start[node + 1] && nv < MAX_ON_NODE; k++) {
+      int v = c->node_jobs[k];
+      if (p->jstamp[v] == p->stamp && !p->taken[v]) vs[nv++] = v;
+    }
+    for (int a = 1; a < nv; a++) /* insertion sort in victim order */
+      for (int b = a; b > 0 && victim_before(c, vs[b], vs[b - 1]); b--) {
+        int t = vs[b];
+        vs[b] = vs[b - 1];
+        vs[b - 1] = t;
+      }
+    uint32_t extra = p->tent_extra[node];
+    int64_t xc = p->tent_cpu[node], xm = p->tent_mem[node];
+    gp__fit fit;
+    int chosen[MAX_ON_NODE], n = 0;
+    bool fits = gp__node_fit(c, r, node, extra, xc, xm, &fit);
+    for (int k = 0; k < nv && !fits; k++) {
+      int v = vs[k];
+      if (kind == K_RECLAIM && !reclaim_ok(c, r->job, v)) continue;
+      if (kind == K_RECLAIM) add_removed(c, v, +1);
+      frees_on(c, v, node, &extra, &xc, &xm);
+      chosen[n++] = v;
+      fits = gp__node_fit(c, r, node, extra, xc, xm, &fit);
+    }
+    if (kind == K_RECLAIM)
+      for (int k = 0; k < n; k++) add_removed(c, chosen[k], -1);
+    if (!fits) continue;
+    int worst = n ? chosen[n - 1] : -1;
+    bool better = best < 0;
+    if (!better) {
+      if ((worst < 0) != (best_worst < 0)) better = worst < 0;
+      else if (worst >= 0 && worst != best_worst) better = victim_before(c, worst, best_worst);
+      else if (n != best_n) better = n < best_n;
+      else better = node < best;
+    }
+    if (better) {
+      best = node;
+      best_n = n;
+      best_worst = worst;
+      *best_fit = fit;
+      memcpy(best_victims, chosen, (size_t)n * sizeof(int));
+    }
+    if (best >= 0 && best_n == 0 && kind == K_STOPPING) break;
+  }
+  return best < 0 ? -1 : best_n;
+}
+
+static void take_victim(gp__ctx *c, int v, int kind) {
+  struct gp__preempt *p = c->pre;
+  p->taken[v] = true;
+  p->taken_list[p->n_taken++] = v;
+  if (kind == K_RECLAIM) add_removed(c, v, +1);
+  const gp_job *job = &c->view->jobs[v];
+  for (int k = 0; k < job->n_placements; k++) {
+    int node = job->placements[k].node, dup = 0;
+    for (int m = 0; m < k && !dup; m++) dup = job->placements[m].node == node;
+    if (dup) continue;
+    touch(p, node);
+    frees_on(c, v, node, &p->tent_extra[node], &p->tent_cpu[node], &p->tent_mem[node]);
+  }
+}
+
+/* Runs one simulation of `kind`. On success with record, the victims are in the plan. */
+static bool simulate(gp__ctx *c, const gp__req *r, int kind, bool record) {
+  struct gp__preempt *p = c->pre;
+  alloc_scratch(c);
+  p->stamp++;
+  p->n_cand = 0;
+  const gp__job *J = &c->jobs[r->job];
+  switch (kind) {
+  case K_STOPPING:
+    for (int k = 0; k < p->n_stopping; k++) add_candidate(c, p->stopping[k]);
+    break;
+  case K_PRIORITY:
+    for (int k = p->leaf_start[J->leaf]; k < p->leaf_start[J->leaf + 1]; k++) {
+      int v = p->leaf_jobs[k];
+      if (!c->jobs[v].victim && c->jobs[v].prio < J->prio) add_candidate(c, v);
+    }
+    break;
+  case K_RECLAIM:
+    for (int q = 0; q < c->tree.n; q++) {
+      if (q == J->leaf || !gp__qtree_is_leaf(&c->tree, q)) continue;
+      if (c->tree.q[q].allocated <= c->tree.q[q].fair_share + GP__EPS) continue;
+      for (int k = p->leaf_start[q]; k < p->leaf_start[q + 1]; k++)
+        if (!c->jobs[p->leaf_jobs[k]].victim) add_candidate(c, p->leaf_jobs[k]);
+    }
+    break;
+  case K_POOL: {
+    int own = c->queue_pool[J->leaf];
+    for (int i = 0; i < c->view->n_nodes; i++) {
+      if (c->nodes[i].pool != own) continue;
+      for (int k = c->node_jobs_start[i]; k < c->node_jobs_start[i + 1]; k++) {
+        int v = c->node_jobs[k];
+        int vl = c->jobs[v].leaf;
+        if (victim_able(c, v) && (vl < 0 || c->queue_pool[vl] != own)) add_candidate(c, v);
+      }
+    }
+    break;
+  }
+  }
+  if (!p->n_cand) return false;
+  gp__fit *fits = gp_xmalloc((size_t)r->tasks * sizeof *fits);
+  int victims[MAX_ON_NODE];
+  int placed = 0;
+  bool ok = true;
+  for (; placed < r->tasks; placed++) {
+    int n = best_node(c, r, kind, &fits[placed], victims);
+    if (n < 0) {
+      ok = false;
+      break;
+    }
+    for (int k = 0; k < n; k++) take_victim(c, victims[k], kind);
+    gp__take(c, r, &fits[placed]);
+    touch(p, fits[placed].node);
+    p->tent_extra[fits[placed].node] &= ~fits[placed].mask;
+  }
+  for (int t = placed - 1; t >= 0; t--) gp__give(c, r, &fits[t]);
+  free(fits);
+  if (ok && p->n_taken == 0 && kind != K_STOPPING) ok = false; /* it fits without victims */
+  for (int k = 0; k < p->n_taken; k++) {
+    int v = p->taken_list[k];
+    p->taken[v] = false;
+    if (kind == K_RECLAIM) add_removed(c, v, -1);
+    if (ok && record) {
+      c->jobs[v].victim = true;
+      gp_plan_preemption *pe = gp__vec_push(&c->preemptions, sizeof *pe);
+      pe->job = v;
+      pe->for_job = r->job;
+      pe->kind = kind == K_PRIORITY ? GP_PREEMPT_PRIORITY : GP_PREEMPT_RECLAIM;
+    }
+  }
+  p->n_taken = 0;
+  for (int k = 0; k < p->n_touched; k++) {
+    int node = p->touched[k];
+    p->is_touched[node] = false;
+    p->tent_extra[node] = 0;
+    p->tent_cpu[node] = p->tent_mem[node] = 0;
+  }
+  p->n_touched = 0;
+  return ok;
+}
+
+bool gp__fits_after_stopping(gp__ctx *c, const gp__req *r) {
+  if (!c->pre || c->pre->n_stopping == 0) return false;
+  if (r->kind != GP__R_WHOLE && r->kind != GP__R_CPU) return false;
+  return simulate(c, r, K_STOPPING, false);
+}
+
+bool gp__try_preempt(gp__ctx *c, const gp__req *r) {
+  const gp__job *J = &c->jobs[r->job];
+  if (!c->preempt_possible || J->leaf < 0) return false;
+  if (r->kind != GP__R_WHOLE && r->kind != GP__R_CPU) return false;
+  struct gp__preempt *p = c->pre;
+  const gp__queue *lq = &c->tree.q[J->leaf];
+  int own = c->queue_pool[J->leaf];
+  bool plausible[K_N] = {
+      [K_POOL] = own >= 0 && p->pool_borrowers[own] > 0,
+      [K_PRIORITY] = c->pol->preemption && p->leaf_min_prio[J->leaf] < J->prio,
+      [K_RECLAIM] = c->pol->reclaim && c->pol->order == GP_ORDER_FAIRSHARE &&
+                    lq->allocated + J->gpus <= lq->fair_share + GP__EPS,
+  };
+  for (int kind = 0; kind < K_STOPPING; kind++) {
+    if (!plausible[kind]) continue;
+    alloc_scratch(c);
+    if (J->gpus >= p->fail_gpus[kind][J->leaf] &&
+        (kind != K_PRIORITY || J->prio <= p->fail_prio[J->leaf]))
+      continue;
+    if (c->preempt_attempts >= GP__MAX_PREEMPT_ATTEMPTS) return false;
+    c->preempt_attempts++;
+    if (simulate(c, r, kind, true)) return true;
+    if (J->gpus < p->fail_gpus[kind][J->leaf]) {
+      p->fail_gpus[kind][J->leaf] = J->gpus;
+      if (kind == K_PRIORITY) p->fail_prio[J->leaf] = J->prio;
+    }
+  }
+  return false;
+}

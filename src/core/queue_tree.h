@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The queue tree and its fair share (DESIGN.md §2, "Queues"). Built from a view's queues,
+ * which may list only leaves: parents are implied by '/'-separated names. Nodes are kept in
+ * depth-first order with siblings sorted by name, so parents come before their children and
+ * the order never depends on the order of the view. Internal to src/core (gp__ names); the
+ * unit tests use it directly. */
+#ifndef GP_CORE_QUEUE_TREE_H
+#define GP_CORE_QUEUE_TREE_H
+
+#include <stdbool.h>
+
+#include "core/model.h"
+#include "core/strmap.h"
+#include "util/error.h"
+
+typedef struct gp__queue {
+  const char *name;     /* full path; borrowed from the view or owned by the tree */
+  int parent;           /* tree index, -1 for top-level queues */
+  int depth;            /* 0 for top-level queues */
+  int first_child;      /* tree index or -1; siblings chain through next_sibling */
+  int next_sibling;
+  int n_children;
+  int view_index;       /* index into gp_view.queues, -1 for an implied parent */
+  double deserved;      /* GPUs; an implied parent gets the sum of its children's */
+  double limit;         /* GPUs, GP_NO_LIMIT for none */
+  double weight;        /* > 0 */
+  double demand;        /* GPUs: allocated + schedulable pending. The caller sets it on
+                           leaves; gp__qtree_fair_share() sums it up the tree */
+  double fair_share;    /* GPUs, output of gp__qtree_fair_share() */
+  double allocated;     /* GPUs, maintained by the caller on the leaf and every ancestor */
+} gp__queue;
+
+typedef struct gp__qtree {
+  int n;
+  gp__queue *q;
+  int first_root;       /* first top-level queue; they chain through next_sibling */
+  gp__strmap names;     /* full path -> tree index */
+  char **owned;         /* names of implied parents */
+  int n_owned;
+} gp__qtree;
+
+/* Builds the tree from `queues`. GP_EINVAL with err->field such as "queues[2].weight" for
+ * an empty or malformed name ("a//b", "/a", "a/"), a duplicate name, a weight that is not
+ * > 0, a negative or non-finite deserved, or a limit that is neither GP_NO_LIMIT nor >= 0.
+ * On failure the tree is left empty (gp__qtree_done is still safe). */
+int gp__qtree_build(gp__qtree *t, const gp_queue *queues, int n_queues, gp_err *err);
+void gp__qtree_done(gp__qtree *t);
+
+/* Tree index of the queue named `name`, or -1. */
+int gp__qtree_find(const gp__qtree *t, const char *name);
+static inline bool gp__qtree_is_leaf(const gp__qtree *t, int i) { return t->q[i].n_children == 0; }
+/* True when `anc` is `q` or one of its ancestors. */
+bool gp__qtree_is_ancestor(const gp__qtree *t, int anc, int q);
+
+/* Water-filling, top-down, from `capacity` GPUs at the root: each child of a parent first
+ * gets min(demand, deserved, limit), scaled down proportionally when those exceed what the
+ * parent has; what remains goes to children whose demand is not met, in proportion to
+ * weight, never past a child's limit or demand. Leaf demands must be set; inner demands are
+ * recomputed as the sum of their children's. Fills fair_share on every node. */
+void gp__qtree_fair_share(gp__qtree *t, double capacity);
+
+#endif

@@ -1,0 +1,259 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* gp_sched_step: one scheduling step, from (policy, view, now) to a plan.
+ *
+ *   1. validate the view, build the queue tree            (validate.c, queue_tree.c)
+ *   2. fleet capacity, what running/stopping jobs hold    (nodes.c)
+ *   3. classify jobs: schedulable, or a reason, or ended  (jobs.c, deps.c, feasible.c)
+ *   4. fair share by water-filling                        (queue_tree.c)
+ *   5. consider pending jobs in order, each: queue limit, placement (index, gangs,
+ *      reservations), else waiting for stopping jobs, else preemption, else Resources and
+ *      perhaps a backfill reservation                     (order.c, placement.c, gang.c,
+ *                                                          preempt.c, backfill.c)
+ *   6. stop early once nothing could fit anywhere; every job not considered gets its
+ *      reason in one linear pass
+ *   7. assemble the plan (every array in view order or decision order: deterministic).
+ * See docs/internals/scheduler.md for the reasoning and the costs. */
+#include "core/sched.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/sched_int.h"
+
+void *gp__vec_push(gp__vec *v, size_t elem) {
+  gp_xgrow(&v->items, &v->cap, v->n + 1, elem);
+  void *p = (char *)v->items + v->n * elem;
+  memset(p, 0, elem);
+  v->n++;
+  return p;
+}
+
+static void ctx_done(gp__ctx *c) {
+  gp__qtree_done(&c->tree);
+  gp__index_done(&c->ix);
+  free(c->jobs);
+  free(c->nodes);
+  free(c->gpu_used);
+  free(c->gpu_mem_used);
+  free(c->gpu_mig_busy);
+  free(c->gpu_resv_until);
+  free(c->dom);
+  free(c->model_names);
+  if (c->model_map.keys) gp__strmap_done(&c->model_map);
+  free(c->block_start);
+  free(c->block_nodes);
+  free(c->block_free);
+  free(c->queue_pool);
+  free(c->node_jobs_start);
+  free(c->node_jobs);
+  free(c->leaf_has_resv);
+  free(c->limit_msg);
+  if (c->ids_built) gp__strmap_done(&c->ids);
+  gp__feasible_done(c);
+  gp__preempt_done(c);
+  gp__shared_done(c);
+  free(c->starts.items);
+  free(c->preemptions.items);
+  free(c->reservations.items);
+  free(c->migs.items);
+}
+
+/* Healthy GPUs on nodes that are not down: the pool fair shares divide. */
+static double fleet_capacity(const gp__ctx *c) {
+  double cap = 0;
+  for (int i = 0; i < c->view->n_nodes; i++) {
+    const gp_node *n = &c->view->nodes[i];
+    if (n->state == GP_NODE_DOWN) continue;
+    for (int g = 0; g < n->n_gpus; g++)
+      cap += !n->gpus || n->gpus[g].health != GP_GPU_FAILED;
+  }
+  return cap;
+}
+
+static const char *limit_message(gp__ctx *c, int q) {
+  if (!c->limit_msg) c->limit_msg = gp_xcalloc((size_t)c->tree.n + 1, sizeof(char *));
+  if (!c->limit_msg[q])
+    c->limit_msg[q] = gp_arena_printf(c->arena, "Queue %s is at its limit of %g GPUs.",
+                                      c->tree.q[q].name, c->tree.q[q].limit);
+  return c->limit_msg[q];
+}
+
+static bool nothing_fits(const gp__ctx *c) {
+  return !c->other_eligible && gp__index_max_level(&c->ix) < c->min_whole;
+}
+
+/* Considers one job. Returns true when the job is blocked on resources (what stops a
+ * strict, non-backfilling order). */
+static bool try_job(gp__ctx *c, gp__order *o, int j, gp__fit **fits, size_t *fits_cap) {
+  gp__job *ji = &c->jobs[j];
+  int over = gp__queue_over_limit(c, ji->leaf, ji->gpus);
+  if (over >= 0) {
+    gp__job_wait(c, j, GP_PEND_QUEUE_LIMIT, limit_message(c, over));
+    return false;
+  }
+  gp__req r;
+  gp__req_init(c, j, &r);
+  gp_xgrow((void **)fits, fits_cap, (size_t)r.tasks, sizeof **fits);
+  if (gp__place_job(c, &r, *fits, true)) {
+    gp__start_job(c, &r, *fits);
+    gp__order_update(o, ji->leaf);
+    return false;
+  }
+  if (c->n_resv > 0) {
+    gp__req free_r = r;
+    free_r.honor_resv = false;
+    if (gp__place_job(c, &free_r, *fits, false)) {
+      gp__job_wait(c, j, GP_PEND_RESERVATION, GP__MSG_RESERVATION);
+      return false;
+    }
+  }
+  if (c->n_stopping > 0 && gp__fits_after_stopping(c, &r)) {
+    gp__job_wait(c, j, GP_PEND_WAITING_FOR_PREEMPTION, GP__MSG_WAIT_PREEMPT);
+    return true;
+  }
+  if (gp__try_preempt(c, &r)) {
+    gp__job_wait(c, j, GP_PEND_WAITING_FOR_PREEMPTION, GP__MSG_WAIT_PREEMPT);
+    return true;
+  }
+  gp__job_wait(c, j, GP_PEND_RESOURCES,
+               c->mig_planned_for == j ? GP__MSG_MIG_REPARTITION : GP__MSG_RESOURCES);
+  if (c->pol->backfill) gp__reserve(c, &r);
+  return true;
+}
+
+static void run(gp__ctx *c) {
+  gp__order *o = gp__order_new(c);
+  gp__fit *fits = NULL;
+  size_t fits_cap = 0;
+  bool strict = c->pol->order != GP_ORDER_FAIRSHARE && !c->pol->backfill;
+  bool head_blocked = false;
+  int after_full = 0;
+  for (;;) {
+    if (nothing_fits(c)) {
+      /* Nothing can be placed any more; only preemption could still start something. A
+       * few more jobs in order may try it, then the rest get their reason in bulk. */
+      if (!c->preempt_possible || c->preempt_attempts >= GP__MAX_PREEMPT_ATTEMPTS ||
+          after_full++ >= 4 * GP__MAX_PREEMPT_ATTEMPTS)
+        break;
+    }
+    int j = gp__order_next(o);
+    if (j < 0) break;
+    if (try_job(c, o, j, &fits, &fits_cap) && strict) {
+      head_blocked = true;
+      break;
+    }
+  }
+  /* Jobs never considered. */
+  for (int j = 0; j < c->view->n_jobs; j++) {
+    gp__job *ji = &c->jobs[j];
+    if (ji->stat != GP__J_ELIGIBLE) continue;
+    int over = gp__queue_over_limit(c, ji->leaf, ji->gpus);
+    if (over >= 0) {
+      gp__job_wait(c, j, GP_PEND_QUEUE_LIMIT, limit_message(c, over));
+    } else if (head_blocked) {
+      gp__job_wait(c, j, GP_PEND_PRIORITY, GP__MSG_PRIORITY);
+    } else if (c->n_stopping > 0) {
+      gp__req r;
+      gp__req_init(c, j, &r);
+      if (gp__fits_after_stopping(c, &r))
+        gp__job_wait(c, j, GP_PEND_WAITING_FOR_PREEMPTION, GP__MSG_WAIT_PREEMPT);
+      else
+        gp__job_wait(c, j, GP_PEND_RESOURCES, GP__MSG_RESOURCES);
+    } else {
+      gp__job_wait(c, j, GP_PEND_RESOURCES, GP__MSG_RESOURCES);
+    }
+  }
+  free(fits);
+  gp__order_free(o);
+}
+
+static void *copy_vec(gp_arena *a, const gp__vec *v, size_t elem) {
+  if (!v->n) return NULL;
+  void *p = gp_arena_alloc(a, v->n * elem);
+  memcpy(p, v->items, v->n * elem);
+  return p;
+}
+
+static gp_plan *assemble(gp__ctx *c) {
+  gp_plan *plan = gp_xcalloc(1, sizeof *plan);
+  gp_arena *a = c->arena;
+  plan->arena = a;
+  plan->now = c->now;
+  plan->n_starts = (int)c->starts.n;
+  plan->starts = copy_vec(a, &c->starts, sizeof(gp_plan_start));
+  plan->n_preemptions = (int)c->preemptions.n;
+  plan->preemptions = copy_vec(a, &c->preemptions, sizeof(gp_plan_preemption));
+  plan->n_reservations = (int)c->reservations.n;
+  plan->reservations = copy_vec(a, &c->reservations, sizeof(gp_plan_reservation));
+  plan->n_mig = (int)c->migs.n;
+  plan->mig = copy_vec(a, &c->migs, sizeof(gp_plan_mig));
+
+  int nj = c->view->n_jobs, np = 0, ne = 0;
+  for (int j = 0; j < nj; j++) {
+    np += c->jobs[j].stat == GP__J_WAITING;
+    ne += c->jobs[j].stat == GP__J_ENDED;
+  }
+  plan->pending = np ? gp_arena_alloc(a, (size_t)np * sizeof *plan->pending) : NULL;
+  plan->ended = ne ? gp_arena_alloc(a, (size_t)ne * sizeof *plan->ended) : NULL;
+  gp_plan_queue *qs = gp_arena_alloc(a, ((size_t)c->tree.n + 1) * sizeof *qs);
+  for (int j = 0; j < nj; j++) {
+    const gp__job *ji = &c->jobs[j];
+    if (ji->stat == GP__J_WAITING) {
+      plan->pending[plan->n_pending++] =
+          (gp_plan_pending){j, (gp_pending_reason)ji->reason, ji->msg};
+      for (int q = ji->leaf; q >= 0; q = c->tree.q[q].parent) {
+        qs[q].pending += ji->gpus;
+        qs[q].pending_jobs++;
+      }
+    } else if (ji->stat == GP__J_ENDED) {
+      plan->ended[plan->n_ended++] = (gp_plan_end){j, (gp_end_reason)ji->end_reason, ji->msg};
+    } else if (ji->stat == GP__J_RUNNING || ji->stat == GP__J_STOPPING ||
+               ji->stat == GP__J_STARTED) {
+      for (int q = ji->leaf; q >= 0; q = c->tree.q[q].parent) qs[q].running_jobs++;
+    }
+  }
+  plan->n_queues = c->tree.n;
+  plan->queues = qs;
+  for (int q = 0; q < c->tree.n; q++) {
+    const gp__queue *t = &c->tree.q[q];
+    qs[q].name = gp_arena_strdup(a, t->name);
+    qs[q].parent = t->parent;
+    qs[q].deserved = t->deserved;
+    qs[q].limit = t->limit;
+    qs[q].weight = t->weight;
+    qs[q].fair_share = t->fair_share;
+    qs[q].allocated = t->allocated;
+  }
+  return plan;
+}
+
+int gp_sched_step(const gp_policy *policy, const gp_view *view, gp_time now,
+                  gp_plan **ret_plan, gp_err *err) {
+  if (!policy || !view || !ret_plan)
+    return gp_err_set(err, GP_EINVAL, NULL, 0, NULL, "policy, view and ret_plan are required");
+  gp__ctx c;
+  memset(&c, 0, sizeof c);
+  c.pol = policy;
+  c.view = view;
+  c.now = now;
+  c.err = err;
+  c.mig_planned_for = -1;
+  int rc = gp__validate(&c);
+  if (rc) {
+    ctx_done(&c);
+    return rc;
+  }
+  c.arena = gp_arena_new();
+  c.jobs = gp_xcalloc((size_t)view->n_jobs + 1, sizeof *c.jobs);
+  gp__nodes_init(&c);
+  gp__classify_jobs(&c);
+  gp__nodes_index(&c);
+  c.capacity = fleet_capacity(&c);
+  gp__qtree_fair_share(&c.tree, c.capacity);
+  gp__preempt_setup(&c);
+  gp__shared_setup(&c);
+  run(&c);
+  *ret_plan = assemble(&c);
+  ctx_done(&c);
+  return 0;
+}

@@ -1,0 +1,282 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The scheduler's working state for one step, shared by the files of src/core that make up
+ * gp_sched_step (sched.c, nodes.c, jobs.c, placement.c, gang.c, preempt.c, backfill.c,
+ * deps.c, feasible.c, order.c, reasons.c). Internal: gp__ names, never used outside core
+ * and its unit tests.
+ *
+ * Everything here lives for one call. Memory for the plan goes to the plan's arena; all
+ * scratch is malloc'ed and freed by gp__ctx_done. Indexes: "job" and "node" are view
+ * indexes, "queue" is a tree index (queue_tree.h). */
+#ifndef GP_CORE_SCHED_INT_H
+#define GP_CORE_SCHED_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/model.h"
+#include "core/node_index.h"
+#include "core/plan.h"
+#include "core/queue_tree.h"
+#include "core/strmap.h"
+#include "util/error.h"
+#include "util/mem.h"
+
+#define GP__NEVER INT64_MAX
+#define GP__EPS 1e-6
+
+/* Caps that keep a step cheap on big clusters (docs/internals/scheduler.md). */
+#define GP__MAX_RESERVATIONS 8      /* backfill reservations per step (and 1 per leaf) */
+#define GP__MAX_PREEMPT_ATTEMPTS 32 /* preemption simulations per step */
+#define GP__MAX_GANG_BLOCKS 4       /* topology blocks tried per gang before going wide */
+
+/* What the step has decided about a job so far. */
+enum gp__jstat {
+  GP__J_NONE = 0,  /* ended before this step, or not a job the step acts on */
+  GP__J_RUNNING,   /* RUNNING in the view: holds GPUs */
+  GP__J_STOPPING,  /* STOPPING in the view: still holds GPUs */
+  GP__J_ELIGIBLE,  /* pending and schedulable, not yet decided */
+  GP__J_WAITING,   /* pending with a reason (reason/msg) */
+  GP__J_ENDED,     /* ends in this plan (end_reason/msg) */
+  GP__J_STARTED,   /* starts in this plan */
+};
+
+/* Request kinds (gp_request says exactly one applies). */
+enum gp__rkind { GP__R_WHOLE = 0, GP__R_FRACTION, GP__R_MIG, GP__R_CPU };
+
+typedef struct gp__job {
+  double gpus;          /* GPUs held (running) or asked (pending), fractions as fractions */
+  gp_time limit;        /* effective time limit in seconds; 0: none */
+  int leaf;             /* tree index of its queue, -1 when unknown */
+  int prio;             /* resolved priority */
+  uint8_t stat;         /* enum gp__jstat */
+  uint8_t kind;         /* enum gp__rkind */
+  uint8_t reason;       /* gp_pending_reason, when GP__J_WAITING */
+  uint8_t end_reason;   /* gp_end_reason, when GP__J_ENDED */
+  bool preemptible;
+  bool victim;          /* chosen as a victim in this step */
+  const char *msg;      /* static sentence or plan-arena string */
+} gp__job;
+
+typedef struct gp__node {
+  uint32_t whole_ok;    /* GPUs whole-GPU work may use: node up, healthy, exclusive/shared */
+  uint32_t share_ok;    /* GPUs fractional work may use: node up, healthy, shared/timeslice */
+  uint32_t mig_ok;      /* GPUs in MIG mode that are healthy on an up node */
+  uint32_t free;        /* whole_ok GPUs nobody uses */
+  uint32_t resv;        /* GPUs promised to a backfill reservation */
+  int model;            /* model id (ctx->model_names), -1 for a node without GPUs */
+  int block;            /* topology.block id, -1 when unlabelled */
+  int pool;             /* index into view->pools, -1 for the general fleet */
+  int gpu_base;         /* offset of GPU 0 in the per-GPU arrays */
+  int dom_base, n_dom;  /* NVLink domain masks at ctx->dom[dom_base ..] */
+  int64_t cpu_free, mem_free;
+  bool up;              /* state UP: takes new work */
+  bool mem_varies;      /* some GPU has its own mem_mib */
+} gp__node;
+
+/* One task's resources, derived from a job for the placement functions. */
+typedef struct gp__req {
+  int job;
+  int kind;             /* enum gp__rkind */
+  int tasks;
+  int gpus;             /* whole GPUs per task (GP__R_WHOLE) */
+  int milli;            /* GP__R_FRACTION: per task (computed from memory when asked so) */
+  int64_t gpu_mem;      /* GP__R_FRACTION: memory share per task, 0 if not asked */
+  int64_t min_gpu_mem;
+  int64_t cpu, mem;
+  const char *mig_profile;
+  int n_models;         /* -1: any model */
+  int models[8];        /* model ids; requests naming more use any of the first 8 known */
+  int n_slots;
+  int slots[16];        /* pool slots in order of preference (0 = general fleet) */
+  gp_time end;          /* now + limit, GP__NEVER without a limit (for reservations) */
+  bool honor_resv;      /* keep off GPUs that a reservation needs before `end` */
+} gp__req;
+
+/* Where one task goes. */
+typedef struct gp__fit {
+  int node;
+  uint32_t mask;
+  int milli;            /* per GPU: 1000 whole, else the share */
+  int64_t gpu_mem;
+  int mig;              /* MIG instance or -1 */
+  double score;         /* shared placements: the sharing policy's score (higher wins) */
+} gp__fit;
+
+typedef struct gp__vec {
+  void *items;
+  size_t n, cap;
+} gp__vec;
+
+typedef struct gp__ctx {
+  const gp_policy *pol;
+  const gp_view *view;
+  gp_time now;
+  gp_err *err;
+
+  /* Priority classes in force. */
+  const gp_priority_class *classes;
+  int n_classes;
+  int default_class;    /* index into classes */
+
+  gp__qtree tree;
+  gp__job *jobs;        /* one per view job */
+  gp__node *nodes;      /* one per view node */
+
+  /* Per GPU (node.gpu_base + i). */
+  int n_gpus_total;
+  int *gpu_used;        /* shared: milli used; timeslice: replicas used */
+  int64_t *gpu_mem_used;
+  uint8_t *gpu_mig_busy; /* bit k: MIG instance k in use */
+  gp_time *gpu_resv_until; /* reservation time when the GPU is in node.resv */
+  uint32_t *dom;        /* NVLink domain masks */
+
+  /* GPU models, sorted by name (ids are positions). */
+  int n_models;
+  const char **model_names;
+  gp__strmap model_map;
+
+  /* topology.block groups: block id -> nodes (CSR), free whole GPUs per block. */
+  int n_blocks;
+  int *block_start, *block_nodes, *block_free;
+
+  /* Node pools: per tree queue, the pool it owns (itself or through an ancestor), or -1. */
+  int *queue_pool;
+  int n_slots;          /* 1 + n_pools */
+
+  gp__index ix;
+  bool indexed;         /* ix and block_free are live (after gp__nodes_index) */
+  int64_t max_gpu_mem;  /* largest GPU memory in the fleet, MiB */
+
+  /* Running and stopping jobs per node (CSR), for preemption and backfill. */
+  int *node_jobs_start, *node_jobs;
+  int n_stopping;
+
+  /* Capacity for fair share, and the cheapest eligible request (early stop). */
+  double capacity;
+  int min_whole;        /* smallest whole-GPU per-task request among eligible jobs */
+  bool other_eligible;  /* eligible fractional, MIG or CPU-only jobs exist */
+
+  /* Backfill. */
+  int n_resv;
+  bool *leaf_has_resv;
+
+  /* Preemption. */
+  int preempt_attempts;
+  bool preempt_possible;
+
+  struct gp__feas_memo *feas; /* feasible.c's memo */
+  struct gp__preempt *pre;    /* preempt.c's scratch */
+  struct gp__shared *sh;      /* shared.c's state */
+  const char **limit_msg;     /* per queue: "Queue X is at its limit" (made on first use) */
+
+  /* Job ids (built on first need, for dependencies). */
+  bool ids_built;
+  gp__strmap ids;
+
+  /* Plan under construction. */
+  gp_arena *arena;
+  gp__vec starts, preemptions, reservations, migs;
+  uint64_t share_round;
+  int mig_planned_for;  /* job for which the last dynamic MIG re-partition was planned */
+  struct gp_share_mix *share_mix;
+} gp__ctx;
+
+/* Grows a vector of elem-sized items and returns a pointer to a new zeroed slot. */
+void *gp__vec_push(gp__vec *v, size_t elem);
+
+/* Validates policy and view and builds the queue tree (validate.c). */
+int gp__validate(gp__ctx *c);
+
+/* Jobs (jobs.c). */
+void gp__job_wait(gp__ctx *c, int j, gp_pending_reason r, const char *msg);
+void gp__job_end(gp__ctx *c, int j, gp_end_reason r, const char *msg);
+int gp__class_of(const gp__ctx *c, const gp_job *job, int leaf); /* class index or -1 */
+int gp__classify_jobs(gp__ctx *c);
+/* Adds `gpus` to the allocation of `leaf` and all its ancestors (negative to remove). */
+void gp__queue_add_alloc(gp__ctx *c, int leaf, double gpus);
+/* The first queue on leaf's path whose limit `extra` GPUs more would break, or -1. */
+int gp__queue_over_limit(const gp__ctx *c, int leaf, double extra);
+
+/* Nodes (nodes.c). */
+int gp__nodes_init(gp__ctx *c);
+/* Builds the node index from the free capacity left after running jobs. */
+void gp__nodes_index(gp__ctx *c);
+int gp__model_id(const gp__ctx *c, const char *model);
+bool gp__node_has_labels(const gp_node *n, int n_sel, const gp_label *sel);
+/* Takes / gives back one task's resources (commit and undo). */
+void gp__take(gp__ctx *c, const gp__req *r, const gp__fit *f);
+void gp__give(gp__ctx *c, const gp__req *r, const gp__fit *f);
+/* Applies a running job's placements to the free capacity. */
+void gp__hold_placements(gp__ctx *c, int j);
+
+/* Placement (placement.c, gang.c). */
+void gp__req_init(gp__ctx *c, int j, gp__req *r);
+/* Can task r go on node i, given `extra` GPUs (and cpu/mem) counted as freed? On true,
+ * fills *f. */
+bool gp__node_fit(gp__ctx *c, const gp__req *r, int node, uint32_t extra, int64_t extra_cpu,
+                  int64_t extra_mem, gp__fit *f);
+/* Best node for one task through the index, or false. */
+bool gp__fit_task(gp__ctx *c, const gp__req *r, gp__fit *f);
+/* Places all tasks of a job or none; on true the resources are taken and fits[] filled
+ * (r->tasks entries). With commit false the resources are given back before returning. */
+bool gp__place_job(gp__ctx *c, const gp__req *r, gp__fit *fits, bool commit);
+uint32_t gp__choose_gpus(const gp__ctx *c, int node, uint32_t avail, int want);
+/* Records a start in the plan and updates queues. fits: r->tasks entries. */
+void gp__start_job(gp__ctx *c, const gp__req *r, const gp__fit *fits);
+
+/* Dependencies (deps.c): 0 satisfied, 1 waiting (msg set), -1 never (msg set). */
+int gp__deps_check(gp__ctx *c, int j, const char **msg);
+
+/* Feasibility of a request on the fleet (feasible.c). */
+enum gp__feas { GP__FEAS_OK = 0, GP__FEAS_DOWN, GP__FEAS_MODEL_DOWN, GP__FEAS_NEVER, GP__FEAS_MODEL_UNKNOWN };
+int gp__feasible(gp__ctx *c, int j);
+void gp__feasible_done(gp__ctx *c);
+
+/* Preemption (preempt.c): true when victims were chosen (recorded in the plan). */
+bool gp__try_preempt(gp__ctx *c, const gp__req *r);
+/* True when the job would fit once the STOPPING jobs are gone. */
+bool gp__fits_after_stopping(gp__ctx *c, const gp__req *r);
+void gp__preempt_setup(gp__ctx *c);
+void gp__preempt_done(gp__ctx *c);
+
+/* Fractions, memory shares, time-slices and MIG instances (shared.c). */
+void gp__shared_setup(gp__ctx *c);
+void gp__shared_done(gp__ctx *c);
+bool gp__node_static_ok(const gp__ctx *c, const gp__req *r, int node);
+bool gp__node_fit_shared(gp__ctx *c, const gp__req *r, int node, gp__fit *f);
+bool gp__fit_shared(gp__ctx *c, const gp__req *r, gp__fit *f);
+
+/* Backfill (backfill.c): computes and records a reservation for a blocked job. */
+void gp__reserve(gp__ctx *c, const gp__req *r);
+
+/* Ordering (order.c). */
+typedef struct gp__order gp__order;
+gp__order *gp__order_new(gp__ctx *c);
+void gp__order_free(gp__order *o);
+/* Next job to consider, or -1. */
+int gp__order_next(gp__order *o);
+/* The job's leaf got more allocation: re-evaluate queue order. */
+void gp__order_update(gp__order *o, int leaf);
+
+/* Sentences for the common reasons: string literals, so 100,000 pending jobs share them
+ * instead of each getting a formatted copy. Rare reasons get formatted messages. */
+#define GP__MSG_HELD "The job is held; it runs once it is released."
+#define GP__MSG_DEPENDENCY "The job waits for the jobs it depends on."
+#define GP__MSG_RESOURCES "Not enough free GPUs, CPU or memory that it may use right now."
+#define GP__MSG_PRIORITY "Jobs ahead of it in the queue order are waiting for resources."
+#define GP__MSG_RESERVATION \
+  "Starting it now would delay a job that holds a reservation for those GPUs."
+#define GP__MSG_NO_MATCH_DOWN \
+  "Nodes that could run it exist but none of them is up and healthy right now."
+#define GP__MSG_MODEL_DOWN \
+  "No node with the GPU model it asks for is up and healthy right now."
+#define GP__MSG_WAIT_PREEMPT "Jobs are being stopped to make room for it."
+#define GP__MSG_NEVER_NODES "No node in the cluster could ever satisfy this request."
+#define GP__MSG_MODEL_UNKNOWN "No node in the cluster has the GPU model it asks for."
+#define GP__MSG_MIG_REPARTITION "A GPU is being re-partitioned into MIG instances for it."
+#define GP__MSG_NO_QUEUE "The job names a queue that does not exist."
+#define GP__MSG_NOT_LEAF "The job names a parent queue; jobs go to leaf queues."
+#define GP__MSG_NO_CLASS "The job names a priority class that does not exist."
+
+#endif
