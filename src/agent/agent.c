@@ -173,7 +173,7 @@ static json_t *node_json(gp_agent *a) {
     json_object_set_new(o, "model", json_string(g->model));
     json_object_set_new(o, "name", json_string(g->name));
     json_object_set_new(o, "mem_mib", json_integer(g->mem_mib));
-    json_object_set_new(o, "mode", json_string(gp_share_mode_name(a->gpu_mode[i])));
+    json_object_set_new(o, "mode", json_string(gp_agent_mode_name(a->gpu_mode[i])));
     json_object_set_new(o, "replicas", json_integer(a->gpu_replicas[i]));
     json_object_set_new(o, "health", json_string(a->gpu_drained[i] ? "drained" : "healthy"));
     if (a->gpu_drained[i]) json_object_set_new(o, "reason", json_string(a->gpu_drain_reason[i]));

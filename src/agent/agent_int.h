@@ -63,7 +63,7 @@ struct gp_agent {
   gp_gpu_backend *gpu;
   int n_gpus;
   gp_gpu_info gpus[GP_GPU_MAX_DEVICES];
-  gp_share_mode gpu_mode[GP_GPU_MAX_DEVICES];
+  gp_agent_share gpu_mode[GP_GPU_MAX_DEVICES];
   int gpu_replicas[GP_GPU_MAX_DEVICES];
   bool gpu_drained[GP_GPU_MAX_DEVICES];
   char gpu_drain_reason[GP_GPU_MAX_DEVICES][160];

@@ -50,7 +50,18 @@ static int unsupported(gp_cgroup *ret, const char *fmt, const char *a, const cha
 int gp_cgroup_probe(const char *root, gp_cgroup *ret) {
   memset(ret, 0, sizeof *ret);
   snprintf(ret->root, sizeof ret->root, "%s", root ? root : "/sys/fs/cgroup/gpool");
-  char path[700], buf[512];
+  char path[700], buf[512], parent[600];
+  /* Only ever create the sub-tree inside a cgroup v2 directory (every one has
+   * cgroup.controllers): never litter a v1 or tmpfs mount. */
+  snprintf(parent, sizeof parent, "%s", ret->root);
+  char *slash = strrchr(parent, '/');
+  if (slash && slash != parent) *slash = '\0';
+  snprintf(path, sizeof path, "%s/cgroup.controllers", parent);
+  if (access(ret->root, F_OK) != 0 && access(path, F_OK) != 0)
+    return unsupported(ret, "cgroup v2 is not mounted at %s (no cgroup.controllers there%s): CPU "
+                       "and memory limits are not enforced", parent,
+                       access("/sys/fs/cgroup/unified/cgroup.controllers", F_OK) == 0
+                           ? "; this host runs the hybrid cgroup v1/v2 layout" : "");
   if (mkdir(ret->root, 0755) != 0 && errno != EEXIST)
     return unsupported(ret, "cannot create the cgroup %s (%s): CPU and memory limits are not "
                        "enforced", ret->root, strerror(errno));
@@ -60,14 +71,8 @@ int gp_cgroup_probe(const char *root, gp_cgroup *ret) {
                        "not enforced", ret->root, "no cgroup.controllers");
   if (!has_word(buf, "cpu") || !has_word(buf, "memory")) {
     /* Ask the parent to delegate the controllers, then look again. */
-    char parent[600];
-    snprintf(parent, sizeof parent, "%s", ret->root);
-    char *slash = strrchr(parent, '/');
-    if (slash && slash != parent) {
-      *slash = '\0';
-      snprintf(path, sizeof path, "%s/cgroup.subtree_control", parent);
-      write_file(path, "+cpu +memory");
-    }
+    snprintf(path, sizeof path, "%s/cgroup.subtree_control", parent);
+    write_file(path, "+cpu +memory");
     snprintf(path, sizeof path, "%s/cgroup.controllers", ret->root);
     if (read_file(path, buf, sizeof buf) != 0 || !has_word(buf, "cpu") ||
         !has_word(buf, "memory"))

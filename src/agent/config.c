@@ -24,7 +24,7 @@ void gp_agent_config_init(gp_agent_config *cfg) {
   cfg->default_mode.replicas = 1;
 }
 
-const char *gp_share_mode_name(gp_share_mode m) {
+const char *gp_agent_mode_name(gp_agent_share m) {
   switch (m) {
   case GP_MODE_SHARED: return "shared";
   case GP_MODE_TIMESLICE: return "timeslice";

@@ -14,16 +14,16 @@
 
 #define GP_AGENT_MAX_LABELS 64
 
-typedef enum gp_share_mode {
+typedef enum gp_agent_share {
   GP_MODE_EXCLUSIVE = 0,
   GP_MODE_SHARED,
   GP_MODE_TIMESLICE,
   GP_MODE_MIG,
-} gp_share_mode;
+} gp_agent_share;
 
 typedef struct gp_gpu_mode {
   bool set;              /* configured (else the node default applies) */
-  gp_share_mode mode;
+  gp_agent_share mode;
   int replicas;          /* timeslice:N -> N; otherwise 1 */
   char mig_layout[256];  /* mig:<layout> -> "3g.40gb,2g.20gb,..." */
 } gp_gpu_mode;
@@ -62,7 +62,7 @@ int gp_agent_config_load(const char *path, gp_agent_config *cfg, gp_err *err);
 /* Parses "exclusive", "shared", "timeslice:4", "mig:3g.40gb,1g.10gb". */
 int gp_gpu_mode_parse(const char *text, gp_gpu_mode *ret, gp_err *err);
 /* "exclusive" | "shared" | "timeslice" | "mig". */
-const char *gp_share_mode_name(gp_share_mode m);
+const char *gp_agent_mode_name(gp_agent_share m);
 
 /* Parses "k=v,k2=v2" into the labels (added to or replacing those present). */
 int gp_agent_config_add_labels(gp_agent_config *cfg, const char *text, gp_err *err);

@@ -62,7 +62,7 @@ static enum MHD_Result fs_reply(struct MHD_Connection *c, unsigned status, json_
 }
 
 /* Orders with id number > gen. */
-static json_t *fs_pending_orders(fake_server *s, long long gen, long long *ret_gen) {
+static inline json_t *fs_pending_orders(fake_server *s, long long gen, long long *ret_gen) {
   json_t *out = json_array();
   size_t i;
   json_t *o;
@@ -139,14 +139,14 @@ static enum MHD_Result fs_handle(void *cls, struct MHD_Connection *c, const char
   return fs_reply(c, 404, json_pack("{s:{s:s,s:s}}", "error", "code", "not_found", "message", url));
 }
 
-static void fs_done(void *cls, struct MHD_Connection *c, void **state, enum MHD_RequestTerminationCode t) {
+static inline void fs_done(void *cls, struct MHD_Connection *c, void **state, enum MHD_RequestTerminationCode t) {
   fs_req *req = *state;
   if (req) free(req->body);
   free(req);
   *state = NULL;
 }
 
-static fake_server *fs_start(void) {
+static inline fake_server *fs_start(void) {
   fake_server *s = calloc(1, sizeof *s);
   pthread_mutex_init(&s->lock, NULL);
   s->registers = json_array();
@@ -165,7 +165,7 @@ static fake_server *fs_start(void) {
 }
 
 /* Queues an order (its id is assigned here) and returns the id. */
-static const char *fs_order(fake_server *s, json_t *order /* owned */) {
+static inline const char *fs_order(fake_server *s, json_t *order /* owned */) {
   pthread_mutex_lock(&s->lock);
   char id[32];
   snprintf(id, sizeof id, "o%zu", json_array_size(s->orders) + 1);
@@ -177,7 +177,7 @@ static const char *fs_order(fake_server *s, json_t *order /* owned */) {
 }
 
 /* Waits for an event of `kind` about `job` (NULL: any); returns a new reference or NULL. */
-static json_t *fs_wait_event(fake_server *s, const char *kind, const char *job, int timeout_ms) {
+static inline json_t *fs_wait_event(fake_server *s, const char *kind, const char *job, int timeout_ms) {
   int64_t until = fs_now_ms() + timeout_ms;
   do {
     pthread_mutex_lock(&s->lock);
@@ -198,7 +198,7 @@ static json_t *fs_wait_event(fake_server *s, const char *kind, const char *job, 
   return NULL;
 }
 
-static int fs_count_events(fake_server *s, const char *kind, const char *job) {
+static inline int fs_count_events(fake_server *s, const char *kind, const char *job) {
   int n = 0;
   pthread_mutex_lock(&s->lock);
   size_t i;
@@ -213,7 +213,7 @@ static int fs_count_events(fake_server *s, const char *kind, const char *job) {
 }
 
 /* Waits for the n-th (1-based) register call; returns a new reference or NULL. */
-static json_t *fs_wait_register(fake_server *s, size_t n, int timeout_ms) {
+static inline json_t *fs_wait_register(fake_server *s, size_t n, int timeout_ms) {
   int64_t until = fs_now_ms() + timeout_ms;
   do {
     pthread_mutex_lock(&s->lock);
@@ -225,7 +225,7 @@ static json_t *fs_wait_register(fake_server *s, size_t n, int timeout_ms) {
   return NULL;
 }
 
-static void fs_stop(fake_server *s) {
+static inline void fs_stop(fake_server *s) {
   MHD_stop_daemon(s->d);
   json_decref(s->registers);
   json_decref(s->events);
@@ -242,14 +242,14 @@ typedef struct agent_proc {
   char log[300];
 } agent_proc;
 
-static void tmpdir(char *buf, size_t size) {
+static inline void tmpdir(char *buf, size_t size) {
   snprintf(buf, size, "/tmp/gpool-agent-test-XXXXXX");
   REQUIRE(mkdtemp(buf));
 }
 
 /* Runs `gpool agent` with the fake server, node "n1", --sim spec, --data dir and any extra
  * flags (NULL-terminated). */
-static void agent_spawn(agent_proc *ap, fake_server *s, const char *sim, ...) {
+static inline void agent_spawn(agent_proc *ap, fake_server *s, const char *sim, ...) {
   const char *bin = getenv("GPOOL_BIN");
   REQUIRE(bin);
   char url[64];
@@ -291,14 +291,15 @@ static void agent_spawn(agent_proc *ap, fake_server *s, const char *sim, ...) {
   ap->pid = pid;
 }
 
-static void agent_new(agent_proc *ap, fake_server *s, const char *sim, const char *extra1,
-                      const char *extra2, const char *extra3, const char *extra4) {
-  tmpdir(ap->data, sizeof ap->data);
-  agent_spawn(ap, s, sim, extra1, extra2, extra3, extra4, NULL);
-}
+/* Runs an agent in a fresh data directory; the extra flags end with the first NULL. */
+#define agent_new(ap, s, sim, ...)                        \
+  do {                                                    \
+    tmpdir((ap)->data, sizeof (ap)->data);                \
+    agent_spawn((ap), (s), (sim), __VA_ARGS__, NULL);     \
+  } while (0)
 
 /* Stops the agent gracefully and checks it exited cleanly (ASan would say otherwise). */
-static void agent_stop(agent_proc *ap) {
+static inline void agent_stop(agent_proc *ap) {
   if (ap->pid <= 0) return;
   kill(ap->pid, SIGTERM);
   int st = 0;
@@ -312,21 +313,21 @@ static void agent_stop(agent_proc *ap) {
   ap->pid = 0;
 }
 
-static void agent_kill9(agent_proc *ap) {
+static inline void agent_kill9(agent_proc *ap) {
   kill(ap->pid, SIGKILL);
   int st;
   waitpid(ap->pid, &st, 0);
   ap->pid = 0;
 }
 
-static void rm_rf(const char *dir) {
+static inline void rm_rf(const char *dir) {
   char cmd[400];
   snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s.log'", dir, dir);
   if (system(cmd)) {}
 }
 
 /* A start order for job `id` running `sh -c script` on GPU `gpu` (-1: none). */
-static json_t *start_order(const char *id, const char *script, int gpu) {
+static inline json_t *start_order(const char *id, const char *script, int gpu) {
   json_t *job = json_pack("{s:s,s:s,s:s,s:s,s:[s,s,s],s:i,s:i,s:[s]}", "id", id, "name", "t",
                           "queue", "default", "user", "tester", "command", "sh", "-c", script,
                           "task_index", 0, "tasks", 1, "hosts", "n1");
@@ -338,7 +339,7 @@ static json_t *start_order(const char *id, const char *script, int gpu) {
   return json_pack("{s:s,s:o}", "kind", "start", "job", job);
 }
 
-static char *read_text(const char *path) {
+static inline char *read_text(const char *path) {
   FILE *f = fopen(path, "r");
   if (!f) return NULL;
   char *buf = calloc(1, 65536);
@@ -348,7 +349,7 @@ static char *read_text(const char *path) {
   return buf;
 }
 
-static char *job_file(agent_proc *ap, const char *job, const char *name) {
+static inline char *job_file(agent_proc *ap, const char *job, const char *name) {
   char path[512];
   snprintf(path, sizeof path, "%s/jobs/%s/%s", ap->data, job, name);
   return read_text(path);

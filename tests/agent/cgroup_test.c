@@ -73,11 +73,21 @@ static void tree_without_controllers_is_refused_with_a_reason(void) {
   CHECK_EQ_INT(GP_EUNSUPP, gp_cgroup_job_create(&cg, "1", 1000, 0, procs, sizeof procs, &err));
 }
 
-static void unwritable_root_is_refused_with_a_reason(void) {
+static void root_outside_cgroup_v2_is_refused_and_never_created(void) {
   gp_cgroup cg;
   CHECK_EQ_INT(GP_EUNSUPP, gp_cgroup_probe("/proc/gpool-cannot-exist/gpool", &cg));
-  CHECK_CONTAINS(cg.message, "cannot create the cgroup /proc/gpool-cannot-exist/gpool");
+  CHECK_CONTAINS(cg.message, "cgroup v2 is not mounted at /proc/gpool-cannot-exist");
+  CHECK_EQ_INT(0, access("/proc/gpool-cannot-exist", F_OK) == 0);
+  /* A plain directory (like a cgroup v1 host's tmpfs /sys/fs/cgroup) is left untouched. */
+  char base[128], sub[200];
+  snprintf(base, sizeof base, "/tmp/gpool-cg-XXXXXX");
+  REQUIRE(mkdtemp(base));
+  snprintf(sub, sizeof sub, "%s/gpool", base);
+  CHECK_EQ_INT(GP_EUNSUPP, gp_cgroup_probe(sub, &cg));
+  CHECK_CONTAINS(cg.message, "not enforced");
+  CHECK(access(sub, F_OK) != 0);
+  rmdir(base);
 }
 
 GP_TESTS(job_cgroup_carries_cpu_and_memory_limits, tree_without_controllers_is_refused_with_a_reason,
-         unwritable_root_is_refused_with_a_reason)
+         root_outside_cgroup_v2_is_refused_and_never_created)
