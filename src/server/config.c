@@ -76,7 +76,7 @@ static int read_int_range(const gp_doc *d, const gp_doc_node *n, const char *key
 
 /* Reads a `tokens:` list into *tokens (appending). */
 static int read_tokens(const gp_doc *d, const gp_doc_node *seq, const char *path, gp_arena *a,
-                       gp_token **tokens, int *n, int *cap, gp_err *err) {
+                       gp_token **tokens, int *n, size_t *cap, gp_err *err) {
   int r = gp_doc_expect(d, seq, path, GP_DOC_SEQ, err);
   if (r) return r;
   static const char *const keys[] = {"token", "user", "role", NULL};
@@ -124,14 +124,14 @@ static int read_tokens(const gp_doc *d, const gp_doc_node *seq, const char *path
         return gp_err_set(err, GP_EINVAL, d->name, rn->line, f,
                           "must be admin, user or agent, not \"%s\"", v);
     }
-    gp_xgrow((void **)tokens, (size_t *)cap, (size_t)*n + 1, sizeof **tokens);
+    gp_xgrow((void **)tokens, cap, (size_t)*n + 1, sizeof **tokens);
     (*tokens)[(*n)++] = t;
   }
   return 0;
 }
 
 static int read_token_file(const gp_doc *d, const gp_doc_node *n, const char *config_path,
-                           gp_arena *a, gp_token **tokens, int *nt, int *cap, gp_err *err) {
+                           gp_arena *a, gp_token **tokens, int *nt, size_t *cap, gp_err *err) {
   const char *v;
   int r = gp_doc_str(d, n, "token_file", &v, err);
   if (r) return r;
@@ -224,7 +224,8 @@ static int parse_doc(const gp_doc *d, const char *path, gp_server_config *c, gp_
     c->data_dir = gp_arena_strdup(a, v);
   }
   gp_token *tokens = NULL;
-  int nt = 0, cap = 0;
+  int nt = 0;
+  size_t cap = 0;
   if ((n = gp_doc_get(root, "tokens")) && (r = read_tokens(d, n, "tokens", a, &tokens, &nt, &cap, err)))
     goto fail_tokens;
   if ((n = gp_doc_get(root, "token_file")) &&

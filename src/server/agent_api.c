@@ -1,0 +1,421 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The server side of the agent protocol (docs/internals/protocol.md), run on the state
+ * thread: registration with re-adoption of running jobs, and the heartbeat long poll that
+ * carries events up (started, exited, checkpoint, gpu_fault, mig_done) and orders down.
+ * Orders are acknowledged by generation: the agent's `gen` is the highest order id it has
+ * received, and an order is re-sent until acknowledged. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/server_int.h"
+#include "util/buf.h"
+#include "util/mem.h"
+
+#define MAX_EVENTS 100000
+#define MAX_WAIT_MS 30000
+
+void gp__srv_agent_reply_orders(gp_srv_node *n, gp_srv_req *r, int64_t gen) {
+  gp_buf b;
+  gp_buf_init(&b, 0);
+  int64_t top = gen;
+  gp_buf_puts(&b, "{\"orders\":[");
+  bool first = true;
+  for (int i = 0; i < n->n_orders; i++) {
+    if (n->orders[i].id <= gen) continue;
+    if (!first) gp_buf_puts(&b, ",");
+    gp_buf_puts(&b, n->orders[i].doc);
+    first = false;
+    top = n->orders[i].id;
+  }
+  gp_buf_printf(&b, "],\"gen\":%lld}", (long long)top);
+  free(r->resp);
+  r->resp = gp_buf_steal(&b);
+  gp_buf_done(&b);
+  r->status = 200;
+  r->answered = true;
+}
+
+/* Answers a parked poll with no orders (so nothing uncommitted leaves the server). */
+static void release_waiter(gp_srv_node *n) {
+  gp_srv_req *old = n->waiter;
+  if (!old) return;
+  n->waiter = NULL;
+  old->parked = false;
+  char text[64];
+  snprintf(text, sizeof text, "{\"orders\":[],\"gen\":%lld}", (long long)n->waiter_gen);
+  free(old->resp);
+  old->resp = gp_xstrdup(text);
+  old->status = 200;
+  old->answered = true;
+  gp__srv_req_resume(old);
+}
+
+static bool agent_only(gp_srv_req *r) {
+  if (r->role == GP_ROLE_AGENT) return true;
+  gp__srv_reply_error(r, 403, "permission_denied", NULL, "the agent protocol needs a token with role agent");
+  return false;
+}
+
+static int node_index_of(gp_srv_state *s, gp_srv_node *n) { return gp__srv_node_index(s, n->name); }
+
+/* "reason: message" for an exit, or NULL for a plain exit. */
+static void exit_reason(const json_t *ev, char *buf, size_t size) {
+  const char *reason = json_string_value(json_object_get(ev, "reason"));
+  const char *msg = json_string_value(json_object_get(ev, "message"));
+  buf[0] = '\0';
+  if (reason && strcmp(reason, "exited") != 0)
+    snprintf(buf, size, "%.100s%s%.400s", reason, msg ? ": " : "", msg ? msg : "");
+  else if (msg)
+    snprintf(buf, size, "exited: %.400s", msg);
+}
+
+static int stop_unknown(gp_srv_state *s, gp_srv_node *n, const char *job_id, gp_err *err) {
+  json_t *o = json_pack("{s:s,s:s,s:s,s:i,s:s}", "kind", "stop", "job", job_id, "signal", "KILL",
+                        "grace_s", 0, "reason", "lost");
+  return gp__srv_order_add(s, n, o, strtoll(job_id, NULL, 10), false, err);
+}
+
+static int do_register(gp_srv_state *s, gp_srv_req *r, int64_t now_s, int64_t now_ms, gp_err *err) {
+  const json_t *body = r->json;
+  const json_t *node = json_object_get(body, "node");
+  const json_t *jobs = json_object_get(body, "jobs");
+  const json_t *url = json_object_get(body, "agent_url");
+  if (!json_is_object(node)) {
+    gp__srv_reply_error(r, 400, "invalid_argument", "node", "register needs a node object");
+    return 0;
+  }
+  if (jobs && !json_is_null(jobs) && (!json_is_array(jobs) || json_array_size(jobs) > 100000)) {
+    gp__srv_reply_error(r, 400, "invalid_argument", "jobs", "must be a list of jobs");
+    return 0;
+  }
+  if (url && !json_is_null(url) && (!json_is_string(url) || strncmp(json_string_value(url), "http", 4) != 0 ||
+                                    json_string_length(url) > 512)) {
+    gp__srv_reply_error(r, 400, "invalid_argument", "agent_url", "must be an http URL");
+    return 0;
+  }
+  for (size_t i = 0; i < json_array_size(jobs); i++) {
+    const json_t *e = json_array_get(jobs, i);
+    if (!json_is_object(e) || !json_is_string(json_object_get(e, "id"))) {
+      char f[64];
+      snprintf(f, sizeof f, "jobs[%zu]", i);
+      gp__srv_reply_error(r, 400, "invalid_argument", f, "each job needs an id");
+      return 0;
+    }
+  }
+  const char *name = json_string_value(json_object_get(node, "name"));
+  gp_srv_node *n = gp__srv_node_get(s, name);
+  bool created = !n;
+  if (created && s->n_nodes >= GP_SRV_MAX_NODES) {
+    gp__srv_reply_error(r, 413, "too_large", NULL, "the pool has %d nodes already", GP_SRV_MAX_NODES);
+    return 0;
+  }
+  gp_srv_node *target = n ? n : gp_xcalloc(1, sizeof *target);
+  gp_err verr = {0};
+  int rc = gp__srv_node_from_json(node, target, false, &verr);
+  if (rc) {
+    if (created) gp__srv_node_free(target);
+    gp__srv_reply_err(r, rc, &verr);
+    return 0;
+  }
+  n = target;
+  if (created) {
+    gp_xgrow((void **)&s->nodes, &s->cap_nodes, (size_t)s->n_nodes + 1, sizeof *s->nodes);
+    s->nodes[s->n_nodes++] = n;
+  }
+  if (json_is_string(url)) {
+    free(n->agent_url);
+    n->agent_url = gp_xstrdup(json_string_value(url));
+  }
+  n->alive = true;
+  n->last_seen_ms = now_ms;
+  n->last_heartbeat = now_s;
+  n->agent_token = r->token;
+  s->sched_dirty = true;
+  release_waiter(n); /* an old long poll of the previous agent process */
+  int idx = node_index_of(s, n);
+  /* Reconcile: what the agent still runs or saw finish. */
+  for (size_t i = 0; i < json_array_size(jobs) && !rc; i++) {
+    const json_t *e = json_array_get(jobs, i);
+    const char *id = json_string_value(json_object_get(e, "id"));
+    const char *st = json_string_value(json_object_get(e, "state"));
+    gp_srv_job *j = gp__srv_job_get(s, id);
+    bool here = false;
+    for (int t = 0; j && t < j->n_alloc; t++)
+      here = here || (j->alloc[t].node == idx && !j->alloc[t].exited);
+    here = here && (j->state == GP_JOB_RUNNING || j->state == GP_JOB_STOPPING);
+    bool exited = st && strcmp(st, "exited") == 0;
+    if (here && exited) {
+      const json_t *ec = json_object_get(e, "exit_code");
+      char why[600];
+      exit_reason(e, why, sizeof why);
+      rc = gp__srv_job_task_exited(s, j, idx, json_is_integer(ec) ? (int)json_integer_value(ec) : -1,
+                               why[0] ? why : NULL, now_s, err);
+    } else if (!here && !exited) {
+      rc = stop_unknown(s, n, id, err);
+    }
+  }
+  /* Jobs this node should run that the agent does not have and was never told to start
+   * (no start order pending) are lost. */
+  for (int a = 0; a < s->n_active && !rc; a++) {
+    gp_srv_job *j = s->active[a];
+    if (j->state != GP_JOB_RUNNING && j->state != GP_JOB_STOPPING) continue;
+    bool here = false;
+    for (int t = 0; t < j->n_alloc; t++) here = here || (j->alloc[t].node == idx && !j->alloc[t].exited);
+    if (!here) continue;
+    bool listed = false;
+    for (size_t i = 0; i < json_array_size(jobs) && !listed; i++)
+      listed = strcmp(json_string_value(json_object_get(json_array_get(jobs, i), "id")), j->idstr) == 0;
+    bool order_pending = false;
+    for (int o = 0; o < n->n_orders && !order_pending; o++)
+      order_pending = n->orders[o].is_start && n->orders[o].job_id == j->id;
+    if (!listed && !order_pending) {
+      int before = s->n_active;
+      rc = gp__srv_job_lost(s, j, "the agent restarted without the job", now_s, err);
+      if (s->n_active < before) a--;
+    }
+  }
+  if (!rc) rc = gp__srv_persist_node(s, n, err);
+  if (rc) return rc;
+  json_t *out = json_object();
+  json_object_set_new(out, "node", gp__srv_node_to_json(s, n, false));
+  json_object_set_new(out, "heartbeat_s", json_integer(s->cfg->heartbeat_s));
+  gp__srv_reply_json(r, created ? 201 : 200, out);
+  return 0;
+}
+
+static const char *const event_kinds[] = {"started", "exited", "checkpoint", "gpu_fault",
+                                          "mig_done", NULL};
+
+static int check_events(gp_srv_req *r, const json_t *events) {
+  if (!events || json_is_null(events)) return 0;
+  if (!json_is_array(events) || json_array_size(events) > MAX_EVENTS) {
+    gp__srv_reply_error(r, 400, "invalid_argument", "events", "must be a list of events");
+    return -1;
+  }
+  for (size_t i = 0; i < json_array_size(events); i++) {
+    const json_t *e = json_array_get(events, i);
+    const char *kind = json_string_value(json_object_get(e, "kind"));
+    bool known = false;
+    for (int k = 0; kind && event_kinds[k] && !known; k++) known = strcmp(kind, event_kinds[k]) == 0;
+    char f[64];
+    snprintf(f, sizeof f, "events[%zu]", i);
+    if (!json_is_object(e) || !known) {
+      gp__srv_reply_error(r, 400, "invalid_argument", f, "an event needs a kind: started, exited, checkpoint, gpu_fault or mig_done");
+      return -1;
+    }
+    bool needs_job = strcmp(kind, "started") == 0 || strcmp(kind, "exited") == 0 || strcmp(kind, "checkpoint") == 0;
+    if (needs_job && !json_is_string(json_object_get(e, "job"))) {
+      gp__srv_reply_error(r, 400, "invalid_argument", f, "a %s event needs a job id", kind);
+      return -1;
+    }
+    if (!needs_job && !json_is_integer(json_object_get(e, "gpu"))) {
+      gp__srv_reply_error(r, 400, "invalid_argument", f, "a %s event needs a gpu index", kind);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+static int apply_gpu_fault(gp_srv_state *s, gp_srv_node *n, const json_t *e, gp_err *err) {
+  int g = (int)json_integer_value(json_object_get(e, "gpu"));
+  if (g < 0 || g >= n->n_gpus) return 0;
+  const char *action = json_string_value(json_object_get(e, "action"));
+  const char *reason = json_string_value(json_object_get(e, "reason"));
+  json_int_t xid = json_integer_value(json_object_get(e, "xid"));
+  char why[600];
+  snprintf(why, sizeof why, "xid %lld%s%.500s", (long long)xid, reason ? ": " : "", reason ? reason : "");
+  gp_srv_gpu *gpu = &n->gpus[g];
+  if (!action || strcmp(action, "ignore") == 0 || strcmp(action, "fail_job") == 0 ||
+      strcmp(action, "restart_app") == 0)
+    return 0;
+  if (strcmp(action, "drain_node") == 0) {
+    n->admin_state = GP_NODE_DRAIN;
+    free(n->reason);
+    n->reason = gp_xstrdup(why);
+  } else {
+    gpu->health = strstr(action, "fail") || strstr(action, "out") ? GP_GPU_FAILED : GP_GPU_DRAINED;
+    free(gpu->reason);
+    gpu->reason = gp_xstrdup(why);
+  }
+  s->sched_dirty = true;
+  return gp__srv_persist_node(s, n, err);
+}
+
+static int apply_mig_done(gp_srv_state *s, gp_srv_node *n, const json_t *e, gp_err *err) {
+  int g = (int)json_integer_value(json_object_get(e, "gpu"));
+  const json_t *mig = json_object_get(e, "mig");
+  if (g < 0 || g >= n->n_gpus || !json_is_true(json_object_get(e, "ok")) || !json_is_array(mig) ||
+      json_array_size(mig) > GP_MAX_MIG_INSTANCES)
+    return 0;
+  gp_srv_gpu *gpu = &n->gpus[g];
+  for (int m = 0; m < gpu->n_mig; m++) {
+    free((char *)gpu->mig[m].profile);
+    free((char *)gpu->mig[m].uuid);
+  }
+  gpu->n_mig = 0;
+  for (size_t m = 0; m < json_array_size(mig); m++) {
+    const json_t *mi = json_array_get(mig, m);
+    const char *prof = json_string_value(json_object_get(mi, "profile"));
+    if (!prof || strlen(prof) > 32) continue;
+    const char *uuid = json_string_value(json_object_get(mi, "uuid"));
+    gpu->mig[gpu->n_mig].profile = gp_xstrdup(prof);
+    gpu->mig[gpu->n_mig].uuid = uuid && strlen(uuid) < 128 ? gp_xstrdup(uuid) : NULL;
+    gpu->mig[gpu->n_mig].start_slot = (int)json_integer_value(json_object_get(mi, "start_slot"));
+    gpu->n_mig++;
+  }
+  gpu->mode = GP_SHARE_MIG;
+  s->sched_dirty = true;
+  return gp__srv_persist_node(s, n, err);
+}
+
+static int apply_event(gp_srv_state *s, gp_srv_node *n, int idx, const json_t *e, int64_t now_s,
+                       gp_err *err) {
+  const char *kind = json_string_value(json_object_get(e, "kind"));
+  if (strcmp(kind, "gpu_fault") == 0) return apply_gpu_fault(s, n, e, err);
+  if (strcmp(kind, "mig_done") == 0) return apply_mig_done(s, n, e, err);
+  gp_srv_job *j = gp__srv_job_get(s, json_string_value(json_object_get(e, "job")));
+  if (!j) return 0;
+  bool here = false;
+  for (int t = 0; t < j->n_alloc; t++) here = here || j->alloc[t].node == idx;
+  if (!here) return 0; /* a report about a job this node no longer holds */
+  int64_t at = json_integer_value(json_object_get(e, "at"));
+  if (at <= 0 || at > now_s + 60) at = now_s;
+  if (strcmp(kind, "started") == 0) {
+    json_t *extra = json_object();
+    json_object_set_new(extra, "node", json_string(n->name));
+    const json_t *pid = json_object_get(e, "pid");
+    if (json_is_integer(pid)) json_object_set_new(extra, "pid", json_integer(json_integer_value(pid)));
+    const char *enf = json_string_value(json_object_get(e, "enforcement"));
+    if (enf && strlen(enf) < 32) json_object_set_new(extra, "enforcement", json_string(enf));
+    return gp__srv_job_event(s, j, "launched", at, extra, err);
+  }
+  if (strcmp(kind, "checkpoint") == 0) {
+    j->last_checkpoint_at = at;
+    return gp__srv_persist_job(s, j, err);
+  }
+  /* exited */
+  const json_t *ec = json_object_get(e, "exit_code");
+  char why[600];
+  exit_reason(e, why, sizeof why);
+  return gp__srv_job_task_exited(s, j, idx, json_is_integer(ec) ? (int)json_integer_value(ec) : -1,
+                             why[0] ? why : NULL, now_s, err);
+}
+
+static void apply_gpus(gp_srv_node *n, const json_t *gpus, gp_srv_state *s, int64_t now_s) {
+  if (!json_is_array(gpus)) return;
+  for (size_t i = 0; i < json_array_size(gpus) && i < GP_MAX_NODE_GPUS; i++) {
+    const json_t *g = json_array_get(gpus, i);
+    const json_t *iv = json_object_get(g, "index");
+    int idx = json_is_integer(iv) ? (int)json_integer_value(iv) : (int)i;
+    if (idx < 0 || idx >= n->n_gpus) continue;
+    gp_srv_gpu *gpu = &n->gpus[idx];
+    const json_t *tel = json_object_get(g, "telemetry");
+    if (json_is_object(tel) && json_object_size(tel) <= 64) {
+      json_decref(gpu->telemetry);
+      gpu->telemetry = json_deep_copy(tel);
+      const json_t *u = json_object_get(tel, "gpu_util_pct");
+      if (json_is_number(u) && json_number_value(u) < GP_SRV_IDLE_PCT) {
+        if (!gpu->idle_since) gpu->idle_since = now_s;
+      } else {
+        gpu->idle_since = 0;
+      }
+    }
+    const char *h = json_string_value(json_object_get(g, "health"));
+    gp_gpu_health hv;
+    if (h && !gp_gpu_health_parse(h, &hv) && !gpu->admin_drained && hv != gpu->health) {
+      gpu->health = hv;
+      s->sched_dirty = true;
+    }
+  }
+}
+
+static void apply_usage(gp_srv_state *s, const json_t *jobs) {
+  if (!json_is_array(jobs)) return;
+  for (size_t i = 0; i < json_array_size(jobs) && i < 10000; i++) {
+    const json_t *e = json_array_get(jobs, i);
+    gp_srv_job *j = gp__srv_job_get(s, json_string_value(json_object_get(e, "id")));
+    const json_t *u = json_object_get(e, "usage");
+    if (j && json_is_object(u) && json_object_size(u) <= 32) {
+      json_decref(j->usage);
+      j->usage = json_deep_copy(u);
+    }
+  }
+}
+
+static int do_heartbeat(gp_srv_state *s, gp_srv_req *r, int64_t now_s, int64_t now_ms, gp_err *err) {
+  const json_t *body = r->json;
+  const char *name = json_string_value(json_object_get(body, "node"));
+  if (!name) {
+    gp__srv_reply_error(r, 400, "invalid_argument", "node", "a heartbeat names its node");
+    return 0;
+  }
+  gp_srv_node *n = gp__srv_node_get(s, name);
+  if (!n) {
+    gp__srv_reply_error(r, 404, "not_found", "node", "node %s is not registered; register first", name);
+    return 0;
+  }
+  if (!n->alive) {
+    gp__srv_reply_error(r, 409, "conflict", "node", "node %s was marked down; register again", name);
+    return 0;
+  }
+  const json_t *gv = json_object_get(body, "gen");
+  int64_t gen = 0;
+  if (gv && !json_is_null(gv)) {
+    if (!json_is_integer(gv) || json_integer_value(gv) < 0) {
+      gp__srv_reply_error(r, 400, "invalid_argument", "gen", "gen must be an integer >= 0");
+      return 0;
+    }
+    gen = json_integer_value(gv);
+  }
+  int64_t wait_ms = 25000;
+  const json_t *wv = json_object_get(body, "wait_ms");
+  if (wv && !json_is_null(wv)) {
+    if (!json_is_integer(wv) || json_integer_value(wv) < 0) {
+      gp__srv_reply_error(r, 400, "invalid_argument", "wait_ms", "wait_ms must be an integer >= 0");
+      return 0;
+    }
+    wait_ms = json_integer_value(wv);
+    if (wait_ms > MAX_WAIT_MS) wait_ms = MAX_WAIT_MS;
+  }
+  const json_t *events = json_object_get(body, "events");
+  if (check_events(r, events)) return 0;
+  n->last_seen_ms = now_ms;
+  n->last_heartbeat = now_s;
+  n->agent_token = r->token;
+  int rc = 0;
+  if (gen > 0) rc = gp__srv_orders_ack(s, n, gen, err);
+  int idx = node_index_of(s, n);
+  for (size_t i = 0; i < json_array_size(events) && !rc; i++)
+    rc = apply_event(s, n, idx, json_array_get(events, i), now_s, err);
+  if (rc) return rc;
+  apply_gpus(n, json_object_get(body, "gpus"), s, now_s);
+  apply_usage(s, json_object_get(body, "jobs"));
+  bool has_orders = n->n_orders > 0 && n->orders[n->n_orders - 1].id > gen;
+  release_waiter(n); /* one poll per node: the newer one wins */
+  if (has_orders || json_array_size(events) > 0 || wait_ms == 0) {
+    gp__srv_agent_reply_orders(n, r, gen);
+    return 0;
+  }
+  r->parked = true;
+  n->waiter = r;
+  n->waiter_gen = gen;
+  n->waiter_deadline_ms = now_ms + wait_ms;
+  return 0;
+}
+
+int gp__srv_agent_handle(gp_srv_state *s, gp_srv_req *r, int64_t now_s, int64_t now_ms, gp_err *err) {
+  if (!agent_only(r)) return 0;
+  if (strcmp(r->method, "POST") != 0) {
+    gp__srv_reply_error(r, 405, "method_not_allowed", NULL, "the agent protocol uses POST");
+    return 0;
+  }
+  if (!json_is_object(r->json)) {
+    gp__srv_reply_error(r, 400, "invalid_argument", NULL, "the body must be a JSON object");
+    return 0;
+  }
+  if (strcmp(r->path, "/v1/agent/register") == 0) return do_register(s, r, now_s, now_ms, err);
+  if (strcmp(r->path, "/v1/agent/heartbeat") == 0) return do_heartbeat(s, r, now_s, now_ms, err);
+  gp__srv_reply_error(r, 404, "not_found", NULL, "no route %s %s", r->method, r->path);
+  return 0;
+}

@@ -1,0 +1,529 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The public API under /v1 (docs/api.md), run on the state thread: jobs, nodes, queues,
+ * metrics. Each handler validates everything before it changes anything, so a 4xx never
+ * leaves a half-applied change; store errors are returned so the batch is rolled back. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/server_int.h"
+#include "snapshot/policy_read.h"
+#include "util/mem.h"
+#include "util/units.h"
+
+#define LIST_DEFAULT 1000
+#define LIST_MAX 10000
+
+static bool is_admin(const gp_srv_req *r) { return r->role == GP_ROLE_ADMIN; }
+
+static bool method_is(const gp_srv_req *r, const char *m) { return strcmp(r->method, m) == 0; }
+
+static const char *query(const gp_srv_req *r, const char *key) {
+  return json_string_value(json_object_get(r->query, key));
+}
+
+static void reply_job(gp_srv_state *s, gp_srv_req *r, int status, const gp_srv_job *j) {
+  json_t *o = json_object();
+  json_object_set_new(o, "job", gp__srv_job_to_json(s, j, false));
+  gp__srv_reply_json(r, status, o);
+}
+
+static bool has_value(const char *csv, const char *v) {
+  size_t n = strlen(v);
+  for (const char *p = csv; p && *p;) {
+    const char *comma = strchr(p, ',');
+    size_t len = comma ? (size_t)(comma - p) : strlen(p);
+    if (len == n && strncmp(p, v, n) == 0) return true;
+    p = comma ? comma + 1 : NULL;
+  }
+  return false;
+}
+
+/* ---- jobs ---- */
+
+static int submit(gp_srv_state *s, gp_srv_req *r, int64_t now, gp_err *err) {
+  gp_err verr = {0};
+  gp_srv_job *j = NULL;
+  if (!r->json) {
+    gp__srv_reply_error(r, 400, "invalid_argument", NULL, "the body must be a JSON job description");
+    return 0;
+  }
+  int rc = gp__srv_job_from_request(s, r->json, r->user, is_admin(r), &j, &verr);
+  if (!rc) rc = gp__srv_check_feasible(s, j, &verr);
+  if (rc) {
+    gp__srv_job_free(j);
+    gp__srv_reply_err(r, rc, &verr);
+    return 0;
+  }
+  j->id = s->next_job_id;
+  snprintf(j->idstr, sizeof j->idstr, "%lld", (long long)j->id);
+  j->submitted_at = now;
+  gp__srv_job_insert(s, j);
+  s->sched_dirty = true;
+  s->counters.submissions++;
+  json_t *extra = json_object();
+  json_object_set_new(extra, "user", json_string(j->user));
+  rc = gp__srv_job_event(s, j, "submitted", now, extra, err);
+  if (!rc && j->state == GP_JOB_HELD) rc = gp__srv_job_event(s, j, "held", now, NULL, err);
+  if (!rc) rc = gp__srv_persist_job(s, j, err);
+  if (rc) return rc;
+  reply_job(s, r, 201, j);
+  return 0;
+}
+
+static void list_jobs(gp_srv_state *s, gp_srv_req *r) {
+  const char *states = query(r, "state"), *queue = query(r, "queue"), *user = query(r, "user");
+  const char *lim = query(r, "limit"), *next = query(r, "next");
+  int64_t limit = LIST_DEFAULT, from = 1;
+  if (lim && (gp_parse_int64(lim, &limit) || limit < 1 || limit > LIST_MAX)) {
+    gp__srv_reply_error(r, 400, "invalid_argument", "limit", "limit must be between 1 and %d", LIST_MAX);
+    return;
+  }
+  if (next && (gp_parse_int64(next, &from) || from < 1)) {
+    gp__srv_reply_error(r, 400, "invalid_argument", "next", "next must be the cursor a previous list returned");
+    return;
+  }
+  if (states) {
+    for (const char *p = states; *p;) {
+      const char *comma = strchr(p, ',');
+      size_t len = comma ? (size_t)(comma - p) : strlen(p);
+      char one[32];
+      gp_job_state st;
+      snprintf(one, sizeof one, "%.*s", (int)(len < 31 ? len : 31), p);
+      if (len >= 31 || gp_job_state_parse(one, &st)) {
+        gp__srv_reply_error(r, 400, "invalid_argument", "state", "unknown job state \"%s\"", one);
+        return;
+      }
+      p = comma ? comma + 1 : p + len;
+    }
+  }
+  json_t *list = json_array();
+  int64_t id = from, cursor = 0;
+  for (; id < s->next_job_id; id++) {
+    const gp_srv_job *j = (size_t)id < s->cap_jobs ? s->jobs[id] : NULL;
+    if (!j) continue;
+    if (states && !has_value(states, gp_job_state_name(j->state))) continue;
+    if (queue && strcmp(queue, j->queue) != 0 &&
+        !(strncmp(j->queue, queue, strlen(queue)) == 0 && j->queue[strlen(queue)] == '/'))
+      continue;
+    if (user && strcmp(user, j->user) != 0) continue;
+    if ((int64_t)json_array_size(list) == limit) {
+      cursor = id;
+      break;
+    }
+    json_array_append_new(list, gp__srv_job_to_json(s, j, false));
+  }
+  json_t *o = json_object();
+  json_object_set_new(o, "jobs", list);
+  char cur[32];
+  snprintf(cur, sizeof cur, "%lld", (long long)cursor);
+  json_object_set_new(o, "next", cursor ? json_string(cur) : json_null());
+  gp__srv_reply_json(r, 200, o);
+}
+
+static bool may_touch(const gp_srv_req *r, const gp_srv_job *j) {
+  return is_admin(r) || strcmp(r->user, j->user) == 0;
+}
+
+static int cancel(gp_srv_state *s, gp_srv_req *r, gp_srv_job *j, int64_t now, gp_err *err) {
+  int rc = 0;
+  switch (j->state) {
+  case GP_JOB_PENDING:
+  case GP_JOB_HELD:
+    rc = gp__srv_job_end(s, j, GP_JOB_CANCELLED, "cancelled", now, err);
+    break;
+  case GP_JOB_RUNNING:
+    rc = gp__srv_job_event(s, j, "cancel_requested", now, json_pack("{s:s}", "by", r->user), err);
+    if (!rc) rc = gp__srv_job_stop(s, j, "cancelled", now, err);
+    break;
+  case GP_JOB_STOPPING:
+    /* Already stopping (preempted, timed out): make it end as cancelled, not requeued. */
+    free(j->stop_reason);
+    j->stop_reason = gp_xstrdup("cancelled");
+    rc = gp__srv_persist_job(s, j, err);
+    break;
+  default:
+    gp__srv_reply_error(r, 409, "conflict", NULL, "job %s has already ended (%s)", j->idstr,
+                    gp_job_state_name(j->state));
+    return 0;
+  }
+  if (!rc) reply_job(s, r, 200, j);
+  return rc;
+}
+
+static int hold_release(gp_srv_state *s, gp_srv_req *r, gp_srv_job *j, bool hold, int64_t now,
+                        gp_err *err) {
+  gp_job_state from = hold ? GP_JOB_PENDING : GP_JOB_HELD, to = hold ? GP_JOB_HELD : GP_JOB_PENDING;
+  if (j->state == to) {
+    reply_job(s, r, 200, j);
+    return 0;
+  }
+  if (j->state != from) {
+    gp__srv_reply_error(r, 409, "conflict", NULL, "job %s is %s: only %s jobs can be %s", j->idstr,
+                    gp_job_state_name(j->state), hold ? "pending" : "held",
+                    hold ? "held" : "released");
+    return 0;
+  }
+  gp__srv_job_set_state(s, j, to);
+  int rc = gp__srv_job_event(s, j, hold ? "held" : "released", now, json_pack("{s:s}", "by", r->user), err);
+  if (!rc) rc = gp__srv_persist_job(s, j, err);
+  if (!rc) reply_job(s, r, 200, j);
+  return rc;
+}
+
+/* The node a job ran on last (for its log). */
+static gp_srv_node *log_node(gp_srv_state *s, const gp_srv_job *j) {
+  if (j->n_alloc > 0 && j->alloc[0].node >= 0 && j->alloc[0].node < s->n_nodes)
+    return s->nodes[j->alloc[0].node];
+  for (int i = (int)json_array_size(j->timeline) - 1; i >= 0; i--) {
+    const json_t *e = json_array_get(j->timeline, (size_t)i);
+    const char *ev = json_string_value(json_object_get(e, "event"));
+    if (ev && strcmp(ev, "started") == 0)
+      return gp__srv_node_get(s, json_string_value(json_object_get(e, "node")));
+  }
+  return NULL;
+}
+
+static void job_log(gp_srv_state *s, gp_srv_req *r, gp_srv_job *j) {
+  const char *stream = query(r, "stream"), *off = query(r, "offset");
+  if (!stream) stream = "stdout";
+  if (strcmp(stream, "stdout") != 0 && strcmp(stream, "stderr") != 0) {
+    gp__srv_reply_error(r, 400, "invalid_argument", "stream", "stream must be stdout or stderr");
+    return;
+  }
+  int64_t offset = 0;
+  if (off && (gp_parse_int64(off, &offset) || offset < 0)) {
+    gp__srv_reply_error(r, 400, "invalid_argument", "offset", "offset must be a byte offset >= 0");
+    return;
+  }
+  gp_srv_node *n = log_node(s, j);
+  if (!n) {
+    gp__srv_reply_error(r, 404, "not_found", NULL, "job %s has not run yet, so it has no log", j->idstr);
+    return;
+  }
+  if (!n->agent_url) {
+    gp__srv_reply_error(r, 503, "unavailable", NULL, "node %s has no agent address", n->name);
+    return;
+  }
+  const char *tok = n->agent_token;
+  for (int i = 0; !tok && i < s->cfg->n_tokens; i++)
+    if (s->cfg->tokens[i].role == GP_ROLE_AGENT) tok = s->cfg->tokens[i].token;
+  /* The URL and the token travel together: "URL\nTOKEN" (the HTTP thread splits them). */
+  char url[1200];
+  snprintf(url, sizeof url, "%s/logs/%s?stream=%s&offset=%lld\n%s", n->agent_url, j->idstr,
+           stream, (long long)offset, tok ? tok : "");
+  r->proxy_url = gp_xstrdup(url);
+  r->status = 200;
+  r->answered = true;
+}
+
+static int jobs_route(gp_srv_state *s, gp_srv_req *r, const char *rest, int64_t now, gp_err *err) {
+  if (!*rest) {
+    if (method_is(r, "POST")) return submit(s, r, now, err);
+    if (method_is(r, "GET")) {
+      list_jobs(s, r);
+      return 0;
+    }
+    gp__srv_reply_error(r, 405, "method_not_allowed", NULL, "use GET or POST on /v1/jobs");
+    return 0;
+  }
+  char id[32];
+  const char *slash = strchr(rest, '/');
+  size_t len = slash ? (size_t)(slash - rest) : strlen(rest);
+  snprintf(id, sizeof id, "%.*s", (int)(len < 31 ? len : 31), rest);
+  gp_srv_job *j = len < 31 ? gp__srv_job_get(s, id) : NULL;
+  if (!j) {
+    gp__srv_reply_error(r, 404, "not_found", NULL, "no job %s", id);
+    return 0;
+  }
+  const char *action = slash ? slash + 1 : "";
+  if (!*action) {
+    if (!method_is(r, "GET")) {
+      gp__srv_reply_error(r, 405, "method_not_allowed", NULL, "use GET on /v1/jobs/{id}");
+      return 0;
+    }
+    reply_job(s, r, 200, j);
+    return 0;
+  }
+  if (strcmp(action, "log") == 0 && method_is(r, "GET")) {
+    if (!may_touch(r, j)) {
+      gp__srv_reply_error(r, 403, "permission_denied", NULL, "job %s belongs to %s", j->idstr, j->user);
+      return 0;
+    }
+    job_log(s, r, j);
+    return 0;
+  }
+  bool is_cancel = strcmp(action, "cancel") == 0, is_hold = strcmp(action, "hold") == 0,
+       is_release = strcmp(action, "release") == 0;
+  if (!is_cancel && !is_hold && !is_release) {
+    gp__srv_reply_error(r, 404, "not_found", NULL, "no route %s %s", r->method, r->path);
+    return 0;
+  }
+  if (!method_is(r, "POST")) {
+    gp__srv_reply_error(r, 405, "method_not_allowed", NULL, "use POST on /v1/jobs/{id}/%s", action);
+    return 0;
+  }
+  if (!may_touch(r, j)) {
+    gp__srv_reply_error(r, 403, "permission_denied", NULL,
+                    "job %s belongs to %s; only its owner or an admin may %s it", j->idstr,
+                    j->user, action);
+    return 0;
+  }
+  if (is_cancel) return cancel(s, r, j, now, err);
+  return hold_release(s, r, j, is_hold, now, err);
+}
+
+/* ---- nodes ---- */
+
+static int node_action(gp_srv_state *s, gp_srv_req *r, gp_srv_node *n, const char *action,
+                       int64_t now, gp_err *err) {
+  (void)now;
+  if (!is_admin(r)) {
+    gp__srv_reply_error(r, 403, "permission_denied", NULL, "only admins may %s nodes", action);
+    return 0;
+  }
+  const json_t *body = r->json;
+  if (body && !json_is_object(body)) {
+    gp__srv_reply_error(r, 400, "invalid_argument", NULL, "the body must be a JSON object");
+    return 0;
+  }
+  const char *k;
+  const json_t *v;
+  bool inject = strcmp(action, "inject") == 0;
+  json_object_foreach((json_t *)body, k, v) {
+    if (strcmp(k, inject ? "fault" : "reason") != 0 && (inject || strcmp(k, "gpu") != 0)) {
+      gp__srv_reply_error(r, 400, "invalid_argument", k, "unknown field");
+      return 0;
+    }
+  }
+  const json_t *rv = json_object_get(body, inject ? "fault" : "reason");
+  if (rv && (!json_is_string(rv) || json_string_length(rv) > 512)) {
+    gp__srv_reply_error(r, 400, "invalid_argument", inject ? "fault" : "reason",
+                    "must be a string of at most 512 characters");
+    return 0;
+  }
+  const char *reason = rv ? json_string_value(rv) : NULL;
+  if (inject) {
+    if (!reason || !*reason) {
+      gp__srv_reply_error(r, 400, "invalid_argument", "fault", "say which fault, e.g. \"xid:79@gpu3\"");
+      return 0;
+    }
+    json_t *o = json_pack("{s:s,s:s}", "kind", "inject", "fault", reason);
+    int rc = gp__srv_order_add(s, n, o, 0, false, err);
+    if (rc) return rc;
+    json_t *out = json_object();
+    json_object_set_new(out, "node", gp__srv_node_to_json(s, n, false));
+    gp__srv_reply_json(r, 200, out);
+    return 0;
+  }
+  const json_t *gv = json_object_get(body, "gpu");
+  int gpu = -1;
+  if (gv && !json_is_null(gv)) {
+    if (!json_is_integer(gv) || json_integer_value(gv) < 0 || json_integer_value(gv) >= n->n_gpus) {
+      gp__srv_reply_error(r, 400, "invalid_argument", "gpu", "node %s has GPUs 0..%d", n->name, n->n_gpus - 1);
+      return 0;
+    }
+    gpu = (int)json_integer_value(gv);
+  }
+  bool resume = strcmp(action, "resume") == 0;
+  int rc = 0;
+  if (gpu >= 0) {
+    if (strcmp(action, "cordon") == 0) {
+      gp__srv_reply_error(r, 400, "invalid_argument", "gpu", "cordon applies to whole nodes; drain a GPU instead");
+      return 0;
+    }
+    gp_srv_gpu *g = &n->gpus[gpu];
+    free(g->reason);
+    g->reason = NULL;
+    if (resume) {
+      g->admin_drained = false;
+      g->health = GP_GPU_HEALTHY;
+    } else {
+      g->admin_drained = true;
+      if (g->health == GP_GPU_HEALTHY) g->health = GP_GPU_DRAINED;
+      g->reason = gp_xstrdup(reason ? reason : "drained by an admin");
+    }
+    json_t *o = json_object();
+    json_object_set_new(o, "kind", json_string(resume ? "resume_gpu" : "drain_gpu"));
+    json_object_set_new(o, "gpu", json_integer(gpu));
+    json_object_set_new(o, "reason", reason ? json_string(reason) : json_null());
+    rc = gp__srv_order_add(s, n, o, 0, false, err);
+  } else {
+    n->admin_state = resume ? GP_NODE_UP : strcmp(action, "drain") == 0 ? GP_NODE_DRAIN : GP_NODE_CORDON;
+    free(n->reason);
+    n->reason = !resume && reason && *reason ? gp_xstrdup(reason) : NULL;
+  }
+  s->sched_dirty = true;
+  if (!rc) rc = gp__srv_persist_node(s, n, err);
+  if (rc) return rc;
+  json_t *out = json_object();
+  json_object_set_new(out, "node", gp__srv_node_to_json(s, n, false));
+  gp__srv_reply_json(r, 200, out);
+  return 0;
+}
+
+static int nodes_route(gp_srv_state *s, gp_srv_req *r, const char *rest, int64_t now, gp_err *err) {
+  if (!*rest) {
+    if (!method_is(r, "GET")) {
+      gp__srv_reply_error(r, 405, "method_not_allowed", NULL, "use GET on /v1/nodes");
+      return 0;
+    }
+    json_t *list = json_array();
+    for (int i = 0; i < s->n_nodes; i++) json_array_append_new(list, gp__srv_node_to_json(s, s->nodes[i], false));
+    gp__srv_reply_json(r, 200, json_pack("{s:o}", "nodes", list));
+    return 0;
+  }
+  char name[300];
+  const char *slash = strchr(rest, '/');
+  size_t len = slash ? (size_t)(slash - rest) : strlen(rest);
+  snprintf(name, sizeof name, "%.*s", (int)(len < 299 ? len : 299), rest);
+  gp_srv_node *n = gp__srv_node_get(s, name);
+  if (!n) {
+    gp__srv_reply_error(r, 404, "not_found", NULL, "no node %s", name);
+    return 0;
+  }
+  const char *action = slash ? slash + 1 : "";
+  if (!*action && method_is(r, "GET")) {
+    gp__srv_reply_json(r, 200, json_pack("{s:o}", "node", gp__srv_node_to_json(s, n, false)));
+    return 0;
+  }
+  if (strcmp(action, "drain") == 0 || strcmp(action, "cordon") == 0 ||
+      strcmp(action, "resume") == 0 || strcmp(action, "inject") == 0) {
+    if (!method_is(r, "POST")) {
+      gp__srv_reply_error(r, 405, "method_not_allowed", NULL, "use POST on /v1/nodes/{name}/%s", action);
+      return 0;
+    }
+    return node_action(s, r, n, action, now, err);
+  }
+  gp__srv_reply_error(r, 404, "not_found", NULL, "no route %s %s", r->method, r->path);
+  return 0;
+}
+
+/* ---- queues ---- */
+
+static int queues_route(gp_srv_state *s, gp_srv_req *r, const char *name, gp_err *err) {
+  if (!*name) {
+    if (!method_is(r, "GET")) {
+      gp__srv_reply_error(r, 405, "method_not_allowed", NULL, "use GET on /v1/queues");
+      return 0;
+    }
+    gp__srv_reply_json(r, 200, json_pack("{s:o}", "queues", gp__srv_queues_json(s)));
+    return 0;
+  }
+  gp_srv_queue *q = gp__srv_queue_get(s, name);
+  if (method_is(r, "GET")) {
+    json_t *all = gp__srv_queues_json(s);
+    json_t *found = NULL;
+    for (size_t i = 0; i < json_array_size(all) && !found; i++)
+      if (strcmp(json_string_value(json_object_get(json_array_get(all, i), "name")), name) == 0)
+        found = json_incref(json_array_get(all, i));
+    json_decref(all);
+    if (!found) gp__srv_reply_error(r, 404, "not_found", NULL, "no queue %s", name);
+    else gp__srv_reply_json(r, 200, json_pack("{s:o}", "queue", found));
+    return 0;
+  }
+  bool put = method_is(r, "PUT"), del = method_is(r, "DELETE");
+  if (!put && !del) {
+    gp__srv_reply_error(r, 405, "method_not_allowed", NULL, "use GET, PUT or DELETE on /v1/queues/{name}");
+    return 0;
+  }
+  if (!is_admin(r)) {
+    gp__srv_reply_error(r, 403, "permission_denied", NULL, "only admins may change queues");
+    return 0;
+  }
+  if (q && q->from_config) {
+    gp__srv_reply_error(r, 409, "conflict", "name",
+                    "queue %s is defined in the config file; change it there", name);
+    return 0;
+  }
+  if (del) {
+    if (!q) {
+      gp__srv_reply_error(r, 404, "not_found", NULL, "no queue %s", name);
+      return 0;
+    }
+    for (int a = 0; a < s->n_active; a++)
+      if (strcmp(s->active[a]->queue, name) == 0) {
+        gp__srv_reply_error(r, 409, "conflict", NULL, "queue %s still has unfinished jobs (e.g. %s)",
+                        name, s->active[a]->idstr);
+        return 0;
+      }
+    int rc = gp_store_del_queue(s->store, name, err);
+    if (rc) return rc;
+    for (int i = 0; i < s->n_queues; i++)
+      if (s->queues[i] == q) {
+        s->queues[i] = s->queues[--s->n_queues];
+        break;
+      }
+    gp__srv_queue_free(q);
+    s->sched_dirty = true;
+    gp__srv_reply_json(r, 200, json_pack("{s:s,s:b}", "queue", name, "deleted", 1));
+    return 0;
+  }
+  if (!r->json) {
+    gp__srv_reply_error(r, 400, "invalid_argument", NULL, "the body must be a JSON queue description");
+    return 0;
+  }
+  const char *prio = json_string_value(json_object_get(r->json, "default_priority"));
+  if (prio && !gp_priority_class_find(&s->cfg->policy, prio)) {
+    gp__srv_reply_error(r, 400, "invalid_argument", "default_priority", "no priority class is called \"%s\"", prio);
+    return 0;
+  }
+  if (!q && s->n_queues >= GP_SRV_MAX_QUEUES) {
+    gp__srv_reply_error(r, 413, "too_large", NULL, "at most %d queues", GP_SRV_MAX_QUEUES);
+    return 0;
+  }
+  bool created = !q;
+  gp_srv_queue *target = q;
+  if (created) {
+    target = gp_xcalloc(1, sizeof *target);
+    target->weight = 1;
+    target->limit = GP_NO_LIMIT;
+    static const char *const everyone = "*";
+    target->users = gp_xcalloc(2, sizeof *target->users);
+    target->users[0] = gp_xstrdup(everyone);
+    target->n_users = 1;
+  }
+  gp_err verr = {0};
+  int rc = gp__srv_queue_from_json(r->json, name, target, &verr);
+  if (rc) {
+    if (created) gp__srv_queue_free(target);
+    gp__srv_reply_err(r, rc, &verr);
+    return 0;
+  }
+  if (created) {
+    gp_xgrow((void **)&s->queues, &s->cap_queues, (size_t)s->n_queues + 1, sizeof *s->queues);
+    s->queues[s->n_queues++] = target;
+  }
+  s->sched_dirty = true;
+  rc = gp__srv_persist_queue(s, target, err);
+  if (rc) return rc;
+  gp__srv_reply_json(r, created ? 201 : 200, json_pack("{s:o}", "queue", gp__srv_queue_to_json(target)));
+  return 0;
+}
+
+/* ---- dispatch ---- */
+
+int gp__srv_api_handle(gp_srv_state *s, gp_srv_req *r, int64_t now_s, int64_t now_ms, gp_err *err) {
+  (void)now_ms;
+  const char *p = r->path;
+  if (strcmp(p, "/metrics") == 0) {
+    char *text = gp__srv_metrics_text(s);
+    free(r->resp);
+    r->resp = text;
+    r->status = 200;
+    r->answered = true;
+    return 0;
+  }
+  if (r->role == GP_ROLE_AGENT) {
+    gp__srv_reply_error(r, 403, "permission_denied", NULL, "agent tokens may use only /v1/agent/*");
+    return 0;
+  }
+  if (strcmp(p, "/v1/jobs") == 0) return jobs_route(s, r, "", now_s, err);
+  if (strncmp(p, "/v1/jobs/", 9) == 0) return jobs_route(s, r, p + 9, now_s, err);
+  if (strcmp(p, "/v1/nodes") == 0) return nodes_route(s, r, "", now_s, err);
+  if (strncmp(p, "/v1/nodes/", 10) == 0) return nodes_route(s, r, p + 10, now_s, err);
+  if (strcmp(p, "/v1/queues") == 0) return queues_route(s, r, "", err);
+  if (strncmp(p, "/v1/queues/", 11) == 0) return queues_route(s, r, p + 11, err);
+  gp__srv_reply_error(r, 404, "not_found", NULL, "no route %s %s", r->method, p);
+  return 0;
+}

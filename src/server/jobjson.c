@@ -1,0 +1,512 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Jobs to and from JSON: validation of a submission (untrusted: every field is checked
+ * for type, range and size, unknown fields are refused by name), the stored document and
+ * the JOB object of the API (docs/internals/protocol.md). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/state.h"
+#include "snapshot/policy_read.h"
+#include "util/mem.h"
+
+#define MAX_ARGS 4096
+#define MAX_ARG_BYTES 65536
+#define MAX_ENV 1024
+#define MAX_STR 4096
+#define MAX_LIST 64
+
+static int bad(gp_err *err, const char *field, const char *fmt, const char *detail) {
+  return gp_err_set(err, GP_EINVAL, NULL, 0, field, fmt, detail ? detail : "");
+}
+
+static bool clean_str(const char *s, size_t max) {
+  size_t n = strlen(s);
+  if (n > max) return false;
+  for (const unsigned char *c = (const unsigned char *)s; *c; c++)
+    if (*c < 0x20 && *c != '\t') return false;
+  return true;
+}
+
+static int get_str(const json_t *o, const char *key, size_t max, bool allow_empty, char **out,
+                   gp_err *err) {
+  const json_t *v = json_object_get(o, key);
+  if (!v || json_is_null(v)) return 0;
+  if (!json_is_string(v)) return bad(err, key, "must be a string%s", NULL);
+  const char *s = json_string_value(v);
+  if (!allow_empty && !*s) return bad(err, key, "must not be empty%s", NULL);
+  if (!clean_str(s, max)) return bad(err, key, "is too long or contains control characters%s", NULL);
+  free(*out);
+  *out = gp_xstrdup(s);
+  return 0;
+}
+
+static int get_int(const json_t *o, const char *key, int64_t lo, int64_t hi, int64_t *out,
+                   gp_err *err) {
+  const json_t *v = json_object_get(o, key);
+  if (!v || json_is_null(v)) return 0;
+  int64_t x;
+  if (json_is_integer(v)) x = json_integer_value(v);
+  else if (json_is_real(v) && floor(json_real_value(v)) == json_real_value(v) &&
+           fabs(json_real_value(v)) < 9e15)
+    x = (int64_t)json_real_value(v);
+  else
+    return bad(err, key, "must be an integer%s", NULL);
+  if (x < lo || x > hi)
+    return gp_err_set(err, GP_EINVAL, NULL, 0, key, "must be between %lld and %lld",
+                      (long long)lo, (long long)hi);
+  *out = x;
+  return 0;
+}
+
+static int get_bool(const json_t *o, const char *key, bool *out, gp_err *err) {
+  const json_t *v = json_object_get(o, key);
+  if (!v || json_is_null(v)) return 0;
+  if (!json_is_boolean(v)) return bad(err, key, "must be true or false%s", NULL);
+  *out = json_is_true(v);
+  return 0;
+}
+
+static void free_strv(char **v, int n) {
+  for (int i = 0; v && i < n; i++) free(v[i]);
+  free(v);
+}
+
+static int get_strv(const json_t *o, const char *key, int max, size_t max_len, char ***out,
+                    int *n_out, gp_err *err) {
+  const json_t *v = json_object_get(o, key);
+  if (!v || json_is_null(v)) return 0;
+  if (!json_is_array(v)) return bad(err, key, "must be a list of strings%s", NULL);
+  size_t n = json_array_size(v);
+  if ((int)n > max)
+    return gp_err_set(err, GP_EINVAL, NULL, 0, key, "must have at most %d entries", max);
+  char **items = gp_xcalloc(n ? n : 1, sizeof *items);
+  for (size_t i = 0; i < n; i++) {
+    const json_t *e = json_array_get(v, i);
+    if (!json_is_string(e) || !*json_string_value(e) || !clean_str(json_string_value(e), max_len)) {
+      free_strv(items, (int)i);
+      char f[160];
+      snprintf(f, sizeof f, "%s[%zu]", key, i);
+      return bad(err, f, "must be a non-empty string without control characters%s", NULL);
+    }
+    items[i] = gp_xstrdup(json_string_value(e));
+  }
+  free_strv(*out, *n_out);
+  *out = items;
+  *n_out = (int)n;
+  return 0;
+}
+
+static const char *const signal_names[] = {"TERM", "INT", "HUP", "USR1", "USR2", "QUIT",
+                                           "KILL", "CONT", "STOP", "ALRM", NULL};
+
+static int get_signal(const json_t *o, char **out, gp_err *err) {
+  char *s = NULL;
+  int r = get_str(o, "signal", 16, false, &s, err);
+  if (r || !s) return r;
+  const char *name = strncmp(s, "SIG", 3) == 0 ? s + 3 : s;
+  for (int i = 0; signal_names[i]; i++)
+    if (strcmp(name, signal_names[i]) == 0) {
+      free(*out);
+      *out = gp_xstrdup(signal_names[i]);
+      free(s);
+      return 0;
+    }
+  free(s);
+  return bad(err, "signal", "must be a signal name such as TERM, INT, USR1 or USR2%s", NULL);
+}
+
+void gp__srv_job_free(gp_srv_job *j) {
+  if (!j) return;
+  free(j->name);
+  free(j->queue);
+  free(j->user);
+  free(j->priority);
+  json_decref(j->command);
+  json_decref(j->env);
+  free(j->workdir);
+  free(j->mig);
+  free_strv(j->gpu_types, j->n_gpu_types);
+  for (int i = 0; i < j->n_selector; i++) {
+    free((char *)j->selector[i].key);
+    free((char *)j->selector[i].value);
+  }
+  free(j->selector);
+  free(j->signal);
+  free_strv(j->after, j->n_after);
+  free_strv(j->after_ok, j->n_after_ok);
+  free_strv(j->after_any, j->n_after_any);
+  free(j->end_reason);
+  free(j->stop_reason);
+  free(j->alloc);
+  json_decref(j->timeline);
+  json_decref(j->usage);
+  free(j->pending_message);
+  free(j);
+}
+
+static gp_srv_job *job_blank(void) {
+  gp_srv_job *j = gp_xcalloc(1, sizeof *j);
+  j->tasks = 1;
+  j->allow_spot = false;
+  j->grace_s = 30;
+  j->signal = gp_xstrdup("TERM");
+  j->timeline = json_array();
+  j->pending_reason = -1;
+  j->active_pos = -1;
+  j->command = json_array();
+  j->env = json_object();
+  return j;
+}
+
+/* Reads the request part of a job (shared by submissions and stored documents). */
+static int read_spec(const json_t *o, gp_srv_job *j, gp_err *err) {
+  int r;
+  int64_t v;
+  const json_t *cmd = json_object_get(o, "command");
+  if (cmd && !json_is_null(cmd)) {
+    if (!json_is_array(cmd) || json_array_size(cmd) == 0 || json_array_size(cmd) > MAX_ARGS)
+      return bad(err, "command", "must be a non-empty list of strings (at most 4096)%s", NULL);
+    for (size_t i = 0; i < json_array_size(cmd); i++) {
+      const json_t *a = json_array_get(cmd, i);
+      if (!json_is_string(a) || json_string_length(a) > MAX_ARG_BYTES ||
+          strlen(json_string_value(a)) != json_string_length(a)) {
+        char f[64];
+        snprintf(f, sizeof f, "command[%zu]", i);
+        return bad(err, f, "must be a string of at most 64 KiB without NUL bytes%s", NULL);
+      }
+    }
+    json_decref(j->command);
+    j->command = json_deep_copy(cmd);
+  }
+  const json_t *env = json_object_get(o, "env");
+  if (env && !json_is_null(env)) {
+    if (!json_is_object(env) || json_object_size(env) > MAX_ENV)
+      return bad(err, "env", "must be an object of at most 1024 string values%s", NULL);
+    const char *k;
+    const json_t *ev;
+    json_object_foreach((json_t *)env, k, ev) {
+      if (!*k || strchr(k, '=') || !json_is_string(ev) || json_string_length(ev) > MAX_ARG_BYTES ||
+          strlen(json_string_value(ev)) != json_string_length(ev)) {
+        char f[160];
+        snprintf(f, sizeof f, "env.%.100s", k);
+        return bad(err, f, "must be a string (names without '=')%s", NULL);
+      }
+    }
+    json_decref(j->env);
+    j->env = json_deep_copy(env);
+  }
+  if ((r = get_str(o, "name", 256, true, &j->name, err))) return r;
+  if ((r = get_str(o, "queue", GP_READ_MAX_NAME, false, &j->queue, err))) return r;
+  if ((r = get_str(o, "workdir", MAX_STR, false, &j->workdir, err))) return r;
+  if ((r = get_str(o, "priority", GP_READ_MAX_NAME, false, &j->priority, err))) return r;
+  v = j->gpus;
+  if ((r = get_int(o, "gpus", 0, GP_MAX_NODE_GPUS, &v, err))) return r;
+  j->gpus = (int)v;
+  v = j->tasks;
+  if ((r = get_int(o, "tasks", 1, GP_SRV_MAX_TASKS, &v, err))) return r;
+  j->tasks = (int)v;
+  const json_t *frac = json_object_get(o, "gpu_fraction");
+  if (frac && !json_is_null(frac)) {
+    if (!json_is_number(frac) || json_number_value(frac) < 0 || json_number_value(frac) >= 1)
+      return bad(err, "gpu_fraction", "must be a number in [0, 1) (0: not fractional)%s", NULL);
+    j->gpu_milli = (int)lround(json_number_value(frac) * 1000.0);
+    if (json_number_value(frac) > 0 && j->gpu_milli == 0) j->gpu_milli = 1;
+  }
+  if ((r = get_int(o, "gpu_mem_mib", 0, INT64_C(1) << 40, &j->gpu_mem_mib, err))) return r;
+  if ((r = get_str(o, "mig", 32, false, &j->mig, err))) return r;
+  if ((r = get_strv(o, "gpu_types", MAX_LIST, 64, &j->gpu_types, &j->n_gpu_types, err))) return r;
+  const json_t *cpus = json_object_get(o, "cpus");
+  if (cpus && !json_is_null(cpus)) {
+    if (!json_is_number(cpus) || json_number_value(cpus) < 0 || json_number_value(cpus) > 100000)
+      return bad(err, "cpus", "must be a number of CPUs between 0 and 100000%s", NULL);
+    j->cpu_milli = (int64_t)llround(json_number_value(cpus) * 1000.0);
+  }
+  if ((r = get_int(o, "mem_mib", 0, INT64_C(1) << 40, &j->mem_mib, err))) return r;
+  if ((r = get_int(o, "time_limit", 0, INT64_C(366) * 86400, &j->time_limit, err))) return r;
+  if ((r = get_bool(o, "requeue", &j->requeue, err))) return r;
+  v = j->grace_s;
+  if ((r = get_int(o, "grace_s", 0, 86400, &v, err))) return r;
+  j->grace_s = (int)v;
+  if ((r = get_signal(o, &j->signal, err))) return r;
+  if ((r = get_strv(o, "after", GP_SRV_MAX_DEPS, 24, &j->after, &j->n_after, err))) return r;
+  if ((r = get_strv(o, "after_ok", GP_SRV_MAX_DEPS, 24, &j->after_ok, &j->n_after_ok, err))) return r;
+  if ((r = get_strv(o, "after_any", GP_SRV_MAX_DEPS, 24, &j->after_any, &j->n_after_any, err))) return r;
+  if ((r = get_bool(o, "allow_spot", &j->allow_spot, err))) return r;
+  const json_t *sel = json_object_get(o, "node_selector");
+  if (sel && !json_is_null(sel)) {
+    if (!json_is_object(sel) || json_object_size(sel) > MAX_LIST)
+      return bad(err, "node_selector", "must be an object of at most 64 label values%s", NULL);
+    const char *k;
+    const json_t *sv;
+    gp_label *labels = gp_xcalloc(json_object_size(sel) + 1, sizeof *labels);
+    int n = 0;
+    json_object_foreach((json_t *)sel, k, sv) {
+      if (!json_is_string(sv) || !clean_str(k, 256) || !clean_str(json_string_value(sv), 256)) {
+        for (int i = 0; i < n; i++) {
+          free((char *)labels[i].key);
+          free((char *)labels[i].value);
+        }
+        free(labels);
+        return bad(err, "node_selector", "values must be strings%s", NULL);
+      }
+      labels[n].key = gp_xstrdup(k);
+      labels[n].value = gp_xstrdup(json_string_value(sv));
+      n++;
+    }
+    j->selector = labels;
+    j->n_selector = n;
+  }
+  return 0;
+}
+
+static const char *const request_keys[] = {
+    "queue", "name", "command", "workdir", "env", "gpus", "tasks", "gpu_fraction",
+    "gpu_mem_mib", "mig", "gpu_types", "cpus", "mem_mib", "time_limit", "priority",
+    "requeue", "grace_s", "signal", "after", "after_ok", "after_any", "hold",
+    "node_selector", "allow_spot", "user", NULL};
+
+static int check_deps(const gp_srv_state *s, char **ids, int n, const char *key, gp_err *err) {
+  for (int i = 0; i < n; i++) {
+    if (!gp__srv_job_get(s, ids[i])) {
+      char f[64];
+      snprintf(f, sizeof f, "%s[%d]", key, i);
+      return gp_err_set(err, GP_EINVAL, NULL, 0, f, "job %s does not exist", ids[i]);
+    }
+  }
+  return 0;
+}
+
+int gp__srv_job_from_request(const gp_srv_state *s, const json_t *body, const char *user,
+                         bool is_admin, gp_srv_job **ret, gp_err *err) {
+  if (!json_is_object(body))
+    return gp_err_set(err, GP_EINVAL, NULL, 0, NULL, "the body must be a JSON object");
+  const char *k;
+  const json_t *v;
+  json_object_foreach((json_t *)body, k, v) {
+    bool known = false;
+    for (int i = 0; request_keys[i] && !known; i++) known = strcmp(k, request_keys[i]) == 0;
+    if (!known) {
+      char f[128];
+      snprintf(f, sizeof f, "%.100s", k);
+      return gp_err_set(err, GP_EINVAL, NULL, 0, f, "unknown field");
+    }
+  }
+  gp_srv_job *j = job_blank();
+  int r = read_spec(body, j, err);
+  if (r) goto fail;
+  if (json_array_size(j->command) == 0) {
+    r = gp_err_set(err, GP_EINVAL, NULL, 0, "command", "missing: say what the job runs");
+    goto fail;
+  }
+  const json_t *uv = json_object_get(body, "user");
+  if (uv && !json_is_null(uv)) {
+    if (!json_is_string(uv) || !*json_string_value(uv) || !clean_str(json_string_value(uv), 64)) {
+      r = bad(err, "user", "must be a user name%s", NULL);
+      goto fail;
+    }
+    if (!is_admin && strcmp(json_string_value(uv), user) != 0) {
+      r = gp_err_set(err, GP_EPERM, NULL, 0, "user", "only admins may submit for another user");
+      goto fail;
+    }
+    j->user = gp_xstrdup(json_string_value(uv));
+  } else {
+    j->user = gp_xstrdup(user);
+  }
+  bool hold = false;
+  if ((r = get_bool(body, "hold", &hold, err))) goto fail;
+  /* What a request asks for must be one kind of GPU demand. */
+  int kinds = (j->gpus > 0) + (j->gpu_milli > 0) + (j->gpu_mem_mib > 0) + (j->mig != NULL);
+  if (kinds > 1) {
+    r = gp_err_set(err, GP_EINVAL, NULL, 0, j->mig ? "mig" : "gpu_fraction",
+                   "ask for one of gpus, gpu_fraction, gpu_mem_mib or mig, not several");
+    goto fail;
+  }
+  if (!j->queue) {
+    const char *dq = gp__srv_default_queue(s, j->user);
+    if (!dq) {
+      r = gp_err_set(err, GP_EINVAL, NULL, 0, "queue",
+                     "missing, and no default queue is configured for user %s", j->user);
+      goto fail;
+    }
+    j->queue = gp_xstrdup(dq);
+  }
+  gp_srv_queue *q = gp__srv_queue_get(s, j->queue);
+  if (!q) {
+    r = gp_err_set(err, GP_EINVAL, NULL, 0, "queue", "no queue is called \"%s\"", j->queue);
+    goto fail;
+  }
+  if (!is_admin && !gp__srv_queue_admits(q, j->user)) {
+    r = gp_err_set(err, GP_EPERM, NULL, 0, "queue", "queue %s does not admit user %s", q->name,
+                   j->user);
+    goto fail;
+  }
+  if (j->priority && !gp_priority_class_find(&s->cfg->policy, j->priority)) {
+    r = gp_err_set(err, GP_EINVAL, NULL, 0, "priority", "no priority class is called \"%s\"",
+                   j->priority);
+    goto fail;
+  }
+  if (!j->time_limit && q->default_time_limit > 0) j->time_limit = q->default_time_limit;
+  if ((r = check_deps(s, j->after, j->n_after, "after", err)) ||
+      (r = check_deps(s, j->after_ok, j->n_after_ok, "after_ok", err)) ||
+      (r = check_deps(s, j->after_any, j->n_after_any, "after_any", err)))
+    goto fail;
+  j->state = hold ? GP_JOB_HELD : GP_JOB_PENDING;
+  *ret = j;
+  return 0;
+fail:
+  gp__srv_job_free(j);
+  return r;
+}
+
+int gp__srv_job_from_doc(const char *doc, gp_srv_job **ret, gp_err *err) {
+  json_error_t je;
+  json_t *o = json_loads(doc, 0, &je);
+  if (!o) return gp_err_set(err, GP_EPARSE, NULL, 0, NULL, "stored job: %s", je.text);
+  gp_srv_job *j = job_blank();
+  int r = read_spec(o, j, err);
+  const char *id = json_string_value(json_object_get(o, "id"));
+  const char *st = json_string_value(json_object_get(o, "state"));
+  const char *user = json_string_value(json_object_get(o, "user"));
+  if (!r && (!id || !st || !user || !j->queue || gp_job_state_parse(st, &j->state)))
+    r = gp_err_set(err, GP_EPARSE, NULL, 0, NULL, "stored job lacks id, state, user or queue");
+  if (r) {
+    json_decref(o);
+    gp__srv_job_free(j);
+    return r;
+  }
+  j->id = strtoll(id, NULL, 10);
+  snprintf(j->idstr, sizeof j->idstr, "%lld", (long long)j->id);
+  j->user = gp_xstrdup(user);
+  j->restarts = (int)json_integer_value(json_object_get(o, "restarts"));
+  j->submitted_at = json_integer_value(json_object_get(o, "submitted_at"));
+  j->started_at = json_integer_value(json_object_get(o, "started_at"));
+  j->ended_at = json_integer_value(json_object_get(o, "ended_at"));
+  j->last_checkpoint_at = json_integer_value(json_object_get(o, "last_checkpoint_at"));
+  const json_t *ec = json_object_get(o, "exit_code");
+  if (json_is_integer(ec)) {
+    j->has_exit_code = true;
+    j->exit_code = (int)json_integer_value(ec);
+  }
+  const char *er = json_string_value(json_object_get(o, "end_reason"));
+  if (er) j->end_reason = gp_xstrdup(er);
+  const char *sr = json_string_value(json_object_get(o, "stop_reason"));
+  if (sr) j->stop_reason = gp_xstrdup(sr);
+  json_decref(o);
+  *ret = j;
+  return 0;
+}
+
+static json_t *strv_json(char **v, int n) {
+  json_t *a = json_array();
+  for (int i = 0; i < n; i++) json_array_append_new(a, json_string(v[i]));
+  return a;
+}
+
+static json_t *placement_json(const gp_srv_state *s, const gp_srv_job *j, int task) {
+  const gp_srv_alloc *a = &j->alloc[task];
+  const gp_srv_node *n = a->node >= 0 && a->node < s->n_nodes ? s->nodes[a->node] : NULL;
+  json_t *p = json_object();
+  json_object_set_new(p, "node", json_string(n ? n->name : "?"));
+  json_t *ids = json_array(), *uuids = json_array();
+  for (int g = 0; g < GP_MAX_NODE_GPUS; g++) {
+    if (!(a->gpu_mask & (UINT32_C(1) << g))) continue;
+    json_array_append_new(ids, json_integer(g));
+    const char *u = n && g < n->n_gpus ? n->gpus[g].uuid : NULL;
+    json_array_append_new(uuids, u ? json_string(u) : json_null());
+  }
+  json_object_set_new(p, "gpu_ids", ids);
+  json_object_set_new(p, "gpu_uuids", uuids);
+  json_object_set_new(p, "gpu_milli", json_integer(a->gpu_milli));
+  json_object_set_new(p, "gpu_mem_mib", json_integer(a->gpu_mem_mib));
+  const char *mig_uuid = NULL;
+  if (n && a->mig_instance >= 0) {
+    for (int g = 0; g < n->n_gpus; g++)
+      if ((a->gpu_mask & (UINT32_C(1) << g)) && a->mig_instance < n->gpus[g].n_mig)
+        mig_uuid = n->gpus[g].mig[a->mig_instance].uuid;
+  }
+  json_object_set_new(p, "mig_uuid", mig_uuid ? json_string(mig_uuid) : json_null());
+  return p;
+}
+
+static const char *enforcement(const gp_srv_state *s, const gp_srv_job *j) {
+  if (j->mig) return "mig";
+  if (j->gpu_milli > 0 || j->gpu_mem_mib > 0) {
+    /* The agent reports how a share is enforced; the server knows the GPU's mode. */
+    if (j->n_alloc > 0 && j->alloc[0].node >= 0 && j->alloc[0].node < s->n_nodes) {
+      const gp_srv_node *n = s->nodes[j->alloc[0].node];
+      for (int g = 0; g < n->n_gpus; g++)
+        if (j->alloc[0].gpu_mask & (UINT32_C(1) << g))
+          return n->gpus[g].mode == GP_SHARE_TIMESLICE ? "none" : "shared";
+    }
+    return "shared";
+  }
+  return j->gpus > 0 ? "exclusive" : "none";
+}
+
+json_t *gp__srv_job_to_json(const gp_srv_state *s, const gp_srv_job *j, bool for_store) {
+  json_t *o = json_object();
+  json_object_set_new(o, "id", json_string(j->idstr));
+  json_object_set_new(o, "name", json_string(j->name ? j->name : ""));
+  json_object_set_new(o, "queue", json_string(j->queue));
+  json_object_set_new(o, "user", json_string(j->user));
+  json_object_set_new(o, "state", json_string(gp_job_state_name(j->state)));
+  json_object_set_new(o, "priority", j->priority ? json_string(j->priority) : json_null());
+  json_object_set(o, "command", j->command);
+  json_object_set(o, "env", j->env);
+  json_object_set_new(o, "workdir", j->workdir ? json_string(j->workdir) : json_null());
+  json_object_set_new(o, "gpus", json_integer(j->gpus));
+  json_object_set_new(o, "tasks", json_integer(j->tasks));
+  json_object_set_new(o, "gpu_fraction", json_real(j->gpu_milli / 1000.0));
+  json_object_set_new(o, "gpu_mem_mib", json_integer(j->gpu_mem_mib));
+  json_object_set_new(o, "mig", j->mig ? json_string(j->mig) : json_null());
+  json_object_set_new(o, "gpu_types", strv_json(j->gpu_types, j->n_gpu_types));
+  json_object_set_new(o, "cpus", json_real((double)j->cpu_milli / 1000.0));
+  json_object_set_new(o, "mem_mib", json_integer(j->mem_mib));
+  json_object_set_new(o, "time_limit", json_integer(j->time_limit));
+  json_object_set_new(o, "requeue", json_boolean(j->requeue));
+  json_object_set_new(o, "grace_s", json_integer(j->grace_s));
+  json_object_set_new(o, "signal", json_string(j->signal));
+  json_object_set_new(o, "allow_spot", json_boolean(j->allow_spot));
+  json_t *sel = json_object();
+  for (int i = 0; i < j->n_selector; i++)
+    json_object_set_new(sel, j->selector[i].key, json_string(j->selector[i].value));
+  json_object_set_new(o, "node_selector", sel);
+  json_object_set_new(o, "restarts", json_integer(j->restarts));
+  json_object_set_new(o, "after", strv_json(j->after, j->n_after));
+  json_object_set_new(o, "after_ok", strv_json(j->after_ok, j->n_after_ok));
+  json_object_set_new(o, "after_any", strv_json(j->after_any, j->n_after_any));
+  json_object_set_new(o, "exit_code", j->has_exit_code ? json_integer(j->exit_code) : json_null());
+  json_object_set_new(o, "end_reason", j->end_reason ? json_string(j->end_reason) : json_null());
+  json_object_set_new(o, "stop_reason", j->stop_reason ? json_string(j->stop_reason) : json_null());
+  json_object_set_new(o, "submitted_at", json_integer(j->submitted_at));
+  json_object_set_new(o, "started_at", j->started_at ? json_integer(j->started_at) : json_null());
+  json_object_set_new(o, "ended_at", j->ended_at ? json_integer(j->ended_at) : json_null());
+  json_object_set_new(o, "last_checkpoint_at",
+                      j->last_checkpoint_at ? json_integer(j->last_checkpoint_at) : json_null());
+  if (for_store) return o;
+  json_object_set_new(o, "enforcement", json_string(enforcement(s, j)));
+  bool pending = j->state == GP_JOB_PENDING || j->state == GP_JOB_HELD;
+  const char *reason = NULL, *message = NULL;
+  if (j->state == GP_JOB_HELD) {
+    reason = "Held";
+    message = "The job is held; release it with `gpool release`.";
+  } else if (pending && j->pending_reason >= 0) {
+    reason = gp_pending_reason_name((gp_pending_reason)j->pending_reason);
+    message = j->pending_message;
+  } else if (pending) {
+    reason = "Priority";
+    message = "The scheduler has not considered the job yet.";
+  }
+  json_object_set_new(o, "pending_reason", reason ? json_string(reason) : json_null());
+  json_object_set_new(o, "pending_message", message ? json_string(message) : json_null());
+  json_object_set_new(o, "reservation_at",
+                      pending && j->reservation_at ? json_integer(j->reservation_at) : json_null());
+  json_t *pl = json_array();
+  for (int t = 0; t < j->n_alloc; t++) json_array_append_new(pl, placement_json(s, j, t));
+  json_object_set_new(o, "placements", pl);
+  json_object_set(o, "timeline", j->timeline);
+  json_object_set(o, "usage", j->usage ? j->usage : json_null());
+  return o;
+}

@@ -1,0 +1,197 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Job and node transitions shared by the API, the agent protocol and the scheduler, each
+ * written to the store with a timeline event: stop handshakes (cancel, preemption, time
+ * limit), task exits, requeues, lost nodes. A job's timeline is the raw material for
+ * accounting: submitted, started, preempted, requeued, ended (state, exit code, reason). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/state.h"
+#include "util/mem.h"
+
+static void set_str(char **dst, const char *v) {
+  free(*dst);
+  *dst = v ? gp_xstrdup(v) : NULL;
+}
+
+int gp__srv_job_end(gp_srv_state *s, gp_srv_job *j, gp_job_state st, const char *reason,
+                int64_t now, gp_err *err) {
+  gp__srv_job_set_state(s, j, st);
+  j->ended_at = now;
+  set_str(&j->end_reason, reason);
+  set_str(&j->stop_reason, NULL);
+  s->counters.ends++;
+  if (j->started_at > 0 && now >= j->started_at) gp_hist_observe(&s->counters.run_s, (double)(now - j->started_at));
+  json_t *extra = json_object();
+  json_object_set_new(extra, "state", json_string(gp_job_state_name(st)));
+  json_object_set_new(extra, "exit_code", j->has_exit_code ? json_integer(j->exit_code) : json_null());
+  json_object_set_new(extra, "reason", reason ? json_string(reason) : json_null());
+  int r = gp__srv_job_event(s, j, "ended", now, extra, err);
+  if (!r) r = gp__srv_persist_job(s, j, err);
+  return r;
+}
+
+/* Releases the job's allocations (memory and store). */
+static int free_allocs(gp_srv_state *s, gp_srv_job *j, gp_err *err) {
+  free(j->alloc);
+  j->alloc = NULL;
+  j->n_alloc = 0;
+  s->sched_dirty = true;
+  return gp_store_del_allocs(s->store, j->id, err);
+}
+
+static int requeue(gp_srv_state *s, gp_srv_job *j, const char *why, int64_t now, gp_err *err) {
+  gp__srv_job_set_state(s, j, GP_JOB_PENDING);
+  j->restarts++;
+  j->started_at = 0;
+  j->has_exit_code = false;
+  set_str(&j->stop_reason, NULL);
+  s->counters.requeues++;
+  json_t *extra = json_object();
+  json_object_set_new(extra, "reason", json_string(why));
+  json_object_set_new(extra, "restarts", json_integer(j->restarts));
+  int r = gp__srv_job_event(s, j, "requeued", now, extra, err);
+  if (!r) r = gp__srv_persist_job(s, j, err);
+  return r;
+}
+
+static int send_stop(gp_srv_state *s, gp_srv_job *j, int task, const char *reason, gp_err *err) {
+  int ni = j->alloc[task].node;
+  if (ni < 0 || ni >= s->n_nodes) return 0;
+  /* One stop order per node, even when several tasks share it. */
+  for (int t = 0; t < task; t++)
+    if (j->alloc[t].node == ni && !j->alloc[t].exited) return 0;
+  json_t *o = json_object();
+  json_object_set_new(o, "kind", json_string("stop"));
+  json_object_set_new(o, "job", json_string(j->idstr));
+  json_object_set_new(o, "signal", json_string(j->signal));
+  json_object_set_new(o, "grace_s", json_integer(j->grace_s));
+  json_object_set_new(o, "reason", json_string(reason));
+  return gp__srv_order_add(s, s->nodes[ni], o, j->id, false, err);
+}
+
+int gp__srv_job_stop(gp_srv_state *s, gp_srv_job *j, const char *reason, int64_t now, gp_err *err) {
+  (void)now;
+  int r = 0;
+  for (int t = 0; t < j->n_alloc && !r; t++)
+    if (!j->alloc[t].exited) r = send_stop(s, j, t, reason, err);
+  if (r) return r;
+  if (j->state != GP_JOB_STOPPING) gp__srv_job_set_state(s, j, GP_JOB_STOPPING);
+  if (!j->stop_reason || strcmp(j->stop_reason, "failed") == 0 || strcmp(reason, "cancelled") == 0)
+    set_str(&j->stop_reason, reason);
+  return gp__srv_persist_job(s, j, err);
+}
+
+/* All tasks are gone: the job ends, or returns to the queue. */
+static int finalize(gp_srv_state *s, gp_srv_job *j, const char *agent_reason, int64_t now,
+                    gp_err *err) {
+  int r = free_allocs(s, j, err);
+  if (r) return r;
+  const char *sr = j->stop_reason;
+  if (sr && strcmp(sr, "preempted") == 0) {
+    if (j->requeue) return requeue(s, j, "preempted", now, err);
+    return gp__srv_job_end(s, j, GP_JOB_PREEMPTED, "preempted", now, err);
+  }
+  if (sr && strcmp(sr, "cancelled") == 0) return gp__srv_job_end(s, j, GP_JOB_CANCELLED, "cancelled", now, err);
+  if (sr && strcmp(sr, "timeout") == 0)
+    return gp__srv_job_end(s, j, GP_JOB_TIMEOUT, "time limit reached", now, err);
+  if (sr && strcmp(sr, "lost") == 0) {
+    if (j->requeue) return requeue(s, j, "node lost", now, err);
+    return gp__srv_job_end(s, j, GP_JOB_FAILED, "node lost", now, err);
+  }
+  if (j->has_exit_code && j->exit_code == 0)
+    return gp__srv_job_end(s, j, GP_JOB_COMPLETED, agent_reason ? agent_reason : "exited", now, err);
+  return gp__srv_job_end(s, j, GP_JOB_FAILED, agent_reason ? agent_reason : "exited", now, err);
+}
+
+int gp__srv_job_task_exited(gp_srv_state *s, gp_srv_job *j, int node, int exit_code,
+                        const char *reason, int64_t now, gp_err *err) {
+  if (j->state != GP_JOB_RUNNING && j->state != GP_JOB_STOPPING) return 0;
+  int task = -1;
+  for (int t = 0; t < j->n_alloc && task < 0; t++)
+    if (j->alloc[t].node == node && !j->alloc[t].exited) task = t;
+  if (task < 0) return 0; /* a duplicate report, or a task that is not here */
+  /* Every task of the job on this node has exited (an agent reports a job once). */
+  for (int t = 0; t < j->n_alloc; t++)
+    if (j->alloc[t].node == node && !j->alloc[t].exited) {
+      j->alloc[t].exited = true;
+      j->alloc[t].exit_code = exit_code;
+    }
+  if (!j->has_exit_code || (j->exit_code == 0 && exit_code != 0)) {
+    j->has_exit_code = true;
+    j->exit_code = exit_code;
+  }
+  bool all = true;
+  for (int t = 0; t < j->n_alloc; t++) all = all && j->alloc[t].exited;
+  if (!all) {
+    /* A failed task dooms the gang: stop the others. */
+    if (exit_code != 0 && j->state == GP_JOB_RUNNING) return gp__srv_job_stop(s, j, "failed", now, err);
+    return gp__srv_persist_job(s, j, err);
+  }
+  const char *why = reason && strcmp(reason, "exited") != 0 ? reason : NULL;
+  return finalize(s, j, why, now, err);
+}
+
+int gp__srv_job_lost(gp_srv_state *s, gp_srv_job *j, const char *why, int64_t now, gp_err *err) {
+  int r = 0;
+  /* Tasks on nodes that are still alive are stopped; their reports will be ignored. */
+  for (int t = 0; t < j->n_alloc && !r; t++) {
+    int ni = j->alloc[t].node;
+    if (!j->alloc[t].exited && ni >= 0 && ni < s->n_nodes && s->nodes[ni]->alive)
+      r = send_stop(s, j, t, "lost", err);
+  }
+  if (r) return r;
+  json_t *extra = json_object();
+  json_object_set_new(extra, "reason", json_string(why));
+  if ((r = gp__srv_job_event(s, j, "lost", now, extra, err))) return r;
+  set_str(&j->stop_reason, "lost");
+  return finalize(s, j, NULL, now, err);
+}
+
+int gp__srv_node_down(gp_srv_state *s, gp_srv_node *n, const char *why, int64_t now, gp_err *err) {
+  int idx = gp__srv_node_index(s, n->name);
+  n->alive = false;
+  s->sched_dirty = true;
+  /* Collect first: losing a job edits the active list. */
+  int nj = 0;
+  gp_srv_job **victims = gp_xcalloc((size_t)s->n_active + 1, sizeof *victims);
+  for (int a = 0; a < s->n_active; a++) {
+    gp_srv_job *j = s->active[a];
+    for (int t = 0; t < j->n_alloc; t++)
+      if (j->alloc[t].node == idx && !j->alloc[t].exited) {
+        victims[nj++] = j;
+        break;
+      }
+  }
+  int r = 0;
+  for (int i = 0; i < nj && !r; i++) r = gp__srv_job_lost(s, victims[i], why, now, err);
+  free(victims);
+  return r;
+}
+
+int gp__srv_state_tick(gp_srv_state *s, int64_t now_s, int64_t now_ms, gp_err *err) {
+  int r = 0;
+  int64_t timeout_ms = (int64_t)s->cfg->node_timeout_s * 1000;
+  for (int i = 0; i < s->n_nodes && !r; i++) {
+    gp_srv_node *n = s->nodes[i];
+    if (n->alive && now_ms - n->last_seen_ms > timeout_ms)
+      r = gp__srv_node_down(s, n, "node lost: no heartbeat", now_s, err);
+  }
+  for (int a = 0; a < s->n_active && !r; a++) {
+    gp_srv_job *j = s->active[a];
+    if (j->state != GP_JOB_RUNNING && j->state != GP_JOB_STOPPING) continue;
+    bool broken = j->n_alloc == 0;
+    for (int t = 0; t < j->n_alloc; t++) broken = broken || j->alloc[t].node < 0;
+    if (broken) {
+      r = gp__srv_job_lost(s, j, "allocation lost", now_s, err);
+      a--; /* the active list shrank or kept this slot */
+      if (a < -1) a = -1;
+      continue;
+    }
+    if (j->state == GP_JOB_RUNNING && j->time_limit > 0 && j->started_at > 0 &&
+        now_s - j->started_at >= j->time_limit)
+      r = gp__srv_job_stop(s, j, "timeout", now_s, err);
+  }
+  return r;
+}

@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Fills the gp_server_metrics snapshot (src/server/metrics.h, rendered by obs's module) from
+ * the state, on the state thread, for GET /metrics. Pending reasons come from the last
+ * scheduling step; idle GPUs from agents' telemetry (an allocated GPU under 5% for 10 min). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/server_int.h"
+#include "server/metrics.h"
+#include "util/mem.h"
+
+static const char *const reason_names[] = {
+    "Priority", "QueueLimit", "Resources", "Reservation", "Dependency", "Held",
+    "NoMatchingNodes", "GpuModelUnavailable", "WaitingForPreemption", NULL};
+static const char *const job_states[] = {"pending", "running", "held", "stopping", "completed",
+                                         "failed", "cancelled", "preempted", "timeout", NULL};
+static const char *const node_states[] = {"up", "down", "drain", "cordon", NULL};
+
+static int queue_index(const gp_server_metrics_queue *qs, int n, const char *name) {
+  for (int i = 0; i < n; i++)
+    if (strcmp(qs[i].name, name) == 0) return i;
+  return -1;
+}
+
+char *gp__srv_metrics_text(const gp_srv_state *s) {
+  gp_server_metrics m;
+  memset(&m, 0, sizeof m);
+  m.reason_names = reason_names;
+  m.job_state_names = job_states;
+  m.node_state_names = node_states;
+  int nq = s->n_queues;
+  gp_server_metrics_queue *qs = gp_xcalloc((size_t)nq + 1, sizeof *qs);
+  for (int i = 0; i < nq; i++) {
+    const gp_srv_queue *q = s->queues[i];
+    qs[i].name = q->name;
+    qs[i].deserved = q->deserved;
+    qs[i].limit = q->limit;
+    qs[i].weight = q->weight;
+    for (int k = 0; k < s->n_figs; k++)
+      if (strcmp(s->figs[k].name, q->name) == 0) qs[i].fair_share = s->figs[k].fig.fair_share;
+  }
+  for (size_t id = 1; id < s->cap_jobs && (int64_t)id < s->next_job_id; id++) {
+    const gp_srv_job *j = s->jobs[id];
+    if (j && (unsigned)j->state < GP_METRICS_MAX_STATES) m.jobs_by_state[j->state]++;
+  }
+  for (int a = 0; a < s->n_active; a++) {
+    const gp_srv_job *j = s->active[a];
+    int qi = queue_index(qs, nq, j->queue);
+    if (qi < 0) continue;
+    if (j->state == GP_JOB_RUNNING || j->state == GP_JOB_STOPPING) {
+      qs[qi].running_jobs++;
+      for (int t = 0; t < j->n_alloc; t++) {
+        int g = __builtin_popcount(j->alloc[t].gpu_mask);
+        qs[qi].allocated += g * (j->alloc[t].gpu_milli / 1000.0);
+        m.gpus_allocated += g;
+      }
+    } else if (j->state == GP_JOB_PENDING || j->state == GP_JOB_HELD) {
+      qs[qi].pending_jobs++;
+      qs[qi].pending_gpus += (double)j->gpus * j->tasks + j->gpu_milli / 1000.0 * j->tasks;
+      int reason = j->state == GP_JOB_HELD ? GP_PEND_HELD : j->pending_reason;
+      if (reason >= 0 && reason < GP_METRICS_MAX_REASONS) qs[qi].pending_by_reason[reason]++;
+    }
+  }
+  for (int i = 0; i < s->n_nodes; i++) {
+    const gp_srv_node *n = s->nodes[i];
+    gp_node_state st = n->alive ? n->admin_state : GP_NODE_DOWN;
+    m.nodes_by_state[st]++;
+    if (n->alive) m.agents_up++;
+    else m.agents_down++;
+    m.gpus_total += n->n_gpus;
+    for (int g = 0; g < n->n_gpus; g++) {
+      if (n->gpus[g].health != GP_GPU_HEALTHY) m.gpus_unhealthy++;
+      if (!n->gpus[g].idle_since || n->last_heartbeat - n->gpus[g].idle_since < GP_SRV_IDLE_WINDOW_S)
+        continue;
+      /* Idle long enough: count it if a job holds it, for that job's queue. */
+      for (int a = 0; a < s->n_active; a++) {
+        const gp_srv_job *j = s->active[a];
+        bool holds = false;
+        for (int t = 0; t < j->n_alloc; t++)
+          holds = holds || (j->alloc[t].node == i && (j->alloc[t].gpu_mask & (UINT32_C(1) << g)));
+        if (!holds) continue;
+        m.gpus_allocated_idle++;
+        int qi = queue_index(qs, nq, j->queue);
+        if (qi >= 0) qs[qi].gpus_allocated_idle++;
+        break;
+      }
+    }
+  }
+  m.idle_threshold_pct = GP_SRV_IDLE_PCT;
+  m.idle_window_s = GP_SRV_IDLE_WINDOW_S;
+  m.queues = qs;
+  m.n_queues = nq;
+  m.submissions_total = s->counters.submissions;
+  m.jobs_started_total = s->counters.starts;
+  m.preemptions_total = s->counters.preemptions;
+  m.sched_cycles_total = s->counters.sched_cycles;
+  m.last_sched_cycle_s = s->counters.last_cycle_s;
+  m.sched_cycle_s = s->counters.cycle_s;
+  m.queue_wait_s = s->counters.wait_s;
+  m.job_run_s = s->counters.run_s;
+  gp_buf out;
+  gp_buf_init(&out, 0);
+  gp_server_metrics_render(&m, &out);
+  free(qs);
+  char *text = gp_buf_steal(&out);
+  gp_buf_done(&out);
+  return text;
+}

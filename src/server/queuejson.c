@@ -1,0 +1,247 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Queues to and from JSON: the body of PUT /v1/queues/{name} (validated), the stored
+ * document, and the queue tree of GET /v1/queues with live usage and the last fair shares. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/state.h"
+#include "snapshot/policy_read.h"
+#include "util/mem.h"
+
+void gp__srv_queue_free(gp_srv_queue *q) {
+  if (!q) return;
+  free(q->name);
+  free(q->default_priority);
+  for (int i = 0; i < q->n_users; i++) free(q->users[i]);
+  free(q->users);
+  free(q);
+}
+
+static bool valid_queue_name(const char *s) {
+  size_t n = strlen(s);
+  if (n == 0 || n > GP_READ_MAX_NAME || s[0] == '/' || s[n - 1] == '/' || strstr(s, "//"))
+    return false;
+  for (const unsigned char *c = (const unsigned char *)s; *c; c++)
+    if (*c <= 0x20 || *c == 0x7f || *c == '?' || *c == '#' || *c == '%') return false;
+  return true;
+}
+
+int gp__srv_queue_from_json(const json_t *o, const char *name, gp_srv_queue *q, gp_err *err) {
+  static const char *const keys[] = {"name", "deserved", "limit", "weight", "users",
+                                     "default_priority", "default_time_limit", NULL};
+  if (!json_is_object(o)) return gp_err_set(err, GP_EINVAL, NULL, 0, NULL, "the body must be a JSON object");
+  const char *k;
+  const json_t *v;
+  json_object_foreach((json_t *)o, k, v) {
+    bool known = false;
+    for (int i = 0; keys[i] && !known; i++) known = strcmp(keys[i], k) == 0;
+    if (!known) {
+      char f[128];
+      snprintf(f, sizeof f, "%.100s", k);
+      return gp_err_set(err, GP_EINVAL, NULL, 0, f, "unknown field");
+    }
+  }
+  if (!valid_queue_name(name))
+    return gp_err_set(err, GP_EINVAL, NULL, 0, "name",
+                      "a queue name is org/team/project: no empty part, spaces or control characters");
+  const char *bn = json_string_value(json_object_get(o, "name"));
+  if (bn && strcmp(bn, name) != 0)
+    return gp_err_set(err, GP_EINVAL, NULL, 0, "name", "does not match the queue in the URL");
+  double deserved = q->deserved, limit = q->limit, weight = q->weight;
+  if ((v = json_object_get(o, "deserved"))) {
+    if (!json_is_number(v) || json_number_value(v) < 0 || json_number_value(v) > 1e7)
+      return gp_err_set(err, GP_EINVAL, NULL, 0, "deserved", "must be a number of GPUs >= 0");
+    deserved = json_number_value(v);
+  }
+  if ((v = json_object_get(o, "limit"))) {
+    if (json_is_null(v)) limit = GP_NO_LIMIT;
+    else if (!json_is_number(v) || json_number_value(v) < 0 || json_number_value(v) > 1e7)
+      return gp_err_set(err, GP_EINVAL, NULL, 0, "limit", "must be a number of GPUs >= 0, or null");
+    else limit = json_number_value(v);
+  }
+  if (limit != GP_NO_LIMIT && limit < deserved)
+    return gp_err_set(err, GP_EINVAL, NULL, 0, "limit", "must not be below deserved");
+  if ((v = json_object_get(o, "weight"))) {
+    if (!json_is_number(v) || !(json_number_value(v) > 0) || json_number_value(v) > 1e6)
+      return gp_err_set(err, GP_EINVAL, NULL, 0, "weight", "must be a number > 0");
+    weight = json_number_value(v);
+  }
+  char *prio = NULL;
+  if ((v = json_object_get(o, "default_priority")) && !json_is_null(v)) {
+    if (!json_is_string(v) || json_string_length(v) == 0 || json_string_length(v) > GP_READ_MAX_NAME)
+      return gp_err_set(err, GP_EINVAL, NULL, 0, "default_priority", "must be a priority class name");
+    prio = gp_xstrdup(json_string_value(v));
+  }
+  int64_t dtl = q->default_time_limit;
+  if ((v = json_object_get(o, "default_time_limit")) && !json_is_null(v)) {
+    if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > INT64_C(366) * 86400) {
+      free(prio);
+      return gp_err_set(err, GP_EINVAL, NULL, 0, "default_time_limit", "must be seconds >= 0");
+    }
+    dtl = json_integer_value(v);
+  }
+  char **users = NULL;
+  int n_users = -1;
+  if ((v = json_object_get(o, "users"))) {
+    if (!json_is_array(v) || json_array_size(v) > 10000) {
+      free(prio);
+      return gp_err_set(err, GP_EINVAL, NULL, 0, "users", "must be a list of user names (\"*\": everyone)");
+    }
+    n_users = (int)json_array_size(v);
+    users = gp_xcalloc((size_t)n_users + 1, sizeof *users);
+    for (int i = 0; i < n_users; i++) {
+      const json_t *u = json_array_get(v, (size_t)i);
+      if (!json_is_string(u) || json_string_length(u) == 0 || json_string_length(u) > 64) {
+        for (int k2 = 0; k2 < i; k2++) free(users[k2]);
+        free(users);
+        free(prio);
+        char f[64];
+        snprintf(f, sizeof f, "users[%d]", i);
+        return gp_err_set(err, GP_EINVAL, NULL, 0, f, "must be a user name");
+      }
+      users[i] = gp_xstrdup(json_string_value(u));
+    }
+  }
+  /* Validated: apply. */
+  if (!q->name) q->name = gp_xstrdup(name);
+  q->deserved = deserved;
+  q->limit = limit;
+  q->weight = weight;
+  q->default_time_limit = dtl;
+  if (prio) {
+    free(q->default_priority);
+    q->default_priority = prio;
+  }
+  if (n_users >= 0) {
+    for (int i = 0; i < q->n_users; i++) free(q->users[i]);
+    free(q->users);
+    q->users = users;
+    q->n_users = n_users;
+  }
+  return 0;
+}
+
+json_t *gp__srv_queue_to_json(const gp_srv_queue *q) {
+  json_t *o = json_object();
+  json_object_set_new(o, "name", json_string(q->name));
+  json_object_set_new(o, "deserved", json_real(q->deserved));
+  json_object_set_new(o, "limit", q->limit == GP_NO_LIMIT ? json_null() : json_real(q->limit));
+  json_object_set_new(o, "weight", json_real(q->weight));
+  json_t *u = json_array();
+  for (int i = 0; i < q->n_users; i++) json_array_append_new(u, json_string(q->users[i]));
+  json_object_set_new(o, "users", u);
+  json_object_set_new(o, "default_priority",
+                      q->default_priority ? json_string(q->default_priority) : json_null());
+  json_object_set_new(o, "default_time_limit", json_integer(q->default_time_limit));
+  return o;
+}
+
+typedef struct qrow {
+  char *name;
+  const gp_srv_queue *q; /* NULL for an implied parent */
+  double deserved, allocated, pending;
+  int running_jobs, pending_jobs;
+} qrow;
+
+static int find_row(qrow *rows, int n, const char *name, size_t len) {
+  for (int i = 0; i < n; i++)
+    if (strlen(rows[i].name) == len && strncmp(rows[i].name, name, len) == 0) return i;
+  return -1;
+}
+
+/* GPUs a job asks for (pending) or holds (running), fractions as fractions. */
+static double job_gpus(const gp_srv_job *j) {
+  if (j->n_alloc > 0) {
+    double g = 0;
+    for (int t = 0; t < j->n_alloc; t++)
+      g += __builtin_popcount(j->alloc[t].gpu_mask) * (j->alloc[t].gpu_milli / 1000.0);
+    return g;
+  }
+  if (j->gpus > 0) return (double)j->gpus * j->tasks;
+  if (j->gpu_milli > 0) return j->gpu_milli / 1000.0 * j->tasks;
+  if (j->mig) return (j->mig[0] >= '1' && j->mig[0] <= '7' ? (j->mig[0] - '0') / 7.0 : 1 / 7.0) * j->tasks;
+  return 0;
+}
+
+json_t *gp__srv_queues_json(const gp_srv_state *s) {
+  int cap = s->n_queues * 4 + 4, n = 0;
+  qrow *rows = gp_xcalloc((size_t)cap, sizeof *rows);
+  for (int i = 0; i < s->n_queues; i++) {
+    const char *name = s->queues[i]->name;
+    /* Every prefix ending before a '/' is a parent. */
+    for (const char *p = name;; p++) {
+      if (*p == '/' || *p == '\0') {
+        size_t len = (size_t)(p - name);
+        int r = find_row(rows, n, name, len);
+        if (r < 0) {
+          if (n == cap) {
+            cap *= 2;
+            rows = gp_xrealloc(rows, sizeof *rows * (size_t)cap);
+          }
+          memset(&rows[n], 0, sizeof rows[n]);
+          rows[n].name = gp_xstrndup(name, len);
+          r = n++;
+        }
+        if (*p == '\0') rows[r].q = s->queues[i];
+      }
+      if (!*p) break;
+    }
+  }
+  for (int a = 0; a < s->n_active; a++) {
+    const gp_srv_job *j = s->active[a];
+    bool running = j->state == GP_JOB_RUNNING || j->state == GP_JOB_STOPPING;
+    bool pending = j->state == GP_JOB_PENDING;
+    if (!running && !pending) continue;
+    double g = job_gpus(j);
+    for (const char *p = j->queue;; p++) {
+      if (*p == '/' || *p == '\0') {
+        int r = find_row(rows, n, j->queue, (size_t)(p - j->queue));
+        if (r >= 0) {
+          if (running) rows[r].allocated += g, rows[r].running_jobs++;
+          else rows[r].pending += g, rows[r].pending_jobs++;
+        }
+      }
+      if (!*p) break;
+    }
+  }
+  json_t *list = json_array();
+  for (int i = 0; i < n; i++) {
+    qrow *r = &rows[i];
+    const gp_srv_queue_fig *fig = NULL;
+    for (int k = 0; k < s->n_figs; k++)
+      if (strcmp(s->figs[k].name, r->name) == 0) fig = &s->figs[k];
+    double deserved = 0;
+    if (r->q) deserved = r->q->deserved;
+    else {
+      size_t len = strlen(r->name);
+      for (int k = 0; k < n; k++)
+        if (rows[k].q && strncmp(rows[k].name, r->name, len) == 0 && rows[k].name[len] == '/' &&
+            !strchr(rows[k].name + len + 1, '/'))
+          deserved += rows[k].q->deserved;
+    }
+    json_t *o = r->q ? gp__srv_queue_to_json(r->q) : json_object();
+    json_object_set_new(o, "name", json_string(r->name));
+    const char *slash = strrchr(r->name, '/');
+    json_object_set_new(o, "parent", slash ? json_stringn(r->name, (size_t)(slash - r->name)) : json_null());
+    json_object_set_new(o, "deserved", json_real(deserved));
+    if (!r->q) {
+      json_object_set_new(o, "limit", json_null());
+      json_object_set_new(o, "weight", json_real(1));
+      json_object_set_new(o, "users", json_array());
+      json_object_set_new(o, "default_priority", json_null());
+    }
+    json_object_set_new(o, "implied", json_boolean(r->q == NULL));
+    json_object_set_new(o, "from_config", json_boolean(r->q && r->q->from_config));
+    json_object_set_new(o, "fair_share", json_real(fig ? fig->fig.fair_share : 0));
+    json_object_set_new(o, "allocated", json_real(r->allocated));
+    json_object_set_new(o, "pending", json_real(r->pending));
+    json_object_set_new(o, "running_jobs", json_integer(r->running_jobs));
+    json_object_set_new(o, "pending_jobs", json_integer(r->pending_jobs));
+    json_array_append_new(list, o);
+  }
+  for (int i = 0; i < n; i++) free(rows[i].name);
+  free(rows);
+  return list;
+}

@@ -1,0 +1,337 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The server side of a scheduling step: build a gp_view from the state (pending, held,
+ * running and stopping jobs plus ended jobs that others depend on), run the pure core
+ * (gp_sched_step), and apply the plan: persist allocations, state changes and orders in
+ * the current transaction; the state thread hands the orders to agents only after the
+ * commit. Pending reasons are kept in memory for `gpool why` (they are recomputed every
+ * step, so they are not stored). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "core/sched.h"
+#include "server/state.h"
+#include "util/mem.h"
+
+typedef struct view_build {
+  gp_view view;
+  gp_node *nodes;
+  gp_queue *queues;
+  gp_job *jobs;
+  gp_srv_job **srv_jobs; /* view index -> job */
+  gp_arena *arena;
+} view_build;
+
+static gp_node_state node_state(const gp_srv_node *n) {
+  return n->alive ? n->admin_state : GP_NODE_DOWN;
+}
+
+static void add_job(view_build *b, int *nj, gp_srv_job *j) {
+  gp_job *v = &b->jobs[*nj];
+  memset(v, 0, sizeof *v);
+  v->id = j->idstr;
+  v->queue = j->queue;
+  v->user = j->user;
+  v->priority_class = j->priority;
+  v->req.tasks = j->tasks;
+  v->req.gpus_per_task = j->gpus;
+  v->req.gpu_milli = j->gpu_milli;
+  v->req.gpu_mem_mib = j->gpu_mem_mib;
+  v->req.mig_profile = j->mig;
+  v->req.cpu_milli = j->cpu_milli;
+  v->req.mem_mib = j->mem_mib;
+  v->req.n_gpu_models = j->n_gpu_types;
+  v->req.gpu_models = (const char *const *)j->gpu_types;
+  v->req.n_node_selector = j->n_selector;
+  v->req.node_selector = j->selector;
+  v->req.allow_spot = j->allow_spot;
+  v->state = j->state;
+  v->submitted_at = j->submitted_at;
+  v->started_at = j->started_at;
+  v->last_checkpoint_at = j->last_checkpoint_at;
+  v->time_limit = j->time_limit;
+  v->exit_code = j->exit_code;
+  v->requeue = j->requeue;
+  v->restarts = j->restarts;
+  if ((j->state == GP_JOB_RUNNING || j->state == GP_JOB_STOPPING) && j->n_alloc > 0) {
+    gp_placement *p = gp_arena_alloc(b->arena, sizeof *p * (size_t)j->n_alloc);
+    for (int t = 0; t < j->n_alloc; t++)
+      p[t] = (gp_placement){j->alloc[t].node, j->alloc[t].gpu_mask, j->alloc[t].gpu_milli,
+                            j->alloc[t].gpu_mem_mib, j->alloc[t].mig_instance};
+    v->placements = p;
+    v->n_placements = j->n_alloc;
+  }
+  v->n_after = j->n_after;
+  v->after = (const char *const *)j->after;
+  v->n_after_ok = j->n_after_ok;
+  v->after_ok = (const char *const *)j->after_ok;
+  v->n_after_any = j->n_after_any;
+  v->after_any = (const char *const *)j->after_any;
+  j->view_index = *nj;
+  b->srv_jobs[(*nj)++] = j;
+}
+
+static void build_view(gp_srv_state *s, view_build *b) {
+  memset(b, 0, sizeof *b);
+  b->arena = gp_arena_new();
+  b->nodes = gp_arena_alloc(b->arena, sizeof *b->nodes * (size_t)(s->n_nodes + 1));
+  for (int i = 0; i < s->n_nodes; i++) {
+    gp_srv_node *n = s->nodes[i];
+    for (int g = 0; g < n->n_gpus; g++) {
+      gp_srv_gpu *src = &n->gpus[g];
+      n->view_gpus[g] = (gp_gpu){src->uuid, src->health, src->mode, src->replicas,
+                                 src->nvlink_domain, src->mem_mib, src->n_mig, src->mig};
+    }
+    b->nodes[i] = (gp_node){n->name, n->model ? n->model : "", n->gpu_mem_mib, n->n_gpus,
+                            n->view_gpus, n->cpu_milli, n->mem_mib, n->n_labels, n->labels,
+                            n->capacity, node_state(n)};
+  }
+  b->queues = gp_arena_alloc(b->arena, sizeof *b->queues * (size_t)(s->n_queues + 1));
+  for (int i = 0; i < s->n_queues; i++) {
+    gp_srv_queue *q = s->queues[i];
+    b->queues[i] = (gp_queue){q->name, q->deserved, q->limit, q->weight, q->default_priority,
+                              q->default_time_limit};
+  }
+  /* Jobs: every active job, plus ended ones that active jobs depend on (once each). */
+  int cap = s->n_active + 1;
+  for (int a = 0; a < s->n_active; a++) {
+    gp_srv_job *j = s->active[a];
+    cap += j->n_after + j->n_after_ok + j->n_after_any;
+    j->view_index = -1;
+  }
+  b->jobs = gp_arena_alloc(b->arena, sizeof *b->jobs * (size_t)cap);
+  b->srv_jobs = gp_arena_alloc(b->arena, sizeof *b->srv_jobs * (size_t)cap);
+  int nj = 0;
+  for (int a = 0; a < s->n_active; a++) add_job(b, &nj, s->active[a]);
+  int n_active = nj;
+  for (int a = 0; a < n_active; a++) {
+    gp_srv_job *j = b->srv_jobs[a];
+    char **lists[3] = {j->after, j->after_ok, j->after_any};
+    int counts[3] = {j->n_after, j->n_after_ok, j->n_after_any};
+    for (int l = 0; l < 3; l++)
+      for (int k = 0; k < counts[l]; k++) {
+        gp_srv_job *d = gp__srv_job_get(s, lists[l][k]);
+        if (!d || d->active_pos >= 0) continue;
+        bool seen = false;
+        for (int x = n_active; x < nj && !seen; x++) seen = b->srv_jobs[x] == d;
+        if (!seen) add_job(b, &nj, d);
+      }
+  }
+  b->view = (gp_view){s->n_nodes, b->nodes, s->n_queues, b->queues, s->cfg->n_pools,
+                      s->cfg->pools, nj, b->jobs};
+}
+
+static json_t *start_order(gp_srv_state *s, gp_srv_job *j, int task) {
+  json_t *job = gp__srv_job_to_json(s, j, false);
+  json_object_del(job, "timeline");
+  json_object_del(job, "usage");
+  json_object_del(job, "pending_reason");
+  json_object_del(job, "pending_message");
+  json_object_del(job, "reservation_at");
+  json_t *all = json_object_get(job, "placements");
+  json_t *mine = json_array();
+  json_array_append(mine, json_array_get(all, (size_t)task));
+  json_t *hosts = json_array();
+  for (size_t t = 0; t < json_array_size(all); t++)
+    json_array_append(hosts, json_object_get(json_array_get(all, t), "node"));
+  json_object_set_new(job, "placements", mine);
+  json_object_set_new(job, "hosts", hosts);
+  json_object_set_new(job, "task_index", json_integer(task));
+  json_t *o = json_object();
+  json_object_set_new(o, "kind", json_string("start"));
+  json_object_set_new(o, "job", job);
+  return o;
+}
+
+static int apply_start(gp_srv_state *s, gp_srv_job *j, const gp_plan_start *st, int64_t now,
+                       gp_err *err) {
+  if (j->state != GP_JOB_PENDING || st->n_placements != j->tasks) return 0;
+  for (int t = 0; t < st->n_placements; t++)
+    if (st->placements[t].node < 0 || st->placements[t].node >= s->n_nodes) return 0;
+  free(j->alloc);
+  j->alloc = gp_xcalloc((size_t)st->n_placements, sizeof *j->alloc);
+  j->n_alloc = st->n_placements;
+  for (int t = 0; t < st->n_placements; t++) {
+    const gp_placement *p = &st->placements[t];
+    j->alloc[t] = (gp_srv_alloc){p->node, p->gpu_mask, p->gpu_milli, p->gpu_mem_mib,
+                                 p->mig_instance, false, 0};
+  }
+  gp__srv_job_set_state(s, j, GP_JOB_RUNNING);
+  j->started_at = now;
+  j->has_exit_code = false;
+  j->pending_reason = -1;
+  j->reservation_at = 0;
+  s->counters.starts++;
+  gp_hist_observe(&s->counters.wait_s, (double)(now - j->submitted_at));
+  json_t *extra = json_object();
+  json_object_set_new(extra, "node", json_string(s->nodes[j->alloc[0].node]->name));
+  if (j->n_alloc > 1) {
+    json_t *nodes = json_array();
+    for (int t = 0; t < j->n_alloc; t++)
+      json_array_append_new(nodes, json_string(s->nodes[j->alloc[t].node]->name));
+    json_object_set_new(extra, "nodes", nodes);
+  }
+  int r = gp__srv_job_event(s, j, "started", now, extra, err);
+  if (!r) r = gp__srv_persist_job(s, j, err);
+  for (int t = 0; t < j->n_alloc && !r; t++) {
+    const gp_srv_alloc *a = &j->alloc[t];
+    gp_store_alloc row = {j->id, t, s->nodes[a->node]->name, a->gpu_mask, a->gpu_milli,
+                          a->gpu_mem_mib, a->mig_instance};
+    r = gp_store_put_alloc(s->store, &row, err);
+  }
+  for (int t = 0; t < j->n_alloc && !r; t++)
+    r = gp__srv_order_add(s, s->nodes[j->alloc[t].node], start_order(s, j, t), j->id, true, err);
+  return r;
+}
+
+static bool mig_order_outstanding(const gp_srv_node *n, int gpu) {
+  for (int i = 0; i < n->n_orders; i++)
+    if (n->orders[i].job_id == -1 - gpu) return true;
+  return false;
+}
+
+static void keep_figs(gp_srv_state *s, const gp_plan *plan) {
+  for (int i = 0; i < s->n_figs; i++) {
+    free(s->figs[i].name);
+    free(s->figs[i].parent);
+  }
+  free(s->figs);
+  s->figs = gp_xcalloc((size_t)plan->n_queues + 1, sizeof *s->figs);
+  s->n_figs = plan->n_queues;
+  for (int i = 0; i < plan->n_queues; i++) {
+    s->figs[i].fig = plan->queues[i];
+    s->figs[i].name = gp_xstrdup(plan->queues[i].name);
+    int p = plan->queues[i].parent;
+    s->figs[i].parent = p >= 0 && p < plan->n_queues ? gp_xstrdup(plan->queues[p].name) : NULL;
+    s->figs[i].fig.name = s->figs[i].name;
+  }
+}
+
+int gp__srv_schedule(gp_srv_state *s, int64_t now, gp_err *err) {
+  view_build b;
+  build_view(s, &b);
+  gp_plan *plan = NULL;
+  int r = gp_sched_step(&s->cfg->policy, &b.view, now, &plan, err);
+  s->sched_dirty = false;
+  if (r) {
+    gp_arena_free(b.arena);
+    return r;
+  }
+  s->counters.sched_cycles++;
+  s->have_plan = true;
+  /* Ends first (they never hold resources), then preemptions, then starts. */
+  for (int i = 0; i < plan->n_ended && !r; i++) {
+    const gp_plan_end *e = &plan->ended[i];
+    if (e->job < 0 || e->job >= b.view.n_jobs) continue;
+    gp_srv_job *j = b.srv_jobs[e->job];
+    if (j->state != GP_JOB_PENDING && j->state != GP_JOB_HELD) continue;
+    if (s->n_nodes == 0 && (e->reason == GP_END_NO_MATCHING_NODES || e->reason == GP_END_GPU_MODEL_UNKNOWN)) {
+      /* No agent has registered yet: nothing is known about the fleet, so wait. */
+      j->pending_reason = GP_PEND_NO_MATCHING_NODES;
+      free(j->pending_message);
+      j->pending_message = gp_xstrdup("No node has registered yet; the job waits for the first agent.");
+      continue;
+    }
+    free(j->pending_message);
+    j->pending_message = e->message ? gp_xstrdup(e->message) : NULL;
+    char reason[600];
+    snprintf(reason, sizeof reason, "%s%s%s", gp_end_reason_name(e->reason),
+             e->message ? ": " : "", e->message ? e->message : "");
+    r = gp__srv_job_end(s, j, GP_JOB_FAILED, reason, now, err);
+  }
+  for (int i = 0; i < plan->n_preemptions && !r; i++) {
+    const gp_plan_preemption *p = &plan->preemptions[i];
+    if (p->job < 0 || p->job >= b.view.n_jobs) continue;
+    gp_srv_job *j = b.srv_jobs[p->job];
+    if (j->state != GP_JOB_RUNNING) continue;
+    json_t *extra = json_object();
+    json_object_set_new(extra, "reason", json_string(gp_preempt_kind_name(p->kind)));
+    if (p->for_job >= 0 && p->for_job < b.view.n_jobs)
+      json_object_set_new(extra, "for_job", json_string(b.srv_jobs[p->for_job]->idstr));
+    r = gp__srv_job_event(s, j, "preempted", now, extra, err);
+    if (!r) r = gp__srv_job_stop(s, j, "preempted", now, err);
+    s->counters.preemptions++;
+  }
+  for (int i = 0; i < plan->n_starts && !r; i++) {
+    const gp_plan_start *st = &plan->starts[i];
+    if (st->job >= 0 && st->job < b.view.n_jobs) r = apply_start(s, b.srv_jobs[st->job], st, now, err);
+  }
+  for (int i = 0; i < plan->n_pending; i++) {
+    const gp_plan_pending *p = &plan->pending[i];
+    if (p->job < 0 || p->job >= b.view.n_jobs) continue;
+    gp_srv_job *j = b.srv_jobs[p->job];
+    j->pending_reason = (int)p->reason;
+    free(j->pending_message);
+    j->pending_message = p->message ? gp_xstrdup(p->message) : NULL;
+  }
+  for (int i = 0; i < plan->n_reservations; i++) {
+    const gp_plan_reservation *rv = &plan->reservations[i];
+    if (rv->job >= 0 && rv->job < b.view.n_jobs) b.srv_jobs[rv->job]->reservation_at = rv->at;
+  }
+  for (int i = 0; i < plan->n_mig && !r; i++) {
+    const gp_plan_mig *m = &plan->mig[i];
+    if (m->node < 0 || m->node >= s->n_nodes) continue;
+    gp_srv_node *n = s->nodes[m->node];
+    if (mig_order_outstanding(n, m->gpu)) continue;
+    json_t *o = json_object();
+    json_object_set_new(o, "kind", json_string("mig"));
+    json_object_set_new(o, "gpu", json_integer(m->gpu));
+    json_t *profiles = json_array(), *slots = json_array();
+    for (int k = 0; k < m->n_instances; k++) {
+      json_array_append_new(profiles, json_string(m->profiles[k]));
+      json_array_append_new(slots, json_integer(m->start_slots[k]));
+    }
+    json_object_set_new(o, "profiles", profiles);
+    json_object_set_new(o, "start_slots", slots);
+    r = gp__srv_order_add(s, n, o, -1 - m->gpu, false, err);
+  }
+  keep_figs(s, plan);
+  gp_plan_free(plan);
+  gp_arena_free(b.arena);
+  /* Applying the plan may itself have changed what the next step sees (a requeue), but
+   * not in a way that needs another step right away. */
+  s->sched_dirty = false;
+  return r;
+}
+
+static bool node_fits(const gp_srv_node *n, const gp_srv_job *j) {
+  if (j->n_gpu_types > 0) {
+    bool ok = false;
+    for (int i = 0; i < j->n_gpu_types && !ok; i++) ok = n->model && strcasecmp(n->model, j->gpu_types[i]) == 0;
+    if (!ok) return false;
+  }
+  if (j->gpus > n->n_gpus) return false;
+  if ((j->gpu_milli > 0 || j->gpu_mem_mib > 0 || j->mig) && n->n_gpus == 0) return false;
+  if (j->gpu_mem_mib > 0 && n->gpu_mem_mib > 0 && j->gpu_mem_mib > n->gpu_mem_mib) return false;
+  if (j->cpu_milli > 0 && n->cpu_milli > 0 && j->cpu_milli > n->cpu_milli) return false;
+  if (j->mem_mib > 0 && n->mem_mib > 0 && j->mem_mib > n->mem_mib) return false;
+  if (n->capacity == GP_CAP_SPOT && !j->allow_spot) return false;
+  for (int i = 0; i < j->n_selector; i++) {
+    bool ok = false;
+    for (int k = 0; k < n->n_labels && !ok; k++)
+      ok = strcmp(n->labels[k].key, j->selector[i].key) == 0 &&
+           strcmp(n->labels[k].value, j->selector[i].value) == 0;
+    if (!ok) return false;
+  }
+  return true;
+}
+
+int gp__srv_check_feasible(const gp_srv_state *s, const gp_srv_job *j, gp_err *err) {
+  if (s->n_nodes == 0) return 0; /* nothing is known yet: the scheduler will say */
+  if (j->n_gpu_types > 0) {
+    bool known = false;
+    for (int i = 0; i < s->n_nodes && !known; i++)
+      for (int k = 0; k < j->n_gpu_types && !known; k++)
+        known = s->nodes[i]->model && strcasecmp(s->nodes[i]->model, j->gpu_types[k]) == 0;
+    if (!known)
+      return gp_err_set(err, GP_EINVAL, NULL, 0, "gpu_types",
+                        "no node in the pool has GPU model %s%s", j->gpu_types[0],
+                        j->n_gpu_types > 1 ? " (or the other models listed)" : "");
+  }
+  for (int i = 0; i < s->n_nodes; i++)
+    if (node_fits(s->nodes[i], j)) return 0;
+  return gp_err_set(err, GP_EINVAL, NULL, 0, j->gpus > 0 ? "gpus" : "node_selector",
+                    "NoMatchingNodes: no node in the pool could ever run one task of this job "
+                    "(GPUs, GPU model, CPUs, memory, labels or spot)");
+}

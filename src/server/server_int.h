@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Internals shared by the server's files: the request that travels from an HTTP thread to
+ * the state thread and back, and the handlers the state thread runs. */
+#ifndef GP_SERVER_SERVER_INT_H
+#define GP_SERVER_SERVER_INT_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "server/state.h"
+#include "util/buf.h"
+
+#define GP_SRV_MAX_BODY ((size_t)1 << 20)
+
+struct MHD_Connection;
+
+typedef struct gp_srv_req {
+  struct MHD_Connection *conn;
+  /* Filled by the HTTP thread. */
+  char method[8];
+  char *path;               /* without the query string */
+  json_t *query;            /* object: name -> string */
+  gp_buf body;
+  bool too_large;
+  json_t *json;             /* the parsed body, or NULL when empty */
+  const char *user;         /* from the token (borrowed from the config) */
+  const char *token;        /* the bearer token itself (borrowed from the config) */
+  gp_role role;
+  /* Filled by the state thread. */
+  int status;
+  char *resp;               /* malloc'd body */
+  char *proxy_url;          /* log requests: fetch this from the agent */
+  bool parked;              /* a long poll waiting for orders */
+  bool answered;
+  struct gp_srv_req *next;
+} gp_srv_req;
+
+/* Sets the answer: `body` is stolen (json) or copied (text). */
+void gp__srv_reply_json(gp_srv_req *r, int status, json_t *body);
+void gp__srv_reply_error(gp_srv_req *r, int status, const char *code, const char *field,
+                     const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* Maps a GP_E* and its gp_err to an error answer (400/403/404/409/413/503). */
+void gp__srv_reply_err(gp_srv_req *r, int code, const gp_err *err);
+
+/* Handles one request on the state thread. Returns 0 when an answer (or a park) was
+ * decided, or a store error: the batch must then be rolled back. */
+int gp__srv_api_handle(gp_srv_state *s, gp_srv_req *r, int64_t now_s, int64_t now_ms, gp_err *err);
+int gp__srv_agent_handle(gp_srv_state *s, gp_srv_req *r, int64_t now_s, int64_t now_ms, gp_err *err);
+
+/* Builds the answer of a heartbeat: the node's orders with id > gen. */
+void gp__srv_agent_reply_orders(gp_srv_node *n, gp_srv_req *r, int64_t gen);
+
+/* Hands a request back to its HTTP thread (after setting its answer). */
+void gp__srv_req_resume(gp_srv_req *r);
+
+/* GET /metrics body (Prometheus text). */
+char *gp__srv_metrics_text(const gp_srv_state *s);
+
+#endif

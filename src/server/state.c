@@ -1,0 +1,348 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The server's in-memory state (see state.h): lifetime, loading from the store, lookups
+ * and the helpers that write each change into the current store transaction. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/state.h"
+#include "util/mem.h"
+
+gp_srv_state *gp__srv_state_new(const gp_server_config *cfg, gp_store *store) {
+  gp_srv_state *s = gp_xcalloc(1, sizeof *s);
+  s->cfg = cfg;
+  s->store = store;
+  s->next_job_id = 1;
+  s->next_order_id = 1;
+  gp_hist_init(&s->counters.cycle_s, gp_hist_bounds_cycle_s, gp_hist_n_bounds_cycle_s);
+  gp_hist_init(&s->counters.wait_s, gp_hist_bounds_wait_s, gp_hist_n_bounds_wait_s);
+  gp_hist_init(&s->counters.run_s, gp_hist_bounds_wait_s, gp_hist_n_bounds_wait_s);
+  return s;
+}
+
+void gp__srv_state_free(gp_srv_state *s) {
+  if (!s) return;
+  for (size_t i = 0; i < s->cap_jobs; i++) gp__srv_job_free(s->jobs[i]);
+  free(s->jobs);
+  free(s->active);
+  for (int i = 0; i < s->n_nodes; i++) gp__srv_node_free(s->nodes[i]);
+  free(s->nodes);
+  for (int i = 0; i < s->n_queues; i++) gp__srv_queue_free(s->queues[i]);
+  free(s->queues);
+  for (int i = 0; i < s->n_figs; i++) {
+    free(s->figs[i].name);
+    free(s->figs[i].parent);
+  }
+  free(s->figs);
+  free(s);
+}
+
+gp_srv_job *gp__srv_job_get(const gp_srv_state *s, const char *id) {
+  if (!id || !*id || strlen(id) > 18) return NULL;
+  int64_t v = 0;
+  for (const char *c = id; *c; c++) {
+    if (*c < '0' || *c > '9') return NULL;
+    v = v * 10 + (*c - '0');
+  }
+  if (v <= 0 || (size_t)v >= s->cap_jobs) return NULL;
+  return s->jobs[v];
+}
+
+int gp__srv_node_index(const gp_srv_state *s, const char *name) {
+  for (int i = 0; i < s->n_nodes; i++)
+    if (strcmp(s->nodes[i]->name, name) == 0) return i;
+  return -1;
+}
+
+gp_srv_node *gp__srv_node_get(const gp_srv_state *s, const char *name) {
+  int i = name ? gp__srv_node_index(s, name) : -1;
+  return i >= 0 ? s->nodes[i] : NULL;
+}
+
+gp_srv_queue *gp__srv_queue_get(const gp_srv_state *s, const char *name) {
+  for (int i = 0; name && i < s->n_queues; i++)
+    if (strcmp(s->queues[i]->name, name) == 0) return s->queues[i];
+  return NULL;
+}
+
+bool gp__srv_queue_admits(const gp_srv_queue *q, const char *user) {
+  for (int i = 0; i < q->n_users; i++)
+    if (strcmp(q->users[i], "*") == 0 || strcmp(q->users[i], user) == 0) return true;
+  return false;
+}
+
+const char *gp__srv_default_queue(const gp_srv_state *s, const char *user) {
+  const char *any = NULL;
+  for (int i = 0; i < s->cfg->n_default_queues; i++) {
+    const gp_default_queue *d = &s->cfg->default_queues[i];
+    if (strcmp(d->user, user) == 0) return d->queue;
+    if (strcmp(d->user, "*") == 0) any = d->queue;
+  }
+  if (any) return any;
+  /* Without a configured default, a queue called "default" is the default. */
+  return gp__srv_queue_get(s, "default") ? "default" : NULL;
+}
+
+static void active_add(gp_srv_state *s, gp_srv_job *j) {
+  if (j->active_pos >= 0) return;
+  gp_xgrow((void **)&s->active, &s->cap_active, (size_t)s->n_active + 1, sizeof *s->active);
+  j->active_pos = s->n_active;
+  s->active[s->n_active++] = j;
+}
+
+static void active_remove(gp_srv_state *s, gp_srv_job *j) {
+  if (j->active_pos < 0) return;
+  gp_srv_job *last = s->active[--s->n_active];
+  s->active[j->active_pos] = last;
+  last->active_pos = j->active_pos;
+  j->active_pos = -1;
+}
+
+void gp__srv_job_insert(gp_srv_state *s, gp_srv_job *j) {
+  if ((size_t)j->id >= s->cap_jobs) {
+    size_t old = s->cap_jobs, cap = old ? old : 1024;
+    while (cap <= (size_t)j->id) cap *= 2;
+    s->jobs = gp_xrealloc(s->jobs, cap * sizeof *s->jobs);
+    memset(s->jobs + old, 0, (cap - old) * sizeof *s->jobs);
+    s->cap_jobs = cap;
+  }
+  gp__srv_job_free(s->jobs[j->id]);
+  s->jobs[j->id] = j;
+  if (j->id >= s->next_job_id) s->next_job_id = j->id + 1;
+  if (!gp_job_state_is_final(j->state)) active_add(s, j);
+}
+
+void gp__srv_job_set_state(gp_srv_state *s, gp_srv_job *j, gp_job_state st) {
+  j->state = st;
+  if (gp_job_state_is_final(st)) active_remove(s, j);
+  else active_add(s, j);
+  s->sched_dirty = true;
+}
+
+int gp__srv_persist_job(gp_srv_state *s, gp_srv_job *j, gp_err *err) {
+  json_t *o = gp__srv_job_to_json(s, j, true);
+  char *doc = json_dumps(o, JSON_COMPACT);
+  json_decref(o);
+  gp_store_job row = {j->id, gp_job_state_name(j->state), j->queue, j->user, j->submitted_at, doc};
+  int r = gp_store_put_job(s->store, &row, err);
+  free(doc);
+  return r;
+}
+
+int gp__srv_job_event(gp_srv_state *s, gp_srv_job *j, const char *ev, int64_t at, json_t *extra,
+                  gp_err *err) {
+  json_t *e = json_object();
+  json_object_set_new(e, "event", json_string(ev));
+  json_object_set_new(e, "at", json_integer(at));
+  if (extra) {
+    json_object_update(e, extra);
+    json_decref(extra);
+  }
+  char *doc = json_dumps(e, JSON_COMPACT);
+  json_array_append_new(j->timeline, e);
+  gp_store_event row = {j->id, at, ev, doc};
+  int r = gp_store_add_event(s->store, &row, err);
+  free(doc);
+  return r;
+}
+
+int gp__srv_persist_node(gp_srv_state *s, gp_srv_node *n, gp_err *err) {
+  json_t *o = gp__srv_node_to_json(s, n, true);
+  char *doc = json_dumps(o, JSON_COMPACT);
+  json_decref(o);
+  gp_store_node row = {n->name, doc};
+  int r = gp_store_put_node(s->store, &row, err);
+  free(doc);
+  return r;
+}
+
+int gp__srv_persist_queue(gp_srv_state *s, gp_srv_queue *q, gp_err *err) {
+  json_t *o = gp__srv_queue_to_json(q);
+  char *doc = json_dumps(o, JSON_COMPACT);
+  json_decref(o);
+  gp_store_queue row = {q->name, doc};
+  int r = gp_store_put_queue(s->store, &row, err);
+  free(doc);
+  return r;
+}
+
+static void node_push_order(gp_srv_node *n, int64_t id, char *doc, int64_t job_id, bool is_start) {
+  gp_xgrow((void **)&n->orders, &n->cap_orders, (size_t)n->n_orders + 1, sizeof *n->orders);
+  n->orders[n->n_orders++] = (gp_srv_order){id, doc, job_id, is_start};
+}
+
+int gp__srv_order_add(gp_srv_state *s, gp_srv_node *n, json_t *doc, int64_t job_id, bool is_start,
+                  gp_err *err) {
+  int64_t id = s->next_order_id++;
+  char ids[32];
+  snprintf(ids, sizeof ids, "o%lld", (long long)id);
+  json_object_set_new(doc, "id", json_string(ids));
+  char *text = json_dumps(doc, JSON_COMPACT);
+  json_decref(doc);
+  gp_store_order row = {id, n->name, text};
+  int r = gp_store_put_order(s->store, &row, err);
+  if (!r) r = gp_store_set_meta(s->store, "next_order_id", s->next_order_id, err);
+  node_push_order(n, id, text, job_id, is_start);
+  return r;
+}
+
+int gp__srv_orders_ack(gp_srv_state *s, gp_srv_node *n, int64_t gen, gp_err *err) {
+  int k = 0;
+  while (k < n->n_orders && n->orders[k].id <= gen) free(n->orders[k++].doc);
+  if (k == 0) return 0;
+  memmove(n->orders, n->orders + k, sizeof *n->orders * (size_t)(n->n_orders - k));
+  n->n_orders -= k;
+  if (gen > n->acked_gen) n->acked_gen = gen;
+  return gp_store_del_orders(s->store, n->name, gen, err);
+}
+
+/* ---- loading ---- */
+
+typedef struct load_ctx {
+  gp_srv_state *s;
+  gp_err *err;
+  int64_t now_ms;
+} load_ctx;
+
+static int load_job(void *ctx, const gp_store_job *row) {
+  load_ctx *c = ctx;
+  gp_srv_job *j = NULL;
+  int r = gp__srv_job_from_doc(row->doc, &j, c->err);
+  if (r) return r;
+  if (j->id != row->id || j->id <= 0) {
+    gp__srv_job_free(j);
+    return gp_err_set(c->err, GP_EPARSE, NULL, 0, NULL, "stored job %lld is inconsistent",
+                      (long long)row->id);
+  }
+  gp__srv_job_insert(c->s, j);
+  return 0;
+}
+
+static int load_event(void *ctx, const gp_store_event *row) {
+  load_ctx *c = ctx;
+  gp_srv_job *j = (size_t)row->job_id < c->s->cap_jobs && row->job_id > 0 ? c->s->jobs[row->job_id] : NULL;
+  if (!j) return 0; /* an event of a job that is gone: harmless */
+  json_t *e = json_loads(row->doc, 0, NULL);
+  if (e) json_array_append_new(j->timeline, e);
+  return 0;
+}
+
+static int load_node(void *ctx, const gp_store_node *row) {
+  load_ctx *c = ctx;
+  json_t *o = json_loads(row->doc, 0, NULL);
+  if (!o) return gp_err_set(c->err, GP_EPARSE, NULL, 0, NULL, "stored node %s is not JSON", row->name);
+  gp_srv_node *n = gp_xcalloc(1, sizeof *n);
+  int r = gp__srv_node_from_json(o, n, true, c->err);
+  json_decref(o);
+  if (r) {
+    gp__srv_node_free(n);
+    return r;
+  }
+  /* Agents that are still alive keep heartbeating; give them a timeout's grace. */
+  n->alive = true;
+  n->last_seen_ms = c->now_ms;
+  gp_srv_state *s = c->s;
+  gp_xgrow((void **)&s->nodes, &s->cap_nodes, (size_t)s->n_nodes + 1, sizeof *s->nodes);
+  s->nodes[s->n_nodes++] = n;
+  return 0;
+}
+
+static int load_alloc(void *ctx, const gp_store_alloc *row) {
+  load_ctx *c = ctx;
+  gp_srv_job *j = (size_t)row->job_id < c->s->cap_jobs && row->job_id > 0 ? c->s->jobs[row->job_id] : NULL;
+  int node = gp__srv_node_index(c->s, row->node);
+  if (!j || node < 0 || row->task < 0 || row->task >= j->tasks) return 0;
+  if (!j->alloc) {
+    j->alloc = gp_xcalloc((size_t)j->tasks, sizeof *j->alloc);
+    j->n_alloc = j->tasks;
+    for (int t = 0; t < j->tasks; t++) j->alloc[t].node = -1;
+  }
+  j->alloc[row->task] = (gp_srv_alloc){node, row->gpu_mask, row->gpu_milli, row->gpu_mem_mib,
+                                       row->mig_instance, false, 0};
+  return 0;
+}
+
+static int load_queue(void *ctx, const gp_store_queue *row) {
+  load_ctx *c = ctx;
+  gp_srv_state *s = c->s;
+  if (gp__srv_queue_get(s, row->name)) return 0; /* the config file defines it: the file wins */
+  json_t *o = json_loads(row->doc, 0, NULL);
+  gp_srv_queue *q = gp_xcalloc(1, sizeof *q);
+  q->weight = 1;
+  q->limit = GP_NO_LIMIT;
+  int r = o ? gp__srv_queue_from_json(o, row->name, q, c->err) : GP_EPARSE;
+  json_decref(o);
+  if (r) {
+    gp__srv_queue_free(q);
+    return gp_err_set(c->err, GP_EPARSE, NULL, 0, NULL, "stored queue %s is invalid", row->name);
+  }
+  gp_xgrow((void **)&s->queues, &s->cap_queues, (size_t)s->n_queues + 1, sizeof *s->queues);
+  s->queues[s->n_queues++] = q;
+  return 0;
+}
+
+static int load_order(void *ctx, const gp_store_order *row) {
+  load_ctx *c = ctx;
+  gp_srv_node *n = gp__srv_node_get(c->s, row->node);
+  if (!n) return 0;
+  json_t *o = json_loads(row->doc, 0, NULL);
+  int64_t job_id = 0;
+  bool is_start = false;
+  if (o) {
+    const char *kind = json_string_value(json_object_get(o, "kind"));
+    is_start = kind && strcmp(kind, "start") == 0;
+    const json_t *jv = json_object_get(o, "job");
+    const char *jid = json_is_object(jv) ? json_string_value(json_object_get(jv, "id")) : json_string_value(jv);
+    if (jid) job_id = strtoll(jid, NULL, 10);
+    json_decref(o);
+  }
+  node_push_order(n, row->id, gp_xstrdup(row->doc), job_id, is_start);
+  if (row->id >= c->s->next_order_id) c->s->next_order_id = row->id + 1;
+  return 0;
+}
+
+static int load_meta(void *ctx, const char *key, int64_t value) {
+  load_ctx *c = ctx;
+  if (strcmp(key, "next_order_id") == 0 && value > c->s->next_order_id) c->s->next_order_id = value;
+  if (strcmp(key, "next_job_id") == 0 && value > c->s->next_job_id) c->s->next_job_id = value;
+  return 0;
+}
+
+static gp_srv_queue *queue_from_config(const gp_server_queue *cq) {
+  gp_srv_queue *q = gp_xcalloc(1, sizeof *q);
+  q->name = gp_xstrdup(cq->q.name);
+  q->deserved = cq->q.deserved_gpus;
+  q->limit = cq->q.limit_gpus;
+  q->weight = cq->q.weight > 0 ? cq->q.weight : 1;
+  q->default_priority = gp_xstrdup(cq->q.default_priority);
+  q->default_time_limit = cq->q.default_time_limit;
+  q->n_users = cq->n_users;
+  q->users = gp_xcalloc((size_t)cq->n_users + 1, sizeof *q->users);
+  for (int i = 0; i < cq->n_users; i++) q->users[i] = gp_xstrdup(cq->users[i]);
+  q->from_config = true;
+  return q;
+}
+
+int gp__srv_state_load(gp_srv_state *s, int64_t now_s, int64_t now_ms, gp_err *err) {
+  (void)now_s;
+  for (int i = 0; i < s->cfg->n_queues; i++) {
+    gp_xgrow((void **)&s->queues, &s->cap_queues, (size_t)s->n_queues + 1, sizeof *s->queues);
+    s->queues[s->n_queues++] = queue_from_config(&s->cfg->queues[i]);
+  }
+  load_ctx c = {s, err, now_ms};
+  gp_store_load_cb cb = {&c, load_job, load_event, load_node, load_alloc, load_queue, load_order, load_meta};
+  int r = gp_store_load(s->store, &cb, err);
+  if (r) return r;
+  /* A running job whose allocations are incomplete cannot be trusted: treat as lost at the
+   * next tick by giving it no placement (the agent's re-registration settles it). */
+  for (int a = 0; a < s->n_active; a++) {
+    gp_srv_job *j = s->active[a];
+    if (j->state != GP_JOB_RUNNING && j->state != GP_JOB_STOPPING) {
+      free(j->alloc);
+      j->alloc = NULL;
+      j->n_alloc = 0;
+    }
+  }
+  s->sched_dirty = true;
+  return 0;
+}

@@ -1,0 +1,267 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The server's authoritative state in memory: jobs, nodes, queues and the orders waiting
+ * for agents. One thread (the state thread, server.c) owns all of it, Redis-style: HTTP
+ * threads never touch it; they hand requests over and wait for the answer. Every change
+ * is written to the store inside the state thread's current transaction (the gp__srv_persist_*
+ * helpers); when a commit fails the state is thrown away and reloaded from the store, so
+ * memory never runs ahead of what is durable.
+ *
+ * Internal to src/server (gp__ names). */
+#ifndef GP_SERVER_STATE_H
+#define GP_SERVER_STATE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/model.h"
+#include "core/plan.h"
+#include "server/config.h"
+#include "server/metrics.h"
+#include "store/store.h"
+#include "util/error.h"
+
+#define GP_SRV_MAX_TASKS 1024     /* gang size */
+#define GP_SRV_MAX_DEPS 64        /* ids per dependency list */
+#define GP_SRV_MAX_NODES 100000
+#define GP_SRV_MAX_QUEUES 10000
+#define GP_SRV_IDLE_PCT 5.0       /* an allocated GPU under this utilisation is idle... */
+#define GP_SRV_IDLE_WINDOW_S 600  /* ...when it stayed there this long */
+
+/* Where one task of a running job is, and whether it has exited. */
+typedef struct gp_srv_alloc {
+  int node;             /* index into gp_srv_state.nodes */
+  uint32_t gpu_mask;
+  int gpu_milli;
+  int64_t gpu_mem_mib;
+  int mig_instance;
+  bool exited;
+  int exit_code;
+} gp_srv_alloc;
+
+typedef struct gp_srv_job {
+  int64_t id;
+  char idstr[24];
+  gp_job_state state;
+  /* The request, as validated at submission. */
+  char *name, *queue, *user, *priority; /* priority: class name, NULL: queue's default */
+  json_t *command;      /* array of strings (owned reference) */
+  json_t *env;          /* object string -> string (owned reference) */
+  char *workdir;
+  int tasks, gpus, gpu_milli;
+  int64_t gpu_mem_mib;
+  char *mig;
+  int n_gpu_types;
+  char **gpu_types;
+  int64_t cpu_milli, mem_mib;
+  int n_selector;
+  gp_label *selector;   /* strings owned */
+  bool allow_spot;
+  int64_t time_limit;
+  bool requeue;
+  int grace_s;
+  char *signal;         /* "TERM", "USR1", ... */
+  int n_after, n_after_ok, n_after_any;
+  char **after, **after_ok, **after_any;
+  /* Lifecycle. */
+  int restarts;
+  int64_t submitted_at, started_at, ended_at, last_checkpoint_at;
+  bool has_exit_code;
+  int exit_code;
+  char *end_reason;
+  char *stop_reason;    /* STOPPING: preempted|cancelled|timeout|failed */
+  int n_alloc;
+  gp_srv_alloc *alloc;  /* RUNNING/STOPPING: one per task */
+  json_t *timeline;     /* array of events (owned) */
+  json_t *usage;        /* last usage the agent reported, or NULL */
+  int pending_reason;   /* gp_pending_reason, -1: none known yet */
+  char *pending_message;
+  int64_t reservation_at;
+  int active_pos;       /* position in gp_srv_state.active, -1 when final */
+  int view_index;       /* scratch for the scheduler */
+} gp_srv_job;
+
+typedef struct gp_srv_gpu {
+  char *uuid;
+  gp_gpu_health health;
+  char *reason;         /* why drained/failed */
+  bool admin_drained;   /* drained by an admin (kept across agent reports) */
+  gp_share_mode mode;
+  int replicas;
+  int64_t mem_mib;
+  int nvlink_domain;
+  int n_mig;
+  gp_mig_instance mig[GP_MAX_MIG_INSTANCES]; /* strings owned */
+  json_t *telemetry;    /* last sample, or NULL */
+  int64_t idle_since;   /* wall clock s since telemetry showed < GP_SRV_IDLE_PCT, 0: busy */
+} gp_srv_gpu;
+
+typedef struct gp_srv_order {
+  int64_t id;
+  char *doc;            /* JSON as sent */
+  int64_t job_id;       /* start/stop orders: the job, else 0 */
+  bool is_start;
+} gp_srv_order;
+
+struct gp_srv_req;
+
+typedef struct gp_srv_node {
+  char *name;
+  char *model;
+  int64_t gpu_mem_mib;
+  int n_gpus;
+  gp_srv_gpu gpus[GP_MAX_NODE_GPUS];
+  int64_t cpu_milli, mem_mib;
+  int n_labels;
+  gp_label *labels;     /* strings owned */
+  gp_capacity capacity;
+  json_t *nvlink_domains; /* as the agent reported (owned), or NULL */
+  char *agent_url;
+  const char *agent_token;   /* token the agent last used (borrowed from the config) */
+  gp_node_state admin_state; /* UP, DRAIN or CORDON (admin's choice) */
+  char *reason;
+  bool alive;           /* registered and heartbeating */
+  int64_t last_heartbeat;    /* wall clock seconds */
+  int64_t last_seen_ms;      /* monotonic */
+  /* Orders not yet acknowledged, oldest first. */
+  int n_orders;
+  size_t cap_orders;
+  gp_srv_order *orders;
+  int64_t acked_gen;
+  /* A parked heartbeat long poll, answered when orders arrive or at its deadline. */
+  struct gp_srv_req *waiter;
+  int64_t waiter_gen;
+  int64_t waiter_deadline_ms;
+  /* Scratch for building views. */
+  gp_gpu view_gpus[GP_MAX_NODE_GPUS];
+} gp_srv_node;
+
+typedef struct gp_srv_queue {
+  char *name;
+  double deserved, limit, weight;
+  char *default_priority;
+  int64_t default_time_limit;
+  int n_users;
+  char **users;
+  bool from_config;     /* defined in the config file: read-only through the API */
+  /* Figures from the last scheduling step (fair share) and live counts. */
+  double fair_share;
+} gp_srv_queue;
+
+/* Last plan's per-queue figures, including implied parents. */
+typedef struct gp_srv_queue_fig {
+  char *name;
+  char *parent;
+  gp_plan_queue fig;
+} gp_srv_queue_fig;
+
+typedef struct gp_srv_counters {
+  uint64_t submissions, starts, preemptions, sched_cycles, requeues, ends;
+  double last_cycle_s, cycles_s_sum;
+  gp_hist cycle_s, wait_s, run_s;
+} gp_srv_counters;
+
+typedef struct gp_srv_state {
+  const gp_server_config *cfg; /* borrowed */
+  gp_store *store;              /* borrowed */
+  /* Jobs by id: jobs[id] (ids are 1, 2, ...); NULL holes never happen but are tolerated. */
+  gp_srv_job **jobs;
+  size_t cap_jobs;
+  int64_t next_job_id;
+  /* Non-final jobs, for building views without scanning history. */
+  gp_srv_job **active;
+  int n_active;
+  size_t cap_active;
+  gp_srv_node **nodes;
+  int n_nodes;
+  size_t cap_nodes;
+  gp_srv_queue **queues;
+  int n_queues;
+  size_t cap_queues;
+  gp_srv_queue_fig *figs;
+  int n_figs;
+  int64_t next_order_id;
+  bool sched_dirty;         /* something changed that the scheduler should see */
+  bool have_plan;
+  gp_srv_counters counters;
+} gp_srv_state;
+
+/* ---- state.c: lifetime, lookup, persistence ---- */
+gp_srv_state *gp__srv_state_new(const gp_server_config *cfg, gp_store *store);
+void gp__srv_state_free(gp_srv_state *s);
+/* Loads everything from the store into a fresh state (config queues first). */
+int gp__srv_state_load(gp_srv_state *s, int64_t now_s, int64_t now_ms, gp_err *err);
+
+gp_srv_job *gp__srv_job_get(const gp_srv_state *s, const char *id);
+gp_srv_node *gp__srv_node_get(const gp_srv_state *s, const char *name);
+int gp__srv_node_index(const gp_srv_state *s, const char *name);
+gp_srv_queue *gp__srv_queue_get(const gp_srv_state *s, const char *name);
+bool gp__srv_queue_admits(const gp_srv_queue *q, const char *user);
+const char *gp__srv_default_queue(const gp_srv_state *s, const char *user);
+
+void gp__srv_job_free(gp_srv_job *j);
+/* Takes ownership of j (a new job with j->id assigned) and indexes it. */
+void gp__srv_job_insert(gp_srv_state *s, gp_srv_job *j);
+void gp__srv_job_set_state(gp_srv_state *s, gp_srv_job *j, gp_job_state st);
+
+int gp__srv_persist_job(gp_srv_state *s, gp_srv_job *j, gp_err *err);
+/* Appends {"event": ev, "at": at, ...extra} to the timeline and the store (steals extra). */
+int gp__srv_job_event(gp_srv_state *s, gp_srv_job *j, const char *ev, int64_t at, json_t *extra,
+                  gp_err *err);
+int gp__srv_persist_node(gp_srv_state *s, gp_srv_node *n, gp_err *err);
+int gp__srv_persist_queue(gp_srv_state *s, gp_srv_queue *q, gp_err *err);
+/* Queues an order for a node (persisted). Steals `doc`. */
+int gp__srv_order_add(gp_srv_state *s, gp_srv_node *n, json_t *doc, int64_t job_id, bool is_start,
+                  gp_err *err);
+/* Drops the node's orders with id <= gen. */
+int gp__srv_orders_ack(gp_srv_state *s, gp_srv_node *n, int64_t gen, gp_err *err);
+
+/* ---- lifecycle.c: transitions shared by the API, the agent protocol and the scheduler ---- */
+/* Sends stop orders to every task not yet exited and moves the job to STOPPING. */
+int gp__srv_job_stop(gp_srv_state *s, gp_srv_job *j, const char *reason, int64_t now, gp_err *err);
+/* A task on node `node` exited; ends or requeues the job when it was the last. */
+int gp__srv_job_task_exited(gp_srv_state *s, gp_srv_job *j, int node, int exit_code,
+                        const char *reason, int64_t now, gp_err *err);
+/* The job's node is gone: requeue (requeue=true) or fail with "node lost". */
+int gp__srv_job_lost(gp_srv_state *s, gp_srv_job *j, const char *why, int64_t now, gp_err *err);
+/* Ends a job that is not running (cancelled, impossible, ...). */
+int gp__srv_job_end(gp_srv_state *s, gp_srv_job *j, gp_job_state st, const char *reason,
+                int64_t now, gp_err *err);
+/* Marks a node down and handles its jobs. */
+int gp__srv_node_down(gp_srv_state *s, gp_srv_node *n, const char *why, int64_t now, gp_err *err);
+/* Periodic checks: node liveness, time limits. */
+int gp__srv_state_tick(gp_srv_state *s, int64_t now_s, int64_t now_ms, gp_err *err);
+
+/* ---- jobjson.c: jobs to and from JSON ---- */
+/* Validates a submission body into a new job (id unassigned). `user` is the caller; admins
+ * may name another. On error fills *err (field = the JSON key) and returns GP_EINVAL. */
+int gp__srv_job_from_request(const gp_srv_state *s, const json_t *body, const char *user,
+                         bool is_admin, gp_srv_job **ret, gp_err *err);
+/* Rebuilds a job from its stored document. */
+int gp__srv_job_from_doc(const char *doc, gp_srv_job **ret, gp_err *err);
+/* The JOB object of the API. `for_store` leaves out what is recomputed (timeline, pending
+ * reason, usage). */
+json_t *gp__srv_job_to_json(const gp_srv_state *s, const gp_srv_job *j, bool for_store);
+
+/* ---- nodejson.c ---- */
+/* Reads a node as the agent registers it (or as stored) into *n (fresh or existing: facts
+ * are replaced, admin state kept unless `stored`). */
+int gp__srv_node_from_json(const json_t *o, gp_srv_node *n, bool stored, gp_err *err);
+json_t *gp__srv_node_to_json(const gp_srv_state *s, const gp_srv_node *n, bool for_store);
+void gp__srv_node_free(gp_srv_node *n);
+void gp__srv_node_free_facts(gp_srv_node *n);
+
+/* ---- queuejson.c ---- */
+int gp__srv_queue_from_json(const json_t *o, const char *name, gp_srv_queue *q, gp_err *err);
+json_t *gp__srv_queue_to_json(const gp_srv_queue *q);
+void gp__srv_queue_free(gp_srv_queue *q);
+/* The queue list of the API: every queue with its parents, fair share and usage. */
+json_t *gp__srv_queues_json(const gp_srv_state *s);
+
+/* ---- schedule.c ---- */
+/* Builds a view, runs the core, applies the plan (persisting everything). */
+int gp__srv_schedule(gp_srv_state *s, int64_t now, gp_err *err);
+/* A submission that no node of the fleet could ever run (checked at submit time). */
+int gp__srv_check_feasible(const gp_srv_state *s, const gp_srv_job *j, gp_err *err);
+
+#endif

@@ -1,0 +1,191 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Helpers for the server tests: start a real server in-process on 127.0.0.1 with an
+ * ephemeral port and a real SQLite file in a temp dir, and talk to it with libcurl. */
+#ifndef GP_TESTS_SERVER_SRV_UTIL_H
+#define GP_TESTS_SERVER_SRV_UTIL_H
+
+#include <curl/curl.h>
+#include <jansson.h>
+#include <time.h>
+
+#include "server/config.h"
+#include "server/server.h"
+#include "util/buf.h"
+
+typedef struct tsrv {
+  gp_server_config *cfg;
+  gp_server *srv;
+  char dir[256];
+  char base[64];
+} tsrv;
+
+#define ADMIN "admin-token-123"
+#define ALICE "alice-token-123"
+#define BOB "bob-token-12345"
+#define AGENT "agent-token-123"
+
+static const char *tsrv_base_config =
+    "listen: 127.0.0.1:0\n"
+    "tokens:\n"
+    "  - {token: " ADMIN ", user: root, role: admin}\n"
+    "  - {token: " ALICE ", user: alice, role: user}\n"
+    "  - {token: " BOB ", user: bob, role: user}\n"
+    "  - {token: " AGENT ", user: agent, role: agent}\n"
+    "queues:\n"
+    "  - {name: default, users: [\"*\"]}\n"
+    "  - {name: org/a, deserved: 4, users: [alice]}\n"
+    "  - {name: org/b, deserved: 4, users: [bob]}\n"
+    "default_queue: default\n"
+    "node_timeout_s: 2\n"
+    "schedule_interval_ms: 50\n"
+    "schedule_min_gap_ms: 1\n";
+
+static inline int64_t tsrv_now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Starts a server with `extra` appended to the base config; `store` may be NULL. */
+static inline void tsrv_start_with(tsrv *t, const char *extra, gp_store *store) {
+  if (!t->dir[0]) {
+    snprintf(t->dir, sizeof t->dir, "/tmp/gp_srv_test_XXXXXX");
+    REQUIRE(mkdtemp(t->dir) != NULL);
+  }
+  char text[8192];
+  snprintf(text, sizeof text, "%sdata_dir: %s\n%s", tsrv_base_config, t->dir, extra ? extra : "");
+  gp_err e = {0};
+  if (gp_server_config_parse("test.yaml", text, strlen(text), &t->cfg, &e)) {
+    fprintf(stderr, "config: %s\n", e.message);
+    REQUIRE(0);
+  }
+  if (gp_server_new(t->cfg, store, &t->srv, &e) || gp_server_start(t->srv, &e)) {
+    fprintf(stderr, "server: %s\n", e.message);
+    REQUIRE(0);
+  }
+  snprintf(t->base, sizeof t->base, "http://127.0.0.1:%d", gp_server_port(t->srv));
+}
+
+static inline void tsrv_start(tsrv *t) { tsrv_start_with(t, NULL, NULL); }
+
+static inline void tsrv_stop(tsrv *t) {
+  gp_server_free(t->srv);
+  t->srv = NULL;
+  gp_server_config_free(t->cfg);
+  t->cfg = NULL;
+}
+
+static inline size_t tsrv_write(char *p, size_t size, size_t n, void *ud) {
+  gp_buf_append((gp_buf *)ud, p, size * n);
+  return size * n;
+}
+
+/* Sends a request; returns the status and stores the parsed body (or NULL) in *ret. */
+static inline long tsrv_call(const tsrv *t, const char *method, const char *path, const char *token,
+                      const char *body, json_t **ret) {
+  CURL *h = curl_easy_init();
+  char url[512];
+  snprintf(url, sizeof url, "%s%s", t->base, path);
+  gp_buf out;
+  gp_buf_init(&out, 0);
+  struct curl_slist *hdrs = NULL;
+  char auth[256];
+  if (token) {
+    snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);
+    hdrs = curl_slist_append(hdrs, auth);
+  }
+  hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
+  curl_easy_setopt(h, CURLOPT_URL, url);
+  curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+  curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 40000L);
+  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+  if (body) {
+    curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+  }
+  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, tsrv_write);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, &out);
+  long code = 0;
+  if (curl_easy_perform(h) == CURLE_OK) curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+  curl_slist_free_all(hdrs);
+  curl_easy_cleanup(h);
+  if (ret) *ret = out.data ? json_loads(out.data, 0, NULL) : NULL;
+  gp_buf_done(&out);
+  return code;
+}
+
+/* The error code of an error answer ("" when none). */
+static const char *err_code(const json_t *o) {
+  const char *c = json_string_value(json_object_get(json_object_get(o, "error"), "code"));
+  return c ? c : "";
+}
+static const char *err_field(const json_t *o) {
+  const char *c = json_string_value(json_object_get(json_object_get(o, "error"), "field"));
+  return c ? c : "";
+}
+static const char *job_str(const json_t *o, const char *key) {
+  const char *v = json_string_value(json_object_get(json_object_get(o, "job"), key));
+  return v ? v : "";
+}
+
+/* Submits as `token`; returns the new job id (malloc'd) or NULL. */
+static char *tsrv_submit(const tsrv *t, const char *token, const char *body) {
+  json_t *o = NULL;
+  long code = tsrv_call(t, "POST", "/v1/jobs", token, body, &o);
+  char *id = code == 201 ? strdup(job_str(o, "id")) : NULL;
+  if (code != 201) fprintf(stderr, "submit answered %ld\n", code);
+  json_decref(o);
+  return id;
+}
+
+/* Registers a simulated node with `gpus` H100s. */
+static inline long tsrv_register(const tsrv *t, const char *name, int gpus, const char *jobs_json) {
+  char body[8192];
+  int n = snprintf(body, sizeof body,
+                   "{\"node\": {\"name\": \"%s\", \"model\": \"H100-80GB\", \"gpus\": %d, \"cpus\": 64,"
+                   " \"mem_mib\": 512000, \"gpu_list\": [",
+                   name, gpus);
+  for (int g = 0; g < gpus; g++)
+    n += snprintf(body + n, sizeof body - (size_t)n,
+                  "%s{\"index\": %d, \"uuid\": \"GPU-%s-%d\", \"mem_mib\": 81920, \"mode\": \"exclusive\"}",
+                  g ? "," : "", g, name, g);
+  snprintf(body + n, sizeof body - (size_t)n,
+           "]}, \"agent_url\": \"http://127.0.0.1:1\", \"jobs\": %s}", jobs_json ? jobs_json : "[]");
+  json_t *o = NULL;
+  long code = tsrv_call(t, "POST", "/v1/agent/register", AGENT, body, &o);
+  json_decref(o);
+  return code;
+}
+
+/* One heartbeat; returns the answer (caller frees). */
+static json_t *tsrv_heartbeat(const tsrv *t, const char *node, long long gen, int wait_ms,
+                              const char *events) {
+  char body[4096];
+  snprintf(body, sizeof body, "{\"node\": \"%s\", \"gen\": %lld, \"wait_ms\": %d, \"events\": %s}",
+           node, gen, wait_ms, events ? events : "[]");
+  json_t *o = NULL;
+  long code = tsrv_call(t, "POST", "/v1/agent/heartbeat", AGENT, body, &o);
+  if (code != 200) {
+    json_decref(o);
+    return NULL;
+  }
+  return o;
+}
+
+/* Polls GET /v1/jobs/{id} until its state is `state` (max ~5 s). */
+static inline bool tsrv_wait_state(const tsrv *t, const char *id, const char *state) {
+  char path[64];
+  snprintf(path, sizeof path, "/v1/jobs/%s", id);
+  for (int i = 0; i < 500; i++) {
+    json_t *o = NULL;
+    tsrv_call(t, "GET", path, ADMIN, NULL, &o);
+    bool ok = strcmp(job_str(o, "state"), state) == 0;
+    json_decref(o);
+    if (ok) return true;
+    usleep(10000);
+  }
+  return false;
+}
+
+#endif

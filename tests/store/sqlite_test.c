@@ -1,0 +1,175 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The SQLite store keeps what was committed (across a reopen), forgets what was rolled
+ * back, and the fault-injecting wrapper fails exactly the write it was told to. */
+#include <stdlib.h>
+
+#include "store/store.h"
+#include "test.h"
+
+static char dir[256];
+
+static const char *db_path(void) {
+  static char p[300];
+  if (!dir[0]) {
+    snprintf(dir, sizeof dir, "/tmp/gp_store_test_XXXXXX");
+    REQUIRE(mkdtemp(dir) != NULL);
+  }
+  snprintf(p, sizeof p, "%s/gpool.db", dir);
+  return p;
+}
+
+typedef struct counts {
+  int jobs, events, nodes, allocs, queues, orders;
+  int64_t next_order;
+  char last_doc[256];
+  char last_state[32];
+} counts;
+
+static int c_job(void *ctx, const gp_store_job *r) {
+  counts *c = ctx;
+  c->jobs++;
+  snprintf(c->last_doc, sizeof c->last_doc, "%s", r->doc);
+  snprintf(c->last_state, sizeof c->last_state, "%s", r->state);
+  return 0;
+}
+static int c_event(void *ctx, const gp_store_event *r) { (void)r; ((counts *)ctx)->events++; return 0; }
+static int c_node(void *ctx, const gp_store_node *r) { (void)r; ((counts *)ctx)->nodes++; return 0; }
+static int c_alloc(void *ctx, const gp_store_alloc *r) {
+  counts *c = ctx;
+  CHECK_EQ_INT(0x5, r->gpu_mask);
+  CHECK_EQ_STR("n1", r->node);
+  c->allocs++;
+  return 0;
+}
+static int c_queue(void *ctx, const gp_store_queue *r) { (void)r; ((counts *)ctx)->queues++; return 0; }
+static int c_order(void *ctx, const gp_store_order *r) { (void)r; ((counts *)ctx)->orders++; return 0; }
+static int c_meta(void *ctx, const char *k, int64_t v) {
+  if (strcmp(k, "next_order_id") == 0) ((counts *)ctx)->next_order = v;
+  return 0;
+}
+
+static counts load_all(gp_store *s) {
+  counts c;
+  memset(&c, 0, sizeof c);
+  gp_store_load_cb cb = {&c, c_job, c_event, c_node, c_alloc, c_queue, c_order, c_meta};
+  gp_err e = {0};
+  CHECK_EQ_INT(0, gp_store_load(s, &cb, &e));
+  return c;
+}
+
+static void write_some(gp_store *s) {
+  gp_err e = {0};
+  REQUIRE(gp_store_begin(s, &e) == 0);
+  gp_store_job j = {1, "pending", "default", "alice", 100, "{\"id\":\"1\"}"};
+  CHECK_EQ_INT(0, gp_store_put_job(s, &j, &e));
+  gp_store_event ev = {1, 100, "submitted", "{\"event\":\"submitted\"}"};
+  CHECK_EQ_INT(0, gp_store_add_event(s, &ev, &e));
+  gp_store_node n = {"n1", "{\"name\":\"n1\"}"};
+  CHECK_EQ_INT(0, gp_store_put_node(s, &n, &e));
+  gp_store_alloc a = {1, 0, "n1", 0x5, 1000, 0, -1};
+  CHECK_EQ_INT(0, gp_store_put_alloc(s, &a, &e));
+  gp_store_queue q = {"org/a", "{}"};
+  CHECK_EQ_INT(0, gp_store_put_queue(s, &q, &e));
+  gp_store_order o1 = {7, "n1", "{\"id\":\"o7\"}"}, o2 = {8, "n1", "{\"id\":\"o8\"}"};
+  CHECK_EQ_INT(0, gp_store_put_order(s, &o1, &e));
+  CHECK_EQ_INT(0, gp_store_put_order(s, &o2, &e));
+  CHECK_EQ_INT(0, gp_store_set_meta(s, "next_order_id", 9, &e));
+  CHECK_EQ_INT(0, gp_store_commit(s, &e));
+}
+
+static void committed_rows_survive_a_reopen(void) {
+  gp_store *s = NULL;
+  gp_err e = {0};
+  REQUIRE(gp_store_sqlite_open(db_path(), &s, &e) == 0);
+  write_some(s);
+  gp_store_close(s);
+  REQUIRE(gp_store_sqlite_open(db_path(), &s, &e) == 0);
+  counts c = load_all(s);
+  CHECK_EQ_INT(1, c.jobs);
+  CHECK_EQ_INT(1, c.events);
+  CHECK_EQ_INT(1, c.nodes);
+  CHECK_EQ_INT(1, c.allocs);
+  CHECK_EQ_INT(1, c.queues);
+  CHECK_EQ_INT(2, c.orders);
+  CHECK_EQ_INT(9, c.next_order);
+  CHECK_EQ_STR("{\"id\":\"1\"}", c.last_doc);
+  /* Updates replace; acknowledged orders and freed allocations go away. */
+  REQUIRE(gp_store_begin(s, &e) == 0);
+  gp_store_job j = {1, "running", "default", "alice", 100, "{\"id\":\"1\",\"x\":1}"};
+  CHECK_EQ_INT(0, gp_store_put_job(s, &j, &e));
+  CHECK_EQ_INT(0, gp_store_del_orders(s, "n1", 7, &e));
+  CHECK_EQ_INT(0, gp_store_del_allocs(s, 1, &e));
+  CHECK_EQ_INT(0, gp_store_del_queue(s, "org/a", &e));
+  CHECK_EQ_INT(0, gp_store_commit(s, &e));
+  c = load_all(s);
+  CHECK_EQ_INT(1, c.jobs);
+  CHECK_EQ_STR("running", c.last_state);
+  CHECK_EQ_INT(1, c.orders);
+  CHECK_EQ_INT(0, c.allocs);
+  CHECK_EQ_INT(0, c.queues);
+  gp_store_close(s);
+}
+
+static void rolled_back_rows_are_gone(void) {
+  gp_store *s = NULL;
+  gp_err e = {0};
+  REQUIRE(gp_store_sqlite_open(db_path(), &s, &e) == 0);
+  REQUIRE(gp_store_begin(s, &e) == 0);
+  gp_store_job j = {2, "pending", "default", "bob", 100, "{}"};
+  CHECK_EQ_INT(0, gp_store_put_job(s, &j, &e));
+  gp_store_rollback(s);
+  counts c = load_all(s);
+  CHECK_EQ_INT(0, c.jobs);
+  gp_store_close(s);
+}
+
+static void fault_store_fails_the_nth_write_and_nothing_is_committed(void) {
+  gp_store *inner = NULL, *s = NULL;
+  gp_err e = {0};
+  REQUIRE(gp_store_sqlite_open(db_path(), &inner, &e) == 0);
+  REQUIRE(gp_store_fault_open(inner, &s) == 0);
+  gp_store_fault_arm(s, 3, false);
+  REQUIRE(gp_store_begin(s, &e) == 0);
+  gp_store_job j1 = {1, "pending", "q", "u", 1, "{}"}, j2 = {2, "pending", "q", "u", 1, "{}"},
+               j3 = {3, "pending", "q", "u", 1, "{}"};
+  CHECK_EQ_INT(0, gp_store_put_job(s, &j1, &e));
+  CHECK_EQ_INT(0, gp_store_put_job(s, &j2, &e));
+  CHECK_EQ_INT(GP_EIO, gp_store_put_job(s, &j3, &e));
+  CHECK_CONTAINS(e.message, "injected");
+  gp_store_rollback(s);
+  CHECK_EQ_INT(1, gp_store_fault_failures(s));
+  CHECK_EQ_INT(0, load_all(s).jobs);
+  /* A failing commit: the transaction is rolled back by the caller and nothing stays. */
+  gp_store_fault_arm(s, 2, false);
+  REQUIRE(gp_store_begin(s, &e) == 0);
+  CHECK_EQ_INT(0, gp_store_put_job(s, &j1, &e));
+  CHECK_EQ_INT(GP_EIO, gp_store_commit(s, &e));
+  gp_store_rollback(s);
+  CHECK_EQ_INT(0, load_all(s).jobs);
+  /* Disarmed, it writes again. */
+  gp_store_fault_arm(s, 0, false);
+  REQUIRE(gp_store_begin(s, &e) == 0);
+  CHECK_EQ_INT(0, gp_store_put_job(s, &j1, &e));
+  CHECK_EQ_INT(0, gp_store_commit(s, &e));
+  CHECK_EQ_INT(1, load_all(s).jobs);
+  gp_store_close(s);
+}
+
+static void a_file_that_is_not_a_database_is_refused(void) {
+  char p[300];
+  db_path();
+  snprintf(p, sizeof p, "%s/junk.db", dir);
+  FILE *f = fopen(p, "w");
+  REQUIRE(f);
+  fputs("this is not sqlite, just text that is long enough to look like a header.......\n", f);
+  fclose(f);
+  gp_store *s = NULL;
+  gp_err e = {0};
+  CHECK(gp_store_sqlite_open(p, &s, &e) != 0);
+  CHECK(s == NULL);
+  CHECK_CONTAINS(e.file, "junk.db");
+}
+
+GP_TESTS(committed_rows_survive_a_reopen, rolled_back_rows_are_gone,
+         fault_store_fails_the_nth_write_and_nothing_is_committed,
+         a_file_that_is_not_a_database_is_refused)
