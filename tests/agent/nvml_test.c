@@ -1,0 +1,222 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The NVML backend against a fake libnvidia-ml.so.1 (tests/agent/fake_nvml_so.c): the
+ * dlopen path, symbol resolution with an older driver's missing entry points, discovery
+ * (MIG, NVLink, ECC), sampling with fallbacks, per-process accounting, Xid events, a lost
+ * GPU, and the clear "no NVIDIA GPU found" errors. */
+#include <dlfcn.h>
+
+#include "test.h"
+#include "agent/gpu_nvml.h"
+#include "agent/gpu_sim.h"
+
+static char libdir[64];
+static char libpath[128];
+
+/* Puts the fake where a driver's library would be: <tmp>/libnvidia-ml.so.1. */
+static void install_fake(void) {
+  snprintf(libdir, sizeof libdir, "/tmp/gp_nvml_XXXXXX");
+  REQUIRE(mkdtemp(libdir));
+  snprintf(libpath, sizeof libpath, "%s/libnvidia-ml.so.1", libdir);
+  REQUIRE(symlink(GP_TESTLIB_DIR "/fake_nvml_so/libfake_nvml_so.so", libpath) == 0);
+  setenv("GPOOL_NVML_LIB", libpath, 1);
+}
+
+static void remove_fake(void) {
+  unlink(libpath);
+  rmdir(libdir);
+}
+
+static gp_gpu_backend *open_fake(void) {
+  install_fake();
+  gp_gpu_backend *b = NULL;
+  gp_err e = {0};
+  int rc = gp_gpu_nvml_open(NULL, &b, &e);
+  if (rc) fprintf(stderr, "open: %s\n", e.message);
+  REQUIRE(rc == 0 && b);
+  return b;
+}
+
+static void discovery_reads_identity_mig_and_nvlink(void) {
+  gp_gpu_backend *b = open_fake();
+  CHECK_EQ_STR("nvml", b->ops->name);
+  CHECK(!gp_gpu_sim_is(b));
+  gp_gpu_info in[GP_GPU_MAX_DEVICES];
+  int n = 0;
+  REQUIRE(b->ops->discover(b, in, GP_GPU_MAX_DEVICES, &n, NULL) == 0);
+  CHECK_EQ_INT(2, n);
+  CHECK_EQ_STR("NVIDIA H100 80GB HBM3", in[0].name);
+  CHECK_EQ_STR("H100-80GB", in[0].model);
+  CHECK_EQ_STR("GPU-aaaaaaaa-0000-0000-0000-000000000000", in[0].uuid);
+  CHECK_EQ_STR("00000000:2A:00.0", in[1].pci_bus_id);
+  CHECK_EQ_INT(81559, in[0].mem_mib);
+  CHECK(in[0].ecc_enabled);
+  /* Each GPU's link 0 goes to the other: one NVLink domain. */
+  CHECK_EQ_INT(0, in[0].nvlink_domain);
+  CHECK_EQ_INT(0, in[1].nvlink_domain);
+  CHECK(!in[0].mig_enabled);
+  REQUIRE(in[1].mig_enabled && in[1].n_mig == 1);
+  CHECK_EQ_STR("MIG-11111111-2222-3333-4444-555555555555", in[1].mig[0].uuid);
+  CHECK_EQ_STR("1g.10gb", in[1].mig[0].profile);
+  CHECK_EQ_INT(5, in[1].mig[0].gpu_instance_id);
+  CHECK_EQ_INT(2, in[1].mig[0].start_slot);
+  CHECK_EQ_INT(9856, in[1].mig[0].mem_mib);
+  b->ops->close(b);
+  remove_fake();
+}
+
+static void an_older_driver_lacks_entry_points_and_still_works(void) {
+  gp_gpu_backend *b = open_fake();
+  char missing[1024];
+  gp_gpu_nvml_missing(b, missing, sizeof missing);
+  CHECK_CONTAINS(missing, "nvmlDeviceGetMemoryInfo_v2");
+  CHECK_CONTAINS(missing, "nvmlDeviceGetCurrentClocksEventReasons");
+  CHECK_CONTAINS(missing, "nvmlDeviceGetFieldValues");
+  CHECK(!strstr(missing, "nvmlDeviceGetUUID"));
+  gp_gpu_sample s;
+  REQUIRE(b->ops->sample(b, 0, &s, NULL) == 0);
+  /* Fallbacks: v1 memory info (no reserved figure), the old throttle-reason call. */
+  CHECK_EQ_INT(1536, s.fb_used_mib);
+  CHECK_EQ_INT(81559 - 1536, s.fb_free_mib);
+  CHECK_EQ_INT(-1, s.fb_reserved_mib);
+  CHECK_EQ_INT(0x4, (int)s.throttle_reasons);
+  CHECK_EQ_INT(-1, s.mem_temp_c);          /* field values missing */
+  CHECK_EQ_INT(-1, (int)s.nvlink_bandwidth_total);
+  b->ops->close(b);
+  remove_fake();
+}
+
+static void a_sample_carries_every_figure_and_each_process(void) {
+  setenv("FAKE_NVML_PID", "31337", 1);
+  gp_gpu_backend *b = open_fake();
+  gp_gpu_sample s;
+  gp_err e = {0};
+  REQUIRE(b->ops->sample(b, 0, &s, &e) == 0);
+  CHECK_EQ_INT(63, s.gpu_util_pct);
+  CHECK_EQ_INT(21, s.mem_copy_util_pct);
+  CHECK_NEAR(312.5, s.power_w, 0.001);
+  CHECK_EQ_INT(123456789, s.energy_mj);
+  CHECK_EQ_INT(55, s.temp_c);
+  CHECK_EQ_INT(1755, s.sm_clock_mhz);
+  CHECK_EQ_INT(2619, s.mem_clock_mhz);
+  CHECK_EQ_INT(7, s.ecc_sbe_volatile);
+  CHECK_EQ_INT(0, s.ecc_dbe_volatile);
+  CHECK_EQ_INT(1, s.remapped_rows_correctable);
+  CHECK(!s.row_remap_failure && !s.row_remap_pending);
+  CHECK_EQ_INT(2, s.pcie_replay_counter);
+  REQUIRE(s.n_procs == 1);
+  CHECK_EQ_INT(31337, s.procs[0].pid);
+  CHECK_EQ_INT(1024, s.procs[0].used_mib);
+  CHECK_EQ_INT(42, s.procs[0].sm_util_pct); /* the peak of the new samples */
+  CHECK_EQ_STR("", s.procs[0].mig_uuid);
+  /* GPU 1 is in MIG mode: no device utilisation (unknown, not zero); its process sits on
+   * the MIG instance and ran no kernels since the last read. */
+  REQUIRE(b->ops->sample(b, 1, &s, &e) == 0);
+  CHECK_EQ_INT(-1, s.gpu_util_pct);
+  REQUIRE(s.n_procs == 1);
+  CHECK_EQ_INT(31338, s.procs[0].pid);
+  CHECK_EQ_INT(0, s.procs[0].sm_util_pct);
+  CHECK_EQ_STR("MIG-11111111-2222-3333-4444-555555555555", s.procs[0].mig_uuid);
+  CHECK_EQ_INT(GP_ENOENT, b->ops->sample(b, 2, &s, &e));
+  b->ops->close(b);
+  remove_fake();
+}
+
+static void xid_events_arrive_through_the_event_api(void) {
+  setenv("FAKE_NVML_XID", "79", 1);
+  gp_gpu_backend *b = open_fake();
+  gp_gpu_event ev[4];
+  int n = 0;
+  REQUIRE(b->ops->poll_events(b, ev, 4, 10, &n) == 0);
+  REQUIRE(n == 1);
+  CHECK_EQ_INT(1, ev[0].gpu);
+  CHECK_EQ_INT(79, ev[0].xid);
+  CHECK_EQ_STR("MIG-11111111-2222-3333-4444-555555555555", ev[0].mig_uuid);
+  REQUIRE(b->ops->poll_events(b, ev, 4, 10, &n) == 0);
+  CHECK_EQ_INT(0, n);
+  b->ops->close(b);
+  remove_fake();
+}
+
+static void a_lost_gpu_fails_its_sample(void) {
+  setenv("FAKE_NVML_MODE", "lost1", 1);
+  gp_gpu_backend *b = open_fake();
+  gp_gpu_sample s;
+  gp_err e = {0};
+  CHECK_EQ_INT(GP_EIO, b->ops->sample(b, 1, &s, &e));
+  CHECK_CONTAINS(e.message, "fallen off the bus");
+  CHECK_EQ_INT(0, b->ops->sample(b, 0, &s, &e));
+  b->ops->close(b);
+  remove_fake();
+}
+
+static void close_shuts_nvml_down(void) {
+  gp_gpu_backend *b = open_fake();
+  void *h = dlopen(libpath, RTLD_NOW | RTLD_NOLOAD);
+  REQUIRE(h);
+  int (*count)(void) = (int (*)(void))dlsym(h, "fake_nvml_init_count");
+  REQUIRE(count);
+  CHECK_EQ_INT(1, count());
+  b->ops->close(b);
+  /* Still mapped through our own handle: the backend called nvmlShutdown. */
+  CHECK_EQ_INT(0, count());
+  dlclose(h);
+  remove_fake();
+}
+
+static void mig_changes_on_real_gpus_are_refused_clearly(void) {
+  gp_gpu_backend *b = open_fake();
+  const char *p[] = {"7g.80gb"};
+  int s[] = {0};
+  gp_err e = {0};
+  CHECK_EQ_INT(GP_ESTATE, b->ops->set_mig_layout(b, 0, p, s, 1, &e)); /* a process runs */
+  CHECK_CONTAINS(e.message, "busy");
+  b->ops->close(b);
+  remove_fake();
+}
+
+static void no_driver_no_gpu_no_library_all_say_no_gpu_found(void) {
+  gp_gpu_backend *b = NULL;
+  gp_err e = {0};
+  setenv("FAKE_NVML_MODE", "nodriver", 1);
+  install_fake();
+  CHECK_EQ_INT(GP_EUNSUPP, gp_gpu_nvml_open(NULL, &b, &e));
+  CHECK_CONTAINS(e.message, "no NVIDIA GPU found");
+  CHECK_CONTAINS(e.message, "driver is not loaded");
+  setenv("FAKE_NVML_MODE", "nogpu", 1);
+  CHECK_EQ_INT(GP_EUNSUPP, gp_gpu_nvml_open(NULL, &b, &e));
+  CHECK_CONTAINS(e.message, "no NVIDIA GPU found");
+  remove_fake();
+  CHECK_EQ_INT(GP_EUNSUPP, gp_gpu_nvml_open("/nonexistent/libnvidia-ml.so.1", &b, &e));
+  CHECK_CONTAINS(e.message, "no NVIDIA GPU found: cannot load /nonexistent/libnvidia-ml.so.1");
+  /* A library that is not NVML at all. */
+  CHECK_EQ_INT(GP_EUNSUPP, gp_gpu_nvml_open("libm.so.6", &b, &e));
+  CHECK_CONTAINS(e.message, "not a usable NVML library (missing nvmlInit_v2)");
+  CHECK(b == NULL);
+}
+
+static void the_simulated_backend_stands_in_only_when_asked(void) {
+  setenv("GPOOL_NVML_LIB", "/nonexistent/libnvidia-ml.so.1", 1);
+  gp_gpu_backend *b = NULL;
+  gp_err e = {0};
+  CHECK_EQ_INT(GP_EUNSUPP, gp_gpu_open_backend(NULL, false, "n1", &b, &e));
+  CHECK_CONTAINS(e.message, "no NVIDIA GPU found");
+  CHECK_EQ_INT(0, gp_gpu_open_backend("2xL40S", false, "n1", &b, &e));
+  REQUIRE(b);
+  CHECK(gp_gpu_sim_is(b));
+  b->ops->close(b);
+  /* With a GPU present and --sim forced, the simulation wins. */
+  install_fake();
+  CHECK_EQ_INT(0, gp_gpu_open_backend("T4", true, "n1", &b, &e));
+  CHECK(gp_gpu_sim_is(b));
+  b->ops->close(b);
+  CHECK_EQ_INT(0, gp_gpu_open_backend("T4", false, "n1", &b, &e));
+  CHECK_EQ_STR("nvml", b->ops->name);
+  b->ops->close(b);
+  remove_fake();
+}
+
+GP_TESTS(discovery_reads_identity_mig_and_nvlink, an_older_driver_lacks_entry_points_and_still_works,
+         a_sample_carries_every_figure_and_each_process, xid_events_arrive_through_the_event_api,
+         a_lost_gpu_fails_its_sample, close_shuts_nvml_down, mig_changes_on_real_gpus_are_refused_clearly,
+         no_driver_no_gpu_no_library_all_say_no_gpu_found,
+         the_simulated_backend_stands_in_only_when_asked)
