@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The scenario files of this directory (NAME.yaml + NAME.json or NAME.err), one test each
+ * in tests/core/scenarios_test.c. Add a line here when you add a scenario. */
+#ifndef GP_TESTS_CORE_SCENARIOS_LIST_H
+#define GP_TESTS_CORE_SCENARIOS_LIST_H
+
+#define GP_SCENARIOS(X) \
+  X(backfill_default_limit) \
+  X(backfill_short_job) \
+  X(backfill_would_delay) \
+  X(bad_duplicate_job) \
+  X(bad_gpu_held_twice) \
+  X(bad_gpu_out_of_range) \
+  X(bad_priority_class) \
+  X(bad_unknown_key) \
+  X(bad_unknown_node) \
+  X(bad_unknown_queue) \
+  X(bad_wrong_type) \
+  X(bad_yaml_syntax) \
+  X(binpack) \
+  X(block_preference) \
+  X(dependencies) \
+  X(fair_share_thirds) \
+  X(fair_share_weights_limits) \
+  X(fractions_bestfit) \
+  X(gang_all_or_nothing) \
+  X(gang_starts_whole) \
+  X(holds) \
+  X(mig_instances) \
+  X(min_runtime) \
+  X(min_runtime_protects_all) \
+  X(model_constraints) \
+  X(no_pingpong_at_fair_share) \
+  X(nvlink_domain) \
+  X(pool_lends) \
+  X(pool_no_lend) \
+  X(pool_owner_reclaims) \
+  X(priority_order_in_queue) \
+  X(priority_preemption_in_queue) \
+  X(reclaim) \
+  X(reclaim_not_preemptible) \
+  X(spread) \
+
+#endif
