@@ -175,8 +175,10 @@ static json_t *node_json(gp_agent *a) {
     json_object_set_new(o, "mem_mib", json_integer(g->mem_mib));
     json_object_set_new(o, "mode", json_string(gp_agent_mode_name(a->gpu_mode[i])));
     json_object_set_new(o, "replicas", json_integer(a->gpu_replicas[i]));
-    json_object_set_new(o, "health", json_string(a->gpu_drained[i] ? "drained" : "healthy"));
-    if (a->gpu_drained[i]) json_object_set_new(o, "reason", json_string(a->gpu_drain_reason[i]));
+    char why[256];
+    const char *health = gp__gpu_health(a, i, why, sizeof why);
+    json_object_set_new(o, "health", json_string(health));
+    if (why[0]) json_object_set_new(o, "reason", json_string(why));
     json_object_set_new(o, "nvlink_domain", json_integer(g->nvlink_domain));
     json_object_set_new(o, "mig", gp__mig_json(g));
     json_array_append_new(list, o);
@@ -194,20 +196,23 @@ static json_t *gpus_status_json(gp_agent *a) {
   json_t *list = json_array();
   for (int i = 0; i < a->n_gpus; i++) {
     json_t *o = json_object();
+    char why[256];
     json_object_set_new(o, "index", json_integer(i));
-    json_object_set_new(o, "health", json_string(a->gpu_drained[i] ? "drained" : "healthy"));
-    if (a->gpu_drained[i]) json_object_set_new(o, "reason", json_string(a->gpu_drain_reason[i]));
-    gp_gpu_sample s;
-    memset(&s, 0, sizeof s);
-    if (a->gpu->ops->sample(a->gpu, i, &s, NULL) == 0) {
+    json_object_set_new(o, "health", json_string(gp__gpu_health(a, i, why, sizeof why)));
+    if (why[0]) json_object_set_new(o, "reason", json_string(why));
+    if (a->have_view && i < a->view->n_gpus && a->view->have_sample[i]) {
+      const gp_gpu_sample *s = &a->view->sample[i];
       json_t *t = json_object();
-      json_object_set_new(t, "gpu_util_pct", json_integer(s.gpu_util_pct));
-      json_object_set_new(t, "fb_used_mib", json_integer(s.fb_used_mib));
-      json_object_set_new(t, "fb_free_mib", json_integer(s.fb_free_mib));
-      json_object_set_new(t, "power_w", json_real(s.power_w));
-      json_object_set_new(t, "temp_c", json_integer(s.temp_c));
-      json_object_set_new(t, "processes", json_integer(s.n_procs));
+      json_object_set_new(t, "gpu_util_pct", json_integer(s->gpu_util_pct));
+      json_object_set_new(t, "fb_used_mib", json_integer(s->fb_used_mib));
+      json_object_set_new(t, "fb_free_mib", json_integer(s->fb_free_mib));
+      json_object_set_new(t, "power_w", json_real(s->power_w));
+      json_object_set_new(t, "temp_c", json_integer(s->temp_c));
+      json_object_set_new(t, "sm_clock_mhz", json_integer(s->sm_clock_mhz));
+      json_object_set_new(t, "processes", json_integer(s->n_procs));
       json_object_set_new(o, "telemetry", t);
+    } else if (a->have_view && i < a->view->n_gpus) {
+      json_object_set_new(o, "error", json_string(a->view->sample_error[i]));
     }
     json_array_append_new(list, o);
   }
@@ -290,9 +295,16 @@ static void start_heartbeat(gp_agent *a) {
     json_t *o = json_object();
     json_object_set_new(o, "id", json_string(a->jobs[i]->id));
     json_object_set_new(o, "pid", json_integer(a->jobs[i]->pid));
+    json_t *usage = gp__job_usage_json(a, a->jobs[i]->id);
+    if (usage) json_object_set_new(o, "usage", usage);
     json_array_append_new(jobs, o);
   }
   json_object_set_new(body, "jobs", jobs);
+  char why[256] = "";
+  bool node_drained = a->health && gp_health_node_drained(a->health, why, sizeof why);
+  json_object_set_new(body, "node_health",
+                      json_pack("{s:b,s:s,s:s}", "drained", node_drained, "reason", why,
+                                "conditions", a->conditions));
   net->carries_events = json_array_size(a->inflight) > 0;
   net_post(a, CALL_HEARTBEAT, "/v1/agent/heartbeat", body, wait_ms + 15000);
   json_decref(body);
@@ -362,6 +374,9 @@ static void execute_order(gp_agent *a, json_t *order) {
         if (!profiles[k]) rc = gp_err_set(&err, GP_EINVAL, NULL, 0, "profiles", "not a string");
       }
       if (rc == 0) rc = gp__mig_apply(a, (int)gpu, profiles, slots, (int)n, &err);
+      gp_err rerr = {0};
+      if (rc == 0 && a->tel && gp_telemetry_rediscover(a->tel, &rerr) != 0)
+        gp__log("telemetry: %s", rerr.message);
     }
     json_object_set_new(ev, "ok", json_boolean(rc == 0));
     json_object_set_new(ev, "message", json_string(rc == 0 ? "MIG layout applied" : err.message));
@@ -378,6 +393,7 @@ static void execute_order(gp_agent *a, json_t *order) {
     }
     bool drain = kind[0] == 'd';
     a->gpu_drained[gpu] = drain;
+    if (!drain && a->health) gp_health_resume(a->health, (int)gpu);
     const char *reason = json_string_value(json_object_get(order, "reason"));
     snprintf(a->gpu_drain_reason[gpu], sizeof a->gpu_drain_reason[gpu], "%s",
              drain && reason ? reason : "");
@@ -578,6 +594,7 @@ int gp_agent_new(const gp_agent_config *cfg, gp_gpu_backend *backend, gp_agent *
     gp_err_set(err, rc, NULL, 0, "gpus", "cannot apply the configured MIG layouts (see log)");
     goto fail;
   }
+  if ((rc = gp__monitor_new(a, err)) != 0) goto fail;
   a->net->multi = curl_multi_init();
   if ((rc = gp__http_start(a, err)) != 0) goto fail;
   gp__stats_update(a);
@@ -594,6 +611,7 @@ int gp_agent_run(gp_agent *a, volatile sig_atomic_t *stop) {
   while (!*stop) {
     gp__jobs_tick(a);
     gp__watchdog_tick(a);
+    gp__monitor_tick(a);
     net_schedule(a);
     net_step(a);
     gp__stats_update(a);
@@ -608,6 +626,7 @@ int gp_agent_run(gp_agent *a, volatile sig_atomic_t *stop) {
 void gp_agent_free(gp_agent *a) {
   if (!a) return;
   gp__http_stop(a);
+  gp__monitor_free(a);
   if (a->net) {
     if (a->net->multi) {
       net_finish(a);

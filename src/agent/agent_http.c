@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "agent/metrics.h"
 #include "util/buf.h"
 #include "util/units.h"
 
@@ -158,7 +159,8 @@ static enum MHD_Result serve_metrics(gp_agent *a, struct MHD_Connection *c) {
   bool registered = a->stats_registered;
   pthread_mutex_unlock(&a->stats_lock);
   gp_buf b;
-  gp_buf_init(&b, 1 << 20);
+  gp_buf_init(&b, 0);
+  if (a->tel) gp_agent_metrics_text(a->tel, a->health, &b);
   gp_buf_printf(&b, "# HELP gpool_agent_up The gpool agent is serving.\n"
                     "# TYPE gpool_agent_up gauge\ngpool_agent_up{hostname=\"%s\"} 1\n",
                 a->cfg.name);

@@ -15,6 +15,8 @@
 #include "agent/cgroup.h"
 #include "agent/config.h"
 #include "agent/gpu.h"
+#include "agent/health.h"
+#include "agent/telemetry.h"
 
 #define GP_AGENT_ID_MAX 64
 #define GP_AGENT_MAX_ORDERS_KEPT 8192
@@ -47,6 +49,7 @@ typedef struct gp__job {
   int stop_signal;
   char stop_reason[32];
   bool limit_exceeded;
+  char fault_reason[32];     /* "gpu_fault" when the health engine stopped it, else "" */
   /* end */
   bool ended;
   bool exit_known;
@@ -98,6 +101,15 @@ struct gp_agent {
   int stats_running;
   bool stats_registered;
 
+  /* telemetry and health (obs's modules) */
+  gp_telemetry *tel;
+  gp_health *health;
+  gp_telemetry_view *view;   /* latest round, for heartbeats (heap: it is large) */
+  bool have_view;
+  bool jobs_dirty;           /* the job table changed since telemetry last saw it */
+  int64_t last_sample_ms;
+  char conditions[256];      /* active node conditions, "" when none */
+
   struct gp__net *net;
 };
 
@@ -110,6 +122,9 @@ int gp__write_json(const char *path, json_t *doc); /* atomic: tmp + rename */
 /* ---- agent_jobs.c ---- */
 void gp__job_start(gp_agent *a, const char *order_id, json_t *job);
 void gp__job_stop(gp_agent *a, json_t *order);
+/* Stops a job on the agent's own decision (GPU fault): signal, grace, reason for the event. */
+void gp__job_stop_local(gp_agent *a, gp__job *j, int grace_s, const char *reason,
+                        const char *message);
 void gp__jobs_tick(gp_agent *a);    /* reap, deadlines */
 void gp__jobs_adopt(gp_agent *a);   /* at start-up */
 gp__job *gp__job_find(gp_agent *a, const char *id);
@@ -137,6 +152,14 @@ int gp__mig_apply(gp_agent *a, int gpu, const char *const *profiles, const int *
                   gp_err *err);
 int gp__mig_apply_config(gp_agent *a);
 json_t *gp__mig_json(const gp_gpu_info *g);
+
+/* ---- agent_monitor.c ---- */
+int gp__monitor_new(gp_agent *a, gp_err *err);
+void gp__monitor_free(gp_agent *a);
+void gp__monitor_tick(gp_agent *a);     /* one telemetry round per second, health actions */
+json_t *gp__job_usage_json(gp_agent *a, const char *job_id); /* NULL when unknown */
+/* "healthy" or "drained" and why, combining drain orders and the health engine. */
+const char *gp__gpu_health(gp_agent *a, int gpu, char *reason, size_t size);
 
 /* ---- agent_http.c ---- */
 int gp__http_start(gp_agent *a, gp_err *err);

@@ -106,6 +106,7 @@ void gp__job_persist(const gp__job *j) {
   json_object_set_new(s, "stop_signal", json_integer(j->stop_signal));
   json_object_set_new(s, "stop_reason", json_string(j->stop_reason));
   json_object_set_new(s, "limit_exceeded", json_boolean(j->limit_exceeded));
+  json_object_set_new(s, "fault_reason", json_string(j->fault_reason));
   json_object_set_new(s, "message", json_string(j->message));
   char path[800];
   job_path(j, "state.json", path, sizeof path);
@@ -136,6 +137,7 @@ static bool job_load(gp__job *j, const char *dir) {
   copy_json_str(s, "enforcement", j->enforcement, sizeof j->enforcement);
   copy_json_str(s, "stop_reason", j->stop_reason, sizeof j->stop_reason);
   copy_json_str(s, "message", j->message, sizeof j->message);
+  copy_json_str(s, "fault_reason", j->fault_reason, sizeof j->fault_reason);
   j->pid = (pid_t)json_integer_value(json_object_get(s, "pid"));
   j->shim_pid = (pid_t)json_integer_value(json_object_get(s, "shim_pid"));
   j->start_ticks = (uint64_t)json_integer_value(json_object_get(s, "start_ticks"));
@@ -713,6 +715,24 @@ void gp__job_stop(gp_agent *a, json_t *order) {
           gp_signal_name(j->stop_signal), j->stop_reason, grace);
 }
 
+void gp__job_stop_local(gp_agent *a, gp__job *j, int grace_s, const char *reason,
+                        const char *message) {
+  if (j->ended || j->stopping) return;
+  snprintf(j->fault_reason, sizeof j->fault_reason, "%s", reason);
+  snprintf(j->message, sizeof j->message, "%s", message);
+  snprintf(j->stop_reason, sizeof j->stop_reason, "%s", reason);
+  j->stop_signal = j->ckpt_signal ? j->ckpt_signal : SIGTERM;
+  j->stopping = true;
+  j->kill_at_ms = gp__now_ms() + (int64_t)grace_s * 1000;
+  if (killpg(j->pid, grace_s == 0 ? SIGKILL : j->stop_signal) != 0 && errno != ESRCH)
+    gp__log("job %s: cannot signal its process group: %s", j->id, strerror(errno));
+  if (grace_s == 0) j->killed_hard = true;
+  gp__job_persist(j);
+  note_to_stderr(j, message);
+  gp__log("job %s: stopping (%s): %s", j->id, reason, message);
+  (void)a;
+}
+
 /* ---- ends ---- */
 
 static void job_finish(gp_agent *a, gp__job *j, bool exit_known, int code, int sig,
@@ -724,6 +744,7 @@ static void job_finish(gp_agent *a, gp__job *j, bool exit_known, int code, int s
   j->ended_at = gp__now_ms() / 1000;
   bool oom = j->cgroup && gp_cgroup_job_oom_killed(&a->cgroup, j->id);
   const char *reason = j->limit_exceeded ? "limit_exceeded"
+                       : j->fault_reason[0] ? j->fault_reason
                        : !exit_known     ? "lost"
                        : j->stopping     ? "killed"
                        : oom             ? "oom"
@@ -734,7 +755,8 @@ static void job_finish(gp_agent *a, gp__job *j, bool exit_known, int code, int s
   else if (sig) snprintf(what, sizeof what, "killed by SIG%s", gp_signal_name(sig));
   else snprintf(what, sizeof what, "exited with code %d", code);
   char msg[800];
-  if (j->limit_exceeded) snprintf(msg, sizeof msg, "%s (%s)", j->message, what);
+  if (j->limit_exceeded || j->fault_reason[0])
+    snprintf(msg, sizeof msg, "%s (%s)", j->message, what);
   else if (j->stopping)
     snprintf(msg, sizeof msg, "%s after SIG%s (%s)%s", what, gp_signal_name(j->stop_signal),
              j->stop_reason, j->killed_hard ? " and SIGKILL at the end of the grace period" : "");
@@ -751,7 +773,10 @@ static void job_finish(gp_agent *a, gp__job *j, bool exit_known, int code, int s
   job_path(j, "end.json", path, sizeof path);
   gp__write_json(path, end);
   json_decref(end);
-  gp__event(a, exited_event(j->id, j->ended_at, exit_known, code, sig, j->reason, j->message));
+  json_t *ev = exited_event(j->id, j->ended_at, exit_known, code, sig, j->reason, j->message);
+  json_t *usage = gp__job_usage_json(a, j->id);
+  if (usage) json_object_set_new(ev, "usage", usage);
+  gp__event(a, ev);
   gp__log("job %s ended: %s: %s", j->id, j->reason, j->message);
 }
 

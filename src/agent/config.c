@@ -22,6 +22,7 @@ void gp_agent_config_init(gp_agent_config *cfg) {
   cfg->watchdog_ms = 1000;
   cfg->default_mode.mode = GP_MODE_EXCLUSIVE;
   cfg->default_mode.replicas = 1;
+  gp_health_policy_default(&cfg->health);
 }
 
 const char *gp_agent_mode_name(gp_agent_share m) {
@@ -155,7 +156,7 @@ int gp_agent_config_load(const char *path, gp_agent_config *cfg, gp_err *err) {
   static const char *const keys[] = {
       "name", "server", "token", "sim", "data_dir", "listen", "capacity", "cgroup_root",
       "mps_pipe_dir", "signal", "labels", "cpus", "mem", "heartbeat_s", "grace",
-      "watchdog_interval", "personal", "allow_root_jobs", "sharing", "gpus", NULL};
+      "watchdog_interval", "personal", "allow_root_jobs", "sharing", "gpus", "health", NULL};
   if ((rc = gp_doc_expect(d, root, "", GP_DOC_MAP, err)) != 0) goto done;
   if ((rc = gp_doc_check_keys(d, root, "", keys, err)) != 0) goto done;
   struct {
@@ -225,6 +226,9 @@ int gp_agent_config_load(const char *path, gp_agent_config *cfg, gp_err *err) {
       }
     }
   }
+  if ((n = gp_doc_get(root, "health")) &&
+      (rc = gp_health_policy_load(d, n, &cfg->health, err)) != 0)
+    goto done;
   if ((n = gp_doc_get(root, "sharing"))) {
     const char *s = NULL;
     if ((rc = gp_doc_str(d, n, "sharing", &s, err)) != 0) goto done;

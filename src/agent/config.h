@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "agent/gpu.h"
+#include "agent/health.h"
 #include "util/error.h"
 
 #define GP_AGENT_MAX_LABELS 64
@@ -49,6 +50,7 @@ typedef struct gp_agent_config {
   int watchdog_ms;         /* GPU memory watchdog period; 1000 */
   bool personal;           /* run every job as the agent's own user */
   bool allow_root_jobs;
+  gp_health_policy health; /* GPU fault policy (the `health:` map) */
   gp_gpu_mode default_mode;
   gp_gpu_mode gpus[GP_GPU_MAX_DEVICES];
 } gp_agent_config;

@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The agent's use of telemetry and health (src/agent/telemetry.h, health.h): once a second
+ * it hands the job table to telemetry, samples every GPU, lets the health policy judge the
+ * round and applies its decisions: a gpu_fault event to the server (which drains GPUs or
+ * the node as the action says), jobs on a failed GPU stopped with reason gpu_fault, GPU
+ * states and node conditions in heartbeats, per-job usage in heartbeats and exit events. */
+#include "agent/agent_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "util/mem.h"
+
+static int64_t mono_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int gp__monitor_new(gp_agent *a, gp_err *err) {
+  gp_telemetry_opts opts = {0};
+  opts.hostname = a->cfg.name;
+  int rc = gp_telemetry_new(a->gpu, &opts, &a->tel, err);
+  if (rc) return rc;
+  a->health = gp_health_new(&a->cfg.health, a->gpu);
+  a->view = gp_xcalloc(1, sizeof *a->view);
+  return 0;
+}
+
+void gp__monitor_free(gp_agent *a) {
+  gp_health_free(a->health);
+  gp_telemetry_free(a->tel);
+  free(a->view);
+  a->health = NULL;
+  a->tel = NULL;
+  a->view = NULL;
+}
+
+static int telemetry_jobs(gp_agent *a, gp_telemetry_job *out, int max) {
+  int n = 0;
+  for (size_t i = 0; i < a->n_jobs && n < max; i++) {
+    const gp__job *j = a->jobs[i];
+    if (j->ended) continue;
+    gp_telemetry_job *t = &out[n++];
+    memset(t, 0, sizeof *t);
+    snprintf(t->id, sizeof t->id, "%.31s", j->id);
+    snprintf(t->queue, sizeof t->queue, "%.127s", j->queue);
+    snprintf(t->user, sizeof t->user, "%.63s", j->user);
+    t->leader = j->pid;
+    if (j->cgroup) snprintf(t->cgroup, sizeof t->cgroup, "/gpool/job-%.64s", j->id);
+    t->n_gpus = j->n_gpus;
+    memcpy(t->gpus, j->gpus, sizeof t->gpus);
+    snprintf(t->mig_uuid, sizeof t->mig_uuid, "%s", j->mig_uuid);
+  }
+  return n;
+}
+
+static void apply(gp_agent *a, const gp_health_action *act) {
+  char actions[128];
+  switch (act->kind) {
+  case GP_HEALTH_FAULT: {
+    gp_health_actions_str(act->actions, actions, sizeof actions);
+    json_t *ev = json_object();
+    json_object_set_new(ev, "kind", json_string("gpu_fault"));
+    json_object_set_new(ev, "gpu", json_integer(act->gpu));
+    json_object_set_new(ev, "xid", json_integer(act->xid));
+    json_object_set_new(ev, "action", json_string(actions));
+    json_object_set_new(ev, "reason", json_string(act->reason));
+    json_t *jobs = json_array();
+    for (int k = 0; k < act->n_jobs && k < GP_HEALTH_MAX_JOBS; k++)
+      json_array_append_new(jobs, json_string(act->jobs[k]));
+    json_object_set_new(ev, "jobs", jobs);
+    gp__event(a, ev);
+    gp__log("GPU fault: %s: %s", act->reason, actions);
+    if (act->actions & GP_HEALTH_FAIL_JOB) {
+      for (int k = 0; k < act->n_jobs && k < GP_HEALTH_MAX_JOBS; k++) {
+        gp__job *j = gp__job_find(a, act->jobs[k]);
+        if (j && !j->ended) gp__job_stop_local(a, j, j->grace_s > 30 ? 30 : j->grace_s,
+                                               "gpu_fault", act->reason);
+      }
+    }
+    break;
+  }
+  case GP_HEALTH_RESUME_GPU:
+    gp__log("GPU %d passed its reset check and is back in service", act->gpu);
+    break;
+  case GP_HEALTH_CONDITION:
+    gp_health_conditions(a->health, a->conditions, sizeof a->conditions);
+    gp__log("node condition %s %s", act->condition, act->active ? "set" : "cleared");
+    break;
+  }
+}
+
+void gp__monitor_tick(gp_agent *a) {
+  int64_t now = mono_ms();
+  if (now - a->last_sample_ms < 1000) return;
+  a->last_sample_ms = now;
+  static gp_telemetry_job jobs[GP_TELEMETRY_MAX_JOBS];
+  int n = telemetry_jobs(a, jobs, GP_TELEMETRY_MAX_JOBS);
+  gp_err err = {0};
+  if (gp_telemetry_set_jobs(a->tel, jobs, n, &err) != 0) gp__log("telemetry: %s", err.message);
+  gp_telemetry_sample(a->tel);
+  gp_gpu_event events[GP_TELEMETRY_MAX_EVENTS];
+  int n_events = 0;
+  gp_telemetry_take_events(a->tel, events, GP_TELEMETRY_MAX_EVENTS, &n_events);
+  gp_telemetry_view_get(a->tel, a->view);
+  a->have_view = true;
+  gp_health_action acts[32];
+  int n_acts = 0;
+  gp_health_evaluate(a->health, a->view, events, n_events, jobs, n, now, acts, 32, &n_acts);
+  for (int i = 0; i < n_acts; i++) apply(a, &acts[i]);
+}
+
+json_t *gp__job_usage_json(gp_agent *a, const char *job_id) {
+  gp_job_usage u;
+  if (!a->tel || gp_telemetry_job_usage(a->tel, job_id, &u) != 0) return NULL;
+  json_t *o = json_object();
+  json_object_set_new(o, "avg_sm_util_pct", json_real(u.avg_sm_util_pct));
+  json_object_set_new(o, "peak_sm_util_pct", json_integer(u.peak_sm_util_pct));
+  json_object_set_new(o, "peak_mem_mib", json_integer(u.peak_mem_mib));
+  json_object_set_new(o, "energy_j", json_real(u.energy_j));
+  json_object_set_new(o, "idle_s", json_integer(u.idle_s));
+  return o;
+}
+
+const char *gp__gpu_health(gp_agent *a, int gpu, char *reason, size_t size) {
+  reason[0] = '\0';
+  if (a->gpu_drained[gpu]) {
+    snprintf(reason, size, "%s", a->gpu_drain_reason[gpu]);
+    return "drained";
+  }
+  if (a->health && gp_health_gpu_state(a->health, gpu, reason, size) == GP_GPU_STATE_DRAINED)
+    return "drained";
+  return "healthy";
+}
