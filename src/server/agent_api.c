@@ -378,6 +378,7 @@ static int do_heartbeat(gp_srv_state *s, gp_srv_req *r, int64_t now_s, int64_t n
     wait_ms = json_integer_value(wv);
     if (wait_ms > MAX_WAIT_MS) wait_ms = MAX_WAIT_MS;
   }
+  if (wait_ms > (int64_t)s->cfg->node_timeout_s * 500) wait_ms = (int64_t)s->cfg->node_timeout_s * 500;
   const json_t *events = json_object_get(body, "events");
   if (check_events(r, events)) return 0;
   n->last_seen_ms = now_ms;

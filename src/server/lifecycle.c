@@ -175,6 +175,9 @@ int gp__srv_state_tick(gp_srv_state *s, int64_t now_s, int64_t now_ms, gp_err *e
   int64_t timeout_ms = (int64_t)s->cfg->node_timeout_s * 1000;
   for (int i = 0; i < s->n_nodes && !r; i++) {
     gp_srv_node *n = s->nodes[i];
+    /* A parked long poll is an agent that is listening right now. Polls are capped at half
+     * the timeout, so an agent that vanished with its connection open is still caught. */
+    if (n->waiter) n->last_seen_ms = now_ms;
     if (n->alive && now_ms - n->last_seen_ms > timeout_ms)
       r = gp__srv_node_down(s, n, "node lost: no heartbeat", now_s, err);
   }

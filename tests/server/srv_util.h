@@ -116,15 +116,15 @@ static inline long tsrv_call(const tsrv *t, const char *method, const char *path
 }
 
 /* The error code of an error answer ("" when none). */
-static const char *err_code(const json_t *o) {
+static inline const char *err_code(const json_t *o) {
   const char *c = json_string_value(json_object_get(json_object_get(o, "error"), "code"));
   return c ? c : "";
 }
-static const char *err_field(const json_t *o) {
+static inline const char *err_field(const json_t *o) {
   const char *c = json_string_value(json_object_get(json_object_get(o, "error"), "field"));
   return c ? c : "";
 }
-static const char *job_str(const json_t *o, const char *key) {
+static inline const char *job_str(const json_t *o, const char *key) {
   const char *v = json_string_value(json_object_get(json_object_get(o, "job"), key));
   return v ? v : "";
 }

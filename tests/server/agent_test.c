@@ -1,0 +1,255 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The agent protocol as an agent meets it: registration, a long poll that wakes within
+ * 100 ms of a new start order, orders re-sent until acknowledged by generation, exits
+ * that end jobs with their exit code, cancels with the stop handshake, re-adoption after
+ * an agent restart, and a node that goes silent being marked down with its jobs requeued
+ * or failed. */
+#include <pthread.h>
+
+#include "test.h"
+#include "srv_util.h"
+
+static json_t *first_order(json_t *hb) { return json_array_get(json_object_get(hb, "orders"), 0); }
+static long long hb_gen(json_t *hb) { return (long long)json_integer_value(json_object_get(hb, "gen")); }
+
+static void a_job_runs_and_completes_with_its_exit_code(void) {
+  tsrv t = {0};
+  tsrv_start(&t);
+  CHECK_EQ_INT(201, tsrv_register(&t, "n1", 8, NULL));
+  char *id = tsrv_submit(&t, ALICE, "{\"queue\": \"org/a\", \"command\": [\"train\"], \"gpus\": 2}");
+  REQUIRE(id);
+  json_t *hb = tsrv_heartbeat(&t, "n1", 0, 3000, NULL);
+  REQUIRE(hb);
+  json_t *o = first_order(hb);
+  REQUIRE(o);
+  CHECK_EQ_STR("start", json_string_value(json_object_get(o, "kind")));
+  json_t *job = json_object_get(o, "job");
+  CHECK_EQ_STR(id, json_string_value(json_object_get(job, "id")));
+  CHECK_EQ_INT(0, json_integer_value(json_object_get(job, "task_index")));
+  json_t *pl = json_array_get(json_object_get(job, "placements"), 0);
+  CHECK_EQ_STR("n1", json_string_value(json_object_get(pl, "node")));
+  CHECK_EQ_INT(2, json_array_size(json_object_get(pl, "gpu_uuids")));
+  CHECK_CONTAINS(json_string_value(json_array_get(json_object_get(pl, "gpu_uuids"), 0)), "GPU-n1-");
+  long long gen = hb_gen(hb);
+  CHECK(gen > 0);
+  /* Not acknowledged: sent again. Acknowledged: not sent again. */
+  json_t *again = tsrv_heartbeat(&t, "n1", 0, 0, NULL);
+  REQUIRE(again);
+  CHECK_EQ_STR(json_string_value(json_object_get(o, "id")), json_string_value(json_object_get(first_order(again), "id")));
+  json_decref(again);
+  json_t *acked = tsrv_heartbeat(&t, "n1", gen, 0, NULL);
+  REQUIRE(acked);
+  CHECK_EQ_INT(0, json_array_size(json_object_get(acked, "orders")));
+  json_decref(acked);
+  json_decref(hb);
+  CHECK(tsrv_wait_state(&t, id, "running"));
+  char ev[512];
+  snprintf(ev, sizeof ev, "[{\"kind\": \"started\", \"job\": \"%s\", \"pid\": 42}, "
+                          "{\"kind\": \"exited\", \"job\": \"%s\", \"exit_code\": 0, \"reason\": \"exited\"}]", id, id);
+  json_t *r = tsrv_heartbeat(&t, "n1", gen, 0, ev);
+  REQUIRE(r);
+  json_decref(r);
+  json_t *show = NULL;
+  char path[64];
+  snprintf(path, sizeof path, "/v1/jobs/%s", id);
+  CHECK_EQ_INT(200, tsrv_call(&t, "GET", path, ALICE, NULL, &show));
+  CHECK_EQ_STR("completed", job_str(show, "state"));
+  CHECK_EQ_INT(0, json_integer_value(json_object_get(json_object_get(show, "job"), "exit_code")));
+  json_t *tl = json_object_get(json_object_get(show, "job"), "timeline");
+  const char *want[] = {"submitted", "started", "launched", "ended"};
+  CHECK_EQ_INT(4, json_array_size(tl));
+  for (size_t i = 0; i < 4 && i < json_array_size(tl); i++)
+    CHECK_EQ_STR(want[i], json_string_value(json_object_get(json_array_get(tl, i), "event")));
+  json_decref(show);
+  free(id);
+  tsrv_stop(&t);
+}
+
+typedef struct poll_arg {
+  tsrv *t;
+  json_t *answer;
+  int64_t returned_ms;
+} poll_arg;
+
+static void *poll_thread(void *p) {
+  poll_arg *a = p;
+  a->answer = tsrv_heartbeat(a->t, "n1", 0, 20000, NULL);
+  a->returned_ms = tsrv_now_ms();
+  return NULL;
+}
+
+static void the_long_poll_wakes_within_100ms_of_a_new_start(void) {
+  tsrv t = {0};
+  tsrv_start_with(&t, NULL, NULL);
+  CHECK_EQ_INT(201, tsrv_register(&t, "n1", 8, NULL));
+  poll_arg a = {&t, NULL, 0};
+  pthread_t th;
+  pthread_create(&th, NULL, poll_thread, &a);
+  usleep(200000); /* the poll is parked by now */
+  int64_t t0 = tsrv_now_ms();
+  char *id = tsrv_submit(&t, ALICE, "{\"command\": [\"x\"], \"gpus\": 1}");
+  REQUIRE(id);
+  pthread_join(th, NULL);
+  REQUIRE(a.answer);
+  CHECK_EQ_STR("start", json_string_value(json_object_get(first_order(a.answer), "kind")));
+  int64_t waited = a.returned_ms - t0;
+  fprintf(stderr, "  start order reached the agent %lld ms after the submission began\n", (long long)waited);
+  CHECK(waited < 100);
+  json_decref(a.answer);
+  free(id);
+  tsrv_stop(&t);
+}
+
+static void cancelling_a_running_job_sends_the_stop_handshake(void) {
+  tsrv t = {0};
+  tsrv_start(&t);
+  CHECK_EQ_INT(201, tsrv_register(&t, "n1", 8, NULL));
+  char *id = tsrv_submit(&t, ALICE, "{\"command\": [\"x\"], \"gpus\": 1, \"grace_s\": 7, \"signal\": \"USR1\"}");
+  REQUIRE(id);
+  json_t *hb = tsrv_heartbeat(&t, "n1", 0, 3000, NULL);
+  REQUIRE(hb);
+  long long gen = hb_gen(hb);
+  json_decref(hb);
+  CHECK(tsrv_wait_state(&t, id, "running"));
+  char path[64];
+  snprintf(path, sizeof path, "/v1/jobs/%s/cancel", id);
+  json_t *o = NULL;
+  CHECK_EQ_INT(200, tsrv_call(&t, "POST", path, ALICE, NULL, &o));
+  CHECK_EQ_STR("stopping", job_str(o, "state"));
+  json_decref(o);
+  hb = tsrv_heartbeat(&t, "n1", gen, 3000, NULL);
+  REQUIRE(hb);
+  json_t *stop = first_order(hb);
+  CHECK_EQ_STR("stop", json_string_value(json_object_get(stop, "kind")));
+  CHECK_EQ_STR("USR1", json_string_value(json_object_get(stop, "signal")));
+  CHECK_EQ_INT(7, json_integer_value(json_object_get(stop, "grace_s")));
+  CHECK_EQ_STR("cancelled", json_string_value(json_object_get(stop, "reason")));
+  gen = hb_gen(hb);
+  json_decref(hb);
+  char ev[256];
+  snprintf(ev, sizeof ev, "[{\"kind\": \"exited\", \"job\": \"%s\", \"exit_code\": 143, \"signal\": 15}]", id);
+  hb = tsrv_heartbeat(&t, "n1", gen, 0, ev);
+  json_decref(hb);
+  CHECK(tsrv_wait_state(&t, id, "cancelled"));
+  free(id);
+  tsrv_stop(&t);
+}
+
+static void a_silent_node_goes_down_and_its_jobs_are_requeued_or_failed(void) {
+  tsrv t = {0};
+  tsrv_start(&t);
+  CHECK_EQ_INT(201, tsrv_register(&t, "n1", 8, NULL));
+  char *keep = tsrv_submit(&t, ALICE, "{\"command\": [\"x\"], \"gpus\": 1, \"requeue\": true}");
+  char *lose = tsrv_submit(&t, ALICE, "{\"command\": [\"y\"], \"gpus\": 1}");
+  REQUIRE(keep && lose);
+  CHECK(tsrv_wait_state(&t, keep, "running"));
+  CHECK(tsrv_wait_state(&t, lose, "running"));
+  /* No heartbeat for node_timeout_s (2 s). */
+  int64_t t0 = tsrv_now_ms();
+  CHECK(tsrv_wait_state(&t, lose, "failed"));
+  usleep(100000);
+  int64_t waited = tsrv_now_ms() - t0;
+  CHECK(waited >= 1500);
+  json_t *o = NULL;
+  char path[64];
+  snprintf(path, sizeof path, "/v1/jobs/%s", lose);
+  tsrv_call(&t, "GET", path, ALICE, NULL, &o);
+  CHECK_EQ_STR("node lost", job_str(o, "end_reason"));
+  json_decref(o);
+  snprintf(path, sizeof path, "/v1/jobs/%s", keep);
+  tsrv_call(&t, "GET", path, ALICE, NULL, &o);
+  CHECK_EQ_STR("pending", job_str(o, "state"));
+  CHECK_EQ_INT(1, json_integer_value(json_object_get(json_object_get(o, "job"), "restarts")));
+  json_decref(o);
+  CHECK_EQ_INT(200, tsrv_call(&t, "GET", "/v1/nodes/n1", ADMIN, NULL, &o));
+  CHECK_EQ_STR("down", json_string_value(json_object_get(json_object_get(o, "node"), "state")));
+  json_decref(o);
+  /* A late heartbeat is told to register again; after that the requeued job runs again. */
+  CHECK(tsrv_heartbeat(&t, "n1", 0, 0, NULL) == NULL);
+  CHECK_EQ_INT(200, tsrv_register(&t, "n1", 8, NULL));
+  CHECK(tsrv_wait_state(&t, keep, "running"));
+  free(keep);
+  free(lose);
+  tsrv_stop(&t);
+}
+
+static void a_restarted_agent_keeps_the_jobs_it_reports_and_loses_the_rest(void) {
+  tsrv t = {0};
+  tsrv_start(&t);
+  CHECK_EQ_INT(201, tsrv_register(&t, "n1", 8, NULL));
+  char *a = tsrv_submit(&t, ALICE, "{\"command\": [\"a\"], \"gpus\": 1}");
+  char *b = tsrv_submit(&t, ALICE, "{\"command\": [\"b\"], \"gpus\": 1, \"requeue\": true}");
+  REQUIRE(a && b);
+  CHECK(tsrv_wait_state(&t, a, "running"));
+  CHECK(tsrv_wait_state(&t, b, "running"));
+  json_t *hb = tsrv_heartbeat(&t, "n1", 0, 0, NULL);
+  REQUIRE(hb);
+  CHECK_EQ_INT(2, json_array_size(json_object_get(hb, "orders")));
+  long long gen = hb_gen(hb);
+  json_decref(hb);
+  hb = tsrv_heartbeat(&t, "n1", gen, 0, NULL); /* acknowledge everything */
+  json_decref(hb);
+  /* The agent restarts: it still runs `a`; `b` is gone; it runs a stray job 999. */
+  char jobs[256];
+  snprintf(jobs, sizeof jobs, "[{\"id\": \"%s\", \"state\": \"running\", \"pid\": 7}, {\"id\": \"999\", \"state\": \"running\"}]", a);
+  CHECK_EQ_INT(200, tsrv_register(&t, "n1", 8, jobs));
+  json_t *o = NULL;
+  char path[64];
+  snprintf(path, sizeof path, "/v1/jobs/%s", a);
+  tsrv_call(&t, "GET", path, ALICE, NULL, &o);
+  CHECK_EQ_STR("running", job_str(o, "state"));
+  json_decref(o);
+  snprintf(path, sizeof path, "/v1/jobs/%s", b);
+  tsrv_call(&t, "GET", path, ALICE, NULL, &o);
+  json_t *tl = json_object_get(json_object_get(o, "job"), "timeline");
+  bool lost = false;
+  for (size_t i = 0; i < json_array_size(tl); i++)
+    lost = lost || strcmp(json_string_value(json_object_get(json_array_get(tl, i), "event")), "lost") == 0;
+  CHECK(lost);
+  CHECK_EQ_INT(1, json_integer_value(json_object_get(json_object_get(o, "job"), "restarts")));
+  json_decref(o);
+  /* The stray job is told to stop. */
+  hb = tsrv_heartbeat(&t, "n1", gen, 0, NULL);
+  REQUIRE(hb);
+  bool stray_stopped = false;
+  json_t *orders = json_object_get(hb, "orders");
+  for (size_t i = 0; i < json_array_size(orders); i++) {
+    json_t *ord = json_array_get(orders, i);
+    stray_stopped = stray_stopped || (strcmp(json_string_value(json_object_get(ord, "kind")), "stop") == 0 &&
+                                      json_is_string(json_object_get(ord, "job")) &&
+                                      strcmp(json_string_value(json_object_get(ord, "job")), "999") == 0);
+  }
+  CHECK(stray_stopped);
+  json_decref(hb);
+  free(a);
+  free(b);
+  tsrv_stop(&t);
+}
+
+static void agent_messages_are_checked(void) {
+  tsrv t = {0};
+  tsrv_start(&t);
+  json_t *o = NULL;
+  CHECK_EQ_INT(403, tsrv_call(&t, "POST", "/v1/agent/register", ALICE, "{\"node\": {\"name\": \"n1\"}}", &o));
+  json_decref(o);
+  CHECK_EQ_INT(400, tsrv_call(&t, "POST", "/v1/agent/register", AGENT, "{\"node\": {\"name\": \"a b\"}}", &o));
+  CHECK_EQ_STR("node.name", err_field(o));
+  json_decref(o);
+  CHECK_EQ_INT(400, tsrv_call(&t, "POST", "/v1/agent/register", AGENT, "{\"node\": {\"name\": \"n1\", \"gpus\": 99}}", &o));
+  json_decref(o);
+  CHECK_EQ_INT(404, tsrv_call(&t, "POST", "/v1/agent/heartbeat", AGENT, "{\"node\": \"ghost\", \"gen\": 0}", &o));
+  json_decref(o);
+  CHECK_EQ_INT(201, tsrv_register(&t, "n1", 2, NULL));
+  CHECK_EQ_INT(400, tsrv_call(&t, "POST", "/v1/agent/heartbeat", AGENT,
+                              "{\"node\": \"n1\", \"gen\": 0, \"events\": [{\"kind\": \"exploded\"}]}", &o));
+  CHECK_EQ_STR("events[0]", err_field(o));
+  json_decref(o);
+  CHECK_EQ_INT(400, tsrv_call(&t, "POST", "/v1/agent/heartbeat", AGENT, "{\"node\": \"n1\", \"gen\": -1}", &o));
+  json_decref(o);
+  tsrv_stop(&t);
+}
+
+GP_TESTS(a_job_runs_and_completes_with_its_exit_code, the_long_poll_wakes_within_100ms_of_a_new_start,
+         cancelling_a_running_job_sends_the_stop_handshake,
+         a_silent_node_goes_down_and_its_jobs_are_requeued_or_failed,
+         a_restarted_agent_keeps_the_jobs_it_reports_and_loses_the_rest, agent_messages_are_checked)

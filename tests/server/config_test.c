@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The server's config file: every key is read, and every mistake names file, line and key. */
+#include "test.h"
+#include "server/config.h"
+#include "snapshot/policy_read.h"
+
+static gp_err parse_fail(const char *text) {
+  gp_server_config *c = NULL;
+  gp_err e = {0};
+  int r = gp_server_config_parse("server.yaml", text, strlen(text), &c, &e);
+  CHECK(r != 0);
+  CHECK(c == NULL);
+  gp_server_config_free(c);
+  return e;
+}
+
+static void a_full_config_is_read(void) {
+  const char *text =
+      "listen: 0.0.0.0:9000\n"
+      "data_dir: /var/lib/gpool\n"
+      "tokens:\n"
+      "  - {token: abcdefgh1, user: alice, role: admin}\n"
+      "  - {token: abcdefgh2, user: node, role: agent}\n"
+      "  - {token: abcdefgh3, user: bob}\n"
+      "priority_classes:\n"
+      "  - {name: urgent, priority: 90, preemptible: false}\n"
+      "queues:\n"
+      "  - {name: org/a, deserved: 8, limit: 16, weight: 2, users: [alice], default_priority: urgent, default_time_limit: 4h}\n"
+      "  - {name: org/b, deserved: 4}\n"
+      "policy: {placement: spread, backfill: false, min_runtime: 10m}\n"
+      "pools:\n"
+      "  - {name: inf, queue: org/a, selector: {pool: inference}, lend: false}\n"
+      "default_queue: {alice: org/a, \"*\": org/b}\n"
+      "node_timeout_s: 12\n"
+      "heartbeat_s: 3\n"
+      "schedule_interval_ms: 250\n"
+      "schedule_min_gap_ms: 2\n"
+      "http_threads: 8\n"
+      "max_connections: 4096\n";
+  gp_server_config *c = NULL;
+  gp_err e = {0};
+  REQUIRE(gp_server_config_parse("server.yaml", text, strlen(text), &c, &e) == 0);
+  CHECK_EQ_STR("0.0.0.0", c->listen_host);
+  CHECK_EQ_INT(9000, c->listen_port);
+  CHECK_EQ_STR("/var/lib/gpool", c->data_dir);
+  CHECK_EQ_INT(3, c->n_tokens);
+  CHECK_EQ_INT(GP_ROLE_AGENT, c->tokens[1].role);
+  CHECK_EQ_INT(GP_ROLE_USER, c->tokens[2].role);
+  CHECK_EQ_INT(2, c->n_queues);
+  CHECK_EQ_INT(1, c->queues[0].n_users);
+  CHECK_EQ_STR("alice", c->queues[0].users[0]);
+  CHECK_EQ_STR("*", c->queues[1].users[0]); /* no users: everyone */
+  CHECK_EQ_INT(4 * 3600, c->queues[0].q.default_time_limit);
+  CHECK_EQ_INT(GP_PLACE_SPREAD, c->policy.placement);
+  CHECK(!c->policy.backfill);
+  CHECK(gp_priority_class_find(&c->policy, "urgent") != NULL);
+  CHECK_EQ_INT(1, c->n_pools);
+  CHECK_EQ_INT(2, c->n_default_queues);
+  CHECK_EQ_INT(12, c->node_timeout_s);
+  CHECK_EQ_INT(250, c->schedule_interval_ms);
+  CHECK_EQ_INT(8, c->http_threads);
+  gp_server_config_free(c);
+}
+
+static void mistakes_name_file_line_and_key(void) {
+  gp_err e = parse_fail("listen: 127.0.0.1:0\ncolour: blue\n");
+  CHECK_EQ_STR("server.yaml", e.file);
+  CHECK_EQ_INT(2, e.line);
+  CHECK_EQ_STR("colour", e.field);
+  e = parse_fail("tokens:\n  - {token: abcdefgh1, user: a}\n  - {token: abcdefgh2, user: b, role: root}\n");
+  CHECK_EQ_INT(3, e.line);
+  CHECK_EQ_STR("tokens[1].role", e.field);
+  e = parse_fail("tokens:\n  - {token: short, user: a}\n");
+  CHECK_EQ_STR("tokens[0].token", e.field);
+  e = parse_fail("tokens:\n  - {token: abcdefgh1, user: a}\n  - {token: abcdefgh1, user: b}\n");
+  CHECK_CONTAINS(e.message, "twice");
+  e = parse_fail("listen: nowhere\n");
+  CHECK_EQ_STR("listen", e.field);
+  e = parse_fail("queues:\n  - {name: a}\ndefault_queue: b\n");
+  CHECK_EQ_INT(3, e.line);
+  CHECK_EQ_STR("default_queue", e.field);
+  e = parse_fail("queues:\n  - {name: a, users: alice}\n");
+  CHECK_EQ_STR("queues[0].users", e.field);
+  e = parse_fail("queues:\n  - {name: a, deserved: 4, limit: 2}\n");
+  CHECK_EQ_INT(2, e.line);
+  e = parse_fail("node_timeout_s: 0\n");
+  CHECK_EQ_STR("node_timeout_s", e.field);
+  e = parse_fail("policy: {placement: random}\n");
+  CHECK_CONTAINS(e.field, "placement");
+  e = parse_fail("token_file: /nonexistent/tokens.yaml\n");
+  CHECK(e.message[0] != '\0');
+}
+
+static void tokens_can_live_in_their_own_file(void) {
+  char dir[] = "/tmp/gp_cfg_test_XXXXXX";
+  REQUIRE(mkdtemp(dir));
+  char tok[300], cfg[300];
+  snprintf(tok, sizeof tok, "%s/tokens.yaml", dir);
+  snprintf(cfg, sizeof cfg, "%s/server.yaml", dir);
+  FILE *f = fopen(tok, "w");
+  fputs("tokens:\n  - {token: secret-admin-1, user: root, role: admin}\n", f);
+  fclose(f);
+  f = fopen(cfg, "w");
+  fputs("token_file: tokens.yaml\n", f);
+  fclose(f);
+  gp_server_config *c = NULL;
+  gp_err e = {0};
+  REQUIRE(gp_server_config_load(cfg, &c, &e) == 0);
+  CHECK_EQ_INT(1, c->n_tokens);
+  CHECK_EQ_STR("root", c->tokens[0].user);
+  gp_server_config_free(c);
+  f = fopen(tok, "w");
+  fputs("tokens:\n  - {token: secret-admin-1, user: root, role: king}\n", f);
+  fclose(f);
+  CHECK(gp_server_config_load(cfg, &c, &e) != 0);
+  CHECK_CONTAINS(e.file, "tokens.yaml");
+  CHECK_EQ_INT(2, e.line);
+  CHECK_EQ_STR("tokens[0].role", e.field);
+}
+
+GP_TESTS(a_full_config_is_read, mistakes_name_file_line_and_key, tokens_can_live_in_their_own_file)
