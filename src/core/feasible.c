@@ -6,7 +6,8 @@
  *   DOWN           nodes that could hold it exist but not enough are up/healthy   -> pending
  *   OK
  * "Could hold it" ignores what is in use: it compares the request with each node's size
- * (GPU count and memory, CPU, host memory, labels, capacity type, pools). The scan stops
+ * (GPU count and memory, CPU, host memory, labels, capacity type, pools). An empty fleet
+ * (no node registered yet) makes every job wait rather than end. The scan stops
  * as soon as enough up nodes are found, and results are memoised per request shape, so
  * 100,000 pending jobs of a few dozen shapes cost a few dozen scans. */
 #include <stdlib.h>
@@ -155,6 +156,9 @@ static void node_slots(gp__ctx *c, int j, int i, int *ever, int *now) {
 static int compute(gp__ctx *c, int j) {
   const gp_request *r = &c->view->jobs[j].req;
   bool by_model = r->n_gpu_models > 0 && c->jobs[j].kind != GP__R_CPU;
+  /* A fleet with no node at all is one whose agents have not registered yet: nothing can
+   * be judged impossible against it. */
+  if (c->view->n_nodes == 0) return by_model ? GP__FEAS_MODEL_DOWN : GP__FEAS_DOWN;
   bool model_seen = false, model_up = false;
   int ever = 0, now = 0;
   for (int i = 0; i < c->view->n_nodes; i++) {

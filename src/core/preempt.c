@@ -36,7 +36,9 @@ struct gp__preempt {
   int64_t *tent_cpu, *tent_mem;
   int *touched, n_touched;
   bool *is_touched;
-  double *removed;               /* per tree queue: GPUs taken from it by chosen victims */
+  double *removed;               /* per tree queue: GPUs taken from it in this simulation */
+  double *lost;                  /* per tree queue: GPUs of victims chosen earlier this step */
+  double *claimed;               /* per tree queue: GPUs of jobs now waiting for victims */
   bool *taken;                   /* per job: chosen in the current simulation */
   int *taken_list, n_taken;
   double *fail_gpus[K_N];        /* per leaf: smallest request that failed, by kind */
@@ -122,6 +124,8 @@ static void alloc_scratch(gp__ctx *c) {
   p->touched = gp_xmalloc(((size_t)nn + 1) * sizeof(int));
   p->is_touched = gp_xcalloc((size_t)nn + 1, sizeof(bool));
   p->removed = gp_xcalloc((size_t)nq + 1, sizeof(double));
+  p->lost = gp_xcalloc((size_t)nq + 1, sizeof(double));
+  p->claimed = gp_xcalloc((size_t)nq + 1, sizeof(double));
   p->taken = gp_xcalloc((size_t)nj + 1, sizeof(bool));
   p->taken_list = gp_xmalloc(((size_t)nj + 1) * sizeof(int));
   for (int k = 0; k < K_N; k++) {
@@ -148,6 +152,8 @@ void gp__preempt_done(gp__ctx *c) {
   free(p->touched);
   free(p->is_touched);
   free(p->removed);
+  free(p->lost);
+  free(p->claimed);
   free(p->taken);
   free(p->taken_list);
   for (int k = 0; k < K_N; k++) free(p->fail_gpus[k]);
@@ -198,10 +204,12 @@ static bool reclaim_ok(const gp__ctx *c, int J, int v) {
   if (lv < 0 || lj < 0 || lv == lj) return false;
   int top = lca(c, lj, lv);
   double gv = c->jobs[v].gpus, gj = c->jobs[J].gpus;
+  const struct gp__preempt *p = c->pre;
   for (int q = lv; q != top; q = t->q[q].parent)
-    if (t->q[q].allocated - c->pre->removed[q] - gv < t->q[q].fair_share - GP__EPS) return false;
+    if (t->q[q].allocated - p->lost[q] - p->removed[q] - gv < t->q[q].fair_share - GP__EPS)
+      return false;
   for (int q = lj; q != top; q = t->q[q].parent)
-    if (t->q[q].allocated + gj > t->q[q].fair_share + GP__EPS) return false;
+    if (t->q[q].allocated + p->claimed[q] + gj > t->q[q].fair_share + GP__EPS) return false;
   return true;
 }
 
@@ -308,8 +316,9 @@ static bool simulate(gp__ctx *c, const gp__req *r, int kind, bool record) {
   p->n_cand = 0;
   const gp__job *J = &c->jobs[r->job];
   switch (kind) {
-  case K_STOPPING:
-    for (int k = 0; k < p->n_stopping; k++) add_candidate(c, p->stopping[k]);
+  case K_STOPPING: /* stopping jobs another waiting job already counts on are not free */
+    for (int k = 0; k < p->n_stopping; k++)
+      if (!c->jobs[p->stopping[k]].victim) add_candidate(c, p->stopping[k]);
     break;
   case K_PRIORITY:
     for (int k = p->leaf_start[J->leaf]; k < p->leaf_start[J->leaf + 1]; k++) {
@@ -361,14 +370,19 @@ static bool simulate(gp__ctx *c, const gp__req *r, int kind, bool record) {
     int v = p->taken_list[k];
     p->taken[v] = false;
     if (kind == K_RECLAIM) add_removed(c, v, -1);
-    if (ok && record) {
-      c->jobs[v].victim = true;
-      gp_plan_preemption *pe = gp__vec_push(&c->preemptions, sizeof *pe);
-      pe->job = v;
-      pe->for_job = r->job;
-      pe->kind = kind == K_PRIORITY ? GP_PREEMPT_PRIORITY : GP_PREEMPT_RECLAIM;
-    }
+    if (!ok || !record) continue;
+    /* The victim (or the stopping job counted on) is spoken for in this step. */
+    c->jobs[v].victim = true;
+    for (int q = c->jobs[v].leaf; q >= 0; q = c->tree.q[q].parent) p->lost[q] += c->jobs[v].gpus;
+    if (kind == K_STOPPING) continue;
+    gp_plan_preemption *pe = gp__vec_push(&c->preemptions, sizeof *pe);
+    pe->job = v;
+    pe->for_job = r->job;
+    pe->kind = kind == K_PRIORITY ? GP_PREEMPT_PRIORITY : GP_PREEMPT_RECLAIM;
   }
+  if (ok && record)
+    for (int q = c->jobs[r->job].leaf; q >= 0; q = c->tree.q[q].parent)
+      p->claimed[q] += c->jobs[r->job].gpus;
   p->n_taken = 0;
   for (int k = 0; k < p->n_touched; k++) {
     int node = p->touched[k];
@@ -383,7 +397,7 @@ static bool simulate(gp__ctx *c, const gp__req *r, int kind, bool record) {
 bool gp__fits_after_stopping(gp__ctx *c, const gp__req *r) {
   if (!c->pre || c->pre->n_stopping == 0) return false;
   if (r->kind != GP__R_WHOLE && r->kind != GP__R_CPU) return false;
-  return simulate(c, r, K_STOPPING, false);
+  return simulate(c, r, K_STOPPING, true);
 }
 
 bool gp__try_preempt(gp__ctx *c, const gp__req *r) {
@@ -397,7 +411,8 @@ bool gp__try_preempt(gp__ctx *c, const gp__req *r) {
       [K_POOL] = own >= 0 && p->pool_borrowers[own] > 0,
       [K_PRIORITY] = c->pol->preemption && p->leaf_min_prio[J->leaf] < J->prio,
       [K_RECLAIM] = c->pol->reclaim && c->pol->order == GP_ORDER_FAIRSHARE &&
-                    lq->allocated + J->gpus <= lq->fair_share + GP__EPS,
+                    lq->allocated + (p->claimed ? p->claimed[J->leaf] : 0) + J->gpus <=
+                        lq->fair_share + GP__EPS,
   };
   for (int kind = 0; kind < K_STOPPING; kind++) {
     if (!plausible[kind]) continue;

@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Backfill: the blocked job gets a reservation from running jobs' time limits; later jobs
+ * start only when they end before it or use GPUs it does not need. */
+#include "fixture.h"
+
+static const gp_plan_reservation *resv_of(const fx *f, const gp_plan *p, const char *id) {
+  int j = fx_index(f, id);
+  for (int i = 0; p && i < p->n_reservations; i++)
+    if (p->reservations[i].job == j) return &p->reservations[i];
+  return NULL;
+}
+
+static fx *half_busy_node(void) {
+  /* n0: r1 holds GPUs 0-3 until 100 + 3600 = 3700; GPUs 4-7 are free at now = 1000. */
+  fx *f = fx_new();
+  fx_node(f, "n0", "H100", 8);
+  fx_queue(f, "a", 0, GP_NO_LIMIT, 1);
+  gp_job *r1 = fx_job(f, "r1", "a", 4, 1);
+  r1->time_limit = 3600;
+  fx_run(f, r1, 0, 0x0f, 100);
+  return f;
+}
+
+static void a_short_job_backfills_but_a_long_one_would_delay_the_reservation(void) {
+  fx *f = half_busy_node();
+  fx_job(f, "big", "a", 8, 1)->time_limit = 3600;
+  fx_job(f, "long", "a", 4, 1)->time_limit = 5000;  /* would end at 6000 > 3700 */
+  fx_job(f, "short", "a", 4, 1)->time_limit = 2000; /* ends at 3000 <= 3700 */
+  gp_plan *p = fx_step(f, 1000);
+  REQUIRE(p);
+  const gp_plan_reservation *rv = resv_of(f, p, "big");
+  REQUIRE(rv);
+  CHECK_EQ_INT(3700, rv->at);
+  CHECK_EQ_STR("Resources", fx_reason(f, p, "big"));
+  CHECK_EQ_STR("Reservation", fx_reason(f, p, "long"));
+  CHECK(fx_started(f, p, "short"));
+  gp_plan_free(p);
+  fx_free(f);
+}
+
+static void without_backfill_a_strict_fifo_head_blocks_everyone(void) {
+  fx *f = half_busy_node();
+  f->pol.order = GP_ORDER_FIFO;
+  f->pol.backfill = false;
+  fx_job(f, "big", "a", 8, 1);
+  fx_job(f, "short", "a", 4, 1)->time_limit = 60;
+  gp_plan *p = fx_step(f, 1000);
+  REQUIRE(p);
+  CHECK_EQ_INT(0, p->n_starts);
+  CHECK_EQ_INT(0, p->n_reservations);
+  CHECK_EQ_STR("Resources", fx_reason(f, p, "big"));
+  CHECK_EQ_STR("Priority", fx_reason(f, p, "short"));
+  gp_plan_free(p);
+  fx_free(f);
+}
+
+static void a_job_may_use_gpus_the_reservation_does_not_need(void) {
+  fx *f = half_busy_node();
+  fx_node(f, "n1", "H100", 8);
+  gp_job *r2 = fx_job(f, "r2", "a", 6, 1);
+  r2->time_limit = 1900;
+  fx_run(f, r2, 1, 0x3f, 100); /* n1 frees all 8 at 2000 */
+  f->pol.order = GP_ORDER_PRIORITY;  /* EASY backfill */
+  fx_job(f, "big", "a", 8, 1);
+  fx_job(f, "endless", "a", 4, 1);   /* no time limit: may not touch reserved GPUs */
+  gp_plan *p = fx_step(f, 1000);
+  REQUIRE(p);
+  const gp_plan_reservation *rv = resv_of(f, p, "big");
+  REQUIRE(rv);
+  CHECK_EQ_INT(2000, rv->at);
+  const gp_plan_start *s = fx_start(f, p, "endless");
+  REQUIRE(s);
+  CHECK_EQ_INT(0, s->placements[0].node); /* n0's free GPUs, not n1's reserved ones */
+  gp_plan_free(p);
+  fx_free(f);
+}
+
+static void jobs_without_any_time_limit_get_no_reservation(void) {
+  fx *f = fx_new();
+  fx_node(f, "n0", "H100", 8);
+  fx_queue(f, "a", 0, GP_NO_LIMIT, 1);
+  fx_run(f, fx_job(f, "r1", "a", 4, 1), 0, 0x0f, 100);
+  fx_job(f, "big", "a", 8, 1);
+  fx_job(f, "small", "a", 4, 1);
+  gp_plan *p = fx_step(f, 1000);
+  REQUIRE(p);
+  CHECK_EQ_INT(0, p->n_reservations);
+  CHECK(fx_started(f, p, "small"));
+  gp_plan_free(p);
+  /* The queue's default time limit makes r1's end known, and the policy default too. */
+  f->queues[0].default_time_limit = 1000;
+  p = fx_step(f, 1000);
+  REQUIRE(p);
+  REQUIRE(resv_of(f, p, "big"));
+  CHECK_EQ_INT(1100, resv_of(f, p, "big")->at);
+  CHECK_EQ_STR("Reservation", fx_reason(f, p, "small")); /* small's own limit is 1000 too */
+  gp_plan_free(p);
+  fx_free(f);
+}
+
+GP_TESTS(a_short_job_backfills_but_a_long_one_would_delay_the_reservation,
+         without_backfill_a_strict_fifo_head_blocks_everyone,
+         a_job_may_use_gpus_the_reservation_does_not_need,
+         jobs_without_any_time_limit_get_no_reservation)

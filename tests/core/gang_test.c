@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Gangs: N tasks x G GPUs start together or not at all, preferably inside one topology
+ * block, and a failed gang leaves no trace on the capacity others see. */
+#include "fixture.h"
+
+static void a_gang_that_does_not_fit_takes_nothing(void) {
+  fx *f = fx_new();
+  fx_node(f, "n0", "H100", 8);
+  fx_node(f, "n1", "H100", 8);
+  fx_queue(f, "a", 0, GP_NO_LIMIT, 1);
+  fx_run(f, fx_job(f, "r", "a", 4, 1), 1, 0x0f, 0);
+  f->pol.backfill = false;
+  fx_job(f, "gang", "a", 8, 2);  /* needs two empty nodes: only n0 is */
+  fx_job(f, "after", "a", 8, 1); /* fits n0 once the gang rolled back */
+  gp_plan *p = fx_step(f, 10);
+  REQUIRE(p);
+  CHECK(!fx_started(f, p, "gang"));
+  CHECK_EQ_STR("Resources", fx_reason(f, p, "gang"));
+  CHECK(fx_started(f, p, "after"));
+  CHECK_EQ_INT(0, fx_start(f, p, "after")->placements[0].node);
+  gp_plan_free(p);
+  fx_free(f);
+}
+
+static void a_gang_starts_every_task_with_its_own_placement(void) {
+  fx *f = fx_new();
+  for (int i = 0; i < 4; i++) fx_node(f, i == 0 ? "n0" : i == 1 ? "n1" : i == 2 ? "n2" : "n3", "H100", 8);
+  fx_queue(f, "a", 0, GP_NO_LIMIT, 1);
+  fx_job(f, "gang", "a", 4, 3);
+  gp_plan *p = fx_step(f, 10);
+  REQUIRE(p);
+  const gp_plan_start *s = fx_start(f, p, "gang");
+  REQUIRE(s);
+  CHECK_EQ_INT(3, s->n_placements);
+  int gpus = 0;
+  for (int t = 0; t < 3; t++) gpus += __builtin_popcount(s->placements[t].gpu_mask);
+  CHECK_EQ_INT(12, gpus);
+  /* Bin-packing puts two tasks on the first node and the third on the next one. */
+  CHECK_EQ_INT(s->placements[0].node, s->placements[1].node);
+  CHECK(s->placements[0].gpu_mask != s->placements[1].gpu_mask);
+  gp_plan_free(p);
+  fx_free(f);
+}
+
+static void a_multi_node_gang_prefers_one_block(void) {
+  fx *f = fx_new();
+  const char *names[] = {"a0", "a1", "b0", "b1", "b2"};
+  const char *blocks[] = {"A", "A", "B", "B", "B"};
+  for (int i = 0; i < 5; i++) fx_label(f, fx_node(f, names[i], "H100", 8), "topology.block", blocks[i]);
+  fx_queue(f, "q", 0, GP_NO_LIMIT, 1);
+  /* Block A has 8 + 4 free, block B 3 x 8: a 2 x 8 gang fits only in B; spreading it over
+   * a0 and b0 would be the lowest indexes but crosses blocks. */
+  fx_run(f, fx_job(f, "r", "q", 4, 1), 1, 0x0f, 0);
+  fx_job(f, "gang", "q", 8, 2);
+  gp_plan *p = fx_step(f, 10);
+  REQUIRE(p);
+  const gp_plan_start *s = fx_start(f, p, "gang");
+  REQUIRE(s);
+  CHECK(s->placements[0].node >= 2 && s->placements[1].node >= 2);
+  CHECK(s->placements[0].node != s->placements[1].node);
+  gp_plan_free(p);
+  fx_free(f);
+}
+
+static void a_gang_goes_wide_when_no_block_can_hold_it(void) {
+  fx *f = fx_new();
+  fx_label(f, fx_node(f, "a0", "H100", 8), "topology.block", "A");
+  fx_label(f, fx_node(f, "b0", "H100", 8), "topology.block", "B");
+  fx_queue(f, "q", 0, GP_NO_LIMIT, 1);
+  fx_job(f, "gang", "q", 8, 2);
+  gp_plan *p = fx_step(f, 10);
+  REQUIRE(p);
+  CHECK(fx_started(f, p, "gang"));
+  gp_plan_free(p);
+  fx_free(f);
+}
+
+GP_TESTS(a_gang_that_does_not_fit_takes_nothing, a_gang_starts_every_task_with_its_own_placement,
+         a_multi_node_gang_prefers_one_block, a_gang_goes_wide_when_no_block_can_hold_it)

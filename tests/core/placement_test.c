@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Where a job lands: bin-packing and spread, NVLink domains inside a node, and every
+ * filter (node state, GPU health, model, GPU memory, CPU, host memory, labels, spot). */
+#include "fixture.h"
+
+static int node_of(const fx *f, const gp_plan *p, const char *id) {
+  const gp_plan_start *s = fx_start(f, p, id);
+  return s ? s->placements[0].node : -1;
+}
+
+static void binpack_fills_the_most_used_node_that_fits(void) {
+  fx *f = fx_new();
+  fx_node(f, "n0", "H100", 8);
+  fx_node(f, "n1", "H100", 8);
+  fx_node(f, "n2", "H100", 8);
+  fx_queue(f, "a", 0, GP_NO_LIMIT, 1);
+  fx_run(f, fx_job(f, "r1", "a", 6, 1), 1, 0x3f, 0); /* n1 has 2 free */
+  fx_run(f, fx_job(f, "r2", "a", 4, 1), 2, 0x0f, 0); /* n2 has 4 free */
+  fx_job(f, "small", "a", 2, 1);
+  fx_job(f, "mid", "a", 3, 1);
+  gp_plan *p = fx_step(f, 10);
+  REQUIRE(p);
+  CHECK_EQ_INT(1, node_of(f, p, "small")); /* 2 free: the fullest that fits */
+  CHECK_EQ_INT(2, node_of(f, p, "mid"));   /* 4 free; n0 stays whole */
+  CHECK_EQ_INT(0x30, fx_start(f, p, "mid")->placements[0].gpu_mask & 0x30);
+  gp_plan_free(p);
+  fx_free(f);
+}
+
+static void spread_takes_the_emptiest_node(void) {
+  fx *f = fx_new();
+  f->pol.placement = GP_PLACE_SPREAD;
+  fx_node(f, "n0", "H100", 8);
+  fx_node(f, "n1", "H100", 8);
+  fx_queue(f, "a", 0, GP_NO_LIMIT, 1);
+  fx_run(f, fx_job(f, "r1", "a", 1, 1), 0, 0x1, 0);
+  fx_job(f, "i1", "a", 1, 1);
+  fx_job(f, "i2", "a", 1, 1);
+  gp_plan *p = fx_step(f, 10);
+  REQUIRE(p);
+  CHECK_EQ_INT(1, node_of(f, p, "i1"));
+  CHECK_EQ_INT(0, node_of(f, p, "i2")); /* both now have 7 free: lowest index */
+  gp_plan_free(p);
+  fx_free(f);
+}
+
+static void a_four_gpu_job_stays_inside_one_nvlink_domain(void) {
+  fx *f = fx_new();
+  gp_node *n = fx_node(f, "n0", "H100", 8);
+  int dom[] = {0, 0, 0, 0, 1, 1, 1, 1};
+  fx_nvlink(f, n, dom);
+  fx_queue(f, "a", 0, GP_NO_LIMIT, 1);
+  fx_run(f, fx_job(f, "r1", "a", 1, 1), 0, 0x1, 0); /* domain 0 has 3 free, domain 1 has 4 */
+  fx_job(f, "two", "a", 2, 1);
+  fx_job(f, "four", "a", 4, 1);
+  gp_plan *p = fx_step(f, 10);
+  REQUIRE(p);
+  /* "two" goes to the fuller domain (0: GPUs 1,2), keeping domain 1 whole for "four". */
+  CHECK_EQ_INT(0x06, fx_start(f, p, "two")->placements[0].gpu_mask);
+  CHECK_EQ_INT(0xf0, fx_start(f, p, "four")->placements[0].gpu_mask);
+  gp_plan_free(p);
+  fx_free(f);
+}
+
+static void a_job_larger_than_any_domain_spans_the_fewest(void) {
+  fx *f = fx_new();
+  gp_node *n = fx_node(f, "n0", "H100", 8);
+  int dom[] = {0, 0, 1, 1, 1, 2, 2, 2};
+  fx_nvlink(f, n, dom);
+  fx_queue(f, "a", 0, GP_NO_LIMIT, 1);
+  fx_job(f, "five", "a", 5, 1);
+  gp_plan *p = fx_step(f, 10);
+  REQUIRE(p && fx_started(f, p, "five"));
+  /* Domains 1 (GPUs 2-4) and 2 (5-7) hold 6: take 3 from domain 1, then 2 from domain 2. */
+  CHECK_EQ_INT(0x7c, fx_start(f, p, "five")->placements[0].gpu_mask);
+  gp_plan_free(p);
+  fx_free(f);
+}
+
+static void filters_keep_jobs_off_nodes_that_cannot_take_them(void) {
+  fx *f = fx_new();
+  fx_node(f, "down", "H100", 8)->state = GP_NODE_DOWN;
+  fx_node(f, "drain", "H100", 8)->state = GP_NODE_DRAIN;
+  fx_node(f, "cordon", "H100", 8)->state = GP_NODE_CORDON;
+  gp_node *sick = fx_node(f, "sick", "H100", 2);
+  f->gpus[3][0].health = GP_GPU_FAILED;
+  f->gpus[3][1].health = GP_GPU_DRAINED;
+  gp_node *a100 = fx_node(f, "a100", "A100", 8);
+  a100->gpu_mem_mib = 40960;
+  gp_node *spot = fx_node(f, "spot", "H100", 8);
+  spot->capacity = GP_CAP_SPOT;
+  gp_node *lab = fx_node(f, "labelled", "H100", 8);
+  fx_label(f, lab, "zone", "b");
+  lab->cpu_milli = 8000;
+  (void)sick;
+  fx_queue(f, "a", 0, GP_NO_LIMIT, 1);
+  gp_job *h = fx_job(f, "wants-h100", "a", 1, 1);
+  fx_models(f, h, "H100");
+  gp_job *big = fx_job(f, "wants-80g", "a", 1, 1);
+  big->req.min_gpu_mem_mib = 80000;
+  gp_job *sel = fx_job(f, "wants-zone-b", "a", 1, 1);
+  f->selectors[sel - f->jobs][0] = (gp_label){"zone", "b"};
+  sel->req.node_selector = f->selectors[sel - f->jobs];
+  sel->req.n_node_selector = 1;
+  gp_job *cpu = fx_job(f, "wants-cpu", "a", 1, 1);
+  cpu->req.cpu_milli = 64000;
+  gp_job *sp = fx_job(f, "spot-ok", "a", 8, 1);
+  sp->req.allow_spot = true;
+  gp_job *a = fx_job(f, "wants-a100", "a", 1, 1);
+  fx_models(f, a, "A100");
+  gp_plan *p = fx_step(f, 10);
+  REQUIRE(p);
+  CHECK_EQ_INT(6, node_of(f, p, "wants-h100"));  /* not down/drain/cordon/sick/spot */
+  CHECK_EQ_INT(6, node_of(f, p, "wants-80g"));
+  CHECK_EQ_INT(6, node_of(f, p, "wants-zone-b"));
+  CHECK_EQ_INT(4, node_of(f, p, "wants-a100"));
+  CHECK(node_of(f, p, "wants-cpu") != 6);        /* "labelled" has only 8 cores */
+  CHECK_EQ_INT(5, node_of(f, p, "spot-ok"));     /* only the spot node has 8 free left */
+  gp_plan_free(p);
+  fx_free(f);
+}
+
+static void a_job_without_spot_never_lands_on_spot(void) {
+  fx *f = fx_new();
+  fx_node(f, "spot", "H100", 8)->capacity = GP_CAP_SPOT;
+  fx_node(f, "od", "H100", 8);
+  fx_queue(f, "a", 0, GP_NO_LIMIT, 1);
+  fx_run(f, fx_job(f, "r", "a", 8, 1), 1, 0xff, 0);
+  fx_job(f, "j", "a", 1, 1);
+  gp_plan *p = fx_step(f, 10);
+  REQUIRE(p);
+  CHECK(!fx_started(f, p, "j"));
+  CHECK_EQ_STR("Resources", fx_reason(f, p, "j"));
+  gp_plan_free(p);
+  fx_free(f);
+}
+
+GP_TESTS(binpack_fills_the_most_used_node_that_fits, spread_takes_the_emptiest_node,
+         a_four_gpu_job_stays_inside_one_nvlink_domain, a_job_larger_than_any_domain_spans_the_fewest,
+         filters_keep_jobs_off_nodes_that_cannot_take_them, a_job_without_spot_never_lands_on_spot)

@@ -1,0 +1,248 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Priority preemption inside a queue, reclaim across queues, reserved pools, victim order,
+ * min_runtime, transactions and the absence of ping-pong. */
+#include "fixture.h"
+
+static fx *one_node_cluster(void) {
+  fx *f = fx_new();
+  fx_node(f, "n0", "H100", 8);
+  f->pol.backfill = false;
+  return f;
+}
+
+static void a_higher_priority_job_preempts_inside_its_queue(void) {
+  fx *f = one_node_cluster();
+  fx_queue(f, "a", 8, GP_NO_LIMIT, 1);
+  gp_job *low = fx_job(f, "low", "a", 8, 1);
+  low->priority_class = "batch";
+  fx_run(f, low, 0, 0xff, 0);
+  fx_job(f, "high", "a", 4, 1)->priority_class = "training";
+  gp_plan *p = fx_step(f, 1000);
+  REQUIRE(p);
+  CHECK(fx_preempted(f, p, "low", "high", GP_PREEMPT_PRIORITY));
+  CHECK_EQ_STR("WaitingForPreemption", fx_reason(f, p, "high"));
+  CHECK(!fx_started(f, p, "high")); /* the victim still holds its GPUs while it stops */
+  gp_plan_free(p);
+  fx_free(f);
+}
+
+static void priority_preemption_never_crosses_queues_nor_equal_priorities(void) {
+  fx *f = one_node_cluster();
+  fx_queue(f, "a", 4, GP_NO_LIMIT, 1);
+  fx_queue(f, "b", 4, GP_NO_LIMIT, 1);
+  f->pol.reclaim = false;
+  gp_job *other = fx_job(f, "other-queue", "b", 4, 1);
+  other->priority_class = "batch";
+  fx_run(f, other, 0, 0x0f, 0);
+  gp_job *same = fx_job(f, "same-prio", "a", 4, 1);
+  fx_run(f, same, 0, 0xf0, 0);
+  fx_job(f, "high", "a", 4, 1);
+  gp_plan *p = fx_step(f, 1000);
+  REQUIRE(p);
+  CHECK_EQ_INT(0, p->n_preemptions);
+  CHECK_EQ_STR("Resources", fx_reason(f, p, "high"));
+  gp_plan_free(p);
+  fx_free(f);
+}
+
+static void non_preemptible_and_young_jobs_are_never_victims(void) {
+  fx *f = one_node_cluster();
+  fx_queue(f, "a", 8, GP_NO_LIMIT, 1);
+  f->pol.min_runtime = 600;
+  gp_job *inf = fx_job(f, "inference", "a", 4, 1);
+  inf->priority_class = "inference";
+  fx_run(f, inf, 0, 0x0f, 0);
+  gp_job *young = fx_job(f, "young", "a", 4, 1);
+  young->priority_class = "batch";
+  fx_run(f, young, 0, 0xf0, 900); /* 100 s old at now = 1000 */
+  gp_job *hi = fx_job(f, "interactive", "a", 4, 1);
+  hi->priority_class = "interactive";
+  gp_plan *p = fx_step(f, 1000);
+  REQUIRE(p);
+  CHECK_EQ_INT(0, p->n_preemptions);
+  gp_plan_free(p);
+  /* Once it is past min_runtime it may go. */
+  p = fx_step(f, 1600);
+  REQUIRE(p);
+  CHECK(fx_preempted(f, p, "young", "interactive", GP_PREEMPT_PRIORITY));
+  gp_plan_free(p);
+  fx_free(f);
+}
+
+static void victims_are_lowest_priority_then_least_work_lost_then_youngest(void) {
+  fx *f = one_node_cluster();
+  fx_queue(f, "a", 8, GP_NO_LIMIT, 1);
+  gp_job *opp = fx_job(f, "opportunistic", "a", 2, 1);
+  opp->priority_class = "opportunistic";
+  fx_run(f, opp, 0, 0x03, 100);
+  gp_job *b1 = fx_job(f, "batch-checkpointed", "a", 2, 1);
+  b1->priority_class = "batch";
+  fx_run(f, b1, 0, 0x0c, 100);
+  b1->last_checkpoint_at = 950; /* loses 50 s */
+  gp_job *b2 = fx_job(f, "batch-old", "a", 2, 1);
+  b2->priority_class = "batch";
+  fx_run(f, b2, 0, 0x30, 100); /* loses 900 s */
+  gp_job *b3 = fx_job(f, "batch-young", "a", 2, 1);
+  b3->priority_class = "batch";
+  fx_run(f, b3, 0, 0xc0, 950); /* loses 50 s, younger than the checkpointed one */
+  fx_job(f, "needs4", "a", 4, 1)->priority_class = "training";
+  gp_plan *p = fx_step(f, 1000);
+  REQUIRE(p);
+  CHECK_EQ_INT(2, p->n_preemptions);
+  CHECK(fx_preempted(f, p, "opportunistic", "needs4", GP_PREEMPT_PRIORITY));
+  CHECK(fx_preempted(f, p, "batch-young", "needs4", GP_PREEMPT_PRIORITY));
+  gp_plan_free(p);
+  fx_free(f);
+}
+
+static void nothing_is_evicted_unless_the_preemptor_then_fits(void) {
+  fx *f = one_node_cluster();
+  fx_queue(f, "a", 8, GP_NO_LIMIT, 1);
+  gp_job *low = fx_job(f, "low", "a", 4, 1);
+  low->priority_class = "batch";
+  fx_run(f, low, 0, 0x0f, 0);
+  gp_job *inf = fx_job(f, "inference", "a", 4, 1);
+  inf->priority_class = "inference";
+  fx_run(f, inf, 0, 0xf0, 0);
+  fx_job(f, "needs8", "a", 8, 1)->priority_class = "interactive";
+  gp_plan *p = fx_step(f, 1000);
+  REQUIRE(p);
+  CHECK_EQ_INT(0, p->n_preemptions);
+  CHECK_EQ_STR("Resources", fx_reason(f, p, "needs8"));
+  gp_plan_free(p);
+  fx_free(f);
+}
+
+static void a_queue_below_its_share_reclaims_only_what_was_lent(void) {
+  /* 8 GPUs, a and b deserve 4 each. b borrowed all 8 while a was idle; a now wants 4. */
+  fx *f = one_node_cluster();
+  fx_queue(f, "a", 4, GP_NO_LIMIT, 1);
+  fx_queue(f, "b", 4, GP_NO_LIMIT, 1);
+  for (int i = 0; i < 4; i++) {
+    static const char *ids[] = {"b0", "b1", "b2", "b3"};
+    fx_run(f, fx_job(f, ids[i], "b", 2, 1), 0, 0x3u << (2 * i), 100 + i);
+  }
+  fx_job(f, "a-job", "a", 4, 1);
+  fx_job(f, "a-more", "a", 4, 1);
+  gp_plan *p = fx_step(f, 1000);
+  REQUIRE(p);
+  /* Two of b's jobs (the youngest) go; a's second job would push a above its share. */
+  CHECK_EQ_INT(2, p->n_preemptions);
+  CHECK(fx_preempted(f, p, "b3", "a-job", GP_PREEMPT_RECLAIM));
+  CHECK(fx_preempted(f, p, "b2", "a-job", GP_PREEMPT_RECLAIM));
+  CHECK_EQ_STR("WaitingForPreemption", fx_reason(f, p, "a-job"));
+  CHECK_EQ_STR("Resources", fx_reason(f, p, "a-more"));
+  const gp_plan_queue *qa = fx_plan_queue(p, "a"), *qb = fx_plan_queue(p, "b");
+  REQUIRE(qa && qb);
+  CHECK_NEAR(4, qa->fair_share, 1e-9);
+  CHECK_NEAR(4, qb->fair_share, 1e-9);
+  gp_plan_free(p);
+  fx_free(f);
+}
+
+static void reclaim_spares_non_preemptible_jobs_and_queues_at_their_share(void) {
+  fx *f = one_node_cluster();
+  fx_queue(f, "a", 4, GP_NO_LIMIT, 1);
+  fx_queue(f, "b", 4, GP_NO_LIMIT, 1);
+  gp_job *inf = fx_job(f, "b-inference", "b", 8, 1);
+  inf->priority_class = "inference";
+  fx_run(f, inf, 0, 0xff, 0);
+  fx_job(f, "a-job", "a", 2, 1);
+  gp_plan *p = fx_step(f, 1000);
+  REQUIRE(p);
+  CHECK_EQ_INT(0, p->n_preemptions);
+  gp_plan_free(p);
+  fx_free(f);
+}
+
+static void the_victims_stopping_make_the_preemptor_wait_without_new_victims(void) {
+  /* The step after a reclaim: b3 and b2 are STOPPING. a-job must not pick more victims. */
+  fx *f = one_node_cluster();
+  fx_queue(f, "a", 4, GP_NO_LIMIT, 1);
+  fx_queue(f, "b", 4, GP_NO_LIMIT, 1);
+  static const char *ids[] = {"b0", "b1", "b2", "b3"};
+  for (int i = 0; i < 4; i++) {
+    gp_job *j = fx_job(f, ids[i], "b", 2, 1);
+    fx_run(f, j, 0, 0x3u << (2 * i), 100 + i);
+    if (i >= 2) j->state = GP_JOB_STOPPING;
+  }
+  fx_job(f, "a-job", "a", 4, 1);
+  gp_plan *p = fx_step(f, 1010);
+  REQUIRE(p);
+  CHECK_EQ_INT(0, p->n_preemptions);
+  CHECK_EQ_STR("WaitingForPreemption", fx_reason(f, p, "a-job"));
+  const gp_plan_queue *qb = fx_plan_queue(p, "b");
+  CHECK_NEAR(8, qb->allocated, 1e-9); /* stopping jobs still hold their GPUs */
+  gp_plan_free(p);
+  fx_free(f);
+}
+
+static void no_ping_pong_the_victim_queue_cannot_reclaim_back(void) {
+  /* After the reclaim, a holds 4 (its share) and b 4 (its share). b's new job may not
+   * take anything back from a. */
+  fx *f = one_node_cluster();
+  fx_queue(f, "a", 4, GP_NO_LIMIT, 1);
+  fx_queue(f, "b", 4, GP_NO_LIMIT, 1);
+  fx_run(f, fx_job(f, "a-job", "a", 4, 1), 0, 0x0f, 1000);
+  fx_run(f, fx_job(f, "b-job", "b", 4, 1), 0, 0xf0, 100);
+  fx_job(f, "b-more", "b", 2, 1);
+  gp_plan *p = fx_step(f, 2000);
+  REQUIRE(p);
+  CHECK_EQ_INT(0, p->n_preemptions);
+  CHECK_EQ_STR("Resources", fx_reason(f, p, "b-more"));
+  gp_plan_free(p);
+  fx_free(f);
+}
+
+static void a_pool_owner_takes_its_nodes_back_from_borrowers(void) {
+  fx *f = fx_new();
+  f->pol.backfill = false;
+  gp_node *n = fx_node(f, "pool-node", "H100", 8);
+  fx_label(f, n, "pool", "infer");
+  fx_queue(f, "infer", 0, GP_NO_LIMIT, 1);
+  fx_queue(f, "research", 0, GP_NO_LIMIT, 1);
+  f->pools[f->view.n_pools++] = (gp_pool){"infer-pool", "infer", {"pool", "infer"}, true};
+  gp_job *b = fx_job(f, "borrower", "research", 8, 1);
+  fx_run(f, b, 0, 0xff, 0);
+  fx_job(f, "owner", "infer", 4, 1);
+  gp_plan *p = fx_step(f, 1000);
+  REQUIRE(p);
+  CHECK(fx_preempted(f, p, "borrower", "owner", GP_PREEMPT_RECLAIM));
+  gp_plan_free(p);
+  fx_free(f);
+}
+
+static void pools_lend_only_to_preemptible_jobs_and_never_when_closed(void) {
+  fx *f = fx_new();
+  gp_node *n = fx_node(f, "pool-node", "H100", 8);
+  fx_label(f, n, "pool", "infer");
+  fx_queue(f, "infer", 0, GP_NO_LIMIT, 1);
+  fx_queue(f, "research", 0, GP_NO_LIMIT, 1);
+  f->pools[f->view.n_pools++] = (gp_pool){"infer-pool", "infer", {"pool", "infer"}, true};
+  fx_job(f, "preemptible", "research", 1, 1);
+  fx_job(f, "not-preemptible", "research", 1, 1)->priority_class = "interactive";
+  gp_plan *p = fx_step(f, 10);
+  REQUIRE(p);
+  CHECK(fx_started(f, p, "preemptible"));
+  CHECK(!fx_started(f, p, "not-preemptible"));
+  CHECK_EQ_STR("NoMatchingNodes", fx_ended(f, p, "not-preemptible"));
+  gp_plan_free(p);
+  f->pools[0].lend = false;
+  p = fx_step(f, 10);
+  REQUIRE(p);
+  CHECK(!fx_started(f, p, "preemptible"));
+  gp_plan_free(p);
+  fx_free(f);
+}
+
+GP_TESTS(a_higher_priority_job_preempts_inside_its_queue,
+         priority_preemption_never_crosses_queues_nor_equal_priorities,
+         non_preemptible_and_young_jobs_are_never_victims,
+         victims_are_lowest_priority_then_least_work_lost_then_youngest,
+         nothing_is_evicted_unless_the_preemptor_then_fits,
+         a_queue_below_its_share_reclaims_only_what_was_lent,
+         reclaim_spares_non_preemptible_jobs_and_queues_at_their_share,
+         the_victims_stopping_make_the_preemptor_wait_without_new_victims,
+         no_ping_pong_the_victim_queue_cannot_reclaim_back,
+         a_pool_owner_takes_its_nodes_back_from_borrowers,
+         pools_lend_only_to_preemptible_jobs_and_never_when_closed)
