@@ -26,9 +26,9 @@
 #define GP_READ_MAX_TASKS 4096     /* per job */
 
 /* A node that does not say how many CPUs or how much host memory it has is not limited by
- * them: it gets this much (large, yet far from overflowing when summed over a fleet). */
-#define GP_UNTRACKED_CPU_MILLI ((int64_t)1 << 40)
-#define GP_UNTRACKED_MEM_MIB ((int64_t)1 << 40)
+ * them: the core reads 0 as "not constrained". */
+#define GP_UNTRACKED_CPU_MILLI ((int64_t)0)
+#define GP_UNTRACKED_MEM_MIB ((int64_t)0)
 
 typedef struct gp_snapshot {
   gp_time now;

@@ -32,6 +32,7 @@
   X(model_constraints) \
   X(no_pingpong_at_fair_share) \
   X(nvlink_domain) \
+  X(placement_filters) \
   X(pool_lends) \
   X(pool_no_lend) \
   X(pool_owner_reclaims) \
