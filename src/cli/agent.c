@@ -9,6 +9,7 @@
 
 #include "agent/agent.h"
 #include "agent/config.h"
+#include "agent/gpu_nvml.h"
 #include "agent/gpu_sim.h"
 #include "cli/commands.h"
 #include "util/units.h"
@@ -30,6 +31,8 @@ static void usage(FILE *out) {
           "  --token TOKEN         an agent token (or GPOOL_AGENT_TOKEN)\n"
           "  --name NODE           node name (default: the host name)\n"
           "  --sim SPEC            simulated GPUs, e.g. 8xH100-80GB or 4xA100-40GB,2xL40S\n"
+          "                        (default: real GPUs through NVML)\n"
+          "  --sim-fallback SPEC   real GPUs when NVML finds some, else simulated ones\n"
           "  --inject FAULTS       simulated faults, e.g. 'xid:79@gpu3,after=5s' (repeatable)\n"
           "  --data DIR            state and job logs (default /var/lib/gpool/agent)\n"
           "  --listen HOST:PORT    the agent's own endpoint (default 127.0.0.1:0: a free port)\n"
@@ -79,6 +82,7 @@ int gp_cmd_agent(int argc, char **argv) {
   const char *env_token = getenv("GPOOL_AGENT_TOKEN");
   if (env_token && !cfg.token[0]) set_str(cfg.token, sizeof cfg.token, "token", env_token);
   const char *injects[16];
+  const char *sim_fallback = NULL;
   int n_injects = 0;
   for (int i = 1; i < argc; i++) {
     const char *f = argv[i];
@@ -107,6 +111,7 @@ int gp_cmd_agent(int argc, char **argv) {
     else if (strcmp(f, "--mps-pipe-dir") == 0)
       rc = set_str(cfg.mps_pipe_dir, sizeof cfg.mps_pipe_dir, f, v);
     else if (strcmp(f, "--labels") == 0) rc = gp_agent_config_add_labels(&cfg, v, &err);
+    else if (strcmp(f, "--sim-fallback") == 0) sim_fallback = v;
     else if (strcmp(f, "--inject") == 0) {
       if (n_injects < 16) injects[n_injects++] = v;
     } else if (strcmp(f, "--heartbeat-s") == 0) {
@@ -160,17 +165,22 @@ int gp_cmd_agent(int argc, char **argv) {
     usage(stderr);
     return 2;
   }
-  if (!cfg.sim[0]) {
-    fprintf(stderr, "gpool agent: no GPU backend: pass --sim SPEC (e.g. --sim 8xH100-80GB); "
-                    "the NVML backend is not in this build yet\n");
+  gp_gpu_backend *backend = NULL;
+  /* --sim: simulated GPUs; --sim-fallback: real GPUs through NVML when the driver finds
+   * some, else the simulated ones; neither: NVML only. */
+  const char *spec = cfg.sim[0] ? cfg.sim : sim_fallback;
+  if (gp_gpu_open_backend(spec, cfg.sim[0] != '\0', cfg.name[0] ? cfg.name : NULL, &backend,
+                          &err) != 0) {
+    fprintf(stderr, "gpool agent: %s%s\n", err.message,
+            spec ? "" : " (pass --sim SPEC, e.g. --sim 8xH100-80GB, for simulated GPUs)");
     return 2;
   }
-  gp_gpu_backend *backend = NULL;
-  gp_gpu_sim_opts opts = {0};
-  opts.node_name = cfg.name[0] ? cfg.name : NULL;
-  if (gp_gpu_sim_open(cfg.sim, &opts, &backend, &err) != 0) {
-    fprintf(stderr, "gpool agent: --sim: %s\n", err.message);
-    return 2;
+  if (!gp_gpu_sim_is(backend)) {
+    char missing[512] = "";
+    gp_gpu_nvml_missing(backend, missing, sizeof missing);
+    if (missing[0])
+      fprintf(stderr, "gpool agent: this NVIDIA driver lacks %s; those readings are left out\n",
+              missing);
   }
   for (int i = 0; i < n_injects; i++)
     if (gp_gpu_sim_inject_spec(backend, injects[i], &err) != 0) {
