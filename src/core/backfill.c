@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Backfill reservations. When a job is blocked on resources, it gets a reservation: the
- * earliest time at which enough GPUs are free for it, computed from the end times of the
+ * earliest time at which enough GPUs (and CPU and host memory) are free for it, computed
+ * from the end times of the
  * jobs running now (started_at + time limit, the limit being the job's, else its queue's,
  * else policy.default_time_limit; STOPPING jobs and this step's victims count as ending
  * now), and the concrete GPUs it would get then. Those GPUs are marked reserved until that
@@ -73,10 +74,12 @@ static int slot_times(const gp__ctx *c, const gp__req *r, int node, gp_time *tim
       vs[b - 1] = v;
     }
   uint32_t avail = c->nodes[node].free & use;
+  int64_t cpu = c->nodes[node].cpu_free, mem = c->nodes[node].mem_free;
   int n = 0;
   gp_time t = c->now;
   for (int k = 0;; k++) {
-    while (n < max_slots && __builtin_popcount(avail) >= (n + 1) * r->gpus) {
+    while (n < max_slots && __builtin_popcount(avail) >= (n + 1) * r->gpus &&
+           cpu >= (n + 1) * r->cpu && mem >= (n + 1) * r->mem) {
       times[n] = t;
       masks[n] = avail;
       n++;
@@ -87,8 +90,11 @@ static int slot_times(const gp__ctx *c, const gp__req *r, int node, gp_time *tim
     const gp_job *job = &c->view->jobs[vs[k]];
     for (int p = 0; p < job->n_placements; p++) {
       const gp_placement *pl = &job->placements[p];
-      if (pl->node == node && pl->mig_instance < 0 && (pl->gpu_milli <= 0 || pl->gpu_milli >= GP_GPU_MILLI))
+      if (pl->node != node) continue;
+      if (pl->mig_instance < 0 && (pl->gpu_milli <= 0 || pl->gpu_milli >= GP_GPU_MILLI))
         avail |= pl->gpu_mask & use;
+      cpu += job->req.cpu_milli;
+      mem += job->req.mem_mib;
     }
   }
   return n;

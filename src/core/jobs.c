@@ -5,6 +5,8 @@
  * nodes down). Schedulable jobs add to their leaf queue's demand. */
 #include <string.h>
 
+#include "util/buf.h"
+
 #include "core/sched_int.h"
 
 void gp__job_wait(gp__ctx *c, int j, gp_pending_reason r, const char *msg) {
@@ -125,6 +127,19 @@ static const char *check_request(gp__ctx *c, int j) {
   return NULL;
 }
 
+/* "No node in the cluster has a GPU of model B200 or H200." (ended jobs only: rare). */
+static const char *model_message(gp__ctx *c, const gp_request *r) {
+  gp_buf b;
+  gp_buf_init(&b, 1024);
+  gp_buf_puts(&b, "No node in the cluster has a GPU of model ");
+  for (int i = 0; i < r->n_gpu_models && i < 8; i++)
+    gp_buf_printf(&b, "%s%s", i ? " or " : "", r->gpu_models[i]);
+  gp_buf_puts(&b, ".");
+  const char *m = gp_buf_truncated(&b) ? GP__MSG_MODEL_UNKNOWN : gp_arena_strdup(c->arena, b.data);
+  gp_buf_done(&b);
+  return m;
+}
+
 static void classify_pending(gp__ctx *c, int j) {
   const gp_job *job = &c->view->jobs[j];
   gp__job *ji = &c->jobs[j];
@@ -153,7 +168,7 @@ static void classify_pending(gp__ctx *c, int j) {
   }
   int feas = gp__feasible(c, j);
   if (feas == GP__FEAS_MODEL_UNKNOWN) {
-    gp__job_end(c, j, GP_END_GPU_MODEL_UNKNOWN, GP__MSG_MODEL_UNKNOWN);
+    gp__job_end(c, j, GP_END_GPU_MODEL_UNKNOWN, model_message(c, &job->req));
     return;
   }
   if (feas == GP__FEAS_NEVER) {

@@ -8,9 +8,11 @@
  * placement the placed job's leaf and its ancestors are re-sifted, so the order is
  * re-evaluated after every placement at O(depth * log(children)) instead of a re-sort.
  * GP_ORDER_FIFO / _PRIORITY / _SJF: one global heap; queues play no part.
+ * Job ties (same keys) go to the smaller job id, then the smaller view index.
  * Heaps are built with heapify (O(n)) and only the jobs actually considered are popped, so
  * a step that stops early never pays for ordering the rest. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/sched_int.h"
 
@@ -26,9 +28,14 @@ struct gp__order {
   int *qpos;            /* position of a queue in its parent's heap, -1 when inactive */
 };
 
+/* Ties on the keys go to the smaller job id, then the view index: callers that keep their
+ * view in place (the simulator swap-removes ended jobs) still get submission order for
+ * jobs submitted in the same second, as long as their ids sort that way. */
 static bool job_less(const gp__order *o, int a, int b) {
   if (o->k1[a] != o->k1[b]) return o->k1[a] < o->k1[b];
   if (o->k2[a] != o->k2[b]) return o->k2[a] < o->k2[b];
+  int c = strcmp(o->c->view->jobs[a].id, o->c->view->jobs[b].id);
+  if (c) return c < 0;
   return a < b;
 }
 

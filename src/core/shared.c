@@ -178,7 +178,10 @@ bool gp__node_fit_shared(gp__ctx *c, const gp__req *r, int node, gp__fit *f) {
       f->node = node;
       f->mask = ch.gpu_mask;
       f->milli = sr.gpu_milli;
-      f->gpu_mem = r->gpu_mem;
+      /* A fraction reserves the same share of the GPU's memory, so the agent can cap it. */
+      f->gpu_mem = r->gpu_mem > 0 ? r->gpu_mem
+                                  : gpu_mem_of(&c->view->nodes[node], __builtin_ctz(ch.gpu_mask)) *
+                                        sr.gpu_milli / GP_GPU_MILLI;
       f->mig = -1;
       f->score = ch.score;
       return true;
