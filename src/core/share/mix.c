@@ -15,7 +15,7 @@
 #include "core/share/share_internal.h"
 #include "util/mem.h"
 
-#define MIX_MAX_SHAPES 4096
+#define MIX_MAX_SHAPES GP_SHARE_MAX_SHAPES
 #define MIX_MAX_MODELS 64
 
 static bool same_models(const gp_share_req *a, const gp_share_req *b) {
@@ -128,6 +128,10 @@ int gp_share_mix_finish(gp_share_mix *mix, double popularity_pct, gp_err *err) {
     free((void *)mix->shape[i].models);
   }
   mix->n = keep;
+  mix->max_gpus = 0;
+  for (int i = 0; i < mix->n; i++) {
+    if (mix->shape[i].n_gpus > mix->max_gpus) mix->max_gpus = mix->shape[i].n_gpus;
+  }
   for (int i = 0; i < mix->n; i++) mix->weight[i] = kept > 0 ? mix->weight[i] / kept : 0;
   mix->finished = true;
   return 0;
@@ -152,22 +156,27 @@ bool gp_share_model_ok(const gp_share_node *node, const gp_share_req *req) {
   return false;
 }
 
-double gp_share_frag_of(const gp_share_mix *mix, const gp_share_node *node, const int *free_milli,
-                        int64_t cpu_free) {
+void gp_share_mix_access(const gp_share_mix *mix, const gp_share_node *node, bool *acc) {
+  for (int i = 0; mix && i < mix->n; i++)
+    acc[i] = mix->shape[i].n_gpus > 0 && gp_share_model_ok(node, &mix->shape[i]);
+}
+
+double gp_share_frag_acc(const gp_share_mix *mix, const bool *acc, int n_gpus,
+                         const int *free_milli, int64_t cpu_free) {
   int64_t total = 0;
-  for (int g = 0; g < node->n_gpus; g++) total += free_milli[g];
+  for (int g = 0; g < n_gpus; g++) total += free_milli[g];
   if (total == 0 || !mix) return 0;
   double frag = 0;
   for (int i = 0; i < mix->n; i++) {
     const gp_share_req *s = &mix->shape[i];
     double p = mix->weight[i];
-    if (s->n_gpus == 0 || !gp_share_model_ok(node, s) || cpu_free < s->cpu_milli) {
+    if (!acc[i] || cpu_free < s->cpu_milli) {
       frag += p * (double)total; /* the shape cannot use any of it here */
       continue;
     }
     int fitting = 0;
     int64_t small = 0;
-    for (int g = 0; g < node->n_gpus; g++) {
+    for (int g = 0; g < n_gpus; g++) {
       if (free_milli[g] >= s->gpu_milli) fitting++;
       else small += free_milli[g];
     }
@@ -177,5 +186,7 @@ double gp_share_frag_of(const gp_share_mix *mix, const gp_share_node *node, cons
 }
 
 double gp_share_node_frag(const gp_share_mix *mix, const gp_share_node *node) {
-  return gp_share_frag_of(mix, node, node->gpu_free_milli, node->cpu_free_milli);
+  bool acc[GP_SHARE_MAX_SHAPES];
+  gp_share_mix_access(mix, node, acc);
+  return gp_share_frag_acc(mix, acc, node->n_gpus, node->gpu_free_milli, node->cpu_free_milli);
 }

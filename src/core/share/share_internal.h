@@ -14,13 +14,20 @@ struct gp_share_mix {
   gp_share_req *shape; /* owns models[] and their strings */
   double *weight;      /* popularity; sums to 1 once finished */
   bool finished;
+  int max_gpus;        /* the most GPUs any kept shape asks for */
 };
 
 int gp_share_req_check(const gp_share_req *req, gp_err *err);
 
-/* F_n(M) of `node` with its GPUs' free milli replaced by free_milli[] and its free CPU by
- * cpu_free (the state after a hypothetical placement). */
-double gp_share_frag_of(const gp_share_mix *mix, const gp_share_node *node, const int *free_milli,
-                        int64_t cpu_free);
+#define GP_SHARE_MAX_SHAPES 4096
+
+/* acc[i] = shape i asks for GPUs and accepts the node's model (computed once per node, as
+ * the model test is the expensive part of the fragmentation sum). */
+void gp_share_mix_access(const gp_share_mix *mix, const gp_share_node *node, bool *acc);
+
+/* F_n(M) of a node with n_gpus GPUs having free_milli[] free and cpu_free CPU left (the
+ * state after a hypothetical placement), given the node's access vector. */
+double gp_share_frag_acc(const gp_share_mix *mix, const bool *acc, int n_gpus,
+                         const int *free_milli, int64_t cpu_free);
 
 #endif
