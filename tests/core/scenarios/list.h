@@ -6,6 +6,7 @@
 
 #define GP_SCENARIOS(X) \
   X(backfill_default_limit) \
+  X(backfill_other_gpus) \
   X(backfill_short_job) \
   X(backfill_would_delay) \
   X(bad_duplicate_job) \
@@ -20,6 +21,7 @@
   X(binpack) \
   X(block_preference) \
   X(dependencies) \
+  X(fair_share_nested) \
   X(fair_share_thirds) \
   X(fair_share_weights_limits) \
   X(fractions_bestfit) \
@@ -41,5 +43,6 @@
   X(reclaim) \
   X(reclaim_not_preemptible) \
   X(spread) \
+  X(stopping_victim_holds) \
 
 #endif
