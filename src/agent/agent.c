@@ -619,7 +619,11 @@ int gp_agent_run(gp_agent *a, volatile sig_atomic_t *stop) {
     /* 50 ms bounds how late a job's end or a grace deadline is noticed. */
     curl_multi_poll(a->net->multi, NULL, 0, 50, &numfds);
   }
-  gp__log("stopping; %zu job(s) keep running and will be re-adopted on restart", a->n_jobs);
+  size_t running = 0;
+  for (size_t i = 0; i < a->n_jobs; i++) running += !a->jobs[i]->ended;
+  gp__log("stopping; %zu job(s) keep running and will be re-adopted on restart%s", running,
+          a->n_jobs > running ? " (ends not yet reported to the server will be reported then)"
+                              : "");
   return 0;
 }
 

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -137,6 +138,8 @@ static void run_job(const child_ctx *c) {
 
 static void run_shim(const child_ctx *c) {
   setsid();
+  /* Named apart from the agent it was forked from, so ps and pgrep tell them apart. */
+  prctl(PR_SET_NAME, "gpool-shim", 0, 0, 0);
   /* The shim must survive whatever the job's group is sent and a terminal hang-up. */
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);

@@ -86,6 +86,15 @@ static void job_has_its_own_process_group_apart_from_the_shim(void) {
   REQUIRE(run("sleep 5", NULL, envp, &r, NULL) == 0);
   CHECK_EQ_INT(r.pid, getpgid(r.pid));
   CHECK_EQ_INT(r.shim_pid, getsid(r.shim_pid)); /* the shim leads its own session */
+  char comm_path[64];
+  snprintf(comm_path, sizeof comm_path, "/proc/%d/comm", (int)r.shim_pid);
+  FILE *cf = fopen(comm_path, "r");
+  char comm[32] = "";
+  if (cf) {
+    if (!fgets(comm, sizeof comm, cf)) comm[0] = '\0';
+    fclose(cf);
+  }
+  CHECK_EQ_STR("gpool-shim\n", comm); /* ps tells the shim from the agent */
   CHECK(getpgid(r.pid) != getpgrp());
   CHECK(gp_proc_alive(r.pid, r.start_ticks));
   CHECK(!gp_proc_alive(r.pid, r.start_ticks + 1)); /* a reused pid is not our job */
