@@ -156,7 +156,7 @@ static void score_gpool(const gp_share_ctx *ctx, const gp_share_node *node, cons
   }
   score_fgd(ctx, node, req, acc, before, ret);
   int big = ctx->mix->max_gpus;
-  if (big > 1 && req->n_gpus < big && node->n_gpus >= big &&
+  if (req->n_gpus < node->n_gpus && node->n_gpus >= big &&
       free_total == (int64_t)node->n_gpus * GP_GPU_MILLI)
     ret->score -= 0.5; /* below any other placement of the same level, above the next level */
 }
