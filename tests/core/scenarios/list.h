@@ -38,10 +38,12 @@
   X(pool_lends) \
   X(pool_no_lend) \
   X(pool_owner_reclaims) \
+  X(priority_classes_custom) \
   X(priority_order_in_queue) \
   X(priority_preemption_in_queue) \
   X(reclaim) \
   X(reclaim_not_preemptible) \
+  X(sharing_random_seeded) \
   X(spread) \
   X(stopping_victim_holds) \
 
