@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agent/gpu_sim.h"
 #include "util/buf.h"
 #include "util/mem.h"
 
@@ -399,6 +400,19 @@ static void execute_order(gp_agent *a, json_t *order) {
              drain && reason ? reason : "");
     gp__log("order %s: GPU %lld %s%s%s", id, (long long)gpu, drain ? "drained" : "resumed",
             drain && reason ? ": " : "", drain && reason ? reason : "");
+  } else if (strcmp(kind, "inject") == 0) {
+    /* Simulated faults on order (admin API), for drills and tests. */
+    const char *spec = json_string_value(json_object_get(order, "fault"));
+    gp_err err = {0};
+    int rc = spec ? gp_gpu_sim_inject_spec(a->gpu, spec, &err)
+                  : gp_err_set(&err, GP_EINVAL, NULL, 0, "fault", "the order has no fault spec");
+    json_t *ev = json_object();
+    json_object_set_new(ev, "kind", json_string("inject_done"));
+    json_object_set_new(ev, "order", json_string(id));
+    json_object_set_new(ev, "ok", json_boolean(rc == 0));
+    json_object_set_new(ev, "message", json_string(rc == 0 ? "fault injected" : err.message));
+    gp__event(a, ev);
+    gp__log("order %s: inject '%s': %s", id, spec ? spec : "", rc == 0 ? "done" : err.message);
   } else {
     gp__log("order %s: unknown kind '%s' ignored", id, kind);
   }

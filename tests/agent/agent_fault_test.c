@@ -56,4 +56,37 @@ static void gpu_falling_off_the_bus_stops_its_job_and_drains_it(void) {
   rm_rf(ap.data);
 }
 
-GP_TESTS(gpu_falling_off_the_bus_stops_its_job_and_drains_it)
+static void inject_orders_reach_the_simulated_gpus(void) {
+  fake_server *s = fs_start();
+  agent_proc ap;
+  agent_new(&ap, s, "2xA100-40GB", "--personal");
+  REQUIRE(fs_wait_register(s, 1, 10000));
+  fs_order(s, json_pack("{s:s,s:s}", "kind", "inject", "fault", "xid:79@gpu1"));
+  fs_order(s, json_pack("{s:s,s:s}", "kind", "inject", "fault", "xid:79@gpu9"));
+  int64_t until = fs_now_ms() + 5000;
+  while (fs_count_events(s, "inject_done", NULL) < 2 && fs_now_ms() < until) usleep(10000);
+  json_t *fault = fs_wait_event(s, "gpu_fault", NULL, 5000);
+  REQUIRE(fault);
+  CHECK_EQ_INT(1, json_integer_value(json_object_get(fault, "gpu")));
+  pthread_mutex_lock(&s->lock);
+  size_t i;
+  json_t *ev;
+  int ok = 0, refused = 0;
+  json_array_foreach(s->events, i, ev) {
+    if (strcmp(json_string_value(json_object_get(ev, "kind")), "inject_done") != 0) continue;
+    if (json_is_true(json_object_get(ev, "ok"))) ok++;
+    else {
+      refused++;
+      CHECK_CONTAINS(json_string_value(json_object_get(ev, "message")), "no GPU 9");
+    }
+  }
+  pthread_mutex_unlock(&s->lock);
+  CHECK_EQ_INT(1, ok);
+  CHECK_EQ_INT(1, refused);
+  json_decref(fault);
+  agent_stop(&ap);
+  fs_stop(s);
+  rm_rf(ap.data);
+}
+
+GP_TESTS(gpu_falling_off_the_bus_stops_its_job_and_drains_it, inject_orders_reach_the_simulated_gpus)
