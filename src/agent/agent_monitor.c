@@ -49,7 +49,12 @@ static int telemetry_jobs(gp_agent *a, gp_telemetry_job *out, int max) {
     snprintf(t->queue, sizeof t->queue, "%.127s", j->queue);
     snprintf(t->user, sizeof t->user, "%.63s", j->user);
     t->leader = j->pid;
-    if (j->cgroup) snprintf(t->cgroup, sizeof t->cgroup, "/gpool/job-%.64s", j->id);
+    if (j->cgroup) {
+      /* As /proc/<pid>/cgroup names it: the path below the cgroup v2 mount. */
+      const char *root = a->cgroup.root;
+      if (strncmp(root, "/sys/fs/cgroup", 14) == 0) root += 14;
+      snprintf(t->cgroup, sizeof t->cgroup, "%.180s/job-%.64s", root, j->id);
+    }
     t->n_gpus = j->n_gpus;
     memcpy(t->gpus, j->gpus, sizeof t->gpus);
     snprintf(t->mig_uuid, sizeof t->mig_uuid, "%s", j->mig_uuid);
