@@ -1,0 +1,395 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* `gpool sim replay` and `gpool sim compare`: replay a cluster trace through the scheduler
+ * core under one policy (a summary table, or JSON with -o json; a per-minute CSV time series
+ * and an HTML report on request) or under several policies side by side.
+ * Inputs and figures are documented in docs/simulator.md. */
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/commands.h"
+#include "cli/opts.h"
+#include "sim/replay/replay.h"
+#include "sim/trace/trace.h"
+#include "util/units.h"
+
+#define MAX_POLICIES 8
+
+enum {
+  O_TRACE = 1, O_FORMAT, O_FLEET, O_QUEUES, O_QUEUES_FROM, O_POLICY, O_POLICY_FILE, O_POLICIES,
+  O_SEED, O_MTBF, O_REPAIR, O_CKPT, O_RESTART, O_GRACE, O_OVER, O_BAD_ROWS, O_MAX_JOBS,
+  O_SHARING, O_TIME_SCALE, O_PARTITION, O_OUT, O_CSV, O_HTML, O_NO_PROGRESS, O_DETERMINISTIC, O_HELP
+};
+
+static const gp_opt opts[] = {
+    {0, "trace", true, O_TRACE},
+    {0, "format", true, O_FORMAT},
+    {0, "fleet", true, O_FLEET},
+    {0, "queues", true, O_QUEUES},
+    {0, "queues-from", true, O_QUEUES_FROM},
+    {0, "policy", true, O_POLICY},
+    {0, "policy-file", true, O_POLICY_FILE},
+    {0, "policies", true, O_POLICIES},
+    {0, "seed", true, O_SEED},
+    {0, "mtbf", true, O_MTBF},
+    {0, "repair-time", true, O_REPAIR},
+    {0, "checkpoint-interval", true, O_CKPT},
+    {0, "restart-overhead", true, O_RESTART},
+    {0, "grace", true, O_GRACE},
+    {0, "overestimate", true, O_OVER},
+    {0, "bad-rows", true, O_BAD_ROWS},
+    {0, "max-jobs", true, O_MAX_JOBS},
+    {0, "gpu-sharing", true, O_SHARING},
+    {0, "time-scale", true, O_TIME_SCALE},
+    {0, "partition", false, O_PARTITION},
+    {'o', "output", true, O_OUT},
+    {0, "csv", true, O_CSV},
+    {0, "html", true, O_HTML},
+    {0, "no-progress", false, O_NO_PROGRESS},
+    {0, "deterministic", false, O_DETERMINISTIC},
+    {'h', "help", false, O_HELP},
+    {0, NULL, false, 0},
+};
+
+static const char usage_replay[] =
+    "usage: gpool sim replay --trace FILE [--format philly|openb|csv|jsonl]\n"
+    "         [--fleet 352x8xV100[,16x8xA100] | --fleet NODES.csv | --fleet POOL.yaml]\n"
+    "         [--queues QUEUES.yaml | --queues-from VC_NODES.csv]\n"
+    "         [--policy fifo|backfill|gpool|sjf|fifo-vc|backfill-vc | --policy-file FILE]\n"
+    "         [-o table|json] [--csv SERIES.csv] [--html REPORT.html] [options]\n";
+static const char usage_compare[] =
+    "usage: gpool sim compare --trace FILE --policies fifo,backfill,gpool,sjf\n"
+    "         [--fleet ...] [--queues ... | --queues-from ...] [-o table|json]\n"
+    "         [--csv SERIES.csv] [--html REPORT.html] [options]\n";
+static const char usage_options[] =
+    "\n"
+    "Replays the trace on a virtual clock through the same scheduler core the server runs.\n"
+    "With no --fleet, a Philly trace runs on the Helios Philly fleet: the virtual clusters'\n"
+    "nodes (8 GPUs each) from --queues-from, or from philly_vc_nodes.csv next to the trace.\n"
+    "\n"
+    "  --seed N                 seed for node failures and randomised policies (default 1)\n"
+    "  --mtbf HOURS             mean time between failures of one node (default: none)\n"
+    "  --repair-time DUR        how long a failed node stays down (default 1h)\n"
+    "  --checkpoint-interval D  a running job checkpoints this often (default 30m; 0: never)\n"
+    "  --restart-overhead DUR   a restarted job's start-up cost (default 60s)\n"
+    "  --grace DUR              a preempted job keeps its GPUs this long (default 30s)\n"
+    "  --overestimate F         time limit = duration x F when the trace has none (default 2)\n"
+    "  --bad-rows skip|fail     malformed trace rows: report and skip, or stop (default fail)\n"
+    "  --max-jobs N             read only the first N jobs of the file\n"
+    "  --time-scale F           divide inter-arrival times by F (2: twice the load)\n"
+    "  --partition              static partitions: each queue only on the nodes labelled\n"
+    "                           queue=<name> (the Philly fleet's VCs); fifo-vc and\n"
+    "                           backfill-vc are fifo and backfill with it\n"
+    "  --gpu-sharing shared|exclusive  GPUs of the fleet (default: shared if the trace\n"
+    "                           has fractional jobs)\n"
+    "  --csv FILE               time series every simulated minute (compare: FILE per policy)\n"
+    "  --html FILE              self-contained HTML report with charts\n"
+    "  --deterministic          write wall_seconds as 0 so outputs compare byte for byte\n"
+    "  --no-progress            no progress bar on stderr\n";
+
+typedef struct args {
+  const char *trace, *format, *fleet, *queues, *queues_from, *policy, *policy_file, *policies;
+  const char *out, *csv, *html, *sharing;
+  bool skip_bad, progress, deterministic;
+  size_t max_jobs;
+  gp_replay_config cfg;
+} args;
+
+static int fail(const char *cmd, const gp_err *e) {
+  char msg[1024];
+  gp_err_format(e, msg, sizeof msg);
+  fprintf(stderr, "gpool sim %s: %s\n", cmd, msg);
+  return 1;
+}
+
+static int bad_arg(const char *cmd, const char *opt, const char *v) {
+  fprintf(stderr, "gpool sim %s: invalid %s '%s'\n", cmd, opt, v);
+  return 2;
+}
+
+static int parse_args(const char *cmd, int argc, char **argv, args *a) {
+  memset(a, 0, sizeof *a);
+  gp_replay_config_init(&a->cfg);
+  a->progress = isatty(2);
+  a->out = "table";
+  gp_opt_iter it;
+  gp_opt_init(&it, argc, argv, 1);
+  gp_err e = {0};
+  const char *v;
+  int id;
+  double d;
+  int64_t i64;
+  while ((id = gp_opt_next(&it, opts, &v, &e)) != GP_OPT_END) {
+    switch (id) {
+    case O_TRACE: a->trace = v; break;
+    case O_FORMAT: a->format = v; break;
+    case O_FLEET: a->fleet = v; break;
+    case O_QUEUES: a->queues = v; break;
+    case O_QUEUES_FROM: a->queues_from = v; break;
+    case O_POLICY: a->policy = v; break;
+    case O_POLICY_FILE: a->policy_file = v; break;
+    case O_POLICIES: a->policies = v; break;
+    case O_SEED:
+      if (gp_parse_int64(v, &i64) || i64 < 0) return bad_arg(cmd, "--seed", v);
+      a->cfg.seed = (uint64_t)i64;
+      break;
+    case O_MTBF:
+      if (gp_parse_double(v, &d) || d < 0 || d > 1e9) return bad_arg(cmd, "--mtbf", v);
+      a->cfg.mtbf_hours = d;
+      break;
+    case O_REPAIR:
+    case O_CKPT:
+    case O_RESTART:
+    case O_GRACE:
+      if (gp_parse_duration_s(v, &i64) || i64 < 0 || i64 > ((int64_t)1 << 40))
+        return bad_arg(cmd, "duration", v);
+      if (id == O_REPAIR) {
+        if (i64 < 1) return bad_arg(cmd, "--repair-time", v);
+        a->cfg.repair_time = i64;
+      }
+      if (id == O_CKPT) a->cfg.checkpoint_interval = i64;
+      if (id == O_RESTART) a->cfg.restart_overhead = i64;
+      if (id == O_GRACE) a->cfg.grace = i64;
+      break;
+    case O_OVER:
+      if (gp_parse_double(v, &d) || d < 1 || d > 1000) return bad_arg(cmd, "--overestimate (1 to 1000)", v);
+      a->cfg.overestimate = d;
+      break;
+    case O_BAD_ROWS:
+      if (strcmp(v, "skip") && strcmp(v, "fail")) return bad_arg(cmd, "--bad-rows", v);
+      a->skip_bad = strcmp(v, "skip") == 0;
+      break;
+    case O_MAX_JOBS:
+      if (gp_parse_int64(v, &i64) || i64 < 1 || i64 > GP_TRACE_MAX_JOBS) return bad_arg(cmd, "--max-jobs", v);
+      a->max_jobs = (size_t)i64;
+      break;
+    case O_SHARING:
+      if (strcmp(v, "shared") && strcmp(v, "exclusive")) return bad_arg(cmd, "--gpu-sharing", v);
+      a->sharing = v;
+      break;
+    case O_TIME_SCALE:
+      if (gp_parse_double(v, &d) || d < 0.001 || d > 1000) return bad_arg(cmd, "--time-scale (0.001 to 1000)", v);
+      a->cfg.time_scale = d;
+      break;
+    case O_PARTITION: a->cfg.partition = true; break;
+    case O_OUT:
+      if (strcmp(v, "table") && strcmp(v, "json")) return bad_arg(cmd, "-o", v);
+      a->out = v;
+      break;
+    case O_CSV: a->csv = v; break;
+    case O_HTML: a->html = v; break;
+    case O_NO_PROGRESS: a->progress = false; break;
+    case O_DETERMINISTIC: a->deterministic = true; break;
+    case O_HELP:
+      fputs(strcmp(cmd, "replay") == 0 ? usage_replay : usage_compare, stdout);
+      fputs(usage_options, stdout);
+      return -1;
+    case GP_OPT_POSITIONAL:
+      fprintf(stderr, "gpool sim %s: unexpected argument '%s'\n", cmd, v);
+      return 2;
+    default:
+      fprintf(stderr, "gpool sim %s: %s\n", cmd, e.message);
+      fputs(strcmp(cmd, "replay") == 0 ? usage_replay : usage_compare, stderr);
+      return 2;
+    }
+  }
+  if (!a->trace) {
+    fprintf(stderr, "gpool sim %s: --trace is required\n", cmd);
+    fputs(strcmp(cmd, "replay") == 0 ? usage_replay : usage_compare, stderr);
+    return 2;
+  }
+  if (a->queues && a->queues_from) {
+    fprintf(stderr, "gpool sim %s: give --queues or --queues-from, not both\n", cmd);
+    return 2;
+  }
+  return 0;
+}
+
+/* philly_vc_nodes.csv next to a Philly trace, if it is there. */
+static char *sibling_vc_file(const char *trace) {
+  char *copy = strdup(trace);
+  if (!copy) return NULL;
+  const char *dir = dirname(copy);
+  size_t n = strlen(dir) + 32;
+  char *path = malloc(n);
+  if (path) snprintf(path, n, "%s/philly_vc_nodes.csv", dir);
+  free(copy);
+  if (path && access(path, R_OK) != 0) {
+    free(path);
+    path = NULL;
+  }
+  return path;
+}
+
+typedef struct inputs {
+  gp_trace *trace;
+  gp_fleet *fleet;
+  gp_replay_queues *queues;
+  char *vc_file;
+} inputs;
+
+static void inputs_done(inputs *in) {
+  gp_trace_free(in->trace);
+  gp_fleet_free(in->fleet);
+  gp_replay_queues_free(in->queues);
+  free(in->vc_file);
+}
+
+static int load_inputs(const char *cmd, args *a, inputs *in) {
+  gp_err e = {0};
+  gp_trace_opts to = {.skip_bad = a->skip_bad, .max_jobs = a->max_jobs};
+  if (a->format && gp_trace_format_parse(a->format, &to.format))
+    return bad_arg(cmd, "--format (philly, openb, csv, jsonl)", a->format);
+  if (gp_trace_read_file(a->trace, &to, &in->trace, &e)) return fail(cmd, &e);
+  if (in->trace->bad_rows)
+    fprintf(stderr, "gpool sim %s: skipped %zu bad rows of %s:\n%s", cmd, in->trace->bad_rows,
+            a->trace, in->trace->bad_report.data ? in->trace->bad_report.data : "");
+  if (a->queues_from) in->vc_file = strdup(a->queues_from);
+  else if (!a->queues && in->trace->format == GP_TRACE_PHILLY) in->vc_file = sibling_vc_file(a->trace);
+
+  bool has_fraction = false;
+  for (size_t i = 0; i < in->trace->n_jobs && !has_fraction; i++)
+    has_fraction = in->trace->jobs[i].gpu_milli > 0;
+  bool shared = a->sharing ? strcmp(a->sharing, "shared") == 0 : has_fraction;
+  if (a->fleet) {
+    if (gp_fleet_load(a->fleet, shared, &in->fleet, &e)) return fail(cmd, &e);
+  } else if (in->vc_file && in->trace->format == GP_TRACE_PHILLY) {
+    if (gp_fleet_from_vc_file(in->vc_file, &in->fleet, &e)) return fail(cmd, &e);
+  } else {
+    fprintf(stderr, "gpool sim %s: give --fleet (e.g. --fleet 100x8xH100 or a node list)\n", cmd);
+    return 2;
+  }
+  if (a->queues) {
+    if (gp_replay_queues_load(a->queues, &in->queues, &e)) return fail(cmd, &e);
+  } else if (in->vc_file) {
+    if (gp_replay_queues_from_vc_file(in->vc_file, 8, in->trace, &in->queues, &e))
+      return fail(cmd, &e);
+  } else {
+    in->queues = gp_replay_queues_from_trace(in->trace);
+  }
+  return 0;
+}
+
+/* Sets the config for one policy name (a preset) or the policy file. */
+static int set_policy(const char *cmd, args *a, const char *name, gp_arena *arena,
+                      gp_replay_config *cfg) {
+  *cfg = a->cfg;
+  cfg->progress = a->progress;
+  if (name) {
+    gp_replay_preset p;
+    if (gp_replay_preset_parse(name, &p)) return bad_arg(cmd, "policy (fifo, backfill, gpool, sjf, fifo-vc, backfill-vc)", name);
+    gp_replay_preset_policy(p, &cfg->policy);
+    cfg->oracle_limits = p == GP_REPLAY_SJF;
+    cfg->partition = a->cfg.partition || gp_replay_preset_partitioned(p);
+    cfg->policy_name = gp_replay_preset_name(p);
+  } else {
+    gp_err e = {0};
+    if (gp_replay_policy_load(a->policy_file, arena, &cfg->policy, &e)) return fail(cmd, &e);
+    cfg->oracle_limits = false;
+    char *copy = gp_arena_strdup(arena, a->policy_file);
+    cfg->policy_name = basename(copy);
+  }
+  cfg->policy.seed = cfg->seed;
+  return 0;
+}
+
+/* "x.csv" -> "x.fifo.csv" for one policy of a comparison. */
+static char *per_policy_path(gp_arena *arena, const char *path, const char *policy) {
+  const char *dot = strrchr(path, '.'), *slash = strrchr(path, '/');
+  if (!dot || (slash && dot < slash)) return gp_arena_printf(arena, "%s.%s", path, policy);
+  return gp_arena_printf(arena, "%.*s.%s%s", (int)(dot - path), path, policy, dot);
+}
+
+static int run_policies(const char *cmd, args *a, const char *const *names, int n, bool compare) {
+  inputs in = {0};
+  gp_arena *arena = gp_arena_new();
+  gp_replay_result *res[MAX_POLICIES] = {0};
+  int rc = load_inputs(cmd, a, &in);
+  for (int i = 0; i < n && !rc; i++) {
+    gp_replay_config cfg;
+    if ((rc = set_policy(cmd, a, names[i], arena, &cfg))) break;
+    FILE *csv = NULL;
+    if (a->csv) {
+      const char *path = compare ? per_policy_path(arena, a->csv, cfg.policy_name) : a->csv;
+      csv = fopen(path, "w");
+      if (!csv) {
+        fprintf(stderr, "gpool sim %s: cannot write %s\n", cmd, path);
+        rc = 1;
+        break;
+      }
+      cfg.csv = csv;
+    }
+    gp_err e = {0};
+    int r = gp_replay_run(&cfg, in.trace, in.fleet, in.queues, &res[i], &e);
+    if (csv && fclose(csv) != 0 && !r) {
+      fprintf(stderr, "gpool sim %s: writing %s failed\n", cmd, a->csv);
+      rc = 1;
+    }
+    if (r) rc = fail(cmd, &e);
+  }
+  if (!rc) {
+    bool json = strcmp(a->out, "json") == 0;
+    if (json) {
+      char *s = compare ? gp_replay_results_json(res, n, !a->deterministic)
+                        : gp_replay_result_json(res[0], !a->deterministic);
+      fputs(s, stdout);
+      free(s);
+    } else if (compare) {
+      gp_replay_print_compare(stdout, res, n);
+    } else {
+      gp_replay_print_table(stdout, res[0]);
+    }
+    if (a->html) {
+      gp_err e = {0};
+      char *title = gp_arena_printf(arena, "gpool sim %s: %s", cmd, in.trace->source);
+      if (gp_replay_write_html(a->html, title, res, n, &e)) rc = fail(cmd, &e);
+    }
+  }
+  for (int i = 0; i < n; i++) gp_replay_result_free(res[i]);
+  inputs_done(&in);
+  gp_arena_free(arena);
+  return rc;
+}
+
+int gp_cmd_sim_replay(int argc, char **argv) {
+  args a;
+  int rc = parse_args("replay", argc, argv, &a);
+  if (rc) return rc < 0 ? 0 : rc;
+  if (a.policies) {
+    fprintf(stderr, "gpool sim replay: --policies is for 'gpool sim compare'\n");
+    return 2;
+  }
+  if (a.policy && a.policy_file) {
+    fprintf(stderr, "gpool sim replay: give --policy or --policy-file, not both\n");
+    return 2;
+  }
+  const char *name = a.policy_file ? NULL : a.policy ? a.policy : "gpool";
+  return run_policies("replay", &a, &name, 1, false);
+}
+
+int gp_cmd_sim_compare(int argc, char **argv) {
+  args a;
+  int rc = parse_args("compare", argc, argv, &a);
+  if (rc) return rc < 0 ? 0 : rc;
+  if (a.policy || a.policy_file) {
+    fprintf(stderr, "gpool sim compare: use --policies fifo,backfill,gpool,sjf\n");
+    return 2;
+  }
+  char list[256];
+  snprintf(list, sizeof list, "%s", a.policies ? a.policies : "fifo,backfill,gpool,sjf");
+  const char *names[MAX_POLICIES];
+  int n = 0;
+  for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    if (n == MAX_POLICIES) {
+      fprintf(stderr, "gpool sim compare: at most %d policies\n", MAX_POLICIES);
+      return 2;
+    }
+    gp_replay_preset p;
+    if (gp_replay_preset_parse(tok, &p)) return bad_arg("compare", "policy (fifo, backfill, gpool, sjf, fifo-vc, backfill-vc)", tok);
+    names[n++] = gp_replay_preset_name(p);
+  }
+  if (n == 0) return bad_arg("compare", "--policies", a.policies);
+  return run_policies("compare", &a, names, n, true);
+}

@@ -1,0 +1,336 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Fleets for a replay: shorthand ("352x8xV100,16x8xA100"), a node list CSV (openb's
+ * columns), a YAML/JSON pool description (the `nodes:` part of a `gpool plan` snapshot,
+ * read by the snapshot reader), or the Helios Philly fleet from philly_vc_nodes.csv. */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/replay/replay.h"
+#include "sim/replay/vc.h"
+#include "sim/trace/reader.h"
+#include "snapshot/snapshot.h"
+#include "util/doc.h"
+#include "util/units.h"
+
+#define MAX_FLEET_NODES 200000
+#define FLEET_MAX_BYTES ((size_t)64 << 20)
+
+static gp_fleet *fleet_new(void) {
+  gp_fleet *f = gp_xcalloc(1, sizeof *f);
+  f->arena = gp_arena_new();
+  return f;
+}
+
+void gp_fleet_free(gp_fleet *f) {
+  if (!f) return;
+  gp_arena_free(f->arena);
+  free(f);
+}
+
+/* Fills totals and, for shared fleets, marks every GPU shared. */
+static int fleet_finish(gp_fleet *f, bool shared, const char *src, gp_err *err) {
+  if (f->n_nodes < 1) return gp_err_set(err, GP_EINVAL, src, 0, NULL, "the fleet has no node");
+  f->total_gpus = 0;
+  f->max_node_gpus = 0;
+  for (int i = 0; i < f->n_nodes; i++) {
+    gp_node *n = &f->nodes[i];
+    f->total_gpus += n->n_gpus;
+    if (n->n_gpus > f->max_node_gpus) f->max_node_gpus = n->n_gpus;
+    if (shared && n->n_gpus > 0 && !n->gpus) {
+      gp_gpu *g = gp_arena_alloc(f->arena, (size_t)n->n_gpus * sizeof *g);
+      for (int k = 0; k < n->n_gpus; k++) {
+        g[k].mode = GP_SHARE_SHARED;
+        g[k].nvlink_domain = -1;
+      }
+      n->gpus = g;
+    }
+  }
+  return 0;
+}
+
+static void node_init(gp_fleet *f, gp_node *n, const char *name, const char *model, int gpus) {
+  memset(n, 0, sizeof *n);
+  n->name = gp_arena_strdup(f->arena, name);
+  n->model = gp_arena_strdup(f->arena, model);
+  n->n_gpus = gpus;
+  int64_t mem = 0;
+  n->gpu_mem_mib = gp_gpu_model_mem_mib(model, &mem) == 0 ? mem : 0;
+  n->cpu_milli = GP_UNTRACKED_CPU_MILLI;
+  n->mem_mib = GP_UNTRACKED_MEM_MIB;
+  n->capacity = GP_CAP_ON_PREM;
+  n->state = GP_NODE_UP;
+}
+
+/* "352x8xV100,16x8xA100" or "352x8". */
+static int parse_shorthand(const char *spec, gp_fleet *f, gp_err *err) {
+  int64_t total = 0;
+  int cap = 0;
+  const char *p = spec;
+  while (*p) {
+    char *end;
+    errno = 0;
+    long nodes = strtol(p, &end, 10);
+    if (end == p || *end != 'x' || nodes < 1 || errno)
+      return gp_err_set(err, GP_EINVAL, NULL, 0, "fleet",
+                        "expected NODESxGPUSxMODEL (e.g. 352x8xV100), got '%s'", spec);
+    p = end + 1;
+    long gpus = strtol(p, &end, 10);
+    if (end == p || gpus < 1 || gpus > GP_MAX_NODE_GPUS)
+      return gp_err_set(err, GP_EINVAL, NULL, 0, "fleet",
+                        "GPUs per node must be 1 to %d in '%s'", GP_MAX_NODE_GPUS, spec);
+    p = end;
+    char model[64] = "gpu";
+    if (*p == 'x') {
+      p++;
+      size_t n = strcspn(p, ",");
+      if (n == 0 || n >= sizeof model)
+        return gp_err_set(err, GP_EINVAL, NULL, 0, "fleet", "bad GPU model in '%s'", spec);
+      memcpy(model, p, n);
+      model[n] = '\0';
+      p += n;
+    }
+    if (*p == ',') p++;
+    else if (*p)
+      return gp_err_set(err, GP_EINVAL, NULL, 0, "fleet", "unexpected '%s' in '%s'", p, spec);
+    total += nodes;
+    if (total > MAX_FLEET_NODES)
+      return gp_err_set(err, GP_ELIMIT, NULL, 0, "fleet", "more than %d nodes", MAX_FLEET_NODES);
+    int base = f->n_nodes;
+    if (base + nodes > cap) {
+      cap = (int)total;
+      gp_node *grown = gp_arena_alloc(f->arena, (size_t)cap * sizeof *grown);
+      if (base) memcpy(grown, f->nodes, (size_t)base * sizeof *grown);
+      f->nodes = grown;
+    }
+    for (long i = 0; i < nodes; i++) {
+      char name[96];
+      snprintf(name, sizeof name, "%s-%05ld", model, (long)(base + i));
+      node_init(f, &f->nodes[base + i], name, model, (int)gpus);
+    }
+    f->n_nodes = base + (int)nodes;
+  }
+  return 0;
+}
+
+static char *slurp(const char *path, size_t *ret_len, gp_err *err) {
+  FILE *fp = fopen(path, "rb");
+  if (!fp) {
+    gp_err_set(err, GP_EIO, path, 0, NULL, "cannot open: %s", strerror(errno));
+    return NULL;
+  }
+  char *buf = gp_xmalloc(FLEET_MAX_BYTES + 1);
+  size_t n = fread(buf, 1, FLEET_MAX_BYTES + 1, fp);
+  fclose(fp);
+  if (n > FLEET_MAX_BYTES) {
+    free(buf);
+    gp_err_set(err, GP_ELIMIT, path, 0, NULL, "larger than %zu bytes", FLEET_MAX_BYTES);
+    return NULL;
+  }
+  buf[n] = '\0';
+  *ret_len = n;
+  return buf;
+}
+
+/* openb's node list: sn|name, gpu|gpus, model, optional cpu_milli, memory_mib. */
+static int read_node_csv(const char *path, gp_fleet *f, gp_err *err) {
+  size_t len;
+  char *text = slurp(path, &len, err);
+  if (!text) return err ? err->code : GP_EIO;
+  int rc = 0, line = 0, cap = 0;
+  int c_name = -1, c_gpus = -1, c_model = -1, c_cpu = -1, c_mem = -1, n_cols = -1;
+  char *fields[64];
+  for (char *p = text; *p && !rc;) {
+    char *nl = strchr(p, '\n');
+    if (nl) *nl = '\0';
+    char *s = p;
+    p = nl ? nl + 1 : p + strlen(p);
+    line++;
+    size_t l = strlen(s);
+    while (l && (s[l - 1] == '\r' || s[l - 1] == ' ')) s[--l] = '\0';
+    if (!*s) continue;
+    int n = gp__csv_split(s, fields, 64);
+    if (n_cols < 0) {
+      n_cols = n;
+      for (int i = 0; i < n; i++) {
+        const char *h = fields[i];
+        if (!strcmp(h, "sn") || !strcmp(h, "name") || !strcmp(h, "node")) c_name = i;
+        else if (!strcmp(h, "gpu") || !strcmp(h, "gpus")) c_gpus = i;
+        else if (!strcmp(h, "model") || !strcmp(h, "gpu_model")) c_model = i;
+        else if (!strcmp(h, "cpu_milli")) c_cpu = i;
+        else if (!strcmp(h, "memory_mib")) c_mem = i;
+      }
+      if (c_name < 0 || c_gpus < 0)
+        rc = gp_err_set(err, GP_EINVAL, path, line, NULL,
+                        "a node list needs columns sn (or name) and gpu (or gpus)");
+      continue;
+    }
+    if (n != n_cols) {
+      rc = gp_err_set(err, GP_EINVAL, path, line, NULL, "%d fields, the header has %d", n, n_cols);
+      break;
+    }
+    int64_t gpus, cpu = 0, mem = 0;
+    if (gp_parse_int64(fields[c_gpus], &gpus) || gpus < 0 || gpus > GP_MAX_NODE_GPUS) {
+      rc = gp_err_set(err, GP_EINVAL, path, line, "gpu", "expected 0 to %d GPUs", GP_MAX_NODE_GPUS);
+      break;
+    }
+    if ((c_cpu >= 0 && (gp_parse_int64(fields[c_cpu], &cpu) || cpu < 0)) ||
+        (c_mem >= 0 && (gp_parse_int64(fields[c_mem], &mem) || mem < 0))) {
+      rc = gp_err_set(err, GP_EINVAL, path, line, c_cpu >= 0 ? "cpu_milli" : "memory_mib",
+                      "expected a non-negative integer");
+      break;
+    }
+    if (!*fields[c_name] || strlen(fields[c_name]) > 255) {
+      rc = gp_err_set(err, GP_EINVAL, path, line, "name", "empty or too long node name");
+      break;
+    }
+    if (f->n_nodes >= MAX_FLEET_NODES) {
+      rc = gp_err_set(err, GP_ELIMIT, path, line, NULL, "more than %d nodes", MAX_FLEET_NODES);
+      break;
+    }
+    if (f->n_nodes == cap) {
+      cap = cap ? cap * 2 : 256;
+      gp_node *grown = gp_arena_alloc(f->arena, (size_t)cap * sizeof *grown);
+      if (f->n_nodes) memcpy(grown, f->nodes, (size_t)f->n_nodes * sizeof *grown);
+      f->nodes = grown;
+    }
+    gp_node *node = &f->nodes[f->n_nodes++];
+    node_init(f, node, fields[c_name], c_model >= 0 && *fields[c_model] ? fields[c_model] : "gpu",
+              (int)gpus);
+    if (c_cpu >= 0) node->cpu_milli = cpu;
+    if (c_mem >= 0) node->mem_mib = mem;
+  }
+  free(text);
+  return rc;
+}
+
+static int read_node_yaml(const char *path, gp_fleet *f, gp_err *err) {
+  gp_doc *d = NULL;
+  int rc = gp_doc_load_file(path, &d, err);
+  if (rc) return rc;
+  const gp_doc_node *seq = d->root;
+  if (seq && seq->kind == GP_DOC_MAP) seq = gp_doc_get(d->root, "nodes");
+  if (!seq) {
+    rc = gp_err_set(err, GP_EINVAL, path, d->root ? d->root->line : 1, "nodes",
+                    "expected a `nodes:` list");
+  } else {
+    rc = gp_nodes_read(d, seq, "nodes", NULL, f->arena, &f->nodes, &f->n_nodes, err);
+  }
+  gp_doc_free(d);
+  return rc;
+}
+
+static bool ends_with(const char *s, const char *suffix) {
+  size_t n = strlen(s), m = strlen(suffix);
+  return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+int gp_fleet_load(const char *spec, bool shared_gpus, gp_fleet **ret, gp_err *err) {
+  gp_fleet *f = fleet_new();
+  int rc;
+  if (ends_with(spec, ".csv"))
+    rc = read_node_csv(spec, f, err);
+  else if (ends_with(spec, ".yaml") || ends_with(spec, ".yml") || ends_with(spec, ".json"))
+    rc = read_node_yaml(spec, f, err);
+  else if (isdigit((unsigned char)spec[0]))
+    rc = parse_shorthand(spec, f, err);
+  else
+    rc = gp_err_set(err, GP_EINVAL, NULL, 0, "fleet",
+                    "'%s' is neither NODESxGPUSxMODEL nor a .csv/.yaml/.json file", spec);
+  if (!rc) rc = fleet_finish(f, shared_gpus, spec, err);
+  if (rc) {
+    gp_fleet_free(f);
+    return rc;
+  }
+  *ret = f;
+  return 0;
+}
+
+/* ---- the Philly VC file: "vc,node num" ---- */
+
+int gp__read_vc_file(const char *path, gp__vc_entry **ret, int *ret_n, gp_err *err) {
+  size_t len;
+  char *text = slurp(path, &len, err);
+  if (!text) return err ? err->code : GP_EIO;
+  gp__vc_entry *v = NULL;
+  int n = 0, line = 0, rc = 0;
+  bool header = true;
+  char *fields[8];
+  for (char *p = text; *p && !rc;) {
+    char *nl = strchr(p, '\n');
+    if (nl) *nl = '\0';
+    char *s = p;
+    p = nl ? nl + 1 : p + strlen(p);
+    line++;
+    size_t l = strlen(s);
+    while (l && (s[l - 1] == '\r' || s[l - 1] == ' ')) s[--l] = '\0';
+    if (!*s) continue;
+    int k = gp__csv_split(s, fields, 8);
+    if (header) {
+      header = false;
+      if (k == 2 && !isdigit((unsigned char)fields[1][0])) continue; /* "vc,node num" */
+    }
+    int64_t nodes;
+    if (k != 2 || !*fields[0] || strlen(fields[0]) >= sizeof v->name ||
+        gp_parse_int64(fields[1], &nodes) || nodes < 0 || nodes > MAX_FLEET_NODES) {
+      rc = gp_err_set(err, GP_EINVAL, path, line, NULL,
+                      "expected 'vc,nodes' with a node count from 0 to %d", MAX_FLEET_NODES);
+      break;
+    }
+    if (n >= 10000) {
+      rc = gp_err_set(err, GP_ELIMIT, path, line, NULL, "more than 10000 virtual clusters");
+      break;
+    }
+    v = gp_xrealloc(v, (size_t)(n + 1) * sizeof *v);
+    snprintf(v[n].name, sizeof v[n].name, "%s", fields[0]);
+    v[n].nodes = (int)nodes;
+    v[n].line = line;
+    n++;
+  }
+  free(text);
+  if (!rc && n == 0) rc = gp_err_set(err, GP_EINVAL, path, 0, NULL, "no virtual cluster listed");
+  if (rc) {
+    free(v);
+    return rc;
+  }
+  *ret = v;
+  *ret_n = n;
+  return 0;
+}
+
+int gp_fleet_from_vc_file(const char *path, gp_fleet **ret, gp_err *err) {
+  gp__vc_entry *v = NULL;
+  int n = 0;
+  int rc = gp__read_vc_file(path, &v, &n, err);
+  if (rc) return rc;
+  int64_t total = 0;
+  for (int i = 0; i < n; i++) total += v[i].nodes;
+  if (total > MAX_FLEET_NODES) {
+    free(v);
+    return gp_err_set(err, GP_ELIMIT, path, 0, NULL, "more than %d nodes", MAX_FLEET_NODES);
+  }
+  gp_fleet *f = fleet_new();
+  f->nodes = gp_arena_alloc(f->arena, (size_t)(total ? total : 1) * sizeof *f->nodes);
+  for (int i = 0; i < n; i++)
+    for (int k = 0; k < v[i].nodes; k++) {
+      char name[96];
+      snprintf(name, sizeof name, "%s-%03d", v[i].name, k);
+      gp_node *node = &f->nodes[f->n_nodes++];
+      node_init(f, node, name, "philly", 8);
+      gp_label *l = gp_arena_alloc(f->arena, sizeof *l);
+      l->key = "queue";
+      l->value = gp_arena_strdup(f->arena, v[i].name);
+      node->labels = l;
+      node->n_labels = 1;
+    }
+  free(v);
+  rc = fleet_finish(f, false, path, err);
+  if (rc) {
+    gp_fleet_free(f);
+    return rc;
+  }
+  *ret = f;
+  return 0;
+}

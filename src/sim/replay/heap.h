@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The replay's event queue: a binary min-heap ordered by (time, kind, sequence number), so
+ * events at one instant come out in a fixed order (completions before failures) and ties
+ * fall back to the order they were scheduled: the replay is deterministic. Internal to
+ * src/sim/replay. */
+#ifndef GP_SIM_REPLAY_HEAP_H
+#define GP_SIM_REPLAY_HEAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/model.h"
+
+typedef enum gp__ev_kind {
+  GP__EV_COMPLETE = 0, /* a run ends: work done or time limit reached */
+  GP__EV_GRACE_END,    /* a preempted job's grace period is over: it lets go of its GPUs */
+  GP__EV_NODE_FAIL,
+  GP__EV_NODE_REPAIR,
+} gp__ev_kind;
+
+typedef struct gp__event {
+  gp_time t;
+  uint64_t seq;
+  int kind;
+  int id;        /* job or node index */
+  uint32_t gen;  /* the job's run generation when scheduled: stale events are dropped */
+} gp__event;
+
+typedef struct gp__heap {
+  size_t n, cap;
+  uint64_t next_seq;
+  gp__event *ev;
+} gp__heap;
+
+void gp__heap_push(gp__heap *h, gp_time t, int kind, int id, uint32_t gen);
+/* Removes the earliest event into *ret; the heap must not be empty. */
+void gp__heap_pop(gp__heap *h, gp__event *ret);
+static inline const gp__event *gp__heap_top(const gp__heap *h) { return h->n ? &h->ev[0] : NULL; }
+void gp__heap_done(gp__heap *h);
+
+#endif

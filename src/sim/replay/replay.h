@@ -1,0 +1,186 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Trace replay: a discrete-event simulation that drives the scheduler core (the very
+ * gp_sched_step the server runs) through a cluster trace on a virtual clock, and measures
+ * what users would feel: queueing delay, job completion time, utilisation, fairness,
+ * preemptions.
+ *
+ * The engine keeps a gp_view of only the jobs that matter to the core (pending, running,
+ * stopping), updated in place as jobs arrive and leave, and calls the core after a batch of
+ * same-time events only when something changed that could let a job start. It applies each
+ * plan to its virtual cluster: starts (placements are checked against the GPUs it knows are
+ * free: a plan that double-books a GPU stops the replay with an error), preemptions (a
+ * grace period, then the job is requeued and loses the work since its last checkpoint),
+ * and jobs the core ends as impossible. Reservations are information only.
+ *
+ * Determinism: the same trace, fleet, queues, policy and seed give byte-identical results
+ * (wall_seconds, the replay's own run time, is the only exception). */
+#ifndef GP_SIM_REPLAY_REPLAY_H
+#define GP_SIM_REPLAY_REPLAY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "core/model.h"
+#include "sim/trace/trace.h"
+#include "util/error.h"
+#include "util/mem.h"
+
+/* ---- Inputs ---- */
+
+/* The GPU machines of a replay. Owns its arrays and strings (arena). */
+typedef struct gp_fleet {
+  int n_nodes;
+  gp_node *nodes;
+  int max_node_gpus; /* GPUs of the largest node: gangs are split to fit it */
+  int64_t total_gpus;
+  gp_arena *arena;
+} gp_fleet;
+
+/* A fleet from a spec: shorthand "352x8xV100[,16x8xA100]" (nodes x GPUs x model; the
+ * model may be left out), a node list CSV (openb's columns sn|name, gpu|gpus, model, and
+ * optional cpu_milli, memory_mib), or a YAML/JSON pool description with a `nodes:` list
+ * (the nodes part of a `gpool plan` snapshot). `shared_gpus` makes every GPU shared
+ * (fractional jobs) instead of exclusive. */
+int gp_fleet_load(const char *spec, bool shared_gpus, gp_fleet **ret, gp_err *err);
+/* The Helios Philly fleet: the nodes of the virtual clusters in a vc,node num CSV
+ * (philly_vc_nodes.csv), 8 GPUs each, each node labelled queue=<its VC>. */
+int gp_fleet_from_vc_file(const char *path, gp_fleet **ret, gp_err *err);
+void gp_fleet_free(gp_fleet *f);
+
+/* Leaf queues of a replay. Owns its arrays and strings. */
+typedef struct gp_replay_queues {
+  int n;
+  gp_queue *queues;
+  gp_arena *arena;
+} gp_replay_queues;
+
+/* Queues from a YAML/JSON file: a list, or a map with a `queues:` list, in the server's
+ * config format (gp_queues_read). */
+int gp_replay_queues_load(const char *path, gp_replay_queues **ret, gp_err *err);
+/* One queue per virtual cluster of a "vc,node num" CSV with deserved = nodes x
+ * gpus_per_node; queues that appear in the trace but not in the file are added with
+ * deserved 0 (they run on borrowed capacity). */
+int gp_replay_queues_from_vc_file(const char *path, int gpus_per_node, const gp_trace *trace,
+                                  gp_replay_queues **ret, gp_err *err);
+/* One queue per queue name of the trace, deserved 0, weight 1: fair share then splits the
+ * fleet equally among the queues with demand. */
+gp_replay_queues *gp_replay_queues_from_trace(const gp_trace *trace);
+void gp_replay_queues_free(gp_replay_queues *q);
+
+/* The policies compared in docs/simulator.md. */
+typedef enum gp_replay_preset {
+  GP_REPLAY_FIFO = 0, /* one strict queue by submit time, no backfill, no preemption */
+  GP_REPLAY_BACKFILL, /* priority order + EASY backfill (Slurm-like), no quotas */
+  GP_REPLAY_GPOOL,    /* hierarchical fair share, quotas, borrowing, reclaim, backfill */
+  GP_REPLAY_SJF,      /* shortest job first with the true durations: a reference bound */
+  GP_REPLAY_FIFO_VC,  /* fifo inside static per-queue partitions (Philly's VCs) */
+  GP_REPLAY_BACKFILL_VC, /* backfill inside static per-queue partitions */
+  GP_REPLAY_CUSTOM,   /* a policy file */
+} gp_replay_preset;
+
+int gp_replay_preset_parse(const char *s, gp_replay_preset *ret);
+const char *gp_replay_preset_name(gp_replay_preset p);
+/* Fills *p with the preset's policy (gp_policy_init, then the preset's switches). */
+void gp_replay_preset_policy(gp_replay_preset preset, gp_policy *p);
+/* True for the presets that confine each queue to its own nodes. */
+bool gp_replay_preset_partitioned(gp_replay_preset preset);
+/* Reads a policy file: the server's policy block, either at the top level or under a
+ * `policy:` (or `scheduler:`) key, with optional `priority_classes:`. Strings live in
+ * `arena`. */
+int gp_replay_policy_load(const char *path, gp_arena *arena, gp_policy *ret, gp_err *err);
+
+typedef struct gp_replay_config {
+  const char *policy_name;      /* for reports: "fifo", "gpool", or the policy file's name */
+  gp_policy policy;
+  bool oracle_limits;           /* time limit = true duration (sjf) */
+  double overestimate;          /* time limit = duration x this when the trace has none */
+  gp_time checkpoint_interval;  /* seconds of progress between checkpoints; 0: none */
+  gp_time restart_overhead;     /* seconds a restarted job spends before doing work */
+  gp_time grace;                /* seconds a preempted job keeps its GPUs */
+  double mtbf_hours;            /* per node; 0: no node failures */
+  gp_time repair_time;          /* seconds a failed node stays down */
+  uint64_t seed;
+  double time_scale;            /* arrival offsets are divided by this (2: twice the offered
+                                   load, durations unchanged); 1 replays the trace as is */
+  bool partition;               /* static partitions: each queue runs only on the nodes
+                                   labelled queue=<its name> (as Philly's VCs did) */
+  FILE *csv;                    /* time series, one row per simulated minute; may be NULL */
+  bool progress;                /* draw a progress bar on stderr */
+} gp_replay_config;
+
+/* Defaults: overestimate 2, checkpoint 30 min, restart overhead 60 s, grace 30 s, no
+ * failures, repair 1 h, seed 1. */
+void gp_replay_config_init(gp_replay_config *c);
+
+/* ---- Results ---- */
+
+typedef struct gp_replay_queue_stats {
+  const char *name;
+  double deserved_gpus;
+  int64_t jobs, finished;        /* submitted; completed or timed out */
+  double avg_wait_s, p95_wait_s; /* over jobs that started */
+  double avg_jct_s, p95_jct_s;   /* over finished jobs */
+  double gpu_hours;              /* allocated GPU-hours */
+  double avg_allocated_gpus;     /* over the makespan */
+  double avg_fair_share_gpus;    /* the core's fair share, over the makespan */
+  double share_ratio;            /* allocated / fair share (integrals); 0 if no share */
+  int64_t preempted;             /* times a job of this queue was preempted */
+} gp_replay_queue_stats;
+
+/* The time series kept for charts: a bounded number of evenly spaced samples. */
+typedef struct gp_replay_series {
+  int n, cap, n_queues;
+  gp_time period;                /* seconds between samples */
+  double *t;                     /* seconds since the first submission */
+  double *pending_jobs, *running_jobs, *allocated_gpus, *up_gpus;
+  double *queue_pending;         /* [i * n_queues + q]: pending jobs of queue q */
+  double *queue_gpus;            /* [i * n_queues + q]: GPUs allocated to queue q */
+} gp_replay_series;
+
+typedef struct gp_replay_result {
+  char *policy;
+  int64_t jobs, completed, timeouts, rejected, unfinished;
+  double avg_jct_s, p50_jct_s, p95_jct_s, p99_jct_s;
+  double avg_wait_s, p50_wait_s, p95_wait_s, p99_wait_s;
+  double gpu_utilization;        /* allocated GPU-seconds / up GPU-seconds, 0..1 */
+  double makespan_s;             /* last end - first submission */
+  double jain_fairness;          /* of the queues' share ratios */
+  int64_t preemptions;
+  double gpu_hours_lost;         /* GPU time of preempted runs not saved by a checkpoint */
+  int64_t node_failures;
+  double gpu_hours_lost_failures;
+  int64_t sched_calls;           /* gp_sched_step calls */
+  double sched_seconds;          /* wall time inside gp_sched_step */
+  double wall_seconds;           /* wall time of the whole replay (not deterministic) */
+  int n_queues;
+  gp_replay_queue_stats *queues;
+  int64_t n_jct;
+  double *jct_sorted;            /* finished jobs' completion times, ascending */
+  gp_replay_series series;
+  gp_arena *arena;               /* owns the queue names */
+} gp_replay_result;
+
+/* Runs a replay. The trace, fleet and queues are borrowed. Every job of the trace must
+ * name a queue of `queues` (otherwise GP_EINVAL naming the trace line). Returns 0 and a
+ * result (gp_replay_result_free), or GP_EINVAL/GP_ESTATE with err (an inconsistent plan,
+ * a job that asks for an unknown priority class, ...). */
+int gp_replay_run(const gp_replay_config *cfg, const gp_trace *trace, const gp_fleet *fleet,
+                  const gp_replay_queues *queues, gp_replay_result **ret, gp_err *err);
+void gp_replay_result_free(gp_replay_result *r);
+
+/* ---- Reports ---- */
+
+/* The JSON summary (one object; `with_wall` false writes wall_seconds as 0 so outputs
+ * compare byte for byte). Returns a malloc'd string. */
+char *gp_replay_result_json(const gp_replay_result *r, bool with_wall);
+/* Several results as {"runs": [...]} for `sim compare -o json`. */
+char *gp_replay_results_json(gp_replay_result *const *r, int n, bool with_wall);
+/* Tables for people: one run with its queues, or several runs side by side. */
+void gp_replay_print_table(FILE *out, const gp_replay_result *r);
+void gp_replay_print_compare(FILE *out, gp_replay_result *const *r, int n);
+/* A self-contained HTML page (inline SVG, no network) with the runs' charts. */
+int gp_replay_write_html(const char *path, const char *title, gp_replay_result *const *r,
+                         int n, gp_err *err);
+
+#endif

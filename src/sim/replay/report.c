@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Replay summaries for scripts (JSON, keys documented in docs/simulator.md) and for people
+ * (tables). Numbers are rounded to fixed decimals so outputs compare byte for byte across
+ * runs and machines. */
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/replay/replay.h"
+
+/* Fixed precision: 3 decimals for seconds and GPUs, 6 for ratios. */
+static json_t *num(double v, int decimals) {
+  double scale = pow(10, decimals);
+  double r = round(v * scale) / scale;
+  if (r == 0) r = 0; /* no "-0.0" */
+  return json_real(r);
+}
+
+static json_t *result_obj(const gp_replay_result *r, bool with_wall) {
+  json_t *o = json_object();
+  json_object_set_new(o, "policy", json_string(r->policy));
+  json_object_set_new(o, "jobs", json_integer(r->jobs));
+  json_object_set_new(o, "completed", json_integer(r->completed));
+  json_object_set_new(o, "timeouts", json_integer(r->timeouts));
+  json_object_set_new(o, "rejected", json_integer(r->rejected));
+  json_object_set_new(o, "unfinished", json_integer(r->unfinished));
+  json_object_set_new(o, "avg_jct_s", num(r->avg_jct_s, 3));
+  json_object_set_new(o, "p50_jct_s", num(r->p50_jct_s, 3));
+  json_object_set_new(o, "p95_jct_s", num(r->p95_jct_s, 3));
+  json_object_set_new(o, "p99_jct_s", num(r->p99_jct_s, 3));
+  json_object_set_new(o, "avg_wait_s", num(r->avg_wait_s, 3));
+  json_object_set_new(o, "p50_wait_s", num(r->p50_wait_s, 3));
+  json_object_set_new(o, "p95_wait_s", num(r->p95_wait_s, 3));
+  json_object_set_new(o, "p99_wait_s", num(r->p99_wait_s, 3));
+  json_object_set_new(o, "gpu_utilization", num(r->gpu_utilization, 6));
+  json_object_set_new(o, "makespan_s", num(r->makespan_s, 3));
+  json_object_set_new(o, "jain_fairness", num(r->jain_fairness, 6));
+  json_object_set_new(o, "preemptions", json_integer(r->preemptions));
+  json_object_set_new(o, "gpu_hours_lost", num(r->gpu_hours_lost, 3));
+  json_object_set_new(o, "node_failures", json_integer(r->node_failures));
+  json_object_set_new(o, "gpu_hours_lost_node_failures", num(r->gpu_hours_lost_failures, 3));
+  json_object_set_new(o, "sched_calls", json_integer(r->sched_calls));
+  json_object_set_new(o, "wall_seconds", num(with_wall ? r->wall_seconds : 0, 3));
+  json_t *qs = json_array();
+  for (int i = 0; i < r->n_queues; i++) {
+    const gp_replay_queue_stats *q = &r->queues[i];
+    json_t *qo = json_object();
+    json_object_set_new(qo, "name", json_string(q->name));
+    json_object_set_new(qo, "deserved_gpus", num(q->deserved_gpus, 3));
+    json_object_set_new(qo, "jobs", json_integer(q->jobs));
+    json_object_set_new(qo, "finished", json_integer(q->finished));
+    json_object_set_new(qo, "avg_wait_s", num(q->avg_wait_s, 3));
+    json_object_set_new(qo, "p95_wait_s", num(q->p95_wait_s, 3));
+    json_object_set_new(qo, "avg_jct_s", num(q->avg_jct_s, 3));
+    json_object_set_new(qo, "p95_jct_s", num(q->p95_jct_s, 3));
+    json_object_set_new(qo, "gpu_hours", num(q->gpu_hours, 3));
+    json_object_set_new(qo, "avg_allocated_gpus", num(q->avg_allocated_gpus, 3));
+    json_object_set_new(qo, "avg_fair_share_gpus", num(q->avg_fair_share_gpus, 3));
+    json_object_set_new(qo, "share_ratio", num(q->share_ratio, 6));
+    json_object_set_new(qo, "preempted", json_integer(q->preempted));
+    json_array_append_new(qs, qo);
+  }
+  json_object_set_new(o, "queues", qs);
+  return o;
+}
+
+static char *dump(json_t *o) {
+  char *s = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15));
+  json_decref(o);
+  if (!s) abort(); /* only on out of memory */
+  size_t n = strlen(s);
+  char *out = malloc(n + 2);
+  if (!out) abort();
+  memcpy(out, s, n);
+  out[n] = '\n';
+  out[n + 1] = '\0';
+  free(s);
+  return out;
+}
+
+char *gp_replay_result_json(const gp_replay_result *r, bool with_wall) {
+  return dump(result_obj(r, with_wall));
+}
+
+char *gp_replay_results_json(gp_replay_result *const *r, int n, bool with_wall) {
+  json_t *o = json_object(), *runs = json_array();
+  for (int i = 0; i < n; i++) json_array_append_new(runs, result_obj(r[i], with_wall));
+  json_object_set_new(o, "runs", runs);
+  return dump(o);
+}
+
+/* Seconds for people: "42s", "3.5m", "2.1h", "4.0d". */
+static const char *human_s(double s, char *buf, size_t n) {
+  if (s < 100) snprintf(buf, n, "%.0fs", s);
+  else if (s < 6000) snprintf(buf, n, "%.1fm", s / 60);
+  else if (s < 3 * 86400) snprintf(buf, n, "%.1fh", s / 3600);
+  else snprintf(buf, n, "%.1fd", s / 86400);
+  return buf;
+}
+
+void gp_replay_print_table(FILE *out, const gp_replay_result *r) {
+  char a[32], b[32], c[32], d[32];
+  fprintf(out, "policy %s: %lld jobs (%lld completed, %lld timed out, %lld rejected, %lld unfinished)\n",
+          r->policy, (long long)r->jobs, (long long)r->completed, (long long)r->timeouts,
+          (long long)r->rejected, (long long)r->unfinished);
+  fprintf(out, "  JCT      avg %s  p50 %s  p95 %s  p99 %s\n", human_s(r->avg_jct_s, a, 32),
+          human_s(r->p50_jct_s, b, 32), human_s(r->p95_jct_s, c, 32), human_s(r->p99_jct_s, d, 32));
+  fprintf(out, "  wait     avg %s  p50 %s  p95 %s  p99 %s\n", human_s(r->avg_wait_s, a, 32),
+          human_s(r->p50_wait_s, b, 32), human_s(r->p95_wait_s, c, 32), human_s(r->p99_wait_s, d, 32));
+  fprintf(out, "  GPU utilisation %.1f%%  makespan %s  Jain fairness %.3f\n",
+          r->gpu_utilization * 100, human_s(r->makespan_s, a, 32), r->jain_fairness);
+  fprintf(out, "  preemptions %lld (%.1f GPU-hours lost)  node failures %lld (%.1f GPU-hours lost)\n",
+          (long long)r->preemptions, r->gpu_hours_lost, (long long)r->node_failures,
+          r->gpu_hours_lost_failures);
+  fprintf(out, "  %lld scheduler calls (%.2f s), replay %.2f s wall\n\n", (long long)r->sched_calls,
+          r->sched_seconds, r->wall_seconds);
+  fprintf(out, "  %-16s %9s %7s %9s %9s %9s %9s %8s %8s %6s %6s\n", "QUEUE", "DESERVED", "JOBS",
+          "AVG WAIT", "P95 WAIT", "AVG JCT", "GPU-H", "AVG GPU", "FAIR", "RATIO", "PREEMPT");
+  for (int i = 0; i < r->n_queues; i++) {
+    const gp_replay_queue_stats *q = &r->queues[i];
+    fprintf(out, "  %-16.16s %9.0f %7lld %9s %9s %9s %9.0f %8.1f %8.1f %6.2f %6lld\n", q->name,
+            q->deserved_gpus, (long long)q->jobs, human_s(q->avg_wait_s, a, 32),
+            human_s(q->p95_wait_s, b, 32), human_s(q->avg_jct_s, c, 32), q->gpu_hours,
+            q->avg_allocated_gpus, q->avg_fair_share_gpus, q->share_ratio, (long long)q->preempted);
+  }
+}
+
+void gp_replay_print_compare(FILE *out, gp_replay_result *const *r, int n) {
+  char a[32];
+  fprintf(out, "%-22s", "");
+  for (int i = 0; i < n; i++) fprintf(out, " %12.12s", r[i]->policy);
+  fputc('\n', out);
+#define ROW_S(label, field)                                                        \
+  do {                                                                             \
+    fprintf(out, "%-22s", label);                                                  \
+    for (int i = 0; i < n; i++) fprintf(out, " %12s", human_s(r[i]->field, a, 32)); \
+    fputc('\n', out);                                                              \
+  } while (0)
+#define ROW_F(label, fmt, expr)                                       \
+  do {                                                                \
+    fprintf(out, "%-22s", label);                                     \
+    for (int i = 0; i < n; i++) fprintf(out, " %12" fmt, expr);       \
+    fputc('\n', out);                                                 \
+  } while (0)
+  ROW_F("jobs finished", "lld", (long long)(r[i]->completed + r[i]->timeouts));
+  ROW_S("avg wait", avg_wait_s);
+  ROW_S("p50 wait", p50_wait_s);
+  ROW_S("p95 wait", p95_wait_s);
+  ROW_S("avg JCT", avg_jct_s);
+  ROW_S("p50 JCT", p50_jct_s);
+  ROW_S("p95 JCT", p95_jct_s);
+  ROW_S("p99 JCT", p99_jct_s);
+  ROW_F("GPU utilisation %", ".1f", r[i]->gpu_utilization * 100);
+  ROW_S("makespan", makespan_s);
+  ROW_F("Jain fairness", ".3f", r[i]->jain_fairness);
+  ROW_F("preemptions", "lld", (long long)r[i]->preemptions);
+  ROW_F("GPU-hours lost", ".1f", r[i]->gpu_hours_lost);
+  ROW_F("scheduler calls", "lld", (long long)r[i]->sched_calls);
+  ROW_F("wall seconds", ".2f", r[i]->wall_seconds);
+#undef ROW_S
+#undef ROW_F
+}
