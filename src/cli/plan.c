@@ -14,15 +14,40 @@
 
 static void usage(FILE *out) {
   fputs("Usage: gpool plan FILE [-o table|json]\n\n"
-        "Reads a cluster snapshot (YAML or JSON: policy, queues, nodes, jobs; see\n"
-        "docs/plan-format.md), runs one scheduling step and prints the plan: which jobs\n"
-        "start where, which are preempted and for whom, reservations, and why every other\n"
-        "job waits or ends.\n\n"
+        "Reads a cluster snapshot (YAML or JSON: policy, queues, nodes, jobs; format in\n"
+        "docs/plan-format.md; FILE - reads stdin), runs one scheduling step and prints\n"
+        "the plan: which jobs start where, which are preempted and for whom, reservations,\n"
+        "and why every other job waits or ends. Nothing is started or stopped.\n\n"
         "Options:\n"
         "  -o, --output FORMAT  table (default, for people) or json (for scripts)\n"
         "  -h, --help           show this help\n\n"
         "Exit status: 0 plan printed, 1 bad snapshot, 2 usage error.\n",
         out);
+}
+
+/* `gpool plan -`: the snapshot comes on stdin (e.g. piped from another tool), bounded like
+ * a file. */
+static int read_stdin(gp_snapshot **ret, gp_err *err) {
+  gp_buf in;
+  gp_buf_init(&in, GP_DOC_MAX_BYTES + 1);
+  char chunk[65536];
+  size_t n;
+  while ((n = fread(chunk, 1, sizeof chunk, stdin)) > 0 && !gp_buf_truncated(&in))
+    gp_buf_append(&in, chunk, n);
+  int r;
+  if (ferror(stdin)) {
+    r = gp_err_set(err, GP_EIO, "<stdin>", 0, NULL, "read error");
+  } else if (gp_buf_truncated(&in) || in.len > GP_DOC_MAX_BYTES) {
+    r = gp_err_set(err, GP_ELIMIT, "<stdin>", 0, NULL, "document larger than %zu bytes",
+                   GP_DOC_MAX_BYTES);
+  } else {
+    gp_doc *d = NULL;
+    r = gp_doc_load_string("<stdin>", in.data ? in.data : "", in.len, &d, err);
+    if (!r) r = gp_snapshot_read(d, ret, err);
+    gp_doc_free(d);
+  }
+  gp_buf_done(&in);
+  return r;
 }
 
 int gp_cmd_plan(int argc, char **argv) {
@@ -42,7 +67,7 @@ int gp_cmd_plan(int argc, char **argv) {
       format = a + 9;
     } else if (!strncmp(a, "-o", 2) && a[2]) {
       format = a + 2;
-    } else if (a[0] == '-' && a[1]) {
+    } else if (a[0] == '-' && a[1]) { /* "-" alone is stdin */
       fprintf(stderr, "gpool plan: unknown option '%s' (see 'gpool plan --help')\n", a);
       return 2;
     } else if (file) {
@@ -64,7 +89,7 @@ int gp_cmd_plan(int argc, char **argv) {
   gp_err err = {0};
   char msg[1024];
   gp_snapshot *snap = NULL;
-  if (gp_snapshot_load(file, &snap, &err)) {
+  if (!strcmp(file, "-") ? read_stdin(&snap, &err) : gp_snapshot_load(file, &snap, &err)) {
     gp_err_format(&err, msg, sizeof msg);
     fprintf(stderr, "%s\n", msg);
     return 1;

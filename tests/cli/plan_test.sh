@@ -58,6 +58,13 @@ JSON
 grep -q '"job": "j1"' "$tmp/snap.out" || fail "JSON snapshot: j1 should start"
 ok "a JSON snapshot works"
 
+# 4b. "-" reads the snapshot from stdin; errors then name <stdin>.
+"$GPOOL_BIN" plan - -o json <"$tmp/snap.json" >"$tmp/stdin.out" 2>&1 || fail "stdin exited $?: $(cat "$tmp/stdin.out")"
+cmp -s "$tmp/snap.out" "$tmp/stdin.out" || fail "stdin: the plan differs from the file's"
+printf 'now: x\nqueues: []\n' | "$GPOOL_BIN" plan - >/dev/null 2>"$tmp/err"
+[ "$(cat "$tmp/err")" = "<stdin>:1: now: expected an integer, got 'x'" ] || fail "stdin error: $(cat "$tmp/err")"
+ok "FILE - reads stdin"
+
 # 5. A broken snapshot: exit 1, one line "FILE:LINE: key: problem", nothing on stdout.
 printf 'now: 1\nqueues: [{name: t/x}]\njobs:\n  - {id: j1, queue: t/x, gpus: 1, colour: red}\n' >"$tmp/bad.yaml"
 "$GPOOL_BIN" plan "$tmp/bad.yaml" >"$tmp/out" 2>"$tmp/err"
