@@ -127,10 +127,6 @@ int gp_share_mix_finish(gp_share_mix *mix, double popularity_pct, gp_err *err) {
     for (int j = 0; j < mix->shape[i].n_models; j++) free((char *)mix->shape[i].models[j]);
     free((void *)mix->shape[i].models);
   }
-  mix->max_gpus = 0; /* over all shapes seen, rare ones included */
-  for (int i = 0; i < mix->n; i++) {
-    if (mix->shape[i].n_gpus > mix->max_gpus) mix->max_gpus = mix->shape[i].n_gpus;
-  }
   mix->n = keep;
   for (int i = 0; i < mix->n; i++) mix->weight[i] = kept > 0 ? mix->weight[i] / kept : 0;
   mix->finished = true;

@@ -138,8 +138,9 @@ static void score_fgd(const gp_share_ctx *ctx, const gp_share_node *node, const 
  * 1. CPU-only requests go where the GPUs are already taken (least free GPU first): CPU used
  *    there strands no GPU, whereas FGD sees no fragmentation change for them, ties them
  *    all and piles them on the first nodes, whose GPUs then lack CPU.
- * 2. Among placements of equal fragmentation level, a request smaller than the mix's
- *    largest multi-GPU shape does not open an idle node that could host that shape.
+ * 2. Among placements of equal fragmentation level, a request does not open an idle node
+ *    with more GPUs than it asks for while a node already in use will do: idle nodes stay
+ *    whole for the requests that need a whole node.
  * 3. Fragmentation changes are compared at FGD's resolution (1/100 of the sigmoid), not
  *    exactly: ranking by the exact change spreads work over many nodes, which we measured
  *    to cost ~0.8 points of allocation; near-equal placements are left to the
@@ -155,9 +156,7 @@ static void score_gpool(const gp_share_ctx *ctx, const gp_share_node *node, cons
     return;
   }
   score_fgd(ctx, node, req, acc, before, ret);
-  int big = ctx->mix->max_gpus;
-  if (req->n_gpus < node->n_gpus && node->n_gpus >= big &&
-      free_total == (int64_t)node->n_gpus * GP_GPU_MILLI)
+  if (req->n_gpus < node->n_gpus && free_total == (int64_t)node->n_gpus * GP_GPU_MILLI)
     ret->score -= 0.5; /* below any other placement of the same level, above the next level */
 }
 

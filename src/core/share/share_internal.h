@@ -14,7 +14,6 @@ struct gp_share_mix {
   gp_share_req *shape; /* owns models[] and their strings */
   double *weight;      /* popularity; sums to 1 once finished */
   bool finished;
-  int max_gpus;        /* the most GPUs any shape added asks for (before the cut) */
 };
 
 int gp_share_req_check(const gp_share_req *req, gp_err *err);
