@@ -34,6 +34,8 @@
   X(model_constraints) \
   X(no_pingpong_at_fair_share) \
   X(nvlink_domain) \
+  X(order_fifo) \
+  X(order_sjf) \
   X(placement_filters) \
   X(pool_lends) \
   X(pool_no_lend) \
