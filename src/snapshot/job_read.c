@@ -394,7 +394,9 @@ static int read_job(job_ctx *c, const gp_doc_node *m, int i, const char *const *
   if ((n = gp_doc_get(m, "time_limit"))) {
     FIELD(f, i, "time_limit");
     if ((r = gp_doc_duration_s(c->d, n, f, &v, c->err))) return r;
-    if (v > tmax) return gp_err_set(c->err, GP_EINVAL, c->d->name, n->line, f, "too large");
+    if (v > GP_READ_MAX_DURATION_S)
+      return gp_err_set(c->err, GP_EINVAL, c->d->name, n->line, f, "longer than %lld seconds",
+                        (long long)GP_READ_MAX_DURATION_S);
     job->time_limit = v;
   }
   v = 0;

@@ -114,6 +114,9 @@ static int opt_duration(const gp_doc *d, const gp_doc_node *map, const char *pat
   int64_t s;
   int r = gp_doc_duration_s(d, n, f, &s, err);
   if (r) return r;
+  if (s > GP_READ_MAX_DURATION_S)
+    return gp_err_set(err, GP_EINVAL, d->name, n->line, f, "longer than %lld seconds",
+                      (long long)GP_READ_MAX_DURATION_S);
   *v = s;
   return 0;
 }
@@ -310,6 +313,9 @@ int gp_queues_read(const gp_doc *d, const gp_doc_node *seq, const char *path,
       gp__field(f, sizeof f, path, i, "default_time_limit");
       int64_t s;
       if ((r = gp_doc_duration_s(d, n, f, &s, err))) return r;
+      if (s > GP_READ_MAX_DURATION_S)
+        return gp_err_set(err, GP_EINVAL, d->name, n->line, f, "longer than %lld seconds",
+                          (long long)GP_READ_MAX_DURATION_S);
       q->default_time_limit = s;
     }
   }

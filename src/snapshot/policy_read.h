@@ -23,6 +23,9 @@
 #define GP_READ_MAX_QUEUES 10000
 #define GP_READ_MAX_POOLS 1000
 #define GP_READ_MAX_NAME 256 /* bytes in a queue, class, pool, node or job name */
+/* Durations (time limits, min_runtime) up to 2^40 s (~35,000 years): far beyond any real
+ * limit, and `now + limit` can never overflow in the core. */
+#define GP_READ_MAX_DURATION_S ((int64_t)1 << 40)
 
 /* Reads a policy map into *ret. Keys (all optional; missing ones keep *ret's value, so
  * call gp_policy_init(ret) first for the defaults): placement binpack|spread, sharing

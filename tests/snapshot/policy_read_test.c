@@ -67,6 +67,14 @@ static void policy_mistakes_name_line_and_key(void) {
   CHECK_EQ_INT(0, gp_policy_read(d, gp_doc_get(d->root, "policy"), "policy", extra, a, &p, &e));
   gp_doc_free(d);
 
+  d = load("policy: {default_time_limit: 99999999999999}\n");
+  REQUIRE(d);
+  CHECK_EQ_INT(GP_EINVAL, gp_policy_read(d, gp_doc_get(d->root, "policy"), "policy", NULL, a,
+                                         &p, &e));
+  CHECK_EQ_STR("policy.default_time_limit", e.field);
+  CHECK_CONTAINS(e.message, "longer than");
+  gp_doc_free(d);
+
   d = load("policy: {min_runtime: soon}\n");
   REQUIRE(d);
   CHECK_EQ_INT(GP_EINVAL, gp_policy_read(d, gp_doc_get(d->root, "policy"), "policy", NULL, a,
