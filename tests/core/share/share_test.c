@@ -1,0 +1,215 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Placement policies for shared GPUs, on hand-made nodes whose right answer is known:
+ * BestFit takes the tightest node, FGD fills a half-used GPU instead of breaking a whole
+ * one, GpuPacking prefers used GPUs, gpool puts CPU-only work where the GPUs are taken,
+ * Random is reproducible, and every policy refuses what does not fit. */
+#include "test.h"
+#include "core/share/share.h"
+
+static gp_share_node node(const char *model, int n, const int *free_milli, int64_t cpu, int64_t mem) {
+  gp_share_node nd;
+  memset(&nd, 0, sizeof(nd));
+  nd.model = model;
+  nd.n_gpus = n;
+  for (int i = 0; i < n; i++) nd.gpu_free_milli[i] = free_milli[i], nd.gpu_free_mem_mib[i] = 16384;
+  nd.cpu_free_milli = cpu;
+  nd.mem_free_mib = mem;
+  return nd;
+}
+
+static gp_share_req req(int n_gpus, int milli, int64_t cpu) {
+  gp_share_req r;
+  memset(&r, 0, sizeof(r));
+  r.n_gpus = n_gpus;
+  r.gpu_milli = milli;
+  r.cpu_milli = cpu;
+  r.mem_mib = 1024;
+  return r;
+}
+
+/* Half the requests want a whole GPU, half want half of one. */
+static gp_share_mix *half_and_whole_mix(void) {
+  gp_share_mix *m = gp_share_mix_new();
+  gp_share_req whole = req(1, 1000, 1000), half = req(1, 500, 1000);
+  REQUIRE(gp_share_mix_add(m, &whole, 1, NULL) == 0);
+  REQUIRE(gp_share_mix_add(m, &half, 1, NULL) == 0);
+  REQUIRE(gp_share_mix_finish(m, 100, NULL) == 0);
+  return m;
+}
+
+static int pick(gp_share_policy p, const gp_share_mix *mix, const gp_share_node *nodes, int n,
+                const gp_share_req *r, gp_share_choice *c) {
+  gp_share_ctx ctx = {.policy = p, .mix = mix, .seed = 42, .round = 0, .tie = GP_SHARE_TIE_FIRST};
+  int idx = -1;
+  gp_err e = {0};
+  int rc = gp_share_pick(&ctx, nodes, n, r, &idx, c, &e);
+  return rc == 0 ? idx : rc;
+}
+
+static void bestfit_takes_the_node_with_least_left_over(void) {
+  int roomy[] = {1000, 1000, 1000, 1000}, tight[] = {300, 1000};
+  gp_share_node nodes[] = {node("T4", 4, roomy, 32000, 65536), node("T4", 2, tight, 32000, 65536)};
+  gp_share_req r = req(1, 250, 1000);
+  gp_share_choice c;
+  CHECK_EQ_INT(1, pick(GP_SHARE_POLICY_BESTFIT, NULL, nodes, 2, &r, &c));
+  CHECK_EQ_INT(1u << 0, c.gpu_mask); /* and the tightest GPU on it: 300 free */
+}
+
+static void fgd_fills_a_half_used_gpu_instead_of_breaking_a_whole_one(void) {
+  gp_share_mix *mix = half_and_whole_mix();
+  /* Node 0: one idle GPU. Node 1: one GPU with 500 free (useless for whole-GPU requests). */
+  int idle[] = {1000}, half[] = {500};
+  gp_share_node nodes[] = {node("T4", 1, idle, 32000, 65536), node("T4", 1, half, 32000, 65536)};
+  gp_share_req r = req(1, 500, 1000);
+  gp_share_choice c;
+  CHECK_EQ_INT(1, pick(GP_SHARE_POLICY_FGD, mix, nodes, 2, &r, &c));
+  CHECK_EQ_INT(1, pick(GP_SHARE_POLICY_GPOOL, mix, nodes, 2, &r, &c));
+  /* Inside one node: the GPU with 500 free, not the idle one. */
+  int mixed[] = {1000, 500};
+  gp_share_node one = node("T4", 2, mixed, 32000, 65536);
+  CHECK_EQ_INT(0, pick(GP_SHARE_POLICY_FGD, mix, &one, 1, &r, &c));
+  CHECK_EQ_INT(1u << 1, c.gpu_mask);
+  gp_share_mix_free(mix);
+}
+
+static void fragmentation_is_the_capacity_each_shape_cannot_use(void) {
+  gp_share_mix *mix = half_and_whole_mix();
+  /* GPUs free: 1000 and 300. Whole-GPU shape: the 300 is a fragment; half shape: the 300
+   * too. F = 0.5 * 300 + 0.5 * 300 = 300. */
+  int f[] = {1000, 300};
+  gp_share_node nd = node("T4", 2, f, 32000, 65536);
+  CHECK_NEAR(300.0, gp_share_node_frag(mix, &nd), 1e-9);
+  /* Without CPU nothing fits: everything free is a fragment. */
+  nd.cpu_free_milli = 500;
+  CHECK_NEAR(1300.0, gp_share_node_frag(mix, &nd), 1e-9);
+  gp_share_mix_free(mix);
+}
+
+static void the_mix_merges_equal_shapes_and_keeps_the_popular_ones(void) {
+  gp_share_mix *m = gp_share_mix_new();
+  gp_share_req a = req(1, 500, 1000), b = req(1, 250, 1000), c = req(2, 1000, 8000);
+  a.mem_mib = 1; /* host memory is not part of a shape */
+  CHECK_EQ_INT(0, gp_share_mix_add(m, &a, 6, NULL));
+  a.mem_mib = 999;
+  CHECK_EQ_INT(0, gp_share_mix_add(m, &a, 2, NULL));
+  CHECK_EQ_INT(0, gp_share_mix_add(m, &b, 1.5, NULL));
+  CHECK_EQ_INT(0, gp_share_mix_add(m, &c, 0.5, NULL));
+  CHECK_EQ_INT(3, gp_share_mix_count(m));
+  CHECK_EQ_INT(0, gp_share_mix_finish(m, 90, NULL)); /* 8 + 1.5 = 95% of 10 covers 90% */
+  CHECK_EQ_INT(2, gp_share_mix_count(m));
+  double p = 0;
+  const gp_share_req *s0 = gp_share_mix_shape(m, 0, &p);
+  REQUIRE(s0);
+  CHECK_EQ_INT(500, s0->gpu_milli);
+  CHECK_NEAR(8.0 / 9.5, p, 1e-12);
+  gp_err e = {0};
+  CHECK_EQ_INT(GP_ESTATE, gp_share_mix_add(m, &b, 1, &e));
+  gp_share_mix_free(m);
+}
+
+static void gpupacking_prefers_a_used_gpu_then_a_used_node(void) {
+  int idle_node[] = {1000, 1000}, used_gpu[] = {1000, 600}, used_node[] = {0, 1000};
+  gp_share_node nodes[] = {node("T4", 2, idle_node, 32000, 65536),
+                           node("T4", 2, used_node, 32000, 65536),
+                           node("T4", 2, used_gpu, 32000, 65536)};
+  gp_share_req r = req(1, 500, 1000);
+  gp_share_choice c;
+  CHECK_EQ_INT(2, pick(GP_SHARE_POLICY_GPUPACKING, NULL, nodes, 3, &r, &c));
+  CHECK_EQ_INT(1u << 1, c.gpu_mask);
+  CHECK_EQ_INT(1, pick(GP_SHARE_POLICY_GPUPACKING, NULL, nodes, 2, &r, &c));
+}
+
+static void gpool_puts_cpu_only_work_where_the_gpus_are_taken(void) {
+  gp_share_mix *mix = half_and_whole_mix();
+  int idle[] = {1000, 1000}, full[] = {0, 0};
+  gp_share_node nodes[] = {node("T4", 2, idle, 32000, 65536), node("T4", 2, full, 32000, 65536)};
+  gp_share_req cpu_only = req(0, 0, 4000);
+  gp_share_choice c;
+  CHECK_EQ_INT(1, pick(GP_SHARE_POLICY_GPOOL, mix, nodes, 2, &cpu_only, &c));
+  CHECK_EQ_INT(0, c.gpu_mask);
+  gp_share_mix_free(mix);
+}
+
+static void gpool_keeps_idle_nodes_whole_when_a_used_one_will_do(void) {
+  gp_share_mix *mix = half_and_whole_mix();
+  int idle[] = {1000, 1000}, half_used[] = {1000, 0};
+  gp_share_node nodes[] = {node("T4", 2, idle, 32000, 65536), node("T4", 2, half_used, 32000, 65536)};
+  gp_share_req one = req(1, 1000, 1000);
+  gp_share_choice c;
+  CHECK_EQ_INT(1, pick(GP_SHARE_POLICY_GPOOL, mix, nodes, 2, &one, &c));
+  gp_share_mix_free(mix);
+}
+
+static void random_is_reproducible_and_spreads(void) {
+  int f[] = {1000};
+  gp_share_node nodes[8];
+  for (int i = 0; i < 8; i++) nodes[i] = node("T4", 1, f, 32000, 65536);
+  gp_share_req r = req(1, 100, 100);
+  int seen = 0;
+  for (uint64_t round = 0; round < 64; round++) {
+    gp_share_ctx ctx = {.policy = GP_SHARE_POLICY_RANDOM, .seed = 7, .round = round};
+    int a = -1, b = -1;
+    gp_share_choice c;
+    REQUIRE(gp_share_pick(&ctx, nodes, 8, &r, &a, &c, NULL) == 0);
+    REQUIRE(gp_share_pick(&ctx, nodes, 8, &r, &b, &c, NULL) == 0);
+    CHECK_EQ_INT(a, b);
+    seen |= 1 << a;
+  }
+  CHECK(seen == 0xff); /* 64 draws over 8 nodes reach every node */
+}
+
+static void nothing_is_placed_where_it_does_not_fit(void) {
+  gp_share_mix *mix = half_and_whole_mix();
+  int f[] = {1000, 400};
+  gp_share_node nd = node("T4", 2, f, 4000, 8192);
+  const char *p100[] = {"P100"};
+  gp_share_req wrong_model = req(1, 100, 100);
+  wrong_model.n_models = 1, wrong_model.models = p100;
+  gp_share_req too_much_cpu = req(1, 100, 5000), two_whole = req(2, 1000, 100);
+  gp_share_req too_much_mem = req(1, 100, 100), too_much_gpu_mem = req(1, 100, 100);
+  too_much_mem.mem_mib = 9000;
+  too_much_gpu_mem.gpu_mem_mib = 20000;
+  const gp_share_req *bad[] = {&wrong_model, &too_much_cpu, &two_whole, &too_much_mem, &too_much_gpu_mem};
+  for (gp_share_policy p = GP_SHARE_POLICY_GPOOL; p <= GP_SHARE_POLICY_RANDOM; p++) {
+    gp_share_ctx ctx = {.policy = p, .mix = mix, .seed = 1};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+      gp_share_choice c;
+      CHECK_EQ_INT(0, gp_share_score(&ctx, &nd, bad[i], &c, NULL));
+      CHECK(!c.fits);
+    }
+    gp_share_choice c;
+    gp_share_req ok = req(1, 400, 100);
+    CHECK_EQ_INT(0, gp_share_score(&ctx, &nd, &ok, &c, NULL));
+    CHECK(c.fits);
+  }
+  gp_share_mix_free(mix);
+}
+
+static void malformed_requests_and_missing_mix_are_errors(void) {
+  int f[] = {1000};
+  gp_share_node nd = node("T4", 1, f, 4000, 8192);
+  gp_share_ctx fgd = {.policy = GP_SHARE_POLICY_FGD, .mix = NULL};
+  gp_share_req r = req(1, 100, 100);
+  gp_share_choice c;
+  gp_err e = {0};
+  CHECK_EQ_INT(GP_EINVAL, gp_share_score(&fgd, &nd, &r, &c, &e));
+  CHECK_CONTAINS(e.message, "mix");
+  gp_share_ctx bf = {.policy = GP_SHARE_POLICY_BESTFIT};
+  gp_share_req frac2 = req(2, 500, 100), zero = req(1, 0, 100);
+  CHECK_EQ_INT(GP_EINVAL, gp_share_score(&bf, &nd, &frac2, &c, &e));
+  CHECK_EQ_INT(GP_EINVAL, gp_share_score(&bf, &nd, &zero, &c, &e));
+  nd.gpu_free_milli[0] = 1200;
+  CHECK_EQ_INT(GP_EINVAL, gp_share_score(&bf, &nd, &r, &c, &e));
+  int idx = 0;
+  nd.gpu_free_milli[0] = 50;
+  CHECK_EQ_INT(GP_ENOENT, gp_share_pick(&bf, &nd, 1, &r, &idx, &c, &e));
+}
+
+GP_TESTS(bestfit_takes_the_node_with_least_left_over,
+         fgd_fills_a_half_used_gpu_instead_of_breaking_a_whole_one,
+         fragmentation_is_the_capacity_each_shape_cannot_use,
+         the_mix_merges_equal_shapes_and_keeps_the_popular_ones,
+         gpupacking_prefers_a_used_gpu_then_a_used_node,
+         gpool_puts_cpu_only_work_where_the_gpus_are_taken,
+         gpool_keeps_idle_nodes_whole_when_a_used_one_will_do, random_is_reproducible_and_spreads,
+         nothing_is_placed_where_it_does_not_fit, malformed_requests_and_missing_mix_are_errors)
