@@ -10,6 +10,7 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,11 +48,13 @@ int64_t gp__now_ms(void) {
 }
 
 void gp__log(const char *fmt, ...) {
-  char when[32];
-  time_t now = time(NULL);
+  char when[40];
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
   struct tm tm;
-  gmtime_r(&now, &tm);
-  strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  gmtime_r(&ts.tv_sec, &tm);
+  size_t n = strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
+  snprintf(when + n, sizeof when - n, ".%03dZ", (int)(ts.tv_nsec / 1000000));
   va_list ap;
   va_start(ap, fmt);
   char line[2048];
@@ -621,7 +624,24 @@ fail:
 
 const char *gp_agent_url(const gp_agent *a) { return a->url; }
 
+/* SIGCHLD wakes the loop through a pipe, so a job's end is noticed at once. */
+static int sigchld_pipe[2] = {-1, -1};
+
+static void on_sigchld(int sig) {
+  (void)sig;
+  int saved = errno;
+  if (sigchld_pipe[1] >= 0 && write(sigchld_pipe[1], "c", 1) < 0) {}
+  errno = saved;
+}
+
 int gp_agent_run(gp_agent *a, volatile sig_atomic_t *stop) {
+  if (sigchld_pipe[0] < 0 && pipe2(sigchld_pipe, O_CLOEXEC | O_NONBLOCK) == 0) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigchld;
+    sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
+    sigaction(SIGCHLD, &sa, NULL);
+  }
   while (!*stop) {
     gp__jobs_tick(a);
     gp__watchdog_tick(a);
@@ -629,9 +649,15 @@ int gp_agent_run(gp_agent *a, volatile sig_atomic_t *stop) {
     net_schedule(a);
     net_step(a);
     gp__stats_update(a);
+    /* A call just finished and the next may start now (e.g. events to send): no sleep. */
+    if (a->net->kind == CALL_NONE && gp__now_ms() >= a->net->next_at_ms) continue;
+    struct curl_waitfd wake = {sigchld_pipe[0], CURL_WAIT_POLLIN, 0};
     int numfds = 0;
-    /* 50 ms bounds how late a job's end or a grace deadline is noticed. */
-    curl_multi_poll(a->net->multi, NULL, 0, 50, &numfds);
+    /* 50 ms bounds how late an adopted job's end or a grace deadline is noticed. */
+    curl_multi_poll(a->net->multi, sigchld_pipe[0] >= 0 ? &wake : NULL,
+                    sigchld_pipe[0] >= 0 ? 1 : 0, 50, &numfds);
+    char drain[64];
+    while (sigchld_pipe[0] >= 0 && read(sigchld_pipe[0], drain, sizeof drain) > 0) {}
   }
   size_t running = 0;
   for (size_t i = 0; i < a->n_jobs; i++) running += !a->jobs[i]->ended;

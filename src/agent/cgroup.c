@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,8 +42,13 @@ static bool has_word(const char *list, const char *word) {
   return false;
 }
 
-static int unsupported(gp_cgroup *ret, const char *fmt, const char *a, const char *b) {
-  snprintf(ret->message, sizeof ret->message, fmt, a, b);
+/* vsnprintf: messages are cut to fit, on purpose (paths can be long). */
+static int unsupported(gp_cgroup *ret, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int unsupported(gp_cgroup *ret, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(ret->message, sizeof ret->message, fmt, ap);
+  va_end(ap);
   ret->ok = false;
   return GP_EUNSUPP;
 }

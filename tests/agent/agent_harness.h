@@ -321,7 +321,7 @@ static inline void agent_kill9(agent_proc *ap) {
 }
 
 static inline void rm_rf(const char *dir) {
-  char cmd[400];
+  char cmd[1024];
   snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s.log'", dir, dir);
   if (system(cmd)) {}
 }
