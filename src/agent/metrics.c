@@ -38,7 +38,8 @@ static void family(gp_buf *out, const char *name, const char *type, const char *
   gp_buf_printf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
-/* The single job holding GPU g (its attribution row), or NULL when none or several. */
+/* The single job holding GPU g (its attribution row), or NULL when none, several, or when
+ * processes of no job also run there. */
 static const gp_telemetry_attr *sole_job(const gp_telemetry_view *v, int g) {
   const gp_telemetry_attr *found = NULL;
   for (int i = 0; i < v->n_attr; i++) {
@@ -46,6 +47,8 @@ static const gp_telemetry_attr *sole_job(const gp_telemetry_view *v, int g) {
     if (found) return NULL;
     found = &v->attr[i];
   }
+  /* A process of no known job shares the GPU: the device figure is not the job's alone. */
+  if (found && v->have_sample[g] && v->sample[g].n_procs != found->n_procs) return NULL;
   return found;
 }
 

@@ -210,6 +210,19 @@ static void faults_show_as_last_xid_and_health_state(void) {
   close_node(n);
 }
 
+static void a_stranger_process_keeps_job_labels_off_the_device_series(void) {
+  node *n = open_node("H100-80GB");
+  add_job(n, "41", "q", "u", 0, 85001, 30, 1024, NULL);
+  REQUIRE(gp_gpu_sim_attach(n->b, 0, 85999, NULL, 40, 2048, NULL) == 0); /* nobody's process */
+  char *t = scrape(n);
+  const char *dev_job[] = {"job=", NULL};
+  CHECK(isnan(value_of(t, "DCGM_FI_DEV_GPU_UTIL", dev_job)));
+  const char *j41[] = {"job=\"41\"", NULL};
+  CHECK_EQ_INT(30, (int)value_of(t, "gpool_job_gpu_sm_util_percent", j41));
+  free(t);
+  close_node(n);
+}
+
 /* promtool must find no format error; its naming lint may object only to dcgm-exporter's
  * own names, which are kept for dashboard compatibility. */
 static void promtool_accepts_the_agent_metrics(void) {
@@ -251,4 +264,5 @@ static void promtool_accepts_the_agent_metrics(void) {
 
 GP_TESTS(dcgm_names_and_labels_are_there, shared_gpu_jobs_get_their_own_series_not_a_copy,
          mig_instances_carry_gpu_instance_labels, faults_show_as_last_xid_and_health_state,
+         a_stranger_process_keeps_job_labels_off_the_device_series,
          promtool_accepts_the_agent_metrics)
