@@ -251,6 +251,8 @@ static const char *ask(const gp_job *job, char *buf, size_t size) {
   const gp_request *q = &job->req;
   if (q->mig_profile) snprintf(buf, size, "%dx%s", q->tasks, q->mig_profile);
   else if (q->gpu_milli) snprintf(buf, size, "%dx%.3g", q->tasks, q->gpu_milli / 1000.0);
+  else if (q->gpu_mem_mib && q->gpu_mem_mib % 1024 == 0)
+    snprintf(buf, size, "%dx%lldG", q->tasks, (long long)(q->gpu_mem_mib / 1024));
   else if (q->gpu_mem_mib) snprintf(buf, size, "%dx%lldM", q->tasks, (long long)q->gpu_mem_mib);
   else if (q->tasks > 1) snprintf(buf, size, "%dx%d", q->tasks, q->gpus_per_task);
   else snprintf(buf, size, "%d", q->gpus_per_task);
@@ -266,13 +268,13 @@ void gp_plan_write_table(const gp_plan *plan, const gp_view *v, gp_buf *out) {
                 plan->n_reservations, plan->n_reservations == 1 ? "" : "s", plan->n_pending,
                 plan->n_ended);
   if (plan->n_starts) {
-    gp_buf_printf(out, "\nSTART %-20s %-20s %-6s %s\n", "JOB", "QUEUE", "GPUS", "WHERE");
+    gp_buf_printf(out, "\nSTART %-20s %-20s %-10s %s\n", "JOB", "QUEUE", "GPUS", "WHERE");
     int *order = sorted_order(plan->starts, plan->n_starts, sizeof *plan->starts,
                               offsetof(gp_plan_start, job), -1);
     for (int i = 0; i < plan->n_starts; i++) {
       const gp_plan_start *s = &plan->starts[order[i]];
       const gp_job *job = s->job >= 0 && s->job < v->n_jobs ? &v->jobs[s->job] : NULL;
-      gp_buf_printf(out, "      %-20s %-20s %-6s ", job_id(v, s->job), job ? job->queue : "?",
+      gp_buf_printf(out, "      %-20s %-20s %-10s ", job_id(v, s->job), job ? job->queue : "?",
                     job ? ask(job, a, sizeof a) : "?");
       where(v, job, s, out);
       gp_buf_puts(out, "\n");
