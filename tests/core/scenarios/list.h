@@ -28,6 +28,7 @@
   X(gang_all_or_nothing) \
   X(gang_starts_whole) \
   X(holds) \
+  X(mig_dynamic) \
   X(mig_instances) \
   X(min_runtime) \
   X(min_runtime_protects_all) \
