@@ -39,6 +39,7 @@ typedef struct gp__net {
   int64_t next_at_ms;        /* do not start a call before this */
   int failures;
   bool outage_logged;
+  bool one_event_at_a_time;  /* after a refused batch: find the event the server rejects */
 } gp__net;
 
 int64_t gp__now_ms(void) {
@@ -288,9 +289,17 @@ static void start_heartbeat(gp_agent *a) {
   json_object_set_new(body, "node", json_string(a->cfg.name));
   json_object_set_new(body, "gen", json_integer(a->gen));
   json_object_set_new(body, "wait_ms", json_integer(wait_ms));
-  /* Events in flight leave the queue; they return to it if the call fails. */
-  json_array_extend(a->inflight, a->events);
-  json_array_clear(a->events);
+  /* Events in flight leave the queue; they return to it if the call fails. After the
+   * server refused a batch as malformed, they go one by one so that only the event it
+   * cannot take is dropped. */
+  if (net->one_event_at_a_time && json_array_size(a->events) > 0) {
+    json_array_append(a->inflight, json_array_get(a->events, 0));
+    json_array_remove(a->events, 0);
+  } else {
+    net->one_event_at_a_time = false;
+    json_array_extend(a->inflight, a->events);
+    json_array_clear(a->events);
+  }
   json_object_set(body, "events", a->inflight);
   json_object_set_new(body, "gpus", gpus_status_json(a));
   json_t *jobs = json_array();
@@ -457,6 +466,25 @@ static void on_heartbeat_answer(gp_agent *a, long status) {
     gp__log("server does not know this node (HTTP %ld): registering again", status);
     requeue_inflight(a);
     a->registered = false;
+    return;
+  }
+  if ((status == 400 || status == 413) && json_array_size(a->inflight) > 0) {
+    json_error_t je;
+    json_t *doc = json_loadb(net->response.data, net->response.len, 0, &je);
+    const char *msg = json_string_value(json_object_get(json_object_get(doc, "error"), "message"));
+    if (json_array_size(a->inflight) == 1) {
+      char *text = json_dumps(json_array_get(a->inflight, 0), JSON_COMPACT);
+      gp__log("the server refused an event (HTTP %ld: %s); dropping it: %s", status,
+              msg ? msg : "no message", text ? text : "?");
+      free(text);
+      json_array_clear(a->inflight);
+    } else {
+      gp__log("the server refused a heartbeat with %zu events (HTTP %ld: %s); sending them one "
+              "by one", json_array_size(a->inflight), status, msg ? msg : "no message");
+      requeue_inflight(a);
+      net->one_event_at_a_time = true;
+    }
+    json_decref(doc);
     return;
   }
   if (status != 200) {

@@ -37,6 +37,8 @@ typedef struct fake_server {
   long long acked_gen;  /* the largest gen the agent sent */
   int heartbeats;
   bool resend_all;      /* ignore gen: re-send every order (at-most-once test) */
+  const char *reject_kind; /* answer 400 to a heartbeat carrying an event of this kind */
+  int rejected;
   json_t *last_heartbeat;
 } fake_server;
 
@@ -114,6 +116,19 @@ static enum MHD_Result fs_handle(void *cls, struct MHD_Connection *c, const char
     long long gen = json_integer_value(json_object_get(body, "gen"));
     long long wait_ms = json_integer_value(json_object_get(body, "wait_ms"));
     json_t *evs = json_object_get(body, "events");
+    size_t k;
+    json_t *e;
+    json_array_foreach(evs, k, e) {
+      const char *kind = json_string_value(json_object_get(e, "kind"));
+      if (s->reject_kind && kind && strcmp(kind, s->reject_kind) == 0) {
+        pthread_mutex_lock(&s->lock);
+        s->rejected++;
+        pthread_mutex_unlock(&s->lock);
+        json_decref(body);
+        return fs_reply(c, 400, json_pack("{s:{s:s,s:s,s:s}}", "error", "code", "invalid_argument",
+                                          "message", "unknown event kind", "field", "events"));
+      }
+    }
     pthread_mutex_lock(&s->lock);
     s->heartbeats++;
     if (gen > s->acked_gen) s->acked_gen = gen;

@@ -342,7 +342,30 @@ static void bad_orders_are_refused_with_a_reason(void) {
   rm_rf(ap.data);
 }
 
-GP_TESTS(agent_registers_its_node_and_serves_its_endpoint,
+static void an_event_the_server_refuses_does_not_block_the_others(void) {
+  fake_server *s = fs_start();
+  s->reject_kind = "inject_done"; /* an older server that does not know this event */
+  agent_proc ap;
+  agent_new(&ap, s, "1xH100-80GB", "--personal");
+  REQUIRE(fs_wait_register(s, 1, 10000));
+  fs_order(s, json_pack("{s:s,s:s}", "kind", "inject", "fault", "ecc_sbe:1@gpu0"));
+  fs_order(s, start_order("after", "true", 0));
+  json_t *e = fs_wait_event(s, "exited", "after", 8000);
+  REQUIRE(e);
+  CHECK_EQ_INT(1, fs_count_events(s, "started", "after"));
+  CHECK_EQ_INT(0, fs_count_events(s, "inject_done", NULL));
+  CHECK(s->rejected >= 1 && s->rejected <= 3); /* found and dropped, not re-sent forever */
+  json_decref(e);
+  usleep(300000);
+  agent_stop(&ap);
+  char *log = read_text(ap.log);
+  CHECK_CONTAINS(log, "the server refused an event (HTTP 400: unknown event kind); dropping it");
+  free(log);
+  fs_stop(s);
+  rm_rf(ap.data);
+}
+
+GP_TESTS(agent_registers_its_node_and_serves_its_endpoint, an_event_the_server_refuses_does_not_block_the_others,
          ordered_job_runs_promptly_with_its_environment_and_logs,
          stop_sends_the_checkpoint_signal_then_kills_after_grace,
          restarted_agent_readopts_running_jobs_and_reports_ended_ones,
