@@ -21,7 +21,7 @@
 
 #define GP_READ_MAX_PRIORITY_CLASSES 64
 #define GP_READ_MAX_QUEUES 10000
-#define GP_READ_MAX_POOLS 1000
+#define GP_READ_MAX_POOLS 15 /* the core keeps a pool slot per pool and allows 15 */
 #define GP_READ_MAX_NAME 256 /* bytes in a queue, class, pool, node or job name */
 /* Durations (time limits, min_runtime) up to 2^40 s (~35,000 years): far beyond any real
  * limit, and `now + limit` can never overflow in the core. */
