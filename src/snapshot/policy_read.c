@@ -282,10 +282,6 @@ int gp_queues_read(const gp_doc *d, const gp_doc_node *seq, const char *path,
     if (!queue_name_ok(q->name))
       return gp_err_set(err, GP_EINVAL, d->name, n->line, f,
                         "'%s' is not a queue path like org/team/project", q->name);
-    for (int j = 0; j < i; j++)
-      if (!strcmp(qs[j].name, q->name))
-        return gp_err_set(err, GP_EEXIST, d->name, n->line, f, "queue '%s' is defined twice",
-                          q->name);
     if ((n = gp_doc_get(m, "deserved"))) {
       gp__field(f, sizeof f, path, i, "deserved");
       if ((r = read_gpus(d, n, f, &q->deserved_gpus, err))) return r;
@@ -318,6 +314,16 @@ int gp_queues_read(const gp_doc *d, const gp_doc_node *seq, const char *path,
                           (long long)GP_READ_MAX_DURATION_S);
       q->default_time_limit = s;
     }
+  }
+  /* Duplicates through a sorted index: a config may list thousands of queues. */
+  const char **names = gp_arena_alloc(arena, (size_t)(seq->n ? seq->n : 1) * sizeof *names);
+  for (int i = 0; i < seq->n; i++) names[i] = qs[i].name;
+  gp__names ix;
+  int dup;
+  if (gp__names_build(&ix, names, seq->n, arena, &dup)) {
+    gp__field(f, sizeof f, path, dup, "name");
+    return gp_err_set(err, GP_EEXIST, d->name, gp_doc_get(seq->items[dup], "name")->line, f,
+                      "queue '%s' is defined twice", qs[dup].name);
   }
   *ret_queues = qs;
   *ret_n = seq->n;
