@@ -459,7 +459,8 @@ static void build_env(gp_agent *a, const start_req *r, const creds *c, const gp_
                       const char *workdir, envv *e) {
   if (!c->switch_user) {
     for (char **p = environ; p && *p; p++) {
-      if (strncmp(*p, "GPOOL_TOKEN=", 12) == 0) continue; /* never leak credentials */
+      if (strncmp(*p, "GPOOL_TOKEN=", 12) == 0 || strncmp(*p, "GPOOL_AGENT_TOKEN=", 18) == 0)
+        continue; /* never hand the agent's or the admin's credentials to a job */
       const char *eq = strchr(*p, '=');
       if (!eq) continue;
       char key[512];
@@ -580,13 +581,15 @@ void gp__job_start(gp_agent *a, const char *order_id, json_t *job) {
     free(j);
     return;
   }
+  /* A requeued run of a job whose earlier end is settled here: forget that run first (this
+   * marks its directory settled), then clear the markers for the new run. */
+  if (old) gp__job_remove(a, old);
   char path[800];
   const char *stale[] = {"end.json", "acked", "exit"};
   for (size_t k = 0; k < sizeof stale / sizeof stale[0]; k++) {
     job_path(j, stale[k], path, sizeof path);
     unlink(path);
   }
-  if (old) gp__job_remove(a, old); /* a requeued run of a job whose end is settled here */
   const char *workdir = r.workdir;
   if (!workdir) workdir = is_dir(c.home) ? c.home : j->dir;
   char procs[800] = "";
@@ -667,6 +670,7 @@ void gp__job_start(gp_agent *a, const char *order_id, json_t *job) {
   json_object_set_new(ev, "job", json_string(j->id));
   json_object_set_new(ev, "at", json_integer(j->started_at));
   json_object_set_new(ev, "pid", json_integer(j->pid));
+  json_object_set_new(ev, "order", json_string(j->order_id));
   json_object_set_new(ev, "enforcement", json_string(j->enforcement));
   if (j->limit_mib > 0) json_object_set_new(ev, "gpu_mem_limit_mib", json_integer(j->limit_mib));
   gp__event(a, ev);
@@ -774,6 +778,7 @@ static void job_finish(gp_agent *a, gp__job *j, bool exit_known, int code, int s
   gp__write_json(path, end);
   json_decref(end);
   json_t *ev = exited_event(j->id, j->ended_at, exit_known, code, sig, j->reason, j->message);
+  json_object_set_new(ev, "order", json_string(j->order_id)); /* which run of the job ended */
   json_t *usage = gp__job_usage_json(a, j->id);
   if (usage) json_object_set_new(ev, "usage", usage);
   gp__event(a, ev);

@@ -365,7 +365,44 @@ static void an_event_the_server_refuses_does_not_block_the_others(void) {
   rm_rf(ap.data);
 }
 
-GP_TESTS(agent_registers_its_node_and_serves_its_endpoint, an_event_the_server_refuses_does_not_block_the_others,
+static void requeued_job_runs_again_and_is_readopted_as_the_new_run(void) {
+  fake_server *s = fs_start();
+  agent_proc ap;
+  agent_new(&ap, s, "1xH100-80GB", "--personal");
+  REQUIRE(fs_wait_register(s, 1, 10000));
+  const char *first = fs_order(s, start_order("rq", "echo run1", 0));
+  json_t *e1 = fs_wait_event(s, "exited", "rq", 5000);
+  REQUIRE(e1);
+  CHECK_EQ_STR(first, json_string_value(json_object_get(e1, "order")));
+  json_decref(e1);
+  usleep(300000);
+  fs_order(s, start_order("rq", "echo run2; sleep 30", 0)); /* the same job, requeued here */
+  int64_t until = fs_now_ms() + 5000;
+  while (fs_count_events(s, "started", "rq") < 2 && fs_now_ms() < until) usleep(10000);
+  CHECK_EQ_INT(2, fs_count_events(s, "started", "rq"));
+  usleep(200000);
+  char *out = job_file(&ap, "rq", "stdout");
+  CHECK_EQ_STR("run1\nrun2\n", out); /* one log, appended run after run */
+  free(out);
+  agent_kill9(&ap);
+  agent_spawn(&ap, s, "1xH100-80GB", "--personal", NULL);
+  json_t *reg = fs_wait_register(s, 2, 10000);
+  REQUIRE(reg);
+  json_t *j = json_array_get(json_object_get(reg, "jobs"), 0);
+  CHECK_EQ_STR("rq", json_string_value(json_object_get(j, "id")));
+  CHECK_EQ_STR("running", json_string_value(json_object_get(j, "state")));
+  json_decref(reg);
+  fs_order(s, json_pack("{s:s,s:s,s:i}", "kind", "stop", "job", "rq", "grace_s", 0));
+  until = fs_now_ms() + 5000;
+  while (fs_count_events(s, "exited", "rq") < 2 && fs_now_ms() < until) usleep(10000);
+  CHECK_EQ_INT(2, fs_count_events(s, "exited", "rq"));
+  agent_stop(&ap);
+  fs_stop(s);
+  rm_rf(ap.data);
+}
+
+GP_TESTS(agent_registers_its_node_and_serves_its_endpoint,
+         requeued_job_runs_again_and_is_readopted_as_the_new_run, an_event_the_server_refuses_does_not_block_the_others,
          ordered_job_runs_promptly_with_its_environment_and_logs,
          stop_sends_the_checkpoint_signal_then_kills_after_grace,
          restarted_agent_readopts_running_jobs_and_reports_ended_ones,
