@@ -41,6 +41,7 @@ void gp_share_mix_free(gp_share_mix *mix) {
     for (int j = 0; j < mix->shape[i].n_models; j++) free((char *)mix->shape[i].models[j]);
     free((void *)mix->shape[i].models);
   }
+  for (int i = 0; i < mix->n_memo; i++) free(mix->memo_model[i]), free(mix->memo_acc[i]);
   free(mix->shape);
   free(mix->weight);
   free(mix);
@@ -152,9 +153,25 @@ bool gp_share_model_ok(const gp_share_node *node, const gp_share_req *req) {
   return false;
 }
 
-void gp_share_mix_access(const gp_share_mix *mix, const gp_share_node *node, bool *acc) {
-  for (int i = 0; mix && i < mix->n; i++)
+void gp_share_mix_access(const gp_share_mix *cmix, const gp_share_node *node, bool *acc) {
+  if (!cmix) return;
+  gp_share_mix *mix = (gp_share_mix *)cmix; /* the memo only; see share_internal.h */
+  const char *model = node->model ? node->model : "";
+  for (int m = 0; m < mix->n_memo; m++) {
+    if (strcmp(mix->memo_model[m], model) == 0) {
+      memcpy(acc, mix->memo_acc[m], (size_t)mix->n * sizeof(bool));
+      return;
+    }
+  }
+  for (int i = 0; i < mix->n; i++)
     acc[i] = mix->shape[i].n_gpus > 0 && gp_share_model_ok(node, &mix->shape[i]);
+  if (!mix->finished || mix->n == 0) return;
+  int slot = mix->n_memo < GP_SHARE_MEMO ? mix->n_memo++ : mix->memo_next++ % GP_SHARE_MEMO;
+  free(mix->memo_model[slot]);
+  free(mix->memo_acc[slot]);
+  mix->memo_model[slot] = gp_xstrdup(model);
+  mix->memo_acc[slot] = gp_xmalloc((size_t)mix->n * sizeof(bool));
+  memcpy(mix->memo_acc[slot], acc, (size_t)mix->n * sizeof(bool));
 }
 
 double gp_share_frag_acc(const gp_share_mix *mix, const bool *acc, int n_gpus,

@@ -8,12 +8,20 @@
 
 #include "core/share/share.h"
 
+#define GP_SHARE_MEMO 16
+
 struct gp_share_mix {
   int n;
   size_t shape_cap, weight_cap;
   gp_share_req *shape; /* owns models[] and their strings */
   double *weight;      /* popularity; sums to 1 once finished */
   bool finished;
+  /* Memo of access vectors by node model: the model test is most of the cost of a score.
+   * A cache only (results are the same without it); it makes a mix unsafe to share
+   * between threads, which the single-threaded core never does. */
+  int n_memo, memo_next;
+  char *memo_model[GP_SHARE_MEMO];
+  bool *memo_acc[GP_SHARE_MEMO];
 };
 
 int gp_share_req_check(const gp_share_req *req, gp_err *err);

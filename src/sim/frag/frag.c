@@ -65,7 +65,8 @@ typedef struct run {
   int *pod_class;        /* per trace pod */
   int n_classes;
   uint32_t *version;     /* per node */
-  cache_entry *cache;    /* n_nodes x n_classes, or NULL when too large */
+  cache_entry *cache;    /* n_classes x n_nodes (a class's row is scanned per arrival),
+                            or NULL when too large */
 } run;
 
 static int64_t pod_gpu(const gp_frag_pod *p) {
@@ -216,8 +217,9 @@ int gp_frag_run(const gp_frag_trace *t, const gp_frag_opts *o, gp_frag_result *r
   int rc = build_mix(&r, o->popularity_pct, &mix, err);
   if (!rc) rc = build_sequence(t, o->seed, (int64_t)floor(o->inflate * (double)cap_milli), &seq, &n_seq, err);
   if (rc) goto out;
-  bool use_cache = o->policy != GP_SHARE_POLICY_RANDOM &&
-                   (uint64_t)t->n_nodes * (uint64_t)r.n_classes <= MAX_CACHE_ENTRIES;
+  /* Random's GPU choice changes with the round; its fit does not: it is cached too and the
+     chosen node's GPU is drawn again below. */
+  bool use_cache = (uint64_t)t->n_nodes * (uint64_t)r.n_classes <= MAX_CACHE_ENTRIES;
   if (use_cache) r.cache = gp_xcalloc((size_t)t->n_nodes * (size_t)r.n_classes, sizeof(cache_entry));
 
   gp_frag_result res;
@@ -240,7 +242,7 @@ int gp_frag_run(const gp_frag_trace *t, const gp_frag_opts *o, gp_frag_result *r
     for (int i = 0; i < t->n_nodes; i++) {
       double score;
       uint32_t mask;
-      cache_entry *ce = r.cache ? &r.cache[(size_t)i * (size_t)r.n_classes + (size_t)cls] : NULL;
+      cache_entry *ce = r.cache ? &r.cache[(size_t)cls * (size_t)t->n_nodes + (size_t)i] : NULL;
       if (ce && ce->version == r.version[i] + 1) {
         score = ce->score, mask = ce->mask;
       } else {
@@ -260,6 +262,11 @@ int gp_frag_run(const gp_frag_trace *t, const gp_frag_opts *o, gp_frag_result *r
       }
     }
     if (rc) break;
+    if (best >= 0 && o->policy == GP_SHARE_POLICY_RANDOM && r.cache) {
+      gp_share_choice c;
+      if ((rc = gp_share_score(&ctx, &r.nodes[best], q, &c, err)) != 0) break;
+      best_mask = c.gpu_mask;
+    }
     int64_t want = (int64_t)q->n_gpus * q->gpu_milli;
     arrived += want;
     res.pods_arrived++;
