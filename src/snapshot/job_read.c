@@ -30,6 +30,7 @@ typedef struct job_ctx {
   const gp_queue *queues;
   int n_queues;
   gp__names queue_ix;
+  int *child_of;  /* per queue: a listed child's index, or -1 for a leaf */
   gpu_use **use; /* per node, per GPU; allocated on first use */
   gp_arena *arena;
   gp_err *err;
@@ -358,12 +359,10 @@ static int read_job(job_ctx *c, const gp_doc_node *m, int i, const char *const *
   int qi = gp__names_find(&c->queue_ix, queue);
   if (qi < 0)
     return gp_err_set(c->err, GP_ENOENT, c->d->name, n->line, f, "no queue '%.100s'", queue);
-  size_t qlen = strlen(queue);
-  for (int k = 0; k < c->n_queues; k++)
-    if (!strncmp(c->queues[k].name, queue, qlen) && c->queues[k].name[qlen] == '/')
-      return gp_err_set(c->err, GP_EINVAL, c->d->name, n->line, f,
-                        "'%s' is not a leaf queue (it has %s); jobs go to leaf queues", queue,
-                        c->queues[k].name);
+  if (c->child_of[qi] >= 0)
+    return gp_err_set(c->err, GP_EINVAL, c->d->name, n->line, f,
+                      "'%s' is not a leaf queue (it has %s); jobs go to leaf queues", queue,
+                      c->queues[c->child_of[qi]].name);
   job->queue = c->queues[qi].name;
 
   job->user = "unknown";
@@ -440,6 +439,18 @@ int gp_jobs_read(const gp_doc *d, const gp_doc_node *seq, const char *path,
   for (int i = 0; i < n_queues; i++) names[n_nodes + i] = queues[i].name;
   gp__names_build(&c.node_ix, names, n_nodes, arena, &dup);
   gp__names_build(&c.queue_ix, names + n_nodes, n_queues, arena, &dup);
+  /* Mark every listed parent of a listed queue as not a leaf: O(queues x depth x log). */
+  c.child_of = gp_arena_alloc(arena, (size_t)(n_queues ? n_queues : 1) * sizeof *c.child_of);
+  for (int i = 0; i < n_queues; i++) c.child_of[i] = -1;
+  for (int i = 0; i < n_queues; i++) {
+    char prefix[GP_READ_MAX_NAME + 1];
+    snprintf(prefix, sizeof prefix, "%s", queues[i].name);
+    for (char *slash = strrchr(prefix, '/'); slash; slash = strrchr(prefix, '/')) {
+      *slash = '\0';
+      int parent = gp__names_find(&c.queue_ix, prefix);
+      if (parent >= 0 && c.child_of[parent] < 0) c.child_of[parent] = i;
+    }
+  }
   c.use = gp_arena_alloc(arena, (size_t)(n_nodes ? n_nodes : 1) * sizeof *c.use);
   gp_job *jobs = gp_arena_alloc(arena, (size_t)(seq->n ? seq->n : 1) * sizeof *jobs);
   for (int i = 0; i < seq->n; i++)

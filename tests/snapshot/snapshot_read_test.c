@@ -302,6 +302,10 @@ static void missing_sections_and_garbage_are_refused(void) {
   CHECK(read_text("- 1\n- 2\n", &s, &e) != 0);
   CHECK(read_text("now: 1\nqueues: [{name: a}]\nnodes: [{name: n\n", &s, &e) != 0);
   CHECK(e.line > 0);
+  CHECK(read_text("now: 1\nqueues: [{name: org}, {name: org/a}]\n"
+                  "jobs: [{id: j, queue: org, gpus: 1}]\n", &s, &e) != 0);
+  CHECK_EQ_STR("jobs[0].queue", e.field);
+  CHECK_CONTAINS(e.message, "not a leaf queue (it has org/a)");
   CHECK(gp_snapshot_load("/nonexistent/snap.yaml", &s, &e) != 0);
   CHECK_CONTAINS(e.message, "cannot open");
   gp_snapshot_free(NULL);
