@@ -672,7 +672,6 @@ int gp_agent_run(gp_agent *a, volatile sig_atomic_t *stop) {
   }
   while (!*stop) {
     gp__jobs_tick(a);
-    gp__watchdog_tick(a);
     gp__monitor_tick(a);
     net_schedule(a);
     net_step(a);

@@ -92,7 +92,6 @@ struct gp_agent {
   int64_t gen;
   bool registered;
   int heartbeat_s;
-  int64_t last_watchdog_ms;
   bool watchdog_warned[GP_GPU_MAX_DEVICES];
 
   /* endpoint */
@@ -147,7 +146,8 @@ typedef struct gp__share_plan {
 int gp__share_decide(gp_agent *a, const int *gpus, int n_gpus, int64_t gpu_milli,
                      int64_t gpu_mem_mib, const char *mig_uuid, gp__share_plan *ret, gp_err *err);
 bool gp__mps_running(const gp_agent *a, char *pipe_dir, size_t size);
-void gp__watchdog_tick(gp_agent *a);
+/* Stops watchdog-enforced jobs above their share, from a telemetry round's attribution. */
+void gp__watchdog_check(gp_agent *a, const gp_telemetry_view *v);
 int gp__mig_apply(gp_agent *a, int gpu, const char *const *profiles, const int *slots, int n,
                   gp_err *err);
 int gp__mig_apply_config(gp_agent *a);

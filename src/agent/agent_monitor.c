@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The agent's use of telemetry and health (src/agent/telemetry.h, health.h): once a second
+ * (the config's watchdog_interval)
  * it hands the job table to telemetry, samples every GPU, lets the health policy judge the
  * round and applies its decisions: a gpu_fault event to the server (which drains GPUs or
  * the node as the action says), jobs on a failed GPU stopped with reason gpu_fault, GPU
@@ -100,7 +101,7 @@ static void apply(gp_agent *a, const gp_health_action *act) {
 
 void gp__monitor_tick(gp_agent *a) {
   int64_t now = mono_ms();
-  if (now - a->last_sample_ms < 1000) return;
+  if (now - a->last_sample_ms < a->cfg.watchdog_ms) return;
   a->last_sample_ms = now;
   static gp_telemetry_job jobs[GP_TELEMETRY_MAX_JOBS];
   int n = telemetry_jobs(a, jobs, GP_TELEMETRY_MAX_JOBS);
@@ -112,6 +113,7 @@ void gp__monitor_tick(gp_agent *a) {
   gp_telemetry_take_events(a->tel, events, GP_TELEMETRY_MAX_EVENTS, &n_events);
   gp_telemetry_view_get(a->tel, a->view);
   a->have_view = true;
+  gp__watchdog_check(a, a->view);
   gp_health_action acts[32];
   int n_acts = 0;
   gp_health_evaluate(a->health, a->view, events, n_events, jobs, n, now, acts, 32, &n_acts);

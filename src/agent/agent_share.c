@@ -6,8 +6,9 @@
  *   mig        a MIG instance (hardware isolation);
  *   mps        a fraction on a GPU served by an MPS control daemon: per-client memory limit
  *              and active-thread percentage set in the job's environment;
- *   watchdog   a fraction without MPS: the agent samples per-process GPU memory and stops a
- *              job that exceeds its share (reason limit_exceeded);
+ *   watchdog   a fraction without MPS: after each telemetry round the agent sums the GPU
+ *              memory of the job's processes and stops a job that exceeds its share
+ *              (reason limit_exceeded);
  *   none       time-sliced replicas: no isolation, and the record says so. */
 #include "agent/agent_int.h"
 
@@ -19,7 +20,6 @@
 #include <sys/stat.h>
 
 #include "agent/gpu_sim.h"
-#include "agent/launcher.h"
 
 bool gp__mps_running(const gp_agent *a, char *pipe_dir, size_t size) {
   const char *dir = a->cfg.mps_pipe_dir[0] ? a->cfg.mps_pipe_dir : getenv("CUDA_MPS_PIPE_DIRECTORY");
@@ -113,44 +113,26 @@ int gp__share_decide(gp_agent *a, const int *gpus, int n_gpus, int64_t gpu_milli
   return 0;
 }
 
-/* Is `pid` one of the job's processes (its leader or in its process group)? */
-static bool pid_of_job(pid_t pid, const gp__job *j) {
-  if (pid == j->pid) return true;
-  pid_t pgrp = 0;
-  return gp_proc_pgrp_ppid(pid, &pgrp, NULL) == 0 && pgrp == j->pid;
-}
-
-void gp__watchdog_tick(gp_agent *a) {
-  int64_t now = gp__now_ms();
-  if (now - a->last_watchdog_ms < a->cfg.watchdog_ms) return;
-  a->last_watchdog_ms = now;
-  for (int g = 0; g < a->n_gpus; g++) {
-    bool any = false;
-    for (size_t i = 0; i < a->n_jobs && !any; i++) {
-      const gp__job *j = a->jobs[i];
-      if (j->ended || j->limit_exceeded || strcmp(j->enforcement, "watchdog") != 0) continue;
-      for (int k = 0; k < j->n_gpus; k++) any |= j->gpus[k] == g;
-    }
-    if (!any) continue;
-    gp_gpu_sample s;
-    gp_err err = {0};
-    if (a->gpu->ops->sample(a->gpu, g, &s, &err) != 0) {
-      if (!a->watchdog_warned[g])
-        gp__log("watchdog: cannot read GPU %d (%s): shares on it are not checked until it "
-                "answers again", g, err.message);
-      a->watchdog_warned[g] = true;
-      continue;
-    }
-    a->watchdog_warned[g] = false;
-    for (size_t i = 0; i < a->n_jobs; i++) {
-      gp__job *j = a->jobs[i];
-      bool on = false;
-      for (int k = 0; k < j->n_gpus; k++) on |= j->gpus[k] == g;
-      if (!on || j->ended || j->limit_exceeded || strcmp(j->enforcement, "watchdog") != 0)
+void gp__watchdog_check(gp_agent *a, const gp_telemetry_view *v) {
+  for (size_t i = 0; i < a->n_jobs; i++) {
+    gp__job *j = a->jobs[i];
+    if (j->ended || j->limit_exceeded || strcmp(j->enforcement, "watchdog") != 0) continue;
+    for (int k = 0; k < j->n_gpus && !j->limit_exceeded; k++) {
+      int g = j->gpus[k];
+      if (g >= v->n_gpus || !v->have_sample[g]) {
+        if (g < GP_GPU_MAX_DEVICES && !a->watchdog_warned[g])
+          gp__log("watchdog: cannot read GPU %d (%s): shares on it are not checked until it "
+                  "answers again", g, g < v->n_gpus ? v->sample_error[g] : "no such GPU");
+        if (g < GP_GPU_MAX_DEVICES) a->watchdog_warned[g] = true;
         continue;
+      }
+      a->watchdog_warned[g] = false;
+      /* The job's processes on this GPU, as telemetry attributed them (leader, its
+       * descendants, its cgroup). */
       int64_t used = 0;
-      for (int p = 0; p < s.n_procs && p < GP_GPU_MAX_PROCS; p++)
-        if (pid_of_job(s.procs[p].pid, j)) used += s.procs[p].used_mib;
+      for (int n = 0; n < v->n_attr; n++)
+        if (v->attr[n].gpu == g && strncmp(v->attr[n].job, j->id, sizeof v->attr[n].job - 1) == 0)
+          used += v->attr[n].mem_mib;
       if (used <= j->limit_mib) continue;
       snprintf(j->message, sizeof j->message,
                "used %lld MiB of GPU memory on GPU %d (%s), over its share of %lld MiB: stopped "
