@@ -313,9 +313,58 @@ static void driver_names_map_to_models(void) {
   CHECK(gp_gpu_model_from_driver_name("NVIDIA GeForce RTX 4090", 24564) == NULL);
 }
 
+/* Random and mangled specs never crash or leak (ASan watches), and whatever is accepted is
+ * within bounds. */
+static void hostile_specs_are_refused_or_bounded(void) {
+  static const char alphabet[] = "0123456789xX@:;,=.-_ gpuxidecsbtrmalfhpowGHAT1004080";
+  static const char *seeds[] = {"8xH100-80GB", "xid:79@gpu3,after=5s", "ecc_sbe:20@gpu1;thermal@gpu0,for=1s"};
+  unsigned seed = 12345;
+  for (int round = 0; round < 3000; round++) {
+    char buf[96];
+    size_t n = 0;
+    if (round % 2) {
+      const char *base = seeds[round % 3];
+      snprintf(buf, sizeof buf, "%s", base);
+      n = strlen(buf);
+      for (int k = 0; k < 3 && n; k++) {
+        seed = seed * 1103515245u + 12345u;
+        buf[(seed >> 8) % n] = alphabet[(seed >> 16) % (sizeof alphabet - 1)];
+      }
+    } else {
+      seed = seed * 1103515245u + 12345u;
+      n = (seed >> 16) % (sizeof buf - 1);
+      for (size_t k = 0; k < n; k++) {
+        seed = seed * 1103515245u + 12345u;
+        buf[k] = alphabet[(seed >> 16) % (sizeof alphabet - 1)];
+      }
+      buf[n] = '\0';
+    }
+    gp_gpu_backend *b = NULL;
+    gp_err e = {0};
+    if (gp_gpu_sim_open(buf, NULL, &b, &e) == 0) {
+      gp_gpu_info info[GP_GPU_MAX_DEVICES];
+      int ng = 0;
+      b->ops->discover(b, info, GP_GPU_MAX_DEVICES, &ng, NULL);
+      CHECK(ng >= 1 && ng <= GP_GPU_MAX_DEVICES);
+      b->ops->close(b);
+    } else {
+      CHECK(e.message[0] != '\0');
+    }
+    gp_gpu_sim_fault f[GP_GPU_SIM_MAX_FAULTS];
+    int nf = 0;
+    memset(&e, 0, sizeof e);
+    if (gp_gpu_sim_parse_faults(buf, f, GP_GPU_SIM_MAX_FAULTS, &nf, &e) == 0) {
+      CHECK(nf >= 1 && nf <= GP_GPU_SIM_MAX_FAULTS);
+      for (int k = 0; k < nf; k++) CHECK(f[k].gpu >= 0 && f[k].gpu < GP_GPU_MAX_DEVICES);
+    } else {
+      CHECK(e.message[0] != '\0');
+    }
+  }
+}
+
 GP_TESTS(an_h100_node_has_eight_gpus_in_one_nvlink_domain, mixed_specs_and_pcie_parts_have_no_nvlink,
          bad_specs_are_refused_with_the_reason, uuids_survive_a_restart_and_differ_between_nodes,
          load_follows_the_jobs_and_each_job_keeps_its_own_figures, energy_integrates_power_over_time,
          injected_faults_fire_on_time, poll_events_waits_for_a_delayed_fault_in_real_time,
          fault_specs_are_parsed_strictly, mig_layouts_are_validated_and_refused_when_busy,
-         driver_names_map_to_models)
+         driver_names_map_to_models, hostile_specs_are_refused_or_bounded)
