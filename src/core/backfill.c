@@ -6,13 +6,13 @@
  * else policy.default_time_limit; STOPPING jobs and this step's victims count as ending
  * now), and the concrete GPUs it would get then. Those GPUs are marked reserved until that
  * time: a later job may use them only if it ends by then (placement.c checks its own end,
- * now + its limit; a job without a limit never may). A reservation is a promise against
+ * now + its limit; a job without a limit never may). Jobs this plan starts count as ending
+ * at now + their limit. A reservation is a promise against
  * being delayed by later jobs, not a start: the job starts when a later step finds it fits.
  *
  * Bounds (docs/internals/scheduler.md): at most one reservation per leaf queue in fair-share
  * order and GP__MAX_RESERVATIONS per step in total. Whole-GPU requests only. GPUs already
- * reserved, and GPUs taken by jobs started in this step, are treated as never free when a
- * later reservation is computed, so a reservation may be later than strictly necessary,
+ * reserved are treated as never free when a later reservation is computed, so a reservation may be later than strictly necessary,
  * never earlier. A job whose GPUs would never free (no time limits) gets no reservation. */
 #include <stdlib.h>
 
@@ -52,33 +52,68 @@ static uint32_t usable(const gp__ctx *c, const gp__req *r, int node) {
 static int slot_times(const gp__ctx *c, const gp__req *r, int node, gp_time *times,
                       uint32_t *masks, int max_slots) {
   uint32_t use = usable(c, r, node);
-  if (__builtin_popcount(use) < r->gpus) return 0;
+  if (gp__popc(use) < r->gpus) return 0;
   gp__fit probe;
   gp__req rr = *r;
   rr.gpus = 0; /* filters only: model, labels, pool, capacity type */
   rr.kind = GP__R_WHOLE;
   rr.cpu = rr.mem = 0;
   if (!gp__node_fit((gp__ctx *)c, &rr, node, 0, 0, 0, &probe)) return 0;
-  int vs[MAX_ON_NODE], nv = 0;
-  for (int k = c->node_jobs_start[node]; k < c->node_jobs_start[node + 1] && nv < MAX_ON_NODE; k++)
-    vs[nv++] = c->node_jobs[k];
+  /* Release events on this node: running/stopping jobs, and jobs this plan starts. */
   gp_time ends[MAX_ON_NODE];
-  for (int k = 0; k < nv; k++) ends[k] = end_of(c, vs[k]);
+  uint32_t rel[MAX_ON_NODE];
+  int64_t rcpu[MAX_ON_NODE], rmem[MAX_ON_NODE];
+  int ids[MAX_ON_NODE], nv = 0;
+  for (int k = c->node_jobs_start[node]; k < c->node_jobs_start[node + 1] && nv < MAX_ON_NODE; k++) {
+    int v = c->node_jobs[k];
+    const gp_job *job = &c->view->jobs[v];
+    ends[nv] = end_of(c, v);
+    rel[nv] = 0;
+    rcpu[nv] = rmem[nv] = 0;
+    for (int p = 0; p < job->n_placements; p++) {
+      const gp_placement *pl = &job->placements[p];
+      if (pl->node != node) continue;
+      if (pl->mig_instance < 0 && (pl->gpu_milli <= 0 || pl->gpu_milli >= GP_GPU_MILLI))
+        rel[nv] |= pl->gpu_mask;
+      rcpu[nv] += job->req.cpu_milli;
+      rmem[nv] += job->req.mem_mib;
+    }
+    ids[nv++] = v;
+  }
+  const gp_plan_start *starts = c->starts.items;
+  for (int e = c->started_head ? c->started_head[node] : -1; e >= 0 && nv < MAX_ON_NODE;
+       e = c->started_next[e]) {
+    const gp_plan_start *st = &starts[c->started_start[e]];
+    const gp__job *ji = &c->jobs[st->job];
+    ends[nv] = ji->limit > 0 && c->now < GP__NEVER - ji->limit ? c->now + ji->limit : GP__NEVER;
+    rel[nv] = 0;
+    rcpu[nv] = rmem[nv] = 0;
+    for (int p = 0; p < st->n_placements; p++) {
+      if (st->placements[p].node != node) continue;
+      if (st->placements[p].mig_instance < 0 && st->placements[p].gpu_milli >= GP_GPU_MILLI)
+        rel[nv] |= st->placements[p].gpu_mask;
+      rcpu[nv] += c->view->jobs[st->job].req.cpu_milli;
+      rmem[nv] += c->view->jobs[st->job].req.mem_mib;
+    }
+    ids[nv++] = st->job;
+  }
+  /* Insertion sort by (end, job index). */
   for (int a = 1; a < nv; a++)
-    for (int b = a; b > 0 && (ends[b] < ends[b - 1] || (ends[b] == ends[b - 1] && vs[b] < vs[b - 1])); b--) {
-      gp_time t = ends[b];
-      ends[b] = ends[b - 1];
-      ends[b - 1] = t;
-      int v = vs[b];
-      vs[b] = vs[b - 1];
-      vs[b - 1] = v;
+    for (int b = a; b > 0 && (ends[b] < ends[b - 1] || (ends[b] == ends[b - 1] && ids[b] < ids[b - 1])); b--) {
+#define SWAP(T, x) do { T t_ = x[b]; x[b] = x[b - 1]; x[b - 1] = t_; } while (0)
+      SWAP(gp_time, ends);
+      SWAP(uint32_t, rel);
+      SWAP(int64_t, rcpu);
+      SWAP(int64_t, rmem);
+      SWAP(int, ids);
+#undef SWAP
     }
   uint32_t avail = c->nodes[node].free & use;
   int64_t cpu = c->nodes[node].cpu_free, mem = c->nodes[node].mem_free;
   int n = 0;
   gp_time t = c->now;
   for (int k = 0;; k++) {
-    while (n < max_slots && __builtin_popcount(avail) >= (n + 1) * r->gpus &&
+    while (n < max_slots && gp__popc(avail) >= (n + 1) * r->gpus &&
            cpu >= (n + 1) * r->cpu && mem >= (n + 1) * r->mem) {
       times[n] = t;
       masks[n] = avail;
@@ -87,15 +122,9 @@ static int slot_times(const gp__ctx *c, const gp__req *r, int node, gp_time *tim
     if (k >= nv || n >= max_slots) break;
     if (ends[k] == GP__NEVER) break;
     t = ends[k];
-    const gp_job *job = &c->view->jobs[vs[k]];
-    for (int p = 0; p < job->n_placements; p++) {
-      const gp_placement *pl = &job->placements[p];
-      if (pl->node != node) continue;
-      if (pl->mig_instance < 0 && (pl->gpu_milli <= 0 || pl->gpu_milli >= GP_GPU_MILLI))
-        avail |= pl->gpu_mask & use;
-      cpu += job->req.cpu_milli;
-      mem += job->req.mem_mib;
-    }
+    avail |= rel[k] & use;
+    cpu += rcpu[k];
+    mem += rmem[k];
   }
   return n;
 }

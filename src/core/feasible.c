@@ -8,73 +8,14 @@
  * "Could hold it" ignores what is in use: it compares the request with each node's size
  * (GPU count and memory, CPU, host memory, labels, capacity type, pools). An empty fleet
  * (no node registered yet) makes every job wait rather than end. The scan stops
- * as soon as enough up nodes are found, and results are memoised per request shape, so
+ * as soon as enough up nodes are found, and results are memoised per request shape
+ * (shapes.c), so
  * 100,000 pending jobs of a few dozen shapes cost a few dozen scans. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/mig.h"
 #include "core/sched_int.h"
-
-typedef struct memo_entry {
-  int job;   /* representative job, -1 = empty */
-  uint32_t hash;
-  int result;
-} memo_entry;
-
-struct gp__feas_memo {
-  memo_entry *e;
-  size_t mask, n;
-};
-
-static uint32_t mix(uint32_t h, uint64_t v) {
-  h ^= (uint32_t)v + 0x9e3779b9u + (h << 6) + (h >> 2);
-  h ^= (uint32_t)(v >> 32) + 0x9e3779b9u + (h << 6) + (h >> 2);
-  return h;
-}
-
-static int pool_key(const gp__ctx *c, int j) {
-  if (!c->view->n_pools) return 0;
-  int leaf = c->jobs[j].leaf;
-  return ((leaf >= 0 ? c->queue_pool[leaf] : -1) + 2) * 2 + c->jobs[j].preemptible;
-}
-
-static uint32_t sig_hash(const gp__ctx *c, int j) {
-  const gp_request *r = &c->view->jobs[j].req;
-  uint32_t h = 2166136261u;
-  h = mix(h, (uint64_t)c->jobs[j].kind | (uint64_t)(uint32_t)r->tasks << 8);
-  h = mix(h, (uint64_t)(uint32_t)r->gpus_per_task | (uint64_t)(uint32_t)r->gpu_milli << 32);
-  h = mix(h, (uint64_t)r->gpu_mem_mib);
-  h = mix(h, (uint64_t)r->min_gpu_mem_mib);
-  h = mix(h, (uint64_t)r->cpu_milli);
-  h = mix(h, (uint64_t)r->mem_mib);
-  h = mix(h, (uint64_t)r->allow_spot | (uint64_t)(uint32_t)pool_key(c, j) << 8);
-  for (int i = 0; i < r->n_gpu_models; i++) h = mix(h, gp__strhash(r->gpu_models[i]));
-  for (int i = 0; i < r->n_node_selector; i++)
-    h = mix(h, gp__strhash(r->node_selector[i].key) * 31u + gp__strhash(r->node_selector[i].value));
-  if (r->mig_profile) h = mix(h, gp__strhash(r->mig_profile));
-  return h;
-}
-
-static bool str_eq(const char *a, const char *b) { return a == b || (a && b && strcmp(a, b) == 0); }
-
-static bool sig_equal(const gp__ctx *c, int a, int b) {
-  const gp_request *x = &c->view->jobs[a].req, *y = &c->view->jobs[b].req;
-  if (c->jobs[a].kind != c->jobs[b].kind || x->tasks != y->tasks ||
-      x->gpus_per_task != y->gpus_per_task || x->gpu_milli != y->gpu_milli ||
-      x->gpu_mem_mib != y->gpu_mem_mib || x->min_gpu_mem_mib != y->min_gpu_mem_mib ||
-      x->cpu_milli != y->cpu_milli || x->mem_mib != y->mem_mib || x->allow_spot != y->allow_spot ||
-      pool_key(c, a) != pool_key(c, b) || x->n_gpu_models != y->n_gpu_models ||
-      x->n_node_selector != y->n_node_selector || !str_eq(x->mig_profile, y->mig_profile))
-    return false;
-  for (int i = 0; i < x->n_gpu_models; i++)
-    if (!str_eq(x->gpu_models[i], y->gpu_models[i])) return false;
-  for (int i = 0; i < x->n_node_selector; i++)
-    if (!str_eq(x->node_selector[i].key, y->node_selector[i].key) ||
-        !str_eq(x->node_selector[i].value, y->node_selector[i].value))
-      return false;
-  return true;
-}
 
 static bool names_model(const gp_request *r, const char *model) {
   for (int i = 0; i < r->n_gpu_models; i++)
@@ -185,38 +126,11 @@ static int compute(gp__ctx *c, int j) {
 }
 
 int gp__feasible(gp__ctx *c, int j) {
-  struct gp__feas_memo *m = c->feas;
-  if (!m) {
-    m = c->feas = gp_xcalloc(1, sizeof *m);
-    m->mask = 63;
-    m->e = gp_xmalloc((m->mask + 1) * sizeof *m->e);
-    for (size_t i = 0; i <= m->mask; i++) m->e[i].job = -1;
+  int shape = gp__shape_of(c, j);
+  int v = gp__shape_feas(c, shape);
+  if (v < 0) {
+    v = compute(c, j);
+    gp__shape_set_feas(c, shape, v);
   }
-  uint32_t h = sig_hash(c, j);
-  size_t i = h & m->mask;
-  for (; m->e[i].job >= 0; i = (i + 1) & m->mask)
-    if (m->e[i].hash == h && sig_equal(c, m->e[i].job, j)) return m->e[i].result;
-  int res = compute(c, j);
-  m->e[i] = (memo_entry){j, h, res};
-  if (++m->n * 2 > m->mask + 1) {
-    struct gp__feas_memo old = *m;
-    m->mask = old.mask * 2 + 1;
-    m->e = gp_xmalloc((m->mask + 1) * sizeof *m->e);
-    for (size_t k = 0; k <= m->mask; k++) m->e[k].job = -1;
-    for (size_t k = 0; k <= old.mask; k++) {
-      if (old.e[k].job < 0) continue;
-      size_t p = old.e[k].hash & m->mask;
-      while (m->e[p].job >= 0) p = (p + 1) & m->mask;
-      m->e[p] = old.e[k];
-    }
-    free(old.e);
-  }
-  return res;
-}
-
-void gp__feasible_done(gp__ctx *c) {
-  if (!c->feas) return;
-  free(c->feas->e);
-  free(c->feas);
-  c->feas = NULL;
+  return v;
 }

@@ -68,7 +68,7 @@ static int mig_slices(const char *profile) {
 
 /* GPUs a placement holds, fractions as fractions. */
 static double placement_gpus(const gp__ctx *c, const gp_placement *p) {
-  int n = __builtin_popcount(p->gpu_mask);
+  int n = gp__popc(p->gpu_mask);
   if (p->mig_instance >= 0) {
     const gp_node *node = &c->view->nodes[p->node];
     int g = p->gpu_mask ? __builtin_ctz(p->gpu_mask) : 0;
@@ -193,6 +193,8 @@ static void classify_pending(gp__ctx *c, int j) {
   }
   ji->stat = GP__J_ELIGIBLE;
   c->tree.q[ji->leaf].demand += ji->gpus;
+  gp_time end = ji->limit > 0 && c->now < GP__NEVER - ji->limit ? c->now + ji->limit : GP__NEVER;
+  gp__keys_add(c, j, end);
   if (ji->kind == GP__R_WHOLE) {
     if (job->req.gpus_per_task < c->min_whole) c->min_whole = job->req.gpus_per_task;
   } else {
@@ -206,6 +208,7 @@ int gp__classify_jobs(gp__ctx *c) {
   for (int j = 0; j < v->n_jobs; j++) {
     const gp_job *job = &v->jobs[j];
     gp__job *ji = &c->jobs[j];
+    ji->shape = ji->pkey = -1;
     ji->leaf = gp__qtree_find(&c->tree, job->queue);
     if (ji->leaf >= 0 && !gp__qtree_is_leaf(&c->tree, ji->leaf)) ji->leaf = -1;
     ji->limit = limit_of(c, job, ji->leaf);

@@ -174,7 +174,7 @@ void gp__nodes_index(gp__ctx *c) {
   free(groups);
   for (int i = 0; i < nn; i++) {
     if (!c->nodes[i].up) continue;
-    int f = __builtin_popcount(c->nodes[i].free);
+    int f = gp__popc(c->nodes[i].free);
     gp__index_set(&c->ix, i, f);
     if (c->nodes[i].block >= 0) c->block_free[c->nodes[i].block] += f;
   }
@@ -186,7 +186,7 @@ static void apply(gp__ctx *c, int node, uint32_t mask, int milli, int64_t gpu_me
                   int64_t cpu, int64_t mem, int sign) {
   const gp_node *n = &c->view->nodes[node];
   gp__node *s = &c->nodes[node];
-  int before = __builtin_popcount(s->free);
+  int before = gp__popc(s->free);
   for (uint32_t m = mask; m; m &= m - 1) {
     int g = __builtin_ctz(m);
     int k = s->gpu_base + g;
@@ -207,7 +207,7 @@ static void apply(gp__ctx *c, int node, uint32_t mask, int milli, int64_t gpu_me
   }
   s->cpu_free -= sign * cpu;
   s->mem_free -= sign * mem;
-  int after = __builtin_popcount(s->free);
+  int after = gp__popc(s->free);
   if (after != before && s->up && c->indexed) {
     gp__index_set(&c->ix, node, after);
     if (s->block >= 0) c->block_free[s->block] += after - before;

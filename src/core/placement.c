@@ -61,7 +61,7 @@ uint32_t gp__choose_gpus(const gp__ctx *c, int node, uint32_t avail, int want) {
   /* The fullest domain that still fits the whole request keeps big domains free. */
   int best = -1, best_cnt = GP_MAX_NODE_GPUS + 1;
   for (int d = 0; d < s->n_dom; d++) {
-    int cnt = __builtin_popcount(dom[d] & avail);
+    int cnt = gp__popc(dom[d] & avail);
     if (cnt >= want && cnt < best_cnt) {
       best = d;
       best_cnt = cnt;
@@ -74,7 +74,7 @@ uint32_t gp__choose_gpus(const gp__ctx *c, int node, uint32_t avail, int want) {
     int pick = -1, pick_cnt = 0;
     for (int d = 0; d < s->n_dom; d++) {
       if (used_dom & (1u << d)) continue;
-      int cnt = __builtin_popcount(dom[d] & avail);
+      int cnt = gp__popc(dom[d] & avail);
       if (cnt > pick_cnt) {
         pick = d;
         pick_cnt = cnt;
@@ -84,7 +84,7 @@ uint32_t gp__choose_gpus(const gp__ctx *c, int node, uint32_t avail, int want) {
     used_dom |= 1u << pick;
     uint32_t take = lowest_bits(dom[pick] & avail, want);
     out |= take;
-    want -= __builtin_popcount(take);
+    want -= gp__popc(take);
   }
   if (want > 0) out |= lowest_bits(avail & ~out, want);
   return out;
@@ -150,7 +150,7 @@ bool gp__node_fit(gp__ctx *c, const gp__req *r, int node, uint32_t extra, int64_
     }
   }
   avail &= mem_ok_mask(c, node, r->min_gpu_mem);
-  if (__builtin_popcount(avail) < r->gpus) return false;
+  if (gp__popc(avail) < r->gpus) return false;
   f->mask = gp__choose_gpus(c, node, avail, r->gpus);
   return true;
 }
@@ -213,4 +213,23 @@ void gp__start_job(gp__ctx *c, const gp__req *r, const gp__fit *fits) {
   }
   ji->stat = GP__J_STARTED;
   if (ji->leaf >= 0) gp__queue_add_alloc(c, ji->leaf, ji->gpus);
+  /* Remember which nodes it is on, once per node, for backfill's release times. */
+  if (!c->started_head) {
+    c->started_head = gp_xmalloc(((size_t)c->view->n_nodes + 1) * sizeof(int));
+    for (int i = 0; i < c->view->n_nodes; i++) c->started_head[i] = -1;
+  }
+  for (int t = 0; t < r->tasks; t++) {
+    bool dup = false;
+    for (int u = 0; u < t && !dup; u++) dup = fits[u].node == fits[t].node;
+    if (dup) continue;
+    size_t e = c->started_n++;
+    if (e >= c->started_cap) {
+      c->started_cap = c->started_cap ? c->started_cap * 2 : 256;
+      c->started_next = gp_xrealloc(c->started_next, c->started_cap * sizeof(int));
+      c->started_start = gp_xrealloc(c->started_start, c->started_cap * sizeof(int));
+    }
+    c->started_next[e] = c->started_head[fits[t].node];
+    c->started_start[e] = (int)c->starts.n - 1;
+    c->started_head[fits[t].node] = (int)e;
+  }
 }

@@ -48,8 +48,11 @@ static void ctx_done(gp__ctx *c) {
   free(c->node_jobs);
   free(c->leaf_has_resv);
   free(c->limit_msg);
+  free(c->started_head);
+  free(c->started_next);
+  free(c->started_start);
   if (c->ids_built) gp__strmap_done(&c->ids);
-  gp__feasible_done(c);
+  gp__shapes_done(c);
   gp__preempt_done(c);
   gp__shared_done(c);
   free(c->starts.items);
@@ -78,14 +81,29 @@ static const char *limit_message(gp__ctx *c, int q) {
   return c->limit_msg[q];
 }
 
+/* Nothing left could be placed: no free node can hold the smallest whole-GPU request, or
+ * every placement key still waiting has already failed in this step (shapes.c). */
 static bool nothing_fits(const gp__ctx *c) {
+  if (c->keys_alive <= 0) return true;
   return !c->other_eligible && gp__index_max_level(&c->ix) < c->min_whole;
+}
+
+/* Would the job fit once the STOPPING jobs are gone? Memoised per shape: a failure stays a
+ * failure for the rest of the step. */
+static bool waits_for_stopping(gp__ctx *c, const gp__req *r) {
+  if (c->n_stopping <= 0) return false;
+  int shape = c->jobs[r->job].shape;
+  if (shape >= 0 && gp__shape_flag(c, shape, 1)) return false;
+  if (gp__fits_after_stopping(c, r)) return true;
+  if (shape >= 0) gp__shape_set_flag(c, shape, 1);
+  return false;
 }
 
 /* Considers one job. Returns true when the job is blocked on resources (what stops a
  * strict, non-backfilling order). */
 static bool try_job(gp__ctx *c, gp__order *o, int j, gp__fit **fits, size_t *fits_cap) {
   gp__job *ji = &c->jobs[j];
+  gp__keys_consider(c, j);
   int over = gp__queue_over_limit(c, ji->leaf, ji->gpus);
   if (over >= 0) {
     gp__job_wait(c, j, GP_PEND_QUEUE_LIMIT, limit_message(c, over));
@@ -94,20 +112,25 @@ static bool try_job(gp__ctx *c, gp__order *o, int j, gp__fit **fits, size_t *fit
   gp__req r;
   gp__req_init(c, j, &r);
   gp_xgrow((void **)fits, fits_cap, (size_t)r.tasks, sizeof **fits);
-  if (gp__place_job(c, &r, *fits, true)) {
-    gp__start_job(c, &r, *fits);
-    gp__order_update(o, ji->leaf);
-    return false;
+  if (!gp__keys_failed(c, j)) {
+    if (gp__place_job(c, &r, *fits, true)) {
+      gp__start_job(c, &r, *fits);
+      gp__order_update(o, ji->leaf);
+      return false;
+    }
+    gp__keys_fail(c, j);
+    if (c->n_resv == 0) gp__shape_set_flag(c, ji->shape, 0); /* no fence: fails for all ends */
   }
-  if (c->n_resv > 0) {
+  if (c->n_resv > 0 && !gp__shape_flag(c, ji->shape, 0)) {
     gp__req free_r = r;
     free_r.honor_resv = false;
     if (gp__place_job(c, &free_r, *fits, false)) {
       gp__job_wait(c, j, GP_PEND_RESERVATION, GP__MSG_RESERVATION);
       return false;
     }
+    gp__shape_set_flag(c, ji->shape, 0);
   }
-  if (c->n_stopping > 0 && gp__fits_after_stopping(c, &r)) {
+  if (waits_for_stopping(c, &r)) {
     gp__job_wait(c, j, GP_PEND_WAITING_FOR_PREEMPTION, GP__MSG_WAIT_PREEMPT);
     return true;
   }
@@ -115,8 +138,11 @@ static bool try_job(gp__ctx *c, gp__order *o, int j, gp__fit **fits, size_t *fit
     gp__job_wait(c, j, GP_PEND_WAITING_FOR_PREEMPTION, GP__MSG_WAIT_PREEMPT);
     return true;
   }
-  gp__job_wait(c, j, GP_PEND_RESOURCES,
-               c->mig_planned_for == j ? GP__MSG_MIG_REPARTITION : GP__MSG_RESOURCES);
+  if (gp__mig_wait(c, &r)) {
+    gp__job_wait(c, j, GP_PEND_RESOURCES, GP__MSG_MIG_REPARTITION);
+    return true;
+  }
+  gp__job_wait(c, j, GP_PEND_RESOURCES, GP__MSG_RESOURCES);
   if (c->pol->backfill) gp__reserve(c, &r);
   return true;
 }
@@ -127,14 +153,16 @@ static void run(gp__ctx *c) {
   size_t fits_cap = 0;
   bool strict = c->pol->order != GP_ORDER_FAIRSHARE && !c->pol->backfill;
   bool head_blocked = false;
-  int after_full = 0;
+  int drained = 0;
   for (;;) {
     if (nothing_fits(c)) {
-      /* Nothing can be placed any more; only preemption could still start something. A
-       * few more jobs in order may try it, then the rest get their reason in bulk. */
-      if (!c->preempt_possible || c->preempt_attempts >= GP__MAX_PREEMPT_ATTEMPTS ||
-          after_full++ >= 4 * GP__MAX_PREEMPT_ATTEMPTS)
-        break;
+      /* Nothing can be placed any more. Only preemption and backfill reservations could
+       * still change something for the best-ordered jobs: a bounded number more are
+       * considered (each cheap: its placement key is dead), then the rest get their
+       * reason in bulk. */
+      bool more_resv = c->pol->backfill && c->n_resv < GP__MAX_RESERVATIONS;
+      bool more_preempt = c->preempt_possible && c->preempt_attempts < GP__MAX_PREEMPT_ATTEMPTS;
+      if ((!more_resv && !more_preempt) || drained++ >= GP__MAX_DRAIN) break;
     }
     int j = gp__order_next(o);
     if (j < 0) break;
@@ -155,7 +183,7 @@ static void run(gp__ctx *c) {
     } else if (c->n_stopping > 0) {
       gp__req r;
       gp__req_init(c, j, &r);
-      if (gp__fits_after_stopping(c, &r))
+      if (waits_for_stopping(c, &r))
         gp__job_wait(c, j, GP_PEND_WAITING_FOR_PREEMPTION, GP__MSG_WAIT_PREEMPT);
       else
         gp__job_wait(c, j, GP_PEND_RESOURCES, GP__MSG_RESOURCES);
@@ -237,7 +265,6 @@ int gp_sched_step(const gp_policy *policy, const gp_view *view, gp_time now,
   c.view = view;
   c.now = now;
   c.err = err;
-  c.mig_planned_for = -1;
   int rc = gp__validate(&c);
   if (rc) {
     ctx_done(&c);

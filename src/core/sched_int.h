@@ -29,6 +29,8 @@
 #define GP__MAX_RESERVATIONS 8      /* backfill reservations per step (and 1 per leaf) */
 #define GP__MAX_PREEMPT_ATTEMPTS 32 /* preemption simulations per step */
 #define GP__MAX_GANG_BLOCKS 4       /* topology blocks tried per gang before going wide */
+#define GP__MAX_DRAIN 256           /* jobs considered once nothing fits (reservations,
+                                       preemption), before the rest get reasons in bulk */
 
 /* What the step has decided about a job so far. */
 enum gp__jstat {
@@ -54,7 +56,9 @@ typedef struct gp__job {
   uint8_t reason;       /* gp_pending_reason, when GP__J_WAITING */
   uint8_t end_reason;   /* gp_end_reason, when GP__J_ENDED */
   bool preemptible;
-  bool victim;          /* chosen as a victim in this step */
+  bool victim;          /* chosen as a victim in this step (or a stopping job counted on) */
+  int shape;            /* request shape id (shapes.c), -1 before it is computed */
+  int pkey;             /* placement key id (shapes.c), -1 for jobs not eligible */
   const char *msg;      /* static sentence or plan-arena string */
 } gp__job;
 
@@ -165,7 +169,8 @@ typedef struct gp__ctx {
   int preempt_attempts;
   bool preempt_possible;
 
-  struct gp__feas_memo *feas; /* feasible.c's memo */
+  struct gp__shapes *shapes;  /* shapes.c: request shapes and failed placement keys */
+  int keys_alive;             /* placement keys with jobs left that have not failed */
   struct gp__preempt *pre;    /* preempt.c's scratch */
   struct gp__shared *sh;      /* shared.c's state */
   const char **limit_msg;     /* per queue: "Queue X is at its limit" (made on first use) */
@@ -174,13 +179,25 @@ typedef struct gp__ctx {
   bool ids_built;
   gp__strmap ids;
 
+  /* Jobs this plan starts, per node (for backfill): chains of start indexes. */
+  int *started_head;    /* per node: first entry or -1 (allocated on the first start) */
+  int *started_next, *started_start;
+  size_t started_n, started_cap;
+
   /* Plan under construction. */
   gp_arena *arena;
   gp__vec starts, preemptions, reservations, migs;
   uint64_t share_round;
-  int mig_planned_for;  /* job for which the last dynamic MIG re-partition was planned */
   struct gp_share_mix *share_mix;
 } gp__ctx;
+
+/* Population count without relying on a POPCNT instruction (the build targets generic
+ * x86-64, where __builtin_popcount is a library call). */
+static inline int gp__popc(uint32_t x) {
+  x = x - ((x >> 1) & 0x55555555u);
+  x = (x & 0x33333333u) + ((x >> 2) & 0x33333333u);
+  return (int)((((x + (x >> 4)) & 0x0f0f0f0fu) * 0x01010101u) >> 24);
+}
 
 /* Grows a vector of elem-sized items and returns a pointer to a new zeroed slot. */
 void *gp__vec_push(gp__vec *v, size_t elem);
@@ -231,7 +248,19 @@ int gp__deps_check(gp__ctx *c, int j, const char **msg);
 /* Feasibility of a request on the fleet (feasible.c). */
 enum gp__feas { GP__FEAS_OK = 0, GP__FEAS_DOWN, GP__FEAS_MODEL_DOWN, GP__FEAS_NEVER, GP__FEAS_MODEL_UNKNOWN };
 int gp__feasible(gp__ctx *c, int j);
-void gp__feasible_done(gp__ctx *c);
+
+/* Request shapes and placement keys (shapes.c). */
+int gp__shape_of(gp__ctx *c, int j);
+int gp__shape_feas(gp__ctx *c, int shape);
+void gp__shape_set_feas(gp__ctx *c, int shape, int v);
+/* which: 0 = placement ignoring reservations failed, 1 = waiting-for-stopping check failed. */
+bool gp__shape_flag(gp__ctx *c, int shape, int which);
+void gp__shape_set_flag(gp__ctx *c, int shape, int which);
+void gp__keys_add(gp__ctx *c, int j, gp_time end);
+void gp__keys_consider(gp__ctx *c, int j);
+bool gp__keys_failed(const gp__ctx *c, int j);
+void gp__keys_fail(gp__ctx *c, int j);
+void gp__shapes_done(gp__ctx *c);
 
 /* Preemption (preempt.c): true when victims were chosen (recorded in the plan). */
 bool gp__try_preempt(gp__ctx *c, const gp__req *r);
@@ -246,6 +275,9 @@ void gp__shared_done(gp__ctx *c);
 bool gp__node_static_ok(const gp__ctx *c, const gp__req *r, int node);
 bool gp__node_fit_shared(gp__ctx *c, const gp__req *r, int node, gp__fit *f);
 bool gp__fit_shared(gp__ctx *c, const gp__req *r, gp__fit *f);
+/* Dynamic MIG: a MIG job that found no free instance waits for a re-partition planned in
+ * this step (claiming one of its new instances, or planning one). True when it does. */
+bool gp__mig_wait(gp__ctx *c, const gp__req *r);
 
 /* Backfill (backfill.c): computes and records a reservation for a blocked job. */
 void gp__reserve(gp__ctx *c, const gp__req *r);

@@ -22,6 +22,8 @@ struct gp__shared {
   gp_mig_demand *demand;     /* pending MIG demand by profile */
   int n_demand;
   uint8_t *planned;          /* per GPU: 1 = being re-partitioned in this plan */
+  struct planned_inst { int node; const char *profile; } *insts; /* unclaimed new instances */
+  size_t n_insts, cap_insts;
 };
 
 static bool static_ok(gp__ctx *c, const gp__req *r, int node) {
@@ -83,6 +85,7 @@ void gp__shared_done(gp__ctx *c) {
   gp_share_mix_free(sh->mix);
   free(sh->demand);
   free(sh->planned);
+  free(sh->insts);
   free(sh);
   c->sh = NULL;
 }
@@ -220,9 +223,17 @@ static bool plan_repartition(gp__ctx *c, const gp__req *r) {
         pm->n_instances = lay.n;
         const char **profiles = gp_arena_alloc(c->arena, (size_t)lay.n * sizeof(char *));
         int *slots = gp_arena_alloc(c->arena, (size_t)lay.n * sizeof(int));
+        bool claimed = false;
         for (int i = 0; i < lay.n; i++) {
           profiles[i] = gp_arena_strdup(c->arena, lay.profile[i]->name);
           slots[i] = lay.start_slot[i];
+          /* Every new instance but the one r takes waits for another pending job. */
+          if (!claimed && strcmp(profiles[i], r->mig_profile) == 0) {
+            claimed = true;
+          } else {
+            gp_xgrow((void **)&sh->insts, &sh->cap_insts, sh->n_insts + 1, sizeof *sh->insts);
+            sh->insts[sh->n_insts++] = (struct planned_inst){node, profiles[i]};
+          }
           /* Demand this layout serves is no longer pending for later GPUs. */
           for (int d = 0; d < sh->n_demand; d++)
             if (strcmp(sh->demand[d].profile, lay.profile[i]->name) == 0 && sh->demand[d].count > 0) {
@@ -257,8 +268,25 @@ bool gp__fit_shared(gp__ctx *c, const gp__req *r, gp__fit *f) {
     }
     if (best >= 0) return true;
   }
-  if (r->kind == GP__R_MIG && c->pol->dynamic_mig && r->tasks == 1 && plan_repartition(c, r)) {
-    c->mig_planned_for = r->job;
+  return false;
+}
+
+/* An instance of a re-partition planned in this step that r may take. */
+static bool claim_planned(gp__ctx *c, const gp__req *r) {
+  struct gp__shared *sh = c->sh;
+  for (size_t i = 0; i < sh->n_insts; i++) {
+    if (strcmp(sh->insts[i].profile, r->mig_profile) != 0) continue;
+    int node = sh->insts[i].node;
+    bool slot = false;
+    for (int k = 0; k < r->n_slots && !slot; k++) slot = c->nodes[node].pool + 1 == r->slots[k];
+    if (!slot || !static_ok(c, r, node)) continue;
+    sh->insts[i] = sh->insts[--sh->n_insts];
+    return true;
   }
   return false;
+}
+
+bool gp__mig_wait(gp__ctx *c, const gp__req *r) {
+  if (!c->sh || r->kind != GP__R_MIG || !c->pol->dynamic_mig || r->tasks != 1) return false;
+  return claim_planned(c, r) || plan_repartition(c, r);
 }

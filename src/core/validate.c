@@ -109,7 +109,7 @@ static int check_jobs(gp__ctx *c) {
   char f[64], g[96];
   for (int j = 0; j < v->n_jobs; j++) {
     const gp_job *job = &v->jobs[j];
-    if (!job->id || !*job->id) return bad(c, gp__field(f, sizeof f, "jobs", j, ".id"), "a job needs an id");
+    if (!job->id) return bad(c, gp__field(f, sizeof f, "jobs", j, ".id"), "a job needs an id");
     if (job->state != GP_JOB_RUNNING && job->state != GP_JOB_STOPPING) continue;
     if (job->n_placements < 0 || (job->n_placements > 0 && !job->placements))
       return bad(c, gp__field(f, sizeof f, "jobs", j, ".placements"), "malformed placement list");

@@ -1,0 +1,318 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Benchmark of the scheduling core (issue 2, §5). A synthetic fleet of 10,000 nodes x 8
+ * GPUs (H100 / A100 / H200, two NVLink domains per node, 32 nodes per topology block) and
+ * 100,000 pending jobs (mostly 1 GPU, some 2-8 GPUs, some 2-16-node gangs; a third name a
+ * GPU model) in a 3-level tree of 50 leaf queues. It prints:
+ *   - the time of one full step from an empty cluster and the jobs placed per second;
+ *   - p50/p99 of an incremental step (1% of the jobs end and 1,000 arrive, on the busy
+ *     cluster the full step left) over 100 steps; starts are applied, victims stop and end
+ *     one step later, as a server would do;
+ *   - the core's peak working memory per pending job (heap high-water mark during a step,
+ *     minus what the view itself holds, divided by the pending jobs), when the build has no
+ *     AddressSanitizer (which owns malloc).
+ * Usage: bench_sched_bench [nodes] [jobs] [steps]   (defaults 10000 100000 100)
+ * Build Release for figures: cmake -B build/rel -DCMAKE_BUILD_TYPE=Release. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/sched.h"
+#include "util/mem.h"
+
+/* ---- heap accounting (not under ASan, which provides malloc itself) ---- */
+#if defined(__SANITIZE_ADDRESS__)
+#define HEAP_COUNTING 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define HEAP_COUNTING 0
+#endif
+#endif
+#ifndef HEAP_COUNTING
+#define HEAP_COUNTING 1
+#endif
+
+static size_t heap_cur, heap_peak;
+#if HEAP_COUNTING
+#include <malloc.h>
+extern void *__libc_malloc(size_t);
+extern void *__libc_calloc(size_t, size_t);
+extern void *__libc_realloc(void *, size_t);
+extern void __libc_free(void *);
+void *malloc(size_t n) {
+  void *p = __libc_malloc(n);
+  if (p && (heap_cur += malloc_usable_size(p)) > heap_peak) heap_peak = heap_cur;
+  return p;
+}
+void *calloc(size_t n, size_t s) {
+  void *p = __libc_calloc(n, s);
+  if (p && (heap_cur += malloc_usable_size(p)) > heap_peak) heap_peak = heap_cur;
+  return p;
+}
+void *realloc(void *p, size_t n) {
+  size_t old = p ? malloc_usable_size(p) : 0;
+  void *q = __libc_realloc(p, n);
+  if (q || n == 0) {
+    heap_cur -= old;
+    if (q && (heap_cur += malloc_usable_size(q)) > heap_peak) heap_peak = heap_cur;
+  }
+  return q;
+}
+void free(void *p) {
+  if (p) heap_cur -= malloc_usable_size(p);
+  __libc_free(p);
+}
+#endif
+
+/* ---- a small deterministic RNG ---- */
+static uint64_t rng = 0x9e3779b97f4a7c15ULL;
+static uint64_t next_u64(void) {
+  rng ^= rng << 13;
+  rng ^= rng >> 7;
+  rng ^= rng << 17;
+  return rng;
+}
+static int pick(int n) { return (int)(next_u64() % (uint64_t)n); }
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static const char *models[] = {"H100-80GB", "A100-80GB", "H200-141GB"};
+static const char *model_lists[3][1] = {{"H100-80GB"}, {"A100-80GB"}, {"H200-141GB"}};
+static const char *classes[] = {"training", "training", "training", "batch", "interactive"};
+
+typedef struct bench {
+  gp_policy pol;
+  gp_node *nodes;
+  gp_gpu *gpus;
+  gp_label *labels;
+  char (*node_names)[16];
+  char (*block_names)[16];
+  gp_queue queues[50];
+  char queue_names[50][32];
+  gp_job *jobs;
+  char (*ids)[16];
+  int n_jobs, cap_jobs;
+  int next_id;
+  gp_view view;
+} bench;
+
+static void make_fleet(bench *b, int n_nodes) {
+  b->nodes = calloc((size_t)n_nodes, sizeof *b->nodes);
+  b->gpus = calloc((size_t)n_nodes * 8, sizeof *b->gpus);
+  b->labels = calloc((size_t)n_nodes, sizeof *b->labels);
+  b->node_names = calloc((size_t)n_nodes, sizeof *b->node_names);
+  b->block_names = calloc((size_t)n_nodes / 32 + 1, sizeof *b->block_names);
+  for (int i = 0; i <= n_nodes / 32; i++) snprintf(b->block_names[i], 16, "b%d", i);
+  for (int i = 0; i < n_nodes; i++) {
+    gp_node *n = &b->nodes[i];
+    snprintf(b->node_names[i], 16, "n%05d", i);
+    n->name = b->node_names[i];
+    int m = i % 10 < 5 ? 0 : i % 10 < 8 ? 1 : 2; /* 50% H100, 30% A100, 20% H200 */
+    n->model = models[m];
+    n->gpu_mem_mib = m == 2 ? 144384 : 81920;
+    n->n_gpus = 8;
+    n->gpus = &b->gpus[i * 8];
+    for (int g = 0; g < 8; g++) b->gpus[i * 8 + g] = (gp_gpu){.nvlink_domain = g / 4};
+    n->cpu_milli = 96000;
+    n->mem_mib = 1024 * 1024;
+    b->labels[i] = (gp_label){"topology.block", b->block_names[i / 32]};
+    n->labels = &b->labels[i];
+    n->n_labels = 1;
+  }
+  b->view.nodes = b->nodes;
+  b->view.n_nodes = n_nodes;
+}
+
+/* 5 orgs x 2 teams x 5 projects; deserved split evenly over 80% of the fleet, weights
+ * 1..3, every seventh project limited. */
+static void make_queues(bench *b, int n_nodes) {
+  int k = 0;
+  for (int o = 0; o < 5; o++)
+    for (int t = 0; t < 2; t++)
+      for (int p = 0; p < 5; p++, k++) {
+        snprintf(b->queue_names[k], 32, "org%d/team%d/proj%d", o, t, p);
+        b->queues[k] = (gp_queue){.name = b->queue_names[k],
+                                  .deserved_gpus = n_nodes * 8 * 0.8 / 50,
+                                  .limit_gpus = k % 7 == 6 ? n_nodes * 8 * 0.05 : GP_NO_LIMIT,
+                                  .weight = 1 + k % 3};
+      }
+  b->view.queues = b->queues;
+  b->view.n_queues = 50;
+}
+
+static void add_job(bench *b, gp_time submitted) {
+  if (b->n_jobs == b->cap_jobs) {
+    fprintf(stderr, "job table full\n");
+    exit(1);
+  }
+  int j = b->n_jobs++;
+  gp_job *job = &b->jobs[j];
+  memset(job, 0, sizeof *job);
+  snprintf(b->ids[j], 16, "j%08d", b->next_id++);
+  job->id = b->ids[j];
+  job->queue = b->queue_names[pick(50)];
+  job->user = "u";
+  job->priority_class = classes[pick(5)];
+  int r = pick(100);
+  job->req.tasks = 1;
+  if (r < 85) {
+    job->req.gpus_per_task = 1;
+  } else if (r < 97) {
+    static const int sizes[] = {2, 4, 8};
+    job->req.gpus_per_task = sizes[pick(3)];
+  } else {
+    job->req.gpus_per_task = 8;
+    job->req.tasks = 2 + pick(15);
+  }
+  job->req.cpu_milli = 4000 * job->req.gpus_per_task;
+  job->req.mem_mib = 32768 * job->req.gpus_per_task;
+  if (pick(3) == 0) {
+    job->req.gpu_models = model_lists[pick(3)];
+    job->req.n_gpu_models = 1;
+  }
+  job->time_limit = 3600 * (1 + pick(24));
+  job->submitted_at = submitted;
+  job->state = GP_JOB_PENDING;
+}
+
+static void remove_job(bench *b, int j) {
+  free((void *)b->jobs[j].placements);
+  b->jobs[j] = b->jobs[b->n_jobs - 1];
+  memcpy(b->ids[j], b->ids[b->n_jobs - 1], 16);
+  b->jobs[j].id = b->ids[j];
+  b->n_jobs--;
+}
+
+/* Applies a plan: starts become RUNNING with their placements, victims STOPPING. */
+static int apply(bench *b, const gp_plan *p, gp_time now) {
+  for (int i = 0; i < p->n_starts; i++) {
+    gp_job *job = &b->jobs[p->starts[i].job];
+    gp_placement *pl = malloc((size_t)p->starts[i].n_placements * sizeof *pl);
+    memcpy(pl, p->starts[i].placements, (size_t)p->starts[i].n_placements * sizeof *pl);
+    job->placements = pl;
+    job->n_placements = p->starts[i].n_placements;
+    job->state = GP_JOB_RUNNING;
+    job->started_at = now;
+  }
+  for (int i = 0; i < p->n_preemptions; i++) b->jobs[p->preemptions[i].job].state = GP_JOB_STOPPING;
+  /* Ended jobs (impossible requests) leave the view. */
+  int n = 0;
+  for (int i = p->n_ended - 1; i >= 0; i--) {
+    b->jobs[p->ended[i].job].state = GP_JOB_FAILED;
+    n++;
+  }
+  for (int j = b->n_jobs - 1; j >= 0; j--)
+    if (b->jobs[j].state == GP_JOB_FAILED) remove_job(b, j);
+  return n;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv) {
+  int n_nodes = argc > 1 ? atoi(argv[1]) : 10000;
+  int n_jobs = argc > 2 ? atoi(argv[2]) : 100000;
+  int steps = argc > 3 ? atoi(argv[3]) : 100;
+  if (n_nodes < 32 || n_jobs < 100 || steps < 1) {
+    fprintf(stderr, "usage: %s [nodes>=32] [jobs>=100] [steps>=1]\n", argv[0]);
+    return 2;
+  }
+  static bench B;
+  bench *b = &B;
+  gp_policy_init(&b->pol);
+  make_fleet(b, n_nodes);
+  make_queues(b, n_nodes);
+  b->cap_jobs = n_jobs + steps * 1000 + 1000;
+  b->jobs = calloc((size_t)b->cap_jobs, sizeof *b->jobs);
+  b->ids = calloc((size_t)b->cap_jobs, sizeof *b->ids);
+  for (int i = 0; i < n_jobs; i++) add_job(b, i / 100);
+  b->view.jobs = b->jobs;
+  b->view.n_jobs = b->n_jobs;
+
+  printf("fleet: %d nodes x 8 GPUs (%d GPUs), %d leaf queues in 3 levels, %d pending jobs\n",
+         n_nodes, n_nodes * 8, 50, n_jobs);
+  gp_time now = 100000;
+  gp_err err = {0};
+  gp_plan *plan = NULL;
+  size_t base = heap_cur;
+  heap_peak = heap_cur;
+  double t0 = now_s();
+  if (gp_sched_step(&b->pol, &b->view, now, &plan, &err)) {
+    fprintf(stderr, "step failed: %s: %s\n", err.field, err.message);
+    return 1;
+  }
+  double full = now_s() - t0;
+  size_t peak = heap_peak - base;
+  int placed = plan->n_starts;
+  printf("full step from an empty cluster: %.1f ms, %d jobs placed (%.0f jobs/s), %d pending, "
+         "%d preemptions, %d reservations\n",
+         full * 1e3, placed, placed / full, plan->n_pending, plan->n_preemptions,
+         plan->n_reservations);
+  if (HEAP_COUNTING)
+    printf("memory: core peak working set %.1f MiB = %.0f bytes per pending job (view itself: "
+           "%zu bytes per gp_job), plan arena %.1f MiB\n",
+           peak / 1048576.0, (double)peak / n_jobs, sizeof(gp_job),
+           gp_arena_bytes(plan->arena) / 1048576.0);
+  else
+    printf("memory: not measured (AddressSanitizer build)\n");
+  apply(b, plan, now);
+  gp_plan_free(plan);
+
+  double *times = calloc((size_t)steps, sizeof(double));
+  long total_starts = 0, total_pending = 0, total_preempt = 0;
+  size_t step_peak_max = 0;
+  for (int s = 0; s < steps; s++) {
+    now += 60;
+    /* Stopping victims are gone; 1% of the jobs end (running ones); 1,000 arrive. */
+    for (int j = b->n_jobs - 1; j >= 0; j--)
+      if (b->jobs[j].state == GP_JOB_STOPPING) remove_job(b, j);
+    int to_end = b->n_jobs / 100;
+    for (int k = 0; k < to_end * 20 && to_end > 0; k++) {
+      int j = pick(b->n_jobs);
+      if (b->jobs[j].state != GP_JOB_RUNNING) continue;
+      remove_job(b, j);
+      to_end--;
+    }
+    for (int k = 0; k < 1000; k++) add_job(b, now);
+    b->view.n_jobs = b->n_jobs;
+    base = heap_cur;
+    heap_peak = heap_cur;
+    t0 = now_s();
+    if (gp_sched_step(&b->pol, &b->view, now, &plan, &err)) {
+      fprintf(stderr, "step failed: %s: %s\n", err.field, err.message);
+      return 1;
+    }
+    times[s] = now_s() - t0;
+    if (heap_peak - base > step_peak_max) step_peak_max = heap_peak - base;
+    total_starts += plan->n_starts;
+    total_pending += plan->n_pending;
+    total_preempt += plan->n_preemptions;
+    apply(b, plan, now);
+    gp_plan_free(plan);
+  }
+  qsort(times, (size_t)steps, sizeof *times, cmp_double);
+  printf("incremental step (1%% end, 1000 arrive) over %d steps: p50 %.2f ms, p99 %.2f ms, max "
+         "%.2f ms; per step on average %ld starts, %ld pending, %ld preemptions\n",
+         steps, times[steps / 2] * 1e3, times[(int)(steps * 0.99)] * 1e3, times[steps - 1] * 1e3,
+         total_starts / steps, total_pending / steps, total_preempt / steps);
+  if (HEAP_COUNTING)
+    printf("memory: incremental step peak working set %.1f MiB (%.0f bytes per pending job)\n",
+           step_peak_max / 1048576.0, (double)step_peak_max / (double)(total_pending / steps));
+  free(times);
+  for (int j = 0; j < b->n_jobs; j++) free((void *)b->jobs[j].placements);
+  free(b->jobs);
+  free(b->ids);
+  free(b->nodes);
+  free(b->gpus);
+  free(b->labels);
+  free(b->node_names);
+  free(b->block_names);
+  return 0;
+}
