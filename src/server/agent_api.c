@@ -120,8 +120,7 @@ static int do_register(gp_srv_state *s, gp_srv_req *r, int64_t now_s, int64_t no
   }
   n = target;
   if (created) {
-    gp_xgrow((void **)&s->nodes, &s->cap_nodes, (size_t)s->n_nodes + 1, sizeof *s->nodes);
-    s->nodes[s->n_nodes++] = n;
+    gp__srv_node_add(s, n);
   }
   if (json_is_string(url)) {
     free(n->agent_url);

@@ -262,8 +262,11 @@ int gp__srv_schedule(gp_srv_state *s, int64_t now, gp_err *err) {
     if (p->job < 0 || p->job >= b.view.n_jobs) continue;
     gp_srv_job *j = b.srv_jobs[p->job];
     j->pending_reason = (int)p->reason;
-    free(j->pending_message);
-    j->pending_message = p->message ? gp_xstrdup(p->message) : NULL;
+    /* Most pending jobs keep their reason from step to step: copy only what changed. */
+    if (!p->message || !j->pending_message || strcmp(p->message, j->pending_message) != 0) {
+      free(j->pending_message);
+      j->pending_message = p->message ? gp_xstrdup(p->message) : NULL;
+    }
   }
   for (int i = 0; i < plan->n_reservations; i++) {
     const gp_plan_reservation *rv = &plan->reservations[i];

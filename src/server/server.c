@@ -242,6 +242,15 @@ static void run_scheduler(gp_server *srv) {
   wake_waiters(srv->state, mono_ms(), false);
 }
 
+/* The gap between event-driven scheduling steps: at least schedule_min_gap_ms, and at
+ * least twice the last step's cost, so that under a flood of submissions the state thread
+ * spends at most a third of its time scheduling and the rest acknowledging. */
+static int64_t sched_gap_ms(const gp_server *srv) {
+  int64_t gap = srv->cfg->schedule_min_gap_ms;
+  int64_t cost = (int64_t)(srv->state->counters.last_cycle_s * 2000.0);
+  return cost > gap ? cost : gap;
+}
+
 static void *state_main(void *arg) {
   gp_server *srv = arg;
   pthread_mutex_lock(&srv->lock);
@@ -251,7 +260,7 @@ static void *state_main(void *arg) {
       int64_t deadline = srv->next_tick_ms;
       if (srv->next_sched_ms < deadline) deadline = srv->next_sched_ms;
       if (srv->state->sched_dirty) {
-        int64_t t = srv->last_sched_ms + srv->cfg->schedule_min_gap_ms;
+        int64_t t = srv->last_sched_ms + sched_gap_ms(srv);
         if (t < deadline) deadline = t;
       }
       int64_t w = earliest_waiter(srv->state);
@@ -282,7 +291,7 @@ static void *state_main(void *arg) {
     if (list) process_batch(srv, list);
     else if (mono_ms() >= srv->next_tick_ms) process_batch(srv, NULL);
     int64_t now = mono_ms();
-    bool due = srv->state->sched_dirty && now >= srv->last_sched_ms + srv->cfg->schedule_min_gap_ms;
+    bool due = srv->state->sched_dirty && now >= srv->last_sched_ms + sched_gap_ms(srv);
     if (due || now >= srv->next_sched_ms) run_scheduler(srv);
     wake_waiters(srv->state, mono_ms(), true);
     pthread_mutex_lock(&srv->lock);

@@ -27,6 +27,7 @@ void gp__srv_state_free(gp_srv_state *s) {
   free(s->active);
   for (int i = 0; i < s->n_nodes; i++) gp__srv_node_free(s->nodes[i]);
   free(s->nodes);
+  free(s->node_slots);
   for (int i = 0; i < s->n_queues; i++) gp__srv_queue_free(s->queues[i]);
   free(s->queues);
   for (int i = 0; i < s->n_figs; i++) {
@@ -48,9 +49,39 @@ gp_srv_job *gp__srv_job_get(const gp_srv_state *s, const char *id) {
   return s->jobs[v];
 }
 
+static uint64_t name_hash(const char *name) {
+  uint64_t h = 1469598103934665603ull; /* FNV-1a */
+  for (const unsigned char *c = (const unsigned char *)name; *c; c++) h = (h ^ *c) * 1099511628211ull;
+  return h;
+}
+
+static void slots_insert(int *slots, size_t n_slots, const char *name, int index) {
+  size_t i = (size_t)name_hash(name) & (n_slots - 1);
+  while (slots[i] >= 0) i = (i + 1) & (n_slots - 1);
+  slots[i] = index;
+}
+
+void gp__srv_node_add(gp_srv_state *s, gp_srv_node *n) {
+  gp_xgrow((void **)&s->nodes, &s->cap_nodes, (size_t)s->n_nodes + 1, sizeof *s->nodes);
+  s->nodes[s->n_nodes++] = n;
+  if ((size_t)s->n_nodes * 2 > s->n_node_slots) {
+    size_t want = s->n_node_slots ? s->n_node_slots * 2 : 64;
+    while ((size_t)s->n_nodes * 2 > want) want *= 2;
+    free(s->node_slots);
+    s->node_slots = gp_xmalloc(want * sizeof *s->node_slots);
+    for (size_t i = 0; i < want; i++) s->node_slots[i] = -1;
+    s->n_node_slots = want;
+    for (int i = 0; i < s->n_nodes; i++) slots_insert(s->node_slots, want, s->nodes[i]->name, i);
+  } else {
+    slots_insert(s->node_slots, s->n_node_slots, n->name, s->n_nodes - 1);
+  }
+}
+
 int gp__srv_node_index(const gp_srv_state *s, const char *name) {
-  for (int i = 0; i < s->n_nodes; i++)
-    if (strcmp(s->nodes[i]->name, name) == 0) return i;
+  if (!s->n_node_slots) return -1;
+  size_t i = (size_t)name_hash(name) & (s->n_node_slots - 1);
+  for (; s->node_slots[i] >= 0; i = (i + 1) & (s->n_node_slots - 1))
+    if (strcmp(s->nodes[s->node_slots[i]]->name, name) == 0) return s->node_slots[i];
   return -1;
 }
 
@@ -241,9 +272,7 @@ static int load_node(void *ctx, const gp_store_node *row) {
   /* Agents that are still alive keep heartbeating; give them a timeout's grace. */
   n->alive = true;
   n->last_seen_ms = c->now_ms;
-  gp_srv_state *s = c->s;
-  gp_xgrow((void **)&s->nodes, &s->cap_nodes, (size_t)s->n_nodes + 1, sizeof *s->nodes);
-  s->nodes[s->n_nodes++] = n;
+  gp__srv_node_add(c->s, n);
   return 0;
 }
 

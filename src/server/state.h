@@ -175,6 +175,8 @@ typedef struct gp_srv_state {
   gp_srv_node **nodes;
   int n_nodes;
   size_t cap_nodes;
+  int *node_slots;          /* open-addressing hash of node names -> index, -1: empty */
+  size_t n_node_slots;      /* a power of two, >= 2 * n_nodes */
   gp_srv_queue **queues;
   int n_queues;
   size_t cap_queues;
@@ -193,6 +195,8 @@ void gp__srv_state_free(gp_srv_state *s);
 int gp__srv_state_load(gp_srv_state *s, int64_t now_s, int64_t now_ms, gp_err *err);
 
 gp_srv_job *gp__srv_job_get(const gp_srv_state *s, const char *id);
+/* Appends a node (taking ownership) and indexes it by name. */
+void gp__srv_node_add(gp_srv_state *s, gp_srv_node *n);
 gp_srv_node *gp__srv_node_get(const gp_srv_state *s, const char *name);
 int gp__srv_node_index(const gp_srv_state *s, const char *name);
 gp_srv_queue *gp__srv_queue_get(const gp_srv_state *s, const char *name);
