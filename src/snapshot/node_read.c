@@ -102,8 +102,10 @@ int gp__read_labels(const gp_doc *d, const gp_doc_node *n, const char *f, gp_are
   for (int i = 0; i < n->n; i++) {
     char kf[200];
     snprintf(kf, sizeof kf, "%s.%s", f, n->keys[i]);
-    if (!n->keys[i][0]) return gp_err_set(err, GP_EINVAL, d->name, n->items[i]->line, f,
-                                          "a label key must not be empty");
+    size_t klen = strlen(n->keys[i]);
+    if (klen == 0 || klen > GP_READ_MAX_NAME)
+      return gp_err_set(err, GP_EINVAL, d->name, n->items[i]->line, f,
+                        "a label key must have 1 to %d bytes", GP_READ_MAX_NAME);
     l[i].key = gp_arena_strdup(arena, n->keys[i]);
     if ((r = gp__read_name(d, n->items[i], kf, arena, &l[i].value, err))) return r;
   }

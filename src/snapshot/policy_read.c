@@ -377,6 +377,10 @@ int gp_pools_read(const gp_doc *d, const gp_doc_node *seq, const char *path,
                         "needs exactly one label, e.g. {pool: inference}");
     char kf[200];
     snprintf(kf, sizeof kf, "%s.%s", f, n->keys[0]);
+    size_t klen = strlen(n->keys[0]);
+    if (klen == 0 || klen > GP_READ_MAX_NAME)
+      return gp_err_set(err, GP_EINVAL, d->name, n->line, f,
+                        "a label key must have 1 to %d bytes", GP_READ_MAX_NAME);
     p->selector.key = gp_arena_strdup(arena, n->keys[0]);
     if ((r = gp__read_name(d, n->items[0], kf, arena, &p->selector.value, err))) return r;
     n = gp_doc_get(m, "lend");
