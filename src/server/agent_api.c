@@ -225,15 +225,18 @@ static int apply_gpu_fault(gp_srv_state *s, gp_srv_node *n, const json_t *e, gp_
   char why[600];
   snprintf(why, sizeof why, "xid %lld%s%.500s", (long long)xid, reason ? ": " : "", reason ? reason : "");
   gp_srv_gpu *gpu = &n->gpus[g];
-  if (!action || strcmp(action, "ignore") == 0 || strcmp(action, "fail_job") == 0 ||
-      strcmp(action, "restart_app") == 0)
-    return 0;
-  if (strcmp(action, "drain_node") == 0) {
+  /* `action` is a comma list: ignore, fail_job (the agent stops the job itself), drain_gpu,
+   * drain_node, fail_gpu. */
+  bool drain_gpu = action && strstr(action, "drain_gpu"), drain_node = action && strstr(action, "drain_node"),
+       fail_gpu = action && strstr(action, "fail_gpu");
+  if (!drain_gpu && !drain_node && !fail_gpu) return 0;
+  if (drain_node) {
     n->admin_state = GP_NODE_DRAIN;
     free(n->reason);
     n->reason = gp_xstrdup(why);
-  } else {
-    gpu->health = strstr(action, "fail") || strstr(action, "out") ? GP_GPU_FAILED : GP_GPU_DRAINED;
+  }
+  if (drain_gpu || fail_gpu) {
+    gpu->health = fail_gpu ? GP_GPU_FAILED : GP_GPU_DRAINED;
     free(gpu->reason);
     gpu->reason = gp_xstrdup(why);
   }

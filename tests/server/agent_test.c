@@ -249,7 +249,35 @@ static void agent_messages_are_checked(void) {
   tsrv_stop(&t);
 }
 
-GP_TESTS(a_job_runs_and_completes_with_its_exit_code, the_long_poll_wakes_within_100ms_of_a_new_start,
+static void a_gpu_fault_drains_the_gpu_with_its_reason(void) {
+  tsrv t = {0};
+  tsrv_start(&t);
+  CHECK_EQ_INT(201, tsrv_register(&t, "n1", 4, NULL));
+  json_t *hb = tsrv_heartbeat(&t, "n1", 0, 0,
+                              "[{\"kind\": \"gpu_fault\", \"gpu\": 2, \"xid\": 48, "
+                              "\"action\": \"fail_job,drain_gpu\", \"reason\": \"double-bit ECC\"}]");
+  REQUIRE(hb);
+  json_decref(hb);
+  json_t *o = NULL;
+  CHECK_EQ_INT(200, tsrv_call(&t, "GET", "/v1/nodes/n1", ALICE, NULL, &o));
+  json_t *g2 = json_array_get(json_object_get(json_object_get(o, "node"), "gpu_list"), 2);
+  CHECK_EQ_STR("drained", json_string_value(json_object_get(g2, "health")));
+  CHECK_CONTAINS(json_string_value(json_object_get(g2, "reason")), "xid 48");
+  json_decref(o);
+  /* Nothing is placed on it: a 4-GPU job now waits. */
+  char *id = tsrv_submit(&t, ALICE, "{\"command\": [\"x\"], \"gpus\": 4}");
+  REQUIRE(id);
+  usleep(200000);
+  char path[64];
+  snprintf(path, sizeof path, "/v1/jobs/%s", id);
+  CHECK_EQ_INT(200, tsrv_call(&t, "GET", path, ALICE, NULL, &o));
+  CHECK_EQ_STR("pending", job_str(o, "state"));
+  json_decref(o);
+  free(id);
+  tsrv_stop(&t);
+}
+
+GP_TESTS(a_gpu_fault_drains_the_gpu_with_its_reason, a_job_runs_and_completes_with_its_exit_code, the_long_poll_wakes_within_100ms_of_a_new_start,
          cancelling_a_running_job_sends_the_stop_handshake,
          a_silent_node_goes_down_and_its_jobs_are_requeued_or_failed,
          a_restarted_agent_keeps_the_jobs_it_reports_and_loses_the_rest, agent_messages_are_checked)

@@ -118,4 +118,15 @@ static void tokens_can_live_in_their_own_file(void) {
   CHECK_EQ_STR("tokens[0].role", e.field);
 }
 
-GP_TESTS(a_full_config_is_read, mistakes_name_file_line_and_key, tokens_can_live_in_their_own_file)
+static void the_example_config_is_valid(void) {
+  gp_server_config *c = NULL;
+  gp_err e = {0};
+  int r = gp_server_config_load(GP_SOURCE_DIR "/examples/server.yaml", &c, &e);
+  if (r) fprintf(stderr, "%s:%d: %s: %s\n", e.file, e.line, e.field, e.message);
+  CHECK_EQ_INT(0, r);
+  CHECK(c && c->n_queues == 4 && c->n_tokens == 4);
+  gp_server_config_free(c);
+}
+
+GP_TESTS(a_full_config_is_read, mistakes_name_file_line_and_key, tokens_can_live_in_their_own_file,
+         the_example_config_is_valid)
