@@ -199,10 +199,11 @@ static int check_events(gp_srv_req *r, const json_t *events) {
     for (int k = 0; kind && event_kinds[k] && !known; k++) known = strcmp(kind, event_kinds[k]) == 0;
     char f[64];
     snprintf(f, sizeof f, "events[%zu]", i);
-    if (!json_is_object(e) || !known) {
-      gp__srv_reply_error(r, 400, "invalid_argument", f, "an event needs a kind: started, exited, checkpoint, gpu_fault or mig_done");
+    if (!json_is_object(e) || !kind) {
+      gp__srv_reply_error(r, 400, "invalid_argument", f, "an event is an object with a kind");
       return -1;
     }
+    if (!known) continue; /* a newer agent's event: skipped, so one new kind never takes a node down */
     bool needs_job = strcmp(kind, "started") == 0 || strcmp(kind, "exited") == 0 || strcmp(kind, "checkpoint") == 0;
     if (needs_job && !json_is_string(json_object_get(e, "job"))) {
       gp__srv_reply_error(r, 400, "invalid_argument", f, "a %s event needs a job id", kind);
@@ -274,13 +275,22 @@ static int apply_mig_done(gp_srv_state *s, gp_srv_node *n, const json_t *e, gp_e
 static int apply_event(gp_srv_state *s, gp_srv_node *n, int idx, const json_t *e, int64_t now_s,
                        gp_err *err) {
   const char *kind = json_string_value(json_object_get(e, "kind"));
+  bool known = false;
+  for (int k = 0; event_kinds[k] && !known; k++) known = strcmp(kind, event_kinds[k]) == 0;
+  if (!known) return 0;
   if (strcmp(kind, "gpu_fault") == 0) return apply_gpu_fault(s, n, e, err);
   if (strcmp(kind, "mig_done") == 0) return apply_mig_done(s, n, e, err);
   gp_srv_job *j = gp__srv_job_get(s, json_string_value(json_object_get(e, "job")));
   if (!j) return 0;
   bool here = false;
-  for (int t = 0; t < j->n_alloc; t++) here = here || j->alloc[t].node == idx;
-  if (!here) return 0; /* a report about a job this node no longer holds */
+  /* `order` names the start order of the run the event is about: a late report of an
+   * earlier run of a requeued job must not end the current run. */
+  const char *ord = json_string_value(json_object_get(e, "order"));
+  int64_t ord_id = ord && ord[0] == 'o' ? strtoll(ord + 1, NULL, 10) : 0;
+  for (int t = 0; t < j->n_alloc; t++)
+    here = here || (j->alloc[t].node == idx &&
+                    (!ord_id || !j->alloc[t].order_id || j->alloc[t].order_id == ord_id));
+  if (!here) return 0; /* a report about a job (or run) this node no longer holds */
   int64_t at = json_integer_value(json_object_get(e, "at"));
   if (at <= 0 || at > now_s + 60) at = now_s;
   if (strcmp(kind, "started") == 0) {
@@ -297,6 +307,11 @@ static int apply_event(gp_srv_state *s, gp_srv_node *n, int idx, const json_t *e
     return gp__srv_persist_job(s, j, err);
   }
   /* exited */
+  const json_t *usage = json_object_get(e, "usage");
+  if (json_is_object(usage) && json_object_size(usage) <= 32) {
+    json_decref(j->usage);
+    j->usage = json_deep_copy(usage);
+  }
   const json_t *ec = json_object_get(e, "exit_code");
   char why[600];
   exit_reason(e, why, sizeof why);
@@ -327,6 +342,10 @@ static void apply_gpus(gp_srv_node *n, const json_t *gpus, gp_srv_state *s, int6
     gp_gpu_health hv;
     if (h && !gp_gpu_health_parse(h, &hv) && !gpu->admin_drained && hv != gpu->health) {
       gpu->health = hv;
+      if (hv == GP_GPU_HEALTHY) {
+        free(gpu->reason);
+        gpu->reason = NULL;
+      }
       s->sched_dirty = true;
     }
   }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/gpu_sim.h"
 #include "server/server_int.h"
 #include "snapshot/policy_read.h"
 #include "util/mem.h"
@@ -308,6 +309,19 @@ static int node_action(gp_srv_state *s, gp_srv_req *r, gp_srv_node *n, const cha
       gp__srv_reply_error(r, 400, "invalid_argument", "fault", "say which fault, e.g. \"xid:79@gpu3\"");
       return 0;
     }
+    gp_gpu_sim_fault faults[GP_GPU_SIM_MAX_FAULTS];
+    int nf = 0;
+    gp_err ferr = {0};
+    if (gp_gpu_sim_parse_faults(reason, faults, GP_GPU_SIM_MAX_FAULTS, &nf, &ferr)) {
+      gp__srv_reply_error(r, 400, "invalid_argument", "fault", "%s", ferr.message);
+      return 0;
+    }
+    for (int i = 0; i < nf; i++)
+      if (faults[i].gpu < 0 || faults[i].gpu >= n->n_gpus) {
+        gp__srv_reply_error(r, 400, "invalid_argument", "fault", "node %s has GPUs 0..%d, not gpu%d",
+                            n->name, n->n_gpus - 1, faults[i].gpu);
+        return 0;
+      }
     json_t *o = json_pack("{s:s,s:s}", "kind", "inject", "fault", reason);
     int rc = gp__srv_order_add(s, n, o, 0, false, err);
     if (rc) return rc;

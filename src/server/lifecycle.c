@@ -100,6 +100,10 @@ static int finalize(gp_srv_state *s, gp_srv_job *j, const char *agent_reason, in
     if (j->requeue) return requeue(s, j, "node lost", now, err);
     return gp__srv_job_end(s, j, GP_JOB_FAILED, "node lost", now, err);
   }
+  /* The agent's health policy stopped the job because its GPU failed: not the job's fault,
+   * so it is treated like a lost node (requeued when the job allows it). */
+  if (agent_reason && strncmp(agent_reason, "gpu_fault", 9) == 0 && j->requeue)
+    return requeue(s, j, agent_reason, now, err);
   if (j->has_exit_code && j->exit_code == 0)
     return gp__srv_job_end(s, j, GP_JOB_COMPLETED, agent_reason ? agent_reason : "exited", now, err);
   return gp__srv_job_end(s, j, GP_JOB_FAILED, agent_reason ? agent_reason : "exited", now, err);

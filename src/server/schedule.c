@@ -155,7 +155,7 @@ static int apply_start(gp_srv_state *s, gp_srv_job *j, const gp_plan_start *st, 
   for (int t = 0; t < st->n_placements; t++) {
     const gp_placement *p = &st->placements[t];
     j->alloc[t] = (gp_srv_alloc){p->node, p->gpu_mask, p->gpu_milli, p->gpu_mem_mib,
-                                 p->mig_instance, false, 0};
+                                 p->mig_instance, false, 0, 0};
   }
   gp__srv_job_set_state(s, j, GP_JOB_RUNNING);
   j->started_at = now;
@@ -180,8 +180,10 @@ static int apply_start(gp_srv_state *s, gp_srv_job *j, const gp_plan_start *st, 
                           a->gpu_mem_mib, a->mig_instance};
     r = gp_store_put_alloc(s->store, &row, err);
   }
-  for (int t = 0; t < j->n_alloc && !r; t++)
+  for (int t = 0; t < j->n_alloc && !r; t++) {
+    j->alloc[t].order_id = s->next_order_id;
     r = gp__srv_order_add(s, s->nodes[j->alloc[t].node], start_order(s, j, t), j->id, true, err);
+  }
   return r;
 }
 

@@ -37,6 +37,7 @@ typedef struct gp_srv_alloc {
   int mig_instance;
   bool exited;
   int exit_code;
+  int64_t order_id;     /* the start order of this run (memory only; 0: unknown) */
 } gp_srv_alloc;
 
 typedef struct gp_srv_job {

@@ -240,8 +240,16 @@ static void agent_messages_are_checked(void) {
   CHECK_EQ_INT(404, tsrv_call(&t, "POST", "/v1/agent/heartbeat", AGENT, "{\"node\": \"ghost\", \"gen\": 0}", &o));
   json_decref(o);
   CHECK_EQ_INT(201, tsrv_register(&t, "n1", 2, NULL));
+  /* An event kind this server does not know (a newer agent) is skipped, not fatal. */
+  CHECK_EQ_INT(200, tsrv_call(&t, "POST", "/v1/agent/heartbeat", AGENT,
+                              "{\"node\": \"n1\", \"gen\": 0, \"wait_ms\": 0, \"events\": [{\"kind\": \"inject_done\"}]}", &o));
+  json_decref(o);
   CHECK_EQ_INT(400, tsrv_call(&t, "POST", "/v1/agent/heartbeat", AGENT,
-                              "{\"node\": \"n1\", \"gen\": 0, \"events\": [{\"kind\": \"exploded\"}]}", &o));
+                              "{\"node\": \"n1\", \"gen\": 0, \"events\": [{\"job\": \"1\"}]}", &o));
+  CHECK_EQ_STR("events[0]", err_field(o));
+  json_decref(o);
+  CHECK_EQ_INT(400, tsrv_call(&t, "POST", "/v1/agent/heartbeat", AGENT,
+                              "{\"node\": \"n1\", \"gen\": 0, \"events\": [{\"kind\": \"exited\"}]}", &o));
   CHECK_EQ_STR("events[0]", err_field(o));
   json_decref(o);
   CHECK_EQ_INT(400, tsrv_call(&t, "POST", "/v1/agent/heartbeat", AGENT, "{\"node\": \"n1\", \"gen\": -1}", &o));
@@ -277,7 +285,58 @@ static void a_gpu_fault_drains_the_gpu_with_its_reason(void) {
   tsrv_stop(&t);
 }
 
-GP_TESTS(a_gpu_fault_drains_the_gpu_with_its_reason, a_job_runs_and_completes_with_its_exit_code, the_long_poll_wakes_within_100ms_of_a_new_start,
+static json_t *order_for(json_t *hb, const char *kind, const char *job) {
+  json_t *orders = json_object_get(hb, "orders");
+  for (size_t i = 0; i < json_array_size(orders); i++) {
+    json_t *o = json_array_get(orders, i);
+    json_t *jv = json_object_get(o, "job");
+    const char *jid = json_is_object(jv) ? json_string_value(json_object_get(jv, "id")) : json_string_value(jv);
+    if (strcmp(json_string_value(json_object_get(o, "kind")), kind) == 0 && jid && strcmp(jid, job) == 0) return o;
+  }
+  return NULL;
+}
+
+static void a_late_exit_of_an_earlier_run_does_not_end_the_current_run(void) {
+  tsrv t = {0};
+  tsrv_start(&t);
+  CHECK_EQ_INT(201, tsrv_register(&t, "n1", 2, NULL));
+  char *id = tsrv_submit(&t, ALICE, "{\"command\": [\"x\"], \"gpus\": 1, \"requeue\": true}");
+  REQUIRE(id);
+  CHECK(tsrv_wait_state(&t, id, "running"));
+  json_t *hb = tsrv_heartbeat(&t, "n1", 0, 0, NULL);
+  REQUIRE(hb && order_for(hb, "start", id));
+  char first[32];
+  snprintf(first, sizeof first, "%s", json_string_value(json_object_get(order_for(hb, "start", id), "id")));
+  long long gen = hb_gen(hb);
+  json_decref(hb);
+  json_decref(tsrv_heartbeat(&t, "n1", gen, 0, NULL)); /* acknowledged: the agent has it */
+  /* The agent restarts without the job: it is lost, requeued, and started again. */
+  CHECK_EQ_INT(200, tsrv_register(&t, "n1", 2, "[]"));
+  CHECK(tsrv_wait_state(&t, id, "running"));
+  hb = tsrv_heartbeat(&t, "n1", gen, 0, NULL);
+  REQUIRE(hb && order_for(hb, "start", id));
+  char second[32];
+  snprintf(second, sizeof second, "%s", json_string_value(json_object_get(order_for(hb, "start", id), "id")));
+  gen = hb_gen(hb);
+  json_decref(hb);
+  CHECK(strcmp(first, second) != 0);
+  char ev[256];
+  snprintf(ev, sizeof ev, "[{\"kind\": \"exited\", \"job\": \"%s\", \"order\": \"%s\", \"exit_code\": 1}]", id, first);
+  json_decref(tsrv_heartbeat(&t, "n1", gen, 0, ev));
+  json_t *o = NULL;
+  char path[64];
+  snprintf(path, sizeof path, "/v1/jobs/%s", id);
+  tsrv_call(&t, "GET", path, ALICE, NULL, &o);
+  CHECK_EQ_STR("running", job_str(o, "state"));
+  json_decref(o);
+  snprintf(ev, sizeof ev, "[{\"kind\": \"exited\", \"job\": \"%s\", \"order\": \"%s\", \"exit_code\": 0}]", id, second);
+  json_decref(tsrv_heartbeat(&t, "n1", gen, 0, ev));
+  CHECK(tsrv_wait_state(&t, id, "completed"));
+  free(id);
+  tsrv_stop(&t);
+}
+
+GP_TESTS(a_late_exit_of_an_earlier_run_does_not_end_the_current_run, a_gpu_fault_drains_the_gpu_with_its_reason, a_job_runs_and_completes_with_its_exit_code, the_long_poll_wakes_within_100ms_of_a_new_start,
          cancelling_a_running_job_sends_the_stop_handshake,
          a_silent_node_goes_down_and_its_jobs_are_requeued_or_failed,
          a_restarted_agent_keeps_the_jobs_it_reports_and_loses_the_rest, agent_messages_are_checked)

@@ -238,6 +238,12 @@ static void admins_drain_and_resume_nodes_and_gpus(void) {
   CHECK_EQ_STR("drained", json_string_value(json_object_get(g3, "health")));
   CHECK_EQ_STR("GPU-n1-3", json_string_value(json_object_get(g3, "uuid")));
   json_decref(o);
+  /* Simulated faults are checked before they are sent. */
+  CHECK_EQ_INT(400, tsrv_call(&t, "POST", "/v1/nodes/n1/inject", ADMIN, "{\"fault\": \"xid:79\"}", &o));
+  CHECK_EQ_STR("fault", err_field(o));
+  json_decref(o);
+  CHECK_EQ_INT(400, tsrv_call(&t, "POST", "/v1/nodes/n1/inject", ADMIN, "{\"fault\": \"xid:79@gpu9\"}", &o));
+  json_decref(o);
   /* The agent is told too. */
   o = tsrv_heartbeat(&t, "n1", 0, 0, NULL);
   REQUIRE(o);
