@@ -104,8 +104,10 @@ int gp_cmd_plan(int argc, char **argv) {
     gp_snapshot_free(snap);
     return 1;
   }
+  /* A plan can be several times its (64 MiB at most) snapshot: pending jobs carry a
+   * sentence each. 1 GiB still bounds it. */
   gp_buf out;
-  gp_buf_init(&out, 0);
+  gp_buf_init(&out, (size_t)1 << 30);
   if (!strcmp(format, "json")) gp_plan_write_json(plan, &snap->view, &out);
   else gp_plan_write_table(plan, &snap->view, &out);
   int rc = 0;
