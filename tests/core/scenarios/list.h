@@ -21,6 +21,7 @@
   X(binpack) \
   X(block_preference) \
   X(dependencies) \
+  X(drained_gpu_skipped) \
   X(fair_share_nested) \
   X(fair_share_thirds) \
   X(fair_share_weights_limits) \
@@ -41,9 +42,11 @@
   X(pool_lends) \
   X(pool_no_lend) \
   X(pool_owner_reclaims) \
+  X(preemption_transactional) \
   X(priority_classes_custom) \
   X(priority_order_in_queue) \
   X(priority_preemption_in_queue) \
+  X(queue_limit_gang) \
   X(reclaim) \
   X(reclaim_not_preemptible) \
   X(sharing_random_seeded) \
