@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The scenario files of this directory (NAME.yaml + NAME.json or NAME.err), one test each
- * in tests/core/scenarios_test.c. Add a line here when you add a scenario. */
+ * in tests/core/scenarios_test.c. Add a line here when you add a scenario. tests/test.h's
+ * GP_TESTS takes at most 64 tests per file: past 63 scenarios, split the list in two files. */
 #ifndef GP_TESTS_CORE_SCENARIOS_LIST_H
 #define GP_TESTS_CORE_SCENARIOS_LIST_H
 
