@@ -175,16 +175,28 @@ void gp__reserve(gp__ctx *c, const gp__req *r) {
     if (!c->leaf_has_resv) c->leaf_has_resv = gp_xcalloc((size_t)c->tree.n + 1, sizeof(bool));
     if (c->leaf_has_resv[J->leaf]) return;
   }
+  gp__preempt_build(c); /* node -> running jobs */
   int cap = r->tasks;
   slot *h = gp_xmalloc((size_t)cap * sizeof *h);
   int n = 0;
   gp_time times[GP_MAX_NODE_GPUS + 1];
   uint32_t masks[GP_MAX_NODE_GPUS + 1];
   int max_slots = r->tasks < GP_MAX_NODE_GPUS ? r->tasks : GP_MAX_NODE_GPUS;
-  for (int i = 0; i < c->view->n_nodes; i++) {
-    if (!c->nodes[i].up) continue;
-    int k = slot_times(c, r, i, times, masks, max_slots);
-    for (int s = 0; s < k; s++) heap_push(h, &n, cap, (slot){times[s], i, s});
+  /* Candidates: the up nodes of the request's pools and models, i.e. its index groups.
+   * The heap keeps the earliest (time, node, slot) triples, so the visiting order does not
+   * change the result. */
+  int stride = c->n_models + 1;
+  int nm = r->n_models < 0 ? c->n_models : r->n_models;
+  for (int si = 0; si < r->n_slots; si++) {
+    for (int mk = 0; mk < nm; mk++) {
+      int g = r->slots[si] * stride + (r->n_models < 0 ? mk : r->models[mk]);
+      for (int pos = c->ix.group_start[g]; pos < c->ix.group_start[g + 1]; pos++) {
+        int i = c->ix.members[pos];
+        if (gp__popc(c->nodes[i].whole_ok) < r->gpus) continue;
+        int k = slot_times(c, r, i, times, masks, max_slots);
+        for (int s = 0; s < k; s++) heap_push(h, &n, cap, (slot){times[s], i, s});
+      }
+    }
   }
   if (n < r->tasks || h[0].t == GP__NEVER) {
     free(h);

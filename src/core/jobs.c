@@ -205,9 +205,13 @@ static void classify_pending(gp__ctx *c, int j) {
 int gp__classify_jobs(gp__ctx *c) {
   const gp_view *v = c->view;
   c->min_whole = GP_MAX_NODE_GPUS + 1;
+  c->running = gp_xmalloc(((size_t)v->n_jobs + 1) * sizeof(int));
+  c->eligible = gp_xmalloc(((size_t)v->n_jobs + 1) * sizeof(int));
   for (int j = 0; j < v->n_jobs; j++) {
     const gp_job *job = &v->jobs[j];
     gp__job *ji = &c->jobs[j];
+    int rc = gp__validate_job(c, j);
+    if (rc) return rc;
     ji->shape = ji->pkey = -1;
     ji->leaf = gp__qtree_find(&c->tree, job->queue);
     if (ji->leaf >= 0 && !gp__qtree_is_leaf(&c->tree, ji->leaf)) ji->leaf = -1;
@@ -229,11 +233,13 @@ int gp__classify_jobs(gp__ctx *c) {
       }
       gp__hold_placements(c, j);
       if (job->state == GP_JOB_STOPPING) c->n_stopping++;
+      c->running[c->n_running++] = j;
       break;
     }
     case GP_JOB_PENDING:
     case GP_JOB_HELD:
       classify_pending(c, j);
+      if (ji->stat == GP__J_ELIGIBLE) c->eligible[c->n_eligible++] = j;
       break;
     default:
       ji->stat = GP__J_NONE;

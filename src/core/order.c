@@ -16,11 +16,18 @@
 
 #include "core/sched_int.h"
 
+/* A heap entry carries its keys, so sifting compares adjacent memory instead of chasing
+ * job indexes into the view. */
+typedef struct hent {
+  int64_t k1, k2;       /* sort keys, smaller first */
+  uint64_t idp;         /* the id's first 8 bytes, big-endian: string order */
+  int j;
+} hent;
+
 struct gp__order {
   gp__ctx *c;
   bool fair;
-  int64_t *k1, *k2;     /* per view job: sort keys (smaller first), then job index */
-  int *heap;            /* job heaps, one segment per leaf (or one for global orders) */
+  hent *heap;           /* job heaps, one segment per leaf (or one for global orders) */
   int *seg_start, *seg_len;
   int n_seg;
   int *qheap;           /* per parent (tree index, root = tree.n): heap of active children */
@@ -31,25 +38,34 @@ struct gp__order {
 /* Ties on the keys go to the smaller job id, then the view index: callers that keep their
  * view in place (the simulator swap-removes ended jobs) still get submission order for
  * jobs submitted in the same second, as long as their ids sort that way. */
-static bool job_less(const gp__order *o, int a, int b) {
-  if (o->k1[a] != o->k1[b]) return o->k1[a] < o->k1[b];
-  if (o->k2[a] != o->k2[b]) return o->k2[a] < o->k2[b];
-  int c = strcmp(o->c->view->jobs[a].id, o->c->view->jobs[b].id);
+static bool job_less(const gp__order *o, const hent *a, const hent *b) {
+  if (a->k1 != b->k1) return a->k1 < b->k1;
+  if (a->k2 != b->k2) return a->k2 < b->k2;
+  if (a->idp != b->idp) return a->idp < b->idp;
+  int c = strcmp(o->c->view->jobs[a->j].id, o->c->view->jobs[b->j].id);
   if (c) return c < 0;
-  return a < b;
+  return a->j < b->j;
 }
 
-static void job_sift_down(const gp__order *o, int *h, int n, int i) {
+static void job_sift_down(const gp__order *o, hent *h, int n, int i) {
+  hent x = h[i];
   for (;;) {
-    int l = 2 * i + 1, m = i;
-    if (l < n && job_less(o, h[l], h[m])) m = l;
-    if (l + 1 < n && job_less(o, h[l + 1], h[m])) m = l + 1;
-    if (m == i) return;
-    int t = h[i];
+    int l = 2 * i + 1, m = -1;
+    const hent *best = &x;
+    if (l < n && job_less(o, &h[l], best)) m = l, best = &h[l];
+    if (l + 1 < n && job_less(o, &h[l + 1], best)) m = l + 1;
+    if (m < 0) break;
     h[i] = h[m];
-    h[m] = t;
     i = m;
   }
+  h[i] = x;
+}
+
+static uint64_t id_prefix(const char *id) {
+  uint64_t v = 0;
+  int k = 0;
+  for (; k < 8 && id[k]; k++) v = v << 8 | (unsigned char)id[k];
+  return v << (8 * (8 - k));
 }
 
 /* Queue order: (no fair share?, ratio or allocation, tree index). */
@@ -117,40 +133,34 @@ gp__order *gp__order_new(gp__ctx *c) {
   gp__order *o = gp_xcalloc(1, sizeof *o);
   o->c = c;
   o->fair = c->pol->order == GP_ORDER_FAIRSHARE;
-  int nj = v->n_jobs, nq = c->tree.n;
-  o->k1 = gp_xmalloc(((size_t)nj + 1) * sizeof(int64_t));
-  o->k2 = gp_xmalloc(((size_t)nj + 1) * sizeof(int64_t));
+  int nq = c->tree.n;
   o->n_seg = o->fair ? nq : 1;
   o->seg_start = gp_xcalloc((size_t)o->n_seg + 1, sizeof(int));
   o->seg_len = gp_xcalloc((size_t)o->n_seg + 1, sizeof(int));
-  int n_elig = 0;
-  for (int j = 0; j < nj; j++) {
-    if (c->jobs[j].stat != GP__J_ELIGIBLE) continue;
-    n_elig++;
+  int n_elig = c->n_eligible;
+  for (int e = 0; e < n_elig; e++) o->seg_len[o->fair ? c->jobs[c->eligible[e]].leaf : 0]++;
+  for (int s = 0; s < o->n_seg; s++) o->seg_start[s + 1] = o->seg_start[s] + o->seg_len[s];
+  o->heap = gp_xmalloc(((size_t)n_elig + 1) * sizeof(hent));
+  int *fill = gp_xcalloc((size_t)o->n_seg + 1, sizeof(int));
+  for (int e = 0; e < n_elig; e++) {
+    int j = c->eligible[e];
     const gp_job *job = &v->jobs[j];
+    hent h = {.j = j, .idp = id_prefix(job->id)};
     switch (c->pol->order) {
     case GP_ORDER_FIFO:
-      o->k1[j] = job->submitted_at;
-      o->k2[j] = 0;
+      h.k1 = job->submitted_at;
       break;
     case GP_ORDER_SJF:
-      o->k1[j] = c->jobs[j].limit > 0 ? c->jobs[j].limit : GP__NEVER;
-      o->k2[j] = job->submitted_at;
+      h.k1 = c->jobs[j].limit > 0 ? c->jobs[j].limit : GP__NEVER;
+      h.k2 = job->submitted_at;
       break;
     default: /* fair share inside a leaf, and global priority */
-      o->k1[j] = -(int64_t)c->jobs[j].prio;
-      o->k2[j] = job->submitted_at;
+      h.k1 = -(int64_t)c->jobs[j].prio;
+      h.k2 = job->submitted_at;
       break;
     }
-    o->seg_len[o->fair ? c->jobs[j].leaf : 0]++;
-  }
-  for (int s = 0; s < o->n_seg; s++) o->seg_start[s + 1] = o->seg_start[s] + o->seg_len[s];
-  o->heap = gp_xmalloc(((size_t)n_elig + 1) * sizeof(int));
-  int *fill = gp_xcalloc((size_t)o->n_seg + 1, sizeof(int));
-  for (int j = 0; j < nj; j++) {
-    if (c->jobs[j].stat != GP__J_ELIGIBLE) continue;
     int s = o->fair ? c->jobs[j].leaf : 0;
-    o->heap[o->seg_start[s] + fill[s]++] = j;
+    o->heap[o->seg_start[s] + fill[s]++] = h;
   }
   free(fill);
   for (int s = 0; s < o->n_seg; s++)
@@ -189,8 +199,6 @@ gp__order *gp__order_new(gp__ctx *c) {
 
 void gp__order_free(gp__order *o) {
   if (!o) return;
-  free(o->k1);
-  free(o->k2);
   free(o->heap);
   free(o->seg_start);
   free(o->seg_len);
@@ -202,8 +210,8 @@ void gp__order_free(gp__order *o) {
 }
 
 static int pop_job(gp__order *o, int s) {
-  int *h = o->heap + o->seg_start[s];
-  int j = h[0];
+  hent *h = o->heap + o->seg_start[s];
+  int j = h[0].j;
   h[0] = h[--o->seg_len[s]];
   job_sift_down(o, h, o->seg_len[s], 0);
   return j;

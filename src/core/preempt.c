@@ -25,6 +25,7 @@
 enum { K_POOL = 0, K_PRIORITY, K_RECLAIM, K_STOPPING, K_N };
 
 struct gp__preempt {
+  bool built;                    /* gp__preempt_build ran */
   int *leaf_start, *leaf_jobs;   /* victim-able running jobs per tree queue (CSR) */
   int *leaf_min_prio;            /* per tree queue: lowest priority among them */
   int *stopping;
@@ -51,15 +52,25 @@ static bool victim_able(const gp__ctx *c, int v) {
   return c->now - c->view->jobs[v].started_at >= c->pol->min_runtime;
 }
 
+/* Cheap, every step: could any preemption happen at all? */
 void gp__preempt_setup(gp__ctx *c) {
+  c->pre = gp_xcalloc(1, sizeof *c->pre);
+  bool able = false;
+  for (int k = 0; k < c->n_running && !able; k++) able = victim_able(c, c->running[k]);
+  c->preempt_possible = able && (c->pol->preemption || c->view->n_pools > 0 ||
+                                 (c->pol->reclaim && c->pol->order == GP_ORDER_FAIRSHARE));
+}
+
+void gp__preempt_build(gp__ctx *c) {
   const gp_view *v = c->view;
-  int nn = v->n_nodes, nj = v->n_jobs, nq = c->tree.n;
-  struct gp__preempt *p = c->pre = gp_xcalloc(1, sizeof *p);
-  /* Node -> running/stopping jobs. */
+  struct gp__preempt *p = c->pre;
+  if (p->built) return;
+  p->built = true;
+  int nn = v->n_nodes, nq = c->tree.n;
+  /* Node -> running/stopping jobs (each job once per node). */
   c->node_jobs_start = gp_xcalloc((size_t)nn + 2, sizeof(int));
-  for (int j = 0; j < nj; j++) {
-    if (c->jobs[j].stat != GP__J_RUNNING && c->jobs[j].stat != GP__J_STOPPING) continue;
-    const gp_job *job = &v->jobs[j];
+  for (int r = 0; r < c->n_running; r++) {
+    const gp_job *job = &v->jobs[c->running[r]];
     for (int k = 0; k < job->n_placements; k++) {
       int dup = 0;
       for (int m = 0; m < k && !dup; m++) dup = job->placements[m].node == job->placements[k].node;
@@ -73,10 +84,12 @@ void gp__preempt_setup(gp__ctx *c) {
   p->leaf_min_prio = gp_xmalloc(((size_t)nq + 1) * sizeof(int));
   for (int q = 0; q < nq; q++) p->leaf_min_prio[q] = INT_MAX;
   p->pool_borrowers = gp_xcalloc((size_t)v->n_pools + 1, sizeof(int));
+  p->stopping = gp_xmalloc(((size_t)c->n_stopping + 1) * sizeof(int));
+  bool *able = gp_xmalloc(((size_t)c->n_running + 1) * sizeof(bool));
   int n_able = 0;
-  for (int j = 0; j < nj; j++) {
+  for (int r = 0; r < c->n_running; r++) {
+    int j = c->running[r];
     const gp__job *ji = &c->jobs[j];
-    if (ji->stat != GP__J_RUNNING && ji->stat != GP__J_STOPPING) continue;
     const gp_job *job = &v->jobs[j];
     for (int k = 0; k < job->n_placements; k++) {
       int node = job->placements[k].node, dup = 0;
@@ -86,8 +99,9 @@ void gp__preempt_setup(gp__ctx *c) {
       int pool = c->nodes[node].pool;
       if (pool >= 0 && (ji->leaf < 0 || c->queue_pool[ji->leaf] != pool)) p->pool_borrowers[pool]++;
     }
-    if (ji->stat == GP__J_STOPPING) p->n_stopping++;
-    if (victim_able(c, j) && ji->leaf >= 0) {
+    if (ji->stat == GP__J_STOPPING) p->stopping[p->n_stopping++] = j;
+    able[r] = victim_able(c, j) && ji->leaf >= 0;
+    if (able[r]) {
       p->leaf_start[ji->leaf + 1]++;
       n_able++;
       if (ji->prio < p->leaf_min_prio[ji->leaf]) p->leaf_min_prio[ji->leaf] = ji->prio;
@@ -96,23 +110,19 @@ void gp__preempt_setup(gp__ctx *c) {
   free(fill);
   for (int q = 0; q < nq; q++) p->leaf_start[q + 1] += p->leaf_start[q];
   p->leaf_jobs = gp_xmalloc(((size_t)n_able + 1) * sizeof(int));
-  p->stopping = gp_xmalloc(((size_t)p->n_stopping + 1) * sizeof(int));
   int *lfill = gp_xcalloc((size_t)nq + 1, sizeof(int));
-  int ns = 0;
-  for (int j = 0; j < nj; j++) {
-    const gp__job *ji = &c->jobs[j];
-    if (ji->stat == GP__J_STOPPING) p->stopping[ns++] = j;
-    if (victim_able(c, j) && ji->leaf >= 0) p->leaf_jobs[p->leaf_start[ji->leaf] + lfill[ji->leaf]++] = j;
+  for (int r = 0; r < c->n_running; r++) {
+    if (!able[r]) continue;
+    int j = c->running[r], l = c->jobs[j].leaf;
+    p->leaf_jobs[p->leaf_start[l] + lfill[l]++] = j;
   }
   free(lfill);
-  int borrowers = 0;
-  for (int k = 0; k < v->n_pools; k++) borrowers += p->pool_borrowers[k];
-  c->preempt_possible = n_able > 0 && (c->pol->preemption || borrowers > 0 ||
-                                       (c->pol->reclaim && c->pol->order == GP_ORDER_FAIRSHARE));
+  free(able);
 }
 
 static void alloc_scratch(gp__ctx *c) {
   struct gp__preempt *p = c->pre;
+  gp__preempt_build(c);
   if (p->jstamp) return;
   int nn = c->view->n_nodes, nj = c->view->n_jobs, nq = c->tree.n;
   p->jstamp = gp_xcalloc((size_t)nj + 1, sizeof(int));
@@ -395,7 +405,8 @@ static bool simulate(gp__ctx *c, const gp__req *r, int kind, bool record) {
 }
 
 bool gp__fits_after_stopping(gp__ctx *c, const gp__req *r) {
-  if (!c->pre || c->pre->n_stopping == 0) return false;
+  if (!c->pre || c->n_stopping == 0) return false;
+  gp__preempt_build(c);
   if (r->kind != GP__R_WHOLE && r->kind != GP__R_CPU) return false;
   return simulate(c, r, K_STOPPING, true);
 }
@@ -405,6 +416,7 @@ bool gp__try_preempt(gp__ctx *c, const gp__req *r) {
   if (!c->preempt_possible || J->leaf < 0) return false;
   if (r->kind != GP__R_WHOLE && r->kind != GP__R_CPU) return false;
   struct gp__preempt *p = c->pre;
+  gp__preempt_build(c);
   const gp__queue *lq = &c->tree.q[J->leaf];
   int own = c->queue_pool[J->leaf];
   bool plausible[K_N] = {

@@ -44,6 +44,8 @@ static void ctx_done(gp__ctx *c) {
   free(c->block_nodes);
   free(c->block_free);
   free(c->queue_pool);
+  free(c->running);
+  free(c->eligible);
   free(c->node_jobs_start);
   free(c->node_jobs);
   free(c->leaf_has_resv);
@@ -273,7 +275,12 @@ int gp_sched_step(const gp_policy *policy, const gp_view *view, gp_time now,
   c.arena = gp_arena_new();
   c.jobs = gp_xcalloc((size_t)view->n_jobs + 1, sizeof *c.jobs);
   gp__nodes_init(&c);
-  gp__classify_jobs(&c);
+  rc = gp__classify_jobs(&c);
+  if (rc) {
+    gp_arena_free(c.arena);
+    ctx_done(&c);
+    return rc;
+  }
   gp__nodes_index(&c);
   c.capacity = fleet_capacity(&c);
   gp__qtree_fair_share(&c.tree, c.capacity);

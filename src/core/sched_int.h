@@ -152,7 +152,12 @@ typedef struct gp__ctx {
   bool indexed;         /* ix and block_free are live (after gp__nodes_index) */
   int64_t max_gpu_mem;  /* largest GPU memory in the fleet, MiB */
 
-  /* Running and stopping jobs per node (CSR), for preemption and backfill. */
+  /* Jobs by status, in view order (jobs.c), so later passes need not scan the view. */
+  int *running, n_running;   /* RUNNING and STOPPING */
+  int *eligible, n_eligible; /* pending and schedulable */
+
+  /* Running and stopping jobs per node (CSR), for preemption and backfill; built on first
+   * use (gp__preempt_build). */
   int *node_jobs_start, *node_jobs;
   int n_stopping;
 
@@ -204,6 +209,7 @@ void *gp__vec_push(gp__vec *v, size_t elem);
 
 /* Validates policy and view and builds the queue tree (validate.c). */
 int gp__validate(gp__ctx *c);
+int gp__validate_job(gp__ctx *c, int j);
 
 /* Jobs (jobs.c). */
 void gp__job_wait(gp__ctx *c, int j, gp_pending_reason r, const char *msg);
@@ -267,6 +273,8 @@ bool gp__try_preempt(gp__ctx *c, const gp__req *r);
 /* True when the job would fit once the STOPPING jobs are gone. */
 bool gp__fits_after_stopping(gp__ctx *c, const gp__req *r);
 void gp__preempt_setup(gp__ctx *c);
+/* Builds the node -> jobs lists and victim lists on first use. */
+void gp__preempt_build(gp__ctx *c);
 void gp__preempt_done(gp__ctx *c);
 
 /* Fractions, memory shares, time-slices and MIG instances (shared.c). */

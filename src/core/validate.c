@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Checks that a policy and a view are consistent before a step reads them. A snapshot
+/* Checks that a policy and a view are consistent (jobs: as the step first reads them). A snapshot
  * that contradicts itself (a placement on a node that does not exist, a GPU index out of
  * range, two nodes or queues with one name, a pool for an unknown queue) is the caller's
  * bug and fails the step with GP_EINVAL and the offending field. A job that asks for
@@ -104,30 +104,34 @@ static int check_pools(gp__ctx *c) {
   return 0;
 }
 
-static int check_jobs(gp__ctx *c) {
+/* One job's consistency; called from the classification pass (jobs.c) so the view's jobs
+ * are read once. */
+int gp__validate_job(gp__ctx *c, int j) {
   const gp_view *v = c->view;
   char f[64], g[96];
-  for (int j = 0; j < v->n_jobs; j++) {
+  {
     const gp_job *job = &v->jobs[j];
     if (!job->id) return bad(c, gp__field(f, sizeof f, "jobs", j, ".id"), "a job needs an id");
-    if (job->state != GP_JOB_RUNNING && job->state != GP_JOB_STOPPING) continue;
+    if (job->state != GP_JOB_RUNNING && job->state != GP_JOB_STOPPING) return 0;
     if (job->n_placements < 0 || (job->n_placements > 0 && !job->placements))
       return bad(c, gp__field(f, sizeof f, "jobs", j, ".placements"), "malformed placement list");
     for (int k = 0; k < job->n_placements; k++) {
       const gp_placement *p = &job->placements[k];
-      gp__field(f, sizeof f, "jobs", j, ".placements");
-      if (p->node < 0 || p->node >= v->n_nodes)
+      if (p->node < 0 || p->node >= v->n_nodes) {
+        gp__field(f, sizeof f, "jobs", j, ".placements");
         return gp_err_set(c->err, GP_EINVAL, NULL, 0, gp__field(g, sizeof g, f, k, ".node"),
                           "job %s runs on a node that does not exist", job->id);
+      }
       const gp_node *n = &v->nodes[p->node];
       uint32_t all = n->n_gpus >= 32 ? ~(uint32_t)0 : (((uint32_t)1 << n->n_gpus) - 1);
-      if (p->gpu_mask & ~all)
+      if (p->gpu_mask & ~all && gp__field(f, sizeof f, "jobs", j, ".placements"))
         return gp_err_set(c->err, GP_EINVAL, NULL, 0, gp__field(g, sizeof g, f, k, ".gpu_ids"),
                           "job %s holds a GPU index out of range on node %s (%d GPUs)", job->id,
                           n->name, n->n_gpus);
       if (p->mig_instance >= 0) {
         int gi = p->gpu_mask ? __builtin_ctz(p->gpu_mask) : -1;
-        if (gi < 0 || !n->gpus || p->mig_instance >= n->gpus[gi].n_mig)
+        if ((gi < 0 || !n->gpus || p->mig_instance >= n->gpus[gi].n_mig) &&
+            gp__field(f, sizeof f, "jobs", j, ".placements"))
           return gp_err_set(c->err, GP_EINVAL, NULL, 0, gp__field(g, sizeof g, f, k, ".mig_instance"),
                             "job %s holds a MIG instance node %s does not have", job->id, n->name);
       }
@@ -146,6 +150,5 @@ int gp__validate(gp__ctx *c) {
   if ((rc = check_policy(c))) return rc;
   if ((rc = check_nodes(c))) return rc;
   if ((rc = gp__qtree_build(&c->tree, v->queues, v->n_queues, c->err))) return rc;
-  if ((rc = check_pools(c))) return rc;
-  return check_jobs(c);
+  return check_pools(c);
 }

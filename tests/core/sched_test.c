@@ -26,4 +26,213 @@ static void two_jobs_start_on_one_node_by_binpacking(void) {
   fx_free(f);
 }
 
-GP_TESTS(two_jobs_start_on_one_node_by_binpacking)
+
+/* ---- validation ---- */
+
+static void an_inconsistent_snapshot_is_an_error_naming_the_field(void) {
+  fx *f = fx_new();
+  fx_node(f, "n0", "H100", 8);
+  fx_queue(f, "a", 0, GP_NO_LIMIT, 1);
+  fx_job(f, "ok", "a", 1, 1);
+  gp_job *r = fx_job(f, "ghost-node", "a", 1, 1);
+  fx_run(f, r, 0, 0x1, 0);
+  f->placements[1][0].node = 7;
+  gp_plan *p = NULL;
+  gp_err e = {0};
+  CHECK_EQ_INT(GP_EINVAL, gp_sched_step(&f->pol, &f->view, 10, &p, &e));
+  CHECK(p == NULL);
+  CHECK_EQ_STR("jobs[1].placements[0].node", e.field);
+  f->placements[1][0].node = 0;
+  f->placements[1][0].gpu_mask = 1u << 9;
+  CHECK_EQ_INT(GP_EINVAL, gp_sched_step(&f->pol, &f->view, 10, &p, &e));
+  CHECK_EQ_STR("jobs[1].placements[0].gpu_ids", e.field);
+  CHECK_CONTAINS(e.message, "out of range");
+  f->placements[1][0].gpu_mask = 1;
+  fx_queue(f, "a", 0, GP_NO_LIMIT, 1);
+  CHECK_EQ_INT(GP_EINVAL, gp_sched_step(&f->pol, &f->view, 10, &p, &e));
+  CHECK_EQ_STR("queues[1].name", e.field);
+  f->view.n_queues = 1;
+  fx_node(f, "n0", "H100", 8);
+  CHECK_EQ_INT(GP_EINVAL, gp_sched_step(&f->pol, &f->view, 10, &p, &e));
+  CHECK_EQ_STR("nodes[1].name", e.field);
+  f->view.n_nodes = 1;
+  f->pools[f->view.n_pools++] = (gp_pool){"p", "nope", {"k", "v"}, true};
+  CHECK_EQ_INT(GP_EINVAL, gp_sched_step(&f->pol, &f->view, 10, &p, &e));
+  CHECK_EQ_STR("pools[0].queue", e.field);
+  f->view.n_pools = 0;
+  p = fx_step(f, 10);
+  CHECK(p != NULL);
+  gp_plan_free(p);
+  fx_free(f);
+}
+
+static void impossible_or_unknown_requests_end_with_a_reason(void) {
+  fx *f = fx_new();
+  fx_node(f, "n0", "H100", 8);
+  fx_node(f, "n1", "A100", 8)->state = GP_NODE_DOWN;
+  fx_node(f, "n2", "H200", 8)->state = GP_NODE_DRAIN;
+  fx_queue(f, "org/a", 0, GP_NO_LIMIT, 1);
+  fx_job(f, "no-queue", "org/zzz", 1, 1);
+  fx_job(f, "parent-queue", "org", 1, 1);
+  fx_job(f, "no-class", "org/a", 1, 1)->priority_class = "vip";
+  fx_models(f, fx_job(f, "b200", "org/a", 1, 1), "B200");
+  fx_job(f, "too-big", "org/a", 9, 1);
+  fx_job(f, "bad-fraction", "org/a", 0, 1)->req.gpu_milli = 1500;
+  fx_models(f, fx_job(f, "a100-down", "org/a", 1, 1), "A100");
+  gp_job *dr = fx_job(f, "h200-drained", "org/a", 1, 1);
+  fx_models(f, dr, "H200");
+  gp_job *gang = fx_job(f, "gang-down", "org/a", 8, 3); /* 3 nodes exist, 1 is up */
+  (void)gang;
+  gp_plan *p = fx_step(f, 10);
+  REQUIRE(p);
+  CHECK_EQ_STR("InvalidRequest", fx_ended(f, p, "no-queue"));
+  CHECK_EQ_STR("InvalidRequest", fx_ended(f, p, "parent-queue"));
+  CHECK_EQ_STR("InvalidRequest", fx_ended(f, p, "no-class"));
+  CHECK_EQ_STR("GpuModelUnknown", fx_ended(f, p, "b200"));
+  CHECK_EQ_STR("NoMatchingNodes", fx_ended(f, p, "too-big"));
+  CHECK_EQ_STR("InvalidRequest", fx_ended(f, p, "bad-fraction"));
+  CHECK_EQ_STR("GpuModelUnavailable", fx_reason(f, p, "a100-down"));
+  CHECK_EQ_STR("GpuModelUnavailable", fx_reason(f, p, "h200-drained"));
+  CHECK_EQ_STR("NoMatchingNodes", fx_reason(f, p, "gang-down"));
+  for (int i = 0; i < p->n_ended; i++)
+    if (p->ended[i].job == fx_index(f, "b200")) CHECK_CONTAINS(p->ended[i].message, "B200");
+  gp_plan_free(p);
+  fx_free(f);
+}
+
+static void an_empty_fleet_keeps_jobs_waiting(void) {
+  fx *f = fx_new();
+  fx_queue(f, "a", 0, GP_NO_LIMIT, 1);
+  fx_job(f, "j", "a", 1, 1);
+  fx_models(f, fx_job(f, "m", "a", 1, 1), "H100");
+  gp_plan *p = fx_step(f, 10);
+  REQUIRE(p);
+  CHECK_EQ_INT(0, p->n_ended);
+  CHECK_EQ_STR("NoMatchingNodes", fx_reason(f, p, "j"));
+  CHECK_EQ_STR("GpuModelUnavailable", fx_reason(f, p, "m"));
+  gp_plan_free(p);
+  fx_free(f);
+}
+
+/* ---- every job accounted for, early stop ---- */
+
+static void every_pending_job_gets_exactly_one_outcome(void) {
+  fx *f = fx_new();
+  for (int i = 0; i < 4; i++) fx_node(f, i < 2 ? (i ? "n1" : "n0") : (i == 2 ? "n2" : "n3"), i % 2 ? "A100" : "H100", 8);
+  fx_queue(f, "a", 8, GP_NO_LIMIT, 1);
+  fx_queue(f, "b", 8, 12, 2);
+  static char ids[300][8];
+  for (int j = 0; j < 300; j++) {
+    snprintf(ids[j], sizeof ids[j], "j%03d", j);
+    gp_job *job = fx_job(f, ids[j], j % 3 ? "a" : "b", 1 + j % 8, 1 + (j % 17 == 0));
+    if (j % 5 == 0) fx_models(f, job, j % 2 ? "A100" : "H100");
+    if (j % 11 == 0) job->state = GP_JOB_HELD;
+    if (j % 13 == 0) job->time_limit = 600;
+  }
+  gp_plan *p = fx_step(f, 10);
+  REQUIRE(p);
+  int outcomes = p->n_starts + p->n_pending + p->n_ended;
+  CHECK_EQ_INT(300, outcomes);
+  for (int i = 0; i < p->n_pending; i++) {
+    CHECK(p->pending[i].message && *p->pending[i].message);
+    if (i) CHECK(p->pending[i].job > p->pending[i - 1].job); /* view order, no duplicates */
+  }
+  gp_plan_free(p);
+  fx_free(f);
+}
+
+static void a_failed_big_request_does_not_stop_smaller_ones(void) {
+  fx *f = fx_new();
+  fx_node(f, "h", "H100", 8);
+  fx_node(f, "a", "A100", 8);
+  fx_queue(f, "q", 0, GP_NO_LIMIT, 1);
+  f->pol.backfill = false;
+  fx_run(f, fx_job(f, "r", "q", 6, 1), 0, 0x3f, 0);
+  fx_run(f, fx_job(f, "r2", "q", 8, 1), 1, 0xff, 0);
+  fx_job(f, "four", "q", 4, 1);                      /* fails: H100 node has 2 free */
+  fx_models(f, fx_job(f, "a100", "q", 1, 1), "A100"); /* fails: A100 node is full */
+  fx_job(f, "two", "q", 2, 1);                       /* smaller: still placed */
+  fx_job(f, "one", "q", 1, 1);                       /* nothing left */
+  gp_plan *p = fx_step(f, 10);
+  REQUIRE(p);
+  CHECK(fx_started(f, p, "two"));
+  CHECK_EQ_STR("Resources", fx_reason(f, p, "four"));
+  CHECK_EQ_STR("Resources", fx_reason(f, p, "a100"));
+  CHECK_EQ_STR("Resources", fx_reason(f, p, "one"));
+  gp_plan_free(p);
+  fx_free(f);
+}
+
+/* ---- determinism ---- */
+
+static void plan_text(const gp_plan *p, char *buf, size_t size) {
+  size_t o = 0;
+#define OUT(...) o += (size_t)snprintf(buf + o, o < size ? size - o : 0, __VA_ARGS__)
+  for (int i = 0; i < p->n_starts; i++) {
+    OUT("S%d:", p->starts[i].job);
+    for (int t = 0; t < p->starts[i].n_placements; t++)
+      OUT("%d/%x ", p->starts[i].placements[t].node, p->starts[i].placements[t].gpu_mask);
+  }
+  for (int i = 0; i < p->n_preemptions; i++)
+    OUT("P%d>%d:%d ", p->preemptions[i].job, p->preemptions[i].for_job, p->preemptions[i].kind);
+  for (int i = 0; i < p->n_reservations; i++)
+    OUT("R%d@%lld ", p->reservations[i].job, (long long)p->reservations[i].at);
+  for (int i = 0; i < p->n_pending; i++)
+    OUT("W%d:%d:%s ", p->pending[i].job, p->pending[i].reason, p->pending[i].message);
+  for (int i = 0; i < p->n_ended; i++) OUT("E%d:%d ", p->ended[i].job, p->ended[i].reason);
+  for (int i = 0; i < p->n_queues; i++)
+    OUT("Q%s:%.6f:%.6f:%.6f ", p->queues[i].name, p->queues[i].fair_share, p->queues[i].allocated,
+        p->queues[i].pending);
+#undef OUT
+}
+
+static void the_same_input_gives_a_byte_identical_plan(void) {
+  fx *f = fx_new();
+  static char names[24][8], ids[400][8];
+  for (int i = 0; i < 24; i++) {
+    snprintf(names[i], sizeof names[i], "n%02d", i);
+    gp_node *n = fx_node(f, names[i], i % 3 ? "H100" : "A100", 8);
+    fx_label(f, n, "topology.block", i < 12 ? "b1" : "b2");
+    int dom[] = {0, 0, 0, 0, 1, 1, 1, 1};
+    fx_nvlink(f, n, dom);
+  }
+  fx_queue(f, "org/x/p1", 20, GP_NO_LIMIT, 1);
+  fx_queue(f, "org/x/p2", 10, 40, 2);
+  fx_queue(f, "org/y/p3", 0, GP_NO_LIMIT, 1);
+  const char *qs[] = {"org/x/p1", "org/x/p2", "org/y/p3"};
+  const char *cls[] = {"training", "batch", "interactive", "opportunistic"};
+  unsigned seed = 7;
+  int node = 0, gpu = 0;
+  for (int j = 0; j < 400; j++) {
+    seed = seed * 1103515245u + 12345u;
+    snprintf(ids[j], sizeof ids[j], "j%03d", j);
+    int g = 1 << (seed >> 8) % 4;
+    gp_job *job = fx_job(f, ids[j], qs[(seed >> 4) % 3], g, (seed >> 12) % 9 == 0 ? 2 : 1);
+    job->priority_class = cls[(seed >> 16) % 4];
+    job->time_limit = 600 * (1 + (seed >> 20) % 10);
+    job->submitted_at = (seed >> 3) % 50;
+    if (j < 150 && job->req.tasks == 1 && node < 24) { /* the first jobs run */
+      if (gpu + g > 8) node++, gpu = 0;
+      if (node < 24) {
+        fx_run(f, job, node, ((1u << g) - 1) << gpu, (seed >> 5) % 900);
+        gpu += g;
+      }
+    }
+  }
+  static char a[1 << 20], b[1 << 20];
+  gp_plan *p1 = fx_step(f, 1000), *p2 = fx_step(f, 1000);
+  REQUIRE(p1 && p2);
+  plan_text(p1, a, sizeof a);
+  plan_text(p2, b, sizeof b);
+  CHECK(strlen(a) > 1000);
+  CHECK(strcmp(a, b) == 0);
+  CHECK(p1->n_starts + p1->n_pending + p1->n_ended > 0);
+  gp_plan_free(p1);
+  gp_plan_free(p2);
+  fx_free(f);
+}
+
+GP_TESTS(two_jobs_start_on_one_node_by_binpacking, an_inconsistent_snapshot_is_an_error_naming_the_field,
+         impossible_or_unknown_requests_end_with_a_reason, an_empty_fleet_keeps_jobs_waiting,
+         every_pending_job_gets_exactly_one_outcome, a_failed_big_request_does_not_stop_smaller_ones,
+         the_same_input_gives_a_byte_identical_plan)

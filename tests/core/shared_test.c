@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Requests that do not take whole GPUs: fractions and memory shares on shared GPUs,
+ * replicas of time-sliced GPUs, MIG instances and dynamic re-partitioning. */
+#include "fixture.h"
+
+static void fractions_share_a_gpu_and_carry_their_memory(void) {
+  fx *f = fx_new();
+  fx_node(f, "n0", "H100", 2);
+  for (int g = 0; g < 2; g++) f->gpus[0][g].mode = GP_SHARE_SHARED;
+  fx_queue(f, "a", 0, GP_NO_LIMIT, 1);
+  fx_job(f, "q1", "a", 0, 1)->req.gpu_milli = 250;
+  fx_job(f, "q2", "a", 0, 1)->req.gpu_milli = 250;
+  fx_job(f, "m20g", "a", 0, 1)->req.gpu_mem_mib = 20480;
+  fx_job(f, "whole", "a", 1, 1);
+  gp_plan *p = fx_step(f, 10);
+  REQUIRE(p);
+  const gp_plan_start *a = fx_start(f, p, "q1"), *b = fx_start(f, p, "q2");
+  REQUIRE(a && b);
+  CHECK_EQ_INT(a->placements[0].gpu_mask, b->placements[0].gpu_mask); /* packed together */
+  CHECK_EQ_INT(250, a->placements[0].gpu_milli);
+  CHECK_EQ_INT(20480, a->placements[0].gpu_mem_mib); /* a quarter of 80 GiB */
+  const gp_plan_start *m = fx_start(f, p, "m20g");
+  REQUIRE(m);
+  CHECK_EQ_INT(20480, m->placements[0].gpu_mem_mib);
+  CHECK_EQ_INT(250, m->placements[0].gpu_milli);
+  /* The whole-GPU job takes the GPU nobody shares. */
+  const gp_plan_start *w = fx_start(f, p, "whole");
+  REQUIRE(w);
+  CHECK((w->placements[0].gpu_mask & a->placements[0].gpu_mask) == 0);
+  gp_plan_free(p);
+  fx_free(f);
+}
+
+static void exclusive_gpus_never_take_fractions(void) {
+  fx *f = fx_new();
+  fx_node(f, "n0", "H100", 2);
+  fx_queue(f, "a", 0, GP_NO_LIMIT, 1);
+  fx_job(f, "q", "a", 0, 1)->req.gpu_milli = 500;
+  gp_plan *p = fx_step(f, 10);
+  REQUIRE(p);
+  CHECK(!fx_started(f, p, "q"));
+  CHECK_EQ_STR("NoMatchingNodes", fx_reason(f, p, "q"));
+  gp_plan_free(p);
+  fx_free(f);
+}
+
+static void timesliced_gpus_hand_out_replicas(void) {
+  fx *f = fx_new();
+  fx_node(f, "n0", "T4", 1);
+  f->gpus[0][0].mode = GP_SHARE_TIMESLICE;
+  f->gpus[0][0].timeslice_replicas = 2;
+  fx_queue(f, "a", 0, GP_NO_LIMIT, 1);
+  fx_job(f, "r1", "a", 0, 1)->req.gpu_milli = 100;
+  fx_job(f, "r2", "a", 0, 1)->req.gpu_milli = 100;
+  fx_job(f, "r3", "a", 0, 1)->req.gpu_milli = 100;
+  gp_plan *p = fx_step(f, 10);
+  REQUIRE(p);
+  CHECK(fx_started(f, p, "r1") && fx_started(f, p, "r2"));
+  CHECK_EQ_STR("Resources", fx_reason(f, p, "r3"));
+  gp_plan_free(p);
+  fx_free(f);
+}
+
+static void mig_jobs_take_a_free_instance_of_their_profile(void) {
+  fx *f = fx_new();
+  fx_node(f, "m0", "A100-80GB", 1);
+  static const gp_mig_instance layout[] = {{"3g.40gb", 4, NULL}, {"2g.20gb", 0, NULL}, {"1g.10gb", 2, NULL}, {"1g.10gb", 3, NULL}};
+  f->gpus[0][0].mode = GP_SHARE_MIG;
+  f->gpus[0][0].mig = layout;
+  f->gpus[0][0].n_mig = 4;
+  f->pol.dynamic_mig = false;
+  fx_queue(f, "a", 0, GP_NO_LIMIT, 1);
+  gp_job *busy = fx_job(f, "busy", "a", 0, 1);
+  busy->req.mig_profile = "1g.10gb";
+  busy->state = GP_JOB_RUNNING;
+  f->placements[0][busy->n_placements++] = (gp_placement){.node = 0, .gpu_mask = 1, .mig_instance = 2};
+  fx_job(f, "small", "a", 0, 1)->req.mig_profile = "1g.10gb";
+  fx_job(f, "small2", "a", 0, 1)->req.mig_profile = "1g.10gb";
+  fx_job(f, "mid", "a", 0, 1)->req.mig_profile = "3g.40gb";
+  gp_plan *p = fx_step(f, 10);
+  REQUIRE(p);
+  REQUIRE(fx_started(f, p, "small"));
+  CHECK_EQ_INT(3, fx_start(f, p, "small")->placements[0].mig_instance);
+  CHECK_EQ_INT(0, fx_start(f, p, "mid")->placements[0].mig_instance);
+  CHECK_EQ_STR("Resources", fx_reason(f, p, "small2"));
+  CHECK_NEAR(1.0 / 7 + 1.0 / 7 + 3.0 / 7, fx_plan_queue(p, "a")->allocated, 1e-9);
+  gp_plan_free(p);
+  fx_free(f);
+}
+
+static void an_idle_mig_gpu_is_repartitioned_for_pending_demand(void) {
+  fx *f = fx_new();
+  fx_node(f, "m0", "A100-80GB", 2);
+  static const gp_mig_instance big[] = {{"7g.80gb", 0, NULL}};
+  for (int g = 0; g < 2; g++) {
+    f->gpus[0][g].mode = GP_SHARE_MIG;
+    f->gpus[0][g].mig = big;
+    f->gpus[0][g].n_mig = 1;
+  }
+  fx_queue(f, "a", 0, GP_NO_LIMIT, 1);
+  gp_job *busy = fx_job(f, "busy", "a", 0, 1);
+  busy->req.mig_profile = "7g.80gb";
+  busy->state = GP_JOB_RUNNING;
+  f->placements[0][busy->n_placements++] = (gp_placement){.node = 0, .gpu_mask = 1, .mig_instance = 0};
+  fx_job(f, "s1", "a", 0, 1)->req.mig_profile = "1g.10gb";
+  fx_job(f, "s2", "a", 0, 1)->req.mig_profile = "1g.10gb";
+  gp_plan *p = fx_step(f, 10);
+  REQUIRE(p);
+  REQUIRE(p->n_mig == 1);
+  CHECK_EQ_INT(1, p->mig[0].gpu); /* the idle GPU, never the busy one */
+  int small = 0;
+  for (int i = 0; i < p->mig[0].n_instances; i++) small += strcmp(p->mig[0].profiles[i], "1g.10gb") == 0;
+  CHECK(small >= 2);
+  CHECK_EQ_STR("Resources", fx_reason(f, p, "s1"));
+  for (int i = 0; i < p->n_pending; i++) CHECK_CONTAINS(p->pending[i].message, "re-partitioned");
+  gp_plan_free(p);
+  fx_free(f);
+}
+
+GP_TESTS(fractions_share_a_gpu_and_carry_their_memory, exclusive_gpus_never_take_fractions,
+         timesliced_gpus_hand_out_replicas, mig_jobs_take_a_free_instance_of_their_profile,
+         an_idle_mig_gpu_is_repartitioned_for_pending_demand)
