@@ -22,7 +22,7 @@
 #include "util/mem.h"
 
 #define MAX_SEQUENCE 50000000 /* arrivals per run */
-#define MAX_CACHE_ENTRIES (32u * 1024 * 1024)
+#define MAX_CACHE_ENTRIES (4u * 1024 * 1024) /* 64 MiB of cached scores at most */
 
 void gp_frag_opts_init(gp_frag_opts *o) {
   o->policy = GP_SHARE_POLICY_FGD;
@@ -171,12 +171,25 @@ static int build_sequence(const gp_frag_trace *t, uint64_t seed, int64_t target,
       total += pod_gpu(&t->pods[i]);
     }
   } else {
-    while (total > target && n > 0) {
-      int k = (int)rng_below(&g, (uint64_t)n);
-      total -= pod_gpu(&t->pods[seq[k]]);
-      memmove(&seq[k], &seq[k + 1], sizeof(int) * (size_t)(n - k - 1));
-      n--;
+    /* Dropping uniformly random pods one at a time is dropping them in the order of a
+       random permutation: draw it, drop until the total fits, keep the rest in order. */
+    int *order = gp_xmalloc((size_t)n * sizeof(int));
+    for (int i = 0; i < n; i++) order[i] = i;
+    for (int i = n - 1; i > 0; i--) {
+      int j = (int)rng_below(&g, (uint64_t)i + 1);
+      int tmp = order[i];
+      order[i] = order[j], order[j] = tmp;
     }
+    for (int k = 0; k < n && total > target; k++) {
+      total -= pod_gpu(&t->pods[seq[order[k]]]);
+      seq[order[k]] = -1;
+    }
+    free(order);
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+      if (seq[i] >= 0) seq[m++] = seq[i];
+    }
+    n = m;
   }
   *ret_seq = seq;
   *ret_n = n;
