@@ -247,13 +247,23 @@ static uint64_t fnv1a(uint64_t h, const void *data, size_t n) {
   return h;
 }
 
+/* splitmix64's finaliser: FNV alone leaves ids of "gpu0" and "gpu1" sharing most digits,
+ * and tools match GPU UUIDs by prefix. */
+static uint64_t mix64(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
 /* A UUID-shaped id derived from the node name and a key, so it is stable across restarts. */
 static void make_uuid(char *out, size_t size, const char *prefix, const char *node,
                       const char *key) {
   uint64_t h1 = fnv1a(14695981039346656037ull, node, strlen(node) + 1);
-  h1 = fnv1a(h1, key, strlen(key));
+  h1 = mix64(fnv1a(h1, key, strlen(key)));
   uint64_t h2 = fnv1a(h1 ^ 0x9e3779b97f4a7c15ull, key, strlen(key));
-  h2 = fnv1a(h2, node, strlen(node));
+  h2 = mix64(fnv1a(h2, node, strlen(node)));
   snprintf(out, size, "%s%08x-%04x-%04x-%04x-%012llx", prefix, (unsigned)(h1 >> 32),
            (unsigned)((h1 >> 16) & 0xffff), (unsigned)(h1 & 0xffff), (unsigned)(h2 >> 48),
            (unsigned long long)(h2 & 0xffffffffffffull));

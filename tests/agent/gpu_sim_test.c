@@ -92,6 +92,8 @@ static void uuids_survive_a_restart_and_differ_between_nodes(void) {
   b->ops->close(b);
   CHECK_EQ_STR(a[1].uuid, b2[1].uuid);
   CHECK(strcmp(a[1].uuid, c[1].uuid) != 0);
+  /* Neighbours do not share a prefix (CUDA_VISIBLE_DEVICES accepts unique UUID prefixes). */
+  CHECK(strncmp(a[0].uuid, a[1].uuid, 8) != 0);
 }
 
 static void load_follows_the_jobs_and_each_job_keeps_its_own_figures(void) {
