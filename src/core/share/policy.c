@@ -36,6 +36,18 @@ uint64_t gp_share_tiebreak(const gp_share_ctx *ctx, int index) {
                     ((uint64_t)(uint32_t)index * 0x2545f4914f6cdd1dULL));
 }
 
+int gp_share_milli_for_mem(int64_t mem_mib, int64_t gpu_mem_mib, int *ret_milli, gp_err *err) {
+  if (gpu_mem_mib <= 0)
+    return gp_err_set(err, GP_EINVAL, NULL, 0, "gpu_mem", "the GPU's memory is unknown");
+  if (mem_mib <= 0 || mem_mib > gpu_mem_mib)
+    return gp_err_set(err, GP_EINVAL, NULL, 0, "gpu_mem",
+                      "%lld MiB does not fit one GPU of %lld MiB", (long long)mem_mib,
+                      (long long)gpu_mem_mib);
+  int64_t m = (mem_mib * GP_GPU_MILLI + gpu_mem_mib - 1) / gpu_mem_mib;
+  *ret_milli = m < 1 ? 1 : (int)m;
+  return 0;
+}
+
 static bool gpu_fits(const gp_share_node *node, const gp_share_req *req, int g) {
   if (node->gpu_free_milli[g] < req->gpu_milli) return false;
   if (req->gpu_mem_mib > 0 && node->gpu_free_mem_mib[g] < req->gpu_mem_mib) return false;

@@ -52,6 +52,11 @@ typedef struct gp_share_req {
   const char *const *models;      /* accepted GPU models; none: any */
 } gp_share_req;
 
+/* The milli-GPU share a request by memory (`--gpu-mem`) needs on a GPU with gpu_mem_mib of
+ * memory: ceil(mem_mib * 1000 / gpu_mem_mib), at least 1. GP_EINVAL when the GPU has no
+ * memory figure or the request does not fit in one GPU (more than gpu_mem_mib). */
+int gp_share_milli_for_mem(int64_t mem_mib, int64_t gpu_mem_mib, int *ret_milli, gp_err *err);
+
 /* The workload mix FGD measures fragmentation against: request shapes with their
  * popularity. Build it from what you expect to arrive (the simulator: the whole trace;
  * the core: pending requests plus recent arrivals), add each request (equal shapes are

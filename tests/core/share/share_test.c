@@ -205,7 +205,43 @@ static void malformed_requests_and_missing_mix_are_errors(void) {
   CHECK_EQ_INT(GP_ENOENT, gp_share_pick(&bf, &nd, 1, &r, &idx, &c, &e));
 }
 
-GP_TESTS(bestfit_takes_the_node_with_least_left_over,
+static void a_request_by_memory_becomes_a_share_of_each_gpu(void) {
+  int milli = 0;
+  CHECK_EQ_INT(0, gp_share_milli_for_mem(20480, 81920, &milli, NULL)); /* 20G of 80G */
+  CHECK_EQ_INT(250, milli);
+  CHECK_EQ_INT(0, gp_share_milli_for_mem(20480, 24576, &milli, NULL)); /* 20G of 24G: rounds up */
+  CHECK_EQ_INT(834, milli);
+  CHECK_EQ_INT(0, gp_share_milli_for_mem(1, 1000000, &milli, NULL));
+  CHECK_EQ_INT(1, milli);
+  gp_err e = {0};
+  CHECK_EQ_INT(GP_EINVAL, gp_share_milli_for_mem(30000, 24576, &milli, &e));
+  CHECK_CONTAINS(e.message, "does not fit one GPU");
+  CHECK_EQ_INT(GP_EINVAL, gp_share_milli_for_mem(100, 0, &milli, &e));
+}
+
+static void hashed_ties_depend_on_the_seed_and_round(void) {
+  int f[] = {1000};
+  gp_share_node nodes[16];
+  for (int i = 0; i < 16; i++) nodes[i] = node("T4", 1, f, 32000, 65536);
+  gp_share_req r = req(1, 1000, 100);
+  int seen = 0;
+  for (uint64_t seed = 0; seed < 32; seed++) {
+    gp_share_ctx ctx = {.policy = GP_SHARE_POLICY_BESTFIT, .seed = seed, .round = 3};
+    int idx = -1;
+    gp_share_choice c;
+    REQUIRE(gp_share_pick(&ctx, nodes, 16, &r, &idx, &c, NULL) == 0);
+    seen |= 1 << idx;
+  }
+  CHECK(__builtin_popcount((unsigned)seen) > 8); /* ties spread over the equal nodes */
+  gp_share_ctx first = {.policy = GP_SHARE_POLICY_BESTFIT, .seed = 9, .tie = GP_SHARE_TIE_FIRST};
+  int idx = -1;
+  gp_share_choice c;
+  REQUIRE(gp_share_pick(&first, nodes, 16, &r, &idx, &c, NULL) == 0);
+  CHECK_EQ_INT(0, idx);
+}
+
+GP_TESTS(a_request_by_memory_becomes_a_share_of_each_gpu, hashed_ties_depend_on_the_seed_and_round,
+         bestfit_takes_the_node_with_least_left_over,
          fgd_fills_a_half_used_gpu_instead_of_breaking_a_whole_one,
          fragmentation_is_the_capacity_each_shape_cannot_use,
          the_mix_merges_equal_shapes_and_keeps_the_popular_ones,

@@ -231,7 +231,63 @@ static void usage_and_input_errors_are_reported(void) {
   free(s);
 }
 
-GP_TESTS(real_trace_slices_load_in_both_pod_formats, cpu_only_nodes_are_left_out,
+/* Hostile input: mutated copies of a valid pod list (bytes flipped, lines cut, fields
+ * doubled, huge numbers, NULs) never crash the reader; each is either read or refused. */
+static void mutated_pod_lists_are_read_or_refused_never_crash(void) {
+  char *base = read_all(DATA "tiny_pods.csv");
+  REQUIRE(base);
+  size_t n = strlen(base);
+  uint64_t x = 12345;
+  int refused = 0, read_ok = 0;
+  for (int iter = 0; iter < 300; iter++) {
+    char buf[4096];
+    size_t len = n;
+    memcpy(buf, base, n);
+    int muts = 1 + iter % 5;
+    for (int m = 0; m < muts; m++) {
+      x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+      size_t pos = (size_t)(x >> 33) % len;
+      static const char *const inserts[] = {",", "\n", "|", "99999999999999999999", "-1", "", "\r\n", ",,,,"};
+      switch ((x >> 20) % 4) {
+      case 0: buf[pos] = (char)(x >> 40); break;                   /* any byte, NUL included */
+      case 1: len = pos; break;                                    /* truncate */
+      case 2: {                                                    /* insert a token */
+        const char *ins = inserts[(x >> 50) % 8];
+        size_t il = strlen(ins);
+        if (len + il < sizeof(buf)) {
+          memmove(buf + pos + il, buf + pos, len - pos);
+          memcpy(buf + pos, ins, il);
+          len += il;
+        }
+        break;
+      }
+      default: if (len * 2 < sizeof(buf)) memcpy(buf + len, buf, len), len *= 2; /* repeat */
+      }
+    }
+    const char *p = tmp_path("fuzz.csv");
+    FILE *f = fopen(p, "wb");
+    REQUIRE(f);
+    fwrite(buf, 1, len, f);
+    fclose(f);
+    gp_frag_trace *t = NULL;
+    gp_err e = {0};
+    int rc = gp_frag_trace_load(DATA "tiny_nodes.csv", p, &t, &e);
+    if (rc == 0) {
+      read_ok++;
+      CHECK(t && t->n_pods > 0);
+      gp_frag_trace_free(t);
+    } else {
+      refused++;
+      CHECK(t == NULL);
+      CHECK(e.message[0] != 0);
+    }
+  }
+  CHECK(refused > 0);
+  CHECK(read_ok > 0);
+  free(base);
+}
+
+GP_TESTS(mutated_pod_lists_are_read_or_refused_never_crash, real_trace_slices_load_in_both_pod_formats, cpu_only_nodes_are_left_out,
          bad_rows_are_named_by_file_line_and_field, tiny_trace_ends_at_the_hand_computed_allocation,
          inflation_resamples_up_to_the_target, same_seed_gives_the_same_csv_bytes,
          json_summary_has_what_scripts_read, usage_and_input_errors_are_reported)
