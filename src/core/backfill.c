@@ -28,6 +28,73 @@ static gp_time end_of(const gp__ctx *c, int j) {
   return e < c->now ? c->now : e;
 }
 
+/* Per node, the running and stopping jobs' release events (end time, whole GPUs, CPU and
+ * host memory freed there), sorted by (end, job); built once per step on the first
+ * reservation, so the next reservations do not chase placements through the view again. */
+struct gp__resv_cache {
+  int *start;           /* per node: offset of its events; n_nodes + 1 entries */
+  int *job;
+  gp_time *end;
+  uint32_t *rel;
+  int64_t *cpu, *mem;
+};
+
+static void build_cache(gp__ctx *c) {
+  if (c->rcache) return;
+  gp__preempt_build(c); /* node -> running jobs */
+  struct gp__resv_cache *rc = c->rcache = gp_xcalloc(1, sizeof *rc);
+  int nn = c->view->n_nodes, total = c->node_jobs_start[nn];
+  rc->start = gp_xmalloc(((size_t)nn + 1) * sizeof(int));
+  rc->job = gp_xmalloc(((size_t)total + 1) * sizeof(int));
+  rc->end = gp_xmalloc(((size_t)total + 1) * sizeof(gp_time));
+  rc->rel = gp_xmalloc(((size_t)total + 1) * sizeof(uint32_t));
+  rc->cpu = gp_xmalloc(((size_t)total + 1) * sizeof(int64_t));
+  rc->mem = gp_xmalloc(((size_t)total + 1) * sizeof(int64_t));
+  for (int node = 0; node <= nn; node++) rc->start[node] = node < nn ? c->node_jobs_start[node] : total;
+  for (int node = 0; node < nn; node++) {
+    int lo = c->node_jobs_start[node], hi = c->node_jobs_start[node + 1];
+    for (int k = lo; k < hi; k++) {
+      int v = c->node_jobs[k];
+      const gp_job *job = &c->view->jobs[v];
+      rc->job[k] = v;
+      rc->end[k] = end_of(c, v);
+      rc->rel[k] = 0;
+      rc->cpu[k] = rc->mem[k] = 0;
+      for (int p = 0; p < job->n_placements; p++) {
+        const gp_placement *pl = &job->placements[p];
+        if (pl->node != node) continue;
+        if (pl->mig_instance < 0 && (pl->gpu_milli <= 0 || pl->gpu_milli >= GP_GPU_MILLI))
+          rc->rel[k] |= pl->gpu_mask;
+        rc->cpu[k] += job->req.cpu_milli;
+        rc->mem[k] += job->req.mem_mib;
+      }
+      for (int b = k; b > lo && (rc->end[b] < rc->end[b - 1] ||
+                                 (rc->end[b] == rc->end[b - 1] && rc->job[b] < rc->job[b - 1])); b--) {
+#define SWAP(x) do { __typeof__(x[b]) t_ = x[b]; x[b] = x[b - 1]; x[b - 1] = t_; } while (0)
+        SWAP(rc->job);
+        SWAP(rc->end);
+        SWAP(rc->rel);
+        SWAP(rc->cpu);
+        SWAP(rc->mem);
+#undef SWAP
+      }
+    }
+  }
+}
+
+void gp__backfill_done(gp__ctx *c) {
+  struct gp__resv_cache *rc = c->rcache;
+  if (!rc) return;
+  free(rc->start);
+  free(rc->job);
+  free(rc->end);
+  free(rc->rel);
+  free(rc->cpu);
+  free(rc->mem);
+  free(rc);
+  c->rcache = NULL;
+}
+
 /* GPUs of node that r could use at some time: healthy, right mode, enough memory, not
  * promised to another reservation. */
 static uint32_t usable(const gp__ctx *c, const gp__req *r, int node) {
@@ -59,26 +126,22 @@ static int slot_times(const gp__ctx *c, const gp__req *r, int node, gp_time *tim
   rr.kind = GP__R_WHOLE;
   rr.cpu = rr.mem = 0;
   if (!gp__node_fit((gp__ctx *)c, &rr, node, 0, 0, 0, &probe)) return 0;
-  /* Release events on this node: running/stopping jobs, and jobs this plan starts. */
+  /* Release events on this node: running/stopping jobs (cached, see build_cache), and jobs
+   * this plan starts. */
+  const struct gp__resv_cache *rc = c->rcache;
   gp_time ends[MAX_ON_NODE];
   uint32_t rel[MAX_ON_NODE];
   int64_t rcpu[MAX_ON_NODE], rmem[MAX_ON_NODE];
   int ids[MAX_ON_NODE], nv = 0;
-  for (int k = c->node_jobs_start[node]; k < c->node_jobs_start[node + 1] && nv < MAX_ON_NODE; k++) {
-    int v = c->node_jobs[k];
-    const gp_job *job = &c->view->jobs[v];
-    ends[nv] = end_of(c, v);
-    rel[nv] = 0;
-    rcpu[nv] = rmem[nv] = 0;
-    for (int p = 0; p < job->n_placements; p++) {
-      const gp_placement *pl = &job->placements[p];
-      if (pl->node != node) continue;
-      if (pl->mig_instance < 0 && (pl->gpu_milli <= 0 || pl->gpu_milli >= GP_GPU_MILLI))
-        rel[nv] |= pl->gpu_mask;
-      rcpu[nv] += job->req.cpu_milli;
-      rmem[nv] += job->req.mem_mib;
-    }
-    ids[nv++] = v;
+  bool sorted = true;
+  for (int k = rc->start[node]; k < rc->start[node + 1] && nv < MAX_ON_NODE; k++) {
+    ids[nv] = rc->job[k];
+    ends[nv] = c->jobs[rc->job[k]].victim ? c->now : rc->end[k]; /* chosen since the build */
+    if (nv && ends[nv] < ends[nv - 1]) sorted = false;
+    rel[nv] = rc->rel[k];
+    rcpu[nv] = rc->cpu[k];
+    rmem[nv] = rc->mem[k];
+    nv++;
   }
   const gp_plan_start *starts = c->starts.items;
   for (int e = c->started_head ? c->started_head[node] : -1; e >= 0 && nv < MAX_ON_NODE;
@@ -96,9 +159,10 @@ static int slot_times(const gp__ctx *c, const gp__req *r, int node, gp_time *tim
       rmem[nv] += c->view->jobs[st->job].req.mem_mib;
     }
     ids[nv++] = st->job;
+    sorted = false;
   }
   /* Insertion sort by (end, job index). */
-  for (int a = 1; a < nv; a++)
+  for (int a = 1; a < nv && !sorted; a++)
     for (int b = a; b > 0 && (ends[b] < ends[b - 1] || (ends[b] == ends[b - 1] && ids[b] < ids[b - 1])); b--) {
 #define SWAP(T, x) do { T t_ = x[b]; x[b] = x[b - 1]; x[b - 1] = t_; } while (0)
       SWAP(gp_time, ends);
@@ -175,7 +239,7 @@ void gp__reserve(gp__ctx *c, const gp__req *r) {
     if (!c->leaf_has_resv) c->leaf_has_resv = gp_xcalloc((size_t)c->tree.n + 1, sizeof(bool));
     if (c->leaf_has_resv[J->leaf]) return;
   }
-  gp__preempt_build(c); /* node -> running jobs */
+  build_cache(c);
   int cap = r->tasks;
   slot *h = gp_xmalloc((size_t)cap * sizeof *h);
   int n = 0;

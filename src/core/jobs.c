@@ -202,6 +202,18 @@ static void classify_pending(gp__ctx *c, int j) {
   }
 }
 
+/* The leaf queue a job names, or -1 (unknown, or not a leaf). */
+static int leaf_of(gp__ctx *c, const char *name) {
+  if (!name) return -1;
+  unsigned h = (unsigned)(((uintptr_t)name >> 3) & 63);
+  if (c->qcache_ptr[h] == name) return c->qcache_val[h];
+  int q = gp__qtree_find(&c->tree, name);
+  if (q >= 0 && !gp__qtree_is_leaf(&c->tree, q)) q = -1;
+  c->qcache_ptr[h] = name;
+  c->qcache_val[h] = q;
+  return q;
+}
+
 int gp__classify_jobs(gp__ctx *c) {
   const gp_view *v = c->view;
   c->min_whole = GP_MAX_NODE_GPUS + 1;
@@ -213,8 +225,7 @@ int gp__classify_jobs(gp__ctx *c) {
     int rc = gp__validate_job(c, j);
     if (rc) return rc;
     ji->shape = ji->pkey = -1;
-    ji->leaf = gp__qtree_find(&c->tree, job->queue);
-    if (ji->leaf >= 0 && !gp__qtree_is_leaf(&c->tree, ji->leaf)) ji->leaf = -1;
+    ji->leaf = leaf_of(c, job->queue);
     ji->limit = limit_of(c, job, ji->leaf);
     switch (job->state) {
     case GP_JOB_RUNNING:

@@ -57,6 +57,7 @@ static void ctx_done(gp__ctx *c) {
   gp__shapes_done(c);
   gp__preempt_done(c);
   gp__shared_done(c);
+  gp__backfill_done(c);
   free(c->starts.items);
   free(c->preemptions.items);
   free(c->reservations.items);

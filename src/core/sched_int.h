@@ -152,6 +152,11 @@ typedef struct gp__ctx {
   bool indexed;         /* ix and block_free are live (after gp__nodes_index) */
   int64_t max_gpu_mem;  /* largest GPU memory in the fleet, MiB */
 
+  /* Leaf lookups by queue-name pointer: callers that share one string per queue (the
+   * simulator, the server) skip the hash; the answer never depends on the cache. */
+  const char *qcache_ptr[64];
+  int qcache_val[64];
+
   /* Jobs by status, in view order (jobs.c), so later passes need not scan the view. */
   int *running, n_running;   /* RUNNING and STOPPING */
   int *eligible, n_eligible; /* pending and schedulable */
@@ -178,6 +183,7 @@ typedef struct gp__ctx {
   int keys_alive;             /* placement keys with jobs left that have not failed */
   struct gp__preempt *pre;    /* preempt.c's scratch */
   struct gp__shared *sh;      /* shared.c's state */
+  struct gp__resv_cache *rcache; /* backfill.c's release events per node */
   const char **limit_msg;     /* per queue: "Queue X is at its limit" (made on first use) */
 
   /* Job ids (built on first need, for dependencies). */
@@ -289,6 +295,7 @@ bool gp__mig_wait(gp__ctx *c, const gp__req *r);
 
 /* Backfill (backfill.c): computes and records a reservation for a blocked job. */
 void gp__reserve(gp__ctx *c, const gp__req *r);
+void gp__backfill_done(gp__ctx *c);
 
 /* Ordering (order.c). */
 typedef struct gp__order gp__order;

@@ -3,17 +3,20 @@
  * tasks, GPUs, fraction, memory, CPU, host memory, GPU models, node selector, spot, MIG
  * profile, and the pools their queue may use) share a dense shape id. Shapes that differ
  * only in the numbers (tasks, GPUs per task, milli, GPU memory, CPU, host memory) share a
- * class. A shape plus the job's end time (now + limit, which decides what backfill
- * reservations allow) is a placement key.
+ * class.
  *
  * Why: free capacity only shrinks during a step (starts take it, reservations and claims
  * on stopping jobs fence it, nothing frees it), so once a request fails it fails for the
  * rest of the step, and so does every request of its class that asks at least as much of
  * every number and ends no earlier (placement is greedy per task, so more tasks or bigger
- * tasks never fit where fewer or smaller did not). A failure ignoring reservations kills
- * every end time. The step marks dominated keys dead, skips their jobs in O(1), and stops
- * considering jobs at all once no live key has jobs left: 100,000 pending jobs cost a few
- * placement attempts per class, not 100,000. */
+ * tasks never fit where fewer or smaller did not). Backfill reservations make the job's
+ * end time (now + limit) matter too: a failure at end e says nothing about jobs that end
+ * earlier, so each shape keeps the earliest end that failed, and a failure ignoring
+ * reservations fails the shape for every end. The step skips jobs of failed shapes in O(1)
+ * and stops considering jobs at all once no shape that could still place has jobs left:
+ * 100,000 pending jobs cost a few placement attempts per class, not 100,000. A shape
+ * counts as dead for that once its failed end is at or before the earliest end of its
+ * eligible jobs. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -135,20 +138,14 @@ struct gp__shapes {
   int *shape_class;
   numbers *num;
   int8_t *feas;         /* gp__feas result, -1 unknown */
-  uint8_t *free_failed; /* placement ignoring reservations failed (dominated) */
+  uint8_t *free_failed; /* placement ignoring reservations failed (or a dominated one did) */
   uint8_t *stop_failed; /* "fits once stopping jobs are gone" failed */
+  int64_t *failed_end;  /* earliest end at which placement honouring reservations failed */
+  int64_t *min_end;     /* earliest end among the shape's eligible jobs */
+  int *remaining;       /* eligible jobs of the shape not yet considered */
   int nc, ccap;         /* classes */
-  int *class_rep, *first_key, *first_shape;
+  int *class_rep, *first_shape;
   int *next_shape;      /* per shape, in its class */
-  /* Placement keys (shape, end). */
-  int64_t *kslot_end;
-  int *kslot_shape, *kslot_id;
-  size_t kmask;
-  int nk, kcap;
-  int *remaining;       /* eligible jobs of the key not yet considered */
-  uint8_t *dead;        /* dominated by a failure */
-  int *key_shape, *next_key;
-  int64_t *key_end;
 };
 
 static struct gp__shapes *shapes(gp__ctx *c) {
@@ -157,11 +154,6 @@ static struct gp__shapes *shapes(gp__ctx *c) {
   s = c->shapes = gp_xcalloc(1, sizeof *s);
   sigtab_init(&s->shape_tab);
   sigtab_init(&s->class_tab);
-  s->kmask = 255;
-  s->kslot_id = gp_xmalloc((s->kmask + 1) * sizeof(int));
-  s->kslot_shape = gp_xmalloc((s->kmask + 1) * sizeof(int));
-  s->kslot_end = gp_xmalloc((s->kmask + 1) * sizeof(int64_t));
-  for (size_t i = 0; i <= s->kmask; i++) s->kslot_id[i] = -1;
   return s;
 }
 
@@ -176,18 +168,12 @@ void gp__shapes_done(gp__ctx *c) {
   free(s->feas);
   free(s->free_failed);
   free(s->stop_failed);
+  free(s->failed_end);
+  free(s->min_end);
+  free(s->remaining);
   free(s->class_rep);
-  free(s->first_key);
   free(s->first_shape);
   free(s->next_shape);
-  free(s->kslot_end);
-  free(s->kslot_shape);
-  free(s->kslot_id);
-  free(s->remaining);
-  free(s->dead);
-  free(s->key_shape);
-  free(s->next_key);
-  free(s->key_end);
   free(s);
   c->shapes = NULL;
 }
@@ -201,12 +187,11 @@ static int class_of(gp__ctx *c, struct gp__shapes *s, int j) {
   if (s->nc == s->ccap) {
     s->ccap = s->ccap ? s->ccap * 2 : 32;
     s->class_rep = gp_xrealloc(s->class_rep, (size_t)s->ccap * sizeof(int));
-    s->first_key = gp_xrealloc(s->first_key, (size_t)s->ccap * sizeof(int));
     s->first_shape = gp_xrealloc(s->first_shape, (size_t)s->ccap * sizeof(int));
   }
   int id = s->nc++;
   s->class_rep[id] = j;
-  s->first_key[id] = s->first_shape[id] = -1;
+  s->first_shape[id] = -1;
   t->slot[i] = id;
   t->hash[i] = h;
   if ((size_t)s->nc * 2 > t->mask + 1) sigtab_grow(t);
@@ -231,6 +216,9 @@ int gp__shape_of(gp__ctx *c, int j) {
     s->free_failed = gp_xrealloc(s->free_failed, (size_t)s->cap);
     s->stop_failed = gp_xrealloc(s->stop_failed, (size_t)s->cap);
     s->next_shape = gp_xrealloc(s->next_shape, (size_t)s->cap * sizeof(int));
+    s->failed_end = gp_xrealloc(s->failed_end, (size_t)s->cap * sizeof(int64_t));
+    s->min_end = gp_xrealloc(s->min_end, (size_t)s->cap * sizeof(int64_t));
+    s->remaining = gp_xrealloc(s->remaining, (size_t)s->cap * sizeof(int));
   }
   int id = s->n++;
   t->slot[i] = id;
@@ -242,6 +230,8 @@ int gp__shape_of(gp__ctx *c, int j) {
   s->num[id] = numbers_of(c, j);
   s->feas[id] = -1;
   s->free_failed[id] = s->stop_failed[id] = 0;
+  s->failed_end[id] = s->min_end[id] = INT64_MAX;
+  s->remaining[id] = 0;
   s->next_shape[id] = s->first_shape[cl];
   s->first_shape[cl] = id;
   return ji->shape = id;
@@ -254,15 +244,20 @@ bool gp__shape_flag(gp__ctx *c, int shape, int which) {
   return (which ? c->shapes->stop_failed : c->shapes->free_failed)[shape];
 }
 
-/* Kills every live key of shape's class that asks at least as much and ends at or after
- * `end` (GP__NEVER + nothing: pass INT64_MIN to kill every end). */
-static void kill_dominated(gp__ctx *c, int shape, int64_t end) {
+static bool dead(const struct gp__shapes *s, int t) {
+  return s->free_failed[t] || s->failed_end[t] <= s->min_end[t];
+}
+
+/* Applies a failure to every shape of the class that asks at least as much: ignoring
+ * reservations (free) or honouring them at end `end`. */
+static void fail_dominated(gp__ctx *c, int shape, bool free_fail, int64_t end) {
   struct gp__shapes *s = c->shapes;
-  const numbers *p = &s->num[shape];
-  for (int k = s->first_key[s->shape_class[shape]]; k >= 0; k = s->next_key[k]) {
-    if (s->dead[k] || s->key_end[k] < end || !at_least(&s->num[s->key_shape[k]], p)) continue;
-    s->dead[k] = 1;
-    if (s->remaining[k] > 0) c->keys_alive--;
+  for (int t = s->first_shape[s->shape_class[shape]]; t >= 0; t = s->next_shape[t]) {
+    if (!at_least(&s->num[t], &s->num[shape])) continue;
+    bool was = dead(s, t);
+    if (free_fail) s->free_failed[t] = 1;
+    else if (end < s->failed_end[t]) s->failed_end[t] = end;
+    if (!was && dead(s, t) && s->remaining[t] > 0) c->keys_alive--;
   }
 }
 
@@ -273,87 +268,42 @@ void gp__shape_set_flag(gp__ctx *c, int shape, int which) {
       if (at_least(&s->num[t], &s->num[shape])) s->stop_failed[t] = 1;
     return;
   }
-  if (s->free_failed[shape]) return;
-  for (int t = s->first_shape[s->shape_class[shape]]; t >= 0; t = s->next_shape[t])
-    if (at_least(&s->num[t], &s->num[shape])) s->free_failed[t] = 1;
-  kill_dominated(c, shape, INT64_MIN);
+  if (!s->free_failed[shape]) fail_dominated(c, shape, true, 0);
 }
 
-static uint32_t key_hash(int shape, int64_t end) {
-  return mix(mix(2166136261u, (uint64_t)(uint32_t)shape), (uint64_t)end);
-}
+/* Ends as shapes.c stores them: INT64_MAX means "no failure yet", so a job without a
+ * limit ends at INT64_MAX - 1. */
+static int64_t clamp_end(gp_time end) { return end >= INT64_MAX - 1 ? INT64_MAX - 1 : end; }
 
-static void grow_keys(struct gp__shapes *s) {
-  size_t nm = s->kmask * 2 + 1;
-  int *ids = gp_xmalloc((nm + 1) * sizeof(int)), *shs = gp_xmalloc((nm + 1) * sizeof(int));
-  int64_t *ends = gp_xmalloc((nm + 1) * sizeof(int64_t));
-  for (size_t k = 0; k <= nm; k++) ids[k] = -1;
-  for (size_t k = 0; k <= s->kmask; k++) {
-    if (s->kslot_id[k] < 0) continue;
-    size_t p = key_hash(s->kslot_shape[k], s->kslot_end[k]) & nm;
-    while (ids[p] >= 0) p = (p + 1) & nm;
-    ids[p] = s->kslot_id[k];
-    shs[p] = s->kslot_shape[k];
-    ends[p] = s->kslot_end[k];
-  }
-  free(s->kslot_id);
-  free(s->kslot_shape);
-  free(s->kslot_end);
-  s->kslot_id = ids;
-  s->kslot_shape = shs;
-  s->kslot_end = ends;
-  s->kmask = nm;
+static gp_time end_of_job(const gp__ctx *c, int j) {
+  gp_time l = c->jobs[j].limit;
+  return clamp_end(l > 0 && c->now < GP__NEVER - l ? c->now + l : GP__NEVER);
 }
 
 void gp__keys_add(gp__ctx *c, int j, gp_time end) {
   struct gp__shapes *s = shapes(c);
-  int shape = gp__shape_of(c, j);
-  size_t i = key_hash(shape, end) & s->kmask;
-  for (; s->kslot_id[i] >= 0; i = (i + 1) & s->kmask)
-    if (s->kslot_shape[i] == shape && s->kslot_end[i] == end) {
-      c->jobs[j].pkey = s->kslot_id[i];
-      s->remaining[s->kslot_id[i]]++;
-      return;
-    }
-  if (s->nk == s->kcap) {
-    s->kcap = s->kcap ? s->kcap * 2 : 64;
-    s->remaining = gp_xrealloc(s->remaining, (size_t)s->kcap * sizeof(int));
-    s->dead = gp_xrealloc(s->dead, (size_t)s->kcap);
-    s->key_shape = gp_xrealloc(s->key_shape, (size_t)s->kcap * sizeof(int));
-    s->next_key = gp_xrealloc(s->next_key, (size_t)s->kcap * sizeof(int));
-    s->key_end = gp_xrealloc(s->key_end, (size_t)s->kcap * sizeof(int64_t));
-  }
-  int id = s->nk++;
-  int cl = s->shape_class[shape];
-  s->remaining[id] = 1;
-  s->dead[id] = 0;
-  s->key_shape[id] = shape;
-  s->key_end[id] = end;
-  s->next_key[id] = s->first_key[cl];
-  s->first_key[cl] = id;
-  s->kslot_id[i] = id;
-  s->kslot_shape[i] = shape;
-  s->kslot_end[i] = end;
-  c->jobs[j].pkey = id;
-  c->keys_alive++;
-  if ((size_t)s->nk * 2 > s->kmask + 1) grow_keys(s);
+  int t = gp__shape_of(c, j);
+  if (s->remaining[t]++ == 0) c->keys_alive++;
+  if (clamp_end(end) < s->min_end[t]) s->min_end[t] = clamp_end(end);
+  c->jobs[j].pkey = t;
 }
 
 void gp__keys_consider(gp__ctx *c, int j) {
   struct gp__shapes *s = c->shapes;
-  int k = c->jobs[j].pkey;
-  if (!s || k < 0) return;
-  if (--s->remaining[k] == 0 && !s->dead[k]) c->keys_alive--;
+  int t = c->jobs[j].pkey;
+  if (!s || t < 0) return;
+  if (--s->remaining[t] == 0 && !dead(s, t)) c->keys_alive--;
 }
 
 bool gp__keys_failed(const gp__ctx *c, int j) {
-  int k = c->jobs[j].pkey;
-  return c->shapes && k >= 0 && c->shapes->dead[k];
+  const struct gp__shapes *s = c->shapes;
+  int t = c->jobs[j].pkey;
+  if (!s || t < 0) return false;
+  return s->free_failed[t] || end_of_job(c, j) >= s->failed_end[t];
 }
 
 void gp__keys_fail(gp__ctx *c, int j) {
-  struct gp__shapes *s = c->shapes;
-  int k = c->jobs[j].pkey;
-  if (!s || k < 0) return;
-  kill_dominated(c, s->key_shape[k], s->key_end[k]);
+  int t = c->jobs[j].pkey;
+  if (!c->shapes || t < 0) return;
+  fail_dominated(c, t, false, end_of_job(c, j));
 }
