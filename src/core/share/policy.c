@@ -3,16 +3,16 @@
  *
  * The five published policies follow the definitions of the FGD paper's simulator
  * (Weng et al., ATC'23, and its Kubernetes scheduler plugins), including their integer
- * scores 0..100: the simulator ranks nodes by those integers and breaks ties at random,
- * and that coarseness is part of the published results, so a faithful reproduction keeps
- * it. GPU choice inside a node is "best fit" (the fitting GPU with the least free room) for
- * BestFit, GpuPacking and DotProduct, random for Random, and the fragmentation-minimising
- * GPU for FGD. Whole-GPU requests take the lowest-numbered idle GPUs.
+ * scores 0..100: the simulator ranks nodes by those integers and gives ties to the first
+ * node, and that coarseness is part of the published results, so a faithful reproduction
+ * keeps it (GP_SHARE_TIE_FIRST). GPU choice inside a node is "best fit" (the fitting GPU
+ * with the least free room) for BestFit, GpuPacking and DotProduct, random for Random, and
+ * the fragmentation-minimising GPU for FGD. Whole-GPU requests take the lowest-numbered
+ * idle GPUs.
  *
- * gpool's own policy (GPOOL) keeps FGD's idea but not its rounding: the exact change of
- * expected fragmentation decides, GPU and node ties go to the tightest fit (so a shared
- * request lands on an already shared GPU before it breaks a whole one), and only then to
- * the seeded tie-break. The normalising constants (128 cores, 8 GPUs) are the paper's. */
+ * gpool's own policy (GPOOL) is FGD plus three rules, each measured on the paper's protocol
+ * (score_gpool below; docs/sharing.md has the figures). The normalising constants (128
+ * cores, 8 GPUs) are the paper's. */
 #include <math.h>
 #include <string.h>
 

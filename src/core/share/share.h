@@ -12,7 +12,8 @@
  *   BESTFIT     prefer the node with the least CPU+GPU left after the placement.
  *   FGD         fragmentation gradient descent (Weng et al., ATC'23): prefer the placement
  *               that raises the node's expected fragmentation for the workload mix least.
- *   GPOOL       gpool's default: FGD's fragmentation delta, refined (see share.c / docs).
+ *   GPOOL       gpool's default: FGD, plus CPU-only work onto nodes whose GPUs are taken and
+ *               idle nodes kept whole when a used node scores the same (policy.c, docs).
  *
  * Units: compute in milli-GPU (1000 = a whole GPU), memory in MiB, CPU in milli-cores.
  * The functions are pure (no clock, no I/O); the only memory allocated is a gp_share_mix. */
