@@ -20,7 +20,7 @@
 enum {
   O_TRACE = 1, O_FORMAT, O_FLEET, O_QUEUES, O_QUEUES_FROM, O_POLICY, O_POLICY_FILE, O_POLICIES,
   O_SEED, O_MTBF, O_REPAIR, O_CKPT, O_RESTART, O_GRACE, O_OVER, O_BAD_ROWS, O_MAX_JOBS,
-  O_SHARING, O_TIME_SCALE, O_PARTITION, O_OUT, O_CSV, O_HTML, O_NO_PROGRESS, O_DETERMINISTIC, O_HELP
+  O_SHARING, O_TIME_SCALE, O_PARTITION, O_EVERY_EVENT, O_PROBE, O_OUT, O_CSV, O_HTML, O_NO_PROGRESS, O_DETERMINISTIC, O_HELP
 };
 
 static const gp_opt opts[] = {
@@ -44,6 +44,8 @@ static const gp_opt opts[] = {
     {0, "gpu-sharing", true, O_SHARING},
     {0, "time-scale", true, O_TIME_SCALE},
     {0, "partition", false, O_PARTITION},
+    {0, "every-event", false, O_EVERY_EVENT},
+    {0, "share-probe", true, O_PROBE},
     {'o', "output", true, O_OUT},
     {0, "csv", true, O_CSV},
     {0, "html", true, O_HTML},
@@ -57,7 +59,7 @@ static const char usage_replay[] =
     "usage: gpool sim replay --trace FILE [--format philly|openb|csv|jsonl]\n"
     "         [--fleet 352x8xV100[,16x8xA100] | --fleet NODES.csv | --fleet POOL.yaml]\n"
     "         [--queues QUEUES.yaml | --queues-from VC_NODES.csv]\n"
-    "         [--policy fifo|backfill|gpool|sjf|fifo-vc|backfill-vc | --policy-file FILE]\n"
+    "         [--policy fifo|backfill|gpool|sjf|backfill-vc | --policy-file FILE]\n"
     "         [-o table|json] [--csv SERIES.csv] [--html REPORT.html] [options]\n";
 static const char usage_compare[] =
     "usage: gpool sim compare --trace FILE --policies fifo,backfill,gpool,sjf\n"
@@ -66,8 +68,8 @@ static const char usage_compare[] =
 static const char usage_options[] =
     "\n"
     "Replays the trace on a virtual clock through the same scheduler core the server runs.\n"
-    "With no --fleet, a Philly trace runs on the Helios Philly fleet: the virtual clusters'\n"
-    "nodes (8 GPUs each) from --queues-from, or from philly_vc_nodes.csv next to the trace.\n"
+    "With no --fleet, the fleet is the virtual clusters' nodes (8 GPUs each) of --queues-from\n"
+    "(for a Philly trace: philly_vc_nodes.csv next to the trace): the Helios Philly fleet.\n"
     "\n"
     "  --seed N                 seed for node failures and randomised policies (default 1)\n"
     "  --mtbf HOURS             mean time between failures of one node (default: none)\n"
@@ -80,12 +82,15 @@ static const char usage_options[] =
     "  --max-jobs N             read only the first N jobs of the file\n"
     "  --time-scale F           divide inter-arrival times by F (2: twice the load)\n"
     "  --partition              static partitions: each queue only on the nodes labelled\n"
-    "                           queue=<name> (the Philly fleet's VCs); fifo-vc and\n"
-    "                           backfill-vc are fifo and backfill with it\n"
+    "                           queue=<name> (the Philly fleet's VCs); backfill-vc is\n"
+    "                           backfill with it\n"
     "  --gpu-sharing shared|exclusive  GPUs of the fleet (default: shared if the trace\n"
     "                           has fractional jobs)\n"
     "  --csv FILE               time series every simulated minute (compare: FILE per policy)\n"
     "  --html FILE              self-contained HTML report with charts\n"
+    "  --share-probe DUR        when calls were skipped, call the core at least this often\n"
+    "                           so fair shares (fairness figures) stay fresh (default 1h)\n"
+    "  --every-event            call the core after every event batch, skipping nothing\n"
     "  --deterministic          write wall_seconds as 0 so outputs compare byte for byte\n"
     "  --no-progress            no progress bar on stderr\n";
 
@@ -174,6 +179,12 @@ static int parse_args(const char *cmd, int argc, char **argv, args *a) {
       a->cfg.time_scale = d;
       break;
     case O_PARTITION: a->cfg.partition = true; break;
+    case O_EVERY_EVENT: a->cfg.every_event = true; break;
+    case O_PROBE:
+      if (gp_parse_duration_s(v, &i64) || i64 < 0 || i64 > ((int64_t)1 << 40))
+        return bad_arg(cmd, "--share-probe", v);
+      a->cfg.share_probe = i64;
+      break;
     case O_OUT:
       if (strcmp(v, "table") && strcmp(v, "json")) return bad_arg(cmd, "-o", v);
       a->out = v;
@@ -255,7 +266,7 @@ static int load_inputs(const char *cmd, args *a, inputs *in) {
   bool shared = a->sharing ? strcmp(a->sharing, "shared") == 0 : has_fraction;
   if (a->fleet) {
     if (gp_fleet_load(a->fleet, shared, &in->fleet, &e)) return fail(cmd, &e);
-  } else if (in->vc_file && in->trace->format == GP_TRACE_PHILLY) {
+  } else if (in->vc_file) {
     if (gp_fleet_from_vc_file(in->vc_file, &in->fleet, &e)) return fail(cmd, &e);
   } else {
     fprintf(stderr, "gpool sim %s: give --fleet (e.g. --fleet 100x8xH100 or a node list)\n", cmd);
@@ -279,7 +290,7 @@ static int set_policy(const char *cmd, args *a, const char *name, gp_arena *aren
   cfg->progress = a->progress;
   if (name) {
     gp_replay_preset p;
-    if (gp_replay_preset_parse(name, &p)) return bad_arg(cmd, "policy (fifo, backfill, gpool, sjf, fifo-vc, backfill-vc)", name);
+    if (gp_replay_preset_parse(name, &p)) return bad_arg(cmd, "policy (fifo, backfill, gpool, sjf, backfill-vc)", name);
     gp_replay_preset_policy(p, &cfg->policy);
     cfg->oracle_limits = p == GP_REPLAY_SJF;
     cfg->partition = a->cfg.partition || gp_replay_preset_partitioned(p);
@@ -387,7 +398,7 @@ int gp_cmd_sim_compare(int argc, char **argv) {
       return 2;
     }
     gp_replay_preset p;
-    if (gp_replay_preset_parse(tok, &p)) return bad_arg("compare", "policy (fifo, backfill, gpool, sjf, fifo-vc, backfill-vc)", tok);
+    if (gp_replay_preset_parse(tok, &p)) return bad_arg("compare", "policy (fifo, backfill, gpool, sjf, backfill-vc)", tok);
     names[n++] = gp_replay_preset_name(p);
   }
   if (n == 0) return bad_arg("compare", "--policies", a.policies);

@@ -36,6 +36,9 @@ typedef struct sjob {
   gp_time pending_since, first_start, end, wait;
   double gpus;            /* GPUs held while running */
   double ask;             /* GPUs the job asks for */
+  int need;               /* whole GPUs it asks for (0: fractional or CPU-only) */
+  uint32_t pend_seq;      /* times it became pending: tells stale FIFO entries apart */
+  int64_t pend_step;      /* s->steps when it last became pending */
   int n_pl;
   gp_placement *pl;
 } sjob;
@@ -64,6 +67,15 @@ typedef struct sim {
   double *alloc, *fair, *alloc_int, *fair_int;
   int64_t *q_pending, *q_running;
   double *q_pending_gpus;   /* GPUs asked by the queue's pending jobs */
+  /* To skip calls that cannot start anything: pending jobs by whole GPUs asked, the
+   * smallest such count, and (strict FIFO) the pending jobs in the core's order. */
+  int64_t *need_count;
+  int max_need, min_need;
+  gp__heap fifo;            /* pending jobs by (submit, index); stale entries skipped */
+  int64_t steps;            /* gp_sched_step calls so far */
+  int64_t last_pend_step;   /* s->steps when a job last became pending */
+  gp_time last_step_t;      /* time of the latest call */
+  bool skipped;             /* something changed since the latest call, without a call */
   double alloc_total, alloc_int_total, up_int;
   int64_t pending_total, running_total;
   gp_time t_first, t_last;
@@ -113,6 +125,53 @@ static void view_remove(sim *s, int j) {
   }
   s->nv--;
   s->jobs[j].view = -1;
+}
+
+/* ---- pending bookkeeping ---- */
+
+static void pend_add(sim *s, int j, gp_time t) {
+  sjob *sj = &s->jobs[j];
+  sj->state = SJ_PENDING;
+  sj->pending_since = t;
+  sj->pend_step = s->steps;
+  s->last_pend_step = s->steps;
+  s->q_pending[sj->queue]++;
+  s->q_pending_gpus[sj->queue] += sj->ask;
+  s->pending_total++;
+  s->need_count[sj->need]++;
+  if (sj->need < s->min_need) s->min_need = sj->need;
+  /* The heap's second key (its `kind`) is the job index: ties in submit time go to the
+   * lower id, as in the core. */
+  if (s->strict_fifo)
+    gp__heap_push(&s->fifo, s->v[sj->view].submitted_at, j, j, ++sj->pend_seq);
+}
+
+static void pend_del(sim *s, int j) {
+  sjob *sj = &s->jobs[j];
+  s->q_pending[sj->queue]--;
+  s->q_pending_gpus[sj->queue] -= sj->ask;
+  s->pending_total--;
+  if (--s->need_count[sj->need] == 0 && sj->need == s->min_need) {
+    while (s->min_need <= s->max_need && s->need_count[s->min_need] == 0) s->min_need++;
+  }
+}
+
+/* Could a step now start something, with no preemption? Every start needs at least its
+ * whole GPUs idle; strict FIFO starts nothing unless its head can start. A head the core
+ * has not seen yet (it may end it as impossible) always gets a call. */
+static bool could_start(sim *s) {
+  if (s->pending_total == 0) return false;
+  if (s->min_need == 0) return true;
+  if (!s->strict_fifo) return s->min_need <= s->free_whole;
+  const gp__event *top;
+  while ((top = gp__heap_top(&s->fifo)) &&
+         (s->jobs[top->id].state != SJ_PENDING || s->jobs[top->id].pend_seq != top->gen)) {
+    gp__event e;
+    gp__heap_pop(&s->fifo, &e);
+  }
+  if (!top) return true;
+  const sjob *head = &s->jobs[top->id];
+  return head->pend_step == s->steps || head->need <= s->free_whole;
 }
 
 /* ---- time ---- */
@@ -250,8 +309,6 @@ static double requeue(sim *s, int j, gp_time stopped, gp_time now) {
   release(s, j);
   sj->restarts++;
   sj->gen++;
-  sj->state = SJ_PENDING;
-  sj->pending_since = now;
   gp_job *vj = &s->v[sj->view];
   vj->state = GP_JOB_PENDING;
   vj->started_at = 0;
@@ -259,9 +316,7 @@ static double requeue(sim *s, int j, gp_time stopped, gp_time now) {
   vj->n_placements = 0;
   vj->placements = NULL;
   vj->restarts = sj->restarts;
-  s->q_pending[sj->queue]++;
-  s->q_pending_gpus[sj->queue] += sj->ask;
-  s->pending_total++;
+  pend_add(s, j, now);
   return lost > 0 ? lost : 0;
 }
 
@@ -345,9 +400,7 @@ static int apply_start(sim *s, int j, const gp_plan_start *st, gp_time now) {
   w->last_checkpoint_at = 0;
   w->n_placements = sj->n_pl;
   w->placements = sj->pl;
-  s->q_pending[sj->queue]--;
-  s->q_pending_gpus[sj->queue] -= sj->ask;
-  s->pending_total--;
+  pend_del(s, j);
   s->q_running[sj->queue]++;
   s->running_total++;
   s->alloc[sj->queue] += gpus;
@@ -367,7 +420,12 @@ static void refresh_checkpoints(sim *s, gp_time now) {
 }
 
 static int step(sim *s, gp_time now) {
-  if (s->nv == 0) return 0;
+  s->last_step_t = now;
+  s->skipped = false;
+  if (s->nv == 0) { /* no job at all: no demand, no fair share */
+    for (int q = 0; q < s->nq; q++) s->fair[q] = 0;
+    return 0;
+  }
   if (s->can_preempt) refresh_checkpoints(s, now);
   gp_view view = {.n_nodes = s->fleet->n_nodes, .nodes = s->nodes, .n_queues = s->nq,
                   .queues = s->queues->queues, .n_pools = s->n_pools, .pools = s->pools,
@@ -378,6 +436,7 @@ static int step(sim *s, gp_time now) {
   int rc = gp_sched_step(&s->cfg->policy, &view, now, &plan, &e);
   s->sched_seconds += now_s() - t0;
   s->r->sched_calls++;
+  s->steps++;
   if (rc) {
     char msg[700];
     gp_err_format(&e, msg, sizeof msg);
@@ -411,11 +470,9 @@ static int step(sim *s, gp_time now) {
       rc = plan_error(s, "job %s ended while not pending%ld%ld", s->v[sj->view].id, 0, 0);
       break;
     }
+    pend_del(s, ids[k]);
     sj->state = SJ_REJECTED;
     sj->end = now;
-    s->q_pending[sj->queue]--;
-    s->q_pending_gpus[sj->queue] -= sj->ask;
-    s->pending_total--;
     view_remove(s, ids[k]);
   }
   for (int i = 0; i < plan->n_preemptions && !rc; i++, k++) {
@@ -552,6 +609,8 @@ static int build_jobs(sim *s, gp_job *protos) {
     }
     sj->ask = rq->gpu_milli ? rq->gpu_milli / (double)GP_GPU_MILLI
                             : (double)rq->tasks * rq->gpus_per_task;
+    sj->need = rq->gpu_milli ? 0 : rq->tasks * rq->gpus_per_task;
+    if (sj->need > s->max_need) s->max_need = sj->need;
     rq->cpu_milli = tj->cpu_milli;
     rq->mem_mib = tj->mem_mib;
     rq->allow_spot = true;
@@ -622,6 +681,7 @@ void gp_replay_config_init(gp_replay_config *c) {
   c->repair_time = 3600;
   c->seed = 1;
   c->time_scale = 1;
+  c->share_probe = 3600;
 }
 
 /* Static partitions: queue q owns the nodes labelled queue=q and lends them to nobody. */
@@ -711,6 +771,8 @@ int gp_replay_run(const gp_replay_config *cfg, const gp_trace *trace, const gp_f
   if (cfg->partition) build_partitions(s);
   gp_job *protos = gp_xcalloc(nj, sizeof *protos);
   int rc = build_jobs(s, protos);
+  s->need_count = gp_xcalloc((size_t)s->max_need + 2, sizeof *s->need_count);
+  s->min_need = s->max_need + 1;
   if (!rc) {
     s->t_first = s->t_last = arrive[0];
     if (cfg->csv) csv_header(s);
@@ -722,43 +784,62 @@ int gp_replay_run(const gp_replay_config *cfg, const gp_trace *trace, const gp_f
   size_t cursor = 0;
   gp_time t_end = s->t_first;
   while (!rc) {
-    if (cursor == nj && s->running_total == 0 && (s->pending_total == 0 || s->nodes_down == 0))
+    if (cursor == nj && s->running_total == 0 && (s->pending_total == 0 || s->nodes_down == 0)) {
+      /* Nothing runs and nothing will arrive: jobs still pending can start only now, if
+       * a skipped call would have started (or ended) them. Ask the core once more. */
+      if (s->pending_total > 0 && s->last_pend_step == s->steps && s->nv > 0) {
+        rc = step(s, s->t_last);
+        continue;
+      }
       break;
+    }
     const gp__event *top = gp__heap_top(&s->heap);
     if (!top && cursor == nj) break;
     gp_time t = cursor < nj ? arrive[cursor] : top->t;
     if (top && top->t < t) t = top->t;
+    if (s->skipped && cfg->share_probe > 0 && t > s->last_step_t + cfg->share_probe) {
+      /* Calls were skipped (they could start nothing) but demand moved: refresh the fair
+       * shares the fairness figures integrate. The plan is applied as any other. */
+      gp_time tp = s->last_step_t + cfg->share_probe;
+      advance(s, tp);
+      rc = step(s, tp);
+      continue;
+    }
     advance(s, t);
-    bool dirty = false;
-    int64_t pending_before = s->pending_total;
+    bool dirty = false, freed = false;
     while ((top = gp__heap_top(&s->heap)) && top->t == t) {
       gp__event e;
       gp__heap_pop(&s->heap, &e);
-      if (handle(s, &e)) dirty = true;
+      if (handle(s, &e)) {
+        /* A failure requeues jobs: always worth a call. GPUs coming free let a job
+         * start only if one could use them, unless the policy may preempt (a queue's
+         * fair share can move and allow a reclaim). */
+        if (e.kind == GP__EV_NODE_FAIL || s->can_preempt) dirty = true;
+        else freed = true;
+      }
       if (e.kind == GP__EV_COMPLETE || e.kind == GP__EV_GRACE_END) t_end = t;
     }
+    if (freed && (cfg->every_event || could_start(s))) dirty = true;
+    bool changed = freed;
+    int64_t pending_before = s->pending_total;
     for (; cursor < nj && arrive[cursor] == t; cursor++) {
       int j = (int)cursor;
       sjob *sj = &s->jobs[j];
       int q = sj->queue;
       /* The queue's fair share grows with this demand only if it was capped by demand. */
       bool share_may_grow = s->fair[q] + 1e-9 >= s->alloc[q] + s->q_pending_gpus[q];
-      sj->state = SJ_PENDING;
-      sj->pending_since = t;
       view_add(s, j, &protos[j]);
-      s->q_pending[q]++;
-      s->q_pending_gpus[q] += sj->ask;
-      s->pending_total++;
+      pend_add(s, j, t);
       /* Without preemption an arrival can start only if enough GPUs are idle now (and,
        * in strict FIFO, nobody waits ahead of it): otherwise the core would only say so,
        * unless the fair shares (kept for the fairness figures) change. */
-      const gp_request *rq = &protos[j].req;
-      int64_t need = (int64_t)rq->tasks * rq->gpus_per_task;
-      if (s->can_preempt || share_may_grow || rq->gpu_milli || rq->gpu_mem_mib || need == 0 ||
-          (need <= s->free_whole && !(s->strict_fifo && pending_before > 0)))
+      changed = true;
+      if (cfg->every_event || s->can_preempt || share_may_grow || sj->need == 0 ||
+          (sj->need <= s->free_whole && !(s->strict_fifo && pending_before > 0)))
         dirty = true;
     }
-    if (dirty && s->pending_total == 0) {
+    if (changed && !dirty) s->skipped = true;
+    if (dirty && s->pending_total == 0 && !cfg->every_event) {
       /* Nothing waits: no job can start, and every queue's demand (its allocation) is
        * met, so the core's water-filling would give each queue exactly its allocation.
        * Skipping the call here halves the calls on a lightly loaded fleet. */
@@ -810,6 +891,8 @@ int gp_replay_run(const gp_replay_config *cfg, const gp_trace *trace, const gp_f
   free(s->q_running);
   free(s->q_pending_gpus);
   gp__heap_done(&s->heap);
+  gp__heap_done(&s->fifo);
+  free(s->need_count);
   if (rc) {
     gp_replay_result_free(r); /* frees the arena too */
     return rc;

@@ -12,7 +12,6 @@ static const char *const preset_names[] = {[GP_REPLAY_FIFO] = "fifo",
                                            [GP_REPLAY_BACKFILL] = "backfill",
                                            [GP_REPLAY_GPOOL] = "gpool",
                                            [GP_REPLAY_SJF] = "sjf",
-                                           [GP_REPLAY_FIFO_VC] = "fifo-vc",
                                            [GP_REPLAY_BACKFILL_VC] = "backfill-vc",
                                            [GP_REPLAY_CUSTOM] = "custom"};
 
@@ -33,7 +32,6 @@ void gp_replay_preset_policy(gp_replay_preset preset, gp_policy *p) {
   gp_policy_init(p);
   switch (preset) {
   case GP_REPLAY_FIFO:
-  case GP_REPLAY_FIFO_VC:
     /* One strict line by submit time over the whole fleet: the head blocks everyone. */
     p->order = GP_ORDER_FIFO;
     p->backfill = false;
@@ -62,7 +60,10 @@ void gp_replay_preset_policy(gp_replay_preset preset, gp_policy *p) {
 }
 
 bool gp_replay_preset_partitioned(gp_replay_preset preset) {
-  return preset == GP_REPLAY_FIFO_VC || preset == GP_REPLAY_BACKFILL_VC;
+  /* No fifo-vc: the core's strict FIFO is one line over the whole fleet, so a blocked
+   * job in one partition would hold up every other partition, which is not what a
+   * partitioned FIFO means. */
+  return preset == GP_REPLAY_BACKFILL_VC;
 }
 
 int gp_replay_policy_load(const char *path, gp_arena *arena, gp_policy *ret, gp_err *err) {

@@ -74,8 +74,7 @@ typedef enum gp_replay_preset {
   GP_REPLAY_BACKFILL, /* priority order + EASY backfill (Slurm-like), no quotas */
   GP_REPLAY_GPOOL,    /* hierarchical fair share, quotas, borrowing, reclaim, backfill */
   GP_REPLAY_SJF,      /* shortest job first with the true durations: a reference bound */
-  GP_REPLAY_FIFO_VC,  /* fifo inside static per-queue partitions (Philly's VCs) */
-  GP_REPLAY_BACKFILL_VC, /* backfill inside static per-queue partitions */
+  GP_REPLAY_BACKFILL_VC, /* backfill inside static per-queue partitions (Philly's VCs) */
   GP_REPLAY_CUSTOM,   /* a policy file */
 } gp_replay_preset;
 
@@ -105,6 +104,11 @@ typedef struct gp_replay_config {
                                    load, durations unchanged); 1 replays the trace as is */
   bool partition;               /* static partitions: each queue runs only on the nodes
                                    labelled queue=<its name> (as Philly's VCs did) */
+  gp_time share_probe;          /* when calls were skipped, call the core at least this
+                                   often anyway so fair shares (for the fairness figures)
+                                   are never older than this; 0: never (default 3600) */
+  bool every_event;             /* call the core after every batch, skipping nothing (for
+                                   checking that skipped calls change no outcome) */
   FILE *csv;                    /* time series, one row per simulated minute; may be NULL */
   bool progress;                /* draw a progress bar on stderr */
 } gp_replay_config;

@@ -202,8 +202,8 @@ static void impossible_jobs_do_not_block_the_rest(void) {
 }
 
 /* Static partitions: VCs a and b own one 8-GPU node each. Team a runs two 8-GPU jobs of
- * 100 s at t=0. Pooled FIFO runs both at once (waits 0); inside a's partition the second
- * waits for the first: avg wait 50. */
+ * 100 s at t=0. Pooled backfill runs both at once (waits 0); inside a's partition the
+ * second waits for the first: avg wait 50. */
 static void static_partitions_keep_a_team_off_idle_nodes(void) {
   static const char trace[] = "submit_time,duration,gpus,queue\n0,100,8,a\n0,100,8,a\n";
   char *vc = write_tmp("vc.csv", "vc,node num\na,1\nb,1\n");
@@ -219,7 +219,7 @@ static void static_partitions_keep_a_team_off_idle_nodes(void) {
   for (int k = 0; k < 2; k++) {
     gp_replay_config c;
     gp_replay_config_init(&c);
-    gp_replay_preset p = k ? GP_REPLAY_FIFO_VC : GP_REPLAY_FIFO;
+    gp_replay_preset p = k ? GP_REPLAY_BACKFILL_VC : GP_REPLAY_BACKFILL;
     gp_replay_preset_policy(p, &c.policy);
     c.partition = gp_replay_preset_partitioned(p);
     c.policy_name = gp_replay_preset_name(p);
