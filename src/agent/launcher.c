@@ -89,6 +89,9 @@ static void sort_fds(int *fds, int n) {
 
 typedef struct child_ctx {
   const gp_launch_spec *spec;
+  char *arg_start;       /* this process's argv strings (for the shim's title), or NULL */
+  size_t arg_len;
+  char title[128];       /* "gpool-shim <dir>" */
   char **candidates;     /* full paths to try for argv[0] */
   int n_candidates;
   int pipe_w, out_fd, err_fd, dir_fd, null_fd;
@@ -138,8 +141,14 @@ static void run_job(const child_ctx *c) {
 
 static void run_shim(const child_ctx *c) {
   setsid();
-  /* Named apart from the agent it was forked from, so ps and pgrep tell them apart. */
+  /* Named apart from the agent it was forked from, so ps and pgrep tell them apart: the
+   * command name, and the command line (the argv area it inherited from the agent). */
   prctl(PR_SET_NAME, "gpool-shim", 0, 0, 0);
+  if (c->arg_start && c->arg_len > 1) {
+    memset(c->arg_start, 0, c->arg_len);
+    size_t n = strlen(c->title);
+    memcpy(c->arg_start, c->title, n < c->arg_len - 1 ? n : c->arg_len - 1);
+  }
   /* The shim must survive whatever the job's group is sent and a terminal hang-up. */
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
@@ -235,6 +244,34 @@ static void free_candidates(char **c, int n) {
   free(c);
 }
 
+/* Where this process's argv strings live ([arg_start, arg_end) in /proc/self/stat). */
+static void find_argv_area(char **ret_start, size_t *ret_len) {
+  *ret_start = NULL;
+  *ret_len = 0;
+  char buf[2048];
+  int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return;
+  buf[n] = '\0';
+  const char *p = strrchr(buf, ')');
+  if (!p) return;
+  p += 2; /* field 3 */
+  unsigned long long start = 0, end = 0;
+  for (int field = 3; *p && field <= 49; field++) {
+    if (field == 48) start = strtoull(p, NULL, 10);
+    if (field == 49) end = strtoull(p, NULL, 10);
+    p = strchr(p, ' ');
+    if (!p) break;
+    p++;
+  }
+  if (start && end > start && end - start < (1u << 20)) {
+    *ret_start = (char *)(uintptr_t)start;
+    *ret_len = (size_t)(end - start);
+  }
+}
+
 static const char *stage_text(int stage) {
   switch (stage) {
   case STAGE_CGROUP: return "cannot join the job's cgroup";
@@ -280,7 +317,19 @@ int gp_launch(const gp_launch_spec *spec, gp_launch_result *ret, gp_err *err) {
     goto out;
   }
   build_candidates(spec, &cands, &n_cands);
-  child_ctx c = {spec, cands, n_cands, p[1], out_fd, err_fd, dir_fd, null_fd};
+  child_ctx c;
+  memset(&c, 0, sizeof c);
+  c.spec = spec;
+  c.candidates = cands;
+  c.n_candidates = n_cands;
+  c.pipe_w = p[1];
+  c.out_fd = out_fd;
+  c.err_fd = err_fd;
+  c.dir_fd = dir_fd;
+  c.null_fd = null_fd;
+  find_argv_area(&c.arg_start, &c.arg_len);
+  const char *base = strrchr(spec->dir, '/');
+  snprintf(c.title, sizeof c.title, "gpool-shim job %s", base ? base + 1 : spec->dir);
   pid_t shim = fork();
   if (shim < 0) {
     gp_err_set(err, GP_EIO, NULL, 0, NULL, "fork: %s", strerror(errno));

@@ -95,6 +95,14 @@ static void job_has_its_own_process_group_apart_from_the_shim(void) {
     fclose(cf);
   }
   CHECK_EQ_STR("gpool-shim\n", comm); /* ps tells the shim from the agent */
+  snprintf(comm_path, sizeof comm_path, "/proc/%d/cmdline", (int)r.shim_pid);
+  cf = fopen(comm_path, "r");
+  char cmdline[256] = "";
+  if (cf) {
+    if (!fgets(cmdline, sizeof cmdline, cf)) cmdline[0] = '\0';
+    fclose(cf);
+  }
+  CHECK_CONTAINS(cmdline, "gpool-shim job gpool-launch-"); /* and pgrep -f too */
   CHECK(getpgid(r.pid) != getpgrp());
   CHECK(gp_proc_alive(r.pid, r.start_ticks));
   CHECK(!gp_proc_alive(r.pid, r.start_ticks + 1)); /* a reused pid is not our job */
