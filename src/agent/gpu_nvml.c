@@ -399,6 +399,68 @@ static int nvml_poll_events(gp_gpu_backend *b, gp_gpu_event *out, int max, int t
   return 0;
 }
 
+/* The NVML profile enumeration for the catalogue's profile at index k (the catalogue lists
+ * 1g, double-memory 1g, 2g, 3g, 4g, 7g in that order). */
+static const unsigned gi_profile_enum[GP_GPU_MODEL_MAX_MIG_PROFILES] = {
+    GP_NVML_GPU_INSTANCE_PROFILE_1_SLICE, GP_NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV2,
+    GP_NVML_GPU_INSTANCE_PROFILE_2_SLICE, GP_NVML_GPU_INSTANCE_PROFILE_3_SLICE,
+    GP_NVML_GPU_INSTANCE_PROFILE_4_SLICE, GP_NVML_GPU_INSTANCE_PROFILE_7_SLICE};
+
+/* Compute-instance profile enumeration using all of a GPU instance's slices. */
+static int ci_profile_enum(int slices) {
+  switch (slices) {
+  case 1: return 0;
+  case 2: return 1;
+  case 3: return 2;
+  case 4: return 3;
+  case 7: return 4;
+  default: return -1;
+  }
+}
+
+static int mig_fail(const nvml *m, int nrc, gp_err *err, const char *what, int gpu) {
+  if (nrc == GP_NVML_ERROR_NO_PERMISSION)
+    return gp_err_set(err, GP_EPERM, NULL, 0, "gpu",
+                      "%s on GPU %d needs root (NVML: %s)", what, gpu, errstr(m, nrc));
+  return gp_err_set(err, GP_EIO, NULL, 0, "gpu", "%s on GPU %d failed: %s", what, gpu,
+                    errstr(m, nrc));
+}
+
+/* Destroys every compute and GPU instance of the GPU. Caller holds the lock. */
+static int destroy_instances(nvml *m, int gpu, gp_err *err) {
+  gp_nvml_device d = m->dev[gpu];
+  for (unsigned pe = 0; pe < GP_NVML_GPU_INSTANCE_PROFILE_COUNT; pe++) {
+    gp_nvml_gpu_instance_profile_info pi;
+    memset(&pi, 0, sizeof pi);
+    if (m->nvmlDeviceGetGpuInstanceProfileInfo(d, pe, &pi) != 0) continue; /* not on this GPU */
+    gp_nvml_gpu_instance gis[GP_GPU_MAX_MIG + 1];
+    unsigned n = GP_GPU_MAX_MIG + 1;
+    if (m->nvmlDeviceGetGpuInstances(d, pi.id, gis, &n) != 0) continue;
+    for (unsigned i = 0; i < n && i < GP_GPU_MAX_MIG + 1; i++) {
+      for (unsigned ce = 0; ce < GP_NVML_COMPUTE_INSTANCE_PROFILE_COUNT; ce++) {
+        gp_nvml_compute_instance_profile_info ci;
+        memset(&ci, 0, sizeof ci);
+        if (m->nvmlGpuInstanceGetComputeInstanceProfileInfo(
+                gis[i], ce, GP_NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED, &ci) != 0)
+          continue;
+        gp_nvml_compute_instance cis[8];
+        unsigned cn = 8;
+        if (m->nvmlGpuInstanceGetComputeInstances(gis[i], ci.id, cis, &cn) != 0) continue;
+        for (unsigned c = 0; c < cn && c < 8; c++) {
+          int nrc = m->nvmlComputeInstanceDestroy(cis[c]);
+          if (nrc) return mig_fail(m, nrc, err, "destroying a compute instance", gpu);
+        }
+      }
+      int nrc = m->nvmlGpuInstanceDestroy(gis[i]);
+      if (nrc) return mig_fail(m, nrc, err, "destroying a GPU instance", gpu);
+    }
+  }
+  return 0;
+}
+
+/* Re-partitions an idle MIG-mode GPU: every instance is destroyed, then each requested
+ * profile gets a GPU instance at its placement and one compute instance spanning it.
+ * MIG mode itself is not switched here: that needs a GPU reset (nvidia-smi -mig 1). */
 static int nvml_set_mig_layout(gp_gpu_backend *b, int gpu, const char *const *profiles,
                                const int *start_slots, int n, gp_err *err) {
   nvml *m = b->impl;
@@ -409,11 +471,67 @@ static int nvml_set_mig_layout(gp_gpu_backend *b, int gpu, const char *const *pr
     return gp_err_set(err, GP_ESTATE, NULL, 0, "gpu",
                       "GPU %d is busy (%d processes): drain it before re-partitioning", gpu,
                       s.n_procs);
-  /* Creating GPU and compute instances needs root and the NVML MIG management calls; gpool
-   * does not drive them yet. */
-  return gp_err_set(err, GP_EUNSUPP, NULL, 0, "gpu",
-                    "changing the MIG layout of a real GPU is not supported yet: partition it "
-                    "with 'nvidia-smi mig -cgi ... -C' and restart the agent");
+  pthread_mutex_lock(&m->mu);
+  int rc = 0;
+  const gp_gpu_model *model = gp_gpu_model_find(m->info[gpu].model);
+  if (!model || !model->n_mig) {
+    rc = gp_err_set(err, GP_EUNSUPP, NULL, 0, "gpu", "GPU %d (%s) has no MIG profiles gpool knows",
+                    gpu, m->info[gpu].name);
+    goto out;
+  }
+  if ((rc = gp_gpu_model_check_mig(model, profiles, start_slots, n, err))) goto out;
+  if (!m->info[gpu].mig_enabled) {
+    rc = gp_err_set(err, GP_ESTATE, NULL, 0, "gpu",
+                    "MIG mode is off on GPU %d: enable it with 'nvidia-smi -i %d -mig 1' (it "
+                    "needs a GPU reset) and restart the agent", gpu, gpu);
+    goto out;
+  }
+  if (!m->nvmlDeviceGetGpuInstanceProfileInfo || !m->nvmlDeviceGetGpuInstances ||
+      !m->nvmlDeviceCreateGpuInstanceWithPlacement || !m->nvmlGpuInstanceDestroy ||
+      !m->nvmlGpuInstanceGetComputeInstanceProfileInfo || !m->nvmlGpuInstanceGetComputeInstances ||
+      !m->nvmlGpuInstanceCreateComputeInstance || !m->nvmlComputeInstanceDestroy) {
+    rc = gp_err_set(err, GP_EUNSUPP, NULL, 0, "gpu",
+                    "this driver's NVML lacks the MIG management calls (missing: %s)", m->missing);
+    goto out;
+  }
+  if ((rc = destroy_instances(m, gpu, err))) goto rediscover;
+  for (int i = 0; i < n; i++) {
+    const gp_gpu_mig_profile *p = gp_gpu_model_mig_profile(model, profiles[i]);
+    int k = (int)(p - model->mig);
+    gp_nvml_gpu_instance_profile_info pi;
+    memset(&pi, 0, sizeof pi);
+    int nrc = m->nvmlDeviceGetGpuInstanceProfileInfo(m->dev[gpu], gi_profile_enum[k], &pi);
+    if (nrc) {
+      rc = mig_fail(m, nrc, err, "looking up MIG profile", gpu);
+      goto rediscover;
+    }
+    gp_nvml_gpu_instance_placement pl = {(unsigned)start_slots[i], (unsigned)p->mem_slices};
+    gp_nvml_gpu_instance gi;
+    if ((nrc = m->nvmlDeviceCreateGpuInstanceWithPlacement(m->dev[gpu], pi.id, &pl, &gi))) {
+      rc = mig_fail(m, nrc, err, "creating a GPU instance", gpu);
+      goto rediscover;
+    }
+    gp_nvml_compute_instance_profile_info ci;
+    memset(&ci, 0, sizeof ci);
+    int ce = ci_profile_enum(p->compute_slices);
+    if (ce < 0 || (nrc = m->nvmlGpuInstanceGetComputeInstanceProfileInfo(
+                       gi, (unsigned)ce, GP_NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED, &ci))) {
+      rc = mig_fail(m, nrc ? nrc : GP_NVML_ERROR_NOT_SUPPORTED, err,
+                    "looking up the compute profile", gpu);
+      goto rediscover;
+    }
+    gp_nvml_compute_instance cinst;
+    if ((nrc = m->nvmlGpuInstanceCreateComputeInstance(gi, ci.id, &cinst))) {
+      rc = mig_fail(m, nrc, err, "creating a compute instance", gpu);
+      goto rediscover;
+    }
+  }
+rediscover:
+  /* Whatever happened, report the layout the GPU really has now. */
+  nvml_discover_locked(m, NULL);
+out:
+  pthread_mutex_unlock(&m->mu);
+  return rc;
 }
 
 static void nvml_close(gp_gpu_backend *b) {

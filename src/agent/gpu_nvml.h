@@ -3,7 +3,9 @@
  * dlopen so gpool builds and runs where no driver is installed. Each NVML entry point is
  * resolved on its own; one that an older driver lacks only turns its figures into "unknown"
  * (-1). A missing library, an unloaded driver or zero GPUs give one clear error: "no NVIDIA
- * GPU found: <why>". The simulated backend stands in only when the caller asks for it. */
+ * GPU found: <why>". The simulated backend stands in only when the caller asks for it.
+ * MIG layouts of an idle GPU already in MIG mode are changed through NVML's MIG management
+ * calls (needs root; switching MIG mode on needs a GPU reset and stays with the operator). */
 #ifndef GP_AGENT_GPU_NVML_H
 #define GP_AGENT_GPU_NVML_H
 

@@ -134,6 +134,34 @@ typedef struct gp_nvml_field_value {       /* nvmlFieldValue_t */
 } gp_nvml_field_value;
 
 typedef struct gp_nvml_gpu_instance_st *gp_nvml_gpu_instance;
+typedef struct gp_nvml_compute_instance_st *gp_nvml_compute_instance;
+
+/* MIG management: profile enumerations (not the profile ids the driver returns for them). */
+#define GP_NVML_GPU_INSTANCE_PROFILE_1_SLICE 0x0
+#define GP_NVML_GPU_INSTANCE_PROFILE_2_SLICE 0x1
+#define GP_NVML_GPU_INSTANCE_PROFILE_3_SLICE 0x2
+#define GP_NVML_GPU_INSTANCE_PROFILE_4_SLICE 0x3
+#define GP_NVML_GPU_INSTANCE_PROFILE_7_SLICE 0x4
+#define GP_NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV2 0x9 /* the double-memory 1g profile */
+#define GP_NVML_GPU_INSTANCE_PROFILE_COUNT 0xA
+#define GP_NVML_COMPUTE_INSTANCE_PROFILE_COUNT 0x8
+#define GP_NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED 0x0
+
+typedef struct gp_nvml_gpu_instance_profile_info { /* nvmlGpuInstanceProfileInfo_t */
+  unsigned int id, is_p2p_supported, slice_count, instance_count, multiprocessor_count;
+  unsigned int copy_engine_count, decoder_count, encoder_count, jpeg_count, ofa_count;
+  unsigned long long memory_size_mb;
+} gp_nvml_gpu_instance_profile_info;
+
+typedef struct gp_nvml_compute_instance_profile_info { /* nvmlComputeInstanceProfileInfo_t */
+  unsigned int id, slice_count, instance_count, multiprocessor_count;
+  unsigned int shared_copy_engine_count, shared_decoder_count, shared_encoder_count;
+  unsigned int shared_jpeg_count, shared_ofa_count;
+} gp_nvml_compute_instance_profile_info;
+
+typedef struct gp_nvml_gpu_instance_placement { /* nvmlGpuInstancePlacement_t */
+  unsigned int start, size;                /* memory slices */
+} gp_nvml_gpu_instance_placement;
 typedef struct gp_nvml_gpu_instance_info { /* nvmlGpuInstanceInfo_t */
   gp_nvml_device device;
   unsigned int id, profile_id;
@@ -178,6 +206,19 @@ typedef struct gp_nvml_gpu_instance_info { /* nvmlGpuInstanceInfo_t */
     (gp_nvml_device, unsigned int *, gp_nvml_process_info *))                                 \
   X(nvmlDeviceGetProcessUtilization,                                                          \
     (gp_nvml_device, gp_nvml_process_util *, unsigned int *, unsigned long long))             \
+  X(nvmlDeviceGetGpuInstanceProfileInfo,                                                      \
+    (gp_nvml_device, unsigned int, gp_nvml_gpu_instance_profile_info *))                      \
+  X(nvmlDeviceGetGpuInstances, (gp_nvml_device, unsigned int, gp_nvml_gpu_instance *, unsigned int *)) \
+  X(nvmlDeviceCreateGpuInstanceWithPlacement,                                                 \
+    (gp_nvml_device, unsigned int, const gp_nvml_gpu_instance_placement *, gp_nvml_gpu_instance *)) \
+  X(nvmlGpuInstanceDestroy, (gp_nvml_gpu_instance))                                           \
+  X(nvmlGpuInstanceGetComputeInstanceProfileInfo,                                             \
+    (gp_nvml_gpu_instance, unsigned int, unsigned int, gp_nvml_compute_instance_profile_info *)) \
+  X(nvmlGpuInstanceGetComputeInstances,                                                       \
+    (gp_nvml_gpu_instance, unsigned int, gp_nvml_compute_instance *, unsigned int *))         \
+  X(nvmlGpuInstanceCreateComputeInstance,                                                     \
+    (gp_nvml_gpu_instance, unsigned int, gp_nvml_compute_instance *))                         \
+  X(nvmlComputeInstanceDestroy, (gp_nvml_compute_instance))                                   \
   X(nvmlEventSetCreate, (gp_nvml_event_set *))                                                \
   X(nvmlDeviceRegisterEvents, (gp_nvml_device, unsigned long long, gp_nvml_event_set))        \
   X(nvmlEventSetWait_v2, (gp_nvml_event_set, gp_nvml_event_data *, unsigned int))             \

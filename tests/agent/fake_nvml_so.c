@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* A fake libnvidia-ml.so.1 for the NVML backend's tests: two H100s joined by NVLink, GPU 1
  * partitioned (one 1g.10gb MIG instance), a compute process on each, fixed telemetry.
+ * GPU 1's MIG layout can be changed through the MIG management calls (GPU and compute
+ * instances with placements), as root could on a real H100.
  * It deliberately lacks entry points that older drivers lack (nvmlDeviceGetMemoryInfo_v2,
  * nvmlDeviceGetCurrentClocksEventReasons, nvmlDeviceGetFieldValues) so the backend's
  * fallbacks run. Behaviour is steered by environment variables read at call time:
- *   FAKE_NVML_MODE=nodriver|nogpu|lost1   FAKE_NVML_PID=<pid of the GPU 0 process>
+ *   FAKE_NVML_MODE=nodriver|nogpu|lost1|noroot   FAKE_NVML_PID=<pid of the GPU 0 process>
+ *   FAKE_NVML_IDLE=1  (no compute process on any GPU)
  *   FAKE_NVML_XID=<code>  (one Xid event on GPU 1, then timeouts)
  * The ABI follows NVML's (checked against nvml.h); types come from gpool's own declarations. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,11 +20,40 @@
 
 typedef struct fake_dev {
   int index;       /* physical GPU */
-  int mig;         /* 1 for the MIG device handle */
+  int mig;         /* 1 for a MIG device handle */
+  int gi;          /* its GPU instance (index into gis) */
 } fake_dev;
 
-static fake_dev gpus[2] = {{0, 0}, {1, 0}};
-static fake_dev mig_dev = {1, 1};
+static fake_dev gpus[2] = {{0, 0, 0}, {1, 0, 0}};
+
+/* GPU 1's GPU instance profiles, by NVML profile enumeration. */
+static const struct {
+  unsigned penum, id, slices, mem_slices;
+  unsigned long long mem_mb;
+  const char *name;
+} profiles[] = {{0, 19, 1, 1, 9856, "1g.10gb"},  {9, 15, 1, 2, 19968, "1g.20gb"},
+                {1, 14, 2, 2, 19968, "2g.20gb"}, {2, 9, 3, 4, 40192, "3g.40gb"},
+                {3, 5, 4, 4, 40192, "4g.40gb"},  {4, 0, 7, 8, 80384, "7g.80gb"}};
+#define N_PROFILES (sizeof profiles / sizeof profiles[0])
+
+typedef struct fake_gi {
+  int used;
+  int profile;     /* index into profiles */
+  unsigned start, size, id;
+  int has_ci;
+  fake_dev handle; /* its MIG device */
+  int ci_token;
+} fake_gi;
+
+/* Starts with one 1g.10gb instance (id 5) at memory slice 2. */
+static fake_gi gis[7] = {{1, 0, 2, 1, 5, 1, {1, 1, 0}, 0}};
+static unsigned next_gi_id = 6;
+
+static int profile_by_id(unsigned id) {
+  for (unsigned i = 0; i < N_PROFILES; i++)
+    if (profiles[i].id == id) return (int)i;
+  return -1;
+}
 static int init_count;
 static int xid_sent;
 static unsigned long long util_clock;
@@ -74,11 +107,16 @@ static gp_nvml_return copy(char *dst, unsigned len, const char *src) {
 }
 
 EXPORT gp_nvml_return nvmlDeviceGetName(gp_nvml_device d, char *name, unsigned len) {
-  return copy(name, len, D(d)->mig ? "NVIDIA H100 80GB HBM3 MIG 1g.10gb" : "NVIDIA H100 80GB HBM3");
+  char buf[96];
+  if (!D(d)->mig) return copy(name, len, "NVIDIA H100 80GB HBM3");
+  snprintf(buf, sizeof buf, "NVIDIA H100 80GB HBM3 MIG %s", profiles[gis[D(d)->gi].profile].name);
+  return copy(name, len, buf);
 }
 
 EXPORT gp_nvml_return nvmlDeviceGetUUID(gp_nvml_device d, char *uuid, unsigned len) {
-  if (D(d)->mig) return copy(uuid, len, "MIG-11111111-2222-3333-4444-555555555555");
+  char buf[96];
+  snprintf(buf, sizeof buf, "MIG-11111111-2222-3333-4444-%012u", gis[D(d)->gi].id);
+  if (D(d)->mig) return copy(uuid, len, buf);
   return copy(uuid, len, D(d)->index ? "GPU-bbbbbbbb-0000-0000-0000-000000000001"
                                      : "GPU-aaaaaaaa-0000-0000-0000-000000000000");
 }
@@ -98,8 +136,8 @@ EXPORT gp_nvml_return nvmlDeviceGetPciInfo_v3(gp_nvml_device d, gp_nvml_pci_info
 EXPORT gp_nvml_return nvmlDeviceGetMemoryInfo(gp_nvml_device d, gp_nvml_memory *m) {
   unsigned long long mib = 1ull << 20;
   if (D(d)->mig) {
-    m->total = 9856 * mib;
-    m->used = 2048 * mib;
+    m->total = profiles[gis[D(d)->gi].profile].mem_mb * mib;
+    m->used = 0;
   } else {
     m->total = 81559 * mib;
     m->used = (D(d)->index ? 2560 : 1536) * mib;
@@ -194,40 +232,162 @@ EXPORT gp_nvml_return nvmlDeviceGetMaxMigDeviceCount(gp_nvml_device d, unsigned 
   return 0;
 }
 
+/* The i-th MIG device: GPU instances that have a compute instance, in slot order. */
 EXPORT gp_nvml_return nvmlDeviceGetMigDeviceHandleByIndex(gp_nvml_device d, unsigned i,
                                                           gp_nvml_device *out) {
-  if (D(d)->index != 1 || i != 0) return GP_NVML_ERROR_NOT_FOUND;
-  *out = (gp_nvml_device)&mig_dev;
-  return 0;
+  if (D(d)->index != 1) return GP_NVML_ERROR_NOT_FOUND;
+  unsigned k = 0;
+  for (int g = 0; g < 7; g++) {
+    if (!gis[g].used || !gis[g].has_ci) continue;
+    if (k++ == i) {
+      gis[g].handle = (fake_dev){1, 1, g};
+      *out = (gp_nvml_device)&gis[g].handle;
+      return 0;
+    }
+  }
+  return GP_NVML_ERROR_NOT_FOUND;
 }
 
 EXPORT gp_nvml_return nvmlDeviceGetGpuInstanceId(gp_nvml_device d, unsigned *id) {
   if (!D(d)->mig) return GP_NVML_ERROR_INVALID_ARGUMENT;
-  *id = 5;
+  *id = gis[D(d)->gi].id;
   return 0;
 }
 
-static int gi_token;
+static fake_gi *G(gp_nvml_gpu_instance gi) { return (fake_gi *)gi; }
+
 EXPORT gp_nvml_return nvmlDeviceGetGpuInstanceById(gp_nvml_device d, unsigned id,
                                                    gp_nvml_gpu_instance *gi) {
-  if (D(d)->index != 1 || id != 5) return GP_NVML_ERROR_NOT_FOUND;
-  *gi = (gp_nvml_gpu_instance)&gi_token;
-  return 0;
+  if (D(d)->index != 1) return GP_NVML_ERROR_NOT_FOUND;
+  for (int g = 0; g < 7; g++)
+    if (gis[g].used && gis[g].id == id) {
+      *gi = (gp_nvml_gpu_instance)&gis[g];
+      return 0;
+    }
+  return GP_NVML_ERROR_NOT_FOUND;
 }
 
 EXPORT gp_nvml_return nvmlGpuInstanceGetInfo(gp_nvml_gpu_instance gi, gp_nvml_gpu_instance_info *info) {
   memset(info, 0, sizeof *info);
   info->device = (gp_nvml_device)&gpus[1];
-  info->id = 5;
-  info->placement_start = 2;
-  info->placement_size = 1;
+  info->id = G(gi)->id;
+  info->profile_id = profiles[G(gi)->profile].id;
+  info->placement_start = G(gi)->start;
+  info->placement_size = G(gi)->size;
   return 0;
+}
+
+EXPORT gp_nvml_return nvmlDeviceGetGpuInstanceProfileInfo(gp_nvml_device d, unsigned penum,
+                                                          gp_nvml_gpu_instance_profile_info *info) {
+  if (D(d)->index != 1) return GP_NVML_ERROR_NOT_SUPPORTED; /* MIG mode off */
+  for (unsigned i = 0; i < N_PROFILES; i++)
+    if (profiles[i].penum == penum) {
+      memset(info, 0, sizeof *info);
+      info->id = profiles[i].id;
+      info->slice_count = profiles[i].slices;
+      info->memory_size_mb = profiles[i].mem_mb;
+      return 0;
+    }
+  return GP_NVML_ERROR_NOT_SUPPORTED;
+}
+
+EXPORT gp_nvml_return nvmlDeviceGetGpuInstances(gp_nvml_device d, unsigned profile_id,
+                                                gp_nvml_gpu_instance *out, unsigned *count) {
+  if (D(d)->index != 1) return GP_NVML_ERROR_NOT_SUPPORTED;
+  unsigned n = 0;
+  for (int g = 0; g < 7; g++)
+    if (gis[g].used && profiles[gis[g].profile].id == profile_id) {
+      if (n == *count) return GP_NVML_ERROR_INSUFFICIENT_SIZE;
+      out[n++] = (gp_nvml_gpu_instance)&gis[g];
+    }
+  *count = n;
+  return 0;
+}
+
+EXPORT gp_nvml_return nvmlDeviceCreateGpuInstanceWithPlacement(gp_nvml_device d, unsigned profile_id,
+                                                               const gp_nvml_gpu_instance_placement *pl,
+                                                               gp_nvml_gpu_instance *out) {
+  if (!strcmp(mode(), "noroot")) return GP_NVML_ERROR_NO_PERMISSION;
+  int p = profile_by_id(profile_id);
+  if (D(d)->index != 1 || p < 0) return GP_NVML_ERROR_INVALID_ARGUMENT;
+  if (pl->size != profiles[p].mem_slices || pl->start + pl->size > 8) return GP_NVML_ERROR_INVALID_ARGUMENT;
+  int free_slot = -1;
+  for (int g = 0; g < 7; g++) {
+    if (!gis[g].used) {
+      if (free_slot < 0) free_slot = g;
+      continue;
+    }
+    if (pl->start < gis[g].start + gis[g].size && gis[g].start < pl->start + pl->size)
+      return 23; /* NVML_ERROR_INSUFFICIENT_RESOURCES: overlaps */
+  }
+  if (free_slot < 0) return 23;
+  gis[free_slot] = (fake_gi){1, p, pl->start, pl->size, next_gi_id++, 0, {1, 1, free_slot}, 0};
+  *out = (gp_nvml_gpu_instance)&gis[free_slot];
+  return 0;
+}
+
+EXPORT gp_nvml_return nvmlGpuInstanceDestroy(gp_nvml_gpu_instance gi) {
+  if (!strcmp(mode(), "noroot")) return GP_NVML_ERROR_NO_PERMISSION;
+  if (G(gi)->has_ci) return 19; /* NVML_ERROR_IN_USE */
+  G(gi)->used = 0;
+  return 0;
+}
+
+/* Compute profiles: only the one spanning the whole GPU instance (enumeration = slices). */
+static unsigned ci_enum_of(const fake_gi *g) {
+  unsigned s = profiles[g->profile].slices;
+  return s == 7 ? 4 : s - 1;
+}
+
+EXPORT gp_nvml_return nvmlGpuInstanceGetComputeInstanceProfileInfo(
+    gp_nvml_gpu_instance gi, unsigned penum, unsigned eng, gp_nvml_compute_instance_profile_info *info) {
+  if (eng != GP_NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED || penum != ci_enum_of(G(gi)))
+    return GP_NVML_ERROR_NOT_SUPPORTED;
+  memset(info, 0, sizeof *info);
+  info->id = 100 + penum;
+  info->slice_count = profiles[G(gi)->profile].slices;
+  return 0;
+}
+
+EXPORT gp_nvml_return nvmlGpuInstanceGetComputeInstances(gp_nvml_gpu_instance gi, unsigned ci_id,
+                                                         gp_nvml_compute_instance *out, unsigned *count) {
+  unsigned n = 0;
+  if (G(gi)->has_ci && ci_id == 100 + ci_enum_of(G(gi))) {
+    if (*count < 1) return GP_NVML_ERROR_INSUFFICIENT_SIZE;
+    out[n++] = (gp_nvml_compute_instance)&G(gi)->ci_token;
+  }
+  *count = n;
+  return 0;
+}
+
+EXPORT gp_nvml_return nvmlGpuInstanceCreateComputeInstance(gp_nvml_gpu_instance gi, unsigned ci_id,
+                                                           gp_nvml_compute_instance *out) {
+  if (!strcmp(mode(), "noroot")) return GP_NVML_ERROR_NO_PERMISSION;
+  if (ci_id != 100 + ci_enum_of(G(gi))) return GP_NVML_ERROR_INVALID_ARGUMENT;
+  if (G(gi)->has_ci) return 23;
+  G(gi)->has_ci = 1;
+  *out = (gp_nvml_compute_instance)&G(gi)->ci_token;
+  return 0;
+}
+
+EXPORT gp_nvml_return nvmlComputeInstanceDestroy(gp_nvml_compute_instance ci) {
+  if (!strcmp(mode(), "noroot")) return GP_NVML_ERROR_NO_PERMISSION;
+  for (int g = 0; g < 7; g++)
+    if ((void *)&gis[g].ci_token == (void *)ci && gis[g].has_ci) {
+      gis[g].has_ci = 0;
+      return 0;
+    }
+  return GP_NVML_ERROR_INVALID_ARGUMENT;
 }
 
 EXPORT gp_nvml_return nvmlDeviceGetComputeRunningProcesses_v3(gp_nvml_device d, unsigned *n,
                                                               gp_nvml_process_info *p) {
   const char *pid_s = getenv("FAKE_NVML_PID");
   unsigned pid = pid_s ? (unsigned)atoi(pid_s) : 4242;
+  if (getenv("FAKE_NVML_IDLE")) {
+    *n = 0;
+    return 0;
+  }
   if (*n < 1) {
     *n = 1;
     return GP_NVML_ERROR_INSUFFICIENT_SIZE;

@@ -55,7 +55,7 @@ static void discovery_reads_identity_mig_and_nvlink(void) {
   CHECK_EQ_INT(0, in[1].nvlink_domain);
   CHECK(!in[0].mig_enabled);
   REQUIRE(in[1].mig_enabled && in[1].n_mig == 1);
-  CHECK_EQ_STR("MIG-11111111-2222-3333-4444-555555555555", in[1].mig[0].uuid);
+  CHECK_EQ_STR("MIG-11111111-2222-3333-4444-000000000005", in[1].mig[0].uuid);
   CHECK_EQ_STR("1g.10gb", in[1].mig[0].profile);
   CHECK_EQ_INT(5, in[1].mig[0].gpu_instance_id);
   CHECK_EQ_INT(2, in[1].mig[0].start_slot);
@@ -115,7 +115,7 @@ static void a_sample_carries_every_figure_and_each_process(void) {
   REQUIRE(s.n_procs == 1);
   CHECK_EQ_INT(31338, s.procs[0].pid);
   CHECK_EQ_INT(0, s.procs[0].sm_util_pct);
-  CHECK_EQ_STR("MIG-11111111-2222-3333-4444-555555555555", s.procs[0].mig_uuid);
+  CHECK_EQ_STR("MIG-11111111-2222-3333-4444-000000000005", s.procs[0].mig_uuid);
   CHECK_EQ_INT(GP_ENOENT, b->ops->sample(b, 2, &s, &e));
   b->ops->close(b);
   remove_fake();
@@ -130,7 +130,7 @@ static void xid_events_arrive_through_the_event_api(void) {
   REQUIRE(n == 1);
   CHECK_EQ_INT(1, ev[0].gpu);
   CHECK_EQ_INT(79, ev[0].xid);
-  CHECK_EQ_STR("MIG-11111111-2222-3333-4444-555555555555", ev[0].mig_uuid);
+  CHECK_EQ_STR("MIG-11111111-2222-3333-4444-000000000005", ev[0].mig_uuid);
   REQUIRE(b->ops->poll_events(b, ev, 4, 10, &n) == 0);
   CHECK_EQ_INT(0, n);
   b->ops->close(b);
@@ -163,13 +163,70 @@ static void close_shuts_nvml_down(void) {
   remove_fake();
 }
 
-static void mig_changes_on_real_gpus_are_refused_clearly(void) {
+static void a_busy_gpu_is_not_repartitioned(void) {
   gp_gpu_backend *b = open_fake();
   const char *p[] = {"7g.80gb"};
   int s[] = {0};
   gp_err e = {0};
   CHECK_EQ_INT(GP_ESTATE, b->ops->set_mig_layout(b, 0, p, s, 1, &e)); /* a process runs */
   CHECK_CONTAINS(e.message, "busy");
+  b->ops->close(b);
+  remove_fake();
+}
+
+static void an_idle_mig_gpu_is_repartitioned_through_nvml(void) {
+  setenv("FAKE_NVML_IDLE", "1", 1);
+  gp_gpu_backend *b = open_fake();
+  gp_err e = {0};
+  /* The layout is checked against the model before NVML is touched. */
+  const char *bad[] = {"4g.40gb", "4g.40gb"};
+  int zero[] = {0, 0};
+  CHECK_EQ_INT(GP_EINVAL, b->ops->set_mig_layout(b, 1, bad, zero, 2, &e));
+  CHECK_CONTAINS(e.message, "overlaps");
+  /* 4g + 3g replaces the 1g.10gb instance: GPU and compute instances at their placements. */
+  const char *layout[] = {"4g.40gb", "3g.40gb"};
+  int slots[] = {0, 4};
+  int rc = b->ops->set_mig_layout(b, 1, layout, slots, 2, &e);
+  if (rc) fprintf(stderr, "set_mig_layout: %s\n", e.message);
+  REQUIRE(rc == 0);
+  gp_gpu_info in[2];
+  int n = 0;
+  REQUIRE(b->ops->discover(b, in, 2, &n, NULL) == 0);
+  REQUIRE(in[1].n_mig == 2);
+  CHECK_EQ_STR("4g.40gb", in[1].mig[0].profile);
+  CHECK_EQ_INT(0, in[1].mig[0].start_slot);
+  CHECK_EQ_STR("3g.40gb", in[1].mig[1].profile);
+  CHECK_EQ_INT(4, in[1].mig[1].start_slot);
+  CHECK_EQ_INT(40192, in[1].mig[1].mem_mib);
+  CHECK(strcmp(in[1].mig[0].uuid, "MIG-11111111-2222-3333-4444-000000000005") != 0);
+  /* And back to one whole-GPU instance. */
+  const char *whole[] = {"7g.80gb"};
+  int s0[] = {0};
+  CHECK_EQ_INT(0, b->ops->set_mig_layout(b, 1, whole, s0, 1, &e));
+  b->ops->discover(b, in, 2, &n, NULL);
+  REQUIRE(in[1].n_mig == 1);
+  CHECK_EQ_STR("7g.80gb", in[1].mig[0].profile);
+  /* GPU 0 is not in MIG mode: switching it needs a reset, which gpool does not do. */
+  CHECK_EQ_INT(GP_ESTATE, b->ops->set_mig_layout(b, 0, whole, s0, 1, &e));
+  CHECK_CONTAINS(e.message, "nvidia-smi -i 0 -mig 1");
+  b->ops->close(b);
+  remove_fake();
+}
+
+static void repartitioning_without_root_says_so(void) {
+  setenv("FAKE_NVML_IDLE", "1", 1);
+  setenv("FAKE_NVML_MODE", "noroot", 1);
+  gp_gpu_backend *b = open_fake();
+  const char *whole[] = {"7g.80gb"};
+  int s0[] = {0};
+  gp_err e = {0};
+  CHECK_EQ_INT(GP_EPERM, b->ops->set_mig_layout(b, 1, whole, s0, 1, &e));
+  CHECK_CONTAINS(e.message, "needs root");
+  /* Nothing was destroyed: the old instance is still reported. */
+  gp_gpu_info in[2];
+  int n = 0;
+  b->ops->discover(b, in, 2, &n, NULL);
+  CHECK_EQ_INT(1, in[1].n_mig);
   b->ops->close(b);
   remove_fake();
 }
@@ -217,6 +274,7 @@ static void the_simulated_backend_stands_in_only_when_asked(void) {
 
 GP_TESTS(discovery_reads_identity_mig_and_nvlink, an_older_driver_lacks_entry_points_and_still_works,
          a_sample_carries_every_figure_and_each_process, xid_events_arrive_through_the_event_api,
-         a_lost_gpu_fails_its_sample, close_shuts_nvml_down, mig_changes_on_real_gpus_are_refused_clearly,
+         a_lost_gpu_fails_its_sample, close_shuts_nvml_down, a_busy_gpu_is_not_repartitioned,
+         an_idle_mig_gpu_is_repartitioned_through_nvml, repartitioning_without_root_says_so,
          no_driver_no_gpu_no_library_all_say_no_gpu_found,
          the_simulated_backend_stands_in_only_when_asked)
