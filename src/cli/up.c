@@ -473,7 +473,7 @@ int gp_cmd_up(int argc, char **argv) {
   /* Detached: the parent waits on a pipe for "up" (or an error) from the supervisor. */
   int ready[2] = {-1, -1};
   if (detach) {
-    if (pipe(ready)) return 1;
+    if (pipe2(ready, O_CLOEXEC)) return 1;
     fflush(NULL);
     pid_t pid = fork();
     if (pid < 0) return 1;

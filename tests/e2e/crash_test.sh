@@ -18,10 +18,14 @@ burst() {
     out=$("$GPOOL" submit --hold -n "burst-$1-$i" -- true 2>/dev/null) && echo "$out" >>"$E2E_DIR/acked.$1"
   done
 }
-for w in 1 2 3 4; do burst $w & done
+burst_pids=()
+for w in 1 2 3 4; do
+  burst $w &
+  burst_pids+=($!)
+done
 sleep 0.7
 kill -9 "$SERVER_PID"
-wait
+wait "${burst_pids[@]}"  # only the submitters: the agent runs on
 acked=$(cat "$E2E_DIR"/acked.* 2>/dev/null | wc -l)
 [ "$acked" -gt 0 ] || fail "no submission was acknowledged before the crash (the burst started too late)"
 e2e_server
@@ -37,7 +41,7 @@ wait_for 20 "node n1 to be back up after the server restart" node_is n1 up
 # --- 2. kill -9 of an agent with a running job; restart re-adopts it -----------------------
 marker=$E2E_DIR/adopted.done
 run=$("$GPOOL" submit -g 1 -n survivor -- sh -c "sleep 4; echo done > '$marker'")
-wait_for 20 "job $run to run" job_is "$run" running
+wait_for 30 "job $run's process to start" job_launched "$run"
 kill -9 "$(agent_pid n1)"
 sleep 0.5
 pgrep -f "sleep [4]" >/dev/null || fail "the job's process must outlive its agent"
@@ -51,14 +55,15 @@ expect_eq 0 "$(job_field "$run" .restarts)" "a re-adopted job is not restarted"
 e2e_agent n2 2xH100-80GB
 "$GPOOL" cordon n2 --reason "keep the first start on n1" >/dev/null
 lost=$("$GPOOL" submit -g 1 --requeue -n requeued -- sh -c 'echo "ran on $GPOOL_NODELIST"; sleep 3')
-wait_for 20 "job $lost to run on n1" job_is "$lost" running
+wait_for 30 "job $lost to run on n1" job_launched "$lost"
 "$GPOOL" resume n2 >/dev/null
 kill -STOP "$(agent_pid n1)"   # the agent hangs: no heartbeat, no answer
 wait_for 20 "node n1 to be marked down" node_is n1 down
 wait_for 20 "job $lost to run again after its node was lost" sh -c \
   "[ \"\$(GPOOL_TOKEN=$ADMIN_TOKEN '$GPOOL' show $lost -o json | jq -r '.restarts')\" -ge 1 ]"
 wait_for 20 "requeued job $lost to complete on n2" job_is "$lost" completed
-expect_eq n2 "$(job_field "$lost" '.placements[0].node')" "the requeued job ran on the surviving node"
+expect_eq n2 "$(job_field "$lost" '[.timeline[] | select(.event == "started") | .node] | last')" \
+  "the requeued job ran on the surviving node"
 timeline=$(job_field "$lost" '[.timeline[].event] | join(",")')
 expect_contains "$timeline" "requeued" "the timeline records the requeue"
 kill -CONT "$(agent_pid n1)"

@@ -12,12 +12,13 @@ e2e_agent n2 4xH100-80GB
 export GPOOL_TOKEN=$ADMIN_TOKEN
 
 # A gang: two nodes, four GPUs each.
-gang=$("$GPOOL" submit -N 2 -g 4 -n gang -- sh -c 'echo "task=$GPOOL_TASK_INDEX/$GPOOL_TASKS hosts=$GPOOL_NODELIST gpus=$CUDA_VISIBLE_DEVICES"; sleep 1')
-wait_for 20 "gang $gang to complete" job_is "$gang" completed
+gang=$("$GPOOL" submit -N 2 -g 4 -n gang -- sh -c 'echo "task=$GPOOL_TASK_INDEX/$GPOOL_TASKS hosts=$GPOOL_NODELIST gpus=$CUDA_VISIBLE_DEVICES"; sleep 2')
+wait_for 20 "gang $gang to run" job_is "$gang" running
 nodes=$(job_field "$gang" '[.placements[].node] | sort | join(",")')
 expect_eq "n1,n2" "$nodes" "the gang holds both nodes"
 ngpus=$(job_field "$gang" '[.placements[].gpu_ids[]] | length')
 expect_eq 8 "$ngpus" "the gang holds four GPUs on each node"
+wait_for 20 "gang $gang to complete" job_is "$gang" completed
 log=$("$GPOOL" logs "$gang")
 expect_contains "$log" "task=0/2" "task 0 ran"
 expect_contains "$log" "GPU-" "tasks see GPU UUIDs"

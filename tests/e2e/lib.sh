@@ -114,6 +114,8 @@ EOF
 # Starts the server on a free port and waits for it to answer /healthz.
 e2e_server() {
   [ -f "$E2E_DIR/server.yaml" ] || e2e_write_config "${1:-}"
+  # A restart keeps the address agents and clients already know.
+  [ -n "$SERVER_URL" ] && sed -i "s|^listen: .*|listen: ${SERVER_URL#http://}|" "$E2E_DIR/server.yaml"
   rm -f "$E2E_DIR/server/server.url"
   e2e_spawn "$E2E_DIR/server.log" "$GPOOL" server --config "$E2E_DIR/server.yaml"
   SERVER_PID=$LAST_PID
@@ -141,6 +143,9 @@ as_bob() { GPOOL_TOKEN=$BOB_TOKEN "$@"; }
 job_json() { GPOOL_TOKEN=$ADMIN_TOKEN "$GPOOL" show "$1" -o json; }
 job_field() { job_json "$1" | jq -r "$2"; }
 job_is() { [ "$(job_field "$1" .state)" = "$2" ]; }
+# The agent has started the job's process (the server marks a job running when it orders
+# the start; the agent's "launched" event follows once the process exists).
+job_launched() { [ "$(job_field "$1" '[.timeline[] | select(.event == "launched")] | length')" -ge "${2:-1}" ]; }
 node_is() {
   [ "$(GPOOL_TOKEN=$ADMIN_TOKEN "$GPOOL" nodes -o json | jq -r --arg n "$1" '.[] | select(.name == $n) | .state')" = "$2" ]
 }

@@ -14,6 +14,7 @@ expect_contains "$out" "gpool is up" "greeting"
 expect_contains "$out" "gpool submit -g 1 -- nvidia-smi" "greeting says what to try"
 test -s "$GPOOL_CONFIG_DIR/client.json" || fail "gpool up did not write client.json"
 [ "$(stat -c %a "$GPOOL_CONFIG_DIR/client.json")" = 600 ] || fail "client.json must be private (0600)"
+ADMIN_TOKEN=$(jq -r .token "$GPOOL_CONFIG_DIR/client.json")  # for the helpers (job_is, ...)
 
 # No --server, no --token, no -q: everything comes from client.json and the default queue.
 id=$("$GPOOL" submit -g 1 -n hello -- sh -c 'echo "visible=$CUDA_VISIBLE_DEVICES job=$GPOOL_JOB_ID"')
@@ -22,10 +23,13 @@ wait_for 20 "job $id to complete" job_is "$id" completed
 
 job=$("$GPOOL" show "$id" -o json)
 expect_eq default "$(jq -r .queue <<<"$job")" "a job without -q lands in the default queue"
-uuid=$(jq -r '.placements[0].gpu_uuids[0]' <<<"$job")
-expect_contains "$uuid" "GPU-" "the placement names a GPU UUID"
 log=$("$GPOOL" logs "$id")
-expect_eq "visible=$uuid job=$id" "$log" "the job saw exactly its GPU"
+uuid=${log#visible=}
+uuid=${uuid%% *}
+[[ "$uuid" =~ ^GPU-[0-9a-f-]+$ ]] || fail "CUDA_VISIBLE_DEVICES must be one GPU UUID, the job saw: $log"
+expect_eq "visible=$uuid job=$id" "$log" "the job saw exactly one GPU and its own id"
+"$GPOOL" nodes -o json | jq -e --arg u "$uuid" '[.[].gpu_list[].uuid] | index($u)' >/dev/null \
+  || fail "the job's GPU $uuid is not a GPU of the pool"
 
 # People's views.
 jobs=$("$GPOOL" jobs -a)
