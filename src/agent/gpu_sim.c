@@ -269,12 +269,9 @@ static void make_uuid(char *out, size_t size, const char *prefix, const char *no
            (unsigned long long)(h2 & 0xffffffffffffull));
 }
 
-/* Integrates energy up to `now` at the current power, then recomputes power from the load,
- * so energy is exact for piecewise-constant load. Caller holds the lock. */
-static void advance(sim *s, sim_gpu *g, int64_t now);
-
-static int device_util(const sim_gpu *g, int *ret_scale_pct_by_mig) {
-  (void)ret_scale_pct_by_mig;
+/* Device utilisation: the processes' loads, capped at 100%; under MIG each instance's load
+ * counts for its share of the 7 compute slices. */
+static int device_util(const sim_gpu *g) {
   if (!g->info.mig_enabled) {
     int sum = 0;
     for (int i = 0; i < g->n_procs; i++) sum += g->procs[i].util_pct;
@@ -307,14 +304,15 @@ static uint64_t active_throttle(const sim_gpu *g, int64_t now) {
   return g->throttle;
 }
 
-static void advance(sim *s, sim_gpu *g, int64_t now) {
-  (void)s;
+/* Integrates energy up to `now` at the current power, then recomputes power from the load,
+ * so energy is exact for piecewise-constant load. Caller holds the lock. */
+static void advance(sim_gpu *g, int64_t now) {
   /* W * ms = mJ. A late-applied fault (due before the last update) does not rewind time. */
   if (now > g->energy_at_ms) {
     g->energy_mj += g->power_w * (double)(now - g->energy_at_ms);
     g->energy_at_ms = now;
   }
-  int util = device_util(g, NULL);
+  int util = device_util(g);
   double w = g->m->idle_w + (g->m->max_w - g->m->idle_w) * util / 100.0;
   if (active_throttle(g, now) & GP_NVML_CLOCKS_EVENT_SW_POWER_CAP) w = g->m->max_w;
   g->power_w = g->lost ? 0 : w;
@@ -335,7 +333,7 @@ static void push_event(sim *s, int gpu, int xid, int64_t at) {
 
 static void apply_fault(sim *s, const gp_gpu_sim_fault *f, int64_t now) {
   sim_gpu *g = &s->gpus[f->gpu];
-  advance(s, g, now);
+  advance(g, now);
   switch (f->kind) {
   case GP_SIM_FAULT_XID:
     if (f->value == 79) g->lost = true;
@@ -365,7 +363,7 @@ static void apply_fault(sim *s, const gp_gpu_sim_fault *f, int64_t now) {
     break;
   case GP_SIM_FAULT_PCIE_REPLAY: g->pcie_replay += f->value; break;
   }
-  advance(s, g, now);
+  advance(g, now);
 }
 
 /* Applies the faults that are due. Caller holds the lock. */
@@ -503,11 +501,11 @@ static int sim_sample(gp_gpu_backend *b, int gpu, gp_gpu_sample *out, gp_err *er
     pthread_mutex_unlock(&s->mu);
     return gp_err_set(err, GP_EIO, NULL, 0, "gpu", "GPU %d has fallen off the bus", gpu);
   }
-  advance(s, g, now);
+  advance(g, now);
   const gp_gpu_model *m = g->m;
   memset(out, 0, sizeof *out);
   out->at_ms = now;
-  int util = device_util(g, NULL);
+  int util = device_util(g);
   uint64_t thr = active_throttle(g, now);
   out->gpu_util_pct = util;
   out->mem_copy_util_pct = util * 2 / 5;
@@ -685,9 +683,9 @@ int gp_gpu_sim_attach(gp_gpu_backend *b, int gpu, pid_t pid, const char *mig_uui
     }
     slot = g->n_procs++;
   }
-  advance(s, g, now_ms(s));
+  advance(g, now_ms(s));
   g->procs[slot] = (sim_proc){pid, util_pct, mem_mib, mig};
-  advance(s, g, now_ms(s));
+  advance(g, now_ms(s));
 out:
   pthread_mutex_unlock(&s->mu);
   return rc;
@@ -703,9 +701,9 @@ int gp_gpu_sim_detach(gp_gpu_backend *b, pid_t pid) {
     sim_gpu *g = &s->gpus[gi];
     for (int i = 0; i < g->n_procs; i++) {
       if (g->procs[i].pid != pid) continue;
-      advance(s, g, now);
+      advance(g, now);
       g->procs[i] = g->procs[--g->n_procs];
-      advance(s, g, now);
+      advance(g, now);
       removed++;
       break;
     }
@@ -886,7 +884,7 @@ int gp_gpu_sim_reset(gp_gpu_backend *b, int gpu, gp_err *err) {
     rc = gp_err_set(err, GP_ESTATE, NULL, 0, "gpu", "GPU %d is busy: cannot reset it", gpu);
   } else {
     int64_t now = now_ms(s);
-    advance(s, g, now);
+    advance(g, now);
     g->lost = false;
     g->sbe = g->dbe = 0;
     g->remap_pending = false;
@@ -896,7 +894,7 @@ int gp_gpu_sim_reset(gp_gpu_backend *b, int gpu, gp_err *err) {
     for (int i = 0; i < s->n_faults; i++)
       if (s->faults[i].f.gpu != gpu) s->faults[k++] = s->faults[i];
     s->n_faults = k;
-    advance(s, g, now);
+    advance(g, now);
   }
   pthread_mutex_unlock(&s->mu);
   return rc;
