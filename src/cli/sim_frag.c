@@ -255,7 +255,7 @@ int gp_cmd_sim_frag(int argc, char **argv) {
       json_object_set_new(ar, key, e);
     }
     json_object_set_new(o, "alloc_ratio", ar);
-    char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
     printf("%s\n", text);
     free(text);
     json_decref(o);
