@@ -83,6 +83,11 @@ static void draw_nodes(gp_buf *out, const style *st, json_t *nodes, int *ret_gpu
     if (!up) gp_buf_printf(out, "%s%s%s", col(st, "\033[31m"), state, col(st, "\033[0m"));
     const char *reason = str(n, "reason");
     if (*reason) gp_buf_printf(out, "  (%s)", reason);
+    /* Node conditions the agent reports (thermal_throttling, power_throttling). */
+    size_t ci;
+    json_t *c;
+    json_array_foreach(json_object_get(n, "conditions"), ci, c)
+      if (json_is_string(c)) gp_buf_printf(out, "  %s%s%s", col(st, "\033[33m"), json_string_value(c), col(st, "\033[0m"));
     gp_buf_puts(out, "\n");
     size_t k;
     json_t *g;
