@@ -7,6 +7,8 @@
  * - resampling appends clones drawn uniformly from the original list after the shuffled
  *   list and stops before the total would pass the target; a list asking more than the
  *   target loses random pods instead;
+ * - node ties go to the first node (the simulator picks the smallest node name), except for
+ *   Random;
  * - the allocation at "k% arrived" is the mean of the allocation over every arrival whose
  *   arrived demand rounds to k% (the authors' analysis does this), falling back to k-1..k+1.
  *
