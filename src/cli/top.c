@@ -85,9 +85,10 @@ static void draw_nodes(gp_buf *out, const style *st, json_t *nodes, int *ret_gpu
     if (*reason) gp_buf_printf(out, "  (%s)", reason);
     /* Node conditions the agent reports (thermal_throttling, power_throttling). */
     size_t ci;
-    json_t *c;
-    json_array_foreach(json_object_get(n, "conditions"), ci, c)
-      if (json_is_string(c)) gp_buf_printf(out, "  %s%s%s", col(st, "\033[33m"), json_string_value(c), col(st, "\033[0m"));
+    json_t *cond;
+    json_array_foreach(json_object_get(n, "conditions"), ci, cond)
+      if (json_is_string(cond))
+        gp_buf_printf(out, "  %s%s%s", col(st, "\033[33m"), json_string_value(cond), col(st, "\033[0m"));
     gp_buf_puts(out, "\n");
     size_t k;
     json_t *g;
