@@ -122,6 +122,9 @@ int gp__nodes_init(gp__ctx *c) {
         s->mem_varies = true;
     }
     s->free = s->whole_ok;
+    s->exclusive_only = true;
+    for (int g = 0; n->gpus && g < n->n_gpus; g++)
+      if (n->gpus[g].mode != GP_SHARE_EXCLUSIVE) s->exclusive_only = false;
     if (n->gpus) {
       /* NVLink domains in ascending domain number. */
       for (int g = 0; g < n->n_gpus; g++) {
@@ -218,6 +221,17 @@ void gp__hold_placements(gp__ctx *c, int j) {
   const gp_job *job = &c->view->jobs[j];
   for (int p = 0; p < job->n_placements; p++) {
     const gp_placement *pl = &job->placements[p];
+    gp__node *s = &c->nodes[pl->node];
+    if (s->exclusive_only && !c->indexed) {
+      /* Fast path (before the index exists): whole GPUs of an exclusive-only node; the
+       * count still matters when a preemption simulation takes and gives back a victim's
+       * GPU. */
+      for (uint32_t m = pl->gpu_mask; m; m &= m - 1) c->gpu_used[s->gpu_base + __builtin_ctz(m)] += GP_GPU_MILLI;
+      s->free &= ~pl->gpu_mask;
+      s->cpu_free -= job->req.cpu_milli;
+      s->mem_free -= job->req.mem_mib;
+      continue;
+    }
     apply(c, pl->node, pl->gpu_mask, pl->gpu_milli, pl->gpu_mem_mib, pl->mig_instance,
           job->req.cpu_milli, job->req.mem_mib, +1);
   }

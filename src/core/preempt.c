@@ -411,6 +411,18 @@ bool gp__fits_after_stopping(gp__ctx *c, const gp__req *r) {
   return simulate(c, r, K_STOPPING, true);
 }
 
+/* An upper bound of what reclaim could free for a job of `leaf`: every other leaf's
+ * allocation beyond its fair share, less what earlier reclaims in this step took. */
+static double reclaimable(const gp__ctx *c, int leaf) {
+  double sum = 0;
+  for (int q = 0; q < c->tree.n; q++) {
+    if (q == leaf || !gp__qtree_is_leaf(&c->tree, q)) continue;
+    double over = c->tree.q[q].allocated - (c->pre->lost ? c->pre->lost[q] : 0) - c->tree.q[q].fair_share;
+    if (over > 0) sum += over;
+  }
+  return sum;
+}
+
 bool gp__try_preempt(gp__ctx *c, const gp__req *r) {
   const gp__job *J = &c->jobs[r->job];
   if (!c->preempt_possible || J->leaf < 0) return false;
@@ -424,7 +436,8 @@ bool gp__try_preempt(gp__ctx *c, const gp__req *r) {
       [K_PRIORITY] = c->pol->preemption && p->leaf_min_prio[J->leaf] < J->prio,
       [K_RECLAIM] = c->pol->reclaim && c->pol->order == GP_ORDER_FAIRSHARE &&
                     lq->allocated + (p->claimed ? p->claimed[J->leaf] : 0) + J->gpus <=
-                        lq->fair_share + GP__EPS,
+                        lq->fair_share + GP__EPS &&
+                    reclaimable(c, J->leaf) + GP__EPS >= J->gpus,
   };
   for (int kind = 0; kind < K_STOPPING; kind++) {
     if (!plausible[kind]) continue;

@@ -27,7 +27,7 @@
 
 /* Caps that keep a step cheap on big clusters (docs/internals/scheduler.md). */
 #define GP__MAX_RESERVATIONS 8      /* backfill reservations per step (and 1 per leaf) */
-#define GP__MAX_PREEMPT_ATTEMPTS 32 /* preemption simulations per step */
+#define GP__MAX_PREEMPT_ATTEMPTS 16 /* preemption simulations per step */
 #define GP__MAX_GANG_BLOCKS 4       /* topology blocks tried per gang before going wide */
 #define GP__MAX_DRAIN 256           /* jobs considered once nothing fits (reservations,
                                        preemption), before the rest get reasons in bulk */
@@ -76,6 +76,7 @@ typedef struct gp__node {
   int64_t cpu_free, mem_free;
   bool up;              /* state UP: takes new work */
   bool mem_varies;      /* some GPU has its own mem_mib */
+  bool exclusive_only;  /* every GPU is in exclusive mode: whole-GPU bookkeeping suffices */
 } gp__node;
 
 /* One task's resources, derived from a job for the placement functions. */

@@ -113,6 +113,29 @@ static void nothing_is_evicted_unless_the_preemptor_then_fits(void) {
   fx_free(f);
 }
 
+static void a_failed_gang_preemption_leaves_the_victims_gpus_held(void) {
+  /* Task 1 of the gang would fit on n0 by evicting low, task 2 cannot fit anywhere: the
+   * simulation rolls back and nobody may use low's GPUs in this step. */
+  fx *f = one_node_cluster();
+  fx_node(f, "n1", "H100", 8);
+  fx_queue(f, "a", 16, GP_NO_LIMIT, 1);
+  gp_job *low = fx_job(f, "low", "a", 8, 1);
+  low->priority_class = "batch";
+  fx_run(f, low, 0, 0xff, 0);
+  gp_job *inf = fx_job(f, "inference", "a", 8, 1);
+  inf->priority_class = "inference";
+  fx_run(f, inf, 1, 0xff, 0);
+  fx_job(f, "gang", "a", 8, 2)->priority_class = "interactive";
+  fx_job(f, "one", "a", 1, 1)->priority_class = "batch";
+  gp_plan *p = fx_step(f, 1000);
+  REQUIRE(p);
+  CHECK_EQ_INT(0, p->n_preemptions);
+  CHECK_EQ_INT(0, p->n_starts);
+  CHECK_EQ_STR("Resources", fx_reason(f, p, "one"));
+  gp_plan_free(p);
+  fx_free(f);
+}
+
 static void a_queue_below_its_share_reclaims_only_what_was_lent(void) {
   /* 8 GPUs, a and b deserve 4 each. b borrowed all 8 while a was idle; a now wants 4. */
   fx *f = one_node_cluster();
@@ -240,6 +263,7 @@ GP_TESTS(a_higher_priority_job_preempts_inside_its_queue,
          non_preemptible_and_young_jobs_are_never_victims,
          victims_are_lowest_priority_then_least_work_lost_then_youngest,
          nothing_is_evicted_unless_the_preemptor_then_fits,
+         a_failed_gang_preemption_leaves_the_victims_gpus_held,
          a_queue_below_its_share_reclaims_only_what_was_lent,
          reclaim_spares_non_preemptible_jobs_and_queues_at_their_share,
          the_victims_stopping_make_the_preemptor_wait_without_new_victims,
