@@ -6,7 +6,8 @@
 # 1 s scrape interval, bounded waits) scrapes the agent and the server with the shipped
 # scrape settings, and answers a query for each job's own GPU utilisation (35% and 20%,
 # not the device's 55% copied to both). Then the shipped dashboard's queries run against
-# it, and `gpool top --once` shows the same pool.
+# it, `gpool top --once` shows the same pool, and after the jobs end `gpool show` keeps each
+# job's own usage summary.
 source "$(dirname "$0")/../e2e/lib.sh"
 command -v prometheus >/dev/null || e2e_skip "prometheus is not installed (Debian package prometheus)"
 command -v promtool >/dev/null || e2e_skip "promtool is not installed (Debian package prometheus)"
@@ -92,4 +93,16 @@ expect_contains "$out" "default" "top shows the queue"
 
 as_alice "$GPOOL" cancel "$a" "$b" >/dev/null
 wait_for 30 "job $a's series to vanish" bash -c "! curl -fsS '$AGENT_URL/metrics' | grep -q 'job=\"$a\"'"
+
+# The job's usage summary outlives it: gpool show reports its own figures, not the device's.
+ended() { case "$(job_field "$1" .state)" in running | pending | stopping) return 1 ;; esac; }
+wait_for 30 "job $a to end" ended "$a"
+usage=$(job_field "$a" .usage)
+expect_eq 9216 "$(echo "$usage" | jq -r .peak_mem_mib)" "job $a's peak memory (MiB) after it ended"
+expect_eq 35 "$(echo "$usage" | jq -r .peak_sm_util_pct)" "job $a's peak SM utilisation after it ended"
+echo "$usage" | jq -e '.avg_sm_util_pct > 30 and .avg_sm_util_pct <= 35 and .energy_j > 0' >/dev/null ||
+  fail "job $a's usage summary: $usage"
+out=$(as_alice "$GPOOL" show "$a") || fail "gpool show"
+expect_contains "$out" "peak SM 35%" "gpool show prints the job's peak utilisation"
+expect_contains "$out" "peak GPU memory 9G" "gpool show prints the job's peak memory"
 echo "ok: Prometheus scrapes the pool and answers per-job GPU utilisation"
