@@ -68,7 +68,7 @@ kill "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null || true; SERVER_PID=""
 rate() { sed -n 's/.* \([0-9.]*\) submissions\/s.*/\1/p' "$1" | head -n1; }
 g_rate=$(rate "$TMP/gpool.out")
 g1_rate=$(rate "$TMP/gpool1.out")
-g_start=$(sed -n 's/.*all [0-9]* jobs running \([0-9.]*\) s after the first.*/\1/p' "$TMP/gpool.out")
+g_start=$(sed -n 's/.*all [0-9]* start orders received by the agents \([0-9.]*\) s after the first.*/\1/p' "$TMP/gpool.out")
 
 if [ -z "${SKIP_SLURM:-}" ]; then
   echo "== slurm 22.05: $NODES CLOUD nodes x 8 GPUs, $SLURM_JOBS one-GPU jobs, sbatch one after another"

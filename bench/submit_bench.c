@@ -347,24 +347,35 @@ int main(int argc, char **argv) {
 
   int code = failed ? 1 : 0;
   if (wait_started && acked) {
+    /* Two moments: the server has every job running (placed, persisted, start ordered),
+     * and, with the fake fleet, the agents have received every start order (and answer it
+     * with a started event). The second is the one comparable to a job being started. */
     gp_client *c = gp_client_new(server, token);
     long running = 0;
-    double t_all = -1;
+    double t_all = -1, t_orders = -1;
     while (now_s() - b.t0 < b.timeout_s) {
       int ok;
-      running = running_jobs(c, b.queue, &ok);
-      if (ok && running >= acked) {
-        t_all = now_s() - b.t0;
-        break;
+      if (t_all < 0) {
+        running = running_jobs(c, b.queue, &ok);
+        if (ok && running >= acked) t_all = now_s() - b.t0;
       }
-      struct timespec ts = {0, 20 * 1000000L};
+      if (t_orders < 0 && agents && atomic_load(&b.orders_started) >= acked) t_orders = now_s() - b.t0;
+      if (t_all >= 0 && (!agents || t_orders >= 0)) break;
+      struct timespec ts = {0, 5 * 1000000L};
       nanosleep(&ts, NULL);
     }
     if (t_all >= 0) {
-      printf("gpool start: all %d jobs running %.3f s after the first submission (%.3f s after the last ack)\n",
+      printf("gpool start: all %d jobs running on the server %.3f s after the first submission (%.3f s after the last ack)\n",
              acked, t_all, t_all - t_submit);
     } else {
       printf("gpool start: only %ld of %d jobs running after %.0f s\n", running, acked, b.timeout_s);
+      code = 1;
+    }
+    if (agents && t_orders >= 0)
+      printf("gpool start: all %d start orders received by the agents %.3f s after the first submission\n", acked, t_orders);
+    else if (agents) {
+      printf("gpool start: agents received only %ld of %d start orders after %.0f s\n", atomic_load(&b.orders_started),
+             acked, b.timeout_s);
       code = 1;
     }
     gp_client_free(c);
