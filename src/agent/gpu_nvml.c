@@ -223,23 +223,63 @@ static const char *mig_uuid_of(const gp_gpu_info *in, unsigned gi) {
   return "";
 }
 
+#define NVML_MAX_LIST 4096 /* bound on what a driver's list may make us allocate */
+
+/* Calls an NVML list function with a stack buffer, and once more with a heap buffer of the
+ * size the driver asked for when it answers INSUFFICIENT_SIZE. Returns the NVML code; on
+ * success *ret_buf is `stack` or a heap buffer the caller frees. */
+static int nvml_list(int (*call)(void *ctx, void *buf, unsigned *n), void *ctx, void *stack,
+                     unsigned stack_n, size_t elem, void **ret_buf, unsigned *ret_n) {
+  unsigned n = stack_n;
+  int rc = call(ctx, stack, &n);
+  *ret_buf = stack;
+  if (rc == GP_NVML_ERROR_INSUFFICIENT_SIZE && n > stack_n && n <= NVML_MAX_LIST) {
+    unsigned want = n + 8; /* processes may start between the two calls */
+    void *heap = gp_xcalloc(want, elem);
+    n = want;
+    rc = call(ctx, heap, &n);
+    if (rc == 0) *ret_buf = heap;
+    else free(heap);
+  }
+  if (rc == 0) *ret_n = n;
+  return rc;
+}
+
+typedef struct list_ctx {
+  nvml *m;
+  int g;
+} list_ctx;
+
+static int call_procs(void *ctx, void *buf, unsigned *n) {
+  list_ctx *c = ctx;
+  return c->m->nvmlDeviceGetComputeRunningProcesses_v3(c->m->dev[c->g], n, buf);
+}
+
+static int call_util(void *ctx, void *buf, unsigned *n) {
+  list_ctx *c = ctx;
+  return c->m->nvmlDeviceGetProcessUtilization(c->m->dev[c->g], buf, n, c->m->proc_util_ts[c->g]);
+}
+
 static void sample_procs(nvml *m, int g, gp_gpu_sample *s) {
-  gp_nvml_process_info procs[GP_GPU_MAX_PROCS];
-  unsigned n = GP_GPU_MAX_PROCS;
+  gp_nvml_process_info stack_procs[GP_GPU_MAX_PROCS];
+  gp_nvml_process_util stack_util[GP_GPU_MAX_PROCS * 4];
+  void *pbuf = NULL, *ubuf = NULL;
+  unsigned n = 0, nu = 0;
+  list_ctx ctx = {m, g};
   s->n_procs = 0;
   if (!m->nvmlDeviceGetComputeRunningProcesses_v3 ||
-      m->nvmlDeviceGetComputeRunningProcesses_v3(m->dev[g], &n, procs) != 0)
+      nvml_list(call_procs, &ctx, stack_procs, GP_GPU_MAX_PROCS, sizeof stack_procs[0], &pbuf, &n) != 0)
     return;
-  if (n > GP_GPU_MAX_PROCS) n = GP_GPU_MAX_PROCS;
+  const gp_nvml_process_info *procs = pbuf;
+  if (n > GP_GPU_MAX_PROCS) n = GP_GPU_MAX_PROCS; /* the sample holds that many */
   /* Per-process SM utilisation over the samples since our last read. NOT_FOUND means no
    * process ran kernels in that time: all zero. Any other failure: unknown (-1). */
-  gp_nvml_process_util util[GP_GPU_MAX_PROCS * 4];
-  unsigned nu = sizeof util / sizeof util[0];
   int util_rc = GP_NVML_ERROR_FUNCTION_NOT_FOUND;
   if (m->nvmlDeviceGetProcessUtilization)
-    util_rc = m->nvmlDeviceGetProcessUtilization(m->dev[g], util, &nu, m->proc_util_ts[g]);
+    util_rc = nvml_list(call_util, &ctx, stack_util, sizeof stack_util / sizeof stack_util[0],
+                        sizeof stack_util[0], &ubuf, &nu);
+  const gp_nvml_process_util *util = util_rc == 0 ? ubuf : stack_util;
   if (util_rc == 0) {
-    if (nu > sizeof util / sizeof util[0]) nu = sizeof util / sizeof util[0];
     for (unsigned k = 0; k < nu; k++)
       if (util[k].timestamp_us > m->proc_util_ts[g]) m->proc_util_ts[g] = util[k].timestamp_us;
   }
@@ -259,6 +299,8 @@ static void sample_procs(nvml *m, int g, gp_gpu_sample *s) {
       p->sm_util_pct = -1;
     }
   }
+  if (pbuf != stack_procs) free(pbuf);
+  if (ubuf && ubuf != stack_util) free(ubuf);
 }
 
 static int nvml_sample(gp_gpu_backend *b, int g, gp_gpu_sample *s, gp_err *err) {

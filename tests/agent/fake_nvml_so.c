@@ -8,6 +8,7 @@
  * fallbacks run. Behaviour is steered by environment variables read at call time:
  *   FAKE_NVML_MODE=nodriver|nogpu|lost1|noroot   FAKE_NVML_PID=<pid of the GPU 0 process>
  *   FAKE_NVML_IDLE=1  (no compute process on any GPU)
+ *   FAKE_NVML_NPROCS=N  (GPU 0 runs N processes, pids PID..PID+N-1, two utilisation samples each)
  *   FAKE_NVML_XID=<code>  (one Xid event on GPU 1, then timeouts)
  * The ABI follows NVML's (checked against nvml.h); types come from gpool's own declarations. */
 #include <stdio.h>
@@ -388,6 +389,22 @@ EXPORT gp_nvml_return nvmlDeviceGetComputeRunningProcesses_v3(gp_nvml_device d, 
     *n = 0;
     return 0;
   }
+  const char *np_s = getenv("FAKE_NVML_NPROCS");
+  unsigned np = np_s ? (unsigned)atoi(np_s) : 0;
+  if (D(d)->index == 0 && np > 1) {
+    if (*n < np) {
+      *n = np;
+      return GP_NVML_ERROR_INSUFFICIENT_SIZE;
+    }
+    for (unsigned i = 0; i < np; i++) {
+      memset(&p[i], 0, sizeof p[i]);
+      p[i].pid = pid + i;
+      p[i].used_gpu_memory = 256ull << 20;
+      p[i].gpu_instance_id = p[i].compute_instance_id = GP_NVML_INVALID_INSTANCE_ID;
+    }
+    *n = np;
+    return 0;
+  }
   if (*n < 1) {
     *n = 1;
     return GP_NVML_ERROR_INSUFFICIENT_SIZE;
@@ -415,19 +432,26 @@ EXPORT gp_nvml_return nvmlDeviceGetProcessUtilization(gp_nvml_device d, gp_nvml_
     *n = 2;
     return GP_NVML_ERROR_INSUFFICIENT_SIZE;
   }
-  if (*n < 2) return GP_NVML_ERROR_INSUFFICIENT_SIZE;
   const char *pid_s = getenv("FAKE_NVML_PID");
   unsigned pid = pid_s ? (unsigned)atoi(pid_s) : 4242;
+  const char *np_s = getenv("FAKE_NVML_NPROCS");
+  unsigned np = np_s && atoi(np_s) > 1 ? (unsigned)atoi(np_s) : 1;
+  if (*n < 2 * np) {
+    *n = 2 * np;
+    return GP_NVML_ERROR_INSUFFICIENT_SIZE;
+  }
   util_clock += 1000000;
   if (last >= util_clock) return GP_NVML_ERROR_NOT_FOUND;
-  memset(u, 0, 2 * sizeof *u);
-  u[0].pid = pid;
-  u[0].timestamp_us = util_clock - 500000;
-  u[0].sm_util = 30;
-  u[1].pid = pid;
-  u[1].timestamp_us = util_clock;
-  u[1].sm_util = 42;
-  *n = 2;
+  memset(u, 0, 2 * np * sizeof *u);
+  for (unsigned i = 0; i < np; i++) {
+    u[2 * i].pid = pid + i;
+    u[2 * i].timestamp_us = util_clock - 500000;
+    u[2 * i].sm_util = 30;
+    u[2 * i + 1].pid = pid + i;
+    u[2 * i + 1].timestamp_us = util_clock;
+    u[2 * i + 1].sm_util = 42;
+  }
+  *n = 2 * np;
   return 0;
 }
 

@@ -121,6 +121,24 @@ static void a_sample_carries_every_figure_and_each_process(void) {
   remove_fake();
 }
 
+static void long_process_lists_are_read_in_full_and_bounded(void) {
+  /* 150 processes: more than a first buffer holds, so the backend asks again with the size
+   * the driver named; the sample keeps the first GP_GPU_MAX_PROCS. */
+  setenv("FAKE_NVML_PID", "50000", 1);
+  setenv("FAKE_NVML_NPROCS", "150", 1);
+  gp_gpu_backend *b = open_fake();
+  gp_gpu_sample s;
+  REQUIRE(b->ops->sample(b, 0, &s, NULL) == 0);
+  CHECK_EQ_INT(GP_GPU_MAX_PROCS, s.n_procs);
+  CHECK_EQ_INT(50000, s.procs[0].pid);
+  CHECK_EQ_INT(50063, s.procs[63].pid);
+  CHECK_EQ_INT(256, s.procs[10].used_mib);
+  CHECK_EQ_INT(42, s.procs[0].sm_util_pct);  /* utilisation list (300 samples) read too */
+  CHECK_EQ_INT(42, s.procs[63].sm_util_pct);
+  b->ops->close(b);
+  remove_fake();
+}
+
 static void xid_events_arrive_through_the_event_api(void) {
   setenv("FAKE_NVML_XID", "79", 1);
   gp_gpu_backend *b = open_fake();
@@ -273,7 +291,8 @@ static void the_simulated_backend_stands_in_only_when_asked(void) {
 }
 
 GP_TESTS(discovery_reads_identity_mig_and_nvlink, an_older_driver_lacks_entry_points_and_still_works,
-         a_sample_carries_every_figure_and_each_process, xid_events_arrive_through_the_event_api,
+         a_sample_carries_every_figure_and_each_process, long_process_lists_are_read_in_full_and_bounded,
+         xid_events_arrive_through_the_event_api,
          a_lost_gpu_fails_its_sample, close_shuts_nvml_down, a_busy_gpu_is_not_repartitioned,
          an_idle_mig_gpu_is_repartitioned_through_nvml, repartitioning_without_root_says_so,
          no_driver_no_gpu_no_library_all_say_no_gpu_found,
