@@ -291,10 +291,14 @@ static void sample_procs(nvml *m, int g, gp_gpu_sample *s) {
     p->used_mib = procs[i].used_gpu_memory == ~0ull ? -1 : (int64_t)(procs[i].used_gpu_memory >> 20);
     snprintf(p->mig_uuid, sizeof p->mig_uuid, "%s", mig_uuid_of(&m->info[g], procs[i].gpu_instance_id));
     if (util_rc == 0 || util_rc == GP_NVML_ERROR_NOT_FOUND) {
-      p->sm_util_pct = 0;
+      /* The mean of the process's samples since the last read: its share over the round. */
+      unsigned sum = 0, cnt = 0;
       for (unsigned k = 0; util_rc == 0 && k < nu; k++)
-        if (util[k].pid == procs[i].pid && (int)util[k].sm_util > p->sm_util_pct)
-          p->sm_util_pct = util[k].sm_util > 100 ? 100 : (int)util[k].sm_util;
+        if (util[k].pid == procs[i].pid) {
+          sum += util[k].sm_util > 100 ? 100 : util[k].sm_util;
+          cnt++;
+        }
+      p->sm_util_pct = cnt ? (int)((sum + cnt / 2) / cnt) : 0;
     } else {
       p->sm_util_pct = -1;
     }

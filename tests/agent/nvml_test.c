@@ -106,7 +106,7 @@ static void a_sample_carries_every_figure_and_each_process(void) {
   REQUIRE(s.n_procs == 1);
   CHECK_EQ_INT(31337, s.procs[0].pid);
   CHECK_EQ_INT(1024, s.procs[0].used_mib);
-  CHECK_EQ_INT(42, s.procs[0].sm_util_pct); /* the peak of the new samples */
+  CHECK_EQ_INT(36, s.procs[0].sm_util_pct); /* the mean of the new samples (30, 42) */
   CHECK_EQ_STR("", s.procs[0].mig_uuid);
   /* GPU 1 is in MIG mode: no device utilisation (unknown, not zero); its process sits on
    * the MIG instance and ran no kernels since the last read. */
@@ -133,8 +133,8 @@ static void long_process_lists_are_read_in_full_and_bounded(void) {
   CHECK_EQ_INT(50000, s.procs[0].pid);
   CHECK_EQ_INT(50063, s.procs[63].pid);
   CHECK_EQ_INT(256, s.procs[10].used_mib);
-  CHECK_EQ_INT(42, s.procs[0].sm_util_pct);  /* utilisation list (300 samples) read too */
-  CHECK_EQ_INT(42, s.procs[63].sm_util_pct);
+  CHECK_EQ_INT(36, s.procs[0].sm_util_pct);  /* utilisation list (300 samples) read too */
+  CHECK_EQ_INT(36, s.procs[63].sm_util_pct);
   b->ops->close(b);
   remove_fake();
 }
