@@ -30,7 +30,53 @@ static void gpu_mode(json_t *gpu, char *out, size_t cap) {
   else snprintf(out, cap, "%s", *mode ? mode : "exclusive");
 }
 
-static void gpu_jobs(json_t *gpu, char *out, size_t cap) {
+/* Who holds what, from the running jobs' placements: "node/gpu" -> "12:500,13:250"
+ * (milli-GPU of each share) and "MIG-uuid" -> "14". Built once per `gpool nodes -v`. */
+static json_t *holders_index(json_t *jobs) {
+  json_t *idx = json_object();
+  size_t i, k, g;
+  json_t *job, *p, *gid;
+  json_array_foreach(jobs, i, job) {
+    const char *id = json_string_value(json_object_get(job, "id"));
+    if (!id) continue;
+    json_array_foreach(json_object_get(job, "placements"), k, p) {
+      const char *node = json_string_value(json_object_get(p, "node"));
+      const char *mig = json_string_value(json_object_get(p, "mig_uuid"));
+      long long milli = (long long)gp_cli_num(json_object_get(p, "gpu_milli"));
+      char key[400], entry[64];
+      if (mig) {
+        json_object_set_new(idx, mig, json_string(id));
+        continue;
+      }
+      if (!node) continue;
+      json_array_foreach(json_object_get(p, "gpu_ids"), g, gid) {
+        snprintf(key, sizeof key, "%s/%lld", node, (long long)json_integer_value(gid));
+        if (milli > 0 && milli < 1000) snprintf(entry, sizeof entry, "%s:%lld", id, milli);
+        else snprintf(entry, sizeof entry, "%s", id);
+        const char *old = json_string_value(json_object_get(idx, key));
+        if (old) {
+          char joined[1024];
+          snprintf(joined, sizeof joined, "%s,%s", old, entry);
+          json_object_set_new(idx, key, json_string(joined));
+        } else {
+          json_object_set_new(idx, key, json_string(entry));
+        }
+      }
+    }
+  }
+  return idx;
+}
+
+/* The jobs on a GPU: from the placements index when it knows them (it adds each share's
+ * milli-GPU), else the node's own list. */
+static void gpu_jobs(json_t *node, json_t *gpu, json_t *holders, char *out, size_t cap) {
+  char key[400];
+  snprintf(key, sizeof key, "%s/%lld", str(node, "name"), num(gpu, "index"));
+  const char *known = json_string_value(json_object_get(holders, key));
+  if (known) {
+    snprintf(out, cap, "%s", known);
+    return;
+  }
   json_t *jobs = json_object_get(gpu, "jobs");
   size_t i, o = 0;
   json_t *j;
@@ -66,7 +112,7 @@ static void live(json_t *gpu, char *util, char mem[64], char *power, char *temp,
   else snprintf(temp, cap, "-");
 }
 
-static void print_gpus(json_t *node) {
+static void print_gpus(json_t *node, json_t *holders) {
   static const char *const head[] = {"  GPU", "UUID", "MODE", "HEALTH", "JOBS", "UTIL", "MEM", "POWER", "TEMP", "NOTE"};
   gp_table *t = gp_table_new(10, head);
   json_t *gpus = json_object_get(node, "gpu_list");
@@ -76,7 +122,7 @@ static void print_gpus(json_t *node) {
     char idx[24], mode[48], jobs[256], util[32], mem[64], power[32], temp[32], note[600];
     snprintf(idx, sizeof idx, "  %lld", num(g, "index"));
     gpu_mode(g, mode, sizeof mode);
-    gpu_jobs(g, jobs, sizeof jobs);
+    gpu_jobs(node, g, holders, jobs, sizeof jobs);
     live(g, util, mem, power, temp, 32);
     snprintf(note, sizeof note, "%s", str(g, "reason"));
     const char *row[] = {idx, str(g, "uuid"), mode, *str(g, "health") ? str(g, "health") : "healthy",
@@ -88,7 +134,8 @@ static void print_gpus(json_t *node) {
     json_array_foreach(json_object_get(g, "mig"), k, m) {
       char slot[48];
       snprintf(slot, sizeof slot, "%s@%lld", str(m, "profile"), num(m, "start_slot"));
-      const char *sub[] = {"", str(m, "uuid"), slot, "", "", "", "", "", "", ""};
+      const char *holder = json_string_value(json_object_get(holders, str(m, "uuid")));
+      const char *sub[] = {"", str(m, "uuid"), slot, "", holder ? holder : "-", "", "", "", "", ""};
       gp_table_add(t, sub);
     }
   }
@@ -113,7 +160,8 @@ int gp_cmd_nodes(int argc, char **argv) {
   }
   if (cli.help) {
     fputs("Usage: gpool nodes [-v] [-o json]\n"
-          "  Lists nodes; -v adds one line per GPU: mode, MIG instances, health, jobs, live figures.\n", stdout);
+          "  Lists nodes; -v adds one line per GPU: mode, MIG instances, health, the jobs holding\n"
+          "  it (JOB:MILLI for a share of a shared GPU), live figures.\n", stdout);
     return 0;
   }
   json_t *answer = NULL;
@@ -162,6 +210,9 @@ int gp_cmd_nodes(int argc, char **argv) {
   } else {
     /* One block per node: its summary line, then its GPUs. */
     gp_table_free(t);
+    json_t *running = NULL;
+    if ((code = gp_cli_call(&cli, "GET", "/v1/jobs?state=running,stopping&limit=10000", NULL, &running))) goto out;
+    json_t *holders = holders_index(json_object_get(running, "jobs"));
     json_array_foreach(nodes, i, n) {
       if (i) fputc('\n', stdout);
       printf("%s  %s%s%s  %s x%lld  %lld CPUs  ", str(n, "name"), str(n, "state"),
@@ -174,8 +225,10 @@ int gp_cmd_nodes(int argc, char **argv) {
       json_t *val;
       json_object_foreach(labels, key, val) printf("  %s=%s", key, json_string_value(val) ? json_string_value(val) : "");
       printf("\n");
-      print_gpus(n);
+      print_gpus(n, holders);
     }
+    json_decref(holders);
+    json_decref(running);
     t = NULL;
   }
   gp_table_free(t);

@@ -32,7 +32,8 @@ verbose=$("$GPOOL" nodes -v)
 expect_contains "$verbose" "shared" "nodes -v shows the shared mode"
 expect_contains "$verbose" "mig" "nodes -v shows the MIG mode"
 expect_contains "$verbose" "1g.10gb" "nodes -v lists MIG instances"
-expect_contains "$verbose" "$h1,$h2" "nodes -v shows both holders of the shared GPU"
+expect_contains "$verbose" "$h1:500,$h2:500" "nodes -v shows both holders of the shared GPU and their shares"
+mig_line=$(grep "1g.10gb@" <<<"$verbose" | grep -w "$m") || fail "nodes -v must show job $m on its MIG instance: $verbose"
 expect_eq 2 "$("$GPOOL" nodes -o json | jq '[.[0].gpu_list[] | select(.mode == "shared")] | length')" "two shared GPUs"
 for j in $h1 $h2 $m; do wait_for 20 "job $j to complete" job_is "$j" completed; done
 echo "ok: sharing"
