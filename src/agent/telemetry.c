@@ -148,11 +148,14 @@ int gp_telemetry_set_jobs(gp_telemetry *t, const gp_telemetry_job *jobs, int n, 
   pthread_mutex_lock(&t->mu);
   for (int i = 0; i < n; i++) {
     next[i].job = jobs[i];
-    next[i].job.id[sizeof next[i].job.id - 1] = '\0';
+    /* The strings are fixed arrays: make sure each is terminated whatever the caller did. */
+    gp_telemetry_job *nj = &next[i].job;
+    nj->id[sizeof nj->id - 1] = nj->queue[sizeof nj->queue - 1] = nj->user[sizeof nj->user - 1] = '\0';
+    nj->cgroup[sizeof nj->cgroup - 1] = nj->mig_uuid[sizeof nj->mig_uuid - 1] = '\0';
     if (next[i].job.n_gpus < 0) next[i].job.n_gpus = 0;
     if (next[i].job.n_gpus > GP_GPU_MAX_DEVICES) next[i].job.n_gpus = GP_GPU_MAX_DEVICES;
     for (int k = 0; k < t->n_jobs; k++) {
-      if (strcmp(t->jobs[k].job.id, jobs[i].id) != 0) continue;
+      if (strcmp(t->jobs[k].job.id, nj->id) != 0) continue;
       gp_telemetry_job keep = next[i].job;
       next[i] = t->jobs[k];
       next[i].job = keep;
@@ -162,7 +165,7 @@ int gp_telemetry_set_jobs(gp_telemetry *t, const gp_telemetry_job *jobs, int n, 
   /* Jobs that left: keep their final usage. */
   for (int k = 0; k < t->n_jobs; k++) {
     bool still = false;
-    for (int i = 0; i < n && !still; i++) still = !strcmp(t->jobs[k].job.id, jobs[i].id);
+    for (int i = 0; i < n && !still; i++) still = !strcmp(t->jobs[k].job.id, next[i].job.id);
     if (still) continue;
     int slot;
     if (t->fin_n < GP_TELEMETRY_MAX_JOBS) {
@@ -180,7 +183,7 @@ int gp_telemetry_set_jobs(gp_telemetry *t, const gp_telemetry_job *jobs, int n, 
   int k = 0;
   for (int a = 0; a < t->n_attr; a++) {
     bool still = false;
-    for (int i = 0; i < n && !still; i++) still = !strcmp(t->attr[a].job, jobs[i].id);
+    for (int i = 0; i < n && !still; i++) still = !strcmp(t->attr[a].job, next[i].job.id);
     if (still) t->attr[k++] = t->attr[a];
   }
   t->n_attr = k;
