@@ -155,6 +155,7 @@ static gp_srv_job *job_blank(void) {
   j->timeline = json_array();
   j->pending_reason = -1;
   j->active_pos = -1;
+  j->view_index = -1;
   j->command = json_array();
   j->env = json_object();
   return j;

@@ -20,7 +20,8 @@ typedef struct view_build {
   gp_queue *queues;
   gp_job *jobs;
   gp_srv_job **srv_jobs; /* view index -> job */
-  gp_arena *arena;
+  gp_placement *placements;
+  size_t n_placements;
 } view_build;
 
 static gp_node_state node_state(const gp_srv_node *n) {
@@ -29,7 +30,7 @@ static gp_node_state node_state(const gp_srv_node *n) {
 
 static void add_job(view_build *b, int *nj, gp_srv_job *j) {
   gp_job *v = &b->jobs[*nj];
-  memset(v, 0, sizeof *v);
+  *v = (gp_job){0};
   v->id = j->idstr;
   v->queue = j->queue;
   v->user = j->user;
@@ -55,7 +56,8 @@ static void add_job(view_build *b, int *nj, gp_srv_job *j) {
   v->requeue = j->requeue;
   v->restarts = j->restarts;
   if ((j->state == GP_JOB_RUNNING || j->state == GP_JOB_STOPPING) && j->n_alloc > 0) {
-    gp_placement *p = gp_arena_alloc(b->arena, sizeof *p * (size_t)j->n_alloc);
+    gp_placement *p = b->placements + b->n_placements;
+    b->n_placements += (size_t)j->n_alloc;
     for (int t = 0; t < j->n_alloc; t++)
       p[t] = (gp_placement){j->alloc[t].node, j->alloc[t].gpu_mask, j->alloc[t].gpu_milli,
                             j->alloc[t].gpu_mem_mib, j->alloc[t].mig_instance};
@@ -72,10 +74,19 @@ static void add_job(view_build *b, int *nj, gp_srv_job *j) {
   b->srv_jobs[(*nj)++] = j;
 }
 
+static void *grow(void *p, size_t *cap, size_t need, size_t elem) {
+  if (need <= *cap) return p;
+  size_t n = *cap ? *cap : 64;
+  while (n < need) n *= 2;
+  *cap = n;
+  return gp_xrealloc(p, n * elem);
+}
+
 static void build_view(gp_srv_state *s, view_build *b) {
+  gp_srv_scratch *sc = &s->scratch;
   memset(b, 0, sizeof *b);
-  b->arena = gp_arena_new();
-  b->nodes = gp_arena_alloc(b->arena, sizeof *b->nodes * (size_t)(s->n_nodes + 1));
+  sc->nodes = grow(sc->nodes, &sc->cap_nodes, (size_t)s->n_nodes + 1, sizeof *sc->nodes);
+  b->nodes = sc->nodes;
   for (int i = 0; i < s->n_nodes; i++) {
     gp_srv_node *n = s->nodes[i];
     for (int g = 0; g < n->n_gpus; g++) {
@@ -87,35 +98,44 @@ static void build_view(gp_srv_state *s, view_build *b) {
                             n->view_gpus, n->cpu_milli, n->mem_mib, n->n_labels, n->labels,
                             n->capacity, node_state(n)};
   }
-  b->queues = gp_arena_alloc(b->arena, sizeof *b->queues * (size_t)(s->n_queues + 1));
+  sc->queues = grow(sc->queues, &sc->cap_queues, (size_t)s->n_queues + 1, sizeof *sc->queues);
+  b->queues = sc->queues;
   for (int i = 0; i < s->n_queues; i++) {
     gp_srv_queue *q = s->queues[i];
     b->queues[i] = (gp_queue){q->name, q->deserved, q->limit, q->weight, q->default_priority,
                               q->default_time_limit};
   }
   /* Jobs: every active job, plus ended ones that active jobs depend on (once each). */
-  int cap = s->n_active + 1;
+  size_t cap = (size_t)s->n_active + 1, n_pl = 1;
   for (int a = 0; a < s->n_active; a++) {
     gp_srv_job *j = s->active[a];
-    cap += j->n_after + j->n_after_ok + j->n_after_any;
+    cap += (size_t)(j->n_after + j->n_after_ok + j->n_after_any);
+    n_pl += (size_t)j->n_alloc;
     j->view_index = -1;
   }
-  b->jobs = gp_arena_alloc(b->arena, sizeof *b->jobs * (size_t)cap);
-  b->srv_jobs = gp_arena_alloc(b->arena, sizeof *b->srv_jobs * (size_t)cap);
+  sc->jobs = grow(sc->jobs, &sc->cap_jobs, cap, sizeof *sc->jobs);
+  sc->srv_jobs = grow(sc->srv_jobs, &sc->cap_srv_jobs, cap, sizeof *sc->srv_jobs);
+  b->jobs = sc->jobs;
+  b->srv_jobs = sc->srv_jobs;
   int nj = 0;
+  /* Placements of ended dependencies are not needed: only active jobs hold resources. */
+  sc->placements = grow(sc->placements, &sc->cap_placements, n_pl, sizeof *sc->placements);
+  b->placements = sc->placements;
   for (int a = 0; a < s->n_active; a++) add_job(b, &nj, s->active[a]);
   int n_active = nj;
   for (int a = 0; a < n_active; a++) {
     gp_srv_job *j = b->srv_jobs[a];
+    if (!j->n_after && !j->n_after_ok && !j->n_after_any) continue;
     char **lists[3] = {j->after, j->after_ok, j->after_any};
     int counts[3] = {j->n_after, j->n_after_ok, j->n_after_any};
     for (int l = 0; l < 3; l++)
       for (int k = 0; k < counts[l]; k++) {
         gp_srv_job *d = gp__srv_job_get(s, lists[l][k]);
-        if (!d || d->active_pos >= 0) continue;
-        bool seen = false;
-        for (int x = n_active; x < nj && !seen; x++) seen = b->srv_jobs[x] == d;
-        if (!seen) add_job(b, &nj, d);
+        if (!d || d->active_pos >= 0 || d->view_index >= 0) continue;
+        int saved = d->n_alloc;
+        d->n_alloc = 0; /* ended: holds nothing */
+        add_job(b, &nj, d);
+        d->n_alloc = saved;
       }
   }
   b->view = (gp_view){s->n_nodes, b->nodes, s->n_queues, b->queues, s->cfg->n_pools,
@@ -216,10 +236,7 @@ int gp__srv_schedule(gp_srv_state *s, int64_t now, gp_err *err) {
   gp_plan *plan = NULL;
   int r = gp_sched_step(&s->cfg->policy, &b.view, now, &plan, err);
   s->sched_dirty = false;
-  if (r) {
-    gp_arena_free(b.arena);
-    return r;
-  }
+  if (r) return r;
   s->counters.sched_cycles++;
   s->have_plan = true;
   /* Ends first (they never hold resources), then preemptions, then starts. */
@@ -293,7 +310,8 @@ int gp__srv_schedule(gp_srv_state *s, int64_t now, gp_err *err) {
   }
   keep_figs(s, plan);
   gp_plan_free(plan);
-  gp_arena_free(b.arena);
+  /* Ended dependencies were marked in this view only. */
+  for (int i = 0; i < b.view.n_jobs; i++) b.srv_jobs[i]->view_index = -1;
   /* Applying the plan may itself have changed what the next step sees (a requeue), but
    * not in a way that needs another step right away. */
   s->sched_dirty = false;

@@ -243,11 +243,11 @@ static void run_scheduler(gp_server *srv) {
 }
 
 /* The gap between event-driven scheduling steps: at least schedule_min_gap_ms, and at
- * least twice the last step's cost, so that under a flood of submissions the state thread
- * spends at most a third of its time scheduling and the rest acknowledging. */
+ * least four times the last step's cost, so that under a flood of submissions the state
+ * thread spends at most a fifth of its time scheduling and the rest acknowledging. */
 static int64_t sched_gap_ms(const gp_server *srv) {
   int64_t gap = srv->cfg->schedule_min_gap_ms;
-  int64_t cost = (int64_t)(srv->state->counters.last_cycle_s * 2000.0);
+  int64_t cost = (int64_t)(srv->state->counters.last_cycle_s * 4000.0);
   return cost > gap ? cost : gap;
 }
 

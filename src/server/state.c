@@ -35,6 +35,11 @@ void gp__srv_state_free(gp_srv_state *s) {
     free(s->figs[i].parent);
   }
   free(s->figs);
+  free(s->scratch.nodes);
+  free(s->scratch.queues);
+  free(s->scratch.jobs);
+  free(s->scratch.srv_jobs);
+  free(s->scratch.placements);
   free(s);
 }
 

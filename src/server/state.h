@@ -162,6 +162,21 @@ typedef struct gp_srv_counters {
   gp_hist cycle_s, wait_s, run_s;
 } gp_srv_counters;
 
+/* Arrays for building views, kept between scheduling steps so a step neither zeroes
+ * nor faults in fresh memory for 10,000s of jobs. */
+typedef struct gp_srv_scratch {
+  gp_node *nodes;
+  size_t cap_nodes;
+  gp_queue *queues;
+  size_t cap_queues;
+  gp_job *jobs;
+  size_t cap_jobs;
+  struct gp_srv_job **srv_jobs;
+  size_t cap_srv_jobs;
+  gp_placement *placements;
+  size_t cap_placements;
+} gp_srv_scratch;
+
 typedef struct gp_srv_state {
   const gp_server_config *cfg; /* borrowed */
   gp_store *store;              /* borrowed */
@@ -187,6 +202,7 @@ typedef struct gp_srv_state {
   bool sched_dirty;         /* something changed that the scheduler should see */
   bool have_plan;
   gp_srv_counters counters;
+  gp_srv_scratch scratch;
 } gp_srv_state;
 
 /* ---- state.c: lifetime, lookup, persistence ---- */

@@ -336,7 +336,36 @@ static void a_late_exit_of_an_earlier_run_does_not_end_the_current_run(void) {
   tsrv_stop(&t);
 }
 
-GP_TESTS(a_late_exit_of_an_earlier_run_does_not_end_the_current_run, a_gpu_fault_drains_the_gpu_with_its_reason, a_job_runs_and_completes_with_its_exit_code, the_long_poll_wakes_within_100ms_of_a_new_start,
+static void a_dependent_job_waits_and_then_runs(void) {
+  tsrv t = {0};
+  tsrv_start(&t);
+  CHECK_EQ_INT(201, tsrv_register(&t, "n1", 2, NULL));
+  char *a = tsrv_submit(&t, ALICE, "{\"command\": [\"prep\"], \"gpus\": 1}");
+  REQUIRE(a);
+  char body[128];
+  snprintf(body, sizeof body, "{\"command\": [\"train\"], \"gpus\": 1, \"after_ok\": [\"%s\"]}", a);
+  char *b = tsrv_submit(&t, ALICE, body);
+  REQUIRE(b);
+  CHECK(tsrv_wait_state(&t, a, "running"));
+  usleep(100000);
+  json_t *o = NULL;
+  char path[64];
+  snprintf(path, sizeof path, "/v1/jobs/%s", b);
+  tsrv_call(&t, "GET", path, ALICE, NULL, &o);
+  CHECK_EQ_STR("pending", job_str(o, "state"));
+  CHECK_EQ_STR("Dependency", job_str(o, "pending_reason"));
+  json_decref(o);
+  char ev[160];
+  snprintf(ev, sizeof ev, "[{\"kind\": \"exited\", \"job\": \"%s\", \"exit_code\": 0}]", a);
+  json_decref(tsrv_heartbeat(&t, "n1", 0, 0, ev));
+  CHECK(tsrv_wait_state(&t, a, "completed"));
+  CHECK(tsrv_wait_state(&t, b, "running"));
+  free(a);
+  free(b);
+  tsrv_stop(&t);
+}
+
+GP_TESTS(a_dependent_job_waits_and_then_runs, a_late_exit_of_an_earlier_run_does_not_end_the_current_run, a_gpu_fault_drains_the_gpu_with_its_reason, a_job_runs_and_completes_with_its_exit_code, the_long_poll_wakes_within_100ms_of_a_new_start,
          cancelling_a_running_job_sends_the_stop_handshake,
          a_silent_node_goes_down_and_its_jobs_are_requeued_or_failed,
          a_restarted_agent_keeps_the_jobs_it_reports_and_loses_the_rest, agent_messages_are_checked)
