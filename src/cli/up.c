@@ -9,7 +9,8 @@
  * then starts `gpool server` and one `gpool agent` (simulated GPUs unless real ones are
  * present) as children (exec of /proc/self/exe), writes client.json with the server URL
  * and the admin token, and prints what to try next. SIGINT/SIGTERM are forwarded (agent
- * first, then server). `--detach` leaves the pool running in the background;
+ * first, then server); a child that crashes is restarted. `--detach` leaves the pool
+ * running in the background;
  * `gpool up --stop` stops it. Running `gpool up` again reuses the tokens and the store, so
  * jobs, nodes and client.json survive a restart of the pool. */
 #include <errno.h>
@@ -39,11 +40,11 @@ static const gp_opt up_opts[] = {
 static const char up_usage[] =
   "Usage: gpool up [--data DIR] [--port P] [--sim SPEC] [--name NODE] [--detach]\n"
   "       gpool up --stop [--data DIR]\n"
-  "  Starts a server and a local agent (simulated GPUs, default 8xH100-80GB, unless NVIDIA\n"
-  "  GPUs are present) and writes client.json so gpool commands find the pool.\n"
+  "  Starts a server and a local agent (this machine's NVIDIA GPUs, or simulated\n"
+  "  8xH100-80GB where there are none) and writes client.json so gpool commands find the pool.\n"
   "  --data DIR   where the pool keeps its state (default ~/.local/share/gpool)\n"
   "  --port P     the server's port on 127.0.0.1 (default 8642; 0 picks a free one)\n"
-  "  --sim SPEC   simulated GPUs, e.g. 8xH100-80GB or 4xH100-80GB,4xA100-40GB\n"
+  "  --sim SPEC   simulated GPUs even where real ones exist, e.g. 8xH100-80GB\n"
   "  --detach     return once the pool is up and leave it running (stop: gpool up --stop)\n";
 
 typedef struct up_ctx {
@@ -53,6 +54,8 @@ typedef struct up_ctx {
   const char *sim;
   const char *name;
   char url[256];
+  char gpus_desc[128];   /* "8 x H100-80GB", from the registered node */
+  char node[256];
   char admin_token[80], agent_token[80];
   pid_t server, agent;
 } up_ctx;
@@ -121,6 +124,27 @@ static int load_tokens(up_ctx *u, const char *path) {
   return u->admin_token[0] && u->agent_token[0] ? 0 : -1;
 }
 
+/* server.yaml, rewritten at every start (and after --port 0 picked a port, so that a
+ * restarted server keeps the address the agent and client.json know). */
+static int write_server_config(const up_ctx *u) {
+  char path[3200], text[8192];
+  snprintf(text, sizeof text,
+           "# Written by 'gpool up' at every start; edit tokens.yaml for tokens.\n"
+           "listen: 127.0.0.1:%d\n"
+           "data_dir: %s/server\n"
+           "token_file: %s/tokens.yaml\n"
+           "queues:\n"
+           "  - {name: default, users: [\"*\"]}\n"
+           "default_queue: default\n",
+           u->port, u->data, u->data);
+  path_in(u, "server.yaml", path, sizeof path);
+  if (write_file(path, text, 0600)) {
+    fprintf(stderr, "gpool up: cannot write %s: %s\n", path, strerror(errno));
+    return 1;
+  }
+  return 0;
+}
+
 static int prepare(up_ctx *u) {
   if (mkdir_p(u->data)) {
     fprintf(stderr, "gpool up: cannot create %s: %s\n", u->data, strerror(errno));
@@ -144,20 +168,7 @@ static int prepare(up_ctx *u) {
       return 1;
     }
   }
-  snprintf(text, sizeof text,
-           "# Written by 'gpool up' at every start; edit tokens.yaml for tokens.\n"
-           "listen: 127.0.0.1:%d\n"
-           "data_dir: %s/server\n"
-           "token_file: %s/tokens.yaml\n"
-           "queues:\n"
-           "  - {name: default, users: [\"*\"]}\n"
-           "default_queue: default\n",
-           u->port, u->data, u->data);
-  path_in(u, "server.yaml", path, sizeof path);
-  if (write_file(path, text, 0600)) {
-    fprintf(stderr, "gpool up: cannot write %s: %s\n", path, strerror(errno));
-    return 1;
-  }
+  if (write_server_config(u)) return 1;
   path_in(u, "server", path, sizeof path);
   mkdir_p(path);
   path_in(u, "agent", path, sizeof path);
@@ -232,6 +243,11 @@ static int start_server(up_ctx *u) {
       line[strcspn(line, "\r\n")] = '\0';
       if (ok && !strncmp(line, "http", 4)) {
         snprintf(u->url, sizeof u->url, "%s", line);
+        const char *colon = strrchr(line, ':');
+        if (u->port == 0 && colon && atoi(colon + 1) > 0) {
+          u->port = atoi(colon + 1);
+          write_server_config(u);
+        }
         return 0;
       }
     }
@@ -248,10 +264,9 @@ static int start_server(up_ctx *u) {
   return 1;
 }
 
-static bool real_gpus_present(void) { return access("/dev/nvidiactl", F_OK) == 0; }
-
-/* Waits until the agent's node is listed by the server. */
-static int start_agent(up_ctx *u, char *node_name, size_t cap) {
+/* Starts the agent; with wait_up, waits until its node is listed as up and describes it
+ * ("8 x H100-80GB") into u->gpus_desc. */
+static int start_agent(up_ctx *u, char *node_name, size_t cap, bool wait_up) {
   char log[3200], dir[3200];
   path_in(u, "agent.log", log, sizeof log);
   path_in(u, "agent", dir, sizeof dir);
@@ -260,7 +275,6 @@ static int start_agent(up_ctx *u, char *node_name, size_t cap) {
   else if (gethostname(host, sizeof host) || !host[0]) snprintf(host, sizeof host, "local");
   host[sizeof host - 1] = '\0';
   snprintf(node_name, cap, "%s", host);
-  const char *sim = u->sim ? u->sim : real_gpus_present() ? NULL : "8xH100-80GB";
   char *args[20];
   int n = 0;
   args[n++] = (char *)"gpool";
@@ -274,13 +288,14 @@ static int start_agent(up_ctx *u, char *node_name, size_t cap) {
   args[n++] = (char *)"--data";
   args[n++] = dir;
   args[n++] = (char *)"--personal";
-  if (sim) {
-    args[n++] = (char *)"--sim";
-    args[n++] = (char *)sim;
-  }
+  /* --sim forces simulated GPUs; otherwise the agent uses NVML and falls back to
+   * simulated H100s where no NVIDIA driver or GPU is found. */
+  args[n++] = (char *)(u->sim ? "--sim" : "--sim-fallback");
+  args[n++] = (char *)(u->sim ? u->sim : "8xH100-80GB");
   args[n] = NULL;
   u->agent = spawn(u, args, log);
   if (u->agent < 0) return 1;
+  if (!wait_up) return 0;
   gp_client *c = gp_client_new(u->url, u->admin_token);
   if (!c) return 1;
   gp_client_set_timeout_ms(c, 2000);
@@ -294,7 +309,12 @@ static int start_agent(up_ctx *u, char *node_name, size_t cap) {
       json_array_foreach(json_object_get(answer, "nodes"), k, node) {
         const char *name = json_string_value(json_object_get(node, "name"));
         const char *state = json_string_value(json_object_get(node, "state"));
-        if (name && !strcmp(name, host) && state && strcmp(state, "down")) rc = 0;
+        if (name && !strcmp(name, host) && state && strcmp(state, "down")) {
+          rc = 0;
+          const char *model = json_string_value(json_object_get(node, "model"));
+          snprintf(u->gpus_desc, sizeof u->gpus_desc, "%lld x %s",
+                   (long long)json_integer_value(json_object_get(node, "gpus")), model ? model : "GPU");
+        }
       }
       json_decref(answer);
     }
@@ -337,9 +357,8 @@ static void stop_all(up_ctx *u) {
 }
 
 static void greet(const up_ctx *u, const char *node, const char *client_path, FILE *out) {
-  const char *sim = u->sim ? u->sim : real_gpus_present() ? NULL : "8xH100-80GB";
-  fprintf(out, "gpool is up: server %s, node %s with %s%s.\n", u->url, node,
-          sim ? "simulated GPUs " : "this machine's GPUs", sim ? sim : "");
+  fprintf(out, "gpool is up: server %s, node %s with %s GPUs%s.\n", u->url, node, u->gpus_desc,
+          u->sim ? " (simulated)" : "");
   fprintf(out, "State in %s; the CLI finds the pool through %s.\n\n", u->data, client_path);
   fprintf(out,
           "Try:\n"
@@ -387,8 +406,13 @@ static int stop_detached(const up_ctx *u) {
   return 1;
 }
 
-/* Waits for a signal or a child's death; returns the exit status for `gpool up`. */
+/* Waits for a signal or a child's death; returns the exit status for `gpool up`. A child
+ * that dies is started again after a short pause: the store is durable and the agent
+ * re-adopts its running jobs, so a restart loses nothing. Five deaths within a minute
+ * mean something is wrong that a restart will not fix: the pool stops. */
 static int supervise(up_ctx *u, const sigset_t *set) {
+  time_t deaths[5] = {0};
+  int n_deaths = 0;
   for (;;) {
     struct timespec tick = {1, 0};
     int sig = sigtimedwait(set, NULL, &tick);
@@ -400,15 +424,30 @@ static int supervise(up_ctx *u, const sigset_t *set) {
     int status;
     pid_t dead;
     while ((dead = waitpid(-1, &status, WNOHANG)) > 0) {
-      const char *what = dead == u->server ? "server" : dead == u->agent ? "agent" : NULL;
-      if (!what) continue;
-      if (dead == u->server) u->server = 0;
+      bool server = dead == u->server;
+      if (!server && dead != u->agent) continue;
+      const char *what = server ? "server" : "agent";
+      if (server) u->server = 0;
       else u->agent = 0;
-      fprintf(stderr, "gpool up: the %s exited (%s %d); stopping the pool (see %s/%s.log)\n", what,
+      fprintf(stderr, "gpool up: the %s exited (%s %d; see %s/%s.log)\n", what,
               WIFSIGNALED(status) ? "signal" : "status", WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status),
               u->data, what);
-      stop_all(u);
-      return 1;
+      time_t now = time(NULL);
+      memmove(deaths, deaths + 1, sizeof deaths - sizeof deaths[0]);
+      deaths[4] = now;
+      if (++n_deaths >= 5 && now - deaths[0] < 60) {
+        fprintf(stderr, "gpool up: five restarts within a minute; stopping the pool\n");
+        stop_all(u);
+        return 1;
+      }
+      sleep_ms(1000);
+      int rc = server ? start_server(u) : start_agent(u, u->node, sizeof u->node, false);
+      if (rc) {
+        fprintf(stderr, "gpool up: cannot restart the %s; stopping the pool\n", what);
+        stop_all(u);
+        return 1;
+      }
+      fprintf(stderr, "gpool up: restarted the %s\n", what);
     }
   }
 }
@@ -512,9 +551,9 @@ int gp_cmd_up(int argc, char **argv) {
   sigaddset(&set, SIGHUP);
   sigprocmask(SIG_BLOCK, &set, NULL);
   write_pid(&u);
-  char node[256] = "", client_path[4096] = "";
+  char client_path[4096] = "";
   int code = 1;
-  if (start_server(&u) || start_agent(&u, node, sizeof node)) goto fail;
+  if (start_server(&u) || start_agent(&u, u.node, sizeof u.node, true)) goto fail;
   if (gp_client_config_path(client_path, sizeof client_path)) {
     fprintf(stderr, "gpool up: no place for client.json (set HOME or GPOOL_CONFIG_DIR)\n");
     goto fail;
@@ -528,7 +567,7 @@ int gp_cmd_up(int argc, char **argv) {
   if (detach) {
     FILE *msg = fdopen(ready[1], "w");
     fputs("ok\n", msg);
-    greet(&u, node, client_path, msg);
+    greet(&u, u.node, client_path, msg);
     fprintf(msg, "The pool runs in the background (log: %s/up.log); stop it with 'gpool up --stop%s%s'.\n",
             u.data, data ? " --data " : "", data ? data : "");
     fclose(msg);
@@ -541,7 +580,7 @@ int gp_cmd_up(int argc, char **argv) {
       close(fd);
     }
   } else {
-    greet(&u, node, client_path, stdout);
+    greet(&u, u.node, client_path, stdout);
     printf("Press Ctrl-C to stop the pool (running jobs keep their state for the next 'gpool up').\n");
     fflush(stdout);
   }

@@ -11,6 +11,7 @@ out=$("$GPOOL" up --detach --data "$E2E_DIR/pool" --port 0 --sim 2xH100-80GB --n
 UP_PID=$(cat "$E2E_DIR/pool/up.pid")
 E2E_PIDS+=("$UP_PID")
 expect_contains "$out" "gpool is up" "greeting"
+expect_contains "$out" "node box with 2 x H100-80GB GPUs (simulated)" "greeting names the node and its GPUs"
 expect_contains "$out" "gpool submit -g 1 -- nvidia-smi" "greeting says what to try"
 test -s "$GPOOL_CONFIG_DIR/client.json" || fail "gpool up did not write client.json"
 [ "$(stat -c %a "$GPOOL_CONFIG_DIR/client.json")" = 600 ] || fail "client.json must be private (0600)"
@@ -44,6 +45,13 @@ queues=$("$GPOOL" queues)
 expect_contains "$queues" "default" "gpool queues shows the default queue"
 why=$("$GPOOL" why "$id")
 expect_contains "$why" "is not pending: it ended as completed" "gpool why on a finished job"
+
+# The agent crashes: `gpool up` starts it again and the pool keeps working.
+old_agent=$(pgrep -P "$UP_PID" -f "gpool agent") || fail "gpool up has no agent child"
+kill -9 "$old_agent"
+wait_for 20 "gpool up to restart its agent" sh -c "pgrep -P $UP_PID -f 'gpool agent' | grep -vx $old_agent"
+again=$("$GPOOL" submit -g 1 -- true)
+wait_for 30 "a job after the agent's restart to complete" job_is "$again" completed
 
 # A second `gpool up` on the same data dir refuses while the first runs.
 if "$GPOOL" up --detach --data "$E2E_DIR/pool" --port 0 >/dev/null 2>&1; then fail "a second gpool up must refuse"; fi
