@@ -202,7 +202,16 @@ int gp_cmd_nodes(int argc, char **argv) {
     } else {
       snprintf(hb, sizeof hb, "-");
     }
-    const char *row[] = {str(n, "name"), str(n, "state"), gpus, free_s, str(n, "model"), cpus, mem, hb, str(n, "reason")};
+    /* The agent's health conditions (thermal or power throttling, ...) follow the reason. */
+    char reason[600];
+    snprintf(reason, sizeof reason, "%s", str(n, "reason"));
+    json_t *cond;
+    json_array_foreach(json_object_get(n, "conditions"), k, cond) {
+      size_t len = strlen(reason);
+      if (json_is_string(cond) && len + 2 < sizeof reason)
+        snprintf(reason + len, sizeof reason - len, "%s%s", len ? ", " : "", json_string_value(cond));
+    }
+    const char *row[] = {str(n, "name"), str(n, "state"), gpus, free_s, str(n, "model"), cpus, mem, hb, reason};
     gp_table_add(t, row);
   }
   if (!verbose) {
