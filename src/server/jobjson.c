@@ -279,8 +279,8 @@ static int check_deps(const gp_srv_state *s, char **ids, int n, const char *key,
   return 0;
 }
 
-int gp__srv_job_from_request(const gp_srv_state *s, const json_t *body, const char *user,
-                         bool is_admin, gp_srv_job **ret, gp_err *err) {
+int gp__srv_job_parse(const gp_server_config *cfg, const json_t *body, const char *user,
+                      bool is_admin, gp_srv_job **ret, gp_err *err) {
   if (!json_is_object(body))
     return gp_err_set(err, GP_EINVAL, NULL, 0, NULL, "the body must be a JSON object");
   const char *k;
@@ -324,41 +324,39 @@ int gp__srv_job_from_request(const gp_srv_state *s, const json_t *body, const ch
                    "ask for one of gpus, gpu_fraction, gpu_mem_mib or mig, not several");
     goto fail;
   }
-  if (!j->queue) {
-    const char *dq = gp__srv_default_queue(s, j->user);
-    if (!dq) {
-      r = gp_err_set(err, GP_EINVAL, NULL, 0, "queue",
-                     "missing, and no default queue is configured for user %s", j->user);
-      goto fail;
-    }
-    j->queue = gp_xstrdup(dq);
-  }
-  gp_srv_queue *q = gp__srv_queue_get(s, j->queue);
-  if (!q) {
-    r = gp_err_set(err, GP_EINVAL, NULL, 0, "queue", "no queue is called \"%s\"", j->queue);
-    goto fail;
-  }
-  if (!is_admin && !gp__srv_queue_admits(q, j->user)) {
-    r = gp_err_set(err, GP_EPERM, NULL, 0, "queue", "queue %s does not admit user %s", q->name,
-                   j->user);
-    goto fail;
-  }
-  if (j->priority && !gp_priority_class_find(&s->cfg->policy, j->priority)) {
+  if (j->priority && !gp_priority_class_find(&cfg->policy, j->priority)) {
     r = gp_err_set(err, GP_EINVAL, NULL, 0, "priority", "no priority class is called \"%s\"",
                    j->priority);
     goto fail;
   }
-  if (!j->time_limit && q->default_time_limit > 0) j->time_limit = q->default_time_limit;
-  if ((r = check_deps(s, j->after, j->n_after, "after", err)) ||
-      (r = check_deps(s, j->after_ok, j->n_after_ok, "after_ok", err)) ||
-      (r = check_deps(s, j->after_any, j->n_after_any, "after_any", err)))
-    goto fail;
   j->state = hold ? GP_JOB_HELD : GP_JOB_PENDING;
   *ret = j;
   return 0;
 fail:
   gp__srv_job_free(j);
   return r;
+}
+
+int gp__srv_job_admit(const gp_srv_state *s, gp_srv_job *j, bool is_admin, gp_err *err) {
+  if (!j->queue) {
+    const char *dq = gp__srv_default_queue(s, j->user);
+    if (!dq)
+      return gp_err_set(err, GP_EINVAL, NULL, 0, "queue",
+                        "missing, and no default queue is configured for user %s", j->user);
+    j->queue = gp_xstrdup(dq);
+  }
+  gp_srv_queue *q = gp__srv_queue_get(s, j->queue);
+  if (!q) return gp_err_set(err, GP_EINVAL, NULL, 0, "queue", "no queue is called \"%s\"", j->queue);
+  if (!is_admin && !gp__srv_queue_admits(q, j->user))
+    return gp_err_set(err, GP_EPERM, NULL, 0, "queue", "queue %s does not admit user %s", q->name,
+                      j->user);
+  int r;
+  if ((r = check_deps(s, j->after, j->n_after, "after", err)) ||
+      (r = check_deps(s, j->after_ok, j->n_after_ok, "after_ok", err)) ||
+      (r = check_deps(s, j->after_any, j->n_after_any, "after_any", err)))
+    return r;
+  if (!j->time_limit && q->default_time_limit > 0) j->time_limit = q->default_time_limit;
+  return 0;
 }
 
 int gp__srv_job_from_doc(const char *doc, gp_srv_job **ret, gp_err *err) {
@@ -459,11 +457,12 @@ json_t *gp__srv_job_to_json(const gp_srv_state *s, const gp_srv_job *j, bool for
   json_object_set_new(o, "workdir", j->workdir ? json_string(j->workdir) : json_null());
   json_object_set_new(o, "gpus", json_integer(j->gpus));
   json_object_set_new(o, "tasks", json_integer(j->tasks));
-  json_object_set_new(o, "gpu_fraction", json_real(j->gpu_milli / 1000.0));
+  json_object_set_new(o, "gpu_fraction", j->gpu_milli ? json_real(j->gpu_milli / 1000.0) : json_integer(0));
   json_object_set_new(o, "gpu_mem_mib", json_integer(j->gpu_mem_mib));
   json_object_set_new(o, "mig", j->mig ? json_string(j->mig) : json_null());
   json_object_set_new(o, "gpu_types", strv_json(j->gpu_types, j->n_gpu_types));
-  json_object_set_new(o, "cpus", json_real((double)j->cpu_milli / 1000.0));
+  json_object_set_new(o, "cpus", j->cpu_milli % 1000 ? json_real((double)j->cpu_milli / 1000.0)
+                                                    : json_integer(j->cpu_milli / 1000));
   json_object_set_new(o, "mem_mib", json_integer(j->mem_mib));
   json_object_set_new(o, "time_limit", json_integer(j->time_limit));
   json_object_set_new(o, "requeue", json_boolean(j->requeue));
@@ -487,6 +486,14 @@ json_t *gp__srv_job_to_json(const gp_srv_state *s, const gp_srv_job *j, bool for
   json_object_set_new(o, "last_checkpoint_at",
                       j->last_checkpoint_at ? json_integer(j->last_checkpoint_at) : json_null());
   if (for_store) return o;
+  json_t *extra = gp__srv_job_api_fields(s, j);
+  json_object_update(o, extra);
+  json_decref(extra);
+  return o;
+}
+
+json_t *gp__srv_job_api_fields(const gp_srv_state *s, const gp_srv_job *j) {
+  json_t *o = json_object();
   json_object_set_new(o, "enforcement", json_string(enforcement(s, j)));
   bool pending = j->state == GP_JOB_PENDING || j->state == GP_JOB_HELD;
   const char *reason = NULL, *message = NULL;

@@ -90,6 +90,7 @@ void gp__srv_reply_err(gp_srv_req *r, int code, const gp_err *err) {
 
 static void req_free(gp_srv_req *r) {
   if (!r) return;
+  gp__srv_job_free(r->job);
   free(r->path);
   json_decref(r->query);
   gp_buf_done(&r->body);
@@ -458,6 +459,19 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
       snprintf(msg, sizeof msg, "the body is not valid JSON (line %d, column %d): %s", je.line,
                je.column, je.text);
       return send_error_now(c, 400, "invalid_argument", msg);
+    }
+  }
+  /* Submissions are parsed and checked here, in parallel; the state thread only admits. */
+  if (strcmp(r->path, "/v1/jobs") == 0 && strcmp(r->method, "POST") == 0 && r->role != GP_ROLE_AGENT &&
+      r->json) {
+    gp_err e = {0};
+    int rc = gp__srv_job_parse(srv->cfg, r->json, r->user, r->role == GP_ROLE_ADMIN, &r->job, &e);
+    if (rc) {
+      gp_srv_req tmp = {0};
+      gp__srv_reply_err(&tmp, rc, &e);
+      enum MHD_Result res = send_text(c, tmp.status, tmp.resp, "application/json");
+      free(tmp.resp);
+      return res;
     }
   }
   /* Suspend first, then enqueue: the state thread may resume at once. */

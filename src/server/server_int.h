@@ -24,6 +24,7 @@ typedef struct gp_srv_req {
   gp_buf body;
   bool too_large;
   json_t *json;             /* the parsed body, or NULL when empty */
+  struct gp_srv_job *job;   /* POST /v1/jobs: the submission, parsed by the HTTP thread */
   const char *user;         /* from the token (borrowed from the config) */
   const char *token;        /* the bearer token itself (borrowed from the config) */
   gp_role role;

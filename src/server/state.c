@@ -155,14 +155,19 @@ void gp__srv_job_set_state(gp_srv_state *s, gp_srv_job *j, gp_job_state st) {
   s->sched_dirty = true;
 }
 
-int gp__srv_persist_job(gp_srv_state *s, gp_srv_job *j, gp_err *err) {
+int gp__srv_persist_job_doc(gp_srv_state *s, gp_srv_job *j, char **ret_doc, gp_err *err) {
   json_t *o = gp__srv_job_to_json(s, j, true);
   char *doc = json_dumps(o, JSON_COMPACT);
   json_decref(o);
   gp_store_job row = {j->id, gp_job_state_name(j->state), j->queue, j->user, j->submitted_at, doc};
   int r = gp_store_put_job(s->store, &row, err);
-  free(doc);
+  if (r || !ret_doc) free(doc);
+  else *ret_doc = doc;
   return r;
+}
+
+int gp__srv_persist_job(gp_srv_state *s, gp_srv_job *j, gp_err *err) {
+  return gp__srv_persist_job_doc(s, j, NULL, err);
 }
 
 int gp__srv_job_event(gp_srv_state *s, gp_srv_job *j, const char *ev, int64_t at, json_t *extra,

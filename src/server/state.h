@@ -226,6 +226,8 @@ void gp__srv_job_insert(gp_srv_state *s, gp_srv_job *j);
 void gp__srv_job_set_state(gp_srv_state *s, gp_srv_job *j, gp_job_state st);
 
 int gp__srv_persist_job(gp_srv_state *s, gp_srv_job *j, gp_err *err);
+/* The same, handing the stored JSON document to the caller (who frees it) on success. */
+int gp__srv_persist_job_doc(gp_srv_state *s, gp_srv_job *j, char **ret_doc, gp_err *err);
 /* Appends {"event": ev, "at": at, ...extra} to the timeline and the store (steals extra). */
 int gp__srv_job_event(gp_srv_state *s, gp_srv_job *j, const char *ev, int64_t at, json_t *extra,
                   gp_err *err);
@@ -254,15 +256,23 @@ int gp__srv_node_down(gp_srv_state *s, gp_srv_node *n, const char *why, int64_t 
 int gp__srv_state_tick(gp_srv_state *s, int64_t now_s, int64_t now_ms, gp_err *err);
 
 /* ---- jobjson.c: jobs to and from JSON ---- */
-/* Validates a submission body into a new job (id unassigned). `user` is the caller; admins
- * may name another. On error fills *err (field = the JSON key) and returns GP_EINVAL. */
-int gp__srv_job_from_request(const gp_srv_state *s, const json_t *body, const char *user,
-                         bool is_admin, gp_srv_job **ret, gp_err *err);
+/* Validates a submission body into a new job (id unassigned), without looking at the
+ * state, so HTTP threads can do it in parallel: types, ranges, unknown fields, the caller's
+ * right to name another user, the priority class. `user` is the caller. On error fills
+ * *err (field = the JSON key) and returns GP_EINVAL or GP_EPERM. */
+int gp__srv_job_parse(const gp_server_config *cfg, const json_t *body, const char *user,
+                      bool is_admin, gp_srv_job **ret, gp_err *err);
+/* The checks that need the state (state thread): the queue (or the user's default), its
+ * admission list, dependencies that exist, the queue's default time limit. */
+int gp__srv_job_admit(const gp_srv_state *s, gp_srv_job *j, bool is_admin, gp_err *err);
 /* Rebuilds a job from its stored document. */
 int gp__srv_job_from_doc(const char *doc, gp_srv_job **ret, gp_err *err);
 /* The JOB object of the API. `for_store` leaves out what is recomputed (timeline, pending
  * reason, usage). */
 json_t *gp__srv_job_to_json(const gp_srv_state *s, const gp_srv_job *j, bool for_store);
+/* The fields of the API's JOB that the store does not keep (pending reason, placements,
+ * timeline, usage, enforcement). */
+json_t *gp__srv_job_api_fields(const gp_srv_state *s, const gp_srv_job *j);
 
 /* ---- nodejson.c ---- */
 /* Reads a node as the agent registers it (or as stored) into *n (fresh or existing: facts
