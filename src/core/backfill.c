@@ -116,16 +116,19 @@ static uint32_t usable(const gp__ctx *c, const gp__req *r, int node) {
 
 /* Times at which node gains its 1st, 2nd, ... task slot for r; returns the slot count.
  * masks[k]: the GPUs available once slot k is reached. */
+/* horizon: events after it cannot matter any more (the caller already holds enough earlier
+ * slots), so they are not even looked at. */
 static int slot_times(const gp__ctx *c, const gp__req *r, int node, gp_time *times,
-                      uint32_t *masks, int max_slots) {
+                      uint32_t *masks, int max_slots, gp_time horizon) {
   uint32_t use = usable(c, r, node);
   if (gp__popc(use) < r->gpus) return 0;
-  gp__fit probe;
-  gp__req rr = *r;
-  rr.gpus = 0; /* filters only: model, labels, pool, capacity type */
-  rr.kind = GP__R_WHOLE;
-  rr.cpu = rr.mem = 0;
-  if (!gp__node_fit((gp__ctx *)c, &rr, node, 0, 0, 0, &probe)) return 0;
+  /* Nodes come from the request's index groups (model and pool are right); the other
+   * static filters: capacity type and labels. */
+  const gp_node *nd = &c->view->nodes[node];
+  const gp_request *req = &c->view->jobs[r->job].req;
+  if (nd->capacity == GP_CAP_SPOT && !req->allow_spot) return 0;
+  if (req->n_node_selector && !gp__node_has_labels(nd, req->n_node_selector, req->node_selector))
+    return 0;
   /* Release events on this node: running/stopping jobs (cached, see build_cache), and jobs
    * this plan starts. */
   const struct gp__resv_cache *rc = c->rcache;
@@ -135,8 +138,10 @@ static int slot_times(const gp__ctx *c, const gp__req *r, int node, gp_time *tim
   int ids[MAX_ON_NODE], nv = 0;
   bool sorted = true;
   for (int k = rc->start[node]; k < rc->start[node + 1] && nv < MAX_ON_NODE; k++) {
+    bool victim = c->jobs[rc->job[k]].victim; /* chosen since the build: ends now */
+    if (!victim && rc->end[k] > horizon) continue;
     ids[nv] = rc->job[k];
-    ends[nv] = c->jobs[rc->job[k]].victim ? c->now : rc->end[k]; /* chosen since the build */
+    ends[nv] = victim ? c->now : rc->end[k];
     if (nv && ends[nv] < ends[nv - 1]) sorted = false;
     rel[nv] = rc->rel[k];
     rcpu[nv] = rc->cpu[k];
@@ -149,6 +154,7 @@ static int slot_times(const gp__ctx *c, const gp__req *r, int node, gp_time *tim
     const gp_plan_start *st = &starts[c->started_start[e]];
     const gp__job *ji = &c->jobs[st->job];
     ends[nv] = ji->limit > 0 && c->now < GP__NEVER - ji->limit ? c->now + ji->limit : GP__NEVER;
+    if (ends[nv] > horizon) continue;
     rel[nv] = 0;
     rcpu[nv] = rmem[nv] = 0;
     for (int p = 0; p < st->n_placements; p++) {
@@ -257,7 +263,7 @@ void gp__reserve(gp__ctx *c, const gp__req *r) {
       for (int pos = c->ix.group_start[g]; pos < c->ix.group_start[g + 1]; pos++) {
         int i = c->ix.members[pos];
         if (gp__popc(c->nodes[i].whole_ok) < r->gpus) continue;
-        int k = slot_times(c, r, i, times, masks, max_slots);
+        int k = slot_times(c, r, i, times, masks, max_slots, n == cap ? h[0].t : GP__NEVER);
         for (int s = 0; s < k; s++) heap_push(h, &n, cap, (slot){times[s], i, s});
       }
     }
@@ -274,7 +280,7 @@ void gp__reserve(gp__ctx *c, const gp__req *r) {
       if (h[b].node == h[a].node && h[b].k > h[a].k) highest = false;
     if (!highest) continue;
     int node = h[a].node;
-    slot_times(c, r, node, times, masks, h[a].k + 1);
+    slot_times(c, r, node, times, masks, h[a].k + 1, GP__NEVER);
     uint32_t gpus = gp__choose_gpus(c, node, masks[h[a].k], (h[a].k + 1) * r->gpus);
     gp__node *s = &c->nodes[node];
     s->resv |= gpus;

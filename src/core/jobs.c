@@ -34,6 +34,9 @@ int gp__queue_over_limit(const gp__ctx *c, int leaf, double extra) {
 }
 
 static int find_class(const gp__ctx *c, const char *name) {
+  /* Callers usually share one string per class name: compare pointers first. */
+  for (int i = 0; i < c->n_classes; i++)
+    if (c->classes[i].name == name) return i;
   for (int i = 0; i < c->n_classes; i++)
     if (strcmp(c->classes[i].name, name) == 0) return i;
   return -1;

@@ -19,8 +19,7 @@
 /* A heap entry carries its keys, so sifting compares adjacent memory instead of chasing
  * job indexes into the view. */
 typedef struct hent {
-  int64_t k1, k2;       /* sort keys, smaller first */
-  uint64_t idp;         /* the id's first 8 bytes, big-endian: string order */
+  int64_t k1, k2;       /* sort keys, smaller first; then the job id, then j */
   int j;
 } hent;
 
@@ -41,7 +40,6 @@ struct gp__order {
 static bool job_less(const gp__order *o, const hent *a, const hent *b) {
   if (a->k1 != b->k1) return a->k1 < b->k1;
   if (a->k2 != b->k2) return a->k2 < b->k2;
-  if (a->idp != b->idp) return a->idp < b->idp;
   int c = strcmp(o->c->view->jobs[a->j].id, o->c->view->jobs[b->j].id);
   if (c) return c < 0;
   return a->j < b->j;
@@ -61,12 +59,7 @@ static void job_sift_down(const gp__order *o, hent *h, int n, int i) {
   h[i] = x;
 }
 
-static uint64_t id_prefix(const char *id) {
-  uint64_t v = 0;
-  int k = 0;
-  for (; k < 8 && id[k]; k++) v = v << 8 | (unsigned char)id[k];
-  return v << (8 * (8 - k));
-}
+
 
 /* Queue order: (no fair share?, ratio or allocation, tree index). */
 static bool queue_less(const gp__order *o, int a, int b) {
@@ -145,7 +138,7 @@ gp__order *gp__order_new(gp__ctx *c) {
   for (int e = 0; e < n_elig; e++) {
     int j = c->eligible[e];
     const gp_job *job = &v->jobs[j];
-    hent h = {.j = j, .idp = id_prefix(job->id)};
+    hent h = {.j = j};
     switch (c->pol->order) {
     case GP_ORDER_FIFO:
       h.k1 = job->submitted_at;

@@ -7,10 +7,11 @@
  *             from their allocation beyond fair share (policy.reclaim, fair-share order).
  * Victims: RUNNING, preemptible, at least policy.min_runtime old, not already chosen. Their
  * order: lowest priority, then least work lost (now - max(last checkpoint, start)), then
- * youngest, then view index. For each task the simulation looks at every node that hosts a
- * candidate, takes that node's candidates in victim order until the task fits, and keeps
- * the node whose most valuable victim is least valuable (then fewest victims, then lowest
- * index). A gang repeats this per task on the capacity left by earlier tasks. If any task
+ * youngest, then view index. All victim-able jobs are sorted once per step; for each task
+ * the simulation walks them in that order, accumulating candidates per node, and stops at
+ * the first node that can take the task with its accumulated victims: the node whose most
+ * valuable victim is least valuable. A gang repeats this per task on the capacity left by
+ * earlier tasks (and first tries what earlier tasks' victims already freed). If any task
  * cannot fit, nothing is evicted. No ping-pong: reclaim keeps the reclaimer at or below its
  * fair share and every victim queue at or above its own (at every level below the common
  * ancestor), and priority preemption needs a strictly higher priority.
@@ -26,6 +27,13 @@ enum { K_POOL = 0, K_PRIORITY, K_RECLAIM, K_STOPPING, K_N };
 
 struct gp__preempt {
   bool built;                    /* gp__preempt_build ran */
+  int *vorder, n_vorder;         /* victim-able running jobs in victim order (first use) */
+  int *acc_stamp;                /* per node: accumulation of the current walk */
+  uint32_t *acc_mask;
+  int64_t *acc_cpu, *acc_mem;
+  int *acc_head;                 /* per node: chain of walk entries (most recent first) */
+  int *ent_v, *ent_next, n_ent;  /* walk entries: a victim on a node */
+  int walk_stamp;
   int *leaf_start, *leaf_jobs;   /* victim-able running jobs per tree queue (CSR) */
   int *leaf_min_prio;            /* per tree queue: lowest priority among them */
   int *stopping;
@@ -168,6 +176,14 @@ void gp__preempt_done(gp__ctx *c) {
   free(p->taken_list);
   for (int k = 0; k < K_N; k++) free(p->fail_gpus[k]);
   free(p->fail_prio);
+  free(p->vorder);
+  free(p->acc_stamp);
+  free(p->acc_mask);
+  free(p->acc_cpu);
+  free(p->acc_mem);
+  free(p->acc_head);
+  free(p->ent_v);
+  free(p->ent_next);
   free(p);
   c->pre = NULL;
 }
@@ -303,6 +319,136 @@ static int best_node(gp__ctx *c, const gp__req *r, int kind, gp__fit *best_fit, 
   return best < 0 ? -1 : best_n;
 }
 
+
+/* Sort keys of the victim order, so the one sort per step does not chase the view. */
+typedef struct vkey {
+  int prio;
+  int j;
+  gp_time lost, started;
+} vkey;
+
+static int vkey_cmp(const void *a, const void *b) {
+  const vkey *x = a, *y = b;
+  if (x->prio != y->prio) return x->prio < y->prio ? -1 : 1;
+  if (x->lost != y->lost) return x->lost < y->lost ? -1 : 1;
+  if (x->started != y->started) return x->started > y->started ? -1 : 1;
+  return x->j < y->j ? -1 : x->j > y->j;
+}
+
+static void build_vorder(gp__ctx *c) {
+  struct gp__preempt *p = c->pre;
+  if (p->vorder) return;
+  int nn = c->view->n_nodes;
+  vkey *keys = gp_xmalloc(((size_t)c->n_running + 1) * sizeof *keys);
+  int n = 0;
+  for (int r = 0; r < c->n_running; r++) {
+    int j = c->running[r];
+    if (!victim_able(c, j)) continue;
+    const gp_job *job = &c->view->jobs[j];
+    gp_time since = job->last_checkpoint_at > job->started_at ? job->last_checkpoint_at : job->started_at;
+    keys[n++] = (vkey){c->jobs[j].prio, j, c->now - since, job->started_at};
+  }
+  qsort(keys, (size_t)n, sizeof *keys, vkey_cmp);
+  p->vorder = gp_xmalloc(((size_t)n + 1) * sizeof(int));
+  for (int k = 0; k < n; k++) p->vorder[k] = keys[k].j;
+  p->n_vorder = n;
+  free(keys);
+  p->acc_stamp = gp_xcalloc((size_t)nn + 1, sizeof(int));
+  p->acc_mask = gp_xcalloc((size_t)nn + 1, sizeof(uint32_t));
+  p->acc_cpu = gp_xcalloc((size_t)nn + 1, sizeof(int64_t));
+  p->acc_mem = gp_xcalloc((size_t)nn + 1, sizeof(int64_t));
+  p->acc_head = gp_xcalloc((size_t)nn + 1, sizeof(int));
+  size_t total = (size_t)c->node_jobs_start[nn] + 1;
+  p->ent_v = gp_xmalloc(total * sizeof(int));
+  p->ent_next = gp_xmalloc(total * sizeof(int));
+}
+
+/* Is running job v a candidate victim of `kind` for J on `node`? */
+static bool walk_candidate(const gp__ctx *c, int kind, int J, int v, int node) {
+  const gp__job *vj = &c->jobs[v], *jj = &c->jobs[J];
+  switch (kind) {
+  case K_PRIORITY:
+    return vj->leaf == jj->leaf && vj->prio < jj->prio;
+  case K_RECLAIM:
+    return reclaim_ok(c, J, v);
+  default: { /* K_POOL: borrowers on the owner's pool nodes */
+    int own = c->queue_pool[jj->leaf];
+    return c->nodes[node].pool == own && (vj->leaf < 0 || c->queue_pool[vj->leaf] != own);
+  }
+  }
+}
+
+/* One task of a preemption: walk candidate victims in victim order, accumulating them per
+ * node, until some node can take the task; that node and its accumulated victims win (the
+ * node whose most valuable victim is least valuable). Returns the number of victims, or -1. */
+static int walk_node(gp__ctx *c, const gp__req *r, int kind, gp__fit *best_fit, int *best_victims) {
+  struct gp__preempt *p = c->pre;
+  /* Capacity freed by victims of earlier tasks may already be enough. */
+  for (int k = 0; k < p->n_touched; k++) {
+    int node = p->touched[k];
+    if (gp__node_fit(c, r, node, p->tent_extra[node], p->tent_cpu[node], p->tent_mem[node], best_fit))
+      return 0;
+  }
+  int ws = ++p->walk_stamp;
+  p->n_ent = 0;
+  for (int i = 0; i < p->n_vorder; i++) {
+    int v = p->vorder[i];
+    if (p->taken[v] || c->jobs[v].victim) continue;
+    const gp_job *job = &c->view->jobs[v];
+    for (int k = 0; k < job->n_placements; k++) {
+      int node = job->placements[k].node, dup = 0;
+      for (int m = 0; m < k && !dup; m++) dup = job->placements[m].node == node;
+      if (dup || p->acc_stamp[node] == -ws) continue; /* -ws: node excluded for this walk */
+      if (!walk_candidate(c, kind, r->job, v, node)) continue;
+      if (p->acc_stamp[node] != ws) {
+        if (!gp__node_static_ok(c, r, node)) {
+          p->acc_stamp[node] = -ws;
+          continue;
+        }
+        p->acc_stamp[node] = ws;
+        p->acc_mask[node] = p->tent_extra[node];
+        p->acc_cpu[node] = p->tent_cpu[node];
+        p->acc_mem[node] = p->tent_mem[node];
+        p->acc_head[node] = -1;
+      }
+      int e = p->n_ent++;
+      p->ent_v[e] = v;
+      p->ent_next[e] = p->acc_head[node];
+      p->acc_head[node] = e;
+      frees_on(c, v, node, &p->acc_mask[node], &p->acc_cpu[node], &p->acc_mem[node]);
+      const gp__node *sn = &c->nodes[node];
+      if (gp__popc((sn->free | p->acc_mask[node]) & sn->whole_ok) < r->gpus) continue; /* cheap */
+      if (!gp__node_fit(c, r, node, p->acc_mask[node], p->acc_cpu[node], p->acc_mem[node], best_fit))
+        continue;
+      /* The chain is newest first: reverse into victim order. */
+      int n = 0;
+      for (int x = p->acc_head[node]; x >= 0 && n < MAX_ON_NODE; x = p->ent_next[x]) best_victims[n++] = p->ent_v[x];
+      for (int a = 0, b = n - 1; a < b; a++, b--) {
+        int t = best_victims[a];
+        best_victims[a] = best_victims[b];
+        best_victims[b] = t;
+      }
+      if (kind == K_RECLAIM) {
+        /* Each victim was checked alone; together they must keep every queue at its share. */
+        bool okc = true;
+        int applied = 0;
+        for (; applied < n && okc; applied++) {
+          okc = reclaim_ok(c, r->job, best_victims[applied]);
+          if (okc) add_removed(c, best_victims[applied], +1);
+          else break;
+        }
+        for (int a = 0; a < applied; a++) add_removed(c, best_victims[a], -1);
+        if (!okc) {
+          p->acc_stamp[node] = -ws;
+          continue;
+        }
+      }
+      return n;
+    }
+  }
+  return -1;
+}
+
 static void take_victim(gp__ctx *c, int v, int kind) {
   struct gp__preempt *p = c->pre;
   p->taken[v] = true;
@@ -325,45 +471,21 @@ static bool simulate(gp__ctx *c, const gp__req *r, int kind, bool record) {
   p->stamp++;
   p->n_cand = 0;
   const gp__job *J = &c->jobs[r->job];
-  switch (kind) {
-  case K_STOPPING: /* stopping jobs another waiting job already counts on are not free */
+  if (kind == K_STOPPING) { /* stopping jobs another waiting job already counts on are not free */
     for (int k = 0; k < p->n_stopping; k++)
       if (!c->jobs[p->stopping[k]].victim) add_candidate(c, p->stopping[k]);
-    break;
-  case K_PRIORITY:
-    for (int k = p->leaf_start[J->leaf]; k < p->leaf_start[J->leaf + 1]; k++) {
-      int v = p->leaf_jobs[k];
-      if (!c->jobs[v].victim && c->jobs[v].prio < J->prio) add_candidate(c, v);
-    }
-    break;
-  case K_RECLAIM:
-    for (int q = 0; q < c->tree.n; q++) {
-      if (q == J->leaf || !gp__qtree_is_leaf(&c->tree, q)) continue;
-      if (c->tree.q[q].allocated <= c->tree.q[q].fair_share + GP__EPS) continue;
-      for (int k = p->leaf_start[q]; k < p->leaf_start[q + 1]; k++)
-        if (!c->jobs[p->leaf_jobs[k]].victim) add_candidate(c, p->leaf_jobs[k]);
-    }
-    break;
-  case K_POOL: {
-    int own = c->queue_pool[J->leaf];
-    for (int i = 0; i < c->view->n_nodes; i++) {
-      if (c->nodes[i].pool != own) continue;
-      for (int k = c->node_jobs_start[i]; k < c->node_jobs_start[i + 1]; k++) {
-        int v = c->node_jobs[k];
-        int vl = c->jobs[v].leaf;
-        if (victim_able(c, v) && (vl < 0 || c->queue_pool[vl] != own)) add_candidate(c, v);
-      }
-    }
-    break;
+    if (!p->n_cand) return false;
+  } else {
+    build_vorder(c);
   }
-  }
-  if (!p->n_cand) return false;
+  (void)J;
   gp__fit *fits = gp_xmalloc((size_t)r->tasks * sizeof *fits);
   int victims[MAX_ON_NODE];
   int placed = 0;
   bool ok = true;
   for (; placed < r->tasks; placed++) {
-    int n = best_node(c, r, kind, &fits[placed], victims);
+    int n = kind == K_STOPPING ? best_node(c, r, kind, &fits[placed], victims)
+                               : walk_node(c, r, kind, &fits[placed], victims);
     if (n < 0) {
       ok = false;
       break;

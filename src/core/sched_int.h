@@ -27,7 +27,7 @@
 
 /* Caps that keep a step cheap on big clusters (docs/internals/scheduler.md). */
 #define GP__MAX_RESERVATIONS 8      /* backfill reservations per step (and 1 per leaf) */
-#define GP__MAX_PREEMPT_ATTEMPTS 16 /* preemption simulations per step */
+#define GP__MAX_PREEMPT_ATTEMPTS 8  /* preemption simulations per step */
 #define GP__MAX_GANG_BLOCKS 4       /* topology blocks tried per gang before going wide */
 #define GP__MAX_DRAIN 256           /* jobs considered once nothing fits (reservations,
                                        preemption), before the rest get reasons in bulk */
@@ -157,6 +157,8 @@ typedef struct gp__ctx {
    * simulator, the server) skip the hash; the answer never depends on the cache. */
   const char *qcache_ptr[64];
   int qcache_val[64];
+  const char *hcache_ptr[64]; /* string hashes by pointer (shapes.c) */
+  uint32_t hcache_val[64];
 
   /* Jobs by status, in view order (jobs.c), so later passes need not scan the view. */
   int *running, n_running;   /* RUNNING and STOPPING */

@@ -34,8 +34,17 @@ static int pool_key(const gp__ctx *c, int j) {
   return ((leaf >= 0 ? c->queue_pool[leaf] : -1) + 2) * 2 + c->jobs[j].preemptible;
 }
 
+/* Hash of a string, cached by pointer: requests usually share their model and label
+ * strings, so the string is hashed once per step. The value never depends on the cache. */
+static uint32_t str_hash(gp__ctx *c, const char *str) {
+  unsigned h = (unsigned)(((uintptr_t)str >> 3) & 63);
+  if (c->hcache_ptr[h] == str) return c->hcache_val[h];
+  c->hcache_ptr[h] = str;
+  return c->hcache_val[h] = gp__strhash(str);
+}
+
 /* Hash of the class part (numbers == false) or of the whole shape. */
-static uint32_t sig_hash(const gp__ctx *c, int j, bool numbers) {
+static uint32_t sig_hash(gp__ctx *c, int j, bool numbers) {
   const gp_request *r = &c->view->jobs[j].req;
   uint32_t h = 2166136261u;
   h = mix(h, (uint64_t)c->jobs[j].kind | (uint64_t)r->allow_spot << 8 |
@@ -46,10 +55,10 @@ static uint32_t sig_hash(const gp__ctx *c, int j, bool numbers) {
     h = mix(h, (uint64_t)(uint32_t)r->gpu_milli ^ ((uint64_t)r->gpu_mem_mib << 16));
     h = mix(h, (uint64_t)r->cpu_milli ^ ((uint64_t)r->mem_mib << 24));
   }
-  for (int i = 0; i < r->n_gpu_models; i++) h = mix(h, gp__strhash(r->gpu_models[i]));
+  for (int i = 0; i < r->n_gpu_models; i++) h = mix(h, str_hash(c, r->gpu_models[i]));
   for (int i = 0; i < r->n_node_selector; i++)
-    h = mix(h, gp__strhash(r->node_selector[i].key) * 31u + gp__strhash(r->node_selector[i].value));
-  if (r->mig_profile) h = mix(h, gp__strhash(r->mig_profile));
+    h = mix(h, str_hash(c, r->node_selector[i].key) * 31u + str_hash(c, r->node_selector[i].value));
+  if (r->mig_profile) h = mix(h, str_hash(c, r->mig_profile));
   return h;
 }
 
