@@ -299,7 +299,16 @@ static int apply_event(gp_srv_state *s, gp_srv_node *n, int idx, const json_t *e
     const json_t *pid = json_object_get(e, "pid");
     if (json_is_integer(pid)) json_object_set_new(extra, "pid", json_integer(json_integer_value(pid)));
     const char *enf = json_string_value(json_object_get(e, "enforcement"));
-    if (enf && strlen(enf) < 32) json_object_set_new(extra, "enforcement", json_string(enf));
+    if (enf && strlen(enf) < 32) {
+      json_object_set_new(extra, "enforcement", json_string(enf));
+      free(j->enforcement);
+      j->enforcement = gp_xstrdup(enf);
+      int r = gp__srv_persist_job(s, j, err);
+      if (r) {
+        json_decref(extra);
+        return r;
+      }
+    }
     return gp__srv_job_event(s, j, "launched", at, extra, err);
   }
   if (strcmp(kind, "checkpoint") == 0) {
@@ -412,6 +421,19 @@ static int do_heartbeat(gp_srv_state *s, gp_srv_req *r, int64_t now_s, int64_t n
     rc = apply_event(s, n, idx, json_array_get(events, i), now_s, err);
   if (rc) return rc;
   apply_gpus(n, json_object_get(body, "gpus"), s, now_s);
+  const json_t *nh = json_object_get(body, "node_health");
+  const char *conds = json_string_value(json_object_get(nh, "conditions"));
+  if (json_is_object(nh)) {
+    json_t *list = json_array();
+    for (const char *p = conds ? conds : ""; *p && json_array_size(list) < 16;) {
+      const char *comma = strchr(p, ',');
+      size_t len = comma ? (size_t)(comma - p) : strlen(p);
+      if (len > 0 && len < 64) json_array_append_new(list, json_stringn(p, len));
+      p = comma ? comma + 1 : p + len;
+    }
+    json_decref(n->conditions);
+    n->conditions = list;
+  }
   apply_usage(s, json_object_get(body, "jobs"));
   bool has_orders = n->n_orders > 0 && n->orders[n->n_orders - 1].id > gen;
   release_waiter(n); /* one poll per node: the newer one wins */

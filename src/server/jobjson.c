@@ -142,6 +142,8 @@ void gp__srv_job_free(gp_srv_job *j) {
   free(j->alloc);
   json_decref(j->timeline);
   json_decref(j->usage);
+  json_decref(j->last_placements);
+  free(j->enforcement);
   free(j->pending_message);
   free(j);
 }
@@ -392,6 +394,10 @@ int gp__srv_job_from_doc(const char *doc, gp_srv_job **ret, gp_err *err) {
   if (er) j->end_reason = gp_xstrdup(er);
   const char *sr = json_string_value(json_object_get(o, "stop_reason"));
   if (sr) j->stop_reason = gp_xstrdup(sr);
+  const json_t *lp = json_object_get(o, "last_placements");
+  if (json_is_array(lp)) j->last_placements = json_deep_copy(lp);
+  const char *enf = json_string_value(json_object_get(o, "enforcement"));
+  if (enf && strlen(enf) < 32) j->enforcement = gp_xstrdup(enf);
   json_decref(o);
   *ret = j;
   return 0;
@@ -429,7 +435,14 @@ static json_t *placement_json(const gp_srv_state *s, const gp_srv_job *j, int ta
   return p;
 }
 
+json_t *gp__srv_job_placements_json(const gp_srv_state *s, const gp_srv_job *j) {
+  json_t *pl = json_array();
+  for (int t = 0; t < j->n_alloc; t++) json_array_append_new(pl, placement_json(s, j, t));
+  return pl;
+}
+
 static const char *enforcement(const gp_srv_state *s, const gp_srv_job *j) {
+  if (j->enforcement) return j->enforcement; /* what the agent says it enforces */
   if (j->mig) return "mig";
   if (j->gpu_milli > 0 || j->gpu_mem_mib > 0) {
     /* The agent reports how a share is enforced; the server knows the GPU's mode. */
@@ -485,7 +498,12 @@ json_t *gp__srv_job_to_json(const gp_srv_state *s, const gp_srv_job *j, bool for
   json_object_set_new(o, "ended_at", j->ended_at ? json_integer(j->ended_at) : json_null());
   json_object_set_new(o, "last_checkpoint_at",
                       j->last_checkpoint_at ? json_integer(j->last_checkpoint_at) : json_null());
-  if (for_store) return o;
+  if (for_store) {
+    if (j->last_placements && gp_job_state_is_final(j->state))
+      json_object_set(o, "last_placements", j->last_placements);
+    if (j->enforcement) json_object_set_new(o, "enforcement", json_string(j->enforcement));
+    return o;
+  }
   json_t *extra = gp__srv_job_api_fields(s, j);
   json_object_update(o, extra);
   json_decref(extra);
@@ -511,9 +529,10 @@ json_t *gp__srv_job_api_fields(const gp_srv_state *s, const gp_srv_job *j) {
   json_object_set_new(o, "pending_message", message ? json_string(message) : json_null());
   json_object_set_new(o, "reservation_at",
                       pending && j->reservation_at ? json_integer(j->reservation_at) : json_null());
-  json_t *pl = json_array();
-  for (int t = 0; t < j->n_alloc; t++) json_array_append_new(pl, placement_json(s, j, t));
-  json_object_set_new(o, "placements", pl);
+  if (j->n_alloc == 0 && j->last_placements && gp_job_state_is_final(j->state))
+    json_object_set(o, "placements", j->last_placements);
+  else
+    json_object_set_new(o, "placements", gp__srv_job_placements_json(s, j));
   json_object_set(o, "timeline", j->timeline);
   json_object_set(o, "usage", j->usage ? j->usage : json_null());
   return o;

@@ -34,6 +34,11 @@ int gp__srv_job_end(gp_srv_state *s, gp_srv_job *j, gp_job_state st, const char 
 
 /* Releases the job's allocations (memory and store). */
 static int free_allocs(gp_srv_state *s, gp_srv_job *j, gp_err *err) {
+  /* Remember where it ran, for `gpool show` and accounting. */
+  if (j->n_alloc > 0) {
+    json_decref(j->last_placements);
+    j->last_placements = gp__srv_job_placements_json(s, j);
+  }
   free(j->alloc);
   j->alloc = NULL;
   j->n_alloc = 0;
@@ -47,6 +52,7 @@ static int requeue(gp_srv_state *s, gp_srv_job *j, const char *why, int64_t now,
   j->started_at = 0;
   j->has_exit_code = false;
   set_str(&j->stop_reason, NULL);
+  set_str(&j->enforcement, NULL);
   s->counters.requeues++;
   json_t *extra = json_object();
   json_object_set_new(extra, "reason", json_string(why));

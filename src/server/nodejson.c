@@ -57,6 +57,7 @@ void gp__srv_node_free(gp_srv_node *n) {
   gp__srv_node_free_facts(n);
   free(n->name);
   free(n->reason);
+  json_decref(n->conditions);
   for (int i = 0; i < n->n_orders; i++) free(n->orders[i].doc);
   free(n->orders);
   free(n);
@@ -242,6 +243,8 @@ json_t *gp__srv_node_to_json(const gp_srv_state *s, const gp_srv_node *n, bool f
     json_object_set_new(o, "state", json_string(gp_node_state_name(effective_state(n))));
   }
   json_object_set_new(o, "reason", n->reason ? json_string(n->reason) : json_null());
+  if (!for_store)
+    json_object_set_new(o, "conditions", n->conditions ? json_incref(n->conditions) : json_array());
   json_object_set_new(o, "model", json_string(n->model ? n->model : ""));
   json_object_set_new(o, "gpus", json_integer(n->n_gpus));
   json_object_set_new(o, "cpus", json_real((double)n->cpu_milli / 1000.0));

@@ -75,6 +75,8 @@ typedef struct gp_srv_job {
   gp_srv_alloc *alloc;  /* RUNNING/STOPPING: one per task */
   json_t *timeline;     /* array of events (owned) */
   json_t *usage;        /* last usage the agent reported, or NULL */
+  json_t *last_placements; /* where the last run ran (API shape), kept when it ends */
+  char *enforcement;    /* how the agent enforces a share (launched event), or NULL */
   int pending_reason;   /* gp_pending_reason, -1: none known yet */
   char *pending_message;
   int64_t reservation_at;
@@ -122,6 +124,7 @@ typedef struct gp_srv_node {
   gp_node_state admin_state; /* UP, DRAIN or CORDON (admin's choice) */
   char *reason;
   bool alive;           /* registered and heartbeating */
+  json_t *conditions;   /* node conditions the agent reports (e.g. thermal_throttling), or NULL */
   int64_t last_heartbeat;    /* wall clock seconds */
   int64_t last_seen_ms;      /* monotonic */
   /* Orders not yet acknowledged, oldest first. */
@@ -273,6 +276,8 @@ json_t *gp__srv_job_to_json(const gp_srv_state *s, const gp_srv_job *j, bool for
 /* The fields of the API's JOB that the store does not keep (pending reason, placements,
  * timeline, usage, enforcement). */
 json_t *gp__srv_job_api_fields(const gp_srv_state *s, const gp_srv_job *j);
+/* The API placements of a job's current allocation (an empty list when it holds none). */
+json_t *gp__srv_job_placements_json(const gp_srv_state *s, const gp_srv_job *j);
 
 /* ---- nodejson.c ---- */
 /* Reads a node as the agent registers it (or as stored) into *n (fresh or existing: facts

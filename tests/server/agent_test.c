@@ -55,6 +55,10 @@ static void a_job_runs_and_completes_with_its_exit_code(void) {
   CHECK_EQ_INT(200, tsrv_call(&t, "GET", path, ALICE, NULL, &show));
   CHECK_EQ_STR("completed", job_str(show, "state"));
   CHECK_EQ_INT(0, json_integer_value(json_object_get(json_object_get(show, "job"), "exit_code")));
+  /* An ended job still says where it ran. */
+  json_t *last = json_array_get(json_object_get(json_object_get(show, "job"), "placements"), 0);
+  CHECK_EQ_STR("n1", json_string_value(json_object_get(last, "node")));
+  CHECK_EQ_INT(2, json_array_size(json_object_get(last, "gpu_uuids")));
   json_t *tl = json_object_get(json_object_get(show, "job"), "timeline");
   const char *want[] = {"submitted", "started", "launched", "ended"};
   CHECK_EQ_INT(4, json_array_size(tl));
@@ -365,7 +369,70 @@ static void a_dependent_job_waits_and_then_runs(void) {
   tsrv_stop(&t);
 }
 
-GP_TESTS(a_dependent_job_waits_and_then_runs, a_late_exit_of_an_earlier_run_does_not_end_the_current_run, a_gpu_fault_drains_the_gpu_with_its_reason, a_job_runs_and_completes_with_its_exit_code, the_long_poll_wakes_within_100ms_of_a_new_start,
+static void a_job_stopped_for_a_gpu_fault_is_requeued_when_it_may_be(void) {
+  tsrv t = {0};
+  tsrv_start(&t);
+  CHECK_EQ_INT(201, tsrv_register(&t, "n1", 4, NULL));
+  char *re = tsrv_submit(&t, ALICE, "{\"command\": [\"x\"], \"gpus\": 2, \"requeue\": true}");
+  char *no = tsrv_submit(&t, ALICE, "{\"command\": [\"y\"], \"gpus\": 2}");
+  REQUIRE(re && no);
+  CHECK(tsrv_wait_state(&t, re, "running"));
+  CHECK(tsrv_wait_state(&t, no, "running"));
+  char ev[512];
+  snprintf(ev, sizeof ev,
+           "[{\"kind\": \"started\", \"job\": \"%s\", \"pid\": 9, \"enforcement\": \"watchdog\"},"
+           " {\"kind\": \"exited\", \"job\": \"%s\", \"exit_code\": null, \"signal\": 15, \"reason\": \"gpu_fault\","
+           " \"message\": \"xid 79 on GPU 1\"}, {\"kind\": \"exited\", \"job\": \"%s\", \"exit_code\": null,"
+           " \"reason\": \"gpu_fault\", \"message\": \"xid 79 on GPU 3\"}]", re, re, no);
+  json_decref(tsrv_heartbeat(&t, "n1", 0, 0, ev));
+  json_t *o = NULL;
+  char path[64];
+  snprintf(path, sizeof path, "/v1/jobs/%s", re);
+  tsrv_call(&t, "GET", path, ALICE, NULL, &o);
+  CHECK_EQ_INT(1, json_integer_value(json_object_get(json_object_get(o, "job"), "restarts")));
+  CHECK(strcmp(job_str(o, "state"), "pending") == 0 || strcmp(job_str(o, "state"), "running") == 0);
+  json_decref(o);
+  CHECK(tsrv_wait_state(&t, no, "failed"));
+  snprintf(path, sizeof path, "/v1/jobs/%s", no);
+  tsrv_call(&t, "GET", path, ALICE, NULL, &o);
+  CHECK_CONTAINS(job_str(o, "end_reason"), "gpu_fault");
+  json_decref(o);
+  free(re);
+  free(no);
+  tsrv_stop(&t);
+}
+
+static void node_conditions_and_enforcement_come_from_the_agent(void) {
+  tsrv t = {0};
+  tsrv_start(&t);
+  CHECK_EQ_INT(201, tsrv_register(&t, "n1", 2, NULL));
+  char *id = tsrv_submit(&t, ALICE, "{\"command\": [\"x\"], \"gpus\": 1}");
+  REQUIRE(id);
+  CHECK(tsrv_wait_state(&t, id, "running"));
+  char body[512];
+  snprintf(body, sizeof body,
+           "{\"node\": \"n1\", \"gen\": 0, \"wait_ms\": 0, \"node_health\": {\"drained\": false, \"reason\": \"\","
+           " \"conditions\": \"thermal_throttling,power_throttling\"}, \"events\": [{\"kind\": \"started\","
+           " \"job\": \"%s\", \"pid\": 5, \"enforcement\": \"watchdog\"}]}", id);
+  json_t *o = NULL;
+  CHECK_EQ_INT(200, tsrv_call(&t, "POST", "/v1/agent/heartbeat", AGENT, body, &o));
+  json_decref(o);
+  CHECK_EQ_INT(200, tsrv_call(&t, "GET", "/v1/nodes/n1", ALICE, NULL, &o));
+  json_t *conds = json_object_get(json_object_get(o, "node"), "conditions");
+  CHECK_EQ_INT(2, json_array_size(conds));
+  CHECK_EQ_STR("thermal_throttling", json_string_value(json_array_get(conds, 0)));
+  json_decref(o);
+  char path[64];
+  snprintf(path, sizeof path, "/v1/jobs/%s", id);
+  tsrv_call(&t, "GET", path, ALICE, NULL, &o);
+  CHECK_EQ_STR("watchdog", job_str(o, "enforcement"));
+  json_decref(o);
+  free(id);
+  tsrv_stop(&t);
+}
+
+GP_TESTS(a_job_stopped_for_a_gpu_fault_is_requeued_when_it_may_be,
+         node_conditions_and_enforcement_come_from_the_agent, a_dependent_job_waits_and_then_runs, a_late_exit_of_an_earlier_run_does_not_end_the_current_run, a_gpu_fault_drains_the_gpu_with_its_reason, a_job_runs_and_completes_with_its_exit_code, the_long_poll_wakes_within_100ms_of_a_new_start,
          cancelling_a_running_job_sends_the_stop_handshake,
          a_silent_node_goes_down_and_its_jobs_are_requeued_or_failed,
          a_restarted_agent_keeps_the_jobs_it_reports_and_loses_the_rest, agent_messages_are_checked)
