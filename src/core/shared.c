@@ -110,12 +110,14 @@ static void share_view(const gp__ctx *c, int node, gp_share_node *sn) {
   }
 }
 
+/* The milli a request takes on this node's GPUs: its fraction, or its memory share of the
+ * node's GPU model (core/share's rounding); GP_GPU_MILLI + 1 when it cannot fit one GPU. */
 static int milli_for(const gp__ctx *c, const gp__req *r, int node) {
   if (r->milli > 0) return r->milli;
-  int64_t cap = c->view->nodes[node].gpu_mem_mib;
-  if (cap <= 0) return GP_GPU_MILLI + 1; /* unknown memory: cannot share by memory */
-  int64_t m = (r->gpu_mem * GP_GPU_MILLI + cap - 1) / cap;
-  return m > GP_GPU_MILLI ? GP_GPU_MILLI + 1 : (int)m;
+  int milli = 0;
+  if (gp_share_milli_for_mem(r->gpu_mem, c->view->nodes[node].gpu_mem_mib, &milli, NULL) != 0)
+    return GP_GPU_MILLI + 1;
+  return milli;
 }
 
 /* A fraction on a timeslice GPU: one replica; the fullest GPU with a free replica. */

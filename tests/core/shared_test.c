@@ -31,6 +31,41 @@ static void fractions_share_a_gpu_and_carry_their_memory(void) {
   fx_free(f);
 }
 
+static void the_sharing_policy_decides_where_a_fraction_goes(void) {
+  /* Node "packed" has a half-used GPU and plenty of CPU; node "tight" has one idle GPU and
+   * little CPU. GpuPacking prefers the partly used GPU; BestFit prefers the node with the
+   * least left after the placement. The core asks core/share, so the policy decides. */
+  fx *f = fx_new();
+  gp_node *packed = fx_node(f, "packed", "H100", 2);
+  gp_node *tight = fx_node(f, "tight", "H100", 1);
+  (void)packed;
+  tight->cpu_milli = 2000;
+  tight->mem_mib = 8192;
+  for (int g = 0; g < 2; g++) f->gpus[0][g].mode = GP_SHARE_SHARED;
+  f->gpus[1][0].mode = GP_SHARE_SHARED;
+  fx_queue(f, "a", 0, GP_NO_LIMIT, 1);
+  gp_job *half = fx_job(f, "running-half", "a", 0, 1);
+  half->req.gpu_milli = 500;
+  half->state = GP_JOB_RUNNING;
+  f->placements[0][half->n_placements++] =
+      (gp_placement){.node = 0, .gpu_mask = 1, .gpu_milli = 500, .gpu_mem_mib = 40960, .mig_instance = -1};
+  gp_job *q = fx_job(f, "half", "a", 0, 1);
+  q->req.gpu_milli = 500;
+  q->req.cpu_milli = 1000;
+  f->pol.share = GP_SHARE_POLICY_GPUPACKING;
+  gp_plan *p = fx_step(f, 10);
+  REQUIRE(p && fx_started(f, p, "half"));
+  CHECK_EQ_INT(0, fx_start(f, p, "half")->placements[0].node);
+  CHECK_EQ_INT(1, fx_start(f, p, "half")->placements[0].gpu_mask); /* the half-used GPU */
+  gp_plan_free(p);
+  f->pol.share = GP_SHARE_POLICY_BESTFIT;
+  p = fx_step(f, 10);
+  REQUIRE(p && fx_started(f, p, "half"));
+  CHECK_EQ_INT(1, fx_start(f, p, "half")->placements[0].node);
+  gp_plan_free(p);
+  fx_free(f);
+}
+
 static void exclusive_gpus_never_take_fractions(void) {
   fx *f = fx_new();
   fx_node(f, "n0", "H100", 2);
@@ -117,6 +152,7 @@ static void an_idle_mig_gpu_is_repartitioned_for_pending_demand(void) {
   fx_free(f);
 }
 
-GP_TESTS(fractions_share_a_gpu_and_carry_their_memory, exclusive_gpus_never_take_fractions,
+GP_TESTS(fractions_share_a_gpu_and_carry_their_memory, the_sharing_policy_decides_where_a_fraction_goes,
+         exclusive_gpus_never_take_fractions,
          timesliced_gpus_hand_out_replicas, mig_jobs_take_a_free_instance_of_their_profile,
          an_idle_mig_gpu_is_repartitioned_for_pending_demand)
