@@ -263,7 +263,7 @@ static void net_post(gp_agent *a, call_kind kind, const char *path, json_t *body
   curl_easy_setopt(net->easy, CURLOPT_WRITEFUNCTION, on_body);
   curl_easy_setopt(net->easy, CURLOPT_WRITEDATA, &net->response);
   curl_easy_setopt(net->easy, CURLOPT_TIMEOUT_MS, timeout_ms);
-  curl_easy_setopt(net->easy, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
+  curl_easy_setopt(net->easy, CURLOPT_CONNECTTIMEOUT_MS, 3000L);
   curl_easy_setopt(net->easy, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(net->easy, CURLOPT_TCP_NODELAY, 1L);
   curl_multi_add_handle(net->multi, net->easy);
@@ -278,7 +278,7 @@ static void start_register(gp_agent *a) {
   json_t *jobs = json_array();
   for (size_t i = 0; i < a->n_jobs; i++) json_array_append_new(jobs, gp__job_report(a->jobs[i]));
   json_object_set_new(body, "jobs", jobs);
-  net_post(a, CALL_REGISTER, "/v1/agent/register", body, 15000);
+  net_post(a, CALL_REGISTER, "/v1/agent/register", body, 10000);
   json_decref(body);
 }
 
@@ -319,7 +319,8 @@ static void start_heartbeat(gp_agent *a) {
                       json_pack("{s:b,s:s,s:s}", "drained", node_drained, "reason", why,
                                 "conditions", a->conditions));
   net->carries_events = json_array_size(a->inflight) > 0;
-  net_post(a, CALL_HEARTBEAT, "/v1/agent/heartbeat", body, wait_ms + 15000);
+  /* A long poll unanswered well past its wait is a dead connection: give up on it. */
+  net_post(a, CALL_HEARTBEAT, "/v1/agent/heartbeat", body, wait_ms + 5000);
   json_decref(body);
 }
 
@@ -435,7 +436,10 @@ static void on_register_answer(gp_agent *a, long status) {
   json_t *doc = json_loadb(a->net->response.data, a->net->response.len, 0, &je);
   if (status == 200 || status == 201) {
     json_int_t hb = json_integer_value(json_object_get(doc, "heartbeat_s"));
-    if (hb >= 1 && hb <= 30) a->heartbeat_s = (int)hb;
+    /* The server's period bounds ours (it declares nodes down by it); a shorter one asked
+     * for on the command line stays. */
+    int mine = a->cfg.heartbeat_s > 0 ? a->cfg.heartbeat_s : 5;
+    if (hb >= 1 && hb <= 30) a->heartbeat_s = hb < mine ? (int)hb : mine;
     json_t *g = json_object_get(doc, "gen");
     if (json_is_integer(g) && json_integer_value(g) >= 0) a->gen = json_integer_value(g);
     a->registered = true;
@@ -538,7 +542,10 @@ static void net_step(gp_agent *a) {
                 curl_easy_strerror(cc));
       net->outage_logged = true;
       net->failures++;
-      int backoff = net->failures < 4 ? 250 << net->failures : 5000;
+      /* Retry soon (a restarted server is back in a second or two), with a little jitter
+       * so that a fleet of agents does not knock in step. */
+      int backoff = net->failures < 3 ? 250 << (net->failures - 1) : 1000;
+      backoff += (int)(getpid() % 200);
       net->next_at_ms = gp__now_ms() + backoff;
       if (kind == CALL_HEARTBEAT) requeue_inflight(a);
       net_finish(a);
