@@ -9,7 +9,8 @@
 # bench_submit_bench, which registers NODES simulated 8-GPU nodes over the agent protocol
 # (fake agents that answer start orders with `started` events without forking; see the
 # program's header) and then submits JOBS one-GPU jobs from CLIENTS keep-alive clients,
-# timing until all are running. A second gpool run uses one client, as sbatch does.
+# timing until all are running. A second gpool run uses one client, as sbatch does, and a
+# third runs the `gpool submit` command once per job, as the sbatch loop does.
 # Slurm: ../shared/bench/slurm/slurm-peer.sh with NODES nodes in CLOUD state (scheduler
 # only: jobs are allocated and wait in CONFIGURING, the Slurm equivalent of "started" with
 # no process), sbatch one job after another, "Jobs started" from sdiag.
@@ -63,6 +64,15 @@ start_server
 echo "== gpool: one client, one submission after another (like sbatch), $JOBS jobs on an empty fleet"
 start_server
 "$BENCH" --server "$URL" --token bench-admin --clients 1 --jobs "$JOBS" --timeout 600 | tee "$TMP/gpool1.out"
+CLI_JOBS=${CLI_JOBS:-1000}
+echo "== gpool: the CLI, one 'gpool submit' process per job (like sbatch), $CLI_JOBS jobs"
+t0=$(date +%s.%N)
+for _ in $(seq 1 "$CLI_JOBS"); do
+  GPOOL_SERVER=$URL GPOOL_TOKEN=bench-admin "$GPOOL" submit -g 1 -- true >/dev/null
+done
+t1=$(date +%s.%N)
+g_cli=$(echo "scale=1; $CLI_JOBS / ($t1 - $t0)" | bc)
+echo "gpool submit CLI: $CLI_JOBS jobs in $(echo "$t1 - $t0" | bc) s: $g_cli submissions/s"
 kill "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null || true; SERVER_PID=""
 
 rate() { sed -n 's/.* \([0-9.]*\) submissions\/s.*/\1/p' "$1" | head -n1; }
@@ -82,6 +92,7 @@ if [ -z "${SKIP_SLURM:-}" ]; then
   printf "%-44s %12s %12s %10s\n" "figure" "gpool" "slurm" "ratio"
   printf "%-44s %12s %12s %9sx\n" "submissions/s ($CLIENTS clients vs sbatch)" "$g_rate" "$s_rate" "$(echo "scale=1; $g_rate / $s_rate" | bc)"
   printf "%-44s %12s %12s %9sx\n" "submissions/s (1 client vs sbatch)" "$g1_rate" "$s_rate" "$(echo "scale=1; $g1_rate / $s_rate" | bc)"
+  printf "%-44s %12s %12s %9sx\n" "submissions/s (gpool submit CLI vs sbatch)" "$g_cli" "$s_rate" "$(echo "scale=1; $g_cli / $s_rate" | bc)"
   if [ -n "$g_start" ] && [ -n "$s_start" ]; then
     printf "%-44s %12s %12s %9sx\n" "s until all jobs started ($JOBS vs $SLURM_JOBS)" "$g_start" "$s_start" "$(echo "scale=1; $s_start / $g_start" | bc)"
   fi

@@ -72,6 +72,26 @@ expect_eq "from-slurm" "$(job_field "$s" .name)" "#SBATCH --job-name"
 expect_eq 600 "$(job_field "$s" .time_limit)" "#GPOOL --time"
 expect_eq "n=2 arg=hello" "$("$GPOOL" logs "$s")" "the script ran with two GPUs and its argument"
 
+# Following a job's output while it runs, and its standard error.
+f=$("$GPOOL" submit -g 1 -- sh -c 'for i in 1 2 3; do echo "line $i"; sleep 0.5; done; echo oops >&2')
+followed=$(timeout 30 "$GPOOL" logs -f "$f") || fail "gpool logs -f did not end with the job"
+expect_eq "line 1
+line 2
+line 3" "$followed" "logs -f prints everything and stops when the job ends"
+expect_eq oops "$("$GPOOL" logs --stderr "$f")" "logs --stderr"
+
+# Draining one GPU, then the node, with reasons everyone sees; resume.
+"$GPOOL" drain n1:1 --reason "XID 79" >/dev/null || fail "drain of one GPU"
+expect_contains "$("$GPOOL" nodes -v)" "XID 79" "nodes -v shows the GPU's drain reason"
+expect_eq drained "$("$GPOOL" nodes -o json | jq -r '.[] | select(.name == "n1") | .gpu_list[1].health')" "GPU 1 is drained"
+"$GPOOL" resume n1:1 >/dev/null
+"$GPOOL" drain n2 --reason "kernel upgrade" >/dev/null
+expect_contains "$("$GPOOL" nodes)" "kernel upgrade" "nodes shows the node's drain reason"
+node_is n2 drain || fail "n2 must be draining"
+out=$(as_bob "$GPOOL" resume n2 2>&1) && fail "a user must not resume nodes"
+"$GPOOL" resume n2 >/dev/null
+node_is n2 up || fail "n2 must be up after resume"
+
 # The table view.
 table=$("$GPOOL" jobs -a)
 expect_contains "$table" "ID" "jobs table header"
