@@ -30,8 +30,15 @@ static char *get(const char *rel) {
   return buf;
 }
 
+static char base[128];
+
+static void cleanup(void) {
+  char cmd[200];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);
+  if (system(cmd)) {}
+}
+
 static void fake_tree(bool controllers) {
-  char base[128];
   snprintf(base, sizeof base, "/tmp/gpool-cg-XXXXXX");
   REQUIRE(mkdtemp(base));
   snprintf(root, sizeof root, "%s/gpool", base);
@@ -59,6 +66,7 @@ static void job_cgroup_carries_cpu_and_memory_limits(void) {
   CHECK_EQ_INT(0, gp_cgroup_job_create(&cg, "18", 0, 0, procs, sizeof procs, &err));
   CHECK_EQ_STR("max 100000", get("job-18/cpu.max"));
   CHECK_EQ_STR("max", get("job-18/memory.max"));
+  cleanup();
 }
 
 static void tree_without_controllers_is_refused_with_a_reason(void) {
@@ -71,6 +79,7 @@ static void tree_without_controllers_is_refused_with_a_reason(void) {
   char procs[800];
   gp_err err = {0};
   CHECK_EQ_INT(GP_EUNSUPP, gp_cgroup_job_create(&cg, "1", 1000, 0, procs, sizeof procs, &err));
+  cleanup();
 }
 
 static void root_outside_cgroup_v2_is_refused_and_never_created(void) {
@@ -79,14 +88,14 @@ static void root_outside_cgroup_v2_is_refused_and_never_created(void) {
   CHECK_CONTAINS(cg.message, "cgroup v2 is not mounted at /proc/gpool-cannot-exist");
   CHECK_EQ_INT(0, access("/proc/gpool-cannot-exist", F_OK) == 0);
   /* A plain directory (like a cgroup v1 host's tmpfs /sys/fs/cgroup) is left untouched. */
-  char base[128], sub[200];
-  snprintf(base, sizeof base, "/tmp/gpool-cg-XXXXXX");
-  REQUIRE(mkdtemp(base));
-  snprintf(sub, sizeof sub, "%s/gpool", base);
+  char plain[128], sub[200];
+  snprintf(plain, sizeof plain, "/tmp/gpool-cg-XXXXXX");
+  REQUIRE(mkdtemp(plain));
+  snprintf(sub, sizeof sub, "%s/gpool", plain);
   CHECK_EQ_INT(GP_EUNSUPP, gp_cgroup_probe(sub, &cg));
   CHECK_CONTAINS(cg.message, "not enforced");
   CHECK(access(sub, F_OK) != 0);
-  rmdir(base);
+  rmdir(plain);
 }
 
 GP_TESTS(job_cgroup_carries_cpu_and_memory_limits, tree_without_controllers_is_refused_with_a_reason,

@@ -11,6 +11,12 @@
 
 static char dir[128];
 
+static void cleanup(void) {
+  char cmd[200];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  if (system(cmd)) {}
+}
+
 static void setup(void) {
   snprintf(dir, sizeof dir, "/tmp/gpool-launch-XXXXXX");
   REQUIRE(mkdtemp(dir));
@@ -65,6 +71,7 @@ static void job_sees_its_env_workdir_and_logs_and_exit_code(void) {
   CHECK_EQ_INT(0, sig);
   CHECK_EQ_STR("job=42 gpus=GPU-abc\n/tmp\n", slurp("stdout"));
   CHECK_EQ_STR("oops\n", slurp("stderr"));
+  cleanup();
 }
 
 static void job_killed_by_a_signal_is_recorded_as_such(void) {
@@ -77,6 +84,7 @@ static void job_killed_by_a_signal_is_recorded_as_such(void) {
   CHECK_EQ_INT(0, gp_launch_read_exit(dir, &code, &sig));
   CHECK_EQ_INT(-1, code);
   CHECK_EQ_INT(SIGKILL, sig);
+  cleanup();
 }
 
 static void job_has_its_own_process_group_apart_from_the_shim(void) {
@@ -114,6 +122,7 @@ static void job_has_its_own_process_group_apart_from_the_shim(void) {
   CHECK_EQ_INT(0, gp_launch_read_exit(dir, &code, &sig));
   CHECK_EQ_INT(SIGTERM, sig);
   CHECK(!gp_proc_alive(r.pid, r.start_ticks));
+  cleanup();
 }
 
 static void missing_command_and_workdir_are_explained(void) {
@@ -143,6 +152,7 @@ static void missing_command_and_workdir_are_explained(void) {
   CHECK_CONTAINS(err.message, "working directory '/no/such/dir'");
   CHECK_EQ_STR("workdir", err.field);
   wait_shim(&r);
+  cleanup();
 }
 
 static void command_is_found_in_the_jobs_own_path(void) {
@@ -172,6 +182,7 @@ static void command_is_found_in_the_jobs_own_path(void) {
   REQUIRE(gp_launch(&s, &r, NULL) == 0);
   wait_shim(&r);
   CHECK_EQ_STR("found-me\n", slurp("stdout"));
+  cleanup();
 }
 
 static void root_agent_runs_job_as_another_user(void) {
@@ -213,6 +224,7 @@ static void root_agent_runs_job_as_another_user(void) {
   struct stat st;
   CHECK_EQ_INT(0, stat(out, &st));
   CHECK_EQ_INT(pw->pw_uid, st.st_uid); /* the user owns their logs */
+  cleanup();
 }
 
 static void signal_names_parse_both_ways(void) {
