@@ -43,13 +43,27 @@ static int find_class(const gp__ctx *c, const char *name) {
 }
 
 int gp__class_of(const gp__ctx *c, const gp_job *job, int leaf) {
-  if (job->priority_class) return find_class(c, job->priority_class);
+  if (job->priority_class) {
+    /* Cached by pointer (callers share one string per class name); -2: not cached. */
+    gp__ctx *mc = (gp__ctx *)c;
+    unsigned h = (unsigned)(((uintptr_t)job->priority_class >> 3) & 15);
+    if (mc->ccache_ptr[h] == job->priority_class) return mc->ccache_val[h];
+    int k = find_class(c, job->priority_class);
+    mc->ccache_ptr[h] = job->priority_class;
+    mc->ccache_val[h] = k;
+    return k;
+  }
+  if (leaf >= 0 && c->leaf_class && c->leaf_class[leaf] != -2) return c->leaf_class[leaf];
+  int k = c->default_class;
   for (int q = leaf; q >= 0; q = c->tree.q[q].parent) {
     int vi = c->tree.q[q].view_index;
-    if (vi >= 0 && c->view->queues[vi].default_priority)
-      return find_class(c, c->view->queues[vi].default_priority);
+    if (vi >= 0 && c->view->queues[vi].default_priority) {
+      k = find_class(c, c->view->queues[vi].default_priority);
+      break;
+    }
   }
-  return c->default_class;
+  if (leaf >= 0 && c->leaf_class) ((gp__ctx *)c)->leaf_class[leaf] = k;
+  return k;
 }
 
 static gp_time limit_of(const gp__ctx *c, const gp_job *job, int leaf) {
@@ -221,6 +235,8 @@ int gp__classify_jobs(gp__ctx *c) {
   const gp_view *v = c->view;
   c->min_whole = GP_MAX_NODE_GPUS + 1;
   c->running = gp_xmalloc(((size_t)v->n_jobs + 1) * sizeof(int));
+  c->leaf_class = gp_xmalloc(((size_t)c->tree.n + 1) * sizeof(int));
+  for (int q = 0; q < c->tree.n; q++) c->leaf_class[q] = -2;
   c->eligible = gp_xmalloc(((size_t)v->n_jobs + 1) * sizeof(int));
   for (int j = 0; j < v->n_jobs; j++) {
     const gp_job *job = &v->jobs[j];

@@ -159,6 +159,11 @@ typedef struct gp__ctx {
   int qcache_val[64];
   const char *hcache_ptr[64]; /* string hashes by pointer (shapes.c) */
   uint32_t hcache_val[64];
+  const char *ccache_ptr[16]; /* priority class by name pointer (jobs.c) */
+  int ccache_val[16];
+  int *leaf_class;            /* per queue: default class resolved, -2 until first use */
+  const char *mcache_ptr[16]; /* GPU model id by name pointer (nodes.c) */
+  int mcache_val[16];
 
   /* Jobs by status, in view order (jobs.c), so later passes need not scan the view. */
   int *running, n_running;   /* RUNNING and STOPPING */
