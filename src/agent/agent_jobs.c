@@ -590,6 +590,9 @@ void gp__job_start(gp_agent *a, const char *order_id, json_t *job) {
     job_path(j, stale[k], path, sizeof path);
     unlink(path);
   }
+  /* The job directory belongs to the job's user: it is the working directory of last resort. */
+  if (c.switch_user && chown(j->dir, c.uid, c.gid) != 0)
+    gp__log("job %s: cannot hand %s to uid %d: %s", r.id, j->dir, (int)c.uid, strerror(errno));
   const char *workdir = r.workdir;
   if (!workdir) workdir = is_dir(c.home) ? c.home : j->dir;
   char procs[800] = "";

@@ -115,16 +115,17 @@ static void run_job(const child_ctx *c) {
     write_rec(c->pipe_w, REC_ERR, errno, STAGE_STDIO);
     _exit(127);
   }
-  if (s->workdir && chdir(s->workdir) != 0) {
-    write_rec(c->pipe_w, REC_ERR, errno, STAGE_WORKDIR);
-    _exit(127);
-  }
   if (s->switch_user) {
     if (setgroups((size_t)s->n_groups, s->groups) != 0 || setgid(s->gid) != 0 ||
         setuid(s->uid) != 0 || (s->uid != 0 && setuid(0) == 0)) {
       write_rec(c->pipe_w, REC_ERR, errno ? errno : EPERM, STAGE_USER);
       _exit(127);
     }
+  }
+  /* After the switch: the user may only work where the user may go. */
+  if (s->workdir && chdir(s->workdir) != 0) {
+    write_rec(c->pipe_w, REC_ERR, errno, STAGE_WORKDIR);
+    _exit(127);
   }
   int saved = ENOENT;
   for (int i = 0; i < c->n_candidates; i++) {

@@ -289,6 +289,19 @@ static void root_agent_runs_jobs_as_their_user_and_refuses_root(void) {
   o = start_order("x", "true", -1);
   json_object_set_new(json_object_get(o, "job"), "user", json_string("no-such-user-gpool"));
   fs_order(s, o);
+  /* A directory the user may not enter is not entered on their behalf by root. */
+  char locked[300];
+  snprintf(locked, sizeof locked, "%s/locked", ap.data);
+  REQUIRE(mkdir(locked, 0700) == 0);
+  o = start_order("w", "true", -1);
+  json_object_set_new(json_object_get(o, "job"), "user", json_string("nobody"));
+  json_object_set_new(json_object_get(o, "job"), "workdir", json_string(locked));
+  fs_order(s, o);
+  json_t *ew = fs_wait_event(s, "exited", "w", 5000);
+  REQUIRE(ew);
+  CHECK_EQ_STR("start_failed", json_string_value(json_object_get(ew, "reason")));
+  CHECK_CONTAINS(json_string_value(json_object_get(ew, "message")), "Permission denied");
+  json_decref(ew);
   json_t *eu = fs_wait_event(s, "exited", "u", 5000);
   REQUIRE(eu);
   CHECK_EQ_INT(0, json_integer_value(json_object_get(eu, "exit_code")));
