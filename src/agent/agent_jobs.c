@@ -590,11 +590,10 @@ void gp__job_start(gp_agent *a, const char *order_id, json_t *job) {
     job_path(j, stale[k], path, sizeof path);
     unlink(path);
   }
-  /* The job directory belongs to the job's user: it is the working directory of last resort. */
-  if (c.switch_user && chown(j->dir, c.uid, c.gid) != 0)
-    gp__log("job %s: cannot hand %s to uid %d: %s", r.id, j->dir, (int)c.uid, strerror(errno));
+  /* The job directory stays root's (the shim writes the exit file there as root: a user
+   * who owned it could plant links), so a user without a home starts in /tmp, like Slurm. */
   const char *workdir = r.workdir;
-  if (!workdir) workdir = is_dir(c.home) ? c.home : j->dir;
+  if (!workdir) workdir = is_dir(c.home) ? c.home : c.switch_user ? "/tmp" : j->dir;
   char procs[800] = "";
   if (a->cgroup.ok) {
     int64_t cpu_milli = r.cpus > 0 ? r.cpus * 1000 : 0;

@@ -291,8 +291,9 @@ int gp_launch(const gp_launch_spec *spec, gp_launch_result *ret, gp_err *err) {
   char **cands = NULL;
   int n_cands = 0;
   const mode_t mode = 0640;
-  out_fd = open(spec->stdout_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, mode);
-  err_fd = open(spec->stderr_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, mode);
+  /* O_NOFOLLOW: a log path is never a link to somewhere else. */
+  out_fd = open(spec->stdout_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, mode);
+  err_fd = open(spec->stderr_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, mode);
   if (out_fd < 0 || err_fd < 0) {
     gp_err_set(err, GP_EIO, spec->stdout_path, 0, NULL, "cannot open the job's log files: %s",
                strerror(errno));
