@@ -244,6 +244,7 @@ int gp__classify_jobs(gp__ctx *c) {
     int rc = gp__validate_job(c, j);
     if (rc) return rc;
     ji->shape = ji->pkey = -1;
+    ji->submitted = job->submitted_at;
     ji->leaf = leaf_of(c, job->queue);
     ji->limit = limit_of(c, job, ji->leaf);
     switch (job->state) {

@@ -137,19 +137,19 @@ gp__order *gp__order_new(gp__ctx *c) {
   int *fill = gp_xcalloc((size_t)o->n_seg + 1, sizeof(int));
   for (int e = 0; e < n_elig; e++) {
     int j = c->eligible[e];
-    const gp_job *job = &v->jobs[j];
+    const gp__job *ji = &c->jobs[j];
     hent h = {.j = j};
     switch (c->pol->order) {
     case GP_ORDER_FIFO:
-      h.k1 = job->submitted_at;
+      h.k1 = ji->submitted;
       break;
     case GP_ORDER_SJF:
-      h.k1 = c->jobs[j].limit > 0 ? c->jobs[j].limit : GP__NEVER;
-      h.k2 = job->submitted_at;
+      h.k1 = ji->limit > 0 ? ji->limit : GP__NEVER;
+      h.k2 = ji->submitted;
       break;
     default: /* fair share inside a leaf, and global priority */
-      h.k1 = -(int64_t)c->jobs[j].prio;
-      h.k2 = job->submitted_at;
+      h.k1 = -(int64_t)ji->prio;
+      h.k2 = ji->submitted;
       break;
     }
     int s = o->fair ? c->jobs[j].leaf : 0;

@@ -49,6 +49,7 @@ enum gp__rkind { GP__R_WHOLE = 0, GP__R_FRACTION, GP__R_MIG, GP__R_CPU };
 typedef struct gp__job {
   double gpus;          /* GPUs held (running) or asked (pending), fractions as fractions */
   gp_time limit;        /* effective time limit in seconds; 0: none */
+  gp_time submitted;    /* copy of submitted_at, so ordering stays in this compact array */
   int leaf;             /* tree index of its queue, -1 when unknown */
   int prio;             /* resolved priority */
   uint8_t stat;         /* enum gp__jstat */
