@@ -156,9 +156,7 @@ void gp__srv_job_set_state(gp_srv_state *s, gp_srv_job *j, gp_job_state st) {
 }
 
 int gp__srv_persist_job_doc(gp_srv_state *s, gp_srv_job *j, char **ret_doc, gp_err *err) {
-  json_t *o = gp__srv_job_to_json(s, j, true);
-  char *doc = json_dumps(o, JSON_COMPACT);
-  json_decref(o);
+  char *doc = gp__srv_job_store_doc(j);
   gp_store_job row = {j->id, gp_job_state_name(j->state), j->queue, j->user, j->submitted_at, doc};
   int r = gp_store_put_job(s->store, &row, err);
   if (r || !ret_doc) free(doc);

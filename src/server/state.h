@@ -273,6 +273,9 @@ int gp__srv_job_from_doc(const char *doc, gp_srv_job **ret, gp_err *err);
 /* The JOB object of the API. `for_store` leaves out what is recomputed (timeline, pending
  * reason, usage). */
 json_t *gp__srv_job_to_json(const gp_srv_state *s, const gp_srv_job *j, bool for_store);
+/* The same document as gp__srv_job_to_json(s, j, true), as compact text, written directly
+ * (the hot path of every submission and transition). Caller frees. */
+char *gp__srv_job_store_doc(const gp_srv_job *j);
 /* The fields of the API's JOB that the store does not keep (pending reason, placements,
  * timeline, usage, enforcement). */
 json_t *gp__srv_job_api_fields(const gp_srv_state *s, const gp_srv_job *j);
