@@ -122,7 +122,6 @@ static void q_remove(gp__order *o, int q) {
 }
 
 gp__order *gp__order_new(gp__ctx *c) {
-  const gp_view *v = c->view;
   gp__order *o = gp_xcalloc(1, sizeof *o);
   o->c = c;
   o->fair = c->pol->order == GP_ORDER_FAIRSHARE;
