@@ -23,7 +23,9 @@ for w in 1 2 3 4; do
   burst $w &
   burst_pids+=($!)
 done
-sleep 0.7
+# Crash in the middle of the burst: once acknowledgements are flowing.
+wait_for 20 "the first acknowledged submission" sh -c "cat '$E2E_DIR'/acked.* 2>/dev/null | grep -q ."
+sleep 0.3
 kill -9 "$SERVER_PID"
 wait "${burst_pids[@]}"  # only the submitters: the agent runs on
 acked=$(cat "$E2E_DIR"/acked.* 2>/dev/null | wc -l)
