@@ -159,7 +159,9 @@ static void run(gp__ctx *c) {
   bool head_blocked = false;
   int drained = 0;
   for (;;) {
-    if (nothing_fits(c)) {
+    /* A strict order stops at its first blocked job anyway, and that job must be the one
+     * everybody else waits behind: no early stop there. */
+    if (!strict && nothing_fits(c)) {
       /* Nothing can be placed any more. Only preemption and backfill reservations could
        * still change something for the best-ordered jobs: a bounded number more are
        * considered (each cheap: its placement key is dead), then the rest get their

@@ -54,6 +54,23 @@ static void without_backfill_a_strict_fifo_head_blocks_everyone(void) {
   fx_free(f);
 }
 
+static void on_a_full_cluster_the_strict_head_still_blocks_everyone(void) {
+  fx *f = fx_new();
+  fx_node(f, "n0", "H100", 8);
+  fx_queue(f, "a", 0, GP_NO_LIMIT, 1);
+  fx_run(f, fx_job(f, "r1", "a", 8, 1), 0, 0xff, 100);
+  f->pol.order = GP_ORDER_FIFO;
+  f->pol.backfill = false;
+  fx_job(f, "head", "a", 2, 1);
+  fx_job(f, "next", "a", 1, 1);
+  gp_plan *p = fx_step(f, 1000);
+  REQUIRE(p);
+  CHECK_EQ_STR("Resources", fx_reason(f, p, "head"));
+  CHECK_EQ_STR("Priority", fx_reason(f, p, "next"));
+  gp_plan_free(p);
+  fx_free(f);
+}
+
 static void a_job_may_use_gpus_the_reservation_does_not_need(void) {
   fx *f = half_busy_node();
   fx_node(f, "n1", "H100", 8);
@@ -100,5 +117,6 @@ static void jobs_without_any_time_limit_get_no_reservation(void) {
 
 GP_TESTS(a_short_job_backfills_but_a_long_one_would_delay_the_reservation,
          without_backfill_a_strict_fifo_head_blocks_everyone,
+         on_a_full_cluster_the_strict_head_still_blocks_everyone,
          a_job_may_use_gpus_the_reservation_does_not_need,
          jobs_without_any_time_limit_get_no_reservation)
