@@ -394,7 +394,7 @@ static void execute_order(gp_agent *a, json_t *order) {
     }
     json_object_set_new(ev, "ok", json_boolean(rc == 0));
     json_object_set_new(ev, "message", json_string(rc == 0 ? "MIG layout applied" : err.message));
-    if (rc == 0) json_object_set_new(ev, "mig", gp__mig_json(&a->gpus[gpu]));
+    if (gpu >= 0 && gpu < a->n_gpus) json_object_set_new(ev, "mig", gp__mig_json(&a->gpus[gpu]));
     gp__log("order %s: mig on GPU %lld: %s", id, (long long)gpu,
             rc == 0 ? "applied" : err.message);
     gp__event(a, ev);

@@ -196,15 +196,18 @@ int gp__mig_apply(gp_agent *a, int gpu, const char *const *profiles, const int *
   int rc = place_slots(&a->gpus[gpu], profiles, slots, n, err);
   if (rc) return rc;
   rc = a->gpu->ops->set_mig_layout(a->gpu, gpu, profiles, slots, n, err);
-  if (rc) return rc;
+  /* Whatever happened, report what the GPU has now: a driver may fail half-way. */
   gp_gpu_info all[GP_GPU_MAX_DEVICES];
   int found = 0;
-  rc = a->gpu->ops->discover(a->gpu, all, GP_GPU_MAX_DEVICES, &found, err);
-  if (rc) return rc;
-  if (gpu < found) a->gpus[gpu] = all[gpu];
-  a->gpu_mode[gpu] = GP_MODE_MIG;
-  a->gpu_replicas[gpu] = 1;
-  return 0;
+  gp_err derr = {0};
+  if (a->gpu->ops->discover(a->gpu, all, GP_GPU_MAX_DEVICES, &found, &derr) == 0 && gpu < found) {
+    a->gpus[gpu] = all[gpu];
+    if (all[gpu].n_mig > 0) {
+      a->gpu_mode[gpu] = GP_MODE_MIG;
+      a->gpu_replicas[gpu] = 1;
+    }
+  }
+  return rc;
 }
 
 int gp__mig_apply_config(gp_agent *a) {
