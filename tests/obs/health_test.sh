@@ -8,7 +8,7 @@
 #     `gpool resume NODE:GPU` returns it;
 #   - a storm of single-bit ECC errors drains the GPU (the job on it keeps running);
 #   - a node-level fault (Xid 154) drains the whole node;
-#   - sustained thermal throttling shows as a node condition in the agent's /metrics;
+#   - sustained thermal throttling shows as a node condition (agent /metrics, the API, gpool top);
 #   - a GPU drained by the policy comes back by itself after a successful reset check;
 #   - injection is refused for a GPU the node does not have.
 source "$(dirname "$0")/../e2e/lib.sh"
@@ -97,6 +97,12 @@ expect_contains "$(as_alice "$GPOOL" nodes -o json | jq -r '.[] | select(.name =
 expect_eq 200 "$(inject n1 'thermal@gpu0,for=60s')" "inject thermal throttling"
 has_condition() { curl -fsS "$N1_URL/metrics" | grep -q 'gpool_node_condition{hostname="n1",condition="thermal_throttling"} 1'; }
 wait_for 40 "the thermal_throttling condition on n1" has_condition
+node_has_condition() {
+  as_alice "$GPOOL" nodes -o json | jq -e --arg n "$1" --arg c "$2" \
+    '.[] | select(.name == $n) | .conditions // [] | index($c)' >/dev/null
+}
+wait_for 40 "the server to show n1's thermal_throttling condition" node_has_condition n1 thermal_throttling
+expect_contains "$(as_alice "$GPOOL" top --once)" "thermal_throttling" "gpool top shows the condition"
 
 # 7. Automatic return: n3's policy resumes a drained GPU after a successful reset check.
 expect_eq 200 "$(inject n3 'xid:74@gpu0')" "inject an NVLink error on n3"
