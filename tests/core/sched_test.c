@@ -232,7 +232,97 @@ static void the_same_input_gives_a_byte_identical_plan(void) {
   fx_free(f);
 }
 
+/* ---- robustness ---- */
+
+static unsigned rnd(unsigned *s) {
+  *s = *s * 1103515245u + 12345u;
+  return (*s >> 8) & 0xffff;
+}
+
+static void random_views_never_crash_and_account_for_every_job(void) {
+  static const char *models[] = {"H100", "A100", "L40S"};
+  static const char *queues[] = {"o/a", "o/b", "p", "o", "nope"};
+  static const char *classes[] = {"training", "batch", "inference", "bogus"};
+  static const char *migs[] = {"1g.10gb", "3g.40gb", "9g.1gb"};
+  static char ids[64][16], names[12][16];
+  unsigned seed = 12345;
+  int ok_steps = 0, outcomes = 0;
+  for (int round = 0; round < 1000; round++) {
+    fx *f = fx_new();
+    f->pol.order = (gp_order_policy)(rnd(&seed) % 4);
+    f->pol.backfill = rnd(&seed) % 2;
+    f->pol.placement = (gp_placement_policy)(rnd(&seed) % 2);
+    f->pol.min_runtime = rnd(&seed) % 100;
+    int nn = 1 + rnd(&seed) % 6;
+    for (int i = 0; i < nn; i++) {
+      snprintf(names[i], sizeof names[i], "n%d", i);
+      gp_node *n = fx_node(f, names[i], models[rnd(&seed) % 3], 1 + rnd(&seed) % 8);
+      n->state = (gp_node_state)(rnd(&seed) % 6 == 0 ? rnd(&seed) % 4 : 0);
+      if (rnd(&seed) % 3 == 0) fx_label(f, n, "topology.block", rnd(&seed) % 2 ? "b1" : "b2");
+      for (int g = 0; g < n->n_gpus; g++) {
+        f->gpus[i][g].health = rnd(&seed) % 10 == 0 ? GP_GPU_FAILED : GP_GPU_HEALTHY;
+        f->gpus[i][g].mode = rnd(&seed) % 4 == 0 ? GP_SHARE_SHARED : GP_SHARE_EXCLUSIVE;
+        f->gpus[i][g].nvlink_domain = (int)(rnd(&seed) % 3) - 1;
+      }
+    }
+    fx_queue(f, "o/a", rnd(&seed) % 5, rnd(&seed) % 3 ? GP_NO_LIMIT : 3, 1 + rnd(&seed) % 3);
+    fx_queue(f, "o/b", rnd(&seed) % 5, GP_NO_LIMIT, 1);
+    fx_queue(f, "p", 0.5, GP_NO_LIMIT, 2);
+    int nj = rnd(&seed) % 40;
+    int busy[12] = {0};
+    for (int j = 0; j < nj; j++) {
+      snprintf(ids[j], sizeof ids[j], "j%d", j);
+      int g = (int)(rnd(&seed) % 5) - (rnd(&seed) % 8 == 0);
+      gp_job *job = fx_job(f, ids[j], queues[rnd(&seed) % 5], g, 1 + rnd(&seed) % 3);
+      job->priority_class = rnd(&seed) % 3 ? classes[rnd(&seed) % 4] : NULL;
+      job->time_limit = rnd(&seed) % 3 ? 60 * (rnd(&seed) % 100) : 0;
+      job->req.cpu_milli = rnd(&seed) % 4 ? 1000 * (rnd(&seed) % 40) : 0;
+      if (g == 0 && rnd(&seed) % 2) job->req.gpu_milli = rnd(&seed) % 1200;
+      if (g == 0 && rnd(&seed) % 5 == 0) job->req.mig_profile = migs[rnd(&seed) % 3];
+      if (rnd(&seed) % 4 == 0) fx_models(f, job, models[rnd(&seed) % 3]);
+      if (rnd(&seed) % 6 == 0 && j > 0) {
+        f->deps[j][0] = ids[rnd(&seed) % j];
+        job->after_ok = f->deps[j];
+        job->n_after_ok = 1;
+      }
+      unsigned st = rnd(&seed) % 10;
+      if (st == 0) job->state = GP_JOB_HELD;
+      else if (st == 1) job->state = GP_JOB_COMPLETED;
+      else if (st == 2) job->state = GP_JOB_FAILED;
+      else if (st <= 4 && g > 0 && job->req.tasks == 1) {
+        int node = (int)(rnd(&seed) % (unsigned)nn);
+        uint32_t all = (1u << f->nodes[node].n_gpus) - 1, freem = all & ~(uint32_t)busy[node];
+        uint32_t mask = 0;
+        for (int b = 0; b < 32 && __builtin_popcount(mask) < g; b++)
+          if (freem >> b & 1) mask |= 1u << b;
+        if (__builtin_popcount(mask) == g) {
+          busy[node] |= (int)mask;
+          fx_run(f, job, node, mask, rnd(&seed) % 500);
+          if (rnd(&seed) % 4 == 0) job->state = GP_JOB_STOPPING;
+        }
+      }
+    }
+    gp_plan *p = NULL;
+    gp_err e = {0};
+    int rc = gp_sched_step(&f->pol, &f->view, 600, &p, &e);
+    CHECK(rc == 0 || rc == GP_EINVAL);
+    if (rc == 0) {
+      int waiting = 0;
+      for (int j = 0; j < nj; j++)
+        waiting += f->jobs[j].state == GP_JOB_PENDING || f->jobs[j].state == GP_JOB_HELD;
+      CHECK_EQ_INT(waiting, p->n_starts + p->n_pending + p->n_ended);
+      ok_steps++;
+      outcomes += p->n_starts + p->n_pending + p->n_ended + p->n_preemptions;
+      gp_plan_free(p);
+    }
+    fx_free(f);
+  }
+  CHECK(ok_steps > 900); /* the generator makes consistent snapshots: they must all work */
+  CHECK(outcomes > 5000);
+}
+
 GP_TESTS(two_jobs_start_on_one_node_by_binpacking, an_inconsistent_snapshot_is_an_error_naming_the_field,
          impossible_or_unknown_requests_end_with_a_reason, an_empty_fleet_keeps_jobs_waiting,
          every_pending_job_gets_exactly_one_outcome, a_failed_big_request_does_not_stop_smaller_ones,
-         the_same_input_gives_a_byte_identical_plan)
+         the_same_input_gives_a_byte_identical_plan,
+         random_views_never_crash_and_account_for_every_job)
