@@ -105,7 +105,10 @@ static void resume(gp_srv_req *r) {
   MHD_resume_connection(r->conn);
 }
 
-void gp__srv_req_resume(gp_srv_req *r) { resume(r); }
+void gp__srv_req_resume(gp_srv_req *r) {
+  /* A request of the current batch is resumed with the batch, exactly once. */
+  if (!r->in_batch) resume(r);
+}
 
 static void fail_503(gp_srv_req *r, const char *why) {
   r->parked = false;
@@ -180,6 +183,7 @@ static void process_batch(gp_server *srv, gp_srv_req *list) {
   gp_srv_state *s = srv->state;
   int64_t now_s = time(NULL), now_ms = mono_ms();
   gp_err err = {0};
+  for (gp_srv_req *r = list; r; r = r->next) r->in_batch = true;
   int rc = gp_store_begin(srv->store, &err);
   for (gp_srv_req *r = list; r && !rc; r = r->next) rc = handle(s, r, now_s, now_ms, &err);
   if (!rc && now_ms >= srv->next_tick_ms) {
@@ -193,18 +197,22 @@ static void process_batch(gp_server *srv, gp_srv_req *list) {
   if (rc) {
     gp_store_rollback(srv->store);
     fprintf(stderr, "gpool server: store transaction failed: %s\n", err.message);
+    for (gp_srv_req *r = list; r; r = r->next) r->in_batch = !r->parked;
     for (gp_srv_req *r = list, *next; r; r = next) {
       next = r->next;
-      /* Parked polls live in nodes that the reload frees: answer them first. */
-      if (r->parked) continue;
+      /* Parked polls live in nodes: the reload answers them (drop_waiters). */
+      if (!r->in_batch) continue;
+      r->in_batch = false;
       fail_503(r, "the store could not commit the change; nothing was done, please retry");
     }
     reload(srv);
     return;
   }
+  /* Parked polls are no longer part of the batch: they are resumed when woken. */
+  for (gp_srv_req *r = list; r; r = r->next) r->in_batch = r->parked ? false : true;
   for (gp_srv_req *r = list, *next; r; r = next) {
-    next = r->next;
-    if (!r->parked) resume(r);
+    next = r->next; /* read first: once resumed, the HTTP thread may free r */
+    if (r->in_batch) resume(r);
   }
   wake_waiters(srv->state, now_ms, false);
 }

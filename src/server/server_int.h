@@ -33,6 +33,8 @@ typedef struct gp_srv_req {
   char *resp;               /* malloc'd body */
   char *proxy_url;          /* log requests: fetch this from the agent */
   bool parked;              /* a long poll waiting for orders */
+  bool in_batch;            /* being handled in the state thread's current batch: it is
+                               resumed once, at the end of the batch, never earlier */
   bool answered;
   struct gp_srv_req *next;
 } gp_srv_req;

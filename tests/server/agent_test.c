@@ -431,7 +431,47 @@ static void node_conditions_and_enforcement_come_from_the_agent(void) {
   tsrv_stop(&t);
 }
 
-GP_TESTS(a_job_stopped_for_a_gpu_fault_is_requeued_when_it_may_be,
+typedef struct race_arg {
+  tsrv *t;
+  int wait_ms;
+  pthread_barrier_t *go;
+  int ok;
+} race_arg;
+
+static void *race_poll(void *p) {
+  race_arg *a = p;
+  for (int i = 0; i < 40; i++) {
+    pthread_barrier_wait(a->go);
+    json_t *hb = tsrv_heartbeat(a->t, "n1", 0, a->wait_ms, NULL);
+    if (hb) a->ok++;
+    json_decref(hb);
+  }
+  return NULL;
+}
+
+/* An agent that drops its long poll and polls again at once sends two heartbeats that may
+ * land in one batch: the newer releases the older, and each is answered exactly once (a
+ * double answer was a use-after-free under ASan). */
+static void two_polls_of_one_node_in_a_batch_are_each_answered_once(void) {
+  tsrv t = {0};
+  tsrv_start(&t);
+  CHECK_EQ_INT(201, tsrv_register(&t, "n1", 1, NULL));
+  pthread_barrier_t go;
+  pthread_barrier_init(&go, NULL, 2);
+  race_arg a = {&t, 50, &go, 0}, b = {&t, 0, &go, 0};
+  pthread_t ta, tb;
+  pthread_create(&ta, NULL, race_poll, &a);
+  pthread_create(&tb, NULL, race_poll, &b);
+  pthread_join(ta, NULL);
+  pthread_join(tb, NULL);
+  pthread_barrier_destroy(&go);
+  CHECK_EQ_INT(40, a.ok);
+  CHECK_EQ_INT(40, b.ok);
+  tsrv_stop(&t);
+}
+
+GP_TESTS(two_polls_of_one_node_in_a_batch_are_each_answered_once,
+         a_job_stopped_for_a_gpu_fault_is_requeued_when_it_may_be,
          node_conditions_and_enforcement_come_from_the_agent, a_dependent_job_waits_and_then_runs, a_late_exit_of_an_earlier_run_does_not_end_the_current_run, a_gpu_fault_drains_the_gpu_with_its_reason, a_job_runs_and_completes_with_its_exit_code, the_long_poll_wakes_within_100ms_of_a_new_start,
          cancelling_a_running_job_sends_the_stop_handshake,
          a_silent_node_goes_down_and_its_jobs_are_requeued_or_failed,
