@@ -19,6 +19,7 @@ expect_eq "n1,n2" "$nodes" "the gang holds both nodes"
 ngpus=$(job_field "$gang" '[.placements[].gpu_ids[]] | length')
 expect_eq 8 "$ngpus" "the gang holds four GPUs on each node"
 wait_for 20 "gang $gang to complete" job_is "$gang" completed
+expect_eq "n1,n2" "$(job_field "$gang" '[.placements[].node] | sort | join(",")')" "a finished job still says where it ran"
 log=$("$GPOOL" logs "$gang")
 expect_contains "$log" "task=0/2" "task 0 ran"
 expect_contains "$log" "GPU-" "tasks see GPU UUIDs"

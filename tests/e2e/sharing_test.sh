@@ -19,10 +19,7 @@ g1=$(job_field "$h1" '.placements[0].gpu_ids[0]')
 g2=$(job_field "$h2" '.placements[0].gpu_ids[0]')
 expect_eq "$g1" "$g2" "two halves pack onto one shared GPU"
 expect_eq 500 "$(job_field "$h1" '.placements[0].gpu_milli')" "half a GPU is 500 milli-GPU"
-# The job's record says how the share is enforced: its enforcement field, or the agent's
-# "launched" event in its timeline.
-enf=$(job_field "$h1" 'if (.enforcement == "mps" or .enforcement == "watchdog") then .enforcement
-  else ([.timeline[] | select(.event == "launched") | .enforcement] | last // "") end')
+enf=$(job_field "$h1" .enforcement)
 case "$enf" in mps|watchdog) ;; *) fail "a fractional job must say how its share is enforced (mps or watchdog), got '$enf'" ;; esac
 
 wait_for 10 "the MIG job to print" sh -c "[ -n \"\$(GPOOL_TOKEN=$ADMIN_TOKEN '$GPOOL' logs $m)\" ]"

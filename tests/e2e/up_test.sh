@@ -31,6 +31,7 @@ uuid=${uuid%% *}
 expect_eq "visible=$uuid job=$id" "$log" "the job saw exactly one GPU and its own id"
 "$GPOOL" nodes -o json | jq -e --arg u "$uuid" '[.[].gpu_list[].uuid] | index($u)' >/dev/null \
   || fail "the job's GPU $uuid is not a GPU of the pool"
+expect_eq "$uuid" "$(jq -r '.placements[0].gpu_uuids[0]' <<<"$job")" "the job ran on the GPU of its placement"
 
 # People's views.
 jobs=$("$GPOOL" jobs -a)
