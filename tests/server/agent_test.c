@@ -470,7 +470,40 @@ static void two_polls_of_one_node_in_a_batch_are_each_answered_once(void) {
   tsrv_stop(&t);
 }
 
-GP_TESTS(two_polls_of_one_node_in_a_batch_are_each_answered_once,
+static void a_job_past_its_time_limit_is_stopped_and_ends_timeout(void) {
+  tsrv t = {0};
+  tsrv_start(&t);
+  CHECK_EQ_INT(201, tsrv_register(&t, "n1", 1, NULL));
+  char *id = tsrv_submit(&t, ALICE, "{\"command\": [\"x\"], \"gpus\": 1, \"time_limit\": 1, \"grace_s\": 3}");
+  REQUIRE(id);
+  CHECK(tsrv_wait_state(&t, id, "running"));
+  json_t *hb = tsrv_heartbeat(&t, "n1", 0, 0, NULL);
+  long long gen = hb ? hb_gen(hb) : 0;
+  json_decref(hb);
+  /* Within ~2 s the stop order comes, with the job's grace. */
+  json_t *stop = NULL;
+  for (int i = 0; i < 30 && !stop; i++) {
+    hb = tsrv_heartbeat(&t, "n1", gen, 500, NULL);
+    REQUIRE(hb);
+    json_t *o = order_for(hb, "stop", id);
+    if (o) stop = json_incref(o);
+    gen = hb_gen(hb);
+    json_decref(hb);
+  }
+  REQUIRE(stop);
+  CHECK_EQ_STR("timeout", json_string_value(json_object_get(stop, "reason")));
+  CHECK_EQ_INT(3, json_integer_value(json_object_get(stop, "grace_s")));
+  json_decref(stop);
+  char ev[160];
+  snprintf(ev, sizeof ev, "[{\"kind\": \"exited\", \"job\": \"%s\", \"exit_code\": 143, \"signal\": 15}]", id);
+  json_decref(tsrv_heartbeat(&t, "n1", gen, 0, ev));
+  CHECK(tsrv_wait_state(&t, id, "timeout"));
+  free(id);
+  tsrv_stop(&t);
+}
+
+GP_TESTS(a_job_past_its_time_limit_is_stopped_and_ends_timeout,
+         two_polls_of_one_node_in_a_batch_are_each_answered_once,
          a_job_stopped_for_a_gpu_fault_is_requeued_when_it_may_be,
          node_conditions_and_enforcement_come_from_the_agent, a_dependent_job_waits_and_then_runs, a_late_exit_of_an_earlier_run_does_not_end_the_current_run, a_gpu_fault_drains_the_gpu_with_its_reason, a_job_runs_and_completes_with_its_exit_code, the_long_poll_wakes_within_100ms_of_a_new_start,
          cancelling_a_running_job_sends_the_stop_handshake,
