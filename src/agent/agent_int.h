@@ -118,8 +118,15 @@ void gp__log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void gp__event(gp_agent *a, json_t *ev); /* takes ownership */
 int gp__write_json(const char *path, json_t *doc); /* atomic: tmp + rename */
 
-/* ---- agent_jobs.c ---- */
+/* ---- agent_start.c ---- */
 void gp__job_start(gp_agent *a, const char *order_id, json_t *job);
+
+/* ---- agent_jobs.c ---- */
+void gp__job_add(gp_agent *a, gp__job *j);
+void gp__job_path(const gp__job *j, const char *name, char *buf, size_t size);
+void gp__job_note(const gp__job *j, const char *text); /* a "gpool: ..." line in its stderr */
+json_t *gp__exited_event(const char *job, int64_t at, bool exit_known, int code, int sig,
+                         const char *reason, const char *message);
 void gp__job_stop(gp_agent *a, json_t *order);
 /* Stops a job on the agent's own decision (GPU fault): signal, grace, reason for the event. */
 void gp__job_stop_local(gp_agent *a, gp__job *j, int grace_s, const char *reason,

@@ -1,0 +1,500 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Start orders: validating the order, the job's user (and refusing root or unknown users),
+ * its environment (gpool's variables last, so a job cannot override them), the enforcement
+ * of its GPU share (fail closed), its cgroup, the launch through the shim, and the
+ * "started" event. A start that cannot be honoured ends as "exited" with reason
+ * start_failed and a sentence saying why. */
+#include "agent/agent_int.h"
+
+#include <errno.h>
+#include <grp.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "agent/gpu_sim.h"
+#include "agent/launcher.h"
+#include "util/mem.h"
+
+#define MAX_ARGS 4096
+#define MAX_ARGS_BYTES (256 * 1024)
+#define MAX_ENV 4096
+#define MAX_ENV_BYTES (1024 * 1024)
+
+extern char **environ;
+
+static void start_failed(gp_agent *a, const char *order_id, const char *job_id, int exit_code,
+                         const char *message) {
+  gp__log("order %s: job %s not started: %s", order_id, job_id, message);
+  gp__event(a, gp__exited_event(job_id, gp__now_ms() / 1000, exit_code >= 0, exit_code, 0,
+                            "start_failed", message));
+}
+
+/* ---- the job's environment ---- */
+
+typedef struct envv {
+  char **items;
+  size_t n, cap;
+} envv;
+
+static void env_set(envv *e, const char *key, const char *value) {
+  size_t kl = strlen(key);
+  size_t need = kl + 1 + strlen(value) + 1;
+  char *item = gp_xmalloc(need);
+  snprintf(item, need, "%s=%s", key, value);
+  for (size_t i = 0; i < e->n; i++)
+    if (strncmp(e->items[i], key, kl) == 0 && e->items[i][kl] == '=') {
+      free(e->items[i]);
+      e->items[i] = item;
+      return;
+    }
+  gp_xgrow((void **)&e->items, &e->cap, e->n + 2, sizeof *e->items);
+  e->items[e->n++] = item;
+  e->items[e->n] = NULL;
+}
+
+static void env_free(envv *e) {
+  for (size_t i = 0; i < e->n; i++) free(e->items[i]);
+  free(e->items);
+}
+
+static bool env_name_valid(const char *k) {
+  if (!k || !*k || strlen(k) > 256 || (*k >= '0' && *k <= '9')) return false;
+  for (const char *p = k; *p; p++)
+    if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+          *p == '_'))
+      return false;
+  return true;
+}
+
+/* ---- start ---- */
+
+typedef struct start_req {
+  const char *id, *user, *queue, *name, *workdir;
+  json_t *command, *env, *hosts;
+  int64_t cpus, mem_mib, task_index, tasks;
+  int signal, grace_s;
+  int n_gpus;
+  int gpus[GP_GPU_MAX_DEVICES];
+  int64_t gpu_milli, gpu_mem_mib;
+  const char *mig_uuid;
+} start_req;
+
+static int parse_start(gp_agent *a, json_t *job, start_req *r, char *msg, size_t size) {
+  memset(r, 0, sizeof *r);
+  r->id = json_string_value(json_object_get(job, "id"));
+  if (!gp__job_id_valid(r->id)) {
+    snprintf(msg, size, "the job id is missing or has characters other than letters, digits, "
+                        "'-', '_', '.'");
+    return -1;
+  }
+  r->user = json_string_value(json_object_get(job, "user"));
+  r->queue = json_string_value(json_object_get(job, "queue"));
+  r->name = json_string_value(json_object_get(job, "name"));
+  r->workdir = json_string_value(json_object_get(job, "workdir"));
+  if (r->workdir && !*r->workdir) r->workdir = NULL;
+  if (r->workdir && r->workdir[0] != '/') {
+    snprintf(msg, size, "workdir '%.200s' is not an absolute path", r->workdir);
+    return -1;
+  }
+  r->command = json_object_get(job, "command");
+  size_t n = json_array_size(r->command), bytes = 0;
+  if (!json_is_array(r->command) || n == 0 || n > MAX_ARGS) {
+    snprintf(msg, size, "the command must be a list of 1 to %d strings", MAX_ARGS);
+    return -1;
+  }
+  for (size_t i = 0; i < n; i++) {
+    const char *s = json_string_value(json_array_get(r->command, i));
+    if (!s || (i == 0 && !*s)) {
+      snprintf(msg, size, "command[%zu] is not a string", i);
+      return -1;
+    }
+    bytes += strlen(s) + 1;
+  }
+  if (bytes > MAX_ARGS_BYTES) {
+    snprintf(msg, size, "the command is longer than %d bytes", MAX_ARGS_BYTES);
+    return -1;
+  }
+  r->env = json_object_get(job, "env");
+  if (r->env && !json_is_null(r->env)) {
+    if (!json_is_object(r->env) || json_object_size(r->env) > MAX_ENV) {
+      snprintf(msg, size, "env must be a map of at most %d variables", MAX_ENV);
+      return -1;
+    }
+    const char *k;
+    json_t *v;
+    bytes = 0;
+    json_object_foreach(r->env, k, v) {
+      if (!env_name_valid(k) || !json_is_string(v)) {
+        snprintf(msg, size, "env: '%.100s' is not a valid variable name with a string value", k);
+        return -1;
+      }
+      bytes += strlen(k) + strlen(json_string_value(v)) + 2;
+    }
+    if (bytes > MAX_ENV_BYTES) {
+      snprintf(msg, size, "env is larger than %d bytes", MAX_ENV_BYTES);
+      return -1;
+    }
+  } else {
+    r->env = NULL;
+  }
+  r->hosts = json_object_get(job, "hosts");
+  r->cpus = json_integer_value(json_object_get(job, "cpus"));
+  if (json_is_real(json_object_get(job, "cpus")))
+    r->cpus = (int64_t)(json_real_value(json_object_get(job, "cpus")) + 0.999);
+  r->mem_mib = json_integer_value(json_object_get(job, "mem_mib"));
+  r->task_index = json_integer_value(json_object_get(job, "task_index"));
+  r->tasks = json_integer_value(json_object_get(job, "tasks"));
+  if (r->tasks <= 0) r->tasks = 1;
+  const char *sig = json_string_value(json_object_get(job, "signal"));
+  r->signal = gp_signal_parse(sig && *sig ? sig : a->cfg.signal);
+  if (!r->signal) {
+    snprintf(msg, size, "unknown checkpoint signal '%.32s'", sig ? sig : a->cfg.signal);
+    return -1;
+  }
+  json_t *grace = json_object_get(job, "grace_s");
+  r->grace_s = json_is_integer(grace) && json_integer_value(grace) >= 0
+                   ? (int)(json_integer_value(grace) > 86400 ? 86400 : json_integer_value(grace))
+                   : a->cfg.grace_s;
+  /* This node's placement. */
+  json_t *placements = json_object_get(job, "placements"), *mine = NULL, *p;
+  size_t i;
+  json_array_foreach(placements, i, p) {
+    const char *node = json_string_value(json_object_get(p, "node"));
+    if (!node || strcmp(node, a->cfg.name) == 0) {
+      mine = p;
+      break;
+    }
+  }
+  if (json_array_size(placements) > 0 && !mine) {
+    snprintf(msg, size, "the job has no placement on node %s", a->cfg.name);
+    return -1;
+  }
+  double frac = json_number_value(json_object_get(job, "gpu_fraction"));
+  r->gpu_milli = 1000;
+  if (frac > 0 && frac < 1) r->gpu_milli = (int64_t)(frac * 1000 + 0.5);
+  r->gpu_mem_mib = json_integer_value(json_object_get(job, "gpu_mem_mib"));
+  if (mine) {
+    json_t *ids = json_object_get(mine, "gpu_ids"), *uuids = json_object_get(mine, "gpu_uuids");
+    if (json_array_size(ids) > (size_t)a->n_gpus) {
+      snprintf(msg, size, "the placement names more GPUs than node %s has", a->cfg.name);
+      return -1;
+    }
+    json_t *g;
+    json_array_foreach(ids, i, g) {
+      json_int_t idx = json_integer_value(g);
+      if (!json_is_integer(g) || idx < 0 || idx >= a->n_gpus) {
+        snprintf(msg, size, "placement GPU %lld does not exist on node %s", (long long)idx,
+                 a->cfg.name);
+        return -1;
+      }
+      const char *uuid = json_string_value(json_array_get(uuids, i));
+      if (uuid && *uuid && strcmp(uuid, a->gpus[idx].uuid) != 0) {
+        snprintf(msg, size, "placement GPU %lld has UUID %.96s here, not %.96s", (long long)idx,
+                 a->gpus[idx].uuid, uuid);
+        return -1;
+      }
+      for (int k = 0; k < r->n_gpus; k++)
+        if (r->gpus[k] == idx) {
+          snprintf(msg, size, "placement names GPU %lld twice", (long long)idx);
+          return -1;
+        }
+      r->gpus[r->n_gpus++] = (int)idx;
+    }
+    json_t *milli = json_object_get(mine, "gpu_milli");
+    if (json_is_integer(milli) && json_integer_value(milli) > 0 &&
+        json_integer_value(milli) <= 1000)
+      r->gpu_milli = json_integer_value(milli);
+    json_t *pm = json_object_get(mine, "gpu_mem_mib");
+    if (json_is_integer(pm) && json_integer_value(pm) > 0) r->gpu_mem_mib = json_integer_value(pm);
+    r->mig_uuid = json_string_value(json_object_get(mine, "mig_uuid"));
+    if (r->mig_uuid && !*r->mig_uuid) r->mig_uuid = NULL;
+  }
+  return 0;
+}
+
+typedef struct creds {
+  bool switch_user;
+  uid_t uid;
+  gid_t gid;
+  int n_groups;
+  gid_t groups[GP_LAUNCH_MAX_GROUPS];
+  char home[512];
+  char name[64];
+  char shell[256];
+} creds;
+
+static int resolve_user(gp_agent *a, const char *user, creds *c, char *msg, size_t size) {
+  memset(c, 0, sizeof *c);
+  struct passwd pw, *res = NULL;
+  char buf[8192];
+  if (a->cfg.personal || !a->is_root) {
+    /* A personal pool: every job runs as whoever runs the agent. */
+    if (getpwuid_r(geteuid(), &pw, buf, sizeof buf, &res) == 0 && res) {
+      snprintf(c->home, sizeof c->home, "%s", pw.pw_dir);
+      snprintf(c->name, sizeof c->name, "%s", pw.pw_name);
+      snprintf(c->shell, sizeof c->shell, "%s", pw.pw_shell);
+    }
+    const char *home = getenv("HOME");
+    if (home && *home) snprintf(c->home, sizeof c->home, "%s", home);
+    return 0;
+  }
+  if (!user || !*user) {
+    snprintf(msg, size, "the job names no user");
+    return -1;
+  }
+  if (getpwnam_r(user, &pw, buf, sizeof buf, &res) != 0 || !res) {
+    snprintf(msg, size, "user '%.64s' has no account on node %s", user, a->cfg.name);
+    return -1;
+  }
+  if (pw.pw_uid == 0 && !a->cfg.allow_root_jobs) {
+    snprintf(msg, size, "refusing to run a job as root (set allow_root_jobs: true in the "
+                        "agent config to allow it)");
+    return -1;
+  }
+  c->switch_user = true;
+  c->uid = pw.pw_uid;
+  c->gid = pw.pw_gid;
+  int n = GP_LAUNCH_MAX_GROUPS;
+  if (getgrouplist(pw.pw_name, pw.pw_gid, c->groups, &n) < 0) n = GP_LAUNCH_MAX_GROUPS;
+  c->n_groups = n;
+  snprintf(c->home, sizeof c->home, "%s", pw.pw_dir);
+  snprintf(c->name, sizeof c->name, "%s", pw.pw_name);
+  snprintf(c->shell, sizeof c->shell, "%s", pw.pw_shell);
+  return 0;
+}
+
+static bool is_dir(const char *p) {
+  struct stat st;
+  return p && *p && stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static void build_env(gp_agent *a, const start_req *r, const creds *c, const gp__share_plan *sp,
+                      const char *workdir, envv *e) {
+  if (!c->switch_user) {
+    for (char **p = environ; p && *p; p++) {
+      if (strncmp(*p, "GPOOL_TOKEN=", 12) == 0 || strncmp(*p, "GPOOL_AGENT_TOKEN=", 18) == 0)
+        continue; /* never hand the agent's or the admin's credentials to a job */
+      const char *eq = strchr(*p, '=');
+      if (!eq) continue;
+      char key[512];
+      snprintf(key, sizeof key, "%.*s", (int)(eq - *p), *p);
+      env_set(e, key, eq + 1);
+    }
+  } else {
+    env_set(e, "PATH", "/usr/local/bin:/usr/bin:/bin");
+    const char *lang = getenv("LANG");
+    if (lang) env_set(e, "LANG", lang);
+  }
+  if (c->home[0]) env_set(e, "HOME", c->home);
+  if (c->name[0]) {
+    env_set(e, "USER", c->name);
+    env_set(e, "LOGNAME", c->name);
+  }
+  if (c->shell[0]) env_set(e, "SHELL", c->shell);
+  if (r->env) {
+    const char *k;
+    json_t *v;
+    json_object_foreach(r->env, k, v) env_set(e, k, json_string_value(v));
+  }
+  env_set(e, "PWD", workdir);
+  /* gpool's own variables come last: the job cannot override what it was given. */
+  char buf[4096];
+  size_t len = 0;
+  buf[0] = '\0';
+  if (r->mig_uuid) {
+    snprintf(buf, sizeof buf, "%s%s", strncmp(r->mig_uuid, "MIG-", 4) == 0 ? "" : "MIG-",
+             r->mig_uuid);
+  } else {
+    for (int i = 0; i < r->n_gpus && len < sizeof buf - 100; i++)
+      len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%s", i ? "," : "",
+                              a->gpus[r->gpus[i]].uuid);
+  }
+  env_set(e, "CUDA_VISIBLE_DEVICES", buf); /* "" for a CPU-only job: it sees no GPU */
+  env_set(e, "NVIDIA_VISIBLE_DEVICES", buf[0] ? buf : "none");
+  len = 0;
+  buf[0] = '\0';
+  for (int i = 0; i < r->n_gpus && len < sizeof buf - 16; i++)
+    len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%d", i ? "," : "", r->gpus[i]);
+  env_set(e, "GPOOL_GPUS", buf);
+  env_set(e, "GPOOL_JOB_ID", r->id);
+  env_set(e, "GPOOL_JOB_NAME", r->name ? r->name : "");
+  env_set(e, "GPOOL_QUEUE", r->queue ? r->queue : "");
+  env_set(e, "GPOOL_USER", r->user ? r->user : c->name);
+  snprintf(buf, sizeof buf, "%lld", (long long)r->task_index);
+  env_set(e, "GPOOL_TASK_INDEX", buf);
+  snprintf(buf, sizeof buf, "%lld", (long long)r->tasks);
+  env_set(e, "GPOOL_TASKS", buf);
+  len = 0;
+  buf[0] = '\0';
+  size_t i;
+  json_t *h;
+  json_array_foreach(r->hosts, i, h) {
+    const char *s = json_string_value(h);
+    if (s && len + strlen(s) + 2 < sizeof buf)
+      len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%s", len ? "," : "", s);
+  }
+  env_set(e, "GPOOL_NODELIST", len ? buf : a->cfg.name);
+  env_set(e, "GPOOL_NODE", a->cfg.name);
+  env_set(e, "GPOOL_CHECKPOINT_SIGNAL", gp_signal_name(r->signal));
+  env_set(e, "GPOOL_SERVER", a->cfg.server);
+  env_set(e, "GPOOL_ENFORCEMENT", sp->enforcement);
+  if (sp->mps_mem_limit[0]) {
+    env_set(e, "CUDA_MPS_PIPE_DIRECTORY", sp->mps_pipe_dir);
+    env_set(e, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", sp->mps_mem_limit);
+    snprintf(buf, sizeof buf, "%d", sp->mps_thread_pct);
+    env_set(e, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", buf);
+  }
+  if (sp->limit_mib > 0) {
+    snprintf(buf, sizeof buf, "%lld", (long long)sp->limit_mib);
+    env_set(e, "GPOOL_GPU_MEM_LIMIT_MIB", buf);
+  }
+}
+
+void gp__job_start(gp_agent *a, const char *order_id, json_t *job) {
+  start_req r;
+  char msg[512];
+  const char *raw_id = json_string_value(json_object_get(job, "id"));
+  if (parse_start(a, job, &r, msg, sizeof msg) != 0) {
+    if (gp__job_id_valid(raw_id)) start_failed(a, order_id, raw_id, -1, msg);
+    else gp__log("order %s: %s", order_id, msg);
+    return;
+  }
+  gp__job *old = gp__job_find(a, r.id);
+  if (old && !old->ended) {
+    gp__log("order %s: job %s already runs here (pid %d); not starting it twice", order_id, r.id,
+            (int)old->pid);
+    return;
+  }
+  for (int i = 0; i < r.n_gpus; i++)
+    if (a->gpu_drained[r.gpus[i]]) {
+      snprintf(msg, sizeof msg, "GPU %d is drained (%s)", r.gpus[i], a->gpu_drain_reason[r.gpus[i]]);
+      start_failed(a, order_id, r.id, -1, msg);
+      return;
+    }
+  gp__share_plan sp;
+  gp_err err = {0};
+  if (gp__share_decide(a, r.gpus, r.n_gpus, r.gpu_milli, r.gpu_mem_mib, r.mig_uuid, &sp, &err)) {
+    start_failed(a, order_id, r.id, -1, err.message);
+    return;
+  }
+  creds c;
+  if (resolve_user(a, r.user, &c, msg, sizeof msg) != 0) {
+    start_failed(a, order_id, r.id, -1, msg);
+    return;
+  }
+  gp__job *j = gp_xcalloc(1, sizeof *j);
+  snprintf(j->id, sizeof j->id, "%s", r.id);
+  snprintf(j->order_id, sizeof j->order_id, "%s", order_id);
+  snprintf(j->user, sizeof j->user, "%s", r.user ? r.user : c.name);
+  snprintf(j->queue, sizeof j->queue, "%s", r.queue ? r.queue : "");
+  snprintf(j->dir, sizeof j->dir, "%s/%s", a->jobs_dir, r.id);
+  if (mkdir(j->dir, 0755) != 0 && errno != EEXIST) {
+    snprintf(msg, sizeof msg, "cannot create %.300s: %s", j->dir, strerror(errno));
+    start_failed(a, order_id, r.id, -1, msg);
+    free(j);
+    return;
+  }
+  /* A requeued run of a job whose earlier end is settled here: forget that run first (this
+   * marks its directory settled), then clear the markers for the new run. */
+  if (old) gp__job_remove(a, old);
+  char path[800];
+  const char *stale[] = {"end.json", "acked", "exit"};
+  for (size_t k = 0; k < sizeof stale / sizeof stale[0]; k++) {
+    gp__job_path(j, stale[k], path, sizeof path);
+    unlink(path);
+  }
+  /* The job directory stays root's (the shim writes the exit file there as root: a user
+   * who owned it could plant links), so a user without a home starts in /tmp, like Slurm. */
+  const char *workdir = r.workdir;
+  if (!workdir) workdir = is_dir(c.home) ? c.home : c.switch_user ? "/tmp" : j->dir;
+  char procs[800] = "";
+  if (a->cgroup.ok) {
+    int64_t cpu_milli = r.cpus > 0 ? r.cpus * 1000 : 0;
+    if (gp_cgroup_job_create(&a->cgroup, r.id, cpu_milli, r.mem_mib, procs, sizeof procs, &err)) {
+      start_failed(a, order_id, r.id, -1, err.message);
+      free(j);
+      return;
+    }
+    j->cgroup = true;
+  }
+  envv env = {0};
+  build_env(a, &r, &c, &sp, workdir, &env);
+  size_t argc = json_array_size(r.command);
+  char **argv = gp_xcalloc(argc + 1, sizeof *argv);
+  for (size_t i = 0; i < argc; i++) argv[i] = (char *)json_string_value(json_array_get(r.command, i));
+  char out_path[800], err_path[800];
+  gp__job_path(j, "stdout", out_path, sizeof out_path);
+  gp__job_path(j, "stderr", err_path, sizeof err_path);
+  gp_launch_spec spec = {0};
+  spec.dir = j->dir;
+  spec.argv = argv;
+  spec.envp = env.items;
+  spec.workdir = workdir;
+  spec.stdout_path = out_path;
+  spec.stderr_path = err_path;
+  spec.switch_user = c.switch_user;
+  spec.uid = c.uid;
+  spec.gid = c.gid;
+  spec.n_groups = c.n_groups;
+  memcpy(spec.groups, c.groups, sizeof c.groups);
+  spec.cgroup_procs = procs[0] ? procs : NULL;
+  gp_launch_result res = {0};
+  int rc = gp_launch(&spec, &res, &err);
+  free(argv);
+  env_free(&env);
+  if (rc != 0) {
+    if (res.shim_pid > 0) {
+      int st;
+      while (waitpid(res.shim_pid, &st, 0) < 0 && errno == EINTR) {}
+    }
+    gp__job_note(j, err.message);
+    if (j->cgroup) gp_cgroup_job_remove(&a->cgroup, r.id);
+    start_failed(a, order_id, r.id, res.shim_pid > 0 ? 127 : -1, err.message);
+    free(j);
+    return;
+  }
+  j->pid = res.pid;
+  j->shim_pid = res.shim_pid;
+  j->start_ticks = res.start_ticks;
+  j->shim_ticks = res.shim_start_ticks;
+  j->is_child = true;
+  j->started_at = gp__now_ms() / 1000;
+  j->n_gpus = r.n_gpus;
+  memcpy(j->gpus, r.gpus, sizeof r.gpus);
+  snprintf(j->mig_uuid, sizeof j->mig_uuid, "%s", r.mig_uuid ? r.mig_uuid : "");
+  snprintf(j->enforcement, sizeof j->enforcement, "%s", sp.enforcement);
+  j->limit_mib = strcmp(sp.enforcement, "watchdog") == 0 ? sp.limit_mib : 0;
+  j->ckpt_signal = r.signal;
+  j->grace_s = r.grace_s;
+  j->sim_util = -1;
+  j->sim_mem_mib = -1;
+  if (gp_gpu_sim_is(a->gpu) && r.n_gpus > 0) {
+    const char *u = r.env ? json_string_value(json_object_get(r.env, "GPOOL_SIM_UTIL")) : NULL;
+    const char *m = r.env ? json_string_value(json_object_get(r.env, "GPOOL_SIM_MEM")) : NULL;
+    if (gp_gpu_sim_parse_load(u, m, &j->sim_util, &j->sim_mem_mib, &err) != 0)
+      gp__log("job %s: %s (simulated load left at the default)", j->id, err.message);
+    for (int i = 0; i < j->n_gpus; i++)
+      if (gp_gpu_sim_attach(a->gpu, j->gpus[i], j->pid, j->mig_uuid[0] ? j->mig_uuid : NULL,
+                            j->sim_util, j->sim_mem_mib, &err) != 0)
+        gp__log("job %s: simulated GPU %d: %s", j->id, j->gpus[i], err.message);
+  }
+  gp__job_add(a, j);
+  gp__job_persist(j);
+  json_t *ev = json_object();
+  json_object_set_new(ev, "kind", json_string("started"));
+  json_object_set_new(ev, "job", json_string(j->id));
+  json_object_set_new(ev, "at", json_integer(j->started_at));
+  json_object_set_new(ev, "pid", json_integer(j->pid));
+  json_object_set_new(ev, "order", json_string(j->order_id));
+  json_object_set_new(ev, "enforcement", json_string(j->enforcement));
+  if (j->limit_mib > 0) json_object_set_new(ev, "gpu_mem_limit_mib", json_integer(j->limit_mib));
+  gp__event(a, ev);
+  gp__log("order %s: job %s started (pid %d, user %s, GPUs %d, enforcement %s)", order_id, j->id,
+          (int)j->pid, c.switch_user ? c.name : "(agent's own)", j->n_gpus, j->enforcement);
+}
+
