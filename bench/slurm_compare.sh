@@ -32,6 +32,7 @@ TMP=$(mktemp -d /tmp/gpool-bench.XXXXXX)
 SERVER_PID=""
 cleanup() {
   [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
+  [ -n "${SLURM_PEER_DIR:-}" ] && bash "$PEER" stop >/dev/null 2>&1
   rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -82,8 +83,10 @@ g_start=$(sed -n 's/.*all [0-9]* start orders received by the agents \([0-9.]*\)
 
 if [ -z "${SKIP_SLURM:-}" ]; then
   echo "== slurm 22.05: $NODES CLOUD nodes x 8 GPUs, $SLURM_JOBS one-GPU jobs, sbatch one after another"
-  bash "$PEER" stop >/dev/null 2>&1 || true
-  bash "$PEER" start "$NODES" cloud >/dev/null
+  # A fresh state directory per run: a controller that reloads 10,000 old jobs starts late.
+  export SLURM_PEER_DIR=$TMP/slurm
+  bash "$PEER" start "$NODES" cloud >/dev/null 2>&1 || true
+  for _ in $(seq 1 120); do SLURM_CONF=$SLURM_PEER_DIR/etc/slurm.conf sinfo -h >/dev/null 2>&1 && break; sleep 0.5; done
   bash "$PEER" bench "$SLURM_JOBS" | tee "$TMP/slurm.out"
   bash "$PEER" stop >/dev/null 2>&1 || true
   s_rate=$(sed -n 's/.*submit \([0-9.]*\)\/s.*/\1/p' "$TMP/slurm.out")
