@@ -612,6 +612,7 @@ int gp_agent_new(const gp_agent_config *cfg, gp_gpu_backend *backend, gp_agent *
   a->gpu = backend;
   a->orders = gp_xcalloc(GP_AGENT_MAX_ORDERS_KEPT, sizeof *a->orders);
   a->events = json_array();
+  a->checkpoints = json_array();
   a->inflight = json_array();
   a->heartbeat_s = cfg->heartbeat_s > 0 ? cfg->heartbeat_s : 5;
   a->is_root = geteuid() == 0;
@@ -659,6 +660,21 @@ fail:
 
 const char *gp_agent_url(const gp_agent *a) { return a->url; }
 
+/* Checkpoints reported to the endpoint become events (for jobs still running here). */
+static void take_checkpoints(gp_agent *a) {
+  pthread_mutex_lock(&a->stats_lock);
+  json_t *list = a->checkpoints;
+  a->checkpoints = json_array();
+  pthread_mutex_unlock(&a->stats_lock);
+  size_t i;
+  json_t *ev;
+  json_array_foreach(list, i, ev) {
+    gp__job *j = gp__job_find(a, json_string_value(json_object_get(ev, "job")));
+    if (j && !j->ended) gp__event(a, json_incref(ev));
+  }
+  json_decref(list);
+}
+
 /* SIGCHLD wakes the loop through a pipe, so a job's end is noticed at once. */
 static int sigchld_pipe[2] = {-1, -1};
 
@@ -680,6 +696,7 @@ int gp_agent_run(gp_agent *a, volatile sig_atomic_t *stop) {
   while (!*stop) {
     gp__jobs_tick(a);
     gp__monitor_tick(a);
+    take_checkpoints(a);
     net_schedule(a);
     net_step(a);
     gp__stats_update(a);
@@ -718,6 +735,7 @@ void gp_agent_free(gp_agent *a) {
   free(a->orders);
   if (a->orders_log) fclose(a->orders_log);
   json_decref(a->events);
+  json_decref(a->checkpoints);
   json_decref(a->inflight);
   if (a->gpu) a->gpu->ops->close(a->gpu);
   pthread_mutex_destroy(&a->stats_lock);

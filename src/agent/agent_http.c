@@ -153,6 +153,31 @@ static enum MHD_Result serve_logs(gp_agent *a, struct MHD_Connection *c, const c
   return reply_json(c, 200, doc);
 }
 
+/* POST /checkpoint/{job}?key=K: the job says it has just saved a checkpoint (its key, from
+ * GPOOL_CHECKPOINT_URL, proves it is that job). Becomes a "checkpoint" event: the scheduler
+ * then knows how much work a preemption would lose. */
+static enum MHD_Result serve_checkpoint(gp_agent *a, struct MHD_Connection *c, const char *id) {
+  if (!gp__job_id_valid(id)) return reply_error(c, 400, "invalid_argument", "job", "bad job id");
+  const char *key = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "key");
+  char path[800];
+  snprintf(path, sizeof path, "%s/%s/state.json", a->jobs_dir, id);
+  json_error_t je;
+  json_t *state = json_load_file(path, 0, &je);
+  const char *want = json_string_value(json_object_get(state, "checkpoint_key"));
+  bool ok = key && want && want[0] && strlen(key) == strlen(want) && strcmp(key, want) == 0;
+  json_decref(state);
+  if (!ok) return reply_error(c, 403, "permission_denied", "key", "wrong or missing job key");
+  json_t *ev = json_object();
+  json_object_set_new(ev, "kind", json_string("checkpoint"));
+  json_object_set_new(ev, "job", json_string(id));
+  json_object_set_new(ev, "at", json_integer(gp__now_ms() / 1000));
+  pthread_mutex_lock(&a->stats_lock);
+  if (json_array_size(a->checkpoints) < 4096) json_array_append(a->checkpoints, ev);
+  pthread_mutex_unlock(&a->stats_lock);
+  json_decref(ev);
+  return reply_json(c, 200, json_pack("{s:b}", "ok", 1));
+}
+
 static enum MHD_Result serve_metrics(gp_agent *a, struct MHD_Connection *c) {
   pthread_mutex_lock(&a->stats_lock);
   int running = a->stats_running;
@@ -192,6 +217,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     *upload_size = 0;
     return MHD_YES;
   }
+  if (strcmp(method, "POST") == 0 && strncmp(url, "/checkpoint/", 12) == 0)
+    return serve_checkpoint(a, c, url + 12);
   if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
     return reply_error(c, 405, "method_not_allowed", NULL, "only GET is served here");
   if (strcmp(url, "/healthz") == 0) {

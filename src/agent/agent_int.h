@@ -49,6 +49,7 @@ typedef struct gp__job {
   int stop_signal;
   char stop_reason[32];
   bool limit_exceeded;
+  char checkpoint_key[40];   /* secret in GPOOL_CHECKPOINT_URL (hex) */
   char fault_reason[32];     /* "gpu_fault" when the health engine stopped it, else "" */
   /* end */
   bool ended;
@@ -96,7 +97,8 @@ struct gp_agent {
 
   /* endpoint */
   struct MHD_Daemon *httpd;
-  pthread_mutex_t stats_lock;
+  pthread_mutex_t stats_lock;   /* guards the stats and checkpoints below */
+  json_t *checkpoints;          /* "checkpoint" events from the endpoint, for the loop */
   int stats_running;
   bool stats_registered;
 

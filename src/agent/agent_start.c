@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -268,22 +269,30 @@ static int resolve_user(gp_agent *a, const char *user, creds *c, char *msg, size
   return 0;
 }
 
+/* 128 random bits as hex ("" when the kernel gives none: then no checkpoint URL). */
+static void random_key(char *out, size_t size) {
+  unsigned char raw[16];
+  out[0] = '\0';
+  if (size < 33 || getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw) return;
+  for (size_t i = 0; i < sizeof raw; i++) snprintf(out + 2 * i, 3, "%02x", raw[i]);
+}
+
 static bool is_dir(const char *p) {
   struct stat st;
   return p && *p && stat(p, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
 static void build_env(gp_agent *a, const start_req *r, const creds *c, const gp__share_plan *sp,
-                      const char *workdir, envv *e) {
+                      const char *workdir, const char *ckpt_key, envv *e) {
   if (!c->switch_user) {
     for (char **p = environ; p && *p; p++) {
       if (strncmp(*p, "GPOOL_TOKEN=", 12) == 0 || strncmp(*p, "GPOOL_AGENT_TOKEN=", 18) == 0)
         continue; /* never hand the agent's or the admin's credentials to a job */
       const char *eq = strchr(*p, '=');
       if (!eq) continue;
-      char key[512];
-      snprintf(key, sizeof key, "%.*s", (int)(eq - *p), *p);
-      env_set(e, key, eq + 1);
+      char name[512];
+      snprintf(name, sizeof name, "%.*s", (int)(eq - *p), *p);
+      env_set(e, name, eq + 1);
     }
   } else {
     env_set(e, "PATH", "/usr/local/bin:/usr/bin:/bin");
@@ -343,6 +352,12 @@ static void build_env(gp_agent *a, const start_req *r, const creds *c, const gp_
   env_set(e, "GPOOL_CHECKPOINT_SIGNAL", gp_signal_name(r->signal));
   env_set(e, "GPOOL_SERVER", a->cfg.server);
   env_set(e, "GPOOL_ENFORCEMENT", sp->enforcement);
+  if (ckpt_key && ckpt_key[0]) {
+    /* The job reports a checkpoint with: curl -fsS -X POST "$GPOOL_CHECKPOINT_URL" */
+    char url[512];
+    snprintf(url, sizeof url, "%s/checkpoint/%s?key=%s", a->url, r->id, ckpt_key);
+    env_set(e, "GPOOL_CHECKPOINT_URL", url);
+  }
   if (sp->mps_mem_limit[0]) {
     env_set(e, "CUDA_MPS_PIPE_DIRECTORY", sp->mps_pipe_dir);
     env_set(e, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", sp->mps_mem_limit);
@@ -422,8 +437,9 @@ void gp__job_start(gp_agent *a, const char *order_id, json_t *job) {
     }
     j->cgroup = true;
   }
+  random_key(j->checkpoint_key, sizeof j->checkpoint_key);
   envv env = {0};
-  build_env(a, &r, &c, &sp, workdir, &env);
+  build_env(a, &r, &c, &sp, workdir, j->checkpoint_key, &env);
   size_t argc = json_array_size(r.command);
   char **argv = gp_xcalloc(argc + 1, sizeof *argv);
   for (size_t i = 0; i < argc; i++) argv[i] = (char *)json_string_value(json_array_get(r.command, i));

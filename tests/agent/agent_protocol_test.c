@@ -414,7 +414,33 @@ static void requeued_job_runs_again_and_is_readopted_as_the_new_run(void) {
   rm_rf(ap.data);
 }
 
-GP_TESTS(agent_registers_its_node_and_serves_its_endpoint,
+static void job_reports_its_checkpoints_through_its_own_url(void) {
+  if (system("command -v curl >/dev/null 2>&1") != 0) {
+    printf("  (skipped: no curl)\n");
+    return;
+  }
+  fake_server *s = fs_start();
+  agent_proc ap;
+  agent_new(&ap, s, "1xH100-80GB", "--personal");
+  REQUIRE(fs_wait_register(s, 1, 10000));
+  fs_order(s, start_order("ck", "curl -fsS -X POST \"$GPOOL_CHECKPOINT_URL\" >/dev/null && echo saved; "
+                          "curl -s -o /dev/null -w '%{http_code}\\n' -X POST "
+                          "\"${GPOOL_CHECKPOINT_URL%key=*}key=forged\"; sleep 0.5", 0));
+  json_t *ev = fs_wait_event(s, "checkpoint", "ck", 5000);
+  REQUIRE(ev);
+  CHECK(json_integer_value(json_object_get(ev, "at")) > 0);
+  json_decref(fs_wait_event(s, "exited", "ck", 5000));
+  char *out = job_file(&ap, "ck", "stdout");
+  CHECK_EQ_STR("saved\n403\n", out); /* another process cannot forge the job's checkpoints */
+  free(out);
+  CHECK_EQ_INT(1, fs_count_events(s, "checkpoint", "ck"));
+  json_decref(ev);
+  agent_stop(&ap);
+  fs_stop(s);
+  rm_rf(ap.data);
+}
+
+GP_TESTS(agent_registers_its_node_and_serves_its_endpoint, job_reports_its_checkpoints_through_its_own_url,
          requeued_job_runs_again_and_is_readopted_as_the_new_run, an_event_the_server_refuses_does_not_block_the_others,
          ordered_job_runs_promptly_with_its_environment_and_logs,
          stop_sends_the_checkpoint_signal_then_kills_after_grace,
