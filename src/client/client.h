@@ -34,7 +34,8 @@ void gp_client_set_timeout_ms(gp_client *c, long timeout_ms);
 
 /* Sends `method` `path` (starting with "/", e.g. "/v1/jobs?state=running") with `body`
  * (borrowed; NULL: no body) and, on a 2xx answer, returns the decoded JSON object in
- * *ret_json (the caller json_decref()s it; ret_json may be NULL). *ret_status (may be
+ * *ret_json (the caller json_decref()s it; with ret_json NULL a 2xx answer is not decoded
+ * or checked at all). *ret_status (may be
  * NULL) gets the HTTP status whenever one was received, also on failure.
  * Errors: GP_EIO (no connection, timeout: the message names the server and suggests
  * `gpool up`), GP_EPARSE (an answer that is not a JSON object), GP_ELIMIT (answer too
