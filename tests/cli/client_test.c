@@ -164,7 +164,9 @@ static void api_errors_become_sentences(void) {
   port = one_shot_server("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello", &pid);
   snprintf(url, sizeof url, "http://127.0.0.1:%d", port);
   c = gp_client_new(url, "t");
-  CHECK_EQ_INT(GP_EPARSE, gp_client_call(c, "GET", "/v1/jobs", NULL, NULL, NULL, &err));
+  json_t *got = NULL;
+  CHECK_EQ_INT(GP_EPARSE, gp_client_call(c, "GET", "/v1/jobs", NULL, &got, NULL, &err));
+  CHECK(got == NULL);
   gp_client_free(c);
   waitpid(pid, NULL, 0);
 }
