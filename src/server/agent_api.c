@@ -133,6 +133,9 @@ static int do_register(gp_srv_state *s, gp_srv_req *r, int64_t now_s, int64_t no
   s->sched_dirty = true;
   release_waiter(n); /* an old long poll of the previous agent process */
   int idx = node_index_of(s, n);
+  /* Orders queued for a previous life of this node must not start or stop anything now. */
+  rc = gp__srv_orders_purge_stale(s, n, err);
+  if (rc) return rc;
   /* Reconcile: what the agent still runs or saw finish. */
   for (size_t i = 0; i < json_array_size(jobs) && !rc; i++) {
     const json_t *e = json_array_get(jobs, i);

@@ -201,8 +201,15 @@ static int apply_start(gp_srv_state *s, gp_srv_job *j, const gp_plan_start *st, 
     r = gp_store_put_alloc(s->store, &row, err);
   }
   for (int t = 0; t < j->n_alloc && !r; t++) {
+    gp_srv_node *n = s->nodes[j->alloc[t].node];
     j->alloc[t].order_id = s->next_order_id;
-    r = gp__srv_order_add(s, s->nodes[j->alloc[t].node], start_order(s, j, t), j->id, true, err);
+    r = gp__srv_order_add(s, n, start_order(s, j, t), j->id, true, err);
+    /* A stop still queued for an earlier run of this job here must not hit the new run. */
+    for (int o = 0; o < n->n_orders - 1 && !r; o++)
+      if (n->orders[o].job_id == j->id) {
+        r = gp__srv_orders_purge_stale(s, n, err);
+        break;
+      }
   }
   return r;
 }

@@ -225,6 +225,35 @@ int gp__srv_order_add(gp_srv_state *s, gp_srv_node *n, json_t *doc, int64_t job_
   return r;
 }
 
+int gp__srv_orders_purge_stale(gp_srv_state *s, gp_srv_node *n, gp_err *err) {
+  int idx = gp__srv_node_index(s, n->name);
+  int k = 0, r = 0;
+  for (int i = 0; i < n->n_orders; i++) {
+    gp_srv_order *o = &n->orders[i];
+    bool stale = false;
+    gp_srv_job *j = o->job_id > 0 && (size_t)o->job_id < s->cap_jobs ? s->jobs[o->job_id] : NULL;
+    if (j) { /* orders for unknown jobs (a stray process) are kept */
+      bool here = false;
+      int64_t cur = 0;
+      for (int t = 0; t < j->n_alloc; t++)
+        if (j->alloc[t].node == idx && !j->alloc[t].exited) {
+          here = true;
+          cur = j->alloc[t].order_id;
+        }
+      here = here && (j->state == GP_JOB_RUNNING || j->state == GP_JOB_STOPPING);
+      stale = !here || (cur && o->id < cur) || (cur && o->is_start && o->id != cur);
+    }
+    if (stale) {
+      if (!r) r = gp_store_del_order(s->store, o->id, err);
+      free(o->doc);
+    } else {
+      n->orders[k++] = *o;
+    }
+  }
+  n->n_orders = k;
+  return r;
+}
+
 int gp__srv_orders_ack(gp_srv_state *s, gp_srv_node *n, int64_t gen, gp_err *err) {
   int k = 0;
   while (k < n->n_orders && n->orders[k].id <= gen) free(n->orders[k++].doc);

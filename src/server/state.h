@@ -239,6 +239,10 @@ int gp__srv_persist_queue(gp_srv_state *s, gp_srv_queue *q, gp_err *err);
 /* Queues an order for a node (persisted). Steals `doc`. */
 int gp__srv_order_add(gp_srv_state *s, gp_srv_node *n, json_t *doc, int64_t job_id, bool is_start,
                   gp_err *err);
+/* Drops the node's unacknowledged start and stop orders that belong to no current run on
+ * it (the job ended, was requeued or runs elsewhere, or the order is an older run's), so
+ * an agent that comes back never starts a job twice or stops a newer run. */
+int gp__srv_orders_purge_stale(gp_srv_state *s, gp_srv_node *n, gp_err *err);
 /* Drops the node's orders with id <= gen. */
 int gp__srv_orders_ack(gp_srv_state *s, gp_srv_node *n, int64_t gen, gp_err *err);
 

@@ -41,6 +41,7 @@ FWD(del_allocs, int64_t)
 FWD(put_queue, const gp_store_queue *)
 FWD(del_queue, const char *)
 FWD(put_order, const gp_store_order *)
+FWD(del_order, int64_t)
 #undef FWD
 
 static int f_del_orders(gp_store *b, const char *node, int64_t up_to, gp_err *err) {
@@ -86,8 +87,8 @@ static void f_close(gp_store *b) {
 
 static const gp_store_ops fault_ops = {
     "fault", f_begin, f_commit, f_rollback, f_put_job, f_add_event, f_put_node, f_put_alloc,
-    f_del_allocs, f_put_queue, f_del_queue, f_put_order, f_del_orders, f_set_meta, f_load,
-    f_close,
+    f_del_allocs, f_put_queue, f_del_queue, f_put_order, f_del_orders, f_del_order, f_set_meta,
+    f_load, f_close,
 };
 
 int gp_store_fault_open(gp_store *inner, gp_store **ret) {

@@ -16,7 +16,7 @@
 
 enum {
   ST_BEGIN, ST_COMMIT, ST_ROLLBACK, ST_PUT_JOB, ST_ADD_EVENT, ST_PUT_NODE, ST_PUT_ALLOC,
-  ST_DEL_ALLOCS, ST_PUT_QUEUE, ST_DEL_QUEUE, ST_PUT_ORDER, ST_DEL_ORDERS, ST_SET_META,
+  ST_DEL_ALLOCS, ST_PUT_QUEUE, ST_DEL_QUEUE, ST_PUT_ORDER, ST_DEL_ORDERS, ST_DEL_ORDER, ST_SET_META,
   ST_COUNT
 };
 
@@ -35,6 +35,7 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_DEL_QUEUE] = "DELETE FROM queues WHERE name = ?1",
     [ST_PUT_ORDER] = "INSERT OR REPLACE INTO orders(id, node, doc) VALUES (?1, ?2, ?3)",
     [ST_DEL_ORDERS] = "DELETE FROM orders WHERE node = ?1 AND id <= ?2",
+    [ST_DEL_ORDER] = "DELETE FROM orders WHERE id = ?1",
     [ST_SET_META] = "INSERT OR REPLACE INTO meta(key, value) VALUES (?1, ?2)",
 };
 
@@ -168,6 +169,12 @@ static int s_del_orders(gp_store *b, const char *node, int64_t up_to, gp_err *er
   return run(s, ST_DEL_ORDERS, err);
 }
 
+static int s_del_order(gp_store *b, int64_t id, gp_err *err) {
+  sqlite_store *s = (sqlite_store *)b;
+  sqlite3_bind_int64(s->st[ST_DEL_ORDER], 1, id);
+  return run(s, ST_DEL_ORDER, err);
+}
+
 static int s_set_meta(gp_store *b, const char *key, int64_t v, gp_err *err) {
   sqlite_store *s = (sqlite_store *)b;
   bind_text(s->st[ST_SET_META], 1, key);
@@ -258,8 +265,8 @@ static void s_close(gp_store *b) {
 
 static const gp_store_ops sqlite_ops = {
     "sqlite", s_begin, s_commit, s_rollback, s_put_job, s_add_event, s_put_node, s_put_alloc,
-    s_del_allocs, s_put_queue, s_del_queue, s_put_order, s_del_orders, s_set_meta, s_load,
-    s_close,
+    s_del_allocs, s_put_queue, s_del_queue, s_put_order, s_del_orders, s_del_order, s_set_meta,
+    s_load, s_close,
 };
 
 int gp_store_sqlite_open(const char *path, gp_store **ret, gp_err *err) {

@@ -98,6 +98,7 @@ typedef struct gp_store_ops {
   int (*del_queue)(gp_store *s, const char *name, gp_err *err);
   int (*put_order)(gp_store *s, const gp_store_order *row, gp_err *err);
   int (*del_orders)(gp_store *s, const char *node, int64_t up_to_id, gp_err *err);
+  int (*del_order)(gp_store *s, int64_t id, gp_err *err);                /* one order */
   int (*set_meta)(gp_store *s, const char *key, int64_t value, gp_err *err);
   /* Calls the non-NULL callbacks for every row, table by table, in the order listed in
    * gp_store_load_cb. Outside a transaction. */
@@ -139,6 +140,7 @@ static inline int gp_store_put_queue(gp_store *s, const gp_store_queue *r, gp_er
 static inline int gp_store_del_queue(gp_store *s, const char *name, gp_err *e) { return s->ops->del_queue(s, name, e); }
 static inline int gp_store_put_order(gp_store *s, const gp_store_order *r, gp_err *e) { return s->ops->put_order(s, r, e); }
 static inline int gp_store_del_orders(gp_store *s, const char *node, int64_t up_to, gp_err *e) { return s->ops->del_orders(s, node, up_to, e); }
+static inline int gp_store_del_order(gp_store *s, int64_t id, gp_err *e) { return s->ops->del_order(s, id, e); }
 static inline int gp_store_set_meta(gp_store *s, const char *key, int64_t v, gp_err *e) { return s->ops->set_meta(s, key, v, e); }
 static inline int gp_store_load(gp_store *s, const gp_store_load_cb *cb, gp_err *e) { return s->ops->load(s, cb, e); }
 

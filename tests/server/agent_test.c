@@ -502,7 +502,30 @@ static void a_job_past_its_time_limit_is_stopped_and_ends_timeout(void) {
   tsrv_stop(&t);
 }
 
-GP_TESTS(a_job_past_its_time_limit_is_stopped_and_ends_timeout,
+static void a_node_that_comes_back_never_gets_a_stale_start(void) {
+  tsrv t = {0};
+  tsrv_start(&t);
+  CHECK_EQ_INT(201, tsrv_register(&t, "n1", 1, NULL));
+  char *id = tsrv_submit(&t, ALICE, "{\"command\": [\"x\"], \"gpus\": 1, \"requeue\": true}");
+  REQUIRE(id);
+  CHECK(tsrv_wait_state(&t, id, "running")); /* its start order waits, never fetched */
+  CHECK(tsrv_wait_state(&t, id, "pending")); /* the node went silent: requeued */
+  CHECK_EQ_INT(200, tsrv_register(&t, "n1", 1, "[]"));
+  CHECK(tsrv_wait_state(&t, id, "running"));
+  json_t *hb = tsrv_heartbeat(&t, "n1", 0, 0, NULL);
+  REQUIRE(hb);
+  int starts = 0;
+  json_t *orders = json_object_get(hb, "orders");
+  for (size_t i = 0; i < json_array_size(orders); i++)
+    starts += strcmp(json_string_value(json_object_get(json_array_get(orders, i), "kind")), "start") == 0;
+  CHECK_EQ_INT(1, starts);
+  json_decref(hb);
+  free(id);
+  tsrv_stop(&t);
+}
+
+GP_TESTS(a_node_that_comes_back_never_gets_a_stale_start,
+         a_job_past_its_time_limit_is_stopped_and_ends_timeout,
          two_polls_of_one_node_in_a_batch_are_each_answered_once,
          a_job_stopped_for_a_gpu_fault_is_requeued_when_it_may_be,
          node_conditions_and_enforcement_come_from_the_agent, a_dependent_job_waits_and_then_runs, a_late_exit_of_an_earlier_run_does_not_end_the_current_run, a_gpu_fault_drains_the_gpu_with_its_reason, a_job_runs_and_completes_with_its_exit_code, the_long_poll_wakes_within_100ms_of_a_new_start,

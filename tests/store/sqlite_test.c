@@ -98,6 +98,9 @@ static void committed_rows_survive_a_reopen(void) {
   gp_store_job j = {1, "running", "default", "alice", 100, "{\"id\":\"1\",\"x\":1}"};
   CHECK_EQ_INT(0, gp_store_put_job(s, &j, &e));
   CHECK_EQ_INT(0, gp_store_del_orders(s, "n1", 7, &e));
+  gp_store_order o9 = {9, "n1", "{\"id\":\"o9\"}"};
+  CHECK_EQ_INT(0, gp_store_put_order(s, &o9, &e));
+  CHECK_EQ_INT(0, gp_store_del_order(s, 9, &e));
   CHECK_EQ_INT(0, gp_store_del_allocs(s, 1, &e));
   CHECK_EQ_INT(0, gp_store_del_queue(s, "org/a", &e));
   CHECK_EQ_INT(0, gp_store_commit(s, &e));
