@@ -34,8 +34,17 @@ static void gpu_falling_off_the_bus_stops_its_job_and_drains_it(void) {
   REQUIRE(ended);
   CHECK_EQ_STR("gpu_fault", json_string_value(json_object_get(ended, "reason")));
   CHECK_CONTAINS(json_string_value(json_object_get(ended, "message")), "xid 79");
-  usleep(2500000); /* heartbeats after the fault */
-  json_t *hb = last_heartbeat(s);
+  /* The next heartbeats say the GPU is drained. */
+  json_t *hb = NULL;
+  int64_t until = fs_now_ms() + 6000;
+  for (;;) {
+    hb = last_heartbeat(s);
+    json_t *g = json_array_get(json_object_get(hb, "gpus"), 0);
+    const char *h = json_string_value(json_object_get(g, "health"));
+    if ((h && strcmp(h, "drained") == 0) || fs_now_ms() > until) break;
+    json_decref(hb);
+    usleep(50000);
+  }
   REQUIRE(hb);
   json_t *g0 = json_array_get(json_object_get(hb, "gpus"), 0);
   json_t *g1 = json_array_get(json_object_get(hb, "gpus"), 1);

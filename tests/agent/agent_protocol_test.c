@@ -130,6 +130,24 @@ static void ordered_job_runs_promptly_with_its_environment_and_logs(void) {
   CHECK_EQ_INT(7, json_integer_value(json_object_get(chunk, "offset")));
   CHECK(json_is_false(json_object_get(chunk, "eof")));
   json_decref(chunk);
+  /* Output that is not UTF-8 stays valid JSON; a character cut by the chunk waits. */
+  fs_order(s, start_order("bin", "printf 'a\\303\\251b\\377c'", -1));
+  json_decref(fs_wait_event(s, "exited", "bin", 5000));
+  snprintf(target, sizeof target, "%s/logs/bin?offset=0&limit=2", url);
+  CHECK_EQ_INT(200, http_get(target, FS_TOKEN, body));
+  chunk = json_loads(body, 0, &je);
+  CHECK_EQ_STR("a", json_string_value(json_object_get(chunk, "data")));
+  CHECK_EQ_INT(1, json_integer_value(json_object_get(chunk, "offset")));
+  json_decref(chunk);
+  snprintf(target, sizeof target, "%s/logs/bin?offset=1", url);
+  CHECK_EQ_INT(200, http_get(target, FS_TOKEN, body));
+  chunk = json_loads(body, 0, &je);
+  CHECK_EQ_STR("\xc3\xa9" "b\xef\xbf\xbd" "c", json_string_value(json_object_get(chunk, "data")));
+  CHECK_EQ_INT(6, json_integer_value(json_object_get(chunk, "offset")));
+  CHECK(json_is_true(json_object_get(chunk, "eof")));
+  json_decref(chunk);
+  snprintf(target, sizeof target, "%s/logs/bin?offset=-5", url);
+  CHECK_EQ_INT(400, http_get(target, FS_TOKEN, body));
   snprintf(target, sizeof target, "%s/logs/nope?stream=stdout", url);
   CHECK_EQ_INT(404, http_get(target, FS_TOKEN, body));
   snprintf(target, sizeof target, "%s/logs/7?stream=../../etc/passwd", url);
