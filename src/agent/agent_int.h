@@ -120,6 +120,10 @@ void gp__log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void gp__event(gp_agent *a, json_t *ev); /* takes ownership */
 int gp__write_json(const char *path, json_t *doc); /* atomic: tmp + rename */
 
+/* ---- agent_orders.c ---- */
+void gp__orders_load(gp_agent *a);
+void gp__order_execute(gp_agent *a, json_t *order); /* at most once per order id */
+
 /* ---- agent_start.c ---- */
 void gp__job_start(gp_agent *a, const char *order_id, json_t *job);
 
