@@ -35,4 +35,9 @@ expect_contains "$timeline" "preempted" "timeline has the preemption"
 expect_contains "$timeline" "requeued" "timeline has the requeue"
 [ "$(job_field "$b" '[.timeline[] | select(.event == "started")] | .[1].at')" -ge "$(job_field "$a" .ended_at)" ] \
   || fail "the borrower came back before the owner's job ended"
+# The queue tree shows the two queues with their quotas.
+queues=$("$GPOOL" queues)
+grep -Eq '^a +2 ' <<<"$queues" || fail "gpool queues must show queue a deserving 2 GPUs: $queues"
+grep -Eq '^b +0 ' <<<"$queues" || fail "gpool queues must show queue b deserving 0 GPUs: $queues"
+expect_eq 2 "$("$GPOOL" queues -o json | jq '[.[] | select(.name == "a" or .name == "b")] | length')" "queues -o json"
 echo "ok: reclaim"
