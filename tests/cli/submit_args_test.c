@@ -310,7 +310,46 @@ static void directive_words_split_like_a_shell(void) {
   CHECK_EQ_INT(GP_ELIMIT, gp_opt_split(many, w, 8));
 }
 
+/* Scripts are untrusted input: mutated directive blocks (random bytes spliced into real
+ * directives, unbalanced quotes, huge counts) must give an answer or an error, never a
+ * crash (ASan and UBSan watch this test). */
+static void hostile_scripts_never_crash(void) {
+  static const char *const seeds[] = {
+    "#!/bin/sh\n#GPOOL -q a -g 4 --time 2h -n 'x y'\n#SBATCH --gres=gpu:h100:2 -N 2\necho\n",
+    "#SBATCH --dependency=afterok:1:2,afterany:3 --signal=B:USR1@60 -t 1-00:00:00\n",
+    "#GPOOL --gpu-mem 20G\n#GPOOL --mig 1g.10gb\n#SBATCH --gpus=h100:16 -N 4 --mem=128G\n",
+  };
+  unsigned seed = 42;
+  char buf[512];
+  int answered = 0, refused = 0;
+  for (int round = 0; round < 3000; round++) {
+    const char *base = seeds[round % 3];
+    size_t n = strlen(base);
+    memcpy(buf, base, n + 1);
+    int edits = 1 + (int)(rand_r(&seed) % 6);
+    for (int e = 0; e < edits; e++) {
+      size_t at = (size_t)rand_r(&seed) % n;
+      static const char alphabet[] = "-=:,'\"# \n\tg0123456789@?hx.";
+      buf[at] = (rand_r(&seed) % 4) ? alphabet[rand_r(&seed) % (sizeof alphabet - 1)] : (char)(1 + rand_r(&seed) % 255);
+    }
+    gp_submit s;
+    gp_submit_init(&s);
+    gp_err err = {0};
+    s.script = "fuzz.sh";
+    int rc = gp_submit_parse_script(&s, "fuzz.sh", buf, n, &err);
+    if (rc == 0) rc = gp_submit_finish(&s, "/w", buf, &err);
+    if (rc == 0) answered++;
+    else {
+      refused++;
+      CHECK(err.message[0] != '\0'); /* every refusal says why */
+    }
+    gp_submit_done(&s);
+  }
+  CHECK(answered > 0);
+  CHECK(refused > 0);
+}
+
 GP_TESTS(gpool_options_become_the_request, a_command_without_dashdash_and_defaults, gres_and_fractions,
          bad_values_are_named, gpool_directives_and_precedence, sbatch_directives_map_to_gpool,
          bad_directives_name_file_and_line, model_names_resolve_against_the_fleet,
-         directive_words_split_like_a_shell)
+         directive_words_split_like_a_shell, hostile_scripts_never_crash)
