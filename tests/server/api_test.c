@@ -191,6 +191,7 @@ static void queues_form_a_tree_and_api_queues_survive_a_restart(void) {
   json_decref(o);
   CHECK_EQ_INT(200, tsrv_call(&t, "PUT", "/v1/queues/lab/x", ADMIN, "{\"weight\": 3}", &o));
   json_decref(o);
+  t.keep_dir = true;
   tsrv_stop(&t);
   tsrv_start(&t); /* same data dir */
   CHECK_EQ_INT(200, tsrv_call(&t, "GET", "/v1/queues/lab/x", BOB, NULL, &o));
@@ -278,6 +279,7 @@ static void a_failed_commit_answers_503_and_acknowledges_nothing(void) {
   char *third = tsrv_submit(&t, ALICE, "{\"command\": [\"third\"]}");
   REQUIRE(third);
   CHECK_EQ_STR("2", third);
+  t.keep_dir = true;
   tsrv_stop(&t);
   tsrv_start(&t);
   CHECK_EQ_INT(200, tsrv_call(&t, "GET", "/v1/jobs", ADMIN, NULL, &o));

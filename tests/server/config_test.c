@@ -116,6 +116,9 @@ static void tokens_can_live_in_their_own_file(void) {
   CHECK_CONTAINS(e.file, "tokens.yaml");
   CHECK_EQ_INT(2, e.line);
   CHECK_EQ_STR("tokens[0].role", e.field);
+  char cmd[200];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  CHECK_EQ_INT(0, system(cmd));
 }
 
 static void the_example_config_is_valid(void) {

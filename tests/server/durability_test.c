@@ -175,6 +175,9 @@ static void every_acknowledged_job_survives_kill_9(void) {
   waitpid(pid, &status, 0);
   CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   curl_global_cleanup();
+  char cmd[300];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  CHECK_EQ_INT(0, system(cmd));
 }
 
 static void a_bad_config_names_file_line_and_key(void) {
@@ -193,6 +196,8 @@ static void a_bad_config_names_file_line_and_key(void) {
   CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 2);
   CHECK_CONTAINS(out, "server.yaml:7");
   CHECK_CONTAINS(out, "node_timeout_s");
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  CHECK_EQ_INT(0, system(cmd));
 }
 
 GP_TESTS(every_acknowledged_job_survives_kill_9, a_bad_config_names_file_line_and_key)

@@ -17,7 +17,16 @@ typedef struct tsrv {
   gp_server *srv;
   char dir[256];
   char base[64];
+  bool keep_dir; /* set before a stop that is followed by a restart on the same data */
 } tsrv;
+
+/* Removes a temporary directory this test made (mkdtemp names only). */
+static inline void tsrv_rm_dir(const char *dir) {
+  if (strncmp(dir, "/tmp/gp_", 8) != 0 || strchr(dir, '\'') || strstr(dir, "..")) return;
+  char cmd[400];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+}
 
 #define ADMIN "admin-token-123"
 #define ALICE "alice-token-123"
@@ -73,6 +82,11 @@ static inline void tsrv_stop(tsrv *t) {
   t->srv = NULL;
   gp_server_config_free(t->cfg);
   t->cfg = NULL;
+  if (!t->keep_dir && t->dir[0]) {
+    tsrv_rm_dir(t->dir);
+    t->dir[0] = '\0';
+  }
+  t->keep_dir = false;
 }
 
 static inline size_t tsrv_write(char *p, size_t size, size_t n, void *ud) {

@@ -18,6 +18,12 @@ static const char *db_path(void) {
   return p;
 }
 
+static void remove_dir(void) {
+  char cmd[300];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  CHECK_EQ_INT(0, system(cmd));
+}
+
 typedef struct counts {
   int jobs, events, nodes, allocs, queues, orders;
   int64_t next_order;
@@ -111,6 +117,7 @@ static void committed_rows_survive_a_reopen(void) {
   CHECK_EQ_INT(0, c.allocs);
   CHECK_EQ_INT(0, c.queues);
   gp_store_close(s);
+  remove_dir();
 }
 
 static void rolled_back_rows_are_gone(void) {
@@ -124,6 +131,7 @@ static void rolled_back_rows_are_gone(void) {
   counts c = load_all(s);
   CHECK_EQ_INT(0, c.jobs);
   gp_store_close(s);
+  remove_dir();
 }
 
 static void fault_store_fails_the_nth_write_and_nothing_is_committed(void) {
@@ -156,6 +164,7 @@ static void fault_store_fails_the_nth_write_and_nothing_is_committed(void) {
   CHECK_EQ_INT(0, gp_store_commit(s, &e));
   CHECK_EQ_INT(1, load_all(s).jobs);
   gp_store_close(s);
+  remove_dir();
 }
 
 static void a_file_that_is_not_a_database_is_refused(void) {
@@ -171,6 +180,7 @@ static void a_file_that_is_not_a_database_is_refused(void) {
   CHECK(gp_store_sqlite_open(p, &s, &e) != 0);
   CHECK(s == NULL);
   CHECK_CONTAINS(e.file, "junk.db");
+  remove_dir();
 }
 
 GP_TESTS(committed_rows_survive_a_reopen, rolled_back_rows_are_gone,
