@@ -102,10 +102,16 @@ static int write_file(const char *path, const char *text, mode_t mode) {
   return 0;
 }
 
+/* The invoking user's name for the admin token; one that would not survive a quoted YAML
+ * scalar unchanged (quotes, backslashes, control bytes) falls back to "admin". */
 static const char *user_name(void) {
   struct passwd *pw = getpwuid(getuid());
   const char *env = getenv("USER");
-  return pw ? pw->pw_name : env && *env ? env : "admin";
+  const char *name = pw ? pw->pw_name : env && *env ? env : "admin";
+  if (strlen(name) > 64) return "admin";
+  for (const char *p = name; *p; p++)
+    if (*p == '"' || *p == '\\' || *p == ',' || (unsigned char)*p < 0x20) return "admin";
+  return name;
 }
 
 /* Reads the two tokens back from tokens.yaml (the file this program wrote). */
@@ -160,7 +166,7 @@ static int prepare(up_ctx *u) {
     snprintf(text, sizeof text,
              "# Tokens of the pool started by 'gpool up'. Keep this file private.\n"
              "tokens:\n"
-             "  - {token: \"%s\", user: %s, role: admin}\n"
+             "  - {token: \"%s\", user: \"%s\", role: admin}\n"
              "  - {token: \"%s\", user: agent, role: agent}\n",
              u->admin_token, user_name(), u->agent_token);
     if (write_file(path, text, 0600)) {
