@@ -184,10 +184,14 @@ static int prepare(up_ctx *u) {
 
 /* Starts `gpool <args>` with stdout and stderr appended to log; its own process group, so
  * a Ctrl-C reaches only `gpool up`, which stops the children in order. */
-static pid_t spawn(const up_ctx *u, char *const *args, const char *log) {
+static pid_t spawn(const up_ctx *u, char *const *args, const char *log, const char *agent_token) {
   pid_t pid = fork();
   if (pid != 0) return pid;
   setpgid(0, 0);
+  /* The agent's token travels in its environment (readable by its owner only), not in its
+   * argv (readable by everyone through ps). The agent keeps it out of jobs' environments. */
+  if (agent_token) setenv("GPOOL_AGENT_TOKEN", agent_token, 1);
+  unsetenv("GPOOL_TOKEN");
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, NULL);
@@ -238,7 +242,7 @@ static int start_server(up_ctx *u) {
   path_in(u, "server/server.url", urlfile, sizeof urlfile);
   unlink(urlfile);
   char *args[] = {(char *)"gpool", (char *)"server", (char *)"--config", cfg, NULL};
-  u->server = spawn(u, args, log);
+  u->server = spawn(u, args, log, NULL);
   if (u->server < 0) return 1;
   for (int i = 0; i < 300; i++) { /* up to 30 s on a loaded machine */
     FILE *f = fopen(urlfile, "r");
@@ -287,8 +291,6 @@ static int start_agent(up_ctx *u, char *node_name, size_t cap, bool wait_up) {
   args[n++] = (char *)"agent";
   args[n++] = (char *)"--server";
   args[n++] = u->url;
-  args[n++] = (char *)"--token";
-  args[n++] = u->agent_token;
   args[n++] = (char *)"--name";
   args[n++] = host;
   args[n++] = (char *)"--data";
@@ -299,7 +301,7 @@ static int start_agent(up_ctx *u, char *node_name, size_t cap, bool wait_up) {
   args[n++] = (char *)(u->sim ? "--sim" : "--sim-fallback");
   args[n++] = (char *)(u->sim ? u->sim : "8xH100-80GB");
   args[n] = NULL;
-  u->agent = spawn(u, args, log);
+  u->agent = spawn(u, args, log, u->agent_token);
   if (u->agent < 0) return 1;
   if (!wait_up) return 0;
   gp_client *c = gp_client_new(u->url, u->admin_token);
