@@ -159,13 +159,15 @@ static enum MHD_Result serve_logs(gp_agent *a, struct MHD_Connection *c, const c
 static enum MHD_Result serve_checkpoint(gp_agent *a, struct MHD_Connection *c, const char *id) {
   if (!gp__job_id_valid(id)) return reply_error(c, 400, "invalid_argument", "job", "bad job id");
   const char *key = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "key");
-  char path[800];
-  snprintf(path, sizeof path, "%s/%s/state.json", a->jobs_dir, id);
-  json_error_t je;
-  json_t *state = json_load_file(path, 0, &je);
-  const char *want = json_string_value(json_object_get(state, "checkpoint_key"));
-  bool ok = key && want && want[0] && strlen(key) == strlen(want) && strcmp(key, want) == 0;
-  json_decref(state);
+  char path[800], want[64] = "";
+  snprintf(path, sizeof path, "%s/%s/checkpoint.key", a->jobs_dir, id);
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd >= 0) {
+    ssize_t n = read(fd, want, sizeof want - 1);
+    want[n > 0 ? n : 0] = '\0';
+    close(fd);
+  }
+  bool ok = key && want[0] && strcmp(key, want) == 0;
   if (!ok) return reply_error(c, 403, "permission_denied", "key", "wrong or missing job key");
   json_t *ev = json_object();
   json_object_set_new(ev, "kind", json_string("checkpoint"));

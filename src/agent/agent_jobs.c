@@ -98,7 +98,6 @@ void gp__job_persist(const gp__job *j) {
   json_object_set_new(s, "stop_reason", json_string(j->stop_reason));
   json_object_set_new(s, "limit_exceeded", json_boolean(j->limit_exceeded));
   json_object_set_new(s, "fault_reason", json_string(j->fault_reason));
-  json_object_set_new(s, "checkpoint_key", json_string(j->checkpoint_key));
   json_object_set_new(s, "message", json_string(j->message));
   char path[800];
   gp__job_path(j, "state.json", path, sizeof path);
@@ -130,7 +129,6 @@ static bool job_load(gp__job *j, const char *dir) {
   copy_json_str(s, "stop_reason", j->stop_reason, sizeof j->stop_reason);
   copy_json_str(s, "message", j->message, sizeof j->message);
   copy_json_str(s, "fault_reason", j->fault_reason, sizeof j->fault_reason);
-  copy_json_str(s, "checkpoint_key", j->checkpoint_key, sizeof j->checkpoint_key);
   j->pid = (pid_t)json_integer_value(json_object_get(s, "pid"));
   j->shim_pid = (pid_t)json_integer_value(json_object_get(s, "shim_pid"));
   j->start_ticks = (uint64_t)json_integer_value(json_object_get(s, "start_ticks"));

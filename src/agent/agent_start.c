@@ -7,6 +7,7 @@
 #include "agent/agent_int.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
 #include <stdio.h>
@@ -438,6 +439,13 @@ void gp__job_start(gp_agent *a, const char *order_id, json_t *job) {
     j->cgroup = true;
   }
   random_key(j->checkpoint_key, sizeof j->checkpoint_key);
+  /* Written before the job can run, so its first checkpoint report already finds it. */
+  char key_path[800];
+  gp__job_path(j, "checkpoint.key", key_path, sizeof key_path);
+  int kfd = open(key_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (kfd < 0 || write(kfd, j->checkpoint_key, strlen(j->checkpoint_key)) < 0)
+    j->checkpoint_key[0] = '\0'; /* no key on disk: no checkpoint URL either */
+  if (kfd >= 0) close(kfd);
   envv env = {0};
   build_env(a, &r, &c, &sp, workdir, j->checkpoint_key, &env);
   size_t argc = json_array_size(r.command);

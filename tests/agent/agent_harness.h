@@ -38,6 +38,7 @@ typedef struct fake_server {
   int heartbeats;
   bool resend_all;      /* ignore gen: re-send every order (at-most-once test) */
   const char *reject_kind; /* answer 400 to a heartbeat carrying an event of this kind */
+  volatile int stopping;   /* end open long polls at once (fs_stop) */
   int rejected;
   json_t *last_heartbeat;
 } fake_server;
@@ -144,7 +145,7 @@ static enum MHD_Result fs_handle(void *cls, struct MHD_Connection *c, const char
       pthread_mutex_lock(&s->lock);
       json_t *orders = fs_pending_orders(s, gen, &g2);
       pthread_mutex_unlock(&s->lock);
-      if (json_array_size(orders) > 0 || had_events || fs_now_ms() >= until)
+      if (json_array_size(orders) > 0 || had_events || fs_now_ms() >= until || s->stopping)
         return fs_reply(c, 200, json_pack("{s:I,s:o}", "gen", g2, "orders", orders));
       json_decref(orders);
       usleep(5000);
@@ -241,6 +242,7 @@ static inline json_t *fs_wait_register(fake_server *s, size_t n, int timeout_ms)
 }
 
 static inline void fs_stop(fake_server *s) {
+  s->stopping = 1;
   MHD_stop_daemon(s->d);
   json_decref(s->registers);
   json_decref(s->events);
