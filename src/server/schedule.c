@@ -288,6 +288,7 @@ int gp__srv_schedule(gp_srv_state *s, int64_t now, gp_err *err) {
     if (p->job < 0 || p->job >= b.view.n_jobs) continue;
     gp_srv_job *j = b.srv_jobs[p->job];
     j->pending_reason = (int)p->reason;
+    j->reservation_at = 0; /* set again below when the plan still reserves for it */
     /* Most pending jobs keep their reason from step to step: copy only what changed. */
     if (!p->message || !j->pending_message || strcmp(p->message, j->pending_message) != 0) {
       free(j->pending_message);
