@@ -182,11 +182,11 @@ static void stop_sends_the_checkpoint_signal_then_kills_after_grace(void) {
   CHECK_EQ_INT(7, json_integer_value(json_object_get(ea, "exit_code")));
   CHECK_EQ_STR("killed", json_string_value(json_object_get(ea, "reason")));
   CHECK_CONTAINS(json_string_value(json_object_get(ea, "message")), "after SIGTERM (preempted)");
-  CHECK(fs_now_ms() - t0 < 2000); /* it ended on the signal, not at the grace deadline */
+  CHECK(fs_now_ms() - t0 < 4000); /* it ended on the signal, not at the 5 s grace deadline */
   json_t *eb = fs_wait_event(s, "exited", "b", 5000);
   REQUIRE(eb);
   int64_t took = fs_now_ms() - t0;
-  CHECK(took >= 1000 && took < 3000);
+  CHECK(took >= 1000 && took < 4500); /* killed at its 1 s deadline, not before */
   CHECK_EQ_INT(SIGKILL, json_integer_value(json_object_get(eb, "signal")));
   CHECK(json_is_null(json_object_get(eb, "exit_code")));
   CHECK_EQ_STR("killed", json_string_value(json_object_get(eb, "reason")));
