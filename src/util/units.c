@@ -64,8 +64,9 @@ static int parse_colon_duration(const char *s, int64_t *ret) {
   const char *dash = strchr(s, '-');
   if (dash) {
     char *end;
+    errno = 0;
     days = strtoll(s, &end, 10);
-    if (end != dash || days < 0) return GP_EINVAL;
+    if (errno || end != dash || days < 0 || days > 1000000) return GP_EINVAL;
     s = dash + 1;
   }
   int64_t parts[3];
@@ -73,7 +74,11 @@ static int parse_colon_duration(const char *s, int64_t *ret) {
   while (*s) {
     if (n == 3 || !isdigit((unsigned char)*s)) return GP_EINVAL;
     char *end;
-    parts[n++] = strtoll(s, &end, 10);
+    errno = 0;
+    parts[n] = strtoll(s, &end, 10);
+    /* Bounded so the arithmetic below cannot overflow: no field is above 10^9. */
+    if (errno || parts[n] > 1000000000) return GP_EINVAL;
+    n++;
     if (*end == ':') end++;
     else if (*end) return GP_EINVAL;
     s = end;
