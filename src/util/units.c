@@ -83,6 +83,7 @@ static int parse_colon_duration(const char *s, int64_t *ret) {
     else if (*end) return GP_EINVAL;
     s = end;
   }
+  if (n == 0) return GP_EINVAL; /* "1-" names days and nothing else */
   int64_t secs;
   if (n == 1) secs = dash ? parts[0] * 3600 : parts[0] * 60;  /* Slurm: "M" or "D-H" */
   else if (n == 2) secs = dash ? parts[0] * 3600 + parts[1] * 60 : parts[0] * 60 + parts[1];

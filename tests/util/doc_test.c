@@ -75,6 +75,7 @@ static void units_parse_like_slurm(void) {
   /* Huge fields are refused, not overflowed (found by the submit-script fuzz test). */
   CHECK(gp_parse_duration_s("2336936577129475701:00:00", &v) != 0);
   CHECK(gp_parse_duration_s("99999999999999-00:00:00", &v) != 0);
+  CHECK(gp_parse_duration_s("1-", &v) != 0);
 }
 
 GP_TESTS(yaml_keeps_lines_and_values, json_is_accepted,
