@@ -32,8 +32,11 @@ TMP=$(mktemp -d /tmp/gpool-bench.XXXXXX)
 SERVER_PID=""
 cleanup() {
   [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
-  [ -n "${SLURM_PEER_DIR:-}" ] && bash "$PEER" stop >/dev/null 2>&1
-  rm -rf "$TMP"
+  if [ -n "${SLURM_PEER_DIR:-}" ]; then
+    bash "$PEER" stop >/dev/null 2>&1
+    for _ in $(seq 1 50); do pgrep -f "$SLURM_PEER_DIR" >/dev/null || break; sleep 0.1; done
+  fi
+  rm -rf "$TMP" 2>/dev/null || true
 }
 trap cleanup EXIT
 
