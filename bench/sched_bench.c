@@ -220,6 +220,36 @@ static int apply(bench *b, const gp_plan *p, gp_time now) {
   return n;
 }
 
+/* FNV-1a over what a plan decided (starts with their GPUs, victims, reservations, pending
+ * reasons, ended jobs), so a change meant to be faster can show it decides the same. */
+static uint64_t digest = 1469598103934665603ULL;
+static void mix(uint64_t v) {
+  for (int i = 0; i < 8; i++) {
+    digest ^= (v >> (8 * i)) & 0xff;
+    digest *= 1099511628211ULL;
+  }
+}
+static void digest_plan(const gp_plan *p) {
+  mix((uint64_t)p->n_starts);
+  for (int i = 0; i < p->n_starts; i++) {
+    mix((uint64_t)p->starts[i].job);
+    for (int t = 0; t < p->starts[i].n_placements; t++) {
+      const gp_placement *pl = &p->starts[i].placements[t];
+      mix((uint64_t)pl->node);
+      mix((uint64_t)pl->gpu_mask << 16 ^ (uint64_t)pl->gpu_milli);
+    }
+  }
+  mix((uint64_t)p->n_preemptions);
+  for (int i = 0; i < p->n_preemptions; i++)
+    mix((uint64_t)p->preemptions[i].job << 32 ^ (uint64_t)p->preemptions[i].for_job);
+  mix((uint64_t)p->n_reservations);
+  for (int i = 0; i < p->n_reservations; i++)
+    mix((uint64_t)p->reservations[i].job << 40 ^ (uint64_t)p->reservations[i].at);
+  mix((uint64_t)p->n_pending);
+  for (int i = 0; i < p->n_pending; i++) mix((uint64_t)p->pending[i].job << 8 ^ p->pending[i].reason);
+  mix((uint64_t)p->n_ended);
+}
+
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return x < y ? -1 : x > y;
@@ -273,6 +303,7 @@ int main(int argc, char **argv) {
            gp_arena_bytes(plan->arena) / 1048576.0);
   else
     printf("memory: not measured (AddressSanitizer build)\n");
+  digest_plan(plan);
   apply(b, plan, now);
   gp_plan_free(plan);
 
@@ -305,17 +336,21 @@ int main(int argc, char **argv) {
     total_starts += plan->n_starts;
     total_pending += plan->n_pending;
     total_preempt += plan->n_preemptions;
+    digest_plan(plan);
     apply(b, plan, now);
     gp_plan_free(plan);
   }
   qsort(times, (size_t)steps, sizeof *times, cmp_double);
+  double sum = 0;
+  for (int s = 0; s < steps; s++) sum += times[s];
   printf("incremental step (1%% end, 1000 arrive) over %d steps, CPU time: p50 %.2f ms, p99 %.2f ms, max "
-         "%.2f ms; per step on average %ld starts, %ld pending, %ld preemptions\n",
+         "%.2f ms, min %.2f ms, mean %.2f ms; per step on average %ld starts, %ld pending, %ld preemptions\n",
          steps, times[steps / 2] * 1e3, times[(int)(steps * 0.99)] * 1e3, times[steps - 1] * 1e3,
-         total_starts / steps, total_pending / steps, total_preempt / steps);
+         times[0] * 1e3, sum / steps * 1e3, total_starts / steps, total_pending / steps, total_preempt / steps);
   if (HEAP_COUNTING)
     printf("memory: incremental step peak working set %.1f MiB (%.0f bytes per pending job)\n",
            step_peak_max / 1048576.0, (double)step_peak_max / (double)(total_pending / steps));
+  printf("plans digest %016llx (equal digests: the same decisions)\n", (unsigned long long)digest);
   free(times);
   for (int j = 0; j < b->n_jobs; j++) free((void *)b->jobs[j].placements);
   free(b->jobs);

@@ -46,7 +46,7 @@ int gp__class_of(const gp__ctx *c, const gp_job *job, int leaf) {
   if (job->priority_class) {
     /* Cached by pointer (callers share one string per class name); -2: not cached. */
     gp__ctx *mc = (gp__ctx *)c;
-    unsigned h = (unsigned)(((uintptr_t)job->priority_class >> 3) & 15);
+    unsigned h = gp__ptr_slot(job->priority_class, 4);
     if (mc->ccache_ptr[h] == job->priority_class) return mc->ccache_val[h];
     int k = find_class(c, job->priority_class);
     mc->ccache_ptr[h] = job->priority_class;
@@ -222,7 +222,7 @@ static void classify_pending(gp__ctx *c, int j) {
 /* The leaf queue a job names, or -1 (unknown, or not a leaf). */
 static int leaf_of(gp__ctx *c, const char *name) {
   if (!name) return -1;
-  unsigned h = (unsigned)(((uintptr_t)name >> 3) & 63);
+  unsigned h = gp__ptr_slot(name, 10);
   if (c->qcache_ptr[h] == name) return c->qcache_val[h];
   int q = gp__qtree_find(&c->tree, name);
   if (q >= 0 && !gp__qtree_is_leaf(&c->tree, q)) q = -1;

@@ -18,7 +18,7 @@ static int str_cmp(const void *a, const void *b) {
 int gp__model_id(const gp__ctx *c, const char *model) {
   if (!model) return -1;
   gp__ctx *mc = (gp__ctx *)c; /* the cache changes no answer */
-  unsigned h = (unsigned)(((uintptr_t)model >> 3) & 15);
+  unsigned h = gp__ptr_slot(model, 4);
   if (mc->mcache_ptr[h] == model) return mc->mcache_val[h];
   int m = gp__strmap_get(&c->model_map, model);
   mc->mcache_ptr[h] = model;

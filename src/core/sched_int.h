@@ -156,8 +156,8 @@ typedef struct gp__ctx {
 
   /* Leaf lookups by queue-name pointer: callers that share one string per queue (the
    * simulator, the server) skip the hash; the answer never depends on the cache. */
-  const char *qcache_ptr[64];
-  int qcache_val[64];
+  const char *qcache_ptr[1024]; /* slots: gp__ptr_slot(name, 10) */
+  int qcache_val[1024];
   const char *hcache_ptr[64]; /* string hashes by pointer (shapes.c) */
   uint32_t hcache_val[64];
   const char *ccache_ptr[16]; /* priority class by name pointer (jobs.c) */
@@ -217,6 +217,13 @@ static inline int gp__popc(uint32_t x) {
   x = x - ((x >> 1) & 0x55555555u);
   x = (x & 0x33333333u) + ((x >> 2) & 0x33333333u);
   return (int)((((x + (x >> 4)) & 0x0f0f0f0fu) * 0x01010101u) >> 24);
+}
+
+/* Slot of a pointer in a direct-mapped cache of 2^bits entries. Multiplicative (Fibonacci)
+ * hashing: callers often keep their names in fixed-size arrays (char name[50][32]), and
+ * low address bits alone map such strings onto a few slots that then evict each other. */
+static inline unsigned gp__ptr_slot(const void *p, int bits) {
+  return (unsigned)(((uint64_t)(uintptr_t)p * 0x9e3779b97f4a7c15ull) >> (64 - bits));
 }
 
 /* Grows a vector of elem-sized items and returns a pointer to a new zeroed slot. */

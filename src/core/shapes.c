@@ -37,7 +37,7 @@ static int pool_key(const gp__ctx *c, int j) {
 /* Hash of a string, cached by pointer: requests usually share their model and label
  * strings, so the string is hashed once per step. The value never depends on the cache. */
 static uint32_t str_hash(gp__ctx *c, const char *str) {
-  unsigned h = (unsigned)(((uintptr_t)str >> 3) & 63);
+  unsigned h = gp__ptr_slot(str, 6);
   if (c->hcache_ptr[h] == str) return c->hcache_val[h];
   c->hcache_ptr[h] = str;
   return c->hcache_val[h] = gp__strhash(str);
