@@ -28,6 +28,12 @@ enum { K_POOL = 0, K_PRIORITY, K_RECLAIM, K_STOPPING, K_N };
 struct gp__preempt {
   bool built;                    /* gp__preempt_build ran */
   int *vorder, n_vorder;         /* victim-able running jobs in victim order (first use) */
+  /* Per vorder position, for victims with one placement (most jobs): its node (-1 for
+   * several placements: read the view), the whole GPUs, CPU and memory it frees there.
+   * The walks read these compact arrays instead of two view cache lines per victim. */
+  int *vnode;
+  uint32_t *vmask;
+  int64_t *vcpu, *vmem;
   int *acc_stamp;                /* per node: accumulation of the current walk */
   uint32_t *acc_mask;
   int64_t *acc_cpu, *acc_mem;
@@ -177,6 +183,10 @@ void gp__preempt_done(gp__ctx *c) {
   for (int k = 0; k < K_N; k++) free(p->fail_gpus[k]);
   free(p->fail_prio);
   free(p->vorder);
+  free(p->vnode);
+  free(p->vmask);
+  free(p->vcpu);
+  free(p->vmem);
   free(p->acc_stamp);
   free(p->acc_mask);
   free(p->acc_cpu);
@@ -350,7 +360,18 @@ static void build_vorder(gp__ctx *c) {
   }
   qsort(keys, (size_t)n, sizeof *keys, vkey_cmp);
   p->vorder = gp_xmalloc(((size_t)n + 1) * sizeof(int));
-  for (int k = 0; k < n; k++) p->vorder[k] = keys[k].j;
+  p->vnode = gp_xmalloc(((size_t)n + 1) * sizeof(int));
+  p->vmask = gp_xcalloc((size_t)n + 1, sizeof(uint32_t));
+  p->vcpu = gp_xcalloc((size_t)n + 1, sizeof(int64_t));
+  p->vmem = gp_xcalloc((size_t)n + 1, sizeof(int64_t));
+  for (int k = 0; k < n; k++) {
+    int v = p->vorder[k] = keys[k].j;
+    const gp_job *job = &c->view->jobs[v];
+    p->vnode[k] = -1;
+    if (job->n_placements != 1) continue;
+    p->vnode[k] = job->placements[0].node;
+    frees_on(c, v, p->vnode[k], &p->vmask[k], &p->vcpu[k], &p->vmem[k]);
+  }
   p->n_vorder = n;
   free(keys);
   p->acc_stamp = gp_xcalloc((size_t)nn + 1, sizeof(int));
@@ -394,9 +415,11 @@ static int walk_node(gp__ctx *c, const gp__req *r, int kind, gp__fit *best_fit, 
   for (int i = 0; i < p->n_vorder; i++) {
     int v = p->vorder[i];
     if (p->taken[v] || c->jobs[v].victim) continue;
-    const gp_job *job = &c->view->jobs[v];
-    for (int k = 0; k < job->n_placements; k++) {
-      int node = job->placements[k].node, dup = 0;
+    int single = p->vnode[i];
+    const gp_job *job = single >= 0 ? NULL : &c->view->jobs[v];
+    int n_pl = single >= 0 ? 1 : job->n_placements;
+    for (int k = 0; k < n_pl; k++) {
+      int node = single >= 0 ? single : job->placements[k].node, dup = 0;
       for (int m = 0; m < k && !dup; m++) dup = job->placements[m].node == node;
       if (dup || p->acc_stamp[node] == -ws) continue; /* -ws: node excluded for this walk */
       if (!walk_candidate(c, kind, r->job, v, node)) continue;
@@ -415,7 +438,13 @@ static int walk_node(gp__ctx *c, const gp__req *r, int kind, gp__fit *best_fit, 
       p->ent_v[e] = v;
       p->ent_next[e] = p->acc_head[node];
       p->acc_head[node] = e;
-      frees_on(c, v, node, &p->acc_mask[node], &p->acc_cpu[node], &p->acc_mem[node]);
+      if (single >= 0) {
+        p->acc_mask[node] |= p->vmask[i];
+        p->acc_cpu[node] += p->vcpu[i];
+        p->acc_mem[node] += p->vmem[i];
+      } else {
+        frees_on(c, v, node, &p->acc_mask[node], &p->acc_cpu[node], &p->acc_mem[node]);
+      }
       const gp__node *sn = &c->nodes[node];
       if (gp__popc((sn->free | p->acc_mask[node]) & sn->whole_ok) < r->gpus) continue; /* cheap */
       if (!gp__node_fit(c, r, node, p->acc_mask[node], p->acc_cpu[node], p->acc_mem[node], best_fit))
