@@ -86,6 +86,21 @@ static void fmt_time(int64_t t, char *out, size_t cap) {
   strftime(out, cap, "%Y-%m-%d %H:%M:%S", &tm);
 }
 
+/* "04:44:32 (in 30m)" for a future time, local clock; the date too when not today. */
+static void fmt_when(int64_t t, int64_t now, char *out, size_t cap) {
+  time_t tt = (time_t)t, nn = (time_t)now;
+  struct tm tm, tn;
+  char clock[40], in[32];
+  if (!localtime_r(&tt, &tm) || !localtime_r(&nn, &tn)) {
+    snprintf(out, cap, "-");
+    return;
+  }
+  strftime(clock, sizeof clock, tm.tm_yday == tn.tm_yday && tm.tm_year == tn.tm_year ? "%H:%M:%S" : "%Y-%m-%d %H:%M:%S", &tm);
+  gp_cli_fmt_duration(t - now, in, sizeof in);
+  if (t > now) snprintf(out, cap, "%s (in %s)", clock, in);
+  else snprintf(out, cap, "%s", clock);
+}
+
 static void join_strings(json_t *arr, const char *sep, gp_buf *out) {
   size_t i;
   json_t *v;
@@ -188,6 +203,11 @@ void gp_job_fmt_show(json_t *job, int64_t now, gp_buf *out) {
       gp_buf_puts(out, "\n");
     }
   }
+  if (!strcmp(state, "pending") && num(job, "reservation_at") > 0) {
+    char when[80];
+    fmt_when(num(job, "reservation_at"), now, when, sizeof when);
+    gp_buf_printf(out, "  reserved   to start by %s\n", when);
+  }
   gp_cli_fmt_duration(gp_job_elapsed(job, now), d, sizeof d);
   if (!strcmp(state, "running") || !strcmp(state, "stopping")) gp_buf_printf(out, "  running for %s\n", d);
   else if (gp_job_state_final(state) && num(job, "started_at")) gp_buf_printf(out, "  ran for %s\n", d);
@@ -233,13 +253,39 @@ static const char *reason_sentence(const char *r) {
   return NULL;
 }
 
+/* The scheduler's sentence without a raw clock value ("... from t=1796015677."): the CLI
+ * says the time itself, from reservation_at. Copies msg into out (cap bytes). */
+static void strip_raw_time(const char *msg, char *out, size_t cap) {
+  snprintf(out, cap, "%s", msg);
+  char *t = out;
+  while ((t = strstr(t, "t=")) != NULL) {
+    if ((t == out || t[-1] == ' ') && t[2] >= '0' && t[2] <= '9') break;
+    t += 2;
+  }
+  if (!t) return;
+  char *cut = t;
+  /* drop the little word that introduced it ("from", "at", "by") */
+  static const char *const lead[] = {" from ", " at ", " by ", " until "};
+  for (size_t i = 0; i < sizeof lead / sizeof lead[0]; i++) {
+    size_t n = strlen(lead[i]);
+    if ((size_t)(t - out) >= n && !strncmp(t - n, lead[i], n)) {
+      cut = t - n;
+      break;
+    }
+  }
+  *cut = '\0';
+  size_t len = strlen(out);
+  while (len && (out[len - 1] == ' ' || out[len - 1] == ',' || out[len - 1] == ':')) out[--len] = '\0';
+}
+
 void gp_job_fmt_why(json_t *job, int64_t now, gp_buf *out) {
   const char *id = str(job, "id"), *state = str(job, "state");
   char d[64], nodes[256];
   gp_cli_fmt_duration(gp_job_elapsed(job, now), d, sizeof d);
   gp_job_fmt_nodes(job, nodes, sizeof nodes);
   if (!strcmp(state, "pending")) {
-    const char *msg = str(job, "pending_message");
+    char msg[600];
+    strip_raw_time(str(job, "pending_message"), msg, sizeof msg);
     const char *reason = str(job, "pending_reason");
     const char *sentence = *msg ? msg : reason_sentence(reason);
     gp_buf_printf(out, "Job %s has been pending for %s", id, d);
@@ -250,6 +296,12 @@ void gp_job_fmt_why(json_t *job, int64_t now, gp_buf *out) {
       gp_buf_printf(out, " (reason: %s)", reason);
     } else {
       gp_buf_puts(out, "; the scheduler has not looked at it yet");
+    }
+    int64_t at = num(job, "reservation_at");
+    if (at > 0) {
+      char when[80];
+      fmt_when(at, now, when, sizeof when);
+      gp_buf_printf(out, "; it should start by %s", when);
     }
     gp_buf_puts(out, ".\n");
   } else if (!strcmp(state, "held")) {

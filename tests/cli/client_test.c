@@ -203,6 +203,15 @@ static void why_speaks_in_sentences(void) {
   json_decref(j);
 
   gp_buf_reset(&out);
+  j = job("{\"id\": \"16\", \"state\": \"pending\", \"submitted_at\": 1000, \"pending_reason\": \"Reservation\","
+          " \"pending_message\": \"GPUs are reserved for it from t=2800.\", \"reservation_at\": 2800}");
+  gp_job_fmt_why(j, 1000, &out);
+  CHECK_CONTAINS(out.data, "Job 16 has been pending for 0s: GPUs are reserved for it; it should start by ");
+  CHECK_CONTAINS(out.data, " (in 30m00s).\n");
+  CHECK(strstr(out.data, "t=2800") == NULL); /* no raw clock values for people */
+  json_decref(j);
+
+  gp_buf_reset(&out);
   j = job("{\"id\": \"14\", \"state\": \"running\", \"started_at\": 1000, \"placements\": [{\"node\": \"n1\"}, {\"node\": \"n2\"}]}");
   gp_job_fmt_why(j, 4600, &out);
   CHECK_EQ_STR("Job 14 is not pending: it has been running on n1,n2 for 1h00m.\n", out.data);
