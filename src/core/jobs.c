@@ -209,6 +209,7 @@ static void classify_pending(gp__ctx *c, int j) {
     return;
   }
   ji->stat = GP__J_ELIGIBLE;
+  ji->idp = gp__id_prefix(job->id);
   c->tree.q[ji->leaf].demand += ji->gpus;
   gp_time end = ji->limit > 0 && c->now < GP__NEVER - ji->limit ? c->now + ji->limit : GP__NEVER;
   gp__keys_add(c, j, end);

@@ -20,7 +20,7 @@
  * job indexes into the view. */
 typedef struct hent {
   int64_t k1, k2;       /* sort keys, smaller first; then the job id, then j */
-  uint64_t idp;         /* the id's first 8 bytes, big-endian, zero-padded (id_prefix) */
+  uint64_t idp;         /* the id's first 8 bytes (gp__id_prefix) */
   int j;
 } hent;
 
@@ -38,17 +38,9 @@ struct gp__order {
 /* Ties on the keys go to the smaller job id, then the view index: callers that keep their
  * view in place (the simulator swap-removes ended jobs) still get submission order for
  * jobs submitted in the same second, as long as their ids sort that way. */
-/* The first 8 bytes of an id as a big-endian number, NUL and what follows as zeros: for
- * two ids that differ within their first 8 bytes, comparing these numbers gives strcmp's
- * answer (bytes compare unsigned, and a shorter id has a 0 where the longer has a byte).
- * Jobs submitted in the same second with the same priority tie on the keys, and heapify
- * compares such pairs often: the prefix settles them without reading the view. */
-static uint64_t id_prefix(const char *id) {
-  uint64_t k = 0;
-  for (int i = 0; i < 8 && id[i]; i++) k |= (uint64_t)(unsigned char)id[i] << (56 - 8 * i);
-  return k;
-}
-
+/* Jobs submitted in the same second with the same priority tie on the keys, and heapify
+ * compares such pairs often: the id prefix (gp__id_prefix) settles them without reading
+ * the view. */
 static bool job_less(const gp__order *o, const hent *a, const hent *b) {
   if (a->k1 != b->k1) return a->k1 < b->k1;
   if (a->k2 != b->k2) return a->k2 < b->k2;
@@ -151,7 +143,7 @@ gp__order *gp__order_new(gp__ctx *c) {
   for (int e = 0; e < n_elig; e++) {
     int j = c->eligible[e];
     const gp__job *ji = &c->jobs[j];
-    hent h = {.j = j, .idp = id_prefix(c->view->jobs[j].id)};
+    hent h = {.j = j, .idp = ji->idp};
     switch (c->pol->order) {
     case GP_ORDER_FIFO:
       h.k1 = ji->submitted;

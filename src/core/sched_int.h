@@ -61,6 +61,8 @@ typedef struct gp__job {
   int shape;            /* request shape id (shapes.c), -1 before it is computed */
   int pkey;             /* placement key id (shapes.c), -1 for jobs not eligible */
   const char *msg;      /* static sentence or plan-arena string */
+  uint64_t idp;         /* eligible jobs: the id's first 8 bytes (gp__id_prefix), read while
+                           classification has the job in cache, for order.c's ties */
 } gp__job;
 
 typedef struct gp__node {
@@ -224,6 +226,15 @@ static inline int gp__popc(uint32_t x) {
  * low address bits alone map such strings onto a few slots that then evict each other. */
 static inline unsigned gp__ptr_slot(const void *p, int bits) {
   return (unsigned)(((uint64_t)(uintptr_t)p * 0x9e3779b97f4a7c15ull) >> (64 - bits));
+}
+
+/* The first 8 bytes of an id as a big-endian number, NUL and what follows as zeros: for
+ * two ids that differ within their first 8 bytes, comparing these numbers gives strcmp's
+ * answer (bytes compare unsigned, and a shorter id has a 0 where the longer has a byte). */
+static inline uint64_t gp__id_prefix(const char *id) {
+  uint64_t k = 0;
+  for (int i = 0; i < 8 && id[i]; i++) k |= (uint64_t)(unsigned char)id[i] << (56 - 8 * i);
+  return k;
 }
 
 /* Grows a vector of elem-sized items and returns a pointer to a new zeroed slot. */
