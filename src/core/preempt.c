@@ -337,12 +337,38 @@ typedef struct vkey {
   gp_time lost, started;
 } vkey;
 
-static int vkey_cmp(const void *a, const void *b) {
-  const vkey *x = a, *y = b;
-  if (x->prio != y->prio) return x->prio < y->prio ? -1 : 1;
-  if (x->lost != y->lost) return x->lost < y->lost ? -1 : 1;
-  if (x->started != y->started) return x->started > y->started ? -1 : 1;
-  return x->j < y->j ? -1 : x->j > y->j;
+static bool vkey_less(const vkey *x, const vkey *y) {
+  if (x->prio != y->prio) return x->prio < y->prio;
+  if (x->lost != y->lost) return x->lost < y->lost;
+  if (x->started != y->started) return x->started > y->started;
+  return x->j < y->j;
+}
+
+/* Bottom-up merge sort with the comparison inlined (qsort's callback was a measurable part
+ * of a step with 20,000 running jobs). The keys are a total order (j is unique), so any
+ * correct sort gives the same victim order. */
+static void vkey_sort(vkey *a, int n) {
+  vkey *tmp = gp_xmalloc(((size_t)n + 1) * sizeof *tmp), *src = a, *dst = tmp;
+  for (int i = 1; i < n; i += 2) /* runs of 2 */
+    if (vkey_less(&a[i], &a[i - 1])) {
+      vkey t = a[i];
+      a[i] = a[i - 1];
+      a[i - 1] = t;
+    }
+  for (int w = 2; w < n; w *= 2) {
+    for (int lo = 0; lo < n; lo += 2 * w) {
+      int mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+      int i = lo, k = mid, o = lo;
+      while (i < mid && k < hi) dst[o++] = vkey_less(&src[k], &src[i]) ? src[k++] : src[i++];
+      while (i < mid) dst[o++] = src[i++];
+      while (k < hi) dst[o++] = src[k++];
+    }
+    vkey *t = src;
+    src = dst;
+    dst = t;
+  }
+  if (src != a) memcpy(a, src, (size_t)n * sizeof *a);
+  free(tmp);
 }
 
 static void build_vorder(gp__ctx *c) {
@@ -358,7 +384,7 @@ static void build_vorder(gp__ctx *c) {
     gp_time since = job->last_checkpoint_at > job->started_at ? job->last_checkpoint_at : job->started_at;
     keys[n++] = (vkey){c->jobs[j].prio, j, c->now - since, job->started_at};
   }
-  qsort(keys, (size_t)n, sizeof *keys, vkey_cmp);
+  vkey_sort(keys, n);
   p->vorder = gp_xmalloc(((size_t)n + 1) * sizeof(int));
   p->vnode = gp_xmalloc(((size_t)n + 1) * sizeof(int));
   p->vmask = gp_xcalloc((size_t)n + 1, sizeof(uint32_t));

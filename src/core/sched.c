@@ -186,7 +186,8 @@ static void run(gp__ctx *c) {
       gp__job_wait(c, j, GP_PEND_QUEUE_LIMIT, limit_message(c, over));
     } else if (head_blocked) {
       gp__job_wait(c, j, GP_PEND_PRIORITY, GP__MSG_PRIORITY);
-    } else if (c->n_stopping > 0) {
+    } else if (c->n_stopping > 0 && !(ji->shape >= 0 && gp__shape_flag(c, ji->shape, 1))) {
+      /* (A shape already known not to fit after the stopping jobs skips the request.) */
       gp__req r;
       gp__req_init(c, j, &r);
       if (waits_for_stopping(c, &r))
