@@ -140,7 +140,26 @@ static bool at_least(const numbers *a, const numbers *b) {
   return true;
 }
 
+/* What sig_equal(.., true) compares, with lists and the MIG profile by pointer: two jobs
+ * with equal raw keys have the same shape. Callers share one model list or selector per
+ * kind of request, so most jobs find their shape in a small direct-mapped memo by raw key
+ * (a few loads and one multiply-xor hash) instead of the string-hashing signature and a
+ * field-by-field comparison with the shape's representative. A miss takes the full path,
+ * which alone assigns shape ids: the memo changes no id. */
+typedef struct rawkey {
+  uint64_t v[8];
+  const void *p[3];
+} rawkey;
+
+#define MEMO_BITS 8
+
+typedef struct memo_ent {
+  rawkey k;
+  int shape;            /* shape id + 1; 0: empty */
+} memo_ent;
+
 struct gp__shapes {
+  memo_ent *memo;       /* 1 << MEMO_BITS entries */
   sigtab shape_tab, class_tab;
   int n, cap;           /* shapes */
   int *rep;             /* a job of the shape */
@@ -161,6 +180,7 @@ static struct gp__shapes *shapes(gp__ctx *c) {
   struct gp__shapes *s = c->shapes;
   if (s) return s;
   s = c->shapes = gp_xcalloc(1, sizeof *s);
+  s->memo = gp_xcalloc((size_t)1 << MEMO_BITS, sizeof *s->memo);
   sigtab_init(&s->shape_tab);
   sigtab_init(&s->class_tab);
   return s;
@@ -169,6 +189,7 @@ static struct gp__shapes *shapes(gp__ctx *c) {
 void gp__shapes_done(gp__ctx *c) {
   struct gp__shapes *s = c->shapes;
   if (!s) return;
+  free(s->memo);
   sigtab_done(&s->shape_tab);
   sigtab_done(&s->class_tab);
   free(s->rep);
@@ -207,10 +228,54 @@ static int class_of(gp__ctx *c, struct gp__shapes *s, int j) {
   return id;
 }
 
+static void raw_key(const gp__ctx *c, int j, rawkey *k) {
+  const gp_request *r = &c->view->jobs[j].req;
+  k->v[0] = (uint64_t)c->jobs[j].kind | (uint64_t)r->allow_spot << 8 |
+            (uint64_t)(uint32_t)pool_key(c, j) << 16;
+  k->v[1] = (uint64_t)r->min_gpu_mem_mib;
+  k->v[2] = (uint64_t)(uint32_t)r->tasks | (uint64_t)(uint32_t)r->gpus_per_task << 32;
+  k->v[3] = (uint64_t)(uint32_t)r->gpu_milli | (uint64_t)(uint32_t)r->n_gpu_models << 32;
+  k->v[4] = (uint64_t)r->gpu_mem_mib;
+  k->v[5] = (uint64_t)r->cpu_milli;
+  k->v[6] = (uint64_t)r->mem_mib;
+  k->v[7] = (uint64_t)(uint32_t)r->n_node_selector;
+  k->p[0] = r->gpu_models;
+  k->p[1] = r->node_selector;
+  k->p[2] = r->mig_profile;
+}
+
+static unsigned raw_slot(const rawkey *k) {
+  uint64_t h = 0;
+  for (int i = 0; i < 8; i++) h = (h ^ k->v[i]) * 0x9e3779b97f4a7c15ull;
+  for (int i = 0; i < 3; i++) h = (h ^ (uint64_t)(uintptr_t)k->p[i]) * 0x9e3779b97f4a7c15ull;
+  return (unsigned)(h >> (64 - MEMO_BITS));
+}
+
+static bool raw_equal(const rawkey *a, const rawkey *b) {
+  for (int i = 0; i < 8; i++)
+    if (a->v[i] != b->v[i]) return false;
+  return a->p[0] == b->p[0] && a->p[1] == b->p[1] && a->p[2] == b->p[2];
+}
+
+static int shape_full(gp__ctx *c, int j);
+
 int gp__shape_of(gp__ctx *c, int j) {
   gp__job *ji = &c->jobs[j];
   if (ji->shape >= 0) return ji->shape;
   struct gp__shapes *s = shapes(c);
+  rawkey k;
+  raw_key(c, j, &k);
+  memo_ent *m = &s->memo[raw_slot(&k)];
+  if (m->shape > 0 && raw_equal(&m->k, &k)) return ji->shape = m->shape - 1;
+  int id = shape_full(c, j);
+  m->k = k;
+  m->shape = id + 1;
+  return id;
+}
+
+static int shape_full(gp__ctx *c, int j) {
+  gp__job *ji = &c->jobs[j];
+  struct gp__shapes *s = c->shapes;
   sigtab *t = &s->shape_tab;
   uint32_t h = sig_hash(c, j, true);
   size_t i = h & t->mask;
