@@ -26,6 +26,7 @@ void gp__queue_add_alloc(gp__ctx *c, int leaf, double gpus) {
 }
 
 int gp__queue_over_limit(const gp__ctx *c, int leaf, double extra) {
+  if (c->path_limited && leaf >= 0 && !c->path_limited[leaf]) return -1;
   for (int q = leaf; q >= 0; q = c->tree.q[q].parent) {
     const gp__queue *qq = &c->tree.q[q];
     if (qq->limit != GP_NO_LIMIT && qq->allocated + extra > qq->limit + GP__EPS) return q;
@@ -239,6 +240,13 @@ int gp__classify_jobs(gp__ctx *c) {
   c->leaf_class = gp_xmalloc(((size_t)c->tree.n + 1) * sizeof(int));
   for (int q = 0; q < c->tree.n; q++) c->leaf_class[q] = -2;
   c->eligible = gp_xmalloc(((size_t)v->n_jobs + 1) * sizeof(int));
+  /* Queues with a limit on their path (parents precede children in the tree): jobs of the
+   * others skip the limit walk, done for every job never considered. */
+  c->path_limited = gp_xmalloc(((size_t)c->tree.n + 1) * sizeof(bool));
+  for (int q = 0; q < c->tree.n; q++) {
+    int par = c->tree.q[q].parent;
+    c->path_limited[q] = c->tree.q[q].limit != GP_NO_LIMIT || (par >= 0 && c->path_limited[par]);
+  }
   for (int j = 0; j < v->n_jobs; j++) {
     const gp_job *job = &v->jobs[j];
     gp__job *ji = &c->jobs[j];

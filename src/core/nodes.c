@@ -53,9 +53,13 @@ int gp__nodes_init(gp__ctx *c) {
   int nm = 0;
   gp__strmap seen;
   gp__strmap_init(&seen, 16);
+  const char *last_m = NULL; /* nodes in a row often share one model string: skip the hash */
   for (int i = 0; i < nn; i++) {
     const char *m = v->nodes[i].model;
-    if (m && v->nodes[i].n_gpus > 0 && gp__strmap_put(&seen, m, nm) < 0) names[nm++] = m;
+    if (m && m != last_m && v->nodes[i].n_gpus > 0) {
+      if (gp__strmap_put(&seen, m, nm) < 0) names[nm++] = m;
+      last_m = m;
+    }
     if (v->nodes[i].gpu_mem_mib > c->max_gpu_mem) c->max_gpu_mem = v->nodes[i].gpu_mem_mib;
   }
   gp__strmap_done(&seen);
@@ -69,15 +73,19 @@ int gp__nodes_init(gp__ctx *c) {
   gp__strmap blocks;
   gp__strmap_init(&blocks, 64);
   int *bcount = gp_xcalloc((size_t)nn + 1, sizeof(int));
+  const char *last_b = NULL; /* neighbours usually share their block's string */
+  int last_id = -1;
   for (int i = 0; i < nn; i++) {
     const char *b = label_of(&v->nodes[i], "topology.block");
     c->nodes[i].block = -1;
     if (!b) continue;
-    int id = gp__strmap_get(&blocks, b);
+    int id = b == last_b ? last_id : gp__strmap_get(&blocks, b);
     if (id < 0) {
       id = c->n_blocks++;
       gp__strmap_put(&blocks, b, id);
     }
+    last_b = b;
+    last_id = id;
     c->nodes[i].block = id;
     bcount[id]++;
   }

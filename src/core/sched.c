@@ -46,6 +46,7 @@ static void ctx_done(gp__ctx *c) {
   free(c->queue_pool);
   free(c->running);
   free(c->leaf_class);
+  free(c->path_limited);
   free(c->eligible);
   free(c->node_jobs_start);
   free(c->node_jobs);

@@ -165,6 +165,7 @@ typedef struct gp__ctx {
   const char *ccache_ptr[16]; /* priority class by name pointer (jobs.c) */
   int ccache_val[16];
   int *leaf_class;            /* per queue: default class resolved, -2 until first use */
+  bool *path_limited;         /* per queue: it or an ancestor has a limit (jobs.c) */
   const char *mcache_ptr[16]; /* GPU model id by name pointer (nodes.c) */
   int mcache_val[16];
 
