@@ -76,6 +76,7 @@ struct gp_agent {
   bool is_root;
   char url[160];
   char jobs_dir[600];
+  char sim_bin[620];         /* sim backend: <data>/sim-bin (nvidia-smi), first in jobs' PATH */
 
   /* jobs */
   gp__job **jobs;
@@ -145,6 +146,8 @@ json_t *gp__job_report(const gp__job *j); /* register "jobs" entry */
 void gp__job_persist(const gp__job *j);
 bool gp__job_id_valid(const char *id);
 void gp__stats_update(gp_agent *a);
+/* Sim backend only: writes <data>/sim-bin/nvidia-smi and sets sim_bin (sim_bin.c). */
+int gp__sim_bin_write(gp_agent *a);
 
 /* ---- agent_share.c ---- */
 /* Decides how a placement is isolated; fills enforcement, the per-GPU limit and extra env

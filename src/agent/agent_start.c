@@ -312,6 +312,16 @@ static void build_env(gp_agent *a, const start_req *r, const creds *c, const gp_
     json_object_foreach(r->env, k, v) env_set(e, k, json_string_value(v));
   }
   env_set(e, "PWD", workdir);
+  if (a->sim_bin[0]) {
+    /* A simulated node: its nvidia-smi (sim_bin.c) comes first, ahead of any real one. */
+    const char *path = NULL;
+    for (size_t i = 0; i < e->n && !path; i++)
+      if (strncmp(e->items[i], "PATH=", 5) == 0) path = e->items[i] + 5;
+    char *joined = gp_xmalloc(strlen(a->sim_bin) + (path ? strlen(path) : 0) + 32);
+    sprintf(joined, "%s:%s", a->sim_bin, path && *path ? path : "/usr/local/bin:/usr/bin:/bin");
+    env_set(e, "PATH", joined);
+    free(joined);
+  }
   /* gpool's own variables come last: the job cannot override what it was given. */
   char buf[4096];
   size_t len = 0;

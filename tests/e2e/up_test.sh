@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # The README's story: `gpool up` starts a whole pool in one command; a job submitted with
 # no queue runs on a simulated GPU with CUDA_VISIBLE_DEVICES set to its GPU's UUID, finishes,
-# and its output is readable; nodes, queues and jobs show it; `gpool up --stop` ends it all.
+# and its output is readable; the greeting's `nvidia-smi` job finds gpool's simulated one; nodes, queues and jobs show it; `gpool up --stop` ends it all.
 source "$(dirname "$0")/lib.sh"
 e2e_init
 
@@ -32,6 +32,18 @@ expect_eq "visible=$uuid job=$id" "$log" "the job saw exactly one GPU and its ow
 "$GPOOL" nodes -o json | jq -e --arg u "$uuid" '[.[].gpu_list[].uuid] | index($u)' >/dev/null \
   || fail "the job's GPU $uuid is not a GPU of the pool"
 expect_eq "$uuid" "$(jq -r '.placements[0].gpu_uuids[0]' <<<"$job")" "the job ran on the GPU of its placement"
+
+# The greeting's suggestion works on simulated GPUs too: a simulated nvidia-smi, labelled as
+# such, lists exactly the job's GPU.
+smi=$("$GPOOL" submit -g 1 -n smi -- nvidia-smi)
+wait_for 20 "the nvidia-smi job to end" sh -c "GPOOL_TOKEN=$ADMIN_TOKEN '$GPOOL' show $smi -o json | jq -e '.state != \"pending\" and .state != \"running\"'"
+smi_log=$("$GPOOL" logs "$smi")
+expect_eq completed "$(job_field "$smi" .state)" "gpool submit -g 1 -- nvidia-smi completes (log: $smi_log)"
+expect_eq 0 "$(job_field "$smi" .exit_code)" "nvidia-smi exits with 0"
+expect_contains "$(head -n1 <<<"$smi_log")" "gpool simulated GPUs" "its first line says the GPUs are simulated"
+smi_uuid=$(job_field "$smi" '.placements[0].gpu_uuids[0]')
+listed=$(grep -o 'GPU-[0-9a-f-]*' <<<"$smi_log")
+expect_eq "$smi_uuid" "$listed" "nvidia-smi lists exactly the job's GPU"
 
 # People's views.
 jobs=$("$GPOOL" jobs -a)
