@@ -54,6 +54,7 @@ int main(int argc, char **argv) {
     c.oracle_limits = p == GP_REPLAY_SJF;
     c.partition = gp_replay_preset_partitioned(p);
     c.time_scale = scale;
+    c.policy.seed = c.seed; /* as `gpool sim replay` does */
     gp_replay_result *r = NULL;
     if (gp_replay_run(&c, t, f, q, &r, &e)) {
       fprintf(stderr, "replay_bench: %s: %s\n", names[i], e.message);
