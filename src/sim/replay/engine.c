@@ -338,6 +338,17 @@ static int plan_error(sim *s, const char *fmt, const char *id, long a, long b) {
                     msg);
 }
 
+/* Names the jobs holding a GPU, for the message of an inconsistent plan. */
+static void holder_report(sim *s, int node, int g) {
+  for (int i = 0; i < s->nv; i++) {
+    const gp_job *v = &s->v[i];
+    for (int p = 0; p < v->n_placements; p++)
+      if (v->placements[p].node == node && (v->placements[p].gpu_mask & (1u << g)))
+        fprintf(stderr, "gpool sim: GPU %d of node %s is held by job %s (%s in the view)\n", g,
+                s->nodes[node].name, v->id, gp_job_state_name(v->state));
+  }
+}
+
 static int apply_start(sim *s, int j, const gp_plan_start *st, gp_time now) {
   sjob *sj = &s->jobs[j];
   const gp_job *vj = &s->v[sj->view];
@@ -360,8 +371,10 @@ static int apply_start(sim *s, int j, const gp_plan_start *st, gp_time now) {
       if (pl->gpu_mask & (1u << g)) {
         if (g >= n->n_gpus)
           return plan_error(s, "job %s placed on GPU %ld of node %ld", vj->id, g, pl->node);
-        if (*gpu_slot(s, pl->node, g) + pl->gpu_milli > GP_GPU_MILLI)
+        if (*gpu_slot(s, pl->node, g) + pl->gpu_milli > GP_GPU_MILLI) {
+          holder_report(s, pl->node, g);
           return plan_error(s, "job %s placed on busy GPU %ld of node %ld", vj->id, g, pl->node);
+        }
         gpus += pl->gpu_milli / (double)GP_GPU_MILLI;
       }
   }
