@@ -338,14 +338,17 @@ static int plan_error(sim *s, const char *fmt, const char *id, long a, long b) {
                     msg);
 }
 
-/* Names the jobs holding a GPU, for the message of an inconsistent plan. */
-static void holder_report(sim *s, int node, int g) {
+/* The job holding a GPU (its id and state in the view), for the message of an
+ * inconsistent plan; "nobody in the view" when no job claims it. */
+static void holder_of(const sim *s, int node, int g, char *buf, size_t n) {
+  snprintf(buf, n, "nobody in the view");
   for (int i = 0; i < s->nv; i++) {
     const gp_job *v = &s->v[i];
     for (int p = 0; p < v->n_placements; p++)
-      if (v->placements[p].node == node && (v->placements[p].gpu_mask & (1u << g)))
-        fprintf(stderr, "gpool sim: GPU %d of node %s is held by job %s (%s in the view)\n", g,
-                s->nodes[node].name, v->id, gp_job_state_name(v->state));
+      if (v->placements[p].node == node && (v->placements[p].gpu_mask & (1u << g))) {
+        snprintf(buf, n, "job %s (%s)", v->id, gp_job_state_name(v->state));
+        return;
+      }
   }
 }
 
@@ -372,8 +375,11 @@ static int apply_start(sim *s, int j, const gp_plan_start *st, gp_time now) {
         if (g >= n->n_gpus)
           return plan_error(s, "job %s placed on GPU %ld of node %ld", vj->id, g, pl->node);
         if (*gpu_slot(s, pl->node, g) + pl->gpu_milli > GP_GPU_MILLI) {
-          holder_report(s, pl->node, g);
-          return plan_error(s, "job %s placed on busy GPU %ld of node %ld", vj->id, g, pl->node);
+          char holder[128];
+          holder_of(s, pl->node, g, holder, sizeof holder);
+          return gp_err_set(s->err, GP_ESTATE, NULL, 0, NULL,
+                            "inconsistent plan from the scheduler: job %s placed on GPU %d of "
+                            "node %s, held by %s", vj->id, g, s->nodes[pl->node].name, holder);
         }
         gpus += pl->gpu_milli / (double)GP_GPU_MILLI;
       }
