@@ -339,6 +339,9 @@ static int run_policies(const char *cmd, args *a, const char *const *names, int 
       rc = 1;
     }
     if (r) rc = fail(cmd, &e);
+    else if (csv && res[i]->csv_rows >= GP_REPLAY_MAX_CSV_ROWS)
+      fprintf(stderr, "gpool sim %s: the CSV time series stops after %d rows\n", cmd,
+              GP_REPLAY_MAX_CSV_ROWS);
   }
   if (!rc) {
     bool json = strcmp(a->out, "json") == 0;

@@ -26,6 +26,8 @@
 #include "util/error.h"
 #include "util/mem.h"
 
+#define GP_REPLAY_MAX_CSV_ROWS 5000000
+
 /* ---- Inputs ---- */
 
 /* The GPU machines of a replay. Owns its arrays and strings (arena). */
@@ -153,6 +155,8 @@ typedef struct gp_replay_result {
   int64_t preemptions;
   double gpu_hours_lost;         /* GPU time of preempted runs not saved by a checkpoint */
   int64_t node_failures;
+  int64_t csv_rows;              /* rows written to the CSV time series (at most
+                                    GP_REPLAY_MAX_CSV_ROWS: 9.5 years of minutes) */
   double gpu_hours_lost_failures;
   int64_t sched_calls;           /* gp_sched_step calls */
   double sched_seconds;          /* wall time inside gp_sched_step */
