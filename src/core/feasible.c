@@ -51,7 +51,13 @@ static void node_slots(gp__ctx *c, int j, int i, int *ever, int *now) {
     uint32_t bit = (uint32_t)1 << g;
     switch (kind) {
     case GP__R_WHOLE:
-      if (mem >= r->min_gpu_mem_mib) {
+      if (mem < r->min_gpu_mem_mib) break;
+      if (r->gpus_per_task == 1 && gpu && gpu->mode == GP_SHARE_TIMESLICE &&
+          gpu->timeslice_replicas > 1) {
+        /* One-GPU tasks may take its replicas (placement.c, gp__fit_replica). */
+        e += gpu->timeslice_replicas;
+        w += (s->share_ok & bit) ? gpu->timeslice_replicas : 0;
+      } else {
         e++;
         w += (s->whole_ok & bit) != 0;
       }

@@ -216,6 +216,9 @@ static void classify_pending(gp__ctx *c, int j) {
   gp__keys_add(c, j, end);
   if (ji->kind == GP__R_WHOLE) {
     if (job->req.gpus_per_task < c->min_whole) c->min_whole = job->req.gpus_per_task;
+    /* A one-GPU task may still take a timeslice replica when no whole GPU is free, so the
+     * free-GPU index alone cannot tell that nothing fits. */
+    if (job->req.gpus_per_task == 1 && c->has_timeslice) c->other_eligible = true;
   } else {
     c->other_eligible = true;
   }

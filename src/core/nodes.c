@@ -131,6 +131,7 @@ int gp__nodes_init(gp__ctx *c) {
       if (!s->up || h != GP_GPU_HEALTHY) continue;
       if (m == GP_SHARE_EXCLUSIVE || m == GP_SHARE_SHARED) s->whole_ok |= bit;
       if (m == GP_SHARE_SHARED || m == GP_SHARE_TIMESLICE) s->share_ok |= bit;
+      if (m == GP_SHARE_TIMESLICE) c->has_timeslice = true;
       if (m == GP_SHARE_MIG) s->mig_ok |= bit;
       if (n->gpus && n->gpus[g].mem_mib > 0 && n->gpus[g].mem_mib != n->gpu_mem_mib)
         s->mem_varies = true;

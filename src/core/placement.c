@@ -194,6 +194,9 @@ bool gp__fit_task(gp__ctx *c, const gp__req *r, gp__fit *f) {
         if (c->ix.level_count[l] && scan_level(c, r, slot, l, f)) return true;
     }
   }
+  /* Exclusive and shared GPUs first, in every pool slot; then a timeslice replica. Only a
+   * one-GPU task: N replicas of one GPU are not N GPUs (docs/internals/scheduler.md). */
+  if (r->gpus == 1 && c->has_timeslice) return gp__fit_replica(c, r, f);
   return false;
 }
 

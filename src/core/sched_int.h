@@ -155,6 +155,7 @@ typedef struct gp__ctx {
   gp__index ix;
   bool indexed;         /* ix and block_free are live (after gp__nodes_index) */
   int64_t max_gpu_mem;  /* largest GPU memory in the fleet, MiB */
+  bool has_timeslice;   /* some up node has a healthy timeslice GPU (replicas for 1-GPU tasks) */
 
   /* Leaf lookups by queue-name pointer: callers that share one string per queue (the
    * simulator, the server) skip the hash; the answer never depends on the cache. */
@@ -317,6 +318,9 @@ void gp__shared_done(gp__ctx *c);
 bool gp__node_static_ok(const gp__ctx *c, const gp__req *r, int node);
 bool gp__node_fit_shared(gp__ctx *c, const gp__req *r, int node, gp__fit *f);
 bool gp__fit_shared(gp__ctx *c, const gp__req *r, gp__fit *f);
+/* A whole-GPU task of one GPU on a timeslice replica (the fullest GPU with a free replica),
+ * for when no exclusive or shared GPU fits it. */
+bool gp__fit_replica(gp__ctx *c, const gp__req *r, gp__fit *f);
 /* Dynamic MIG: a MIG job that found no free instance waits for a re-partition planned in
  * this step (claiming one of its new instances, or planning one). True when it does. */
 bool gp__mig_wait(gp__ctx *c, const gp__req *r);

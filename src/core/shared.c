@@ -3,6 +3,9 @@
  *   fractions and memory shares go to GPUs in `shared` mode, scored node by node by the
  *   sharing policy of core/share (policy.share: gpool, FGD, BestFit, ...), and to `timeslice`
  *   GPUs (one replica per task, fullest GPU first) when no shared GPU fits;
+ *   whole-GPU tasks of one GPU take a timeslice replica the same way when no exclusive or
+ *   shared GPU fits them (placement.c asks, gp__fit_replica), like the Kubernetes device
+ *   plugin's time-slicing; the placement's gpu_milli is then 1000 / replicas;
  *   MIG requests take a free instance of their profile on a GPU in `mig` mode; when none is
  *   free and policy.dynamic_mig is on, an idle MIG GPU of a model that offers the profile
  *   is re-partitioned (core/mig's layout chooser, fed with the step's pending MIG demand)
@@ -43,7 +46,9 @@ void gp__shared_setup(gp__ctx *c) {
   bool any = false;
   for (int j = 0; j < c->view->n_jobs && !any; j++)
     any = c->jobs[j].stat == GP__J_ELIGIBLE &&
-          (c->jobs[j].kind == GP__R_FRACTION || c->jobs[j].kind == GP__R_MIG);
+          (c->jobs[j].kind == GP__R_FRACTION || c->jobs[j].kind == GP__R_MIG ||
+           (c->jobs[j].kind == GP__R_WHOLE && c->has_timeslice &&
+            c->view->jobs[j].req.gpus_per_task == 1));
   if (!any) return;
   struct gp__shared *sh = c->sh = gp_xcalloc(1, sizeof *sh);
   sh->nodes = gp_xmalloc(((size_t)c->view->n_nodes + 1) * sizeof(int));
@@ -120,11 +125,12 @@ static int milli_for(const gp__ctx *c, const gp__req *r, int node) {
   return milli;
 }
 
-/* A fraction on a timeslice GPU: one replica; the fullest GPU with a free replica. */
-static bool fit_timeslice(gp__ctx *c, const gp__req *r, int node, gp__fit *f) {
+/* The node's fullest timeslice GPU with a free replica for r, or -1; *ret_free: its free
+ * replicas. */
+static int fullest_replica(const gp__ctx *c, const gp__req *r, int node, int *ret_free) {
   const gp_node *n = &c->view->nodes[node];
   const gp__node *s = &c->nodes[node];
-  if (!n->gpus) return false;
+  if (!n->gpus) return -1;
   int best = -1, best_free = 0;
   for (int g = 0; g < n->n_gpus; g++) {
     if (!(s->share_ok >> g & 1) || n->gpus[g].mode != GP_SHARE_TIMESLICE) continue;
@@ -135,6 +141,14 @@ static bool fit_timeslice(gp__ctx *c, const gp__req *r, int node, gp__fit *f) {
       best_free = fr;
     }
   }
+  *ret_free = best_free;
+  return best;
+}
+
+/* A fraction on a timeslice GPU: one replica; the fullest GPU with a free replica. */
+static bool fit_timeslice(gp__ctx *c, const gp__req *r, int node, gp__fit *f) {
+  int best_free;
+  int best = fullest_replica(c, r, node, &best_free);
   if (best < 0) return false;
   f->node = node;
   f->mask = (uint32_t)1 << best;
@@ -269,6 +283,38 @@ bool gp__fit_shared(gp__ctx *c, const gp__req *r, gp__fit *f) {
       }
     }
     if (best >= 0) return true;
+  }
+  return false;
+}
+
+bool gp__fit_replica(gp__ctx *c, const gp__req *r, gp__fit *f) {
+  if (!c->sh || r->kind != GP__R_WHOLE || r->gpus != 1) return false;
+  for (int si = 0; si < r->n_slots; si++) {
+    /* The fullest GPU of the slot's nodes (fewest free replicas), first in view order on
+     * ties: replicas fill one GPU before the next, as fractions do. */
+    int best = -1, best_g = -1, best_free = 0;
+    for (int k = 0; k < c->sh->n_nodes; k++) {
+      int node = c->sh->nodes[k];
+      const gp__node *s = &c->nodes[node];
+      if (s->pool + 1 != r->slots[si] || r->cpu > s->cpu_free || r->mem > s->mem_free) continue;
+      int fr;
+      int g = fullest_replica(c, r, node, &fr);
+      if (g < 0 || (best >= 0 && fr >= best_free) || !gp__node_static_ok(c, r, node)) continue;
+      best = node;
+      best_g = g;
+      best_free = fr;
+    }
+    if (best >= 0) {
+      int replicas = c->view->nodes[best].gpus[best_g].timeslice_replicas;
+      int milli = replicas > 0 ? GP_GPU_MILLI / replicas : GP_GPU_MILLI;
+      f->node = best;
+      f->mask = (uint32_t)1 << best_g;
+      f->milli = milli < 1 ? 1 : milli;
+      f->gpu_mem = 0;
+      f->mig = -1;
+      f->score = 0;
+      return true;
+    }
   }
   return false;
 }

@@ -152,7 +152,65 @@ static void an_idle_mig_gpu_is_repartitioned_for_pending_demand(void) {
   fx_free(f);
 }
 
+static void one_gpu_jobs_take_a_replica_when_no_whole_gpu_is_free(void) {
+  /* "ex" has one exclusive T4; "ts" has two T4s time-sliced 2 ways, and GPU 1 already runs
+   * a one-GPU job on one of its replicas. One-GPU jobs take the exclusive GPU first, then
+   * replicas, fullest GPU first, one replica per task (a gang's tasks may share a GPU).
+   * A two-GPU job never gets replicas: two replicas are not two GPUs. */
+  fx *f = fx_new();
+  fx_node(f, "ex", "T4", 1);
+  fx_node(f, "ts", "T4", 2);
+  for (int g = 0; g < 2; g++) {
+    f->gpus[1][g].mode = GP_SHARE_TIMESLICE;
+    f->gpus[1][g].timeslice_replicas = 2;
+  }
+  fx_queue(f, "a", 0, GP_NO_LIMIT, 1);
+  gp_job *old = fx_job(f, "old", "a", 1, 1);
+  old->state = GP_JOB_RUNNING;
+  f->placements[0][old->n_placements++] =
+      (gp_placement){.node = 1, .gpu_mask = 2, .gpu_milli = 500, .mig_instance = -1};
+  fx_job(f, "w1", "a", 1, 1);
+  fx_job(f, "w2", "a", 1, 1);
+  fx_job(f, "gang", "a", 1, 2);
+  fx_job(f, "pair", "a", 2, 1);
+  fx_job(f, "w3", "a", 1, 1);
+  gp_plan *p = fx_step(f, 10);
+  REQUIRE(p);
+  const gp_plan_start *w1 = fx_start(f, p, "w1"), *w2 = fx_start(f, p, "w2");
+  const gp_plan_start *gang = fx_start(f, p, "gang");
+  REQUIRE(w1 && w2 && gang);
+  CHECK_EQ_INT(0, w1->placements[0].node); /* the exclusive GPU first */
+  CHECK_EQ_INT(1000, w1->placements[0].gpu_milli);
+  CHECK_EQ_INT(1, w2->placements[0].node); /* then the fullest time-sliced GPU */
+  CHECK_EQ_INT(2, w2->placements[0].gpu_mask);
+  CHECK_EQ_INT(500, w2->placements[0].gpu_milli); /* 1000 / 2 replicas */
+  CHECK_EQ_INT(0, w2->placements[0].gpu_mem_mib);
+  CHECK_EQ_INT(-1, w2->placements[0].mig_instance);
+  REQUIRE(gang->n_placements == 2);
+  for (int t = 0; t < 2; t++) {
+    CHECK_EQ_INT(1, gang->placements[t].node);
+    CHECK_EQ_INT(1, gang->placements[t].gpu_mask); /* both replicas of GPU 0 */
+    CHECK_EQ_INT(500, gang->placements[t].gpu_milli);
+  }
+  CHECK(!fx_started(f, p, "pair"));
+  CHECK_EQ_STR("NoMatchingNodes", fx_reason(f, p, "pair"));
+  CHECK_EQ_STR("Resources", fx_reason(f, p, "w3")); /* every replica is taken */
+  gp_plan_free(p);
+
+  /* With the exclusive GPU busy and every replica taken, nothing more starts, and a gang of
+   * one-GPU tasks as large as the replicas of the fleet still counts as feasible. */
+  fx_run(f, &f->jobs[fx_index(f, "w1")], 0, 1, 5);
+  gp_job *big = fx_job(f, "big", "a", 1, 5);
+  big->submitted_at = 100;
+  p = fx_step(f, 10);
+  REQUIRE(p);
+  CHECK_EQ_STR("Resources", fx_reason(f, p, "big"));
+  gp_plan_free(p);
+  fx_free(f);
+}
+
 GP_TESTS(fractions_share_a_gpu_and_carry_their_memory, the_sharing_policy_decides_where_a_fraction_goes,
          exclusive_gpus_never_take_fractions,
          timesliced_gpus_hand_out_replicas, mig_jobs_take_a_free_instance_of_their_profile,
-         an_idle_mig_gpu_is_repartitioned_for_pending_demand)
+         an_idle_mig_gpu_is_repartitioned_for_pending_demand,
+         one_gpu_jobs_take_a_replica_when_no_whole_gpu_is_free)

@@ -6,7 +6,9 @@
 #                     20 GiB share is stopped by the watchdog (limit_exceeded);
 #   n-ts   A100-80GB  timeslice:4            -> four half-GPU jobs (2 GPUs' worth) run on its
 #                     one GPU at once, one replica each, enforcement none (the scheduler
-#                     gives replicas to fractional requests; `-g 1` asks for a whole GPU);
+#                     gives replicas to fractional requests); a fifth job asks for a whole
+#                     GPU (`-g 1`): with no exclusive GPU of that model it takes a replica
+#                     once one is free, enforcement none, like Kubernetes time-slicing;
 #   n-mig  A100-40GB  mig:7g.40gb            -> a pending 1g.5gb request makes the server order
 #                     a re-partition of the idle GPU; the job then sees only its instance;
 #   n-mps  H200-141GB shared, MPS control pipe present -> the job's share arrives as MPS
@@ -28,6 +30,8 @@ ts=()
 for i in 1 2 3 4; do
   ts+=("$("$GPOOL" submit --gpu-type A100-80GB --gpu-fraction 0.5 -n "slice$i" -- sh -c 'echo "$CUDA_VISIBLE_DEVICES $GPOOL_ENFORCEMENT"; sleep 6')")
 done
+# Submitted after the four slices, so they take the four replicas first.
+ts_whole=$("$GPOOL" submit --gpu-type A100-80GB -g 1 -n whole-on-replica -- sh -c 'echo "$CUDA_VISIBLE_DEVICES $GPOOL_ENFORCEMENT"')
 mig=$("$GPOOL" submit --gpu-type A100-40GB --mig 1g.5gb -n small-mig -- sh -c 'echo "$CUDA_VISIBLE_DEVICES"; sleep 1')
 mps=$("$GPOOL" submit --gpu-type H200-141GB --gpu-fraction 0.5 -n mps-half -- \
   sh -c 'echo "$GPOOL_ENFORCEMENT $CUDA_MPS_PIPE_DIRECTORY $CUDA_MPS_PINNED_DEVICE_MEM_LIMIT $CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"')
@@ -71,4 +75,10 @@ expect_eq mps "$(job_field "$mps" .enforcement)" "a fraction on a GPU served by 
 expect_eq "mps $mps_dir 0=72192M 50" "$("$GPOOL" logs "$mps")" "the job's MPS limits"
 
 for j in "${ts[@]}"; do wait_for 20 "time-sliced job $j to complete" job_is "$j" completed; done
+# (b, continued) The whole-GPU job got a replica of n-ts's GPU once a slice ended.
+wait_for 20 "whole-GPU job $ts_whole to complete on a replica" job_is "$ts_whole" completed
+expect_eq n-ts "$(job_field "$ts_whole" '.placements[0].node')" "a one-GPU job runs on a time-sliced replica"
+expect_eq 0 "$(job_field "$ts_whole" '.placements[0].gpu_ids[0]')" "its replica is of GPU 0"
+expect_eq none "$(job_field "$ts_whole" .enforcement)" "a whole-GPU job on a replica is not isolated either"
+expect_eq "$ts_uuid none" "$("$GPOOL" logs "$ts_whole")" "it sees the time-sliced GPU and no enforcement"
 echo "ok: sharing modes"

@@ -53,5 +53,6 @@
   X(sharing_random_seeded) \
   X(spread) \
   X(stopping_victim_holds) \
+  X(timeslice_replicas) \
 
 #endif
