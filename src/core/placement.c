@@ -215,6 +215,19 @@ void gp__start_job(gp__ctx *c, const gp__req *r, const gp__fit *fits) {
     p->mig_instance = fits[t].mig;
   }
   ji->stat = GP__J_STARTED;
+  if (r->kind == GP__R_WHOLE) {
+    /* A task on a time-sliced replica holds 1/N of a GPU, and that is what it counts as
+     * once it runs (jobs.c reads its placement): count the same now, so the queue's
+     * allocation does not jump between this step and the next. */
+    double held = 0;
+    bool replica = false;
+    for (int t = 0; t < r->tasks; t++) {
+      int milli = fits[t].milli > 0 && fits[t].milli < GP_GPU_MILLI ? fits[t].milli : GP_GPU_MILLI;
+      replica |= milli < GP_GPU_MILLI;
+      held += gp__popc(fits[t].mask) * (milli / (double)GP_GPU_MILLI);
+    }
+    if (replica) ji->gpus = held;
+  }
   if (ji->leaf >= 0) gp__queue_add_alloc(c, ji->leaf, ji->gpus);
   /* Remember which nodes it is on, once per node, for backfill's release times. */
   if (!c->started_head) {

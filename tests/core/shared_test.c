@@ -195,6 +195,9 @@ static void one_gpu_jobs_take_a_replica_when_no_whole_gpu_is_free(void) {
   CHECK(!fx_started(f, p, "pair"));
   CHECK_EQ_STR("NoMatchingNodes", fx_reason(f, p, "pair"));
   CHECK_EQ_STR("Resources", fx_reason(f, p, "w3")); /* every replica is taken */
+  /* Allocation: old's replica (0.5), w1's whole GPU (1), w2's and gang's three replicas
+   * (0.5 each): what the next step counts from their placements once they run. */
+  CHECK_NEAR(0.5 + 1 + 3 * 0.5, fx_plan_queue(p, "a")->allocated, 1e-9);
   gp_plan_free(p);
 
   /* With the exclusive GPU busy and every replica taken, nothing more starts, and a gang of
