@@ -5,8 +5,11 @@
  * - the workload mix FGD measures against is built from the trace's own pod list (before
  *   resampling), CPU-only pods included, keeping the most popular shapes covering 95%;
  * - resampling appends clones drawn uniformly from the original list after the shuffled
- *   list and stops before the total would pass the target; a list asking more than the
- *   target loses random pods instead;
+ *   list and stops at the first clone whose per-GPU milli would take the total past the
+ *   target (their test; a multi-GPU clone may overshoot by a few GPUs); a list asking more
+ *   than the target loses random pods instead;
+ * - equally popular shapes at the 95% cut are ordered like theirs: larger (CPU, per-GPU
+ *   milli, GPU count, gpu_spec string) first;
  * - node ties go to the first node (the simulator picks the smallest node name), except for
  *   Random;
  * - the allocation at "k% arrived" is the mean of the allocation over every arrival whose
@@ -21,6 +24,7 @@
 
 #include "core/share/share.h"
 #include "sim/frag/frag.h"
+#include "util/buf.h"
 #include "util/mem.h"
 
 #define MAX_SEQUENCE 50000000 /* arrivals per run */
@@ -125,14 +129,66 @@ static void build_classes(run *r) {
   free(slot);
 }
 
-/* The FGD mix: every class weighted by how many pods of the original list have it. */
+/* The authors' key for a shape's accepted models: the gpu_spec string ("A|B"), "" for any. */
+static void spec_string(const gp_frag_trace *t, int spec, gp_buf *b) {
+  gp_buf_reset(b);
+  if (spec < 0) return;
+  for (int i = 0; i < t->specs[spec].n_models; i++)
+    gp_buf_printf(b, "%s%s", i ? "|" : "", t->specs[spec].models[i]);
+}
+
+typedef struct mix_key {
+  int cls;
+  const gp_frag_pod *p;
+  const char *spec; /* the gpu_spec string, "" for any */
+} mix_key;
+
+/* Descending (CPU, per-GPU milli, GPU count, gpu_spec string): the authors' simulator sorts
+   the shapes by count, and equal counts by this key, largest first (pkg/type/resource.go,
+   TargetPodList.Less and PodResource.Less, under sort.Reverse in
+   pkg/utils/frag.go:SortTargetPodInDecreasingCount). Host memory is not in their key. */
+static int mix_key_cmp(const void *a, const void *b) {
+  const mix_key *x = a, *y = b;
+  int64_t xg = x->p->n_gpus ? x->p->gpu_milli : 0, yg = y->p->n_gpus ? y->p->gpu_milli : 0;
+  if (x->p->cpu_milli != y->p->cpu_milli) return x->p->cpu_milli > y->p->cpu_milli ? -1 : 1;
+  if (xg != yg) return xg > yg ? -1 : 1;
+  if (x->p->n_gpus != y->p->n_gpus) return x->p->n_gpus > y->p->n_gpus ? -1 : 1;
+  int c = strcmp(x->spec, y->spec);
+  if (c) return c > 0 ? -1 : 1;
+  return x->cls - y->cls; /* same key, other host memory: merged by the mix anyway */
+}
+
+/* The FGD mix: every class weighted by how many pods of the original list have it. The
+   mix sorts by weight keeping insertion order on ties, so the classes go in in the
+   authors' tie order: which of several equally popular shapes survives the 95% cut
+   decides the mix (on gpuspec33 two shapes of 6 pods each are at the cut). */
 static int build_mix(run *r, double popularity_pct, gp_share_mix **ret, gp_err *err) {
   double *count = gp_xcalloc((size_t)r->n_classes, sizeof(double));
-  for (int i = 0; i < r->t->n_pods; i++) count[r->pod_class[i]] += 1;
+  int *first = gp_xmalloc((size_t)r->n_classes * sizeof(int));
+  for (int c = 0; c < r->n_classes; c++) first[c] = -1;
+  for (int i = 0; i < r->t->n_pods; i++) {
+    count[r->pod_class[i]] += 1;
+    if (first[r->pod_class[i]] < 0) first[r->pod_class[i]] = i;
+  }
+  mix_key *keys = gp_xcalloc((size_t)r->n_classes, sizeof(mix_key));
+  gp_buf b;
+  gp_buf_init(&b, 0);
+  for (int c = 0; c < r->n_classes; c++) {
+    keys[c].cls = c;
+    keys[c].p = &r->t->pods[first[c]];
+    spec_string(r->t, keys[c].p->spec, &b);
+    keys[c].spec = gp_xstrdup(b.len ? b.data : "");
+  }
+  gp_buf_done(&b);
+  qsort(keys, (size_t)r->n_classes, sizeof(mix_key), mix_key_cmp);
   gp_share_mix *mix = gp_share_mix_new();
   int rc = 0;
-  for (int c = 0; c < r->n_classes && !rc; c++) rc = gp_share_mix_add(mix, &r->req[c], count[c], err);
+  for (int k = 0; k < r->n_classes && !rc; k++)
+    rc = gp_share_mix_add(mix, &r->req[keys[k].cls], count[keys[k].cls], err);
   if (!rc) rc = gp_share_mix_finish(mix, popularity_pct, err);
+  for (int c = 0; c < r->n_classes; c++) free((char *)keys[c].spec);
+  free(keys);
+  free(first);
   free(count);
   if (rc) {
     gp_share_mix_free(mix);
@@ -163,7 +219,10 @@ static int build_sequence(const gp_frag_trace *t, uint64_t seed, int64_t target,
   if (total < target) {
     for (;;) {
       int i = (int)rng_below(&g, (uint64_t)t->n_pods);
-      if (total + pod_gpu(&t->pods[i]) > target) break;
+      /* The authors' stop test adds the clone's per-GPU milli, not its total
+         (pkg/simulator/simulator.go:tuneUpPods), so a multi-GPU clone drawn near the
+         target is still appended and the list may end a few GPUs past it. */
+      if (total + (t->pods[i].n_gpus ? t->pods[i].gpu_milli : 0) > target) break;
       if (n >= MAX_SEQUENCE) {
         free(seq);
         return gp_err_set(err, GP_ELIMIT, NULL, 0, "pods", "more than %d arrivals", MAX_SEQUENCE);

@@ -155,10 +155,36 @@ static void inflation_resamples_up_to_the_target(void) {
   gp_frag_result r;
   REQUIRE(gp_frag_run(t, &o, &r, NULL) == 0);
   CHECK_EQ_INT(130, r.max_pct);
-  CHECK(r.gpu_arrived_milli <= 13 * r.gpu_capacity_milli / 10);
-  CHECK(r.gpu_arrived_milli > 13 * r.gpu_capacity_milli / 10 - 8000); /* within one pod */
+  /* The authors' stop test adds a clone's per-GPU milli, so the list ends within one GPU
+     short of the target, or up to 7 GPUs past it when an 8-GPU clone was the last. */
+  CHECK(r.gpu_arrived_milli <= 13 * r.gpu_capacity_milli / 10 + 7000);
+  CHECK(r.gpu_arrived_milli > 13 * r.gpu_capacity_milli / 10 - 1000);
   for (int k = 1; k <= 130; k++) CHECK(r.alloc_pct[k] >= r.alloc_pct[k - 1] - 1e-9);
   CHECK(r.alloc_pct[130] <= 100.0);
+  gp_frag_trace_free(t);
+}
+
+/* One node of 10 GPUs and a list holding one 8-GPU pod: 1.3 x capacity is 13 GPUs. The
+ * authors' simulator checks a clone's per-GPU milli against the target before appending
+ * it (8 + 1 <= 13), so the clone goes in and 16 GPUs arrive; the next clone (16 + 1 > 13)
+ * stops the list. A check on the clone's whole request would have stopped at 8. */
+static void a_multi_gpu_clone_may_overshoot_the_target_like_the_authors(void) {
+  const char *nodes = write_file("one_node.csv", "sn,cpu_milli,memory_mib,gpu,model\n"
+                                                 "node-a,96000,524288,10,G2\n");
+  const char *pods = write_file("one_pod.csv", "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec\n"
+                                               "eight,8000,32768,8,1000,\n");
+  gp_frag_trace *t = NULL;
+  REQUIRE(gp_frag_trace_load(nodes, pods, &t, NULL) == 0);
+  for (uint64_t seed = 1; seed <= 3; seed++) {
+    gp_frag_opts o;
+    gp_frag_opts_init(&o);
+    o.policy = GP_SHARE_POLICY_BESTFIT, o.seed = seed;
+    gp_frag_result r;
+    REQUIRE(gp_frag_run(t, &o, &r, NULL) == 0);
+    CHECK_EQ_INT(2, r.pods_arrived);
+    CHECK_EQ_INT(1, r.pods_failed);
+    CHECK(r.gpu_arrived_milli == 16000);
+  }
   gp_frag_trace_free(t);
 }
 
@@ -289,5 +315,6 @@ static void mutated_pod_lists_are_read_or_refused_never_crash(void) {
 
 GP_TESTS(mutated_pod_lists_are_read_or_refused_never_crash, real_trace_slices_load_in_both_pod_formats, cpu_only_nodes_are_left_out,
          bad_rows_are_named_by_file_line_and_field, tiny_trace_ends_at_the_hand_computed_allocation,
-         inflation_resamples_up_to_the_target, same_seed_gives_the_same_csv_bytes,
+         inflation_resamples_up_to_the_target, a_multi_gpu_clone_may_overshoot_the_target_like_the_authors,
+         same_seed_gives_the_same_csv_bytes,
          json_summary_has_what_scripts_read, usage_and_input_errors_are_reported)
