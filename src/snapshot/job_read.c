@@ -177,13 +177,13 @@ static int book_gpu(job_ctx *c, const gp_doc_node *at, const char *f, const gp_j
   if (p->mig_instance >= 0) {
     if (u->mig_busy & (1u << p->mig_instance)) why = "its MIG instance is already held";
     u->mig_busy |= 1u << p->mig_instance;
+  } else if (g->mode == GP_SHARE_TIMESLICE) {
+    if (u->holders >= g->timeslice_replicas) why = "all its time-slice replicas are held";
   } else if (p->gpu_milli >= GP_GPU_MILLI && job->req.gpus_per_task > 0) {
     if (u->holders) why = "it is already held by job", by_holder = true;
     u->whole = true;
   } else if (u->whole) {
     why = "it is already held whole by job", by_holder = true;
-  } else if (g->mode == GP_SHARE_TIMESLICE) {
-    if (u->holders >= g->timeslice_replicas) why = "all its time-slice replicas are held";
   } else if (u->milli + p->gpu_milli > GP_GPU_MILLI) {
     why = "its shares would exceed one GPU";
   }
@@ -245,7 +245,11 @@ static int read_placement(job_ctx *c, const gp_doc_node *m, const char *f, gp_jo
   int gpu = got ? __builtin_ctz(p->gpu_mask) : 0;
   int64_t gpu_mem = got && node->gpus[gpu].mem_mib ? node->gpus[gpu].mem_mib : node->gpu_mem_mib;
   p->mig_instance = -1;
-  if (whole || !got) {
+  if (whole && got && node->gpus[gpu].mode == GP_SHARE_TIMESLICE) {
+    /* A one-GPU task on a time-sliced GPU holds one replica, as the core places it. */
+    int replicas = node->gpus[gpu].timeslice_replicas;
+    p->gpu_milli = replicas > 1 ? GP_GPU_MILLI / replicas : GP_GPU_MILLI;
+  } else if (whole || !got) {
     p->gpu_milli = GP_GPU_MILLI;
   } else if (q->mig_profile) {
     p->gpu_milli = 0;

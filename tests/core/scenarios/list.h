@@ -54,5 +54,6 @@
   X(spread) \
   X(stopping_victim_holds) \
   X(timeslice_replicas) \
+  X(timeslice_running_replicas) \
 
 #endif
