@@ -134,6 +134,17 @@ static char *slurp(const char *path, size_t *ret_len, gp_err *err) {
   return buf;
 }
 
+/* Cuts the next line out of a NUL-terminated text, advancing *cursor past it, and trims
+ * trailing CR and spaces; an empty string for a blank line. */
+static char *next_line(char **cursor) {
+  char *s = *cursor, *nl = strchr(s, '\n');
+  if (nl) *nl = '\0';
+  *cursor = nl ? nl + 1 : s + strlen(s);
+  size_t l = strlen(s);
+  while (l && (s[l - 1] == '\r' || s[l - 1] == ' ')) s[--l] = '\0';
+  return s;
+}
+
 /* openb's node list: sn|name, gpu|gpus, model, optional cpu_milli, memory_mib. */
 static int read_node_csv(const char *path, gp_fleet *f, gp_err *err) {
   size_t len;
@@ -143,13 +154,8 @@ static int read_node_csv(const char *path, gp_fleet *f, gp_err *err) {
   int c_name = -1, c_gpus = -1, c_model = -1, c_cpu = -1, c_mem = -1, n_cols = -1;
   char *fields[64];
   for (char *p = text; *p && !rc;) {
-    char *nl = strchr(p, '\n');
-    if (nl) *nl = '\0';
-    char *s = p;
-    p = nl ? nl + 1 : p + strlen(p);
+    char *s = next_line(&p);
     line++;
-    size_t l = strlen(s);
-    while (l && (s[l - 1] == '\r' || s[l - 1] == ' ')) s[--l] = '\0';
     if (!*s) continue;
     int n = gp__csv_split(s, fields, 64);
     if (n_cols < 0) {
@@ -259,13 +265,8 @@ int gp__read_vc_file(const char *path, gp__vc_entry **ret, int *ret_n, gp_err *e
   bool header = true;
   char *fields[8];
   for (char *p = text; *p && !rc;) {
-    char *nl = strchr(p, '\n');
-    if (nl) *nl = '\0';
-    char *s = p;
-    p = nl ? nl + 1 : p + strlen(p);
+    char *s = next_line(&p);
     line++;
-    size_t l = strlen(s);
-    while (l && (s[l - 1] == '\r' || s[l - 1] == ' ')) s[--l] = '\0';
     if (!*s) continue;
     int k = gp__csv_split(s, fields, 8);
     if (header) {
