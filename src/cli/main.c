@@ -7,16 +7,6 @@
 
 #define GPOOL_VERSION "0.1.0"
 
-/* A subcommand whose subsystem is not built yet answers clearly instead of failing to
- * link; the real definition (a strong symbol in its own file) replaces it. */
-#define GP_WEAK_COMMAND(fn, name, help)                                   \
-  __attribute__((weak)) int gp_cmd_##fn(int argc, char **argv) {          \
-    (void)argc; (void)argv;                                               \
-    fprintf(stderr, "gpool: '%s' is not available in this build\n", name); \
-    return 2;                                                             \
-  }
-GP_COMMANDS(GP_WEAK_COMMAND)
-
 typedef struct command {
   const char *name;
   const char *help;
