@@ -9,8 +9,8 @@
 # it, `gpool top --once` shows the same pool, and after the jobs end `gpool show` keeps each
 # job's own usage summary.
 source "$(dirname "$0")/../e2e/lib.sh"
-command -v prometheus >/dev/null || e2e_skip "prometheus is not installed (Debian package prometheus)"
-command -v promtool >/dev/null || e2e_skip "promtool is not installed (Debian package prometheus)"
+e2e_need prometheus
+e2e_need promtool
 e2e_init
 e2e_server
 e2e_agent n1 2xH100-80GB --sharing shared
