@@ -224,8 +224,9 @@ int gp_cmd_nodes(int argc, char **argv) {
     json_t *holders = holders_index(json_object_get(running, "jobs"));
     json_array_foreach(nodes, i, n) {
       if (i) fputc('\n', stdout);
-      printf("%s  %s%s%s  %s x%lld  %lld CPUs  ", str(n, "name"), str(n, "state"),
-             *str(n, "reason") ? ": " : "", str(n, "reason"), str(n, "model"), num(n, "gpus"), num(n, "cpus"));
+      printf("%s  %s%s%s  %s x%lld%s  %lld CPUs  ", str(n, "name"), str(n, "state"),
+             *str(n, "reason") ? ": " : "", str(n, "reason"), str(n, "model"), num(n, "gpus"),
+             !strcmp(str(n, "gpu_backend"), "sim") ? " (simulated)" : "", num(n, "cpus"));
       char mem[24];
       gp_cli_fmt_mib(num(n, "mem_mib"), mem, sizeof mem);
       printf("%s memory  %s", mem, str(n, "capacity"));

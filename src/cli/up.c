@@ -320,8 +320,10 @@ static int start_agent(up_ctx *u, char *node_name, size_t cap, bool wait_up) {
         if (name && !strcmp(name, host) && state && strcmp(state, "down")) {
           rc = 0;
           const char *model = json_string_value(json_object_get(node, "model"));
-          snprintf(u->gpus_desc, sizeof u->gpus_desc, "%lld x %s",
-                   (long long)json_integer_value(json_object_get(node, "gpus")), model ? model : "GPU");
+          const char *backend = json_string_value(json_object_get(node, "gpu_backend"));
+          snprintf(u->gpus_desc, sizeof u->gpus_desc, "%lld x %s%s",
+                   (long long)json_integer_value(json_object_get(node, "gpus")), model ? model : "GPU",
+                   backend && !strcmp(backend, "sim") ? " simulated" : "");
         }
       }
       json_decref(answer);
@@ -365,8 +367,7 @@ static void stop_all(up_ctx *u) {
 }
 
 static void greet(const up_ctx *u, const char *node, const char *client_path, FILE *out) {
-  fprintf(out, "gpool is up: server %s, node %s with %s GPUs%s.\n", u->url, node, u->gpus_desc,
-          u->sim ? " (simulated)" : "");
+  fprintf(out, "gpool is up: server %s, node %s with %s GPUs.\n", u->url, node, u->gpus_desc);
   fprintf(out, "State in %s; the CLI finds the pool through %s.\n\n", u->data, client_path);
   fprintf(out,
           "Try:\n"

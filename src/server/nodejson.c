@@ -50,6 +50,8 @@ void gp__srv_node_free_facts(gp_srv_node *n) {
   n->nvlink_domains = NULL;
   free(n->agent_url);
   n->agent_url = NULL;
+  free(n->gpu_backend);
+  n->gpu_backend = NULL;
 }
 
 void gp__srv_node_free(gp_srv_node *n) {
@@ -151,6 +153,8 @@ int gp__srv_node_from_json(const json_t *o, gp_srv_node *n, bool stored, gp_err 
   const char *url = json_string_value(json_object_get(o, "agent_url"));
   if (url && (!ok_text(url, 512) || strncmp(url, "http", 4) != 0))
     return fail(err, "agent_url", "must be an http URL");
+  const char *backend = json_string_value(json_object_get(o, "gpu_backend"));
+  if (backend && !ok_name(backend, 32)) return fail(err, "node.gpu_backend", "must be a short name");
   gp_srv_gpu scratch[GP_MAX_NODE_GPUS];
   memset(scratch, 0, sizeof scratch);
   for (int i = 0; i < ngpus; i++) {
@@ -217,6 +221,7 @@ int gp__srv_node_from_json(const json_t *o, gp_srv_node *n, bool stored, gp_err 
   }
   if (json_is_array(nv)) n->nvlink_domains = json_deep_copy(nv);
   n->agent_url = url ? gp_xstrdup(url) : NULL;
+  n->gpu_backend = backend ? gp_xstrdup(backend) : NULL;
   if (stored) {
     const char *st = json_string_value(json_object_get(o, "admin_state"));
     gp_node_state ns = GP_NODE_UP;
@@ -258,6 +263,7 @@ json_t *gp__srv_node_to_json(const gp_srv_state *s, const gp_srv_node *n, bool f
   if (!for_store)
     json_object_set_new(o, "last_heartbeat", n->last_heartbeat ? json_integer(n->last_heartbeat) : json_null());
   json_object_set_new(o, "agent_url", n->agent_url ? json_string(n->agent_url) : json_null());
+  json_object_set_new(o, "gpu_backend", n->gpu_backend ? json_string(n->gpu_backend) : json_null());
   /* Which jobs hold each GPU (API only). */
   json_t *jobs_on[GP_MAX_NODE_GPUS] = {0};
   int idx = s ? gp__srv_node_index(s, n->name) : -1;

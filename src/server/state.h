@@ -120,6 +120,7 @@ typedef struct gp_srv_node {
   gp_capacity capacity;
   json_t *nvlink_domains; /* as the agent reported (owned), or NULL */
   char *agent_url;
+  char *gpu_backend;    /* "nvml" or "sim", as the agent reported (owned), or NULL */
   const char *agent_token;   /* token the agent last used (borrowed from the config) */
   gp_node_state admin_state; /* UP, DRAIN or CORDON (admin's choice) */
   char *reason;

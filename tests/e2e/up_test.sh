@@ -11,7 +11,7 @@ out=$("$GPOOL" up --detach --data "$E2E_DIR/pool" --port 0 --sim 2xH100-80GB --n
 UP_PID=$(cat "$E2E_DIR/pool/up.pid")
 E2E_PIDS+=("$UP_PID")
 expect_contains "$out" "gpool is up" "greeting"
-expect_contains "$out" "node box with 2 x H100-80GB GPUs (simulated)" "greeting names the node and its GPUs"
+expect_contains "$out" "node box with 2 x H100-80GB simulated GPUs" "greeting names the node and its GPUs, simulated"
 expect_contains "$out" "gpool submit -g 1 -- nvidia-smi" "greeting says what to try"
 test -s "$GPOOL_CONFIG_DIR/client.json" || fail "gpool up did not write client.json"
 [ "$(stat -c %a "$GPOOL_CONFIG_DIR/client.json")" = 600 ] || fail "client.json must be private (0600)"
@@ -53,7 +53,8 @@ expect_contains "$show" "Job $id (hello): completed" "gpool show headline"
 expect_contains "$show" "box" "gpool show names the node"
 nodes=$("$GPOOL" nodes -v)
 expect_contains "$nodes" "box" "gpool nodes lists the local node"
-expect_contains "$nodes" "H100-80GB" "gpool nodes shows the model"
+expect_contains "$nodes" "H100-80GB x2 (simulated)" "gpool nodes shows the model and that the GPUs are simulated"
+[ "$("$GPOOL" nodes -o json | jq -r ".[0].gpu_backend")" = sim ] || fail "the API names the GPU backend"
 queues=$("$GPOOL" queues)
 expect_contains "$queues" "default" "gpool queues shows the default queue"
 why=$("$GPOOL" why "$id")
