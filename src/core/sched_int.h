@@ -347,7 +347,7 @@ void gp__order_update(gp__order *o, int leaf);
 #define GP__MSG_RESERVATION \
   "Starting it now would delay a job that holds a reservation for those GPUs."
 #define GP__MSG_NO_MATCH_DOWN \
-  "Nodes that could run it exist but none of them is up and healthy right now."
+  "Nodes that could run it exist but none of them is up, healthy and in a GPU mode it can use right now."
 #define GP__MSG_MODEL_DOWN \
   "No node with the GPU model it asks for is up and healthy right now."
 #define GP__MSG_WAIT_PREEMPT "Jobs are being stopped to make room for it."
