@@ -11,8 +11,10 @@
 #include <string.h>
 
 #include "sim/replay/replay.h"
+#include "util/mem.h"
 
 int main(int argc, char **argv) {
+  gp_mem_keep_freed(); /* as the server and the simulator do (gpool main) */
   const char *shared = getenv("GP_SHARED") ? getenv("GP_SHARED") : "../shared";
   char trace_path[1024], vc_path[1024];
   snprintf(trace_path, sizeof trace_path, "%s/traces/philly/philly.csv", shared);

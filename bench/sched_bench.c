@@ -256,6 +256,7 @@ static int cmp_double(const void *a, const void *b) {
 }
 
 int main(int argc, char **argv) {
+  gp_mem_keep_freed(); /* as the server and the simulator do (gpool main) */
   int n_nodes = argc > 1 ? atoi(argv[1]) : 10000;
   int n_jobs = argc > 2 ? atoi(argv[2]) : 100000;
   int steps = argc > 3 ? atoi(argv[3]) : 100;

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli/commands.h"
+#include "util/mem.h"
 
 #define GPOOL_VERSION "0.1.0"
 
@@ -26,6 +27,7 @@ static void usage(FILE *out) {
 }
 
 int main(int argc, char **argv) {
+  gp_mem_keep_freed();
   if (argc < 2 || strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0 ||
       strcmp(argv[1], "-h") == 0) {
     usage(stdout);

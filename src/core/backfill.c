@@ -37,6 +37,8 @@ struct gp__resv_cache {
   gp_time *end;
   uint32_t *rel;
   int64_t *cpu, *mem;
+  bool *late;           /* per node: holds a victim chosen after the build (ends now, but
+                           sits in its node's events at its old end time) */
 };
 
 static void build_cache(gp__ctx *c) {
@@ -50,6 +52,7 @@ static void build_cache(gp__ctx *c) {
   rc->rel = gp_xmalloc(((size_t)total + 1) * sizeof(uint32_t));
   rc->cpu = gp_xmalloc(((size_t)total + 1) * sizeof(int64_t));
   rc->mem = gp_xmalloc(((size_t)total + 1) * sizeof(int64_t));
+  rc->late = gp_xcalloc((size_t)nn + 1, sizeof(bool));
   for (int node = 0; node <= nn; node++) rc->start[node] = node < nn ? c->node_jobs_start[node] : total;
   for (int node = 0; node < nn; node++) {
     int lo = c->node_jobs_start[node], hi = c->node_jobs_start[node + 1];
@@ -91,8 +94,23 @@ void gp__backfill_done(gp__ctx *c) {
   free(rc->rel);
   free(rc->cpu);
   free(rc->mem);
+  free(rc->late);
   free(rc);
   c->rcache = NULL;
+}
+
+void gp__backfill_victim(gp__ctx *c, int v) {
+  if (!c->rcache) return; /* a later build sees the victim flag itself */
+  const gp_job *job = &c->view->jobs[v];
+  for (int p = 0; p < job->n_placements; p++) c->rcache->late[job->placements[p].node] = true;
+}
+
+/* A lower bound of the node's next release time: its first event's end, or now when a
+ * victim or a job this plan starts adds events the sorted list does not show. */
+static gp_time first_release(const gp__ctx *c, int node) {
+  const struct gp__resv_cache *rc = c->rcache;
+  if (rc->late[node] || (c->started_head && c->started_head[node] >= 0)) return c->now;
+  return rc->start[node] < rc->start[node + 1] ? rc->end[rc->start[node]] : GP__NEVER;
 }
 
 /* GPUs of node that r could use at some time: healthy, right mode, enough memory, not
@@ -137,9 +155,13 @@ static int slot_times(const gp__ctx *c, const gp__req *r, int node, gp_time *tim
   int64_t rcpu[MAX_ON_NODE], rmem[MAX_ON_NODE];
   int ids[MAX_ON_NODE], nv = 0;
   bool sorted = true;
+  bool late = rc->late[node];
   for (int k = rc->start[node]; k < rc->start[node + 1] && nv < MAX_ON_NODE; k++) {
-    bool victim = c->jobs[rc->job[k]].victim; /* chosen since the build: ends now */
-    if (!victim && rc->end[k] > horizon) continue;
+    bool victim = late && c->jobs[rc->job[k]].victim; /* chosen since the build: ends now */
+    if (!victim && rc->end[k] > horizon) {
+      if (!late) break; /* sorted by end: the rest are later still */
+      continue;
+    }
     ids[nv] = rc->job[k];
     ends[nv] = victim ? c->now : rc->end[k];
     if (nv && ends[nv] < ends[nv - 1]) sorted = false;
@@ -262,7 +284,13 @@ void gp__reserve(gp__ctx *c, const gp__req *r) {
       int g = r->slots[si] * stride + (r->n_models < 0 ? mk : r->models[mk]);
       for (int pos = c->ix.group_start[g]; pos < c->ix.group_start[g + 1]; pos++) {
         int i = c->ix.members[pos];
-        if (gp__popc(c->nodes[i].whole_ok) < r->gpus) continue;
+        const gp__node *nd = &c->nodes[i];
+        if (gp__popc(nd->whole_ok) < r->gpus) continue;
+        /* With the heap full, a node whose every slot comes after the worst slot kept
+         * cannot change the answer (slot_after is strict on time). */
+        if (n == cap && gp__popc(nd->free & nd->whole_ok & ~nd->resv) < r->gpus &&
+            first_release(c, i) > h[0].t)
+          continue;
         int k = slot_times(c, r, i, times, masks, max_slots, n == cap ? h[0].t : GP__NEVER);
         for (int s = 0; s < k; s++) heap_push(h, &n, cap, (slot){times[s], i, s});
       }

@@ -560,6 +560,7 @@ static bool simulate(gp__ctx *c, const gp__req *r, int kind, bool record) {
     if (!ok || !record) continue;
     /* The victim (or the stopping job counted on) is spoken for in this step. */
     c->jobs[v].victim = true;
+    gp__backfill_victim(c, v);
     for (int q = c->jobs[v].leaf; q >= 0; q = c->tree.q[q].parent) p->lost[q] += c->jobs[v].gpus;
     if (kind == K_STOPPING) continue;
     gp_plan_preemption *pe = gp__vec_push(&c->preemptions, sizeof *pe);

@@ -328,6 +328,8 @@ bool gp__mig_wait(gp__ctx *c, const gp__req *r);
 /* Backfill (backfill.c): computes and records a reservation for a blocked job. */
 void gp__reserve(gp__ctx *c, const gp__req *r);
 void gp__backfill_done(gp__ctx *c);
+/* Running job v was just chosen as a victim: its release events on its nodes are now. */
+void gp__backfill_victim(gp__ctx *c, int v);
 
 /* Ordering (order.c). */
 typedef struct gp__order gp__order;

@@ -2,6 +2,7 @@
 /* Aborting allocators and the bump arena declared in mem.h. */
 #include "util/mem.h"
 
+#include <malloc.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -11,6 +12,13 @@
 static void oom(size_t size) {
   fprintf(stderr, "gpool: out of memory allocating %zu bytes\n", size);
   abort();
+}
+
+void gp_mem_keep_freed(void) {
+  /* Blocks up to 256 MiB come from the heap (not a fresh mmap each time), and the heap's
+   * top is returned to the kernel only beyond 512 MiB of free space. */
+  mallopt(M_MMAP_THRESHOLD, 256 << 20);
+  mallopt(M_TRIM_THRESHOLD, 512 << 20);
 }
 
 void *gp_xmalloc(size_t size) {

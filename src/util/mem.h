@@ -16,6 +16,12 @@ char *gp_xstrndup(const char *s, size_t n);
 /* Grows *items (of *cap elements of `elem` bytes) so that index `need - 1` is valid. */
 void gp_xgrow(void **items, size_t *cap, size_t need, size_t elem);
 
+/* Keeps freed memory in the process instead of returning it to the kernel after each
+ * scheduling step: a step allocates tens of MiB of scratch on a big cluster, and glibc's
+ * defaults would hand it back and take page faults on every step to get it again. Call
+ * once at start-up of a long-running process (server, simulator, benchmarks). */
+void gp_mem_keep_freed(void);
+
 /* An arena: many small allocations freed at once. Owned by whoever made it. */
 typedef struct gp_arena gp_arena;
 gp_arena *gp_arena_new(void);
