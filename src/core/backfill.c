@@ -18,11 +18,12 @@
 
 #include "core/sched_int.h"
 
-static gp_time end_of(const gp__ctx *c, int j) {
-  const gp__job *ji = &c->jobs[j];
+/* Running position r (ctx.running). */
+static gp_time end_of(const gp__ctx *c, int r) {
+  const gp__job *ji = &c->jobs[c->running[r]];
   if (ji->stat == GP__J_STOPPING || ji->victim) return c->now;
   if (ji->limit <= 0) return GP__NEVER;
-  gp_time started = c->view->jobs[j].started_at;
+  gp_time started = c->run[r].started;
   if (started > GP__NEVER - ji->limit) return GP__NEVER;
   gp_time e = started + ji->limit;
   return e < c->now ? c->now : e;
@@ -31,15 +32,23 @@ static gp_time end_of(const gp__ctx *c, int j) {
 /* Per node, the running and stopping jobs' release events (end time, whole GPUs, CPU and
  * host memory freed there), sorted by (end, job); built once per step on the first
  * reservation, so the next reservations do not chase placements through the view again. */
+typedef struct gp__release {
+  gp_time end;
+  int job;
+  uint32_t rel;         /* whole GPUs freed */
+  int64_t cpu, mem;
+} gp__release;
+
 struct gp__resv_cache {
   int *start;           /* per node: offset of its events; n_nodes + 1 entries */
-  int *job;
-  gp_time *end;
-  uint32_t *rel;
-  int64_t *cpu, *mem;
+  gp__release *ev;
   bool *late;           /* per node: holds a victim chosen after the build (ends now, but
                            sits in its node's events at its old end time) */
 };
+
+static bool release_before(const gp__release *a, const gp__release *b) {
+  return a->end < b->end || (a->end == b->end && a->job < b->job);
+}
 
 static void build_cache(gp__ctx *c) {
   if (c->rcache) return;
@@ -47,40 +56,32 @@ static void build_cache(gp__ctx *c) {
   struct gp__resv_cache *rc = c->rcache = gp_xcalloc(1, sizeof *rc);
   int nn = c->view->n_nodes, total = c->node_jobs_start[nn];
   rc->start = gp_xmalloc(((size_t)nn + 1) * sizeof(int));
-  rc->job = gp_xmalloc(((size_t)total + 1) * sizeof(int));
-  rc->end = gp_xmalloc(((size_t)total + 1) * sizeof(gp_time));
-  rc->rel = gp_xmalloc(((size_t)total + 1) * sizeof(uint32_t));
-  rc->cpu = gp_xmalloc(((size_t)total + 1) * sizeof(int64_t));
-  rc->mem = gp_xmalloc(((size_t)total + 1) * sizeof(int64_t));
+  rc->ev = gp_xmalloc(((size_t)total + 1) * sizeof *rc->ev);
   rc->late = gp_xcalloc((size_t)nn + 1, sizeof(bool));
   for (int node = 0; node <= nn; node++) rc->start[node] = node < nn ? c->node_jobs_start[node] : total;
   for (int node = 0; node < nn; node++) {
     int lo = c->node_jobs_start[node], hi = c->node_jobs_start[node + 1];
     for (int k = lo; k < hi; k++) {
-      int v = c->node_jobs[k];
+      int v = c->node_jobs[k], r = c->node_runs[k];
+      const gp__run *ru = &c->run[r];
+      gp__release x = {.end = end_of(c, r), .job = v};
+      if (ru->node >= 0) { /* one placement: what classification kept */
+        x.rel = ru->whole;
+        x.cpu = ru->cpu;
+        x.mem = ru->mem;
+      }
       const gp_job *job = &c->view->jobs[v];
-      rc->job[k] = v;
-      rc->end[k] = end_of(c, v);
-      rc->rel[k] = 0;
-      rc->cpu[k] = rc->mem[k] = 0;
-      for (int p = 0; p < job->n_placements; p++) {
+      for (int p = 0; ru->node < 0 && p < job->n_placements; p++) {
         const gp_placement *pl = &job->placements[p];
         if (pl->node != node) continue;
         if (pl->mig_instance < 0 && (pl->gpu_milli <= 0 || pl->gpu_milli >= GP_GPU_MILLI))
-          rc->rel[k] |= pl->gpu_mask;
-        rc->cpu[k] += job->req.cpu_milli;
-        rc->mem[k] += job->req.mem_mib;
+          x.rel |= pl->gpu_mask;
+        x.cpu += job->req.cpu_milli;
+        x.mem += job->req.mem_mib;
       }
-      for (int b = k; b > lo && (rc->end[b] < rc->end[b - 1] ||
-                                 (rc->end[b] == rc->end[b - 1] && rc->job[b] < rc->job[b - 1])); b--) {
-#define SWAP(x) do { __typeof__(x[b]) t_ = x[b]; x[b] = x[b - 1]; x[b - 1] = t_; } while (0)
-        SWAP(rc->job);
-        SWAP(rc->end);
-        SWAP(rc->rel);
-        SWAP(rc->cpu);
-        SWAP(rc->mem);
-#undef SWAP
-      }
+      int b = k; /* insertion sort: a node holds few jobs */
+      for (; b > lo && release_before(&x, &rc->ev[b - 1]); b--) rc->ev[b] = rc->ev[b - 1];
+      rc->ev[b] = x;
     }
   }
 }
@@ -89,11 +90,7 @@ void gp__backfill_done(gp__ctx *c) {
   struct gp__resv_cache *rc = c->rcache;
   if (!rc) return;
   free(rc->start);
-  free(rc->job);
-  free(rc->end);
-  free(rc->rel);
-  free(rc->cpu);
-  free(rc->mem);
+  free(rc->ev);
   free(rc->late);
   free(rc);
   c->rcache = NULL;
@@ -110,7 +107,7 @@ void gp__backfill_victim(gp__ctx *c, int v) {
 static gp_time first_release(const gp__ctx *c, int node) {
   const struct gp__resv_cache *rc = c->rcache;
   if (rc->late[node] || (c->started_head && c->started_head[node] >= 0)) return c->now;
-  return rc->start[node] < rc->start[node + 1] ? rc->end[rc->start[node]] : GP__NEVER;
+  return rc->start[node] < rc->start[node + 1] ? rc->ev[rc->start[node]].end : GP__NEVER;
 }
 
 /* GPUs of node that r could use at some time: healthy, right mode, enough memory, not
@@ -157,17 +154,18 @@ static int slot_times(const gp__ctx *c, const gp__req *r, int node, gp_time *tim
   bool sorted = true;
   bool late = rc->late[node];
   for (int k = rc->start[node]; k < rc->start[node + 1] && nv < MAX_ON_NODE; k++) {
-    bool victim = late && c->jobs[rc->job[k]].victim; /* chosen since the build: ends now */
-    if (!victim && rc->end[k] > horizon) {
+    const gp__release *e = &rc->ev[k];
+    bool victim = late && c->jobs[e->job].victim; /* chosen since the build: ends now */
+    if (!victim && e->end > horizon) {
       if (!late) break; /* sorted by end: the rest are later still */
       continue;
     }
-    ids[nv] = rc->job[k];
-    ends[nv] = victim ? c->now : rc->end[k];
+    ids[nv] = e->job;
+    ends[nv] = victim ? c->now : e->end;
     if (nv && ends[nv] < ends[nv - 1]) sorted = false;
-    rel[nv] = rc->rel[k];
-    rcpu[nv] = rc->cpu[k];
-    rmem[nv] = rc->mem[k];
+    rel[nv] = e->rel;
+    rcpu[nv] = e->cpu;
+    rmem[nv] = e->mem;
     nv++;
   }
   const gp_plan_start *starts = c->starts.items;

@@ -240,6 +240,7 @@ int gp__classify_jobs(gp__ctx *c) {
   const gp_view *v = c->view;
   c->min_whole = GP_MAX_NODE_GPUS + 1;
   c->running = gp_xmalloc(((size_t)v->n_jobs + 1) * sizeof(int));
+  c->run = gp_xmalloc(((size_t)v->n_jobs + 1) * sizeof *c->run);
   c->leaf_class = gp_xmalloc(((size_t)c->tree.n + 1) * sizeof(int));
   for (int q = 0; q < c->tree.n; q++) c->leaf_class[q] = -2;
   c->eligible = gp_xmalloc(((size_t)v->n_jobs + 1) * sizeof(int));
@@ -276,6 +277,16 @@ int gp__classify_jobs(gp__ctx *c) {
       }
       gp__hold_placements(c, j);
       if (job->state == GP_JOB_STOPPING) c->n_stopping++;
+      gp__run *ru = &c->run[c->n_running];
+      const gp_placement *pl0 = job->placements;
+      bool one = job->n_placements == 1;
+      ru->node = one ? pl0->node : -1;
+      ru->whole = one && pl0->mig_instance < 0 && (pl0->gpu_milli <= 0 || pl0->gpu_milli >= GP_GPU_MILLI)
+                      ? pl0->gpu_mask : 0;
+      ru->cpu = job->req.cpu_milli;
+      ru->mem = job->req.mem_mib;
+      ru->started = job->started_at;
+      ru->since = job->last_checkpoint_at > job->started_at ? job->last_checkpoint_at : job->started_at;
       c->running[c->n_running++] = j;
       break;
     }

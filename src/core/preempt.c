@@ -60,17 +60,18 @@ struct gp__preempt {
   int *fail_prio;                /* per leaf: priority of that failed priority attempt */
 };
 
-static bool victim_able(const gp__ctx *c, int v) {
-  const gp__job *vj = &c->jobs[v];
+/* Running position r (ctx.running). */
+static bool victim_able(const gp__ctx *c, int r) {
+  const gp__job *vj = &c->jobs[c->running[r]];
   if (vj->stat != GP__J_RUNNING || vj->victim || !vj->preemptible) return false;
-  return c->now - c->view->jobs[v].started_at >= c->pol->min_runtime;
+  return c->now - c->run[r].started >= c->pol->min_runtime;
 }
 
 /* Cheap, every step: could any preemption happen at all? */
 void gp__preempt_setup(gp__ctx *c) {
   c->pre = gp_xcalloc(1, sizeof *c->pre);
   bool able = false;
-  for (int k = 0; k < c->n_running && !able; k++) able = victim_able(c, c->running[k]);
+  for (int r = 0; r < c->n_running && !able; r++) able = victim_able(c, r);
   c->preempt_possible = able && (c->pol->preemption || c->view->n_pools > 0 ||
                                  (c->pol->reclaim && c->pol->order == GP_ORDER_FAIRSHARE));
 }
@@ -81,9 +82,14 @@ void gp__preempt_build(gp__ctx *c) {
   if (p->built) return;
   p->built = true;
   int nn = v->n_nodes, nq = c->tree.n;
-  /* Node -> running/stopping jobs (each job once per node). */
+  /* Node -> running/stopping jobs (each job once per node). One-placement jobs (most)
+   * need not read the view: classification kept their node. */
   c->node_jobs_start = gp_xcalloc((size_t)nn + 2, sizeof(int));
   for (int r = 0; r < c->n_running; r++) {
+    if (c->run[r].node >= 0) {
+      c->node_jobs_start[c->run[r].node + 1]++;
+      continue;
+    }
     const gp_job *job = &v->jobs[c->running[r]];
     for (int k = 0; k < job->n_placements; k++) {
       int dup = 0;
@@ -93,6 +99,7 @@ void gp__preempt_build(gp__ctx *c) {
   }
   for (int i = 0; i < nn; i++) c->node_jobs_start[i + 1] += c->node_jobs_start[i];
   c->node_jobs = gp_xmalloc(((size_t)c->node_jobs_start[nn] + 1) * sizeof(int));
+  c->node_runs = gp_xmalloc(((size_t)c->node_jobs_start[nn] + 1) * sizeof(int));
   int *fill = gp_xcalloc((size_t)nn + 1, sizeof(int));
   p->leaf_start = gp_xcalloc((size_t)nq + 2, sizeof(int));
   p->leaf_min_prio = gp_xmalloc(((size_t)nq + 1) * sizeof(int));
@@ -104,17 +111,21 @@ void gp__preempt_build(gp__ctx *c) {
   for (int r = 0; r < c->n_running; r++) {
     int j = c->running[r];
     const gp__job *ji = &c->jobs[j];
-    const gp_job *job = &v->jobs[j];
-    for (int k = 0; k < job->n_placements; k++) {
-      int node = job->placements[k].node, dup = 0;
+    int one = c->run[r].node;
+    const gp_job *job = one >= 0 ? NULL : &v->jobs[j];
+    int n_pl = one >= 0 ? 1 : job->n_placements;
+    for (int k = 0; k < n_pl; k++) {
+      int node = one >= 0 ? one : job->placements[k].node, dup = 0;
       for (int m = 0; m < k && !dup; m++) dup = job->placements[m].node == node;
       if (dup) continue;
-      c->node_jobs[c->node_jobs_start[node] + fill[node]++] = j;
+      int at = c->node_jobs_start[node] + fill[node]++;
+      c->node_jobs[at] = j;
+      c->node_runs[at] = r;
       int pool = c->nodes[node].pool;
       if (pool >= 0 && (ji->leaf < 0 || c->queue_pool[ji->leaf] != pool)) p->pool_borrowers[pool]++;
     }
     if (ji->stat == GP__J_STOPPING) p->stopping[p->n_stopping++] = j;
-    able[r] = victim_able(c, j) && ji->leaf >= 0;
+    able[r] = victim_able(c, r) && ji->leaf >= 0;
     if (able[r]) {
       p->leaf_start[ji->leaf + 1]++;
       n_able++;
@@ -335,6 +346,7 @@ typedef struct vkey {
   int prio;
   int j;
   gp_time lost, started;
+  int r;                /* running position */
 } vkey;
 
 static bool vkey_less(const vkey *x, const vkey *y) {
@@ -378,11 +390,9 @@ static void build_vorder(gp__ctx *c) {
   vkey *keys = gp_xmalloc(((size_t)c->n_running + 1) * sizeof *keys);
   int n = 0;
   for (int r = 0; r < c->n_running; r++) {
+    if (!victim_able(c, r)) continue;
     int j = c->running[r];
-    if (!victim_able(c, j)) continue;
-    const gp_job *job = &c->view->jobs[j];
-    gp_time since = job->last_checkpoint_at > job->started_at ? job->last_checkpoint_at : job->started_at;
-    keys[n++] = (vkey){c->jobs[j].prio, j, c->now - since, job->started_at};
+    keys[n++] = (vkey){c->jobs[j].prio, j, c->now - c->run[r].since, c->run[r].started, r};
   }
   vkey_sort(keys, n);
   p->vorder = gp_xmalloc(((size_t)n + 1) * sizeof(int));
@@ -391,12 +401,13 @@ static void build_vorder(gp__ctx *c) {
   p->vcpu = gp_xcalloc((size_t)n + 1, sizeof(int64_t));
   p->vmem = gp_xcalloc((size_t)n + 1, sizeof(int64_t));
   for (int k = 0; k < n; k++) {
-    int v = p->vorder[k] = keys[k].j;
-    const gp_job *job = &c->view->jobs[v];
-    p->vnode[k] = -1;
-    if (job->n_placements != 1) continue;
-    p->vnode[k] = job->placements[0].node;
-    frees_on(c, v, p->vnode[k], &p->vmask[k], &p->vcpu[k], &p->vmem[k]);
+    p->vorder[k] = keys[k].j;
+    const gp__run *ru = &c->run[keys[k].r];
+    p->vnode[k] = ru->node;
+    if (ru->node < 0) continue;
+    p->vmask[k] = ru->whole;
+    p->vcpu[k] = ru->cpu;
+    p->vmem[k] = ru->mem;
   }
   p->n_vorder = n;
   free(keys);

@@ -45,11 +45,13 @@ static void ctx_done(gp__ctx *c) {
   free(c->block_free);
   free(c->queue_pool);
   free(c->running);
+  free(c->run);
   free(c->leaf_class);
   free(c->path_limited);
   free(c->eligible);
   free(c->node_jobs_start);
   free(c->node_jobs);
+  free(c->node_runs);
   free(c->leaf_has_resv);
   free(c->limit_msg);
   free(c->started_head);

@@ -111,6 +111,16 @@ typedef struct gp__fit {
   double score;         /* shared placements: the sharing policy's score (higher wins) */
 } gp__fit;
 
+/* A running or stopping job as classification read it (jobs.c), by position in
+ * ctx.running: preemption and backfill use this instead of reading the view again. */
+typedef struct gp__run {
+  int node;             /* its only node (one placement), -1 when it has several */
+  uint32_t whole;       /* one placement: the whole GPUs it holds there */
+  int64_t cpu, mem;     /* per placement */
+  gp_time started;
+  gp_time since;        /* max(started, last checkpoint): work since then is lost */
+} gp__run;
+
 typedef struct gp__vec {
   void *items;
   size_t n, cap;
@@ -172,11 +182,13 @@ typedef struct gp__ctx {
 
   /* Jobs by status, in view order (jobs.c), so later passes need not scan the view. */
   int *running, n_running;   /* RUNNING and STOPPING */
+  gp__run *run;              /* per running position */
   int *eligible, n_eligible; /* pending and schedulable */
 
   /* Running and stopping jobs per node (CSR), for preemption and backfill; built on first
    * use (gp__preempt_build). */
   int *node_jobs_start, *node_jobs;
+  int *node_runs;       /* parallel to node_jobs: the job's position in ctx.running */
   int n_stopping;
 
   /* Capacity for fair share, and the cheapest eligible request (early stop). */
