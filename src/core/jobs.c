@@ -240,7 +240,7 @@ int gp__classify_jobs(gp__ctx *c) {
   const gp_view *v = c->view;
   c->min_whole = GP_MAX_NODE_GPUS + 1;
   c->running = gp_xmalloc(((size_t)v->n_jobs + 1) * sizeof(int));
-  c->run = gp_xmalloc(((size_t)v->n_jobs + 1) * sizeof *c->run);
+  size_t run_cap = 0;
   c->leaf_class = gp_xmalloc(((size_t)c->tree.n + 1) * sizeof(int));
   for (int q = 0; q < c->tree.n; q++) c->leaf_class[q] = -2;
   c->eligible = gp_xmalloc(((size_t)v->n_jobs + 1) * sizeof(int));
@@ -277,6 +277,7 @@ int gp__classify_jobs(gp__ctx *c) {
       }
       gp__hold_placements(c, j);
       if (job->state == GP_JOB_STOPPING) c->n_stopping++;
+      gp_xgrow((void **)&c->run, &run_cap, (size_t)c->n_running + 1, sizeof *c->run);
       gp__run *ru = &c->run[c->n_running];
       const gp_placement *pl0 = job->placements;
       bool one = job->n_placements == 1;

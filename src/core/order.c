@@ -9,8 +9,12 @@
  * re-evaluated after every placement at O(depth * log(children)) instead of a re-sort.
  * GP_ORDER_FIFO / _PRIORITY / _SJF: one global heap; queues play no part.
  * Job ties (same keys) go to the smaller job id, then the smaller view index.
- * Heaps are built with heapify (O(n)) and only the jobs actually considered are popped, so
- * a step that stops early never pays for ordering the rest. */
+ * A step usually considers a few hundred of 100,000 pending jobs, so no segment is ever
+ * fully ordered: it keeps a window, a heap of its K best jobs, ahead of the rest in no
+ * order. Every job in the window comes before every job in the rest, so the window's top
+ * is the segment's best; when the window runs dry, one pass over the rest picks the next
+ * K best (K doubles each time). That pass costs about one comparison per job, against
+ * heapify's two and their moves. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,8 +31,9 @@ typedef struct hent {
 struct gp__order {
   gp__ctx *c;
   bool fair;
-  hent *heap;           /* job heaps, one segment per leaf (or one for global orders) */
+  hent *heap;           /* one segment per leaf (or one for global orders): window, rest */
   int *seg_start, *seg_len;
+  int *win_len, *win_k; /* per segment: jobs in the window; its size at the next refill */
   int n_seg;
   int *qheap;           /* per parent (tree index, root = tree.n): heap of active children */
   int *qstart, *qlen;
@@ -49,6 +54,21 @@ static bool job_less(const gp__order *o, const hent *a, const hent *b) {
   int c = (a->idp & 0xff) == 0 ? 0 : strcmp(o->c->view->jobs[a->j].id, o->c->view->jobs[b->j].id);
   if (c) return c < 0;
   return a->j < b->j;
+}
+
+/* Max-heap sift, for picking the K best: the root is the worst of those kept. */
+static void worst_sift_down(const gp__order *o, hent *h, int n, int i) {
+  hent x = h[i];
+  for (;;) {
+    int l = 2 * i + 1, m = -1;
+    const hent *worst = &x;
+    if (l < n && job_less(o, worst, &h[l])) m = l, worst = &h[l];
+    if (l + 1 < n && job_less(o, worst, &h[l + 1])) m = l + 1;
+    if (m < 0) break;
+    h[i] = h[m];
+    i = m;
+  }
+  h[i] = x;
 }
 
 static void job_sift_down(const gp__order *o, hent *h, int n, int i) {
@@ -161,9 +181,9 @@ gp__order *gp__order_new(gp__ctx *c) {
     o->heap[o->seg_start[s] + fill[s]++] = h;
   }
   free(fill);
-  for (int s = 0; s < o->n_seg; s++)
-    for (int i = o->seg_len[s] / 2 - 1; i >= 0; i--)
-      job_sift_down(o, o->heap + o->seg_start[s], o->seg_len[s], i);
+  o->win_len = gp_xcalloc((size_t)o->n_seg + 1, sizeof(int));
+  o->win_k = gp_xmalloc(((size_t)o->n_seg + 1) * sizeof(int));
+  for (int s = 0; s < o->n_seg; s++) o->win_k[s] = 32;
 
   if (o->fair) {
     /* Child heaps: a parent's segment holds at most its number of children. */
@@ -200,6 +220,8 @@ void gp__order_free(gp__order *o) {
   free(o->heap);
   free(o->seg_start);
   free(o->seg_len);
+  free(o->win_len);
+  free(o->win_k);
   free(o->qheap);
   free(o->qstart);
   free(o->qlen);
@@ -207,11 +229,31 @@ void gp__order_free(gp__order *o) {
   free(o);
 }
 
+/* The window is empty: moves the K best of the rest to the front, as a heap. */
+static void refill(gp__order *o, int s) {
+  hent *h = o->heap + o->seg_start[s];
+  int n = o->seg_len[s], k = o->win_k[s] < n ? o->win_k[s] : n;
+  if (o->win_k[s] < (INT32_MAX >> 1)) o->win_k[s] *= 2;
+  for (int i = k / 2 - 1; i >= 0; i--) worst_sift_down(o, h, k, i);
+  for (int i = k; i < n; i++) {
+    if (!job_less(o, &h[i], &h[0])) continue;
+    hent t = h[0];
+    h[0] = h[i];
+    h[i] = t;
+    worst_sift_down(o, h, k, 0);
+  }
+  for (int i = k / 2 - 1; i >= 0; i--) job_sift_down(o, h, k, i);
+  o->win_len[s] = k;
+}
+
 static int pop_job(gp__order *o, int s) {
   hent *h = o->heap + o->seg_start[s];
+  if (o->win_len[s] == 0) refill(o, s);
+  int w = --o->win_len[s];
   int j = h[0].j;
-  h[0] = h[--o->seg_len[s]];
-  job_sift_down(o, h, o->seg_len[s], 0);
+  h[0] = h[w];
+  job_sift_down(o, h, w, 0);
+  h[w] = h[--o->seg_len[s]]; /* the rest's last job fills the window's freed place */
   return j;
 }
 
