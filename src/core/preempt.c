@@ -34,6 +34,12 @@ struct gp__preempt {
   int *vnode;
   uint32_t *vmask;
   int64_t *vcpu, *vmem;
+  int *vleaf;                    /* per vorder position: the victim's leaf and GPUs, so a */
+  double *vgpus;                 /* walk reads no per-job record until a victim qualifies */
+  int rc_epoch;                  /* changes whenever removals may have changed */
+  int *rc_stamp;                 /* per tree queue: reclaim_ok of epoch rc_stamp for */
+  double *rc_gpus;               /* victims of that leaf holding rc_gpus GPUs (rc_ok) */
+  bool *rc_ok;
   int *acc_stamp;                /* per node: accumulation of the current walk */
   uint32_t *acc_mask;
   int64_t *acc_cpu, *acc_mem;
@@ -195,6 +201,11 @@ void gp__preempt_done(gp__ctx *c) {
   free(p->fail_prio);
   free(p->vorder);
   free(p->vnode);
+  free(p->vleaf);
+  free(p->vgpus);
+  free(p->rc_stamp);
+  free(p->rc_gpus);
+  free(p->rc_ok);
   free(p->vmask);
   free(p->vcpu);
   free(p->vmem);
@@ -400,8 +411,12 @@ static void build_vorder(gp__ctx *c) {
   p->vmask = gp_xcalloc((size_t)n + 1, sizeof(uint32_t));
   p->vcpu = gp_xcalloc((size_t)n + 1, sizeof(int64_t));
   p->vmem = gp_xcalloc((size_t)n + 1, sizeof(int64_t));
+  p->vleaf = gp_xmalloc(((size_t)n + 1) * sizeof(int));
+  p->vgpus = gp_xmalloc(((size_t)n + 1) * sizeof(double));
   for (int k = 0; k < n; k++) {
     p->vorder[k] = keys[k].j;
+    p->vleaf[k] = c->jobs[keys[k].j].leaf;
+    p->vgpus[k] = c->jobs[keys[k].j].gpus;
     const gp__run *ru = &c->run[keys[k].r];
     p->vnode[k] = ru->node;
     if (ru->node < 0) continue;
@@ -411,6 +426,10 @@ static void build_vorder(gp__ctx *c) {
   }
   p->n_vorder = n;
   free(keys);
+  int nq = c->tree.n;
+  p->rc_stamp = gp_xcalloc((size_t)nq + 1, sizeof(int));
+  p->rc_gpus = gp_xmalloc(((size_t)nq + 1) * sizeof(double));
+  p->rc_ok = gp_xmalloc(((size_t)nq + 1) * sizeof(bool));
   p->acc_stamp = gp_xcalloc((size_t)nn + 1, sizeof(int));
   p->acc_mask = gp_xcalloc((size_t)nn + 1, sizeof(uint32_t));
   p->acc_cpu = gp_xcalloc((size_t)nn + 1, sizeof(int64_t));
@@ -421,17 +440,27 @@ static void build_vorder(gp__ctx *c) {
   p->ent_next = gp_xmalloc(total * sizeof(int));
 }
 
-/* Is running job v a candidate victim of `kind` for J on `node`? */
-static bool walk_candidate(const gp__ctx *c, int kind, int J, int v, int node) {
-  const gp__job *vj = &c->jobs[v], *jj = &c->jobs[J];
+/* Is the victim at vorder position i (job v) a candidate of `kind` for J on `node`? While
+ * the queues' removals, losses and claims stay as they are (one rc_epoch), reclaim_ok
+ * depends on the victim's leaf and GPUs only: remembered per leaf. */
+static bool walk_candidate(const gp__ctx *c, int kind, int J, int i, int v, int node) {
+  const struct gp__preempt *p = c->pre;
+  const gp__job *jj = &c->jobs[J];
+  int vl = p->vleaf[i];
   switch (kind) {
   case K_PRIORITY:
-    return vj->leaf == jj->leaf && vj->prio < jj->prio;
+    return vl == jj->leaf && c->jobs[v].prio < jj->prio;
   case K_RECLAIM:
-    return reclaim_ok(c, J, v);
+    if (vl < 0) return false;
+    if (p->rc_stamp[vl] != p->rc_epoch || p->rc_gpus[vl] != p->vgpus[i]) {
+      p->rc_stamp[vl] = p->rc_epoch;
+      p->rc_gpus[vl] = p->vgpus[i];
+      p->rc_ok[vl] = reclaim_ok(c, J, v);
+    }
+    return p->rc_ok[vl];
   default: { /* K_POOL: borrowers on the owner's pool nodes */
     int own = c->queue_pool[jj->leaf];
-    return c->nodes[node].pool == own && (vj->leaf < 0 || c->queue_pool[vj->leaf] != own);
+    return c->nodes[node].pool == own && (vl < 0 || c->queue_pool[vl] != own);
   }
   }
 }
@@ -448,18 +477,23 @@ static int walk_node(gp__ctx *c, const gp__req *r, int kind, gp__fit *best_fit, 
       return 0;
   }
   int ws = ++p->walk_stamp;
+  p->rc_epoch++;
   p->n_ent = 0;
   for (int i = 0; i < p->n_vorder; i++) {
     int v = p->vorder[i];
-    if (p->taken[v] || c->jobs[v].victim) continue;
     int single = p->vnode[i];
+    /* Cheapest test first: the kind's condition reads compact per-position arrays. */
+    if (single >= 0 && (p->acc_stamp[single] == -ws ||
+                        !walk_candidate(c, kind, r->job, i, v, single)))
+      continue;
+    if (p->taken[v] || c->jobs[v].victim) continue;
     const gp_job *job = single >= 0 ? NULL : &c->view->jobs[v];
     int n_pl = single >= 0 ? 1 : job->n_placements;
     for (int k = 0; k < n_pl; k++) {
       int node = single >= 0 ? single : job->placements[k].node, dup = 0;
       for (int m = 0; m < k && !dup; m++) dup = job->placements[m].node == node;
       if (dup || p->acc_stamp[node] == -ws) continue; /* -ws: node excluded for this walk */
-      if (!walk_candidate(c, kind, r->job, v, node)) continue;
+      if (single < 0 && !walk_candidate(c, kind, r->job, i, v, node)) continue;
       if (p->acc_stamp[node] != ws) {
         if (!gp__node_static_ok(c, r, node)) {
           p->acc_stamp[node] = -ws;
@@ -504,6 +538,7 @@ static int walk_node(gp__ctx *c, const gp__req *r, int kind, gp__fit *best_fit, 
           else break;
         }
         for (int a = 0; a < applied; a++) add_removed(c, best_victims[a], -1);
+        p->rc_epoch++; /* adding and taking back need not restore every bit */
         if (!okc) {
           p->acc_stamp[node] = -ws;
           continue;
