@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The order in which pending jobs are considered: fair share between queues (re-evaluated
  * after every placement), priority then age inside a queue, and the global orders. */
+#include <stdio.h>
+#include <stdlib.h>
+
 #include "fixture.h"
 
 static void the_queue_furthest_below_its_share_goes_first_after_every_placement(void) {
@@ -121,7 +124,58 @@ static void same_second_submissions_go_by_id(void) {
   fx_free(f);
 }
 
+static int class_priority(const char *name) {
+  for (int i = 0; i < gp_n_default_priority_classes; i++)
+    if (strcmp(gp_default_priority_classes[i].name, name) == 0) return gp_default_priority_classes[i].priority;
+  return -1;
+}
+
+typedef struct want { int prio, j; gp_time submitted; const char *id; } want;
+static int want_cmp(const void *x, const void *y) {
+  const want *a = x, *b = y;
+  if (a->prio != b->prio) return a->prio > b->prio ? -1 : 1;
+  if (a->submitted != b->submitted) return a->submitted < b->submitted ? -1 : 1;
+  return strcmp(a->id, b->id);
+}
+
+static void hundreds_of_starts_in_one_queue_follow_the_exact_order(void) {
+  /* 500 one-GPU jobs in one queue, priorities and submit seconds shuffled (many ties, so
+   * ids decide), ids not in view order; 300 GPUs. The core keeps only a window of each
+   * queue's best jobs ordered and refills it as it empties: the 300 starts must still come
+   * out, in decision order, exactly as a full sort by (priority, age, id) says. */
+  static const char *names[75] = {0};
+  static char node_names[75][8], ids[500][8];
+  static const char *cls[3] = {"batch", "training", "interactive"};
+  fx *f = fx_new();
+  for (int i = 0; i < 75; i++) {
+    snprintf(node_names[i], sizeof node_names[i], "n%02d", i);
+    names[i] = node_names[i];
+    fx_node(f, names[i], "H100", 4);
+  }
+  fx_queue(f, "a", 0, GP_NO_LIMIT, 1);
+  want w[500];
+  uint32_t x = 12345;
+  for (int j = 0; j < 500; j++) {
+    x = x * 1103515245u + 12345u;
+    snprintf(ids[j], sizeof ids[j], "j%03u", (unsigned)((j * 7919) % 500));
+    gp_job *job = fx_job(f, ids[j], "a", 1, 1);
+    job->priority_class = cls[(x >> 16) % 3];
+    job->submitted_at = (gp_time)((x >> 8) % 40);
+    w[j] = (want){class_priority(job->priority_class), j, job->submitted_at, ids[j]};
+  }
+  qsort(w, 500, sizeof *w, want_cmp);
+  gp_plan *p = fx_step(f, 100);
+  REQUIRE(p);
+  CHECK_EQ_INT(300, p->n_starts);
+  int bad = -1;
+  for (int i = 0; i < p->n_starts && i < 300 && bad < 0; i++)
+    if (p->starts[i].job != w[i].j) bad = i;
+  CHECK_EQ_INT(-1, bad);
+  gp_plan_free(p);
+  fx_free(f);
+}
+
 GP_TESTS(the_queue_furthest_below_its_share_goes_first_after_every_placement,
          weights_split_what_nobody_deserves, inside_a_queue_higher_priority_then_older_first,
          a_queue_at_its_limit_waits_with_queue_limit, global_orders_ignore_queues,
-         same_second_submissions_go_by_id)
+         same_second_submissions_go_by_id, hundreds_of_starts_in_one_queue_follow_the_exact_order)
