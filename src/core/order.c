@@ -9,12 +9,13 @@
  * re-evaluated after every placement at O(depth * log(children)) instead of a re-sort.
  * GP_ORDER_FIFO / _PRIORITY / _SJF: one global heap; queues play no part.
  * Job ties (same keys) go to the smaller job id, then the smaller view index.
- * A step usually considers a few hundred of 100,000 pending jobs, so no segment is ever
- * fully ordered: it keeps a window, a heap of its K best jobs, ahead of the rest in no
- * order. Every job in the window comes before every job in the rest, so the window's top
- * is the segment's best; when the window runs dry, one pass over the rest picks the next
- * K best (K grows fourfold each time). That pass costs about one comparison per job, against
- * heapify's two and their moves. */
+ * A step usually considers a few hundred of 100,000 pending jobs, so segments are not
+ * heapified up front: each keeps a window, a heap of its 32 best jobs picked in one pass
+ * (about one comparison per job, against heapify's two and their moves), ahead of the
+ * rest in no order. Every job in the window comes before every job in the rest, so the
+ * window's top is the segment's best. A segment that uses up its window is likely to be
+ * drained further (a queue far below its share, a step that starts thousands of jobs):
+ * its rest then becomes a plain heap. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,7 +34,7 @@ struct gp__order {
   bool fair;
   hent *heap;           /* one segment per leaf (or one for global orders): window, rest */
   int *seg_start, *seg_len;
-  int *win_len, *win_k; /* per segment: jobs in the window; its size at the next refill */
+  int *win_len, *win_k; /* per segment: jobs in the window; its next size (INT32_MAX: all) */
   int n_seg;
   int *qheap;           /* per parent (tree index, root = tree.n): heap of active children */
   int *qstart, *qlen;
@@ -230,13 +231,13 @@ void gp__order_free(gp__order *o) {
   free(o);
 }
 
-/* The window is empty: moves the K best of the rest to the front, as a heap. */
+/* The window is empty: moves the win_k best of the rest to the front, as a heap. */
 static void refill(gp__order *o, int s) {
   hent *h = o->heap + o->seg_start[s];
-  int n = o->seg_len[s], k = o->win_k[s];
-  if (k * 2 >= n) k = n; /* most of the rest: a plain heap of it is cheaper */
-  else o->win_k[s] = k * 4;
-  for (int i = k / 2 - 1; i >= 0; i--) worst_sift_down(o, h, k, i);
+  int n = o->seg_len[s], k = o->win_k[s] < n ? o->win_k[s] : n;
+  o->win_k[s] = INT32_MAX; /* a queue that used up its first window will likely use up
+                              more: the next refill makes a plain heap of the rest */
+  for (int i = k / 2 - 1; i >= 0 && k < n; i--) worst_sift_down(o, h, k, i);
   for (int i = k; i < n; i++) {
     if (!job_less(o, &h[i], &h[0])) continue;
     hent t = h[0];
