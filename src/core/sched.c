@@ -9,9 +9,9 @@
  *      reservations), else waiting for stopping jobs, else preemption, else Resources and
  *      perhaps a backfill reservation                     (order.c, placement.c, gang.c,
  *                                                          preempt.c, backfill.c)
- *   6. stop early once nothing could fit anywhere; every job not considered gets its
- *      reason in one linear pass
- *   7. assemble the plan (every array in view order or decision order: deterministic).
+ *   6. stop early once nothing could fit anywhere
+ *   7. assemble the plan in one pass over the jobs, giving every job not considered its
+ *      reason (every array in view order or decision order: deterministic).
  * See docs/internals/scheduler.md for the reasoning and the costs. */
 #include "core/sched.h"
 
@@ -154,7 +154,32 @@ static bool try_job(gp__ctx *c, gp__order *o, int j, gp__fit **fits, size_t *fit
   return true;
 }
 
-static void run(gp__ctx *c) {
+/* A job the loop never considered gets its reason (in view order, from assemble's one pass
+ * over the jobs: a waiting-for-stopping check may count on a stopping job, so the order
+ * matters). */
+static void settle_unconsidered(gp__ctx *c, int j, bool head_blocked) {
+  gp__job *ji = &c->jobs[j];
+  int over = gp__queue_over_limit(c, ji->leaf, ji->gpus);
+  if (over >= 0) {
+    gp__job_wait(c, j, GP_PEND_QUEUE_LIMIT, limit_message(c, over));
+  } else if (head_blocked) {
+    gp__job_wait(c, j, GP_PEND_PRIORITY, GP__MSG_PRIORITY);
+  } else if (c->n_stopping > 0 && !(ji->shape >= 0 && gp__shape_flag(c, ji->shape, 1))) {
+    /* (A shape already known not to fit after the stopping jobs skips the request.) */
+    gp__req r;
+    gp__req_init(c, j, &r);
+    if (waits_for_stopping(c, &r))
+      gp__job_wait(c, j, GP_PEND_WAITING_FOR_PREEMPTION, GP__MSG_WAIT_PREEMPT);
+    else
+      gp__job_wait(c, j, GP_PEND_RESOURCES, GP__MSG_RESOURCES);
+  } else {
+    gp__job_wait(c, j, GP_PEND_RESOURCES, GP__MSG_RESOURCES);
+  }
+}
+
+/* Considers jobs in order until nothing more can change. Returns whether a strict order
+ * stopped at a blocked job (everyone behind it waits for Priority). */
+static bool run(gp__ctx *c) {
   gp__order *o = gp__order_new(c);
   gp__fit *fits = NULL;
   size_t fits_cap = 0;
@@ -180,29 +205,9 @@ static void run(gp__ctx *c) {
       break;
     }
   }
-  /* Jobs never considered. */
-  for (int j = 0; j < c->view->n_jobs; j++) {
-    gp__job *ji = &c->jobs[j];
-    if (ji->stat != GP__J_ELIGIBLE) continue;
-    int over = gp__queue_over_limit(c, ji->leaf, ji->gpus);
-    if (over >= 0) {
-      gp__job_wait(c, j, GP_PEND_QUEUE_LIMIT, limit_message(c, over));
-    } else if (head_blocked) {
-      gp__job_wait(c, j, GP_PEND_PRIORITY, GP__MSG_PRIORITY);
-    } else if (c->n_stopping > 0 && !(ji->shape >= 0 && gp__shape_flag(c, ji->shape, 1))) {
-      /* (A shape already known not to fit after the stopping jobs skips the request.) */
-      gp__req r;
-      gp__req_init(c, j, &r);
-      if (waits_for_stopping(c, &r))
-        gp__job_wait(c, j, GP_PEND_WAITING_FOR_PREEMPTION, GP__MSG_WAIT_PREEMPT);
-      else
-        gp__job_wait(c, j, GP_PEND_RESOURCES, GP__MSG_RESOURCES);
-    } else {
-      gp__job_wait(c, j, GP_PEND_RESOURCES, GP__MSG_RESOURCES);
-    }
-  }
   free(fits);
   gp__order_free(o);
+  return head_blocked;
 }
 
 static void *copy_vec(gp_arena *a, const gp__vec *v, size_t elem) {
@@ -212,7 +217,7 @@ static void *copy_vec(gp_arena *a, const gp__vec *v, size_t elem) {
   return p;
 }
 
-static gp_plan *assemble(gp__ctx *c) {
+static gp_plan *assemble(gp__ctx *c, bool head_blocked) {
   gp_plan *plan = gp_xcalloc(1, sizeof *plan);
   gp_arena *a = c->arena;
   plan->arena = a;
@@ -226,30 +231,37 @@ static gp_plan *assemble(gp__ctx *c) {
   plan->n_mig = (int)c->migs.n;
   plan->mig = copy_vec(a, &c->migs, sizeof(gp_plan_mig));
 
-  int nj = c->view->n_jobs, np = 0, ne = 0;
-  for (int j = 0; j < nj; j++) {
-    np += c->jobs[j].stat == GP__J_WAITING;
-    ne += c->jobs[j].stat == GP__J_ENDED;
-  }
-  plan->pending = np ? gp_arena_alloc(a, (size_t)np * sizeof *plan->pending) : NULL;
-  plan->ended = ne ? gp_arena_alloc(a, (size_t)ne * sizeof *plan->ended) : NULL;
+  /* One pass over the jobs: reasons for those never considered, then the pending and
+   * ended lists (gathered in scratch, copied to the arena at their size). */
+  int nj = c->view->n_jobs;
+  gp_plan_pending *pend = gp_xmalloc(((size_t)nj + 1) * sizeof *pend);
+  gp__vec ended = {0};
   gp_plan_queue *qs = gp_arena_alloc(a, ((size_t)c->tree.n + 1) * sizeof *qs);
   for (int j = 0; j < nj; j++) {
     const gp__job *ji = &c->jobs[j];
+    if (ji->stat == GP__J_ELIGIBLE) settle_unconsidered(c, j, head_blocked);
     if (ji->stat == GP__J_WAITING) {
-      plan->pending[plan->n_pending++] =
-          (gp_plan_pending){j, (gp_pending_reason)ji->reason, ji->msg};
+      pend[plan->n_pending++] = (gp_plan_pending){j, (gp_pending_reason)ji->reason, ji->msg};
       for (int q = ji->leaf; q >= 0; q = c->tree.q[q].parent) {
         qs[q].pending += ji->gpus;
         qs[q].pending_jobs++;
       }
     } else if (ji->stat == GP__J_ENDED) {
-      plan->ended[plan->n_ended++] = (gp_plan_end){j, (gp_end_reason)ji->end_reason, ji->msg};
+      gp_plan_end *e = gp__vec_push(&ended, sizeof *e);
+      *e = (gp_plan_end){j, (gp_end_reason)ji->end_reason, ji->msg};
     } else if (ji->stat == GP__J_RUNNING || ji->stat == GP__J_STOPPING ||
                ji->stat == GP__J_STARTED) {
       for (int q = ji->leaf; q >= 0; q = c->tree.q[q].parent) qs[q].running_jobs++;
     }
   }
+  if (plan->n_pending) {
+    plan->pending = gp_arena_alloc(a, (size_t)plan->n_pending * sizeof *pend);
+    memcpy(plan->pending, pend, (size_t)plan->n_pending * sizeof *pend);
+  }
+  free(pend);
+  plan->n_ended = (int)ended.n;
+  plan->ended = copy_vec(a, &ended, sizeof(gp_plan_end));
+  free(ended.items);
   plan->n_queues = c->tree.n;
   plan->queues = qs;
   for (int q = 0; q < c->tree.n; q++) {
@@ -294,8 +306,8 @@ int gp_sched_step(const gp_policy *policy, const gp_view *view, gp_time now,
   gp__qtree_fair_share(&c.tree, c.capacity);
   gp__preempt_setup(&c);
   gp__shared_setup(&c);
-  run(&c);
-  *ret_plan = assemble(&c);
+  bool head_blocked = run(&c);
+  *ret_plan = assemble(&c, head_blocked);
   ctx_done(&c);
   return 0;
 }
