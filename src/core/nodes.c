@@ -141,26 +141,31 @@ int gp__nodes_init(gp__ctx *c) {
     for (int g = 0; n->gpus && g < n->n_gpus; g++)
       if (n->gpus[g].mode != GP_SHARE_EXCLUSIVE) s->exclusive_only = false;
     if (n->gpus) {
-      /* NVLink domains in ascending domain number. */
+      /* NVLink domains in ascending domain number: masks gathered in one pass over the
+       * GPUs, then sorted by number (a node has a few). */
+      int ids[GP_MAX_NODE_GPUS], nd = 0;
+      uint32_t masks[GP_MAX_NODE_GPUS];
       for (int g = 0; g < n->n_gpus; g++) {
         int d = n->gpus[g].nvlink_domain;
         if (d < 0) continue;
-        bool dup = false;
-        for (int h = 0; h < g && !dup; h++) dup = n->gpus[h].nvlink_domain == d;
-        if (dup) continue;
-        uint32_t mask = 0;
-        for (int h = g; h < n->n_gpus; h++)
-          if (n->gpus[h].nvlink_domain == d) mask |= (uint32_t)1 << h;
-        int k = s->dom_base + s->n_dom++;
-        while (k > s->dom_base) { /* insertion by domain number */
-          int prev = n->gpus[__builtin_ctz(c->dom[k - 1])].nvlink_domain;
-          if (prev < d) break;
-          c->dom[k] = c->dom[k - 1];
-          k--;
+        int k = 0;
+        while (k < nd && ids[k] != d) k++;
+        if (k == nd) {
+          /* insertion by domain number */
+          while (k > 0 && ids[k - 1] > d) {
+            ids[k] = ids[k - 1];
+            masks[k] = masks[k - 1];
+            k--;
+          }
+          ids[k] = d;
+          masks[k] = 0;
+          nd++;
         }
-        c->dom[k] = mask;
+        masks[k] |= (uint32_t)1 << g;
       }
-      ndom += s->n_dom;
+      memcpy(&c->dom[s->dom_base], masks, (size_t)nd * sizeof *masks);
+      s->n_dom = nd;
+      ndom += nd;
     }
   }
 
