@@ -351,8 +351,8 @@ static int best_node(gp__ctx *c, const gp__req *r, int kind, gp__fit *best_fit, 
   return best < 0 ? -1 : best_n;
 }
 
-
-/* Sort keys of the victim order, so the one sort per step does not chase the view. */
+/* Sort keys of the victim order, so the one sort per step does not chase the view: lower
+ * priority first, then less work lost, then younger (later start), then view index. */
 typedef struct vkey {
   int prio;
   int j;
@@ -360,35 +360,37 @@ typedef struct vkey {
   int r;                /* running position */
 } vkey;
 
-static bool vkey_less(const vkey *x, const vkey *y) {
-  if (x->prio != y->prio) return x->prio < y->prio;
-  if (x->lost != y->lost) return x->lost < y->lost;
-  if (x->started != y->started) return x->started > y->started;
-  return x->j < y->j;
+/* The sort keys as unsigned numbers in the same order: component 0 is the least
+ * significant (view index), 3 the most (priority); started sorts descending. */
+static uint64_t vkey_part(const vkey *k, int part) {
+  switch (part) {
+  case 0: return (uint64_t)(uint32_t)k->j;
+  case 1: return ~((uint64_t)k->started ^ (1ull << 63));
+  case 2: return (uint64_t)k->lost ^ (1ull << 63);
+  default: return (uint64_t)(int64_t)k->prio ^ (1ull << 63);
+  }
 }
 
-/* Bottom-up merge sort with the comparison inlined (qsort's callback was a measurable part
- * of a step with 20,000 running jobs). The keys are a total order (j is unique), so any
- * correct sort gives the same victim order. */
+/* LSD radix sort, a stable counting pass per byte of each key part from the least
+ * significant up, skipping bytes that are the same in every key (most of them: jobs of
+ * one step share start times, priorities are a handful). The result is the victim order
+ * above (a total order: j is unique) at a fraction of a comparison sort's cost on 20,000 jobs. */
 static void vkey_sort(vkey *a, int n) {
-  vkey *tmp = gp_xmalloc(((size_t)n + 1) * sizeof *tmp), *src = a, *dst = tmp;
-  for (int i = 1; i < n; i += 2) /* runs of 2 */
-    if (vkey_less(&a[i], &a[i - 1])) {
-      vkey t = a[i];
-      a[i] = a[i - 1];
-      a[i - 1] = t;
+  if (n < 2) return;
+  vkey *tmp = gp_xmalloc((size_t)n * sizeof *tmp), *src = a, *dst = tmp;
+  for (int part = 0; part < 4; part++) {
+    uint64_t first = vkey_part(&src[0], part), vary = 0;
+    for (int i = 1; i < n; i++) vary |= vkey_part(&src[i], part) ^ first;
+    for (int shift = 0; shift < 64 && (vary >> shift); shift += 8) {
+      if (((vary >> shift) & 0xff) == 0) continue;
+      int count[257] = {0};
+      for (int i = 0; i < n; i++) count[((vkey_part(&src[i], part) >> shift) & 0xff) + 1]++;
+      for (int d = 0; d < 256; d++) count[d + 1] += count[d];
+      for (int i = 0; i < n; i++) dst[count[(vkey_part(&src[i], part) >> shift) & 0xff]++] = src[i];
+      vkey *t = src;
+      src = dst;
+      dst = t;
     }
-  for (int w = 2; w < n; w *= 2) {
-    for (int lo = 0; lo < n; lo += 2 * w) {
-      int mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
-      int i = lo, k = mid, o = lo;
-      while (i < mid && k < hi) dst[o++] = vkey_less(&src[k], &src[i]) ? src[k++] : src[i++];
-      while (i < mid) dst[o++] = src[i++];
-      while (k < hi) dst[o++] = src[k++];
-    }
-    vkey *t = src;
-    src = dst;
-    dst = t;
   }
   if (src != a) memcpy(a, src, (size_t)n * sizeof *a);
   free(tmp);

@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Priority preemption inside a queue, reclaim across queues, reserved pools, victim order,
  * min_runtime, transactions and the absence of ping-pong. */
+#include <stdio.h>
+#include <stdlib.h>
+
 #include "fixture.h"
 
 static fx *one_node_cluster(void) {
@@ -258,6 +261,60 @@ static void pools_lend_only_to_preemptible_jobs_and_never_when_closed(void) {
   fx_free(f);
 }
 
+typedef struct vict { int prio, j; gp_time lost, started; } vict;
+static int vict_cmp(const void *x, const void *y) { /* DESIGN.md's victim order, spelled out */
+  const vict *a = x, *b = y;
+  if (a->prio != b->prio) return a->prio < b->prio ? -1 : 1;
+  if (a->lost != b->lost) return a->lost < b->lost ? -1 : 1;
+  if (a->started != b->started) return a->started > b->started ? -1 : 1;
+  return a->j < b->j ? -1 : a->j > b->j;
+}
+
+static void eight_preemptions_take_the_eight_cheapest_of_hundreds_of_victims(void) {
+  /* 320 one-GPU jobs fill 40 nodes: three preemptible classes, start times and checkpoints
+   * drawn from small ranges (many ties, so later keys and the view index decide), some
+   * starts long ago, some checkpoints after now (negative work lost). Eight inference
+   * jobs of the same queue each need one GPU: the step's eight simulations must take, in
+   * order, exactly the eight first jobs of the victim order. */
+  static char node_names[40][8], ids[330][8];
+  static const char *cls[3] = {"training", "batch", "opportunistic"};
+  static const int cls_prio[3] = {50, 20, 0};
+  fx *f = fx_new();
+  for (int i = 0; i < 40; i++) {
+    snprintf(node_names[i], sizeof node_names[i], "n%02d", i);
+    fx_node(f, node_names[i], "H100", 8);
+  }
+  fx_queue(f, "a", 0, GP_NO_LIMIT, 1);
+  vict want[320];
+  uint32_t x = 777;
+  gp_time now = 1000;
+  for (int k = 0; k < 320; k++) {
+    x = x * 1103515245u + 12345u;
+    snprintf(ids[k], sizeof ids[k], "r%03d", k);
+    gp_job *job = fx_job(f, ids[k], "a", 1, 1);
+    int c = (int)((x >> 16) % 3);
+    job->priority_class = cls[c];
+    gp_time started = (x >> 8) % 4 == 0 ? -4000000000LL + (gp_time)((x >> 4) % 3) : (gp_time)((x >> 12) % 5) * 100;
+    fx_run(f, job, k / 8, 1u << (k % 8), started);
+    x = x * 1103515245u + 12345u;
+    job->last_checkpoint_at = (x >> 16) % 3 == 0 ? 0 : (gp_time)((x >> 8) % 4) * 400; /* up to 1200 > now */
+    gp_time since = job->last_checkpoint_at > started ? job->last_checkpoint_at : started;
+    want[k] = (vict){cls_prio[c], k, now - since, started};
+  }
+  static const char *urgent[8] = {"u0", "u1", "u2", "u3", "u4", "u5", "u6", "u7"};
+  for (int k = 0; k < 8; k++) fx_job(f, urgent[k], "a", 1, 1)->priority_class = "inference";
+  qsort(want, 320, sizeof *want, vict_cmp);
+  gp_plan *p = fx_step(f, now);
+  REQUIRE(p);
+  CHECK_EQ_INT(8, p->n_preemptions);
+  int bad = -1;
+  for (int k = 0; k < p->n_preemptions && k < 8 && bad < 0; k++)
+    if (p->preemptions[k].job != want[k].j) bad = k;
+  CHECK_EQ_INT(-1, bad);
+  gp_plan_free(p);
+  fx_free(f);
+}
+
 GP_TESTS(a_higher_priority_job_preempts_inside_its_queue,
          priority_preemption_never_crosses_queues_nor_equal_priorities,
          non_preemptible_and_young_jobs_are_never_victims,
@@ -269,4 +326,5 @@ GP_TESTS(a_higher_priority_job_preempts_inside_its_queue,
          the_victims_stopping_make_the_preemptor_wait_without_new_victims,
          no_ping_pong_the_victim_queue_cannot_reclaim_back,
          a_pool_owner_takes_its_nodes_back_from_borrowers,
-         pools_lend_only_to_preemptible_jobs_and_never_when_closed)
+         pools_lend_only_to_preemptible_jobs_and_never_when_closed,
+         eight_preemptions_take_the_eight_cheapest_of_hundreds_of_victims)
