@@ -18,20 +18,17 @@
 
 #include "core/sched_int.h"
 
-/* Running position r (ctx.running). */
+/* Running position r (ctx.running). (Victims chosen in this step end now too: build_cache
+ * and slot_times find them on the nodes marked `late`.) */
 static gp_time end_of(const gp__ctx *c, int r) {
-  const gp__job *ji = &c->jobs[c->running[r]];
-  if (ji->stat == GP__J_STOPPING || ji->victim) return c->now;
-  if (ji->limit <= 0) return GP__NEVER;
-  gp_time started = c->run[r].started;
-  if (started > GP__NEVER - ji->limit) return GP__NEVER;
-  gp_time e = started + ji->limit;
+  const gp__run *ru = &c->run[r];
+  if (ru->stopping) return c->now;
+  if (ru->limit <= 0) return GP__NEVER;
+  if (ru->started > GP__NEVER - ru->limit) return GP__NEVER;
+  gp_time e = ru->started + ru->limit;
   return e < c->now ? c->now : e;
 }
 
-/* Per node, the running and stopping jobs' release events (end time, whole GPUs, CPU and
- * host memory freed there), sorted by (end, job); built once per step on the first
- * reservation, so the next reservations do not chase placements through the view again. */
 typedef struct gp__release {
   gp_time end;
   int job;
@@ -59,12 +56,16 @@ static void build_cache(gp__ctx *c) {
   rc->ev = gp_xmalloc(((size_t)total + 1) * sizeof *rc->ev);
   rc->late = gp_xcalloc((size_t)nn + 1, sizeof(bool));
   for (int node = 0; node <= nn; node++) rc->start[node] = node < nn ? c->node_jobs_start[node] : total;
+  /* Victims chosen before the build end now: their nodes are the only ones to look for
+   * them on (and stay `late`, as for victims chosen after). */
+  const gp_plan_preemption *pre = c->preemptions.items;
+  for (size_t i = 0; i < c->preemptions.n; i++) gp__backfill_victim(c, pre[i].job);
   for (int node = 0; node < nn; node++) {
     int lo = c->node_jobs_start[node], hi = c->node_jobs_start[node + 1];
     for (int k = lo; k < hi; k++) {
       int v = c->node_jobs[k], r = c->node_runs[k];
       const gp__run *ru = &c->run[r];
-      gp__release x = {.end = end_of(c, r), .job = v};
+      gp__release x = {.end = rc->late[node] && c->jobs[v].victim ? c->now : end_of(c, r), .job = v};
       if (ru->node >= 0) { /* one placement: what classification kept */
         x.rel = ru->whole;
         x.cpu = ru->cpu;
@@ -97,7 +98,7 @@ void gp__backfill_done(gp__ctx *c) {
 }
 
 void gp__backfill_victim(gp__ctx *c, int v) {
-  if (!c->rcache) return; /* a later build sees the victim flag itself */
+  if (!c->rcache) return; /* the build marks the victims chosen before it */
   const gp_job *job = &c->view->jobs[v];
   for (int p = 0; p < job->n_placements; p++) c->rcache->late[job->placements[p].node] = true;
 }

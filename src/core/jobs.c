@@ -288,6 +288,12 @@ int gp__classify_jobs(gp__ctx *c) {
       ru->mem = job->req.mem_mib;
       ru->started = job->started_at;
       ru->since = job->last_checkpoint_at > job->started_at ? job->last_checkpoint_at : job->started_at;
+      ru->limit = ji->limit;
+      ru->gpus = ji->gpus;
+      ru->leaf = ji->leaf;
+      ru->prio = ji->prio;
+      ru->stopping = job->state == GP_JOB_STOPPING;
+      ru->preemptible = ji->preemptible;
       c->running[c->n_running++] = j;
       break;
     }

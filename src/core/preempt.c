@@ -34,8 +34,8 @@ struct gp__preempt {
   int *vnode;
   uint32_t *vmask;
   int64_t *vcpu, *vmem;
-  int *vleaf;                    /* per vorder position: the victim's leaf and GPUs, so a */
-  double *vgpus;                 /* walk reads no per-job record until a victim qualifies */
+  int *vleaf, *vprio;            /* per vorder position: the victim's leaf, priority and */
+  double *vgpus;                 /* GPUs: a walk reads no per-job record until one qualifies */
   int rc_epoch;                  /* changes whenever removals may have changed */
   int *rc_stamp;                 /* per tree queue: reclaim_ok of epoch rc_stamp for */
   double *rc_gpus;               /* victims of that leaf holding rc_gpus GPUs (rc_ok) */
@@ -66,11 +66,12 @@ struct gp__preempt {
   int *fail_prio;                /* per leaf: priority of that failed priority attempt */
 };
 
-/* Running position r (ctx.running). */
+/* Running position r (ctx.running), read from its record only: no running job is a victim
+ * before the victim order exists (priority, reclaim and pool victims are picked from it;
+ * the stopping check counts on stopping jobs only), and this decides who enters it. */
 static bool victim_able(const gp__ctx *c, int r) {
-  const gp__job *vj = &c->jobs[c->running[r]];
-  if (vj->stat != GP__J_RUNNING || vj->victim || !vj->preemptible) return false;
-  return c->now - c->run[r].started >= c->pol->min_runtime;
+  const gp__run *ru = &c->run[r];
+  return !ru->stopping && ru->preemptible && c->now - ru->started >= c->pol->min_runtime;
 }
 
 /* Cheap, every step: could any preemption happen at all? */
@@ -116,8 +117,8 @@ void gp__preempt_build(gp__ctx *c) {
   int n_able = 0;
   for (int r = 0; r < c->n_running; r++) {
     int j = c->running[r];
-    const gp__job *ji = &c->jobs[j];
-    int one = c->run[r].node;
+    const gp__run *ru = &c->run[r];
+    int one = ru->node;
     const gp_job *job = one >= 0 ? NULL : &v->jobs[j];
     int n_pl = one >= 0 ? 1 : job->n_placements;
     for (int k = 0; k < n_pl; k++) {
@@ -128,14 +129,14 @@ void gp__preempt_build(gp__ctx *c) {
       c->node_jobs[at] = j;
       c->node_runs[at] = r;
       int pool = c->nodes[node].pool;
-      if (pool >= 0 && (ji->leaf < 0 || c->queue_pool[ji->leaf] != pool)) p->pool_borrowers[pool]++;
+      if (pool >= 0 && (ru->leaf < 0 || c->queue_pool[ru->leaf] != pool)) p->pool_borrowers[pool]++;
     }
-    if (ji->stat == GP__J_STOPPING) p->stopping[p->n_stopping++] = j;
-    able[r] = victim_able(c, r) && ji->leaf >= 0;
+    if (ru->stopping) p->stopping[p->n_stopping++] = j;
+    able[r] = victim_able(c, r) && ru->leaf >= 0;
     if (able[r]) {
-      p->leaf_start[ji->leaf + 1]++;
+      p->leaf_start[ru->leaf + 1]++;
       n_able++;
-      if (ji->prio < p->leaf_min_prio[ji->leaf]) p->leaf_min_prio[ji->leaf] = ji->prio;
+      if (ru->prio < p->leaf_min_prio[ru->leaf]) p->leaf_min_prio[ru->leaf] = ru->prio;
     }
   }
   free(fill);
@@ -144,7 +145,7 @@ void gp__preempt_build(gp__ctx *c) {
   int *lfill = gp_xcalloc((size_t)nq + 1, sizeof(int));
   for (int r = 0; r < c->n_running; r++) {
     if (!able[r]) continue;
-    int j = c->running[r], l = c->jobs[j].leaf;
+    int j = c->running[r], l = c->run[r].leaf;
     p->leaf_jobs[p->leaf_start[l] + lfill[l]++] = j;
   }
   free(lfill);
@@ -202,6 +203,7 @@ void gp__preempt_done(gp__ctx *c) {
   free(p->vorder);
   free(p->vnode);
   free(p->vleaf);
+  free(p->vprio);
   free(p->vgpus);
   free(p->rc_stamp);
   free(p->rc_gpus);
@@ -405,7 +407,7 @@ static void build_vorder(gp__ctx *c) {
   for (int r = 0; r < c->n_running; r++) {
     if (!victim_able(c, r)) continue;
     int j = c->running[r];
-    keys[n++] = (vkey){c->jobs[j].prio, j, c->now - c->run[r].since, c->run[r].started, r};
+    keys[n++] = (vkey){c->run[r].prio, j, c->now - c->run[r].since, c->run[r].started, r};
   }
   vkey_sort(keys, n);
   p->vorder = gp_xmalloc(((size_t)n + 1) * sizeof(int));
@@ -414,12 +416,14 @@ static void build_vorder(gp__ctx *c) {
   p->vcpu = gp_xcalloc((size_t)n + 1, sizeof(int64_t));
   p->vmem = gp_xcalloc((size_t)n + 1, sizeof(int64_t));
   p->vleaf = gp_xmalloc(((size_t)n + 1) * sizeof(int));
+  p->vprio = gp_xmalloc(((size_t)n + 1) * sizeof(int));
   p->vgpus = gp_xmalloc(((size_t)n + 1) * sizeof(double));
   for (int k = 0; k < n; k++) {
     p->vorder[k] = keys[k].j;
-    p->vleaf[k] = c->jobs[keys[k].j].leaf;
-    p->vgpus[k] = c->jobs[keys[k].j].gpus;
     const gp__run *ru = &c->run[keys[k].r];
+    p->vleaf[k] = ru->leaf;
+    p->vprio[k] = ru->prio;
+    p->vgpus[k] = ru->gpus;
     p->vnode[k] = ru->node;
     if (ru->node < 0) continue;
     p->vmask[k] = ru->whole;
@@ -451,7 +455,7 @@ static bool walk_candidate(const gp__ctx *c, int kind, int J, int i, int v, int 
   int vl = p->vleaf[i];
   switch (kind) {
   case K_PRIORITY:
-    return vl == jj->leaf && c->jobs[v].prio < jj->prio;
+    return vl == jj->leaf && p->vprio[i] < jj->prio;
   case K_RECLAIM:
     if (vl < 0) return false;
     if (p->rc_stamp[vl] != p->rc_epoch || p->rc_gpus[vl] != p->vgpus[i]) {

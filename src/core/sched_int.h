@@ -119,6 +119,10 @@ typedef struct gp__run {
   int64_t cpu, mem;     /* per placement */
   gp_time started;
   gp_time since;        /* max(started, last checkpoint): work since then is lost */
+  gp_time limit;        /* as gp__job.limit */
+  double gpus;          /* as gp__job.gpus */
+  int leaf, prio;       /* as gp__job */
+  bool stopping, preemptible;
 } gp__run;
 
 typedef struct gp__vec {
