@@ -179,7 +179,7 @@ static void classify_pending(gp__ctx *c, int j) {
     return;
   }
   const char *dep_msg = NULL;
-  int deps = gp__deps_check(c, j, &dep_msg);
+  int deps = job->n_after | job->n_after_ok | job->n_after_any ? gp__deps_check(c, j, &dep_msg) : 0;
   if (deps < 0) {
     gp__job_end(c, j, GP_END_DEPENDENCY_NEVER_SATISFIED, dep_msg);
     return;
@@ -254,7 +254,10 @@ int gp__classify_jobs(gp__ctx *c) {
   for (int j = 0; j < v->n_jobs; j++) {
     const gp_job *job = &v->jobs[j];
     gp__job *ji = &c->jobs[j];
-    int rc = gp__validate_job(c, j);
+    /* (Only an id is checked for jobs that hold nothing: skip the call for them.) */
+    int rc = job->id && job->state != GP_JOB_RUNNING && job->state != GP_JOB_STOPPING
+                 ? 0
+                 : gp__validate_job(c, j);
     if (rc) return rc;
     ji->shape = ji->pkey = -1;
     ji->submitted = job->submitted_at;
