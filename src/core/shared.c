@@ -43,6 +43,9 @@ static int64_t gpu_mem_of(const gp_node *n, int g) {
 }
 
 void gp__shared_setup(gp__ctx *c) {
+  /* Classification saw every eligible job: without fractional, MIG, CPU-only or
+   * replica-able ones (other_eligible) there is nothing to look for. */
+  if (!c->other_eligible) return;
   bool any = false;
   for (int j = 0; j < c->view->n_jobs && !any; j++)
     any = c->jobs[j].stat == GP__J_ELIGIBLE &&
