@@ -253,7 +253,12 @@ static unsigned raw_slot(const rawkey *k) {
   return (unsigned)((h ^ h >> 31) * 0x9e3779b97f4a7c15ull >> (64 - MEMO_BITS));
 }
 
-static bool raw_equal(const rawkey *a, const rawkey *b) { return memcmp(a, b, sizeof *a) == 0; }
+static bool raw_equal(const rawkey *a, const rawkey *b) {
+  uint64_t d = 0; /* no branch per word: most lookups hit, and a hit compares them all */
+  for (int i = 0; i < 8; i++) d |= a->v[i] ^ b->v[i];
+  for (int i = 0; i < 3; i++) d |= (uint64_t)((uintptr_t)a->p[i] ^ (uintptr_t)b->p[i]);
+  return d == 0;
+}
 
 static int shape_full(gp__ctx *c, int j);
 
