@@ -29,6 +29,10 @@ static gp_time end_of(const gp__ctx *c, int r) {
   return e < c->now ? c->now : e;
 }
 
+/* Per node, the running and stopping jobs' release events (end time, whole GPUs, CPU and
+ * host memory freed there), sorted by (end, job); built once per step on the first
+ * reservation, from the running-job records, so the next reservations do not chase
+ * placements through the view again. */
 typedef struct gp__release {
   gp_time end;
   int job;
@@ -39,8 +43,8 @@ typedef struct gp__release {
 struct gp__resv_cache {
   int *start;           /* per node: offset of its events; n_nodes + 1 entries */
   gp__release *ev;
-  bool *late;           /* per node: holds a victim chosen after the build (ends now, but
-                           sits in its node's events at its old end time) */
+  bool *late;           /* per node: holds a victim of this step (it ends now; one chosen
+                           after the build sits in the events at its old end time) */
 };
 
 static bool release_before(const gp__release *a, const gp__release *b) {
