@@ -41,8 +41,7 @@ typedef struct gp__release {
 } gp__release;
 
 struct gp__resv_cache {
-  int *start;           /* per node: offset of its events; n_nodes + 1 entries */
-  gp__release *ev;
+  gp__release *ev;      /* in ctx.node_jobs order: node i's at node_jobs_start[i] .. [i + 1] */
   bool *late;           /* per node: holds a victim of this step (it ends now; one chosen
                            after the build sits in the events at its old end time) */
 };
@@ -56,10 +55,8 @@ static void build_cache(gp__ctx *c) {
   gp__preempt_build(c); /* node -> running jobs */
   struct gp__resv_cache *rc = c->rcache = gp_xcalloc(1, sizeof *rc);
   int nn = c->view->n_nodes, total = c->node_jobs_start[nn];
-  rc->start = gp_xmalloc(((size_t)nn + 1) * sizeof(int));
   rc->ev = gp_xmalloc(((size_t)total + 1) * sizeof *rc->ev);
   rc->late = gp_xcalloc((size_t)nn + 1, sizeof(bool));
-  for (int node = 0; node <= nn; node++) rc->start[node] = node < nn ? c->node_jobs_start[node] : total;
   /* Victims chosen before the build end now: their nodes are the only ones to look for
    * them on (and stay `late`, as for victims chosen after). */
   const gp_plan_preemption *pre = c->preemptions.items;
@@ -94,7 +91,6 @@ static void build_cache(gp__ctx *c) {
 void gp__backfill_done(gp__ctx *c) {
   struct gp__resv_cache *rc = c->rcache;
   if (!rc) return;
-  free(rc->start);
   free(rc->ev);
   free(rc->late);
   free(rc);
@@ -112,7 +108,8 @@ void gp__backfill_victim(gp__ctx *c, int v) {
 static gp_time first_release(const gp__ctx *c, int node) {
   const struct gp__resv_cache *rc = c->rcache;
   if (rc->late[node] || (c->started_head && c->started_head[node] >= 0)) return c->now;
-  return rc->start[node] < rc->start[node + 1] ? rc->ev[rc->start[node]].end : GP__NEVER;
+  int lo = c->node_jobs_start[node];
+  return lo < c->node_jobs_start[node + 1] ? rc->ev[lo].end : GP__NEVER;
 }
 
 /* GPUs of node that r could use at some time: healthy, right mode, enough memory, not
@@ -158,7 +155,7 @@ static int slot_times(const gp__ctx *c, const gp__req *r, int node, gp_time *tim
   int ids[MAX_ON_NODE], nv = 0;
   bool sorted = true;
   bool late = rc->late[node];
-  for (int k = rc->start[node]; k < rc->start[node + 1] && nv < MAX_ON_NODE; k++) {
+  for (int k = c->node_jobs_start[node]; k < c->node_jobs_start[node + 1] && nv < MAX_ON_NODE; k++) {
     const gp__release *e = &rc->ev[k];
     bool victim = late && c->jobs[e->job].victim; /* chosen since the build: ends now */
     if (!victim && e->end > horizon) {

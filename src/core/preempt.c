@@ -28,14 +28,11 @@ enum { K_POOL = 0, K_PRIORITY, K_RECLAIM, K_STOPPING, K_N };
 struct gp__preempt {
   bool built;                    /* gp__preempt_build ran */
   int *vorder, n_vorder;         /* victim-able running jobs in victim order (first use) */
-  /* Per vorder position, for victims with one placement (most jobs): its node (-1 for
-   * several placements: read the view), the whole GPUs, CPU and memory it frees there.
-   * The walks read these compact arrays instead of two view cache lines per victim. */
-  int *vnode;
-  uint32_t *vmask;
-  int64_t *vcpu, *vmem;
-  int *vleaf, *vprio;            /* per vorder position: the victim's leaf, priority and */
-  double *vgpus;                 /* GPUs: a walk reads no per-job record until one qualifies */
+  /* Per vorder position, the victim's running-job record (jobs.c): its queue, priority,
+   * GPUs and, with one placement (most jobs), its node and what it frees there (node -1
+   * for several placements: read the view). Walks read these in order instead of per-job
+   * records and view entries at random. */
+  gp__run *vrun;
   int rc_epoch;                  /* changes whenever removals may have changed */
   int *rc_stamp;                 /* per tree queue: reclaim_ok of epoch rc_stamp for */
   double *rc_gpus;               /* victims of that leaf holding rc_gpus GPUs (rc_ok) */
@@ -201,16 +198,10 @@ void gp__preempt_done(gp__ctx *c) {
   for (int k = 0; k < K_N; k++) free(p->fail_gpus[k]);
   free(p->fail_prio);
   free(p->vorder);
-  free(p->vnode);
-  free(p->vleaf);
-  free(p->vprio);
-  free(p->vgpus);
+  free(p->vrun);
   free(p->rc_stamp);
   free(p->rc_gpus);
   free(p->rc_ok);
-  free(p->vmask);
-  free(p->vcpu);
-  free(p->vmem);
   free(p->acc_stamp);
   free(p->acc_mask);
   free(p->acc_cpu);
@@ -411,24 +402,10 @@ static void build_vorder(gp__ctx *c) {
   }
   vkey_sort(keys, n);
   p->vorder = gp_xmalloc(((size_t)n + 1) * sizeof(int));
-  p->vnode = gp_xmalloc(((size_t)n + 1) * sizeof(int));
-  p->vmask = gp_xcalloc((size_t)n + 1, sizeof(uint32_t));
-  p->vcpu = gp_xcalloc((size_t)n + 1, sizeof(int64_t));
-  p->vmem = gp_xcalloc((size_t)n + 1, sizeof(int64_t));
-  p->vleaf = gp_xmalloc(((size_t)n + 1) * sizeof(int));
-  p->vprio = gp_xmalloc(((size_t)n + 1) * sizeof(int));
-  p->vgpus = gp_xmalloc(((size_t)n + 1) * sizeof(double));
+  p->vrun = gp_xmalloc(((size_t)n + 1) * sizeof *p->vrun);
   for (int k = 0; k < n; k++) {
     p->vorder[k] = keys[k].j;
-    const gp__run *ru = &c->run[keys[k].r];
-    p->vleaf[k] = ru->leaf;
-    p->vprio[k] = ru->prio;
-    p->vgpus[k] = ru->gpus;
-    p->vnode[k] = ru->node;
-    if (ru->node < 0) continue;
-    p->vmask[k] = ru->whole;
-    p->vcpu[k] = ru->cpu;
-    p->vmem[k] = ru->mem;
+    p->vrun[k] = c->run[keys[k].r];
   }
   p->n_vorder = n;
   free(keys);
@@ -452,15 +429,16 @@ static void build_vorder(gp__ctx *c) {
 static bool walk_candidate(const gp__ctx *c, int kind, int J, int i, int v, int node) {
   const struct gp__preempt *p = c->pre;
   const gp__job *jj = &c->jobs[J];
-  int vl = p->vleaf[i];
+  const gp__run *vr = &p->vrun[i];
+  int vl = vr->leaf;
   switch (kind) {
   case K_PRIORITY:
-    return vl == jj->leaf && p->vprio[i] < jj->prio;
+    return vl == jj->leaf && vr->prio < jj->prio;
   case K_RECLAIM:
     if (vl < 0) return false;
-    if (p->rc_stamp[vl] != p->rc_epoch || p->rc_gpus[vl] != p->vgpus[i]) {
+    if (p->rc_stamp[vl] != p->rc_epoch || p->rc_gpus[vl] != vr->gpus) {
       p->rc_stamp[vl] = p->rc_epoch;
-      p->rc_gpus[vl] = p->vgpus[i];
+      p->rc_gpus[vl] = vr->gpus;
       p->rc_ok[vl] = reclaim_ok(c, J, v);
     }
     return p->rc_ok[vl];
@@ -487,7 +465,7 @@ static int walk_node(gp__ctx *c, const gp__req *r, int kind, gp__fit *best_fit, 
   p->n_ent = 0;
   for (int i = 0; i < p->n_vorder; i++) {
     int v = p->vorder[i];
-    int single = p->vnode[i];
+    int single = p->vrun[i].node;
     /* Cheapest test first: the kind's condition reads compact per-position arrays. */
     if (single >= 0 && (p->acc_stamp[single] == -ws ||
                         !walk_candidate(c, kind, r->job, i, v, single)))
@@ -516,9 +494,9 @@ static int walk_node(gp__ctx *c, const gp__req *r, int kind, gp__fit *best_fit, 
       p->ent_next[e] = p->acc_head[node];
       p->acc_head[node] = e;
       if (single >= 0) {
-        p->acc_mask[node] |= p->vmask[i];
-        p->acc_cpu[node] += p->vcpu[i];
-        p->acc_mem[node] += p->vmem[i];
+        p->acc_mask[node] |= p->vrun[i].whole;
+        p->acc_cpu[node] += p->vrun[i].cpu;
+        p->acc_mem[node] += p->vrun[i].mem;
       } else {
         frees_on(c, v, node, &p->acc_mask[node], &p->acc_cpu[node], &p->acc_mem[node]);
       }
