@@ -154,6 +154,11 @@ static void make_queues(bench *b, int n_nodes) {
   b->view.n_queues = 50;
 }
 
+/* Every change to a job gives it a new rev (gp_job.rev), from one counter: the memo's
+ * contract. */
+static uint64_t last_rev;
+static void touch(gp_job *job) { job->rev = ++last_rev; }
+
 static void add_job(bench *b, gp_time submitted) {
   if (b->n_jobs == b->cap_jobs) {
     fprintf(stderr, "job table full\n");
@@ -187,6 +192,7 @@ static void add_job(bench *b, gp_time submitted) {
   job->time_limit = 3600 * (1 + pick(24));
   job->submitted_at = submitted;
   job->state = GP_JOB_PENDING;
+  touch(job);
 }
 
 static void remove_job(bench *b, int j) {
@@ -194,6 +200,7 @@ static void remove_job(bench *b, int j) {
   b->jobs[j] = b->jobs[b->n_jobs - 1];
   memcpy(b->ids[j], b->ids[b->n_jobs - 1], 16);
   b->jobs[j].id = b->ids[j];
+  touch(&b->jobs[j]);
   b->n_jobs--;
 }
 
@@ -207,8 +214,12 @@ static int apply(bench *b, const gp_plan *p, gp_time now) {
     job->n_placements = p->starts[i].n_placements;
     job->state = GP_JOB_RUNNING;
     job->started_at = now;
+    touch(job);
   }
-  for (int i = 0; i < p->n_preemptions; i++) b->jobs[p->preemptions[i].job].state = GP_JOB_STOPPING;
+  for (int i = 0; i < p->n_preemptions; i++) {
+    b->jobs[p->preemptions[i].job].state = GP_JOB_STOPPING;
+    touch(&b->jobs[p->preemptions[i].job]);
+  }
   /* Ended jobs (impossible requests) leave the view. */
   int n = 0;
   for (int i = p->n_ended - 1; i >= 0; i--) {
@@ -222,37 +233,52 @@ static int apply(bench *b, const gp_plan *p, gp_time now) {
 
 /* FNV-1a over what a plan decided (starts with their GPUs, victims, reservations, pending
  * reasons, ended jobs), so a change meant to be faster can show it decides the same. */
-static uint64_t digest = 1469598103934665603ULL;
-static void mix(uint64_t v) {
+#define DIGEST_INIT 1469598103934665603ULL
+static uint64_t digest = DIGEST_INIT;
+static void mix_into(uint64_t *d, uint64_t v) {
   for (int i = 0; i < 8; i++) {
-    digest ^= (v >> (8 * i)) & 0xff;
-    digest *= 1099511628211ULL;
+    *d ^= (v >> (8 * i)) & 0xff;
+    *d *= 1099511628211ULL;
   }
 }
-static void digest_plan(const gp_plan *p) {
-  mix((uint64_t)p->n_starts);
+static void digest_plan_into(uint64_t *d, const gp_plan *p) {
+  mix_into(d, (uint64_t)p->n_starts);
   for (int i = 0; i < p->n_starts; i++) {
-    mix((uint64_t)p->starts[i].job);
+    mix_into(d, (uint64_t)p->starts[i].job);
     for (int t = 0; t < p->starts[i].n_placements; t++) {
       const gp_placement *pl = &p->starts[i].placements[t];
-      mix((uint64_t)pl->node);
-      mix((uint64_t)pl->gpu_mask << 16 ^ (uint64_t)pl->gpu_milli);
+      mix_into(d, (uint64_t)pl->node);
+      mix_into(d, (uint64_t)pl->gpu_mask << 16 ^ (uint64_t)pl->gpu_milli);
     }
   }
-  mix((uint64_t)p->n_preemptions);
+  mix_into(d, (uint64_t)p->n_preemptions);
   for (int i = 0; i < p->n_preemptions; i++)
-    mix((uint64_t)p->preemptions[i].job << 32 ^ (uint64_t)p->preemptions[i].for_job);
-  mix((uint64_t)p->n_reservations);
+    mix_into(d, (uint64_t)p->preemptions[i].job << 32 ^ (uint64_t)p->preemptions[i].for_job);
+  mix_into(d, (uint64_t)p->n_reservations);
   for (int i = 0; i < p->n_reservations; i++)
-    mix((uint64_t)p->reservations[i].job << 40 ^ (uint64_t)p->reservations[i].at);
-  mix((uint64_t)p->n_pending);
-  for (int i = 0; i < p->n_pending; i++) mix((uint64_t)p->pending[i].job << 8 ^ p->pending[i].reason);
-  mix((uint64_t)p->n_ended);
+    mix_into(d, (uint64_t)p->reservations[i].job << 40 ^ (uint64_t)p->reservations[i].at);
+  mix_into(d, (uint64_t)p->n_pending);
+  for (int i = 0; i < p->n_pending; i++) mix_into(d, (uint64_t)p->pending[i].job << 8 ^ p->pending[i].reason);
+  mix_into(d, (uint64_t)p->n_ended);
+}
+static void digest_plan(const gp_plan *p) { digest_plan_into(&digest, p); }
+static uint64_t plan_digest(const gp_plan *p) {
+  uint64_t d = DIGEST_INIT;
+  digest_plan_into(&d, p);
+  return d;
 }
 
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return x < y ? -1 : x > y;
+}
+
+/* Sorts the step times in place; returns their mean. */
+static double summarize(double *times, int steps) {
+  qsort(times, (size_t)steps, sizeof *times, cmp_double);
+  double sum = 0;
+  for (int s = 0; s < steps; s++) sum += times[s];
+  return sum / steps;
 }
 
 int main(int argc, char **argv) {
@@ -308,7 +334,21 @@ int main(int argc, char **argv) {
   apply(b, plan, now);
   gp_plan_free(plan);
 
+  /* Each incremental step runs twice on the same view: gp_sched_step, and
+   * gp_sched_step_memo with what it kept from the steps before. Their plans must agree;
+   * the memo's is applied. The order alternates, so neither always runs on a warm cache. */
+  b->view.rev = 1; /* nodes, queues and policy never change here */
+  gp_sched_memo *memo = gp_sched_memo_new();
+  {
+    gp_plan *warm = NULL; /* the memo learns the view as the full step left it */
+    if (gp_sched_step_memo(memo, &b->pol, &b->view, now, &warm, &err)) {
+      fprintf(stderr, "step failed: %s: %s\n", err.field, err.message);
+      return 1;
+    }
+    gp_plan_free(warm);
+  }
   double *times = calloc((size_t)steps, sizeof(double));
+  double *times_plain = calloc((size_t)steps, sizeof(double));
   long total_starts = 0, total_pending = 0, total_preempt = 0;
   size_t step_peak_max = 0;
   for (int s = 0; s < steps; s++) {
@@ -325,15 +365,26 @@ int main(int argc, char **argv) {
     }
     for (int k = 0; k < 1000; k++) add_job(b, now);
     b->view.n_jobs = b->n_jobs;
-    base = heap_cur;
-    heap_peak = heap_cur;
-    t0 = cpu_s();
-    if (gp_sched_step(&b->pol, &b->view, now, &plan, &err)) {
-      fprintf(stderr, "step failed: %s: %s\n", err.field, err.message);
+    gp_plan *plain = NULL;
+    for (int k = 0; k < 2; k++) {
+      bool with_memo = (k == 0) == (s % 2 == 0);
+      base = heap_cur;
+      heap_peak = heap_cur;
+      t0 = cpu_s();
+      int rc = with_memo ? gp_sched_step_memo(memo, &b->pol, &b->view, now, &plan, &err)
+                         : gp_sched_step(&b->pol, &b->view, now, &plain, &err);
+      if (rc) {
+        fprintf(stderr, "step failed: %s: %s\n", err.field, err.message);
+        return 1;
+      }
+      (with_memo ? times : times_plain)[s] = cpu_s() - t0;
+      if (with_memo && heap_peak - base > step_peak_max) step_peak_max = heap_peak - base;
+    }
+    if (plan_digest(plan) != plan_digest(plain)) {
+      fprintf(stderr, "step %d: the memo's plan differs from gp_sched_step's\n", s);
       return 1;
     }
-    times[s] = cpu_s() - t0;
-    if (heap_peak - base > step_peak_max) step_peak_max = heap_peak - base;
+    gp_plan_free(plain);
     total_starts += plan->n_starts;
     total_pending += plan->n_pending;
     total_preempt += plan->n_preemptions;
@@ -341,16 +392,23 @@ int main(int argc, char **argv) {
     apply(b, plan, now);
     gp_plan_free(plan);
   }
-  qsort(times, (size_t)steps, sizeof *times, cmp_double);
-  double sum = 0;
-  for (int s = 0; s < steps; s++) sum += times[s];
+  double mean = summarize(times, steps), mean_plain = summarize(times_plain, steps);
   printf("incremental step (1%% end, 1000 arrive) over %d steps, CPU time: p50 %.2f ms, p99 %.2f ms, max "
          "%.2f ms, min %.2f ms, mean %.2f ms; per step on average %ld starts, %ld pending, %ld preemptions\n",
          steps, times[steps / 2] * 1e3, times[(int)(steps * 0.99)] * 1e3, times[steps - 1] * 1e3,
-         times[0] * 1e3, sum / steps * 1e3, total_starts / steps, total_pending / steps, total_preempt / steps);
+         times[0] * 1e3, mean * 1e3, total_starts / steps, total_pending / steps, total_preempt / steps);
+  printf("  the same steps without the memo (gp_sched_step): p50 %.2f ms, p99 %.2f ms, mean %.2f ms; "
+         "memo/plain: p50 %.2f, p99 %.2f, mean %.2f\n",
+         times_plain[steps / 2] * 1e3, times_plain[(int)(steps * 0.99)] * 1e3, mean_plain * 1e3,
+         times[steps / 2] / times_plain[steps / 2],
+         times[(int)(steps * 0.99)] / times_plain[(int)(steps * 0.99)], mean / mean_plain);
   if (HEAP_COUNTING)
-    printf("memory: incremental step peak working set %.1f MiB (%.0f bytes per pending job)\n",
-           step_peak_max / 1048576.0, (double)step_peak_max / (double)(total_pending / steps));
+    printf("memory: incremental step peak working set %.1f MiB (%.0f bytes per pending job), "
+           "memo %.1f MiB (%.0f bytes per job in the view)\n",
+           step_peak_max / 1048576.0, (double)step_peak_max / (double)(total_pending / steps),
+           gp_sched_memo_bytes(memo) / 1048576.0, (double)gp_sched_memo_bytes(memo) / b->n_jobs);
+  gp_sched_memo_free(memo);
+  free(times_plain);
   printf("plans digest %016llx (equal digests: the same decisions)\n", (unsigned long long)digest);
   free(times);
   for (int j = 0; j < b->n_jobs; j++) free((void *)b->jobs[j].placements);

@@ -158,6 +158,24 @@ static const char *model_message(gp__ctx *c, const gp_request *r) {
   return m;
 }
 
+/* An eligible job joins the step: its queue's demand, its placement key, the early
+ * stop's smallest request, the eligible list. */
+static void admit(gp__ctx *c, int j, int whole_per_task) {
+  const gp__job *ji = &c->jobs[j];
+  c->tree.q[ji->leaf].demand += ji->gpus;
+  gp_time end = ji->limit > 0 && c->now < GP__NEVER - ji->limit ? c->now + ji->limit : GP__NEVER;
+  gp__keys_add(c, j, end);
+  if (ji->kind == GP__R_WHOLE) {
+    if (whole_per_task < c->min_whole) c->min_whole = whole_per_task;
+    /* A one-GPU task may still take a timeslice replica when no whole GPU is free, so the
+     * free-GPU index alone cannot tell that nothing fits. */
+    if (whole_per_task == 1 && c->has_timeslice) c->other_eligible = true;
+  } else {
+    c->other_eligible = true;
+  }
+  c->eligible[c->n_eligible++] = j;
+}
+
 static void classify_pending(gp__ctx *c, int j) {
   const gp_job *job = &c->view->jobs[j];
   gp__job *ji = &c->jobs[j];
@@ -211,17 +229,7 @@ static void classify_pending(gp__ctx *c, int j) {
   }
   ji->stat = GP__J_ELIGIBLE;
   ji->idp = gp__id_prefix(job->id);
-  c->tree.q[ji->leaf].demand += ji->gpus;
-  gp_time end = ji->limit > 0 && c->now < GP__NEVER - ji->limit ? c->now + ji->limit : GP__NEVER;
-  gp__keys_add(c, j, end);
-  if (ji->kind == GP__R_WHOLE) {
-    if (job->req.gpus_per_task < c->min_whole) c->min_whole = job->req.gpus_per_task;
-    /* A one-GPU task may still take a timeslice replica when no whole GPU is free, so the
-     * free-GPU index alone cannot tell that nothing fits. */
-    if (job->req.gpus_per_task == 1 && c->has_timeslice) c->other_eligible = true;
-  } else {
-    c->other_eligible = true;
-  }
+  admit(c, j, job->req.gpus_per_task);
 }
 
 /* The leaf queue a job names, or -1 (unknown, or not a leaf). */
@@ -234,6 +242,89 @@ static int leaf_of(gp__ctx *c, const char *name) {
   c->qcache_ptr[h] = name;
   c->qcache_val[h] = q;
   return q;
+}
+
+static void classify_running(gp__ctx *c, int j, gp__run *ru) {
+  const gp_job *job = &c->view->jobs[j];
+  gp__job *ji = &c->jobs[j];
+  ji->stat = job->state == GP_JOB_RUNNING ? GP__J_RUNNING : GP__J_STOPPING;
+  int cls = gp__class_of(c, job, ji->leaf);
+  if (cls < 0) cls = c->default_class;
+  ji->prio = c->classes[cls].priority;
+  ji->preemptible = c->classes[cls].preemptible;
+  double g = 0;
+  for (int p = 0; p < job->n_placements; p++) g += placement_gpus(c, &job->placements[p]);
+  ji->gpus = g;
+  const gp_placement *pl0 = job->placements;
+  bool one = job->n_placements == 1;
+  ru->node = one ? pl0->node : -1;
+  ru->whole = one && pl0->mig_instance < 0 && (pl0->gpu_milli <= 0 || pl0->gpu_milli >= GP_GPU_MILLI)
+                  ? pl0->gpu_mask : 0;
+  ru->cpu = job->req.cpu_milli;
+  ru->mem = job->req.mem_mib;
+  ru->started = job->started_at;
+  ru->since = job->last_checkpoint_at > job->started_at ? job->last_checkpoint_at : job->started_at;
+  ru->limit = ji->limit;
+  ru->gpus = ji->gpus;
+  ru->leaf = ji->leaf;
+  ru->prio = ji->prio;
+  ru->stopping = job->state == GP_JOB_STOPPING;
+  ru->preemptible = ji->preemptible;
+}
+
+/* A running or stopping job's part in the step: what its queues hold, what its nodes
+ * lose, its record for preemption and backfill. */
+static void count_running(gp__ctx *c, int j, const gp__run *ru, size_t *run_cap) {
+  const gp__job *ji = &c->jobs[j];
+  if (ji->leaf >= 0) {
+    gp__queue_add_alloc(c, ji->leaf, ji->gpus);
+    c->tree.q[ji->leaf].demand += ji->gpus;
+  }
+  /* One placement of whole GPUs: held from the record, without reading the view. */
+  if (!(ru->node >= 0 && ru->whole && gp__hold_whole(c, ru->node, ru->whole, ru->cpu, ru->mem)))
+    gp__hold_placements(c, j);
+  if (ru->stopping) c->n_stopping++;
+  gp_xgrow((void **)&c->run, run_cap, (size_t)c->n_running + 1, sizeof *c->run);
+  c->run[c->n_running] = *ru;
+  c->running[c->n_running++] = j;
+}
+
+/* Keeps what classification derived from job j for the next step (memo.c). Not kept: an
+ * ended job (its sentence may live in this plan's arena), a job with dependencies (its
+ * state depends on other jobs too), a job without a rev. */
+static void remember(gp__ctx *c, int j, gp__memo_rec *m, const gp__run *ru) {
+  const gp_job *job = &c->view->jobs[j];
+  const gp__job *ji = &c->jobs[j];
+  if (!job->rev || ji->stat == GP__J_ENDED || (job->n_after | job->n_after_ok | job->n_after_any)) {
+    m->rev = 0;
+    return;
+  }
+  m->rev = job->rev;
+  m->cls = *ji;
+  m->tok = ji->shape >= 0 ? gp__shape_token(c, j, &c->memo->tokens) : -1;
+  m->whole_per_task = job->req.gpus_per_task;
+  if (ji->stat == GP__J_RUNNING || ji->stat == GP__J_STOPPING) m->run = *ru;
+}
+
+/* Does for job j what classification did when it was remembered, in the same order, so
+ * that everything the step builds (sums, request shape ids, lists) comes out the same. */
+static void replay(gp__ctx *c, int j, const gp__memo_rec *m, size_t *run_cap) {
+  gp__job *ji = &c->jobs[j];
+  *ji = m->cls;
+  ji->shape = ji->pkey = -1;
+  switch (ji->stat) {
+  case GP__J_RUNNING:
+  case GP__J_STOPPING:
+    count_running(c, j, &m->run, run_cap);
+    break;
+  case GP__J_ELIGIBLE:
+  case GP__J_WAITING:
+    if (m->tok >= 0) gp__shape_by_token(c, j, c->memo->tokens, m->tok, c->memo->step);
+    if (ji->stat == GP__J_ELIGIBLE) admit(c, j, m->whole_per_task);
+    break;
+  default:
+    break;
+  }
 }
 
 int gp__classify_jobs(gp__ctx *c) {
@@ -251,9 +342,14 @@ int gp__classify_jobs(gp__ctx *c) {
     int par = c->tree.q[q].parent;
     c->path_limited[q] = c->tree.q[q].limit != GP_NO_LIMIT || (par >= 0 && c->path_limited[par]);
   }
+  gp__memo_rec *memo = c->memo ? c->memo->rec : NULL;
   for (int j = 0; j < v->n_jobs; j++) {
     const gp_job *job = &v->jobs[j];
     gp__job *ji = &c->jobs[j];
+    if (memo && job->rev && memo[j].rev == job->rev) {
+      replay(c, j, &memo[j], &run_cap);
+      continue;
+    }
     /* (Only an id is checked for jobs that hold nothing: skip the call for them.) */
     int rc = job->id && job->state != GP_JOB_RUNNING && job->state != GP_JOB_STOPPING
                  ? 0
@@ -263,52 +359,22 @@ int gp__classify_jobs(gp__ctx *c) {
     ji->submitted = job->submitted_at;
     ji->leaf = leaf_of(c, job->queue);
     ji->limit = limit_of(c, job, ji->leaf);
+    gp__run ru;
     switch (job->state) {
     case GP_JOB_RUNNING:
-    case GP_JOB_STOPPING: {
-      ji->stat = job->state == GP_JOB_RUNNING ? GP__J_RUNNING : GP__J_STOPPING;
-      int cls = gp__class_of(c, job, ji->leaf);
-      if (cls < 0) cls = c->default_class;
-      ji->prio = c->classes[cls].priority;
-      ji->preemptible = c->classes[cls].preemptible;
-      double g = 0;
-      for (int p = 0; p < job->n_placements; p++) g += placement_gpus(c, &job->placements[p]);
-      ji->gpus = g;
-      if (ji->leaf >= 0) {
-        gp__queue_add_alloc(c, ji->leaf, g);
-        c->tree.q[ji->leaf].demand += g;
-      }
-      gp__hold_placements(c, j);
-      if (job->state == GP_JOB_STOPPING) c->n_stopping++;
-      gp_xgrow((void **)&c->run, &run_cap, (size_t)c->n_running + 1, sizeof *c->run);
-      gp__run *ru = &c->run[c->n_running];
-      const gp_placement *pl0 = job->placements;
-      bool one = job->n_placements == 1;
-      ru->node = one ? pl0->node : -1;
-      ru->whole = one && pl0->mig_instance < 0 && (pl0->gpu_milli <= 0 || pl0->gpu_milli >= GP_GPU_MILLI)
-                      ? pl0->gpu_mask : 0;
-      ru->cpu = job->req.cpu_milli;
-      ru->mem = job->req.mem_mib;
-      ru->started = job->started_at;
-      ru->since = job->last_checkpoint_at > job->started_at ? job->last_checkpoint_at : job->started_at;
-      ru->limit = ji->limit;
-      ru->gpus = ji->gpus;
-      ru->leaf = ji->leaf;
-      ru->prio = ji->prio;
-      ru->stopping = job->state == GP_JOB_STOPPING;
-      ru->preemptible = ji->preemptible;
-      c->running[c->n_running++] = j;
+    case GP_JOB_STOPPING:
+      classify_running(c, j, &ru);
+      count_running(c, j, &ru, &run_cap);
       break;
-    }
     case GP_JOB_PENDING:
     case GP_JOB_HELD:
       classify_pending(c, j);
-      if (ji->stat == GP__J_ELIGIBLE) c->eligible[c->n_eligible++] = j;
       break;
     default:
       ji->stat = GP__J_NONE;
       break;
     }
+    if (memo) remember(c, j, &memo[j], &ru);
   }
   return 0;
 }

@@ -179,6 +179,10 @@ typedef struct gp_job {
   const char *const *after;     /* start once these have started (Slurm's `after`) */
   const char *const *after_ok;  /* start once these ended COMPLETED; never if they failed */
   const char *const *after_any; /* start once these ended, in any way */
+  /* For gp_sched_step_memo (sched.h): a number the caller changes whenever anything in
+   * this entry changes, or another job takes its place in the view (one counter shared by
+   * all jobs does both). 0: never remembered. gp_sched_step ignores it. */
+  uint64_t rev;
 } gp_job;
 
 /* ---- Policy ---- */
@@ -233,6 +237,9 @@ typedef struct gp_view {
   int n_jobs;
   const gp_job *jobs;       /* every job the caller knows that matters: pending, held,
                                running, stopping, and ended ones that others depend on */
+  /* For gp_sched_step_memo: changes whenever the nodes, queues, pools or the policy
+   * change. 0: remember nothing. */
+  uint64_t rev;
 } gp_view;
 
 /* Fills *p with the defaults a user would expect: bin-pack, gpool sharing, fair-share

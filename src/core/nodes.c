@@ -237,21 +237,23 @@ static void apply(gp__ctx *c, int node, uint32_t mask, int milli, int64_t gpu_me
   }
 }
 
+bool gp__hold_whole(gp__ctx *c, int node, uint32_t mask, int64_t cpu, int64_t mem) {
+  gp__node *s = &c->nodes[node];
+  if (!s->exclusive_only || c->indexed) return false;
+  /* The per-GPU count still matters when a preemption simulation takes and gives back a
+   * victim's GPU. */
+  for (uint32_t m = mask; m; m &= m - 1) c->gpu_used[s->gpu_base + __builtin_ctz(m)] += GP_GPU_MILLI;
+  s->free &= ~mask;
+  s->cpu_free -= cpu;
+  s->mem_free -= mem;
+  return true;
+}
+
 void gp__hold_placements(gp__ctx *c, int j) {
   const gp_job *job = &c->view->jobs[j];
   for (int p = 0; p < job->n_placements; p++) {
     const gp_placement *pl = &job->placements[p];
-    gp__node *s = &c->nodes[pl->node];
-    if (s->exclusive_only && !c->indexed) {
-      /* Fast path (before the index exists): whole GPUs of an exclusive-only node; the
-       * count still matters when a preemption simulation takes and gives back a victim's
-       * GPU. */
-      for (uint32_t m = pl->gpu_mask; m; m &= m - 1) c->gpu_used[s->gpu_base + __builtin_ctz(m)] += GP_GPU_MILLI;
-      s->free &= ~pl->gpu_mask;
-      s->cpu_free -= job->req.cpu_milli;
-      s->mem_free -= job->req.mem_mib;
-      continue;
-    }
+    if (gp__hold_whole(c, pl->node, pl->gpu_mask, job->req.cpu_milli, job->req.mem_mib)) continue;
     apply(c, pl->node, pl->gpu_mask, pl->gpu_milli, pl->gpu_mem_mib, pl->mig_instance,
           job->req.cpu_milli, job->req.mem_mib, +1);
   }

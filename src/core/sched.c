@@ -279,6 +279,11 @@ static gp_plan *assemble(gp__ctx *c, bool head_blocked) {
 
 int gp_sched_step(const gp_policy *policy, const gp_view *view, gp_time now,
                   gp_plan **ret_plan, gp_err *err) {
+  return gp_sched_step_memo(NULL, policy, view, now, ret_plan, err);
+}
+
+int gp_sched_step_memo(gp_sched_memo *memo, const gp_policy *policy, const gp_view *view,
+                       gp_time now, gp_plan **ret_plan, gp_err *err) {
   if (!policy || !view || !ret_plan)
     return gp_err_set(err, GP_EINVAL, NULL, 0, NULL, "policy, view and ret_plan are required");
   gp__ctx c;
@@ -287,6 +292,7 @@ int gp_sched_step(const gp_policy *policy, const gp_view *view, gp_time now,
   c.view = view;
   c.now = now;
   c.err = err;
+  gp__memo_begin(&c, memo);
   int rc = gp__validate(&c);
   if (rc) {
     ctx_done(&c);

@@ -4,6 +4,8 @@
 #ifndef GP_CORE_SCHED_H
 #define GP_CORE_SCHED_H
 
+#include <stddef.h>
+
 #include "core/model.h"
 #include "core/plan.h"
 #include "util/error.h"
@@ -14,5 +16,19 @@
  * index out of range, two queues with one name); *ret_plan is untouched then. */
 int gp_sched_step(const gp_policy *policy, const gp_view *view, gp_time now,
                   gp_plan **ret_plan, gp_err *err);
+
+/* What a caller may keep between steps so that a step re-reads only the jobs that changed
+ * (an incremental step on a big cluster reads most jobs unchanged). gp_sched_step_memo
+ * returns exactly what gp_sched_step returns for the same (policy, view, now), byte for
+ * byte, as long as the caller keeps the rev contract (gp_job.rev, gp_view.rev): the memo
+ * stands in for work, never for input. A view with rev 0 clears it. */
+typedef struct gp_sched_memo gp_sched_memo;
+
+gp_sched_memo *gp_sched_memo_new(void);
+void gp_sched_memo_free(gp_sched_memo *m);
+/* Bytes the memo holds (about 150 per job slot of the largest view seen). */
+size_t gp_sched_memo_bytes(const gp_sched_memo *m);
+int gp_sched_step_memo(gp_sched_memo *m, const gp_policy *policy, const gp_view *view,
+                       gp_time now, gp_plan **ret_plan, gp_err *err);
 
 #endif

@@ -125,6 +125,25 @@ typedef struct gp__run {
   bool stopping, preemptible;
 } gp__run;
 
+/* gp_sched_step_memo's memory of one view slot (memo.c): what classification (jobs.c)
+ * derived from the job, replayed while the job's rev and the view's rev stay the same. */
+typedef struct gp__memo_rec {
+  uint64_t rev;         /* the job's rev when recorded; 0: nothing recorded */
+  gp__job cls;          /* ctx.jobs[j] as classification left it */
+  gp__run run;          /* running and stopping jobs: their record */
+  int whole_per_task;   /* whole-GPU requests: GPUs per task (the early stop's minimum) */
+  int tok;              /* its request's shape token (shapes.c); -1: shape not computed */
+} gp__memo_rec;
+
+struct gp_sched_memo {
+  uint64_t view_rev;    /* the view the records belong to; 0: none */
+  const gp_policy *pol;
+  gp__memo_rec *rec;    /* per view index */
+  size_t cap;
+  struct gp__tokens *tokens;
+  uint64_t step;        /* steps run with this memo */
+};
+
 typedef struct gp__vec {
   void *items;
   size_t n, cap;
@@ -140,6 +159,9 @@ typedef struct gp__ctx {
   const gp_priority_class *classes;
   int n_classes;
   int default_class;    /* index into classes */
+
+  struct gp_sched_memo *memo; /* NULL: gp_sched_step, or a view without a rev */
+  bool view_known;      /* the memo's view: its nodes and pools were checked before */
 
   gp__qtree tree;
   gp__job *jobs;        /* one per view job */
@@ -260,6 +282,9 @@ void *gp__vec_push(gp__vec *v, size_t elem);
 
 /* Validates policy and view and builds the queue tree (validate.c). */
 int gp__validate(gp__ctx *c);
+/* The memo (memo.c): use m (may be NULL) for this step; note that the view passed. */
+void gp__memo_begin(gp__ctx *c, struct gp_sched_memo *m);
+void gp__memo_view_checked(gp__ctx *c);
 int gp__validate_job(gp__ctx *c, int j);
 
 /* Jobs (jobs.c). */
@@ -283,6 +308,9 @@ void gp__take(gp__ctx *c, const gp__req *r, const gp__fit *f);
 void gp__give(gp__ctx *c, const gp__req *r, const gp__fit *f);
 /* Applies a running job's placements to the free capacity. */
 void gp__hold_placements(gp__ctx *c, int j);
+/* The fast path of that for whole GPUs (mask) of a node where every GPU is exclusive,
+ * before the index exists; false (nothing done) when it does not apply. */
+bool gp__hold_whole(gp__ctx *c, int node, uint32_t mask, int64_t cpu, int64_t mem);
 
 /* Placement (placement.c, gang.c). */
 void gp__req_init(gp__ctx *c, int j, gp__req *r);
@@ -308,6 +336,12 @@ int gp__feasible(gp__ctx *c, int j);
 
 /* Request shapes and placement keys (shapes.c). */
 int gp__shape_of(gp__ctx *c, int j);
+/* Shape tokens: a name for job j's raw request key that lasts across steps (created on
+ * first use in *tk); job j's shape through its token in memo step `step`. */
+int gp__shape_token(gp__ctx *c, int j, struct gp__tokens **tk);
+int gp__shape_by_token(gp__ctx *c, int j, struct gp__tokens *tk, int tok, uint64_t step);
+int gp__tokens_count(const struct gp__tokens *tk);
+void gp__tokens_free(struct gp__tokens *tk);
 int gp__shape_feas(gp__ctx *c, int shape);
 void gp__shape_set_feas(gp__ctx *c, int shape, int v);
 /* which: 0 = placement ignoring reservations failed, 1 = waiting-for-stopping check failed. */

@@ -276,6 +276,89 @@ int gp__shape_of(gp__ctx *c, int j) {
   return id;
 }
 
+/* ---- Shape tokens (gp_sched_step_memo) ----
+ * A token names a raw key across steps: jobs the memo remembers carry the token of their
+ * request, and a step finds a remembered job's shape through it without reading the view.
+ * Shape ids are never carried from one step to the next: a token's first job in a step
+ * takes the path above (gp__shape_of), which alone assigns ids, in view order as always;
+ * the token's other jobs, whose raw keys are bit for bit the same, reuse that id, as the
+ * direct-mapped memo would have given them. So a pointer in a raw key that the caller
+ * freed and reused for something else since can merge nothing: within one step, equal
+ * raw keys mean equal requests. */
+#define TOKEN_BITS_MIN 10
+
+typedef struct token {
+  rawkey k;
+  uint64_t step;        /* the step that last gave it a shape */
+  int shape;
+} token;
+
+struct gp__tokens {
+  token *t;
+  int n, cap;
+  int *slot;            /* open addressing by raw_hash, -1: empty */
+  size_t mask;
+};
+
+static uint64_t raw_hash(const rawkey *k) {
+  uint64_t h = 0;
+  for (int i = 0; i < 8; i++) h = (h ^ k->v[i]) * 0x9e3779b97f4a7c15ull;
+  for (int i = 0; i < 3; i++) h = (h ^ (uint64_t)(uintptr_t)k->p[i]) * 0xff51afd7ed558ccdull;
+  return h ^ h >> 29;
+}
+
+static void tokens_reset(struct gp__tokens *tk, size_t slots) {
+  free(tk->slot);
+  tk->mask = slots - 1;
+  tk->slot = gp_xmalloc(slots * sizeof(int));
+  for (size_t i = 0; i < slots; i++) tk->slot[i] = -1;
+}
+
+void gp__tokens_free(struct gp__tokens *tk) {
+  if (!tk) return;
+  free(tk->t);
+  free(tk->slot);
+  free(tk);
+}
+
+int gp__shape_token(gp__ctx *c, int j, struct gp__tokens **tkp) {
+  struct gp__tokens *tk = *tkp;
+  if (!tk) {
+    tk = *tkp = gp_xcalloc(1, sizeof *tk);
+    tokens_reset(tk, (size_t)1 << TOKEN_BITS_MIN);
+  }
+  rawkey k;
+  raw_key(c, j, &k);
+  size_t i = raw_hash(&k) & tk->mask;
+  for (; tk->slot[i] >= 0; i = (i + 1) & tk->mask)
+    if (raw_equal(&tk->t[tk->slot[i]].k, &k)) return tk->slot[i];
+  if (tk->n == tk->cap) {
+    tk->cap = tk->cap ? tk->cap * 2 : 256;
+    tk->t = gp_xrealloc(tk->t, (size_t)tk->cap * sizeof *tk->t);
+  }
+  int id = tk->n++;
+  tk->t[id] = (token){.k = k, .step = 0, .shape = -1};
+  tk->slot[i] = id;
+  if ((size_t)tk->n * 2 > tk->mask + 1) {
+    tokens_reset(tk, (tk->mask + 1) * 2);
+    for (int t = 0; t < tk->n; t++) {
+      size_t s = raw_hash(&tk->t[t].k) & tk->mask;
+      while (tk->slot[s] >= 0) s = (s + 1) & tk->mask;
+      tk->slot[s] = t;
+    }
+  }
+  return id;
+}
+
+int gp__tokens_count(const struct gp__tokens *tk) { return tk ? tk->n : 0; }
+
+int gp__shape_by_token(gp__ctx *c, int j, struct gp__tokens *tk, int tok, uint64_t step) {
+  token *t = &tk->t[tok];
+  if (t->step == step) return c->jobs[j].shape = t->shape;
+  t->step = step;
+  return t->shape = gp__shape_of(c, j);
+}
+
 static int shape_full(gp__ctx *c, int j) {
   gp__job *ji = &c->jobs[j];
   struct gp__shapes *s = c->shapes;

@@ -139,7 +139,7 @@ static void build_view(gp_srv_state *s, view_build *b) {
       }
   }
   b->view = (gp_view){s->n_nodes, b->nodes, s->n_queues, b->queues, s->cfg->n_pools,
-                      s->cfg->pools, nj, b->jobs};
+                      s->cfg->pools, nj, b->jobs, 0 /* no memo */};
 }
 
 static json_t *start_order(gp_srv_state *s, gp_srv_job *j, int task) {

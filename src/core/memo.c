@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* gp_sched_memo: what a step keeps for the next one. Classification (jobs.c) is the only
+ * pass that reads every job of the view, and most jobs are the same from one step to the
+ * next, so it keeps per view slot what it derived from the job (queue, class, limit,
+ * request kind, reason, a running job's record) and replays that while the job's rev and
+ * the view's rev are unchanged. Everything else is rebuilt every step as gp_sched_step
+ * does, so a memo can only save work, never change a plan. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/sched.h"
+#include "core/sched_int.h"
+
+#define TOKENS_MAX 65536 /* distinct request keys remembered before starting over */
+
+gp_sched_memo *gp_sched_memo_new(void) { return gp_xcalloc(1, sizeof(gp_sched_memo)); }
+
+void gp_sched_memo_free(gp_sched_memo *m) {
+  if (!m) return;
+  free(m->rec);
+  gp__tokens_free(m->tokens);
+  free(m);
+}
+
+size_t gp_sched_memo_bytes(const gp_sched_memo *m) {
+  return m ? sizeof *m + m->cap * sizeof *m->rec : 0;
+}
+
+void gp__memo_begin(gp__ctx *c, gp_sched_memo *m) {
+  const gp_view *v = c->view;
+  if (!m) return;
+  bool known = v->rev != 0 && m->view_rev == v->rev && m->pol == c->pol;
+  if (gp__tokens_count(m->tokens) > TOKENS_MAX) {
+    /* Requests of every size went by (a long replay): start the tokens over. */
+    gp__tokens_free(m->tokens);
+    m->tokens = NULL;
+    known = false;
+  }
+  if (!known) {
+    /* Nodes, queues, pools or the policy changed: every record may be stale. */
+    if (m->rec) memset(m->rec, 0, m->cap * sizeof *m->rec);
+    m->view_rev = 0;
+  }
+  m->step++;
+  if (v->rev == 0) return;
+  if ((size_t)v->n_jobs > m->cap) {
+    size_t cap = m->cap;
+    gp_xgrow((void **)&m->rec, &m->cap, (size_t)v->n_jobs, sizeof *m->rec);
+    memset(m->rec + cap, 0, (m->cap - cap) * sizeof *m->rec);
+  }
+  c->memo = m;
+  c->view_known = known;
+}
+
+/* The view passed the checks that gp__validate skips for a known view. */
+void gp__memo_view_checked(gp__ctx *c) {
+  if (!c->memo) return;
+  c->memo->view_rev = c->view->rev;
+  c->memo->pol = c->pol;
+}
