@@ -62,6 +62,10 @@ typedef struct sim {
   gp_job *v;
   int *vmap;
   int nv;
+  /* The core keeps what it derived from unchanged jobs between calls: every write to a
+   * view entry gives it a new rev (gp_job.rev), node failures and repairs a new view rev. */
+  gp_sched_memo *memo;
+  uint64_t last_rev, view_rev;
   /* Per-queue state and integrals over time. */
   int nq;
   double *alloc, *fair, *alloc_int, *fair_int;
@@ -110,8 +114,15 @@ static gp_time exp_sample(sim *s, double mean_s) {
 
 /* ---- the view ---- */
 
+/* The entry of a job changed (or moved): a new rev for the core's memo. */
+static gp_job *view_touch(sim *s, int i) {
+  s->v[i].rev = ++s->last_rev;
+  return &s->v[i];
+}
+
 static void view_add(sim *s, int j, const gp_job *proto) {
   s->v[s->nv] = *proto;
+  view_touch(s, s->nv);
   s->vmap[s->nv] = j;
   s->jobs[j].view = s->nv++;
 }
@@ -120,6 +131,7 @@ static void view_remove(sim *s, int j) {
   int i = s->jobs[j].view, last = s->nv - 1;
   if (i != last) {
     s->v[i] = s->v[last];
+    view_touch(s, i);
     s->vmap[i] = s->vmap[last];
     s->jobs[s->vmap[i]].view = i;
   }
@@ -317,7 +329,7 @@ static double requeue(sim *s, int j, gp_time stopped, gp_time now) {
   release(s, j);
   sj->restarts++;
   sj->gen++;
-  gp_job *vj = &s->v[sj->view];
+  gp_job *vj = view_touch(s, sj->view);
   vj->state = GP_JOB_PENDING;
   vj->started_at = 0;
   vj->last_checkpoint_at = 0;
@@ -421,7 +433,7 @@ static int apply_start(sim *s, int j, const gp_plan_start *st, gp_time now) {
   gp_time limit = s->v[sj->view].time_limit;
   sj->timeout_run = sj->limit_enforced && limit > 0 && need > limit;
   gp__heap_push(&s->heap, now + (sj->timeout_run ? limit : need), GP__EV_COMPLETE, j, sj->gen);
-  gp_job *w = &s->v[sj->view];
+  gp_job *w = view_touch(s, sj->view);
   w->state = GP_JOB_RUNNING;
   w->started_at = now;
   w->last_checkpoint_at = 0;
@@ -442,7 +454,8 @@ static void refresh_checkpoints(sim *s, gp_time now) {
     if (s->v[i].state != GP_JOB_RUNNING) continue;
     const sjob *sj = &s->jobs[s->vmap[i]];
     gp_time saved = saved_work(s, sj, now);
-    s->v[i].last_checkpoint_at = saved > 0 ? sj->run_start + sj->run_overhead + saved : 0;
+    gp_time ckpt = saved > 0 ? sj->run_start + sj->run_overhead + saved : 0;
+    if (s->v[i].last_checkpoint_at != ckpt) view_touch(s, i)->last_checkpoint_at = ckpt;
   }
 }
 
@@ -456,11 +469,11 @@ static int step(sim *s, gp_time now) {
   if (s->can_preempt) refresh_checkpoints(s, now);
   gp_view view = {.n_nodes = s->fleet->n_nodes, .nodes = s->nodes, .n_queues = s->nq,
                   .queues = s->queues->queues, .n_pools = s->n_pools, .pools = s->pools,
-                  .n_jobs = s->nv, .jobs = s->v};
+                  .n_jobs = s->nv, .jobs = s->v, .rev = s->view_rev};
   gp_plan *plan = NULL;
   gp_err e = {0};
   double t0 = now_s();
-  int rc = gp_sched_step(&s->cfg->policy, &view, now, &plan, &e);
+  int rc = gp_sched_step_memo(s->memo, &s->cfg->policy, &view, now, &plan, &e);
   s->sched_seconds += now_s() - t0;
   s->r->sched_calls++;
   s->steps++;
@@ -511,7 +524,7 @@ static int step(sim *s, gp_time now) {
     }
     sj->state = SJ_STOPPING;
     sj->preempted_at = now;
-    s->v[sj->view].state = GP_JOB_STOPPING;
+    view_touch(s, sj->view)->state = GP_JOB_STOPPING;
     s->r->preemptions++;
     s->r->queues[sj->queue].preempted++;
     gp__heap_push(&s->heap, now + s->cfg->grace, GP__EV_GRACE_END, ids[k], sj->gen);
@@ -530,6 +543,7 @@ static void node_fail(sim *s, int node, gp_time t) {
   for (int g = 0; g < n->n_gpus; g++)
     if (*gpu_slot(s, node, g) == 0) s->free_whole--;
   n->state = GP_NODE_DOWN;
+  s->view_rev++;
   s->up_gpus -= n->n_gpus;
   s->nodes_down++;
   s->r->node_failures++;
@@ -549,6 +563,7 @@ static void node_repair(sim *s, int node, gp_time t) {
   gp_node *n = &s->nodes[node];
   if (n->state != GP_NODE_DOWN) return;
   n->state = GP_NODE_UP;
+  s->view_rev++;
   for (int g = 0; g < n->n_gpus; g++)
     if (*gpu_slot(s, node, g) == 0) s->free_whole++;
   s->up_gpus += n->n_gpus;
@@ -753,6 +768,8 @@ int gp_replay_run(const gp_replay_config *cfg, const gp_trace *trace, const gp_f
   size_t nj = trace->n_jobs;
   s->jobs = gp_xcalloc(nj, sizeof *s->jobs);
   s->v = gp_xmalloc(nj * sizeof *s->v);
+  s->memo = gp_sched_memo_new();
+  s->view_rev = 1;
   s->vmap = gp_xmalloc(nj * sizeof *s->vmap);
   s->nq = queues->n;
   s->alloc = gp_xcalloc((size_t)s->nq, sizeof(double));
@@ -907,6 +924,7 @@ int gp_replay_run(const gp_replay_config *cfg, const gp_trace *trace, const gp_f
   free(protos);
   free(arrive);
   free(s->v);
+  gp_sched_memo_free(s->memo);
   free(s->vmap);
   free(s->nodes);
   free(s->gpu_used);
