@@ -303,7 +303,7 @@ static void remember(gp__ctx *c, int j, gp__memo_rec *m, const gp__run *ru) {
   m->cls = *ji;
   m->tok = ji->shape >= 0 ? gp__shape_token(c, j, &c->memo->tokens) : -1;
   m->whole_per_task = job->req.gpus_per_task;
-  if (ji->stat == GP__J_RUNNING || ji->stat == GP__J_STOPPING) m->run = *ru;
+  if (ji->stat == GP__J_RUNNING || ji->stat == GP__J_STOPPING) c->memo->run[j] = *ru;
 }
 
 /* Does for job j what classification did when it was remembered, in the same order, so
@@ -315,7 +315,7 @@ static void replay(gp__ctx *c, int j, const gp__memo_rec *m, size_t *run_cap) {
   switch (ji->stat) {
   case GP__J_RUNNING:
   case GP__J_STOPPING:
-    count_running(c, j, &m->run, run_cap);
+    count_running(c, j, &c->memo->run[j], run_cap);
     break;
   case GP__J_ELIGIBLE:
   case GP__J_WAITING:
@@ -355,6 +355,7 @@ int gp__classify_jobs(gp__ctx *c) {
                  ? 0
                  : gp__validate_job(c, j);
     if (rc) return rc;
+    memset(ji, 0, sizeof *ji); /* (ctx.jobs is not zeroed up front: replays fill theirs) */
     ji->shape = ji->pkey = -1;
     ji->submitted = job->submitted_at;
     ji->leaf = leaf_of(c, job->queue);

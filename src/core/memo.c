@@ -18,12 +18,13 @@ gp_sched_memo *gp_sched_memo_new(void) { return gp_xcalloc(1, sizeof(gp_sched_me
 void gp_sched_memo_free(gp_sched_memo *m) {
   if (!m) return;
   free(m->rec);
+  free(m->run);
   gp__tokens_free(m->tokens);
   free(m);
 }
 
 size_t gp_sched_memo_bytes(const gp_sched_memo *m) {
-  return m ? sizeof *m + m->cap * sizeof *m->rec : 0;
+  return m ? sizeof *m + m->cap * (sizeof *m->rec + sizeof *m->run) : 0;
 }
 
 void gp__memo_begin(gp__ctx *c, gp_sched_memo *m) {
@@ -46,6 +47,7 @@ void gp__memo_begin(gp__ctx *c, gp_sched_memo *m) {
   if ((size_t)v->n_jobs > m->cap) {
     size_t cap = m->cap;
     gp_xgrow((void **)&m->rec, &m->cap, (size_t)v->n_jobs, sizeof *m->rec);
+    m->run = gp_xrealloc(m->run, m->cap * sizeof *m->run);
     memset(m->rec + cap, 0, (m->cap - cap) * sizeof *m->rec);
   }
   c->memo = m;

@@ -299,7 +299,7 @@ int gp_sched_step_memo(gp_sched_memo *memo, const gp_policy *policy, const gp_vi
     return rc;
   }
   c.arena = gp_arena_new();
-  c.jobs = gp_xcalloc((size_t)view->n_jobs + 1, sizeof *c.jobs);
+  c.jobs = gp_xmalloc(((size_t)view->n_jobs + 1) * sizeof *c.jobs); /* filled by classification */
   gp__nodes_init(&c);
   rc = gp__classify_jobs(&c);
   if (rc) {

@@ -130,7 +130,6 @@ typedef struct gp__run {
 typedef struct gp__memo_rec {
   uint64_t rev;         /* the job's rev when recorded; 0: nothing recorded */
   gp__job cls;          /* ctx.jobs[j] as classification left it */
-  gp__run run;          /* running and stopping jobs: their record */
   int whole_per_task;   /* whole-GPU requests: GPUs per task (the early stop's minimum) */
   int tok;              /* its request's shape token (shapes.c); -1: shape not computed */
 } gp__memo_rec;
@@ -139,6 +138,8 @@ struct gp_sched_memo {
   uint64_t view_rev;    /* the view the records belong to; 0: none */
   const gp_policy *pol;
   gp__memo_rec *rec;    /* per view index */
+  gp__run *run;         /* per view index: running and stopping jobs' records (apart, so
+                           that replaying a pending job reads no more than it needs) */
   size_t cap;
   struct gp__tokens *tokens;
   uint64_t step;        /* steps run with this memo */
