@@ -6,7 +6,8 @@
  * - view slot i holds sim job vmap[i], and that job's `view` is i; only pending, running
  *   and stopping jobs are in the view (removal swaps the last slot in: O(1));
  * - gpu_used[node * GP_MAX_NODE_GPUS + g] is the milli-GPU held on that GPU, and
- *   free_whole counts the idle GPUs of up nodes;
+ *   free_whole counts the idle GPUs of up nodes, node_idle[n] those of up node n, and
+ *   idle_hist[k] the nodes with k idle GPUs (down nodes count as 0);
  * - a job's `gen` changes whenever a run ends, so events of an earlier run are dropped. */
 #include <math.h>
 #include <stdio.h>
@@ -20,6 +21,8 @@
 #include "sim/replay/replay.h"
 #include "sim/replay/stats.h"
 #include "snapshot/policy_read.h"
+
+#define PEND_TASKS_MAX 64
 
 enum sj_state { SJ_FUTURE = 0, SJ_PENDING, SJ_RUNNING, SJ_STOPPING, SJ_DONE, SJ_TIMEOUT, SJ_REJECTED };
 
@@ -57,6 +60,11 @@ typedef struct sim {
   gp_node *nodes;
   int *gpu_used;
   int64_t free_whole, up_gpus;
+  int *node_idle;           /* idle GPUs per node (0 when down) */
+  int64_t idle_hist[GP_MAX_NODE_GPUS + 1];
+  /* Pending whole-GPU jobs by GPUs per task and tasks (more than PEND_TASKS_MAX tasks
+   * count as PEND_TASKS_MAX: what fits them fits that many). */
+  int64_t (*pend_shape)[PEND_TASKS_MAX + 1];
   int nodes_down;
   sjob *jobs;
   gp_job *v;
@@ -141,6 +149,42 @@ static void view_remove(sim *s, int j) {
 
 /* ---- pending bookkeeping ---- */
 
+/* A pending whole-GPU job's GPUs per task and (capped) tasks; false for other jobs and for
+ * tasks no node could hold. */
+static bool whole_shape(const sim *s, const sjob *sj, int *gpt, int *tasks) {
+  const gp_request *rq = &s->v[sj->view].req;
+  if (sj->need == 0 || rq->gpus_per_task < 1 || rq->gpus_per_task > GP_MAX_NODE_GPUS) return false;
+  *gpt = rq->gpus_per_task;
+  *tasks = rq->tasks < PEND_TASKS_MAX ? rq->tasks : PEND_TASKS_MAX;
+  return true;
+}
+
+/* An idle GPU of up node `node` appeared (+1) or was taken (-1). */
+static void idle_gpus(sim *s, int node, int delta) {
+  s->free_whole += delta;
+  s->idle_hist[s->node_idle[node]]--;
+  s->node_idle[node] += delta;
+  s->idle_hist[s->node_idle[node]]++;
+}
+
+/* How many tasks of `gpt` whole GPUs the idle GPUs could take, node by node. A task never
+ * spans nodes, so a job of more tasks than this cannot start now. */
+static int64_t task_room(const sim *s, int gpt) {
+  int64_t n = 0;
+  for (int k = gpt; k <= GP_MAX_NODE_GPUS; k++) n += s->idle_hist[k] * (k / gpt);
+  return n;
+}
+
+/* Could some pending whole-GPU job's tasks all find a node with enough idle GPUs? */
+static bool some_pending_fits(const sim *s) {
+  for (int gpt = 1; gpt <= GP_MAX_NODE_GPUS; gpt++) {
+    int t = 1;
+    while (t <= PEND_TASKS_MAX && s->pend_shape[gpt][t] == 0) t++;
+    if (t <= PEND_TASKS_MAX && task_room(s, gpt) >= t) return true;
+  }
+  return false;
+}
+
 static void pend_add(sim *s, int j, gp_time t) {
   sjob *sj = &s->jobs[j];
   sj->state = SJ_PENDING;
@@ -152,6 +196,8 @@ static void pend_add(sim *s, int j, gp_time t) {
   s->pending_total++;
   s->need_count[sj->need]++;
   if (sj->need < s->min_need) s->min_need = sj->need;
+  int gpt, tasks;
+  if (whole_shape(s, sj, &gpt, &tasks)) s->pend_shape[gpt][tasks]++;
   /* The heap's second key (its `kind`) is the job index: ties in submit time go to the
    * lower id, as in the core. */
   if (s->strict_fifo)
@@ -160,6 +206,8 @@ static void pend_add(sim *s, int j, gp_time t) {
 
 static void pend_del(sim *s, int j) {
   sjob *sj = &s->jobs[j];
+  int gpt, tasks;
+  if (whole_shape(s, sj, &gpt, &tasks)) s->pend_shape[gpt][tasks]--;
   s->q_pending[sj->queue]--;
   s->q_pending_gpus[sj->queue] -= sj->ask;
   s->pending_total--;
@@ -168,13 +216,15 @@ static void pend_del(sim *s, int j) {
   }
 }
 
-/* Could a step now start something, with no preemption? Every start needs at least its
- * whole GPUs idle; strict FIFO starts nothing unless its head can start. A head the core
- * has not seen yet (it may end it as impossible) always gets a call. */
+/* Could a step now start something, with no preemption? Every start needs each of its
+ * tasks' whole GPUs idle on one node; strict FIFO starts nothing unless its head can
+ * start. A job the core has not seen yet (it may end it as impossible) always gets a
+ * call when its GPUs are idle somewhere, as before these per-node counts existed. */
 static bool could_start(sim *s) {
   if (s->pending_total == 0) return false;
   if (s->min_need == 0) return true;
-  if (!s->strict_fifo) return s->min_need <= s->free_whole;
+  if (!s->strict_fifo)
+    return s->min_need <= s->free_whole && (s->last_pend_step == s->steps || some_pending_fits(s));
   const gp__event *top;
   while ((top = gp__heap_top(&s->fifo)) &&
          (s->jobs[top->id].state != SJ_PENDING || s->jobs[top->id].pend_seq != top->gen)) {
@@ -183,7 +233,10 @@ static bool could_start(sim *s) {
   }
   if (!top) return true;
   const sjob *head = &s->jobs[top->id];
-  return head->pend_step == s->steps || head->need <= s->free_whole;
+  if (head->pend_step == s->steps) return true;
+  int gpt, tasks;
+  return head->need <= s->free_whole &&
+         (!whole_shape(s, head, &gpt, &tasks) || task_room(s, gpt) >= tasks);
 }
 
 /* ---- time ---- */
@@ -298,7 +351,7 @@ static void release(sim *s, int j) {
       if (pl->gpu_mask & (1u << g)) {
         int *u = gpu_slot(s, pl->node, g);
         *u -= pl->gpu_milli;
-        if (*u == 0 && up) s->free_whole++;
+        if (*u == 0 && up) idle_gpus(s, pl->node, +1);
       }
   }
   sj->n_pl = 0;
@@ -409,7 +462,7 @@ static int apply_start(sim *s, int j, const gp_plan_start *st, gp_time now) {
     for (int g = 0; g < GP_MAX_NODE_GPUS; g++)
       if (pl->gpu_mask & (1u << g)) {
         int *u = gpu_slot(s, pl->node, g);
-        if (*u == 0) s->free_whole--;
+        if (*u == 0) idle_gpus(s, pl->node, -1);
         *u += pl->gpu_milli;
       }
   }
@@ -541,7 +594,7 @@ static void node_fail(sim *s, int node, gp_time t) {
   gp_node *n = &s->nodes[node];
   if (n->state == GP_NODE_DOWN) return;
   for (int g = 0; g < n->n_gpus; g++)
-    if (*gpu_slot(s, node, g) == 0) s->free_whole--;
+    if (*gpu_slot(s, node, g) == 0) idle_gpus(s, node, -1);
   n->state = GP_NODE_DOWN;
   s->view_rev++;
   s->up_gpus -= n->n_gpus;
@@ -565,7 +618,7 @@ static void node_repair(sim *s, int node, gp_time t) {
   n->state = GP_NODE_UP;
   s->view_rev++;
   for (int g = 0; g < n->n_gpus; g++)
-    if (*gpu_slot(s, node, g) == 0) s->free_whole++;
+    if (*gpu_slot(s, node, g) == 0) idle_gpus(s, node, +1);
   s->up_gpus += n->n_gpus;
   s->nodes_down--;
   gp__heap_push(&s->heap, t + exp_sample(s, s->cfg->mtbf_hours * 3600), GP__EV_NODE_FAIL, node, 0);
@@ -760,11 +813,14 @@ int gp_replay_run(const gp_replay_config *cfg, const gp_trace *trace, const gp_f
   s->nodes = gp_xmalloc((size_t)fleet->n_nodes * sizeof *s->nodes);
   memcpy(s->nodes, fleet->nodes, (size_t)fleet->n_nodes * sizeof *s->nodes);
   s->gpu_used = gp_xcalloc((size_t)fleet->n_nodes * GP_MAX_NODE_GPUS, sizeof *s->gpu_used);
+  s->node_idle = gp_xcalloc((size_t)fleet->n_nodes + 1, sizeof *s->node_idle);
+  s->idle_hist[0] = fleet->n_nodes;
   for (int i = 0; i < fleet->n_nodes; i++)
     if (s->nodes[i].state == GP_NODE_UP) {
-      s->free_whole += s->nodes[i].n_gpus;
+      for (int g = 0; g < s->nodes[i].n_gpus; g++) idle_gpus(s, i, +1);
       s->up_gpus += s->nodes[i].n_gpus;
     }
+  s->pend_shape = gp_xcalloc(GP_MAX_NODE_GPUS + 1, sizeof *s->pend_shape);
   size_t nj = trace->n_jobs;
   s->jobs = gp_xcalloc(nj, sizeof *s->jobs);
   s->v = gp_xmalloc(nj * sizeof *s->v);
@@ -925,6 +981,8 @@ int gp_replay_run(const gp_replay_config *cfg, const gp_trace *trace, const gp_f
   free(arrive);
   free(s->v);
   gp_sched_memo_free(s->memo);
+  free(s->node_idle);
+  free(s->pend_shape);
   free(s->vmap);
   free(s->nodes);
   free(s->gpu_used);

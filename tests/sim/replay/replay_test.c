@@ -355,6 +355,32 @@ static void skipped_calls_change_no_job_outcome(void) {
   gp_replay_queues_free(q);
 }
 
+/* Three 8-GPU nodes. A, B and D take 5 GPUs each, one per node (bin-packing fills the
+ * fullest node that fits); F1..F3 (1 GPU, 10/20/30 s) fill the rest of A's node. C wants
+ * one task of 8 GPUs and waits at the head of strict FIFO. When F2 and F3 end, 8 and then
+ * 9 GPUs are idle, but 3 + 3 + 2 or 3: no node has 8, so no call can start C and the
+ * replay does not make one. The core is called at t=0 (arrivals), t=10 (first event after
+ * C arrived: the core has not seen C) and t=100 (A ends: its node is idle, C starts). */
+static void fifo_skips_calls_while_no_node_can_take_the_head(void) {
+  static const char csv[] =
+      "submit_time,duration,gpus,queue\n"
+      "0,100,5,q\n0,200,5,q\n0,300,5,q\n"
+      "0,10,1,q\n0,20,1,q\n0,30,1,q\n"
+      "1,50,8,q\n";
+  gp_replay_result *r = replay(csv, "3x8", NULL, GP_REPLAY_FIFO, NULL);
+  CHECK_EQ_INT(7, r->completed);
+  CHECK_NEAR(99.0 / 7, r->avg_wait_s, 1e-9); /* only C waits: 1 -> 100 */
+  CHECK_EQ_INT(3, r->sched_calls);
+  gp_replay_result_free(r);
+  gp_replay_config every;
+  gp_replay_config_init(&every);
+  every.every_event = true;
+  r = replay(csv, "3x8", NULL, GP_REPLAY_FIFO, &every);
+  CHECK_NEAR(99.0 / 7, r->avg_wait_s, 1e-9);
+  CHECK(r->sched_calls > 3);
+  gp_replay_result_free(r);
+}
+
 GP_TESTS(fifo_makes_everyone_wait_behind_a_big_job,
          backfill_lets_a_short_job_through_without_delaying_the_big_one,
          sjf_runs_the_short_job_first, fifo_lets_one_team_take_everything,
@@ -362,4 +388,5 @@ GP_TESTS(fifo_makes_everyone_wait_behind_a_big_job,
          checkpoints_bound_the_work_a_preemption_loses, trace_time_limits_end_jobs_as_timeout,
          impossible_jobs_do_not_block_the_rest, static_partitions_keep_a_team_off_idle_nodes,
          a_queue_missing_from_the_queue_file_is_named_with_its_line,
-         same_input_and_seed_give_byte_identical_output, skipped_calls_change_no_job_outcome)
+         same_input_and_seed_give_byte_identical_output, skipped_calls_change_no_job_outcome,
+         fifo_skips_calls_while_no_node_can_take_the_head)
