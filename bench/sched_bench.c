@@ -104,6 +104,7 @@ typedef struct bench {
   gp_queue queues[50];
   char queue_names[50][32];
   gp_job *jobs;
+  uint64_t *revs;       /* per job slot, for the memo */
   char (*ids)[16];
   int n_jobs, cap_jobs;
   int next_id;
@@ -154,10 +155,10 @@ static void make_queues(bench *b, int n_nodes) {
   b->view.n_queues = 50;
 }
 
-/* Every change to a job gives it a new rev (gp_job.rev), from one counter: the memo's
- * contract. */
+/* Every change to a job gives its slot a new rev (gp_view.job_revs), from one counter:
+ * the memo's contract. */
 static uint64_t last_rev;
-static void touch(gp_job *job) { job->rev = ++last_rev; }
+static void touch(bench *b, int j) { b->revs[j] = ++last_rev; }
 
 static void add_job(bench *b, gp_time submitted) {
   if (b->n_jobs == b->cap_jobs) {
@@ -192,7 +193,7 @@ static void add_job(bench *b, gp_time submitted) {
   job->time_limit = 3600 * (1 + pick(24));
   job->submitted_at = submitted;
   job->state = GP_JOB_PENDING;
-  touch(job);
+  touch(b, j);
 }
 
 static void remove_job(bench *b, int j) {
@@ -200,7 +201,7 @@ static void remove_job(bench *b, int j) {
   b->jobs[j] = b->jobs[b->n_jobs - 1];
   memcpy(b->ids[j], b->ids[b->n_jobs - 1], 16);
   b->jobs[j].id = b->ids[j];
-  touch(&b->jobs[j]);
+  touch(b, j);
   b->n_jobs--;
 }
 
@@ -214,11 +215,11 @@ static int apply(bench *b, const gp_plan *p, gp_time now) {
     job->n_placements = p->starts[i].n_placements;
     job->state = GP_JOB_RUNNING;
     job->started_at = now;
-    touch(job);
+    touch(b, p->starts[i].job);
   }
   for (int i = 0; i < p->n_preemptions; i++) {
     b->jobs[p->preemptions[i].job].state = GP_JOB_STOPPING;
-    touch(&b->jobs[p->preemptions[i].job]);
+    touch(b, p->preemptions[i].job);
   }
   /* Ended jobs (impossible requests) leave the view. */
   int n = 0;
@@ -299,9 +300,11 @@ int main(int argc, char **argv) {
   make_queues(b, n_nodes);
   b->cap_jobs = n_jobs + steps * 1000 + 1000;
   b->jobs = calloc((size_t)b->cap_jobs, sizeof *b->jobs);
+  b->revs = calloc((size_t)b->cap_jobs, sizeof *b->revs);
   b->ids = calloc((size_t)b->cap_jobs, sizeof *b->ids);
   for (int i = 0; i < n_jobs; i++) add_job(b, i / 100);
   b->view.jobs = b->jobs;
+  b->view.job_revs = b->revs;
   b->view.n_jobs = b->n_jobs;
 
   printf("fleet: %d nodes x 8 GPUs (%d GPUs), %d leaf queues in 3 levels, %d pending jobs\n",
@@ -413,6 +416,7 @@ int main(int argc, char **argv) {
   free(times);
   for (int j = 0; j < b->n_jobs; j++) free((void *)b->jobs[j].placements);
   free(b->jobs);
+  free(b->revs);
   free(b->ids);
   free(b->nodes);
   free(b->gpus);

@@ -292,14 +292,14 @@ static void count_running(gp__ctx *c, int j, const gp__run *ru, size_t *run_cap)
 /* Keeps what classification derived from job j for the next step (memo.c). Not kept: an
  * ended job (its sentence may live in this plan's arena), a job with dependencies (its
  * state depends on other jobs too), a job without a rev. */
-static void remember(gp__ctx *c, int j, gp__memo_rec *m, const gp__run *ru) {
+static void remember(gp__ctx *c, int j, uint64_t rev, gp__memo_rec *m, const gp__run *ru) {
   const gp_job *job = &c->view->jobs[j];
   const gp__job *ji = &c->jobs[j];
-  if (!job->rev || ji->stat == GP__J_ENDED || (job->n_after | job->n_after_ok | job->n_after_any)) {
+  if (!rev || ji->stat == GP__J_ENDED || (job->n_after | job->n_after_ok | job->n_after_any)) {
     m->rev = 0;
     return;
   }
-  m->rev = job->rev;
+  m->rev = rev;
   m->cls = *ji;
   m->tok = ji->shape >= 0 ? gp__shape_token(c, j, &c->memo->tokens) : -1;
   m->whole_per_task = job->req.gpus_per_task;
@@ -343,10 +343,11 @@ int gp__classify_jobs(gp__ctx *c) {
     c->path_limited[q] = c->tree.q[q].limit != GP_NO_LIMIT || (par >= 0 && c->path_limited[par]);
   }
   gp__memo_rec *memo = c->memo ? c->memo->rec : NULL;
+  const uint64_t *revs = v->job_revs;
   for (int j = 0; j < v->n_jobs; j++) {
     const gp_job *job = &v->jobs[j];
     gp__job *ji = &c->jobs[j];
-    if (memo && job->rev && memo[j].rev == job->rev) {
+    if (memo && revs[j] && memo[j].rev == revs[j]) {
       replay(c, j, &memo[j], &run_cap);
       continue;
     }
@@ -375,7 +376,7 @@ int gp__classify_jobs(gp__ctx *c) {
       ji->stat = GP__J_NONE;
       break;
     }
-    if (memo) remember(c, j, &memo[j], &ru);
+    if (memo) remember(c, j, revs[j], &memo[j], &ru);
   }
   return 0;
 }

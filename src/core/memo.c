@@ -43,7 +43,7 @@ void gp__memo_begin(gp__ctx *c, gp_sched_memo *m) {
     m->view_rev = 0;
   }
   m->step++;
-  if (v->rev == 0) return;
+  if (v->rev == 0 || !v->job_revs) return;
   if ((size_t)v->n_jobs > m->cap) {
     size_t cap = m->cap;
     gp_xgrow((void **)&m->rec, &m->cap, (size_t)v->n_jobs, sizeof *m->rec);

@@ -179,10 +179,6 @@ typedef struct gp_job {
   const char *const *after;     /* start once these have started (Slurm's `after`) */
   const char *const *after_ok;  /* start once these ended COMPLETED; never if they failed */
   const char *const *after_any; /* start once these ended, in any way */
-  /* For gp_sched_step_memo (sched.h): a number the caller changes whenever anything in
-   * this entry changes, or another job takes its place in the view (one counter shared by
-   * all jobs does both). 0: never remembered. gp_sched_step ignores it. */
-  uint64_t rev;
 } gp_job;
 
 /* ---- Policy ---- */
@@ -237,9 +233,13 @@ typedef struct gp_view {
   int n_jobs;
   const gp_job *jobs;       /* every job the caller knows that matters: pending, held,
                                running, stopping, and ended ones that others depend on */
-  /* For gp_sched_step_memo: changes whenever the nodes, queues, pools or the policy
-   * change. 0: remember nothing. */
+  /* For gp_sched_step_memo (sched.h); gp_sched_step ignores both. rev changes whenever
+   * the nodes, queues, pools or the policy change; 0: remember nothing. job_revs[j]
+   * changes whenever anything in jobs[j] changes or another job takes slot j (one counter
+   * shared by all jobs does both); 0: never remember that slot. An array apart from the
+   * jobs, so that telling which jobs changed reads 8 bytes per job, not a view entry. */
   uint64_t rev;
+  const uint64_t *job_revs; /* n_jobs entries, or NULL: remember no job */
 } gp_view;
 
 /* Fills *p with the defaults a user would expect: bin-pack, gpool sharing, fair-share

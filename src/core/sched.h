@@ -20,7 +20,7 @@ int gp_sched_step(const gp_policy *policy, const gp_view *view, gp_time now,
 /* What a caller may keep between steps so that a step re-reads only the jobs that changed
  * (an incremental step on a big cluster reads most jobs unchanged). gp_sched_step_memo
  * returns exactly what gp_sched_step returns for the same (policy, view, now), byte for
- * byte, as long as the caller keeps the rev contract (gp_job.rev, gp_view.rev): the memo
+ * byte, as long as the caller keeps the rev contract (gp_view.rev, gp_view.job_revs): the memo
  * stands in for work, never for input. A view with rev 0 clears it. */
 typedef struct gp_sched_memo gp_sched_memo;
 

@@ -138,8 +138,9 @@ static void build_view(gp_srv_state *s, view_build *b) {
         d->n_alloc = saved;
       }
   }
-  b->view = (gp_view){s->n_nodes, b->nodes, s->n_queues, b->queues, s->cfg->n_pools,
-                      s->cfg->pools, nj, b->jobs, 0 /* no memo */};
+  b->view = (gp_view){.n_nodes = s->n_nodes, .nodes = b->nodes, .n_queues = s->n_queues,
+                      .queues = b->queues, .n_pools = s->cfg->n_pools, .pools = s->cfg->pools,
+                      .n_jobs = nj, .jobs = b->jobs}; /* no revs: gp_sched_step keeps no memo */
 }
 
 static json_t *start_order(gp_srv_state *s, gp_srv_job *j, int task) {

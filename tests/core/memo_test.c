@@ -12,6 +12,7 @@
 typedef struct world {
   fx *f;
   uint64_t rng, rev;
+  uint64_t revs[FX_MAX]; /* the view's job_revs */
   int serial;
   char ids[4096][16];
   gp_sched_memo *memo;
@@ -24,7 +25,7 @@ static uint64_t rnd(world *w) {
   return w->rng;
 }
 static int pick(world *w, int n) { return (int)(rnd(w) % (uint64_t)n); }
-static void touch(world *w, gp_job *job) { job->rev = ++w->rev; }
+static void touch(world *w, gp_job *job) { w->revs[job - w->f->jobs] = ++w->rev; }
 
 static const char *queue_names[] = {"org/a", "org/b", "org/c", "lab/x"};
 static const char *class_names[] = {"training", "batch", "interactive", NULL};
@@ -195,6 +196,7 @@ static world *world_new(uint64_t seed) {
   fx_queue(f, "org/c", 8, GP_NO_LIMIT, 1);
   fx_queue(f, "lab/x", 0, GP_NO_LIMIT, 1);
   f->view.rev = 1;
+  f->view.job_revs = w->revs;
   w->memo = gp_sched_memo_new();
   return w;
 }

@@ -71,8 +71,10 @@ typedef struct sim {
   int *vmap;
   int nv;
   /* The core keeps what it derived from unchanged jobs between calls: every write to a
-   * view entry gives it a new rev (gp_job.rev), node failures and repairs a new view rev. */
+   * view slot gives it a new rev (vrev, the view's job_revs), node failures and repairs a
+   * new view rev. */
   gp_sched_memo *memo;
+  uint64_t *vrev;
   uint64_t last_rev, view_rev;
   /* Per-queue state and integrals over time. */
   int nq;
@@ -124,7 +126,7 @@ static gp_time exp_sample(sim *s, double mean_s) {
 
 /* The entry of a job changed (or moved): a new rev for the core's memo. */
 static gp_job *view_touch(sim *s, int i) {
-  s->v[i].rev = ++s->last_rev;
+  s->vrev[i] = ++s->last_rev;
   return &s->v[i];
 }
 
@@ -522,7 +524,7 @@ static int step(sim *s, gp_time now) {
   if (s->can_preempt) refresh_checkpoints(s, now);
   gp_view view = {.n_nodes = s->fleet->n_nodes, .nodes = s->nodes, .n_queues = s->nq,
                   .queues = s->queues->queues, .n_pools = s->n_pools, .pools = s->pools,
-                  .n_jobs = s->nv, .jobs = s->v, .rev = s->view_rev};
+                  .n_jobs = s->nv, .jobs = s->v, .rev = s->view_rev, .job_revs = s->vrev};
   gp_plan *plan = NULL;
   gp_err e = {0};
   double t0 = now_s();
@@ -824,6 +826,7 @@ int gp_replay_run(const gp_replay_config *cfg, const gp_trace *trace, const gp_f
   size_t nj = trace->n_jobs;
   s->jobs = gp_xcalloc(nj, sizeof *s->jobs);
   s->v = gp_xmalloc(nj * sizeof *s->v);
+  s->vrev = gp_xmalloc(nj * sizeof *s->vrev);
   s->memo = gp_sched_memo_new();
   s->view_rev = 1;
   s->vmap = gp_xmalloc(nj * sizeof *s->vmap);
@@ -981,6 +984,7 @@ int gp_replay_run(const gp_replay_config *cfg, const gp_trace *trace, const gp_f
   free(arrive);
   free(s->v);
   gp_sched_memo_free(s->memo);
+  free(s->vrev);
   free(s->node_idle);
   free(s->pend_shape);
   free(s->vmap);
