@@ -344,7 +344,7 @@ int main(int argc, char **argv) {
   gp_sched_memo *memo = gp_sched_memo_new();
   {
     gp_plan *warm = NULL; /* the memo learns the view as the full step left it */
-    if (gp_sched_step_memo(memo, &b->pol, &b->view, now, &warm, &err)) {
+    if (gp_sched_step_memo(memo, &b->pol, &b->view, now, 0, &warm, &err)) {
       fprintf(stderr, "step failed: %s: %s\n", err.field, err.message);
       return 1;
     }
@@ -374,7 +374,7 @@ int main(int argc, char **argv) {
       base = heap_cur;
       heap_peak = heap_cur;
       t0 = cpu_s();
-      int rc = with_memo ? gp_sched_step_memo(memo, &b->pol, &b->view, now, &plan, &err)
+      int rc = with_memo ? gp_sched_step_memo(memo, &b->pol, &b->view, now, 0, &plan, &err)
                          : gp_sched_step(&b->pol, &b->view, now, &plain, &err);
       if (rc) {
         fprintf(stderr, "step failed: %s: %s\n", err.field, err.message);

@@ -217,7 +217,7 @@ static void *copy_vec(gp_arena *a, const gp__vec *v, size_t elem) {
   return p;
 }
 
-static gp_plan *assemble(gp__ctx *c, bool head_blocked) {
+static gp_plan *assemble(gp__ctx *c, bool head_blocked, bool decisions_only) {
   gp_plan *plan = gp_xcalloc(1, sizeof *plan);
   gp_arena *a = c->arena;
   plan->arena = a;
@@ -237,7 +237,14 @@ static gp_plan *assemble(gp__ctx *c, bool head_blocked) {
   gp_plan_pending *pend = gp_xmalloc(((size_t)nj + 1) * sizeof *pend);
   gp__vec ended = {0};
   gp_plan_queue *qs = gp_arena_alloc(a, ((size_t)c->tree.n + 1) * sizeof *qs);
-  for (int j = 0; j < nj; j++) {
+  for (int j = 0; j < nj && decisions_only; j++) {
+    const gp__job *ji = &c->jobs[j];
+    if (ji->stat == GP__J_ENDED) {
+      gp_plan_end *e = gp__vec_push(&ended, sizeof *e);
+      *e = (gp_plan_end){j, (gp_end_reason)ji->end_reason, ji->msg};
+    }
+  }
+  for (int j = 0; j < nj && !decisions_only; j++) {
     const gp__job *ji = &c->jobs[j];
     if (ji->stat == GP__J_ELIGIBLE) settle_unconsidered(c, j, head_blocked);
     if (ji->stat == GP__J_WAITING) {
@@ -279,11 +286,11 @@ static gp_plan *assemble(gp__ctx *c, bool head_blocked) {
 
 int gp_sched_step(const gp_policy *policy, const gp_view *view, gp_time now,
                   gp_plan **ret_plan, gp_err *err) {
-  return gp_sched_step_memo(NULL, policy, view, now, ret_plan, err);
+  return gp_sched_step_memo(NULL, policy, view, now, 0, ret_plan, err);
 }
 
 int gp_sched_step_memo(gp_sched_memo *memo, const gp_policy *policy, const gp_view *view,
-                       gp_time now, gp_plan **ret_plan, gp_err *err) {
+                       gp_time now, unsigned flags, gp_plan **ret_plan, gp_err *err) {
   if (!policy || !view || !ret_plan)
     return gp_err_set(err, GP_EINVAL, NULL, 0, NULL, "policy, view and ret_plan are required");
   gp__ctx c;
@@ -313,7 +320,7 @@ int gp_sched_step_memo(gp_sched_memo *memo, const gp_policy *policy, const gp_vi
   gp__preempt_setup(&c);
   gp__shared_setup(&c);
   bool head_blocked = run(&c);
-  *ret_plan = assemble(&c, head_blocked);
+  *ret_plan = assemble(&c, head_blocked, flags & GP_SCHED_DECISIONS_ONLY);
   ctx_done(&c);
   return 0;
 }

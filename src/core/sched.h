@@ -24,11 +24,20 @@ int gp_sched_step(const gp_policy *policy, const gp_view *view, gp_time now,
  * stands in for work, never for input. A view with rev 0 clears it. */
 typedef struct gp_sched_memo gp_sched_memo;
 
+/* gp_sched_step_memo's flags. */
+enum {
+  /* Decisions only: no reasons for pending jobs (plan.pending empty, the queues' pending
+   * figures and job counts 0). Starts, preemptions, reservations, ended jobs, MIG changes
+   * and fair shares are as always: reasons are given after every decision is made. For
+   * callers that act on decisions alone (the simulator). */
+  GP_SCHED_DECISIONS_ONLY = 1u << 0,
+};
+
 gp_sched_memo *gp_sched_memo_new(void);
 void gp_sched_memo_free(gp_sched_memo *m);
 /* Bytes the memo holds (about 150 per job slot of the largest view seen). */
 size_t gp_sched_memo_bytes(const gp_sched_memo *m);
 int gp_sched_step_memo(gp_sched_memo *m, const gp_policy *policy, const gp_view *view,
-                       gp_time now, gp_plan **ret_plan, gp_err *err);
+                       gp_time now, unsigned flags, gp_plan **ret_plan, gp_err *err);
 
 #endif

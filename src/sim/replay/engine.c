@@ -528,7 +528,7 @@ static int step(sim *s, gp_time now) {
   gp_plan *plan = NULL;
   gp_err e = {0};
   double t0 = now_s();
-  int rc = gp_sched_step_memo(s->memo, &s->cfg->policy, &view, now, &plan, &e);
+  int rc = gp_sched_step_memo(s->memo, &s->cfg->policy, &view, now, GP_SCHED_DECISIONS_ONLY, &plan, &e);
   s->sched_seconds += now_s() - t0;
   s->r->sched_calls++;
   s->steps++;
