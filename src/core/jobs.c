@@ -172,6 +172,7 @@ static void admit(gp__ctx *c, int j, int whole_per_task) {
     if (whole_per_task == 1 && c->has_timeslice) c->other_eligible = true;
   } else {
     c->other_eligible = true;
+    if (ji->kind == GP__R_MIG) c->mig_eligible = true;
   }
   c->eligible[c->n_eligible++] = j;
 }

@@ -195,6 +195,10 @@ static bool run(gp__ctx *c) {
        * considered (each cheap: its placement key is dead), then the rest get their
        * reason in bulk. */
       bool more_resv = c->pol->backfill && c->n_resv < GP__MAX_RESERVATIONS;
+      /* Reservations made now change nothing more in this step (nothing can start), so a
+       * step that reports none stops here, unless a MIG job's turn could still plan a
+       * re-partition. */
+      if (c->decisions_only && !(c->pol->dynamic_mig && c->mig_eligible)) more_resv = false;
       bool more_preempt = c->preempt_possible && c->preempt_attempts < GP__MAX_PREEMPT_ATTEMPTS;
       if ((!more_resv && !more_preempt) || drained++ >= GP__MAX_DRAIN) break;
     }
@@ -226,8 +230,10 @@ static gp_plan *assemble(gp__ctx *c, bool head_blocked, bool decisions_only) {
   plan->starts = copy_vec(a, &c->starts, sizeof(gp_plan_start));
   plan->n_preemptions = (int)c->preemptions.n;
   plan->preemptions = copy_vec(a, &c->preemptions, sizeof(gp_plan_preemption));
-  plan->n_reservations = (int)c->reservations.n;
-  plan->reservations = copy_vec(a, &c->reservations, sizeof(gp_plan_reservation));
+  if (!decisions_only) {
+    plan->n_reservations = (int)c->reservations.n;
+    plan->reservations = copy_vec(a, &c->reservations, sizeof(gp_plan_reservation));
+  }
   plan->n_mig = (int)c->migs.n;
   plan->mig = copy_vec(a, &c->migs, sizeof(gp_plan_mig));
 
@@ -299,6 +305,7 @@ int gp_sched_step_memo(gp_sched_memo *memo, const gp_policy *policy, const gp_vi
   c.view = view;
   c.now = now;
   c.err = err;
+  c.decisions_only = flags & GP_SCHED_DECISIONS_ONLY;
   gp__memo_begin(&c, memo);
   int rc = gp__validate(&c);
   if (rc) {
@@ -320,7 +327,7 @@ int gp_sched_step_memo(gp_sched_memo *memo, const gp_policy *policy, const gp_vi
   gp__preempt_setup(&c);
   gp__shared_setup(&c);
   bool head_blocked = run(&c);
-  *ret_plan = assemble(&c, head_blocked, flags & GP_SCHED_DECISIONS_ONLY);
+  *ret_plan = assemble(&c, head_blocked, c.decisions_only);
   ctx_done(&c);
   return 0;
 }

@@ -26,10 +26,12 @@ typedef struct gp_sched_memo gp_sched_memo;
 
 /* gp_sched_step_memo's flags. */
 enum {
-  /* Decisions only: no reasons for pending jobs (plan.pending empty, the queues' pending
-   * figures and job counts 0). Starts, preemptions, reservations, ended jobs, MIG changes
-   * and fair shares are as always: reasons are given after every decision is made. For
-   * callers that act on decisions alone (the simulator). */
+  /* Decisions only: the plan holds what changes the cluster, as always (starts,
+   * preemptions, ended jobs, MIG changes) and the fair shares, but no reasons for pending
+   * jobs (plan.pending empty, the queues' pending figures and job counts 0) and no
+   * reservations (the step still makes those that fence later starts, but stops looking
+   * for more once nothing more can start). For callers that act on decisions alone (the
+   * simulator). */
   GP_SCHED_DECISIONS_ONLY = 1u << 0,
 };
 

@@ -223,6 +223,11 @@ typedef struct gp__ctx {
   int min_whole;        /* smallest whole-GPU per-task request among eligible jobs */
   bool other_eligible;  /* eligible fractional, MIG or CPU-only jobs exist */
 
+  /* Only starts, preemptions, ended jobs, MIG changes and fair shares are wanted
+   * (GP_SCHED_DECISIONS_ONLY): no reasons, no reservations in the plan. */
+  bool decisions_only;
+  bool mig_eligible;    /* some eligible job asks for a MIG instance */
+
   /* Backfill. */
   int n_resv;
   bool *leaf_has_resv;
