@@ -20,11 +20,14 @@ void gp_sched_memo_free(gp_sched_memo *m) {
   free(m->rec);
   free(m->run);
   gp__tokens_free(m->tokens);
+  gp__victims_free(m->victims);
   free(m);
 }
 
 size_t gp_sched_memo_bytes(const gp_sched_memo *m) {
-  return m ? sizeof *m + m->cap * (sizeof *m->rec + sizeof *m->run) : 0;
+  if (!m) return 0;
+  return sizeof *m + m->cap * (sizeof *m->rec + sizeof *m->run) + gp__tokens_bytes(m->tokens) +
+         gp__victims_bytes(m->victims);
 }
 
 void gp__memo_begin(gp__ctx *c, gp_sched_memo *m) {
@@ -40,6 +43,7 @@ void gp__memo_begin(gp__ctx *c, gp_sched_memo *m) {
   if (!known) {
     /* Nodes, queues, pools or the policy changed: every record may be stale. */
     if (m->rec) memset(m->rec, 0, m->cap * sizeof *m->rec);
+    gp__victims_forget(m->victims);
     m->view_rev = 0;
   }
   m->step++;

@@ -7,7 +7,7 @@
  *             from their allocation beyond fair share (policy.reclaim, fair-share order).
  * Victims: RUNNING, preemptible, at least policy.min_runtime old, not already chosen. Their
  * order: lowest priority, then least work lost (now - max(last checkpoint, start)), then
- * youngest, then view index. All victim-able jobs are sorted once per step; for each task
+ * youngest, then view index (victim_order.c keeps that order). For each task
  * the simulation walks them in that order, accumulating candidates per node, and stops at
  * the first node that can take the task with its accumulated victims: the node whose most
  * valuable victim is least valuable. A gang repeats this per task on the capacity left by
@@ -66,7 +66,7 @@ struct gp__preempt {
 /* Running position r (ctx.running), read from its record only: no running job is a victim
  * before the victim order exists (priority, reclaim and pool victims are picked from it;
  * the stopping check counts on stopping jobs only), and this decides who enters it. */
-static bool victim_able(const gp__ctx *c, int r) {
+bool gp__victim_able(const gp__ctx *c, int r) {
   const gp__run *ru = &c->run[r];
   return !ru->stopping && ru->preemptible && c->now - ru->started >= c->pol->min_runtime;
 }
@@ -75,7 +75,7 @@ static bool victim_able(const gp__ctx *c, int r) {
 void gp__preempt_setup(gp__ctx *c) {
   c->pre = gp_xcalloc(1, sizeof *c->pre);
   bool able = false;
-  for (int r = 0; r < c->n_running && !able; r++) able = victim_able(c, r);
+  for (int r = 0; r < c->n_running && !able; r++) able = gp__victim_able(c, r);
   c->preempt_possible = able && (c->pol->preemption || c->view->n_pools > 0 ||
                                  (c->pol->reclaim && c->pol->order == GP_ORDER_FAIRSHARE));
 }
@@ -129,7 +129,7 @@ void gp__preempt_build(gp__ctx *c) {
       if (pool >= 0 && (ru->leaf < 0 || c->queue_pool[ru->leaf] != pool)) p->pool_borrowers[pool]++;
     }
     if (ru->stopping) p->stopping[p->n_stopping++] = j;
-    able[r] = victim_able(c, r) && ru->leaf >= 0;
+    able[r] = gp__victim_able(c, r) && ru->leaf >= 0;
     if (able[r]) {
       p->leaf_start[ru->leaf + 1]++;
       n_able++;
@@ -344,71 +344,20 @@ static int best_node(gp__ctx *c, const gp__req *r, int kind, gp__fit *best_fit, 
   return best < 0 ? -1 : best_n;
 }
 
-/* Sort keys of the victim order, so the one sort per step does not chase the view: lower
- * priority first, then less work lost, then younger (later start), then view index. */
-typedef struct vkey {
-  int prio;
-  int j;
-  gp_time lost, started;
-  int r;                /* running position */
-} vkey;
-
-/* The sort keys as unsigned numbers in the same order: component 0 is the least
- * significant (view index), 3 the most (priority); started sorts descending. */
-static uint64_t vkey_part(const vkey *k, int part) {
-  switch (part) {
-  case 0: return (uint64_t)(uint32_t)k->j;
-  case 1: return ~((uint64_t)k->started ^ (1ull << 63));
-  case 2: return (uint64_t)k->lost ^ (1ull << 63);
-  default: return (uint64_t)(int64_t)k->prio ^ (1ull << 63);
-  }
-}
-
-/* LSD radix sort, a stable counting pass per byte of each key part from the least
- * significant up, skipping bytes that are the same in every key (most of them: jobs of
- * one step share start times, priorities are a handful). The result is the victim order
- * above (a total order: j is unique) at a fraction of a comparison sort's cost on 20,000 jobs. */
-static void vkey_sort(vkey *a, int n) {
-  if (n < 2) return;
-  vkey *tmp = gp_xmalloc((size_t)n * sizeof *tmp), *src = a, *dst = tmp;
-  for (int part = 0; part < 4; part++) {
-    uint64_t first = vkey_part(&src[0], part), vary = 0;
-    for (int i = 1; i < n; i++) vary |= vkey_part(&src[i], part) ^ first;
-    for (int shift = 0; shift < 64 && (vary >> shift); shift += 8) {
-      if (((vary >> shift) & 0xff) == 0) continue;
-      int count[257] = {0};
-      for (int i = 0; i < n; i++) count[((vkey_part(&src[i], part) >> shift) & 0xff) + 1]++;
-      for (int d = 0; d < 256; d++) count[d + 1] += count[d];
-      for (int i = 0; i < n; i++) dst[count[(vkey_part(&src[i], part) >> shift) & 0xff]++] = src[i];
-      vkey *t = src;
-      src = dst;
-      dst = t;
-    }
-  }
-  if (src != a) memcpy(a, src, (size_t)n * sizeof *a);
-  free(tmp);
-}
-
 static void build_vorder(gp__ctx *c) {
   struct gp__preempt *p = c->pre;
   if (p->vorder) return;
   int nn = c->view->n_nodes;
-  vkey *keys = gp_xmalloc(((size_t)c->n_running + 1) * sizeof *keys);
-  int n = 0;
-  for (int r = 0; r < c->n_running; r++) {
-    if (!victim_able(c, r)) continue;
-    int j = c->running[r];
-    keys[n++] = (vkey){c->run[r].prio, j, c->now - c->run[r].since, c->run[r].started, r};
-  }
-  vkey_sort(keys, n);
+  int *order = gp_xmalloc(((size_t)c->n_running + 1) * sizeof *order);
+  int n = gp__victim_order(c, order);
   p->vorder = gp_xmalloc(((size_t)n + 1) * sizeof(int));
   p->vrun = gp_xmalloc(((size_t)n + 1) * sizeof *p->vrun);
   for (int k = 0; k < n; k++) {
-    p->vorder[k] = keys[k].j;
-    p->vrun[k] = c->run[keys[k].r];
+    p->vorder[k] = c->running[order[k]];
+    p->vrun[k] = c->run[order[k]];
   }
   p->n_vorder = n;
-  free(keys);
+  free(order);
   int nq = c->tree.n;
   p->rc_stamp = gp_xcalloc((size_t)nq + 1, sizeof(int));
   p->rc_gpus = gp_xmalloc(((size_t)nq + 1) * sizeof(double));

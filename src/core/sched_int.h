@@ -142,6 +142,7 @@ struct gp_sched_memo {
                            that replaying a pending job reads no more than it needs) */
   size_t cap;
   struct gp__tokens *tokens;
+  struct gp__victims *victims; /* the victim order (victim_order.c) */
   uint64_t step;        /* steps run with this memo */
 };
 
@@ -342,11 +343,20 @@ int gp__feasible(gp__ctx *c, int j);
 
 /* Request shapes and placement keys (shapes.c). */
 int gp__shape_of(gp__ctx *c, int j);
+/* Victims (preempt.c, victim_order.c): may running position r be preempted now? The
+ * victim-able jobs' running positions in victim order into order[]; returns how many. */
+bool gp__victim_able(const gp__ctx *c, int r);
+int gp__victim_order(gp__ctx *c, int *order);
+void gp__victims_forget(struct gp__victims *v);
+void gp__victims_free(struct gp__victims *v);
+size_t gp__victims_bytes(const struct gp__victims *v);
+
 /* Shape tokens: a name for job j's raw request key that lasts across steps (created on
  * first use in *tk); job j's shape through its token in memo step `step`. */
 int gp__shape_token(gp__ctx *c, int j, struct gp__tokens **tk);
 int gp__shape_by_token(gp__ctx *c, int j, struct gp__tokens *tk, int tok, uint64_t step);
 int gp__tokens_count(const struct gp__tokens *tk);
+size_t gp__tokens_bytes(const struct gp__tokens *tk);
 void gp__tokens_free(struct gp__tokens *tk);
 int gp__shape_feas(gp__ctx *c, int shape);
 void gp__shape_set_feas(gp__ctx *c, int shape, int v);

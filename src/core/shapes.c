@@ -352,6 +352,10 @@ int gp__shape_token(gp__ctx *c, int j, struct gp__tokens **tkp) {
 
 int gp__tokens_count(const struct gp__tokens *tk) { return tk ? tk->n : 0; }
 
+size_t gp__tokens_bytes(const struct gp__tokens *tk) {
+  return tk ? sizeof *tk + (size_t)tk->cap * sizeof *tk->t + (tk->mask + 1) * sizeof *tk->slot : 0;
+}
+
 int gp__shape_by_token(gp__ctx *c, int j, struct gp__tokens *tk, int tok, uint64_t step) {
   token *t = &tk->t[tok];
   if (t->step == step) return c->jobs[j].shape = t->shape;

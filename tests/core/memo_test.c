@@ -215,6 +215,7 @@ static void world_free(world *w) {
 static void a_memo_gives_the_same_plans_as_a_step_without_one(void) {
   for (uint64_t seed = 1; seed <= 4; seed++) {
     world *w = world_new(0x9e3779b97f4a7c15ull * seed);
+    if (seed % 2 == 0) w->f->pol.min_runtime = 150; /* young jobs are no victims */
     gp_time now = 1000;
     for (int k = 0; k < 40; k++) arrive(w, now);
     int started = 0, preempted = 0;
