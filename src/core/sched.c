@@ -237,21 +237,21 @@ static gp_plan *assemble(gp__ctx *c, bool head_blocked, bool decisions_only) {
   plan->n_mig = (int)c->migs.n;
   plan->mig = copy_vec(a, &c->migs, sizeof(gp_plan_mig));
 
-  /* One pass over the jobs: reasons for those never considered, then the pending and
-   * ended lists (gathered in scratch, copied to the arena at their size). */
+  /* One pass over the jobs: ended ones; unless only decisions are wanted, reasons for
+   * those never considered, the pending list and the queues' job figures (gathered in
+   * scratch, copied to the arena at their size). */
   int nj = c->view->n_jobs;
-  gp_plan_pending *pend = gp_xmalloc(((size_t)nj + 1) * sizeof *pend);
+  gp_plan_pending *pend = decisions_only ? NULL : gp_xmalloc(((size_t)nj + 1) * sizeof *pend);
   gp__vec ended = {0};
   gp_plan_queue *qs = gp_arena_alloc(a, ((size_t)c->tree.n + 1) * sizeof *qs);
-  for (int j = 0; j < nj && decisions_only; j++) {
+  for (int j = 0; j < nj; j++) {
     const gp__job *ji = &c->jobs[j];
     if (ji->stat == GP__J_ENDED) {
       gp_plan_end *e = gp__vec_push(&ended, sizeof *e);
       *e = (gp_plan_end){j, (gp_end_reason)ji->end_reason, ji->msg};
+      continue;
     }
-  }
-  for (int j = 0; j < nj && !decisions_only; j++) {
-    const gp__job *ji = &c->jobs[j];
+    if (decisions_only) continue;
     if (ji->stat == GP__J_ELIGIBLE) settle_unconsidered(c, j, head_blocked);
     if (ji->stat == GP__J_WAITING) {
       pend[plan->n_pending++] = (gp_plan_pending){j, (gp_pending_reason)ji->reason, ji->msg};
@@ -259,9 +259,6 @@ static gp_plan *assemble(gp__ctx *c, bool head_blocked, bool decisions_only) {
         qs[q].pending += ji->gpus;
         qs[q].pending_jobs++;
       }
-    } else if (ji->stat == GP__J_ENDED) {
-      gp_plan_end *e = gp__vec_push(&ended, sizeof *e);
-      *e = (gp_plan_end){j, (gp_end_reason)ji->end_reason, ji->msg};
     } else if (ji->stat == GP__J_RUNNING || ji->stat == GP__J_STOPPING ||
                ji->stat == GP__J_STARTED) {
       for (int q = ji->leaf; q >= 0; q = c->tree.q[q].parent) qs[q].running_jobs++;
