@@ -21,13 +21,14 @@ void gp_sched_memo_free(gp_sched_memo *m) {
   free(m->run);
   gp__tokens_free(m->tokens);
   gp__victims_free(m->victims);
+  gp__nodes_snap_free(m->nodes);
   free(m);
 }
 
 size_t gp_sched_memo_bytes(const gp_sched_memo *m) {
   if (!m) return 0;
   return sizeof *m + m->cap * (sizeof *m->rec + sizeof *m->run) + gp__tokens_bytes(m->tokens) +
-         gp__victims_bytes(m->victims);
+         gp__victims_bytes(m->victims) + gp__nodes_snap_bytes(m->nodes);
 }
 
 void gp__memo_begin(gp__ctx *c, gp_sched_memo *m) {
@@ -44,6 +45,8 @@ void gp__memo_begin(gp__ctx *c, gp_sched_memo *m) {
     /* Nodes, queues, pools or the policy changed: every record may be stale. */
     if (m->rec) memset(m->rec, 0, m->cap * sizeof *m->rec);
     gp__victims_forget(m->victims);
+    gp__nodes_snap_free(m->nodes);
+    m->nodes = NULL;
     m->view_rev = 0;
   }
   m->step++;

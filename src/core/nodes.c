@@ -43,7 +43,104 @@ static const char *label_of(const gp_node *n, const char *key) {
   return NULL;
 }
 
+/* What gp__nodes_init derives from the view's nodes, pools and queues, kept by a memo
+ * (memo.c) while the view's rev stays: a step copies it instead of reading every node's
+ * labels, model and GPUs again. Model names point into the view's strings, which the rev
+ * contract keeps alive and unchanged. */
+struct gp__nodes_snap {
+  int nn, n_models, n_blocks, n_gpus_total, n_slots, n_queues;
+  gp__node *nodes;
+  const char **model_names;
+  int *block_start, *block_nodes, *queue_pool;
+  uint32_t *dom;
+  int64_t max_gpu_mem;
+  bool has_timeslice;
+};
+
+static void *dup_of(const void *p, size_t bytes) {
+  void *d = gp_xmalloc(bytes ? bytes : 1);
+  if (bytes) memcpy(d, p, bytes);
+  return d;
+}
+
+void gp__nodes_snap_free(struct gp__nodes_snap *s) {
+  if (!s) return;
+  free(s->nodes);
+  free(s->model_names);
+  free(s->block_start);
+  free(s->block_nodes);
+  free(s->queue_pool);
+  free(s->dom);
+  free(s);
+}
+
+size_t gp__nodes_snap_bytes(const struct gp__nodes_snap *s) {
+  if (!s) return 0;
+  return sizeof *s + ((size_t)s->nn + 1) * (sizeof *s->nodes + sizeof(int)) +
+         ((size_t)s->n_models + 1) * sizeof(char *) + ((size_t)s->n_blocks + 1) * sizeof(int) +
+         ((size_t)s->n_queues + 1) * sizeof(int) + ((size_t)s->n_gpus_total + 1) * sizeof(uint32_t);
+}
+
+static struct gp__nodes_snap *snap_take(const gp__ctx *c) {
+  struct gp__nodes_snap *s = gp_xcalloc(1, sizeof *s);
+  s->nn = c->view->n_nodes;
+  s->n_models = c->n_models;
+  s->n_blocks = c->n_blocks;
+  s->n_gpus_total = c->n_gpus_total;
+  s->n_slots = c->n_slots;
+  s->n_queues = c->tree.n;
+  s->nodes = dup_of(c->nodes, ((size_t)s->nn + 1) * sizeof *c->nodes);
+  s->model_names = dup_of(c->model_names, ((size_t)s->n_models + 1) * sizeof *c->model_names);
+  s->block_start = dup_of(c->block_start, ((size_t)s->n_blocks + 1) * sizeof(int));
+  s->block_nodes = dup_of(c->block_nodes, ((size_t)s->nn + 1) * sizeof(int));
+  s->queue_pool = dup_of(c->queue_pool, ((size_t)s->n_queues + 1) * sizeof(int));
+  s->dom = dup_of(c->dom, ((size_t)s->n_gpus_total + 1) * sizeof(uint32_t));
+  s->max_gpu_mem = c->max_gpu_mem;
+  s->has_timeslice = c->has_timeslice;
+  return s;
+}
+
+static void snap_restore(gp__ctx *c, const struct gp__nodes_snap *s) {
+  c->nodes = dup_of(s->nodes, ((size_t)s->nn + 1) * sizeof *c->nodes);
+  c->n_models = s->n_models;
+  c->model_names = dup_of(s->model_names, ((size_t)s->n_models + 1) * sizeof *c->model_names);
+  gp__strmap_init(&c->model_map, (size_t)s->n_models + 1);
+  for (int m = 0; m < s->n_models; m++) gp__strmap_put(&c->model_map, c->model_names[m], m);
+  c->n_blocks = s->n_blocks;
+  c->block_start = dup_of(s->block_start, ((size_t)s->n_blocks + 1) * sizeof(int));
+  c->block_nodes = dup_of(s->block_nodes, ((size_t)s->nn + 1) * sizeof(int));
+  c->block_free = gp_xcalloc((size_t)s->n_blocks + 1, sizeof(int));
+  c->n_gpus_total = s->n_gpus_total;
+  size_t total = (size_t)s->n_gpus_total;
+  c->gpu_used = gp_xcalloc(total + 1, sizeof(int));
+  c->gpu_mem_used = gp_xcalloc(total + 1, sizeof(int64_t));
+  c->gpu_mig_busy = gp_xcalloc(total + 1, 1);
+  c->gpu_resv_until = gp_xcalloc(total + 1, sizeof(gp_time));
+  c->dom = dup_of(s->dom, (total + 1) * sizeof(uint32_t));
+  c->max_gpu_mem = s->max_gpu_mem;
+  c->has_timeslice = s->has_timeslice;
+  c->n_slots = s->n_slots;
+  c->queue_pool = dup_of(s->queue_pool, ((size_t)s->n_queues + 1) * sizeof(int));
+}
+
+static int nodes_derive(gp__ctx *c);
+
 int gp__nodes_init(gp__ctx *c) {
+  struct gp_sched_memo *m = c->memo;
+  if (m && c->view_known && m->nodes && m->nodes->nn == c->view->n_nodes &&
+      m->nodes->n_queues == c->tree.n) {
+    snap_restore(c, m->nodes);
+    return 0;
+  }
+  int rc = nodes_derive(c);
+  if (m && !rc) {
+    gp__nodes_snap_free(m->nodes);
+    m->nodes = snap_take(c);
+  }
+  return rc;
+}
+
+static int nodes_derive(gp__ctx *c) {
   const gp_view *v = c->view;
   int nn = v->n_nodes;
   c->nodes = gp_xcalloc((size_t)nn + 1, sizeof *c->nodes);

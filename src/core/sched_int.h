@@ -143,6 +143,7 @@ struct gp_sched_memo {
   size_t cap;
   struct gp__tokens *tokens;
   struct gp__victims *victims; /* the victim order (victim_order.c) */
+  struct gp__nodes_snap *nodes; /* what the nodes give before any job holds them (nodes.c) */
   uint64_t step;        /* steps run with this memo */
 };
 
@@ -306,6 +307,8 @@ int gp__queue_over_limit(const gp__ctx *c, int leaf, double extra);
 
 /* Nodes (nodes.c). */
 int gp__nodes_init(gp__ctx *c);
+void gp__nodes_snap_free(struct gp__nodes_snap *s);
+size_t gp__nodes_snap_bytes(const struct gp__nodes_snap *s);
 /* Builds the node index from the free capacity left after running jobs. */
 void gp__nodes_index(gp__ctx *c);
 int gp__model_id(const gp__ctx *c, const char *model);
