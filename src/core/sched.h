@@ -17,11 +17,12 @@
 int gp_sched_step(const gp_policy *policy, const gp_view *view, gp_time now,
                   gp_plan **ret_plan, gp_err *err);
 
-/* What a caller may keep between steps so that a step re-reads only the jobs that changed
- * (an incremental step on a big cluster reads most jobs unchanged). gp_sched_step_memo
- * returns exactly what gp_sched_step returns for the same (policy, view, now), byte for
- * byte, as long as the caller keeps the rev contract (gp_view.rev, gp_view.job_revs): the memo
- * stands in for work, never for input. A view with rev 0 clears it. */
+/* What a caller may keep between steps so that a step re-derives only what changed (an
+ * incremental step on a big cluster finds most jobs and every node unchanged). With flags
+ * 0, gp_sched_step_memo returns exactly what gp_sched_step returns for the same (policy,
+ * view, now), byte for byte, as long as the caller keeps the rev contract (gp_view.rev,
+ * gp_view.job_revs): the memo stands in for work, never for input. A view with rev 0 or
+ * without job_revs clears it. One memo serves one caller's view; it is not thread-safe. */
 typedef struct gp_sched_memo gp_sched_memo;
 
 /* gp_sched_step_memo's flags. */
@@ -37,7 +38,7 @@ enum {
 
 gp_sched_memo *gp_sched_memo_new(void);
 void gp_sched_memo_free(gp_sched_memo *m);
-/* Bytes the memo holds (about 150 per job slot of the largest view seen). */
+/* Bytes the memo holds (about 200 per job slot of the largest view seen). */
 size_t gp_sched_memo_bytes(const gp_sched_memo *m);
 int gp_sched_step_memo(gp_sched_memo *m, const gp_policy *policy, const gp_view *view,
                        gp_time now, unsigned flags, gp_plan **ret_plan, gp_err *err);
