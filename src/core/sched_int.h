@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The scheduler's working state for one step, shared by the files of src/core that make up
  * gp_sched_step (sched.c, validate.c, nodes.c, jobs.c, deps.c, feasible.c, shapes.c,
- * order.c, placement.c, gang.c, shared.c, preempt.c, backfill.c). Internal: gp__ names,
- * never used outside core and its unit tests. docs/internals/scheduler.md explains it.
+ * order.c, placement.c, gang.c, shared.c, preempt.c, victim_order.c, backfill.c, memo.c).
+ * Internal: gp__ names, never used outside core and its unit tests.
+ * docs/internals/scheduler.md explains it.
  *
- * Everything here lives for one call. Memory for the plan goes to the plan's arena; all
- * scratch is malloc'ed and freed at the end of the step (sched.c, ctx_done). Indexes: "job" and "node" are view
- * indexes, "queue" is a tree index (queue_tree.h). */
+ * Everything here lives for one call, except what a caller's gp_sched_memo keeps between
+ * calls (struct gp_sched_memo and what it points to). Memory for the plan goes to the
+ * plan's arena; all scratch is malloc'ed and freed at the end of the step (sched.c,
+ * ctx_done). Indexes: "job" and "node" are view indexes, "queue" is a tree index
+ * (queue_tree.h). */
 #ifndef GP_CORE_SCHED_INT_H
 #define GP_CORE_SCHED_INT_H
 
