@@ -57,6 +57,16 @@ struct gp__nodes_snap {
   bool has_timeslice;
 };
 
+/* What running jobs, starts and reservations change during a step: all zero at first. */
+static void usage_arrays(gp__ctx *c) {
+  size_t total = (size_t)c->n_gpus_total;
+  c->block_free = gp_xcalloc((size_t)c->n_blocks + 1, sizeof(int));
+  c->gpu_used = gp_xcalloc(total + 1, sizeof(int));
+  c->gpu_mem_used = gp_xcalloc(total + 1, sizeof(int64_t));
+  c->gpu_mig_busy = gp_xcalloc(total + 1, 1);
+  c->gpu_resv_until = gp_xcalloc(total + 1, sizeof(gp_time));
+}
+
 static void *dup_of(const void *p, size_t bytes) {
   void *d = gp_xmalloc(bytes ? bytes : 1);
   if (bytes) memcpy(d, p, bytes);
@@ -109,14 +119,9 @@ static void snap_restore(gp__ctx *c, const struct gp__nodes_snap *s) {
   c->n_blocks = s->n_blocks;
   c->block_start = dup_of(s->block_start, ((size_t)s->n_blocks + 1) * sizeof(int));
   c->block_nodes = dup_of(s->block_nodes, ((size_t)s->nn + 1) * sizeof(int));
-  c->block_free = gp_xcalloc((size_t)s->n_blocks + 1, sizeof(int));
   c->n_gpus_total = s->n_gpus_total;
-  size_t total = (size_t)s->n_gpus_total;
-  c->gpu_used = gp_xcalloc(total + 1, sizeof(int));
-  c->gpu_mem_used = gp_xcalloc(total + 1, sizeof(int64_t));
-  c->gpu_mig_busy = gp_xcalloc(total + 1, 1);
-  c->gpu_resv_until = gp_xcalloc(total + 1, sizeof(gp_time));
-  c->dom = dup_of(s->dom, (total + 1) * sizeof(uint32_t));
+  usage_arrays(c);
+  c->dom = dup_of(s->dom, ((size_t)s->n_gpus_total + 1) * sizeof(uint32_t));
   c->max_gpu_mem = s->max_gpu_mem;
   c->has_timeslice = s->has_timeslice;
   c->n_slots = s->n_slots;
@@ -189,7 +194,6 @@ static int nodes_derive(gp__ctx *c) {
   gp__strmap_done(&blocks);
   c->block_start = gp_xcalloc((size_t)c->n_blocks + 1, sizeof(int));
   c->block_nodes = gp_xcalloc((size_t)nn + 1, sizeof(int));
-  c->block_free = gp_xcalloc((size_t)c->n_blocks + 1, sizeof(int));
   for (int b = 0; b < c->n_blocks; b++) c->block_start[b + 1] = c->block_start[b] + bcount[b];
   memset(bcount, 0, ((size_t)nn + 1) * sizeof(int));
   for (int i = 0; i < nn; i++) {
@@ -205,10 +209,7 @@ static int nodes_derive(gp__ctx *c) {
     total += v->nodes[i].n_gpus;
   }
   c->n_gpus_total = total;
-  c->gpu_used = gp_xcalloc((size_t)total + 1, sizeof(int));
-  c->gpu_mem_used = gp_xcalloc((size_t)total + 1, sizeof(int64_t));
-  c->gpu_mig_busy = gp_xcalloc((size_t)total + 1, 1);
-  c->gpu_resv_until = gp_xcalloc((size_t)total + 1, sizeof(gp_time));
+  usage_arrays(c);
   c->dom = gp_xcalloc((size_t)total + 1, sizeof(uint32_t));
   for (int i = 0; i < nn; i++) {
     const gp_node *n = &v->nodes[i];

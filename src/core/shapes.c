@@ -244,14 +244,17 @@ static void raw_key(const gp__ctx *c, int j, rawkey *k) {
   k->p[2] = r->mig_profile;
 }
 
-/* The products are independent, so they run side by side instead of as one chain. */
-static unsigned raw_slot(const rawkey *k) {
+/* The products are independent, so they run side by side instead of as one chain. Use
+ * the high bits. */
+static uint64_t raw_hash(const rawkey *k) {
   uint64_t h = (k->v[0] ^ k->v[4]) * 0x9e3779b97f4a7c15ull + (k->v[1] ^ k->v[5]) * 0xc2b2ae3d27d4eb4full +
                (k->v[2] ^ k->v[6]) * 0x165667b19e3779f9ull + (k->v[3] ^ k->v[7]) * 0xd6e8feb86659fd93ull +
                ((uint64_t)(uintptr_t)k->p[0] ^ (uint64_t)(uintptr_t)k->p[1] * 3 ^
                 (uint64_t)(uintptr_t)k->p[2] * 5) * 0xff51afd7ed558ccdull;
-  return (unsigned)((h ^ h >> 31) * 0x9e3779b97f4a7c15ull >> (64 - MEMO_BITS));
+  return (h ^ h >> 31) * 0x9e3779b97f4a7c15ull;
 }
+
+static unsigned raw_slot(const rawkey *k) { return (unsigned)(raw_hash(k) >> (64 - MEMO_BITS)); }
 
 static bool raw_equal(const rawkey *a, const rawkey *b) {
   uint64_t d = 0; /* no branch per word: most lookups hit, and a hit compares them all */
@@ -285,8 +288,6 @@ int gp__shape_of(gp__ctx *c, int j) {
  * direct-mapped memo would have given them. So a pointer in a raw key that the caller
  * freed and reused for something else since can merge nothing: within one step, equal
  * raw keys mean equal requests. */
-#define TOKEN_BITS_MIN 10
-
 typedef struct token {
   rawkey k;
   uint64_t step;        /* the step that last gave it a shape */
@@ -296,28 +297,13 @@ typedef struct token {
 struct gp__tokens {
   token *t;
   int n, cap;
-  int *slot;            /* open addressing by raw_hash, -1: empty */
-  size_t mask;
+  sigtab tab;           /* token ids by raw_hash */
 };
-
-static uint64_t raw_hash(const rawkey *k) {
-  uint64_t h = 0;
-  for (int i = 0; i < 8; i++) h = (h ^ k->v[i]) * 0x9e3779b97f4a7c15ull;
-  for (int i = 0; i < 3; i++) h = (h ^ (uint64_t)(uintptr_t)k->p[i]) * 0xff51afd7ed558ccdull;
-  return h ^ h >> 29;
-}
-
-static void tokens_reset(struct gp__tokens *tk, size_t slots) {
-  free(tk->slot);
-  tk->mask = slots - 1;
-  tk->slot = gp_xmalloc(slots * sizeof(int));
-  for (size_t i = 0; i < slots; i++) tk->slot[i] = -1;
-}
 
 void gp__tokens_free(struct gp__tokens *tk) {
   if (!tk) return;
   free(tk->t);
-  free(tk->slot);
+  sigtab_done(&tk->tab);
   free(tk);
 }
 
@@ -325,35 +311,32 @@ int gp__shape_token(gp__ctx *c, int j, struct gp__tokens **tkp) {
   struct gp__tokens *tk = *tkp;
   if (!tk) {
     tk = *tkp = gp_xcalloc(1, sizeof *tk);
-    tokens_reset(tk, (size_t)1 << TOKEN_BITS_MIN);
+    sigtab_init(&tk->tab);
   }
   rawkey k;
   raw_key(c, j, &k);
-  size_t i = raw_hash(&k) & tk->mask;
-  for (; tk->slot[i] >= 0; i = (i + 1) & tk->mask)
-    if (raw_equal(&tk->t[tk->slot[i]].k, &k)) return tk->slot[i];
+  sigtab *t = &tk->tab;
+  uint32_t h = (uint32_t)(raw_hash(&k) >> 32);
+  size_t i = h & t->mask;
+  for (; t->slot[i] >= 0; i = (i + 1) & t->mask)
+    if (t->hash[i] == h && raw_equal(&tk->t[t->slot[i]].k, &k)) return t->slot[i];
   if (tk->n == tk->cap) {
     tk->cap = tk->cap ? tk->cap * 2 : 256;
     tk->t = gp_xrealloc(tk->t, (size_t)tk->cap * sizeof *tk->t);
   }
   int id = tk->n++;
   tk->t[id] = (token){.k = k, .step = 0, .shape = -1};
-  tk->slot[i] = id;
-  if ((size_t)tk->n * 2 > tk->mask + 1) {
-    tokens_reset(tk, (tk->mask + 1) * 2);
-    for (int t = 0; t < tk->n; t++) {
-      size_t s = raw_hash(&tk->t[t].k) & tk->mask;
-      while (tk->slot[s] >= 0) s = (s + 1) & tk->mask;
-      tk->slot[s] = t;
-    }
-  }
+  t->slot[i] = id;
+  t->hash[i] = h;
+  if ((size_t)tk->n * 2 > t->mask + 1) sigtab_grow(t);
   return id;
 }
 
 int gp__tokens_count(const struct gp__tokens *tk) { return tk ? tk->n : 0; }
 
 size_t gp__tokens_bytes(const struct gp__tokens *tk) {
-  return tk ? sizeof *tk + (size_t)tk->cap * sizeof *tk->t + (tk->mask + 1) * sizeof *tk->slot : 0;
+  if (!tk) return 0;
+  return sizeof *tk + (size_t)tk->cap * sizeof *tk->t + (tk->tab.mask + 1) * (sizeof(int) + sizeof(uint32_t));
 }
 
 int gp__shape_by_token(gp__ctx *c, int j, struct gp__tokens *tk, int tok, uint64_t step) {
