@@ -313,6 +313,7 @@ static void replay(gp__ctx *c, int j, const gp__memo_rec *m, size_t *run_cap) {
   gp__job *ji = &c->jobs[j];
   *ji = m->cls;
   ji->shape = ji->pkey = -1;
+  ji->replayed = true;
   switch (ji->stat) {
   case GP__J_RUNNING:
   case GP__J_STOPPING:

@@ -15,7 +15,9 @@
  * rest in no order. Every job in the window comes before every job in the rest, so the
  * window's top is the segment's best. A segment that uses up its window is likely to be
  * drained further (a queue far below its share, a step that starts thousands of jobs):
- * its rest then becomes a plain heap. */
+ * its rest then becomes a plain heap.
+ * With a memo (memo.c) every segment is kept sorted instead, from one step to the next
+ * (see gp__kept_order below): pops then walk it. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,6 +34,8 @@ typedef struct hent {
 struct gp__order {
   gp__ctx *c;
   bool fair;
+  bool sorted;          /* each segment is sorted (the memo's kept order): pops walk it */
+  uint64_t *rev;        /* sorted: per entry, the slot's rev, for the memo */
   hent *heap;           /* one segment per leaf (or one for global orders): window, rest */
   int *seg_start, *seg_len;
   int *win_len, *win_k; /* per segment: jobs in the window; its next size (INT32_MAX: all) */
@@ -149,6 +153,125 @@ static void q_remove(gp__order *o, int q) {
   }
 }
 
+/* A job's heap entry: its keys under the policy's order. */
+static hent entry_of(const gp__ctx *c, int j) {
+  const gp__job *ji = &c->jobs[j];
+  hent h = {.j = j, .idp = ji->idp};
+  switch (c->pol->order) {
+  case GP_ORDER_FIFO:
+    h.k1 = ji->submitted;
+    break;
+  case GP_ORDER_SJF:
+    h.k1 = ji->limit > 0 ? ji->limit : GP__NEVER;
+    h.k2 = ji->submitted;
+    break;
+  default: /* fair share inside a leaf, and global priority */
+    h.k1 = -(int64_t)ji->prio;
+    h.k2 = ji->submitted;
+    break;
+  }
+  return h;
+}
+
+/* The memo's kept order: the last step's eligible jobs, each segment sorted, with the rev
+ * each slot had. A job whose slot still has that rev was replayed and is eligible again
+ * with the same keys, so this step's order is the kept one minus the jobs that changed,
+ * merged with the jobs classified afresh (sorted: usually a few per cent). That is a
+ * sequential pass instead of picking windows from every segment a step draws from. */
+struct gp__kept_order {
+  hent *e;
+  uint64_t *rev;        /* 0: not kept (the slot had no rev, or the job was not remembered) */
+  int *seg_start;       /* n_seg + 1 */
+  int n, n_seg;
+  uint64_t step;        /* the memo step that built it: only the next one may use it */
+};
+
+void gp__kept_order_free(struct gp__kept_order *k) {
+  if (!k) return;
+  free(k->e);
+  free(k->rev);
+  free(k->seg_start);
+  free(k);
+}
+
+size_t gp__kept_order_bytes(const struct gp__kept_order *k) {
+  if (!k) return 0;
+  return sizeof *k + (size_t)k->n * (sizeof *k->e + sizeof *k->rev) +
+         ((size_t)k->n_seg + 1) * sizeof(int);
+}
+
+static int seg_of(const gp__order *o, int j) { return o->fair ? o->c->jobs[j].leaf : 0; }
+
+static bool fresh_less(const gp__order *o, const hent *a, const hent *b) {
+  int sa = seg_of(o, a->j), sb = seg_of(o, b->j);
+  if (sa != sb) return sa < sb;
+  return job_less(o, a, b);
+}
+
+/* Bottom-up merge sort of n entries (scratch: n more). */
+static void sort_entries(const gp__order *o, hent *a, hent *tmp, int n) {
+  for (int w = 1; w < n; w *= 2) {
+    for (int lo = 0; lo < n; lo += 2 * w) {
+      int mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+      int i = lo, k = mid, t = lo;
+      while (i < mid && k < hi) tmp[t++] = fresh_less(o, &a[k], &a[i]) ? a[k++] : a[i++];
+      while (i < mid) tmp[t++] = a[i++];
+      while (k < hi) tmp[t++] = a[k++];
+    }
+    memcpy(a, tmp, (size_t)n * sizeof *a);
+  }
+}
+
+/* Fills o->heap with every eligible job, each segment sorted: from the kept order when
+ * `kept` is usable, else by sorting all. Returns false when the kept order does not
+ * account for exactly this step's eligible jobs (a caller that broke the rev contract):
+ * then the caller sorts all instead. */
+static bool build_sorted(gp__order *o, const struct gp__kept_order *kept) {
+  gp__ctx *c = o->c;
+  const uint64_t *revs = c->view->job_revs;
+  const gp__memo_rec *rec = c->memo->rec;
+  int n_elig = c->n_eligible, nj = c->view->n_jobs, nf = 0;
+  hent *fresh = gp_xmalloc(((size_t)n_elig + 1) * sizeof *fresh);
+  for (int e = 0; e < n_elig; e++) {
+    int j = c->eligible[e];
+    if (!kept || !c->jobs[j].replayed) fresh[nf++] = entry_of(c, j);
+  }
+  hent *tmp = gp_xmalloc(((size_t)nf + 1) * sizeof *tmp);
+  sort_entries(o, fresh, tmp, nf);
+  free(tmp);
+  hent *out = o->heap;
+  uint64_t *orev = o->rev;
+  int oi = 0, fi = 0;
+  bool ok = true;
+  for (int s = 0; s < o->n_seg && ok; s++) {
+    int ki = kept ? kept->seg_start[s] : 0, kend = kept ? kept->seg_start[s + 1] : 0;
+    for (;;) {
+      while (ki < kend) { /* skip kept jobs whose slot changed */
+        int j = kept->e[ki].j;
+        if (kept->rev[ki] && j < nj && revs[j] == kept->rev[ki]) break;
+        ki++;
+      }
+      bool have_f = fi < nf && seg_of(o, fresh[fi].j) == s;
+      if (ki >= kend && !have_f) break;
+      if (oi == n_elig) {
+        ok = false;
+        break;
+      }
+      if (ki < kend && (!have_f || job_less(o, &kept->e[ki], &fresh[fi]))) {
+        orev[oi] = kept->rev[ki];
+        out[oi++] = kept->e[ki++];
+      } else {
+        int j = fresh[fi].j;
+        orev[oi] = revs && revs[j] && rec[j].rev == revs[j] ? revs[j] : 0;
+        out[oi++] = fresh[fi++];
+      }
+    }
+    if (oi != o->seg_start[s + 1]) ok = false;
+  }
+  free(fresh);
+  return ok && fi == nf;
+}
+
 gp__order *gp__order_new(gp__ctx *c) {
   gp__order *o = gp_xcalloc(1, sizeof *o);
   o->c = c;
@@ -161,28 +284,23 @@ gp__order *gp__order_new(gp__ctx *c) {
   for (int e = 0; e < n_elig; e++) o->seg_len[o->fair ? c->jobs[c->eligible[e]].leaf : 0]++;
   for (int s = 0; s < o->n_seg; s++) o->seg_start[s + 1] = o->seg_start[s] + o->seg_len[s];
   o->heap = gp_xmalloc(((size_t)n_elig + 1) * sizeof(hent));
-  int *fill = gp_xcalloc((size_t)o->n_seg + 1, sizeof(int));
-  for (int e = 0; e < n_elig; e++) {
-    int j = c->eligible[e];
-    const gp__job *ji = &c->jobs[j];
-    hent h = {.j = j, .idp = ji->idp};
-    switch (c->pol->order) {
-    case GP_ORDER_FIFO:
-      h.k1 = ji->submitted;
-      break;
-    case GP_ORDER_SJF:
-      h.k1 = ji->limit > 0 ? ji->limit : GP__NEVER;
-      h.k2 = ji->submitted;
-      break;
-    default: /* fair share inside a leaf, and global priority */
-      h.k1 = -(int64_t)ji->prio;
-      h.k2 = ji->submitted;
-      break;
+  if (c->memo) {
+    /* Kept for the next step: the order sorted in full (merged from the last one). */
+    struct gp_sched_memo *m = c->memo;
+    const struct gp__kept_order *k = m->order;
+    bool usable = k && c->view_known && k->step + 1 == m->step && k->n_seg == o->n_seg;
+    o->rev = gp_xmalloc(((size_t)n_elig + 1) * sizeof *o->rev);
+    if (!build_sorted(o, usable ? k : NULL) && usable) build_sorted(o, NULL);
+    o->sorted = true;
+  } else {
+    int *fill = gp_xcalloc((size_t)o->n_seg + 1, sizeof(int));
+    for (int e = 0; e < n_elig; e++) {
+      int j = c->eligible[e];
+      int s = seg_of(o, j);
+      o->heap[o->seg_start[s] + fill[s]++] = entry_of(c, j);
     }
-    int s = o->fair ? c->jobs[j].leaf : 0;
-    o->heap[o->seg_start[s] + fill[s]++] = h;
+    free(fill);
   }
-  free(fill);
   o->win_len = gp_xcalloc((size_t)o->n_seg + 1, sizeof(int));
   o->win_k = gp_xmalloc(((size_t)o->n_seg + 1) * sizeof(int));
   for (int s = 0; s < o->n_seg; s++) o->win_k[s] = 32;
@@ -219,7 +337,18 @@ gp__order *gp__order_new(gp__ctx *c) {
 
 void gp__order_free(gp__order *o) {
   if (!o) return;
+  if (o->sorted) { /* the memo keeps this step's order for the next one */
+    struct gp_sched_memo *m = o->c->memo;
+    gp__kept_order_free(m->order);
+    struct gp__kept_order *k = m->order = gp_xcalloc(1, sizeof *k);
+    *k = (struct gp__kept_order){.e = o->heap, .rev = o->rev, .seg_start = o->seg_start,
+                                 .n = o->c->n_eligible, .n_seg = o->n_seg, .step = m->step};
+    o->heap = NULL;
+    o->rev = NULL;
+    o->seg_start = NULL;
+  }
   free(o->heap);
+  free(o->rev);
   free(o->seg_start);
   free(o->seg_len);
   free(o->win_len);
@@ -250,6 +379,7 @@ static void refill(gp__order *o, int s) {
 }
 
 static int pop_job(gp__order *o, int s) {
+  if (o->sorted) return o->heap[o->seg_start[s + 1] - o->seg_len[s]--].j;
   hent *h = o->heap + o->seg_start[s];
   if (o->win_len[s] == 0) refill(o, s);
   int w = --o->win_len[s];

@@ -61,6 +61,7 @@ typedef struct gp__job {
   uint8_t end_reason;   /* gp_end_reason, when GP__J_ENDED */
   bool preemptible;
   bool victim;          /* chosen as a victim in this step (or a stopping job counted on) */
+  bool replayed;        /* this step took it from the memo (memo.c) */
   int shape;            /* request shape id (shapes.c), -1 before it is computed */
   int pkey;             /* placement key id (shapes.c), -1 for jobs not eligible */
   const char *msg;      /* static sentence or plan-arena string */
@@ -147,6 +148,7 @@ struct gp_sched_memo {
   struct gp__tokens *tokens;
   struct gp__victims *victims; /* the victim order (victim_order.c) */
   struct gp__nodes_snap *nodes; /* what the nodes give before any job holds them (nodes.c) */
+  struct gp__kept_order *order; /* the last step's eligible jobs in order (order.c) */
   uint64_t step;        /* steps run with this memo */
 };
 
@@ -409,6 +411,9 @@ gp__order *gp__order_new(gp__ctx *c);
 void gp__order_free(gp__order *o);
 /* Next job to consider, or -1. */
 int gp__order_next(gp__order *o);
+/* The memo's kept order (order.c). */
+void gp__kept_order_free(struct gp__kept_order *k);
+size_t gp__kept_order_bytes(const struct gp__kept_order *k);
 /* The job's leaf got more allocation: re-evaluate queue order. */
 void gp__order_update(gp__order *o, int leaf);
 
