@@ -308,6 +308,7 @@ static void apply(gp__ctx *c, int node, uint32_t mask, int milli, int64_t gpu_me
   const gp_node *n = &c->view->nodes[node];
   gp__node *s = &c->nodes[node];
   int before = gp__popc(s->free);
+  c->use_gen++;
   for (uint32_t m = mask; m; m &= m - 1) {
     int g = __builtin_ctz(m);
     int k = s->gpu_base + g;

@@ -131,7 +131,8 @@ static bool try_job(gp__ctx *c, gp__order *o, int j, gp__fit **fits, size_t *fit
   if (c->n_resv > 0 && !gp__shape_flag(c, ji->shape, 0)) {
     gp__req free_r = r;
     free_r.honor_resv = false;
-    if (gp__place_job(c, &free_r, *fits, false)) {
+    if (gp__shape_fits_free(c, ji->shape) || gp__place_job(c, &free_r, *fits, false)) {
+      gp__shape_set_fits_free(c, ji->shape);
       gp__job_wait(c, j, GP_PEND_RESERVATION, GP__MSG_RESERVATION);
       return false;
     }

@@ -198,6 +198,7 @@ typedef struct gp__ctx {
 
   gp__index ix;
   bool indexed;         /* ix and block_free are live (after gp__nodes_index) */
+  uint64_t use_gen;     /* changes whenever a node's use does, taken or given back (nodes.c) */
   int64_t max_gpu_mem;  /* largest GPU memory in the fleet, MiB */
   bool has_timeslice;   /* some up node has a healthy timeslice GPU (replicas for 1-GPU tasks) */
 
@@ -371,6 +372,8 @@ void gp__shape_set_feas(gp__ctx *c, int shape, int v);
 /* which: 0 = placement ignoring reservations failed, 1 = waiting-for-stopping check failed. */
 bool gp__shape_flag(gp__ctx *c, int shape, int which);
 void gp__shape_set_flag(gp__ctx *c, int shape, int which);
+bool gp__shape_fits_free(const gp__ctx *c, int shape);
+void gp__shape_set_fits_free(gp__ctx *c, int shape);
 void gp__keys_add(gp__ctx *c, int j, gp_time end);
 void gp__keys_consider(gp__ctx *c, int j);
 bool gp__keys_failed(const gp__ctx *c, int j);

@@ -168,6 +168,8 @@ struct gp__shapes {
   int8_t *feas;         /* gp__feas result, -1 unknown */
   uint8_t *free_failed; /* placement ignoring reservations failed (or a dominated one did) */
   uint8_t *stop_failed; /* "fits once stopping jobs are gone" failed */
+  uint64_t *free_fit_gen; /* ctx.use_gen + 1 when placement ignoring reservations last
+                             succeeded; 0: never */
   int64_t *failed_end;  /* earliest end at which placement honouring reservations failed */
   int64_t *min_end;     /* earliest end among the shape's eligible jobs */
   int *remaining;       /* eligible jobs of the shape not yet considered */
@@ -198,6 +200,7 @@ void gp__shapes_done(gp__ctx *c) {
   free(s->feas);
   free(s->free_failed);
   free(s->stop_failed);
+  free(s->free_fit_gen);
   free(s->failed_end);
   free(s->min_end);
   free(s->remaining);
@@ -362,6 +365,7 @@ static int shape_full(gp__ctx *c, int j) {
     s->feas = gp_xrealloc(s->feas, (size_t)s->cap);
     s->free_failed = gp_xrealloc(s->free_failed, (size_t)s->cap);
     s->stop_failed = gp_xrealloc(s->stop_failed, (size_t)s->cap);
+    s->free_fit_gen = gp_xrealloc(s->free_fit_gen, (size_t)s->cap * sizeof(uint64_t));
     s->next_shape = gp_xrealloc(s->next_shape, (size_t)s->cap * sizeof(int));
     s->failed_end = gp_xrealloc(s->failed_end, (size_t)s->cap * sizeof(int64_t));
     s->min_end = gp_xrealloc(s->min_end, (size_t)s->cap * sizeof(int64_t));
@@ -377,6 +381,7 @@ static int shape_full(gp__ctx *c, int j) {
   s->num[id] = numbers_of(c, j);
   s->feas[id] = -1;
   s->free_failed[id] = s->stop_failed[id] = 0;
+  s->free_fit_gen[id] = 0;
   s->failed_end[id] = s->min_end[id] = INT64_MAX;
   s->remaining[id] = 0;
   s->next_shape[id] = s->first_shape[cl];
@@ -389,6 +394,16 @@ void gp__shape_set_feas(gp__ctx *c, int shape, int v) { c->shapes->feas[shape] =
 
 bool gp__shape_flag(gp__ctx *c, int shape, int which) {
   return (which ? c->shapes->stop_failed : c->shapes->free_failed)[shape];
+}
+
+/* Placement ignoring reservations gives the same answer for every job of a shape while no
+ * node's use changed (ctx.use_gen): its last success stands. */
+bool gp__shape_fits_free(const gp__ctx *c, int shape) {
+  return c->shapes->free_fit_gen[shape] == c->use_gen + 1;
+}
+
+void gp__shape_set_fits_free(gp__ctx *c, int shape) {
+  c->shapes->free_fit_gen[shape] = c->use_gen + 1;
 }
 
 static bool dead(const struct gp__shapes *s, int t) {

@@ -236,6 +236,7 @@ static bool plan_repartition(gp__ctx *c, const gp__req *r) {
           serves = strcmp(lay.profile[i]->name, r->mig_profile) == 0;
         if (!serves) continue;
         sh->planned[gi] = 1;
+        c->use_gen++; /* placement reads `planned` */
         gp_plan_mig *pm = gp__vec_push(&c->migs, sizeof *pm);
         pm->node = node;
         pm->gpu = g;

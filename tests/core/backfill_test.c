@@ -38,6 +38,25 @@ static void a_short_job_backfills_but_a_long_one_would_delay_the_reservation(voi
   fx_free(f);
 }
 
+/* "Reservation" means the job would fit if nothing were reserved: that is asked again
+ * after every start, since a start may have taken what fitted. */
+static void a_job_waits_for_resources_once_a_backfilled_start_took_what_fitted(void) {
+  fx *f = half_busy_node();
+  fx_job(f, "big", "a", 8, 1)->time_limit = 3600;
+  gp_job *long1 = fx_job(f, "long1", "a", 4, 1), *shrt = fx_job(f, "short", "a", 4, 1);
+  gp_job *long2 = fx_job(f, "long2", "a", 4, 1);
+  long1->time_limit = long2->time_limit = 5000; /* would delay big */
+  shrt->time_limit = 2000;                      /* ends before big's reservation */
+  long1->submitted_at = 1, shrt->submitted_at = 2, long2->submitted_at = 3;
+  gp_plan *p = fx_step(f, 1000);
+  REQUIRE(p);
+  CHECK_EQ_STR("Reservation", fx_reason(f, p, "long1"));
+  CHECK(fx_started(f, p, "short"));
+  CHECK_EQ_STR("Resources", fx_reason(f, p, "long2"));
+  gp_plan_free(p);
+  fx_free(f);
+}
+
 static void without_backfill_a_strict_fifo_head_blocks_everyone(void) {
   fx *f = half_busy_node();
   f->pol.order = GP_ORDER_FIFO;
@@ -116,6 +135,7 @@ static void jobs_without_any_time_limit_get_no_reservation(void) {
 }
 
 GP_TESTS(a_short_job_backfills_but_a_long_one_would_delay_the_reservation,
+         a_job_waits_for_resources_once_a_backfilled_start_took_what_fitted,
          without_backfill_a_strict_fifo_head_blocks_everyone,
          on_a_full_cluster_the_strict_head_still_blocks_everyone,
          a_job_may_use_gpus_the_reservation_does_not_need,
