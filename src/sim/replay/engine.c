@@ -20,6 +20,8 @@
 #include "sim/replay/heap.h"
 #include "sim/replay/replay.h"
 #include "sim/replay/stats.h"
+
+#define NO_CKPT INT64_MAX /* ckpt_next of a slot that is not running */
 #include "snapshot/policy_read.h"
 
 #define PEND_TASKS_MAX 64
@@ -75,6 +77,9 @@ typedef struct sim {
    * new view rev. */
   gp_sched_memo *memo;
   uint64_t *vrev;
+  /* Per view slot: when a running job's saved work next grows (its last checkpoint moves),
+   * NO_CKPT for the others; refresh_checkpoints skips the slots whose time has not come. */
+  gp_time *ckpt_next;
   uint64_t last_rev, view_rev;
   /* Per-queue state and integrals over time. */
   int nq;
@@ -133,6 +138,7 @@ static gp_job *view_touch(sim *s, int i) {
 static void view_add(sim *s, int j, const gp_job *proto) {
   s->v[s->nv] = *proto;
   view_touch(s, s->nv);
+  s->ckpt_next[s->nv] = NO_CKPT;
   s->vmap[s->nv] = j;
   s->jobs[j].view = s->nv++;
 }
@@ -142,6 +148,7 @@ static void view_remove(sim *s, int j) {
   if (i != last) {
     s->v[i] = s->v[last];
     view_touch(s, i);
+    s->ckpt_next[i] = s->ckpt_next[last];
     s->vmap[i] = s->vmap[last];
     s->jobs[s->vmap[i]].view = i;
   }
@@ -385,6 +392,7 @@ static double requeue(sim *s, int j, gp_time stopped, gp_time now) {
   sj->restarts++;
   sj->gen++;
   gp_job *vj = view_touch(s, sj->view);
+  s->ckpt_next[sj->view] = NO_CKPT;
   vj->state = GP_JOB_PENDING;
   vj->started_at = 0;
   vj->last_checkpoint_at = 0;
@@ -489,6 +497,7 @@ static int apply_start(sim *s, int j, const gp_plan_start *st, gp_time now) {
   sj->timeout_run = sj->limit_enforced && limit > 0 && need > limit;
   gp__heap_push(&s->heap, now + (sj->timeout_run ? limit : need), GP__EV_COMPLETE, j, sj->gen);
   gp_job *w = view_touch(s, sj->view);
+  s->ckpt_next[sj->view] = now; /* looked at by the next refresh */
   w->state = GP_JOB_RUNNING;
   w->started_at = now;
   w->last_checkpoint_at = 0;
@@ -504,13 +513,16 @@ static int apply_start(sim *s, int j, const gp_plan_start *st, gp_time now) {
 
 /* The core's checkpoint-aware victim choice needs each running job's last checkpoint. */
 static void refresh_checkpoints(sim *s, gp_time now) {
-  if (s->cfg->checkpoint_interval <= 0) return;
+  gp_time every = s->cfg->checkpoint_interval;
+  if (every <= 0) return;
   for (int i = 0; i < s->nv; i++) {
-    if (s->v[i].state != GP_JOB_RUNNING) continue;
+    if (s->ckpt_next[i] > now) continue;
     const sjob *sj = &s->jobs[s->vmap[i]];
-    gp_time saved = saved_work(s, sj, now);
-    gp_time ckpt = saved > 0 ? sj->run_start + sj->run_overhead + saved : 0;
+    gp_time saved = saved_work(s, sj, now), base = sj->run_start + sj->run_overhead;
+    gp_time ckpt = saved > 0 ? base + saved : 0;
     if (s->v[i].last_checkpoint_at != ckpt) view_touch(s, i)->last_checkpoint_at = ckpt;
+    /* saved_work grows by `every` at base + saved + every, up to the work there is. */
+    s->ckpt_next[i] = saved + every <= sj->work_left ? base + saved + every : NO_CKPT;
   }
 }
 
@@ -580,6 +592,7 @@ static int step(sim *s, gp_time now) {
     sj->state = SJ_STOPPING;
     sj->preempted_at = now;
     view_touch(s, sj->view)->state = GP_JOB_STOPPING;
+    s->ckpt_next[sj->view] = NO_CKPT;
     s->r->preemptions++;
     s->r->queues[sj->queue].preempted++;
     gp__heap_push(&s->heap, now + s->cfg->grace, GP__EV_GRACE_END, ids[k], sj->gen);
@@ -827,6 +840,7 @@ int gp_replay_run(const gp_replay_config *cfg, const gp_trace *trace, const gp_f
   s->jobs = gp_xcalloc(nj, sizeof *s->jobs);
   s->v = gp_xmalloc(nj * sizeof *s->v);
   s->vrev = gp_xmalloc(nj * sizeof *s->vrev);
+  s->ckpt_next = gp_xmalloc(nj * sizeof *s->ckpt_next);
   s->memo = gp_sched_memo_new();
   s->view_rev = 1;
   s->vmap = gp_xmalloc(nj * sizeof *s->vmap);
@@ -985,6 +999,7 @@ int gp_replay_run(const gp_replay_config *cfg, const gp_trace *trace, const gp_f
   free(s->v);
   gp_sched_memo_free(s->memo);
   free(s->vrev);
+  free(s->ckpt_next);
   free(s->node_idle);
   free(s->pend_shape);
   free(s->vmap);
