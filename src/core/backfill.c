@@ -44,6 +44,7 @@ struct gp__resv_cache {
   gp__release *ev;      /* in ctx.node_jobs order: node i's at node_jobs_start[i] .. [i + 1] */
   bool *late;           /* per node: holds a victim of this step (it ends now; one chosen
                            after the build sits in the events at its old end time) */
+  gp_time *first;       /* per node: its first event's end; now once it is late */
 };
 
 static bool release_before(const gp__release *a, const gp__release *b) {
@@ -57,6 +58,7 @@ static void build_cache(gp__ctx *c) {
   int nn = c->view->n_nodes, total = c->node_jobs_start[nn];
   rc->ev = gp_xmalloc(((size_t)total + 1) * sizeof *rc->ev);
   rc->late = gp_xcalloc((size_t)nn + 1, sizeof(bool));
+  rc->first = gp_xmalloc(((size_t)nn + 1) * sizeof *rc->first);
   /* Victims chosen before the build end now: their nodes are the only ones to look for
    * them on (and stay `late`, as for victims chosen after). */
   const gp_plan_preemption *pre = c->preemptions.items;
@@ -85,6 +87,7 @@ static void build_cache(gp__ctx *c) {
       for (; b > lo && release_before(&x, &rc->ev[b - 1]); b--) rc->ev[b] = rc->ev[b - 1];
       rc->ev[b] = x;
     }
+    rc->first[node] = rc->late[node] ? c->now : lo < hi ? rc->ev[lo].end : GP__NEVER;
   }
 }
 
@@ -93,6 +96,7 @@ void gp__backfill_done(gp__ctx *c) {
   if (!rc) return;
   free(rc->ev);
   free(rc->late);
+  free(rc->first);
   free(rc);
   c->rcache = NULL;
 }
@@ -100,16 +104,17 @@ void gp__backfill_done(gp__ctx *c) {
 void gp__backfill_victim(gp__ctx *c, int v) {
   if (!c->rcache) return; /* the build marks the victims chosen before it */
   const gp_job *job = &c->view->jobs[v];
-  for (int p = 0; p < job->n_placements; p++) c->rcache->late[job->placements[p].node] = true;
+  for (int p = 0; p < job->n_placements; p++) {
+    c->rcache->late[job->placements[p].node] = true;
+    c->rcache->first[job->placements[p].node] = c->now;
+  }
 }
 
 /* A lower bound of the node's next release time: its first event's end, or now when a
  * victim or a job this plan starts adds events the sorted list does not show. */
 static gp_time first_release(const gp__ctx *c, int node) {
-  const struct gp__resv_cache *rc = c->rcache;
-  if (rc->late[node] || (c->started_head && c->started_head[node] >= 0)) return c->now;
-  int lo = c->node_jobs_start[node];
-  return lo < c->node_jobs_start[node + 1] ? rc->ev[lo].end : GP__NEVER;
+  if (c->started_head && c->started_head[node] >= 0) return c->now;
+  return c->rcache->first[node];
 }
 
 /* GPUs of node that r could use at some time: healthy, right mode, enough memory, not
@@ -285,7 +290,7 @@ void gp__reserve(gp__ctx *c, const gp__req *r) {
       for (int pos = c->ix.group_start[g]; pos < c->ix.group_start[g + 1]; pos++) {
         int i = c->ix.members[pos];
         const gp__node *nd = &c->nodes[i];
-        if (gp__popc(nd->whole_ok) < r->gpus) continue;
+        if (nd->n_whole_ok < r->gpus) continue;
         /* With the heap full, a node whose every slot comes after the worst slot kept
          * cannot change the answer (slot_after is strict on time). */
         if (n == cap && gp__popc(nd->free & nd->whole_ok & ~nd->resv) < r->gpus &&

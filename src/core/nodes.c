@@ -235,6 +235,7 @@ static int nodes_derive(gp__ctx *c) {
         s->mem_varies = true;
     }
     s->free = s->whole_ok;
+    s->n_whole_ok = (uint8_t)gp__popc(s->whole_ok);
     s->exclusive_only = true;
     for (int g = 0; n->gpus && g < n->n_gpus; g++)
       if (n->gpus[g].mode != GP_SHARE_EXCLUSIVE) s->exclusive_only = false;

@@ -84,6 +84,7 @@ typedef struct gp__node {
   bool up;              /* state UP: takes new work */
   bool mem_varies;      /* some GPU has its own mem_mib */
   bool exclusive_only;  /* every GPU is in exclusive mode: whole-GPU bookkeeping suffices */
+  uint8_t n_whole_ok;   /* GPUs in whole_ok */
 } gp__node;
 
 /* One task's resources, derived from a job for the placement functions. */
