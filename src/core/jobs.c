@@ -16,6 +16,7 @@ void gp__job_wait(gp__ctx *c, int j, gp_pending_reason r, const char *msg) {
 }
 
 void gp__job_end(gp__ctx *c, int j, gp_end_reason r, const char *msg) {
+  c->n_ended++;
   c->jobs[j].stat = GP__J_ENDED;
   c->jobs[j].end_reason = (uint8_t)r;
   c->jobs[j].msg = msg;
@@ -23,6 +24,7 @@ void gp__job_end(gp__ctx *c, int j, gp_end_reason r, const char *msg) {
 
 void gp__queue_add_alloc(gp__ctx *c, int leaf, double gpus) {
   for (int q = leaf; q >= 0; q = c->tree.q[q].parent) c->tree.q[q].allocated += gpus;
+  c->alloc_gen++;
 }
 
 int gp__queue_over_limit(const gp__ctx *c, int leaf, double extra) {

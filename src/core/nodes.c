@@ -55,6 +55,7 @@ struct gp__nodes_snap {
   uint32_t *dom;
   int64_t max_gpu_mem;
   bool has_timeslice;
+  double capacity;
 };
 
 /* What running jobs, starts and reservations change during a step: all zero at first. */
@@ -107,6 +108,7 @@ static struct gp__nodes_snap *snap_take(const gp__ctx *c) {
   s->dom = dup_of(c->dom, ((size_t)s->n_gpus_total + 1) * sizeof(uint32_t));
   s->max_gpu_mem = c->max_gpu_mem;
   s->has_timeslice = c->has_timeslice;
+  s->capacity = c->capacity;
   return s;
 }
 
@@ -124,11 +126,24 @@ static void snap_restore(gp__ctx *c, const struct gp__nodes_snap *s) {
   c->dom = dup_of(s->dom, ((size_t)s->n_gpus_total + 1) * sizeof(uint32_t));
   c->max_gpu_mem = s->max_gpu_mem;
   c->has_timeslice = s->has_timeslice;
+  c->capacity = s->capacity;
   c->n_slots = s->n_slots;
   c->queue_pool = dup_of(s->queue_pool, ((size_t)s->n_queues + 1) * sizeof(int));
 }
 
 static int nodes_derive(gp__ctx *c);
+
+/* Healthy GPUs on nodes that are not down: the pool fair shares divide. */
+static double fleet_capacity(const gp__ctx *c) {
+  double cap = 0;
+  for (int i = 0; i < c->view->n_nodes; i++) {
+    const gp_node *n = &c->view->nodes[i];
+    if (n->state == GP_NODE_DOWN) continue;
+    for (int g = 0; g < n->n_gpus; g++)
+      cap += !n->gpus || n->gpus[g].health != GP_GPU_FAILED;
+  }
+  return cap;
+}
 
 int gp__nodes_init(gp__ctx *c) {
   struct gp_sched_memo *m = c->memo;
@@ -138,6 +153,7 @@ int gp__nodes_init(gp__ctx *c) {
     return 0;
   }
   int rc = nodes_derive(c);
+  c->capacity = fleet_capacity(c);
   if (m && !rc) {
     gp__nodes_snap_free(m->nodes);
     m->nodes = snap_take(c);

@@ -56,6 +56,8 @@ struct gp__preempt {
   bool *is_touched;
   double *removed;               /* per tree queue: GPUs taken from it in this simulation */
   double *lost;                  /* per tree queue: GPUs of victims chosen earlier this step */
+  double *rcl;                   /* per leaf: reclaimable() as of ctx.alloc_gen rcl_gen - 1 */
+  uint64_t *rcl_gen;
   double *claimed;               /* per tree queue: GPUs of jobs now waiting for victims */
   bool *taken;                   /* per job: chosen in the current simulation */
   int *taken_list, n_taken;
@@ -192,6 +194,8 @@ void gp__preempt_done(gp__ctx *c) {
   free(p->is_touched);
   free(p->removed);
   free(p->lost);
+  free(p->rcl);
+  free(p->rcl_gen);
   free(p->claimed);
   free(p->taken);
   free(p->taken_list);
@@ -541,6 +545,7 @@ static bool simulate(gp__ctx *c, const gp__req *r, int kind, bool record) {
     c->jobs[v].victim = true;
     gp__backfill_victim(c, v);
     for (int q = c->jobs[v].leaf; q >= 0; q = c->tree.q[q].parent) p->lost[q] += c->jobs[v].gpus;
+    c->alloc_gen++;
     if (kind == K_STOPPING) continue;
     gp_plan_preemption *pe = gp__vec_push(&c->preemptions, sizeof *pe);
     pe->job = v;
@@ -570,14 +575,23 @@ bool gp__fits_after_stopping(gp__ctx *c, const gp__req *r) {
 
 /* An upper bound of what reclaim could free for a job of `leaf`: every other leaf's
  * allocation beyond its fair share, less what earlier reclaims in this step took. */
-static double reclaimable(const gp__ctx *c, int leaf) {
+static double reclaimable(gp__ctx *c, int leaf) {
+  struct gp__preempt *p = c->pre;
+  if (!p->rcl) {
+    p->rcl = gp_xmalloc(((size_t)c->tree.n + 1) * sizeof *p->rcl);
+    p->rcl_gen = gp_xcalloc((size_t)c->tree.n + 1, sizeof *p->rcl_gen);
+  }
+  /* The same until an allocation or a victim changes: a step asks it for every job it
+   * considers, and starts and victims are few. */
+  if (p->rcl_gen[leaf] == c->alloc_gen + 1) return p->rcl[leaf];
   double sum = 0;
   for (int q = 0; q < c->tree.n; q++) {
     if (q == leaf || !gp__qtree_is_leaf(&c->tree, q)) continue;
     double over = c->tree.q[q].allocated - (c->pre->lost ? c->pre->lost[q] : 0) - c->tree.q[q].fair_share;
     if (over > 0) sum += over;
   }
-  return sum;
+  p->rcl_gen[leaf] = c->alloc_gen + 1;
+  return p->rcl[leaf] = sum;
 }
 
 bool gp__try_preempt(gp__ctx *c, const gp__req *r) {

@@ -68,18 +68,6 @@ static void ctx_done(gp__ctx *c) {
   free(c->migs.items);
 }
 
-/* Healthy GPUs on nodes that are not down: the pool fair shares divide. */
-static double fleet_capacity(const gp__ctx *c) {
-  double cap = 0;
-  for (int i = 0; i < c->view->n_nodes; i++) {
-    const gp_node *n = &c->view->nodes[i];
-    if (n->state == GP_NODE_DOWN) continue;
-    for (int g = 0; g < n->n_gpus; g++)
-      cap += !n->gpus || n->gpus[g].health != GP_GPU_FAILED;
-  }
-  return cap;
-}
-
 static const char *limit_message(gp__ctx *c, int q) {
   if (!c->limit_msg) c->limit_msg = gp_xcalloc((size_t)c->tree.n + 1, sizeof(char *));
   if (!c->limit_msg[q])
@@ -245,6 +233,7 @@ static gp_plan *assemble(gp__ctx *c, bool head_blocked, bool decisions_only) {
   gp_plan_pending *pend = decisions_only ? NULL : gp_xmalloc(((size_t)nj + 1) * sizeof *pend);
   gp__vec ended = {0};
   gp_plan_queue *qs = gp_arena_alloc(a, ((size_t)c->tree.n + 1) * sizeof *qs);
+  if (decisions_only && c->n_ended == 0) nj = 0; /* the pass would find nothing */
   for (int j = 0; j < nj; j++) {
     const gp__job *ji = &c->jobs[j];
     if (ji->stat == GP__J_ENDED) {
@@ -320,7 +309,6 @@ int gp_sched_step_memo(gp_sched_memo *memo, const gp_policy *policy, const gp_vi
     return rc;
   }
   gp__nodes_index(&c);
-  c.capacity = fleet_capacity(&c);
   gp__qtree_fair_share(&c.tree, c.capacity);
   gp__preempt_setup(&c);
   gp__shared_setup(&c);

@@ -200,6 +200,7 @@ typedef struct gp__ctx {
   gp__index ix;
   bool indexed;         /* ix and block_free are live (after gp__nodes_index) */
   uint64_t use_gen;     /* changes whenever a node's use does, taken or given back (nodes.c) */
+  uint64_t alloc_gen;   /* changes whenever a queue's allocation or lost GPUs do */
   int64_t max_gpu_mem;  /* largest GPU memory in the fleet, MiB */
   bool has_timeslice;   /* some up node has a healthy timeslice GPU (replicas for 1-GPU tasks) */
 
@@ -220,6 +221,7 @@ typedef struct gp__ctx {
   int *running, n_running;   /* RUNNING and STOPPING */
   gp__run *run;              /* per running position */
   int *eligible, n_eligible; /* pending and schedulable */
+  int n_ended;               /* jobs that end in this plan */
 
   /* Running and stopping jobs per node (CSR), for preemption and backfill; built on first
    * use (gp__preempt_build). */
@@ -227,7 +229,7 @@ typedef struct gp__ctx {
   int *node_runs;       /* parallel to node_jobs: the job's position in ctx.running */
   int n_stopping;
 
-  /* Capacity for fair share, and the cheapest eligible request (early stop). */
+  /* Capacity for fair share (nodes.c), and the cheapest eligible request (early stop). */
   double capacity;
   int min_whole;        /* smallest whole-GPU per-task request among eligible jobs */
   bool other_eligible;  /* eligible fractional, MIG or CPU-only jobs exist */
