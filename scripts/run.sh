@@ -6,6 +6,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build/release -j"$(nproc)" >/dev/null
+cmake --build build/release -j"$(nproc)" --target gpool_bin >/dev/null
 echo "gpool built: $(pwd)/build/release/gpool (add it to PATH: export PATH=\$PWD/build/release:\$PATH)"
 exec ./build/release/gpool up "$@"
