@@ -263,15 +263,16 @@ static void heap_push(slot *h, int *n, int cap, slot s) {
   }
 }
 
-void gp__reserve(gp__ctx *c, const gp__req *r) {
+void gp__reserve(gp__ctx *c, gp__req *r) {
   const gp__job *J = &c->jobs[r->job];
-  if (r->kind != GP__R_WHOLE || r->gpus <= 0) return;
-  if (c->n_resv >= GP__MAX_RESERVATIONS) return;
+  if (J->kind != GP__R_WHOLE || c->n_resv >= GP__MAX_RESERVATIONS) return;
   bool fair = c->pol->order == GP_ORDER_FAIRSHARE;
   if (fair && J->leaf >= 0) {
     if (!c->leaf_has_resv) c->leaf_has_resv = gp_xcalloc((size_t)c->tree.n + 1, sizeof(bool));
     if (c->leaf_has_resv[J->leaf]) return;
   }
+  gp__req_need(c, r);
+  if (r->gpus <= 0) return;
   build_cache(c);
   int cap = r->tasks;
   slot *h = gp_xmalloc((size_t)cap * sizeof *h);

@@ -41,6 +41,11 @@ void gp__req_init(gp__ctx *c, int j, gp__req *r) {
     if (p != own && c->view->pools[p].lend && ji->preemptible) r->slots[r->n_slots++] = p + 1;
   r->end = ji->limit > 0 && c->now < GP__NEVER - ji->limit ? c->now + ji->limit : GP__NEVER;
   r->honor_resv = true;
+  r->ready = true;
+}
+
+void gp__req_need(gp__ctx *c, gp__req *r) {
+  if (!r->ready) gp__req_init(c, r->job, r);
 }
 
 static uint32_t lowest_bits(uint32_t m, int k) {

@@ -594,10 +594,10 @@ static double reclaimable(gp__ctx *c, int leaf) {
   return p->rcl[leaf] = sum;
 }
 
-bool gp__try_preempt(gp__ctx *c, const gp__req *r) {
+bool gp__try_preempt(gp__ctx *c, gp__req *r) {
   const gp__job *J = &c->jobs[r->job];
   if (!c->preempt_possible || J->leaf < 0) return false;
-  if (r->kind != GP__R_WHOLE && r->kind != GP__R_CPU) return false;
+  if (J->kind != GP__R_WHOLE && J->kind != GP__R_CPU) return false;
   struct gp__preempt *p = c->pre;
   gp__preempt_build(c);
   const gp__queue *lq = &c->tree.q[J->leaf];
@@ -618,6 +618,7 @@ bool gp__try_preempt(gp__ctx *c, const gp__req *r) {
       continue;
     if (c->preempt_attempts >= GP__MAX_PREEMPT_ATTEMPTS) return false;
     c->preempt_attempts++;
+    gp__req_need(c, r);
     if (simulate(c, r, kind, true)) return true;
     if (J->gpus < p->fail_gpus[kind][J->leaf]) {
       p->fail_gpus[kind][J->leaf] = J->gpus;

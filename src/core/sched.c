@@ -85,10 +85,11 @@ static bool nothing_fits(const gp__ctx *c) {
 
 /* Would the job fit once the STOPPING jobs are gone? Memoised per shape: a failure stays a
  * failure for the rest of the step. */
-static bool waits_for_stopping(gp__ctx *c, const gp__req *r) {
+static bool waits_for_stopping(gp__ctx *c, gp__req *r) {
   if (c->n_stopping <= 0) return false;
   int shape = c->jobs[r->job].shape;
   if (shape >= 0 && gp__shape_flag(c, shape, 1)) return false;
+  gp__req_need(c, r);
   if (gp__fits_after_stopping(c, r)) return true;
   if (shape >= 0) gp__shape_set_flag(c, shape, 1);
   return false;
@@ -104,10 +105,12 @@ static bool try_job(gp__ctx *c, gp__order *o, int j, gp__fit **fits, size_t *fit
     gp__job_wait(c, j, GP_PEND_QUEUE_LIMIT, limit_message(c, over));
     return false;
   }
-  gp__req r;
-  gp__req_init(c, j, &r);
-  gp_xgrow((void **)fits, fits_cap, (size_t)r.tasks, sizeof **fits);
+  /* The request in placement terms is built on first need: most jobs a step considers
+   * have failed keys and settle on answers the step already has. */
+  gp__req r = {.job = j};
   if (!gp__keys_failed(c, j)) {
+    gp__req_need(c, &r);
+    gp_xgrow((void **)fits, fits_cap, (size_t)r.tasks, sizeof **fits);
     if (gp__place_job(c, &r, *fits, true)) {
       gp__start_job(c, &r, *fits);
       gp__order_update(o, ji->leaf);
@@ -117,9 +120,15 @@ static bool try_job(gp__ctx *c, gp__order *o, int j, gp__fit **fits, size_t *fit
     if (c->n_resv == 0) gp__shape_set_flag(c, ji->shape, 0); /* no fence: fails for all ends */
   }
   if (c->n_resv > 0 && !gp__shape_flag(c, ji->shape, 0)) {
-    gp__req free_r = r;
-    free_r.honor_resv = false;
-    if (gp__shape_fits_free(c, ji->shape) || gp__place_job(c, &free_r, *fits, false)) {
+    bool fits_free = gp__shape_fits_free(c, ji->shape);
+    if (!fits_free) {
+      gp__req_need(c, &r);
+      gp_xgrow((void **)fits, fits_cap, (size_t)r.tasks, sizeof **fits);
+      gp__req free_r = r;
+      free_r.honor_resv = false;
+      fits_free = gp__place_job(c, &free_r, *fits, false);
+    }
+    if (fits_free) {
       gp__shape_set_fits_free(c, ji->shape);
       gp__job_wait(c, j, GP_PEND_RESERVATION, GP__MSG_RESERVATION);
       return false;

@@ -104,6 +104,7 @@ typedef struct gp__req {
   int slots[16];        /* pool slots in order of preference (0 = general fleet) */
   gp_time end;          /* now + limit, GP__NEVER without a limit (for reservations) */
   bool honor_resv;      /* keep off GPUs that a reservation needs before `end` */
+  bool ready;           /* filled in (gp__req_init); else only `job` is set */
 } gp__req;
 
 /* Where one task goes. */
@@ -333,6 +334,8 @@ bool gp__hold_whole(gp__ctx *c, int node, uint32_t mask, int64_t cpu, int64_t me
 
 /* Placement (placement.c, gang.c). */
 void gp__req_init(gp__ctx *c, int j, gp__req *r);
+/* Fills in a request of which only `job` is set, once. */
+void gp__req_need(gp__ctx *c, gp__req *r);
 /* Can task r go on node i, given `extra` GPUs (and cpu/mem) counted as freed? On true,
  * fills *f. */
 bool gp__node_fit(gp__ctx *c, const gp__req *r, int node, uint32_t extra, int64_t extra_cpu,
@@ -384,7 +387,7 @@ void gp__keys_fail(gp__ctx *c, int j);
 void gp__shapes_done(gp__ctx *c);
 
 /* Preemption (preempt.c): true when victims were chosen (recorded in the plan). */
-bool gp__try_preempt(gp__ctx *c, const gp__req *r);
+bool gp__try_preempt(gp__ctx *c, gp__req *r);
 /* True when the job would fit once the STOPPING jobs are gone. */
 bool gp__fits_after_stopping(gp__ctx *c, const gp__req *r);
 void gp__preempt_setup(gp__ctx *c);
@@ -403,10 +406,10 @@ bool gp__fit_shared(gp__ctx *c, const gp__req *r, gp__fit *f);
 bool gp__fit_replica(gp__ctx *c, const gp__req *r, gp__fit *f);
 /* Dynamic MIG: a MIG job that found no free instance waits for a re-partition planned in
  * this step (claiming one of its new instances, or planning one). True when it does. */
-bool gp__mig_wait(gp__ctx *c, const gp__req *r);
+bool gp__mig_wait(gp__ctx *c, gp__req *r);
 
 /* Backfill (backfill.c): computes and records a reservation for a blocked job. */
-void gp__reserve(gp__ctx *c, const gp__req *r);
+void gp__reserve(gp__ctx *c, gp__req *r);
 void gp__backfill_done(gp__ctx *c);
 /* Running job v was just chosen as a victim: its release events on its nodes are now. */
 void gp__backfill_victim(gp__ctx *c, int v);

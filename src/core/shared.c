@@ -338,7 +338,9 @@ static bool claim_planned(gp__ctx *c, const gp__req *r) {
   return false;
 }
 
-bool gp__mig_wait(gp__ctx *c, const gp__req *r) {
-  if (!c->sh || r->kind != GP__R_MIG || !c->pol->dynamic_mig || r->tasks != 1) return false;
+bool gp__mig_wait(gp__ctx *c, gp__req *r) {
+  if (!c->sh || c->jobs[r->job].kind != GP__R_MIG || !c->pol->dynamic_mig) return false;
+  gp__req_need(c, r);
+  if (r->tasks != 1) return false;
   return claim_planned(c, r) || plan_repartition(c, r);
 }
