@@ -43,6 +43,7 @@ struct gp__order {
   int *qheap;           /* per parent (tree index, root = tree.n): heap of active children */
   int *qstart, *qlen;
   int *qpos;            /* position of a queue in its parent's heap, -1 when inactive */
+  struct rest { double min_gpus; int max_prio; bool whole, any, done; } *rest; /* per segment */
 };
 
 /* Ties on the keys go to the smaller job id, then the view index: callers that keep their
@@ -357,6 +358,7 @@ void gp__order_free(gp__order *o) {
   free(o->qstart);
   free(o->qlen);
   free(o->qpos);
+  free(o->rest);
   free(o);
 }
 
@@ -408,6 +410,47 @@ int gp__order_next(gp__order *o) {
     return j;
   }
   return -1;
+}
+
+int gp__order_top(const gp__order *o) {
+  if (!o->fair) return o->seg_len[0] ? 0 : -1;
+  const gp__qtree *t = &o->c->tree;
+  for (int p = t->n; o->qlen[p];) {
+    int q = o->qheap[o->qstart[p]];
+    if (gp__qtree_is_leaf(t, q)) return q;
+    p = q;
+  }
+  return -1;
+}
+
+bool gp__order_rest(gp__order *o, int s, double *min_gpus, int *max_prio, bool *whole) {
+  if (!o->rest) o->rest = gp_xcalloc((size_t)o->n_seg + 1, sizeof *o->rest);
+  struct rest *b = &o->rest[s];
+  if (!b->done) {
+    /* The jobs still to come: the end of a sorted segment, the front of a heap one. */
+    int lo = o->sorted ? o->seg_start[s + 1] - o->seg_len[s] : o->seg_start[s];
+    b->min_gpus = 1e300;
+    b->max_prio = INT32_MIN;
+    for (int i = lo; i < lo + o->seg_len[s]; i++) {
+      const gp__job *ji = &o->c->jobs[o->heap[i].j];
+      if (ji->kind != GP__R_WHOLE && ji->kind != GP__R_CPU) continue;
+      b->any = true;
+      b->whole |= ji->kind == GP__R_WHOLE;
+      if (ji->gpus < b->min_gpus) b->min_gpus = ji->gpus;
+      if (ji->prio > b->max_prio) b->max_prio = ji->prio;
+    }
+    b->done = true;
+  }
+  *min_gpus = b->min_gpus;
+  *max_prio = b->max_prio;
+  *whole = b->whole;
+  return b->any;
+}
+
+int gp__order_skip(gp__order *o, int s, int k) {
+  int n = k < o->seg_len[s] ? k : o->seg_len[s];
+  for (int i = 0; i < n; i++) gp__order_next(o);
+  return n;
 }
 
 void gp__order_update(gp__order *o, int leaf) {

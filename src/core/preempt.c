@@ -594,6 +594,27 @@ static double reclaimable(gp__ctx *c, int leaf) {
   return p->rcl[leaf] = sum;
 }
 
+/* Could gp__try_preempt still act for some job of `leaf` asking at least min_gpus and at
+ * most max_prio? False only when every kind is implausible for such a job or already
+ * failed for one no bigger (each test below is monotone in the job's GPUs and priority,
+ * the way gp__try_preempt applies it). */
+bool gp__preempt_may_act(gp__ctx *c, int leaf, double min_gpus, int max_prio) {
+  if (!c->preempt_possible || c->preempt_attempts >= GP__MAX_PREEMPT_ATTEMPTS) return false;
+  struct gp__preempt *p = c->pre;
+  if (!p->built) return true;
+  double fail[K_STOPPING];
+  for (int k = 0; k < K_STOPPING; k++) fail[k] = p->fail_gpus[k] ? p->fail_gpus[k][leaf] : 1e300;
+  int own = c->queue_pool[leaf];
+  if (own >= 0 && p->pool_borrowers[own] > 0 && min_gpus < fail[K_POOL]) return true;
+  if (c->pol->preemption && p->leaf_min_prio[leaf] < max_prio &&
+      !(min_gpus >= fail[K_PRIORITY] && p->fail_prio && max_prio <= p->fail_prio[leaf]))
+    return true;
+  const gp__queue *lq = &c->tree.q[leaf];
+  return c->pol->reclaim && c->pol->order == GP_ORDER_FAIRSHARE &&
+         lq->allocated + (p->claimed ? p->claimed[leaf] : 0) + min_gpus <= lq->fair_share + GP__EPS &&
+         reclaimable(c, leaf) + GP__EPS >= min_gpus && min_gpus < fail[K_RECLAIM];
+}
+
 bool gp__try_preempt(gp__ctx *c, gp__req *r) {
   const gp__job *J = &c->jobs[r->job];
   if (!c->preempt_possible || J->leaf < 0) return false;

@@ -175,6 +175,25 @@ static void settle_unconsidered(gp__ctx *c, int j, bool head_blocked) {
   }
 }
 
+/* Once nothing fits, in a decisions-only step: can the jobs still to come from the order's
+ * next segment change nothing? Each would only wait: no placement (nothing fits), no
+ * stopping job to wait on (that claims it), no reservation (its leaf has one, or the step
+ * has all it may make), no MIG plan, no preemption (gp__preempt_may_act). */
+static bool rest_inert(gp__ctx *c, gp__order *o, int s) {
+  if (c->n_stopping > 0 || (c->pol->dynamic_mig && c->mig_eligible)) return false;
+  double min_gpus;
+  int max_prio;
+  bool whole;
+  if (!gp__order_rest(o, s, &min_gpus, &max_prio, &whole)) return true;
+  bool fair = c->pol->order == GP_ORDER_FAIRSHARE;
+  if (whole && c->pol->backfill && c->n_resv < GP__MAX_RESERVATIONS &&
+      !(fair && c->leaf_has_resv && c->leaf_has_resv[s]))
+    return false;
+  if (!fair) /* jobs of every leaf: only a step that can no longer preempt at all */
+    return !c->preempt_possible || c->preempt_attempts >= GP__MAX_PREEMPT_ATTEMPTS;
+  return !gp__preempt_may_act(c, s, min_gpus, max_prio);
+}
+
 /* Considers jobs in order until nothing more can change. Returns whether a strict order
  * stopped at a blocked job (everyone behind it waits for Priority). */
 static bool run(gp__ctx *c) {
@@ -199,6 +218,13 @@ static bool run(gp__ctx *c) {
       if (c->decisions_only && !(c->pol->dynamic_mig && c->mig_eligible)) more_resv = false;
       bool more_preempt = c->preempt_possible && c->preempt_attempts < GP__MAX_PREEMPT_ATTEMPTS;
       if ((!more_resv && !more_preempt) || drained++ >= GP__MAX_DRAIN) break;
+      /* A decisions-only step passes over inert jobs as a block; they count as
+       * considered, so the drain ends where it would have. */
+      int s = c->decisions_only && !more_resv ? gp__order_top(o) : -1;
+      if (s >= 0 && rest_inert(c, o, s)) {
+        drained += gp__order_skip(o, s, GP__MAX_DRAIN - drained + 1) - 1;
+        continue;
+      }
     }
     int j = gp__order_next(o);
     if (j < 0) break;

@@ -388,6 +388,7 @@ void gp__shapes_done(gp__ctx *c);
 
 /* Preemption (preempt.c): true when victims were chosen (recorded in the plan). */
 bool gp__try_preempt(gp__ctx *c, gp__req *r);
+bool gp__preempt_may_act(gp__ctx *c, int leaf, double min_gpus, int max_prio);
 /* True when the job would fit once the STOPPING jobs are gone. */
 bool gp__fits_after_stopping(gp__ctx *c, const gp__req *r);
 void gp__preempt_setup(gp__ctx *c);
@@ -423,6 +424,15 @@ int gp__order_next(gp__order *o);
 /* The memo's kept order (order.c). */
 void gp__kept_order_free(struct gp__kept_order *k);
 size_t gp__kept_order_bytes(const struct gp__kept_order *k);
+/* The segment (leaf, or 0 for a global order) the next job comes from, or -1. */
+int gp__order_top(const gp__order *o);
+/* Over the jobs still to come from segment s that ask for whole GPUs or CPU only (what
+ * preemption acts for): the fewest GPUs asked, the highest priority, and whether any asks
+ * for whole GPUs (what reservations are for). False when there is none. Computed once per
+ * segment: later, fewer jobs remain, so the answer stays a bound. */
+bool gp__order_rest(gp__order *o, int s, double *min_gpus, int *max_prio, bool *whole);
+/* Takes up to k jobs of segment s off the order unconsidered; returns how many. */
+int gp__order_skip(gp__order *o, int s, int k);
 /* The job's leaf got more allocation: re-evaluate queue order. */
 void gp__order_update(gp__order *o, int leaf);
 
