@@ -335,7 +335,10 @@ int gp__classify_jobs(gp__ctx *c) {
   const gp_view *v = c->view;
   c->min_whole = GP_MAX_NODE_GPUS + 1;
   c->running = gp_xmalloc(((size_t)v->n_jobs + 1) * sizeof(int));
-  size_t run_cap = 0;
+  /* Room for as many running jobs as the memo's last step had (and some): growing the
+   * records one doubling at a time copied them over and over. */
+  size_t run_cap = c->memo ? c->memo->n_running + c->memo->n_running / 8 + 16 : 0;
+  if (run_cap) c->run = gp_xmalloc(run_cap * sizeof *c->run);
   c->leaf_class = gp_xmalloc(((size_t)c->tree.n + 1) * sizeof(int));
   for (int q = 0; q < c->tree.n; q++) c->leaf_class[q] = -2;
   c->eligible = gp_xmalloc(((size_t)v->n_jobs + 1) * sizeof(int));
@@ -382,5 +385,6 @@ int gp__classify_jobs(gp__ctx *c) {
     }
     if (memo) remember(c, j, revs[j], &memo[j], &ru);
   }
+  if (c->memo) c->memo->n_running = (size_t)c->n_running;
   return 0;
 }

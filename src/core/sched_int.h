@@ -152,6 +152,7 @@ struct gp_sched_memo {
   struct gp__nodes_snap *nodes; /* what the nodes give before any job holds them (nodes.c) */
   struct gp__kept_order *order; /* the last step's eligible jobs in order (order.c) */
   uint64_t step;        /* steps run with this memo */
+  size_t n_running;     /* running and stopping jobs in the last step */
 };
 
 typedef struct gp__vec {
