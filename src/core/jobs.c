@@ -233,6 +233,10 @@ static void classify_pending(gp__ctx *c, int j) {
   ji->stat = GP__J_ELIGIBLE;
   ji->idp = gp__id_prefix(job->id);
   admit(c, j, job->req.gpus_per_task);
+  if (c->memo) { /* the order merges these into the one the memo kept (order.c) */
+    gp_xgrow((void **)&c->fresh, &c->fresh_cap, (size_t)c->n_fresh + 1, sizeof *c->fresh);
+    c->fresh[c->n_fresh++] = j;
+  }
 }
 
 /* The leaf queue a job names, or -1 (unknown, or not a leaf). */
@@ -315,7 +319,6 @@ static void replay(gp__ctx *c, int j, const gp__memo_rec *m, size_t *run_cap) {
   gp__job *ji = &c->jobs[j];
   *ji = m->cls;
   ji->shape = ji->pkey = -1;
-  ji->replayed = true;
   switch (ji->stat) {
   case GP__J_RUNNING:
   case GP__J_STOPPING:

@@ -223,20 +223,19 @@ static void sort_entries(const gp__order *o, hent *a, hent *tmp, int n) {
   }
 }
 
-/* Fills o->heap with every eligible job, each segment sorted: from the kept order when
- * `kept` is usable, else by sorting all. Returns false when the kept order does not
- * account for exactly this step's eligible jobs (a caller that broke the rev contract):
- * then the caller sorts all instead. */
+/* Fills o->heap with every eligible job, each segment sorted, and the segments' bounds:
+ * from the kept order when `kept` is usable (plus the jobs classified afresh), else by
+ * sorting all. Returns false when the kept order does not account for exactly this step's
+ * eligible jobs (a caller that broke the rev contract): then the caller sorts all instead. */
 static bool build_sorted(gp__order *o, const struct gp__kept_order *kept) {
   gp__ctx *c = o->c;
   const uint64_t *revs = c->view->job_revs;
   const gp__memo_rec *rec = c->memo->rec;
-  int n_elig = c->n_eligible, nj = c->view->n_jobs, nf = 0;
-  hent *fresh = gp_xmalloc(((size_t)n_elig + 1) * sizeof *fresh);
-  for (int e = 0; e < n_elig; e++) {
-    int j = c->eligible[e];
-    if (!kept || !c->jobs[j].replayed) fresh[nf++] = entry_of(c, j);
-  }
+  int n_elig = c->n_eligible, nj = c->view->n_jobs;
+  const int *src = kept ? c->fresh : c->eligible;
+  int nf = kept ? c->n_fresh : n_elig;
+  hent *fresh = gp_xmalloc(((size_t)nf + 1) * sizeof *fresh);
+  for (int e = 0; e < nf; e++) fresh[e] = entry_of(c, src[e]);
   hent *tmp = gp_xmalloc(((size_t)nf + 1) * sizeof *tmp);
   sort_entries(o, fresh, tmp, nf);
   free(tmp);
@@ -246,13 +245,16 @@ static bool build_sorted(gp__order *o, const struct gp__kept_order *kept) {
   bool ok = true;
   for (int s = 0; s < o->n_seg && ok; s++) {
     int ki = kept ? kept->seg_start[s] : 0, kend = kept ? kept->seg_start[s + 1] : 0;
+    int fend = fi;
+    while (fend < nf && seg_of(o, fresh[fend].j) == s) fend++;
+    o->seg_start[s] = oi;
     for (;;) {
       while (ki < kend) { /* skip kept jobs whose slot changed */
         int j = kept->e[ki].j;
         if (kept->rev[ki] && j < nj && revs[j] == kept->rev[ki]) break;
         ki++;
       }
-      bool have_f = fi < nf && seg_of(o, fresh[fi].j) == s;
+      bool have_f = fi < fend;
       if (ki >= kend && !have_f) break;
       if (oi == n_elig) {
         ok = false;
@@ -267,10 +269,11 @@ static bool build_sorted(gp__order *o, const struct gp__kept_order *kept) {
         out[oi++] = fresh[fi++];
       }
     }
-    if (oi != o->seg_start[s + 1]) ok = false;
+    o->seg_len[s] = oi - o->seg_start[s];
   }
+  o->seg_start[o->n_seg] = oi;
   free(fresh);
-  return ok && fi == nf;
+  return ok && fi == nf && oi == n_elig;
 }
 
 gp__order *gp__order_new(gp__ctx *c) {
@@ -282,8 +285,6 @@ gp__order *gp__order_new(gp__ctx *c) {
   o->seg_start = gp_xcalloc((size_t)o->n_seg + 1, sizeof(int));
   o->seg_len = gp_xcalloc((size_t)o->n_seg + 1, sizeof(int));
   int n_elig = c->n_eligible;
-  for (int e = 0; e < n_elig; e++) o->seg_len[o->fair ? c->jobs[c->eligible[e]].leaf : 0]++;
-  for (int s = 0; s < o->n_seg; s++) o->seg_start[s + 1] = o->seg_start[s] + o->seg_len[s];
   o->heap = gp_xmalloc(((size_t)n_elig + 1) * sizeof(hent));
   if (c->memo) {
     /* Kept for the next step: the order sorted in full (merged from the last one). */
@@ -294,6 +295,8 @@ gp__order *gp__order_new(gp__ctx *c) {
     if (!build_sorted(o, usable ? k : NULL) && usable) build_sorted(o, NULL);
     o->sorted = true;
   } else {
+    for (int e = 0; e < n_elig; e++) o->seg_len[seg_of(o, c->eligible[e])]++;
+    for (int s = 0; s < o->n_seg; s++) o->seg_start[s + 1] = o->seg_start[s] + o->seg_len[s];
     int *fill = gp_xcalloc((size_t)o->n_seg + 1, sizeof(int));
     for (int e = 0; e < n_elig; e++) {
       int j = c->eligible[e];

@@ -49,6 +49,7 @@ static void ctx_done(gp__ctx *c) {
   free(c->leaf_class);
   free(c->path_limited);
   free(c->eligible);
+  free(c->fresh);
   free(c->node_jobs_start);
   free(c->node_jobs);
   free(c->node_runs);

@@ -61,7 +61,6 @@ typedef struct gp__job {
   uint8_t end_reason;   /* gp_end_reason, when GP__J_ENDED */
   bool preemptible;
   bool victim;          /* chosen as a victim in this step (or a stopping job counted on) */
-  bool replayed;        /* this step took it from the memo (memo.c) */
   int shape;            /* request shape id (shapes.c), -1 before it is computed */
   int pkey;             /* placement key id (shapes.c), -1 for jobs not eligible */
   const char *msg;      /* static sentence or plan-arena string */
@@ -223,6 +222,8 @@ typedef struct gp__ctx {
   int *running, n_running;   /* RUNNING and STOPPING */
   gp__run *run;              /* per running position */
   int *eligible, n_eligible; /* pending and schedulable */
+  int *fresh, n_fresh;       /* with a memo: those classified afresh (not replayed) */
+  size_t fresh_cap;
   int n_ended;               /* jobs that end in this plan */
 
   /* Running and stopping jobs per node (CSR), for preemption and backfill; built on first
