@@ -280,15 +280,17 @@ static void classify_running(gp__ctx *c, int j, gp__run *ru) {
 }
 
 /* A running or stopping job's part in the step: what its queues hold, what its nodes
- * lose, its record for preemption and backfill. */
-static void count_running(gp__ctx *c, int j, const gp__run *ru, size_t *run_cap) {
+ * lose (unless the memo's kept holds have it already), its record for preemption and
+ * backfill. */
+static void count_running(gp__ctx *c, int j, const gp__run *ru, size_t *run_cap, bool held) {
   const gp__job *ji = &c->jobs[j];
   if (ji->leaf >= 0) {
     gp__queue_add_alloc(c, ji->leaf, ji->gpus);
     c->tree.q[ji->leaf].demand += ji->gpus;
   }
   /* One placement of whole GPUs: held from the record, without reading the view. */
-  if (!(ru->node >= 0 && ru->whole && gp__hold_whole(c, ru->node, ru->whole, ru->cpu, ru->mem)))
+  if (!held &&
+      !(ru->node >= 0 && ru->whole && gp__hold_whole(c, ru->node, ru->whole, ru->cpu, ru->mem)))
     gp__hold_placements(c, j);
   if (ru->stopping) c->n_stopping++;
   gp_xgrow((void **)&c->run, run_cap, (size_t)c->n_running + 1, sizeof *c->run);
@@ -321,9 +323,13 @@ static void replay(gp__ctx *c, int j, const gp__memo_rec *m, size_t *run_cap) {
   ji->shape = ji->pkey = -1;
   switch (ji->stat) {
   case GP__J_RUNNING:
-  case GP__J_STOPPING:
-    count_running(c, j, &c->memo->run[j], run_cap);
+  case GP__J_STOPPING: {
+    const gp__run *ru = &c->memo->run[j];
+    bool held = gp__usage_held(c, j);
+    count_running(c, j, ru, run_cap, held);
+    if (!held && ru->node >= 0 && ru->whole) gp__usage_keep(c, j, ru);
     break;
+  }
   case GP__J_ELIGIBLE:
   case GP__J_WAITING:
     if (m->tok >= 0) gp__shape_by_token(c, j, c->memo->tokens, m->tok, c->memo->step);
@@ -366,6 +372,9 @@ int gp__classify_jobs(gp__ctx *c) {
                  ? 0
                  : gp__validate_job(c, j);
     if (rc) return rc;
+    /* The slot changed: the hold the memo kept for it goes (its old record is still
+     * there: remember() below overwrites it). */
+    if (memo) gp__usage_drop(c, j, &c->memo->run[j]);
     memset(ji, 0, sizeof *ji); /* (ctx.jobs is not zeroed up front: replays fill theirs) */
     ji->shape = ji->pkey = -1;
     ji->submitted = job->submitted_at;
@@ -376,7 +385,7 @@ int gp__classify_jobs(gp__ctx *c) {
     case GP_JOB_RUNNING:
     case GP_JOB_STOPPING:
       classify_running(c, j, &ru);
-      count_running(c, j, &ru, &run_cap);
+      count_running(c, j, &ru, &run_cap, false);
       break;
     case GP_JOB_PENDING:
     case GP_JOB_HELD:
@@ -386,8 +395,14 @@ int gp__classify_jobs(gp__ctx *c) {
       ji->stat = GP__J_NONE;
       break;
     }
-    if (memo) remember(c, j, revs[j], &memo[j], &ru);
+    if (memo) {
+      remember(c, j, revs[j], &memo[j], &ru);
+      if (memo[j].rev && (ji->stat == GP__J_RUNNING || ji->stat == GP__J_STOPPING) &&
+          ru.node >= 0 && ru.whole)
+        gp__usage_keep(c, j, &ru);
+    }
   }
+  if (memo) gp__usage_end(c, c->memo->run);
   if (c->memo) c->memo->n_running = (size_t)c->n_running;
   return 0;
 }

@@ -23,13 +23,15 @@ void gp_sched_memo_free(gp_sched_memo *m) {
   gp__victims_free(m->victims);
   gp__nodes_snap_free(m->nodes);
   gp__kept_order_free(m->order);
+  gp__usage_free(m->usage);
   free(m);
 }
 
 size_t gp_sched_memo_bytes(const gp_sched_memo *m) {
   if (!m) return 0;
   return sizeof *m + m->cap * (sizeof *m->rec + sizeof *m->run) + gp__tokens_bytes(m->tokens) +
-         gp__victims_bytes(m->victims) + gp__nodes_snap_bytes(m->nodes) + gp__kept_order_bytes(m->order);
+         gp__victims_bytes(m->victims) + gp__nodes_snap_bytes(m->nodes) + gp__kept_order_bytes(m->order) +
+         gp__usage_bytes(m->usage);
 }
 
 void gp__memo_begin(gp__ctx *c, gp_sched_memo *m) {

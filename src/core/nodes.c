@@ -68,6 +68,120 @@ static void usage_arrays(gp__ctx *c) {
   c->gpu_resv_until = gp_xcalloc(total + 1, sizeof(gp_time));
 }
 
+/* Kept by a memo (memo.c): the nodes and per-GPU counts as the derived state plus the
+ * holds of the last step's remembered running jobs with one whole-GPU placement on an
+ * exclusive node (most jobs) left them. Holds are sums of integers, so a step starts from
+ * this copy, gives back the holds of slots that changed and adds the new ones, and ends up
+ * exactly where holding every running job again would have. Other holds (several
+ * placements, shared GPUs, jobs the memo does not remember) are made every step and never
+ * enter this copy. */
+struct gp__usage {
+  gp__node *nodes;
+  int *gpu_used;
+  uint8_t *held;        /* per view slot: its job's hold (memo run record) is in here */
+  size_t held_cap;
+  int nn, ng, n_slots;  /* nodes, GPUs, view slots of the step that left it */
+  uint64_t step;        /* the memo step whose classification completed it; 0: unusable */
+};
+
+void gp__usage_free(struct gp__usage *u) {
+  if (!u) return;
+  free(u->nodes);
+  free(u->gpu_used);
+  free(u->held);
+  free(u);
+}
+
+size_t gp__usage_bytes(const struct gp__usage *u) {
+  if (!u) return 0;
+  return sizeof *u + ((size_t)u->nn + 1) * sizeof *u->nodes + ((size_t)u->ng + 1) * sizeof(int) +
+         u->held_cap;
+}
+
+static bool hold_whole_on(gp__node *nodes, int *gpu_used, int node, uint32_t mask, int64_t cpu,
+                          int64_t mem) {
+  gp__node *s = &nodes[node];
+  if (!s->exclusive_only) return false;
+  /* The per-GPU count still matters when a preemption simulation takes and gives back a
+   * victim's GPU. */
+  for (uint32_t m = mask; m; m &= m - 1) gpu_used[s->gpu_base + __builtin_ctz(m)] += GP_GPU_MILLI;
+  s->free &= ~mask;
+  s->cpu_free -= cpu;
+  s->mem_free -= mem;
+  return true;
+}
+
+/* Gives back a hold_whole_on hold: on an exclusive node a GPU is free again once nothing
+ * holds it, as apply() decides. */
+static void unhold_whole_on(gp__node *nodes, int *gpu_used, int node, uint32_t mask, int64_t cpu,
+                            int64_t mem) {
+  gp__node *s = &nodes[node];
+  for (uint32_t m = mask; m; m &= m - 1) {
+    int g = __builtin_ctz(m);
+    if ((gpu_used[s->gpu_base + g] -= GP_GPU_MILLI) <= 0 && (s->whole_ok >> g & 1))
+      s->free |= (uint32_t)1 << g;
+  }
+  s->cpu_free += cpu;
+  s->mem_free += mem;
+}
+
+/* The step's starting usage: the memo's kept copy when it is the last step's, else the
+ * derived nodes with nothing held (and the copy starts over from them). */
+static void usage_begin(gp__ctx *c) {
+  struct gp_sched_memo *m = c->memo;
+  struct gp__usage *u = m->usage;
+  int nn = c->view->n_nodes, ng = c->n_gpus_total;
+  if (u && c->view_known && u->step && u->step + 1 == m->step && u->nn == nn && u->ng == ng) {
+    memcpy(c->nodes, u->nodes, ((size_t)nn + 1) * sizeof *c->nodes);
+    memcpy(c->gpu_used, u->gpu_used, ((size_t)ng + 1) * sizeof *c->gpu_used);
+  } else {
+    if (!u || u->nn != nn || u->ng != ng) {
+      gp__usage_free(u);
+      u = m->usage = gp_xcalloc(1, sizeof *u);
+      u->nodes = gp_xmalloc(((size_t)nn + 1) * sizeof *u->nodes);
+      u->gpu_used = gp_xmalloc(((size_t)ng + 1) * sizeof *u->gpu_used);
+      u->nn = nn;
+      u->ng = ng;
+    }
+    memcpy(u->nodes, c->nodes, ((size_t)nn + 1) * sizeof *c->nodes);
+    memset(u->gpu_used, 0, ((size_t)ng + 1) * sizeof *u->gpu_used);
+    if (u->held) memset(u->held, 0, u->held_cap);
+    u->n_slots = 0;
+  }
+  size_t cap = u->held_cap;
+  if ((size_t)c->view->n_jobs + 1 > cap) {
+    gp_xgrow((void **)&u->held, &u->held_cap, (size_t)c->view->n_jobs + 1, 1);
+    memset(u->held + cap, 0, u->held_cap - cap);
+  }
+  u->step = 0; /* until classification completes it */
+  c->usage = u;
+}
+
+bool gp__usage_held(const gp__ctx *c, int j) { return c->usage && c->usage->held[j]; }
+
+void gp__usage_drop(gp__ctx *c, int j, const gp__run *old) {
+  struct gp__usage *u = c->usage;
+  if (!u || !u->held[j]) return;
+  unhold_whole_on(u->nodes, u->gpu_used, old->node, old->whole, old->cpu, old->mem);
+  unhold_whole_on(c->nodes, c->gpu_used, old->node, old->whole, old->cpu, old->mem);
+  u->held[j] = 0;
+}
+
+void gp__usage_keep(gp__ctx *c, int j, const gp__run *ru) {
+  struct gp__usage *u = c->usage;
+  if (u && hold_whole_on(u->nodes, u->gpu_used, ru->node, ru->whole, ru->cpu, ru->mem))
+    u->held[j] = 1;
+}
+
+void gp__usage_end(gp__ctx *c, const gp__run *old_runs) {
+  struct gp__usage *u = c->usage;
+  if (!u) return;
+  /* Slots past the view's end now: their jobs left. */
+  for (int j = c->view->n_jobs; j < u->n_slots; j++) gp__usage_drop(c, j, &old_runs[j]);
+  u->n_slots = c->view->n_jobs;
+  u->step = c->memo->step;
+}
+
 static void *dup_of(const void *p, size_t bytes) {
   void *d = gp_xmalloc(bytes ? bytes : 1);
   if (bytes) memcpy(d, p, bytes);
@@ -150,6 +264,7 @@ int gp__nodes_init(gp__ctx *c) {
   if (m && c->view_known && m->nodes && m->nodes->nn == c->view->n_nodes &&
       m->nodes->n_queues == c->tree.n) {
     snap_restore(c, m->nodes);
+    usage_begin(c);
     return 0;
   }
   int rc = nodes_derive(c);
@@ -157,6 +272,7 @@ int gp__nodes_init(gp__ctx *c) {
   if (m && !rc) {
     gp__nodes_snap_free(m->nodes);
     m->nodes = snap_take(c);
+    usage_begin(c);
   }
   return rc;
 }
@@ -354,15 +470,7 @@ static void apply(gp__ctx *c, int node, uint32_t mask, int milli, int64_t gpu_me
 }
 
 bool gp__hold_whole(gp__ctx *c, int node, uint32_t mask, int64_t cpu, int64_t mem) {
-  gp__node *s = &c->nodes[node];
-  if (!s->exclusive_only || c->indexed) return false;
-  /* The per-GPU count still matters when a preemption simulation takes and gives back a
-   * victim's GPU. */
-  for (uint32_t m = mask; m; m &= m - 1) c->gpu_used[s->gpu_base + __builtin_ctz(m)] += GP_GPU_MILLI;
-  s->free &= ~mask;
-  s->cpu_free -= cpu;
-  s->mem_free -= mem;
-  return true;
+  return !c->indexed && hold_whole_on(c->nodes, c->gpu_used, node, mask, cpu, mem);
 }
 
 void gp__hold_placements(gp__ctx *c, int j) {

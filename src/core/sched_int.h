@@ -150,6 +150,7 @@ struct gp_sched_memo {
   struct gp__victims *victims; /* the victim order (victim_order.c) */
   struct gp__nodes_snap *nodes; /* what the nodes give before any job holds them (nodes.c) */
   struct gp__kept_order *order; /* the last step's eligible jobs in order (order.c) */
+  struct gp__usage *usage; /* the nodes as the last step's kept holds left them (nodes.c) */
   uint64_t step;        /* steps run with this memo */
   size_t n_running;     /* running and stopping jobs in the last step */
 };
@@ -171,6 +172,7 @@ typedef struct gp__ctx {
   int default_class;    /* index into classes */
 
   struct gp_sched_memo *memo; /* NULL: gp_sched_step, or a view without a rev */
+  struct gp__usage *usage;    /* the memo's kept holds, when it has them (nodes.c) */
   bool view_known;      /* the memo's view: its nodes and pools were checked before */
 
   gp__qtree tree;
@@ -423,6 +425,15 @@ gp__order *gp__order_new(gp__ctx *c);
 void gp__order_free(gp__order *o);
 /* Next job to consider, or -1. */
 int gp__order_next(gp__order *o);
+/* The memo's kept holds (nodes.c): is slot j's hold in them; give back the one of a slot
+ * that changed (old: its record as the memo kept it); keep a remembered job's one-placement
+ * hold; close classification (slots past the view's end give theirs back). */
+void gp__usage_free(struct gp__usage *u);
+size_t gp__usage_bytes(const struct gp__usage *u);
+bool gp__usage_held(const gp__ctx *c, int j);
+void gp__usage_drop(gp__ctx *c, int j, const gp__run *old);
+void gp__usage_keep(gp__ctx *c, int j, const gp__run *ru);
+void gp__usage_end(gp__ctx *c, const gp__run *old_runs);
 /* The memo's kept order (order.c). */
 void gp__kept_order_free(struct gp__kept_order *k);
 size_t gp__kept_order_bytes(const struct gp__kept_order *k);
