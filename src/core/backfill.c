@@ -45,6 +45,8 @@ struct gp__resv_cache {
   bool *late;           /* per node: holds a victim of this step (it ends now; one chosen
                            after the build sits in the events at its old end time) */
   gp_time *first;       /* per node: its first event's end; now once it is late */
+  gp_time *last;        /* per node: the end of its last event that frees whole GPUs (all
+                           of them are free then); now once it is late */
 };
 
 static bool release_before(const gp__release *a, const gp__release *b) {
@@ -59,6 +61,7 @@ static void build_cache(gp__ctx *c) {
   rc->ev = gp_xmalloc(((size_t)total + 1) * sizeof *rc->ev);
   rc->late = gp_xcalloc((size_t)nn + 1, sizeof(bool));
   rc->first = gp_xmalloc(((size_t)nn + 1) * sizeof *rc->first);
+  rc->last = gp_xmalloc(((size_t)nn + 1) * sizeof *rc->last);
   /* Victims chosen before the build end now: their nodes are the only ones to look for
    * them on (and stay `late`, as for victims chosen after). */
   const gp_plan_preemption *pre = c->preemptions.items;
@@ -88,6 +91,9 @@ static void build_cache(gp__ctx *c) {
       rc->ev[b] = x;
     }
     rc->first[node] = rc->late[node] ? c->now : lo < hi ? rc->ev[lo].end : GP__NEVER;
+    int k = hi - 1; /* the last release of whole GPUs (a job holding none frees none) */
+    while (k >= lo && !rc->ev[k].rel) k--;
+    rc->last[node] = rc->late[node] || k < lo ? c->now : rc->ev[k].end;
   }
 }
 
@@ -97,6 +103,7 @@ void gp__backfill_done(gp__ctx *c) {
   free(rc->ev);
   free(rc->late);
   free(rc->first);
+  free(rc->last);
   free(rc);
   c->rcache = NULL;
 }
@@ -107,14 +114,16 @@ void gp__backfill_victim(gp__ctx *c, int v) {
   for (int p = 0; p < job->n_placements; p++) {
     c->rcache->late[job->placements[p].node] = true;
     c->rcache->first[job->placements[p].node] = c->now;
+    c->rcache->last[job->placements[p].node] = c->now;
   }
 }
 
-/* A lower bound of the node's next release time: its first event's end, or now when a
+/* A lower bound of when the node could first give r a task slot: its first event's end,
+ * or the last one that frees whole GPUs when r needs every GPU the node has; now when a
  * victim or a job this plan starts adds events the sorted list does not show. */
-static gp_time first_release(const gp__ctx *c, int node) {
+static gp_time first_release(const gp__ctx *c, const gp__req *r, int node) {
   if (c->started_head && c->started_head[node] >= 0) return c->now;
-  return c->rcache->first[node];
+  return r->gpus >= c->nodes[node].n_whole_ok ? c->rcache->last[node] : c->rcache->first[node];
 }
 
 /* GPUs of node that r could use at some time: healthy, right mode, enough memory, not
@@ -295,7 +304,7 @@ void gp__reserve(gp__ctx *c, gp__req *r) {
         /* With the heap full, a node whose every slot comes after the worst slot kept
          * cannot change the answer (slot_after is strict on time). */
         if (n == cap && gp__popc(nd->free & nd->whole_ok & ~nd->resv) < r->gpus &&
-            first_release(c, i) > h[0].t)
+            first_release(c, r, i) > h[0].t)
           continue;
         int k = slot_times(c, r, i, times, masks, max_slots, n == cap ? h[0].t : GP__NEVER);
         for (int s = 0; s < k; s++) heap_push(h, &n, cap, (slot){times[s], i, s});

@@ -57,6 +57,32 @@ static void a_job_waits_for_resources_once_a_backfilled_start_took_what_fitted(v
   fx_free(f);
 }
 
+/* A job that holds no GPU frees none: a node whose GPUs all free at 3,700 can give a
+ * whole-node job its slot then, even while a CPU-only job runs on there until 9,100. */
+static void a_cpu_only_job_does_not_hold_back_a_whole_node_reservation(void) {
+  fx *f = fx_new();
+  fx_node(f, "n0", "H100", 8);
+  fx_node(f, "n1", "H100", 8);
+  fx_queue(f, "a", 0, GP_NO_LIMIT, 1);
+  gp_job *r0 = fx_job(f, "r0", "a", 8, 1), *r1 = fx_job(f, "r1", "a", 8, 1);
+  gp_job *cpu = fx_job(f, "cpu", "a", 0, 1);
+  r0->time_limit = 4900;  /* n0 frees at 5,000 */
+  r1->time_limit = 3600;  /* n1's GPUs free at 3,700 */
+  cpu->time_limit = 9000; /* n1's CPU-only job ends at 9,100 */
+  cpu->req.cpu_milli = 1000;
+  fx_run(f, r0, 0, 0xff, 100);
+  fx_run(f, r1, 1, 0xff, 100);
+  fx_run(f, cpu, 1, 0, 100);
+  fx_job(f, "big", "a", 8, 1)->time_limit = 3600;
+  gp_plan *p = fx_step(f, 1000);
+  REQUIRE(p);
+  const gp_plan_reservation *rv = resv_of(f, p, "big");
+  REQUIRE(rv);
+  CHECK_EQ_INT(3700, rv->at);
+  gp_plan_free(p);
+  fx_free(f);
+}
+
 static void without_backfill_a_strict_fifo_head_blocks_everyone(void) {
   fx *f = half_busy_node();
   f->pol.order = GP_ORDER_FIFO;
@@ -136,6 +162,7 @@ static void jobs_without_any_time_limit_get_no_reservation(void) {
 
 GP_TESTS(a_short_job_backfills_but_a_long_one_would_delay_the_reservation,
          a_job_waits_for_resources_once_a_backfilled_start_took_what_fitted,
+         a_cpu_only_job_does_not_hold_back_a_whole_node_reservation,
          without_backfill_a_strict_fifo_head_blocks_everyone,
          on_a_full_cluster_the_strict_head_still_blocks_everyone,
          a_job_may_use_gpus_the_reservation_does_not_need,
