@@ -160,11 +160,51 @@ static const char *model_message(gp__ctx *c, const gp_request *r) {
   return m;
 }
 
+/* Classification's queue sums. While every amount is a whole number (whole-GPU and
+ * CPU-only jobs: nearly always) they are kept as integers, per leaf, and the tree's sums
+ * are made from them at the end: floating-point sums of whole numbers are exact in any
+ * order, so that is what adding each job along its path would give, without a chain of
+ * dependent additions through every job. On the first fraction the sums are redone job by
+ * job in view order (sums_redo). */
+static void add_sums(gp__ctx *c, int leaf, double gpus, bool held) {
+  if (c->sums_inexact) return;
+  if (!(gpus >= 0 && gpus < 2147483648.0 && gpus == (double)(int64_t)gpus)) {
+    c->sums_inexact = true;
+    return;
+  }
+  c->demand_int[leaf] += (int64_t)gpus;
+  if (held) c->alloc_int[leaf] += (int64_t)gpus;
+}
+
+static void sums_done(gp__ctx *c) {
+  gp__qtree *t = &c->tree;
+  if (!c->sums_inexact) {
+    /* Children follow their parents in the tree: add each queue into its parent, last first. */
+    for (int q = t->n - 1; q >= 0; q--)
+      if (t->q[q].parent >= 0) c->alloc_int[t->q[q].parent] += c->alloc_int[q];
+    for (int q = 0; q < t->n; q++) {
+      t->q[q].allocated += (double)c->alloc_int[q];
+      t->q[q].demand += (double)c->demand_int[q];
+    }
+    return;
+  }
+  for (int j = 0; j < c->view->n_jobs; j++) {
+    const gp__job *ji = &c->jobs[j];
+    if (ji->leaf < 0) continue;
+    if (ji->stat == GP__J_RUNNING || ji->stat == GP__J_STOPPING) {
+      gp__queue_add_alloc(c, ji->leaf, ji->gpus);
+      t->q[ji->leaf].demand += ji->gpus;
+    } else if (ji->stat == GP__J_ELIGIBLE) {
+      t->q[ji->leaf].demand += ji->gpus;
+    }
+  }
+}
+
 /* An eligible job joins the step: its queue's demand, its placement key, the early
  * stop's smallest request, the eligible list. */
 static void admit(gp__ctx *c, int j, int whole_per_task) {
   const gp__job *ji = &c->jobs[j];
-  c->tree.q[ji->leaf].demand += ji->gpus;
+  add_sums(c, ji->leaf, ji->gpus, false);
   gp_time end = ji->limit > 0 && c->now < GP__NEVER - ji->limit ? c->now + ji->limit : GP__NEVER;
   gp__keys_add(c, j, end);
   if (ji->kind == GP__R_WHOLE) {
@@ -284,10 +324,7 @@ static void classify_running(gp__ctx *c, int j, gp__run *ru) {
  * backfill. */
 static void count_running(gp__ctx *c, int j, const gp__run *ru, size_t *run_cap, bool held) {
   const gp__job *ji = &c->jobs[j];
-  if (ji->leaf >= 0) {
-    gp__queue_add_alloc(c, ji->leaf, ji->gpus);
-    c->tree.q[ji->leaf].demand += ji->gpus;
-  }
+  if (ji->leaf >= 0) add_sums(c, ji->leaf, ji->gpus, true);
   /* One placement of whole GPUs: held from the record, without reading the view. */
   if (!held &&
       !(ru->node >= 0 && ru->whole && gp__hold_whole(c, ru->node, ru->whole, ru->cpu, ru->mem)))
@@ -351,6 +388,9 @@ int gp__classify_jobs(gp__ctx *c) {
   c->leaf_class = gp_xmalloc(((size_t)c->tree.n + 1) * sizeof(int));
   for (int q = 0; q < c->tree.n; q++) c->leaf_class[q] = -2;
   c->eligible = gp_xmalloc(((size_t)v->n_jobs + 1) * sizeof(int));
+  c->alloc_int = gp_xcalloc((size_t)c->tree.n + 1, sizeof *c->alloc_int);
+  c->demand_int = gp_xcalloc((size_t)c->tree.n + 1, sizeof *c->demand_int);
+  c->sums_inexact = v->n_jobs > (1 << 21); /* (so integer sums stay under 2^52) */
   /* Queues with a limit on their path (parents precede children in the tree): jobs of the
    * others skip the limit walk, done for every job never considered. */
   c->path_limited = gp_xmalloc(((size_t)c->tree.n + 1) * sizeof(bool));
@@ -403,6 +443,7 @@ int gp__classify_jobs(gp__ctx *c) {
     }
   }
   if (memo) gp__usage_end(c, c->memo->run);
+  sums_done(c);
   if (c->memo) c->memo->n_running = (size_t)c->n_running;
   return 0;
 }

@@ -50,6 +50,8 @@ static void ctx_done(gp__ctx *c) {
   free(c->path_limited);
   free(c->eligible);
   free(c->fresh);
+  free(c->alloc_int);
+  free(c->demand_int);
   free(c->node_jobs_start);
   free(c->node_jobs);
   free(c->node_runs);

@@ -225,6 +225,10 @@ typedef struct gp__ctx {
   gp__run *run;              /* per running position */
   int *eligible, n_eligible; /* pending and schedulable */
   int *fresh, n_fresh;       /* with a memo: those classified afresh (not replayed) */
+  /* Classification's queue sums while every amount is a whole number (jobs.c): per tree
+   * queue, GPUs held; per leaf, GPUs asked or held. */
+  int64_t *alloc_int, *demand_int;
+  bool sums_inexact;
   size_t fresh_cap;
   int n_ended;               /* jobs that end in this plan */
 
