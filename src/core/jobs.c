@@ -165,7 +165,7 @@ static const char *model_message(gp__ctx *c, const gp_request *r) {
  * are made from them at the end: floating-point sums of whole numbers are exact in any
  * order, so that is what adding each job along its path would give, without a chain of
  * dependent additions through every job. On the first fraction the sums are redone job by
- * job in view order (sums_redo). */
+ * job in view order (sums_done). */
 static void add_sums(gp__ctx *c, int leaf, double gpus, bool held) {
   if (c->sums_inexact) return;
   if (!(gpus >= 0 && gpus < 2147483648.0 && gpus == (double)(int64_t)gpus)) {
