@@ -422,7 +422,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
   if (!r) {
     r = gp_xcalloc(1, sizeof *r);
     r->conn = c;
-    gp_buf_init(&r->body, GP_SRV_MAX_BODY);
+    gp_buf_init(&r->body, GP_SRV_MAX_BODY + 1); /* (+1: the buffer keeps a NUL) */
     snprintf(r->method, sizeof r->method, "%s", method);
     r->path = gp_xstrdup(url);
     *con_cls = r;
@@ -438,6 +438,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (!r->too_large) {
       if (r->body.len + *upload_size > GP_SRV_MAX_BODY) r->too_large = true;
       else gp_buf_append(&r->body, upload_data, *upload_size);
+      /* A body is answered whole or refused, never parsed cut short. */
+      if (r->body.truncated) r->too_large = true;
     }
     *upload_size = 0;
     return MHD_YES;
