@@ -58,11 +58,18 @@ struct gp__nodes_snap {
   double capacity;
 };
 
-/* What running jobs, starts and reservations change during a step: all zero at first. */
-static void usage_arrays(gp__ctx *c) {
+static void *dup_of(const void *p, size_t bytes) {
+  void *d = gp_xmalloc(bytes ? bytes : 1);
+  if (bytes) memcpy(d, p, bytes);
+  return d;
+}
+
+/* What running jobs, starts and reservations change during a step: all zero at first,
+ * but the per-GPU counts a memo kept (gpu_used: NULL for none). */
+static void usage_arrays(gp__ctx *c, const int *gpu_used) {
   size_t total = (size_t)c->n_gpus_total;
   c->block_free = gp_xcalloc((size_t)c->n_blocks + 1, sizeof(int));
-  c->gpu_used = gp_xcalloc(total + 1, sizeof(int));
+  c->gpu_used = gpu_used ? dup_of(gpu_used, (total + 1) * sizeof(int)) : gp_xcalloc(total + 1, sizeof(int));
   c->gpu_mem_used = gp_xcalloc(total + 1, sizeof(int64_t));
   c->gpu_mig_busy = gp_xcalloc(total + 1, 1);
   c->gpu_resv_until = gp_xcalloc(total + 1, sizeof(gp_time));
@@ -125,16 +132,23 @@ static void unhold_whole_on(gp__node *nodes, int *gpu_used, int node, uint32_t m
   s->mem_free += mem;
 }
 
-/* The step's starting usage: the memo's kept copy when it is the last step's, else the
- * derived nodes with nothing held (and the copy starts over from them). */
-static void usage_begin(gp__ctx *c) {
-  struct gp_sched_memo *m = c->memo;
+/* The memo's kept usage when the last step left it for this view, else NULL. */
+static struct gp__usage *usage_kept(const gp__ctx *c, int nn, int ng) {
+  const struct gp_sched_memo *m = c->memo;
   struct gp__usage *u = m->usage;
+  return u && c->view_known && u->step && u->step + 1 == m->step && u->nn == nn && u->ng == ng
+             ? u
+             : NULL;
+}
+
+/* The step's starting usage: `kept` when the step started from it (usage_kept), else the
+ * derived nodes with nothing held, and the copy starts over from them. */
+static void usage_begin(gp__ctx *c, struct gp__usage *kept) {
+  struct gp_sched_memo *m = c->memo;
+  struct gp__usage *u = kept;
   int nn = c->view->n_nodes, ng = c->n_gpus_total;
-  if (u && c->view_known && u->step && u->step + 1 == m->step && u->nn == nn && u->ng == ng) {
-    memcpy(c->nodes, u->nodes, ((size_t)nn + 1) * sizeof *c->nodes);
-    memcpy(c->gpu_used, u->gpu_used, ((size_t)ng + 1) * sizeof *c->gpu_used);
-  } else {
+  if (!u) {
+    u = m->usage;
     if (!u || u->nn != nn || u->ng != ng) {
       gp__usage_free(u);
       u = m->usage = gp_xcalloc(1, sizeof *u);
@@ -182,12 +196,6 @@ void gp__usage_end(gp__ctx *c, const gp__run *old_runs) {
   u->step = c->memo->step;
 }
 
-static void *dup_of(const void *p, size_t bytes) {
-  void *d = gp_xmalloc(bytes ? bytes : 1);
-  if (bytes) memcpy(d, p, bytes);
-  return d;
-}
-
 void gp__nodes_snap_free(struct gp__nodes_snap *s) {
   if (!s) return;
   free(s->nodes);
@@ -226,8 +234,10 @@ static struct gp__nodes_snap *snap_take(const gp__ctx *c) {
   return s;
 }
 
-static void snap_restore(gp__ctx *c, const struct gp__nodes_snap *s) {
-  c->nodes = dup_of(s->nodes, ((size_t)s->nn + 1) * sizeof *c->nodes);
+/* The derived state from the snapshot; nodes and per-GPU counts from the memo's kept
+ * usage instead when there is one (kept: it is the derived state plus the kept holds). */
+static void snap_restore(gp__ctx *c, const struct gp__nodes_snap *s, const struct gp__usage *kept) {
+  c->nodes = dup_of(kept ? kept->nodes : s->nodes, ((size_t)s->nn + 1) * sizeof *c->nodes);
   c->n_models = s->n_models;
   c->model_names = dup_of(s->model_names, ((size_t)s->n_models + 1) * sizeof *c->model_names);
   gp__strmap_init(&c->model_map, (size_t)s->n_models + 1);
@@ -236,7 +246,7 @@ static void snap_restore(gp__ctx *c, const struct gp__nodes_snap *s) {
   c->block_start = dup_of(s->block_start, ((size_t)s->n_blocks + 1) * sizeof(int));
   c->block_nodes = dup_of(s->block_nodes, ((size_t)s->nn + 1) * sizeof(int));
   c->n_gpus_total = s->n_gpus_total;
-  usage_arrays(c);
+  usage_arrays(c, kept ? kept->gpu_used : NULL);
   c->dom = dup_of(s->dom, ((size_t)s->n_gpus_total + 1) * sizeof(uint32_t));
   c->max_gpu_mem = s->max_gpu_mem;
   c->has_timeslice = s->has_timeslice;
@@ -263,8 +273,9 @@ int gp__nodes_init(gp__ctx *c) {
   struct gp_sched_memo *m = c->memo;
   if (m && c->view_known && m->nodes && m->nodes->nn == c->view->n_nodes &&
       m->nodes->n_queues == c->tree.n) {
-    snap_restore(c, m->nodes);
-    usage_begin(c);
+    struct gp__usage *kept = usage_kept(c, m->nodes->nn, m->nodes->n_gpus_total);
+    snap_restore(c, m->nodes, kept);
+    usage_begin(c, kept);
     return 0;
   }
   int rc = nodes_derive(c);
@@ -272,7 +283,7 @@ int gp__nodes_init(gp__ctx *c) {
   if (m && !rc) {
     gp__nodes_snap_free(m->nodes);
     m->nodes = snap_take(c);
-    usage_begin(c);
+    usage_begin(c, NULL);
   }
   return rc;
 }
@@ -341,7 +352,7 @@ static int nodes_derive(gp__ctx *c) {
     total += v->nodes[i].n_gpus;
   }
   c->n_gpus_total = total;
-  usage_arrays(c);
+  usage_arrays(c, NULL);
   c->dom = gp_xcalloc((size_t)total + 1, sizeof(uint32_t));
   for (int i = 0; i < nn; i++) {
     const gp_node *n = &v->nodes[i];
