@@ -20,11 +20,10 @@
 #include "sim/replay/heap.h"
 #include "sim/replay/replay.h"
 #include "sim/replay/stats.h"
-
-#define NO_CKPT INT64_MAX /* ckpt_next of a slot that is not running */
 #include "snapshot/policy_read.h"
 
 #define PEND_TASKS_MAX 64
+#define NO_CKPT INT64_MAX /* ckpt_next of a slot that is not running */
 
 enum sj_state { SJ_FUTURE = 0, SJ_PENDING, SJ_RUNNING, SJ_STOPPING, SJ_DONE, SJ_TIMEOUT, SJ_REJECTED };
 
