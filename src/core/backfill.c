@@ -30,9 +30,10 @@ static gp_time end_of(const gp__ctx *c, int r) {
 }
 
 /* Per node, the running and stopping jobs' release events (end time, whole GPUs, CPU and
- * host memory freed there), sorted by (end, job); built once per step on the first
- * reservation, from the running-job records, so the next reservations do not chase
- * placements through the view again. */
+ * host memory freed there); built once per step on the first reservation, from the
+ * running-job records, so the next reservations do not chase placements through the view
+ * again. A node's events are sorted by (end, job) when a reservation first looks at them:
+ * most nodes are passed over on their first and last release alone. */
 typedef struct gp__release {
   gp_time end;
   int job;
@@ -42,6 +43,7 @@ typedef struct gp__release {
 
 struct gp__resv_cache {
   gp__release *ev;      /* in ctx.node_jobs order: node i's at node_jobs_start[i] .. [i + 1] */
+  bool *sorted;         /* per node: its events are sorted */
   bool *late;           /* per node: holds a victim of this step (it ends now; one chosen
                            after the build sits in the events at its old end time) */
   gp_time *first;       /* per node: its first event's end; now once it is late */
@@ -60,6 +62,7 @@ static void build_cache(gp__ctx *c) {
   int nn = c->view->n_nodes, total = c->node_jobs_start[nn];
   rc->ev = gp_xmalloc(((size_t)total + 1) * sizeof *rc->ev);
   rc->late = gp_xcalloc((size_t)nn + 1, sizeof(bool));
+  rc->sorted = gp_xcalloc((size_t)nn + 1, sizeof(bool));
   rc->first = gp_xmalloc(((size_t)nn + 1) * sizeof *rc->first);
   rc->last = gp_xmalloc(((size_t)nn + 1) * sizeof *rc->last);
   /* Victims chosen before the build end now: their nodes are the only ones to look for
@@ -68,6 +71,8 @@ static void build_cache(gp__ctx *c) {
   for (size_t i = 0; i < c->preemptions.n; i++) gp__backfill_victim(c, pre[i].job);
   for (int node = 0; node < nn; node++) {
     int lo = c->node_jobs_start[node], hi = c->node_jobs_start[node + 1];
+    gp_time first = GP__NEVER, last = c->now; /* (last: of the events that free whole GPUs) */
+    bool any_rel = false;
     for (int k = lo; k < hi; k++) {
       int v = c->node_jobs[k], r = c->node_runs[k];
       const gp__run *ru = &c->run[r];
@@ -86,14 +91,27 @@ static void build_cache(gp__ctx *c) {
         x.cpu += job->req.cpu_milli;
         x.mem += job->req.mem_mib;
       }
-      int b = k; /* insertion sort: a node holds few jobs */
-      for (; b > lo && release_before(&x, &rc->ev[b - 1]); b--) rc->ev[b] = rc->ev[b - 1];
-      rc->ev[b] = x;
+      rc->ev[k] = x;
+      if (x.end < first) first = x.end;
+      if (x.rel && (!any_rel || x.end > last)) last = x.end;
+      any_rel |= x.rel != 0;
     }
-    rc->first[node] = rc->late[node] ? c->now : lo < hi ? rc->ev[lo].end : GP__NEVER;
-    int k = hi - 1; /* the last release of whole GPUs (a job holding none frees none) */
-    while (k >= lo && !rc->ev[k].rel) k--;
-    rc->last[node] = rc->late[node] || k < lo ? c->now : rc->ev[k].end;
+    rc->first[node] = rc->late[node] ? c->now : first;
+    rc->last[node] = rc->late[node] || !any_rel ? c->now : last;
+  }
+}
+
+/* Sorts node's events by (end, job) once: a node holds few jobs. */
+static void sort_events(const gp__ctx *c, int node) {
+  struct gp__resv_cache *rc = c->rcache;
+  if (rc->sorted[node]) return;
+  rc->sorted[node] = true;
+  int lo = c->node_jobs_start[node], hi = c->node_jobs_start[node + 1];
+  for (int k = lo + 1; k < hi; k++) {
+    gp__release x = rc->ev[k];
+    int b = k;
+    for (; b > lo && release_before(&x, &rc->ev[b - 1]); b--) rc->ev[b] = rc->ev[b - 1];
+    rc->ev[b] = x;
   }
 }
 
@@ -101,6 +119,7 @@ void gp__backfill_done(gp__ctx *c) {
   struct gp__resv_cache *rc = c->rcache;
   if (!rc) return;
   free(rc->ev);
+  free(rc->sorted);
   free(rc->late);
   free(rc->first);
   free(rc->last);
@@ -162,6 +181,7 @@ static int slot_times(const gp__ctx *c, const gp__req *r, int node, gp_time *tim
     return 0;
   /* Release events on this node: running/stopping jobs (cached, see build_cache), and jobs
    * this plan starts. */
+  sort_events(c, node);
   const struct gp__resv_cache *rc = c->rcache;
   gp_time ends[MAX_ON_NODE];
   uint32_t rel[MAX_ON_NODE];
@@ -302,9 +322,10 @@ void gp__reserve(gp__ctx *c, gp__req *r) {
         const gp__node *nd = &c->nodes[i];
         if (nd->n_whole_ok < r->gpus) continue;
         /* With the heap full, a node whose every slot comes after the worst slot kept
-         * cannot change the answer (slot_after is strict on time). */
-        if (n == cap && gp__popc(nd->free & nd->whole_ok & ~nd->resv) < r->gpus &&
-            first_release(c, r, i) > h[0].t)
+         * cannot change the answer (slot_after is strict on time). (The index's level,
+         * its free GPUs, bounds what is free and unreserved.) */
+        if (n == cap && first_release(c, r, i) > h[0].t &&
+            (c->ix.node_level[i] < r->gpus || gp__popc(nd->free & nd->whole_ok & ~nd->resv) < r->gpus))
           continue;
         int k = slot_times(c, r, i, times, masks, max_slots, n == cap ? h[0].t : GP__NEVER);
         for (int s = 0; s < k; s++) heap_push(h, &n, cap, (slot){times[s], i, s});

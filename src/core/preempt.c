@@ -82,73 +82,69 @@ void gp__preempt_setup(gp__ctx *c) {
                                  (c->pol->reclaim && c->pol->order == GP_ORDER_FAIRSHARE));
 }
 
+/* Is placement k of job the first on its node? (A job counts once per node.) */
+static bool first_on_node(const gp_job *job, int k) {
+  for (int m = 0; m < k; m++)
+    if (job->placements[m].node == job->placements[k].node) return false;
+  return true;
+}
+
 void gp__preempt_build(gp__ctx *c) {
   const gp_view *v = c->view;
   struct gp__preempt *p = c->pre;
   if (p->built) return;
   p->built = true;
   int nn = v->n_nodes, nq = c->tree.n;
-  /* Node -> running/stopping jobs (each job once per node). One-placement jobs (most)
-   * need not read the view: classification kept their node. */
+  /* Node -> running/stopping jobs (each job once per node) and queue -> victim-able jobs,
+   * as CSR: one pass counts, one fills. One-placement jobs (most) need not read the view:
+   * classification kept their node. */
   c->node_jobs_start = gp_xcalloc((size_t)nn + 2, sizeof(int));
-  for (int r = 0; r < c->n_running; r++) {
-    if (c->run[r].node >= 0) {
-      c->node_jobs_start[c->run[r].node + 1]++;
-      continue;
-    }
-    const gp_job *job = &v->jobs[c->running[r]];
-    for (int k = 0; k < job->n_placements; k++) {
-      int dup = 0;
-      for (int m = 0; m < k && !dup; m++) dup = job->placements[m].node == job->placements[k].node;
-      if (!dup) c->node_jobs_start[job->placements[k].node + 1]++;
-    }
-  }
-  for (int i = 0; i < nn; i++) c->node_jobs_start[i + 1] += c->node_jobs_start[i];
-  c->node_jobs = gp_xmalloc(((size_t)c->node_jobs_start[nn] + 1) * sizeof(int));
-  c->node_runs = gp_xmalloc(((size_t)c->node_jobs_start[nn] + 1) * sizeof(int));
-  int *fill = gp_xcalloc((size_t)nn + 1, sizeof(int));
   p->leaf_start = gp_xcalloc((size_t)nq + 2, sizeof(int));
   p->leaf_min_prio = gp_xmalloc(((size_t)nq + 1) * sizeof(int));
   for (int q = 0; q < nq; q++) p->leaf_min_prio[q] = INT_MAX;
   p->pool_borrowers = gp_xcalloc((size_t)v->n_pools + 1, sizeof(int));
   p->stopping = gp_xmalloc(((size_t)c->n_stopping + 1) * sizeof(int));
-  bool *able = gp_xmalloc(((size_t)c->n_running + 1) * sizeof(bool));
-  int n_able = 0;
   for (int r = 0; r < c->n_running; r++) {
-    int j = c->running[r];
     const gp__run *ru = &c->run[r];
-    int one = ru->node;
-    const gp_job *job = one >= 0 ? NULL : &v->jobs[j];
-    int n_pl = one >= 0 ? 1 : job->n_placements;
+    const gp_job *job = ru->node >= 0 ? NULL : &v->jobs[c->running[r]];
+    int n_pl = job ? job->n_placements : 1;
     for (int k = 0; k < n_pl; k++) {
-      int node = one >= 0 ? one : job->placements[k].node, dup = 0;
-      for (int m = 0; m < k && !dup; m++) dup = job->placements[m].node == node;
-      if (dup) continue;
-      int at = c->node_jobs_start[node] + fill[node]++;
-      c->node_jobs[at] = j;
-      c->node_runs[at] = r;
+      int node = job ? job->placements[k].node : ru->node;
+      if (job && !first_on_node(job, k)) continue;
+      c->node_jobs_start[node + 1]++;
       int pool = c->nodes[node].pool;
       if (pool >= 0 && (ru->leaf < 0 || c->queue_pool[ru->leaf] != pool)) p->pool_borrowers[pool]++;
     }
-    if (ru->stopping) p->stopping[p->n_stopping++] = j;
-    able[r] = gp__victim_able(c, r) && ru->leaf >= 0;
-    if (able[r]) {
+    if (ru->stopping) p->stopping[p->n_stopping++] = c->running[r];
+    if (gp__victim_able(c, r) && ru->leaf >= 0) {
       p->leaf_start[ru->leaf + 1]++;
-      n_able++;
       if (ru->prio < p->leaf_min_prio[ru->leaf]) p->leaf_min_prio[ru->leaf] = ru->prio;
     }
   }
-  free(fill);
+  for (int i = 0; i < nn; i++) c->node_jobs_start[i + 1] += c->node_jobs_start[i];
   for (int q = 0; q < nq; q++) p->leaf_start[q + 1] += p->leaf_start[q];
-  p->leaf_jobs = gp_xmalloc(((size_t)n_able + 1) * sizeof(int));
-  int *lfill = gp_xcalloc((size_t)nq + 1, sizeof(int));
+  c->node_jobs = gp_xmalloc(((size_t)c->node_jobs_start[nn] + 1) * sizeof(int));
+  c->node_runs = gp_xmalloc(((size_t)c->node_jobs_start[nn] + 1) * sizeof(int));
+  p->leaf_jobs = gp_xmalloc(((size_t)p->leaf_start[nq] + 1) * sizeof(int));
+  /* The starts advance as the lists fill; the pass after puts them back. */
   for (int r = 0; r < c->n_running; r++) {
-    if (!able[r]) continue;
-    int j = c->running[r], l = c->run[r].leaf;
-    p->leaf_jobs[p->leaf_start[l] + lfill[l]++] = j;
+    int j = c->running[r];
+    const gp__run *ru = &c->run[r];
+    const gp_job *job = ru->node >= 0 ? NULL : &v->jobs[j];
+    int n_pl = job ? job->n_placements : 1;
+    for (int k = 0; k < n_pl; k++) {
+      int node = job ? job->placements[k].node : ru->node;
+      if (job && !first_on_node(job, k)) continue;
+      int at = c->node_jobs_start[node]++;
+      c->node_jobs[at] = j;
+      c->node_runs[at] = r;
+    }
+    if (gp__victim_able(c, r) && ru->leaf >= 0) p->leaf_jobs[p->leaf_start[ru->leaf]++] = j;
   }
-  free(lfill);
-  free(able);
+  for (int i = nn; i > 0; i--) c->node_jobs_start[i] = c->node_jobs_start[i - 1];
+  c->node_jobs_start[0] = 0;
+  for (int q = nq; q > 0; q--) p->leaf_start[q] = p->leaf_start[q - 1];
+  p->leaf_start[0] = 0;
 }
 
 static void alloc_scratch(gp__ctx *c) {
