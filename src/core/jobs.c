@@ -166,14 +166,19 @@ static const char *model_message(gp__ctx *c, const gp_request *r) {
  * order, so that is what adding each job along its path would give, without a chain of
  * dependent additions through every job. On the first fraction the sums are redone job by
  * job in view order (sums_done). */
-static void add_sums(gp__ctx *c, int leaf, double gpus, bool held) {
+static bool gpus_whole(double gpus) {
+  return gpus >= 0 && gpus < 2147483648.0 && gpus == (double)(int64_t)gpus;
+}
+
+/* (ji: the job's classification, read where it was remembered when replayed.) */
+static void add_sums(gp__ctx *c, const gp__job *ji, bool held) {
   if (c->sums_inexact) return;
-  if (!(gpus >= 0 && gpus < 2147483648.0 && gpus == (double)(int64_t)gpus)) {
+  if (ji->sums ? ji->sums != 1 : !gpus_whole(ji->gpus)) {
     c->sums_inexact = true;
     return;
   }
-  c->demand_int[leaf] += (int64_t)gpus;
-  if (held) c->alloc_int[leaf] += (int64_t)gpus;
+  c->demand_int[ji->leaf] += (int64_t)ji->gpus;
+  if (held) c->alloc_int[ji->leaf] += (int64_t)ji->gpus;
 }
 
 static void sums_done(gp__ctx *c) {
@@ -201,10 +206,10 @@ static void sums_done(gp__ctx *c) {
 }
 
 /* An eligible job joins the step: its queue's demand, its placement key, the early
- * stop's smallest request, the eligible list. */
-static void admit(gp__ctx *c, int j, int whole_per_task) {
-  const gp__job *ji = &c->jobs[j];
-  add_sums(c, ji->leaf, ji->gpus, false);
+ * stop's smallest request, the eligible list. (ji: its classification, as ctx.jobs[j] has
+ * it; a replay passes the memo's record, in cache, instead of the copy just written.) */
+static void admit(gp__ctx *c, int j, const gp__job *ji, int whole_per_task) {
+  add_sums(c, ji, false);
   gp_time end = ji->limit > 0 && c->now < GP__NEVER - ji->limit ? c->now + ji->limit : GP__NEVER;
   gp__keys_add(c, j, end);
   if (ji->kind == GP__R_WHOLE) {
@@ -272,7 +277,7 @@ static void classify_pending(gp__ctx *c, int j) {
   }
   ji->stat = GP__J_ELIGIBLE;
   ji->idp = gp__id_prefix(job->id);
-  admit(c, j, job->req.gpus_per_task);
+  admit(c, j, ji, job->req.gpus_per_task);
   if (c->memo) { /* the order merges these into the one the memo kept (order.c) */
     gp_xgrow((void **)&c->fresh, &c->fresh_cap, (size_t)c->n_fresh + 1, sizeof *c->fresh);
     c->fresh[c->n_fresh++] = j;
@@ -322,9 +327,9 @@ static void classify_running(gp__ctx *c, int j, gp__run *ru) {
 /* A running or stopping job's part in the step: what its queues hold, what its nodes
  * lose (unless the memo's kept holds have it already), its record for preemption and
  * backfill. */
-static void count_running(gp__ctx *c, int j, const gp__run *ru, size_t *run_cap, bool held) {
-  const gp__job *ji = &c->jobs[j];
-  if (ji->leaf >= 0) add_sums(c, ji->leaf, ji->gpus, true);
+static void count_running(gp__ctx *c, int j, const gp__job *ji, const gp__run *ru, size_t *run_cap,
+                          bool held) {
+  if (ji->leaf >= 0) add_sums(c, ji, true);
   /* One placement of whole GPUs: held from the record, without reading the view. */
   if (!held &&
       !(ru->node >= 0 && ru->whole && gp__hold_whole(c, ru->node, ru->whole, ru->cpu, ru->mem)))
@@ -347,6 +352,7 @@ static void remember(gp__ctx *c, int j, uint64_t rev, gp__memo_rec *m, const gp_
   }
   m->rev = rev;
   m->cls = *ji;
+  m->cls.sums = gpus_whole(ji->gpus) ? 1 : 2;
   m->tok = ji->shape >= 0 ? gp__shape_token(c, j, &c->memo->tokens) : -1;
   m->whole_per_task = job->req.gpus_per_task;
   if (ji->stat == GP__J_RUNNING || ji->stat == GP__J_STOPPING) c->memo->run[j] = *ru;
@@ -358,19 +364,19 @@ static void replay(gp__ctx *c, int j, const gp__memo_rec *m, size_t *run_cap) {
   gp__job *ji = &c->jobs[j];
   *ji = m->cls;
   ji->shape = ji->pkey = -1;
-  switch (ji->stat) {
+  switch (m->cls.stat) {
   case GP__J_RUNNING:
   case GP__J_STOPPING: {
     const gp__run *ru = &c->memo->run[j];
     bool held = gp__usage_held(c, j);
-    count_running(c, j, ru, run_cap, held);
+    count_running(c, j, &m->cls, ru, run_cap, held);
     if (!held && ru->node >= 0 && ru->whole) gp__usage_keep(c, j, ru);
     break;
   }
   case GP__J_ELIGIBLE:
   case GP__J_WAITING:
     if (m->tok >= 0) gp__shape_by_token(c, j, c->memo->tokens, m->tok, c->memo->step);
-    if (ji->stat == GP__J_ELIGIBLE) admit(c, j, m->whole_per_task);
+    if (m->cls.stat == GP__J_ELIGIBLE) admit(c, j, &m->cls, m->whole_per_task);
     break;
   default:
     break;
@@ -425,7 +431,7 @@ int gp__classify_jobs(gp__ctx *c) {
     case GP_JOB_RUNNING:
     case GP_JOB_STOPPING:
       classify_running(c, j, &ru);
-      count_running(c, j, &ru, &run_cap, false);
+      count_running(c, j, ji, &ru, &run_cap, false);
       break;
     case GP_JOB_PENDING:
     case GP_JOB_HELD:

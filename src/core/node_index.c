@@ -87,11 +87,12 @@ void gp__index_set(gp__index *ix, int node, int free_gpus) {
   if (old >= 0) {
     bit_clear(ix, g * GP__LEVELS + old, pos);
     ix->count[g * GP__LEVELS + old]--;
-    ix->level_count[old]--;
+    if (--ix->level_count[old] == 0) ix->levels &= ~((uint64_t)1 << old);
   }
   bit_set(ix, g * GP__LEVELS + free_gpus, pos);
   ix->count[g * GP__LEVELS + free_gpus]++;
   ix->level_count[free_gpus]++;
+  ix->levels |= (uint64_t)1 << free_gpus;
   ix->node_level[node] = free_gpus;
 }
 
@@ -119,8 +120,8 @@ int gp__index_next(const gp__index *ix, int group, int level, int from) {
   }
 }
 
+_Static_assert(GP__LEVELS <= 64, "gp__index.levels has one bit per level");
+
 int gp__index_max_level(const gp__index *ix) {
-  for (int l = GP__LEVELS - 1; l >= 0; l--)
-    if (ix->level_count[l]) return l;
-  return -1;
+  return ix->levels ? 63 - __builtin_clzll(ix->levels) : -1;
 }

@@ -28,6 +28,7 @@ typedef struct gp__index {
   int *lo_off, *hi_off; /* per (group, level): offsets into words */
   int *count;           /* per (group, level): nodes in the bucket */
   int level_count[GP__LEVELS]; /* nodes per level over all groups */
+  uint64_t levels;      /* bit l: level_count[l] > 0 (the highest is asked after every job) */
 } gp__index;
 
 /* node_group[i] is the group of view node i, or -1 for nodes that take no new work. */

@@ -61,6 +61,7 @@ typedef struct gp__job {
   uint8_t end_reason;   /* gp_end_reason, when GP__J_ENDED */
   bool preemptible;
   bool victim;          /* chosen as a victim in this step (or a stopping job counted on) */
+  uint8_t sums;         /* gpus for classification's integer sums: 1 whole, 2 not, 0 unknown */
   int shape;            /* request shape id (shapes.c), -1 before it is computed */
   int pkey;             /* placement key id (shapes.c), -1 for jobs not eligible */
   const char *msg;      /* static sentence or plan-arena string */
