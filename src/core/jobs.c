@@ -205,23 +205,69 @@ static void sums_done(gp__ctx *c) {
   }
 }
 
-/* An eligible job joins the step: its queue's demand, its placement key, the early
- * stop's smallest request, the eligible list. (ji: its classification, as ctx.jobs[j] has
- * it; a replay passes the memo's record, in cache, instead of the copy just written.) */
-static void admit(gp__ctx *c, int j, const gp__job *ji, int whole_per_task) {
-  add_sums(c, ji, false);
-  gp_time end = ji->limit > 0 && c->now < GP__NEVER - ji->limit ? c->now + ji->limit : GP__NEVER;
-  gp__keys_add(c, j, end);
-  if (ji->kind == GP__R_WHOLE) {
+/* When a job with this time limit would end if it started now (GP__NEVER: never). */
+static gp_time end_if_started(const gp__ctx *c, gp_time limit) {
+  return limit > 0 && c->now < GP__NEVER - limit ? c->now + limit : GP__NEVER;
+}
+
+/* What an eligible job's kind of request tells the early stop. */
+static void admit_kind(gp__ctx *c, int kind, int whole_per_task) {
+  if (kind == GP__R_WHOLE) {
     if (whole_per_task < c->min_whole) c->min_whole = whole_per_task;
     /* A one-GPU task may still take a timeslice replica when no whole GPU is free, so the
      * free-GPU index alone cannot tell that nothing fits. */
     if (whole_per_task == 1 && c->has_timeslice) c->other_eligible = true;
   } else {
     c->other_eligible = true;
-    if (ji->kind == GP__R_MIG) c->mig_eligible = true;
+    if (kind == GP__R_MIG) c->mig_eligible = true;
   }
+}
+
+/* An eligible job joins the step: its queue's demand, its placement key, the early
+ * stop's smallest request, the eligible list. */
+static void admit(gp__ctx *c, int j, int whole_per_task) {
+  const gp__job *ji = &c->jobs[j];
+  add_sums(c, ji, false);
+  gp__keys_add(c, j, end_if_started(c, ji->limit));
+  admit_kind(c, ji->kind, whole_per_task);
   c->eligible[c->n_eligible++] = j;
+}
+
+/* A replayed eligible job joins the step: its queue's demand and the eligible list now;
+ * its placement key and what it tells the early stop are the same for every job of its
+ * request token, so they are counted per token (gp__tagg) and added once, by admit_kept.
+ * Its own shape and key wait until the step looks at it (gp__job_keyed). */
+static void keep_eligible(gp__ctx *c, int j, const gp__memo_rec *m) {
+  struct gp_sched_memo *mm = c->memo;
+  gp__tagg *a = &mm->tagg[m->tok];
+  if (a->step != mm->step) {
+    *a = (gp__tagg){.step = mm->step, .min_limit = INT64_MAX, .rep = j};
+    gp_xgrow((void **)&c->kept_toks, &c->kept_toks_cap, (size_t)c->n_kept_toks + 1,
+             sizeof *c->kept_toks);
+    c->kept_toks[c->n_kept_toks++] = m->tok;
+  }
+  a->n++;
+  if (m->cls.limit > 0 && m->cls.limit < a->min_limit) a->min_limit = m->cls.limit;
+  add_sums(c, &m->cls, false);
+  c->eligible[c->n_eligible++] = j;
+}
+
+static void admit_kept(gp__ctx *c) {
+  struct gp_sched_memo *mm = c->memo;
+  for (int i = 0; i < c->n_kept_toks; i++) {
+    int tok = c->kept_toks[i];
+    const gp__tagg *a = &mm->tagg[tok];
+    int shape = gp__shape_by_token(c, a->rep, mm->tokens, tok, mm->step);
+    gp__keys_add_n(c, shape, a->n, end_if_started(c, a->min_limit == INT64_MAX ? 0 : a->min_limit));
+    admit_kind(c, c->jobs[a->rep].kind, mm->rec[a->rep].whole_per_task);
+  }
+}
+
+void gp__job_keyed(gp__ctx *c, int j) {
+  gp__job *ji = &c->jobs[j];
+  if (ji->pkey >= 0 || ji->stat != GP__J_ELIGIBLE) return;
+  struct gp_sched_memo *mm = c->memo; /* (only keep_eligible leaves an eligible job unkeyed) */
+  ji->shape = ji->pkey = gp__shape_by_token(c, j, mm->tokens, mm->rec[j].tok, mm->step);
 }
 
 static void classify_pending(gp__ctx *c, int j) {
@@ -277,7 +323,7 @@ static void classify_pending(gp__ctx *c, int j) {
   }
   ji->stat = GP__J_ELIGIBLE;
   ji->idp = gp__id_prefix(job->id);
-  admit(c, j, ji, job->req.gpus_per_task);
+  admit(c, j, job->req.gpus_per_task);
   if (c->memo) { /* the order merges these into the one the memo kept (order.c) */
     gp_xgrow((void **)&c->fresh, &c->fresh_cap, (size_t)c->n_fresh + 1, sizeof *c->fresh);
     c->fresh[c->n_fresh++] = j;
@@ -374,9 +420,14 @@ static void replay(gp__ctx *c, int j, const gp__memo_rec *m, size_t *run_cap) {
     break;
   }
   case GP__J_ELIGIBLE:
+    if (m->tok >= 0) {
+      keep_eligible(c, j, m);
+      break;
+    }
+    admit(c, j, m->whole_per_task);
+    break;
   case GP__J_WAITING:
     if (m->tok >= 0) gp__shape_by_token(c, j, c->memo->tokens, m->tok, c->memo->step);
-    if (m->cls.stat == GP__J_ELIGIBLE) admit(c, j, &m->cls, m->whole_per_task);
     break;
   default:
     break;
@@ -405,6 +456,14 @@ int gp__classify_jobs(gp__ctx *c) {
     c->path_limited[q] = c->tree.q[q].limit != GP_NO_LIMIT || (par >= 0 && c->path_limited[par]);
   }
   gp__memo_rec *memo = c->memo ? c->memo->rec : NULL;
+  if (memo) { /* replays count eligible jobs per token (keep_eligible) */
+    size_t n_tok = (size_t)gp__tokens_count(c->memo->tokens);
+    if (n_tok > c->memo->tagg_cap) {
+      size_t cap = c->memo->tagg_cap;
+      gp_xgrow((void **)&c->memo->tagg, &c->memo->tagg_cap, n_tok, sizeof *c->memo->tagg);
+      memset(c->memo->tagg + cap, 0, (c->memo->tagg_cap - cap) * sizeof *c->memo->tagg);
+    }
+  }
   const uint64_t *revs = v->job_revs;
   for (int j = 0; j < v->n_jobs; j++) {
     const gp_job *job = &v->jobs[j];
@@ -448,7 +507,10 @@ int gp__classify_jobs(gp__ctx *c) {
         gp__usage_keep(c, j, &ru);
     }
   }
-  if (memo) gp__usage_end(c, c->memo->run);
+  if (memo) {
+    gp__usage_end(c, c->memo->run);
+    admit_kept(c);
+  }
   sums_done(c);
   if (c->memo) c->memo->n_running = (size_t)c->n_running;
   return 0;

@@ -24,6 +24,7 @@ void gp_sched_memo_free(gp_sched_memo *m) {
   gp__nodes_snap_free(m->nodes);
   gp__kept_order_free(m->order);
   gp__usage_free(m->usage);
+  free(m->tagg);
   free(m);
 }
 
@@ -31,7 +32,7 @@ size_t gp_sched_memo_bytes(const gp_sched_memo *m) {
   if (!m) return 0;
   return sizeof *m + m->cap * (sizeof *m->rec + sizeof *m->run) + gp__tokens_bytes(m->tokens) +
          gp__victims_bytes(m->victims) + gp__nodes_snap_bytes(m->nodes) + gp__kept_order_bytes(m->order) +
-         gp__usage_bytes(m->usage);
+         gp__usage_bytes(m->usage) + m->tagg_cap * sizeof *m->tagg;
 }
 
 void gp__memo_begin(gp__ctx *c, gp_sched_memo *m) {

@@ -50,6 +50,7 @@ static void ctx_done(gp__ctx *c) {
   free(c->path_limited);
   free(c->eligible);
   free(c->fresh);
+  free(c->kept_toks);
   free(c->alloc_int);
   free(c->demand_int);
   free(c->node_jobs_start);
@@ -159,6 +160,7 @@ static bool try_job(gp__ctx *c, gp__order *o, int j, gp__fit **fits, size_t *fit
  * over the jobs: a waiting-for-stopping check may count on a stopping job, so the order
  * matters). */
 static void settle_unconsidered(gp__ctx *c, int j, bool head_blocked) {
+  gp__job_keyed(c, j);
   gp__job *ji = &c->jobs[j];
   int over = gp__queue_over_limit(c, ji->leaf, ji->gpus);
   if (over >= 0) {
@@ -231,6 +233,7 @@ static bool run(gp__ctx *c) {
     }
     int j = gp__order_next(o);
     if (j < 0) break;
+    gp__job_keyed(c, j);
     if (try_job(c, o, j, &fits, &fits_cap) && strict) {
       head_blocked = true;
       break;

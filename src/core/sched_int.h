@@ -140,6 +140,15 @@ typedef struct gp__memo_rec {
   int tok;              /* its request's shape token (shapes.c); -1: shape not computed */
 } gp__memo_rec;
 
+/* Kept eligible jobs of one request token in a step (jobs.c): replays count them here and
+ * the step's placement keys take each token's count and earliest end at once. */
+typedef struct gp__tagg {
+  uint64_t step;        /* the memo step these counts are for */
+  int64_t min_limit;    /* smallest positive time limit; INT64_MAX: none */
+  int n;                /* jobs */
+  int rep;              /* one of them (view index): the token's shape is found through it */
+} gp__tagg;
+
 struct gp_sched_memo {
   uint64_t view_rev;    /* the view the records belong to; 0: none */
   const gp_policy *pol;
@@ -154,6 +163,8 @@ struct gp_sched_memo {
   struct gp__usage *usage; /* the nodes as the last step's kept holds left them (nodes.c) */
   uint64_t step;        /* steps run with this memo */
   size_t n_running;     /* running and stopping jobs in the last step */
+  gp__tagg *tagg;       /* per token */
+  size_t tagg_cap;
 };
 
 typedef struct gp__vec {
@@ -226,6 +237,8 @@ typedef struct gp__ctx {
   gp__run *run;              /* per running position */
   int *eligible, n_eligible; /* pending and schedulable */
   int *fresh, n_fresh;       /* with a memo: those classified afresh (not replayed) */
+  int *kept_toks, n_kept_toks; /* with a memo: the tokens of this step's gp__tagg counts */
+  size_t kept_toks_cap;
   /* Classification's queue sums while every amount is a whole number (jobs.c): per tree
    * queue, GPUs held; per leaf, GPUs asked or held. */
   int64_t *alloc_int, *demand_int;
@@ -390,6 +403,12 @@ void gp__shape_set_flag(gp__ctx *c, int shape, int which);
 bool gp__shape_fits_free(const gp__ctx *c, int shape);
 void gp__shape_set_fits_free(gp__ctx *c, int shape);
 void gp__keys_add(gp__ctx *c, int j, gp_time end);
+/* Sets the shape and placement key of an eligible job the memo's replay left without them
+ * (jobs.c keep_eligible): called before the step looks at the job. */
+void gp__job_keyed(gp__ctx *c, int j);
+/* n eligible jobs of shape t at once, the earliest ending at `end` (their keys are set
+ * later, by gp__job_keyed). */
+void gp__keys_add_n(gp__ctx *c, int t, int n, gp_time end);
 void gp__keys_consider(gp__ctx *c, int j);
 bool gp__keys_failed(const gp__ctx *c, int j);
 void gp__keys_fail(gp__ctx *c, int j);

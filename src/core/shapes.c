@@ -442,11 +442,16 @@ static gp_time end_of_job(const gp__ctx *c, int j) {
   return clamp_end(l > 0 && c->now < GP__NEVER - l ? c->now + l : GP__NEVER);
 }
 
-void gp__keys_add(gp__ctx *c, int j, gp_time end) {
+void gp__keys_add_n(gp__ctx *c, int t, int n, gp_time end) {
   struct gp__shapes *s = shapes(c);
-  int t = gp__shape_of(c, j);
-  if (s->remaining[t]++ == 0) c->keys_alive++;
+  if (s->remaining[t] == 0 && n > 0) c->keys_alive++;
+  s->remaining[t] += n;
   if (clamp_end(end) < s->min_end[t]) s->min_end[t] = clamp_end(end);
+}
+
+void gp__keys_add(gp__ctx *c, int j, gp_time end) {
+  int t = gp__shape_of(c, j);
+  gp__keys_add_n(c, t, 1, end);
   c->jobs[j].pkey = t;
 }
 

@@ -311,6 +311,51 @@ static void a_new_view_rev_or_none_forgets_every_job(void) {
   world_free(w);
 }
 
+/* Replayed pending jobs are counted per request, not one by one: when room comes, every
+ * one of them that fits starts, as without the memo (a count off by any job stops the
+ * step early, or considers jobs that are not there). */
+static void remembered_jobs_of_one_request_all_start_when_room_comes(void) {
+  world *w = world_new(13);
+  fx *f = w->f;
+  f->pol.reclaim = f->pol.preemption = false; /* (else the drain goes on for preemption) */
+  static char ids[12][8], pids[6][8];
+  for (int i = 0; i < 12; i++) { /* the cluster is full */
+    snprintf(ids[i], sizeof ids[i], "r%02d", i);
+    gp_job *r = fx_job(f, ids[i], queue_names[i % 4], 8, 1);
+    fx_run(f, r, i, 0xff, 10);
+    touch(w, r);
+  }
+  for (int i = 0; i < 6; i++) { /* six waiting jobs with one request, time limits apart */
+    snprintf(pids[i], sizeof pids[i], "p%d", i);
+    gp_job *p = fx_job(f, pids[i], "org/a", 1, 1);
+    p->submitted_at = 50 + i;
+    p->time_limit = 600 * (6 - i);
+    touch(w, p);
+  }
+  for (int k = 0; k < 2; k++) {
+    unsigned flags = k ? GP_SCHED_DECISIONS_ONLY : 0;
+    gp_plan *p = NULL;
+    gp_err e = {0};
+    REQUIRE(gp_sched_step_memo(w->memo, &f->pol, &f->view, 100, flags, &p, &e) == 0);
+    CHECK(p->n_starts == 0);
+    gp_plan_free(p);
+  }
+  gp_job *done = &f->jobs[fx_index(f, "r03")]; /* a node's worth of GPUs comes free */
+  done->state = GP_JOB_COMPLETED;
+  done->n_placements = 0;
+  touch(w, done);
+  gp_plan *plain = fx_step(f, 200), *memo = NULL;
+  gp_err e = {0};
+  REQUIRE(plain);
+  REQUIRE(gp_sched_step_memo(w->memo, &f->pol, &f->view, 200, GP_SCHED_DECISIONS_ONLY, &memo, &e) == 0);
+  CHECK(plain->n_starts == 6);
+  CHECK(plans_equal(plain, memo, 0, true));
+  gp_plan_free(plain);
+  gp_plan_free(memo);
+  world_free(w);
+}
+
 GP_TESTS(a_memo_gives_the_same_plans_as_a_step_without_one,
          the_memo_answers_from_memory_while_a_jobs_rev_stays,
-         a_new_view_rev_or_none_forgets_every_job)
+         a_new_view_rev_or_none_forgets_every_job,
+         remembered_jobs_of_one_request_all_start_when_room_comes)
