@@ -171,7 +171,8 @@ static bool gpus_whole(double gpus) {
 }
 
 /* (ji: the job's classification, read where it was remembered when replayed.) */
-static void add_sums(gp__ctx *c, const gp__job *ji, bool held) {
+static inline __attribute__((always_inline)) void add_sums(gp__ctx *c, const gp__job *ji,
+                                                           bool held) {
   if (c->sums_inexact) return;
   if (ji->sums ? ji->sums != 1 : !gpus_whole(ji->gpus)) {
     c->sums_inexact = true;

@@ -25,6 +25,7 @@ void gp_sched_memo_free(gp_sched_memo *m) {
   gp__kept_order_free(m->order);
   gp__usage_free(m->usage);
   free(m->tagg);
+  gp__qtree_done(&m->tree);
   free(m);
 }
 
@@ -51,6 +52,7 @@ void gp__memo_begin(gp__ctx *c, gp_sched_memo *m) {
     gp__victims_forget(m->victims);
     gp__nodes_snap_free(m->nodes);
     m->nodes = NULL;
+    gp__qtree_done(&m->tree);
     m->view_rev = 0;
   }
   m->step++;

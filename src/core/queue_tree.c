@@ -48,11 +48,34 @@ static int entry_cmp(const void *a, const void *b) {
 
 void gp__qtree_done(gp__qtree *t) {
   if (!t) return;
-  for (int i = 0; i < t->n_owned; i++) free(t->owned[i]);
-  free(t->owned);
   free(t->q);
-  if (t->names.keys) gp__strmap_done(&t->names);
+  if (!t->shared) {
+    for (int i = 0; i < t->n_owned; i++) free(t->owned[i]);
+    free(t->owned);
+    if (t->names.keys) gp__strmap_done(&t->names);
+  }
   memset(t, 0, sizeof *t);
+}
+
+void gp__qtree_clone(gp__qtree *t, const gp__qtree *src) {
+  memset(t, 0, sizeof *t);
+  t->n = src->n;
+  t->first_root = src->first_root;
+  t->q = gp_xmalloc(((size_t)src->n + 1) * sizeof *t->q);
+  memcpy(t->q, src->q, (size_t)src->n * sizeof *t->q);
+  t->owned = gp_xmalloc(((size_t)src->n + 1) * sizeof *t->owned);
+  gp__strmap_init(&t->names, (size_t)src->n + 1);
+  for (int i = 0; i < src->n; i++) {
+    t->q[i].name = t->owned[t->n_owned++] = gp_xstrdup(src->q[i].name);
+    gp__strmap_put(&t->names, t->q[i].name, i);
+  }
+}
+
+void gp__qtree_share(gp__qtree *t, const gp__qtree *src) {
+  *t = *src;
+  t->q = gp_xmalloc(((size_t)src->n + 1) * sizeof *t->q);
+  memcpy(t->q, src->q, (size_t)src->n * sizeof *t->q);
+  t->shared = true;
 }
 
 static int check_queue(const gp_queue *q, int i, gp_err *err) {

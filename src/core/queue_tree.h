@@ -35,8 +35,9 @@ typedef struct gp__qtree {
   gp__queue *q;
   int first_root;       /* first top-level queue; they chain through next_sibling */
   gp__strmap names;     /* full path -> tree index */
-  char **owned;         /* names of implied parents */
+  char **owned;         /* names of implied parents (a clone: every name) */
   int n_owned;
+  bool shared;          /* names and map belong to another tree (gp__qtree_share) */
 } gp__qtree;
 
 /* Builds the tree from `queues`. GP_EINVAL with err->field such as "queues[2].weight" for
@@ -45,6 +46,12 @@ typedef struct gp__qtree {
  * On failure the tree is left empty (gp__qtree_done is still safe). */
 int gp__qtree_build(gp__qtree *t, const gp_queue *queues, int n_queues, gp_err *err);
 void gp__qtree_done(gp__qtree *t);
+/* A copy of src that owns every name it holds: what a memo keeps from one step to the next,
+ * while the caller's strings may come and go. */
+void gp__qtree_clone(gp__qtree *t, const gp__qtree *src);
+/* A copy of src with a queue array of its own (a step changes its sums) and src's names
+ * and name map (src must outlive it): what a step starts from instead of building. */
+void gp__qtree_share(gp__qtree *t, const gp__qtree *src);
 
 /* Tree index of the queue named `name`, or -1. */
 int gp__qtree_find(const gp__qtree *t, const char *name);

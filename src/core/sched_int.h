@@ -165,6 +165,7 @@ struct gp_sched_memo {
   size_t n_running;     /* running and stopping jobs in the last step */
   gp__tagg *tagg;       /* per token */
   size_t tagg_cap;
+  gp__qtree tree;       /* the view's queue tree as built (n 0: none), for the next step */
 };
 
 typedef struct gp__vec {

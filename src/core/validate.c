@@ -150,7 +150,17 @@ int gp__validate(gp__ctx *c) {
   if ((rc = check_policy(c))) return rc;
   /* A view the memo knows (same rev) passed the node and pool checks before. */
   if (!c->view_known && (rc = check_nodes(c))) return rc;
-  if ((rc = gp__qtree_build(&c->tree, v->queues, v->n_queues, c->err))) return rc;
+  /* A known view's queues are the ones the memo's tree was built from. */
+  struct gp_sched_memo *m = c->memo;
+  if (c->view_known && m->tree.q) {
+    gp__qtree_share(&c->tree, &m->tree);
+  } else {
+    if ((rc = gp__qtree_build(&c->tree, v->queues, v->n_queues, c->err))) return rc;
+    if (m) {
+      gp__qtree_done(&m->tree);
+      gp__qtree_clone(&m->tree, &c->tree);
+    }
+  }
   if (!c->view_known && (rc = check_pools(c))) return rc;
   gp__memo_view_checked(c);
   return 0;

@@ -299,6 +299,12 @@ static void a_new_view_rev_or_none_forgets_every_job(void) {
   REQUIRE(gp_sched_step_memo(w->memo, &f->pol, &f->view, 100, 0, &p, &e) == 0);
   CHECK(fx_ended(f, p, "j") != NULL);
   gp_plan_free(p);
+  fx_queue(f, "org/nobody", 8, GP_NO_LIMIT, 1); /* the queue comes: a new view rev */
+  f->view.rev++;
+  REQUIRE(gp_sched_step_memo(w->memo, &f->pol, &f->view, 100, 0, &p, &e) == 0);
+  CHECK(fx_started(f, p, "j"));
+  gp_plan_free(p);
+  f->view.n_queues--;
   job->queue = "org/a";
   f->view.rev = 0; /* rev 0: remember nothing */
   REQUIRE(gp_sched_step_memo(w->memo, &f->pol, &f->view, 100, 0, &p, &e) == 0);
