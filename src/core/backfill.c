@@ -48,57 +48,68 @@ struct gp__resv_cache {
                            after the build sits in the events at its old end time) */
   gp_time *first;       /* per node: its first event's end; now once it is late */
   gp_time *last;        /* per node: the end of its last event that frees whole GPUs (all
-                           of them are free then); now once it is late */
+                           of them are free then; now when none does); now once it is late */
+  bool built;           /* build_cache ran */
 };
 
 static bool release_before(const gp__release *a, const gp__release *b) {
   return a->end < b->end || (a->end == b->end && a->job < b->job);
 }
 
-static void build_cache(gp__ctx *c) {
-  if (c->rcache) return;
-  gp__preempt_build(c); /* node -> running jobs */
+void gp__backfill_begin(gp__ctx *c, int total) {
+  if (!c->pol->backfill) return;
   struct gp__resv_cache *rc = c->rcache = gp_xcalloc(1, sizeof *rc);
-  int nn = c->view->n_nodes, total = c->node_jobs_start[nn];
+  int nn = c->view->n_nodes;
   rc->ev = gp_xmalloc(((size_t)total + 1) * sizeof *rc->ev);
   rc->late = gp_xcalloc((size_t)nn + 1, sizeof(bool));
   rc->sorted = gp_xcalloc((size_t)nn + 1, sizeof(bool));
   rc->first = gp_xmalloc(((size_t)nn + 1) * sizeof *rc->first);
   rc->last = gp_xmalloc(((size_t)nn + 1) * sizeof *rc->last);
-  /* Victims chosen before the build end now: their nodes are the only ones to look for
-   * them on (and stay `late`, as for victims chosen after). */
-  const gp_plan_preemption *pre = c->preemptions.items;
-  for (size_t i = 0; i < c->preemptions.n; i++) gp__backfill_victim(c, pre[i].job);
-  for (int node = 0; node < nn; node++) {
-    int lo = c->node_jobs_start[node], hi = c->node_jobs_start[node + 1];
-    gp_time first = GP__NEVER, last = c->now; /* (last: of the events that free whole GPUs) */
-    bool any_rel = false;
-    for (int k = lo; k < hi; k++) {
-      int v = c->node_jobs[k], r = c->node_runs[k];
-      const gp__run *ru = &c->run[r];
-      gp__release x = {.end = rc->late[node] && c->jobs[v].victim ? c->now : end_of(c, r), .job = v};
-      if (ru->node >= 0) { /* one placement: what classification kept */
-        x.rel = ru->whole;
-        x.cpu = ru->cpu;
-        x.mem = ru->mem;
-      }
-      const gp_job *job = &c->view->jobs[v];
-      for (int p = 0; ru->node < 0 && p < job->n_placements; p++) {
-        const gp_placement *pl = &job->placements[p];
-        if (pl->node != node) continue;
-        if (pl->mig_instance < 0 && (pl->gpu_milli <= 0 || pl->gpu_milli >= GP_GPU_MILLI))
-          x.rel |= pl->gpu_mask;
-        x.cpu += job->req.cpu_milli;
-        x.mem += job->req.mem_mib;
-      }
-      rc->ev[k] = x;
-      if (x.end < first) first = x.end;
-      if (x.rel && (!any_rel || x.end > last)) last = x.end;
-      any_rel |= x.rel != 0;
-    }
-    rc->first[node] = rc->late[node] ? c->now : first;
-    rc->last[node] = rc->late[node] || !any_rel ? c->now : last;
+  for (int i = 0; i < nn; i++) {
+    rc->first[i] = GP__NEVER;
+    rc->last[i] = c->now; /* (every end is now or later) */
   }
+}
+
+void gp__backfill_add(gp__ctx *c, int at, int r, int node) {
+  struct gp__resv_cache *rc = c->rcache;
+  if (!rc) return;
+  const gp__run *ru = &c->run[r];
+  int v = c->running[r];
+  gp__release x = {.end = end_of(c, r), .job = v};
+  if (ru->node >= 0) { /* one placement: what classification kept */
+    x.rel = ru->whole;
+    x.cpu = ru->cpu;
+    x.mem = ru->mem;
+  }
+  const gp_job *job = &c->view->jobs[v];
+  for (int p = 0; ru->node < 0 && p < job->n_placements; p++) {
+    const gp_placement *pl = &job->placements[p];
+    if (pl->node != node) continue;
+    if (pl->mig_instance < 0 && (pl->gpu_milli <= 0 || pl->gpu_milli >= GP_GPU_MILLI))
+      x.rel |= pl->gpu_mask;
+    x.cpu += job->req.cpu_milli;
+    x.mem += job->req.mem_mib;
+  }
+  rc->ev[at] = x;
+  if (x.end < rc->first[node]) rc->first[node] = x.end;
+  if (x.rel && x.end > rc->last[node]) rc->last[node] = x.end;
+}
+
+/* The events are made while preemption's per-node lists fill (gp__backfill_add); what is
+ * left on the first reservation: victims chosen before it end now. Their nodes are the only
+ * ones to look for them on (and stay `late`, as for victims chosen after). */
+static void build_cache(gp__ctx *c) {
+  gp__preempt_build(c); /* node -> running jobs, and their events */
+  struct gp__resv_cache *rc = c->rcache;
+  if (rc->built) return;
+  rc->built = true;
+  const gp_plan_preemption *pre = c->preemptions.items;
+  if (!c->preemptions.n) return;
+  for (size_t i = 0; i < c->preemptions.n; i++) gp__backfill_victim(c, pre[i].job);
+  for (int node = 0; node < c->view->n_nodes; node++)
+    for (int k = c->node_jobs_start[node]; rc->late[node] && k < c->node_jobs_start[node + 1]; k++)
+      if (c->jobs[rc->ev[k].job].victim) rc->ev[k].end = c->now;
 }
 
 /* Sorts node's events by (end, job) once: a node holds few jobs. */
@@ -128,7 +139,7 @@ void gp__backfill_done(gp__ctx *c) {
 }
 
 void gp__backfill_victim(gp__ctx *c, int v) {
-  if (!c->rcache) return; /* the build marks the victims chosen before it */
+  if (!c->rcache || !c->rcache->built) return; /* the build marks the victims chosen before it */
   const gp_job *job = &c->view->jobs[v];
   for (int p = 0; p < job->n_placements; p++) {
     c->rcache->late[job->placements[p].node] = true;

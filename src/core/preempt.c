@@ -126,6 +126,7 @@ void gp__preempt_build(gp__ctx *c) {
   c->node_jobs = gp_xmalloc(((size_t)c->node_jobs_start[nn] + 1) * sizeof(int));
   c->node_runs = gp_xmalloc(((size_t)c->node_jobs_start[nn] + 1) * sizeof(int));
   p->leaf_jobs = gp_xmalloc(((size_t)p->leaf_start[nq] + 1) * sizeof(int));
+  gp__backfill_begin(c, c->node_jobs_start[nn]);
   /* The starts advance as the lists fill; the pass after puts them back. */
   for (int r = 0; r < c->n_running; r++) {
     int j = c->running[r];
@@ -138,6 +139,7 @@ void gp__preempt_build(gp__ctx *c) {
       int at = c->node_jobs_start[node]++;
       c->node_jobs[at] = j;
       c->node_runs[at] = r;
+      gp__backfill_add(c, at, r, node);
     }
     if (gp__victim_able(c, r) && ru->leaf >= 0) p->leaf_jobs[p->leaf_start[ru->leaf]++] = j;
   }

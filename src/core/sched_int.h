@@ -441,6 +441,11 @@ bool gp__mig_wait(gp__ctx *c, gp__req *r);
 /* Backfill (backfill.c): computes and records a reservation for a blocked job. */
 void gp__reserve(gp__ctx *c, gp__req *r);
 void gp__backfill_done(gp__ctx *c);
+/* Release events for reservations, made while gp__preempt_build fills its per-node lists
+ * (total entries): begin allocates them (with backfill on), add makes the one of running
+ * position r at list position `at` on node. */
+void gp__backfill_begin(gp__ctx *c, int total);
+void gp__backfill_add(gp__ctx *c, int at, int r, int node);
 /* Running job v was just chosen as a victim: its release events on its nodes are now. */
 void gp__backfill_victim(gp__ctx *c, int v);
 
