@@ -10,16 +10,18 @@
 #include "core/sched_int.h"
 
 void gp__job_wait(gp__ctx *c, int j, gp_pending_reason r, const char *msg) {
-  c->jobs[j].stat = GP__J_WAITING;
-  c->jobs[j].reason = (uint8_t)r;
-  c->jobs[j].msg = msg;
+  gp__job *ji = gp__job_mut(c, j);
+  ji->stat = GP__J_WAITING;
+  ji->reason = (uint8_t)r;
+  ji->msg = msg;
 }
 
 void gp__job_end(gp__ctx *c, int j, gp_end_reason r, const char *msg) {
   c->n_ended++;
-  c->jobs[j].stat = GP__J_ENDED;
-  c->jobs[j].end_reason = (uint8_t)r;
-  c->jobs[j].msg = msg;
+  gp__job *ji = gp__job_mut(c, j);
+  ji->stat = GP__J_ENDED;
+  ji->end_reason = (uint8_t)r;
+  ji->msg = msg;
 }
 
 void gp__queue_add_alloc(gp__ctx *c, int leaf, double gpus) {
@@ -265,10 +267,11 @@ static void admit_kept(gp__ctx *c) {
 }
 
 void gp__job_keyed(gp__ctx *c, int j) {
-  gp__job *ji = &c->jobs[j];
+  const gp__job *ji = &c->jobs[j];
   if (ji->pkey >= 0 || ji->stat != GP__J_ELIGIBLE) return;
   struct gp_sched_memo *mm = c->memo; /* (only keep_eligible leaves an eligible job unkeyed) */
-  ji->shape = ji->pkey = gp__shape_by_token(c, j, mm->tokens, mm->rec[j].tok, mm->step);
+  int shape = gp__shape_by_token(c, j, mm->tokens, mm->rec[j].tok, mm->step);
+  gp__job_mut(c, j)->pkey = shape;
 }
 
 static void classify_pending(gp__ctx *c, int j) {
@@ -408,9 +411,6 @@ static void remember(gp__ctx *c, int j, uint64_t rev, gp__memo_rec *m, const gp_
 /* Does for job j what classification did when it was remembered, in the same order, so
  * that everything the step builds (sums, request shape ids, lists) comes out the same. */
 static void replay(gp__ctx *c, int j, const gp__memo_rec *m, size_t *run_cap) {
-  gp__job *ji = &c->jobs[j];
-  *ji = m->cls;
-  ji->shape = ji->pkey = -1;
   switch (m->cls.stat) {
   case GP__J_RUNNING:
   case GP__J_STOPPING: {
@@ -481,7 +481,8 @@ int gp__classify_jobs(gp__ctx *c) {
     /* The slot changed: the hold the memo kept for it goes (its old record is still
      * there: remember() below overwrites it). */
     if (memo) gp__usage_drop(c, j, &c->memo->run[j]);
-    memset(ji, 0, sizeof *ji); /* (ctx.jobs is not zeroed up front: replays fill theirs) */
+    gp__job_mut(c, j);
+    memset(ji, 0, sizeof *ji); /* (ctx.jobs is not zeroed up front) */
     ji->shape = ji->pkey = -1;
     ji->submitted = job->submitted_at;
     ji->leaf = leaf_of(c, job->queue);

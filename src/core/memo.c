@@ -25,6 +25,8 @@ void gp_sched_memo_free(gp_sched_memo *m) {
   gp__kept_order_free(m->order);
   gp__usage_free(m->usage);
   free(m->tagg);
+  free(m->jobs);
+  free(m->journaled);
   gp__qtree_done(&m->tree);
   free(m);
 }
@@ -33,7 +35,8 @@ size_t gp_sched_memo_bytes(const gp_sched_memo *m) {
   if (!m) return 0;
   return sizeof *m + m->cap * (sizeof *m->rec + sizeof *m->run) + gp__tokens_bytes(m->tokens) +
          gp__victims_bytes(m->victims) + gp__nodes_snap_bytes(m->nodes) + gp__kept_order_bytes(m->order) +
-         gp__usage_bytes(m->usage) + m->tagg_cap * sizeof *m->tagg;
+         gp__usage_bytes(m->usage) + m->tagg_cap * sizeof *m->tagg +
+         m->cap * (sizeof *m->jobs + sizeof *m->journaled);
 }
 
 void gp__memo_begin(gp__ctx *c, gp_sched_memo *m) {
@@ -57,14 +60,39 @@ void gp__memo_begin(gp__ctx *c, gp_sched_memo *m) {
   }
   m->step++;
   if (v->rev == 0 || !v->job_revs) return;
-  if ((size_t)v->n_jobs > m->cap) {
+  if ((size_t)v->n_jobs + 1 > m->cap) {
     size_t cap = m->cap;
-    gp_xgrow((void **)&m->rec, &m->cap, (size_t)v->n_jobs, sizeof *m->rec);
+    gp_xgrow((void **)&m->rec, &m->cap, (size_t)v->n_jobs + 1, sizeof *m->rec);
     m->run = gp_xrealloc(m->run, m->cap * sizeof *m->run);
+    m->jobs = gp_xrealloc(m->jobs, m->cap * sizeof *m->jobs);
+    m->journaled = gp_xrealloc(m->journaled, m->cap * sizeof *m->journaled);
     memset(m->rec + cap, 0, (m->cap - cap) * sizeof *m->rec);
+    memset(m->journaled + cap, 0, (m->cap - cap) * sizeof *m->journaled);
   }
   c->memo = m;
   c->view_known = known;
+}
+
+void gp__journal_add(gp__ctx *c, int j) {
+  c->memo->journaled[j] = c->memo->step;
+  gp_xgrow((void **)&c->journal, &c->journal_cap, (size_t)c->n_journal + 1, sizeof *c->journal);
+  c->journal[c->n_journal++] = j;
+}
+
+/* A slot is put back from its record when the record stands for this view's job (a slot
+ * without one is classified afresh next step anyway). */
+void gp__memo_restore_jobs(gp__ctx *c) {
+  struct gp_sched_memo *m = c->memo;
+  const uint64_t *revs = c->view->job_revs;
+  for (int i = 0; i < c->n_journal; i++) {
+    int j = c->journal[i];
+    if (!m->rec[j].rev || m->rec[j].rev != revs[j]) continue;
+    c->jobs[j] = m->rec[j].cls;
+    c->jobs[j].shape = c->jobs[j].pkey = -1;
+  }
+  free(c->journal);
+  c->journal = NULL;
+  c->n_journal = 0;
 }
 
 /* The view passed the checks that gp__validate skips for a known view. */

@@ -219,7 +219,7 @@ void gp__start_job(gp__ctx *c, const gp__req *r, const gp__fit *fits) {
     p->gpu_mem_mib = fits[t].gpu_mem;
     p->mig_instance = fits[t].mig;
   }
-  ji->stat = GP__J_STARTED;
+  gp__job_mut(c, r->job)->stat = GP__J_STARTED;
   if (r->kind == GP__R_WHOLE) {
     /* A task on a time-sliced replica holds 1/N of a GPU, and that is what it counts as
      * once it runs (jobs.c reads its placement): count the same now, so the queue's

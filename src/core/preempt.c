@@ -540,7 +540,7 @@ static bool simulate(gp__ctx *c, const gp__req *r, int kind, bool record) {
     if (kind == K_RECLAIM) add_removed(c, v, -1);
     if (!ok || !record) continue;
     /* The victim (or the stopping job counted on) is spoken for in this step. */
-    c->jobs[v].victim = true;
+    gp__job_mut(c, v)->victim = true;
     gp__backfill_victim(c, v);
     for (int q = c->jobs[v].leaf; q >= 0; q = c->tree.q[q].parent) p->lost[q] += c->jobs[v].gpus;
     c->alloc_gen++;

@@ -31,7 +31,8 @@ void *gp__vec_push(gp__vec *v, size_t elem) {
 static void ctx_done(gp__ctx *c) {
   gp__qtree_done(&c->tree);
   gp__index_done(&c->ix);
-  free(c->jobs);
+  if (c->memo) gp__memo_restore_jobs(c); /* (the memo's array) */
+  else free(c->jobs);
   free(c->nodes);
   free(c->gpu_used);
   free(c->gpu_mem_used);
@@ -341,7 +342,8 @@ int gp_sched_step_memo(gp_sched_memo *memo, const gp_policy *policy, const gp_vi
     return rc;
   }
   c.arena = gp_arena_new();
-  c.jobs = gp_xmalloc(((size_t)view->n_jobs + 1) * sizeof *c.jobs); /* filled by classification */
+  /* Filled by classification; a memo's keeps what replayed slots need. */
+  c.jobs = c.memo ? c.memo->jobs : gp_xmalloc(((size_t)view->n_jobs + 1) * sizeof *c.jobs);
   gp__nodes_init(&c);
   rc = gp__classify_jobs(&c);
   if (rc) {

@@ -166,6 +166,11 @@ struct gp_sched_memo {
   gp__tagg *tagg;       /* per token */
   size_t tagg_cap;
   gp__qtree tree;       /* the view's queue tree as built (n 0: none), for the next step */
+  /* ctx.jobs of every memo step: a slot whose record is replayed keeps what
+   * classification left there (shape and key -1), so a replay writes nothing to it. What a
+   * step changes in it afterwards is journaled and put back when the step ends. */
+  gp__job *jobs;        /* per view slot, cap entries */
+  uint64_t *journaled;  /* per view slot: the step that journaled it */
 };
 
 typedef struct gp__vec {
@@ -238,6 +243,8 @@ typedef struct gp__ctx {
   gp__run *run;              /* per running position */
   int *eligible, n_eligible; /* pending and schedulable */
   int *fresh, n_fresh;       /* with a memo: those classified afresh (not replayed) */
+  int *journal, n_journal;   /* with a memo: slots of ctx.jobs this step wrote (gp__job_mut) */
+  size_t journal_cap;
   int *kept_toks, n_kept_toks; /* with a memo: the tokens of this step's gp__tagg counts */
   size_t kept_toks_cap;
   /* Classification's queue sums while every amount is a whole number (jobs.c): per tree
@@ -294,6 +301,15 @@ typedef struct gp__ctx {
   struct gp_share_mix *share_mix;
 } gp__ctx;
 
+void gp__journal_add(gp__ctx *c, int j);
+
+/* ctx.jobs[j], about to be written: with a memo the slot is journaled, so that the step's
+ * end puts it back as classification left it (memo.c). */
+static inline gp__job *gp__job_mut(gp__ctx *c, int j) {
+  if (c->memo && c->memo->journaled[j] != c->memo->step) gp__journal_add(c, j);
+  return &c->jobs[j];
+}
+
 /* Population count without relying on a POPCNT instruction (the build targets generic
  * x86-64, where __builtin_popcount is a library call). */
 static inline int gp__popc(uint32_t x) {
@@ -326,6 +342,8 @@ int gp__validate(gp__ctx *c);
 /* The memo (memo.c): use m (may be NULL) for this step; note that the view passed. */
 void gp__memo_begin(gp__ctx *c, struct gp_sched_memo *m);
 void gp__memo_view_checked(gp__ctx *c);
+/* Puts back the slots this step journaled (memo steps; called when the step ends). */
+void gp__memo_restore_jobs(gp__ctx *c);
 int gp__validate_job(gp__ctx *c, int j);
 
 /* Jobs (jobs.c). */

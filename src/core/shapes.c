@@ -269,8 +269,8 @@ static bool raw_equal(const rawkey *a, const rawkey *b) {
 static int shape_full(gp__ctx *c, int j);
 
 int gp__shape_of(gp__ctx *c, int j) {
-  gp__job *ji = &c->jobs[j];
-  if (ji->shape >= 0) return ji->shape;
+  if (c->jobs[j].shape >= 0) return c->jobs[j].shape;
+  gp__job *ji = gp__job_mut(c, j);
   struct gp__shapes *s = shapes(c);
   rawkey k;
   raw_key(c, j, &k);
@@ -344,7 +344,7 @@ size_t gp__tokens_bytes(const struct gp__tokens *tk) {
 
 int gp__shape_by_token(gp__ctx *c, int j, struct gp__tokens *tk, int tok, uint64_t step) {
   token *t = &tk->t[tok];
-  if (t->step == step) return c->jobs[j].shape = t->shape;
+  if (t->step == step) return gp__job_mut(c, j)->shape = t->shape;
   t->step = step;
   return t->shape = gp__shape_of(c, j);
 }
@@ -452,7 +452,7 @@ void gp__keys_add_n(gp__ctx *c, int t, int n, gp_time end) {
 void gp__keys_add(gp__ctx *c, int j, gp_time end) {
   int t = gp__shape_of(c, j);
   gp__keys_add_n(c, t, 1, end);
-  c->jobs[j].pkey = t;
+  gp__job_mut(c, j)->pkey = t;
 }
 
 void gp__keys_consider(gp__ctx *c, int j) {
