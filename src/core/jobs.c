@@ -172,16 +172,16 @@ static bool gpus_whole(double gpus) {
   return gpus >= 0 && gpus < 2147483648.0 && gpus == (double)(int64_t)gpus;
 }
 
-/* (ji: the job's classification, read where it was remembered when replayed.) */
-static inline __attribute__((always_inline)) void add_sums(gp__ctx *c, const gp__job *ji,
-                                                           bool held) {
+/* (sums: gp__job.sums, where a replay knows it.) */
+static inline __attribute__((always_inline)) void add_sums(gp__ctx *c, int leaf, double gpus,
+                                                           uint8_t sums, bool held) {
   if (c->sums_inexact) return;
-  if (ji->sums ? ji->sums != 1 : !gpus_whole(ji->gpus)) {
+  if (sums ? sums != 1 : !gpus_whole(gpus)) {
     c->sums_inexact = true;
     return;
   }
-  c->demand_int[ji->leaf] += (int64_t)ji->gpus;
-  if (held) c->alloc_int[ji->leaf] += (int64_t)ji->gpus;
+  c->demand_int[leaf] += (int64_t)gpus;
+  if (held) c->alloc_int[leaf] += (int64_t)gpus;
 }
 
 static void sums_done(gp__ctx *c) {
@@ -230,7 +230,7 @@ static void admit_kind(gp__ctx *c, int kind, int whole_per_task) {
  * stop's smallest request, the eligible list. */
 static void admit(gp__ctx *c, int j, int whole_per_task) {
   const gp__job *ji = &c->jobs[j];
-  add_sums(c, ji, false);
+  add_sums(c, ji->leaf, ji->gpus, 0, false);
   gp__keys_add(c, j, end_if_started(c, ji->limit));
   admit_kind(c, ji->kind, whole_per_task);
   c->eligible[c->n_eligible++] = j;
@@ -250,8 +250,8 @@ static void keep_eligible(gp__ctx *c, int j, const gp__memo_rec *m) {
     c->kept_toks[c->n_kept_toks++] = m->tok;
   }
   a->n++;
-  if (m->cls.limit > 0 && m->cls.limit < a->min_limit) a->min_limit = m->cls.limit;
-  add_sums(c, &m->cls, false);
+  if (m->limit > 0 && m->limit < a->min_limit) a->min_limit = m->limit;
+  add_sums(c, m->leaf, m->gpus, m->sums, false);
   c->eligible[c->n_eligible++] = j;
 }
 
@@ -377,9 +377,9 @@ static void classify_running(gp__ctx *c, int j, gp__run *ru) {
 /* A running or stopping job's part in the step: what its queues hold, what its nodes
  * lose (unless the memo's kept holds have it already), its record for preemption and
  * backfill. */
-static void count_running(gp__ctx *c, int j, const gp__job *ji, const gp__run *ru, size_t *run_cap,
+static void count_running(gp__ctx *c, int j, uint8_t sums, const gp__run *ru, size_t *run_cap,
                           bool held) {
-  if (ji->leaf >= 0) add_sums(c, ji, true);
+  if (ru->leaf >= 0) add_sums(c, ru->leaf, ru->gpus, sums, true);
   /* One placement of whole GPUs: held from the record, without reading the view. */
   if (!held &&
       !(ru->node >= 0 && ru->whole && gp__hold_whole(c, ru->node, ru->whole, ru->cpu, ru->mem)))
@@ -400,23 +400,23 @@ static void remember(gp__ctx *c, int j, uint64_t rev, gp__memo_rec *m, const gp_
     m->rev = 0;
     return;
   }
-  m->rev = rev;
-  m->cls = *ji;
-  m->cls.sums = gpus_whole(ji->gpus) ? 1 : 2;
-  m->tok = ji->shape >= 0 ? gp__shape_token(c, j, &c->memo->tokens) : -1;
-  m->whole_per_task = job->req.gpus_per_task;
+  c->memo->cls[j] = *ji;
+  *m = (gp__memo_rec){.rev = rev, .gpus = ji->gpus, .limit = ji->limit, .leaf = ji->leaf,
+                      .tok = ji->shape >= 0 ? gp__shape_token(c, j, &c->memo->tokens) : -1,
+                      .whole_per_task = job->req.gpus_per_task, .stat = ji->stat,
+                      .sums = gpus_whole(ji->gpus) ? 1 : 2};
   if (ji->stat == GP__J_RUNNING || ji->stat == GP__J_STOPPING) c->memo->run[j] = *ru;
 }
 
 /* Does for job j what classification did when it was remembered, in the same order, so
  * that everything the step builds (sums, request shape ids, lists) comes out the same. */
 static void replay(gp__ctx *c, int j, const gp__memo_rec *m, size_t *run_cap) {
-  switch (m->cls.stat) {
+  switch (m->stat) {
   case GP__J_RUNNING:
   case GP__J_STOPPING: {
     const gp__run *ru = &c->memo->run[j];
     bool held = gp__usage_held(c, j);
-    count_running(c, j, &m->cls, ru, run_cap, held);
+    count_running(c, j, m->sums, ru, run_cap, held);
     if (!held && ru->node >= 0 && ru->whole) gp__usage_keep(c, j, ru);
     break;
   }
@@ -492,7 +492,7 @@ int gp__classify_jobs(gp__ctx *c) {
     case GP_JOB_RUNNING:
     case GP_JOB_STOPPING:
       classify_running(c, j, &ru);
-      count_running(c, j, ji, &ru, &run_cap, false);
+      count_running(c, j, 0, &ru, &run_cap, false);
       break;
     case GP_JOB_PENDING:
     case GP_JOB_HELD:

@@ -18,6 +18,7 @@ gp_sched_memo *gp_sched_memo_new(void) { return gp_xcalloc(1, sizeof(gp_sched_me
 void gp_sched_memo_free(gp_sched_memo *m) {
   if (!m) return;
   free(m->rec);
+  free(m->cls);
   free(m->run);
   gp__tokens_free(m->tokens);
   gp__victims_free(m->victims);
@@ -33,7 +34,8 @@ void gp_sched_memo_free(gp_sched_memo *m) {
 
 size_t gp_sched_memo_bytes(const gp_sched_memo *m) {
   if (!m) return 0;
-  return sizeof *m + m->cap * (sizeof *m->rec + sizeof *m->run) + gp__tokens_bytes(m->tokens) +
+  return sizeof *m + m->cap * (sizeof *m->rec + sizeof *m->cls + sizeof *m->run) +
+         gp__tokens_bytes(m->tokens) +
          gp__victims_bytes(m->victims) + gp__nodes_snap_bytes(m->nodes) + gp__kept_order_bytes(m->order) +
          gp__usage_bytes(m->usage) + m->tagg_cap * sizeof *m->tagg +
          m->cap * (sizeof *m->jobs + sizeof *m->journaled);
@@ -64,6 +66,7 @@ void gp__memo_begin(gp__ctx *c, gp_sched_memo *m) {
     size_t cap = m->cap;
     gp_xgrow((void **)&m->rec, &m->cap, (size_t)v->n_jobs + 1, sizeof *m->rec);
     m->run = gp_xrealloc(m->run, m->cap * sizeof *m->run);
+    m->cls = gp_xrealloc(m->cls, m->cap * sizeof *m->cls);
     m->jobs = gp_xrealloc(m->jobs, m->cap * sizeof *m->jobs);
     m->journaled = gp_xrealloc(m->journaled, m->cap * sizeof *m->journaled);
     memset(m->rec + cap, 0, (m->cap - cap) * sizeof *m->rec);
@@ -87,7 +90,7 @@ void gp__memo_restore_jobs(gp__ctx *c) {
   for (int i = 0; i < c->n_journal; i++) {
     int j = c->journal[i];
     if (!m->rec[j].rev || m->rec[j].rev != revs[j]) continue;
-    c->jobs[j] = m->rec[j].cls;
+    c->jobs[j] = m->cls[j];
     c->jobs[j].shape = c->jobs[j].pkey = -1;
   }
   free(c->journal);

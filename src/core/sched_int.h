@@ -132,12 +132,16 @@ typedef struct gp__run {
 } gp__run;
 
 /* gp_sched_step_memo's memory of one view slot (memo.c): what classification (jobs.c)
- * derived from the job, replayed while the job's rev and the view's rev stay the same. */
+ * derived from the job, replayed while the job's rev and the view's rev stay the same.
+ * A replay reads only these; the whole classification (memo.cls) puts a slot back. */
 typedef struct gp__memo_rec {
   uint64_t rev;         /* the job's rev when recorded; 0: nothing recorded */
-  gp__job cls;          /* ctx.jobs[j] as classification left it */
-  int whole_per_task;   /* whole-GPU requests: GPUs per task (the early stop's minimum) */
+  double gpus;          /* as gp__job */
+  gp_time limit;
+  int leaf;
   int tok;              /* its request's shape token (shapes.c); -1: shape not computed */
+  int whole_per_task;   /* whole-GPU requests: GPUs per task (the early stop's minimum) */
+  uint8_t stat, sums;   /* as gp__job */
 } gp__memo_rec;
 
 /* Kept eligible jobs of one request token in a step (jobs.c): replays count them here and
@@ -153,6 +157,7 @@ struct gp_sched_memo {
   uint64_t view_rev;    /* the view the records belong to; 0: none */
   const gp_policy *pol;
   gp__memo_rec *rec;    /* per view index */
+  gp__job *cls;         /* per view index: ctx.jobs[j] as classification left it */
   gp__run *run;         /* per view index: running and stopping jobs' records (apart, so
                            that replaying a pending job reads no more than it needs) */
   size_t cap;
