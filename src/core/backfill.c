@@ -58,13 +58,13 @@ static bool release_before(const gp__release *a, const gp__release *b) {
 
 void gp__backfill_begin(gp__ctx *c, int total) {
   if (!c->pol->backfill) return;
-  struct gp__resv_cache *rc = c->rcache = gp_xcalloc(1, sizeof *rc);
+  struct gp__resv_cache *rc = c->rcache = gp__scalloc(c, 1, sizeof *rc);
   int nn = c->view->n_nodes;
-  rc->ev = gp_xmalloc(((size_t)total + 1) * sizeof *rc->ev);
-  rc->late = gp_xcalloc((size_t)nn + 1, sizeof(bool));
-  rc->sorted = gp_xcalloc((size_t)nn + 1, sizeof(bool));
-  rc->first = gp_xmalloc(((size_t)nn + 1) * sizeof *rc->first);
-  rc->last = gp_xmalloc(((size_t)nn + 1) * sizeof *rc->last);
+  rc->ev = gp__salloc(c, ((size_t)total + 1) * sizeof *rc->ev);
+  rc->late = gp__scalloc(c, (size_t)nn + 1, sizeof(bool));
+  rc->sorted = gp__scalloc(c, (size_t)nn + 1, sizeof(bool));
+  rc->first = gp__salloc(c, ((size_t)nn + 1) * sizeof *rc->first);
+  rc->last = gp__salloc(c, ((size_t)nn + 1) * sizeof *rc->last);
   for (int i = 0; i < nn; i++) {
     rc->first[i] = GP__NEVER;
     rc->last[i] = c->now; /* (every end is now or later) */
@@ -126,17 +126,8 @@ static void sort_events(const gp__ctx *c, int node) {
   }
 }
 
-void gp__backfill_done(gp__ctx *c) {
-  struct gp__resv_cache *rc = c->rcache;
-  if (!rc) return;
-  free(rc->ev);
-  free(rc->sorted);
-  free(rc->late);
-  free(rc->first);
-  free(rc->last);
-  free(rc);
-  c->rcache = NULL;
-}
+/* (The cache is the step's scratch memory: it goes with the step.) */
+void gp__backfill_done(gp__ctx *c) { c->rcache = NULL; }
 
 void gp__backfill_victim(gp__ctx *c, int v) {
   if (!c->rcache || !c->rcache->built) return; /* the build marks the victims chosen before it */

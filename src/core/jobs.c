@@ -438,20 +438,20 @@ static void replay(gp__ctx *c, int j, const gp__memo_rec *m, size_t *run_cap) {
 int gp__classify_jobs(gp__ctx *c) {
   const gp_view *v = c->view;
   c->min_whole = GP_MAX_NODE_GPUS + 1;
-  c->running = gp_xmalloc(((size_t)v->n_jobs + 1) * sizeof(int));
+  c->running = gp__salloc(c, ((size_t)v->n_jobs + 1) * sizeof(int));
   /* Room for as many running jobs as the memo's last step had (and some): growing the
    * records one doubling at a time copied them over and over. */
   size_t run_cap = c->memo ? c->memo->n_running + c->memo->n_running / 8 + 16 : 0;
   if (run_cap) c->run = gp_xmalloc(run_cap * sizeof *c->run);
-  c->leaf_class = gp_xmalloc(((size_t)c->tree.n + 1) * sizeof(int));
+  c->leaf_class = gp__salloc(c, ((size_t)c->tree.n + 1) * sizeof(int));
   for (int q = 0; q < c->tree.n; q++) c->leaf_class[q] = -2;
-  c->eligible = gp_xmalloc(((size_t)v->n_jobs + 1) * sizeof(int));
-  c->alloc_int = gp_xcalloc((size_t)c->tree.n + 1, sizeof *c->alloc_int);
-  c->demand_int = gp_xcalloc((size_t)c->tree.n + 1, sizeof *c->demand_int);
+  c->eligible = gp__salloc(c, ((size_t)v->n_jobs + 1) * sizeof(int));
+  c->alloc_int = gp__scalloc(c, (size_t)c->tree.n + 1, sizeof *c->alloc_int);
+  c->demand_int = gp__scalloc(c, (size_t)c->tree.n + 1, sizeof *c->demand_int);
   c->sums_inexact = v->n_jobs > (1 << 21); /* (so integer sums stay under 2^52) */
   /* Queues with a limit on their path (parents precede children in the tree): jobs of the
    * others skip the limit walk, done for every job never considered. */
-  c->path_limited = gp_xmalloc(((size_t)c->tree.n + 1) * sizeof(bool));
+  c->path_limited = gp__salloc(c, ((size_t)c->tree.n + 1) * sizeof(bool));
   for (int q = 0; q < c->tree.n; q++) {
     int par = c->tree.q[q].parent;
     c->path_limited[q] = c->tree.q[q].limit != GP_NO_LIMIT || (par >= 0 && c->path_limited[par]);

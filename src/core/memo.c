@@ -29,6 +29,7 @@ void gp_sched_memo_free(gp_sched_memo *m) {
   free(m->jobs);
   free(m->journaled);
   gp__qtree_done(&m->tree);
+  gp__scratch_end(&m->scratch, false);
   free(m);
 }
 

@@ -64,15 +64,22 @@ static void *dup_of(const void *p, size_t bytes) {
   return d;
 }
 
+/* The same, in the step's scratch memory (the step's own arrays). */
+static void *step_dup(gp__ctx *c, const void *p, size_t bytes) {
+  void *d = gp__salloc(c, bytes);
+  if (bytes) memcpy(d, p, bytes);
+  return d;
+}
+
 /* What running jobs, starts and reservations change during a step: all zero at first,
  * but the per-GPU counts a memo kept (gpu_used: NULL for none). */
 static void usage_arrays(gp__ctx *c, const int *gpu_used) {
   size_t total = (size_t)c->n_gpus_total;
-  c->block_free = gp_xcalloc((size_t)c->n_blocks + 1, sizeof(int));
-  c->gpu_used = gpu_used ? dup_of(gpu_used, (total + 1) * sizeof(int)) : gp_xcalloc(total + 1, sizeof(int));
-  c->gpu_mem_used = gp_xcalloc(total + 1, sizeof(int64_t));
-  c->gpu_mig_busy = gp_xcalloc(total + 1, 1);
-  c->gpu_resv_until = gp_xcalloc(total + 1, sizeof(gp_time));
+  c->block_free = gp__scalloc(c, (size_t)c->n_blocks + 1, sizeof(int));
+  c->gpu_used = gpu_used ? step_dup(c, gpu_used, (total + 1) * sizeof(int)) : gp__scalloc(c, total + 1, sizeof(int));
+  c->gpu_mem_used = gp__scalloc(c, total + 1, sizeof(int64_t));
+  c->gpu_mig_busy = gp__scalloc(c, total + 1, 1);
+  c->gpu_resv_until = gp__scalloc(c, total + 1, sizeof(gp_time));
 }
 
 /* Kept by a memo (memo.c): the nodes and per-GPU counts as the derived state plus the
@@ -237,22 +244,22 @@ static struct gp__nodes_snap *snap_take(const gp__ctx *c) {
 /* The derived state from the snapshot; nodes and per-GPU counts from the memo's kept
  * usage instead when there is one (kept: it is the derived state plus the kept holds). */
 static void snap_restore(gp__ctx *c, const struct gp__nodes_snap *s, const struct gp__usage *kept) {
-  c->nodes = dup_of(kept ? kept->nodes : s->nodes, ((size_t)s->nn + 1) * sizeof *c->nodes);
+  c->nodes = step_dup(c, kept ? kept->nodes : s->nodes, ((size_t)s->nn + 1) * sizeof *c->nodes);
   c->n_models = s->n_models;
-  c->model_names = dup_of(s->model_names, ((size_t)s->n_models + 1) * sizeof *c->model_names);
+  c->model_names = step_dup(c, s->model_names, ((size_t)s->n_models + 1) * sizeof *c->model_names);
   gp__strmap_init(&c->model_map, (size_t)s->n_models + 1);
   for (int m = 0; m < s->n_models; m++) gp__strmap_put(&c->model_map, c->model_names[m], m);
   c->n_blocks = s->n_blocks;
-  c->block_start = dup_of(s->block_start, ((size_t)s->n_blocks + 1) * sizeof(int));
-  c->block_nodes = dup_of(s->block_nodes, ((size_t)s->nn + 1) * sizeof(int));
+  c->block_start = step_dup(c, s->block_start, ((size_t)s->n_blocks + 1) * sizeof(int));
+  c->block_nodes = step_dup(c, s->block_nodes, ((size_t)s->nn + 1) * sizeof(int));
   c->n_gpus_total = s->n_gpus_total;
   usage_arrays(c, kept ? kept->gpu_used : NULL);
-  c->dom = dup_of(s->dom, ((size_t)s->n_gpus_total + 1) * sizeof(uint32_t));
+  c->dom = step_dup(c, s->dom, ((size_t)s->n_gpus_total + 1) * sizeof(uint32_t));
   c->max_gpu_mem = s->max_gpu_mem;
   c->has_timeslice = s->has_timeslice;
   c->capacity = s->capacity;
   c->n_slots = s->n_slots;
-  c->queue_pool = dup_of(s->queue_pool, ((size_t)s->n_queues + 1) * sizeof(int));
+  c->queue_pool = step_dup(c, s->queue_pool, ((size_t)s->n_queues + 1) * sizeof(int));
 }
 
 static int nodes_derive(gp__ctx *c);
@@ -291,10 +298,10 @@ int gp__nodes_init(gp__ctx *c) {
 static int nodes_derive(gp__ctx *c) {
   const gp_view *v = c->view;
   int nn = v->n_nodes;
-  c->nodes = gp_xcalloc((size_t)nn + 1, sizeof *c->nodes);
+  c->nodes = gp__scalloc(c, (size_t)nn + 1, sizeof *c->nodes);
 
   /* GPU models, sorted by name so ids do not depend on node order. */
-  const char **names = gp_xmalloc(((size_t)nn + 1) * sizeof *names);
+  const char **names = gp__salloc(c, ((size_t)nn + 1) * sizeof *names);
   int nm = 0;
   gp__strmap seen;
   gp__strmap_init(&seen, 16);
@@ -317,7 +324,7 @@ static int nodes_derive(gp__ctx *c) {
   /* Blocks, in order of first appearance. */
   gp__strmap blocks;
   gp__strmap_init(&blocks, 64);
-  int *bcount = gp_xcalloc((size_t)nn + 1, sizeof(int));
+  int *bcount = gp__scalloc(c, (size_t)nn + 1, sizeof(int));
   const char *last_b = NULL; /* neighbours usually share their block's string */
   int last_id = -1;
   for (int i = 0; i < nn; i++) {
@@ -335,15 +342,14 @@ static int nodes_derive(gp__ctx *c) {
     bcount[id]++;
   }
   gp__strmap_done(&blocks);
-  c->block_start = gp_xcalloc((size_t)c->n_blocks + 1, sizeof(int));
-  c->block_nodes = gp_xcalloc((size_t)nn + 1, sizeof(int));
+  c->block_start = gp__scalloc(c, (size_t)c->n_blocks + 1, sizeof(int));
+  c->block_nodes = gp__scalloc(c, (size_t)nn + 1, sizeof(int));
   for (int b = 0; b < c->n_blocks; b++) c->block_start[b + 1] = c->block_start[b] + bcount[b];
   memset(bcount, 0, ((size_t)nn + 1) * sizeof(int));
   for (int i = 0; i < nn; i++) {
     int b = c->nodes[i].block;
     if (b >= 0) c->block_nodes[c->block_start[b] + bcount[b]++] = i;
   }
-  free(bcount);
 
   /* Per-GPU arrays and masks. */
   int total = 0, ndom = 0;
@@ -353,7 +359,7 @@ static int nodes_derive(gp__ctx *c) {
   }
   c->n_gpus_total = total;
   usage_arrays(c, NULL);
-  c->dom = gp_xcalloc((size_t)total + 1, sizeof(uint32_t));
+  c->dom = gp__scalloc(c, (size_t)total + 1, sizeof(uint32_t));
   for (int i = 0; i < nn; i++) {
     const gp_node *n = &v->nodes[i];
     gp__node *s = &c->nodes[i];
@@ -413,7 +419,7 @@ static int nodes_derive(gp__ctx *c) {
 
   /* Pools: which queues own one (a pool's queue and its sub-queues). */
   c->n_slots = 1 + v->n_pools;
-  c->queue_pool = gp_xmalloc(((size_t)c->tree.n + 1) * sizeof(int));
+  c->queue_pool = gp__salloc(c, ((size_t)c->tree.n + 1) * sizeof(int));
   for (int q = 0; q < c->tree.n; q++) c->queue_pool[q] = -1;
   for (int p = 0; p < v->n_pools; p++) {
     int q = gp__qtree_find(&c->tree, v->pools[p].queue);

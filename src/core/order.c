@@ -234,11 +234,10 @@ static bool build_sorted(gp__order *o, const struct gp__kept_order *kept) {
   int n_elig = c->n_eligible, nj = c->view->n_jobs;
   const int *src = kept ? c->fresh : c->eligible;
   int nf = kept ? c->n_fresh : n_elig;
-  hent *fresh = gp_xmalloc(((size_t)nf + 1) * sizeof *fresh);
+  hent *fresh = gp__salloc(c, ((size_t)nf + 1) * sizeof *fresh);
   for (int e = 0; e < nf; e++) fresh[e] = entry_of(c, src[e]);
-  hent *tmp = gp_xmalloc(((size_t)nf + 1) * sizeof *tmp);
+  hent *tmp = gp__salloc(c, ((size_t)nf + 1) * sizeof *tmp);
   sort_entries(o, fresh, tmp, nf);
-  free(tmp);
   hent *out = o->heap;
   uint64_t *orev = o->rev;
   int oi = 0, fi = 0;
@@ -272,18 +271,17 @@ static bool build_sorted(gp__order *o, const struct gp__kept_order *kept) {
     o->seg_len[s] = oi - o->seg_start[s];
   }
   o->seg_start[o->n_seg] = oi;
-  free(fresh);
   return ok && fi == nf && oi == n_elig;
 }
 
 gp__order *gp__order_new(gp__ctx *c) {
-  gp__order *o = gp_xcalloc(1, sizeof *o);
+  gp__order *o = gp__scalloc(c, 1, sizeof *o);
   o->c = c;
   o->fair = c->pol->order == GP_ORDER_FAIRSHARE;
   int nq = c->tree.n;
   o->n_seg = o->fair ? nq : 1;
   o->seg_start = gp_xcalloc((size_t)o->n_seg + 1, sizeof(int));
-  o->seg_len = gp_xcalloc((size_t)o->n_seg + 1, sizeof(int));
+  o->seg_len = gp__scalloc(c, (size_t)o->n_seg + 1, sizeof(int));
   int n_elig = c->n_eligible;
   o->heap = gp_xmalloc(((size_t)n_elig + 1) * sizeof(hent));
   if (c->memo) {
@@ -297,23 +295,22 @@ gp__order *gp__order_new(gp__ctx *c) {
   } else {
     for (int e = 0; e < n_elig; e++) o->seg_len[seg_of(o, c->eligible[e])]++;
     for (int s = 0; s < o->n_seg; s++) o->seg_start[s + 1] = o->seg_start[s] + o->seg_len[s];
-    int *fill = gp_xcalloc((size_t)o->n_seg + 1, sizeof(int));
+    int *fill = gp__scalloc(c, (size_t)o->n_seg + 1, sizeof(int));
     for (int e = 0; e < n_elig; e++) {
       int j = c->eligible[e];
       int s = seg_of(o, j);
       o->heap[o->seg_start[s] + fill[s]++] = entry_of(c, j);
     }
-    free(fill);
   }
-  o->win_len = gp_xcalloc((size_t)o->n_seg + 1, sizeof(int));
-  o->win_k = gp_xmalloc(((size_t)o->n_seg + 1) * sizeof(int));
+  o->win_len = gp__scalloc(c, (size_t)o->n_seg + 1, sizeof(int));
+  o->win_k = gp__salloc(c, ((size_t)o->n_seg + 1) * sizeof(int));
   for (int s = 0; s < o->n_seg; s++) o->win_k[s] = 32;
 
   if (o->fair) {
     /* Child heaps: a parent's segment holds at most its number of children. */
-    o->qstart = gp_xcalloc((size_t)nq + 2, sizeof(int));
-    o->qlen = gp_xcalloc((size_t)nq + 2, sizeof(int));
-    o->qpos = gp_xmalloc(((size_t)nq + 1) * sizeof(int));
+    o->qstart = gp__scalloc(c, (size_t)nq + 2, sizeof(int));
+    o->qlen = gp__scalloc(c, (size_t)nq + 2, sizeof(int));
+    o->qpos = gp__salloc(c, ((size_t)nq + 1) * sizeof(int));
     int off = 0;
     for (int q = 0; q < nq; q++) {
       o->qstart[q] = off;
@@ -322,10 +319,10 @@ gp__order *gp__order_new(gp__ctx *c) {
     }
     o->qstart[nq] = off;
     for (int q = 0; q < nq; q++) off += c->tree.q[q].parent < 0;
-    o->qheap = gp_xmalloc(((size_t)off + 1) * sizeof(int));
+    o->qheap = gp__salloc(c, ((size_t)off + 1) * sizeof(int));
     /* Activate leaves with jobs and every ancestor (children before parents: reverse
      * tree order). */
-    bool *active = gp_xcalloc((size_t)nq + 1, sizeof(bool));
+    bool *active = gp__scalloc(c, (size_t)nq + 1, sizeof(bool));
     for (int q = nq - 1; q >= 0; q--) {
       if (gp__qtree_is_leaf(&c->tree, q) ? o->seg_len[q] > 0 : active[q]) {
         active[q] = true;
@@ -334,7 +331,6 @@ gp__order *gp__order_new(gp__ctx *c) {
     }
     for (int q = 0; q < nq; q++)
       if (active[q]) q_insert(o, q);
-    free(active);
   }
   return o;
 }
@@ -354,15 +350,7 @@ void gp__order_free(gp__order *o) {
   free(o->heap);
   free(o->rev);
   free(o->seg_start);
-  free(o->seg_len);
-  free(o->win_len);
-  free(o->win_k);
-  free(o->qheap);
-  free(o->qstart);
-  free(o->qlen);
-  free(o->qpos);
-  free(o->rest);
-  free(o);
+  /* (The rest is the step's scratch memory.) */
 }
 
 /* The window is empty: moves the win_k best of the rest to the front, as a heap. */
@@ -427,7 +415,7 @@ int gp__order_top(const gp__order *o) {
 }
 
 bool gp__order_rest(gp__order *o, int s, double *min_gpus, int *max_prio, bool *whole) {
-  if (!o->rest) o->rest = gp_xcalloc((size_t)o->n_seg + 1, sizeof *o->rest);
+  if (!o->rest) o->rest = gp__scalloc(o->c, (size_t)o->n_seg + 1, sizeof *o->rest);
   struct rest *b = &o->rest[s];
   if (!b->done) {
     /* The jobs still to come: the end of a sorted segment, the front of a heap one. */

@@ -75,7 +75,7 @@ bool gp__victim_able(const gp__ctx *c, int r) {
 
 /* Cheap, every step: could any preemption happen at all? */
 void gp__preempt_setup(gp__ctx *c) {
-  c->pre = gp_xcalloc(1, sizeof *c->pre);
+  c->pre = gp__scalloc(c, 1, sizeof *c->pre);
   bool able = false;
   for (int r = 0; r < c->n_running && !able; r++) able = gp__victim_able(c, r);
   c->preempt_possible = able && (c->pol->preemption || c->view->n_pools > 0 ||
@@ -98,12 +98,12 @@ void gp__preempt_build(gp__ctx *c) {
   /* Node -> running/stopping jobs (each job once per node) and queue -> victim-able jobs,
    * as CSR: one pass counts, one fills. One-placement jobs (most) need not read the view:
    * classification kept their node. */
-  c->node_jobs_start = gp_xcalloc((size_t)nn + 2, sizeof(int));
-  p->leaf_start = gp_xcalloc((size_t)nq + 2, sizeof(int));
-  p->leaf_min_prio = gp_xmalloc(((size_t)nq + 1) * sizeof(int));
+  c->node_jobs_start = gp__scalloc(c, (size_t)nn + 2, sizeof(int));
+  p->leaf_start = gp__scalloc(c, (size_t)nq + 2, sizeof(int));
+  p->leaf_min_prio = gp__salloc(c, ((size_t)nq + 1) * sizeof(int));
   for (int q = 0; q < nq; q++) p->leaf_min_prio[q] = INT_MAX;
-  p->pool_borrowers = gp_xcalloc((size_t)v->n_pools + 1, sizeof(int));
-  p->stopping = gp_xmalloc(((size_t)c->n_stopping + 1) * sizeof(int));
+  p->pool_borrowers = gp__scalloc(c, (size_t)v->n_pools + 1, sizeof(int));
+  p->stopping = gp__salloc(c, ((size_t)c->n_stopping + 1) * sizeof(int));
   for (int r = 0; r < c->n_running; r++) {
     const gp__run *ru = &c->run[r];
     const gp_job *job = ru->node >= 0 ? NULL : &v->jobs[c->running[r]];
@@ -123,9 +123,9 @@ void gp__preempt_build(gp__ctx *c) {
   }
   for (int i = 0; i < nn; i++) c->node_jobs_start[i + 1] += c->node_jobs_start[i];
   for (int q = 0; q < nq; q++) p->leaf_start[q + 1] += p->leaf_start[q];
-  c->node_jobs = gp_xmalloc(((size_t)c->node_jobs_start[nn] + 1) * sizeof(int));
-  c->node_runs = gp_xmalloc(((size_t)c->node_jobs_start[nn] + 1) * sizeof(int));
-  p->leaf_jobs = gp_xmalloc(((size_t)p->leaf_start[nq] + 1) * sizeof(int));
+  c->node_jobs = gp__salloc(c, ((size_t)c->node_jobs_start[nn] + 1) * sizeof(int));
+  c->node_runs = gp__salloc(c, ((size_t)c->node_jobs_start[nn] + 1) * sizeof(int));
+  p->leaf_jobs = gp__salloc(c, ((size_t)p->leaf_start[nq] + 1) * sizeof(int));
   gp__backfill_begin(c, c->node_jobs_start[nn]);
   /* The starts advance as the lists fill; the pass after puts them back. */
   for (int r = 0; r < c->n_running; r++) {
@@ -154,66 +154,28 @@ static void alloc_scratch(gp__ctx *c) {
   gp__preempt_build(c);
   if (p->jstamp) return;
   int nn = c->view->n_nodes, nj = c->view->n_jobs, nq = c->tree.n;
-  p->jstamp = gp_xcalloc((size_t)nj + 1, sizeof(int));
-  p->nstamp = gp_xcalloc((size_t)nn + 1, sizeof(int));
-  p->cand_nodes = gp_xmalloc(((size_t)nn + 1) * sizeof(int));
-  p->tent_extra = gp_xcalloc((size_t)nn + 1, sizeof(uint32_t));
-  p->tent_cpu = gp_xcalloc((size_t)nn + 1, sizeof(int64_t));
-  p->tent_mem = gp_xcalloc((size_t)nn + 1, sizeof(int64_t));
-  p->touched = gp_xmalloc(((size_t)nn + 1) * sizeof(int));
-  p->is_touched = gp_xcalloc((size_t)nn + 1, sizeof(bool));
-  p->removed = gp_xcalloc((size_t)nq + 1, sizeof(double));
-  p->lost = gp_xcalloc((size_t)nq + 1, sizeof(double));
-  p->claimed = gp_xcalloc((size_t)nq + 1, sizeof(double));
-  p->taken = gp_xcalloc((size_t)nj + 1, sizeof(bool));
-  p->taken_list = gp_xmalloc(((size_t)nj + 1) * sizeof(int));
+  p->jstamp = gp__scalloc(c, (size_t)nj + 1, sizeof(int));
+  p->nstamp = gp__scalloc(c, (size_t)nn + 1, sizeof(int));
+  p->cand_nodes = gp__salloc(c, ((size_t)nn + 1) * sizeof(int));
+  p->tent_extra = gp__scalloc(c, (size_t)nn + 1, sizeof(uint32_t));
+  p->tent_cpu = gp__scalloc(c, (size_t)nn + 1, sizeof(int64_t));
+  p->tent_mem = gp__scalloc(c, (size_t)nn + 1, sizeof(int64_t));
+  p->touched = gp__salloc(c, ((size_t)nn + 1) * sizeof(int));
+  p->is_touched = gp__scalloc(c, (size_t)nn + 1, sizeof(bool));
+  p->removed = gp__scalloc(c, (size_t)nq + 1, sizeof(double));
+  p->lost = gp__scalloc(c, (size_t)nq + 1, sizeof(double));
+  p->claimed = gp__scalloc(c, (size_t)nq + 1, sizeof(double));
+  p->taken = gp__scalloc(c, (size_t)nj + 1, sizeof(bool));
+  p->taken_list = gp__salloc(c, ((size_t)nj + 1) * sizeof(int));
   for (int k = 0; k < K_N; k++) {
-    p->fail_gpus[k] = gp_xmalloc(((size_t)nq + 1) * sizeof(double));
+    p->fail_gpus[k] = gp__salloc(c, ((size_t)nq + 1) * sizeof(double));
     for (int q = 0; q < nq; q++) p->fail_gpus[k][q] = 1e300;
   }
-  p->fail_prio = gp_xcalloc((size_t)nq + 1, sizeof(int));
+  p->fail_prio = gp__scalloc(c, (size_t)nq + 1, sizeof(int));
 }
 
-void gp__preempt_done(gp__ctx *c) {
-  struct gp__preempt *p = c->pre;
-  if (!p) return;
-  free(p->leaf_start);
-  free(p->leaf_jobs);
-  free(p->leaf_min_prio);
-  free(p->stopping);
-  free(p->pool_borrowers);
-  free(p->jstamp);
-  free(p->nstamp);
-  free(p->cand_nodes);
-  free(p->tent_extra);
-  free(p->tent_cpu);
-  free(p->tent_mem);
-  free(p->touched);
-  free(p->is_touched);
-  free(p->removed);
-  free(p->lost);
-  free(p->rcl);
-  free(p->rcl_gen);
-  free(p->claimed);
-  free(p->taken);
-  free(p->taken_list);
-  for (int k = 0; k < K_N; k++) free(p->fail_gpus[k]);
-  free(p->fail_prio);
-  free(p->vorder);
-  free(p->vrun);
-  free(p->rc_stamp);
-  free(p->rc_gpus);
-  free(p->rc_ok);
-  free(p->acc_stamp);
-  free(p->acc_mask);
-  free(p->acc_cpu);
-  free(p->acc_mem);
-  free(p->acc_head);
-  free(p->ent_v);
-  free(p->ent_next);
-  free(p);
-  c->pre = NULL;
-}
+/* (Everything preemption builds is the step's scratch memory: it goes with the step.) */
+void gp__preempt_done(gp__ctx *c) { c->pre = NULL; }
 
 /* Victim order: is a a better (cheaper) victim than b? */
 static bool victim_before(const gp__ctx *c, int a, int b) {
@@ -350,28 +312,27 @@ static void build_vorder(gp__ctx *c) {
   struct gp__preempt *p = c->pre;
   if (p->vorder) return;
   int nn = c->view->n_nodes;
-  int *order = gp_xmalloc(((size_t)c->n_running + 1) * sizeof *order);
+  int *order = gp__salloc(c, ((size_t)c->n_running + 1) * sizeof *order);
   int n = gp__victim_order(c, order);
-  p->vorder = gp_xmalloc(((size_t)n + 1) * sizeof(int));
-  p->vrun = gp_xmalloc(((size_t)n + 1) * sizeof *p->vrun);
+  p->vorder = gp__salloc(c, ((size_t)n + 1) * sizeof(int));
+  p->vrun = gp__salloc(c, ((size_t)n + 1) * sizeof *p->vrun);
   for (int k = 0; k < n; k++) {
     p->vorder[k] = c->running[order[k]];
     p->vrun[k] = c->run[order[k]];
   }
   p->n_vorder = n;
-  free(order);
   int nq = c->tree.n;
-  p->rc_stamp = gp_xcalloc((size_t)nq + 1, sizeof(int));
-  p->rc_gpus = gp_xmalloc(((size_t)nq + 1) * sizeof(double));
-  p->rc_ok = gp_xmalloc(((size_t)nq + 1) * sizeof(bool));
-  p->acc_stamp = gp_xcalloc((size_t)nn + 1, sizeof(int));
-  p->acc_mask = gp_xcalloc((size_t)nn + 1, sizeof(uint32_t));
-  p->acc_cpu = gp_xcalloc((size_t)nn + 1, sizeof(int64_t));
-  p->acc_mem = gp_xcalloc((size_t)nn + 1, sizeof(int64_t));
-  p->acc_head = gp_xcalloc((size_t)nn + 1, sizeof(int));
+  p->rc_stamp = gp__scalloc(c, (size_t)nq + 1, sizeof(int));
+  p->rc_gpus = gp__salloc(c, ((size_t)nq + 1) * sizeof(double));
+  p->rc_ok = gp__salloc(c, ((size_t)nq + 1) * sizeof(bool));
+  p->acc_stamp = gp__scalloc(c, (size_t)nn + 1, sizeof(int));
+  p->acc_mask = gp__scalloc(c, (size_t)nn + 1, sizeof(uint32_t));
+  p->acc_cpu = gp__scalloc(c, (size_t)nn + 1, sizeof(int64_t));
+  p->acc_mem = gp__scalloc(c, (size_t)nn + 1, sizeof(int64_t));
+  p->acc_head = gp__scalloc(c, (size_t)nn + 1, sizeof(int));
   size_t total = (size_t)c->node_jobs_start[nn] + 1;
-  p->ent_v = gp_xmalloc(total * sizeof(int));
-  p->ent_next = gp_xmalloc(total * sizeof(int));
+  p->ent_v = gp__salloc(c, total * sizeof(int));
+  p->ent_next = gp__salloc(c, total * sizeof(int));
 }
 
 /* Is the victim at vorder position i (job v) a candidate of `kind` for J on `node`? While
@@ -576,8 +537,8 @@ bool gp__fits_after_stopping(gp__ctx *c, const gp__req *r) {
 static double reclaimable(gp__ctx *c, int leaf) {
   struct gp__preempt *p = c->pre;
   if (!p->rcl) {
-    p->rcl = gp_xmalloc(((size_t)c->tree.n + 1) * sizeof *p->rcl);
-    p->rcl_gen = gp_xcalloc((size_t)c->tree.n + 1, sizeof *p->rcl_gen);
+    p->rcl = gp__salloc(c, ((size_t)c->tree.n + 1) * sizeof *p->rcl);
+    p->rcl_gen = gp__scalloc(c, (size_t)c->tree.n + 1, sizeof *p->rcl_gen);
   }
   /* The same until an allocation or a victim changes: a step asks it for every job it
    * considers, and starts and victims are few. */

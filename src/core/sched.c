@@ -33,30 +33,10 @@ static void ctx_done(gp__ctx *c) {
   gp__index_done(&c->ix);
   if (c->memo) gp__memo_restore_jobs(c); /* (the memo's array) */
   else free(c->jobs);
-  free(c->nodes);
-  free(c->gpu_used);
-  free(c->gpu_mem_used);
-  free(c->gpu_mig_busy);
-  free(c->gpu_resv_until);
-  free(c->dom);
-  free(c->model_names);
   if (c->model_map.keys) gp__strmap_done(&c->model_map);
-  free(c->block_start);
-  free(c->block_nodes);
-  free(c->block_free);
-  free(c->queue_pool);
-  free(c->running);
   free(c->run);
-  free(c->leaf_class);
-  free(c->path_limited);
-  free(c->eligible);
   free(c->fresh);
   free(c->kept_toks);
-  free(c->alloc_int);
-  free(c->demand_int);
-  free(c->node_jobs_start);
-  free(c->node_jobs);
-  free(c->node_runs);
   free(c->leaf_has_resv);
   free(c->limit_msg);
   free(c->started_head);
@@ -71,6 +51,7 @@ static void ctx_done(gp__ctx *c) {
   free(c->preemptions.items);
   free(c->reservations.items);
   free(c->migs.items);
+  gp__scratch_end(c->scratch, c->scratch != &c->own_scratch);
 }
 
 static const char *limit_message(gp__ctx *c, int q) {
@@ -336,6 +317,7 @@ int gp_sched_step_memo(gp_sched_memo *memo, const gp_policy *policy, const gp_vi
   c.err = err;
   c.decisions_only = flags & GP_SCHED_DECISIONS_ONLY;
   gp__memo_begin(&c, memo);
+  c.scratch = c.memo ? &c.memo->scratch : &c.own_scratch;
   int rc = gp__validate(&c);
   if (rc) {
     ctx_done(&c);

@@ -144,6 +144,14 @@ typedef struct gp__memo_rec {
   uint8_t stat, sums;   /* as gp__job */
 } gp__memo_rec;
 
+/* Scratch memory of a step (scratch.c). */
+typedef struct gp__scratch {
+  char *block;
+  size_t cap, used;
+  void **aside;         /* freed when the step ends: outgrown blocks (or, under ASan, all) */
+  size_t n_aside, aside_cap;
+} gp__scratch;
+
 /* Kept eligible jobs of one request token in a step (jobs.c): replays count them here and
  * the step's placement keys take each token's count and earliest end at once. */
 typedef struct gp__tagg {
@@ -171,6 +179,7 @@ struct gp_sched_memo {
   gp__tagg *tagg;       /* per token */
   size_t tagg_cap;
   gp__qtree tree;       /* the view's queue tree as built (n 0: none), for the next step */
+  gp__scratch scratch;  /* its steps' scratch block, kept for the next */
   /* ctx.jobs of every memo step: a slot whose record is replayed keeps what
    * classification left there (shape and key -1), so a replay writes nothing to it. What a
    * step changes in it afterwards is journaled and put back when the step ends. */
@@ -196,6 +205,8 @@ typedef struct gp__ctx {
 
   struct gp_sched_memo *memo; /* NULL: gp_sched_step, or a view without a rev */
   struct gp__usage *usage;    /* the memo's kept holds, when it has them (nodes.c) */
+  gp__scratch *scratch;       /* the memo's, or own_scratch */
+  gp__scratch own_scratch;
   bool view_known;      /* the memo's view: its nodes and pools were checked before */
 
   gp__qtree tree;
@@ -307,6 +318,12 @@ typedef struct gp__ctx {
 } gp__ctx;
 
 void gp__journal_add(gp__ctx *c, int j);
+
+/* Memory until the step ends (scratch.c): never freed one by one. */
+void *gp__salloc(gp__ctx *c, size_t bytes);
+void *gp__scalloc(gp__ctx *c, size_t n, size_t size);
+/* Ends a step's use of s: what it handed out is gone; keep: the block stays for reuse. */
+void gp__scratch_end(gp__scratch *s, bool keep);
 
 /* ctx.jobs[j], about to be written: with a memo the slot is journaled, so that the step's
  * end puts it back as classification left it (memo.c). */
