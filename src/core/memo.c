@@ -26,6 +26,10 @@ void gp_sched_memo_free(gp_sched_memo *m) {
   gp__kept_order_free(m->order);
   gp__usage_free(m->usage);
   free(m->tagg);
+  free(m->fresh);
+  free(m->kept_toks);
+  free(m->journal);
+  gp__shapes_free(m->shapes);
   free(m->jobs);
   free(m->journaled);
   gp__qtree_done(&m->tree);
@@ -75,6 +79,12 @@ void gp__memo_begin(gp__ctx *c, gp_sched_memo *m) {
   }
   c->memo = m;
   c->view_known = known;
+  c->fresh = m->fresh;
+  c->fresh_cap = m->fresh_cap;
+  c->kept_toks = m->kept_toks;
+  c->kept_toks_cap = m->kept_toks_cap;
+  c->journal = m->journal;
+  c->journal_cap = m->journal_cap;
 }
 
 void gp__journal_add(gp__ctx *c, int j) {
@@ -84,7 +94,7 @@ void gp__journal_add(gp__ctx *c, int j) {
 }
 
 /* A slot is put back from its record when the record stands for this view's job (a slot
- * without one is classified afresh next step anyway). */
+ * without one is classified afresh next step anyway). The lists go back to the memo. */
 void gp__memo_restore_jobs(gp__ctx *c) {
   struct gp_sched_memo *m = c->memo;
   const uint64_t *revs = c->view->job_revs;
@@ -94,9 +104,15 @@ void gp__memo_restore_jobs(gp__ctx *c) {
     c->jobs[j] = m->cls[j];
     c->jobs[j].shape = c->jobs[j].pkey = -1;
   }
-  free(c->journal);
-  c->journal = NULL;
   c->n_journal = 0;
+  /* The lists lent to the step go back, at the size they grew to. */
+  m->fresh = c->fresh;
+  m->fresh_cap = c->fresh_cap;
+  m->kept_toks = c->kept_toks;
+  m->kept_toks_cap = c->kept_toks_cap;
+  m->journal = c->journal;
+  m->journal_cap = c->journal_cap;
+  c->fresh = c->kept_toks = c->journal = NULL;
 }
 
 /* The view passed the checks that gp__validate skips for a known view. */

@@ -9,33 +9,35 @@
 
 #include "util/mem.h"
 
+/* The int tables share one allocation (and the bitmaps another): a scheduler step builds
+ * an index every time. */
 void gp__index_init(gp__index *ix, int n_nodes, const int *node_group, int n_groups) {
   memset(ix, 0, sizeof *ix);
   ix->n_nodes = n_nodes;
   ix->n_groups = n_groups;
-  ix->group_start = gp_xcalloc((size_t)n_groups + 1, sizeof(int));
-  ix->members = gp_xcalloc((size_t)n_nodes + 1, sizeof(int));
-  ix->node_group = gp_xmalloc(((size_t)n_nodes + 1) * sizeof(int));
-  ix->node_local = gp_xmalloc(((size_t)n_nodes + 1) * sizeof(int));
-  ix->node_level = gp_xmalloc(((size_t)n_nodes + 1) * sizeof(int));
+  size_t ng = (size_t)n_groups + 1, nn = (size_t)n_nodes + 1, nb = (size_t)n_groups * GP__LEVELS;
+  int *ints = gp_xcalloc(2 * ng + 4 * nn + 3 * (nb + 1), sizeof(int));
+  ix->group_start = ints;
+  int *fill = ints + ng;
+  ix->members = fill + ng;
+  ix->node_group = ix->members + nn;
+  ix->node_local = ix->node_group + nn;
+  ix->node_level = ix->node_local + nn;
+  ix->lo_off = ix->node_level + nn;
+  ix->hi_off = ix->lo_off + nb + 1;
+  ix->count = ix->hi_off + nb + 1;
   for (int i = 0; i < n_nodes; i++) {
     ix->node_group[i] = node_group[i];
     ix->node_level[i] = -1;
     if (node_group[i] >= 0) ix->group_start[node_group[i] + 1]++;
   }
   for (int g = 0; g < n_groups; g++) ix->group_start[g + 1] += ix->group_start[g];
-  int *fill = gp_xcalloc((size_t)n_groups + 1, sizeof(int));
   for (int i = 0; i < n_nodes; i++) {
     int g = node_group[i];
     if (g < 0) continue;
     ix->node_local[i] = fill[g];
     ix->members[ix->group_start[g] + fill[g]++] = i;
   }
-  free(fill);
-  size_t nb = (size_t)n_groups * GP__LEVELS;
-  ix->lo_off = gp_xmalloc((nb + 1) * sizeof(int));
-  ix->hi_off = gp_xmalloc((nb + 1) * sizeof(int));
-  ix->count = gp_xcalloc(nb + 1, sizeof(int));
   size_t total = 0;
   for (int g = 0; g < n_groups; g++) {
     size_t n = (size_t)(ix->group_start[g + 1] - ix->group_start[g]);
@@ -52,15 +54,8 @@ void gp__index_init(gp__index *ix, int n_nodes, const int *node_group, int n_gro
 
 void gp__index_done(gp__index *ix) {
   if (!ix) return;
-  free(ix->group_start);
-  free(ix->members);
-  free(ix->node_group);
-  free(ix->node_local);
-  free(ix->node_level);
+  free(ix->group_start); /* (all the int tables) */
   free(ix->words);
-  free(ix->lo_off);
-  free(ix->hi_off);
-  free(ix->count);
   memset(ix, 0, sizeof *ix);
 }
 

@@ -51,6 +51,7 @@ struct gp__nodes_snap {
   int nn, n_models, n_blocks, n_gpus_total, n_slots, n_queues;
   gp__node *nodes;
   const char **model_names;
+  gp__strmap model_map; /* name -> id: steps look names up in it (ctx.model_map_shared) */
   int *block_start, *block_nodes, *queue_pool;
   uint32_t *dom;
   int64_t max_gpu_mem;
@@ -207,6 +208,7 @@ void gp__nodes_snap_free(struct gp__nodes_snap *s) {
   if (!s) return;
   free(s->nodes);
   free(s->model_names);
+  if (s->model_map.keys) gp__strmap_done(&s->model_map);
   free(s->block_start);
   free(s->block_nodes);
   free(s->queue_pool);
@@ -231,6 +233,8 @@ static struct gp__nodes_snap *snap_take(const gp__ctx *c) {
   s->n_queues = c->tree.n;
   s->nodes = dup_of(c->nodes, ((size_t)s->nn + 1) * sizeof *c->nodes);
   s->model_names = dup_of(c->model_names, ((size_t)s->n_models + 1) * sizeof *c->model_names);
+  gp__strmap_init(&s->model_map, (size_t)s->n_models + 1);
+  for (int m = 0; m < s->n_models; m++) gp__strmap_put(&s->model_map, s->model_names[m], m);
   s->block_start = dup_of(c->block_start, ((size_t)s->n_blocks + 1) * sizeof(int));
   s->block_nodes = dup_of(c->block_nodes, ((size_t)s->nn + 1) * sizeof(int));
   s->queue_pool = dup_of(c->queue_pool, ((size_t)s->n_queues + 1) * sizeof(int));
@@ -247,8 +251,8 @@ static void snap_restore(gp__ctx *c, const struct gp__nodes_snap *s, const struc
   c->nodes = step_dup(c, kept ? kept->nodes : s->nodes, ((size_t)s->nn + 1) * sizeof *c->nodes);
   c->n_models = s->n_models;
   c->model_names = step_dup(c, s->model_names, ((size_t)s->n_models + 1) * sizeof *c->model_names);
-  gp__strmap_init(&c->model_map, (size_t)s->n_models + 1);
-  for (int m = 0; m < s->n_models; m++) gp__strmap_put(&c->model_map, c->model_names[m], m);
+  c->model_map = s->model_map;
+  c->model_map_shared = true;
   c->n_blocks = s->n_blocks;
   c->block_start = step_dup(c, s->block_start, ((size_t)s->n_blocks + 1) * sizeof(int));
   c->block_nodes = step_dup(c, s->block_nodes, ((size_t)s->nn + 1) * sizeof(int));

@@ -31,9 +31,9 @@ void *gp__vec_push(gp__vec *v, size_t elem) {
 static void ctx_done(gp__ctx *c) {
   gp__qtree_done(&c->tree);
   gp__index_done(&c->ix);
-  if (c->memo) gp__memo_restore_jobs(c); /* (the memo's array) */
+  if (c->memo) gp__memo_restore_jobs(c); /* (the memo's array and lists) */
   else free(c->jobs);
-  if (c->model_map.keys) gp__strmap_done(&c->model_map);
+  if (c->model_map.keys && !c->model_map_shared) gp__strmap_done(&c->model_map);
   free(c->run);
   free(c->fresh);
   free(c->kept_toks);

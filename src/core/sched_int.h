@@ -180,6 +180,11 @@ struct gp_sched_memo {
   size_t tagg_cap;
   gp__qtree tree;       /* the view's queue tree as built (n 0: none), for the next step */
   gp__scratch scratch;  /* its steps' scratch block, kept for the next */
+  /* Lists a memo step grows (ctx.fresh, kept_toks, journal), lent to each step so that
+   * they grow once, not in every step. */
+  int *fresh, *kept_toks, *journal;
+  size_t fresh_cap, kept_toks_cap, journal_cap;
+  struct gp__shapes *shapes; /* the last step's shape tables, emptied by the next */
   /* ctx.jobs of every memo step: a slot whose record is replayed keeps what
    * classification left there (shape and key -1), so a replay writes nothing to it. What a
    * step changes in it afterwards is journaled and put back when the step ends. */
@@ -225,6 +230,7 @@ typedef struct gp__ctx {
   int n_models;
   const char **model_names;
   gp__strmap model_map;
+  bool model_map_shared; /* the memo's node snapshot owns it */
 
   /* topology.block groups: block id -> nodes (CSR), free whole GPUs per block. */
   int n_blocks;
@@ -364,7 +370,8 @@ int gp__validate(gp__ctx *c);
 /* The memo (memo.c): use m (may be NULL) for this step; note that the view passed. */
 void gp__memo_begin(gp__ctx *c, struct gp_sched_memo *m);
 void gp__memo_view_checked(gp__ctx *c);
-/* Puts back the slots this step journaled (memo steps; called when the step ends). */
+/* Puts back the slots this step journaled and takes back the lists lent to it (memo steps;
+ * called when the step ends). */
 void gp__memo_restore_jobs(gp__ctx *c);
 int gp__validate_job(gp__ctx *c, int j);
 
@@ -454,6 +461,7 @@ void gp__keys_consider(gp__ctx *c, int j);
 bool gp__keys_failed(const gp__ctx *c, int j);
 void gp__keys_fail(gp__ctx *c, int j);
 void gp__shapes_done(gp__ctx *c);
+void gp__shapes_free(struct gp__shapes *s);
 
 /* Preemption (preempt.c): true when victims were chosen (recorded in the plan). */
 bool gp__try_preempt(gp__ctx *c, gp__req *r);

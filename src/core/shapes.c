@@ -156,10 +156,12 @@ typedef struct rawkey {
 typedef struct memo_ent {
   rawkey k;
   int shape;            /* shape id + 1; 0: empty */
+  uint32_t gen;         /* the tables' generation it belongs to (older: empty) */
 } memo_ent;
 
 struct gp__shapes {
   memo_ent *memo;       /* 1 << MEMO_BITS entries */
+  uint32_t gen;         /* bumped when a memo's next step takes the tables over */
   sigtab shape_tab, class_tab;
   int n, cap;           /* shapes */
   int *rep;             /* a job of the shape */
@@ -178,18 +180,28 @@ struct gp__shapes {
   int *next_shape;      /* per shape, in its class */
 };
 
+/* A memo keeps the tables for its next step, which empties them (ids are per step) but
+ * keeps their room: a step would otherwise allocate some twenty arrays again. */
 static struct gp__shapes *shapes(gp__ctx *c) {
   struct gp__shapes *s = c->shapes;
   if (s) return s;
+  if (c->memo && (s = c->memo->shapes)) {
+    c->memo->shapes = NULL;
+    s->n = s->nc = 0;
+    s->gen++;
+    for (size_t i = 0; i <= s->shape_tab.mask; i++) s->shape_tab.slot[i] = -1;
+    for (size_t i = 0; i <= s->class_tab.mask; i++) s->class_tab.slot[i] = -1;
+    return c->shapes = s;
+  }
   s = c->shapes = gp_xcalloc(1, sizeof *s);
   s->memo = gp_xcalloc((size_t)1 << MEMO_BITS, sizeof *s->memo);
+  s->gen = 1;
   sigtab_init(&s->shape_tab);
   sigtab_init(&s->class_tab);
   return s;
 }
 
-void gp__shapes_done(gp__ctx *c) {
-  struct gp__shapes *s = c->shapes;
+void gp__shapes_free(struct gp__shapes *s) {
   if (!s) return;
   free(s->memo);
   sigtab_done(&s->shape_tab);
@@ -208,6 +220,15 @@ void gp__shapes_done(gp__ctx *c) {
   free(s->first_shape);
   free(s->next_shape);
   free(s);
+}
+
+void gp__shapes_done(gp__ctx *c) {
+  if (c->memo && c->shapes) {
+    gp__shapes_free(c->memo->shapes);
+    c->memo->shapes = c->shapes;
+  } else {
+    gp__shapes_free(c->shapes);
+  }
   c->shapes = NULL;
 }
 
@@ -275,10 +296,11 @@ int gp__shape_of(gp__ctx *c, int j) {
   rawkey k;
   raw_key(c, j, &k);
   memo_ent *m = &s->memo[raw_slot(&k)];
-  if (m->shape > 0 && raw_equal(&m->k, &k)) return ji->shape = m->shape - 1;
+  if (m->gen == s->gen && m->shape > 0 && raw_equal(&m->k, &k)) return ji->shape = m->shape - 1;
   int id = shape_full(c, j);
   m->k = k;
   m->shape = id + 1;
+  m->gen = s->gen;
   return id;
 }
 
