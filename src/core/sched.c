@@ -138,28 +138,24 @@ static bool try_job(gp__ctx *c, gp__order *o, int j, gp__fit **fits, size_t *fit
   return true;
 }
 
-/* A job the loop never considered gets its reason (in view order, from assemble's one pass
+/* The reason of a job the loop never considered (in view order, from assemble's one pass
  * over the jobs: a waiting-for-stopping check may count on a stopping job, so the order
- * matters). */
-static void settle_unconsidered(gp__ctx *c, int j, bool head_blocked) {
-  gp__job_keyed(c, j);
-  gp__job *ji = &c->jobs[j];
+ * matters). Returned, not written to the job: the plan is all that needs it. */
+static gp_plan_pending settle_unconsidered(gp__ctx *c, int j, bool head_blocked) {
+  const gp__job *ji = &c->jobs[j];
   int over = gp__queue_over_limit(c, ji->leaf, ji->gpus);
-  if (over >= 0) {
-    gp__job_wait(c, j, GP_PEND_QUEUE_LIMIT, limit_message(c, over));
-  } else if (head_blocked) {
-    gp__job_wait(c, j, GP_PEND_PRIORITY, GP__MSG_PRIORITY);
-  } else if (c->n_stopping > 0 && !(ji->shape >= 0 && gp__shape_flag(c, ji->shape, 1))) {
-    /* (A shape already known not to fit after the stopping jobs skips the request.) */
-    gp__req r;
-    gp__req_init(c, j, &r);
-    if (waits_for_stopping(c, &r))
-      gp__job_wait(c, j, GP_PEND_WAITING_FOR_PREEMPTION, GP__MSG_WAIT_PREEMPT);
-    else
-      gp__job_wait(c, j, GP_PEND_RESOURCES, GP__MSG_RESOURCES);
-  } else {
-    gp__job_wait(c, j, GP_PEND_RESOURCES, GP__MSG_RESOURCES);
+  if (over >= 0) return (gp_plan_pending){j, GP_PEND_QUEUE_LIMIT, limit_message(c, over)};
+  if (head_blocked) return (gp_plan_pending){j, GP_PEND_PRIORITY, GP__MSG_PRIORITY};
+  if (c->n_stopping > 0) {
+    gp__job_keyed(c, j); /* (its shape remembers a failure for the jobs of the same request) */
+    if (!(ji->shape >= 0 && gp__shape_flag(c, ji->shape, 1))) {
+      gp__req r;
+      gp__req_init(c, j, &r);
+      if (waits_for_stopping(c, &r))
+        return (gp_plan_pending){j, GP_PEND_WAITING_FOR_PREEMPTION, GP__MSG_WAIT_PREEMPT};
+    }
   }
+  return (gp_plan_pending){j, GP_PEND_RESOURCES, GP__MSG_RESOURCES};
 }
 
 /* Once nothing fits, in a decisions-only step: can the jobs still to come from the order's
@@ -265,9 +261,11 @@ static gp_plan *assemble(gp__ctx *c, bool head_blocked, bool decisions_only) {
       continue;
     }
     if (decisions_only) continue;
-    if (ji->stat == GP__J_ELIGIBLE) settle_unconsidered(c, j, head_blocked);
-    if (ji->stat == GP__J_WAITING) {
-      pend[plan->n_pending++] = (gp_plan_pending){j, (gp_pending_reason)ji->reason, ji->msg};
+    if (ji->stat == GP__J_ELIGIBLE || ji->stat == GP__J_WAITING) {
+      pend[plan->n_pending++] =
+          ji->stat == GP__J_ELIGIBLE
+              ? settle_unconsidered(c, j, head_blocked)
+              : (gp_plan_pending){j, (gp_pending_reason)ji->reason, ji->msg};
       for (int q = ji->leaf; q >= 0; q = c->tree.q[q].parent) {
         qs[q].pending += ji->gpus;
         qs[q].pending_jobs++;
