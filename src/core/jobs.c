@@ -245,9 +245,9 @@ static void keep_eligible(gp__ctx *c, int j, const gp__memo_rec *m) {
   gp__tagg *a = &mm->tagg[m->tok];
   if (a->step != mm->step) {
     *a = (gp__tagg){.step = mm->step, .min_limit = INT64_MAX, .rep = j};
-    gp_xgrow((void **)&c->kept_toks, &c->kept_toks_cap, (size_t)c->n_kept_toks + 1,
-             sizeof *c->kept_toks);
-    c->kept_toks[c->n_kept_toks++] = m->tok;
+    gp_xgrow((void **)&c->lists.kept_toks, &c->lists.kept_toks_cap,
+             (size_t)c->n_kept_toks + 1, sizeof *c->lists.kept_toks);
+    c->lists.kept_toks[c->n_kept_toks++] = m->tok;
   }
   a->n++;
   if (m->limit > 0 && m->limit < a->min_limit) a->min_limit = m->limit;
@@ -258,7 +258,7 @@ static void keep_eligible(gp__ctx *c, int j, const gp__memo_rec *m) {
 static void admit_kept(gp__ctx *c) {
   struct gp_sched_memo *mm = c->memo;
   for (int i = 0; i < c->n_kept_toks; i++) {
-    int tok = c->kept_toks[i];
+    int tok = c->lists.kept_toks[i];
     const gp__tagg *a = &mm->tagg[tok];
     int shape = gp__shape_by_token(c, a->rep, mm->tokens, tok, mm->step);
     gp__keys_add_n(c, shape, a->n, end_if_started(c, a->min_limit == INT64_MAX ? 0 : a->min_limit));
@@ -329,8 +329,9 @@ static void classify_pending(gp__ctx *c, int j) {
   ji->idp = gp__id_prefix(job->id);
   admit(c, j, job->req.gpus_per_task);
   if (c->memo) { /* the order merges these into the one the memo kept (order.c) */
-    gp_xgrow((void **)&c->fresh, &c->fresh_cap, (size_t)c->n_fresh + 1, sizeof *c->fresh);
-    c->fresh[c->n_fresh++] = j;
+    gp_xgrow((void **)&c->lists.fresh, &c->lists.fresh_cap, (size_t)c->n_fresh + 1,
+             sizeof *c->lists.fresh);
+    c->lists.fresh[c->n_fresh++] = j;
   }
 }
 
@@ -408,8 +409,9 @@ static void remember(gp__ctx *c, int j, uint64_t rev, gp__memo_rec *m, const gp_
   if (ji->stat == GP__J_RUNNING || ji->stat == GP__J_STOPPING) c->memo->run[j] = *ru;
 }
 
-/* Does for job j what classification did when it was remembered, in the same order, so
- * that everything the step builds (sums, request shape ids, lists) comes out the same. */
+/* Does for job j what classification did when it was remembered, so that everything the
+ * step builds from it (sums, lists, the nodes' use, placement keys) comes out the same.
+ * Its slot of ctx.jobs (the memo's) still holds that classification: nothing is copied. */
 static void replay(gp__ctx *c, int j, const gp__memo_rec *m, size_t *run_cap) {
   switch (m->stat) {
   case GP__J_RUNNING:

@@ -26,9 +26,9 @@ void gp_sched_memo_free(gp_sched_memo *m) {
   gp__kept_order_free(m->order);
   gp__usage_free(m->usage);
   free(m->tagg);
-  free(m->fresh);
-  free(m->kept_toks);
-  free(m->journal);
+  free(m->lists.fresh);
+  free(m->lists.kept_toks);
+  free(m->lists.journal);
   gp__shapes_free(m->shapes);
   free(m->jobs);
   free(m->journaled);
@@ -79,18 +79,14 @@ void gp__memo_begin(gp__ctx *c, gp_sched_memo *m) {
   }
   c->memo = m;
   c->view_known = known;
-  c->fresh = m->fresh;
-  c->fresh_cap = m->fresh_cap;
-  c->kept_toks = m->kept_toks;
-  c->kept_toks_cap = m->kept_toks_cap;
-  c->journal = m->journal;
-  c->journal_cap = m->journal_cap;
+  c->lists = m->lists;
 }
 
 void gp__journal_add(gp__ctx *c, int j) {
   c->memo->journaled[j] = c->memo->step;
-  gp_xgrow((void **)&c->journal, &c->journal_cap, (size_t)c->n_journal + 1, sizeof *c->journal);
-  c->journal[c->n_journal++] = j;
+  gp_xgrow((void **)&c->lists.journal, &c->lists.journal_cap, (size_t)c->n_journal + 1,
+           sizeof *c->lists.journal);
+  c->lists.journal[c->n_journal++] = j;
 }
 
 /* A slot is put back from its record when the record stands for this view's job (a slot
@@ -99,20 +95,14 @@ void gp__memo_restore_jobs(gp__ctx *c) {
   struct gp_sched_memo *m = c->memo;
   const uint64_t *revs = c->view->job_revs;
   for (int i = 0; i < c->n_journal; i++) {
-    int j = c->journal[i];
+    int j = c->lists.journal[i];
     if (!m->rec[j].rev || m->rec[j].rev != revs[j]) continue;
     c->jobs[j] = m->cls[j];
     c->jobs[j].shape = c->jobs[j].pkey = -1;
   }
   c->n_journal = 0;
-  /* The lists lent to the step go back, at the size they grew to. */
-  m->fresh = c->fresh;
-  m->fresh_cap = c->fresh_cap;
-  m->kept_toks = c->kept_toks;
-  m->kept_toks_cap = c->kept_toks_cap;
-  m->journal = c->journal;
-  m->journal_cap = c->journal_cap;
-  c->fresh = c->kept_toks = c->journal = NULL;
+  m->lists = c->lists; /* back, at the size they grew to */
+  memset(&c->lists, 0, sizeof c->lists);
 }
 
 /* The view passed the checks that gp__validate skips for a known view. */

@@ -232,7 +232,7 @@ static bool build_sorted(gp__order *o, const struct gp__kept_order *kept) {
   const uint64_t *revs = c->view->job_revs;
   const gp__memo_rec *rec = c->memo->rec;
   int n_elig = c->n_eligible, nj = c->view->n_jobs;
-  const int *src = kept ? c->fresh : c->eligible;
+  const int *src = kept ? c->lists.fresh : c->eligible;
   int nf = kept ? c->n_fresh : n_elig;
   hent *fresh = gp__salloc(c, ((size_t)nf + 1) * sizeof *fresh);
   for (int e = 0; e < nf; e++) fresh[e] = entry_of(c, src[e]);

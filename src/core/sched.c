@@ -35,8 +35,6 @@ static void ctx_done(gp__ctx *c) {
   else free(c->jobs);
   if (c->model_map.keys && !c->model_map_shared) gp__strmap_done(&c->model_map);
   free(c->run);
-  free(c->fresh);
-  free(c->kept_toks);
   free(c->leaf_has_resv);
   free(c->limit_msg);
   free(c->started_head);

@@ -144,6 +144,14 @@ typedef struct gp__memo_rec {
   uint8_t stat, sums;   /* as gp__job */
 } gp__memo_rec;
 
+/* Lists a memo step grows, with their counts in the step (gp__ctx): jobs classified
+ * afresh (not replayed), the tokens of the step's gp__tagg counts, the slots of ctx.jobs
+ * the step wrote (gp__job_mut). */
+typedef struct gp__lists {
+  int *fresh, *kept_toks, *journal;
+  size_t fresh_cap, kept_toks_cap, journal_cap;
+} gp__lists;
+
 /* Scratch memory of a step (scratch.c). */
 typedef struct gp__scratch {
   char *block;
@@ -180,10 +188,7 @@ struct gp_sched_memo {
   size_t tagg_cap;
   gp__qtree tree;       /* the view's queue tree as built (n 0: none), for the next step */
   gp__scratch scratch;  /* its steps' scratch block, kept for the next */
-  /* Lists a memo step grows (ctx.fresh, kept_toks, journal), lent to each step so that
-   * they grow once, not in every step. */
-  int *fresh, *kept_toks, *journal;
-  size_t fresh_cap, kept_toks_cap, journal_cap;
+  gp__lists lists;      /* lent to each step (ctx.lists): they grow once, not every step */
   struct gp__shapes *shapes; /* the last step's shape tables, emptied by the next */
   /* ctx.jobs of every memo step: a slot whose record is replayed keeps what
    * classification left there (shape and key -1), so a replay writes nothing to it. What a
@@ -264,16 +269,12 @@ typedef struct gp__ctx {
   int *running, n_running;   /* RUNNING and STOPPING */
   gp__run *run;              /* per running position */
   int *eligible, n_eligible; /* pending and schedulable */
-  int *fresh, n_fresh;       /* with a memo: those classified afresh (not replayed) */
-  int *journal, n_journal;   /* with a memo: slots of ctx.jobs this step wrote (gp__job_mut) */
-  size_t journal_cap;
-  int *kept_toks, n_kept_toks; /* with a memo: the tokens of this step's gp__tagg counts */
-  size_t kept_toks_cap;
+  gp__lists lists;           /* with a memo: the memo's, lent (gp__lists) */
+  int n_fresh, n_journal, n_kept_toks;
   /* Classification's queue sums while every amount is a whole number (jobs.c): per tree
    * queue, GPUs held; per leaf, GPUs asked or held. */
   int64_t *alloc_int, *demand_int;
   bool sums_inexact;
-  size_t fresh_cap;
   int n_ended;               /* jobs that end in this plan */
 
   /* Running and stopping jobs per node (CSR), for preemption and backfill; built on first
