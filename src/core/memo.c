@@ -3,8 +3,10 @@
  * pass that reads every job of the view, and most jobs are the same from one step to the
  * next, so it keeps per view slot what it derived from the job (queue, class, limit,
  * request kind, reason, a running job's record) and replays that while the job's rev and
- * the view's rev are unchanged. Everything else is rebuilt every step as gp_sched_step
- * does, so a memo can only save work, never change a plan. */
+ * the view's rev are unchanged. The step's per-slot array stays too; what a step writes
+ * to it is journaled here and put back when the step ends. Other parts keep their own
+ * (the victim order, the order of eligible jobs, the nodes' use, the queue tree, the
+ * scratch block); each stands only for work, so a memo can never change a plan. */
 #include <stdlib.h>
 #include <string.h>
 
