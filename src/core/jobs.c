@@ -172,7 +172,7 @@ static bool gpus_whole(double gpus) {
   return gpus >= 0 && gpus < 2147483648.0 && gpus == (double)(int64_t)gpus;
 }
 
-/* (sums: gp__job.sums, where a replay knows it.) */
+/* (sums: gp__memo_rec.sums when a replay knows it, else 0.) */
 static inline __attribute__((always_inline)) void add_sums(gp__ctx *c, int leaf, double gpus,
                                                            uint8_t sums, bool held) {
   if (c->sums_inexact) return;

@@ -61,7 +61,6 @@ typedef struct gp__job {
   uint8_t end_reason;   /* gp_end_reason, when GP__J_ENDED */
   bool preemptible;
   bool victim;          /* chosen as a victim in this step (or a stopping job counted on) */
-  uint8_t sums;         /* gpus for classification's integer sums: 1 whole, 2 not, 0 unknown */
   int shape;            /* request shape id (shapes.c), -1 before it is computed */
   int pkey;             /* placement key id (shapes.c), -1 for jobs not eligible */
   const char *msg;      /* static sentence or plan-arena string */
@@ -141,7 +140,8 @@ typedef struct gp__memo_rec {
   int leaf;
   int tok;              /* its request's shape token (shapes.c); -1: shape not computed */
   int whole_per_task;   /* whole-GPU requests: GPUs per task (the early stop's minimum) */
-  uint8_t stat, sums;   /* as gp__job */
+  uint8_t stat;         /* as gp__job */
+  uint8_t sums;         /* gpus for classification's integer sums: 1 whole, 2 not */
 } gp__memo_rec;
 
 /* Lists a memo step grows, with their counts in the step (gp__ctx): jobs classified
