@@ -80,7 +80,8 @@ static void usage_arrays(gp__ctx *c, const int *gpu_used) {
   c->gpu_used = gpu_used ? step_dup(c, gpu_used, (total + 1) * sizeof(int)) : gp__scalloc(c, total + 1, sizeof(int));
   c->gpu_mem_used = gp__scalloc(c, total + 1, sizeof(int64_t));
   c->gpu_mig_busy = gp__scalloc(c, total + 1, 1);
-  c->gpu_resv_until = gp__scalloc(c, total + 1, sizeof(gp_time));
+  /* (Read only for GPUs in a node's resv, which a reservation sets with it.) */
+  c->gpu_resv_until = gp__salloc(c, (total + 1) * sizeof(gp_time));
 }
 
 /* Kept by a memo (memo.c): the nodes and per-GPU counts as the derived state plus the
@@ -249,21 +250,23 @@ static struct gp__nodes_snap *snap_take(const gp__ctx *c) {
  * usage instead when there is one (kept: it is the derived state plus the kept holds). */
 static void snap_restore(gp__ctx *c, const struct gp__nodes_snap *s, const struct gp__usage *kept) {
   c->nodes = step_dup(c, kept ? kept->nodes : s->nodes, ((size_t)s->nn + 1) * sizeof *c->nodes);
+  /* What a step only reads is the snapshot's own (the step's arrays of these are scratch
+   * memory, never freed one by one). */
   c->n_models = s->n_models;
-  c->model_names = step_dup(c, s->model_names, ((size_t)s->n_models + 1) * sizeof *c->model_names);
+  c->model_names = s->model_names;
   c->model_map = s->model_map;
   c->model_map_shared = true;
   c->n_blocks = s->n_blocks;
-  c->block_start = step_dup(c, s->block_start, ((size_t)s->n_blocks + 1) * sizeof(int));
-  c->block_nodes = step_dup(c, s->block_nodes, ((size_t)s->nn + 1) * sizeof(int));
+  c->block_start = s->block_start;
+  c->block_nodes = s->block_nodes;
   c->n_gpus_total = s->n_gpus_total;
   usage_arrays(c, kept ? kept->gpu_used : NULL);
-  c->dom = step_dup(c, s->dom, ((size_t)s->n_gpus_total + 1) * sizeof(uint32_t));
+  c->dom = s->dom;
   c->max_gpu_mem = s->max_gpu_mem;
   c->has_timeslice = s->has_timeslice;
   c->capacity = s->capacity;
   c->n_slots = s->n_slots;
-  c->queue_pool = step_dup(c, s->queue_pool, ((size_t)s->n_queues + 1) * sizeof(int));
+  c->queue_pool = s->queue_pool;
 }
 
 static int nodes_derive(gp__ctx *c);
