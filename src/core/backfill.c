@@ -107,9 +107,11 @@ static void build_cache(gp__ctx *c) {
   const gp_plan_preemption *pre = c->preemptions.items;
   if (!c->preemptions.n) return;
   for (size_t i = 0; i < c->preemptions.n; i++) gp__backfill_victim(c, pre[i].job);
-  for (int node = 0; node < c->view->n_nodes; node++)
-    for (int k = c->node_jobs_start[node]; rc->late[node] && k < c->node_jobs_start[node + 1]; k++)
+  for (int node = 0; node < c->view->n_nodes; node++) {
+    if (!rc->late[node]) continue;
+    for (int k = c->node_jobs_start[node]; k < c->node_jobs_start[node + 1]; k++)
       if (c->jobs[rc->ev[k].job].victim) rc->ev[k].end = c->now;
+  }
 }
 
 /* Sorts node's events by (end, job) once: a node holds few jobs. */

@@ -429,10 +429,7 @@ static void replay(gp__ctx *c, int j, const gp__memo_rec *m, size_t *run_cap) {
     }
     admit(c, j, m->whole_per_task);
     break;
-  case GP__J_WAITING:
-    if (m->tok >= 0) gp__shape_by_token(c, j, c->memo->tokens, m->tok, c->memo->step);
-    break;
-  default:
+  default: /* (a waiting job is never considered: its shape is not needed) */
     break;
   }
 }
