@@ -38,7 +38,8 @@ enum {
 
 gp_sched_memo *gp_sched_memo_new(void);
 void gp_sched_memo_free(gp_sched_memo *m);
-/* Bytes the memo holds (about 350 per job slot of the largest view seen). */
+/* Bytes the memo holds (about 450 per job slot of the largest view seen, its steps' scratch
+ * block included). */
 size_t gp_sched_memo_bytes(const gp_sched_memo *m);
 int gp_sched_step_memo(gp_sched_memo *m, const gp_policy *policy, const gp_view *view,
                        gp_time now, unsigned flags, gp_plan **ret_plan, gp_err *err);
