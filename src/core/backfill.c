@@ -56,8 +56,8 @@ static bool release_before(const gp__release *a, const gp__release *b) {
   return a->end < b->end || (a->end == b->end && a->job < b->job);
 }
 
-void gp__backfill_begin(gp__ctx *c, int total) {
-  if (!c->pol->backfill) return;
+bool gp__backfill_begin(gp__ctx *c, int total) {
+  if (!c->pol->backfill) return false;
   struct gp__resv_cache *rc = c->rcache = gp__scalloc(c, 1, sizeof *rc);
   int nn = c->view->n_nodes;
   rc->ev = gp__salloc(c, ((size_t)total + 1) * sizeof *rc->ev);
@@ -69,11 +69,11 @@ void gp__backfill_begin(gp__ctx *c, int total) {
     rc->first[i] = GP__NEVER;
     rc->last[i] = c->now; /* (every end is now or later) */
   }
+  return true;
 }
 
 void gp__backfill_add(gp__ctx *c, int at, int r, int node) {
   struct gp__resv_cache *rc = c->rcache;
-  if (!rc) return;
   const gp__run *ru = &c->run[r];
   int v = c->running[r];
   gp__release x = {.end = end_of(c, r), .job = v};

@@ -3,6 +3,7 @@
  * what running and stopping jobs hold; decide which pending jobs are schedulable this step
  * and give the others their reason (held, dependency, invalid request, impossible request,
  * nodes down). Schedulable jobs add to their leaf queue's demand. */
+#include <limits.h>
 #include <string.h>
 
 #include "util/buf.h"
@@ -386,6 +387,7 @@ static void count_running(gp__ctx *c, int j, uint8_t sums, const gp__run *ru, si
       !(ru->node >= 0 && ru->whole && gp__hold_whole(c, ru->node, ru->whole, ru->cpu, ru->mem)))
     gp__hold_placements(c, j);
   if (ru->stopping) c->n_stopping++;
+  else if (ru->preemptible && ru->prio < c->run_min_prio) c->run_min_prio = ru->prio;
   gp_xgrow((void **)&c->run, run_cap, (size_t)c->n_running + 1, sizeof *c->run);
   c->run[c->n_running] = *ru;
   c->running[c->n_running++] = j;
@@ -437,6 +439,7 @@ static void replay(gp__ctx *c, int j, const gp__memo_rec *m, size_t *run_cap) {
 int gp__classify_jobs(gp__ctx *c) {
   const gp_view *v = c->view;
   c->min_whole = GP_MAX_NODE_GPUS + 1;
+  c->run_min_prio = INT_MAX;
   c->running = gp__salloc(c, ((size_t)v->n_jobs + 1) * sizeof(int));
   /* Room for as many running jobs as the memo's last step had (and some): growing the
    * records one doubling at a time copied them over and over. */

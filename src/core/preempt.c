@@ -43,10 +43,12 @@ struct gp__preempt {
   int *acc_head;                 /* per node: chain of walk entries (most recent first) */
   int *ent_v, *ent_next, n_ent;  /* walk entries: a victim on a node */
   int walk_stamp;
-  int *leaf_start, *leaf_jobs;   /* victim-able running jobs per tree queue (CSR) */
-  int *leaf_min_prio;            /* per tree queue: lowest priority among them */
-  int *stopping;
-  int n_stopping;
+  int *leaf_min_prio;            /* per tree queue: lowest priority of its victim-able jobs */
+  /* Stopping jobs (in ctx.running order), and per node the ones on it (CSR): what a
+   * waiting-for-stopping check walks, built without the lists above. */
+  bool stopping_built;
+  int *stopping, n_stopping;
+  int *stop_start, *stop_jobs;
   int *pool_borrowers;           /* per pool: running jobs of other queues on its nodes */
   int *jstamp, *nstamp, stamp;   /* candidate marks per job / per node */
   int *cand_nodes, n_cand;
@@ -95,15 +97,14 @@ void gp__preempt_build(gp__ctx *c) {
   if (p->built) return;
   p->built = true;
   int nn = v->n_nodes, nq = c->tree.n;
-  /* Node -> running/stopping jobs (each job once per node) and queue -> victim-able jobs,
-   * as CSR: one pass counts, one fills. One-placement jobs (most) need not read the view:
-   * classification kept their node. */
+  /* Per node, its running and stopping jobs (each once per node) as CSR bounds: one pass
+   * counts; with backfill, one more fills the jobs' release events in. One-placement jobs
+   * (most) need not read the view: classification kept their node. The counting pass also
+   * takes what preemption's plausibility checks read. */
   c->node_jobs_start = gp__scalloc(c, (size_t)nn + 2, sizeof(int));
-  p->leaf_start = gp__scalloc(c, (size_t)nq + 2, sizeof(int));
   p->leaf_min_prio = gp__salloc(c, ((size_t)nq + 1) * sizeof(int));
   for (int q = 0; q < nq; q++) p->leaf_min_prio[q] = INT_MAX;
   p->pool_borrowers = gp__scalloc(c, (size_t)v->n_pools + 1, sizeof(int));
-  p->stopping = gp__salloc(c, ((size_t)c->n_stopping + 1) * sizeof(int));
   for (int r = 0; r < c->n_running; r++) {
     const gp__run *ru = &c->run[r];
     const gp_job *job = ru->node >= 0 ? NULL : &v->jobs[c->running[r]];
@@ -115,43 +116,61 @@ void gp__preempt_build(gp__ctx *c) {
       int pool = c->nodes[node].pool;
       if (pool >= 0 && (ru->leaf < 0 || c->queue_pool[ru->leaf] != pool)) p->pool_borrowers[pool]++;
     }
-    if (ru->stopping) p->stopping[p->n_stopping++] = c->running[r];
-    if (gp__victim_able(c, r) && ru->leaf >= 0) {
-      p->leaf_start[ru->leaf + 1]++;
-      if (ru->prio < p->leaf_min_prio[ru->leaf]) p->leaf_min_prio[ru->leaf] = ru->prio;
-    }
+    if (gp__victim_able(c, r) && ru->leaf >= 0 && ru->prio < p->leaf_min_prio[ru->leaf])
+      p->leaf_min_prio[ru->leaf] = ru->prio;
   }
   for (int i = 0; i < nn; i++) c->node_jobs_start[i + 1] += c->node_jobs_start[i];
-  for (int q = 0; q < nq; q++) p->leaf_start[q + 1] += p->leaf_start[q];
-  c->node_jobs = gp__salloc(c, ((size_t)c->node_jobs_start[nn] + 1) * sizeof(int));
-  c->node_runs = gp__salloc(c, ((size_t)c->node_jobs_start[nn] + 1) * sizeof(int));
-  p->leaf_jobs = gp__salloc(c, ((size_t)p->leaf_start[nq] + 1) * sizeof(int));
-  gp__backfill_begin(c, c->node_jobs_start[nn]);
-  /* The starts advance as the lists fill; the pass after puts them back. */
+  if (!gp__backfill_begin(c, c->node_jobs_start[nn])) return;
+  /* The starts advance as the events fill; the pass after puts them back. */
   for (int r = 0; r < c->n_running; r++) {
-    int j = c->running[r];
     const gp__run *ru = &c->run[r];
-    const gp_job *job = ru->node >= 0 ? NULL : &v->jobs[j];
+    const gp_job *job = ru->node >= 0 ? NULL : &v->jobs[c->running[r]];
     int n_pl = job ? job->n_placements : 1;
     for (int k = 0; k < n_pl; k++) {
       int node = job ? job->placements[k].node : ru->node;
       if (job && !first_on_node(job, k)) continue;
-      int at = c->node_jobs_start[node]++;
-      c->node_jobs[at] = j;
-      c->node_runs[at] = r;
-      gp__backfill_add(c, at, r, node);
+      gp__backfill_add(c, c->node_jobs_start[node]++, r, node);
     }
-    if (gp__victim_able(c, r) && ru->leaf >= 0) p->leaf_jobs[p->leaf_start[ru->leaf]++] = j;
   }
   for (int i = nn; i > 0; i--) c->node_jobs_start[i] = c->node_jobs_start[i - 1];
   c->node_jobs_start[0] = 0;
-  for (int q = nq; q > 0; q--) p->leaf_start[q] = p->leaf_start[q - 1];
-  p->leaf_start[0] = 0;
+}
+
+/* The stopping jobs and, per node, those on it (in ctx.running order, each once per node:
+ * the order the full lists would give them). Stopping jobs are few: this costs a pass over
+ * the running records, not the full lists' two with their release events. */
+static void stopping_build(gp__ctx *c) {
+  struct gp__preempt *p = c->pre;
+  if (p->stopping_built) return;
+  p->stopping_built = true;
+  int nn = c->view->n_nodes;
+  p->stopping = gp__salloc(c, ((size_t)c->n_stopping + 1) * sizeof(int));
+  p->stop_start = gp__scalloc(c, (size_t)nn + 2, sizeof(int));
+  int n_entries = 0;
+  for (int r = 0; r < c->n_running; r++) {
+    if (!c->run[r].stopping) continue;
+    int j = c->running[r];
+    p->stopping[p->n_stopping++] = j;
+    const gp_job *job = &c->view->jobs[j];
+    for (int k = 0; k < job->n_placements; k++)
+      if (first_on_node(job, k)) {
+        p->stop_start[job->placements[k].node + 1]++;
+        n_entries++;
+      }
+  }
+  for (int i = 0; i < nn; i++) p->stop_start[i + 1] += p->stop_start[i];
+  p->stop_jobs = gp__salloc(c, ((size_t)n_entries + 1) * sizeof(int));
+  for (int s = 0; s < p->n_stopping; s++) {
+    const gp_job *job = &c->view->jobs[p->stopping[s]];
+    for (int k = 0; k < job->n_placements; k++)
+      if (first_on_node(job, k)) p->stop_jobs[p->stop_start[job->placements[k].node]++] = p->stopping[s];
+  }
+  for (int i = nn; i > 0; i--) p->stop_start[i] = p->stop_start[i - 1];
+  p->stop_start[0] = 0;
 }
 
 static void alloc_scratch(gp__ctx *c) {
   struct gp__preempt *p = c->pre;
-  gp__preempt_build(c);
   if (p->jstamp) return;
   int nn = c->view->n_nodes, nj = c->view->n_jobs, nq = c->tree.n;
   p->jstamp = gp__scalloc(c, (size_t)nj + 1, sizeof(int));
@@ -255,15 +274,16 @@ static void frees_on(const gp__ctx *c, int v, int node, uint32_t *mask, int64_t 
 
 #define MAX_ON_NODE 64
 
-/* One task: the best node and its victims. Returns the number of victims (>= 0) or -1. */
+/* One task of a waiting-for-stopping check: the best node and the stopping jobs it counts
+ * on there. Returns their number (>= 0) or -1. */
 static int best_node(gp__ctx *c, const gp__req *r, int kind, gp__fit *best_fit, int *best_victims) {
   struct gp__preempt *p = c->pre;
   int best = -1, best_n = 0, best_worst = -1;
   for (int ci = 0; ci < p->n_cand; ci++) {
     int node = p->cand_nodes[ci];
     int vs[MAX_ON_NODE], nv = 0;
-    for (int k = c->node_jobs_start[node]; k < c->node_jobs_start[node + 1] && nv < MAX_ON_NODE; k++) {
-      int v = c->node_jobs[k];
+    for (int k = p->stop_start[node]; k < p->stop_start[node + 1] && nv < MAX_ON_NODE; k++) {
+      int v = p->stop_jobs[k];
       if (p->jstamp[v] == p->stamp && !p->taken[v]) vs[nv++] = v;
     }
     for (int a = 1; a < nv; a++) /* insertion sort in victim order */
@@ -469,10 +489,12 @@ static bool simulate(gp__ctx *c, const gp__req *r, int kind, bool record) {
   p->n_cand = 0;
   const gp__job *J = &c->jobs[r->job];
   if (kind == K_STOPPING) { /* stopping jobs another waiting job already counts on are not free */
+    stopping_build(c);
     for (int k = 0; k < p->n_stopping; k++)
       if (!c->jobs[p->stopping[k]].victim) add_candidate(c, p->stopping[k]);
     if (!p->n_cand) return false;
   } else {
+    gp__preempt_build(c);
     build_vorder(c);
   }
   (void)J;
@@ -527,7 +549,6 @@ static bool simulate(gp__ctx *c, const gp__req *r, int kind, bool record) {
 
 bool gp__fits_after_stopping(gp__ctx *c, const gp__req *r) {
   if (!c->pre || c->n_stopping == 0) return false;
-  gp__preempt_build(c);
   if (r->kind != GP__R_WHOLE && r->kind != GP__R_CPU) return false;
   return simulate(c, r, K_STOPPING, true);
 }
@@ -560,12 +581,12 @@ static double reclaimable(gp__ctx *c, int leaf) {
 bool gp__preempt_may_act(gp__ctx *c, int leaf, double min_gpus, int max_prio) {
   if (!c->preempt_possible || c->preempt_attempts >= GP__MAX_PREEMPT_ATTEMPTS) return false;
   struct gp__preempt *p = c->pre;
-  if (!p->built) return true;
   double fail[K_STOPPING];
   for (int k = 0; k < K_STOPPING; k++) fail[k] = p->fail_gpus[k] ? p->fail_gpus[k][leaf] : 1e300;
   int own = c->queue_pool[leaf];
-  if (own >= 0 && p->pool_borrowers[own] > 0 && min_gpus < fail[K_POOL]) return true;
-  if (c->pol->preemption && p->leaf_min_prio[leaf] < max_prio &&
+  if (own >= 0 && (!p->built || p->pool_borrowers[own] > 0) && min_gpus < fail[K_POOL]) return true;
+  int min_prio = p->built ? p->leaf_min_prio[leaf] : c->run_min_prio;
+  if (c->pol->preemption && min_prio < max_prio &&
       !(min_gpus >= fail[K_PRIORITY] && p->fail_prio && max_prio <= p->fail_prio[leaf]))
     return true;
   const gp__queue *lq = &c->tree.q[leaf];
@@ -579,12 +600,15 @@ bool gp__try_preempt(gp__ctx *c, gp__req *r) {
   if (!c->preempt_possible || J->leaf < 0) return false;
   if (J->kind != GP__R_WHOLE && J->kind != GP__R_CPU) return false;
   struct gp__preempt *p = c->pre;
-  gp__preempt_build(c);
   const gp__queue *lq = &c->tree.q[J->leaf];
   int own = c->queue_pool[J->leaf];
+  /* Pool and priority preemption read the per-node lists' counts. Without a pool of its
+   * own, and with no preemptible running job below the job's priority, neither can act:
+   * the lists wait for a kind that needs them (reclaim's walk, a reservation). */
+  if (own >= 0 || (c->pol->preemption && c->run_min_prio < J->prio)) gp__preempt_build(c);
   bool plausible[K_N] = {
       [K_POOL] = own >= 0 && p->pool_borrowers[own] > 0,
-      [K_PRIORITY] = c->pol->preemption && p->leaf_min_prio[J->leaf] < J->prio,
+      [K_PRIORITY] = c->pol->preemption && p->built && p->leaf_min_prio[J->leaf] < J->prio,
       [K_RECLAIM] = c->pol->reclaim && c->pol->order == GP_ORDER_FAIRSHARE &&
                     lq->allocated + (p->claimed ? p->claimed[J->leaf] : 0) + J->gpus <=
                         lq->fair_share + GP__EPS &&

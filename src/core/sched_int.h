@@ -277,11 +277,11 @@ typedef struct gp__ctx {
   bool sums_inexact;
   int n_ended;               /* jobs that end in this plan */
 
-  /* Running and stopping jobs per node (CSR), for preemption and backfill; built on first
-   * use (gp__preempt_build). */
-  int *node_jobs_start, *node_jobs;
-  int *node_runs;       /* parallel to node_jobs: the job's position in ctx.running */
+  /* Per node, where its running and stopping jobs' entries start in the lists preemption
+   * and backfill build on first use (gp__preempt_build; each job once per node). */
+  int *node_jobs_start;
   int n_stopping;
+  int run_min_prio;     /* lowest priority of a preemptible running job (INT_MAX: none) */
 
   /* Capacity for fair share (nodes.c), and the cheapest eligible request (early stop). */
   double capacity;
@@ -491,9 +491,9 @@ bool gp__mig_wait(gp__ctx *c, gp__req *r);
 void gp__reserve(gp__ctx *c, gp__req *r);
 void gp__backfill_done(gp__ctx *c);
 /* Release events for reservations, made while gp__preempt_build fills its per-node lists
- * (total entries): begin allocates them (with backfill on), add makes the one of running
+ * (total entries): begin allocates them (with backfill on; false without: the build then only counts), add makes the one of running
  * position r at list position `at` on node. */
-void gp__backfill_begin(gp__ctx *c, int total);
+bool gp__backfill_begin(gp__ctx *c, int total); /* false: no backfill, no events */
 void gp__backfill_add(gp__ctx *c, int at, int r, int node);
 /* Running job v was just chosen as a victim: its release events on its nodes are now. */
 void gp__backfill_victim(gp__ctx *c, int v);

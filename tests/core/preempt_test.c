@@ -203,6 +203,28 @@ static void the_victims_stopping_make_the_preemptor_wait_without_new_victims(voi
   fx_free(f);
 }
 
+static void a_job_waits_for_a_stopping_gang_on_the_gangs_second_node(void) {
+  /* The stopping gang holds n0 (A100) and n1 (H100); only n1 suits the waiting job, so it
+   * must find the gang among n1's stopping jobs, not just n0's. */
+  fx *f = fx_new();
+  f->pol.backfill = false;
+  fx_node(f, "n0", "A100", 8);
+  fx_node(f, "n1", "H100", 8);
+  fx_queue(f, "a", 8, GP_NO_LIMIT, 1);
+  fx_queue(f, "b", 8, GP_NO_LIMIT, 1);
+  gp_job *gang = fx_job(f, "b-gang", "b", 8, 2);
+  fx_run(f, gang, 0, 0xffu, 100);
+  fx_run(f, gang, 1, 0xffu, 100);
+  gang->state = GP_JOB_STOPPING;
+  fx_models(f, fx_job(f, "a-job", "a", 8, 1), "H100");
+  gp_plan *p = fx_step(f, 1000);
+  REQUIRE(p);
+  CHECK_EQ_INT(0, p->n_preemptions);
+  CHECK_EQ_STR("WaitingForPreemption", fx_reason(f, p, "a-job"));
+  gp_plan_free(p);
+  fx_free(f);
+}
+
 static void no_ping_pong_the_victim_queue_cannot_reclaim_back(void) {
   /* After the reclaim, a holds 4 (its share) and b 4 (its share). b's new job may not
    * take anything back from a. */
@@ -324,6 +346,7 @@ GP_TESTS(a_higher_priority_job_preempts_inside_its_queue,
          a_queue_below_its_share_reclaims_only_what_was_lent,
          reclaim_spares_non_preemptible_jobs_and_queues_at_their_share,
          the_victims_stopping_make_the_preemptor_wait_without_new_victims,
+         a_job_waits_for_a_stopping_gang_on_the_gangs_second_node,
          no_ping_pong_the_victim_queue_cannot_reclaim_back,
          a_pool_owner_takes_its_nodes_back_from_borrowers,
          pools_lend_only_to_preemptible_jobs_and_never_when_closed,
