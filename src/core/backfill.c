@@ -30,10 +30,9 @@ static gp_time end_of(const gp__ctx *c, int r) {
 }
 
 /* Per node, the running and stopping jobs' release events (end time, whole GPUs, CPU and
- * host memory freed there); built once per step on the first reservation, from the
- * running-job records, so the next reservations do not chase placements through the view
- * again. A node's events are sorted by (end, job) when a reservation first looks at them:
- * most nodes are passed over on their first and last release alone. */
+ * host memory freed there), made from the running-job records (build_cache) so that
+ * reservations do not chase placements through the view again. A node's events are sorted
+ * by (end, job) when a reservation first looks at them. */
 typedef struct gp__release {
   gp_time end;
   int job;
@@ -42,38 +41,31 @@ typedef struct gp__release {
 } gp__release;
 
 struct gp__resv_cache {
-  gp__release *ev;      /* in ctx.node_jobs order: node i's at node_jobs_start[i] .. [i + 1] */
-  bool *sorted;         /* per node: its events are sorted */
+  int *start;           /* per node: its events are ev[start[i]] .. ev[start[i + 1] - 1] */
+  int *run_at;          /* parallel to ev: the running position each event is made from */
+  gp__release *ev;      /* one per running or stopping job and node it holds */
+  bool *made;           /* per node: its events are made */
+  bool *sorted;         /* per node: its events are made and sorted */
   bool *late;           /* per node: holds a victim of this step (it ends now; one chosen
                            after the build sits in the events at its old end time) */
   gp_time *first;       /* per node: its first event's end; now once it is late */
   gp_time *last;        /* per node: the end of its last event that frees whole GPUs (all
                            of them are free then; now when none does); now once it is late */
-  bool built;           /* build_cache ran */
 };
 
 static bool release_before(const gp__release *a, const gp__release *b) {
   return a->end < b->end || (a->end == b->end && a->job < b->job);
 }
 
-bool gp__backfill_begin(gp__ctx *c, int total) {
-  if (!c->pol->backfill) return false;
-  struct gp__resv_cache *rc = c->rcache = gp__scalloc(c, 1, sizeof *rc);
-  int nn = c->view->n_nodes;
-  rc->ev = gp__salloc(c, ((size_t)total + 1) * sizeof *rc->ev);
-  rc->late = gp__scalloc(c, (size_t)nn + 1, sizeof(bool));
-  rc->sorted = gp__scalloc(c, (size_t)nn + 1, sizeof(bool));
-  rc->first = gp__salloc(c, ((size_t)nn + 1) * sizeof *rc->first);
-  rc->last = gp__salloc(c, ((size_t)nn + 1) * sizeof *rc->last);
-  for (int i = 0; i < nn; i++) {
-    rc->first[i] = GP__NEVER;
-    rc->last[i] = c->now; /* (every end is now or later) */
-  }
+/* Is placement k of job the first on its node? (A job counts once per node.) */
+static bool first_on_node(const gp_job *job, int k) {
+  for (int m = 0; m < k; m++)
+    if (job->placements[m].node == job->placements[k].node) return false;
   return true;
 }
 
-void gp__backfill_add(gp__ctx *c, int at, int r, int node) {
-  struct gp__resv_cache *rc = c->rcache;
+/* The release event of running position r on node. */
+static gp__release release_of(const gp__ctx *c, int r, int node) {
   const gp__run *ru = &c->run[r];
   int v = c->running[r];
   gp__release x = {.end = end_of(c, r), .job = v};
@@ -81,9 +73,10 @@ void gp__backfill_add(gp__ctx *c, int at, int r, int node) {
     x.rel = ru->whole;
     x.cpu = ru->cpu;
     x.mem = ru->mem;
+    return x;
   }
   const gp_job *job = &c->view->jobs[v];
-  for (int p = 0; ru->node < 0 && p < job->n_placements; p++) {
+  for (int p = 0; p < job->n_placements; p++) {
     const gp_placement *pl = &job->placements[p];
     if (pl->node != node) continue;
     if (pl->mig_instance < 0 && (pl->gpu_milli <= 0 || pl->gpu_milli >= GP_GPU_MILLI))
@@ -91,35 +84,94 @@ void gp__backfill_add(gp__ctx *c, int at, int r, int node) {
     x.cpu += job->req.cpu_milli;
     x.mem += job->req.mem_mib;
   }
-  rc->ev[at] = x;
-  if (x.end < rc->first[node]) rc->first[node] = x.end;
-  if (x.rel && x.end > rc->last[node]) rc->last[node] = x.end;
+  return x;
 }
 
-/* The events are made while preemption's per-node lists fill (gp__backfill_add); what is
- * left on the first reservation: victims chosen before it end now. Their nodes are the only
- * ones to look for them on (and stay `late`, as for victims chosen after). */
+static void update_bounds(struct gp__resv_cache *rc, int node, gp_time end, uint32_t rel) {
+  if (end < rc->first[node]) rc->first[node] = end;
+  if (rel && end > rc->last[node]) rc->last[node] = end;
+}
+
+/* Made on the first reservation of a step: per node, its running and stopping jobs (CSR:
+ * one pass counts and takes each node's first and last release, one fills in the running
+ * positions; one-placement jobs, most, need not read the view). A node's events are made
+ * from those when a reservation first looks at it: most nodes are passed over on their
+ * first and last release alone. Victims chosen before the build end now: their nodes are
+ * the only ones to look for them on (and stay `late`, as for victims chosen after). */
+static void make_events(const gp__ctx *c, int node);
+
 static void build_cache(gp__ctx *c) {
-  gp__preempt_build(c); /* node -> running jobs, and their events */
-  struct gp__resv_cache *rc = c->rcache;
-  if (rc->built) return;
-  rc->built = true;
+  if (c->rcache) return;
+  struct gp__resv_cache *rc = c->rcache = gp__scalloc(c, 1, sizeof *rc);
+  int nn = c->view->n_nodes;
+  rc->start = gp__scalloc(c, (size_t)nn + 2, sizeof(int));
+  rc->late = gp__scalloc(c, (size_t)nn + 1, sizeof(bool));
+  rc->made = gp__scalloc(c, (size_t)nn + 1, sizeof(bool));
+  rc->sorted = gp__scalloc(c, (size_t)nn + 1, sizeof(bool));
+  rc->first = gp__salloc(c, ((size_t)nn + 1) * sizeof *rc->first);
+  rc->last = gp__salloc(c, ((size_t)nn + 1) * sizeof *rc->last);
+  for (int i = 0; i < nn; i++) {
+    rc->first[i] = GP__NEVER;
+    rc->last[i] = c->now; /* (every end is now or later) */
+  }
+  for (int r = 0; r < c->n_running; r++) {
+    const gp__run *ru = &c->run[r];
+    if (ru->node >= 0) {
+      rc->start[ru->node + 1]++;
+      update_bounds(rc, ru->node, end_of(c, r), ru->whole);
+      continue;
+    }
+    const gp_job *job = &c->view->jobs[c->running[r]];
+    for (int k = 0; k < job->n_placements; k++) {
+      if (!first_on_node(job, k)) continue;
+      int node = job->placements[k].node;
+      rc->start[node + 1]++;
+      gp__release x = release_of(c, r, node);
+      update_bounds(rc, node, x.end, x.rel);
+    }
+  }
+  for (int i = 0; i < nn; i++) rc->start[i + 1] += rc->start[i];
+  rc->ev = gp__salloc(c, ((size_t)rc->start[nn] + 1) * sizeof *rc->ev);
+  rc->run_at = gp__salloc(c, ((size_t)rc->start[nn] + 1) * sizeof *rc->run_at);
+  /* The starts advance as the positions fill; the pass after puts them back. */
+  for (int r = 0; r < c->n_running; r++) {
+    const gp__run *ru = &c->run[r];
+    if (ru->node >= 0) {
+      rc->run_at[rc->start[ru->node]++] = r;
+      continue;
+    }
+    const gp_job *job = &c->view->jobs[c->running[r]];
+    for (int k = 0; k < job->n_placements; k++)
+      if (first_on_node(job, k)) rc->run_at[rc->start[job->placements[k].node]++] = r;
+  }
+  for (int i = nn; i > 0; i--) rc->start[i] = rc->start[i - 1];
+  rc->start[0] = 0;
   const gp_plan_preemption *pre = c->preemptions.items;
   if (!c->preemptions.n) return;
   for (size_t i = 0; i < c->preemptions.n; i++) gp__backfill_victim(c, pre[i].job);
-  for (int node = 0; node < c->view->n_nodes; node++) {
+  for (int node = 0; node < nn; node++) {
     if (!rc->late[node]) continue;
-    for (int k = c->node_jobs_start[node]; k < c->node_jobs_start[node + 1]; k++)
+    make_events(c, node);
+    for (int k = rc->start[node]; k < rc->start[node + 1]; k++)
       if (c->jobs[rc->ev[k].job].victim) rc->ev[k].end = c->now;
   }
 }
 
-/* Sorts node's events by (end, job) once: a node holds few jobs. */
+static void make_events(const gp__ctx *c, int node) {
+  struct gp__resv_cache *rc = c->rcache;
+  if (rc->made[node]) return;
+  rc->made[node] = true;
+  for (int k = rc->start[node]; k < rc->start[node + 1]; k++)
+    rc->ev[k] = release_of(c, rc->run_at[k], node);
+}
+
+/* Makes and sorts node's events by (end, job) once: a node holds few jobs. */
 static void sort_events(const gp__ctx *c, int node) {
   struct gp__resv_cache *rc = c->rcache;
   if (rc->sorted[node]) return;
   rc->sorted[node] = true;
-  int lo = c->node_jobs_start[node], hi = c->node_jobs_start[node + 1];
+  make_events(c, node);
+  int lo = rc->start[node], hi = rc->start[node + 1];
   for (int k = lo + 1; k < hi; k++) {
     gp__release x = rc->ev[k];
     int b = k;
@@ -132,7 +184,7 @@ static void sort_events(const gp__ctx *c, int node) {
 void gp__backfill_done(gp__ctx *c) { c->rcache = NULL; }
 
 void gp__backfill_victim(gp__ctx *c, int v) {
-  if (!c->rcache || !c->rcache->built) return; /* the build marks the victims chosen before it */
+  if (!c->rcache) return; /* build_cache marks the victims chosen before it */
   const gp_job *job = &c->view->jobs[v];
   for (int p = 0; p < job->n_placements; p++) {
     c->rcache->late[job->placements[p].node] = true;
@@ -193,7 +245,7 @@ static int slot_times(const gp__ctx *c, const gp__req *r, int node, gp_time *tim
   int ids[MAX_ON_NODE], nv = 0;
   bool sorted = true;
   bool late = rc->late[node];
-  for (int k = c->node_jobs_start[node]; k < c->node_jobs_start[node + 1] && nv < MAX_ON_NODE; k++) {
+  for (int k = rc->start[node]; k < rc->start[node + 1] && nv < MAX_ON_NODE; k++) {
     const gp__release *e = &rc->ev[k];
     bool victim = late && c->jobs[e->job].victim; /* chosen since the build: ends now */
     if (!victim && e->end > horizon) {

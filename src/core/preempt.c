@@ -26,7 +26,7 @@
 enum { K_POOL = 0, K_PRIORITY, K_RECLAIM, K_STOPPING, K_N };
 
 struct gp__preempt {
-  bool built;                    /* gp__preempt_build ran */
+  bool counted;                  /* count_for_plausibility ran */
   int *vorder, n_vorder;         /* victim-able running jobs in victim order (first use) */
   /* Per vorder position, the victim's running-job record (jobs.c): its queue, priority,
    * GPUs and, with one placement (most jobs), its node and what it frees there (node -1
@@ -91,49 +91,35 @@ static bool first_on_node(const gp_job *job, int k) {
   return true;
 }
 
-void gp__preempt_build(gp__ctx *c) {
+/* What the plausibility of pool and priority preemption reads: per pool, the running jobs
+ * of other queues on its nodes; per leaf, the lowest priority of its victim-able jobs. One
+ * pass over the running records, made only for a job of a pool's owner or one above every
+ * preemptible running job's priority (reclaim needs neither). One-placement jobs (most)
+ * need not read the view: classification kept their node. */
+static void count_for_plausibility(gp__ctx *c) {
   const gp_view *v = c->view;
   struct gp__preempt *p = c->pre;
-  if (p->built) return;
-  p->built = true;
-  int nn = v->n_nodes, nq = c->tree.n;
-  /* Per node, its running and stopping jobs (each once per node) as CSR bounds: one pass
-   * counts; with backfill, one more fills the jobs' release events in. One-placement jobs
-   * (most) need not read the view: classification kept their node. The counting pass also
-   * takes what preemption's plausibility checks read. */
-  c->node_jobs_start = gp__scalloc(c, (size_t)nn + 2, sizeof(int));
+  if (p->counted) return;
+  p->counted = true;
+  int nq = c->tree.n;
   p->leaf_min_prio = gp__salloc(c, ((size_t)nq + 1) * sizeof(int));
   for (int q = 0; q < nq; q++) p->leaf_min_prio[q] = INT_MAX;
   p->pool_borrowers = gp__scalloc(c, (size_t)v->n_pools + 1, sizeof(int));
   for (int r = 0; r < c->n_running; r++) {
     const gp__run *ru = &c->run[r];
-    const gp_job *job = ru->node >= 0 ? NULL : &v->jobs[c->running[r]];
-    int n_pl = job ? job->n_placements : 1;
-    for (int k = 0; k < n_pl; k++) {
-      int node = job ? job->placements[k].node : ru->node;
-      if (job && !first_on_node(job, k)) continue;
-      c->node_jobs_start[node + 1]++;
-      int pool = c->nodes[node].pool;
-      if (pool >= 0 && (ru->leaf < 0 || c->queue_pool[ru->leaf] != pool)) p->pool_borrowers[pool]++;
+    if (v->n_pools > 0) {
+      const gp_job *job = ru->node >= 0 ? NULL : &v->jobs[c->running[r]];
+      int n_pl = job ? job->n_placements : 1;
+      for (int k = 0; k < n_pl; k++) {
+        int node = job ? job->placements[k].node : ru->node;
+        if (job && !first_on_node(job, k)) continue;
+        int pool = c->nodes[node].pool;
+        if (pool >= 0 && (ru->leaf < 0 || c->queue_pool[ru->leaf] != pool)) p->pool_borrowers[pool]++;
+      }
     }
     if (gp__victim_able(c, r) && ru->leaf >= 0 && ru->prio < p->leaf_min_prio[ru->leaf])
       p->leaf_min_prio[ru->leaf] = ru->prio;
   }
-  for (int i = 0; i < nn; i++) c->node_jobs_start[i + 1] += c->node_jobs_start[i];
-  if (!gp__backfill_begin(c, c->node_jobs_start[nn])) return;
-  /* The starts advance as the events fill; the pass after puts them back. */
-  for (int r = 0; r < c->n_running; r++) {
-    const gp__run *ru = &c->run[r];
-    const gp_job *job = ru->node >= 0 ? NULL : &v->jobs[c->running[r]];
-    int n_pl = job ? job->n_placements : 1;
-    for (int k = 0; k < n_pl; k++) {
-      int node = job ? job->placements[k].node : ru->node;
-      if (job && !first_on_node(job, k)) continue;
-      gp__backfill_add(c, c->node_jobs_start[node]++, r, node);
-    }
-  }
-  for (int i = nn; i > 0; i--) c->node_jobs_start[i] = c->node_jobs_start[i - 1];
-  c->node_jobs_start[0] = 0;
 }
 
 /* The stopping jobs and, per node, those on it (in ctx.running order, each once per node:
@@ -350,7 +336,9 @@ static void build_vorder(gp__ctx *c) {
   p->acc_cpu = gp__scalloc(c, (size_t)nn + 1, sizeof(int64_t));
   p->acc_mem = gp__scalloc(c, (size_t)nn + 1, sizeof(int64_t));
   p->acc_head = gp__scalloc(c, (size_t)nn + 1, sizeof(int));
-  size_t total = (size_t)c->node_jobs_start[nn] + 1;
+  size_t total = 1; /* walk entries: at most one per victim and node */
+  for (int k = 0; k < n; k++)
+    total += p->vrun[k].node >= 0 ? 1 : (size_t)c->view->jobs[p->vorder[k]].n_placements;
   p->ent_v = gp__salloc(c, total * sizeof(int));
   p->ent_next = gp__salloc(c, total * sizeof(int));
 }
@@ -494,7 +482,6 @@ static bool simulate(gp__ctx *c, const gp__req *r, int kind, bool record) {
       if (!c->jobs[p->stopping[k]].victim) add_candidate(c, p->stopping[k]);
     if (!p->n_cand) return false;
   } else {
-    gp__preempt_build(c);
     build_vorder(c);
   }
   (void)J;
@@ -584,8 +571,8 @@ bool gp__preempt_may_act(gp__ctx *c, int leaf, double min_gpus, int max_prio) {
   double fail[K_STOPPING];
   for (int k = 0; k < K_STOPPING; k++) fail[k] = p->fail_gpus[k] ? p->fail_gpus[k][leaf] : 1e300;
   int own = c->queue_pool[leaf];
-  if (own >= 0 && (!p->built || p->pool_borrowers[own] > 0) && min_gpus < fail[K_POOL]) return true;
-  int min_prio = p->built ? p->leaf_min_prio[leaf] : c->run_min_prio;
+  if (own >= 0 && (!p->counted || p->pool_borrowers[own] > 0) && min_gpus < fail[K_POOL]) return true;
+  int min_prio = p->counted ? p->leaf_min_prio[leaf] : c->run_min_prio;
   if (c->pol->preemption && min_prio < max_prio &&
       !(min_gpus >= fail[K_PRIORITY] && p->fail_prio && max_prio <= p->fail_prio[leaf]))
     return true;
@@ -602,13 +589,12 @@ bool gp__try_preempt(gp__ctx *c, gp__req *r) {
   struct gp__preempt *p = c->pre;
   const gp__queue *lq = &c->tree.q[J->leaf];
   int own = c->queue_pool[J->leaf];
-  /* Pool and priority preemption read the per-node lists' counts. Without a pool of its
-   * own, and with no preemptible running job below the job's priority, neither can act:
-   * the lists wait for a kind that needs them (reclaim's walk, a reservation). */
-  if (own >= 0 || (c->pol->preemption && c->run_min_prio < J->prio)) gp__preempt_build(c);
+  /* Without a pool of its own, and with no preemptible running job below the job's
+   * priority, neither pool nor priority preemption can act: no need to count for them. */
+  if (own >= 0 || (c->pol->preemption && c->run_min_prio < J->prio)) count_for_plausibility(c);
   bool plausible[K_N] = {
       [K_POOL] = own >= 0 && p->pool_borrowers[own] > 0,
-      [K_PRIORITY] = c->pol->preemption && p->built && p->leaf_min_prio[J->leaf] < J->prio,
+      [K_PRIORITY] = c->pol->preemption && p->counted && p->leaf_min_prio[J->leaf] < J->prio,
       [K_RECLAIM] = c->pol->reclaim && c->pol->order == GP_ORDER_FAIRSHARE &&
                     lq->allocated + (p->claimed ? p->claimed[J->leaf] : 0) + J->gpus <=
                         lq->fair_share + GP__EPS &&

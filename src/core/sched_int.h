@@ -277,9 +277,6 @@ typedef struct gp__ctx {
   bool sums_inexact;
   int n_ended;               /* jobs that end in this plan */
 
-  /* Per node, where its running and stopping jobs' entries start in the lists preemption
-   * and backfill build on first use (gp__preempt_build; each job once per node). */
-  int *node_jobs_start;
   int n_stopping;
   int run_min_prio;     /* lowest priority of a preemptible running job (INT_MAX: none) */
 
@@ -470,8 +467,6 @@ bool gp__preempt_may_act(gp__ctx *c, int leaf, double min_gpus, int max_prio);
 /* True when the job would fit once the STOPPING jobs are gone. */
 bool gp__fits_after_stopping(gp__ctx *c, const gp__req *r);
 void gp__preempt_setup(gp__ctx *c);
-/* Builds the node -> jobs lists and victim lists on first use. */
-void gp__preempt_build(gp__ctx *c);
 void gp__preempt_done(gp__ctx *c);
 
 /* Fractions, memory shares, time-slices and MIG instances (shared.c). */
@@ -490,11 +485,6 @@ bool gp__mig_wait(gp__ctx *c, gp__req *r);
 /* Backfill (backfill.c): computes and records a reservation for a blocked job. */
 void gp__reserve(gp__ctx *c, gp__req *r);
 void gp__backfill_done(gp__ctx *c);
-/* Release events for reservations, made while gp__preempt_build fills its per-node lists
- * (total entries): begin allocates them (with backfill on; false without: the build then only counts), add makes the one of running
- * position r at list position `at` on node. */
-bool gp__backfill_begin(gp__ctx *c, int total); /* false: no backfill, no events */
-void gp__backfill_add(gp__ctx *c, int at, int r, int node);
 /* Running job v was just chosen as a victim: its release events on its nodes are now. */
 void gp__backfill_victim(gp__ctx *c, int v);
 
