@@ -57,13 +57,6 @@ static bool release_before(const gp__release *a, const gp__release *b) {
   return a->end < b->end || (a->end == b->end && a->job < b->job);
 }
 
-/* Is placement k of job the first on its node? (A job counts once per node.) */
-static bool first_on_node(const gp_job *job, int k) {
-  for (int m = 0; m < k; m++)
-    if (job->placements[m].node == job->placements[k].node) return false;
-  return true;
-}
-
 /* The release event of running position r on node. */
 static gp__release release_of(const gp__ctx *c, int r, int node) {
   const gp__run *ru = &c->run[r];
@@ -123,7 +116,7 @@ static void build_cache(gp__ctx *c) {
     }
     const gp_job *job = &c->view->jobs[c->running[r]];
     for (int k = 0; k < job->n_placements; k++) {
-      if (!first_on_node(job, k)) continue;
+      if (!gp__first_on_node(job, k)) continue;
       int node = job->placements[k].node;
       rc->start[node + 1]++;
       gp__release x = release_of(c, r, node);
@@ -142,7 +135,7 @@ static void build_cache(gp__ctx *c) {
     }
     const gp_job *job = &c->view->jobs[c->running[r]];
     for (int k = 0; k < job->n_placements; k++)
-      if (first_on_node(job, k)) rc->run_at[rc->start[job->placements[k].node]++] = r;
+      if (gp__first_on_node(job, k)) rc->run_at[rc->start[job->placements[k].node]++] = r;
   }
   for (int i = nn; i > 0; i--) rc->start[i] = rc->start[i - 1];
   rc->start[0] = 0;

@@ -84,13 +84,6 @@ void gp__preempt_setup(gp__ctx *c) {
                                  (c->pol->reclaim && c->pol->order == GP_ORDER_FAIRSHARE));
 }
 
-/* Is placement k of job the first on its node? (A job counts once per node.) */
-static bool first_on_node(const gp_job *job, int k) {
-  for (int m = 0; m < k; m++)
-    if (job->placements[m].node == job->placements[k].node) return false;
-  return true;
-}
-
 /* What the plausibility of pool and priority preemption reads: per pool, the running jobs
  * of other queues on its nodes; per leaf, the lowest priority of its victim-able jobs. One
  * pass over the running records, made only for a job of a pool's owner or one above every
@@ -112,7 +105,7 @@ static void count_for_plausibility(gp__ctx *c) {
       int n_pl = job ? job->n_placements : 1;
       for (int k = 0; k < n_pl; k++) {
         int node = job ? job->placements[k].node : ru->node;
-        if (job && !first_on_node(job, k)) continue;
+        if (job && !gp__first_on_node(job, k)) continue;
         int pool = c->nodes[node].pool;
         if (pool >= 0 && (ru->leaf < 0 || c->queue_pool[ru->leaf] != pool)) p->pool_borrowers[pool]++;
       }
@@ -139,7 +132,7 @@ static void stopping_build(gp__ctx *c) {
     p->stopping[p->n_stopping++] = j;
     const gp_job *job = &c->view->jobs[j];
     for (int k = 0; k < job->n_placements; k++)
-      if (first_on_node(job, k)) {
+      if (gp__first_on_node(job, k)) {
         p->stop_start[job->placements[k].node + 1]++;
         n_entries++;
       }
@@ -149,7 +142,7 @@ static void stopping_build(gp__ctx *c) {
   for (int s = 0; s < p->n_stopping; s++) {
     const gp_job *job = &c->view->jobs[p->stopping[s]];
     for (int k = 0; k < job->n_placements; k++)
-      if (first_on_node(job, k)) p->stop_jobs[p->stop_start[job->placements[k].node]++] = p->stopping[s];
+      if (gp__first_on_node(job, k)) p->stop_jobs[p->stop_start[job->placements[k].node]++] = p->stopping[s];
   }
   for (int i = nn; i > 0; i--) p->stop_start[i] = p->stop_start[i - 1];
   p->stop_start[0] = 0;
@@ -394,9 +387,9 @@ static int walk_node(gp__ctx *c, const gp__req *r, int kind, gp__fit *best_fit, 
     const gp_job *job = single >= 0 ? NULL : &c->view->jobs[v];
     int n_pl = single >= 0 ? 1 : job->n_placements;
     for (int k = 0; k < n_pl; k++) {
-      int node = single >= 0 ? single : job->placements[k].node, dup = 0;
-      for (int m = 0; m < k && !dup; m++) dup = job->placements[m].node == node;
-      if (dup || p->acc_stamp[node] == -ws) continue; /* -ws: node excluded for this walk */
+      int node = single >= 0 ? single : job->placements[k].node;
+      if ((job && !gp__first_on_node(job, k)) || p->acc_stamp[node] == -ws)
+        continue; /* -ws: node excluded for this walk */
       if (single < 0 && !walk_candidate(c, kind, r->job, i, v, node)) continue;
       if (p->acc_stamp[node] != ws) {
         if (!gp__node_static_ok(c, r, node)) {
@@ -461,9 +454,8 @@ static void take_victim(gp__ctx *c, int v, int kind) {
   if (kind == K_RECLAIM) add_removed(c, v, +1);
   const gp_job *job = &c->view->jobs[v];
   for (int k = 0; k < job->n_placements; k++) {
-    int node = job->placements[k].node, dup = 0;
-    for (int m = 0; m < k && !dup; m++) dup = job->placements[m].node == node;
-    if (dup) continue;
+    if (!gp__first_on_node(job, k)) continue;
+    int node = job->placements[k].node;
     touch(p, node);
     frees_on(c, v, node, &p->tent_extra[node], &p->tent_cpu[node], &p->tent_mem[node]);
   }

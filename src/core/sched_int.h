@@ -338,6 +338,13 @@ static inline gp__job *gp__job_mut(gp__ctx *c, int j) {
 
 /* Population count without relying on a POPCNT instruction (the build targets generic
  * x86-64, where __builtin_popcount is a library call). */
+/* Is placement k of job the first on its node? (Per-node lists count a job once.) */
+static inline bool gp__first_on_node(const gp_job *job, int k) {
+  for (int m = 0; m < k; m++)
+    if (job->placements[m].node == job->placements[k].node) return false;
+  return true;
+}
+
 static inline int gp__popc(uint32_t x) {
   x = x - ((x >> 1) & 0x55555555u);
   x = (x & 0x33333333u) + ((x >> 2) & 0x33333333u);
