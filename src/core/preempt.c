@@ -26,7 +26,7 @@
 enum { K_POOL = 0, K_PRIORITY, K_RECLAIM, K_STOPPING, K_N };
 
 struct gp__preempt {
-  bool counted;                  /* count_for_plausibility ran */
+  bool counted;                  /* count_for_plausibility ran: the next two are set */
   int *vorder, n_vorder;         /* victim-able running jobs in victim order (first use) */
   /* Per vorder position, the victim's running-job record (jobs.c): its queue, priority,
    * GPUs and, with one placement (most jobs), its node and what it frees there (node -1
@@ -44,12 +44,12 @@ struct gp__preempt {
   int *ent_v, *ent_next, n_ent;  /* walk entries: a victim on a node */
   int walk_stamp;
   int *leaf_min_prio;            /* per tree queue: lowest priority of its victim-able jobs */
+  int *pool_borrowers;           /* per pool: running jobs of other queues on its nodes */
   /* Stopping jobs (in ctx.running order), and per node the ones on it (CSR): what a
-   * waiting-for-stopping check walks, built without the lists above. */
+   * waiting-for-stopping check walks (stopping_build). */
   bool stopping_built;
   int *stopping, n_stopping;
   int *stop_start, *stop_jobs;
-  int *pool_borrowers;           /* per pool: running jobs of other queues on its nodes */
   int *jstamp, *nstamp, stamp;   /* candidate marks per job / per node */
   int *cand_nodes, n_cand;
   uint32_t *tent_extra;          /* per node: GPUs freed by chosen victims, not yet reused */
