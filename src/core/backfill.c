@@ -85,14 +85,14 @@ static void update_bounds(struct gp__resv_cache *rc, int node, gp_time end, uint
   if (rel && end > rc->last[node]) rc->last[node] = end;
 }
 
+static void make_events(const gp__ctx *c, int node);
+
 /* Made on the first reservation of a step: per node, its running and stopping jobs (CSR:
  * one pass counts and takes each node's first and last release, one fills in the running
  * positions; one-placement jobs, most, need not read the view). A node's events are made
  * from those when a reservation first looks at it: most nodes are passed over on their
  * first and last release alone. Victims chosen before the build end now: their nodes are
  * the only ones to look for them on (and stay `late`, as for victims chosen after). */
-static void make_events(const gp__ctx *c, int node);
-
 static void build_cache(gp__ctx *c) {
   if (c->rcache) return;
   struct gp__resv_cache *rc = c->rcache = gp__scalloc(c, 1, sizeof *rc);
