@@ -115,9 +115,9 @@ static void count_for_plausibility(gp__ctx *c) {
   }
 }
 
-/* The stopping jobs and, per node, those on it (in ctx.running order, each once per node:
- * the order the full lists would give them). Stopping jobs are few: this costs a pass over
- * the running records, not the full lists' two with their release events. */
+/* The stopping jobs and, per node, those on it (in ctx.running order, each once per node;
+ * best_node keeps a node's first MAX_ON_NODE in that order). Stopping jobs are few: one
+ * pass over the running records finds them, and only they are listed per node. */
 static void stopping_build(gp__ctx *c) {
   struct gp__preempt *p = c->pre;
   if (p->stopping_built) return;
