@@ -18,6 +18,7 @@
  * The same simulation with STOPPING jobs as the only "victims" answers whether a job would
  * fit once they are gone (WaitingForPreemption). */
 #include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,9 +35,9 @@ struct gp__preempt {
    * records and view entries at random. */
   gp__run *vrun;
   int rc_epoch;                  /* changes whenever removals may have changed */
-  int *rc_stamp;                 /* per tree queue: reclaim_ok of epoch rc_stamp for */
-  double *rc_gpus;               /* victims of that leaf holding rc_gpus GPUs (rc_ok) */
-  bool *rc_ok;
+  int *rc_stamp;                 /* per tree queue: in epoch rc_stamp, reclaim_ok holds for */
+  double *rc_ok_max;             /* its victims of up to rc_ok_max GPUs and fails for those */
+  double *rc_bad_min;            /* of rc_bad_min or more (what was asked so far) */
   int *acc_stamp;                /* per node: accumulation of the current walk */
   uint32_t *acc_mask;
   int64_t *acc_cpu, *acc_mem;
@@ -322,8 +323,8 @@ static void build_vorder(gp__ctx *c) {
   p->n_vorder = n;
   int nq = c->tree.n;
   p->rc_stamp = gp__scalloc(c, (size_t)nq + 1, sizeof(int));
-  p->rc_gpus = gp__salloc(c, ((size_t)nq + 1) * sizeof(double));
-  p->rc_ok = gp__salloc(c, ((size_t)nq + 1) * sizeof(bool));
+  p->rc_ok_max = gp__salloc(c, ((size_t)nq + 1) * sizeof(double));
+  p->rc_bad_min = gp__salloc(c, ((size_t)nq + 1) * sizeof(double));
   p->acc_stamp = gp__scalloc(c, (size_t)nn + 1, sizeof(int));
   p->acc_mask = gp__scalloc(c, (size_t)nn + 1, sizeof(uint32_t));
   p->acc_cpu = gp__scalloc(c, (size_t)nn + 1, sizeof(int64_t));
@@ -338,7 +339,9 @@ static void build_vorder(gp__ctx *c) {
 
 /* Is the victim at vorder position i (job v) a candidate of `kind` for J on `node`? While
  * the queues' removals, losses and claims stay as they are (one rc_epoch), reclaim_ok
- * depends on the victim's leaf and GPUs only: remembered per leaf. */
+ * depends on the victim's leaf and GPUs only, and if it holds for some GPUs it holds for
+ * fewer (the victim's side subtracts them, and rounding is monotone): per leaf, the most
+ * GPUs known to pass and the fewest known to fail answer most victims without asking. */
 static bool walk_candidate(const gp__ctx *c, int kind, int J, int i, int v, int node) {
   const struct gp__preempt *p = c->pre;
   const gp__job *jj = &c->jobs[J];
@@ -349,12 +352,19 @@ static bool walk_candidate(const gp__ctx *c, int kind, int J, int i, int v, int 
     return vl == jj->leaf && vr->prio < jj->prio;
   case K_RECLAIM:
     if (vl < 0) return false;
-    if (p->rc_stamp[vl] != p->rc_epoch || p->rc_gpus[vl] != vr->gpus) {
+    if (p->rc_stamp[vl] != p->rc_epoch) {
       p->rc_stamp[vl] = p->rc_epoch;
-      p->rc_gpus[vl] = vr->gpus;
-      p->rc_ok[vl] = reclaim_ok(c, J, v);
+      p->rc_ok_max[vl] = -INFINITY;
+      p->rc_bad_min[vl] = INFINITY;
     }
-    return p->rc_ok[vl];
+    if (vr->gpus <= p->rc_ok_max[vl]) return true;
+    if (vr->gpus >= p->rc_bad_min[vl]) return false;
+    if (reclaim_ok(c, J, v)) {
+      p->rc_ok_max[vl] = vr->gpus;
+      return true;
+    }
+    p->rc_bad_min[vl] = vr->gpus;
+    return false;
   default: { /* K_POOL: borrowers on the owner's pool nodes */
     int own = c->queue_pool[jj->leaf];
     return c->nodes[node].pool == own && (vl < 0 || c->queue_pool[vl] != own);

@@ -244,12 +244,17 @@ static gp_plan *assemble(gp__ctx *c, bool head_blocked, bool decisions_only) {
   plan->mig = copy_vec(a, &c->migs, sizeof(gp_plan_mig));
 
   /* One pass over the jobs: ended ones; unless only decisions are wanted, reasons for
-   * those never considered, the pending list and the queues' job figures (gathered in
-   * scratch, copied to the arena at their size). */
+   * those never considered, the pending list and the queues' job figures. The figures are summed per leaf and
+   * then up the tree: GPUs asked are whole numbers nearly always, and integer sums come out
+   * the same in any order; with a fraction among them, the GPUs are summed job by job from
+   * the pending list instead, in the order a walk per job adds them (the same roundings). */
   int nj = c->view->n_jobs;
   gp_plan_pending *pend = decisions_only ? NULL : gp_xmalloc(((size_t)nj + 1) * sizeof *pend);
   gp__vec ended = {0};
-  gp_plan_queue *qs = gp_arena_alloc(a, ((size_t)c->tree.n + 1) * sizeof *qs);
+  int nq = c->tree.n;
+  gp_plan_queue *qs = gp_arena_alloc(a, ((size_t)nq + 1) * sizeof *qs);
+  int64_t *asked = gp__scalloc(c, (size_t)nq + 1, sizeof *asked);
+  bool fractions = false;
   if (decisions_only && c->n_ended == 0) nj = 0; /* the pass would find nothing */
   for (int j = 0; j < nj; j++) {
     const gp__job *ji = &c->jobs[j];
@@ -259,25 +264,47 @@ static gp_plan *assemble(gp__ctx *c, bool head_blocked, bool decisions_only) {
       continue;
     }
     if (decisions_only) continue;
-    if (ji->stat == GP__J_ELIGIBLE || ji->stat == GP__J_WAITING) {
+    bool pending = ji->stat == GP__J_ELIGIBLE || ji->stat == GP__J_WAITING;
+    if (pending)
       pend[plan->n_pending++] =
           ji->stat == GP__J_ELIGIBLE
               ? settle_unconsidered(c, j, head_blocked)
               : (gp_plan_pending){j, (gp_pending_reason)ji->reason, ji->msg};
-      for (int q = ji->leaf; q >= 0; q = c->tree.q[q].parent) {
-        qs[q].pending += ji->gpus;
-        qs[q].pending_jobs++;
-      }
+    if (ji->leaf < 0) continue;
+    if (pending) {
+      qs[ji->leaf].pending_jobs++;
+      /* (Whole and small: integer sums stay exact, far below 2^53.) */
+      if (ji->gpus >= 0 && ji->gpus < 1e9 && ji->gpus == (double)(int64_t)ji->gpus)
+        asked[ji->leaf] += (int64_t)ji->gpus;
+      else
+        fractions = true;
     } else if (ji->stat == GP__J_RUNNING || ji->stat == GP__J_STOPPING ||
                ji->stat == GP__J_STARTED) {
-      for (int q = ji->leaf; q >= 0; q = c->tree.q[q].parent) qs[q].running_jobs++;
+      qs[ji->leaf].running_jobs++;
     }
   }
-  if (plan->n_pending) {
-    plan->pending = gp_arena_alloc(a, (size_t)plan->n_pending * sizeof *pend);
-    memcpy(plan->pending, pend, (size_t)plan->n_pending * sizeof *pend);
+  /* (Parents precede their children in the tree.) */
+  for (int q = nq - 1; q >= 0; q--) {
+    int par = c->tree.q[q].parent;
+    if (!fractions) {
+      qs[q].pending = (double)asked[q];
+      if (par >= 0) asked[par] += asked[q];
+    }
+    if (par >= 0) {
+      qs[par].pending_jobs += qs[q].pending_jobs;
+      qs[par].running_jobs += qs[q].running_jobs;
+    }
   }
-  free(pend);
+  for (int k = 0; fractions && k < plan->n_pending; k++) {
+    const gp__job *ji = &c->jobs[pend[k].job];
+    for (int q = ji->leaf; q >= 0; q = c->tree.q[q].parent) qs[q].pending += ji->gpus;
+  }
+  if (plan->n_pending) { /* (made to measure: the list can be most of the plan) */
+    size_t bytes = (size_t)plan->n_pending * sizeof *pend;
+    plan->pending = gp_arena_adopt(a, gp_xrealloc(pend, bytes), bytes);
+  } else {
+    free(pend);
+  }
   plan->n_ended = (int)ended.n;
   plan->ended = copy_vec(a, &ended, sizeof(gp_plan_end));
   free(ended.items);

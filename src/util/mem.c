@@ -68,6 +68,8 @@ typedef struct gp_arena_block {
 struct gp_arena {
   gp_arena_block *head;
   size_t bytes;
+  void **adopted;       /* malloc'ed buffers freed with the arena */
+  size_t n_adopted, adopted_cap;
 };
 
 gp_arena *gp_arena_new(void) { return gp_xcalloc(1, sizeof(gp_arena)); }
@@ -78,7 +80,17 @@ void gp_arena_free(gp_arena *a) {
     n = b->next;
     free(b);
   }
+  for (size_t i = 0; i < a->n_adopted; i++) free(a->adopted[i]);
+  free(a->adopted);
   free(a);
+}
+
+void *gp_arena_adopt(gp_arena *a, void *p, size_t size) {
+  if (!p) return NULL;
+  gp_xgrow((void **)&a->adopted, &a->adopted_cap, a->n_adopted + 1, sizeof *a->adopted);
+  a->adopted[a->n_adopted++] = p;
+  a->bytes += size;
+  return p;
 }
 
 void *gp_arena_alloc(gp_arena *a, size_t size) {

@@ -27,6 +27,8 @@ typedef struct gp_arena gp_arena;
 gp_arena *gp_arena_new(void);
 void gp_arena_free(gp_arena *a);                 /* accepts NULL */
 void *gp_arena_alloc(gp_arena *a, size_t size);  /* zeroed, 16-byte aligned */
+/* Makes a gp_xmalloc'ed buffer of `size` bytes the arena's: freed with it. Returns p. */
+void *gp_arena_adopt(gp_arena *a, void *p, size_t size);
 char *gp_arena_strdup(gp_arena *a, const char *s);
 char *gp_arena_printf(gp_arena *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 size_t gp_arena_bytes(const gp_arena *a);        /* total bytes reserved, for benchmarks */

@@ -166,6 +166,31 @@ static void a_queue_below_its_share_reclaims_only_what_was_lent(void) {
   fx_free(f);
 }
 
+/* Reclaim takes what keeps the lender at its share: of b's jobs, the 1-GPU one, though
+ * two 4-GPU jobs come before it in victim order (each alone would take b below its share).
+ * The second one must not look like a candidate because the first failed with as many
+ * GPUs: it would take its node, which the 1-GPU job shares, out of the search. */
+static void reclaim_passes_over_victims_too_big_for_the_lenders_share(void) {
+  fx *f = fx_new();
+  fx_node(f, "n0", "H100", 8);
+  fx_node(f, "n1", "H100", 8);
+  f->pol.backfill = false;
+  fx_queue(f, "a", 8, GP_NO_LIMIT, 1);
+  fx_queue(f, "b", 8, GP_NO_LIMIT, 1);
+  fx_run(f, fx_job(f, "a0", "a", 4, 1), 0, 0xf0, 0);
+  fx_run(f, fx_job(f, "a1", "a", 3, 1), 1, 0xe0, 0);
+  fx_run(f, fx_job(f, "z1", "b", 4, 1), 0, 0x0f, 500); /* youngest: first victim */
+  fx_run(f, fx_job(f, "z2", "b", 4, 1), 1, 0x0f, 400);
+  fx_run(f, fx_job(f, "y", "b", 1, 1), 1, 0x10, 300);
+  fx_job(f, "j", "a", 1, 1);
+  gp_plan *p = fx_step(f, 1000);
+  REQUIRE(p);
+  CHECK_EQ_INT(1, p->n_preemptions);
+  CHECK(fx_preempted(f, p, "y", "j", GP_PREEMPT_RECLAIM));
+  gp_plan_free(p);
+  fx_free(f);
+}
+
 static void reclaim_spares_non_preemptible_jobs_and_queues_at_their_share(void) {
   fx *f = one_node_cluster();
   fx_queue(f, "a", 4, GP_NO_LIMIT, 1);
@@ -344,6 +369,7 @@ GP_TESTS(a_higher_priority_job_preempts_inside_its_queue,
          nothing_is_evicted_unless_the_preemptor_then_fits,
          a_failed_gang_preemption_leaves_the_victims_gpus_held,
          a_queue_below_its_share_reclaims_only_what_was_lent,
+         reclaim_passes_over_victims_too_big_for_the_lenders_share,
          reclaim_spares_non_preemptible_jobs_and_queues_at_their_share,
          the_victims_stopping_make_the_preemptor_wait_without_new_victims,
          a_job_waits_for_a_stopping_gang_on_the_gangs_second_node,

@@ -114,6 +114,50 @@ static void an_empty_fleet_keeps_jobs_waiting(void) {
   fx_free(f);
 }
 
+/* ---- the queues' figures ---- */
+
+/* A parent's figures are its subtree's jobs. GPUs asked add up exactly when they are
+ * whole; with fractions they add up in the jobs' order, the way one running sum over the
+ * jobs would (0.1 + 0.1 + 0.4 is 0.6000000000000001 that way, 0.6 leaf by leaf). */
+static void a_queue_counts_the_jobs_of_its_subtree_in_their_order(void) {
+  fx *f = fx_new();
+  fx_node(f, "n1", "H100", 8);
+  fx_queue(f, "org/a", 1, GP_NO_LIMIT, 1);
+  fx_queue(f, "org/b", 1, GP_NO_LIMIT, 1);
+  fx_queue(f, "c", 1, GP_NO_LIMIT, 1);
+  fx_run(f, fx_job(f, "r", "org/a", 8, 1), 0, 0xff, 0); /* the only node is full */
+  fx_job(f, "w1", "org/b", 2, 1);
+  fx_job(f, "w2", "org/a", 3, 2);
+  fx_job(f, "w3", "c", 3, 1);
+  gp_plan *p = fx_step(f, 10);
+  REQUIRE(p);
+  CHECK_EQ_INT(8, (int)fx_plan_queue(p, "org")->pending);
+  CHECK_EQ_INT(2, fx_plan_queue(p, "org")->pending_jobs);
+  CHECK_EQ_INT(1, fx_plan_queue(p, "org")->running_jobs);
+  CHECK_EQ_INT(6, (int)fx_plan_queue(p, "org/a")->pending);
+  CHECK_EQ_INT(3, (int)fx_plan_queue(p, "c")->pending);
+  CHECK_EQ_INT(0, fx_plan_queue(p, "c")->running_jobs);
+  gp_plan_free(p);
+
+  f->view.n_jobs = 1; /* r */
+  fx_job(f, "f1", "org/a", 0, 1)->req.gpu_milli = 100;
+  fx_job(f, "f2", "org/b", 0, 1)->req.gpu_milli = 100;
+  fx_job(f, "f3", "org/a", 0, 1)->req.gpu_milli = 400;
+  p = fx_step(f, 10);
+  REQUIRE(p);
+  volatile double org = 0, a = 0, b = 0; /* (volatile: summed at run time, in this order) */
+  org += 0.1, a += 0.1;
+  org += 0.1, b += 0.1;
+  org += 0.4, a += 0.4;
+  CHECK(fx_plan_queue(p, "org")->pending == org);
+  CHECK(fx_plan_queue(p, "org/a")->pending == a);
+  CHECK(fx_plan_queue(p, "org/b")->pending == b);
+  CHECK(org != 0.6); /* (what adding leaf by leaf gives) */
+  CHECK_EQ_INT(3, fx_plan_queue(p, "org")->pending_jobs);
+  gp_plan_free(p);
+  fx_free(f);
+}
+
 /* ---- every job accounted for, early stop ---- */
 
 static void every_pending_job_gets_exactly_one_outcome(void) {
@@ -323,6 +367,7 @@ static void random_views_never_crash_and_account_for_every_job(void) {
 
 GP_TESTS(two_jobs_start_on_one_node_by_binpacking, an_inconsistent_snapshot_is_an_error_naming_the_field,
          impossible_or_unknown_requests_end_with_a_reason, an_empty_fleet_keeps_jobs_waiting,
+         a_queue_counts_the_jobs_of_its_subtree_in_their_order,
          every_pending_job_gets_exactly_one_outcome, a_failed_big_request_does_not_stop_smaller_ones,
          the_same_input_gives_a_byte_identical_plan,
          random_views_never_crash_and_account_for_every_job)
