@@ -25,15 +25,25 @@
 #include "core/sched_int.h"
 
 enum { K_POOL = 0, K_PRIORITY, K_RECLAIM, K_STOPPING, K_N };
+enum { TAKEN = 1, VICTIM = 2 }; /* gp__preempt.out bits */
+
+/* A victim-able running job in the victim order, with what a walk reads of its record
+ * (jobs.c): its queue, priority, GPUs and, with one placement (most jobs), its node and
+ * what it frees there (node -1 for several placements: read the view). Walks read these
+ * in order instead of per-job records and view entries at random. */
+typedef struct vrec {
+  int v;                /* view index */
+  int node;
+  uint32_t whole;
+  int leaf, prio;
+  double gpus;
+  int64_t cpu, mem;
+} vrec;
 
 struct gp__preempt {
   bool counted;                  /* count_for_plausibility ran: the next two are set */
-  int *vorder, n_vorder;         /* victim-able running jobs in victim order (first use) */
-  /* Per vorder position, the victim's running-job record (jobs.c): its queue, priority,
-   * GPUs and, with one placement (most jobs), its node and what it frees there (node -1
-   * for several placements: read the view). Walks read these in order instead of per-job
-   * records and view entries at random. */
-  gp__run *vrun;
+  vrec *vorder;                  /* the victim order (made on first use) */
+  int n_vorder;
   int rc_epoch;                  /* changes whenever removals may have changed */
   int *rc_stamp;                 /* per tree queue: in epoch rc_stamp, reclaim_ok holds for */
   double *rc_ok_max;             /* its victims of up to rc_ok_max GPUs and fails for those */
@@ -62,7 +72,9 @@ struct gp__preempt {
   double *rcl;                   /* per leaf: reclaimable() as of ctx.alloc_gen rcl_gen - 1 */
   uint64_t *rcl_gen;
   double *claimed;               /* per tree queue: GPUs of jobs now waiting for victims */
-  bool *taken;                   /* per job: chosen in the current simulation */
+  uint8_t *out;                  /* per job: TAKEN in the current simulation, VICTIM of
+                                    this step (ctx.jobs' flag, here where walks read it
+                                    from a small array instead of one entry per job) */
   int *taken_list, n_taken;
   double *fail_gpus[K_N];        /* per leaf: smallest request that failed, by kind */
   int *fail_prio;                /* per leaf: priority of that failed priority attempt */
@@ -164,7 +176,7 @@ static void alloc_scratch(gp__ctx *c) {
   p->removed = gp__scalloc(c, (size_t)nq + 1, sizeof(double));
   p->lost = gp__scalloc(c, (size_t)nq + 1, sizeof(double));
   p->claimed = gp__scalloc(c, (size_t)nq + 1, sizeof(double));
-  p->taken = gp__scalloc(c, (size_t)nj + 1, sizeof(bool));
+  p->out = gp__scalloc(c, (size_t)nj + 1, sizeof(uint8_t));
   p->taken_list = gp__salloc(c, ((size_t)nj + 1) * sizeof(int));
   for (int k = 0; k < K_N; k++) {
     p->fail_gpus[k] = gp__salloc(c, ((size_t)nq + 1) * sizeof(double));
@@ -264,7 +276,7 @@ static int best_node(gp__ctx *c, const gp__req *r, int kind, gp__fit *best_fit, 
     int vs[MAX_ON_NODE], nv = 0;
     for (int k = p->stop_start[node]; k < p->stop_start[node + 1] && nv < MAX_ON_NODE; k++) {
       int v = p->stop_jobs[k];
-      if (p->jstamp[v] == p->stamp && !p->taken[v]) vs[nv++] = v;
+      if (p->jstamp[v] == p->stamp && !(p->out[v] & TAKEN)) vs[nv++] = v;
     }
     for (int a = 1; a < nv; a++) /* insertion sort in victim order */
       for (int b = a; b > 0 && victim_before(c, vs[b], vs[b - 1]); b--) {
@@ -314,11 +326,12 @@ static void build_vorder(gp__ctx *c) {
   int nn = c->view->n_nodes;
   int *order = gp__salloc(c, ((size_t)c->n_running + 1) * sizeof *order);
   int n = gp__victim_order(c, order);
-  p->vorder = gp__salloc(c, ((size_t)n + 1) * sizeof(int));
-  p->vrun = gp__salloc(c, ((size_t)n + 1) * sizeof *p->vrun);
+  p->vorder = gp__salloc(c, ((size_t)n + 1) * sizeof *p->vorder);
   for (int k = 0; k < n; k++) {
-    p->vorder[k] = c->running[order[k]];
-    p->vrun[k] = c->run[order[k]];
+    const gp__run *ru = &c->run[order[k]];
+    p->vorder[k] = (vrec){.v = c->running[order[k]], .node = ru->node, .whole = ru->whole,
+                          .leaf = ru->leaf, .prio = ru->prio, .gpus = ru->gpus,
+                          .cpu = ru->cpu, .mem = ru->mem};
   }
   p->n_vorder = n;
   int nq = c->tree.n;
@@ -332,20 +345,20 @@ static void build_vorder(gp__ctx *c) {
   p->acc_head = gp__scalloc(c, (size_t)nn + 1, sizeof(int));
   size_t total = 1; /* walk entries: at most one per victim and node */
   for (int k = 0; k < n; k++)
-    total += p->vrun[k].node >= 0 ? 1 : (size_t)c->view->jobs[p->vorder[k]].n_placements;
+    total += p->vorder[k].node >= 0 ? 1 : (size_t)c->view->jobs[p->vorder[k].v].n_placements;
   p->ent_v = gp__salloc(c, total * sizeof(int));
   p->ent_next = gp__salloc(c, total * sizeof(int));
 }
 
-/* Is the victim at vorder position i (job v) a candidate of `kind` for J on `node`? While
+/* Is the victim at vorder position i a candidate of `kind` for J on `node`? While
  * the queues' removals, losses and claims stay as they are (one rc_epoch), reclaim_ok
  * depends on the victim's leaf and GPUs only, and if it holds for some GPUs it holds for
  * fewer (the victim's side subtracts them, and rounding is monotone): per leaf, the most
  * GPUs known to pass and the fewest known to fail answer most victims without asking. */
-static bool walk_candidate(const gp__ctx *c, int kind, int J, int i, int v, int node) {
+static bool walk_candidate(const gp__ctx *c, int kind, int J, int i, int node) {
   const struct gp__preempt *p = c->pre;
   const gp__job *jj = &c->jobs[J];
-  const gp__run *vr = &p->vrun[i];
+  const vrec *vr = &p->vorder[i];
   int vl = vr->leaf;
   switch (kind) {
   case K_PRIORITY:
@@ -359,7 +372,7 @@ static bool walk_candidate(const gp__ctx *c, int kind, int J, int i, int v, int 
     }
     if (vr->gpus <= p->rc_ok_max[vl]) return true;
     if (vr->gpus >= p->rc_bad_min[vl]) return false;
-    if (reclaim_ok(c, J, v)) {
+    if (reclaim_ok(c, J, vr->v)) {
       p->rc_ok_max[vl] = vr->gpus;
       return true;
     }
@@ -387,20 +400,20 @@ static int walk_node(gp__ctx *c, const gp__req *r, int kind, gp__fit *best_fit, 
   p->rc_epoch++;
   p->n_ent = 0;
   for (int i = 0; i < p->n_vorder; i++) {
-    int v = p->vorder[i];
-    int single = p->vrun[i].node;
-    /* Cheapest test first: the kind's condition reads compact per-position arrays. */
+    const vrec *vr = &p->vorder[i];
+    int v = vr->v, single = vr->node;
+    /* Cheapest test first: the kind's condition reads the victim's compact record. */
     if (single >= 0 && (p->acc_stamp[single] == -ws ||
-                        !walk_candidate(c, kind, r->job, i, v, single)))
+                        !walk_candidate(c, kind, r->job, i, single)))
       continue;
-    if (p->taken[v] || c->jobs[v].victim) continue;
+    if (p->out[v]) continue; /* taken, or a victim already */
     const gp_job *job = single >= 0 ? NULL : &c->view->jobs[v];
     int n_pl = single >= 0 ? 1 : job->n_placements;
     for (int k = 0; k < n_pl; k++) {
       int node = single >= 0 ? single : job->placements[k].node;
       if ((job && !gp__first_on_node(job, k)) || p->acc_stamp[node] == -ws)
         continue; /* -ws: node excluded for this walk */
-      if (single < 0 && !walk_candidate(c, kind, r->job, i, v, node)) continue;
+      if (single < 0 && !walk_candidate(c, kind, r->job, i, node)) continue;
       if (p->acc_stamp[node] != ws) {
         if (!gp__node_static_ok(c, r, node)) {
           p->acc_stamp[node] = -ws;
@@ -417,9 +430,9 @@ static int walk_node(gp__ctx *c, const gp__req *r, int kind, gp__fit *best_fit, 
       p->ent_next[e] = p->acc_head[node];
       p->acc_head[node] = e;
       if (single >= 0) {
-        p->acc_mask[node] |= p->vrun[i].whole;
-        p->acc_cpu[node] += p->vrun[i].cpu;
-        p->acc_mem[node] += p->vrun[i].mem;
+        p->acc_mask[node] |= vr->whole;
+        p->acc_cpu[node] += vr->cpu;
+        p->acc_mem[node] += vr->mem;
       } else {
         frees_on(c, v, node, &p->acc_mask[node], &p->acc_cpu[node], &p->acc_mem[node]);
       }
@@ -459,7 +472,7 @@ static int walk_node(gp__ctx *c, const gp__req *r, int kind, gp__fit *best_fit, 
 
 static void take_victim(gp__ctx *c, int v, int kind) {
   struct gp__preempt *p = c->pre;
-  p->taken[v] = true;
+  p->out[v] |= TAKEN;
   p->taken_list[p->n_taken++] = v;
   if (kind == K_RECLAIM) add_removed(c, v, +1);
   const gp_job *job = &c->view->jobs[v];
@@ -508,11 +521,12 @@ static bool simulate(gp__ctx *c, const gp__req *r, int kind, bool record) {
   if (ok && p->n_taken == 0 && kind != K_STOPPING) ok = false; /* it fits without victims */
   for (int k = 0; k < p->n_taken; k++) {
     int v = p->taken_list[k];
-    p->taken[v] = false;
+    p->out[v] &= (uint8_t)~TAKEN;
     if (kind == K_RECLAIM) add_removed(c, v, -1);
     if (!ok || !record) continue;
     /* The victim (or the stopping job counted on) is spoken for in this step. */
     gp__job_mut(c, v)->victim = true;
+    p->out[v] |= VICTIM;
     gp__backfill_victim(c, v);
     for (int q = c->jobs[v].leaf; q >= 0; q = c->tree.q[q].parent) p->lost[q] += c->jobs[v].gpus;
     c->alloc_gen++;
