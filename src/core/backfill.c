@@ -405,6 +405,7 @@ void gp__reserve(gp__ctx *c, gp__req *r) {
   rv->at = at;
   c->n_resv++;
   if (fair && J->leaf >= 0) c->leaf_has_resv[J->leaf] = true;
+  if (c->decisions_only) return; /* (no reasons in the plan: the sentence would go unread) */
   gp__job_mut(c, r->job)->msg = gp_arena_printf(
       c->arena, "Not enough free GPUs right now; GPUs are reserved for it from t=%lld.",
       (long long)at);

@@ -460,6 +460,7 @@ int gp__classify_jobs(gp__ctx *c) {
   }
   gp__memo_rec *memo = c->memo ? c->memo->rec : NULL;
   if (memo) { /* replays count eligible jobs per token (keep_eligible) */
+    c->fresh_bits = gp__scalloc(c, (size_t)v->n_jobs / 64 + 1, sizeof *c->fresh_bits);
     size_t n_tok = (size_t)gp__tokens_count(c->memo->tokens);
     if (n_tok > c->memo->tagg_cap) {
       size_t cap = c->memo->tagg_cap;
@@ -482,7 +483,10 @@ int gp__classify_jobs(gp__ctx *c) {
     if (rc) return rc;
     /* The slot changed: the hold the memo kept for it goes (its old record is still
      * there: remember() below overwrites it). */
-    if (memo) gp__usage_drop(c, j, &c->memo->run[j]);
+    if (memo) {
+      gp__usage_drop(c, j, &c->memo->run[j]);
+      c->fresh_bits[j >> 6] |= 1ull << (j & 63);
+    }
     gp__job_mut(c, j);
     memset(ji, 0, sizeof *ji); /* (ctx.jobs is not zeroed up front) */
     ji->shape = ji->pkey = -1;

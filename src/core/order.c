@@ -35,7 +35,7 @@ struct gp__order {
   gp__ctx *c;
   bool fair;
   bool sorted;          /* each segment is sorted (the memo's kept order): pops walk it */
-  uint64_t *rev;        /* sorted: per entry, the slot's rev, for the memo */
+  uint8_t *remembered;  /* sorted: per entry, whether the memo remembers its job */
   hent *heap;           /* one segment per leaf (or one for global orders): window, rest */
   int *seg_start, *seg_len;
   int *win_len, *win_k; /* per segment: jobs in the window; its next size (INT32_MAX: all) */
@@ -174,14 +174,14 @@ static hent entry_of(const gp__ctx *c, int j) {
   return h;
 }
 
-/* The memo's kept order: the last step's eligible jobs, each segment sorted, with the rev
- * each slot had. A job whose slot still has that rev was replayed and is eligible again
- * with the same keys, so this step's order is the kept one minus the jobs that changed,
+/* The memo's kept order: the last step's eligible jobs, each segment sorted, and whether
+ * the memo remembered each. A remembered job whose slot this step replayed (did not
+ * classify afresh: ctx.fresh_bits) is eligible again with the same keys, so this step's order is the kept one minus the jobs that changed,
  * merged with the jobs classified afresh (sorted: usually a few per cent). That is a
  * sequential pass instead of picking windows from every segment a step draws from. */
 struct gp__kept_order {
   hent *e;
-  uint64_t *rev;        /* 0: not kept (the slot had no rev, or the job was not remembered) */
+  uint8_t *remembered;  /* 0: not kept (the slot had no rev, or the job was not remembered) */
   int *seg_start;       /* n_seg + 1 */
   int n, n_seg;
   uint64_t step;        /* the memo step that built it: only the next one may use it */
@@ -190,14 +190,14 @@ struct gp__kept_order {
 void gp__kept_order_free(struct gp__kept_order *k) {
   if (!k) return;
   free(k->e);
-  free(k->rev);
+  free(k->remembered);
   free(k->seg_start);
   free(k);
 }
 
 size_t gp__kept_order_bytes(const struct gp__kept_order *k) {
   if (!k) return 0;
-  return sizeof *k + (size_t)k->n * (sizeof *k->e + sizeof *k->rev) +
+  return sizeof *k + (size_t)k->n * (sizeof *k->e + sizeof *k->remembered) +
          ((size_t)k->n_seg + 1) * sizeof(int);
 }
 
@@ -239,7 +239,7 @@ static bool build_sorted(gp__order *o, const struct gp__kept_order *kept) {
   hent *tmp = gp__salloc(c, ((size_t)nf + 1) * sizeof *tmp);
   sort_entries(o, fresh, tmp, nf);
   hent *out = o->heap;
-  uint64_t *orev = o->rev;
+  uint8_t *orem = o->remembered;
   int oi = 0, fi = 0;
   bool ok = true;
   for (int s = 0; s < o->n_seg && ok; s++) {
@@ -250,7 +250,7 @@ static bool build_sorted(gp__order *o, const struct gp__kept_order *kept) {
     for (;;) {
       while (ki < kend) { /* skip kept jobs whose slot changed */
         int j = kept->e[ki].j;
-        if (kept->rev[ki] && j < nj && revs[j] == kept->rev[ki]) break;
+        if (kept->remembered[ki] && j < nj && !(c->fresh_bits[j >> 6] >> (j & 63) & 1)) break;
         ki++;
       }
       bool have_f = fi < fend;
@@ -260,11 +260,11 @@ static bool build_sorted(gp__order *o, const struct gp__kept_order *kept) {
         break;
       }
       if (ki < kend && (!have_f || job_less(o, &kept->e[ki], &fresh[fi]))) {
-        orev[oi] = kept->rev[ki];
+        orem[oi] = 1;
         out[oi++] = kept->e[ki++];
       } else {
         int j = fresh[fi].j;
-        orev[oi] = revs && revs[j] && rec[j].rev == revs[j] ? revs[j] : 0;
+        orem[oi] = revs && revs[j] && rec[j].rev == revs[j];
         out[oi++] = fresh[fi++];
       }
     }
@@ -289,7 +289,7 @@ gp__order *gp__order_new(gp__ctx *c) {
     struct gp_sched_memo *m = c->memo;
     const struct gp__kept_order *k = m->order;
     bool usable = k && c->view_known && k->step + 1 == m->step && k->n_seg == o->n_seg;
-    o->rev = gp_xmalloc(((size_t)n_elig + 1) * sizeof *o->rev);
+    o->remembered = gp_xmalloc(((size_t)n_elig + 1) * sizeof *o->remembered);
     if (!build_sorted(o, usable ? k : NULL) && usable) build_sorted(o, NULL);
     o->sorted = true;
   } else {
@@ -341,14 +341,14 @@ void gp__order_free(gp__order *o) {
     struct gp_sched_memo *m = o->c->memo;
     gp__kept_order_free(m->order);
     struct gp__kept_order *k = m->order = gp_xcalloc(1, sizeof *k);
-    *k = (struct gp__kept_order){.e = o->heap, .rev = o->rev, .seg_start = o->seg_start,
+    *k = (struct gp__kept_order){.e = o->heap, .remembered = o->remembered, .seg_start = o->seg_start,
                                  .n = o->c->n_eligible, .n_seg = o->n_seg, .step = m->step};
     o->heap = NULL;
-    o->rev = NULL;
+    o->remembered = NULL;
     o->seg_start = NULL;
   }
   free(o->heap);
-  free(o->rev);
+  free(o->remembered);
   free(o->seg_start);
   /* (The rest is the step's scratch memory.) */
 }

@@ -270,6 +270,8 @@ typedef struct gp__ctx {
   gp__run *run;              /* per running position */
   int *eligible, n_eligible; /* pending and schedulable */
   gp__lists lists;           /* with a memo: the memo's, lent (gp__lists) */
+  uint64_t *fresh_bits;      /* with a memo: a bit per view slot classified afresh, i.e. not
+                                replayed (its rev changed) */
   int n_fresh, n_journal, n_kept_toks;
   /* Classification's queue sums while every amount is a whole number (jobs.c): per tree
    * queue, GPUs held; per leaf, GPUs asked or held. */
