@@ -21,18 +21,16 @@
 /* Running position r (ctx.running). (Victims chosen in this step end now too: build_cache
  * and slot_times find them on the nodes marked `late`.) */
 static gp_time end_of(const gp__ctx *c, int r) {
-  const gp__run *ru = &c->run[r];
-  if (ru->stopping) return c->now;
-  if (ru->limit <= 0) return GP__NEVER;
-  if (ru->started > GP__NEVER - ru->limit) return GP__NEVER;
-  gp_time e = ru->started + ru->limit;
+  gp_time e = gp__run_end(&c->run[r]);
   return e < c->now ? c->now : e;
 }
 
 /* Per node, the running and stopping jobs' release events (end time, whole GPUs, CPU and
- * host memory freed there), made from the running-job records (build_cache) so that
- * reservations do not chase placements through the view again. A node's events are sorted
- * by (end, job) when a reservation first looks at them. */
+ * host memory freed there), made from the running-job records so that reservations do not
+ * chase placements through the view again. The memo's kept holds (nodes.c) list most of
+ * them per node already, with their earliest and latest end; the others are sorted onto
+ * their nodes when the cache is built. A node's events are made, and sorted by (end, job),
+ * when a reservation first looks at them. */
 typedef struct gp__release {
   gp_time end;
   int job;
@@ -41,10 +39,10 @@ typedef struct gp__release {
 } gp__release;
 
 struct gp__resv_cache {
-  int *start;           /* per node: its events are ev[start[i]] .. ev[start[i + 1] - 1] */
-  int *run_at;          /* parallel to ev: the running position each event is made from */
-  gp__release *ev;      /* one per running or stopping job and node it holds */
-  bool *made;           /* per node: its events are made */
+  int *start;           /* per node: its running jobs that the kept holds do not list are */
+  int *run_at;          /* run_at[start[i]] .. run_at[start[i + 1] - 1] (running positions) */
+  gp__release **ev;     /* per node: its events, once made (n_ev of them) */
+  int *n_ev;
   bool *sorted;         /* per node: its events are made and sorted */
   bool *late;           /* per node: holds a victim of this step (it ends now; one chosen
                            after the build sits in the events at its old end time) */
@@ -57,18 +55,18 @@ static bool release_before(const gp__release *a, const gp__release *b) {
   return a->end < b->end || (a->end == b->end && a->job < b->job);
 }
 
-/* The release event of running position r on node. */
-static gp__release release_of(const gp__ctx *c, int r, int node) {
-  const gp__run *ru = &c->run[r];
-  int v = c->running[r];
-  gp__release x = {.end = end_of(c, r), .job = v};
-  if (ru->node >= 0) { /* one placement: what classification kept */
+/* The release event of job j on node, whose running record is ru: with one placement, what
+ * classification kept; else read from the view. */
+static gp__release release_of(const gp__ctx *c, const gp__run *ru, int j, int node) {
+  gp_time e = gp__run_end(ru);
+  gp__release x = {.end = e < c->now ? c->now : e, .job = j};
+  if (ru->node >= 0) {
     x.rel = ru->whole;
     x.cpu = ru->cpu;
     x.mem = ru->mem;
     return x;
   }
-  const gp_job *job = &c->view->jobs[v];
+  const gp_job *job = &c->view->jobs[j];
   for (int p = 0; p < job->n_placements; p++) {
     const gp_placement *pl = &job->placements[p];
     if (pl->node != node) continue;
@@ -85,30 +83,35 @@ static void update_bounds(struct gp__resv_cache *rc, int node, gp_time end, uint
   if (rel && end > rc->last[node]) rc->last[node] = end;
 }
 
-static void make_events(const gp__ctx *c, int node);
+static void make_events(gp__ctx *c, int node);
 
-/* Made on the first reservation of a step: per node, its running and stopping jobs (CSR:
- * one pass counts and takes each node's first and last release, one fills in the running
- * positions; one-placement jobs, most, need not read the view). A node's events are made
- * from those when a reservation first looks at it: most nodes are passed over on their
- * first and last release alone. Victims chosen before the build end now: their nodes are
- * the only ones to look for them on (and stay `late`, as for victims chosen after). */
+/* Made on the first reservation of a step: per node, the first and last release of the
+ * jobs the kept holds list (kept with them), then of the other running jobs, which are
+ * sorted onto their nodes (CSR: one pass counts, one fills in running positions;
+ * one-placement jobs need not read the view). A node's events are made when a reservation
+ * first looks at it: most nodes are passed over on their first and last release alone.
+ * Victims chosen before the build end now: their nodes are the only ones to look for them
+ * on (and stay `late`, as for victims chosen after). */
 static void build_cache(gp__ctx *c) {
   if (c->rcache) return;
   struct gp__resv_cache *rc = c->rcache = gp__scalloc(c, 1, sizeof *rc);
   int nn = c->view->n_nodes;
   rc->start = gp__scalloc(c, (size_t)nn + 2, sizeof(int));
   rc->late = gp__scalloc(c, (size_t)nn + 1, sizeof(bool));
-  rc->made = gp__scalloc(c, (size_t)nn + 1, sizeof(bool));
   rc->sorted = gp__scalloc(c, (size_t)nn + 1, sizeof(bool));
+  rc->ev = gp__scalloc(c, (size_t)nn + 1, sizeof *rc->ev);
+  rc->n_ev = gp__salloc(c, ((size_t)nn + 1) * sizeof *rc->n_ev);
   rc->first = gp__salloc(c, ((size_t)nn + 1) * sizeof *rc->first);
   rc->last = gp__salloc(c, ((size_t)nn + 1) * sizeof *rc->last);
   for (int i = 0; i < nn; i++) {
-    rc->first[i] = GP__NEVER;
-    rc->last[i] = c->now; /* (every end is now or later) */
+    gp_time lo, hi; /* (every end is now or later) */
+    gp__usage_bounds(c, i, &lo, &hi);
+    rc->first[i] = lo < c->now ? c->now : lo;
+    rc->last[i] = hi < c->now ? c->now : hi;
   }
   for (int r = 0; r < c->n_running; r++) {
     const gp__run *ru = &c->run[r];
+    if (gp__usage_held(c, c->running[r])) continue;
     if (ru->node >= 0) {
       rc->start[ru->node + 1]++;
       update_bounds(rc, ru->node, end_of(c, r), ru->whole);
@@ -119,16 +122,16 @@ static void build_cache(gp__ctx *c) {
       if (!gp__first_on_node(job, k)) continue;
       int node = job->placements[k].node;
       rc->start[node + 1]++;
-      gp__release x = release_of(c, r, node);
+      gp__release x = release_of(c, ru, c->running[r], node);
       update_bounds(rc, node, x.end, x.rel);
     }
   }
   for (int i = 0; i < nn; i++) rc->start[i + 1] += rc->start[i];
-  rc->ev = gp__salloc(c, ((size_t)rc->start[nn] + 1) * sizeof *rc->ev);
   rc->run_at = gp__salloc(c, ((size_t)rc->start[nn] + 1) * sizeof *rc->run_at);
   /* The starts advance as the positions fill; the pass after puts them back. */
   for (int r = 0; r < c->n_running; r++) {
     const gp__run *ru = &c->run[r];
+    if (gp__usage_held(c, c->running[r])) continue;
     if (ru->node >= 0) {
       rc->run_at[rc->start[ru->node]++] = r;
       continue;
@@ -145,31 +148,37 @@ static void build_cache(gp__ctx *c) {
   for (int node = 0; node < nn; node++) {
     if (!rc->late[node]) continue;
     make_events(c, node);
-    for (int k = rc->start[node]; k < rc->start[node + 1]; k++)
-      if (c->jobs[rc->ev[k].job].victim) rc->ev[k].end = c->now;
+    for (int k = 0; k < rc->n_ev[node]; k++)
+      if (c->jobs[rc->ev[node][k].job].victim) rc->ev[node][k].end = c->now;
   }
 }
 
-static void make_events(const gp__ctx *c, int node) {
+static void make_events(gp__ctx *c, int node) {
   struct gp__resv_cache *rc = c->rcache;
-  if (rc->made[node]) return;
-  rc->made[node] = true;
+  if (rc->ev[node]) return;
+  int n = rc->start[node + 1] - rc->start[node];
+  for (int j = gp__usage_first(c, node); j >= 0; j = gp__usage_next(c, j)) n++;
+  gp__release *ev = rc->ev[node] = gp__salloc(c, ((size_t)n + 1) * sizeof *ev);
+  n = 0;
+  for (int j = gp__usage_first(c, node); j >= 0; j = gp__usage_next(c, j))
+    ev[n++] = release_of(c, &c->memo->run[j], j, node);
   for (int k = rc->start[node]; k < rc->start[node + 1]; k++)
-    rc->ev[k] = release_of(c, rc->run_at[k], node);
+    ev[n++] = release_of(c, &c->run[rc->run_at[k]], c->running[rc->run_at[k]], node);
+  rc->n_ev[node] = n;
 }
 
 /* Makes and sorts node's events by (end, job) once: a node holds few jobs. */
-static void sort_events(const gp__ctx *c, int node) {
+static void sort_events(gp__ctx *c, int node) {
   struct gp__resv_cache *rc = c->rcache;
   if (rc->sorted[node]) return;
   rc->sorted[node] = true;
   make_events(c, node);
-  int lo = rc->start[node], hi = rc->start[node + 1];
-  for (int k = lo + 1; k < hi; k++) {
-    gp__release x = rc->ev[k];
+  gp__release *ev = rc->ev[node];
+  for (int k = 1; k < rc->n_ev[node]; k++) {
+    gp__release x = ev[k];
     int b = k;
-    for (; b > lo && release_before(&x, &rc->ev[b - 1]); b--) rc->ev[b] = rc->ev[b - 1];
-    rc->ev[b] = x;
+    for (; b > 0 && release_before(&x, &ev[b - 1]); b--) ev[b] = ev[b - 1];
+    ev[b] = x;
   }
 }
 
@@ -217,7 +226,7 @@ static uint32_t usable(const gp__ctx *c, const gp__req *r, int node) {
  * masks[k]: the GPUs available once slot k is reached. */
 /* horizon: events after it cannot matter any more (the caller already holds enough earlier
  * slots), so they are not even looked at. */
-static int slot_times(const gp__ctx *c, const gp__req *r, int node, gp_time *times,
+static int slot_times(gp__ctx *c, const gp__req *r, int node, gp_time *times,
                       uint32_t *masks, int max_slots, gp_time horizon) {
   uint32_t use = usable(c, r, node);
   if (gp__popc(use) < r->gpus) return 0;
@@ -238,8 +247,8 @@ static int slot_times(const gp__ctx *c, const gp__req *r, int node, gp_time *tim
   int ids[MAX_ON_NODE], nv = 0;
   bool sorted = true;
   bool late = rc->late[node];
-  for (int k = rc->start[node]; k < rc->start[node + 1] && nv < MAX_ON_NODE; k++) {
-    const gp__release *e = &rc->ev[k];
+  for (int k = 0; k < rc->n_ev[node] && nv < MAX_ON_NODE; k++) {
+    const gp__release *e = &rc->ev[node][k];
     bool victim = late && c->jobs[e->job].victim; /* chosen since the build: ends now */
     if (!victim && e->end > horizon) {
       if (!late) break; /* sorted by end: the rest are later still */

@@ -91,11 +91,19 @@ static void usage_arrays(gp__ctx *c, const int *gpu_used) {
  * exactly where holding every running job again would have. Other holds (several
  * placements, shared GPUs, jobs the memo does not remember) are made every step and never
  * enter this copy. */
+/* The held jobs are listed per node too, with the earliest and latest end among them
+ * (gp__run_end), for backfill's release events: a step finds a node's held jobs and
+ * bounds there instead of sorting every running job onto its node again. */
 struct gp__usage {
   gp__node *nodes;
   int *gpu_used;
   uint8_t *held;        /* per view slot: its job's hold (memo run record) is in here */
+  int *next, *prev;     /* per view slot, when held: its node's list (-1 ends it) */
   size_t held_cap;
+  int *head;            /* per node: its first held slot, or -1 */
+  gp_time *lo, *hi;     /* per node: earliest and latest end of its held jobs (GP__NEVER
+                           and INT64_MIN for none), unless `stale` (a job left since) */
+  bool *stale;
   int nn, ng, n_slots;  /* nodes, GPUs, view slots of the step that left it */
   uint64_t step;        /* the memo step whose classification completed it; 0: unusable */
 };
@@ -105,13 +113,20 @@ void gp__usage_free(struct gp__usage *u) {
   free(u->nodes);
   free(u->gpu_used);
   free(u->held);
+  free(u->next);
+  free(u->prev);
+  free(u->head);
+  free(u->lo);
+  free(u->hi);
+  free(u->stale);
   free(u);
 }
 
 size_t gp__usage_bytes(const struct gp__usage *u) {
   if (!u) return 0;
-  return sizeof *u + ((size_t)u->nn + 1) * sizeof *u->nodes + ((size_t)u->ng + 1) * sizeof(int) +
-         u->held_cap;
+  return sizeof *u + ((size_t)u->nn + 1) * (sizeof *u->nodes + sizeof *u->head + sizeof *u->lo +
+                                            sizeof *u->hi + sizeof *u->stale) +
+         ((size_t)u->ng + 1) * sizeof(int) + u->held_cap * (1 + sizeof *u->next + sizeof *u->prev);
 }
 
 static bool hold_whole_on(gp__node *nodes, int *gpu_used, int node, uint32_t mask, int64_t cpu,
@@ -163,18 +178,30 @@ static void usage_begin(gp__ctx *c, struct gp__usage *kept) {
       u = m->usage = gp_xcalloc(1, sizeof *u);
       u->nodes = gp_xmalloc(((size_t)nn + 1) * sizeof *u->nodes);
       u->gpu_used = gp_xmalloc(((size_t)ng + 1) * sizeof *u->gpu_used);
+      u->head = gp_xmalloc(((size_t)nn + 1) * sizeof *u->head);
+      u->lo = gp_xmalloc(((size_t)nn + 1) * sizeof *u->lo);
+      u->hi = gp_xmalloc(((size_t)nn + 1) * sizeof *u->hi);
+      u->stale = gp_xmalloc(((size_t)nn + 1) * sizeof *u->stale);
       u->nn = nn;
       u->ng = ng;
     }
     memcpy(u->nodes, c->nodes, ((size_t)nn + 1) * sizeof *c->nodes);
     memset(u->gpu_used, 0, ((size_t)ng + 1) * sizeof *u->gpu_used);
     if (u->held) memset(u->held, 0, u->held_cap);
+    for (int i = 0; i < nn; i++) {
+      u->head[i] = -1;
+      u->lo[i] = GP__NEVER;
+      u->hi[i] = INT64_MIN;
+      u->stale[i] = false;
+    }
     u->n_slots = 0;
   }
   size_t cap = u->held_cap;
   if ((size_t)c->view->n_jobs + 1 > cap) {
     gp_xgrow((void **)&u->held, &u->held_cap, (size_t)c->view->n_jobs + 1, 1);
     memset(u->held + cap, 0, u->held_cap - cap);
+    u->next = gp_xrealloc(u->next, u->held_cap * sizeof *u->next);
+    u->prev = gp_xrealloc(u->prev, u->held_cap * sizeof *u->prev);
   }
   u->step = 0; /* until classification completes it */
   c->usage = u;
@@ -188,12 +215,48 @@ void gp__usage_drop(gp__ctx *c, int j, const gp__run *old) {
   unhold_whole_on(u->nodes, u->gpu_used, old->node, old->whole, old->cpu, old->mem);
   unhold_whole_on(c->nodes, c->gpu_used, old->node, old->whole, old->cpu, old->mem);
   u->held[j] = 0;
+  if (u->prev[j] >= 0) u->next[u->prev[j]] = u->next[j];
+  else u->head[old->node] = u->next[j];
+  if (u->next[j] >= 0) u->prev[u->next[j]] = u->prev[j];
+  u->stale[old->node] = true; /* (its bounds are made again when next asked) */
 }
 
 void gp__usage_keep(gp__ctx *c, int j, const gp__run *ru) {
   struct gp__usage *u = c->usage;
-  if (u && hold_whole_on(u->nodes, u->gpu_used, ru->node, ru->whole, ru->cpu, ru->mem))
-    u->held[j] = 1;
+  if (!u || !hold_whole_on(u->nodes, u->gpu_used, ru->node, ru->whole, ru->cpu, ru->mem)) return;
+  u->held[j] = 1;
+  u->prev[j] = -1;
+  u->next[j] = u->head[ru->node];
+  if (u->next[j] >= 0) u->prev[u->next[j]] = j;
+  u->head[ru->node] = j;
+  gp_time e = gp__run_end(ru);
+  if (e < u->lo[ru->node]) u->lo[ru->node] = e;
+  if (e > u->hi[ru->node]) u->hi[ru->node] = e;
+}
+
+int gp__usage_first(const gp__ctx *c, int node) { return c->usage ? c->usage->head[node] : -1; }
+
+int gp__usage_next(const gp__ctx *c, int j) { return c->usage->next[j]; }
+
+void gp__usage_bounds(const gp__ctx *c, int node, gp_time *lo, gp_time *hi) {
+  struct gp__usage *u = c->usage;
+  if (!u) {
+    *lo = GP__NEVER;
+    *hi = INT64_MIN;
+    return;
+  }
+  if (u->stale[node]) {
+    u->lo[node] = GP__NEVER;
+    u->hi[node] = INT64_MIN;
+    for (int j = u->head[node]; j >= 0; j = u->next[j]) {
+      gp_time e = gp__run_end(&c->memo->run[j]);
+      if (e < u->lo[node]) u->lo[node] = e;
+      if (e > u->hi[node]) u->hi[node] = e;
+    }
+    u->stale[node] = false;
+  }
+  *lo = u->lo[node];
+  *hi = u->hi[node];
 }
 
 void gp__usage_end(gp__ctx *c, const gp__run *old_runs) {

@@ -130,6 +130,15 @@ typedef struct gp__run {
   bool stopping, preemptible;
 } gp__run;
 
+/* When a running job's record says it ends, before the step's now is applied (its end
+ * is the later of the two): INT64_MIN for a stopping job (it ends now), GP__NEVER without
+ * a time limit. */
+static inline gp_time gp__run_end(const gp__run *ru) {
+  if (ru->stopping) return INT64_MIN;
+  if (ru->limit <= 0 || ru->started > GP__NEVER - ru->limit) return GP__NEVER;
+  return ru->started + ru->limit;
+}
+
 /* gp_sched_step_memo's memory of one view slot (memo.c): what classification (jobs.c)
  * derived from the job, replayed while the job's rev and the view's rev stay the same.
  * A replay reads only these; the whole classification (memo.cls) puts a slot back. */
@@ -511,6 +520,12 @@ size_t gp__usage_bytes(const struct gp__usage *u);
 bool gp__usage_held(const gp__ctx *c, int j);
 void gp__usage_drop(gp__ctx *c, int j, const gp__run *old);
 void gp__usage_keep(gp__ctx *c, int j, const gp__run *ru);
+/* The held jobs on node (their memo run records): the first slot, the next, -1 after the
+ * last; and the earliest and latest gp__run_end among them (GP__NEVER and INT64_MIN for
+ * none). Without kept holds, none. */
+int gp__usage_first(const gp__ctx *c, int node);
+int gp__usage_next(const gp__ctx *c, int j);
+void gp__usage_bounds(const gp__ctx *c, int node, gp_time *lo, gp_time *hi);
 void gp__usage_end(gp__ctx *c, const gp__run *old_runs);
 /* The memo's kept order (order.c). */
 void gp__kept_order_free(struct gp__kept_order *k);
