@@ -51,7 +51,7 @@ char *gp_xstrndup(const char *s, size_t n) {
   return d;
 }
 
-void gp_xgrow(void **items, size_t *cap, size_t need, size_t elem) {
+void gp_xgrow_to(void **items, size_t *cap, size_t need, size_t elem) {
   if (need <= *cap) return;
   size_t c = *cap ? *cap : 8;
   while (c < need) c *= 2;

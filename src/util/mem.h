@@ -13,8 +13,12 @@ void *gp_xrealloc(void *p, size_t size);
 char *gp_xstrdup(const char *s);               /* NULL stays NULL */
 char *gp_xstrndup(const char *s, size_t n);
 
-/* Grows *items (of *cap elements of `elem` bytes) so that index `need - 1` is valid. */
-void gp_xgrow(void **items, size_t *cap, size_t need, size_t elem);
+/* Grows *items (of *cap elements of `elem` bytes) so that index `need - 1` is valid.
+ * (Inline: most calls find the room there, in loops over every job.) */
+void gp_xgrow_to(void **items, size_t *cap, size_t need, size_t elem);
+static inline void gp_xgrow(void **items, size_t *cap, size_t need, size_t elem) {
+  if (need > *cap) gp_xgrow_to(items, cap, need, elem);
+}
 
 /* Keeps freed memory in the process instead of returning it to the kernel after each
  * scheduling step: a step allocates tens of MiB of scratch on a big cluster, and glibc's
