@@ -109,9 +109,10 @@ static void build_cache(gp__ctx *c) {
     rc->first[i] = lo < c->now ? c->now : lo;
     rc->last[i] = hi < c->now ? c->now : hi;
   }
+  const uint8_t *held = c->held;
   for (int r = 0; r < c->n_running; r++) {
     const gp__run *ru = &c->run[r];
-    if (gp__usage_held(c, c->running[r])) continue;
+    if (held && held[c->running[r]]) continue;
     if (ru->node >= 0) {
       rc->start[ru->node + 1]++;
       update_bounds(rc, ru->node, end_of(c, r), ru->whole);
@@ -131,7 +132,7 @@ static void build_cache(gp__ctx *c) {
   /* The starts advance as the positions fill; the pass after puts them back. */
   for (int r = 0; r < c->n_running; r++) {
     const gp__run *ru = &c->run[r];
-    if (gp__usage_held(c, c->running[r])) continue;
+    if (held && held[c->running[r]]) continue;
     if (ru->node >= 0) {
       rc->run_at[rc->start[ru->node]++] = r;
       continue;

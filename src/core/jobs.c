@@ -419,7 +419,7 @@ static void replay(gp__ctx *c, int j, const gp__memo_rec *m, size_t *run_cap) {
   case GP__J_RUNNING:
   case GP__J_STOPPING: {
     const gp__run *ru = &c->memo->run[j];
-    bool held = gp__usage_held(c, j);
+    bool held = c->held && c->held[j];
     count_running(c, j, m->sums, ru, run_cap, held);
     if (!held && ru->node >= 0 && ru->whole) gp__usage_keep(c, j, ru);
     break;

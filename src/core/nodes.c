@@ -205,9 +205,9 @@ static void usage_begin(gp__ctx *c, struct gp__usage *kept) {
   }
   u->step = 0; /* until classification completes it */
   c->usage = u;
+  c->held = u->held;
 }
 
-bool gp__usage_held(const gp__ctx *c, int j) { return c->usage && c->usage->held[j]; }
 
 void gp__usage_drop(gp__ctx *c, int j, const gp__run *old) {
   struct gp__usage *u = c->usage;

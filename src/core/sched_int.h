@@ -224,6 +224,7 @@ typedef struct gp__ctx {
 
   struct gp_sched_memo *memo; /* NULL: gp_sched_step, or a view without a rev */
   struct gp__usage *usage;    /* the memo's kept holds, when it has them (nodes.c) */
+  const uint8_t *held;        /* with them: per view slot, whether its job's hold is kept */
   gp__scratch *scratch;       /* the memo's, or own_scratch */
   gp__scratch own_scratch;
   bool view_known;      /* the memo's view: its nodes and pools were checked before */
@@ -517,7 +518,6 @@ int gp__order_next(gp__order *o);
  * hold; close classification (slots past the view's end give theirs back). */
 void gp__usage_free(struct gp__usage *u);
 size_t gp__usage_bytes(const struct gp__usage *u);
-bool gp__usage_held(const gp__ctx *c, int j);
 void gp__usage_drop(gp__ctx *c, int j, const gp__run *old);
 void gp__usage_keep(gp__ctx *c, int j, const gp__run *ru);
 /* The held jobs on node (their memo run records): the first slot, the next, -1 after the
