@@ -103,11 +103,17 @@ static void build_cache(gp__ctx *c) {
   rc->n_ev = gp__salloc(c, ((size_t)nn + 1) * sizeof *rc->n_ev);
   rc->first = gp__salloc(c, ((size_t)nn + 1) * sizeof *rc->first);
   rc->last = gp__salloc(c, ((size_t)nn + 1) * sizeof *rc->last);
-  for (int i = 0; i < nn; i++) {
-    gp_time lo, hi; /* (every end is now or later) */
-    gp__usage_bounds(c, i, &lo, &hi);
-    rc->first[i] = lo < c->now ? c->now : lo;
-    rc->last[i] = hi < c->now ? c->now : hi;
+  const gp_time *lo, *hi;
+  if (gp__usage_bounds(c, &lo, &hi)) {
+    for (int i = 0; i < nn; i++) { /* (every end is now or later) */
+      rc->first[i] = lo[i] < c->now ? c->now : lo[i];
+      rc->last[i] = hi[i] < c->now ? c->now : hi[i];
+    }
+  } else {
+    for (int i = 0; i < nn; i++) {
+      rc->first[i] = GP__NEVER;
+      rc->last[i] = c->now;
+    }
   }
   const uint8_t *held = c->held;
   for (int r = 0; r < c->n_running; r++) {

@@ -461,6 +461,12 @@ int gp__classify_jobs(gp__ctx *c) {
   gp__memo_rec *memo = c->memo ? c->memo->rec : NULL;
   if (memo) { /* replays count eligible jobs per token (keep_eligible) */
     c->fresh_bits = gp__scalloc(c, (size_t)v->n_jobs / 64 + 1, sizeof *c->fresh_bits);
+    size_t words = c->memo->changed_words;
+    if ((size_t)v->n_jobs / 64 + 1 > words) {
+      gp_xgrow((void **)&c->memo->changed, &c->memo->changed_words, (size_t)v->n_jobs / 64 + 1,
+               sizeof *c->memo->changed);
+      memset(c->memo->changed + words, 0, (c->memo->changed_words - words) * sizeof *c->memo->changed);
+    }
     size_t n_tok = (size_t)gp__tokens_count(c->memo->tokens);
     if (n_tok > c->memo->tagg_cap) {
       size_t cap = c->memo->tagg_cap;
@@ -486,6 +492,7 @@ int gp__classify_jobs(gp__ctx *c) {
     if (memo) {
       gp__usage_drop(c, j, &c->memo->run[j]);
       c->fresh_bits[j >> 6] |= 1ull << (j & 63);
+      c->memo->changed[j >> 6] |= 1ull << (j & 63);
     }
     gp__job_mut(c, j);
     memset(ji, 0, sizeof *ji); /* (ctx.jobs is not zeroed up front) */

@@ -104,6 +104,7 @@ struct gp__usage {
   gp_time *lo, *hi;     /* per node: earliest and latest end of its held jobs (GP__NEVER
                            and INT64_MIN for none), unless `stale` (a job left since) */
   bool *stale;
+  int *stale_nodes, n_stale;
   int nn, ng, n_slots;  /* nodes, GPUs, view slots of the step that left it */
   uint64_t step;        /* the memo step whose classification completed it; 0: unusable */
 };
@@ -119,13 +120,14 @@ void gp__usage_free(struct gp__usage *u) {
   free(u->lo);
   free(u->hi);
   free(u->stale);
+  free(u->stale_nodes);
   free(u);
 }
 
 size_t gp__usage_bytes(const struct gp__usage *u) {
   if (!u) return 0;
   return sizeof *u + ((size_t)u->nn + 1) * (sizeof *u->nodes + sizeof *u->head + sizeof *u->lo +
-                                            sizeof *u->hi + sizeof *u->stale) +
+                                            sizeof *u->hi + sizeof *u->stale + sizeof(int)) +
          ((size_t)u->ng + 1) * sizeof(int) + u->held_cap * (1 + sizeof *u->next + sizeof *u->prev);
 }
 
@@ -182,6 +184,7 @@ static void usage_begin(gp__ctx *c, struct gp__usage *kept) {
       u->lo = gp_xmalloc(((size_t)nn + 1) * sizeof *u->lo);
       u->hi = gp_xmalloc(((size_t)nn + 1) * sizeof *u->hi);
       u->stale = gp_xmalloc(((size_t)nn + 1) * sizeof *u->stale);
+      u->stale_nodes = gp_xmalloc(((size_t)nn + 1) * sizeof *u->stale_nodes);
       u->nn = nn;
       u->ng = ng;
     }
@@ -194,6 +197,7 @@ static void usage_begin(gp__ctx *c, struct gp__usage *kept) {
       u->hi[i] = INT64_MIN;
       u->stale[i] = false;
     }
+    u->n_stale = 0;
     u->n_slots = 0;
   }
   size_t cap = u->held_cap;
@@ -218,7 +222,10 @@ void gp__usage_drop(gp__ctx *c, int j, const gp__run *old) {
   if (u->prev[j] >= 0) u->next[u->prev[j]] = u->next[j];
   else u->head[old->node] = u->next[j];
   if (u->next[j] >= 0) u->prev[u->next[j]] = u->prev[j];
-  u->stale[old->node] = true; /* (its bounds are made again when next asked) */
+  if (!u->stale[old->node]) { /* (its bounds are made again when next asked) */
+    u->stale[old->node] = true;
+    u->stale_nodes[u->n_stale++] = old->node;
+  }
 }
 
 void gp__usage_keep(gp__ctx *c, int j, const gp__run *ru) {
@@ -238,14 +245,11 @@ int gp__usage_first(const gp__ctx *c, int node) { return c->usage ? c->usage->he
 
 int gp__usage_next(const gp__ctx *c, int j) { return c->usage->next[j]; }
 
-void gp__usage_bounds(const gp__ctx *c, int node, gp_time *lo, gp_time *hi) {
+bool gp__usage_bounds(const gp__ctx *c, const gp_time **lo, const gp_time **hi) {
   struct gp__usage *u = c->usage;
-  if (!u) {
-    *lo = GP__NEVER;
-    *hi = INT64_MIN;
-    return;
-  }
-  if (u->stale[node]) {
+  if (!u) return false;
+  for (int k = 0; k < u->n_stale; k++) {
+    int node = u->stale_nodes[k];
     u->lo[node] = GP__NEVER;
     u->hi[node] = INT64_MIN;
     for (int j = u->head[node]; j >= 0; j = u->next[j]) {
@@ -255,8 +259,10 @@ void gp__usage_bounds(const gp__ctx *c, int node, gp_time *lo, gp_time *hi) {
     }
     u->stale[node] = false;
   }
-  *lo = u->lo[node];
-  *hi = u->hi[node];
+  u->n_stale = 0;
+  *lo = u->lo;
+  *hi = u->hi;
+  return true;
 }
 
 void gp__usage_end(gp__ctx *c, const gp__run *old_runs) {

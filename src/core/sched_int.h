@@ -188,6 +188,9 @@ struct gp_sched_memo {
   size_t cap;
   struct gp__tokens *tokens;
   struct gp__victims *victims; /* the victim order (victim_order.c) */
+  uint64_t *changed;    /* a bit per view slot classified afresh since the victim order
+                           was last made (set by classification, cleared by that order) */
+  size_t changed_words;
   struct gp__nodes_snap *nodes; /* what the nodes give before any job holds them (nodes.c) */
   struct gp__kept_order *order; /* the last step's eligible jobs in order (order.c) */
   struct gp__usage *usage; /* the nodes as the last step's kept holds left them (nodes.c) */
@@ -521,11 +524,11 @@ size_t gp__usage_bytes(const struct gp__usage *u);
 void gp__usage_drop(gp__ctx *c, int j, const gp__run *old);
 void gp__usage_keep(gp__ctx *c, int j, const gp__run *ru);
 /* The held jobs on node (their memo run records): the first slot, the next, -1 after the
- * last; and the earliest and latest gp__run_end among them (GP__NEVER and INT64_MIN for
- * none). Without kept holds, none. */
+ * last (none without kept holds). Per node, the earliest and latest gp__run_end among
+ * them (GP__NEVER and INT64_MIN for none); false without kept holds. */
 int gp__usage_first(const gp__ctx *c, int node);
 int gp__usage_next(const gp__ctx *c, int j);
-void gp__usage_bounds(const gp__ctx *c, int node, gp_time *lo, gp_time *hi);
+bool gp__usage_bounds(const gp__ctx *c, const gp_time **lo, const gp_time **hi);
 void gp__usage_end(gp__ctx *c, const gp__run *old_runs);
 /* The memo's kept order (order.c). */
 void gp__kept_order_free(struct gp__kept_order *k);

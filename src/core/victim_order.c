@@ -84,8 +84,6 @@ typedef struct vent {
 struct gp__victims {
   vent *e;
   int n, cap;
-  uint64_t *seen;       /* per view slot: the memo step that kept its entry */
-  size_t seen_cap;
 };
 
 /* The victim order: less lost work is a later `since`. */
@@ -104,37 +102,33 @@ static int vent_cmp(const void *x, const void *y) {
 void gp__victims_free(struct gp__victims *v) {
   if (!v) return;
   free(v->e);
-  free(v->seen);
   free(v);
 }
 
 size_t gp__victims_bytes(const struct gp__victims *v) {
-  return v ? sizeof *v + (size_t)v->cap * sizeof *v->e + v->seen_cap * sizeof *v->seen : 0;
+  return v ? sizeof *v + (size_t)v->cap * sizeof *v->e : 0;
 }
 
 void gp__victims_forget(struct gp__victims *v) {
   if (v) v->n = 0;
 }
 
+/* A slot whose bit in memo.changed is clear holds the job it held when the order was last
+ * made, with the same rev: its entry is still right, and a running job there has one if it
+ * may be a victim at all. (Bits are read from a small array, not the view's revs at
+ * random.) */
 static int kept_across_steps(gp__ctx *c, int *order) {
   struct gp_sched_memo *m = c->memo;
   const gp_view *view = c->view;
-  const uint64_t *revs = view->job_revs;
+  const uint64_t *revs = view->job_revs, *changed = m->changed;
   if (!m->victims) m->victims = gp_xcalloc(1, sizeof *m->victims);
   struct gp__victims *V = m->victims;
-  if (V->seen_cap < (size_t)view->n_jobs) {
-    size_t old = V->seen_cap;
-    gp_xgrow((void **)&V->seen, &V->seen_cap, (size_t)view->n_jobs, sizeof *V->seen);
-    memset(V->seen + old, 0, (V->seen_cap - old) * sizeof *V->seen);
-  }
   /* Entries whose slot is unchanged stay, in order. */
   int kept = 0;
   for (int i = 0; i < V->n; i++) {
     const vent *e = &V->e[i];
-    if (e->j < view->n_jobs && e->rev && revs[e->j] == e->rev) {
-      V->seen[e->j] = m->step;
+    if (e->j < view->n_jobs && e->rev && !(changed[e->j >> 6] >> (e->j & 63) & 1))
       V->e[kept++] = *e;
-    }
   }
   /* The others enter sorted. */
   int *pos = gp_xmalloc(((size_t)view->n_jobs + 1) * sizeof *pos);
@@ -144,9 +138,10 @@ static int kept_across_steps(gp__ctx *c, int *order) {
     const gp__run *ru = &c->run[r];
     int j = c->running[r];
     pos[j] = r;
-    if (ru->stopping || !ru->preemptible || V->seen[j] == m->step) continue;
+    if (ru->stopping || !ru->preemptible || !(changed[j >> 6] >> (j & 63) & 1)) continue;
     fresh[nf++] = (vent){ru->prio, j, ru->since, ru->started, revs[j]};
   }
+  memset(m->changed, 0, m->changed_words * sizeof *m->changed);
   qsort(fresh, (size_t)nf, sizeof *fresh, vent_cmp);
   vent *merged = gp_xmalloc(((size_t)kept + nf + 1) * sizeof *merged);
   int a = 0, b = 0, n = 0;
