@@ -379,8 +379,9 @@ static void classify_running(gp__ctx *c, int j, gp__run *ru) {
 /* A running or stopping job's part in the step: what its queues hold, what its nodes
  * lose (unless the memo's kept holds have it already), its record for preemption and
  * backfill. */
-static void count_running(gp__ctx *c, int j, uint8_t sums, const gp__run *ru, size_t *run_cap,
-                          bool held) {
+static inline __attribute__((always_inline)) void count_running(gp__ctx *c, int j, uint8_t sums,
+                                                               const gp__run *ru, size_t *run_cap,
+                                                               bool held) {
   if (ru->leaf >= 0) add_sums(c, ru->leaf, ru->gpus, sums, true);
   /* One placement of whole GPUs: held from the record, without reading the view. */
   if (!held &&

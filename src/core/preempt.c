@@ -355,7 +355,8 @@ static void build_vorder(gp__ctx *c) {
  * depends on the victim's leaf and GPUs only, and if it holds for some GPUs it holds for
  * fewer (the victim's side subtracts them, and rounding is monotone): per leaf, the most
  * GPUs known to pass and the fewest known to fail answer most victims without asking. */
-static bool walk_candidate(const gp__ctx *c, int kind, int J, int i, int node) {
+static inline __attribute__((always_inline)) bool walk_candidate(const gp__ctx *c, int kind, int J,
+                                                                 int i, int node) {
   const struct gp__preempt *p = c->pre;
   const gp__job *jj = &c->jobs[J];
   const vrec *vr = &p->vorder[i];
