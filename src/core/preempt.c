@@ -88,13 +88,29 @@ bool gp__victim_able(const gp__ctx *c, int r) {
   return !ru->stopping && ru->preemptible && c->now - ru->started >= c->pol->min_runtime;
 }
 
-/* Cheap, every step: could any preemption happen at all? */
+/* Does victim-able running position r hold a node of a pool its queue does not own (a
+ * borrower that the pool's owner may take the node back from)? */
+static bool borrows(const gp__ctx *c, int r) {
+  const gp__run *ru = &c->run[r];
+  const gp_job *job = ru->node >= 0 ? NULL : &c->view->jobs[c->running[r]];
+  int n_pl = job ? job->n_placements : 1;
+  for (int k = 0; k < n_pl; k++) {
+    int pool = c->nodes[job ? job->placements[k].node : ru->node].pool;
+    if (pool >= 0 && (ru->leaf < 0 || c->queue_pool[ru->leaf] != pool)) return true;
+  }
+  return false;
+}
+
+/* Cheap, every step: could any preemption happen at all? With neither priority preemption
+ * nor reclaim, only a pool's owner could preempt, and only a borrower: without one (pools
+ * that do not lend), nothing can be preempted, and the step need not try. */
 void gp__preempt_setup(gp__ctx *c) {
   c->pre = gp__scalloc(c, 1, sizeof *c->pre);
-  bool able = false;
-  for (int r = 0; r < c->n_running && !able; r++) able = gp__victim_able(c, r);
-  c->preempt_possible = able && (c->pol->preemption || c->view->n_pools > 0 ||
-                                 (c->pol->reclaim && c->pol->order == GP_ORDER_FAIRSHARE));
+  bool others = c->pol->preemption || (c->pol->reclaim && c->pol->order == GP_ORDER_FAIRSHARE);
+  bool possible = false;
+  for (int r = 0; r < c->n_running && !possible; r++)
+    possible = gp__victim_able(c, r) && (others || (c->view->n_pools > 0 && borrows(c, r)));
+  c->preempt_possible = possible;
 }
 
 /* What the plausibility of pool and priority preemption reads: per pool, the running jobs

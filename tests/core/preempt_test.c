@@ -282,6 +282,12 @@ static void a_pool_owner_takes_its_nodes_back_from_borrowers(void) {
   REQUIRE(p);
   CHECK(fx_preempted(f, p, "borrower", "owner", GP_PREEMPT_RECLAIM));
   gp_plan_free(p);
+  /* The pool's right does not depend on priority preemption or reclaim being on. */
+  f->pol.preemption = f->pol.reclaim = false;
+  p = fx_step(f, 1000);
+  REQUIRE(p);
+  CHECK(fx_preempted(f, p, "borrower", "owner", GP_PREEMPT_RECLAIM));
+  gp_plan_free(p);
   fx_free(f);
 }
 
