@@ -462,11 +462,12 @@ int gp__classify_jobs(gp__ctx *c) {
   gp__memo_rec *memo = c->memo ? c->memo->rec : NULL;
   if (memo) { /* replays count eligible jobs per token (keep_eligible) */
     c->fresh_bits = gp__scalloc(c, (size_t)v->n_jobs / 64 + 1, sizeof *c->fresh_bits);
-    size_t words = c->memo->changed_words;
+    struct gp_sched_memo *mm = c->memo;
+    size_t words = mm->changed_words;
     if ((size_t)v->n_jobs / 64 + 1 > words) {
-      gp_xgrow((void **)&c->memo->changed, &c->memo->changed_words, (size_t)v->n_jobs / 64 + 1,
-               sizeof *c->memo->changed);
-      memset(c->memo->changed + words, 0, (c->memo->changed_words - words) * sizeof *c->memo->changed);
+      gp_xgrow((void **)&mm->changed, &mm->changed_words, (size_t)v->n_jobs / 64 + 1,
+               sizeof *mm->changed);
+      memset(mm->changed + words, 0, (mm->changed_words - words) * sizeof *mm->changed);
     }
     size_t n_tok = (size_t)gp__tokens_count(c->memo->tokens);
     if (n_tok > c->memo->tagg_cap) {

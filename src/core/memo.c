@@ -45,7 +45,8 @@ size_t gp_sched_memo_bytes(const gp_sched_memo *m) {
   size_t per_slot = sizeof *m->rec + sizeof *m->cls + sizeof *m->run + sizeof *m->jobs +
                     sizeof *m->journaled;
   return sizeof *m + m->cap * per_slot + m->tagg_cap * sizeof *m->tagg +
-         gp__tokens_bytes(m->tokens) + gp__victims_bytes(m->victims) + m->changed_words * 8 +
+         gp__tokens_bytes(m->tokens) + gp__victims_bytes(m->victims) +
+         m->changed_words * sizeof *m->changed +
          gp__nodes_snap_bytes(m->nodes) + gp__kept_order_bytes(m->order) + gp__usage_bytes(m->usage) +
          m->scratch.cap + (m->lists.fresh_cap + m->lists.kept_toks_cap + m->lists.journal_cap) * sizeof(int);
 }

@@ -90,10 +90,9 @@ static void usage_arrays(gp__ctx *c, const int *gpu_used) {
  * this copy, gives back the holds of slots that changed and adds the new ones, and ends up
  * exactly where holding every running job again would have. Other holds (several
  * placements, shared GPUs, jobs the memo does not remember) are made every step and never
- * enter this copy. */
-/* The held jobs are listed per node too, with the earliest and latest end among them
- * (gp__run_end), for backfill's release events: a step finds a node's held jobs and
- * bounds there instead of sorting every running job onto its node again. */
+ * enter this copy. The held jobs are listed per node too, with the earliest and latest end
+ * among them (gp__run_end), for backfill's release events: a step finds a node's held
+ * jobs and bounds there instead of sorting every running job onto its node again. */
 struct gp__usage {
   gp__node *nodes;
   int *gpu_used;
@@ -211,7 +210,6 @@ static void usage_begin(gp__ctx *c, struct gp__usage *kept) {
   c->usage = u;
   c->held = u->held;
 }
-
 
 void gp__usage_drop(gp__ctx *c, int j, const gp__run *old) {
   struct gp__usage *u = c->usage;

@@ -176,9 +176,10 @@ static hent entry_of(const gp__ctx *c, int j) {
 
 /* The memo's kept order: the last step's eligible jobs, each segment sorted, and whether
  * the memo remembered each. A remembered job whose slot this step replayed (did not
- * classify afresh: ctx.fresh_bits) is eligible again with the same keys, so this step's order is the kept one minus the jobs that changed,
- * merged with the jobs classified afresh (sorted: usually a few per cent). That is a
- * sequential pass instead of picking windows from every segment a step draws from. */
+ * classify afresh: ctx.fresh_bits) is eligible again with the same keys, so this step's
+ * order is the kept one minus the jobs that changed, merged with the jobs classified
+ * afresh (sorted: usually a few per cent). That is a sequential pass instead of picking
+ * windows from every segment a step draws from. */
 struct gp__kept_order {
   hent *e;
   uint8_t *remembered;  /* 0: not kept (the slot had no rev, or the job was not remembered) */
@@ -341,8 +342,9 @@ void gp__order_free(gp__order *o) {
     struct gp_sched_memo *m = o->c->memo;
     gp__kept_order_free(m->order);
     struct gp__kept_order *k = m->order = gp_xcalloc(1, sizeof *k);
-    *k = (struct gp__kept_order){.e = o->heap, .remembered = o->remembered, .seg_start = o->seg_start,
-                                 .n = o->c->n_eligible, .n_seg = o->n_seg, .step = m->step};
+    *k = (struct gp__kept_order){.e = o->heap, .remembered = o->remembered,
+                                 .seg_start = o->seg_start, .n = o->c->n_eligible,
+                                 .n_seg = o->n_seg, .step = m->step};
     o->heap = NULL;
     o->remembered = NULL;
     o->seg_start = NULL;
