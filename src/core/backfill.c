@@ -18,10 +18,11 @@
 
 #include "core/sched_int.h"
 
-/* Running position r (ctx.running). (Victims chosen in this step end now too: build_cache
- * and slot_times find them on the nodes marked `late`.) */
-static gp_time end_of(const gp__ctx *c, int r) {
-  gp_time e = gp__run_end(&c->run[r]);
+/* When the running job of record ru ends, as this step sees it (now at the earliest).
+ * (Victims chosen in this step end now too: build_cache and slot_times find them on the
+ * nodes marked `late`.) */
+static gp_time end_of(const gp__ctx *c, const gp__run *ru) {
+  gp_time e = gp__run_end(ru);
   return e < c->now ? c->now : e;
 }
 
@@ -58,8 +59,7 @@ static bool release_before(const gp__release *a, const gp__release *b) {
 /* The release event of job j on node, whose running record is ru: with one placement, what
  * classification kept; else read from the view. */
 static gp__release release_of(const gp__ctx *c, const gp__run *ru, int j, int node) {
-  gp_time e = gp__run_end(ru);
-  gp__release x = {.end = e < c->now ? c->now : e, .job = j};
+  gp__release x = {.end = end_of(c, ru), .job = j};
   if (ru->node >= 0) {
     x.rel = ru->whole;
     x.cpu = ru->cpu;
@@ -121,7 +121,7 @@ static void build_cache(gp__ctx *c) {
     if (held && held[c->running[r]]) continue;
     if (ru->node >= 0) {
       rc->start[ru->node + 1]++;
-      update_bounds(rc, ru->node, end_of(c, r), ru->whole);
+      update_bounds(rc, ru->node, end_of(c, ru), ru->whole);
       continue;
     }
     const gp_job *job = &c->view->jobs[c->running[r]];

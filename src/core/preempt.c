@@ -88,16 +88,20 @@ bool gp__victim_able(const gp__ctx *c, int r) {
   return !ru->stopping && ru->preemptible && c->now - ru->started >= c->pol->min_runtime;
 }
 
-/* Does victim-able running position r hold a node of a pool its queue does not own (a
- * borrower that the pool's owner may take the node back from)? */
+/* The pool whose node a job of `leaf` borrows by running there (a pool its queue does not
+ * own), or -1: what a pool's owner may take back. */
+static int borrowed_pool(const gp__ctx *c, int leaf, int node) {
+  int pool = c->nodes[node].pool;
+  return pool >= 0 && (leaf < 0 || c->queue_pool[leaf] != pool) ? pool : -1;
+}
+
+/* Does running position r borrow a pool's node? */
 static bool borrows(const gp__ctx *c, int r) {
   const gp__run *ru = &c->run[r];
   const gp_job *job = ru->node >= 0 ? NULL : &c->view->jobs[c->running[r]];
   int n_pl = job ? job->n_placements : 1;
-  for (int k = 0; k < n_pl; k++) {
-    int pool = c->nodes[job ? job->placements[k].node : ru->node].pool;
-    if (pool >= 0 && (ru->leaf < 0 || c->queue_pool[ru->leaf] != pool)) return true;
-  }
+  for (int k = 0; k < n_pl; k++)
+    if (borrowed_pool(c, ru->leaf, job ? job->placements[k].node : ru->node) >= 0) return true;
   return false;
 }
 
@@ -135,8 +139,8 @@ static void count_for_plausibility(gp__ctx *c) {
       for (int k = 0; k < n_pl; k++) {
         int node = job ? job->placements[k].node : ru->node;
         if (job && !gp__first_on_node(job, k)) continue;
-        int pool = c->nodes[node].pool;
-        if (pool >= 0 && (ru->leaf < 0 || c->queue_pool[ru->leaf] != pool)) p->pool_borrowers[pool]++;
+        int pool = borrowed_pool(c, ru->leaf, node);
+        if (pool >= 0) p->pool_borrowers[pool]++;
       }
     }
     if (gp__victim_able(c, r) && ru->leaf >= 0 && ru->prio < p->leaf_min_prio[ru->leaf])
@@ -397,7 +401,7 @@ static inline __attribute__((always_inline)) bool walk_candidate(const gp__ctx *
     return false;
   default: { /* K_POOL: borrowers on the owner's pool nodes */
     int own = c->queue_pool[jj->leaf];
-    return c->nodes[node].pool == own && (vl < 0 || c->queue_pool[vl] != own);
+    return own >= 0 && borrowed_pool(c, vl, node) == own;
   }
   }
 }
