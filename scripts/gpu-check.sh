@@ -13,6 +13,8 @@
 #      the cost of one sampling round on real NVML, and the job's usage summary;
 #   6. stops the pool and removes the temporary directory (also on failure or Ctrl-C).
 # Usage: scripts/gpu-check.sh [SECONDS]   (how long the CUDA job runs; default 40)
+#        GPOOL_BIN=/path/to/gpool scripts/gpu-check.sh   uses a gpool built elsewhere (for a GPU
+#        machine without the -dev packages) and skips step 2's build and unit tests.
 # Exit status 0 when every check passed. Everything it prints is meant to be pasted into
 # a report.
 set -uo pipefail
@@ -21,7 +23,7 @@ JOB_SECONDS=${1:-40}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=$ROOT/build/gpu-check
 WORK=$(mktemp -d /tmp/gpool-gpu-check.XXXXXX)
-GPOOL=$BUILD/gpool
+GPOOL=${GPOOL_BIN:-$BUILD/gpool}
 export GPOOL_CONFIG_DIR=$WORK/client
 unset GPOOL_SERVER GPOOL_TOKEN
 failures=0
@@ -54,12 +56,18 @@ command -v nvcc >/dev/null || die "nvcc not found: install the CUDA toolkit (or 
 nvcc --version | tail -n 2
 
 step "2. build gpool and run the NVML backend's unit tests"
-for tool in cmake cc curl jq; do command -v $tool >/dev/null || die "$tool not found (scripts/setup.sh installs the build dependencies)"; done
-cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >"$WORK/cmake.log" 2>&1 || { tail -20 "$WORK/cmake.log"; die "cmake configure"; }
-cmake --build "$BUILD" -j"$(nproc)" >"$WORK/build.log" 2>&1 || { tail -30 "$WORK/build.log"; die "build"; }
-ok "built $GPOOL ($("$GPOOL" version))"
-(cd "$BUILD" && ctest -R 'agent_(nvml|gpu_sim|telemetry|metrics|health)_test' --output-on-failure) ||
-  bad "unit tests of the GPU backends"
+for tool in curl jq; do command -v $tool >/dev/null || die "$tool not found (scripts/setup.sh installs it)"; done
+if [ -n "${GPOOL_BIN:-}" ]; then
+  [ -x "$GPOOL" ] || die "GPOOL_BIN=$GPOOL is not an executable"
+  ok "using the gpool built elsewhere: $GPOOL ($("$GPOOL" version)); build and unit tests skipped"
+else
+  for tool in cmake cc; do command -v $tool >/dev/null || die "$tool not found (scripts/setup.sh installs the build dependencies)"; done
+  cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >"$WORK/cmake.log" 2>&1 || { tail -20 "$WORK/cmake.log"; die "cmake configure"; }
+  cmake --build "$BUILD" -j"$(nproc)" >"$WORK/build.log" 2>&1 || { tail -30 "$WORK/build.log"; die "build"; }
+  ok "built $GPOOL ($("$GPOOL" version))"
+  (cd "$BUILD" && ctest -R 'agent_(nvml|gpu_sim|telemetry|metrics|health)_test' --output-on-failure) ||
+    bad "unit tests of the GPU backends"
+fi
 
 step "3. gpool up on the real GPU, then gpool nodes -v"
 "$GPOOL" up --data "$WORK/pool" --port 0 --name gpu-check --detach || die "gpool up (logs: $WORK/pool/*.log)"
