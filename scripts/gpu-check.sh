@@ -127,7 +127,7 @@ ok "job $job runs on $("$GPOOL" show "$job" -o json | jq -c '.placements')"
 step "5. the job's GPU use in the agent's /metrics"
 seen=""
 for _ in $(seq 1 30); do
-  curl -fsS "$AGENT_URL/metrics" >"$WORK/metrics.txt" 2>/dev/null || true
+  curl -fsS "$AGENT_URL/metrics" >"$WORK/metrics.txt" 2>"$WORK/curl.err" || true
   if grep -q "gpool_job_gpu_memory_used_bytes{.*job=\"$job\"" "$WORK/metrics.txt" &&
     grep "gpool_job_gpu_sm_util_percent{.*job=\"$job\"" "$WORK/metrics.txt" | grep -qv ' 0$'; then
     seen=yes
@@ -150,7 +150,7 @@ if [ -n "$seen" ]; then
   fi
   ok "job $job's SM utilisation is attributed to it"
 else
-  bad "no non-zero gpool_job_gpu_sm_util_percent / memory series for job $job within 30 s"
+  bad "no non-zero gpool_job_gpu_sm_util_percent / memory series for job $job within 30 s from $AGENT_URL/metrics$(test -s "$WORK/curl.err" && printf ' (curl: %s)' "$(tail -n 1 "$WORK/curl.err")")"
 fi
 if command -v promtool >/dev/null; then
   promtool check metrics <"$WORK/metrics.txt" >"$WORK/promtool.txt" 2>&1
