@@ -30,21 +30,24 @@
 #include "client/client.h"
 #include "util/mem.h"
 
-enum { U_DATA = 1, U_PORT, U_SIM, U_DETACH, U_STOP, U_NAME, U_HELP };
+enum { U_DATA = 1, U_PORT, U_SIM, U_DETACH, U_STOP, U_NAME, U_SHARING, U_HELP };
 static const gp_opt up_opts[] = {
   {0, "data", true, U_DATA},     {0, "port", true, U_PORT},   {0, "sim", true, U_SIM},
   {'d', "detach", false, U_DETACH}, {0, "stop", false, U_STOP}, {0, "name", true, U_NAME},
-  {'h', "help", false, U_HELP},  {0, NULL, false, 0},
+  {0, "sharing", true, U_SHARING}, {'h', "help", false, U_HELP},  {0, NULL, false, 0},
 };
 
 static const char up_usage[] =
-  "Usage: gpool up [--data DIR] [--port P] [--sim SPEC] [--name NODE] [--detach]\n"
+  "Usage: gpool up [--data DIR] [--port P] [--sim SPEC] [--name NODE] [--sharing MODE] [--detach]\n"
   "       gpool up --stop [--data DIR]\n"
   "  Starts a server and a local agent (this machine's NVIDIA GPUs, or simulated\n"
   "  8xH100-80GB where there are none) and writes client.json so gpool commands find the pool.\n"
   "  --data DIR   where the pool keeps its state (default ~/.local/share/gpool)\n"
   "  --port P     the server's port on 127.0.0.1 (default 8642; 0 picks a free one)\n"
   "  --sim SPEC   simulated GPUs even where real ones exist, e.g. 8xH100-80GB\n"
+  "  --name NODE  the node's name (default: the host name)\n"
+  "  --sharing MODE  how the node's GPUs are shared: exclusive (default), shared (fractions,\n"
+  "               MPS-enforced where an MPS daemon runs), timeslice:N, mig:LAYOUT\n"
   "  --detach     return once the pool is up and leave it running (stop: gpool up --stop)\n";
 
 typedef struct up_ctx {
@@ -53,6 +56,7 @@ typedef struct up_ctx {
   int port;
   const char *sim;
   const char *name;
+  const char *sharing;
   char url[256];
   char gpus_desc[128];   /* "8 x H100-80GB", from the registered node */
   char node[256];
@@ -300,6 +304,10 @@ static int start_agent(up_ctx *u, char *node_name, size_t cap, bool wait_up) {
    * simulated H100s where no NVIDIA driver or GPU is found. */
   args[n++] = (char *)(u->sim ? "--sim" : "--sim-fallback");
   args[n++] = (char *)(u->sim ? u->sim : "8xH100-80GB");
+  if (u->sharing) {
+    args[n++] = (char *)"--sharing";
+    args[n++] = (char *)u->sharing;
+  }
   args[n] = NULL;
   u->agent = spawn(u, args, log, u->agent_token);
   if (u->agent < 0) return 1;
@@ -484,6 +492,7 @@ int gp_cmd_up(int argc, char **argv) {
       break;
     case U_SIM: u.sim = v; break;
     case U_NAME: u.name = v; break;
+    case U_SHARING: u.sharing = v; break;
     case U_DETACH: detach = true; break;
     case U_STOP: stop = true; break;
     case U_HELP: fputs(up_usage, stdout); return 0;

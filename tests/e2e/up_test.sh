@@ -74,4 +74,28 @@ if "$GPOOL" up --detach --data "$E2E_DIR/pool" --port 0 >/dev/null 2>&1; then fa
 kill -0 "$UP_PID" 2>/dev/null && fail "the pool is still running after --stop"
 err=$("$GPOOL" jobs 2>&1) && fail "gpool jobs must fail when the server is gone"
 expect_contains "$err" "cannot reach the gpool server" "a clear message when the pool is down"
+
+# A pool whose GPU is shared: `--sharing shared` reaches the agent, and two half-GPU jobs run
+# on the one GPU at the same time (no MPS daemon here, so the agent's memory watchdog
+# enforces each share and the jobs' records say so).
+mkdir -p "$E2E_DIR/no-mps"
+out=$(CUDA_MPS_PIPE_DIRECTORY="$E2E_DIR/no-mps" "$GPOOL" up --detach --data "$E2E_DIR/shared" --port 0 \
+  --sim 1xH100-80GB --name halves --sharing shared 2>&1) \
+  || { cat "$E2E_DIR"/shared/*.log >&2; fail "gpool up --sharing shared failed: $out"; }
+E2E_PIDS+=("$(cat "$E2E_DIR/shared/up.pid")")
+expect_eq shared "$("$GPOOL" nodes -o json | jq -r '.[0].gpu_list[0].mode')" "the node's GPU is in shared mode"
+h1=$("$GPOOL" submit --gpu-fraction 0.5 -- sleep 30)
+h2=$("$GPOOL" submit --gpu-fraction 0.5 -- sleep 30)
+ADMIN_TOKEN=$(jq -r .token "$GPOOL_CONFIG_DIR/client.json")  # this pool's
+wait_for 20 "the first half-GPU job to run" job_is "$h1" running
+wait_for 20 "the second half-GPU job to run beside it" job_is "$h2" running
+job_is "$h1" running || fail "the two half-GPU jobs must run at the same time"
+for h in "$h1" "$h2"; do
+  expect_eq 0 "$(job_field "$h" '.placements[0].gpu_ids[0]')" "job $h runs on the node's one GPU"
+  expect_eq watchdog "$(job_field "$h" .enforcement)" "job $h's share is enforced by the memory watchdog"
+done
+bad=$("$GPOOL" up --detach --data "$E2E_DIR/bad" --port 0 --sim 1xH100-80GB --sharing halves 2>&1) \
+  && fail "gpool up must refuse an unknown sharing mode"
+expect_contains "$bad" "unknown sharing mode 'halves'" "an unknown sharing mode is named"
+"$GPOOL" up --stop --data "$E2E_DIR/shared" >/dev/null || fail "gpool up --stop (shared pool) failed"
 echo "ok: gpool up story"
