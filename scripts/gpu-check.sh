@@ -11,7 +11,12 @@
 #   5. shows the job's memory and utilisation attributed to it in the agent's /metrics
 #      (gpool_job_gpu_* series with job="<id>") next to the device's DCGM_FI_DEV_* figures,
 #      the cost of one sampling round on real NVML, and the job's usage summary;
-#   6. stops the pool and removes the temporary directory (also on failure or Ctrl-C).
+#   6. where an MPS control daemon can be started (nvidia-cuda-mps-control), starts one with
+#      its pipes in the temporary directory, restarts the pool with `--sharing shared` and runs
+#      two half-GPU jobs side by side: each must be enforced by MPS and have its own memory
+#      attributed to it; then a job that allocates 8 GiB on a 4 GiB share must be refused;
+#   7. stops the pool(s) and the MPS daemon and removes the temporary directory (also on
+#      failure or Ctrl-C).
 # Usage: scripts/gpu-check.sh [SECONDS]   (how long the CUDA job runs; default 40)
 #        GPOOL_BIN=/path/to/gpool scripts/gpu-check.sh   uses a gpool built elsewhere (for a GPU
 #        machine without the -dev packages) and skips step 2's build and unit tests.
@@ -39,7 +44,12 @@ die() {
   exit 1
 }
 cleanup() {
-  if [ -x "$GPOOL" ] && [ -d "$WORK/pool" ]; then "$GPOOL" up --stop --data "$WORK/pool" >/dev/null 2>&1; fi
+  if [ -x "$GPOOL" ]; then
+    for pool in "$WORK/pool" "$WORK/shared"; do
+      [ -d "$pool" ] && "$GPOOL" up --stop --data "$pool" >/dev/null 2>&1
+    done
+  fi
+  [ -n "${MPS_STARTED:-}" ] && echo quit | CUDA_MPS_PIPE_DIRECTORY=$WORK/mps nvidia-cuda-mps-control >/dev/null 2>&1
   [ -n "${KEEP:-}" ] || rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -82,7 +92,7 @@ if [ "$uuid0" = "$real_uuid0" ]; then ok "GPU 0 is the real one: $uuid0 ($model)
 
 step "4. a small CUDA program as a gpool job"
 cat >"$WORK/busy.cu" <<'EOF'
-// Holds 2 GiB of GPU memory and keeps every SM busy for the given number of seconds.
+// Holds GiB of GPU memory (default 2) and keeps every SM busy for the given number of seconds.
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -98,11 +108,12 @@ __global__ void spin(float *data, size_t n, int rounds) {
 
 int main(int argc, char **argv) {
   int seconds = argc > 1 ? atoi(argv[1]) : 30;
-  size_t bytes = (size_t)2 << 30, n = bytes / sizeof(float);
+  int gib = argc > 2 ? atoi(argv[2]) : 2;
+  size_t bytes = (size_t)gib << 30, n = bytes / sizeof(float);
   float *d = nullptr;
   if (cudaMalloc(&d, bytes) != cudaSuccess) { fprintf(stderr, "cudaMalloc failed\n"); return 1; }
   cudaMemset(d, 0, bytes);
-  printf("holding 2 GiB on %s for %d s\n", getenv("CUDA_VISIBLE_DEVICES") ? getenv("CUDA_VISIBLE_DEVICES") : "?", seconds);
+  printf("holding %d GiB on %s for %d s\n", gib, getenv("CUDA_VISIBLE_DEVICES") ? getenv("CUDA_VISIBLE_DEVICES") : "?", seconds);
   fflush(stdout);
   time_t end = time(nullptr) + seconds;
   while (time(nullptr) < end) {
@@ -163,11 +174,84 @@ echo "--- the job's usage summary after it ends"
 "$GPOOL" cancel "$job" >/dev/null 2>&1
 for _ in $(seq 1 30); do
   st=$("$GPOOL" show "$job" -o json | jq -r .state)
-  case "$st" in running | pending) sleep 1 ;; *) break ;; esac
+  case "$st" in running | pending | stopping) sleep 1 ;; *) break ;; esac
 done
 "$GPOOL" show "$job" -o json | jq '{id, state, usage}'
 
-step "6. result"
+# The job series of one job in a scrape of /metrics: its value, or nothing.
+job_series() { grep "^$1{.*job=\"$2\"" "$WORK/metrics.txt" | awk '{print $NF}' | head -1; }
+
+step "6. two half-GPU jobs sharing the GPU under MPS"
+if ! command -v nvidia-cuda-mps-control >/dev/null; then
+  echo "skipped: nvidia-cuda-mps-control not found"
+else
+  "$GPOOL" up --stop --data "$WORK/pool" >/dev/null 2>&1
+  mkdir -p "$WORK/mps" "$WORK/mps-log"
+  export CUDA_MPS_PIPE_DIRECTORY=$WORK/mps CUDA_MPS_LOG_DIRECTORY=$WORK/mps-log
+  if nvidia-cuda-mps-control -d; then
+    MPS_STARTED=yes
+    ok "MPS control daemon started (pipes in $WORK/mps)"
+  else
+    bad "nvidia-cuda-mps-control -d failed"
+  fi
+  "$GPOOL" up --data "$WORK/shared" --port 0 --name gpu-check --sharing shared --detach >/dev/null ||
+    die "gpool up --sharing shared (logs: $WORK/shared/*.log)"
+  AGENT_URL=$("$GPOOL" nodes -o json | jq -r '.[] | select(.name == "gpu-check") | .agent_url')
+  h1=$("$GPOOL" submit -n half-1 --gpu-fraction 0.5 -- "$WORK/busy" "$JOB_SECONDS") || die "gpool submit (half-1)"
+  h2=$("$GPOOL" submit -n half-2 --gpu-fraction 0.5 -- "$WORK/busy" "$JOB_SECONDS") || die "gpool submit (half-2)"
+  for _ in $(seq 1 60); do
+    [ "$("$GPOOL" show "$h1" -o json | jq -r .state)$("$GPOOL" show "$h2" -o json | jq -r .state)" = runningrunning ] && break
+    sleep 1
+  done
+  for h in "$h1" "$h2"; do
+    "$GPOOL" show "$h" -o json | jq -c '{id, state, enforcement, placements: [.placements[] | {node, gpu_ids, gpu_milli}]}'
+    enf=$("$GPOOL" show "$h" -o json | jq -r .enforcement)
+    if [ "$enf" = mps ]; then ok "job $h's share is enforced by MPS"; else bad "job $h's enforcement is '$enf', expected mps"; fi
+  done
+  seen=""
+  for _ in $(seq 1 30); do
+    curl -fsS "$AGENT_URL/metrics" >"$WORK/metrics.txt" 2>"$WORK/curl.err" || true
+    m1=$(job_series gpool_job_gpu_memory_used_bytes "$h1")
+    m2=$(job_series gpool_job_gpu_memory_used_bytes "$h2")
+    if awk -v a="${m1:-0}" -v b="${m2:-0}" 'BEGIN { g = 2 * 1024 * 1024 * 1024; exit !(a >= g && b >= g) }'; then
+      seen=yes
+      break
+    fi
+    sleep 1
+  done
+  echo "--- the two jobs' series and the device's"
+  grep -E "^gpool_job_gpu_(memory_used_bytes|sm_util_percent|processes)\{" "$WORK/metrics.txt"
+  grep -E '^DCGM_FI_DEV_(GPU_UTIL|FB_USED)\{' "$WORK/metrics.txt"
+  nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv
+  if [ -n "$seen" ]; then
+    ok "each half-GPU job has its own memory attributed: $m1 and $m2 bytes"
+  else
+    bad "the half-GPU jobs' memory was not attributed to each within 30 s (job $h1: '${m1:-none}', job $h2: '${m2:-none}')"
+  fi
+  "$GPOOL" cancel "$h1" "$h2" >/dev/null 2>&1
+  for _ in $(seq 1 30); do
+    case "$("$GPOOL" show "$h1" -o json | jq -r .state)$("$GPOOL" show "$h2" -o json | jq -r .state)" in
+      *running* | *stopping* | *pending*) sleep 1 ;;
+      *) break ;;
+    esac
+  done
+  echo "--- a job that allocates 8 GiB on a 4 GiB share"
+  over=$("$GPOOL" submit -n over-share --gpu-mem 4G -- "$WORK/busy" 5 8) || die "gpool submit (over-share)"
+  for _ in $(seq 1 60); do
+    case "$("$GPOOL" show "$over" -o json | jq -r .state)" in running | pending | stopping) sleep 1 ;; *) break ;; esac
+  done
+  "$GPOOL" show "$over" -o json | jq -c '{id, state, exit_code, enforcement}'
+  "$GPOOL" logs "$over"
+  "$GPOOL" logs --stderr "$over"
+  if "$GPOOL" logs --stderr "$over" | grep -q "cudaMalloc failed"; then
+    ok "MPS refused job $over's 8 GiB on its 4 GiB share"
+  else
+    bad "job $over allocated 8 GiB on a 4 GiB share (state $("$GPOOL" show "$over" -o json | jq -r .state))"
+  fi
+  "$GPOOL" up --stop --data "$WORK/shared" >/dev/null 2>&1
+fi
+
+step "7. result"
 if [ $failures = 0 ]; then
   echo "gpu-check: all checks passed on $(nvidia-smi --query-gpu=name --format=csv,noheader -i 0)"
 else
