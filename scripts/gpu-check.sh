@@ -204,8 +204,14 @@ else
     sleep 1
   done
   for h in "$h1" "$h2"; do
-    "$GPOOL" show "$h" -o json | jq -c '{id, state, enforcement, placements: [.placements[] | {node, gpu_ids, gpu_milli}]}'
-    enf=$("$GPOOL" show "$h" -o json | jq -r .enforcement)
+    # Until the agent reports the launch, the record shows the GPU's mode ("shared").
+    for _ in $(seq 1 15); do
+      doc=$("$GPOOL" show "$h" -o json)
+      [ "$(jq -r .enforcement <<<"$doc")" = shared ] || break
+      sleep 1
+    done
+    jq -c '{id, state, enforcement, placements: [.placements[] | {node, gpu_ids, gpu_milli}]}' <<<"$doc"
+    enf=$(jq -r .enforcement <<<"$doc")
     if [ "$enf" = mps ]; then ok "job $h's share is enforced by MPS"; else bad "job $h's enforcement is '$enf', expected mps"; fi
   done
   seen=""
@@ -223,6 +229,12 @@ else
   grep -E "^gpool_job_gpu_(memory_used_bytes|sm_util_percent|processes)\{" "$WORK/metrics.txt"
   grep -E '^DCGM_FI_DEV_(GPU_UTIL|FB_USED)\{' "$WORK/metrics.txt"
   nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv
+  # The driver counts MPS clients' kernels against the MPS server: a job's SM utilisation
+  # is unknown there (no series), never a 0% that would call a busy job idle.
+  for h in "$h1" "$h2"; do
+    u=$(job_series gpool_job_gpu_sm_util_percent "$h")
+    if [ "$u" = 0 ]; then bad "job $h shows 0% SM utilisation on a busy GPU"; else ok "job $h's SM utilisation: ${u:-unknown (no series)}"; fi
+  done
   if [ -n "$seen" ]; then
     ok "each half-GPU job has its own memory attributed: $m1 and $m2 bytes"
   else
@@ -235,6 +247,7 @@ else
       *) break ;;
     esac
   done
+  "$GPOOL" show "$h1" -o json | jq -c '{id, state, usage}'
   echo "--- a job that allocates 8 GiB on a 4 GiB share"
   over=$("$GPOOL" submit -n over-share --gpu-mem 4G -- "$WORK/busy" 5 8) || die "gpool submit (over-share)"
   for _ in $(seq 1 60); do

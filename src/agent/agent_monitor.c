@@ -124,11 +124,14 @@ json_t *gp__job_usage_json(gp_agent *a, const char *job_id) {
   gp_job_usage u;
   if (!a->tel || gp_telemetry_job_usage(a->tel, job_id, &u) != 0) return NULL;
   json_t *o = json_object();
-  json_object_set_new(o, "avg_sm_util_pct", json_real(u.avg_sm_util_pct));
-  json_object_set_new(o, "peak_sm_util_pct", json_integer(u.peak_sm_util_pct));
+  /* Unmeasured utilisation is left out rather than shown as an idle 0%. */
+  if (u.util_known) {
+    json_object_set_new(o, "avg_sm_util_pct", json_real(u.avg_sm_util_pct));
+    json_object_set_new(o, "peak_sm_util_pct", json_integer(u.peak_sm_util_pct));
+    json_object_set_new(o, "idle_s", json_integer(u.idle_s));
+  }
   json_object_set_new(o, "peak_mem_mib", json_integer(u.peak_mem_mib));
   json_object_set_new(o, "energy_j", json_real(u.energy_j));
-  json_object_set_new(o, "idle_s", json_integer(u.idle_s));
   return o;
 }
 

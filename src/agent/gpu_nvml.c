@@ -255,9 +255,20 @@ static int call_procs(void *ctx, void *buf, unsigned *n) {
   return c->m->nvmlDeviceGetComputeRunningProcesses_v3(c->m->dev[c->g], n, buf);
 }
 
+static int call_mps_procs(void *ctx, void *buf, unsigned *n) {
+  list_ctx *c = ctx;
+  return c->m->nvmlDeviceGetMPSComputeRunningProcesses_v3(c->m->dev[c->g], n, buf);
+}
+
 static int call_util(void *ctx, void *buf, unsigned *n) {
   list_ctx *c = ctx;
   return c->m->nvmlDeviceGetProcessUtilization(c->m->dev[c->g], buf, n, c->m->proc_util_ts[c->g]);
+}
+
+static bool listed(const gp_nvml_process_info *list, unsigned n, unsigned pid) {
+  for (unsigned k = 0; k < n; k++)
+    if (list[k].pid == pid) return true;
+  return false;
 }
 
 static void sample_procs(nvml *m, int g, gp_gpu_sample *s) {
@@ -279,6 +290,15 @@ static void sample_procs(nvml *m, int g, gp_gpu_sample *s) {
     util_rc = nvml_list(call_util, &ctx, stack_util, sizeof stack_util / sizeof stack_util[0],
                         sizeof stack_util[0], &ubuf, &nu);
   const gp_nvml_process_util *util = util_rc == 0 ? ubuf : stack_util;
+  /* MPS clients: the driver counts their kernels against the MPS server, so a client
+   * without samples of its own has an unknown utilisation, not zero. */
+  gp_nvml_process_info stack_mps[GP_GPU_MAX_PROCS];
+  void *mbuf = NULL;
+  unsigned nm = 0;
+  if (!m->nvmlDeviceGetMPSComputeRunningProcesses_v3 ||
+      nvml_list(call_mps_procs, &ctx, stack_mps, GP_GPU_MAX_PROCS, sizeof stack_mps[0], &mbuf, &nm) != 0)
+    nm = 0;
+  const gp_nvml_process_info *mps = mbuf;
   if (util_rc == 0) {
     for (unsigned k = 0; k < nu; k++)
       if (util[k].timestamp_us > m->proc_util_ts[g]) m->proc_util_ts[g] = util[k].timestamp_us;
@@ -298,13 +318,14 @@ static void sample_procs(nvml *m, int g, gp_gpu_sample *s) {
           sum += util[k].sm_util > 100 ? 100 : util[k].sm_util;
           cnt++;
         }
-      p->sm_util_pct = cnt ? (int)((sum + cnt / 2) / cnt) : 0;
+      p->sm_util_pct = cnt ? (int)((sum + cnt / 2) / cnt) : listed(mps, nm, procs[i].pid) ? -1 : 0;
     } else {
       p->sm_util_pct = -1;
     }
   }
   if (pbuf != stack_procs) free(pbuf);
   if (ubuf && ubuf != stack_util) free(ubuf);
+  if (mbuf && mbuf != stack_mps) free(mbuf);
 }
 
 static int nvml_sample(gp_gpu_backend *b, int g, gp_gpu_sample *s, gp_err *err) {

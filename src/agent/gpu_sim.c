@@ -196,6 +196,7 @@ typedef struct sim_gpu {
   int n_procs;
   sim_proc procs[GP_GPU_MAX_PROCS];
   bool lost;              /* fell off the bus (Xid 79) until reset */
+  bool mps;               /* an MPS server holds the clients' kernels: no per-process util */
   int64_t sbe, dbe, rr_correctable, rr_uncorrectable, pcie_replay;
   bool remap_failure, remap_pending;
   uint64_t throttle;      /* injected clock-event reasons */
@@ -539,7 +540,7 @@ static int sim_sample(gp_gpu_backend *b, int gpu, gp_gpu_sample *out, gp_err *er
     gp_gpu_proc *p = &out->procs[i];
     p->pid = g->procs[i].pid;
     p->used_mib = g->procs[i].mem_mib;
-    p->sm_util_pct = proc_util(g, &g->procs[i]);
+    p->sm_util_pct = g->mps ? -1 : proc_util(g, &g->procs[i]);
     if (g->procs[i].mig >= 0)
       snprintf(p->mig_uuid, sizeof p->mig_uuid, "%s", g->info.mig[g->procs[i].mig].uuid);
   }
@@ -689,6 +690,16 @@ int gp_gpu_sim_attach(gp_gpu_backend *b, int gpu, pid_t pid, const char *mig_uui
 out:
   pthread_mutex_unlock(&s->mu);
   return rc;
+}
+
+int gp_gpu_sim_set_mps(gp_gpu_backend *b, int gpu, bool on) {
+  sim *s = as_sim(b);
+  if (!s) return GP_EUNSUPP;
+  if (gpu < 0 || gpu >= s->n) return GP_ENOENT;
+  pthread_mutex_lock(&s->mu);
+  s->gpus[gpu].mps = on;
+  pthread_mutex_unlock(&s->mu);
+  return 0;
 }
 
 int gp_gpu_sim_detach(gp_gpu_backend *b, pid_t pid) {

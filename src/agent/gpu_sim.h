@@ -108,6 +108,11 @@ int gp_gpu_sim_attach(gp_gpu_backend *b, int gpu, pid_t pid, const char *mig_uui
  * removed (0 when none) or GP_EUNSUPP. */
 int gp_gpu_sim_detach(gp_gpu_backend *b, pid_t pid);
 
+/* Declares whether GPU `gpu` runs an MPS server. Under MPS the driver counts every client's
+ * kernels against the server, so the sample's per-process utilisation is unknown (-1) while
+ * the device figure and each process's memory stay. GP_ENOENT or GP_EUNSUPP. */
+int gp_gpu_sim_set_mps(gp_gpu_backend *b, int gpu, bool on);
+
 /* Reads a job's declared simulated load from the values of its GPOOL_SIM_UTIL ("35", a
  * percentage) and GPOOL_SIM_MEM ("9G", "512M", "2048" MiB) environment variables; NULL
  * means unset and yields -1 (the default). GP_EINVAL with the variable in err->field. */

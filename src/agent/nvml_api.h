@@ -204,6 +204,8 @@ typedef struct gp_nvml_gpu_instance_info { /* nvmlGpuInstanceInfo_t */
   X(nvmlGpuInstanceGetInfo, (gp_nvml_gpu_instance, gp_nvml_gpu_instance_info *))              \
   X(nvmlDeviceGetComputeRunningProcesses_v3,                                                  \
     (gp_nvml_device, unsigned int *, gp_nvml_process_info *))                                 \
+  X(nvmlDeviceGetMPSComputeRunningProcesses_v3,                                               \
+    (gp_nvml_device, unsigned int *, gp_nvml_process_info *))                                 \
   X(nvmlDeviceGetProcessUtilization,                                                          \
     (gp_nvml_device, gp_nvml_process_util *, unsigned int *, unsigned long long))             \
   X(nvmlDeviceGetGpuInstanceProfileInfo,                                                      \

@@ -22,7 +22,7 @@ typedef struct job_state {
   double energy_mj;
   double gpu_energy_mj[GP_GPU_MAX_DEVICES]; /* attributed per GPU, for the view */
   double last_util;
-  bool seen;                 /* has at least one round */
+  bool seen;                 /* has at least one round with its utilisation known */
 } job_state;
 
 typedef struct finished_job {
@@ -138,6 +138,7 @@ static void usage_of(const job_state *s, gp_job_usage *u) {
   u->energy_j = s->energy_mj / 1000.0;
   u->idle_s = s->idle_ms / 1000;
   u->sampled_s = s->sampled_ms / 1000;
+  u->util_known = s->seen;
 }
 
 int gp_telemetry_set_jobs(gp_telemetry *t, const gp_telemetry_job *jobs, int n, gp_err *err) {

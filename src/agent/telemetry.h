@@ -46,6 +46,7 @@ typedef struct gp_job_usage {
   double energy_j;
   int64_t idle_s;            /* time with SM utilisation under the idle threshold */
   int64_t sampled_s;         /* time covered by samples */
+  bool util_known;           /* some round measured its SM utilisation (not so for MPS clients) */
 } gp_job_usage;
 
 /* One job's figures on one GPU in the latest round. */

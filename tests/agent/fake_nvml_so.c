@@ -424,6 +424,27 @@ EXPORT gp_nvml_return nvmlDeviceGetComputeRunningProcesses_v3(gp_nvml_device d, 
   return 0;
 }
 
+/* With FAKE_NVML_MPS, GPU 0's process is an MPS client and its kernels are sampled under
+ * the MPS server's pid (its own + 100), as the driver does. */
+EXPORT gp_nvml_return nvmlDeviceGetMPSComputeRunningProcesses_v3(gp_nvml_device d, unsigned *n,
+                                                                 gp_nvml_process_info *p) {
+  if (D(d)->index != 0 || !getenv("FAKE_NVML_MPS")) {
+    *n = 0;
+    return 0;
+  }
+  if (*n < 1) {
+    *n = 1;
+    return GP_NVML_ERROR_INSUFFICIENT_SIZE;
+  }
+  const char *pid_s = getenv("FAKE_NVML_PID");
+  memset(p, 0, sizeof *p);
+  p->pid = pid_s ? (unsigned)atoi(pid_s) : 4242;
+  p->used_gpu_memory = 1024ull << 20;
+  p->gpu_instance_id = p->compute_instance_id = GP_NVML_INVALID_INSTANCE_ID;
+  *n = 1;
+  return 0;
+}
+
 /* Samples newer than `last`: two per call for the GPU 0 process (peak 42%). */
 EXPORT gp_nvml_return nvmlDeviceGetProcessUtilization(gp_nvml_device d, gp_nvml_process_util *u,
                                                       unsigned *n, unsigned long long last) {
@@ -433,7 +454,7 @@ EXPORT gp_nvml_return nvmlDeviceGetProcessUtilization(gp_nvml_device d, gp_nvml_
     return GP_NVML_ERROR_INSUFFICIENT_SIZE;
   }
   const char *pid_s = getenv("FAKE_NVML_PID");
-  unsigned pid = pid_s ? (unsigned)atoi(pid_s) : 4242;
+  unsigned pid = (pid_s ? (unsigned)atoi(pid_s) : 4242) + (getenv("FAKE_NVML_MPS") ? 100 : 0);
   const char *np_s = getenv("FAKE_NVML_NPROCS");
   unsigned np = np_s && atoi(np_s) > 1 ? (unsigned)atoi(np_s) : 1;
   if (*n < 2 * np) {

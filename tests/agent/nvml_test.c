@@ -121,6 +121,26 @@ static void a_sample_carries_every_figure_and_each_process(void) {
   remove_fake();
 }
 
+static void an_mps_clients_utilisation_is_unknown_not_zero(void) {
+  /* Under MPS the driver samples the clients' kernels under the server's pid: the client
+   * (GPU 0's process) has no samples of its own. Zero would call a busy job idle. */
+  setenv("FAKE_NVML_PID", "31337", 1);
+  setenv("FAKE_NVML_MPS", "1", 1);
+  gp_gpu_backend *b = open_fake();
+  gp_gpu_sample s;
+  REQUIRE(b->ops->sample(b, 0, &s, NULL) == 0);
+  REQUIRE(s.n_procs == 1);
+  CHECK_EQ_INT(31337, s.procs[0].pid);
+  CHECK_EQ_INT(1024, s.procs[0].used_mib); /* its memory is still its own */
+  CHECK_EQ_INT(-1, s.procs[0].sm_util_pct);
+  /* GPU 1's process is no MPS client: no samples there still means it ran no kernels. */
+  REQUIRE(b->ops->sample(b, 1, &s, NULL) == 0);
+  CHECK_EQ_INT(0, s.procs[0].sm_util_pct);
+  unsetenv("FAKE_NVML_MPS");
+  b->ops->close(b);
+  remove_fake();
+}
+
 static void long_process_lists_are_read_in_full_and_bounded(void) {
   /* 150 processes: more than a first buffer holds, so the backend asks again with the size
    * the driver named; the sample keeps the first GP_GPU_MAX_PROCS. */
@@ -291,7 +311,8 @@ static void the_simulated_backend_stands_in_only_when_asked(void) {
 }
 
 GP_TESTS(discovery_reads_identity_mig_and_nvlink, an_older_driver_lacks_entry_points_and_still_works,
-         a_sample_carries_every_figure_and_each_process, long_process_lists_are_read_in_full_and_bounded,
+         a_sample_carries_every_figure_and_each_process, an_mps_clients_utilisation_is_unknown_not_zero,
+         long_process_lists_are_read_in_full_and_bounded,
          xid_events_arrive_through_the_event_api,
          a_lost_gpu_fails_its_sample, close_shuts_nvml_down, a_busy_gpu_is_not_repartitioned,
          an_idle_mig_gpu_is_repartitioned_through_nvml, repartitioning_without_root_says_so,

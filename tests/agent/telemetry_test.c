@@ -100,6 +100,7 @@ static void usage_summary_adds_up_and_outlives_the_job(void) {
   gp_job_usage u;
   REQUIRE(gp_telemetry_job_usage(p.t, "7", &u) == 0);
   CHECK_EQ_INT(30, u.sampled_s);
+  CHECK(u.util_known);
   CHECK_EQ_INT(10, u.idle_s);
   CHECK_NEAR((0 + 80 + 40) / 3.0, u.avg_sm_util_pct, 0.01);
   CHECK_EQ_INT(80, u.peak_sm_util_pct);
@@ -134,6 +135,41 @@ static void shared_energy_is_split_by_utilisation(void) {
   /* 1 s at 70 + 630 * 0.8 = 574 W, split 3:1. */
   CHECK_NEAR(574 * 0.75, ua.energy_j, 0.5);
   CHECK_NEAR(574 * 0.25, ub.energy_j, 0.5);
+  close_pool(&p);
+}
+
+static void under_mps_a_jobs_utilisation_is_unknown_not_idle(void) {
+  /* The driver counts MPS clients' kernels against the server: per-process utilisation is
+   * unknown. The jobs keep their memory and an even split of the energy, and their usage
+   * says the utilisation was never measured instead of calling them idle. */
+  pool p = open_pool("H100");
+  REQUIRE(gp_gpu_sim_set_mps(p.b, 0, true) == 0);
+  gp_telemetry_job jobs[2] = {job("a", "q", "u", 61001, 0), job("b", "q", "u", 61002, 0)};
+  gp_telemetry_set_jobs(p.t, jobs, 2, NULL);
+  gp_gpu_sim_attach(p.b, 0, 61001, NULL, 60, 1024, NULL);
+  gp_gpu_sim_attach(p.b, 0, 61002, NULL, 20, 2048, NULL);
+  gp_telemetry_sample(p.t);
+  now_ms += 1000;
+  gp_telemetry_sample(p.t);
+  gp_job_usage ua, ub;
+  gp_telemetry_job_usage(p.t, "a", &ua);
+  gp_telemetry_job_usage(p.t, "b", &ub);
+  CHECK(!ua.util_known && !ub.util_known);
+  CHECK_EQ_INT(0, ua.idle_s);
+  CHECK_EQ_INT(1024, ua.peak_mem_mib);
+  CHECK_EQ_INT(2048, ub.peak_mem_mib);
+  CHECK_NEAR(574 * 0.5, ua.energy_j, 0.5);
+  gp_telemetry_view_get(p.t, p.v);
+  REQUIRE(p.v->n_attr == 2);
+  CHECK_EQ_INT(-1, p.v->attr[0].sm_util_pct);
+  CHECK_EQ_INT(-1, p.v->attr[1].sm_util_pct);
+  /* Without MPS the same load is measured per process. */
+  REQUIRE(gp_gpu_sim_set_mps(p.b, 0, false) == 0);
+  now_ms += 1000;
+  gp_telemetry_sample(p.t);
+  gp_telemetry_job_usage(p.t, "a", &ua);
+  CHECK(ua.util_known);
+  CHECK_EQ_INT(60, ua.peak_sm_util_pct);
   close_pool(&p);
 }
 
@@ -251,6 +287,7 @@ static void job_table_is_bounded(void) {
 }
 
 GP_TESTS(two_jobs_on_one_gpu_each_get_their_own_figures, usage_summary_adds_up_and_outlives_the_job,
-         shared_energy_is_split_by_utilisation, processes_join_jobs_by_process_tree_and_cgroup,
+         shared_energy_is_split_by_utilisation,
+         under_mps_a_jobs_utilisation_is_unknown_not_idle, processes_join_jobs_by_process_tree_and_cgroup,
          real_child_processes_are_attributed_to_their_job,
          a_gpu_that_stops_answering_is_reported_with_its_event, job_table_is_bounded)
