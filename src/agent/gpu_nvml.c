@@ -36,7 +36,14 @@ typedef struct nvml {
   gp_nvml_event_set events;
   int64_t nvlink_kib[GP_GPU_MAX_DEVICES], nvlink_at_ms[GP_GPU_MAX_DEVICES];
   unsigned long long proc_util_ts[GP_GPU_MAX_DEVICES];
+  int64_t energy_mj[GP_GPU_MAX_DEVICES], energy_at_ms[GP_GPU_MAX_DEVICES]; /* last counter read */
 } nvml;
+
+/* The energy counter costs about 2.7 ms per read (an H200, driver 580), more than the rest
+ * of a GPU's sample together; it is read at most this often and reported as last read in
+ * between (dcgm-exporter collects every 30 s by default). Per-job energy integrates power,
+ * which every round reads. */
+#define ENERGY_READ_MS 10000
 
 static const gp_gpu_backend_ops nvml_ops;
 
@@ -283,6 +290,10 @@ static void sample_procs(nvml *m, int g, gp_gpu_sample *s) {
     return;
   const gp_nvml_process_info *procs = pbuf;
   if (n > GP_GPU_MAX_PROCS) n = GP_GPU_MAX_PROCS; /* the sample holds that many */
+  if (n == 0) { /* nobody to attribute: spare the utilisation list (ms per call) */
+    if (pbuf != stack_procs) free(pbuf);
+    return;
+  }
   /* Per-process SM utilisation over the samples since our last read. NOT_FOUND means no
    * process ran kernels in that time: all zero. Any other failure: unknown (-1). */
   int util_rc = GP_NVML_ERROR_FUNCTION_NOT_FOUND;
@@ -366,9 +377,12 @@ static int nvml_sample(gp_gpu_backend *b, int g, gp_gpu_sample *s, gp_err *err) 
   unsigned long long ull;
   s->power_w = -1;
   if (m->nvmlDeviceGetPowerUsage && m->nvmlDeviceGetPowerUsage(d, &v) == 0) s->power_w = v / 1000.0;
-  s->energy_mj = -1;
-  if (m->nvmlDeviceGetTotalEnergyConsumption && m->nvmlDeviceGetTotalEnergyConsumption(d, &ull) == 0)
-    s->energy_mj = (int64_t)ull;
+  if (m->nvmlDeviceGetTotalEnergyConsumption &&
+      (!m->energy_at_ms[g] || s->at_ms - m->energy_at_ms[g] >= ENERGY_READ_MS)) {
+    m->energy_mj[g] = m->nvmlDeviceGetTotalEnergyConsumption(d, &ull) == 0 ? (int64_t)ull : -1;
+    m->energy_at_ms[g] = s->at_ms;
+  }
+  s->energy_mj = m->energy_at_ms[g] ? m->energy_mj[g] : -1;
   s->temp_c = -1;
   if (m->nvmlDeviceGetTemperature && m->nvmlDeviceGetTemperature(d, GP_NVML_TEMPERATURE_GPU, &v) == 0)
     s->temp_c = (int)v;

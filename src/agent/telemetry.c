@@ -336,10 +336,14 @@ int gp_telemetry_sample(gp_telemetry *t) {
       continue;
     }
     const gp_gpu_sample *s = &t->scratch[g];
-    if (s->energy_mj >= 0 && t->have_energy[g] && s->energy_mj >= t->last_energy_mj[g])
+    /* The round's energy integrates power (averaged over the last second by the driver on
+     * Ampere and newer), as DCGM's job statistics do: a backend may read the energy counter
+     * only every few seconds (it is slow). The counter's delta serves where power is not
+     * read. */
+    if (s->power_w >= 0)
+      energy_delta[g] = s->power_w * (double)dt;
+    else if (s->energy_mj >= 0 && t->have_energy[g] && s->energy_mj >= t->last_energy_mj[g])
       energy_delta[g] = (double)(s->energy_mj - t->last_energy_mj[g]);
-    else if (s->energy_mj < 0 && s->power_w >= 0)
-      energy_delta[g] = s->power_w * (double)dt; /* no energy counter: integrate power */
     if (s->energy_mj >= 0) {
       t->last_energy_mj[g] = s->energy_mj;
       t->have_energy[g] = true;

@@ -160,7 +160,13 @@ EXPORT gp_nvml_return nvmlDeviceGetPowerUsage(gp_nvml_device d, unsigned *mw) {
   return 0;
 }
 
+/* How often the slow calls were made (the backend spares them where it can). */
+static int energy_reads, util_reads;
+EXPORT int fake_nvml_energy_reads(void) { return energy_reads; }
+EXPORT int fake_nvml_util_reads(void) { return util_reads; }
+
 EXPORT gp_nvml_return nvmlDeviceGetTotalEnergyConsumption(gp_nvml_device d, unsigned long long *mj) {
+  energy_reads++;
   *mj = 123456789ull + (unsigned long long)D(d)->index;
   return 0;
 }
@@ -448,6 +454,7 @@ EXPORT gp_nvml_return nvmlDeviceGetMPSComputeRunningProcesses_v3(gp_nvml_device 
 /* Samples newer than `last`: two per call for the GPU 0 process (peak 42%). */
 EXPORT gp_nvml_return nvmlDeviceGetProcessUtilization(gp_nvml_device d, gp_nvml_process_util *u,
                                                       unsigned *n, unsigned long long last) {
+  util_reads++;
   if (D(d)->index != 0) return GP_NVML_ERROR_NOT_FOUND; /* nothing ran kernels */
   if (!u) {
     *n = 2;

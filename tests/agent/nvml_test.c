@@ -8,6 +8,7 @@
 #include "test.h"
 #include "agent/gpu_nvml.h"
 #include "agent/gpu_sim.h"
+#include "agent/telemetry.h"
 
 static char libdir[64];
 static char libpath[128];
@@ -137,6 +138,54 @@ static void an_mps_clients_utilisation_is_unknown_not_zero(void) {
   REQUIRE(b->ops->sample(b, 1, &s, NULL) == 0);
   CHECK_EQ_INT(0, s.procs[0].sm_util_pct);
   unsetenv("FAKE_NVML_MPS");
+  b->ops->close(b);
+  remove_fake();
+}
+
+static int64_t test_clock_ms;
+static int64_t test_clock(void *ctx) {
+  (void)ctx;
+  return test_clock_ms;
+}
+
+static int fake_counter(const char *name) {
+  void *h = dlopen(libpath, RTLD_NOW | RTLD_NOLOAD);
+  REQUIRE(h);
+  int (*count)(void) = (int (*)(void))dlsym(h, name);
+  REQUIRE(count);
+  int n = count();
+  dlclose(h);
+  return n;
+}
+
+static void slow_calls_are_spared_and_energy_integrates_power(void) {
+  /* The energy counter (ms per read on real GPUs) is read once per 10 s and reported as
+   * read in between; an idle GPU's utilisation list is not asked for. A job's energy
+   * integrates the power read every round, so it grows while the counter stands still. */
+  setenv("FAKE_NVML_IDLE", "1", 1);
+  gp_gpu_backend *b = open_fake();
+  gp_telemetry_opts to = {.hostname = "n1", .clock_ms = test_clock};
+  gp_telemetry *t = NULL;
+  REQUIRE(gp_telemetry_new(b, &to, &t, NULL) == 0);
+  gp_telemetry_job j;
+  memset(&j, 0, sizeof j);
+  snprintf(j.id, sizeof j.id, "7");
+  j.leader = 1;
+  j.n_gpus = 1;
+  j.gpus[0] = 0;
+  REQUIRE(gp_telemetry_set_jobs(t, &j, 1, NULL) == 0);
+  int energy0 = fake_counter("fake_nvml_energy_reads"), util0 = fake_counter("fake_nvml_util_reads");
+  test_clock_ms = 1000;
+  for (int round = 0; round < 3; round++, test_clock_ms += 1000) gp_telemetry_sample(t);
+  CHECK_EQ_INT(2, fake_counter("fake_nvml_energy_reads") - energy0); /* once per GPU */
+  CHECK_EQ_INT(0, fake_counter("fake_nvml_util_reads") - util0);
+  gp_gpu_sample s;
+  REQUIRE(b->ops->sample(b, 0, &s, NULL) == 0);
+  CHECK_EQ_INT(123456789, s.energy_mj); /* the last read */
+  gp_job_usage u;
+  REQUIRE(gp_telemetry_job_usage(t, "7", &u) == 0);
+  CHECK_NEAR(2 * 312.5, u.energy_j, 0.01); /* two rounds of 1 s at 312.5 W */
+  gp_telemetry_free(t);
   b->ops->close(b);
   remove_fake();
 }
@@ -312,6 +361,7 @@ static void the_simulated_backend_stands_in_only_when_asked(void) {
 
 GP_TESTS(discovery_reads_identity_mig_and_nvlink, an_older_driver_lacks_entry_points_and_still_works,
          a_sample_carries_every_figure_and_each_process, an_mps_clients_utilisation_is_unknown_not_zero,
+         slow_calls_are_spared_and_energy_integrates_power,
          long_process_lists_are_read_in_full_and_bounded,
          xid_events_arrive_through_the_event_api,
          a_lost_gpu_fails_its_sample, close_shuts_nvml_down, a_busy_gpu_is_not_repartitioned,
