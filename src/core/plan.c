@@ -5,6 +5,7 @@
 #include "core/plan.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "util/mem.h"
 
@@ -12,6 +13,63 @@ void gp_plan_free(gp_plan *plan) {
   if (!plan) return;
   gp_arena_free(plan->arena);
   free(plan);
+}
+
+static bool same_str(const char *a, const char *b) { return a == b || (a && b && !strcmp(a, b)); }
+
+static bool same_placements(const gp_placement *a, const gp_placement *b, int n) {
+  for (int i = 0; i < n; i++)
+    if (a[i].node != b[i].node || a[i].gpu_mask != b[i].gpu_mask || a[i].gpu_milli != b[i].gpu_milli ||
+        a[i].gpu_mem_mib != b[i].gpu_mem_mib || a[i].mig_instance != b[i].mig_instance)
+      return false;
+  return true;
+}
+
+bool gp_plan_equal(const gp_plan *a, const gp_plan *b) {
+  if (a->now != b->now || a->n_starts != b->n_starts || a->n_preemptions != b->n_preemptions ||
+      a->n_reservations != b->n_reservations || a->n_pending != b->n_pending ||
+      a->n_ended != b->n_ended || a->n_queues != b->n_queues || a->n_mig != b->n_mig)
+    return false;
+  for (int i = 0; i < a->n_starts; i++) {
+    const gp_plan_start *x = &a->starts[i], *y = &b->starts[i];
+    if (x->job != y->job || x->n_placements != y->n_placements ||
+        !same_placements(x->placements, y->placements, x->n_placements))
+      return false;
+  }
+  for (int i = 0; i < a->n_preemptions; i++) {
+    const gp_plan_preemption *x = &a->preemptions[i], *y = &b->preemptions[i];
+    if (x->job != y->job || x->for_job != y->for_job || x->kind != y->kind) return false;
+  }
+  for (int i = 0; i < a->n_reservations; i++)
+    if (a->reservations[i].job != b->reservations[i].job || a->reservations[i].at != b->reservations[i].at)
+      return false;
+  for (int i = 0; i < a->n_pending; i++) {
+    const gp_plan_pending *x = &a->pending[i], *y = &b->pending[i];
+    if (x->job != y->job || x->reason != y->reason || !same_str(x->message, y->message)) return false;
+  }
+  for (int i = 0; i < a->n_ended; i++) {
+    const gp_plan_end *x = &a->ended[i], *y = &b->ended[i];
+    if (x->job != y->job || x->reason != y->reason || !same_str(x->message, y->message)) return false;
+  }
+  for (int i = 0; i < a->n_queues; i++) {
+    const gp_plan_queue *x = &a->queues[i], *y = &b->queues[i];
+    /* (memcmp on the doubles: the same bits, as byte-identical output needs) */
+    if (!same_str(x->name, y->name) || x->parent != y->parent ||
+        memcmp(&x->deserved, &y->deserved, sizeof x->deserved) || memcmp(&x->limit, &y->limit, sizeof x->limit) ||
+        memcmp(&x->weight, &y->weight, sizeof x->weight) ||
+        memcmp(&x->fair_share, &y->fair_share, sizeof x->fair_share) ||
+        memcmp(&x->allocated, &y->allocated, sizeof x->allocated) ||
+        memcmp(&x->pending, &y->pending, sizeof x->pending) || x->running_jobs != y->running_jobs ||
+        x->pending_jobs != y->pending_jobs)
+      return false;
+  }
+  for (int i = 0; i < a->n_mig; i++) {
+    const gp_plan_mig *x = &a->mig[i], *y = &b->mig[i];
+    if (x->node != y->node || x->gpu != y->gpu || x->n_instances != y->n_instances) return false;
+    for (int k = 0; k < x->n_instances; k++)
+      if (!same_str(x->profiles[k], y->profiles[k]) || x->start_slots[k] != y->start_slots[k]) return false;
+  }
+  return true;
 }
 
 static const char *const pending_names[] = {

@@ -105,6 +105,9 @@ typedef struct gp_plan {
 } gp_plan;
 
 void gp_plan_free(gp_plan *plan); /* accepts NULL */
+/* Whether two plans say the same thing, field by field (strings by content): what the
+ * byte-identical promise of gp_sched_step_memo means, checkable by its callers. */
+bool gp_plan_equal(const gp_plan *a, const gp_plan *b);
 
 /* Machine names ("Resources", "GpuModelUnavailable", "reclaim", ...) as in the API. */
 const char *gp_pending_reason_name(gp_pending_reason r);

@@ -42,6 +42,7 @@ static int free_allocs(gp_srv_state *s, gp_srv_job *j, gp_err *err) {
   free(j->alloc);
   j->alloc = NULL;
   j->n_alloc = 0;
+  gp__srv_job_changed(s, j);
   s->sched_dirty = true;
   return gp_store_del_allocs(s->store, j->id, err);
 }
@@ -162,6 +163,7 @@ int gp__srv_job_lost(gp_srv_state *s, gp_srv_job *j, const char *why, int64_t no
 int gp__srv_node_down(gp_srv_state *s, gp_srv_node *n, const char *why, int64_t now, gp_err *err) {
   int idx = gp__srv_node_index(s, n->name);
   n->alive = false;
+  gp__srv_view_changed(s);
   s->sched_dirty = true;
   /* Collect first: losing a job edits the active list. */
   int nj = 0;

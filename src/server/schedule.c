@@ -4,12 +4,15 @@
  * (gp_sched_step), and apply the plan: persist allocations, state changes and orders in
  * the current transaction; the state thread hands the orders to agents only after the
  * commit. Pending reasons are kept in memory for `gpool why` (they are recomputed every
- * step, so they are not stored). */
+ * step, so they are not stored). Steps go through the state's memo (gp_sched_step_memo):
+ * a job's rev is bumped by every change to it (state.c), the view's by every change to a
+ * node or queue, and by any change of the nodes' and queues' figures found here. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
+#include "core/plan.h"
 #include "core/sched.h"
 #include "server/state.h"
 #include "util/mem.h"
@@ -20,6 +23,7 @@ typedef struct view_build {
   gp_queue *queues;
   gp_job *jobs;
   gp_srv_job **srv_jobs; /* view index -> job */
+  uint64_t *job_revs;    /* view index -> the job's rev */
   gp_placement *placements;
   size_t n_placements;
 } view_build;
@@ -71,6 +75,7 @@ static void add_job(view_build *b, int *nj, gp_srv_job *j) {
   v->n_after_any = j->n_after_any;
   v->after_any = (const char *const *)j->after_any;
   j->view_index = *nj;
+  b->job_revs[*nj] = j->rev;
   b->srv_jobs[(*nj)++] = j;
 }
 
@@ -115,8 +120,10 @@ static void build_view(gp_srv_state *s, view_build *b) {
   }
   sc->jobs = grow(sc->jobs, &sc->cap_jobs, cap, sizeof *sc->jobs);
   sc->srv_jobs = grow(sc->srv_jobs, &sc->cap_srv_jobs, cap, sizeof *sc->srv_jobs);
+  sc->job_revs = grow(sc->job_revs, &sc->cap_job_revs, cap, sizeof *sc->job_revs);
   b->jobs = sc->jobs;
   b->srv_jobs = sc->srv_jobs;
+  b->job_revs = sc->job_revs;
   int nj = 0;
   /* Placements of ended dependencies are not needed: only active jobs hold resources. */
   sc->placements = grow(sc->placements, &sc->cap_placements, n_pl, sizeof *sc->placements);
@@ -140,7 +147,66 @@ static void build_view(gp_srv_state *s, view_build *b) {
   }
   b->view = (gp_view){.n_nodes = s->n_nodes, .nodes = b->nodes, .n_queues = s->n_queues,
                       .queues = b->queues, .n_pools = s->cfg->n_pools, .pools = s->cfg->pools,
-                      .n_jobs = nj, .jobs = b->jobs}; /* no revs: gp_sched_step keeps no memo */
+                      .n_jobs = nj, .jobs = b->jobs, .job_revs = b->job_revs};
+}
+
+/* A fingerprint of the nodes' and queues' figures as the view shows them (strings by
+ * address: every change of one goes through a site that calls gp__srv_view_changed). The
+ * policy and pools come from the config, which a state never changes. */
+static uint64_t mix(uint64_t h, uint64_t w) { return (h ^ w) * 0x100000001b3ull; }
+static uint64_t mix_d(uint64_t h, double d) {
+  uint64_t w;
+  memcpy(&w, &d, sizeof w);
+  return mix(h, w);
+}
+
+static uint64_t view_fingerprint(const gp_view *v) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  h = mix(h, (uint64_t)v->n_nodes << 32 ^ (uint64_t)v->n_queues);
+  for (int i = 0; i < v->n_nodes; i++) {
+    const gp_node *n = &v->nodes[i];
+    h = mix(h, (uintptr_t)n->name ^ (uint64_t)(uintptr_t)n->model << 1);
+    h = mix(h, (uint64_t)n->gpu_mem_mib ^ (uint64_t)n->n_gpus << 48);
+    h = mix(h, (uint64_t)n->cpu_milli ^ (uint64_t)n->mem_mib << 20);
+    h = mix(h, (uintptr_t)n->labels ^ (uint64_t)n->n_labels << 56 ^ (uint64_t)n->capacity << 40 ^
+                   (uint64_t)n->state << 44);
+    for (int g = 0; n->gpus && g < n->n_gpus; g++) {
+      const gp_gpu *u = &n->gpus[g];
+      h = mix(h, (uintptr_t)u->uuid ^ (uint64_t)u->health << 56 ^ (uint64_t)u->mode << 48);
+      h = mix(h, (uint64_t)(uint32_t)u->timeslice_replicas ^ (uint64_t)(uint32_t)u->nvlink_domain << 32);
+      h = mix(h, (uint64_t)u->mem_mib ^ (uintptr_t)u->mig ^ (uint64_t)u->n_mig << 56);
+      for (int k = 0; k < u->n_mig; k++)
+        h = mix(h, (uintptr_t)u->mig[k].profile ^ (uintptr_t)u->mig[k].uuid ^ (uint64_t)u->mig[k].start_slot << 58);
+    }
+  }
+  for (int q = 0; q < v->n_queues; q++) {
+    const gp_queue *u = &v->queues[q];
+    h = mix(h, (uintptr_t)u->name ^ (uint64_t)(uintptr_t)u->default_priority << 1);
+    h = mix_d(mix_d(mix_d(h, u->deserved_gpus), u->limit_gpus), u->weight);
+    h = mix(h, (uint64_t)u->default_time_limit);
+  }
+  return h;
+}
+
+/* The step, through the memo. With sched_check, a full step beside it must agree. */
+static int step(gp_srv_state *s, gp_view *v, int64_t now, gp_plan **ret, gp_err *err) {
+  uint64_t fp = view_fingerprint(v);
+  if (fp != s->view_fp) {
+    s->view_fp = fp;
+    gp__srv_view_changed(s);
+  }
+  v->rev = s->view_rev;
+  int r = gp_sched_step_memo(s->memo, &s->cfg->policy, v, now, 0, ret, err);
+  if (r || !s->sched_check) return r;
+  gp_plan *full = NULL;
+  gp_err e = {0};
+  if (gp_sched_step(&s->cfg->policy, v, now, &full, &e) || !gp_plan_equal(*ret, full)) {
+    fprintf(stderr, "gpool server: the scheduler's memo decided other than a full step at %lld\n",
+            (long long)now);
+    abort();
+  }
+  gp_plan_free(full);
+  return 0;
 }
 
 static json_t *start_order(gp_srv_state *s, gp_srv_job *j, int task) {
@@ -242,7 +308,7 @@ int gp__srv_schedule(gp_srv_state *s, int64_t now, gp_err *err) {
   view_build b;
   build_view(s, &b);
   gp_plan *plan = NULL;
-  int r = gp_sched_step(&s->cfg->policy, &b.view, now, &plan, err);
+  int r = step(s, &b.view, now, &plan, err);
   s->sched_dirty = false;
   if (r) return r;
   s->counters.sched_cycles++;

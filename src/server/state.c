@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/sched.h"
 #include "server/state.h"
 #include "util/mem.h"
 
@@ -14,6 +15,10 @@ gp_srv_state *gp__srv_state_new(const gp_server_config *cfg, gp_store *store) {
   s->store = store;
   s->next_job_id = 1;
   s->next_order_id = 1;
+  s->memo = gp_sched_memo_new();
+  s->view_rev = ++s->revs;
+  const char *check = getenv("GPOOL_SCHED_CHECK");
+  s->sched_check = check && strcmp(check, "1") == 0;
   gp_hist_init(&s->counters.cycle_s, gp_hist_bounds_cycle_s, gp_hist_n_bounds_cycle_s);
   gp_hist_init(&s->counters.wait_s, gp_hist_bounds_wait_s, gp_hist_n_bounds_wait_s);
   gp_hist_init(&s->counters.run_s, gp_hist_bounds_wait_s, gp_hist_n_bounds_wait_s);
@@ -38,6 +43,8 @@ void gp__srv_state_free(gp_srv_state *s) {
   free(s->scratch.nodes);
   free(s->scratch.queues);
   free(s->scratch.jobs);
+  free(s->scratch.job_revs);
+  gp_sched_memo_free(s->memo);
   free(s->scratch.srv_jobs);
   free(s->scratch.placements);
   free(s);
@@ -67,6 +74,7 @@ static void slots_insert(int *slots, size_t n_slots, const char *name, int index
 }
 
 void gp__srv_node_add(gp_srv_state *s, gp_srv_node *n) {
+  gp__srv_view_changed(s);
   gp_xgrow((void **)&s->nodes, &s->cap_nodes, (size_t)s->n_nodes + 1, sizeof *s->nodes);
   s->nodes[s->n_nodes++] = n;
   if ((size_t)s->n_nodes * 2 > s->n_node_slots) {
@@ -144,11 +152,17 @@ void gp__srv_job_insert(gp_srv_state *s, gp_srv_job *j) {
   }
   gp__srv_job_free(s->jobs[j->id]);
   s->jobs[j->id] = j;
+  gp__srv_job_changed(s, j);
   if (j->id >= s->next_job_id) s->next_job_id = j->id + 1;
   if (!gp_job_state_is_final(j->state)) active_add(s, j);
 }
 
+void gp__srv_job_changed(gp_srv_state *s, gp_srv_job *j) { j->rev = ++s->revs; }
+
+void gp__srv_view_changed(gp_srv_state *s) { s->view_rev = ++s->revs; }
+
 void gp__srv_job_set_state(gp_srv_state *s, gp_srv_job *j, gp_job_state st) {
+  gp__srv_job_changed(s, j);
   j->state = st;
   if (gp_job_state_is_final(st)) active_remove(s, j);
   else active_add(s, j);
@@ -156,6 +170,7 @@ void gp__srv_job_set_state(gp_srv_state *s, gp_srv_job *j, gp_job_state st) {
 }
 
 int gp__srv_persist_job_doc(gp_srv_state *s, gp_srv_job *j, char **ret_doc, gp_err *err) {
+  gp__srv_job_changed(s, j); /* every lasting change is written through here */
   char *doc = gp__srv_job_store_doc(j);
   gp_store_job row = {j->id, gp_job_state_name(j->state), j->queue, j->user, j->submitted_at, doc};
   int r = gp_store_put_job(s->store, &row, err);
@@ -186,6 +201,7 @@ int gp__srv_job_event(gp_srv_state *s, gp_srv_job *j, const char *ev, int64_t at
 }
 
 int gp__srv_persist_node(gp_srv_state *s, gp_srv_node *n, gp_err *err) {
+  gp__srv_view_changed(s);
   json_t *o = gp__srv_node_to_json(s, n, true);
   char *doc = json_dumps(o, JSON_COMPACT);
   json_decref(o);
@@ -196,6 +212,7 @@ int gp__srv_persist_node(gp_srv_state *s, gp_srv_node *n, gp_err *err) {
 }
 
 int gp__srv_persist_queue(gp_srv_state *s, gp_srv_queue *q, gp_err *err) {
+  gp__srv_view_changed(s);
   json_t *o = gp__srv_queue_to_json(q);
   char *doc = json_dumps(o, JSON_COMPACT);
   json_decref(o);

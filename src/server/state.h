@@ -44,6 +44,7 @@ typedef struct gp_srv_job {
   int64_t id;
   char idstr[24];
   gp_job_state state;
+  uint64_t rev;         /* from gp_srv_state.revs at its last change: the scheduler's memo */
   /* The request, as validated at submission. */
   char *name, *queue, *user, *priority; /* priority: class name, NULL: queue's default */
   json_t *command;      /* array of strings (owned reference) */
@@ -179,6 +180,8 @@ typedef struct gp_srv_scratch {
   size_t cap_srv_jobs;
   gp_placement *placements;
   size_t cap_placements;
+  uint64_t *job_revs;
+  size_t cap_job_revs;
 } gp_srv_scratch;
 
 typedef struct gp_srv_state {
@@ -204,6 +207,13 @@ typedef struct gp_srv_state {
   int n_figs;
   int64_t next_order_id;
   bool sched_dirty;         /* something changed that the scheduler should see */
+  /* The scheduler's memo (gp_sched_step_memo) and its rev contract: every job change takes
+   * the job a new rev (gp__srv_job_changed), every node or queue change a new view rev
+   * (gp__srv_view_changed); one counter for both. sched_check (GPOOL_SCHED_CHECK=1, for
+   * tests) runs gp_sched_step beside each memo step and aborts when their plans differ. */
+  struct gp_sched_memo *memo;
+  uint64_t revs, view_rev, view_fp;
+  bool sched_check;
   bool have_plan;
   gp_srv_counters counters;
   gp_srv_scratch scratch;
@@ -228,6 +238,9 @@ void gp__srv_job_free(gp_srv_job *j);
 /* Takes ownership of j (a new job with j->id assigned) and indexes it. */
 void gp__srv_job_insert(gp_srv_state *s, gp_srv_job *j);
 void gp__srv_job_set_state(gp_srv_state *s, gp_srv_job *j, gp_job_state st);
+/* A job, or a node or queue, changed: the scheduler re-derives what it kept of it. */
+void gp__srv_job_changed(gp_srv_state *s, gp_srv_job *j);
+void gp__srv_view_changed(gp_srv_state *s);
 
 int gp__srv_persist_job(gp_srv_state *s, gp_srv_job *j, gp_err *err);
 /* The same, handing the stored JSON document to the caller (who frees it) on success. */

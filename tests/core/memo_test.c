@@ -246,6 +246,18 @@ static void a_memo_gives_the_same_plans_as_a_step_without_one(void) {
         REQUIRE(gp_sched_step_memo(w->memo, &w->f->pol, &w->f->view, now, 0, &memo, &e) == 0);
       }
       bool same = plans_equal(plain, memo, step, false) && plans_equal(plain, decisions, step, true);
+      CHECK(same == gp_plan_equal(plain, memo)); /* the callers' check (the server's) agrees */
+      if (step == 20) { /* and tells a plan from one with a single figure changed */
+        REQUIRE(memo->n_queues > 0);
+        memo->queues[memo->n_queues - 1].fair_share = nextafter(memo->queues[memo->n_queues - 1].fair_share, 1e9);
+        CHECK(!gp_plan_equal(plain, memo));
+        if (memo->n_pending > 0) {
+          memo->queues[memo->n_queues - 1].fair_share = plain->queues[plain->n_queues - 1].fair_share;
+          CHECK(gp_plan_equal(plain, memo));
+          memo->pending[0].message = "another sentence";
+          CHECK(!gp_plan_equal(plain, memo));
+        }
+      }
       started += plain->n_starts;
       preempted += plain->n_preemptions;
       apply(w, plain, now);
