@@ -17,6 +17,9 @@ void gp_plan_free(gp_plan *plan) {
 
 static bool same_str(const char *a, const char *b) { return a == b || (a && b && !strcmp(a, b)); }
 
+/* The same bits, as byte-identical output needs (0.1 + 0.2 is not 0.3). */
+static bool same_bits(double a, double b) { return memcmp(&a, &b, sizeof a) == 0; }
+
 static bool same_placements(const gp_placement *a, const gp_placement *b, int n) {
   for (int i = 0; i < n; i++)
     if (a[i].node != b[i].node || a[i].gpu_mask != b[i].gpu_mask || a[i].gpu_milli != b[i].gpu_milli ||
@@ -53,13 +56,10 @@ bool gp_plan_equal(const gp_plan *a, const gp_plan *b) {
   }
   for (int i = 0; i < a->n_queues; i++) {
     const gp_plan_queue *x = &a->queues[i], *y = &b->queues[i];
-    /* (memcmp on the doubles: the same bits, as byte-identical output needs) */
-    if (!same_str(x->name, y->name) || x->parent != y->parent ||
-        memcmp(&x->deserved, &y->deserved, sizeof x->deserved) || memcmp(&x->limit, &y->limit, sizeof x->limit) ||
-        memcmp(&x->weight, &y->weight, sizeof x->weight) ||
-        memcmp(&x->fair_share, &y->fair_share, sizeof x->fair_share) ||
-        memcmp(&x->allocated, &y->allocated, sizeof x->allocated) ||
-        memcmp(&x->pending, &y->pending, sizeof x->pending) || x->running_jobs != y->running_jobs ||
+    if (!same_str(x->name, y->name) || x->parent != y->parent || !same_bits(x->deserved, y->deserved) ||
+        !same_bits(x->limit, y->limit) || !same_bits(x->weight, y->weight) ||
+        !same_bits(x->fair_share, y->fair_share) || !same_bits(x->allocated, y->allocated) ||
+        !same_bits(x->pending, y->pending) || x->running_jobs != y->running_jobs ||
         x->pending_jobs != y->pending_jobs)
       return false;
   }
