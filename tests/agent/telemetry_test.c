@@ -120,18 +120,24 @@ static void usage_summary_adds_up_and_outlives_the_job(void) {
   close_pool(&p);
 }
 
+/* Jobs a (60% of the GPU, 1 GiB) and b (20%, mem_b MiB) share GPU 0 for one 1 s round;
+ * their usage after it. */
+static void share_one_round(pool *p, int64_t mem_b, gp_job_usage *ua, gp_job_usage *ub) {
+  gp_telemetry_job jobs[2] = {job("a", "q", "u", 60001, 0), job("b", "q", "u", 60002, 0)};
+  gp_telemetry_set_jobs(p->t, jobs, 2, NULL);
+  gp_gpu_sim_attach(p->b, 0, 60001, NULL, 60, 1024, NULL);
+  gp_gpu_sim_attach(p->b, 0, 60002, NULL, 20, mem_b, NULL);
+  gp_telemetry_sample(p->t);
+  now_ms += 1000;
+  gp_telemetry_sample(p->t);
+  gp_telemetry_job_usage(p->t, "a", ua);
+  gp_telemetry_job_usage(p->t, "b", ub);
+}
+
 static void shared_energy_is_split_by_utilisation(void) {
   pool p = open_pool("H100");
-  gp_telemetry_job jobs[2] = {job("a", "q", "u", 60001, 0), job("b", "q", "u", 60002, 0)};
-  gp_telemetry_set_jobs(p.t, jobs, 2, NULL);
-  gp_gpu_sim_attach(p.b, 0, 60001, NULL, 60, 1024, NULL);
-  gp_gpu_sim_attach(p.b, 0, 60002, NULL, 20, 1024, NULL);
-  gp_telemetry_sample(p.t);
-  now_ms += 1000;
-  gp_telemetry_sample(p.t);
   gp_job_usage ua, ub;
-  gp_telemetry_job_usage(p.t, "a", &ua);
-  gp_telemetry_job_usage(p.t, "b", &ub);
+  share_one_round(&p, 1024, &ua, &ub);
   /* 1 s at 70 + 630 * 0.8 = 574 W, split 3:1. */
   CHECK_NEAR(574 * 0.75, ua.energy_j, 0.5);
   CHECK_NEAR(574 * 0.25, ub.energy_j, 0.5);
@@ -144,16 +150,8 @@ static void under_mps_a_jobs_utilisation_is_unknown_not_idle(void) {
    * says the utilisation was never measured instead of calling them idle. */
   pool p = open_pool("H100");
   REQUIRE(gp_gpu_sim_set_mps(p.b, 0, true) == 0);
-  gp_telemetry_job jobs[2] = {job("a", "q", "u", 61001, 0), job("b", "q", "u", 61002, 0)};
-  gp_telemetry_set_jobs(p.t, jobs, 2, NULL);
-  gp_gpu_sim_attach(p.b, 0, 61001, NULL, 60, 1024, NULL);
-  gp_gpu_sim_attach(p.b, 0, 61002, NULL, 20, 2048, NULL);
-  gp_telemetry_sample(p.t);
-  now_ms += 1000;
-  gp_telemetry_sample(p.t);
   gp_job_usage ua, ub;
-  gp_telemetry_job_usage(p.t, "a", &ua);
-  gp_telemetry_job_usage(p.t, "b", &ub);
+  share_one_round(&p, 2048, &ua, &ub);
   CHECK(!ua.util_known && !ub.util_known);
   CHECK_EQ_INT(0, ua.idle_s);
   CHECK_EQ_INT(1024, ua.peak_mem_mib);
