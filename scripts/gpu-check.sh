@@ -43,6 +43,17 @@ die() {
   printf 'FAILED: %s\n' "$*"
   exit 1
 }
+state_of() { "$GPOOL" show "$1" -o json | jq -r .state; }
+# Waits up to SECONDS for each job to reach a final state (not pending, running or stopping).
+wait_ended() {
+  local seconds=$1
+  shift
+  for id in "$@"; do
+    for _ in $(seq 1 "$seconds"); do
+      case "$(state_of "$id")" in running | pending | stopping) sleep 1 ;; *) break ;; esac
+    done
+  done
+}
 cleanup() {
   if [ -x "$GPOOL" ]; then
     for pool in "$WORK/pool" "$WORK/shared"; do
@@ -129,10 +140,10 @@ nvcc -O2 -o "$WORK/busy" "$WORK/busy.cu" || die "nvcc could not compile the test
 job=$("$GPOOL" submit -n gpu-check -g 1 -- "$WORK/busy" "$JOB_SECONDS") || die "gpool submit"
 ok "submitted job $job"
 for _ in $(seq 1 60); do
-  [ "$("$GPOOL" show "$job" -o json | jq -r .state)" = running ] && break
+  [ "$(state_of "$job")" = running ] && break
   sleep 1
 done
-[ "$("$GPOOL" show "$job" -o json | jq -r .state)" = running ] || die "job $job did not start: $("$GPOOL" why "$job" 2>&1)"
+[ "$(state_of "$job")" = running ] || die "job $job did not start: $("$GPOOL" why "$job" 2>&1)"
 ok "job $job runs on $("$GPOOL" show "$job" -o json | jq -c '.placements')"
 
 step "5. the job's GPU use in the agent's /metrics"
@@ -172,10 +183,7 @@ echo "--- nodes -v while the job runs"
 "$GPOOL" nodes -v
 echo "--- the job's usage summary after it ends"
 "$GPOOL" cancel "$job" >/dev/null 2>&1
-for _ in $(seq 1 30); do
-  st=$("$GPOOL" show "$job" -o json | jq -r .state)
-  case "$st" in running | pending | stopping) sleep 1 ;; *) break ;; esac
-done
+wait_ended 30 "$job"
 "$GPOOL" show "$job" -o json | jq '{id, state, usage}'
 
 # The job series of one job in a scrape of /metrics: its value, or nothing.
@@ -200,7 +208,7 @@ else
   h1=$("$GPOOL" submit -n half-1 --gpu-fraction 0.5 -- "$WORK/busy" "$JOB_SECONDS") || die "gpool submit (half-1)"
   h2=$("$GPOOL" submit -n half-2 --gpu-fraction 0.5 -- "$WORK/busy" "$JOB_SECONDS") || die "gpool submit (half-2)"
   for _ in $(seq 1 60); do
-    [ "$("$GPOOL" show "$h1" -o json | jq -r .state)$("$GPOOL" show "$h2" -o json | jq -r .state)" = runningrunning ] && break
+    [ "$(state_of "$h1")$(state_of "$h2")" = runningrunning ] && break
     sleep 1
   done
   for h in "$h1" "$h2"; do
@@ -241,25 +249,18 @@ else
     bad "the half-GPU jobs' memory was not attributed to each within 30 s (job $h1: '${m1:-none}', job $h2: '${m2:-none}')"
   fi
   "$GPOOL" cancel "$h1" "$h2" >/dev/null 2>&1
-  for _ in $(seq 1 30); do
-    case "$("$GPOOL" show "$h1" -o json | jq -r .state)$("$GPOOL" show "$h2" -o json | jq -r .state)" in
-      *running* | *stopping* | *pending*) sleep 1 ;;
-      *) break ;;
-    esac
-  done
+  wait_ended 30 "$h1" "$h2"
   "$GPOOL" show "$h1" -o json | jq -c '{id, state, usage}'
   echo "--- a job that allocates 8 GiB on a 4 GiB share"
   over=$("$GPOOL" submit -n over-share --gpu-mem 4G -- "$WORK/busy" 5 8) || die "gpool submit (over-share)"
-  for _ in $(seq 1 60); do
-    case "$("$GPOOL" show "$over" -o json | jq -r .state)" in running | pending | stopping) sleep 1 ;; *) break ;; esac
-  done
+  wait_ended 60 "$over"
   "$GPOOL" show "$over" -o json | jq -c '{id, state, exit_code, enforcement}'
   "$GPOOL" logs "$over"
   "$GPOOL" logs --stderr "$over"
   if "$GPOOL" logs --stderr "$over" | grep -q "cudaMalloc failed"; then
     ok "MPS refused job $over's 8 GiB on its 4 GiB share"
   else
-    bad "job $over allocated 8 GiB on a 4 GiB share (state $("$GPOOL" show "$over" -o json | jq -r .state))"
+    bad "job $over allocated 8 GiB on a 4 GiB share (state $(state_of "$over"))"
   fi
   "$GPOOL" up --stop --data "$WORK/shared" >/dev/null 2>&1
 fi
