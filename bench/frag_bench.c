@@ -4,7 +4,7 @@
  * placement policy, over a few seeds. It measures process CPU time (clock()), so a busy
  * machine slows the wall clock but not the figure; it runs on one core (nothing here is
  * parallel). Trace loading is timed separately.
- * Usage: bench_frag_bench [TRACE_DIR] [seeds]   (defaults ../shared/traces/openb, 3)
+ * Usage: bench_frag_bench [TRACE_DIR] [seeds]   (defaults traces/openb, 3)
  * Build Release for figures: cmake -B build/rel -DCMAKE_BUILD_TYPE=Release. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,7 +20,7 @@ static double cpu_s(void) {
 }
 
 int main(int argc, char **argv) {
-  const char *dir = argc > 1 ? argv[1] : "../shared/traces/openb";
+  const char *dir = argc > 1 ? argv[1] : "traces/openb";
   int seeds = argc > 2 ? atoi(argv[2]) : 3;
   if (seeds < 1 || seeds > 100) seeds = 3;
   static const char *const traces[] = {"default", "gpushare100", "multigpu50", "gpuspec33"};

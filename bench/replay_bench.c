@@ -5,7 +5,7 @@
  *
  *   bench_replay_bench [TIME_SCALE [POLICY...]]     (default: 1 and fifo backfill gpool sjf)
  *
- * Run from the repository root (or set GP_SHARED to the traces' parent folder). */
+ * Run from the repository root (or set GP_TRACES to another copy of traces/). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,10 +15,10 @@
 
 int main(int argc, char **argv) {
   gp_mem_keep_freed(); /* as the server and the simulator do (gpool main) */
-  const char *shared = getenv("GP_SHARED") ? getenv("GP_SHARED") : "../shared";
+  const char *traces = getenv("GP_TRACES") ? getenv("GP_TRACES") : "traces";
   char trace_path[1024], vc_path[1024];
-  snprintf(trace_path, sizeof trace_path, "%s/traces/philly/philly.csv", shared);
-  snprintf(vc_path, sizeof vc_path, "%s/traces/philly/philly_vc_nodes.csv", shared);
+  snprintf(trace_path, sizeof trace_path, "%s/philly/philly.csv", traces);
+  snprintf(vc_path, sizeof vc_path, "%s/philly/philly_vc_nodes.csv", traces);
   double scale = argc > 1 ? atof(argv[1]) : 1;
   if (scale <= 0) {
     fprintf(stderr, "usage: %s [TIME_SCALE [POLICY...]]\n", argv[0]);

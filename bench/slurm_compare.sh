@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# gpool beside Slurm 22.05 on this machine, measured in one run (issue 3 §5).
+# gpool beside Slurm 22.05 on this machine, measured in one run.
 #
 #   bench/slurm_compare.sh [BUILD_DIR]        (default build/cli-rel: a Release build)
 #   env: JOBS=10000 NODES=1250 CLIENTS=16 SLURM_JOBS=$JOBS SKIP_SLURM=1
@@ -11,7 +11,8 @@
 # program's header) and then submits JOBS one-GPU jobs from CLIENTS keep-alive clients,
 # timing until all are running. A second gpool run uses one client, as sbatch does, and a
 # third runs the `gpool submit` command once per job, as the sbatch loop does.
-# Slurm: ../shared/bench/slurm/slurm-peer.sh with NODES nodes in CLOUD state (scheduler
+# Slurm: bench/slurm_peer.sh (Debian's slurm-wlm packages, a throwaway config in this
+# run's temp dir) with NODES nodes in CLOUD state (scheduler
 # only: jobs are allocated and wait in CONFIGURING, the Slurm equivalent of "started" with
 # no process), sbatch one job after another, "Jobs started" from sdiag.
 # Prints each figure and the ratios gpool/Slurm.
@@ -21,7 +22,7 @@ ROOT=$(cd "$HERE/.." && pwd)
 BUILD=${1:-$ROOT/build/cli-rel}
 GPOOL=$BUILD/gpool
 BENCH=$BUILD/bench_submit_bench
-PEER=$ROOT/../shared/bench/slurm/slurm-peer.sh
+PEER=$HERE/slurm_peer.sh
 JOBS=${JOBS:-10000}
 NODES=${NODES:-1250}
 CLIENTS=${CLIENTS:-16}

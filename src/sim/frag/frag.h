@@ -4,7 +4,7 @@
  * replacement until the GPU they ask reaches 1.3 x the cluster's GPU capacity (or drop
  * random pods when the list asks more), let them arrive one by one and never leave, skip
  * (and count) a pod that fits nowhere, and record after each 1% of capacity arrived the
- * allocated share of all GPU capacity. See ../shared/traces/README.md and docs/sharing.md. */
+ * allocated share of all GPU capacity. See traces/README.md and docs/sharing.md. */
 #ifndef GP_SIM_FRAG_FRAG_H
 #define GP_SIM_FRAG_FRAG_H
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Internal to src/sim/replay: the "vc,node num" file of virtual-cluster sizes
- * (../shared/traces/philly/philly_vc_nodes.csv), read for the fleet and the queues. */
+ * (traces/philly/philly_vc_nodes.csv), read for the fleet and the queues. */
 #ifndef GP_SIM_REPLAY_VC_H
 #define GP_SIM_REPLAY_VC_H
 

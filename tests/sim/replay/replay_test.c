@@ -265,12 +265,12 @@ static void a_queue_missing_from_the_queue_file_is_named_with_its_line(void) {
  * one seed give the same bytes (summary and per-minute series); another seed does not. */
 static char *philly_run(uint64_t seed, char **ret_csv) {
   char path[1024];
-  snprintf(path, sizeof path, "%s/traces/philly/philly.csv", GP_SHARED_DIR);
+  snprintf(path, sizeof path, "%s/tests/data/philly_head2000.csv", GP_SOURCE_DIR);
   gp_trace_opts o = {.max_jobs = 1500};
   gp_trace *t = NULL;
   gp_err e = {0};
   REQUIRE(gp_trace_read_file(path, &o, &t, &e) == 0);
-  snprintf(path, sizeof path, "%s/traces/philly/philly_vc_nodes.csv", GP_SHARED_DIR);
+  snprintf(path, sizeof path, "%s/tests/data/philly_vc_nodes.csv", GP_SOURCE_DIR);
   gp_fleet *f = NULL;
   gp_replay_queues *q = NULL;
   REQUIRE(gp_fleet_from_vc_file(path, &f, &e) == 0);
@@ -315,8 +315,8 @@ static void same_input_and_seed_give_byte_identical_output(void) {
  * of fair shares may differ), for strict FIFO and for backfill, on a loaded Philly slice. */
 static void skipped_calls_change_no_job_outcome(void) {
   char path[1024], vc[1024];
-  snprintf(path, sizeof path, "%s/traces/philly/philly.csv", GP_SHARED_DIR);
-  snprintf(vc, sizeof vc, "%s/traces/philly/philly_vc_nodes.csv", GP_SHARED_DIR);
+  snprintf(path, sizeof path, "%s/tests/data/philly_head2000.csv", GP_SOURCE_DIR);
+  snprintf(vc, sizeof vc, "%s/tests/data/philly_vc_nodes.csv", GP_SOURCE_DIR);
   gp_trace_opts o = {.max_jobs = 1000};
   gp_trace *t = NULL;
   gp_fleet *f = NULL;

@@ -5,10 +5,10 @@
 #include "sim/trace/trace.h"
 #include "test.h"
 
-/* The first `lines` lines of a real trace file, as a malloc'd string. */
+/* The first `lines` lines of a slice of a real trace (tests/data), as a malloc'd string. */
 static char *head_of(const char *rel, int lines, size_t *ret_len) {
   char path[1024];
-  snprintf(path, sizeof path, "%s/%s", GP_SHARED_DIR, rel);
+  snprintf(path, sizeof path, "%s/tests/data/%s", GP_SOURCE_DIR, rel);
   FILE *f = fopen(path, "r");
   REQUIRE(f);
   size_t cap = 1 << 20, len = 0;
@@ -35,7 +35,7 @@ static gp_trace *read_str(const char *name, const char *text, bool skip, gp_err 
 
 static void philly_slice_reads_times_as_utc_and_sorts_jobs(void) {
   size_t len;
-  char *text = head_of("traces/philly/philly.csv", 201, &len);
+  char *text = head_of("philly_head2000.csv", 201, &len);
   gp_trace *t = NULL;
   gp_err e = {0};
   gp_trace_opts o = {0};
@@ -92,7 +92,7 @@ static void philly_malformed_rows_are_named_then_skipped_or_fatal(void) {
 
 static void openb_pods_take_duration_from_deletion_minus_creation(void) {
   size_t len;
-  char *text = head_of("traces/openb/openb_pod_list_default.csv", 101, &len);
+  char *text = head_of("openb_pod_list_default_head100.csv", 101, &len);
   gp_trace *t = NULL;
   gp_err e = {0};
   gp_trace_opts o = {0};
@@ -118,7 +118,7 @@ static void openb_pods_take_duration_from_deletion_minus_creation(void) {
 
 static void openb_pods_without_times_are_rejected_with_their_line(void) {
   size_t len;
-  char *text = head_of("traces/openb/openb_pod_list_multigpu50.csv", 20, &len);
+  char *text = head_of("openb_pod_list_multigpu50_head19.csv", 20, &len);
   gp_trace *t = NULL;
   gp_err e = {0};
   gp_trace_opts o = {.format = GP_TRACE_OPENB};
