@@ -4,7 +4,7 @@
  *
  *   bench_submit_bench [--server URL] [--token T] [--clients 16] [--jobs 10000]
  *                      [--queue default] [--command "sleep 3600"] [--wait-started]
- *                      [--timeout 300]
+ *                      [--timeout 300] [--hold S]
  *
  * N client threads, each with its own keep-alive connection (one libcurl handle per
  * thread, gp_client), POST one-GPU jobs until --jobs have been acknowledged. A 201 means
@@ -21,7 +21,12 @@
  * acknowledges the orders' generation and answers every start order with a `started`
  * event, as an agent does after fork/exec, but without forking: a 2-core machine cannot run
  * 10,000 processes and 1,250 agents. What is measured is the server's whole path: durable
- * submission, scheduling, persisting the plan, handing orders to agents, recording starts. */
+ * submission, scheduling, persisting the plan, handing orders to agents, recording starts.
+ *
+ * --hold S keeps the fake fleet heartbeating for S seconds at two moments, each announced
+ * on stdout (flushed) so a script can measure the server meanwhile (bench/server_scale.sh):
+ * "hold: fleet up" once every node is up, before any submission, and "hold: steady" after
+ * the submissions (and, with --wait-started, the starts), when nothing changes any more. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -229,10 +234,21 @@ static long running_jobs(gp_client *c, const char *queue, int *ret_ok) {
   return total;
 }
 
+/* Keeps the fleet (served by its own threads) running for `s` seconds, announced. */
+static void hold(double s, const char *moment) {
+  if (s <= 0) return;
+  printf("hold: %s, for %.0f s\n", moment, s);
+  fflush(stdout);
+  struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+  nanosleep(&ts, NULL);
+  printf("hold: %s, done\n", moment);
+  fflush(stdout);
+}
+
 static void usage(void) {
   fprintf(stderr, "usage: bench_submit_bench [--server URL] [--token T] [--clients N] [--jobs N] [--gpus N]\n"
                   "       [--queue Q] [--command \"sleep 3600\"] [--wait-started] [--timeout S]\n"
-                  "       [--fake-nodes N --agent-token T [--agent-threads K]]\n");
+                  "       [--fake-nodes N --agent-token T [--agent-threads K]] [--hold S]\n");
 }
 
 int main(int argc, char **argv) {
@@ -244,6 +260,7 @@ int main(int argc, char **argv) {
   b.command = "sleep 3600";
   b.timeout_s = 300;
   bool wait_started = false;
+  double hold_s = 0;
   const char *flag_server = NULL, *flag_token = NULL;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -260,6 +277,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--fake-nodes")) b.fake_nodes = atoi(v);
     else if (!strcmp(a, "--agent-token")) b.agent_token = v;
     else if (!strcmp(a, "--agent-threads")) b.agent_threads = atoi(v);
+    else if (!strcmp(a, "--hold")) hold_s = atof(v);
     else { usage(); return 2; }
     i++;
   }
@@ -324,6 +342,7 @@ int main(int argc, char **argv) {
            up, b.fake_nodes, 8 * up, now_s() - t_reg, b.agent_threads);
     if (atomic_load(&b.agent_errors)) printf("fleet: %d agent-protocol errors; first: %s\n", atomic_load(&b.agent_errors), b.agent_error);
     fflush(stdout);
+    hold(hold_s, "fleet up");
   }
 
   pthread_t *threads = gp_xcalloc((size_t)b.clients, sizeof *threads);
@@ -381,6 +400,7 @@ int main(int argc, char **argv) {
     gp_client_free(c);
   }
   if (agents) {
+    hold(hold_s, "steady");
     atomic_store(&b.stop_agents, 1);
     for (int i = 0; i < b.agent_threads; i++) pthread_join(agents[i], NULL);
     printf("fleet: %ld start orders answered with a started event; %d agent-protocol errors%s%s\n",

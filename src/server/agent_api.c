@@ -130,7 +130,7 @@ static int do_register(gp_srv_state *s, gp_srv_req *r, int64_t now_s, int64_t no
   n->last_seen_ms = now_ms;
   n->last_heartbeat = now_s;
   n->agent_token = r->token;
-  gp__srv_view_changed(s);
+  gp__srv_node_changed(s, n);
   s->sched_dirty = true;
   release_waiter(n); /* an old long poll of the previous agent process */
   int idx = node_index_of(s, n);
@@ -245,7 +245,7 @@ static int apply_gpu_fault(gp_srv_state *s, gp_srv_node *n, const json_t *e, gp_
     free(gpu->reason);
     gpu->reason = gp_xstrdup(why);
   }
-  gp__srv_view_changed(s);
+  gp__srv_node_changed(s, n);
   s->sched_dirty = true;
   return gp__srv_persist_node(s, n, err);
 }
@@ -273,7 +273,7 @@ static int apply_mig_done(gp_srv_state *s, gp_srv_node *n, const json_t *e, gp_e
     gpu->n_mig++;
   }
   gpu->mode = GP_SHARE_MIG;
-  gp__srv_view_changed(s);
+  gp__srv_node_changed(s, n);
   s->sched_dirty = true;
   return gp__srv_persist_node(s, n, err);
 }
@@ -361,7 +361,7 @@ static void apply_gpus(gp_srv_node *n, const json_t *gpus, gp_srv_state *s, int6
         free(gpu->reason);
         gpu->reason = NULL;
       }
-      gp__srv_view_changed(s);
+      gp__srv_node_changed(s, n);
       s->sched_dirty = true;
     }
   }

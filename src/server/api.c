@@ -395,7 +395,7 @@ static int node_action(gp_srv_state *s, gp_srv_req *r, gp_srv_node *n, const cha
     free(n->reason);
     n->reason = !resume && reason && *reason ? gp_xstrdup(reason) : NULL;
   }
-  gp__srv_view_changed(s);
+  gp__srv_node_changed(s, n);
   s->sched_dirty = true;
   if (!rc) rc = gp__srv_persist_node(s, n, err);
   if (rc) return rc;
@@ -498,7 +498,7 @@ static int queues_route(gp_srv_state *s, gp_srv_req *r, const char *name, gp_err
         break;
       }
     gp__srv_queue_free(q);
-    gp__srv_view_changed(s);
+    gp__srv_queues_changed(s);
     s->sched_dirty = true;
     gp__srv_reply_json(r, 200, json_pack("{s:s,s:b}", "queue", name, "deleted", 1));
     return 0;
@@ -538,7 +538,7 @@ static int queues_route(gp_srv_state *s, gp_srv_req *r, const char *name, gp_err
     gp_xgrow((void **)&s->queues, &s->cap_queues, (size_t)s->n_queues + 1, sizeof *s->queues);
     s->queues[s->n_queues++] = target;
   }
-  gp__srv_view_changed(s);
+  gp__srv_queues_changed(s);
   s->sched_dirty = true;
   rc = gp__srv_persist_queue(s, target, err);
   if (rc) return rc;

@@ -140,6 +140,7 @@ void gp__srv_job_free(gp_srv_job *j) {
   free(j->end_reason);
   free(j->stop_reason);
   free(j->alloc);
+  free(j->view_pl);
   json_decref(j->timeline);
   json_decref(j->usage);
   json_decref(j->last_placements);

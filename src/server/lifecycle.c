@@ -163,7 +163,7 @@ int gp__srv_job_lost(gp_srv_state *s, gp_srv_job *j, const char *why, int64_t no
 int gp__srv_node_down(gp_srv_state *s, gp_srv_node *n, const char *why, int64_t now, gp_err *err) {
   int idx = gp__srv_node_index(s, n->name);
   n->alive = false;
-  gp__srv_view_changed(s);
+  gp__srv_node_changed(s, n);
   s->sched_dirty = true;
   /* Collect first: losing a job edits the active list. */
   int nj = 0;

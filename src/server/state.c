@@ -16,7 +16,7 @@ gp_srv_state *gp__srv_state_new(const gp_server_config *cfg, gp_store *store) {
   s->next_job_id = 1;
   s->next_order_id = 1;
   s->memo = gp_sched_memo_new();
-  s->view_rev = ++s->revs;
+  gp__srv_queues_changed(s);
   const char *check = getenv("GPOOL_SCHED_CHECK");
   s->sched_check = check && strcmp(check, "1") == 0;
   gp_hist_init(&s->counters.cycle_s, gp_hist_bounds_cycle_s, gp_hist_n_bounds_cycle_s);
@@ -40,13 +40,8 @@ void gp__srv_state_free(gp_srv_state *s) {
     free(s->figs[i].parent);
   }
   free(s->figs);
-  free(s->scratch.nodes);
-  free(s->scratch.queues);
-  free(s->scratch.jobs);
-  free(s->scratch.job_revs);
+  gp__srv_view_free(&s->view);
   gp_sched_memo_free(s->memo);
-  free(s->scratch.srv_jobs);
-  free(s->scratch.placements);
   free(s);
 }
 
@@ -74,9 +69,10 @@ static void slots_insert(int *slots, size_t n_slots, const char *name, int index
 }
 
 void gp__srv_node_add(gp_srv_state *s, gp_srv_node *n) {
-  gp__srv_view_changed(s);
   gp_xgrow((void **)&s->nodes, &s->cap_nodes, (size_t)s->n_nodes + 1, sizeof *s->nodes);
+  n->index = s->n_nodes;
   s->nodes[s->n_nodes++] = n;
+  gp__srv_node_changed(s, n);
   if ((size_t)s->n_nodes * 2 > s->n_node_slots) {
     size_t want = s->n_node_slots ? s->n_node_slots * 2 : 64;
     while ((size_t)s->n_nodes * 2 > want) want *= 2;
@@ -132,6 +128,8 @@ static void active_add(gp_srv_state *s, gp_srv_job *j) {
   gp_xgrow((void **)&s->active, &s->cap_active, (size_t)s->n_active + 1, sizeof *s->active);
   j->active_pos = s->n_active;
   s->active[s->n_active++] = j;
+  gp__srv_view_active_moved(s, j, true);
+  gp__srv_job_changed(s, j); /* its view entry is new */
 }
 
 static void active_remove(gp_srv_state *s, gp_srv_job *j) {
@@ -140,6 +138,8 @@ static void active_remove(gp_srv_state *s, gp_srv_job *j) {
   s->active[j->active_pos] = last;
   last->active_pos = j->active_pos;
   j->active_pos = -1;
+  gp__srv_view_active_moved(s, j, false);
+  if (last != j) gp__srv_job_changed(s, last); /* another job takes its view entry */
 }
 
 void gp__srv_job_insert(gp_srv_state *s, gp_srv_job *j) {
@@ -156,10 +156,6 @@ void gp__srv_job_insert(gp_srv_state *s, gp_srv_job *j) {
   if (j->id >= s->next_job_id) s->next_job_id = j->id + 1;
   if (!gp_job_state_is_final(j->state)) active_add(s, j);
 }
-
-void gp__srv_job_changed(gp_srv_state *s, gp_srv_job *j) { j->rev = ++s->revs; }
-
-void gp__srv_view_changed(gp_srv_state *s) { s->view_rev = ++s->revs; }
 
 void gp__srv_job_set_state(gp_srv_state *s, gp_srv_job *j, gp_job_state st) {
   gp__srv_job_changed(s, j);
@@ -201,7 +197,7 @@ int gp__srv_job_event(gp_srv_state *s, gp_srv_job *j, const char *ev, int64_t at
 }
 
 int gp__srv_persist_node(gp_srv_state *s, gp_srv_node *n, gp_err *err) {
-  gp__srv_view_changed(s);
+  gp__srv_node_changed(s, n);
   json_t *o = gp__srv_node_to_json(s, n, true);
   char *doc = json_dumps(o, JSON_COMPACT);
   json_decref(o);
@@ -212,7 +208,7 @@ int gp__srv_persist_node(gp_srv_state *s, gp_srv_node *n, gp_err *err) {
 }
 
 int gp__srv_persist_queue(gp_srv_state *s, gp_srv_queue *q, gp_err *err) {
-  gp__srv_view_changed(s);
+  gp__srv_queues_changed(s);
   json_t *o = gp__srv_queue_to_json(q);
   char *doc = json_dumps(o, JSON_COMPACT);
   json_decref(o);

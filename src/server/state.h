@@ -82,7 +82,11 @@ typedef struct gp_srv_job {
   char *pending_message;
   int64_t reservation_at;
   int active_pos;       /* position in gp_srv_state.active, -1 when final */
-  int view_index;       /* scratch for the scheduler */
+  /* Its entry in the kept view (view.c). */
+  bool view_stale;      /* changed since the last step: listed in gp_srv_view.stale_jobs */
+  int view_index;       /* an ended dependency's place in this step's view, else -1 */
+  gp_placement *view_pl; /* the entry's placements */
+  size_t cap_view_pl;
 } gp_srv_job;
 
 typedef struct gp_srv_gpu {
@@ -138,7 +142,9 @@ typedef struct gp_srv_node {
   struct gp_srv_req *waiter;
   int64_t waiter_gen;
   int64_t waiter_deadline_ms;
-  /* Scratch for building views. */
+  /* Its entry in the kept view (view.c). */
+  int index;            /* position in gp_srv_state.nodes */
+  bool view_stale;      /* listed in gp_srv_view.stale_nodes */
   gp_gpu view_gpus[GP_MAX_NODE_GPUS];
 } gp_srv_node;
 
@@ -167,22 +173,31 @@ typedef struct gp_srv_counters {
   gp_hist cycle_s, wait_s, run_s;
 } gp_srv_counters;
 
-/* Arrays for building views, kept between scheduling steps so a step neither zeroes
- * nor faults in fresh memory for 10,000s of jobs. */
-typedef struct gp_srv_scratch {
+/* The scheduler's view, kept between steps (view.c): entries parallel to the nodes, the
+ * queues and the active jobs (then this step's ended dependencies), rewritten only for the
+ * records marked stale since the last step. */
+typedef struct gp_srv_view {
+  gp_view view;
   gp_node *nodes;
   size_t cap_nodes;
   gp_queue *queues;
   size_t cap_queues;
   gp_job *jobs;
   size_t cap_jobs;
-  struct gp_srv_job **srv_jobs;
-  size_t cap_srv_jobs;
-  gp_placement *placements;
-  size_t cap_placements;
   uint64_t *job_revs;
   size_t cap_job_revs;
-} gp_srv_scratch;
+  struct gp_srv_job **deps; /* ended dependencies in this step's view */
+  int n_deps;
+  size_t cap_deps;
+  int n_with_deps;          /* active jobs that name dependencies */
+  int64_t *stale_jobs;      /* ids of jobs changed since the last step */
+  int n_stale_jobs;
+  size_t cap_stale_jobs;
+  int *stale_nodes;         /* indices of nodes changed since the last step */
+  int n_stale_nodes;
+  size_t cap_stale_nodes;
+  bool queues_stale;
+} gp_srv_view;
 
 typedef struct gp_srv_state {
   const gp_server_config *cfg; /* borrowed */
@@ -209,14 +224,15 @@ typedef struct gp_srv_state {
   bool sched_dirty;         /* something changed that the scheduler should see */
   /* The scheduler's memo (gp_sched_step_memo) and its rev contract: every job change takes
    * the job a new rev (gp__srv_job_changed), every node or queue change a new view rev
-   * (gp__srv_view_changed); one counter for both. sched_check (GPOOL_SCHED_CHECK=1, for
-   * tests) runs gp_sched_step beside each memo step and aborts when their plans differ. */
+   * (gp__srv_node_changed, gp__srv_queues_changed); one counter for both. sched_check
+   * (GPOOL_SCHED_CHECK=1, for tests) checks the kept view against its records and runs
+   * gp_sched_step beside each memo step, and aborts on any difference. */
   struct gp_sched_memo *memo;
-  uint64_t revs, view_rev, view_fp;
+  uint64_t revs, view_rev;
   bool sched_check;
   bool have_plan;
   gp_srv_counters counters;
-  gp_srv_scratch scratch;
+  gp_srv_view view;
 } gp_srv_state;
 
 /* ---- state.c: lifetime, lookup, persistence ---- */
@@ -238,9 +254,20 @@ void gp__srv_job_free(gp_srv_job *j);
 /* Takes ownership of j (a new job with j->id assigned) and indexes it. */
 void gp__srv_job_insert(gp_srv_state *s, gp_srv_job *j);
 void gp__srv_job_set_state(gp_srv_state *s, gp_srv_job *j, gp_job_state st);
-/* A job, or a node or queue, changed: the scheduler re-derives what it kept of it. */
+
+/* ---- view.c: the scheduler's kept view ---- */
+/* A job, a node or the queues changed: the next step rewrites their view entries (and the
+ * core's memo re-derives what it kept of them). */
 void gp__srv_job_changed(gp_srv_state *s, gp_srv_job *j);
-void gp__srv_view_changed(gp_srv_state *s);
+void gp__srv_node_changed(gp_srv_state *s, gp_srv_node *n);
+void gp__srv_queues_changed(gp_srv_state *s);
+/* A job entered (added) or left the active list. */
+void gp__srv_view_active_moved(gp_srv_state *s, gp_srv_job *j, bool added);
+/* Brings the view up to date for a step. */
+const gp_view *gp__srv_view_sync(gp_srv_state *s);
+/* The job at a view index of the last synced view, or NULL. */
+gp_srv_job *gp__srv_view_job(const gp_srv_state *s, int index);
+void gp__srv_view_free(gp_srv_view *w);
 
 int gp__srv_persist_job(gp_srv_state *s, gp_srv_job *j, gp_err *err);
 /* The same, handing the stored JSON document to the caller (who frees it) on success. */

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# The server at scale through its real API: a fresh `gpool server` (SQLite in a temp dir)
+# and bench_submit_bench with NODES fake 8-GPU nodes heartbeating over the agent protocol
+# (no processes forked; see that program's header), then JOBS one-GPU jobs. Measures
+#   - memory: the server's RSS once every node has registered, and after HOLD seconds of
+#     heartbeats from all of them (the ratio is the heartbeat traffic's residue);
+#   - the steady-state scheduling cycle: with the fleet full (NODES x 8 running), the rest
+#     pending and nothing changing, the mean of the server's own cycle histogram over HOLD
+#     seconds (gpool_scheduling_cycle_seconds _sum/_count) and the last-cycle gauge sampled
+#     every second (min/median/max);
+#   - beside it, the core's memo step at the same size (bench_sched_bench NODES JOBS).
+#
+#   bench/server_scale.sh [BUILD_DIR]     (default build/rel: a Release build of gpool_bin,
+#                                          bench_submit_bench and bench_sched_bench)
+#   env: NODES=10000 JOBS=100000 HOLD=30 CLIENTS=16
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${1:-$ROOT/build/rel}
+NODES=${NODES:-10000} JOBS=${JOBS:-100000} HOLD=${HOLD:-30} CLIENTS=${CLIENTS:-16}
+for p in gpool bench_submit_bench bench_sched_bench; do
+  [ -x "$BUILD/$p" ] || { echo "build first: cmake -S . -B build/rel -DCMAKE_BUILD_TYPE=Release && cmake --build build/rel --target gpool_bin bench_submit_bench bench_sched_bench" >&2; exit 2; }
+done
+TMP=$(mktemp -d /tmp/gpool-scale.XXXXXX)
+SERVER_PID="" BENCH_PID=""
+cleanup() {
+  [ -n "$BENCH_PID" ] && kill "$BENCH_PID" 2>/dev/null
+  [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+mkdir -p "$TMP/data"
+cat >"$TMP/server.yaml" <<EOF
+listen: 127.0.0.1:0
+data_dir: $TMP/data
+tokens:
+  - {token: scale-admin, user: bench, role: admin}
+  - {token: scale-agent, user: agent, role: agent}
+queues:
+  - {name: default, users: ["*"]}
+default_queue: default
+node_timeout_s: 600
+EOF
+"$BUILD/gpool" server --config "$TMP/server.yaml" >"$TMP/server.log" 2>&1 &
+SERVER_PID=$!
+for _ in $(seq 1 200); do [ -s "$TMP/data/server.url" ] && break; sleep 0.05; done
+URL=$(head -n1 "$TMP/data/server.url")
+
+rss_mb() { awk '/^VmRSS/ {printf "%.0f", $2 / 1024}' "/proc/$SERVER_PID/status"; }
+metric() { curl -sf "$URL/metrics" | awk -v m="$1" '$1 == m {print $2; exit}'; }
+wait_line() {  # wait_line TEXT: until the benchmark printed it (bounded by its own timeout)
+  until grep -q "$1" "$TMP/bench.out" 2>/dev/null; do
+    kill -0 "$BENCH_PID" 2>/dev/null || { cat "$TMP/bench.out"; echo "benchmark ended early" >&2; exit 1; }
+    sleep 0.2
+  done
+}
+
+echo "== machine: $(nproc) CPUs; $NODES nodes x 8 GPUs, $JOBS one-GPU jobs, hold $HOLD s"
+"$BUILD/bench_submit_bench" --server "$URL" --token scale-admin --clients "$CLIENTS" --jobs "$JOBS" \
+  --fake-nodes "$NODES" --agent-token scale-agent --agent-threads 4 --hold "$HOLD" \
+  --timeout 1800 >"$TMP/bench.out" 2>&1 &
+BENCH_PID=$!
+wait_line "hold: fleet up, for"
+rss_reg=$(rss_mb)
+wait_line "hold: fleet up, done"
+rss_hb=$(rss_mb)
+wait_line "hold: steady, for"
+sleep 2  # the last starts' events settle
+s0=$(metric gpool_scheduling_cycle_seconds_sum) c0=$(metric gpool_scheduling_cycle_seconds_count)
+samples=()
+for _ in $(seq 1 $((HOLD - 4))); do samples+=("$(metric gpool_scheduling_last_cycle_seconds)"); sleep 1; done
+s1=$(metric gpool_scheduling_cycle_seconds_sum) c1=$(metric gpool_scheduling_cycle_seconds_count)
+rss_steady=$(rss_mb)
+wait "$BENCH_PID" || true
+BENCH_PID=""
+grep -E "^(fleet|gpool submit|gpool start):" "$TMP/bench.out" || true
+running=$(curl -sf -H "Authorization: Bearer scale-admin" "$URL/v1/queues" | jq '[.queues[].running_jobs] | add')
+echo "== server memory: $rss_reg MB after $NODES nodes registered; $rss_hb MB after $HOLD s of their heartbeats ($(awk -v a="$rss_hb" -v b="$rss_reg" 'BEGIN {printf "%.2f", a / b}')x); $rss_steady MB steady with $running running"
+printf '%s\n' "${samples[@]}" | sort -g | awk -v n="$((c1 - c0))" -v s="$(awk -v a="$s1" -v b="$s0" 'BEGIN {print a - b}')" '
+  {v[NR] = $1 * 1000} END {
+    printf "== steady cycle: %d cycles, mean %.2f ms (histogram); last-cycle gauge over %d s: min %.2f, median %.2f, max %.2f ms\n",
+      n, n ? s * 1000 / n : 0, NR, v[1], v[int((NR + 1) / 2)], v[NR] }'
+echo "== the core alone at this size (incremental memo step):"
+"$BUILD/bench_sched_bench" "$NODES" "$JOBS" 20 | grep -E "^incremental|the same steps"
