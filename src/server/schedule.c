@@ -124,22 +124,17 @@ static void keep_figs(gp_srv_state *s, const gp_plan *plan) {
   }
 }
 
-int gp__srv_schedule(gp_srv_state *s, int64_t now, gp_err *err) {
-  const gp_view *v = gp__srv_view_sync(s);
-  gp_plan *plan = NULL;
-  int r = step(s, v, now, &plan, err);
-  s->sched_dirty = false;
-  if (r) return r;
-  s->counters.sched_cycles++;
-  s->have_plan = true;
-  /* Ends first (they never hold resources), then preemptions, then starts. */
+/* ---- the phases of a step's plan, in the order they are applied ---- */
+
+/* Jobs the core found impossible end, unless no node has registered yet (then nothing is
+ * known about the fleet, so they wait). */
+static int apply_ends(gp_srv_state *s, const gp_plan *plan, int64_t now, gp_err *err) {
+  int r = 0;
   for (int i = 0; i < plan->n_ended && !r; i++) {
     const gp_plan_end *e = &plan->ended[i];
     gp_srv_job *j = gp__srv_view_job(s, e->job);
-    if (!j) continue;
-    if (j->state != GP_JOB_PENDING && j->state != GP_JOB_HELD) continue;
+    if (!j || (j->state != GP_JOB_PENDING && j->state != GP_JOB_HELD)) continue;
     if (s->n_nodes == 0 && (e->reason == GP_END_NO_MATCHING_NODES || e->reason == GP_END_GPU_MODEL_UNKNOWN)) {
-      /* No agent has registered yet: nothing is known about the fleet, so wait. */
       j->pending_reason = GP_PEND_NO_MATCHING_NODES;
       free(j->pending_message);
       j->pending_message = gp_xstrdup("No node has registered yet; the job waits for the first agent.");
@@ -152,6 +147,11 @@ int gp__srv_schedule(gp_srv_state *s, int64_t now, gp_err *err) {
              e->message ? ": " : "", e->message ? e->message : "");
     r = gp__srv_job_end(s, j, GP_JOB_FAILED, reason, now, err);
   }
+  return r;
+}
+
+static int apply_preemptions(gp_srv_state *s, const gp_plan *plan, int64_t now, gp_err *err) {
+  int r = 0;
   for (int i = 0; i < plan->n_preemptions && !r; i++) {
     const gp_plan_preemption *p = &plan->preemptions[i];
     gp_srv_job *j = gp__srv_view_job(s, p->job);
@@ -164,11 +164,22 @@ int gp__srv_schedule(gp_srv_state *s, int64_t now, gp_err *err) {
     if (!r) r = gp__srv_job_stop(s, j, "preempted", now, err);
     s->counters.preemptions++;
   }
+  return r;
+}
+
+static int apply_starts(gp_srv_state *s, const gp_plan *plan, int64_t now, gp_err *err) {
+  int r = 0;
   for (int i = 0; i < plan->n_starts && !r; i++) {
     const gp_plan_start *st = &plan->starts[i];
     gp_srv_job *j = gp__srv_view_job(s, st->job);
     if (j) r = apply_start(s, j, st, now, err);
   }
+  return r;
+}
+
+/* Why each job still waits, and when a reservation expects it to start (memory only:
+ * recomputed every step, read by `gpool why`). */
+static void record_pending(gp_srv_state *s, const gp_plan *plan) {
   for (int i = 0; i < plan->n_pending; i++) {
     const gp_plan_pending *p = &plan->pending[i];
     gp_srv_job *j = gp__srv_view_job(s, p->job);
@@ -186,6 +197,11 @@ int gp__srv_schedule(gp_srv_state *s, int64_t now, gp_err *err) {
     gp_srv_job *j = gp__srv_view_job(s, rv->job);
     if (j) j->reservation_at = rv->at;
   }
+}
+
+/* MIG layouts the plan wants, one order per GPU at a time. */
+static int order_mig_layouts(gp_srv_state *s, const gp_plan *plan, gp_err *err) {
+  int r = 0;
   for (int i = 0; i < plan->n_mig && !r; i++) {
     const gp_plan_mig *m = &plan->mig[i];
     if (m->node < 0 || m->node >= s->n_nodes) continue;
@@ -203,6 +219,22 @@ int gp__srv_schedule(gp_srv_state *s, int64_t now, gp_err *err) {
     json_object_set_new(o, "start_slots", slots);
     r = gp__srv_order_add(s, n, o, -1 - m->gpu, false, err);
   }
+  return r;
+}
+
+int gp__srv_schedule(gp_srv_state *s, int64_t now, gp_err *err) {
+  gp_plan *plan = NULL;
+  int r = step(s, gp__srv_view_sync(s), now, &plan, err);
+  s->sched_dirty = false;
+  if (r) return r;
+  s->counters.sched_cycles++;
+  s->have_plan = true;
+  /* Ends first (they never hold resources), then preemptions, then starts. */
+  r = apply_ends(s, plan, now, err);
+  if (!r) r = apply_preemptions(s, plan, now, err);
+  if (!r) r = apply_starts(s, plan, now, err);
+  record_pending(s, plan);
+  if (!r) r = order_mig_layouts(s, plan, err);
   keep_figs(s, plan);
   gp_plan_free(plan);
   /* Applying the plan may itself have changed what the next step sees (a requeue), but
