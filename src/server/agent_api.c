@@ -449,9 +449,7 @@ static int do_heartbeat(gp_srv_state *s, gp_srv_req *r, int64_t now_s, int64_t n
     return 0;
   }
   r->parked = true;
-  n->waiter = r;
-  n->waiter_gen = gen;
-  n->waiter_deadline_ms = now_ms + wait_ms;
+  gp__srv_waiter_park(s, n, r, gen, now_ms + wait_ms);
   return 0;
 }
 

@@ -41,6 +41,7 @@ void gp__srv_state_free(gp_srv_state *s) {
   }
   free(s->figs);
   gp__srv_view_free(&s->view);
+  gp__srv_waiters_free(&s->waiters);
   gp_sched_memo_free(s->memo);
   free(s);
 }
@@ -235,6 +236,7 @@ int gp__srv_order_add(gp_srv_state *s, gp_srv_node *n, json_t *doc, int64_t job_
   int r = gp_store_put_order(s->store, &row, err);
   if (!r) r = gp_store_set_meta(s->store, "next_order_id", s->next_order_id, err);
   node_push_order(n, id, text, job_id, is_start);
+  gp__srv_waiter_orders_added(s, n);
   return r;
 }
 

@@ -138,10 +138,12 @@ typedef struct gp_srv_node {
   size_t cap_orders;
   gp_srv_order *orders;
   int64_t acked_gen;
-  /* A parked heartbeat long poll, answered when orders arrive or at its deadline. */
+  /* A parked heartbeat long poll, answered when orders arrive or at its deadline
+   * (waiters.c). */
   struct gp_srv_req *waiter;
   int64_t waiter_gen;
   int64_t waiter_deadline_ms;
+  bool waiter_woken;    /* listed in gp_srv_waiters.woken */
   /* Its entry in the kept view (view.c). */
   int index;            /* position in gp_srv_state.nodes */
   bool view_stale;      /* listed in gp_srv_view.stale_nodes */
@@ -169,7 +171,8 @@ typedef struct gp_srv_queue_fig {
 
 typedef struct gp_srv_counters {
   uint64_t submissions, starts, preemptions, sched_cycles, requeues, ends;
-  double last_cycle_s, cycles_s_sum;
+  double last_cycle_s;
+  double cycles_cpu_s;  /* the state thread's CPU time in scheduling cycles */
   gp_hist cycle_s, wait_s, run_s;
 } gp_srv_counters;
 
@@ -198,6 +201,21 @@ typedef struct gp_srv_view {
   size_t cap_stale_nodes;
   bool queues_stale;
 } gp_srv_view;
+
+/* The nodes whose parked heartbeat polls may be due (waiters.c). */
+typedef struct gp_srv_deadline {
+  int64_t deadline_ms;
+  int node;
+} gp_srv_deadline;
+
+typedef struct gp_srv_waiters {
+  int *woken;               /* nodes given orders since the last look, each once */
+  int n_woken;
+  size_t cap_woken;
+  gp_srv_deadline *heap;    /* parked polls by deadline (min-heap; stale entries allowed) */
+  int n_heap;
+  size_t cap_heap;
+} gp_srv_waiters;
 
 typedef struct gp_srv_state {
   const gp_server_config *cfg; /* borrowed */
@@ -233,6 +251,7 @@ typedef struct gp_srv_state {
   bool have_plan;
   gp_srv_counters counters;
   gp_srv_view view;
+  gp_srv_waiters waiters;
 } gp_srv_state;
 
 /* ---- state.c: lifetime, lookup, persistence ---- */
@@ -286,6 +305,20 @@ int gp__srv_order_add(gp_srv_state *s, gp_srv_node *n, json_t *doc, int64_t job_
 int gp__srv_orders_purge_stale(gp_srv_state *s, gp_srv_node *n, gp_err *err);
 /* Drops the node's orders with id <= gen. */
 int gp__srv_orders_ack(gp_srv_state *s, gp_srv_node *n, int64_t gen, gp_err *err);
+
+/* ---- waiters.c: parked heartbeat polls ---- */
+struct gp_srv_req;
+/* Parks r as node n's poll until orders newer than gen arrive or deadline_ms passes. */
+void gp__srv_waiter_park(gp_srv_state *s, gp_srv_node *n, struct gp_srv_req *r, int64_t gen,
+                         int64_t deadline_ms);
+/* Orders were queued for n (gp__srv_order_add). */
+void gp__srv_waiter_orders_added(gp_srv_state *s, gp_srv_node *n);
+/* The earliest deadline of a parked poll, or INT64_MAX. */
+int64_t gp__srv_waiter_earliest(gp_srv_state *s);
+/* The next node whose parked poll is due (new orders, unless expire_only; or past its
+ * deadline), or NULL. The caller answers the poll and clears n->waiter. */
+gp_srv_node *gp__srv_waiter_next_due(gp_srv_state *s, int64_t now_ms, bool expire_only);
+void gp__srv_waiters_free(gp_srv_waiters *w);
 
 /* ---- lifecycle.c: transitions shared by the API, the agent protocol and the scheduler ---- */
 /* Sends stop orders to every task not yet exited and moves the job to STOPPING. */
