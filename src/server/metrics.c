@@ -173,6 +173,9 @@ void gp_server_metrics_render(const gp_server_metrics *m, gp_buf *out) {
          "Wall time of the last scheduling cycle.");
   sample(out, "gpool_scheduling_last_cycle_seconds", NULL, NULL, m->last_sched_cycle_s);
   hist(out, "gpool_scheduling_cycle_seconds", "Wall time of scheduling cycles.", &m->sched_cycle_s);
+  family(out, "gpool_scheduling_cycle_cpu_seconds_total", "counter",
+         "CPU time the server's state thread spent in scheduling cycles.");
+  sample(out, "gpool_scheduling_cycle_cpu_seconds_total", NULL, NULL, m->sched_cycles_cpu_s);
   hist(out, "gpool_queue_wait_seconds", "Time jobs waited from submission to start.",
        &m->queue_wait_s);
   hist(out, "gpool_job_run_seconds", "Run time of jobs that ended.", &m->job_run_s);

@@ -66,7 +66,7 @@ typedef struct gp_server_metrics {
   double idle_threshold_pct;   /* what "idle" meant for gpus_allocated_idle */
   double idle_window_s;
   uint64_t submissions_total, jobs_started_total, preemptions_total, sched_cycles_total;
-  double last_sched_cycle_s;
+  double last_sched_cycle_s, sched_cycles_cpu_s;
   gp_hist sched_cycle_s, queue_wait_s, job_run_s;
 } gp_server_metrics;
 

@@ -95,6 +95,7 @@ char *gp__srv_metrics_text(const gp_srv_state *s) {
   m.preemptions_total = s->counters.preemptions;
   m.sched_cycles_total = s->counters.sched_cycles;
   m.last_sched_cycle_s = s->counters.last_cycle_s;
+  m.sched_cycles_cpu_s = s->counters.cycles_cpu_s;
   m.sched_cycle_s = s->counters.cycle_s;
   m.queue_wait_s = s->counters.wait_s;
   m.job_run_s = s->counters.run_s;

@@ -43,6 +43,10 @@ promtool check metrics <"$E2E_DIR/server.prom" >"$E2E_DIR/promtool-server.txt" 2
   fail "promtool rejects the server's /metrics: $(cat "$E2E_DIR/promtool-server.txt")"
 grep -q '^gpool_queue_running_jobs{queue="default"} 2$' "$E2E_DIR/server.prom" ||
   fail "the server should count 2 running jobs in queue default: $(grep gpool_queue_running "$E2E_DIR/server.prom")"
+# The cycles' CPU time is real work, and no more than their wall time.
+awk '$1 == "gpool_scheduling_cycle_cpu_seconds_total" {cpu = $2} $1 == "gpool_scheduling_cycle_seconds_sum" {wall = $2}
+     END {exit !(cpu > 0 && cpu <= wall * 1.01 + 0.001)}' "$E2E_DIR/server.prom" ||
+  fail "the scheduling cycles' CPU time must be above 0 and at most their wall time: $(grep '^gpool_scheduling_cycle' "$E2E_DIR/server.prom")"
 
 # A free port for Prometheus: bind port 0 once and reuse the number.
 PROM_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')

@@ -37,6 +37,7 @@ static char *render_pool(void) {
   m.idle_window_s = 600;
   m.sched_cycles_total = 40;
   m.last_sched_cycle_s = 0.0012;
+  m.sched_cycles_cpu_s = 0.75;
   gp_hist_init(&m.sched_cycle_s, gp_hist_bounds_cycle_s, gp_hist_n_bounds_cycle_s);
   gp_hist_init(&m.queue_wait_s, gp_hist_bounds_wait_s, gp_hist_n_bounds_wait_s);
   gp_hist_init(&m.job_run_s, gp_hist_bounds_wait_s, gp_hist_n_bounds_wait_s);
@@ -96,6 +97,7 @@ static void queues_show_share_depth_and_reasons(void) {
   CHECK_CONTAINS(t, "gpool_agents{state=\"down\"} 1\n");
   CHECK_CONTAINS(t, "gpool_gpus_allocated_idle 2\n");
   CHECK_CONTAINS(t, "gpool_scheduling_last_cycle_seconds 0.0012\n");
+  CHECK_CONTAINS(t, "gpool_scheduling_cycle_cpu_seconds_total 0.75\n");
   free(t);
 }
 
