@@ -18,7 +18,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "agent/gpu_sim.h"
 #include "agent/launcher.h"
 #include "util/mem.h"
 
@@ -507,14 +506,14 @@ void gp__job_start(gp_agent *a, const char *order_id, json_t *job) {
   j->grace_s = r.grace_s;
   j->sim_util = -1;
   j->sim_mem_mib = -1;
-  if (gp_gpu_sim_is(a->gpu) && r.n_gpus > 0) {
+  if (r.n_gpus > 0) {
     const char *u = r.env ? json_string_value(json_object_get(r.env, "GPOOL_SIM_UTIL")) : NULL;
     const char *m = r.env ? json_string_value(json_object_get(r.env, "GPOOL_SIM_MEM")) : NULL;
-    if (gp_gpu_sim_parse_load(u, m, &j->sim_util, &j->sim_mem_mib, &err) != 0)
+    if (a->gpu->ops->job_load(a->gpu, u, m, &j->sim_util, &j->sim_mem_mib, &err) != 0)
       gp__log("job %s: %s (simulated load left at the default)", j->id, err.message);
     for (int i = 0; i < j->n_gpus; i++)
-      if (gp_gpu_sim_attach(a->gpu, j->gpus[i], j->pid, j->mig_uuid[0] ? j->mig_uuid : NULL,
-                            j->sim_util, j->sim_mem_mib, &err) != 0)
+      if (a->gpu->ops->attach(a->gpu, j->gpus[i], j->pid, j->mig_uuid[0] ? j->mig_uuid : NULL,
+                              j->sim_util, j->sim_mem_mib, &err) != 0)
         gp__log("job %s: simulated GPU %d: %s", j->id, j->gpus[i], err.message);
   }
   gp__job_add(a, j);
