@@ -19,6 +19,7 @@
 
 #include "agent/launcher.h"
 #include "util/mem.h"
+#include "util/signals.h"
 
 
 bool gp__job_id_valid(const char *id) {

@@ -20,6 +20,7 @@
 
 #include "agent/launcher.h"
 #include "util/mem.h"
+#include "util/signals.h"
 
 #define MAX_ARGS 4096
 #define MAX_ARGS_BYTES (256 * 1024)
