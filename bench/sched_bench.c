@@ -7,64 +7,93 @@
  *   - p50/p99 of an incremental step (1% of the jobs end and 1,000 arrive, on the busy
  *     cluster the full step left) over 100 steps; starts are applied, victims stop and end
  *     one step later, as a server would do;
- *   - the core's peak working memory per pending job (heap high-water mark during a step,
- *     minus what the view itself holds, divided by the pending jobs), when the build has no
- *     AddressSanitizer (which owns malloc).
+ *   - the core's peak working memory per pending job: the memory a step makes resident
+ *     beyond what the process held when it began (the view, the memo, free heap pages
+ *     excluded), at its high-water mark, divided by the pending jobs; measured in a second
+ *     process as "memory, measured in a process of its own" below says, when the build
+ *     has no AddressSanitizer.
  * Usage: bench_sched_bench [nodes] [jobs] [steps]   (defaults 10000 100000 100)
  * Build Release for figures: cmake -B build/rel -DCMAKE_BUILD_TYPE=Release. */
+#include <fcntl.h>
+#include <malloc.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "core/sched.h"
 #include "util/mem.h"
 
-/* ---- heap accounting (not under ASan, which provides malloc itself) ---- */
+/* ---- memory, measured in a process of its own ----
+ * A step's working set is the anonymous memory (heap and stack) it makes resident beyond
+ * what was resident when it began. Before each measured step, malloc_trim(0) hands the
+ * heap's free pages back to the kernel; the resident anonymous memory is read before
+ * and after the step from the "Anonymous:" line of /proc/self/smaps_rollup, which the
+ * kernel counts by walking the page tables (code pages that the step faults in are file
+ * pages, not counted). Under gp_mem_keep_freed nothing goes back to the kernel during a
+ * step (blocks up to 256 MiB come from the heap, whose top is trimmed only beyond 512 MiB
+ * free), so the figure after the step is its high-water mark. Transparent huge pages are
+ * off in the measuring process (prctl PR_SET_THP_DISABLE), so the count is by base page.
+ * This counts pages written, not bytes allocated: what a step allocates and never writes
+ * (a calloc served from fresh heap, spare capacity) is left out, while malloc's headers,
+ * the unused rest of a page, and memory freed and not reused within the step are in.
+ * The trim would make the next step fault its pages in again, so a child forked at
+ * start-up runs the same steps for the memory figures and the parent, which never trims,
+ * times them. Not under AddressSanitizer, whose allocator keeps freed memory in
+ * quarantine. */
 #if defined(__SANITIZE_ADDRESS__)
-#define HEAP_COUNTING 0
+#define MEASURE_MEMORY 0
 #elif defined(__has_feature)
 #if __has_feature(address_sanitizer)
-#define HEAP_COUNTING 0
+#define MEASURE_MEMORY 0
 #endif
 #endif
-#ifndef HEAP_COUNTING
-#define HEAP_COUNTING 1
+#ifndef MEASURE_MEMORY
+#define MEASURE_MEMORY 1
 #endif
 
-static size_t heap_cur, heap_peak;
-#if HEAP_COUNTING
-#include <malloc.h>
-extern void *__libc_malloc(size_t);
-extern void *__libc_calloc(size_t, size_t);
-extern void *__libc_realloc(void *, size_t);
-extern void __libc_free(void *);
-void *malloc(size_t n) {
-  void *p = __libc_malloc(n);
-  if (p && (heap_cur += malloc_usable_size(p)) > heap_peak) heap_peak = heap_cur;
-  return p;
+typedef struct mem_peaks {
+  bool measuring;   /* this process is the child that measures, and times nothing */
+  bool ok;          /* the figures below were measured */
+  size_t full;      /* bytes made resident by the full step */
+  size_t step_max;  /* the most bytes made resident by one incremental (memo) step */
+} mem_peaks;
+
+/* Resident anonymous bytes, 0 when /proc cannot tell. Read with read(2) into the stack:
+ * stdio would allocate a buffer that the step could then reuse unseen. */
+static size_t resident_bytes(void) {
+  char text[4096];
+  int fd = open("/proc/self/smaps_rollup", O_RDONLY);
+  if (fd < 0) return 0;
+  ssize_t n = read(fd, text, sizeof text - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  text[n] = '\0';
+  const char *anon = strstr(text, "\nAnonymous:");
+  return anon ? (size_t)strtoull(anon + 11, NULL, 10) * 1024 : 0;
 }
-void *calloc(size_t n, size_t s) {
-  void *p = __libc_calloc(n, s);
-  if (p && (heap_cur += malloc_usable_size(p)) > heap_peak) heap_peak = heap_cur;
-  return p;
+
+/* Starts measuring a step: returns the resident bytes once the heap's free pages are gone. */
+static size_t probe_start(mem_peaks *m) {
+  if (!m->measuring) return 0;
+  malloc_trim(0);
+  size_t r = resident_bytes();
+  if (!r) m->ok = false;
+  return r;
 }
-void *realloc(void *p, size_t n) {
-  size_t old = p ? malloc_usable_size(p) : 0;
-  void *q = __libc_realloc(p, n);
-  if (q || n == 0) {
-    heap_cur -= old;
-    if (q && (heap_cur += malloc_usable_size(q)) > heap_peak) heap_peak = heap_cur;
-  }
-  return q;
+
+/* The bytes the step made resident since probe_start. */
+static size_t probe_peak(const mem_peaks *m, size_t start) {
+  if (!m->measuring) return 0;
+  size_t r = resident_bytes();
+  return r > start ? r - start : 0;
 }
-void free(void *p) {
-  if (p) heap_cur -= malloc_usable_size(p);
-  __libc_free(p);
-}
-#endif
 
 /* ---- a small deterministic RNG ---- */
 static uint64_t rng = 0x9e3779b97f4a7c15ULL;
@@ -290,15 +319,12 @@ static double summarize(double *times, int steps) {
   return sum / steps;
 }
 
-int main(int argc, char **argv) {
-  gp_mem_keep_freed(); /* as the server and the simulator do (gpool main) */
-  int n_nodes = argc > 1 ? atoi(argv[1]) : 10000;
-  int n_jobs = argc > 2 ? atoi(argv[2]) : 100000;
-  int steps = argc > 3 ? atoi(argv[3]) : 100;
-  if (n_nodes < 32 || n_jobs < 100 || steps < 1) {
-    fprintf(stderr, "usage: %s [nodes>=32] [jobs>=100] [steps>=1]\n", argv[0]);
-    return 2;
-  }
+/* One pass over the benchmark. The parent's pass times the steps and prints, with the
+ * memory figures that the child's pass (mem->measuring) left in *mem. Both build the same fleet and
+ * jobs from the same seed, so they see the same views and make the same plans; the child
+ * skips the memo-less twin of each step, which neither changes the view nor the memo. */
+static int bench_run(int n_nodes, int n_jobs, int steps, mem_peaks *mem) {
+  bool timing = !mem->measuring;
   static bench B;
   bench *b = &B;
   gp_policy_init(&b->pol);
@@ -315,32 +341,35 @@ int main(int argc, char **argv) {
   b->view.job_revs = b->revs;
   b->view.n_jobs = b->n_jobs;
 
-  printf("fleet: %d nodes x 8 GPUs (%d GPUs), %d leaf queues in 3 levels, %d pending jobs\n",
-         n_nodes, n_nodes * 8, 50, n_jobs);
+  if (timing)
+    printf("fleet: %d nodes x 8 GPUs (%d GPUs), %d leaf queues in 3 levels, %d pending jobs\n",
+           n_nodes, n_nodes * 8, 50, n_jobs);
   gp_time now = 100000;
   gp_err err = {0};
   gp_plan *plan = NULL;
-  size_t base = heap_cur;
-  heap_peak = heap_cur;
+  size_t probe = probe_start(mem);
   double w0 = wall_s(), t0 = cpu_s();
   if (gp_sched_step(&b->pol, &b->view, now, &plan, &err)) {
     fprintf(stderr, "step failed: %s: %s\n", err.field, err.message);
     return 1;
   }
   double full = cpu_s() - t0, full_wall = wall_s() - w0;
-  size_t peak = heap_peak - base;
+  if (mem->measuring) mem->full = probe_peak(mem, probe);
   int placed = plan->n_starts;
-  printf("full step from an empty cluster: %.1f ms CPU (%.1f ms wall), %d jobs placed (%.0f "
-         "jobs/s), %d pending, %d preemptions, %d reservations\n",
-         full * 1e3, full_wall * 1e3, placed, placed / full, plan->n_pending, plan->n_preemptions,
-         plan->n_reservations);
-  if (HEAP_COUNTING)
-    printf("memory: core peak working set %.1f MiB = %.0f bytes per pending job (view itself: "
-           "%zu bytes per gp_job), plan arena %.1f MiB\n",
-           peak / 1048576.0, (double)peak / n_jobs, sizeof(gp_job),
-           gp_arena_bytes(plan->arena) / 1048576.0);
-  else
-    printf("memory: not measured (AddressSanitizer build)\n");
+  if (timing) {
+    printf("full step from an empty cluster: %.1f ms CPU (%.1f ms wall), %d jobs placed (%.0f "
+           "jobs/s), %d pending, %d preemptions, %d reservations\n",
+           full * 1e3, full_wall * 1e3, placed, placed / full, plan->n_pending, plan->n_preemptions,
+           plan->n_reservations);
+    if (mem->ok)
+      printf("memory: core peak working set %.1f MiB = %.0f bytes per pending job (view itself: "
+             "%zu bytes per gp_job), plan arena %.1f MiB\n",
+             mem->full / 1048576.0, (double)mem->full / n_jobs, sizeof(gp_job),
+             gp_arena_bytes(plan->arena) / 1048576.0);
+    else
+      printf("memory: not measured (%s)\n",
+             MEASURE_MEMORY ? "/proc/self/smaps_rollup unreadable" : "AddressSanitizer build");
+  }
   digest_plan(plan);
   apply(b, plan, now);
   gp_plan_free(plan);
@@ -361,7 +390,6 @@ int main(int argc, char **argv) {
   double *times = calloc((size_t)steps, sizeof(double));
   double *times_plain = calloc((size_t)steps, sizeof(double));
   long total_starts = 0, total_pending = 0, total_preempt = 0;
-  size_t step_peak_max = 0;
   for (int s = 0; s < steps; s++) {
     now += 60;
     /* Stopping victims are gone; 1% of the jobs end (running ones); 1,000 arrive. */
@@ -379,8 +407,8 @@ int main(int argc, char **argv) {
     gp_plan *plain = NULL;
     for (int k = 0; k < 2; k++) {
       bool with_memo = (k == 0) == (s % 2 == 0);
-      base = heap_cur;
-      heap_peak = heap_cur;
+      if (!with_memo && !timing) continue;
+      probe = probe_start(mem);
       t0 = cpu_s();
       int rc = with_memo ? gp_sched_step_memo(memo, &b->pol, &b->view, now, 0, &plan, &err)
                          : gp_sched_step(&b->pol, &b->view, now, &plain, &err);
@@ -389,9 +417,10 @@ int main(int argc, char **argv) {
         return 1;
       }
       (with_memo ? times : times_plain)[s] = cpu_s() - t0;
-      if (with_memo && heap_peak - base > step_peak_max) step_peak_max = heap_peak - base;
+      size_t peak = probe_peak(mem, probe);
+      if (peak > mem->step_max) mem->step_max = peak;
     }
-    if (plan_digest(plan) != plan_digest(plain)) {
+    if (timing && plan_digest(plan) != plan_digest(plain)) {
       fprintf(stderr, "step %d: the memo's plan differs from gp_sched_step's\n", s);
       return 1;
     }
@@ -403,25 +432,27 @@ int main(int argc, char **argv) {
     apply(b, plan, now);
     gp_plan_free(plan);
   }
-  double mean = summarize(times, steps), mean_plain = summarize(times_plain, steps);
-  double p50 = percentile(times, steps, 0.5), p99 = percentile(times, steps, 0.99);
-  double p50_plain = percentile(times_plain, steps, 0.5), p99_plain = percentile(times_plain, steps, 0.99);
-  printf("incremental step (1%% end, 1000 arrive) over %d steps, CPU time: p50 %.2f ms, p99 %.2f ms, max "
-         "%.2f ms, min %.2f ms, mean %.2f ms; per step on average %ld starts, %ld pending, %ld preemptions\n",
-         steps, p50 * 1e3, p99 * 1e3, times[steps - 1] * 1e3, times[0] * 1e3, mean * 1e3,
-         total_starts / steps, total_pending / steps, total_preempt / steps);
-  printf("  the same steps without the memo (gp_sched_step): p50 %.2f ms, p99 %.2f ms, max %.2f ms, "
-         "mean %.2f ms; memo/plain: p50 %.2f, p99 %.2f, mean %.2f\n",
-         p50_plain * 1e3, p99_plain * 1e3, times_plain[steps - 1] * 1e3, mean_plain * 1e3,
-         p50 / p50_plain, p99 / p99_plain, mean / mean_plain);
-  if (HEAP_COUNTING)
-    printf("memory: incremental step peak working set %.1f MiB (%.0f bytes per pending job), "
-           "memo %.1f MiB (%.0f bytes per job in the view)\n",
-           step_peak_max / 1048576.0, (double)step_peak_max / (double)(total_pending / steps),
-           gp_sched_memo_bytes(memo) / 1048576.0, (double)gp_sched_memo_bytes(memo) / b->n_jobs);
+  if (timing) {
+    double mean = summarize(times, steps), mean_plain = summarize(times_plain, steps);
+    double p50 = percentile(times, steps, 0.5), p99 = percentile(times, steps, 0.99);
+    double p50_plain = percentile(times_plain, steps, 0.5), p99_plain = percentile(times_plain, steps, 0.99);
+    printf("incremental step (1%% end, 1000 arrive) over %d steps, CPU time: p50 %.2f ms, p99 %.2f ms, max "
+           "%.2f ms, min %.2f ms, mean %.2f ms; per step on average %ld starts, %ld pending, %ld preemptions\n",
+           steps, p50 * 1e3, p99 * 1e3, times[steps - 1] * 1e3, times[0] * 1e3, mean * 1e3,
+           total_starts / steps, total_pending / steps, total_preempt / steps);
+    printf("  the same steps without the memo (gp_sched_step): p50 %.2f ms, p99 %.2f ms, max %.2f ms, "
+           "mean %.2f ms; memo/plain: p50 %.2f, p99 %.2f, mean %.2f\n",
+           p50_plain * 1e3, p99_plain * 1e3, times_plain[steps - 1] * 1e3, mean_plain * 1e3,
+           p50 / p50_plain, p99 / p99_plain, mean / mean_plain);
+    if (mem->ok)
+      printf("memory: incremental step peak working set %.1f MiB (%.0f bytes per pending job), "
+             "memo %.1f MiB (%.0f bytes per job in the view)\n",
+             mem->step_max / 1048576.0, (double)mem->step_max / (double)(total_pending / steps),
+             gp_sched_memo_bytes(memo) / 1048576.0, (double)gp_sched_memo_bytes(memo) / b->n_jobs);
+    printf("plans digest %016llx (equal digests: the same decisions)\n", (unsigned long long)digest);
+  }
   gp_sched_memo_free(memo);
   free(times_plain);
-  printf("plans digest %016llx (equal digests: the same decisions)\n", (unsigned long long)digest);
   free(times);
   for (int j = 0; j < b->n_jobs; j++) free((void *)b->jobs[j].placements);
   free(b->jobs);
@@ -433,4 +464,40 @@ int main(int argc, char **argv) {
   free(b->node_names);
   free(b->block_names);
   return 0;
+}
+
+/* Runs the measuring pass in a child and returns its figures (ok false when it could
+ * not measure). The parent waits for it, so the two never share the CPUs. */
+static mem_peaks measure_in_child(int n_nodes, int n_jobs, int steps) {
+  mem_peaks got = {0};
+  int fd[2];
+  if (!MEASURE_MEMORY || pipe(fd) != 0) return got;
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(fd[0]);
+    mem_peaks m = {.measuring = true, .ok = prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0) == 0};
+    if (bench_run(n_nodes, n_jobs, steps, &m) != 0) m.ok = false;
+    if (write(fd[1], &m, sizeof m) != (ssize_t)sizeof m) _exit(1);
+    _exit(0);
+  }
+  close(fd[1]);
+  if (pid > 0 && read(fd[0], &got, sizeof got) != (ssize_t)sizeof got) got.ok = false;
+  close(fd[0]);
+  if (pid > 0) waitpid(pid, NULL, 0);
+  got.measuring = false;
+  return got;
+}
+
+int main(int argc, char **argv) {
+  gp_mem_keep_freed(); /* as the server and the simulator do (gpool main) */
+  int n_nodes = argc > 1 ? atoi(argv[1]) : 10000;
+  int n_jobs = argc > 2 ? atoi(argv[2]) : 100000;
+  int steps = argc > 3 ? atoi(argv[3]) : 100;
+  if (n_nodes < 32 || n_jobs < 100 || steps < 1) {
+    fprintf(stderr, "usage: %s [nodes>=32] [jobs>=100] [steps>=1]\n", argv[0]);
+    return 2;
+  }
+  mem_peaks mem = measure_in_child(n_nodes, n_jobs, steps);
+  return bench_run(n_nodes, n_jobs, steps, &mem);
 }

@@ -20,7 +20,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent/gpu_sim.h"
 #include "util/buf.h"
 #include "util/mem.h"
 
@@ -486,7 +485,7 @@ int gp_agent_new(const gp_agent_config *cfg, gp_gpu_backend *backend, gp_agent *
   if ((rc = backend->ops->discover(backend, a->gpus, GP_GPU_MAX_DEVICES, &a->n_gpus, err)) != 0)
     goto fail;
   /* No driver here: jobs get a simulated nvidia-smi that says so (never with real GPUs). */
-  if (gp_gpu_sim_is(backend)) gp__sim_bin_write(a);
+  if (!backend->ops->has_driver) gp__sim_bin_write(a);
   for (int i = 0; i < a->n_gpus; i++) {
     const gp_gpu_mode *m = gp_agent_config_gpu_mode(&a->cfg, i);
     a->gpu_mode[i] = m->mode;

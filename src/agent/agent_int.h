@@ -146,7 +146,8 @@ json_t *gp__job_report(const gp__job *j); /* register "jobs" entry */
 void gp__job_persist(const gp__job *j);
 bool gp__job_id_valid(const char *id);
 void gp__stats_update(gp_agent *a);
-/* Sim backend only: writes <data>/sim-bin/nvidia-smi and sets sim_bin (sim_bin.c). */
+/* For a backend without a driver (has_driver false): writes <data>/sim-bin/nvidia-smi and
+ * sets sim_bin (sim_bin.c). */
 int gp__sim_bin_write(gp_agent *a);
 
 /* ---- agent_share.c ---- */

@@ -17,9 +17,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "agent/gpu_sim.h"
 #include "agent/launcher.h"
 #include "util/mem.h"
+#include "util/signals.h"
 
 
 bool gp__job_id_valid(const char *id) {
@@ -293,7 +293,7 @@ static void job_finish(gp_agent *a, gp__job *j, bool exit_known, int code, int s
            while_away ? " (while the agent was away)" : "");
   /* Leftover processes of the job's group go with their leader. */
   if (exit_known) killpg(j->pid, SIGKILL);
-  if (gp_gpu_sim_is(a->gpu)) gp_gpu_sim_detach(a->gpu, j->pid);
+  a->gpu->ops->detach(a->gpu, j->pid);
   if (j->cgroup) gp_cgroup_job_remove(&a->cgroup, j->id);
   json_t *end = gp__job_report(j);
   char path[800];
@@ -394,12 +394,10 @@ void gp__jobs_adopt(gp_agent *a) {
       continue;
     }
     adopted++;
-    if (gp_gpu_sim_is(a->gpu)) {
-      gp_err err = {0};
-      for (int i = 0; i < j->n_gpus; i++)
-        gp_gpu_sim_attach(a->gpu, j->gpus[i], j->pid, j->mig_uuid[0] ? j->mig_uuid : NULL,
+    gp_err err = {0};
+    for (int i = 0; i < j->n_gpus; i++)
+      a->gpu->ops->attach(a->gpu, j->gpus[i], j->pid, j->mig_uuid[0] ? j->mig_uuid : NULL,
                           j->sim_util, j->sim_mem_mib, &err);
-    }
     gp__log("re-adopted job %s (pid %d, started %lld)", j->id, (int)j->pid,
             (long long)j->started_at);
   }

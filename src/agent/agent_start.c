@@ -18,9 +18,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "agent/gpu_sim.h"
 #include "agent/launcher.h"
 #include "util/mem.h"
+#include "util/signals.h"
 
 #define MAX_ARGS 4096
 #define MAX_ARGS_BYTES (256 * 1024)
@@ -381,49 +381,74 @@ static void build_env(gp_agent *a, const start_req *r, const creds *c, const gp_
   }
 }
 
-void gp__job_start(gp_agent *a, const char *order_id, json_t *job) {
-  start_req r;
+/* ---- the phases of a start ---- */
+
+/* The order names a valid job that does not already run here, on GPUs that are not drained.
+ * *ret_old is an earlier, ended run of the job that this node still remembers (or NULL). */
+static bool check_order(gp_agent *a, const char *order_id, json_t *job, start_req *r,
+                        gp__job **ret_old) {
   char msg[512];
   const char *raw_id = json_string_value(json_object_get(job, "id"));
-  if (parse_start(a, job, &r, msg, sizeof msg) != 0) {
+  if (parse_start(a, job, r, msg, sizeof msg) != 0) {
     if (gp__job_id_valid(raw_id)) start_failed(a, order_id, raw_id, -1, msg);
     else gp__log("order %s: %s", order_id, msg);
-    return;
+    return false;
   }
-  gp__job *old = gp__job_find(a, r.id);
+  gp__job *old = gp__job_find(a, r->id);
   if (old && !old->ended) {
-    gp__log("order %s: job %s already runs here (pid %d); not starting it twice", order_id, r.id,
+    gp__log("order %s: job %s already runs here (pid %d); not starting it twice", order_id, r->id,
             (int)old->pid);
-    return;
+    return false;
   }
-  for (int i = 0; i < r.n_gpus; i++)
-    if (a->gpu_drained[r.gpus[i]]) {
-      snprintf(msg, sizeof msg, "GPU %d is drained (%s)", r.gpus[i], a->gpu_drain_reason[r.gpus[i]]);
-      start_failed(a, order_id, r.id, -1, msg);
-      return;
+  for (int i = 0; i < r->n_gpus; i++)
+    if (a->gpu_drained[r->gpus[i]]) {
+      snprintf(msg, sizeof msg, "GPU %d is drained (%s)", r->gpus[i],
+               a->gpu_drain_reason[r->gpus[i]]);
+      start_failed(a, order_id, r->id, -1, msg);
+      return false;
     }
-  gp__share_plan sp;
+  *ret_old = old;
+  return true;
+}
+
+/* How the job's share of its GPUs is enforced (fail closed: no way to enforce, no start). */
+static bool decide_share(gp_agent *a, const char *order_id, const start_req *r,
+                         gp__share_plan *sp) {
   gp_err err = {0};
-  if (gp__share_decide(a, r.gpus, r.n_gpus, r.gpu_milli, r.gpu_mem_mib, r.mig_uuid, &sp, &err)) {
-    start_failed(a, order_id, r.id, -1, err.message);
-    return;
+  if (gp__share_decide(a, r->gpus, r->n_gpus, r->gpu_milli, r->gpu_mem_mib, r->mig_uuid, sp,
+                       &err)) {
+    start_failed(a, order_id, r->id, -1, err.message);
+    return false;
   }
-  creds c;
-  if (resolve_user(a, r.user, &c, msg, sizeof msg) != 0) {
-    start_failed(a, order_id, r.id, -1, msg);
-    return;
+  return true;
+}
+
+/* Whom the job runs as. */
+static bool decide_user(gp_agent *a, const char *order_id, const start_req *r, creds *c) {
+  char msg[512];
+  if (resolve_user(a, r->user, c, msg, sizeof msg) != 0) {
+    start_failed(a, order_id, r->id, -1, msg);
+    return false;
   }
+  return true;
+}
+
+/* The job's record and its directory, cleared of an earlier run's end. NULL when the
+ * directory cannot be made. */
+static gp__job *prepare_job_dir(gp_agent *a, const char *order_id, const start_req *r,
+                                const creds *c, gp__job *old) {
   gp__job *j = gp_xcalloc(1, sizeof *j);
-  snprintf(j->id, sizeof j->id, "%s", r.id);
+  snprintf(j->id, sizeof j->id, "%s", r->id);
   snprintf(j->order_id, sizeof j->order_id, "%s", order_id);
-  snprintf(j->user, sizeof j->user, "%s", r.user ? r.user : c.name);
-  snprintf(j->queue, sizeof j->queue, "%s", r.queue ? r.queue : "");
-  snprintf(j->dir, sizeof j->dir, "%s/%s", a->jobs_dir, r.id);
+  snprintf(j->user, sizeof j->user, "%s", r->user ? r->user : c->name);
+  snprintf(j->queue, sizeof j->queue, "%s", r->queue ? r->queue : "");
+  snprintf(j->dir, sizeof j->dir, "%s/%s", a->jobs_dir, r->id);
   if (mkdir(j->dir, 0755) != 0 && errno != EEXIST) {
+    char msg[512];
     snprintf(msg, sizeof msg, "cannot create %.300s: %s", j->dir, strerror(errno));
-    start_failed(a, order_id, r.id, -1, msg);
+    start_failed(a, order_id, r->id, -1, msg);
     free(j);
-    return;
+    return NULL;
   }
   /* A requeued run of a job whose earlier end is settled here: forget that run first (this
    * marks its directory settled), then clear the markers for the new run. */
@@ -434,33 +459,56 @@ void gp__job_start(gp_agent *a, const char *order_id, json_t *job) {
     gp__job_path(j, stale[k], path, sizeof path);
     unlink(path);
   }
-  /* The job directory stays root's (the shim writes the exit file there as root: a user
-   * who owned it could plant links), so a user without a home starts in /tmp, like Slurm. */
-  const char *workdir = r.workdir;
-  if (!workdir) workdir = is_dir(c.home) ? c.home : c.switch_user ? "/tmp" : j->dir;
-  char procs[800] = "";
-  if (a->cgroup.ok) {
-    int64_t cpu_milli = r.cpus > 0 ? r.cpus * 1000 : 0;
-    if (gp_cgroup_job_create(&a->cgroup, r.id, cpu_milli, r.mem_mib, procs, sizeof procs, &err)) {
-      start_failed(a, order_id, r.id, -1, err.message);
-      free(j);
-      return;
-    }
-    j->cgroup = true;
+  return j;
+}
+
+/* The job's cgroup with its CPU and memory limits, where the node has cgroups; `procs` gets
+ * the path of its cgroup.procs ("" without one). */
+static bool prepare_cgroup(gp_agent *a, const char *order_id, const start_req *r, gp__job *j,
+                           char *procs, size_t size) {
+  if (!a->cgroup.ok) return true;
+  gp_err err = {0};
+  int64_t cpu_milli = r->cpus > 0 ? r->cpus * 1000 : 0;
+  if (gp_cgroup_job_create(&a->cgroup, r->id, cpu_milli, r->mem_mib, procs, size, &err)) {
+    start_failed(a, order_id, r->id, -1, err.message);
+    return false;
   }
+  j->cgroup = true;
+  return true;
+}
+
+/* The key the job's checkpoint reports carry, written before the job can run so its first
+ * report already finds it. */
+static void write_checkpoint_key(gp__job *j) {
   random_key(j->checkpoint_key, sizeof j->checkpoint_key);
-  /* Written before the job can run, so its first checkpoint report already finds it. */
   char key_path[800];
   gp__job_path(j, "checkpoint.key", key_path, sizeof key_path);
   int kfd = open(key_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (kfd < 0 || write(kfd, j->checkpoint_key, strlen(j->checkpoint_key)) < 0)
     j->checkpoint_key[0] = '\0'; /* no key on disk: no checkpoint URL either */
   if (kfd >= 0) close(kfd);
+}
+
+/* The job's working directory. The job directory stays root's (the shim writes the exit
+ * file there as root: a user who owned it could plant links), so a user without a home
+ * starts in /tmp, like Slurm. */
+static const char *job_workdir(const start_req *r, const creds *c, const gp__job *j) {
+  if (r->workdir) return r->workdir;
+  return is_dir(c->home) ? c->home : c->switch_user ? "/tmp" : j->dir;
+}
+
+/* Forks the shim that execs the job. On failure the job's cgroup is gone and the order
+ * has failed. */
+static bool launch(gp_agent *a, const char *order_id, const start_req *r, const creds *c,
+                   const gp__share_plan *sp, gp__job *j, const char *procs,
+                   gp_launch_result *res) {
+  const char *workdir = job_workdir(r, c, j);
   envv env = {0};
-  build_env(a, &r, &c, &sp, workdir, j->checkpoint_key, &env);
-  size_t argc = json_array_size(r.command);
+  build_env(a, r, c, sp, workdir, j->checkpoint_key, &env);
+  size_t argc = json_array_size(r->command);
   char **argv = gp_xcalloc(argc + 1, sizeof *argv);
-  for (size_t i = 0; i < argc; i++) argv[i] = (char *)json_string_value(json_array_get(r.command, i));
+  for (size_t i = 0; i < argc; i++)
+    argv[i] = (char *)json_string_value(json_array_get(r->command, i));
   char out_path[800], err_path[800];
   gp__job_path(j, "stdout", out_path, sizeof out_path);
   gp__job_path(j, "stderr", err_path, sizeof err_path);
@@ -471,54 +519,64 @@ void gp__job_start(gp_agent *a, const char *order_id, json_t *job) {
   spec.workdir = workdir;
   spec.stdout_path = out_path;
   spec.stderr_path = err_path;
-  spec.switch_user = c.switch_user;
-  spec.uid = c.uid;
-  spec.gid = c.gid;
-  spec.n_groups = c.n_groups;
-  memcpy(spec.groups, c.groups, sizeof c.groups);
+  spec.switch_user = c->switch_user;
+  spec.uid = c->uid;
+  spec.gid = c->gid;
+  spec.n_groups = c->n_groups;
+  memcpy(spec.groups, c->groups, sizeof c->groups);
   spec.cgroup_procs = procs[0] ? procs : NULL;
-  gp_launch_result res = {0};
-  int rc = gp_launch(&spec, &res, &err);
+  gp_err err = {0};
+  int rc = gp_launch(&spec, res, &err);
   free(argv);
   env_free(&env);
-  if (rc != 0) {
-    if (res.shim_pid > 0) {
-      int st;
-      while (waitpid(res.shim_pid, &st, 0) < 0 && errno == EINTR) {}
-    }
-    gp__job_note(j, err.message);
-    if (j->cgroup) gp_cgroup_job_remove(&a->cgroup, r.id);
-    start_failed(a, order_id, r.id, res.shim_pid > 0 ? 127 : -1, err.message);
-    free(j);
-    return;
+  if (rc == 0) return true;
+  if (res->shim_pid > 0) {
+    int st;
+    while (waitpid(res->shim_pid, &st, 0) < 0 && errno == EINTR) {}
   }
-  j->pid = res.pid;
-  j->shim_pid = res.shim_pid;
-  j->start_ticks = res.start_ticks;
-  j->shim_ticks = res.shim_start_ticks;
+  gp__job_note(j, err.message);
+  if (j->cgroup) gp_cgroup_job_remove(&a->cgroup, r->id);
+  start_failed(a, order_id, r->id, res->shim_pid > 0 ? 127 : -1, err.message);
+  return false;
+}
+
+/* What the agent keeps about the running job. */
+static void record_start(gp__job *j, const start_req *r, const gp__share_plan *sp,
+                         const gp_launch_result *res) {
+  j->pid = res->pid;
+  j->shim_pid = res->shim_pid;
+  j->start_ticks = res->start_ticks;
+  j->shim_ticks = res->shim_start_ticks;
   j->is_child = true;
   j->started_at = gp__now_ms() / 1000;
-  j->n_gpus = r.n_gpus;
-  memcpy(j->gpus, r.gpus, sizeof r.gpus);
-  snprintf(j->mig_uuid, sizeof j->mig_uuid, "%s", r.mig_uuid ? r.mig_uuid : "");
-  snprintf(j->enforcement, sizeof j->enforcement, "%s", sp.enforcement);
-  j->limit_mib = strcmp(sp.enforcement, "watchdog") == 0 ? sp.limit_mib : 0;
-  j->ckpt_signal = r.signal;
-  j->grace_s = r.grace_s;
+  j->n_gpus = r->n_gpus;
+  memcpy(j->gpus, r->gpus, sizeof r->gpus);
+  snprintf(j->mig_uuid, sizeof j->mig_uuid, "%s", r->mig_uuid ? r->mig_uuid : "");
+  snprintf(j->enforcement, sizeof j->enforcement, "%s", sp->enforcement);
+  j->limit_mib = strcmp(sp->enforcement, "watchdog") == 0 ? sp->limit_mib : 0;
+  j->ckpt_signal = r->signal;
+  j->grace_s = r->grace_s;
+}
+
+/* Tells the GPU backend where the job's process runs, with the load the job declares in
+ * GPOOL_SIM_UTIL and GPOOL_SIM_MEM (a simulated backend models it; a driver needs neither). */
+static void attach_gpus(gp_agent *a, gp__job *j, const start_req *r) {
   j->sim_util = -1;
   j->sim_mem_mib = -1;
-  if (gp_gpu_sim_is(a->gpu) && r.n_gpus > 0) {
-    const char *u = r.env ? json_string_value(json_object_get(r.env, "GPOOL_SIM_UTIL")) : NULL;
-    const char *m = r.env ? json_string_value(json_object_get(r.env, "GPOOL_SIM_MEM")) : NULL;
-    if (gp_gpu_sim_parse_load(u, m, &j->sim_util, &j->sim_mem_mib, &err) != 0)
-      gp__log("job %s: %s (simulated load left at the default)", j->id, err.message);
-    for (int i = 0; i < j->n_gpus; i++)
-      if (gp_gpu_sim_attach(a->gpu, j->gpus[i], j->pid, j->mig_uuid[0] ? j->mig_uuid : NULL,
+  if (r->n_gpus == 0) return;
+  gp_err err = {0};
+  const char *u = r->env ? json_string_value(json_object_get(r->env, "GPOOL_SIM_UTIL")) : NULL;
+  const char *m = r->env ? json_string_value(json_object_get(r->env, "GPOOL_SIM_MEM")) : NULL;
+  if (a->gpu->ops->job_load(a->gpu, u, m, &j->sim_util, &j->sim_mem_mib, &err) != 0)
+    gp__log("job %s: %s (simulated load left at the default)", j->id, err.message);
+  for (int i = 0; i < j->n_gpus; i++)
+    if (a->gpu->ops->attach(a->gpu, j->gpus[i], j->pid, j->mig_uuid[0] ? j->mig_uuid : NULL,
                             j->sim_util, j->sim_mem_mib, &err) != 0)
-        gp__log("job %s: simulated GPU %d: %s", j->id, j->gpus[i], err.message);
-  }
-  gp__job_add(a, j);
-  gp__job_persist(j);
+      gp__log("job %s: simulated GPU %d: %s", j->id, j->gpus[i], err.message);
+}
+
+/* The "started" event for the server, and the log line. */
+static void announce_start(gp_agent *a, const char *order_id, const gp__job *j, const creds *c) {
   json_t *ev = json_object();
   json_object_set_new(ev, "kind", json_string("started"));
   json_object_set_new(ev, "job", json_string(j->id));
@@ -529,6 +587,33 @@ void gp__job_start(gp_agent *a, const char *order_id, json_t *job) {
   if (j->limit_mib > 0) json_object_set_new(ev, "gpu_mem_limit_mib", json_integer(j->limit_mib));
   gp__event(a, ev);
   gp__log("order %s: job %s started (pid %d, user %s, GPUs %d, enforcement %s)", order_id, j->id,
-          (int)j->pid, c.switch_user ? c.name : "(agent's own)", j->n_gpus, j->enforcement);
+          (int)j->pid, c->switch_user ? c->name : "(agent's own)", j->n_gpus, j->enforcement);
 }
 
+void gp__job_start(gp_agent *a, const char *order_id, json_t *job) {
+  start_req r;
+  gp__job *old = NULL;
+  gp__share_plan sp;
+  creds c;
+  if (!check_order(a, order_id, job, &r, &old) || !decide_share(a, order_id, &r, &sp) ||
+      !decide_user(a, order_id, &r, &c))
+    return;
+  gp__job *j = prepare_job_dir(a, order_id, &r, &c, old);
+  if (!j) return;
+  char procs[800] = "";
+  gp_launch_result res = {0};
+  if (!prepare_cgroup(a, order_id, &r, j, procs, sizeof procs)) {
+    free(j);
+    return;
+  }
+  write_checkpoint_key(j);
+  if (!launch(a, order_id, &r, &c, &sp, j, procs, &res)) {
+    free(j);
+    return;
+  }
+  record_start(j, &r, &sp, &res);
+  attach_gpus(a, j, &r);
+  gp__job_add(a, j);
+  gp__job_persist(j);
+  announce_start(a, order_id, j, &c);
+}

@@ -2,11 +2,14 @@
 /* The agent's GPU backend interface: discovery, sampling, per-process accounting, fault
  * events and MIG layout changes. Two backends stand behind it: NVML (real GPUs, loaded
  * with dlopen) and a simulated one (models GPUs and their load for machines without GPUs).
- * Everything else in the agent sees only this interface. */
+ * Everything else in the agent sees only this interface: where the two differ (a driver to
+ * give jobs, simulated load, injected faults, resets), an operation here says what the
+ * backend does, so no caller asks which backend it has. */
 #ifndef GP_AGENT_GPU_H
 #define GP_AGENT_GPU_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -75,9 +78,12 @@ typedef struct gp_gpu_event {
 } gp_gpu_event;
 
 typedef struct gp_gpu_backend gp_gpu_backend;
+struct gp_gpu_sim_fault; /* agent/gpu_sim.h */
 
 typedef struct gp_gpu_backend_ops {
   const char *name;                                               /* "nvml", "sim" */
+  /* The host has NVIDIA's driver and its tools (nvidia-smi) for jobs to use. */
+  bool has_driver;
   int (*discover)(gp_gpu_backend *b, gp_gpu_info *out, int max, int *ret_n, gp_err *err);
   int (*sample)(gp_gpu_backend *b, int gpu, gp_gpu_sample *out, gp_err *err);
   /* Returns up to `max` events waiting (none: 0), without blocking longer than timeout_ms. */
@@ -85,6 +91,30 @@ typedef struct gp_gpu_backend_ops {
   /* Re-partitions an idle GPU; the backend refuses when processes run on it. */
   int (*set_mig_layout)(gp_gpu_backend *b, int gpu, const char *const *profiles,
                         const int *start_slots, int n, gp_err *err);
+  /* Names of the readings this backend cannot give, comma-separated ("" when none). */
+  void (*missing_readings)(const gp_gpu_backend *b, char *buf, size_t size);
+
+  /* What the agent tells the backend about its jobs. A driver sees the processes on its
+   * GPUs by itself, so the NVML backend accepts these and does nothing; the simulated
+   * backend models each GPU's load from the processes attached to it. */
+  /* Reads a job's declared load from the values of its GPOOL_SIM_UTIL and GPOOL_SIM_MEM
+   * variables (NULL: unset); -1 in either result means the default. */
+  int (*job_load)(gp_gpu_backend *b, const char *util, const char *mem, int *ret_util_pct,
+                  int64_t *ret_mem_mib, gp_err *err);
+  /* Process `pid` runs on GPU `gpu` (on MIG instance mig_uuid unless NULL or "") with the
+   * given load (-1: the default). */
+  int (*attach)(gp_gpu_backend *b, int gpu, pid_t pid, const char *mig_uuid, int util_pct,
+                int64_t mem_mib, gp_err *err);
+  /* Process `pid` has ended: it leaves every GPU. Returns how many GPUs it left (>= 0). */
+  int (*detach)(gp_gpu_backend *b, pid_t pid);
+
+  /* Faults and recovery. */
+  /* Schedules faults (drills and tests); GP_EUNSUPP where the backend cannot fake them. */
+  int (*inject)(gp_gpu_backend *b, const struct gp_gpu_sim_fault *faults, int n, gp_err *err);
+  /* Resets an idle GPU where the backend can; where it cannot (real GPUs: an operator runs
+   * nvidia-smi -r), returns 0 and the caller reads the GPU's state as it is. */
+  int (*reset)(gp_gpu_backend *b, int gpu, gp_err *err);
+
   void (*close)(gp_gpu_backend *b);
 } gp_gpu_backend_ops;
 

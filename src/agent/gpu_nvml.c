@@ -619,12 +619,45 @@ static void nvml_close(gp_gpu_backend *b) {
   if (b) close_nvml(b->impl);
 }
 
+/* The driver accounts for every process on its GPUs by itself: the agent's word about its
+ * jobs' processes and their declared load changes nothing here. */
+static int nvml_job_load(gp_gpu_backend *b, const char *util, const char *mem, int *ret_util_pct,
+                         int64_t *ret_mem_mib, gp_err *err) {
+  *ret_util_pct = -1;
+  *ret_mem_mib = -1;
+  return 0;
+}
+
+static int nvml_attach(gp_gpu_backend *b, int gpu, pid_t pid, const char *mig_uuid,
+                       int util_pct, int64_t mem_mib, gp_err *err) {
+  return 0;
+}
+
+static int nvml_detach(gp_gpu_backend *b, pid_t pid) { return 0; }
+
+static int nvml_inject(gp_gpu_backend *b, const struct gp_gpu_sim_fault *faults, int n,
+                       gp_err *err) {
+  return gp_err_set(err, GP_EUNSUPP, NULL, 0, "inject",
+                    "fault injection needs the simulated GPU backend (--sim)");
+}
+
+/* A reset of a real GPU stays with an operator (nvidia-smi -r): it needs every process off
+ * the GPU, including ones gpool does not know about. */
+static int nvml_reset(gp_gpu_backend *b, int gpu, gp_err *err) { return 0; }
+
 static const gp_gpu_backend_ops nvml_ops = {
     .name = "nvml",
+    .has_driver = true,
     .discover = nvml_discover,
     .sample = nvml_sample,
     .poll_events = nvml_poll_events,
     .set_mig_layout = nvml_set_mig_layout,
+    .missing_readings = gp_gpu_nvml_missing,
+    .job_load = nvml_job_load,
+    .attach = nvml_attach,
+    .detach = nvml_detach,
+    .inject = nvml_inject,
+    .reset = nvml_reset,
     .close = nvml_close,
 };
 

@@ -381,7 +381,6 @@ static sim *as_sim(gp_gpu_backend *b) {
   return b && b->ops == &sim_ops ? (sim *)b->impl : NULL;
 }
 
-bool gp_gpu_sim_is(const gp_gpu_backend *b) { return b && b->ops == &sim_ops; }
 
 static int parse_term(const char *term, int *ret_count, const gp_gpu_model **ret_model,
                       gp_err *err) {
@@ -637,12 +636,28 @@ static void sim_close(gp_gpu_backend *b) {
   free(s);
 }
 
+static void sim_missing_readings(const gp_gpu_backend *b, char *buf, size_t size) {
+  snprintf(buf, size, "%s", ""); /* the model gives every reading */
+}
+
+static int sim_job_load(gp_gpu_backend *b, const char *util, const char *mem, int *ret_util_pct,
+                        int64_t *ret_mem_mib, gp_err *err) {
+  return gp_gpu_sim_parse_load(util, mem, ret_util_pct, ret_mem_mib, err);
+}
+
 static const gp_gpu_backend_ops sim_ops = {
     .name = "sim",
+    .has_driver = false,
     .discover = sim_discover,
     .sample = sim_sample,
     .poll_events = sim_poll_events,
     .set_mig_layout = sim_set_mig_layout,
+    .missing_readings = sim_missing_readings,
+    .job_load = sim_job_load,
+    .attach = gp_gpu_sim_attach,
+    .detach = gp_gpu_sim_detach,
+    .inject = gp_gpu_sim_inject,
+    .reset = gp_gpu_sim_reset,
     .close = sim_close,
 };
 
@@ -880,7 +895,7 @@ int gp_gpu_sim_inject_spec(gp_gpu_backend *b, const char *spec, gp_err *err) {
   gp_gpu_sim_fault f[GP_GPU_SIM_MAX_FAULTS];
   int n = 0;
   int rc = gp_gpu_sim_parse_faults(spec, f, GP_GPU_SIM_MAX_FAULTS, &n, err);
-  return rc ? rc : gp_gpu_sim_inject(b, f, n, err);
+  return rc ? rc : b->ops->inject(b, f, n, err);
 }
 
 int gp_gpu_sim_reset(gp_gpu_backend *b, int gpu, gp_err *err) {

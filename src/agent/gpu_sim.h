@@ -91,8 +91,8 @@ typedef struct gp_gpu_sim_opts {
 int gp_gpu_sim_open(const char *spec, const gp_gpu_sim_opts *opts, gp_gpu_backend **ret,
                     gp_err *err);
 
-/* True when b is a simulated backend (the sim-only calls below refuse others). */
-bool gp_gpu_sim_is(const gp_gpu_backend *b);
+/* The calls below are the simulated backend's own; they refuse other backends. The agent
+ * reaches them through the backend's operations (gpu.h), which every backend implements. */
 
 /* Declares that process `pid` of a job runs on GPU `gpu` (index) and, when mig_uuid is not
  * NULL or "", on that MIG instance. util_pct (0..100, of the GPU or of the MIG instance) and
@@ -152,7 +152,8 @@ int gp_gpu_sim_parse_faults(const char *spec, gp_gpu_sim_fault *out, int max, in
  * GP_ENOENT for a GPU the node does not have; GP_ELIMIT when too many faults are pending. */
 int gp_gpu_sim_inject(gp_gpu_backend *b, const gp_gpu_sim_fault *faults, int n, gp_err *err);
 
-/* Parses and injects in one call. */
+/* Parses and injects in one call, through the backend's inject operation (a backend that
+ * cannot fake faults refuses a well-formed spec with GP_EUNSUPP). */
 int gp_gpu_sim_inject_spec(gp_gpu_backend *b, const char *spec, gp_err *err);
 
 /* Simulates a GPU reset (what an operator or the health engine's reset check does): a GPU

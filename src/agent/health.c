@@ -16,7 +16,6 @@
 #include <string.h>
 #include <strings.h>
 
-#include "agent/gpu_sim.h"
 #include "agent/nvml_api.h"
 #include "util/mem.h"
 #include "util/units.h"
@@ -361,16 +360,16 @@ static bool gpu_busy(const gp_telemetry_view *v, const gp_telemetry_job *jobs, i
   return false;
 }
 
-/* The reset check: reset the GPU where the backend can (the simulated one; on real GPUs an
- * operator resets with nvidia-smi -r), then read it: it must answer, with no row-remap
- * failure or pending remap. */
+/* The reset check: reset the GPU where the backend can (on real GPUs an operator resets
+ * with nvidia-smi -r, and the backend's reset leaves the GPU as it is), then read it: it must
+ * answer, with no row-remap failure or pending remap. */
 static bool reset_check(gp_health *h, int gpu, char *why, size_t size) {
   if (!h->b) {
     snprintf(why, size, "no backend to check the GPU with");
     return false;
   }
   gp_err e = {0};
-  if (gp_gpu_sim_is(h->b) && gp_gpu_sim_reset(h->b, gpu, &e)) {
+  if (h->b->ops->reset(h->b, gpu, &e)) {
     snprintf(why, size, "reset failed: %.100s", e.message);
     return false;
   }

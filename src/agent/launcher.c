@@ -455,37 +455,3 @@ int gp_proc_pgrp_ppid(pid_t pid, pid_t *ret_pgrp, pid_t *ret_ppid) {
   if (ret_pgrp) *ret_pgrp = (pid_t)strtol(f5, NULL, 10);
   return 0;
 }
-
-static const struct {
-  const char *name;
-  int sig;
-} signals[] = {
-    {"HUP", SIGHUP},   {"INT", SIGINT},   {"QUIT", SIGQUIT}, {"KILL", SIGKILL},
-    {"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"TERM", SIGTERM}, {"ALRM", SIGALRM},
-    {"CONT", SIGCONT}, {"STOP", SIGSTOP}, {"XCPU", SIGXCPU}, {"PWR", SIGPWR},
-    {"ABRT", SIGABRT}, {"SEGV", SIGSEGV}, {"PIPE", SIGPIPE}, {"BUS", SIGBUS},
-    {"FPE", SIGFPE},   {"ILL", SIGILL},   {"TRAP", SIGTRAP}, {"URG", SIGURG},
-    {"WINCH", SIGWINCH}, {"XFSZ", SIGXFSZ}, {"VTALRM", SIGVTALRM}, {"PROF", SIGPROF},
-    {"TSTP", SIGTSTP}, {"TTIN", SIGTTIN}, {"TTOU", SIGTTOU}, {"SYS", SIGSYS},
-};
-
-int gp_signal_parse(const char *name) {
-  if (!name || !*name) return 0;
-  if (name[0] >= '0' && name[0] <= '9') {
-    char *end = NULL;
-    long v = strtol(name, &end, 10);
-    return (*end == '\0' && v > 0 && v < NSIG) ? (int)v : 0;
-  }
-  if (strncasecmp(name, "SIG", 3) == 0) name += 3;
-  for (size_t i = 0; i < sizeof signals / sizeof signals[0]; i++)
-    if (strcasecmp(name, signals[i].name) == 0) return signals[i].sig;
-  return 0;
-}
-
-const char *gp_signal_name(int sig) {
-  for (size_t i = 0; i < sizeof signals / sizeof signals[0]; i++)
-    if (signals[i].sig == sig) return signals[i].name;
-  static _Thread_local char buf[16];
-  snprintf(buf, sizeof buf, "SIG%d", sig);
-  return buf;
-}

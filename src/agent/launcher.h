@@ -66,9 +66,4 @@ bool gp_proc_alive(pid_t pid, uint64_t start_ticks);
 /* The process group id and parent of `pid` from /proc (GP_ENOENT when gone). */
 int gp_proc_pgrp_ppid(pid_t pid, pid_t *ret_pgrp, pid_t *ret_ppid);
 
-/* Parses a signal name ("TERM", "SIGUSR1", "usr1", "15") into its number; 0 if unknown. */
-int gp_signal_parse(const char *name);
-/* The short name of a signal ("TERM"), or "SIG<n>" style text in a static buffer. */
-const char *gp_signal_name(int sig);
-
 #endif

@@ -270,45 +270,65 @@ static pair_acc *pair_get(pair_acc *pairs, int *n, int max, int job, int gpu) {
   return p;
 }
 
-int gp_telemetry_sample(gp_telemetry *t) {
-  int64_t t0 = mono_ns();
-  /* Snapshot what the backend calls need (GPU count, job table) without holding the lock
-   * across driver calls. Only this thread changes n_gpus and jobs, so reading them is safe. */
-  int n_gpus = t->n_gpus;
-  for (int g = 0; g < n_gpus; g++) {
+/* One sampling round's working state: what the backend and /proc said (gathered outside
+ * the lock) and the per-pair and per-job figures computed from it under the lock. */
+typedef struct sample_round {
+  int n_gpus;
+  gp_gpu_event ev[GP_TELEMETRY_MAX_EVENTS];
+  int n_ev;
+  gp_telemetry_job *jobs;    /* a copy of the job table; owned */
+  int n_jobs;
+  pair_acc *pairs;           /* (job, GPU) pairs; owned */
+  int n_pairs;
+  int unattributed[GP_GPU_MAX_DEVICES]; /* processes on the GPU that belong to no job */
+  int jobs_on[GP_GPU_MAX_DEVICES];      /* jobs on the GPU */
+  int64_t dt;                           /* ms since the previous round */
+  double energy_delta[GP_GPU_MAX_DEVICES];
+  double util_sum_on[GP_GPU_MAX_DEVICES];
+  int pair_util[GP_TELEMETRY_MAX_ATTR];
+  double job_util_sum[GP_TELEMETRY_MAX_JOBS];
+  int job_util_n[GP_TELEMETRY_MAX_JOBS];
+  int64_t job_mem[GP_TELEMETRY_MAX_JOBS];
+} sample_round;
+
+/* Samples every GPU into the scratch area and drains pending events. Only this thread
+ * changes n_gpus, so reading it without the lock is safe. */
+static void read_backend(gp_telemetry *t, sample_round *r) {
+  r->n_gpus = t->n_gpus;
+  for (int g = 0; g < r->n_gpus; g++) {
     gp_err e = {0};
     t->scratch_rc[g] = t->b->ops->sample(t->b, g, &t->scratch[g], &e);
     snprintf(t->scratch_err[g], sizeof t->scratch_err[g], "%.120s",
              e.message[0] ? e.message : gp_strerror(t->scratch_rc[g]));
   }
-  gp_gpu_event ev[GP_TELEMETRY_MAX_EVENTS];
-  int n_ev = 0;
-  if (t->b->ops->poll_events(t->b, ev, GP_TELEMETRY_MAX_EVENTS, 0, &n_ev) != 0) n_ev = 0;
+  if (t->b->ops->poll_events(t->b, r->ev, GP_TELEMETRY_MAX_EVENTS, 0, &r->n_ev) != 0) r->n_ev = 0;
+}
 
-  /* Attribute processes to jobs (reads /proc; still outside the lock). */
+/* Attributes the GPUs' processes to jobs (reads /proc; still outside the lock): one pair
+ * per job and GPU it holds, with that job's processes, memory and known utilisation. Only
+ * this thread changes the job table, so copying it without the lock is safe. */
+static void attribute_processes(gp_telemetry *t, sample_round *r) {
   static const int max_pairs = GP_TELEMETRY_MAX_ATTR;
-  pair_acc *pairs = gp_xcalloc((size_t)max_pairs, sizeof *pairs);
-  int n_pairs = 0;
-  gp_telemetry_job *jobs = gp_xcalloc((size_t)(t->n_jobs ? t->n_jobs : 1), sizeof *jobs);
-  int n_jobs = t->n_jobs;
-  for (int i = 0; i < n_jobs; i++) jobs[i] = t->jobs[i].job;
-  int unattributed[GP_GPU_MAX_DEVICES] = {0};
-  for (int i = 0; i < n_jobs; i++)
-    for (int k = 0; k < jobs[i].n_gpus; k++)
-      if (jobs[i].gpus[k] >= 0 && jobs[i].gpus[k] < n_gpus) {
-        pair_acc *p = pair_get(pairs, &n_pairs, max_pairs, i, jobs[i].gpus[k]);
-        if (p) snprintf(p->mig, sizeof p->mig, "%s", jobs[i].mig_uuid);
+  r->pairs = gp_xcalloc((size_t)max_pairs, sizeof *r->pairs);
+  r->jobs = gp_xcalloc((size_t)(t->n_jobs ? t->n_jobs : 1), sizeof *r->jobs);
+  r->n_jobs = t->n_jobs;
+  for (int i = 0; i < r->n_jobs; i++) r->jobs[i] = t->jobs[i].job;
+  for (int i = 0; i < r->n_jobs; i++)
+    for (int k = 0; k < r->jobs[i].n_gpus; k++)
+      if (r->jobs[i].gpus[k] >= 0 && r->jobs[i].gpus[k] < r->n_gpus) {
+        pair_acc *p = pair_get(r->pairs, &r->n_pairs, max_pairs, i, r->jobs[i].gpus[k]);
+        if (p) snprintf(p->mig, sizeof p->mig, "%s", r->jobs[i].mig_uuid);
       }
-  for (int g = 0; g < n_gpus; g++) {
+  for (int g = 0; g < r->n_gpus; g++) {
     if (t->scratch_rc[g]) continue;
     const gp_gpu_sample *s = &t->scratch[g];
     for (int k = 0; k < s->n_procs && k < GP_GPU_MAX_PROCS; k++) {
-      int j = gp_telemetry_match_pid(t->proc_root, s->procs[k].pid, jobs, n_jobs);
+      int j = gp_telemetry_match_pid(t->proc_root, s->procs[k].pid, r->jobs, r->n_jobs);
       if (j < 0) {
-        unattributed[g]++;
+        r->unattributed[g]++;
         continue;
       }
-      pair_acc *p = pair_get(pairs, &n_pairs, max_pairs, j, g);
+      pair_acc *p = pair_get(r->pairs, &r->n_pairs, max_pairs, j, g);
       if (!p) continue;
       p->n_procs++;
       p->mem += s->procs[k].used_mib;
@@ -321,15 +341,13 @@ int gp_telemetry_sample(gp_telemetry *t) {
   }
   /* Jobs per GPU: a GPU held by exactly one job (and no stranger) lends that job the
    * device figure when the driver has no per-process utilisation. */
-  int jobs_on[GP_GPU_MAX_DEVICES] = {0};
-  for (int i = 0; i < n_pairs; i++) jobs_on[pairs[i].gpu]++;
+  for (int i = 0; i < r->n_pairs; i++) r->jobs_on[r->pairs[i].gpu]++;
+}
 
-  pthread_mutex_lock(&t->mu);
-  int64_t now_ms = t->clock_ms ? t->clock_ms(t->clock_ctx) : t0 / 1000000;
-  int64_t dt = t->rounds ? now_ms - t->last_round_ms : 0;
-  if (dt < 0) dt = 0;
-  double energy_delta[GP_GPU_MAX_DEVICES] = {0};
-  for (int g = 0; g < n_gpus && g < t->n_gpus; g++) {
+/* Commits each GPU's sample (or its error) to the history ring and works out the energy
+ * each GPU used since the previous round. Caller holds the lock. */
+static void commit_samples(gp_telemetry *t, sample_round *r) {
+  for (int g = 0; g < r->n_gpus && g < t->n_gpus; g++) {
     if (t->scratch_rc[g]) {
       t->have_sample[g] = false;
       copy_str(t->sample_error[g], sizeof t->sample_error[g], t->scratch_err[g]);
@@ -341,9 +359,9 @@ int gp_telemetry_sample(gp_telemetry *t) {
      * only every few seconds (it is slow). The counter's delta serves where power is not
      * read. */
     if (s->power_w >= 0)
-      energy_delta[g] = s->power_w * (double)dt;
+      r->energy_delta[g] = s->power_w * (double)r->dt;
     else if (s->energy_mj >= 0 && t->have_energy[g] && s->energy_mj >= t->last_energy_mj[g])
-      energy_delta[g] = (double)(s->energy_mj - t->last_energy_mj[g]);
+      r->energy_delta[g] = (double)(s->energy_mj - t->last_energy_mj[g]);
     if (s->energy_mj >= 0) {
       t->last_energy_mj[g] = s->energy_mj;
       t->have_energy[g] = true;
@@ -354,53 +372,64 @@ int gp_telemetry_sample(gp_telemetry *t) {
     if (t->ring_n[g] < t->ring_len) t->ring_n[g]++;
     else t->ring_head[g] = (t->ring_head[g] + 1) % t->ring_len;
   }
-  for (int i = 0; i < n_ev; i++) {
-    if (ev[i].gpu >= 0 && ev[i].gpu < GP_GPU_MAX_DEVICES && ev[i].xid > 0) {
-      t->last_xid[ev[i].gpu] = ev[i].xid;
-      t->xid_count[ev[i].gpu]++;
+}
+
+/* Counts Xids per GPU and keeps the newest events for gp_telemetry_take_events. Caller
+ * holds the lock. */
+static void commit_events(gp_telemetry *t, const sample_round *r) {
+  for (int i = 0; i < r->n_ev; i++) {
+    const gp_gpu_event *ev = &r->ev[i];
+    if (ev->gpu >= 0 && ev->gpu < GP_GPU_MAX_DEVICES && ev->xid > 0) {
+      t->last_xid[ev->gpu] = ev->xid;
+      t->xid_count[ev->gpu]++;
     }
     if (t->n_events == GP_TELEMETRY_MAX_EVENTS) {
       memmove(t->events, t->events + 1, sizeof t->events[0] * (GP_TELEMETRY_MAX_EVENTS - 1));
       t->n_events--;
     }
-    t->events[t->n_events++] = ev[i];
+    t->events[t->n_events++] = *ev;
   }
+}
 
-  /* Per-pair figures, then per-job aggregation. The job table cannot have changed: only
-   * this thread calls set_jobs. */
-  double util_sum_on[GP_GPU_MAX_DEVICES] = {0};
-  int pair_util[GP_TELEMETRY_MAX_ATTR];
-  for (int i = 0; i < n_pairs; i++) {
-    pair_acc *p = &pairs[i];
+/* Each pair's utilisation: its processes' own figure; else the device figure when the job
+ * is alone on the GPU; else 0 when it has no process there; else unknown (-1). Caller
+ * holds the lock. */
+static void pair_utilisation(gp_telemetry *t, sample_round *r) {
+  for (int i = 0; i < r->n_pairs; i++) {
+    pair_acc *p = &r->pairs[i];
     int u = -1;
     if (p->util_known) u = p->util > 100 ? 100 : p->util;
-    else if (jobs_on[p->gpu] == 1 && !unattributed[p->gpu] && t->have_sample[p->gpu] &&
+    else if (r->jobs_on[p->gpu] == 1 && !r->unattributed[p->gpu] && t->have_sample[p->gpu] &&
              t->scratch[p->gpu].gpu_util_pct >= 0)
       u = t->scratch[p->gpu].gpu_util_pct;
     else if (p->n_procs == 0 && t->have_sample[p->gpu])
       u = 0; /* allocated, no process on the GPU: certainly not using it */
-    pair_util[i] = u;
-    if (u > 0) util_sum_on[p->gpu] += u;
+    r->pair_util[i] = u;
+    if (u > 0) r->util_sum_on[p->gpu] += u;
   }
+}
+
+/* Splits each GPU's energy among its pairs, gathers each job's figures for the round and
+ * rebuilds the attribution table of the view. The job table cannot have changed since the
+ * round began: only this thread calls set_jobs. Caller holds the lock. */
+static void account_pairs(gp_telemetry *t, sample_round *r) {
   t->n_attr = 0;
-  double job_util_sum[GP_TELEMETRY_MAX_JOBS] = {0};
-  int job_util_n[GP_TELEMETRY_MAX_JOBS] = {0};
-  int64_t job_mem[GP_TELEMETRY_MAX_JOBS] = {0};
-  for (int i = 0; i < n_pairs; i++) {
-    pair_acc *p = &pairs[i];
+  for (int i = 0; i < r->n_pairs; i++) {
+    pair_acc *p = &r->pairs[i];
     job_state *js = &t->jobs[p->job];
     /* Energy: the GPU's delta split by utilisation share, evenly when nobody computes. */
     double share = 0;
-    if (util_sum_on[p->gpu] > 0) share = pair_util[i] > 0 ? pair_util[i] / util_sum_on[p->gpu] : 0;
-    else share = 1.0 / jobs_on[p->gpu];
-    double e = energy_delta[p->gpu] * share;
+    if (r->util_sum_on[p->gpu] > 0)
+      share = r->pair_util[i] > 0 ? r->pair_util[i] / r->util_sum_on[p->gpu] : 0;
+    else share = 1.0 / r->jobs_on[p->gpu];
+    double e = r->energy_delta[p->gpu] * share;
     js->energy_mj += e;
     js->gpu_energy_mj[p->gpu] += e;
-    if (pair_util[i] >= 0) {
-      job_util_sum[p->job] += pair_util[i];
-      job_util_n[p->job]++;
+    if (r->pair_util[i] >= 0) {
+      r->job_util_sum[p->job] += r->pair_util[i];
+      r->job_util_n[p->job]++;
     }
-    job_mem[p->job] += p->mem;
+    r->job_mem[p->job] += p->mem;
     gp_telemetry_attr *a = &t->attr[t->n_attr++];
     memset(a, 0, sizeof *a);
     a->gpu = p->gpu;
@@ -409,31 +438,53 @@ int gp_telemetry_sample(gp_telemetry *t) {
     copy_str(a->user, sizeof a->user, js->job.user);
     snprintf(a->mig_uuid, sizeof a->mig_uuid, "%s", p->mig);
     a->n_procs = p->n_procs;
-    a->sm_util_pct = pair_util[i];
+    a->sm_util_pct = r->pair_util[i];
     a->mem_mib = p->mem;
     a->energy_j = js->gpu_energy_mj[p->gpu] / 1000.0;
   }
-  for (int j = 0; j < n_jobs && j < t->n_jobs; j++) {
+}
+
+/* Adds the round to each job's usage: mean utilisation over its GPUs, idle time, peaks.
+ * Caller holds the lock. */
+static void account_jobs(gp_telemetry *t, const sample_round *r) {
+  for (int j = 0; j < r->n_jobs && j < t->n_jobs; j++) {
     job_state *js = &t->jobs[j];
-    if (job_util_n[j]) {
-      double u = job_util_sum[j] / job_util_n[j];
+    if (r->job_util_n[j]) {
+      double u = r->job_util_sum[j] / r->job_util_n[j];
       js->last_util = u;
       if (js->seen) {
-        js->util_ms += u * (double)dt;
-        js->sampled_ms += dt;
-        if (u < t->idle_pct) js->idle_ms += dt;
+        js->util_ms += u * (double)r->dt;
+        js->sampled_ms += r->dt;
+        if (u < t->idle_pct) js->idle_ms += r->dt;
       }
       if ((int)(u + 0.5) > js->peak_util) js->peak_util = (int)(u + 0.5);
       js->seen = true;
     }
-    if (job_mem[j] > js->peak_mem) js->peak_mem = job_mem[j];
+    if (r->job_mem[j] > js->peak_mem) js->peak_mem = r->job_mem[j];
   }
+}
+
+int gp_telemetry_sample(gp_telemetry *t) {
+  int64_t t0 = mono_ns();
+  sample_round r = {0};
+  /* Driver calls and /proc reads take milliseconds: they run without the lock. */
+  read_backend(t, &r);
+  attribute_processes(t, &r);
+  pthread_mutex_lock(&t->mu);
+  int64_t now_ms = t->clock_ms ? t->clock_ms(t->clock_ctx) : t0 / 1000000;
+  r.dt = t->rounds ? now_ms - t->last_round_ms : 0;
+  if (r.dt < 0) r.dt = 0;
+  commit_samples(t, &r);
+  commit_events(t, &r);
+  pair_utilisation(t, &r);
+  account_pairs(t, &r);
+  account_jobs(t, &r);
   t->rounds++;
   t->last_round_ms = now_ms;
   t->last_round_ns = mono_ns() - t0;
   pthread_mutex_unlock(&t->mu);
-  free(pairs);
-  free(jobs);
+  free(r.pairs);
+  free(r.jobs);
   return 0;
 }
 

@@ -175,13 +175,11 @@ int gp_cmd_agent(int argc, char **argv) {
             spec ? "" : " (pass --sim SPEC, e.g. --sim 8xH100-80GB, for simulated GPUs)");
     return 2;
   }
-  if (!gp_gpu_sim_is(backend)) {
-    char missing[512] = "";
-    gp_gpu_nvml_missing(backend, missing, sizeof missing);
-    if (missing[0])
-      fprintf(stderr, "gpool agent: this NVIDIA driver lacks %s; those readings are left out\n",
-              missing);
-  }
+  char missing[512] = "";
+  backend->ops->missing_readings(backend, missing, sizeof missing);
+  if (missing[0])
+    fprintf(stderr, "gpool agent: this NVIDIA driver lacks %s; those readings are left out\n",
+            missing);
   for (int i = 0; i < n_injects; i++)
     if (gp_gpu_sim_inject_spec(backend, injects[i], &err) != 0) {
       fprintf(stderr, "gpool agent: --inject: %s\n", err.message);

@@ -13,6 +13,7 @@
 
 #include "cli/opts.h"
 #include "util/mem.h"
+#include "util/signals.h"
 #include "util/units.h"
 
 #define MAX_GPUS_PER_TASK 1024
@@ -221,21 +222,6 @@ static int gres(json_t *req, const char *s, const char *where, gp_err *err) {
   return 0;
 }
 
-static const char *const signal_names[] = {
-  "HUP", "INT", "QUIT", "USR1", "USR2", "TERM", "CONT", "URG", "WINCH", "ALRM", "PWR", NULL,
-};
-
-/* "USR1", "SIGUSR1", "usr1" -> "USR1"; numbers are refused (they differ across systems). */
-static int signal_name(const char *s, char *out, size_t cap) {
-  if (!strncasecmp(s, "SIG", 3)) s += 3;
-  for (int i = 0; signal_names[i]; i++)
-    if (!strcasecmp(s, signal_names[i])) {
-      snprintf(out, cap, "%s", signal_names[i]);
-      return 0;
-    }
-  return GP_EINVAL;
-}
-
 /* Slurm's --dependency: "afterok:12:13,afterany:14" (all must hold). */
 static int dependency(json_t *req, const char *s, const char *where, gp_err *err) {
   if (strchr(s, '?')) return bad(err, where, "dependency", "'any of' dependencies ('?') are not supported: '%s'", s);
@@ -285,7 +271,7 @@ static int string_opt(json_t *req, const char *key, const char *v, size_t max, c
 static int apply(gp_submit *s, json_t *req, int id, const char *v, const char *where, gp_err *err) {
   int64_t n;
   double d;
-  char sig[16];
+  const char *sig;
   switch (id) {
   case O_QUEUE:
     if (strchr(v, ',')) return bad(err, where, "queue", "one queue only, got '%s'", v);
@@ -344,7 +330,7 @@ static int apply(gp_submit *s, json_t *req, int id, const char *v, const char *w
     json_object_set_new(req, "grace_s", json_integer(n));
     return 0;
   case O_SIGNAL:
-    if (signal_name(v, sig, sizeof sig))
+    if (!(sig = gp_signal_job_name(v)))
       return bad(err, where, "signal", "'%s' is not a signal name (e.g. USR1, TERM)", v);
     json_object_set_new(req, "signal", json_string(sig));
     return 0;
@@ -356,7 +342,7 @@ static int apply(gp_submit *s, json_t *req, int id, const char *v, const char *w
     if (len >= sizeof name) return bad(err, where, "signal", "'%s' is not a signal", v);
     memcpy(name, p, len);
     name[len] = '\0';
-    if (signal_name(name, sig, sizeof sig))
+    if (!(sig = gp_signal_job_name(name)))
       return bad(err, where, "signal", "'%s' is not a signal name (numbers are not accepted)", v);
     json_object_set_new(req, "signal", json_string(sig));
     if (p[len] == '@') {

@@ -35,7 +35,7 @@ static void an_h100_node_has_eight_gpus_in_one_nvlink_domain(void) {
   CHECK(strcmp(info[0].uuid, info[1].uuid) != 0);
   CHECK(strcmp(info[0].pci_bus_id, info[1].pci_bus_id) != 0);
   CHECK_EQ_STR("sim", b->ops->name);
-  CHECK(gp_gpu_sim_is(b));
+  CHECK(!b->ops->has_driver);
   b->ops->close(b);
 }
 
@@ -152,6 +152,38 @@ static void load_follows_the_jobs_and_each_job_keeps_its_own_figures(void) {
   CHECK_EQ_STR("GPOOL_SIM_MEM", e.field);
   CHECK_EQ_INT(0, gp_gpu_sim_parse_load(NULL, NULL, &util, &mem, &e));
   CHECK_EQ_INT(-1, util);
+  b->ops->close(b);
+}
+
+/* The agent reaches the model only through the backend's operations (gpu.h). */
+static void the_operations_drive_the_model(void) {
+  virtual_ms = 0;
+  gp_gpu_backend *b = open_sim("2xA100-80GB", "n1");
+  gp_err e = {0};
+  char missing[64] = "x";
+  b->ops->missing_readings(b, missing, sizeof missing);
+  CHECK_EQ_STR("", missing);
+  int util;
+  int64_t mem;
+  CHECK_EQ_INT(0, b->ops->job_load(b, "35", "9G", &util, &mem, &e));
+  CHECK_EQ_INT(35, util);
+  CHECK_EQ_INT(9216, (int)mem);
+  CHECK_EQ_INT(GP_EINVAL, b->ops->job_load(b, "abc", NULL, &util, &mem, &e));
+  CHECK_EQ_INT(0, b->ops->attach(b, 1, 1001, NULL, 35, 9216, &e));
+  gp_gpu_sample s;
+  CHECK_EQ_INT(0, b->ops->sample(b, 1, &s, NULL));
+  CHECK_EQ_INT(35, s.gpu_util_pct);
+  CHECK_EQ_INT(GP_ESTATE, b->ops->reset(b, 1, &e)); /* busy */
+  CHECK_EQ_INT(1, b->ops->detach(b, 1001));
+  CHECK_EQ_INT(0, b->ops->sample(b, 1, &s, NULL));
+  CHECK_EQ_INT(0, s.n_procs);
+  gp_gpu_sim_fault f;
+  int n = 0;
+  REQUIRE(gp_gpu_sim_parse_faults("xid:79@gpu1", &f, 1, &n, &e) == 0);
+  CHECK_EQ_INT(0, b->ops->inject(b, &f, n, &e));
+  CHECK(b->ops->sample(b, 1, &s, NULL) != 0); /* fell off the bus */
+  CHECK_EQ_INT(0, b->ops->reset(b, 1, &e));
+  CHECK_EQ_INT(0, b->ops->sample(b, 1, &s, NULL));
   b->ops->close(b);
 }
 
@@ -366,7 +398,8 @@ static void hostile_specs_are_refused_or_bounded(void) {
 
 GP_TESTS(an_h100_node_has_eight_gpus_in_one_nvlink_domain, mixed_specs_and_pcie_parts_have_no_nvlink,
          bad_specs_are_refused_with_the_reason, uuids_survive_a_restart_and_differ_between_nodes,
-         load_follows_the_jobs_and_each_job_keeps_its_own_figures, energy_integrates_power_over_time,
+         load_follows_the_jobs_and_each_job_keeps_its_own_figures, the_operations_drive_the_model,
+         energy_integrates_power_over_time,
          injected_faults_fire_on_time, poll_events_waits_for_a_delayed_fault_in_real_time,
          fault_specs_are_parsed_strictly, mig_layouts_are_validated_and_refused_when_busy,
          driver_names_map_to_models, hostile_specs_are_refused_or_bounded)

@@ -227,17 +227,6 @@ static void root_agent_runs_job_as_another_user(void) {
   cleanup();
 }
 
-static void signal_names_parse_both_ways(void) {
-  CHECK_EQ_INT(SIGTERM, gp_signal_parse("TERM"));
-  CHECK_EQ_INT(SIGUSR1, gp_signal_parse("SIGUSR1"));
-  CHECK_EQ_INT(SIGUSR2, gp_signal_parse("usr2"));
-  CHECK_EQ_INT(9, gp_signal_parse("9"));
-  CHECK_EQ_INT(0, gp_signal_parse("NOPE"));
-  CHECK_EQ_INT(0, gp_signal_parse("999"));
-  CHECK_EQ_STR("INT", gp_signal_name(SIGINT));
-}
-
 GP_TESTS(job_sees_its_env_workdir_and_logs_and_exit_code, job_killed_by_a_signal_is_recorded_as_such,
          job_has_its_own_process_group_apart_from_the_shim, missing_command_and_workdir_are_explained,
-         command_is_found_in_the_jobs_own_path, root_agent_runs_job_as_another_user,
-         signal_names_parse_both_ways)
+         command_is_found_in_the_jobs_own_path, root_agent_runs_job_as_another_user)

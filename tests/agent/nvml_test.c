@@ -40,7 +40,7 @@ static gp_gpu_backend *open_fake(void) {
 static void discovery_reads_identity_mig_and_nvlink(void) {
   gp_gpu_backend *b = open_fake();
   CHECK_EQ_STR("nvml", b->ops->name);
-  CHECK(!gp_gpu_sim_is(b));
+  CHECK(b->ops->has_driver);
   gp_gpu_info in[GP_GPU_MAX_DEVICES];
   int n = 0;
   REQUIRE(b->ops->discover(b, in, GP_GPU_MAX_DEVICES, &n, NULL) == 0);
@@ -82,6 +82,29 @@ static void an_older_driver_lacks_entry_points_and_still_works(void) {
   CHECK_EQ_INT(0x4, (int)s.throttle_reasons);
   CHECK_EQ_INT(-1, s.mem_temp_c);          /* field values missing */
   CHECK_EQ_INT(-1, (int)s.nvlink_bandwidth_total);
+  b->ops->close(b);
+  remove_fake();
+}
+
+/* The driver sees the node's processes and faults by itself: what the agent says about its
+ * jobs changes nothing, a fault cannot be faked and a reset stays with an operator. */
+static void the_driver_needs_no_word_about_jobs(void) {
+  gp_gpu_backend *b = open_fake();
+  gp_err e = {0};
+  int util = 5;
+  int64_t mem = 5;
+  CHECK_EQ_INT(0, b->ops->job_load(b, "35", "9G", &util, &mem, &e));
+  CHECK_EQ_INT(-1, util);
+  CHECK_EQ_INT(-1, (int)mem);
+  CHECK_EQ_INT(0, b->ops->attach(b, 0, 4242, NULL, 50, 1024, &e));
+  CHECK_EQ_INT(0, b->ops->detach(b, 4242));
+  CHECK_EQ_INT(0, b->ops->reset(b, 0, &e));
+  CHECK_EQ_INT(GP_EUNSUPP, gp_gpu_sim_inject_spec(b, "xid:79@gpu0", &e));
+  CHECK_CONTAINS(e.message, "needs the simulated GPU backend (--sim)");
+  CHECK_EQ_INT(GP_EINVAL, gp_gpu_sim_inject_spec(b, "nonsense@gpu0", &e));
+  char missing[1024];
+  b->ops->missing_readings(b, missing, sizeof missing);
+  CHECK_CONTAINS(missing, "nvmlDeviceGetFieldValues");
   b->ops->close(b);
   remove_fake();
 }
@@ -346,12 +369,12 @@ static void the_simulated_backend_stands_in_only_when_asked(void) {
   CHECK_CONTAINS(e.message, "no NVIDIA GPU found");
   CHECK_EQ_INT(0, gp_gpu_open_backend("2xL40S", false, "n1", &b, &e));
   REQUIRE(b);
-  CHECK(gp_gpu_sim_is(b));
+  CHECK_EQ_STR("sim", b->ops->name);
   b->ops->close(b);
   /* With a GPU present and --sim forced, the simulation wins. */
   install_fake();
   CHECK_EQ_INT(0, gp_gpu_open_backend("T4", true, "n1", &b, &e));
-  CHECK(gp_gpu_sim_is(b));
+  CHECK_EQ_STR("sim", b->ops->name);
   b->ops->close(b);
   CHECK_EQ_INT(0, gp_gpu_open_backend("T4", false, "n1", &b, &e));
   CHECK_EQ_STR("nvml", b->ops->name);
@@ -360,6 +383,7 @@ static void the_simulated_backend_stands_in_only_when_asked(void) {
 }
 
 GP_TESTS(discovery_reads_identity_mig_and_nvlink, an_older_driver_lacks_entry_points_and_still_works,
+         the_driver_needs_no_word_about_jobs,
          a_sample_carries_every_figure_and_each_process, an_mps_clients_utilisation_is_unknown_not_zero,
          slow_calls_are_spared_and_energy_integrates_power,
          long_process_lists_are_read_in_full_and_bounded,

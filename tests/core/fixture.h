@@ -3,7 +3,8 @@
  * scheduling step, and lookups into the plan by job id, so each test reads as a story:
  *   fx *f = fx_new(); fx_node(f, "n1", "H100", 8); fx_queue(f, "a", 4, GP_NO_LIMIT, 1);
  *   fx_job(f, "j1", "a", 2, 1); gp_plan *p = fx_step(f, 100); CHECK(fx_started(f, p, "j1"));
- * Everything lives in the fx (freed by fx_free); strings are literals. */
+ * Everything lives in the fx (freed by fx_free), including the plan of fx_plan (fx_step's
+ * plan is the caller's); strings are literals. */
 #ifndef GP_TESTS_CORE_FIXTURE_H
 #define GP_TESTS_CORE_FIXTURE_H
 
@@ -30,6 +31,7 @@ typedef struct fx {
   gp_label selectors[FX_MAX][2];
   gp_view view;
   gp_err err;
+  gp_plan *plan; /* the last fx_plan's, owned */
 } fx;
 
 static inline fx *fx_new(void) {
@@ -42,7 +44,10 @@ static inline fx *fx_new(void) {
   return f;
 }
 
-static inline void fx_free(fx *f) { free(f); }
+static inline void fx_free(fx *f) {
+  if (f) gp_plan_free(f->plan);
+  free(f);
+}
 
 /* A node with n healthy exclusive GPUs, no NVLink domains, 96 cores, 1 TiB. */
 static inline gp_node *fx_node(fx *f, const char *name, const char *model, int n) {
@@ -103,6 +108,14 @@ static inline void fx_run(fx *f, gp_job *job, int node, uint32_t mask, gp_time s
       (gp_placement){.node = node, .gpu_mask = mask, .gpu_milli = 1000, .mig_instance = -1};
 }
 
+/* A one-task job of `gpus` whole GPUs, RUNNING as fx_run makes it. */
+static inline gp_job *fx_running(fx *f, const char *id, const char *queue, int gpus, int node,
+                                 uint32_t mask, gp_time started) {
+  gp_job *job = fx_job(f, id, queue, gpus, 1);
+  fx_run(f, job, node, mask, started);
+  return job;
+}
+
 static inline void fx_models(fx *f, gp_job *job, const char *m) {
   int j = (int)(job - f->jobs);
   f->models[j][job->req.n_gpu_models++] = m;
@@ -115,6 +128,13 @@ static inline gp_plan *fx_step(fx *f, gp_time now) {
   int rc = gp_sched_step(&f->pol, &f->view, now, &p, &f->err);
   if (rc) fprintf(stderr, "  step failed: %s: %s\n", f->err.field, f->err.message);
   return p;
+}
+
+/* One step whose plan the fx keeps: freed by the next fx_plan or by fx_free. */
+static inline const gp_plan *fx_plan(fx *f, gp_time now) {
+  gp_plan_free(f->plan);
+  f->plan = fx_step(f, now);
+  return f->plan;
 }
 
 static inline int fx_index(const fx *f, const char *id) {

@@ -6,6 +6,8 @@
 
 #include "fixture.h"
 
+/* Backfill is off in most clusters here, so a job that starts does so by preemption's
+ * decision, not by filling a gap. */
 static fx *one_node_cluster(void) {
   fx *f = fx_new();
   fx_node(f, "n0", "H100", 8);
@@ -13,106 +15,113 @@ static fx *one_node_cluster(void) {
   return f;
 }
 
-static void a_higher_priority_job_preempts_inside_its_queue(void) {
+/* One node of 8 GPUs, all deserved by queue a: only priority preemption applies. */
+static fx *one_queue_cluster(void) {
   fx *f = one_node_cluster();
   fx_queue(f, "a", 8, GP_NO_LIMIT, 1);
-  gp_job *low = fx_job(f, "low", "a", 8, 1);
-  low->priority_class = "batch";
-  fx_run(f, low, 0, 0xff, 0);
+  return f;
+}
+
+/* One node of 8 GPUs that queues a and b deserve half each: the ground of reclaim. */
+static fx *two_queue_cluster(void) {
+  fx *f = one_node_cluster();
+  fx_queue(f, "a", 4, GP_NO_LIMIT, 1);
+  fx_queue(f, "b", 4, GP_NO_LIMIT, 1);
+  return f;
+}
+
+/* Nodes n0 and n1 of 8 GPUs of the given models; queues a and b deserve 8 each. */
+static fx *two_node_cluster(const char *model0, const char *model1) {
+  fx *f = fx_new();
+  fx_node(f, "n0", model0, 8);
+  fx_node(f, "n1", model1, 8);
+  f->pol.backfill = false;
+  fx_queue(f, "a", 8, GP_NO_LIMIT, 1);
+  fx_queue(f, "b", 8, GP_NO_LIMIT, 1);
+  return f;
+}
+
+/* One node labelled pool=infer, reserved for queue infer and lent to others; neither
+ * queue deserves anything, so only the pool gives infer a right to it. */
+static fx *pool_cluster(void) {
+  fx *f = fx_new();
+  gp_node *n = fx_node(f, "pool-node", "H100", 8);
+  fx_label(f, n, "pool", "infer");
+  fx_queue(f, "infer", 0, GP_NO_LIMIT, 1);
+  fx_queue(f, "research", 0, GP_NO_LIMIT, 1);
+  f->pools[f->view.n_pools++] = (gp_pool){"infer-pool", "infer", {"pool", "infer"}, true};
+  return f;
+}
+
+static void a_higher_priority_job_preempts_inside_its_queue(void) {
+  fx *f = one_queue_cluster();
+  fx_running(f, "low", "a", 8, 0, 0xff, 0)->priority_class = "batch";
   fx_job(f, "high", "a", 4, 1)->priority_class = "training";
-  gp_plan *p = fx_step(f, 1000);
+  const gp_plan *p = fx_plan(f, 1000);
   REQUIRE(p);
   CHECK(fx_preempted(f, p, "low", "high", GP_PREEMPT_PRIORITY));
   CHECK_EQ_STR("WaitingForPreemption", fx_reason(f, p, "high"));
   CHECK(!fx_started(f, p, "high")); /* the victim still holds its GPUs while it stops */
-  gp_plan_free(p);
   fx_free(f);
 }
 
 static void priority_preemption_never_crosses_queues_nor_equal_priorities(void) {
-  fx *f = one_node_cluster();
-  fx_queue(f, "a", 4, GP_NO_LIMIT, 1);
-  fx_queue(f, "b", 4, GP_NO_LIMIT, 1);
+  fx *f = two_queue_cluster();
   f->pol.reclaim = false;
-  gp_job *other = fx_job(f, "other-queue", "b", 4, 1);
-  other->priority_class = "batch";
-  fx_run(f, other, 0, 0x0f, 0);
-  gp_job *same = fx_job(f, "same-prio", "a", 4, 1);
-  fx_run(f, same, 0, 0xf0, 0);
+  fx_running(f, "other-queue", "b", 4, 0, 0x0f, 0)->priority_class = "batch";
+  fx_running(f, "same-prio", "a", 4, 0, 0xf0, 0);
   fx_job(f, "high", "a", 4, 1);
-  gp_plan *p = fx_step(f, 1000);
+  const gp_plan *p = fx_plan(f, 1000);
   REQUIRE(p);
   CHECK_EQ_INT(0, p->n_preemptions);
   CHECK_EQ_STR("Resources", fx_reason(f, p, "high"));
-  gp_plan_free(p);
   fx_free(f);
 }
 
 static void non_preemptible_and_young_jobs_are_never_victims(void) {
-  fx *f = one_node_cluster();
-  fx_queue(f, "a", 8, GP_NO_LIMIT, 1);
+  fx *f = one_queue_cluster();
   f->pol.min_runtime = 600;
-  gp_job *inf = fx_job(f, "inference", "a", 4, 1);
-  inf->priority_class = "inference";
-  fx_run(f, inf, 0, 0x0f, 0);
-  gp_job *young = fx_job(f, "young", "a", 4, 1);
-  young->priority_class = "batch";
-  fx_run(f, young, 0, 0xf0, 900); /* 100 s old at now = 1000 */
-  gp_job *hi = fx_job(f, "interactive", "a", 4, 1);
-  hi->priority_class = "interactive";
-  gp_plan *p = fx_step(f, 1000);
+  fx_running(f, "inference", "a", 4, 0, 0x0f, 0)->priority_class = "inference";
+  /* 100 s old at now = 1000 */
+  fx_running(f, "young", "a", 4, 0, 0xf0, 900)->priority_class = "batch";
+  fx_job(f, "interactive", "a", 4, 1)->priority_class = "interactive";
+  const gp_plan *p = fx_plan(f, 1000);
   REQUIRE(p);
   CHECK_EQ_INT(0, p->n_preemptions);
-  gp_plan_free(p);
   /* Once it is past min_runtime it may go. */
-  p = fx_step(f, 1600);
+  p = fx_plan(f, 1600);
   REQUIRE(p);
   CHECK(fx_preempted(f, p, "young", "interactive", GP_PREEMPT_PRIORITY));
-  gp_plan_free(p);
   fx_free(f);
 }
 
 static void victims_are_lowest_priority_then_least_work_lost_then_youngest(void) {
-  fx *f = one_node_cluster();
-  fx_queue(f, "a", 8, GP_NO_LIMIT, 1);
-  gp_job *opp = fx_job(f, "opportunistic", "a", 2, 1);
-  opp->priority_class = "opportunistic";
-  fx_run(f, opp, 0, 0x03, 100);
-  gp_job *b1 = fx_job(f, "batch-checkpointed", "a", 2, 1);
+  fx *f = one_queue_cluster();
+  fx_running(f, "opportunistic", "a", 2, 0, 0x03, 100)->priority_class = "opportunistic";
+  gp_job *b1 = fx_running(f, "batch-checkpointed", "a", 2, 0, 0x0c, 100);
   b1->priority_class = "batch";
-  fx_run(f, b1, 0, 0x0c, 100);
   b1->last_checkpoint_at = 950; /* loses 50 s */
-  gp_job *b2 = fx_job(f, "batch-old", "a", 2, 1);
-  b2->priority_class = "batch";
-  fx_run(f, b2, 0, 0x30, 100); /* loses 900 s */
-  gp_job *b3 = fx_job(f, "batch-young", "a", 2, 1);
-  b3->priority_class = "batch";
-  fx_run(f, b3, 0, 0xc0, 950); /* loses 50 s, younger than the checkpointed one */
+  fx_running(f, "batch-old", "a", 2, 0, 0x30, 100)->priority_class = "batch"; /* loses 900 s */
+  /* loses 50 s, younger than the checkpointed one */
+  fx_running(f, "batch-young", "a", 2, 0, 0xc0, 950)->priority_class = "batch";
   fx_job(f, "needs4", "a", 4, 1)->priority_class = "training";
-  gp_plan *p = fx_step(f, 1000);
+  const gp_plan *p = fx_plan(f, 1000);
   REQUIRE(p);
   CHECK_EQ_INT(2, p->n_preemptions);
   CHECK(fx_preempted(f, p, "opportunistic", "needs4", GP_PREEMPT_PRIORITY));
   CHECK(fx_preempted(f, p, "batch-young", "needs4", GP_PREEMPT_PRIORITY));
-  gp_plan_free(p);
   fx_free(f);
 }
 
 static void nothing_is_evicted_unless_the_preemptor_then_fits(void) {
-  fx *f = one_node_cluster();
-  fx_queue(f, "a", 8, GP_NO_LIMIT, 1);
-  gp_job *low = fx_job(f, "low", "a", 4, 1);
-  low->priority_class = "batch";
-  fx_run(f, low, 0, 0x0f, 0);
-  gp_job *inf = fx_job(f, "inference", "a", 4, 1);
-  inf->priority_class = "inference";
-  fx_run(f, inf, 0, 0xf0, 0);
+  fx *f = one_queue_cluster();
+  fx_running(f, "low", "a", 4, 0, 0x0f, 0)->priority_class = "batch";
+  fx_running(f, "inference", "a", 4, 0, 0xf0, 0)->priority_class = "inference";
   fx_job(f, "needs8", "a", 8, 1)->priority_class = "interactive";
-  gp_plan *p = fx_step(f, 1000);
+  const gp_plan *p = fx_plan(f, 1000);
   REQUIRE(p);
   CHECK_EQ_INT(0, p->n_preemptions);
   CHECK_EQ_STR("Resources", fx_reason(f, p, "needs8"));
-  gp_plan_free(p);
   fx_free(f);
 }
 
@@ -122,35 +131,26 @@ static void a_failed_gang_preemption_leaves_the_victims_gpus_held(void) {
   fx *f = one_node_cluster();
   fx_node(f, "n1", "H100", 8);
   fx_queue(f, "a", 16, GP_NO_LIMIT, 1);
-  gp_job *low = fx_job(f, "low", "a", 8, 1);
-  low->priority_class = "batch";
-  fx_run(f, low, 0, 0xff, 0);
-  gp_job *inf = fx_job(f, "inference", "a", 8, 1);
-  inf->priority_class = "inference";
-  fx_run(f, inf, 1, 0xff, 0);
+  fx_running(f, "low", "a", 8, 0, 0xff, 0)->priority_class = "batch";
+  fx_running(f, "inference", "a", 8, 1, 0xff, 0)->priority_class = "inference";
   fx_job(f, "gang", "a", 8, 2)->priority_class = "interactive";
   fx_job(f, "one", "a", 1, 1)->priority_class = "batch";
-  gp_plan *p = fx_step(f, 1000);
+  const gp_plan *p = fx_plan(f, 1000);
   REQUIRE(p);
   CHECK_EQ_INT(0, p->n_preemptions);
   CHECK_EQ_INT(0, p->n_starts);
   CHECK_EQ_STR("Resources", fx_reason(f, p, "one"));
-  gp_plan_free(p);
   fx_free(f);
 }
 
 static void a_queue_below_its_share_reclaims_only_what_was_lent(void) {
   /* 8 GPUs, a and b deserve 4 each. b borrowed all 8 while a was idle; a now wants 4. */
-  fx *f = one_node_cluster();
-  fx_queue(f, "a", 4, GP_NO_LIMIT, 1);
-  fx_queue(f, "b", 4, GP_NO_LIMIT, 1);
-  for (int i = 0; i < 4; i++) {
-    static const char *ids[] = {"b0", "b1", "b2", "b3"};
-    fx_run(f, fx_job(f, ids[i], "b", 2, 1), 0, 0x3u << (2 * i), 100 + i);
-  }
+  fx *f = two_queue_cluster();
+  static const char *ids[] = {"b0", "b1", "b2", "b3"};
+  for (int i = 0; i < 4; i++) fx_running(f, ids[i], "b", 2, 0, 0x3u << (2 * i), 100 + i);
   fx_job(f, "a-job", "a", 4, 1);
   fx_job(f, "a-more", "a", 4, 1);
-  gp_plan *p = fx_step(f, 1000);
+  const gp_plan *p = fx_plan(f, 1000);
   REQUIRE(p);
   /* Two of b's jobs (the youngest) go; a's second job would push a above its share. */
   CHECK_EQ_INT(2, p->n_preemptions);
@@ -162,7 +162,6 @@ static void a_queue_below_its_share_reclaims_only_what_was_lent(void) {
   REQUIRE(qa && qb);
   CHECK_NEAR(4, qa->fair_share, 1e-9);
   CHECK_NEAR(4, qb->fair_share, 1e-9);
-  gp_plan_free(p);
   fx_free(f);
 }
 
@@ -171,146 +170,107 @@ static void a_queue_below_its_share_reclaims_only_what_was_lent(void) {
  * The second one must not look like a candidate because the first failed with as many
  * GPUs: it would take its node, which the 1-GPU job shares, out of the search. */
 static void reclaim_passes_over_victims_too_big_for_the_lenders_share(void) {
-  fx *f = fx_new();
-  fx_node(f, "n0", "H100", 8);
-  fx_node(f, "n1", "H100", 8);
-  f->pol.backfill = false;
-  fx_queue(f, "a", 8, GP_NO_LIMIT, 1);
-  fx_queue(f, "b", 8, GP_NO_LIMIT, 1);
-  fx_run(f, fx_job(f, "a0", "a", 4, 1), 0, 0xf0, 0);
-  fx_run(f, fx_job(f, "a1", "a", 3, 1), 1, 0xe0, 0);
-  fx_run(f, fx_job(f, "z1", "b", 4, 1), 0, 0x0f, 500); /* youngest: first victim */
-  fx_run(f, fx_job(f, "z2", "b", 4, 1), 1, 0x0f, 400);
-  fx_run(f, fx_job(f, "y", "b", 1, 1), 1, 0x10, 300);
+  fx *f = two_node_cluster("H100", "H100");
+  fx_running(f, "a0", "a", 4, 0, 0xf0, 0);
+  fx_running(f, "a1", "a", 3, 1, 0xe0, 0);
+  fx_running(f, "z1", "b", 4, 0, 0x0f, 500); /* youngest: first victim */
+  fx_running(f, "z2", "b", 4, 1, 0x0f, 400);
+  fx_running(f, "y", "b", 1, 1, 0x10, 300);
   fx_job(f, "j", "a", 1, 1);
-  gp_plan *p = fx_step(f, 1000);
+  const gp_plan *p = fx_plan(f, 1000);
   REQUIRE(p);
   CHECK_EQ_INT(1, p->n_preemptions);
   CHECK(fx_preempted(f, p, "y", "j", GP_PREEMPT_RECLAIM));
-  gp_plan_free(p);
   fx_free(f);
 }
 
 static void reclaim_spares_non_preemptible_jobs_and_queues_at_their_share(void) {
-  fx *f = one_node_cluster();
-  fx_queue(f, "a", 4, GP_NO_LIMIT, 1);
-  fx_queue(f, "b", 4, GP_NO_LIMIT, 1);
-  gp_job *inf = fx_job(f, "b-inference", "b", 8, 1);
-  inf->priority_class = "inference";
-  fx_run(f, inf, 0, 0xff, 0);
+  fx *f = two_queue_cluster();
+  fx_running(f, "b-inference", "b", 8, 0, 0xff, 0)->priority_class = "inference";
   fx_job(f, "a-job", "a", 2, 1);
-  gp_plan *p = fx_step(f, 1000);
+  const gp_plan *p = fx_plan(f, 1000);
   REQUIRE(p);
   CHECK_EQ_INT(0, p->n_preemptions);
-  gp_plan_free(p);
   fx_free(f);
 }
 
 static void the_victims_stopping_make_the_preemptor_wait_without_new_victims(void) {
   /* The step after a reclaim: b3 and b2 are STOPPING. a-job must not pick more victims. */
-  fx *f = one_node_cluster();
-  fx_queue(f, "a", 4, GP_NO_LIMIT, 1);
-  fx_queue(f, "b", 4, GP_NO_LIMIT, 1);
+  fx *f = two_queue_cluster();
   static const char *ids[] = {"b0", "b1", "b2", "b3"};
   for (int i = 0; i < 4; i++) {
-    gp_job *j = fx_job(f, ids[i], "b", 2, 1);
-    fx_run(f, j, 0, 0x3u << (2 * i), 100 + i);
+    gp_job *j = fx_running(f, ids[i], "b", 2, 0, 0x3u << (2 * i), 100 + i);
     if (i >= 2) j->state = GP_JOB_STOPPING;
   }
   fx_job(f, "a-job", "a", 4, 1);
-  gp_plan *p = fx_step(f, 1010);
+  const gp_plan *p = fx_plan(f, 1010);
   REQUIRE(p);
   CHECK_EQ_INT(0, p->n_preemptions);
   CHECK_EQ_STR("WaitingForPreemption", fx_reason(f, p, "a-job"));
   const gp_plan_queue *qb = fx_plan_queue(p, "b");
   CHECK_NEAR(8, qb->allocated, 1e-9); /* stopping jobs still hold their GPUs */
-  gp_plan_free(p);
   fx_free(f);
 }
 
 static void a_job_waits_for_a_stopping_gang_on_the_gangs_second_node(void) {
   /* The stopping gang holds n0 (A100) and n1 (H100); only n1 suits the waiting job, so it
    * must find the gang among n1's stopping jobs, not just n0's. */
-  fx *f = fx_new();
-  f->pol.backfill = false;
-  fx_node(f, "n0", "A100", 8);
-  fx_node(f, "n1", "H100", 8);
-  fx_queue(f, "a", 8, GP_NO_LIMIT, 1);
-  fx_queue(f, "b", 8, GP_NO_LIMIT, 1);
+  fx *f = two_node_cluster("A100", "H100");
   gp_job *gang = fx_job(f, "b-gang", "b", 8, 2);
   fx_run(f, gang, 0, 0xffu, 100);
   fx_run(f, gang, 1, 0xffu, 100);
   gang->state = GP_JOB_STOPPING;
   fx_models(f, fx_job(f, "a-job", "a", 8, 1), "H100");
-  gp_plan *p = fx_step(f, 1000);
+  const gp_plan *p = fx_plan(f, 1000);
   REQUIRE(p);
   CHECK_EQ_INT(0, p->n_preemptions);
   CHECK_EQ_STR("WaitingForPreemption", fx_reason(f, p, "a-job"));
-  gp_plan_free(p);
   fx_free(f);
 }
 
 static void no_ping_pong_the_victim_queue_cannot_reclaim_back(void) {
   /* After the reclaim, a holds 4 (its share) and b 4 (its share). b's new job may not
    * take anything back from a. */
-  fx *f = one_node_cluster();
-  fx_queue(f, "a", 4, GP_NO_LIMIT, 1);
-  fx_queue(f, "b", 4, GP_NO_LIMIT, 1);
-  fx_run(f, fx_job(f, "a-job", "a", 4, 1), 0, 0x0f, 1000);
-  fx_run(f, fx_job(f, "b-job", "b", 4, 1), 0, 0xf0, 100);
+  fx *f = two_queue_cluster();
+  fx_running(f, "a-job", "a", 4, 0, 0x0f, 1000);
+  fx_running(f, "b-job", "b", 4, 0, 0xf0, 100);
   fx_job(f, "b-more", "b", 2, 1);
-  gp_plan *p = fx_step(f, 2000);
+  const gp_plan *p = fx_plan(f, 2000);
   REQUIRE(p);
   CHECK_EQ_INT(0, p->n_preemptions);
   CHECK_EQ_STR("Resources", fx_reason(f, p, "b-more"));
-  gp_plan_free(p);
   fx_free(f);
 }
 
 static void a_pool_owner_takes_its_nodes_back_from_borrowers(void) {
-  fx *f = fx_new();
+  fx *f = pool_cluster();
   f->pol.backfill = false;
-  gp_node *n = fx_node(f, "pool-node", "H100", 8);
-  fx_label(f, n, "pool", "infer");
-  fx_queue(f, "infer", 0, GP_NO_LIMIT, 1);
-  fx_queue(f, "research", 0, GP_NO_LIMIT, 1);
-  f->pools[f->view.n_pools++] = (gp_pool){"infer-pool", "infer", {"pool", "infer"}, true};
-  gp_job *b = fx_job(f, "borrower", "research", 8, 1);
-  fx_run(f, b, 0, 0xff, 0);
+  fx_running(f, "borrower", "research", 8, 0, 0xff, 0);
   fx_job(f, "owner", "infer", 4, 1);
-  gp_plan *p = fx_step(f, 1000);
+  const gp_plan *p = fx_plan(f, 1000);
   REQUIRE(p);
   CHECK(fx_preempted(f, p, "borrower", "owner", GP_PREEMPT_RECLAIM));
-  gp_plan_free(p);
   /* The pool's right does not depend on priority preemption or reclaim being on. */
   f->pol.preemption = f->pol.reclaim = false;
-  p = fx_step(f, 1000);
+  p = fx_plan(f, 1000);
   REQUIRE(p);
   CHECK(fx_preempted(f, p, "borrower", "owner", GP_PREEMPT_RECLAIM));
-  gp_plan_free(p);
   fx_free(f);
 }
 
 static void pools_lend_only_to_preemptible_jobs_and_never_when_closed(void) {
-  fx *f = fx_new();
-  gp_node *n = fx_node(f, "pool-node", "H100", 8);
-  fx_label(f, n, "pool", "infer");
-  fx_queue(f, "infer", 0, GP_NO_LIMIT, 1);
-  fx_queue(f, "research", 0, GP_NO_LIMIT, 1);
-  f->pools[f->view.n_pools++] = (gp_pool){"infer-pool", "infer", {"pool", "infer"}, true};
+  fx *f = pool_cluster();
   fx_job(f, "preemptible", "research", 1, 1);
   fx_job(f, "not-preemptible", "research", 1, 1)->priority_class = "interactive";
-  gp_plan *p = fx_step(f, 10);
+  const gp_plan *p = fx_plan(f, 10);
   REQUIRE(p);
   CHECK(fx_started(f, p, "preemptible"));
   CHECK(!fx_started(f, p, "not-preemptible"));
   CHECK_EQ_STR("NoMatchingNodes", fx_ended(f, p, "not-preemptible"));
-  gp_plan_free(p);
   f->pools[0].lend = false;
-  p = fx_step(f, 10);
+  p = fx_plan(f, 10);
   REQUIRE(p);
   CHECK(!fx_started(f, p, "preemptible"));
-  gp_plan_free(p);
   fx_free(f);
 }
 
@@ -344,11 +304,10 @@ static void eight_preemptions_take_the_eight_cheapest_of_hundreds_of_victims(voi
   for (int k = 0; k < 320; k++) {
     x = x * 1103515245u + 12345u;
     snprintf(ids[k], sizeof ids[k], "r%03d", k);
-    gp_job *job = fx_job(f, ids[k], "a", 1, 1);
     int c = (int)((x >> 16) % 3);
-    job->priority_class = cls[c];
     gp_time started = (x >> 8) % 4 == 0 ? -4000000000LL + (gp_time)((x >> 4) % 3) : (gp_time)((x >> 12) % 5) * 100;
-    fx_run(f, job, k / 8, 1u << (k % 8), started);
+    gp_job *job = fx_running(f, ids[k], "a", 1, k / 8, 1u << (k % 8), started);
+    job->priority_class = cls[c];
     x = x * 1103515245u + 12345u;
     job->last_checkpoint_at = (x >> 16) % 3 == 0 ? 0 : (gp_time)((x >> 8) % 4) * 400; /* up to 1200 > now */
     gp_time since = job->last_checkpoint_at > started ? job->last_checkpoint_at : started;
@@ -357,14 +316,13 @@ static void eight_preemptions_take_the_eight_cheapest_of_hundreds_of_victims(voi
   static const char *urgent[8] = {"u0", "u1", "u2", "u3", "u4", "u5", "u6", "u7"};
   for (int k = 0; k < 8; k++) fx_job(f, urgent[k], "a", 1, 1)->priority_class = "inference";
   qsort(want, 320, sizeof *want, vict_cmp);
-  gp_plan *p = fx_step(f, now);
+  const gp_plan *p = fx_plan(f, now);
   REQUIRE(p);
   CHECK_EQ_INT(8, p->n_preemptions);
   int bad = -1;
   for (int k = 0; k < p->n_preemptions && k < 8 && bad < 0; k++)
     if (p->preemptions[k].job != want[k].j) bad = k;
   CHECK_EQ_INT(-1, bad);
-  gp_plan_free(p);
   fx_free(f);
 }
 

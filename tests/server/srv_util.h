@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Helpers for the server tests: start a real server in-process on 127.0.0.1 with an
- * ephemeral port and a real SQLite file in a temp dir, and talk to it with libcurl. */
+ * ephemeral port and a real SQLite file in a temp dir, and talk to it with libcurl.
+ * A test holds one tsrv: tsrv_start gives it the base config's queues and tokens (ADMIN,
+ * ALICE, BOB, AGENT); tsrv_req keeps the last answer in t.last, so a test states only the
+ * request and what it expects of the answer. */
 #ifndef GP_TESTS_SERVER_SRV_UTIL_H
 #define GP_TESTS_SERVER_SRV_UTIL_H
 
@@ -10,6 +13,7 @@
 
 #include "server/config.h"
 #include "server/server.h"
+#include "store/store.h"
 #include "util/buf.h"
 
 typedef struct tsrv {
@@ -18,6 +22,7 @@ typedef struct tsrv {
   char dir[256];
   char base[64];
   bool keep_dir; /* set before a stop that is followed by a restart on the same data */
+  json_t *last;  /* the parsed answer of the last tsrv_req (or NULL), owned */
 } tsrv;
 
 /* Removes a temporary directory this test made (mkdtemp names only). */
@@ -55,12 +60,16 @@ static inline int64_t tsrv_now_ms(void) {
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* Gives the server its data directory, a fresh one unless it has one (a restart). */
+static inline void tsrv_make_dir(tsrv *t) {
+  if (t->dir[0]) return;
+  snprintf(t->dir, sizeof t->dir, "/tmp/gp_srv_test_XXXXXX");
+  REQUIRE(mkdtemp(t->dir) != NULL);
+}
+
 /* Starts a server with `extra` appended to the base config; `store` may be NULL. */
 static inline void tsrv_start_with(tsrv *t, const char *extra, gp_store *store) {
-  if (!t->dir[0]) {
-    snprintf(t->dir, sizeof t->dir, "/tmp/gp_srv_test_XXXXXX");
-    REQUIRE(mkdtemp(t->dir) != NULL);
-  }
+  tsrv_make_dir(t);
   char text[8192];
   snprintf(text, sizeof text, "%sdata_dir: %s\n%s", tsrv_base_config, t->dir, extra ? extra : "");
   gp_err e = {0};
@@ -77,7 +86,22 @@ static inline void tsrv_start_with(tsrv *t, const char *extra, gp_store *store) 
 
 static inline void tsrv_start(tsrv *t) { tsrv_start_with(t, NULL, NULL); }
 
+/* Starts a server on its usual SQLite file behind the fault-injecting store, which
+ * gp_server_store(t->srv) arms; a restart with tsrv_start opens the same file plainly. */
+static inline void tsrv_start_faulty(tsrv *t) {
+  tsrv_make_dir(t);
+  char path[300];
+  snprintf(path, sizeof path, "%s/gpool.db", t->dir);
+  gp_store *inner = NULL, *fs = NULL;
+  gp_err e = {0};
+  REQUIRE(gp_store_sqlite_open(path, &inner, &e) == 0);
+  REQUIRE(gp_store_fault_open(inner, &fs) == 0);
+  tsrv_start_with(t, NULL, fs);
+}
+
 static inline void tsrv_stop(tsrv *t) {
+  json_decref(t->last);
+  t->last = NULL;
   gp_server_free(t->srv);
   t->srv = NULL;
   gp_server_config_free(t->cfg);
@@ -127,6 +151,15 @@ static inline long tsrv_call(const tsrv *t, const char *method, const char *path
   if (ret) *ret = out.data ? json_loads(out.data, 0, NULL) : NULL;
   gp_buf_done(&out);
   return code;
+}
+
+/* Sends a request and keeps its parsed answer in t->last until the next tsrv_req or
+ * tsrv_stop; returns the status. */
+static inline long tsrv_req(tsrv *t, const char *method, const char *path, const char *token,
+                            const char *body) {
+  json_decref(t->last);
+  t->last = NULL;
+  return tsrv_call(t, method, path, token, body, &t->last);
 }
 
 /* The error code of an error answer ("" when none). */
