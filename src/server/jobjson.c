@@ -10,6 +10,7 @@
 #include "server/state.h"
 #include "snapshot/policy_read.h"
 #include "util/mem.h"
+#include "util/signals.h"
 
 #define MAX_ARGS 4096
 #define MAX_ARG_BYTES 65536
@@ -98,23 +99,18 @@ static int get_strv(const json_t *o, const char *key, int max, size_t max_len, c
   return 0;
 }
 
-static const char *const signal_names[] = {"TERM", "INT", "HUP", "USR1", "USR2", "QUIT",
-                                           "KILL", "CONT", "STOP", "ALRM", NULL};
-
+/* The job's checkpoint signal: one a job can catch (util/signals.h's job table, the same
+ * one `gpool submit --signal` checks), stored by its short name. */
 static int get_signal(const json_t *o, char **out, gp_err *err) {
   char *s = NULL;
   int r = get_str(o, "signal", 16, false, &s, err);
   if (r || !s) return r;
-  const char *name = strncmp(s, "SIG", 3) == 0 ? s + 3 : s;
-  for (int i = 0; signal_names[i]; i++)
-    if (strcmp(name, signal_names[i]) == 0) {
-      free(*out);
-      *out = gp_xstrdup(signal_names[i]);
-      free(s);
-      return 0;
-    }
+  const char *name = gp_signal_job_name(s);
   free(s);
-  return bad(err, "signal", "must be a signal name such as TERM, INT, USR1 or USR2%s", NULL);
+  if (!name) return bad(err, "signal", "must be a signal a job can catch, such as TERM, INT, USR1 or USR2%s", NULL);
+  free(*out);
+  *out = gp_xstrdup(name);
+  return 0;
 }
 
 void gp__srv_job_free(gp_srv_job *j) {

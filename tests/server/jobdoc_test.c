@@ -56,4 +56,34 @@ static void the_fast_document_equals_the_reference(void) {
   gp_server_config_free(cfg);
 }
 
-GP_TESTS(the_fast_document_equals_the_reference)
+/* The checkpoint signal is one a job can catch, named as `gpool submit --signal` names it
+ * (one table, util/signals.h): any case and a SIG prefix are accepted; KILL and STOP, which
+ * no job can catch, are refused naming the field. */
+static const char *parsed_signal(const gp_server_config *cfg, const char *sig, gp_err *e) {
+  static char got[16];
+  char body[128];
+  snprintf(body, sizeof body, "{\"command\": [\"true\"], \"signal\": \"%s\"}", sig);
+  json_t *o = json_loads(body, 0, NULL);
+  gp_srv_job *j = NULL;
+  int r = gp__srv_job_parse(cfg, o, "alice", false, &j, e);
+  json_decref(o);
+  if (r) return NULL;
+  snprintf(got, sizeof got, "%s", j->signal);
+  gp__srv_job_free(j);
+  return got;
+}
+
+static void the_checkpoint_signal_is_one_a_job_can_catch(void) {
+  gp_server_config *cfg = gp_server_config_new();
+  gp_err e = {0};
+  CHECK_EQ_STR("USR1", parsed_signal(cfg, "usr1", &e));
+  CHECK_EQ_STR("PWR", parsed_signal(cfg, "SIGPWR", &e));
+  CHECK_EQ_STR("TERM", parsed_signal(cfg, "TERM", &e));
+  CHECK(!parsed_signal(cfg, "KILL", &e));
+  CHECK_EQ_STR("signal", e.field);
+  CHECK(!parsed_signal(cfg, "SIGSTOP", &e));
+  CHECK(!parsed_signal(cfg, "15", &e));
+  gp_server_config_free(cfg);
+}
+
+GP_TESTS(the_fast_document_equals_the_reference, the_checkpoint_signal_is_one_a_job_can_catch)
