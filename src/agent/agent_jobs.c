@@ -22,14 +22,7 @@
 #include "util/mem.h"
 
 
-bool gp__job_id_valid(const char *id) {
-  if (!id || !*id || strlen(id) >= GP_AGENT_ID_MAX || id[0] == '.') return false;
-  for (const char *p = id; *p; p++)
-    if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-          *p == '-' || *p == '_' || *p == '.'))
-      return false;
-  return true;
-}
+bool gp__job_id_valid(const char *id) { return gp_proto_job_id_valid(id); }
 
 gp__job *gp__job_find(gp_agent *a, const char *id) {
   for (size_t i = 0; i < a->n_jobs; i++)
@@ -200,16 +193,17 @@ json_t *gp__exited_event(const char *job, int64_t at, bool exit_known, int code,
   return ev;
 }
 
+void gp__job_start_failed(gp_agent *a, const char *order_id, const char *job_id, int exit_code,
+                          const char *message) {
+  gp__log("order %s: job %s not started: %s", order_id, job_id, message);
+  gp__event(a, gp__exited_event(job_id, gp__now_ms() / 1000, exit_code >= 0, exit_code, 0,
+                                "start_failed", message));
+}
 
 /* ---- stop ---- */
 
-void gp__job_stop(gp_agent *a, json_t *order) {
-  const char *order_id = json_string_value(json_object_get(order, "id"));
-  const char *id = json_string_value(json_object_get(order, "job"));
-  if (!gp__job_id_valid(id)) {
-    gp__log("order %s: stop without a valid job id", order_id);
-    return;
-  }
+void gp__job_stop(gp_agent *a, const char *order_id, const gp_proto_stop *o) {
+  const char *id = o->job;
   gp__job *j = gp__job_find(a, id);
   if (!j) {
     gp__log("order %s: stop for job %s, which does not run here", order_id, id);
@@ -218,14 +212,10 @@ void gp__job_stop(gp_agent *a, json_t *order) {
     return;
   }
   if (j->ended) return; /* its end is already on its way */
-  const char *sig_name = json_string_value(json_object_get(order, "signal"));
-  int sig = sig_name && *sig_name ? gp_signal_parse(sig_name) : j->ckpt_signal;
+  int sig = o->signal[0] ? gp_signal_parse(o->signal) : j->ckpt_signal;
   if (!sig) sig = SIGTERM;
-  json_t *g = json_object_get(order, "grace_s");
-  int grace = json_is_integer(g) && json_integer_value(g) >= 0
-                  ? (int)(json_integer_value(g) > 86400 ? 86400 : json_integer_value(g))
-                  : j->grace_s;
-  const char *reason = json_string_value(json_object_get(order, "reason"));
+  int grace = o->grace_s >= 0 ? o->grace_s : j->grace_s;
+  const char *reason = o->reason[0] ? o->reason : NULL;
   int64_t deadline = gp__now_ms() + (int64_t)grace * 1000;
   if (j->stopping && deadline >= j->kill_at_ms) return; /* an earlier stop is stricter */
   if (!j->stopping) {

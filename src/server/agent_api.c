@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "protocol/order.h"
 #include "server/server_int.h"
 #include "util/buf.h"
 #include "util/mem.h"
@@ -71,9 +72,12 @@ static void exit_reason(const json_t *ev, char *buf, size_t size) {
 }
 
 static int stop_unknown(gp_srv_state *s, gp_srv_node *n, const char *job_id, gp_err *err) {
-  json_t *o = json_pack("{s:s,s:s,s:s,s:i,s:s}", "kind", "stop", "job", job_id, "signal", "KILL",
-                        "grace_s", 0, "reason", "lost");
-  return gp__srv_order_add(s, n, o, strtoll(job_id, NULL, 10), false, err);
+  gp_proto_order o = {.kind = GP_PROTO_STOP};
+  snprintf(o.u.stop.job, sizeof o.u.stop.job, "%s", job_id);
+  snprintf(o.u.stop.signal, sizeof o.u.stop.signal, "KILL");
+  o.u.stop.grace_s = 0;
+  snprintf(o.u.stop.reason, sizeof o.u.stop.reason, "lost");
+  return gp__srv_order_add(s, n, gp_proto_order_encode(&o), strtoll(job_id, NULL, 10), false, err);
 }
 
 static int do_register(gp_srv_state *s, gp_srv_req *r, int64_t now_s, int64_t now_ms, gp_err *err) {
