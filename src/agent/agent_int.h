@@ -17,6 +17,7 @@
 #include "agent/gpu.h"
 #include "agent/health.h"
 #include "agent/telemetry.h"
+#include "protocol/event.h"
 #include "protocol/order.h"
 
 #define GP_AGENT_ID_MAX 64

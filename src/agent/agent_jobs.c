@@ -180,17 +180,30 @@ void gp__job_note(const gp__job *j, const char *text) {
 
 /* ---- events ---- */
 
+/* The "exited" event; `order` (the run's start order) and `usage` (borrowed) may be NULL. */
+static json_t *exited_event(const char *job, int64_t at, bool exit_known, int code, int sig,
+                            const char *reason, const char *message, const char *order,
+                            json_t *usage) {
+  gp_proto_event *ev = gp_xcalloc(1, sizeof *ev);
+  ev->kind = GP_PROTO_EV_EXITED;
+  snprintf(ev->job, sizeof ev->job, "%s", job);
+  ev->at = at;
+  ev->has_exit_code = exit_known && code >= 0;
+  ev->exit_code = code;
+  ev->signal = exit_known ? sig : 0;
+  ev->has_reason = ev->has_message = true;
+  snprintf(ev->reason, sizeof ev->reason, "%s", reason);
+  snprintf(ev->message, sizeof ev->message, "%s", message);
+  snprintf(ev->order, sizeof ev->order, "%s", order ? order : "");
+  ev->usage = usage;
+  json_t *doc = gp_proto_event_encode(ev);
+  free(ev);
+  return doc;
+}
+
 json_t *gp__exited_event(const char *job, int64_t at, bool exit_known, int code, int sig,
-                            const char *reason, const char *message) {
-  json_t *ev = json_object();
-  json_object_set_new(ev, "kind", json_string("exited"));
-  json_object_set_new(ev, "job", json_string(job));
-  json_object_set_new(ev, "at", json_integer(at));
-  json_object_set_new(ev, "exit_code", exit_known && code >= 0 ? json_integer(code) : json_null());
-  json_object_set_new(ev, "signal", exit_known && sig ? json_integer(sig) : json_null());
-  json_object_set_new(ev, "reason", json_string(reason));
-  json_object_set_new(ev, "message", json_string(message));
-  return ev;
+                         const char *reason, const char *message) {
+  return exited_event(job, at, exit_known, code, sig, reason, message, NULL, NULL);
 }
 
 void gp__job_start_failed(gp_agent *a, const char *order_id, const char *job_id, int exit_code,
@@ -290,11 +303,11 @@ static void job_finish(gp_agent *a, gp__job *j, bool exit_known, int code, int s
   gp__job_path(j, "end.json", path, sizeof path);
   gp__write_json(path, end);
   json_decref(end);
-  json_t *ev = gp__exited_event(j->id, j->ended_at, exit_known, code, sig, j->reason, j->message);
-  json_object_set_new(ev, "order", json_string(j->order_id)); /* which run of the job ended */
+  /* `order`: which run of the job ended. */
   json_t *usage = gp__job_usage_json(a, j->id);
-  if (usage) json_object_set_new(ev, "usage", usage);
-  gp__event(a, ev);
+  gp__event(a, exited_event(j->id, j->ended_at, exit_known, code, sig, j->reason, j->message,
+                            j->order_id, usage));
+  json_decref(usage);
   gp__log("job %s ended: %s: %s", j->id, j->reason, j->message);
 }
 

@@ -11,7 +11,6 @@
 #include <unistd.h>
 
 #include "agent/gpu_sim.h"
-#include "protocol/order.h"
 #include "util/mem.h"
 
 /* ---- executed orders: kept on disk so a restarted agent still runs each at most once ---- */
@@ -80,25 +79,42 @@ _Static_assert(GP_PROTO_MAX_GPUS == GP_GPU_MAX_DEVICES, "a GPU index of the prot
 _Static_assert(GP_PROTO_MAX_MIG == GP_GPU_MAX_MIG, "a mig order fits a GPU's MIG table");
 _Static_assert(GP_PROTO_ID_MAX == GP_AGENT_ID_MAX, "an order or job id fits our tables");
 
+/* The answers to mig and inject orders: the server waits for the first, an admin reads the
+ * second. */
+static gp_proto_event *order_done(gp_proto_event_kind kind, const char *id, int rc,
+                                  const char *ok_message, const char *message) {
+  gp_proto_event *ev = gp_xcalloc(1, sizeof *ev);
+  ev->kind = kind;
+  snprintf(ev->order, sizeof ev->order, "%s", id);
+  ev->ok = rc == 0;
+  snprintf(ev->message, sizeof ev->message, "%s", rc == 0 ? ok_message : message);
+  return ev;
+}
+
 static void mig_done(gp_agent *a, const char *id, int gpu, int rc, const char *message) {
-  json_t *ev = json_object();
-  json_object_set_new(ev, "kind", json_string("mig_done"));
-  json_object_set_new(ev, "gpu", json_integer(gpu));
-  json_object_set_new(ev, "order", json_string(id));
-  json_object_set_new(ev, "ok", json_boolean(rc == 0));
-  json_object_set_new(ev, "message", json_string(rc == 0 ? "MIG layout applied" : message));
-  if (gpu >= 0 && gpu < a->n_gpus) json_object_set_new(ev, "mig", gp__mig_json(&a->gpus[gpu]));
+  gp_proto_event *ev = order_done(GP_PROTO_EV_MIG_DONE, id, rc, "MIG layout applied", message);
+  ev->gpu = gpu;
+  if (gpu >= 0 && gpu < a->n_gpus) {
+    const gp_gpu_info *g = &a->gpus[gpu];
+    ev->has_mig = true;
+    for (int k = 0; k < g->n_mig && k < GP_PROTO_MAX_MIG; k++) {
+      gp_proto_mig_instance *m = &ev->mig[ev->n_mig++];
+      snprintf(m->uuid, sizeof m->uuid, "%s", g->mig[k].uuid);
+      snprintf(m->profile, sizeof m->profile, "%s", g->mig[k].profile);
+      m->start_slot = g->mig[k].start_slot;
+      m->gpu_instance_id = g->mig[k].gpu_instance_id;
+      m->mem_mib = g->mig[k].mem_mib;
+    }
+  }
   gp__log("order %s: mig on GPU %d: %s", id, gpu, rc == 0 ? "applied" : message);
-  gp__event(a, ev);
+  gp__event(a, gp_proto_event_encode(ev));
+  free(ev);
 }
 
 static void inject_done(gp_agent *a, const char *id, const char *spec, int rc, const char *message) {
-  json_t *ev = json_object();
-  json_object_set_new(ev, "kind", json_string("inject_done"));
-  json_object_set_new(ev, "order", json_string(id));
-  json_object_set_new(ev, "ok", json_boolean(rc == 0));
-  json_object_set_new(ev, "message", json_string(rc == 0 ? "fault injected" : message));
-  gp__event(a, ev);
+  gp_proto_event *ev = order_done(GP_PROTO_EV_INJECT_DONE, id, rc, "fault injected", message);
+  gp__event(a, gp_proto_event_encode(ev));
+  free(ev);
   gp__log("order %s: inject '%s': %s", id, spec ? spec : "", rc == 0 ? "done" : message);
 }
 
