@@ -169,10 +169,9 @@ static enum MHD_Result serve_checkpoint(gp_agent *a, struct MHD_Connection *c, c
   }
   bool ok = key && want[0] && strcmp(key, want) == 0;
   if (!ok) return reply_error(c, 403, "permission_denied", "key", "wrong or missing job key");
-  json_t *ev = json_object();
-  json_object_set_new(ev, "kind", json_string("checkpoint"));
-  json_object_set_new(ev, "job", json_string(id));
-  json_object_set_new(ev, "at", json_integer(gp__now_ms() / 1000));
+  gp_proto_event cp = {.kind = GP_PROTO_EV_CHECKPOINT, .at = gp__now_ms() / 1000};
+  snprintf(cp.job, sizeof cp.job, "%s", id);
+  json_t *ev = gp_proto_event_encode(&cp);
   pthread_mutex_lock(&a->stats_lock);
   if (json_array_size(a->checkpoints) < 4096) json_array_append(a->checkpoints, ev);
   pthread_mutex_unlock(&a->stats_lock);

@@ -17,6 +17,8 @@
 #include "agent/gpu.h"
 #include "agent/health.h"
 #include "agent/telemetry.h"
+#include "protocol/event.h"
+#include "protocol/order.h"
 
 #define GP_AGENT_ID_MAX 64
 #define GP_AGENT_MAX_ORDERS_KEPT 8192
@@ -126,7 +128,7 @@ void gp__orders_load(gp_agent *a);
 void gp__order_execute(gp_agent *a, json_t *order); /* at most once per order id */
 
 /* ---- agent_start.c ---- */
-void gp__job_start(gp_agent *a, const char *order_id, json_t *job);
+void gp__job_start(gp_agent *a, const char *order_id, const gp_proto_start *o);
 
 /* ---- agent_jobs.c ---- */
 void gp__job_add(gp_agent *a, gp__job *j);
@@ -134,7 +136,10 @@ void gp__job_path(const gp__job *j, const char *name, char *buf, size_t size);
 void gp__job_note(const gp__job *j, const char *text); /* a "gpool: ..." line in its stderr */
 json_t *gp__exited_event(const char *job, int64_t at, bool exit_known, int code, int sig,
                          const char *reason, const char *message);
-void gp__job_stop(gp_agent *a, json_t *order);
+/* A start that cannot be honoured: an "exited" event with reason start_failed and why. */
+void gp__job_start_failed(gp_agent *a, const char *order_id, const char *job_id, int exit_code,
+                          const char *message);
+void gp__job_stop(gp_agent *a, const char *order_id, const gp_proto_stop *o);
 /* Stops a job on the agent's own decision (GPU fault): signal, grace, reason for the event. */
 void gp__job_stop_local(gp_agent *a, gp__job *j, int grace_s, const char *reason,
                         const char *message);

@@ -22,14 +22,7 @@
 #include "util/signals.h"
 
 
-bool gp__job_id_valid(const char *id) {
-  if (!id || !*id || strlen(id) >= GP_AGENT_ID_MAX || id[0] == '.') return false;
-  for (const char *p = id; *p; p++)
-    if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-          *p == '-' || *p == '_' || *p == '.'))
-      return false;
-  return true;
-}
+bool gp__job_id_valid(const char *id) { return gp_proto_job_id_valid(id); }
 
 gp__job *gp__job_find(gp_agent *a, const char *id) {
   for (size_t i = 0; i < a->n_jobs; i++)
@@ -187,29 +180,43 @@ void gp__job_note(const gp__job *j, const char *text) {
 
 /* ---- events ---- */
 
-json_t *gp__exited_event(const char *job, int64_t at, bool exit_known, int code, int sig,
-                            const char *reason, const char *message) {
-  json_t *ev = json_object();
-  json_object_set_new(ev, "kind", json_string("exited"));
-  json_object_set_new(ev, "job", json_string(job));
-  json_object_set_new(ev, "at", json_integer(at));
-  json_object_set_new(ev, "exit_code", exit_known && code >= 0 ? json_integer(code) : json_null());
-  json_object_set_new(ev, "signal", exit_known && sig ? json_integer(sig) : json_null());
-  json_object_set_new(ev, "reason", json_string(reason));
-  json_object_set_new(ev, "message", json_string(message));
-  return ev;
+/* The "exited" event; `order` (the run's start order) and `usage` (borrowed) may be NULL. */
+static json_t *exited_event(const char *job, int64_t at, bool exit_known, int code, int sig,
+                            const char *reason, const char *message, const char *order,
+                            json_t *usage) {
+  gp_proto_event *ev = gp_xcalloc(1, sizeof *ev);
+  ev->kind = GP_PROTO_EV_EXITED;
+  snprintf(ev->job, sizeof ev->job, "%s", job);
+  ev->at = at;
+  ev->has_exit_code = exit_known && code >= 0;
+  ev->exit_code = code;
+  ev->signal = exit_known ? sig : 0;
+  ev->has_reason = ev->has_message = true;
+  snprintf(ev->reason, sizeof ev->reason, "%s", reason);
+  snprintf(ev->message, sizeof ev->message, "%s", message);
+  snprintf(ev->order, sizeof ev->order, "%s", order ? order : "");
+  ev->usage = usage;
+  json_t *doc = gp_proto_event_encode(ev);
+  free(ev);
+  return doc;
 }
 
+json_t *gp__exited_event(const char *job, int64_t at, bool exit_known, int code, int sig,
+                         const char *reason, const char *message) {
+  return exited_event(job, at, exit_known, code, sig, reason, message, NULL, NULL);
+}
+
+void gp__job_start_failed(gp_agent *a, const char *order_id, const char *job_id, int exit_code,
+                          const char *message) {
+  gp__log("order %s: job %s not started: %s", order_id, job_id, message);
+  gp__event(a, gp__exited_event(job_id, gp__now_ms() / 1000, exit_code >= 0, exit_code, 0,
+                                "start_failed", message));
+}
 
 /* ---- stop ---- */
 
-void gp__job_stop(gp_agent *a, json_t *order) {
-  const char *order_id = json_string_value(json_object_get(order, "id"));
-  const char *id = json_string_value(json_object_get(order, "job"));
-  if (!gp__job_id_valid(id)) {
-    gp__log("order %s: stop without a valid job id", order_id);
-    return;
-  }
+void gp__job_stop(gp_agent *a, const char *order_id, const gp_proto_stop *o) {
+  const char *id = o->job;
   gp__job *j = gp__job_find(a, id);
   if (!j) {
     gp__log("order %s: stop for job %s, which does not run here", order_id, id);
@@ -218,14 +225,10 @@ void gp__job_stop(gp_agent *a, json_t *order) {
     return;
   }
   if (j->ended) return; /* its end is already on its way */
-  const char *sig_name = json_string_value(json_object_get(order, "signal"));
-  int sig = sig_name && *sig_name ? gp_signal_parse(sig_name) : j->ckpt_signal;
+  int sig = o->signal[0] ? gp_signal_parse(o->signal) : j->ckpt_signal;
   if (!sig) sig = SIGTERM;
-  json_t *g = json_object_get(order, "grace_s");
-  int grace = json_is_integer(g) && json_integer_value(g) >= 0
-                  ? (int)(json_integer_value(g) > 86400 ? 86400 : json_integer_value(g))
-                  : j->grace_s;
-  const char *reason = json_string_value(json_object_get(order, "reason"));
+  int grace = o->grace_s >= 0 ? o->grace_s : j->grace_s;
+  const char *reason = o->reason[0] ? o->reason : NULL;
   int64_t deadline = gp__now_ms() + (int64_t)grace * 1000;
   if (j->stopping && deadline >= j->kill_at_ms) return; /* an earlier stop is stricter */
   if (!j->stopping) {
@@ -300,11 +303,11 @@ static void job_finish(gp_agent *a, gp__job *j, bool exit_known, int code, int s
   gp__job_path(j, "end.json", path, sizeof path);
   gp__write_json(path, end);
   json_decref(end);
-  json_t *ev = gp__exited_event(j->id, j->ended_at, exit_known, code, sig, j->reason, j->message);
-  json_object_set_new(ev, "order", json_string(j->order_id)); /* which run of the job ended */
+  /* `order`: which run of the job ended. */
   json_t *usage = gp__job_usage_json(a, j->id);
-  if (usage) json_object_set_new(ev, "usage", usage);
-  gp__event(a, ev);
+  gp__event(a, exited_event(j->id, j->ended_at, exit_known, code, sig, j->reason, j->message,
+                            j->order_id, usage));
+  json_decref(usage);
   gp__log("job %s ended: %s: %s", j->id, j->reason, j->message);
 }
 

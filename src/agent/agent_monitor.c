@@ -68,17 +68,16 @@ static void apply(gp_agent *a, const gp_health_action *act) {
   switch (act->kind) {
   case GP_HEALTH_FAULT: {
     gp_health_actions_str(act->actions, actions, sizeof actions);
-    json_t *ev = json_object();
-    json_object_set_new(ev, "kind", json_string("gpu_fault"));
-    json_object_set_new(ev, "gpu", json_integer(act->gpu));
-    json_object_set_new(ev, "xid", json_integer(act->xid));
-    json_object_set_new(ev, "action", json_string(actions));
-    json_object_set_new(ev, "reason", json_string(act->reason));
-    json_t *jobs = json_array();
-    for (int k = 0; k < act->n_jobs && k < GP_HEALTH_MAX_JOBS; k++)
-      json_array_append_new(jobs, json_string(act->jobs[k]));
-    json_object_set_new(ev, "jobs", jobs);
-    gp__event(a, ev);
+    gp_proto_event *ev = gp_xcalloc(1, sizeof *ev);
+    ev->kind = GP_PROTO_EV_GPU_FAULT;
+    ev->gpu = act->gpu;
+    ev->xid = act->xid;
+    snprintf(ev->action, sizeof ev->action, "%s", actions);
+    snprintf(ev->fault, sizeof ev->fault, "%s", act->reason);
+    for (int k = 0; k < act->n_jobs && k < GP_HEALTH_MAX_JOBS && k < GP_PROTO_MAX_FAULT_JOBS; k++)
+      snprintf(ev->jobs[ev->n_jobs++], sizeof ev->jobs[0], "%s", act->jobs[k]);
+    gp__event(a, gp_proto_event_encode(ev));
+    free(ev);
     gp__log("GPU fault: %s: %s", act->reason, actions);
     if (act->actions & GP_HEALTH_FAIL_JOB) {
       for (int k = 0; k < act->n_jobs && k < GP_HEALTH_MAX_JOBS; k++) {

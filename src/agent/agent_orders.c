@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Orders from the server, each executed at most once: executed ids are remembered in memory
  * and appended (fsync'd) to <data>/orders.log, so neither a re-sent order nor a restarted
- * agent runs one twice. Dispatch: start, stop, mig, drain_gpu, resume_gpu, inject. */
+ * agent runs one twice. Each kind is decoded by the protocol module and run through the
+ * table of kinds at the end of this file. */
 #include "agent/agent_int.h"
 
 #include <stdio.h>
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include "agent/gpu_sim.h"
+#include "util/mem.h"
 
 /* ---- executed orders: kept on disk so a restarted agent still runs each at most once ---- */
 
@@ -71,89 +73,153 @@ void gp__orders_load(gp_agent *a) {
   a->orders_log = fopen(path, "ae");
 }
 
-void gp__order_execute(gp_agent *a, json_t *order) {
-  const char *id = json_string_value(json_object_get(order, "id"));
-  const char *kind = json_string_value(json_object_get(order, "kind"));
-  if (!id || !kind || !*id || strlen(id) >= GP_AGENT_ID_MAX) {
+/* ---- the kinds ---- */
+
+_Static_assert(GP_PROTO_MAX_GPUS == GP_GPU_MAX_DEVICES, "a GPU index of the protocol is one of ours");
+_Static_assert(GP_PROTO_MAX_MIG == GP_GPU_MAX_MIG, "a mig order fits a GPU's MIG table");
+_Static_assert(GP_PROTO_ID_MAX == GP_AGENT_ID_MAX, "an order or job id fits our tables");
+
+/* The answers to mig and inject orders: the server waits for the first, an admin reads the
+ * second. */
+static gp_proto_event *order_done(gp_proto_event_kind kind, const char *id, int rc,
+                                  const char *ok_message, const char *message) {
+  gp_proto_event *ev = gp_xcalloc(1, sizeof *ev);
+  ev->kind = kind;
+  snprintf(ev->order, sizeof ev->order, "%s", id);
+  ev->ok = rc == 0;
+  snprintf(ev->message, sizeof ev->message, "%s", rc == 0 ? ok_message : message);
+  return ev;
+}
+
+static void mig_done(gp_agent *a, const char *id, int gpu, int rc, const char *message) {
+  gp_proto_event *ev = order_done(GP_PROTO_EV_MIG_DONE, id, rc, "MIG layout applied", message);
+  ev->gpu = gpu;
+  if (gpu >= 0 && gpu < a->n_gpus) {
+    const gp_gpu_info *g = &a->gpus[gpu];
+    ev->has_mig = true;
+    for (int k = 0; k < g->n_mig && k < GP_PROTO_MAX_MIG; k++) {
+      gp_proto_mig_instance *m = &ev->mig[ev->n_mig++];
+      snprintf(m->uuid, sizeof m->uuid, "%s", g->mig[k].uuid);
+      snprintf(m->profile, sizeof m->profile, "%s", g->mig[k].profile);
+      m->start_slot = g->mig[k].start_slot;
+      m->gpu_instance_id = g->mig[k].gpu_instance_id;
+      m->mem_mib = g->mig[k].mem_mib;
+    }
+  }
+  gp__log("order %s: mig on GPU %d: %s", id, gpu, rc == 0 ? "applied" : message);
+  gp__event(a, gp_proto_event_encode(ev));
+  free(ev);
+}
+
+static void inject_done(gp_agent *a, const char *id, const char *spec, int rc, const char *message) {
+  gp_proto_event *ev = order_done(GP_PROTO_EV_INJECT_DONE, id, rc, "fault injected", message);
+  gp__event(a, gp_proto_event_encode(ev));
+  free(ev);
+  gp__log("order %s: inject '%s': %s", id, spec ? spec : "", rc == 0 ? "done" : message);
+}
+
+static void run_start(gp_agent *a, const gp_proto_order *o) { gp__job_start(a, o->id, &o->u.start); }
+
+static void refuse_start(gp_agent *a, const char *id, const json_t *doc, const gp_err *err) {
+  const char *job = json_string_value(json_object_get(json_object_get(doc, "job"), "id"));
+  if (gp_proto_job_id_valid(job)) gp__job_start_failed(a, id, job, -1, err->message);
+  else gp__log("order %s: %s", id, err->message);
+}
+
+static void run_stop(gp_agent *a, const gp_proto_order *o) { gp__job_stop(a, o->id, &o->u.stop); }
+
+static void refuse_log(gp_agent *a, const char *id, const json_t *doc, const gp_err *err) {
+  (void)a;
+  (void)doc;
+  gp__log("order %s: %s", id, err->message);
+}
+
+static void run_mig(gp_agent *a, const gp_proto_order *o) {
+  const gp_proto_mig *m = &o->u.mig;
+  gp_err err = {0};
+  int rc = 0;
+  if (m->gpu >= a->n_gpus) {
+    rc = gp_err_set(&err, GP_EINVAL, NULL, 0, "gpu", "node %s has no GPU %d", a->cfg.name, m->gpu);
+  } else {
+    const char *profiles[GP_PROTO_MAX_MIG];
+    for (int k = 0; k < m->n; k++) profiles[k] = m->profiles[k];
+    rc = gp__mig_apply(a, m->gpu, profiles, m->start_slots, m->n, &err);
+    gp_err rerr = {0};
+    if (rc == 0 && a->tel && gp_telemetry_rediscover(a->tel, &rerr) != 0)
+      gp__log("telemetry: %s", rerr.message);
+  }
+  mig_done(a, o->id, m->gpu, rc, err.message);
+}
+
+static void refuse_mig(gp_agent *a, const char *id, const json_t *doc, const gp_err *err) {
+  mig_done(a, id, (int)json_integer_value(json_object_get(doc, "gpu")), GP_EINVAL, err->message);
+}
+
+static void run_gpu_admin(gp_agent *a, const gp_proto_order *o) {
+  const gp_proto_gpu_admin *g = &o->u.gpu;
+  bool drain = o->kind == GP_PROTO_DRAIN_GPU;
+  if (g->gpu >= a->n_gpus) {
+    gp__log("order %s: %s for GPU %d, which this node does not have", o->id,
+            gp_proto_order_kind_name(o->kind), g->gpu);
+    return;
+  }
+  const char *reason = g->has_reason ? g->reason : NULL;
+  a->gpu_drained[g->gpu] = drain;
+  if (!drain && a->health) gp_health_resume(a->health, g->gpu);
+  char *kept = a->gpu_drain_reason[g->gpu]; /* a long reason is cut to what the table keeps */
+  snprintf(kept, sizeof a->gpu_drain_reason[g->gpu], "%.*s",
+           (int)sizeof a->gpu_drain_reason[g->gpu] - 1, drain && reason ? reason : "");
+  gp__log("order %s: GPU %d %s%s%s", o->id, g->gpu, drain ? "drained" : "resumed",
+          drain && reason ? ": " : "", drain && reason ? reason : "");
+}
+
+/* Simulated faults on order (admin API), for drills and tests. */
+static void run_inject(gp_agent *a, const gp_proto_order *o) {
+  const gp_proto_inject *in = &o->u.inject;
+  gp_err err = {0};
+  int rc = gp_gpu_sim_inject(a->gpu, in->faults, in->n_faults, &err);
+  inject_done(a, o->id, in->fault, rc, err.message);
+}
+
+static void refuse_inject(gp_agent *a, const char *id, const json_t *doc, const gp_err *err) {
+  inject_done(a, id, json_string_value(json_object_get(doc, "fault")), GP_EINVAL, err->message);
+}
+
+/* What the agent does with each kind the protocol decodes: `run` a decoded order, or
+ * `refuse` one whose fields did not decode (and tell the server where it waits for an
+ * answer). */
+static const struct {
+  gp_proto_order_kind kind;
+  void (*run)(gp_agent *a, const gp_proto_order *o);
+  void (*refuse)(gp_agent *a, const char *id, const json_t *doc, const gp_err *err);
+} kinds[] = {
+    {GP_PROTO_START, run_start, refuse_start},
+    {GP_PROTO_STOP, run_stop, refuse_log},
+    {GP_PROTO_MIG, run_mig, refuse_mig},
+    {GP_PROTO_DRAIN_GPU, run_gpu_admin, refuse_log},
+    {GP_PROTO_RESUME_GPU, run_gpu_admin, refuse_log},
+    {GP_PROTO_INJECT, run_inject, refuse_inject},
+};
+
+void gp__order_execute(gp_agent *a, json_t *doc) {
+  const char *id, *kind;
+  if (gp_proto_order_head(doc, &id, &kind, NULL) != 0) {
     gp__log("ignoring an order without a valid id or kind");
     return;
   }
   if (order_seen(a, id)) return;
   order_remember(a, id);
-  if (strcmp(kind, "start") == 0) {
-    json_t *job = json_object_get(order, "job");
-    if (!json_is_object(job)) {
-      gp__log("order %s: start without a job object", id);
-      return;
-    }
-    gp__job_start(a, id, job);
-  } else if (strcmp(kind, "stop") == 0) {
-    gp__job_stop(a, order);
-  } else if (strcmp(kind, "mig") == 0) {
-    json_t *jp = json_object_get(order, "profiles"), *js = json_object_get(order, "start_slots");
-    json_int_t gpu = json_integer_value(json_object_get(order, "gpu"));
-    json_t *ev = json_object();
-    json_object_set_new(ev, "kind", json_string("mig_done"));
-    json_object_set_new(ev, "gpu", json_integer(gpu));
-    json_object_set_new(ev, "order", json_string(id));
-    size_t n = json_array_size(jp);
-    gp_err err = {0};
-    int rc = 0;
-    if (!json_is_array(jp) || n == 0 || n > GP_GPU_MAX_MIG ||
-        (js && !json_is_null(js) && json_array_size(js) != n) || gpu < 0 || gpu >= a->n_gpus) {
-      rc = gp_err_set(&err, GP_EINVAL, NULL, 0, "profiles",
-                      "a mig order needs a GPU of this node and 1 to %d profiles (with as many "
-                      "start slots)", GP_GPU_MAX_MIG);
-    } else {
-      const char *profiles[GP_GPU_MAX_MIG];
-      int slots[GP_GPU_MAX_MIG];
-      for (size_t k = 0; k < n; k++) {
-        profiles[k] = json_string_value(json_array_get(jp, k));
-        json_t *s = json_array_get(js, k);
-        slots[k] = json_is_integer(s) ? (int)json_integer_value(s) : -1;
-        if (!profiles[k]) rc = gp_err_set(&err, GP_EINVAL, NULL, 0, "profiles", "not a string");
-      }
-      if (rc == 0) rc = gp__mig_apply(a, (int)gpu, profiles, slots, (int)n, &err);
-      gp_err rerr = {0};
-      if (rc == 0 && a->tel && gp_telemetry_rediscover(a->tel, &rerr) != 0)
-        gp__log("telemetry: %s", rerr.message);
-    }
-    json_object_set_new(ev, "ok", json_boolean(rc == 0));
-    json_object_set_new(ev, "message", json_string(rc == 0 ? "MIG layout applied" : err.message));
-    if (gpu >= 0 && gpu < a->n_gpus) json_object_set_new(ev, "mig", gp__mig_json(&a->gpus[gpu]));
-    gp__log("order %s: mig on GPU %lld: %s", id, (long long)gpu,
-            rc == 0 ? "applied" : err.message);
-    gp__event(a, ev);
-  } else if (strcmp(kind, "drain_gpu") == 0 || strcmp(kind, "resume_gpu") == 0) {
-    json_int_t gpu = json_integer_value(json_object_get(order, "gpu"));
-    if (gpu < 0 || gpu >= a->n_gpus) {
-      gp__log("order %s: %s for GPU %lld, which this node does not have", id, kind,
-              (long long)gpu);
-      return;
-    }
-    bool drain = kind[0] == 'd';
-    a->gpu_drained[gpu] = drain;
-    if (!drain && a->health) gp_health_resume(a->health, (int)gpu);
-    const char *reason = json_string_value(json_object_get(order, "reason"));
-    snprintf(a->gpu_drain_reason[gpu], sizeof a->gpu_drain_reason[gpu], "%s",
-             drain && reason ? reason : "");
-    gp__log("order %s: GPU %lld %s%s%s", id, (long long)gpu, drain ? "drained" : "resumed",
-            drain && reason ? ": " : "", drain && reason ? reason : "");
-  } else if (strcmp(kind, "inject") == 0) {
-    /* Simulated faults on order (admin API), for drills and tests. */
-    const char *spec = json_string_value(json_object_get(order, "fault"));
-    gp_err err = {0};
-    int rc = spec ? gp_gpu_sim_inject_spec(a->gpu, spec, &err)
-                  : gp_err_set(&err, GP_EINVAL, NULL, 0, "fault", "the order has no fault spec");
-    json_t *ev = json_object();
-    json_object_set_new(ev, "kind", json_string("inject_done"));
-    json_object_set_new(ev, "order", json_string(id));
-    json_object_set_new(ev, "ok", json_boolean(rc == 0));
-    json_object_set_new(ev, "message", json_string(rc == 0 ? "fault injected" : err.message));
-    gp__event(a, ev);
-    gp__log("order %s: inject '%s': %s", id, spec ? spec : "", rc == 0 ? "done" : err.message);
-  } else {
+  gp_proto_order_kind k = gp_proto_order_kind_parse(kind);
+  size_t row = 0;
+  while (row < sizeof kinds / sizeof kinds[0] && kinds[row].kind != k) row++;
+  if (!k || row == sizeof kinds / sizeof kinds[0]) {
     gp__log("order %s: unknown kind '%s' ignored", id, kind);
+    return;
   }
+  gp_proto_order *o = gp_xmalloc(sizeof *o); /* large: a start carries its placement's UUIDs */
+  gp_err err = {0};
+  if (gp_proto_order_decode(doc, o, &err) == 0) kinds[row].run(a, o);
+  else kinds[row].refuse(a, id, doc, &err);
+  gp_proto_order_done(o);
+  free(o);
 }
-

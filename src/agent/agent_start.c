@@ -22,19 +22,7 @@
 #include "util/mem.h"
 #include "util/signals.h"
 
-#define MAX_ARGS 4096
-#define MAX_ARGS_BYTES (256 * 1024)
-#define MAX_ENV 4096
-#define MAX_ENV_BYTES (1024 * 1024)
-
 extern char **environ;
-
-static void start_failed(gp_agent *a, const char *order_id, const char *job_id, int exit_code,
-                         const char *message) {
-  gp__log("order %s: job %s not started: %s", order_id, job_id, message);
-  gp__event(a, gp__exited_event(job_id, gp__now_ms() / 1000, exit_code >= 0, exit_code, 0,
-                            "start_failed", message));
-}
 
 /* ---- the job's environment ---- */
 
@@ -64,20 +52,13 @@ static void env_free(envv *e) {
   free(e->items);
 }
 
-static bool env_name_valid(const char *k) {
-  if (!k || !*k || strlen(k) > 256 || (*k >= '0' && *k <= '9')) return false;
-  for (const char *p = k; *p; p++)
-    if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-          *p == '_'))
-      return false;
-  return true;
-}
-
 /* ---- start ---- */
 
+/* The start order (decoded and bounded by the protocol module) and what this node makes
+ * of it: its checkpoint signal, grace period, GPUs and share. */
 typedef struct start_req {
+  const gp_proto_start *o;
   const char *id, *user, *queue, *name, *workdir;
-  json_t *command, *env, *hosts;
   int64_t cpus, mem_mib, task_index, tasks;
   int signal, grace_s;
   int n_gpus;
@@ -86,135 +67,55 @@ typedef struct start_req {
   const char *mig_uuid;
 } start_req;
 
-static int parse_start(gp_agent *a, json_t *job, start_req *r, char *msg, size_t size) {
+static int parse_start(gp_agent *a, const gp_proto_start *o, start_req *r, char *msg,
+                       size_t size) {
   memset(r, 0, sizeof *r);
-  r->id = json_string_value(json_object_get(job, "id"));
-  if (!gp__job_id_valid(r->id)) {
-    snprintf(msg, size, "the job id is missing or has characters other than letters, digits, "
-                        "'-', '_', '.'");
-    return -1;
-  }
-  r->user = json_string_value(json_object_get(job, "user"));
-  r->queue = json_string_value(json_object_get(job, "queue"));
-  r->name = json_string_value(json_object_get(job, "name"));
-  r->workdir = json_string_value(json_object_get(job, "workdir"));
-  if (r->workdir && !*r->workdir) r->workdir = NULL;
-  if (r->workdir && r->workdir[0] != '/') {
-    snprintf(msg, size, "workdir '%.200s' is not an absolute path", r->workdir);
-    return -1;
-  }
-  r->command = json_object_get(job, "command");
-  size_t n = json_array_size(r->command), bytes = 0;
-  if (!json_is_array(r->command) || n == 0 || n > MAX_ARGS) {
-    snprintf(msg, size, "the command must be a list of 1 to %d strings", MAX_ARGS);
-    return -1;
-  }
-  for (size_t i = 0; i < n; i++) {
-    const char *s = json_string_value(json_array_get(r->command, i));
-    if (!s || (i == 0 && !*s)) {
-      snprintf(msg, size, "command[%zu] is not a string", i);
-      return -1;
-    }
-    bytes += strlen(s) + 1;
-  }
-  if (bytes > MAX_ARGS_BYTES) {
-    snprintf(msg, size, "the command is longer than %d bytes", MAX_ARGS_BYTES);
-    return -1;
-  }
-  r->env = json_object_get(job, "env");
-  if (r->env && !json_is_null(r->env)) {
-    if (!json_is_object(r->env) || json_object_size(r->env) > MAX_ENV) {
-      snprintf(msg, size, "env must be a map of at most %d variables", MAX_ENV);
-      return -1;
-    }
-    const char *k;
-    json_t *v;
-    bytes = 0;
-    json_object_foreach(r->env, k, v) {
-      if (!env_name_valid(k) || !json_is_string(v)) {
-        snprintf(msg, size, "env: '%.100s' is not a valid variable name with a string value", k);
-        return -1;
-      }
-      bytes += strlen(k) + strlen(json_string_value(v)) + 2;
-    }
-    if (bytes > MAX_ENV_BYTES) {
-      snprintf(msg, size, "env is larger than %d bytes", MAX_ENV_BYTES);
-      return -1;
-    }
-  } else {
-    r->env = NULL;
-  }
-  r->hosts = json_object_get(job, "hosts");
-  r->cpus = json_integer_value(json_object_get(job, "cpus"));
-  if (json_is_real(json_object_get(job, "cpus")))
-    r->cpus = (int64_t)(json_real_value(json_object_get(job, "cpus")) + 0.999);
-  r->mem_mib = json_integer_value(json_object_get(job, "mem_mib"));
-  r->task_index = json_integer_value(json_object_get(job, "task_index"));
-  r->tasks = json_integer_value(json_object_get(job, "tasks"));
-  if (r->tasks <= 0) r->tasks = 1;
-  const char *sig = json_string_value(json_object_get(job, "signal"));
-  r->signal = gp_signal_parse(sig && *sig ? sig : a->cfg.signal);
+  r->o = o;
+  r->id = o->id;
+  r->user = o->user;
+  r->queue = o->queue;
+  r->name = o->name;
+  r->workdir = o->workdir;
+  r->cpus = (o->cpu_milli + 999) / 1000;
+  r->mem_mib = o->mem_mib;
+  r->task_index = o->task_index;
+  r->tasks = o->tasks;
+  r->signal = gp_signal_parse(o->signal[0] ? o->signal : a->cfg.signal);
   if (!r->signal) {
-    snprintf(msg, size, "unknown checkpoint signal '%.32s'", sig ? sig : a->cfg.signal);
+    snprintf(msg, size, "unknown checkpoint signal '%.32s'", o->signal[0] ? o->signal : a->cfg.signal);
     return -1;
   }
-  json_t *grace = json_object_get(job, "grace_s");
-  r->grace_s = json_is_integer(grace) && json_integer_value(grace) >= 0
-                   ? (int)(json_integer_value(grace) > 86400 ? 86400 : json_integer_value(grace))
-                   : a->cfg.grace_s;
+  r->grace_s = o->grace_s >= 0 ? o->grace_s : a->cfg.grace_s;
   /* This node's placement. */
-  json_t *placements = json_object_get(job, "placements"), *mine = NULL, *p;
-  size_t i;
-  json_array_foreach(placements, i, p) {
-    const char *node = json_string_value(json_object_get(p, "node"));
-    if (!node || strcmp(node, a->cfg.name) == 0) {
-      mine = p;
-      break;
-    }
-  }
-  if (json_array_size(placements) > 0 && !mine) {
+  const gp_proto_placement *p = o->has_placement ? &o->placement : NULL;
+  if (p && p->node[0] && strcmp(p->node, a->cfg.name) != 0) {
     snprintf(msg, size, "the job has no placement on node %s", a->cfg.name);
     return -1;
   }
-  double frac = json_number_value(json_object_get(job, "gpu_fraction"));
-  r->gpu_milli = 1000;
-  if (frac > 0 && frac < 1) r->gpu_milli = (int64_t)(frac * 1000 + 0.5);
-  r->gpu_mem_mib = json_integer_value(json_object_get(job, "gpu_mem_mib"));
-  if (mine) {
-    json_t *ids = json_object_get(mine, "gpu_ids"), *uuids = json_object_get(mine, "gpu_uuids");
-    if (json_array_size(ids) > (size_t)a->n_gpus) {
+  r->gpu_milli = o->gpu_milli > 0 && o->gpu_milli < 1000 ? o->gpu_milli : 1000;
+  r->gpu_mem_mib = o->gpu_mem_mib;
+  if (p) {
+    if (p->n_gpus > a->n_gpus) {
       snprintf(msg, size, "the placement names more GPUs than node %s has", a->cfg.name);
       return -1;
     }
-    json_t *g;
-    json_array_foreach(ids, i, g) {
-      json_int_t idx = json_integer_value(g);
-      if (!json_is_integer(g) || idx < 0 || idx >= a->n_gpus) {
-        snprintf(msg, size, "placement GPU %lld does not exist on node %s", (long long)idx,
-                 a->cfg.name);
+    for (int i = 0; i < p->n_gpus; i++) {
+      int idx = p->gpu_ids[i];
+      if (idx >= a->n_gpus) {
+        snprintf(msg, size, "placement GPU %d does not exist on node %s", idx, a->cfg.name);
         return -1;
       }
-      const char *uuid = json_string_value(json_array_get(uuids, i));
-      if (uuid && *uuid && strcmp(uuid, a->gpus[idx].uuid) != 0) {
-        snprintf(msg, size, "placement GPU %lld has UUID %.96s here, not %.96s", (long long)idx,
+      const char *uuid = p->gpu_uuids[i];
+      if (*uuid && strcmp(uuid, a->gpus[idx].uuid) != 0) {
+        snprintf(msg, size, "placement GPU %d has UUID %.96s here, not %.96s", idx,
                  a->gpus[idx].uuid, uuid);
         return -1;
       }
-      for (int k = 0; k < r->n_gpus; k++)
-        if (r->gpus[k] == idx) {
-          snprintf(msg, size, "placement names GPU %lld twice", (long long)idx);
-          return -1;
-        }
-      r->gpus[r->n_gpus++] = (int)idx;
+      r->gpus[r->n_gpus++] = idx;
     }
-    json_t *milli = json_object_get(mine, "gpu_milli");
-    if (json_is_integer(milli) && json_integer_value(milli) > 0 &&
-        json_integer_value(milli) <= 1000)
-      r->gpu_milli = json_integer_value(milli);
-    json_t *pm = json_object_get(mine, "gpu_mem_mib");
-    if (json_is_integer(pm) && json_integer_value(pm) > 0) r->gpu_mem_mib = json_integer_value(pm);
-    r->mig_uuid = json_string_value(json_object_get(mine, "mig_uuid"));
-    if (r->mig_uuid && !*r->mig_uuid) r->mig_uuid = NULL;
+    if (p->gpu_milli > 0) r->gpu_milli = p->gpu_milli;
+    if (p->gpu_mem_mib > 0) r->gpu_mem_mib = p->gpu_mem_mib;
+    r->mig_uuid = p->mig_uuid[0] ? p->mig_uuid : NULL;
   }
   return 0;
 }
@@ -306,11 +207,7 @@ static void build_env(gp_agent *a, const start_req *r, const creds *c, const gp_
     env_set(e, "LOGNAME", c->name);
   }
   if (c->shell[0]) env_set(e, "SHELL", c->shell);
-  if (r->env) {
-    const char *k;
-    json_t *v;
-    json_object_foreach(r->env, k, v) env_set(e, k, json_string_value(v));
-  }
+  for (int i = 0; i < r->o->n_env; i++) env_set(e, r->o->env_keys[i], r->o->env_values[i]);
   env_set(e, "PWD", workdir);
   if (a->sim_bin[0]) {
     /* A simulated node: its nvidia-smi (sim_bin.c) comes first, ahead of any real one. */
@@ -351,11 +248,9 @@ static void build_env(gp_agent *a, const start_req *r, const creds *c, const gp_
   env_set(e, "GPOOL_TASKS", buf);
   len = 0;
   buf[0] = '\0';
-  size_t i;
-  json_t *h;
-  json_array_foreach(r->hosts, i, h) {
-    const char *s = json_string_value(h);
-    if (s && len + strlen(s) + 2 < sizeof buf)
+  for (int i = 0; i < r->o->n_hosts; i++) {
+    const char *s = r->o->hosts[i];
+    if (len + strlen(s) + 2 < sizeof buf)
       len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%s", len ? "," : "", s);
   }
   env_set(e, "GPOOL_NODELIST", len ? buf : a->cfg.name);
@@ -385,13 +280,11 @@ static void build_env(gp_agent *a, const start_req *r, const creds *c, const gp_
 
 /* The order names a valid job that does not already run here, on GPUs that are not drained.
  * *ret_old is an earlier, ended run of the job that this node still remembers (or NULL). */
-static bool check_order(gp_agent *a, const char *order_id, json_t *job, start_req *r,
-                        gp__job **ret_old) {
+static bool check_order(gp_agent *a, const char *order_id, const gp_proto_start *o,
+                        start_req *r, gp__job **ret_old) {
   char msg[512];
-  const char *raw_id = json_string_value(json_object_get(job, "id"));
-  if (parse_start(a, job, r, msg, sizeof msg) != 0) {
-    if (gp__job_id_valid(raw_id)) start_failed(a, order_id, raw_id, -1, msg);
-    else gp__log("order %s: %s", order_id, msg);
+  if (parse_start(a, o, r, msg, sizeof msg) != 0) {
+    gp__job_start_failed(a, order_id, o->id, -1, msg);
     return false;
   }
   gp__job *old = gp__job_find(a, r->id);
@@ -404,7 +297,7 @@ static bool check_order(gp_agent *a, const char *order_id, json_t *job, start_re
     if (a->gpu_drained[r->gpus[i]]) {
       snprintf(msg, sizeof msg, "GPU %d is drained (%s)", r->gpus[i],
                a->gpu_drain_reason[r->gpus[i]]);
-      start_failed(a, order_id, r->id, -1, msg);
+      gp__job_start_failed(a, order_id, r->id, -1, msg);
       return false;
     }
   *ret_old = old;
@@ -417,7 +310,7 @@ static bool decide_share(gp_agent *a, const char *order_id, const start_req *r,
   gp_err err = {0};
   if (gp__share_decide(a, r->gpus, r->n_gpus, r->gpu_milli, r->gpu_mem_mib, r->mig_uuid, sp,
                        &err)) {
-    start_failed(a, order_id, r->id, -1, err.message);
+    gp__job_start_failed(a, order_id, r->id, -1, err.message);
     return false;
   }
   return true;
@@ -427,7 +320,7 @@ static bool decide_share(gp_agent *a, const char *order_id, const start_req *r,
 static bool decide_user(gp_agent *a, const char *order_id, const start_req *r, creds *c) {
   char msg[512];
   if (resolve_user(a, r->user, c, msg, sizeof msg) != 0) {
-    start_failed(a, order_id, r->id, -1, msg);
+    gp__job_start_failed(a, order_id, r->id, -1, msg);
     return false;
   }
   return true;
@@ -446,7 +339,7 @@ static gp__job *prepare_job_dir(gp_agent *a, const char *order_id, const start_r
   if (mkdir(j->dir, 0755) != 0 && errno != EEXIST) {
     char msg[512];
     snprintf(msg, sizeof msg, "cannot create %.300s: %s", j->dir, strerror(errno));
-    start_failed(a, order_id, r->id, -1, msg);
+    gp__job_start_failed(a, order_id, r->id, -1, msg);
     free(j);
     return NULL;
   }
@@ -470,7 +363,7 @@ static bool prepare_cgroup(gp_agent *a, const char *order_id, const start_req *r
   gp_err err = {0};
   int64_t cpu_milli = r->cpus > 0 ? r->cpus * 1000 : 0;
   if (gp_cgroup_job_create(&a->cgroup, r->id, cpu_milli, r->mem_mib, procs, size, &err)) {
-    start_failed(a, order_id, r->id, -1, err.message);
+    gp__job_start_failed(a, order_id, r->id, -1, err.message);
     return false;
   }
   j->cgroup = true;
@@ -505,16 +398,12 @@ static bool launch(gp_agent *a, const char *order_id, const start_req *r, const 
   const char *workdir = job_workdir(r, c, j);
   envv env = {0};
   build_env(a, r, c, sp, workdir, j->checkpoint_key, &env);
-  size_t argc = json_array_size(r->command);
-  char **argv = gp_xcalloc(argc + 1, sizeof *argv);
-  for (size_t i = 0; i < argc; i++)
-    argv[i] = (char *)json_string_value(json_array_get(r->command, i));
   char out_path[800], err_path[800];
   gp__job_path(j, "stdout", out_path, sizeof out_path);
   gp__job_path(j, "stderr", err_path, sizeof err_path);
   gp_launch_spec spec = {0};
   spec.dir = j->dir;
-  spec.argv = argv;
+  spec.argv = r->o->argv;
   spec.envp = env.items;
   spec.workdir = workdir;
   spec.stdout_path = out_path;
@@ -527,7 +416,6 @@ static bool launch(gp_agent *a, const char *order_id, const start_req *r, const 
   spec.cgroup_procs = procs[0] ? procs : NULL;
   gp_err err = {0};
   int rc = gp_launch(&spec, res, &err);
-  free(argv);
   env_free(&env);
   if (rc == 0) return true;
   if (res->shim_pid > 0) {
@@ -536,7 +424,7 @@ static bool launch(gp_agent *a, const char *order_id, const start_req *r, const 
   }
   gp__job_note(j, err.message);
   if (j->cgroup) gp_cgroup_job_remove(&a->cgroup, r->id);
-  start_failed(a, order_id, r->id, res->shim_pid > 0 ? 127 : -1, err.message);
+  gp__job_start_failed(a, order_id, r->id, res->shim_pid > 0 ? 127 : -1, err.message);
   return false;
 }
 
@@ -565,8 +453,8 @@ static void attach_gpus(gp_agent *a, gp__job *j, const start_req *r) {
   j->sim_mem_mib = -1;
   if (r->n_gpus == 0) return;
   gp_err err = {0};
-  const char *u = r->env ? json_string_value(json_object_get(r->env, "GPOOL_SIM_UTIL")) : NULL;
-  const char *m = r->env ? json_string_value(json_object_get(r->env, "GPOOL_SIM_MEM")) : NULL;
+  const char *u = gp_proto_start_env(r->o, "GPOOL_SIM_UTIL");
+  const char *m = gp_proto_start_env(r->o, "GPOOL_SIM_MEM");
   if (a->gpu->ops->job_load(a->gpu, u, m, &j->sim_util, &j->sim_mem_mib, &err) != 0)
     gp__log("job %s: %s (simulated load left at the default)", j->id, err.message);
   for (int i = 0; i < j->n_gpus; i++)
@@ -577,25 +465,26 @@ static void attach_gpus(gp_agent *a, gp__job *j, const start_req *r) {
 
 /* The "started" event for the server, and the log line. */
 static void announce_start(gp_agent *a, const char *order_id, const gp__job *j, const creds *c) {
-  json_t *ev = json_object();
-  json_object_set_new(ev, "kind", json_string("started"));
-  json_object_set_new(ev, "job", json_string(j->id));
-  json_object_set_new(ev, "at", json_integer(j->started_at));
-  json_object_set_new(ev, "pid", json_integer(j->pid));
-  json_object_set_new(ev, "order", json_string(j->order_id));
-  json_object_set_new(ev, "enforcement", json_string(j->enforcement));
-  if (j->limit_mib > 0) json_object_set_new(ev, "gpu_mem_limit_mib", json_integer(j->limit_mib));
-  gp__event(a, ev);
+  gp_proto_event *ev = gp_xcalloc(1, sizeof *ev); /* large: a fault's job list */
+  ev->kind = GP_PROTO_EV_STARTED;
+  snprintf(ev->job, sizeof ev->job, "%s", j->id);
+  snprintf(ev->order, sizeof ev->order, "%s", j->order_id);
+  ev->at = j->started_at;
+  ev->pid = j->pid;
+  snprintf(ev->enforcement, sizeof ev->enforcement, "%s", j->enforcement);
+  ev->gpu_mem_limit_mib = j->limit_mib > 0 ? j->limit_mib : 0;
+  gp__event(a, gp_proto_event_encode(ev));
+  free(ev);
   gp__log("order %s: job %s started (pid %d, user %s, GPUs %d, enforcement %s)", order_id, j->id,
           (int)j->pid, c->switch_user ? c->name : "(agent's own)", j->n_gpus, j->enforcement);
 }
 
-void gp__job_start(gp_agent *a, const char *order_id, json_t *job) {
+void gp__job_start(gp_agent *a, const char *order_id, const gp_proto_start *o) {
   start_req r;
   gp__job *old = NULL;
   gp__share_plan sp;
   creds c;
-  if (!check_order(a, order_id, job, &r, &old) || !decide_share(a, order_id, &r, &sp) ||
+  if (!check_order(a, order_id, o, &r, &old) || !decide_share(a, order_id, &r, &sp) ||
       !decide_user(a, order_id, &r, &c))
     return;
   gp__job *j = prepare_job_dir(a, order_id, &r, &c, old);

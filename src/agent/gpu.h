@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "protocol/fault.h"
 #include "util/error.h"
 
 #define GP_GPU_MAX_DEVICES 32
@@ -78,7 +79,6 @@ typedef struct gp_gpu_event {
 } gp_gpu_event;
 
 typedef struct gp_gpu_backend gp_gpu_backend;
-struct gp_gpu_sim_fault; /* agent/gpu_sim.h */
 
 typedef struct gp_gpu_backend_ops {
   const char *name;                                               /* "nvml", "sim" */
@@ -110,7 +110,7 @@ typedef struct gp_gpu_backend_ops {
 
   /* Faults and recovery. */
   /* Schedules faults (drills and tests); GP_EUNSUPP where the backend cannot fake them. */
-  int (*inject)(gp_gpu_backend *b, const struct gp_gpu_sim_fault *faults, int n, gp_err *err);
+  int (*inject)(gp_gpu_backend *b, const gp_proto_fault *faults, int n, gp_err *err);
   /* Resets an idle GPU where the backend can; where it cannot (real GPUs: an operator runs
    * nvidia-smi -r), returns 0 and the caller reads the GPU's state as it is. */
   int (*reset)(gp_gpu_backend *b, int gpu, gp_err *err);

@@ -635,7 +635,7 @@ static int nvml_attach(gp_gpu_backend *b, int gpu, pid_t pid, const char *mig_uu
 
 static int nvml_detach(gp_gpu_backend *b, pid_t pid) { return 0; }
 
-static int nvml_inject(gp_gpu_backend *b, const struct gp_gpu_sim_fault *faults, int n,
+static int nvml_inject(gp_gpu_backend *b, const gp_proto_fault *faults, int n,
                        gp_err *err) {
   return gp_err_set(err, GP_EUNSUPP, NULL, 0, "inject",
                     "fault injection needs the simulated GPU backend (--sim)");

@@ -207,7 +207,7 @@ typedef struct sim_gpu {
 } sim_gpu;
 
 typedef struct pending_fault {
-  gp_gpu_sim_fault f;
+  gp_proto_fault f;
   int64_t due_ms;
 } pending_fault;
 
@@ -223,7 +223,7 @@ typedef struct sim {
   int n;
   sim_gpu gpus[GP_GPU_MAX_DEVICES];
   int n_faults;
-  pending_fault faults[GP_GPU_SIM_MAX_FAULTS];
+  pending_fault faults[GP_PROTO_MAX_FAULTS];
   int ev_head, ev_n;
   gp_gpu_event events[EVENT_RING];
 } sim;
@@ -332,11 +332,11 @@ static void push_event(sim *s, int gpu, int xid, int64_t at) {
   s->ev_n++;
 }
 
-static void apply_fault(sim *s, const gp_gpu_sim_fault *f, int64_t now) {
+static void apply_fault(sim *s, const gp_proto_fault *f, int64_t now) {
   sim_gpu *g = &s->gpus[f->gpu];
   advance(g, now);
   switch (f->kind) {
-  case GP_SIM_FAULT_XID:
+  case GP_PROTO_FAULT_XID:
     if (f->value == 79) g->lost = true;
     if (f->value == 48 || f->value == 94 || f->value == 95) g->dbe++;
     if (f->value == 63) {
@@ -346,23 +346,23 @@ static void apply_fault(sim *s, const gp_gpu_sim_fault *f, int64_t now) {
     if (f->value == 64) g->remap_failure = true;
     push_event(s, f->gpu, (int)f->value, now);
     break;
-  case GP_SIM_FAULT_ECC_SBE: g->sbe += f->value; break;
-  case GP_SIM_FAULT_ECC_DBE:
+  case GP_PROTO_FAULT_ECC_SBE: g->sbe += f->value; break;
+  case GP_PROTO_FAULT_ECC_DBE:
     g->dbe += f->value;
     push_event(s, f->gpu, 48, now); /* the driver reports a DBE as Xid 48 */
     break;
-  case GP_SIM_FAULT_REMAP_FAILURE:
+  case GP_PROTO_FAULT_REMAP_FAILURE:
     g->remap_failure = true;
     g->rr_uncorrectable++;
     break;
-  case GP_SIM_FAULT_THERMAL:
-  case GP_SIM_FAULT_POWER:
+  case GP_PROTO_FAULT_THERMAL:
+  case GP_PROTO_FAULT_POWER:
     if (active_throttle(g, now) == 0) g->throttle = 0;
-    g->throttle |= f->kind == GP_SIM_FAULT_THERMAL ? GP_NVML_CLOCKS_EVENT_HW_THERMAL_SLOWDOWN
+    g->throttle |= f->kind == GP_PROTO_FAULT_THERMAL ? GP_NVML_CLOCKS_EVENT_HW_THERMAL_SLOWDOWN
                                                    : GP_NVML_CLOCKS_EVENT_SW_POWER_CAP;
     g->throttle_until_ms = f->for_ms ? now + f->for_ms : 0;
     break;
-  case GP_SIM_FAULT_PCIE_REPLAY: g->pcie_replay += f->value; break;
+  case GP_PROTO_FAULT_PCIE_REPLAY: g->pcie_replay += f->value; break;
   }
   advance(g, now);
 }
@@ -761,113 +761,7 @@ int gp_gpu_sim_parse_load(const char *util, const char *mem, int *ret_util_pct,
 
 /* ---- Faults ---- */
 
-static int parse_delay_ms(const char *s, int64_t *ret) {
-  size_t n = strlen(s);
-  if (n > 2 && !strcasecmp(s + n - 2, "ms")) {
-    char num[32];
-    if (n - 2 >= sizeof num) return GP_EINVAL;
-    memcpy(num, s, n - 2);
-    num[n - 2] = '\0';
-    int64_t v;
-    if (gp_parse_int64(num, &v) || v < 0 || v > 86400000ll * 365) return GP_EINVAL;
-    *ret = v;
-    return 0;
-  }
-  int64_t secs;
-  if (gp_parse_duration_s(s, &secs) || secs > 86400ll * 365) return GP_EINVAL;
-  *ret = secs * 1000;
-  return 0;
-}
-
-static const struct {
-  const char *name;
-  gp_gpu_sim_fault_kind kind;
-  bool takes_value;
-} fault_kinds[] = {
-    {"xid", GP_SIM_FAULT_XID, true},          {"ecc_sbe", GP_SIM_FAULT_ECC_SBE, true},
-    {"ecc_dbe", GP_SIM_FAULT_ECC_DBE, true},  {"remap_failure", GP_SIM_FAULT_REMAP_FAILURE, false},
-    {"thermal", GP_SIM_FAULT_THERMAL, false}, {"power", GP_SIM_FAULT_POWER, false},
-    {"pcie_replay", GP_SIM_FAULT_PCIE_REPLAY, true},
-};
-
-static int parse_fault(char *t, gp_gpu_sim_fault *f, gp_err *err) {
-  const char *orig = t;
-  char saved[160];
-  snprintf(saved, sizeof saved, "%s", orig);
-  memset(f, 0, sizeof *f);
-  char *at = strchr(t, '@');
-  if (!at)
-    return gp_err_set(err, GP_EINVAL, NULL, 0, "inject",
-                      "'%s': expected KIND[:VALUE]@gpuN, e.g. xid:79@gpu3", saved);
-  *at = '\0';
-  char *colon = strchr(t, ':');
-  if (colon) *colon = '\0';
-  int k = -1;
-  for (size_t i = 0; i < sizeof fault_kinds / sizeof fault_kinds[0]; i++)
-    if (!strcasecmp(t, fault_kinds[i].name)) k = (int)i;
-  if (k < 0)
-    return gp_err_set(err, GP_EINVAL, NULL, 0, "inject",
-                      "'%s': unknown fault '%s' (known: xid, ecc_sbe, ecc_dbe, remap_failure, "
-                      "thermal, power, pcie_replay)", saved, t);
-  f->kind = fault_kinds[k].kind;
-  if (fault_kinds[k].takes_value) {
-    int64_t v;
-    if (!colon || gp_parse_int64(colon + 1, &v) || v < 1 || v > 1000000)
-      return gp_err_set(err, GP_EINVAL, NULL, 0, "inject",
-                        "'%s': %s needs a positive number, e.g. %s:%s", saved, t, t,
-                        f->kind == GP_SIM_FAULT_XID ? "79" : "10");
-    f->value = v;
-  } else if (colon) {
-    return gp_err_set(err, GP_EINVAL, NULL, 0, "inject", "'%s': %s takes no value", saved, t);
-  }
-  char *opts = strchr(at + 1, ',');
-  if (opts) *opts++ = '\0';
-  const char *g = at + 1;
-  if (strncasecmp(g, "gpu", 3) == 0) g += 3;
-  int64_t idx;
-  if (gp_parse_int64(g, &idx) || idx < 0 || idx >= GP_GPU_MAX_DEVICES)
-    return gp_err_set(err, GP_EINVAL, NULL, 0, "inject", "'%s': expected @gpuN after the fault",
-                      saved);
-  f->gpu = (int)idx;
-  for (char *save = NULL, *o = opts ? strtok_r(opts, ",", &save) : NULL; o;
-       o = strtok_r(NULL, ",", &save)) {
-    char *eq = strchr(o, '=');
-    int64_t *dst = NULL;
-    if (eq && !strncasecmp(o, "after", (size_t)(eq - o)) && eq - o == 5) dst = &f->after_ms;
-    if (eq && !strncasecmp(o, "for", (size_t)(eq - o)) && eq - o == 3) dst = &f->for_ms;
-    if (!dst || parse_delay_ms(eq + 1, dst))
-      return gp_err_set(err, GP_EINVAL, NULL, 0, "inject",
-                        "'%s': unknown option '%s' (expected after=DUR or for=DUR)", saved, o);
-  }
-  return 0;
-}
-
-int gp_gpu_sim_parse_faults(const char *spec, gp_gpu_sim_fault *out, int max, int *ret_n,
-                            gp_err *err) {
-  if (!spec || !*spec) return gp_err_set(err, GP_EINVAL, NULL, 0, "inject", "empty fault spec");
-  if (strlen(spec) > 2048)
-    return gp_err_set(err, GP_EINVAL, NULL, 0, "inject", "fault spec longer than 2048 bytes");
-  char *copy = gp_xstrdup(spec);
-  int n = 0, rc = 0;
-  for (char *save = NULL, *t = strtok_r(copy, ";", &save); t; t = strtok_r(NULL, ";", &save)) {
-    while (isspace((unsigned char)*t)) t++;
-    for (char *e = t + strlen(t); e > t && isspace((unsigned char)e[-1]);) *--e = '\0';
-    if (!*t) continue;
-    if (n == max) {
-      rc = gp_err_set(err, GP_ELIMIT, NULL, 0, "inject", "more than %d faults", max);
-      break;
-    }
-    if ((rc = parse_fault(t, &out[n], err))) break;
-    n++;
-  }
-  free(copy);
-  if (rc) return rc;
-  if (!n) return gp_err_set(err, GP_EINVAL, NULL, 0, "inject", "empty fault spec");
-  *ret_n = n;
-  return 0;
-}
-
-int gp_gpu_sim_inject(gp_gpu_backend *b, const gp_gpu_sim_fault *faults, int n, gp_err *err) {
+int gp_gpu_sim_inject(gp_gpu_backend *b, const gp_proto_fault *faults, int n, gp_err *err) {
   sim *s = as_sim(b);
   if (!s) return gp_err_set(err, GP_EUNSUPP, NULL, 0, "inject",
                             "fault injection needs the simulated GPU backend (--sim)");
@@ -877,9 +771,9 @@ int gp_gpu_sim_inject(gp_gpu_backend *b, const gp_gpu_sim_fault *faults, int n, 
                         faults[i].gpu, s->n);
   pthread_mutex_lock(&s->mu);
   int rc = 0;
-  if (s->n_faults + n > GP_GPU_SIM_MAX_FAULTS) {
+  if (s->n_faults + n > GP_PROTO_MAX_FAULTS) {
     rc = gp_err_set(err, GP_ELIMIT, NULL, 0, "inject", "more than %d faults pending",
-                    GP_GPU_SIM_MAX_FAULTS);
+                    GP_PROTO_MAX_FAULTS);
   } else {
     int64_t now = now_ms(s);
     for (int i = 0; i < n; i++)
@@ -892,9 +786,9 @@ int gp_gpu_sim_inject(gp_gpu_backend *b, const gp_gpu_sim_fault *faults, int n, 
 }
 
 int gp_gpu_sim_inject_spec(gp_gpu_backend *b, const char *spec, gp_err *err) {
-  gp_gpu_sim_fault f[GP_GPU_SIM_MAX_FAULTS];
+  gp_proto_fault f[GP_PROTO_MAX_FAULTS];
   int n = 0;
-  int rc = gp_gpu_sim_parse_faults(spec, f, GP_GPU_SIM_MAX_FAULTS, &n, err);
+  int rc = gp_proto_fault_parse(spec, f, GP_PROTO_MAX_FAULTS, &n, err);
   return rc ? rc : b->ops->inject(b, f, n, err);
 }
 

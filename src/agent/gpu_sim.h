@@ -23,6 +23,7 @@
 #include <sys/types.h>
 
 #include "agent/gpu.h"
+#include "protocol/fault.h"
 #include "util/error.h"
 
 /* ---- GPU model catalogue (DOMAIN.md; NVIDIA data sheets and the MIG User Guide) ---- */
@@ -121,39 +122,12 @@ int gp_gpu_sim_parse_load(const char *util, const char *mem, int *ret_util_pct,
 
 /* ---- Fault injection ---- */
 
-typedef enum gp_gpu_sim_fault_kind {
-  GP_SIM_FAULT_XID = 1,      /* "xid:79": an Xid event (79 also drops the GPU off the bus,
-                                48 adds a double-bit ECC error, 63/64 a remapped row) */
-  GP_SIM_FAULT_ECC_SBE,      /* "ecc_sbe:N": N volatile single-bit ECC errors */
-  GP_SIM_FAULT_ECC_DBE,      /* "ecc_dbe:N": N volatile double-bit ECC errors */
-  GP_SIM_FAULT_REMAP_FAILURE,/* "remap_failure": row remapping failed */
-  GP_SIM_FAULT_THERMAL,      /* "thermal": hardware thermal slowdown, hot GPU */
-  GP_SIM_FAULT_POWER,        /* "power": software power cap throttling */
-  GP_SIM_FAULT_PCIE_REPLAY,  /* "pcie_replay:N": N PCIe replays */
-} gp_gpu_sim_fault_kind;
-
-typedef struct gp_gpu_sim_fault {
-  gp_gpu_sim_fault_kind kind;
-  int gpu;                 /* index */
-  int64_t value;           /* Xid code or count; 0 when the kind takes none */
-  int64_t after_ms;        /* delay from injection (0: now) */
-  int64_t for_ms;          /* throttling: how long it lasts (0: until reset) */
-} gp_gpu_sim_fault;
-
-#define GP_GPU_SIM_MAX_FAULTS 64
-
-/* Parses "KIND[:VALUE]@gpuN[,after=DUR][,for=DUR]" terms separated by ';', e.g.
- * "xid:79@gpu3,after=5s;ecc_sbe:20@gpu0". DUR as gp_parse_duration_s, or "500ms".
- * Fills up to `max` faults. GP_EINVAL names the bad term. */
-int gp_gpu_sim_parse_faults(const char *spec, gp_gpu_sim_fault *out, int max, int *ret_n,
-                            gp_err *err);
-
 /* Schedules faults on the backend (the `--inject` flag and the admin API's inject order).
  * GP_ENOENT for a GPU the node does not have; GP_ELIMIT when too many faults are pending. */
-int gp_gpu_sim_inject(gp_gpu_backend *b, const gp_gpu_sim_fault *faults, int n, gp_err *err);
+int gp_gpu_sim_inject(gp_gpu_backend *b, const gp_proto_fault *faults, int n, gp_err *err);
 
-/* Parses and injects in one call, through the backend's inject operation (a backend that
- * cannot fake faults refuses a well-formed spec with GP_EUNSUPP). */
+/* Parses (gp_proto_fault_parse) and injects in one call, through the backend's inject
+ * operation (a backend that cannot fake faults refuses a well-formed spec with GP_EUNSUPP). */
 int gp_gpu_sim_inject_spec(gp_gpu_backend *b, const char *spec, gp_err *err);
 
 /* Simulates a GPU reset (what an operator or the health engine's reset check does): a GPU

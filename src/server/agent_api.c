@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "protocol/event.h"
+#include "protocol/order.h"
 #include "server/server_int.h"
 #include "util/buf.h"
 #include "util/mem.h"
@@ -60,9 +62,7 @@ static bool agent_only(gp_srv_req *r) {
 static int node_index_of(gp_srv_state *s, gp_srv_node *n) { return gp__srv_node_index(s, n->name); }
 
 /* "reason: message" for an exit, or NULL for a plain exit. */
-static void exit_reason(const json_t *ev, char *buf, size_t size) {
-  const char *reason = json_string_value(json_object_get(ev, "reason"));
-  const char *msg = json_string_value(json_object_get(ev, "message"));
+static void exit_reason(const char *reason, const char *msg, char *buf, size_t size) {
   buf[0] = '\0';
   if (reason && strcmp(reason, "exited") != 0)
     snprintf(buf, size, "%.100s%s%.400s", reason, msg ? ": " : "", msg ? msg : "");
@@ -71,9 +71,12 @@ static void exit_reason(const json_t *ev, char *buf, size_t size) {
 }
 
 static int stop_unknown(gp_srv_state *s, gp_srv_node *n, const char *job_id, gp_err *err) {
-  json_t *o = json_pack("{s:s,s:s,s:s,s:i,s:s}", "kind", "stop", "job", job_id, "signal", "KILL",
-                        "grace_s", 0, "reason", "lost");
-  return gp__srv_order_add(s, n, o, strtoll(job_id, NULL, 10), false, err);
+  gp_proto_order o = {.kind = GP_PROTO_STOP};
+  snprintf(o.u.stop.job, sizeof o.u.stop.job, "%s", job_id);
+  snprintf(o.u.stop.signal, sizeof o.u.stop.signal, "KILL");
+  o.u.stop.grace_s = 0;
+  snprintf(o.u.stop.reason, sizeof o.u.stop.reason, "lost");
+  return gp__srv_order_add(s, n, gp_proto_order_encode(&o), strtoll(job_id, NULL, 10), false, err);
 }
 
 static int do_register(gp_srv_state *s, gp_srv_req *r, int64_t now_s, int64_t now_ms, gp_err *err) {
@@ -151,7 +154,8 @@ static int do_register(gp_srv_state *s, gp_srv_req *r, int64_t now_s, int64_t no
     if (here && exited) {
       const json_t *ec = json_object_get(e, "exit_code");
       char why[600];
-      exit_reason(e, why, sizeof why);
+      exit_reason(json_string_value(json_object_get(e, "reason")),
+                  json_string_value(json_object_get(e, "message")), why, sizeof why);
       rc = gp__srv_job_task_exited(s, j, idx, json_is_integer(ec) ? (int)json_integer_value(ec) : -1,
                                why[0] ? why : NULL, now_s, err);
     } else if (!here && !exited) {
@@ -187,53 +191,36 @@ static int do_register(gp_srv_state *s, gp_srv_req *r, int64_t now_s, int64_t no
   return 0;
 }
 
-static const char *const event_kinds[] = {"started", "exited", "checkpoint", "gpu_fault",
-                                          "mig_done", NULL};
-
 static int check_events(gp_srv_req *r, const json_t *events) {
   if (!events || json_is_null(events)) return 0;
   if (!json_is_array(events) || json_array_size(events) > MAX_EVENTS) {
     gp__srv_reply_error(r, 400, "invalid_argument", "events", "must be a list of events");
     return -1;
   }
+  gp_proto_event ev;
   for (size_t i = 0; i < json_array_size(events); i++) {
-    const json_t *e = json_array_get(events, i);
-    const char *kind = json_string_value(json_object_get(e, "kind"));
-    bool known = false;
-    for (int k = 0; kind && event_kinds[k] && !known; k++) known = strcmp(kind, event_kinds[k]) == 0;
+    gp_err e = {0};
+    /* A kind this server does not know (a newer agent's) is skipped, so one new kind never
+     * takes a node down. */
+    if (gp_proto_event_decode(json_array_get(events, i), &ev, &e) != GP_EINVAL) continue;
     char f[64];
     snprintf(f, sizeof f, "events[%zu]", i);
-    if (!json_is_object(e) || !kind) {
-      gp__srv_reply_error(r, 400, "invalid_argument", f, "an event is an object with a kind");
-      return -1;
-    }
-    if (!known) continue; /* a newer agent's event: skipped, so one new kind never takes a node down */
-    bool needs_job = strcmp(kind, "started") == 0 || strcmp(kind, "exited") == 0 || strcmp(kind, "checkpoint") == 0;
-    if (needs_job && !json_is_string(json_object_get(e, "job"))) {
-      gp__srv_reply_error(r, 400, "invalid_argument", f, "a %s event needs a job id", kind);
-      return -1;
-    }
-    if (!needs_job && !json_is_integer(json_object_get(e, "gpu"))) {
-      gp__srv_reply_error(r, 400, "invalid_argument", f, "a %s event needs a gpu index", kind);
-      return -1;
-    }
+    gp__srv_reply_error(r, 400, "invalid_argument", f, "%s", e.message);
+    return -1;
   }
   return 0;
 }
 
-static int apply_gpu_fault(gp_srv_state *s, gp_srv_node *n, const json_t *e, gp_err *err) {
-  int g = (int)json_integer_value(json_object_get(e, "gpu"));
+static int apply_gpu_fault(gp_srv_state *s, gp_srv_node *n, const gp_proto_event *e, gp_err *err) {
+  int g = e->gpu;
   if (g < 0 || g >= n->n_gpus) return 0;
-  const char *action = json_string_value(json_object_get(e, "action"));
-  const char *reason = json_string_value(json_object_get(e, "reason"));
-  json_int_t xid = json_integer_value(json_object_get(e, "xid"));
   char why[600];
-  snprintf(why, sizeof why, "xid %lld%s%.500s", (long long)xid, reason ? ": " : "", reason ? reason : "");
+  snprintf(why, sizeof why, "xid %lld%s%.500s", (long long)e->xid, e->fault[0] ? ": " : "", e->fault);
   gp_srv_gpu *gpu = &n->gpus[g];
   /* `action` is a comma list: ignore, fail_job (the agent stops the job itself), drain_gpu,
    * drain_node, fail_gpu. */
-  bool drain_gpu = action && strstr(action, "drain_gpu"), drain_node = action && strstr(action, "drain_node"),
-       fail_gpu = action && strstr(action, "fail_gpu");
+  bool drain_gpu = strstr(e->action, "drain_gpu"), drain_node = strstr(e->action, "drain_node"),
+       fail_gpu = strstr(e->action, "fail_gpu");
   if (!drain_gpu && !drain_node && !fail_gpu) return 0;
   if (drain_node) {
     n->admin_state = GP_NODE_DRAIN;
@@ -250,26 +237,19 @@ static int apply_gpu_fault(gp_srv_state *s, gp_srv_node *n, const json_t *e, gp_
   return gp__srv_persist_node(s, n, err);
 }
 
-static int apply_mig_done(gp_srv_state *s, gp_srv_node *n, const json_t *e, gp_err *err) {
-  int g = (int)json_integer_value(json_object_get(e, "gpu"));
-  const json_t *mig = json_object_get(e, "mig");
-  if (g < 0 || g >= n->n_gpus || !json_is_true(json_object_get(e, "ok")) || !json_is_array(mig) ||
-      json_array_size(mig) > GP_MAX_MIG_INSTANCES)
-    return 0;
+static int apply_mig_done(gp_srv_state *s, gp_srv_node *n, const gp_proto_event *e, gp_err *err) {
+  int g = e->gpu;
+  if (g < 0 || g >= n->n_gpus || !e->ok || !e->has_mig) return 0;
   gp_srv_gpu *gpu = &n->gpus[g];
   for (int m = 0; m < gpu->n_mig; m++) {
     free((char *)gpu->mig[m].profile);
     free((char *)gpu->mig[m].uuid);
   }
   gpu->n_mig = 0;
-  for (size_t m = 0; m < json_array_size(mig); m++) {
-    const json_t *mi = json_array_get(mig, m);
-    const char *prof = json_string_value(json_object_get(mi, "profile"));
-    if (!prof || strlen(prof) > 32) continue;
-    const char *uuid = json_string_value(json_object_get(mi, "uuid"));
-    gpu->mig[gpu->n_mig].profile = gp_xstrdup(prof);
-    gpu->mig[gpu->n_mig].uuid = uuid && strlen(uuid) < 128 ? gp_xstrdup(uuid) : NULL;
-    gpu->mig[gpu->n_mig].start_slot = (int)json_integer_value(json_object_get(mi, "start_slot"));
+  for (int m = 0; m < e->n_mig; m++) {
+    gpu->mig[gpu->n_mig].profile = gp_xstrdup(e->mig[m].profile);
+    gpu->mig[gpu->n_mig].uuid = e->mig[m].uuid[0] ? gp_xstrdup(e->mig[m].uuid) : NULL;
+    gpu->mig[gpu->n_mig].start_slot = e->mig[m].start_slot;
     gpu->n_mig++;
   }
   gpu->mode = GP_SHARE_MIG;
@@ -278,37 +258,33 @@ static int apply_mig_done(gp_srv_state *s, gp_srv_node *n, const json_t *e, gp_e
   return gp__srv_persist_node(s, n, err);
 }
 
-static int apply_event(gp_srv_state *s, gp_srv_node *n, int idx, const json_t *e, int64_t now_s,
+static int apply_event(gp_srv_state *s, gp_srv_node *n, int idx, const json_t *doc, int64_t now_s,
                        gp_err *err) {
-  const char *kind = json_string_value(json_object_get(e, "kind"));
-  bool known = false;
-  for (int k = 0; event_kinds[k] && !known; k++) known = strcmp(kind, event_kinds[k]) == 0;
-  if (!known) return 0;
-  if (strcmp(kind, "gpu_fault") == 0) return apply_gpu_fault(s, n, e, err);
-  if (strcmp(kind, "mig_done") == 0) return apply_mig_done(s, n, e, err);
-  gp_srv_job *j = gp__srv_job_get(s, json_string_value(json_object_get(e, "job")));
+  gp_proto_event ev, *e = &ev;
+  if (gp_proto_event_decode(doc, e, NULL) != 0) return 0; /* checked: a kind we skip */
+  if (e->kind == GP_PROTO_EV_GPU_FAULT) return apply_gpu_fault(s, n, e, err);
+  if (e->kind == GP_PROTO_EV_MIG_DONE) return apply_mig_done(s, n, e, err);
+  if (e->kind == GP_PROTO_EV_INJECT_DONE) return 0; /* the admin reads it in the agent's log */
+  gp_srv_job *j = gp__srv_job_get(s, e->job);
   if (!j) return 0;
   bool here = false;
   /* `order` names the start order of the run the event is about: a late report of an
    * earlier run of a requeued job must not end the current run. */
-  const char *ord = json_string_value(json_object_get(e, "order"));
-  int64_t ord_id = ord && ord[0] == 'o' ? strtoll(ord + 1, NULL, 10) : 0;
+  int64_t ord_id = e->order[0] == 'o' ? strtoll(e->order + 1, NULL, 10) : 0;
   for (int t = 0; t < j->n_alloc; t++)
     here = here || (j->alloc[t].node == idx &&
                     (!ord_id || !j->alloc[t].order_id || j->alloc[t].order_id == ord_id));
   if (!here) return 0; /* a report about a job (or run) this node no longer holds */
-  int64_t at = json_integer_value(json_object_get(e, "at"));
+  int64_t at = e->at;
   if (at <= 0 || at > now_s + 60) at = now_s;
-  if (strcmp(kind, "started") == 0) {
+  if (e->kind == GP_PROTO_EV_STARTED) {
     json_t *extra = json_object();
     json_object_set_new(extra, "node", json_string(n->name));
-    const json_t *pid = json_object_get(e, "pid");
-    if (json_is_integer(pid)) json_object_set_new(extra, "pid", json_integer(json_integer_value(pid)));
-    const char *enf = json_string_value(json_object_get(e, "enforcement"));
-    if (enf && strlen(enf) < 32) {
-      json_object_set_new(extra, "enforcement", json_string(enf));
+    if (e->pid) json_object_set_new(extra, "pid", json_integer(e->pid));
+    if (e->enforcement[0]) {
+      json_object_set_new(extra, "enforcement", json_string(e->enforcement));
       free(j->enforcement);
-      j->enforcement = gp_xstrdup(enf);
+      j->enforcement = gp_xstrdup(e->enforcement);
       int r = gp__srv_persist_job(s, j, err);
       if (r) {
         json_decref(extra);
@@ -317,21 +293,19 @@ static int apply_event(gp_srv_state *s, gp_srv_node *n, int idx, const json_t *e
     }
     return gp__srv_job_event(s, j, "launched", at, extra, err);
   }
-  if (strcmp(kind, "checkpoint") == 0) {
+  if (e->kind == GP_PROTO_EV_CHECKPOINT) {
     j->last_checkpoint_at = at;
     return gp__srv_persist_job(s, j, err);
   }
   /* exited */
-  const json_t *usage = json_object_get(e, "usage");
-  if (json_is_object(usage) && json_object_size(usage) <= 32) {
+  if (e->usage) {
     json_decref(j->usage);
-    j->usage = json_deep_copy(usage);
+    j->usage = json_deep_copy(e->usage);
   }
-  const json_t *ec = json_object_get(e, "exit_code");
   char why[600];
-  exit_reason(e, why, sizeof why);
-  return gp__srv_job_task_exited(s, j, idx, json_is_integer(ec) ? (int)json_integer_value(ec) : -1,
-                             why[0] ? why : NULL, now_s, err);
+  exit_reason(e->has_reason ? e->reason : NULL, e->has_message ? e->message : NULL, why, sizeof why);
+  return gp__srv_job_task_exited(s, j, idx, e->has_exit_code ? e->exit_code : -1, why[0] ? why : NULL,
+                                 now_s, err);
 }
 
 static void apply_gpus(gp_srv_node *n, const json_t *gpus, gp_srv_state *s, int64_t now_s) {

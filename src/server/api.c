@@ -6,7 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/gpu_sim.h"
+#include "protocol/fault.h"
+#include "protocol/order.h"
 #include "server/server_int.h"
 #include "snapshot/policy_read.h"
 #include "util/mem.h"
@@ -337,10 +338,10 @@ static int node_action(gp_srv_state *s, gp_srv_req *r, gp_srv_node *n, const cha
       gp__srv_reply_error(r, 400, "invalid_argument", "fault", "say which fault, e.g. \"xid:79@gpu3\"");
       return 0;
     }
-    gp_gpu_sim_fault faults[GP_GPU_SIM_MAX_FAULTS];
+    gp_proto_fault faults[GP_PROTO_MAX_FAULTS];
     int nf = 0;
     gp_err ferr = {0};
-    if (gp_gpu_sim_parse_faults(reason, faults, GP_GPU_SIM_MAX_FAULTS, &nf, &ferr)) {
+    if (gp_proto_fault_parse(reason, faults, GP_PROTO_MAX_FAULTS, &nf, &ferr)) {
       gp__srv_reply_error(r, 400, "invalid_argument", "fault", "%s", ferr.message);
       return 0;
     }
@@ -350,8 +351,9 @@ static int node_action(gp_srv_state *s, gp_srv_req *r, gp_srv_node *n, const cha
                             n->name, n->n_gpus - 1, faults[i].gpu);
         return 0;
       }
-    json_t *o = json_pack("{s:s,s:s}", "kind", "inject", "fault", reason);
-    int rc = gp__srv_order_add(s, n, o, 0, false, err);
+    gp_proto_order o = {.kind = GP_PROTO_INJECT};
+    snprintf(o.u.inject.fault, sizeof o.u.inject.fault, "%s", reason);
+    int rc = gp__srv_order_add(s, n, gp_proto_order_encode(&o), 0, false, err);
     if (rc) return rc;
     json_t *out = json_object();
     json_object_set_new(out, "node", gp__srv_node_to_json(s, n, false));
@@ -385,11 +387,11 @@ static int node_action(gp_srv_state *s, gp_srv_req *r, gp_srv_node *n, const cha
       if (g->health == GP_GPU_HEALTHY) g->health = GP_GPU_DRAINED;
       g->reason = gp_xstrdup(reason ? reason : "drained by an admin");
     }
-    json_t *o = json_object();
-    json_object_set_new(o, "kind", json_string(resume ? "resume_gpu" : "drain_gpu"));
-    json_object_set_new(o, "gpu", json_integer(gpu));
-    json_object_set_new(o, "reason", reason ? json_string(reason) : json_null());
-    rc = gp__srv_order_add(s, n, o, 0, false, err);
+    gp_proto_order o = {.kind = resume ? GP_PROTO_RESUME_GPU : GP_PROTO_DRAIN_GPU};
+    o.u.gpu.gpu = gpu;
+    o.u.gpu.has_reason = reason != NULL;
+    snprintf(o.u.gpu.reason, sizeof o.u.gpu.reason, "%s", reason ? reason : "");
+    rc = gp__srv_order_add(s, n, gp_proto_order_encode(&o), 0, false, err);
   } else {
     n->admin_state = resume ? GP_NODE_UP : strcmp(action, "drain") == 0 ? GP_NODE_DRAIN : GP_NODE_CORDON;
     free(n->reason);

@@ -29,28 +29,6 @@ static int step(gp_srv_state *s, const gp_view *v, int64_t now, gp_plan **ret, g
   return 0;
 }
 
-static json_t *start_order(gp_srv_state *s, gp_srv_job *j, int task) {
-  json_t *job = gp__srv_job_to_json(s, j, false);
-  json_object_del(job, "timeline");
-  json_object_del(job, "usage");
-  json_object_del(job, "pending_reason");
-  json_object_del(job, "pending_message");
-  json_object_del(job, "reservation_at");
-  json_t *all = json_object_get(job, "placements");
-  json_t *mine = json_array();
-  json_array_append(mine, json_array_get(all, (size_t)task));
-  json_t *hosts = json_array();
-  for (size_t t = 0; t < json_array_size(all); t++)
-    json_array_append(hosts, json_object_get(json_array_get(all, t), "node"));
-  json_object_set_new(job, "placements", mine);
-  json_object_set_new(job, "hosts", hosts);
-  json_object_set_new(job, "task_index", json_integer(task));
-  json_t *o = json_object();
-  json_object_set_new(o, "kind", json_string("start"));
-  json_object_set_new(o, "job", job);
-  return o;
-}
-
 static int apply_start(gp_srv_state *s, gp_srv_job *j, const gp_plan_start *st, int64_t now,
                        gp_err *err) {
   if (j->state != GP_JOB_PENDING || st->n_placements != j->tasks) return 0;
@@ -90,7 +68,7 @@ static int apply_start(gp_srv_state *s, gp_srv_job *j, const gp_plan_start *st, 
   for (int t = 0; t < j->n_alloc && !r; t++) {
     gp_srv_node *n = s->nodes[j->alloc[t].node];
     j->alloc[t].order_id = s->next_order_id;
-    r = gp__srv_order_add(s, n, start_order(s, j, t), j->id, true, err);
+    r = gp__srv_order_add(s, n, gp__srv_start_order(s, j, t), j->id, true, err);
     /* A stop still queued for an earlier run of this job here must not hit the new run. */
     for (int o = 0; o < n->n_orders - 1 && !r; o++)
       if (n->orders[o].job_id == j->id) {

@@ -359,6 +359,9 @@ char *gp__srv_job_store_doc(const gp_srv_job *j);
 json_t *gp__srv_job_api_fields(const gp_srv_state *s, const gp_srv_job *j);
 /* The API placements of a job's current allocation (an empty list when it holds none). */
 json_t *gp__srv_job_placements_json(const gp_srv_state *s, const gp_srv_job *j);
+/* The start order of task `task` of a job the plan starts, built from the protocol's start
+ * struct (start_order.c); a new reference. */
+json_t *gp__srv_start_order(const gp_srv_state *s, const gp_srv_job *j, int task);
 
 /* ---- nodejson.c ---- */
 /* Reads a node as the agent registers it (or as stored) into *n (fresh or existing: facts

@@ -177,9 +177,9 @@ static void the_operations_drive_the_model(void) {
   CHECK_EQ_INT(1, b->ops->detach(b, 1001));
   CHECK_EQ_INT(0, b->ops->sample(b, 1, &s, NULL));
   CHECK_EQ_INT(0, s.n_procs);
-  gp_gpu_sim_fault f;
+  gp_proto_fault f;
   int n = 0;
-  REQUIRE(gp_gpu_sim_parse_faults("xid:79@gpu1", &f, 1, &n, &e) == 0);
+  REQUIRE(gp_proto_fault_parse("xid:79@gpu1", &f, 1, &n, &e) == 0);
   CHECK_EQ_INT(0, b->ops->inject(b, &f, n, &e));
   CHECK(b->ops->sample(b, 1, &s, NULL) != 0); /* fell off the bus */
   CHECK_EQ_INT(0, b->ops->reset(b, 1, &e));
@@ -271,31 +271,6 @@ static void poll_events_waits_for_a_delayed_fault_in_real_time(void) {
   b->ops->close(b);
 }
 
-static void fault_specs_are_parsed_strictly(void) {
-  gp_gpu_sim_fault f[8];
-  int n = 0;
-  gp_err e = {0};
-  CHECK_EQ_INT(0, gp_gpu_sim_parse_faults("xid:79@gpu3,after=5s", f, 8, &n, &e));
-  CHECK_EQ_INT(1, n);
-  CHECK_EQ_INT(GP_SIM_FAULT_XID, f[0].kind);
-  CHECK_EQ_INT(79, f[0].value);
-  CHECK_EQ_INT(3, f[0].gpu);
-  CHECK_EQ_INT(5000, f[0].after_ms);
-  CHECK_EQ_INT(0, gp_gpu_sim_parse_faults("power@2,for=500ms;thermal@gpu0", f, 8, &n, &e));
-  CHECK_EQ_INT(2, n);
-  CHECK_EQ_INT(500, f[0].for_ms);
-  static const char *bad[] = {"xid@gpu3",       "xid:0@gpu1",    "boom:1@gpu0",
-                              "xid:79",         "xid:79@gpuX",   "xid:79@gpu1,after=soon",
-                              "thermal:3@gpu0", "xid:79@gpu1,x=1", ";;"};
-  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-    memset(&e, 0, sizeof e);
-    int rc = gp_gpu_sim_parse_faults(bad[i], f, 8, &n, &e);
-    if (rc != GP_EINVAL) fprintf(stderr, "accepted: %s\n", bad[i]);
-    CHECK_EQ_INT(GP_EINVAL, rc);
-    CHECK(e.message[0] != '\0');
-  }
-}
-
 static void mig_layouts_are_validated_and_refused_when_busy(void) {
   gp_gpu_backend *b = open_sim("2xA100-40GB", "n1");
   gp_err e = {0};
@@ -384,11 +359,11 @@ static void hostile_specs_are_refused_or_bounded(void) {
     } else {
       CHECK(e.message[0] != '\0');
     }
-    gp_gpu_sim_fault f[GP_GPU_SIM_MAX_FAULTS];
+    gp_proto_fault f[GP_PROTO_MAX_FAULTS];
     int nf = 0;
     memset(&e, 0, sizeof e);
-    if (gp_gpu_sim_parse_faults(buf, f, GP_GPU_SIM_MAX_FAULTS, &nf, &e) == 0) {
-      CHECK(nf >= 1 && nf <= GP_GPU_SIM_MAX_FAULTS);
+    if (gp_proto_fault_parse(buf, f, GP_PROTO_MAX_FAULTS, &nf, &e) == 0) {
+      CHECK(nf >= 1 && nf <= GP_PROTO_MAX_FAULTS);
       for (int k = 0; k < nf; k++) CHECK(f[k].gpu >= 0 && f[k].gpu < GP_GPU_MAX_DEVICES);
     } else {
       CHECK(e.message[0] != '\0');
@@ -401,5 +376,5 @@ GP_TESTS(an_h100_node_has_eight_gpus_in_one_nvlink_domain, mixed_specs_and_pcie_
          load_follows_the_jobs_and_each_job_keeps_its_own_figures, the_operations_drive_the_model,
          energy_integrates_power_over_time,
          injected_faults_fire_on_time, poll_events_waits_for_a_delayed_fault_in_real_time,
-         fault_specs_are_parsed_strictly, mig_layouts_are_validated_and_refused_when_busy,
+         mig_layouts_are_validated_and_refused_when_busy,
          driver_names_map_to_models, hostile_specs_are_refused_or_bounded)

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Bounds of the agent protocol: every field a decoder reads is held to one of these, so a
+ * malformed or hostile document costs a bounded amount of memory and time on either side.
+ * The agent's own tables are sized by the same figures (GP_GPU_MAX_DEVICES equals
+ * GP_PROTO_MAX_GPUS; agent_orders.c asserts it). */
+#ifndef GP_PROTOCOL_LIMITS_H
+#define GP_PROTOCOL_LIMITS_H
+
+#define GP_PROTO_ID_MAX 64             /* bytes in an order or job id, with its NUL */
+#define GP_PROTO_MAX_GPUS 32           /* GPUs of one node; a GPU index is below it */
+#define GP_PROTO_MAX_MIG 7             /* MIG instances of one GPU */
+#define GP_PROTO_MAX_TASKS 1024        /* tasks of one gang: hosts, task_index */
+#define GP_PROTO_STR_MAX 4096          /* bytes in a name, user, queue, workdir */
+#define GP_PROTO_NODE_MAX 256          /* bytes in a node name, with its NUL */
+#define GP_PROTO_UUID_MAX 129          /* bytes in a GPU or MIG UUID, with its NUL */
+#define GP_PROTO_PROFILE_MAX 33        /* bytes in a MIG profile name ("3g.40gb"), with NUL */
+#define GP_PROTO_SIGNAL_MAX 16         /* bytes in a signal name ("USR1"), with its NUL */
+#define GP_PROTO_REASON_MAX 32         /* bytes in a stop or exit reason, with its NUL */
+#define GP_PROTO_TEXT_MAX 513          /* bytes in a free-text reason or message, with NUL */
+#define GP_PROTO_MAX_ARGS 4096         /* command words */
+#define GP_PROTO_MAX_ARGS_BYTES (256 * 1024)
+#define GP_PROTO_MAX_ENV 4096          /* environment variables */
+#define GP_PROTO_MAX_ENV_BYTES (1024 * 1024)
+#define GP_PROTO_MAX_GRACE_S 86400     /* a longer grace period is cut to a day */
+
+#endif

@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Orders: what the server asks of an agent (docs/internals/protocol.md). Each kind is a C
+ * struct; the server builds one and encodes it, the agent decodes it and runs it, so both
+ * sides read the same definition. Decoding checks every field the agent uses for its type
+ * and bounds (limits.h) and names the first bad one in err->field; fields it does not know
+ * are ignored, so a newer server may add some without breaking an older agent. */
+#ifndef GP_PROTOCOL_ORDER_H
+#define GP_PROTOCOL_ORDER_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "protocol/fault.h"
+#include "protocol/limits.h"
+#include "util/error.h"
+
+typedef enum gp_proto_order_kind {
+  GP_PROTO_START = 1, /* "start": run one task of a job */
+  GP_PROTO_STOP,      /* "stop": signal a job, then kill it after a grace period */
+  GP_PROTO_MIG,       /* "mig": lay out a GPU's MIG instances */
+  GP_PROTO_DRAIN_GPU, /* "drain_gpu": start nothing more on a GPU */
+  GP_PROTO_RESUME_GPU,/* "resume_gpu": put a drained GPU back in service */
+  GP_PROTO_INJECT,    /* "inject": simulated faults (simulated backends only) */
+} gp_proto_order_kind;
+
+/* This task's share of the job's placement. */
+typedef struct gp_proto_placement {
+  char node[GP_PROTO_NODE_MAX];     /* "" when the order names none */
+  int n_gpus;
+  int gpu_ids[GP_PROTO_MAX_GPUS];   /* distinct indexes on the node */
+  char gpu_uuids[GP_PROTO_MAX_GPUS][GP_PROTO_UUID_MAX]; /* "" when the server knows none */
+  int64_t gpu_milli;                /* 1..1000 of each GPU; 0: not given */
+  int64_t gpu_mem_mib;              /* per GPU; 0: not given */
+  char mig_uuid[GP_PROTO_UUID_MAX]; /* "" when the task has no MIG instance */
+} gp_proto_placement;
+
+/* One task of a job. Strings are owned (gp_proto_order_done frees them); NULL when absent. */
+typedef struct gp_proto_start {
+  char id[GP_PROTO_ID_MAX];         /* a valid job id (gp_proto_job_id_valid) */
+  char *name, *queue, *user;        /* at most GP_PROTO_STR_MAX bytes each */
+  char *workdir;                    /* absolute; NULL: the user's home */
+  int n_argv;                       /* 1..GP_PROTO_MAX_ARGS */
+  char **argv;                      /* argv[0] not empty */
+  int n_env;                        /* 0..GP_PROTO_MAX_ENV, in the job's order */
+  char **env_keys, **env_values;    /* names [A-Za-z_][A-Za-z0-9_]* */
+  int64_t gpu_milli;                /* the job's GPU fraction: 1..1000, 0 for whole GPUs */
+  int64_t gpu_mem_mib;              /* the job's per-GPU memory, 0 when not asked for */
+  int64_t cpu_milli;                /* 0: no CPU limit */
+  int64_t mem_mib;                  /* 0: no memory limit */
+  char signal[GP_PROTO_SIGNAL_MAX]; /* checkpoint signal name; "": the agent's default */
+  int grace_s;                      /* 0..GP_PROTO_MAX_GRACE_S; -1: the agent's default */
+  int tasks;                        /* 1..GP_PROTO_MAX_TASKS */
+  int task_index;                   /* 0..tasks - 1 */
+  int n_hosts;                      /* the gang's nodes by task index, 0..GP_PROTO_MAX_TASKS */
+  char **hosts;
+  bool has_placement;
+  gp_proto_placement placement;
+} gp_proto_start;
+
+typedef struct gp_proto_stop {
+  char job[GP_PROTO_ID_MAX];
+  char signal[GP_PROTO_SIGNAL_MAX]; /* "": the job's checkpoint signal */
+  int grace_s;                      /* 0..GP_PROTO_MAX_GRACE_S; -1: the job's own */
+  char reason[GP_PROTO_REASON_MAX]; /* preempted, cancelled, timeout, lost...; "" when none */
+} gp_proto_stop;
+
+typedef struct gp_proto_mig {
+  int gpu;                          /* 0..GP_PROTO_MAX_GPUS - 1 */
+  int n;                            /* 1..GP_PROTO_MAX_MIG instances */
+  char profiles[GP_PROTO_MAX_MIG][GP_PROTO_PROFILE_MAX];
+  int start_slots[GP_PROTO_MAX_MIG]; /* -1: the agent places it */
+} gp_proto_mig;
+
+/* drain_gpu and resume_gpu. */
+typedef struct gp_proto_gpu_admin {
+  int gpu;                          /* 0..GP_PROTO_MAX_GPUS - 1 */
+  bool has_reason;                  /* false: encoded as null */
+  char reason[GP_PROTO_TEXT_MAX];
+} gp_proto_gpu_admin;
+
+typedef struct gp_proto_inject {
+  char fault[GP_PROTO_FAULT_SPEC_MAX + 1]; /* the spec as the admin wrote it */
+  int n_faults;                            /* decoding parses it: */
+  gp_proto_fault faults[GP_PROTO_MAX_FAULTS];
+} gp_proto_inject;
+
+typedef struct gp_proto_order {
+  char id[GP_PROTO_ID_MAX];         /* "o17"; "" while the server has not numbered it */
+  gp_proto_order_kind kind;
+  union {
+    gp_proto_start start;
+    gp_proto_stop stop;
+    gp_proto_mig mig;
+    gp_proto_gpu_admin gpu;         /* drain_gpu, resume_gpu */
+    gp_proto_inject inject;
+  } u;
+} gp_proto_order;
+
+/* The kind's name on the wire ("start"), or NULL for a value out of the enum. */
+const char *gp_proto_order_kind_name(gp_proto_order_kind kind);
+
+/* The kind of a name, or 0 for a kind this build does not know. */
+gp_proto_order_kind gp_proto_order_kind_parse(const char *name);
+
+/* True for an id of 1..GP_PROTO_ID_MAX-1 letters, digits, '-', '_', '.' not starting with '.'
+ * (job ids name directories on the agent). */
+bool gp_proto_job_id_valid(const char *id);
+
+/* Reads what every order carries: its id (a string of 1..GP_PROTO_ID_MAX-1 bytes) and the
+ * name of its kind, both borrowed from doc. GP_EINVAL naming "id" or "kind" otherwise;
+ * ret_* are untouched on failure. An agent remembers the id before it decodes the rest, so
+ * an order it cannot run is refused once, not at every re-send. */
+int gp_proto_order_head(const json_t *doc, const char **ret_id, const char **ret_kind,
+                        gp_err *err);
+
+/* Encodes an order: {"kind", the kind's fields..., "id" when o->id is set}. Returns a new
+ * reference (the caller owns it). */
+json_t *gp_proto_order_encode(const gp_proto_order *o);
+
+/* Decodes an order into *ret (which the caller then releases with gp_proto_order_done).
+ * GP_EINVAL with err->field naming the bad field ("job.command", "gpu", "start_slots");
+ * GP_ENOENT for a kind this build does not know. On failure *ret holds nothing to free. */
+int gp_proto_order_decode(const json_t *doc, gp_proto_order *ret, gp_err *err);
+
+/* Frees what a decoded (or hand-built) order owns; the struct itself is the caller's. */
+void gp_proto_order_done(gp_proto_order *o);
+
+/* The start order's parts, for the kind table (order.c) and the tests. */
+json_t *gp_proto_start_encode(const gp_proto_start *s);
+int gp_proto_start_decode(const json_t *job, gp_proto_start *ret, gp_err *err);
+void gp_proto_start_done(gp_proto_start *s);
+
+/* A placement as the server's JOB object shows it ({"node", "gpu_ids", "gpu_uuids",
+ * "gpu_milli", "gpu_mem_mib", "mig_uuid"}): the server takes a task's placement from there. */
+int gp_proto_placement_decode(const json_t *p, gp_proto_placement *ret, gp_err *err);
+
+/* The value of the start's environment variable `key`, or NULL. Borrowed from s. */
+const char *gp_proto_start_env(const gp_proto_start *s, const char *key);
+
+#endif

@@ -1,0 +1,277 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The start order's job (order.h): exactly the fields an agent uses to run one task, read
+ * with their bounds. The messages of the checks a user's own job can fail (a relative
+ * workdir, a command or environment too large, a variable name a shell cannot take) end up
+ * in the job's end reason, so they are sentences about the job. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "protocol/order.h"
+#include "protocol/proto_int.h"
+#include "util/mem.h"
+
+#define CTX "job"
+
+static char *dup_or_null(const char *s) { return s ? gp_xstrdup(s) : NULL; }
+
+/* ---- placement ---- */
+
+static json_t *placement_encode(const gp_proto_placement *p) {
+  json_t *o = json_object(), *ids = json_array(), *uuids = json_array();
+  json_object_set_new(o, "node", json_string(p->node));
+  for (int g = 0; g < p->n_gpus; g++) {
+    json_array_append_new(ids, json_integer(p->gpu_ids[g]));
+    json_array_append_new(uuids, p->gpu_uuids[g][0] ? json_string(p->gpu_uuids[g]) : json_null());
+  }
+  json_object_set_new(o, "gpu_ids", ids);
+  json_object_set_new(o, "gpu_uuids", uuids);
+  json_object_set_new(o, "gpu_milli", json_integer(p->gpu_milli));
+  json_object_set_new(o, "gpu_mem_mib", json_integer(p->gpu_mem_mib));
+  gp__proto_set_str(o, "mig_uuid", p->mig_uuid[0] ? p->mig_uuid : NULL);
+  return o;
+}
+
+static int placement_decode(const json_t *p, const char *ctx, gp_proto_placement *ret,
+                            gp_err *err) {
+  memset(ret, 0, sizeof *ret);
+  if (!json_is_object(p)) return gp__proto_bad(err, NULL, ctx, "a placement is an object");
+  int r = gp__proto_str_into(p, ctx, "node", ret->node, sizeof ret->node, false, err);
+  if (r) return r;
+  const json_t *ids = json_object_get(p, "gpu_ids"), *uuids = json_object_get(p, "gpu_uuids");
+  if (ids && !json_is_null(ids) && (!json_is_array(ids) || json_array_size(ids) > GP_PROTO_MAX_GPUS))
+    return gp__proto_bad(err, ctx, "gpu_ids", "gpu_ids must be a list of at most %d GPUs",
+                         GP_PROTO_MAX_GPUS);
+  if (uuids && !json_is_null(uuids) && !json_is_array(uuids))
+    return gp__proto_bad(err, ctx, "gpu_uuids", "gpu_uuids must be a list");
+  for (size_t i = 0; i < json_array_size(ids); i++) {
+    const json_t *g = json_array_get(ids, i), *u = json_array_get(uuids, i);
+    char f[32];
+    snprintf(f, sizeof f, "gpu_ids[%zu]", i);
+    if (!json_is_integer(g) || json_integer_value(g) < 0 ||
+        json_integer_value(g) >= GP_PROTO_MAX_GPUS)
+      return gp__proto_bad(err, ctx, f, "a GPU index is an integer from 0 to %d",
+                           GP_PROTO_MAX_GPUS - 1);
+    int idx = (int)json_integer_value(g);
+    for (int k = 0; k < ret->n_gpus; k++)
+      if (ret->gpu_ids[k] == idx) return gp__proto_bad(err, ctx, f, "placement names GPU %d twice", idx);
+    if (u && !json_is_null(u)) {
+      snprintf(f, sizeof f, "gpu_uuids[%zu]", i);
+      if (!json_is_string(u) || json_string_length(u) >= GP_PROTO_UUID_MAX)
+        return gp__proto_bad(err, ctx, f, "a GPU UUID is a string of at most %d bytes",
+                             GP_PROTO_UUID_MAX - 1);
+      snprintf(ret->gpu_uuids[ret->n_gpus], GP_PROTO_UUID_MAX, "%s", json_string_value(u));
+    }
+    ret->gpu_ids[ret->n_gpus++] = idx;
+  }
+  if (!r) r = gp__proto_int(p, ctx, "gpu_milli", 0, 1000, false, 0, &ret->gpu_milli, err);
+  if (!r) r = gp__proto_int(p, ctx, "gpu_mem_mib", 0, INT64_MAX / 2, false, 0, &ret->gpu_mem_mib, err);
+  if (!r) r = gp__proto_str_into(p, ctx, "mig_uuid", ret->mig_uuid, sizeof ret->mig_uuid, false, err);
+  return r;
+}
+
+int gp_proto_placement_decode(const json_t *p, gp_proto_placement *ret, gp_err *err) {
+  gp_proto_placement tmp;
+  int r = placement_decode(p, "placement", &tmp, err);
+  if (!r) *ret = tmp;
+  return r;
+}
+
+/* ---- encode ---- */
+
+json_t *gp_proto_start_encode(const gp_proto_start *s) {
+  json_t *o = json_object();
+  json_object_set_new(o, "id", json_string(s->id));
+  json_object_set_new(o, "name", json_string(s->name ? s->name : ""));
+  gp__proto_set_str(o, "queue", s->queue);
+  gp__proto_set_str(o, "user", s->user);
+  json_t *cmd = json_array(), *env = json_object();
+  for (int i = 0; i < s->n_argv; i++) json_array_append_new(cmd, json_string(s->argv[i]));
+  for (int i = 0; i < s->n_env; i++)
+    json_object_set_new(env, s->env_keys[i], json_string(s->env_values[i]));
+  json_object_set_new(o, "command", cmd);
+  json_object_set_new(o, "env", env);
+  gp__proto_set_str(o, "workdir", s->workdir);
+  json_object_set_new(o, "tasks", json_integer(s->tasks));
+  json_object_set_new(o, "gpu_fraction",
+                      s->gpu_milli ? json_real((double)s->gpu_milli / 1000.0) : json_integer(0));
+  json_object_set_new(o, "gpu_mem_mib", json_integer(s->gpu_mem_mib));
+  json_object_set_new(o, "cpus", s->cpu_milli % 1000 ? json_real((double)s->cpu_milli / 1000.0)
+                                                    : json_integer(s->cpu_milli / 1000));
+  json_object_set_new(o, "mem_mib", json_integer(s->mem_mib));
+  if (s->grace_s >= 0) json_object_set_new(o, "grace_s", json_integer(s->grace_s));
+  json_object_set_new(o, "signal", json_string(s->signal));
+  json_t *pl = json_array(), *hosts = json_array();
+  if (s->has_placement) json_array_append_new(pl, placement_encode(&s->placement));
+  for (int i = 0; i < s->n_hosts; i++) json_array_append_new(hosts, json_string(s->hosts[i]));
+  json_object_set_new(o, "placements", pl);
+  json_object_set_new(o, "hosts", hosts);
+  json_object_set_new(o, "task_index", json_integer(s->task_index));
+  return o;
+}
+
+/* ---- decode ---- */
+
+static bool env_name_valid(const char *k) {
+  if (!k || !*k || strlen(k) > 256 || (*k >= '0' && *k <= '9')) return false;
+  for (const char *p = k; *p; p++)
+    if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+          *p == '_'))
+      return false;
+  return true;
+}
+
+static int decode_command(const json_t *job, gp_proto_start *s, gp_err *err) {
+  const json_t *cmd = json_object_get(job, "command");
+  size_t n = json_array_size(cmd), bytes = 0;
+  if (!json_is_array(cmd) || n == 0 || n > GP_PROTO_MAX_ARGS)
+    return gp__proto_bad(err, CTX, "command", "the command must be a list of 1 to %d strings",
+                         GP_PROTO_MAX_ARGS);
+  for (size_t i = 0; i < n; i++) {
+    const char *a = json_string_value(json_array_get(cmd, i));
+    if (!a || (i == 0 && !*a))
+      return gp__proto_bad(err, CTX, "command", "command[%zu] is not a string", i);
+    bytes += strlen(a) + 1;
+  }
+  if (bytes > GP_PROTO_MAX_ARGS_BYTES)
+    return gp__proto_bad(err, CTX, "command", "the command is longer than %d bytes",
+                         GP_PROTO_MAX_ARGS_BYTES);
+  s->argv = gp_xcalloc(n + 1, sizeof *s->argv);
+  for (size_t i = 0; i < n; i++) s->argv[i] = gp_xstrdup(json_string_value(json_array_get(cmd, i)));
+  s->n_argv = (int)n;
+  return 0;
+}
+
+static int decode_env(const json_t *job, gp_proto_start *s, gp_err *err) {
+  const json_t *env = json_object_get(job, "env");
+  if (!env || json_is_null(env)) return 0;
+  if (!json_is_object(env) || json_object_size(env) > GP_PROTO_MAX_ENV)
+    return gp__proto_bad(err, CTX, "env", "env must be a map of at most %d variables",
+                         GP_PROTO_MAX_ENV);
+  const char *k;
+  const json_t *v;
+  size_t bytes = 0;
+  json_object_foreach((json_t *)env, k, v) {
+    if (!env_name_valid(k) || !json_is_string(v))
+      return gp__proto_bad(err, CTX, "env",
+                           "env: '%.100s' is not a valid variable name with a string value", k);
+    bytes += strlen(k) + strlen(json_string_value(v)) + 2;
+  }
+  if (bytes > GP_PROTO_MAX_ENV_BYTES)
+    return gp__proto_bad(err, CTX, "env", "env is larger than %d bytes", GP_PROTO_MAX_ENV_BYTES);
+  size_t n = json_object_size(env);
+  s->env_keys = gp_xcalloc(n + 1, sizeof *s->env_keys);
+  s->env_values = gp_xcalloc(n + 1, sizeof *s->env_values);
+  json_object_foreach((json_t *)env, k, v) {
+    s->env_keys[s->n_env] = gp_xstrdup(k);
+    s->env_values[s->n_env++] = gp_xstrdup(json_string_value(v));
+  }
+  return 0;
+}
+
+static int decode_hosts(const json_t *job, gp_proto_start *s, gp_err *err) {
+  const json_t *hosts = json_object_get(job, "hosts");
+  if (!hosts || json_is_null(hosts)) return 0;
+  size_t n = json_array_size(hosts);
+  if (!json_is_array(hosts) || n > GP_PROTO_MAX_TASKS)
+    return gp__proto_bad(err, CTX, "hosts", "hosts must be a list of at most %d node names",
+                         GP_PROTO_MAX_TASKS);
+  for (size_t i = 0; i < n; i++) {
+    const json_t *h = json_array_get(hosts, i);
+    if (!json_is_string(h) || json_string_length(h) >= GP_PROTO_NODE_MAX)
+      return gp__proto_bad(err, CTX, "hosts", "hosts[%zu] is not a node name", i);
+  }
+  s->hosts = gp_xcalloc(n + 1, sizeof *s->hosts);
+  for (size_t i = 0; i < n; i++) s->hosts[i] = gp_xstrdup(json_string_value(json_array_get(hosts, i)));
+  s->n_hosts = (int)n;
+  return 0;
+}
+
+/* A number of units (cores, GPUs) in [0, max] as thousandths, rounded. */
+static int decode_milli(const json_t *job, const char *key, double max, int64_t *ret,
+                        gp_err *err) {
+  const json_t *v = json_object_get(job, key);
+  *ret = 0;
+  if (!v || json_is_null(v)) return 0;
+  if (!json_is_number(v) || json_number_value(v) < 0 || json_number_value(v) > max)
+    return gp__proto_bad(err, CTX, key, "%s must be a number from 0 to %g", key, max);
+  *ret = (int64_t)(json_number_value(v) * 1000 + 0.5);
+  return 0;
+}
+
+static int decode_fields(const json_t *job, gp_proto_start *s, gp_err *err) {
+  const char *id = json_string_value(json_object_get(job, "id"));
+  if (!gp_proto_job_id_valid(id))
+    return gp__proto_bad(err, CTX, "id", "the job id is missing or has characters other than "
+                                         "letters, digits, '-', '_', '.'");
+  snprintf(s->id, sizeof s->id, "%s", id);
+  const char *name, *queue, *user, *workdir;
+  int r = gp__proto_str_ref(job, CTX, "name", GP_PROTO_STR_MAX, &name, err);
+  if (!r) r = gp__proto_str_ref(job, CTX, "queue", GP_PROTO_STR_MAX, &queue, err);
+  if (!r) r = gp__proto_str_ref(job, CTX, "user", GP_PROTO_STR_MAX, &user, err);
+  if (!r) r = gp__proto_str_ref(job, CTX, "workdir", GP_PROTO_STR_MAX, &workdir, err);
+  if (r) return r;
+  s->name = dup_or_null(name);
+  s->queue = dup_or_null(queue);
+  s->user = dup_or_null(user);
+  if (workdir && *workdir && workdir[0] != '/')
+    return gp__proto_bad(err, CTX, "workdir", "workdir '%.200s' is not an absolute path", workdir);
+  s->workdir = workdir && *workdir ? gp_xstrdup(workdir) : NULL;
+  if ((r = decode_command(job, s, err)) || (r = decode_env(job, s, err)) ||
+      (r = decode_hosts(job, s, err)))
+    return r;
+  int64_t v;
+  if ((r = decode_milli(job, "cpus", 100000, &s->cpu_milli, err))) return r;
+  if ((r = gp__proto_int(job, CTX, "mem_mib", 0, INT64_MAX / 2, false, 0, &s->mem_mib, err))) return r;
+  if ((r = gp__proto_int(job, CTX, "tasks", 0, GP_PROTO_MAX_TASKS, false, 1, &v, err))) return r;
+  s->tasks = v > 0 ? (int)v : 1;
+  if ((r = gp__proto_int(job, CTX, "task_index", 0, s->tasks - 1, false, 0, &v, err))) return r;
+  s->task_index = (int)v;
+  if ((r = gp__proto_str_into(job, CTX, "signal", s->signal, sizeof s->signal, false, err))) return r;
+  if ((r = gp__proto_int(job, CTX, "grace_s", 0, INT64_MAX, false, -1, &v, err))) return r;
+  s->grace_s = v > GP_PROTO_MAX_GRACE_S ? GP_PROTO_MAX_GRACE_S : (int)v;
+  if ((r = decode_milli(job, "gpu_fraction", 1, &s->gpu_milli, err))) return r;
+  if ((r = gp__proto_int(job, CTX, "gpu_mem_mib", 0, INT64_MAX / 2, false, 0, &s->gpu_mem_mib, err)))
+    return r;
+  const json_t *pl = json_object_get(job, "placements");
+  if (pl && !json_is_null(pl) && (!json_is_array(pl) || json_array_size(pl) > 1))
+    return gp__proto_bad(err, CTX, "placements", "a start order carries one placement: its task's");
+  if (json_array_size(pl) == 1) {
+    if ((r = placement_decode(json_array_get(pl, 0), CTX ".placements[0]", &s->placement, err)))
+      return r;
+    s->has_placement = true;
+  }
+  return 0;
+}
+
+int gp_proto_start_decode(const json_t *job, gp_proto_start *ret, gp_err *err) {
+  memset(ret, 0, sizeof *ret);
+  if (!json_is_object(job)) return gp__proto_bad(err, NULL, CTX, "start without a job object");
+  int r = decode_fields(job, ret, err);
+  if (r) gp_proto_start_done(ret);
+  return r;
+}
+
+static void strv_free(char **v, int n) {
+  for (int i = 0; v && i < n; i++) free(v[i]);
+  free(v);
+}
+
+void gp_proto_start_done(gp_proto_start *s) {
+  if (!s) return;
+  free(s->name);
+  free(s->queue);
+  free(s->user);
+  free(s->workdir);
+  strv_free(s->argv, s->n_argv);
+  strv_free(s->env_keys, s->n_env);
+  strv_free(s->env_values, s->n_env);
+  strv_free(s->hosts, s->n_hosts);
+  memset(s, 0, sizeof *s);
+}
+
+const char *gp_proto_start_env(const gp_proto_start *s, const char *key) {
+  for (int i = 0; i < s->n_env; i++)
+    if (strcmp(s->env_keys[i], key) == 0) return s->env_values[i];
+  return NULL;
+}
