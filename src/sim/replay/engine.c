@@ -15,12 +15,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/model.h"
 #include "core/plan.h"
 #include "core/sched.h"
 #include "sim/replay/heap.h"
 #include "sim/replay/replay.h"
 #include "sim/replay/stats.h"
-#include "snapshot/policy_read.h"
 
 #define PEND_TASKS_MAX 64
 #define NO_CKPT INT64_MAX /* ckpt_next of a slot that is not running */
