@@ -34,7 +34,8 @@ typedef struct gp__trace_row {
 
 /* Converts a row to a job and appends it to t. Returns 0, or GP_EINVAL with err naming
  * the file, line and field. */
-int gp__trace_add_row(gp_trace *t, gp_trace_format fmt, const gp__trace_row *row, gp_err *err);
+int gp__trace_add_row(gp_trace *t, gp_trace_format fmt, const gp_trace_opts *o,
+                      const gp__trace_row *row, gp_err *err);
 
 /* Interns s[0..n) and stores its index; GP_ELIMIT past GP_TRACE_MAX_NAMES. */
 int gp__trace_intern(gp_trace *t, const char *s, size_t n, int *ret, gp_err *err);
