@@ -48,6 +48,14 @@ int gp__trace_parse_time(const char *s, int64_t *ret);
  * of fields, or -1 for more than `max` fields or a broken quote. */
 int gp__csv_split(char *line, char **fields, int max);
 
+/* A file of at most `max` bytes as one NUL-terminated string (malloc'd; its length in
+ * *ret_len), or NULL with err set (GP_EIO, GP_ELIMIT). */
+char *gp__trace_slurp(const char *path, size_t max, size_t *ret_len, gp_err *err);
+
+/* Cuts the next line out of a NUL-terminated text, advancing *cursor past it, and trims
+ * trailing CR and spaces; an empty string for a blank line. */
+char *gp__trace_next_line(char **cursor);
+
 /* Readers of the two families. */
 int gp__trace_read_csv(gp_trace *t, gp_trace_format fmt, char *text, size_t len,
                        const gp_trace_opts *o, gp_err *err);

@@ -123,6 +123,14 @@ static void bad_rows_are_named_by_file_line_and_field(void) {
   expect_error(n, DATA "tiny_pods.csv", GP_EINVAL, n, 2, "model", "needs a model");
   n = write_file("nodes_neg.csv", "sn,cpu_milli,memory_mib,gpu,model\nn0,-5,1024,2,T4\n");
   expect_error(n, DATA "tiny_pods.csv", GP_EINVAL, n, 2, "cpu_milli", NULL);
+  n = write_file("nodes_mem.csv", "sn,cpu_milli,memory_mib,gpu,model\nn0,5,lots,2,T4\n");
+  expect_error(n, DATA "tiny_pods.csv", GP_EINVAL, n, 2, "memory_mib", "non-negative integer");
+  n = write_file("nodes_many.csv", "sn,cpu_milli,memory_mib,gpu,model\nn0,5,5,33,T4\n");
+  expect_error(n, DATA "tiny_pods.csv", GP_EINVAL, n, 2, "gpu", "0 to 32 GPUs");
+  n = write_file("nodes_nocpu.csv", "sn,memory_mib,gpu,model\nn0,5,2,T4\n");
+  expect_error(n, DATA "tiny_pods.csv", GP_EINVAL, n, 2, "cpu_milli", "no cpu_milli column");
+  n = write_file("nodes_empty.csv", "");
+  expect_error(n, DATA "tiny_pods.csv", GP_EINVAL, n, 0, NULL, "no node listed");
   expect_error(DATA "no-such-file.csv", DATA "tiny_pods.csv", GP_EIO, NULL, 0, NULL, "cannot open");
 }
 
