@@ -542,7 +542,7 @@ static int check_can_start(up_ctx *u) {
   return 0;
 }
 
-/* Appends stream fd_to (1 or 2) to up.log. */
+/* Points stream fd_to (1 or 2) at the end of up.log. */
 static void log_to_file(const up_ctx *u, int fd_to) {
   char log[3200];
   path_in(u, "up.log", log, sizeof log);

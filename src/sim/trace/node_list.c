@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The node list reader (node_list.h) and the small text helpers the simulator's other
- * side files share: a whole file into memory, bounded, and its lines one by one. */
+/* The node list reader (node_list.h), and two text helpers it shares with the reader of
+ * the Philly VC file (sim/replay/fleet.c): a whole small file into memory, bounded, and
+ * its lines one by one. */
 #include "sim/trace/node_list.h"
 
 #include <errno.h>
