@@ -25,6 +25,33 @@ int gp_cli_common_opt(gp_cli *cli, int id, const char *value) {
   }
 }
 
+int gp_cli_parse(gp_cli *cli, int argc, char **argv, const gp_opt *table, gp_cli_opt_fn own,
+                 gp_cli_word_fn word, void *arg, const char *usage) {
+  gp_opt_iter it;
+  gp_opt_init(&it, argc, argv, 1);
+  gp_err err = {0};
+  for (;;) {
+    const char *v = NULL;
+    int id = gp_opt_next(&it, table, &v, &err);
+    if (id == GP_OPT_END) break;
+    int rc;
+    if (id == GP_OPT_POSITIONAL) {
+      if (!word) return gp_cli_usage_error(cli->cmd, "unexpected '%s'", v);
+      rc = word(arg, v);
+    } else if (id < 0) {
+      return gp_cli_usage_error(cli->cmd, "%s", err.message);
+    } else {
+      rc = id < GP_CLI_COMMON_BASE && own ? own(arg, id, v) : gp_cli_common_opt(cli, id, v);
+    }
+    if (rc) return rc;
+  }
+  if (cli->help && usage) {
+    fputs(usage, stdout);
+    return -1;
+  }
+  return 0;
+}
+
 int gp_cli_usage_error(const char *cmd, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
@@ -86,6 +113,26 @@ void gp_cli_print_json(json_t *doc) {
     fputc('\n', stdout);
   }
   free(s);
+}
+
+int gp_cli_get_print(gp_cli *cli, const char *path, const char *key, gp_cli_table_fn table,
+                     void *arg) {
+  json_t *answer = NULL;
+  int code = gp_cli_connect(cli);
+  if (!code) code = gp_cli_call(cli, "GET", path, NULL, &answer);
+  if (!code) {
+    json_t *list = json_object_get(answer, key);
+    if (cli->json) {
+      json_t *none = json_array();
+      gp_cli_print_json(list ? list : none);
+      json_decref(none);
+    } else {
+      code = table(cli, list, answer, arg);
+    }
+  }
+  json_decref(answer);
+  gp_cli_done(cli);
+  return code;
 }
 
 void gp_cli_fmt_duration(int64_t s, char *out, size_t cap) {

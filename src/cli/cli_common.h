@@ -39,6 +39,18 @@ typedef struct gp_cli {
 /* Handles a shared option; returns 0, or 2 after printing a usage error. */
 int gp_cli_common_opt(gp_cli *cli, int id, const char *value);
 
+/* A command's own option (an id below GP_CLI_COMMON_BASE) or positional word; returns 0,
+ * or an exit code after printing a usage error. */
+typedef int (*gp_cli_opt_fn)(void *arg, int id, const char *value);
+typedef int (*gp_cli_word_fn)(void *arg, const char *word);
+
+/* Scans argv[1..] with `table` (ending in GP_CLI_COMMON_OPTS) up to the end or "--": the
+ * command's own options go to `own`, positional words to `word` (NULL: refused as
+ * unexpected), the shared options into cli. With --help, prints `usage` (when not NULL)
+ * and returns -1; otherwise returns 0 or the exit code of the first error. */
+int gp_cli_parse(gp_cli *cli, int argc, char **argv, const gp_opt *table, gp_cli_opt_fn own,
+                 gp_cli_word_fn word, void *arg, const char *usage);
+
 /* Connects (resolving server and token); returns 0, or prints why not and returns the exit
  * code. A missing token is an error that says where tokens come from. */
 int gp_cli_connect(gp_cli *cli);
@@ -54,6 +66,15 @@ int gp_cli_call(gp_cli *cli, const char *method, const char *path, json_t *body,
 
 /* Pretty-prints JSON on stdout with a newline. */
 void gp_cli_print_json(json_t *doc);
+
+/* Prints a listed answer for people; returns 0 or an exit code. */
+typedef int (*gp_cli_table_fn)(gp_cli *cli, json_t *list, json_t *answer, void *arg);
+
+/* The listing commands' "connect, GET, print": GETs `path` and prints the answer's `key`
+ * list, as JSON with -o json (an empty array when the answer has none), else through
+ * `table` (while still connected). Disconnects; returns the exit code. */
+int gp_cli_get_print(gp_cli *cli, const char *path, const char *key, gp_cli_table_fn table,
+                     void *arg);
 
 /* "45s", "12m", "3h05m", "2d04h"; negative or zero as "0s". */
 void gp_cli_fmt_duration(int64_t s, char *out, size_t cap);

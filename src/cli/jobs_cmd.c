@@ -39,55 +39,26 @@ static void add_query(gp_buf *q, const char *key, const char *value) {
   }
 }
 
-int gp_cmd_jobs(int argc, char **argv) {
-  gp_cli cli = {.cmd = "jobs"};
-  const char *state = NULL, *queue = NULL, *user = NULL, *limit = "1000";
-  bool all = false;
-  gp_opt_iter it;
-  gp_opt_init(&it, argc, argv, 1);
-  gp_err err = {0};
-  for (;;) {
-    const char *v = NULL;
-    int id = gp_opt_next(&it, jobs_opts, &v, &err);
-    if (id == GP_OPT_END) break;
-    if (id == GP_OPT_POSITIONAL) return gp_cli_usage_error(cli.cmd, "unexpected '%s'", v);
-    if (id < 0) return gp_cli_usage_error(cli.cmd, "%s", err.message);
-    int rc = 0;
-    switch (id) {
-    case J_STATE: state = v; break;
-    case J_QUEUE: queue = v; break;
-    case J_USER: user = v; break;
-    case J_ALL: all = true; break;
-    case J_LIMIT: limit = v; break;
-    default: rc = gp_cli_common_opt(&cli, id, v);
-    }
-    if (rc) return rc;
-  }
-  if (cli.help) {
-    fputs(jobs_usage, stdout);
-    return 0;
-  }
-  if (!gp_cli_valid_id(limit)) return gp_cli_usage_error(cli.cmd, "--limit takes a number, not '%s'", limit);
-  gp_buf q;
-  gp_buf_init(&q, 8192);
-  if (state) add_query(&q, "state", state);
-  else if (!all) add_query(&q, "state", "pending,held,running,stopping");
-  if (queue) add_query(&q, "queue", queue);
-  if (user) add_query(&q, "user", user);
-  add_query(&q, "limit", limit);
-  char path[9000];
-  snprintf(path, sizeof path, "/v1/jobs%s", q.data);
-  gp_buf_done(&q);
+typedef struct jobs_args {
+  const char *state, *queue, *user, *limit;
+  bool all;
+} jobs_args;
 
-  json_t *answer = NULL;
-  int code = gp_cli_connect(&cli);
-  if (!code) code = gp_cli_call(&cli, "GET", path, NULL, &answer);
-  if (code) goto out;
-  json_t *jobs = json_object_get(answer, "jobs");
-  if (cli.json) {
-    gp_cli_print_json(jobs ? jobs : json_array());
-    goto out;
+static int jobs_opt(void *arg, int id, const char *v) {
+  jobs_args *a = arg;
+  switch (id) {
+  case J_STATE: a->state = v; break;
+  case J_QUEUE: a->queue = v; break;
+  case J_USER: a->user = v; break;
+  case J_ALL: a->all = true; break;
+  case J_LIMIT: a->limit = v; break;
   }
+  return 0;
+}
+
+static int jobs_table(gp_cli *cli, json_t *jobs, json_t *answer, void *arg) {
+  (void)cli;
+  const jobs_args *a = arg;
   static const char *const head[] = {"ID", "NAME", "USER", "QUEUE", "STATE", "GPUS", "TIME", "NODES", "REASON"};
   gp_table *t = gp_table_new(9, head);
   int64_t now = gp_cli_now();
@@ -106,14 +77,30 @@ int gp_cmd_jobs(int argc, char **argv) {
     gp_table_add(t, row);
   }
   if (json_array_size(jobs)) gp_table_print(t, stdout);
-  else printf("No jobs%s.\n", state || all ? " match" : " pending or running (gpool jobs -a lists finished ones)");
+  else printf("No jobs%s.\n", a->state || a->all ? " match" : " pending or running (gpool jobs -a lists finished ones)");
   gp_table_free(t);
   if (json_object_get(answer, "next") && !json_is_null(json_object_get(answer, "next")))
-    fprintf(stderr, "(more jobs than --limit %s; narrow with -s, -q or -u)\n", limit);
-out:
-  json_decref(answer);
-  gp_cli_done(&cli);
-  return code;
+    fprintf(stderr, "(more jobs than --limit %s; narrow with -s, -q or -u)\n", a->limit);
+  return 0;
+}
+
+int gp_cmd_jobs(int argc, char **argv) {
+  gp_cli cli = {.cmd = "jobs"};
+  jobs_args a = {.limit = "1000"};
+  int code = gp_cli_parse(&cli, argc, argv, jobs_opts, jobs_opt, NULL, &a, jobs_usage);
+  if (code) return code < 0 ? 0 : code;
+  if (!gp_cli_valid_id(a.limit)) return gp_cli_usage_error(cli.cmd, "--limit takes a number, not '%s'", a.limit);
+  gp_buf q;
+  gp_buf_init(&q, 8192);
+  if (a.state) add_query(&q, "state", a.state);
+  else if (!a.all) add_query(&q, "state", "pending,held,running,stopping");
+  if (a.queue) add_query(&q, "queue", a.queue);
+  if (a.user) add_query(&q, "user", a.user);
+  add_query(&q, "limit", a.limit);
+  char path[9000];
+  snprintf(path, sizeof path, "/v1/jobs%s", q.data);
+  gp_buf_done(&q);
+  return gp_cli_get_print(&cli, path, "jobs", jobs_table, &a);
 }
 
 /* ---- commands on one or more job ids ---- */

@@ -37,37 +37,36 @@ static int job_ended(gp_cli *cli, const char *id, int *ended) {
   return 0;
 }
 
+typedef struct logs_args {
+  const char *job;
+  bool follow, err_stream;
+} logs_args;
+
+static int logs_opt(void *arg, int id, const char *v) {
+  (void)v;
+  logs_args *a = arg;
+  if (id == L_FOLLOW) a->follow = true;
+  else if (id == L_STDERR) a->err_stream = true;
+  return 0;
+}
+
+static int logs_word(void *arg, const char *v) {
+  logs_args *a = arg;
+  if (a->job) return gp_cli_usage_error("logs", "one job at a time");
+  if (!gp_cli_valid_id(v)) return gp_cli_usage_error("logs", "'%s' is not a job id", v);
+  a->job = v;
+  return 0;
+}
+
 int gp_cmd_logs(int argc, char **argv) {
   gp_cli cli = {.cmd = "logs"};
-  const char *job = NULL;
-  bool follow = false, err_stream = false;
-  gp_opt_iter it;
-  gp_opt_init(&it, argc, argv, 1);
-  gp_err err = {0};
-  for (;;) {
-    const char *v = NULL;
-    int id = gp_opt_next(&it, logs_opts, &v, &err);
-    if (id == GP_OPT_END) break;
-    if (id == GP_OPT_POSITIONAL) {
-      if (job) return gp_cli_usage_error(cli.cmd, "one job at a time");
-      if (!gp_cli_valid_id(v)) return gp_cli_usage_error(cli.cmd, "'%s' is not a job id", v);
-      job = v;
-      continue;
-    }
-    if (id < 0) return gp_cli_usage_error(cli.cmd, "%s", err.message);
-    int rc = 0;
-    if (id == L_FOLLOW) follow = true;
-    else if (id == L_STDERR) err_stream = true;
-    else rc = gp_cli_common_opt(&cli, id, v);
-    if (rc) return rc;
-  }
-  if (cli.help) {
-    fputs(logs_usage, stdout);
-    return 0;
-  }
+  logs_args a = {0};
+  int code = gp_cli_parse(&cli, argc, argv, logs_opts, logs_opt, logs_word, &a, logs_usage);
+  if (code) return code < 0 ? 0 : code;
+  const char *job = a.job;
+  bool follow = a.follow, err_stream = a.err_stream;
   if (!job) return gp_cli_usage_error(cli.cmd, "which job? give a job id");
-  int code = gp_cli_connect(&cli);
-  if (code) return code;
+  if ((code = gp_cli_connect(&cli))) return code;
 
   long long offset = 0;
   int idle_polls = 0;

@@ -143,39 +143,19 @@ static void print_gpus(json_t *node, json_t *holders) {
   gp_table_free(t);
 }
 
-int gp_cmd_nodes(int argc, char **argv) {
-  gp_cli cli = {.cmd = "nodes"};
-  bool verbose = false;
-  gp_opt_iter it;
-  gp_opt_init(&it, argc, argv, 1);
-  gp_err err = {0};
-  for (;;) {
-    const char *v = NULL;
-    int id = gp_opt_next(&it, nodes_opts, &v, &err);
-    if (id == GP_OPT_END) break;
-    if (id == GP_OPT_POSITIONAL) return gp_cli_usage_error(cli.cmd, "unexpected '%s'", v);
-    if (id < 0) return gp_cli_usage_error(cli.cmd, "%s", err.message);
-    int rc = id == N_VERBOSE ? (verbose = true, 0) : gp_cli_common_opt(&cli, id, v);
-    if (rc) return rc;
-  }
-  if (cli.help) {
-    fputs("Usage: gpool nodes [-v] [-o json]\n"
-          "  Lists nodes; -v adds one line per GPU: mode, MIG instances, health, the jobs holding\n"
-          "  it (JOB:MILLI for a share of a shared GPU), live figures.\n", stdout);
-    return 0;
-  }
-  json_t *answer = NULL;
-  int code = gp_cli_connect(&cli);
-  if (!code) code = gp_cli_call(&cli, "GET", "/v1/nodes", NULL, &answer);
-  if (code) goto out;
-  json_t *nodes = json_object_get(answer, "nodes");
-  if (cli.json) {
-    gp_cli_print_json(nodes ? nodes : json_array());
-    goto out;
-  }
+static int nodes_opt(void *arg, int id, const char *v) {
+  (void)id, (void)v;
+  *(bool *)arg = true; /* -v, the only option of its own */
+  return 0;
+}
+
+/* The node table, or with -v one block per node: its summary line, then its GPUs. */
+static int nodes_table(gp_cli *cli, json_t *nodes, json_t *answer, void *arg) {
+  (void)answer;
+  bool verbose = *(bool *)arg;
   if (!json_array_size(nodes)) {
     printf("No nodes have registered yet (start an agent: gpool agent, or a whole pool: gpool up).\n");
-    goto out;
+    return 0;
   }
   static const char *const head[] = {"NAME", "STATE", "GPUS", "FREE", "MODEL", "CPUS", "MEM", "HEARTBEAT", "REASON"};
   int64_t now = gp_cli_now();
@@ -214,38 +194,44 @@ int gp_cmd_nodes(int argc, char **argv) {
     const char *row[] = {str(n, "name"), str(n, "state"), gpus, free_s, str(n, "model"), cpus, mem, hb, reason};
     gp_table_add(t, row);
   }
-  if (!verbose) {
-    gp_table_print(t, stdout);
-  } else {
-    /* One block per node: its summary line, then its GPUs. */
-    gp_table_free(t);
-    json_t *running = NULL;
-    if ((code = gp_cli_call(&cli, "GET", "/v1/jobs?state=running,stopping&limit=10000", NULL, &running))) goto out;
-    json_t *holders = holders_index(json_object_get(running, "jobs"));
-    json_array_foreach(nodes, i, n) {
-      if (i) fputc('\n', stdout);
-      printf("%s  %s%s%s  %s x%lld%s  %lld CPUs  ", str(n, "name"), str(n, "state"),
-             *str(n, "reason") ? ": " : "", str(n, "reason"), str(n, "model"), num(n, "gpus"),
-             !strcmp(str(n, "gpu_backend"), "sim") ? " (simulated)" : "", num(n, "cpus"));
-      char mem[24];
-      gp_cli_fmt_mib(num(n, "mem_mib"), mem, sizeof mem);
-      printf("%s memory  %s", mem, str(n, "capacity"));
-      json_t *labels = json_object_get(n, "labels");
-      const char *key;
-      json_t *val;
-      json_object_foreach(labels, key, val) printf("  %s=%s", key, json_string_value(val) ? json_string_value(val) : "");
-      printf("\n");
-      print_gpus(n, holders);
-    }
-    json_decref(holders);
-    json_decref(running);
-    t = NULL;
-  }
+  if (!verbose) gp_table_print(t, stdout);
   gp_table_free(t);
-out:
-  json_decref(answer);
-  gp_cli_done(&cli);
-  return code;
+  if (!verbose) return 0;
+  json_t *running = NULL;
+  int code = gp_cli_call(cli, "GET", "/v1/jobs?state=running,stopping&limit=10000", NULL, &running);
+  if (code) return code;
+  json_t *holders = holders_index(json_object_get(running, "jobs"));
+  json_array_foreach(nodes, i, n) {
+    if (i) fputc('\n', stdout);
+    printf("%s  %s%s%s  %s x%lld%s  %lld CPUs  ", str(n, "name"), str(n, "state"),
+           *str(n, "reason") ? ": " : "", str(n, "reason"), str(n, "model"), num(n, "gpus"),
+           !strcmp(str(n, "gpu_backend"), "sim") ? " (simulated)" : "", num(n, "cpus"));
+    char mem[24];
+    gp_cli_fmt_mib(num(n, "mem_mib"), mem, sizeof mem);
+    printf("%s memory  %s", mem, str(n, "capacity"));
+    json_t *labels = json_object_get(n, "labels");
+    const char *key;
+    json_t *val;
+    json_object_foreach(labels, key, val) printf("  %s=%s", key, json_string_value(val) ? json_string_value(val) : "");
+    printf("\n");
+    print_gpus(n, holders);
+  }
+  json_decref(holders);
+  json_decref(running);
+  return 0;
+}
+
+static const char nodes_usage[] =
+  "Usage: gpool nodes [-v] [-o json]\n"
+  "  Lists nodes; -v adds one line per GPU: mode, MIG instances, health, the jobs holding\n"
+  "  it (JOB:MILLI for a share of a shared GPU), live figures.\n";
+
+int gp_cmd_nodes(int argc, char **argv) {
+  gp_cli cli = {.cmd = "nodes"};
+  bool verbose = false;
+  int code = gp_cli_parse(&cli, argc, argv, nodes_opts, nodes_opt, NULL, &verbose, nodes_usage);
+  if (code) return code < 0 ? 0 : code;
+  return gp_cli_get_print(&cli, "/v1/nodes", "nodes", nodes_table, &verbose);
 }
 
 /* ---- drain, cordon, resume ---- */
@@ -274,25 +260,29 @@ static int split_target(const char *target, char *node, size_t cap, int *gpu) {
   return 0;
 }
 
+typedef struct action_args {
+  const char *verb, *target, *reason;
+} action_args;
+
+static int action_opt(void *arg, int id, const char *v) {
+  (void)id;
+  ((action_args *)arg)->reason = v; /* --reason, the only option of its own */
+  return 0;
+}
+
+static int action_word(void *arg, const char *v) {
+  action_args *a = arg;
+  if (a->target) return gp_cli_usage_error(a->verb, "one node at a time");
+  a->target = v;
+  return 0;
+}
+
 static int node_action(int argc, char **argv, const char *verb, bool need_reason, bool gpu_ok) {
   gp_cli cli = {.cmd = verb};
-  const char *target = NULL, *reason = NULL;
-  gp_opt_iter it;
-  gp_opt_init(&it, argc, argv, 1);
-  gp_err err = {0};
-  for (;;) {
-    const char *v = NULL;
-    int id = gp_opt_next(&it, action_opts, &v, &err);
-    if (id == GP_OPT_END) break;
-    if (id == GP_OPT_POSITIONAL) {
-      if (target) return gp_cli_usage_error(verb, "one node at a time");
-      target = v;
-      continue;
-    }
-    if (id < 0) return gp_cli_usage_error(verb, "%s", err.message);
-    int rc = id == A_REASON ? (reason = v, 0) : gp_cli_common_opt(&cli, id, v);
-    if (rc) return rc;
-  }
+  action_args a = {.verb = verb};
+  int code = gp_cli_parse(&cli, argc, argv, action_opts, action_opt, action_word, &a, NULL);
+  if (code) return code;
+  const char *target = a.target, *reason = a.reason;
   if (cli.help) {
     printf("Usage: gpool %s NODE%s%s\n", verb, gpu_ok ? "[:GPU]" : "",
            need_reason ? " --reason TEXT" : " [--reason TEXT]");
@@ -312,7 +302,7 @@ static int node_action(int argc, char **argv, const char *verb, bool need_reason
   if (reason) json_object_set_new(body, "reason", json_string(reason));
   if (gpu >= 0) json_object_set_new(body, "gpu", json_integer(gpu));
   json_t *answer = NULL;
-  int code = gp_cli_connect(&cli);
+  code = gp_cli_connect(&cli);
   if (!code) code = gp_cli_call(&cli, "POST", path, body, &answer);
   if (!code) {
     json_t *n = json_object_get(answer, "node");

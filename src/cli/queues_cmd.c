@@ -62,35 +62,8 @@ static void add_subtree(gp_table *t, json_t **qs, size_t n, const char *parent, 
   }
 }
 
-int gp_cmd_queues(int argc, char **argv) {
-  gp_cli cli = {.cmd = "queues"};
-  gp_opt_iter it;
-  gp_opt_init(&it, argc, argv, 1);
-  gp_err err = {0};
-  for (;;) {
-    const char *v = NULL;
-    int id = gp_opt_next(&it, queues_opts, &v, &err);
-    if (id == GP_OPT_END) break;
-    if (id == GP_OPT_POSITIONAL) return gp_cli_usage_error(cli.cmd, "unexpected '%s'", v);
-    if (id < 0) return gp_cli_usage_error(cli.cmd, "%s", err.message);
-    int rc = gp_cli_common_opt(&cli, id, v);
-    if (rc) return rc;
-  }
-  if (cli.help) {
-    fputs("Usage: gpool queues [-o json]\n"
-          "  The queue tree. GPUs: DESERVED (guaranteed), LIMIT (ceiling), FAIR (fair share now),\n"
-          "  ALLOC (running), PENDING (asked by pending jobs); JOBS running/pending.\n", stdout);
-    return 0;
-  }
-  json_t *answer = NULL;
-  int code = gp_cli_connect(&cli);
-  if (!code) code = gp_cli_call(&cli, "GET", "/v1/queues", NULL, &answer);
-  if (code) goto out;
-  json_t *queues = json_object_get(answer, "queues");
-  if (cli.json) {
-    gp_cli_print_json(queues ? queues : json_array());
-    goto out;
-  }
+static int queues_table(gp_cli *cli, json_t *queues, json_t *answer, void *arg) {
+  (void)cli, (void)answer, (void)arg;
   size_t n = json_array_size(queues);
   json_t **qs = calloc(n ? n : 1, sizeof *qs);
   for (size_t i = 0; i < n; i++) qs[i] = json_array_get(queues, i);
@@ -109,8 +82,17 @@ int gp_cmd_queues(int argc, char **argv) {
   gp_table_print(t, stdout);
   gp_table_free(t);
   free(qs);
-out:
-  json_decref(answer);
-  gp_cli_done(&cli);
-  return code;
+  return 0;
+}
+
+static const char queues_usage[] =
+  "Usage: gpool queues [-o json]\n"
+  "  The queue tree. GPUs: DESERVED (guaranteed), LIMIT (ceiling), FAIR (fair share now),\n"
+  "  ALLOC (running), PENDING (asked by pending jobs); JOBS running/pending.\n";
+
+int gp_cmd_queues(int argc, char **argv) {
+  gp_cli cli = {.cmd = "queues"};
+  int code = gp_cli_parse(&cli, argc, argv, queues_opts, NULL, NULL, NULL, queues_usage);
+  if (code) return code < 0 ? 0 : code;
+  return gp_cli_get_print(&cli, "/v1/queues", "queues", queues_table, NULL);
 }

@@ -231,44 +231,41 @@ out:
   return code;
 }
 
+typedef struct top_args {
+  bool once, no_color;
+  int64_t interval_s, max_jobs;
+} top_args;
+
+static int top_opt(void *arg, int id, const char *v) {
+  top_args *a = arg;
+  if (id == T_ONCE) a->once = true;
+  else if (id == T_NO_COLOR) a->no_color = true;
+  else if (id == T_INTERVAL) {
+    if (gp_parse_duration_s(v, &a->interval_s) || a->interval_s < 1 || a->interval_s > 3600)
+      return gp_cli_usage_error("top", "--interval: expected 1s to 1h, got '%s'", v);
+  } else if (id == T_JOBS) {
+    if (gp_parse_int64(v, &a->max_jobs) || a->max_jobs < 0 || a->max_jobs > 10000)
+      return gp_cli_usage_error("top", "--jobs: expected 0 to 10000, got '%s'", v);
+  }
+  return 0;
+}
+
+static const char top_usage[] =
+  "Usage: gpool top [--once] [-n|--interval DUR] [--jobs N] [--no-color]\n"
+  "  A live view of the pool: per-node GPU utilisation bars with memory, power,\n"
+  "  temperature, health and jobs; queues against their fair share; running and\n"
+  "  pending jobs. Redraws every --interval (default 2s) until Ctrl-C; --once draws\n"
+  "  one frame and exits. --jobs caps the job list (default 20).\n";
+
 int gp_cmd_top(int argc, char **argv) {
   gp_cli cli = {.cmd = "top"};
-  bool once = false, no_color = false;
-  int64_t interval_s = 2, max_jobs = 20;
-  gp_opt_iter it;
-  gp_opt_init(&it, argc, argv, 1);
-  gp_err err = {0};
-  for (;;) {
-    const char *v = NULL;
-    int id = gp_opt_next(&it, top_opts, &v, &err);
-    if (id == GP_OPT_END) break;
-    if (id == GP_OPT_POSITIONAL) return gp_cli_usage_error(cli.cmd, "unexpected '%s'", v);
-    if (id < 0) return gp_cli_usage_error(cli.cmd, "%s", err.message);
-    if (id == T_ONCE) once = true;
-    else if (id == T_NO_COLOR) no_color = true;
-    else if (id == T_INTERVAL) {
-      if (gp_parse_duration_s(v, &interval_s) || interval_s < 1 || interval_s > 3600)
-        return gp_cli_usage_error(cli.cmd, "--interval: expected 1s to 1h, got '%s'", v);
-    } else if (id == T_JOBS) {
-      if (gp_parse_int64(v, &max_jobs) || max_jobs < 0 || max_jobs > 10000)
-        return gp_cli_usage_error(cli.cmd, "--jobs: expected 0 to 10000, got '%s'", v);
-    } else {
-      int rc = gp_cli_common_opt(&cli, id, v);
-      if (rc) return rc;
-    }
-  }
-  if (cli.help) {
-    fputs("Usage: gpool top [--once] [-n|--interval DUR] [--jobs N] [--no-color]\n"
-          "  A live view of the pool: per-node GPU utilisation bars with memory, power,\n"
-          "  temperature, health and jobs; queues against their fair share; running and\n"
-          "  pending jobs. Redraws every --interval (default 2s) until Ctrl-C; --once draws\n"
-          "  one frame and exits. --jobs caps the job list (default 20).\n",
-          stdout);
-    return 0;
-  }
+  top_args a = {.interval_s = 2, .max_jobs = 20};
+  int code = gp_cli_parse(&cli, argc, argv, top_opts, top_opt, NULL, &a, top_usage);
+  if (code) return code < 0 ? 0 : code;
+  bool once = a.once, no_color = a.no_color;
+  int64_t interval_s = a.interval_s, max_jobs = a.max_jobs;
   if (cli.json) return gp_cli_usage_error(cli.cmd, "-o json is not offered: use gpool nodes/jobs/queues -o json");
-  int code = gp_cli_connect(&cli);
-  if (code) return code;
+  if ((code = gp_cli_connect(&cli))) return code;
   style st = {.color = !once && !no_color && isatty(STDOUT_FILENO) && !getenv("NO_COLOR")};
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);

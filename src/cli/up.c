@@ -62,6 +62,8 @@ typedef struct up_ctx {
   char node[256];
   char admin_token[80], agent_token[80];
   pid_t server, agent;
+  const char *data_arg;  /* --data as the user gave it, for the messages that repeat it */
+  bool detach, stop;
 } up_ctx;
 
 static void path_in(const up_ctx *u, const char *file, char *out, size_t cap) {
@@ -469,12 +471,8 @@ static int supervise(up_ctx *u, const sigset_t *set) {
   }
 }
 
-int gp_cmd_up(int argc, char **argv) {
-  up_ctx u;
-  memset(&u, 0, sizeof u);
-  u.port = 8642;
-  const char *data = NULL;
-  bool detach = false, stop = false;
+/* The options into u; returns 0, -1 after printing the usage, or a usage error's code. */
+static int read_options(up_ctx *u, int argc, char **argv) {
   gp_opt_iter it;
   gp_opt_init(&it, argc, argv, 1);
   gp_err err = {0};
@@ -485,83 +483,163 @@ int gp_cmd_up(int argc, char **argv) {
     if (id == GP_OPT_POSITIONAL) return gp_cli_usage_error("up", "unexpected '%s'", v);
     if (id < 0) return gp_cli_usage_error("up", "%s", err.message);
     switch (id) {
-    case U_DATA: data = v; break;
+    case U_DATA: u->data_arg = v; break;
     case U_PORT:
       if (!gp_cli_valid_id(v) || atoi(v) > 65535) return gp_cli_usage_error("up", "--port takes 0..65535, not '%s'", v);
-      u.port = atoi(v);
+      u->port = atoi(v);
       break;
-    case U_SIM: u.sim = v; break;
-    case U_NAME: u.name = v; break;
-    case U_SHARING: u.sharing = v; break;
-    case U_DETACH: detach = true; break;
-    case U_STOP: stop = true; break;
-    case U_HELP: fputs(up_usage, stdout); return 0;
+    case U_SIM: u->sim = v; break;
+    case U_NAME: u->name = v; break;
+    case U_SHARING: u->sharing = v; break;
+    case U_DETACH: u->detach = true; break;
+    case U_STOP: u->stop = true; break;
+    case U_HELP: fputs(up_usage, stdout); return -1;
     }
   }
+  return 0;
+}
+
+/* The data directory: --data (made absolute), else $XDG_DATA_HOME/gpool, else
+ * ~/.local/share/gpool, else ./.gpool. */
+static int choose_data_dir(up_ctx *u) {
+  const char *data = u->data_arg;
   if (data) {
-    if (data[0] == '/') snprintf(u.data, sizeof u.data, "%s", data);
+    if (data[0] == '/') snprintf(u->data, sizeof u->data, "%s", data);
     else {
       char cwd[2048];
       if (!getcwd(cwd, sizeof cwd)) return gp_cli_usage_error("up", "cannot read the current directory");
-      snprintf(u.data, sizeof u.data, "%s/%s", cwd, data);
+      snprintf(u->data, sizeof u->data, "%s/%s", cwd, data);
     }
   } else if (getenv("XDG_DATA_HOME") && *getenv("XDG_DATA_HOME")) {
-    snprintf(u.data, sizeof u.data, "%s/gpool", getenv("XDG_DATA_HOME"));
+    snprintf(u->data, sizeof u->data, "%s/gpool", getenv("XDG_DATA_HOME"));
   } else if (getenv("HOME") && *getenv("HOME")) {
-    snprintf(u.data, sizeof u.data, "%s/.local/share/gpool", getenv("HOME"));
+    snprintf(u->data, sizeof u->data, "%s/.local/share/gpool", getenv("HOME"));
   } else {
-    snprintf(u.data, sizeof u.data, "%s", ".gpool");
+    snprintf(u->data, sizeof u->data, "%s", ".gpool");
   }
-  if (stop) return stop_detached(&u);
-  pid_t running = read_pid(&u);
+  return 0;
+}
+
+/* " --data DIR" when the user gave one, so the suggested command finds the same pool. */
+static const char *data_flag(const up_ctx *u) { return u->data_arg ? " --data " : ""; }
+static const char *data_value(const up_ctx *u) { return u->data_arg ? u->data_arg : ""; }
+
+/* Refuses a second pool on the same data directory and finds this executable (the
+ * children are exec'd from it). Returns 0 or 1. */
+static int check_can_start(up_ctx *u) {
+  pid_t running = read_pid(u);
   if (running) {
     fprintf(stderr, "gpool up: a pool is already running from %s (process %d); stop it with 'gpool up --stop%s%s'\n",
-            u.data, (int)running, data ? " --data " : "", data ? data : "");
+            u->data, (int)running, data_flag(u), data_value(u));
     return 1;
   }
-  ssize_t n = readlink("/proc/self/exe", u.self, sizeof u.self - 1);
+  ssize_t n = readlink("/proc/self/exe", u->self, sizeof u->self - 1);
   if (n <= 0) {
     fprintf(stderr, "gpool up: cannot find my own executable: %s\n", strerror(errno));
     return 1;
   }
-  u.self[n] = '\0';
-  if (prepare(&u)) return 1;
+  u->self[n] = '\0';
+  return 0;
+}
 
-  /* Detached: the parent waits on a pipe for "up" (or an error) from the supervisor. */
-  int ready[2] = {-1, -1};
-  if (detach) {
-    if (pipe2(ready, O_CLOEXEC)) return 1;
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid < 0) return 1;
-    if (pid > 0) {
-      close(ready[1]);
-      char buf[8192];
-      size_t got = 0;
-      ssize_t r;
-      while (got < sizeof buf - 1 && (r = read(ready[0], buf + got, sizeof buf - 1 - got)) > 0) got += (size_t)r;
-      buf[got] = '\0';
-      close(ready[0]);
-      if (strncmp(buf, "ok\n", 3)) {
-        fprintf(stderr, "%s", buf);
-        waitpid(pid, NULL, 0);
-        return 1;
-      }
-      fputs(buf + 3, stdout);
-      return 0;
-    }
-    close(ready[0]);
-    setsid();
-    char log[3200];
-    path_in(&u, "up.log", log, sizeof log);
-    int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
-    if (fd >= 0) {
-      dup2(ready[1], 2); /* start-up errors go to the waiting parent */
-      dup2(fd, 1);
-      close(fd);
-    }
+/* Points stream fd_to (1 or 2) at the end of up.log. */
+static void log_to_file(const up_ctx *u, int fd_to) {
+  char log[3200];
+  path_in(u, "up.log", log, sizeof log);
+  int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+  if (fd >= 0) {
+    dup2(fd, fd_to);
+    close(fd);
   }
+}
 
+/* With --detach, forks: the parent waits on a pipe for "ok" and the greeting (or an
+ * error) from the child, which goes on as the supervisor in its own session. Returns -1
+ * in the process that goes on (ready[1] set in the child), else the parent's exit code. */
+static int detach(up_ctx *u, int ready[2]) {
+  if (!u->detach) return -1;
+  if (pipe2(ready, O_CLOEXEC)) return 1;
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid < 0) return 1;
+  if (pid > 0) {
+    close(ready[1]);
+    char buf[8192];
+    size_t got = 0;
+    ssize_t r;
+    while (got < sizeof buf - 1 && (r = read(ready[0], buf + got, sizeof buf - 1 - got)) > 0) got += (size_t)r;
+    buf[got] = '\0';
+    close(ready[0]);
+    if (strncmp(buf, "ok\n", 3)) {
+      fprintf(stderr, "%s", buf);
+      waitpid(pid, NULL, 0);
+      return 1;
+    }
+    fputs(buf + 3, stdout);
+    return 0;
+  }
+  close(ready[0]);
+  setsid();
+  char log[3200];
+  path_in(u, "up.log", log, sizeof log);
+  int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+  if (fd >= 0) {
+    dup2(ready[1], 2); /* start-up errors go to the waiting parent */
+    dup2(fd, 1);
+    close(fd);
+  }
+  return -1;
+}
+
+/* Starts the server and the agent, then writes client.json; 0, or 1 after saying why. */
+static int start_pool(up_ctx *u, char *client_path, size_t cap) {
+  if (start_server(u) || start_agent(u, u->node, sizeof u->node, true)) return 1;
+  if (gp_client_config_path(client_path, cap)) {
+    fprintf(stderr, "gpool up: no place for client.json (set HOME or GPOOL_CONFIG_DIR)\n");
+    return 1;
+  }
+  gp_err err = {0};
+  if (gp_client_config_write(client_path, u->url, u->admin_token, &err)) {
+    char line[1200];
+    gp_err_format(&err, line, sizeof line);
+    fprintf(stderr, "gpool up: %s\n", line);
+    return 1;
+  }
+  return 0;
+}
+
+/* The greeting: to the terminal, or (detached) through the pipe to the waiting parent,
+ * after which this process's errors go to up.log. */
+static void announce(up_ctx *u, const char *client_path, int ready[2]) {
+  if (!u->detach) {
+    greet(u, u->node, client_path, stdout);
+    printf("Press Ctrl-C to stop the pool (running jobs keep their state for the next 'gpool up').\n");
+    fflush(stdout);
+    return;
+  }
+  FILE *msg = fdopen(ready[1], "w");
+  fputs("ok\n", msg);
+  greet(u, u->node, client_path, msg);
+  fprintf(msg, "The pool runs in the background (log: %s/up.log); stop it with 'gpool up --stop%s%s'.\n",
+          u->data, data_flag(u), data_value(u));
+  fclose(msg);
+  ready[1] = -1;
+  log_to_file(u, 2);
+}
+
+int gp_cmd_up(int argc, char **argv) {
+  up_ctx u;
+  memset(&u, 0, sizeof u);
+  u.port = 8642;
+  int code = read_options(&u, argc, argv);
+  if (code) return code < 0 ? 0 : code;
+  if ((code = choose_data_dir(&u))) return code;
+  if (u.stop) return stop_detached(&u);
+  if (check_can_start(&u) || prepare(&u)) return 1;
+  int ready[2] = {-1, -1};
+  if ((code = detach(&u, ready)) >= 0) return code;
+
+  /* Signals wait for supervise(), which forwards them to the children. */
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
@@ -570,48 +648,16 @@ int gp_cmd_up(int argc, char **argv) {
   sigprocmask(SIG_BLOCK, &set, NULL);
   write_pid(&u);
   char client_path[4096] = "";
-  int code = 1;
-  if (start_server(&u) || start_agent(&u, u.node, sizeof u.node, true)) goto fail;
-  if (gp_client_config_path(client_path, sizeof client_path)) {
-    fprintf(stderr, "gpool up: no place for client.json (set HOME or GPOOL_CONFIG_DIR)\n");
-    goto fail;
-  }
-  if (gp_client_config_write(client_path, u.url, u.admin_token, &err)) {
-    char line[1200];
-    gp_err_format(&err, line, sizeof line);
-    fprintf(stderr, "gpool up: %s\n", line);
-    goto fail;
-  }
-  if (detach) {
-    FILE *msg = fdopen(ready[1], "w");
-    fputs("ok\n", msg);
-    greet(&u, u.node, client_path, msg);
-    fprintf(msg, "The pool runs in the background (log: %s/up.log); stop it with 'gpool up --stop%s%s'.\n",
-            u.data, data ? " --data " : "", data ? data : "");
-    fclose(msg);
-    ready[1] = -1;
-    char log[3200];
-    path_in(&u, "up.log", log, sizeof log);
-    int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
-    if (fd >= 0) {
-      dup2(fd, 2);
-      close(fd);
-    }
+  if (start_pool(&u, client_path, sizeof client_path)) {
+    stop_all(&u);
+    code = 1;
   } else {
-    greet(&u, u.node, client_path, stdout);
-    printf("Press Ctrl-C to stop the pool (running jobs keep their state for the next 'gpool up').\n");
-    fflush(stdout);
+    announce(&u, client_path, ready);
+    code = supervise(&u, &set);
   }
-  code = supervise(&u, &set);
-  goto out;
-fail:
-  stop_all(&u);
-out:
-  {
-    char path[3200];
-    path_in(&u, "up.pid", path, sizeof path);
-    unlink(path);
-  }
+  char path[3200];
+  path_in(&u, "up.pid", path, sizeof path);
+  unlink(path);
   if (ready[1] >= 0) close(ready[1]);
   return code;
 }

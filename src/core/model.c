@@ -14,6 +14,15 @@ const gp_priority_class gp_default_priority_classes[] = {
 const int gp_n_default_priority_classes =
     (int)(sizeof gp_default_priority_classes / sizeof gp_default_priority_classes[0]);
 
+const gp_priority_class *gp_priority_class_find(const gp_policy *p, const char *name) {
+  const gp_priority_class *cls = p->n_priority_classes ? p->priority_classes
+                                                       : gp_default_priority_classes;
+  int n = p->n_priority_classes ? p->n_priority_classes : gp_n_default_priority_classes;
+  for (int i = 0; name && i < n; i++)
+    if (!strcmp(cls[i].name, name)) return &cls[i];
+  return NULL;
+}
+
 void gp_policy_init(gp_policy *p) {
   memset(p, 0, sizeof *p);
   p->placement = GP_PLACE_BINPACK;

@@ -251,6 +251,10 @@ void gp_policy_init(gp_policy *p);
 extern const gp_priority_class gp_default_priority_classes[];
 extern const int gp_n_default_priority_classes;
 
+/* The class called `name` among the policy's classes (the defaults when it lists none),
+ * or NULL. */
+const gp_priority_class *gp_priority_class_find(const gp_policy *p, const char *name);
+
 /* Enum names as they appear in files and the API ("pending", "drain", "spot", ...) and
  * their parsers (return 0 and set *ret, or GP_EINVAL). */
 const char *gp_job_state_name(gp_job_state s);

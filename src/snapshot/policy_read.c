@@ -392,15 +392,6 @@ int gp_pools_read(const gp_doc *d, const gp_doc_node *seq, const char *path,
   return 0;
 }
 
-const gp_priority_class *gp_priority_class_find(const gp_policy *p, const char *name) {
-  const gp_priority_class *cls = p->n_priority_classes ? p->priority_classes
-                                                       : gp_default_priority_classes;
-  int n = p->n_priority_classes ? p->n_priority_classes : gp_n_default_priority_classes;
-  for (int i = 0; name && i < n; i++)
-    if (!strcmp(cls[i].name, name)) return &cls[i];
-  return NULL;
-}
-
 int gp_policy_check(const gp_policy *p, const gp_queue *queues, int n_queues,
                     const gp_doc *d, const gp_doc_node *policy_map,
                     const gp_doc_node *queues_seq, gp_err *err) {

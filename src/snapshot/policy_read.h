@@ -68,10 +68,6 @@ int gp_pools_read(const gp_doc *d, const gp_doc_node *seq, const char *path,
                   const char *const *extra_keys, const gp_queue *queues, int n_queues,
                   gp_arena *arena, gp_pool **ret_pools, int *ret_n, gp_err *err);
 
-/* The class called `name` among the policy's classes (the defaults when it lists none),
- * or NULL. */
-const gp_priority_class *gp_priority_class_find(const gp_policy *p, const char *name);
-
 /* Cross-checks that need several sections: the policy's default_priority and every
  * queue's default_priority name a known class. `doc`/`queues_seq` (may be NULL) are used
  * only to give the line of a bad queue. */

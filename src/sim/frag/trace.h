@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Readers for the openb GPU-sharing traces (Alibaba cluster-trace-gpu-v2023, the FGD
- * paper's data): a node list (`sn, cpu_milli, memory_mib, gpu, model`) and a pod list (the
- * 11-column files with times, or the 5-column `name, cpu_milli, memory_mib, num_gpu,
- * gpu_milli` one). Columns are found by their header names, so column order and extra
- * columns do not matter. Every row is validated; the first bad one is reported as
- * file:line with the field and why. */
+/* The openb GPU-sharing traces (Alibaba cluster-trace-gpu-v2023, the FGD paper's data) as
+ * the fragmentation simulator uses them: a node list (`sn, cpu_milli, memory_mib, gpu,
+ * model`, read by sim/trace/node_list.h) and a pod list (the 11-column files with times, or
+ * the 5-column `name, cpu_milli, memory_mib, num_gpu, gpu_milli` one, read by
+ * sim/trace/trace.h for its pods' shapes). Columns are found by their header names, so
+ * column order and extra columns do not matter. Every row is validated; the first bad one
+ * is reported as file:line with the field and why. */
 #ifndef GP_SIM_FRAG_TRACE_H
 #define GP_SIM_FRAG_TRACE_H
 

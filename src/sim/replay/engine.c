@@ -15,12 +15,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/model.h"
 #include "core/plan.h"
 #include "core/sched.h"
 #include "sim/replay/heap.h"
 #include "sim/replay/replay.h"
 #include "sim/replay/stats.h"
-#include "snapshot/policy_read.h"
 
 #define PEND_TASKS_MAX 64
 #define NO_CKPT INT64_MAX /* ckpt_next of a slot that is not running */
@@ -52,7 +52,7 @@ typedef struct sim {
   const gp_trace *trace;
   const gp_fleet *fleet;
   const gp_replay_queues *queues;
-  const gp_time *arrive;  /* arrival time of each job (the trace's, time-scaled) */
+  gp_time *arrive;        /* arrival time of each job (the trace's, time-scaled) */
   int n_pools;
   gp_pool *pools;         /* static partitions, when asked for */
   bool can_preempt;
@@ -813,14 +813,10 @@ static void build_partitions(sim *s) {
   }
 }
 
-int gp_replay_run(const gp_replay_config *cfg, const gp_trace *trace, const gp_fleet *fleet,
-                  const gp_replay_queues *queues, gp_replay_result **ret, gp_err *err) {
-  double wall0 = now_s();
-  if (fleet->n_nodes < 1) return gp_err_set(err, GP_EINVAL, NULL, 0, "fleet", "the fleet has no node");
-  if (queues->n < 1) return gp_err_set(err, GP_EINVAL, NULL, 0, "queues", "no queue");
-  if (trace->n_jobs < 1) return gp_err_set(err, GP_EINVAL, trace->source, 0, NULL, "no job");
-  sim S = {.cfg = cfg, .trace = trace, .fleet = fleet, .queues = queues, .err = err};
-  sim *s = &S;
+/* The simulator's state over the fleet, the jobs and the queues, before any job arrives. */
+static void sim_init(sim *s) {
+  const gp_replay_config *cfg = s->cfg;
+  const gp_fleet *fleet = s->fleet;
   s->can_preempt = cfg->policy.preemption || cfg->policy.reclaim;
   s->strict_fifo = cfg->policy.order == GP_ORDER_FIFO && !cfg->policy.backfill;
   s->arena = gp_arena_new();
@@ -835,7 +831,7 @@ int gp_replay_run(const gp_replay_config *cfg, const gp_trace *trace, const gp_f
       s->up_gpus += s->nodes[i].n_gpus;
     }
   s->pend_shape = gp_xcalloc(GP_MAX_NODE_GPUS + 1, sizeof *s->pend_shape);
-  size_t nj = trace->n_jobs;
+  size_t nj = s->trace->n_jobs;
   s->jobs = gp_xcalloc(nj, sizeof *s->jobs);
   s->v = gp_xmalloc(nj * sizeof *s->v);
   s->vrev = gp_xmalloc(nj * sizeof *s->vrev);
@@ -843,7 +839,7 @@ int gp_replay_run(const gp_replay_config *cfg, const gp_trace *trace, const gp_f
   s->memo = gp_sched_memo_new();
   s->view_rev = 1;
   s->vmap = gp_xmalloc(nj * sizeof *s->vmap);
-  s->nq = queues->n;
+  s->nq = s->queues->n;
   s->alloc = gp_xcalloc((size_t)s->nq, sizeof(double));
   s->fair = gp_xcalloc((size_t)s->nq, sizeof(double));
   s->alloc_int = gp_xcalloc((size_t)s->nq, sizeof(double));
@@ -853,16 +849,20 @@ int gp_replay_run(const gp_replay_config *cfg, const gp_trace *trace, const gp_f
   s->q_pending_gpus = gp_xcalloc((size_t)s->nq, sizeof(double));
   s->rng = cfg->seed;
   s->progress_pct = -1;
+}
+
+/* The result the run fills: its queues and an empty time series. */
+static gp_replay_result *result_new(sim *s) {
   gp_replay_result *r = gp_xcalloc(1, sizeof *r);
   s->r = r;
   r->arena = s->arena;
-  r->policy = gp_xstrdup(cfg->policy_name ? cfg->policy_name : "custom");
-  r->jobs = (int64_t)nj;
+  r->policy = gp_xstrdup(s->cfg->policy_name ? s->cfg->policy_name : "custom");
+  r->jobs = (int64_t)s->trace->n_jobs;
   r->n_queues = s->nq;
   r->queues = gp_xcalloc((size_t)s->nq, sizeof *r->queues);
   for (int q = 0; q < s->nq; q++) {
-    r->queues[q].name = gp_arena_strdup(s->arena, queues->queues[q].name);
-    r->queues[q].deserved_gpus = queues->queues[q].deserved_gpus;
+    r->queues[q].name = gp_arena_strdup(s->arena, s->queues->queues[q].name);
+    r->queues[q].deserved_gpus = s->queues->queues[q].deserved_gpus;
   }
   gp_replay_series *se = &r->series;
   se->cap = 2048;
@@ -875,30 +875,86 @@ int gp_replay_run(const gp_replay_config *cfg, const gp_trace *trace, const gp_f
   se->up_gpus = gp_xmalloc((size_t)se->cap * sizeof(double));
   se->queue_pending = gp_xmalloc((size_t)se->cap * s->nq * sizeof(double));
   se->queue_gpus = gp_xmalloc((size_t)se->cap * s->nq * sizeof(double));
+  return r;
+}
 
-  /* Arrivals, their offsets from the first one divided by time_scale (monotone: order is
-   * kept); durations are unchanged, so the offered load grows by time_scale. */
+/* Arrivals, their offsets from the first one divided by time_scale (monotone: order is
+ * kept); durations are unchanged, so the offered load grows by time_scale. */
+static gp_time *scale_arrivals(sim *s) {
+  size_t nj = s->trace->n_jobs;
+  const gp_trace_job *tj = s->trace->jobs;
   gp_time *arrive = gp_xmalloc((nj ? nj : 1) * sizeof *arrive);
-  double scale = cfg->time_scale > 0 ? cfg->time_scale : 1;
+  double scale = s->cfg->time_scale > 0 ? s->cfg->time_scale : 1;
   for (size_t i = 0; i < nj; i++)
-    arrive[i] = trace->jobs[0].submit +
-                (gp_time)llround((double)(trace->jobs[i].submit - trace->jobs[0].submit) / scale);
-  s->arrive = arrive;
-  if (cfg->partition) build_partitions(s);
-  gp_job *protos = gp_xcalloc(nj, sizeof *protos);
+    arrive[i] = tj[0].submit + (gp_time)llround((double)(tj[i].submit - tj[0].submit) / scale);
+  return arrive;
+}
+
+/* The jobs' view entries (protos) and the clock's start: the CSV header and the first
+ * failure of every node when nodes fail. */
+static int prepare_jobs(sim *s, gp_job *protos) {
+  if (s->cfg->partition) build_partitions(s);
   int rc = build_jobs(s, protos);
   s->need_count = gp_xcalloc((size_t)s->max_need + 2, sizeof *s->need_count);
   s->min_need = s->max_need + 1;
-  if (!rc) {
-    s->t_first = s->t_last = arrive[0];
-    if (cfg->csv) csv_header(s);
-    if (cfg->mtbf_hours > 0)
-      for (int i = 0; i < fleet->n_nodes; i++)
-        gp__heap_push(&s->heap, s->t_first + exp_sample(s, cfg->mtbf_hours * 3600),
-                      GP__EV_NODE_FAIL, i, 0);
+  if (rc) return rc;
+  s->t_first = s->t_last = s->arrive[0];
+  if (s->cfg->csv) csv_header(s);
+  if (s->cfg->mtbf_hours > 0)
+    for (int i = 0; i < s->fleet->n_nodes; i++)
+      gp__heap_push(&s->heap, s->t_first + exp_sample(s, s->cfg->mtbf_hours * 3600),
+                    GP__EV_NODE_FAIL, i, 0);
+  return 0;
+}
+
+/* Handles the events due at t. *dirty: worth a call to the core now; *freed: GPUs came
+ * free; *t_end moves to t when a job ended. */
+static void take_events(sim *s, gp_time t, bool *dirty, bool *freed, gp_time *t_end) {
+  const gp__event *top;
+  while ((top = gp__heap_top(&s->heap)) && top->t == t) {
+    gp__event e;
+    gp__heap_pop(&s->heap, &e);
+    if (handle(s, &e)) {
+      /* A failure requeues jobs: always worth a call. GPUs coming free let a job
+       * start only if one could use them, unless the policy may preempt (a queue's
+       * fair share can move and allow a reclaim). */
+      if (e.kind == GP__EV_NODE_FAIL || s->can_preempt) *dirty = true;
+      else *freed = true;
+    }
+    if (e.kind == GP__EV_COMPLETE || e.kind == GP__EV_GRACE_END) *t_end = t;
   }
+}
+
+/* Adds the jobs arriving at t to the view, from *cursor on; *dirty as in take_events. */
+static void take_arrivals(sim *s, gp_time t, const gp_job *protos, size_t *cursor, bool *dirty) {
+  const gp_replay_config *cfg = s->cfg;
+  size_t nj = s->trace->n_jobs;
+  int64_t pending_before = s->pending_total;
+  for (; *cursor < nj && s->arrive[*cursor] == t; (*cursor)++) {
+    int j = (int)*cursor;
+    sjob *sj = &s->jobs[j];
+    int q = sj->queue;
+    /* The queue's fair share grows with this demand only if it was capped by demand. */
+    bool share_may_grow = s->fair[q] + 1e-9 >= s->alloc[q] + s->q_pending_gpus[q];
+    view_add(s, j, &protos[j]);
+    pend_add(s, j, t);
+    /* Without preemption an arrival can start only if enough GPUs are idle now (and,
+     * in strict FIFO, nobody waits ahead of it): otherwise the core would only say so,
+     * unless the fair shares (kept for the fairness figures) change. */
+    if (cfg->every_event || s->can_preempt || share_may_grow || sj->need == 0 ||
+        (sj->need <= s->free_whole && !(s->strict_fifo && pending_before > 0)))
+      *dirty = true;
+  }
+}
+
+/* The event loop: arrivals and events in time order, calling the core when something
+ * could start. Returns 0 or the first error; *t_end is when the last job ended. */
+static int run_events(sim *s, const gp_job *protos, gp_time *t_end) {
+  const gp_replay_config *cfg = s->cfg;
+  size_t nj = s->trace->n_jobs;
   size_t cursor = 0;
-  gp_time t_end = s->t_first;
+  int rc = 0;
+  *t_end = s->t_first;
   while (!rc) {
     if (cursor == nj && s->running_total == 0 && (s->pending_total == 0 || s->nodes_down == 0)) {
       /* Nothing runs and nothing will arrive: jobs still pending can start only now, if
@@ -911,7 +967,7 @@ int gp_replay_run(const gp_replay_config *cfg, const gp_trace *trace, const gp_f
     }
     const gp__event *top = gp__heap_top(&s->heap);
     if (!top && cursor == nj) break;
-    gp_time t = cursor < nj ? arrive[cursor] : top->t;
+    gp_time t = cursor < nj ? s->arrive[cursor] : top->t;
     if (top && top->t < t) t = top->t;
     if (s->skipped && cfg->share_probe > 0 && t > s->last_step_t + cfg->share_probe) {
       /* Calls were skipped (they could start nothing) but demand moved: refresh the fair
@@ -923,37 +979,11 @@ int gp_replay_run(const gp_replay_config *cfg, const gp_trace *trace, const gp_f
     }
     advance(s, t);
     bool dirty = false, freed = false;
-    while ((top = gp__heap_top(&s->heap)) && top->t == t) {
-      gp__event e;
-      gp__heap_pop(&s->heap, &e);
-      if (handle(s, &e)) {
-        /* A failure requeues jobs: always worth a call. GPUs coming free let a job
-         * start only if one could use them, unless the policy may preempt (a queue's
-         * fair share can move and allow a reclaim). */
-        if (e.kind == GP__EV_NODE_FAIL || s->can_preempt) dirty = true;
-        else freed = true;
-      }
-      if (e.kind == GP__EV_COMPLETE || e.kind == GP__EV_GRACE_END) t_end = t;
-    }
+    take_events(s, t, &dirty, &freed, t_end);
     if (freed && (cfg->every_event || could_start(s))) dirty = true;
-    bool changed = freed;
-    int64_t pending_before = s->pending_total;
-    for (; cursor < nj && arrive[cursor] == t; cursor++) {
-      int j = (int)cursor;
-      sjob *sj = &s->jobs[j];
-      int q = sj->queue;
-      /* The queue's fair share grows with this demand only if it was capped by demand. */
-      bool share_may_grow = s->fair[q] + 1e-9 >= s->alloc[q] + s->q_pending_gpus[q];
-      view_add(s, j, &protos[j]);
-      pend_add(s, j, t);
-      /* Without preemption an arrival can start only if enough GPUs are idle now (and,
-       * in strict FIFO, nobody waits ahead of it): otherwise the core would only say so,
-       * unless the fair shares (kept for the fairness figures) change. */
-      changed = true;
-      if (cfg->every_event || s->can_preempt || share_may_grow || sj->need == 0 ||
-          (sj->need <= s->free_whole && !(s->strict_fifo && pending_before > 0)))
-        dirty = true;
-    }
+    size_t arrived_before = cursor;
+    take_arrivals(s, t, protos, &cursor, &dirty);
+    bool changed = freed || cursor > arrived_before;
     if (changed && !dirty) s->skipped = true;
     if (dirty && s->pending_total == 0 && !cfg->every_event) {
       /* Nothing waits: no job can start, and every queue's demand (its allocation) is
@@ -965,36 +995,40 @@ int gp_replay_run(const gp_replay_config *cfg, const gp_trace *trace, const gp_f
     if (dirty) rc = step(s, t);
     progress(s, cursor);
   }
-  if (cfg->progress) fprintf(stderr, "\r%80s\r", "");
-  if (!rc) {
-    advance(s, t_end);
-    sample_until(s, t_end - s->t_first + 1);
-    r->sched_seconds = s->sched_seconds;
-  }
-  if (!rc) {
-    /* Per-job outcomes into the result. */
-    gp__job_outcome *out = gp_xmalloc((nj ? nj : 1) * sizeof *out);
-    for (size_t i = 0; i < nj; i++) {
-      const sjob *sj = &s->jobs[i];
-      out[i] = (gp__job_outcome){.queue = sj->queue, .submit = arrive[i],
-                                 .first_start = sj->first_start, .end = sj->end,
-                                 .wait = sj->wait};
-      switch (sj->state) {
-      case SJ_DONE: out[i].outcome = GP__OUT_COMPLETED; break;
-      case SJ_TIMEOUT: out[i].outcome = GP__OUT_TIMEOUT; break;
-      case SJ_REJECTED: out[i].outcome = GP__OUT_REJECTED; break;
-      default: out[i].outcome = GP__OUT_UNFINISHED; break;
-      }
-      if (sj->state == SJ_PENDING && sj->first_start >= 0) out[i].wait += t_end - sj->pending_since;
+  return rc;
+}
+
+/* The series up to the end, and each job's outcome into the result's statistics. */
+static void record_outcomes(sim *s, gp_time t_end) {
+  gp_replay_result *r = s->r;
+  size_t nj = s->trace->n_jobs;
+  advance(s, t_end);
+  sample_until(s, t_end - s->t_first + 1);
+  r->sched_seconds = s->sched_seconds;
+  gp__job_outcome *out = gp_xmalloc((nj ? nj : 1) * sizeof *out);
+  for (size_t i = 0; i < nj; i++) {
+    const sjob *sj = &s->jobs[i];
+    out[i] = (gp__job_outcome){.queue = sj->queue, .submit = s->arrive[i],
+                               .first_start = sj->first_start, .end = sj->end,
+                               .wait = sj->wait};
+    switch (sj->state) {
+    case SJ_DONE: out[i].outcome = GP__OUT_COMPLETED; break;
+    case SJ_TIMEOUT: out[i].outcome = GP__OUT_TIMEOUT; break;
+    case SJ_REJECTED: out[i].outcome = GP__OUT_REJECTED; break;
+    default: out[i].outcome = GP__OUT_UNFINISHED; break;
     }
-    gp__replay_stats(r, out, nj, s->t_first, t_end, s->alloc_int, s->fair_int,
-                     s->alloc_int_total, s->up_int);
-    free(out);
+    if (sj->state == SJ_PENDING && sj->first_start >= 0) out[i].wait += t_end - sj->pending_since;
   }
-  for (size_t i = 0; i < nj; i++) free(s->jobs[i].pl);
+  gp__replay_stats(r, out, nj, s->t_first, t_end, s->alloc_int, s->fair_int,
+                   s->alloc_int_total, s->up_int);
+  free(out);
+}
+
+/* Everything but the result (and its arena). */
+static void sim_free(sim *s) {
+  for (size_t i = 0; i < s->trace->n_jobs; i++) free(s->jobs[i].pl);
   free(s->jobs);
-  free(protos);
-  free(arrive);
+  free(s->arrive);
   free(s->v);
   gp_sched_memo_free(s->memo);
   free(s->vrev);
@@ -1014,11 +1048,32 @@ int gp_replay_run(const gp_replay_config *cfg, const gp_trace *trace, const gp_f
   gp__heap_done(&s->heap);
   gp__heap_done(&s->fifo);
   free(s->need_count);
+}
+
+int gp_replay_run(const gp_replay_config *cfg, const gp_trace *trace, const gp_fleet *fleet,
+                  const gp_replay_queues *queues, gp_replay_result **ret, gp_err *err) {
+  double wall0 = now_s();
+  if (fleet->n_nodes < 1) return gp_err_set(err, GP_EINVAL, NULL, 0, "fleet", "the fleet has no node");
+  if (queues->n < 1) return gp_err_set(err, GP_EINVAL, NULL, 0, "queues", "no queue");
+  if (trace->n_jobs < 1) return gp_err_set(err, GP_EINVAL, trace->source, 0, NULL, "no job");
+  sim S = {.cfg = cfg, .trace = trace, .fleet = fleet, .queues = queues, .err = err};
+  sim *s = &S;
+  sim_init(s);
+  gp_replay_result *r = result_new(s);
+  s->arrive = scale_arrivals(s);
+  gp_job *protos = gp_xcalloc(trace->n_jobs, sizeof *protos);
+  int rc = prepare_jobs(s, protos);
+  gp_time t_end = s->t_first;
+  if (!rc) rc = run_events(s, protos, &t_end);
+  if (cfg->progress) fprintf(stderr, "\r%80s\r", ""); /* clears the progress line */
+  if (!rc) record_outcomes(s, t_end);
+  free(protos);
+  sim_free(s);
   if (rc) {
     gp_replay_result_free(r); /* frees the arena too */
     return rc;
   }
-    r->wall_seconds = now_s() - wall0;
+  r->wall_seconds = now_s() - wall0;
   *ret = r;
   return 0;
 }

@@ -10,6 +10,7 @@
 
 #include "sim/replay/replay.h"
 #include "sim/replay/vc.h"
+#include "sim/trace/node_list.h"
 #include "sim/trace/reader.h"
 #include "snapshot/snapshot.h"
 #include "util/doc.h"
@@ -115,101 +116,34 @@ static int parse_shorthand(const char *spec, gp_fleet *f, gp_err *err) {
   return 0;
 }
 
-static char *slurp(const char *path, size_t *ret_len, gp_err *err) {
-  FILE *fp = fopen(path, "rb");
-  if (!fp) {
-    gp_err_set(err, GP_EIO, path, 0, NULL, "cannot open: %s", strerror(errno));
-    return NULL;
+typedef struct csv_fleet {
+  gp_fleet *f;
+  const char *path;
+  int cap;
+} csv_fleet;
+
+static int add_csv_node(void *arg, const gp_node_row *row, gp_err *err) {
+  csv_fleet *c = arg;
+  gp_fleet *f = c->f;
+  if (f->n_nodes >= MAX_FLEET_NODES)
+    return gp_err_set(err, GP_ELIMIT, c->path, row->line, NULL, "more than %d nodes", MAX_FLEET_NODES);
+  if (f->n_nodes == c->cap) {
+    c->cap = c->cap ? c->cap * 2 : 256;
+    gp_node *grown = gp_arena_alloc(f->arena, (size_t)c->cap * sizeof *grown);
+    if (f->n_nodes) memcpy(grown, f->nodes, (size_t)f->n_nodes * sizeof *grown);
+    f->nodes = grown;
   }
-  char *buf = gp_xmalloc(FLEET_MAX_BYTES + 1);
-  size_t n = fread(buf, 1, FLEET_MAX_BYTES + 1, fp);
-  fclose(fp);
-  if (n > FLEET_MAX_BYTES) {
-    free(buf);
-    gp_err_set(err, GP_ELIMIT, path, 0, NULL, "larger than %zu bytes", FLEET_MAX_BYTES);
-    return NULL;
-  }
-  buf[n] = '\0';
-  *ret_len = n;
-  return buf;
+  gp_node *node = &f->nodes[f->n_nodes++];
+  node_init(f, node, row->name, row->model && *row->model ? row->model : "gpu", row->gpus);
+  if (row->cpu_milli >= 0) node->cpu_milli = row->cpu_milli;
+  if (row->mem_mib >= 0) node->mem_mib = row->mem_mib;
+  return 0;
 }
 
-/* Cuts the next line out of a NUL-terminated text, advancing *cursor past it, and trims
- * trailing CR and spaces; an empty string for a blank line. */
-static char *next_line(char **cursor) {
-  char *s = *cursor, *nl = strchr(s, '\n');
-  if (nl) *nl = '\0';
-  *cursor = nl ? nl + 1 : s + strlen(s);
-  size_t l = strlen(s);
-  while (l && (s[l - 1] == '\r' || s[l - 1] == ' ')) s[--l] = '\0';
-  return s;
-}
-
-/* openb's node list: sn|name, gpu|gpus, model, optional cpu_milli, memory_mib. */
+/* A node list CSV (sim/trace/node_list.h): every row a node. */
 static int read_node_csv(const char *path, gp_fleet *f, gp_err *err) {
-  size_t len;
-  char *text = slurp(path, &len, err);
-  if (!text) return err ? err->code : GP_EIO;
-  int rc = 0, line = 0, cap = 0;
-  int c_name = -1, c_gpus = -1, c_model = -1, c_cpu = -1, c_mem = -1, n_cols = -1;
-  char *fields[64];
-  for (char *p = text; *p && !rc;) {
-    char *s = next_line(&p);
-    line++;
-    if (!*s) continue;
-    int n = gp__csv_split(s, fields, 64);
-    if (n_cols < 0) {
-      n_cols = n;
-      for (int i = 0; i < n; i++) {
-        const char *h = fields[i];
-        if (!strcmp(h, "sn") || !strcmp(h, "name") || !strcmp(h, "node")) c_name = i;
-        else if (!strcmp(h, "gpu") || !strcmp(h, "gpus")) c_gpus = i;
-        else if (!strcmp(h, "model") || !strcmp(h, "gpu_model")) c_model = i;
-        else if (!strcmp(h, "cpu_milli")) c_cpu = i;
-        else if (!strcmp(h, "memory_mib")) c_mem = i;
-      }
-      if (c_name < 0 || c_gpus < 0)
-        rc = gp_err_set(err, GP_EINVAL, path, line, NULL,
-                        "a node list needs columns sn (or name) and gpu (or gpus)");
-      continue;
-    }
-    if (n != n_cols) {
-      rc = gp_err_set(err, GP_EINVAL, path, line, NULL, "%d fields, the header has %d", n, n_cols);
-      break;
-    }
-    int64_t gpus, cpu = 0, mem = 0;
-    if (gp_parse_int64(fields[c_gpus], &gpus) || gpus < 0 || gpus > GP_MAX_NODE_GPUS) {
-      rc = gp_err_set(err, GP_EINVAL, path, line, "gpu", "expected 0 to %d GPUs", GP_MAX_NODE_GPUS);
-      break;
-    }
-    if ((c_cpu >= 0 && (gp_parse_int64(fields[c_cpu], &cpu) || cpu < 0)) ||
-        (c_mem >= 0 && (gp_parse_int64(fields[c_mem], &mem) || mem < 0))) {
-      rc = gp_err_set(err, GP_EINVAL, path, line, c_cpu >= 0 ? "cpu_milli" : "memory_mib",
-                      "expected a non-negative integer");
-      break;
-    }
-    if (!*fields[c_name] || strlen(fields[c_name]) > 255) {
-      rc = gp_err_set(err, GP_EINVAL, path, line, "name", "empty or too long node name");
-      break;
-    }
-    if (f->n_nodes >= MAX_FLEET_NODES) {
-      rc = gp_err_set(err, GP_ELIMIT, path, line, NULL, "more than %d nodes", MAX_FLEET_NODES);
-      break;
-    }
-    if (f->n_nodes == cap) {
-      cap = cap ? cap * 2 : 256;
-      gp_node *grown = gp_arena_alloc(f->arena, (size_t)cap * sizeof *grown);
-      if (f->n_nodes) memcpy(grown, f->nodes, (size_t)f->n_nodes * sizeof *grown);
-      f->nodes = grown;
-    }
-    gp_node *node = &f->nodes[f->n_nodes++];
-    node_init(f, node, fields[c_name], c_model >= 0 && *fields[c_model] ? fields[c_model] : "gpu",
-              (int)gpus);
-    if (c_cpu >= 0) node->cpu_milli = cpu;
-    if (c_mem >= 0) node->mem_mib = mem;
-  }
-  free(text);
-  return rc;
+  csv_fleet c = {.f = f, .path = path};
+  return gp_node_list_read(path, add_csv_node, &c, err);
 }
 
 static int read_node_yaml(const char *path, gp_fleet *f, gp_err *err) {
@@ -258,14 +192,14 @@ int gp_fleet_load(const char *spec, bool shared_gpus, gp_fleet **ret, gp_err *er
 
 int gp__read_vc_file(const char *path, gp__vc_entry **ret, int *ret_n, gp_err *err) {
   size_t len;
-  char *text = slurp(path, &len, err);
+  char *text = gp__trace_slurp(path, FLEET_MAX_BYTES, &len, err);
   if (!text) return err ? err->code : GP_EIO;
   gp__vc_entry *v = NULL;
   int n = 0, line = 0, rc = 0;
   bool header = true;
   char *fields[8];
   for (char *p = text; *p && !rc;) {
-    char *s = next_line(&p);
+    char *s = gp__trace_next_line(&p);
     line++;
     if (!*s) continue;
     int k = gp__csv_split(s, fields, 8);

@@ -35,6 +35,7 @@ static const colmap generic_cols[] = {
 /* Columns a format cannot do without. */
 static const char *const philly_required[] = {"timestamp", "duration", "num_gpus", "cluster", NULL};
 static const char *const openb_required[] = {"num_gpu", "gpu_milli", NULL};
+static const char *const openb_shape_required[] = {"cpu_milli", "memory_mib", "num_gpu", "gpu_milli", NULL};
 static const char *const generic_required[] = {"submit_time", "duration", "gpus", NULL};
 
 int gp__csv_split(char *line, char **fields, int max) {
@@ -88,7 +89,7 @@ int gp__trace_read_csv(gp_trace *t, gp_trace_format fmt, char *text, size_t len,
                        : fmt == GP_TRACE_OPENB ? openb_cols
                                                : generic_cols;
   const char *const *required = fmt == GP_TRACE_PHILLY  ? philly_required
-                                : fmt == GP_TRACE_OPENB ? openb_required
+                                : fmt == GP_TRACE_OPENB ? (o->shapes ? openb_shape_required : openb_required)
                                                         : generic_required;
   int index_of[GP__COL_COUNT]; /* field index in a row, -1: absent */
   const char *names[GP__COL_COUNT] = {0};
@@ -159,7 +160,7 @@ int gp__trace_read_csv(gp_trace *t, gp_trace_format fmt, char *text, size_t len,
       row.name[c] = names[c];
       row.v[c] = index_of[c] >= 0 ? trim(fields[index_of[c]]) : NULL;
     }
-    if (gp__trace_add_row(t, fmt, &row, err) && (rc = gp__trace_bad_row(t, o, err))) return rc;
+    if (gp__trace_add_row(t, fmt, o, &row, err) && (rc = gp__trace_bad_row(t, o, err))) return rc;
   }
   if (n_header < 0)
     return gp_err_set(err, GP_EINVAL, t->source, 0, NULL, "empty trace: no header line");

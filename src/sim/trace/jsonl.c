@@ -72,7 +72,7 @@ int gp__trace_read_jsonl(gp_trace *t, char *text, size_t len, const gp_trace_opt
         ok = false;
       }
     }
-    if (ok) ok = gp__trace_add_row(t, GP_TRACE_JSONL, &row, err) == 0;
+    if (ok) ok = gp__trace_add_row(t, GP_TRACE_JSONL, o, &row, err) == 0;
     json_decref(obj);
     if (!ok && (rc = gp__trace_bad_row(t, o, err))) return rc;
   }

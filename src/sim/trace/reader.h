@@ -34,7 +34,8 @@ typedef struct gp__trace_row {
 
 /* Converts a row to a job and appends it to t. Returns 0, or GP_EINVAL with err naming
  * the file, line and field. */
-int gp__trace_add_row(gp_trace *t, gp_trace_format fmt, const gp__trace_row *row, gp_err *err);
+int gp__trace_add_row(gp_trace *t, gp_trace_format fmt, const gp_trace_opts *o,
+                      const gp__trace_row *row, gp_err *err);
 
 /* Interns s[0..n) and stores its index; GP_ELIMIT past GP_TRACE_MAX_NAMES. */
 int gp__trace_intern(gp_trace *t, const char *s, size_t n, int *ret, gp_err *err);
@@ -46,6 +47,14 @@ int gp__trace_parse_time(const char *s, int64_t *ret);
 /* Splits a CSV line in place (RFC 4180 quoting, no embedded newlines). Returns the number
  * of fields, or -1 for more than `max` fields or a broken quote. */
 int gp__csv_split(char *line, char **fields, int max);
+
+/* A file of at most `max` bytes as one NUL-terminated string (malloc'd; its length in
+ * *ret_len), or NULL with err set (GP_EIO, GP_ELIMIT). */
+char *gp__trace_slurp(const char *path, size_t max, size_t *ret_len, gp_err *err);
+
+/* Cuts the next line out of a NUL-terminated text, advancing *cursor past it, and trims
+ * trailing CR and spaces; an empty string for a blank line. */
+char *gp__trace_next_line(char **cursor);
 
 /* Readers of the two families. */
 int gp__trace_read_csv(gp_trace *t, gp_trace_format fmt, char *text, size_t len,

@@ -87,8 +87,10 @@ static int intern_opt(gp_trace *t, const gp__trace_row *r, gp__trace_col c, int 
   return gp__trace_intern(t, r->v[c], strlen(r->v[c]), ret, err);
 }
 
-int gp__trace_add_row(gp_trace *t, gp_trace_format fmt, const gp__trace_row *r, gp_err *err) {
-  gp_trace_job j = {.line = r->line, .user = -1, .priority = -1, .gpu_models = -1, .id = -1};
+/* When a job arrives and how long it runs. */
+static int read_times(gp_trace *t, gp_trace_format fmt, const gp__trace_row *r, gp_trace_job *ret,
+                      gp_err *err) {
+  gp_trace_job j = *ret;
   const char *submit_name = fmt == GP_TRACE_OPENB ? "creation_time" : "submit_time";
   if (!present(r, GP__COL_SUBMIT))
     return bad(t, r, GP__COL_SUBMIT, submit_name, err, "missing submit time");
@@ -113,6 +115,16 @@ int gp__trace_add_row(gp_trace *t, gp_trace_format fmt, const gp__trace_row *r, 
       return bad(t, r, GP__COL_DURATION, "duration", err,
                  "expected a non-negative number of seconds");
   }
+  *ret = j;
+  return 0;
+}
+
+int gp__trace_add_row(gp_trace *t, gp_trace_format fmt, const gp_trace_opts *o,
+                      const gp__trace_row *r, gp_err *err) {
+  gp_trace_job j = {.line = r->line, .user = -1, .priority = -1, .gpu_models = -1, .id = -1};
+  bool shapes = fmt == GP_TRACE_OPENB && o->shapes;
+  int rc;
+  if (!shapes && (rc = read_times(t, fmt, r, &j, err))) return rc;
 
   /* GPUs: a whole count, or a fraction of one GPU (generic: "0.5"; openb: gpu_milli). */
   if (!present(r, GP__COL_GPUS)) return bad(t, r, GP__COL_GPUS, "gpus", err, "missing GPU count");
@@ -142,8 +154,14 @@ int gp__trace_add_row(gp_trace *t, gp_trace_format fmt, const gp__trace_row *r, 
                  "a multi-GPU pod must ask for whole GPUs (1000)");
     } else if (j.gpus == 1 && milli == 0) {
       return bad(t, r, GP__COL_GPU_MILLI, "gpu_milli", err, "a one-GPU pod asks for 0 milli");
+    } else if (shapes && j.gpus == 0 && milli != 0) {
+      return bad(t, r, GP__COL_GPU_MILLI, "gpu_milli", err, "milli-GPU asked with num_gpu 0");
     }
   }
+  if (shapes && !present(r, GP__COL_CPU_MILLI))
+    return bad(t, r, GP__COL_CPU_MILLI, "cpu_milli", err, "missing value");
+  if (shapes && !present(r, GP__COL_MEM_MIB))
+    return bad(t, r, GP__COL_MEM_MIB, "memory_mib", err, "missing value");
 
   if (present(r, GP__COL_TASKS)) {
     int64_t tasks;

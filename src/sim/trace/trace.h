@@ -71,6 +71,10 @@ typedef struct gp_trace_opts {
   bool skip_bad;          /* skip malformed rows (counted and reported) instead of failing */
   size_t max_jobs;        /* stop after this many jobs (0: GP_TRACE_MAX_JOBS); rows are
                              taken in file order, before sorting */
+  bool shapes;            /* an openb pod list read for its pods' shapes (gpool sim frag):
+                             times are not read (every job submits at 0 with duration 0,
+                             so jobs keep file order), cpu_milli and memory_mib are required,
+                             and gpu_milli without GPUs is an error */
 } gp_trace_opts;
 
 /* Reads a trace file. On success returns 0 and stores a new trace in *ret (free with

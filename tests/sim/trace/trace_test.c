@@ -134,6 +134,39 @@ static void openb_pods_without_times_are_rejected_with_their_line(void) {
   free(text);
 }
 
+/* Read for their shapes (gpool sim frag), the same pods need no times and keep file order,
+ * even where their creation times would sort them otherwise. */
+static void openb_pods_read_for_shapes_keep_file_order_without_times(void) {
+  size_t len;
+  char *text = head_of("openb_pod_list_multigpu50_head19.csv", 20, &len);
+  gp_trace *t = NULL;
+  gp_err e = {0};
+  gp_trace_opts o = {.format = GP_TRACE_OPENB, .shapes = true};
+  REQUIRE(gp_trace_read_string("multigpu50.csv", text, len, &o, &t, &e) == 0);
+  CHECK_EQ_INT(19, (int)t->n_jobs);
+  for (size_t i = 0; i < t->n_jobs; i++) CHECK_EQ_INT((int)i + 2, t->jobs[i].line);
+  gp_trace_free(t);
+  free(text);
+  const char *late_first =
+      "name,cpu_milli,memory_mib,num_gpu,gpu_milli,creation_time,deletion_time\n"
+      "a,1000,1024,1,500,900,1000\n"
+      "b,2000,2048,2,1000,100,200\n";
+  REQUIRE(gp_trace_read_string("late.csv", late_first, strlen(late_first), &o, &t, &e) == 0);
+  CHECK_EQ_STR("a", gp_trace_name(t, t->jobs[0].id));
+  CHECK_EQ_INT(500, t->jobs[0].gpu_milli);
+  CHECK_EQ_INT(2, t->jobs[1].gpus);
+  CHECK_EQ_INT(0, (int)t->jobs[1].submit);
+  gp_trace_free(t);
+  const char *no_mem = "name,cpu_milli,num_gpu,gpu_milli\na,1,1,500\n";
+  CHECK(gp_trace_read_string("nomem.csv", no_mem, strlen(no_mem), &o, &t, &e) != 0);
+  CHECK_EQ_STR("memory_mib", e.field);
+  const char *cpu_share = "name,cpu_milli,memory_mib,num_gpu,gpu_milli\na,1,1,0,500\n";
+  memset(&e, 0, sizeof e);
+  CHECK(gp_trace_read_string("share.csv", cpu_share, strlen(cpu_share), &o, &t, &e) != 0);
+  CHECK_EQ_INT(2, e.line);
+  CHECK_EQ_STR("gpu_milli", e.field);
+}
+
 static void generic_csv_carries_every_field(void) {
   const char *text =
       "id,submit_time,duration,gpus,tasks,queue,user,priority,time_limit,gpu_model,extra\n"
@@ -240,6 +273,7 @@ GP_TESTS(philly_slice_reads_times_as_utc_and_sorts_jobs,
          philly_malformed_rows_are_named_then_skipped_or_fatal,
          openb_pods_take_duration_from_deletion_minus_creation,
          openb_pods_without_times_are_rejected_with_their_line,
+         openb_pods_read_for_shapes_keep_file_order_without_times,
          generic_csv_carries_every_field, jsonl_reads_the_same_fields_and_names_bad_lines,
          unknown_formats_and_missing_columns_are_explained,
          oversized_rows_are_bad_rows_and_max_jobs_stops_early,
