@@ -117,8 +117,11 @@ static int parse_ids(gp_cli *cli, int argc, char **argv, const char **ids, int *
   for (;;) {
     const char *v = NULL;
     int id = gp_opt_next(&it, id_opts, &v, &err);
-    if (id == GP_OPT_END && !it.dashdash) break;
-    if (id == GP_OPT_END) continue;
+    if (id == GP_OPT_END && it.dashdash && it.i < it.argc) {
+      id = GP_OPT_POSITIONAL; /* "--": the words after it are ids, one at a time */
+      v = it.argv[it.i++];
+    }
+    if (id == GP_OPT_END) break;
     if (id == GP_OPT_POSITIONAL) {
       if (!gp_cli_valid_id(v)) return gp_cli_usage_error(cli->cmd, "'%s' is not a job id (job ids are numbers)", v);
       if (*n_ids >= max) return gp_cli_usage_error(cli->cmd, "at most %d job ids at once", max);

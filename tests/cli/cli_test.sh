@@ -30,6 +30,9 @@ expect 2 "choose one of --gpu-fraction, --gpu-mem and --mig" -- "$GPOOL" submit 
 expect 2 "-o takes 'json' or 'table'" -- "$GPOOL" jobs -o yaml
 expect 2 "is not a job id" -- "$GPOOL" cancel ../etc
 expect 2 "which job?" -- "$GPOOL" show
+# After "--" the words are ids too; a bare "--" ends the list (bounded: it once looped).
+expect 2 "which job?" -- timeout 10 "$GPOOL" show --
+expect 2 "is not a job id" -- timeout 10 "$GPOOL" why -- 1 -x
 expect 2 "say why with --reason" -- "$GPOOL" drain n1
 expect 2 "cordon applies to whole nodes" -- "$GPOOL" cordon n1:3 --reason x
 expect 2 "no token" -- "$GPOOL" jobs
