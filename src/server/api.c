@@ -9,7 +9,6 @@
 #include "protocol/fault.h"
 #include "protocol/order.h"
 #include "server/server_int.h"
-#include "snapshot/policy_read.h"
 #include "util/mem.h"
 #include "util/units.h"
 

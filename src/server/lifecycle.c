@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "protocol/order.h"
 #include "server/state.h"
 #include "util/mem.h"
 
@@ -69,13 +70,12 @@ static int send_stop(gp_srv_state *s, gp_srv_job *j, int task, const char *reaso
   /* One stop order per node, even when several tasks share it. */
   for (int t = 0; t < task; t++)
     if (j->alloc[t].node == ni && !j->alloc[t].exited) return 0;
-  json_t *o = json_object();
-  json_object_set_new(o, "kind", json_string("stop"));
-  json_object_set_new(o, "job", json_string(j->idstr));
-  json_object_set_new(o, "signal", json_string(j->signal));
-  json_object_set_new(o, "grace_s", json_integer(j->grace_s));
-  json_object_set_new(o, "reason", json_string(reason));
-  return gp__srv_order_add(s, s->nodes[ni], o, j->id, false, err);
+  gp_proto_order o = {.kind = GP_PROTO_STOP};
+  snprintf(o.u.stop.job, sizeof o.u.stop.job, "%s", j->idstr);
+  snprintf(o.u.stop.signal, sizeof o.u.stop.signal, "%s", j->signal);
+  o.u.stop.grace_s = j->grace_s;
+  snprintf(o.u.stop.reason, sizeof o.u.stop.reason, "%s", reason);
+  return gp__srv_order_add(s, s->nodes[ni], gp_proto_order_encode(&o), j->id, false, err);
 }
 
 int gp__srv_job_stop(gp_srv_state *s, gp_srv_job *j, const char *reason, int64_t now, gp_err *err) {

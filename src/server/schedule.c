@@ -11,6 +11,7 @@
 
 #include "core/plan.h"
 #include "core/sched.h"
+#include "protocol/order.h"
 #include "server/state.h"
 #include "util/mem.h"
 
@@ -185,17 +186,14 @@ static int order_mig_layouts(gp_srv_state *s, const gp_plan *plan, gp_err *err) 
     if (m->node < 0 || m->node >= s->n_nodes) continue;
     gp_srv_node *n = s->nodes[m->node];
     if (mig_order_outstanding(n, m->gpu)) continue;
-    json_t *o = json_object();
-    json_object_set_new(o, "kind", json_string("mig"));
-    json_object_set_new(o, "gpu", json_integer(m->gpu));
-    json_t *profiles = json_array(), *slots = json_array();
-    for (int k = 0; k < m->n_instances; k++) {
-      json_array_append_new(profiles, json_string(m->profiles[k]));
-      json_array_append_new(slots, json_integer(m->start_slots[k]));
+    gp_proto_order o = {.kind = GP_PROTO_MIG};
+    o.u.mig.gpu = m->gpu;
+    for (int k = 0; k < m->n_instances && k < GP_PROTO_MAX_MIG; k++) {
+      snprintf(o.u.mig.profiles[k], sizeof o.u.mig.profiles[k], "%s", m->profiles[k]);
+      o.u.mig.start_slots[k] = m->start_slots[k];
+      o.u.mig.n++;
     }
-    json_object_set_new(o, "profiles", profiles);
-    json_object_set_new(o, "start_slots", slots);
-    r = gp__srv_order_add(s, n, o, -1 - m->gpu, false, err);
+    r = gp__srv_order_add(s, n, gp_proto_order_encode(&o), -1 - m->gpu, false, err);
   }
   return r;
 }

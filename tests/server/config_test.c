@@ -2,7 +2,7 @@
 /* The server's config file: every key is read, and every mistake names file, line and key. */
 #include "test.h"
 #include "server/config.h"
-#include "snapshot/policy_read.h"
+#include "core/model.h"
 
 static gp_err parse_fail(const char *text) {
   gp_server_config *c = NULL;
