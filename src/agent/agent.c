@@ -27,7 +27,7 @@
 
 typedef enum call_kind { CALL_NONE, CALL_REGISTER, CALL_HEARTBEAT } call_kind;
 
-typedef struct gp__net {
+typedef struct gp__agent_net {
   CURLM *multi;
   CURL *easy;
   struct curl_slist *headers;
@@ -40,15 +40,15 @@ typedef struct gp__net {
   int failures;
   bool outage_logged;
   bool one_event_at_a_time;  /* after a refused batch: find the event the server rejects */
-} gp__net;
+} gp__agent_net;
 
-int64_t gp__now_ms(void) {
+int64_t gp__agent_now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-void gp__log(const char *fmt, ...) {
+void gp__agent_log(const char *fmt, ...) {
   char when[40];
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
@@ -64,11 +64,11 @@ void gp__log(const char *fmt, ...) {
   fprintf(stderr, "%s gpool agent: %s\n", when, line);
 }
 
-void gp__event(gp_agent *a, json_t *ev) {
+void gp__agent_event(gp_agent *a, json_t *ev) {
   json_array_append_new(a->events, ev);
 }
 
-int gp__write_json(const char *path, json_t *doc) {
+int gp__agent_write_json(const char *path, json_t *doc) {
   char tmp[1024];
   snprintf(tmp, sizeof tmp, "%s.tmp", path);
   char *text = json_dumps(doc, JSON_COMPACT);
@@ -121,18 +121,18 @@ static json_t *node_json(gp_agent *a) {
     json_object_set_new(o, "mode", json_string(gp_agent_mode_name(a->gpu_mode[i])));
     json_object_set_new(o, "replicas", json_integer(a->gpu_replicas[i]));
     char why[256];
-    const char *health = gp__gpu_health(a, i, why, sizeof why);
+    const char *health = gp__agent_gpu_health(a, i, why, sizeof why);
     json_object_set_new(o, "health", json_string(health));
     if (why[0]) json_object_set_new(o, "reason", json_string(why));
     json_object_set_new(o, "nvlink_domain", json_integer(g->nvlink_domain));
-    json_object_set_new(o, "mig", gp__mig_json(g));
+    json_object_set_new(o, "mig", gp__agent_mig_json(g));
     json_array_append_new(list, o);
   }
   json_object_set_new(n, "gpu_list", list);
   json_object_set_new(n, "cgroups", json_boolean(a->cgroup.ok));
   if (!a->cgroup.ok) json_object_set_new(n, "cgroups_message", json_string(a->cgroup.message));
   char pipe_dir[512];
-  json_object_set_new(n, "mps", json_boolean(gp__mps_running(a, pipe_dir, sizeof pipe_dir)));
+  json_object_set_new(n, "mps", json_boolean(gp__agent_mps_running(a, pipe_dir, sizeof pipe_dir)));
   json_object_set_new(n, "gpu_backend", json_string(a->gpu->ops->name));
   return n;
 }
@@ -143,7 +143,7 @@ static json_t *gpus_status_json(gp_agent *a) {
     json_t *o = json_object();
     char why[256];
     json_object_set_new(o, "index", json_integer(i));
-    json_object_set_new(o, "health", json_string(gp__gpu_health(a, i, why, sizeof why)));
+    json_object_set_new(o, "health", json_string(gp__agent_gpu_health(a, i, why, sizeof why)));
     if (why[0]) json_object_set_new(o, "reason", json_string(why));
     if (a->have_view && i < a->view->n_gpus && a->view->have_sample[i]) {
       const gp_gpu_sample *s = &a->view->sample[i];
@@ -173,7 +173,7 @@ static size_t on_body(char *data, size_t size, size_t n, void *ctx) {
 }
 
 static void net_finish(gp_agent *a) {
-  gp__net *net = a->net;
+  gp__agent_net *net = a->net;
   if (net->easy) {
     curl_multi_remove_handle(net->multi, net->easy);
     curl_easy_cleanup(net->easy);
@@ -188,7 +188,7 @@ static void net_finish(gp_agent *a) {
 }
 
 static void net_post(gp_agent *a, call_kind kind, const char *path, json_t *body, long timeout_ms) {
-  gp__net *net = a->net;
+  gp__agent_net *net = a->net;
   char url[700], auth[600];
   snprintf(url, sizeof url, "%s%s", a->cfg.server, path);
   snprintf(auth, sizeof auth, "Authorization: Bearer %s", a->cfg.token);
@@ -208,7 +208,7 @@ static void net_post(gp_agent *a, call_kind kind, const char *path, json_t *body
   curl_easy_setopt(net->easy, CURLOPT_TCP_NODELAY, 1L);
   curl_multi_add_handle(net->multi, net->easy);
   net->kind = kind;
-  net->started_ms = gp__now_ms();
+  net->started_ms = gp__agent_now_ms();
 }
 
 static void start_register(gp_agent *a) {
@@ -216,14 +216,14 @@ static void start_register(gp_agent *a) {
   json_object_set_new(body, "node", node_json(a));
   json_object_set_new(body, "agent_url", json_string(a->url));
   json_t *jobs = json_array();
-  for (size_t i = 0; i < a->n_jobs; i++) json_array_append_new(jobs, gp__job_report(a->jobs[i]));
+  for (size_t i = 0; i < a->n_jobs; i++) json_array_append_new(jobs, gp__agent_job_report(a->jobs[i]));
   json_object_set_new(body, "jobs", jobs);
   net_post(a, CALL_REGISTER, "/v1/agent/register", body, 10000);
   json_decref(body);
 }
 
 static void start_heartbeat(gp_agent *a) {
-  gp__net *net = a->net;
+  gp__agent_net *net = a->net;
   json_t *body = json_object();
   int wait_ms = a->heartbeat_s * 1000;
   json_object_set_new(body, "node", json_string(a->cfg.name));
@@ -248,7 +248,7 @@ static void start_heartbeat(gp_agent *a) {
     json_t *o = json_object();
     json_object_set_new(o, "id", json_string(a->jobs[i]->id));
     json_object_set_new(o, "pid", json_integer(a->jobs[i]->pid));
-    json_t *usage = gp__job_usage_json(a, a->jobs[i]->id);
+    json_t *usage = gp__agent_job_usage_json(a, a->jobs[i]->id);
     if (usage) json_object_set_new(o, "usage", usage);
     json_array_append_new(jobs, o);
   }
@@ -280,8 +280,8 @@ static void events_acked(gp_agent *a, json_t *events) {
     const char *kind = json_string_value(json_object_get(ev, "kind"));
     const char *id = json_string_value(json_object_get(ev, "job"));
     if (!kind || !id || strcmp(kind, "exited") != 0) continue;
-    gp__job *j = gp__job_find(a, id);
-    if (j && j->ended) gp__job_remove(a, j);
+    gp__agent_job *j = gp__agent_job_find(a, id);
+    if (j && j->ended) gp__agent_job_remove(a, j);
   }
 }
 
@@ -300,28 +300,28 @@ static void on_register_answer(gp_agent *a, long status) {
     /* The register call reported every job; finished ones are settled, and events about
      * any listed job are superseded by that report. */
     for (size_t i = 0; i < a->n_jobs;) {
-      gp__job *j = a->jobs[i];
-      if (j->ended) gp__job_remove(a, j);
+      gp__agent_job *j = a->jobs[i];
+      if (j->ended) gp__agent_job_remove(a, j);
       else i++;
     }
     json_array_clear(a->events);
-    gp__log("node %s registered with %s (%d GPUs, %lld CPUs, %lld MiB, endpoint %s, cgroups %s)",
+    gp__agent_log("node %s registered with %s (%d GPUs, %lld CPUs, %lld MiB, endpoint %s, cgroups %s)",
             a->cfg.name, a->cfg.server, a->n_gpus, (long long)a->cpus, (long long)a->mem_mib,
             a->url, a->cgroup.ok ? "on" : "off");
     a->net->failures = 0;
     a->net->outage_logged = false;
   } else {
     const char *msg = json_string_value(json_object_get(json_object_get(doc, "error"), "message"));
-    gp__log("registration refused (HTTP %ld): %s", status, msg ? msg : "no message");
-    a->net->next_at_ms = gp__now_ms() + 5000;
+    gp__agent_log("registration refused (HTTP %ld): %s", status, msg ? msg : "no message");
+    a->net->next_at_ms = gp__agent_now_ms() + 5000;
   }
   json_decref(doc);
 }
 
 static void on_heartbeat_answer(gp_agent *a, long status) {
-  gp__net *net = a->net;
+  gp__agent_net *net = a->net;
   if (status == 404 || status == 409) {
-    gp__log("server does not know this node (HTTP %ld): registering again", status);
+    gp__agent_log("server does not know this node (HTTP %ld): registering again", status);
     requeue_inflight(a);
     a->registered = false;
     return;
@@ -332,12 +332,12 @@ static void on_heartbeat_answer(gp_agent *a, long status) {
     const char *msg = json_string_value(json_object_get(json_object_get(doc, "error"), "message"));
     if (json_array_size(a->inflight) == 1) {
       char *text = json_dumps(json_array_get(a->inflight, 0), JSON_COMPACT);
-      gp__log("the server refused an event (HTTP %ld: %s); dropping it: %s", status,
+      gp__agent_log("the server refused an event (HTTP %ld: %s); dropping it: %s", status,
               msg ? msg : "no message", text ? text : "?");
       free(text);
       json_array_clear(a->inflight);
     } else {
-      gp__log("the server refused a heartbeat with %zu events (HTTP %ld: %s); sending them one "
+      gp__agent_log("the server refused a heartbeat with %zu events (HTTP %ld: %s); sending them one "
               "by one", json_array_size(a->inflight), status, msg ? msg : "no message");
       requeue_inflight(a);
       net->one_event_at_a_time = true;
@@ -346,9 +346,9 @@ static void on_heartbeat_answer(gp_agent *a, long status) {
     return;
   }
   if (status != 200) {
-    gp__log("heartbeat refused (HTTP %ld)", status);
+    gp__agent_log("heartbeat refused (HTTP %ld)", status);
     requeue_inflight(a);
-    net->next_at_ms = gp__now_ms() + (status == 401 || status == 403 ? 5000 : 1000);
+    net->next_at_ms = gp__agent_now_ms() + (status == 401 || status == 403 ? 5000 : 1000);
     return;
   }
   json_error_t je;
@@ -358,8 +358,8 @@ static void on_heartbeat_answer(gp_agent *a, long status) {
   events_acked(a, events);
   json_decref(events);
   if (!json_is_object(doc)) {
-    gp__log("heartbeat answer is not JSON: %s", je.text);
-    net->next_at_ms = gp__now_ms() + 1000;
+    gp__agent_log("heartbeat answer is not JSON: %s", je.text);
+    net->next_at_ms = gp__agent_now_ms() + 1000;
     json_decref(doc);
     return;
   }
@@ -368,18 +368,18 @@ static void on_heartbeat_answer(gp_agent *a, long status) {
   json_t *o;
   size_t n_orders = json_is_array(orders) ? json_array_size(orders) : 0;
   json_array_foreach(orders, i, o) {
-    if (json_is_object(o)) gp__order_execute(a, o);
+    if (json_is_object(o)) gp__agent_order_execute(a, o);
   }
   json_t *g = json_object_get(doc, "gen");
   if (json_is_integer(g) && json_integer_value(g) >= a->gen) a->gen = json_integer_value(g);
   /* A server that answers at once without long-polling must not make us spin. */
-  if (n_orders == 0 && !net->carries_events && gp__now_ms() - net->started_ms < 200)
-    net->next_at_ms = gp__now_ms() + 1000;
+  if (n_orders == 0 && !net->carries_events && gp__agent_now_ms() - net->started_ms < 200)
+    net->next_at_ms = gp__agent_now_ms() + 1000;
   json_decref(doc);
 }
 
 static void net_step(gp_agent *a) {
-  gp__net *net = a->net;
+  gp__agent_net *net = a->net;
   int running = 0;
   curl_multi_perform(net->multi, &running);
   CURLMsg *m;
@@ -392,7 +392,7 @@ static void net_step(gp_agent *a) {
     call_kind kind = net->kind;
     if (cc != CURLE_OK) {
       if (!net->outage_logged)
-        gp__log("cannot reach the server %s: %s (retrying)", a->cfg.server,
+        gp__agent_log("cannot reach the server %s: %s (retrying)", a->cfg.server,
                 curl_easy_strerror(cc));
       net->outage_logged = true;
       net->failures++;
@@ -400,12 +400,12 @@ static void net_step(gp_agent *a) {
        * so that a fleet of agents does not knock in step. */
       int backoff = net->failures < 3 ? 250 << (net->failures - 1) : 1000;
       backoff += (int)(getpid() % 200);
-      net->next_at_ms = gp__now_ms() + backoff;
+      net->next_at_ms = gp__agent_now_ms() + backoff;
       if (kind == CALL_HEARTBEAT) requeue_inflight(a);
       net_finish(a);
       continue;
     }
-    if (net->outage_logged && kind == CALL_HEARTBEAT) gp__log("server reachable again");
+    if (net->outage_logged && kind == CALL_HEARTBEAT) gp__agent_log("server reachable again");
     net->failures = 0;
     net->outage_logged = false;
     if (kind == CALL_REGISTER) on_register_answer(a, status);
@@ -415,8 +415,8 @@ static void net_step(gp_agent *a) {
 }
 
 static void net_schedule(gp_agent *a) {
-  gp__net *net = a->net;
-  int64_t now = gp__now_ms();
+  gp__agent_net *net = a->net;
+  int64_t now = gp__agent_now_ms();
   if (net->kind == CALL_HEARTBEAT && !net->carries_events && json_array_size(a->events) > 0) {
     /* An event must not wait for the long poll to time out. */
     requeue_inflight(a);
@@ -485,7 +485,7 @@ int gp_agent_new(const gp_agent_config *cfg, gp_gpu_backend *backend, gp_agent *
   if ((rc = backend->ops->discover(backend, a->gpus, GP_GPU_MAX_DEVICES, &a->n_gpus, err)) != 0)
     goto fail;
   /* No driver here: jobs get a simulated nvidia-smi that says so (never with real GPUs). */
-  if (!backend->ops->has_driver) gp__sim_bin_write(a);
+  if (!backend->ops->has_driver) gp__agent_sim_bin_write(a);
   for (int i = 0; i < a->n_gpus; i++) {
     const gp_gpu_mode *m = gp_agent_config_gpu_mode(&a->cfg, i);
     a->gpu_mode[i] = m->mode;
@@ -494,19 +494,19 @@ int gp_agent_new(const gp_agent_config *cfg, gp_gpu_backend *backend, gp_agent *
       a->gpu_mode[i] = GP_MODE_MIG; /* the GPU is partitioned: say so, whatever the config */
   }
   for (int i = a->n_gpus; i < GP_GPU_MAX_DEVICES; i++)
-    if (cfg->gpus[i].set) gp__log("config names GPU %d, which this node does not have", i);
+    if (cfg->gpus[i].set) gp__agent_log("config names GPU %d, which this node does not have", i);
   detect_host(a);
-  if (gp_cgroup_probe(a->cfg.cgroup_root, &a->cgroup) != 0) gp__log("%s", a->cgroup.message);
-  gp__orders_load(a);
-  gp__jobs_adopt(a);
-  if ((rc = gp__mig_apply_config(a)) != 0) {
+  if (gp_cgroup_probe(a->cfg.cgroup_root, &a->cgroup) != 0) gp__agent_log("%s", a->cgroup.message);
+  gp__agent_orders_load(a);
+  gp__agent_jobs_adopt(a);
+  if ((rc = gp__agent_mig_apply_config(a)) != 0) {
     gp_err_set(err, rc, NULL, 0, "gpus", "cannot apply the configured MIG layouts (see log)");
     goto fail;
   }
-  if ((rc = gp__monitor_new(a, err)) != 0) goto fail;
+  if ((rc = gp__agent_monitor_new(a, err)) != 0) goto fail;
   a->net->multi = curl_multi_init();
-  if ((rc = gp__http_start(a, err)) != 0) goto fail;
-  gp__stats_update(a);
+  if ((rc = gp__agent_http_start(a, err)) != 0) goto fail;
+  gp__agent_stats_update(a);
   *ret = a;
   return 0;
 fail:
@@ -525,8 +525,8 @@ static void take_checkpoints(gp_agent *a) {
   size_t i;
   json_t *ev;
   json_array_foreach(list, i, ev) {
-    gp__job *j = gp__job_find(a, json_string_value(json_object_get(ev, "job")));
-    if (j && !j->ended) gp__event(a, json_incref(ev));
+    gp__agent_job *j = gp__agent_job_find(a, json_string_value(json_object_get(ev, "job")));
+    if (j && !j->ended) gp__agent_event(a, json_incref(ev));
   }
   json_decref(list);
 }
@@ -550,14 +550,14 @@ int gp_agent_run(gp_agent *a, volatile sig_atomic_t *stop) {
     sigaction(SIGCHLD, &sa, NULL);
   }
   while (!*stop) {
-    gp__jobs_tick(a);
-    gp__monitor_tick(a);
+    gp__agent_jobs_tick(a);
+    gp__agent_monitor_tick(a);
     take_checkpoints(a);
     net_schedule(a);
     net_step(a);
-    gp__stats_update(a);
+    gp__agent_stats_update(a);
     /* A call just finished and the next may start now (e.g. events to send): no sleep. */
-    if (a->net->kind == CALL_NONE && gp__now_ms() >= a->net->next_at_ms) continue;
+    if (a->net->kind == CALL_NONE && gp__agent_now_ms() >= a->net->next_at_ms) continue;
     struct curl_waitfd wake = {sigchld_pipe[0], CURL_WAIT_POLLIN, 0};
     int numfds = 0;
     /* 50 ms bounds how late an adopted job's end or a grace deadline is noticed. */
@@ -568,7 +568,7 @@ int gp_agent_run(gp_agent *a, volatile sig_atomic_t *stop) {
   }
   size_t running = 0;
   for (size_t i = 0; i < a->n_jobs; i++) running += !a->jobs[i]->ended;
-  gp__log("stopping; %zu job(s) keep running and will be re-adopted on restart%s", running,
+  gp__agent_log("stopping; %zu job(s) keep running and will be re-adopted on restart%s", running,
           a->n_jobs > running ? " (ends not yet reported to the server will be reported then)"
                               : "");
   return 0;
@@ -576,8 +576,8 @@ int gp_agent_run(gp_agent *a, volatile sig_atomic_t *stop) {
 
 void gp_agent_free(gp_agent *a) {
   if (!a) return;
-  gp__http_stop(a);
-  gp__monitor_free(a);
+  gp__agent_http_stop(a);
+  gp__agent_monitor_free(a);
   if (a->net) {
     if (a->net->multi) {
       net_finish(a);

@@ -105,7 +105,7 @@ static enum MHD_Result serve_logs(gp_agent *a, struct MHD_Connection *c, const c
   snprintf(want, sizeof want, "Bearer %s", a->cfg.token);
   if (!auth || strcmp(auth, want) != 0)
     return reply_error(c, 401, "unauthenticated", NULL, "a valid agent token is required");
-  if (!gp__job_id_valid(id)) return reply_error(c, 400, "invalid_argument", "job", "bad job id");
+  if (!gp__agent_job_id_valid(id)) return reply_error(c, 400, "invalid_argument", "job", "bad job id");
   const char *stream = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "stream");
   if (!stream) stream = "stdout";
   if (strcmp(stream, "stdout") != 0 && strcmp(stream, "stderr") != 0)
@@ -157,7 +157,7 @@ static enum MHD_Result serve_logs(gp_agent *a, struct MHD_Connection *c, const c
  * GPOOL_CHECKPOINT_URL, proves it is that job). Becomes a "checkpoint" event: the scheduler
  * then knows how much work a preemption would lose. */
 static enum MHD_Result serve_checkpoint(gp_agent *a, struct MHD_Connection *c, const char *id) {
-  if (!gp__job_id_valid(id)) return reply_error(c, 400, "invalid_argument", "job", "bad job id");
+  if (!gp__agent_job_id_valid(id)) return reply_error(c, 400, "invalid_argument", "job", "bad job id");
   const char *key = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "key");
   char path[800], want[64] = "";
   snprintf(path, sizeof path, "%s/%s/checkpoint.key", a->jobs_dir, id);
@@ -169,7 +169,7 @@ static enum MHD_Result serve_checkpoint(gp_agent *a, struct MHD_Connection *c, c
   }
   bool ok = key && want[0] && strcmp(key, want) == 0;
   if (!ok) return reply_error(c, 403, "permission_denied", "key", "wrong or missing job key");
-  gp_proto_event cp = {.kind = GP_PROTO_EV_CHECKPOINT, .at = gp__now_ms() / 1000};
+  gp_proto_event cp = {.kind = GP_PROTO_EV_CHECKPOINT, .at = gp__agent_now_ms() / 1000};
   snprintf(cp.job, sizeof cp.job, "%s", id);
   json_t *ev = gp_proto_event_encode(&cp);
   pthread_mutex_lock(&a->stats_lock);
@@ -239,7 +239,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
   return reply_error(c, 404, "not_found", NULL, "no such route");
 }
 
-int gp__http_start(gp_agent *a, gp_err *err) {
+int gp__agent_http_start(gp_agent *a, gp_err *err) {
   char host[128];
   int64_t port = 0;
   const char *colon = strrchr(a->cfg.listen, ':');
@@ -271,7 +271,7 @@ int gp__http_start(gp_agent *a, gp_err *err) {
   return 0;
 }
 
-void gp__http_stop(gp_agent *a) {
+void gp__agent_http_stop(gp_agent *a) {
   if (a->httpd) MHD_stop_daemon(a->httpd);
   a->httpd = NULL;
 }

@@ -23,7 +23,7 @@
 #define GP_AGENT_ID_MAX 64
 #define GP_AGENT_MAX_ORDERS_KEPT 8192
 
-typedef struct gp__job {
+typedef struct gp__agent_job {
   char id[GP_AGENT_ID_MAX];
   char order_id[GP_AGENT_ID_MAX];
   char user[64];
@@ -62,7 +62,7 @@ typedef struct gp__job {
   char message[512];
   int64_t ended_at;
   bool gone_once;            /* adopted: saw the process gone once without an exit file */
-} gp__job;
+} gp__agent_job;
 
 struct gp_agent {
   gp_agent_config cfg;
@@ -81,7 +81,7 @@ struct gp_agent {
   char sim_bin[620];         /* sim backend: <data>/sim-bin (nvidia-smi), first in jobs' PATH */
 
   /* jobs */
-  gp__job **jobs;
+  gp__agent_job **jobs;
   size_t n_jobs, cap_jobs;
 
   /* executed orders (at most once) */
@@ -114,77 +114,77 @@ struct gp_agent {
   int64_t last_sample_ms;
   char conditions[256];      /* active node conditions, "" when none */
 
-  struct gp__net *net;
+  struct gp__agent_net *net;
 };
 
 /* ---- agent.c ---- */
-int64_t gp__now_ms(void);
-void gp__log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void gp__event(gp_agent *a, json_t *ev); /* takes ownership */
-int gp__write_json(const char *path, json_t *doc); /* atomic: tmp + rename */
+int64_t gp__agent_now_ms(void);
+void gp__agent_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void gp__agent_event(gp_agent *a, json_t *ev); /* takes ownership */
+int gp__agent_write_json(const char *path, json_t *doc); /* atomic: tmp + rename */
 
 /* ---- agent_orders.c ---- */
-void gp__orders_load(gp_agent *a);
-void gp__order_execute(gp_agent *a, json_t *order); /* at most once per order id */
+void gp__agent_orders_load(gp_agent *a);
+void gp__agent_order_execute(gp_agent *a, json_t *order); /* at most once per order id */
 
 /* ---- agent_start.c ---- */
-void gp__job_start(gp_agent *a, const char *order_id, const gp_proto_start *o);
+void gp__agent_job_start(gp_agent *a, const char *order_id, const gp_proto_start *o);
 
 /* ---- agent_jobs.c ---- */
-void gp__job_add(gp_agent *a, gp__job *j);
-void gp__job_path(const gp__job *j, const char *name, char *buf, size_t size);
-void gp__job_note(const gp__job *j, const char *text); /* a "gpool: ..." line in its stderr */
-json_t *gp__exited_event(const char *job, int64_t at, bool exit_known, int code, int sig,
+void gp__agent_job_add(gp_agent *a, gp__agent_job *j);
+void gp__agent_job_path(const gp__agent_job *j, const char *name, char *buf, size_t size);
+void gp__agent_job_note(const gp__agent_job *j, const char *text); /* a "gpool: ..." line in its stderr */
+json_t *gp__agent_exited_event(const char *job, int64_t at, bool exit_known, int code, int sig,
                          const char *reason, const char *message);
 /* A start that cannot be honoured: an "exited" event with reason start_failed and why. */
-void gp__job_start_failed(gp_agent *a, const char *order_id, const char *job_id, int exit_code,
+void gp__agent_job_start_failed(gp_agent *a, const char *order_id, const char *job_id, int exit_code,
                           const char *message);
-void gp__job_stop(gp_agent *a, const char *order_id, const gp_proto_stop *o);
+void gp__agent_job_stop(gp_agent *a, const char *order_id, const gp_proto_stop *o);
 /* Stops a job on the agent's own decision (GPU fault): signal, grace, reason for the event. */
-void gp__job_stop_local(gp_agent *a, gp__job *j, int grace_s, const char *reason,
+void gp__agent_job_stop_local(gp_agent *a, gp__agent_job *j, int grace_s, const char *reason,
                         const char *message);
-void gp__jobs_tick(gp_agent *a);    /* reap, deadlines */
-void gp__jobs_adopt(gp_agent *a);   /* at start-up */
-gp__job *gp__job_find(gp_agent *a, const char *id);
-void gp__job_remove(gp_agent *a, gp__job *j); /* after the server acknowledged its end */
-json_t *gp__job_report(const gp__job *j); /* register "jobs" entry */
-void gp__job_persist(const gp__job *j);
-bool gp__job_id_valid(const char *id);
-void gp__stats_update(gp_agent *a);
+void gp__agent_jobs_tick(gp_agent *a);    /* reap, deadlines */
+void gp__agent_jobs_adopt(gp_agent *a);   /* at start-up */
+gp__agent_job *gp__agent_job_find(gp_agent *a, const char *id);
+void gp__agent_job_remove(gp_agent *a, gp__agent_job *j); /* after the server acknowledged its end */
+json_t *gp__agent_job_report(const gp__agent_job *j); /* register "jobs" entry */
+void gp__agent_job_persist(const gp__agent_job *j);
+bool gp__agent_job_id_valid(const char *id);
+void gp__agent_stats_update(gp_agent *a);
 /* For a backend without a driver (has_driver false): writes <data>/sim-bin/nvidia-smi and
  * sets sim_bin (sim_bin.c). */
-int gp__sim_bin_write(gp_agent *a);
+int gp__agent_sim_bin_write(gp_agent *a);
 
 /* ---- agent_share.c ---- */
 /* Decides how a placement is isolated; fills enforcement, the per-GPU limit and extra env
  * (MPS variables). Returns 0, or an error with a sentence (fail closed). */
-typedef struct gp__share_plan {
+typedef struct gp__agent_share_plan {
   char enforcement[16];
   int64_t limit_mib;
   char mps_pipe_dir[512];
   char mps_mem_limit[256];   /* CUDA_MPS_PINNED_DEVICE_MEM_LIMIT, "" when not MPS */
   int mps_thread_pct;
-} gp__share_plan;
-int gp__share_decide(gp_agent *a, const int *gpus, int n_gpus, int64_t gpu_milli,
-                     int64_t gpu_mem_mib, const char *mig_uuid, gp__share_plan *ret, gp_err *err);
-bool gp__mps_running(const gp_agent *a, char *pipe_dir, size_t size);
+} gp__agent_share_plan;
+int gp__agent_share_decide(gp_agent *a, const int *gpus, int n_gpus, int64_t gpu_milli,
+                     int64_t gpu_mem_mib, const char *mig_uuid, gp__agent_share_plan *ret, gp_err *err);
+bool gp__agent_mps_running(const gp_agent *a, char *pipe_dir, size_t size);
 /* Stops watchdog-enforced jobs above their share, from a telemetry round's attribution. */
-void gp__watchdog_check(gp_agent *a, const gp_telemetry_view *v);
-int gp__mig_apply(gp_agent *a, int gpu, const char *const *profiles, const int *slots, int n,
+void gp__agent_watchdog_check(gp_agent *a, const gp_telemetry_view *v);
+int gp__agent_mig_apply(gp_agent *a, int gpu, const char *const *profiles, const int *slots, int n,
                   gp_err *err);
-int gp__mig_apply_config(gp_agent *a);
-json_t *gp__mig_json(const gp_gpu_info *g);
+int gp__agent_mig_apply_config(gp_agent *a);
+json_t *gp__agent_mig_json(const gp_gpu_info *g);
 
 /* ---- agent_monitor.c ---- */
-int gp__monitor_new(gp_agent *a, gp_err *err);
-void gp__monitor_free(gp_agent *a);
-void gp__monitor_tick(gp_agent *a);     /* one telemetry round per second, health actions */
-json_t *gp__job_usage_json(gp_agent *a, const char *job_id); /* NULL when unknown */
+int gp__agent_monitor_new(gp_agent *a, gp_err *err);
+void gp__agent_monitor_free(gp_agent *a);
+void gp__agent_monitor_tick(gp_agent *a);     /* one telemetry round per second, health actions */
+json_t *gp__agent_job_usage_json(gp_agent *a, const char *job_id); /* NULL when unknown */
 /* "healthy" or "drained" and why, combining drain orders and the health engine. */
-const char *gp__gpu_health(gp_agent *a, int gpu, char *reason, size_t size);
+const char *gp__agent_gpu_health(gp_agent *a, int gpu, char *reason, size_t size);
 
 /* ---- agent_http.c ---- */
-int gp__http_start(gp_agent *a, gp_err *err);
-void gp__http_stop(gp_agent *a);
+int gp__agent_http_start(gp_agent *a, gp_err *err);
+void gp__agent_http_stop(gp_agent *a);
 
 #endif

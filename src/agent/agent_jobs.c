@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Jobs on the node once started (agent_start.c starts them): stop orders (checkpoint signal,
- * grace, SIGKILL), noticing ends, and re-adoption after an agent restart. Each job's state lives in <data>/jobs/<id>/: state.json (written
- * at start and when a stop begins), exit (by the shim), end.json (once the agent saw the
- * end) and acked (once the server received the end), so a restarted agent reports every job
- * exactly as it is, and never starts one twice. */
+ * grace, SIGKILL), noticing ends, and re-adoption after an agent restart. Each job's state
+ * lives in <data>/jobs/<id>/: state.json (written at start and when a stop begins), exit (by
+ * the shim), end.json (once the agent saw the end) and acked (once the server received the
+ * end), so a restarted agent reports every job exactly as it is, and never starts one twice. */
 #include "agent/agent_int.h"
 
 #include <dirent.h>
@@ -22,26 +22,26 @@
 #include "util/signals.h"
 
 
-bool gp__job_id_valid(const char *id) { return gp_proto_job_id_valid(id); }
+bool gp__agent_job_id_valid(const char *id) { return gp_proto_job_id_valid(id); }
 
-gp__job *gp__job_find(gp_agent *a, const char *id) {
+gp__agent_job *gp__agent_job_find(gp_agent *a, const char *id) {
   for (size_t i = 0; i < a->n_jobs; i++)
     if (strcmp(a->jobs[i]->id, id) == 0) return a->jobs[i];
   return NULL;
 }
 
-void gp__job_add(gp_agent *a, gp__job *j) {
+void gp__agent_job_add(gp_agent *a, gp__agent_job *j) {
   gp_xgrow((void **)&a->jobs, &a->cap_jobs, a->n_jobs + 1, sizeof *a->jobs);
   a->jobs[a->n_jobs++] = j;
 }
 
-void gp__job_path(const gp__job *j, const char *name, char *buf, size_t size) {
+void gp__agent_job_path(const gp__agent_job *j, const char *name, char *buf, size_t size) {
   snprintf(buf, size, "%s/%s", j->dir, name);
 }
 
-void gp__job_remove(gp_agent *a, gp__job *j) {
+void gp__agent_job_remove(gp_agent *a, gp__agent_job *j) {
   char path[800];
-  gp__job_path(j, "acked", path, sizeof path);
+  gp__agent_job_path(j, "acked", path, sizeof path);
   int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
   if (fd >= 0) close(fd);
   for (size_t i = 0; i < a->n_jobs; i++)
@@ -52,7 +52,7 @@ void gp__job_remove(gp_agent *a, gp__job *j) {
   free(j);
 }
 
-void gp__stats_update(gp_agent *a) {
+void gp__agent_stats_update(gp_agent *a) {
   int running = 0;
   for (size_t i = 0; i < a->n_jobs; i++) running += !a->jobs[i]->ended;
   pthread_mutex_lock(&a->stats_lock);
@@ -63,7 +63,7 @@ void gp__stats_update(gp_agent *a) {
 
 /* ---- persistence ---- */
 
-void gp__job_persist(const gp__job *j) {
+void gp__agent_job_persist(const gp__agent_job *j) {
   json_t *s = json_object();
   json_t *gpus = json_array();
   for (int i = 0; i < j->n_gpus; i++) json_array_append_new(gpus, json_integer(j->gpus[i]));
@@ -93,8 +93,8 @@ void gp__job_persist(const gp__job *j) {
   json_object_set_new(s, "fault_reason", json_string(j->fault_reason));
   json_object_set_new(s, "message", json_string(j->message));
   char path[800];
-  gp__job_path(j, "state.json", path, sizeof path);
-  if (gp__write_json(path, s) != 0) gp__log("job %s: cannot write %s", j->id, path);
+  gp__agent_job_path(j, "state.json", path, sizeof path);
+  if (gp__agent_write_json(path, s) != 0) gp__agent_log("job %s: cannot write %s", j->id, path);
   json_decref(s);
 }
 
@@ -103,7 +103,7 @@ static void copy_json_str(json_t *o, const char *key, char *dst, size_t size) {
   snprintf(dst, size, "%s", s ? s : "");
 }
 
-static bool job_load(gp__job *j, const char *dir) {
+static bool job_load(gp__agent_job *j, const char *dir) {
   char path[800];
   snprintf(path, sizeof path, "%s/state.json", dir);
   json_error_t je;
@@ -144,10 +144,10 @@ static bool job_load(gp__job *j, const char *dir) {
     if (j->n_gpus < GP_GPU_MAX_DEVICES) j->gpus[j->n_gpus++] = (int)json_integer_value(g);
   }
   json_decref(s);
-  return gp__job_id_valid(j->id) && j->pid > 0;
+  return gp__agent_job_id_valid(j->id) && j->pid > 0;
 }
 
-json_t *gp__job_report(const gp__job *j) {
+json_t *gp__agent_job_report(const gp__agent_job *j) {
   json_t *o = json_object();
   json_object_set_new(o, "id", json_string(j->id));
   json_object_set_new(o, "state", json_string(j->ended ? "exited" : "running"));
@@ -169,9 +169,9 @@ json_t *gp__job_report(const gp__job *j) {
 }
 
 /* Appends a line to the job's stderr, so the user reads why the agent ended it. */
-void gp__job_note(const gp__job *j, const char *text) {
+void gp__agent_job_note(const gp__agent_job *j, const char *text) {
   char path[800];
-  gp__job_path(j, "stderr", path, sizeof path);
+  gp__agent_job_path(j, "stderr", path, sizeof path);
   FILE *f = fopen(path, "ae");
   if (!f) return;
   fprintf(f, "gpool: %s\n", text);
@@ -201,26 +201,26 @@ static json_t *exited_event(const char *job, int64_t at, bool exit_known, int co
   return doc;
 }
 
-json_t *gp__exited_event(const char *job, int64_t at, bool exit_known, int code, int sig,
+json_t *gp__agent_exited_event(const char *job, int64_t at, bool exit_known, int code, int sig,
                          const char *reason, const char *message) {
   return exited_event(job, at, exit_known, code, sig, reason, message, NULL, NULL);
 }
 
-void gp__job_start_failed(gp_agent *a, const char *order_id, const char *job_id, int exit_code,
+void gp__agent_job_start_failed(gp_agent *a, const char *order_id, const char *job_id, int exit_code,
                           const char *message) {
-  gp__log("order %s: job %s not started: %s", order_id, job_id, message);
-  gp__event(a, gp__exited_event(job_id, gp__now_ms() / 1000, exit_code >= 0, exit_code, 0,
+  gp__agent_log("order %s: job %s not started: %s", order_id, job_id, message);
+  gp__agent_event(a, gp__agent_exited_event(job_id, gp__agent_now_ms() / 1000, exit_code >= 0, exit_code, 0,
                                 "start_failed", message));
 }
 
 /* ---- stop ---- */
 
-void gp__job_stop(gp_agent *a, const char *order_id, const gp_proto_stop *o) {
+void gp__agent_job_stop(gp_agent *a, const char *order_id, const gp_proto_stop *o) {
   const char *id = o->job;
-  gp__job *j = gp__job_find(a, id);
+  gp__agent_job *j = gp__agent_job_find(a, id);
   if (!j) {
-    gp__log("order %s: stop for job %s, which does not run here", order_id, id);
-    gp__event(a, gp__exited_event(id, gp__now_ms() / 1000, false, 0, 0, "lost",
+    gp__agent_log("order %s: stop for job %s, which does not run here", order_id, id);
+    gp__agent_event(a, gp__agent_exited_event(id, gp__agent_now_ms() / 1000, false, 0, 0, "lost",
                               "the job does not run on this node"));
     return;
   }
@@ -229,23 +229,23 @@ void gp__job_stop(gp_agent *a, const char *order_id, const gp_proto_stop *o) {
   if (!sig) sig = SIGTERM;
   int grace = o->grace_s >= 0 ? o->grace_s : j->grace_s;
   const char *reason = o->reason[0] ? o->reason : NULL;
-  int64_t deadline = gp__now_ms() + (int64_t)grace * 1000;
+  int64_t deadline = gp__agent_now_ms() + (int64_t)grace * 1000;
   if (j->stopping && deadline >= j->kill_at_ms) return; /* an earlier stop is stricter */
   if (!j->stopping) {
     j->stop_signal = sig;
     snprintf(j->stop_reason, sizeof j->stop_reason, "%s", reason ? reason : "stopped");
     if (killpg(j->pid, grace == 0 ? SIGKILL : sig) != 0 && errno != ESRCH)
-      gp__log("job %s: cannot signal its process group: %s", j->id, strerror(errno));
+      gp__agent_log("job %s: cannot signal its process group: %s", j->id, strerror(errno));
     if (grace == 0) j->killed_hard = true;
   }
   j->stopping = true;
   j->kill_at_ms = deadline;
-  gp__job_persist(j);
-  gp__log("order %s: job %s: sent SIG%s (%s), SIGKILL in %d s if still running", order_id, j->id,
+  gp__agent_job_persist(j);
+  gp__agent_log("order %s: job %s: sent SIG%s (%s), SIGKILL in %d s if still running", order_id, j->id,
           gp_signal_name(j->stop_signal), j->stop_reason, grace);
 }
 
-void gp__job_stop_local(gp_agent *a, gp__job *j, int grace_s, const char *reason,
+void gp__agent_job_stop_local(gp_agent *a, gp__agent_job *j, int grace_s, const char *reason,
                         const char *message) {
   if (j->ended || j->stopping) return;
   snprintf(j->fault_reason, sizeof j->fault_reason, "%s", reason);
@@ -253,25 +253,25 @@ void gp__job_stop_local(gp_agent *a, gp__job *j, int grace_s, const char *reason
   snprintf(j->stop_reason, sizeof j->stop_reason, "%s", reason);
   j->stop_signal = j->ckpt_signal ? j->ckpt_signal : SIGTERM;
   j->stopping = true;
-  j->kill_at_ms = gp__now_ms() + (int64_t)grace_s * 1000;
+  j->kill_at_ms = gp__agent_now_ms() + (int64_t)grace_s * 1000;
   if (killpg(j->pid, grace_s == 0 ? SIGKILL : j->stop_signal) != 0 && errno != ESRCH)
-    gp__log("job %s: cannot signal its process group: %s", j->id, strerror(errno));
+    gp__agent_log("job %s: cannot signal its process group: %s", j->id, strerror(errno));
   if (grace_s == 0) j->killed_hard = true;
-  gp__job_persist(j);
-  gp__job_note(j, message);
-  gp__log("job %s: stopping (%s): %s", j->id, reason, message);
+  gp__agent_job_persist(j);
+  gp__agent_job_note(j, message);
+  gp__agent_log("job %s: stopping (%s): %s", j->id, reason, message);
   (void)a;
 }
 
 /* ---- ends ---- */
 
-static void job_finish(gp_agent *a, gp__job *j, bool exit_known, int code, int sig,
+static void job_finish(gp_agent *a, gp__agent_job *j, bool exit_known, int code, int sig,
                        bool while_away) {
   j->ended = true;
   j->exit_known = exit_known;
   j->exit_code = code;
   j->signal = sig;
-  j->ended_at = gp__now_ms() / 1000;
+  j->ended_at = gp__agent_now_ms() / 1000;
   bool oom = j->cgroup && gp_cgroup_job_oom_killed(&a->cgroup, j->id);
   const char *reason = j->limit_exceeded ? "limit_exceeded"
                        : j->fault_reason[0] ? j->fault_reason
@@ -298,21 +298,21 @@ static void job_finish(gp_agent *a, gp__job *j, bool exit_known, int code, int s
   if (exit_known) killpg(j->pid, SIGKILL);
   a->gpu->ops->detach(a->gpu, j->pid);
   if (j->cgroup) gp_cgroup_job_remove(&a->cgroup, j->id);
-  json_t *end = gp__job_report(j);
+  json_t *end = gp__agent_job_report(j);
   char path[800];
-  gp__job_path(j, "end.json", path, sizeof path);
-  gp__write_json(path, end);
+  gp__agent_job_path(j, "end.json", path, sizeof path);
+  gp__agent_write_json(path, end);
   json_decref(end);
   /* `order`: which run of the job ended. */
-  json_t *usage = gp__job_usage_json(a, j->id);
-  gp__event(a, exited_event(j->id, j->ended_at, exit_known, code, sig, j->reason, j->message,
+  json_t *usage = gp__agent_job_usage_json(a, j->id);
+  gp__agent_event(a, exited_event(j->id, j->ended_at, exit_known, code, sig, j->reason, j->message,
                             j->order_id, usage));
   json_decref(usage);
-  gp__log("job %s ended: %s: %s", j->id, j->reason, j->message);
+  gp__agent_log("job %s ended: %s: %s", j->id, j->reason, j->message);
 }
 
 /* Looks at one running job; returns true when it ended (and was finished). */
-static bool job_check(gp_agent *a, gp__job *j, bool adopting) {
+static bool job_check(gp_agent *a, gp__agent_job *j, bool adopting) {
   int code = 0, sig = 0;
   if (j->is_child) {
     int st;
@@ -342,32 +342,32 @@ static bool job_check(gp_agent *a, gp__job *j, bool adopting) {
   return true;
 }
 
-void gp__jobs_tick(gp_agent *a) {
-  int64_t now = gp__now_ms();
+void gp__agent_jobs_tick(gp_agent *a) {
+  int64_t now = gp__agent_now_ms();
   for (size_t i = 0; i < a->n_jobs; i++) {
-    gp__job *j = a->jobs[i];
+    gp__agent_job *j = a->jobs[i];
     if (j->ended) continue;
     if (job_check(a, j, false)) continue;
     if (j->stopping && !j->killed_hard && now >= j->kill_at_ms) {
-      gp__log("job %s: still running at the end of its grace period: SIGKILL", j->id);
+      gp__agent_log("job %s: still running at the end of its grace period: SIGKILL", j->id);
       killpg(j->pid, SIGKILL);
       j->killed_hard = true;
     }
   }
 }
 
-void gp__jobs_adopt(gp_agent *a) {
+void gp__agent_jobs_adopt(gp_agent *a) {
   DIR *d = opendir(a->jobs_dir);
   if (!d) return;
   struct dirent *de;
   int adopted = 0, ended = 0;
   while ((de = readdir(d))) {
-    if (!gp__job_id_valid(de->d_name)) continue;
+    if (!gp__agent_job_id_valid(de->d_name)) continue;
     char dir[700], path[800];
     snprintf(dir, sizeof dir, "%.600s/%.64s", a->jobs_dir, de->d_name);
     snprintf(path, sizeof path, "%s/acked", dir);
     if (access(path, F_OK) == 0) continue;
-    gp__job *j = gp_xcalloc(1, sizeof *j);
+    gp__agent_job *j = gp_xcalloc(1, sizeof *j);
     if (!job_load(j, dir)) {
       free(j);
       continue;
@@ -386,12 +386,12 @@ void gp__jobs_adopt(gp_agent *a) {
       copy_json_str(end, "message", j->message, sizeof j->message);
       j->ended_at = json_integer_value(json_object_get(end, "at"));
       json_decref(end);
-      gp__job_add(a, j);
+      gp__agent_job_add(a, j);
       ended++;
       continue;
     }
     json_decref(end);
-    gp__job_add(a, j);
+    gp__agent_job_add(a, j);
     if (job_check(a, j, true)) {
       ended++;
       continue;
@@ -401,12 +401,12 @@ void gp__jobs_adopt(gp_agent *a) {
     for (int i = 0; i < j->n_gpus; i++)
       a->gpu->ops->attach(a->gpu, j->gpus[i], j->pid, j->mig_uuid[0] ? j->mig_uuid : NULL,
                           j->sim_util, j->sim_mem_mib, &err);
-    gp__log("re-adopted job %s (pid %d, started %lld)", j->id, (int)j->pid,
+    gp__agent_log("re-adopted job %s (pid %d, started %lld)", j->id, (int)j->pid,
             (long long)j->started_at);
   }
   closedir(d);
   if (adopted || ended)
-    gp__log("found %d running job(s) and %d that ended while the agent was away", adopted, ended);
+    gp__agent_log("found %d running job(s) and %d that ended while the agent was away", adopted, ended);
   /* Events about these are carried by the register call's job list. */
   json_array_clear(a->events);
 }

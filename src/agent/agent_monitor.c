@@ -20,7 +20,7 @@ static int64_t mono_ms(void) {
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-int gp__monitor_new(gp_agent *a, gp_err *err) {
+int gp__agent_monitor_new(gp_agent *a, gp_err *err) {
   gp_telemetry_opts opts = {0};
   opts.hostname = a->cfg.name;
   int rc = gp_telemetry_new(a->gpu, &opts, &a->tel, err);
@@ -30,7 +30,7 @@ int gp__monitor_new(gp_agent *a, gp_err *err) {
   return 0;
 }
 
-void gp__monitor_free(gp_agent *a) {
+void gp__agent_monitor_free(gp_agent *a) {
   gp_health_free(a->health);
   gp_telemetry_free(a->tel);
   free(a->view);
@@ -42,7 +42,7 @@ void gp__monitor_free(gp_agent *a) {
 static int telemetry_jobs(gp_agent *a, gp_telemetry_job *out, int max) {
   int n = 0;
   for (size_t i = 0; i < a->n_jobs && n < max; i++) {
-    const gp__job *j = a->jobs[i];
+    const gp__agent_job *j = a->jobs[i];
     if (j->ended) continue;
     gp_telemetry_job *t = &out[n++];
     memset(t, 0, sizeof *t);
@@ -76,50 +76,50 @@ static void apply(gp_agent *a, const gp_health_action *act) {
     snprintf(ev->fault, sizeof ev->fault, "%s", act->reason);
     for (int k = 0; k < act->n_jobs && k < GP_HEALTH_MAX_JOBS && k < GP_PROTO_MAX_FAULT_JOBS; k++)
       snprintf(ev->jobs[ev->n_jobs++], sizeof ev->jobs[0], "%s", act->jobs[k]);
-    gp__event(a, gp_proto_event_encode(ev));
+    gp__agent_event(a, gp_proto_event_encode(ev));
     free(ev);
-    gp__log("GPU fault: %s: %s", act->reason, actions);
+    gp__agent_log("GPU fault: %s: %s", act->reason, actions);
     if (act->actions & GP_HEALTH_FAIL_JOB) {
       for (int k = 0; k < act->n_jobs && k < GP_HEALTH_MAX_JOBS; k++) {
-        gp__job *j = gp__job_find(a, act->jobs[k]);
-        if (j && !j->ended) gp__job_stop_local(a, j, j->grace_s > 30 ? 30 : j->grace_s,
+        gp__agent_job *j = gp__agent_job_find(a, act->jobs[k]);
+        if (j && !j->ended) gp__agent_job_stop_local(a, j, j->grace_s > 30 ? 30 : j->grace_s,
                                                "gpu_fault", act->reason);
       }
     }
     break;
   }
   case GP_HEALTH_RESUME_GPU:
-    gp__log("GPU %d passed its reset check and is back in service", act->gpu);
+    gp__agent_log("GPU %d passed its reset check and is back in service", act->gpu);
     break;
   case GP_HEALTH_CONDITION:
     gp_health_conditions(a->health, a->conditions, sizeof a->conditions);
-    gp__log("node condition %s %s", act->condition, act->active ? "set" : "cleared");
+    gp__agent_log("node condition %s %s", act->condition, act->active ? "set" : "cleared");
     break;
   }
 }
 
-void gp__monitor_tick(gp_agent *a) {
+void gp__agent_monitor_tick(gp_agent *a) {
   int64_t now = mono_ms();
   if (now - a->last_sample_ms < a->cfg.watchdog_ms) return;
   a->last_sample_ms = now;
   static gp_telemetry_job jobs[GP_TELEMETRY_MAX_JOBS];
   int n = telemetry_jobs(a, jobs, GP_TELEMETRY_MAX_JOBS);
   gp_err err = {0};
-  if (gp_telemetry_set_jobs(a->tel, jobs, n, &err) != 0) gp__log("telemetry: %s", err.message);
+  if (gp_telemetry_set_jobs(a->tel, jobs, n, &err) != 0) gp__agent_log("telemetry: %s", err.message);
   gp_telemetry_sample(a->tel);
   gp_gpu_event events[GP_TELEMETRY_MAX_EVENTS];
   int n_events = 0;
   gp_telemetry_take_events(a->tel, events, GP_TELEMETRY_MAX_EVENTS, &n_events);
   gp_telemetry_view_get(a->tel, a->view);
   a->have_view = true;
-  gp__watchdog_check(a, a->view);
+  gp__agent_watchdog_check(a, a->view);
   gp_health_action acts[32];
   int n_acts = 0;
   gp_health_evaluate(a->health, a->view, events, n_events, jobs, n, now, acts, 32, &n_acts);
   for (int i = 0; i < n_acts; i++) apply(a, &acts[i]);
 }
 
-json_t *gp__job_usage_json(gp_agent *a, const char *job_id) {
+json_t *gp__agent_job_usage_json(gp_agent *a, const char *job_id) {
   gp_job_usage u;
   if (!a->tel || gp_telemetry_job_usage(a->tel, job_id, &u) != 0) return NULL;
   json_t *o = json_object();
@@ -134,7 +134,7 @@ json_t *gp__job_usage_json(gp_agent *a, const char *job_id) {
   return o;
 }
 
-const char *gp__gpu_health(gp_agent *a, int gpu, char *reason, size_t size) {
+const char *gp__agent_gpu_health(gp_agent *a, int gpu, char *reason, size_t size) {
   reason[0] = '\0';
   if (a->gpu_drained[gpu]) {
     snprintf(reason, size, "%s", a->gpu_drain_reason[gpu]);

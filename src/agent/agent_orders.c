@@ -58,7 +58,7 @@ static void order_remember(gp_agent *a, const char *id) {
   if (a->orders_log_lines > 2 * GP_AGENT_MAX_ORDERS_KEPT) orders_rewrite(a);
 }
 
-void gp__orders_load(gp_agent *a) {
+void gp__agent_orders_load(gp_agent *a) {
   char path[700], line[256];
   snprintf(path, sizeof path, "%s/orders.log", a->cfg.data_dir);
   FILE *f = fopen(path, "re");
@@ -106,32 +106,32 @@ static void mig_done(gp_agent *a, const char *id, int gpu, int rc, const char *m
       m->mem_mib = g->mig[k].mem_mib;
     }
   }
-  gp__log("order %s: mig on GPU %d: %s", id, gpu, rc == 0 ? "applied" : message);
-  gp__event(a, gp_proto_event_encode(ev));
+  gp__agent_log("order %s: mig on GPU %d: %s", id, gpu, rc == 0 ? "applied" : message);
+  gp__agent_event(a, gp_proto_event_encode(ev));
   free(ev);
 }
 
 static void inject_done(gp_agent *a, const char *id, const char *spec, int rc, const char *message) {
   gp_proto_event *ev = order_done(GP_PROTO_EV_INJECT_DONE, id, rc, "fault injected", message);
-  gp__event(a, gp_proto_event_encode(ev));
+  gp__agent_event(a, gp_proto_event_encode(ev));
   free(ev);
-  gp__log("order %s: inject '%s': %s", id, spec ? spec : "", rc == 0 ? "done" : message);
+  gp__agent_log("order %s: inject '%s': %s", id, spec ? spec : "", rc == 0 ? "done" : message);
 }
 
-static void run_start(gp_agent *a, const gp_proto_order *o) { gp__job_start(a, o->id, &o->u.start); }
+static void run_start(gp_agent *a, const gp_proto_order *o) { gp__agent_job_start(a, o->id, &o->u.start); }
 
 static void refuse_start(gp_agent *a, const char *id, const json_t *doc, const gp_err *err) {
   const char *job = json_string_value(json_object_get(json_object_get(doc, "job"), "id"));
-  if (gp_proto_job_id_valid(job)) gp__job_start_failed(a, id, job, -1, err->message);
-  else gp__log("order %s: %s", id, err->message);
+  if (gp_proto_job_id_valid(job)) gp__agent_job_start_failed(a, id, job, -1, err->message);
+  else gp__agent_log("order %s: %s", id, err->message);
 }
 
-static void run_stop(gp_agent *a, const gp_proto_order *o) { gp__job_stop(a, o->id, &o->u.stop); }
+static void run_stop(gp_agent *a, const gp_proto_order *o) { gp__agent_job_stop(a, o->id, &o->u.stop); }
 
 static void refuse_log(gp_agent *a, const char *id, const json_t *doc, const gp_err *err) {
   (void)a;
   (void)doc;
-  gp__log("order %s: %s", id, err->message);
+  gp__agent_log("order %s: %s", id, err->message);
 }
 
 static void run_mig(gp_agent *a, const gp_proto_order *o) {
@@ -143,10 +143,10 @@ static void run_mig(gp_agent *a, const gp_proto_order *o) {
   } else {
     const char *profiles[GP_PROTO_MAX_MIG];
     for (int k = 0; k < m->n; k++) profiles[k] = m->profiles[k];
-    rc = gp__mig_apply(a, m->gpu, profiles, m->start_slots, m->n, &err);
+    rc = gp__agent_mig_apply(a, m->gpu, profiles, m->start_slots, m->n, &err);
     gp_err rerr = {0};
     if (rc == 0 && a->tel && gp_telemetry_rediscover(a->tel, &rerr) != 0)
-      gp__log("telemetry: %s", rerr.message);
+      gp__agent_log("telemetry: %s", rerr.message);
   }
   mig_done(a, o->id, m->gpu, rc, err.message);
 }
@@ -159,7 +159,7 @@ static void run_gpu_admin(gp_agent *a, const gp_proto_order *o) {
   const gp_proto_gpu_admin *g = &o->u.gpu;
   bool drain = o->kind == GP_PROTO_DRAIN_GPU;
   if (g->gpu >= a->n_gpus) {
-    gp__log("order %s: %s for GPU %d, which this node does not have", o->id,
+    gp__agent_log("order %s: %s for GPU %d, which this node does not have", o->id,
             gp_proto_order_kind_name(o->kind), g->gpu);
     return;
   }
@@ -169,7 +169,7 @@ static void run_gpu_admin(gp_agent *a, const gp_proto_order *o) {
   char *kept = a->gpu_drain_reason[g->gpu]; /* a long reason is cut to what the table keeps */
   snprintf(kept, sizeof a->gpu_drain_reason[g->gpu], "%.*s",
            (int)sizeof a->gpu_drain_reason[g->gpu] - 1, drain && reason ? reason : "");
-  gp__log("order %s: GPU %d %s%s%s", o->id, g->gpu, drain ? "drained" : "resumed",
+  gp__agent_log("order %s: GPU %d %s%s%s", o->id, g->gpu, drain ? "drained" : "resumed",
           drain && reason ? ": " : "", drain && reason ? reason : "");
 }
 
@@ -201,10 +201,10 @@ static const struct {
     {GP_PROTO_INJECT, run_inject, refuse_inject},
 };
 
-void gp__order_execute(gp_agent *a, json_t *doc) {
+void gp__agent_order_execute(gp_agent *a, json_t *doc) {
   const char *id, *kind;
   if (gp_proto_order_head(doc, &id, &kind, NULL) != 0) {
-    gp__log("ignoring an order without a valid id or kind");
+    gp__agent_log("ignoring an order without a valid id or kind");
     return;
   }
   if (order_seen(a, id)) return;
@@ -213,7 +213,7 @@ void gp__order_execute(gp_agent *a, json_t *doc) {
   size_t row = 0;
   while (row < sizeof kinds / sizeof kinds[0] && kinds[row].kind != k) row++;
   if (!k || row == sizeof kinds / sizeof kinds[0]) {
-    gp__log("order %s: unknown kind '%s' ignored", id, kind);
+    gp__agent_log("order %s: unknown kind '%s' ignored", id, kind);
     return;
   }
   gp_proto_order *o = gp_xmalloc(sizeof *o); /* large: a start carries its placement's UUIDs */

@@ -21,7 +21,7 @@
 
 #include "agent/gpu_sim.h"
 
-bool gp__mps_running(const gp_agent *a, char *pipe_dir, size_t size) {
+bool gp__agent_mps_running(const gp_agent *a, char *pipe_dir, size_t size) {
   const char *dir = a->cfg.mps_pipe_dir[0] ? a->cfg.mps_pipe_dir : getenv("CUDA_MPS_PIPE_DIRECTORY");
   if (!dir || !*dir) dir = "/tmp/nvidia-mps";
   snprintf(pipe_dir, size, "%s", dir);
@@ -38,9 +38,9 @@ static bool same_mig_uuid(const char *a, const char *b) {
   return strcmp(a, b) == 0;
 }
 
-int gp__share_decide(gp_agent *a, const int *gpus, int n_gpus, int64_t gpu_milli,
-                     int64_t gpu_mem_mib, const char *mig_uuid, gp__share_plan *ret, gp_err *err) {
-  gp__share_plan sp;
+int gp__agent_share_decide(gp_agent *a, const int *gpus, int n_gpus, int64_t gpu_milli,
+                     int64_t gpu_mem_mib, const char *mig_uuid, gp__agent_share_plan *ret, gp_err *err) {
+  gp__agent_share_plan sp;
   memset(&sp, 0, sizeof sp);
   if (mig_uuid) {
     for (int g = 0; g < a->n_gpus; g++) {
@@ -84,7 +84,7 @@ int gp__share_decide(gp_agent *a, const int *gpus, int n_gpus, int64_t gpu_milli
                         "share of %lld MiB does not fit GPU %d (%lld MiB)", (long long)limit, g,
                         (long long)info->mem_mib);
     sp.limit_mib = limit;
-    if (gp__mps_running(a, pipe_dir, sizeof pipe_dir)) {
+    if (gp__agent_mps_running(a, pipe_dir, sizeof pipe_dir)) {
       mps = true;
       snprintf(sp.mps_pipe_dir, sizeof sp.mps_pipe_dir, "%s", pipe_dir);
       /* Device ordinals as the job sees them (after CUDA_VISIBLE_DEVICES). */
@@ -113,15 +113,15 @@ int gp__share_decide(gp_agent *a, const int *gpus, int n_gpus, int64_t gpu_milli
   return 0;
 }
 
-void gp__watchdog_check(gp_agent *a, const gp_telemetry_view *v) {
+void gp__agent_watchdog_check(gp_agent *a, const gp_telemetry_view *v) {
   for (size_t i = 0; i < a->n_jobs; i++) {
-    gp__job *j = a->jobs[i];
+    gp__agent_job *j = a->jobs[i];
     if (j->ended || j->limit_exceeded || strcmp(j->enforcement, "watchdog") != 0) continue;
     for (int k = 0; k < j->n_gpus && !j->limit_exceeded; k++) {
       int g = j->gpus[k];
       if (g >= v->n_gpus || !v->have_sample[g]) {
         if (g < GP_GPU_MAX_DEVICES && !a->watchdog_warned[g])
-          gp__log("watchdog: cannot read GPU %d (%s): shares on it are not checked until it "
+          gp__agent_log("watchdog: cannot read GPU %d (%s): shares on it are not checked until it "
                   "answers again", g, g < v->n_gpus ? v->sample_error[g] : "no such GPU");
         if (g < GP_GPU_MAX_DEVICES) a->watchdog_warned[g] = true;
         continue;
@@ -140,7 +140,7 @@ void gp__watchdog_check(gp_agent *a, const gp_telemetry_view *v) {
                (long long)j->limit_mib);
       j->limit_exceeded = true;
       killpg(j->pid, SIGKILL);
-      gp__job_persist(j);
+      gp__agent_job_persist(j);
       char path[800];
       snprintf(path, sizeof path, "%s/stderr", j->dir);
       FILE *f = fopen(path, "ae");
@@ -148,12 +148,12 @@ void gp__watchdog_check(gp_agent *a, const gp_telemetry_view *v) {
         fprintf(f, "gpool: %s\n", j->message);
         fclose(f);
       }
-      gp__log("job %s: %s", j->id, j->message);
+      gp__agent_log("job %s: %s", j->id, j->message);
     }
   }
 }
 
-json_t *gp__mig_json(const gp_gpu_info *g) {
+json_t *gp__agent_mig_json(const gp_gpu_info *g) {
   json_t *list = json_array();
   for (int k = 0; k < g->n_mig && k < GP_GPU_MAX_MIG; k++) {
     json_t *o = json_object();
@@ -181,10 +181,10 @@ static int place_slots(const gp_gpu_info *g, const char *const *profiles, int *s
   return gp_gpu_model_check_mig(m, profiles, slots, n, err);
 }
 
-int gp__mig_apply(gp_agent *a, int gpu, const char *const *profiles, const int *slots_in, int n,
+int gp__agent_mig_apply(gp_agent *a, int gpu, const char *const *profiles, const int *slots_in, int n,
                   gp_err *err) {
   for (size_t i = 0; i < a->n_jobs; i++) {
-    const gp__job *j = a->jobs[i];
+    const gp__agent_job *j = a->jobs[i];
     if (j->ended) continue;
     for (int k = 0; k < j->n_gpus; k++)
       if (j->gpus[k] == gpu)
@@ -210,7 +210,7 @@ int gp__mig_apply(gp_agent *a, int gpu, const char *const *profiles, const int *
   return rc;
 }
 
-int gp__mig_apply_config(gp_agent *a) {
+int gp__agent_mig_apply_config(gp_agent *a) {
   for (int g = 0; g < a->n_gpus; g++) {
     const gp_gpu_mode *m = gp_agent_config_gpu_mode(&a->cfg, g);
     if (m->mode != GP_MODE_MIG) continue;
@@ -221,7 +221,7 @@ int gp__mig_apply_config(gp_agent *a) {
     char *save = NULL;
     for (char *t = strtok_r(layout, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
       if (n == GP_GPU_MAX_MIG) {
-        gp__log("GPU %d: MIG layout '%s' has more than %d instances", g, m->mig_layout,
+        gp__agent_log("GPU %d: MIG layout '%s' has more than %d instances", g, m->mig_layout,
                 GP_GPU_MAX_MIG);
         return GP_EINVAL;
       }
@@ -241,16 +241,16 @@ int gp__mig_apply_config(gp_agent *a) {
       continue;
     }
     gp_err err = {0};
-    int rc = gp__mig_apply(a, g, profiles, NULL, n, &err);
+    int rc = gp__agent_mig_apply(a, g, profiles, NULL, n, &err);
     if (rc == GP_ESTATE) {
-      gp__log("GPU %d: keeping its current MIG layout: %s", g, err.message);
+      gp__agent_log("GPU %d: keeping its current MIG layout: %s", g, err.message);
       continue;
     }
     if (rc) {
-      gp__log("GPU %d: cannot apply MIG layout '%s': %s", g, m->mig_layout, err.message);
+      gp__agent_log("GPU %d: cannot apply MIG layout '%s': %s", g, m->mig_layout, err.message);
       return rc;
     }
-    gp__log("GPU %d: MIG layout %s applied", g, m->mig_layout);
+    gp__agent_log("GPU %d: MIG layout %s applied", g, m->mig_layout);
   }
   return 0;
 }

@@ -184,7 +184,7 @@ static bool is_dir(const char *p) {
   return p && *p && stat(p, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-static void build_env(gp_agent *a, const start_req *r, const creds *c, const gp__share_plan *sp,
+static void build_env(gp_agent *a, const start_req *r, const creds *c, const gp__agent_share_plan *sp,
                       const char *workdir, const char *ckpt_key, envv *e) {
   if (!c->switch_user) {
     for (char **p = environ; p && *p; p++) {
@@ -281,15 +281,15 @@ static void build_env(gp_agent *a, const start_req *r, const creds *c, const gp_
 /* The order names a valid job that does not already run here, on GPUs that are not drained.
  * *ret_old is an earlier, ended run of the job that this node still remembers (or NULL). */
 static bool check_order(gp_agent *a, const char *order_id, const gp_proto_start *o,
-                        start_req *r, gp__job **ret_old) {
+                        start_req *r, gp__agent_job **ret_old) {
   char msg[512];
   if (parse_start(a, o, r, msg, sizeof msg) != 0) {
-    gp__job_start_failed(a, order_id, o->id, -1, msg);
+    gp__agent_job_start_failed(a, order_id, o->id, -1, msg);
     return false;
   }
-  gp__job *old = gp__job_find(a, r->id);
+  gp__agent_job *old = gp__agent_job_find(a, r->id);
   if (old && !old->ended) {
-    gp__log("order %s: job %s already runs here (pid %d); not starting it twice", order_id, r->id,
+    gp__agent_log("order %s: job %s already runs here (pid %d); not starting it twice", order_id, r->id,
             (int)old->pid);
     return false;
   }
@@ -297,7 +297,7 @@ static bool check_order(gp_agent *a, const char *order_id, const gp_proto_start 
     if (a->gpu_drained[r->gpus[i]]) {
       snprintf(msg, sizeof msg, "GPU %d is drained (%s)", r->gpus[i],
                a->gpu_drain_reason[r->gpus[i]]);
-      gp__job_start_failed(a, order_id, r->id, -1, msg);
+      gp__agent_job_start_failed(a, order_id, r->id, -1, msg);
       return false;
     }
   *ret_old = old;
@@ -306,11 +306,11 @@ static bool check_order(gp_agent *a, const char *order_id, const gp_proto_start 
 
 /* How the job's share of its GPUs is enforced (fail closed: no way to enforce, no start). */
 static bool decide_share(gp_agent *a, const char *order_id, const start_req *r,
-                         gp__share_plan *sp) {
+                         gp__agent_share_plan *sp) {
   gp_err err = {0};
-  if (gp__share_decide(a, r->gpus, r->n_gpus, r->gpu_milli, r->gpu_mem_mib, r->mig_uuid, sp,
+  if (gp__agent_share_decide(a, r->gpus, r->n_gpus, r->gpu_milli, r->gpu_mem_mib, r->mig_uuid, sp,
                        &err)) {
-    gp__job_start_failed(a, order_id, r->id, -1, err.message);
+    gp__agent_job_start_failed(a, order_id, r->id, -1, err.message);
     return false;
   }
   return true;
@@ -320,7 +320,7 @@ static bool decide_share(gp_agent *a, const char *order_id, const start_req *r,
 static bool decide_user(gp_agent *a, const char *order_id, const start_req *r, creds *c) {
   char msg[512];
   if (resolve_user(a, r->user, c, msg, sizeof msg) != 0) {
-    gp__job_start_failed(a, order_id, r->id, -1, msg);
+    gp__agent_job_start_failed(a, order_id, r->id, -1, msg);
     return false;
   }
   return true;
@@ -328,9 +328,9 @@ static bool decide_user(gp_agent *a, const char *order_id, const start_req *r, c
 
 /* The job's record and its directory, cleared of an earlier run's end. NULL when the
  * directory cannot be made. */
-static gp__job *prepare_job_dir(gp_agent *a, const char *order_id, const start_req *r,
-                                const creds *c, gp__job *old) {
-  gp__job *j = gp_xcalloc(1, sizeof *j);
+static gp__agent_job *prepare_job_dir(gp_agent *a, const char *order_id, const start_req *r,
+                                const creds *c, gp__agent_job *old) {
+  gp__agent_job *j = gp_xcalloc(1, sizeof *j);
   snprintf(j->id, sizeof j->id, "%s", r->id);
   snprintf(j->order_id, sizeof j->order_id, "%s", order_id);
   snprintf(j->user, sizeof j->user, "%s", r->user ? r->user : c->name);
@@ -339,17 +339,17 @@ static gp__job *prepare_job_dir(gp_agent *a, const char *order_id, const start_r
   if (mkdir(j->dir, 0755) != 0 && errno != EEXIST) {
     char msg[512];
     snprintf(msg, sizeof msg, "cannot create %.300s: %s", j->dir, strerror(errno));
-    gp__job_start_failed(a, order_id, r->id, -1, msg);
+    gp__agent_job_start_failed(a, order_id, r->id, -1, msg);
     free(j);
     return NULL;
   }
   /* A requeued run of a job whose earlier end is settled here: forget that run first (this
    * marks its directory settled), then clear the markers for the new run. */
-  if (old) gp__job_remove(a, old);
+  if (old) gp__agent_job_remove(a, old);
   char path[800];
   const char *stale[] = {"end.json", "acked", "exit"};
   for (size_t k = 0; k < sizeof stale / sizeof stale[0]; k++) {
-    gp__job_path(j, stale[k], path, sizeof path);
+    gp__agent_job_path(j, stale[k], path, sizeof path);
     unlink(path);
   }
   return j;
@@ -357,13 +357,13 @@ static gp__job *prepare_job_dir(gp_agent *a, const char *order_id, const start_r
 
 /* The job's cgroup with its CPU and memory limits, where the node has cgroups; `procs` gets
  * the path of its cgroup.procs ("" without one). */
-static bool prepare_cgroup(gp_agent *a, const char *order_id, const start_req *r, gp__job *j,
+static bool prepare_cgroup(gp_agent *a, const char *order_id, const start_req *r, gp__agent_job *j,
                            char *procs, size_t size) {
   if (!a->cgroup.ok) return true;
   gp_err err = {0};
   int64_t cpu_milli = r->cpus > 0 ? r->cpus * 1000 : 0;
   if (gp_cgroup_job_create(&a->cgroup, r->id, cpu_milli, r->mem_mib, procs, size, &err)) {
-    gp__job_start_failed(a, order_id, r->id, -1, err.message);
+    gp__agent_job_start_failed(a, order_id, r->id, -1, err.message);
     return false;
   }
   j->cgroup = true;
@@ -372,10 +372,10 @@ static bool prepare_cgroup(gp_agent *a, const char *order_id, const start_req *r
 
 /* The key the job's checkpoint reports carry, written before the job can run so its first
  * report already finds it. */
-static void write_checkpoint_key(gp__job *j) {
+static void write_checkpoint_key(gp__agent_job *j) {
   random_key(j->checkpoint_key, sizeof j->checkpoint_key);
   char key_path[800];
-  gp__job_path(j, "checkpoint.key", key_path, sizeof key_path);
+  gp__agent_job_path(j, "checkpoint.key", key_path, sizeof key_path);
   int kfd = open(key_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (kfd < 0 || write(kfd, j->checkpoint_key, strlen(j->checkpoint_key)) < 0)
     j->checkpoint_key[0] = '\0'; /* no key on disk: no checkpoint URL either */
@@ -385,7 +385,7 @@ static void write_checkpoint_key(gp__job *j) {
 /* The job's working directory. The job directory stays root's (the shim writes the exit
  * file there as root: a user who owned it could plant links), so a user without a home
  * starts in /tmp, like Slurm. */
-static const char *job_workdir(const start_req *r, const creds *c, const gp__job *j) {
+static const char *job_workdir(const start_req *r, const creds *c, const gp__agent_job *j) {
   if (r->workdir) return r->workdir;
   return is_dir(c->home) ? c->home : c->switch_user ? "/tmp" : j->dir;
 }
@@ -393,14 +393,14 @@ static const char *job_workdir(const start_req *r, const creds *c, const gp__job
 /* Forks the shim that execs the job. On failure the job's cgroup is gone and the order
  * has failed. */
 static bool launch(gp_agent *a, const char *order_id, const start_req *r, const creds *c,
-                   const gp__share_plan *sp, gp__job *j, const char *procs,
+                   const gp__agent_share_plan *sp, gp__agent_job *j, const char *procs,
                    gp_launch_result *res) {
   const char *workdir = job_workdir(r, c, j);
   envv env = {0};
   build_env(a, r, c, sp, workdir, j->checkpoint_key, &env);
   char out_path[800], err_path[800];
-  gp__job_path(j, "stdout", out_path, sizeof out_path);
-  gp__job_path(j, "stderr", err_path, sizeof err_path);
+  gp__agent_job_path(j, "stdout", out_path, sizeof out_path);
+  gp__agent_job_path(j, "stderr", err_path, sizeof err_path);
   gp_launch_spec spec = {0};
   spec.dir = j->dir;
   spec.argv = r->o->argv;
@@ -422,21 +422,21 @@ static bool launch(gp_agent *a, const char *order_id, const start_req *r, const 
     int st;
     while (waitpid(res->shim_pid, &st, 0) < 0 && errno == EINTR) {}
   }
-  gp__job_note(j, err.message);
+  gp__agent_job_note(j, err.message);
   if (j->cgroup) gp_cgroup_job_remove(&a->cgroup, r->id);
-  gp__job_start_failed(a, order_id, r->id, res->shim_pid > 0 ? 127 : -1, err.message);
+  gp__agent_job_start_failed(a, order_id, r->id, res->shim_pid > 0 ? 127 : -1, err.message);
   return false;
 }
 
 /* What the agent keeps about the running job. */
-static void record_start(gp__job *j, const start_req *r, const gp__share_plan *sp,
+static void record_start(gp__agent_job *j, const start_req *r, const gp__agent_share_plan *sp,
                          const gp_launch_result *res) {
   j->pid = res->pid;
   j->shim_pid = res->shim_pid;
   j->start_ticks = res->start_ticks;
   j->shim_ticks = res->shim_start_ticks;
   j->is_child = true;
-  j->started_at = gp__now_ms() / 1000;
+  j->started_at = gp__agent_now_ms() / 1000;
   j->n_gpus = r->n_gpus;
   memcpy(j->gpus, r->gpus, sizeof r->gpus);
   snprintf(j->mig_uuid, sizeof j->mig_uuid, "%s", r->mig_uuid ? r->mig_uuid : "");
@@ -448,7 +448,7 @@ static void record_start(gp__job *j, const start_req *r, const gp__share_plan *s
 
 /* Tells the GPU backend where the job's process runs, with the load the job declares in
  * GPOOL_SIM_UTIL and GPOOL_SIM_MEM (a simulated backend models it; a driver needs neither). */
-static void attach_gpus(gp_agent *a, gp__job *j, const start_req *r) {
+static void attach_gpus(gp_agent *a, gp__agent_job *j, const start_req *r) {
   j->sim_util = -1;
   j->sim_mem_mib = -1;
   if (r->n_gpus == 0) return;
@@ -456,15 +456,15 @@ static void attach_gpus(gp_agent *a, gp__job *j, const start_req *r) {
   const char *u = gp_proto_start_env(r->o, "GPOOL_SIM_UTIL");
   const char *m = gp_proto_start_env(r->o, "GPOOL_SIM_MEM");
   if (a->gpu->ops->job_load(a->gpu, u, m, &j->sim_util, &j->sim_mem_mib, &err) != 0)
-    gp__log("job %s: %s (simulated load left at the default)", j->id, err.message);
+    gp__agent_log("job %s: %s (simulated load left at the default)", j->id, err.message);
   for (int i = 0; i < j->n_gpus; i++)
     if (a->gpu->ops->attach(a->gpu, j->gpus[i], j->pid, j->mig_uuid[0] ? j->mig_uuid : NULL,
                             j->sim_util, j->sim_mem_mib, &err) != 0)
-      gp__log("job %s: simulated GPU %d: %s", j->id, j->gpus[i], err.message);
+      gp__agent_log("job %s: simulated GPU %d: %s", j->id, j->gpus[i], err.message);
 }
 
 /* The "started" event for the server, and the log line. */
-static void announce_start(gp_agent *a, const char *order_id, const gp__job *j, const creds *c) {
+static void announce_start(gp_agent *a, const char *order_id, const gp__agent_job *j, const creds *c) {
   gp_proto_event *ev = gp_xcalloc(1, sizeof *ev); /* large: a fault's job list */
   ev->kind = GP_PROTO_EV_STARTED;
   snprintf(ev->job, sizeof ev->job, "%s", j->id);
@@ -473,21 +473,21 @@ static void announce_start(gp_agent *a, const char *order_id, const gp__job *j, 
   ev->pid = j->pid;
   snprintf(ev->enforcement, sizeof ev->enforcement, "%s", j->enforcement);
   ev->gpu_mem_limit_mib = j->limit_mib > 0 ? j->limit_mib : 0;
-  gp__event(a, gp_proto_event_encode(ev));
+  gp__agent_event(a, gp_proto_event_encode(ev));
   free(ev);
-  gp__log("order %s: job %s started (pid %d, user %s, GPUs %d, enforcement %s)", order_id, j->id,
+  gp__agent_log("order %s: job %s started (pid %d, user %s, GPUs %d, enforcement %s)", order_id, j->id,
           (int)j->pid, c->switch_user ? c->name : "(agent's own)", j->n_gpus, j->enforcement);
 }
 
-void gp__job_start(gp_agent *a, const char *order_id, const gp_proto_start *o) {
+void gp__agent_job_start(gp_agent *a, const char *order_id, const gp_proto_start *o) {
   start_req r;
-  gp__job *old = NULL;
-  gp__share_plan sp;
+  gp__agent_job *old = NULL;
+  gp__agent_share_plan sp;
   creds c;
   if (!check_order(a, order_id, o, &r, &old) || !decide_share(a, order_id, &r, &sp) ||
       !decide_user(a, order_id, &r, &c))
     return;
-  gp__job *j = prepare_job_dir(a, order_id, &r, &c, old);
+  gp__agent_job *j = prepare_job_dir(a, order_id, &r, &c, old);
   if (!j) return;
   char procs[800] = "";
   gp_launch_result res = {0};
@@ -502,7 +502,7 @@ void gp__job_start(gp_agent *a, const char *order_id, const gp_proto_start *o) {
   }
   record_start(j, &r, &sp, &res);
   attach_gpus(a, j, &r);
-  gp__job_add(a, j);
-  gp__job_persist(j);
+  gp__agent_job_add(a, j);
+  gp__agent_job_persist(j);
   announce_start(a, order_id, j, &c);
 }

@@ -47,12 +47,12 @@ static const char script_body[] =
     "done\n"
     "exit $rc\n";
 
-int gp__sim_bin_write(gp_agent *a) {
+int gp__agent_sim_bin_write(gp_agent *a) {
   char dir[sizeof a->sim_bin], path[sizeof a->sim_bin + 32], tmp[sizeof a->sim_bin + 48];
   a->sim_bin[0] = '\0';
   snprintf(dir, sizeof dir, "%s/sim-bin", a->cfg.data_dir);
   if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
-    gp__log("cannot create %s (%s): jobs get no simulated nvidia-smi", dir, strerror(errno));
+    gp__agent_log("cannot create %s (%s): jobs get no simulated nvidia-smi", dir, strerror(errno));
     return -1;
   }
   gp_buf b;
@@ -79,7 +79,7 @@ int gp__sim_bin_write(gp_agent *a) {
     if (ok && chmod(tmp, 0755) == 0 && rename(tmp, path) == 0) rc = 0;
   }
   if (rc != 0) {
-    gp__log("cannot write %s (%s): jobs get no simulated nvidia-smi", path, strerror(errno));
+    gp__agent_log("cannot write %s (%s): jobs get no simulated nvidia-smi", path, strerror(errno));
     unlink(tmp);
   } else {
     snprintf(a->sim_bin, sizeof a->sim_bin, "%s", dir);

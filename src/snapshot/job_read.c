@@ -26,17 +26,17 @@ typedef struct job_ctx {
   const gp_policy *policy;
   const gp_node *nodes;
   int n_nodes;
-  gp__names node_ix;
+  gp__snap_names node_ix;
   const gp_queue *queues;
   int n_queues;
-  gp__names queue_ix;
+  gp__snap_names queue_ix;
   int *child_of;  /* per queue: a listed child's index, or -1 for a leaf */
   gpu_use **use; /* per node, per GPU; allocated on first use */
   gp_arena *arena;
   gp_err *err;
 } job_ctx;
 
-#define FIELD(buf, i, key) gp__field(buf, sizeof buf, c->path, i, key)
+#define FIELD(buf, i, key) gp__snap_field(buf, sizeof buf, c->path, i, key)
 
 static int opt_int(job_ctx *c, const gp_doc_node *m, int i, const char *key, int64_t lo,
                    int64_t hi, int64_t *v) {
@@ -60,17 +60,17 @@ static int read_names(job_ctx *c, const gp_doc_node *n, const char *f, int max,
   int r;
   if (n->kind == GP_DOC_SCALAR) {
     const char **one = gp_arena_alloc(c->arena, sizeof *one);
-    if ((r = gp__read_name(c->d, n, f, c->arena, &one[0], c->err))) return r;
+    if ((r = gp__snap_read_name(c->d, n, f, c->arena, &one[0], c->err))) return r;
     *ret = one;
     *ret_n = 1;
     return 0;
   }
-  if ((r = gp__list(c->d, n, f, max, c->err))) return r;
+  if ((r = gp__snap_list(c->d, n, f, max, c->err))) return r;
   const char **v = gp_arena_alloc(c->arena, (size_t)(n->n ? n->n : 1) * sizeof *v);
   for (int i = 0; i < n->n; i++) {
     char fi[200];
     snprintf(fi, sizeof fi, "%s[%d]", f, i);
-    if ((r = gp__read_name(c->d, n->items[i], fi, c->arena, &v[i], c->err))) return r;
+    if ((r = gp__snap_read_name(c->d, n->items[i], fi, c->arena, &v[i], c->err))) return r;
   }
   *ret = v;
   *ret_n = n->n;
@@ -129,7 +129,7 @@ static int read_request(job_ctx *c, const gp_doc_node *m, int i, gp_job *job) {
   }
   if (mig) {
     FIELD(f, i, "mig");
-    if ((r = gp__read_name(c->d, mig, f, c->arena, &q->mig_profile, c->err))) return r;
+    if ((r = gp__snap_read_name(c->d, mig, f, c->arena, &q->mig_profile, c->err))) return r;
   }
   if ((n = gp_doc_get(m, "min_gpu_mem"))) {
     FIELD(f, i, "min_gpu_mem");
@@ -145,7 +145,7 @@ static int read_request(job_ctx *c, const gp_doc_node *m, int i, gp_job *job) {
     q->cpu_milli = (int64_t)llround(x * 1000);
   }
   bool found;
-  if ((r = gp__read_host_mem(c->d, m, c->path, i, &q->mem_mib, &found, c->err))) return r;
+  if ((r = gp__snap_read_host_mem(c->d, m, c->path, i, &q->mem_mib, &found, c->err))) return r;
   if ((n = gp_doc_get(m, "gpu_type"))) {
     FIELD(f, i, "gpu_type");
     if ((r = read_names(c, n, f, GP_READ_MAX_GPU_TYPES, &q->gpu_models, &q->n_gpu_models)))
@@ -154,7 +154,7 @@ static int read_request(job_ctx *c, const gp_doc_node *m, int i, gp_job *job) {
   if ((n = gp_doc_get(m, "node_selector"))) {
     gp_label *l;
     FIELD(f, i, "node_selector");
-    if ((r = gp__read_labels(c->d, n, f, c->arena, &l, &q->n_node_selector, c->err))) return r;
+    if ((r = gp__snap_read_labels(c->d, n, f, c->arena, &l, &q->n_node_selector, c->err))) return r;
     q->node_selector = l;
   }
   if ((n = gp_doc_get(m, "allow_spot"))) {
@@ -202,7 +202,7 @@ static int read_placement(job_ctx *c, const gp_doc_node *m, const char *f, gp_jo
                           gp_placement *p) {
   static const char *const keys[] = {"node", "gpu_ids", "gpu_milli", "gpu_mem", "mig_instance",
                                      NULL};
-  int r = gp__check_keys(c->d, m, f, keys, NULL, c->err);
+  int r = gp__snap_check_keys(c->d, m, f, keys, NULL, c->err);
   if (r) return r;
   char ff[220];
   const gp_doc_node *n = gp_doc_get(m, "node");
@@ -210,7 +210,7 @@ static int read_placement(job_ctx *c, const gp_doc_node *m, const char *f, gp_jo
   if (!n) return gp_err_set(c->err, GP_EINVAL, c->d->name, m->line, ff, "missing");
   const char *name;
   if ((r = gp_doc_str(c->d, n, ff, &name, c->err))) return r;
-  p->node = gp__names_find(&c->node_ix, name);
+  p->node = gp__snap_names_find(&c->node_ix, name);
   if (p->node < 0)
     return gp_err_set(c->err, GP_ENOENT, c->d->name, n->line, ff, "no node '%.100s'", name);
   const gp_node *node = &c->nodes[p->node];
@@ -221,7 +221,7 @@ static int read_placement(job_ctx *c, const gp_doc_node *m, const char *f, gp_jo
   n = gp_doc_get(m, "gpu_ids");
   snprintf(ff, sizeof ff, "%s.gpu_ids", f);
   if (!n && want) return gp_err_set(c->err, GP_EINVAL, c->d->name, m->line, ff, "missing");
-  if (n && (r = gp__list(c->d, n, ff, GP_MAX_NODE_GPUS, c->err))) return r;
+  if (n && (r = gp__snap_list(c->d, n, ff, GP_MAX_NODE_GPUS, c->err))) return r;
   int got = n ? n->n : 0;
   if (got != want)
     return gp_err_set(c->err, GP_EINVAL, c->d->name, n ? n->line : m->line, ff,
@@ -321,7 +321,7 @@ static int read_placements(job_ctx *c, const gp_doc_node *m, int i, gp_job *job)
     return gp_err_set(c->err, GP_EINVAL, c->d->name, m->line, f,
                       "missing: a %s job says where its tasks run",
                       gp_job_state_name(job->state));
-  int r = gp__list(c->d, n, f, GP_READ_MAX_TASKS, c->err);
+  int r = gp__snap_list(c->d, n, f, GP_READ_MAX_TASKS, c->err);
   if (r) return r;
   if (n->n != job->req.tasks)
     return gp_err_set(c->err, GP_EINVAL, c->d->name, n->line, f,
@@ -348,19 +348,19 @@ static int read_job(job_ctx *c, const gp_doc_node *m, int i, const char *const *
       "afterany", NULL};
   char f[160];
   FIELD(f, i, NULL);
-  int r = gp__check_keys(c->d, m, f, keys, extra_keys, c->err);
+  int r = gp__snap_check_keys(c->d, m, f, keys, extra_keys, c->err);
   if (r) return r;
   const gp_doc_node *n = gp_doc_get(m, "id");
   FIELD(f, i, "id");
   if (!n) return gp_err_set(c->err, GP_EINVAL, c->d->name, m->line, f, "missing");
-  if ((r = gp__read_name(c->d, n, f, c->arena, &job->id, c->err))) return r;
+  if ((r = gp__snap_read_name(c->d, n, f, c->arena, &job->id, c->err))) return r;
 
   n = gp_doc_get(m, "queue");
   FIELD(f, i, "queue");
   if (!n) return gp_err_set(c->err, GP_EINVAL, c->d->name, m->line, f, "missing");
   const char *queue;
   if ((r = gp_doc_str(c->d, n, f, &queue, c->err))) return r;
-  int qi = gp__names_find(&c->queue_ix, queue);
+  int qi = gp__snap_names_find(&c->queue_ix, queue);
   if (qi < 0)
     return gp_err_set(c->err, GP_ENOENT, c->d->name, n->line, f, "no queue '%.100s'", queue);
   if (c->child_of[qi] >= 0)
@@ -372,11 +372,11 @@ static int read_job(job_ctx *c, const gp_doc_node *m, int i, const char *const *
   job->user = "unknown";
   if ((n = gp_doc_get(m, "user"))) {
     FIELD(f, i, "user");
-    if ((r = gp__read_name(c->d, n, f, c->arena, &job->user, c->err))) return r;
+    if ((r = gp__snap_read_name(c->d, n, f, c->arena, &job->user, c->err))) return r;
   }
   if ((n = gp_doc_get(m, "priority"))) {
     FIELD(f, i, "priority");
-    if ((r = gp__read_name(c->d, n, f, c->arena, &job->priority_class, c->err))) return r;
+    if ((r = gp__snap_read_name(c->d, n, f, c->arena, &job->priority_class, c->err))) return r;
     if (!gp_priority_class_find(c->policy, job->priority_class))
       return gp_err_set(c->err, GP_EINVAL, c->d->name, n->line, f,
                         "'%s' is not a priority class", job->priority_class);
@@ -433,7 +433,7 @@ int gp_jobs_read(const gp_doc *d, const gp_doc_node *seq, const char *path,
                  const char *const *extra_keys, const gp_policy *policy,
                  const gp_node *nodes, int n_nodes, const gp_queue *queues, int n_queues,
                  gp_arena *arena, gp_job **ret_jobs, int *ret_n, gp_err *err) {
-  int r = gp__list(d, seq, path, GP_READ_MAX_JOBS, err);
+  int r = gp__snap_list(d, seq, path, GP_READ_MAX_JOBS, err);
   if (r) return r;
   job_ctx c = {.d = d, .path = path, .policy = policy, .nodes = nodes, .n_nodes = n_nodes,
                .queues = queues, .n_queues = n_queues, .arena = arena, .err = err};
@@ -441,8 +441,8 @@ int gp_jobs_read(const gp_doc *d, const gp_doc_node *seq, const char *path,
   const char **names = gp_arena_alloc(arena, (size_t)(n_nodes + n_queues + 1) * sizeof *names);
   for (int i = 0; i < n_nodes; i++) names[i] = nodes[i].name;
   for (int i = 0; i < n_queues; i++) names[n_nodes + i] = queues[i].name;
-  gp__names_build(&c.node_ix, names, n_nodes, arena, &dup);
-  gp__names_build(&c.queue_ix, names + n_nodes, n_queues, arena, &dup);
+  gp__snap_names_build(&c.node_ix, names, n_nodes, arena, &dup);
+  gp__snap_names_build(&c.queue_ix, names + n_nodes, n_queues, arena, &dup);
   /* Mark every listed parent of a listed queue as not a leaf: O(queues x depth x log). */
   c.child_of = gp_arena_alloc(arena, (size_t)(n_queues ? n_queues : 1) * sizeof *c.child_of);
   for (int i = 0; i < n_queues; i++) c.child_of[i] = -1;
@@ -451,7 +451,7 @@ int gp_jobs_read(const gp_doc *d, const gp_doc_node *seq, const char *path,
     snprintf(prefix, sizeof prefix, "%s", queues[i].name);
     for (char *slash = strrchr(prefix, '/'); slash; slash = strrchr(prefix, '/')) {
       *slash = '\0';
-      int parent = gp__names_find(&c.queue_ix, prefix);
+      int parent = gp__snap_names_find(&c.queue_ix, prefix);
       if (parent >= 0 && c.child_of[parent] < 0) c.child_of[parent] = i;
     }
   }
@@ -461,10 +461,10 @@ int gp_jobs_read(const gp_doc *d, const gp_doc_node *seq, const char *path,
     if ((r = read_job(&c, seq->items[i], i, extra_keys, &jobs[i]))) return r;
   const char **ids = gp_arena_alloc(arena, (size_t)(seq->n ? seq->n : 1) * sizeof *ids);
   for (int i = 0; i < seq->n; i++) ids[i] = jobs[i].id;
-  gp__names ix;
-  if (gp__names_build(&ix, ids, seq->n, arena, &dup)) {
+  gp__snap_names ix;
+  if (gp__snap_names_build(&ix, ids, seq->n, arena, &dup)) {
     char f[160];
-    gp__field(f, sizeof f, path, dup, "id");
+    gp__snap_field(f, sizeof f, path, dup, "id");
     return gp_err_set(err, GP_EEXIST, d->name, gp_doc_get(seq->items[dup], "id")->line, f,
                       "job '%s' is defined twice", jobs[dup].id);
   }

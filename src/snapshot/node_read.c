@@ -65,17 +65,17 @@ static int read_cpus(const gp_doc *d, const gp_doc_node *n, const char *f, int64
 }
 
 /* Host memory: `mem_gib` (a number of GiB) or `mem` ("512G"); not both. */
-int gp__read_host_mem(const gp_doc *d, const gp_doc_node *m, const char *path, int index,
+int gp__snap_read_host_mem(const gp_doc *d, const gp_doc_node *m, const char *path, int index,
                       int64_t *ret, bool *ret_found, gp_err *err) {
   const gp_doc_node *gib = gp_doc_get(m, "mem_gib"), *mem = gp_doc_get(m, "mem");
   char f[160];
   *ret_found = gib || mem;
   if (gib && mem) {
-    gp__field(f, sizeof f, path, index, "mem");
+    gp__snap_field(f, sizeof f, path, index, "mem");
     return gp_err_set(err, GP_EINVAL, d->name, mem->line, f, "give mem_gib or mem, not both");
   }
   if (gib) {
-    gp__field(f, sizeof f, path, index, "mem_gib");
+    gp__snap_field(f, sizeof f, path, index, "mem_gib");
     double v;
     int r = gp_doc_double(d, gib, f, &v, err);
     if (r) return r;
@@ -84,14 +84,14 @@ int gp__read_host_mem(const gp_doc *d, const gp_doc_node *m, const char *path, i
                         "must be a number of GiB between 0 and 1000000000");
     *ret = (int64_t)llround(v * 1024);
   } else if (mem) {
-    gp__field(f, sizeof f, path, index, "mem");
+    gp__snap_field(f, sizeof f, path, index, "mem");
     return gp_doc_mem_mib(d, mem, f, ret, err);
   }
   return 0;
 }
 
 /* Labels: a map of string keys to string values (numbers read as their text). */
-int gp__read_labels(const gp_doc *d, const gp_doc_node *n, const char *f, gp_arena *arena,
+int gp__snap_read_labels(const gp_doc *d, const gp_doc_node *n, const char *f, gp_arena *arena,
                     gp_label **ret, int *ret_n, gp_err *err) {
   int r = gp_doc_expect(d, n, f, GP_DOC_MAP, err);
   if (r) return r;
@@ -107,7 +107,7 @@ int gp__read_labels(const gp_doc *d, const gp_doc_node *n, const char *f, gp_are
       return gp_err_set(err, GP_EINVAL, d->name, n->items[i]->line, f,
                         "a label key must have 1 to %d bytes", GP_READ_MAX_NAME);
     l[i].key = gp_arena_strdup(arena, n->keys[i]);
-    if ((r = gp__read_name(d, n->items[i], kf, arena, &l[i].value, err))) return r;
+    if ((r = gp__snap_read_name(d, n->items[i], kf, arena, &l[i].value, err))) return r;
   }
   *ret = l;
   *ret_n = n->n;
@@ -155,22 +155,22 @@ static int read_mode(const gp_doc *d, const gp_doc_node *n, const char *f, const
 static int read_mig_list(const gp_doc *d, const gp_doc_node *seq, const char *f,
                          const char *model, gp_arena *arena, gp_gpu *g, gp_err *err) {
   static const char *const keys[] = {"profile", "start_slot", "uuid", NULL};
-  int r = gp__list(d, seq, f, GP_MAX_MIG_INSTANCES, err);
+  int r = gp__snap_list(d, seq, f, GP_MAX_MIG_INSTANCES, err);
   if (r) return r;
   gp_mig_instance *inst = gp_arena_alloc(arena, (size_t)(seq->n ? seq->n : 1) * sizeof *inst);
   char ff[200];
   for (int i = 0; i < seq->n; i++) {
     const gp_doc_node *m = seq->items[i], *n;
-    gp__field(ff, sizeof ff, f, i, NULL);
-    if ((r = gp__check_keys(d, m, ff, keys, NULL, err))) return r;
-    gp__field(ff, sizeof ff, f, i, "profile");
+    gp__snap_field(ff, sizeof ff, f, i, NULL);
+    if ((r = gp__snap_check_keys(d, m, ff, keys, NULL, err))) return r;
+    gp__snap_field(ff, sizeof ff, f, i, "profile");
     if (!(n = gp_doc_get(m, "profile")))
       return gp_err_set(err, GP_EINVAL, d->name, m->line, ff, "missing");
-    if ((r = gp__read_name(d, n, ff, arena, &inst[i].profile, err))) return r;
+    if ((r = gp__snap_read_name(d, n, ff, arena, &inst[i].profile, err))) return r;
     inst[i].start_slot = -1;
     if ((n = gp_doc_get(m, "start_slot"))) {
       int64_t s;
-      gp__field(ff, sizeof ff, f, i, "start_slot");
+      gp__snap_field(ff, sizeof ff, f, i, "start_slot");
       if ((r = gp_doc_int(d, n, ff, &s, err))) return r;
       if (s < 0 || s >= GP_MIG_SLOTS)
         return gp_err_set(err, GP_EINVAL, d->name, n->line, ff, "must be 0..%d",
@@ -178,8 +178,8 @@ static int read_mig_list(const gp_doc *d, const gp_doc_node *seq, const char *f,
       inst[i].start_slot = (int)s;
     }
     if ((n = gp_doc_get(m, "uuid"))) {
-      gp__field(ff, sizeof ff, f, i, "uuid");
-      if ((r = gp__read_name(d, n, ff, arena, &inst[i].uuid, err))) return r;
+      gp__snap_field(ff, sizeof ff, f, i, "uuid");
+      if ((r = gp__snap_read_name(d, n, ff, arena, &inst[i].uuid, err))) return r;
     }
   }
   gp_mig_layout lay;
@@ -196,15 +196,15 @@ static int read_mig_list(const gp_doc *d, const gp_doc_node *seq, const char *f,
 static int read_gpu_list(const gp_doc *d, const gp_doc_node *seq, const char *f, gp_node *node,
                          gp_gpu *gpus, gp_arena *arena, gp_err *err) {
   static const char *const keys[] = {"index", "uuid", "health", "mode", "mem", "mig", NULL};
-  int r = gp__list(d, seq, f, GP_MAX_NODE_GPUS, err);
+  int r = gp__snap_list(d, seq, f, GP_MAX_NODE_GPUS, err);
   if (r) return r;
   uint32_t seen = 0;
   char ff[200];
   for (int i = 0; i < seq->n; i++) {
     const gp_doc_node *m = seq->items[i], *n;
-    gp__field(ff, sizeof ff, f, i, NULL);
-    if ((r = gp__check_keys(d, m, ff, keys, NULL, err))) return r;
-    gp__field(ff, sizeof ff, f, i, "index");
+    gp__snap_field(ff, sizeof ff, f, i, NULL);
+    if ((r = gp__snap_check_keys(d, m, ff, keys, NULL, err))) return r;
+    gp__snap_field(ff, sizeof ff, f, i, "index");
     if (!(n = gp_doc_get(m, "index")))
       return gp_err_set(err, GP_EINVAL, d->name, m->line, ff, "missing");
     int64_t idx;
@@ -219,29 +219,29 @@ static int read_gpu_list(const gp_doc *d, const gp_doc_node *seq, const char *f,
     seen |= 1u << idx;
     gp_gpu *g = &gpus[idx];
     if ((n = gp_doc_get(m, "uuid"))) {
-      gp__field(ff, sizeof ff, f, i, "uuid");
-      if ((r = gp__read_name(d, n, ff, arena, &g->uuid, err))) return r;
+      gp__snap_field(ff, sizeof ff, f, i, "uuid");
+      if ((r = gp__snap_read_name(d, n, ff, arena, &g->uuid, err))) return r;
     }
     if ((n = gp_doc_get(m, "health"))) {
       const char *s;
-      gp__field(ff, sizeof ff, f, i, "health");
+      gp__snap_field(ff, sizeof ff, f, i, "health");
       if ((r = gp_doc_str(d, n, ff, &s, err))) return r;
       if (gp_gpu_health_parse(s, &g->health))
         return gp_err_set(err, GP_EINVAL, d->name, n->line, ff,
                           "'%.60s' is not one of: healthy, drained, failed", s);
     }
     if ((n = gp_doc_get(m, "mem"))) {
-      gp__field(ff, sizeof ff, f, i, "mem");
+      gp__snap_field(ff, sizeof ff, f, i, "mem");
       if ((r = gp_doc_mem_mib(d, n, ff, &g->mem_mib, err))) return r;
     }
     if ((n = gp_doc_get(m, "mode"))) {
-      gp__field(ff, sizeof ff, f, i, "mode");
+      gp__snap_field(ff, sizeof ff, f, i, "mode");
       g->mig = NULL;
       g->n_mig = 0;
       if ((r = read_mode(d, n, ff, node->model, arena, g, err))) return r;
     }
     if ((n = gp_doc_get(m, "mig"))) {
-      gp__field(ff, sizeof ff, f, i, "mig");
+      gp__snap_field(ff, sizeof ff, f, i, "mig");
       const gp_doc_node *mode = gp_doc_get(m, "mode");
       if (mode && g->mode != GP_SHARE_MIG)
         return gp_err_set(err, GP_EINVAL, d->name, n->line, ff,
@@ -254,17 +254,17 @@ static int read_gpu_list(const gp_doc *d, const gp_doc_node *seq, const char *f,
 
 static int read_nvlink(const gp_doc *d, const gp_doc_node *seq, const char *f, gp_node *node,
                        gp_gpu *gpus, gp_err *err) {
-  int r = gp__list(d, seq, f, GP_MAX_NODE_GPUS, err);
+  int r = gp__snap_list(d, seq, f, GP_MAX_NODE_GPUS, err);
   if (r) return r;
   uint32_t seen = 0;
   char ff[200];
   for (int i = 0; i < seq->n; i++) {
     const gp_doc_node *dom = seq->items[i];
-    gp__field(ff, sizeof ff, f, i, NULL);
-    if ((r = gp__list(d, dom, ff, GP_MAX_NODE_GPUS, err))) return r;
+    gp__snap_field(ff, sizeof ff, f, i, NULL);
+    if ((r = gp__snap_list(d, dom, ff, GP_MAX_NODE_GPUS, err))) return r;
     for (int j = 0; j < dom->n; j++) {
       int64_t idx;
-      gp__field(ff, sizeof ff, f, i, NULL);
+      gp__snap_field(ff, sizeof ff, f, i, NULL);
       char fj[220];
       snprintf(fj, sizeof fj, "%s[%d]", ff, j);
       if ((r = gp_doc_int(d, dom->items[j], fj, &idx, err))) return r;
@@ -289,17 +289,17 @@ static int read_node(const gp_doc *d, const gp_doc_node *m, const char *path, in
                                      "mem", "nvlink_domains", "labels", "capacity", "state",
                                      "gpu_mode", "gpu_list", NULL};
   char f[160];
-  gp__field(f, sizeof f, path, i, NULL);
-  int r = gp__check_keys(d, m, f, keys, extra_keys, err);
+  gp__snap_field(f, sizeof f, path, i, NULL);
+  int r = gp__snap_check_keys(d, m, f, keys, extra_keys, err);
   if (r) return r;
   const gp_doc_node *n = gp_doc_get(m, "name");
-  gp__field(f, sizeof f, path, i, "name");
+  gp__snap_field(f, sizeof f, path, i, "name");
   if (!n) return gp_err_set(err, GP_EINVAL, d->name, m->line, f, "missing");
-  if ((r = gp__read_name(d, n, f, arena, &node->name, err))) return r;
+  if ((r = gp__snap_read_name(d, n, f, arena, &node->name, err))) return r;
 
   int64_t gpus = 0;
   if ((n = gp_doc_get(m, "gpus"))) {
-    gp__field(f, sizeof f, path, i, "gpus");
+    gp__snap_field(f, sizeof f, path, i, "gpus");
     if ((r = gp_doc_int(d, n, f, &gpus, err))) return r;
     if (gpus < 0 || gpus > GP_MAX_NODE_GPUS)
       return gp_err_set(err, GP_EINVAL, d->name, n->line, f, "must be 0..%d",
@@ -307,9 +307,9 @@ static int read_node(const gp_doc *d, const gp_doc_node *m, const char *path, in
   }
   node->n_gpus = (int)gpus;
   n = gp_doc_get(m, "model");
-  gp__field(f, sizeof f, path, i, "model");
+  gp__snap_field(f, sizeof f, path, i, "model");
   if (n) {
-    if ((r = gp__read_name(d, n, f, arena, &node->model, err))) return r;
+    if ((r = gp__snap_read_name(d, n, f, arena, &node->model, err))) return r;
   } else if (gpus > 0) {
     return gp_err_set(err, GP_EINVAL, d->name, m->line, f,
                       "missing: a node with GPUs names their model, e.g. H100-80GB");
@@ -317,32 +317,32 @@ static int read_node(const gp_doc *d, const gp_doc_node *m, const char *path, in
     node->model = "none";
   }
   if ((n = gp_doc_get(m, "gpu_mem"))) {
-    gp__field(f, sizeof f, path, i, "gpu_mem");
+    gp__snap_field(f, sizeof f, path, i, "gpu_mem");
     if ((r = gp_doc_mem_mib(d, n, f, &node->gpu_mem_mib, err))) return r;
   } else if (gpus > 0 && gp_gpu_model_mem_mib(node->model, &node->gpu_mem_mib)) {
-    gp__field(f, sizeof f, path, i, "gpu_mem");
+    gp__snap_field(f, sizeof f, path, i, "gpu_mem");
     return gp_err_set(err, GP_EINVAL, d->name, m->line, f,
                       "missing: the memory of a %s GPU is not known; give it, e.g. 80G",
                       node->model);
   }
   node->cpu_milli = GP_UNTRACKED_CPU_MILLI;
   if ((n = gp_doc_get(m, "cpus"))) {
-    gp__field(f, sizeof f, path, i, "cpus");
+    gp__snap_field(f, sizeof f, path, i, "cpus");
     if ((r = read_cpus(d, n, f, &node->cpu_milli, err))) return r;
   }
   bool found;
   int64_t mem = GP_UNTRACKED_MEM_MIB;
-  if ((r = gp__read_host_mem(d, m, path, i, &mem, &found, err))) return r;
+  if ((r = gp__snap_read_host_mem(d, m, path, i, &mem, &found, err))) return r;
   node->mem_mib = mem;
   if ((n = gp_doc_get(m, "labels"))) {
-    gp__field(f, sizeof f, path, i, "labels");
+    gp__snap_field(f, sizeof f, path, i, "labels");
     gp_label *l;
-    if ((r = gp__read_labels(d, n, f, arena, &l, &node->n_labels, err))) return r;
+    if ((r = gp__snap_read_labels(d, n, f, arena, &l, &node->n_labels, err))) return r;
     node->labels = l;
   }
   if ((n = gp_doc_get(m, "capacity"))) {
     const char *s;
-    gp__field(f, sizeof f, path, i, "capacity");
+    gp__snap_field(f, sizeof f, path, i, "capacity");
     if ((r = gp_doc_str(d, n, f, &s, err))) return r;
     if (gp_capacity_parse(s, &node->capacity))
       return gp_err_set(err, GP_EINVAL, d->name, n->line, f,
@@ -350,7 +350,7 @@ static int read_node(const gp_doc *d, const gp_doc_node *m, const char *path, in
   }
   if ((n = gp_doc_get(m, "state"))) {
     const char *s;
-    gp__field(f, sizeof f, path, i, "state");
+    gp__snap_field(f, sizeof f, path, i, "state");
     if ((r = gp_doc_str(d, n, f, &s, err))) return r;
     if (gp_node_state_parse(s, &node->state))
       return gp_err_set(err, GP_EINVAL, d->name, n->line, f,
@@ -361,16 +361,16 @@ static int read_node(const gp_doc *d, const gp_doc_node *m, const char *path, in
   gp_gpu *g = gp_arena_alloc(arena, (size_t)(gpus ? gpus : 1) * sizeof *g);
   for (int k = 0; k < gpus; k++) g[k].nvlink_domain = -1;
   if ((n = gp_doc_get(m, "gpu_mode"))) {
-    gp__field(f, sizeof f, path, i, "gpu_mode");
+    gp__snap_field(f, sizeof f, path, i, "gpu_mode");
     for (int k = 0; k < gpus; k++)
       if ((r = read_mode(d, n, f, node->model, arena, &g[k], err))) return r;
   }
   if ((n = gp_doc_get(m, "nvlink_domains"))) {
-    gp__field(f, sizeof f, path, i, "nvlink_domains");
+    gp__snap_field(f, sizeof f, path, i, "nvlink_domains");
     if ((r = read_nvlink(d, n, f, node, g, err))) return r;
   }
   if ((n = gp_doc_get(m, "gpu_list"))) {
-    gp__field(f, sizeof f, path, i, "gpu_list");
+    gp__snap_field(f, sizeof f, path, i, "gpu_list");
     if ((r = read_gpu_list(d, n, f, node, g, arena, err))) return r;
   }
   node->gpus = g;
@@ -380,7 +380,7 @@ static int read_node(const gp_doc *d, const gp_doc_node *m, const char *path, in
 int gp_nodes_read(const gp_doc *d, const gp_doc_node *seq, const char *path,
                   const char *const *extra_keys, gp_arena *arena, gp_node **ret_nodes,
                   int *ret_n, gp_err *err) {
-  int r = gp__list(d, seq, path, GP_READ_MAX_NODES, err);
+  int r = gp__snap_list(d, seq, path, GP_READ_MAX_NODES, err);
   if (r) return r;
   gp_node *nodes = gp_arena_alloc(arena, (size_t)(seq->n ? seq->n : 1) * sizeof *nodes);
   for (int i = 0; i < seq->n; i++)
@@ -388,11 +388,11 @@ int gp_nodes_read(const gp_doc *d, const gp_doc_node *seq, const char *path,
       return r;
   const char **names = gp_arena_alloc(arena, (size_t)(seq->n ? seq->n : 1) * sizeof *names);
   for (int i = 0; i < seq->n; i++) names[i] = nodes[i].name;
-  gp__names ix;
+  gp__snap_names ix;
   int dup;
-  if (gp__names_build(&ix, names, seq->n, arena, &dup)) {
+  if (gp__snap_names_build(&ix, names, seq->n, arena, &dup)) {
     char f[160];
-    gp__field(f, sizeof f, path, dup, "name");
+    gp__snap_field(f, sizeof f, path, dup, "name");
     return gp_err_set(err, GP_EEXIST, d->name, gp_doc_get(seq->items[dup], "name")->line, f,
                       "node '%s' is defined twice", nodes[dup].name);
   }

@@ -11,7 +11,7 @@
 
 #include "snapshot/read_util.h"
 
-int gp__check_keys(const gp_doc *d, const gp_doc_node *map, const char *path,
+int gp__snap_check_keys(const gp_doc *d, const gp_doc_node *map, const char *path,
                    const char *const *allowed, const char *const *extra, gp_err *err) {
   const char *all[96];
   int n = 0;
@@ -21,7 +21,7 @@ int gp__check_keys(const gp_doc *d, const gp_doc_node *map, const char *path,
   return gp_doc_check_keys(d, map, path, all, err);
 }
 
-void gp__field(char *buf, size_t size, const char *path, int index, const char *key) {
+void gp__snap_field(char *buf, size_t size, const char *path, int index, const char *key) {
   const char *p = path && *path ? path : "";
   if (index >= 0 && key)
     snprintf(buf, size, "%s[%d].%s", p, index, key);
@@ -33,7 +33,7 @@ void gp__field(char *buf, size_t size, const char *path, int index, const char *
     snprintf(buf, size, "%s", key ? key : p);
 }
 
-int gp__read_name(const gp_doc *d, const gp_doc_node *n, const char *field, gp_arena *arena,
+int gp__snap_read_name(const gp_doc *d, const gp_doc_node *n, const char *field, gp_arena *arena,
                   const char **ret, gp_err *err) {
   const char *s;
   int r = gp_doc_str(d, n, field, &s, err);
@@ -51,7 +51,7 @@ int gp__read_name(const gp_doc *d, const gp_doc_node *n, const char *field, gp_a
   return 0;
 }
 
-int gp__list(const gp_doc *d, const gp_doc_node *seq, const char *path, int max, gp_err *err) {
+int gp__snap_list(const gp_doc *d, const gp_doc_node *seq, const char *path, int max, gp_err *err) {
   int r = gp_doc_expect(d, seq, path, GP_DOC_SEQ, err);
   if (r) return r;
   if (seq->n > max)
@@ -60,16 +60,16 @@ int gp__list(const gp_doc *d, const gp_doc_node *seq, const char *path, int max,
 }
 
 static int entry_cmp(const void *a, const void *b) {
-  const gp__name_entry *x = a, *y = b;
+  const gp__snap_name_entry *x = a, *y = b;
   int c = strcmp(x->name, y->name);
   return c ? c : (x->index > y->index) - (x->index < y->index);
 }
 
-int gp__names_build(gp__names *ix, const char *const *names, int n, gp_arena *arena,
+int gp__snap_names_build(gp__snap_names *ix, const char *const *names, int n, gp_arena *arena,
                     int *ret_dup) {
   ix->n = n;
   ix->e = gp_arena_alloc(arena, (size_t)(n ? n : 1) * sizeof *ix->e);
-  for (int i = 0; i < n; i++) ix->e[i] = (gp__name_entry){names[i], i};
+  for (int i = 0; i < n; i++) ix->e[i] = (gp__snap_name_entry){names[i], i};
   qsort(ix->e, (size_t)n, sizeof *ix->e, entry_cmp);
   int dup = -1;
   for (int i = 1; i < n; i++)
@@ -80,7 +80,7 @@ int gp__names_build(gp__names *ix, const char *const *names, int n, gp_arena *ar
   return GP_EEXIST;
 }
 
-int gp__names_find(const gp__names *ix, const char *name) {
+int gp__snap_names_find(const gp__snap_names *ix, const char *name) {
   int lo = 0, hi = ix->n - 1;
   while (lo <= hi) {
     int mid = lo + (hi - lo) / 2;
@@ -101,7 +101,7 @@ static int opt_bool(const gp_doc *d, const gp_doc_node *map, const char *path, c
   const gp_doc_node *n = gp_doc_get(map, key);
   if (!n) return 0;
   char f[160];
-  gp__field(f, sizeof f, path, -1, key);
+  gp__snap_field(f, sizeof f, path, -1, key);
   return gp_doc_bool(d, n, f, v, err);
 }
 
@@ -110,7 +110,7 @@ static int opt_duration(const gp_doc *d, const gp_doc_node *map, const char *pat
   const gp_doc_node *n = gp_doc_get(map, key);
   if (!n) return 0;
   char f[160];
-  gp__field(f, sizeof f, path, -1, key);
+  gp__snap_field(f, sizeof f, path, -1, key);
   int64_t s;
   int r = gp_doc_duration_s(d, n, f, &s, err);
   if (r) return r;
@@ -127,7 +127,7 @@ static int opt_enum(const gp_doc *d, const gp_doc_node *map, const char *path, c
   const gp_doc_node *n = gp_doc_get(map, key);
   if (!n) return 0;
   char f[160];
-  gp__field(f, sizeof f, path, -1, key);
+  gp__snap_field(f, sizeof f, path, -1, key);
   const char *s;
   int r = gp_doc_str(d, n, f, &s, err);
   if (r) return r;
@@ -153,7 +153,7 @@ int gp_policy_read(const gp_doc *d, const gp_doc_node *map, const char *path,
   static const char *const sharings[] = {"gpool", "fgd", "bestfit", "gpupacking",
                                          "dotproduct", "random", NULL};
   static const char *const orders[] = {"fairshare", "fifo", "priority", "sjf", NULL};
-  int r = gp__check_keys(d, map, path, keys, extra_keys, err);
+  int r = gp__snap_check_keys(d, map, path, keys, extra_keys, err);
   if (r) return r;
   gp_policy p = *ret;
   int placement = (int)p.placement, sharing = (int)p.share, order = (int)p.order;
@@ -173,13 +173,13 @@ int gp_policy_read(const gp_doc *d, const gp_doc_node *map, const char *path,
   char f[160];
   const gp_doc_node *n = gp_doc_get(map, "default_priority");
   if (n) {
-    gp__field(f, sizeof f, path, -1, "default_priority");
-    if ((r = gp__read_name(d, n, f, arena, &p.default_priority, err))) return r;
+    gp__snap_field(f, sizeof f, path, -1, "default_priority");
+    if ((r = gp__snap_read_name(d, n, f, arena, &p.default_priority, err))) return r;
   }
   n = gp_doc_get(map, "seed");
   if (n) {
     int64_t seed;
-    gp__field(f, sizeof f, path, -1, "seed");
+    gp__snap_field(f, sizeof f, path, -1, "seed");
     if ((r = gp_doc_int(d, n, f, &seed, err))) return r;
     if (seed < 0) return gp_err_set(err, GP_EINVAL, d->name, n->line, f, "must be >= 0");
     p.seed = (uint64_t)seed;
@@ -192,24 +192,24 @@ int gp_priority_classes_read(const gp_doc *d, const gp_doc_node *seq, const char
                              gp_arena *arena, gp_priority_class **ret_classes, int *ret_n,
                              gp_err *err) {
   static const char *const keys[] = {"name", "priority", "preemptible", NULL};
-  int r = gp__list(d, seq, path, GP_READ_MAX_PRIORITY_CLASSES, err);
+  int r = gp__snap_list(d, seq, path, GP_READ_MAX_PRIORITY_CLASSES, err);
   if (r) return r;
   gp_priority_class *cls = gp_arena_alloc(arena, (size_t)seq->n * sizeof *cls);
   char f[160];
   for (int i = 0; i < seq->n; i++) {
     const gp_doc_node *m = seq->items[i];
-    gp__field(f, sizeof f, path, i, NULL);
-    if ((r = gp__check_keys(d, m, f, keys, NULL, err))) return r;
+    gp__snap_field(f, sizeof f, path, i, NULL);
+    if ((r = gp__snap_check_keys(d, m, f, keys, NULL, err))) return r;
     const gp_doc_node *n = gp_doc_get(m, "name");
-    gp__field(f, sizeof f, path, i, "name");
+    gp__snap_field(f, sizeof f, path, i, "name");
     if (!n) return gp_err_set(err, GP_EINVAL, d->name, m->line, f, "missing");
-    if ((r = gp__read_name(d, n, f, arena, &cls[i].name, err))) return r;
+    if ((r = gp__snap_read_name(d, n, f, arena, &cls[i].name, err))) return r;
     for (int j = 0; j < i; j++)
       if (!strcmp(cls[j].name, cls[i].name))
         return gp_err_set(err, GP_EEXIST, d->name, n->line, f,
                           "priority class '%s' is defined twice", cls[i].name);
     n = gp_doc_get(m, "priority");
-    gp__field(f, sizeof f, path, i, "priority");
+    gp__snap_field(f, sizeof f, path, i, "priority");
     if (!n) return gp_err_set(err, GP_EINVAL, d->name, m->line, f, "missing");
     int64_t prio;
     if ((r = gp_doc_int(d, n, f, &prio, err))) return r;
@@ -219,7 +219,7 @@ int gp_priority_classes_read(const gp_doc *d, const gp_doc_node *seq, const char
     cls[i].priority = (int)prio;
     cls[i].preemptible = true;
     n = gp_doc_get(m, "preemptible");
-    gp__field(f, sizeof f, path, i, "preemptible");
+    gp__snap_field(f, sizeof f, path, i, "preemptible");
     if (n && (r = gp_doc_bool(d, n, f, &cls[i].preemptible, err))) return r;
   }
   /* The defaults, each replaced by a listed class of the same name, then the new ones. */
@@ -264,7 +264,7 @@ int gp_queues_read(const gp_doc *d, const gp_doc_node *seq, const char *path,
                    int *ret_n, gp_err *err) {
   static const char *const keys[] = {"name", "deserved", "limit", "weight",
                                      "default_priority", "default_time_limit", NULL};
-  int r = gp__list(d, seq, path, GP_READ_MAX_QUEUES, err);
+  int r = gp__snap_list(d, seq, path, GP_READ_MAX_QUEUES, err);
   if (r) return r;
   gp_queue *qs = gp_arena_alloc(arena, (size_t)(seq->n ? seq->n : 1) * sizeof *qs);
   char f[160];
@@ -273,40 +273,40 @@ int gp_queues_read(const gp_doc *d, const gp_doc_node *seq, const char *path,
     gp_queue *q = &qs[i];
     q->limit_gpus = GP_NO_LIMIT;
     q->weight = 1;
-    gp__field(f, sizeof f, path, i, NULL);
-    if ((r = gp__check_keys(d, m, f, keys, extra_keys, err))) return r;
+    gp__snap_field(f, sizeof f, path, i, NULL);
+    if ((r = gp__snap_check_keys(d, m, f, keys, extra_keys, err))) return r;
     const gp_doc_node *n = gp_doc_get(m, "name");
-    gp__field(f, sizeof f, path, i, "name");
+    gp__snap_field(f, sizeof f, path, i, "name");
     if (!n) return gp_err_set(err, GP_EINVAL, d->name, m->line, f, "missing");
-    if ((r = gp__read_name(d, n, f, arena, &q->name, err))) return r;
+    if ((r = gp__snap_read_name(d, n, f, arena, &q->name, err))) return r;
     if (!queue_name_ok(q->name))
       return gp_err_set(err, GP_EINVAL, d->name, n->line, f,
                         "'%s' is not a queue path like org/team/project", q->name);
     if ((n = gp_doc_get(m, "deserved"))) {
-      gp__field(f, sizeof f, path, i, "deserved");
+      gp__snap_field(f, sizeof f, path, i, "deserved");
       if ((r = read_gpus(d, n, f, &q->deserved_gpus, err))) return r;
     }
     if ((n = gp_doc_get(m, "limit")) && !gp_doc_is_null(n) &&
         !(n->kind == GP_DOC_SCALAR && !strcmp(n->scalar, "none"))) {
-      gp__field(f, sizeof f, path, i, "limit");
+      gp__snap_field(f, sizeof f, path, i, "limit");
       if ((r = read_gpus(d, n, f, &q->limit_gpus, err))) return r;
       if (q->limit_gpus < q->deserved_gpus)
         return gp_err_set(err, GP_EINVAL, d->name, n->line, f,
                           "limit %g is below deserved %g", q->limit_gpus, q->deserved_gpus);
     }
     if ((n = gp_doc_get(m, "weight"))) {
-      gp__field(f, sizeof f, path, i, "weight");
+      gp__snap_field(f, sizeof f, path, i, "weight");
       if ((r = gp_doc_double(d, n, f, &q->weight, err))) return r;
       if (!isfinite(q->weight) || q->weight <= 0 || q->weight > 1e6)
         return gp_err_set(err, GP_EINVAL, d->name, n->line, f,
                           "must be a number above 0 (and at most 1000000)");
     }
     if ((n = gp_doc_get(m, "default_priority"))) {
-      gp__field(f, sizeof f, path, i, "default_priority");
-      if ((r = gp__read_name(d, n, f, arena, &q->default_priority, err))) return r;
+      gp__snap_field(f, sizeof f, path, i, "default_priority");
+      if ((r = gp__snap_read_name(d, n, f, arena, &q->default_priority, err))) return r;
     }
     if ((n = gp_doc_get(m, "default_time_limit"))) {
-      gp__field(f, sizeof f, path, i, "default_time_limit");
+      gp__snap_field(f, sizeof f, path, i, "default_time_limit");
       int64_t s;
       if ((r = gp_doc_duration_s(d, n, f, &s, err))) return r;
       if (s > GP_READ_MAX_DURATION_S)
@@ -318,10 +318,10 @@ int gp_queues_read(const gp_doc *d, const gp_doc_node *seq, const char *path,
   /* Duplicates through a sorted index: a config may list thousands of queues. */
   const char **names = gp_arena_alloc(arena, (size_t)(seq->n ? seq->n : 1) * sizeof *names);
   for (int i = 0; i < seq->n; i++) names[i] = qs[i].name;
-  gp__names ix;
+  gp__snap_names ix;
   int dup;
-  if (gp__names_build(&ix, names, seq->n, arena, &dup)) {
-    gp__field(f, sizeof f, path, dup, "name");
+  if (gp__snap_names_build(&ix, names, seq->n, arena, &dup)) {
+    gp__snap_field(f, sizeof f, path, dup, "name");
     return gp_err_set(err, GP_EEXIST, d->name, gp_doc_get(seq->items[dup], "name")->line, f,
                       "queue '%s' is defined twice", qs[dup].name);
   }
@@ -344,7 +344,7 @@ int gp_pools_read(const gp_doc *d, const gp_doc_node *seq, const char *path,
                   const char *const *extra_keys, const gp_queue *queues, int n_queues,
                   gp_arena *arena, gp_pool **ret_pools, int *ret_n, gp_err *err) {
   static const char *const keys[] = {"name", "queue", "selector", "lend", NULL};
-  int r = gp__list(d, seq, path, GP_READ_MAX_POOLS, err);
+  int r = gp__snap_list(d, seq, path, GP_READ_MAX_POOLS, err);
   if (r) return r;
   gp_pool *ps = gp_arena_alloc(arena, (size_t)(seq->n ? seq->n : 1) * sizeof *ps);
   char f[160];
@@ -352,24 +352,24 @@ int gp_pools_read(const gp_doc *d, const gp_doc_node *seq, const char *path,
     const gp_doc_node *m = seq->items[i];
     gp_pool *p = &ps[i];
     p->lend = true;
-    gp__field(f, sizeof f, path, i, NULL);
-    if ((r = gp__check_keys(d, m, f, keys, extra_keys, err))) return r;
+    gp__snap_field(f, sizeof f, path, i, NULL);
+    if ((r = gp__snap_check_keys(d, m, f, keys, extra_keys, err))) return r;
     const gp_doc_node *n = gp_doc_get(m, "name");
-    gp__field(f, sizeof f, path, i, "name");
+    gp__snap_field(f, sizeof f, path, i, "name");
     if (!n) return gp_err_set(err, GP_EINVAL, d->name, m->line, f, "missing");
-    if ((r = gp__read_name(d, n, f, arena, &p->name, err))) return r;
+    if ((r = gp__snap_read_name(d, n, f, arena, &p->name, err))) return r;
     for (int j = 0; j < i; j++)
       if (!strcmp(ps[j].name, p->name))
         return gp_err_set(err, GP_EEXIST, d->name, n->line, f, "pool '%s' is defined twice",
                           p->name);
     n = gp_doc_get(m, "queue");
-    gp__field(f, sizeof f, path, i, "queue");
+    gp__snap_field(f, sizeof f, path, i, "queue");
     if (!n) return gp_err_set(err, GP_EINVAL, d->name, m->line, f, "missing");
-    if ((r = gp__read_name(d, n, f, arena, &p->queue, err))) return r;
+    if ((r = gp__snap_read_name(d, n, f, arena, &p->queue, err))) return r;
     if (queues && !queue_known(queues, n_queues, p->queue))
       return gp_err_set(err, GP_ENOENT, d->name, n->line, f, "no queue '%s'", p->queue);
     n = gp_doc_get(m, "selector");
-    gp__field(f, sizeof f, path, i, "selector");
+    gp__snap_field(f, sizeof f, path, i, "selector");
     if (!n) return gp_err_set(err, GP_EINVAL, d->name, m->line, f, "missing");
     if ((r = gp_doc_expect(d, n, f, GP_DOC_MAP, err))) return r;
     if (n->n != 1)
@@ -382,9 +382,9 @@ int gp_pools_read(const gp_doc *d, const gp_doc_node *seq, const char *path,
       return gp_err_set(err, GP_EINVAL, d->name, n->line, f,
                         "a label key must have 1 to %d bytes", GP_READ_MAX_NAME);
     p->selector.key = gp_arena_strdup(arena, n->keys[0]);
-    if ((r = gp__read_name(d, n->items[0], kf, arena, &p->selector.value, err))) return r;
+    if ((r = gp__snap_read_name(d, n->items[0], kf, arena, &p->selector.value, err))) return r;
     n = gp_doc_get(m, "lend");
-    gp__field(f, sizeof f, path, i, "lend");
+    gp__snap_field(f, sizeof f, path, i, "lend");
     if (n && (r = gp_doc_bool(d, n, f, &p->lend, err))) return r;
   }
   *ret_pools = ps;

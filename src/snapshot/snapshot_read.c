@@ -22,7 +22,7 @@ static int read_all(const gp_doc *d, gp_snapshot *s, gp_err *err) {
   if (!root)
     return gp_err_set(err, GP_EINVAL, d->name, 1, NULL,
                       "empty snapshot: expected now, queues, nodes and jobs");
-  int r = gp__check_keys(d, root, "", keys, NULL, err);
+  int r = gp__snap_check_keys(d, root, "", keys, NULL, err);
   if (r) return r;
 
   const gp_doc_node *n = gp_doc_get(root, "now");

@@ -89,7 +89,7 @@ typedef struct sim {
    * smallest such count, and (strict FIFO) the pending jobs in the core's order. */
   int64_t *need_count;
   int max_need, min_need;
-  gp__heap fifo;            /* pending jobs by (submit, index); stale entries skipped */
+  gp__sim_heap fifo;            /* pending jobs by (submit, index); stale entries skipped */
   int64_t steps;            /* gp_sched_step calls so far */
   int64_t last_pend_step;   /* s->steps when a job last became pending */
   gp_time last_step_t;      /* time of the latest call */
@@ -98,7 +98,7 @@ typedef struct sim {
   int64_t pending_total, running_total;
   gp_time t_first, t_last;
   gp_time next_sample;    /* seconds since t_first */
-  gp__heap heap;
+  gp__sim_heap heap;
   uint64_t rng;
   gp_replay_result *r;
   gp_err *err;
@@ -209,7 +209,7 @@ static void pend_add(sim *s, int j, gp_time t) {
   /* The heap's second key (its `kind`) is the job index: ties in submit time go to the
    * lower id, as in the core. */
   if (s->strict_fifo)
-    gp__heap_push(&s->fifo, s->v[sj->view].submitted_at, j, j, ++sj->pend_seq);
+    gp__sim_heap_push(&s->fifo, s->v[sj->view].submitted_at, j, j, ++sj->pend_seq);
 }
 
 static void pend_del(sim *s, int j) {
@@ -233,11 +233,11 @@ static bool could_start(sim *s) {
   if (s->min_need == 0) return true;
   if (!s->strict_fifo)
     return s->min_need <= s->free_whole && (s->last_pend_step == s->steps || some_pending_fits(s));
-  const gp__event *top;
-  while ((top = gp__heap_top(&s->fifo)) &&
+  const gp__sim_event *top;
+  while ((top = gp__sim_heap_top(&s->fifo)) &&
          (s->jobs[top->id].state != SJ_PENDING || s->jobs[top->id].pend_seq != top->gen)) {
-    gp__event e;
-    gp__heap_pop(&s->fifo, &e);
+    gp__sim_event e;
+    gp__sim_heap_pop(&s->fifo, &e);
   }
   if (!top) return true;
   const sjob *head = &s->jobs[top->id];
@@ -494,7 +494,7 @@ static int apply_start(sim *s, int j, const gp_plan_start *st, gp_time now) {
   gp_time need = sj->run_overhead + sj->work_left;
   gp_time limit = s->v[sj->view].time_limit;
   sj->timeout_run = sj->limit_enforced && limit > 0 && need > limit;
-  gp__heap_push(&s->heap, now + (sj->timeout_run ? limit : need), GP__EV_COMPLETE, j, sj->gen);
+  gp__sim_heap_push(&s->heap, now + (sj->timeout_run ? limit : need), GP__EV_COMPLETE, j, sj->gen);
   gp_job *w = view_touch(s, sj->view);
   s->ckpt_next[sj->view] = now; /* looked at by the next refresh */
   w->state = GP_JOB_RUNNING;
@@ -594,7 +594,7 @@ static int step(sim *s, gp_time now) {
     s->ckpt_next[sj->view] = NO_CKPT;
     s->r->preemptions++;
     s->r->queues[sj->queue].preempted++;
-    gp__heap_push(&s->heap, now + s->cfg->grace, GP__EV_GRACE_END, ids[k], sj->gen);
+    gp__sim_heap_push(&s->heap, now + s->cfg->grace, GP__EV_GRACE_END, ids[k], sj->gen);
   }
   for (int i = 0; i < plan->n_starts && !rc; i++, k++) rc = apply_start(s, ids[k], &plan->starts[i], now);
   free(ids);
@@ -623,7 +623,7 @@ static void node_fail(sim *s, int node, gp_time t) {
     for (int p = 0; p < sj->n_pl && !hit; p++) hit = sj->pl[p].node == node;
     if (hit) s->r->gpu_hours_lost_failures += requeue(s, j, t, t);
   }
-  gp__heap_push(&s->heap, t + s->cfg->repair_time, GP__EV_NODE_REPAIR, node, 0);
+  gp__sim_heap_push(&s->heap, t + s->cfg->repair_time, GP__EV_NODE_REPAIR, node, 0);
 }
 
 static void node_repair(sim *s, int node, gp_time t) {
@@ -635,11 +635,11 @@ static void node_repair(sim *s, int node, gp_time t) {
     if (*gpu_slot(s, node, g) == 0) idle_gpus(s, node, +1);
   s->up_gpus += n->n_gpus;
   s->nodes_down--;
-  gp__heap_push(&s->heap, t + exp_sample(s, s->cfg->mtbf_hours * 3600), GP__EV_NODE_FAIL, node, 0);
+  gp__sim_heap_push(&s->heap, t + exp_sample(s, s->cfg->mtbf_hours * 3600), GP__EV_NODE_FAIL, node, 0);
 }
 
 /* Handles one heap event; returns true when it may let a job start. */
-static bool handle(sim *s, const gp__event *e) {
+static bool handle(sim *s, const gp__sim_event *e) {
   switch (e->kind) {
   case GP__EV_COMPLETE: {
     sjob *sj = &s->jobs[e->id];
@@ -902,7 +902,7 @@ static int prepare_jobs(sim *s, gp_job *protos) {
   if (s->cfg->csv) csv_header(s);
   if (s->cfg->mtbf_hours > 0)
     for (int i = 0; i < s->fleet->n_nodes; i++)
-      gp__heap_push(&s->heap, s->t_first + exp_sample(s, s->cfg->mtbf_hours * 3600),
+      gp__sim_heap_push(&s->heap, s->t_first + exp_sample(s, s->cfg->mtbf_hours * 3600),
                     GP__EV_NODE_FAIL, i, 0);
   return 0;
 }
@@ -910,10 +910,10 @@ static int prepare_jobs(sim *s, gp_job *protos) {
 /* Handles the events due at t. *dirty: worth a call to the core now; *freed: GPUs came
  * free; *t_end moves to t when a job ended. */
 static void take_events(sim *s, gp_time t, bool *dirty, bool *freed, gp_time *t_end) {
-  const gp__event *top;
-  while ((top = gp__heap_top(&s->heap)) && top->t == t) {
-    gp__event e;
-    gp__heap_pop(&s->heap, &e);
+  const gp__sim_event *top;
+  while ((top = gp__sim_heap_top(&s->heap)) && top->t == t) {
+    gp__sim_event e;
+    gp__sim_heap_pop(&s->heap, &e);
     if (handle(s, &e)) {
       /* A failure requeues jobs: always worth a call. GPUs coming free let a job
        * start only if one could use them, unless the policy may preempt (a queue's
@@ -965,7 +965,7 @@ static int run_events(sim *s, const gp_job *protos, gp_time *t_end) {
       }
       break;
     }
-    const gp__event *top = gp__heap_top(&s->heap);
+    const gp__sim_event *top = gp__sim_heap_top(&s->heap);
     if (!top && cursor == nj) break;
     gp_time t = cursor < nj ? s->arrive[cursor] : top->t;
     if (top && top->t < t) t = top->t;
@@ -1005,10 +1005,10 @@ static void record_outcomes(sim *s, gp_time t_end) {
   advance(s, t_end);
   sample_until(s, t_end - s->t_first + 1);
   r->sched_seconds = s->sched_seconds;
-  gp__job_outcome *out = gp_xmalloc((nj ? nj : 1) * sizeof *out);
+  gp__sim_job_outcome *out = gp_xmalloc((nj ? nj : 1) * sizeof *out);
   for (size_t i = 0; i < nj; i++) {
     const sjob *sj = &s->jobs[i];
-    out[i] = (gp__job_outcome){.queue = sj->queue, .submit = s->arrive[i],
+    out[i] = (gp__sim_job_outcome){.queue = sj->queue, .submit = s->arrive[i],
                                .first_start = sj->first_start, .end = sj->end,
                                .wait = sj->wait};
     switch (sj->state) {
@@ -1019,7 +1019,7 @@ static void record_outcomes(sim *s, gp_time t_end) {
     }
     if (sj->state == SJ_PENDING && sj->first_start >= 0) out[i].wait += t_end - sj->pending_since;
   }
-  gp__replay_stats(r, out, nj, s->t_first, t_end, s->alloc_int, s->fair_int,
+  gp__sim_replay_stats(r, out, nj, s->t_first, t_end, s->alloc_int, s->fair_int,
                    s->alloc_int_total, s->up_int);
   free(out);
 }
@@ -1045,8 +1045,8 @@ static void sim_free(sim *s) {
   free(s->q_pending);
   free(s->q_running);
   free(s->q_pending_gpus);
-  gp__heap_done(&s->heap);
-  gp__heap_done(&s->fifo);
+  gp__sim_heap_done(&s->heap);
+  gp__sim_heap_done(&s->fifo);
   free(s->need_count);
 }
 

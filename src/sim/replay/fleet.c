@@ -190,19 +190,19 @@ int gp_fleet_load(const char *spec, bool shared_gpus, gp_fleet **ret, gp_err *er
 
 /* ---- the Philly VC file: "vc,node num" ---- */
 
-int gp__read_vc_file(const char *path, gp__vc_entry **ret, int *ret_n, gp_err *err) {
+int gp__sim_read_vc_file(const char *path, gp__sim_vc_entry **ret, int *ret_n, gp_err *err) {
   size_t len;
-  char *text = gp__trace_slurp(path, FLEET_MAX_BYTES, &len, err);
+  char *text = gp__sim_trace_slurp(path, FLEET_MAX_BYTES, &len, err);
   if (!text) return err ? err->code : GP_EIO;
-  gp__vc_entry *v = NULL;
+  gp__sim_vc_entry *v = NULL;
   int n = 0, line = 0, rc = 0;
   bool header = true;
   char *fields[8];
   for (char *p = text; *p && !rc;) {
-    char *s = gp__trace_next_line(&p);
+    char *s = gp__sim_trace_next_line(&p);
     line++;
     if (!*s) continue;
-    int k = gp__csv_split(s, fields, 8);
+    int k = gp__sim_csv_split(s, fields, 8);
     if (header) {
       header = false;
       if (k == 2 && !isdigit((unsigned char)fields[1][0])) continue; /* "vc,node num" */
@@ -236,9 +236,9 @@ int gp__read_vc_file(const char *path, gp__vc_entry **ret, int *ret_n, gp_err *e
 }
 
 int gp_fleet_from_vc_file(const char *path, gp_fleet **ret, gp_err *err) {
-  gp__vc_entry *v = NULL;
+  gp__sim_vc_entry *v = NULL;
   int n = 0;
-  int rc = gp__read_vc_file(path, &v, &n, err);
+  int rc = gp__sim_read_vc_file(path, &v, &n, err);
   if (rc) return rc;
   int64_t total = 0;
   for (int i = 0; i < n; i++) total += v[i].nodes;

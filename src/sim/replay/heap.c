@@ -6,18 +6,18 @@
 
 #include "util/mem.h"
 
-static int before(const gp__event *a, const gp__event *b) {
+static int before(const gp__sim_event *a, const gp__sim_event *b) {
   if (a->t != b->t) return a->t < b->t;
   if (a->kind != b->kind) return a->kind < b->kind;
   return a->seq < b->seq;
 }
 
-void gp__heap_push(gp__heap *h, gp_time t, int kind, int id, uint32_t gen) {
+void gp__sim_heap_push(gp__sim_heap *h, gp_time t, int kind, int id, uint32_t gen) {
   if (h->n == h->cap) {
     h->cap = h->cap ? h->cap * 2 : 1024;
     h->ev = gp_xrealloc(h->ev, h->cap * sizeof *h->ev);
   }
-  gp__event e = {.t = t, .seq = h->next_seq++, .kind = kind, .id = id, .gen = gen};
+  gp__sim_event e = {.t = t, .seq = h->next_seq++, .kind = kind, .id = id, .gen = gen};
   size_t i = h->n++;
   while (i > 0) {
     size_t parent = (i - 1) / 2;
@@ -28,9 +28,9 @@ void gp__heap_push(gp__heap *h, gp_time t, int kind, int id, uint32_t gen) {
   h->ev[i] = e;
 }
 
-void gp__heap_pop(gp__heap *h, gp__event *ret) {
+void gp__sim_heap_pop(gp__sim_heap *h, gp__sim_event *ret) {
   *ret = h->ev[0];
-  gp__event last = h->ev[--h->n];
+  gp__sim_event last = h->ev[--h->n];
   size_t i = 0;
   for (;;) {
     size_t c = 2 * i + 1;
@@ -43,7 +43,7 @@ void gp__heap_pop(gp__heap *h, gp__event *ret) {
   if (h->n) h->ev[i] = last;
 }
 
-void gp__heap_done(gp__heap *h) {
+void gp__sim_heap_done(gp__sim_heap *h) {
   free(h->ev);
-  *h = (gp__heap){0};
+  *h = (gp__sim_heap){0};
 }

@@ -11,31 +11,31 @@
 
 #include "core/model.h"
 
-typedef enum gp__ev_kind {
+typedef enum gp__sim_ev_kind {
   GP__EV_COMPLETE = 0, /* a run ends: work done or time limit reached */
   GP__EV_GRACE_END,    /* a preempted job's grace period is over: it lets go of its GPUs */
   GP__EV_NODE_FAIL,
   GP__EV_NODE_REPAIR,
-} gp__ev_kind;
+} gp__sim_ev_kind;
 
-typedef struct gp__event {
+typedef struct gp__sim_event {
   gp_time t;
   uint64_t seq;
   int kind;
   int id;        /* job or node index */
   uint32_t gen;  /* the job's run generation when scheduled: stale events are dropped */
-} gp__event;
+} gp__sim_event;
 
-typedef struct gp__heap {
+typedef struct gp__sim_heap {
   size_t n, cap;
   uint64_t next_seq;
-  gp__event *ev;
-} gp__heap;
+  gp__sim_event *ev;
+} gp__sim_heap;
 
-void gp__heap_push(gp__heap *h, gp_time t, int kind, int id, uint32_t gen);
+void gp__sim_heap_push(gp__sim_heap *h, gp_time t, int kind, int id, uint32_t gen);
 /* Removes the earliest event into *ret; the heap must not be empty. */
-void gp__heap_pop(gp__heap *h, gp__event *ret);
-static inline const gp__event *gp__heap_top(const gp__heap *h) { return h->n ? &h->ev[0] : NULL; }
-void gp__heap_done(gp__heap *h);
+void gp__sim_heap_pop(gp__sim_heap *h, gp__sim_event *ret);
+static inline const gp__sim_event *gp__sim_heap_top(const gp__sim_heap *h) { return h->n ? &h->ev[0] : NULL; }
+void gp__sim_heap_done(gp__sim_heap *h);
 
 #endif

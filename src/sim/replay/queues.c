@@ -86,9 +86,9 @@ static int count_trace_queues(const gp_trace *t) {
 
 int gp_replay_queues_from_vc_file(const char *path, int gpus_per_node, const gp_trace *trace,
                                   gp_replay_queues **ret, gp_err *err) {
-  gp__vc_entry *v = NULL;
+  gp__sim_vc_entry *v = NULL;
   int n = 0;
-  int rc = gp__read_vc_file(path, &v, &n, err);
+  int rc = gp__sim_read_vc_file(path, &v, &n, err);
   if (rc) return rc;
   gp_replay_queues *q = queues_new(n + (trace ? count_trace_queues(trace) : 0));
   for (int i = 0; i < n && !rc; i++) {

@@ -13,14 +13,14 @@ static int cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-double gp__percentile(const double *sorted, size_t n, double p) {
+double gp__sim_percentile(const double *sorted, size_t n, double p) {
   if (n == 0) return 0;
   double rank = ceil(p / 100.0 * (double)n);
   size_t i = rank < 1 ? 0 : (size_t)rank - 1;
   return sorted[i < n ? i : n - 1];
 }
 
-double gp__jain(const double *x, size_t n) {
+double gp__sim_jain(const double *x, size_t n) {
   double sum = 0, sq = 0;
   for (size_t i = 0; i < n; i++) {
     sum += x[i];
@@ -35,14 +35,14 @@ static double mean(const double *x, size_t n) {
   return n ? s / (double)n : 0;
 }
 
-void gp__replay_stats(gp_replay_result *r, const gp__job_outcome *out, size_t n,
+void gp__sim_replay_stats(gp_replay_result *r, const gp__sim_job_outcome *out, size_t n,
                       gp_time t_first, gp_time t_end, const double *alloc_int,
                       const double *fair_int, double alloc_int_total, double up_int) {
   double *jct = gp_xmalloc((n ? n : 1) * sizeof *jct);
   double *wait = gp_xmalloc((n ? n : 1) * sizeof *wait);
   size_t nj = 0, nw = 0;
   for (size_t i = 0; i < n; i++) {
-    const gp__job_outcome *o = &out[i];
+    const gp__sim_job_outcome *o = &out[i];
     if (o->outcome == GP__OUT_COMPLETED) r->completed++;
     if (o->outcome == GP__OUT_TIMEOUT) r->timeouts++;
     if (o->outcome == GP__OUT_REJECTED) r->rejected++;
@@ -55,12 +55,12 @@ void gp__replay_stats(gp_replay_result *r, const gp__job_outcome *out, size_t n,
   r->avg_wait_s = mean(wait, nw);
   qsort(jct, nj, sizeof *jct, cmp_double);
   qsort(wait, nw, sizeof *wait, cmp_double);
-  r->p50_jct_s = gp__percentile(jct, nj, 50);
-  r->p95_jct_s = gp__percentile(jct, nj, 95);
-  r->p99_jct_s = gp__percentile(jct, nj, 99);
-  r->p50_wait_s = gp__percentile(wait, nw, 50);
-  r->p95_wait_s = gp__percentile(wait, nw, 95);
-  r->p99_wait_s = gp__percentile(wait, nw, 99);
+  r->p50_jct_s = gp__sim_percentile(jct, nj, 50);
+  r->p95_jct_s = gp__sim_percentile(jct, nj, 95);
+  r->p99_jct_s = gp__sim_percentile(jct, nj, 99);
+  r->p50_wait_s = gp__sim_percentile(wait, nw, 50);
+  r->p95_wait_s = gp__sim_percentile(wait, nw, 95);
+  r->p99_wait_s = gp__sim_percentile(wait, nw, 99);
   r->n_jct = (int64_t)nj;
   r->jct_sorted = jct;
   free(wait);
@@ -73,7 +73,7 @@ void gp__replay_stats(gp_replay_result *r, const gp__job_outcome *out, size_t n,
   size_t *count = gp_xcalloc((size_t)nq + 1, sizeof *count);
   for (size_t i = 0; i < n; i++) count[out[i].queue + 1]++;
   for (int q = 0; q < nq; q++) count[q + 1] += count[q];
-  const gp__job_outcome **by_q = gp_xmalloc((n ? n : 1) * sizeof *by_q);
+  const gp__sim_job_outcome **by_q = gp_xmalloc((n ? n : 1) * sizeof *by_q);
   size_t *fill = gp_xmalloc(((size_t)nq + 1) * sizeof *fill);
   for (int q = 0; q <= nq; q++) fill[q] = count[q];
   for (size_t i = 0; i < n; i++) by_q[fill[out[i].queue]++] = &out[i];
@@ -86,7 +86,7 @@ void gp__replay_stats(gp_replay_result *r, const gp__job_outcome *out, size_t n,
     gp_replay_queue_stats *qs = &r->queues[q];
     size_t a = 0, b = 0;
     for (size_t k = count[q]; k < count[q + 1]; k++) {
-      const gp__job_outcome *o = by_q[k];
+      const gp__sim_job_outcome *o = by_q[k];
       qs->jobs++;
       if (o->outcome == GP__OUT_COMPLETED || o->outcome == GP__OUT_TIMEOUT) {
         qs->finished++;
@@ -98,8 +98,8 @@ void gp__replay_stats(gp_replay_result *r, const gp__job_outcome *out, size_t n,
     qs->avg_wait_s = mean(qw, b);
     qsort(qj, a, sizeof *qj, cmp_double);
     qsort(qw, b, sizeof *qw, cmp_double);
-    qs->p95_jct_s = gp__percentile(qj, a, 95);
-    qs->p95_wait_s = gp__percentile(qw, b, 95);
+    qs->p95_jct_s = gp__sim_percentile(qj, a, 95);
+    qs->p95_wait_s = gp__sim_percentile(qw, b, 95);
     qs->gpu_hours = alloc_int[q] / 3600.0;
     qs->avg_allocated_gpus = alloc_int[q] / span;
     qs->avg_fair_share_gpus = fair_int[q] / span;
@@ -109,7 +109,7 @@ void gp__replay_stats(gp_replay_result *r, const gp__job_outcome *out, size_t n,
       ratios[n_ratios++] = qs->share_ratio;
     }
   }
-  r->jain_fairness = gp__jain(ratios, n_ratios);
+  r->jain_fairness = gp__sim_jain(ratios, n_ratios);
   free(count);
   free(by_q);
   free(fill);

@@ -8,30 +8,30 @@
 
 #include "sim/replay/replay.h"
 
-typedef enum gp__outcome {
+typedef enum gp__sim_outcome {
   GP__OUT_COMPLETED = 0,
   GP__OUT_TIMEOUT,
   GP__OUT_REJECTED,   /* ended by the core without running (no node could ever fit it) */
   GP__OUT_UNFINISHED, /* still pending or running when the replay stopped */
-} gp__outcome;
+} gp__sim_outcome;
 
-typedef struct gp__job_outcome {
+typedef struct gp__sim_job_outcome {
   int queue;
   int outcome;
   gp_time submit, first_start, end; /* first_start < 0: never started */
   gp_time wait;                     /* seconds spent pending, requeues included */
-} gp__job_outcome;
+} gp__sim_job_outcome;
 
 /* Fills r's job, latency, utilisation and fairness figures. alloc_int/fair_int: per
  * queue, GPU-seconds allocated and of fair share over [t_first, t_end]. */
-void gp__replay_stats(gp_replay_result *r, const gp__job_outcome *out, size_t n,
+void gp__sim_replay_stats(gp_replay_result *r, const gp__sim_job_outcome *out, size_t n,
                       gp_time t_first, gp_time t_end, const double *alloc_int,
                       const double *fair_int, double alloc_int_total, double up_int);
 
 /* Nearest-rank percentile of an ascending array (0 for an empty one). */
-double gp__percentile(const double *sorted, size_t n, double p);
+double gp__sim_percentile(const double *sorted, size_t n, double p);
 
 /* Jain's fairness index (sum x)^2 / (n sum x^2) of x[0..n); 1 for n == 0. */
-double gp__jain(const double *x, size_t n);
+double gp__sim_jain(const double *x, size_t n);
 
 #endif

@@ -6,14 +6,14 @@
 
 #include "util/error.h"
 
-typedef struct gp__vc_entry {
+typedef struct gp__sim_vc_entry {
   char name[64];
   int nodes;
   int line;
-} gp__vc_entry;
+} gp__sim_vc_entry;
 
 /* Reads the file (an optional header, then "name,nodes" rows). Returns 0 and a malloc'd
  * array, or GP_EIO/GP_EINVAL/GP_ELIMIT naming the file and line. */
-int gp__read_vc_file(const char *path, gp__vc_entry **ret, int *ret_n, gp_err *err);
+int gp__sim_read_vc_file(const char *path, gp__sim_vc_entry **ret, int *ret_n, gp_err *err);
 
 #endif

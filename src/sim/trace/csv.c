@@ -11,7 +11,7 @@
 
 typedef struct colmap {
   const char *header; /* name in the file */
-  gp__trace_col col;
+  gp__sim_trace_col col;
 } colmap;
 
 static const colmap philly_cols[] = {
@@ -38,7 +38,7 @@ static const char *const openb_required[] = {"num_gpu", "gpu_milli", NULL};
 static const char *const openb_shape_required[] = {"cpu_milli", "memory_mib", "num_gpu", "gpu_milli", NULL};
 static const char *const generic_required[] = {"submit_time", "duration", "gpus", NULL};
 
-int gp__csv_split(char *line, char **fields, int max) {
+int gp__sim_csv_split(char *line, char **fields, int max) {
   int n = 0;
   char *p = line;
   for (;;) {
@@ -83,7 +83,7 @@ static char *trim(char *s) {
   return s;
 }
 
-int gp__trace_read_csv(gp_trace *t, gp_trace_format fmt, char *text, size_t len,
+int gp__sim_trace_read_csv(gp_trace *t, gp_trace_format fmt, char *text, size_t len,
                        const gp_trace_opts *o, gp_err *err) {
   const colmap *cols = fmt == GP_TRACE_PHILLY  ? philly_cols
                        : fmt == GP_TRACE_OPENB ? openb_cols
@@ -112,7 +112,7 @@ int gp__trace_read_csv(gp_trace *t, gp_trace_format fmt, char *text, size_t len,
       /* The header: map names to columns, check the required ones are there. */
       if (line_len > GP_TRACE_MAX_LINE)
         return gp_err_set(err, GP_ELIMIT, t->source, line, NULL, "header line too long");
-      n_header = gp__csv_split(body, fields, MAX_FIELDS);
+      n_header = gp__sim_csv_split(body, fields, MAX_FIELDS);
       if (n_header < 0)
         return gp_err_set(err, GP_EINVAL, t->source, line, NULL,
                           "cannot read the CSV header (broken quote or over %d columns)",
@@ -141,10 +141,10 @@ int gp__trace_read_csv(gp_trace *t, gp_trace_format fmt, char *text, size_t len,
     if (line_len > GP_TRACE_MAX_LINE) {
       gp_err_set(err, GP_EINVAL, t->source, line, NULL, "row longer than %d bytes",
                  GP_TRACE_MAX_LINE);
-      if ((rc = gp__trace_bad_row(t, o, err))) return rc;
+      if ((rc = gp__sim_trace_bad_row(t, o, err))) return rc;
       continue;
     }
-    int n = gp__csv_split(body, fields, MAX_FIELDS);
+    int n = gp__sim_csv_split(body, fields, MAX_FIELDS);
     if (n < 0 || n != n_header) {
       if (n < 0)
         gp_err_set(err, GP_EINVAL, t->source, line, NULL, "broken quote or over %d fields",
@@ -152,15 +152,15 @@ int gp__trace_read_csv(gp_trace *t, gp_trace_format fmt, char *text, size_t len,
       else
         gp_err_set(err, GP_EINVAL, t->source, line, NULL, "%d fields, the header has %d", n,
                    n_header);
-      if ((rc = gp__trace_bad_row(t, o, err))) return rc;
+      if ((rc = gp__sim_trace_bad_row(t, o, err))) return rc;
       continue;
     }
-    gp__trace_row row = {.line = line};
+    gp__sim_trace_row row = {.line = line};
     for (int c = 0; c < GP__COL_COUNT; c++) {
       row.name[c] = names[c];
       row.v[c] = index_of[c] >= 0 ? trim(fields[index_of[c]]) : NULL;
     }
-    if (gp__trace_add_row(t, fmt, o, &row, err) && (rc = gp__trace_bad_row(t, o, err))) return rc;
+    if (gp__sim_trace_add_row(t, fmt, o, &row, err) && (rc = gp__sim_trace_bad_row(t, o, err))) return rc;
   }
   if (n_header < 0)
     return gp_err_set(err, GP_EINVAL, t->source, 0, NULL, "empty trace: no header line");

@@ -10,7 +10,7 @@
 
 static const struct {
   const char *key;
-  gp__trace_col col;
+  gp__sim_trace_col col;
 } keys[] = {
     {"submit_time", GP__COL_SUBMIT}, {"duration", GP__COL_DURATION},
     {"gpus", GP__COL_GPUS},          {"tasks", GP__COL_TASKS},
@@ -19,7 +19,7 @@ static const struct {
     {"gpu_model", GP__COL_GPU_MODEL}, {"id", GP__COL_ID},
 };
 
-int gp__trace_read_jsonl(gp_trace *t, char *text, size_t len, const gp_trace_opts *o,
+int gp__sim_trace_read_jsonl(gp_trace *t, char *text, size_t len, const gp_trace_opts *o,
                          gp_err *err) {
   char *p = text, *end = text + len;
   int line = 0, rc;
@@ -39,7 +39,7 @@ int gp__trace_read_jsonl(gp_trace *t, char *text, size_t len, const gp_trace_opt
     if (n > GP_TRACE_MAX_LINE) {
       gp_err_set(err, GP_EINVAL, t->source, line, NULL, "row longer than %d bytes",
                  GP_TRACE_MAX_LINE);
-      if ((rc = gp__trace_bad_row(t, o, err))) return rc;
+      if ((rc = gp__sim_trace_bad_row(t, o, err))) return rc;
       continue;
     }
     json_error_t je;
@@ -48,14 +48,14 @@ int gp__trace_read_jsonl(gp_trace *t, char *text, size_t len, const gp_trace_opt
       gp_err_set(err, GP_EINVAL, t->source, line, NULL, "not a JSON object: %s",
                  obj ? "another JSON value" : je.text);
       json_decref(obj);
-      if ((rc = gp__trace_bad_row(t, o, err))) return rc;
+      if ((rc = gp__sim_trace_bad_row(t, o, err))) return rc;
       continue;
     }
-    gp__trace_row row = {.line = line};
+    gp__sim_trace_row row = {.line = line};
     bool ok = true;
     for (size_t k = 0; k < sizeof keys / sizeof keys[0] && ok; k++) {
       json_t *v = json_object_get(obj, keys[k].key);
-      gp__trace_col c = keys[k].col;
+      gp__sim_trace_col c = keys[k].col;
       row.name[c] = keys[k].key;
       if (!v || json_is_null(v)) continue;
       if (json_is_string(v)) {
@@ -72,9 +72,9 @@ int gp__trace_read_jsonl(gp_trace *t, char *text, size_t len, const gp_trace_opt
         ok = false;
       }
     }
-    if (ok) ok = gp__trace_add_row(t, GP_TRACE_JSONL, o, &row, err) == 0;
+    if (ok) ok = gp__sim_trace_add_row(t, GP_TRACE_JSONL, o, &row, err) == 0;
     json_decref(obj);
-    if (!ok && (rc = gp__trace_bad_row(t, o, err))) return rc;
+    if (!ok && (rc = gp__sim_trace_bad_row(t, o, err))) return rc;
   }
   return 0;
 }

@@ -14,7 +14,7 @@
 #include "util/mem.h"
 #include "util/units.h"
 
-char *gp__trace_slurp(const char *path, size_t max, size_t *ret_len, gp_err *err) {
+char *gp__sim_trace_slurp(const char *path, size_t max, size_t *ret_len, gp_err *err) {
   FILE *fp = fopen(path, "rb");
   if (!fp) {
     gp_err_set(err, GP_EIO, path, 0, NULL, "cannot open: %s", strerror(errno));
@@ -33,7 +33,7 @@ char *gp__trace_slurp(const char *path, size_t max, size_t *ret_len, gp_err *err
   return buf;
 }
 
-char *gp__trace_next_line(char **cursor) {
+char *gp__sim_trace_next_line(char **cursor) {
   char *s = *cursor, *nl = strchr(s, '\n');
   if (nl) *nl = '\0';
   *cursor = nl ? nl + 1 : s + strlen(s);
@@ -44,16 +44,16 @@ char *gp__trace_next_line(char **cursor) {
 
 int gp_node_list_read(const char *path, gp_node_row_fn fn, void *arg, gp_err *err) {
   size_t len;
-  char *text = gp__trace_slurp(path, GP_NODE_LIST_MAX_BYTES, &len, err);
+  char *text = gp__sim_trace_slurp(path, GP_NODE_LIST_MAX_BYTES, &len, err);
   if (!text) return err ? err->code : GP_EIO;
   int rc = 0, line = 0;
   int c_name = -1, c_gpus = -1, c_model = -1, c_cpu = -1, c_mem = -1, n_cols = -1;
   char *fields[64];
   for (char *p = text; *p && !rc;) {
-    char *s = gp__trace_next_line(&p);
+    char *s = gp__sim_trace_next_line(&p);
     line++;
     if (!*s) continue;
-    int n = gp__csv_split(s, fields, 64);
+    int n = gp__sim_csv_split(s, fields, 64);
     if (n_cols < 0) {
       n_cols = n;
       for (int i = 0; i < n; i++) {

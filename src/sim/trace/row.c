@@ -10,9 +10,9 @@
 #include "util/mem.h"
 #include "util/units.h"
 
-static bool present(const gp__trace_row *r, gp__trace_col c) { return r->v[c] && *r->v[c]; }
+static bool present(const gp__sim_trace_row *r, gp__sim_trace_col c) { return r->v[c] && *r->v[c]; }
 
-static const char *colname(const gp__trace_row *r, gp__trace_col c, const char *fallback) {
+static const char *colname(const gp__sim_trace_row *r, gp__sim_trace_col c, const char *fallback) {
   return r->name[c] ? r->name[c] : fallback;
 }
 
@@ -36,7 +36,7 @@ static bool digits(const char *s, int n, int64_t *ret) {
   return true;
 }
 
-int gp__trace_parse_time(const char *s, int64_t *ret) {
+int gp__sim_trace_parse_time(const char *s, int64_t *ret) {
   size_t n = strlen(s);
   if (n >= 19 && s[4] == '-' && s[7] == '-' && (s[10] == ' ' || s[10] == 'T') && s[13] == ':' &&
       s[16] == ':') {
@@ -73,28 +73,28 @@ static int parse_seconds(const char *s, bool allow_units, int64_t *ret) {
   return 0;
 }
 
-static int bad(gp_trace *t, const gp__trace_row *r, gp__trace_col c, const char *fallback,
+static int bad(gp_trace *t, const gp__sim_trace_row *r, gp__sim_trace_col c, const char *fallback,
                gp_err *err, const char *what) {
   const char *v = r->v[c] ? r->v[c] : "";
   return gp_err_set(err, GP_EINVAL, t->source, r->line, colname(r, c, fallback),
                     "%s (got \"%.40s\")", what, v);
 }
 
-static int intern_opt(gp_trace *t, const gp__trace_row *r, gp__trace_col c, int *ret,
+static int intern_opt(gp_trace *t, const gp__sim_trace_row *r, gp__sim_trace_col c, int *ret,
                       gp_err *err) {
   *ret = -1;
   if (!present(r, c)) return 0;
-  return gp__trace_intern(t, r->v[c], strlen(r->v[c]), ret, err);
+  return gp__sim_trace_intern(t, r->v[c], strlen(r->v[c]), ret, err);
 }
 
 /* When a job arrives and how long it runs. */
-static int read_times(gp_trace *t, gp_trace_format fmt, const gp__trace_row *r, gp_trace_job *ret,
+static int read_times(gp_trace *t, gp_trace_format fmt, const gp__sim_trace_row *r, gp_trace_job *ret,
                       gp_err *err) {
   gp_trace_job j = *ret;
   const char *submit_name = fmt == GP_TRACE_OPENB ? "creation_time" : "submit_time";
   if (!present(r, GP__COL_SUBMIT))
     return bad(t, r, GP__COL_SUBMIT, submit_name, err, "missing submit time");
-  if (gp__trace_parse_time(r->v[GP__COL_SUBMIT], &j.submit))
+  if (gp__sim_trace_parse_time(r->v[GP__COL_SUBMIT], &j.submit))
     return bad(t, r, GP__COL_SUBMIT, submit_name, err,
                "expected seconds or \"YYYY-MM-DD HH:MM:SS\"");
 
@@ -103,7 +103,7 @@ static int read_times(gp_trace *t, gp_trace_format fmt, const gp__trace_row *r, 
     int64_t end;
     if (!present(r, GP__COL_END))
       return bad(t, r, GP__COL_END, "deletion_time", err, "missing deletion time");
-    if (gp__trace_parse_time(r->v[GP__COL_END], &end))
+    if (gp__sim_trace_parse_time(r->v[GP__COL_END], &end))
       return bad(t, r, GP__COL_END, "deletion_time", err, "expected seconds");
     if (end < j.submit)
       return bad(t, r, GP__COL_END, "deletion_time", err, "deleted before it was created");
@@ -119,8 +119,8 @@ static int read_times(gp_trace *t, gp_trace_format fmt, const gp__trace_row *r, 
   return 0;
 }
 
-int gp__trace_add_row(gp_trace *t, gp_trace_format fmt, const gp_trace_opts *o,
-                      const gp__trace_row *r, gp_err *err) {
+int gp__sim_trace_add_row(gp_trace *t, gp_trace_format fmt, const gp_trace_opts *o,
+                      const gp__sim_trace_row *r, gp_err *err) {
   gp_trace_job j = {.line = r->line, .user = -1, .priority = -1, .gpu_models = -1, .id = -1};
   bool shapes = fmt == GP_TRACE_OPENB && o->shapes;
   int rc;
@@ -191,14 +191,14 @@ int gp__trace_add_row(gp_trace *t, gp_trace_format fmt, const gp_trace_opts *o,
   if (present(r, GP__COL_QUEUE)) {
     if (strlen(r->v[GP__COL_QUEUE]) > 200)
       return bad(t, r, GP__COL_QUEUE, "queue", err, "queue name longer than 200 bytes");
-    if (gp__trace_intern(t, r->v[GP__COL_QUEUE], strlen(r->v[GP__COL_QUEUE]), &j.queue, err))
+    if (gp__sim_trace_intern(t, r->v[GP__COL_QUEUE], strlen(r->v[GP__COL_QUEUE]), &j.queue, err))
       return err->code;
   } else if (fmt == GP_TRACE_PHILLY) {
     return bad(t, r, GP__COL_QUEUE, "cluster", err, "missing virtual cluster");
-  } else if (gp__trace_intern(t, "default", 7, &j.queue, err)) {
+  } else if (gp__sim_trace_intern(t, "default", 7, &j.queue, err)) {
     return err->code;
   }
-  for (gp__trace_col c = GP__COL_USER; c <= GP__COL_ID; c++)
+  for (gp__sim_trace_col c = GP__COL_USER; c <= GP__COL_ID; c++)
     if (present(r, c) && strlen(r->v[c]) > 200)
       return bad(t, r, c, "name", err, "value longer than 200 bytes");
   if (intern_opt(t, r, GP__COL_USER, &j.user, err) ||

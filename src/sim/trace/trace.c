@@ -51,7 +51,7 @@ static uint64_t hash_bytes(const char *s, size_t n) {
   return h;
 }
 
-int gp__trace_intern(gp_trace *t, const char *s, size_t n, int *ret, gp_err *err) {
+int gp__sim_trace_intern(gp_trace *t, const char *s, size_t n, int *ret, gp_err *err) {
   if (t->n_names * 2 >= t->hash_cap) {
     size_t cap = t->hash_cap ? t->hash_cap * 2 : 256;
     int *h = gp_xmalloc(cap * sizeof *h);
@@ -85,7 +85,7 @@ int gp__trace_intern(gp_trace *t, const char *s, size_t n, int *ret, gp_err *err
   return 0;
 }
 
-int gp__trace_bad_row(gp_trace *t, const gp_trace_opts *o, gp_err *err) {
+int gp__sim_trace_bad_row(gp_trace *t, const gp_trace_opts *o, gp_err *err) {
   if (!o->skip_bad || err->code == GP_ELIMIT) return err->code ? err->code : GP_EINVAL;
   if (t->bad_rows < GP_TRACE_MAX_REPORTED) {
     char msg[1024];
@@ -159,8 +159,8 @@ static int read_text(const char *name, char *text, size_t len, const gp_trace_op
   gp_trace *t = trace_new(name);
   t->format = fmt;
   gp_err local = {0};
-  int rc = fmt == GP_TRACE_JSONL ? gp__trace_read_jsonl(t, text, len, &o, &local)
-                                 : gp__trace_read_csv(t, fmt, text, len, &o, &local);
+  int rc = fmt == GP_TRACE_JSONL ? gp__sim_trace_read_jsonl(t, text, len, &o, &local)
+                                 : gp__sim_trace_read_csv(t, fmt, text, len, &o, &local);
   if (rc == 0 && t->n_jobs == 0 && t->bad_rows)
     rc = gp_err_set(&local, GP_EINVAL, name, 0, NULL,
                     "no valid job in the trace (%zu bad rows; first: %s)", t->bad_rows,
