@@ -50,6 +50,7 @@ struct gp__resv_cache {
   gp_time *first;       /* per node: its first event's end; now once it is late */
   gp_time *last;        /* per node: the end of its last event that frees whole GPUs (all
                            of them are free then; now when none does); now once it is late */
+  size_t victims_seen;  /* entries of ctx.victims already applied to late, first, last */
 };
 
 static bool release_before(const gp__release *a, const gp__release *b) {
@@ -84,6 +85,24 @@ static void update_bounds(struct gp__resv_cache *rc, int node, gp_time end, uint
 }
 
 static void make_events(gp__ctx *c, int node);
+
+/* Victim v (chosen by preemption, ctx.victims) ends now: so do its nodes' events. */
+static void victim_now(gp__ctx *c, int v) {
+  const gp_job *job = &c->view->jobs[v];
+  for (int p = 0; p < job->n_placements; p++) {
+    c->rcache->late[job->placements[p].node] = true;
+    c->rcache->first[job->placements[p].node] = c->now;
+    c->rcache->last[job->placements[p].node] = c->now;
+  }
+}
+
+/* Applies the victims chosen since the cache last looked (none before it is built: the
+ * build reads the plan's preemptions). */
+static void victims_catch_up(gp__ctx *c) {
+  struct gp__resv_cache *rc = c->rcache;
+  const int *v = c->victims.items;
+  for (; rc->victims_seen < c->victims.n; rc->victims_seen++) victim_now(c, v[rc->victims_seen]);
+}
 
 /* Made on the first reservation of a step: per node, the first and last release of the
  * jobs the kept holds list (kept with them), then of the other running jobs, which are
@@ -149,9 +168,10 @@ static void build_cache(gp__ctx *c) {
   }
   for (int i = nn; i > 0; i--) rc->start[i] = rc->start[i - 1];
   rc->start[0] = 0;
+  rc->victims_seen = c->victims.n;
   const gp_plan_preemption *pre = c->preemptions.items;
   if (!c->preemptions.n) return;
-  for (size_t i = 0; i < c->preemptions.n; i++) gp__backfill_victim(c, pre[i].job);
+  for (size_t i = 0; i < c->preemptions.n; i++) victim_now(c, pre[i].job);
   for (int node = 0; node < nn; node++) {
     if (!rc->late[node]) continue;
     make_events(c, node);
@@ -191,16 +211,6 @@ static void sort_events(gp__ctx *c, int node) {
 
 /* (The cache is the step's scratch memory: it goes with the step.) */
 void gp__backfill_done(gp__ctx *c) { c->rcache = NULL; }
-
-void gp__backfill_victim(gp__ctx *c, int v) {
-  if (!c->rcache) return; /* build_cache marks the victims chosen before it */
-  const gp_job *job = &c->view->jobs[v];
-  for (int p = 0; p < job->n_placements; p++) {
-    c->rcache->late[job->placements[p].node] = true;
-    c->rcache->first[job->placements[p].node] = c->now;
-    c->rcache->last[job->placements[p].node] = c->now;
-  }
-}
 
 /* A lower bound of when the node could first give r a task slot: its first event's end,
  * or the last one that frees whole GPUs when r needs every GPU the node has; now when a
@@ -368,6 +378,7 @@ void gp__reserve(gp__ctx *c, gp__req *r) {
   gp__req_need(c, r);
   if (r->gpus <= 0) return;
   build_cache(c);
+  victims_catch_up(c);
   int cap = r->tasks;
   slot *h = gp_xmalloc((size_t)cap * sizeof *h);
   int n = 0;

@@ -80,14 +80,6 @@ struct gp__preempt {
   int *fail_prio;                /* per leaf: priority of that failed priority attempt */
 };
 
-/* Running position r (ctx.running), read from its record only: no running job is a victim
- * before the victim order exists (priority, reclaim and pool victims are picked from it;
- * the stopping check counts on stopping jobs only), and this decides who enters it. */
-bool gp__victim_able(const gp__ctx *c, int r) {
-  const gp__run *ru = &c->run[r];
-  return !ru->stopping && ru->preemptible && c->now - ru->started >= c->pol->min_runtime;
-}
-
 /* The pool whose node a job of `leaf` borrows by running there (a pool its queue does not
  * own), or -1: what a pool's owner may take back. */
 static int borrowed_pool(const gp__ctx *c, int leaf, int node) {
@@ -548,7 +540,7 @@ static bool simulate(gp__ctx *c, const gp__req *r, int kind, bool record) {
     /* The victim (or the stopping job counted on) is spoken for in this step. */
     gp__job_mut(c, v)->victim = true;
     p->out[v] |= VICTIM;
-    gp__backfill_victim(c, v);
+    *(int *)gp__vec_push(&c->victims, sizeof(int)) = v;
     for (int q = c->jobs[v].leaf; q >= 0; q = c->tree.q[q].parent) p->lost[q] += c->jobs[v].gpus;
     c->alloc_gen++;
     if (kind == K_STOPPING) continue;

@@ -20,14 +20,6 @@
 
 #include "core/sched_int.h"
 
-void *gp__vec_push(gp__vec *v, size_t elem) {
-  gp_xgrow(&v->items, &v->cap, v->n + 1, elem);
-  void *p = (char *)v->items + v->n * elem;
-  memset(p, 0, elem);
-  v->n++;
-  return p;
-}
-
 static void ctx_done(gp__ctx *c) {
   gp__qtree_done(&c->tree);
   gp__index_done(&c->ix);
@@ -49,6 +41,7 @@ static void ctx_done(gp__ctx *c) {
   free(c->preemptions.items);
   free(c->reservations.items);
   free(c->migs.items);
+  free(c->victims.items);
   gp__scratch_end(c->scratch, c->scratch != &c->own_scratch);
 }
 
@@ -346,6 +339,7 @@ int gp_sched_step_memo(gp_sched_memo *memo, const gp_policy *policy, const gp_vi
     ctx_done(&c);
     return rc;
   }
+  gp__memo_view_checked(&c);
   c.arena = gp_arena_new();
   /* Filled by classification; a memo's keeps what replayed slots need. */
   c.jobs = c.memo ? c.memo->jobs : gp_xmalloc(((size_t)view->n_jobs + 1) * sizeof *c.jobs);

@@ -17,11 +17,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/bits.h"
 #include "core/model.h"
 #include "core/node_index.h"
 #include "core/plan.h"
 #include "core/queue_tree.h"
+#include "core/scratch.h"
 #include "core/strmap.h"
+#include "core/vec.h"
 #include "util/error.h"
 #include "util/mem.h"
 
@@ -161,14 +164,6 @@ typedef struct gp__lists {
   size_t fresh_cap, kept_toks_cap, journal_cap;
 } gp__lists;
 
-/* Scratch memory of a step (scratch.c). */
-typedef struct gp__scratch {
-  char *block;
-  size_t cap, used;
-  void **aside;         /* freed when the step ends: outgrown blocks (or, under ASan, all) */
-  size_t n_aside, aside_cap;
-} gp__scratch;
-
 /* Kept eligible jobs of one request token in a step (jobs.c): replays count them here and
  * the step's placement keys take each token's count and earliest end at once. */
 typedef struct gp__tagg {
@@ -208,11 +203,6 @@ struct gp_sched_memo {
   gp__job *jobs;        /* per view slot, cap entries */
   uint64_t *journaled;  /* per view slot: the step that journaled it */
 };
-
-typedef struct gp__vec {
-  void *items;
-  size_t n, cap;
-} gp__vec;
 
 typedef struct gp__ctx {
   const gp_policy *pol;
@@ -332,17 +322,13 @@ typedef struct gp__ctx {
   /* Plan under construction. */
   gp_arena *arena;
   gp__vec starts, preemptions, reservations, migs;
+  gp__vec victims;      /* ints: every job chosen as a victim (or stopping job counted on),
+                           in the order chosen (preempt.c; backfill.c reads it) */
   uint64_t share_round;
   struct gp_share_mix *share_mix;
 } gp__ctx;
 
 void gp__journal_add(gp__ctx *c, int j);
-
-/* Memory until the step ends (scratch.c): never freed one by one. */
-void *gp__salloc(gp__ctx *c, size_t bytes);
-void *gp__scalloc(gp__ctx *c, size_t n, size_t size);
-/* Ends a step's use of s: what it handed out is gone; keep: the block stays for reuse. */
-void gp__scratch_end(gp__scratch *s, bool keep);
 
 /* ctx.jobs[j], about to be written: with a memo the slot is journaled, so that the step's
  * end puts it back as classification left it (memo.c). */
@@ -351,39 +337,12 @@ static inline gp__job *gp__job_mut(gp__ctx *c, int j) {
   return &c->jobs[j];
 }
 
-/* Population count without relying on a POPCNT instruction (the build targets generic
- * x86-64, where __builtin_popcount is a library call). */
 /* Is placement k of job the first on its node? (Per-node lists count a job once.) */
 static inline bool gp__first_on_node(const gp_job *job, int k) {
   for (int m = 0; m < k; m++)
     if (job->placements[m].node == job->placements[k].node) return false;
   return true;
 }
-
-static inline int gp__popc(uint32_t x) {
-  x = x - ((x >> 1) & 0x55555555u);
-  x = (x & 0x33333333u) + ((x >> 2) & 0x33333333u);
-  return (int)((((x + (x >> 4)) & 0x0f0f0f0fu) * 0x01010101u) >> 24);
-}
-
-/* Slot of a pointer in a direct-mapped cache of 2^bits entries. Multiplicative (Fibonacci)
- * hashing: callers often keep their names in fixed-size arrays (char name[50][32]), and
- * low address bits alone map such strings onto a few slots that then evict each other. */
-static inline unsigned gp__ptr_slot(const void *p, int bits) {
-  return (unsigned)(((uint64_t)(uintptr_t)p * 0x9e3779b97f4a7c15ull) >> (64 - bits));
-}
-
-/* The first 8 bytes of an id as a big-endian number, NUL and what follows as zeros: for
- * two ids that differ within their first 8 bytes, comparing these numbers gives strcmp's
- * answer (bytes compare unsigned, and a shorter id has a 0 where the longer has a byte). */
-static inline uint64_t gp__id_prefix(const char *id) {
-  uint64_t k = 0;
-  for (int i = 0; i < 8 && id[i]; i++) k |= (uint64_t)(unsigned char)id[i] << (56 - 8 * i);
-  return k;
-}
-
-/* Grows a vector of elem-sized items and returns a pointer to a new zeroed slot. */
-void *gp__vec_push(gp__vec *v, size_t elem);
 
 /* Validates policy and view and builds the queue tree (validate.c). */
 int gp__validate(gp__ctx *c);
@@ -507,8 +466,6 @@ bool gp__mig_wait(gp__ctx *c, gp__req *r);
 /* Backfill (backfill.c): computes and records a reservation for a blocked job. */
 void gp__reserve(gp__ctx *c, gp__req *r);
 void gp__backfill_done(gp__ctx *c);
-/* Running job v was just chosen as a victim: its release events on its nodes are now. */
-void gp__backfill_victim(gp__ctx *c, int v);
 
 /* Ordering (order.c). */
 typedef struct gp__order gp__order;

@@ -162,6 +162,5 @@ int gp__validate(gp__ctx *c) {
     }
   }
   if (!c->view_known && (rc = check_pools(c))) return rc;
-  gp__memo_view_checked(c);
   return 0;
 }

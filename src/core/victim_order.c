@@ -11,6 +11,14 @@
 
 #include "core/sched_int.h"
 
+/* Running position r (ctx.running), read from its record only: no running job is a victim
+ * before the victim order exists (priority, reclaim and pool victims are picked from it;
+ * the stopping check counts on stopping jobs only), and this decides who enters it. */
+bool gp__victim_able(const gp__ctx *c, int r) {
+  const gp__run *ru = &c->run[r];
+  return !ru->stopping && ru->preemptible && c->now - ru->started >= c->pol->min_runtime;
+}
+
 /* ---- one sort per step ---- */
 
 typedef struct vkey {
