@@ -8,7 +8,8 @@
 #include <string.h>
 
 #include "core/field.h"
-#include "core/sched_int.h"
+#include "core/validate.h"
+#include "core/memo.h"
 
 static int bad(gp__ctx *c, const char *field, const char *what) {
   return gp_err_set(c->err, GP_EINVAL, NULL, 0, field, "%s", what);
