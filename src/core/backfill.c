@@ -176,7 +176,7 @@ static void build_cache(gp__ctx *c) {
     if (!rc->late[node]) continue;
     make_events(c, node);
     for (int k = 0; k < rc->n_ev[node]; k++)
-      if (c->cls->jobs[rc->ev[node][k].job].victim) rc->ev[node][k].end = c->now;
+      if (c->jobs[rc->ev[node][k].job].victim) rc->ev[node][k].end = c->now;
   }
 }
 
@@ -217,13 +217,13 @@ void gp__backfill_done(gp__ctx *c) { c->backfill->rcache = NULL; }
  * victim or a job this plan starts adds events the sorted list does not show. */
 static gp_time first_release(const gp__ctx *c, const gp__req *r, int node) {
   if (c->place->started_head && c->place->started_head[node] >= 0) return c->now;
-  return r->gpus >= c->fleet->nodes[node].n_whole_ok ? c->backfill->rcache->last[node] : c->backfill->rcache->first[node];
+  return r->gpus >= c->nodes[node].n_whole_ok ? c->backfill->rcache->last[node] : c->backfill->rcache->first[node];
 }
 
 /* GPUs of node that r could use at some time: healthy, right mode, enough memory, not
  * promised to another reservation. */
 static uint32_t usable(const gp__ctx *c, const gp__req *r, int node) {
-  const gp__node *s = &c->fleet->nodes[node];
+  const gp__node *s = &c->nodes[node];
   const gp_node *n = &c->view->nodes[node];
   uint32_t m = s->whole_ok & ~s->resv;
   if (r->min_gpu_mem > 0) {
@@ -266,7 +266,7 @@ static int slot_times(gp__ctx *c, const gp__req *r, int node, gp_time *times,
   bool late = rc->late[node];
   for (int k = 0; k < rc->n_ev[node] && nv < MAX_ON_NODE; k++) {
     const gp__release *e = &rc->ev[node][k];
-    bool victim = late && c->cls->jobs[e->job].victim; /* chosen since the build: ends now */
+    bool victim = late && c->jobs[e->job].victim; /* chosen since the build: ends now */
     if (!victim && e->end > horizon) {
       if (!late) break; /* sorted by end: the rest are later still */
       continue;
@@ -283,7 +283,7 @@ static int slot_times(gp__ctx *c, const gp__req *r, int node, gp_time *times,
   for (int e = c->place->started_head ? c->place->started_head[node] : -1; e >= 0 && nv < MAX_ON_NODE;
        e = c->place->started_next[e]) {
     const gp_plan_start *st = &starts[c->place->started_start[e]];
-    const gp__job *ji = &c->cls->jobs[st->job];
+    const gp__job *ji = &c->jobs[st->job];
     ends[nv] = ji->limit > 0 && c->now < GP__NEVER - ji->limit ? c->now + ji->limit : GP__NEVER;
     if (ends[nv] > horizon) continue;
     rel[nv] = 0;
@@ -309,8 +309,8 @@ static int slot_times(gp__ctx *c, const gp__req *r, int node, gp_time *times,
       SWAP(int, ids);
 #undef SWAP
     }
-  uint32_t avail = c->fleet->nodes[node].free & use;
-  int64_t cpu = c->fleet->nodes[node].cpu_free, mem = c->fleet->nodes[node].mem_free;
+  uint32_t avail = c->nodes[node].free & use;
+  int64_t cpu = c->nodes[node].cpu_free, mem = c->nodes[node].mem_free;
   int n = 0;
   gp_time t = c->now;
   for (int k = 0;; k++) {
@@ -368,7 +368,7 @@ static void heap_push(slot *h, int *n, int cap, slot s) {
 }
 
 void gp__reserve(gp__ctx *c, gp__req *r) {
-  const gp__job *J = &c->cls->jobs[r->job];
+  const gp__job *J = &c->jobs[r->job];
   if (J->kind != GP__R_WHOLE || c->backfill->n_resv >= GP__MAX_RESERVATIONS) return;
   bool fair = c->pol->order == GP_ORDER_FAIRSHARE;
   if (fair && J->leaf >= 0) {
@@ -395,7 +395,7 @@ void gp__reserve(gp__ctx *c, gp__req *r) {
       int g = r->slots[si] * stride + (r->n_models < 0 ? mk : r->models[mk]);
       for (int pos = c->fleet->ix.group_start[g]; pos < c->fleet->ix.group_start[g + 1]; pos++) {
         int i = c->fleet->ix.members[pos];
-        const gp__node *nd = &c->fleet->nodes[i];
+        const gp__node *nd = &c->nodes[i];
         if (nd->n_whole_ok < r->gpus) continue;
         /* With the heap full, a node whose every slot comes after the worst slot kept
          * cannot change the answer (slot_after is strict on time). (The index's level,
@@ -422,7 +422,7 @@ void gp__reserve(gp__ctx *c, gp__req *r) {
     int node = h[a].node;
     slot_times(c, r, node, times, masks, h[a].k + 1, GP__NEVER);
     uint32_t gpus = gp__choose_gpus(c, node, masks[h[a].k], (h[a].k + 1) * r->gpus);
-    gp__node *s = &c->fleet->nodes[node];
+    gp__node *s = &c->nodes[node];
     s->resv |= gpus;
     for (uint32_t m = gpus; m; m &= m - 1) c->fleet->gpu_resv_until[s->gpu_base + __builtin_ctz(m)] = at;
   }

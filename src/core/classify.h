@@ -43,8 +43,6 @@ typedef struct gp__job {
 } gp__job;
 
 typedef struct gp__core_cls {
-  gp__job *jobs;        /* one per view job */
-
   /* Jobs by status, in view order, so later passes need not scan the view. */
   int *running, n_running;   /* RUNNING and STOPPING */
   gp__run *run;              /* per running position */
@@ -91,7 +89,7 @@ typedef struct gp__core_cls {
  * end puts it back as classification left it (memo.c). */
 static inline gp__job *gp__job_mut(gp__ctx *c, int j) {
   if (c->memo && c->memo->journaled[j] != c->memo->step) gp__journal_add(c, j);
-  return &c->cls->jobs[j];
+  return &c->jobs[j];
 }
 
 /* Jobs (jobs.c). */

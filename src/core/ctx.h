@@ -58,6 +58,13 @@ typedef struct gp__ctx {
   gp__qtree tree;
   gp_arena *arena;      /* the plan's: strings the plan keeps */
 
+  /* The step's record of each job and node, which every stage from classification on
+   * reads and updates (a job's status and reason, a node's free GPUs): defined with the
+   * stage that fills them in (classify.h, fleet.h), kept here so that the per-job and
+   * per-node loops reach them without going through a stage. */
+  struct gp__job *jobs;   /* one per view job */
+  struct gp__node *nodes; /* one per view node */
+
   /* Each stage's state, in the order the step runs the stages. */
   struct gp__core_fleet *fleet;       /* fleet.h: nodes, GPUs, the free-capacity index */
   struct gp__core_cls *cls;           /* classify.h: per-job records, lists, shapes */

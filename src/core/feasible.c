@@ -26,9 +26,9 @@ static bool names_model(const gp_request *r, const char *model) {
 /* May this job's queue use a node of pool p at all? */
 static bool pool_allows(const gp__ctx *c, int j, int pool) {
   if (pool < 0) return true;
-  int leaf = c->cls->jobs[j].leaf;
+  int leaf = c->jobs[j].leaf;
   if (leaf >= 0 && c->fleet->queue_pool[leaf] == pool) return true;
-  return c->view->pools[pool].lend && c->cls->jobs[j].preemptible;
+  return c->view->pools[pool].lend && c->jobs[j].preemptible;
 }
 
 static bool mig_layout_has(const gp_gpu *g, const char *profile) {
@@ -40,9 +40,9 @@ static bool mig_layout_has(const gp_gpu *g, const char *profile) {
 /* Task slots node i offers the job: (ever, now). */
 static void node_slots(gp__ctx *c, int j, int i, int *ever, int *now) {
   const gp_node *n = &c->view->nodes[i];
-  const gp__node *s = &c->fleet->nodes[i];
+  const gp__node *s = &c->nodes[i];
   const gp_request *r = &c->view->jobs[j].req;
-  int kind = c->cls->jobs[j].kind;
+  int kind = c->jobs[j].kind;
   *ever = *now = 0;
   int e = 0, w = 0;
   for (int g = 0; g < n->n_gpus; g++) {
@@ -102,7 +102,7 @@ static void node_slots(gp__ctx *c, int j, int i, int *ever, int *now) {
 
 static int compute(gp__ctx *c, int j) {
   const gp_request *r = &c->view->jobs[j].req;
-  bool by_model = r->n_gpu_models > 0 && c->cls->jobs[j].kind != GP__R_CPU;
+  bool by_model = r->n_gpu_models > 0 && c->jobs[j].kind != GP__R_CPU;
   /* A fleet with no node at all is one whose agents have not registered yet: nothing can
    * be judged impossible against it. */
   if (c->view->n_nodes == 0) return by_model ? GP__FEAS_MODEL_DOWN : GP__FEAS_DOWN;
@@ -113,11 +113,11 @@ static int compute(gp__ctx *c, int j) {
     if (by_model) {
       if (n->n_gpus <= 0 || !names_model(r, n->model)) continue;
       model_seen = true;
-      if (c->fleet->nodes[i].up && (c->fleet->nodes[i].whole_ok | c->fleet->nodes[i].share_ok | c->fleet->nodes[i].mig_ok))
+      if (c->nodes[i].up && (c->nodes[i].whole_ok | c->nodes[i].share_ok | c->nodes[i].mig_ok))
         model_up = true;
     }
     if (n->capacity == GP_CAP_SPOT && !r->allow_spot) continue;
-    if (!pool_allows(c, j, c->fleet->nodes[i].pool)) continue;
+    if (!pool_allows(c, j, c->nodes[i].pool)) continue;
     if (r->n_node_selector && !gp__node_has_labels(n, r->n_node_selector, r->node_selector))
       continue;
     int e, w;

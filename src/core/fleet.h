@@ -87,8 +87,6 @@ static inline gp_time gp__run_end(const gp__run *ru) {
 }
 
 typedef struct gp__core_fleet {
-  gp__node *nodes;      /* one per view node */
-
   /* Per GPU (node.gpu_base + i). */
   int n_gpus_total;
   int *gpu_used;        /* shared: milli used; timeslice: replicas used */

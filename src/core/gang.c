@@ -18,7 +18,7 @@ static bool fit_in_block(gp__ctx *c, const gp__req *r, int b, gp__fit *f) {
   gp__fit tmp;
   for (int k = c->fleet->block_start[b]; k < c->fleet->block_start[b + 1]; k++) {
     int node = c->fleet->block_nodes[k];
-    int fr = gp__popc(c->fleet->nodes[node].free);
+    int fr = gp__popc(c->nodes[node].free);
     if (fr < r->gpus) continue;
     if (best >= 0 && (spread ? fr <= best_free : fr >= best_free)) continue;
     if (!gp__node_fit(c, r, node, 0, 0, 0, &tmp)) continue;

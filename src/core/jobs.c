@@ -51,12 +51,11 @@ static int find_class(const gp__ctx *c, const char *name) {
 int gp__class_of(const gp__ctx *c, const gp_job *job, int leaf) {
   if (job->priority_class) {
     /* Cached by pointer (callers share one string per class name); -2: not cached. */
-    gp__ctx *mc = (gp__ctx *)c;
     unsigned h = gp__ptr_slot(job->priority_class, 4);
-    if (mc->cls->ccache_ptr[h] == job->priority_class) return mc->cls->ccache_val[h];
+    if (c->cls->ccache_ptr[h] == job->priority_class) return c->cls->ccache_val[h];
     int k = find_class(c, job->priority_class);
-    mc->cls->ccache_ptr[h] = job->priority_class;
-    mc->cls->ccache_val[h] = k;
+    c->cls->ccache_ptr[h] = job->priority_class;
+    c->cls->ccache_val[h] = k;
     return k;
   }
   if (leaf >= 0 && c->cls->leaf_class && c->cls->leaf_class[leaf] != -2) return c->cls->leaf_class[leaf];
@@ -108,7 +107,7 @@ static double placement_gpus(const gp__ctx *c, const gp_placement *p) {
 static const char *check_request(gp__ctx *c, int j) {
   const gp_job *job = &c->view->jobs[j];
   const gp_request *r = &job->req;
-  gp__job *ji = &c->cls->jobs[j];
+  gp__job *ji = &c->jobs[j];
   if (r->tasks < 1 || r->tasks > 100000) return "The request needs between 1 and 100000 tasks.";
   if (r->gpus_per_task < 0) return "The request asks for a negative number of GPUs.";
   if (r->gpu_milli < 0 || r->gpu_milli >= GP_GPU_MILLI)
@@ -198,7 +197,7 @@ static void sums_done(gp__ctx *c) {
     return;
   }
   for (int j = 0; j < c->view->n_jobs; j++) {
-    const gp__job *ji = &c->cls->jobs[j];
+    const gp__job *ji = &c->jobs[j];
     if (ji->leaf < 0) continue;
     if (ji->stat == GP__J_RUNNING || ji->stat == GP__J_STOPPING) {
       gp__queue_add_alloc(c, ji->leaf, ji->gpus);
@@ -230,7 +229,7 @@ static void admit_kind(gp__ctx *c, int kind, int whole_per_task) {
 /* An eligible job joins the step: its queue's demand, its placement key, the early
  * stop's smallest request, the eligible list. */
 static void admit(gp__ctx *c, int j, int whole_per_task) {
-  const gp__job *ji = &c->cls->jobs[j];
+  const gp__job *ji = &c->jobs[j];
   add_sums(c, ji->leaf, ji->gpus, 0, false);
   gp__keys_add(c, j, end_if_started(c, ji->limit));
   admit_kind(c, ji->kind, whole_per_task);
@@ -263,12 +262,12 @@ static void admit_kept(gp__ctx *c) {
     const gp__tagg *a = &mm->tagg[tok];
     int shape = gp__shape_by_token(c, a->rep, mm->tokens, tok, mm->step);
     gp__keys_add_n(c, shape, a->n, end_if_started(c, a->min_limit == INT64_MAX ? 0 : a->min_limit));
-    admit_kind(c, c->cls->jobs[a->rep].kind, mm->rec[a->rep].whole_per_task);
+    admit_kind(c, c->jobs[a->rep].kind, mm->rec[a->rep].whole_per_task);
   }
 }
 
 void gp__job_keyed(gp__ctx *c, int j) {
-  const gp__job *ji = &c->cls->jobs[j];
+  const gp__job *ji = &c->jobs[j];
   if (ji->pkey >= 0 || ji->stat != GP__J_ELIGIBLE) return;
   struct gp_sched_memo *mm = c->memo; /* (only keep_eligible leaves an eligible job unkeyed) */
   int shape = gp__shape_by_token(c, j, mm->tokens, mm->rec[j].tok, mm->step);
@@ -277,7 +276,7 @@ void gp__job_keyed(gp__ctx *c, int j) {
 
 static void classify_pending(gp__ctx *c, int j) {
   const gp_job *job = &c->view->jobs[j];
-  gp__job *ji = &c->cls->jobs[j];
+  gp__job *ji = &c->jobs[j];
   if (ji->leaf < 0) {
     int q = gp__qtree_find(&c->tree, job->queue);
     gp__job_end(c, j, GP_END_INVALID_REQUEST, q >= 0 ? GP__MSG_NOT_LEAF : GP__MSG_NO_QUEUE);
@@ -350,7 +349,7 @@ static int leaf_of(gp__ctx *c, const char *name) {
 
 static void classify_running(gp__ctx *c, int j, gp__run *ru) {
   const gp_job *job = &c->view->jobs[j];
-  gp__job *ji = &c->cls->jobs[j];
+  gp__job *ji = &c->jobs[j];
   ji->stat = job->state == GP_JOB_RUNNING ? GP__J_RUNNING : GP__J_STOPPING;
   int cls = gp__class_of(c, job, ji->leaf);
   if (cls < 0) cls = c->default_class;
@@ -399,7 +398,7 @@ static inline __attribute__((always_inline)) void count_running(gp__ctx *c, int 
  * state depends on other jobs too), a job without a rev. */
 static void remember(gp__ctx *c, int j, uint64_t rev, gp__memo_rec *m, const gp__run *ru) {
   const gp_job *job = &c->view->jobs[j];
-  const gp__job *ji = &c->cls->jobs[j];
+  const gp__job *ji = &c->jobs[j];
   if (!rev || ji->stat == GP__J_ENDED || (job->n_after | job->n_after_ok | job->n_after_any)) {
     m->rev = 0;
     return;
@@ -479,7 +478,7 @@ int gp__classify_jobs(gp__ctx *c) {
   const uint64_t *revs = v->job_revs;
   for (int j = 0; j < v->n_jobs; j++) {
     const gp_job *job = &v->jobs[j];
-    gp__job *ji = &c->cls->jobs[j];
+    gp__job *ji = &c->jobs[j];
     if (memo && revs[j] && memo[j].rev == revs[j]) {
       replay(c, j, &memo[j], &run_cap);
       continue;

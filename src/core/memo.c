@@ -104,8 +104,8 @@ void gp__memo_restore_jobs(gp__ctx *c) {
   for (int i = 0; i < c->cls->n_journal; i++) {
     int j = c->cls->lists.journal[i];
     if (!m->rec[j].rev || m->rec[j].rev != revs[j]) continue;
-    c->cls->jobs[j] = m->cls[j];
-    c->cls->jobs[j].shape = c->cls->jobs[j].pkey = -1;
+    c->jobs[j] = m->cls[j];
+    c->jobs[j].shape = c->jobs[j].pkey = -1;
   }
   c->cls->n_journal = 0;
   m->lists = c->cls->lists; /* back, at the size they grew to */

@@ -17,12 +17,12 @@ static int str_cmp(const void *a, const void *b) {
 
 int gp__model_id(const gp__ctx *c, const char *model) {
   if (!model) return -1;
-  gp__ctx *mc = (gp__ctx *)c; /* the cache changes no answer */
+  gp__core_fleet *fl = c->fleet; /* (its cache changes no answer) */
   unsigned h = gp__ptr_slot(model, 4);
-  if (mc->fleet->mcache_ptr[h] == model) return mc->fleet->mcache_val[h];
-  int m = gp__strmap_get(&c->fleet->model_map, model);
-  mc->fleet->mcache_ptr[h] = model;
-  mc->fleet->mcache_val[h] = m;
+  if (fl->mcache_ptr[h] == model) return fl->mcache_val[h];
+  int m = gp__strmap_get(&fl->model_map, model);
+  fl->mcache_ptr[h] = model;
+  fl->mcache_val[h] = m;
   return m;
 }
 
@@ -187,7 +187,7 @@ static void usage_begin(gp__ctx *c, struct gp__usage *kept) {
       u->nn = nn;
       u->ng = ng;
     }
-    memcpy(u->nodes, c->fleet->nodes, ((size_t)nn + 1) * sizeof *c->fleet->nodes);
+    memcpy(u->nodes, c->nodes, ((size_t)nn + 1) * sizeof *c->nodes);
     memset(u->gpu_used, 0, ((size_t)ng + 1) * sizeof *u->gpu_used);
     if (u->held) memset(u->held, 0, u->held_cap);
     for (int i = 0; i < nn; i++) {
@@ -215,7 +215,7 @@ void gp__usage_drop(gp__ctx *c, int j, const gp__run *old) {
   struct gp__usage *u = c->fleet->usage;
   if (!u || !u->held[j]) return;
   unhold_whole_on(u->nodes, u->gpu_used, old->node, old->whole, old->cpu, old->mem);
-  unhold_whole_on(c->fleet->nodes, c->fleet->gpu_used, old->node, old->whole, old->cpu, old->mem);
+  unhold_whole_on(c->nodes, c->fleet->gpu_used, old->node, old->whole, old->cpu, old->mem);
   u->held[j] = 0;
   if (u->prev[j] >= 0) u->next[u->prev[j]] = u->next[j];
   else u->head[old->node] = u->next[j];
@@ -299,7 +299,7 @@ static struct gp__nodes_snap *snap_take(const gp__ctx *c) {
   s->n_gpus_total = c->fleet->n_gpus_total;
   s->n_slots = c->fleet->n_slots;
   s->n_queues = c->tree.n;
-  s->nodes = dup_of(c->fleet->nodes, ((size_t)s->nn + 1) * sizeof *c->fleet->nodes);
+  s->nodes = dup_of(c->nodes, ((size_t)s->nn + 1) * sizeof *c->nodes);
   s->model_names = dup_of(c->fleet->model_names, ((size_t)s->n_models + 1) * sizeof *c->fleet->model_names);
   gp__strmap_init(&s->model_map, (size_t)s->n_models + 1);
   for (int m = 0; m < s->n_models; m++) gp__strmap_put(&s->model_map, s->model_names[m], m);
@@ -316,7 +316,7 @@ static struct gp__nodes_snap *snap_take(const gp__ctx *c) {
 /* The derived state from the snapshot; nodes and per-GPU counts from the memo's kept
  * usage instead when there is one (kept: it is the derived state plus the kept holds). */
 static void snap_restore(gp__ctx *c, const struct gp__nodes_snap *s, const struct gp__usage *kept) {
-  c->fleet->nodes = step_dup(c, kept ? kept->nodes : s->nodes, ((size_t)s->nn + 1) * sizeof *c->fleet->nodes);
+  c->nodes = step_dup(c, kept ? kept->nodes : s->nodes, ((size_t)s->nn + 1) * sizeof *c->nodes);
   /* What a step only reads is the snapshot's own (the step's arrays of these are scratch
    * memory, never freed one by one). */
   c->fleet->n_models = s->n_models;
@@ -372,7 +372,7 @@ int gp__nodes_init(gp__ctx *c) {
 static int nodes_derive(gp__ctx *c) {
   const gp_view *v = c->view;
   int nn = v->n_nodes;
-  c->fleet->nodes = gp__scalloc(c, (size_t)nn + 1, sizeof *c->fleet->nodes);
+  c->nodes = gp__scalloc(c, (size_t)nn + 1, sizeof *c->nodes);
 
   /* GPU models, sorted by name so ids do not depend on node order. */
   const char **names = gp__salloc(c, ((size_t)nn + 1) * sizeof *names);
@@ -403,7 +403,7 @@ static int nodes_derive(gp__ctx *c) {
   int last_id = -1;
   for (int i = 0; i < nn; i++) {
     const char *b = label_of(&v->nodes[i], "topology.block");
-    c->fleet->nodes[i].block = -1;
+    c->nodes[i].block = -1;
     if (!b) continue;
     int id = b == last_b ? last_id : gp__strmap_get(&blocks, b);
     if (id < 0) {
@@ -412,7 +412,7 @@ static int nodes_derive(gp__ctx *c) {
     }
     last_b = b;
     last_id = id;
-    c->fleet->nodes[i].block = id;
+    c->nodes[i].block = id;
     bcount[id]++;
   }
   gp__strmap_done(&blocks);
@@ -421,14 +421,14 @@ static int nodes_derive(gp__ctx *c) {
   for (int b = 0; b < c->fleet->n_blocks; b++) c->fleet->block_start[b + 1] = c->fleet->block_start[b] + bcount[b];
   memset(bcount, 0, ((size_t)nn + 1) * sizeof(int));
   for (int i = 0; i < nn; i++) {
-    int b = c->fleet->nodes[i].block;
+    int b = c->nodes[i].block;
     if (b >= 0) c->fleet->block_nodes[c->fleet->block_start[b] + bcount[b]++] = i;
   }
 
   /* Per-GPU arrays and masks. */
   int total = 0, ndom = 0;
   for (int i = 0; i < nn; i++) {
-    c->fleet->nodes[i].gpu_base = total;
+    c->nodes[i].gpu_base = total;
     total += v->nodes[i].n_gpus;
   }
   c->fleet->n_gpus_total = total;
@@ -436,7 +436,7 @@ static int nodes_derive(gp__ctx *c) {
   c->fleet->dom = gp__scalloc(c, (size_t)total + 1, sizeof(uint32_t));
   for (int i = 0; i < nn; i++) {
     const gp_node *n = &v->nodes[i];
-    gp__node *s = &c->fleet->nodes[i];
+    gp__node *s = &c->nodes[i];
     s->model = n->n_gpus > 0 ? gp__model_id(c, n->model) : -1;
     s->up = n->state == GP_NODE_UP;
     s->cpu_free = n->cpu_milli > 0 ? n->cpu_milli : UNTRACKED;
@@ -505,7 +505,7 @@ static int nodes_derive(gp__ctx *c) {
 
 /* Group of a node in the index: (pool slot, model); nodes without GPUs use model n_models. */
 static int group_of(const gp__ctx *c, int i) {
-  const gp__node *s = &c->fleet->nodes[i];
+  const gp__node *s = &c->nodes[i];
   if (!s->up) return -1;
   int m = s->model >= 0 ? s->model : c->fleet->n_models;
   return (s->pool + 1) * (c->fleet->n_models + 1) + m;
@@ -518,10 +518,10 @@ void gp__nodes_index(gp__ctx *c) {
   gp__index_init(&c->fleet->ix, nn, groups, c->fleet->n_slots * (c->fleet->n_models + 1));
   free(groups);
   for (int i = 0; i < nn; i++) {
-    if (!c->fleet->nodes[i].up) continue;
-    int f = gp__popc(c->fleet->nodes[i].free);
+    if (!c->nodes[i].up) continue;
+    int f = gp__popc(c->nodes[i].free);
     gp__index_set(&c->fleet->ix, i, f);
-    if (c->fleet->nodes[i].block >= 0) c->fleet->block_free[c->fleet->nodes[i].block] += f;
+    if (c->nodes[i].block >= 0) c->fleet->block_free[c->nodes[i].block] += f;
   }
   c->fleet->indexed = true;
 }
@@ -530,7 +530,7 @@ void gp__nodes_index(gp__ctx *c) {
 static void apply(gp__ctx *c, int node, uint32_t mask, int milli, int64_t gpu_mem, int mig,
                   int64_t cpu, int64_t mem, int sign) {
   const gp_node *n = &c->view->nodes[node];
-  gp__node *s = &c->fleet->nodes[node];
+  gp__node *s = &c->nodes[node];
   int before = gp__popc(s->free);
   c->fleet->use_gen++;
   for (uint32_t m = mask; m; m &= m - 1) {
@@ -561,7 +561,7 @@ static void apply(gp__ctx *c, int node, uint32_t mask, int milli, int64_t gpu_me
 }
 
 bool gp__hold_whole(gp__ctx *c, int node, uint32_t mask, int64_t cpu, int64_t mem) {
-  return !c->fleet->indexed && hold_whole_on(c->fleet->nodes, c->fleet->gpu_used, node, mask, cpu, mem);
+  return !c->fleet->indexed && hold_whole_on(c->nodes, c->fleet->gpu_used, node, mask, cpu, mem);
 }
 
 void gp__hold_placements(gp__ctx *c, int j) {

@@ -156,7 +156,7 @@ static void q_remove(gp__order *o, int q) {
 
 /* A job's heap entry: its keys under the policy's order. */
 static hent entry_of(const gp__ctx *c, int j) {
-  const gp__job *ji = &c->cls->jobs[j];
+  const gp__job *ji = &c->jobs[j];
   hent h = {.j = j, .idp = ji->idp};
   switch (c->pol->order) {
   case GP_ORDER_FIFO:
@@ -202,7 +202,7 @@ size_t gp__kept_order_bytes(const struct gp__kept_order *k) {
          ((size_t)k->n_seg + 1) * sizeof(int);
 }
 
-static int seg_of(const gp__order *o, int j) { return o->fair ? o->c->cls->jobs[j].leaf : 0; }
+static int seg_of(const gp__order *o, int j) { return o->fair ? o->c->jobs[j].leaf : 0; }
 
 static bool fresh_less(const gp__order *o, const hent *a, const hent *b) {
   int sa = seg_of(o, a->j), sb = seg_of(o, b->j);
@@ -425,7 +425,7 @@ bool gp__order_rest(gp__order *o, int s, double *min_gpus, int *max_prio, bool *
     b->min_gpus = 1e300;
     b->max_prio = INT32_MIN;
     for (int i = lo; i < lo + o->seg_len[s]; i++) {
-      const gp__job *ji = &o->c->cls->jobs[o->heap[i].j];
+      const gp__job *ji = &o->c->jobs[o->heap[i].j];
       if (ji->kind != GP__R_WHOLE && ji->kind != GP__R_CPU) continue;
       b->any = true;
       b->whole |= ji->kind == GP__R_WHOLE;

@@ -10,7 +10,7 @@
 
 void gp__req_init(gp__ctx *c, int j, gp__req *r) {
   const gp_job *job = &c->view->jobs[j];
-  const gp__job *ji = &c->cls->jobs[j];
+  const gp__job *ji = &c->jobs[j];
   memset(r, 0, sizeof *r);
   r->job = j;
   r->kind = ji->kind;
@@ -59,7 +59,7 @@ static uint32_t lowest_bits(uint32_t m, int k) {
 }
 
 uint32_t gp__choose_gpus(const gp__ctx *c, int node, uint32_t avail, int want) {
-  const gp__node *s = &c->fleet->nodes[node];
+  const gp__node *s = &c->nodes[node];
   if (want <= 0) return 0;
   if (!s->n_dom) return lowest_bits(avail, want);
   const uint32_t *dom = c->fleet->dom + s->dom_base;
@@ -112,7 +112,7 @@ static bool slot_ok(const gp__req *r, int pool) {
 static uint32_t mem_ok_mask(const gp__ctx *c, int node, int64_t min) {
   const gp_node *n = &c->view->nodes[node];
   if (min <= 0) return ~(uint32_t)0;
-  if (!c->fleet->nodes[node].mem_varies) return n->gpu_mem_mib >= min ? ~(uint32_t)0 : 0;
+  if (!c->nodes[node].mem_varies) return n->gpu_mem_mib >= min ? ~(uint32_t)0 : 0;
   uint32_t m = 0;
   for (int g = 0; g < n->n_gpus; g++) {
     int64_t mem = n->gpus[g].mem_mib > 0 ? n->gpus[g].mem_mib : n->gpu_mem_mib;
@@ -124,7 +124,7 @@ static uint32_t mem_ok_mask(const gp__ctx *c, int node, int64_t min) {
 /* Node-level filters shared by every kind of request. */
 bool gp__node_static_ok(const gp__ctx *c, const gp__req *r, int node) {
   const gp_node *n = &c->view->nodes[node];
-  const gp__node *s = &c->fleet->nodes[node];
+  const gp__node *s = &c->nodes[node];
   const gp_request *req = &c->view->jobs[r->job].req;
   if (!s->up) return false;
   if (n->capacity == GP_CAP_SPOT && !req->allow_spot) return false;
@@ -137,7 +137,7 @@ bool gp__node_static_ok(const gp__ctx *c, const gp__req *r, int node) {
 
 bool gp__node_fit(gp__ctx *c, const gp__req *r, int node, uint32_t extra, int64_t extra_cpu,
                   int64_t extra_mem, gp__fit *f) {
-  const gp__node *s = &c->fleet->nodes[node];
+  const gp__node *s = &c->nodes[node];
   if (r->cpu > s->cpu_free + extra_cpu || r->mem > s->mem_free + extra_mem) return false;
   if (!gp__node_static_ok(c, r, node)) return false;
   f->node = node;
@@ -206,7 +206,7 @@ bool gp__fit_task(gp__ctx *c, const gp__req *r, gp__fit *f) {
 }
 
 void gp__start_job(gp__ctx *c, const gp__req *r, const gp__fit *fits) {
-  gp__job *ji = &c->cls->jobs[r->job];
+  gp__job *ji = &c->jobs[r->job];
   gp_plan_start *st = gp__vec_push(&c->place->starts, sizeof *st);
   st->job = r->job;
   st->n_placements = r->tasks;

@@ -83,7 +83,7 @@ struct gp__preempt {
 /* The pool whose node a job of `leaf` borrows by running there (a pool its queue does not
  * own), or -1: what a pool's owner may take back. */
 static int borrowed_pool(const gp__ctx *c, int leaf, int node) {
-  int pool = c->fleet->nodes[node].pool;
+  int pool = c->nodes[node].pool;
   return pool >= 0 && (leaf < 0 || c->fleet->queue_pool[leaf] != pool) ? pool : -1;
 }
 
@@ -202,7 +202,7 @@ void gp__preempt_done(gp__ctx *c) { c->preempt->pre = NULL; }
 
 /* Victim order: is a a better (cheaper) victim than b? */
 static bool victim_before(const gp__ctx *c, int a, int b) {
-  const gp__job *x = &c->cls->jobs[a], *y = &c->cls->jobs[b];
+  const gp__job *x = &c->jobs[a], *y = &c->jobs[b];
   if (x->prio != y->prio) return x->prio < y->prio;
   const gp_job *ja = &c->view->jobs[a], *jb = &c->view->jobs[b];
   gp_time la = c->now - (ja->last_checkpoint_at > ja->started_at ? ja->last_checkpoint_at : ja->started_at);
@@ -238,10 +238,10 @@ static int lca(const gp__ctx *c, int a, int b) {
 /* May victim v be taken from its queue for job J's reclaim (with removals so far)? */
 static bool reclaim_ok(const gp__ctx *c, int J, int v) {
   const gp__qtree *t = &c->tree;
-  int lj = c->cls->jobs[J].leaf, lv = c->cls->jobs[v].leaf;
+  int lj = c->jobs[J].leaf, lv = c->jobs[v].leaf;
   if (lv < 0 || lj < 0 || lv == lj) return false;
   int top = lca(c, lj, lv);
-  double gv = c->cls->jobs[v].gpus, gj = c->cls->jobs[J].gpus;
+  double gv = c->jobs[v].gpus, gj = c->jobs[J].gpus;
   const struct gp__preempt *p = c->preempt->pre;
   for (int q = lv; q != top; q = t->q[q].parent)
     if (t->q[q].allocated - p->lost[q] - p->removed[q] - gv < t->q[q].fair_share - GP__EPS)
@@ -252,8 +252,8 @@ static bool reclaim_ok(const gp__ctx *c, int J, int v) {
 }
 
 static void add_removed(gp__ctx *c, int v, double sign) {
-  for (int q = c->cls->jobs[v].leaf; q >= 0; q = c->tree.q[q].parent)
-    c->preempt->pre->removed[q] += sign * c->cls->jobs[v].gpus;
+  for (int q = c->jobs[v].leaf; q >= 0; q = c->tree.q[q].parent)
+    c->preempt->pre->removed[q] += sign * c->jobs[v].gpus;
 }
 
 static void touch(struct gp__preempt *p, int node) {
@@ -370,7 +370,7 @@ static void build_vorder(gp__ctx *c) {
 static inline __attribute__((always_inline)) bool walk_candidate(const gp__ctx *c, int kind, int J,
                                                                  int i, int node) {
   const struct gp__preempt *p = c->preempt->pre;
-  const gp__job *jj = &c->cls->jobs[J];
+  const gp__job *jj = &c->jobs[J];
   const vrec *vr = &p->vorder[i];
   int vl = vr->leaf;
   switch (kind) {
@@ -449,7 +449,7 @@ static int walk_node(gp__ctx *c, const gp__req *r, int kind, gp__fit *best_fit, 
       } else {
         frees_on(c, v, node, &p->acc_mask[node], &p->acc_cpu[node], &p->acc_mem[node]);
       }
-      const gp__node *sn = &c->fleet->nodes[node];
+      const gp__node *sn = &c->nodes[node];
       if (gp__popc((sn->free | p->acc_mask[node]) & sn->whole_ok) < r->gpus) continue; /* cheap */
       if (!gp__node_fit(c, r, node, p->acc_mask[node], p->acc_cpu[node], p->acc_mem[node], best_fit))
         continue;
@@ -503,11 +503,11 @@ static bool simulate(gp__ctx *c, const gp__req *r, int kind, bool record) {
   alloc_scratch(c);
   p->stamp++;
   p->n_cand = 0;
-  const gp__job *J = &c->cls->jobs[r->job];
+  const gp__job *J = &c->jobs[r->job];
   if (kind == K_STOPPING) { /* stopping jobs another waiting job already counts on are not free */
     stopping_build(c);
     for (int k = 0; k < p->n_stopping; k++)
-      if (!c->cls->jobs[p->stopping[k]].victim) add_candidate(c, p->stopping[k]);
+      if (!c->jobs[p->stopping[k]].victim) add_candidate(c, p->stopping[k]);
     if (!p->n_cand) return false;
   } else {
     build_vorder(c);
@@ -541,7 +541,7 @@ static bool simulate(gp__ctx *c, const gp__req *r, int kind, bool record) {
     gp__job_mut(c, v)->victim = true;
     p->out[v] |= VICTIM;
     *(int *)gp__vec_push(&c->preempt->victims, sizeof(int)) = v;
-    for (int q = c->cls->jobs[v].leaf; q >= 0; q = c->tree.q[q].parent) p->lost[q] += c->cls->jobs[v].gpus;
+    for (int q = c->jobs[v].leaf; q >= 0; q = c->tree.q[q].parent) p->lost[q] += c->jobs[v].gpus;
     c->cls->alloc_gen++;
     if (kind == K_STOPPING) continue;
     gp_plan_preemption *pe = gp__vec_push(&c->preempt->preemptions, sizeof *pe);
@@ -550,8 +550,8 @@ static bool simulate(gp__ctx *c, const gp__req *r, int kind, bool record) {
     pe->kind = kind == K_PRIORITY ? GP_PREEMPT_PRIORITY : GP_PREEMPT_RECLAIM;
   }
   if (ok && record)
-    for (int q = c->cls->jobs[r->job].leaf; q >= 0; q = c->tree.q[q].parent)
-      p->claimed[q] += c->cls->jobs[r->job].gpus;
+    for (int q = c->jobs[r->job].leaf; q >= 0; q = c->tree.q[q].parent)
+      p->claimed[q] += c->jobs[r->job].gpus;
   p->n_taken = 0;
   for (int k = 0; k < p->n_touched; k++) {
     int node = p->touched[k];
@@ -612,7 +612,7 @@ bool gp__preempt_may_act(gp__ctx *c, int leaf, double min_gpus, int max_prio) {
 }
 
 bool gp__try_preempt(gp__ctx *c, gp__req *r) {
-  const gp__job *J = &c->cls->jobs[r->job];
+  const gp__job *J = &c->jobs[r->job];
   if (!c->preempt->possible || J->leaf < 0) return false;
   if (J->kind != GP__R_WHOLE && J->kind != GP__R_CPU) return false;
   struct gp__preempt *p = c->preempt->pre;

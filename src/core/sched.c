@@ -31,7 +31,7 @@ static void ctx_done(gp__ctx *c) {
   gp__qtree_done(&c->tree);
   gp__index_done(&c->fleet->ix);
   if (c->memo) gp__memo_restore_jobs(c); /* (the memo's array and lists) */
-  else free(c->cls->jobs);
+  else free(c->jobs);
   if (c->fleet->model_map.keys && !c->fleet->model_map_shared) gp__strmap_done(&c->fleet->model_map);
   free(c->cls->run);
   free(c->backfill->leaf_has_resv);
@@ -71,7 +71,7 @@ static bool nothing_fits(const gp__ctx *c) {
  * failure for the rest of the step. */
 static bool waits_for_stopping(gp__ctx *c, gp__req *r) {
   if (c->cls->n_stopping <= 0) return false;
-  int shape = c->cls->jobs[r->job].shape;
+  int shape = c->jobs[r->job].shape;
   if (shape >= 0 && gp__shape_flag(c, shape, 1)) return false;
   gp__req_need(c, r);
   if (gp__fits_after_stopping(c, r)) return true;
@@ -82,7 +82,7 @@ static bool waits_for_stopping(gp__ctx *c, gp__req *r) {
 /* Considers one job. Returns true when the job is blocked on resources (what stops a
  * strict, non-backfilling order). */
 static bool try_job(gp__ctx *c, gp__order *o, int j, gp__fit **fits, size_t *fits_cap) {
-  gp__job *ji = &c->cls->jobs[j];
+  gp__job *ji = &c->jobs[j];
   gp__keys_consider(c, j);
   int over = gp__queue_over_limit(c, ji->leaf, ji->gpus);
   if (over >= 0) {
@@ -140,7 +140,7 @@ static bool try_job(gp__ctx *c, gp__order *o, int j, gp__fit **fits, size_t *fit
  * over the jobs: a waiting-for-stopping check may count on a stopping job, so the order
  * matters). Returned, not written to the job: the plan is all that needs it. */
 static gp_plan_pending settle_unconsidered(gp__ctx *c, int j, bool head_blocked) {
-  const gp__job *ji = &c->cls->jobs[j];
+  const gp__job *ji = &c->jobs[j];
   int over = gp__queue_over_limit(c, ji->leaf, ji->gpus);
   if (over >= 0) return (gp_plan_pending){j, GP_PEND_QUEUE_LIMIT, limit_message(c, over)};
   if (head_blocked) return (gp_plan_pending){j, GP_PEND_PRIORITY, GP__MSG_PRIORITY};
@@ -257,7 +257,7 @@ static gp_plan *assemble(gp__ctx *c, bool head_blocked, bool decisions_only) {
   bool fractions = false;
   if (decisions_only && c->cls->n_ended == 0) nj = 0; /* the pass would find nothing */
   for (int j = 0; j < nj; j++) {
-    const gp__job *ji = &c->cls->jobs[j];
+    const gp__job *ji = &c->jobs[j];
     if (ji->stat == GP__J_ENDED) {
       gp_plan_end *e = gp__vec_push(&ended, sizeof *e);
       *e = (gp_plan_end){j, (gp_end_reason)ji->end_reason, ji->msg};
@@ -296,7 +296,7 @@ static gp_plan *assemble(gp__ctx *c, bool head_blocked, bool decisions_only) {
     }
   }
   for (int k = 0; fractions && k < plan->n_pending; k++) {
-    const gp__job *ji = &c->cls->jobs[pend[k].job];
+    const gp__job *ji = &c->jobs[pend[k].job];
     for (int q = ji->leaf; q >= 0; q = c->tree.q[q].parent) qs[q].pending += ji->gpus;
   }
   if (plan->n_pending) { /* (made to measure: the list can be most of the plan) */
@@ -368,7 +368,7 @@ int gp_sched_step_memo(gp_sched_memo *memo, const gp_policy *policy, const gp_vi
   gp__memo_view_checked(&c);
   c.arena = gp_arena_new();
   /* Filled by classification; a memo's keeps what replayed slots need. */
-  c.cls->jobs = c.memo ? c.memo->jobs : gp_xmalloc(((size_t)view->n_jobs + 1) * sizeof *c.cls->jobs);
+  c.jobs = c.memo ? c.memo->jobs : gp_xmalloc(((size_t)view->n_jobs + 1) * sizeof *c.jobs);
   gp__nodes_init(&c);
   rc = gp__classify_jobs(&c);
   if (rc) {

@@ -30,8 +30,8 @@ static uint32_t mix(uint32_t h, uint64_t v) {
 
 static int pool_key(const gp__ctx *c, int j) {
   if (!c->view->n_pools) return 0;
-  int leaf = c->cls->jobs[j].leaf;
-  return ((leaf >= 0 ? c->fleet->queue_pool[leaf] : -1) + 2) * 2 + c->cls->jobs[j].preemptible;
+  int leaf = c->jobs[j].leaf;
+  return ((leaf >= 0 ? c->fleet->queue_pool[leaf] : -1) + 2) * 2 + c->jobs[j].preemptible;
 }
 
 /* Hash of a string, cached by pointer: requests usually share their model and label
@@ -47,7 +47,7 @@ static uint32_t str_hash(gp__ctx *c, const char *str) {
 static uint32_t sig_hash(gp__ctx *c, int j, bool numbers) {
   const gp_request *r = &c->view->jobs[j].req;
   uint32_t h = 2166136261u;
-  h = mix(h, (uint64_t)c->cls->jobs[j].kind | (uint64_t)r->allow_spot << 8 |
+  h = mix(h, (uint64_t)c->jobs[j].kind | (uint64_t)r->allow_spot << 8 |
                  (uint64_t)(uint32_t)pool_key(c, j) << 16);
   h = mix(h, (uint64_t)r->min_gpu_mem_mib);
   if (numbers) {
@@ -70,7 +70,7 @@ static bool sig_equal(const gp__ctx *c, int a, int b, bool numbers) {
                   x->gpu_milli != y->gpu_milli || x->gpu_mem_mib != y->gpu_mem_mib ||
                   x->cpu_milli != y->cpu_milli || x->mem_mib != y->mem_mib))
     return false;
-  if (c->cls->jobs[a].kind != c->cls->jobs[b].kind || x->min_gpu_mem_mib != y->min_gpu_mem_mib ||
+  if (c->jobs[a].kind != c->jobs[b].kind || x->min_gpu_mem_mib != y->min_gpu_mem_mib ||
       x->allow_spot != y->allow_spot || pool_key(c, a) != pool_key(c, b) ||
       x->n_gpu_models != y->n_gpu_models || x->n_node_selector != y->n_node_selector ||
       !str_eq(x->mig_profile, y->mig_profile))
@@ -254,7 +254,7 @@ static int class_of(gp__ctx *c, struct gp__shapes *s, int j) {
 
 static void raw_key(const gp__ctx *c, int j, rawkey *k) {
   const gp_request *r = &c->view->jobs[j].req;
-  k->v[0] = (uint64_t)c->cls->jobs[j].kind | (uint64_t)r->allow_spot << 8 |
+  k->v[0] = (uint64_t)c->jobs[j].kind | (uint64_t)r->allow_spot << 8 |
             (uint64_t)(uint32_t)pool_key(c, j) << 16;
   k->v[1] = (uint64_t)r->min_gpu_mem_mib;
   k->v[2] = (uint64_t)(uint32_t)r->tasks | (uint64_t)(uint32_t)r->gpus_per_task << 32;
@@ -290,7 +290,7 @@ static bool raw_equal(const rawkey *a, const rawkey *b) {
 static int shape_full(gp__ctx *c, int j);
 
 int gp__shape_of(gp__ctx *c, int j) {
-  if (c->cls->jobs[j].shape >= 0) return c->cls->jobs[j].shape;
+  if (c->jobs[j].shape >= 0) return c->jobs[j].shape;
   gp__job *ji = gp__job_mut(c, j);
   struct gp__shapes *s = shapes(c);
   rawkey k;
@@ -372,7 +372,7 @@ int gp__shape_by_token(gp__ctx *c, int j, struct gp__tokens *tk, int tok, uint64
 }
 
 static int shape_full(gp__ctx *c, int j) {
-  gp__job *ji = &c->cls->jobs[j];
+  gp__job *ji = &c->jobs[j];
   struct gp__shapes *s = c->cls->shapes;
   sigtab *t = &s->shape_tab;
   uint32_t h = sig_hash(c, j, true);
@@ -460,7 +460,7 @@ void gp__shape_set_flag(gp__ctx *c, int shape, int which) {
 static int64_t clamp_end(gp_time end) { return end >= INT64_MAX - 1 ? INT64_MAX - 1 : end; }
 
 static gp_time end_of_job(const gp__ctx *c, int j) {
-  gp_time l = c->cls->jobs[j].limit;
+  gp_time l = c->jobs[j].limit;
   return clamp_end(l > 0 && c->now < GP__NEVER - l ? c->now + l : GP__NEVER);
 }
 
@@ -479,20 +479,20 @@ void gp__keys_add(gp__ctx *c, int j, gp_time end) {
 
 void gp__keys_consider(gp__ctx *c, int j) {
   struct gp__shapes *s = c->cls->shapes;
-  int t = c->cls->jobs[j].pkey;
+  int t = c->jobs[j].pkey;
   if (!s || t < 0) return;
   if (--s->remaining[t] == 0 && !dead(s, t)) c->cls->keys_alive--;
 }
 
 bool gp__keys_failed(const gp__ctx *c, int j) {
   const struct gp__shapes *s = c->cls->shapes;
-  int t = c->cls->jobs[j].pkey;
+  int t = c->jobs[j].pkey;
   if (!s || t < 0) return false;
   return s->free_failed[t] || end_of_job(c, j) >= s->failed_end[t];
 }
 
 void gp__keys_fail(gp__ctx *c, int j) {
-  int t = c->cls->jobs[j].pkey;
+  int t = c->jobs[j].pkey;
   if (!c->cls->shapes || t < 0) return;
   fail_dominated(c, t, false, end_of_job(c, j));
 }

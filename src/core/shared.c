@@ -48,21 +48,21 @@ void gp__shared_setup(gp__ctx *c) {
   if (!c->cls->other_eligible) return;
   bool any = false;
   for (int j = 0; j < c->view->n_jobs && !any; j++)
-    any = c->cls->jobs[j].stat == GP__J_ELIGIBLE &&
-          (c->cls->jobs[j].kind == GP__R_FRACTION || c->cls->jobs[j].kind == GP__R_MIG ||
-           (c->cls->jobs[j].kind == GP__R_WHOLE && c->fleet->has_timeslice &&
+    any = c->jobs[j].stat == GP__J_ELIGIBLE &&
+          (c->jobs[j].kind == GP__R_FRACTION || c->jobs[j].kind == GP__R_MIG ||
+           (c->jobs[j].kind == GP__R_WHOLE && c->fleet->has_timeslice &&
             c->view->jobs[j].req.gpus_per_task == 1));
   if (!any) return;
   struct gp__shared *sh = c->place->sh = gp_xcalloc(1, sizeof *sh);
   sh->nodes = gp_xmalloc(((size_t)c->view->n_nodes + 1) * sizeof(int));
   for (int i = 0; i < c->view->n_nodes; i++)
-    if (c->fleet->nodes[i].up && (c->fleet->nodes[i].share_ok | c->fleet->nodes[i].mig_ok)) sh->nodes[sh->n_nodes++] = i;
+    if (c->nodes[i].up && (c->nodes[i].share_ok | c->nodes[i].mig_ok)) sh->nodes[sh->n_nodes++] = i;
   sh->planned = gp_xcalloc((size_t)c->fleet->n_gpus_total + 1, 1);
   bool want_mix = c->pol->share == GP_SHARE_POLICY_FGD || c->pol->share == GP_SHARE_POLICY_GPOOL;
   if (want_mix) sh->mix = gp_share_mix_new();
   size_t dcap = 0;
   for (int j = 0; j < c->view->n_jobs; j++) {
-    const gp__job *ji = &c->cls->jobs[j];
+    const gp__job *ji = &c->jobs[j];
     if (ji->stat != GP__J_ELIGIBLE) continue;
     const gp_request *rq = &c->view->jobs[j].req;
     if (ji->kind == GP__R_FRACTION && sh->mix) {
@@ -101,7 +101,7 @@ void gp__shared_done(gp__ctx *c) {
 /* The node as core/share sees it: free milli and memory of its shared GPUs. */
 static void share_view(const gp__ctx *c, int node, gp_share_node *sn) {
   const gp_node *n = &c->view->nodes[node];
-  const gp__node *s = &c->fleet->nodes[node];
+  const gp__node *s = &c->nodes[node];
   memset(sn, 0, sizeof *sn);
   sn->model = n->model;
   sn->n_gpus = n->n_gpus;
@@ -132,7 +132,7 @@ static int milli_for(const gp__ctx *c, const gp__req *r, int node) {
  * replicas. */
 static int fullest_replica(const gp__ctx *c, const gp__req *r, int node, int *ret_free) {
   const gp_node *n = &c->view->nodes[node];
-  const gp__node *s = &c->fleet->nodes[node];
+  const gp__node *s = &c->nodes[node];
   if (!n->gpus) return -1;
   int best = -1, best_free = 0;
   for (int g = 0; g < n->n_gpus; g++) {
@@ -164,7 +164,7 @@ static bool fit_timeslice(gp__ctx *c, const gp__req *r, int node, gp__fit *f) {
 
 static bool fit_mig(gp__ctx *c, const gp__req *r, int node, gp__fit *f) {
   const gp_node *n = &c->view->nodes[node];
-  const gp__node *s = &c->fleet->nodes[node];
+  const gp__node *s = &c->nodes[node];
   if (!n->gpus) return false;
   for (int g = 0; g < n->n_gpus; g++) {
     if (!(s->mig_ok >> g & 1) || (c->place->sh && c->place->sh->planned[s->gpu_base + g])) continue;
@@ -224,7 +224,7 @@ static bool plan_repartition(gp__ctx *c, const gp__req *r) {
     for (int k = 0; k < sh->n_nodes; k++) {
       int node = sh->nodes[k];
       const gp_node *n = &c->view->nodes[node];
-      const gp__node *s = &c->fleet->nodes[node];
+      const gp__node *s = &c->nodes[node];
       if (s->pool + 1 != r->slots[si] || !n->gpus || !static_ok(c, r, node)) continue;
       for (int g = 0; g < n->n_gpus; g++) {
         int gi = s->gpu_base + g;
@@ -278,7 +278,7 @@ bool gp__fit_shared(gp__ctx *c, const gp__req *r, gp__fit *f) {
     gp__fit tmp;
     for (int k = 0; k < c->place->sh->n_nodes; k++) {
       int node = c->place->sh->nodes[k];
-      if (c->fleet->nodes[node].pool + 1 != r->slots[si]) continue;
+      if (c->nodes[node].pool + 1 != r->slots[si]) continue;
       if (!gp__node_fit(c, r, node, 0, 0, 0, &tmp)) continue;
       if (best < 0 || tmp.score > f->score) {
         best = node;
@@ -299,7 +299,7 @@ bool gp__fit_replica(gp__ctx *c, const gp__req *r, gp__fit *f) {
     int best = -1, best_g = -1, best_free = 0;
     for (int k = 0; k < c->place->sh->n_nodes; k++) {
       int node = c->place->sh->nodes[k];
-      const gp__node *s = &c->fleet->nodes[node];
+      const gp__node *s = &c->nodes[node];
       if (s->pool + 1 != r->slots[si] || r->cpu > s->cpu_free || r->mem > s->mem_free) continue;
       int fr;
       int g = fullest_replica(c, r, node, &fr);
@@ -330,7 +330,7 @@ static bool claim_planned(gp__ctx *c, const gp__req *r) {
     if (strcmp(sh->insts[i].profile, r->mig_profile) != 0) continue;
     int node = sh->insts[i].node;
     bool slot = false;
-    for (int k = 0; k < r->n_slots && !slot; k++) slot = c->fleet->nodes[node].pool + 1 == r->slots[k];
+    for (int k = 0; k < r->n_slots && !slot; k++) slot = c->nodes[node].pool + 1 == r->slots[k];
     if (!slot || !static_ok(c, r, node)) continue;
     sh->insts[i] = sh->insts[--sh->n_insts];
     return true;
@@ -339,7 +339,7 @@ static bool claim_planned(gp__ctx *c, const gp__req *r) {
 }
 
 bool gp__mig_wait(gp__ctx *c, gp__req *r) {
-  if (!c->place->sh || c->cls->jobs[r->job].kind != GP__R_MIG || !c->pol->dynamic_mig) return false;
+  if (!c->place->sh || c->jobs[r->job].kind != GP__R_MIG || !c->pol->dynamic_mig) return false;
   gp__req_need(c, r);
   if (r->tasks != 1) return false;
   return claim_planned(c, r) || plan_repartition(c, r);
