@@ -210,7 +210,11 @@ static void sort_events(gp__ctx *c, int node) {
 }
 
 /* (The cache is the step's scratch memory: it goes with the step.) */
-void gp__backfill_done(gp__ctx *c) { c->backfill->rcache = NULL; }
+void gp__backfill_done(gp__ctx *c) {
+  c->backfill->rcache = NULL;
+  free(c->backfill->leaf_has_resv);
+  free(c->backfill->reservations.items);
+}
 
 /* A lower bound of when the node could first give r a task slot: its first event's end,
  * or the last one that frees whole GPUs when r needs every GPU the node has; now when a

@@ -87,12 +87,16 @@ typedef struct gp__core_cls {
 
 /* ctx.jobs[j], about to be written: with a memo the slot is journaled, so that the step's
  * end puts it back as classification left it (memo.c). */
+void gp__journal_add(gp__ctx *c, int j);
 static inline gp__job *gp__job_mut(gp__ctx *c, int j) {
   if (c->memo && c->memo->journaled[j] != c->memo->step) gp__journal_add(c, j);
   return &c->jobs[j];
 }
 
 /* Jobs (jobs.c). */
+/* Ends the step's use of classification's state: with a memo, puts back the slots this
+ * step journaled and returns the lists lent to it; else frees the per-job array. */
+void gp__core_cls_done(gp__ctx *c);
 void gp__job_wait(gp__ctx *c, int j, gp_pending_reason r, const char *msg);
 void gp__job_end(gp__ctx *c, int j, gp_end_reason r, const char *msg);
 int gp__class_of(const gp__ctx *c, const gp_job *job, int leaf); /* class index or -1 */

@@ -124,6 +124,7 @@ typedef struct gp__core_fleet {
 
 /* Nodes (nodes.c). */
 int gp__nodes_init(gp__ctx *c);
+void gp__core_fleet_done(gp__ctx *c);
 void gp__nodes_snap_free(struct gp__nodes_snap *s);
 size_t gp__nodes_snap_bytes(const struct gp__nodes_snap *s);
 /* Builds the node index from the free capacity left after running jobs. */

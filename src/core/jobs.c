@@ -4,6 +4,7 @@
  * and give the others their reason (held, dependency, invalid request, impossible request,
  * nodes down). Schedulable jobs add to their leaf queue's demand. */
 #include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "util/buf.h"
@@ -530,4 +531,38 @@ int gp__classify_jobs(gp__ctx *c) {
   sums_done(c);
   if (c->memo) c->memo->n_running = (size_t)c->cls->n_running;
   return 0;
+}
+
+/* Slot j of ctx.jobs is about to be written (gp__job_mut): note it, so that the step's end
+ * puts it back as classification left it. */
+void gp__journal_add(gp__ctx *c, int j) {
+  c->memo->journaled[j] = c->memo->step;
+  gp_xgrow((void **)&c->cls->lists.journal, &c->cls->lists.journal_cap, (size_t)c->cls->n_journal + 1,
+           sizeof *c->cls->lists.journal);
+  c->cls->lists.journal[c->cls->n_journal++] = j;
+}
+
+/* With a memo, when the step ends: a journaled slot is put back from its record when the
+ * record stands for this view's job (a slot without one is classified afresh next step
+ * anyway). The lists go back to the memo. */
+static void restore_jobs(gp__ctx *c) {
+  struct gp_sched_memo *m = c->memo;
+  const uint64_t *revs = c->view->job_revs;
+  for (int i = 0; i < c->cls->n_journal; i++) {
+    int j = c->cls->lists.journal[i];
+    if (!m->rec[j].rev || m->rec[j].rev != revs[j]) continue;
+    c->jobs[j] = m->cls[j];
+    c->jobs[j].shape = c->jobs[j].pkey = -1;
+  }
+  c->cls->n_journal = 0;
+  m->lists = c->cls->lists; /* back, at the size they grew to */
+  memset(&c->cls->lists, 0, sizeof c->cls->lists);
+}
+
+void gp__core_cls_done(gp__ctx *c) {
+  if (c->memo) restore_jobs(c); /* (the memo's array and lists) */
+  else free(c->jobs);
+  free(c->cls->run);
+  if (c->cls->ids_built) gp__strmap_done(&c->cls->ids);
+  gp__shapes_done(c);
 }

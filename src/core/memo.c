@@ -89,29 +89,6 @@ void gp__memo_begin(gp__ctx *c, gp_sched_memo *m) {
   c->cls->lists = m->lists;
 }
 
-void gp__journal_add(gp__ctx *c, int j) {
-  c->memo->journaled[j] = c->memo->step;
-  gp_xgrow((void **)&c->cls->lists.journal, &c->cls->lists.journal_cap, (size_t)c->cls->n_journal + 1,
-           sizeof *c->cls->lists.journal);
-  c->cls->lists.journal[c->cls->n_journal++] = j;
-}
-
-/* A slot is put back from its record when the record stands for this view's job (a slot
- * without one is classified afresh next step anyway). The lists go back to the memo. */
-void gp__memo_restore_jobs(gp__ctx *c) {
-  struct gp_sched_memo *m = c->memo;
-  const uint64_t *revs = c->view->job_revs;
-  for (int i = 0; i < c->cls->n_journal; i++) {
-    int j = c->cls->lists.journal[i];
-    if (!m->rec[j].rev || m->rec[j].rev != revs[j]) continue;
-    c->jobs[j] = m->cls[j];
-    c->jobs[j].shape = c->jobs[j].pkey = -1;
-  }
-  c->cls->n_journal = 0;
-  m->lists = c->cls->lists; /* back, at the size they grew to */
-  memset(&c->cls->lists, 0, sizeof c->cls->lists);
-}
-
 /* The view passed the checks that gp__validate skips for a known view. */
 void gp__memo_view_checked(gp__ctx *c) {
   if (!c->memo) return;

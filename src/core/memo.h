@@ -75,10 +75,5 @@ struct gp_sched_memo {
 /* The memo for this step: use m (may be NULL); note that the view passed validation. */
 void gp__memo_begin(gp__ctx *c, struct gp_sched_memo *m);
 void gp__memo_view_checked(gp__ctx *c);
-/* Puts back the slots this step journaled and takes back the lists lent to it (memo steps;
- * called when the step ends). */
-void gp__memo_restore_jobs(gp__ctx *c);
-/* Journals slot j of the step's per-job array (classify.h, gp__job_mut). */
-void gp__journal_add(gp__ctx *c, int j);
 
 #endif

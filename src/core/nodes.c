@@ -581,3 +581,8 @@ void gp__take(gp__ctx *c, const gp__req *r, const gp__fit *f) {
 void gp__give(gp__ctx *c, const gp__req *r, const gp__fit *f) {
   apply(c, f->node, f->mask, f->milli, f->gpu_mem, f->mig, r->cpu, r->mem, -1);
 }
+
+void gp__core_fleet_done(gp__ctx *c) {
+  gp__index_done(&c->fleet->ix);
+  if (c->fleet->model_map.keys && !c->fleet->model_map_shared) gp__strmap_done(&c->fleet->model_map);
+}

@@ -19,6 +19,7 @@ typedef struct gp__core_place {
 } gp__core_place;
 
 /* Placement (placement.c, gang.c). */
+void gp__core_place_done(gp__ctx *c);
 void gp__req_init(gp__ctx *c, int j, gp__req *r);
 /* Fills in a request of which only `job` is set, once. */
 void gp__req_need(gp__ctx *c, gp__req *r);

@@ -4,6 +4,7 @@
  * choice of GPUs inside a node (one NVLink domain when possible) and the choice of node
  * through the free-capacity index: bin-packing scans buckets upwards from the request, so
  * the first node found is the most used one that fits; spread scans downwards. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/place.h"
@@ -253,4 +254,13 @@ void gp__start_job(gp__ctx *c, const gp__req *r, const gp__fit *fits) {
     c->place->started_start[e] = (int)c->place->starts.n - 1;
     c->place->started_head[fits[t].node] = (int)e;
   }
+}
+
+void gp__core_place_done(gp__ctx *c) {
+  gp__shared_done(c);
+  free(c->place->started_head);
+  free(c->place->started_next);
+  free(c->place->started_start);
+  free(c->place->starts.items);
+  free(c->place->migs.items);
 }

@@ -198,7 +198,11 @@ static void alloc_scratch(gp__ctx *c) {
 }
 
 /* (Everything preemption builds is the step's scratch memory: it goes with the step.) */
-void gp__preempt_done(gp__ctx *c) { c->preempt->pre = NULL; }
+void gp__preempt_done(gp__ctx *c) {
+  c->preempt->pre = NULL;
+  free(c->preempt->preemptions.items);
+  free(c->preempt->victims.items);
+}
 
 /* Victim order: is a a better (cheaper) victim than b? */
 static bool victim_before(const gp__ctx *c, int a, int b) {

@@ -27,28 +27,15 @@ typedef struct gp__core_assembly {
   const char **limit_msg;     /* per queue: "Queue X is at its limit" (made on first use) */
 } gp__core_assembly;
 
+/* Each stage ends its use of its state, the highest first. */
 static void ctx_done(gp__ctx *c) {
-  gp__qtree_done(&c->tree);
-  gp__index_done(&c->fleet->ix);
-  if (c->memo) gp__memo_restore_jobs(c); /* (the memo's array and lists) */
-  else free(c->jobs);
-  if (c->fleet->model_map.keys && !c->fleet->model_map_shared) gp__strmap_done(&c->fleet->model_map);
-  free(c->cls->run);
-  free(c->backfill->leaf_has_resv);
-  free(c->assembly->limit_msg);
-  free(c->place->started_head);
-  free(c->place->started_next);
-  free(c->place->started_start);
-  if (c->cls->ids_built) gp__strmap_done(&c->cls->ids);
-  gp__shapes_done(c);
-  gp__preempt_done(c);
-  gp__shared_done(c);
   gp__backfill_done(c);
-  free(c->place->starts.items);
-  free(c->preempt->preemptions.items);
-  free(c->backfill->reservations.items);
-  free(c->place->migs.items);
-  free(c->preempt->victims.items);
+  gp__preempt_done(c);
+  gp__core_place_done(c);
+  gp__core_cls_done(c);
+  gp__core_fleet_done(c);
+  free(c->assembly->limit_msg);
+  gp__qtree_done(&c->tree);
   gp__scratch_end(c->scratch, c->scratch != &c->own_scratch);
 }
 
