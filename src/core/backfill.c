@@ -188,7 +188,7 @@ static void make_events(gp__ctx *c, int node) {
   gp__release *ev = rc->ev[node] = gp__salloc(c, ((size_t)n + 1) * sizeof *ev);
   n = 0;
   for (int j = gp__usage_first(c, node); j >= 0; j = gp__usage_next(c, j))
-    ev[n++] = release_of(c, &c->memo->run[j], j, node);
+    ev[n++] = release_of(c, gp__core_usage_run(c, j), j, node);
   for (int k = rc->start[node]; k < rc->start[node + 1]; k++)
     ev[n++] = release_of(c, &c->cls->run[rc->run_at[k]], c->cls->running[rc->run_at[k]], node);
   rc->n_ev[node] = n;

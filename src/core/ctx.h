@@ -52,6 +52,7 @@ typedef struct gp__ctx {
 
   struct gp_sched_memo *memo; /* NULL: gp_sched_step, or a view without a rev (memo.h) */
   bool view_known;      /* the memo's view: its nodes and pools were checked before */
+  const gp__qtree *known_tree; /* the memo's tree of that view's queues, or NULL */
   gp__scratch *scratch; /* the memo's, or own_scratch */
   gp__scratch own_scratch;
 

@@ -153,5 +153,9 @@ int gp__usage_first(const gp__ctx *c, int node);
 int gp__usage_next(const gp__ctx *c, int j);
 bool gp__usage_bounds(const gp__ctx *c, const gp_time **lo, const gp_time **hi);
 void gp__usage_end(gp__ctx *c, const gp__run *old_runs);
+/* The record of held slot j (from gp__usage_first / gp__usage_next). */
+static inline const gp__run *gp__core_usage_run(const gp__ctx *c, int j) {
+  return &c->memo->run[j];
+}
 
 #endif

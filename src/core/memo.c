@@ -86,12 +86,18 @@ void gp__memo_begin(gp__ctx *c, gp_sched_memo *m) {
   }
   c->memo = m;
   c->view_known = known;
+  c->known_tree = known && m->tree.q ? &m->tree : NULL;
   c->cls->lists = m->lists;
 }
 
-/* The view passed the checks that gp__validate skips for a known view. */
+/* The view passed the checks that gp__validate skips for a known view; the tree it built
+ * for a view the memo did not know is kept for the next step. */
 void gp__memo_view_checked(gp__ctx *c) {
   if (!c->memo) return;
   c->memo->view_rev = c->view->rev;
   c->memo->pol = c->pol;
+  if (!c->known_tree) {
+    gp__qtree_done(&c->memo->tree);
+    gp__qtree_clone(&c->memo->tree, &c->tree);
+  }
 }
