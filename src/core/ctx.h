@@ -4,7 +4,8 @@
  * stage to the state that stage owns. A stage's state is defined in its own header
  * (fleet.h, classify.h, place.h, preempt.h, backfill.h; the order's is private to
  * order.c), so a file sees the state of the stages whose headers it includes and no
- * other; the headers include downwards only (docs/internals/scheduler.md, "Stages").
+ * other; the headers include downwards only (docs/internals/scheduler.md, "Stages and
+ * their state").
  *
  * Internal: gp__ names, never used outside core. Everything lives for one call, except
  * what a caller's gp_sched_memo keeps between calls (memo.h). Memory for the plan goes to
