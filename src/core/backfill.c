@@ -16,7 +16,7 @@
  * never earlier. A job whose GPUs would never free (no time limits) gets no reservation. */
 #include <stdlib.h>
 
-#include "core/sched_int.h"
+#include "core/backfill.h"
 
 /* When the running job of record ru ends, as this step sees it (now at the earliest).
  * (Victims chosen in this step end now too: build_cache and slot_times find them on the
@@ -50,6 +50,7 @@ struct gp__resv_cache {
   gp_time *first;       /* per node: its first event's end; now once it is late */
   gp_time *last;        /* per node: the end of its last event that frees whole GPUs (all
                            of them are free then; now when none does); now once it is late */
+  size_t victims_seen;  /* entries of ctx.victims already applied to late, first, last */
 };
 
 static bool release_before(const gp__release *a, const gp__release *b) {
@@ -85,6 +86,24 @@ static void update_bounds(struct gp__resv_cache *rc, int node, gp_time end, uint
 
 static void make_events(gp__ctx *c, int node);
 
+/* Victim v (chosen by preemption, ctx.victims) ends now: so do its nodes' events. */
+static void victim_now(gp__ctx *c, int v) {
+  const gp_job *job = &c->view->jobs[v];
+  for (int p = 0; p < job->n_placements; p++) {
+    c->backfill->rcache->late[job->placements[p].node] = true;
+    c->backfill->rcache->first[job->placements[p].node] = c->now;
+    c->backfill->rcache->last[job->placements[p].node] = c->now;
+  }
+}
+
+/* Applies the victims chosen since the cache last looked (none before it is built: the
+ * build reads the plan's preemptions). */
+static void victims_catch_up(gp__ctx *c) {
+  struct gp__resv_cache *rc = c->backfill->rcache;
+  const int *v = c->preempt->victims.items;
+  for (; rc->victims_seen < c->preempt->victims.n; rc->victims_seen++) victim_now(c, v[rc->victims_seen]);
+}
+
 /* Made on the first reservation of a step: per node, the first and last release of the
  * jobs the kept holds list (kept with them), then of the other running jobs, which are
  * sorted onto their nodes (CSR: one pass counts, one fills in running positions;
@@ -93,8 +112,8 @@ static void make_events(gp__ctx *c, int node);
  * Victims chosen before the build end now: their nodes are the only ones to look for them
  * on (and stay `late`, as for victims chosen after). */
 static void build_cache(gp__ctx *c) {
-  if (c->rcache) return;
-  struct gp__resv_cache *rc = c->rcache = gp__scalloc(c, 1, sizeof *rc);
+  if (c->backfill->rcache) return;
+  struct gp__resv_cache *rc = c->backfill->rcache = gp__scalloc(c, 1, sizeof *rc);
   int nn = c->view->n_nodes;
   rc->start = gp__scalloc(c, (size_t)nn + 2, sizeof(int));
   rc->late = gp__scalloc(c, (size_t)nn + 1, sizeof(bool));
@@ -115,43 +134,44 @@ static void build_cache(gp__ctx *c) {
       rc->last[i] = c->now;
     }
   }
-  const uint8_t *held = c->held;
-  for (int r = 0; r < c->n_running; r++) {
-    const gp__run *ru = &c->run[r];
-    if (held && held[c->running[r]]) continue;
+  const uint8_t *held = c->fleet->held;
+  for (int r = 0; r < c->cls->n_running; r++) {
+    const gp__run *ru = &c->cls->run[r];
+    if (held && held[c->cls->running[r]]) continue;
     if (ru->node >= 0) {
       rc->start[ru->node + 1]++;
       update_bounds(rc, ru->node, end_of(c, ru), ru->whole);
       continue;
     }
-    const gp_job *job = &c->view->jobs[c->running[r]];
+    const gp_job *job = &c->view->jobs[c->cls->running[r]];
     for (int k = 0; k < job->n_placements; k++) {
       if (!gp__first_on_node(job, k)) continue;
       int node = job->placements[k].node;
       rc->start[node + 1]++;
-      gp__release x = release_of(c, ru, c->running[r], node);
+      gp__release x = release_of(c, ru, c->cls->running[r], node);
       update_bounds(rc, node, x.end, x.rel);
     }
   }
   for (int i = 0; i < nn; i++) rc->start[i + 1] += rc->start[i];
   rc->run_at = gp__salloc(c, ((size_t)rc->start[nn] + 1) * sizeof *rc->run_at);
   /* The starts advance as the positions fill; the pass after puts them back. */
-  for (int r = 0; r < c->n_running; r++) {
-    const gp__run *ru = &c->run[r];
-    if (held && held[c->running[r]]) continue;
+  for (int r = 0; r < c->cls->n_running; r++) {
+    const gp__run *ru = &c->cls->run[r];
+    if (held && held[c->cls->running[r]]) continue;
     if (ru->node >= 0) {
       rc->run_at[rc->start[ru->node]++] = r;
       continue;
     }
-    const gp_job *job = &c->view->jobs[c->running[r]];
+    const gp_job *job = &c->view->jobs[c->cls->running[r]];
     for (int k = 0; k < job->n_placements; k++)
       if (gp__first_on_node(job, k)) rc->run_at[rc->start[job->placements[k].node]++] = r;
   }
   for (int i = nn; i > 0; i--) rc->start[i] = rc->start[i - 1];
   rc->start[0] = 0;
-  const gp_plan_preemption *pre = c->preemptions.items;
-  if (!c->preemptions.n) return;
-  for (size_t i = 0; i < c->preemptions.n; i++) gp__backfill_victim(c, pre[i].job);
+  rc->victims_seen = c->preempt->victims.n;
+  const gp_plan_preemption *pre = c->preempt->preemptions.items;
+  if (!c->preempt->preemptions.n) return;
+  for (size_t i = 0; i < c->preempt->preemptions.n; i++) victim_now(c, pre[i].job);
   for (int node = 0; node < nn; node++) {
     if (!rc->late[node]) continue;
     make_events(c, node);
@@ -161,22 +181,22 @@ static void build_cache(gp__ctx *c) {
 }
 
 static void make_events(gp__ctx *c, int node) {
-  struct gp__resv_cache *rc = c->rcache;
+  struct gp__resv_cache *rc = c->backfill->rcache;
   if (rc->ev[node]) return;
   int n = rc->start[node + 1] - rc->start[node];
   for (int j = gp__usage_first(c, node); j >= 0; j = gp__usage_next(c, j)) n++;
   gp__release *ev = rc->ev[node] = gp__salloc(c, ((size_t)n + 1) * sizeof *ev);
   n = 0;
   for (int j = gp__usage_first(c, node); j >= 0; j = gp__usage_next(c, j))
-    ev[n++] = release_of(c, &c->memo->run[j], j, node);
+    ev[n++] = release_of(c, gp__core_usage_run(c, j), j, node);
   for (int k = rc->start[node]; k < rc->start[node + 1]; k++)
-    ev[n++] = release_of(c, &c->run[rc->run_at[k]], c->running[rc->run_at[k]], node);
+    ev[n++] = release_of(c, &c->cls->run[rc->run_at[k]], c->cls->running[rc->run_at[k]], node);
   rc->n_ev[node] = n;
 }
 
 /* Makes and sorts node's events by (end, job) once: a node holds few jobs. */
 static void sort_events(gp__ctx *c, int node) {
-  struct gp__resv_cache *rc = c->rcache;
+  struct gp__resv_cache *rc = c->backfill->rcache;
   if (rc->sorted[node]) return;
   rc->sorted[node] = true;
   make_events(c, node);
@@ -190,24 +210,18 @@ static void sort_events(gp__ctx *c, int node) {
 }
 
 /* (The cache is the step's scratch memory: it goes with the step.) */
-void gp__backfill_done(gp__ctx *c) { c->rcache = NULL; }
-
-void gp__backfill_victim(gp__ctx *c, int v) {
-  if (!c->rcache) return; /* build_cache marks the victims chosen before it */
-  const gp_job *job = &c->view->jobs[v];
-  for (int p = 0; p < job->n_placements; p++) {
-    c->rcache->late[job->placements[p].node] = true;
-    c->rcache->first[job->placements[p].node] = c->now;
-    c->rcache->last[job->placements[p].node] = c->now;
-  }
+void gp__backfill_done(gp__ctx *c) {
+  c->backfill->rcache = NULL;
+  free(c->backfill->leaf_has_resv);
+  free(c->backfill->reservations.items);
 }
 
 /* A lower bound of when the node could first give r a task slot: its first event's end,
  * or the last one that frees whole GPUs when r needs every GPU the node has; now when a
  * victim or a job this plan starts adds events the sorted list does not show. */
 static gp_time first_release(const gp__ctx *c, const gp__req *r, int node) {
-  if (c->started_head && c->started_head[node] >= 0) return c->now;
-  return r->gpus >= c->nodes[node].n_whole_ok ? c->rcache->last[node] : c->rcache->first[node];
+  if (c->place->started_head && c->place->started_head[node] >= 0) return c->now;
+  return r->gpus >= c->nodes[node].n_whole_ok ? c->backfill->rcache->last[node] : c->backfill->rcache->first[node];
 }
 
 /* GPUs of node that r could use at some time: healthy, right mode, enough memory, not
@@ -247,7 +261,7 @@ static int slot_times(gp__ctx *c, const gp__req *r, int node, gp_time *times,
   /* Release events on this node: running/stopping jobs (cached, see build_cache), and jobs
    * this plan starts. */
   sort_events(c, node);
-  const struct gp__resv_cache *rc = c->rcache;
+  const struct gp__resv_cache *rc = c->backfill->rcache;
   gp_time ends[MAX_ON_NODE];
   uint32_t rel[MAX_ON_NODE];
   int64_t rcpu[MAX_ON_NODE], rmem[MAX_ON_NODE];
@@ -269,10 +283,10 @@ static int slot_times(gp__ctx *c, const gp__req *r, int node, gp_time *times,
     rmem[nv] = e->mem;
     nv++;
   }
-  const gp_plan_start *starts = c->starts.items;
-  for (int e = c->started_head ? c->started_head[node] : -1; e >= 0 && nv < MAX_ON_NODE;
-       e = c->started_next[e]) {
-    const gp_plan_start *st = &starts[c->started_start[e]];
+  const gp_plan_start *starts = c->place->starts.items;
+  for (int e = c->place->started_head ? c->place->started_head[node] : -1; e >= 0 && nv < MAX_ON_NODE;
+       e = c->place->started_next[e]) {
+    const gp_plan_start *st = &starts[c->place->started_start[e]];
     const gp__job *ji = &c->jobs[st->job];
     ends[nv] = ji->limit > 0 && c->now < GP__NEVER - ji->limit ? c->now + ji->limit : GP__NEVER;
     if (ends[nv] > horizon) continue;
@@ -359,15 +373,16 @@ static void heap_push(slot *h, int *n, int cap, slot s) {
 
 void gp__reserve(gp__ctx *c, gp__req *r) {
   const gp__job *J = &c->jobs[r->job];
-  if (J->kind != GP__R_WHOLE || c->n_resv >= GP__MAX_RESERVATIONS) return;
+  if (J->kind != GP__R_WHOLE || c->backfill->n_resv >= GP__MAX_RESERVATIONS) return;
   bool fair = c->pol->order == GP_ORDER_FAIRSHARE;
   if (fair && J->leaf >= 0) {
-    if (!c->leaf_has_resv) c->leaf_has_resv = gp_xcalloc((size_t)c->tree.n + 1, sizeof(bool));
-    if (c->leaf_has_resv[J->leaf]) return;
+    if (!c->backfill->leaf_has_resv) c->backfill->leaf_has_resv = gp_xcalloc((size_t)c->tree.n + 1, sizeof(bool));
+    if (c->backfill->leaf_has_resv[J->leaf]) return;
   }
   gp__req_need(c, r);
   if (r->gpus <= 0) return;
   build_cache(c);
+  victims_catch_up(c);
   int cap = r->tasks;
   slot *h = gp_xmalloc((size_t)cap * sizeof *h);
   int n = 0;
@@ -377,20 +392,20 @@ void gp__reserve(gp__ctx *c, gp__req *r) {
   /* Candidates: the up nodes of the request's pools and models, i.e. its index groups.
    * The heap keeps the earliest (time, node, slot) triples, so the visiting order does not
    * change the result. */
-  int stride = c->n_models + 1;
-  int nm = r->n_models < 0 ? c->n_models : r->n_models;
+  int stride = c->fleet->n_models + 1;
+  int nm = r->n_models < 0 ? c->fleet->n_models : r->n_models;
   for (int si = 0; si < r->n_slots; si++) {
     for (int mk = 0; mk < nm; mk++) {
       int g = r->slots[si] * stride + (r->n_models < 0 ? mk : r->models[mk]);
-      for (int pos = c->ix.group_start[g]; pos < c->ix.group_start[g + 1]; pos++) {
-        int i = c->ix.members[pos];
+      for (int pos = c->fleet->ix.group_start[g]; pos < c->fleet->ix.group_start[g + 1]; pos++) {
+        int i = c->fleet->ix.members[pos];
         const gp__node *nd = &c->nodes[i];
         if (nd->n_whole_ok < r->gpus) continue;
         /* With the heap full, a node whose every slot comes after the worst slot kept
          * cannot change the answer (slot_after is strict on time). (The index's level,
          * its free GPUs, bounds what is free and unreserved.) */
         if (n == cap && first_release(c, r, i) > h[0].t &&
-            (c->ix.node_level[i] < r->gpus || gp__popc(nd->free & nd->whole_ok & ~nd->resv) < r->gpus))
+            (c->fleet->ix.node_level[i] < r->gpus || gp__popc(nd->free & nd->whole_ok & ~nd->resv) < r->gpus))
           continue;
         int k = slot_times(c, r, i, times, masks, max_slots, n == cap ? h[0].t : GP__NEVER);
         for (int s = 0; s < k; s++) heap_push(h, &n, cap, (slot){times[s], i, s});
@@ -413,14 +428,14 @@ void gp__reserve(gp__ctx *c, gp__req *r) {
     uint32_t gpus = gp__choose_gpus(c, node, masks[h[a].k], (h[a].k + 1) * r->gpus);
     gp__node *s = &c->nodes[node];
     s->resv |= gpus;
-    for (uint32_t m = gpus; m; m &= m - 1) c->gpu_resv_until[s->gpu_base + __builtin_ctz(m)] = at;
+    for (uint32_t m = gpus; m; m &= m - 1) c->fleet->gpu_resv_until[s->gpu_base + __builtin_ctz(m)] = at;
   }
   free(h);
-  gp_plan_reservation *rv = gp__vec_push(&c->reservations, sizeof *rv);
+  gp_plan_reservation *rv = gp__vec_push(&c->backfill->reservations, sizeof *rv);
   rv->job = r->job;
   rv->at = at;
-  c->n_resv++;
-  if (fair && J->leaf >= 0) c->leaf_has_resv[J->leaf] = true;
+  c->backfill->n_resv++;
+  if (fair && J->leaf >= 0) c->backfill->leaf_has_resv[J->leaf] = true;
   if (c->decisions_only) return; /* (no reasons in the plan: the sentence would go unread) */
   gp__job_mut(c, r->job)->msg = gp_arena_printf(
       c->arena, "Not enough free GPUs right now; GPUs are reserved for it from t=%lld.",

@@ -6,19 +6,19 @@
  * A dependency on an id the view does not carry, or on the job itself, can never be met
  * (the view must carry ended jobs that others depend on: gp_view's contract). The id map is
  * built on the first job that has dependencies, so views without any never pay for it. */
-#include "core/sched_int.h"
+#include "core/classify.h"
 
 static void build_ids(gp__ctx *c) {
-  gp__strmap_init(&c->ids, (size_t)c->view->n_jobs + 1);
+  gp__strmap_init(&c->cls->ids, (size_t)c->view->n_jobs + 1);
   for (int j = 0; j < c->view->n_jobs; j++)
-    if (c->view->jobs[j].id) gp__strmap_put(&c->ids, c->view->jobs[j].id, j);
-  c->ids_built = true;
+    if (c->view->jobs[j].id) gp__strmap_put(&c->cls->ids, c->view->jobs[j].id, j);
+  c->cls->ids_built = true;
 }
 
 enum { SAT = 0, WAIT = 1, NEVER = -1 };
 
 static int one(gp__ctx *c, int j, const char *id, int kind, const char **msg) {
-  int d = id ? gp__strmap_get(&c->ids, id) : -1;
+  int d = id ? gp__strmap_get(&c->cls->ids, id) : -1;
   if (d < 0 || d == j) {
     *msg = gp_arena_printf(c->arena, "It depends on job %s, which %s.", id ? id : "(null)",
                            d == j ? "is the job itself" : "is unknown");
@@ -48,7 +48,7 @@ static int one(gp__ctx *c, int j, const char *id, int kind, const char **msg) {
 int gp__deps_check(gp__ctx *c, int j, const char **msg) {
   const gp_job *job = &c->view->jobs[j];
   if (job->n_after + job->n_after_ok + job->n_after_any == 0) return SAT;
-  if (!c->ids_built) build_ids(c);
+  if (!c->cls->ids_built) build_ids(c);
   int worst = SAT;
   const char *const *lists[3] = {job->after, job->after_ok, job->after_any};
   int counts[3] = {job->n_after, job->n_after_ok, job->n_after_any};

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "core/mig.h"
-#include "core/sched_int.h"
+#include "core/classify.h"
 
 static bool names_model(const gp_request *r, const char *model) {
   for (int i = 0; i < r->n_gpu_models; i++)
@@ -27,7 +27,7 @@ static bool names_model(const gp_request *r, const char *model) {
 static bool pool_allows(const gp__ctx *c, int j, int pool) {
   if (pool < 0) return true;
   int leaf = c->jobs[j].leaf;
-  if (leaf >= 0 && c->queue_pool[leaf] == pool) return true;
+  if (leaf >= 0 && c->fleet->queue_pool[leaf] == pool) return true;
   return c->view->pools[pool].lend && c->jobs[j].preemptible;
 }
 

@@ -5,7 +5,7 @@
  * inside one topology block (nodes labelled topology.block=...), fullest candidate block
  * first under bin-packing (emptiest under spread), at most GP__MAX_GANG_BLOCKS blocks;
  * then anywhere. */
-#include "core/sched_int.h"
+#include "core/place.h"
 
 static void rollback(gp__ctx *c, const gp__req *r, gp__fit *fits, int n) {
   for (int t = n - 1; t >= 0; t--) gp__give(c, r, &fits[t]);
@@ -16,8 +16,8 @@ static bool fit_in_block(gp__ctx *c, const gp__req *r, int b, gp__fit *f) {
   bool spread = c->pol->placement == GP_PLACE_SPREAD;
   int best = -1, best_free = 0;
   gp__fit tmp;
-  for (int k = c->block_start[b]; k < c->block_start[b + 1]; k++) {
-    int node = c->block_nodes[k];
+  for (int k = c->fleet->block_start[b]; k < c->fleet->block_start[b + 1]; k++) {
+    int node = c->fleet->block_nodes[k];
     int fr = gp__popc(c->nodes[node].free);
     if (fr < r->gpus) continue;
     if (best >= 0 && (spread ? fr <= best_free : fr >= best_free)) continue;
@@ -44,13 +44,13 @@ static bool place_in_block(gp__ctx *c, const gp__req *r, int b, gp__fit *fits) {
 static int candidate_blocks(const gp__ctx *c, const gp__req *r, int *out) {
   bool spread = c->pol->placement == GP_PLACE_SPREAD;
   int need = r->tasks * r->gpus, n = 0;
-  for (int b = 0; b < c->n_blocks; b++) {
-    int fr = c->block_free[b];
+  for (int b = 0; b < c->fleet->n_blocks; b++) {
+    int fr = c->fleet->block_free[b];
     if (fr < need) continue;
     /* Insertion into a short sorted list: (free asc for binpack, desc for spread, id). */
     int k = n < GP__MAX_GANG_BLOCKS ? n++ : GP__MAX_GANG_BLOCKS;
     while (k > 0) {
-      int pf = c->block_free[out[k - 1]];
+      int pf = c->fleet->block_free[out[k - 1]];
       if (spread ? pf >= fr : pf <= fr) break;
       if (k < GP__MAX_GANG_BLOCKS) out[k] = out[k - 1];
       k--;
@@ -66,7 +66,7 @@ bool gp__place_job(gp__ctx *c, const gp__req *r, gp__fit *fits, bool commit) {
     ok = gp__fit_task(c, r, &fits[0]);
     if (ok) gp__take(c, r, &fits[0]);
   } else {
-    if (r->kind == GP__R_WHOLE && c->n_blocks > 0) {
+    if (r->kind == GP__R_WHOLE && c->fleet->n_blocks > 0) {
       int cand[GP__MAX_GANG_BLOCKS];
       int n = candidate_blocks(c, r, cand);
       for (int k = 0; k < n && !ok; k++) ok = place_in_block(c, r, cand[k], fits);

@@ -4,11 +4,12 @@
  * and give the others their reason (held, dependency, invalid request, impossible request,
  * nodes down). Schedulable jobs add to their leaf queue's demand. */
 #include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "util/buf.h"
 
-#include "core/sched_int.h"
+#include "core/classify.h"
 
 void gp__job_wait(gp__ctx *c, int j, gp_pending_reason r, const char *msg) {
   gp__job *ji = gp__job_mut(c, j);
@@ -18,7 +19,7 @@ void gp__job_wait(gp__ctx *c, int j, gp_pending_reason r, const char *msg) {
 }
 
 void gp__job_end(gp__ctx *c, int j, gp_end_reason r, const char *msg) {
-  c->n_ended++;
+  c->cls->n_ended++;
   gp__job *ji = gp__job_mut(c, j);
   ji->stat = GP__J_ENDED;
   ji->end_reason = (uint8_t)r;
@@ -27,11 +28,11 @@ void gp__job_end(gp__ctx *c, int j, gp_end_reason r, const char *msg) {
 
 void gp__queue_add_alloc(gp__ctx *c, int leaf, double gpus) {
   for (int q = leaf; q >= 0; q = c->tree.q[q].parent) c->tree.q[q].allocated += gpus;
-  c->alloc_gen++;
+  c->cls->alloc_gen++;
 }
 
 int gp__queue_over_limit(const gp__ctx *c, int leaf, double extra) {
-  if (c->path_limited && leaf >= 0 && !c->path_limited[leaf]) return -1;
+  if (c->cls->path_limited && leaf >= 0 && !c->cls->path_limited[leaf]) return -1;
   for (int q = leaf; q >= 0; q = c->tree.q[q].parent) {
     const gp__queue *qq = &c->tree.q[q];
     if (qq->limit != GP_NO_LIMIT && qq->allocated + extra > qq->limit + GP__EPS) return q;
@@ -51,15 +52,14 @@ static int find_class(const gp__ctx *c, const char *name) {
 int gp__class_of(const gp__ctx *c, const gp_job *job, int leaf) {
   if (job->priority_class) {
     /* Cached by pointer (callers share one string per class name); -2: not cached. */
-    gp__ctx *mc = (gp__ctx *)c;
     unsigned h = gp__ptr_slot(job->priority_class, 4);
-    if (mc->ccache_ptr[h] == job->priority_class) return mc->ccache_val[h];
+    if (c->cls->ccache_ptr[h] == job->priority_class) return c->cls->ccache_val[h];
     int k = find_class(c, job->priority_class);
-    mc->ccache_ptr[h] = job->priority_class;
-    mc->ccache_val[h] = k;
+    c->cls->ccache_ptr[h] = job->priority_class;
+    c->cls->ccache_val[h] = k;
     return k;
   }
-  if (leaf >= 0 && c->leaf_class && c->leaf_class[leaf] != -2) return c->leaf_class[leaf];
+  if (leaf >= 0 && c->cls->leaf_class && c->cls->leaf_class[leaf] != -2) return c->cls->leaf_class[leaf];
   int k = c->default_class;
   for (int q = leaf; q >= 0; q = c->tree.q[q].parent) {
     int vi = c->tree.q[q].view_index;
@@ -68,7 +68,7 @@ int gp__class_of(const gp__ctx *c, const gp_job *job, int leaf) {
       break;
     }
   }
-  if (leaf >= 0 && c->leaf_class) ((gp__ctx *)c)->leaf_class[leaf] = k;
+  if (leaf >= 0 && c->cls->leaf_class) c->cls->leaf_class[leaf] = k;
   return k;
 }
 
@@ -138,7 +138,7 @@ static const char *check_request(gp__ctx *c, int j) {
     ji->kind = GP__R_FRACTION;
     double milli = r->gpu_milli;
     if (milli <= 0) { /* asked by memory: the share of the largest GPU it could use */
-      int64_t big = c->max_gpu_mem;
+      int64_t big = c->fleet->max_gpu_mem;
       milli = big > 0 ? (double)r->gpu_mem_mib * GP_GPU_MILLI / (double)big : GP_GPU_MILLI;
       if (milli > GP_GPU_MILLI) milli = GP_GPU_MILLI;
     }
@@ -176,24 +176,24 @@ static bool gpus_whole(double gpus) {
 /* (sums: gp__memo_rec.sums when a replay knows it, else 0.) */
 static inline __attribute__((always_inline)) void add_sums(gp__ctx *c, int leaf, double gpus,
                                                            uint8_t sums, bool held) {
-  if (c->sums_inexact) return;
+  if (c->cls->sums_inexact) return;
   if (sums ? sums != 1 : !gpus_whole(gpus)) {
-    c->sums_inexact = true;
+    c->cls->sums_inexact = true;
     return;
   }
-  c->demand_int[leaf] += (int64_t)gpus;
-  if (held) c->alloc_int[leaf] += (int64_t)gpus;
+  c->cls->demand_int[leaf] += (int64_t)gpus;
+  if (held) c->cls->alloc_int[leaf] += (int64_t)gpus;
 }
 
 static void sums_done(gp__ctx *c) {
   gp__qtree *t = &c->tree;
-  if (!c->sums_inexact) {
+  if (!c->cls->sums_inexact) {
     /* Children follow their parents in the tree: add each queue into its parent, last first. */
     for (int q = t->n - 1; q >= 0; q--)
-      if (t->q[q].parent >= 0) c->alloc_int[t->q[q].parent] += c->alloc_int[q];
+      if (t->q[q].parent >= 0) c->cls->alloc_int[t->q[q].parent] += c->cls->alloc_int[q];
     for (int q = 0; q < t->n; q++) {
-      t->q[q].allocated += (double)c->alloc_int[q];
-      t->q[q].demand += (double)c->demand_int[q];
+      t->q[q].allocated += (double)c->cls->alloc_int[q];
+      t->q[q].demand += (double)c->cls->demand_int[q];
     }
     return;
   }
@@ -217,13 +217,13 @@ static gp_time end_if_started(const gp__ctx *c, gp_time limit) {
 /* What an eligible job's kind of request tells the early stop. */
 static void admit_kind(gp__ctx *c, int kind, int whole_per_task) {
   if (kind == GP__R_WHOLE) {
-    if (whole_per_task < c->min_whole) c->min_whole = whole_per_task;
+    if (whole_per_task < c->cls->min_whole) c->cls->min_whole = whole_per_task;
     /* A one-GPU task may still take a timeslice replica when no whole GPU is free, so the
      * free-GPU index alone cannot tell that nothing fits. */
-    if (whole_per_task == 1 && c->has_timeslice) c->other_eligible = true;
+    if (whole_per_task == 1 && c->fleet->has_timeslice) c->cls->other_eligible = true;
   } else {
-    c->other_eligible = true;
-    if (kind == GP__R_MIG) c->mig_eligible = true;
+    c->cls->other_eligible = true;
+    if (kind == GP__R_MIG) c->cls->mig_eligible = true;
   }
 }
 
@@ -234,7 +234,7 @@ static void admit(gp__ctx *c, int j, int whole_per_task) {
   add_sums(c, ji->leaf, ji->gpus, 0, false);
   gp__keys_add(c, j, end_if_started(c, ji->limit));
   admit_kind(c, ji->kind, whole_per_task);
-  c->eligible[c->n_eligible++] = j;
+  c->cls->eligible[c->cls->n_eligible++] = j;
 }
 
 /* A replayed eligible job joins the step: its queue's demand and the eligible list now;
@@ -246,20 +246,20 @@ static void keep_eligible(gp__ctx *c, int j, const gp__memo_rec *m) {
   gp__tagg *a = &mm->tagg[m->tok];
   if (a->step != mm->step) {
     *a = (gp__tagg){.step = mm->step, .min_limit = INT64_MAX, .rep = j};
-    gp_xgrow((void **)&c->lists.kept_toks, &c->lists.kept_toks_cap,
-             (size_t)c->n_kept_toks + 1, sizeof *c->lists.kept_toks);
-    c->lists.kept_toks[c->n_kept_toks++] = m->tok;
+    gp_xgrow((void **)&c->cls->lists.kept_toks, &c->cls->lists.kept_toks_cap,
+             (size_t)c->cls->n_kept_toks + 1, sizeof *c->cls->lists.kept_toks);
+    c->cls->lists.kept_toks[c->cls->n_kept_toks++] = m->tok;
   }
   a->n++;
   if (m->limit > 0 && m->limit < a->min_limit) a->min_limit = m->limit;
   add_sums(c, m->leaf, m->gpus, m->sums, false);
-  c->eligible[c->n_eligible++] = j;
+  c->cls->eligible[c->cls->n_eligible++] = j;
 }
 
 static void admit_kept(gp__ctx *c) {
   struct gp_sched_memo *mm = c->memo;
-  for (int i = 0; i < c->n_kept_toks; i++) {
-    int tok = c->lists.kept_toks[i];
+  for (int i = 0; i < c->cls->n_kept_toks; i++) {
+    int tok = c->cls->lists.kept_toks[i];
     const gp__tagg *a = &mm->tagg[tok];
     int shape = gp__shape_by_token(c, a->rep, mm->tokens, tok, mm->step);
     gp__keys_add_n(c, shape, a->n, end_if_started(c, a->min_limit == INT64_MAX ? 0 : a->min_limit));
@@ -330,9 +330,9 @@ static void classify_pending(gp__ctx *c, int j) {
   ji->idp = gp__id_prefix(job->id);
   admit(c, j, job->req.gpus_per_task);
   if (c->memo) { /* the order merges these into the one the memo kept (order.c) */
-    gp_xgrow((void **)&c->lists.fresh, &c->lists.fresh_cap, (size_t)c->n_fresh + 1,
-             sizeof *c->lists.fresh);
-    c->lists.fresh[c->n_fresh++] = j;
+    gp_xgrow((void **)&c->cls->lists.fresh, &c->cls->lists.fresh_cap, (size_t)c->cls->n_fresh + 1,
+             sizeof *c->cls->lists.fresh);
+    c->cls->lists.fresh[c->cls->n_fresh++] = j;
   }
 }
 
@@ -340,11 +340,11 @@ static void classify_pending(gp__ctx *c, int j) {
 static int leaf_of(gp__ctx *c, const char *name) {
   if (!name) return -1;
   unsigned h = gp__ptr_slot(name, 10);
-  if (c->qcache_ptr[h] == name) return c->qcache_val[h];
+  if (c->cls->qcache_ptr[h] == name) return c->cls->qcache_val[h];
   int q = gp__qtree_find(&c->tree, name);
   if (q >= 0 && !gp__qtree_is_leaf(&c->tree, q)) q = -1;
-  c->qcache_ptr[h] = name;
-  c->qcache_val[h] = q;
+  c->cls->qcache_ptr[h] = name;
+  c->cls->qcache_val[h] = q;
   return q;
 }
 
@@ -387,11 +387,11 @@ static inline __attribute__((always_inline)) void count_running(gp__ctx *c, int 
   if (!held &&
       !(ru->node >= 0 && ru->whole && gp__hold_whole(c, ru->node, ru->whole, ru->cpu, ru->mem)))
     gp__hold_placements(c, j);
-  if (ru->stopping) c->n_stopping++;
-  else if (ru->preemptible && ru->prio < c->run_min_prio) c->run_min_prio = ru->prio;
-  gp_xgrow((void **)&c->run, run_cap, (size_t)c->n_running + 1, sizeof *c->run);
-  c->run[c->n_running] = *ru;
-  c->running[c->n_running++] = j;
+  if (ru->stopping) c->cls->n_stopping++;
+  else if (ru->preemptible && ru->prio < c->cls->run_min_prio) c->cls->run_min_prio = ru->prio;
+  gp_xgrow((void **)&c->cls->run, run_cap, (size_t)c->cls->n_running + 1, sizeof *c->cls->run);
+  c->cls->run[c->cls->n_running] = *ru;
+  c->cls->running[c->cls->n_running++] = j;
 }
 
 /* Keeps what classification derived from job j for the next step (memo.c). Not kept: an
@@ -420,7 +420,7 @@ static void replay(gp__ctx *c, int j, const gp__memo_rec *m, size_t *run_cap) {
   case GP__J_RUNNING:
   case GP__J_STOPPING: {
     const gp__run *ru = &c->memo->run[j];
-    bool held = c->held && c->held[j];
+    bool held = c->fleet->held && c->fleet->held[j];
     count_running(c, j, m->sums, ru, run_cap, held);
     if (!held && ru->node >= 0 && ru->whole) gp__usage_keep(c, j, ru);
     break;
@@ -439,29 +439,29 @@ static void replay(gp__ctx *c, int j, const gp__memo_rec *m, size_t *run_cap) {
 
 int gp__classify_jobs(gp__ctx *c) {
   const gp_view *v = c->view;
-  c->min_whole = GP_MAX_NODE_GPUS + 1;
-  c->run_min_prio = INT_MAX;
-  c->running = gp__salloc(c, ((size_t)v->n_jobs + 1) * sizeof(int));
+  c->cls->min_whole = GP_MAX_NODE_GPUS + 1;
+  c->cls->run_min_prio = INT_MAX;
+  c->cls->running = gp__salloc(c, ((size_t)v->n_jobs + 1) * sizeof(int));
   /* Room for as many running jobs as the memo's last step had (and some): growing the
    * records one doubling at a time copied them over and over. */
   size_t run_cap = c->memo ? c->memo->n_running + c->memo->n_running / 8 + 16 : 0;
-  if (run_cap) c->run = gp_xmalloc(run_cap * sizeof *c->run);
-  c->leaf_class = gp__salloc(c, ((size_t)c->tree.n + 1) * sizeof(int));
-  for (int q = 0; q < c->tree.n; q++) c->leaf_class[q] = -2;
-  c->eligible = gp__salloc(c, ((size_t)v->n_jobs + 1) * sizeof(int));
-  c->alloc_int = gp__scalloc(c, (size_t)c->tree.n + 1, sizeof *c->alloc_int);
-  c->demand_int = gp__scalloc(c, (size_t)c->tree.n + 1, sizeof *c->demand_int);
-  c->sums_inexact = v->n_jobs > (1 << 21); /* (so integer sums stay under 2^52) */
+  if (run_cap) c->cls->run = gp_xmalloc(run_cap * sizeof *c->cls->run);
+  c->cls->leaf_class = gp__salloc(c, ((size_t)c->tree.n + 1) * sizeof(int));
+  for (int q = 0; q < c->tree.n; q++) c->cls->leaf_class[q] = -2;
+  c->cls->eligible = gp__salloc(c, ((size_t)v->n_jobs + 1) * sizeof(int));
+  c->cls->alloc_int = gp__scalloc(c, (size_t)c->tree.n + 1, sizeof *c->cls->alloc_int);
+  c->cls->demand_int = gp__scalloc(c, (size_t)c->tree.n + 1, sizeof *c->cls->demand_int);
+  c->cls->sums_inexact = v->n_jobs > (1 << 21); /* (so integer sums stay under 2^52) */
   /* Queues with a limit on their path (parents precede children in the tree): jobs of the
    * others skip the limit walk, done for every job never considered. */
-  c->path_limited = gp__salloc(c, ((size_t)c->tree.n + 1) * sizeof(bool));
+  c->cls->path_limited = gp__salloc(c, ((size_t)c->tree.n + 1) * sizeof(bool));
   for (int q = 0; q < c->tree.n; q++) {
     int par = c->tree.q[q].parent;
-    c->path_limited[q] = c->tree.q[q].limit != GP_NO_LIMIT || (par >= 0 && c->path_limited[par]);
+    c->cls->path_limited[q] = c->tree.q[q].limit != GP_NO_LIMIT || (par >= 0 && c->cls->path_limited[par]);
   }
   gp__memo_rec *memo = c->memo ? c->memo->rec : NULL;
   if (memo) { /* replays count eligible jobs per token (keep_eligible) */
-    c->fresh_bits = gp__scalloc(c, (size_t)v->n_jobs / 64 + 1, sizeof *c->fresh_bits);
+    c->cls->fresh_bits = gp__scalloc(c, (size_t)v->n_jobs / 64 + 1, sizeof *c->cls->fresh_bits);
     struct gp_sched_memo *mm = c->memo;
     size_t words = mm->changed_words;
     if ((size_t)v->n_jobs / 64 + 1 > words) {
@@ -493,7 +493,7 @@ int gp__classify_jobs(gp__ctx *c) {
      * there: remember() below overwrites it). */
     if (memo) {
       gp__usage_drop(c, j, &c->memo->run[j]);
-      c->fresh_bits[j >> 6] |= 1ull << (j & 63);
+      c->cls->fresh_bits[j >> 6] |= 1ull << (j & 63);
       c->memo->changed[j >> 6] |= 1ull << (j & 63);
     }
     gp__job_mut(c, j);
@@ -529,6 +529,40 @@ int gp__classify_jobs(gp__ctx *c) {
     admit_kept(c);
   }
   sums_done(c);
-  if (c->memo) c->memo->n_running = (size_t)c->n_running;
+  if (c->memo) c->memo->n_running = (size_t)c->cls->n_running;
   return 0;
+}
+
+/* Slot j of ctx.jobs is about to be written (gp__job_mut): note it, so that the step's end
+ * puts it back as classification left it. */
+void gp__journal_add(gp__ctx *c, int j) {
+  c->memo->journaled[j] = c->memo->step;
+  gp_xgrow((void **)&c->cls->lists.journal, &c->cls->lists.journal_cap, (size_t)c->cls->n_journal + 1,
+           sizeof *c->cls->lists.journal);
+  c->cls->lists.journal[c->cls->n_journal++] = j;
+}
+
+/* With a memo, when the step ends: a journaled slot is put back from its record when the
+ * record stands for this view's job (a slot without one is classified afresh next step
+ * anyway). The lists go back to the memo. */
+static void restore_jobs(gp__ctx *c) {
+  struct gp_sched_memo *m = c->memo;
+  const uint64_t *revs = c->view->job_revs;
+  for (int i = 0; i < c->cls->n_journal; i++) {
+    int j = c->cls->lists.journal[i];
+    if (!m->rec[j].rev || m->rec[j].rev != revs[j]) continue;
+    c->jobs[j] = m->cls[j];
+    c->jobs[j].shape = c->jobs[j].pkey = -1;
+  }
+  c->cls->n_journal = 0;
+  m->lists = c->cls->lists; /* back, at the size they grew to */
+  memset(&c->cls->lists, 0, sizeof c->cls->lists);
+}
+
+void gp__core_cls_done(gp__ctx *c) {
+  if (c->memo) restore_jobs(c); /* (the memo's array and lists) */
+  else free(c->jobs);
+  free(c->cls->run);
+  if (c->cls->ids_built) gp__strmap_done(&c->cls->ids);
+  gp__shapes_done(c);
 }

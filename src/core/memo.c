@@ -11,7 +11,9 @@
 #include <string.h>
 
 #include "core/sched.h"
-#include "core/sched_int.h"
+#include "core/backfill.h"
+#include "core/memo.h"
+#include "core/order.h"
 
 #define TOKENS_MAX 65536 /* distinct request keys remembered before starting over */
 
@@ -84,35 +86,18 @@ void gp__memo_begin(gp__ctx *c, gp_sched_memo *m) {
   }
   c->memo = m;
   c->view_known = known;
-  c->lists = m->lists;
+  c->known_tree = known && m->tree.q ? &m->tree : NULL;
+  c->cls->lists = m->lists;
 }
 
-void gp__journal_add(gp__ctx *c, int j) {
-  c->memo->journaled[j] = c->memo->step;
-  gp_xgrow((void **)&c->lists.journal, &c->lists.journal_cap, (size_t)c->n_journal + 1,
-           sizeof *c->lists.journal);
-  c->lists.journal[c->n_journal++] = j;
-}
-
-/* A slot is put back from its record when the record stands for this view's job (a slot
- * without one is classified afresh next step anyway). The lists go back to the memo. */
-void gp__memo_restore_jobs(gp__ctx *c) {
-  struct gp_sched_memo *m = c->memo;
-  const uint64_t *revs = c->view->job_revs;
-  for (int i = 0; i < c->n_journal; i++) {
-    int j = c->lists.journal[i];
-    if (!m->rec[j].rev || m->rec[j].rev != revs[j]) continue;
-    c->jobs[j] = m->cls[j];
-    c->jobs[j].shape = c->jobs[j].pkey = -1;
-  }
-  c->n_journal = 0;
-  m->lists = c->lists; /* back, at the size they grew to */
-  memset(&c->lists, 0, sizeof c->lists);
-}
-
-/* The view passed the checks that gp__validate skips for a known view. */
+/* The view passed the checks that gp__validate skips for a known view; the tree it built
+ * for a view the memo did not know is kept for the next step. */
 void gp__memo_view_checked(gp__ctx *c) {
   if (!c->memo) return;
   c->memo->view_rev = c->view->rev;
   c->memo->pol = c->pol;
+  if (!c->known_tree) {
+    gp__qtree_done(&c->memo->tree);
+    gp__qtree_clone(&c->memo->tree, &c->tree);
+  }
 }

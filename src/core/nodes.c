@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/sched_int.h"
+#include "core/fleet.h"
 
 /* CPU and host memory of a node that reports none are not constrained. */
 #define UNTRACKED ((int64_t)1 << 60)
@@ -17,12 +17,12 @@ static int str_cmp(const void *a, const void *b) {
 
 int gp__model_id(const gp__ctx *c, const char *model) {
   if (!model) return -1;
-  gp__ctx *mc = (gp__ctx *)c; /* the cache changes no answer */
+  gp__core_fleet *fl = c->fleet; /* (its cache changes no answer) */
   unsigned h = gp__ptr_slot(model, 4);
-  if (mc->mcache_ptr[h] == model) return mc->mcache_val[h];
-  int m = gp__strmap_get(&c->model_map, model);
-  mc->mcache_ptr[h] = model;
-  mc->mcache_val[h] = m;
+  if (fl->mcache_ptr[h] == model) return fl->mcache_val[h];
+  int m = gp__strmap_get(&fl->model_map, model);
+  fl->mcache_ptr[h] = model;
+  fl->mcache_val[h] = m;
   return m;
 }
 
@@ -75,13 +75,13 @@ static void *step_dup(gp__ctx *c, const void *p, size_t bytes) {
 /* What running jobs, starts and reservations change during a step: all zero at first,
  * but the per-GPU counts a memo kept (gpu_used: NULL for none). */
 static void usage_arrays(gp__ctx *c, const int *gpu_used) {
-  size_t total = (size_t)c->n_gpus_total;
-  c->block_free = gp__scalloc(c, (size_t)c->n_blocks + 1, sizeof(int));
-  c->gpu_used = gpu_used ? step_dup(c, gpu_used, (total + 1) * sizeof(int)) : gp__scalloc(c, total + 1, sizeof(int));
-  c->gpu_mem_used = gp__scalloc(c, total + 1, sizeof(int64_t));
-  c->gpu_mig_busy = gp__scalloc(c, total + 1, 1);
+  size_t total = (size_t)c->fleet->n_gpus_total;
+  c->fleet->block_free = gp__scalloc(c, (size_t)c->fleet->n_blocks + 1, sizeof(int));
+  c->fleet->gpu_used = gpu_used ? step_dup(c, gpu_used, (total + 1) * sizeof(int)) : gp__scalloc(c, total + 1, sizeof(int));
+  c->fleet->gpu_mem_used = gp__scalloc(c, total + 1, sizeof(int64_t));
+  c->fleet->gpu_mig_busy = gp__scalloc(c, total + 1, 1);
   /* (Read only for GPUs in a node's resv, which a reservation sets with it.) */
-  c->gpu_resv_until = gp__salloc(c, (total + 1) * sizeof(gp_time));
+  c->fleet->gpu_resv_until = gp__salloc(c, (total + 1) * sizeof(gp_time));
 }
 
 /* Kept by a memo (memo.c): the nodes and per-GPU counts as the derived state plus the
@@ -171,7 +171,7 @@ static struct gp__usage *usage_kept(const gp__ctx *c, int nn, int ng) {
 static void usage_begin(gp__ctx *c, struct gp__usage *kept) {
   struct gp_sched_memo *m = c->memo;
   struct gp__usage *u = kept;
-  int nn = c->view->n_nodes, ng = c->n_gpus_total;
+  int nn = c->view->n_nodes, ng = c->fleet->n_gpus_total;
   if (!u) {
     u = m->usage;
     if (!u || u->nn != nn || u->ng != ng) {
@@ -207,15 +207,15 @@ static void usage_begin(gp__ctx *c, struct gp__usage *kept) {
     u->prev = gp_xrealloc(u->prev, u->held_cap * sizeof *u->prev);
   }
   u->step = 0; /* until classification completes it */
-  c->usage = u;
-  c->held = u->held;
+  c->fleet->usage = u;
+  c->fleet->held = u->held;
 }
 
 void gp__usage_drop(gp__ctx *c, int j, const gp__run *old) {
-  struct gp__usage *u = c->usage;
+  struct gp__usage *u = c->fleet->usage;
   if (!u || !u->held[j]) return;
   unhold_whole_on(u->nodes, u->gpu_used, old->node, old->whole, old->cpu, old->mem);
-  unhold_whole_on(c->nodes, c->gpu_used, old->node, old->whole, old->cpu, old->mem);
+  unhold_whole_on(c->nodes, c->fleet->gpu_used, old->node, old->whole, old->cpu, old->mem);
   u->held[j] = 0;
   if (u->prev[j] >= 0) u->next[u->prev[j]] = u->next[j];
   else u->head[old->node] = u->next[j];
@@ -227,7 +227,7 @@ void gp__usage_drop(gp__ctx *c, int j, const gp__run *old) {
 }
 
 void gp__usage_keep(gp__ctx *c, int j, const gp__run *ru) {
-  struct gp__usage *u = c->usage;
+  struct gp__usage *u = c->fleet->usage;
   if (!u || !hold_whole_on(u->nodes, u->gpu_used, ru->node, ru->whole, ru->cpu, ru->mem)) return;
   u->held[j] = 1;
   u->prev[j] = -1;
@@ -239,12 +239,12 @@ void gp__usage_keep(gp__ctx *c, int j, const gp__run *ru) {
   if (e > u->hi[ru->node]) u->hi[ru->node] = e;
 }
 
-int gp__usage_first(const gp__ctx *c, int node) { return c->usage ? c->usage->head[node] : -1; }
+int gp__usage_first(const gp__ctx *c, int node) { return c->fleet->usage ? c->fleet->usage->head[node] : -1; }
 
-int gp__usage_next(const gp__ctx *c, int j) { return c->usage->next[j]; }
+int gp__usage_next(const gp__ctx *c, int j) { return c->fleet->usage->next[j]; }
 
 bool gp__usage_bounds(const gp__ctx *c, const gp_time **lo, const gp_time **hi) {
-  struct gp__usage *u = c->usage;
+  struct gp__usage *u = c->fleet->usage;
   if (!u) return false;
   for (int k = 0; k < u->n_stale; k++) {
     int node = u->stale_nodes[k];
@@ -264,7 +264,7 @@ bool gp__usage_bounds(const gp__ctx *c, const gp_time **lo, const gp_time **hi) 
 }
 
 void gp__usage_end(gp__ctx *c, const gp__run *old_runs) {
-  struct gp__usage *u = c->usage;
+  struct gp__usage *u = c->fleet->usage;
   if (!u) return;
   /* Slots past the view's end now: their jobs left. */
   for (int j = c->view->n_jobs; j < u->n_slots; j++) gp__usage_drop(c, j, &old_runs[j]);
@@ -294,22 +294,22 @@ size_t gp__nodes_snap_bytes(const struct gp__nodes_snap *s) {
 static struct gp__nodes_snap *snap_take(const gp__ctx *c) {
   struct gp__nodes_snap *s = gp_xcalloc(1, sizeof *s);
   s->nn = c->view->n_nodes;
-  s->n_models = c->n_models;
-  s->n_blocks = c->n_blocks;
-  s->n_gpus_total = c->n_gpus_total;
-  s->n_slots = c->n_slots;
+  s->n_models = c->fleet->n_models;
+  s->n_blocks = c->fleet->n_blocks;
+  s->n_gpus_total = c->fleet->n_gpus_total;
+  s->n_slots = c->fleet->n_slots;
   s->n_queues = c->tree.n;
   s->nodes = dup_of(c->nodes, ((size_t)s->nn + 1) * sizeof *c->nodes);
-  s->model_names = dup_of(c->model_names, ((size_t)s->n_models + 1) * sizeof *c->model_names);
+  s->model_names = dup_of(c->fleet->model_names, ((size_t)s->n_models + 1) * sizeof *c->fleet->model_names);
   gp__strmap_init(&s->model_map, (size_t)s->n_models + 1);
   for (int m = 0; m < s->n_models; m++) gp__strmap_put(&s->model_map, s->model_names[m], m);
-  s->block_start = dup_of(c->block_start, ((size_t)s->n_blocks + 1) * sizeof(int));
-  s->block_nodes = dup_of(c->block_nodes, ((size_t)s->nn + 1) * sizeof(int));
-  s->queue_pool = dup_of(c->queue_pool, ((size_t)s->n_queues + 1) * sizeof(int));
-  s->dom = dup_of(c->dom, ((size_t)s->n_gpus_total + 1) * sizeof(uint32_t));
-  s->max_gpu_mem = c->max_gpu_mem;
-  s->has_timeslice = c->has_timeslice;
-  s->capacity = c->capacity;
+  s->block_start = dup_of(c->fleet->block_start, ((size_t)s->n_blocks + 1) * sizeof(int));
+  s->block_nodes = dup_of(c->fleet->block_nodes, ((size_t)s->nn + 1) * sizeof(int));
+  s->queue_pool = dup_of(c->fleet->queue_pool, ((size_t)s->n_queues + 1) * sizeof(int));
+  s->dom = dup_of(c->fleet->dom, ((size_t)s->n_gpus_total + 1) * sizeof(uint32_t));
+  s->max_gpu_mem = c->fleet->max_gpu_mem;
+  s->has_timeslice = c->fleet->has_timeslice;
+  s->capacity = c->fleet->capacity;
   return s;
 }
 
@@ -319,21 +319,21 @@ static void snap_restore(gp__ctx *c, const struct gp__nodes_snap *s, const struc
   c->nodes = step_dup(c, kept ? kept->nodes : s->nodes, ((size_t)s->nn + 1) * sizeof *c->nodes);
   /* What a step only reads is the snapshot's own (the step's arrays of these are scratch
    * memory, never freed one by one). */
-  c->n_models = s->n_models;
-  c->model_names = s->model_names;
-  c->model_map = s->model_map;
-  c->model_map_shared = true;
-  c->n_blocks = s->n_blocks;
-  c->block_start = s->block_start;
-  c->block_nodes = s->block_nodes;
-  c->n_gpus_total = s->n_gpus_total;
+  c->fleet->n_models = s->n_models;
+  c->fleet->model_names = s->model_names;
+  c->fleet->model_map = s->model_map;
+  c->fleet->model_map_shared = true;
+  c->fleet->n_blocks = s->n_blocks;
+  c->fleet->block_start = s->block_start;
+  c->fleet->block_nodes = s->block_nodes;
+  c->fleet->n_gpus_total = s->n_gpus_total;
   usage_arrays(c, kept ? kept->gpu_used : NULL);
-  c->dom = s->dom;
-  c->max_gpu_mem = s->max_gpu_mem;
-  c->has_timeslice = s->has_timeslice;
-  c->capacity = s->capacity;
-  c->n_slots = s->n_slots;
-  c->queue_pool = s->queue_pool;
+  c->fleet->dom = s->dom;
+  c->fleet->max_gpu_mem = s->max_gpu_mem;
+  c->fleet->has_timeslice = s->has_timeslice;
+  c->fleet->capacity = s->capacity;
+  c->fleet->n_slots = s->n_slots;
+  c->fleet->queue_pool = s->queue_pool;
 }
 
 static int nodes_derive(gp__ctx *c);
@@ -360,7 +360,7 @@ int gp__nodes_init(gp__ctx *c) {
     return 0;
   }
   int rc = nodes_derive(c);
-  c->capacity = fleet_capacity(c);
+  c->fleet->capacity = fleet_capacity(c);
   if (m && !rc) {
     gp__nodes_snap_free(m->nodes);
     m->nodes = snap_take(c);
@@ -386,14 +386,14 @@ static int nodes_derive(gp__ctx *c) {
       if (gp__strmap_put(&seen, m, nm) < 0) names[nm++] = m;
       last_m = m;
     }
-    if (v->nodes[i].gpu_mem_mib > c->max_gpu_mem) c->max_gpu_mem = v->nodes[i].gpu_mem_mib;
+    if (v->nodes[i].gpu_mem_mib > c->fleet->max_gpu_mem) c->fleet->max_gpu_mem = v->nodes[i].gpu_mem_mib;
   }
   gp__strmap_done(&seen);
   qsort(names, (size_t)nm, sizeof *names, str_cmp);
-  c->model_names = names;
-  c->n_models = nm;
-  gp__strmap_init(&c->model_map, (size_t)nm + 1);
-  for (int m = 0; m < nm; m++) gp__strmap_put(&c->model_map, names[m], m);
+  c->fleet->model_names = names;
+  c->fleet->n_models = nm;
+  gp__strmap_init(&c->fleet->model_map, (size_t)nm + 1);
+  for (int m = 0; m < nm; m++) gp__strmap_put(&c->fleet->model_map, names[m], m);
 
   /* Blocks, in order of first appearance. */
   gp__strmap blocks;
@@ -407,7 +407,7 @@ static int nodes_derive(gp__ctx *c) {
     if (!b) continue;
     int id = b == last_b ? last_id : gp__strmap_get(&blocks, b);
     if (id < 0) {
-      id = c->n_blocks++;
+      id = c->fleet->n_blocks++;
       gp__strmap_put(&blocks, b, id);
     }
     last_b = b;
@@ -416,13 +416,13 @@ static int nodes_derive(gp__ctx *c) {
     bcount[id]++;
   }
   gp__strmap_done(&blocks);
-  c->block_start = gp__scalloc(c, (size_t)c->n_blocks + 1, sizeof(int));
-  c->block_nodes = gp__scalloc(c, (size_t)nn + 1, sizeof(int));
-  for (int b = 0; b < c->n_blocks; b++) c->block_start[b + 1] = c->block_start[b] + bcount[b];
+  c->fleet->block_start = gp__scalloc(c, (size_t)c->fleet->n_blocks + 1, sizeof(int));
+  c->fleet->block_nodes = gp__scalloc(c, (size_t)nn + 1, sizeof(int));
+  for (int b = 0; b < c->fleet->n_blocks; b++) c->fleet->block_start[b + 1] = c->fleet->block_start[b] + bcount[b];
   memset(bcount, 0, ((size_t)nn + 1) * sizeof(int));
   for (int i = 0; i < nn; i++) {
     int b = c->nodes[i].block;
-    if (b >= 0) c->block_nodes[c->block_start[b] + bcount[b]++] = i;
+    if (b >= 0) c->fleet->block_nodes[c->fleet->block_start[b] + bcount[b]++] = i;
   }
 
   /* Per-GPU arrays and masks. */
@@ -431,9 +431,9 @@ static int nodes_derive(gp__ctx *c) {
     c->nodes[i].gpu_base = total;
     total += v->nodes[i].n_gpus;
   }
-  c->n_gpus_total = total;
+  c->fleet->n_gpus_total = total;
   usage_arrays(c, NULL);
-  c->dom = gp__scalloc(c, (size_t)total + 1, sizeof(uint32_t));
+  c->fleet->dom = gp__scalloc(c, (size_t)total + 1, sizeof(uint32_t));
   for (int i = 0; i < nn; i++) {
     const gp_node *n = &v->nodes[i];
     gp__node *s = &c->nodes[i];
@@ -452,7 +452,7 @@ static int nodes_derive(gp__ctx *c) {
       if (!s->up || h != GP_GPU_HEALTHY) continue;
       if (m == GP_SHARE_EXCLUSIVE || m == GP_SHARE_SHARED) s->whole_ok |= bit;
       if (m == GP_SHARE_SHARED || m == GP_SHARE_TIMESLICE) s->share_ok |= bit;
-      if (m == GP_SHARE_TIMESLICE) c->has_timeslice = true;
+      if (m == GP_SHARE_TIMESLICE) c->fleet->has_timeslice = true;
       if (m == GP_SHARE_MIG) s->mig_ok |= bit;
       if (n->gpus && n->gpus[g].mem_mib > 0 && n->gpus[g].mem_mib != n->gpu_mem_mib)
         s->mem_varies = true;
@@ -485,20 +485,20 @@ static int nodes_derive(gp__ctx *c) {
         }
         masks[k] |= (uint32_t)1 << g;
       }
-      memcpy(&c->dom[s->dom_base], masks, (size_t)nd * sizeof *masks);
+      memcpy(&c->fleet->dom[s->dom_base], masks, (size_t)nd * sizeof *masks);
       s->n_dom = nd;
       ndom += nd;
     }
   }
 
   /* Pools: which queues own one (a pool's queue and its sub-queues). */
-  c->n_slots = 1 + v->n_pools;
-  c->queue_pool = gp__salloc(c, ((size_t)c->tree.n + 1) * sizeof(int));
-  for (int q = 0; q < c->tree.n; q++) c->queue_pool[q] = -1;
+  c->fleet->n_slots = 1 + v->n_pools;
+  c->fleet->queue_pool = gp__salloc(c, ((size_t)c->tree.n + 1) * sizeof(int));
+  for (int q = 0; q < c->tree.n; q++) c->fleet->queue_pool[q] = -1;
   for (int p = 0; p < v->n_pools; p++) {
     int q = gp__qtree_find(&c->tree, v->pools[p].queue);
     for (int d = 0; d < c->tree.n && q >= 0; d++)
-      if (c->queue_pool[d] < 0 && gp__qtree_is_ancestor(&c->tree, q, d)) c->queue_pool[d] = p;
+      if (c->fleet->queue_pool[d] < 0 && gp__qtree_is_ancestor(&c->tree, q, d)) c->fleet->queue_pool[d] = p;
   }
   return 0;
 }
@@ -507,23 +507,23 @@ static int nodes_derive(gp__ctx *c) {
 static int group_of(const gp__ctx *c, int i) {
   const gp__node *s = &c->nodes[i];
   if (!s->up) return -1;
-  int m = s->model >= 0 ? s->model : c->n_models;
-  return (s->pool + 1) * (c->n_models + 1) + m;
+  int m = s->model >= 0 ? s->model : c->fleet->n_models;
+  return (s->pool + 1) * (c->fleet->n_models + 1) + m;
 }
 
 void gp__nodes_index(gp__ctx *c) {
   int nn = c->view->n_nodes;
   int *groups = gp_xmalloc(((size_t)nn + 1) * sizeof(int));
   for (int i = 0; i < nn; i++) groups[i] = group_of(c, i);
-  gp__index_init(&c->ix, nn, groups, c->n_slots * (c->n_models + 1));
+  gp__index_init(&c->fleet->ix, nn, groups, c->fleet->n_slots * (c->fleet->n_models + 1));
   free(groups);
   for (int i = 0; i < nn; i++) {
     if (!c->nodes[i].up) continue;
     int f = gp__popc(c->nodes[i].free);
-    gp__index_set(&c->ix, i, f);
-    if (c->nodes[i].block >= 0) c->block_free[c->nodes[i].block] += f;
+    gp__index_set(&c->fleet->ix, i, f);
+    if (c->nodes[i].block >= 0) c->fleet->block_free[c->nodes[i].block] += f;
   }
-  c->indexed = true;
+  c->fleet->indexed = true;
 }
 
 /* Applies one task's use of a node: sign +1 takes, -1 gives back. */
@@ -532,21 +532,21 @@ static void apply(gp__ctx *c, int node, uint32_t mask, int milli, int64_t gpu_me
   const gp_node *n = &c->view->nodes[node];
   gp__node *s = &c->nodes[node];
   int before = gp__popc(s->free);
-  c->use_gen++;
+  c->fleet->use_gen++;
   for (uint32_t m = mask; m; m &= m - 1) {
     int g = __builtin_ctz(m);
     int k = s->gpu_base + g;
     gp_share_mode mode = n->gpus ? n->gpus[g].mode : GP_SHARE_EXCLUSIVE;
     if (mig >= 0) {
-      if (sign > 0) c->gpu_mig_busy[k] |= (uint8_t)(1u << (mig & 7));
-      else c->gpu_mig_busy[k] &= (uint8_t)~(1u << (mig & 7));
+      if (sign > 0) c->fleet->gpu_mig_busy[k] |= (uint8_t)(1u << (mig & 7));
+      else c->fleet->gpu_mig_busy[k] &= (uint8_t)~(1u << (mig & 7));
     } else if (mode == GP_SHARE_TIMESLICE) {
-      c->gpu_used[k] += sign;
+      c->fleet->gpu_used[k] += sign;
     } else {
-      c->gpu_used[k] += sign * (milli > 0 && milli < GP_GPU_MILLI ? milli : GP_GPU_MILLI);
-      c->gpu_mem_used[k] += sign * gpu_mem;
+      c->fleet->gpu_used[k] += sign * (milli > 0 && milli < GP_GPU_MILLI ? milli : GP_GPU_MILLI);
+      c->fleet->gpu_mem_used[k] += sign * gpu_mem;
     }
-    bool idle = c->gpu_used[k] <= 0 && c->gpu_mem_used[k] <= 0 && !c->gpu_mig_busy[k];
+    bool idle = c->fleet->gpu_used[k] <= 0 && c->fleet->gpu_mem_used[k] <= 0 && !c->fleet->gpu_mig_busy[k];
     uint32_t bit = (uint32_t)1 << g;
     if (idle && (s->whole_ok & bit)) s->free |= bit;
     else s->free &= ~bit;
@@ -554,14 +554,14 @@ static void apply(gp__ctx *c, int node, uint32_t mask, int milli, int64_t gpu_me
   s->cpu_free -= sign * cpu;
   s->mem_free -= sign * mem;
   int after = gp__popc(s->free);
-  if (after != before && s->up && c->indexed) {
-    gp__index_set(&c->ix, node, after);
-    if (s->block >= 0) c->block_free[s->block] += after - before;
+  if (after != before && s->up && c->fleet->indexed) {
+    gp__index_set(&c->fleet->ix, node, after);
+    if (s->block >= 0) c->fleet->block_free[s->block] += after - before;
   }
 }
 
 bool gp__hold_whole(gp__ctx *c, int node, uint32_t mask, int64_t cpu, int64_t mem) {
-  return !c->indexed && hold_whole_on(c->nodes, c->gpu_used, node, mask, cpu, mem);
+  return !c->fleet->indexed && hold_whole_on(c->nodes, c->fleet->gpu_used, node, mask, cpu, mem);
 }
 
 void gp__hold_placements(gp__ctx *c, int j) {
@@ -580,4 +580,9 @@ void gp__take(gp__ctx *c, const gp__req *r, const gp__fit *f) {
 
 void gp__give(gp__ctx *c, const gp__req *r, const gp__fit *f) {
   apply(c, f->node, f->mask, f->milli, f->gpu_mem, f->mig, r->cpu, r->mem, -1);
+}
+
+void gp__core_fleet_done(gp__ctx *c) {
+  gp__index_done(&c->fleet->ix);
+  if (c->fleet->model_map.keys && !c->fleet->model_map_shared) gp__strmap_done(&c->fleet->model_map);
 }

@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/sched_int.h"
+#include "core/order.h"
 
 /* A heap entry carries its keys, so sifting compares adjacent memory instead of chasing
  * job indexes into the view. */
@@ -232,9 +232,9 @@ static bool build_sorted(gp__order *o, const struct gp__kept_order *kept) {
   gp__ctx *c = o->c;
   const uint64_t *revs = c->view->job_revs;
   const gp__memo_rec *rec = c->memo->rec;
-  int n_elig = c->n_eligible, nj = c->view->n_jobs;
-  const int *src = kept ? c->lists.fresh : c->eligible;
-  int nf = kept ? c->n_fresh : n_elig;
+  int n_elig = c->cls->n_eligible, nj = c->view->n_jobs;
+  const int *src = kept ? c->cls->lists.fresh : c->cls->eligible;
+  int nf = kept ? c->cls->n_fresh : n_elig;
   hent *fresh = gp__salloc(c, ((size_t)nf + 1) * sizeof *fresh);
   for (int e = 0; e < nf; e++) fresh[e] = entry_of(c, src[e]);
   hent *tmp = gp__salloc(c, ((size_t)nf + 1) * sizeof *tmp);
@@ -251,7 +251,7 @@ static bool build_sorted(gp__order *o, const struct gp__kept_order *kept) {
     for (;;) {
       while (ki < kend) { /* skip kept jobs whose slot changed */
         int j = kept->e[ki].j;
-        if (kept->remembered[ki] && j < nj && !(c->fresh_bits[j >> 6] >> (j & 63) & 1)) break;
+        if (kept->remembered[ki] && j < nj && !(c->cls->fresh_bits[j >> 6] >> (j & 63) & 1)) break;
         ki++;
       }
       bool have_f = fi < fend;
@@ -283,7 +283,7 @@ gp__order *gp__order_new(gp__ctx *c) {
   o->n_seg = o->fair ? nq : 1;
   o->seg_start = gp_xcalloc((size_t)o->n_seg + 1, sizeof(int));
   o->seg_len = gp__scalloc(c, (size_t)o->n_seg + 1, sizeof(int));
-  int n_elig = c->n_eligible;
+  int n_elig = c->cls->n_eligible;
   o->heap = gp_xmalloc(((size_t)n_elig + 1) * sizeof(hent));
   if (c->memo) {
     /* Kept for the next step: the order sorted in full (merged from the last one). */
@@ -294,11 +294,11 @@ gp__order *gp__order_new(gp__ctx *c) {
     if (!build_sorted(o, usable ? k : NULL) && usable) build_sorted(o, NULL);
     o->sorted = true;
   } else {
-    for (int e = 0; e < n_elig; e++) o->seg_len[seg_of(o, c->eligible[e])]++;
+    for (int e = 0; e < n_elig; e++) o->seg_len[seg_of(o, c->cls->eligible[e])]++;
     for (int s = 0; s < o->n_seg; s++) o->seg_start[s + 1] = o->seg_start[s] + o->seg_len[s];
     int *fill = gp__scalloc(c, (size_t)o->n_seg + 1, sizeof(int));
     for (int e = 0; e < n_elig; e++) {
-      int j = c->eligible[e];
+      int j = c->cls->eligible[e];
       int s = seg_of(o, j);
       o->heap[o->seg_start[s] + fill[s]++] = entry_of(c, j);
     }
@@ -343,7 +343,7 @@ void gp__order_free(gp__order *o) {
     gp__kept_order_free(m->order);
     struct gp__kept_order *k = m->order = gp_xcalloc(1, sizeof *k);
     *k = (struct gp__kept_order){.e = o->heap, .remembered = o->remembered,
-                                 .seg_start = o->seg_start, .n = o->c->n_eligible,
+                                 .seg_start = o->seg_start, .n = o->c->cls->n_eligible,
                                  .n_seg = o->n_seg, .step = m->step};
     o->heap = NULL;
     o->remembered = NULL;

@@ -4,9 +4,10 @@
  * choice of GPUs inside a node (one NVLink domain when possible) and the choice of node
  * through the free-capacity index: bin-packing scans buckets upwards from the request, so
  * the first node found is the most used one that fits; spread scans downwards. */
+#include <stdlib.h>
 #include <string.h>
 
-#include "core/sched_int.h"
+#include "core/place.h"
 
 void gp__req_init(gp__ctx *c, int j, gp__req *r) {
   const gp_job *job = &c->view->jobs[j];
@@ -34,7 +35,7 @@ void gp__req_init(gp__ctx *c, int j, gp__req *r) {
   }
   /* Pool slots: the queue's own pool first, then the general fleet, then pools that lend
    * to preemptible borrowers. */
-  int own = ji->leaf >= 0 ? c->queue_pool[ji->leaf] : -1;
+  int own = ji->leaf >= 0 ? c->fleet->queue_pool[ji->leaf] : -1;
   if (own >= 0) r->slots[r->n_slots++] = own + 1;
   r->slots[r->n_slots++] = 0;
   for (int p = 0; p < c->view->n_pools && r->n_slots < 16; p++)
@@ -62,7 +63,7 @@ uint32_t gp__choose_gpus(const gp__ctx *c, int node, uint32_t avail, int want) {
   const gp__node *s = &c->nodes[node];
   if (want <= 0) return 0;
   if (!s->n_dom) return lowest_bits(avail, want);
-  const uint32_t *dom = c->dom + s->dom_base;
+  const uint32_t *dom = c->fleet->dom + s->dom_base;
   /* The fullest domain that still fits the whole request keeps big domains free. */
   int best = -1, best_cnt = GP_MAX_NODE_GPUS + 1;
   for (int d = 0; d < s->n_dom; d++) {
@@ -151,7 +152,7 @@ bool gp__node_fit(gp__ctx *c, const gp__req *r, int node, uint32_t extra, int64_
   if (r->honor_resv && (s->resv & avail)) {
     for (uint32_t m = s->resv & avail; m; m &= m - 1) {
       int g = __builtin_ctz(m);
-      if (r->end > c->gpu_resv_until[s->gpu_base + g]) avail &= ~((uint32_t)1 << g);
+      if (r->end > c->fleet->gpu_resv_until[s->gpu_base + g]) avail &= ~((uint32_t)1 << g);
     }
   }
   avail &= mem_ok_mask(c, node, r->min_gpu_mem);
@@ -162,19 +163,19 @@ bool gp__node_fit(gp__ctx *c, const gp__req *r, int node, uint32_t extra, int64_
 
 /* Scans bucket (group, level) for its lowest-index node that passes the filters. */
 static int scan_bucket(gp__ctx *c, const gp__req *r, int group, int level, gp__fit *f) {
-  if (!gp__index_count(&c->ix, group, level)) return -1;
-  const int *members = c->ix.members + c->ix.group_start[group];
-  for (int pos = gp__index_next(&c->ix, group, level, 0); pos >= 0;
-       pos = gp__index_next(&c->ix, group, level, pos + 1))
+  if (!gp__index_count(&c->fleet->ix, group, level)) return -1;
+  const int *members = c->fleet->ix.members + c->fleet->ix.group_start[group];
+  for (int pos = gp__index_next(&c->fleet->ix, group, level, 0); pos >= 0;
+       pos = gp__index_next(&c->fleet->ix, group, level, pos + 1))
     if (gp__node_fit(c, r, members[pos], 0, 0, 0, f)) return members[pos];
   return -1;
 }
 
 /* The best node at one level over the request's models: lowest view index wins. */
 static bool scan_level(gp__ctx *c, const gp__req *r, int slot, int level, gp__fit *f) {
-  int stride = c->n_models + 1, best = -1;
+  int stride = c->fleet->n_models + 1, best = -1;
   gp__fit tmp;
-  int nm = r->n_models < 0 ? c->n_models + (r->kind == GP__R_CPU) : r->n_models;
+  int nm = r->n_models < 0 ? c->fleet->n_models + (r->kind == GP__R_CPU) : r->n_models;
   for (int k = 0; k < nm; k++) {
     int m = r->n_models < 0 ? k : r->models[k];
     int node = scan_bucket(c, r, slot * stride + m, level, &tmp);
@@ -193,21 +194,21 @@ bool gp__fit_task(gp__ctx *c, const gp__req *r, gp__fit *f) {
     int slot = r->slots[si];
     if (c->pol->placement == GP_PLACE_SPREAD) {
       for (int l = GP_MAX_NODE_GPUS; l >= need; l--)
-        if (c->ix.level_count[l] && scan_level(c, r, slot, l, f)) return true;
+        if (c->fleet->ix.level_count[l] && scan_level(c, r, slot, l, f)) return true;
     } else {
       for (int l = need; l <= GP_MAX_NODE_GPUS; l++)
-        if (c->ix.level_count[l] && scan_level(c, r, slot, l, f)) return true;
+        if (c->fleet->ix.level_count[l] && scan_level(c, r, slot, l, f)) return true;
     }
   }
   /* Exclusive and shared GPUs first, in every pool slot; then a timeslice replica. Only a
    * one-GPU task: N replicas of one GPU are not N GPUs (docs/internals/scheduler.md). */
-  if (r->gpus == 1 && c->has_timeslice) return gp__fit_replica(c, r, f);
+  if (r->gpus == 1 && c->fleet->has_timeslice) return gp__fit_replica(c, r, f);
   return false;
 }
 
 void gp__start_job(gp__ctx *c, const gp__req *r, const gp__fit *fits) {
   gp__job *ji = &c->jobs[r->job];
-  gp_plan_start *st = gp__vec_push(&c->starts, sizeof *st);
+  gp_plan_start *st = gp__vec_push(&c->place->starts, sizeof *st);
   st->job = r->job;
   st->n_placements = r->tasks;
   st->placements = gp_arena_alloc(c->arena, (size_t)r->tasks * sizeof *st->placements);
@@ -235,22 +236,31 @@ void gp__start_job(gp__ctx *c, const gp__req *r, const gp__fit *fits) {
   }
   if (ji->leaf >= 0) gp__queue_add_alloc(c, ji->leaf, ji->gpus);
   /* Remember which nodes it is on, once per node, for backfill's release times. */
-  if (!c->started_head) {
-    c->started_head = gp_xmalloc(((size_t)c->view->n_nodes + 1) * sizeof(int));
-    for (int i = 0; i < c->view->n_nodes; i++) c->started_head[i] = -1;
+  if (!c->place->started_head) {
+    c->place->started_head = gp_xmalloc(((size_t)c->view->n_nodes + 1) * sizeof(int));
+    for (int i = 0; i < c->view->n_nodes; i++) c->place->started_head[i] = -1;
   }
   for (int t = 0; t < r->tasks; t++) {
     bool dup = false;
     for (int u = 0; u < t && !dup; u++) dup = fits[u].node == fits[t].node;
     if (dup) continue;
-    size_t e = c->started_n++;
-    if (e >= c->started_cap) {
-      c->started_cap = c->started_cap ? c->started_cap * 2 : 256;
-      c->started_next = gp_xrealloc(c->started_next, c->started_cap * sizeof(int));
-      c->started_start = gp_xrealloc(c->started_start, c->started_cap * sizeof(int));
+    size_t e = c->place->started_n++;
+    if (e >= c->place->started_cap) {
+      c->place->started_cap = c->place->started_cap ? c->place->started_cap * 2 : 256;
+      c->place->started_next = gp_xrealloc(c->place->started_next, c->place->started_cap * sizeof(int));
+      c->place->started_start = gp_xrealloc(c->place->started_start, c->place->started_cap * sizeof(int));
     }
-    c->started_next[e] = c->started_head[fits[t].node];
-    c->started_start[e] = (int)c->starts.n - 1;
-    c->started_head[fits[t].node] = (int)e;
+    c->place->started_next[e] = c->place->started_head[fits[t].node];
+    c->place->started_start[e] = (int)c->place->starts.n - 1;
+    c->place->started_head[fits[t].node] = (int)e;
   }
+}
+
+void gp__core_place_done(gp__ctx *c) {
+  gp__shared_done(c);
+  free(c->place->started_head);
+  free(c->place->started_next);
+  free(c->place->started_start);
+  free(c->place->starts.items);
+  free(c->place->migs.items);
 }

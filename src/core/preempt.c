@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/sched_int.h"
+#include "core/preempt.h"
 
 enum { K_POOL = 0, K_PRIORITY, K_RECLAIM, K_STOPPING, K_N };
 enum { TAKEN = 1, VICTIM = 2 }; /* gp__preempt.out bits */
@@ -80,25 +80,17 @@ struct gp__preempt {
   int *fail_prio;                /* per leaf: priority of that failed priority attempt */
 };
 
-/* Running position r (ctx.running), read from its record only: no running job is a victim
- * before the victim order exists (priority, reclaim and pool victims are picked from it;
- * the stopping check counts on stopping jobs only), and this decides who enters it. */
-bool gp__victim_able(const gp__ctx *c, int r) {
-  const gp__run *ru = &c->run[r];
-  return !ru->stopping && ru->preemptible && c->now - ru->started >= c->pol->min_runtime;
-}
-
 /* The pool whose node a job of `leaf` borrows by running there (a pool its queue does not
  * own), or -1: what a pool's owner may take back. */
 static int borrowed_pool(const gp__ctx *c, int leaf, int node) {
   int pool = c->nodes[node].pool;
-  return pool >= 0 && (leaf < 0 || c->queue_pool[leaf] != pool) ? pool : -1;
+  return pool >= 0 && (leaf < 0 || c->fleet->queue_pool[leaf] != pool) ? pool : -1;
 }
 
 /* Does running position r borrow a pool's node? */
 static bool borrows(const gp__ctx *c, int r) {
-  const gp__run *ru = &c->run[r];
-  const gp_job *job = ru->node >= 0 ? NULL : &c->view->jobs[c->running[r]];
+  const gp__run *ru = &c->cls->run[r];
+  const gp_job *job = ru->node >= 0 ? NULL : &c->view->jobs[c->cls->running[r]];
   int n_pl = job ? job->n_placements : 1;
   for (int k = 0; k < n_pl; k++)
     if (borrowed_pool(c, ru->leaf, job ? job->placements[k].node : ru->node) >= 0) return true;
@@ -109,12 +101,12 @@ static bool borrows(const gp__ctx *c, int r) {
  * nor reclaim, only a pool's owner could preempt, and only a borrower: without one (pools
  * that do not lend), nothing can be preempted, and the step need not try. */
 void gp__preempt_setup(gp__ctx *c) {
-  c->pre = gp__scalloc(c, 1, sizeof *c->pre);
+  c->preempt->pre = gp__scalloc(c, 1, sizeof *c->preempt->pre);
   bool others = c->pol->preemption || (c->pol->reclaim && c->pol->order == GP_ORDER_FAIRSHARE);
   bool possible = false;
-  for (int r = 0; r < c->n_running && !possible; r++)
+  for (int r = 0; r < c->cls->n_running && !possible; r++)
     possible = gp__victim_able(c, r) && (others || (c->view->n_pools > 0 && borrows(c, r)));
-  c->preempt_possible = possible;
+  c->preempt->possible = possible;
 }
 
 /* What the plausibility of pool and priority preemption reads: per pool, the running jobs
@@ -124,17 +116,17 @@ void gp__preempt_setup(gp__ctx *c) {
  * need not read the view: classification kept their node. */
 static void count_for_plausibility(gp__ctx *c) {
   const gp_view *v = c->view;
-  struct gp__preempt *p = c->pre;
+  struct gp__preempt *p = c->preempt->pre;
   if (p->counted) return;
   p->counted = true;
   int nq = c->tree.n;
   p->leaf_min_prio = gp__salloc(c, ((size_t)nq + 1) * sizeof(int));
   for (int q = 0; q < nq; q++) p->leaf_min_prio[q] = INT_MAX;
   p->pool_borrowers = gp__scalloc(c, (size_t)v->n_pools + 1, sizeof(int));
-  for (int r = 0; r < c->n_running; r++) {
-    const gp__run *ru = &c->run[r];
+  for (int r = 0; r < c->cls->n_running; r++) {
+    const gp__run *ru = &c->cls->run[r];
     if (v->n_pools > 0) {
-      const gp_job *job = ru->node >= 0 ? NULL : &v->jobs[c->running[r]];
+      const gp_job *job = ru->node >= 0 ? NULL : &v->jobs[c->cls->running[r]];
       int n_pl = job ? job->n_placements : 1;
       for (int k = 0; k < n_pl; k++) {
         int node = job ? job->placements[k].node : ru->node;
@@ -152,16 +144,16 @@ static void count_for_plausibility(gp__ctx *c) {
  * best_node keeps a node's first MAX_ON_NODE in that order). Stopping jobs are few: one
  * pass over the running records finds them, and only they are listed per node. */
 static void stopping_build(gp__ctx *c) {
-  struct gp__preempt *p = c->pre;
+  struct gp__preempt *p = c->preempt->pre;
   if (p->stopping_built) return;
   p->stopping_built = true;
   int nn = c->view->n_nodes;
-  p->stopping = gp__salloc(c, ((size_t)c->n_stopping + 1) * sizeof(int));
+  p->stopping = gp__salloc(c, ((size_t)c->cls->n_stopping + 1) * sizeof(int));
   p->stop_start = gp__scalloc(c, (size_t)nn + 2, sizeof(int));
   int n_entries = 0;
-  for (int r = 0; r < c->n_running; r++) {
-    if (!c->run[r].stopping) continue;
-    int j = c->running[r];
+  for (int r = 0; r < c->cls->n_running; r++) {
+    if (!c->cls->run[r].stopping) continue;
+    int j = c->cls->running[r];
     p->stopping[p->n_stopping++] = j;
     const gp_job *job = &c->view->jobs[j];
     for (int k = 0; k < job->n_placements; k++)
@@ -182,7 +174,7 @@ static void stopping_build(gp__ctx *c) {
 }
 
 static void alloc_scratch(gp__ctx *c) {
-  struct gp__preempt *p = c->pre;
+  struct gp__preempt *p = c->preempt->pre;
   if (p->jstamp) return;
   int nn = c->view->n_nodes, nj = c->view->n_jobs, nq = c->tree.n;
   p->jstamp = gp__scalloc(c, (size_t)nj + 1, sizeof(int));
@@ -206,7 +198,11 @@ static void alloc_scratch(gp__ctx *c) {
 }
 
 /* (Everything preemption builds is the step's scratch memory: it goes with the step.) */
-void gp__preempt_done(gp__ctx *c) { c->pre = NULL; }
+void gp__preempt_done(gp__ctx *c) {
+  c->preempt->pre = NULL;
+  free(c->preempt->preemptions.items);
+  free(c->preempt->victims.items);
+}
 
 /* Victim order: is a a better (cheaper) victim than b? */
 static bool victim_before(const gp__ctx *c, int a, int b) {
@@ -221,7 +217,7 @@ static bool victim_before(const gp__ctx *c, int a, int b) {
 }
 
 static void add_candidate(gp__ctx *c, int v) {
-  struct gp__preempt *p = c->pre;
+  struct gp__preempt *p = c->preempt->pre;
   if (p->jstamp[v] == p->stamp) return;
   p->jstamp[v] = p->stamp;
   const gp_job *job = &c->view->jobs[v];
@@ -250,7 +246,7 @@ static bool reclaim_ok(const gp__ctx *c, int J, int v) {
   if (lv < 0 || lj < 0 || lv == lj) return false;
   int top = lca(c, lj, lv);
   double gv = c->jobs[v].gpus, gj = c->jobs[J].gpus;
-  const struct gp__preempt *p = c->pre;
+  const struct gp__preempt *p = c->preempt->pre;
   for (int q = lv; q != top; q = t->q[q].parent)
     if (t->q[q].allocated - p->lost[q] - p->removed[q] - gv < t->q[q].fair_share - GP__EPS)
       return false;
@@ -261,7 +257,7 @@ static bool reclaim_ok(const gp__ctx *c, int J, int v) {
 
 static void add_removed(gp__ctx *c, int v, double sign) {
   for (int q = c->jobs[v].leaf; q >= 0; q = c->tree.q[q].parent)
-    c->pre->removed[q] += sign * c->jobs[v].gpus;
+    c->preempt->pre->removed[q] += sign * c->jobs[v].gpus;
 }
 
 static void touch(struct gp__preempt *p, int node) {
@@ -289,7 +285,7 @@ static void frees_on(const gp__ctx *c, int v, int node, uint32_t *mask, int64_t 
 /* One task of a waiting-for-stopping check: the best node and the stopping jobs it counts
  * on there. Returns their number (>= 0) or -1. */
 static int best_node(gp__ctx *c, const gp__req *r, int kind, gp__fit *best_fit, int *best_victims) {
-  struct gp__preempt *p = c->pre;
+  struct gp__preempt *p = c->preempt->pre;
   int best = -1, best_n = 0, best_worst = -1;
   for (int ci = 0; ci < p->n_cand; ci++) {
     int node = p->cand_nodes[ci];
@@ -341,15 +337,15 @@ static int best_node(gp__ctx *c, const gp__req *r, int kind, gp__fit *best_fit, 
 }
 
 static void build_vorder(gp__ctx *c) {
-  struct gp__preempt *p = c->pre;
+  struct gp__preempt *p = c->preempt->pre;
   if (p->vorder) return;
   int nn = c->view->n_nodes;
-  int *order = gp__salloc(c, ((size_t)c->n_running + 1) * sizeof *order);
+  int *order = gp__salloc(c, ((size_t)c->cls->n_running + 1) * sizeof *order);
   int n = gp__victim_order(c, order);
   p->vorder = gp__salloc(c, ((size_t)n + 1) * sizeof *p->vorder);
   for (int k = 0; k < n; k++) {
-    const gp__run *ru = &c->run[order[k]];
-    p->vorder[k] = (vrec){.v = c->running[order[k]], .node = ru->node, .whole = ru->whole,
+    const gp__run *ru = &c->cls->run[order[k]];
+    p->vorder[k] = (vrec){.v = c->cls->running[order[k]], .node = ru->node, .whole = ru->whole,
                           .leaf = ru->leaf, .prio = ru->prio, .gpus = ru->gpus,
                           .cpu = ru->cpu, .mem = ru->mem};
   }
@@ -377,7 +373,7 @@ static void build_vorder(gp__ctx *c) {
  * GPUs known to pass and the fewest known to fail answer most victims without asking. */
 static inline __attribute__((always_inline)) bool walk_candidate(const gp__ctx *c, int kind, int J,
                                                                  int i, int node) {
-  const struct gp__preempt *p = c->pre;
+  const struct gp__preempt *p = c->preempt->pre;
   const gp__job *jj = &c->jobs[J];
   const vrec *vr = &p->vorder[i];
   int vl = vr->leaf;
@@ -400,7 +396,7 @@ static inline __attribute__((always_inline)) bool walk_candidate(const gp__ctx *
     p->rc_bad_min[vl] = vr->gpus;
     return false;
   default: { /* K_POOL: borrowers on the owner's pool nodes */
-    int own = c->queue_pool[jj->leaf];
+    int own = c->fleet->queue_pool[jj->leaf];
     return own >= 0 && borrowed_pool(c, vl, node) == own;
   }
   }
@@ -410,7 +406,7 @@ static inline __attribute__((always_inline)) bool walk_candidate(const gp__ctx *
  * node, until some node can take the task; that node and its accumulated victims win (the
  * node whose most valuable victim is least valuable). Returns the number of victims, or -1. */
 static int walk_node(gp__ctx *c, const gp__req *r, int kind, gp__fit *best_fit, int *best_victims) {
-  struct gp__preempt *p = c->pre;
+  struct gp__preempt *p = c->preempt->pre;
   /* Capacity freed by victims of earlier tasks may already be enough. */
   for (int k = 0; k < p->n_touched; k++) {
     int node = p->touched[k];
@@ -492,7 +488,7 @@ static int walk_node(gp__ctx *c, const gp__req *r, int kind, gp__fit *best_fit, 
 }
 
 static void take_victim(gp__ctx *c, int v, int kind) {
-  struct gp__preempt *p = c->pre;
+  struct gp__preempt *p = c->preempt->pre;
   p->out[v] |= TAKEN;
   p->taken_list[p->n_taken++] = v;
   if (kind == K_RECLAIM) add_removed(c, v, +1);
@@ -507,7 +503,7 @@ static void take_victim(gp__ctx *c, int v, int kind) {
 
 /* Runs one simulation of `kind`. On success with record, the victims are in the plan. */
 static bool simulate(gp__ctx *c, const gp__req *r, int kind, bool record) {
-  struct gp__preempt *p = c->pre;
+  struct gp__preempt *p = c->preempt->pre;
   alloc_scratch(c);
   p->stamp++;
   p->n_cand = 0;
@@ -548,11 +544,11 @@ static bool simulate(gp__ctx *c, const gp__req *r, int kind, bool record) {
     /* The victim (or the stopping job counted on) is spoken for in this step. */
     gp__job_mut(c, v)->victim = true;
     p->out[v] |= VICTIM;
-    gp__backfill_victim(c, v);
+    *(int *)gp__vec_push(&c->preempt->victims, sizeof(int)) = v;
     for (int q = c->jobs[v].leaf; q >= 0; q = c->tree.q[q].parent) p->lost[q] += c->jobs[v].gpus;
-    c->alloc_gen++;
+    c->cls->alloc_gen++;
     if (kind == K_STOPPING) continue;
-    gp_plan_preemption *pe = gp__vec_push(&c->preemptions, sizeof *pe);
+    gp_plan_preemption *pe = gp__vec_push(&c->preempt->preemptions, sizeof *pe);
     pe->job = v;
     pe->for_job = r->job;
     pe->kind = kind == K_PRIORITY ? GP_PREEMPT_PRIORITY : GP_PREEMPT_RECLAIM;
@@ -572,7 +568,7 @@ static bool simulate(gp__ctx *c, const gp__req *r, int kind, bool record) {
 }
 
 bool gp__fits_after_stopping(gp__ctx *c, const gp__req *r) {
-  if (!c->pre || c->n_stopping == 0) return false;
+  if (!c->preempt->pre || c->cls->n_stopping == 0) return false;
   if (r->kind != GP__R_WHOLE && r->kind != GP__R_CPU) return false;
   return simulate(c, r, K_STOPPING, true);
 }
@@ -580,21 +576,21 @@ bool gp__fits_after_stopping(gp__ctx *c, const gp__req *r) {
 /* An upper bound of what reclaim could free for a job of `leaf`: every other leaf's
  * allocation beyond its fair share, less what earlier reclaims in this step took. */
 static double reclaimable(gp__ctx *c, int leaf) {
-  struct gp__preempt *p = c->pre;
+  struct gp__preempt *p = c->preempt->pre;
   if (!p->rcl) {
     p->rcl = gp__salloc(c, ((size_t)c->tree.n + 1) * sizeof *p->rcl);
     p->rcl_gen = gp__scalloc(c, (size_t)c->tree.n + 1, sizeof *p->rcl_gen);
   }
   /* The same until an allocation or a victim changes: a step asks it for every job it
    * considers, and starts and victims are few. */
-  if (p->rcl_gen[leaf] == c->alloc_gen + 1) return p->rcl[leaf];
+  if (p->rcl_gen[leaf] == c->cls->alloc_gen + 1) return p->rcl[leaf];
   double sum = 0;
   for (int q = 0; q < c->tree.n; q++) {
     if (q == leaf || !gp__qtree_is_leaf(&c->tree, q)) continue;
-    double over = c->tree.q[q].allocated - (c->pre->lost ? c->pre->lost[q] : 0) - c->tree.q[q].fair_share;
+    double over = c->tree.q[q].allocated - (c->preempt->pre->lost ? c->preempt->pre->lost[q] : 0) - c->tree.q[q].fair_share;
     if (over > 0) sum += over;
   }
-  p->rcl_gen[leaf] = c->alloc_gen + 1;
+  p->rcl_gen[leaf] = c->cls->alloc_gen + 1;
   return p->rcl[leaf] = sum;
 }
 
@@ -603,13 +599,13 @@ static double reclaimable(gp__ctx *c, int leaf) {
  * failed for one no bigger (each test below is monotone in the job's GPUs and priority,
  * the way gp__try_preempt applies it). */
 bool gp__preempt_may_act(gp__ctx *c, int leaf, double min_gpus, int max_prio) {
-  if (!c->preempt_possible || c->preempt_attempts >= GP__MAX_PREEMPT_ATTEMPTS) return false;
-  struct gp__preempt *p = c->pre;
+  if (!c->preempt->possible || c->preempt->attempts >= GP__MAX_PREEMPT_ATTEMPTS) return false;
+  struct gp__preempt *p = c->preempt->pre;
   double fail[K_STOPPING];
   for (int k = 0; k < K_STOPPING; k++) fail[k] = p->fail_gpus[k] ? p->fail_gpus[k][leaf] : 1e300;
-  int own = c->queue_pool[leaf];
+  int own = c->fleet->queue_pool[leaf];
   if (own >= 0 && (!p->counted || p->pool_borrowers[own] > 0) && min_gpus < fail[K_POOL]) return true;
-  int min_prio = p->counted ? p->leaf_min_prio[leaf] : c->run_min_prio;
+  int min_prio = p->counted ? p->leaf_min_prio[leaf] : c->cls->run_min_prio;
   if (c->pol->preemption && min_prio < max_prio &&
       !(min_gpus >= fail[K_PRIORITY] && p->fail_prio && max_prio <= p->fail_prio[leaf]))
     return true;
@@ -621,14 +617,14 @@ bool gp__preempt_may_act(gp__ctx *c, int leaf, double min_gpus, int max_prio) {
 
 bool gp__try_preempt(gp__ctx *c, gp__req *r) {
   const gp__job *J = &c->jobs[r->job];
-  if (!c->preempt_possible || J->leaf < 0) return false;
+  if (!c->preempt->possible || J->leaf < 0) return false;
   if (J->kind != GP__R_WHOLE && J->kind != GP__R_CPU) return false;
-  struct gp__preempt *p = c->pre;
+  struct gp__preempt *p = c->preempt->pre;
   const gp__queue *lq = &c->tree.q[J->leaf];
-  int own = c->queue_pool[J->leaf];
+  int own = c->fleet->queue_pool[J->leaf];
   /* Without a pool of its own, and with no preemptible running job below the job's
    * priority, neither pool nor priority preemption can act: no need to count for them. */
-  if (own >= 0 || (c->pol->preemption && c->run_min_prio < J->prio)) count_for_plausibility(c);
+  if (own >= 0 || (c->pol->preemption && c->cls->run_min_prio < J->prio)) count_for_plausibility(c);
   bool plausible[K_N] = {
       [K_POOL] = own >= 0 && p->pool_borrowers[own] > 0,
       [K_PRIORITY] = c->pol->preemption && p->counted && p->leaf_min_prio[J->leaf] < J->prio,
@@ -643,8 +639,8 @@ bool gp__try_preempt(gp__ctx *c, gp__req *r) {
     if (J->gpus >= p->fail_gpus[kind][J->leaf] &&
         (kind != K_PRIORITY || J->prio <= p->fail_prio[J->leaf]))
       continue;
-    if (c->preempt_attempts >= GP__MAX_PREEMPT_ATTEMPTS) return false;
-    c->preempt_attempts++;
+    if (c->preempt->attempts >= GP__MAX_PREEMPT_ATTEMPTS) return false;
+    c->preempt->attempts++;
     gp__req_need(c, r);
     if (simulate(c, r, kind, true)) return true;
     if (J->gpus < p->fail_gpus[kind][J->leaf]) {

@@ -18,59 +18,46 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/sched_int.h"
+#include "core/backfill.h"
+#include "core/memo.h"
+#include "core/order.h"
 
-void *gp__vec_push(gp__vec *v, size_t elem) {
-  gp_xgrow(&v->items, &v->cap, v->n + 1, elem);
-  void *p = (char *)v->items + v->n * elem;
-  memset(p, 0, elem);
-  v->n++;
-  return p;
-}
+/* Plan assembly's own state: the sentences it formats once per queue. */
+typedef struct gp__core_assembly {
+  const char **limit_msg;     /* per queue: "Queue X is at its limit" (made on first use) */
+} gp__core_assembly;
 
+/* Each stage ends its use of its state, the highest first. */
 static void ctx_done(gp__ctx *c) {
-  gp__qtree_done(&c->tree);
-  gp__index_done(&c->ix);
-  if (c->memo) gp__memo_restore_jobs(c); /* (the memo's array and lists) */
-  else free(c->jobs);
-  if (c->model_map.keys && !c->model_map_shared) gp__strmap_done(&c->model_map);
-  free(c->run);
-  free(c->leaf_has_resv);
-  free(c->limit_msg);
-  free(c->started_head);
-  free(c->started_next);
-  free(c->started_start);
-  if (c->ids_built) gp__strmap_done(&c->ids);
-  gp__shapes_done(c);
-  gp__preempt_done(c);
-  gp__shared_done(c);
   gp__backfill_done(c);
-  free(c->starts.items);
-  free(c->preemptions.items);
-  free(c->reservations.items);
-  free(c->migs.items);
+  gp__preempt_done(c);
+  gp__core_place_done(c);
+  gp__core_cls_done(c);
+  gp__core_fleet_done(c);
+  free(c->assembly->limit_msg);
+  gp__qtree_done(&c->tree);
   gp__scratch_end(c->scratch, c->scratch != &c->own_scratch);
 }
 
 static const char *limit_message(gp__ctx *c, int q) {
-  if (!c->limit_msg) c->limit_msg = gp_xcalloc((size_t)c->tree.n + 1, sizeof(char *));
-  if (!c->limit_msg[q])
-    c->limit_msg[q] = gp_arena_printf(c->arena, "Queue %s is at its limit of %g GPUs.",
+  if (!c->assembly->limit_msg) c->assembly->limit_msg = gp_xcalloc((size_t)c->tree.n + 1, sizeof(char *));
+  if (!c->assembly->limit_msg[q])
+    c->assembly->limit_msg[q] = gp_arena_printf(c->arena, "Queue %s is at its limit of %g GPUs.",
                                       c->tree.q[q].name, c->tree.q[q].limit);
-  return c->limit_msg[q];
+  return c->assembly->limit_msg[q];
 }
 
 /* Nothing left could be placed: no free node can hold the smallest whole-GPU request, or
  * every placement key still waiting has already failed in this step (shapes.c). */
 static bool nothing_fits(const gp__ctx *c) {
-  if (c->keys_alive <= 0) return true;
-  return !c->other_eligible && gp__index_max_level(&c->ix) < c->min_whole;
+  if (c->cls->keys_alive <= 0) return true;
+  return !c->cls->other_eligible && gp__index_max_level(&c->fleet->ix) < c->cls->min_whole;
 }
 
 /* Would the job fit once the STOPPING jobs are gone? Memoised per shape: a failure stays a
  * failure for the rest of the step. */
 static bool waits_for_stopping(gp__ctx *c, gp__req *r) {
-  if (c->n_stopping <= 0) return false;
+  if (c->cls->n_stopping <= 0) return false;
   int shape = c->jobs[r->job].shape;
   if (shape >= 0 && gp__shape_flag(c, shape, 1)) return false;
   gp__req_need(c, r);
@@ -101,9 +88,9 @@ static bool try_job(gp__ctx *c, gp__order *o, int j, gp__fit **fits, size_t *fit
       return false;
     }
     gp__keys_fail(c, j);
-    if (c->n_resv == 0) gp__shape_set_flag(c, ji->shape, 0); /* no fence: fails for all ends */
+    if (c->backfill->n_resv == 0) gp__shape_set_flag(c, ji->shape, 0); /* no fence: fails for all ends */
   }
-  if (c->n_resv > 0 && !gp__shape_flag(c, ji->shape, 0)) {
+  if (c->backfill->n_resv > 0 && !gp__shape_flag(c, ji->shape, 0)) {
     bool fits_free = gp__shape_fits_free(c, ji->shape);
     if (!fits_free) {
       gp__req_need(c, &r);
@@ -144,7 +131,7 @@ static gp_plan_pending settle_unconsidered(gp__ctx *c, int j, bool head_blocked)
   int over = gp__queue_over_limit(c, ji->leaf, ji->gpus);
   if (over >= 0) return (gp_plan_pending){j, GP_PEND_QUEUE_LIMIT, limit_message(c, over)};
   if (head_blocked) return (gp_plan_pending){j, GP_PEND_PRIORITY, GP__MSG_PRIORITY};
-  if (c->n_stopping > 0) {
+  if (c->cls->n_stopping > 0) {
     gp__job_keyed(c, j); /* (its shape remembers a failure for the jobs of the same request) */
     if (!(ji->shape >= 0 && gp__shape_flag(c, ji->shape, 1))) {
       gp__req r;
@@ -161,17 +148,17 @@ static gp_plan_pending settle_unconsidered(gp__ctx *c, int j, bool head_blocked)
  * stopping job to wait on (that claims it), no reservation (its leaf has one, or the step
  * has all it may make), no MIG plan, no preemption (gp__preempt_may_act). */
 static bool rest_inert(gp__ctx *c, gp__order *o, int s) {
-  if (c->n_stopping > 0 || (c->pol->dynamic_mig && c->mig_eligible)) return false;
+  if (c->cls->n_stopping > 0 || (c->pol->dynamic_mig && c->cls->mig_eligible)) return false;
   double min_gpus;
   int max_prio;
   bool whole;
   if (!gp__order_rest(o, s, &min_gpus, &max_prio, &whole)) return true;
   bool fair = c->pol->order == GP_ORDER_FAIRSHARE;
-  if (whole && c->pol->backfill && c->n_resv < GP__MAX_RESERVATIONS &&
-      !(fair && c->leaf_has_resv && c->leaf_has_resv[s]))
+  if (whole && c->pol->backfill && c->backfill->n_resv < GP__MAX_RESERVATIONS &&
+      !(fair && c->backfill->leaf_has_resv && c->backfill->leaf_has_resv[s]))
     return false;
   if (!fair) /* jobs of every leaf: only a step that can no longer preempt at all */
-    return !c->preempt_possible || c->preempt_attempts >= GP__MAX_PREEMPT_ATTEMPTS;
+    return !c->preempt->possible || c->preempt->attempts >= GP__MAX_PREEMPT_ATTEMPTS;
   return !gp__preempt_may_act(c, s, min_gpus, max_prio);
 }
 
@@ -192,12 +179,12 @@ static bool run(gp__ctx *c) {
        * still change something for the best-ordered jobs: a bounded number more are
        * considered (each cheap: its placement key is dead), then the rest get their
        * reason in bulk. */
-      bool more_resv = c->pol->backfill && c->n_resv < GP__MAX_RESERVATIONS;
+      bool more_resv = c->pol->backfill && c->backfill->n_resv < GP__MAX_RESERVATIONS;
       /* Reservations made now change nothing more in this step (nothing can start), so a
        * step that reports none stops here, unless a MIG job's turn could still plan a
        * re-partition. */
-      if (c->decisions_only && !(c->pol->dynamic_mig && c->mig_eligible)) more_resv = false;
-      bool more_preempt = c->preempt_possible && c->preempt_attempts < GP__MAX_PREEMPT_ATTEMPTS;
+      if (c->decisions_only && !(c->pol->dynamic_mig && c->cls->mig_eligible)) more_resv = false;
+      bool more_preempt = c->preempt->possible && c->preempt->attempts < GP__MAX_PREEMPT_ATTEMPTS;
       if ((!more_resv && !more_preempt) || drained++ >= GP__MAX_DRAIN) break;
       /* A decisions-only step passes over inert jobs as a block; they count as
        * considered, so the drain ends where it would have. */
@@ -232,16 +219,16 @@ static gp_plan *assemble(gp__ctx *c, bool head_blocked, bool decisions_only) {
   gp_arena *a = c->arena;
   plan->arena = a;
   plan->now = c->now;
-  plan->n_starts = (int)c->starts.n;
-  plan->starts = copy_vec(a, &c->starts, sizeof(gp_plan_start));
-  plan->n_preemptions = (int)c->preemptions.n;
-  plan->preemptions = copy_vec(a, &c->preemptions, sizeof(gp_plan_preemption));
+  plan->n_starts = (int)c->place->starts.n;
+  plan->starts = copy_vec(a, &c->place->starts, sizeof(gp_plan_start));
+  plan->n_preemptions = (int)c->preempt->preemptions.n;
+  plan->preemptions = copy_vec(a, &c->preempt->preemptions, sizeof(gp_plan_preemption));
   if (!decisions_only) {
-    plan->n_reservations = (int)c->reservations.n;
-    plan->reservations = copy_vec(a, &c->reservations, sizeof(gp_plan_reservation));
+    plan->n_reservations = (int)c->backfill->reservations.n;
+    plan->reservations = copy_vec(a, &c->backfill->reservations, sizeof(gp_plan_reservation));
   }
-  plan->n_mig = (int)c->migs.n;
-  plan->mig = copy_vec(a, &c->migs, sizeof(gp_plan_mig));
+  plan->n_mig = (int)c->place->migs.n;
+  plan->mig = copy_vec(a, &c->place->migs, sizeof(gp_plan_mig));
 
   /* One pass over the jobs: ended ones; unless only decisions are wanted, reasons for
    * those never considered, the pending list and the queues' job figures. The figures are summed per leaf and
@@ -255,7 +242,7 @@ static gp_plan *assemble(gp__ctx *c, bool head_blocked, bool decisions_only) {
   gp_plan_queue *qs = gp_arena_alloc(a, ((size_t)nq + 1) * sizeof *qs);
   int64_t *asked = gp__scalloc(c, (size_t)nq + 1, sizeof *asked);
   bool fractions = false;
-  if (decisions_only && c->n_ended == 0) nj = 0; /* the pass would find nothing */
+  if (decisions_only && c->cls->n_ended == 0) nj = 0; /* the pass would find nothing */
   for (int j = 0; j < nj; j++) {
     const gp__job *ji = &c->jobs[j];
     if (ji->stat == GP__J_ENDED) {
@@ -332,8 +319,27 @@ int gp_sched_step_memo(gp_sched_memo *memo, const gp_policy *policy, const gp_vi
                        gp_time now, unsigned flags, gp_plan **ret_plan, gp_err *err) {
   if (!policy || !view || !ret_plan)
     return gp_err_set(err, GP_EINVAL, NULL, 0, NULL, "policy, view and ret_plan are required");
+  /* The context and every stage's state live for this call. */
   gp__ctx c;
+  gp__core_fleet fleet;
+  gp__core_cls cls;
+  gp__core_place place;
+  gp__core_preempt preempt;
+  gp__core_backfill backfill;
+  gp__core_assembly assembly;
   memset(&c, 0, sizeof c);
+  memset(&fleet, 0, sizeof fleet);
+  memset(&cls, 0, sizeof cls);
+  memset(&place, 0, sizeof place);
+  memset(&preempt, 0, sizeof preempt);
+  memset(&backfill, 0, sizeof backfill);
+  memset(&assembly, 0, sizeof assembly);
+  c.fleet = &fleet;
+  c.cls = &cls;
+  c.place = &place;
+  c.preempt = &preempt;
+  c.backfill = &backfill;
+  c.assembly = &assembly;
   c.pol = policy;
   c.view = view;
   c.now = now;
@@ -346,6 +352,7 @@ int gp_sched_step_memo(gp_sched_memo *memo, const gp_policy *policy, const gp_vi
     ctx_done(&c);
     return rc;
   }
+  gp__memo_view_checked(&c);
   c.arena = gp_arena_new();
   /* Filled by classification; a memo's keeps what replayed slots need. */
   c.jobs = c.memo ? c.memo->jobs : gp_xmalloc(((size_t)view->n_jobs + 1) * sizeof *c.jobs);
@@ -357,7 +364,7 @@ int gp_sched_step_memo(gp_sched_memo *memo, const gp_policy *policy, const gp_vi
     return rc;
   }
   gp__nodes_index(&c);
-  gp__qtree_fair_share(&c.tree, c.capacity);
+  gp__qtree_fair_share(&c.tree, c.fleet->capacity);
   gp__preempt_setup(&c);
   gp__shared_setup(&c);
   bool head_blocked = run(&c);

@@ -7,7 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/sched_int.h"
+#include "core/scratch.h"
+#include "core/ctx.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define GP__SCRATCH_ONE_BY_ONE 1

@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/sched_int.h"
+#include "core/classify.h"
 
 static uint32_t mix(uint32_t h, uint64_t v) {
   h ^= (uint32_t)v + 0x9e3779b9u + (h << 6) + (h >> 2);
@@ -31,16 +31,16 @@ static uint32_t mix(uint32_t h, uint64_t v) {
 static int pool_key(const gp__ctx *c, int j) {
   if (!c->view->n_pools) return 0;
   int leaf = c->jobs[j].leaf;
-  return ((leaf >= 0 ? c->queue_pool[leaf] : -1) + 2) * 2 + c->jobs[j].preemptible;
+  return ((leaf >= 0 ? c->fleet->queue_pool[leaf] : -1) + 2) * 2 + c->jobs[j].preemptible;
 }
 
 /* Hash of a string, cached by pointer: requests usually share their model and label
  * strings, so the string is hashed once per step. The value never depends on the cache. */
 static uint32_t str_hash(gp__ctx *c, const char *str) {
   unsigned h = gp__ptr_slot(str, 6);
-  if (c->hcache_ptr[h] == str) return c->hcache_val[h];
-  c->hcache_ptr[h] = str;
-  return c->hcache_val[h] = gp__strhash(str);
+  if (c->cls->hcache_ptr[h] == str) return c->cls->hcache_val[h];
+  c->cls->hcache_ptr[h] = str;
+  return c->cls->hcache_val[h] = gp__strhash(str);
 }
 
 /* Hash of the class part (numbers == false) or of the whole shape. */
@@ -183,7 +183,7 @@ struct gp__shapes {
 /* A memo keeps the tables for its next step, which empties them (ids are per step) but
  * keeps their room: a step would otherwise allocate some twenty arrays again. */
 static struct gp__shapes *shapes(gp__ctx *c) {
-  struct gp__shapes *s = c->shapes;
+  struct gp__shapes *s = c->cls->shapes;
   if (s) return s;
   if (c->memo && (s = c->memo->shapes)) {
     c->memo->shapes = NULL;
@@ -191,9 +191,9 @@ static struct gp__shapes *shapes(gp__ctx *c) {
     s->gen++;
     for (size_t i = 0; i <= s->shape_tab.mask; i++) s->shape_tab.slot[i] = -1;
     for (size_t i = 0; i <= s->class_tab.mask; i++) s->class_tab.slot[i] = -1;
-    return c->shapes = s;
+    return c->cls->shapes = s;
   }
-  s = c->shapes = gp_xcalloc(1, sizeof *s);
+  s = c->cls->shapes = gp_xcalloc(1, sizeof *s);
   s->memo = gp_xcalloc((size_t)1 << MEMO_BITS, sizeof *s->memo);
   s->gen = 1;
   sigtab_init(&s->shape_tab);
@@ -223,13 +223,13 @@ void gp__shapes_free(struct gp__shapes *s) {
 }
 
 void gp__shapes_done(gp__ctx *c) {
-  if (c->memo && c->shapes) {
+  if (c->memo && c->cls->shapes) {
     gp__shapes_free(c->memo->shapes);
-    c->memo->shapes = c->shapes;
+    c->memo->shapes = c->cls->shapes;
   } else {
-    gp__shapes_free(c->shapes);
+    gp__shapes_free(c->cls->shapes);
   }
-  c->shapes = NULL;
+  c->cls->shapes = NULL;
 }
 
 static int class_of(gp__ctx *c, struct gp__shapes *s, int j) {
@@ -373,7 +373,7 @@ int gp__shape_by_token(gp__ctx *c, int j, struct gp__tokens *tk, int tok, uint64
 
 static int shape_full(gp__ctx *c, int j) {
   gp__job *ji = &c->jobs[j];
-  struct gp__shapes *s = c->shapes;
+  struct gp__shapes *s = c->cls->shapes;
   sigtab *t = &s->shape_tab;
   uint32_t h = sig_hash(c, j, true);
   size_t i = h & t->mask;
@@ -411,21 +411,21 @@ static int shape_full(gp__ctx *c, int j) {
   return ji->shape = id;
 }
 
-int gp__shape_feas(gp__ctx *c, int shape) { return c->shapes->feas[shape]; }
-void gp__shape_set_feas(gp__ctx *c, int shape, int v) { c->shapes->feas[shape] = (int8_t)v; }
+int gp__shape_feas(gp__ctx *c, int shape) { return c->cls->shapes->feas[shape]; }
+void gp__shape_set_feas(gp__ctx *c, int shape, int v) { c->cls->shapes->feas[shape] = (int8_t)v; }
 
 bool gp__shape_flag(gp__ctx *c, int shape, int which) {
-  return (which ? c->shapes->stop_failed : c->shapes->free_failed)[shape];
+  return (which ? c->cls->shapes->stop_failed : c->cls->shapes->free_failed)[shape];
 }
 
 /* Placement ignoring reservations gives the same answer for every job of a shape while no
  * node's use changed (ctx.use_gen): its last success stands. */
 bool gp__shape_fits_free(const gp__ctx *c, int shape) {
-  return c->shapes->free_fit_gen[shape] == c->use_gen + 1;
+  return c->cls->shapes->free_fit_gen[shape] == c->fleet->use_gen + 1;
 }
 
 void gp__shape_set_fits_free(gp__ctx *c, int shape) {
-  c->shapes->free_fit_gen[shape] = c->use_gen + 1;
+  c->cls->shapes->free_fit_gen[shape] = c->fleet->use_gen + 1;
 }
 
 static bool dead(const struct gp__shapes *s, int t) {
@@ -435,18 +435,18 @@ static bool dead(const struct gp__shapes *s, int t) {
 /* Applies a failure to every shape of the class that asks at least as much: ignoring
  * reservations (free) or honouring them at end `end`. */
 static void fail_dominated(gp__ctx *c, int shape, bool free_fail, int64_t end) {
-  struct gp__shapes *s = c->shapes;
+  struct gp__shapes *s = c->cls->shapes;
   for (int t = s->first_shape[s->shape_class[shape]]; t >= 0; t = s->next_shape[t]) {
     if (!at_least(&s->num[t], &s->num[shape])) continue;
     bool was = dead(s, t);
     if (free_fail) s->free_failed[t] = 1;
     else if (end < s->failed_end[t]) s->failed_end[t] = end;
-    if (!was && dead(s, t) && s->remaining[t] > 0) c->keys_alive--;
+    if (!was && dead(s, t) && s->remaining[t] > 0) c->cls->keys_alive--;
   }
 }
 
 void gp__shape_set_flag(gp__ctx *c, int shape, int which) {
-  struct gp__shapes *s = c->shapes;
+  struct gp__shapes *s = c->cls->shapes;
   if (which) { /* stopping capacity only shrinks too: dominated shapes fail as well */
     for (int t = s->first_shape[s->shape_class[shape]]; t >= 0; t = s->next_shape[t])
       if (at_least(&s->num[t], &s->num[shape])) s->stop_failed[t] = 1;
@@ -466,7 +466,7 @@ static gp_time end_of_job(const gp__ctx *c, int j) {
 
 void gp__keys_add_n(gp__ctx *c, int t, int n, gp_time end) {
   struct gp__shapes *s = shapes(c);
-  if (s->remaining[t] == 0 && n > 0) c->keys_alive++;
+  if (s->remaining[t] == 0 && n > 0) c->cls->keys_alive++;
   s->remaining[t] += n;
   if (clamp_end(end) < s->min_end[t]) s->min_end[t] = clamp_end(end);
 }
@@ -478,14 +478,14 @@ void gp__keys_add(gp__ctx *c, int j, gp_time end) {
 }
 
 void gp__keys_consider(gp__ctx *c, int j) {
-  struct gp__shapes *s = c->shapes;
+  struct gp__shapes *s = c->cls->shapes;
   int t = c->jobs[j].pkey;
   if (!s || t < 0) return;
-  if (--s->remaining[t] == 0 && !dead(s, t)) c->keys_alive--;
+  if (--s->remaining[t] == 0 && !dead(s, t)) c->cls->keys_alive--;
 }
 
 bool gp__keys_failed(const gp__ctx *c, int j) {
-  const struct gp__shapes *s = c->shapes;
+  const struct gp__shapes *s = c->cls->shapes;
   int t = c->jobs[j].pkey;
   if (!s || t < 0) return false;
   return s->free_failed[t] || end_of_job(c, j) >= s->failed_end[t];
@@ -493,6 +493,6 @@ bool gp__keys_failed(const gp__ctx *c, int j) {
 
 void gp__keys_fail(gp__ctx *c, int j) {
   int t = c->jobs[j].pkey;
-  if (!c->shapes || t < 0) return;
+  if (!c->cls->shapes || t < 0) return;
   fail_dominated(c, t, false, end_of_job(c, j));
 }

@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "core/mig.h"
-#include "core/sched_int.h"
+#include "core/place.h"
 #include "core/share/share.h"
 
 struct gp__shared {
@@ -45,19 +45,19 @@ static int64_t gpu_mem_of(const gp_node *n, int g) {
 void gp__shared_setup(gp__ctx *c) {
   /* Classification saw every eligible job: without fractional, MIG, CPU-only or
    * replica-able ones (other_eligible) there is nothing to look for. */
-  if (!c->other_eligible) return;
+  if (!c->cls->other_eligible) return;
   bool any = false;
   for (int j = 0; j < c->view->n_jobs && !any; j++)
     any = c->jobs[j].stat == GP__J_ELIGIBLE &&
           (c->jobs[j].kind == GP__R_FRACTION || c->jobs[j].kind == GP__R_MIG ||
-           (c->jobs[j].kind == GP__R_WHOLE && c->has_timeslice &&
+           (c->jobs[j].kind == GP__R_WHOLE && c->fleet->has_timeslice &&
             c->view->jobs[j].req.gpus_per_task == 1));
   if (!any) return;
-  struct gp__shared *sh = c->sh = gp_xcalloc(1, sizeof *sh);
+  struct gp__shared *sh = c->place->sh = gp_xcalloc(1, sizeof *sh);
   sh->nodes = gp_xmalloc(((size_t)c->view->n_nodes + 1) * sizeof(int));
   for (int i = 0; i < c->view->n_nodes; i++)
     if (c->nodes[i].up && (c->nodes[i].share_ok | c->nodes[i].mig_ok)) sh->nodes[sh->n_nodes++] = i;
-  sh->planned = gp_xcalloc((size_t)c->n_gpus_total + 1, 1);
+  sh->planned = gp_xcalloc((size_t)c->fleet->n_gpus_total + 1, 1);
   bool want_mix = c->pol->share == GP_SHARE_POLICY_FGD || c->pol->share == GP_SHARE_POLICY_GPOOL;
   if (want_mix) sh->mix = gp_share_mix_new();
   size_t dcap = 0;
@@ -87,7 +87,7 @@ void gp__shared_setup(gp__ctx *c) {
 }
 
 void gp__shared_done(gp__ctx *c) {
-  struct gp__shared *sh = c->sh;
+  struct gp__shared *sh = c->place->sh;
   if (!sh) return;
   free(sh->nodes);
   gp_share_mix_free(sh->mix);
@@ -95,7 +95,7 @@ void gp__shared_done(gp__ctx *c) {
   free(sh->planned);
   free(sh->insts);
   free(sh);
-  c->sh = NULL;
+  c->place->sh = NULL;
 }
 
 /* The node as core/share sees it: free milli and memory of its shared GPUs. */
@@ -111,9 +111,9 @@ static void share_view(const gp__ctx *c, int node, gp_share_node *sn) {
     bool shared = (s->share_ok >> g & 1) && (!n->gpus || n->gpus[g].mode == GP_SHARE_SHARED);
     if (!shared) continue;
     int k = s->gpu_base + g;
-    int fm = GP_GPU_MILLI - c->gpu_used[k];
+    int fm = GP_GPU_MILLI - c->fleet->gpu_used[k];
     sn->gpu_free_milli[g] = fm > 0 ? fm : 0;
-    int64_t mem = gpu_mem_of(n, g) - c->gpu_mem_used[k];
+    int64_t mem = gpu_mem_of(n, g) - c->fleet->gpu_mem_used[k];
     sn->gpu_free_mem_mib[g] = mem > 0 ? mem : 0;
   }
 }
@@ -138,7 +138,7 @@ static int fullest_replica(const gp__ctx *c, const gp__req *r, int node, int *re
   for (int g = 0; g < n->n_gpus; g++) {
     if (!(s->share_ok >> g & 1) || n->gpus[g].mode != GP_SHARE_TIMESLICE) continue;
     if (gpu_mem_of(n, g) < r->min_gpu_mem) continue;
-    int fr = n->gpus[g].timeslice_replicas - c->gpu_used[s->gpu_base + g];
+    int fr = n->gpus[g].timeslice_replicas - c->fleet->gpu_used[s->gpu_base + g];
     if (fr > 0 && (best < 0 || fr < best_free)) {
       best = g;
       best_free = fr;
@@ -167,8 +167,8 @@ static bool fit_mig(gp__ctx *c, const gp__req *r, int node, gp__fit *f) {
   const gp__node *s = &c->nodes[node];
   if (!n->gpus) return false;
   for (int g = 0; g < n->n_gpus; g++) {
-    if (!(s->mig_ok >> g & 1) || (c->sh && c->sh->planned[s->gpu_base + g])) continue;
-    int inst = gp_mig_find_free(n->gpus[g].mig, n->gpus[g].n_mig, c->gpu_mig_busy[s->gpu_base + g],
+    if (!(s->mig_ok >> g & 1) || (c->place->sh && c->place->sh->planned[s->gpu_base + g])) continue;
+    int inst = gp_mig_find_free(n->gpus[g].mig, n->gpus[g].n_mig, c->fleet->gpu_mig_busy[s->gpu_base + g],
                                 r->mig_profile);
     if (inst < 0) continue;
     f->node = node;
@@ -188,8 +188,8 @@ bool gp__node_fit_shared(gp__ctx *c, const gp__req *r, int node, gp__fit *f) {
   gp_share_req sr = {.n_gpus = 1, .gpu_milli = milli_for(c, r, node), .gpu_mem_mib = r->gpu_mem,
                      .cpu_milli = r->cpu, .mem_mib = r->mem};
   if (sr.gpu_milli <= GP_GPU_MILLI) {
-    gp_share_ctx sc = {.policy = c->pol->share, .mix = c->sh ? c->sh->mix : NULL,
-                       .seed = c->pol->seed, .round = c->share_round, .tie = GP_SHARE_TIE_FIRST};
+    gp_share_ctx sc = {.policy = c->pol->share, .mix = c->place->sh ? c->place->sh->mix : NULL,
+                       .seed = c->pol->seed, .round = c->place->share_round, .tie = GP_SHARE_TIE_FIRST};
     if (!sc.mix && (sc.policy == GP_SHARE_POLICY_FGD || sc.policy == GP_SHARE_POLICY_GPOOL))
       sc.policy = GP_SHARE_POLICY_BESTFIT;
     gp_share_choice ch;
@@ -219,7 +219,7 @@ bool gp__node_fit_shared(gp__ctx *c, const gp__req *r, int node, gp__fit *f) {
 /* Dynamic MIG: re-partition an idle MIG GPU for pending demand. Returns true when a
  * re-partition that serves r was planned. */
 static bool plan_repartition(gp__ctx *c, const gp__req *r) {
-  struct gp__shared *sh = c->sh;
+  struct gp__shared *sh = c->place->sh;
   for (int si = 0; si < r->n_slots; si++) {
     for (int k = 0; k < sh->n_nodes; k++) {
       int node = sh->nodes[k];
@@ -228,7 +228,7 @@ static bool plan_repartition(gp__ctx *c, const gp__req *r) {
       if (s->pool + 1 != r->slots[si] || !n->gpus || !static_ok(c, r, node)) continue;
       for (int g = 0; g < n->n_gpus; g++) {
         int gi = s->gpu_base + g;
-        if (!(s->mig_ok >> g & 1) || c->gpu_mig_busy[gi] || sh->planned[gi]) continue;
+        if (!(s->mig_ok >> g & 1) || c->fleet->gpu_mig_busy[gi] || sh->planned[gi]) continue;
         gp_mig_layout lay;
         if (gp_mig_plan_layout(n->model, sh->demand, sh->n_demand, &lay, NULL) != 0) continue;
         bool serves = false;
@@ -236,8 +236,8 @@ static bool plan_repartition(gp__ctx *c, const gp__req *r) {
           serves = strcmp(lay.profile[i]->name, r->mig_profile) == 0;
         if (!serves) continue;
         sh->planned[gi] = 1;
-        c->use_gen++; /* placement reads `planned` */
-        gp_plan_mig *pm = gp__vec_push(&c->migs, sizeof *pm);
+        c->fleet->use_gen++; /* placement reads `planned` */
+        gp_plan_mig *pm = gp__vec_push(&c->place->migs, sizeof *pm);
         pm->node = node;
         pm->gpu = g;
         pm->n_instances = lay.n;
@@ -271,13 +271,13 @@ static bool plan_repartition(gp__ctx *c, const gp__req *r) {
 }
 
 bool gp__fit_shared(gp__ctx *c, const gp__req *r, gp__fit *f) {
-  if (!c->sh) return false;
-  c->share_round++;
+  if (!c->place->sh) return false;
+  c->place->share_round++;
   for (int si = 0; si < r->n_slots; si++) {
     int best = -1;
     gp__fit tmp;
-    for (int k = 0; k < c->sh->n_nodes; k++) {
-      int node = c->sh->nodes[k];
+    for (int k = 0; k < c->place->sh->n_nodes; k++) {
+      int node = c->place->sh->nodes[k];
       if (c->nodes[node].pool + 1 != r->slots[si]) continue;
       if (!gp__node_fit(c, r, node, 0, 0, 0, &tmp)) continue;
       if (best < 0 || tmp.score > f->score) {
@@ -292,13 +292,13 @@ bool gp__fit_shared(gp__ctx *c, const gp__req *r, gp__fit *f) {
 }
 
 bool gp__fit_replica(gp__ctx *c, const gp__req *r, gp__fit *f) {
-  if (!c->sh || r->kind != GP__R_WHOLE || r->gpus != 1) return false;
+  if (!c->place->sh || r->kind != GP__R_WHOLE || r->gpus != 1) return false;
   for (int si = 0; si < r->n_slots; si++) {
     /* The fullest GPU of the slot's nodes (fewest free replicas), first in view order on
      * ties: replicas fill one GPU before the next, as fractions do. */
     int best = -1, best_g = -1, best_free = 0;
-    for (int k = 0; k < c->sh->n_nodes; k++) {
-      int node = c->sh->nodes[k];
+    for (int k = 0; k < c->place->sh->n_nodes; k++) {
+      int node = c->place->sh->nodes[k];
       const gp__node *s = &c->nodes[node];
       if (s->pool + 1 != r->slots[si] || r->cpu > s->cpu_free || r->mem > s->mem_free) continue;
       int fr;
@@ -325,7 +325,7 @@ bool gp__fit_replica(gp__ctx *c, const gp__req *r, gp__fit *f) {
 
 /* An instance of a re-partition planned in this step that r may take. */
 static bool claim_planned(gp__ctx *c, const gp__req *r) {
-  struct gp__shared *sh = c->sh;
+  struct gp__shared *sh = c->place->sh;
   for (size_t i = 0; i < sh->n_insts; i++) {
     if (strcmp(sh->insts[i].profile, r->mig_profile) != 0) continue;
     int node = sh->insts[i].node;
@@ -339,7 +339,7 @@ static bool claim_planned(gp__ctx *c, const gp__req *r) {
 }
 
 bool gp__mig_wait(gp__ctx *c, gp__req *r) {
-  if (!c->sh || c->jobs[r->job].kind != GP__R_MIG || !c->pol->dynamic_mig) return false;
+  if (!c->place->sh || c->jobs[r->job].kind != GP__R_MIG || !c->pol->dynamic_mig) return false;
   gp__req_need(c, r);
   if (r->tasks != 1) return false;
   return claim_planned(c, r) || plan_repartition(c, r);

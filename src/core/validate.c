@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "core/field.h"
-#include "core/sched_int.h"
+#include "core/validate.h"
 
 static int bad(gp__ctx *c, const char *field, const char *what) {
   return gp_err_set(c->err, GP_EINVAL, NULL, 0, field, "%s", what);
@@ -150,18 +150,9 @@ int gp__validate(gp__ctx *c) {
   if ((rc = check_policy(c))) return rc;
   /* A view the memo knows (same rev) passed the node and pool checks before. */
   if (!c->view_known && (rc = check_nodes(c))) return rc;
-  /* A known view's queues are the ones the memo's tree was built from. */
-  struct gp_sched_memo *m = c->memo;
-  if (c->view_known && m->tree.q) {
-    gp__qtree_share(&c->tree, &m->tree);
-  } else {
-    if ((rc = gp__qtree_build(&c->tree, v->queues, v->n_queues, c->err))) return rc;
-    if (m) {
-      gp__qtree_done(&m->tree);
-      gp__qtree_clone(&m->tree, &c->tree);
-    }
-  }
+  /* A known view's queues are the ones the known tree was built from. */
+  if (c->known_tree) gp__qtree_share(&c->tree, c->known_tree);
+  else if ((rc = gp__qtree_build(&c->tree, v->queues, v->n_queues, c->err))) return rc;
   if (!c->view_known && (rc = check_pools(c))) return rc;
-  gp__memo_view_checked(c);
   return 0;
 }

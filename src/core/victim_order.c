@@ -9,7 +9,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/sched_int.h"
+#include "core/preempt.h"
+
+/* Running position r (ctx.running), read from its record only: no running job is a victim
+ * before the victim order exists (priority, reclaim and pool victims are picked from it;
+ * the stopping check counts on stopping jobs only), and this decides who enters it. */
+bool gp__victim_able(const gp__ctx *c, int r) {
+  const gp__run *ru = &c->cls->run[r];
+  return !ru->stopping && ru->preemptible && c->now - ru->started >= c->pol->min_runtime;
+}
 
 /* ---- one sort per step ---- */
 
@@ -57,12 +65,12 @@ static void vkey_sort(vkey *a, int n) {
 }
 
 static int sorted_once(const gp__ctx *c, int *order) {
-  vkey *keys = gp_xmalloc(((size_t)c->n_running + 1) * sizeof *keys);
+  vkey *keys = gp_xmalloc(((size_t)c->cls->n_running + 1) * sizeof *keys);
   int n = 0;
-  for (int r = 0; r < c->n_running; r++) {
+  for (int r = 0; r < c->cls->n_running; r++) {
     if (!gp__victim_able(c, r)) continue;
-    const gp__run *ru = &c->run[r];
-    keys[n++] = (vkey){ru->prio, c->running[r], c->now - ru->since, ru->started, r};
+    const gp__run *ru = &c->cls->run[r];
+    keys[n++] = (vkey){ru->prio, c->cls->running[r], c->now - ru->since, ru->started, r};
   }
   vkey_sort(keys, n);
   for (int k = 0; k < n; k++) order[k] = keys[k].r;
@@ -132,11 +140,11 @@ static int kept_across_steps(gp__ctx *c, int *order) {
   }
   /* The others enter sorted. */
   int *pos = gp_xmalloc(((size_t)view->n_jobs + 1) * sizeof *pos);
-  vent *fresh = gp_xmalloc(((size_t)c->n_running + 1) * sizeof *fresh);
+  vent *fresh = gp_xmalloc(((size_t)c->cls->n_running + 1) * sizeof *fresh);
   int nf = 0;
-  for (int r = 0; r < c->n_running; r++) {
-    const gp__run *ru = &c->run[r];
-    int j = c->running[r];
+  for (int r = 0; r < c->cls->n_running; r++) {
+    const gp__run *ru = &c->cls->run[r];
+    int j = c->cls->running[r];
     pos[j] = r;
     if (ru->stopping || !ru->preemptible || !(changed[j >> 6] >> (j & 63) & 1)) continue;
     fresh[nf++] = (vent){ru->prio, j, ru->since, ru->started, revs[j]};

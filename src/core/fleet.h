@@ -1,0 +1,161 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The fleet (nodes.c): what the nodes offer and what is taken of them during a step. Per
+ * node and per GPU free capacity, GPU models, topology blocks, pools, NVLink domains, and
+ * the index of nodes by free GPUs (node_index.h); with a memo, the holds of remembered
+ * running jobs kept from the last step. The vocabulary of taking capacity (a request,
+ * a fit, a running job's hold) is defined here, where capacity is taken and given back. */
+#ifndef GP_CORE_FLEET_H
+#define GP_CORE_FLEET_H
+
+#include "core/ctx.h"
+#include "core/memo.h"
+#include "core/node_index.h"
+#include "core/strmap.h"
+
+/* Request kinds (gp_request says exactly one applies). */
+enum gp__rkind { GP__R_WHOLE = 0, GP__R_FRACTION, GP__R_MIG, GP__R_CPU };
+
+typedef struct gp__node {
+  uint32_t whole_ok;    /* GPUs whole-GPU work may use: node up, healthy, exclusive/shared */
+  uint32_t share_ok;    /* GPUs fractional work may use: node up, healthy, shared/timeslice */
+  uint32_t mig_ok;      /* GPUs in MIG mode that are healthy on an up node */
+  uint32_t free;        /* whole_ok GPUs nobody uses */
+  uint32_t resv;        /* GPUs promised to a backfill reservation */
+  int model;            /* model id (ctx->model_names), -1 for a node without GPUs */
+  int block;            /* topology.block id, -1 when unlabelled */
+  int pool;             /* index into view->pools, -1 for the general fleet */
+  int gpu_base;         /* offset of GPU 0 in the per-GPU arrays */
+  int dom_base, n_dom;  /* NVLink domain masks at ctx->dom[dom_base ..] */
+  int64_t cpu_free, mem_free;
+  bool up;              /* state UP: takes new work */
+  bool mem_varies;      /* some GPU has its own mem_mib */
+  bool exclusive_only;  /* every GPU is in exclusive mode: whole-GPU bookkeeping suffices */
+  uint8_t n_whole_ok;   /* GPUs in whole_ok */
+} gp__node;
+
+/* One task's resources, derived from a job for the placement functions. */
+typedef struct gp__req {
+  int job;
+  int kind;             /* enum gp__rkind */
+  int tasks;
+  int gpus;             /* whole GPUs per task (GP__R_WHOLE) */
+  int milli;            /* GP__R_FRACTION: per task (computed from memory when asked so) */
+  int64_t gpu_mem;      /* GP__R_FRACTION: memory share per task, 0 if not asked */
+  int64_t min_gpu_mem;
+  int64_t cpu, mem;
+  const char *mig_profile;
+  int n_models;         /* -1: any model */
+  int models[8];        /* model ids; requests naming more use any of the first 8 known */
+  int n_slots;
+  int slots[16];        /* pool slots in order of preference (0 = general fleet) */
+  gp_time end;          /* now + limit, GP__NEVER without a limit (for reservations) */
+  bool honor_resv;      /* keep off GPUs that a reservation needs before `end` */
+  bool ready;           /* filled in (gp__req_init); else only `job` is set */
+} gp__req;
+
+/* Where one task goes. */
+typedef struct gp__fit {
+  int node;
+  uint32_t mask;
+  int milli;            /* per GPU: 1000 whole, else the share */
+  int64_t gpu_mem;
+  int mig;              /* MIG instance or -1 */
+  double score;         /* shared placements: the sharing policy's score (higher wins) */
+} gp__fit;
+
+/* A running or stopping job as classification read it (jobs.c), by position in
+ * ctx.running: preemption and backfill use this instead of reading the view again. */
+typedef struct gp__run {
+  int node;             /* its only node (one placement), -1 when it has several */
+  uint32_t whole;       /* one placement: the whole GPUs it holds there */
+  int64_t cpu, mem;     /* per placement */
+  gp_time started;
+  gp_time since;        /* max(started, last checkpoint): work since then is lost */
+  gp_time limit;        /* as gp__job.limit */
+  double gpus;          /* as gp__job.gpus */
+  int leaf, prio;       /* as gp__job */
+  bool stopping, preemptible;
+} gp__run;
+
+/* When a running job's record says it ends, before the step's now is applied (its end
+ * is the later of the two): INT64_MIN for a stopping job (it ends now), GP__NEVER without
+ * a time limit. */
+static inline gp_time gp__run_end(const gp__run *ru) {
+  if (ru->stopping) return INT64_MIN;
+  if (ru->limit <= 0 || ru->started > GP__NEVER - ru->limit) return GP__NEVER;
+  return ru->started + ru->limit;
+}
+
+typedef struct gp__core_fleet {
+  /* Per GPU (node.gpu_base + i). */
+  int n_gpus_total;
+  int *gpu_used;        /* shared: milli used; timeslice: replicas used */
+  int64_t *gpu_mem_used;
+  uint8_t *gpu_mig_busy; /* bit k: MIG instance k in use */
+  gp_time *gpu_resv_until; /* reservation time when the GPU is in node.resv */
+  uint32_t *dom;        /* NVLink domain masks */
+
+  /* GPU models, sorted by name (ids are positions). */
+  int n_models;
+  const char **model_names;
+  gp__strmap model_map;
+  bool model_map_shared; /* the memo's node snapshot owns it */
+  const char *mcache_ptr[16]; /* GPU model id by name pointer */
+  int mcache_val[16];
+
+  /* topology.block groups: block id -> nodes (CSR), free whole GPUs per block. */
+  int n_blocks;
+  int *block_start, *block_nodes, *block_free;
+
+  /* Node pools: per tree queue, the pool it owns (itself or through an ancestor), or -1. */
+  int *queue_pool;
+  int n_slots;          /* 1 + n_pools */
+
+  gp__index ix;
+  bool indexed;         /* ix and block_free are live (after gp__nodes_index) */
+  uint64_t use_gen;     /* changes whenever a node's use does, taken or given back */
+  int64_t max_gpu_mem;  /* largest GPU memory in the fleet, MiB */
+  bool has_timeslice;   /* some up node has a healthy timeslice GPU (replicas for 1-GPU tasks) */
+  double capacity;      /* GPUs for fair share: healthy GPUs of nodes not down */
+
+  struct gp__usage *usage;    /* the memo's kept holds, when it has them */
+  const uint8_t *held;        /* with them: per view slot, whether its job's hold is kept */
+} gp__core_fleet;
+
+/* Nodes (nodes.c). */
+int gp__nodes_init(gp__ctx *c);
+void gp__core_fleet_done(gp__ctx *c);
+void gp__nodes_snap_free(struct gp__nodes_snap *s);
+size_t gp__nodes_snap_bytes(const struct gp__nodes_snap *s);
+/* Builds the node index from the free capacity left after running jobs. */
+void gp__nodes_index(gp__ctx *c);
+int gp__model_id(const gp__ctx *c, const char *model);
+bool gp__node_has_labels(const gp_node *n, int n_sel, const gp_label *sel);
+/* Takes / gives back one task's resources (commit and undo). */
+void gp__take(gp__ctx *c, const gp__req *r, const gp__fit *f);
+void gp__give(gp__ctx *c, const gp__req *r, const gp__fit *f);
+/* Applies a running job's placements to the free capacity. */
+void gp__hold_placements(gp__ctx *c, int j);
+/* The fast path of that for whole GPUs (mask) of a node where every GPU is exclusive,
+ * before the index exists; false (nothing done) when it does not apply. */
+bool gp__hold_whole(gp__ctx *c, int node, uint32_t mask, int64_t cpu, int64_t mem);
+/* The memo's kept holds (nodes.c): is slot j's hold in them; give back the one of a slot
+ * that changed (old: its record as the memo kept it); keep a remembered job's one-placement
+ * hold; close classification (slots past the view's end give theirs back). */
+void gp__usage_free(struct gp__usage *u);
+size_t gp__usage_bytes(const struct gp__usage *u);
+void gp__usage_drop(gp__ctx *c, int j, const gp__run *old);
+void gp__usage_keep(gp__ctx *c, int j, const gp__run *ru);
+/* The held jobs on node (their memo run records): the first slot, the next, -1 after the
+ * last (none without kept holds). Per node, the earliest and latest gp__run_end among
+ * them (GP__NEVER and INT64_MIN for none); false without kept holds. */
+int gp__usage_first(const gp__ctx *c, int node);
+int gp__usage_next(const gp__ctx *c, int j);
+bool gp__usage_bounds(const gp__ctx *c, const gp_time **lo, const gp_time **hi);
+void gp__usage_end(gp__ctx *c, const gp__run *old_runs);
+/* The record of held slot j (from gp__usage_first / gp__usage_next). */
+static inline const gp__run *gp__core_usage_run(const gp__ctx *c, int j) {
+  return &c->memo->run[j];
+}
+
+#endif

@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* A growable array of fixed-size items, for the lists a step builds as it goes (starts,
+ * preemptions, reservations, MIG actions, ended jobs). The lowest layer of the core's
+ * internals: any core file may include it. */
+#ifndef GP_CORE_VEC_H
+#define GP_CORE_VEC_H
+
+#include <stddef.h>
+
+typedef struct gp__vec {
+  void *items;
+  size_t n, cap;
+} gp__vec;
+
+/* Grows a vector of elem-sized items and returns a pointer to a new zeroed slot. */
+void *gp__vec_push(gp__vec *v, size_t elem);
+
+#endif
