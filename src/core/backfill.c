@@ -21,8 +21,8 @@
 /* When the running job of record ru ends, as this step sees it (now at the earliest).
  * (Victims chosen in this step end now too: build_cache and slot_times find them on the
  * nodes marked `late`.) */
-static gp_time end_of(const gp__ctx *c, const gp__run *ru) {
-  gp_time e = gp__run_end(ru);
+static gp_time end_of(const gp__core_ctx *c, const gp__core_run *ru) {
+  gp_time e = gp__core_run_end(ru);
   return e < c->now ? c->now : e;
 }
 
@@ -32,17 +32,17 @@ static gp_time end_of(const gp__ctx *c, const gp__run *ru) {
  * them per node already, with their earliest and latest end; the others are sorted onto
  * their nodes when the cache is built. A node's events are made, and sorted by (end, job),
  * when a reservation first looks at them. */
-typedef struct gp__release {
+typedef struct gp__core_release {
   gp_time end;
   int job;
   uint32_t rel;         /* whole GPUs freed */
   int64_t cpu, mem;
-} gp__release;
+} gp__core_release;
 
-struct gp__resv_cache {
+struct gp__core_resv_cache {
   int *start;           /* per node: its running jobs that the kept holds do not list are */
   int *run_at;          /* run_at[start[i]] .. run_at[start[i + 1] - 1] (running positions) */
-  gp__release **ev;     /* per node: its events, once made (n_ev of them) */
+  gp__core_release **ev;     /* per node: its events, once made (n_ev of them) */
   int *n_ev;
   bool *sorted;         /* per node: its events are made and sorted */
   bool *late;           /* per node: holds a victim of this step (it ends now; one chosen
@@ -53,14 +53,14 @@ struct gp__resv_cache {
   size_t victims_seen;  /* entries of ctx.victims already applied to late, first, last */
 };
 
-static bool release_before(const gp__release *a, const gp__release *b) {
+static bool release_before(const gp__core_release *a, const gp__core_release *b) {
   return a->end < b->end || (a->end == b->end && a->job < b->job);
 }
 
 /* The release event of job j on node, whose running record is ru: with one placement, what
  * classification kept; else read from the view. */
-static gp__release release_of(const gp__ctx *c, const gp__run *ru, int j, int node) {
-  gp__release x = {.end = end_of(c, ru), .job = j};
+static gp__core_release release_of(const gp__core_ctx *c, const gp__core_run *ru, int j, int node) {
+  gp__core_release x = {.end = end_of(c, ru), .job = j};
   if (ru->node >= 0) {
     x.rel = ru->whole;
     x.cpu = ru->cpu;
@@ -79,15 +79,15 @@ static gp__release release_of(const gp__ctx *c, const gp__run *ru, int j, int no
   return x;
 }
 
-static void update_bounds(struct gp__resv_cache *rc, int node, gp_time end, uint32_t rel) {
+static void update_bounds(struct gp__core_resv_cache *rc, int node, gp_time end, uint32_t rel) {
   if (end < rc->first[node]) rc->first[node] = end;
   if (rel && end > rc->last[node]) rc->last[node] = end;
 }
 
-static void make_events(gp__ctx *c, int node);
+static void make_events(gp__core_ctx *c, int node);
 
 /* Victim v (chosen by preemption, ctx.victims) ends now: so do its nodes' events. */
-static void victim_now(gp__ctx *c, int v) {
+static void victim_now(gp__core_ctx *c, int v) {
   const gp_job *job = &c->view->jobs[v];
   for (int p = 0; p < job->n_placements; p++) {
     c->backfill->rcache->late[job->placements[p].node] = true;
@@ -98,8 +98,8 @@ static void victim_now(gp__ctx *c, int v) {
 
 /* Applies the victims chosen since the cache last looked (none before it is built: the
  * build reads the plan's preemptions). */
-static void victims_catch_up(gp__ctx *c) {
-  struct gp__resv_cache *rc = c->backfill->rcache;
+static void victims_catch_up(gp__core_ctx *c) {
+  struct gp__core_resv_cache *rc = c->backfill->rcache;
   const int *v = c->preempt->victims.items;
   for (; rc->victims_seen < c->preempt->victims.n; rc->victims_seen++) victim_now(c, v[rc->victims_seen]);
 }
@@ -111,19 +111,19 @@ static void victims_catch_up(gp__ctx *c) {
  * first looks at it: most nodes are passed over on their first and last release alone.
  * Victims chosen before the build end now: their nodes are the only ones to look for them
  * on (and stay `late`, as for victims chosen after). */
-static void build_cache(gp__ctx *c) {
+static void build_cache(gp__core_ctx *c) {
   if (c->backfill->rcache) return;
-  struct gp__resv_cache *rc = c->backfill->rcache = gp__scalloc(c, 1, sizeof *rc);
+  struct gp__core_resv_cache *rc = c->backfill->rcache = gp__core_scalloc(c, 1, sizeof *rc);
   int nn = c->view->n_nodes;
-  rc->start = gp__scalloc(c, (size_t)nn + 2, sizeof(int));
-  rc->late = gp__scalloc(c, (size_t)nn + 1, sizeof(bool));
-  rc->sorted = gp__scalloc(c, (size_t)nn + 1, sizeof(bool));
-  rc->ev = gp__scalloc(c, (size_t)nn + 1, sizeof *rc->ev);
-  rc->n_ev = gp__salloc(c, ((size_t)nn + 1) * sizeof *rc->n_ev);
-  rc->first = gp__salloc(c, ((size_t)nn + 1) * sizeof *rc->first);
-  rc->last = gp__salloc(c, ((size_t)nn + 1) * sizeof *rc->last);
+  rc->start = gp__core_scalloc(c, (size_t)nn + 2, sizeof(int));
+  rc->late = gp__core_scalloc(c, (size_t)nn + 1, sizeof(bool));
+  rc->sorted = gp__core_scalloc(c, (size_t)nn + 1, sizeof(bool));
+  rc->ev = gp__core_scalloc(c, (size_t)nn + 1, sizeof *rc->ev);
+  rc->n_ev = gp__core_salloc(c, ((size_t)nn + 1) * sizeof *rc->n_ev);
+  rc->first = gp__core_salloc(c, ((size_t)nn + 1) * sizeof *rc->first);
+  rc->last = gp__core_salloc(c, ((size_t)nn + 1) * sizeof *rc->last);
   const gp_time *lo, *hi;
-  if (gp__usage_bounds(c, &lo, &hi)) {
+  if (gp__core_usage_bounds(c, &lo, &hi)) {
     for (int i = 0; i < nn; i++) { /* (every end is now or later) */
       rc->first[i] = lo[i] < c->now ? c->now : lo[i];
       rc->last[i] = hi[i] < c->now ? c->now : hi[i];
@@ -136,7 +136,7 @@ static void build_cache(gp__ctx *c) {
   }
   const uint8_t *held = c->fleet->held;
   for (int r = 0; r < c->cls->n_running; r++) {
-    const gp__run *ru = &c->cls->run[r];
+    const gp__core_run *ru = &c->cls->run[r];
     if (held && held[c->cls->running[r]]) continue;
     if (ru->node >= 0) {
       rc->start[ru->node + 1]++;
@@ -145,18 +145,18 @@ static void build_cache(gp__ctx *c) {
     }
     const gp_job *job = &c->view->jobs[c->cls->running[r]];
     for (int k = 0; k < job->n_placements; k++) {
-      if (!gp__first_on_node(job, k)) continue;
+      if (!gp__core_first_on_node(job, k)) continue;
       int node = job->placements[k].node;
       rc->start[node + 1]++;
-      gp__release x = release_of(c, ru, c->cls->running[r], node);
+      gp__core_release x = release_of(c, ru, c->cls->running[r], node);
       update_bounds(rc, node, x.end, x.rel);
     }
   }
   for (int i = 0; i < nn; i++) rc->start[i + 1] += rc->start[i];
-  rc->run_at = gp__salloc(c, ((size_t)rc->start[nn] + 1) * sizeof *rc->run_at);
+  rc->run_at = gp__core_salloc(c, ((size_t)rc->start[nn] + 1) * sizeof *rc->run_at);
   /* The starts advance as the positions fill; the pass after puts them back. */
   for (int r = 0; r < c->cls->n_running; r++) {
-    const gp__run *ru = &c->cls->run[r];
+    const gp__core_run *ru = &c->cls->run[r];
     if (held && held[c->cls->running[r]]) continue;
     if (ru->node >= 0) {
       rc->run_at[rc->start[ru->node]++] = r;
@@ -164,7 +164,7 @@ static void build_cache(gp__ctx *c) {
     }
     const gp_job *job = &c->view->jobs[c->cls->running[r]];
     for (int k = 0; k < job->n_placements; k++)
-      if (gp__first_on_node(job, k)) rc->run_at[rc->start[job->placements[k].node]++] = r;
+      if (gp__core_first_on_node(job, k)) rc->run_at[rc->start[job->placements[k].node]++] = r;
   }
   for (int i = nn; i > 0; i--) rc->start[i] = rc->start[i - 1];
   rc->start[0] = 0;
@@ -180,14 +180,14 @@ static void build_cache(gp__ctx *c) {
   }
 }
 
-static void make_events(gp__ctx *c, int node) {
-  struct gp__resv_cache *rc = c->backfill->rcache;
+static void make_events(gp__core_ctx *c, int node) {
+  struct gp__core_resv_cache *rc = c->backfill->rcache;
   if (rc->ev[node]) return;
   int n = rc->start[node + 1] - rc->start[node];
-  for (int j = gp__usage_first(c, node); j >= 0; j = gp__usage_next(c, j)) n++;
-  gp__release *ev = rc->ev[node] = gp__salloc(c, ((size_t)n + 1) * sizeof *ev);
+  for (int j = gp__core_usage_first(c, node); j >= 0; j = gp__core_usage_next(c, j)) n++;
+  gp__core_release *ev = rc->ev[node] = gp__core_salloc(c, ((size_t)n + 1) * sizeof *ev);
   n = 0;
-  for (int j = gp__usage_first(c, node); j >= 0; j = gp__usage_next(c, j))
+  for (int j = gp__core_usage_first(c, node); j >= 0; j = gp__core_usage_next(c, j))
     ev[n++] = release_of(c, gp__core_usage_run(c, j), j, node);
   for (int k = rc->start[node]; k < rc->start[node + 1]; k++)
     ev[n++] = release_of(c, &c->cls->run[rc->run_at[k]], c->cls->running[rc->run_at[k]], node);
@@ -195,14 +195,14 @@ static void make_events(gp__ctx *c, int node) {
 }
 
 /* Makes and sorts node's events by (end, job) once: a node holds few jobs. */
-static void sort_events(gp__ctx *c, int node) {
-  struct gp__resv_cache *rc = c->backfill->rcache;
+static void sort_events(gp__core_ctx *c, int node) {
+  struct gp__core_resv_cache *rc = c->backfill->rcache;
   if (rc->sorted[node]) return;
   rc->sorted[node] = true;
   make_events(c, node);
-  gp__release *ev = rc->ev[node];
+  gp__core_release *ev = rc->ev[node];
   for (int k = 1; k < rc->n_ev[node]; k++) {
-    gp__release x = ev[k];
+    gp__core_release x = ev[k];
     int b = k;
     for (; b > 0 && release_before(&x, &ev[b - 1]); b--) ev[b] = ev[b - 1];
     ev[b] = x;
@@ -210,7 +210,7 @@ static void sort_events(gp__ctx *c, int node) {
 }
 
 /* (The cache is the step's scratch memory: it goes with the step.) */
-void gp__backfill_done(gp__ctx *c) {
+void gp__core_backfill_done(gp__core_ctx *c) {
   c->backfill->rcache = NULL;
   free(c->backfill->leaf_has_resv);
   free(c->backfill->reservations.items);
@@ -219,15 +219,15 @@ void gp__backfill_done(gp__ctx *c) {
 /* A lower bound of when the node could first give r a task slot: its first event's end,
  * or the last one that frees whole GPUs when r needs every GPU the node has; now when a
  * victim or a job this plan starts adds events the sorted list does not show. */
-static gp_time first_release(const gp__ctx *c, const gp__req *r, int node) {
+static gp_time first_release(const gp__core_ctx *c, const gp__core_req *r, int node) {
   if (c->place->started_head && c->place->started_head[node] >= 0) return c->now;
   return r->gpus >= c->nodes[node].n_whole_ok ? c->backfill->rcache->last[node] : c->backfill->rcache->first[node];
 }
 
 /* GPUs of node that r could use at some time: healthy, right mode, enough memory, not
  * promised to another reservation. */
-static uint32_t usable(const gp__ctx *c, const gp__req *r, int node) {
-  const gp__node *s = &c->nodes[node];
+static uint32_t usable(const gp__core_ctx *c, const gp__core_req *r, int node) {
+  const gp__core_node *s = &c->nodes[node];
   const gp_node *n = &c->view->nodes[node];
   uint32_t m = s->whole_ok & ~s->resv;
   if (r->min_gpu_mem > 0) {
@@ -247,21 +247,21 @@ static uint32_t usable(const gp__ctx *c, const gp__req *r, int node) {
  * masks[k]: the GPUs available once slot k is reached. */
 /* horizon: events after it cannot matter any more (the caller already holds enough earlier
  * slots), so they are not even looked at. */
-static int slot_times(gp__ctx *c, const gp__req *r, int node, gp_time *times,
+static int slot_times(gp__core_ctx *c, const gp__core_req *r, int node, gp_time *times,
                       uint32_t *masks, int max_slots, gp_time horizon) {
   uint32_t use = usable(c, r, node);
-  if (gp__popc(use) < r->gpus) return 0;
+  if (gp__core_popc(use) < r->gpus) return 0;
   /* Nodes come from the request's index groups (model and pool are right); the other
    * static filters: capacity type and labels. */
   const gp_node *nd = &c->view->nodes[node];
   const gp_request *req = &c->view->jobs[r->job].req;
   if (nd->capacity == GP_CAP_SPOT && !req->allow_spot) return 0;
-  if (req->n_node_selector && !gp__node_has_labels(nd, req->n_node_selector, req->node_selector))
+  if (req->n_node_selector && !gp__core_node_has_labels(nd, req->n_node_selector, req->node_selector))
     return 0;
   /* Release events on this node: running/stopping jobs (cached, see build_cache), and jobs
    * this plan starts. */
   sort_events(c, node);
-  const struct gp__resv_cache *rc = c->backfill->rcache;
+  const struct gp__core_resv_cache *rc = c->backfill->rcache;
   gp_time ends[MAX_ON_NODE];
   uint32_t rel[MAX_ON_NODE];
   int64_t rcpu[MAX_ON_NODE], rmem[MAX_ON_NODE];
@@ -269,7 +269,7 @@ static int slot_times(gp__ctx *c, const gp__req *r, int node, gp_time *times,
   bool sorted = true;
   bool late = rc->late[node];
   for (int k = 0; k < rc->n_ev[node] && nv < MAX_ON_NODE; k++) {
-    const gp__release *e = &rc->ev[node][k];
+    const gp__core_release *e = &rc->ev[node][k];
     bool victim = late && c->jobs[e->job].victim; /* chosen since the build: ends now */
     if (!victim && e->end > horizon) {
       if (!late) break; /* sorted by end: the rest are later still */
@@ -287,7 +287,7 @@ static int slot_times(gp__ctx *c, const gp__req *r, int node, gp_time *times,
   for (int e = c->place->started_head ? c->place->started_head[node] : -1; e >= 0 && nv < MAX_ON_NODE;
        e = c->place->started_next[e]) {
     const gp_plan_start *st = &starts[c->place->started_start[e]];
-    const gp__job *ji = &c->jobs[st->job];
+    const gp__core_job *ji = &c->jobs[st->job];
     ends[nv] = ji->limit > 0 && c->now < GP__NEVER - ji->limit ? c->now + ji->limit : GP__NEVER;
     if (ends[nv] > horizon) continue;
     rel[nv] = 0;
@@ -318,7 +318,7 @@ static int slot_times(gp__ctx *c, const gp__req *r, int node, gp_time *times,
   int n = 0;
   gp_time t = c->now;
   for (int k = 0;; k++) {
-    while (n < max_slots && gp__popc(avail) >= (n + 1) * r->gpus &&
+    while (n < max_slots && gp__core_popc(avail) >= (n + 1) * r->gpus &&
            cpu >= (n + 1) * r->cpu && mem >= (n + 1) * r->mem) {
       times[n] = t;
       masks[n] = avail;
@@ -371,15 +371,15 @@ static void heap_push(slot *h, int *n, int cap, slot s) {
   }
 }
 
-void gp__reserve(gp__ctx *c, gp__req *r) {
-  const gp__job *J = &c->jobs[r->job];
+void gp__core_reserve(gp__core_ctx *c, gp__core_req *r) {
+  const gp__core_job *J = &c->jobs[r->job];
   if (J->kind != GP__R_WHOLE || c->backfill->n_resv >= GP__MAX_RESERVATIONS) return;
   bool fair = c->pol->order == GP_ORDER_FAIRSHARE;
   if (fair && J->leaf >= 0) {
     if (!c->backfill->leaf_has_resv) c->backfill->leaf_has_resv = gp_xcalloc((size_t)c->tree.n + 1, sizeof(bool));
     if (c->backfill->leaf_has_resv[J->leaf]) return;
   }
-  gp__req_need(c, r);
+  gp__core_req_need(c, r);
   if (r->gpus <= 0) return;
   build_cache(c);
   victims_catch_up(c);
@@ -399,13 +399,13 @@ void gp__reserve(gp__ctx *c, gp__req *r) {
       int g = r->slots[si] * stride + (r->n_models < 0 ? mk : r->models[mk]);
       for (int pos = c->fleet->ix.group_start[g]; pos < c->fleet->ix.group_start[g + 1]; pos++) {
         int i = c->fleet->ix.members[pos];
-        const gp__node *nd = &c->nodes[i];
+        const gp__core_node *nd = &c->nodes[i];
         if (nd->n_whole_ok < r->gpus) continue;
         /* With the heap full, a node whose every slot comes after the worst slot kept
          * cannot change the answer (slot_after is strict on time). (The index's level,
          * its free GPUs, bounds what is free and unreserved.) */
         if (n == cap && first_release(c, r, i) > h[0].t &&
-            (c->fleet->ix.node_level[i] < r->gpus || gp__popc(nd->free & nd->whole_ok & ~nd->resv) < r->gpus))
+            (c->fleet->ix.node_level[i] < r->gpus || gp__core_popc(nd->free & nd->whole_ok & ~nd->resv) < r->gpus))
           continue;
         int k = slot_times(c, r, i, times, masks, max_slots, n == cap ? h[0].t : GP__NEVER);
         for (int s = 0; s < k; s++) heap_push(h, &n, cap, (slot){times[s], i, s});
@@ -425,19 +425,19 @@ void gp__reserve(gp__ctx *c, gp__req *r) {
     if (!highest) continue;
     int node = h[a].node;
     slot_times(c, r, node, times, masks, h[a].k + 1, GP__NEVER);
-    uint32_t gpus = gp__choose_gpus(c, node, masks[h[a].k], (h[a].k + 1) * r->gpus);
-    gp__node *s = &c->nodes[node];
+    uint32_t gpus = gp__core_choose_gpus(c, node, masks[h[a].k], (h[a].k + 1) * r->gpus);
+    gp__core_node *s = &c->nodes[node];
     s->resv |= gpus;
     for (uint32_t m = gpus; m; m &= m - 1) c->fleet->gpu_resv_until[s->gpu_base + __builtin_ctz(m)] = at;
   }
   free(h);
-  gp_plan_reservation *rv = gp__vec_push(&c->backfill->reservations, sizeof *rv);
+  gp_plan_reservation *rv = gp__core_vec_push(&c->backfill->reservations, sizeof *rv);
   rv->job = r->job;
   rv->at = at;
   c->backfill->n_resv++;
   if (fair && J->leaf >= 0) c->backfill->leaf_has_resv[J->leaf] = true;
   if (c->decisions_only) return; /* (no reasons in the plan: the sentence would go unread) */
-  gp__job_mut(c, r->job)->msg = gp_arena_printf(
+  gp__core_job_mut(c, r->job)->msg = gp_arena_printf(
       c->arena, "Not enough free GPUs right now; GPUs are reserved for it from t=%lld.",
       (long long)at);
 }

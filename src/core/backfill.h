@@ -7,14 +7,14 @@
 #include "core/preempt.h"
 
 typedef struct gp__core_backfill {
-  gp__vec reservations; /* gp_plan_reservation, in decision order */
+  gp__core_vec reservations; /* gp_plan_reservation, in decision order */
   int n_resv;
   bool *leaf_has_resv;
-  struct gp__resv_cache *rcache; /* release events per node */
+  struct gp__core_resv_cache *rcache; /* release events per node */
 } gp__core_backfill;
 
 /* Backfill (backfill.c): computes and records a reservation for a blocked job. */
-void gp__reserve(gp__ctx *c, gp__req *r);
-void gp__backfill_done(gp__ctx *c);
+void gp__core_reserve(gp__core_ctx *c, gp__core_req *r);
+void gp__core_backfill_done(gp__core_ctx *c);
 
 #endif

@@ -3,7 +3,7 @@
  * Running jobs take their holds (fleet.h) and count in their queues; pending jobs end,
  * wait with a reason, or become eligible with their request shape and placement key.
  * Its state is the per-job array every later stage reads and writes (through
- * gp__job_mut), the jobs by status, the queue sums and the request shapes. */
+ * gp__core_job_mut), the jobs by status, the queue sums and the request shapes. */
 #ifndef GP_CORE_CLASSIFY_H
 #define GP_CORE_CLASSIFY_H
 
@@ -13,7 +13,7 @@
 #include "core/validate.h"
 
 /* What the step has decided about a job so far. */
-enum gp__jstat {
+enum gp__core_jstat {
   GP__J_NONE = 0,  /* ended before this step, or not a job the step acts on */
   GP__J_RUNNING,   /* RUNNING in the view: holds GPUs */
   GP__J_STOPPING,  /* STOPPING in the view: still holds GPUs */
@@ -23,14 +23,14 @@ enum gp__jstat {
   GP__J_STARTED,   /* starts in this plan */
 };
 
-typedef struct gp__job {
+typedef struct gp__core_job {
   double gpus;          /* GPUs held (running) or asked (pending), fractions as fractions */
   gp_time limit;        /* effective time limit in seconds; 0: none */
   gp_time submitted;    /* copy of submitted_at, so ordering stays in this compact array */
   int leaf;             /* tree index of its queue, -1 when unknown */
   int prio;             /* resolved priority */
-  uint8_t stat;         /* enum gp__jstat */
-  uint8_t kind;         /* enum gp__rkind */
+  uint8_t stat;         /* enum gp__core_jstat */
+  uint8_t kind;         /* enum gp__core_rkind */
   uint8_t reason;       /* gp_pending_reason, when GP__J_WAITING */
   uint8_t end_reason;   /* gp_end_reason, when GP__J_ENDED */
   bool preemptible;
@@ -38,14 +38,14 @@ typedef struct gp__job {
   int shape;            /* request shape id (shapes.c), -1 before it is computed */
   int pkey;             /* placement key id (shapes.c), -1 for jobs not eligible */
   const char *msg;      /* static sentence or plan-arena string */
-  uint64_t idp;         /* eligible jobs: the id's first 8 bytes (gp__id_prefix), read while
+  uint64_t idp;         /* eligible jobs: the id's first 8 bytes (gp__core_id_prefix), read while
                            classification has the job in cache, for order.c's ties */
-} gp__job;
+} gp__core_job;
 
 typedef struct gp__core_cls {
   /* Jobs by status, in view order, so later passes need not scan the view. */
   int *running, n_running;   /* RUNNING and STOPPING */
-  gp__run *run;              /* per running position */
+  gp__core_run *run;              /* per running position */
   int *eligible, n_eligible; /* pending and schedulable */
   int n_ended;               /* jobs that end in this plan */
   int n_stopping;
@@ -54,8 +54,8 @@ typedef struct gp__core_cls {
   bool other_eligible;  /* eligible fractional, MIG or CPU-only jobs exist */
   bool mig_eligible;    /* some eligible job asks for a MIG instance */
 
-  /* With a memo: the memo's lists, lent (gp__lists), and what this step put in them. */
-  gp__lists lists;
+  /* With a memo: the memo's lists, lent (gp__core_lists), and what this step put in them. */
+  gp__core_lists lists;
   uint64_t *fresh_bits;      /* a bit per view slot classified afresh, i.e. not replayed
                                 (its rev changed) */
   int n_fresh, n_journal, n_kept_toks;
@@ -68,7 +68,7 @@ typedef struct gp__core_cls {
 
   /* Leaf lookups by queue-name pointer: callers that share one string per queue (the
    * simulator, the server) skip the hash; the answer never depends on the cache. */
-  const char *qcache_ptr[1024]; /* slots: gp__ptr_slot(name, 10) */
+  const char *qcache_ptr[1024]; /* slots: gp__core_ptr_slot(name, 10) */
   int qcache_val[1024];
   const char *hcache_ptr[64]; /* string hashes by pointer (shapes.c) */
   uint32_t hcache_val[64];
@@ -77,69 +77,69 @@ typedef struct gp__core_cls {
   int *leaf_class;            /* per queue: default class resolved, -2 until first use */
   bool *path_limited;         /* per queue: it or an ancestor has a limit */
 
-  struct gp__shapes *shapes;  /* shapes.c: request shapes and failed placement keys */
+  struct gp__core_shapes *shapes;  /* shapes.c: request shapes and failed placement keys */
   int keys_alive;             /* placement keys with jobs left that have not failed */
 
   /* Job ids (built on first need, for dependencies). */
   bool ids_built;
-  gp__strmap ids;
+  gp__core_strmap ids;
 } gp__core_cls;
 
 /* ctx.jobs[j], about to be written: with a memo the slot is journaled, so that the step's
  * end puts it back as classification left it (memo.c). */
-void gp__journal_add(gp__ctx *c, int j);
-static inline gp__job *gp__job_mut(gp__ctx *c, int j) {
-  if (c->memo && c->memo->journaled[j] != c->memo->step) gp__journal_add(c, j);
+void gp__core_journal_add(gp__core_ctx *c, int j);
+static inline gp__core_job *gp__core_job_mut(gp__core_ctx *c, int j) {
+  if (c->memo && c->memo->journaled[j] != c->memo->step) gp__core_journal_add(c, j);
   return &c->jobs[j];
 }
 
 /* Jobs (jobs.c). */
 /* Ends the step's use of classification's state: with a memo, puts back the slots this
  * step journaled and returns the lists lent to it; else frees the per-job array. */
-void gp__core_cls_done(gp__ctx *c);
-void gp__job_wait(gp__ctx *c, int j, gp_pending_reason r, const char *msg);
-void gp__job_end(gp__ctx *c, int j, gp_end_reason r, const char *msg);
-int gp__class_of(const gp__ctx *c, const gp_job *job, int leaf); /* class index or -1 */
-int gp__classify_jobs(gp__ctx *c);
+void gp__core_cls_done(gp__core_ctx *c);
+void gp__core_job_wait(gp__core_ctx *c, int j, gp_pending_reason r, const char *msg);
+void gp__core_job_end(gp__core_ctx *c, int j, gp_end_reason r, const char *msg);
+int gp__core_class_of(const gp__core_ctx *c, const gp_job *job, int leaf); /* class index or -1 */
+int gp__core_classify_jobs(gp__core_ctx *c);
 /* Adds `gpus` to the allocation of `leaf` and all its ancestors (negative to remove). */
-void gp__queue_add_alloc(gp__ctx *c, int leaf, double gpus);
+void gp__core_queue_add_alloc(gp__core_ctx *c, int leaf, double gpus);
 /* The first queue on leaf's path whose limit `extra` GPUs more would break, or -1. */
-int gp__queue_over_limit(const gp__ctx *c, int leaf, double extra);
+int gp__core_queue_over_limit(const gp__core_ctx *c, int leaf, double extra);
 
 /* Dependencies (deps.c): 0 satisfied, 1 waiting (msg set), -1 never (msg set). */
-int gp__deps_check(gp__ctx *c, int j, const char **msg);
+int gp__core_deps_check(gp__core_ctx *c, int j, const char **msg);
 
 /* Feasibility of a request on the fleet (feasible.c). */
-enum gp__feas { GP__FEAS_OK = 0, GP__FEAS_DOWN, GP__FEAS_MODEL_DOWN, GP__FEAS_NEVER, GP__FEAS_MODEL_UNKNOWN };
-int gp__feasible(gp__ctx *c, int j);
+enum gp__core_feas { GP__FEAS_OK = 0, GP__FEAS_DOWN, GP__FEAS_MODEL_DOWN, GP__FEAS_NEVER, GP__FEAS_MODEL_UNKNOWN };
+int gp__core_feasible(gp__core_ctx *c, int j);
 
 /* Request shapes and placement keys (shapes.c). */
-int gp__shape_of(gp__ctx *c, int j);
+int gp__core_shape_of(gp__core_ctx *c, int j);
 /* Shape tokens: a name for job j's raw request key that lasts across steps (created on
  * first use in *tk); job j's shape through its token in memo step `step`. */
-int gp__shape_token(gp__ctx *c, int j, struct gp__tokens **tk);
-int gp__shape_by_token(gp__ctx *c, int j, struct gp__tokens *tk, int tok, uint64_t step);
-int gp__tokens_count(const struct gp__tokens *tk);
-size_t gp__tokens_bytes(const struct gp__tokens *tk);
-void gp__tokens_free(struct gp__tokens *tk);
-int gp__shape_feas(gp__ctx *c, int shape);
-void gp__shape_set_feas(gp__ctx *c, int shape, int v);
+int gp__core_shape_token(gp__core_ctx *c, int j, struct gp__core_tokens **tk);
+int gp__core_shape_by_token(gp__core_ctx *c, int j, struct gp__core_tokens *tk, int tok, uint64_t step);
+int gp__core_tokens_count(const struct gp__core_tokens *tk);
+size_t gp__core_tokens_bytes(const struct gp__core_tokens *tk);
+void gp__core_tokens_free(struct gp__core_tokens *tk);
+int gp__core_shape_feas(gp__core_ctx *c, int shape);
+void gp__core_shape_set_feas(gp__core_ctx *c, int shape, int v);
 /* which: 0 = placement ignoring reservations failed, 1 = waiting-for-stopping check failed. */
-bool gp__shape_flag(gp__ctx *c, int shape, int which);
-void gp__shape_set_flag(gp__ctx *c, int shape, int which);
-bool gp__shape_fits_free(const gp__ctx *c, int shape);
-void gp__shape_set_fits_free(gp__ctx *c, int shape);
-void gp__keys_add(gp__ctx *c, int j, gp_time end);
+bool gp__core_shape_flag(gp__core_ctx *c, int shape, int which);
+void gp__core_shape_set_flag(gp__core_ctx *c, int shape, int which);
+bool gp__core_shape_fits_free(const gp__core_ctx *c, int shape);
+void gp__core_shape_set_fits_free(gp__core_ctx *c, int shape);
+void gp__core_keys_add(gp__core_ctx *c, int j, gp_time end);
 /* Sets the shape and placement key of an eligible job the memo's replay left without them
  * (jobs.c keep_eligible): called before the step looks at the job. */
-void gp__job_keyed(gp__ctx *c, int j);
+void gp__core_job_keyed(gp__core_ctx *c, int j);
 /* n eligible jobs of shape t at once, the earliest ending at `end` (their keys are set
- * later, by gp__job_keyed). */
-void gp__keys_add_n(gp__ctx *c, int t, int n, gp_time end);
-void gp__keys_consider(gp__ctx *c, int j);
-bool gp__keys_failed(const gp__ctx *c, int j);
-void gp__keys_fail(gp__ctx *c, int j);
-void gp__shapes_done(gp__ctx *c);
-void gp__shapes_free(struct gp__shapes *s);
+ * later, by gp__core_job_keyed). */
+void gp__core_keys_add_n(gp__core_ctx *c, int t, int n, gp_time end);
+void gp__core_keys_consider(gp__core_ctx *c, int j);
+bool gp__core_keys_failed(const gp__core_ctx *c, int j);
+void gp__core_keys_fail(gp__core_ctx *c, int j);
+void gp__core_shapes_done(gp__core_ctx *c);
+void gp__core_shapes_free(struct gp__core_shapes *s);
 
 #endif

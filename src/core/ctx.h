@@ -7,7 +7,7 @@
  * other; the headers include downwards only (docs/internals/scheduler.md, "Stages and
  * their state").
  *
- * Internal: gp__ names, never used outside core. Everything lives for one call, except
+ * Internal: gp__core_ names, never used outside core. Everything lives for one call, except
  * what a caller's gp_sched_memo keeps between calls (memo.h). Memory for the plan goes to
  * the plan's arena; scratch memory ends with the step (scratch.h). Indexes: "job" and
  * "node" are view indexes, "queue" is a tree index (queue_tree.h). */
@@ -37,7 +37,7 @@
 #define GP__MAX_DRAIN 256           /* jobs considered once nothing fits (reservations,
                                        preemption), before the rest get reasons in bulk */
 
-typedef struct gp__ctx {
+typedef struct gp__core_ctx {
   const gp_policy *pol;
   const gp_view *view;
   gp_time now;
@@ -53,19 +53,19 @@ typedef struct gp__ctx {
 
   struct gp_sched_memo *memo; /* NULL: gp_sched_step, or a view without a rev (memo.h) */
   bool view_known;      /* the memo's view: its nodes and pools were checked before */
-  const gp__qtree *known_tree; /* the memo's tree of that view's queues, or NULL */
-  gp__scratch *scratch; /* the memo's, or own_scratch */
-  gp__scratch own_scratch;
+  const gp__core_qtree *known_tree; /* the memo's tree of that view's queues, or NULL */
+  gp__core_scratch *scratch; /* the memo's, or own_scratch */
+  gp__core_scratch own_scratch;
 
-  gp__qtree tree;
+  gp__core_qtree tree;
   gp_arena *arena;      /* the plan's: strings the plan keeps */
 
   /* The step's record of each job and node, which every stage from classification on
    * reads and updates (a job's status and reason, a node's free GPUs): defined with the
    * stage that fills them in (classify.h, fleet.h), kept here so that the per-job and
    * per-node loops reach them without going through a stage. */
-  struct gp__job *jobs;   /* one per view job */
-  struct gp__node *nodes; /* one per view node */
+  struct gp__core_job *jobs;   /* one per view job */
+  struct gp__core_node *nodes; /* one per view node */
 
   /* Each stage's state, in the order the step runs the stages. */
   struct gp__core_fleet *fleet;       /* fleet.h: nodes, GPUs, the free-capacity index */
@@ -74,10 +74,10 @@ typedef struct gp__ctx {
   struct gp__core_preempt *preempt;   /* preempt.h: victims and preemptions */
   struct gp__core_backfill *backfill; /* backfill.h: reservations */
   struct gp__core_assembly *assembly; /* sched.c: what assembling the plan keeps */
-} gp__ctx;
+} gp__core_ctx;
 
 /* Is placement k of job the first on its node? (Per-node lists count a job once.) */
-static inline bool gp__first_on_node(const gp_job *job, int k) {
+static inline bool gp__core_first_on_node(const gp_job *job, int k) {
   for (int m = 0; m < k; m++)
     if (job->placements[m].node == job->placements[k].node) return false;
   return true;

@@ -8,17 +8,17 @@
  * built on the first job that has dependencies, so views without any never pay for it. */
 #include "core/classify.h"
 
-static void build_ids(gp__ctx *c) {
-  gp__strmap_init(&c->cls->ids, (size_t)c->view->n_jobs + 1);
+static void build_ids(gp__core_ctx *c) {
+  gp__core_strmap_init(&c->cls->ids, (size_t)c->view->n_jobs + 1);
   for (int j = 0; j < c->view->n_jobs; j++)
-    if (c->view->jobs[j].id) gp__strmap_put(&c->cls->ids, c->view->jobs[j].id, j);
+    if (c->view->jobs[j].id) gp__core_strmap_put(&c->cls->ids, c->view->jobs[j].id, j);
   c->cls->ids_built = true;
 }
 
 enum { SAT = 0, WAIT = 1, NEVER = -1 };
 
-static int one(gp__ctx *c, int j, const char *id, int kind, const char **msg) {
-  int d = id ? gp__strmap_get(&c->cls->ids, id) : -1;
+static int one(gp__core_ctx *c, int j, const char *id, int kind, const char **msg) {
+  int d = id ? gp__core_strmap_get(&c->cls->ids, id) : -1;
   if (d < 0 || d == j) {
     *msg = gp_arena_printf(c->arena, "It depends on job %s, which %s.", id ? id : "(null)",
                            d == j ? "is the job itself" : "is unknown");
@@ -45,7 +45,7 @@ static int one(gp__ctx *c, int j, const char *id, int kind, const char **msg) {
   return WAIT;
 }
 
-int gp__deps_check(gp__ctx *c, int j, const char **msg) {
+int gp__core_deps_check(gp__core_ctx *c, int j, const char **msg) {
   const gp_job *job = &c->view->jobs[j];
   if (job->n_after + job->n_after_ok + job->n_after_any == 0) return SAT;
   if (!c->cls->ids_built) build_ids(c);

@@ -24,7 +24,7 @@ static bool names_model(const gp_request *r, const char *model) {
 }
 
 /* May this job's queue use a node of pool p at all? */
-static bool pool_allows(const gp__ctx *c, int j, int pool) {
+static bool pool_allows(const gp__core_ctx *c, int j, int pool) {
   if (pool < 0) return true;
   int leaf = c->jobs[j].leaf;
   if (leaf >= 0 && c->fleet->queue_pool[leaf] == pool) return true;
@@ -38,9 +38,9 @@ static bool mig_layout_has(const gp_gpu *g, const char *profile) {
 }
 
 /* Task slots node i offers the job: (ever, now). */
-static void node_slots(gp__ctx *c, int j, int i, int *ever, int *now) {
+static void node_slots(gp__core_ctx *c, int j, int i, int *ever, int *now) {
   const gp_node *n = &c->view->nodes[i];
-  const gp__node *s = &c->nodes[i];
+  const gp__core_node *s = &c->nodes[i];
   const gp_request *r = &c->view->jobs[j].req;
   int kind = c->jobs[j].kind;
   *ever = *now = 0;
@@ -54,7 +54,7 @@ static void node_slots(gp__ctx *c, int j, int i, int *ever, int *now) {
       if (mem < r->min_gpu_mem_mib) break;
       if (r->gpus_per_task == 1 && gpu && gpu->mode == GP_SHARE_TIMESLICE &&
           gpu->timeslice_replicas > 1) {
-        /* One-GPU tasks may take its replicas (placement.c, gp__fit_replica). */
+        /* One-GPU tasks may take its replicas (placement.c, gp__core_fit_replica). */
         e += gpu->timeslice_replicas;
         w += (s->share_ok & bit) ? gpu->timeslice_replicas : 0;
       } else {
@@ -100,7 +100,7 @@ static void node_slots(gp__ctx *c, int j, int i, int *ever, int *now) {
   *now = s->up ? w : 0;
 }
 
-static int compute(gp__ctx *c, int j) {
+static int compute(gp__core_ctx *c, int j) {
   const gp_request *r = &c->view->jobs[j].req;
   bool by_model = r->n_gpu_models > 0 && c->jobs[j].kind != GP__R_CPU;
   /* A fleet with no node at all is one whose agents have not registered yet: nothing can
@@ -118,7 +118,7 @@ static int compute(gp__ctx *c, int j) {
     }
     if (n->capacity == GP_CAP_SPOT && !r->allow_spot) continue;
     if (!pool_allows(c, j, c->nodes[i].pool)) continue;
-    if (r->n_node_selector && !gp__node_has_labels(n, r->n_node_selector, r->node_selector))
+    if (r->n_node_selector && !gp__core_node_has_labels(n, r->n_node_selector, r->node_selector))
       continue;
     int e, w;
     node_slots(c, j, i, &e, &w);
@@ -131,12 +131,12 @@ static int compute(gp__ctx *c, int j) {
   return by_model && !model_up ? GP__FEAS_MODEL_DOWN : GP__FEAS_DOWN;
 }
 
-int gp__feasible(gp__ctx *c, int j) {
-  int shape = gp__shape_of(c, j);
-  int v = gp__shape_feas(c, shape);
+int gp__core_feasible(gp__core_ctx *c, int j) {
+  int shape = gp__core_shape_of(c, j);
+  int v = gp__core_shape_feas(c, shape);
   if (v < 0) {
     v = compute(c, j);
-    gp__shape_set_feas(c, shape, v);
+    gp__core_shape_set_feas(c, shape, v);
   }
   return v;
 }

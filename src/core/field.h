@@ -8,7 +8,7 @@
 #include <string.h>
 
 /* Writes prefix + "[" + index + "]" + suffix into buf (always NUL-terminated). */
-static inline const char *gp__field(char *buf, size_t size, const char *prefix, int index,
+static inline const char *gp__core_field(char *buf, size_t size, const char *prefix, int index,
                                     const char *suffix) {
   char num[16];
   int k = 0;

@@ -13,9 +13,9 @@
 #include "core/strmap.h"
 
 /* Request kinds (gp_request says exactly one applies). */
-enum gp__rkind { GP__R_WHOLE = 0, GP__R_FRACTION, GP__R_MIG, GP__R_CPU };
+enum gp__core_rkind { GP__R_WHOLE = 0, GP__R_FRACTION, GP__R_MIG, GP__R_CPU };
 
-typedef struct gp__node {
+typedef struct gp__core_node {
   uint32_t whole_ok;    /* GPUs whole-GPU work may use: node up, healthy, exclusive/shared */
   uint32_t share_ok;    /* GPUs fractional work may use: node up, healthy, shared/timeslice */
   uint32_t mig_ok;      /* GPUs in MIG mode that are healthy on an up node */
@@ -31,12 +31,12 @@ typedef struct gp__node {
   bool mem_varies;      /* some GPU has its own mem_mib */
   bool exclusive_only;  /* every GPU is in exclusive mode: whole-GPU bookkeeping suffices */
   uint8_t n_whole_ok;   /* GPUs in whole_ok */
-} gp__node;
+} gp__core_node;
 
 /* One task's resources, derived from a job for the placement functions. */
-typedef struct gp__req {
+typedef struct gp__core_req {
   int job;
-  int kind;             /* enum gp__rkind */
+  int kind;             /* enum gp__core_rkind */
   int tasks;
   int gpus;             /* whole GPUs per task (GP__R_WHOLE) */
   int milli;            /* GP__R_FRACTION: per task (computed from memory when asked so) */
@@ -50,37 +50,37 @@ typedef struct gp__req {
   int slots[16];        /* pool slots in order of preference (0 = general fleet) */
   gp_time end;          /* now + limit, GP__NEVER without a limit (for reservations) */
   bool honor_resv;      /* keep off GPUs that a reservation needs before `end` */
-  bool ready;           /* filled in (gp__req_init); else only `job` is set */
-} gp__req;
+  bool ready;           /* filled in (gp__core_req_init); else only `job` is set */
+} gp__core_req;
 
 /* Where one task goes. */
-typedef struct gp__fit {
+typedef struct gp__core_fit {
   int node;
   uint32_t mask;
   int milli;            /* per GPU: 1000 whole, else the share */
   int64_t gpu_mem;
   int mig;              /* MIG instance or -1 */
   double score;         /* shared placements: the sharing policy's score (higher wins) */
-} gp__fit;
+} gp__core_fit;
 
 /* A running or stopping job as classification read it (jobs.c), by position in
  * ctx.running: preemption and backfill use this instead of reading the view again. */
-typedef struct gp__run {
+typedef struct gp__core_run {
   int node;             /* its only node (one placement), -1 when it has several */
   uint32_t whole;       /* one placement: the whole GPUs it holds there */
   int64_t cpu, mem;     /* per placement */
   gp_time started;
   gp_time since;        /* max(started, last checkpoint): work since then is lost */
-  gp_time limit;        /* as gp__job.limit */
-  double gpus;          /* as gp__job.gpus */
-  int leaf, prio;       /* as gp__job */
+  gp_time limit;        /* as gp__core_job.limit */
+  double gpus;          /* as gp__core_job.gpus */
+  int leaf, prio;       /* as gp__core_job */
   bool stopping, preemptible;
-} gp__run;
+} gp__core_run;
 
 /* When a running job's record says it ends, before the step's now is applied (its end
  * is the later of the two): INT64_MIN for a stopping job (it ends now), GP__NEVER without
  * a time limit. */
-static inline gp_time gp__run_end(const gp__run *ru) {
+static inline gp_time gp__core_run_end(const gp__core_run *ru) {
   if (ru->stopping) return INT64_MIN;
   if (ru->limit <= 0 || ru->started > GP__NEVER - ru->limit) return GP__NEVER;
   return ru->started + ru->limit;
@@ -98,7 +98,7 @@ typedef struct gp__core_fleet {
   /* GPU models, sorted by name (ids are positions). */
   int n_models;
   const char **model_names;
-  gp__strmap model_map;
+  gp__core_strmap model_map;
   bool model_map_shared; /* the memo's node snapshot owns it */
   const char *mcache_ptr[16]; /* GPU model id by name pointer */
   int mcache_val[16];
@@ -111,50 +111,50 @@ typedef struct gp__core_fleet {
   int *queue_pool;
   int n_slots;          /* 1 + n_pools */
 
-  gp__index ix;
-  bool indexed;         /* ix and block_free are live (after gp__nodes_index) */
+  gp__core_index ix;
+  bool indexed;         /* ix and block_free are live (after gp__core_nodes_index) */
   uint64_t use_gen;     /* changes whenever a node's use does, taken or given back */
   int64_t max_gpu_mem;  /* largest GPU memory in the fleet, MiB */
   bool has_timeslice;   /* some up node has a healthy timeslice GPU (replicas for 1-GPU tasks) */
   double capacity;      /* GPUs for fair share: healthy GPUs of nodes not down */
 
-  struct gp__usage *usage;    /* the memo's kept holds, when it has them */
+  struct gp__core_usage *usage;    /* the memo's kept holds, when it has them */
   const uint8_t *held;        /* with them: per view slot, whether its job's hold is kept */
 } gp__core_fleet;
 
 /* Nodes (nodes.c). */
-int gp__nodes_init(gp__ctx *c);
-void gp__core_fleet_done(gp__ctx *c);
-void gp__nodes_snap_free(struct gp__nodes_snap *s);
-size_t gp__nodes_snap_bytes(const struct gp__nodes_snap *s);
+int gp__core_nodes_init(gp__core_ctx *c);
+void gp__core_fleet_done(gp__core_ctx *c);
+void gp__core_nodes_snap_free(struct gp__core_nodes_snap *s);
+size_t gp__core_nodes_snap_bytes(const struct gp__core_nodes_snap *s);
 /* Builds the node index from the free capacity left after running jobs. */
-void gp__nodes_index(gp__ctx *c);
-int gp__model_id(const gp__ctx *c, const char *model);
-bool gp__node_has_labels(const gp_node *n, int n_sel, const gp_label *sel);
+void gp__core_nodes_index(gp__core_ctx *c);
+int gp__core_model_id(const gp__core_ctx *c, const char *model);
+bool gp__core_node_has_labels(const gp_node *n, int n_sel, const gp_label *sel);
 /* Takes / gives back one task's resources (commit and undo). */
-void gp__take(gp__ctx *c, const gp__req *r, const gp__fit *f);
-void gp__give(gp__ctx *c, const gp__req *r, const gp__fit *f);
+void gp__core_take(gp__core_ctx *c, const gp__core_req *r, const gp__core_fit *f);
+void gp__core_give(gp__core_ctx *c, const gp__core_req *r, const gp__core_fit *f);
 /* Applies a running job's placements to the free capacity. */
-void gp__hold_placements(gp__ctx *c, int j);
+void gp__core_hold_placements(gp__core_ctx *c, int j);
 /* The fast path of that for whole GPUs (mask) of a node where every GPU is exclusive,
  * before the index exists; false (nothing done) when it does not apply. */
-bool gp__hold_whole(gp__ctx *c, int node, uint32_t mask, int64_t cpu, int64_t mem);
+bool gp__core_hold_whole(gp__core_ctx *c, int node, uint32_t mask, int64_t cpu, int64_t mem);
 /* The memo's kept holds (nodes.c): is slot j's hold in them; give back the one of a slot
  * that changed (old: its record as the memo kept it); keep a remembered job's one-placement
  * hold; close classification (slots past the view's end give theirs back). */
-void gp__usage_free(struct gp__usage *u);
-size_t gp__usage_bytes(const struct gp__usage *u);
-void gp__usage_drop(gp__ctx *c, int j, const gp__run *old);
-void gp__usage_keep(gp__ctx *c, int j, const gp__run *ru);
+void gp__core_usage_free(struct gp__core_usage *u);
+size_t gp__core_usage_bytes(const struct gp__core_usage *u);
+void gp__core_usage_drop(gp__core_ctx *c, int j, const gp__core_run *old);
+void gp__core_usage_keep(gp__core_ctx *c, int j, const gp__core_run *ru);
 /* The held jobs on node (their memo run records): the first slot, the next, -1 after the
- * last (none without kept holds). Per node, the earliest and latest gp__run_end among
+ * last (none without kept holds). Per node, the earliest and latest gp__core_run_end among
  * them (GP__NEVER and INT64_MIN for none); false without kept holds. */
-int gp__usage_first(const gp__ctx *c, int node);
-int gp__usage_next(const gp__ctx *c, int j);
-bool gp__usage_bounds(const gp__ctx *c, const gp_time **lo, const gp_time **hi);
-void gp__usage_end(gp__ctx *c, const gp__run *old_runs);
-/* The record of held slot j (from gp__usage_first / gp__usage_next). */
-static inline const gp__run *gp__core_usage_run(const gp__ctx *c, int j) {
+int gp__core_usage_first(const gp__core_ctx *c, int node);
+int gp__core_usage_next(const gp__core_ctx *c, int j);
+bool gp__core_usage_bounds(const gp__core_ctx *c, const gp_time **lo, const gp_time **hi);
+void gp__core_usage_end(gp__core_ctx *c, const gp__core_run *old_runs);
+/* The record of held slot j (from gp__core_usage_first / gp__core_usage_next). */
+static inline const gp__core_run *gp__core_usage_run(const gp__core_ctx *c, int j) {
   return &c->memo->run[j];
 }
 

@@ -7,21 +7,21 @@
  * then anywhere. */
 #include "core/place.h"
 
-static void rollback(gp__ctx *c, const gp__req *r, gp__fit *fits, int n) {
-  for (int t = n - 1; t >= 0; t--) gp__give(c, r, &fits[t]);
+static void rollback(gp__core_ctx *c, const gp__core_req *r, gp__core_fit *fits, int n) {
+  for (int t = n - 1; t >= 0; t--) gp__core_give(c, r, &fits[t]);
 }
 
 /* The best node of block b for one task: most used (binpack) or least used (spread). */
-static bool fit_in_block(gp__ctx *c, const gp__req *r, int b, gp__fit *f) {
+static bool fit_in_block(gp__core_ctx *c, const gp__core_req *r, int b, gp__core_fit *f) {
   bool spread = c->pol->placement == GP_PLACE_SPREAD;
   int best = -1, best_free = 0;
-  gp__fit tmp;
+  gp__core_fit tmp;
   for (int k = c->fleet->block_start[b]; k < c->fleet->block_start[b + 1]; k++) {
     int node = c->fleet->block_nodes[k];
-    int fr = gp__popc(c->nodes[node].free);
+    int fr = gp__core_popc(c->nodes[node].free);
     if (fr < r->gpus) continue;
     if (best >= 0 && (spread ? fr <= best_free : fr >= best_free)) continue;
-    if (!gp__node_fit(c, r, node, 0, 0, 0, &tmp)) continue;
+    if (!gp__core_node_fit(c, r, node, 0, 0, 0, &tmp)) continue;
     best = node;
     best_free = fr;
     *f = tmp;
@@ -29,19 +29,19 @@ static bool fit_in_block(gp__ctx *c, const gp__req *r, int b, gp__fit *f) {
   return best >= 0;
 }
 
-static bool place_in_block(gp__ctx *c, const gp__req *r, int b, gp__fit *fits) {
+static bool place_in_block(gp__core_ctx *c, const gp__core_req *r, int b, gp__core_fit *fits) {
   for (int t = 0; t < r->tasks; t++) {
     if (!fit_in_block(c, r, b, &fits[t])) {
       rollback(c, r, fits, t);
       return false;
     }
-    gp__take(c, r, &fits[t]);
+    gp__core_take(c, r, &fits[t]);
   }
   return true;
 }
 
 /* Up to GP__MAX_GANG_BLOCKS candidate blocks with enough free GPUs, best first. */
-static int candidate_blocks(const gp__ctx *c, const gp__req *r, int *out) {
+static int candidate_blocks(const gp__core_ctx *c, const gp__core_req *r, int *out) {
   bool spread = c->pol->placement == GP_PLACE_SPREAD;
   int need = r->tasks * r->gpus, n = 0;
   for (int b = 0; b < c->fleet->n_blocks; b++) {
@@ -60,11 +60,11 @@ static int candidate_blocks(const gp__ctx *c, const gp__req *r, int *out) {
   return n;
 }
 
-bool gp__place_job(gp__ctx *c, const gp__req *r, gp__fit *fits, bool commit) {
+bool gp__core_place_job(gp__core_ctx *c, const gp__core_req *r, gp__core_fit *fits, bool commit) {
   bool ok = false;
   if (r->tasks == 1) {
-    ok = gp__fit_task(c, r, &fits[0]);
-    if (ok) gp__take(c, r, &fits[0]);
+    ok = gp__core_fit_task(c, r, &fits[0]);
+    if (ok) gp__core_take(c, r, &fits[0]);
   } else {
     if (r->kind == GP__R_WHOLE && c->fleet->n_blocks > 0) {
       int cand[GP__MAX_GANG_BLOCKS];
@@ -74,8 +74,8 @@ bool gp__place_job(gp__ctx *c, const gp__req *r, gp__fit *fits, bool commit) {
     if (!ok) {
       int t = 0;
       for (; t < r->tasks; t++) {
-        if (!gp__fit_task(c, r, &fits[t])) break;
-        gp__take(c, r, &fits[t]);
+        if (!gp__core_fit_task(c, r, &fits[t])) break;
+        gp__core_take(c, r, &fits[t]);
       }
       if (t < r->tasks) rollback(c, r, fits, t);
       else ok = true;

@@ -11,36 +11,36 @@
 
 #include "core/classify.h"
 
-void gp__job_wait(gp__ctx *c, int j, gp_pending_reason r, const char *msg) {
-  gp__job *ji = gp__job_mut(c, j);
+void gp__core_job_wait(gp__core_ctx *c, int j, gp_pending_reason r, const char *msg) {
+  gp__core_job *ji = gp__core_job_mut(c, j);
   ji->stat = GP__J_WAITING;
   ji->reason = (uint8_t)r;
   ji->msg = msg;
 }
 
-void gp__job_end(gp__ctx *c, int j, gp_end_reason r, const char *msg) {
+void gp__core_job_end(gp__core_ctx *c, int j, gp_end_reason r, const char *msg) {
   c->cls->n_ended++;
-  gp__job *ji = gp__job_mut(c, j);
+  gp__core_job *ji = gp__core_job_mut(c, j);
   ji->stat = GP__J_ENDED;
   ji->end_reason = (uint8_t)r;
   ji->msg = msg;
 }
 
-void gp__queue_add_alloc(gp__ctx *c, int leaf, double gpus) {
+void gp__core_queue_add_alloc(gp__core_ctx *c, int leaf, double gpus) {
   for (int q = leaf; q >= 0; q = c->tree.q[q].parent) c->tree.q[q].allocated += gpus;
   c->cls->alloc_gen++;
 }
 
-int gp__queue_over_limit(const gp__ctx *c, int leaf, double extra) {
+int gp__core_queue_over_limit(const gp__core_ctx *c, int leaf, double extra) {
   if (c->cls->path_limited && leaf >= 0 && !c->cls->path_limited[leaf]) return -1;
   for (int q = leaf; q >= 0; q = c->tree.q[q].parent) {
-    const gp__queue *qq = &c->tree.q[q];
+    const gp__core_queue *qq = &c->tree.q[q];
     if (qq->limit != GP_NO_LIMIT && qq->allocated + extra > qq->limit + GP__EPS) return q;
   }
   return -1;
 }
 
-static int find_class(const gp__ctx *c, const char *name) {
+static int find_class(const gp__core_ctx *c, const char *name) {
   /* Callers usually share one string per class name: compare pointers first. */
   for (int i = 0; i < c->n_classes; i++)
     if (c->classes[i].name == name) return i;
@@ -49,10 +49,10 @@ static int find_class(const gp__ctx *c, const char *name) {
   return -1;
 }
 
-int gp__class_of(const gp__ctx *c, const gp_job *job, int leaf) {
+int gp__core_class_of(const gp__core_ctx *c, const gp_job *job, int leaf) {
   if (job->priority_class) {
     /* Cached by pointer (callers share one string per class name); -2: not cached. */
-    unsigned h = gp__ptr_slot(job->priority_class, 4);
+    unsigned h = gp__core_ptr_slot(job->priority_class, 4);
     if (c->cls->ccache_ptr[h] == job->priority_class) return c->cls->ccache_val[h];
     int k = find_class(c, job->priority_class);
     c->cls->ccache_ptr[h] = job->priority_class;
@@ -72,7 +72,7 @@ int gp__class_of(const gp__ctx *c, const gp_job *job, int leaf) {
   return k;
 }
 
-static gp_time limit_of(const gp__ctx *c, const gp_job *job, int leaf) {
+static gp_time limit_of(const gp__core_ctx *c, const gp_job *job, int leaf) {
   if (job->time_limit > 0) return job->time_limit;
   for (int q = leaf; q >= 0; q = c->tree.q[q].parent) {
     int vi = c->tree.q[q].view_index;
@@ -90,8 +90,8 @@ static int mig_slices(const char *profile) {
 }
 
 /* GPUs a placement holds, fractions as fractions. */
-static double placement_gpus(const gp__ctx *c, const gp_placement *p) {
-  int n = gp__popc(p->gpu_mask);
+static double placement_gpus(const gp__core_ctx *c, const gp_placement *p) {
+  int n = gp__core_popc(p->gpu_mask);
   if (p->mig_instance >= 0) {
     const gp_node *node = &c->view->nodes[p->node];
     int g = p->gpu_mask ? __builtin_ctz(p->gpu_mask) : 0;
@@ -105,10 +105,10 @@ static double placement_gpus(const gp__ctx *c, const gp_placement *p) {
 
 /* Checks a pending job's request; returns NULL when well-formed, else a sentence. Sets the
  * request kind and GPUs asked. */
-static const char *check_request(gp__ctx *c, int j) {
+static const char *check_request(gp__core_ctx *c, int j) {
   const gp_job *job = &c->view->jobs[j];
   const gp_request *r = &job->req;
-  gp__job *ji = &c->jobs[j];
+  gp__core_job *ji = &c->jobs[j];
   if (r->tasks < 1 || r->tasks > 100000) return "The request needs between 1 and 100000 tasks.";
   if (r->gpus_per_task < 0) return "The request asks for a negative number of GPUs.";
   if (r->gpu_milli < 0 || r->gpu_milli >= GP_GPU_MILLI)
@@ -151,7 +151,7 @@ static const char *check_request(gp__ctx *c, int j) {
 }
 
 /* "No node in the cluster has a GPU of model B200 or H200." (ended jobs only: rare). */
-static const char *model_message(gp__ctx *c, const gp_request *r) {
+static const char *model_message(gp__core_ctx *c, const gp_request *r) {
   gp_buf b;
   gp_buf_init(&b, 1024);
   gp_buf_puts(&b, "No node in the cluster has a GPU of model ");
@@ -173,8 +173,8 @@ static bool gpus_whole(double gpus) {
   return gpus >= 0 && gpus < 2147483648.0 && gpus == (double)(int64_t)gpus;
 }
 
-/* (sums: gp__memo_rec.sums when a replay knows it, else 0.) */
-static inline __attribute__((always_inline)) void add_sums(gp__ctx *c, int leaf, double gpus,
+/* (sums: gp__core_memo_rec.sums when a replay knows it, else 0.) */
+static inline __attribute__((always_inline)) void add_sums(gp__core_ctx *c, int leaf, double gpus,
                                                            uint8_t sums, bool held) {
   if (c->cls->sums_inexact) return;
   if (sums ? sums != 1 : !gpus_whole(gpus)) {
@@ -185,8 +185,8 @@ static inline __attribute__((always_inline)) void add_sums(gp__ctx *c, int leaf,
   if (held) c->cls->alloc_int[leaf] += (int64_t)gpus;
 }
 
-static void sums_done(gp__ctx *c) {
-  gp__qtree *t = &c->tree;
+static void sums_done(gp__core_ctx *c) {
+  gp__core_qtree *t = &c->tree;
   if (!c->cls->sums_inexact) {
     /* Children follow their parents in the tree: add each queue into its parent, last first. */
     for (int q = t->n - 1; q >= 0; q--)
@@ -198,10 +198,10 @@ static void sums_done(gp__ctx *c) {
     return;
   }
   for (int j = 0; j < c->view->n_jobs; j++) {
-    const gp__job *ji = &c->jobs[j];
+    const gp__core_job *ji = &c->jobs[j];
     if (ji->leaf < 0) continue;
     if (ji->stat == GP__J_RUNNING || ji->stat == GP__J_STOPPING) {
-      gp__queue_add_alloc(c, ji->leaf, ji->gpus);
+      gp__core_queue_add_alloc(c, ji->leaf, ji->gpus);
       t->q[ji->leaf].demand += ji->gpus;
     } else if (ji->stat == GP__J_ELIGIBLE) {
       t->q[ji->leaf].demand += ji->gpus;
@@ -210,12 +210,12 @@ static void sums_done(gp__ctx *c) {
 }
 
 /* When a job with this time limit would end if it started now (GP__NEVER: never). */
-static gp_time end_if_started(const gp__ctx *c, gp_time limit) {
+static gp_time end_if_started(const gp__core_ctx *c, gp_time limit) {
   return limit > 0 && c->now < GP__NEVER - limit ? c->now + limit : GP__NEVER;
 }
 
 /* What an eligible job's kind of request tells the early stop. */
-static void admit_kind(gp__ctx *c, int kind, int whole_per_task) {
+static void admit_kind(gp__core_ctx *c, int kind, int whole_per_task) {
   if (kind == GP__R_WHOLE) {
     if (whole_per_task < c->cls->min_whole) c->cls->min_whole = whole_per_task;
     /* A one-GPU task may still take a timeslice replica when no whole GPU is free, so the
@@ -229,23 +229,23 @@ static void admit_kind(gp__ctx *c, int kind, int whole_per_task) {
 
 /* An eligible job joins the step: its queue's demand, its placement key, the early
  * stop's smallest request, the eligible list. */
-static void admit(gp__ctx *c, int j, int whole_per_task) {
-  const gp__job *ji = &c->jobs[j];
+static void admit(gp__core_ctx *c, int j, int whole_per_task) {
+  const gp__core_job *ji = &c->jobs[j];
   add_sums(c, ji->leaf, ji->gpus, 0, false);
-  gp__keys_add(c, j, end_if_started(c, ji->limit));
+  gp__core_keys_add(c, j, end_if_started(c, ji->limit));
   admit_kind(c, ji->kind, whole_per_task);
   c->cls->eligible[c->cls->n_eligible++] = j;
 }
 
 /* A replayed eligible job joins the step: its queue's demand and the eligible list now;
  * its placement key and what it tells the early stop are the same for every job of its
- * request token, so they are counted per token (gp__tagg) and added once, by admit_kept.
- * Its own shape and key wait until the step looks at it (gp__job_keyed). */
-static void keep_eligible(gp__ctx *c, int j, const gp__memo_rec *m) {
+ * request token, so they are counted per token (gp__core_tagg) and added once, by admit_kept.
+ * Its own shape and key wait until the step looks at it (gp__core_job_keyed). */
+static void keep_eligible(gp__core_ctx *c, int j, const gp__core_memo_rec *m) {
   struct gp_sched_memo *mm = c->memo;
-  gp__tagg *a = &mm->tagg[m->tok];
+  gp__core_tagg *a = &mm->tagg[m->tok];
   if (a->step != mm->step) {
-    *a = (gp__tagg){.step = mm->step, .min_limit = INT64_MAX, .rep = j};
+    *a = (gp__core_tagg){.step = mm->step, .min_limit = INT64_MAX, .rep = j};
     gp_xgrow((void **)&c->cls->lists.kept_toks, &c->cls->lists.kept_toks_cap,
              (size_t)c->cls->n_kept_toks + 1, sizeof *c->cls->lists.kept_toks);
     c->cls->lists.kept_toks[c->cls->n_kept_toks++] = m->tok;
@@ -256,78 +256,78 @@ static void keep_eligible(gp__ctx *c, int j, const gp__memo_rec *m) {
   c->cls->eligible[c->cls->n_eligible++] = j;
 }
 
-static void admit_kept(gp__ctx *c) {
+static void admit_kept(gp__core_ctx *c) {
   struct gp_sched_memo *mm = c->memo;
   for (int i = 0; i < c->cls->n_kept_toks; i++) {
     int tok = c->cls->lists.kept_toks[i];
-    const gp__tagg *a = &mm->tagg[tok];
-    int shape = gp__shape_by_token(c, a->rep, mm->tokens, tok, mm->step);
-    gp__keys_add_n(c, shape, a->n, end_if_started(c, a->min_limit == INT64_MAX ? 0 : a->min_limit));
+    const gp__core_tagg *a = &mm->tagg[tok];
+    int shape = gp__core_shape_by_token(c, a->rep, mm->tokens, tok, mm->step);
+    gp__core_keys_add_n(c, shape, a->n, end_if_started(c, a->min_limit == INT64_MAX ? 0 : a->min_limit));
     admit_kind(c, c->jobs[a->rep].kind, mm->rec[a->rep].whole_per_task);
   }
 }
 
-void gp__job_keyed(gp__ctx *c, int j) {
-  const gp__job *ji = &c->jobs[j];
+void gp__core_job_keyed(gp__core_ctx *c, int j) {
+  const gp__core_job *ji = &c->jobs[j];
   if (ji->pkey >= 0 || ji->stat != GP__J_ELIGIBLE) return;
   struct gp_sched_memo *mm = c->memo; /* (only keep_eligible leaves an eligible job unkeyed) */
-  int shape = gp__shape_by_token(c, j, mm->tokens, mm->rec[j].tok, mm->step);
-  gp__job_mut(c, j)->pkey = shape;
+  int shape = gp__core_shape_by_token(c, j, mm->tokens, mm->rec[j].tok, mm->step);
+  gp__core_job_mut(c, j)->pkey = shape;
 }
 
-static void classify_pending(gp__ctx *c, int j) {
+static void classify_pending(gp__core_ctx *c, int j) {
   const gp_job *job = &c->view->jobs[j];
-  gp__job *ji = &c->jobs[j];
+  gp__core_job *ji = &c->jobs[j];
   if (ji->leaf < 0) {
-    int q = gp__qtree_find(&c->tree, job->queue);
-    gp__job_end(c, j, GP_END_INVALID_REQUEST, q >= 0 ? GP__MSG_NOT_LEAF : GP__MSG_NO_QUEUE);
+    int q = gp__core_qtree_find(&c->tree, job->queue);
+    gp__core_job_end(c, j, GP_END_INVALID_REQUEST, q >= 0 ? GP__MSG_NOT_LEAF : GP__MSG_NO_QUEUE);
     return;
   }
-  int cls = gp__class_of(c, job, ji->leaf);
+  int cls = gp__core_class_of(c, job, ji->leaf);
   if (cls < 0) {
-    gp__job_end(c, j, GP_END_INVALID_REQUEST, GP__MSG_NO_CLASS);
+    gp__core_job_end(c, j, GP_END_INVALID_REQUEST, GP__MSG_NO_CLASS);
     return;
   }
   ji->prio = c->classes[cls].priority;
   ji->preemptible = c->classes[cls].preemptible;
   const char *bad = check_request(c, j);
   if (bad) {
-    gp__job_end(c, j, GP_END_INVALID_REQUEST, bad);
+    gp__core_job_end(c, j, GP_END_INVALID_REQUEST, bad);
     return;
   }
   const char *dep_msg = NULL;
-  int deps = job->n_after | job->n_after_ok | job->n_after_any ? gp__deps_check(c, j, &dep_msg) : 0;
+  int deps = job->n_after | job->n_after_ok | job->n_after_any ? gp__core_deps_check(c, j, &dep_msg) : 0;
   if (deps < 0) {
-    gp__job_end(c, j, GP_END_DEPENDENCY_NEVER_SATISFIED, dep_msg);
+    gp__core_job_end(c, j, GP_END_DEPENDENCY_NEVER_SATISFIED, dep_msg);
     return;
   }
-  int feas = gp__feasible(c, j);
+  int feas = gp__core_feasible(c, j);
   if (feas == GP__FEAS_MODEL_UNKNOWN) {
-    gp__job_end(c, j, GP_END_GPU_MODEL_UNKNOWN, model_message(c, &job->req));
+    gp__core_job_end(c, j, GP_END_GPU_MODEL_UNKNOWN, model_message(c, &job->req));
     return;
   }
   if (feas == GP__FEAS_NEVER) {
-    gp__job_end(c, j, GP_END_NO_MATCHING_NODES, GP__MSG_NEVER_NODES);
+    gp__core_job_end(c, j, GP_END_NO_MATCHING_NODES, GP__MSG_NEVER_NODES);
     return;
   }
   if (job->state == GP_JOB_HELD) {
-    gp__job_wait(c, j, GP_PEND_HELD, GP__MSG_HELD);
+    gp__core_job_wait(c, j, GP_PEND_HELD, GP__MSG_HELD);
     return;
   }
   if (deps > 0) {
-    gp__job_wait(c, j, GP_PEND_DEPENDENCY, dep_msg);
+    gp__core_job_wait(c, j, GP_PEND_DEPENDENCY, dep_msg);
     return;
   }
   if (feas == GP__FEAS_MODEL_DOWN) {
-    gp__job_wait(c, j, GP_PEND_GPU_MODEL_UNAVAILABLE, GP__MSG_MODEL_DOWN);
+    gp__core_job_wait(c, j, GP_PEND_GPU_MODEL_UNAVAILABLE, GP__MSG_MODEL_DOWN);
     return;
   }
   if (feas == GP__FEAS_DOWN) {
-    gp__job_wait(c, j, GP_PEND_NO_MATCHING_NODES, GP__MSG_NO_MATCH_DOWN);
+    gp__core_job_wait(c, j, GP_PEND_NO_MATCHING_NODES, GP__MSG_NO_MATCH_DOWN);
     return;
   }
   ji->stat = GP__J_ELIGIBLE;
-  ji->idp = gp__id_prefix(job->id);
+  ji->idp = gp__core_id_prefix(job->id);
   admit(c, j, job->req.gpus_per_task);
   if (c->memo) { /* the order merges these into the one the memo kept (order.c) */
     gp_xgrow((void **)&c->cls->lists.fresh, &c->cls->lists.fresh_cap, (size_t)c->cls->n_fresh + 1,
@@ -337,22 +337,22 @@ static void classify_pending(gp__ctx *c, int j) {
 }
 
 /* The leaf queue a job names, or -1 (unknown, or not a leaf). */
-static int leaf_of(gp__ctx *c, const char *name) {
+static int leaf_of(gp__core_ctx *c, const char *name) {
   if (!name) return -1;
-  unsigned h = gp__ptr_slot(name, 10);
+  unsigned h = gp__core_ptr_slot(name, 10);
   if (c->cls->qcache_ptr[h] == name) return c->cls->qcache_val[h];
-  int q = gp__qtree_find(&c->tree, name);
-  if (q >= 0 && !gp__qtree_is_leaf(&c->tree, q)) q = -1;
+  int q = gp__core_qtree_find(&c->tree, name);
+  if (q >= 0 && !gp__core_qtree_is_leaf(&c->tree, q)) q = -1;
   c->cls->qcache_ptr[h] = name;
   c->cls->qcache_val[h] = q;
   return q;
 }
 
-static void classify_running(gp__ctx *c, int j, gp__run *ru) {
+static void classify_running(gp__core_ctx *c, int j, gp__core_run *ru) {
   const gp_job *job = &c->view->jobs[j];
-  gp__job *ji = &c->jobs[j];
+  gp__core_job *ji = &c->jobs[j];
   ji->stat = job->state == GP_JOB_RUNNING ? GP__J_RUNNING : GP__J_STOPPING;
-  int cls = gp__class_of(c, job, ji->leaf);
+  int cls = gp__core_class_of(c, job, ji->leaf);
   if (cls < 0) cls = c->default_class;
   ji->prio = c->classes[cls].priority;
   ji->preemptible = c->classes[cls].preemptible;
@@ -379,14 +379,14 @@ static void classify_running(gp__ctx *c, int j, gp__run *ru) {
 /* A running or stopping job's part in the step: what its queues hold, what its nodes
  * lose (unless the memo's kept holds have it already), its record for preemption and
  * backfill. */
-static inline __attribute__((always_inline)) void count_running(gp__ctx *c, int j, uint8_t sums,
-                                                               const gp__run *ru, size_t *run_cap,
+static inline __attribute__((always_inline)) void count_running(gp__core_ctx *c, int j, uint8_t sums,
+                                                               const gp__core_run *ru, size_t *run_cap,
                                                                bool held) {
   if (ru->leaf >= 0) add_sums(c, ru->leaf, ru->gpus, sums, true);
   /* One placement of whole GPUs: held from the record, without reading the view. */
   if (!held &&
-      !(ru->node >= 0 && ru->whole && gp__hold_whole(c, ru->node, ru->whole, ru->cpu, ru->mem)))
-    gp__hold_placements(c, j);
+      !(ru->node >= 0 && ru->whole && gp__core_hold_whole(c, ru->node, ru->whole, ru->cpu, ru->mem)))
+    gp__core_hold_placements(c, j);
   if (ru->stopping) c->cls->n_stopping++;
   else if (ru->preemptible && ru->prio < c->cls->run_min_prio) c->cls->run_min_prio = ru->prio;
   gp_xgrow((void **)&c->cls->run, run_cap, (size_t)c->cls->n_running + 1, sizeof *c->cls->run);
@@ -397,16 +397,16 @@ static inline __attribute__((always_inline)) void count_running(gp__ctx *c, int 
 /* Keeps what classification derived from job j for the next step (memo.c). Not kept: an
  * ended job (its sentence may live in this plan's arena), a job with dependencies (its
  * state depends on other jobs too), a job without a rev. */
-static void remember(gp__ctx *c, int j, uint64_t rev, gp__memo_rec *m, const gp__run *ru) {
+static void remember(gp__core_ctx *c, int j, uint64_t rev, gp__core_memo_rec *m, const gp__core_run *ru) {
   const gp_job *job = &c->view->jobs[j];
-  const gp__job *ji = &c->jobs[j];
+  const gp__core_job *ji = &c->jobs[j];
   if (!rev || ji->stat == GP__J_ENDED || (job->n_after | job->n_after_ok | job->n_after_any)) {
     m->rev = 0;
     return;
   }
   c->memo->cls[j] = *ji;
-  *m = (gp__memo_rec){.rev = rev, .gpus = ji->gpus, .limit = ji->limit, .leaf = ji->leaf,
-                      .tok = ji->shape >= 0 ? gp__shape_token(c, j, &c->memo->tokens) : -1,
+  *m = (gp__core_memo_rec){.rev = rev, .gpus = ji->gpus, .limit = ji->limit, .leaf = ji->leaf,
+                      .tok = ji->shape >= 0 ? gp__core_shape_token(c, j, &c->memo->tokens) : -1,
                       .whole_per_task = job->req.gpus_per_task, .stat = ji->stat,
                       .sums = gpus_whole(ji->gpus) ? 1 : 2};
   if (ji->stat == GP__J_RUNNING || ji->stat == GP__J_STOPPING) c->memo->run[j] = *ru;
@@ -415,14 +415,14 @@ static void remember(gp__ctx *c, int j, uint64_t rev, gp__memo_rec *m, const gp_
 /* Does for job j what classification did when it was remembered, so that everything the
  * step builds from it (sums, lists, the nodes' use, placement keys) comes out the same.
  * Its slot of ctx.jobs (the memo's) still holds that classification: nothing is copied. */
-static void replay(gp__ctx *c, int j, const gp__memo_rec *m, size_t *run_cap) {
+static void replay(gp__core_ctx *c, int j, const gp__core_memo_rec *m, size_t *run_cap) {
   switch (m->stat) {
   case GP__J_RUNNING:
   case GP__J_STOPPING: {
-    const gp__run *ru = &c->memo->run[j];
+    const gp__core_run *ru = &c->memo->run[j];
     bool held = c->fleet->held && c->fleet->held[j];
     count_running(c, j, m->sums, ru, run_cap, held);
-    if (!held && ru->node >= 0 && ru->whole) gp__usage_keep(c, j, ru);
+    if (!held && ru->node >= 0 && ru->whole) gp__core_usage_keep(c, j, ru);
     break;
   }
   case GP__J_ELIGIBLE:
@@ -437,31 +437,31 @@ static void replay(gp__ctx *c, int j, const gp__memo_rec *m, size_t *run_cap) {
   }
 }
 
-int gp__classify_jobs(gp__ctx *c) {
+int gp__core_classify_jobs(gp__core_ctx *c) {
   const gp_view *v = c->view;
   c->cls->min_whole = GP_MAX_NODE_GPUS + 1;
   c->cls->run_min_prio = INT_MAX;
-  c->cls->running = gp__salloc(c, ((size_t)v->n_jobs + 1) * sizeof(int));
+  c->cls->running = gp__core_salloc(c, ((size_t)v->n_jobs + 1) * sizeof(int));
   /* Room for as many running jobs as the memo's last step had (and some): growing the
    * records one doubling at a time copied them over and over. */
   size_t run_cap = c->memo ? c->memo->n_running + c->memo->n_running / 8 + 16 : 0;
   if (run_cap) c->cls->run = gp_xmalloc(run_cap * sizeof *c->cls->run);
-  c->cls->leaf_class = gp__salloc(c, ((size_t)c->tree.n + 1) * sizeof(int));
+  c->cls->leaf_class = gp__core_salloc(c, ((size_t)c->tree.n + 1) * sizeof(int));
   for (int q = 0; q < c->tree.n; q++) c->cls->leaf_class[q] = -2;
-  c->cls->eligible = gp__salloc(c, ((size_t)v->n_jobs + 1) * sizeof(int));
-  c->cls->alloc_int = gp__scalloc(c, (size_t)c->tree.n + 1, sizeof *c->cls->alloc_int);
-  c->cls->demand_int = gp__scalloc(c, (size_t)c->tree.n + 1, sizeof *c->cls->demand_int);
+  c->cls->eligible = gp__core_salloc(c, ((size_t)v->n_jobs + 1) * sizeof(int));
+  c->cls->alloc_int = gp__core_scalloc(c, (size_t)c->tree.n + 1, sizeof *c->cls->alloc_int);
+  c->cls->demand_int = gp__core_scalloc(c, (size_t)c->tree.n + 1, sizeof *c->cls->demand_int);
   c->cls->sums_inexact = v->n_jobs > (1 << 21); /* (so integer sums stay under 2^52) */
   /* Queues with a limit on their path (parents precede children in the tree): jobs of the
    * others skip the limit walk, done for every job never considered. */
-  c->cls->path_limited = gp__salloc(c, ((size_t)c->tree.n + 1) * sizeof(bool));
+  c->cls->path_limited = gp__core_salloc(c, ((size_t)c->tree.n + 1) * sizeof(bool));
   for (int q = 0; q < c->tree.n; q++) {
     int par = c->tree.q[q].parent;
     c->cls->path_limited[q] = c->tree.q[q].limit != GP_NO_LIMIT || (par >= 0 && c->cls->path_limited[par]);
   }
-  gp__memo_rec *memo = c->memo ? c->memo->rec : NULL;
+  gp__core_memo_rec *memo = c->memo ? c->memo->rec : NULL;
   if (memo) { /* replays count eligible jobs per token (keep_eligible) */
-    c->cls->fresh_bits = gp__scalloc(c, (size_t)v->n_jobs / 64 + 1, sizeof *c->cls->fresh_bits);
+    c->cls->fresh_bits = gp__core_scalloc(c, (size_t)v->n_jobs / 64 + 1, sizeof *c->cls->fresh_bits);
     struct gp_sched_memo *mm = c->memo;
     size_t words = mm->changed_words;
     if ((size_t)v->n_jobs / 64 + 1 > words) {
@@ -469,7 +469,7 @@ int gp__classify_jobs(gp__ctx *c) {
                sizeof *mm->changed);
       memset(mm->changed + words, 0, (mm->changed_words - words) * sizeof *mm->changed);
     }
-    size_t n_tok = (size_t)gp__tokens_count(c->memo->tokens);
+    size_t n_tok = (size_t)gp__core_tokens_count(c->memo->tokens);
     if (n_tok > c->memo->tagg_cap) {
       size_t cap = c->memo->tagg_cap;
       gp_xgrow((void **)&c->memo->tagg, &c->memo->tagg_cap, n_tok, sizeof *c->memo->tagg);
@@ -479,7 +479,7 @@ int gp__classify_jobs(gp__ctx *c) {
   const uint64_t *revs = v->job_revs;
   for (int j = 0; j < v->n_jobs; j++) {
     const gp_job *job = &v->jobs[j];
-    gp__job *ji = &c->jobs[j];
+    gp__core_job *ji = &c->jobs[j];
     if (memo && revs[j] && memo[j].rev == revs[j]) {
       replay(c, j, &memo[j], &run_cap);
       continue;
@@ -487,22 +487,22 @@ int gp__classify_jobs(gp__ctx *c) {
     /* (Only an id is checked for jobs that hold nothing: skip the call for them.) */
     int rc = job->id && job->state != GP_JOB_RUNNING && job->state != GP_JOB_STOPPING
                  ? 0
-                 : gp__validate_job(c, j);
+                 : gp__core_validate_job(c, j);
     if (rc) return rc;
     /* The slot changed: the hold the memo kept for it goes (its old record is still
      * there: remember() below overwrites it). */
     if (memo) {
-      gp__usage_drop(c, j, &c->memo->run[j]);
+      gp__core_usage_drop(c, j, &c->memo->run[j]);
       c->cls->fresh_bits[j >> 6] |= 1ull << (j & 63);
       c->memo->changed[j >> 6] |= 1ull << (j & 63);
     }
-    gp__job_mut(c, j);
+    gp__core_job_mut(c, j);
     memset(ji, 0, sizeof *ji); /* (ctx.jobs is not zeroed up front) */
     ji->shape = ji->pkey = -1;
     ji->submitted = job->submitted_at;
     ji->leaf = leaf_of(c, job->queue);
     ji->limit = limit_of(c, job, ji->leaf);
-    gp__run ru;
+    gp__core_run ru;
     switch (job->state) {
     case GP_JOB_RUNNING:
     case GP_JOB_STOPPING:
@@ -521,11 +521,11 @@ int gp__classify_jobs(gp__ctx *c) {
       remember(c, j, revs[j], &memo[j], &ru);
       if (memo[j].rev && (ji->stat == GP__J_RUNNING || ji->stat == GP__J_STOPPING) &&
           ru.node >= 0 && ru.whole)
-        gp__usage_keep(c, j, &ru);
+        gp__core_usage_keep(c, j, &ru);
     }
   }
   if (memo) {
-    gp__usage_end(c, c->memo->run);
+    gp__core_usage_end(c, c->memo->run);
     admit_kept(c);
   }
   sums_done(c);
@@ -533,9 +533,9 @@ int gp__classify_jobs(gp__ctx *c) {
   return 0;
 }
 
-/* Slot j of ctx.jobs is about to be written (gp__job_mut): note it, so that the step's end
+/* Slot j of ctx.jobs is about to be written (gp__core_job_mut): note it, so that the step's end
  * puts it back as classification left it. */
-void gp__journal_add(gp__ctx *c, int j) {
+void gp__core_journal_add(gp__core_ctx *c, int j) {
   c->memo->journaled[j] = c->memo->step;
   gp_xgrow((void **)&c->cls->lists.journal, &c->cls->lists.journal_cap, (size_t)c->cls->n_journal + 1,
            sizeof *c->cls->lists.journal);
@@ -545,7 +545,7 @@ void gp__journal_add(gp__ctx *c, int j) {
 /* With a memo, when the step ends: a journaled slot is put back from its record when the
  * record stands for this view's job (a slot without one is classified afresh next step
  * anyway). The lists go back to the memo. */
-static void restore_jobs(gp__ctx *c) {
+static void restore_jobs(gp__core_ctx *c) {
   struct gp_sched_memo *m = c->memo;
   const uint64_t *revs = c->view->job_revs;
   for (int i = 0; i < c->cls->n_journal; i++) {
@@ -559,10 +559,10 @@ static void restore_jobs(gp__ctx *c) {
   memset(&c->cls->lists, 0, sizeof c->cls->lists);
 }
 
-void gp__core_cls_done(gp__ctx *c) {
+void gp__core_cls_done(gp__core_ctx *c) {
   if (c->memo) restore_jobs(c); /* (the memo's array and lists) */
   else free(c->jobs);
   free(c->cls->run);
-  if (c->cls->ids_built) gp__strmap_done(&c->cls->ids);
-  gp__shapes_done(c);
+  if (c->cls->ids_built) gp__core_strmap_done(&c->cls->ids);
+  gp__core_shapes_done(c);
 }

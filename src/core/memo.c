@@ -24,21 +24,21 @@ void gp_sched_memo_free(gp_sched_memo *m) {
   free(m->rec);
   free(m->cls);
   free(m->run);
-  gp__tokens_free(m->tokens);
-  gp__victims_free(m->victims);
+  gp__core_tokens_free(m->tokens);
+  gp__core_victims_free(m->victims);
   free(m->changed);
-  gp__nodes_snap_free(m->nodes);
-  gp__kept_order_free(m->order);
-  gp__usage_free(m->usage);
+  gp__core_nodes_snap_free(m->nodes);
+  gp__core_kept_order_free(m->order);
+  gp__core_usage_free(m->usage);
   free(m->tagg);
   free(m->lists.fresh);
   free(m->lists.kept_toks);
   free(m->lists.journal);
-  gp__shapes_free(m->shapes);
+  gp__core_shapes_free(m->shapes);
   free(m->jobs);
   free(m->journaled);
-  gp__qtree_done(&m->tree);
-  gp__scratch_end(&m->scratch, false);
+  gp__core_qtree_done(&m->tree);
+  gp__core_scratch_end(&m->scratch, false);
   free(m);
 }
 
@@ -47,29 +47,29 @@ size_t gp_sched_memo_bytes(const gp_sched_memo *m) {
   size_t per_slot = sizeof *m->rec + sizeof *m->cls + sizeof *m->run + sizeof *m->jobs +
                     sizeof *m->journaled;
   return sizeof *m + m->cap * per_slot + m->tagg_cap * sizeof *m->tagg +
-         gp__tokens_bytes(m->tokens) + gp__victims_bytes(m->victims) +
+         gp__core_tokens_bytes(m->tokens) + gp__core_victims_bytes(m->victims) +
          m->changed_words * sizeof *m->changed +
-         gp__nodes_snap_bytes(m->nodes) + gp__kept_order_bytes(m->order) + gp__usage_bytes(m->usage) +
+         gp__core_nodes_snap_bytes(m->nodes) + gp__core_kept_order_bytes(m->order) + gp__core_usage_bytes(m->usage) +
          m->scratch.cap + (m->lists.fresh_cap + m->lists.kept_toks_cap + m->lists.journal_cap) * sizeof(int);
 }
 
-void gp__memo_begin(gp__ctx *c, gp_sched_memo *m) {
+void gp__core_memo_begin(gp__core_ctx *c, gp_sched_memo *m) {
   const gp_view *v = c->view;
   if (!m) return;
   bool known = v->rev != 0 && m->view_rev == v->rev && m->pol == c->pol;
-  if (gp__tokens_count(m->tokens) > TOKENS_MAX) {
+  if (gp__core_tokens_count(m->tokens) > TOKENS_MAX) {
     /* Requests of every size went by (a long replay): start the tokens over. */
-    gp__tokens_free(m->tokens);
+    gp__core_tokens_free(m->tokens);
     m->tokens = NULL;
     known = false;
   }
   if (!known) {
     /* Nodes, queues, pools or the policy changed: every record may be stale. */
     if (m->rec) memset(m->rec, 0, m->cap * sizeof *m->rec);
-    gp__victims_forget(m->victims);
-    gp__nodes_snap_free(m->nodes);
+    gp__core_victims_forget(m->victims);
+    gp__core_nodes_snap_free(m->nodes);
     m->nodes = NULL;
-    gp__qtree_done(&m->tree);
+    gp__core_qtree_done(&m->tree);
     m->view_rev = 0;
   }
   m->step++;
@@ -90,14 +90,14 @@ void gp__memo_begin(gp__ctx *c, gp_sched_memo *m) {
   c->cls->lists = m->lists;
 }
 
-/* The view passed the checks that gp__validate skips for a known view; the tree it built
+/* The view passed the checks that gp__core_validate skips for a known view; the tree it built
  * for a view the memo did not know is kept for the next step. */
-void gp__memo_view_checked(gp__ctx *c) {
+void gp__core_memo_view_checked(gp__core_ctx *c) {
   if (!c->memo) return;
   c->memo->view_rev = c->view->rev;
   c->memo->pol = c->pol;
   if (!c->known_tree) {
-    gp__qtree_done(&c->memo->tree);
-    gp__qtree_clone(&c->memo->tree, &c->tree);
+    gp__core_qtree_done(&c->memo->tree);
+    gp__core_qtree_clone(&c->memo->tree, &c->tree);
   }
 }

@@ -7,73 +7,73 @@
 
 #include "core/ctx.h"
 
-typedef struct gp__job gp__job;
-typedef struct gp__run gp__run;
+typedef struct gp__core_job gp__core_job;
+typedef struct gp__core_run gp__core_run;
 
 /* gp_sched_step_memo's memory of one view slot (memo.c): what classification (jobs.c)
  * derived from the job, replayed while the job's rev and the view's rev stay the same.
  * A replay reads only these; the whole classification (memo.cls) puts a slot back. */
-typedef struct gp__memo_rec {
+typedef struct gp__core_memo_rec {
   uint64_t rev;         /* the job's rev when recorded; 0: nothing recorded */
-  double gpus;          /* as gp__job */
+  double gpus;          /* as gp__core_job */
   gp_time limit;
   int leaf;
   int tok;              /* its request's shape token (shapes.c); -1: shape not computed */
   int whole_per_task;   /* whole-GPU requests: GPUs per task (the early stop's minimum) */
-  uint8_t stat;         /* as gp__job */
+  uint8_t stat;         /* as gp__core_job */
   uint8_t sums;         /* gpus for classification's integer sums: 1 whole, 2 not */
-} gp__memo_rec;
+} gp__core_memo_rec;
 
-/* Lists a memo step grows, with their counts in the step (gp__ctx): jobs classified
- * afresh (not replayed), the tokens of the step's gp__tagg counts, the slots of ctx.jobs
- * the step wrote (gp__job_mut). */
-typedef struct gp__lists {
+/* Lists a memo step grows, with their counts in the step (gp__core_ctx): jobs classified
+ * afresh (not replayed), the tokens of the step's gp__core_tagg counts, the slots of ctx.jobs
+ * the step wrote (gp__core_job_mut). */
+typedef struct gp__core_lists {
   int *fresh, *kept_toks, *journal;
   size_t fresh_cap, kept_toks_cap, journal_cap;
-} gp__lists;
+} gp__core_lists;
 
 /* Kept eligible jobs of one request token in a step (jobs.c): replays count them here and
  * the step's placement keys take each token's count and earliest end at once. */
-typedef struct gp__tagg {
+typedef struct gp__core_tagg {
   uint64_t step;        /* the memo step these counts are for */
   int64_t min_limit;    /* smallest positive time limit; INT64_MAX: none */
   int n;                /* jobs */
   int rep;              /* one of them (view index): the token's shape is found through it */
-} gp__tagg;
+} gp__core_tagg;
 
 struct gp_sched_memo {
   uint64_t view_rev;    /* the view the records belong to; 0: none */
   const gp_policy *pol;
-  gp__memo_rec *rec;    /* per view index */
-  gp__job *cls;         /* per view index: ctx.jobs[j] as classification left it */
-  gp__run *run;         /* per view index: running and stopping jobs' records (apart, so
+  gp__core_memo_rec *rec;    /* per view index */
+  gp__core_job *cls;         /* per view index: ctx.jobs[j] as classification left it */
+  gp__core_run *run;         /* per view index: running and stopping jobs' records (apart, so
                            that replaying a pending job reads no more than it needs) */
   size_t cap;
-  struct gp__tokens *tokens;
-  struct gp__victims *victims; /* the victim order (victim_order.c) */
+  struct gp__core_tokens *tokens;
+  struct gp__core_victims *victims; /* the victim order (victim_order.c) */
   uint64_t *changed;    /* a bit per view slot classified afresh since the victim order
                            was last made (set by classification, cleared by that order) */
   size_t changed_words;
-  struct gp__nodes_snap *nodes; /* what the nodes give before any job holds them (nodes.c) */
-  struct gp__kept_order *order; /* the last step's eligible jobs in order (order.c) */
-  struct gp__usage *usage; /* the nodes as the last step's kept holds left them (nodes.c) */
+  struct gp__core_nodes_snap *nodes; /* what the nodes give before any job holds them (nodes.c) */
+  struct gp__core_kept_order *order; /* the last step's eligible jobs in order (order.c) */
+  struct gp__core_usage *usage; /* the nodes as the last step's kept holds left them (nodes.c) */
   uint64_t step;        /* steps run with this memo */
   size_t n_running;     /* running and stopping jobs in the last step */
-  gp__tagg *tagg;       /* per token */
+  gp__core_tagg *tagg;       /* per token */
   size_t tagg_cap;
-  gp__qtree tree;       /* the view's queue tree as built (n 0: none), for the next step */
-  gp__scratch scratch;  /* its steps' scratch block, kept for the next */
-  gp__lists lists;      /* lent to each step (ctx.lists): they grow once, not every step */
-  struct gp__shapes *shapes; /* the last step's shape tables, emptied by the next */
+  gp__core_qtree tree;       /* the view's queue tree as built (n 0: none), for the next step */
+  gp__core_scratch scratch;  /* its steps' scratch block, kept for the next */
+  gp__core_lists lists;      /* lent to each step (ctx.lists): they grow once, not every step */
+  struct gp__core_shapes *shapes; /* the last step's shape tables, emptied by the next */
   /* ctx.jobs of every memo step: a slot whose record is replayed keeps what
    * classification left there (shape and key -1), so a replay writes nothing to it. What a
    * step changes in it afterwards is journaled and put back when the step ends. */
-  gp__job *jobs;        /* per view slot, cap entries */
+  gp__core_job *jobs;        /* per view slot, cap entries */
   uint64_t *journaled;  /* per view slot: the step that journaled it */
 };
 
 /* The memo for this step: use m (may be NULL); note that the view passed validation. */
-void gp__memo_begin(gp__ctx *c, struct gp_sched_memo *m);
-void gp__memo_view_checked(gp__ctx *c);
+void gp__core_memo_begin(gp__core_ctx *c, struct gp_sched_memo *m);
+void gp__core_memo_view_checked(gp__core_ctx *c);
 
 #endif

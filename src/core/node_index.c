@@ -11,7 +11,7 @@
 
 /* The int tables share one allocation (and the bitmaps another): a scheduler step builds
  * an index every time. */
-void gp__index_init(gp__index *ix, int n_nodes, const int *node_group, int n_groups) {
+void gp__core_index_init(gp__core_index *ix, int n_nodes, const int *node_group, int n_groups) {
   memset(ix, 0, sizeof *ix);
   ix->n_nodes = n_nodes;
   ix->n_groups = n_groups;
@@ -52,26 +52,26 @@ void gp__index_init(gp__index *ix, int n_nodes, const int *node_group, int n_gro
   ix->words = gp_xcalloc(total + 1, sizeof(uint64_t));
 }
 
-void gp__index_done(gp__index *ix) {
+void gp__core_index_done(gp__core_index *ix) {
   if (!ix) return;
   free(ix->group_start); /* (all the int tables) */
   free(ix->words);
   memset(ix, 0, sizeof *ix);
 }
 
-static void bit_set(gp__index *ix, int b, int pos) {
+static void bit_set(gp__core_index *ix, int b, int pos) {
   uint64_t *lo = ix->words + ix->lo_off[b], *hi = ix->words + ix->hi_off[b];
   lo[pos >> 6] |= (uint64_t)1 << (pos & 63);
   hi[pos >> 12] |= (uint64_t)1 << ((pos >> 6) & 63);
 }
 
-static void bit_clear(gp__index *ix, int b, int pos) {
+static void bit_clear(gp__core_index *ix, int b, int pos) {
   uint64_t *lo = ix->words + ix->lo_off[b], *hi = ix->words + ix->hi_off[b];
   lo[pos >> 6] &= ~((uint64_t)1 << (pos & 63));
   if (!lo[pos >> 6]) hi[pos >> 12] &= ~((uint64_t)1 << ((pos >> 6) & 63));
 }
 
-void gp__index_set(gp__index *ix, int node, int free_gpus) {
+void gp__core_index_set(gp__core_index *ix, int node, int free_gpus) {
   int g = ix->node_group[node];
   if (g < 0) return;
   if (free_gpus < 0) free_gpus = 0;
@@ -91,7 +91,7 @@ void gp__index_set(gp__index *ix, int node, int free_gpus) {
   ix->node_level[node] = free_gpus;
 }
 
-int gp__index_next(const gp__index *ix, int group, int level, int from) {
+int gp__core_index_next(const gp__core_index *ix, int group, int level, int from) {
   int b = group * GP__LEVELS + level;
   if (!ix->count[b] || from < 0) return -1;
   int n = ix->group_start[group + 1] - ix->group_start[group];
@@ -115,8 +115,8 @@ int gp__index_next(const gp__index *ix, int group, int level, int from) {
   }
 }
 
-_Static_assert(GP__LEVELS <= 64, "gp__index.levels has one bit per level");
+_Static_assert(GP__LEVELS <= 64, "gp__core_index.levels has one bit per level");
 
-int gp__index_max_level(const gp__index *ix) {
+int gp__core_index_max_level(const gp__core_index *ix) {
   return ix->levels ? 63 - __builtin_clzll(ix->levels) : -1;
 }

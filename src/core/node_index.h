@@ -17,7 +17,7 @@
 
 #define GP__LEVELS (GP_MAX_NODE_GPUS + 1)
 
-typedef struct gp__index {
+typedef struct gp__core_index {
   int n_nodes, n_groups;
   int *group_start;     /* n_groups + 1 offsets into members */
   int *members;         /* view node indexes, grouped, ascending inside a group */
@@ -29,20 +29,20 @@ typedef struct gp__index {
   int *count;           /* per (group, level): nodes in the bucket */
   int level_count[GP__LEVELS]; /* nodes per level over all groups */
   uint64_t levels;      /* bit l: level_count[l] > 0 (the highest is asked after every job) */
-} gp__index;
+} gp__core_index;
 
 /* node_group[i] is the group of view node i, or -1 for nodes that take no new work. */
-void gp__index_init(gp__index *ix, int n_nodes, const int *node_group, int n_groups);
-void gp__index_done(gp__index *ix);
+void gp__core_index_init(gp__core_index *ix, int n_nodes, const int *node_group, int n_groups);
+void gp__core_index_done(gp__core_index *ix);
 /* Puts an indexed node into the bucket for `free_gpus` (0..GP_MAX_NODE_GPUS). */
-void gp__index_set(gp__index *ix, int node, int free_gpus);
-static inline int gp__index_count(const gp__index *ix, int group, int level) {
+void gp__core_index_set(gp__core_index *ix, int node, int free_gpus);
+static inline int gp__core_index_count(const gp__core_index *ix, int group, int level) {
   return ix->count[group * GP__LEVELS + level];
 }
 /* The first position >= from (group-local) in bucket (group, level), or -1. The node is
  * ix->members[ix->group_start[group] + pos]. */
-int gp__index_next(const gp__index *ix, int group, int level, int from);
+int gp__core_index_next(const gp__core_index *ix, int group, int level, int from);
 /* The highest level any indexed node is at, or -1 when none is indexed. */
-int gp__index_max_level(const gp__index *ix);
+int gp__core_index_max_level(const gp__core_index *ix);
 
 #endif

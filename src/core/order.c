@@ -17,7 +17,7 @@
  * drained further (a queue far below its share, a step that starts thousands of jobs):
  * its rest then becomes a plain heap.
  * With a memo (memo.c) every segment is kept sorted instead, from one step to the next
- * (see gp__kept_order below): pops then walk it. */
+ * (see gp__core_kept_order below): pops then walk it. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,12 +27,12 @@
  * job indexes into the view. */
 typedef struct hent {
   int64_t k1, k2;       /* sort keys, smaller first; then the job id, then j */
-  uint64_t idp;         /* the id's first 8 bytes (gp__id_prefix) */
+  uint64_t idp;         /* the id's first 8 bytes (gp__core_id_prefix) */
   int j;
 } hent;
 
-struct gp__order {
-  gp__ctx *c;
+struct gp__core_order {
+  gp__core_ctx *c;
   bool fair;
   bool sorted;          /* each segment is sorted (the memo's kept order): pops walk it */
   uint8_t *remembered;  /* sorted: per entry, whether the memo remembers its job */
@@ -50,9 +50,9 @@ struct gp__order {
  * view in place (the simulator swap-removes ended jobs) still get submission order for
  * jobs submitted in the same second, as long as their ids sort that way. */
 /* Jobs submitted in the same second with the same priority tie on the keys, and heapify
- * compares such pairs often: the id prefix (gp__id_prefix) settles them without reading
+ * compares such pairs often: the id prefix (gp__core_id_prefix) settles them without reading
  * the view. */
-static inline __attribute__((always_inline)) bool job_less(const gp__order *o, const hent *a,
+static inline __attribute__((always_inline)) bool job_less(const gp__core_order *o, const hent *a,
                                                           const hent *b) {
   if (a->k1 != b->k1) return a->k1 < b->k1;
   if (a->k2 != b->k2) return a->k2 < b->k2;
@@ -64,7 +64,7 @@ static inline __attribute__((always_inline)) bool job_less(const gp__order *o, c
 }
 
 /* Max-heap sift, for picking the K best: the root is the worst of those kept. */
-static void worst_sift_down(const gp__order *o, hent *h, int n, int i) {
+static void worst_sift_down(const gp__core_order *o, hent *h, int n, int i) {
   hent x = h[i];
   for (;;) {
     int l = 2 * i + 1, m = -1;
@@ -78,7 +78,7 @@ static void worst_sift_down(const gp__order *o, hent *h, int n, int i) {
   h[i] = x;
 }
 
-static void job_sift_down(const gp__order *o, hent *h, int n, int i) {
+static void job_sift_down(const gp__core_order *o, hent *h, int n, int i) {
   hent x = h[i];
   for (;;) {
     int l = 2 * i + 1, m = -1;
@@ -95,8 +95,8 @@ static void job_sift_down(const gp__order *o, hent *h, int n, int i) {
 
 
 /* Queue order: (no fair share?, ratio or allocation, tree index). */
-static bool queue_less(const gp__order *o, int a, int b) {
-  const gp__queue *qa = &o->c->tree.q[a], *qb = &o->c->tree.q[b];
+static bool queue_less(const gp__core_order *o, int a, int b) {
+  const gp__core_queue *qa = &o->c->tree.q[a], *qb = &o->c->tree.q[b];
   bool za = qa->fair_share <= GP__EPS, zb = qb->fair_share <= GP__EPS;
   if (za != zb) return zb;
   double ka = za ? qa->allocated : qa->allocated / qa->fair_share;
@@ -105,12 +105,12 @@ static bool queue_less(const gp__order *o, int a, int b) {
   return a < b;
 }
 
-static int parent_slot(const gp__order *o, int q) {
+static int parent_slot(const gp__core_order *o, int q) {
   int p = o->c->tree.q[q].parent;
   return p < 0 ? o->c->tree.n : p;
 }
 
-static void qswap(gp__order *o, int *h, int i, int k) {
+static void qswap(gp__core_order *o, int *h, int i, int k) {
   int t = h[i];
   h[i] = h[k];
   h[k] = t;
@@ -118,7 +118,7 @@ static void qswap(gp__order *o, int *h, int i, int k) {
   o->qpos[h[k]] = k;
 }
 
-static void q_sift(gp__order *o, int p, int i) {
+static void q_sift(gp__core_order *o, int p, int i) {
   int *h = o->qheap + o->qstart[p], n = o->qlen[p];
   while (i > 0 && queue_less(o, h[i], h[(i - 1) / 2])) {
     qswap(o, h, i, (i - 1) / 2);
@@ -134,7 +134,7 @@ static void q_sift(gp__order *o, int p, int i) {
   }
 }
 
-static void q_insert(gp__order *o, int q) {
+static void q_insert(gp__core_order *o, int q) {
   int p = parent_slot(o, q);
   int i = o->qlen[p]++;
   o->qheap[o->qstart[p] + i] = q;
@@ -142,7 +142,7 @@ static void q_insert(gp__order *o, int q) {
   q_sift(o, p, i);
 }
 
-static void q_remove(gp__order *o, int q) {
+static void q_remove(gp__core_order *o, int q) {
   int p = parent_slot(o, q), i = o->qpos[q];
   int *h = o->qheap + o->qstart[p];
   int last = --o->qlen[p];
@@ -155,8 +155,8 @@ static void q_remove(gp__order *o, int q) {
 }
 
 /* A job's heap entry: its keys under the policy's order. */
-static hent entry_of(const gp__ctx *c, int j) {
-  const gp__job *ji = &c->jobs[j];
+static hent entry_of(const gp__core_ctx *c, int j) {
+  const gp__core_job *ji = &c->jobs[j];
   hent h = {.j = j, .idp = ji->idp};
   switch (c->pol->order) {
   case GP_ORDER_FIFO:
@@ -180,7 +180,7 @@ static hent entry_of(const gp__ctx *c, int j) {
  * order is the kept one minus the jobs that changed, merged with the jobs classified
  * afresh (sorted: usually a few per cent). That is a sequential pass instead of picking
  * windows from every segment a step draws from. */
-struct gp__kept_order {
+struct gp__core_kept_order {
   hent *e;
   uint8_t *remembered;  /* 0: not kept (the slot had no rev, or the job was not remembered) */
   int *seg_start;       /* n_seg + 1 */
@@ -188,7 +188,7 @@ struct gp__kept_order {
   uint64_t step;        /* the memo step that built it: only the next one may use it */
 };
 
-void gp__kept_order_free(struct gp__kept_order *k) {
+void gp__core_kept_order_free(struct gp__core_kept_order *k) {
   if (!k) return;
   free(k->e);
   free(k->remembered);
@@ -196,22 +196,22 @@ void gp__kept_order_free(struct gp__kept_order *k) {
   free(k);
 }
 
-size_t gp__kept_order_bytes(const struct gp__kept_order *k) {
+size_t gp__core_kept_order_bytes(const struct gp__core_kept_order *k) {
   if (!k) return 0;
   return sizeof *k + (size_t)k->n * (sizeof *k->e + sizeof *k->remembered) +
          ((size_t)k->n_seg + 1) * sizeof(int);
 }
 
-static int seg_of(const gp__order *o, int j) { return o->fair ? o->c->jobs[j].leaf : 0; }
+static int seg_of(const gp__core_order *o, int j) { return o->fair ? o->c->jobs[j].leaf : 0; }
 
-static bool fresh_less(const gp__order *o, const hent *a, const hent *b) {
+static bool fresh_less(const gp__core_order *o, const hent *a, const hent *b) {
   int sa = seg_of(o, a->j), sb = seg_of(o, b->j);
   if (sa != sb) return sa < sb;
   return job_less(o, a, b);
 }
 
 /* Bottom-up merge sort of n entries (scratch: n more). */
-static void sort_entries(const gp__order *o, hent *a, hent *tmp, int n) {
+static void sort_entries(const gp__core_order *o, hent *a, hent *tmp, int n) {
   for (int w = 1; w < n; w *= 2) {
     for (int lo = 0; lo < n; lo += 2 * w) {
       int mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
@@ -228,16 +228,16 @@ static void sort_entries(const gp__order *o, hent *a, hent *tmp, int n) {
  * from the kept order when `kept` is usable (plus the jobs classified afresh), else by
  * sorting all. Returns false when the kept order does not account for exactly this step's
  * eligible jobs (a caller that broke the rev contract): then the caller sorts all instead. */
-static bool build_sorted(gp__order *o, const struct gp__kept_order *kept) {
-  gp__ctx *c = o->c;
+static bool build_sorted(gp__core_order *o, const struct gp__core_kept_order *kept) {
+  gp__core_ctx *c = o->c;
   const uint64_t *revs = c->view->job_revs;
-  const gp__memo_rec *rec = c->memo->rec;
+  const gp__core_memo_rec *rec = c->memo->rec;
   int n_elig = c->cls->n_eligible, nj = c->view->n_jobs;
   const int *src = kept ? c->cls->lists.fresh : c->cls->eligible;
   int nf = kept ? c->cls->n_fresh : n_elig;
-  hent *fresh = gp__salloc(c, ((size_t)nf + 1) * sizeof *fresh);
+  hent *fresh = gp__core_salloc(c, ((size_t)nf + 1) * sizeof *fresh);
   for (int e = 0; e < nf; e++) fresh[e] = entry_of(c, src[e]);
-  hent *tmp = gp__salloc(c, ((size_t)nf + 1) * sizeof *tmp);
+  hent *tmp = gp__core_salloc(c, ((size_t)nf + 1) * sizeof *tmp);
   sort_entries(o, fresh, tmp, nf);
   hent *out = o->heap;
   uint8_t *orem = o->remembered;
@@ -275,20 +275,20 @@ static bool build_sorted(gp__order *o, const struct gp__kept_order *kept) {
   return ok && fi == nf && oi == n_elig;
 }
 
-gp__order *gp__order_new(gp__ctx *c) {
-  gp__order *o = gp__scalloc(c, 1, sizeof *o);
+gp__core_order *gp__core_order_new(gp__core_ctx *c) {
+  gp__core_order *o = gp__core_scalloc(c, 1, sizeof *o);
   o->c = c;
   o->fair = c->pol->order == GP_ORDER_FAIRSHARE;
   int nq = c->tree.n;
   o->n_seg = o->fair ? nq : 1;
   o->seg_start = gp_xcalloc((size_t)o->n_seg + 1, sizeof(int));
-  o->seg_len = gp__scalloc(c, (size_t)o->n_seg + 1, sizeof(int));
+  o->seg_len = gp__core_scalloc(c, (size_t)o->n_seg + 1, sizeof(int));
   int n_elig = c->cls->n_eligible;
   o->heap = gp_xmalloc(((size_t)n_elig + 1) * sizeof(hent));
   if (c->memo) {
     /* Kept for the next step: the order sorted in full (merged from the last one). */
     struct gp_sched_memo *m = c->memo;
-    const struct gp__kept_order *k = m->order;
+    const struct gp__core_kept_order *k = m->order;
     bool usable = k && c->view_known && k->step + 1 == m->step && k->n_seg == o->n_seg;
     o->remembered = gp_xmalloc(((size_t)n_elig + 1) * sizeof *o->remembered);
     if (!build_sorted(o, usable ? k : NULL) && usable) build_sorted(o, NULL);
@@ -296,22 +296,22 @@ gp__order *gp__order_new(gp__ctx *c) {
   } else {
     for (int e = 0; e < n_elig; e++) o->seg_len[seg_of(o, c->cls->eligible[e])]++;
     for (int s = 0; s < o->n_seg; s++) o->seg_start[s + 1] = o->seg_start[s] + o->seg_len[s];
-    int *fill = gp__scalloc(c, (size_t)o->n_seg + 1, sizeof(int));
+    int *fill = gp__core_scalloc(c, (size_t)o->n_seg + 1, sizeof(int));
     for (int e = 0; e < n_elig; e++) {
       int j = c->cls->eligible[e];
       int s = seg_of(o, j);
       o->heap[o->seg_start[s] + fill[s]++] = entry_of(c, j);
     }
   }
-  o->win_len = gp__scalloc(c, (size_t)o->n_seg + 1, sizeof(int));
-  o->win_k = gp__salloc(c, ((size_t)o->n_seg + 1) * sizeof(int));
+  o->win_len = gp__core_scalloc(c, (size_t)o->n_seg + 1, sizeof(int));
+  o->win_k = gp__core_salloc(c, ((size_t)o->n_seg + 1) * sizeof(int));
   for (int s = 0; s < o->n_seg; s++) o->win_k[s] = 32;
 
   if (o->fair) {
     /* Child heaps: a parent's segment holds at most its number of children. */
-    o->qstart = gp__scalloc(c, (size_t)nq + 2, sizeof(int));
-    o->qlen = gp__scalloc(c, (size_t)nq + 2, sizeof(int));
-    o->qpos = gp__salloc(c, ((size_t)nq + 1) * sizeof(int));
+    o->qstart = gp__core_scalloc(c, (size_t)nq + 2, sizeof(int));
+    o->qlen = gp__core_scalloc(c, (size_t)nq + 2, sizeof(int));
+    o->qpos = gp__core_salloc(c, ((size_t)nq + 1) * sizeof(int));
     int off = 0;
     for (int q = 0; q < nq; q++) {
       o->qstart[q] = off;
@@ -320,12 +320,12 @@ gp__order *gp__order_new(gp__ctx *c) {
     }
     o->qstart[nq] = off;
     for (int q = 0; q < nq; q++) off += c->tree.q[q].parent < 0;
-    o->qheap = gp__salloc(c, ((size_t)off + 1) * sizeof(int));
+    o->qheap = gp__core_salloc(c, ((size_t)off + 1) * sizeof(int));
     /* Activate leaves with jobs and every ancestor (children before parents: reverse
      * tree order). */
-    bool *active = gp__scalloc(c, (size_t)nq + 1, sizeof(bool));
+    bool *active = gp__core_scalloc(c, (size_t)nq + 1, sizeof(bool));
     for (int q = nq - 1; q >= 0; q--) {
-      if (gp__qtree_is_leaf(&c->tree, q) ? o->seg_len[q] > 0 : active[q]) {
+      if (gp__core_qtree_is_leaf(&c->tree, q) ? o->seg_len[q] > 0 : active[q]) {
         active[q] = true;
         if (c->tree.q[q].parent >= 0) active[c->tree.q[q].parent] = true;
       }
@@ -336,13 +336,13 @@ gp__order *gp__order_new(gp__ctx *c) {
   return o;
 }
 
-void gp__order_free(gp__order *o) {
+void gp__core_order_free(gp__core_order *o) {
   if (!o) return;
   if (o->sorted) { /* the memo keeps this step's order for the next one */
     struct gp_sched_memo *m = o->c->memo;
-    gp__kept_order_free(m->order);
-    struct gp__kept_order *k = m->order = gp_xcalloc(1, sizeof *k);
-    *k = (struct gp__kept_order){.e = o->heap, .remembered = o->remembered,
+    gp__core_kept_order_free(m->order);
+    struct gp__core_kept_order *k = m->order = gp_xcalloc(1, sizeof *k);
+    *k = (struct gp__core_kept_order){.e = o->heap, .remembered = o->remembered,
                                  .seg_start = o->seg_start, .n = o->c->cls->n_eligible,
                                  .n_seg = o->n_seg, .step = m->step};
     o->heap = NULL;
@@ -356,7 +356,7 @@ void gp__order_free(gp__order *o) {
 }
 
 /* The window is empty: moves the win_k best of the rest to the front, as a heap. */
-static void refill(gp__order *o, int s) {
+static void refill(gp__core_order *o, int s) {
   hent *h = o->heap + o->seg_start[s];
   int n = o->seg_len[s], k = o->win_k[s] < n ? o->win_k[s] : n;
   o->win_k[s] = INT32_MAX; /* a queue that used up its first window will likely use up
@@ -373,7 +373,7 @@ static void refill(gp__order *o, int s) {
   o->win_len[s] = k;
 }
 
-static int pop_job(gp__order *o, int s) {
+static int pop_job(gp__core_order *o, int s) {
   if (o->sorted) return o->heap[o->seg_start[s + 1] - o->seg_len[s]--].j;
   hent *h = o->heap + o->seg_start[s];
   if (o->win_len[s] == 0) refill(o, s);
@@ -385,19 +385,19 @@ static int pop_job(gp__order *o, int s) {
   return j;
 }
 
-int gp__order_next(gp__order *o) {
+int gp__core_order_next(gp__core_order *o) {
   if (!o->fair) return o->seg_len[0] ? pop_job(o, 0) : -1;
-  const gp__qtree *t = &o->c->tree;
+  const gp__core_qtree *t = &o->c->tree;
   int p = t->n;
   while (o->qlen[p]) {
     int q = o->qheap[o->qstart[p]];
-    if (!gp__qtree_is_leaf(t, q)) {
+    if (!gp__core_qtree_is_leaf(t, q)) {
       p = q;
       continue;
     }
     int j = pop_job(o, q);
     /* Deactivate emptied queues upwards. */
-    for (int e = q; e >= 0 && (gp__qtree_is_leaf(t, e) ? o->seg_len[e] == 0 : o->qlen[e] == 0);
+    for (int e = q; e >= 0 && (gp__core_qtree_is_leaf(t, e) ? o->seg_len[e] == 0 : o->qlen[e] == 0);
          e = t->q[e].parent)
       q_remove(o, e);
     return j;
@@ -405,19 +405,19 @@ int gp__order_next(gp__order *o) {
   return -1;
 }
 
-int gp__order_top(const gp__order *o) {
+int gp__core_order_top(const gp__core_order *o) {
   if (!o->fair) return o->seg_len[0] ? 0 : -1;
-  const gp__qtree *t = &o->c->tree;
+  const gp__core_qtree *t = &o->c->tree;
   for (int p = t->n; o->qlen[p];) {
     int q = o->qheap[o->qstart[p]];
-    if (gp__qtree_is_leaf(t, q)) return q;
+    if (gp__core_qtree_is_leaf(t, q)) return q;
     p = q;
   }
   return -1;
 }
 
-bool gp__order_rest(gp__order *o, int s, double *min_gpus, int *max_prio, bool *whole) {
-  if (!o->rest) o->rest = gp__scalloc(o->c, (size_t)o->n_seg + 1, sizeof *o->rest);
+bool gp__core_order_rest(gp__core_order *o, int s, double *min_gpus, int *max_prio, bool *whole) {
+  if (!o->rest) o->rest = gp__core_scalloc(o->c, (size_t)o->n_seg + 1, sizeof *o->rest);
   struct rest *b = &o->rest[s];
   if (!b->done) {
     /* The jobs still to come: the end of a sorted segment, the front of a heap one. */
@@ -425,7 +425,7 @@ bool gp__order_rest(gp__order *o, int s, double *min_gpus, int *max_prio, bool *
     b->min_gpus = 1e300;
     b->max_prio = INT32_MIN;
     for (int i = lo; i < lo + o->seg_len[s]; i++) {
-      const gp__job *ji = &o->c->jobs[o->heap[i].j];
+      const gp__core_job *ji = &o->c->jobs[o->heap[i].j];
       if (ji->kind != GP__R_WHOLE && ji->kind != GP__R_CPU) continue;
       b->any = true;
       b->whole |= ji->kind == GP__R_WHOLE;
@@ -440,13 +440,13 @@ bool gp__order_rest(gp__order *o, int s, double *min_gpus, int *max_prio, bool *
   return b->any;
 }
 
-int gp__order_skip(gp__order *o, int s, int k) {
+int gp__core_order_skip(gp__core_order *o, int s, int k) {
   int n = k < o->seg_len[s] ? k : o->seg_len[s];
-  for (int i = 0; i < n; i++) gp__order_next(o);
+  for (int i = 0; i < n; i++) gp__core_order_next(o);
   return n;
 }
 
-void gp__order_update(gp__order *o, int leaf) {
+void gp__core_order_update(gp__core_order *o, int leaf) {
   if (!o->fair) return;
   for (int q = leaf; q >= 0; q = o->c->tree.q[q].parent)
     if (o->qpos[q] >= 0) q_sift(o, parent_slot(o, q), o->qpos[q]);

@@ -8,46 +8,46 @@
 #include "core/classify.h"
 
 typedef struct gp__core_place {
-  gp__vec starts;       /* gp_plan_start, in decision order */
-  gp__vec migs;         /* gp_plan_mig: dynamic MIG re-partitions planned */
+  gp__core_vec starts;       /* gp_plan_start, in decision order */
+  gp__core_vec migs;         /* gp_plan_mig: dynamic MIG re-partitions planned */
   /* Jobs this plan starts, per node (for backfill): chains of start indexes. */
   int *started_head;    /* per node: first entry or -1 (allocated on the first start) */
   int *started_next, *started_start;
   size_t started_n, started_cap;
-  struct gp__shared *sh;      /* shared.c's state */
+  struct gp__core_shared *sh;      /* shared.c's state */
   uint64_t share_round;       /* shared placements made: the sharing policy's round */
 } gp__core_place;
 
 /* Placement (placement.c, gang.c). */
-void gp__core_place_done(gp__ctx *c);
-void gp__req_init(gp__ctx *c, int j, gp__req *r);
+void gp__core_place_done(gp__core_ctx *c);
+void gp__core_req_init(gp__core_ctx *c, int j, gp__core_req *r);
 /* Fills in a request of which only `job` is set, once. */
-void gp__req_need(gp__ctx *c, gp__req *r);
+void gp__core_req_need(gp__core_ctx *c, gp__core_req *r);
 /* Can task r go on node i, given `extra` GPUs (and cpu/mem) counted as freed? On true,
  * fills *f. */
-bool gp__node_fit(gp__ctx *c, const gp__req *r, int node, uint32_t extra, int64_t extra_cpu,
-                  int64_t extra_mem, gp__fit *f);
+bool gp__core_node_fit(gp__core_ctx *c, const gp__core_req *r, int node, uint32_t extra, int64_t extra_cpu,
+                  int64_t extra_mem, gp__core_fit *f);
 /* Best node for one task through the index, or false. */
-bool gp__fit_task(gp__ctx *c, const gp__req *r, gp__fit *f);
+bool gp__core_fit_task(gp__core_ctx *c, const gp__core_req *r, gp__core_fit *f);
 /* Places all tasks of a job or none; on true the resources are taken and fits[] filled
  * (r->tasks entries). With commit false the resources are given back before returning. */
-bool gp__place_job(gp__ctx *c, const gp__req *r, gp__fit *fits, bool commit);
+bool gp__core_place_job(gp__core_ctx *c, const gp__core_req *r, gp__core_fit *fits, bool commit);
 /* The GPUs of node a task of `want` GPUs takes among `avail` (NVLink domains first). */
-uint32_t gp__choose_gpus(const gp__ctx *c, int node, uint32_t avail, int want);
+uint32_t gp__core_choose_gpus(const gp__core_ctx *c, int node, uint32_t avail, int want);
 /* Records a start in the plan and updates queues. fits: r->tasks entries. */
-void gp__start_job(gp__ctx *c, const gp__req *r, const gp__fit *fits);
+void gp__core_start_job(gp__core_ctx *c, const gp__core_req *r, const gp__core_fit *fits);
 
 /* Fractions, memory shares, time-slices and MIG instances (shared.c). */
-void gp__shared_setup(gp__ctx *c);
-void gp__shared_done(gp__ctx *c);
-bool gp__node_static_ok(const gp__ctx *c, const gp__req *r, int node);
-bool gp__node_fit_shared(gp__ctx *c, const gp__req *r, int node, gp__fit *f);
-bool gp__fit_shared(gp__ctx *c, const gp__req *r, gp__fit *f);
+void gp__core_shared_setup(gp__core_ctx *c);
+void gp__core_shared_done(gp__core_ctx *c);
+bool gp__core_node_static_ok(const gp__core_ctx *c, const gp__core_req *r, int node);
+bool gp__core_node_fit_shared(gp__core_ctx *c, const gp__core_req *r, int node, gp__core_fit *f);
+bool gp__core_fit_shared(gp__core_ctx *c, const gp__core_req *r, gp__core_fit *f);
 /* A whole-GPU task of one GPU on a timeslice replica (the fullest GPU with a free replica),
  * for when no exclusive or shared GPU fits it. */
-bool gp__fit_replica(gp__ctx *c, const gp__req *r, gp__fit *f);
+bool gp__core_fit_replica(gp__core_ctx *c, const gp__core_req *r, gp__core_fit *f);
 /* Dynamic MIG: a MIG job that found no free instance waits for a re-partition planned in
  * this step (claiming one of its new instances, or planning one). True when it does. */
-bool gp__mig_wait(gp__ctx *c, gp__req *r);
+bool gp__core_mig_wait(gp__core_ctx *c, gp__core_req *r);
 
 #endif

@@ -9,9 +9,9 @@
 
 #include "core/place.h"
 
-void gp__req_init(gp__ctx *c, int j, gp__req *r) {
+void gp__core_req_init(gp__core_ctx *c, int j, gp__core_req *r) {
   const gp_job *job = &c->view->jobs[j];
-  const gp__job *ji = &c->jobs[j];
+  const gp__core_job *ji = &c->jobs[j];
   memset(r, 0, sizeof *r);
   r->job = j;
   r->kind = ji->kind;
@@ -27,7 +27,7 @@ void gp__req_init(gp__ctx *c, int j, gp__req *r) {
     r->n_models = -1;
   } else {
     for (int i = 0; i < job->req.n_gpu_models && r->n_models < 8; i++) {
-      int m = gp__model_id(c, job->req.gpu_models[i]);
+      int m = gp__core_model_id(c, job->req.gpu_models[i]);
       bool dup = false;
       for (int k = 0; k < r->n_models && !dup; k++) dup = r->models[k] == m;
       if (m >= 0 && !dup) r->models[r->n_models++] = m;
@@ -45,8 +45,8 @@ void gp__req_init(gp__ctx *c, int j, gp__req *r) {
   r->ready = true;
 }
 
-void gp__req_need(gp__ctx *c, gp__req *r) {
-  if (!r->ready) gp__req_init(c, r->job, r);
+void gp__core_req_need(gp__core_ctx *c, gp__core_req *r) {
+  if (!r->ready) gp__core_req_init(c, r->job, r);
 }
 
 static uint32_t lowest_bits(uint32_t m, int k) {
@@ -59,15 +59,15 @@ static uint32_t lowest_bits(uint32_t m, int k) {
   return out;
 }
 
-uint32_t gp__choose_gpus(const gp__ctx *c, int node, uint32_t avail, int want) {
-  const gp__node *s = &c->nodes[node];
+uint32_t gp__core_choose_gpus(const gp__core_ctx *c, int node, uint32_t avail, int want) {
+  const gp__core_node *s = &c->nodes[node];
   if (want <= 0) return 0;
   if (!s->n_dom) return lowest_bits(avail, want);
   const uint32_t *dom = c->fleet->dom + s->dom_base;
   /* The fullest domain that still fits the whole request keeps big domains free. */
   int best = -1, best_cnt = GP_MAX_NODE_GPUS + 1;
   for (int d = 0; d < s->n_dom; d++) {
-    int cnt = gp__popc(dom[d] & avail);
+    int cnt = gp__core_popc(dom[d] & avail);
     if (cnt >= want && cnt < best_cnt) {
       best = d;
       best_cnt = cnt;
@@ -80,7 +80,7 @@ uint32_t gp__choose_gpus(const gp__ctx *c, int node, uint32_t avail, int want) {
     int pick = -1, pick_cnt = 0;
     for (int d = 0; d < s->n_dom; d++) {
       if (used_dom & (1u << d)) continue;
-      int cnt = gp__popc(dom[d] & avail);
+      int cnt = gp__core_popc(dom[d] & avail);
       if (cnt > pick_cnt) {
         pick = d;
         pick_cnt = cnt;
@@ -90,27 +90,27 @@ uint32_t gp__choose_gpus(const gp__ctx *c, int node, uint32_t avail, int want) {
     used_dom |= 1u << pick;
     uint32_t take = lowest_bits(dom[pick] & avail, want);
     out |= take;
-    want -= gp__popc(take);
+    want -= gp__core_popc(take);
   }
   if (want > 0) out |= lowest_bits(avail & ~out, want);
   return out;
 }
 
-static bool model_ok(const gp__req *r, int model) {
+static bool model_ok(const gp__core_req *r, int model) {
   if (r->n_models < 0) return true;
   for (int k = 0; k < r->n_models; k++)
     if (r->models[k] == model) return true;
   return false;
 }
 
-static bool slot_ok(const gp__req *r, int pool) {
+static bool slot_ok(const gp__core_req *r, int pool) {
   for (int k = 0; k < r->n_slots; k++)
     if (r->slots[k] == pool + 1) return true;
   return false;
 }
 
 /* GPUs of node s whose memory is at least min. */
-static uint32_t mem_ok_mask(const gp__ctx *c, int node, int64_t min) {
+static uint32_t mem_ok_mask(const gp__core_ctx *c, int node, int64_t min) {
   const gp_node *n = &c->view->nodes[node];
   if (min <= 0) return ~(uint32_t)0;
   if (!c->nodes[node].mem_varies) return n->gpu_mem_mib >= min ? ~(uint32_t)0 : 0;
@@ -123,31 +123,31 @@ static uint32_t mem_ok_mask(const gp__ctx *c, int node, int64_t min) {
 }
 
 /* Node-level filters shared by every kind of request. */
-bool gp__node_static_ok(const gp__ctx *c, const gp__req *r, int node) {
+bool gp__core_node_static_ok(const gp__core_ctx *c, const gp__core_req *r, int node) {
   const gp_node *n = &c->view->nodes[node];
-  const gp__node *s = &c->nodes[node];
+  const gp__core_node *s = &c->nodes[node];
   const gp_request *req = &c->view->jobs[r->job].req;
   if (!s->up) return false;
   if (n->capacity == GP_CAP_SPOT && !req->allow_spot) return false;
   if (r->kind != GP__R_CPU && !model_ok(r, s->model)) return false;
   if (!slot_ok(r, s->pool)) return false;
-  if (req->n_node_selector && !gp__node_has_labels(n, req->n_node_selector, req->node_selector))
+  if (req->n_node_selector && !gp__core_node_has_labels(n, req->n_node_selector, req->node_selector))
     return false;
   return true;
 }
 
-bool gp__node_fit(gp__ctx *c, const gp__req *r, int node, uint32_t extra, int64_t extra_cpu,
-                  int64_t extra_mem, gp__fit *f) {
-  const gp__node *s = &c->nodes[node];
+bool gp__core_node_fit(gp__core_ctx *c, const gp__core_req *r, int node, uint32_t extra, int64_t extra_cpu,
+                  int64_t extra_mem, gp__core_fit *f) {
+  const gp__core_node *s = &c->nodes[node];
   if (r->cpu > s->cpu_free + extra_cpu || r->mem > s->mem_free + extra_mem) return false;
-  if (!gp__node_static_ok(c, r, node)) return false;
+  if (!gp__core_node_static_ok(c, r, node)) return false;
   f->node = node;
   f->mask = 0;
   f->milli = GP_GPU_MILLI;
   f->gpu_mem = 0;
   f->mig = -1;
   if (r->kind == GP__R_CPU) return true;
-  if (r->kind != GP__R_WHOLE) return gp__node_fit_shared(c, r, node, f);
+  if (r->kind != GP__R_WHOLE) return gp__core_node_fit_shared(c, r, node, f);
   uint32_t avail = s->free | (extra & s->whole_ok);
   if (r->honor_resv && (s->resv & avail)) {
     for (uint32_t m = s->resv & avail; m; m &= m - 1) {
@@ -156,25 +156,25 @@ bool gp__node_fit(gp__ctx *c, const gp__req *r, int node, uint32_t extra, int64_
     }
   }
   avail &= mem_ok_mask(c, node, r->min_gpu_mem);
-  if (gp__popc(avail) < r->gpus) return false;
-  f->mask = gp__choose_gpus(c, node, avail, r->gpus);
+  if (gp__core_popc(avail) < r->gpus) return false;
+  f->mask = gp__core_choose_gpus(c, node, avail, r->gpus);
   return true;
 }
 
 /* Scans bucket (group, level) for its lowest-index node that passes the filters. */
-static int scan_bucket(gp__ctx *c, const gp__req *r, int group, int level, gp__fit *f) {
-  if (!gp__index_count(&c->fleet->ix, group, level)) return -1;
+static int scan_bucket(gp__core_ctx *c, const gp__core_req *r, int group, int level, gp__core_fit *f) {
+  if (!gp__core_index_count(&c->fleet->ix, group, level)) return -1;
   const int *members = c->fleet->ix.members + c->fleet->ix.group_start[group];
-  for (int pos = gp__index_next(&c->fleet->ix, group, level, 0); pos >= 0;
-       pos = gp__index_next(&c->fleet->ix, group, level, pos + 1))
-    if (gp__node_fit(c, r, members[pos], 0, 0, 0, f)) return members[pos];
+  for (int pos = gp__core_index_next(&c->fleet->ix, group, level, 0); pos >= 0;
+       pos = gp__core_index_next(&c->fleet->ix, group, level, pos + 1))
+    if (gp__core_node_fit(c, r, members[pos], 0, 0, 0, f)) return members[pos];
   return -1;
 }
 
 /* The best node at one level over the request's models: lowest view index wins. */
-static bool scan_level(gp__ctx *c, const gp__req *r, int slot, int level, gp__fit *f) {
+static bool scan_level(gp__core_ctx *c, const gp__core_req *r, int slot, int level, gp__core_fit *f) {
   int stride = c->fleet->n_models + 1, best = -1;
-  gp__fit tmp;
+  gp__core_fit tmp;
   int nm = r->n_models < 0 ? c->fleet->n_models + (r->kind == GP__R_CPU) : r->n_models;
   for (int k = 0; k < nm; k++) {
     int m = r->n_models < 0 ? k : r->models[k];
@@ -187,8 +187,8 @@ static bool scan_level(gp__ctx *c, const gp__req *r, int slot, int level, gp__fi
   return best >= 0;
 }
 
-bool gp__fit_task(gp__ctx *c, const gp__req *r, gp__fit *f) {
-  if (r->kind == GP__R_FRACTION || r->kind == GP__R_MIG) return gp__fit_shared(c, r, f);
+bool gp__core_fit_task(gp__core_ctx *c, const gp__core_req *r, gp__core_fit *f) {
+  if (r->kind == GP__R_FRACTION || r->kind == GP__R_MIG) return gp__core_fit_shared(c, r, f);
   int need = r->gpus;
   for (int si = 0; si < r->n_slots; si++) {
     int slot = r->slots[si];
@@ -202,13 +202,13 @@ bool gp__fit_task(gp__ctx *c, const gp__req *r, gp__fit *f) {
   }
   /* Exclusive and shared GPUs first, in every pool slot; then a timeslice replica. Only a
    * one-GPU task: N replicas of one GPU are not N GPUs (docs/internals/scheduler.md). */
-  if (r->gpus == 1 && c->fleet->has_timeslice) return gp__fit_replica(c, r, f);
+  if (r->gpus == 1 && c->fleet->has_timeslice) return gp__core_fit_replica(c, r, f);
   return false;
 }
 
-void gp__start_job(gp__ctx *c, const gp__req *r, const gp__fit *fits) {
-  gp__job *ji = &c->jobs[r->job];
-  gp_plan_start *st = gp__vec_push(&c->place->starts, sizeof *st);
+void gp__core_start_job(gp__core_ctx *c, const gp__core_req *r, const gp__core_fit *fits) {
+  gp__core_job *ji = &c->jobs[r->job];
+  gp_plan_start *st = gp__core_vec_push(&c->place->starts, sizeof *st);
   st->job = r->job;
   st->n_placements = r->tasks;
   st->placements = gp_arena_alloc(c->arena, (size_t)r->tasks * sizeof *st->placements);
@@ -220,7 +220,7 @@ void gp__start_job(gp__ctx *c, const gp__req *r, const gp__fit *fits) {
     p->gpu_mem_mib = fits[t].gpu_mem;
     p->mig_instance = fits[t].mig;
   }
-  gp__job_mut(c, r->job)->stat = GP__J_STARTED;
+  gp__core_job_mut(c, r->job)->stat = GP__J_STARTED;
   if (r->kind == GP__R_WHOLE) {
     /* A task on a time-sliced replica holds 1/N of a GPU, and that is what it counts as
      * once it runs (jobs.c reads its placement): count the same now, so the queue's
@@ -230,11 +230,11 @@ void gp__start_job(gp__ctx *c, const gp__req *r, const gp__fit *fits) {
     for (int t = 0; t < r->tasks; t++) {
       int milli = fits[t].milli > 0 && fits[t].milli < GP_GPU_MILLI ? fits[t].milli : GP_GPU_MILLI;
       replica |= milli < GP_GPU_MILLI;
-      held += gp__popc(fits[t].mask) * (milli / (double)GP_GPU_MILLI);
+      held += gp__core_popc(fits[t].mask) * (milli / (double)GP_GPU_MILLI);
     }
     if (replica) ji->gpus = held;
   }
-  if (ji->leaf >= 0) gp__queue_add_alloc(c, ji->leaf, ji->gpus);
+  if (ji->leaf >= 0) gp__core_queue_add_alloc(c, ji->leaf, ji->gpus);
   /* Remember which nodes it is on, once per node, for backfill's release times. */
   if (!c->place->started_head) {
     c->place->started_head = gp_xmalloc(((size_t)c->view->n_nodes + 1) * sizeof(int));
@@ -256,8 +256,8 @@ void gp__start_job(gp__ctx *c, const gp__req *r, const gp__fit *fits) {
   }
 }
 
-void gp__core_place_done(gp__ctx *c) {
-  gp__shared_done(c);
+void gp__core_place_done(gp__core_ctx *c) {
+  gp__core_shared_done(c);
   free(c->place->started_head);
   free(c->place->started_next);
   free(c->place->started_start);

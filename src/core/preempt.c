@@ -25,7 +25,7 @@
 #include "core/preempt.h"
 
 enum { K_POOL = 0, K_PRIORITY, K_RECLAIM, K_STOPPING, K_N };
-enum { TAKEN = 1, VICTIM = 2 }; /* gp__preempt.out bits */
+enum { TAKEN = 1, VICTIM = 2 }; /* gp__core_preempt_scratch.out bits */
 
 /* A victim-able running job in the victim order, with what a walk reads of its record
  * (jobs.c): its queue, priority, GPUs and, with one placement (most jobs), its node and
@@ -40,7 +40,7 @@ typedef struct vrec {
   int64_t cpu, mem;
 } vrec;
 
-struct gp__preempt {
+struct gp__core_preempt_scratch {
   bool counted;                  /* count_for_plausibility ran: the next two are set */
   vrec *vorder;                  /* the victim order (made on first use) */
   int n_vorder;
@@ -82,14 +82,14 @@ struct gp__preempt {
 
 /* The pool whose node a job of `leaf` borrows by running there (a pool its queue does not
  * own), or -1: what a pool's owner may take back. */
-static int borrowed_pool(const gp__ctx *c, int leaf, int node) {
+static int borrowed_pool(const gp__core_ctx *c, int leaf, int node) {
   int pool = c->nodes[node].pool;
   return pool >= 0 && (leaf < 0 || c->fleet->queue_pool[leaf] != pool) ? pool : -1;
 }
 
 /* Does running position r borrow a pool's node? */
-static bool borrows(const gp__ctx *c, int r) {
-  const gp__run *ru = &c->cls->run[r];
+static bool borrows(const gp__core_ctx *c, int r) {
+  const gp__core_run *ru = &c->cls->run[r];
   const gp_job *job = ru->node >= 0 ? NULL : &c->view->jobs[c->cls->running[r]];
   int n_pl = job ? job->n_placements : 1;
   for (int k = 0; k < n_pl; k++)
@@ -100,12 +100,12 @@ static bool borrows(const gp__ctx *c, int r) {
 /* Cheap, every step: could any preemption happen at all? With neither priority preemption
  * nor reclaim, only a pool's owner could preempt, and only a borrower: without one (pools
  * that do not lend), nothing can be preempted, and the step need not try. */
-void gp__preempt_setup(gp__ctx *c) {
-  c->preempt->pre = gp__scalloc(c, 1, sizeof *c->preempt->pre);
+void gp__core_preempt_setup(gp__core_ctx *c) {
+  c->preempt->pre = gp__core_scalloc(c, 1, sizeof *c->preempt->pre);
   bool others = c->pol->preemption || (c->pol->reclaim && c->pol->order == GP_ORDER_FAIRSHARE);
   bool possible = false;
   for (int r = 0; r < c->cls->n_running && !possible; r++)
-    possible = gp__victim_able(c, r) && (others || (c->view->n_pools > 0 && borrows(c, r)));
+    possible = gp__core_victim_able(c, r) && (others || (c->view->n_pools > 0 && borrows(c, r)));
   c->preempt->possible = possible;
 }
 
@@ -114,28 +114,28 @@ void gp__preempt_setup(gp__ctx *c) {
  * pass over the running records, made only for a job of a pool's owner or one above every
  * preemptible running job's priority (reclaim needs neither). One-placement jobs (most)
  * need not read the view: classification kept their node. */
-static void count_for_plausibility(gp__ctx *c) {
+static void count_for_plausibility(gp__core_ctx *c) {
   const gp_view *v = c->view;
-  struct gp__preempt *p = c->preempt->pre;
+  struct gp__core_preempt_scratch *p = c->preempt->pre;
   if (p->counted) return;
   p->counted = true;
   int nq = c->tree.n;
-  p->leaf_min_prio = gp__salloc(c, ((size_t)nq + 1) * sizeof(int));
+  p->leaf_min_prio = gp__core_salloc(c, ((size_t)nq + 1) * sizeof(int));
   for (int q = 0; q < nq; q++) p->leaf_min_prio[q] = INT_MAX;
-  p->pool_borrowers = gp__scalloc(c, (size_t)v->n_pools + 1, sizeof(int));
+  p->pool_borrowers = gp__core_scalloc(c, (size_t)v->n_pools + 1, sizeof(int));
   for (int r = 0; r < c->cls->n_running; r++) {
-    const gp__run *ru = &c->cls->run[r];
+    const gp__core_run *ru = &c->cls->run[r];
     if (v->n_pools > 0) {
       const gp_job *job = ru->node >= 0 ? NULL : &v->jobs[c->cls->running[r]];
       int n_pl = job ? job->n_placements : 1;
       for (int k = 0; k < n_pl; k++) {
         int node = job ? job->placements[k].node : ru->node;
-        if (job && !gp__first_on_node(job, k)) continue;
+        if (job && !gp__core_first_on_node(job, k)) continue;
         int pool = borrowed_pool(c, ru->leaf, node);
         if (pool >= 0) p->pool_borrowers[pool]++;
       }
     }
-    if (gp__victim_able(c, r) && ru->leaf >= 0 && ru->prio < p->leaf_min_prio[ru->leaf])
+    if (gp__core_victim_able(c, r) && ru->leaf >= 0 && ru->prio < p->leaf_min_prio[ru->leaf])
       p->leaf_min_prio[ru->leaf] = ru->prio;
   }
 }
@@ -143,13 +143,13 @@ static void count_for_plausibility(gp__ctx *c) {
 /* The stopping jobs and, per node, those on it (in ctx.running order, each once per node;
  * best_node keeps a node's first MAX_ON_NODE in that order). Stopping jobs are few: one
  * pass over the running records finds them, and only they are listed per node. */
-static void stopping_build(gp__ctx *c) {
-  struct gp__preempt *p = c->preempt->pre;
+static void stopping_build(gp__core_ctx *c) {
+  struct gp__core_preempt_scratch *p = c->preempt->pre;
   if (p->stopping_built) return;
   p->stopping_built = true;
   int nn = c->view->n_nodes;
-  p->stopping = gp__salloc(c, ((size_t)c->cls->n_stopping + 1) * sizeof(int));
-  p->stop_start = gp__scalloc(c, (size_t)nn + 2, sizeof(int));
+  p->stopping = gp__core_salloc(c, ((size_t)c->cls->n_stopping + 1) * sizeof(int));
+  p->stop_start = gp__core_scalloc(c, (size_t)nn + 2, sizeof(int));
   int n_entries = 0;
   for (int r = 0; r < c->cls->n_running; r++) {
     if (!c->cls->run[r].stopping) continue;
@@ -157,56 +157,56 @@ static void stopping_build(gp__ctx *c) {
     p->stopping[p->n_stopping++] = j;
     const gp_job *job = &c->view->jobs[j];
     for (int k = 0; k < job->n_placements; k++)
-      if (gp__first_on_node(job, k)) {
+      if (gp__core_first_on_node(job, k)) {
         p->stop_start[job->placements[k].node + 1]++;
         n_entries++;
       }
   }
   for (int i = 0; i < nn; i++) p->stop_start[i + 1] += p->stop_start[i];
-  p->stop_jobs = gp__salloc(c, ((size_t)n_entries + 1) * sizeof(int));
+  p->stop_jobs = gp__core_salloc(c, ((size_t)n_entries + 1) * sizeof(int));
   for (int s = 0; s < p->n_stopping; s++) {
     const gp_job *job = &c->view->jobs[p->stopping[s]];
     for (int k = 0; k < job->n_placements; k++)
-      if (gp__first_on_node(job, k)) p->stop_jobs[p->stop_start[job->placements[k].node]++] = p->stopping[s];
+      if (gp__core_first_on_node(job, k)) p->stop_jobs[p->stop_start[job->placements[k].node]++] = p->stopping[s];
   }
   for (int i = nn; i > 0; i--) p->stop_start[i] = p->stop_start[i - 1];
   p->stop_start[0] = 0;
 }
 
-static void alloc_scratch(gp__ctx *c) {
-  struct gp__preempt *p = c->preempt->pre;
+static void alloc_scratch(gp__core_ctx *c) {
+  struct gp__core_preempt_scratch *p = c->preempt->pre;
   if (p->jstamp) return;
   int nn = c->view->n_nodes, nj = c->view->n_jobs, nq = c->tree.n;
-  p->jstamp = gp__scalloc(c, (size_t)nj + 1, sizeof(int));
-  p->nstamp = gp__scalloc(c, (size_t)nn + 1, sizeof(int));
-  p->cand_nodes = gp__salloc(c, ((size_t)nn + 1) * sizeof(int));
-  p->tent_extra = gp__scalloc(c, (size_t)nn + 1, sizeof(uint32_t));
-  p->tent_cpu = gp__scalloc(c, (size_t)nn + 1, sizeof(int64_t));
-  p->tent_mem = gp__scalloc(c, (size_t)nn + 1, sizeof(int64_t));
-  p->touched = gp__salloc(c, ((size_t)nn + 1) * sizeof(int));
-  p->is_touched = gp__scalloc(c, (size_t)nn + 1, sizeof(bool));
-  p->removed = gp__scalloc(c, (size_t)nq + 1, sizeof(double));
-  p->lost = gp__scalloc(c, (size_t)nq + 1, sizeof(double));
-  p->claimed = gp__scalloc(c, (size_t)nq + 1, sizeof(double));
-  p->out = gp__scalloc(c, (size_t)nj + 1, sizeof(uint8_t));
-  p->taken_list = gp__salloc(c, ((size_t)nj + 1) * sizeof(int));
+  p->jstamp = gp__core_scalloc(c, (size_t)nj + 1, sizeof(int));
+  p->nstamp = gp__core_scalloc(c, (size_t)nn + 1, sizeof(int));
+  p->cand_nodes = gp__core_salloc(c, ((size_t)nn + 1) * sizeof(int));
+  p->tent_extra = gp__core_scalloc(c, (size_t)nn + 1, sizeof(uint32_t));
+  p->tent_cpu = gp__core_scalloc(c, (size_t)nn + 1, sizeof(int64_t));
+  p->tent_mem = gp__core_scalloc(c, (size_t)nn + 1, sizeof(int64_t));
+  p->touched = gp__core_salloc(c, ((size_t)nn + 1) * sizeof(int));
+  p->is_touched = gp__core_scalloc(c, (size_t)nn + 1, sizeof(bool));
+  p->removed = gp__core_scalloc(c, (size_t)nq + 1, sizeof(double));
+  p->lost = gp__core_scalloc(c, (size_t)nq + 1, sizeof(double));
+  p->claimed = gp__core_scalloc(c, (size_t)nq + 1, sizeof(double));
+  p->out = gp__core_scalloc(c, (size_t)nj + 1, sizeof(uint8_t));
+  p->taken_list = gp__core_salloc(c, ((size_t)nj + 1) * sizeof(int));
   for (int k = 0; k < K_N; k++) {
-    p->fail_gpus[k] = gp__salloc(c, ((size_t)nq + 1) * sizeof(double));
+    p->fail_gpus[k] = gp__core_salloc(c, ((size_t)nq + 1) * sizeof(double));
     for (int q = 0; q < nq; q++) p->fail_gpus[k][q] = 1e300;
   }
-  p->fail_prio = gp__scalloc(c, (size_t)nq + 1, sizeof(int));
+  p->fail_prio = gp__core_scalloc(c, (size_t)nq + 1, sizeof(int));
 }
 
 /* (Everything preemption builds is the step's scratch memory: it goes with the step.) */
-void gp__preempt_done(gp__ctx *c) {
+void gp__core_preempt_done(gp__core_ctx *c) {
   c->preempt->pre = NULL;
   free(c->preempt->preemptions.items);
   free(c->preempt->victims.items);
 }
 
 /* Victim order: is a a better (cheaper) victim than b? */
-static bool victim_before(const gp__ctx *c, int a, int b) {
-  const gp__job *x = &c->jobs[a], *y = &c->jobs[b];
+static bool victim_before(const gp__core_ctx *c, int a, int b) {
+  const gp__core_job *x = &c->jobs[a], *y = &c->jobs[b];
   if (x->prio != y->prio) return x->prio < y->prio;
   const gp_job *ja = &c->view->jobs[a], *jb = &c->view->jobs[b];
   gp_time la = c->now - (ja->last_checkpoint_at > ja->started_at ? ja->last_checkpoint_at : ja->started_at);
@@ -216,8 +216,8 @@ static bool victim_before(const gp__ctx *c, int a, int b) {
   return a < b;
 }
 
-static void add_candidate(gp__ctx *c, int v) {
-  struct gp__preempt *p = c->preempt->pre;
+static void add_candidate(gp__core_ctx *c, int v) {
+  struct gp__core_preempt_scratch *p = c->preempt->pre;
   if (p->jstamp[v] == p->stamp) return;
   p->jstamp[v] = p->stamp;
   const gp_job *job = &c->view->jobs[v];
@@ -230,8 +230,8 @@ static void add_candidate(gp__ctx *c, int v) {
   }
 }
 
-static int lca(const gp__ctx *c, int a, int b) {
-  const gp__qtree *t = &c->tree;
+static int lca(const gp__core_ctx *c, int a, int b) {
+  const gp__core_qtree *t = &c->tree;
   while (a >= 0 && b >= 0 && a != b) {
     if (t->q[a].depth >= t->q[b].depth) a = t->q[a].parent;
     else b = t->q[b].parent;
@@ -240,13 +240,13 @@ static int lca(const gp__ctx *c, int a, int b) {
 }
 
 /* May victim v be taken from its queue for job J's reclaim (with removals so far)? */
-static bool reclaim_ok(const gp__ctx *c, int J, int v) {
-  const gp__qtree *t = &c->tree;
+static bool reclaim_ok(const gp__core_ctx *c, int J, int v) {
+  const gp__core_qtree *t = &c->tree;
   int lj = c->jobs[J].leaf, lv = c->jobs[v].leaf;
   if (lv < 0 || lj < 0 || lv == lj) return false;
   int top = lca(c, lj, lv);
   double gv = c->jobs[v].gpus, gj = c->jobs[J].gpus;
-  const struct gp__preempt *p = c->preempt->pre;
+  const struct gp__core_preempt_scratch *p = c->preempt->pre;
   for (int q = lv; q != top; q = t->q[q].parent)
     if (t->q[q].allocated - p->lost[q] - p->removed[q] - gv < t->q[q].fair_share - GP__EPS)
       return false;
@@ -255,12 +255,12 @@ static bool reclaim_ok(const gp__ctx *c, int J, int v) {
   return true;
 }
 
-static void add_removed(gp__ctx *c, int v, double sign) {
+static void add_removed(gp__core_ctx *c, int v, double sign) {
   for (int q = c->jobs[v].leaf; q >= 0; q = c->tree.q[q].parent)
     c->preempt->pre->removed[q] += sign * c->jobs[v].gpus;
 }
 
-static void touch(struct gp__preempt *p, int node) {
+static void touch(struct gp__core_preempt_scratch *p, int node) {
   if (!p->is_touched[node]) {
     p->is_touched[node] = true;
     p->touched[p->n_touched++] = node;
@@ -268,7 +268,7 @@ static void touch(struct gp__preempt *p, int node) {
 }
 
 /* Resources victim v frees on `node` (whole GPUs, CPU, memory). */
-static void frees_on(const gp__ctx *c, int v, int node, uint32_t *mask, int64_t *cpu, int64_t *mem) {
+static void frees_on(const gp__core_ctx *c, int v, int node, uint32_t *mask, int64_t *cpu, int64_t *mem) {
   const gp_job *job = &c->view->jobs[v];
   for (int k = 0; k < job->n_placements; k++) {
     const gp_placement *pl = &job->placements[k];
@@ -284,8 +284,8 @@ static void frees_on(const gp__ctx *c, int v, int node, uint32_t *mask, int64_t 
 
 /* One task of a waiting-for-stopping check: the best node and the stopping jobs it counts
  * on there. Returns their number (>= 0) or -1. */
-static int best_node(gp__ctx *c, const gp__req *r, int kind, gp__fit *best_fit, int *best_victims) {
-  struct gp__preempt *p = c->preempt->pre;
+static int best_node(gp__core_ctx *c, const gp__core_req *r, int kind, gp__core_fit *best_fit, int *best_victims) {
+  struct gp__core_preempt_scratch *p = c->preempt->pre;
   int best = -1, best_n = 0, best_worst = -1;
   for (int ci = 0; ci < p->n_cand; ci++) {
     int node = p->cand_nodes[ci];
@@ -302,16 +302,16 @@ static int best_node(gp__ctx *c, const gp__req *r, int kind, gp__fit *best_fit, 
       }
     uint32_t extra = p->tent_extra[node];
     int64_t xc = p->tent_cpu[node], xm = p->tent_mem[node];
-    gp__fit fit;
+    gp__core_fit fit;
     int chosen[MAX_ON_NODE], n = 0;
-    bool fits = gp__node_fit(c, r, node, extra, xc, xm, &fit);
+    bool fits = gp__core_node_fit(c, r, node, extra, xc, xm, &fit);
     for (int k = 0; k < nv && !fits; k++) {
       int v = vs[k];
       if (kind == K_RECLAIM && !reclaim_ok(c, r->job, v)) continue;
       if (kind == K_RECLAIM) add_removed(c, v, +1);
       frees_on(c, v, node, &extra, &xc, &xm);
       chosen[n++] = v;
-      fits = gp__node_fit(c, r, node, extra, xc, xm, &fit);
+      fits = gp__core_node_fit(c, r, node, extra, xc, xm, &fit);
     }
     if (kind == K_RECLAIM)
       for (int k = 0; k < n; k++) add_removed(c, chosen[k], -1);
@@ -336,34 +336,34 @@ static int best_node(gp__ctx *c, const gp__req *r, int kind, gp__fit *best_fit, 
   return best < 0 ? -1 : best_n;
 }
 
-static void build_vorder(gp__ctx *c) {
-  struct gp__preempt *p = c->preempt->pre;
+static void build_vorder(gp__core_ctx *c) {
+  struct gp__core_preempt_scratch *p = c->preempt->pre;
   if (p->vorder) return;
   int nn = c->view->n_nodes;
-  int *order = gp__salloc(c, ((size_t)c->cls->n_running + 1) * sizeof *order);
-  int n = gp__victim_order(c, order);
-  p->vorder = gp__salloc(c, ((size_t)n + 1) * sizeof *p->vorder);
+  int *order = gp__core_salloc(c, ((size_t)c->cls->n_running + 1) * sizeof *order);
+  int n = gp__core_victim_order(c, order);
+  p->vorder = gp__core_salloc(c, ((size_t)n + 1) * sizeof *p->vorder);
   for (int k = 0; k < n; k++) {
-    const gp__run *ru = &c->cls->run[order[k]];
+    const gp__core_run *ru = &c->cls->run[order[k]];
     p->vorder[k] = (vrec){.v = c->cls->running[order[k]], .node = ru->node, .whole = ru->whole,
                           .leaf = ru->leaf, .prio = ru->prio, .gpus = ru->gpus,
                           .cpu = ru->cpu, .mem = ru->mem};
   }
   p->n_vorder = n;
   int nq = c->tree.n;
-  p->rc_stamp = gp__scalloc(c, (size_t)nq + 1, sizeof(int));
-  p->rc_ok_max = gp__salloc(c, ((size_t)nq + 1) * sizeof(double));
-  p->rc_bad_min = gp__salloc(c, ((size_t)nq + 1) * sizeof(double));
-  p->acc_stamp = gp__scalloc(c, (size_t)nn + 1, sizeof(int));
-  p->acc_mask = gp__scalloc(c, (size_t)nn + 1, sizeof(uint32_t));
-  p->acc_cpu = gp__scalloc(c, (size_t)nn + 1, sizeof(int64_t));
-  p->acc_mem = gp__scalloc(c, (size_t)nn + 1, sizeof(int64_t));
-  p->acc_head = gp__scalloc(c, (size_t)nn + 1, sizeof(int));
+  p->rc_stamp = gp__core_scalloc(c, (size_t)nq + 1, sizeof(int));
+  p->rc_ok_max = gp__core_salloc(c, ((size_t)nq + 1) * sizeof(double));
+  p->rc_bad_min = gp__core_salloc(c, ((size_t)nq + 1) * sizeof(double));
+  p->acc_stamp = gp__core_scalloc(c, (size_t)nn + 1, sizeof(int));
+  p->acc_mask = gp__core_scalloc(c, (size_t)nn + 1, sizeof(uint32_t));
+  p->acc_cpu = gp__core_scalloc(c, (size_t)nn + 1, sizeof(int64_t));
+  p->acc_mem = gp__core_scalloc(c, (size_t)nn + 1, sizeof(int64_t));
+  p->acc_head = gp__core_scalloc(c, (size_t)nn + 1, sizeof(int));
   size_t total = 1; /* walk entries: at most one per victim and node */
   for (int k = 0; k < n; k++)
     total += p->vorder[k].node >= 0 ? 1 : (size_t)c->view->jobs[p->vorder[k].v].n_placements;
-  p->ent_v = gp__salloc(c, total * sizeof(int));
-  p->ent_next = gp__salloc(c, total * sizeof(int));
+  p->ent_v = gp__core_salloc(c, total * sizeof(int));
+  p->ent_next = gp__core_salloc(c, total * sizeof(int));
 }
 
 /* Is the victim at vorder position i a candidate of `kind` for J on `node`? While
@@ -371,10 +371,10 @@ static void build_vorder(gp__ctx *c) {
  * depends on the victim's leaf and GPUs only, and if it holds for some GPUs it holds for
  * fewer (the victim's side subtracts them, and rounding is monotone): per leaf, the most
  * GPUs known to pass and the fewest known to fail answer most victims without asking. */
-static inline __attribute__((always_inline)) bool walk_candidate(const gp__ctx *c, int kind, int J,
+static inline __attribute__((always_inline)) bool walk_candidate(const gp__core_ctx *c, int kind, int J,
                                                                  int i, int node) {
-  const struct gp__preempt *p = c->preempt->pre;
-  const gp__job *jj = &c->jobs[J];
+  const struct gp__core_preempt_scratch *p = c->preempt->pre;
+  const gp__core_job *jj = &c->jobs[J];
   const vrec *vr = &p->vorder[i];
   int vl = vr->leaf;
   switch (kind) {
@@ -405,12 +405,12 @@ static inline __attribute__((always_inline)) bool walk_candidate(const gp__ctx *
 /* One task of a preemption: walk candidate victims in victim order, accumulating them per
  * node, until some node can take the task; that node and its accumulated victims win (the
  * node whose most valuable victim is least valuable). Returns the number of victims, or -1. */
-static int walk_node(gp__ctx *c, const gp__req *r, int kind, gp__fit *best_fit, int *best_victims) {
-  struct gp__preempt *p = c->preempt->pre;
+static int walk_node(gp__core_ctx *c, const gp__core_req *r, int kind, gp__core_fit *best_fit, int *best_victims) {
+  struct gp__core_preempt_scratch *p = c->preempt->pre;
   /* Capacity freed by victims of earlier tasks may already be enough. */
   for (int k = 0; k < p->n_touched; k++) {
     int node = p->touched[k];
-    if (gp__node_fit(c, r, node, p->tent_extra[node], p->tent_cpu[node], p->tent_mem[node], best_fit))
+    if (gp__core_node_fit(c, r, node, p->tent_extra[node], p->tent_cpu[node], p->tent_mem[node], best_fit))
       return 0;
   }
   int ws = ++p->walk_stamp;
@@ -428,11 +428,11 @@ static int walk_node(gp__ctx *c, const gp__req *r, int kind, gp__fit *best_fit, 
     int n_pl = single >= 0 ? 1 : job->n_placements;
     for (int k = 0; k < n_pl; k++) {
       int node = single >= 0 ? single : job->placements[k].node;
-      if ((job && !gp__first_on_node(job, k)) || p->acc_stamp[node] == -ws)
+      if ((job && !gp__core_first_on_node(job, k)) || p->acc_stamp[node] == -ws)
         continue; /* -ws: node excluded for this walk */
       if (single < 0 && !walk_candidate(c, kind, r->job, i, node)) continue;
       if (p->acc_stamp[node] != ws) {
-        if (!gp__node_static_ok(c, r, node)) {
+        if (!gp__core_node_static_ok(c, r, node)) {
           p->acc_stamp[node] = -ws;
           continue;
         }
@@ -453,9 +453,9 @@ static int walk_node(gp__ctx *c, const gp__req *r, int kind, gp__fit *best_fit, 
       } else {
         frees_on(c, v, node, &p->acc_mask[node], &p->acc_cpu[node], &p->acc_mem[node]);
       }
-      const gp__node *sn = &c->nodes[node];
-      if (gp__popc((sn->free | p->acc_mask[node]) & sn->whole_ok) < r->gpus) continue; /* cheap */
-      if (!gp__node_fit(c, r, node, p->acc_mask[node], p->acc_cpu[node], p->acc_mem[node], best_fit))
+      const gp__core_node *sn = &c->nodes[node];
+      if (gp__core_popc((sn->free | p->acc_mask[node]) & sn->whole_ok) < r->gpus) continue; /* cheap */
+      if (!gp__core_node_fit(c, r, node, p->acc_mask[node], p->acc_cpu[node], p->acc_mem[node], best_fit))
         continue;
       /* The chain is newest first: reverse into victim order. */
       int n = 0;
@@ -487,14 +487,14 @@ static int walk_node(gp__ctx *c, const gp__req *r, int kind, gp__fit *best_fit, 
   return -1;
 }
 
-static void take_victim(gp__ctx *c, int v, int kind) {
-  struct gp__preempt *p = c->preempt->pre;
+static void take_victim(gp__core_ctx *c, int v, int kind) {
+  struct gp__core_preempt_scratch *p = c->preempt->pre;
   p->out[v] |= TAKEN;
   p->taken_list[p->n_taken++] = v;
   if (kind == K_RECLAIM) add_removed(c, v, +1);
   const gp_job *job = &c->view->jobs[v];
   for (int k = 0; k < job->n_placements; k++) {
-    if (!gp__first_on_node(job, k)) continue;
+    if (!gp__core_first_on_node(job, k)) continue;
     int node = job->placements[k].node;
     touch(p, node);
     frees_on(c, v, node, &p->tent_extra[node], &p->tent_cpu[node], &p->tent_mem[node]);
@@ -502,12 +502,12 @@ static void take_victim(gp__ctx *c, int v, int kind) {
 }
 
 /* Runs one simulation of `kind`. On success with record, the victims are in the plan. */
-static bool simulate(gp__ctx *c, const gp__req *r, int kind, bool record) {
-  struct gp__preempt *p = c->preempt->pre;
+static bool simulate(gp__core_ctx *c, const gp__core_req *r, int kind, bool record) {
+  struct gp__core_preempt_scratch *p = c->preempt->pre;
   alloc_scratch(c);
   p->stamp++;
   p->n_cand = 0;
-  const gp__job *J = &c->jobs[r->job];
+  const gp__core_job *J = &c->jobs[r->job];
   if (kind == K_STOPPING) { /* stopping jobs another waiting job already counts on are not free */
     stopping_build(c);
     for (int k = 0; k < p->n_stopping; k++)
@@ -517,7 +517,7 @@ static bool simulate(gp__ctx *c, const gp__req *r, int kind, bool record) {
     build_vorder(c);
   }
   (void)J;
-  gp__fit *fits = gp_xmalloc((size_t)r->tasks * sizeof *fits);
+  gp__core_fit *fits = gp_xmalloc((size_t)r->tasks * sizeof *fits);
   int victims[MAX_ON_NODE];
   int placed = 0;
   bool ok = true;
@@ -529,11 +529,11 @@ static bool simulate(gp__ctx *c, const gp__req *r, int kind, bool record) {
       break;
     }
     for (int k = 0; k < n; k++) take_victim(c, victims[k], kind);
-    gp__take(c, r, &fits[placed]);
+    gp__core_take(c, r, &fits[placed]);
     touch(p, fits[placed].node);
     p->tent_extra[fits[placed].node] &= ~fits[placed].mask;
   }
-  for (int t = placed - 1; t >= 0; t--) gp__give(c, r, &fits[t]);
+  for (int t = placed - 1; t >= 0; t--) gp__core_give(c, r, &fits[t]);
   free(fits);
   if (ok && p->n_taken == 0 && kind != K_STOPPING) ok = false; /* it fits without victims */
   for (int k = 0; k < p->n_taken; k++) {
@@ -542,13 +542,13 @@ static bool simulate(gp__ctx *c, const gp__req *r, int kind, bool record) {
     if (kind == K_RECLAIM) add_removed(c, v, -1);
     if (!ok || !record) continue;
     /* The victim (or the stopping job counted on) is spoken for in this step. */
-    gp__job_mut(c, v)->victim = true;
+    gp__core_job_mut(c, v)->victim = true;
     p->out[v] |= VICTIM;
-    *(int *)gp__vec_push(&c->preempt->victims, sizeof(int)) = v;
+    *(int *)gp__core_vec_push(&c->preempt->victims, sizeof(int)) = v;
     for (int q = c->jobs[v].leaf; q >= 0; q = c->tree.q[q].parent) p->lost[q] += c->jobs[v].gpus;
     c->cls->alloc_gen++;
     if (kind == K_STOPPING) continue;
-    gp_plan_preemption *pe = gp__vec_push(&c->preempt->preemptions, sizeof *pe);
+    gp_plan_preemption *pe = gp__core_vec_push(&c->preempt->preemptions, sizeof *pe);
     pe->job = v;
     pe->for_job = r->job;
     pe->kind = kind == K_PRIORITY ? GP_PREEMPT_PRIORITY : GP_PREEMPT_RECLAIM;
@@ -567,7 +567,7 @@ static bool simulate(gp__ctx *c, const gp__req *r, int kind, bool record) {
   return ok;
 }
 
-bool gp__fits_after_stopping(gp__ctx *c, const gp__req *r) {
+bool gp__core_fits_after_stopping(gp__core_ctx *c, const gp__core_req *r) {
   if (!c->preempt->pre || c->cls->n_stopping == 0) return false;
   if (r->kind != GP__R_WHOLE && r->kind != GP__R_CPU) return false;
   return simulate(c, r, K_STOPPING, true);
@@ -575,18 +575,18 @@ bool gp__fits_after_stopping(gp__ctx *c, const gp__req *r) {
 
 /* An upper bound of what reclaim could free for a job of `leaf`: every other leaf's
  * allocation beyond its fair share, less what earlier reclaims in this step took. */
-static double reclaimable(gp__ctx *c, int leaf) {
-  struct gp__preempt *p = c->preempt->pre;
+static double reclaimable(gp__core_ctx *c, int leaf) {
+  struct gp__core_preempt_scratch *p = c->preempt->pre;
   if (!p->rcl) {
-    p->rcl = gp__salloc(c, ((size_t)c->tree.n + 1) * sizeof *p->rcl);
-    p->rcl_gen = gp__scalloc(c, (size_t)c->tree.n + 1, sizeof *p->rcl_gen);
+    p->rcl = gp__core_salloc(c, ((size_t)c->tree.n + 1) * sizeof *p->rcl);
+    p->rcl_gen = gp__core_scalloc(c, (size_t)c->tree.n + 1, sizeof *p->rcl_gen);
   }
   /* The same until an allocation or a victim changes: a step asks it for every job it
    * considers, and starts and victims are few. */
   if (p->rcl_gen[leaf] == c->cls->alloc_gen + 1) return p->rcl[leaf];
   double sum = 0;
   for (int q = 0; q < c->tree.n; q++) {
-    if (q == leaf || !gp__qtree_is_leaf(&c->tree, q)) continue;
+    if (q == leaf || !gp__core_qtree_is_leaf(&c->tree, q)) continue;
     double over = c->tree.q[q].allocated - (c->preempt->pre->lost ? c->preempt->pre->lost[q] : 0) - c->tree.q[q].fair_share;
     if (over > 0) sum += over;
   }
@@ -594,13 +594,13 @@ static double reclaimable(gp__ctx *c, int leaf) {
   return p->rcl[leaf] = sum;
 }
 
-/* Could gp__try_preempt still act for some job of `leaf` asking at least min_gpus and at
+/* Could gp__core_try_preempt still act for some job of `leaf` asking at least min_gpus and at
  * most max_prio? False only when every kind is implausible for such a job or already
  * failed for one no bigger (each test below is monotone in the job's GPUs and priority,
- * the way gp__try_preempt applies it). */
-bool gp__preempt_may_act(gp__ctx *c, int leaf, double min_gpus, int max_prio) {
+ * the way gp__core_try_preempt applies it). */
+bool gp__core_preempt_may_act(gp__core_ctx *c, int leaf, double min_gpus, int max_prio) {
   if (!c->preempt->possible || c->preempt->attempts >= GP__MAX_PREEMPT_ATTEMPTS) return false;
-  struct gp__preempt *p = c->preempt->pre;
+  struct gp__core_preempt_scratch *p = c->preempt->pre;
   double fail[K_STOPPING];
   for (int k = 0; k < K_STOPPING; k++) fail[k] = p->fail_gpus[k] ? p->fail_gpus[k][leaf] : 1e300;
   int own = c->fleet->queue_pool[leaf];
@@ -609,18 +609,18 @@ bool gp__preempt_may_act(gp__ctx *c, int leaf, double min_gpus, int max_prio) {
   if (c->pol->preemption && min_prio < max_prio &&
       !(min_gpus >= fail[K_PRIORITY] && p->fail_prio && max_prio <= p->fail_prio[leaf]))
     return true;
-  const gp__queue *lq = &c->tree.q[leaf];
+  const gp__core_queue *lq = &c->tree.q[leaf];
   return c->pol->reclaim && c->pol->order == GP_ORDER_FAIRSHARE &&
          lq->allocated + (p->claimed ? p->claimed[leaf] : 0) + min_gpus <= lq->fair_share + GP__EPS &&
          reclaimable(c, leaf) + GP__EPS >= min_gpus && min_gpus < fail[K_RECLAIM];
 }
 
-bool gp__try_preempt(gp__ctx *c, gp__req *r) {
-  const gp__job *J = &c->jobs[r->job];
+bool gp__core_try_preempt(gp__core_ctx *c, gp__core_req *r) {
+  const gp__core_job *J = &c->jobs[r->job];
   if (!c->preempt->possible || J->leaf < 0) return false;
   if (J->kind != GP__R_WHOLE && J->kind != GP__R_CPU) return false;
-  struct gp__preempt *p = c->preempt->pre;
-  const gp__queue *lq = &c->tree.q[J->leaf];
+  struct gp__core_preempt_scratch *p = c->preempt->pre;
+  const gp__core_queue *lq = &c->tree.q[J->leaf];
   int own = c->fleet->queue_pool[J->leaf];
   /* Without a pool of its own, and with no preemptible running job below the job's
    * priority, neither pool nor priority preemption can act: no need to count for them. */
@@ -641,7 +641,7 @@ bool gp__try_preempt(gp__ctx *c, gp__req *r) {
       continue;
     if (c->preempt->attempts >= GP__MAX_PREEMPT_ATTEMPTS) return false;
     c->preempt->attempts++;
-    gp__req_need(c, r);
+    gp__core_req_need(c, r);
     if (simulate(c, r, kind, true)) return true;
     if (J->gpus < p->fail_gpus[kind][J->leaf]) {
       p->fail_gpus[kind][J->leaf] = J->gpus;

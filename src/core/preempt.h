@@ -7,28 +7,28 @@
 #include "core/place.h"
 
 typedef struct gp__core_preempt {
-  gp__vec preemptions;  /* gp_plan_preemption, in decision order */
-  gp__vec victims;      /* ints: every job chosen as a victim (or stopping job counted on),
+  gp__core_vec preemptions;  /* gp_plan_preemption, in decision order */
+  gp__core_vec victims;      /* ints: every job chosen as a victim (or stopping job counted on),
                            in the order chosen; backfill reads it */
   int attempts;         /* simulations run (GP__MAX_PREEMPT_ATTEMPTS) */
   bool possible;        /* some running job could be a victim for some kind */
-  struct gp__preempt *pre;    /* preempt.c's scratch */
+  struct gp__core_preempt_scratch *pre;    /* preempt.c's scratch */
 } gp__core_preempt;
 
 /* Preemption (preempt.c): true when victims were chosen (recorded in the plan). */
-bool gp__try_preempt(gp__ctx *c, gp__req *r);
-bool gp__preempt_may_act(gp__ctx *c, int leaf, double min_gpus, int max_prio);
+bool gp__core_try_preempt(gp__core_ctx *c, gp__core_req *r);
+bool gp__core_preempt_may_act(gp__core_ctx *c, int leaf, double min_gpus, int max_prio);
 /* True when the job would fit once the STOPPING jobs are gone. */
-bool gp__fits_after_stopping(gp__ctx *c, const gp__req *r);
-void gp__preempt_setup(gp__ctx *c);
-void gp__preempt_done(gp__ctx *c);
+bool gp__core_fits_after_stopping(gp__core_ctx *c, const gp__core_req *r);
+void gp__core_preempt_setup(gp__core_ctx *c);
+void gp__core_preempt_done(gp__core_ctx *c);
 
 /* Victims (preempt.c, victim_order.c): may running position r be preempted now? The
  * victim-able jobs' running positions in victim order into order[]; returns how many. */
-bool gp__victim_able(const gp__ctx *c, int r);
-int gp__victim_order(gp__ctx *c, int *order);
-void gp__victims_forget(struct gp__victims *v);
-void gp__victims_free(struct gp__victims *v);
-size_t gp__victims_bytes(const struct gp__victims *v);
+bool gp__core_victim_able(const gp__core_ctx *c, int r);
+int gp__core_victim_order(gp__core_ctx *c, int *order);
+void gp__core_victims_forget(struct gp__core_victims *v);
+void gp__core_victims_free(struct gp__core_victims *v);
+size_t gp__core_victims_bytes(const struct gp__core_victims *v);
 
 #endif

@@ -46,32 +46,32 @@ static int entry_cmp(const void *a, const void *b) {
   return path_cmp(((const entry *)a)->name, ((const entry *)b)->name);
 }
 
-void gp__qtree_done(gp__qtree *t) {
+void gp__core_qtree_done(gp__core_qtree *t) {
   if (!t) return;
   free(t->q);
   if (!t->shared) {
     for (int i = 0; i < t->n_owned; i++) free(t->owned[i]);
     free(t->owned);
-    if (t->names.keys) gp__strmap_done(&t->names);
+    if (t->names.keys) gp__core_strmap_done(&t->names);
   }
   memset(t, 0, sizeof *t);
 }
 
-void gp__qtree_clone(gp__qtree *t, const gp__qtree *src) {
+void gp__core_qtree_clone(gp__core_qtree *t, const gp__core_qtree *src) {
   memset(t, 0, sizeof *t);
   t->n = src->n;
   t->first_root = src->first_root;
   t->q = gp_xmalloc(((size_t)src->n + 1) * sizeof *t->q);
   memcpy(t->q, src->q, (size_t)src->n * sizeof *t->q);
   t->owned = gp_xmalloc(((size_t)src->n + 1) * sizeof *t->owned);
-  gp__strmap_init(&t->names, (size_t)src->n + 1);
+  gp__core_strmap_init(&t->names, (size_t)src->n + 1);
   for (int i = 0; i < src->n; i++) {
     t->q[i].name = t->owned[t->n_owned++] = gp_xstrdup(src->q[i].name);
-    gp__strmap_put(&t->names, t->q[i].name, i);
+    gp__core_strmap_put(&t->names, t->q[i].name, i);
   }
 }
 
-void gp__qtree_share(gp__qtree *t, const gp__qtree *src) {
+void gp__core_qtree_share(gp__core_qtree *t, const gp__core_qtree *src) {
   *t = *src;
   t->q = gp_xmalloc(((size_t)src->n + 1) * sizeof *t->q);
   memcpy(t->q, src->q, (size_t)src->n * sizeof *t->q);
@@ -81,49 +81,49 @@ void gp__qtree_share(gp__qtree *t, const gp__qtree *src) {
 static int check_queue(const gp_queue *q, int i, gp_err *err) {
   char f[64];
   if (!name_ok(q->name))
-    return gp_err_set(err, GP_EINVAL, NULL, 0, gp__field(f, sizeof f, "queues", i, ".name"),
+    return gp_err_set(err, GP_EINVAL, NULL, 0, gp__core_field(f, sizeof f, "queues", i, ".name"),
                       "a queue name is a '/'-separated path of non-empty parts, got \"%s\"",
                       q->name ? q->name : "");
   if (!(q->weight > 0) || !isfinite(q->weight))
-    return gp_err_set(err, GP_EINVAL, NULL, 0, gp__field(f, sizeof f, "queues", i, ".weight"),
+    return gp_err_set(err, GP_EINVAL, NULL, 0, gp__core_field(f, sizeof f, "queues", i, ".weight"),
                       "queue %s: weight must be a number above 0, got %g", q->name, q->weight);
   if (!(q->deserved_gpus >= 0) || !isfinite(q->deserved_gpus))
-    return gp_err_set(err, GP_EINVAL, NULL, 0, gp__field(f, sizeof f, "queues", i, ".deserved"),
+    return gp_err_set(err, GP_EINVAL, NULL, 0, gp__core_field(f, sizeof f, "queues", i, ".deserved"),
                       "queue %s: deserved must be 0 or more GPUs, got %g", q->name,
                       q->deserved_gpus);
   if (q->limit_gpus != GP_NO_LIMIT && (!(q->limit_gpus >= 0) || !isfinite(q->limit_gpus)))
-    return gp_err_set(err, GP_EINVAL, NULL, 0, gp__field(f, sizeof f, "queues", i, ".limit"),
+    return gp_err_set(err, GP_EINVAL, NULL, 0, gp__core_field(f, sizeof f, "queues", i, ".limit"),
                       "queue %s: limit must be 0 or more GPUs (or none), got %g", q->name,
                       q->limit_gpus);
   return 0;
 }
 
-int gp__qtree_build(gp__qtree *t, const gp_queue *queues, int n_queues, gp_err *err) {
+int gp__core_qtree_build(gp__core_qtree *t, const gp_queue *queues, int n_queues, gp_err *err) {
   memset(t, 0, sizeof *t);
   t->first_root = -1;
-  gp__strmap seen; /* name -> index into ents */
-  gp__strmap_init(&seen, (size_t)n_queues * 2 + 1);
+  gp__core_strmap seen; /* name -> index into ents */
+  gp__core_strmap_init(&seen, (size_t)n_queues * 2 + 1);
   size_t ents_cap = 0, owned_cap = 0;
   entry *ents = NULL;
   int n = 0, rc = 0;
   for (int i = 0; i < n_queues; i++) {
     if ((rc = check_queue(&queues[i], i, err))) goto fail;
-    if (gp__strmap_get(&seen, queues[i].name) >= 0) {
+    if (gp__core_strmap_get(&seen, queues[i].name) >= 0) {
       char f[64];
-      rc = gp_err_set(err, GP_EINVAL, NULL, 0, gp__field(f, sizeof f, "queues", i, ".name"),
+      rc = gp_err_set(err, GP_EINVAL, NULL, 0, gp__core_field(f, sizeof f, "queues", i, ".name"),
                       "queue %s is defined twice", queues[i].name);
       goto fail;
     }
     gp_xgrow((void **)&ents, &ents_cap, (size_t)n + 1, sizeof *ents);
     ents[n] = (entry){queues[i].name, i};
-    gp__strmap_put(&seen, queues[i].name, n++);
+    gp__core_strmap_put(&seen, queues[i].name, n++);
   }
   /* Implied parents: every proper prefix ending before a '/'. */
   for (int i = 0; i < n_queues; i++) {
     const char *name = queues[i].name;
     for (const char *p = strchr(name, '/'); p; p = strchr(p + 1, '/')) {
       char *prefix = gp_xstrndup(name, (size_t)(p - name));
-      if (gp__strmap_get(&seen, prefix) >= 0) {
+      if (gp__core_strmap_get(&seen, prefix) >= 0) {
         free(prefix);
         continue;
       }
@@ -131,17 +131,17 @@ int gp__qtree_build(gp__qtree *t, const gp_queue *queues, int n_queues, gp_err *
       t->owned[t->n_owned++] = prefix;
       gp_xgrow((void **)&ents, &ents_cap, (size_t)n + 1, sizeof *ents);
       ents[n] = (entry){prefix, -1};
-      gp__strmap_put(&seen, prefix, n++);
+      gp__core_strmap_put(&seen, prefix, n++);
     }
   }
-  gp__strmap_done(&seen);
+  gp__core_strmap_done(&seen);
   if (n > 1) qsort(ents, (size_t)n, sizeof *ents, entry_cmp);
 
   t->n = n;
   t->q = gp_xcalloc((size_t)(n ? n : 1), sizeof *t->q);
-  gp__strmap_init(&t->names, (size_t)n + 1);
+  gp__core_strmap_init(&t->names, (size_t)n + 1);
   for (int i = 0; i < n; i++) {
-    gp__queue *q = &t->q[i];
+    gp__core_queue *q = &t->q[i];
     q->name = ents[i].name;
     q->view_index = ents[i].view_index;
     q->first_child = q->next_sibling = q->parent = -1;
@@ -154,12 +154,12 @@ int gp__qtree_build(gp__qtree *t, const gp_queue *queues, int n_queues, gp_err *
       q->limit = GP_NO_LIMIT;
       q->weight = 1;
     }
-    gp__strmap_put(&t->names, q->name, i);
+    gp__core_strmap_put(&t->names, q->name, i);
     const char *slash = strrchr(q->name, '/');
     if (slash) {
       /* The parent sorts before the child, so it is already in the map. */
       char *pname = gp_xstrndup(q->name, (size_t)(slash - q->name));
-      q->parent = gp__strmap_get(&t->names, pname);
+      q->parent = gp__core_strmap_get(&t->names, pname);
       free(pname);
       q->depth = t->q[q->parent].depth + 1;
     }
@@ -167,14 +167,14 @@ int gp__qtree_build(gp__qtree *t, const gp_queue *queues, int n_queues, gp_err *
   free(ents);
   /* Children lists in tree order, and implied deserved bottom-up. */
   for (int i = n - 1; i >= 0; i--) {
-    gp__queue *q = &t->q[i];
+    gp__core_queue *q = &t->q[i];
     if (q->view_index < 0) {
       double sum = 0;
       for (int c = q->first_child; c >= 0; c = t->q[c].next_sibling) sum += t->q[c].deserved;
       q->deserved = sum;
     }
     if (q->parent >= 0) {
-      gp__queue *p = &t->q[q->parent];
+      gp__core_queue *p = &t->q[q->parent];
       q->next_sibling = p->first_child;
       p->first_child = i;
       p->n_children++;
@@ -186,34 +186,34 @@ int gp__qtree_build(gp__qtree *t, const gp_queue *queues, int n_queues, gp_err *
   return 0;
 fail:
   free(ents);
-  gp__strmap_done(&seen);
-  gp__qtree_done(t);
+  gp__core_strmap_done(&seen);
+  gp__core_qtree_done(t);
   return rc;
 }
 
-int gp__qtree_find(const gp__qtree *t, const char *name) {
+int gp__core_qtree_find(const gp__core_qtree *t, const char *name) {
   if (!name || !t->names.keys) return -1;
-  return gp__strmap_get(&t->names, name);
+  return gp__core_strmap_get(&t->names, name);
 }
 
-bool gp__qtree_is_ancestor(const gp__qtree *t, int anc, int q) {
+bool gp__core_qtree_is_ancestor(const gp__core_qtree *t, int anc, int q) {
   for (; q >= 0; q = t->q[q].parent)
     if (q == anc) return true;
   return false;
 }
 
-static double cap_of(const gp__queue *q) {
+static double cap_of(const gp__core_queue *q) {
   double c = q->demand;
   if (q->limit != GP_NO_LIMIT && q->limit < c) c = q->limit;
   return c < 0 ? 0 : c;
 }
 
 /* Divides `share` among the children chained from `first` (see the header). */
-static void distribute(gp__qtree *t, int first, double share) {
+static void distribute(gp__core_qtree *t, int first, double share) {
   if (first < 0) return;
   double sum = 0;
   for (int c = first; c >= 0; c = t->q[c].next_sibling) {
-    gp__queue *q = &t->q[c];
+    gp__core_queue *q = &t->q[c];
     double g = q->deserved < cap_of(q) ? q->deserved : cap_of(q);
     q->fair_share = g;
     sum += g;
@@ -230,7 +230,7 @@ static void distribute(gp__qtree *t, int first, double share) {
   while (left > EPS) {
     double wsum = 0, tmin = INFINITY;
     for (int c = first; c >= 0; c = t->q[c].next_sibling) {
-      gp__queue *q = &t->q[c];
+      gp__core_queue *q = &t->q[c];
       double room = cap_of(q) - q->fair_share;
       if (room <= EPS) continue;
       wsum += q->weight;
@@ -240,14 +240,14 @@ static void distribute(gp__qtree *t, int first, double share) {
     double per_weight = left / wsum;
     if (per_weight <= tmin) {
       for (int c = first; c >= 0; c = t->q[c].next_sibling) {
-        gp__queue *q = &t->q[c];
+        gp__core_queue *q = &t->q[c];
         if (cap_of(q) - q->fair_share > EPS) q->fair_share += per_weight * q->weight;
       }
       left = 0;
       break;
     }
     for (int c = first; c >= 0; c = t->q[c].next_sibling) {
-      gp__queue *q = &t->q[c];
+      gp__core_queue *q = &t->q[c];
       double room = cap_of(q) - q->fair_share;
       if (room <= EPS) continue;
       double give = tmin * q->weight;
@@ -260,9 +260,9 @@ static void distribute(gp__qtree *t, int first, double share) {
     distribute(t, t->q[c].first_child, t->q[c].fair_share);
 }
 
-void gp__qtree_fair_share(gp__qtree *t, double capacity) {
+void gp__core_qtree_fair_share(gp__core_qtree *t, double capacity) {
   for (int i = t->n - 1; i >= 0; i--) {
-    gp__queue *q = &t->q[i];
+    gp__core_queue *q = &t->q[i];
     if (q->n_children) {
       double d = 0;
       for (int c = q->first_child; c >= 0; c = t->q[c].next_sibling) d += t->q[c].demand;

@@ -2,7 +2,7 @@
 /* The queue tree and its fair share (DESIGN.md §2, "Queues"). Built from a view's queues,
  * which may list only leaves: parents are implied by '/'-separated names. Nodes are kept in
  * depth-first order with siblings sorted by name, so parents come before their children and
- * the order never depends on the order of the view. Internal to src/core (gp__ names); the
+ * the order never depends on the order of the view. Internal to src/core (gp__core_ names); the
  * unit tests use it directly. */
 #ifndef GP_CORE_QUEUE_TREE_H
 #define GP_CORE_QUEUE_TREE_H
@@ -13,7 +13,7 @@
 #include "core/strmap.h"
 #include "util/error.h"
 
-typedef struct gp__queue {
+typedef struct gp__core_queue {
   const char *name;     /* full path; borrowed from the view or owned by the tree */
   int parent;           /* tree index, -1 for top-level queues */
   int depth;            /* 0 for top-level queues */
@@ -25,45 +25,45 @@ typedef struct gp__queue {
   double limit;         /* GPUs, GP_NO_LIMIT for none */
   double weight;        /* > 0 */
   double demand;        /* GPUs: allocated + schedulable pending. The caller sets it on
-                           leaves; gp__qtree_fair_share() sums it up the tree */
-  double fair_share;    /* GPUs, output of gp__qtree_fair_share() */
+                           leaves; gp__core_qtree_fair_share() sums it up the tree */
+  double fair_share;    /* GPUs, output of gp__core_qtree_fair_share() */
   double allocated;     /* GPUs, maintained by the caller on the leaf and every ancestor */
-} gp__queue;
+} gp__core_queue;
 
-typedef struct gp__qtree {
+typedef struct gp__core_qtree {
   int n;
-  gp__queue *q;
+  gp__core_queue *q;
   int first_root;       /* first top-level queue; they chain through next_sibling */
-  gp__strmap names;     /* full path -> tree index */
+  gp__core_strmap names;     /* full path -> tree index */
   char **owned;         /* names of implied parents (a clone: every name) */
   int n_owned;
-  bool shared;          /* names and map belong to another tree (gp__qtree_share) */
-} gp__qtree;
+  bool shared;          /* names and map belong to another tree (gp__core_qtree_share) */
+} gp__core_qtree;
 
 /* Builds the tree from `queues`. GP_EINVAL with err->field such as "queues[2].weight" for
  * an empty or malformed name ("a//b", "/a", "a/"), a duplicate name, a weight that is not
  * > 0, a negative or non-finite deserved, or a limit that is neither GP_NO_LIMIT nor >= 0.
- * On failure the tree is left empty (gp__qtree_done is still safe). */
-int gp__qtree_build(gp__qtree *t, const gp_queue *queues, int n_queues, gp_err *err);
-void gp__qtree_done(gp__qtree *t);
+ * On failure the tree is left empty (gp__core_qtree_done is still safe). */
+int gp__core_qtree_build(gp__core_qtree *t, const gp_queue *queues, int n_queues, gp_err *err);
+void gp__core_qtree_done(gp__core_qtree *t);
 /* A copy of src that owns every name it holds: what a memo keeps from one step to the next,
  * while the caller's strings may come and go. */
-void gp__qtree_clone(gp__qtree *t, const gp__qtree *src);
+void gp__core_qtree_clone(gp__core_qtree *t, const gp__core_qtree *src);
 /* A copy of src with a queue array of its own (a step changes its sums) and src's names
  * and name map (src must outlive it): what a step starts from instead of building. */
-void gp__qtree_share(gp__qtree *t, const gp__qtree *src);
+void gp__core_qtree_share(gp__core_qtree *t, const gp__core_qtree *src);
 
 /* Tree index of the queue named `name`, or -1. */
-int gp__qtree_find(const gp__qtree *t, const char *name);
-static inline bool gp__qtree_is_leaf(const gp__qtree *t, int i) { return t->q[i].n_children == 0; }
+int gp__core_qtree_find(const gp__core_qtree *t, const char *name);
+static inline bool gp__core_qtree_is_leaf(const gp__core_qtree *t, int i) { return t->q[i].n_children == 0; }
 /* True when `anc` is `q` or one of its ancestors. */
-bool gp__qtree_is_ancestor(const gp__qtree *t, int anc, int q);
+bool gp__core_qtree_is_ancestor(const gp__core_qtree *t, int anc, int q);
 
 /* Water-filling, top-down, from `capacity` GPUs at the root: each child of a parent first
  * gets min(demand, deserved, limit), scaled down proportionally when those exceed what the
  * parent has; what remains goes to children whose demand is not met, in proportion to
  * weight, never past a child's limit or demand. Leaf demands must be set; inner demands are
  * recomputed as the sum of their children's. Fills fair_share on every node. */
-void gp__qtree_fair_share(gp__qtree *t, double capacity);
+void gp__core_qtree_fair_share(gp__core_qtree *t, double capacity);
 
 #endif

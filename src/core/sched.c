@@ -28,18 +28,18 @@ typedef struct gp__core_assembly {
 } gp__core_assembly;
 
 /* Each stage ends its use of its state, the highest first. */
-static void ctx_done(gp__ctx *c) {
-  gp__backfill_done(c);
-  gp__preempt_done(c);
+static void ctx_done(gp__core_ctx *c) {
+  gp__core_backfill_done(c);
+  gp__core_preempt_done(c);
   gp__core_place_done(c);
   gp__core_cls_done(c);
   gp__core_fleet_done(c);
   free(c->assembly->limit_msg);
-  gp__qtree_done(&c->tree);
-  gp__scratch_end(c->scratch, c->scratch != &c->own_scratch);
+  gp__core_qtree_done(&c->tree);
+  gp__core_scratch_end(c->scratch, c->scratch != &c->own_scratch);
 }
 
-static const char *limit_message(gp__ctx *c, int q) {
+static const char *limit_message(gp__core_ctx *c, int q) {
   if (!c->assembly->limit_msg) c->assembly->limit_msg = gp_xcalloc((size_t)c->tree.n + 1, sizeof(char *));
   if (!c->assembly->limit_msg[q])
     c->assembly->limit_msg[q] = gp_arena_printf(c->arena, "Queue %s is at its limit of %g GPUs.",
@@ -49,93 +49,93 @@ static const char *limit_message(gp__ctx *c, int q) {
 
 /* Nothing left could be placed: no free node can hold the smallest whole-GPU request, or
  * every placement key still waiting has already failed in this step (shapes.c). */
-static bool nothing_fits(const gp__ctx *c) {
+static bool nothing_fits(const gp__core_ctx *c) {
   if (c->cls->keys_alive <= 0) return true;
-  return !c->cls->other_eligible && gp__index_max_level(&c->fleet->ix) < c->cls->min_whole;
+  return !c->cls->other_eligible && gp__core_index_max_level(&c->fleet->ix) < c->cls->min_whole;
 }
 
 /* Would the job fit once the STOPPING jobs are gone? Memoised per shape: a failure stays a
  * failure for the rest of the step. */
-static bool waits_for_stopping(gp__ctx *c, gp__req *r) {
+static bool waits_for_stopping(gp__core_ctx *c, gp__core_req *r) {
   if (c->cls->n_stopping <= 0) return false;
   int shape = c->jobs[r->job].shape;
-  if (shape >= 0 && gp__shape_flag(c, shape, 1)) return false;
-  gp__req_need(c, r);
-  if (gp__fits_after_stopping(c, r)) return true;
-  if (shape >= 0) gp__shape_set_flag(c, shape, 1);
+  if (shape >= 0 && gp__core_shape_flag(c, shape, 1)) return false;
+  gp__core_req_need(c, r);
+  if (gp__core_fits_after_stopping(c, r)) return true;
+  if (shape >= 0) gp__core_shape_set_flag(c, shape, 1);
   return false;
 }
 
 /* Considers one job. Returns true when the job is blocked on resources (what stops a
  * strict, non-backfilling order). */
-static bool try_job(gp__ctx *c, gp__order *o, int j, gp__fit **fits, size_t *fits_cap) {
-  gp__job *ji = &c->jobs[j];
-  gp__keys_consider(c, j);
-  int over = gp__queue_over_limit(c, ji->leaf, ji->gpus);
+static bool try_job(gp__core_ctx *c, gp__core_order *o, int j, gp__core_fit **fits, size_t *fits_cap) {
+  gp__core_job *ji = &c->jobs[j];
+  gp__core_keys_consider(c, j);
+  int over = gp__core_queue_over_limit(c, ji->leaf, ji->gpus);
   if (over >= 0) {
-    gp__job_wait(c, j, GP_PEND_QUEUE_LIMIT, limit_message(c, over));
+    gp__core_job_wait(c, j, GP_PEND_QUEUE_LIMIT, limit_message(c, over));
     return false;
   }
   /* The request in placement terms is built on first need: most jobs a step considers
    * have failed keys and settle on answers the step already has. */
-  gp__req r = {.job = j};
-  if (!gp__keys_failed(c, j)) {
-    gp__req_need(c, &r);
+  gp__core_req r = {.job = j};
+  if (!gp__core_keys_failed(c, j)) {
+    gp__core_req_need(c, &r);
     gp_xgrow((void **)fits, fits_cap, (size_t)r.tasks, sizeof **fits);
-    if (gp__place_job(c, &r, *fits, true)) {
-      gp__start_job(c, &r, *fits);
-      gp__order_update(o, ji->leaf);
+    if (gp__core_place_job(c, &r, *fits, true)) {
+      gp__core_start_job(c, &r, *fits);
+      gp__core_order_update(o, ji->leaf);
       return false;
     }
-    gp__keys_fail(c, j);
-    if (c->backfill->n_resv == 0) gp__shape_set_flag(c, ji->shape, 0); /* no fence: fails for all ends */
+    gp__core_keys_fail(c, j);
+    if (c->backfill->n_resv == 0) gp__core_shape_set_flag(c, ji->shape, 0); /* no fence: fails for all ends */
   }
-  if (c->backfill->n_resv > 0 && !gp__shape_flag(c, ji->shape, 0)) {
-    bool fits_free = gp__shape_fits_free(c, ji->shape);
+  if (c->backfill->n_resv > 0 && !gp__core_shape_flag(c, ji->shape, 0)) {
+    bool fits_free = gp__core_shape_fits_free(c, ji->shape);
     if (!fits_free) {
-      gp__req_need(c, &r);
+      gp__core_req_need(c, &r);
       gp_xgrow((void **)fits, fits_cap, (size_t)r.tasks, sizeof **fits);
-      gp__req free_r = r;
+      gp__core_req free_r = r;
       free_r.honor_resv = false;
-      fits_free = gp__place_job(c, &free_r, *fits, false);
+      fits_free = gp__core_place_job(c, &free_r, *fits, false);
     }
     if (fits_free) {
-      gp__shape_set_fits_free(c, ji->shape);
-      gp__job_wait(c, j, GP_PEND_RESERVATION, GP__MSG_RESERVATION);
+      gp__core_shape_set_fits_free(c, ji->shape);
+      gp__core_job_wait(c, j, GP_PEND_RESERVATION, GP__MSG_RESERVATION);
       return false;
     }
-    gp__shape_set_flag(c, ji->shape, 0);
+    gp__core_shape_set_flag(c, ji->shape, 0);
   }
   if (waits_for_stopping(c, &r)) {
-    gp__job_wait(c, j, GP_PEND_WAITING_FOR_PREEMPTION, GP__MSG_WAIT_PREEMPT);
+    gp__core_job_wait(c, j, GP_PEND_WAITING_FOR_PREEMPTION, GP__MSG_WAIT_PREEMPT);
     return true;
   }
-  if (gp__try_preempt(c, &r)) {
-    gp__job_wait(c, j, GP_PEND_WAITING_FOR_PREEMPTION, GP__MSG_WAIT_PREEMPT);
+  if (gp__core_try_preempt(c, &r)) {
+    gp__core_job_wait(c, j, GP_PEND_WAITING_FOR_PREEMPTION, GP__MSG_WAIT_PREEMPT);
     return true;
   }
-  if (gp__mig_wait(c, &r)) {
-    gp__job_wait(c, j, GP_PEND_RESOURCES, GP__MSG_MIG_REPARTITION);
+  if (gp__core_mig_wait(c, &r)) {
+    gp__core_job_wait(c, j, GP_PEND_RESOURCES, GP__MSG_MIG_REPARTITION);
     return true;
   }
-  gp__job_wait(c, j, GP_PEND_RESOURCES, GP__MSG_RESOURCES);
-  if (c->pol->backfill) gp__reserve(c, &r);
+  gp__core_job_wait(c, j, GP_PEND_RESOURCES, GP__MSG_RESOURCES);
+  if (c->pol->backfill) gp__core_reserve(c, &r);
   return true;
 }
 
 /* The reason of a job the loop never considered (in view order, from assemble's one pass
  * over the jobs: a waiting-for-stopping check may count on a stopping job, so the order
  * matters). Returned, not written to the job: the plan is all that needs it. */
-static gp_plan_pending settle_unconsidered(gp__ctx *c, int j, bool head_blocked) {
-  const gp__job *ji = &c->jobs[j];
-  int over = gp__queue_over_limit(c, ji->leaf, ji->gpus);
+static gp_plan_pending settle_unconsidered(gp__core_ctx *c, int j, bool head_blocked) {
+  const gp__core_job *ji = &c->jobs[j];
+  int over = gp__core_queue_over_limit(c, ji->leaf, ji->gpus);
   if (over >= 0) return (gp_plan_pending){j, GP_PEND_QUEUE_LIMIT, limit_message(c, over)};
   if (head_blocked) return (gp_plan_pending){j, GP_PEND_PRIORITY, GP__MSG_PRIORITY};
   if (c->cls->n_stopping > 0) {
-    gp__job_keyed(c, j); /* (its shape remembers a failure for the jobs of the same request) */
-    if (!(ji->shape >= 0 && gp__shape_flag(c, ji->shape, 1))) {
-      gp__req r;
-      gp__req_init(c, j, &r);
+    gp__core_job_keyed(c, j); /* (its shape remembers a failure for the jobs of the same request) */
+    if (!(ji->shape >= 0 && gp__core_shape_flag(c, ji->shape, 1))) {
+      gp__core_req r;
+      gp__core_req_init(c, j, &r);
       if (waits_for_stopping(c, &r))
         return (gp_plan_pending){j, GP_PEND_WAITING_FOR_PREEMPTION, GP__MSG_WAIT_PREEMPT};
     }
@@ -146,27 +146,27 @@ static gp_plan_pending settle_unconsidered(gp__ctx *c, int j, bool head_blocked)
 /* Once nothing fits, in a decisions-only step: can the jobs still to come from the order's
  * next segment change nothing? Each would only wait: no placement (nothing fits), no
  * stopping job to wait on (that claims it), no reservation (its leaf has one, or the step
- * has all it may make), no MIG plan, no preemption (gp__preempt_may_act). */
-static bool rest_inert(gp__ctx *c, gp__order *o, int s) {
+ * has all it may make), no MIG plan, no preemption (gp__core_preempt_may_act). */
+static bool rest_inert(gp__core_ctx *c, gp__core_order *o, int s) {
   if (c->cls->n_stopping > 0 || (c->pol->dynamic_mig && c->cls->mig_eligible)) return false;
   double min_gpus;
   int max_prio;
   bool whole;
-  if (!gp__order_rest(o, s, &min_gpus, &max_prio, &whole)) return true;
+  if (!gp__core_order_rest(o, s, &min_gpus, &max_prio, &whole)) return true;
   bool fair = c->pol->order == GP_ORDER_FAIRSHARE;
   if (whole && c->pol->backfill && c->backfill->n_resv < GP__MAX_RESERVATIONS &&
       !(fair && c->backfill->leaf_has_resv && c->backfill->leaf_has_resv[s]))
     return false;
   if (!fair) /* jobs of every leaf: only a step that can no longer preempt at all */
     return !c->preempt->possible || c->preempt->attempts >= GP__MAX_PREEMPT_ATTEMPTS;
-  return !gp__preempt_may_act(c, s, min_gpus, max_prio);
+  return !gp__core_preempt_may_act(c, s, min_gpus, max_prio);
 }
 
 /* Considers jobs in order until nothing more can change. Returns whether a strict order
  * stopped at a blocked job (everyone behind it waits for Priority). */
-static bool run(gp__ctx *c) {
-  gp__order *o = gp__order_new(c);
-  gp__fit *fits = NULL;
+static bool run(gp__core_ctx *c) {
+  gp__core_order *o = gp__core_order_new(c);
+  gp__core_fit *fits = NULL;
   size_t fits_cap = 0;
   bool strict = c->pol->order != GP_ORDER_FAIRSHARE && !c->pol->backfill;
   bool head_blocked = false;
@@ -188,33 +188,33 @@ static bool run(gp__ctx *c) {
       if ((!more_resv && !more_preempt) || drained++ >= GP__MAX_DRAIN) break;
       /* A decisions-only step passes over inert jobs as a block; they count as
        * considered, so the drain ends where it would have. */
-      int s = c->decisions_only && !more_resv ? gp__order_top(o) : -1;
+      int s = c->decisions_only && !more_resv ? gp__core_order_top(o) : -1;
       if (s >= 0 && rest_inert(c, o, s)) {
-        drained += gp__order_skip(o, s, GP__MAX_DRAIN - drained + 1) - 1;
+        drained += gp__core_order_skip(o, s, GP__MAX_DRAIN - drained + 1) - 1;
         continue;
       }
     }
-    int j = gp__order_next(o);
+    int j = gp__core_order_next(o);
     if (j < 0) break;
-    gp__job_keyed(c, j);
+    gp__core_job_keyed(c, j);
     if (try_job(c, o, j, &fits, &fits_cap) && strict) {
       head_blocked = true;
       break;
     }
   }
   free(fits);
-  gp__order_free(o);
+  gp__core_order_free(o);
   return head_blocked;
 }
 
-static void *copy_vec(gp_arena *a, const gp__vec *v, size_t elem) {
+static void *copy_vec(gp_arena *a, const gp__core_vec *v, size_t elem) {
   if (!v->n) return NULL;
   void *p = gp_arena_alloc(a, v->n * elem);
   memcpy(p, v->items, v->n * elem);
   return p;
 }
 
-static gp_plan *assemble(gp__ctx *c, bool head_blocked, bool decisions_only) {
+static gp_plan *assemble(gp__core_ctx *c, bool head_blocked, bool decisions_only) {
   gp_plan *plan = gp_xcalloc(1, sizeof *plan);
   gp_arena *a = c->arena;
   plan->arena = a;
@@ -237,16 +237,16 @@ static gp_plan *assemble(gp__ctx *c, bool head_blocked, bool decisions_only) {
    * the pending list instead, in the order a walk per job adds them (the same roundings). */
   int nj = c->view->n_jobs;
   gp_plan_pending *pend = decisions_only ? NULL : gp_xmalloc(((size_t)nj + 1) * sizeof *pend);
-  gp__vec ended = {0};
+  gp__core_vec ended = {0};
   int nq = c->tree.n;
   gp_plan_queue *qs = gp_arena_alloc(a, ((size_t)nq + 1) * sizeof *qs);
-  int64_t *asked = gp__scalloc(c, (size_t)nq + 1, sizeof *asked);
+  int64_t *asked = gp__core_scalloc(c, (size_t)nq + 1, sizeof *asked);
   bool fractions = false;
   if (decisions_only && c->cls->n_ended == 0) nj = 0; /* the pass would find nothing */
   for (int j = 0; j < nj; j++) {
-    const gp__job *ji = &c->jobs[j];
+    const gp__core_job *ji = &c->jobs[j];
     if (ji->stat == GP__J_ENDED) {
-      gp_plan_end *e = gp__vec_push(&ended, sizeof *e);
+      gp_plan_end *e = gp__core_vec_push(&ended, sizeof *e);
       *e = (gp_plan_end){j, (gp_end_reason)ji->end_reason, ji->msg};
       continue;
     }
@@ -283,7 +283,7 @@ static gp_plan *assemble(gp__ctx *c, bool head_blocked, bool decisions_only) {
     }
   }
   for (int k = 0; fractions && k < plan->n_pending; k++) {
-    const gp__job *ji = &c->jobs[pend[k].job];
+    const gp__core_job *ji = &c->jobs[pend[k].job];
     for (int q = ji->leaf; q >= 0; q = c->tree.q[q].parent) qs[q].pending += ji->gpus;
   }
   if (plan->n_pending) { /* (made to measure: the list can be most of the plan) */
@@ -298,7 +298,7 @@ static gp_plan *assemble(gp__ctx *c, bool head_blocked, bool decisions_only) {
   plan->n_queues = c->tree.n;
   plan->queues = qs;
   for (int q = 0; q < c->tree.n; q++) {
-    const gp__queue *t = &c->tree.q[q];
+    const gp__core_queue *t = &c->tree.q[q];
     qs[q].name = gp_arena_strdup(a, t->name);
     qs[q].parent = t->parent;
     qs[q].deserved = t->deserved;
@@ -320,7 +320,7 @@ int gp_sched_step_memo(gp_sched_memo *memo, const gp_policy *policy, const gp_vi
   if (!policy || !view || !ret_plan)
     return gp_err_set(err, GP_EINVAL, NULL, 0, NULL, "policy, view and ret_plan are required");
   /* The context and every stage's state live for this call. */
-  gp__ctx c;
+  gp__core_ctx c;
   gp__core_fleet fleet;
   gp__core_cls cls;
   gp__core_place place;
@@ -345,28 +345,28 @@ int gp_sched_step_memo(gp_sched_memo *memo, const gp_policy *policy, const gp_vi
   c.now = now;
   c.err = err;
   c.decisions_only = flags & GP_SCHED_DECISIONS_ONLY;
-  gp__memo_begin(&c, memo);
+  gp__core_memo_begin(&c, memo);
   c.scratch = c.memo ? &c.memo->scratch : &c.own_scratch;
-  int rc = gp__validate(&c);
+  int rc = gp__core_validate(&c);
   if (rc) {
     ctx_done(&c);
     return rc;
   }
-  gp__memo_view_checked(&c);
+  gp__core_memo_view_checked(&c);
   c.arena = gp_arena_new();
   /* Filled by classification; a memo's keeps what replayed slots need. */
   c.jobs = c.memo ? c.memo->jobs : gp_xmalloc(((size_t)view->n_jobs + 1) * sizeof *c.jobs);
-  gp__nodes_init(&c);
-  rc = gp__classify_jobs(&c);
+  gp__core_nodes_init(&c);
+  rc = gp__core_classify_jobs(&c);
   if (rc) {
     gp_arena_free(c.arena);
     ctx_done(&c);
     return rc;
   }
-  gp__nodes_index(&c);
-  gp__qtree_fair_share(&c.tree, c.fleet->capacity);
-  gp__preempt_setup(&c);
-  gp__shared_setup(&c);
+  gp__core_nodes_index(&c);
+  gp__core_qtree_fair_share(&c.tree, c.fleet->capacity);
+  gp__core_preempt_setup(&c);
+  gp__core_shared_setup(&c);
   bool head_blocked = run(&c);
   *ret_plan = assemble(&c, head_blocked, c.decisions_only);
   ctx_done(&c);

@@ -18,13 +18,13 @@
 
 #define BLOCK_MIN (256u << 10)
 
-static void keep_aside(gp__scratch *s, void *p) {
+static void keep_aside(gp__core_scratch *s, void *p) {
   gp_xgrow((void **)&s->aside, &s->aside_cap, s->n_aside + 1, sizeof *s->aside);
   s->aside[s->n_aside++] = p;
 }
 
-void *gp__salloc(gp__ctx *c, size_t bytes) {
-  gp__scratch *s = c->scratch;
+void *gp__core_salloc(gp__core_ctx *c, size_t bytes) {
+  gp__core_scratch *s = c->scratch;
   bytes = bytes ? (bytes + 15) & ~(size_t)15 : 16;
   if (GP__SCRATCH_ONE_BY_ONE) {
     void *p = gp_xmalloc(bytes);
@@ -46,14 +46,14 @@ void *gp__salloc(gp__ctx *c, size_t bytes) {
   return p;
 }
 
-void *gp__scalloc(gp__ctx *c, size_t n, size_t size) {
+void *gp__core_scalloc(gp__core_ctx *c, size_t n, size_t size) {
   size_t bytes = n * size;
-  void *p = gp__salloc(c, bytes);
+  void *p = gp__core_salloc(c, bytes);
   memset(p, 0, bytes);
   return p;
 }
 
-void gp__scratch_end(gp__scratch *s, bool keep) {
+void gp__core_scratch_end(gp__core_scratch *s, bool keep) {
   if (!s) return;
   for (size_t i = 0; i < s->n_aside; i++) free(s->aside[i]);
   s->n_aside = 0;

@@ -7,19 +7,19 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-typedef struct gp__ctx gp__ctx;
+typedef struct gp__core_ctx gp__core_ctx;
 
-typedef struct gp__scratch {
+typedef struct gp__core_scratch {
   char *block;
   size_t cap, used;
   void **aside;         /* freed when the step ends: outgrown blocks (or, under ASan, all) */
   size_t n_aside, aside_cap;
-} gp__scratch;
+} gp__core_scratch;
 
-/* Memory until the step ends, from the step's scratch (gp__ctx.scratch). */
-void *gp__salloc(gp__ctx *c, size_t bytes);
-void *gp__scalloc(gp__ctx *c, size_t n, size_t size);
+/* Memory until the step ends, from the step's scratch (gp__core_ctx.scratch). */
+void *gp__core_salloc(gp__core_ctx *c, size_t bytes);
+void *gp__core_scalloc(gp__core_ctx *c, size_t n, size_t size);
 /* Ends a step's use of s: what it handed out is gone; keep: the block stays for reuse. */
-void gp__scratch_end(gp__scratch *s, bool keep);
+void gp__core_scratch_end(gp__core_scratch *s, bool keep);
 
 #endif

@@ -28,7 +28,7 @@ static uint32_t mix(uint32_t h, uint64_t v) {
   return h;
 }
 
-static int pool_key(const gp__ctx *c, int j) {
+static int pool_key(const gp__core_ctx *c, int j) {
   if (!c->view->n_pools) return 0;
   int leaf = c->jobs[j].leaf;
   return ((leaf >= 0 ? c->fleet->queue_pool[leaf] : -1) + 2) * 2 + c->jobs[j].preemptible;
@@ -36,15 +36,15 @@ static int pool_key(const gp__ctx *c, int j) {
 
 /* Hash of a string, cached by pointer: requests usually share their model and label
  * strings, so the string is hashed once per step. The value never depends on the cache. */
-static uint32_t str_hash(gp__ctx *c, const char *str) {
-  unsigned h = gp__ptr_slot(str, 6);
+static uint32_t str_hash(gp__core_ctx *c, const char *str) {
+  unsigned h = gp__core_ptr_slot(str, 6);
   if (c->cls->hcache_ptr[h] == str) return c->cls->hcache_val[h];
   c->cls->hcache_ptr[h] = str;
-  return c->cls->hcache_val[h] = gp__strhash(str);
+  return c->cls->hcache_val[h] = gp__core_strhash(str);
 }
 
 /* Hash of the class part (numbers == false) or of the whole shape. */
-static uint32_t sig_hash(gp__ctx *c, int j, bool numbers) {
+static uint32_t sig_hash(gp__core_ctx *c, int j, bool numbers) {
   const gp_request *r = &c->view->jobs[j].req;
   uint32_t h = 2166136261u;
   h = mix(h, (uint64_t)c->jobs[j].kind | (uint64_t)r->allow_spot << 8 |
@@ -64,7 +64,7 @@ static uint32_t sig_hash(gp__ctx *c, int j, bool numbers) {
 
 static bool str_eq(const char *a, const char *b) { return a == b || (a && b && strcmp(a, b) == 0); }
 
-static bool sig_equal(const gp__ctx *c, int a, int b, bool numbers) {
+static bool sig_equal(const gp__core_ctx *c, int a, int b, bool numbers) {
   const gp_request *x = &c->view->jobs[a].req, *y = &c->view->jobs[b].req;
   if (numbers && (x->tasks != y->tasks || x->gpus_per_task != y->gpus_per_task ||
                   x->gpu_milli != y->gpu_milli || x->gpu_mem_mib != y->gpu_mem_mib ||
@@ -129,7 +129,7 @@ typedef struct numbers {
   int64_t v[N_NUM];
 } numbers;
 
-static numbers numbers_of(const gp__ctx *c, int j) {
+static numbers numbers_of(const gp__core_ctx *c, int j) {
   const gp_request *r = &c->view->jobs[j].req;
   return (numbers){{r->tasks, r->gpus_per_task, r->gpu_milli, r->gpu_mem_mib, r->cpu_milli, r->mem_mib}};
 }
@@ -159,7 +159,7 @@ typedef struct memo_ent {
   uint32_t gen;         /* the tables' generation it belongs to (older: empty) */
 } memo_ent;
 
-struct gp__shapes {
+struct gp__core_shapes {
   memo_ent *memo;       /* 1 << MEMO_BITS entries */
   uint32_t gen;         /* bumped when a memo's next step takes the tables over */
   sigtab shape_tab, class_tab;
@@ -167,7 +167,7 @@ struct gp__shapes {
   int *rep;             /* a job of the shape */
   int *shape_class;
   numbers *num;
-  int8_t *feas;         /* gp__feas result, -1 unknown */
+  int8_t *feas;         /* gp__core_feas result, -1 unknown */
   uint8_t *free_failed; /* placement ignoring reservations failed (or a dominated one did) */
   uint8_t *stop_failed; /* "fits once stopping jobs are gone" failed */
   uint64_t *free_fit_gen; /* ctx.use_gen + 1 when placement ignoring reservations last
@@ -182,8 +182,8 @@ struct gp__shapes {
 
 /* A memo keeps the tables for its next step, which empties them (ids are per step) but
  * keeps their room: a step would otherwise allocate some twenty arrays again. */
-static struct gp__shapes *shapes(gp__ctx *c) {
-  struct gp__shapes *s = c->cls->shapes;
+static struct gp__core_shapes *shapes(gp__core_ctx *c) {
+  struct gp__core_shapes *s = c->cls->shapes;
   if (s) return s;
   if (c->memo && (s = c->memo->shapes)) {
     c->memo->shapes = NULL;
@@ -201,7 +201,7 @@ static struct gp__shapes *shapes(gp__ctx *c) {
   return s;
 }
 
-void gp__shapes_free(struct gp__shapes *s) {
+void gp__core_shapes_free(struct gp__core_shapes *s) {
   if (!s) return;
   free(s->memo);
   sigtab_done(&s->shape_tab);
@@ -222,17 +222,17 @@ void gp__shapes_free(struct gp__shapes *s) {
   free(s);
 }
 
-void gp__shapes_done(gp__ctx *c) {
+void gp__core_shapes_done(gp__core_ctx *c) {
   if (c->memo && c->cls->shapes) {
-    gp__shapes_free(c->memo->shapes);
+    gp__core_shapes_free(c->memo->shapes);
     c->memo->shapes = c->cls->shapes;
   } else {
-    gp__shapes_free(c->cls->shapes);
+    gp__core_shapes_free(c->cls->shapes);
   }
   c->cls->shapes = NULL;
 }
 
-static int class_of(gp__ctx *c, struct gp__shapes *s, int j) {
+static int class_of(gp__core_ctx *c, struct gp__core_shapes *s, int j) {
   sigtab *t = &s->class_tab;
   uint32_t h = sig_hash(c, j, false);
   size_t i = h & t->mask;
@@ -252,7 +252,7 @@ static int class_of(gp__ctx *c, struct gp__shapes *s, int j) {
   return id;
 }
 
-static void raw_key(const gp__ctx *c, int j, rawkey *k) {
+static void raw_key(const gp__core_ctx *c, int j, rawkey *k) {
   const gp_request *r = &c->view->jobs[j].req;
   k->v[0] = (uint64_t)c->jobs[j].kind | (uint64_t)r->allow_spot << 8 |
             (uint64_t)(uint32_t)pool_key(c, j) << 16;
@@ -287,12 +287,12 @@ static bool raw_equal(const rawkey *a, const rawkey *b) {
   return d == 0;
 }
 
-static int shape_full(gp__ctx *c, int j);
+static int shape_full(gp__core_ctx *c, int j);
 
-int gp__shape_of(gp__ctx *c, int j) {
+int gp__core_shape_of(gp__core_ctx *c, int j) {
   if (c->jobs[j].shape >= 0) return c->jobs[j].shape;
-  gp__job *ji = gp__job_mut(c, j);
-  struct gp__shapes *s = shapes(c);
+  gp__core_job *ji = gp__core_job_mut(c, j);
+  struct gp__core_shapes *s = shapes(c);
   rawkey k;
   raw_key(c, j, &k);
   memo_ent *m = &s->memo[raw_slot(&k)];
@@ -308,7 +308,7 @@ int gp__shape_of(gp__ctx *c, int j) {
  * A token names a raw key across steps: jobs the memo remembers carry the token of their
  * request, and a step finds a remembered job's shape through it without reading the view.
  * Shape ids are never carried from one step to the next: a token's first job in a step
- * takes the path above (gp__shape_of), which alone assigns ids, in view order as always;
+ * takes the path above (gp__core_shape_of), which alone assigns ids, in view order as always;
  * the token's other jobs, whose raw keys are bit for bit the same, reuse that id, as the
  * direct-mapped memo would have given them. So a pointer in a raw key that the caller
  * freed and reused for something else since can merge nothing: within one step, equal
@@ -319,21 +319,21 @@ typedef struct token {
   int shape;
 } token;
 
-struct gp__tokens {
+struct gp__core_tokens {
   token *t;
   int n, cap;
   sigtab tab;           /* token ids by raw_hash */
 };
 
-void gp__tokens_free(struct gp__tokens *tk) {
+void gp__core_tokens_free(struct gp__core_tokens *tk) {
   if (!tk) return;
   free(tk->t);
   sigtab_done(&tk->tab);
   free(tk);
 }
 
-int gp__shape_token(gp__ctx *c, int j, struct gp__tokens **tkp) {
-  struct gp__tokens *tk = *tkp;
+int gp__core_shape_token(gp__core_ctx *c, int j, struct gp__core_tokens **tkp) {
+  struct gp__core_tokens *tk = *tkp;
   if (!tk) {
     tk = *tkp = gp_xcalloc(1, sizeof *tk);
     sigtab_init(&tk->tab);
@@ -357,23 +357,23 @@ int gp__shape_token(gp__ctx *c, int j, struct gp__tokens **tkp) {
   return id;
 }
 
-int gp__tokens_count(const struct gp__tokens *tk) { return tk ? tk->n : 0; }
+int gp__core_tokens_count(const struct gp__core_tokens *tk) { return tk ? tk->n : 0; }
 
-size_t gp__tokens_bytes(const struct gp__tokens *tk) {
+size_t gp__core_tokens_bytes(const struct gp__core_tokens *tk) {
   if (!tk) return 0;
   return sizeof *tk + (size_t)tk->cap * sizeof *tk->t + (tk->tab.mask + 1) * (sizeof(int) + sizeof(uint32_t));
 }
 
-int gp__shape_by_token(gp__ctx *c, int j, struct gp__tokens *tk, int tok, uint64_t step) {
+int gp__core_shape_by_token(gp__core_ctx *c, int j, struct gp__core_tokens *tk, int tok, uint64_t step) {
   token *t = &tk->t[tok];
-  if (t->step == step) return gp__job_mut(c, j)->shape = t->shape;
+  if (t->step == step) return gp__core_job_mut(c, j)->shape = t->shape;
   t->step = step;
-  return t->shape = gp__shape_of(c, j);
+  return t->shape = gp__core_shape_of(c, j);
 }
 
-static int shape_full(gp__ctx *c, int j) {
-  gp__job *ji = &c->jobs[j];
-  struct gp__shapes *s = c->cls->shapes;
+static int shape_full(gp__core_ctx *c, int j) {
+  gp__core_job *ji = &c->jobs[j];
+  struct gp__core_shapes *s = c->cls->shapes;
   sigtab *t = &s->shape_tab;
   uint32_t h = sig_hash(c, j, true);
   size_t i = h & t->mask;
@@ -411,31 +411,31 @@ static int shape_full(gp__ctx *c, int j) {
   return ji->shape = id;
 }
 
-int gp__shape_feas(gp__ctx *c, int shape) { return c->cls->shapes->feas[shape]; }
-void gp__shape_set_feas(gp__ctx *c, int shape, int v) { c->cls->shapes->feas[shape] = (int8_t)v; }
+int gp__core_shape_feas(gp__core_ctx *c, int shape) { return c->cls->shapes->feas[shape]; }
+void gp__core_shape_set_feas(gp__core_ctx *c, int shape, int v) { c->cls->shapes->feas[shape] = (int8_t)v; }
 
-bool gp__shape_flag(gp__ctx *c, int shape, int which) {
+bool gp__core_shape_flag(gp__core_ctx *c, int shape, int which) {
   return (which ? c->cls->shapes->stop_failed : c->cls->shapes->free_failed)[shape];
 }
 
 /* Placement ignoring reservations gives the same answer for every job of a shape while no
  * node's use changed (ctx.use_gen): its last success stands. */
-bool gp__shape_fits_free(const gp__ctx *c, int shape) {
+bool gp__core_shape_fits_free(const gp__core_ctx *c, int shape) {
   return c->cls->shapes->free_fit_gen[shape] == c->fleet->use_gen + 1;
 }
 
-void gp__shape_set_fits_free(gp__ctx *c, int shape) {
+void gp__core_shape_set_fits_free(gp__core_ctx *c, int shape) {
   c->cls->shapes->free_fit_gen[shape] = c->fleet->use_gen + 1;
 }
 
-static bool dead(const struct gp__shapes *s, int t) {
+static bool dead(const struct gp__core_shapes *s, int t) {
   return s->free_failed[t] || s->failed_end[t] <= s->min_end[t];
 }
 
 /* Applies a failure to every shape of the class that asks at least as much: ignoring
  * reservations (free) or honouring them at end `end`. */
-static void fail_dominated(gp__ctx *c, int shape, bool free_fail, int64_t end) {
-  struct gp__shapes *s = c->cls->shapes;
+static void fail_dominated(gp__core_ctx *c, int shape, bool free_fail, int64_t end) {
+  struct gp__core_shapes *s = c->cls->shapes;
   for (int t = s->first_shape[s->shape_class[shape]]; t >= 0; t = s->next_shape[t]) {
     if (!at_least(&s->num[t], &s->num[shape])) continue;
     bool was = dead(s, t);
@@ -445,8 +445,8 @@ static void fail_dominated(gp__ctx *c, int shape, bool free_fail, int64_t end) {
   }
 }
 
-void gp__shape_set_flag(gp__ctx *c, int shape, int which) {
-  struct gp__shapes *s = c->cls->shapes;
+void gp__core_shape_set_flag(gp__core_ctx *c, int shape, int which) {
+  struct gp__core_shapes *s = c->cls->shapes;
   if (which) { /* stopping capacity only shrinks too: dominated shapes fail as well */
     for (int t = s->first_shape[s->shape_class[shape]]; t >= 0; t = s->next_shape[t])
       if (at_least(&s->num[t], &s->num[shape])) s->stop_failed[t] = 1;
@@ -459,39 +459,39 @@ void gp__shape_set_flag(gp__ctx *c, int shape, int which) {
  * limit ends at INT64_MAX - 1. */
 static int64_t clamp_end(gp_time end) { return end >= INT64_MAX - 1 ? INT64_MAX - 1 : end; }
 
-static gp_time end_of_job(const gp__ctx *c, int j) {
+static gp_time end_of_job(const gp__core_ctx *c, int j) {
   gp_time l = c->jobs[j].limit;
   return clamp_end(l > 0 && c->now < GP__NEVER - l ? c->now + l : GP__NEVER);
 }
 
-void gp__keys_add_n(gp__ctx *c, int t, int n, gp_time end) {
-  struct gp__shapes *s = shapes(c);
+void gp__core_keys_add_n(gp__core_ctx *c, int t, int n, gp_time end) {
+  struct gp__core_shapes *s = shapes(c);
   if (s->remaining[t] == 0 && n > 0) c->cls->keys_alive++;
   s->remaining[t] += n;
   if (clamp_end(end) < s->min_end[t]) s->min_end[t] = clamp_end(end);
 }
 
-void gp__keys_add(gp__ctx *c, int j, gp_time end) {
-  int t = gp__shape_of(c, j);
-  gp__keys_add_n(c, t, 1, end);
-  gp__job_mut(c, j)->pkey = t;
+void gp__core_keys_add(gp__core_ctx *c, int j, gp_time end) {
+  int t = gp__core_shape_of(c, j);
+  gp__core_keys_add_n(c, t, 1, end);
+  gp__core_job_mut(c, j)->pkey = t;
 }
 
-void gp__keys_consider(gp__ctx *c, int j) {
-  struct gp__shapes *s = c->cls->shapes;
+void gp__core_keys_consider(gp__core_ctx *c, int j) {
+  struct gp__core_shapes *s = c->cls->shapes;
   int t = c->jobs[j].pkey;
   if (!s || t < 0) return;
   if (--s->remaining[t] == 0 && !dead(s, t)) c->cls->keys_alive--;
 }
 
-bool gp__keys_failed(const gp__ctx *c, int j) {
-  const struct gp__shapes *s = c->cls->shapes;
+bool gp__core_keys_failed(const gp__core_ctx *c, int j) {
+  const struct gp__core_shapes *s = c->cls->shapes;
   int t = c->jobs[j].pkey;
   if (!s || t < 0) return false;
   return s->free_failed[t] || end_of_job(c, j) >= s->failed_end[t];
 }
 
-void gp__keys_fail(gp__ctx *c, int j) {
+void gp__core_keys_fail(gp__core_ctx *c, int j) {
   int t = c->jobs[j].pkey;
   if (!c->cls->shapes || t < 0) return;
   fail_dominated(c, t, false, end_of_job(c, j));

@@ -4,7 +4,7 @@
  *   sharing policy of core/share (policy.share: gpool, FGD, BestFit, ...), and to `timeslice`
  *   GPUs (one replica per task, fullest GPU first) when no shared GPU fits;
  *   whole-GPU tasks of one GPU take a timeslice replica the same way when no exclusive or
- *   shared GPU fits them (placement.c asks, gp__fit_replica), like the Kubernetes device
+ *   shared GPU fits them (placement.c asks, gp__core_fit_replica), like the Kubernetes device
  *   plugin's time-slicing; the placement's gpu_milli is then 1000 / replicas;
  *   MIG requests take a free instance of their profile on a GPU in `mig` mode; when none is
  *   free and policy.dynamic_mig is on, an idle MIG GPU of a model that offers the profile
@@ -19,7 +19,7 @@
 #include "core/place.h"
 #include "core/share/share.h"
 
-struct gp__shared {
+struct gp__core_shared {
   int *nodes, n_nodes;       /* up nodes with shared, timeslice or MIG GPUs, view order */
   gp_share_mix *mix;         /* FGD / gpool policies: the pending fractional mix */
   gp_mig_demand *demand;     /* pending MIG demand by profile */
@@ -29,20 +29,20 @@ struct gp__shared {
   size_t n_insts, cap_insts;
 };
 
-static bool static_ok(gp__ctx *c, const gp__req *r, int node) {
-  gp__req rr = *r;
+static bool static_ok(gp__core_ctx *c, const gp__core_req *r, int node) {
+  gp__core_req rr = *r;
   rr.kind = GP__R_WHOLE; /* filters only */
   rr.gpus = 0;
   rr.cpu = rr.mem = 0;
-  gp__fit f;
-  return gp__node_fit(c, &rr, node, 0, 0, 0, &f);
+  gp__core_fit f;
+  return gp__core_node_fit(c, &rr, node, 0, 0, 0, &f);
 }
 
 static int64_t gpu_mem_of(const gp_node *n, int g) {
   return n->gpus && n->gpus[g].mem_mib > 0 ? n->gpus[g].mem_mib : n->gpu_mem_mib;
 }
 
-void gp__shared_setup(gp__ctx *c) {
+void gp__core_shared_setup(gp__core_ctx *c) {
   /* Classification saw every eligible job: without fractional, MIG, CPU-only or
    * replica-able ones (other_eligible) there is nothing to look for. */
   if (!c->cls->other_eligible) return;
@@ -53,7 +53,7 @@ void gp__shared_setup(gp__ctx *c) {
            (c->jobs[j].kind == GP__R_WHOLE && c->fleet->has_timeslice &&
             c->view->jobs[j].req.gpus_per_task == 1));
   if (!any) return;
-  struct gp__shared *sh = c->place->sh = gp_xcalloc(1, sizeof *sh);
+  struct gp__core_shared *sh = c->place->sh = gp_xcalloc(1, sizeof *sh);
   sh->nodes = gp_xmalloc(((size_t)c->view->n_nodes + 1) * sizeof(int));
   for (int i = 0; i < c->view->n_nodes; i++)
     if (c->nodes[i].up && (c->nodes[i].share_ok | c->nodes[i].mig_ok)) sh->nodes[sh->n_nodes++] = i;
@@ -62,7 +62,7 @@ void gp__shared_setup(gp__ctx *c) {
   if (want_mix) sh->mix = gp_share_mix_new();
   size_t dcap = 0;
   for (int j = 0; j < c->view->n_jobs; j++) {
-    const gp__job *ji = &c->jobs[j];
+    const gp__core_job *ji = &c->jobs[j];
     if (ji->stat != GP__J_ELIGIBLE) continue;
     const gp_request *rq = &c->view->jobs[j].req;
     if (ji->kind == GP__R_FRACTION && sh->mix) {
@@ -86,8 +86,8 @@ void gp__shared_setup(gp__ctx *c) {
   if (sh->mix) gp_share_mix_finish(sh->mix, 100, NULL);
 }
 
-void gp__shared_done(gp__ctx *c) {
-  struct gp__shared *sh = c->place->sh;
+void gp__core_shared_done(gp__core_ctx *c) {
+  struct gp__core_shared *sh = c->place->sh;
   if (!sh) return;
   free(sh->nodes);
   gp_share_mix_free(sh->mix);
@@ -99,9 +99,9 @@ void gp__shared_done(gp__ctx *c) {
 }
 
 /* The node as core/share sees it: free milli and memory of its shared GPUs. */
-static void share_view(const gp__ctx *c, int node, gp_share_node *sn) {
+static void share_view(const gp__core_ctx *c, int node, gp_share_node *sn) {
   const gp_node *n = &c->view->nodes[node];
-  const gp__node *s = &c->nodes[node];
+  const gp__core_node *s = &c->nodes[node];
   memset(sn, 0, sizeof *sn);
   sn->model = n->model;
   sn->n_gpus = n->n_gpus;
@@ -120,7 +120,7 @@ static void share_view(const gp__ctx *c, int node, gp_share_node *sn) {
 
 /* The milli a request takes on this node's GPUs: its fraction, or its memory share of the
  * node's GPU model (core/share's rounding); GP_GPU_MILLI + 1 when it cannot fit one GPU. */
-static int milli_for(const gp__ctx *c, const gp__req *r, int node) {
+static int milli_for(const gp__core_ctx *c, const gp__core_req *r, int node) {
   if (r->milli > 0) return r->milli;
   int milli = 0;
   if (gp_share_milli_for_mem(r->gpu_mem, c->view->nodes[node].gpu_mem_mib, &milli, NULL) != 0)
@@ -130,9 +130,9 @@ static int milli_for(const gp__ctx *c, const gp__req *r, int node) {
 
 /* The node's fullest timeslice GPU with a free replica for r, or -1; *ret_free: its free
  * replicas. */
-static int fullest_replica(const gp__ctx *c, const gp__req *r, int node, int *ret_free) {
+static int fullest_replica(const gp__core_ctx *c, const gp__core_req *r, int node, int *ret_free) {
   const gp_node *n = &c->view->nodes[node];
-  const gp__node *s = &c->nodes[node];
+  const gp__core_node *s = &c->nodes[node];
   if (!n->gpus) return -1;
   int best = -1, best_free = 0;
   for (int g = 0; g < n->n_gpus; g++) {
@@ -149,7 +149,7 @@ static int fullest_replica(const gp__ctx *c, const gp__req *r, int node, int *re
 }
 
 /* A fraction on a timeslice GPU: one replica; the fullest GPU with a free replica. */
-static bool fit_timeslice(gp__ctx *c, const gp__req *r, int node, gp__fit *f) {
+static bool fit_timeslice(gp__core_ctx *c, const gp__core_req *r, int node, gp__core_fit *f) {
   int best_free;
   int best = fullest_replica(c, r, node, &best_free);
   if (best < 0) return false;
@@ -162,9 +162,9 @@ static bool fit_timeslice(gp__ctx *c, const gp__req *r, int node, gp__fit *f) {
   return true;
 }
 
-static bool fit_mig(gp__ctx *c, const gp__req *r, int node, gp__fit *f) {
+static bool fit_mig(gp__core_ctx *c, const gp__core_req *r, int node, gp__core_fit *f) {
   const gp_node *n = &c->view->nodes[node];
-  const gp__node *s = &c->nodes[node];
+  const gp__core_node *s = &c->nodes[node];
   if (!n->gpus) return false;
   for (int g = 0; g < n->n_gpus; g++) {
     if (!(s->mig_ok >> g & 1) || (c->place->sh && c->place->sh->planned[s->gpu_base + g])) continue;
@@ -181,7 +181,7 @@ static bool fit_mig(gp__ctx *c, const gp__req *r, int node, gp__fit *f) {
   return false;
 }
 
-bool gp__node_fit_shared(gp__ctx *c, const gp__req *r, int node, gp__fit *f) {
+bool gp__core_node_fit_shared(gp__core_ctx *c, const gp__core_req *r, int node, gp__core_fit *f) {
   if (r->kind == GP__R_MIG) return fit_mig(c, r, node, f);
   gp_share_node sn;
   share_view(c, node, &sn);
@@ -218,13 +218,13 @@ bool gp__node_fit_shared(gp__ctx *c, const gp__req *r, int node, gp__fit *f) {
 
 /* Dynamic MIG: re-partition an idle MIG GPU for pending demand. Returns true when a
  * re-partition that serves r was planned. */
-static bool plan_repartition(gp__ctx *c, const gp__req *r) {
-  struct gp__shared *sh = c->place->sh;
+static bool plan_repartition(gp__core_ctx *c, const gp__core_req *r) {
+  struct gp__core_shared *sh = c->place->sh;
   for (int si = 0; si < r->n_slots; si++) {
     for (int k = 0; k < sh->n_nodes; k++) {
       int node = sh->nodes[k];
       const gp_node *n = &c->view->nodes[node];
-      const gp__node *s = &c->nodes[node];
+      const gp__core_node *s = &c->nodes[node];
       if (s->pool + 1 != r->slots[si] || !n->gpus || !static_ok(c, r, node)) continue;
       for (int g = 0; g < n->n_gpus; g++) {
         int gi = s->gpu_base + g;
@@ -237,7 +237,7 @@ static bool plan_repartition(gp__ctx *c, const gp__req *r) {
         if (!serves) continue;
         sh->planned[gi] = 1;
         c->fleet->use_gen++; /* placement reads `planned` */
-        gp_plan_mig *pm = gp__vec_push(&c->place->migs, sizeof *pm);
+        gp_plan_mig *pm = gp__core_vec_push(&c->place->migs, sizeof *pm);
         pm->node = node;
         pm->gpu = g;
         pm->n_instances = lay.n;
@@ -270,16 +270,16 @@ static bool plan_repartition(gp__ctx *c, const gp__req *r) {
   return false;
 }
 
-bool gp__fit_shared(gp__ctx *c, const gp__req *r, gp__fit *f) {
+bool gp__core_fit_shared(gp__core_ctx *c, const gp__core_req *r, gp__core_fit *f) {
   if (!c->place->sh) return false;
   c->place->share_round++;
   for (int si = 0; si < r->n_slots; si++) {
     int best = -1;
-    gp__fit tmp;
+    gp__core_fit tmp;
     for (int k = 0; k < c->place->sh->n_nodes; k++) {
       int node = c->place->sh->nodes[k];
       if (c->nodes[node].pool + 1 != r->slots[si]) continue;
-      if (!gp__node_fit(c, r, node, 0, 0, 0, &tmp)) continue;
+      if (!gp__core_node_fit(c, r, node, 0, 0, 0, &tmp)) continue;
       if (best < 0 || tmp.score > f->score) {
         best = node;
         *f = tmp;
@@ -291,7 +291,7 @@ bool gp__fit_shared(gp__ctx *c, const gp__req *r, gp__fit *f) {
   return false;
 }
 
-bool gp__fit_replica(gp__ctx *c, const gp__req *r, gp__fit *f) {
+bool gp__core_fit_replica(gp__core_ctx *c, const gp__core_req *r, gp__core_fit *f) {
   if (!c->place->sh || r->kind != GP__R_WHOLE || r->gpus != 1) return false;
   for (int si = 0; si < r->n_slots; si++) {
     /* The fullest GPU of the slot's nodes (fewest free replicas), first in view order on
@@ -299,11 +299,11 @@ bool gp__fit_replica(gp__ctx *c, const gp__req *r, gp__fit *f) {
     int best = -1, best_g = -1, best_free = 0;
     for (int k = 0; k < c->place->sh->n_nodes; k++) {
       int node = c->place->sh->nodes[k];
-      const gp__node *s = &c->nodes[node];
+      const gp__core_node *s = &c->nodes[node];
       if (s->pool + 1 != r->slots[si] || r->cpu > s->cpu_free || r->mem > s->mem_free) continue;
       int fr;
       int g = fullest_replica(c, r, node, &fr);
-      if (g < 0 || (best >= 0 && fr >= best_free) || !gp__node_static_ok(c, r, node)) continue;
+      if (g < 0 || (best >= 0 && fr >= best_free) || !gp__core_node_static_ok(c, r, node)) continue;
       best = node;
       best_g = g;
       best_free = fr;
@@ -324,8 +324,8 @@ bool gp__fit_replica(gp__ctx *c, const gp__req *r, gp__fit *f) {
 }
 
 /* An instance of a re-partition planned in this step that r may take. */
-static bool claim_planned(gp__ctx *c, const gp__req *r) {
-  struct gp__shared *sh = c->place->sh;
+static bool claim_planned(gp__core_ctx *c, const gp__core_req *r) {
+  struct gp__core_shared *sh = c->place->sh;
   for (size_t i = 0; i < sh->n_insts; i++) {
     if (strcmp(sh->insts[i].profile, r->mig_profile) != 0) continue;
     int node = sh->insts[i].node;
@@ -338,9 +338,9 @@ static bool claim_planned(gp__ctx *c, const gp__req *r) {
   return false;
 }
 
-bool gp__mig_wait(gp__ctx *c, gp__req *r) {
+bool gp__core_mig_wait(gp__core_ctx *c, gp__core_req *r) {
   if (!c->place->sh || c->jobs[r->job].kind != GP__R_MIG || !c->pol->dynamic_mig) return false;
-  gp__req_need(c, r);
+  gp__core_req_need(c, r);
   if (r->tasks != 1) return false;
   return claim_planned(c, r) || plan_repartition(c, r);
 }

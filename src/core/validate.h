@@ -8,8 +8,8 @@
 #include "core/ctx.h"
 
 /* Validates policy and view and builds the queue tree. */
-int gp__validate(gp__ctx *c);
+int gp__core_validate(gp__core_ctx *c);
 /* One job's consistency, from the classification pass: 0 or an error. */
-int gp__validate_job(gp__ctx *c, int j);
+int gp__core_validate_job(gp__core_ctx *c, int j);
 
 #endif

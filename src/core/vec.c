@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* gp__vec (vec.h): out of line, so that the callers' hot loops stay small. */
+/* gp__core_vec (vec.h): out of line, so that the callers' hot loops stay small. */
 #include "core/vec.h"
 
 #include <string.h>
 
 #include "util/mem.h"
 
-void *gp__vec_push(gp__vec *v, size_t elem) {
+void *gp__core_vec_push(gp__core_vec *v, size_t elem) {
   gp_xgrow(&v->items, &v->cap, v->n + 1, elem);
   void *p = (char *)v->items + v->n * elem;
   memset(p, 0, elem);

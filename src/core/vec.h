@@ -7,12 +7,12 @@
 
 #include <stddef.h>
 
-typedef struct gp__vec {
+typedef struct gp__core_vec {
   void *items;
   size_t n, cap;
-} gp__vec;
+} gp__core_vec;
 
 /* Grows a vector of elem-sized items and returns a pointer to a new zeroed slot. */
-void *gp__vec_push(gp__vec *v, size_t elem);
+void *gp__core_vec_push(gp__core_vec *v, size_t elem);
 
 #endif

@@ -14,8 +14,8 @@
 /* Running position r (ctx.running), read from its record only: no running job is a victim
  * before the victim order exists (priority, reclaim and pool victims are picked from it;
  * the stopping check counts on stopping jobs only), and this decides who enters it. */
-bool gp__victim_able(const gp__ctx *c, int r) {
-  const gp__run *ru = &c->cls->run[r];
+bool gp__core_victim_able(const gp__core_ctx *c, int r) {
+  const gp__core_run *ru = &c->cls->run[r];
   return !ru->stopping && ru->preemptible && c->now - ru->started >= c->pol->min_runtime;
 }
 
@@ -64,12 +64,12 @@ static void vkey_sort(vkey *a, int n) {
   free(tmp);
 }
 
-static int sorted_once(const gp__ctx *c, int *order) {
+static int sorted_once(const gp__core_ctx *c, int *order) {
   vkey *keys = gp_xmalloc(((size_t)c->cls->n_running + 1) * sizeof *keys);
   int n = 0;
   for (int r = 0; r < c->cls->n_running; r++) {
-    if (!gp__victim_able(c, r)) continue;
-    const gp__run *ru = &c->cls->run[r];
+    if (!gp__core_victim_able(c, r)) continue;
+    const gp__core_run *ru = &c->cls->run[r];
     keys[n++] = (vkey){ru->prio, c->cls->running[r], c->now - ru->since, ru->started, r};
   }
   vkey_sort(keys, n);
@@ -89,7 +89,7 @@ typedef struct vent {
   uint64_t rev;         /* its slot's rev when it entered */
 } vent;
 
-struct gp__victims {
+struct gp__core_victims {
   vent *e;
   int n, cap;
 };
@@ -107,17 +107,17 @@ static int vent_cmp(const void *x, const void *y) {
   return vent_before(a, b) ? -1 : vent_before(b, a) ? 1 : 0;
 }
 
-void gp__victims_free(struct gp__victims *v) {
+void gp__core_victims_free(struct gp__core_victims *v) {
   if (!v) return;
   free(v->e);
   free(v);
 }
 
-size_t gp__victims_bytes(const struct gp__victims *v) {
+size_t gp__core_victims_bytes(const struct gp__core_victims *v) {
   return v ? sizeof *v + (size_t)v->cap * sizeof *v->e : 0;
 }
 
-void gp__victims_forget(struct gp__victims *v) {
+void gp__core_victims_forget(struct gp__core_victims *v) {
   if (v) v->n = 0;
 }
 
@@ -125,12 +125,12 @@ void gp__victims_forget(struct gp__victims *v) {
  * made, with the same rev: its entry is still right, and a running job there has one if it
  * may be a victim at all. (Bits are read from a small array, not the view's revs at
  * random.) */
-static int kept_across_steps(gp__ctx *c, int *order) {
+static int kept_across_steps(gp__core_ctx *c, int *order) {
   struct gp_sched_memo *m = c->memo;
   const gp_view *view = c->view;
   const uint64_t *revs = view->job_revs, *changed = m->changed;
   if (!m->victims) m->victims = gp_xcalloc(1, sizeof *m->victims);
-  struct gp__victims *V = m->victims;
+  struct gp__core_victims *V = m->victims;
   /* Entries whose slot is unchanged stay, in order. */
   int kept = 0;
   for (int i = 0; i < V->n; i++) {
@@ -143,7 +143,7 @@ static int kept_across_steps(gp__ctx *c, int *order) {
   vent *fresh = gp_xmalloc(((size_t)c->cls->n_running + 1) * sizeof *fresh);
   int nf = 0;
   for (int r = 0; r < c->cls->n_running; r++) {
-    const gp__run *ru = &c->cls->run[r];
+    const gp__core_run *ru = &c->cls->run[r];
     int j = c->cls->running[r];
     pos[j] = r;
     if (ru->stopping || !ru->preemptible || !(changed[j >> 6] >> (j & 63) & 1)) continue;
@@ -163,12 +163,12 @@ static int kept_across_steps(gp__ctx *c, int *order) {
   int out = 0;
   for (int i = 0; i < n; i++) {
     int r = pos[V->e[i].j];
-    if (gp__victim_able(c, r)) order[out++] = r;
+    if (gp__core_victim_able(c, r)) order[out++] = r;
   }
   free(pos);
   return out;
 }
 
-int gp__victim_order(gp__ctx *c, int *order) {
+int gp__core_victim_order(gp__core_ctx *c, int *order) {
   return c->memo ? kept_across_steps(c, order) : sorted_once(c, order);
 }

@@ -6,7 +6,7 @@
  * helpers); when a commit fails the state is thrown away and reloaded from the store, so
  * memory never runs ahead of what is durable.
  *
- * Internal to src/server (gp__ names). */
+ * Internal to src/server (gp__srv_ names). */
 #ifndef GP_SERVER_STATE_H
 #define GP_SERVER_STATE_H
 

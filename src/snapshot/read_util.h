@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Helpers shared by the snapshot readers (internal to src/snapshot: gp__ names): field
+/* Helpers shared by the snapshot readers (internal to src/snapshot: gp__snap_ names): field
  * paths for messages, key checks with caller-allowed extras, bounded names and lists. */
 #ifndef GP_SNAPSHOT_READ_UTIL_H
 #define GP_SNAPSHOT_READ_UTIL_H

@@ -6,78 +6,78 @@
 #include "core/queue_tree.h"
 #include "test.h"
 
-static int q_of(const gp__qtree *t, const char *name) {
-  int i = gp__qtree_find(t, name);
+static int q_of(const gp__core_qtree *t, const char *name) {
+  int i = gp__core_qtree_find(t, name);
   if (i < 0) fprintf(stderr, "  no queue %s\n", name);
   return i;
 }
 
-static void set_demand(gp__qtree *t, const char *name, double d) { t->q[q_of(t, name)].demand = d; }
-static double fs(const gp__qtree *t, const char *name) { return t->q[q_of(t, name)].fair_share; }
+static void set_demand(gp__core_qtree *t, const char *name, double d) { t->q[q_of(t, name)].demand = d; }
+static double fs(const gp__core_qtree *t, const char *name) { return t->q[q_of(t, name)].fair_share; }
 
 static void deserved_above_what_the_parent_has_is_scaled_down(void) {
   /* 10 GPUs; a deserves 8 and b 12, both want 20: 20 deserved > 10, so both are halved. */
   gp_queue qs[] = {{.name = "a", .deserved_gpus = 8, .limit_gpus = GP_NO_LIMIT, .weight = 1},
                    {.name = "b", .deserved_gpus = 12, .limit_gpus = GP_NO_LIMIT, .weight = 1}};
-  gp__qtree t;
-  REQUIRE(gp__qtree_build(&t, qs, 2, NULL) == 0);
+  gp__core_qtree t;
+  REQUIRE(gp__core_qtree_build(&t, qs, 2, NULL) == 0);
   set_demand(&t, "a", 20);
   set_demand(&t, "b", 20);
-  gp__qtree_fair_share(&t, 10);
+  gp__core_qtree_fair_share(&t, 10);
   CHECK_NEAR(4, fs(&t, "a"), 1e-9);
   CHECK_NEAR(6, fs(&t, "b"), 1e-9);
-  gp__qtree_done(&t);
+  gp__core_qtree_done(&t);
 }
 
 static void zero_and_negative_weights_are_refused(void) {
   gp_queue qs[] = {{.name = "a", .limit_gpus = GP_NO_LIMIT, .weight = 1},
                    {.name = "b", .limit_gpus = GP_NO_LIMIT, .weight = 0}};
-  gp__qtree t;
+  gp__core_qtree t;
   gp_err e = {0};
-  CHECK_EQ_INT(GP_EINVAL, gp__qtree_build(&t, qs, 2, &e));
+  CHECK_EQ_INT(GP_EINVAL, gp__core_qtree_build(&t, qs, 2, &e));
   CHECK_EQ_STR("queues[1].weight", e.field);
   qs[1].weight = -2;
-  CHECK_EQ_INT(GP_EINVAL, gp__qtree_build(&t, qs, 2, &e));
+  CHECK_EQ_INT(GP_EINVAL, gp__core_qtree_build(&t, qs, 2, &e));
   qs[1].weight = NAN;
-  CHECK_EQ_INT(GP_EINVAL, gp__qtree_build(&t, qs, 2, &e));
-  gp__qtree_done(&t);
+  CHECK_EQ_INT(GP_EINVAL, gp__core_qtree_build(&t, qs, 2, &e));
+  gp__core_qtree_done(&t);
 }
 
 static void bad_names_duplicates_and_limits_are_refused(void) {
   const char *bad[] = {"", "/a", "a/", "a//b"};
-  gp__qtree t;
+  gp__core_qtree t;
   gp_err e = {0};
   for (int i = 0; i < 4; i++) {
     gp_queue q = {.name = bad[i], .limit_gpus = GP_NO_LIMIT, .weight = 1};
-    CHECK_EQ_INT(GP_EINVAL, gp__qtree_build(&t, &q, 1, &e));
+    CHECK_EQ_INT(GP_EINVAL, gp__core_qtree_build(&t, &q, 1, &e));
     CHECK_EQ_STR("queues[0].name", e.field);
   }
   gp_queue dup[] = {{.name = "x/y", .limit_gpus = GP_NO_LIMIT, .weight = 1},
                     {.name = "x/y", .limit_gpus = GP_NO_LIMIT, .weight = 1}};
-  CHECK_EQ_INT(GP_EINVAL, gp__qtree_build(&t, dup, 2, &e));
+  CHECK_EQ_INT(GP_EINVAL, gp__core_qtree_build(&t, dup, 2, &e));
   CHECK_EQ_STR("queues[1].name", e.field);
   CHECK_CONTAINS(e.message, "twice");
   gp_queue lim = {.name = "a", .limit_gpus = -2, .weight = 1};
-  CHECK_EQ_INT(GP_EINVAL, gp__qtree_build(&t, &lim, 1, &e));
+  CHECK_EQ_INT(GP_EINVAL, gp__core_qtree_build(&t, &lim, 1, &e));
   CHECK_EQ_STR("queues[0].limit", e.field);
   gp_queue des = {.name = "a", .deserved_gpus = -1, .limit_gpus = GP_NO_LIMIT, .weight = 1};
-  CHECK_EQ_INT(GP_EINVAL, gp__qtree_build(&t, &des, 1, &e));
+  CHECK_EQ_INT(GP_EINVAL, gp__core_qtree_build(&t, &des, 1, &e));
   CHECK_EQ_STR("queues[0].deserved", e.field);
-  gp__qtree_done(&t);
+  gp__core_qtree_done(&t);
 }
 
 static void fractional_demand_counts_as_a_fraction(void) {
   /* 3 GPUs, nothing deserved. a wants half a GPU, b wants 10: a gets its 0.5, b the rest. */
   gp_queue qs[] = {{.name = "a", .limit_gpus = GP_NO_LIMIT, .weight = 1},
                    {.name = "b", .limit_gpus = GP_NO_LIMIT, .weight = 1}};
-  gp__qtree t;
-  REQUIRE(gp__qtree_build(&t, qs, 2, NULL) == 0);
+  gp__core_qtree t;
+  REQUIRE(gp__core_qtree_build(&t, qs, 2, NULL) == 0);
   set_demand(&t, "a", 0.5);
   set_demand(&t, "b", 10);
-  gp__qtree_fair_share(&t, 3);
+  gp__core_qtree_fair_share(&t, 3);
   CHECK_NEAR(0.5, fs(&t, "a"), 1e-9);
   CHECK_NEAR(2.5, fs(&t, "b"), 1e-9);
-  gp__qtree_done(&t);
+  gp__core_qtree_done(&t);
 }
 
 static void limits_below_deserved_cap_the_share_and_the_rest_goes_by_weight(void) {
@@ -88,27 +88,27 @@ static void limits_below_deserved_cap_the_share_and_the_rest_goes_by_weight(void
   gp_queue qs[] = {{.name = "a", .deserved_gpus = 8, .limit_gpus = 3, .weight = 1},
                    {.name = "b", .deserved_gpus = 2, .limit_gpus = GP_NO_LIMIT, .weight = 1},
                    {.name = "c", .deserved_gpus = 0, .limit_gpus = GP_NO_LIMIT, .weight = 3}};
-  gp__qtree t;
-  REQUIRE(gp__qtree_build(&t, qs, 3, NULL) == 0);
+  gp__core_qtree t;
+  REQUIRE(gp__core_qtree_build(&t, qs, 3, NULL) == 0);
   set_demand(&t, "a", 10);
   set_demand(&t, "b", 20);
   set_demand(&t, "c", 5);
-  gp__qtree_fair_share(&t, 16);
+  gp__core_qtree_fair_share(&t, 16);
   CHECK_NEAR(3, fs(&t, "a"), 1e-9);
   CHECK_NEAR(8, fs(&t, "b"), 1e-9);
   CHECK_NEAR(5, fs(&t, "c"), 1e-9);
-  gp__qtree_done(&t);
+  gp__core_qtree_done(&t);
 }
 
 static void unused_quota_is_lent_by_weight(void) {
   /* 10 GPUs: a deserves 6 but wants 2; b deserves 4 and wants 10 -> a 2, b 8. */
   gp_queue qs[] = {{.name = "a", .deserved_gpus = 6, .limit_gpus = GP_NO_LIMIT, .weight = 1},
                    {.name = "b", .deserved_gpus = 4, .limit_gpus = GP_NO_LIMIT, .weight = 1}};
-  gp__qtree t;
-  REQUIRE(gp__qtree_build(&t, qs, 2, NULL) == 0);
+  gp__core_qtree t;
+  REQUIRE(gp__core_qtree_build(&t, qs, 2, NULL) == 0);
   set_demand(&t, "a", 2);
   set_demand(&t, "b", 10);
-  gp__qtree_fair_share(&t, 10);
+  gp__core_qtree_fair_share(&t, 10);
   CHECK_NEAR(2, fs(&t, "a"), 1e-9);
   CHECK_NEAR(8, fs(&t, "b"), 1e-9);
   /* Weights 3:1 with nothing deserved and endless demand: 7.5 and 2.5. */
@@ -117,13 +117,13 @@ static void unused_quota_is_lent_by_weight(void) {
   t.q[q_of(&t, "a")].weight = 3;
   set_demand(&t, "a", 100);
   set_demand(&t, "b", 100);
-  gp__qtree_fair_share(&t, 10);
+  gp__core_qtree_fair_share(&t, 10);
   CHECK_NEAR(7.5, fs(&t, "a"), 1e-9);
   CHECK_NEAR(2.5, fs(&t, "b"), 1e-9);
   /* No capacity at all: nobody gets anything. */
-  gp__qtree_fair_share(&t, 0);
+  gp__core_qtree_fair_share(&t, 0);
   CHECK_NEAR(0, fs(&t, "a"), 1e-12);
-  gp__qtree_done(&t);
+  gp__core_qtree_done(&t);
 }
 
 static void three_levels_with_implied_parents(void) {
@@ -137,8 +137,8 @@ static void three_levels_with_implied_parents(void) {
       {.name = "org/t1", .deserved_gpus = 6, .limit_gpus = GP_NO_LIMIT, .weight = 1},
       {.name = "org/t1/p2", .deserved_gpus = 2, .limit_gpus = GP_NO_LIMIT, .weight = 1},
   };
-  gp__qtree t;
-  REQUIRE(gp__qtree_build(&t, qs, 4, NULL) == 0);
+  gp__core_qtree t;
+  REQUIRE(gp__core_qtree_build(&t, qs, 4, NULL) == 0);
   REQUIRE(t.n == 6);
   const char *order[] = {"org", "org/t1", "org/t1/p1", "org/t1/p2", "org/t2", "org/t2/p3"};
   for (int i = 0; i < 6; i++) CHECK_EQ_STR(order[i], t.q[i].name);
@@ -150,7 +150,7 @@ static void three_levels_with_implied_parents(void) {
   set_demand(&t, "org/t1/p1", 10);
   set_demand(&t, "org/t1/p2", 1);
   set_demand(&t, "org/t2/p3", 10);
-  gp__qtree_fair_share(&t, 12);
+  gp__core_qtree_fair_share(&t, 12);
   CHECK_NEAR(21, t.q[0].demand, 1e-9);
   CHECK_NEAR(12, fs(&t, "org"), 1e-9);
   CHECK_NEAR(9, fs(&t, "org/t1"), 1e-9);
@@ -158,22 +158,22 @@ static void three_levels_with_implied_parents(void) {
   CHECK_NEAR(8, fs(&t, "org/t1/p1"), 1e-9);
   CHECK_NEAR(1, fs(&t, "org/t1/p2"), 1e-9);
   CHECK_NEAR(3, fs(&t, "org/t2/p3"), 1e-9);
-  CHECK(gp__qtree_is_ancestor(&t, 0, q_of(&t, "org/t2/p3")));
-  CHECK(!gp__qtree_is_ancestor(&t, 1, q_of(&t, "org/t2/p3")));
-  gp__qtree_done(&t);
+  CHECK(gp__core_qtree_is_ancestor(&t, 0, q_of(&t, "org/t2/p3")));
+  CHECK(!gp__core_qtree_is_ancestor(&t, 1, q_of(&t, "org/t2/p3")));
+  gp__core_qtree_done(&t);
 }
 
 static void siblings_sort_depth_first_whatever_the_view_order(void) {
   gp_queue qs[] = {{.name = "a-c", .limit_gpus = GP_NO_LIMIT, .weight = 1},
                    {.name = "a/b", .limit_gpus = GP_NO_LIMIT, .weight = 1},
                    {.name = "a", .limit_gpus = GP_NO_LIMIT, .weight = 1}};
-  gp__qtree t;
-  REQUIRE(gp__qtree_build(&t, qs, 3, NULL) == 0);
+  gp__core_qtree t;
+  REQUIRE(gp__core_qtree_build(&t, qs, 3, NULL) == 0);
   REQUIRE(t.n == 3);
   CHECK_EQ_STR("a", t.q[0].name);
   CHECK_EQ_STR("a/b", t.q[1].name);
   CHECK_EQ_STR("a-c", t.q[2].name);
-  gp__qtree_done(&t);
+  gp__core_qtree_done(&t);
 }
 
 static void awkward_thirds_add_up_to_the_capacity(void) {
@@ -183,16 +183,16 @@ static void awkward_thirds_add_up_to_the_capacity(void) {
                    {.name = "b", .limit_gpus = GP_NO_LIMIT, .weight = 1},
                    {.name = "c", .limit_gpus = GP_NO_LIMIT, .weight = 1},
                    {.name = "d", .deserved_gpus = 5, .limit_gpus = 0.1, .weight = 1}};
-  gp__qtree t;
-  REQUIRE(gp__qtree_build(&t, qs, 4, NULL) == 0);
+  gp__core_qtree t;
+  REQUIRE(gp__core_qtree_build(&t, qs, 4, NULL) == 0);
   for (int i = 0; i < 4; i++) t.q[i].demand = 1e6;
-  gp__qtree_fair_share(&t, 7);
+  gp__core_qtree_fair_share(&t, 7);
   CHECK_NEAR(0.1, fs(&t, "d"), 1e-9);
   CHECK_NEAR(6.9 / 3, fs(&t, "a"), 1e-9);
   double sum = 0;
   for (int i = 0; i < 4; i++) sum += t.q[i].fair_share;
   CHECK_NEAR(7, sum, 1e-9);
-  gp__qtree_done(&t);
+  gp__core_qtree_done(&t);
 }
 
 GP_TESTS(deserved_above_what_the_parent_has_is_scaled_down, zero_and_negative_weights_are_refused,

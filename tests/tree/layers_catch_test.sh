@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # The layering test can fail: on a copy of the tree with one deliberate upward include (the
-# core reaching the server) and one impure include in the core, layers_test.sh must fail
-# and name both.
+# core reaching the server), one impure include in the core and one internal name with
+# another module's prefix, layers_test.sh must fail and name all three.
 set -u
 root=${GP_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 tmp=$(mktemp -d /tmp/gpool-layers.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 cp -r "$root/src" "$root/CMakeLists.txt" "$tmp/"
-printf '#include "server/server.h"\n#include <stdio.h>\n' >>"$tmp/src/core/plan.c"
+printf '#include "server/server.h"\n#include <stdio.h>\nstatic int gp__srv_borrowed;\n' >>"$tmp/src/core/plan.c"
 out=$(GP_LAYERS_ROOT=$tmp bash "$root/tests/tree/layers_test.sh" 2>&1) && { echo "layers_test passed an upward include"; exit 1; }
 echo "$out" | grep -q 'src/core/plan.c:.*core may not include server/server.h' || { echo "not named: $out"; exit 1; }
 echo "$out" | grep -q 'src/core/plan.c:.*the core is pure; no <stdio.h>' || { echo "not named: $out"; exit 1; }
-echo "ok: an upward include and an impure one are refused and named"
+echo "$out" | grep -q 'src/core/plan.c:.*internal name gp__srv_borrowed lacks the core prefix' || { echo "not named: $out"; exit 1; }
+echo "ok: an upward include, an impure one and a foreign internal name are refused and named"

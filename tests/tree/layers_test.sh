@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: Apache-2.0
 # The layers hold, file by file. Each module under src/ may include only its own headers and
 # those of the modules its library links in CMakeLists.txt (the gpool_module(...) lines,
-# the one place the allowed edges are written); and the scheduler core stays pure: no I/O,
-# socket, thread, clock, database or HTTP header (DESIGN.md §6). Fails naming each file,
-# line and include. GP_LAYERS_ROOT checks another tree (the test's own test uses it).
+# the one place the allowed edges are written); the scheduler core stays pure: no I/O,
+# socket, thread, clock, database or HTTP header (DESIGN.md §6); and every internal name
+# (gp__...) carries its module's prefix, so no internal name means two things. Fails naming
+# each file, line and include or name. GP_LAYERS_ROOT checks another tree (the test's own test uses it).
 set -u
 root=${GP_LAYERS_ROOT:-${GP_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}}
 exec python3 - "$root" <<'PY'
@@ -20,6 +21,10 @@ pure_forbidden = re.compile(r'(stdio\.h|unistd\.h|fcntl\.h|time\.h|sys/|pthread\
                             r'dirent\.h|dlfcn\.h|netinet/|arpa/|netdb\.h|poll\.h|sqlite3\.h|libpq|'
                             r'microhttpd\.h|curl/|jansson\.h|yaml\.h|setjmp\.h)')
 inc = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
+# A module's internal names: gp__<prefix>_... (modules not listed have none).
+prefixes = {'core': 'core', 'snapshot': 'snap', 'sim': 'sim', 'agent': 'agent', 'server': 'srv',
+            'protocol': 'proto'}
+internal = re.compile(r'\bgp__[A-Za-z0-9_]+')
 bad, n = [], 0
 src = os.path.join(root, 'src')
 for mod in sorted(os.listdir(src)):
@@ -35,7 +40,12 @@ for mod in sorted(os.listdir(src)):
             f = os.path.join(d, name)
             rel = os.path.relpath(f, root)
             n += 1
+            want = 'gp__' + prefixes[mod] + '_' if mod in prefixes else None
             for no, line in enumerate(open(f, encoding='utf-8'), 1):
+                for name in internal.findall(line):
+                    if not want or not name.startswith(want):
+                        bad.append(f'{rel}:{no}: internal name {name} lacks the {mod} prefix '
+                                   f'{want or "(this module has no internal names)"}')
                 m = inc.match(line)
                 if not m:
                     continue
@@ -50,5 +60,6 @@ if bad:
     print('layering violations:')
     print('\n'.join(bad))
     sys.exit(1)
-print(f'ok: {n} files in {len(allowed)} modules include only what their layer may use')
+print(f'ok: {n} files in {len(allowed)} modules include only what their layer may use, '
+      'with internal names under their module prefix')
 PY
