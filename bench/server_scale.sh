@@ -23,31 +23,16 @@ NODES=${NODES:-10000} JOBS=${JOBS:-100000} HOLD=${HOLD:-30} CLIENTS=${CLIENTS:-1
 for p in gpool bench_submit_bench bench_sched_bench; do
   [ -x "$BUILD/$p" ] || { echo "build first: cmake -S . -B build/rel -DCMAKE_BUILD_TYPE=Release && cmake --build build/rel --target gpool_bin bench_submit_bench bench_sched_bench" >&2; exit 2; }
 done
+source "$ROOT/bench/server_lib.sh"
 TMP=$(mktemp -d /tmp/gpool-scale.XXXXXX)
-SERVER_PID="" BENCH_PID=""
+BENCH_PID=""
 cleanup() {
   [ -n "$BENCH_PID" ] && kill "$BENCH_PID" 2>/dev/null
-  [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
+  bench_server_stop
   rm -rf "$TMP"
 }
 trap cleanup EXIT
-
-mkdir -p "$TMP/data"
-cat >"$TMP/server.yaml" <<EOF
-listen: 127.0.0.1:0
-data_dir: $TMP/data
-tokens:
-  - {token: scale-admin, user: bench, role: admin}
-  - {token: scale-agent, user: agent, role: agent}
-queues:
-  - {name: default, users: ["*"]}
-default_queue: default
-node_timeout_s: 600
-EOF
-"$BUILD/gpool" server --config "$TMP/server.yaml" >"$TMP/server.log" 2>&1 &
-SERVER_PID=$!
-for _ in $(seq 1 200); do [ -s "$TMP/data/server.url" ] && break; sleep 0.05; done
-URL=$(head -n1 "$TMP/data/server.url")
+bench_server_start "$BUILD/gpool" "$TMP/server" 600
 
 rss_mb() { awk '/^VmRSS/ {printf "%.0f", $2 / 1024}' "/proc/$SERVER_PID/status"; }
 metric() { curl -sf "$URL/metrics" | awk -v m="$1" '$1 == m {print $2; exit}'; }
@@ -59,8 +44,8 @@ wait_line() {  # wait_line TEXT: until the benchmark printed it (bounded by its 
 }
 
 echo "== machine: $(nproc) CPUs; $NODES nodes x 8 GPUs, $JOBS one-GPU jobs, hold $HOLD s"
-"$BUILD/bench_submit_bench" --server "$URL" --token scale-admin --clients "$CLIENTS" --jobs "$JOBS" \
-  --fake-nodes "$NODES" --agent-token scale-agent --agent-threads 4 --hold "$HOLD" \
+"$BUILD/bench_submit_bench" --server "$URL" --token bench-admin --clients "$CLIENTS" --jobs "$JOBS" \
+  --fake-nodes "$NODES" --agent-token bench-agent --agent-threads 4 --hold "$HOLD" \
   --timeout 1800 >"$TMP/bench.out" 2>&1 &
 BENCH_PID=$!
 wait_line "hold: fleet up, for"
@@ -82,7 +67,7 @@ rss_steady=$(rss_mb)
 wait "$BENCH_PID" || true
 BENCH_PID=""
 grep -E "^(fleet|gpool submit|gpool start):" "$TMP/bench.out" || true
-running=$(curl -sf -H "Authorization: Bearer scale-admin" "$URL/v1/queues" | jq '[.queues[].running_jobs] | add')
+running=$(curl -sf -H "Authorization: Bearer bench-admin" "$URL/v1/queues" | jq '[.queues[].running_jobs] | add')
 echo "== server memory: $rss_reg MB after $NODES nodes registered; $rss_hb MB after $HOLD s of their heartbeats ($(awk -v a="$rss_hb" -v b="$rss_reg" 'BEGIN {printf "%.2f", a / b}')x); $rss_steady MB steady with $running running"
 printf '%s\n' "${samples[@]}" | sort -g | awk -v n="$((c1 - c0))" -v s="$(awk -v a="$s1" -v b="$s0" 'BEGIN {print a - b}')" \
   -v u="$(awk -v a="$u1" -v b="$u0" 'BEGIN {print a - b}')" '

@@ -29,10 +29,10 @@ CLIENTS=${CLIENTS:-16}
 SLURM_JOBS=${SLURM_JOBS:-$JOBS}
 [ -x "$GPOOL" ] && [ -x "$BENCH" ] || { echo "build first: cmake -S . -B build/cli-rel -DCMAKE_BUILD_TYPE=Release && cmake --build build/cli-rel" >&2; exit 2; }
 
+source "$HERE/server_lib.sh"
 TMP=$(mktemp -d /tmp/gpool-bench.XXXXXX)
-SERVER_PID=""
 cleanup() {
-  [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
+  bench_server_stop
   if [ -n "${SLURM_PEER_DIR:-}" ]; then
     bash "$PEER" stop >/dev/null 2>&1
     for _ in $(seq 1 50); do pgrep -f "$SLURM_PEER_DIR" >/dev/null || break; sleep 0.1; done
@@ -41,25 +41,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-start_server() {  # a fresh server with an empty store
-  [ -n "$SERVER_PID" ] && { kill "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null || true; }
-  rm -rf "$TMP/server"; mkdir -p "$TMP/server"
-  cat >"$TMP/server.yaml" <<EOF
-listen: 127.0.0.1:0
-data_dir: $TMP/server
-tokens:
-  - {token: bench-admin, user: bench, role: admin}
-  - {token: bench-agent, user: agent, role: agent}
-queues:
-  - {name: default, users: ["*"]}
-default_queue: default
-node_timeout_s: 120
-EOF
-  "$GPOOL" server --config "$TMP/server.yaml" >"$TMP/server.log" 2>&1 &
-  SERVER_PID=$!
-  for _ in $(seq 1 200); do [ -s "$TMP/server/server.url" ] && break; sleep 0.05; done
-  URL=$(head -n1 "$TMP/server/server.url")
-}
+start_server() { bench_server_start "$GPOOL" "$TMP/server" 120; }  # a fresh server, empty store
 
 echo "== machine: $(nproc) CPUs, $(uname -sr); $(date -u +%FT%TZ)"
 echo "== gpool: $NODES simulated nodes x 8 GPUs, $JOBS one-GPU jobs, $CLIENTS clients"
@@ -78,7 +60,7 @@ done
 t1=$(date +%s.%N)
 g_cli=$(echo "scale=1; $CLI_JOBS / ($t1 - $t0)" | bc)
 echo "gpool submit CLI: $CLI_JOBS jobs in $(echo "$t1 - $t0" | bc) s: $g_cli submissions/s"
-kill "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null || true; SERVER_PID=""
+bench_server_stop
 
 rate() { sed -n 's/.* \([0-9.]*\) submissions\/s.*/\1/p' "$1" | head -n1; }
 g_rate=$(rate "$TMP/gpool.out")
