@@ -192,6 +192,9 @@ typedef struct gp_srv_view {
   struct gp_srv_job **deps; /* ended dependencies in this step's view */
   int n_deps;
   size_t cap_deps;
+  struct gp_srv_job **at;   /* the job at each index of the synced view, frozen while its
+                               plan is applied (that moves jobs in the active list) */
+  size_t cap_at;
   int n_with_deps;          /* active jobs that name dependencies */
   int64_t *stale_jobs;      /* ids of jobs changed since the last step */
   int n_stale_jobs;
@@ -284,7 +287,8 @@ void gp__srv_queues_changed(gp_srv_state *s);
 void gp__srv_view_active_moved(gp_srv_state *s, gp_srv_job *j, bool added);
 /* Brings the view up to date for a step. */
 const gp_view *gp__srv_view_sync(gp_srv_state *s);
-/* The job at a view index of the last synced view, or NULL. */
+/* The job at an index of the last synced view (as it was at the sync, however the active
+ * list moved since), or NULL. */
 gp_srv_job *gp__srv_view_job(const gp_srv_state *s, int index);
 void gp__srv_view_free(gp_srv_view *w);
 

@@ -205,6 +205,10 @@ const gp_view *gp__srv_view_sync(gp_srv_state *s) {
   }
   w->n_stale_jobs = 0;
   add_ended_deps(s);
+  size_t n = (size_t)s->n_active + (size_t)w->n_deps;
+  gp_xgrow((void **)&w->at, &w->cap_at, n + 1, sizeof *w->at);
+  memcpy(w->at, s->active, (size_t)s->n_active * sizeof *w->at);
+  if (w->n_deps) memcpy(w->at + s->n_active, w->deps, (size_t)w->n_deps * sizeof *w->at);
   w->view = (gp_view){.n_nodes = s->n_nodes, .nodes = w->nodes, .n_queues = s->n_queues,
                       .queues = w->queues, .n_pools = s->cfg->n_pools, .pools = s->cfg->pools,
                       .n_jobs = s->n_active + w->n_deps, .jobs = w->jobs,
@@ -214,10 +218,7 @@ const gp_view *gp__srv_view_sync(gp_srv_state *s) {
 }
 
 gp_srv_job *gp__srv_view_job(const gp_srv_state *s, int index) {
-  if (index < 0) return NULL;
-  if (index < s->n_active) return s->active[index];
-  index -= s->n_active;
-  return index < s->view.n_deps ? s->view.deps[index] : NULL;
+  return index >= 0 && index < s->view.view.n_jobs ? s->view.at[index] : NULL;
 }
 
 void gp__srv_view_free(gp_srv_view *w) {
@@ -226,6 +227,7 @@ void gp__srv_view_free(gp_srv_view *w) {
   free(w->jobs);
   free(w->job_revs);
   free(w->deps);
+  free(w->at);
   free(w->stale_jobs);
   free(w->stale_nodes);
 }
