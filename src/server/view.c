@@ -207,7 +207,7 @@ const gp_view *gp__srv_view_sync(gp_srv_state *s) {
   add_ended_deps(s);
   size_t n = (size_t)s->n_active + (size_t)w->n_deps;
   gp_xgrow((void **)&w->at, &w->cap_at, n + 1, sizeof *w->at);
-  memcpy(w->at, s->active, (size_t)s->n_active * sizeof *w->at);
+  if (s->n_active) memcpy(w->at, s->active, (size_t)s->n_active * sizeof *w->at);
   if (w->n_deps) memcpy(w->at + s->n_active, w->deps, (size_t)w->n_deps * sizeof *w->at);
   w->view = (gp_view){.n_nodes = s->n_nodes, .nodes = w->nodes, .n_queues = s->n_queues,
                       .queues = w->queues, .n_pools = s->cfg->n_pools, .pools = s->cfg->pools,
