@@ -48,11 +48,23 @@ static void heap_settle(gp_srv_state *s) {
   while (w->n_heap > 0 && !entry_live(s, &w->heap[0])) heap_pop(w);
 }
 
+/* Keeps only the live entries (at most one per node), so that an agent re-polling faster
+ * than its polls expire cannot grow the heap without bound. */
+static void heap_compact(gp_srv_state *s) {
+  gp_srv_waiters *w = &s->waiters;
+  int n = 0;
+  for (int i = 0; i < w->n_heap; i++)
+    if (entry_live(s, &w->heap[i])) w->heap[n++] = w->heap[i];
+  w->n_heap = 0;
+  for (int i = 0; i < n; i++) heap_push(w, w->heap[i]);
+}
+
 void gp__srv_waiter_park(gp_srv_state *s, gp_srv_node *n, struct gp_srv_req *r, int64_t gen,
                          int64_t deadline_ms) {
   n->waiter = r;
   n->waiter_gen = gen;
   n->waiter_deadline_ms = deadline_ms;
+  if (s->waiters.n_heap > 2 * s->n_nodes + 1024) heap_compact(s);
   heap_push(&s->waiters, (gp_srv_deadline){deadline_ms, n->index});
 }
 
