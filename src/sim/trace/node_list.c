@@ -20,8 +20,21 @@ char *gp__sim_trace_slurp(const char *path, size_t max, size_t *ret_len, gp_err 
     gp_err_set(err, GP_EIO, path, 0, NULL, "cannot open: %s", strerror(errno));
     return NULL;
   }
-  char *buf = gp_xmalloc(max + 1);
-  size_t n = fread(buf, 1, max + 1, fp);
+  /* Grown as the file is read (a small file costs a small buffer), up to one byte past max
+   * to tell a file of exactly max bytes from a larger one. */
+  size_t cap = 64 << 10, n = 0;
+  if (cap > max + 1) cap = max + 1;
+  char *buf = gp_xmalloc(cap + 1);
+  for (;;) {
+    if (n == cap) {
+      if (cap > max) break;
+      cap = cap > (max + 1) / 2 ? max + 1 : cap * 2;
+      buf = gp_xrealloc(buf, cap + 1);
+    }
+    size_t got = fread(buf + n, 1, cap - n, fp);
+    n += got;
+    if (got == 0) break;
+  }
   fclose(fp);
   if (n > max) {
     free(buf);

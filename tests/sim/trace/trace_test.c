@@ -2,6 +2,7 @@
 /* Trace readers: slices of the real Philly and openb traces read as users expect, the
  * generic CSV/JSONL format carries every field, and malformed rows are named by line and
  * column, then skipped or fatal as asked. */
+#include "sim/trace/reader.h"
 #include "sim/trace/trace.h"
 #include "test.h"
 
@@ -269,7 +270,29 @@ static void big_jobs_split_into_equal_gangs_that_fit_a_node(void) {
   CHECK_EQ_INT(1, tasks); CHECK_EQ_INT(0, per);
 }
 
-GP_TESTS(philly_slice_reads_times_as_utc_and_sorts_jobs,
+/* Whole files are read into a buffer that grows with the file, up to the limit: a file of
+ * exactly the limit is read, one byte more is refused naming the file. */
+static void a_file_is_read_whole_up_to_its_limit(void) {
+  char path[] = "/tmp/gpool-slurp.XXXXXX";
+  int fd = mkstemp(path);
+  REQUIRE(fd >= 0);
+  char block[1000];
+  memset(block, 'x', sizeof block);
+  for (int i = 0; i < 200; i++) REQUIRE(write(fd, block, sizeof block) == (ssize_t)sizeof block);
+  close(fd);
+  size_t len = 0;
+  gp_err e = {0};
+  char *text = gp__sim_trace_slurp(path, 200000, &len, &e);
+  REQUIRE(text);
+  CHECK(len == 200000 && text[199999] == 'x' && text[200000] == '\0');
+  free(text);
+  CHECK(gp__sim_trace_slurp(path, 199999, &len, &e) == NULL);
+  CHECK_EQ_INT(GP_ELIMIT, e.code);
+  CHECK_CONTAINS(e.message, "larger than 199999 bytes");
+  unlink(path);
+}
+
+GP_TESTS(a_file_is_read_whole_up_to_its_limit, philly_slice_reads_times_as_utc_and_sorts_jobs,
          philly_malformed_rows_are_named_then_skipped_or_fatal,
          openb_pods_take_duration_from_deletion_minus_creation,
          openb_pods_without_times_are_rejected_with_their_line,
