@@ -112,6 +112,8 @@ int gp__core_deps_check(gp__core_ctx *c, int j, const char **msg);
 /* Feasibility of a request on the fleet (feasible.c). */
 enum gp__core_feas { GP__FEAS_OK = 0, GP__FEAS_DOWN, GP__FEAS_MODEL_DOWN, GP__FEAS_NEVER, GP__FEAS_MODEL_UNKNOWN };
 int gp__core_feasible(gp__core_ctx *c, int j);
+/* The kind of a request (enum gp__core_rkind): MIG, whole GPUs, a fraction or CPU only. */
+int gp__core_request_kind(const gp_request *r);
 
 /* Request shapes and placement keys (shapes.c). */
 int gp__core_shape_of(gp__core_ctx *c, int j);

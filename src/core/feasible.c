@@ -37,56 +37,41 @@ static bool mig_layout_has(const gp_gpu *g, const char *profile) {
   return false;
 }
 
-/* Task slots node i offers the job: (ever, now). */
-static void node_slots(gp__core_ctx *c, int j, int i, int *ever, int *now) {
-  const gp_node *n = &c->view->nodes[i];
-  const gp__core_node *s = &c->nodes[i];
-  const gp_request *r = &c->view->jobs[j].req;
-  int kind = c->jobs[j].kind;
-  *ever = *now = 0;
-  int e = 0, w = 0;
-  for (int g = 0; g < n->n_gpus; g++) {
-    const gp_gpu *gpu = n->gpus ? &n->gpus[g] : NULL;
-    int64_t mem = gpu && gpu->mem_mib > 0 ? gpu->mem_mib : n->gpu_mem_mib;
-    uint32_t bit = (uint32_t)1 << g;
-    switch (kind) {
-    case GP__R_WHOLE:
-      if (mem < r->min_gpu_mem_mib) break;
-      if (r->gpus_per_task == 1 && gpu && gpu->mode == GP_SHARE_TIMESLICE &&
-          gpu->timeslice_replicas > 1) {
-        /* One-GPU tasks may take its replicas (placement.c, gp__core_fit_replica). */
-        e += gpu->timeslice_replicas;
-        w += (s->share_ok & bit) ? gpu->timeslice_replicas : 0;
-      } else {
-        e++;
-        w += (s->whole_ok & bit) != 0;
-      }
-      break;
-    case GP__R_FRACTION:
-      if (mem >= r->min_gpu_mem_mib && mem >= r->gpu_mem_mib) {
-        e++;
-        w += (s->share_ok & bit) != 0;
-      }
-      break;
-    case GP__R_MIG: {
-      const gp_mig_model *mm = gp_mig_model_find(n->model);
-      if (!mm || !gp_mig_profile_find(mm, r->mig_profile)) break;
-      e++;
-      if ((s->mig_ok & bit) && (c->pol->dynamic_mig || (gpu && mig_layout_has(gpu, r->mig_profile))))
-        w++;
-      break;
-    }
-    default:
-      break;
-    }
+/* Whether GPU g of node n could ever take part in a task of this request: its memory, its
+ * MIG support; and how many one-GPU tasks it could take (its time-slice replicas). */
+static int gpu_ever(const gp_node *n, int g, const gp_request *r, int kind) {
+  const gp_gpu *gpu = n->gpus ? &n->gpus[g] : NULL;
+  int64_t mem = gpu && gpu->mem_mib > 0 ? gpu->mem_mib : n->gpu_mem_mib;
+  switch (kind) {
+  case GP__R_WHOLE:
+    if (mem < r->min_gpu_mem_mib) return 0;
+    /* One-GPU tasks may take its replicas (placement.c, gp__core_fit_replica). */
+    if (r->gpus_per_task == 1 && gpu && gpu->mode == GP_SHARE_TIMESLICE && gpu->timeslice_replicas > 1)
+      return gpu->timeslice_replicas;
+    return 1;
+  case GP__R_FRACTION:
+    return mem >= r->min_gpu_mem_mib && mem >= r->gpu_mem_mib;
+  case GP__R_MIG: {
+    const gp_mig_model *mm = gp_mig_model_find(n->model);
+    return mm && gp_mig_profile_find(mm, r->mig_profile) ? 1 : 0;
   }
-  if (kind == GP__R_WHOLE) {
-    e /= r->gpus_per_task;
-    w /= r->gpus_per_task;
-  } else if (kind == GP__R_CPU) {
-    e = w = r->tasks;
+  default:
+    return 0;
   }
-  /* CPU and host memory bound the tasks per node when the node reports them. */
+}
+
+/* GPU units (gpu_ever's) to task slots; CPU-only tasks take none. */
+static int tasks_of(const gp_request *r, int kind, int units) {
+  if (kind == GP__R_WHOLE) return units / r->gpus_per_task;
+  return kind == GP__R_CPU ? r->tasks : units;
+}
+
+/* Task slots node n could ever offer the request, whatever runs there: its size alone
+ * (GPUs, CPU and host memory, when the node reports them). */
+static int ever_slots(const gp_node *n, const gp_request *r, int kind) {
+  int units = 0;
+  for (int g = 0; g < n->n_gpus; g++) units += gpu_ever(n, g, r, kind);
+  int e = tasks_of(r, kind, units);
   if (r->cpu_milli > 0 && n->cpu_milli > 0) {
     int64_t k = n->cpu_milli / r->cpu_milli;
     if (k < e) e = (int)k;
@@ -95,6 +80,40 @@ static void node_slots(gp__core_ctx *c, int j, int i, int *ever, int *now) {
     int64_t k = n->mem_mib / r->mem_mib;
     if (k < e) e = (int)k;
   }
+  return e;
+}
+
+/* Task slots node i offers the job: (ever, now). */
+static void node_slots(gp__core_ctx *c, int j, int i, int *ever, int *now) {
+  const gp_node *n = &c->view->nodes[i];
+  const gp__core_node *s = &c->nodes[i];
+  const gp_request *r = &c->view->jobs[j].req;
+  int kind = c->jobs[j].kind;
+  int e = ever_slots(n, r, kind), units = 0;
+  for (int g = 0; g < n->n_gpus; g++) {
+    int k = gpu_ever(n, g, r, kind);
+    if (!k) continue;
+    const gp_gpu *gpu = n->gpus ? &n->gpus[g] : NULL;
+    uint32_t bit = (uint32_t)1 << g;
+    switch (kind) {
+    case GP__R_WHOLE:
+      if (r->gpus_per_task == 1 && gpu && gpu->mode == GP_SHARE_TIMESLICE && gpu->timeslice_replicas > 1)
+        units += (s->share_ok & bit) ? k : 0; /* its replicas */
+      else
+        units += (s->whole_ok & bit) != 0;
+      break;
+    case GP__R_FRACTION:
+      units += (s->share_ok & bit) != 0;
+      break;
+    case GP__R_MIG:
+      if ((s->mig_ok & bit) && (c->pol->dynamic_mig || (gpu && mig_layout_has(gpu, r->mig_profile))))
+        units++;
+      break;
+    default:
+      break;
+    }
+  }
+  int w = tasks_of(r, kind, units);
   if (w > e) w = e;
   *ever = e;
   *now = s->up ? w : 0;
@@ -129,6 +148,34 @@ static int compute(gp__core_ctx *c, int j) {
   if (by_model && !model_seen) return GP__FEAS_MODEL_UNKNOWN;
   if (ever < r->tasks) return GP__FEAS_NEVER;
   return by_model && !model_up ? GP__FEAS_MODEL_DOWN : GP__FEAS_DOWN;
+}
+
+int gp__core_request_kind(const gp_request *r) {
+  if (r->mig_profile) return GP__R_MIG;
+  if (r->gpus_per_task > 0) return GP__R_WHOLE;
+  if (r->gpu_milli > 0 || r->gpu_mem_mib > 0) return GP__R_FRACTION;
+  return GP__R_CPU;
+}
+
+bool gp_sched_could_ever_run(const gp_node *nodes, int n_nodes, const gp_request *r,
+                             gp_end_reason *why) {
+  int kind = gp__core_request_kind(r);
+  bool by_model = r->n_gpu_models > 0 && kind != GP__R_CPU, model_seen = false;
+  int ever = 0;
+  for (int i = 0; i < n_nodes && ever < r->tasks; i++) {
+    const gp_node *n = &nodes[i];
+    if (by_model) {
+      if (n->n_gpus <= 0 || !names_model(r, n->model)) continue;
+      model_seen = true;
+    }
+    if (n->capacity == GP_CAP_SPOT && !r->allow_spot) continue;
+    if (r->n_node_selector && !gp__core_node_has_labels(n, r->n_node_selector, r->node_selector))
+      continue;
+    ever += ever_slots(n, r, kind);
+  }
+  if (n_nodes == 0 || ever >= r->tasks) return true;
+  *why = by_model && !model_seen ? GP_END_GPU_MODEL_UNKNOWN : GP_END_NO_MATCHING_NODES;
+  return false;
 }
 
 int gp__core_feasible(gp__core_ctx *c, int j) {

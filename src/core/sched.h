@@ -10,6 +10,15 @@
 #include "core/plan.h"
 #include "util/error.h"
 
+/* Could a request ever run on this fleet, whatever runs there now and whichever nodes are
+ * up? The core's own test, the one by which a step ends impossible jobs, on the nodes'
+ * sizes (GPU count, memory and MIG support, CPU, host memory), GPU models, capacity types and
+ * labels; pools are left out (a queue's pool can only narrow the answer). False, with *why
+ * GP_END_GPU_MODEL_UNKNOWN or GP_END_NO_MATCHING_NODES, when it never could; true for an
+ * empty fleet, about which nothing is known yet. For a server to refuse such a submission. */
+bool gp_sched_could_ever_run(const gp_node *nodes, int n_nodes, const gp_request *r,
+                             gp_end_reason *why);
+
 /* Runs one scheduling step. On success returns 0 and stores a new plan in *ret_plan (the
  * caller frees it with gp_plan_free). Returns GP_EINVAL, with details in *err (may be
  * NULL), when the view is inconsistent (a placement on a node that does not exist, a GPU

@@ -57,6 +57,7 @@ static int submit(gp_srv_state *s, gp_srv_req *r, int64_t now, gp_err *err) {
     rc = gp__srv_job_parse(s->cfg, r->json, r->user, is_admin(r), &j, &verr);
   }
   if (!rc) rc = gp__srv_job_admit(s, j, is_admin(r), &verr);
+  if (!rc) gp__srv_job_fleet_models(s, j);
   if (!rc) rc = gp__srv_check_feasible(s, j, &verr);
   if (rc) {
     gp__srv_job_free(j);

@@ -219,43 +219,30 @@ int gp__srv_schedule(gp_srv_state *s, int64_t now, gp_err *err) {
   return r;
 }
 
-static bool node_fits(const gp_srv_node *n, const gp_srv_job *j) {
-  if (j->n_gpu_types > 0) {
-    bool ok = false;
-    for (int i = 0; i < j->n_gpu_types && !ok; i++) ok = n->model && strcasecmp(n->model, j->gpu_types[i]) == 0;
-    if (!ok) return false;
-  }
-  if (j->gpus > n->n_gpus) return false;
-  if ((j->gpu_milli > 0 || j->gpu_mem_mib > 0 || j->mig) && n->n_gpus == 0) return false;
-  if (j->gpu_mem_mib > 0 && n->gpu_mem_mib > 0 && j->gpu_mem_mib > n->gpu_mem_mib) return false;
-  if (j->cpu_milli > 0 && n->cpu_milli > 0 && j->cpu_milli > n->cpu_milli) return false;
-  if (j->mem_mib > 0 && n->mem_mib > 0 && j->mem_mib > n->mem_mib) return false;
-  if (n->capacity == GP_CAP_SPOT && !j->allow_spot) return false;
-  for (int i = 0; i < j->n_selector; i++) {
-    bool ok = false;
-    for (int k = 0; k < n->n_labels && !ok; k++)
-      ok = strcmp(n->labels[k].key, j->selector[i].key) == 0 &&
-           strcmp(n->labels[k].value, j->selector[i].value) == 0;
-    if (!ok) return false;
-  }
-  return true;
+void gp__srv_job_fleet_models(const gp_srv_state *s, gp_srv_job *j) {
+  for (int k = 0; k < j->n_gpu_types; k++)
+    for (int i = 0; i < s->n_nodes; i++) {
+      const char *m = s->nodes[i]->model;
+      if (m && strcasecmp(m, j->gpu_types[k]) == 0) {
+        if (strcmp(m, j->gpu_types[k]) != 0) {
+          free(j->gpu_types[k]);
+          j->gpu_types[k] = gp_xstrdup(m);
+        }
+        break;
+      }
+    }
 }
 
-int gp__srv_check_feasible(const gp_srv_state *s, const gp_srv_job *j, gp_err *err) {
-  if (s->n_nodes == 0) return 0; /* nothing is known yet: the scheduler will say */
-  if (j->n_gpu_types > 0) {
-    bool known = false;
-    for (int i = 0; i < s->n_nodes && !known; i++)
-      for (int k = 0; k < j->n_gpu_types && !known; k++)
-        known = s->nodes[i]->model && strcasecmp(s->nodes[i]->model, j->gpu_types[k]) == 0;
-    if (!known)
-      return gp_err_set(err, GP_EINVAL, NULL, 0, "gpu_types",
-                        "no node in the pool has GPU model %s%s", j->gpu_types[0],
-                        j->n_gpu_types > 1 ? " (or the other models listed)" : "");
-  }
-  for (int i = 0; i < s->n_nodes; i++)
-    if (node_fits(s->nodes[i], j)) return 0;
+/* The core's own test (gp_sched_could_ever_run) on the fleet as registered. */
+int gp__srv_check_feasible(gp_srv_state *s, const gp_srv_job *j, gp_err *err) {
+  gp_request r;
+  gp__srv_job_request(j, &r);
+  gp_end_reason why;
+  if (gp_sched_could_ever_run(gp__srv_view_nodes(s), s->n_nodes, &r, &why)) return 0;
+  if (why == GP_END_GPU_MODEL_UNKNOWN)
+    return gp_err_set(err, GP_EINVAL, NULL, 0, "gpu_types", "no node in the pool has GPU model %s%s",
+                      j->gpu_types[0], j->n_gpu_types > 1 ? " (or the other models listed)" : "");
   return gp_err_set(err, GP_EINVAL, NULL, 0, j->gpus > 0 ? "gpus" : "node_selector",
-                    "NoMatchingNodes: no node in the pool could ever run one task of this job "
+                    "NoMatchingNodes: the nodes of the pool could never run this job's tasks "
                     "(GPUs, GPU model, CPUs, memory, labels or spot)");
 }

@@ -287,6 +287,10 @@ void gp__srv_queues_changed(gp_srv_state *s);
 void gp__srv_view_active_moved(gp_srv_state *s, gp_srv_job *j, bool added);
 /* Brings the view up to date for a step. */
 const gp_view *gp__srv_view_sync(gp_srv_state *s);
+/* Brings the nodes' entries up to date (gp_srv_state.n_nodes of them), and only those. */
+const gp_node *gp__srv_view_nodes(gp_srv_state *s);
+/* What job j asks for, as the core reads a request (strings borrowed from j). */
+void gp__srv_job_request(const gp_srv_job *j, gp_request *r);
 /* The job at an index of the last synced view (as it was at the sync, however the active
  * list moved since), or NULL. */
 gp_srv_job *gp__srv_view_job(const gp_srv_state *s, int index);
@@ -385,7 +389,10 @@ json_t *gp__srv_queues_json(const gp_srv_state *s);
 /* ---- schedule.c ---- */
 /* Builds a view, runs the core, applies the plan (persisting everything). */
 int gp__srv_schedule(gp_srv_state *s, int64_t now, gp_err *err);
+/* Spells the job's GPU models as the fleet does ("h100-80gb" -> "H100-80GB"), so that the
+ * core, which compares model names exactly, finds them. */
+void gp__srv_job_fleet_models(const gp_srv_state *s, gp_srv_job *j);
 /* A submission that no node of the fleet could ever run (checked at submit time). */
-int gp__srv_check_feasible(const gp_srv_state *s, const gp_srv_job *j, gp_err *err);
+int gp__srv_check_feasible(gp_srv_state *s, const gp_srv_job *j, gp_err *err);
 
 #endif

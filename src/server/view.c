@@ -56,6 +56,22 @@ static void fill_queue(gp_queue *v, const gp_srv_queue *q) {
                   q->default_time_limit};
 }
 
+void gp__srv_job_request(const gp_srv_job *j, gp_request *r) {
+  memset(r, 0, sizeof *r);
+  r->tasks = j->tasks;
+  r->gpus_per_task = j->gpus;
+  r->gpu_milli = j->gpu_milli;
+  r->gpu_mem_mib = j->gpu_mem_mib;
+  r->mig_profile = j->mig;
+  r->cpu_milli = j->cpu_milli;
+  r->mem_mib = j->mem_mib;
+  r->n_gpu_models = j->n_gpu_types;
+  r->gpu_models = (const char *const *)j->gpu_types;
+  r->n_node_selector = j->n_selector;
+  r->node_selector = j->selector;
+  r->allow_spot = j->allow_spot;
+}
+
 /* The entry of job j. Its placements go to `pl` (j->n_alloc entries) when it holds
  * resources; an ended dependency (`holds` false) holds none. */
 static void fill_job(gp_job *v, gp_placement *pl, const gp_srv_job *j, bool holds) {
@@ -64,18 +80,7 @@ static void fill_job(gp_job *v, gp_placement *pl, const gp_srv_job *j, bool hold
   v->queue = j->queue;
   v->user = j->user;
   v->priority_class = j->priority;
-  v->req.tasks = j->tasks;
-  v->req.gpus_per_task = j->gpus;
-  v->req.gpu_milli = j->gpu_milli;
-  v->req.gpu_mem_mib = j->gpu_mem_mib;
-  v->req.mig_profile = j->mig;
-  v->req.cpu_milli = j->cpu_milli;
-  v->req.mem_mib = j->mem_mib;
-  v->req.n_gpu_models = j->n_gpu_types;
-  v->req.gpu_models = (const char *const *)j->gpu_types;
-  v->req.n_node_selector = j->n_selector;
-  v->req.node_selector = j->selector;
-  v->req.allow_spot = j->allow_spot;
+  gp__srv_job_request(j, &v->req);
   v->state = j->state;
   v->submitted_at = j->submitted_at;
   v->started_at = j->started_at;
@@ -181,12 +186,9 @@ static void add_ended_deps(gp_srv_state *s) {
 
 static void verify(const gp_srv_state *s);
 
-const gp_view *gp__srv_view_sync(gp_srv_state *s) {
+const gp_node *gp__srv_view_nodes(gp_srv_state *s) {
   gp_srv_view *w = &s->view;
   gp_xgrow((void **)&w->nodes, &w->cap_nodes, (size_t)s->n_nodes + 1, sizeof *w->nodes);
-  gp_xgrow((void **)&w->queues, &w->cap_queues, (size_t)s->n_queues + 1, sizeof *w->queues);
-  gp_xgrow((void **)&w->jobs, &w->cap_jobs, (size_t)s->n_active + 1, sizeof *w->jobs);
-  gp_xgrow((void **)&w->job_revs, &w->cap_job_revs, (size_t)s->n_active + 1, sizeof *w->job_revs);
   for (int i = 0; i < w->n_stale_nodes; i++) {
     int k = w->stale_nodes[i];
     if (k < 0 || k >= s->n_nodes) continue;
@@ -195,6 +197,15 @@ const gp_view *gp__srv_view_sync(gp_srv_state *s) {
     fill_node(&w->nodes[k], n->view_gpus, n);
   }
   w->n_stale_nodes = 0;
+  return w->nodes;
+}
+
+const gp_view *gp__srv_view_sync(gp_srv_state *s) {
+  gp_srv_view *w = &s->view;
+  gp__srv_view_nodes(s);
+  gp_xgrow((void **)&w->queues, &w->cap_queues, (size_t)s->n_queues + 1, sizeof *w->queues);
+  gp_xgrow((void **)&w->jobs, &w->cap_jobs, (size_t)s->n_active + 1, sizeof *w->jobs);
+  gp_xgrow((void **)&w->job_revs, &w->cap_job_revs, (size_t)s->n_active + 1, sizeof *w->job_revs);
   if (w->queues_stale)
     for (int i = 0; i < s->n_queues; i++) fill_queue(&w->queues[i], s->queues[i]);
   w->queues_stale = false;

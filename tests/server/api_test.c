@@ -237,6 +237,12 @@ static void impossible_requests_are_refused_at_submit_when_the_fleet_is_known(vo
   CHECK_EQ_STR("gpu_types", err_field(t.last));
   CHECK_EQ_INT(201, tsrv_req(&t, "POST", "/v1/jobs", ALICE,
                              "{\"command\": [\"x\"], \"gpus\": 8, \"gpu_types\": [\"h100-80gb\"]}"));
+  /* Spelled as the fleet spells it, so that the scheduler, which compares exactly, finds it. */
+  CHECK_EQ_STR("H100-80GB", json_string_value(json_array_get(json_object_get(json_object_get(t.last, "job"), "gpu_types"), 0)));
+  /* The scheduler's own test: two 8-GPU tasks need two such nodes; the pool has one. */
+  CHECK_EQ_INT(400, tsrv_req(&t, "POST", "/v1/jobs", ALICE, "{\"command\": [\"x\"], \"gpus\": 8, \"tasks\": 2}"));
+  CHECK_CONTAINS(json_string_value(json_object_get(json_object_get(t.last, "error"), "message")), "NoMatchingNodes");
+  CHECK_EQ_INT(201, tsrv_req(&t, "POST", "/v1/jobs", ALICE, "{\"command\": [\"x\"], \"gpus\": 4, \"tasks\": 2}"));
   tsrv_stop(&t);
 }
 
