@@ -395,126 +395,188 @@ static bool reset_check(gp_health *h, int gpu, char *why, size_t size) {
   return true;
 }
 
-int gp_health_evaluate(gp_health *h, const gp_telemetry_view *v, const gp_gpu_event *events,
-                       int n_events, const gp_telemetry_job *jobs, int n_jobs, int64_t now,
-                       gp_health_action *out, int max, int *ret_n) {
-  out_list o = {out, 0, max};
-  if (!jobs) n_jobs = 0;
-  pthread_mutex_lock(&h->mu);
-  const gp_health_policy *p = &h->p;
+/* One evaluation: its inputs, the actions it emits and the node conditions it finds. */
+typedef struct eval_round {
+  gp_health *h;
+  const gp_health_policy *p;
+  const gp_telemetry_view *v;
+  const gp_telemetry_job *jobs;
+  int n_jobs;
+  int64_t now;
+  out_list o;
+  bool thermal_any, power_any;
+} eval_round;
+
+/* Emits a fault for each Xid event the backend reported on a known GPU. */
+static void check_xid_events(eval_round *r, const gp_gpu_event *events, int n_events) {
   for (int i = 0; i < n_events; i++) {
     const gp_gpu_event *e = &events[i];
     if (e->xid <= 0 || e->gpu < 0 || e->gpu >= GP_GPU_MAX_DEVICES) continue;
     const char *name = gp_health_xid_name(e->xid);
-    fault(h, &o, v, jobs, n_jobs, e->gpu, e->xid, gp_health_xid_actions(p, e->xid), now,
-          "xid %d (%s) on GPU %d", e->xid, name ? name : "not in the catalogue", e->gpu);
+    fault(r->h, &r->o, r->v, r->jobs, r->n_jobs, e->gpu, e->xid,
+          gp_health_xid_actions(r->p, e->xid), r->now, "xid %d (%s) on GPU %d", e->xid,
+          name ? name : "not in the catalogue", e->gpu);
   }
-  bool thermal_any = false, power_any = false;
-  for (int gi = 0; v && gi < v->n_gpus && gi < GP_GPU_MAX_DEVICES; gi++) {
-    gpu_health *g = &h->g[gi];
-    if (!v->have_sample[gi]) {
-      if (v->sample_error[gi][0] && !g->was_lost) {
-        g->was_lost = true;
-        fault(h, &o, v, jobs, n_jobs, gi, 0, p->gpu_lost, now, "GPU %d cannot be read: %s", gi,
-              v->sample_error[gi]);
-      }
-      continue;
-    }
-    const gp_gpu_sample *s = &v->sample[gi];
-    if (g->have_prev && s->ecc_dbe_volatile > g->prev_dbe)
-      fault(h, &o, v, jobs, n_jobs, gi, 0, p->double_bit_ecc, now,
-            "%lld new double-bit ECC error(s) on GPU %d",
-            (long long)(s->ecc_dbe_volatile - g->prev_dbe), gi);
-    if (s->row_remap_failure && !g->remap_failure)
-      fault(h, &o, v, jobs, n_jobs, gi, 0, p->row_remap_failure, now,
-            "row remapping failed on GPU %d", gi);
-    if (s->row_remap_pending && !g->remap_pending)
-      fault(h, &o, v, jobs, n_jobs, gi, 0, p->row_remap_pending, now,
-            "row remap pending on GPU %d: it needs a reset", gi);
-    g->remap_failure = s->row_remap_failure;
-    g->remap_pending = s->row_remap_pending;
-    /* Single-bit storms: increases within the sliding window. */
-    if (g->have_prev && s->ecc_sbe_volatile > g->prev_sbe && p->sbe_storm_count > 0) {
-      if (g->sbe_n == SBE_WINDOW_SLOTS) {
-        memmove(g->sbe_at, g->sbe_at + 1, sizeof g->sbe_at[0] * (SBE_WINDOW_SLOTS - 1));
-        memmove(g->sbe_count, g->sbe_count + 1, sizeof g->sbe_count[0] * (SBE_WINDOW_SLOTS - 1));
-        g->sbe_n--;
-      }
-      g->sbe_at[g->sbe_n] = now;
-      g->sbe_count[g->sbe_n++] = s->ecc_sbe_volatile - g->prev_sbe;
-    }
-    int64_t win = (int64_t)p->sbe_storm_window_s * 1000, total = 0;
-    int k = 0;
-    for (int i = 0; i < g->sbe_n; i++)
-      if (now - g->sbe_at[i] < win) {
-        g->sbe_at[k] = g->sbe_at[i];
-        g->sbe_count[k++] = g->sbe_count[i];
-        total += g->sbe_count[i];
-      }
-    g->sbe_n = k;
-    if (p->sbe_storm_count > 0 && total >= p->sbe_storm_count && now >= g->storm_until_ms) {
-      g->storm_until_ms = now + win;
-      fault(h, &o, v, jobs, n_jobs, gi, 0, p->sbe_storm, now,
-            "%lld single-bit ECC errors within %ds on GPU %d", (long long)total,
-            p->sbe_storm_window_s, gi);
-    }
-    if (s->ecc_dbe_volatile >= 0) g->prev_dbe = s->ecc_dbe_volatile;
-    if (s->ecc_sbe_volatile >= 0) g->prev_sbe = s->ecc_sbe_volatile;
-    g->have_prev = true;
-    g->was_lost = false;
-    /* Throttling, continuously for the window, becomes a node condition. */
-    uint64_t thr = s->throttle_reasons;
-    if (thr & (GP_NVML_CLOCKS_EVENT_HW_THERMAL_SLOWDOWN | GP_NVML_CLOCKS_EVENT_SW_THERMAL_SLOWDOWN)) {
-      if (!g->thermal_since_ms) g->thermal_since_ms = now;
-      if (now - g->thermal_since_ms >= (int64_t)p->throttle_window_s * 1000) thermal_any = true;
-    } else {
-      g->thermal_since_ms = 0;
-    }
-    if (thr & (GP_NVML_CLOCKS_EVENT_SW_POWER_CAP | GP_NVML_CLOCKS_EVENT_HW_POWER_BRAKE)) {
-      if (!g->power_since_ms) g->power_since_ms = now;
-      if (now - g->power_since_ms >= (int64_t)p->throttle_window_s * 1000) power_any = true;
-    } else {
-      g->power_since_ms = 0;
-    }
+}
+
+/* Emits the lost-GPU fault once when a GPU stops answering. */
+static void check_lost(eval_round *r, gpu_health *g, int gi) {
+  if (r->v->sample_error[gi][0] && !g->was_lost) {
+    g->was_lost = true;
+    fault(r->h, &r->o, r->v, r->jobs, r->n_jobs, gi, 0, r->p->gpu_lost, r->now,
+          "GPU %d cannot be read: %s", gi, r->v->sample_error[gi]);
   }
-  if (v) {
-    if (thermal_any != h->thermal) condition(&o, "thermal_throttling", thermal_any);
-    if (power_any != h->power) condition(&o, "power_throttling", power_any);
-    h->thermal = thermal_any;
-    h->power = power_any;
-  }
-  /* Automatic return after a successful reset check, once the GPU is empty. */
-  if (p->auto_resume_after_s > 0) {
-    for (int gi = 0; gi < GP_GPU_MAX_DEVICES; gi++) {
-      gpu_health *g = &h->g[gi];
-      if (!g->drained || !g->by_policy) continue;
-      if (now - g->drained_at_ms < (int64_t)p->auto_resume_after_s * 1000) continue;
-      if (gpu_busy(v, jobs, n_jobs, gi)) continue;
-      char why[160];
-      if (reset_check(h, gi, why, sizeof why)) {
-        g->drained = false;
-        g->by_policy = false;
-        if (o.n < o.max) {
-          gp_health_action *a = &o.a[o.n++];
-          memset(a, 0, sizeof *a);
-          a->kind = GP_HEALTH_RESUME_GPU;
-          a->gpu = gi;
-          snprintf(a->reason, sizeof a->reason, "GPU %d passed the reset check after: %.120s",
-                   gi, g->reason);
-        }
-        g->reason[0] = '\0';
-      } else {
-        g->drained_at_ms = now; /* try again after another period */
-        char prev[256];
-        snprintf(prev, sizeof prev, "%s", g->reason);
-        char *semi = strstr(prev, "; reset check: ");
-        if (semi) *semi = '\0';
-        snprintf(g->reason, sizeof g->reason, "%.100s; reset check: %.80s", prev, why);
-      }
+}
+
+/* Emits faults for new double-bit ECC errors and a new row-remap failure or pending remap. */
+static void check_ecc(eval_round *r, gpu_health *g, int gi, const gp_gpu_sample *s) {
+  if (g->have_prev && s->ecc_dbe_volatile > g->prev_dbe)
+    fault(r->h, &r->o, r->v, r->jobs, r->n_jobs, gi, 0, r->p->double_bit_ecc, r->now,
+          "%lld new double-bit ECC error(s) on GPU %d",
+          (long long)(s->ecc_dbe_volatile - g->prev_dbe), gi);
+  if (s->row_remap_failure && !g->remap_failure)
+    fault(r->h, &r->o, r->v, r->jobs, r->n_jobs, gi, 0, r->p->row_remap_failure, r->now,
+          "row remapping failed on GPU %d", gi);
+  if (s->row_remap_pending && !g->remap_pending)
+    fault(r->h, &r->o, r->v, r->jobs, r->n_jobs, gi, 0, r->p->row_remap_pending, r->now,
+          "row remap pending on GPU %d: it needs a reset", gi);
+  g->remap_failure = s->row_remap_failure;
+  g->remap_pending = s->row_remap_pending;
+}
+
+/* Single-bit storms: counts the increases within the sliding window and emits a fault when
+ * they reach the policy's count. */
+static void check_sbe_storm(eval_round *r, gpu_health *g, int gi, const gp_gpu_sample *s) {
+  const gp_health_policy *p = r->p;
+  int64_t now = r->now;
+  if (g->have_prev && s->ecc_sbe_volatile > g->prev_sbe && p->sbe_storm_count > 0) {
+    if (g->sbe_n == SBE_WINDOW_SLOTS) {
+      memmove(g->sbe_at, g->sbe_at + 1, sizeof g->sbe_at[0] * (SBE_WINDOW_SLOTS - 1));
+      memmove(g->sbe_count, g->sbe_count + 1, sizeof g->sbe_count[0] * (SBE_WINDOW_SLOTS - 1));
+      g->sbe_n--;
     }
+    g->sbe_at[g->sbe_n] = now;
+    g->sbe_count[g->sbe_n++] = s->ecc_sbe_volatile - g->prev_sbe;
   }
+  int64_t win = (int64_t)p->sbe_storm_window_s * 1000, total = 0;
+  int k = 0;
+  for (int i = 0; i < g->sbe_n; i++)
+    if (now - g->sbe_at[i] < win) {
+      g->sbe_at[k] = g->sbe_at[i];
+      g->sbe_count[k++] = g->sbe_count[i];
+      total += g->sbe_count[i];
+    }
+  g->sbe_n = k;
+  if (p->sbe_storm_count > 0 && total >= p->sbe_storm_count && now >= g->storm_until_ms) {
+    g->storm_until_ms = now + win;
+    fault(r->h, &r->o, r->v, r->jobs, r->n_jobs, gi, 0, p->sbe_storm, now,
+          "%lld single-bit ECC errors within %ds on GPU %d", (long long)total,
+          p->sbe_storm_window_s, gi);
+  }
+}
+
+/* Keeps the ECC counters the next sample is compared with; the GPU answered. */
+static void remember_sample(gpu_health *g, const gp_gpu_sample *s) {
+  if (s->ecc_dbe_volatile >= 0) g->prev_dbe = s->ecc_dbe_volatile;
+  if (s->ecc_sbe_volatile >= 0) g->prev_sbe = s->ecc_sbe_volatile;
+  g->have_prev = true;
+  g->was_lost = false;
+}
+
+/* Notes thermal and power throttling on this GPU: continuously for the window, it becomes
+ * a node condition. */
+static void track_throttle(eval_round *r, gpu_health *g, const gp_gpu_sample *s) {
+  const gp_health_policy *p = r->p;
+  int64_t now = r->now;
+  uint64_t thr = s->throttle_reasons;
+  if (thr & (GP_NVML_CLOCKS_EVENT_HW_THERMAL_SLOWDOWN | GP_NVML_CLOCKS_EVENT_SW_THERMAL_SLOWDOWN)) {
+    if (!g->thermal_since_ms) g->thermal_since_ms = now;
+    if (now - g->thermal_since_ms >= (int64_t)p->throttle_window_s * 1000) r->thermal_any = true;
+  } else {
+    g->thermal_since_ms = 0;
+  }
+  if (thr & (GP_NVML_CLOCKS_EVENT_SW_POWER_CAP | GP_NVML_CLOCKS_EVENT_HW_POWER_BRAKE)) {
+    if (!g->power_since_ms) g->power_since_ms = now;
+    if (now - g->power_since_ms >= (int64_t)p->throttle_window_s * 1000) r->power_any = true;
+  } else {
+    g->power_since_ms = 0;
+  }
+}
+
+/* Evaluates one GPU's sample, or its absence. */
+static void check_gpu(eval_round *r, int gi) {
+  gpu_health *g = &r->h->g[gi];
+  if (!r->v->have_sample[gi]) {
+    check_lost(r, g, gi);
+    return;
+  }
+  const gp_gpu_sample *s = &r->v->sample[gi];
+  check_ecc(r, g, gi, s);
+  check_sbe_storm(r, g, gi, s);
+  remember_sample(g, s);
+  track_throttle(r, g, s);
+}
+
+/* Emits the node conditions (thermal, power throttling) that changed since the last round. */
+static void report_conditions(eval_round *r) {
+  gp_health *h = r->h;
+  if (!r->v) return;
+  if (r->thermal_any != h->thermal) condition(&r->o, "thermal_throttling", r->thermal_any);
+  if (r->power_any != h->power) condition(&r->o, "power_throttling", r->power_any);
+  h->thermal = r->thermal_any;
+  h->power = r->power_any;
+}
+
+/* Returns a GPU drained by policy when its reset check passes, or notes why it failed. */
+static void try_resume(eval_round *r, gpu_health *g, int gi) {
+  char why[160];
+  if (reset_check(r->h, gi, why, sizeof why)) {
+    g->drained = false;
+    g->by_policy = false;
+    if (r->o.n < r->o.max) {
+      gp_health_action *a = &r->o.a[r->o.n++];
+      memset(a, 0, sizeof *a);
+      a->kind = GP_HEALTH_RESUME_GPU;
+      a->gpu = gi;
+      snprintf(a->reason, sizeof a->reason, "GPU %d passed the reset check after: %.120s", gi,
+               g->reason);
+    }
+    g->reason[0] = '\0';
+  } else {
+    g->drained_at_ms = r->now; /* try again after another period */
+    char prev[256];
+    snprintf(prev, sizeof prev, "%s", g->reason);
+    char *semi = strstr(prev, "; reset check: ");
+    if (semi) *semi = '\0';
+    snprintf(g->reason, sizeof g->reason, "%.100s; reset check: %.80s", prev, why);
+  }
+}
+
+/* Automatic return after a successful reset check, once the GPU is empty. */
+static void auto_resume(eval_round *r) {
+  const gp_health_policy *p = r->p;
+  if (p->auto_resume_after_s <= 0) return;
+  for (int gi = 0; gi < GP_GPU_MAX_DEVICES; gi++) {
+    gpu_health *g = &r->h->g[gi];
+    if (!g->drained || !g->by_policy) continue;
+    if (r->now - g->drained_at_ms < (int64_t)p->auto_resume_after_s * 1000) continue;
+    if (gpu_busy(r->v, r->jobs, r->n_jobs, gi)) continue;
+    try_resume(r, g, gi);
+  }
+}
+
+int gp_health_evaluate(gp_health *h, const gp_telemetry_view *v, const gp_gpu_event *events,
+                       int n_events, const gp_telemetry_job *jobs, int n_jobs, int64_t now,
+                       gp_health_action *out, int max, int *ret_n) {
+  eval_round r = {.h = h, .p = &h->p, .v = v, .jobs = jobs, .n_jobs = jobs ? n_jobs : 0,
+                  .now = now, .o = {out, 0, max}};
+  pthread_mutex_lock(&h->mu);
+  check_xid_events(&r, events, n_events);
+  for (int gi = 0; v && gi < v->n_gpus && gi < GP_GPU_MAX_DEVICES; gi++) check_gpu(&r, gi);
+  report_conditions(&r);
+  auto_resume(&r);
   pthread_mutex_unlock(&h->mu);
-  *ret_n = o.n;
+  *ret_n = r.o.n;
   return 0;
 }
 

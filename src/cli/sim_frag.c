@@ -112,169 +112,232 @@ static double round2(double v) {
   return (double)llround(v * 100.0) / 100.0;
 }
 
-int gp_cmd_sim_frag(int argc, char **argv) {
-  const char *nodes = NULL, *pods = NULL, *csv_path = NULL, *policy_name = "gpool";
-  bool json = false;
-  uint64_t *seeds = calloc(MAX_SEEDS, sizeof(uint64_t));
-  int n_seeds = 1;
-  seeds[0] = 42;
+/* Returned by a phase when the command goes on to the next one. */
+#define GO_ON (-1)
+
+/* One run of the command: its options, the trace, the results and the CSV destination. */
+typedef struct frag_cmd {
+  const char *nodes, *pods, *csv_path, *policy_name;
+  bool json;
+  uint64_t *seeds;
+  int n_seeds;
   gp_frag_opts fo;
-  gp_frag_opts_init(&fo);
+  gp_err err;
+  gp_frag_trace *t;
+  gp_frag_result *res;
+  FILE *csv;
+  bool csv_on_stdout;
+  double per_run;
+} frag_cmd;
+
+/* Sets the defaults: policy gpool, seed 42, no CSV file. */
+static void frag_cmd_init(frag_cmd *c) {
+  memset(c, 0, sizeof(*c));
+  c->policy_name = "gpool";
+  c->seeds = calloc(MAX_SEEDS, sizeof(uint64_t));
+  c->n_seeds = 1;
+  c->seeds[0] = 42;
+  gp_frag_opts_init(&c->fo);
+}
+
+/* Applies one option; GO_ON, or the exit code when it ends the command. */
+static int apply_option(frag_cmd *c, int id, const char *arg) {
+  switch (id) {
+  case O_NODES: c->nodes = arg; break;
+  case O_PODS: c->pods = arg; break;
+  case O_POLICY: c->policy_name = arg; break;
+  case O_SEED:
+    if (parse_u64(arg, &c->seeds[0]))
+      return gp_cli_usage_error("sim frag", "--seed takes a whole number, not '%s'", arg);
+    c->n_seeds = 1;
+    break;
+  case O_SEEDS:
+    if (parse_seeds(arg, c->seeds, &c->n_seeds))
+      return gp_cli_usage_error("sim frag",
+                                "--seeds takes A-B or a comma list (at most %d), not '%s'",
+                                MAX_SEEDS, arg);
+    break;
+  case O_OUT:
+    if (strcmp(arg, "json") == 0) c->json = true;
+    else if (strcmp(arg, "table") == 0) c->json = false;
+    else return gp_cli_usage_error("sim frag", "-o takes 'json' or 'table', not '%s'", arg);
+    break;
+  case O_CSV: c->csv_path = arg; break;
+  case O_INFLATE: {
+    char *end = NULL;
+    c->fo.inflate = strtod(arg, &end);
+    if (*end || !(c->fo.inflate > 0 && c->fo.inflate <= 2.0))
+      return gp_cli_usage_error("sim frag", "--inflate takes a number in (0, 2], not '%s'", arg);
+    break;
+  }
+  case O_HELP: fputs(usage, stdout); return 0;
+  default: return gp_cli_usage_error("sim frag", "unexpected argument '%s'", arg ? arg : "");
+  }
+  return GO_ON;
+}
+
+/* Reads the command line into c; GO_ON, or the exit code when it ends the command. */
+static int read_options(frag_cmd *c, int argc, char **argv) {
   gp_opt_iter it;
   gp_opt_init(&it, argc, argv, 1);
-  int rc = 0;
   const char *arg = NULL;
-  gp_err err = {0};
   for (;;) {
-    int id = gp_opt_next(&it, opts, &arg, &err);
-    if (id == GP_OPT_END) break;
-    if (id < 0 && id != GP_OPT_POSITIONAL) {
-      rc = gp_cli_usage_error("sim frag", "%s", err.message);
-      goto out;
-    }
-    switch (id) {
-    case O_NODES: nodes = arg; break;
-    case O_PODS: pods = arg; break;
-    case O_POLICY: policy_name = arg; break;
-    case O_SEED:
-      if (parse_u64(arg, &seeds[0])) {
-        rc = gp_cli_usage_error("sim frag", "--seed takes a whole number, not '%s'", arg);
-        goto out;
-      }
-      n_seeds = 1;
-      break;
-    case O_SEEDS:
-      if (parse_seeds(arg, seeds, &n_seeds)) {
-        rc = gp_cli_usage_error("sim frag", "--seeds takes A-B or a comma list (at most %d), not '%s'",
-                                MAX_SEEDS, arg);
-        goto out;
-      }
-      break;
-    case O_OUT:
-      if (strcmp(arg, "json") == 0) json = true;
-      else if (strcmp(arg, "table") == 0) json = false;
-      else {
-        rc = gp_cli_usage_error("sim frag", "-o takes 'json' or 'table', not '%s'", arg);
-        goto out;
-      }
-      break;
-    case O_CSV: csv_path = arg; break;
-    case O_INFLATE: {
-      char *end = NULL;
-      fo.inflate = strtod(arg, &end);
-      if (*end || !(fo.inflate > 0 && fo.inflate <= 2.0)) {
-        rc = gp_cli_usage_error("sim frag", "--inflate takes a number in (0, 2], not '%s'", arg);
-        goto out;
-      }
-      break;
-    }
-    case O_HELP: fputs(usage, stdout); goto out;
-    default:
-      rc = gp_cli_usage_error("sim frag", "unexpected argument '%s'", arg ? arg : "");
-      goto out;
-    }
+    int id = gp_opt_next(&it, opts, &arg, &c->err);
+    if (id == GP_OPT_END) return GO_ON;
+    if (id < 0 && id != GP_OPT_POSITIONAL)
+      return gp_cli_usage_error("sim frag", "%s", c->err.message);
+    int rc = apply_option(c, id, arg);
+    if (rc != GO_ON) return rc;
   }
-  if (!nodes || !pods) {
-    rc = gp_cli_usage_error("sim frag", "--nodes and --pods are required");
-    goto out;
-  }
-  if (gp_share_policy_parse(policy_name, &fo.policy) != 0) {
-    rc = gp_cli_usage_error("sim frag",
-                            "--policy takes gpool, fgd, bestfit, gpupacking, dotproduct or random, not '%s'",
-                            policy_name);
-    goto out;
-  }
+}
 
-  gp_frag_trace *t = NULL;
+/* Checks that the trace is named and resolves the policy; GO_ON or the exit code. */
+static int check_options(frag_cmd *c) {
+  if (!c->nodes || !c->pods)
+    return gp_cli_usage_error("sim frag", "--nodes and --pods are required");
+  if (gp_share_policy_parse(c->policy_name, &c->fo.policy) != 0)
+    return gp_cli_usage_error("sim frag",
+                              "--policy takes gpool, fgd, bestfit, gpupacking, dotproduct or random, not '%s'",
+                              c->policy_name);
+  return GO_ON;
+}
+
+/* Prints c->err as the command's error and returns exit code 1. */
+static int fail(frag_cmd *c) {
   char line[1200];
-  if ((rc = gp_frag_trace_load(nodes, pods, &t, &err)) != 0) {
-    gp_err_format(&err, line, sizeof(line));
-    fprintf(stderr, "gpool sim frag: %s\n", line);
-    rc = 1;
-    goto out;
-  }
-  gp_frag_result *res = calloc((size_t)n_seeds, sizeof(gp_frag_result));
-  FILE *csv = NULL;
-  bool csv_on_stdout = false;
-  if (csv_path) {
-    csv = fopen(csv_path, "w");
-    if (!csv) {
-      fprintf(stderr, "gpool sim frag: cannot write %s\n", csv_path);
-      rc = 1;
-      goto done;
+  gp_err_format(&c->err, line, sizeof(line));
+  fprintf(stderr, "gpool sim frag: %s\n", line);
+  return 1;
+}
+
+/* Loads the openb trace and makes room for one result per seed; GO_ON or the exit code. */
+static int load_trace(frag_cmd *c) {
+  if (gp_frag_trace_load(c->nodes, c->pods, &c->t, &c->err) != 0) return fail(c);
+  c->res = calloc((size_t)c->n_seeds, sizeof(gp_frag_result));
+  return GO_ON;
+}
+
+/* Opens the CSV destination (--csv FILE, else stdout unless -o json) and writes its header. */
+static int open_csv(frag_cmd *c) {
+  if (c->csv_path) {
+    c->csv = fopen(c->csv_path, "w");
+    if (!c->csv) {
+      fprintf(stderr, "gpool sim frag: cannot write %s\n", c->csv_path);
+      return 1;
     }
-  } else if (!json) {
-    csv = stdout, csv_on_stdout = true;
+  } else if (!c->json) {
+    c->csv = stdout, c->csv_on_stdout = true;
   }
-  const char *pname = gp_share_policy_name(fo.policy);
-  if (csv) fprintf(csv, "trace,policy,seed,arrived_pct,alloc_pct\n");
-  bool bar = n_seeds > 1 && isatty(STDERR_FILENO);
+  if (c->csv) fprintf(c->csv, "trace,policy,seed,arrived_pct,alloc_pct\n");
+  return GO_ON;
+}
+
+/* Runs the experiment once per seed, writing each run's CSV rows as it ends. */
+static int run_seeds(frag_cmd *c) {
+  const char *pname = gp_share_policy_name(c->fo.policy);
+  bool bar = c->n_seeds > 1 && isatty(STDERR_FILENO);
   double t0 = now_s();
-  for (int i = 0; i < n_seeds; i++) {
-    fo.seed = seeds[i];
-    if ((rc = gp_frag_run(t, &fo, &res[i], &err)) != 0) {
-      gp_err_format(&err, line, sizeof(line));
-      fprintf(stderr, "gpool sim frag: %s\n", line);
-      rc = 1;
-      goto done;
+  for (int i = 0; i < c->n_seeds; i++) {
+    c->fo.seed = c->seeds[i];
+    if (gp_frag_run(c->t, &c->fo, &c->res[i], &c->err) != 0) return fail(c);
+    if (c->csv) {
+      for (int k = 0; k <= c->res[i].max_pct; k++)
+        fprintf(c->csv, "%s,%s,%llu,%d,%.2f\n", c->t->name, pname,
+                (unsigned long long)c->seeds[i], k, c->res[i].alloc_pct[k]);
     }
-    if (csv) {
-      for (int k = 0; k <= res[i].max_pct; k++)
-        fprintf(csv, "%s,%s,%llu,%d,%.2f\n", t->name, pname, (unsigned long long)seeds[i], k,
-                res[i].alloc_pct[k]);
-    }
-    if (bar) progress(i + 1, n_seeds, now_s() - t0);
+    if (bar) progress(i + 1, c->n_seeds, now_s() - t0);
   }
-  double per_run = (now_s() - t0) / n_seeds;
-  int top = res[0].max_pct;
-  int k100 = top >= 100 ? 100 : top;
-  stats s100 = stats_at(res, n_seeds, k100), stop = stats_at(res, n_seeds, top);
+  c->per_run = (now_s() - t0) / c->n_seeds;
+  return GO_ON;
+}
+
+/* Mean pods that failed to place, per run. */
+static double failed_mean(const frag_cmd *c) {
   double failed = 0;
-  for (int i = 0; i < n_seeds; i++) failed += (double)res[i].pods_failed / n_seeds;
-  if (json) {
-    json_t *o = json_object();
-    json_object_set_new(o, "trace", json_string(t->name));
-    json_object_set_new(o, "policy", json_string(pname));
-    json_t *sa = json_array();
-    for (int i = 0; i < n_seeds; i++) json_array_append_new(sa, json_integer((json_int_t)seeds[i]));
-    json_object_set_new(o, "seeds", sa);
-    json_object_set_new(o, "runs", json_integer(n_seeds));
-    json_object_set_new(o, "seconds_per_run", json_real(per_run));
-    json_object_set_new(o, "nodes", json_integer(t->n_nodes));
-    json_object_set_new(o, "gpus", json_integer(res[0].gpu_capacity_milli / 1000));
-    json_object_set_new(o, "pods_failed_mean", json_real(failed));
-    json_t *ar = json_object();
-    for (int k = 0; k <= top; k++) {
-      stats s = stats_at(res, n_seeds, k);
-      char key[16];
-      snprintf(key, sizeof(key), "%d", k);
-      json_t *e = json_object();
-      json_object_set_new(e, "mean", json_real(round2(s.mean)));
-      json_object_set_new(e, "min", json_real(round2(s.min)));
-      json_object_set_new(e, "max", json_real(round2(s.max)));
-      json_object_set_new(ar, key, e);
-    }
-    json_object_set_new(o, "alloc_ratio", ar);
-    char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
-    printf("%s\n", text);
-    free(text);
-    json_decref(o);
-  } else {
-    FILE *sum = csv_on_stdout ? stderr : stdout;
-    fprintf(sum,
-            "%s %s seeds=%d: alloc at %d%% arrived %.2f%% (min %.2f, max %.2f), at %d%% %.2f%% "
-            "(min %.2f, max %.2f); failed pods %.1f/run; %.3f s/run\n",
-            t->name, pname, n_seeds, k100, s100.mean, s100.min, s100.max, top, stop.mean, stop.min,
-            stop.max, failed, per_run);
+  for (int i = 0; i < c->n_seeds; i++) failed += (double)c->res[i].pods_failed / c->n_seeds;
+  return failed;
+}
+
+/* Prints the summary as one JSON object on stdout. */
+static void print_json(const frag_cmd *c, const char *pname, double failed) {
+  int top = c->res[0].max_pct;
+  json_t *o = json_object();
+  json_object_set_new(o, "trace", json_string(c->t->name));
+  json_object_set_new(o, "policy", json_string(pname));
+  json_t *sa = json_array();
+  for (int i = 0; i < c->n_seeds; i++)
+    json_array_append_new(sa, json_integer((json_int_t)c->seeds[i]));
+  json_object_set_new(o, "seeds", sa);
+  json_object_set_new(o, "runs", json_integer(c->n_seeds));
+  json_object_set_new(o, "seconds_per_run", json_real(c->per_run));
+  json_object_set_new(o, "nodes", json_integer(c->t->n_nodes));
+  json_object_set_new(o, "gpus", json_integer(c->res[0].gpu_capacity_milli / 1000));
+  json_object_set_new(o, "pods_failed_mean", json_real(failed));
+  json_t *ar = json_object();
+  for (int k = 0; k <= top; k++) {
+    stats s = stats_at(c->res, c->n_seeds, k);
+    char key[16];
+    snprintf(key, sizeof(key), "%d", k);
+    json_t *e = json_object();
+    json_object_set_new(e, "mean", json_real(round2(s.mean)));
+    json_object_set_new(e, "min", json_real(round2(s.min)));
+    json_object_set_new(e, "max", json_real(round2(s.max)));
+    json_object_set_new(ar, key, e);
   }
-done:
-  if (csv && !csv_on_stdout && fclose(csv) != 0 && rc == 0) {
-    fprintf(stderr, "gpool sim frag: cannot write %s\n", csv_path);
+  json_object_set_new(o, "alloc_ratio", ar);
+  char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
+  printf("%s\n", text);
+  free(text);
+  json_decref(o);
+}
+
+/* Prints the one-line summary: on stderr when the CSV took stdout, else on stdout. */
+static void print_line(const frag_cmd *c, const char *pname, double failed) {
+  int top = c->res[0].max_pct;
+  int k100 = top >= 100 ? 100 : top;
+  stats s100 = stats_at(c->res, c->n_seeds, k100), stop = stats_at(c->res, c->n_seeds, top);
+  FILE *sum = c->csv_on_stdout ? stderr : stdout;
+  fprintf(sum,
+          "%s %s seeds=%d: alloc at %d%% arrived %.2f%% (min %.2f, max %.2f), at %d%% %.2f%% "
+          "(min %.2f, max %.2f); failed pods %.1f/run; %.3f s/run\n",
+          c->t->name, pname, c->n_seeds, k100, s100.mean, s100.min, s100.max, top, stop.mean,
+          stop.min, stop.max, failed, c->per_run);
+}
+
+/* Prints the summary over all seeds, as JSON or as one line. */
+static void print_summary(const frag_cmd *c) {
+  const char *pname = gp_share_policy_name(c->fo.policy);
+  double failed = failed_mean(c);
+  if (c->json) print_json(c, pname, failed);
+  else print_line(c, pname, failed);
+}
+
+/* Closes a CSV file of our own; a failed close turns a success into exit code 1. */
+static int close_csv(frag_cmd *c, int rc) {
+  if (c->csv && !c->csv_on_stdout && fclose(c->csv) != 0 && rc == 0) {
+    fprintf(stderr, "gpool sim frag: cannot write %s\n", c->csv_path);
     rc = 1;
   }
-  free(res);
-  gp_frag_trace_free(t);
-out:
-  free(seeds);
+  return rc;
+}
+
+int gp_cmd_sim_frag(int argc, char **argv) {
+  frag_cmd c;
+  frag_cmd_init(&c);
+  int rc = read_options(&c, argc, argv);
+  if (rc == GO_ON) rc = check_options(&c);
+  if (rc == GO_ON) rc = load_trace(&c);
+  if (rc == GO_ON) {
+    rc = open_csv(&c);
+    if (rc == GO_ON) rc = run_seeds(&c);
+    if (rc == GO_ON) {
+      print_summary(&c);
+      rc = 0;
+    }
+    rc = close_csv(&c, rc);
+  }
+  free(c.res);
+  gp_frag_trace_free(c.t);
+  free(c.seeds);
   return rc;
 }

@@ -6,6 +6,7 @@
 #include "cli/submit_args.h"
 
 #include <ctype.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -267,15 +268,64 @@ static int string_opt(json_t *req, const char *key, const char *v, size_t max, c
   return 0;
 }
 
-/* Applies one option to `req`. `sbatch` selects Slurm's meaning where the two differ. */
-static int apply(gp_submit *s, json_t *req, int id, const char *v, const char *where, gp_err *err) {
+/* Returned by a group of options for an option outside it. */
+#define NOT_MINE INT_MIN
+
+/* --time in Slurm's form: a plain number is minutes; infinite and unlimited set no limit. */
+static int sbatch_time(json_t *req, const char *v, const char *where, gp_err *err) {
+  int64_t n;
+  if (!strcasecmp(v, "infinite") || !strcasecmp(v, "unlimited")) return 0;
+  if (!gp_parse_int64(v, &n)) {
+    if (n <= 0 || n > 100000000) return bad(err, where, "time_limit", "'%s' is not a time limit", v);
+    n *= 60;
+  } else if (gp_parse_duration_s(v, &n) || n <= 0) {
+    return bad(err, where, "time_limit", "'%s' is not a time limit", v);
+  }
+  json_object_set_new(req, "time_limit", json_integer(n));
+  return 0;
+}
+
+/* --signal in Slurm's form: [{R|B}:]SIG[@seconds]. */
+static int sbatch_signal(json_t *req, const char *v, const char *where, gp_err *err) {
+  int64_t n;
+  const char *sig;
+  const char *p = v;
+  if ((p[0] == 'B' || p[0] == 'R') && p[1] == ':') p += 2;
+  char name[32];
+  size_t len = strcspn(p, "@");
+  if (len >= sizeof name) return bad(err, where, "signal", "'%s' is not a signal", v);
+  memcpy(name, p, len);
+  name[len] = '\0';
+  if (!(sig = gp_signal_job_name(name)))
+    return bad(err, where, "signal", "'%s' is not a signal name (numbers are not accepted)", v);
+  json_object_set_new(req, "signal", json_string(sig));
+  if (p[len] == '@') {
+    if (int_in(p + len + 1, 0, 86400, &n)) return bad(err, where, "signal", "bad @seconds in '%s'", v);
+    json_object_set_new(req, "grace_s", json_integer(n));
+  }
+  return 0;
+}
+
+/* --env NAME=VALUE: one variable of the job's environment. */
+static int add_env(json_t *req, const char *v, const char *where, gp_err *err) {
+  const char *eq = strchr(v, '=');
+  if (!eq || eq == v || strlen(v) > 65536) return bad(err, where, "env", "'%s' is not NAME=VALUE", v);
+  json_t *env = json_object_get(req, "env");
+  if (!env) {
+    env = json_object();
+    json_object_set_new(req, "env", env);
+  }
+  char *key = gp_xstrndup(v, (size_t)(eq - v));
+  json_object_set_new(env, key, json_string(eq + 1));
+  free(key);
+  return 0;
+}
+
+/* The options that size the job: GPUs and their kind, nodes and tasks, CPUs, memory. */
+static int apply_resource(json_t *req, int id, const char *v, const char *where, gp_err *err) {
   int64_t n;
   double d;
-  const char *sig;
   switch (id) {
-  case O_QUEUE:
-    if (strchr(v, ',')) return bad(err, where, "queue", "one queue only, got '%s'", v);
-    return string_opt(req, "queue", v, 255, where, err);
   case O_GPUS:
     if (int_in(v, 0, MAX_GPUS_PER_TASK, &n))
       return bad(err, where, "gpus", "'%s' is not a GPU count (0 or more GPUs per node)", v);
@@ -303,67 +353,6 @@ static int apply(gp_submit *s, json_t *req, int id, const char *v, const char *w
       return bad(err, where, "mem_mib", "'%s' is not a memory size (e.g. 64G, 512M)", v);
     json_object_set_new(req, "mem_mib", json_integer(n));
     return 0;
-  case O_TIME:
-    if (gp_parse_duration_s(v, &n) || n <= 0)
-      return bad(err, where, "time_limit", "'%s' is not a duration (e.g. 4h, 30m, 1-00:00:00)", v);
-    json_object_set_new(req, "time_limit", json_integer(n));
-    return 0;
-  case O_SB_TIME: /* Slurm: a plain number is minutes */
-    if (!strcasecmp(v, "infinite") || !strcasecmp(v, "unlimited")) return 0;
-    if (!gp_parse_int64(v, &n)) {
-      if (n <= 0 || n > 100000000) return bad(err, where, "time_limit", "'%s' is not a time limit", v);
-      n *= 60;
-    } else if (gp_parse_duration_s(v, &n) || n <= 0) {
-      return bad(err, where, "time_limit", "'%s' is not a time limit", v);
-    }
-    json_object_set_new(req, "time_limit", json_integer(n));
-    return 0;
-  case O_PRIORITY:
-    return string_opt(req, "priority", v, 64, where, err);
-  case O_REQUEUE:
-  case O_NO_REQUEUE:
-    json_object_set_new(req, "requeue", json_boolean(id == O_REQUEUE));
-    return 0;
-  case O_GRACE:
-    if (gp_parse_duration_s(v, &n) || n > 86400)
-      return bad(err, where, "grace_s", "'%s' is not a grace period (e.g. 60s, 5m; at most a day)", v);
-    json_object_set_new(req, "grace_s", json_integer(n));
-    return 0;
-  case O_SIGNAL:
-    if (!(sig = gp_signal_job_name(v)))
-      return bad(err, where, "signal", "'%s' is not a signal name (e.g. USR1, TERM)", v);
-    json_object_set_new(req, "signal", json_string(sig));
-    return 0;
-  case O_SB_SIGNAL: { /* [{R|B}:]SIG[@seconds] */
-    const char *p = v;
-    if ((p[0] == 'B' || p[0] == 'R') && p[1] == ':') p += 2;
-    char name[32];
-    size_t len = strcspn(p, "@");
-    if (len >= sizeof name) return bad(err, where, "signal", "'%s' is not a signal", v);
-    memcpy(name, p, len);
-    name[len] = '\0';
-    if (!(sig = gp_signal_job_name(name)))
-      return bad(err, where, "signal", "'%s' is not a signal name (numbers are not accepted)", v);
-    json_object_set_new(req, "signal", json_string(sig));
-    if (p[len] == '@') {
-      if (int_in(p + len + 1, 0, 86400, &n)) return bad(err, where, "signal", "bad @seconds in '%s'", v);
-      json_object_set_new(req, "grace_s", json_integer(n));
-    }
-    return 0;
-  }
-  case O_AFTER:
-    return add_ids(req, "after", v, where, err);
-  case O_AFTER_OK:
-    return add_ids(req, "after_ok", v, where, err);
-  case O_AFTER_ANY:
-    return add_ids(req, "after_any", v, where, err);
-  case O_SB_DEPENDENCY:
-    return dependency(req, v, where, err);
-  case O_NAME:
-    return string_opt(req, "name", v, 255, where, err);
-  case O_HOLD:
-    json_object_set_new(req, "hold", json_true());
-    return 0;
   case O_GPU_FRACTION:
     if (gp_parse_double(v, &d) || !(d > 0 && d < 1) || d < 0.001)
       return bad(err, where, "gpu_fraction", "'%s' is not a fraction of one GPU (between 0.001 and 1, e.g. 0.5)", v);
@@ -379,21 +368,6 @@ static int apply(gp_submit *s, json_t *req, int id, const char *v, const char *w
       return bad(err, where, "mig", "'%s' is not a MIG profile (e.g. 1g.10gb, 3g.40gb)", v);
     json_object_set_new(req, "mig", json_string(v));
     return 0;
-  case O_WORKDIR:
-    return string_opt(req, "workdir", v, 4095, where, err);
-  case O_ENV: {
-    const char *eq = strchr(v, '=');
-    if (!eq || eq == v || strlen(v) > 65536) return bad(err, where, "env", "'%s' is not NAME=VALUE", v);
-    json_t *env = json_object_get(req, "env");
-    if (!env) {
-      env = json_object();
-      json_object_set_new(req, "env", env);
-    }
-    char *key = gp_xstrndup(v, (size_t)(eq - v));
-    json_object_set_new(env, key, json_string(eq + 1));
-    free(key);
-    return 0;
-  }
   case O_SB_GPUS_TOTAL:
     return typed_count(req, "_gpus_total", v, where, err);
   case O_SB_GPUS_PER_NODE:
@@ -403,8 +377,90 @@ static int apply(gp_submit *s, json_t *req, int id, const char *v, const char *w
     json_object_set_new(req, "_ntasks", json_integer(n));
     return 0;
   default:
-    return bad(err, where, NULL, "%s", "internal error: unhandled option");
+    return NOT_MINE;
   }
+}
+
+/* The options about time: the limit, and the signal and grace period before it. */
+static int apply_time(json_t *req, int id, const char *v, const char *where, gp_err *err) {
+  int64_t n;
+  const char *sig;
+  switch (id) {
+  case O_TIME:
+    if (gp_parse_duration_s(v, &n) || n <= 0)
+      return bad(err, where, "time_limit", "'%s' is not a duration (e.g. 4h, 30m, 1-00:00:00)", v);
+    json_object_set_new(req, "time_limit", json_integer(n));
+    return 0;
+  case O_SB_TIME:
+    return sbatch_time(req, v, where, err);
+  case O_GRACE:
+    if (gp_parse_duration_s(v, &n) || n > 86400)
+      return bad(err, where, "grace_s", "'%s' is not a grace period (e.g. 60s, 5m; at most a day)", v);
+    json_object_set_new(req, "grace_s", json_integer(n));
+    return 0;
+  case O_SIGNAL:
+    if (!(sig = gp_signal_job_name(v)))
+      return bad(err, where, "signal", "'%s' is not a signal name (e.g. USR1, TERM)", v);
+    json_object_set_new(req, "signal", json_string(sig));
+    return 0;
+  case O_SB_SIGNAL:
+    return sbatch_signal(req, v, where, err);
+  default:
+    return NOT_MINE;
+  }
+}
+
+/* The options naming the jobs this one waits for. */
+static int apply_dependency(json_t *req, int id, const char *v, const char *where, gp_err *err) {
+  switch (id) {
+  case O_AFTER:
+    return add_ids(req, "after", v, where, err);
+  case O_AFTER_OK:
+    return add_ids(req, "after_ok", v, where, err);
+  case O_AFTER_ANY:
+    return add_ids(req, "after_any", v, where, err);
+  case O_SB_DEPENDENCY:
+    return dependency(req, v, where, err);
+  default:
+    return NOT_MINE;
+  }
+}
+
+/* The options about the job itself: queue, name, priority, hold, requeue, directory and
+ * environment. */
+static int apply_job(json_t *req, int id, const char *v, const char *where, gp_err *err) {
+  switch (id) {
+  case O_QUEUE:
+    if (strchr(v, ',')) return bad(err, where, "queue", "one queue only, got '%s'", v);
+    return string_opt(req, "queue", v, 255, where, err);
+  case O_PRIORITY:
+    return string_opt(req, "priority", v, 64, where, err);
+  case O_REQUEUE:
+  case O_NO_REQUEUE:
+    json_object_set_new(req, "requeue", json_boolean(id == O_REQUEUE));
+    return 0;
+  case O_NAME:
+    return string_opt(req, "name", v, 255, where, err);
+  case O_HOLD:
+    json_object_set_new(req, "hold", json_true());
+    return 0;
+  case O_WORKDIR:
+    return string_opt(req, "workdir", v, 4095, where, err);
+  case O_ENV:
+    return add_env(req, v, where, err);
+  default:
+    return NOT_MINE;
+  }
+}
+
+/* Applies one option to `req`, through the group of options it belongs to. */
+static int apply(gp_submit *s, json_t *req, int id, const char *v, const char *where, gp_err *err) {
+  int rc = apply_resource(req, id, v, where, err);
+  if (rc == NOT_MINE) rc = apply_time(req, id, v, where, err);
+  if (rc == NOT_MINE) rc = apply_dependency(req, id, v, where, err);
+  if (rc == NOT_MINE) rc = apply_job(req, id, v, where, err);
+  if (rc == NOT_MINE) rc = bad(err, where, NULL, "%s", "internal error: unhandled option");
+  return rc;
 }
 
 /* ---- the command line ---- */
