@@ -52,10 +52,11 @@ else
 fi
 
 # Dependencies: b waits for a (afterok).
-a=$("$GPOOL" submit -g 1 -- sleep 2)
+a=$("$GPOOL" submit -g 1 -- sh -c "$(gate_wait)")
 b=$("$GPOOL" submit -g 1 --afterok "$a" -- true)
 sleep 0.5
 job_is "$b" pending || fail "job $b must wait for $a"
+open_gate
 wait_for 30 "dependent job $b to complete" job_is "$b" completed
 [ "$(job_field "$b" .started_at)" -ge "$(job_field "$a" .ended_at)" ] || fail "$b started before $a ended"
 

@@ -137,6 +137,12 @@ e2e_agent() {
 }
 agent_pid() { local v="AGENT_PID_${1//[^a-zA-Z0-9]/_}"; echo "${!v}"; }
 
+# A job command's tail that holds the job until the test calls open_gate (60 s at most), so
+# that checks of running jobs never race the jobs' own end on a slow machine:
+#   "$GPOOL" submit -- sh -c "echo hi; $(gate_wait)"
+gate_wait() { echo "i=0; while [ ! -e '$E2E_DIR/gate' ] && [ \$i -lt 600 ]; do sleep 0.1; i=\$((i + 1)); done"; }
+open_gate() { touch "$E2E_DIR/gate"; }
+
 as_alice() { GPOOL_TOKEN=$ADMIN_TOKEN "$@"; }
 as_bob() { GPOOL_TOKEN=$BOB_TOKEN "$@"; }
 

@@ -28,7 +28,7 @@ export GPOOL_TOKEN=$ADMIN_TOKEN
 greedy=$("$GPOOL" submit --gpu-type H100-80GB --gpu-fraction 0.25 -e GPOOL_SIM_MEM=60G -n greedy -- sleep 30)
 ts=()
 for i in 1 2 3 4; do
-  ts+=("$("$GPOOL" submit --gpu-type A100-80GB --gpu-fraction 0.5 -n "slice$i" -- sh -c 'echo "$CUDA_VISIBLE_DEVICES $GPOOL_ENFORCEMENT"; sleep 6')")
+  ts+=("$("$GPOOL" submit --gpu-type A100-80GB --gpu-fraction 0.5 -n "slice$i" -- sh -c "echo \"\$CUDA_VISIBLE_DEVICES \$GPOOL_ENFORCEMENT\"; $(gate_wait)")")
 done
 # Submitted after the four slices, so they take the four replicas first.
 ts_whole=$("$GPOOL" submit --gpu-type A100-80GB -g 1 -n whole-on-replica -- sh -c 'echo "$CUDA_VISIBLE_DEVICES $GPOOL_ENFORCEMENT"')
@@ -74,6 +74,7 @@ wait_for 20 "job $mps to complete" job_is "$mps" completed
 expect_eq mps "$(job_field "$mps" .enforcement)" "a fraction on a GPU served by MPS uses MPS"
 expect_eq "mps $mps_dir 0=72192M 50" "$("$GPOOL" logs "$mps")" "the job's MPS limits"
 
+open_gate
 for j in "${ts[@]}"; do wait_for 20 "time-sliced job $j to complete" job_is "$j" completed; done
 # (b, continued) The whole-GPU job got a replica of n-ts's GPU once a slice ended.
 wait_for 20 "whole-GPU job $ts_whole to complete on a replica" job_is "$ts_whole" completed

@@ -10,9 +10,9 @@ e2e_server
 e2e_agent n1 4xH100-80GB --gpu-mode 0-1=shared --gpu-mode 2=mig:3g.40gb,2g.20gb,1g.10gb,1g.10gb
 export GPOOL_TOKEN=$ADMIN_TOKEN
 
-h1=$("$GPOOL" submit --gpu-fraction 0.5 -n half1 -- sh -c 'echo "$CUDA_VISIBLE_DEVICES"; sleep 3')
-h2=$("$GPOOL" submit --gpu-fraction 0.5 -n half2 -- sh -c 'echo "$CUDA_VISIBLE_DEVICES"; sleep 3')
-m=$("$GPOOL" submit --mig 1g.10gb -n slice -- sh -c 'echo "$CUDA_VISIBLE_DEVICES"; sleep 3')
+h1=$("$GPOOL" submit --gpu-fraction 0.5 -n half1 -- sh -c "echo \"\$CUDA_VISIBLE_DEVICES\"; $(gate_wait)")
+h2=$("$GPOOL" submit --gpu-fraction 0.5 -n half2 -- sh -c "echo \"\$CUDA_VISIBLE_DEVICES\"; $(gate_wait)")
+m=$("$GPOOL" submit --mig 1g.10gb -n slice -- sh -c "echo \"\$CUDA_VISIBLE_DEVICES\"; $(gate_wait)")
 for j in $h1 $h2 $m; do wait_for 20 "job $j to run" job_is "$j" running; done
 
 g1=$(job_field "$h1" '.placements[0].gpu_ids[0]')
@@ -32,5 +32,6 @@ expect_contains "$verbose" "1g.10gb" "nodes -v lists MIG instances"
 expect_contains "$verbose" "$h1:500,$h2:500" "nodes -v shows both holders of the shared GPU and their shares"
 mig_line=$(grep "1g.10gb@" <<<"$verbose" | grep -w "$m") || fail "nodes -v must show job $m on its MIG instance: $verbose"
 expect_eq 2 "$("$GPOOL" nodes -o json | jq '[.[0].gpu_list[] | select(.mode == "shared")] | length')" "two shared GPUs"
+open_gate
 for j in $h1 $h2 $m; do wait_for 20 "job $j to complete" job_is "$j" completed; done
 echo "ok: sharing"
