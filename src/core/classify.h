@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Classification (jobs.c, deps.c, feasible.c, shapes.c): one pass over the view's jobs.
+/* Classification (jobs.c, classify_memo.c, deps.c, feasible.c, shapes.c): one pass over the view's jobs.
  * Running jobs take their holds (fleet.h) and count in their queues; pending jobs end,
  * wait with a reason, or become eligible with their request shape and placement key.
  * Its state is the per-job array every later stage reads and writes (through
@@ -131,7 +131,7 @@ bool gp__core_shape_fits_free(const gp__core_ctx *c, int shape);
 void gp__core_shape_set_fits_free(gp__core_ctx *c, int shape);
 void gp__core_keys_add(gp__core_ctx *c, int j, gp_time end);
 /* Sets the shape and placement key of an eligible job the memo's replay left without them
- * (jobs.c keep_eligible): called before the step looks at the job. */
+ * (classify_memo.c, keep_eligible): called before the step looks at the job. */
 void gp__core_job_keyed(gp__core_ctx *c, int j);
 /* n eligible jobs of shape t at once, the earliest ending at `end` (their keys are set
  * later, by gp__core_job_keyed). */

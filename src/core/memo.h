@@ -10,7 +10,7 @@
 typedef struct gp__core_job gp__core_job;
 typedef struct gp__core_run gp__core_run;
 
-/* gp_sched_step_memo's memory of one view slot (memo.c): what classification (jobs.c)
+/* gp_sched_step_memo's memory of one view slot (memo.c): what classification (classify_memo.c)
  * derived from the job, replayed while the job's rev and the view's rev stay the same.
  * A replay reads only these; the whole classification (memo.cls) puts a slot back. */
 typedef struct gp__core_memo_rec {
@@ -32,7 +32,7 @@ typedef struct gp__core_lists {
   size_t fresh_cap, kept_toks_cap, journal_cap;
 } gp__core_lists;
 
-/* Kept eligible jobs of one request token in a step (jobs.c): replays count them here and
+/* Kept eligible jobs of one request token in a step (classify_memo.c): replays count them here and
  * the step's placement keys take each token's count and earliest end at once. */
 typedef struct gp__core_tagg {
   uint64_t step;        /* the memo step these counts are for */
