@@ -149,7 +149,7 @@ int gp__core_classify_kept(gp__core_ctx *c) {
 /* Slot j of ctx.jobs is about to be written (gp__core_job_mut): note it, so that the step's end
  * puts it back as classification left it. */
 void gp__core_journal_add(gp__core_ctx *c, int j) {
-  c->memo->journaled[j] = c->memo->step;
+  c->cls->journaled[j] = c->cls->journal_step;
   gp_xgrow((void **)&c->cls->lists.journal, &c->cls->lists.journal_cap, (size_t)c->cls->n_journal + 1,
            sizeof *c->cls->lists.journal);
   c->cls->lists.journal[c->cls->n_journal++] = j;
@@ -170,5 +170,8 @@ void gp__core_cls_kept_done(gp__core_ctx *c) {
   c->cls->n_journal = 0;
   m->lists = c->cls->lists; /* back, at the size they grew to */
   memset(&c->cls->lists, 0, sizeof c->cls->lists);
+  /* The shape tables back: the ones this step used, else the ones it was lent. */
+  m->shapes = c->cls->shapes ? c->cls->shapes : c->cls->spare_shapes;
+  c->cls->shapes = c->cls->spare_shapes = NULL;
 }
 

@@ -180,13 +180,14 @@ struct gp__core_shapes {
   int *next_shape;      /* per shape, in its class */
 };
 
-/* A memo keeps the tables for its next step, which empties them (ids are per step) but
- * keeps their room: a step would otherwise allocate some twenty arrays again. */
+/* A memo keeps the tables for its next step and lends them to it (spare_shapes), which
+ * empties them (ids are per step) but keeps their room: a step would otherwise allocate
+ * some twenty arrays again. */
 static struct gp__core_shapes *shapes(gp__core_ctx *c) {
   struct gp__core_shapes *s = c->cls->shapes;
   if (s) return s;
-  if (c->memo && (s = c->memo->shapes)) {
-    c->memo->shapes = NULL;
+  if ((s = c->cls->spare_shapes)) {
+    c->cls->spare_shapes = NULL;
     s->n = s->nc = 0;
     s->gen++;
     for (size_t i = 0; i <= s->shape_tab.mask; i++) s->shape_tab.slot[i] = -1;
@@ -223,13 +224,9 @@ void gp__core_shapes_free(struct gp__core_shapes *s) {
 }
 
 void gp__core_shapes_done(gp__core_ctx *c) {
-  if (c->memo && c->cls->shapes) {
-    gp__core_shapes_free(c->memo->shapes);
-    c->memo->shapes = c->cls->shapes;
-  } else {
-    gp__core_shapes_free(c->cls->shapes);
-  }
-  c->cls->shapes = NULL;
+  gp__core_shapes_free(c->cls->shapes);
+  gp__core_shapes_free(c->cls->spare_shapes);
+  c->cls->shapes = c->cls->spare_shapes = NULL;
 }
 
 static int class_of(gp__core_ctx *c, struct gp__core_shapes *s, int j) {
