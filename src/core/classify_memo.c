@@ -139,7 +139,7 @@ int gp__core_classify_kept(gp__core_ctx *c) {
         ru.whole)
       gp__core_usage_keep(c, j, &ru);
   }
-  gp__core_usage_end(c, mm->run);
+  gp__core_usage_end(c, mm->run, mm->step);
   admit_kept(c);
   gp__core_sums_done(c);
   mm->n_running = (size_t)c->cls->n_running;

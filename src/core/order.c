@@ -227,11 +227,12 @@ static void sort_entries(const gp__core_order *o, hent *a, hent *tmp, int n) {
 /* Fills o->heap with every eligible job, each segment sorted, and the segments' bounds:
  * from the kept order when `kept` is usable (plus the jobs classified afresh), else by
  * sorting all. Returns false when the kept order does not account for exactly this step's
- * eligible jobs (a caller that broke the rev contract): then the caller sorts all instead. */
-static bool build_sorted(gp__core_order *o, const struct gp__core_kept_order *kept) {
+ * eligible jobs (a caller that broke the rev contract): then the caller sorts all instead.
+ * rec: the memo's records, which say whether it remembers a job. */
+static bool build_sorted(gp__core_order *o, const struct gp__core_kept_order *kept,
+                         const gp__core_memo_rec *rec) {
   gp__core_ctx *c = o->c;
   const uint64_t *revs = c->view->job_revs;
-  const gp__core_memo_rec *rec = c->memo->rec;
   int n_elig = c->cls->n_eligible, nj = c->view->n_jobs;
   const int *src = kept ? c->cls->lists.fresh : c->cls->eligible;
   int nf = kept ? c->cls->n_fresh : n_elig;
@@ -291,7 +292,7 @@ gp__core_order *gp__core_order_new(gp__core_ctx *c) {
     const struct gp__core_kept_order *k = m->order;
     bool usable = k && c->view_known && k->step + 1 == m->step && k->n_seg == o->n_seg;
     o->remembered = gp_xmalloc(((size_t)n_elig + 1) * sizeof *o->remembered);
-    if (!build_sorted(o, usable ? k : NULL) && usable) build_sorted(o, NULL);
+    if (!build_sorted(o, usable ? k : NULL, m->rec) && usable) build_sorted(o, NULL, m->rec);
     o->sorted = true;
   } else {
     for (int e = 0; e < n_elig; e++) o->seg_len[seg_of(o, c->cls->eligible[e])]++;
