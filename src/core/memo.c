@@ -85,6 +85,8 @@ void gp__core_memo_begin(gp__core_ctx *c, gp_sched_memo *m) {
     memset(m->journaled + cap, 0, (m->cap - cap) * sizeof *m->journaled);
   }
   c->memo = m;
+  c->scratch = &m->scratch;
+  c->jobs = m->jobs;
   c->view_known = known;
   c->known_tree = known && m->tree.q ? &m->tree : NULL;
   c->cls->lists = m->lists;

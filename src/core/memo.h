@@ -72,7 +72,10 @@ struct gp_sched_memo {
   uint64_t *journaled;  /* per view slot: the step that journaled it */
 };
 
-/* The memo for this step: use m (may be NULL); note that the view passed validation. */
+/* The memo for this step: use m (may be NULL). With one, the step's scratch memory and
+ * per-job array (ctx.jobs) are the memo's, and classification is lent its lists, journal
+ * and shape tables until the step ends (gp__core_cls_done). Then: note that the view
+ * passed validation. */
 void gp__core_memo_begin(gp__core_ctx *c, struct gp_sched_memo *m);
 void gp__core_memo_view_checked(gp__core_ctx *c);
 
