@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Classification (jobs.c, deps.c, feasible.c, shapes.c): one pass over the view's jobs.
+/* Classification (jobs.c, classify_memo.c, deps.c, feasible.c, shapes.c): one pass over the view's jobs.
  * Running jobs take their holds (fleet.h) and count in their queues; pending jobs end,
  * wait with a reason, or become eligible with their request shape and placement key.
  * Its state is the per-job array every later stage reads and writes (through
@@ -56,6 +56,11 @@ typedef struct gp__core_cls {
 
   /* With a memo: the memo's lists, lent (gp__core_lists), and what this step put in them. */
   gp__core_lists lists;
+  /* With a memo, lent for the step as well (gp__core_memo_begin): per view slot, the memo
+   * step that last journaled it (NULL without a memo: nothing is journaled), this step's
+   * number, and the last step's shape tables, emptied and used again (shapes.c). */
+  uint64_t *journaled, journal_step;
+  struct gp__core_shapes *spare_shapes;
   uint64_t *fresh_bits;      /* a bit per view slot classified afresh, i.e. not replayed
                                 (its rev changed) */
   int n_fresh, n_journal, n_kept_toks;
@@ -86,10 +91,10 @@ typedef struct gp__core_cls {
 } gp__core_cls;
 
 /* ctx.jobs[j], about to be written: with a memo the slot is journaled, so that the step's
- * end puts it back as classification left it (memo.c). */
+ * end puts it back as classification left it (classify_memo.c). */
 void gp__core_journal_add(gp__core_ctx *c, int j);
 static inline gp__core_job *gp__core_job_mut(gp__core_ctx *c, int j) {
-  if (c->memo && c->memo->journaled[j] != c->memo->step) gp__core_journal_add(c, j);
+  if (c->cls->journaled && c->cls->journaled[j] != c->cls->journal_step) gp__core_journal_add(c, j);
   return &c->jobs[j];
 }
 
@@ -133,7 +138,7 @@ bool gp__core_shape_fits_free(const gp__core_ctx *c, int shape);
 void gp__core_shape_set_fits_free(gp__core_ctx *c, int shape);
 void gp__core_keys_add(gp__core_ctx *c, int j, gp_time end);
 /* Sets the shape and placement key of an eligible job the memo's replay left without them
- * (jobs.c keep_eligible): called before the step looks at the job. */
+ * (classify_memo.c, keep_eligible): called before the step looks at the job. */
 void gp__core_job_keyed(gp__core_ctx *c, int j);
 /* n eligible jobs of shape t at once, the earliest ending at `end` (their keys are set
  * later, by gp__core_job_keyed). */

@@ -119,6 +119,8 @@ typedef struct gp__core_fleet {
   double capacity;      /* GPUs for fair share: healthy GPUs of nodes not down */
 
   struct gp__core_usage *usage;    /* the memo's kept holds, when it has them */
+  const gp__core_run *kept_runs;   /* with them, per view slot: the memo's record of its
+                                      running job (that of a held slot is its hold) */
   const uint8_t *held;        /* with them: per view slot, whether its job's hold is kept */
 } gp__core_fleet;
 
@@ -141,7 +143,8 @@ void gp__core_hold_placements(gp__core_ctx *c, int j);
 bool gp__core_hold_whole(gp__core_ctx *c, int node, uint32_t mask, int64_t cpu, int64_t mem);
 /* The memo's kept holds (nodes.c): is slot j's hold in them; give back the one of a slot
  * that changed (old: its record as the memo kept it); keep a remembered job's one-placement
- * hold; close classification (slots past the view's end give theirs back). */
+ * hold; close classification of memo step `step` (slots past the view's end give theirs
+ * back). */
 void gp__core_usage_free(struct gp__core_usage *u);
 size_t gp__core_usage_bytes(const struct gp__core_usage *u);
 void gp__core_usage_drop(gp__core_ctx *c, int j, const gp__core_run *old);
@@ -152,10 +155,10 @@ void gp__core_usage_keep(gp__core_ctx *c, int j, const gp__core_run *ru);
 int gp__core_usage_first(const gp__core_ctx *c, int node);
 int gp__core_usage_next(const gp__core_ctx *c, int j);
 bool gp__core_usage_bounds(const gp__core_ctx *c, const gp_time **lo, const gp_time **hi);
-void gp__core_usage_end(gp__core_ctx *c, const gp__core_run *old_runs);
+void gp__core_usage_end(gp__core_ctx *c, const gp__core_run *old_runs, uint64_t step);
 /* The record of held slot j (from gp__core_usage_first / gp__core_usage_next). */
 static inline const gp__core_run *gp__core_usage_run(const gp__core_ctx *c, int j) {
-  return &c->memo->run[j];
+  return &c->fleet->kept_runs[j];
 }
 
 #endif

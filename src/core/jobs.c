@@ -2,14 +2,15 @@
 /* First pass over the view's jobs: resolve queue, priority class and time limit; count
  * what running and stopping jobs hold; decide which pending jobs are schedulable this step
  * and give the others their reason (held, dependency, invalid request, impossible request,
- * nodes down). Schedulable jobs add to their leaf queue's demand. */
+ * nodes down). Schedulable jobs add to their leaf queue's demand. With a memo the pass is
+ * classify_memo.c's, which replays the slots it remembers and classifies the others here. */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "util/buf.h"
 
-#include "core/classify.h"
+#include "core/classify_pass.h"
 
 void gp__core_job_wait(gp__core_ctx *c, int j, gp_pending_reason r, const char *msg) {
   gp__core_job *ji = gp__core_job_mut(c, j);
@@ -163,29 +164,7 @@ static const char *model_message(gp__core_ctx *c, const gp_request *r) {
   return m;
 }
 
-/* Classification's queue sums. While every amount is a whole number (whole-GPU and
- * CPU-only jobs: nearly always) they are kept as integers, per leaf, and the tree's sums
- * are made from them at the end: floating-point sums of whole numbers are exact in any
- * order, so that is what adding each job along its path would give, without a chain of
- * dependent additions through every job. On the first fraction the sums are redone job by
- * job in view order (sums_done). */
-static bool gpus_whole(double gpus) {
-  return gpus >= 0 && gpus < 2147483648.0 && gpus == (double)(int64_t)gpus;
-}
-
-/* (sums: gp__core_memo_rec.sums when a replay knows it, else 0.) */
-static inline __attribute__((always_inline)) void add_sums(gp__core_ctx *c, int leaf, double gpus,
-                                                           uint8_t sums, bool held) {
-  if (c->cls->sums_inexact) return;
-  if (sums ? sums != 1 : !gpus_whole(gpus)) {
-    c->cls->sums_inexact = true;
-    return;
-  }
-  c->cls->demand_int[leaf] += (int64_t)gpus;
-  if (held) c->cls->alloc_int[leaf] += (int64_t)gpus;
-}
-
-static void sums_done(gp__core_ctx *c) {
+void gp__core_sums_done(gp__core_ctx *c) {
   gp__core_qtree *t = &c->tree;
   if (!c->cls->sums_inexact) {
     /* Children follow their parents in the tree: add each queue into its parent, last first. */
@@ -209,13 +188,7 @@ static void sums_done(gp__core_ctx *c) {
   }
 }
 
-/* When a job with this time limit would end if it started now (GP__NEVER: never). */
-static gp_time end_if_started(const gp__core_ctx *c, gp_time limit) {
-  return limit > 0 && c->now < GP__NEVER - limit ? c->now + limit : GP__NEVER;
-}
-
-/* What an eligible job's kind of request tells the early stop. */
-static void admit_kind(gp__core_ctx *c, int kind, int whole_per_task) {
+void gp__core_admit_kind(gp__core_ctx *c, int kind, int whole_per_task) {
   if (kind == GP__R_WHOLE) {
     if (whole_per_task < c->cls->min_whole) c->cls->min_whole = whole_per_task;
     /* A one-GPU task may still take a timeslice replica when no whole GPU is free, so the
@@ -227,52 +200,12 @@ static void admit_kind(gp__core_ctx *c, int kind, int whole_per_task) {
   }
 }
 
-/* An eligible job joins the step: its queue's demand, its placement key, the early
- * stop's smallest request, the eligible list. */
-static void admit(gp__core_ctx *c, int j, int whole_per_task) {
+void gp__core_admit(gp__core_ctx *c, int j, int whole_per_task) {
   const gp__core_job *ji = &c->jobs[j];
-  add_sums(c, ji->leaf, ji->gpus, 0, false);
-  gp__core_keys_add(c, j, end_if_started(c, ji->limit));
-  admit_kind(c, ji->kind, whole_per_task);
+  gp__core_add_sums(c, ji->leaf, ji->gpus, 0, false);
+  gp__core_keys_add(c, j, gp__core_end_if_started(c, ji->limit));
+  gp__core_admit_kind(c, ji->kind, whole_per_task);
   c->cls->eligible[c->cls->n_eligible++] = j;
-}
-
-/* A replayed eligible job joins the step: its queue's demand and the eligible list now;
- * its placement key and what it tells the early stop are the same for every job of its
- * request token, so they are counted per token (gp__core_tagg) and added once, by admit_kept.
- * Its own shape and key wait until the step looks at it (gp__core_job_keyed). */
-static void keep_eligible(gp__core_ctx *c, int j, const gp__core_memo_rec *m) {
-  struct gp_sched_memo *mm = c->memo;
-  gp__core_tagg *a = &mm->tagg[m->tok];
-  if (a->step != mm->step) {
-    *a = (gp__core_tagg){.step = mm->step, .min_limit = INT64_MAX, .rep = j};
-    gp_xgrow((void **)&c->cls->lists.kept_toks, &c->cls->lists.kept_toks_cap,
-             (size_t)c->cls->n_kept_toks + 1, sizeof *c->cls->lists.kept_toks);
-    c->cls->lists.kept_toks[c->cls->n_kept_toks++] = m->tok;
-  }
-  a->n++;
-  if (m->limit > 0 && m->limit < a->min_limit) a->min_limit = m->limit;
-  add_sums(c, m->leaf, m->gpus, m->sums, false);
-  c->cls->eligible[c->cls->n_eligible++] = j;
-}
-
-static void admit_kept(gp__core_ctx *c) {
-  struct gp_sched_memo *mm = c->memo;
-  for (int i = 0; i < c->cls->n_kept_toks; i++) {
-    int tok = c->cls->lists.kept_toks[i];
-    const gp__core_tagg *a = &mm->tagg[tok];
-    int shape = gp__core_shape_by_token(c, a->rep, mm->tokens, tok, mm->step);
-    gp__core_keys_add_n(c, shape, a->n, end_if_started(c, a->min_limit == INT64_MAX ? 0 : a->min_limit));
-    admit_kind(c, c->jobs[a->rep].kind, mm->rec[a->rep].whole_per_task);
-  }
-}
-
-void gp__core_job_keyed(gp__core_ctx *c, int j) {
-  const gp__core_job *ji = &c->jobs[j];
-  if (ji->pkey >= 0 || ji->stat != GP__J_ELIGIBLE) return;
-  struct gp_sched_memo *mm = c->memo; /* (only keep_eligible leaves an eligible job unkeyed) */
-  int shape = gp__core_shape_by_token(c, j, mm->tokens, mm->rec[j].tok, mm->step);
-  gp__core_job_mut(c, j)->pkey = shape;
 }
 
 static void classify_pending(gp__core_ctx *c, int j) {
@@ -328,12 +261,7 @@ static void classify_pending(gp__core_ctx *c, int j) {
   }
   ji->stat = GP__J_ELIGIBLE;
   ji->idp = gp__core_id_prefix(job->id);
-  admit(c, j, job->req.gpus_per_task);
-  if (c->memo) { /* the order merges these into the one the memo kept (order.c) */
-    gp_xgrow((void **)&c->cls->lists.fresh, &c->cls->lists.fresh_cap, (size_t)c->cls->n_fresh + 1,
-             sizeof *c->cls->lists.fresh);
-    c->cls->lists.fresh[c->cls->n_fresh++] = j;
-  }
+  gp__core_admit(c, j, job->req.gpus_per_task);
 }
 
 /* The leaf queue a job names, or -1 (unknown, or not a leaf). */
@@ -376,63 +304,26 @@ static void classify_running(gp__core_ctx *c, int j, gp__core_run *ru) {
   ru->preemptible = ji->preemptible;
 }
 
-/* A running or stopping job's part in the step: what its queues hold, what its nodes
- * lose (unless the memo's kept holds have it already), its record for preemption and
- * backfill. */
-static inline __attribute__((always_inline)) void count_running(gp__core_ctx *c, int j, uint8_t sums,
-                                                               const gp__core_run *ru, size_t *run_cap,
-                                                               bool held) {
-  if (ru->leaf >= 0) add_sums(c, ru->leaf, ru->gpus, sums, true);
-  /* One placement of whole GPUs: held from the record, without reading the view. */
-  if (!held &&
-      !(ru->node >= 0 && ru->whole && gp__core_hold_whole(c, ru->node, ru->whole, ru->cpu, ru->mem)))
-    gp__core_hold_placements(c, j);
-  if (ru->stopping) c->cls->n_stopping++;
-  else if (ru->preemptible && ru->prio < c->cls->run_min_prio) c->cls->run_min_prio = ru->prio;
-  gp_xgrow((void **)&c->cls->run, run_cap, (size_t)c->cls->n_running + 1, sizeof *c->cls->run);
-  c->cls->run[c->cls->n_running] = *ru;
-  c->cls->running[c->cls->n_running++] = j;
-}
-
-/* Keeps what classification derived from job j for the next step (memo.c). Not kept: an
- * ended job (its sentence may live in this plan's arena), a job with dependencies (its
- * state depends on other jobs too), a job without a rev. */
-static void remember(gp__core_ctx *c, int j, uint64_t rev, gp__core_memo_rec *m, const gp__core_run *ru) {
+void gp__core_classify_slot(gp__core_ctx *c, int j, gp__core_run *ru, size_t *run_cap) {
   const gp_job *job = &c->view->jobs[j];
-  const gp__core_job *ji = &c->jobs[j];
-  if (!rev || ji->stat == GP__J_ENDED || (job->n_after | job->n_after_ok | job->n_after_any)) {
-    m->rev = 0;
-    return;
-  }
-  c->memo->cls[j] = *ji;
-  *m = (gp__core_memo_rec){.rev = rev, .gpus = ji->gpus, .limit = ji->limit, .leaf = ji->leaf,
-                      .tok = ji->shape >= 0 ? gp__core_shape_token(c, j, &c->memo->tokens) : -1,
-                      .whole_per_task = job->req.gpus_per_task, .stat = ji->stat,
-                      .sums = gpus_whole(ji->gpus) ? 1 : 2};
-  if (ji->stat == GP__J_RUNNING || ji->stat == GP__J_STOPPING) c->memo->run[j] = *ru;
-}
-
-/* Does for job j what classification did when it was remembered, so that everything the
- * step builds from it (sums, lists, the nodes' use, placement keys) comes out the same.
- * Its slot of ctx.jobs (the memo's) still holds that classification: nothing is copied. */
-static void replay(gp__core_ctx *c, int j, const gp__core_memo_rec *m, size_t *run_cap) {
-  switch (m->stat) {
-  case GP__J_RUNNING:
-  case GP__J_STOPPING: {
-    const gp__core_run *ru = &c->memo->run[j];
-    bool held = c->fleet->held && c->fleet->held[j];
-    count_running(c, j, m->sums, ru, run_cap, held);
-    if (!held && ru->node >= 0 && ru->whole) gp__core_usage_keep(c, j, ru);
+  gp__core_job *ji = gp__core_job_mut(c, j);
+  memset(ji, 0, sizeof *ji); /* (ctx.jobs is not zeroed up front) */
+  ji->shape = ji->pkey = -1;
+  ji->submitted = job->submitted_at;
+  ji->leaf = leaf_of(c, job->queue);
+  ji->limit = limit_of(c, job, ji->leaf);
+  switch (job->state) {
+  case GP_JOB_RUNNING:
+  case GP_JOB_STOPPING:
+    classify_running(c, j, ru);
+    gp__core_count_running(c, j, 0, ru, run_cap, false);
     break;
-  }
-  case GP__J_ELIGIBLE:
-    if (m->tok >= 0) {
-      keep_eligible(c, j, m);
-      break;
-    }
-    admit(c, j, m->whole_per_task);
+  case GP_JOB_PENDING:
+  case GP_JOB_HELD:
+    classify_pending(c, j);
     break;
-  default: /* (a waiting job is never considered: its shape is not needed) */
+  default:
+    ji->stat = GP__J_NONE;
     break;
   }
 }
@@ -442,10 +333,6 @@ int gp__core_classify_jobs(gp__core_ctx *c) {
   c->cls->min_whole = GP_MAX_NODE_GPUS + 1;
   c->cls->run_min_prio = INT_MAX;
   c->cls->running = gp__core_salloc(c, ((size_t)v->n_jobs + 1) * sizeof(int));
-  /* Room for as many running jobs as the memo's last step had (and some): growing the
-   * records one doubling at a time copied them over and over. */
-  size_t run_cap = c->memo ? c->memo->n_running + c->memo->n_running / 8 + 16 : 0;
-  if (run_cap) c->cls->run = gp_xmalloc(run_cap * sizeof *c->cls->run);
   c->cls->leaf_class = gp__core_salloc(c, ((size_t)c->tree.n + 1) * sizeof(int));
   for (int q = 0; q < c->tree.n; q++) c->cls->leaf_class[q] = -2;
   c->cls->eligible = gp__core_salloc(c, ((size_t)v->n_jobs + 1) * sizeof(int));
@@ -459,108 +346,20 @@ int gp__core_classify_jobs(gp__core_ctx *c) {
     int par = c->tree.q[q].parent;
     c->cls->path_limited[q] = c->tree.q[q].limit != GP_NO_LIMIT || (par >= 0 && c->cls->path_limited[par]);
   }
-  gp__core_memo_rec *memo = c->memo ? c->memo->rec : NULL;
-  if (memo) { /* replays count eligible jobs per token (keep_eligible) */
-    c->cls->fresh_bits = gp__core_scalloc(c, (size_t)v->n_jobs / 64 + 1, sizeof *c->cls->fresh_bits);
-    struct gp_sched_memo *mm = c->memo;
-    size_t words = mm->changed_words;
-    if ((size_t)v->n_jobs / 64 + 1 > words) {
-      gp_xgrow((void **)&mm->changed, &mm->changed_words, (size_t)v->n_jobs / 64 + 1,
-               sizeof *mm->changed);
-      memset(mm->changed + words, 0, (mm->changed_words - words) * sizeof *mm->changed);
-    }
-    size_t n_tok = (size_t)gp__core_tokens_count(c->memo->tokens);
-    if (n_tok > c->memo->tagg_cap) {
-      size_t cap = c->memo->tagg_cap;
-      gp_xgrow((void **)&c->memo->tagg, &c->memo->tagg_cap, n_tok, sizeof *c->memo->tagg);
-      memset(c->memo->tagg + cap, 0, (c->memo->tagg_cap - cap) * sizeof *c->memo->tagg);
-    }
-  }
-  const uint64_t *revs = v->job_revs;
+  if (c->memo) return gp__core_classify_kept(c);
+  size_t run_cap = 0;
   for (int j = 0; j < v->n_jobs; j++) {
-    const gp_job *job = &v->jobs[j];
-    gp__core_job *ji = &c->jobs[j];
-    if (memo && revs[j] && memo[j].rev == revs[j]) {
-      replay(c, j, &memo[j], &run_cap);
-      continue;
-    }
-    /* (Only an id is checked for jobs that hold nothing: skip the call for them.) */
-    int rc = job->id && job->state != GP_JOB_RUNNING && job->state != GP_JOB_STOPPING
-                 ? 0
-                 : gp__core_validate_job(c, j);
+    int rc = gp__core_slot_check(c, j);
     if (rc) return rc;
-    /* The slot changed: the hold the memo kept for it goes (its old record is still
-     * there: remember() below overwrites it). */
-    if (memo) {
-      gp__core_usage_drop(c, j, &c->memo->run[j]);
-      c->cls->fresh_bits[j >> 6] |= 1ull << (j & 63);
-      c->memo->changed[j >> 6] |= 1ull << (j & 63);
-    }
-    gp__core_job_mut(c, j);
-    memset(ji, 0, sizeof *ji); /* (ctx.jobs is not zeroed up front) */
-    ji->shape = ji->pkey = -1;
-    ji->submitted = job->submitted_at;
-    ji->leaf = leaf_of(c, job->queue);
-    ji->limit = limit_of(c, job, ji->leaf);
     gp__core_run ru;
-    switch (job->state) {
-    case GP_JOB_RUNNING:
-    case GP_JOB_STOPPING:
-      classify_running(c, j, &ru);
-      count_running(c, j, 0, &ru, &run_cap, false);
-      break;
-    case GP_JOB_PENDING:
-    case GP_JOB_HELD:
-      classify_pending(c, j);
-      break;
-    default:
-      ji->stat = GP__J_NONE;
-      break;
-    }
-    if (memo) {
-      remember(c, j, revs[j], &memo[j], &ru);
-      if (memo[j].rev && (ji->stat == GP__J_RUNNING || ji->stat == GP__J_STOPPING) &&
-          ru.node >= 0 && ru.whole)
-        gp__core_usage_keep(c, j, &ru);
-    }
+    gp__core_classify_slot(c, j, &ru, &run_cap);
   }
-  if (memo) {
-    gp__core_usage_end(c, c->memo->run);
-    admit_kept(c);
-  }
-  sums_done(c);
-  if (c->memo) c->memo->n_running = (size_t)c->cls->n_running;
+  gp__core_sums_done(c);
   return 0;
 }
 
-/* Slot j of ctx.jobs is about to be written (gp__core_job_mut): note it, so that the step's end
- * puts it back as classification left it. */
-void gp__core_journal_add(gp__core_ctx *c, int j) {
-  c->memo->journaled[j] = c->memo->step;
-  gp_xgrow((void **)&c->cls->lists.journal, &c->cls->lists.journal_cap, (size_t)c->cls->n_journal + 1,
-           sizeof *c->cls->lists.journal);
-  c->cls->lists.journal[c->cls->n_journal++] = j;
-}
-
-/* With a memo, when the step ends: a journaled slot is put back from its record when the
- * record stands for this view's job (a slot without one is classified afresh next step
- * anyway). The lists go back to the memo. */
-static void restore_jobs(gp__core_ctx *c) {
-  struct gp_sched_memo *m = c->memo;
-  const uint64_t *revs = c->view->job_revs;
-  for (int i = 0; i < c->cls->n_journal; i++) {
-    int j = c->cls->lists.journal[i];
-    if (!m->rec[j].rev || m->rec[j].rev != revs[j]) continue;
-    c->jobs[j] = m->cls[j];
-    c->jobs[j].shape = c->jobs[j].pkey = -1;
-  }
-  c->cls->n_journal = 0;
-  m->lists = c->cls->lists; /* back, at the size they grew to */
-  memset(&c->cls->lists, 0, sizeof c->cls->lists);
-}
-
 void gp__core_cls_done(gp__core_ctx *c) {
-  if (c->memo) restore_jobs(c); /* (the memo's array and lists) */
+  if (c->memo) gp__core_cls_kept_done(c); /* (the memo's array and lists) */
   else free(c->jobs);
   free(c->cls->run);
   if (c->cls->ids_built) gp__core_strmap_done(&c->cls->ids);

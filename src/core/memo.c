@@ -85,9 +85,15 @@ void gp__core_memo_begin(gp__core_ctx *c, gp_sched_memo *m) {
     memset(m->journaled + cap, 0, (m->cap - cap) * sizeof *m->journaled);
   }
   c->memo = m;
+  c->scratch = &m->scratch;
+  c->jobs = m->jobs;
   c->view_known = known;
   c->known_tree = known && m->tree.q ? &m->tree : NULL;
   c->cls->lists = m->lists;
+  c->cls->journaled = m->journaled;
+  c->cls->journal_step = m->step;
+  c->cls->spare_shapes = m->shapes;
+  m->shapes = NULL;
 }
 
 /* The view passed the checks that gp__core_validate skips for a known view; the tree it built

@@ -10,7 +10,7 @@
 typedef struct gp__core_job gp__core_job;
 typedef struct gp__core_run gp__core_run;
 
-/* gp_sched_step_memo's memory of one view slot (memo.c): what classification (jobs.c)
+/* gp_sched_step_memo's memory of one view slot (memo.c): what classification (classify_memo.c)
  * derived from the job, replayed while the job's rev and the view's rev stay the same.
  * A replay reads only these; the whole classification (memo.cls) puts a slot back. */
 typedef struct gp__core_memo_rec {
@@ -32,7 +32,7 @@ typedef struct gp__core_lists {
   size_t fresh_cap, kept_toks_cap, journal_cap;
 } gp__core_lists;
 
-/* Kept eligible jobs of one request token in a step (jobs.c): replays count them here and
+/* Kept eligible jobs of one request token in a step (classify_memo.c): replays count them here and
  * the step's placement keys take each token's count and earliest end at once. */
 typedef struct gp__core_tagg {
   uint64_t step;        /* the memo step these counts are for */
@@ -72,7 +72,10 @@ struct gp_sched_memo {
   uint64_t *journaled;  /* per view slot: the step that journaled it */
 };
 
-/* The memo for this step: use m (may be NULL); note that the view passed validation. */
+/* The memo for this step: use m (may be NULL). With one, the step's scratch memory and
+ * per-job array (ctx.jobs) are the memo's, and classification is lent its lists, journal
+ * and shape tables until the step ends (gp__core_cls_done). Then: note that the view
+ * passed validation. */
 void gp__core_memo_begin(gp__core_ctx *c, struct gp_sched_memo *m);
 void gp__core_memo_view_checked(gp__core_ctx *c);
 

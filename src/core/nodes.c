@@ -158,8 +158,8 @@ static void unhold_whole_on(gp__core_node *nodes, int *gpu_used, int node, uint3
 }
 
 /* The memo's kept usage when the last step left it for this view, else NULL. */
-static struct gp__core_usage *usage_kept(const gp__core_ctx *c, int nn, int ng) {
-  const struct gp_sched_memo *m = c->memo;
+static struct gp__core_usage *usage_kept(const gp__core_ctx *c, const struct gp_sched_memo *m, int nn,
+                                         int ng) {
   struct gp__core_usage *u = m->usage;
   return u && c->view_known && u->step && u->step + 1 == m->step && u->nn == nn && u->ng == ng
              ? u
@@ -168,8 +168,7 @@ static struct gp__core_usage *usage_kept(const gp__core_ctx *c, int nn, int ng) 
 
 /* The step's starting usage: `kept` when the step started from it (usage_kept), else the
  * derived nodes with nothing held, and the copy starts over from them. */
-static void usage_begin(gp__core_ctx *c, struct gp__core_usage *kept) {
-  struct gp_sched_memo *m = c->memo;
+static void usage_begin(gp__core_ctx *c, struct gp_sched_memo *m, struct gp__core_usage *kept) {
   struct gp__core_usage *u = kept;
   int nn = c->view->n_nodes, ng = c->fleet->n_gpus_total;
   if (!u) {
@@ -209,6 +208,7 @@ static void usage_begin(gp__core_ctx *c, struct gp__core_usage *kept) {
   u->step = 0; /* until classification completes it */
   c->fleet->usage = u;
   c->fleet->held = u->held;
+  c->fleet->kept_runs = m->run;
 }
 
 void gp__core_usage_drop(gp__core_ctx *c, int j, const gp__core_run *old) {
@@ -251,7 +251,7 @@ bool gp__core_usage_bounds(const gp__core_ctx *c, const gp_time **lo, const gp_t
     u->lo[node] = GP__NEVER;
     u->hi[node] = INT64_MIN;
     for (int j = u->head[node]; j >= 0; j = u->next[j]) {
-      gp_time e = gp__core_run_end(&c->memo->run[j]);
+      gp_time e = gp__core_run_end(&c->fleet->kept_runs[j]);
       if (e < u->lo[node]) u->lo[node] = e;
       if (e > u->hi[node]) u->hi[node] = e;
     }
@@ -263,13 +263,13 @@ bool gp__core_usage_bounds(const gp__core_ctx *c, const gp_time **lo, const gp_t
   return true;
 }
 
-void gp__core_usage_end(gp__core_ctx *c, const gp__core_run *old_runs) {
+void gp__core_usage_end(gp__core_ctx *c, const gp__core_run *old_runs, uint64_t step) {
   struct gp__core_usage *u = c->fleet->usage;
   if (!u) return;
   /* Slots past the view's end now: their jobs left. */
   for (int j = c->view->n_jobs; j < u->n_slots; j++) gp__core_usage_drop(c, j, &old_runs[j]);
   u->n_slots = c->view->n_jobs;
-  u->step = c->memo->step;
+  u->step = step;
 }
 
 void gp__core_nodes_snap_free(struct gp__core_nodes_snap *s) {
@@ -354,9 +354,9 @@ int gp__core_nodes_init(gp__core_ctx *c) {
   struct gp_sched_memo *m = c->memo;
   if (m && c->view_known && m->nodes && m->nodes->nn == c->view->n_nodes &&
       m->nodes->n_queues == c->tree.n) {
-    struct gp__core_usage *kept = usage_kept(c, m->nodes->nn, m->nodes->n_gpus_total);
+    struct gp__core_usage *kept = usage_kept(c, m, m->nodes->nn, m->nodes->n_gpus_total);
     snap_restore(c, m->nodes, kept);
-    usage_begin(c, kept);
+    usage_begin(c, m, kept);
     return 0;
   }
   int rc = nodes_derive(c);
@@ -364,7 +364,7 @@ int gp__core_nodes_init(gp__core_ctx *c) {
   if (m && !rc) {
     gp__core_nodes_snap_free(m->nodes);
     m->nodes = snap_take(c);
-    usage_begin(c, NULL);
+    usage_begin(c, m, NULL);
   }
   return rc;
 }

@@ -36,6 +36,7 @@ struct gp__core_order {
   bool fair;
   bool sorted;          /* each segment is sorted (the memo's kept order): pops walk it */
   uint8_t *remembered;  /* sorted: per entry, whether the memo remembers its job */
+  struct gp_sched_memo *keeper; /* sorted: the memo that keeps this order for the next step */
   hent *heap;           /* one segment per leaf (or one for global orders): window, rest */
   int *seg_start, *seg_len;
   int *win_len, *win_k; /* per segment: jobs in the window; its next size (INT32_MAX: all) */
@@ -227,11 +228,12 @@ static void sort_entries(const gp__core_order *o, hent *a, hent *tmp, int n) {
 /* Fills o->heap with every eligible job, each segment sorted, and the segments' bounds:
  * from the kept order when `kept` is usable (plus the jobs classified afresh), else by
  * sorting all. Returns false when the kept order does not account for exactly this step's
- * eligible jobs (a caller that broke the rev contract): then the caller sorts all instead. */
-static bool build_sorted(gp__core_order *o, const struct gp__core_kept_order *kept) {
+ * eligible jobs (a caller that broke the rev contract): then the caller sorts all instead.
+ * rec: the memo's records, which say whether it remembers a job. */
+static bool build_sorted(gp__core_order *o, const struct gp__core_kept_order *kept,
+                         const gp__core_memo_rec *rec) {
   gp__core_ctx *c = o->c;
   const uint64_t *revs = c->view->job_revs;
-  const gp__core_memo_rec *rec = c->memo->rec;
   int n_elig = c->cls->n_eligible, nj = c->view->n_jobs;
   const int *src = kept ? c->cls->lists.fresh : c->cls->eligible;
   int nf = kept ? c->cls->n_fresh : n_elig;
@@ -285,14 +287,15 @@ gp__core_order *gp__core_order_new(gp__core_ctx *c) {
   o->seg_len = gp__core_scalloc(c, (size_t)o->n_seg + 1, sizeof(int));
   int n_elig = c->cls->n_eligible;
   o->heap = gp_xmalloc(((size_t)n_elig + 1) * sizeof(hent));
-  if (c->memo) {
+  struct gp_sched_memo *m = c->memo;
+  if (m) {
     /* Kept for the next step: the order sorted in full (merged from the last one). */
-    struct gp_sched_memo *m = c->memo;
     const struct gp__core_kept_order *k = m->order;
     bool usable = k && c->view_known && k->step + 1 == m->step && k->n_seg == o->n_seg;
     o->remembered = gp_xmalloc(((size_t)n_elig + 1) * sizeof *o->remembered);
-    if (!build_sorted(o, usable ? k : NULL) && usable) build_sorted(o, NULL);
+    if (!build_sorted(o, usable ? k : NULL, m->rec) && usable) build_sorted(o, NULL, m->rec);
     o->sorted = true;
+    o->keeper = m;
   } else {
     for (int e = 0; e < n_elig; e++) o->seg_len[seg_of(o, c->cls->eligible[e])]++;
     for (int s = 0; s < o->n_seg; s++) o->seg_start[s + 1] = o->seg_start[s] + o->seg_len[s];
@@ -339,7 +342,7 @@ gp__core_order *gp__core_order_new(gp__core_ctx *c) {
 void gp__core_order_free(gp__core_order *o) {
   if (!o) return;
   if (o->sorted) { /* the memo keeps this step's order for the next one */
-    struct gp_sched_memo *m = o->c->memo;
+    struct gp_sched_memo *m = o->keeper;
     gp__core_kept_order_free(m->order);
     struct gp__core_kept_order *k = m->order = gp_xcalloc(1, sizeof *k);
     *k = (struct gp__core_kept_order){.e = o->heap, .remembered = o->remembered,

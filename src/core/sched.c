@@ -345,8 +345,8 @@ int gp_sched_step_memo(gp_sched_memo *memo, const gp_policy *policy, const gp_vi
   c.now = now;
   c.err = err;
   c.decisions_only = flags & GP_SCHED_DECISIONS_ONLY;
+  c.scratch = &c.own_scratch;
   gp__core_memo_begin(&c, memo);
-  c.scratch = c.memo ? &c.memo->scratch : &c.own_scratch;
   int rc = gp__core_validate(&c);
   if (rc) {
     ctx_done(&c);
@@ -354,8 +354,8 @@ int gp_sched_step_memo(gp_sched_memo *memo, const gp_policy *policy, const gp_vi
   }
   gp__core_memo_view_checked(&c);
   c.arena = gp_arena_new();
-  /* Filled by classification; a memo's keeps what replayed slots need. */
-  c.jobs = c.memo ? c.memo->jobs : gp_xmalloc(((size_t)view->n_jobs + 1) * sizeof *c.jobs);
+  /* Filled by classification (a memo lends its own: gp__core_memo_begin). */
+  if (!c.jobs) c.jobs = gp_xmalloc(((size_t)view->n_jobs + 1) * sizeof *c.jobs);
   gp__core_nodes_init(&c);
   rc = gp__core_classify_jobs(&c);
   if (rc) {

@@ -142,25 +142,25 @@ static bool at_least(const numbers *a, const numbers *b) {
 
 /* What sig_equal(.., true) compares, with lists and the MIG profile by pointer: two jobs
  * with equal raw keys have the same shape. Callers share one model list or selector per
- * kind of request, so most jobs find their shape in a small direct-mapped memo by raw key
+ * kind of request, so most jobs find their shape in a small direct-mapped cache by raw key
  * (a few loads and one multiply-xor hash) instead of the string-hashing signature and a
  * field-by-field comparison with the shape's representative. A miss takes the full path,
- * which alone assigns shape ids: the memo changes no id. */
+ * which alone assigns shape ids: the cache changes no id. */
 typedef struct rawkey {
   uint64_t v[8];
   const void *p[3];
 } rawkey;
 
-#define MEMO_BITS 8
+#define RAW_BITS 8
 
-typedef struct memo_ent {
+typedef struct raw_ent {
   rawkey k;
   int shape;            /* shape id + 1; 0: empty */
   uint32_t gen;         /* the tables' generation it belongs to (older: empty) */
-} memo_ent;
+} raw_ent;
 
 struct gp__core_shapes {
-  memo_ent *memo;       /* 1 << MEMO_BITS entries */
+  raw_ent *raw;         /* the cache by raw key: 1 << RAW_BITS entries */
   uint32_t gen;         /* bumped when a memo's next step takes the tables over */
   sigtab shape_tab, class_tab;
   int n, cap;           /* shapes */
@@ -180,13 +180,14 @@ struct gp__core_shapes {
   int *next_shape;      /* per shape, in its class */
 };
 
-/* A memo keeps the tables for its next step, which empties them (ids are per step) but
- * keeps their room: a step would otherwise allocate some twenty arrays again. */
+/* A memo keeps the tables for its next step and lends them to it (spare_shapes), which
+ * empties them (ids are per step) but keeps their room: a step would otherwise allocate
+ * some twenty arrays again. */
 static struct gp__core_shapes *shapes(gp__core_ctx *c) {
   struct gp__core_shapes *s = c->cls->shapes;
   if (s) return s;
-  if (c->memo && (s = c->memo->shapes)) {
-    c->memo->shapes = NULL;
+  if ((s = c->cls->spare_shapes)) {
+    c->cls->spare_shapes = NULL;
     s->n = s->nc = 0;
     s->gen++;
     for (size_t i = 0; i <= s->shape_tab.mask; i++) s->shape_tab.slot[i] = -1;
@@ -194,7 +195,7 @@ static struct gp__core_shapes *shapes(gp__core_ctx *c) {
     return c->cls->shapes = s;
   }
   s = c->cls->shapes = gp_xcalloc(1, sizeof *s);
-  s->memo = gp_xcalloc((size_t)1 << MEMO_BITS, sizeof *s->memo);
+  s->raw = gp_xcalloc((size_t)1 << RAW_BITS, sizeof *s->raw);
   s->gen = 1;
   sigtab_init(&s->shape_tab);
   sigtab_init(&s->class_tab);
@@ -203,7 +204,7 @@ static struct gp__core_shapes *shapes(gp__core_ctx *c) {
 
 void gp__core_shapes_free(struct gp__core_shapes *s) {
   if (!s) return;
-  free(s->memo);
+  free(s->raw);
   sigtab_done(&s->shape_tab);
   sigtab_done(&s->class_tab);
   free(s->rep);
@@ -223,13 +224,9 @@ void gp__core_shapes_free(struct gp__core_shapes *s) {
 }
 
 void gp__core_shapes_done(gp__core_ctx *c) {
-  if (c->memo && c->cls->shapes) {
-    gp__core_shapes_free(c->memo->shapes);
-    c->memo->shapes = c->cls->shapes;
-  } else {
-    gp__core_shapes_free(c->cls->shapes);
-  }
-  c->cls->shapes = NULL;
+  gp__core_shapes_free(c->cls->shapes);
+  gp__core_shapes_free(c->cls->spare_shapes);
+  c->cls->shapes = c->cls->spare_shapes = NULL;
 }
 
 static int class_of(gp__core_ctx *c, struct gp__core_shapes *s, int j) {
@@ -278,7 +275,7 @@ static uint64_t raw_hash(const rawkey *k) {
   return (h ^ h >> 31) * 0x9e3779b97f4a7c15ull;
 }
 
-static unsigned raw_slot(const rawkey *k) { return (unsigned)(raw_hash(k) >> (64 - MEMO_BITS)); }
+static unsigned raw_slot(const rawkey *k) { return (unsigned)(raw_hash(k) >> (64 - RAW_BITS)); }
 
 static bool raw_equal(const rawkey *a, const rawkey *b) {
   uint64_t d = 0; /* no branch per word: most lookups hit, and a hit compares them all */
@@ -295,7 +292,7 @@ int gp__core_shape_of(gp__core_ctx *c, int j) {
   struct gp__core_shapes *s = shapes(c);
   rawkey k;
   raw_key(c, j, &k);
-  memo_ent *m = &s->memo[raw_slot(&k)];
+  raw_ent *m = &s->raw[raw_slot(&k)];
   if (m->gen == s->gen && m->shape > 0 && raw_equal(&m->k, &k)) return ji->shape = m->shape - 1;
   int id = shape_full(c, j);
   m->k = k;
@@ -310,7 +307,7 @@ int gp__core_shape_of(gp__core_ctx *c, int j) {
  * Shape ids are never carried from one step to the next: a token's first job in a step
  * takes the path above (gp__core_shape_of), which alone assigns ids, in view order as always;
  * the token's other jobs, whose raw keys are bit for bit the same, reuse that id, as the
- * direct-mapped memo would have given them. So a pointer in a raw key that the caller
+ * direct-mapped cache would have given them. So a pointer in a raw key that the caller
  * freed and reused for something else since can merge nothing: within one step, equal
  * raw keys mean equal requests. */
 typedef struct token {

@@ -125,8 +125,7 @@ void gp__core_victims_forget(struct gp__core_victims *v) {
  * made, with the same rev: its entry is still right, and a running job there has one if it
  * may be a victim at all. (Bits are read from a small array, not the view's revs at
  * random.) */
-static int kept_across_steps(gp__core_ctx *c, int *order) {
-  struct gp_sched_memo *m = c->memo;
+static int kept_across_steps(gp__core_ctx *c, struct gp_sched_memo *m, int *order) {
   const gp_view *view = c->view;
   const uint64_t *revs = view->job_revs, *changed = m->changed;
   if (!m->victims) m->victims = gp_xcalloc(1, sizeof *m->victims);
@@ -170,5 +169,5 @@ static int kept_across_steps(gp__core_ctx *c, int *order) {
 }
 
 int gp__core_victim_order(gp__core_ctx *c, int *order) {
-  return c->memo ? kept_across_steps(c, order) : sorted_once(c, order);
+  return c->memo ? kept_across_steps(c, c->memo, order) : sorted_once(c, order);
 }
