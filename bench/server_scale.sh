@@ -15,7 +15,8 @@
 #   bench/server_scale.sh [BUILD_DIR]     (default build/rel: a Release build of gpool_bin,
 #                                          bench_submit_bench and bench_sched_bench)
 #   env: NODES=10000 JOBS=100000 HOLD=30 CLIENTS=16
-#        PERF=FILE records the server with `perf record -g` during the steady hold
+#        PERF=FILE records the server with `perf record` during the steady hold
+#        (PERF_OPTS, default -g; --call-graph dwarf for call chains in a Release build)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${1:-$ROOT/build/rel}
@@ -57,7 +58,7 @@ sleep 2  # the last starts' events settle
 s0=$(metric gpool_scheduling_cycle_seconds_sum) c0=$(metric gpool_scheduling_cycle_seconds_count)
 u0=$(metric gpool_scheduling_cycle_cpu_seconds_total)
 if [ -n "${PERF:-}" ]; then
-  perf record -g -o "$PERF" -p "$SERVER_PID" -- sleep $((HOLD - 4)) >/dev/null 2>&1 &
+  perf record ${PERF_OPTS:--g} -o "$PERF" -p "$SERVER_PID" -- sleep $((HOLD - 4)) >/dev/null 2>&1 &
 fi
 samples=()
 for _ in $(seq 1 $((HOLD - 4))); do samples+=("$(metric gpool_scheduling_last_cycle_seconds)"); sleep 1; done

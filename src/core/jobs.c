@@ -127,16 +127,18 @@ static const char *check_request(gp__core_ctx *c, int j) {
   bool frac = r->gpu_milli > 0 || r->gpu_mem_mib > 0;
   if ((r->gpus_per_task > 0) + frac + (r->mig_profile != NULL) > 1)
     return "A request asks for whole GPUs, a GPU fraction or a MIG instance, not several.";
-  if (r->mig_profile) {
-    ji->kind = GP__R_MIG;
+  ji->kind = gp__core_request_kind(r);
+  switch (ji->kind) {
+  case GP__R_MIG: {
     int s = mig_slices(r->mig_profile);
     if (s < 1 || s > 7) return "The MIG profile is not of the form <N>g.<M>gb.";
     ji->gpus = r->tasks * (s / 7.0);
-  } else if (r->gpus_per_task > 0) {
-    ji->kind = GP__R_WHOLE;
+    break;
+  }
+  case GP__R_WHOLE:
     ji->gpus = (double)r->tasks * r->gpus_per_task;
-  } else if (frac) {
-    ji->kind = GP__R_FRACTION;
+    break;
+  case GP__R_FRACTION: {
     double milli = r->gpu_milli;
     if (milli <= 0) { /* asked by memory: the share of the largest GPU it could use */
       int64_t big = c->fleet->max_gpu_mem;
@@ -144,8 +146,9 @@ static const char *check_request(gp__core_ctx *c, int j) {
       if (milli > GP_GPU_MILLI) milli = GP_GPU_MILLI;
     }
     ji->gpus = r->tasks * milli / GP_GPU_MILLI;
-  } else {
-    ji->kind = GP__R_CPU;
+    break;
+  }
+  default:
     ji->gpus = 0;
   }
   return NULL;
