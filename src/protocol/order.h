@@ -114,6 +114,14 @@ bool gp_proto_job_id_valid(const char *id);
 int gp_proto_order_head(const json_t *doc, const char **ret_id, const char **ret_kind,
                         gp_err *err);
 
+/* Would an agent run this command, environment and working directory? The start order's own
+ * rules (1..GP_PROTO_MAX_ARGS words in GP_PROTO_MAX_ARGS_BYTES; variable names
+ * [A-Za-z_][A-Za-z0-9_]* in GP_PROTO_MAX_ENV_BYTES; an absolute workdir), so that a server
+ * refuses at submission what an agent would refuse at start. GP_EINVAL naming "command",
+ * "env" or "workdir". */
+int gp_proto_start_check_run(const json_t *command, const json_t *env, const char *workdir,
+                             gp_err *err);
+
 /* Encodes an order: {"kind", the kind's fields..., "id" when o->id is set}. Returns a new
  * reference (the caller owns it). */
 json_t *gp_proto_order_encode(const gp_proto_order *o);

@@ -121,21 +121,65 @@ static bool env_name_valid(const char *k) {
   return true;
 }
 
-static int decode_command(const json_t *job, gp_proto_start *s, gp_err *err) {
-  const json_t *cmd = json_object_get(job, "command");
+/* The command as an agent will run it: 1..GP_PROTO_MAX_ARGS strings, the first not empty,
+ * GP_PROTO_MAX_ARGS_BYTES in all. ctx names the field's parent ("job", or NULL). */
+static int check_command(const json_t *cmd, const char *ctx, gp_err *err) {
   size_t n = json_array_size(cmd), bytes = 0;
   if (!json_is_array(cmd) || n == 0 || n > GP_PROTO_MAX_ARGS)
-    return gp__proto_bad(err, CTX, "command", "the command must be a list of 1 to %d strings",
+    return gp__proto_bad(err, ctx, "command", "the command must be a list of 1 to %d strings",
                          GP_PROTO_MAX_ARGS);
   for (size_t i = 0; i < n; i++) {
     const char *a = json_string_value(json_array_get(cmd, i));
     if (!a || (i == 0 && !*a))
-      return gp__proto_bad(err, CTX, "command", "command[%zu] is not a string", i);
+      return gp__proto_bad(err, ctx, "command", "command[%zu] is not a string", i);
     bytes += strlen(a) + 1;
   }
   if (bytes > GP_PROTO_MAX_ARGS_BYTES)
-    return gp__proto_bad(err, CTX, "command", "the command is longer than %d bytes",
+    return gp__proto_bad(err, ctx, "command", "the command is longer than %d bytes",
                          GP_PROTO_MAX_ARGS_BYTES);
+  return 0;
+}
+
+/* The environment as an agent will set it: at most GP_PROTO_MAX_ENV variables with valid
+ * names and string values, GP_PROTO_MAX_ENV_BYTES in all; NULL or null is none. */
+static int check_env(const json_t *env, const char *ctx, gp_err *err) {
+  if (!env || json_is_null(env)) return 0;
+  if (!json_is_object(env) || json_object_size(env) > GP_PROTO_MAX_ENV)
+    return gp__proto_bad(err, ctx, "env", "env must be a map of at most %d variables",
+                         GP_PROTO_MAX_ENV);
+  const char *k;
+  const json_t *v;
+  size_t bytes = 0;
+  json_object_foreach((json_t *)env, k, v) {
+    if (!env_name_valid(k) || !json_is_string(v))
+      return gp__proto_bad(err, ctx, "env",
+                           "env: '%.100s' is not a valid variable name with a string value", k);
+    bytes += strlen(k) + strlen(json_string_value(v)) + 2;
+  }
+  if (bytes > GP_PROTO_MAX_ENV_BYTES)
+    return gp__proto_bad(err, ctx, "env", "env is larger than %d bytes", GP_PROTO_MAX_ENV_BYTES);
+  return 0;
+}
+
+static int check_workdir(const char *workdir, const char *ctx, gp_err *err) {
+  if (workdir && *workdir && workdir[0] != '/')
+    return gp__proto_bad(err, ctx, "workdir", "workdir '%.200s' is not an absolute path", workdir);
+  return 0;
+}
+
+int gp_proto_start_check_run(const json_t *command, const json_t *env, const char *workdir,
+                             gp_err *err) {
+  int r = check_command(command, NULL, err);
+  if (!r) r = check_env(env, NULL, err);
+  if (!r) r = check_workdir(workdir, NULL, err);
+  return r;
+}
+
+static int decode_command(const json_t *job, gp_proto_start *s, gp_err *err) {
+  const json_t *cmd = json_object_get(job, "command");
+  int r = check_command(cmd, CTX, err);
+  if (r) return r;
+  size_t n = json_array_size(cmd);
   s->argv = gp_xcalloc(n + 1, sizeof *s->argv);
   for (size_t i = 0; i < n; i++) s->argv[i] = gp_xstrdup(json_string_value(json_array_get(cmd, i)));
   s->n_argv = (int)n;
@@ -144,21 +188,10 @@ static int decode_command(const json_t *job, gp_proto_start *s, gp_err *err) {
 
 static int decode_env(const json_t *job, gp_proto_start *s, gp_err *err) {
   const json_t *env = json_object_get(job, "env");
-  if (!env || json_is_null(env)) return 0;
-  if (!json_is_object(env) || json_object_size(env) > GP_PROTO_MAX_ENV)
-    return gp__proto_bad(err, CTX, "env", "env must be a map of at most %d variables",
-                         GP_PROTO_MAX_ENV);
+  int r = check_env(env, CTX, err);
+  if (r || !env || json_is_null(env)) return r;
   const char *k;
   const json_t *v;
-  size_t bytes = 0;
-  json_object_foreach((json_t *)env, k, v) {
-    if (!env_name_valid(k) || !json_is_string(v))
-      return gp__proto_bad(err, CTX, "env",
-                           "env: '%.100s' is not a valid variable name with a string value", k);
-    bytes += strlen(k) + strlen(json_string_value(v)) + 2;
-  }
-  if (bytes > GP_PROTO_MAX_ENV_BYTES)
-    return gp__proto_bad(err, CTX, "env", "env is larger than %d bytes", GP_PROTO_MAX_ENV_BYTES);
   size_t n = json_object_size(env);
   s->env_keys = gp_xcalloc(n + 1, sizeof *s->env_keys);
   s->env_values = gp_xcalloc(n + 1, sizeof *s->env_values);
@@ -214,8 +247,7 @@ static int decode_fields(const json_t *job, gp_proto_start *s, gp_err *err) {
   s->name = dup_or_null(name);
   s->queue = dup_or_null(queue);
   s->user = dup_or_null(user);
-  if (workdir && *workdir && workdir[0] != '/')
-    return gp__proto_bad(err, CTX, "workdir", "workdir '%.200s' is not an absolute path", workdir);
+  if ((r = check_workdir(workdir, CTX, err))) return r;
   s->workdir = workdir && *workdir ? gp_xstrdup(workdir) : NULL;
   if ((r = decode_command(job, s, err)) || (r = decode_env(job, s, err)) ||
       (r = decode_hosts(job, s, err)))

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "protocol/order.h"
 #include "server/state.h"
 #include "snapshot/policy_read.h"
 #include "util/mem.h"
@@ -300,6 +301,8 @@ int gp__srv_job_parse(const gp_server_config *cfg, const json_t *body, const cha
     r = gp_err_set(err, GP_EINVAL, NULL, 0, "command", "missing: say what the job runs");
     goto fail;
   }
+  /* What no agent would run is refused now, not after the 201 (the start order's rules). */
+  if ((r = gp_proto_start_check_run(j->command, j->env, j->workdir, err))) goto fail;
   const json_t *uv = json_object_get(body, "user");
   if (uv && !json_is_null(uv)) {
     if (!json_is_string(uv) || !*json_string_value(uv) || !clean_str(json_string_value(uv), 64)) {

@@ -86,4 +86,41 @@ static void the_checkpoint_signal_is_one_a_job_can_catch(void) {
   gp_server_config_free(cfg);
 }
 
-GP_TESTS(the_fast_document_equals_the_reference, the_checkpoint_signal_is_one_a_job_can_catch)
+/* What no agent would start is refused at submission, naming the field, instead of being
+ * accepted with 201 and failing at start: a command past the start order's 256 KiB (five
+ * words of 60 KB, each within the per-word bound), a variable name with a newline, a
+ * relative working directory. */
+static int parse_body(const gp_server_config *cfg, const char *body, gp_err *e) {
+  json_t *o = json_loads(body, 0, NULL);
+  gp_srv_job *j = NULL;
+  int r = gp__srv_job_parse(cfg, o, "alice", false, &j, e);
+  json_decref(o);
+  gp__srv_job_free(j);
+  return r;
+}
+
+static void what_no_agent_would_start_is_refused_at_submission(void) {
+  gp_server_config *cfg = gp_server_config_new();
+  gp_err e = {0};
+  json_t *big = json_pack("{s:[]}", "command");
+  char *word = malloc(60001);
+  memset(word, 'a', 60000);
+  word[60000] = '\0';
+  for (int i = 0; i < 5; i++) json_array_append_new(json_object_get(big, "command"), json_string(word));
+  char *body = json_dumps(big, JSON_COMPACT);
+  CHECK_EQ_INT(GP_EINVAL, parse_body(cfg, body, &e));
+  CHECK_EQ_STR("command", e.field);
+  CHECK_CONTAINS(e.message, "longer than 262144 bytes");
+  free(body);
+  free(word);
+  json_decref(big);
+  CHECK_EQ_INT(GP_EINVAL, parse_body(cfg, "{\"command\": [\"true\"], \"env\": {\"A\\nB\": \"1\"}}", &e));
+  CHECK_EQ_STR("env", e.field);
+  CHECK_EQ_INT(GP_EINVAL, parse_body(cfg, "{\"command\": [\"true\"], \"workdir\": \"data/run\"}", &e));
+  CHECK_EQ_STR("workdir", e.field);
+  CHECK_EQ_INT(0, parse_body(cfg, "{\"command\": [\"true\"], \"env\": {\"A_1\": \"x\"}, \"workdir\": \"/tmp\"}", &e));
+  gp_server_config_free(cfg);
+}
+
+GP_TESTS(the_fast_document_equals_the_reference, the_checkpoint_signal_is_one_a_job_can_catch,
+         what_no_agent_would_start_is_refused_at_submission)
