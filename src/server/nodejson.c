@@ -259,7 +259,7 @@ json_t *gp__srv_node_to_json(const gp_srv_state *s, const gp_srv_node *n, bool f
     json_object_set_new(labels, n->labels[i].key, json_string(n->labels[i].value));
   json_object_set_new(o, "labels", labels);
   json_object_set_new(o, "capacity", json_string(gp_capacity_name(n->capacity)));
-  json_object_set(o, "nvlink_domains", n->nvlink_domains ? n->nvlink_domains : json_array());
+  json_object_set_new(o, "nvlink_domains", n->nvlink_domains ? json_incref(n->nvlink_domains) : json_array());
   if (!for_store)
     json_object_set_new(o, "last_heartbeat", n->last_heartbeat ? json_integer(n->last_heartbeat) : json_null());
   json_object_set_new(o, "agent_url", n->agent_url ? json_string(n->agent_url) : json_null());
