@@ -4,10 +4,14 @@
  * transaction survives kill -9 and power loss. The server batches many submissions into
  * one transaction (group commit), so the fsync cost is shared. Statements are prepared
  * once. The schema version lives in PRAGMA user_version. */
+#include <errno.h>
+#include <fcntl.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "store/store.h"
 #include "util/mem.h"
@@ -269,11 +273,27 @@ static const gp_store_ops sqlite_ops = {
     s_load, s_close,
 };
 
+/* The database holds every job's command and environment (API keys among them): it is the
+ * owner's alone, whatever the umask or the data directory's mode. SQLite gives its -wal and
+ * -shm files the database's mode, so making the file first, 0600, covers them; an existing
+ * database more open than that is closed to others. */
+static int own_file(const char *path, gp_err *err) {
+  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) return gp_err_set(err, GP_EIO, path, 0, NULL, "cannot open the store: %s", strerror(errno));
+  struct stat st;
+  int r = 0;
+  if (fstat(fd, &st) == 0 && (st.st_mode & 077) && fchmod(fd, st.st_mode & 0700) != 0)
+    r = gp_err_set(err, GP_EIO, path, 0, NULL, "cannot make the store private: %s", strerror(errno));
+  close(fd);
+  return r;
+}
+
 int gp_store_sqlite_open(const char *path, gp_store **ret, gp_err *err) {
+  int r = own_file(path, err);
+  if (r) return r;
   sqlite_store *s = gp_xcalloc(1, sizeof *s);
   s->base.ops = &sqlite_ops;
   snprintf(s->path, sizeof s->path, "%s", path);
-  int r = 0;
   if (sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
                                         SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
     r = gp_err_set(err, GP_EIO, path, 0, NULL, "cannot open the store: %s",

@@ -2,6 +2,7 @@
 /* The SQLite store keeps what was committed (across a reopen), forgets what was rolled
  * back, and the fault-injecting wrapper fails exactly the write it was told to. */
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include "store/store.h"
 #include "test.h"
@@ -183,6 +184,30 @@ static void a_file_that_is_not_a_database_is_refused(void) {
   remove_dir();
 }
 
-GP_TESTS(committed_rows_survive_a_reopen, rolled_back_rows_are_gone,
+/* The store holds every job's environment: its files are the owner's alone, made so under a
+ * permissive umask, and an existing database readable by others is closed to them. */
+static void the_database_is_private(void) {
+  mode_t old = umask(0);
+  gp_store *s = NULL;
+  gp_err e = {0};
+  REQUIRE(gp_store_sqlite_open(db_path(), &s, &e) == 0);
+  write_some(s);
+  struct stat st;
+  REQUIRE(stat(db_path(), &st) == 0);
+  CHECK_EQ_INT(0600, st.st_mode & 0777);
+  char wal[320];
+  snprintf(wal, sizeof wal, "%s-wal", db_path());
+  if (stat(wal, &st) == 0) CHECK_EQ_INT(0600, st.st_mode & 0777);
+  gp_store_close(s);
+  REQUIRE(chmod(db_path(), 0644) == 0);
+  REQUIRE(gp_store_sqlite_open(db_path(), &s, &e) == 0);
+  REQUIRE(stat(db_path(), &st) == 0);
+  CHECK_EQ_INT(0600, st.st_mode & 0777);
+  gp_store_close(s);
+  umask(old);
+  remove_dir();
+}
+
+GP_TESTS(the_database_is_private, committed_rows_survive_a_reopen, rolled_back_rows_are_gone,
          fault_store_fails_the_nth_write_and_nothing_is_committed,
          a_file_that_is_not_a_database_is_refused)
