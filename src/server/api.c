@@ -23,9 +23,27 @@ static const char *query(const gp_srv_req *r, const char *key) {
   return json_string_value(json_object_get(r->query, key));
 }
 
+static bool may_touch(const gp_srv_req *r, const gp_srv_job *j) {
+  return is_admin(r) || strcmp(r->user, j->user) == 0;
+}
+
+/* A job as the caller may see it. Its command and environment (API keys, tokens on the
+ * command line) are its owner's and the admins': others see their shape, not their words. */
+static json_t *job_for(gp_srv_state *s, const gp_srv_req *r, const gp_srv_job *j) {
+  json_t *o = gp__srv_job_to_json(s, j, false);
+  if (may_touch(r, j)) return o;
+  json_object_set_new(o, "command", json_pack("[s]", "(hidden)"));
+  json_t *env = json_object();
+  const char *k;
+  json_t *v;
+  json_object_foreach(j->env, k, v) json_object_set_new(env, k, json_string("(hidden)"));
+  json_object_set_new(o, "env", env);
+  return o;
+}
+
 static void reply_job(gp_srv_state *s, gp_srv_req *r, int status, const gp_srv_job *j) {
   json_t *o = json_object();
-  json_object_set_new(o, "job", gp__srv_job_to_json(s, j, false));
+  json_object_set_new(o, "job", job_for(s, r, j));
   gp__srv_reply_json(r, status, o);
 }
 
@@ -141,7 +159,7 @@ static void list_jobs(gp_srv_state *s, gp_srv_req *r) {
       cursor = id;
       break;
     }
-    json_array_append_new(list, gp__srv_job_to_json(s, j, false));
+    json_array_append_new(list, job_for(s, r, j));
   }
   json_t *o = json_object();
   json_object_set_new(o, "jobs", list);
@@ -149,10 +167,6 @@ static void list_jobs(gp_srv_state *s, gp_srv_req *r) {
   snprintf(cur, sizeof cur, "%lld", (long long)cursor);
   json_object_set_new(o, "next", cursor ? json_string(cur) : json_null());
   gp__srv_reply_json(r, 200, o);
-}
-
-static bool may_touch(const gp_srv_req *r, const gp_srv_job *j) {
-  return is_admin(r) || strcmp(r->user, j->user) == 0;
 }
 
 static int cancel(gp_srv_state *s, gp_srv_req *r, gp_srv_job *j, int64_t now, gp_err *err) {

@@ -125,6 +125,25 @@ static void users_stay_in_their_queues_and_jobs(void) {
   CHECK_EQ_STR("conflict", err_code(t.last));
   CHECK_EQ_INT(409, tsrv_req(&t, "POST", "/v1/jobs/1/release", ALICE, NULL));
   free(id);
+  /* A job's command and environment are its owner's (and the admins'): others see their
+   * shape only, in the list and alone. */
+  free(tsrv_submit(&t, ALICE, "{\"command\": [\"train\", \"--token=s3cret\"], \"env\": {\"API_KEY\": \"k3y\"}}"));
+  CHECK_EQ_INT(200, tsrv_req(&t, "GET", "/v1/jobs/2", BOB, NULL));
+  char *seen = json_dumps(t.last, JSON_COMPACT);
+  CHECK(!strstr(seen, "s3cret") && !strstr(seen, "k3y"));
+  CHECK_CONTAINS(seen, "\"API_KEY\":\"(hidden)\"");
+  free(seen);
+  CHECK_EQ_INT(200, tsrv_req(&t, "GET", "/v1/jobs", BOB, NULL));
+  seen = json_dumps(t.last, JSON_COMPACT);
+  CHECK(!strstr(seen, "s3cret") && !strstr(seen, "k3y"));
+  free(seen);
+  for (int k = 0; k < 2; k++) {
+    CHECK_EQ_INT(200, tsrv_req(&t, "GET", "/v1/jobs/2", k ? ADMIN : ALICE, NULL));
+    seen = json_dumps(t.last, JSON_COMPACT);
+    CHECK_CONTAINS(seen, "--token=s3cret");
+    CHECK_CONTAINS(seen, "k3y");
+    free(seen);
+  }
   tsrv_stop(&t);
 }
 
