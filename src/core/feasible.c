@@ -66,54 +66,56 @@ static int tasks_of(const gp_request *r, int kind, int units) {
   return kind == GP__R_CPU ? r->tasks : units;
 }
 
-/* Task slots node n could ever offer the request, whatever runs there: its size alone
- * (GPUs, CPU and host memory, when the node reports them). */
-static int ever_slots(const gp_node *n, const gp_request *r, int kind) {
-  int units = 0;
-  for (int g = 0; g < n->n_gpus; g++) units += gpu_ever(n, g, r, kind);
-  int e = tasks_of(r, kind, units);
+/* A node's task slots bounded by its CPU and host memory, when it reports them. */
+static int host_bound(const gp_node *n, const gp_request *r, int slots) {
   if (r->cpu_milli > 0 && n->cpu_milli > 0) {
     int64_t k = n->cpu_milli / r->cpu_milli;
-    if (k < e) e = (int)k;
+    if (k < slots) slots = (int)k;
   }
   if (r->mem_mib > 0 && n->mem_mib > 0) {
     int64_t k = n->mem_mib / r->mem_mib;
-    if (k < e) e = (int)k;
+    if (k < slots) slots = (int)k;
   }
-  return e;
+  return slots;
 }
 
-/* Task slots node i offers the job: (ever, now). */
+/* Task slots node n could ever offer the request, whatever runs there: its size alone. */
+static int ever_slots(const gp_node *n, const gp_request *r, int kind) {
+  int units = 0;
+  for (int g = 0; g < n->n_gpus; g++) units += gpu_ever(n, g, r, kind);
+  return host_bound(n, r, tasks_of(r, kind, units));
+}
+
+/* Task slots node i offers the job: (ever, now), in one pass over its GPUs. */
 static void node_slots(gp__core_ctx *c, int j, int i, int *ever, int *now) {
   const gp_node *n = &c->view->nodes[i];
   const gp__core_node *s = &c->nodes[i];
   const gp_request *r = &c->view->jobs[j].req;
   int kind = c->jobs[j].kind;
-  int e = ever_slots(n, r, kind), units = 0;
+  int e = 0, w = 0;
   for (int g = 0; g < n->n_gpus; g++) {
     int k = gpu_ever(n, g, r, kind);
     if (!k) continue;
+    e += k;
     const gp_gpu *gpu = n->gpus ? &n->gpus[g] : NULL;
     uint32_t bit = (uint32_t)1 << g;
     switch (kind) {
-    case GP__R_WHOLE:
-      if (r->gpus_per_task == 1 && gpu && gpu->mode == GP_SHARE_TIMESLICE && gpu->timeslice_replicas > 1)
-        units += (s->share_ok & bit) ? k : 0; /* its replicas */
-      else
-        units += (s->whole_ok & bit) != 0;
+    case GP__R_WHOLE: /* k > 1: a time-sliced GPU's replicas, free while it shares */
+      w += k > 1 ? ((s->share_ok & bit) ? k : 0) : (s->whole_ok & bit) != 0;
       break;
     case GP__R_FRACTION:
-      units += (s->share_ok & bit) != 0;
+      w += (s->share_ok & bit) != 0;
       break;
     case GP__R_MIG:
       if ((s->mig_ok & bit) && (c->pol->dynamic_mig || (gpu && mig_layout_has(gpu, r->mig_profile))))
-        units++;
+        w++;
       break;
     default:
       break;
     }
   }
-  int w = tasks_of(r, kind, units);
+  e = host_bound(n, r, tasks_of(r, kind, e));
+  w = tasks_of(r, kind, w);
   if (w > e) w = e;
   *ever = e;
   *now = s->up ? w : 0;
