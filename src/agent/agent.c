@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tls/dial.h"
 #include "util/buf.h"
 #include "util/mem.h"
 
@@ -206,6 +207,9 @@ static void net_post(gp_agent *a, call_kind kind, const char *path, json_t *body
   curl_easy_setopt(net->easy, CURLOPT_CONNECTTIMEOUT_MS, 3000L);
   curl_easy_setopt(net->easy, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(net->easy, CURLOPT_TCP_NODELAY, 1L);
+  gp_tls_dial tls = {.ca = a->cfg.tls.peer_ca, .cert = a->cfg.tls.cert, .key = a->cfg.tls.key,
+                     .https_only = a->cfg.tls.peer_ca[0]};
+  gp_tls_dial_setup(net->easy, &tls);
   curl_multi_add_handle(net->multi, net->easy);
   net->kind = kind;
   net->started_ms = gp__agent_now_ms();

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "agent/metrics.h"
+#include "tls/listen.h"
 #include "util/buf.h"
 #include "util/units.h"
 
@@ -105,6 +106,9 @@ static enum MHD_Result serve_logs(gp_agent *a, struct MHD_Connection *c, const c
   snprintf(want, sizeof want, "Bearer %s", a->cfg.token);
   if (!auth || strcmp(auth, want) != 0)
     return reply_error(c, 401, "unauthenticated", NULL, "a valid agent token is required");
+  char why[400]; /* with tls.client_ca, only the server's certificate reads logs */
+  if (gp_tls_listener_check_client(a->tls, c, why, sizeof why))
+    return reply_error(c, 401, "unauthenticated", NULL, why);
   if (!gp__agent_job_id_valid(id)) return reply_error(c, 400, "invalid_argument", "job", "bad job id");
   const char *stream = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "stream");
   if (!stream) stream = "stdout";
@@ -253,10 +257,14 @@ int gp__agent_http_start(gp_agent *a, gp_err *err) {
   sa.sin_port = htons((uint16_t)port);
   if (inet_pton(AF_INET, host[0] ? host : "0.0.0.0", &sa.sin_addr) != 1)
     return gp_err_set(err, GP_EINVAL, NULL, 0, "listen", "'%s' is not an IPv4 address", host);
-  a->httpd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
+  int rc = gp_tls_listener_new(&a->cfg.tls, "tls", &a->tls, err);
+  if (rc) return rc;
+  a->httpd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG |
+                                  gp_tls_listener_flags(a->tls), 0, NULL, NULL,
                               on_request, a, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
                               MHD_OPTION_CONNECTION_LIMIT, (unsigned)64,
-                              MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30, MHD_OPTION_END);
+                              MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
+                              MHD_OPTION_ARRAY, gp_tls_listener_options(a->tls), MHD_OPTION_END);
   if (!a->httpd)
     return gp_err_set(err, GP_EIO, NULL, 0, "listen", "cannot listen on %s: %s", a->cfg.listen,
                       strerror(errno));
@@ -267,11 +275,13 @@ int gp__agent_http_start(gp_agent *a, gp_err *err) {
   if (!host[0] || strcmp(host, "0.0.0.0") == 0) {
     url_host = gethostname(name, sizeof name - 1) == 0 ? name : "127.0.0.1";
   }
-  snprintf(a->url, sizeof a->url, "http://%s:%u", url_host, bound);
+  snprintf(a->url, sizeof a->url, "%s://%s:%u", gp_tls_listener_scheme(a->tls), url_host, bound);
   return 0;
 }
 
 void gp__agent_http_stop(gp_agent *a) {
   if (a->httpd) MHD_stop_daemon(a->httpd);
   a->httpd = NULL;
+  gp_tls_listener_free(a->tls);
+  a->tls = NULL;
 }

@@ -156,7 +156,8 @@ int gp_agent_config_load(const char *path, gp_agent_config *cfg, gp_err *err) {
   static const char *const keys[] = {
       "name", "server", "token", "sim", "data_dir", "listen", "capacity", "cgroup_root",
       "mps_pipe_dir", "signal", "labels", "cpus", "mem", "heartbeat_s", "grace",
-      "watchdog_interval", "personal", "allow_root_jobs", "sharing", "gpus", "health", NULL};
+      "watchdog_interval", "personal", "allow_root_jobs", "sharing", "gpus", "health", "tls",
+      NULL};
   if ((rc = gp_doc_expect(d, root, "", GP_DOC_MAP, err)) != 0) goto done;
   if ((rc = gp_doc_check_keys(d, root, "", keys, err)) != 0) goto done;
   struct {
@@ -260,6 +261,9 @@ int gp_agent_config_load(const char *path, gp_agent_config *cfg, gp_err *err) {
       for (int g = lo; g <= hi; g++) cfg->gpus[g] = m;
     }
   }
+  if ((n = gp_doc_get(root, "tls")) &&
+      (rc = gp_tls_files_read(d, n, path, "server_ca", &cfg->tls, err)) != 0)
+    goto done;
 done:
   gp_doc_free(d);
   return rc;

@@ -11,6 +11,7 @@
 
 #include "agent/gpu.h"
 #include "agent/health.h"
+#include "tls/tls.h"
 #include "util/error.h"
 
 #define GP_AGENT_MAX_LABELS 64
@@ -53,6 +54,7 @@ typedef struct gp_agent_config {
   gp_health_policy health; /* GPU fault policy (the `health:` map) */
   gp_gpu_mode default_mode;
   gp_gpu_mode gpus[GP_GPU_MAX_DEVICES];
+  gp_tls_files tls;        /* `tls:` HTTPS files; empty: plain HTTP. peer_ca is server_ca */
 } gp_agent_config;
 
 /* Fills the defaults. */

@@ -14,6 +14,7 @@ int gp_cli_common_opt(gp_cli *cli, int id, const char *value) {
   switch (id) {
   case GP_CLI_O_SERVER: cli->server = value; return 0;
   case GP_CLI_O_TOKEN: cli->token = value; return 0;
+  case GP_CLI_O_CA: cli->ca = value; return 0;
   case GP_CLI_O_HELP: cli->help = true; return 0;
   case GP_CLI_O_OUTPUT:
     if (!strcmp(value, "json")) cli->json = true;
@@ -85,13 +86,22 @@ int gp_cli_connect(gp_cli *cli) {
     free(server);
     return 2;
   }
+  char *ca = NULL;
+  if ((rc = gp_client_resolve_ca(cli->ca, &ca, &err))) {
+    free(server);
+    free(token);
+    return gp_cli_fail(cli, rc, &err);
+  }
   cli->client = gp_client_new(server, token);
   free(server);
   free(token);
   if (!cli->client) {
+    free(ca);
     fprintf(stderr, "gpool %s: cannot create an HTTP client\n", cli->cmd);
     return 3;
   }
+  gp_client_set_ca(cli->client, ca);
+  free(ca);
   return 0;
 }
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* What every API-speaking `gpool` command shares: the options --server, --token and
+/* What every API-speaking `gpool` command shares: the options --server, --token, --ca and
  * -o json|table, connecting (client.h resolves flags, environment, client.json), printing
  * API errors as one clear line on stderr, exit codes, and aligned tables for people.
  *
@@ -19,9 +19,11 @@
 
 /* Option ids >= GP_CLI_COMMON_BASE are the shared ones; commands append their own table
  * entries before GP_CLI_COMMON_OPTS. */
-enum { GP_CLI_COMMON_BASE = 900, GP_CLI_O_SERVER, GP_CLI_O_TOKEN, GP_CLI_O_OUTPUT, GP_CLI_O_HELP };
+enum { GP_CLI_COMMON_BASE = 900, GP_CLI_O_SERVER, GP_CLI_O_TOKEN, GP_CLI_O_OUTPUT, GP_CLI_O_HELP,
+       GP_CLI_O_CA };
 #define GP_CLI_COMMON_OPTS                                                                 \
   {0, "server", true, GP_CLI_O_SERVER}, {0, "token", true, GP_CLI_O_TOKEN},                \
+      {0, "ca", true, GP_CLI_O_CA},                                                        \
       {'o', "output", true, GP_CLI_O_OUTPUT}, {'h', "help", false, GP_CLI_O_HELP},         \
   {                                                                                        \
     0, NULL, false, 0                                                                      \
@@ -31,6 +33,7 @@ typedef struct gp_cli {
   const char *cmd;      /* "jobs", for messages */
   const char *server;   /* --server, borrowed */
   const char *token;    /* --token, borrowed */
+  const char *ca;       /* --ca, borrowed */
   bool json;            /* -o json */
   bool help;
   gp_client *client;    /* after gp_cli_connect */

@@ -80,6 +80,10 @@ int gp_cmd_server(int argc, char **argv) {
   if (data) cfg->data_dir = gp_arena_strdup(cfg->arena, data);
   if (cfg->n_tokens == 0)
     fprintf(stderr, "gpool server: warning: no tokens are configured; every API call will be refused\n");
+  if (!gp_tls_files_serving(&cfg->tls) && strncmp(cfg->listen_host, "127.", 4) != 0)
+    fprintf(stderr, "gpool server: warning: plain HTTP on %s: tokens, commands and env cross the "
+                    "network readable; set tls.cert and tls.key (docs/config.md)\n",
+            cfg->listen_host);
   /* Block the stop signals in every thread; this one waits for them. */
   sigset_t set;
   sigemptyset(&set);
@@ -99,7 +103,8 @@ int gp_cmd_server(int argc, char **argv) {
     return 1;
   }
   char url[400];
-  snprintf(url, sizeof url, "http://%s:%d", strcmp(cfg->listen_host, "0.0.0.0") == 0 ? "127.0.0.1" : cfg->listen_host,
+  snprintf(url, sizeof url, "%s://%s:%d", gp_tls_files_serving(&cfg->tls) ? "https" : "http",
+           strcmp(cfg->listen_host, "0.0.0.0") == 0 ? "127.0.0.1" : cfg->listen_host,
            gp_server_port(srv));
   if (write_url(cfg->data_dir, url) != 0)
     fprintf(stderr, "gpool server: warning: cannot write %s/server.url: %s\n", cfg->data_dir, strerror(errno));

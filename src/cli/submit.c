@@ -41,7 +41,7 @@ static const char usage_text[] =
   "  -D, --workdir DIR      working directory (default: the current one)\n"
   "  -e, --env NAME=VALUE   set a variable in the job's environment\n"
   "  -o json                print the job as JSON instead of its id\n"
-  "      --server URL, --token TOKEN\n";
+  "      --server URL, --token TOKEN, --ca FILE\n";
 
 static int read_script(const char *path, char **ret_text, size_t *ret_len, gp_err *err) {
   FILE *f = fopen(path, "rb");
@@ -79,6 +79,7 @@ int gp_cmd_submit(int argc, char **argv) {
   }
   cli.server = s.server;
   cli.token = s.token;
+  cli.ca = s.ca;
   cli.json = s.json_out;
 
   struct stat st;

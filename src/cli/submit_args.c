@@ -25,7 +25,7 @@ enum {
   O_QUEUE = 1, O_GPUS, O_GPU_TYPE, O_GRES, O_NODES, O_CPUS, O_MEM, O_TIME, O_PRIORITY,
   O_REQUEUE, O_NO_REQUEUE, O_GRACE, O_SIGNAL, O_AFTER, O_AFTER_OK, O_AFTER_ANY, O_NAME,
   O_HOLD, O_GPU_FRACTION, O_GPU_MEM, O_MIG, O_WORKDIR, O_ENV, O_OUTPUT, O_SERVER, O_TOKEN,
-  O_HELP,
+  O_HELP, O_CA,
   /* Slurm-only forms */
   O_SB_GPUS_TOTAL, O_SB_GPUS_PER_NODE, O_SB_NTASKS, O_SB_DEPENDENCY, O_SB_SIGNAL, O_SB_TIME,
   O_SB_NODES, O_SB_IGNORED, O_SB_IGNORED_ARG,
@@ -58,6 +58,7 @@ static const gp_opt gpool_opts[] = {
   {'o', "output", true, O_OUTPUT},
   {0, "server", true, O_SERVER},
   {0, "token", true, O_TOKEN},
+  {0, "ca", true, O_CA},
   {'h', "help", false, O_HELP},
   {0, NULL, false, 0},
 };
@@ -486,6 +487,7 @@ int gp_submit_parse_args(gp_submit *s, int argc, char **argv, gp_err *err) {
       break;
     case O_SERVER: s->server = v; break;
     case O_TOKEN: s->token = v; break;
+    case O_CA: s->ca = v; break;
     case O_HELP: s->help = true; break;
     default: rc = apply(s, s->cli, id, v, NULL, err);
     }
@@ -546,9 +548,9 @@ static int directive(gp_submit *s, bool sbatch, char *rest, const char *where, g
       warn(s, where, msg);
       continue;
     }
-    if (id == O_OUTPUT || id == O_SERVER || id == O_TOKEN || id == O_HELP)
+    if (id == O_OUTPUT || id == O_SERVER || id == O_TOKEN || id == O_HELP || id == O_CA)
       return gp_err_set(err, GP_EINVAL, NULL, 0, NULL,
-                        "%s: only job options belong in #GPOOL lines (not -o, --server, --token, --help)", where);
+                        "%s: only job options belong in #GPOOL lines (not -o, --server, --token, --ca, --help)", where);
     int rc = apply(s, s->req, id, v, where, err);
     if (rc) return rc;
   }

@@ -34,6 +34,7 @@ typedef struct gp_submit {
   bool help;
   const char *server;   /* --server, borrowed */
   const char *token;    /* --token, borrowed */
+  const char *ca;       /* --ca, borrowed */
   gp_buf warnings;      /* one line each, for stderr */
 } gp_submit;
 

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "tls/dial.h"
 #include "util/buf.h"
 #include "util/mem.h"
 
@@ -16,6 +17,7 @@ struct gp_client {
   CURL *curl;
   char *server;
   char *auth_header; /* "Authorization: Bearer ..." or NULL */
+  char *ca;          /* CA file for https:// servers, or NULL */
   long timeout_ms;
   gp_buf answer;
   char curl_error[CURL_ERROR_SIZE];
@@ -48,6 +50,7 @@ void gp_client_free(gp_client *c) {
   curl_easy_cleanup(c->curl);
   free(c->server);
   free(c->auth_header);
+  free(c->ca);
   gp_buf_done(&c->answer);
   free(c);
 }
@@ -55,6 +58,11 @@ void gp_client_free(gp_client *c) {
 const char *gp_client_server(const gp_client *c) { return c->server; }
 
 void gp_client_set_timeout_ms(gp_client *c, long timeout_ms) { c->timeout_ms = timeout_ms; }
+
+void gp_client_set_ca(gp_client *c, const char *ca_file) {
+  free(c->ca);
+  c->ca = ca_file && *ca_file ? gp_xstrdup(ca_file) : NULL;
+}
 
 static size_t on_data(char *ptr, size_t size, size_t nmemb, void *user) {
   gp_buf *b = user;
@@ -120,7 +128,7 @@ int gp_client_call(gp_client *c, const char *method, const char *path, json_t *b
   curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
   curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, c->timeout_ms);
   curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
-  curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+  gp_tls_dial_setup(h, &(gp_tls_dial){.ca = c->ca});
   if (payload) {
     curl_easy_setopt(h, CURLOPT_POSTFIELDS, payload);
     curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(payload));
@@ -145,6 +153,12 @@ int gp_client_call(gp_client *c, const char *method, const char *path, json_t *b
                         "cannot reach the gpool server at %s (%s); is it running? "
                         "(start a local pool with 'gpool up')",
                         c->server, c->curl_error[0] ? c->curl_error : curl_easy_strerror(cc));
+    if (gp_tls_dial_failed(cc))
+      return gp_err_set(err, GP_EIO, NULL, 0, NULL,
+                        "cannot verify the server at %s over TLS (%s); give the CA that signed "
+                        "its certificate with --ca, GPOOL_CA or client.json's \"ca\"%s",
+                        c->server, c->curl_error[0] ? c->curl_error : curl_easy_strerror(cc),
+                        c->ca ? "" : " (none is set: the system's CA store was used)");
     if (cc == CURLE_OPERATION_TIMEDOUT)
       return gp_err_set(err, GP_ETIMEOUT, NULL, 0, NULL, "the server at %s did not answer in time (%s)",
                         c->server, c->curl_error[0] ? c->curl_error : curl_easy_strerror(cc));

@@ -29,6 +29,10 @@ void gp_client_free(gp_client *c); /* accepts NULL */
 /* The server URL this client talks to (owned by the client). */
 const char *gp_client_server(const gp_client *c);
 
+/* The CA file that verifies an https:// server (copied; NULL or "": the system's CA
+ * store). The server's certificate and its host name are always verified. */
+void gp_client_set_ca(gp_client *c, const char *ca_file);
+
 /* Per-request timeout in milliseconds (default 30000; 0: none). */
 void gp_client_set_timeout_ms(gp_client *c, long timeout_ms);
 
@@ -59,6 +63,11 @@ int gp_client_escape(const char *s, int keep_slash, char *out, size_t cap);
  * error names the file and field). */
 int gp_client_resolve(const char *flag_server, const char *flag_token, char **ret_server,
                       char **ret_token, gp_err *err);
+
+/* The CA file for https:// servers, in order: `flag_ca` (--ca), GPOOL_CA, then client.json's
+ * "ca" (an absolute path). Returns 0 with a malloc'd *ret_ca, or NULL when no source names
+ * one; GP_EINVAL/GP_EPARSE when client.json exists but is malformed. */
+int gp_client_resolve_ca(const char *flag_ca, char **ret_ca, gp_err *err);
 
 /* The path of client.json: $GPOOL_CONFIG_DIR/client.json, else
  * $XDG_CONFIG_HOME/gpool/client.json, else $HOME/.config/gpool/client.json. Writes into

@@ -57,8 +57,8 @@ static int load_file(const char *path, json_t **ret, gp_err *err) {
     json_decref(doc);
     return gp_err_set(err, GP_EPARSE, path, 1, NULL, "expected a JSON object");
   }
-  const char *keys[] = {"server", "token"};
-  for (int i = 0; i < 2; i++) {
+  const char *keys[] = {"server", "token", "ca"};
+  for (int i = 0; i < 3; i++) {
     json_t *v = json_object_get(doc, keys[i]);
     if (v && !json_is_string(v)) {
       json_decref(doc);
@@ -93,6 +93,29 @@ int gp_client_resolve(const char *flag_server, const char *flag_token, char **re
   }
   *ret_server = gp_xstrdup(server);
   *ret_token = token && *token ? gp_xstrdup(token) : NULL;
+  json_decref(file);
+  return 0;
+}
+
+int gp_client_resolve_ca(const char *flag_ca, char **ret_ca, gp_err *err) {
+  const char *ca = flag_ca && *flag_ca ? flag_ca : getenv("GPOOL_CA");
+  if (ca && *ca) {
+    *ret_ca = gp_xstrdup(ca);
+    return 0;
+  }
+  json_t *file = NULL;
+  char path[4096];
+  if (gp_client_config_path(path, sizeof path) == 0) {
+    int rc = load_file(path, &file, err);
+    if (rc) return rc;
+  }
+  ca = json_string_value(json_object_get(file, "ca"));
+  /* The file may be read from any directory: a relative path would name different files. */
+  if (ca && ca[0] != '/') {
+    json_decref(file);
+    return gp_err_set(err, GP_EINVAL, path, 0, "ca", "must be an absolute path");
+  }
+  *ret_ca = ca ? gp_xstrdup(ca) : NULL;
   json_decref(file);
   return 0;
 }

@@ -202,7 +202,7 @@ static int parse_doc(const gp_doc *d, const char *path, gp_server_config *c, gp_
   static const char *const keys[] = {
       "listen", "data_dir", "tokens", "token_file", "queues", "priority_classes", "policy",
       "pools", "default_queue", "node_timeout_s", "heartbeat_s", "schedule_interval_ms",
-      "schedule_min_gap_ms", "http_threads", "max_connections", NULL};
+      "schedule_min_gap_ms", "http_threads", "max_connections", "tls", NULL};
   const gp_doc_node *root = d->root;
   if (!root) return 0;
   int r = gp_doc_expect(d, root, "", GP_DOC_MAP, err);
@@ -313,6 +313,8 @@ static int parse_doc(const gp_doc *d, const char *path, gp_server_config *c, gp_
     return r;
   if ((n = gp_doc_get(root, "max_connections")) &&
       (r = read_int_range(d, n, "max_connections", 16, 1000000, &c->max_connections, err)))
+    return r;
+  if ((n = gp_doc_get(root, "tls")) && (r = gp_tls_files_read(d, n, path, "agent_ca", &c->tls, err)))
     return r;
   return 0;
 fail_tokens:

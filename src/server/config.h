@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "core/model.h"
+#include "tls/tls.h"
 #include "util/error.h"
 
 typedef enum gp_role { GP_ROLE_NONE = 0, GP_ROLE_USER, GP_ROLE_ADMIN, GP_ROLE_AGENT } gp_role;
@@ -59,6 +60,7 @@ typedef struct gp_server_config {
   int schedule_min_gap_ms;     /* at most one event-driven step per this gap (5) */
   int http_threads;            /* libmicrohttpd thread pool size (4) */
   int max_connections;         /* concurrent HTTP connections (10000) */
+  gp_tls_files tls;            /* `tls:` HTTPS files; empty: plain HTTP. peer_ca is agent_ca */
   struct gp_arena *arena;
 } gp_server_config;
 

@@ -25,6 +25,8 @@
 #include <time.h>
 
 #include "server/server_int.h"
+#include "tls/dial.h"
+#include "tls/listen.h"
 #include "util/mem.h"
 
 struct gp_server {
@@ -32,6 +34,8 @@ struct gp_server {
   gp_store *store;
   gp_srv_state *state;
   struct MHD_Daemon *mhd;
+  gp_tls_listener *tls;     /* HTTPS files of the API (plain HTTP without tls.cert) */
+  gp_tls_dial agent_dial;   /* how log reads verify agents (tls.agent_ca) */
   int port;
   pthread_t thread;
   bool thread_running;
@@ -368,7 +372,8 @@ static size_t fetch_write(char *p, size_t size, size_t n, void *ud) {
 }
 
 /* Fetches a job's log from its agent for GET /v1/jobs/{id}/log. */
-static enum MHD_Result proxy_log(struct MHD_Connection *c, const char *url_and_token) {
+static enum MHD_Result proxy_log(const gp_server *srv, struct MHD_Connection *c,
+                                  const char *url_and_token) {
   char url[1200], auth[700];
   const char *nl = strchr(url_and_token, '\n');
   snprintf(url, sizeof url, "%.*s", nl ? (int)(nl - url_and_token) : (int)strlen(url_and_token), url_and_token);
@@ -381,7 +386,7 @@ static enum MHD_Result proxy_log(struct MHD_Connection *c, const char *url_and_t
   curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 5000L);
   curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 2000L);
   curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+  gp_tls_dial_setup(h, &srv->agent_dial);
   curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, fetch_write);
   curl_easy_setopt(h, CURLOPT_WRITEDATA, &f);
   struct curl_slist *hdrs = curl_slist_append(NULL, auth);
@@ -423,7 +428,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     return MHD_YES;
   }
   if (r->answered) { /* resumed by the state thread */
-    if (r->proxy_url && r->status == 200) return proxy_log(c, r->proxy_url);
+    if (r->proxy_url && r->status == 200) return proxy_log(srv, c, r->proxy_url);
     return send_text(c, r->status, r->resp ? r->resp : "{}",
                      r->status == 200 && r->resp && r->resp[0] != '{' ? "text/plain; version=0.0.4"
                                                                        : "application/json");
@@ -443,6 +448,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
   /* Public, unauthenticated routes answered without the state thread. */
   if (strcmp(r->path, "/healthz") == 0) return send_text(c, 200, "{\"ok\":true}", "application/json");
   bool is_metrics = strcmp(r->path, "/metrics") == 0;
+  if (strncmp(r->path, "/v1/agent/", 10) == 0) { /* with tls.client_ca: agents show a cert */
+    char why[400];
+    if (gp_tls_listener_check_client(srv->tls, c, why, sizeof why))
+      return send_error_now(c, 401, "unauthenticated", why);
+  }
   if (!is_metrics) {
     const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
     const gp_token *t = NULL;
@@ -551,15 +561,20 @@ int gp_server_start(gp_server *srv, gp_err *err) {
   if (inet_pton(AF_INET, host, &addr.sin_addr) != 1)
     return gp_err_set(err, GP_EINVAL, srv->cfg->file, 0, "listen",
                       "\"%s\" is not an IPv4 address", srv->cfg->listen_host);
+  int rc = gp_tls_listener_new(&srv->cfg->tls, "tls", &srv->tls, err);
+  if (rc) return rc;
+  srv->agent_dial = (gp_tls_dial){.ca = srv->cfg->tls.peer_ca, .cert = srv->cfg->tls.cert,
+                                  .key = srv->cfg->tls.key, .https_only = srv->cfg->tls.peer_ca[0]};
   unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
-                   MHD_USE_TURBO;
+                   MHD_USE_TURBO | gp_tls_listener_flags(srv->tls);
   srv->mhd = MHD_start_daemon(
       flags, 0, NULL, NULL, on_request, srv, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
       MHD_OPTION_THREAD_POOL_SIZE, (unsigned)srv->cfg->http_threads,
       MHD_OPTION_CONNECTION_LIMIT, (unsigned)srv->cfg->max_connections,
       MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120, MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024,
       MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1,
-      MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv, MHD_OPTION_END);
+      MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
+      MHD_OPTION_ARRAY, gp_tls_listener_options(srv->tls), MHD_OPTION_END);
   if (!srv->mhd)
     return gp_err_set(err, GP_EIO, srv->cfg->file, 0, "listen", "cannot listen on %s:%d (in use?)",
                       srv->cfg->listen_host, srv->cfg->listen_port);
@@ -592,6 +607,8 @@ void gp_server_stop(gp_server *srv) {
     MHD_stop_daemon(srv->mhd);
     srv->mhd = NULL;
   }
+  gp_tls_listener_free(srv->tls);
+  srv->tls = NULL;
 }
 
 void gp_server_free(gp_server *srv) {
