@@ -102,6 +102,36 @@ static void a_broken_client_json_is_named(void) {
   remove_config_dir();
 }
 
+/* The CA for https:// servers: --ca, then GPOOL_CA, then client.json's absolute "ca". */
+static void ca_from_flag_then_environment_then_file(void) {
+  fresh_config_dir();
+  unsetenv("GPOOL_CA");
+  gp_err err = {0};
+  char *ca = (char *)"untouched";
+  CHECK_EQ_INT(0, gp_client_resolve_ca(NULL, &ca, &err));
+  CHECK(ca == NULL); /* none anywhere: the system's CA store */
+  write_config("{\"ca\": \"/etc/gpool/ca.pem\"}");
+  CHECK_EQ_INT(0, gp_client_resolve_ca(NULL, &ca, &err));
+  CHECK_EQ_STR("/etc/gpool/ca.pem", ca);
+  free(ca);
+  setenv("GPOOL_CA", "/env/ca.pem", 1);
+  CHECK_EQ_INT(0, gp_client_resolve_ca(NULL, &ca, &err));
+  CHECK_EQ_STR("/env/ca.pem", ca);
+  free(ca);
+  CHECK_EQ_INT(0, gp_client_resolve_ca("/flag/ca.pem", &ca, &err));
+  CHECK_EQ_STR("/flag/ca.pem", ca);
+  free(ca);
+  unsetenv("GPOOL_CA");
+  write_config("{\"ca\": \"ca.pem\"}");
+  CHECK_EQ_INT(GP_EINVAL, gp_client_resolve_ca(NULL, &ca, &err));
+  CHECK_EQ_STR("ca", err.field);
+  CHECK_CONTAINS(err.message, "absolute");
+  write_config("{\"ca\": 7}");
+  CHECK_EQ_INT(GP_EINVAL, gp_client_resolve_ca(NULL, &ca, &err));
+  CHECK_EQ_STR("ca", err.field);
+  remove_config_dir();
+}
+
 static void an_unreachable_server_says_so(void) {
   gp_client *c = gp_client_new("http://127.0.0.1:1", "t");
   REQUIRE(c);
@@ -261,5 +291,6 @@ static void show_reads_a_whole_job(void) {
 }
 
 GP_TESTS(flags_then_environment_then_file, no_file_means_default_server_and_no_token,
-         a_broken_client_json_is_named, an_unreachable_server_says_so, api_errors_become_sentences,
+         a_broken_client_json_is_named, ca_from_flag_then_environment_then_file,
+         an_unreachable_server_says_so, api_errors_become_sentences,
          escaping_keeps_paths_safe, why_speaks_in_sentences, show_reads_a_whole_job)
