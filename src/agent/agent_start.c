@@ -257,6 +257,7 @@ static void build_env(gp_agent *a, const start_req *r, const creds *c, const gp_
   env_set(e, "GPOOL_NODE", a->cfg.name);
   env_set(e, "GPOOL_CHECKPOINT_SIGNAL", gp_signal_name(r->signal));
   env_set(e, "GPOOL_SERVER", a->cfg.server);
+  if (a->cfg.tls.peer_ca[0]) env_set(e, "GPOOL_CA", a->cfg.tls.peer_ca); /* gpool and curl in jobs */
   env_set(e, "GPOOL_ENFORCEMENT", sp->enforcement);
   if (ckpt_key && ckpt_key[0]) {
     /* The job reports a checkpoint with: curl -fsS -X POST "$GPOOL_CHECKPOINT_URL" */

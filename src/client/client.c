@@ -128,7 +128,8 @@ int gp_client_call(gp_client *c, const char *method, const char *path, json_t *b
   curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
   curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, c->timeout_ms);
   curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
-  gp_tls_dial_setup(h, &(gp_tls_dial){.ca = c->ca});
+  /* Fails only when this libcurl lacks an option; a call that could not verify stops here. */
+  int tls_rc = gp_tls_dial_setup(h, &(gp_tls_dial){.ca = c->ca});
   if (payload) {
     curl_easy_setopt(h, CURLOPT_POSTFIELDS, payload);
     curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(payload));
@@ -136,7 +137,7 @@ int gp_client_call(gp_client *c, const char *method, const char *path, json_t *b
     curl_easy_setopt(h, CURLOPT_POSTFIELDS, "");
     curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)0);
   }
-  CURLcode cc = curl_easy_perform(h);
+  CURLcode cc = tls_rc ? CURLE_UNKNOWN_OPTION : curl_easy_perform(h);
   curl_slist_free_all(headers);
   free(payload);
   free(url);

@@ -19,38 +19,41 @@ struct gp_tls_listener {
   struct MHD_OptionItem options[5];
 };
 
+/* Reads the PEM files into l and lists them as options. */
+static int load(gp_tls_listener *l, const gp_tls_files *files, const char *section, gp_err *err) {
+  if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
+    return gp_err_set(err, GP_EUNSUPP, NULL, 0, section,
+                      "this libmicrohttpd was built without TLS; HTTPS cannot be served");
+  char field[64];
+  int rc, n = 0;
+  snprintf(field, sizeof field, "%s.cert", section);
+  if ((rc = gp_tls_pem_read(files->cert, false, field, &l->cert_pem, err))) return rc;
+  snprintf(field, sizeof field, "%s.key", section);
+  if ((rc = gp_tls_pem_read(files->key, true, field, &l->key_pem, err))) return rc;
+  if (files->client_ca[0]) {
+    snprintf(field, sizeof field, "%s.client_ca", section);
+    if ((rc = gp_tls_pem_read(files->client_ca, false, field, &l->client_ca_pem, err))) return rc;
+  }
+  l->options[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, l->cert_pem};
+  l->options[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, l->key_pem};
+  l->options[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)PRIORITIES};
+  if (l->client_ca_pem)
+    l->options[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_TRUST, 0, l->client_ca_pem};
+  l->options[n] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
+  return 0;
+}
+
 int gp_tls_listener_new(const gp_tls_files *files, const char *section, gp_tls_listener **ret,
                         gp_err *err) {
   gp_tls_listener *l = gp_xcalloc(1, sizeof *l);
-  int n = 0;
+  l->options[0] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
   if (gp_tls_files_serving(files)) {
-    if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
-      free(l);
-      return gp_err_set(err, GP_EUNSUPP, NULL, 0, section,
-                        "this libmicrohttpd was built without TLS; HTTPS cannot be served");
+    int rc = load(l, files, section, err);
+    if (rc) {
+      gp_tls_listener_free(l);
+      return rc;
     }
-    char field[64];
-    int rc;
-    snprintf(field, sizeof field, "%s.cert", section);
-    if ((rc = gp_tls_pem_read(files->cert, false, field, &l->cert_pem, err))) goto fail;
-    snprintf(field, sizeof field, "%s.key", section);
-    if ((rc = gp_tls_pem_read(files->key, true, field, &l->key_pem, err))) goto fail;
-    if (files->client_ca[0]) {
-      snprintf(field, sizeof field, "%s.client_ca", section);
-      if ((rc = gp_tls_pem_read(files->client_ca, false, field, &l->client_ca_pem, err))) goto fail;
-    }
-    l->options[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, l->cert_pem};
-    l->options[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, l->key_pem};
-    l->options[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)PRIORITIES};
-    if (l->client_ca_pem)
-      l->options[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_TRUST, 0, l->client_ca_pem};
-    goto done;
-  fail:
-    gp_tls_listener_free(l);
-    return rc;
   }
-done:
-  l->options[n] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
   *ret = l;
   return 0;
 }
