@@ -484,6 +484,12 @@ int gp_agent_new(const gp_agent_config *cfg, gp_gpu_backend *backend, gp_agent *
     rc = gp_err_set(err, GP_EINVAL, NULL, 0, "server", "no server URL (--server)");
     goto fail;
   }
+  if (a->cfg.tls.peer_ca[0] && strncmp(a->cfg.server, "https://", 8) != 0) {
+    rc = gp_err_set(err, GP_EINVAL, NULL, 0, "server",
+                    "tls.server_ca is set, so the server must be an https:// URL, not '%s'",
+                    a->cfg.server);
+    goto fail;
+  }
   snprintf(a->jobs_dir, sizeof a->jobs_dir, "%s/jobs", a->cfg.data_dir);
   if ((rc = mkdirs(a->jobs_dir, err)) != 0) goto fail;
   if ((rc = backend->ops->discover(backend, a->gpus, GP_GPU_MAX_DEVICES, &a->n_gpus, err)) != 0)

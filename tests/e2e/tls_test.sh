@@ -108,4 +108,9 @@ e2e_spawn "$E2E_DIR/agent-n2.log" "$GPOOL" agent --config "$E2E_DIR/agent-n2.yam
   --token "$AGENT_TOKEN" --name n2 --sim 1xH100-80GB --data "$E2E_DIR/agent-n2" --personal --heartbeat-s 1
 wait_for 15 "the agent to refuse the misnamed server" grep -q "cannot reach the server" "$E2E_DIR/agent-n2.log"
 grep -q "registered with" "$E2E_DIR/agent-n2.log" && fail "an agent registered with a misnamed server"
+# An agent told to verify the server will not call it over plain HTTP.
+out=$(timeout 20 "$GPOOL" agent --config "$E2E_DIR/agent-n2.yaml" --server "http://${SERVER_URL#https://}" \
+  --token "$AGENT_TOKEN" --name n3 --sim 1xH100-80GB --data "$E2E_DIR/agent-n3" --personal 2>&1) &&
+  fail "an agent with tls.server_ca started against an http:// server"
+expect_contains "$out" "must be an https:// URL" "the agent says why it does not start"
 echo "ok: HTTPS between CLI, server and agent; plain, unverified and misnamed peers refused"
