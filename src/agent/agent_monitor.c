@@ -136,11 +136,12 @@ json_t *gp__agent_job_usage_json(gp_agent *a, const char *job_id) {
 
 const char *gp__agent_gpu_health(gp_agent *a, int gpu, char *reason, size_t size) {
   reason[0] = '\0';
+  gp_gpu_state st = a->health ? gp_health_gpu_state(a->health, gpu, reason, size) : GP_GPU_STATE_HEALTHY;
+  /* Failed outranks an admin's drain: the GPU is gone, whoever took it out of service. */
+  if (st == GP_GPU_STATE_FAILED) return "failed";
   if (a->gpu_drained[gpu]) {
     snprintf(reason, size, "%s", a->gpu_drain_reason[gpu]);
     return "drained";
   }
-  if (a->health && gp_health_gpu_state(a->health, gpu, reason, size) == GP_GPU_STATE_DRAINED)
-    return "drained";
-  return "healthy";
+  return st == GP_GPU_STATE_DRAINED ? "drained" : "healthy";
 }

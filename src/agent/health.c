@@ -597,7 +597,9 @@ gp_gpu_state gp_health_gpu_state(gp_health *h, int gpu, char *reason, size_t siz
   gp_gpu_state st = GP_GPU_STATE_HEALTHY;
   pthread_mutex_lock(&h->mu);
   if (gpu >= 0 && gpu < GP_GPU_MAX_DEVICES && h->g[gpu].drained) {
-    st = GP_GPU_STATE_DRAINED;
+    /* A drained GPU that still does not answer is failed, not merely out of service: it
+     * has no figures to show and nothing may run on it until a reset brings it back. */
+    st = h->g[gpu].was_lost ? GP_GPU_STATE_FAILED : GP_GPU_STATE_DRAINED;
     if (reason) snprintf(reason, size, "%s", h->g[gpu].reason);
   } else if (reason && size) {
     reason[0] = '\0';

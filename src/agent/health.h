@@ -96,6 +96,7 @@ typedef struct gp_health_action {
 typedef enum gp_gpu_state {
   GP_GPU_STATE_HEALTHY = 0,
   GP_GPU_STATE_DRAINED,
+  GP_GPU_STATE_FAILED,       /* drained and not answering (fell off the bus): no figures */
 } gp_gpu_state;
 
 typedef struct gp_health gp_health;

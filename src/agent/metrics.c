@@ -270,10 +270,11 @@ static void render_health(const gp_telemetry_view *v, gp_health *h, gp_buf *out)
     gpool_labels(out, v, g, NULL, NULL);
     num(out, gp_health_gpu_state(h, g, NULL, 0) == GP_GPU_STATE_HEALTHY ? 1 : 0);
   }
-  family(out, "gpool_gpu_drained_info", "gauge", "Present (1) for a drained GPU, with the reason.");
+  family(out, "gpool_gpu_drained_info", "gauge",
+         "Present (1) for a drained or failed GPU, with the reason.");
   for (int g = 0; g < v->n_gpus; g++) {
     char reason[192];
-    if (gp_health_gpu_state(h, g, reason, sizeof reason) != GP_GPU_STATE_DRAINED) continue;
+    if (gp_health_gpu_state(h, g, reason, sizeof reason) == GP_GPU_STATE_HEALTHY) continue;
     gp_buf_puts(out, "gpool_gpu_drained_info");
     gpu_labels_x(out, v, g, NULL, NULL, "reason", reason, false);
     num(out, 1);

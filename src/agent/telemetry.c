@@ -544,7 +544,9 @@ void gp_telemetry_view_get(gp_telemetry *t, gp_telemetry_view *v) {
   memcpy(v->have_sample, t->have_sample, sizeof v->have_sample);
   memcpy(v->sample_error, t->sample_error, sizeof v->sample_error);
   for (int g = 0; g < t->n_gpus; g++) {
-    if (t->ring_n[g])
+    /* The view holds the current reading only: a GPU whose last read failed shows none,
+     * never its last good figures (the ring keeps those for history). */
+    if (t->ring_n[g] && t->have_sample[g])
       v->sample[g] = t->ring[(size_t)g * (size_t)t->ring_len +
                              (size_t)((t->ring_head[g] + t->ring_n[g] - 1) % t->ring_len)];
     else

@@ -70,14 +70,19 @@ static void jobs_list(json_t *arr, char *out, size_t cap) {
   if (!o) snprintf(out, cap, "-");
 }
 
-static void draw_nodes(gp_buf *out, const style *st, json_t *nodes, int *ret_gpus, int *ret_busy,
-                       int *ret_up, double *ret_util_sum, int *ret_util_n) {
+/* Counts for the summary line, added up while the nodes are drawn. */
+typedef struct fleet_sum {
+  int gpus, busy, failed, up, util_n;
+  double util_sum;           /* over the GPUs that report a utilisation: failed ones do not */
+} fleet_sum;
+
+static void draw_nodes(gp_buf *out, const style *st, json_t *nodes, fleet_sum *sum) {
   size_t i;
   json_t *n;
   json_array_foreach(nodes, i, n) {
     const char *state = str(n, "state");
     bool up = !strcmp(state, "up");
-    if (up) (*ret_up)++;
+    if (up) sum->up++;
     gp_buf_printf(out, "%s%s%s  %s  %s x%d", col(st, "\033[1m"), str(n, "name"), col(st, "\033[0m"),
                   up ? state : "", str(n, "model"), (int)num(n, "gpus"));
     if (!up) gp_buf_printf(out, "%s%s%s", col(st, "\033[31m"), state, col(st, "\033[0m"));
@@ -105,11 +110,12 @@ static void draw_nodes(gp_buf *out, const style *st, json_t *nodes, int *ret_gpu
         snprintf(mem, sizeof mem, "%s/%s", used, total);
       }
       jobs_list(json_object_get(g, "jobs"), jobs, sizeof jobs);
-      (*ret_gpus)++;
-      if (strcmp(jobs, "-")) (*ret_busy)++;
+      sum->gpus++;
+      if (strcmp(jobs, "-")) sum->busy++;
+      if (!strcmp(str(g, "health"), "failed")) sum->failed++;
       if (have_util) {
-        *ret_util_sum += util;
-        (*ret_util_n)++;
+        sum->util_sum += util;
+        sum->util_n++;
       }
       gp_buf_printf(out, "  %2d ", (int)num(g, "index"));
       bar(out, st, util, 20);
@@ -205,10 +211,10 @@ static int frame(gp_cli *cli, const style *st, int max_jobs, gp_buf *out) {
   int64_t now = gp_cli_now();
   gp_buf body;
   gp_buf_init(&body, 4u << 20);
-  int gpus = 0, busy = 0, up = 0, util_n = 0, running = 0, pending = 0;
-  double util_sum = 0;
+  int running = 0, pending = 0;
+  fleet_sum sum = {0};
   json_t *nl = json_object_get(nodes, "nodes");
-  draw_nodes(&body, st, nl, &gpus, &busy, &up, &util_sum, &util_n);
+  draw_nodes(&body, st, nl, &sum);
   if (!json_array_size(nl)) gp_buf_puts(&body, "(no nodes registered: start one with gpool agent or gpool up)\n");
   draw_queues(&body, json_object_get(queues, "queues"));
   draw_jobs(&body, json_object_get(jobs, "jobs"), max_jobs, now, &running, &pending);
@@ -218,9 +224,11 @@ static int frame(gp_cli *cli, const style *st, int max_jobs, gp_buf *out) {
   strftime(ts, sizeof ts, "%H:%M:%S", localtime_r(&tt, &tm));
   gp_buf_printf(out, "%sgpool top%s  %s  %s\n", col(st, "\033[1m"), col(st, "\033[0m"),
                 gp_client_server(cli->client), ts);
-  gp_buf_printf(out, "nodes %d/%d up   GPUs %d/%d allocated   mean util %s", up,
-                (int)json_array_size(nl), busy, gpus, util_n ? "" : "-");
-  if (util_n) gp_buf_printf(out, "%.0f%%", util_sum / util_n);
+  gp_buf_printf(out, "nodes %d/%d up   GPUs %d/%d allocated", sum.up, (int)json_array_size(nl),
+                sum.busy, sum.gpus);
+  if (sum.failed) gp_buf_printf(out, ", %d failed", sum.failed);
+  gp_buf_printf(out, "   mean util %s", sum.util_n ? "" : "-");
+  if (sum.util_n) gp_buf_printf(out, "%.0f%%", sum.util_sum / sum.util_n);
   gp_buf_printf(out, "   jobs %d running, %d pending\n\n", running, pending);
   gp_buf_append(out, body.data, body.len);
   gp_buf_done(&body);

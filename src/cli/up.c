@@ -5,14 +5,18 @@
  *   server.yaml   the server config: the `default` queue open to everyone, every user's
  *                 default queue = default, the listen port
  *   server/       the server's SQLite store;   agent/   the agent's job logs
- *   server.log, agent.log, up.log (detached), up.pid
+ *   server.log, agent.log, up.log (detached)
+ *   up.pid, server.pid, agent.pid   "PID START" each: the process and its start time
  * then starts `gpool server` and one `gpool agent` (simulated GPUs unless real ones are
  * present) as children (exec of /proc/self/exe), writes client.json with the server URL
  * and the admin token, and prints what to try next. SIGINT/SIGTERM are forwarded (agent
- * first, then server); a child that crashes is restarted. `--detach` leaves the pool
- * running in the background;
- * `gpool up --stop` stops it. Running `gpool up` again reuses the tokens and the store, so
- * jobs, nodes and client.json survive a restart of the pool. */
+ * first, then server); a child that crashes is restarted. The children die with `gpool
+ * up` (PR_SET_PDEATHSIG), so a `kill -9` of it leaves nothing behind. `--detach` leaves
+ * the pool running in the background; `gpool up --stop` stops it, and the children
+ * directly when their `gpool up` is gone. A pid file is trusted only while its process has
+ * the same start time and a command line of this pool (a pid the system gave to another
+ * process is never signalled). Running `gpool up` again reuses the tokens and the store,
+ * so jobs, nodes and client.json survive a restart of the pool. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pwd.h>
@@ -20,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -188,11 +193,93 @@ static int prepare(up_ctx *u) {
   return 0;
 }
 
+/* The start time of a live process in clock ticks since boot (field 22 of
+ * /proc/PID/stat); 0 when there is no such process or it has exited (a zombie). */
+static unsigned long long proc_start(pid_t pid) {
+  char path[64], buf[1024];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  buf[n] = '\0';
+  /* The command name (field 2) may hold spaces and parentheses: count from its last ')'. */
+  char *p = strrchr(buf, ')');
+  if (!p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X') return 0;
+  int field = 2;
+  for (p++; *p && field < 22; p++)
+    if (*p == ' ') field++;
+  unsigned long long ticks = 0;
+  return sscanf(p, "%llu", &ticks) == 1 ? ticks : 0;
+}
+
+/* Whether process pid runs `gpool ROLE ...` with `arg` among its arguments (NULL: any). */
+static bool runs_as(pid_t pid, const char *role, const char *arg) {
+  char path[64], buf[8192];
+  snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return false;
+  buf[n] = '\0';
+  const char *a1 = buf + strlen(buf) + 1;
+  if (a1 >= buf + n || strcmp(a1, role) != 0) return false;
+  if (!arg) return true;
+  for (const char *a = a1; a < buf + n; a += strlen(a) + 1)
+    if (!strcmp(a, arg)) return true;
+  return false;
+}
+
+/* Records a process of the pool in FILE of the data directory. */
+static void write_pid_file(const up_ctx *u, const char *file, pid_t pid);
+
+/* The process FILE names when it still is the one recorded there (same start time) and
+ * runs `gpool ROLE` with `arg` (see runs_as); else 0. */
+static pid_t read_pid_file(const up_ctx *u, const char *file, const char *role, const char *arg) {
+  char path[3200];
+  path_in(u, file, path, sizeof path);
+  FILE *f = fopen(path, "re");
+  if (!f) return 0;
+  int pid = 0;
+  unsigned long long start = 0;
+  int got = fscanf(f, "%d %llu", &pid, &start);
+  fclose(f);
+  if (got < 1 || pid <= 1 || pid == getpid()) return 0;
+  unsigned long long now = proc_start(pid);
+  if (!now || (got == 2 && now != start) || !runs_as(pid, role, arg)) return 0;
+  return pid;
+}
+
+/* The pool's server and agent as their pid files name them (0 when not running). */
+static pid_t find_server(const up_ctx *u) {
+  char cfg[3200];
+  path_in(u, "server.yaml", cfg, sizeof cfg);
+  return read_pid_file(u, "server.pid", "server", cfg);
+}
+
+static pid_t find_agent(const up_ctx *u) {
+  char dir[3200];
+  path_in(u, "agent", dir, sizeof dir);
+  return read_pid_file(u, "agent.pid", "agent", dir);
+}
+
+static void remove_pid_file(const up_ctx *u, const char *file) {
+  char path[3200];
+  path_in(u, file, path, sizeof path);
+  unlink(path);
+}
+
 /* Starts `gpool <args>` with stdout and stderr appended to log; its own process group, so
  * a Ctrl-C reaches only `gpool up`, which stops the children in order. */
 static pid_t spawn(const up_ctx *u, char *const *args, const char *log, const char *agent_token) {
+  pid_t parent = getpid();
   pid_t pid = fork();
   if (pid != 0) return pid;
+  /* A child outlives nothing of its `gpool up`: SIGTERM (a clean stop) when it dies. The
+   * setting survives exec; a parent that died before it was made is no longer getppid(). */
+  if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != parent) _exit(1);
   setpgid(0, 0);
   /* The agent's token travels in its environment (readable by its owner only), not in its
    * argv (readable by everyone through ps). The agent keeps it out of jobs' environments. */
@@ -250,6 +337,7 @@ static int start_server(up_ctx *u) {
   char *args[] = {(char *)"gpool", (char *)"server", (char *)"--config", cfg, NULL};
   u->server = spawn(u, args, log, NULL);
   if (u->server < 0) return 1;
+  write_pid_file(u, "server.pid", u->server);
   for (int i = 0; i < 300; i++) { /* up to 30 s on a loaded machine */
     FILE *f = fopen(urlfile, "r");
     if (f) {
@@ -313,6 +401,7 @@ static int start_agent(up_ctx *u, char *node_name, size_t cap, bool wait_up) {
   args[n] = NULL;
   u->agent = spawn(u, args, log, u->agent_token);
   if (u->agent < 0) return 1;
+  write_pid_file(u, "agent.pid", u->agent);
   if (!wait_up) return 0;
   gp_client *c = gp_client_new(u->url, u->admin_token);
   if (!c) return 1;
@@ -373,7 +462,9 @@ static void stop_child(pid_t *pid, const char *what, int grace_s) {
 
 static void stop_all(up_ctx *u) {
   stop_child(&u->agent, "agent", 15);
+  remove_pid_file(u, "agent.pid");
   stop_child(&u->server, "server", 15);
+  remove_pid_file(u, "server.pid");
 }
 
 static void greet(const up_ctx *u, const char *node, const char *client_path, FILE *out) {
@@ -389,40 +480,67 @@ static void greet(const up_ctx *u, const char *node, const char *client_path, FI
           "  gpool queues                        the queue tree with quotas and usage\n\n");
 }
 
-static int write_pid(const up_ctx *u) {
-  char path[3200], text[32];
-  path_in(u, "up.pid", path, sizeof path);
-  snprintf(text, sizeof text, "%d\n", (int)getpid());
-  return write_file(path, text, 0600);
+static void write_pid_file(const up_ctx *u, const char *file, pid_t pid) {
+  char path[3200], text[64];
+  path_in(u, file, path, sizeof path);
+  snprintf(text, sizeof text, "%d %llu\n", (int)pid, proc_start(pid));
+  if (write_file(path, text, 0600))
+    fprintf(stderr, "gpool up: cannot write %s: %s\n", path, strerror(errno));
 }
 
-static pid_t read_pid(const up_ctx *u) {
-  char path[3200];
-  path_in(u, "up.pid", path, sizeof path);
-  FILE *f = fopen(path, "r");
-  if (!f) return 0;
-  int pid = 0;
-  if (fscanf(f, "%d", &pid) != 1) pid = 0;
-  fclose(f);
-  return pid > 1 && kill(pid, 0) == 0 ? pid : 0;
+static pid_t read_pid(const up_ctx *u) { return read_pid_file(u, "up.pid", "up", NULL); }
+
+/* Waits up to grace_s for a process that is not our child to end (its start time gone),
+ * then up to a second more for init to reap it, so that callers no longer see its pid. */
+static bool wait_gone(pid_t pid, unsigned long long start, int grace_s) {
+  for (int i = 0; i < grace_s * 10 && proc_start(pid) == start; i++) sleep_ms(100);
+  if (proc_start(pid) == start) return false;
+  for (int i = 0; i < 10 && kill(pid, 0) == 0; i++) sleep_ms(100);
+  return true;
 }
 
+/* Stops a server or agent whose `gpool up` is gone: SIGTERM (and SIGCONT, should it be
+ * stopped), SIGKILL after grace_s. */
+static void stop_orphan(pid_t pid, const char *what, int grace_s) {
+  unsigned long long start = pid ? proc_start(pid) : 0;
+  if (!start) return;
+  fprintf(stderr, "gpool up --stop: stopping the %s (process %d), whose 'gpool up' is gone\n", what,
+          (int)pid);
+  kill(pid, SIGTERM);
+  kill(pid, SIGCONT);
+  if (wait_gone(pid, start, grace_s)) return;
+  fprintf(stderr, "gpool up --stop: the %s did not stop within %d s; killing it\n", what, grace_s);
+  kill(pid, SIGKILL);
+  wait_gone(pid, start, 5);
+}
+
+/* Stops the pool: its `gpool up`, which stops its children in order; then whatever of the
+ * pool still runs without it (its `gpool up` was killed), agent first. */
 static int stop_detached(const up_ctx *u) {
   pid_t pid = read_pid(u);
-  if (!pid) {
+  if (!pid && !find_agent(u) && !find_server(u)) {
     fprintf(stderr, "gpool up --stop: no pool is running from %s\n", u->data);
     return 1;
   }
-  kill(pid, SIGTERM);
-  for (int i = 0; i < 400; i++) {
-    if (kill(pid, 0) != 0) {
-      printf("gpool: the pool in %s has stopped.\n", u->data);
-      return 0;
+  if (pid) {
+    unsigned long long start = proc_start(pid);
+    kill(pid, SIGTERM);
+    if (!wait_gone(pid, start, 40)) {
+      fprintf(stderr, "gpool up --stop: process %d did not stop within 40 s\n", (int)pid);
+      return 1;
     }
-    sleep_ms(100);
   }
-  fprintf(stderr, "gpool up --stop: process %d did not stop within 40 s\n", (int)pid);
-  return 1;
+  stop_orphan(find_agent(u), "agent", 15);
+  stop_orphan(find_server(u), "server", 15);
+  if (find_agent(u) || find_server(u)) {
+    fprintf(stderr, "gpool up --stop: the pool in %s did not stop\n", u->data);
+    return 1;
+  }
+  remove_pid_file(u, "agent.pid");
+  remove_pid_file(u, "server.pid");
+  remove_pid_file(u, "up.pid");
+  printf("gpool: the pool in %s has stopped.\n", u->data);
+  return 0;
 }
 
 /* Waits for a signal or a child's death; returns the exit status for `gpool up`. A child
@@ -531,6 +649,13 @@ static int check_can_start(up_ctx *u) {
   if (running) {
     fprintf(stderr, "gpool up: a pool is already running from %s (process %d); stop it with 'gpool up --stop%s%s'\n",
             u->data, (int)running, data_flag(u), data_value(u));
+    return 1;
+  }
+  pid_t left = find_server(u) ? find_server(u) : find_agent(u);
+  if (left) {
+    fprintf(stderr, "gpool up: a server or agent of the pool in %s still runs without its 'gpool up' "
+                    "(process %d); stop it with 'gpool up --stop%s%s'\n",
+            u->data, (int)left, data_flag(u), data_value(u));
     return 1;
   }
   ssize_t n = readlink("/proc/self/exe", u->self, sizeof u->self - 1);
@@ -646,7 +771,7 @@ int gp_cmd_up(int argc, char **argv) {
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGHUP);
   sigprocmask(SIG_BLOCK, &set, NULL);
-  write_pid(&u);
+  write_pid_file(&u, "up.pid", getpid());
   char client_path[4096] = "";
   if (start_pool(&u, client_path, sizeof client_path)) {
     stop_all(&u);

@@ -121,12 +121,58 @@ static void node_slots(gp__core_ctx *c, int j, int i, int *ever, int *now) {
   *now = s->up ? w : 0;
 }
 
+/* Whether node i may hold tasks of job j at all: capacity type, pool, labels. */
+static bool node_allowed(const gp__core_ctx *c, int j, int i) {
+  const gp_request *r = &c->view->jobs[j].req;
+  const gp_node *n = &c->view->nodes[i];
+  if (n->capacity == GP_CAP_SPOT && !r->allow_spot) return false;
+  if (!pool_allows(c, j, c->nodes[i].pool)) return false;
+  return !r->n_node_selector || gp__core_node_has_labels(n, r->n_node_selector, r->node_selector);
+}
+
+/* compute() for a gang held to one GPU model: the slots of each model are counted apart,
+ * and the gang needs all its tasks within one. */
+static int compute_gang(gp__core_ctx *c, int j, bool by_model) {
+  const gp_request *r = &c->view->jobs[j].req;
+  int nm = c->fleet->n_models;
+  int *ever = gp_xcalloc((size_t)nm * 2, sizeof *ever), *now = ever + nm;
+  bool model_seen = false, model_up = false;
+  int best_ever = 0, v = -1;
+  for (int i = 0; i < c->view->n_nodes && v < 0; i++) {
+    const gp_node *n = &c->view->nodes[i];
+    int m = c->nodes[i].model;
+    if (m < 0 || m >= nm) continue;
+    if (by_model) {
+      if (n->n_gpus <= 0 || !names_model(r, n->model)) continue;
+      model_seen = true;
+      if (c->nodes[i].up && (c->nodes[i].whole_ok | c->nodes[i].share_ok | c->nodes[i].mig_ok))
+        model_up = true;
+    }
+    if (!node_allowed(c, j, i)) continue;
+    int e, w;
+    node_slots(c, j, i, &e, &w);
+    ever[m] += e;
+    now[m] += w;
+    if (ever[m] > best_ever) best_ever = ever[m];
+    if (now[m] >= r->tasks) v = GP__FEAS_OK;
+  }
+  free(ever);
+  if (v >= 0) return v;
+  if (by_model && !model_seen) return GP__FEAS_MODEL_UNKNOWN;
+  if (best_ever < r->tasks) return GP__FEAS_NEVER;
+  return by_model && !model_up ? GP__FEAS_MODEL_DOWN : GP__FEAS_DOWN;
+}
+
 static int compute(gp__core_ctx *c, int j) {
   const gp_request *r = &c->view->jobs[j].req;
   bool by_model = r->n_gpu_models > 0 && c->jobs[j].kind != GP__R_CPU;
   /* A fleet with no node at all is one whose agents have not registered yet: nothing can
    * be judged impossible against it. */
   if (c->view->n_nodes == 0) return by_model ? GP__FEAS_MODEL_DOWN : GP__FEAS_DOWN;
+  /* A gang's tasks share one GPU model unless the job names several (gang.c): count its
+   * slots per model then. */
+  if (r->tasks > 1 && c->jobs[j].kind != GP__R_CPU && r->n_gpu_models < 2 && c->fleet->n_models > 1)
+    return compute_gang(c, j, by_model);
   bool model_seen = false, model_up = false;
   int ever = 0, now = 0;
   for (int i = 0; i < c->view->n_nodes; i++) {
@@ -159,10 +205,16 @@ int gp__core_request_kind(const gp_request *r) {
   return GP__R_CPU;
 }
 
+#define GANG_MODELS 64 /* distinct models counted apart for a gang; beyond, one sum */
+
 bool gp_sched_could_ever_run(const gp_node *nodes, int n_nodes, const gp_request *r,
                              gp_end_reason *why) {
   int kind = gp__core_request_kind(r);
   bool by_model = r->n_gpu_models > 0 && kind != GP__R_CPU, model_seen = false;
+  /* A gang's tasks share one GPU model unless the job names several (gang.c). */
+  bool one_model = r->tasks > 1 && kind != GP__R_CPU && r->n_gpu_models < 2;
+  const char *models[GANG_MODELS];
+  int slots[GANG_MODELS], n_models = 0, rest = 0;
   int ever = 0;
   for (int i = 0; i < n_nodes && ever < r->tasks; i++) {
     const gp_node *n = &nodes[i];
@@ -173,7 +225,20 @@ bool gp_sched_could_ever_run(const gp_node *nodes, int n_nodes, const gp_request
     if (n->capacity == GP_CAP_SPOT && !r->allow_spot) continue;
     if (r->n_node_selector && !gp__core_node_has_labels(n, r->n_node_selector, r->node_selector))
       continue;
-    ever += ever_slots(n, r, kind);
+    int e = ever_slots(n, r, kind);
+    if (!one_model) {
+      ever += e;
+      continue;
+    }
+    int m = 0;
+    while (m < n_models && strcmp(models[m], n->model ? n->model : "") != 0) m++;
+    if (m == n_models && n_models < GANG_MODELS) {
+      models[n_models] = n->model ? n->model : "";
+      slots[n_models++] = 0;
+    }
+    int *acc = m < n_models ? &slots[m] : &rest;
+    *acc += e;
+    if (*acc > ever) ever = *acc;
   }
   if (n_nodes == 0 || ever >= r->tasks) return true;
   *why = by_model && !model_seen ? GP_END_GPU_MODEL_UNKNOWN : GP_END_NO_MATCHING_NODES;

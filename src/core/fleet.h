@@ -51,7 +51,12 @@ typedef struct gp__core_req {
   gp_time end;          /* now + limit, GP__NEVER without a limit (for reservations) */
   bool honor_resv;      /* keep off GPUs that a reservation needs before `end` */
   bool ready;           /* filled in (gp__core_req_init); else only `job` is set */
+  int fit_kind;         /* GP__FIT_*: what a whole-GPU task may take (gang.c narrows it) */
 } gp__core_req;
+
+/* What a whole-GPU task may take: whole GPUs, else a time-slice replica (a one-GPU task);
+ * or only one of them, as the other tasks of its gang took. */
+enum { GP__FIT_ANY = 0, GP__FIT_WHOLE, GP__FIT_REPLICA };
 
 /* Where one task goes. */
 typedef struct gp__core_fit {

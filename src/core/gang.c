@@ -4,7 +4,14 @@
  * failure, which makes the placement transactional. A multi-node gang first tries to fit
  * inside one topology block (nodes labelled topology.block=...), fullest candidate block
  * first under bin-packing (emptiest under spread), at most GP__MAX_GANG_BLOCKS blocks;
- * then anywhere. */
+ * then anywhere.
+ *
+ * The tasks of a gang work in lockstep, so the slowest sets the pace: one task on an older
+ * GPU model, or on a time-sliced share while the others hold whole GPUs, slows them all.
+ * Once the first task is placed the others are held to its model and kind; when that
+ * leaves them no room, each other model and kind is tried in turn (model ids in name
+ * order, whole GPUs before replicas). A job that names several GPU types accepts any of
+ * them for each task; the kind never mixes. */
 #include "core/place.h"
 
 static void rollback(gp__core_ctx *c, const gp__core_req *r, gp__core_fit *fits, int n) {
@@ -29,13 +36,27 @@ static bool fit_in_block(gp__core_ctx *c, const gp__core_req *r, int b, gp__core
   return best >= 0;
 }
 
+void gp__core_gang_rest(const gp__core_ctx *c, const gp__core_req *r, const gp__core_fit *first,
+                        gp__core_req *rest) {
+  *rest = *r;
+  if (r->kind == GP__R_CPU) return;
+  if (c->view->jobs[r->job].req.n_gpu_models < 2 && c->nodes[first->node].model >= 0) {
+    rest->n_models = 1;
+    rest->models[0] = c->nodes[first->node].model;
+  }
+  if (r->kind == GP__R_WHOLE)
+    rest->fit_kind = first->milli < GP_GPU_MILLI ? GP__FIT_REPLICA : GP__FIT_WHOLE;
+}
+
 static bool place_in_block(gp__core_ctx *c, const gp__core_req *r, int b, gp__core_fit *fits) {
+  gp__core_req rest;
   for (int t = 0; t < r->tasks; t++) {
-    if (!fit_in_block(c, r, b, &fits[t])) {
+    if (!fit_in_block(c, t ? &rest : r, b, &fits[t])) {
       rollback(c, r, fits, t);
       return false;
     }
     gp__core_take(c, r, &fits[t]);
+    if (t == 0) gp__core_gang_rest(c, r, &fits[0], &rest);
   }
   return true;
 }
@@ -60,26 +81,74 @@ static int candidate_blocks(const gp__core_ctx *c, const gp__core_req *r, int *o
   return n;
 }
 
+/* Anywhere: task by task through the index, the others held to the first one's choice.
+ * *ret_rest is that narrowed request when the first task found a place, else untouched. */
+static bool place_wide(gp__core_ctx *c, const gp__core_req *r, gp__core_fit *fits,
+                       gp__core_req *ret_rest, bool *ret_first) {
+  gp__core_req rest;
+  int t = 0;
+  for (; t < r->tasks; t++) {
+    if (!gp__core_fit_task(c, t ? &rest : r, &fits[t])) break;
+    gp__core_take(c, r, &fits[t]);
+    if (t == 0) {
+      gp__core_gang_rest(c, r, &fits[0], &rest);
+      *ret_rest = rest;
+      *ret_first = true;
+    }
+  }
+  if (t == r->tasks) return true;
+  rollback(c, r, fits, t);
+  return false;
+}
+
+/* One block (whole GPUs only: blocks hold no replicas), else anywhere. */
+static bool place_gang(gp__core_ctx *c, const gp__core_req *r, gp__core_fit *fits,
+                       gp__core_req *ret_rest, bool *ret_first) {
+  if (r->kind == GP__R_WHOLE && r->fit_kind != GP__FIT_REPLICA && c->fleet->n_blocks > 0) {
+    int cand[GP__MAX_GANG_BLOCKS];
+    int n = candidate_blocks(c, r, cand);
+    for (int k = 0; k < n; k++)
+      if (place_in_block(c, r, cand[k], fits)) return true;
+  }
+  return place_wide(c, r, fits, ret_rest, ret_first);
+}
+
+/* The first task's model and kind left the others no room: try every other model and
+ * kind the job accepts. `tried` is the narrowed request of the attempt that failed. */
+static bool place_other_kinds(gp__core_ctx *c, const gp__core_req *r, gp__core_fit *fits,
+                              const gp__core_req *tried) {
+  bool by_model = r->kind != GP__R_CPU && c->view->jobs[r->job].req.n_gpu_models < 2;
+  int nm = !by_model ? 1 : r->n_models < 0 ? c->fleet->n_models : r->n_models;
+  int nk = r->kind == GP__R_WHOLE && r->gpus == 1 && c->fleet->has_timeslice ? 2 : 1;
+  for (int mi = 0; mi < nm; mi++) {
+    for (int ki = 0; ki < nk; ki++) {
+      gp__core_req alt = *r;
+      if (by_model) {
+        alt.n_models = 1;
+        alt.models[0] = r->n_models < 0 ? mi : r->models[mi];
+      }
+      if (nk == 2) alt.fit_kind = ki ? GP__FIT_REPLICA : GP__FIT_WHOLE;
+      if ((!by_model || alt.models[0] == tried->models[0]) && (nk == 1 || alt.fit_kind == tried->fit_kind))
+        continue;
+      gp__core_req rest;
+      bool first = false;
+      if (place_gang(c, &alt, fits, &rest, &first)) return true;
+    }
+  }
+  return false;
+}
+
 bool gp__core_place_job(gp__core_ctx *c, const gp__core_req *r, gp__core_fit *fits, bool commit) {
   bool ok = false;
   if (r->tasks == 1) {
     ok = gp__core_fit_task(c, r, &fits[0]);
     if (ok) gp__core_take(c, r, &fits[0]);
   } else {
-    if (r->kind == GP__R_WHOLE && c->fleet->n_blocks > 0) {
-      int cand[GP__MAX_GANG_BLOCKS];
-      int n = candidate_blocks(c, r, cand);
-      for (int k = 0; k < n && !ok; k++) ok = place_in_block(c, r, cand[k], fits);
-    }
-    if (!ok) {
-      int t = 0;
-      for (; t < r->tasks; t++) {
-        if (!gp__core_fit_task(c, r, &fits[t])) break;
-        gp__core_take(c, r, &fits[t]);
-      }
-      if (t < r->tasks) rollback(c, r, fits, t);
-      else ok = true;
-    }
+    gp__core_req tried;
+    bool first = false;
+    ok = place_gang(c, r, fits, &tried, &first);
+    /* When not even the first task fits anywhere, no narrower request can. */
+    if (!ok && first) ok = place_other_kinds(c, r, fits, &tried);
   }
   if (ok && !commit) rollback(c, r, fits, r->tasks);
   return ok;

@@ -30,8 +30,14 @@ bool gp__core_node_fit(gp__core_ctx *c, const gp__core_req *r, int node, uint32_
 /* Best node for one task through the index, or false. */
 bool gp__core_fit_task(gp__core_ctx *c, const gp__core_req *r, gp__core_fit *f);
 /* Places all tasks of a job or none; on true the resources are taken and fits[] filled
- * (r->tasks entries). With commit false the resources are given back before returning. */
+ * (r->tasks entries). With commit false the resources are given back before returning.
+ * A gang's tasks all get the same GPU model and kind (see gp__core_gang_rest). */
 bool gp__core_place_job(gp__core_ctx *c, const gp__core_req *r, gp__core_fit *fits, bool commit);
+/* The request for a gang's other tasks once its first is placed at `first`: held to the
+ * first task's GPU model, unless the job names several GPU types (then any of them will
+ * do), and for whole GPUs to its kind (whole GPUs or time-slice replicas). */
+void gp__core_gang_rest(const gp__core_ctx *c, const gp__core_req *r, const gp__core_fit *first,
+                        gp__core_req *rest);
 /* The GPUs of node a task of `want` GPUs takes among `avail` (NVLink domains first). */
 uint32_t gp__core_choose_gpus(const gp__core_ctx *c, int node, uint32_t avail, int want);
 /* Records a start in the plan and updates queues. fits: r->tasks entries. */

@@ -190,7 +190,7 @@ static bool scan_level(gp__core_ctx *c, const gp__core_req *r, int slot, int lev
 bool gp__core_fit_task(gp__core_ctx *c, const gp__core_req *r, gp__core_fit *f) {
   if (r->kind == GP__R_FRACTION || r->kind == GP__R_MIG) return gp__core_fit_shared(c, r, f);
   int need = r->gpus;
-  for (int si = 0; si < r->n_slots; si++) {
+  for (int si = 0; si < r->n_slots && r->fit_kind != GP__FIT_REPLICA; si++) {
     int slot = r->slots[si];
     if (c->pol->placement == GP_PLACE_SPREAD) {
       for (int l = GP_MAX_NODE_GPUS; l >= need; l--)
@@ -202,7 +202,8 @@ bool gp__core_fit_task(gp__core_ctx *c, const gp__core_req *r, gp__core_fit *f) 
   }
   /* Exclusive and shared GPUs first, in every pool slot; then a timeslice replica. Only a
    * one-GPU task: N replicas of one GPU are not N GPUs (docs/internals/scheduler.md). */
-  if (r->gpus == 1 && c->fleet->has_timeslice) return gp__core_fit_replica(c, r, f);
+  if (r->gpus == 1 && c->fleet->has_timeslice && r->fit_kind != GP__FIT_WHOLE)
+    return gp__core_fit_replica(c, r, f);
   return false;
 }
 

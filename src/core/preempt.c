@@ -521,15 +521,18 @@ static bool simulate(gp__core_ctx *c, const gp__core_req *r, int kind, bool reco
   int victims[MAX_ON_NODE];
   int placed = 0;
   bool ok = true;
+  gp__core_req rest; /* a gang's other tasks: the first one's GPU model (gang.c) */
   for (; placed < r->tasks; placed++) {
-    int n = kind == K_STOPPING ? best_node(c, r, kind, &fits[placed], victims)
-                               : walk_node(c, r, kind, &fits[placed], victims);
+    const gp__core_req *rt = placed ? &rest : r;
+    int n = kind == K_STOPPING ? best_node(c, rt, kind, &fits[placed], victims)
+                               : walk_node(c, rt, kind, &fits[placed], victims);
     if (n < 0) {
       ok = false;
       break;
     }
     for (int k = 0; k < n; k++) take_victim(c, victims[k], kind);
     gp__core_take(c, r, &fits[placed]);
+    if (placed == 0) gp__core_gang_rest(c, r, &fits[0], &rest);
     touch(p, fits[placed].node);
     p->tent_extra[fits[placed].node] &= ~fits[placed].mask;
   }

@@ -326,6 +326,11 @@ static void apply_gpus(gp_srv_node *n, const json_t *gpus, gp_srv_state *s, int6
       } else {
         gpu->idle_since = 0;
       }
+    } else {
+      /* The agent could not read the GPU (fallen off the bus): its last figures are stale. */
+      json_decref(gpu->telemetry);
+      gpu->telemetry = NULL;
+      gpu->idle_since = 0;
     }
     const char *h = json_string_value(json_object_get(g, "health"));
     gp_gpu_health hv;

@@ -215,15 +215,19 @@ static int hold_release(gp_srv_state *s, gp_srv_req *r, gp_srv_job *j, bool hold
   return rc;
 }
 
-/* The node a job ran on last (for its log). */
-static gp_srv_node *log_node(gp_srv_state *s, const gp_srv_job *j) {
-  if (j->n_alloc > 0 && j->alloc[0].node >= 0 && j->alloc[0].node < s->n_nodes)
-    return s->nodes[j->alloc[0].node];
+/* The node task `task` of a job ran on last (for its log): its placement, else the last
+ * "started" event, which names each task's node for a gang. */
+static gp_srv_node *log_node(gp_srv_state *s, const gp_srv_job *j, int task) {
+  if (j->n_alloc > task && j->alloc[task].node >= 0 && j->alloc[task].node < s->n_nodes)
+    return s->nodes[j->alloc[task].node];
   for (int i = (int)json_array_size(j->timeline) - 1; i >= 0; i--) {
     const json_t *e = json_array_get(j->timeline, (size_t)i);
     const char *ev = json_string_value(json_object_get(e, "event"));
-    if (ev && strcmp(ev, "started") == 0)
-      return gp__srv_node_get(s, json_string_value(json_object_get(e, "node")));
+    if (!ev || strcmp(ev, "started") != 0) continue;
+    const json_t *nodes = json_object_get(e, "nodes");
+    const json_t *name = json_is_array(nodes) ? json_array_get(nodes, (size_t)task)
+                                              : task == 0 ? json_object_get(e, "node") : NULL;
+    return gp__srv_node_get(s, json_string_value(name));
   }
   return NULL;
 }
@@ -240,7 +244,14 @@ static void job_log(gp_srv_state *s, gp_srv_req *r, gp_srv_job *j) {
     gp__srv_reply_error(r, 400, "invalid_argument", "offset", "offset must be a byte offset >= 0");
     return;
   }
-  gp_srv_node *n = log_node(s, j);
+  const char *tv = query(r, "task");
+  int64_t task = 0;
+  if (tv && (gp_parse_int64(tv, &task) || task < 0 || task >= (j->tasks > 0 ? j->tasks : 1))) {
+    gp__srv_reply_error(r, 400, "invalid_argument", "task", "job %s has tasks 0..%d", j->idstr,
+                        (j->tasks > 0 ? j->tasks : 1) - 1);
+    return;
+  }
+  gp_srv_node *n = log_node(s, j, (int)task);
   if (!n) {
     gp__srv_reply_error(r, 404, "not_found", NULL, "job %s has not run yet, so it has no log", j->idstr);
     return;

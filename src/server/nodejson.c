@@ -303,7 +303,9 @@ json_t *gp__srv_node_to_json(const gp_srv_state *s, const gp_srv_node *n, bool f
       json_object_set_new(e, "admin_drained", json_boolean(gpu->admin_drained));
     } else {
       json_object_set_new(e, "jobs", jobs_on[g] ? jobs_on[g] : json_array());
-      json_object_set_new(e, "telemetry", gpu->telemetry ? json_incref(gpu->telemetry) : json_object());
+      /* Figures only while the agent reports them: a lost node's are stale. */
+      json_object_set_new(e, "telemetry", gpu->telemetry && n->alive ? json_incref(gpu->telemetry)
+                                                                     : json_object());
     }
     json_array_append_new(list, e);
   }

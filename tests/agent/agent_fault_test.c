@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* A GPU fault on a running node, through the real agent: the simulated GPU falls off the bus
  * (Xid 79) under a job; the agent reports a gpu_fault event with the policy's action, stops
- * the job on that GPU with reason gpu_fault, marks the GPU drained in its heartbeats, and
- * leaves the job on the healthy GPU alone. Heartbeats carry per-job usage from telemetry. */
+ * the job on that GPU with reason gpu_fault, marks the GPU failed in its heartbeats (with no
+ * figures: it cannot be read), and leaves the job on the healthy GPU alone. Heartbeats carry per-job usage from telemetry. */
 #include "agent_harness.h"
 
 static json_t *last_heartbeat(fake_server *s) {
@@ -34,21 +34,23 @@ static void gpu_falling_off_the_bus_stops_its_job_and_drains_it(void) {
   REQUIRE(ended);
   CHECK_EQ_STR("gpu_fault", json_string_value(json_object_get(ended, "reason")));
   CHECK_CONTAINS(json_string_value(json_object_get(ended, "message")), "xid 79");
-  /* The next heartbeats say the GPU is drained. */
+  /* The next heartbeats say the GPU has failed, and carry no figures for it. */
   json_t *hb = NULL;
   int64_t until = fs_now_ms() + 6000;
   for (;;) {
     hb = last_heartbeat(s);
     json_t *g = json_array_get(json_object_get(hb, "gpus"), 0);
     const char *h = json_string_value(json_object_get(g, "health"));
-    if ((h && strcmp(h, "drained") == 0) || fs_now_ms() > until) break;
+    if ((h && strcmp(h, "failed") == 0) || fs_now_ms() > until) break;
     json_decref(hb);
     usleep(50000);
   }
   REQUIRE(hb);
   json_t *g0 = json_array_get(json_object_get(hb, "gpus"), 0);
   json_t *g1 = json_array_get(json_object_get(hb, "gpus"), 1);
-  CHECK_EQ_STR("drained", json_string_value(json_object_get(g0, "health")));
+  CHECK_EQ_STR("failed", json_string_value(json_object_get(g0, "health")));
+  CHECK_CONTAINS(json_string_value(json_object_get(g0, "reason")), "xid 79");
+  CHECK(json_object_get(g0, "telemetry") == NULL);
   CHECK_EQ_STR("healthy", json_string_value(json_object_get(g1, "health")));
   CHECK(json_integer_value(json_object_get(json_object_get(g1, "telemetry"), "gpu_util_pct")) > 0);
   json_t *job = json_array_get(json_object_get(hb, "jobs"), 0);

@@ -106,12 +106,20 @@ static void a_gpu_that_falls_off_the_bus_fails_its_job_and_is_drained(void) {
   CHECK_EQ_STR("12", a->jobs[0]); /* job 13 on GPU 1 is untouched */
   char buf[64], reason[256];
   CHECK_EQ_STR("fail_job,drain_gpu", gp_health_actions_str(a->actions, buf, sizeof buf));
-  CHECK_EQ_INT(GP_GPU_STATE_DRAINED, gp_health_gpu_state(n->h, 3, reason, sizeof reason));
+  /* Failed, not merely drained: it does not answer, so it has no figures to show. */
+  CHECK_EQ_INT(GP_GPU_STATE_FAILED, gp_health_gpu_state(n->h, 3, reason, sizeof reason));
   CHECK_CONTAINS(reason, "xid 79");
+  CHECK(!n->v->have_sample[3]);
+  CHECK_EQ_INT(0, (int)n->v->sample[3].power_w); /* no stale reading in the view */
+  CHECK(n->v->sample[1].power_w > 0);
   /* Later rounds do not repeat it. */
   round_(n, 1000);
   CHECK_EQ_INT(0, n->n_acts);
-  /* `gpool resume` returns it. */
+  /* A reset brings it back; drained by the policy until `gpool resume` returns it. */
+  stop_jobs(n);
+  REQUIRE(gp_gpu_sim_reset(n->b, 3, NULL) == 0);
+  round_(n, 1000);
+  CHECK_EQ_INT(GP_GPU_STATE_DRAINED, gp_health_gpu_state(n->h, 3, NULL, 0));
   gp_health_resume(n->h, 3);
   CHECK_EQ_INT(GP_GPU_STATE_HEALTHY, gp_health_gpu_state(n->h, 3, NULL, 0));
   close_node(n);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Gangs: N tasks x G GPUs start together or not at all, preferably inside one topology
- * block, and a failed gang leaves no trace on the capacity others see. */
+ * block, on one GPU model and kind unless the job names several types, and a failed gang
+ * leaves no trace on the capacity others see. */
 #include "fixture.h"
 
 static void a_gang_that_does_not_fit_takes_nothing(void) {
@@ -75,5 +76,97 @@ static void a_gang_goes_wide_when_no_block_can_hold_it(void) {
   fx_free(f);
 }
 
+/* The model of the node a task of the gang went to. */
+static const char *task_model(const fx *f, const gp_plan_start *s, int t) {
+  return f->nodes[s->placements[t].node].model;
+}
+
+static void a_gang_of_one_gpu_tasks_does_not_mix_whole_gpus_and_shares(void) {
+  fx *f = fx_new();
+  fx_node(f, "h0", "H100", 1);
+  fx_node(f, "a0", "A100", 1);
+  f->gpus[1][0].mode = GP_SHARE_TIMESLICE;
+  f->gpus[1][0].timeslice_replicas = 2;
+  fx_node(f, "h1", "H100", 1);
+  fx_queue(f, "q", 0, GP_NO_LIMIT, 1);
+  fx_running(f, "busy", "q", 1, 2, 0x1, 0); /* h1's GPU is taken */
+  fx_job(f, "gang", "q", 1, 2);
+  gp_plan *p = fx_step(f, 10);
+  REQUIRE(p);
+  /* Not h0's whole H100 with a time-sliced A100 share beside it: two shares of a0. */
+  const gp_plan_start *s = fx_start(f, p, "gang");
+  REQUIRE(s);
+  CHECK_EQ_STR("A100", task_model(f, s, 0));
+  CHECK_EQ_STR("A100", task_model(f, s, 1));
+  CHECK_EQ_INT(s->placements[0].gpu_milli, s->placements[1].gpu_milli);
+  CHECK(s->placements[0].gpu_milli < 1000);
+  gp_plan_free(p);
+  fx_free(f);
+}
+
+static void a_gang_takes_whole_gpus_of_one_model_when_they_are_free(void) {
+  fx *f = fx_new();
+  fx_node(f, "h0", "H100", 1);
+  fx_node(f, "a0", "A100", 1);
+  f->gpus[1][0].mode = GP_SHARE_TIMESLICE;
+  f->gpus[1][0].timeslice_replicas = 2;
+  fx_node(f, "h1", "H100", 1);
+  fx_queue(f, "q", 0, GP_NO_LIMIT, 1);
+  fx_job(f, "gang", "q", 1, 2);
+  gp_plan *p = fx_step(f, 10);
+  REQUIRE(p);
+  const gp_plan_start *s = fx_start(f, p, "gang");
+  REQUIRE(s);
+  CHECK_EQ_INT(0, s->placements[0].node);
+  CHECK_EQ_INT(2, s->placements[1].node);
+  CHECK_EQ_INT(1000, s->placements[1].gpu_milli);
+  gp_plan_free(p);
+  fx_free(f);
+}
+
+static void a_gang_looks_past_the_first_model_that_cannot_hold_it(void) {
+  fx *f = fx_new();
+  fx_node(f, "h0", "H100", 8);
+  fx_node(f, "a0", "A100", 8);
+  fx_node(f, "a1", "A100", 8);
+  fx_queue(f, "q", 0, GP_NO_LIMIT, 1);
+  fx_job(f, "gang", "q", 8, 2); /* h0 comes first, but one H100 node cannot hold it */
+  gp_plan *p = fx_step(f, 10);
+  REQUIRE(p);
+  const gp_plan_start *s = fx_start(f, p, "gang");
+  REQUIRE(s);
+  CHECK_EQ_STR("A100", task_model(f, s, 0));
+  CHECK_EQ_STR("A100", task_model(f, s, 1));
+  gp_plan_free(p);
+  fx_free(f);
+}
+
+static void naming_several_gpu_types_lets_a_gang_mix_them(void) {
+  fx *f = fx_new();
+  fx_node(f, "h0", "H100", 4);
+  fx_node(f, "a0", "A100", 4);
+  fx_queue(f, "q", 0, GP_NO_LIMIT, 1);
+  fx_job(f, "one-model", "q", 4, 2); /* one node of each model: never on one model */
+  gp_job *mixed = fx_job(f, "mixed", "q", 4, 2);
+  fx_models(f, mixed, "H100");
+  fx_models(f, mixed, "A100");
+  gp_plan *p = fx_step(f, 10);
+  REQUIRE(p);
+  CHECK(!fx_started(f, p, "one-model"));
+  CHECK_EQ_STR("NoMatchingNodes", fx_ended(f, p, "one-model"));
+  const gp_plan_start *s = fx_start(f, p, "mixed");
+  REQUIRE(s);
+  CHECK(strcmp(task_model(f, s, 0), task_model(f, s, 1)) != 0);
+  gp_end_reason why = GP_END_INVALID_REQUEST;
+  CHECK(!gp_sched_could_ever_run(f->nodes, 2, &f->jobs[0].req, &why));
+  CHECK(gp_sched_could_ever_run(f->nodes, 2, &mixed->req, &why));
+  gp_plan_free(p);
+  fx_free(f);
+}
+
 GP_TESTS(a_gang_that_does_not_fit_takes_nothing, a_gang_starts_every_task_with_its_own_placement,
-         a_multi_node_gang_prefers_one_block, a_gang_goes_wide_when_no_block_can_hold_it)
+         a_multi_node_gang_prefers_one_block, a_gang_goes_wide_when_no_block_can_hold_it,
+         a_gang_of_one_gpu_tasks_does_not_mix_whole_gpus_and_shares,
+         a_gang_takes_whole_gpus_of_one_model_when_they_are_free,
+         a_gang_looks_past_the_first_model_that_cannot_hold_it,
+         naming_several_gpu_types_lets_a_gang_mix_them)

@@ -81,8 +81,13 @@ static void impossible_or_unknown_requests_end_with_a_reason(void) {
   fx_models(f, fx_job(f, "a100-down", "org/a", 1, 1), "A100");
   gp_job *dr = fx_job(f, "h200-drained", "org/a", 1, 1);
   fx_models(f, dr, "H200");
-  gp_job *gang = fx_job(f, "gang-down", "org/a", 8, 3); /* 3 nodes exist, 1 is up */
-  (void)gang;
+  /* A gang that takes any of the three models: 3 nodes exist, 1 is up. Without the list
+   * its tasks would need one model, and no model has 3 nodes. */
+  gp_job *gang = fx_job(f, "gang-down", "org/a", 8, 3);
+  fx_models(f, gang, "H100");
+  fx_models(f, gang, "A100");
+  fx_models(f, gang, "H200");
+  fx_job(f, "gang-one-model", "org/a", 8, 3);
   gp_plan *p = fx_step(f, 10);
   REQUIRE(p);
   CHECK_EQ_STR("InvalidRequest", fx_ended(f, p, "no-queue"));
@@ -94,6 +99,7 @@ static void impossible_or_unknown_requests_end_with_a_reason(void) {
   CHECK_EQ_STR("GpuModelUnavailable", fx_reason(f, p, "a100-down"));
   CHECK_EQ_STR("GpuModelUnavailable", fx_reason(f, p, "h200-drained"));
   CHECK_EQ_STR("NoMatchingNodes", fx_reason(f, p, "gang-down"));
+  CHECK_EQ_STR("NoMatchingNodes", fx_ended(f, p, "gang-one-model"));
   for (int i = 0; i < p->n_ended; i++)
     if (p->ended[i].job == fx_index(f, "b200")) CHECK_CONTAINS(p->ended[i].message, "B200");
   gp_plan_free(p);

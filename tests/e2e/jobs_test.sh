@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Jobs through the CLI on two agents: a gang spans both nodes and starts together with each
-# task seeing its own GPUs and the gang's host list; a running job is cancelled and its
+# task seeing its own GPUs and the gang's host list, and each task's log can be read; a running job is cancelled and its
 # process ends; a held job waits (and `gpool why` says so) until released; a job asking for
 # more than the fleet has stays pending with a reason; dependencies order jobs.
 source "$(dirname "$0")/lib.sh"
@@ -23,6 +23,15 @@ expect_eq "n1,n2" "$(job_field "$gang" '[.placements[].node] | sort | join(",")'
 log=$("$GPOOL" logs "$gang")
 expect_contains "$log" "task=0/2" "task 0 ran"
 expect_contains "$log" "GPU-" "tasks see GPU UUIDs"
+# Each task has its own log: without --task a note says which one is shown.
+note=$("$GPOOL" logs "$gang" 2>&1 >/dev/null)
+expect_contains "$note" "showing task 0" "gpool logs says which task of a gang it shows"
+expect_contains "$note" "--task" "gpool logs says how to see the other tasks"
+log1=$("$GPOOL" logs "$gang" --task 1 2>&1) || fail "gpool logs --task 1: $log1"
+expect_contains "$log1" "task=1/2" "gpool logs --task 1 shows task 1"
+out=$("$GPOOL" logs "$gang" --task 2 2>&1) && fail "a task the gang does not have must be refused"
+expect_contains "$out" "0..1" "the refusal names the gang's tasks"
+expect_eq 400 "$(api_status GET "/v1/jobs/$gang/log?task=x" "$ADMIN_TOKEN")" "a bad task parameter is 400"
 
 # Cancel a running job: its process group is stopped and the job ends as cancelled.
 long=$("$GPOOL" submit -g 1 -n sleeper -- sh -c 'echo started; exec sleep 301')

@@ -8,7 +8,7 @@ e2e_init
 
 out=$("$GPOOL" up --detach --data "$E2E_DIR/pool" --port 0 --sim 2xH100-80GB --name box 2>&1) \
   || { cat "$E2E_DIR"/pool/*.log >&2; fail "gpool up --detach failed: $out"; }
-UP_PID=$(cat "$E2E_DIR/pool/up.pid")
+UP_PID=$(cut -d" " -f1 "$E2E_DIR/pool/up.pid")
 E2E_PIDS+=("$UP_PID")
 expect_contains "$out" "gpool is up" "greeting"
 expect_contains "$out" "node box with 2 x H100-80GB simulated GPUs" "greeting names the node and its GPUs, simulated"
@@ -82,7 +82,7 @@ mkdir -p "$E2E_DIR/no-mps"
 out=$(CUDA_MPS_PIPE_DIRECTORY="$E2E_DIR/no-mps" "$GPOOL" up --detach --data "$E2E_DIR/shared" --port 0 \
   --sim 1xH100-80GB --name halves --sharing shared 2>&1) \
   || { cat "$E2E_DIR"/shared/*.log >&2; fail "gpool up --sharing shared failed: $out"; }
-E2E_PIDS+=("$(cat "$E2E_DIR/shared/up.pid")")
+E2E_PIDS+=("$(cut -d" " -f1 "$E2E_DIR/shared/up.pid")")
 expect_eq shared "$("$GPOOL" nodes -o json | jq -r '.[0].gpu_list[0].mode')" "the node's GPU is in shared mode"
 h1=$("$GPOOL" submit --gpu-fraction 0.5 -- sleep 30)
 h2=$("$GPOOL" submit --gpu-fraction 0.5 -- sleep 30)

@@ -4,8 +4,8 @@
 # through the admin API (POST /v1/nodes/NAME/inject):
 #   - an application fault (Xid 13) changes nothing: the job keeps running;
 #   - a GPU that falls off the bus (Xid 79) fails the job on it with a hardware reason (the
-#     job is requeued) and drains the GPU: `gpool nodes -v` shows why, the scheduler stops using it, and
-#     `gpool resume NODE:GPU` returns it;
+#     job is requeued) and shows as failed with no stale figures: `gpool nodes -v` and `gpool
+#     top` show why, the scheduler stops using it, and `gpool resume NODE:GPU` returns it;
 #   - a storm of single-bit ECC errors drains the GPU (the job on it keeps running);
 #   - a node-level fault (Xid 154) drains the whole node;
 #   - sustained thermal throttling shows as a node condition (agent /metrics, the API, gpool top);
@@ -52,13 +52,27 @@ sleep 2
 job_is "$job" running || fail "an Xid 13 must not stop the job (state $(job_field "$job" .state))"
 gpu_is n1 0 healthy || fail "an Xid 13 must not drain GPU 0"
 
-# 2. GPU 1 falls off the bus: the job is failed with a hardware reason, the GPU drained.
+# 2. GPU 1 falls off the bus: the job is failed with a hardware reason, the GPU shows as
+# failed with no figures (its last reading would be stale), and no mean counts it.
+has_figures() { [ "$(gpu_field n1 1 '.telemetry | has("power_w")')" = true ]; }
+wait_for 40 "GPU n1:1 to report its figures" has_figures
 expect_eq 200 "$(inject n1 'xid:79@gpu1')" "inject xid 79"
-wait_for 40 "GPU n1:1 to be drained" gpu_is n1 1 drained
+wait_for 40 "GPU n1:1 to be failed" gpu_is n1 1 failed
 reason=$(gpu_field n1 1 .reason)
-expect_contains "$reason" "79" "the drained GPU names the Xid"
+expect_contains "$reason" "79" "the failed GPU names the Xid"
+expect_eq '{}' "$(gpu_field n1 1 '.telemetry | tojson')" "a failed GPU has no telemetry"
 out=$(as_alice "$GPOOL" nodes -v) || fail "gpool nodes -v"
 expect_contains "$out" "fallen off the bus" "gpool nodes -v shows why GPU 1 is out"
+row=$(awk '/^n1 /{f=1; next} /^[^ ]/{f=0} f && $1 == 1' <<<"$out")
+expect_contains "$row" "failed" "gpool nodes -v shows GPU 1 as failed"
+! grep -qE '[0-9]+W|[0-9]+%' <<<"$row" || fail "gpool nodes -v shows stale figures for the failed GPU: $row"
+top=$(as_alice "$GPOOL" top --once) || fail "gpool top --once"
+row=$(awk '/^n1 /{f=1; next} /^[^ ]/{f=0} f && $1 == 1' <<<"$top")
+expect_contains "$row" "failed" "gpool top shows GPU 1 as failed"
+! grep -qE '[0-9]+W' <<<"$row" || fail "gpool top shows stale power for the failed GPU: $row"
+expect_contains "$top" ", 1 failed" "gpool top counts the failed GPU"
+! curl -fsS "$N1_URL/metrics" | grep -qE '^DCGM_FI_DEV_(GPU_UTIL|POWER_USAGE)\{gpu="1",' ||
+  fail "the agent still exports figures of the GPU that fell off the bus"
 # The job was failed with a hardware reason and, since it allows it, requeued.
 wait_for 40 "job $job to be requeued after the fault" job_timeline_has "$job" '"requeued"'
 job_timeline_has "$job" "gpu_fault" || fail "the job's timeline must name the GPU fault: $(job_json "$job" | jq -c .timeline)"
