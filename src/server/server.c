@@ -4,8 +4,9 @@
  * state thread through a queue. The state thread takes everything queued at once,
  * handles the batch inside one store transaction, commits (one fsync for the whole batch:
  * group commit), and only then answers, so an acknowledged change is durable. When a
- * commit fails, every request of the batch gets 503 and the state is reloaded from the
- * store. Between batches the state thread runs the scheduler (at most once per
+ * commit fails, every request of the batch gets 503, the state is reloaded from the store
+ * once, and the server refuses writes until the store takes them again (store_health.h).
+ * Between batches the state thread runs the scheduler (at most once per
  * schedule_min_gap_ms after an event, and every schedule_interval_ms), checks node
  * liveness and time limits, and answers agents' long polls when their orders are durable
  * or their wait is over. */
@@ -39,6 +40,8 @@ struct gp_server {
   pthread_cond_t cond;
   gp_srv_req *inbox;        /* LIFO; reversed when taken */
   bool stopping;
+  char *healthz;            /* GET /healthz's body, under `lock`; set by the state thread */
+  bool healthy;             /* under `lock`: /healthz answers 200, else 503 */
   int64_t next_tick_ms, next_sched_ms, last_sched_ms;
 };
 
@@ -148,6 +151,7 @@ static void reload(gp_server *srv) {
     }
   }
   s->counters = old->counters;
+  s->store_health = old->store_health;
   gp__srv_state_free(old);
   srv->state = s;
 }
@@ -170,7 +174,82 @@ static int handle(gp_srv_state *s, gp_srv_req *r, int64_t now_s, int64_t now_ms,
   return gp__srv_api_handle(s, r, now_s, now_ms, err);
 }
 
+/* Publishes what GET /healthz answers. */
+static void set_healthz(gp_server *srv) {
+  char *text = gp__srv_store_health_json(&srv->state->store_health);
+  pthread_mutex_lock(&srv->lock);
+  free(srv->healthz);
+  srv->healthz = text;
+  srv->healthy = !srv->state->store_health.degraded;
+  pthread_mutex_unlock(&srv->lock);
+}
+
+/* A store transaction failed and was rolled back: /healthz says so before the batch is
+ * answered. Memory may be ahead of the store, so the caller then reloads it (once: from
+ * now on writes are refused before they touch memory). */
+static void store_failed(gp_server *srv, const gp_err *err) {
+  gp__srv_store_failed(&srv->state->store_health, srv->store, err->message, mono_ms());
+  set_healthz(srv);
+}
+
+/* While the store refuses writes, answers every request that would write (anything but a
+ * GET) with 503 at once and returns the reads, in order. */
+static gp_srv_req *refuse_writes(gp_server *srv, gp_srv_req *list) {
+  gp_srv_store_health *h = &srv->state->store_health;
+  gp_srv_req *reads = NULL, **tail = &reads;
+  for (gp_srv_req *r = list, *next; r; r = next) {
+    next = r->next;
+    if (strcmp(r->method, "GET") == 0) {
+      *tail = r;
+      tail = &r->next;
+      continue;
+    }
+    gp__srv_store_refused(h);
+    char msg[160];
+    snprintf(msg, sizeof msg, "store: %s; nothing was done, please retry later", h->cause);
+    fail_503(r, msg);
+  }
+  *tail = NULL;
+  return reads;
+}
+
+/* The state thread's view of the store is writable again: agents were refused meanwhile,
+ * not silent, so their liveness clocks restart now. */
+static void store_recovered(gp_server *srv, int64_t now_ms) {
+  gp_srv_state *s = srv->state;
+  for (int i = 0; i < s->n_nodes; i++)
+    if (s->nodes[i]->last_seen_ms < now_ms) s->nodes[i]->last_seen_ms = now_ms;
+  s->sched_dirty = true;
+  srv->next_tick_ms = now_ms;
+  srv->next_sched_ms = now_ms;
+  set_healthz(srv);
+}
+
+/* Reads while the store refuses writes: outside a transaction, so that nothing waits on
+ * the store; a handler that wrote would fail as any write does now. */
+static void process_reads(gp_server *srv, gp_srv_req *list) {
+  gp_srv_state *s = srv->state;
+  int64_t now_s = time(NULL), now_ms = mono_ms();
+  gp_err err = {0};
+  int rc = 0;
+  for (gp_srv_req *r = list; r; r = r->next) r->in_batch = true;
+  for (gp_srv_req *r = list; r && !rc; r = r->next) rc = handle(s, r, now_s, now_ms, &err);
+  if (rc) store_failed(srv, &err);
+  for (gp_srv_req *r = list, *next; r; r = next) {
+    next = r->next;
+    r->in_batch = false;
+    if (rc) fail_503(r, "store: the change could not be written; nothing was done, please retry");
+    else resume(r);
+  }
+  if (rc) reload(srv);
+}
+
 static void process_batch(gp_server *srv, gp_srv_req *list) {
+  if (srv->state->store_health.degraded) {
+    list = refuse_writes(srv, list);
+    if (list) process_reads(srv, list);
+    return;
+  }
   gp_srv_state *s = srv->state;
   int64_t now_s = time(NULL), now_ms = mono_ms();
   gp_err err = {0};
@@ -187,14 +266,17 @@ static void process_batch(gp_server *srv, gp_srv_req *list) {
   if (!rc) rc = gp_store_commit(srv->store, &err);
   if (rc) {
     gp_store_rollback(srv->store);
-    fprintf(stderr, "gpool server: store transaction failed: %s\n", err.message);
+    store_failed(srv, &err);
     for (gp_srv_req *r = list; r; r = r->next) r->in_batch = !r->parked;
+    char msg[160];
+    snprintf(msg, sizeof msg, "store: %s; nothing was done, please retry later",
+             gp_store_failure(srv->store)[0] ? gp_store_failure(srv->store) : "I/O error");
     for (gp_srv_req *r = list, *next; r; r = next) {
       next = r->next;
       /* Parked polls live in nodes: the reload answers them (drop_waiters). */
       if (!r->in_batch) continue;
       r->in_batch = false;
-      fail_503(r, "the store could not commit the change; nothing was done, please retry");
+      fail_503(r, msg);
     }
     reload(srv);
     return;
@@ -238,7 +320,7 @@ static void run_scheduler(gp_server *srv) {
   srv->next_sched_ms = now_ms + s->cfg->schedule_interval_ms;
   if (rc) {
     if (wrote) gp_store_rollback(srv->store);
-    fprintf(stderr, "gpool server: could not commit a scheduling step: %s\n", err.message);
+    store_failed(srv, &err);
     reload(srv);
     return;
   }
@@ -260,12 +342,14 @@ static void *state_main(void *arg) {
   for (;;) {
     while (!srv->inbox && !srv->stopping) {
       int64_t now = mono_ms();
+      const gp_srv_store_health *h = &srv->state->store_health;
       int64_t deadline = srv->next_tick_ms;
       if (srv->next_sched_ms < deadline) deadline = srv->next_sched_ms;
       if (srv->state->sched_dirty) {
         int64_t t = srv->last_sched_ms + sched_gap_ms(srv);
         if (t < deadline) deadline = t;
       }
+      if (h->degraded) deadline = h->next_probe_ms; /* nothing else may write */
       int64_t w = gp__srv_waiter_earliest(srv->state);
       if (w < deadline) deadline = w;
       if (deadline <= now) break;
@@ -292,10 +376,15 @@ static void *state_main(void *arg) {
       taken = n;
     }
     if (list) process_batch(srv, list);
-    else if (mono_ms() >= srv->next_tick_ms) process_batch(srv, NULL);
+    else if (mono_ms() >= srv->next_tick_ms && !srv->state->store_health.degraded)
+      process_batch(srv, NULL);
     int64_t now = mono_ms();
-    bool due = srv->state->sched_dirty && now >= srv->last_sched_ms + sched_gap_ms(srv);
-    if (due || now >= srv->next_sched_ms) run_scheduler(srv);
+    if (srv->state->store_health.degraded) {
+      if (gp__srv_store_probe(&srv->state->store_health, srv->store, now)) store_recovered(srv, now);
+    } else {
+      bool due = srv->state->sched_dirty && now >= srv->last_sched_ms + sched_gap_ms(srv);
+      if (due || now >= srv->next_sched_ms) run_scheduler(srv);
+    }
     wake_waiters(srv->state, mono_ms(), true);
     pthread_mutex_lock(&srv->lock);
   }
@@ -441,7 +530,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
   if (r->too_large)
     return send_error_now(c, 413, "too_large", "the request body is larger than 1 MiB");
   /* Public, unauthenticated routes answered without the state thread. */
-  if (strcmp(r->path, "/healthz") == 0) return send_text(c, 200, "{\"ok\":true}", "application/json");
+  if (strcmp(r->path, "/healthz") == 0) {
+    pthread_mutex_lock(&srv->lock);
+    char *body = gp_xstrdup(srv->healthz ? srv->healthz : "{\"ok\":true}");
+    int status = srv->healthz && !srv->healthy ? 503 : 200;
+    pthread_mutex_unlock(&srv->lock);
+    enum MHD_Result res = send_text(c, status, body, "application/json");
+    free(body);
+    return res;
+  }
   bool is_metrics = strcmp(r->path, "/metrics") == 0;
   if (!is_metrics) {
     const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
@@ -599,6 +696,7 @@ void gp_server_free(gp_server *srv) {
   gp_server_stop(srv);
   gp__srv_state_free(srv->state);
   gp_store_close(srv->store);
+  free(srv->healthz);
   pthread_mutex_destroy(&srv->lock);
   pthread_cond_destroy(&srv->cond);
   free(srv);
