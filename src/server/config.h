@@ -59,6 +59,7 @@ typedef struct gp_server_config {
   int schedule_min_gap_ms;     /* at most one event-driven step per this gap (5) */
   int http_threads;            /* libmicrohttpd thread pool size (4) */
   int max_connections;         /* concurrent HTTP connections (10000) */
+  bool tokens_inline;          /* `tokens:` in the config file itself (not token_file) */
   struct gp_arena *arena;
 } gp_server_config;
 

@@ -26,6 +26,7 @@
 #include <time.h>
 
 #include "server/server_int.h"
+#include "util/fileperm.h"
 #include "util/mem.h"
 
 struct gp_server {
@@ -604,11 +605,24 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 
 /* ---- lifetime ---- */
 
+/* Says what lets other local users read secrets; the store's own files are made private
+ * whatever the directory's mode (sqlite.c), so these are warnings, not refusals. */
+static void warn_open_files(const gp_server_config *cfg) {
+  if (gp_fileperm_open_to_others(cfg->data_dir))
+    fprintf(stderr, "gpool server: warning: other users may enter the data directory %s; "
+                    "chmod 700 %s\n", cfg->data_dir, cfg->data_dir);
+  if (cfg->tokens_inline && cfg->file[0] && gp_fileperm_open_to_others(cfg->file))
+    fprintf(stderr, "gpool server: warning: %s lists tokens and other users may read it; "
+                    "chmod 600 it, or move the tokens to a token_file\n", cfg->file);
+}
+
 int gp_server_new(const gp_server_config *cfg, gp_store *store, gp_server **ret, gp_err *err) {
   if (!store) {
+    /* The directory holds the database (every job's environment): 0700 when created. */
     if (mkdir(cfg->data_dir, 0700) != 0 && errno != EEXIST)
       return gp_err_set(err, GP_EIO, cfg->data_dir, 0, "data_dir", "cannot create the data directory: %s",
                         strerror(errno));
+    warn_open_files(cfg);
     char path[1200];
     snprintf(path, sizeof path, "%s/gpool.db", cfg->data_dir);
     int r = gp_store_sqlite_open(path, &store, err);

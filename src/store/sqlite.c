@@ -325,11 +325,12 @@ static const gp_store_ops sqlite_ops = {
 };
 
 /* The database holds every job's command and environment (API keys among them): it is the
- * owner's alone, whatever the umask or the data directory's mode. SQLite gives its -wal and
- * -shm files the database's mode, so making the file first, 0600, covers them; an existing
- * database more open than that is closed to others. */
-static int own_file(const char *path, gp_err *err) {
-  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+ * owner's alone, whatever the umask or the data directory's mode. SQLite gives the -wal and
+ * -shm files it creates the database's mode, so making the file first, 0600, covers new
+ * ones; an existing database, -wal or -shm more open than that is closed to others. */
+static int own_file(const char *path, bool create, gp_err *err) {
+  int fd = open(path, O_RDWR | (create ? O_CREAT : 0) | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0 && !create && errno == ENOENT) return 0;
   if (fd < 0) return gp_err_set(err, GP_EIO, path, 0, NULL, "cannot open the store: %s", strerror(errno));
   struct stat st;
   int r = 0;
@@ -340,7 +341,12 @@ static int own_file(const char *path, gp_err *err) {
 }
 
 int gp_store_sqlite_open(const char *path, gp_store **ret, gp_err *err) {
-  int r = own_file(path, err);
+  int r = own_file(path, true, err);
+  char side[600];
+  for (int i = 0; i < 2 && !r; i++) {
+    snprintf(side, sizeof side, "%s%s", path, i ? "-shm" : "-wal");
+    r = own_file(side, false, err);
+  }
   if (r) return r;
   sqlite_store *s = gp_xcalloc(1, sizeof *s);
   s->base.ops = &sqlite_ops;

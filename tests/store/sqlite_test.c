@@ -204,6 +204,19 @@ static void the_database_is_private(void) {
   REQUIRE(gp_store_sqlite_open(db_path(), &s, &e) == 0);
   REQUIRE(stat(db_path(), &st) == 0);
   CHECK_EQ_INT(0600, st.st_mode & 0777);
+  /* A -wal and -shm left open to others (a crash under an older gpool, a copy) are closed
+   * too: they hold the latest jobs. */
+  write_some(s);
+  char shm[320];
+  snprintf(shm, sizeof shm, "%s-shm", db_path());
+  REQUIRE(chmod(wal, 0644) == 0 && chmod(shm, 0666) == 0);
+  gp_store *again = NULL;
+  REQUIRE(gp_store_sqlite_open(db_path(), &again, &e) == 0);
+  REQUIRE(stat(wal, &st) == 0);
+  CHECK_EQ_INT(0600, st.st_mode & 0777);
+  REQUIRE(stat(shm, &st) == 0);
+  CHECK_EQ_INT(0600, st.st_mode & 0777);
+  gp_store_close(again);
   gp_store_close(s);
   umask(old);
   remove_dir();
