@@ -6,7 +6,8 @@
  * group commit), and only then answers, so an acknowledged change is durable. When a
  * commit fails, every request of the batch gets 503, the state is reloaded from the store
  * once, and the server refuses writes until the store takes them again (store_health.h).
- * Between batches the state thread runs the scheduler (at most once per
+ * The server listens before it loads the store and answers 503 "loading the store" until
+ * the load is done. Between batches the state thread runs the scheduler (at most once per
  * schedule_min_gap_ms after an event, and every schedule_interval_ms), checks node
  * liveness and time limits, and answers agents' long polls when their orders are durable
  * or their wait is over. */
@@ -19,6 +20,7 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +45,7 @@ struct gp_server {
   bool stopping;
   char *healthz;            /* GET /healthz's body, under `lock`; set by the state thread */
   bool healthy;             /* under `lock`: /healthz answers 200, else 503 */
+  _Atomic bool loading;     /* listening while the store loads: everything answers 503 */
   int64_t next_tick_ms, next_sched_ms, last_sched_ms;
 };
 
@@ -497,6 +500,20 @@ static enum MHD_Result proxy_log(struct MHD_Connection *c, const char *url_and_t
   return r;
 }
 
+/* While the store loads: 503, and how far it got (srv->state is not replaced meanwhile). */
+static enum MHD_Result send_loading(struct MHD_Connection *c, gp_server *srv, bool healthz) {
+  char msg[96];
+  snprintf(msg, sizeof msg, "loading the store: %lld jobs",
+           (long long)atomic_load_explicit(&srv->state->jobs_loaded, memory_order_relaxed));
+  if (!healthz) return send_error_now(c, 503, "unavailable", msg);
+  json_t *o = json_pack("{s:b,s:b,s:s}", "ok", 0, "loading", 1, "message", msg);
+  char *text = json_dumps(o, JSON_COMPACT);
+  json_decref(o);
+  enum MHD_Result r = send_text(c, 503, text, "application/json");
+  free(text);
+  return r;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version,
                                   const char *upload_data, size_t *upload_size, void **con_cls) {
@@ -531,6 +548,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
   if (r->too_large)
     return send_error_now(c, 413, "too_large", "the request body is larger than 1 MiB");
   /* Public, unauthenticated routes answered without the state thread. */
+  if (atomic_load(&srv->loading)) return send_loading(c, srv, strcmp(r->path, "/healthz") == 0);
   if (strcmp(r->path, "/healthz") == 0) {
     pthread_mutex_lock(&srv->lock);
     char *body = gp_xstrdup(srv->healthz ? srv->healthz : "{\"ok\":true}");
@@ -632,14 +650,8 @@ int gp_server_new(const gp_server_config *cfg, gp_store *store, gp_server **ret,
   srv->cfg = cfg;
   srv->store = store;
   srv->state = gp__srv_state_new(cfg, store);
+  atomic_init(&srv->loading, true);
   int64_t now_ms = mono_ms();
-  int r = gp__srv_state_load(srv->state, time(NULL), now_ms, err);
-  if (r) {
-    gp__srv_state_free(srv->state);
-    gp_store_close(store);
-    free(srv);
-    return r;
-  }
   pthread_mutex_init(&srv->lock, NULL);
   pthread_condattr_t ca;
   pthread_condattr_init(&ca);
@@ -676,6 +688,18 @@ int gp_server_start(gp_server *srv, gp_err *err) {
                       srv->cfg->listen_host, srv->cfg->listen_port);
   const union MHD_DaemonInfo *info = MHD_get_daemon_info(srv->mhd, MHD_DAEMON_INFO_BIND_PORT);
   srv->port = info ? info->port : srv->cfg->listen_port;
+  /* Clients and agents get 503 "loading" rather than a refused connection meanwhile. */
+  int r = gp__srv_state_load(srv->state, time(NULL), mono_ms(), err);
+  if (r) {
+    MHD_stop_daemon(srv->mhd);
+    srv->mhd = NULL;
+    return r;
+  }
+  /* Agents could not heartbeat during the load: their timeout starts now. */
+  int64_t now_ms = mono_ms();
+  for (int i = 0; i < srv->state->n_nodes; i++) srv->state->nodes[i]->last_seen_ms = now_ms;
+  srv->next_tick_ms = srv->next_sched_ms = now_ms;
+  atomic_store(&srv->loading, false);
   if (pthread_create(&srv->thread, NULL, state_main, srv) != 0) {
     MHD_stop_daemon(srv->mhd);
     srv->mhd = NULL;

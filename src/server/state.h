@@ -255,6 +255,7 @@ typedef struct gp_srv_state {
   bool have_plan;
   gp_srv_counters counters;
   gp_srv_store_health store_health; /* carried over a reload, like the counters */
+  _Atomic int64_t jobs_loaded;  /* by gp__srv_state_load so far; read by HTTP threads */
   gp_srv_view view;
   gp_srv_waiters waiters;
 } gp_srv_state;

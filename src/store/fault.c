@@ -5,6 +5,7 @@
  * recovers from the store's truth. Reads (load) are never failed; a probe is a write. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "store/store.h"
 #include "util/mem.h"
@@ -17,6 +18,7 @@ typedef struct fault_store {
   bool failing;
   int failures;
   char cause[64];
+  int load_delay_ms; /* a slow disk: load() waits this long first */
 } fault_store;
 
 /* Returns GP_EIO when this write is the one to fail. */
@@ -85,6 +87,10 @@ static void f_rollback(gp_store *b) {
 
 static int f_load(gp_store *b, const gp_store_load_cb *cb, gp_err *err) {
   fault_store *s = (fault_store *)b;
+  if (s->load_delay_ms > 0) {
+    struct timespec ts = {s->load_delay_ms / 1000, (long)(s->load_delay_ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+  }
   return inner_rc(s, s->inner->ops->load(s->inner, cb, err));
 }
 
@@ -127,6 +133,10 @@ void gp_store_fault_arm(gp_store *b, int nth_write, bool sticky) {
 void gp_store_fault_cause(gp_store *b, const char *cause) {
   if (b->ops != &fault_ops) return;
   snprintf(((fault_store *)b)->cause, sizeof ((fault_store *)b)->cause, "%s", cause);
+}
+
+void gp_store_fault_slow_load(gp_store *b, int delay_ms) {
+  if (b->ops == &fault_ops) ((fault_store *)b)->load_delay_ms = delay_ms;
 }
 
 int gp_store_fault_failures(const gp_store *b) {
