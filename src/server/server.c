@@ -46,6 +46,8 @@ struct gp_server {
   char *healthz;            /* GET /healthz's body, under `lock`; set by the state thread */
   bool healthy;             /* under `lock`: /healthz answers 200, else 503 */
   _Atomic bool loading;     /* listening while the store loads: everything answers 503 */
+  bool reload_failed;       /* memory is not the store's truth: no writes until a reload works */
+  gp_err reload_err;
   int64_t next_tick_ms, next_sched_ms, last_sched_ms;
 };
 
@@ -142,8 +144,10 @@ static void reload(gp_server *srv) {
   gp_srv_state *s = gp__srv_state_new(srv->cfg, srv->store);
   gp_err err = {0};
   int64_t now_ms = mono_ms();
-  if (gp__srv_state_load(s, time(NULL), now_ms, &err)) {
+  srv->reload_failed = gp__srv_state_load(s, time(NULL), now_ms, &err) != 0;
+  if (srv->reload_failed) {
     fprintf(stderr, "gpool server: reloading the store failed: %s\n", err.message);
+    srv->reload_err = err;
   }
   /* Keep liveness clocks of nodes we were hearing from. */
   for (int i = 0; i < s->n_nodes; i++) {
@@ -384,7 +388,12 @@ static void *state_main(void *arg) {
       process_batch(srv, NULL);
     int64_t now = mono_ms();
     if (srv->state->store_health.degraded) {
-      if (gp__srv_store_probe(&srv->state->store_health, srv->store, now)) store_recovered(srv, now);
+      if (gp__srv_store_probe(&srv->state->store_health, srv->store, now)) {
+        /* A state that did not reload whole would write over the store with its holes. */
+        if (srv->reload_failed) reload(srv);
+        if (srv->reload_failed) store_failed(srv, &srv->reload_err);
+        else store_recovered(srv, now);
+      }
     } else {
       bool due = srv->state->sched_dirty && now >= srv->last_sched_ms + sched_gap_ms(srv);
       if (due || now >= srv->next_sched_ms) run_scheduler(srv);

@@ -30,8 +30,11 @@ void gp__srv_store_failed(gp_srv_store_health *h, const gp_store *store, const c
   if (h->probe_every_ms < PROBE_FIRST_MS) h->probe_every_ms = PROBE_FIRST_MS;
   h->next_probe_ms = now_ms + h->probe_every_ms;
   h->next_summary_ms = now_ms + SUMMARY_EVERY_MS;
-  fprintf(stderr, "gpool server: store: %s: %s; answering reads from memory and refusing "
-                  "writes with 503 until a write fits again\n", h->cause, h->detail);
+  /* The store's messages begin with the cause already. */
+  bool named = strncmp(h->detail, h->cause, strlen(h->cause)) == 0;
+  fprintf(stderr, "gpool server: store: %s%s%s; answering reads from memory and refusing "
+                  "writes with 503 until a write fits again\n", named ? "" : h->cause,
+          named ? "" : ": ", h->detail);
 }
 
 void gp__srv_store_refused(gp_srv_store_health *h) {

@@ -2,7 +2,9 @@
 /* A fault-injecting store for tests, in the spirit of SQLite's test VFS: it forwards every
  * call to a real backend but fails the N-th write (or commit) on demand with GP_EIO, so a
  * test can check that the server never acknowledges what was not committed and that it
- * recovers from the store's truth. Reads (load) are never failed; a probe is a write. */
+ * recovers from the store's truth. Reads (load) fail only when asked to; a probe is a
+ * write. */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -19,6 +21,7 @@ typedef struct fault_store {
   int failures;
   char cause[64];
   int load_delay_ms; /* a slow disk: load() waits this long first */
+  _Atomic bool fail_load;
 } fault_store;
 
 /* Returns GP_EIO when this write is the one to fail. */
@@ -91,6 +94,10 @@ static int f_load(gp_store *b, const gp_store_load_cb *cb, gp_err *err) {
     struct timespec ts = {s->load_delay_ms / 1000, (long)(s->load_delay_ms % 1000) * 1000000L};
     nanosleep(&ts, NULL);
   }
+  if (atomic_load(&s->fail_load)) {
+    snprintf(s->base.failure, sizeof s->base.failure, "%s", s->cause);
+    return gp_err_set(err, GP_EIO, NULL, 0, NULL, "%s: injected load failure (test)", s->cause);
+  }
   return inner_rc(s, s->inner->ops->load(s->inner, cb, err));
 }
 
@@ -133,6 +140,10 @@ void gp_store_fault_arm(gp_store *b, int nth_write, bool sticky) {
 void gp_store_fault_cause(gp_store *b, const char *cause) {
   if (b->ops != &fault_ops) return;
   snprintf(((fault_store *)b)->cause, sizeof ((fault_store *)b)->cause, "%s", cause);
+}
+
+void gp_store_fault_fail_load(gp_store *b, bool fail) {
+  if (b->ops == &fault_ops) atomic_store(&((fault_store *)b)->fail_load, fail);
 }
 
 void gp_store_fault_slow_load(gp_store *b, int delay_ms) {

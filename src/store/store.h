@@ -143,6 +143,8 @@ void gp_store_fault_arm(gp_store *s, int nth_write, bool sticky);
 /* The cause an injected failure reports in the handle's `failure` ("I/O error" unless
  * set; at most 63 characters). */
 void gp_store_fault_cause(gp_store *s, const char *cause);
+/* Makes every load() fail with GP_EIO (true) or work again (false); thread-safe. */
+void gp_store_fault_fail_load(gp_store *s, bool fail);
 /* Makes every load() wait `delay_ms` first, as a large store on a slow disk would. */
 void gp_store_fault_slow_load(gp_store *s, int delay_ms);
 /* Number of writes the wrapper has failed so far. */

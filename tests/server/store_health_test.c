@@ -212,5 +212,33 @@ static void an_io_error_is_named_reads_go_on_and_agents_stay_up(void) {
   tsrv_stop(&t);
 }
 
-GP_TESTS(a_full_disk_keeps_reads_refuses_writes_fast_and_recovers,
+/* A reload that fails leaves memory with holes: the server must not write from it, even
+ * once the store takes writes again, until a reload works. */
+static void no_writes_resume_before_a_reload_works(void) {
+  tsrv t = {0};
+  tsrv_start_faulty(&t);
+  char *first = tsrv_submit(&t, ALICE, "{\"command\": [\"first\"]}");
+  REQUIRE(first);
+  gp_store *fs = gp_server_store(t.srv);
+  gp_store_fault_fail_load(fs, true);
+  gp_store_fault_arm(fs, 1, true);
+  CHECK_EQ_INT(503, tsrv_req(&t, "POST", "/v1/jobs", ALICE, "{\"command\": [\"second\"]}"));
+  gp_store_fault_arm(fs, 0, false);
+  /* Writes fit again, but the state could not be reloaded: still refused. */
+  usleep(500000);
+  CHECK_EQ_INT(503, tsrv_req(&t, "GET", "/healthz", NULL, NULL));
+  CHECK_EQ_INT(503, tsrv_req(&t, "POST", "/v1/jobs", ALICE, "{\"command\": [\"third\"]}"));
+  gp_store_fault_fail_load(fs, false);
+  REQUIRE(wait_health(&t, 200));
+  char *fourth = tsrv_submit(&t, ALICE, "{\"command\": [\"fourth\"]}");
+  REQUIRE(fourth);
+  CHECK_EQ_STR("2", fourth); /* the reloaded truth: job 1 only */
+  CHECK_EQ_INT(200, tsrv_req(&t, "GET", "/v1/jobs", ADMIN, NULL));
+  CHECK_EQ_INT(2, json_array_size(json_object_get(t.last, "jobs")));
+  free(first);
+  free(fourth);
+  tsrv_stop(&t);
+}
+
+GP_TESTS(no_writes_resume_before_a_reload_works, a_full_disk_keeps_reads_refuses_writes_fast_and_recovers,
          an_io_error_is_named_reads_go_on_and_agents_stay_up)
