@@ -77,9 +77,9 @@ static const char *err_message(const json_t *o) {
   return m ? m : "";
 }
 
-/* Polls /healthz until it answers `status` (max ~5 s). */
+/* Polls /healthz until it answers `status` (max ~10 s; probes back off to 2 s). */
 static bool wait_health(tsrv *t, long status) {
-  for (int i = 0; i < 500; i++) {
+  for (int i = 0; i < 1000; i++) {
     if (tsrv_req(t, "GET", "/healthz", NULL, NULL) == status) return true;
     usleep(10000);
   }
