@@ -10,8 +10,8 @@
 #include "test.h"
 #include "server/srv_util.h"
 
-/* Sends stderr to a file, so the test can count the server's log lines; at exit, the
- * test's own failure lines go back to the real stderr. */
+/* Sends stderr to a file, so the test can count the server's log lines; at the end (or
+ * at a REQUIRE's exit), the test's own failure lines go back to the real stderr. */
 static char log_path[300];
 static int real_stderr = -1;
 
@@ -25,6 +25,8 @@ static void release_log(void) {
     if (strstr(line, "FAIL")) fputs(line, stderr);
   if (f) fclose(f);
   unlink(log_path);
+  close(real_stderr);
+  real_stderr = -1;
 }
 
 static void capture_log(const tsrv *t) {
@@ -166,6 +168,7 @@ static void a_full_disk_keeps_reads_refuses_writes_fast_and_recovers(void) {
   }
   free(after);
   tsrv_stop(&t);
+  release_log();
 }
 
 static const char *node_state(tsrv *t, const char *name) {
