@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "util/doc.h"
+#include "util/fileperm.h"
 #include "util/units.h"
 
 void gp_agent_config_init(gp_agent_config *cfg) {
@@ -149,10 +150,15 @@ static bool parse_gpu_range(const char *s, int *lo, int *hi) {
 
 int gp_agent_config_load(const char *path, gp_agent_config *cfg, gp_err *err) {
   gp_doc *d = NULL;
-  int rc = gp_doc_load_file(path, &d, err);
+  int rc = gp_fileperm_check(path, GP_FILEPERM_CONFIG, NULL, err);
+  if (!rc) rc = gp_doc_load_file(path, &d, err);
   if (rc) return rc;
   const gp_doc_node *root = d->root;
   if (!root) goto done;
+  /* The agent's token reaches every node's orders: a file holding it is a secret. */
+  if (root->kind == GP_DOC_MAP && gp_doc_get(root, "token") &&
+      (rc = gp_fileperm_check(path, GP_FILEPERM_SECRET, "token", err)) != 0)
+    goto done;
   static const char *const keys[] = {
       "name", "server", "token", "sim", "data_dir", "listen", "capacity", "cgroup_root",
       "mps_pipe_dir", "signal", "labels", "cpus", "mem", "heartbeat_s", "grace",

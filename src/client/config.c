@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "util/fileperm.h"
 #include "util/mem.h"
 
 #define CONFIG_MAX_BYTES 65536
@@ -34,6 +35,10 @@ int gp_client_config_path(char *out, size_t cap) {
 
 /* Reads client.json into *ret (NULL when the file does not exist). */
 static int load_file(const char *path, json_t **ret, gp_err *err) {
+  /* It holds a token: one other users could read is theirs too, one they could write
+   * sends this user's requests (and token) where they like. */
+  int rc = gp_fileperm_check(path, GP_FILEPERM_SECRET, NULL, err);
+  if (rc) return rc;
   FILE *f = fopen(path, "rb");
   if (!f) {
     if (errno == ENOENT) {

@@ -11,6 +11,7 @@
 
 #include "snapshot/policy_read.h"
 #include "util/doc.h"
+#include "util/fileperm.h"
 #include "util/mem.h"
 #include "util/units.h"
 
@@ -141,6 +142,7 @@ static int read_token_file(const gp_doc *d, const gp_doc_node *n, const char *co
     snprintf(path, sizeof path, "%.*s/%s", (int)(slash - config_path), config_path, v);
   else
     snprintf(path, sizeof path, "%s", v);
+  if ((r = gp_fileperm_check(path, GP_FILEPERM_SECRET, "token_file", err))) return r;
   gp_doc *td = NULL;
   gp_err e2 = {0};
   if ((r = gp_doc_load_file(path, &td, &e2))) {
@@ -228,6 +230,7 @@ static int parse_doc(const gp_doc *d, const char *path, gp_server_config *c, gp_
   size_t cap = 0;
   if ((n = gp_doc_get(root, "tokens")) && (r = read_tokens(d, n, "tokens", a, &tokens, &nt, &cap, err)))
     goto fail_tokens;
+  c->tokens_inline = n && n->kind == GP_DOC_SEQ && n->n > 0;
   if ((n = gp_doc_get(root, "token_file")) &&
       (r = read_token_file(d, n, path, a, &tokens, &nt, &cap, err)))
     goto fail_tokens;
@@ -337,7 +340,8 @@ static int finish(gp_doc *d, const char *path, gp_server_config **ret, gp_err *e
 
 int gp_server_config_load(const char *path, gp_server_config **ret, gp_err *err) {
   gp_doc *d = NULL;
-  int r = gp_doc_load_file(path, &d, err);
+  int r = gp_fileperm_check(path, GP_FILEPERM_CONFIG, NULL, err);
+  if (!r) r = gp_doc_load_file(path, &d, err);
   if (r) return r;
   return finish(d, path, ret, err);
 }

@@ -61,6 +61,7 @@ typedef struct gp_server_config {
   int http_threads;            /* libmicrohttpd thread pool size (4) */
   int max_connections;         /* concurrent HTTP connections (10000) */
   gp_tls_files tls;            /* `tls:` HTTPS files; empty: plain HTTP. peer_ca is agent_ca */
+  bool tokens_inline;          /* `tokens:` in the config file itself (not token_file) */
   struct gp_arena *arena;
 } gp_server_config;
 

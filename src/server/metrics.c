@@ -176,6 +176,15 @@ void gp_server_metrics_render(const gp_server_metrics *m, gp_buf *out) {
   family(out, "gpool_scheduling_cycle_cpu_seconds_total", "counter",
          "CPU time the server's state thread spent in scheduling cycles.");
   sample(out, "gpool_scheduling_cycle_cpu_seconds_total", NULL, NULL, m->sched_cycles_cpu_s);
+  family(out, "gpool_store_write_failures_total", "counter",
+         "Store transactions that failed (a full disk, an I/O error): each answered 503.");
+  sample(out, "gpool_store_write_failures_total", NULL, NULL, (double)m->store_write_failures_total);
+  family(out, "gpool_store_writes_refused_total", "counter",
+         "Requests that would write, refused with 503 while the store was not writable.");
+  sample(out, "gpool_store_writes_refused_total", NULL, NULL, (double)m->store_writes_refused_total);
+  family(out, "gpool_store_writable", "gauge",
+         "1 while the store takes writes; 0 while the server refuses writes after a failure.");
+  sample(out, "gpool_store_writable", NULL, NULL, m->store_writable ? 1 : 0);
   hist(out, "gpool_queue_wait_seconds", "Time jobs waited from submission to start.",
        &m->queue_wait_s);
   hist(out, "gpool_job_run_seconds", "Run time of jobs that ended.", &m->job_run_s);

@@ -68,6 +68,9 @@ typedef struct gp_server_metrics {
   uint64_t submissions_total, jobs_started_total, preemptions_total, sched_cycles_total;
   double last_sched_cycle_s, sched_cycles_cpu_s;
   gp_hist sched_cycle_s, queue_wait_s, job_run_s;
+  uint64_t store_write_failures_total; /* failed store transactions */
+  uint64_t store_writes_refused_total; /* requests refused while the store was not writable */
+  bool store_writable;                 /* false while writes are refused (store_health.h) */
 } gp_server_metrics;
 
 /* Appends the Prometheus text for `m` to `out` (check gp_buf_truncated afterwards). */

@@ -99,6 +99,9 @@ char *gp__srv_metrics_text(const gp_srv_state *s) {
   m.sched_cycle_s = s->counters.cycle_s;
   m.queue_wait_s = s->counters.wait_s;
   m.job_run_s = s->counters.run_s;
+  m.store_write_failures_total = s->store_health.write_failures;
+  m.store_writes_refused_total = s->store_health.refused_total;
+  m.store_writable = !s->store_health.degraded;
   gp_buf out;
   gp_buf_init(&out, 0);
   gp_server_metrics_render(&m, &out);

@@ -4,8 +4,10 @@
  * state thread through a queue. The state thread takes everything queued at once,
  * handles the batch inside one store transaction, commits (one fsync for the whole batch:
  * group commit), and only then answers, so an acknowledged change is durable. When a
- * commit fails, every request of the batch gets 503 and the state is reloaded from the
- * store. Between batches the state thread runs the scheduler (at most once per
+ * commit fails, every request of the batch gets 503, the state is reloaded from the store
+ * once, and the server refuses writes until the store takes them again (store_health.h).
+ * The server listens before it loads the store and answers 503 "loading the store" until
+ * the load is done. Between batches the state thread runs the scheduler (at most once per
  * schedule_min_gap_ms after an event, and every schedule_interval_ms), checks node
  * liveness and time limits, and answers agents' long polls when their orders are durable
  * or their wait is over. */
@@ -18,6 +20,7 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +30,7 @@
 #include "server/server_int.h"
 #include "tls/dial.h"
 #include "tls/listen.h"
+#include "util/fileperm.h"
 #include "util/mem.h"
 
 struct gp_server {
@@ -43,6 +47,11 @@ struct gp_server {
   pthread_cond_t cond;
   gp_srv_req *inbox;        /* LIFO; reversed when taken */
   bool stopping;
+  char *healthz;            /* GET /healthz's body, under `lock`; set by the state thread */
+  bool healthy;             /* under `lock`: /healthz answers 200, else 503 */
+  _Atomic bool loading;     /* listening while the store loads: everything answers 503 */
+  bool reload_failed;       /* memory is not the store's truth: no writes until a reload works */
+  gp_err reload_err;
   int64_t next_tick_ms, next_sched_ms, last_sched_ms;
 };
 
@@ -139,8 +148,10 @@ static void reload(gp_server *srv) {
   gp_srv_state *s = gp__srv_state_new(srv->cfg, srv->store);
   gp_err err = {0};
   int64_t now_ms = mono_ms();
-  if (gp__srv_state_load(s, time(NULL), now_ms, &err)) {
+  srv->reload_failed = gp__srv_state_load(s, time(NULL), now_ms, &err) != 0;
+  if (srv->reload_failed) {
     fprintf(stderr, "gpool server: reloading the store failed: %s\n", err.message);
+    srv->reload_err = err;
   }
   /* Keep liveness clocks of nodes we were hearing from. */
   for (int i = 0; i < s->n_nodes; i++) {
@@ -152,6 +163,7 @@ static void reload(gp_server *srv) {
     }
   }
   s->counters = old->counters;
+  s->store_health = old->store_health;
   gp__srv_state_free(old);
   srv->state = s;
 }
@@ -174,7 +186,82 @@ static int handle(gp_srv_state *s, gp_srv_req *r, int64_t now_s, int64_t now_ms,
   return gp__srv_api_handle(s, r, now_s, now_ms, err);
 }
 
+/* Publishes what GET /healthz answers. */
+static void set_healthz(gp_server *srv) {
+  char *text = gp__srv_store_health_json(&srv->state->store_health);
+  pthread_mutex_lock(&srv->lock);
+  free(srv->healthz);
+  srv->healthz = text;
+  srv->healthy = !srv->state->store_health.degraded;
+  pthread_mutex_unlock(&srv->lock);
+}
+
+/* A store transaction failed and was rolled back: /healthz says so before the batch is
+ * answered. Memory may be ahead of the store, so the caller then reloads it (once: from
+ * now on writes are refused before they touch memory). */
+static void store_failed(gp_server *srv, const gp_err *err) {
+  gp__srv_store_failed(&srv->state->store_health, srv->store, err->message, mono_ms());
+  set_healthz(srv);
+}
+
+/* While the store refuses writes, answers every request that would write (anything but a
+ * GET) with 503 at once and returns the reads, in order. */
+static gp_srv_req *refuse_writes(gp_server *srv, gp_srv_req *list) {
+  gp_srv_store_health *h = &srv->state->store_health;
+  gp_srv_req *reads = NULL, **tail = &reads;
+  for (gp_srv_req *r = list, *next; r; r = next) {
+    next = r->next;
+    if (strcmp(r->method, "GET") == 0) {
+      *tail = r;
+      tail = &r->next;
+      continue;
+    }
+    gp__srv_store_refused(h);
+    char msg[160];
+    snprintf(msg, sizeof msg, "store: %s; nothing was done, please retry later", h->cause);
+    fail_503(r, msg);
+  }
+  *tail = NULL;
+  return reads;
+}
+
+/* The state thread's view of the store is writable again: agents were refused meanwhile,
+ * not silent, so their liveness clocks restart now. */
+static void store_recovered(gp_server *srv, int64_t now_ms) {
+  gp_srv_state *s = srv->state;
+  for (int i = 0; i < s->n_nodes; i++)
+    if (s->nodes[i]->last_seen_ms < now_ms) s->nodes[i]->last_seen_ms = now_ms;
+  s->sched_dirty = true;
+  srv->next_tick_ms = now_ms;
+  srv->next_sched_ms = now_ms;
+  set_healthz(srv);
+}
+
+/* Reads while the store refuses writes: outside a transaction, so that nothing waits on
+ * the store; a handler that wrote would fail as any write does now. */
+static void process_reads(gp_server *srv, gp_srv_req *list) {
+  gp_srv_state *s = srv->state;
+  int64_t now_s = time(NULL), now_ms = mono_ms();
+  gp_err err = {0};
+  int rc = 0;
+  for (gp_srv_req *r = list; r; r = r->next) r->in_batch = true;
+  for (gp_srv_req *r = list; r && !rc; r = r->next) rc = handle(s, r, now_s, now_ms, &err);
+  if (rc) store_failed(srv, &err);
+  for (gp_srv_req *r = list, *next; r; r = next) {
+    next = r->next;
+    r->in_batch = false;
+    if (rc) fail_503(r, "store: the change could not be written; nothing was done, please retry");
+    else resume(r);
+  }
+  if (rc) reload(srv);
+}
+
 static void process_batch(gp_server *srv, gp_srv_req *list) {
+  if (srv->state->store_health.degraded) {
+    list = refuse_writes(srv, list);
+    if (list) process_reads(srv, list);
+    return;
+  }
   gp_srv_state *s = srv->state;
   int64_t now_s = time(NULL), now_ms = mono_ms();
   gp_err err = {0};
@@ -191,14 +278,17 @@ static void process_batch(gp_server *srv, gp_srv_req *list) {
   if (!rc) rc = gp_store_commit(srv->store, &err);
   if (rc) {
     gp_store_rollback(srv->store);
-    fprintf(stderr, "gpool server: store transaction failed: %s\n", err.message);
+    store_failed(srv, &err);
     for (gp_srv_req *r = list; r; r = r->next) r->in_batch = !r->parked;
+    char msg[160];
+    snprintf(msg, sizeof msg, "store: %s; nothing was done, please retry later",
+             gp_store_failure(srv->store)[0] ? gp_store_failure(srv->store) : "I/O error");
     for (gp_srv_req *r = list, *next; r; r = next) {
       next = r->next;
       /* Parked polls live in nodes: the reload answers them (drop_waiters). */
       if (!r->in_batch) continue;
       r->in_batch = false;
-      fail_503(r, "the store could not commit the change; nothing was done, please retry");
+      fail_503(r, msg);
     }
     reload(srv);
     return;
@@ -242,7 +332,7 @@ static void run_scheduler(gp_server *srv) {
   srv->next_sched_ms = now_ms + s->cfg->schedule_interval_ms;
   if (rc) {
     if (wrote) gp_store_rollback(srv->store);
-    fprintf(stderr, "gpool server: could not commit a scheduling step: %s\n", err.message);
+    store_failed(srv, &err);
     reload(srv);
     return;
   }
@@ -264,12 +354,14 @@ static void *state_main(void *arg) {
   for (;;) {
     while (!srv->inbox && !srv->stopping) {
       int64_t now = mono_ms();
+      const gp_srv_store_health *h = &srv->state->store_health;
       int64_t deadline = srv->next_tick_ms;
       if (srv->next_sched_ms < deadline) deadline = srv->next_sched_ms;
       if (srv->state->sched_dirty) {
         int64_t t = srv->last_sched_ms + sched_gap_ms(srv);
         if (t < deadline) deadline = t;
       }
+      if (h->degraded) deadline = h->next_probe_ms; /* nothing else may write */
       int64_t w = gp__srv_waiter_earliest(srv->state);
       if (w < deadline) deadline = w;
       if (deadline <= now) break;
@@ -296,10 +388,20 @@ static void *state_main(void *arg) {
       taken = n;
     }
     if (list) process_batch(srv, list);
-    else if (mono_ms() >= srv->next_tick_ms) process_batch(srv, NULL);
+    else if (mono_ms() >= srv->next_tick_ms && !srv->state->store_health.degraded)
+      process_batch(srv, NULL);
     int64_t now = mono_ms();
-    bool due = srv->state->sched_dirty && now >= srv->last_sched_ms + sched_gap_ms(srv);
-    if (due || now >= srv->next_sched_ms) run_scheduler(srv);
+    if (srv->state->store_health.degraded) {
+      if (gp__srv_store_probe(&srv->state->store_health, srv->store, now)) {
+        /* A state that did not reload whole would write over the store with its holes. */
+        if (srv->reload_failed) reload(srv);
+        if (srv->reload_failed) store_failed(srv, &srv->reload_err);
+        else store_recovered(srv, now);
+      }
+    } else {
+      bool due = srv->state->sched_dirty && now >= srv->last_sched_ms + sched_gap_ms(srv);
+      if (due || now >= srv->next_sched_ms) run_scheduler(srv);
+    }
     wake_waiters(srv->state, mono_ms(), true);
     pthread_mutex_lock(&srv->lock);
   }
@@ -412,6 +514,20 @@ static enum MHD_Result proxy_log(const gp_server *srv, struct MHD_Connection *c,
   return r;
 }
 
+/* While the store loads: 503, and how far it got (srv->state is not replaced meanwhile). */
+static enum MHD_Result send_loading(struct MHD_Connection *c, gp_server *srv, bool healthz) {
+  char msg[96];
+  snprintf(msg, sizeof msg, "loading the store: %lld jobs",
+           (long long)atomic_load_explicit(&srv->state->jobs_loaded, memory_order_relaxed));
+  if (!healthz) return send_error_now(c, 503, "unavailable", msg);
+  json_t *o = json_pack("{s:b,s:b,s:s}", "ok", 0, "loading", 1, "message", msg);
+  char *text = json_dumps(o, JSON_COMPACT);
+  json_decref(o);
+  enum MHD_Result r = send_text(c, 503, text, "application/json");
+  free(text);
+  return r;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version,
                                   const char *upload_data, size_t *upload_size, void **con_cls) {
@@ -446,7 +562,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
   if (r->too_large)
     return send_error_now(c, 413, "too_large", "the request body is larger than 1 MiB");
   /* Public, unauthenticated routes answered without the state thread. */
-  if (strcmp(r->path, "/healthz") == 0) return send_text(c, 200, "{\"ok\":true}", "application/json");
+  if (atomic_load(&srv->loading)) return send_loading(c, srv, strcmp(r->path, "/healthz") == 0);
+  if (strcmp(r->path, "/healthz") == 0) {
+    pthread_mutex_lock(&srv->lock);
+    char *body = gp_xstrdup(srv->healthz ? srv->healthz : "{\"ok\":true}");
+    int status = srv->healthz && !srv->healthy ? 503 : 200;
+    pthread_mutex_unlock(&srv->lock);
+    enum MHD_Result res = send_text(c, status, body, "application/json");
+    free(body);
+    return res;
+  }
   bool is_metrics = strcmp(r->path, "/metrics") == 0;
   if (strncmp(r->path, "/v1/agent/", 10) == 0) { /* with tls.client_ca: agents show a cert */
     char why[400];
@@ -517,11 +642,24 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 
 /* ---- lifetime ---- */
 
+/* Says what lets other local users read secrets; the store's own files are made private
+ * whatever the directory's mode (sqlite.c), so these are warnings, not refusals. */
+static void warn_open_files(const gp_server_config *cfg) {
+  if (gp_fileperm_open_to_others(cfg->data_dir))
+    fprintf(stderr, "gpool server: warning: other users may enter the data directory %s; "
+                    "chmod 700 %s\n", cfg->data_dir, cfg->data_dir);
+  if (cfg->tokens_inline && cfg->file[0] && gp_fileperm_open_to_others(cfg->file))
+    fprintf(stderr, "gpool server: warning: %s lists tokens and other users may read it; "
+                    "chmod 600 it, or move the tokens to a token_file\n", cfg->file);
+}
+
 int gp_server_new(const gp_server_config *cfg, gp_store *store, gp_server **ret, gp_err *err) {
   if (!store) {
+    /* The directory holds the database (every job's environment): 0700 when created. */
     if (mkdir(cfg->data_dir, 0700) != 0 && errno != EEXIST)
       return gp_err_set(err, GP_EIO, cfg->data_dir, 0, "data_dir", "cannot create the data directory: %s",
                         strerror(errno));
+    warn_open_files(cfg);
     char path[1200];
     snprintf(path, sizeof path, "%s/gpool.db", cfg->data_dir);
     int r = gp_store_sqlite_open(path, &store, err);
@@ -531,14 +669,8 @@ int gp_server_new(const gp_server_config *cfg, gp_store *store, gp_server **ret,
   srv->cfg = cfg;
   srv->store = store;
   srv->state = gp__srv_state_new(cfg, store);
+  atomic_init(&srv->loading, true);
   int64_t now_ms = mono_ms();
-  int r = gp__srv_state_load(srv->state, time(NULL), now_ms, err);
-  if (r) {
-    gp__srv_state_free(srv->state);
-    gp_store_close(store);
-    free(srv);
-    return r;
-  }
   pthread_mutex_init(&srv->lock, NULL);
   pthread_condattr_t ca;
   pthread_condattr_init(&ca);
@@ -580,6 +712,18 @@ int gp_server_start(gp_server *srv, gp_err *err) {
                       srv->cfg->listen_host, srv->cfg->listen_port);
   const union MHD_DaemonInfo *info = MHD_get_daemon_info(srv->mhd, MHD_DAEMON_INFO_BIND_PORT);
   srv->port = info ? info->port : srv->cfg->listen_port;
+  /* Clients and agents get 503 "loading" rather than a refused connection meanwhile. */
+  int r = gp__srv_state_load(srv->state, time(NULL), mono_ms(), err);
+  if (r) {
+    MHD_stop_daemon(srv->mhd);
+    srv->mhd = NULL;
+    return r;
+  }
+  /* Agents could not heartbeat during the load: their timeout starts now. */
+  int64_t now_ms = mono_ms();
+  for (int i = 0; i < srv->state->n_nodes; i++) srv->state->nodes[i]->last_seen_ms = now_ms;
+  srv->next_tick_ms = srv->next_sched_ms = now_ms;
+  atomic_store(&srv->loading, false);
   if (pthread_create(&srv->thread, NULL, state_main, srv) != 0) {
     MHD_stop_daemon(srv->mhd);
     srv->mhd = NULL;
@@ -616,6 +760,7 @@ void gp_server_free(gp_server *srv) {
   gp_server_stop(srv);
   gp__srv_state_free(srv->state);
   gp_store_close(srv->store);
+  free(srv->healthz);
   pthread_mutex_destroy(&srv->lock);
   pthread_cond_destroy(&srv->cond);
   free(srv);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The server's in-memory state (see state.h): lifetime, loading from the store, lookups
  * and the helpers that write each change into the current store transaction. */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -298,6 +299,7 @@ static int load_job(void *ctx, const gp_store_job *row) {
                       (long long)row->id);
   }
   gp__srv_job_insert(c->s, j);
+  atomic_fetch_add_explicit(&c->s->jobs_loaded, 1, memory_order_relaxed);
   return 0;
 }
 

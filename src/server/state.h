@@ -18,6 +18,7 @@
 #include "core/plan.h"
 #include "server/config.h"
 #include "server/metrics.h"
+#include "server/store_health.h"
 #include "store/store.h"
 #include "util/error.h"
 
@@ -253,6 +254,8 @@ typedef struct gp_srv_state {
   bool sched_check;
   bool have_plan;
   gp_srv_counters counters;
+  gp_srv_store_health store_health; /* carried over a reload, like the counters */
+  _Atomic int64_t jobs_loaded;  /* by gp__srv_state_load so far; read by HTTP threads */
   gp_srv_view view;
   gp_srv_waiters waiters;
 } gp_srv_state;

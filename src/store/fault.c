@@ -2,8 +2,12 @@
 /* A fault-injecting store for tests, in the spirit of SQLite's test VFS: it forwards every
  * call to a real backend but fails the N-th write (or commit) on demand with GP_EIO, so a
  * test can check that the server never acknowledges what was not committed and that it
- * recovers from the store's truth. Reads (load) are never failed. */
+ * recovers from the store's truth. Reads (load) fail only when asked to; a probe is a
+ * write. */
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "store/store.h"
 #include "util/mem.h"
@@ -15,6 +19,9 @@ typedef struct fault_store {
   bool sticky;   /* keep failing after the first injected failure */
   bool failing;
   int failures;
+  char cause[64];
+  int load_delay_ms; /* a slow disk: load() waits this long first */
+  _Atomic bool fail_load;
 } fault_store;
 
 /* Returns GP_EIO when this write is the one to fail. */
@@ -22,16 +29,23 @@ static int maybe_fail(fault_store *s, gp_err *err) {
   if (s->failing || (s->countdown > 0 && --s->countdown == 0)) {
     s->failing = s->sticky;
     s->failures++;
-    return gp_err_set(err, GP_EIO, NULL, 0, NULL, "injected store failure (test)");
+    snprintf(s->base.failure, sizeof s->base.failure, "%s", s->cause);
+    return gp_err_set(err, GP_EIO, NULL, 0, NULL, "%s: injected store failure (test)", s->cause);
   }
   return 0;
+}
+
+/* Hands on the inner backend's failure, cause included. */
+static int inner_rc(fault_store *s, int rc) {
+  if (rc) snprintf(s->base.failure, sizeof s->base.failure, "%s", s->inner->failure);
+  return rc;
 }
 
 #define FWD(name, rowtype)                                                        \
   static int f_##name(gp_store *b, rowtype r, gp_err *err) {                       \
     fault_store *s = (fault_store *)b;                                             \
     int rc = maybe_fail(s, err);                                                   \
-    return rc ? rc : s->inner->ops->name(s->inner, r, err);                        \
+    return rc ? rc : inner_rc(s, s->inner->ops->name(s->inner, r, err));           \
   }
 FWD(put_job, const gp_store_job *)
 FWD(add_event, const gp_store_event *)
@@ -47,18 +61,18 @@ FWD(del_order, int64_t)
 static int f_del_orders(gp_store *b, const char *node, int64_t up_to, gp_err *err) {
   fault_store *s = (fault_store *)b;
   int rc = maybe_fail(s, err);
-  return rc ? rc : s->inner->ops->del_orders(s->inner, node, up_to, err);
+  return rc ? rc : inner_rc(s, s->inner->ops->del_orders(s->inner, node, up_to, err));
 }
 
 static int f_set_meta(gp_store *b, const char *key, int64_t v, gp_err *err) {
   fault_store *s = (fault_store *)b;
   int rc = maybe_fail(s, err);
-  return rc ? rc : s->inner->ops->set_meta(s->inner, key, v, err);
+  return rc ? rc : inner_rc(s, s->inner->ops->set_meta(s->inner, key, v, err));
 }
 
 static int f_begin(gp_store *b, gp_err *err) {
   fault_store *s = (fault_store *)b;
-  return s->inner->ops->begin(s->inner, err);
+  return inner_rc(s, s->inner->ops->begin(s->inner, err));
 }
 
 /* A failed commit leaves the inner transaction open; the caller's rollback ends it, as
@@ -66,7 +80,7 @@ static int f_begin(gp_store *b, gp_err *err) {
 static int f_commit(gp_store *b, gp_err *err) {
   fault_store *s = (fault_store *)b;
   int rc = maybe_fail(s, err);
-  return rc ? rc : s->inner->ops->commit(s->inner, err);
+  return rc ? rc : inner_rc(s, s->inner->ops->commit(s->inner, err));
 }
 
 static void f_rollback(gp_store *b) {
@@ -76,7 +90,22 @@ static void f_rollback(gp_store *b) {
 
 static int f_load(gp_store *b, const gp_store_load_cb *cb, gp_err *err) {
   fault_store *s = (fault_store *)b;
-  return s->inner->ops->load(s->inner, cb, err);
+  if (s->load_delay_ms > 0) {
+    struct timespec ts = {s->load_delay_ms / 1000, (long)(s->load_delay_ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+  }
+  if (atomic_load(&s->fail_load)) {
+    snprintf(s->base.failure, sizeof s->base.failure, "%s", s->cause);
+    return gp_err_set(err, GP_EIO, NULL, 0, NULL, "%s: injected load failure (test)", s->cause);
+  }
+  return inner_rc(s, s->inner->ops->load(s->inner, cb, err));
+}
+
+/* A probe is a write: it fails while writes fail. */
+static int f_probe(gp_store *b, gp_err *err) {
+  fault_store *s = (fault_store *)b;
+  int rc = maybe_fail(s, err);
+  return rc ? rc : inner_rc(s, s->inner->ops->probe(s->inner, err));
 }
 
 static void f_close(gp_store *b) {
@@ -88,13 +117,14 @@ static void f_close(gp_store *b) {
 static const gp_store_ops fault_ops = {
     "fault", f_begin, f_commit, f_rollback, f_put_job, f_add_event, f_put_node, f_put_alloc,
     f_del_allocs, f_put_queue, f_del_queue, f_put_order, f_del_orders, f_del_order, f_set_meta,
-    f_load, f_close,
+    f_load, f_close, f_probe,
 };
 
 int gp_store_fault_open(gp_store *inner, gp_store **ret) {
   fault_store *s = gp_xcalloc(1, sizeof *s);
   s->base.ops = &fault_ops;
   s->inner = inner;
+  snprintf(s->cause, sizeof s->cause, "I/O error");
   *ret = &s->base;
   return 0;
 }
@@ -105,6 +135,19 @@ void gp_store_fault_arm(gp_store *b, int nth_write, bool sticky) {
   s->countdown = nth_write > 0 ? nth_write : 0;
   s->sticky = sticky;
   s->failing = false;
+}
+
+void gp_store_fault_cause(gp_store *b, const char *cause) {
+  if (b->ops != &fault_ops) return;
+  snprintf(((fault_store *)b)->cause, sizeof ((fault_store *)b)->cause, "%s", cause);
+}
+
+void gp_store_fault_fail_load(gp_store *b, bool fail) {
+  if (b->ops == &fault_ops) atomic_store(&((fault_store *)b)->fail_load, fail);
+}
+
+void gp_store_fault_slow_load(gp_store *b, int delay_ms) {
+  if (b->ops == &fault_ops) ((fault_store *)b)->load_delay_ms = delay_ms;
 }
 
 int gp_store_fault_failures(const gp_store *b) {

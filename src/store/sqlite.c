@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sqlite3.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,10 +66,32 @@ typedef struct sqlite_store {
   sqlite3 *db;
   sqlite3_stmt *st[ST_COUNT];
   char path[512];
+  _Atomic int64_t cap_pages; /* gp_store_sqlite_cap_pages: -1 applied, else to apply */
 } sqlite_store;
 
+/* The operator's name for a SQLite failure (store.h, `failure`). */
+static const char *cause_name(int code) {
+  switch (code & 0xff) {
+  case SQLITE_FULL: return "disk full";
+  case SQLITE_IOERR: return "I/O error";
+  case SQLITE_READONLY: return "read-only";
+  case SQLITE_BUSY:
+  case SQLITE_LOCKED: return "locked by another process";
+  case SQLITE_CORRUPT:
+  case SQLITE_NOTADB: return "corrupt";
+  case SQLITE_CANTOPEN: return "cannot open";
+  case SQLITE_PERM: return "permission denied";
+  case SQLITE_NOMEM: return "out of memory";
+  default: return sqlite3_errstr(code);
+  }
+}
+
 static int db_error(sqlite_store *s, gp_err *err, const char *what) {
-  return gp_err_set(err, GP_EIO, s->path, 0, NULL, "%s: %s", what, sqlite3_errmsg(s->db));
+  int code = sqlite3_extended_errcode(s->db);
+  int sys = sqlite3_system_errno(s->db);
+  snprintf(s->base.failure, sizeof s->base.failure, "%s", cause_name(code));
+  return gp_err_set(err, GP_EIO, s->path, 0, NULL, "%s: %s (%s%s%s)", s->base.failure,
+                    sqlite3_errmsg(s->db), what, sys ? ": " : "", sys ? strerror(sys) : "");
 }
 
 /* Runs a prepared statement with no result rows; resets it for the next use. */
@@ -87,7 +110,18 @@ static void bind_text(sqlite3_stmt *st, int i, const char *v) {
   else sqlite3_bind_null(st, i);
 }
 
-static int s_begin(gp_store *b, gp_err *err) { return run((sqlite_store *)b, ST_BEGIN, err); }
+static int s_begin(gp_store *b, gp_err *err) {
+  sqlite_store *s = (sqlite_store *)b;
+  int64_t cap = atomic_exchange(&s->cap_pages, -1);
+  if (cap >= 0) {
+    /* SQLite raises a cap below the current size to that size; its default is huge. */
+    char sql[64];
+    snprintf(sql, sizeof sql, "PRAGMA max_page_count=%lld", cap ? (long long)cap : 4294967294LL);
+    sqlite3_exec(s->db, sql, NULL, NULL, NULL);
+  }
+  return run(s, ST_BEGIN, err);
+}
+
 static int s_commit(gp_store *b, gp_err *err) { return run((sqlite_store *)b, ST_COMMIT, err); }
 
 static void s_rollback(gp_store *b) {
@@ -260,6 +294,23 @@ static int s_load(gp_store *b, const gp_store_load_cb *cb, gp_err *err) {
   return r;
 }
 
+/* Writes GP_STORE_PROBE_BYTES into a meta row and takes them out again in one committed
+ * transaction: the file system had room for them (SQLite reports ENOSPC as
+ * SQLITE_FULL) and the pages are left free for the next writes. */
+static int s_probe(gp_store *b, gp_err *err) {
+  sqlite_store *s = (sqlite_store *)b;
+  int r = s_begin(b, err);
+  if (r) return r;
+  char sql[160];
+  snprintf(sql, sizeof sql,
+           "INSERT OR REPLACE INTO meta(key, value) VALUES ('probe', zeroblob(%d));"
+           "DELETE FROM meta WHERE key = 'probe'", GP_STORE_PROBE_BYTES);
+  if (sqlite3_exec(s->db, sql, NULL, NULL, NULL) != SQLITE_OK) r = db_error(s, err, "probe");
+  if (!r) r = run(s, ST_COMMIT, err);
+  if (r) s_rollback(b);
+  return r;
+}
+
 static void s_close(gp_store *b) {
   sqlite_store *s = (sqlite_store *)b;
   for (int i = 0; i < ST_COUNT; i++) sqlite3_finalize(s->st[i]);
@@ -270,15 +321,16 @@ static void s_close(gp_store *b) {
 static const gp_store_ops sqlite_ops = {
     "sqlite", s_begin, s_commit, s_rollback, s_put_job, s_add_event, s_put_node, s_put_alloc,
     s_del_allocs, s_put_queue, s_del_queue, s_put_order, s_del_orders, s_del_order, s_set_meta,
-    s_load, s_close,
+    s_load, s_close, s_probe,
 };
 
 /* The database holds every job's command and environment (API keys among them): it is the
- * owner's alone, whatever the umask or the data directory's mode. SQLite gives its -wal and
- * -shm files the database's mode, so making the file first, 0600, covers them; an existing
- * database more open than that is closed to others. */
-static int own_file(const char *path, gp_err *err) {
-  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+ * owner's alone, whatever the umask or the data directory's mode. SQLite gives the -wal and
+ * -shm files it creates the database's mode, so making the file first, 0600, covers new
+ * ones; an existing database, -wal or -shm more open than that is closed to others. */
+static int own_file(const char *path, bool create, gp_err *err) {
+  int fd = open(path, O_RDWR | (create ? O_CREAT : 0) | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0 && !create && errno == ENOENT) return 0;
   if (fd < 0) return gp_err_set(err, GP_EIO, path, 0, NULL, "cannot open the store: %s", strerror(errno));
   struct stat st;
   int r = 0;
@@ -289,10 +341,16 @@ static int own_file(const char *path, gp_err *err) {
 }
 
 int gp_store_sqlite_open(const char *path, gp_store **ret, gp_err *err) {
-  int r = own_file(path, err);
+  int r = own_file(path, true, err);
+  char side[600];
+  for (int i = 0; i < 2 && !r; i++) {
+    snprintf(side, sizeof side, "%s%s", path, i ? "-shm" : "-wal");
+    r = own_file(side, false, err);
+  }
   if (r) return r;
   sqlite_store *s = gp_xcalloc(1, sizeof *s);
   s->base.ops = &sqlite_ops;
+  atomic_init(&s->cap_pages, -1);
   snprintf(s->path, sizeof s->path, "%s", path);
   if (sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
                                         SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
@@ -339,6 +397,12 @@ int gp_store_sqlite_open(const char *path, gp_store **ret, gp_err *err) {
 fail:
   s_close(&s->base);
   return r;
+}
+
+int gp_store_sqlite_cap_pages(gp_store *b, int64_t pages) {
+  if (b->ops != &sqlite_ops || pages < 0) return GP_EINVAL;
+  atomic_store(&((sqlite_store *)b)->cap_pages, pages);
+  return 0;
 }
 
 void gp_store_close(gp_store *s) {

@@ -15,7 +15,8 @@
  * Contract: every write happens between begin() and commit(); commit() returns 0 only
  * when the transaction is durable (survives kill -9 and, for SQLite with
  * synchronous=FULL, power loss). After a failed write or commit the caller calls
- * rollback() and must treat the store as the truth (reload). All strings passed in are
+ * rollback() and must treat the store as the truth (reload); the handle's `failure` then
+ * names the cause for an operator. All strings passed in are
  * borrowed for the duration of the call; strings handed to load callbacks are borrowed
  * for the duration of the callback. Not thread-safe: one thread uses a store. */
 #ifndef GP_STORE_STORE_H
@@ -104,16 +105,33 @@ typedef struct gp_store_ops {
    * gp_store_load_cb. Outside a transaction. */
   int (*load)(gp_store *s, const gp_store_load_cb *cb, gp_err *err);
   void (*close)(gp_store *s);
+  /* Checks, in a transaction of its own that leaves no trace, that the store can take a
+   * write of GP_STORE_PROBE_BYTES now: after a failure, this says when to try real work
+   * again without risking it. */
+  int (*probe)(gp_store *s, gp_err *err);
 } gp_store_ops;
 
-/* Every backend's handle starts with this header. */
+/* Large enough that a probe which fits says an ordinary batch will fit too. */
+#define GP_STORE_PROBE_BYTES (256 * 1024)
+
+/* Every backend's handle starts with this header. `failure` names, in a few words for an
+ * operator, why the last operation failed: "disk full" (SQLite's SQLITE_FULL, which is
+ * also how it reports ENOSPC), "I/O error", "read-only", "locked", "corrupt", ...; a
+ * backend sets it with every failure it returns. */
 struct gp_store {
   const gp_store_ops *ops;
+  char failure[64];
 };
 
 /* Opens (creating when missing) the SQLite store at `path` (WAL, synchronous=FULL, so a
  * committed transaction survives kill -9 and power loss). */
 int gp_store_sqlite_open(const char *path, gp_store **ret, gp_err *err);
+
+/* A test hook: caps the SQLite database at `pages` pages (never below its current size;
+ * 0: SQLite's own cap) from the next transaction on, so that writes fail with "disk full"
+ * as on a full file system, and the space can be given back. Safe to call from any
+ * thread. Returns GP_EINVAL for another backend. */
+int gp_store_sqlite_cap_pages(gp_store *s, int64_t pages);
 
 /* A wrapper for tests that forwards to `inner` (whose ownership it takes) and fails on
  * demand, like SQLite's test VFS: after gp_store_fault_arm(s, n), the n-th write call
@@ -122,6 +140,13 @@ int gp_store_sqlite_open(const char *path, gp_store **ret, gp_err *err);
  * gp_store_fault_arm(s, 0, false) disarms. */
 int gp_store_fault_open(gp_store *inner, gp_store **ret);
 void gp_store_fault_arm(gp_store *s, int nth_write, bool sticky);
+/* The cause an injected failure reports in the handle's `failure` ("I/O error" unless
+ * set; at most 63 characters). */
+void gp_store_fault_cause(gp_store *s, const char *cause);
+/* Makes every load() fail with GP_EIO (true) or work again (false); thread-safe. */
+void gp_store_fault_fail_load(gp_store *s, bool fail);
+/* Makes every load() wait `delay_ms` first, as a large store on a slow disk would. */
+void gp_store_fault_slow_load(gp_store *s, int delay_ms);
 /* Number of writes the wrapper has failed so far. */
 int gp_store_fault_failures(const gp_store *s);
 
@@ -142,6 +167,8 @@ static inline int gp_store_put_order(gp_store *s, const gp_store_order *r, gp_er
 static inline int gp_store_del_orders(gp_store *s, const char *node, int64_t up_to, gp_err *e) { return s->ops->del_orders(s, node, up_to, e); }
 static inline int gp_store_del_order(gp_store *s, int64_t id, gp_err *e) { return s->ops->del_order(s, id, e); }
 static inline int gp_store_set_meta(gp_store *s, const char *key, int64_t v, gp_err *e) { return s->ops->set_meta(s, key, v, e); }
+static inline int gp_store_probe(gp_store *s, gp_err *e) { return s->ops->probe(s, e); }
+static inline const char *gp_store_failure(const gp_store *s) { return s->failure; }
 static inline int gp_store_load(gp_store *s, const gp_store_load_cb *cb, gp_err *e) { return s->ops->load(s, cb, e); }
 
 #endif

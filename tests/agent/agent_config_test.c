@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* agent.yaml: per-GPU sharing modes, labels, overrides and defaults; mistakes are named by
  * file, line and key. */
+#include <sys/stat.h>
+
 #include "agent/config.h"
 #include "test.h"
 
@@ -77,6 +79,34 @@ static void mistakes_name_file_line_and_key(void) {
   }
 }
 
+/* A config anyone may change is refused; one that holds the agent token is a secret. */
+static void config_files_open_to_others_are_refused(void) {
+  const char *path = write_tmp("name: a\n");
+  gp_agent_config c;
+  gp_err err = {0};
+  REQUIRE(chmod(path, 0666) == 0);
+  gp_agent_config_init(&c);
+  CHECK_EQ_INT(GP_EPERM, gp_agent_config_load(path, &c, &err));
+  CHECK_EQ_STR(path, err.file);
+  CHECK_CONTAINS(err.message, "mode 0666 lets any user change it");
+  REQUIRE(chmod(path, 0644) == 0);
+  gp_agent_config_init(&c);
+  CHECK_EQ_INT(0, gp_agent_config_load(path, &c, &err));
+  unlink(path);
+  path = write_tmp("name: a\ntoken: agent-secret-1\n");
+  REQUIRE(chmod(path, 0640) == 0);
+  gp_agent_config_init(&c);
+  memset(&err, 0, sizeof err);
+  CHECK_EQ_INT(GP_EPERM, gp_agent_config_load(path, &c, &err));
+  CHECK_EQ_STR("token", err.field);
+  CHECK_CONTAINS(err.message, "mode 0640 lets other users read it");
+  REQUIRE(chmod(path, 0600) == 0);
+  gp_agent_config_init(&c);
+  CHECK_EQ_INT(0, gp_agent_config_load(path, &c, &err));
+  CHECK_EQ_STR("agent-secret-1", c.token);
+  unlink(path);
+}
+
 static void modes_parse_from_flags(void) {
   gp_gpu_mode m;
   CHECK_EQ_INT(0, gp_gpu_mode_parse("timeslice:8", &m, NULL));
@@ -88,5 +118,5 @@ static void modes_parse_from_flags(void) {
   CHECK_EQ_STR("timeslice", gp_agent_mode_name(GP_MODE_TIMESLICE));
 }
 
-GP_TESTS(config_sets_modes_labels_and_overrides, mistakes_name_file_line_and_key,
+GP_TESTS(config_files_open_to_others_are_refused, config_sets_modes_labels_and_overrides, mistakes_name_file_line_and_key,
          modes_parse_from_flags)

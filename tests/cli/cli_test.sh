@@ -48,5 +48,9 @@ expect 3 "gpool up" -- "$GPOOL" submit -g 1 -- true
 # A broken client.json is named, not ignored.
 unset GPOOL_SERVER GPOOL_TOKEN
 echo '{"server": 5}' >"$TMP/client.json"
-expect 1 "client.json" -- "$GPOOL" nodes
+chmod 600 "$TMP/client.json"
+expect 1 "client.json: server: expected a string" -- "$GPOOL" nodes
+# One that others may read is refused: it holds a token.
+chmod 644 "$TMP/client.json"
+expect 1 "mode 0644 lets other users read it" -- "$GPOOL" nodes
 echo "ok: cli without a server"

@@ -39,6 +39,43 @@ static void write_config(const char *text) {
   REQUIRE(f);
   fputs(text, f);
   fclose(f);
+  REQUIRE(chmod(path, 0600) == 0); /* as gpool up writes it */
+}
+
+/* client.json holds a token: others may neither read it nor write it. */
+static void a_client_json_open_to_others_is_refused(void) {
+  fresh_config_dir();
+  write_config("{\"server\": \"http://127.0.0.1:7000\", \"token\": \"file-token\"}");
+  char path[512];
+  snprintf(path, sizeof path, "%s/client.json", dir);
+  char *server = NULL, *token = NULL;
+  gp_err err = {0};
+  static const int modes[] = {0644, 0640, 0606, 0620};
+  for (int i = 0; i < 4; i++) {
+    REQUIRE(chmod(path, (mode_t)modes[i]) == 0);
+    memset(&err, 0, sizeof err);
+    CHECK_EQ_INT(GP_EPERM, gp_client_resolve(NULL, NULL, &server, &token, &err));
+    CHECK_EQ_STR(path, err.file);
+    CHECK_CONTAINS(err.message, "chmod 600");
+  }
+  CHECK_CONTAINS(err.message, "mode 0620 lets other users write it");
+  REQUIRE(chmod(path, 0644) == 0);
+  CHECK_EQ_INT(GP_EPERM, gp_client_resolve(NULL, NULL, &server, &token, &err));
+  CHECK_CONTAINS(err.message, "mode 0644 lets other users read it");
+  /* Flags and the environment need no file. */
+  setenv("GPOOL_SERVER", "http://127.0.0.1:7001", 1);
+  setenv("GPOOL_TOKEN", "env-token", 1);
+  CHECK_EQ_INT(0, gp_client_resolve(NULL, NULL, &server, &token, &err));
+  free(server);
+  free(token);
+  REQUIRE(chmod(path, 0600) == 0);
+  unsetenv("GPOOL_SERVER");
+  unsetenv("GPOOL_TOKEN");
+  CHECK_EQ_INT(0, gp_client_resolve(NULL, NULL, &server, &token, &err));
+  CHECK_EQ_STR("file-token", token);
+  free(server);
+  free(token);
+  remove_config_dir();
 }
 
 static void flags_then_environment_then_file(void) {
@@ -290,7 +327,8 @@ static void show_reads_a_whole_job(void) {
   json_decref(j);
 }
 
-GP_TESTS(flags_then_environment_then_file, no_file_means_default_server_and_no_token,
-         a_broken_client_json_is_named, ca_from_flag_then_environment_then_file,
-         an_unreachable_server_says_so, api_errors_become_sentences,
+GP_TESTS(a_client_json_open_to_others_is_refused, flags_then_environment_then_file,
+         no_file_means_default_server_and_no_token, a_broken_client_json_is_named,
+         ca_from_flag_then_environment_then_file, an_unreachable_server_says_so,
+         api_errors_become_sentences,
          escaping_keeps_paths_safe, why_speaks_in_sentences, show_reads_a_whole_job)

@@ -230,6 +230,8 @@ static void a_failed_commit_answers_503_and_acknowledges_nothing(void) {
   gp_store_fault_arm(gp_server_store(t.srv), 0, false);
   /* The server reloaded the truth: the failed job does not exist, the next id is free. */
   CHECK_EQ_INT(404, tsrv_req(&t, "GET", "/v1/jobs/2", ALICE, NULL));
+  /* Writes are taken again once a probe of the store succeeds (store_health.h). */
+  for (int i = 0; i < 500 && tsrv_req(&t, "GET", "/healthz", NULL, NULL) != 200; i++) usleep(10000);
   char *third = tsrv_submit(&t, ALICE, "{\"command\": [\"third\"]}");
   REQUIRE(third);
   CHECK_EQ_STR("2", third);

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The server's config file: every key is read, and every mistake names file, line and key. */
+#include <sys/stat.h>
+
 #include "test.h"
 #include "server/config.h"
 #include "core/model.h"
@@ -105,6 +107,19 @@ static void tokens_can_live_in_their_own_file(void) {
   fclose(f);
   gp_server_config *c = NULL;
   gp_err e = {0};
+  /* Tokens are secrets: a token file others may read or write is refused. */
+  REQUIRE(chmod(tok, 0640) == 0);
+  CHECK_EQ_INT(GP_EPERM, gp_server_config_load(cfg, &c, &e));
+  CHECK_EQ_STR(tok, e.file);
+  CHECK_EQ_STR("token_file", e.field);
+  CHECK_CONTAINS(e.message, "mode 0640 lets other users read it");
+  REQUIRE(chmod(tok, 0600) == 0);
+  /* A config anyone may change is refused. */
+  REQUIRE(chmod(cfg, 0666) == 0);
+  CHECK_EQ_INT(GP_EPERM, gp_server_config_load(cfg, &c, &e));
+  CHECK_EQ_STR(cfg, e.file);
+  CHECK_CONTAINS(e.message, "mode 0666 lets any user change it");
+  REQUIRE(chmod(cfg, 0644) == 0);
   REQUIRE(gp_server_config_load(cfg, &c, &e) == 0);
   CHECK_EQ_INT(1, c->n_tokens);
   CHECK_EQ_STR("root", c->tokens[0].user);

@@ -26,7 +26,7 @@ static void remove_dir(void) {
 }
 
 typedef struct counts {
-  int jobs, events, nodes, allocs, queues, orders;
+  int jobs, events, nodes, allocs, queues, orders, metas;
   int64_t next_order;
   char last_doc[256];
   char last_state[32];
@@ -51,6 +51,7 @@ static int c_alloc(void *ctx, const gp_store_alloc *r) {
 static int c_queue(void *ctx, const gp_store_queue *r) { (void)r; ((counts *)ctx)->queues++; return 0; }
 static int c_order(void *ctx, const gp_store_order *r) { (void)r; ((counts *)ctx)->orders++; return 0; }
 static int c_meta(void *ctx, const char *k, int64_t v) {
+  ((counts *)ctx)->metas++;
   if (strcmp(k, "next_order_id") == 0) ((counts *)ctx)->next_order = v;
   return 0;
 }
@@ -203,11 +204,57 @@ static void the_database_is_private(void) {
   REQUIRE(gp_store_sqlite_open(db_path(), &s, &e) == 0);
   REQUIRE(stat(db_path(), &st) == 0);
   CHECK_EQ_INT(0600, st.st_mode & 0777);
+  /* A -wal and -shm left open to others (a crash under an older gpool, a copy) are closed
+   * too: they hold the latest jobs. */
+  write_some(s);
+  char shm[320];
+  snprintf(shm, sizeof shm, "%s-shm", db_path());
+  REQUIRE(chmod(wal, 0644) == 0 && chmod(shm, 0666) == 0);
+  gp_store *again = NULL;
+  REQUIRE(gp_store_sqlite_open(db_path(), &again, &e) == 0);
+  REQUIRE(stat(wal, &st) == 0);
+  CHECK_EQ_INT(0600, st.st_mode & 0777);
+  REQUIRE(stat(shm, &st) == 0);
+  CHECK_EQ_INT(0600, st.st_mode & 0777);
+  gp_store_close(again);
   gp_store_close(s);
   umask(old);
   remove_dir();
 }
 
-GP_TESTS(the_database_is_private, committed_rows_survive_a_reopen, rolled_back_rows_are_gone,
+/* A capped database fails as a full disk does: the failure is named, a probe fails as
+ * long as the space is not there, and both work again when it is. */
+static void a_full_database_is_named_and_probed(void) {
+  gp_store *s = NULL;
+  gp_err e = {0};
+  REQUIRE(gp_store_sqlite_open(db_path(), &s, &e) == 0);
+  write_some(s);
+  CHECK_EQ_INT(0, gp_store_sqlite_cap_pages(s, 1));
+  static char doc[40000];
+  memset(doc, 'x', sizeof doc - 1);
+  gp_store_job big = {2, "pending", "default", "bob", 100, doc};
+  REQUIRE(gp_store_begin(s, &e) == 0);
+  CHECK_EQ_INT(GP_EIO, gp_store_put_job(s, &big, &e));
+  CHECK_EQ_STR("disk full", gp_store_failure(s));
+  CHECK_CONTAINS(e.message, "disk full");
+  gp_store_rollback(s);
+  counts c = load_all(s);
+  CHECK_EQ_INT(1, c.jobs);
+  CHECK_EQ_INT(GP_EIO, gp_store_probe(s, &e));
+  CHECK_EQ_STR("disk full", gp_store_failure(s));
+  CHECK_EQ_INT(GP_EIO, gp_store_probe(s, &e));
+  CHECK_EQ_INT(0, gp_store_sqlite_cap_pages(s, 0));
+  CHECK_EQ_INT(0, gp_store_probe(s, &e));
+  REQUIRE(gp_store_begin(s, &e) == 0);
+  CHECK_EQ_INT(0, gp_store_put_job(s, &big, &e));
+  CHECK_EQ_INT(0, gp_store_commit(s, &e));
+  c = load_all(s);
+  CHECK_EQ_INT(2, c.jobs);
+  CHECK_EQ_INT(1, c.metas); /* the probes left no row behind */
+  gp_store_close(s);
+  remove_dir();
+}
+
+GP_TESTS(a_full_database_is_named_and_probed, the_database_is_private, committed_rows_survive_a_reopen, rolled_back_rows_are_gone,
          fault_store_fails_the_nth_write_and_nothing_is_committed,
          a_file_that_is_not_a_database_is_refused)
