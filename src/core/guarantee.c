@@ -9,20 +9,22 @@
 typedef struct gp__core_guard {
   double *np;          /* per queue: GPUs held by its non-preemptible jobs */
   double *kids_excess; /* per queue: its children's excess (np beyond deserved), summed */
-  double *kept;        /* per queue: deserved it does not pass on to its children */
+  double *des;         /* per queue: deserved, plus the GPUs of the pools it (or a child)
+                          owns */
+  double *kept;        /* per queue: des it does not pass on to its children */
   double top_excess;   /* the top-level queues' excess, summed */
   double top_free;     /* the cluster's GPUs that no top-level queue is guaranteed */
   const char **msg;    /* per queue: the sentence, made on first use */
 } gp__core_guard;
 
-static double excess(const gp__core_queue *q, double np) {
-  return np > q->deserved ? np - q->deserved : 0;
+static double excess(const gp__core_guard *g, int q, double np) {
+  return np > g->des[q] ? np - g->des[q] : 0;
 }
 
 static void add(gp__core_ctx *c, gp__core_guard *g, int leaf, double gpus) {
   for (int q = leaf; q >= 0; q = c->tree.q[q].parent) {
     const gp__core_queue *tq = &c->tree.q[q];
-    double grow = excess(tq, g->np[q] + gpus) - excess(tq, g->np[q]);
+    double grow = excess(g, q, g->np[q] + gpus) - excess(g, q, g->np[q]);
     g->np[q] += gpus;
     if (tq->parent >= 0) g->kids_excess[tq->parent] += grow;
     else g->top_excess += grow;
@@ -35,14 +37,23 @@ static gp__core_guard *guard(gp__core_ctx *c) {
   gp__core_guard *g = gp__core_scalloc(c, 1, sizeof *g);
   g->np = gp__core_scalloc(c, (size_t)t->n + 1, sizeof *g->np);
   g->kids_excess = gp__core_scalloc(c, (size_t)t->n + 1, sizeof *g->kids_excess);
+  g->des = gp__core_scalloc(c, (size_t)t->n + 1, sizeof *g->des);
   g->kept = gp__core_scalloc(c, (size_t)t->n + 1, sizeof *g->kept);
   g->msg = gp__core_scalloc(c, (size_t)t->n + 1, sizeof *g->msg);
+  for (int q = 0; q < t->n; q++) g->des[q] = t->q[q].deserved;
+  /* A reserved pool is its owner's guarantee too: running there borrows from nobody. */
+  for (int i = 0; i < c->view->n_nodes && c->view->n_pools > 0; i++) {
+    int p = c->nodes[i].pool;
+    if (p < 0 || c->view->nodes[i].state == GP_NODE_DOWN) continue;
+    int own = gp__core_qtree_find(t, c->view->pools[p].queue);
+    for (int q = own; q >= 0; q = t->q[q].parent) g->des[q] += c->view->nodes[i].n_gpus;
+  }
   double top = 0;
   for (int q = 0; q < t->n; q++) {
     double kids = 0;
-    for (int k = t->q[q].first_child; k >= 0; k = t->q[k].next_sibling) kids += t->q[k].deserved;
-    g->kept[q] = t->q[q].deserved > kids ? t->q[q].deserved - kids : 0;
-    if (t->q[q].parent < 0) top += t->q[q].deserved;
+    for (int k = t->q[q].first_child; k >= 0; k = t->q[k].next_sibling) kids += g->des[k];
+    g->kept[q] = g->des[q] > kids ? g->des[q] - kids : 0;
+    if (t->q[q].parent < 0) top += g->des[q];
   }
   g->top_free = c->fleet->capacity > top ? c->fleet->capacity - top : 0;
   c->cls->guard = g;
@@ -64,11 +75,11 @@ int gp__core_guard_over(gp__core_ctx *c, int leaf, double gpus) {
    * child is guaranteed more than the parent, so every level is looked at.) */
   for (int q = leaf; q >= 0; q = c->tree.q[q].parent) {
     const gp__core_queue *tq = &c->tree.q[q];
-    double grow = excess(tq, g->np[q] + gpus) - excess(tq, g->np[q]);
+    double grow = excess(g, q, g->np[q] + gpus) - excess(g, q, g->np[q]);
     if (grow <= GP__EPS) continue;
     int p = tq->parent;
     double kids = (p >= 0 ? g->kids_excess[p] : g->top_excess) + grow;
-    double room = p >= 0 ? g->kept[p] + excess(&c->tree.q[p], g->np[p] + gpus) : g->top_free;
+    double room = p >= 0 ? g->kept[p] + excess(g, p, g->np[p] + gpus) : g->top_free;
     if (kids > room + GP__EPS) return q;
   }
   return -1;
@@ -87,6 +98,6 @@ const char *gp__core_guard_message(gp__core_ctx *c, int q) {
         "Queue %s is guaranteed %g GPUs; a non-preemptible job may not hold more by "
         "borrowing GPUs that other queues are guaranteed. It starts when that is no longer "
         "so, or run it in a preemptible priority class.",
-        c->tree.q[q].name, c->tree.q[q].deserved);
+        c->tree.q[q].name, g->des[q]);
   return g->msg[q];
 }

@@ -8,7 +8,8 @@
  * non-preemptible jobs beyond their own deserved GPUs (their excess) must fit in what the
  * parent does not pass on as a guarantee (its deserved minus the sum of its children's,
  * never below 0) plus the parent's own excess; at the top, in the cluster's capacity minus
- * the sum of the top-level queues' deserved GPUs. A pool without quotas (every deserved 0)
+ * the sum of the top-level queues' deserved GPUs. The GPUs of a reserved pool count as
+ * its owner's (and the owner's ancestors') deserved GPUs. A pool without quotas (every deserved 0)
  * lets non-preemptible jobs use the whole cluster; two queues that are guaranteed all of it
  * each keep their non-preemptible jobs within their own share. It applies under the
  * fair-share order only: the other orders have no quotas.

@@ -112,6 +112,25 @@ static void siblings_guarantees_are_kept_inside_a_parent(void) {
   fx_free(f);
 }
 
+/* A reserved pool is its owner's guarantee: the owner's inference runs there although
+ * the owner deserves nothing and another queue is guaranteed the rest of the cluster. */
+static void a_pool_is_its_owners_guarantee(void) {
+  fx *f = fx_new();
+  gp_node *n = fx_node(f, "pool-node", "H100", 4);
+  fx_label(f, n, "pool", "infer");
+  fx_node(f, "n1", "H100", 8);
+  fx_queue(f, "infer", 0, GP_NO_LIMIT, 1);
+  fx_queue(f, "research", 8, GP_NO_LIMIT, 1);
+  f->pools[f->view.n_pools++] = (gp_pool){"infer-pool", "infer", {"pool", "infer"}, true};
+  static const char *const ids[] = {"i1", "i2", "i3", "i4", "i5"};
+  for (int i = 0; i < 5; i++) fx_job(f, ids[i], "infer", 1, 1)->priority_class = "inference";
+  const gp_plan *p = fx_plan(f, 100);
+  REQUIRE(p);
+  CHECK_EQ_INT(4, count_started(f, p, ids, 5));
+  CHECK_EQ_STR("QueueLimit", fx_reason(f, p, "i5"));
+  fx_free(f);
+}
+
 /* The orders without quotas (FIFO, priority) know no guarantee to keep. */
 static void orders_without_quotas_are_unchanged(void) {
   fx *f = two_halves();
@@ -126,4 +145,5 @@ static void orders_without_quotas_are_unchanged(void) {
 
 GP_TESTS(inference_does_not_borrow_another_queues_guarantee, preemptible_jobs_still_borrow,
          running_jobs_count_toward_the_guarantee, what_nobody_is_guaranteed_may_be_used,
-         siblings_guarantees_are_kept_inside_a_parent, orders_without_quotas_are_unchanged)
+         siblings_guarantees_are_kept_inside_a_parent, a_pool_is_its_owners_guarantee,
+         orders_without_quotas_are_unchanged)
