@@ -83,6 +83,8 @@ typedef struct gp__core_cls {
   bool *path_limited;         /* per queue: it or an ancestor has a limit */
 
   struct gp__core_shapes *shapes;  /* shapes.c: request shapes and failed placement keys */
+  struct gp__core_guard *guard;    /* guarantee.c: non-preemptible GPUs per queue, or NULL
+                                      until first needed */
   int keys_alive;             /* placement keys with jobs left that have not failed */
 
   /* Job ids (built on first need, for dependencies). */

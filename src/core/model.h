@@ -255,6 +255,16 @@ extern const int gp_n_default_priority_classes;
  * or NULL. */
 const gp_priority_class *gp_priority_class_find(const gp_policy *p, const char *name);
 
+/* A queue name, the one rule for every place that names a queue (config, snapshots, the
+ * API, the scheduler's view): '/'-separated segments of letters, digits, '.', '_' and '-',
+ * none empty, "." or "..", at most GP_MAX_QUEUE_NAME bytes in all. So a name is safe in a
+ * URL path, a file name, a metric label and a log line as it is. */
+#define GP_MAX_QUEUE_NAME 256
+#define GP_QUEUE_NAME_RULE                                                                     \
+  "a queue name is a path like org/team/project: '/'-separated parts of letters, digits, "    \
+  "'.', '_' and '-' (no empty part, no \".\" or \"..\"), at most 256 bytes"
+bool gp_queue_name_ok(const char *name);
+
 /* Enum names as they appear in files and the API ("pending", "drain", "spot", ...) and
  * their parsers (return 0 and set *ret, or GP_EINVAL). */
 const char *gp_job_state_name(gp_job_state s);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/guarantee.h"
 #include "core/place.h"
 
 void gp__core_req_init(gp__core_ctx *c, int j, gp__core_req *r) {
@@ -236,6 +237,7 @@ void gp__core_start_job(gp__core_ctx *c, const gp__core_req *r, const gp__core_f
     if (replica) ji->gpus = held;
   }
   if (ji->leaf >= 0) gp__core_queue_add_alloc(c, ji->leaf, ji->gpus);
+  if (!ji->preemptible) gp__core_guard_started(c, ji->leaf, ji->gpus);
   /* Remember which nodes it is on, once per node, for backfill's release times. */
   if (!c->place->started_head) {
     c->place->started_head = gp_xmalloc(((size_t)c->view->n_nodes + 1) * sizeof(int));

@@ -30,11 +30,22 @@ static int path_cmp(const char *a, const char *b) {
   }
 }
 
-static bool name_ok(const char *s) {
-  if (!s || !*s || *s == '/') return false;
-  size_t n = strlen(s);
-  if (s[n - 1] == '/') return false;
-  return strstr(s, "//") == NULL;
+bool gp_queue_name_ok(const char *s) {
+  if (!s || !*s) return false;
+  size_t seg = 0, dots = 0, n = 0;
+  for (const char *c = s;; c++, n++) {
+    if (n > GP_MAX_QUEUE_NAME) return false;
+    if (*c == '/' || !*c) {
+      if (seg == 0 || dots == seg) return false; /* "", "." or ".." (or "...": no meaning) */
+      if (!*c) return true;
+      seg = dots = 0;
+      continue;
+    }
+    bool alnum = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9');
+    if (!alnum && *c != '.' && *c != '_' && *c != '-') return false;
+    seg++;
+    dots += *c == '.';
+  }
 }
 
 typedef struct entry {
@@ -80,10 +91,9 @@ void gp__core_qtree_share(gp__core_qtree *t, const gp__core_qtree *src) {
 
 static int check_queue(const gp_queue *q, int i, gp_err *err) {
   char f[64];
-  if (!name_ok(q->name))
+  if (!gp_queue_name_ok(q->name))
     return gp_err_set(err, GP_EINVAL, NULL, 0, gp__core_field(f, sizeof f, "queues", i, ".name"),
-                      "a queue name is a '/'-separated path of non-empty parts, got \"%s\"",
-                      q->name ? q->name : "");
+                      "%s, got \"%.64s\"", GP_QUEUE_NAME_RULE, q->name ? q->name : "");
   if (!(q->weight > 0) || !isfinite(q->weight))
     return gp_err_set(err, GP_EINVAL, NULL, 0, gp__core_field(f, sizeof f, "queues", i, ".weight"),
                       "queue %s: weight must be a number above 0, got %g", q->name, q->weight);

@@ -41,7 +41,7 @@ typedef struct gp__core_qtree {
 } gp__core_qtree;
 
 /* Builds the tree from `queues`. GP_EINVAL with err->field such as "queues[2].weight" for
- * an empty or malformed name ("a//b", "/a", "a/"), a duplicate name, a weight that is not
+ * a name that breaks gp_queue_name_ok ("a//b", "/a", "a/", "..", "a b"), a duplicate name, a weight that is not
  * > 0, a negative or non-finite deserved, or a limit that is neither GP_NO_LIMIT nor >= 0.
  * On failure the tree is left empty (gp__core_qtree_done is still safe). */
 int gp__core_qtree_build(gp__core_qtree *t, const gp_queue *queues, int n_queues, gp_err *err);

@@ -5,7 +5,8 @@
  *   2. fleet capacity, what running/stopping jobs hold    (nodes.c)
  *   3. classify jobs: schedulable, or a reason, or ended  (jobs.c, deps.c, feasible.c)
  *   4. fair share by water-filling                        (queue_tree.c)
- *   5. consider pending jobs in order, each: queue limit, placement (index, gangs,
+ *   5. consider pending jobs in order, each: queue limit, guarantees (a non-preemptible
+ *      job borrows no GPU another queue is guaranteed: guarantee.c), placement (index, gangs,
  *      reservations), else waiting for stopping jobs, else preemption, else Resources and
  *      perhaps a backfill reservation                     (order.c, placement.c, gang.c,
  *                                                          preempt.c, backfill.c)
@@ -19,6 +20,7 @@
 #include <string.h>
 
 #include "core/backfill.h"
+#include "core/guarantee.h"
 #include "core/memo.h"
 #include "core/order.h"
 
@@ -76,6 +78,10 @@ static bool try_job(gp__core_ctx *c, gp__core_order *o, int j, gp__core_fit **fi
     gp__core_job_wait(c, j, GP_PEND_QUEUE_LIMIT, limit_message(c, over));
     return false;
   }
+  if (!ji->preemptible && (over = gp__core_guard_over(c, ji->leaf, ji->gpus)) >= 0) {
+    gp__core_job_wait(c, j, GP_PEND_QUEUE_LIMIT, gp__core_guard_message(c, over));
+    return false;
+  }
   /* The request in placement terms is built on first need: most jobs a step considers
    * have failed keys and settle on answers the step already has. */
   gp__core_req r = {.job = j};
@@ -130,6 +136,8 @@ static gp_plan_pending settle_unconsidered(gp__core_ctx *c, int j, bool head_blo
   const gp__core_job *ji = &c->jobs[j];
   int over = gp__core_queue_over_limit(c, ji->leaf, ji->gpus);
   if (over >= 0) return (gp_plan_pending){j, GP_PEND_QUEUE_LIMIT, limit_message(c, over)};
+  if (!ji->preemptible && (over = gp__core_guard_over(c, ji->leaf, ji->gpus)) >= 0)
+    return (gp_plan_pending){j, GP_PEND_QUEUE_LIMIT, gp__core_guard_message(c, over)};
   if (head_blocked) return (gp_plan_pending){j, GP_PEND_PRIORITY, GP__MSG_PRIORITY};
   if (c->cls->n_stopping > 0) {
     gp__core_job_keyed(c, j); /* (its shape remembers a failure for the jobs of the same request) */

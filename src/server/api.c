@@ -60,6 +60,29 @@ static bool has_value(const char *csv, const char *v) {
 
 /* ---- jobs ---- */
 
+/* The caps on jobs waiting to start, per user and per queue (gp_srv_state's counts, kept
+ * as jobs change state): a hostile or runaway client fills neither memory nor the
+ * scheduler's step. Answers 429 and returns true when the new job would pass one. */
+static bool over_pending_cap(gp_srv_state *s, gp_srv_req *r, const gp_srv_job *j) {
+  int64_t by_user = gp__srv_count_get(&s->pending_by_user, j->user);
+  int64_t by_queue = gp__srv_count_get(&s->pending_by_queue, j->queue);
+  if (by_user >= s->cfg->max_pending_per_user) {
+    gp__srv_reply_error(r, 429, "too_many_pending", "user",
+                        "user %s has %lld jobs waiting to start; the limit (max_pending_per_user) "
+                        "is %d: wait for some to start or cancel some",
+                        j->user, (long long)by_user, s->cfg->max_pending_per_user);
+    return true;
+  }
+  if (by_queue >= s->cfg->max_pending_per_queue) {
+    gp__srv_reply_error(r, 429, "too_many_pending", "queue",
+                        "queue %s has %lld jobs waiting to start; the limit "
+                        "(max_pending_per_queue) is %d",
+                        j->queue, (long long)by_queue, s->cfg->max_pending_per_queue);
+    return true;
+  }
+  return false;
+}
+
 static int submit(gp_srv_state *s, gp_srv_req *r, int64_t now, gp_err *err) {
   gp_err verr = {0};
   gp_srv_job *j = NULL;
@@ -75,6 +98,10 @@ static int submit(gp_srv_state *s, gp_srv_req *r, int64_t now, gp_err *err) {
     rc = gp__srv_job_parse(s->cfg, r->json, r->user, is_admin(r), &j, &verr);
   }
   if (!rc) rc = gp__srv_job_admit(s, j, is_admin(r), &verr);
+  if (!rc && over_pending_cap(s, r, j)) {
+    gp__srv_job_free(j);
+    return 0;
+  }
   if (!rc) gp__srv_job_fleet_models(s, j);
   if (!rc) rc = gp__srv_check_feasible(s, j, &verr);
   if (rc) {
@@ -471,6 +498,32 @@ static int nodes_route(gp_srv_state *s, gp_srv_req *r, const char *rest, int64_t
 
 /* ---- queues ---- */
 
+/* A new queue "a/b" makes "a" a parent, and jobs go to leaves only. Refused when "a" is a
+ * leaf of the config file (the file says what it is) or holds unfinished jobs (they
+ * could never start). Returns true when it answered. */
+static bool refuse_new_parent(gp_srv_state *s, gp_srv_req *r, const char *name) {
+  for (const char *p = strchr(name, '/'); p; p = strchr(p + 1, '/')) {
+    char *prefix = gp_xstrndup(name, (size_t)(p - name));
+    const gp_srv_queue *pq = gp__srv_queue_get(s, prefix);
+    const char *busy = NULL;
+    for (int a = 0; pq && !pq->from_config && a < s->n_active && !busy; a++)
+      if (strcmp(s->active[a]->queue, prefix) == 0) busy = s->active[a]->idstr;
+    if (pq && pq->from_config)
+      gp__srv_reply_error(r, 409, "conflict", "name",
+                          "queue %s is a leaf defined in the config file; a queue under it "
+                          "would make it a parent (define both in the config file)",
+                          prefix);
+    else if (busy)
+      gp__srv_reply_error(r, 409, "conflict", "name",
+                          "queue %s has unfinished jobs (e.g. %s); a queue under it would make "
+                          "it a parent, where jobs cannot run",
+                          prefix, busy);
+    free(prefix);
+    if ((pq && pq->from_config) || busy) return true;
+  }
+  return false;
+}
+
 static int queues_route(gp_srv_state *s, gp_srv_req *r, const char *name, gp_err *err) {
   if (!*name) {
     if (!method_is(r, "GET")) {
@@ -539,6 +592,16 @@ static int queues_route(gp_srv_state *s, gp_srv_req *r, const char *name, gp_err
     gp__srv_reply_error(r, 400, "invalid_argument", "default_priority", "no priority class is called \"%s\"", prio);
     return 0;
   }
+  const json_t *pcs = json_object_get(r->json, "priority_classes");
+  for (size_t i = 0; json_is_array(pcs) && i < json_array_size(pcs); i++) {
+    const char *cls = json_string_value(json_array_get(pcs, i));
+    if (cls && !gp_priority_class_find(&s->cfg->policy, cls)) {
+      gp__srv_reply_error(r, 400, "invalid_argument", "priority_classes",
+                          "no priority class is called \"%.64s\"", cls);
+      return 0;
+    }
+  }
+  if (!q && gp_queue_name_ok(name) && refuse_new_parent(s, r, name)) return 0;
   if (!q && s->n_queues >= GP_SRV_MAX_QUEUES) {
     gp__srv_reply_error(r, 413, "too_large", NULL, "at most %d queues", GP_SRV_MAX_QUEUES);
     return 0;
@@ -547,6 +610,7 @@ static int queues_route(gp_srv_state *s, gp_srv_req *r, const char *name, gp_err
   gp_srv_queue *target = q;
   if (created) {
     target = gp_xcalloc(1, sizeof *target);
+    target->n_classes = -1;
     target->weight = 1;
     target->limit = GP_NO_LIMIT;
     static const char *const everyone = "*";

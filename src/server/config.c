@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "protocol/limits.h"
 #include "snapshot/policy_read.h"
 #include "util/doc.h"
 #include "util/fileperm.h"
@@ -38,6 +39,9 @@ gp_server_config *gp_server_config_new(void) {
   c->schedule_min_gap_ms = 5;
   c->http_threads = 4;
   c->max_connections = 10000;
+  c->max_pending_per_user = 10000;
+  c->max_pending_per_queue = 50000;
+  c->max_job_bytes = 64 * 1024;
   return c;
 }
 
@@ -200,11 +204,54 @@ static bool queue_known(const gp_server_config *c, const char *name) {
   return false;
 }
 
+/* The submission limits. A job's bytes stay within what the agent protocol carries, so
+ * nothing the API accepts is refused by an agent after the 201. */
+static int read_limits(const gp_doc *d, const gp_doc_node *root, gp_server_config *c, gp_err *err) {
+  const gp_doc_node *n;
+  int r = 0;
+  if ((n = gp_doc_get(root, "max_pending_per_user")) &&
+      (r = read_int_range(d, n, "max_pending_per_user", 1, 10000000, &c->max_pending_per_user, err)))
+    return r;
+  if ((n = gp_doc_get(root, "max_pending_per_queue")) &&
+      (r = read_int_range(d, n, "max_pending_per_queue", 1, 10000000, &c->max_pending_per_queue, err)))
+    return r;
+  if ((n = gp_doc_get(root, "max_job_bytes")) &&
+      (r = read_int_range(d, n, "max_job_bytes", 1024, GP_PROTO_MAX_ARGS_BYTES, &c->max_job_bytes, err)))
+    return r;
+  return 0;
+}
+
+/* A queue's `priority_classes`: names of classes the policy knows. */
+static int read_queue_classes(const gp_doc *d, const gp_doc_node *qn, int i, gp_server_config *c,
+                              gp_server_queue *sq, gp_err *err) {
+  const gp_doc_node *pn = gp_doc_get(qn, "priority_classes");
+  sq->n_priority_classes = -1;
+  if (!pn) return 0;
+  char f[160];
+  snprintf(f, sizeof f, "queues[%d].priority_classes", i);
+  int r = gp_doc_expect(d, pn, f, GP_DOC_SEQ, err);
+  if (r) return r;
+  const char **names = gp_arena_alloc(c->arena, sizeof *names * (size_t)(pn->n ? pn->n : 1));
+  for (int k = 0; k < pn->n; k++) {
+    const char *v;
+    snprintf(f, sizeof f, "queues[%d].priority_classes[%d]", i, k);
+    if ((r = gp_doc_str(d, pn->items[k], f, &v, err))) return r;
+    if (!gp_priority_class_find(&c->policy, v))
+      return gp_err_set(err, GP_EINVAL, d->name, pn->items[k]->line, f,
+                        "no priority class is called \"%.64s\"", v);
+    names[k] = gp_arena_strdup(c->arena, v);
+  }
+  sq->priority_classes = names;
+  sq->n_priority_classes = pn->n;
+  return 0;
+}
+
 static int parse_doc(const gp_doc *d, const char *path, gp_server_config *c, gp_err *err) {
   static const char *const keys[] = {
       "listen", "data_dir", "tokens", "token_file", "queues", "priority_classes", "policy",
       "pools", "default_queue", "node_timeout_s", "heartbeat_s", "schedule_interval_ms",
-      "schedule_min_gap_ms", "http_threads", "max_connections", "tls", NULL};
+      "schedule_min_gap_ms", "http_threads", "max_connections", "tls",
+      "max_pending_per_user", "max_pending_per_queue", "max_job_bytes", NULL};
   const gp_doc_node *root = d->root;
   if (!root) return 0;
   int r = gp_doc_expect(d, root, "", GP_DOC_MAP, err);
@@ -257,11 +304,12 @@ static int parse_doc(const gp_doc *d, const char *path, gp_server_config *c, gp_
   gp_queue *qs = NULL;
   int nq = 0;
   if (qseq) {
-    static const char *const extra[] = {"users", NULL};
+    static const char *const extra[] = {"users", "priority_classes", NULL};
     if ((r = gp_queues_read(d, qseq, "queues", extra, a, &qs, &nq, err))) return r;
     gp_server_queue *sq = gp_arena_alloc(a, sizeof *sq * (size_t)(nq ? nq : 1));
     for (int i = 0; i < nq; i++) {
       sq[i].q = qs[i];
+      if ((r = read_queue_classes(d, qseq->items[i], i, c, &sq[i], err))) return r;
       const gp_doc_node *un = gp_doc_get(qseq->items[i], "users");
       char f[160];
       snprintf(f, sizeof f, "queues[%d].users", i);
@@ -319,6 +367,7 @@ static int parse_doc(const gp_doc *d, const char *path, gp_server_config *c, gp_
     return r;
   if ((n = gp_doc_get(root, "tls")) && (r = gp_tls_files_read(d, n, path, "agent_ca", &c->tls, err)))
     return r;
+  if ((r = read_limits(d, root, c, err))) return r;
   return 0;
 fail_tokens:
   free(tokens);

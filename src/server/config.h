@@ -25,11 +25,15 @@ typedef struct gp_token {
   gp_role role;
 } gp_token;
 
-/* A queue of the config plus who may submit to it ("*" admits everyone). */
+/* A queue of the config plus who may submit to it ("*" admits everyone) and which
+ * priority classes its users may ask for (n_priority_classes < 0: the default, see
+ * gp__srv_queue_allows_class). */
 typedef struct gp_server_queue {
   gp_queue q;
   int n_users;
   const char *const *users;
+  int n_priority_classes;
+  const char *const *priority_classes;
 } gp_server_queue;
 
 /* `default_queue`: one queue for everyone, or a map user -> queue ("*" for the rest). */
@@ -62,6 +66,11 @@ typedef struct gp_server_config {
   int max_connections;         /* concurrent HTTP connections (10000) */
   gp_tls_files tls;            /* `tls:` HTTPS files; empty: plain HTTP. peer_ca is agent_ca */
   bool tokens_inline;          /* `tokens:` in the config file itself (not token_file) */
+  /* Submission limits (docs/config.md, "Limits"): jobs not yet started (pending or held)
+   * per user and per queue, and the bytes of a job's command and environment. */
+  int max_pending_per_user;    /* 10000 */
+  int max_pending_per_queue;   /* 50000 */
+  int max_job_bytes;           /* 65536; at most GP_PROTO_MAX_ARGS_BYTES */
   struct gp_arena *arena;
 } gp_server_config;
 

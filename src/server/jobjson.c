@@ -7,13 +7,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/mig.h"
+#include "protocol/limits.h"
 #include "protocol/order.h"
 #include "server/state.h"
 #include "snapshot/policy_read.h"
 #include "util/mem.h"
 #include "util/signals.h"
 
-#define MAX_ARGS 4096
+#define MAX_ARGS GP_PROTO_MAX_ARGS
 #define MAX_ARG_BYTES 65536
 #define MAX_ENV 1024
 #define MAX_STR 4096
@@ -268,15 +270,70 @@ static const char *const request_keys[] = {
     "requeue", "grace_s", "signal", "after", "after_ok", "after_any", "hold",
     "node_selector", "allow_spot", "user", NULL};
 
+/* Dependencies name jobs that exist; `after_ok` on a job that already ended otherwise
+ * than completed could never be met. */
 static int check_deps(const gp_srv_state *s, char **ids, int n, const char *key, gp_err *err) {
   for (int i = 0; i < n; i++) {
-    if (!gp__srv_job_get(s, ids[i])) {
-      char f[64];
-      snprintf(f, sizeof f, "%s[%d]", key, i);
-      return gp_err_set(err, GP_EINVAL, NULL, 0, f, "job %s does not exist", ids[i]);
-    }
+    const gp_srv_job *d = gp__srv_job_get(s, ids[i]);
+    char f[64];
+    snprintf(f, sizeof f, "%s[%d]", key, i);
+    if (!d) return gp_err_set(err, GP_EINVAL, NULL, 0, f, "job %s does not exist", ids[i]);
+    if (strcmp(key, "after_ok") == 0 && gp_job_state_is_final(d->state) && d->state != GP_JOB_COMPLETED)
+      return gp_err_set(err, GP_EINVAL, NULL, 0, f, "job %s ended %s, so this job could never start",
+                        ids[i], gp_job_state_name(d->state));
   }
   return 0;
+}
+
+double gp__srv_job_asked_gpus(const gp_srv_job *j) {
+  if (j->gpus > 0) return (double)j->gpus * j->tasks;
+  if (j->gpu_milli > 0) return j->gpu_milli / 1000.0 * j->tasks;
+  if (j->mig) return (j->mig[0] >= '1' && j->mig[0] <= '7' ? (j->mig[0] - '0') / 7.0 : 1 / 7.0) * j->tasks;
+  return 0;
+}
+
+/* A job asking for more GPUs than its queue's (or a defined parent's) limit would wait
+ * forever. */
+static int check_limits(const gp_srv_state *s, const gp_srv_job *j, gp_err *err) {
+  double asked = gp__srv_job_asked_gpus(j);
+  if (asked <= 0) return 0;
+  for (size_t len = strlen(j->queue);; ) {
+    char *name = gp_xstrndup(j->queue, len);
+    const gp_srv_queue *q = gp__srv_queue_get(s, name);
+    free(name);
+    if (q && q->limit != GP_NO_LIMIT && asked > q->limit + 1e-9)
+      return gp_err_set(err, GP_EINVAL, NULL, 0, j->mig ? "mig" : j->gpu_milli > 0 ? "gpu_fraction" : "gpus",
+                        "the job asks for %g GPUs in all, above the limit of %g of queue %s, so it "
+                        "could never start",
+                        asked, q->limit, q->name);
+    const char *slash = memrchr(j->queue, '/', len);
+    if (!slash) return 0;
+    len = (size_t)(slash - j->queue);
+  }
+}
+
+/* Is `profile` a MIG profile of any GPU model gpool knows? (Whether the fleet has such a
+ * GPU is gp__srv_check_feasible's question.) */
+static bool mig_profile_known(const char *profile) {
+  for (int i = 0; i < gp_mig_model_count(); i++)
+    if (gp_mig_profile_find(gp_mig_model_at(i), profile)) return true;
+  return false;
+}
+
+/* A job's command and environment are what it carries to the agent and what the store and
+ * every listing keep: held to max_job_bytes, admins' jobs too. */
+static int check_size(const gp_server_config *cfg, const gp_srv_job *j, gp_err *err) {
+  size_t cmd = 0, env = 0;
+  for (size_t i = 0; i < json_array_size(j->command); i++)
+    cmd += json_string_length(json_array_get(j->command, i)) + 1;
+  const char *k;
+  const json_t *v;
+  json_object_foreach(j->env, k, v) env += strlen(k) + json_string_length(v) + 2;
+  if (cmd + env <= (size_t)cfg->max_job_bytes) return 0;
+  return gp_err_set(err, GP_ELIMIT, NULL, 0, cmd > env ? "command" : "env",
+                    "the job's command and environment take %zu bytes; the limit "
+                    "(max_job_bytes) is %d",
+                    cmd + env, cfg->max_job_bytes);
 }
 
 int gp__srv_job_parse(const gp_server_config *cfg, const json_t *body, const char *user,
@@ -326,6 +383,13 @@ int gp__srv_job_parse(const gp_server_config *cfg, const json_t *body, const cha
                    "ask for one of gpus, gpu_fraction, gpu_mem_mib or mig, not several");
     goto fail;
   }
+  if (j->mig && !mig_profile_known(j->mig)) {
+    r = gp_err_set(err, GP_EINVAL, NULL, 0, "mig",
+                   "no GPU model offers a MIG profile \"%.32s\" (profiles look like 1g.10gb or 3g.40gb)",
+                   j->mig);
+    goto fail;
+  }
+  if ((r = check_size(cfg, j, err))) goto fail;
   if (j->priority && !gp_priority_class_find(&cfg->policy, j->priority)) {
     r = gp_err_set(err, GP_EINVAL, NULL, 0, "priority", "no priority class is called \"%s\"",
                    j->priority);
@@ -352,10 +416,19 @@ int gp__srv_job_admit(const gp_srv_state *s, gp_srv_job *j, bool is_admin, gp_er
   if (!is_admin && !gp__srv_queue_admits(q, j->user))
     return gp_err_set(err, GP_EPERM, NULL, 0, "queue", "queue %s does not admit user %s", q->name,
                       j->user);
+  if (gp__srv_queue_is_parent(s, q->name))
+    return gp_err_set(err, GP_EINVAL, NULL, 0, "queue",
+                      "queue %s is a parent queue; jobs go to the queues under it", q->name);
+  if (!is_admin && j->priority && !gp__srv_queue_allows_class(s, q, j->priority))
+    return gp_err_set(err, GP_EPERM, NULL, 0, "priority",
+                      "queue %s does not let its users ask for priority class %s (see its "
+                      "priority_classes)",
+                      q->name, j->priority);
   int r;
   if ((r = check_deps(s, j->after, j->n_after, "after", err)) ||
       (r = check_deps(s, j->after_ok, j->n_after_ok, "after_ok", err)) ||
-      (r = check_deps(s, j->after_any, j->n_after_any, "after_any", err)))
+      (r = check_deps(s, j->after_any, j->n_after_any, "after_any", err)) ||
+      (r = check_limits(s, j, err)))
     return r;
   if (!j->time_limit && q->default_time_limit > 0) j->time_limit = q->default_time_limit;
   return 0;

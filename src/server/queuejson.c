@@ -16,21 +16,15 @@ void gp__srv_queue_free(gp_srv_queue *q) {
   free(q->default_priority);
   for (int i = 0; i < q->n_users; i++) free(q->users[i]);
   free(q->users);
+  for (int i = 0; i < q->n_classes; i++) free(q->classes[i]);
+  free(q->classes);
   free(q);
-}
-
-static bool valid_queue_name(const char *s) {
-  size_t n = strlen(s);
-  if (n == 0 || n > GP_READ_MAX_NAME || s[0] == '/' || s[n - 1] == '/' || strstr(s, "//"))
-    return false;
-  for (const unsigned char *c = (const unsigned char *)s; *c; c++)
-    if (*c <= 0x20 || *c == 0x7f || *c == '?' || *c == '#' || *c == '%') return false;
-  return true;
 }
 
 int gp__srv_queue_from_json(const json_t *o, const char *name, gp_srv_queue *q, gp_err *err) {
   static const char *const keys[] = {"name", "deserved", "limit", "weight", "users",
-                                     "default_priority", "default_time_limit", NULL};
+                                     "default_priority", "default_time_limit",
+                                     "priority_classes", NULL};
   if (!json_is_object(o)) return gp_err_set(err, GP_EINVAL, NULL, 0, NULL, "the body must be a JSON object");
   const char *k;
   const json_t *v;
@@ -43,9 +37,7 @@ int gp__srv_queue_from_json(const json_t *o, const char *name, gp_srv_queue *q, 
       return gp_err_set(err, GP_EINVAL, NULL, 0, f, "unknown field");
     }
   }
-  if (!valid_queue_name(name))
-    return gp_err_set(err, GP_EINVAL, NULL, 0, "name",
-                      "a queue name is org/team/project: no empty part, spaces or control characters");
+  if (!gp_queue_name_ok(name)) return gp_err_set(err, GP_EINVAL, NULL, 0, "name", "%s", GP_QUEUE_NAME_RULE);
   const char *bn = json_string_value(json_object_get(o, "name"));
   if (bn && strcmp(bn, name) != 0)
     return gp_err_set(err, GP_EINVAL, NULL, 0, "name", "does not match the queue in the URL");
@@ -82,10 +74,39 @@ int gp__srv_queue_from_json(const json_t *o, const char *name, gp_srv_queue *q, 
     }
     dtl = json_integer_value(v);
   }
+  /* Checked against the policy's classes by the caller (it has the config). */
+  char **classes = NULL;
+  int n_classes = -2; /* -2: not in the body; -1: null, the default */
+  if ((v = json_object_get(o, "priority_classes"))) {
+    if (json_is_null(v)) {
+      n_classes = -1;
+    } else if (!json_is_array(v) || json_array_size(v) > 64) {
+      free(prio);
+      return gp_err_set(err, GP_EINVAL, NULL, 0, "priority_classes",
+                        "must be a list of at most 64 priority class names, or null");
+    } else {
+      n_classes = (int)json_array_size(v);
+      classes = gp_xcalloc((size_t)n_classes + 1, sizeof *classes);
+      for (int i = 0; i < n_classes; i++) {
+        const json_t *c = json_array_get(v, (size_t)i);
+        if (!json_is_string(c) || json_string_length(c) == 0 || json_string_length(c) > GP_READ_MAX_NAME) {
+          for (int k2 = 0; k2 < i; k2++) free(classes[k2]);
+          free(classes);
+          free(prio);
+          char f[64];
+          snprintf(f, sizeof f, "priority_classes[%d]", i);
+          return gp_err_set(err, GP_EINVAL, NULL, 0, f, "must be a priority class name");
+        }
+        classes[i] = gp_xstrdup(json_string_value(c));
+      }
+    }
+  }
   char **users = NULL;
   int n_users = -1;
   if ((v = json_object_get(o, "users"))) {
     if (!json_is_array(v) || json_array_size(v) > 10000) {
+      for (int k2 = 0; k2 < n_classes; k2++) free(classes[k2]);
+      free(classes);
       free(prio);
       return gp_err_set(err, GP_EINVAL, NULL, 0, "users", "must be a list of user names (\"*\": everyone)");
     }
@@ -96,6 +117,8 @@ int gp__srv_queue_from_json(const json_t *o, const char *name, gp_srv_queue *q, 
       if (!json_is_string(u) || json_string_length(u) == 0 || json_string_length(u) > 64) {
         for (int k2 = 0; k2 < i; k2++) free(users[k2]);
         free(users);
+        for (int k2 = 0; k2 < n_classes; k2++) free(classes[k2]);
+        free(classes);
         free(prio);
         char f[64];
         snprintf(f, sizeof f, "users[%d]", i);
@@ -113,6 +136,12 @@ int gp__srv_queue_from_json(const json_t *o, const char *name, gp_srv_queue *q, 
   if (prio) {
     free(q->default_priority);
     q->default_priority = prio;
+  }
+  if (n_classes >= -1) {
+    for (int i = 0; i < q->n_classes; i++) free(q->classes[i]);
+    free(q->classes);
+    q->classes = classes;
+    q->n_classes = n_classes;
   }
   if (n_users >= 0) {
     for (int i = 0; i < q->n_users; i++) free(q->users[i]);
@@ -135,6 +164,12 @@ json_t *gp__srv_queue_to_json(const gp_srv_queue *q) {
   json_object_set_new(o, "default_priority",
                       q->default_priority ? json_string(q->default_priority) : json_null());
   json_object_set_new(o, "default_time_limit", json_integer(q->default_time_limit));
+  json_t *pc = json_null();
+  if (q->n_classes >= 0) {
+    pc = json_array();
+    for (int i = 0; i < q->n_classes; i++) json_array_append_new(pc, json_string(q->classes[i]));
+  }
+  json_object_set_new(o, "priority_classes", pc);
   return o;
 }
 
@@ -159,10 +194,7 @@ static double job_gpus(const gp_srv_job *j) {
       g += __builtin_popcount(j->alloc[t].gpu_mask) * (j->alloc[t].gpu_milli / 1000.0);
     return g;
   }
-  if (j->gpus > 0) return (double)j->gpus * j->tasks;
-  if (j->gpu_milli > 0) return j->gpu_milli / 1000.0 * j->tasks;
-  if (j->mig) return (j->mig[0] >= '1' && j->mig[0] <= '7' ? (j->mig[0] - '0') / 7.0 : 1 / 7.0) * j->tasks;
-  return 0;
+  return gp__srv_job_asked_gpus(j);
 }
 
 json_t *gp__srv_queues_json(const gp_srv_state *s) {
@@ -231,6 +263,7 @@ json_t *gp__srv_queues_json(const gp_srv_state *s) {
       json_object_set_new(o, "weight", json_real(1));
       json_object_set_new(o, "users", json_array());
       json_object_set_new(o, "default_priority", json_null());
+      json_object_set_new(o, "priority_classes", json_null());
     }
     json_object_set_new(o, "implied", json_boolean(r->q == NULL));
     json_object_set_new(o, "from_config", json_boolean(r->q && r->q->from_config));

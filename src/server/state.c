@@ -44,6 +44,8 @@ void gp__srv_state_free(gp_srv_state *s) {
   gp__srv_view_free(&s->view);
   gp__srv_waiters_free(&s->waiters);
   gp_sched_memo_free(s->memo);
+  gp__srv_counts_free(&s->pending_by_user);
+  gp__srv_counts_free(&s->pending_by_queue);
   free(s);
 }
 
@@ -125,6 +127,27 @@ const char *gp__srv_default_queue(const gp_srv_state *s, const char *user) {
   return gp__srv_queue_get(s, "default") ? "default" : NULL;
 }
 
+bool gp__srv_queue_allows_class(const gp_srv_state *s, const gp_srv_queue *q, const char *cls) {
+  if (q->n_classes >= 0) {
+    for (int i = 0; i < q->n_classes; i++)
+      if (strcmp(q->classes[i], cls) == 0) return true;
+    return false;
+  }
+  /* A non-preemptible class is a promise never to be taken back: the queue (or the policy)
+   * must name it. */
+  const gp_priority_class *pc = gp_priority_class_find(&s->cfg->policy, cls);
+  if (pc && pc->preemptible) return true;
+  const char *pol = s->cfg->policy.default_priority;
+  return (pol && strcmp(pol, cls) == 0) || (q->default_priority && strcmp(q->default_priority, cls) == 0);
+}
+
+bool gp__srv_queue_is_parent(const gp_srv_state *s, const char *name) {
+  size_t n = strlen(name);
+  for (int i = 0; i < s->n_queues; i++)
+    if (strncmp(s->queues[i]->name, name, n) == 0 && s->queues[i]->name[n] == '/') return true;
+  return false;
+}
+
 static void active_add(gp_srv_state *s, gp_srv_job *j) {
   if (j->active_pos >= 0) return;
   gp_xgrow((void **)&s->active, &s->cap_active, (size_t)s->n_active + 1, sizeof *s->active);
@@ -144,6 +167,12 @@ static void active_remove(gp_srv_state *s, gp_srv_job *j) {
   if (last != j) gp__srv_job_changed(s, last); /* another job takes its view entry */
 }
 
+static void count_pending(gp_srv_state *s, const gp_srv_job *j, int64_t delta) {
+  if (!gp__srv_state_waits(j->state)) return;
+  gp__srv_count_add(&s->pending_by_user, j->user, delta);
+  gp__srv_count_add(&s->pending_by_queue, j->queue, delta);
+}
+
 void gp__srv_job_insert(gp_srv_state *s, gp_srv_job *j) {
   if ((size_t)j->id >= s->cap_jobs) {
     size_t old = s->cap_jobs, cap = old ? old : 1024;
@@ -152,8 +181,10 @@ void gp__srv_job_insert(gp_srv_state *s, gp_srv_job *j) {
     memset(s->jobs + old, 0, (cap - old) * sizeof *s->jobs);
     s->cap_jobs = cap;
   }
+  if (s->jobs[j->id]) count_pending(s, s->jobs[j->id], -1);
   gp__srv_job_free(s->jobs[j->id]);
   s->jobs[j->id] = j;
+  count_pending(s, j, 1);
   gp__srv_job_changed(s, j);
   if (j->id >= s->next_job_id) s->next_job_id = j->id + 1;
   if (!gp_job_state_is_final(j->state)) active_add(s, j);
@@ -161,7 +192,9 @@ void gp__srv_job_insert(gp_srv_state *s, gp_srv_job *j) {
 
 void gp__srv_job_set_state(gp_srv_state *s, gp_srv_job *j, gp_job_state st) {
   gp__srv_job_changed(s, j);
+  count_pending(s, j, -1);
   j->state = st;
+  count_pending(s, j, 1);
   if (gp_job_state_is_final(st)) active_remove(s, j);
   else active_add(s, j);
   s->sched_dirty = true;
@@ -351,6 +384,7 @@ static int load_queue(void *ctx, const gp_store_queue *row) {
   if (gp__srv_queue_get(s, row->name)) return 0; /* the config file defines it: the file wins */
   json_t *o = json_loads(row->doc, 0, NULL);
   gp_srv_queue *q = gp_xcalloc(1, sizeof *q);
+  q->n_classes = -1;
   q->weight = 1;
   q->limit = GP_NO_LIMIT;
   int r = o ? gp__srv_queue_from_json(o, row->name, q, c->err) : GP_EPARSE;
@@ -402,6 +436,11 @@ static gp_srv_queue *queue_from_config(const gp_server_queue *cq) {
   q->n_users = cq->n_users;
   q->users = gp_xcalloc((size_t)cq->n_users + 1, sizeof *q->users);
   for (int i = 0; i < cq->n_users; i++) q->users[i] = gp_xstrdup(cq->users[i]);
+  q->n_classes = cq->n_priority_classes < 0 ? -1 : cq->n_priority_classes;
+  if (q->n_classes >= 0) {
+    q->classes = gp_xcalloc((size_t)q->n_classes + 1, sizeof *q->classes);
+    for (int i = 0; i < q->n_classes; i++) q->classes[i] = gp_xstrdup(cq->priority_classes[i]);
+  }
   q->from_config = true;
   return q;
 }

@@ -158,6 +158,8 @@ typedef struct gp_srv_queue {
   int64_t default_time_limit;
   int n_users;
   char **users;
+  int n_classes;        /* priority classes its users may ask for; -1: the default */
+  char **classes;
   bool from_config;     /* defined in the config file: read-only through the API */
   /* Figures from the last scheduling step (fair share) and live counts. */
   double fair_share;
@@ -221,6 +223,18 @@ typedef struct gp_srv_waiters {
   size_t cap_heap;
 } gp_srv_waiters;
 
+/* Counts by name (counts.c). */
+typedef struct gp_srv_count {
+  char *name;           /* owned; NULL: an empty slot */
+  int64_t n;
+} gp_srv_count;
+
+typedef struct gp_srv_counts {
+  gp_srv_count *slots;
+  size_t cap;           /* a power of two, or 0 */
+  size_t used;
+} gp_srv_counts;
+
 typedef struct gp_srv_state {
   const gp_server_config *cfg; /* borrowed */
   gp_store *store;              /* borrowed */
@@ -256,6 +270,10 @@ typedef struct gp_srv_state {
   gp_srv_counters counters;
   gp_srv_store_health store_health; /* carried over a reload, like the counters */
   _Atomic int64_t jobs_loaded;  /* by gp__srv_state_load so far; read by HTTP threads */
+  /* Jobs not yet started (PENDING or HELD), per user and per queue: the submission caps
+   * (gp_server_config.max_pending_*) read them. Kept by gp__srv_job_insert and
+   * gp__srv_job_set_state, the two ways a job's state changes. */
+  gp_srv_counts pending_by_user, pending_by_queue;
   gp_srv_view view;
   gp_srv_waiters waiters;
 } gp_srv_state;
@@ -273,12 +291,26 @@ gp_srv_node *gp__srv_node_get(const gp_srv_state *s, const char *name);
 int gp__srv_node_index(const gp_srv_state *s, const char *name);
 gp_srv_queue *gp__srv_queue_get(const gp_srv_state *s, const char *name);
 bool gp__srv_queue_admits(const gp_srv_queue *q, const char *user);
+/* May the queue's users ask for priority class `cls` by name? Those the queue lists; by
+ * default every preemptible class, the policy's default class and the queue's own. */
+bool gp__srv_queue_allows_class(const gp_srv_state *s, const gp_srv_queue *q, const char *cls);
 const char *gp__srv_default_queue(const gp_srv_state *s, const char *user);
+/* Does another queue name `name` as its parent (a queue "name/...")? Jobs go to leaves. */
+bool gp__srv_queue_is_parent(const gp_srv_state *s, const char *name);
 
 void gp__srv_job_free(gp_srv_job *j);
 /* Takes ownership of j (a new job with j->id assigned) and indexes it. */
 void gp__srv_job_insert(gp_srv_state *s, gp_srv_job *j);
 void gp__srv_job_set_state(gp_srv_state *s, gp_srv_job *j, gp_job_state st);
+
+/* ---- counts.c ---- */
+int64_t gp__srv_count_get(const gp_srv_counts *m, const char *name);
+void gp__srv_count_add(gp_srv_counts *m, const char *name, int64_t delta);
+void gp__srv_counts_free(gp_srv_counts *m);
+/* Is a job in this state one that the pending caps count? */
+static inline bool gp__srv_state_waits(gp_job_state st) {
+  return st == GP_JOB_PENDING || st == GP_JOB_HELD;
+}
 
 /* ---- view.c: the scheduler's kept view ---- */
 /* A job, a node or the queues changed: the next step rewrites their view entries (and the
@@ -357,6 +389,8 @@ int gp__srv_job_parse(const gp_server_config *cfg, const json_t *body, const cha
 /* The checks that need the state (state thread): the queue (or the user's default), its
  * admission list, dependencies that exist, the queue's default time limit. */
 int gp__srv_job_admit(const gp_srv_state *s, gp_srv_job *j, bool is_admin, gp_err *err);
+/* GPUs a job's request asks for in all, fractions as fractions (MIG: compute slices / 7). */
+double gp__srv_job_asked_gpus(const gp_srv_job *j);
 /* Rebuilds a job from its stored document. */
 int gp__srv_job_from_doc(const char *doc, gp_srv_job **ret, gp_err *err);
 /* The JOB object of the API. `for_store` leaves out what is recomputed (timeline, pending

@@ -236,16 +236,6 @@ int gp_priority_classes_read(const gp_doc *d, const gp_doc_node *seq, const char
   return 0;
 }
 
-/* "org/team/proj": non-empty segments, no leading/trailing or doubled '/'. */
-static bool queue_name_ok(const char *s) {
-  if (!*s || *s == '/') return false;
-  size_t len = strlen(s);
-  if (s[len - 1] == '/' || strstr(s, "//")) return false;
-  for (const char *c = s; *c; c++)
-    if (*c == ' ' || *c == '\t') return false;
-  return true;
-}
-
 /* A non-negative number of GPUs below a sane bound (a million GPUs). */
 static int read_gpus(const gp_doc *d, const gp_doc_node *n, const char *f, double *v,
                      gp_err *err) {
@@ -279,9 +269,9 @@ int gp_queues_read(const gp_doc *d, const gp_doc_node *seq, const char *path,
     gp__snap_field(f, sizeof f, path, i, "name");
     if (!n) return gp_err_set(err, GP_EINVAL, d->name, m->line, f, "missing");
     if ((r = gp__snap_read_name(d, n, f, arena, &q->name, err))) return r;
-    if (!queue_name_ok(q->name))
-      return gp_err_set(err, GP_EINVAL, d->name, n->line, f,
-                        "'%s' is not a queue path like org/team/project", q->name);
+    if (!gp_queue_name_ok(q->name))
+      return gp_err_set(err, GP_EINVAL, d->name, n->line, f, "'%.64s': %s", q->name,
+                        GP_QUEUE_NAME_RULE);
     if ((n = gp_doc_get(m, "deserved"))) {
       gp__snap_field(f, sizeof f, path, i, "deserved");
       if ((r = read_gpus(d, n, f, &q->deserved_gpus, err))) return r;

@@ -49,8 +49,8 @@ int gp_priority_classes_read(const gp_doc *d, const gp_doc_node *seq, const char
                              gp_arena *arena, gp_priority_class **ret_classes, int *ret_n,
                              gp_err *err);
 
-/* Reads a list of queue maps: name (required, "org/team/proj": no empty segment, no
- * leading or trailing '/'), deserved (GPUs, >= 0, default 0), limit (GPUs >= 0, or null /
+/* Reads a list of queue maps: name (required, "org/team/proj", as gp_queue_name_ok
+ * allows), deserved (GPUs, >= 0, default 0), limit (GPUs >= 0, or null /
  * "none": no ceiling; default none), weight (> 0, default 1), default_priority (class
  * name), default_time_limit (duration). Names are unique. Queue i comes from seq->items[i],
  * so a caller that allows `extra_keys` (NULL-terminated, may be NULL; e.g. "users") reads

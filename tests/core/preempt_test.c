@@ -117,7 +117,7 @@ static void nothing_is_evicted_unless_the_preemptor_then_fits(void) {
   fx *f = one_queue_cluster();
   fx_running(f, "low", "a", 4, 0, 0x0f, 0)->priority_class = "batch";
   fx_running(f, "inference", "a", 4, 0, 0xf0, 0)->priority_class = "inference";
-  fx_job(f, "needs8", "a", 8, 1)->priority_class = "interactive";
+  fx_job(f, "needs8", "a", 8, 1)->priority_class = "training";
   const gp_plan *p = fx_plan(f, 1000);
   REQUIRE(p);
   CHECK_EQ_INT(0, p->n_preemptions);

@@ -2,6 +2,7 @@
 /* The queue tree and its fair share: the arithmetic with awkward numbers, worked by hand
  * in the comments, and the queue definitions that are refused. */
 #include <math.h>
+#include <string.h>
 
 #include "core/queue_tree.h"
 #include "test.h"
@@ -44,14 +45,27 @@ static void zero_and_negative_weights_are_refused(void) {
 }
 
 static void bad_names_duplicates_and_limits_are_refused(void) {
-  const char *bad[] = {"", "/a", "a/", "a//b"};
+  const char *bad[] = {"", "/a", "a/", "a//b", "..", "a/../b", ".", "a/.", "*", "a\"b",
+                       "a b", "a\nb", "a%2fb", "a?b", "\xc3\xa9"};
+  int n_bad = (int)(sizeof bad / sizeof bad[0]);
   gp__core_qtree t;
   gp_err e = {0};
-  for (int i = 0; i < 4; i++) {
+  for (int i = 0; i < n_bad; i++) {
+    CHECK(!gp_queue_name_ok(bad[i]));
     gp_queue q = {.name = bad[i], .limit_gpus = GP_NO_LIMIT, .weight = 1};
     CHECK_EQ_INT(GP_EINVAL, gp__core_qtree_build(&t, &q, 1, &e));
     CHECK_EQ_STR("queues[0].name", e.field);
   }
+  /* What names may hold, and the bound on their length. */
+  const char *good[] = {"a", "org/team-1/proj_2", "v1.2", "..a", "a.", "A-Z.0_9"};
+  for (int i = 0; i < (int)(sizeof good / sizeof good[0]); i++) CHECK(gp_queue_name_ok(good[i]));
+  char longest[GP_MAX_QUEUE_NAME + 2];
+  memset(longest, 'q', sizeof longest);
+  longest[GP_MAX_QUEUE_NAME] = '\0';
+  CHECK(gp_queue_name_ok(longest));
+  longest[GP_MAX_QUEUE_NAME] = 'q';
+  longest[GP_MAX_QUEUE_NAME + 1] = '\0';
+  CHECK(!gp_queue_name_ok(longest));
   gp_queue dup[] = {{.name = "x/y", .limit_gpus = GP_NO_LIMIT, .weight = 1},
                     {.name = "x/y", .limit_gpus = GP_NO_LIMIT, .weight = 1}};
   CHECK_EQ_INT(GP_EINVAL, gp__core_qtree_build(&t, dup, 2, &e));
