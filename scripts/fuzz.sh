@@ -67,7 +67,7 @@ for h in "${names[@]}"; do
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n1)
   corpus=$(ls "$WORK/corpus/$h" 2>/dev/null | wc -l)
   crashes=$(ls "$WORK/crashes" | grep -c "^$h-" || true)
-  if grep -qE '^==[0-9]+==ERROR|^SUMMARY: |runtime error|contract broken|ALARM: working on the last Unit' "$log" ||
+  if grep -qE '^==[0-9]+== ?ERROR|^SUMMARY: |runtime error|contract broken|ALARM: working on the last Unit' "$log" ||
      ! grep -q '^Done [0-9]* runs' "$log"; then
     result="FAILED ($crashes inputs kept in $WORK/crashes; log $log)"
     status=1
@@ -79,9 +79,9 @@ done
 if [ $status -ne 0 ]; then
   for h in "${names[@]}"; do
     log=$WORK/logs/$h.log
-    grep -qE '^==[0-9]+==ERROR|^SUMMARY: |runtime error|contract broken' "$log" || continue
+    grep -qE '^==[0-9]+== ?ERROR|^SUMMARY: |runtime error|contract broken' "$log" || continue
     echo "--- $h: $log" >&2
-    grep -m1 -A40 -E '^==[0-9]+==ERROR|runtime error|contract broken' "$log" >&2
+    grep -m1 -A40 -E '^==[0-9]+== ?ERROR|runtime error|contract broken' "$log" >&2
   done
 fi
 exit $status
