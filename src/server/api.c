@@ -14,6 +14,10 @@
 
 #define LIST_DEFAULT 1000
 #define LIST_MAX 10000
+/* A page of GET /v1/jobs ends once it holds this many bytes (and at least one job): the
+ * state thread renders one page at a time, and a page's memory stays bounded however
+ * large the jobs are. */
+#define LIST_PAGE_BYTES ((size_t)4 << 20)
 
 static bool is_admin(const gp_srv_req *r) { return r->role == GP_ROLE_ADMIN; }
 
@@ -145,8 +149,11 @@ static void list_jobs(gp_srv_state *s, gp_srv_req *r) {
       p = comma ? comma + 1 : p + len;
     }
   }
-  json_t *list = json_array();
-  int64_t id = from, cursor = 0;
+  /* Each job is rendered and written out in turn: only one job's tree exists at a time. */
+  gp_buf out;
+  gp_buf_init(&out, 0);
+  gp_buf_puts(&out, "{\"jobs\":[");
+  int64_t id = from, cursor = 0, n = 0;
   for (; id < s->next_job_id; id++) {
     const gp_srv_job *j = (size_t)id < s->cap_jobs ? s->jobs[id] : NULL;
     if (!j) continue;
@@ -155,18 +162,23 @@ static void list_jobs(gp_srv_state *s, gp_srv_req *r) {
         !(strncmp(j->queue, queue, strlen(queue)) == 0 && j->queue[strlen(queue)] == '/'))
       continue;
     if (user && strcmp(user, j->user) != 0) continue;
-    if ((int64_t)json_array_size(list) == limit) {
+    if (n == limit || (n > 0 && out.len >= LIST_PAGE_BYTES)) {
       cursor = id;
       break;
     }
-    json_array_append_new(list, job_for(s, r, j));
+    json_t *o = job_for(s, r, j);
+    char *text = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    if (n++) gp_buf_append(&out, ",", 1);
+    gp_buf_puts(&out, text);
+    free(text);
   }
-  json_t *o = json_object();
-  json_object_set_new(o, "jobs", list);
-  char cur[32];
-  snprintf(cur, sizeof cur, "%lld", (long long)cursor);
-  json_object_set_new(o, "next", cursor ? json_string(cur) : json_null());
-  gp__srv_reply_json(r, 200, o);
+  if (cursor) gp_buf_printf(&out, "],\"next\":\"%lld\"}", (long long)cursor);
+  else gp_buf_puts(&out, "],\"next\":null}");
+  free(r->resp);
+  r->resp = gp_buf_steal(&out);
+  r->status = 200;
+  r->answered = true;
 }
 
 static int cancel(gp_srv_state *s, gp_srv_req *r, gp_srv_job *j, int64_t now, gp_err *err) {

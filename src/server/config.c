@@ -37,6 +37,9 @@ gp_server_config *gp_server_config_new(void) {
   c->schedule_min_gap_ms = 5;
   c->http_threads = 4;
   c->max_connections = 10000;
+  c->max_connections_per_address = 128;
+  c->http_idle_timeout_s = 15;
+  c->http_request_timeout_s = 10;
   return c;
 }
 
@@ -202,7 +205,8 @@ static int parse_doc(const gp_doc *d, const char *path, gp_server_config *c, gp_
   static const char *const keys[] = {
       "listen", "data_dir", "tokens", "token_file", "queues", "priority_classes", "policy",
       "pools", "default_queue", "node_timeout_s", "heartbeat_s", "schedule_interval_ms",
-      "schedule_min_gap_ms", "http_threads", "max_connections", NULL};
+      "schedule_min_gap_ms", "http_threads", "max_connections",
+      "max_connections_per_address", "http_idle_timeout_s", "http_request_timeout_s", NULL};
   const gp_doc_node *root = d->root;
   if (!root) return 0;
   int r = gp_doc_expect(d, root, "", GP_DOC_MAP, err);
@@ -313,6 +317,16 @@ static int parse_doc(const gp_doc *d, const char *path, gp_server_config *c, gp_
     return r;
   if ((n = gp_doc_get(root, "max_connections")) &&
       (r = read_int_range(d, n, "max_connections", 16, 1000000, &c->max_connections, err)))
+    return r;
+  if ((n = gp_doc_get(root, "max_connections_per_address")) &&
+      (r = read_int_range(d, n, "max_connections_per_address", 1, 1000000,
+                          &c->max_connections_per_address, err)))
+    return r;
+  if ((n = gp_doc_get(root, "http_idle_timeout_s")) &&
+      (r = read_int_range(d, n, "http_idle_timeout_s", 1, 3600, &c->http_idle_timeout_s, err)))
+    return r;
+  if ((n = gp_doc_get(root, "http_request_timeout_s")) &&
+      (r = read_int_range(d, n, "http_request_timeout_s", 1, 3600, &c->http_request_timeout_s, err)))
     return r;
   return 0;
 fail_tokens:

@@ -59,6 +59,9 @@ typedef struct gp_server_config {
   int schedule_min_gap_ms;     /* at most one event-driven step per this gap (5) */
   int http_threads;            /* libmicrohttpd thread pool size (4) */
   int max_connections;         /* concurrent HTTP connections (10000) */
+  int max_connections_per_address; /* concurrent HTTP connections from one address (128) */
+  int http_idle_timeout_s;     /* a connection silent this long is closed (15) */
+  int http_request_timeout_s;  /* a request must arrive whole within this (10) */
   struct gp_arena *arena;
 } gp_server_config;
 

@@ -12,7 +12,6 @@
 #include "server/server.h"
 
 #include <arpa/inet.h>
-#include <curl/curl.h>
 #include <errno.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
@@ -24,14 +23,19 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "server/guard.h"
+#include "server/logproxy.h"
 #include "server/server_int.h"
 #include "util/mem.h"
+#include "util/units.h"
 
 struct gp_server {
   const gp_server_config *cfg;
   gp_store *store;
   gp_srv_state *state;
   struct MHD_Daemon *mhd;
+  gp_srv_guard *guard;      /* request deadlines */
+  gp_srv_proxy *proxy;      /* log reads from agents */
   int port;
   pthread_t thread;
   bool thread_running;
@@ -357,54 +361,51 @@ static enum MHD_Result send_error_now(struct MHD_Connection *c, int status, cons
   return r;
 }
 
-typedef struct fetch_buf {
-  gp_buf b;
-} fetch_buf;
-
-static size_t fetch_write(char *p, size_t size, size_t n, void *ud) {
-  fetch_buf *f = ud;
-  gp_buf_append(&f->b, p, size * n);
-  return f->b.truncated ? 0 : size * n;
+/* Called once the request line is in, before libmicrohttpd decodes the target: the raw
+ * target is checked here (intake.c), and the request's state is born. */
+static void *on_target(void *cls, const char *uri, struct MHD_Connection *c) {
+  (void)cls;
+  gp_srv_req *r = gp_xcalloc(1, sizeof *r);
+  r->conn = c;
+  gp_buf_init(&r->body, GP_SRV_MAX_BODY + 1); /* (+1: the buffer keeps a NUL) */
+  gp__srv_intake_target_ok(uri, &r->bad);
+  return r;
 }
 
-/* Fetches a job's log from its agent for GET /v1/jobs/{id}/log. */
-static enum MHD_Result proxy_log(struct MHD_Connection *c, const char *url_and_token) {
-  char url[1200], auth[700];
-  const char *nl = strchr(url_and_token, '\n');
-  snprintf(url, sizeof url, "%.*s", nl ? (int)(nl - url_and_token) : (int)strlen(url_and_token), url_and_token);
-  snprintf(auth, sizeof auth, "Authorization: Bearer %s", nl ? nl + 1 : "");
-  CURL *h = curl_easy_init();
-  if (!h) return send_error_now(c, 503, "unavailable", "cannot reach the agent");
-  fetch_buf f;
-  gp_buf_init(&f.b, GP_SRV_MAX_BODY * 4);
-  curl_easy_setopt(h, CURLOPT_URL, url);
-  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 5000L);
-  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 2000L);
-  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, fetch_write);
-  curl_easy_setopt(h, CURLOPT_WRITEDATA, &f);
-  struct curl_slist *hdrs = curl_slist_append(NULL, auth);
-  curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
-  CURLcode cc = curl_easy_perform(h);
-  curl_slist_free_all(hdrs);
-  long code = 0;
-  curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
-  curl_easy_cleanup(h);
-  enum MHD_Result r;
-  if (cc != CURLE_OK) {
-    char msg[300];
-    snprintf(msg, sizeof msg, "the node's agent did not answer: %s", curl_easy_strerror(cc));
-    r = send_error_now(c, 503, "unavailable", msg);
-  } else if (code == 200) {
-    r = send_text(c, 200, f.b.data ? f.b.data : "", "application/json");
-  } else if (code == 404) {
-    r = send_error_now(c, 404, "not_found", "the agent has no log for this job");
-  } else {
-    r = send_error_now(c, 502, "bad_gateway", "the agent answered with an error");
+/* The first handler call: the headers are in, the body (if any) is not. Answers at once
+ * what can be refused from them, before a byte of the body is read. */
+static enum MHD_Result on_headers(struct MHD_Connection *c, gp_srv_req *r, const char *url,
+                                  const char *method) {
+  r->started = true;
+  snprintf(r->method, sizeof r->method, "%s", method);
+  r->path = gp_xstrdup(url);
+  if (r->bad.status) {
+    json_t *e = json_pack("{s:{s:s,s:s,s:s}}", "error", "code", "invalid_argument", "message",
+                          r->bad.message, "field", r->bad.field);
+    char *text = json_dumps(e, JSON_COMPACT);
+    json_decref(e);
+    enum MHD_Result res = send_text(c, r->bad.status, text, "application/json");
+    free(text);
+    return res;
   }
-  gp_buf_done(&f.b);
-  return r;
+  const char *len = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+  int64_t n = 0;
+  if (len && (gp_parse_int64(len, &n) || n < 0 || (uint64_t)n > GP_SRV_MAX_BODY))
+    return send_error_now(c, 413, "too_large", "the request body is larger than 1 MiB");
+  return MHD_YES;
+}
+
+/* A log read the state thread resolved to an agent's URL: handed to the proxy thread with
+ * the connection suspended, or refused at once when the proxy is full. */
+static enum MHD_Result start_proxy(gp_server *srv, struct MHD_Connection *c, gp_srv_req *r) {
+  MHD_suspend_connection(c);
+  if (srv->proxy && gp__srv_proxy_take(srv->proxy, r)) return MHD_YES;
+  free(r->proxy_url);
+  r->proxy_url = NULL;
+  gp__srv_reply_error(r, 503, "unavailable", NULL,
+                      "too many log reads are in flight (at most %d); retry shortly", GP_SRV_PROXY_MAX);
+  MHD_resume_connection(c);
+  return MHD_YES;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
@@ -413,17 +414,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
   (void)version;
   gp_server *srv = cls;
   gp_srv_req *r = *con_cls;
-  if (!r) {
-    r = gp_xcalloc(1, sizeof *r);
-    r->conn = c;
-    gp_buf_init(&r->body, GP_SRV_MAX_BODY + 1); /* (+1: the buffer keeps a NUL) */
-    snprintf(r->method, sizeof r->method, "%s", method);
-    r->path = gp_xstrdup(url);
-    *con_cls = r;
-    return MHD_YES;
-  }
-  if (r->answered) { /* resumed by the state thread */
-    if (r->proxy_url && r->status == 200) return proxy_log(c, r->proxy_url);
+  if (!r) *con_cls = r = on_target(srv, url, c);
+  if (!r->started) return on_headers(c, r, url, method);
+  if (r->answered) { /* resumed by the state thread (or the log proxy) */
+    if (r->proxy_url && r->status == 200) return start_proxy(srv, c, r);
     return send_text(c, r->status, r->resp ? r->resp : "{}",
                      r->status == 200 && r->resp && r->resp[0] != '{' ? "text/plain; version=0.0.4"
                                                                        : "application/json");
@@ -438,6 +432,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     *upload_size = 0;
     return MHD_YES;
   }
+  gp__srv_guard_request_in(c);
   if (r->too_large)
     return send_error_now(c, 413, "too_large", "the request body is larger than 1 MiB");
   /* Public, unauthenticated routes answered without the state thread. */
@@ -499,8 +494,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                          enum MHD_RequestTerminationCode toe) {
   (void)cls;
-  (void)c;
   (void)toe;
+  gp__srv_guard_answered(c);
   req_free(*con_cls);
   *con_cls = NULL;
 }
@@ -551,13 +546,21 @@ int gp_server_start(gp_server *srv, gp_err *err) {
   if (inet_pton(AF_INET, host, &addr.sin_addr) != 1)
     return gp_err_set(err, GP_EINVAL, srv->cfg->file, 0, "listen",
                       "\"%s\" is not an IPv4 address", srv->cfg->listen_host);
+  srv->guard = gp__srv_guard_new(srv->cfg->http_request_timeout_s);
+  srv->proxy = gp__srv_proxy_new();
+  if (!srv->guard || !srv->proxy)
+    return gp_err_set(err, GP_EIO, NULL, 0, NULL, "cannot start the HTTP helper threads");
   unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
                    MHD_USE_TURBO;
   srv->mhd = MHD_start_daemon(
       flags, 0, NULL, NULL, on_request, srv, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
       MHD_OPTION_THREAD_POOL_SIZE, (unsigned)srv->cfg->http_threads,
       MHD_OPTION_CONNECTION_LIMIT, (unsigned)srv->cfg->max_connections,
-      MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120, MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024,
+      MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)srv->cfg->max_connections_per_address,
+      MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)srv->cfg->http_idle_timeout_s,
+      MHD_OPTION_URI_LOG_CALLBACK, on_target, srv,
+      MHD_OPTION_NOTIFY_CONNECTION, gp__srv_guard_notify, srv->guard,
+      MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024,
       MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1,
       MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv, MHD_OPTION_END);
   if (!srv->mhd)
@@ -588,6 +591,9 @@ void gp_server_stop(gp_server *srv) {
     pthread_join(srv->thread, NULL);
     srv->thread_running = false;
   }
+  /* Log reads in flight are answered (503) and resumed: libmicrohttpd must not stop with
+   * a connection suspended. */
+  gp__srv_proxy_stop(srv->proxy);
   if (srv->mhd) {
     MHD_stop_daemon(srv->mhd);
     srv->mhd = NULL;
@@ -597,6 +603,8 @@ void gp_server_stop(gp_server *srv) {
 void gp_server_free(gp_server *srv) {
   if (!srv) return;
   gp_server_stop(srv);
+  gp__srv_proxy_free(srv->proxy);
+  gp__srv_guard_free(srv->guard);
   gp__srv_state_free(srv->state);
   gp_store_close(srv->store);
   pthread_mutex_destroy(&srv->lock);
