@@ -62,6 +62,15 @@ void gp__srv_reply_json(gp_srv_req *r, int status, json_t *body) {
   r->answered = true;
 }
 
+void gp__srv_reply_doc(gp_srv_req *r, int status, json_t *doc) {
+  free(r->resp);
+  r->resp = NULL;
+  json_decref(r->resp_doc);
+  r->resp_doc = doc;
+  r->status = status;
+  r->answered = true;
+}
+
 void gp__srv_reply_error(gp_srv_req *r, int status, const char *code, const char *field,
                      const char *fmt, ...) {
   char msg[600];
@@ -100,6 +109,7 @@ static void req_free(gp_srv_req *r) {
   gp_buf_done(&r->body);
   json_decref(r->json);
   free(r->resp);
+  json_decref(r->resp_doc);
   free(r->proxy_url);
   free(r);
 }
@@ -418,6 +428,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
   if (!r->started) return on_headers(c, r, url, method);
   if (r->answered) { /* resumed by the state thread (or the log proxy) */
     if (r->proxy_url && r->status == 200) return start_proxy(srv, c, r);
+    if (r->resp_doc) {
+      free(r->resp);
+      r->resp = json_dumps(r->resp_doc, JSON_COMPACT);
+      json_decref(r->resp_doc);
+      r->resp_doc = NULL;
+    }
     return send_text(c, r->status, r->resp ? r->resp : "{}",
                      r->status == 200 && r->resp && r->resp[0] != '{' ? "text/plain; version=0.0.4"
                                                                        : "application/json");

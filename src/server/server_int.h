@@ -44,6 +44,7 @@ typedef struct gp_srv_req {
   /* Filled by the state thread. */
   int status;
   char *resp;               /* malloc'd body */
+  json_t *resp_doc;         /* or a body the HTTP thread serialises (gp__srv_reply_doc) */
   char *proxy_url;          /* log requests: fetch this from the agent */
   bool parked;              /* a long poll waiting for orders */
   bool in_batch;            /* being handled in the state thread's current batch: it is
@@ -54,6 +55,11 @@ typedef struct gp_srv_req {
 
 /* Sets the answer: `body` is stolen (json) or copied (text). */
 void gp__srv_reply_json(gp_srv_req *r, int status, json_t *body);
+/* The same, but `doc` (stolen) is serialised by the HTTP thread after the batch, so a large
+ * answer costs the state thread no more than building its tree. `doc` may share only
+ * values the state thread never changes (a job's command and env); anything it changes
+ * must be a copy. */
+void gp__srv_reply_doc(gp_srv_req *r, int status, json_t *doc);
 void gp__srv_reply_error(gp_srv_req *r, int status, const char *code, const char *field,
                      const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 /* Maps a GP_E* and its gp_err to an error answer (400/403/404/409/413/503). */

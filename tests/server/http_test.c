@@ -126,27 +126,39 @@ static void a_request_that_never_finishes_is_cut_at_its_deadline(void) {
   tsrv_stop(&t);
 }
 
-static void a_body_announced_too_large_is_refused_before_it_is_sent(void) {
-  tsrv t = {0};
-  tsrv_start(&t);
-  int fd = dial(&t, "127.0.0.1", 0);
+/* Sends `request` on a new connection and reads the answer until `until_text` or the end
+ * (3 s at most) into buf. */
+static void exchange(const tsrv *t, const char *request, const char *until_text, char *buf, size_t cap) {
+  int fd = dial(t, "127.0.0.1", 0);
   REQUIRE(fd >= 0);
-  send_text(fd, "POST /v1/jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " ALICE "\r\n"
-                "Content-Type: application/json\r\nContent-Length: 5000000\r\n\r\n{");
-  char buf[2048] = "";
+  send_text(fd, request);
   size_t got = 0;
+  buf[0] = '\0';
   int64_t until = tsrv_now_ms() + 3000;
-  while (tsrv_now_ms() < until && !strstr(buf, "}}")) {
+  while (tsrv_now_ms() < until && !strstr(buf, until_text)) {
     struct pollfd p = {.fd = fd, .events = POLLIN};
     if (poll(&p, 1, 100) <= 0) continue;
-    ssize_t n = recv(fd, buf + got, sizeof buf - 1 - got, 0);
+    ssize_t n = recv(fd, buf + got, cap - 1 - got, 0);
     if (n <= 0) break;
     got += (size_t)n;
     buf[got] = '\0';
   }
+  close(fd);
+}
+
+static void a_body_too_large_or_broken_framing_is_refused_at_once(void) {
+  tsrv t = {0};
+  tsrv_start(&t);
+  char buf[2048];
+  exchange(&t, "POST /v1/jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " ALICE "\r\n"
+               "Content-Type: application/json\r\nContent-Length: 5000000\r\n\r\n{", "}}", buf, sizeof buf);
   CHECK_CONTAINS(buf, "HTTP/1.1 413");
   CHECK_CONTAINS(buf, "\"too_large\"");
-  close(fd);
+  /* Broken framing is answered by libmicrohttpd itself (docs/api.md): a 400 at once. */
+  exchange(&t, "GET /healthz HTTP/1.1\r\nHost: x\r\nno colon here\r\n\r\n", "</html>", buf, sizeof buf);
+  CHECK_CONTAINS(buf, "HTTP/1.1 400");
+  exchange(&t, "POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Length: 12x\r\n\r\n", "</html>", buf, sizeof buf);
+  CHECK_CONTAINS(buf, "HTTP/1.1 400");
   tsrv_stop(&t);
 }
 
@@ -330,6 +342,6 @@ static void too_many_or_too_long_query_parameters_are_refused(void) {
 
 GP_TESTS(a_flood_from_one_address_leaves_room_for_every_other,
          a_request_that_never_finishes_is_cut_at_its_deadline,
-         a_body_announced_too_large_is_refused_before_it_is_sent, a_stopped_agent_holds_no_http_thread,
+         a_body_too_large_or_broken_framing_is_refused_at_once, a_stopped_agent_holds_no_http_thread,
          the_job_list_comes_in_pages_bounded_in_bytes, an_encoded_nul_in_the_path_is_refused_naming_the_path,
          too_many_or_too_long_query_parameters_are_refused)
