@@ -341,13 +341,32 @@ static const gp_token *find_token(const gp_server_config *cfg, const char *tok) 
   return found;
 }
 
+/* Collects the decoded query into r->query. The raw target passed intake.c's limits; what
+ * only shows once decoded (a name given twice, bytes that are not UTF-8) is refused here,
+ * never dropped: a dropped filter would widen the answer. */
+static enum MHD_Result refuse_query(gp_srv_req *r, const char *field, const char *what) {
+  r->bad.status = 400;
+  snprintf(r->bad.field, sizeof r->bad.field, "%s", field);
+  if (strcmp(field, "query") == 0) snprintf(r->bad.message, sizeof r->bad.message, "%s", what);
+  else snprintf(r->bad.message, sizeof r->bad.message, "the query parameter %s %s", field, what);
+  return MHD_NO;
+}
+
 static enum MHD_Result collect_query(void *cls, enum MHD_ValueKind kind, const char *key,
                                      const char *value) {
   (void)kind;
-  json_t *q = cls;
-  if (json_object_size(q) >= 32 || !key || strlen(key) > 64) return MHD_YES;
-  if (value && strlen(value) > 4096) return MHD_YES;
-  json_object_set_new(q, key, json_string(value ? value : ""));
+  gp_srv_req *r = cls;
+  if (r->bad.status) return MHD_NO;
+  json_t *k = key && strlen(key) <= GP_SRV_MAX_QUERY_KEY ? json_string(key) : NULL;
+  bool key_ok = k != NULL;
+  json_decref(k);
+  if (!key_ok) return refuse_query(r, "query", "a query parameter name must be UTF-8 text of at most 64 bytes");
+  if (json_object_get(r->query, key)) return refuse_query(r, key, "is given more than once");
+  if (json_object_size(r->query) >= GP_SRV_MAX_QUERY_PARAMS)
+    return refuse_query(r, "query", "a request may carry at most 32 query parameters");
+  json_t *v = value && strlen(value) > GP_SRV_MAX_QUERY_VALUE ? NULL : json_string(value ? value : "");
+  if (!v) return refuse_query(r, key, "must be UTF-8 text of at most 4096 bytes");
+  json_object_set_new(r->query, key, v);
   return MHD_YES;
 }
 
@@ -382,6 +401,17 @@ static void *on_target(void *cls, const char *uri, struct MHD_Connection *c) {
   return r;
 }
 
+/* Answers the refusal intake found (r->bad). */
+static enum MHD_Result send_bad(struct MHD_Connection *c, const gp_srv_req *r) {
+  json_t *e = json_pack("{s:{s:s,s:s,s:s}}", "error", "code", "invalid_argument", "message",
+                        r->bad.message, "field", r->bad.field);
+  char *text = json_dumps(e, JSON_COMPACT);
+  json_decref(e);
+  enum MHD_Result res = send_text(c, r->bad.status, text, "application/json");
+  free(text);
+  return res;
+}
+
 /* The first handler call: the headers are in, the body (if any) is not. Answers at once
  * what can be refused from them, before a byte of the body is read. */
 static enum MHD_Result on_headers(struct MHD_Connection *c, gp_srv_req *r, const char *url,
@@ -389,15 +419,7 @@ static enum MHD_Result on_headers(struct MHD_Connection *c, gp_srv_req *r, const
   r->started = true;
   snprintf(r->method, sizeof r->method, "%s", method);
   r->path = gp_xstrdup(url);
-  if (r->bad.status) {
-    json_t *e = json_pack("{s:{s:s,s:s,s:s}}", "error", "code", "invalid_argument", "message",
-                          r->bad.message, "field", r->bad.field);
-    char *text = json_dumps(e, JSON_COMPACT);
-    json_decref(e);
-    enum MHD_Result res = send_text(c, r->bad.status, text, "application/json");
-    free(text);
-    return res;
-  }
+  if (r->bad.status) return send_bad(c, r);
   const char *len = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
   int64_t n = 0;
   if (len && (gp_parse_int64(len, &n) || n < 0 || (uint64_t)n > GP_SRV_MAX_BODY))
@@ -465,7 +487,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     r->role = t->role;
   }
   r->query = json_object();
-  MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_query, r->query);
+  MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_query, r);
+  if (r->bad.status) return send_bad(c, r);
   if (r->body.len > 0) {
     json_error_t je;
     r->json = json_loadb(r->body.data, r->body.len, JSON_REJECT_DUPLICATES, &je);

@@ -334,6 +334,11 @@ static void too_many_or_too_long_query_parameters_are_refused(void) {
   CHECK_EQ_INT(400, tsrv_req(&t, "GET", q.data, ADMIN, NULL));
   CHECK_EQ_STR("query", err_field(t.last));
   gp_buf_done(&q);
+  /* What shows only once decoded is refused too: a name given twice, bytes not UTF-8. */
+  CHECK_EQ_INT(400, tsrv_req(&t, "GET", "/v1/jobs?state=held&state=running", ADMIN, NULL));
+  CHECK_EQ_STR("state", err_field(t.last));
+  CHECK_EQ_INT(400, tsrv_req(&t, "GET", "/v1/jobs?user=%FF", ADMIN, NULL));
+  CHECK_EQ_STR("user", err_field(t.last));
   /* Within the limits, filters apply. */
   CHECK_EQ_INT(200, tsrv_req(&t, "GET", "/v1/jobs?state=held&user=alice&limit=5", ADMIN, NULL));
   CHECK_EQ_INT(1, json_array_size(json_object_get(t.last, "jobs")));
