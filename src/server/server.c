@@ -8,7 +8,9 @@
  * store. Between batches the state thread runs the scheduler (at most once per
  * schedule_min_gap_ms after an event, and every schedule_interval_ms), checks node
  * liveness and time limits, and answers agents' long polls when their orders are durable
- * or their wait is over. */
+ * or their wait is over. Two helper threads keep slow peers off the HTTP threads: the log
+ * proxy (logproxy.c) reads jobs' logs from agents, the guard (guard.c) cuts requests that
+ * miss their deadline; the raw request target is checked by intake.c. */
 #include "server/server.h"
 
 #include <arpa/inet.h>
