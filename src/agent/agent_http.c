@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The agent's own HTTP endpoint (libmicrohttpd, its own thread):
+/* The agent's own HTTP endpoint (libmicrohttpd, a small thread pool of its own):
  *   GET /healthz                              liveness, node name, registration;
  *   GET /metrics                              Prometheus text;
  *   GET /logs/{job}?stream=stdout&offset=N    a bounded chunk of a job's log as
  *       {"data": "...", "offset": next, "eof": bool}, for the server's log proxy.
  * /logs needs the agent's bearer token (job output is private). The handlers read files and
  * the counters under stats_lock only, never the run loop's job table. Log bytes that are not
- * UTF-8 become U+FFFD so the answer is valid JSON; offsets always count file bytes. */
+ * UTF-8 become U+FFFD so the answer is valid JSON; offsets always count file bytes.
+ * Its limits keep one client from shutting the server's log reads out: AGENT_HTTP_THREADS
+ * threads, AGENT_HTTP_MAX_CONNS connections of which AGENT_HTTP_PER_ADDRESS from one
+ * address, and AGENT_HTTP_IDLE_S seconds of silence before a connection is closed. */
 #include "agent/agent_int.h"
 
 #include <arpa/inet.h>
@@ -27,6 +30,19 @@
 
 #define LOG_CHUNK_DEFAULT (64 * 1024)
 #define LOG_CHUNK_MAX (1024 * 1024)
+#define AGENT_HTTP_THREADS 4
+#define AGENT_HTTP_MAX_CONNS 512
+#define AGENT_HTTP_PER_ADDRESS 32
+#define AGENT_HTTP_IDLE_S 10
+
+/* Compares every byte whatever the first difference, so the time taken says nothing about
+ * how much of a guess was right. */
+static bool secret_equal(const char *given, const char *want) {
+  size_t gl = strlen(given), wl = strlen(want);
+  unsigned diff = (unsigned)(gl != wl);
+  for (size_t k = 0; k < wl; k++) diff |= (unsigned)(want[k] ^ (k < gl ? given[k] : 0));
+  return diff == 0;
+}
 
 static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *type,
                              char *body /* owned */, size_t len) {
@@ -104,7 +120,7 @@ static enum MHD_Result serve_logs(gp_agent *a, struct MHD_Connection *c, const c
   const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
   char want[600];
   snprintf(want, sizeof want, "Bearer %s", a->cfg.token);
-  if (!auth || strcmp(auth, want) != 0)
+  if (!auth || !secret_equal(auth, want))
     return reply_error(c, 401, "unauthenticated", NULL, "a valid agent token is required");
   char why[400]; /* with tls.client_ca, only the server's certificate reads logs */
   if (gp_tls_listener_check_client(a->tls, c, why, sizeof why))
@@ -171,7 +187,7 @@ static enum MHD_Result serve_checkpoint(gp_agent *a, struct MHD_Connection *c, c
     want[n > 0 ? n : 0] = '\0';
     close(fd);
   }
-  bool ok = key && want[0] && strcmp(key, want) == 0;
+  bool ok = key && want[0] && secret_equal(key, want);
   if (!ok) return reply_error(c, 403, "permission_denied", "key", "wrong or missing job key");
   gp_proto_event cp = {.kind = GP_PROTO_EV_CHECKPOINT, .at = gp__agent_now_ms() / 1000};
   snprintf(cp.job, sizeof cp.job, "%s", id);
@@ -259,11 +275,13 @@ int gp__agent_http_start(gp_agent *a, gp_err *err) {
     return gp_err_set(err, GP_EINVAL, NULL, 0, "listen", "'%s' is not an IPv4 address", host);
   int rc = gp_tls_listener_new(&a->cfg.tls, "tls", &a->tls, err);
   if (rc) return rc;
-  a->httpd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG |
-                                  gp_tls_listener_flags(a->tls), 0, NULL, NULL,
-                              on_request, a, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-                              MHD_OPTION_CONNECTION_LIMIT, (unsigned)64,
-                              MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
+  a->httpd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG |
+                                  gp_tls_listener_flags(a->tls),
+                              0, NULL, NULL, on_request, a, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+                              MHD_OPTION_THREAD_POOL_SIZE, (unsigned)AGENT_HTTP_THREADS,
+                              MHD_OPTION_CONNECTION_LIMIT, (unsigned)AGENT_HTTP_MAX_CONNS,
+                              MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)AGENT_HTTP_PER_ADDRESS,
+                              MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)AGENT_HTTP_IDLE_S,
                               MHD_OPTION_ARRAY, gp_tls_listener_options(a->tls), MHD_OPTION_END);
   if (!a->httpd)
     return gp_err_set(err, GP_EIO, NULL, 0, "listen", "cannot listen on %s: %s", a->cfg.listen,

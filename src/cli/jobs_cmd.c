@@ -24,9 +24,11 @@ static const char jobs_usage[] =
   "  Lists jobs. Without -s or -a: pending, held, running and stopping jobs.\n"
   "  States: pending held running stopping completed failed cancelled preempted timeout\n";
 
-static void add_query(gp_buf *q, const char *key, const char *value) {
+/* Appends key=value; false when the value is too long to send (a filter is never dropped:
+ * the list would come back wider than asked). */
+static bool add_query(gp_buf *q, const char *key, const char *value) {
   char esc[1024];
-  if (gp_client_escape(value, 0, esc, sizeof esc)) return;
+  if (gp_client_escape(value, 0, esc, sizeof esc)) return false;
   /* commas separate states and must stay literal for the server */
   gp_buf_printf(q, "%c%s=", q->len ? '&' : '?', key);
   for (const char *p = esc; *p; p++) {
@@ -37,6 +39,7 @@ static void add_query(gp_buf *q, const char *key, const char *value) {
       gp_buf_append(q, p, 1);
     }
   }
+  return true;
 }
 
 typedef struct jobs_args {
@@ -84,6 +87,35 @@ static int jobs_table(gp_cli *cli, json_t *jobs, json_t *answer, void *arg) {
   return 0;
 }
 
+/* GET /v1/jobs page after page (the server also ends a page at a size in bytes) until
+ * `limit` jobs or the end: *ret is {"jobs": [...], "next": cursor or null}. */
+static int fetch_pages(gp_cli *cli, const char *base, long long limit, json_t **ret) {
+  json_t *all = json_array(), *next = json_null();
+  char path[9200];
+  snprintf(path, sizeof path, "%slimit=%lld", base, limit);
+  int code = 0;
+  for (;;) {
+    json_t *page = NULL;
+    code = gp_cli_call(cli, "GET", path, NULL, &page);
+    if (code) break;
+    json_array_extend(all, json_object_get(page, "jobs"));
+    const char *cursor = json_string_value(json_object_get(page, "next"));
+    long long left = limit - (long long)json_array_size(all);
+    json_decref(next);
+    next = cursor ? json_string(cursor) : json_null();
+    json_decref(page);
+    if (!cursor || left <= 0) break;
+    snprintf(path, sizeof path, "%slimit=%lld&next=%s", base, left, json_string_value(next));
+  }
+  if (code) {
+    json_decref(all);
+    json_decref(next);
+    return code;
+  }
+  *ret = json_pack("{s:o,s:o}", "jobs", all, "next", next);
+  return 0;
+}
+
 int gp_cmd_jobs(int argc, char **argv) {
   gp_cli cli = {.cmd = "jobs"};
   jobs_args a = {.limit = "1000"};
@@ -92,15 +124,28 @@ int gp_cmd_jobs(int argc, char **argv) {
   if (!gp_cli_valid_id(a.limit)) return gp_cli_usage_error(cli.cmd, "--limit takes a number, not '%s'", a.limit);
   gp_buf q;
   gp_buf_init(&q, 8192);
-  if (a.state) add_query(&q, "state", a.state);
-  else if (!a.all) add_query(&q, "state", "pending,held,running,stopping");
-  if (a.queue) add_query(&q, "queue", a.queue);
-  if (a.user) add_query(&q, "user", a.user);
-  add_query(&q, "limit", a.limit);
-  char path[9000];
-  snprintf(path, sizeof path, "/v1/jobs%s", q.data);
+  bool ok = true;
+  if (a.state) ok = add_query(&q, "state", a.state);
+  else if (!a.all) ok = add_query(&q, "state", "pending,held,running,stopping");
+  if (ok && a.queue) ok = add_query(&q, "queue", a.queue);
+  if (ok && a.user) ok = add_query(&q, "user", a.user);
+  if (!ok) {
+    gp_buf_done(&q);
+    return gp_cli_usage_error(cli.cmd, "a -s, -q or -u value is too long");
+  }
+  char base[9000];
+  snprintf(base, sizeof base, "/v1/jobs%s%c", q.data ? q.data : "", q.len ? '&' : '?');
   gp_buf_done(&q);
-  return gp_cli_get_print(&cli, path, "jobs", jobs_table, &a);
+  code = gp_cli_connect(&cli);
+  json_t *answer = NULL;
+  if (!code) code = fetch_pages(&cli, base, strtoll(a.limit, NULL, 10), &answer);
+  if (!code) {
+    if (cli.json) gp_cli_print_json(json_object_get(answer, "jobs"));
+    else code = jobs_table(&cli, json_object_get(answer, "jobs"), answer, &a);
+  }
+  json_decref(answer);
+  gp_cli_done(&cli);
+  return code;
 }
 
 /* ---- commands on one or more job ids ---- */

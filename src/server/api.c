@@ -14,6 +14,9 @@
 
 #define LIST_DEFAULT 1000
 #define LIST_MAX 10000
+/* A page of GET /v1/jobs ends once it holds about this many bytes (and at least one job),
+ * so a page's memory stays bounded however large the jobs are. */
+#define LIST_PAGE_BYTES ((size_t)4 << 20)
 
 static bool is_admin(const gp_srv_req *r) { return r->role == GP_ROLE_ADMIN; }
 
@@ -45,6 +48,30 @@ static void reply_job(gp_srv_state *s, gp_srv_req *r, int status, const gp_srv_j
   json_t *o = json_object();
   json_object_set_new(o, "job", job_for(s, r, j));
   gp__srv_reply_json(r, status, o);
+}
+
+/* About how many bytes a job takes in a list: its command and environment, which may be
+ * large, and a fixed allowance for the rest. */
+static size_t job_size_estimate(const gp_srv_job *j) {
+  size_t n = 2048;
+  for (size_t i = 0; i < json_array_size(j->command); i++)
+    n += json_string_length(json_array_get(j->command, i)) + 4;
+  const char *k;
+  json_t *v;
+  json_object_foreach(j->env, k, v) n += strlen(k) + json_string_length(v) + 6;
+  return n;
+}
+
+/* A job for a list the HTTP thread serialises: what the state thread changes later
+ * (timeline, usage, placements) is copied; the command and env, never changed, are shared. */
+static json_t *job_for_list(gp_srv_state *s, const gp_srv_req *r, const gp_srv_job *j) {
+  json_t *o = job_for(s, r, j);
+  static const char *const changing[] = {"timeline", "usage", "placements", "last_placements"};
+  for (size_t i = 0; i < sizeof changing / sizeof changing[0]; i++) {
+    json_t *v = json_object_get(o, changing[i]);
+    if (v) json_object_set_new(o, changing[i], json_deep_copy(v));
+  }
+  return o;
 }
 
 static bool has_value(const char *csv, const char *v) {
@@ -172,8 +199,11 @@ static void list_jobs(gp_srv_state *s, gp_srv_req *r) {
       p = comma ? comma + 1 : p + len;
     }
   }
+  /* The state thread only builds the page's tree (sharing the large strings); the HTTP
+   * thread turns it into text. */
   json_t *list = json_array();
-  int64_t id = from, cursor = 0;
+  size_t bytes = 0;
+  int64_t id = from, cursor = 0, n = 0;
   for (; id < s->next_job_id; id++) {
     const gp_srv_job *j = (size_t)id < s->cap_jobs ? s->jobs[id] : NULL;
     if (!j) continue;
@@ -182,18 +212,20 @@ static void list_jobs(gp_srv_state *s, gp_srv_req *r) {
         !(strncmp(j->queue, queue, strlen(queue)) == 0 && j->queue[strlen(queue)] == '/'))
       continue;
     if (user && strcmp(user, j->user) != 0) continue;
-    if ((int64_t)json_array_size(list) == limit) {
+    if (n == limit || (n > 0 && bytes >= LIST_PAGE_BYTES)) {
       cursor = id;
       break;
     }
-    json_array_append_new(list, job_for(s, r, j));
+    json_array_append_new(list, job_for_list(s, r, j));
+    bytes += job_size_estimate(j);
+    n++;
   }
   json_t *o = json_object();
   json_object_set_new(o, "jobs", list);
   char cur[32];
   snprintf(cur, sizeof cur, "%lld", (long long)cursor);
   json_object_set_new(o, "next", cursor ? json_string(cur) : json_null());
-  gp__srv_reply_json(r, 200, o);
+  gp__srv_reply_doc(r, 200, o);
 }
 
 static int cancel(gp_srv_state *s, gp_srv_req *r, gp_srv_job *j, int64_t now, gp_err *err) {

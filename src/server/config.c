@@ -42,6 +42,9 @@ gp_server_config *gp_server_config_new(void) {
   c->max_pending_per_user = 10000;
   c->max_pending_per_queue = 50000;
   c->max_job_bytes = 64 * 1024;
+  c->max_connections_per_address = 128;
+  c->http_idle_timeout_s = 15;
+  c->http_request_timeout_s = 10;
   return c;
 }
 
@@ -251,7 +254,8 @@ static int parse_doc(const gp_doc *d, const char *path, gp_server_config *c, gp_
       "listen", "data_dir", "tokens", "token_file", "queues", "priority_classes", "policy",
       "pools", "default_queue", "node_timeout_s", "heartbeat_s", "schedule_interval_ms",
       "schedule_min_gap_ms", "http_threads", "max_connections", "tls",
-      "max_pending_per_user", "max_pending_per_queue", "max_job_bytes", NULL};
+      "max_pending_per_user", "max_pending_per_queue", "max_job_bytes",
+      "max_connections_per_address", "http_idle_timeout_s", "http_request_timeout_s", NULL};
   const gp_doc_node *root = d->root;
   if (!root) return 0;
   int r = gp_doc_expect(d, root, "", GP_DOC_MAP, err);
@@ -368,6 +372,16 @@ static int parse_doc(const gp_doc *d, const char *path, gp_server_config *c, gp_
   if ((n = gp_doc_get(root, "tls")) && (r = gp_tls_files_read(d, n, path, "agent_ca", &c->tls, err)))
     return r;
   if ((r = read_limits(d, root, c, err))) return r;
+  if ((n = gp_doc_get(root, "max_connections_per_address")) &&
+      (r = read_int_range(d, n, "max_connections_per_address", 1, 1000000,
+                          &c->max_connections_per_address, err)))
+    return r;
+  if ((n = gp_doc_get(root, "http_idle_timeout_s")) &&
+      (r = read_int_range(d, n, "http_idle_timeout_s", 1, 3600, &c->http_idle_timeout_s, err)))
+    return r;
+  if ((n = gp_doc_get(root, "http_request_timeout_s")) &&
+      (r = read_int_range(d, n, "http_request_timeout_s", 1, 3600, &c->http_request_timeout_s, err)))
+    return r;
   return 0;
 fail_tokens:
   free(tokens);

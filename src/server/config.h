@@ -71,6 +71,9 @@ typedef struct gp_server_config {
   int max_pending_per_user;    /* 10000 */
   int max_pending_per_queue;   /* 50000 */
   int max_job_bytes;           /* 65536; at most GP_PROTO_MAX_ARGS_BYTES */
+  int max_connections_per_address; /* concurrent HTTP connections from one address (128) */
+  int http_idle_timeout_s;     /* a connection silent this long is closed (15) */
+  int http_request_timeout_s;  /* a request must arrive whole within this (10) */
   struct gp_arena *arena;
 } gp_server_config;
 

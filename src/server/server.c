@@ -10,11 +10,12 @@
  * the load is done. Between batches the state thread runs the scheduler (at most once per
  * schedule_min_gap_ms after an event, and every schedule_interval_ms), checks node
  * liveness and time limits, and answers agents' long polls when their orders are durable
- * or their wait is over. */
+ * or their wait is over. Two helper threads keep slow peers off the HTTP threads: the log
+ * proxy (logproxy.c) reads jobs' logs from agents, the guard (guard.c) cuts requests that
+ * miss their deadline; the raw request target is checked by intake.c. */
 #include "server/server.h"
 
 #include <arpa/inet.h>
-#include <curl/curl.h>
 #include <errno.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
@@ -27,11 +28,14 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "server/guard.h"
+#include "server/logproxy.h"
 #include "server/server_int.h"
 #include "tls/dial.h"
 #include "tls/listen.h"
 #include "util/fileperm.h"
 #include "util/mem.h"
+#include "util/units.h"
 
 struct gp_server {
   const gp_server_config *cfg;
@@ -40,6 +44,8 @@ struct gp_server {
   struct MHD_Daemon *mhd;
   gp_tls_listener *tls;     /* HTTPS files of the API (plain HTTP without tls.cert) */
   gp_tls_dial agent_dial;   /* how log reads verify agents (tls.agent_ca) */
+  gp_srv_guard *guard;      /* request deadlines */
+  gp_srv_proxy *proxy;      /* log reads from agents */
   int port;
   pthread_t thread;
   bool thread_running;
@@ -67,6 +73,15 @@ void gp__srv_reply_json(gp_srv_req *r, int status, json_t *body) {
   free(r->resp);
   r->resp = json_dumps(body, JSON_COMPACT);
   json_decref(body);
+  r->status = status;
+  r->answered = true;
+}
+
+void gp__srv_reply_doc(gp_srv_req *r, int status, json_t *doc) {
+  free(r->resp);
+  r->resp = NULL;
+  json_decref(r->resp_doc);
+  r->resp_doc = doc;
   r->status = status;
   r->answered = true;
 }
@@ -109,6 +124,7 @@ static void req_free(gp_srv_req *r) {
   gp_buf_done(&r->body);
   json_decref(r->json);
   free(r->resp);
+  json_decref(r->resp_doc);
   free(r->proxy_url);
   free(r);
 }
@@ -433,13 +449,32 @@ static const gp_token *find_token(const gp_server_config *cfg, const char *tok) 
   return found;
 }
 
+/* Collects the decoded query into r->query. The raw target passed intake.c's limits; what
+ * only shows once decoded (a name given twice, bytes that are not UTF-8) is refused here,
+ * never dropped: a dropped filter would widen the answer. */
+static enum MHD_Result refuse_query(gp_srv_req *r, const char *field, const char *what) {
+  r->bad.status = 400;
+  snprintf(r->bad.field, sizeof r->bad.field, "%s", field);
+  if (strcmp(field, "query") == 0) snprintf(r->bad.message, sizeof r->bad.message, "%s", what);
+  else snprintf(r->bad.message, sizeof r->bad.message, "the query parameter %s %s", field, what);
+  return MHD_NO;
+}
+
 static enum MHD_Result collect_query(void *cls, enum MHD_ValueKind kind, const char *key,
                                      const char *value) {
   (void)kind;
-  json_t *q = cls;
-  if (json_object_size(q) >= 32 || !key || strlen(key) > 64) return MHD_YES;
-  if (value && strlen(value) > 4096) return MHD_YES;
-  json_object_set_new(q, key, json_string(value ? value : ""));
+  gp_srv_req *r = cls;
+  if (r->bad.status) return MHD_NO;
+  json_t *k = key && strlen(key) <= GP_SRV_MAX_QUERY_KEY ? json_string(key) : NULL;
+  bool key_ok = k != NULL;
+  json_decref(k);
+  if (!key_ok) return refuse_query(r, "query", "a query parameter name must be UTF-8 text of at most 64 bytes");
+  if (json_object_get(r->query, key)) return refuse_query(r, key, "is given more than once");
+  if (json_object_size(r->query) >= GP_SRV_MAX_QUERY_PARAMS)
+    return refuse_query(r, "query", "a request may carry at most 32 query parameters");
+  json_t *v = value && strlen(value) > GP_SRV_MAX_QUERY_VALUE ? NULL : json_string(value ? value : "");
+  if (!v) return refuse_query(r, key, "must be UTF-8 text of at most 4096 bytes");
+  json_object_set_new(r->query, key, v);
   return MHD_YES;
 }
 
@@ -463,55 +498,54 @@ static enum MHD_Result send_error_now(struct MHD_Connection *c, int status, cons
   return r;
 }
 
-typedef struct fetch_buf {
-  gp_buf b;
-} fetch_buf;
-
-static size_t fetch_write(char *p, size_t size, size_t n, void *ud) {
-  fetch_buf *f = ud;
-  gp_buf_append(&f->b, p, size * n);
-  return f->b.truncated ? 0 : size * n;
+/* Called once the request line is in, before libmicrohttpd decodes the target: the raw
+ * target is checked here (intake.c), and the request's state is born. */
+static void *on_target(void *cls, const char *uri, struct MHD_Connection *c) {
+  (void)cls;
+  gp_srv_req *r = gp_xcalloc(1, sizeof *r);
+  r->conn = c;
+  gp_buf_init(&r->body, GP_SRV_MAX_BODY + 1); /* (+1: the buffer keeps a NUL) */
+  gp__srv_intake_target_ok(uri, &r->bad);
+  return r;
 }
 
-/* Fetches a job's log from its agent for GET /v1/jobs/{id}/log. */
-static enum MHD_Result proxy_log(const gp_server *srv, struct MHD_Connection *c,
-                                  const char *url_and_token) {
-  char url[1200], auth[700];
-  const char *nl = strchr(url_and_token, '\n');
-  snprintf(url, sizeof url, "%.*s", nl ? (int)(nl - url_and_token) : (int)strlen(url_and_token), url_and_token);
-  snprintf(auth, sizeof auth, "Authorization: Bearer %s", nl ? nl + 1 : "");
-  CURL *h = curl_easy_init();
-  if (!h) return send_error_now(c, 503, "unavailable", "cannot reach the agent");
-  fetch_buf f;
-  gp_buf_init(&f.b, GP_SRV_MAX_BODY * 4);
-  curl_easy_setopt(h, CURLOPT_URL, url);
-  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 5000L);
-  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 2000L);
-  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-  gp_tls_dial_setup(h, &srv->agent_dial);
-  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, fetch_write);
-  curl_easy_setopt(h, CURLOPT_WRITEDATA, &f);
-  struct curl_slist *hdrs = curl_slist_append(NULL, auth);
-  curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
-  CURLcode cc = curl_easy_perform(h);
-  curl_slist_free_all(hdrs);
-  long code = 0;
-  curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
-  curl_easy_cleanup(h);
-  enum MHD_Result r;
-  if (cc != CURLE_OK) {
-    char msg[300];
-    snprintf(msg, sizeof msg, "the node's agent did not answer: %s", curl_easy_strerror(cc));
-    r = send_error_now(c, 503, "unavailable", msg);
-  } else if (code == 200) {
-    r = send_text(c, 200, f.b.data ? f.b.data : "", "application/json");
-  } else if (code == 404) {
-    r = send_error_now(c, 404, "not_found", "the agent has no log for this job");
-  } else {
-    r = send_error_now(c, 502, "bad_gateway", "the agent answered with an error");
-  }
-  gp_buf_done(&f.b);
-  return r;
+/* Answers the refusal intake found (r->bad). */
+static enum MHD_Result send_bad(struct MHD_Connection *c, const gp_srv_req *r) {
+  json_t *e = json_pack("{s:{s:s,s:s,s:s}}", "error", "code", "invalid_argument", "message",
+                        r->bad.message, "field", r->bad.field);
+  char *text = json_dumps(e, JSON_COMPACT);
+  json_decref(e);
+  enum MHD_Result res = send_text(c, r->bad.status, text, "application/json");
+  free(text);
+  return res;
+}
+
+/* The first handler call: the headers are in, the body (if any) is not. Answers at once
+ * what can be refused from them, before a byte of the body is read. */
+static enum MHD_Result on_headers(struct MHD_Connection *c, gp_srv_req *r, const char *url,
+                                  const char *method) {
+  r->started = true;
+  snprintf(r->method, sizeof r->method, "%s", method);
+  r->path = gp_xstrdup(url);
+  if (r->bad.status) return send_bad(c, r);
+  const char *len = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+  int64_t n = 0;
+  if (len && (gp_parse_int64(len, &n) || n < 0 || (uint64_t)n > GP_SRV_MAX_BODY))
+    return send_error_now(c, 413, "too_large", "the request body is larger than 1 MiB");
+  return MHD_YES;
+}
+
+/* A log read the state thread resolved to an agent's URL: handed to the proxy thread with
+ * the connection suspended, or refused at once when the proxy is full. */
+static enum MHD_Result start_proxy(gp_server *srv, struct MHD_Connection *c, gp_srv_req *r) {
+  MHD_suspend_connection(c);
+  if (srv->proxy && gp__srv_proxy_take(srv->proxy, r)) return MHD_YES;
+  free(r->proxy_url);
+  r->proxy_url = NULL;
+  gp__srv_reply_error(r, 503, "unavailable", NULL,
+                      "too many log reads are in flight (at most %d); retry shortly", GP_SRV_PROXY_MAX);
+  MHD_resume_connection(c);
+  return MHD_YES;
 }
 
 /* While the store loads: 503, and how far it got (srv->state is not replaced meanwhile). */
@@ -534,17 +568,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
   (void)version;
   gp_server *srv = cls;
   gp_srv_req *r = *con_cls;
-  if (!r) {
-    r = gp_xcalloc(1, sizeof *r);
-    r->conn = c;
-    gp_buf_init(&r->body, GP_SRV_MAX_BODY + 1); /* (+1: the buffer keeps a NUL) */
-    snprintf(r->method, sizeof r->method, "%s", method);
-    r->path = gp_xstrdup(url);
-    *con_cls = r;
-    return MHD_YES;
-  }
-  if (r->answered) { /* resumed by the state thread */
-    if (r->proxy_url && r->status == 200) return proxy_log(srv, c, r->proxy_url);
+  if (!r) *con_cls = r = on_target(srv, url, c);
+  if (!r->started) return on_headers(c, r, url, method);
+  if (r->answered) { /* resumed by the state thread (or the log proxy) */
+    if (r->proxy_url && r->status == 200) return start_proxy(srv, c, r);
+    if (r->resp_doc) {
+      free(r->resp);
+      r->resp = json_dumps(r->resp_doc, JSON_COMPACT);
+      json_decref(r->resp_doc);
+      r->resp_doc = NULL;
+    }
     return send_text(c, r->status, r->resp ? r->resp : "{}",
                      r->status == 200 && r->resp && r->resp[0] != '{' ? "text/plain; version=0.0.4"
                                                                        : "application/json");
@@ -559,6 +592,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     *upload_size = 0;
     return MHD_YES;
   }
+  gp__srv_guard_request_in(c);
   if (r->too_large)
     return send_error_now(c, 413, "too_large", "the request body is larger than 1 MiB");
   /* Public, unauthenticated routes answered without the state thread. */
@@ -589,7 +623,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     r->role = t->role;
   }
   r->query = json_object();
-  MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_query, r->query);
+  MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_query, r);
+  if (r->bad.status) return send_bad(c, r);
   if (r->body.len > 0) {
     json_error_t je;
     r->json = json_loadb(r->body.data, r->body.len, JSON_REJECT_DUPLICATES, &je);
@@ -634,8 +669,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                          enum MHD_RequestTerminationCode toe) {
   (void)cls;
-  (void)c;
   (void)toe;
+  gp__srv_guard_answered(c);
   req_free(*con_cls);
   *con_cls = NULL;
 }
@@ -697,13 +732,21 @@ int gp_server_start(gp_server *srv, gp_err *err) {
   if (rc) return rc;
   srv->agent_dial = (gp_tls_dial){.ca = srv->cfg->tls.peer_ca, .cert = srv->cfg->tls.cert,
                                   .key = srv->cfg->tls.key, .https_only = srv->cfg->tls.peer_ca[0]};
+  srv->guard = gp__srv_guard_new(srv->cfg->http_request_timeout_s);
+  srv->proxy = gp__srv_proxy_new(&srv->agent_dial);
+  if (!srv->guard || !srv->proxy)
+    return gp_err_set(err, GP_EIO, NULL, 0, NULL, "cannot start the HTTP helper threads");
   unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
                    MHD_USE_TURBO | gp_tls_listener_flags(srv->tls);
   srv->mhd = MHD_start_daemon(
       flags, 0, NULL, NULL, on_request, srv, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
       MHD_OPTION_THREAD_POOL_SIZE, (unsigned)srv->cfg->http_threads,
       MHD_OPTION_CONNECTION_LIMIT, (unsigned)srv->cfg->max_connections,
-      MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120, MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024,
+      MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)srv->cfg->max_connections_per_address,
+      MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)srv->cfg->http_idle_timeout_s,
+      MHD_OPTION_URI_LOG_CALLBACK, on_target, srv,
+      MHD_OPTION_NOTIFY_CONNECTION, gp__srv_guard_notify, srv->guard,
+      MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024,
       MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1,
       MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
       MHD_OPTION_ARRAY, gp_tls_listener_options(srv->tls), MHD_OPTION_END);
@@ -747,6 +790,9 @@ void gp_server_stop(gp_server *srv) {
     pthread_join(srv->thread, NULL);
     srv->thread_running = false;
   }
+  /* Log reads in flight are answered (503) and resumed: libmicrohttpd must not stop with
+   * a connection suspended. */
+  gp__srv_proxy_stop(srv->proxy);
   if (srv->mhd) {
     MHD_stop_daemon(srv->mhd);
     srv->mhd = NULL;
@@ -758,6 +804,8 @@ void gp_server_stop(gp_server *srv) {
 void gp_server_free(gp_server *srv) {
   if (!srv) return;
   gp_server_stop(srv);
+  gp__srv_proxy_free(srv->proxy);
+  gp__srv_guard_free(srv->guard);
   gp__srv_state_free(srv->state);
   gp_store_close(srv->store);
   free(srv->healthz);

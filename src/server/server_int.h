@@ -12,12 +12,25 @@
 #include "util/buf.h"
 
 #define GP_SRV_MAX_BODY ((size_t)1 << 20)
+/* Request intake limits (docs/api.md): a larger request is refused with 400 naming the part. */
+#define GP_SRV_MAX_QUERY_PARAMS 32
+#define GP_SRV_MAX_QUERY_KEY 64
+#define GP_SRV_MAX_QUERY_VALUE 4096
+
+/* Why a request is refused before it is handled: status, the field named, the message. */
+typedef struct gp_srv_bad {
+  int status;               /* 0: nothing wrong */
+  char field[80];
+  char message[300];
+} gp_srv_bad;
 
 struct MHD_Connection;
 
 typedef struct gp_srv_req {
   struct MHD_Connection *conn;
   /* Filled by the HTTP thread. */
+  bool started;             /* the headers are in (the first handler call is over) */
+  gp_srv_bad bad;           /* found in the raw target, answered once the headers are in */
   char method[8];
   char *path;               /* without the query string */
   json_t *query;            /* object: name -> string */
@@ -31,6 +44,7 @@ typedef struct gp_srv_req {
   /* Filled by the state thread. */
   int status;
   char *resp;               /* malloc'd body */
+  json_t *resp_doc;         /* or a body the HTTP thread serialises (gp__srv_reply_doc) */
   char *proxy_url;          /* log requests: fetch this from the agent */
   bool parked;              /* a long poll waiting for orders */
   bool in_batch;            /* being handled in the state thread's current batch: it is
@@ -41,6 +55,11 @@ typedef struct gp_srv_req {
 
 /* Sets the answer: `body` is stolen (json) or copied (text). */
 void gp__srv_reply_json(gp_srv_req *r, int status, json_t *body);
+/* The same, but `doc` (stolen) is serialised by the HTTP thread after the batch, so a large
+ * answer costs the state thread no more than building its tree. `doc` may share only
+ * values the state thread never changes (a job's command and env); anything it changes
+ * must be a copy. */
+void gp__srv_reply_doc(gp_srv_req *r, int status, json_t *doc);
 void gp__srv_reply_error(gp_srv_req *r, int status, const char *code, const char *field,
                      const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 /* Maps a GP_E* and its gp_err to an error answer (400/403/404/409/413/503). */
@@ -56,6 +75,11 @@ void gp__srv_agent_reply_orders(gp_srv_node *n, gp_srv_req *r, int64_t gen);
 
 /* Hands a request back to its HTTP thread (after setting its answer). */
 void gp__srv_req_resume(gp_srv_req *r);
+
+/* Checks the raw request target (path and query, still %-encoded): no encoded NUL, at
+ * most GP_SRV_MAX_QUERY_PARAMS parameters, names and values within their limits. Returns
+ * true, or false with *bad filled (400 and the field at fault). */
+bool gp__srv_intake_target_ok(const char *raw, gp_srv_bad *bad);
 
 /* GET /metrics body (Prometheus text). */
 char *gp__srv_metrics_text(const gp_srv_state *s);

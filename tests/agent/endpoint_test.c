@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The real `gpool agent`'s own endpoint under a flood: idle connections from one address
+ * (127.0.0.2, another host on the loopback) take at most that address's share, and the
+ * server's log reads and health checks from another address are still answered. */
+#include <arpa/inet.h>
+#include <curl/curl.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include "agent_harness.h"
+
+static size_t sink(char *d, size_t s, size_t n, void *ctx) {
+  (void)d;
+  (void)ctx;
+  return s * n;
+}
+
+static long get(const char *url, const char *token) {
+  CURL *c = curl_easy_init();
+  struct curl_slist *h = NULL;
+  char auth[256];
+  if (token) {
+    snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);
+    h = curl_slist_append(h, auth);
+  }
+  curl_easy_setopt(c, CURLOPT_URL, url);
+  curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, sink);
+  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 3000L);
+  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+  long status = 0;
+  if (curl_easy_perform(c) == CURLE_OK) curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+  curl_slist_free_all(h);
+  curl_easy_cleanup(c);
+  return status;
+}
+
+static bool peer_closed(int fd) {
+  struct pollfd p = {.fd = fd, .events = POLLIN};
+  if (poll(&p, 1, 1) <= 0) return false;
+  char b[64];
+  ssize_t n = recv(fd, b, sizeof b, MSG_DONTWAIT);
+  return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+}
+
+static void idle_connections_from_one_address_do_not_shut_log_reads_out(void) {
+  fake_server *s = fs_start();
+  agent_proc ap;
+  tmpdir(ap.data, sizeof ap.data);
+  agent_spawn(&ap, s, "1xH100-80GB", NULL);
+  json_t *reg = fs_wait_register(s, 1, 10000);
+  REQUIRE(reg);
+  const char *url = json_string_value(json_object_get(reg, "agent_url"));
+  REQUIRE(url && strncmp(url, "http://127.0.0.1:", 17) == 0);
+  int port = atoi(url + 17);
+  enum { FLOOD = 100 };
+  int fds[FLOOD];
+  for (int i = 0; i < FLOOD; i++) {
+    fds[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in from = {.sin_family = AF_INET}, to = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    inet_pton(AF_INET, "127.0.0.2", &from.sin_addr);
+    inet_pton(AF_INET, "127.0.0.1", &to.sin_addr);
+    REQUIRE(bind(fds[i], (struct sockaddr *)&from, sizeof from) == 0);
+    if (connect(fds[i], (struct sockaddr *)&to, sizeof to) != 0) {
+      close(fds[i]);
+      fds[i] = -1;
+    }
+  }
+  usleep(200 * 1000);
+  char target[256];
+  snprintf(target, sizeof target, "%s/healthz", url);
+  CHECK_EQ_INT(200, get(target, NULL));
+  snprintf(target, sizeof target, "%s/logs/42", url);
+  CHECK_EQ_INT(404, get(target, FS_TOKEN)); /* answered: the job is simply not here */
+  CHECK_EQ_INT(401, get(target, "agent-secreT"));
+  int open = 0;
+  for (int i = 0; i < FLOOD; i++)
+    if (fds[i] >= 0 && !peer_closed(fds[i])) open++;
+  printf("  idle connections from one address still open: %d of %d\n", open, FLOOD);
+  CHECK(open <= 32);
+  for (int i = 0; i < FLOOD; i++)
+    if (fds[i] >= 0) close(fds[i]);
+  json_decref(reg);
+  agent_stop(&ap);
+  fs_stop(s);
+  rm_rf(ap.data);
+}
+
+GP_TESTS(idle_connections_from_one_address_do_not_shut_log_reads_out)
