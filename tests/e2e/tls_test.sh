@@ -56,6 +56,7 @@ expect_contains "$out" "cannot verify the server" "gpool without the CA"
 "$GPOOL" nodes --ca "$pki/ca.pem" >/dev/null || fail "gpool --ca cannot reach the server"
 mkdir -p "$GPOOL_CONFIG_DIR"
 printf '{"ca": "%s"}\n' "$pki/ca.pem" >"$GPOOL_CONFIG_DIR/client.json"
+chmod 600 "$GPOOL_CONFIG_DIR/client.json"
 "$GPOOL" nodes >/dev/null || fail "gpool cannot use client.json's ca"
 rm "$GPOOL_CONFIG_DIR/client.json"
 export GPOOL_CA=$pki/ca.pem

@@ -233,7 +233,7 @@ static void a_stopped_agent_holds_no_http_thread(void) {
 
 static void the_job_list_comes_in_pages_bounded_in_bytes(void) {
   tsrv t = {0};
-  tsrv_start(&t);
+  tsrv_start_with(&t, "max_job_bytes: 262144\n", NULL); /* jobs as large as an order carries */
   enum { JOBS = 25, ARG = 60 * 1000 }; /* three words of 60 KB: 180 KB a job */
   char *arg = malloc(ARG + 1);
   memset(arg, 'x', ARG);
