@@ -10,7 +10,12 @@
  *
  * Tables: jobs, job_events (the timeline: one row per transition), nodes, allocations
  * (one row per task of a running job), queues (those created through the API), orders
- * (start/stop orders not yet acknowledged by an agent) and meta (counters).
+ * (start/stop orders not yet acknowledged by an agent), meta (counters), identity (the
+ * store's id) and node_credentials (the hash of each node's agent credential).
+ *
+ * Identity: every store has a random id, made with the database and kept in it, so that an
+ * agent can tell a store it served from another one that reuses the same job and order
+ * numbers (a moved data directory, a restored backup); see docs/agent.md.
  *
  * Contract: every write happens between begin() and commit(); commit() returns 0 only
  * when the transaction is durable (survives kill -9 and, for SQLite with
@@ -80,6 +85,7 @@ typedef struct gp_store_load_cb {
   int (*queue)(void *ctx, const gp_store_queue *row);
   int (*order)(void *ctx, const gp_store_order *row);   /* in id order */
   int (*meta)(void *ctx, const char *key, int64_t value);
+  int (*credential)(void *ctx, const char *node, const char *hash);
 } gp_store_load_cb;
 
 /* A backend fills this table. Every function returns 0 or a negative GP_E* with details
@@ -104,15 +110,22 @@ typedef struct gp_store_ops {
    * gp_store_load_cb. Outside a transaction. */
   int (*load)(gp_store *s, const gp_store_load_cb *cb, gp_err *err);
   void (*close)(gp_store *s);
+  /* A node's credential hash (upsert), or with hash NULL no credential for it. */
+  int (*put_credential)(gp_store *s, const char *node, const char *hash, gp_err *err);
 } gp_store_ops;
+
+#define GP_STORE_ID_MAX 33 /* 32 hex digits (128 random bits) and the NUL */
 
 /* Every backend's handle starts with this header. */
 struct gp_store {
   const gp_store_ops *ops;
+  char id[GP_STORE_ID_MAX]; /* the store's identity, set by the backend when it opens */
 };
 
 /* Opens (creating when missing) the SQLite store at `path` (WAL, synchronous=FULL, so a
- * committed transaction survives kill -9 and power loss). */
+ * committed transaction survives kill -9 and power loss). A file that exists but is not a
+ * gpool store (0 bytes, or a database without gpool's tables) is refused with GP_EINVAL:
+ * starting it as a new, empty store would reuse the old store's job and order numbers. */
 int gp_store_sqlite_open(const char *path, gp_store **ret, gp_err *err);
 
 /* A wrapper for tests that forwards to `inner` (whose ownership it takes) and fails on
@@ -143,5 +156,6 @@ static inline int gp_store_del_orders(gp_store *s, const char *node, int64_t up_
 static inline int gp_store_del_order(gp_store *s, int64_t id, gp_err *e) { return s->ops->del_order(s, id, e); }
 static inline int gp_store_set_meta(gp_store *s, const char *key, int64_t v, gp_err *e) { return s->ops->set_meta(s, key, v, e); }
 static inline int gp_store_load(gp_store *s, const gp_store_load_cb *cb, gp_err *e) { return s->ops->load(s, cb, e); }
+static inline int gp_store_put_credential(gp_store *s, const char *node, const char *hash, gp_err *e) { return s->ops->put_credential(s, node, hash, e); }
 
 #endif
