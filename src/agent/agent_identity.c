@@ -93,7 +93,9 @@ static void retire_jobs(gp_agent *a, const char *old_id, const char *new_id) {
     }
     a->gpu->ops->detach(a->gpu, j->pid);
     if (j->cgroup) gp_cgroup_job_remove(&a->cgroup, j->id);
-    if (j->is_child) waitpid(j->shim_pid, NULL, WNOHANG);
+    /* The shim follows its job at once; a short bounded wait reaps it. */
+    for (int k = 0; j->is_child && k < 100 && waitpid(j->shim_pid, NULL, WNOHANG) == 0; k++)
+      usleep(10000);
     free(j);
   }
   a->n_jobs = 0;

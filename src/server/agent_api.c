@@ -400,11 +400,11 @@ static int do_heartbeat(gp_srv_state *s, gp_srv_req *r, int64_t now_s, int64_t n
     return 0;
   }
   gp_srv_node *n = gp__srv_node_get(s, name);
+  if (!gp__srv_node_auth(s, r, name, n, false)) return 0;
   if (!n) {
     gp__srv_reply_error(r, 404, "not_found", "node", "node %s is not registered; register first", name);
     return 0;
   }
-  if (!gp__srv_node_auth(s, r, name, n, false)) return 0;
   if (!n->alive) {
     gp__srv_reply_error(r, 409, "conflict", "node", "node %s was marked down; register again", name);
     return 0;

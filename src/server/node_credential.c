@@ -41,8 +41,9 @@ bool gp__srv_node_auth(gp_srv_state *s, gp_srv_req *r, const char *name, const g
                         GP_PROTO_CREDENTIAL_MIN, GP_PROTO_CREDENTIAL_MAX);
     return false;
   }
-  if (!n || !n->credential_hash[0]) {
-    if (registering) return true; /* the name is free: registering claims it */
+  if (!n) return true; /* registering claims the name; a heartbeat is told to register */
+  if (!n->credential_hash[0]) {
+    if (registering) return true; /* the name is free (forgotten): registering claims it */
     gp__srv_reply_error(r, 409, "conflict", "node", "node %s has no credential; register again", name);
     return false;
   }
