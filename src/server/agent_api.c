@@ -382,6 +382,8 @@ static int answer_error(gp_srv_state *s, gp_srv_node *n, const json_t *v, gp_err
   if (!msg) return 0;
   char why[600];
   snprintf(why, sizeof why, "the agent cannot read the server's answers: %.500s", msg);
+  for (char *c = why; *c; c++) /* one line, in the server's log and in `gpool nodes` */
+    if ((unsigned char)*c < ' ' || *c == 0x7f) *c = ' ';
   if (n->admin_state == GP_NODE_DRAIN && n->reason && strcmp(n->reason, why) == 0) return 0;
   fprintf(stderr, "gpool server: node %s: %s\n", n->name, why);
   n->admin_state = GP_NODE_DRAIN;

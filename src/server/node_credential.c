@@ -33,6 +33,13 @@ bool gp__srv_node_auth(gp_srv_state *s, gp_srv_req *r, const char *name, const g
                         "this agent token acts as node %s only, not %s", t->node, name);
     return false;
   }
+  /* A node with a token of its own is that token's: a shared token cannot claim it. */
+  for (int i = 0; i < s->cfg->n_tokens; i++)
+    if (s->cfg->tokens[i].node && strcmp(s->cfg->tokens[i].node, name) == 0) {
+      gp__srv_reply_error(r, 403, "permission_denied", "node",
+                          "node %s has an agent token of its own; use that token", name);
+      return false;
+    }
   const char *cred = json_string_value(json_object_get(r->json, "credential"));
   if (!cred || !credential_valid(cred)) {
     gp__srv_reply_error(r, 403, "permission_denied", "credential",

@@ -121,6 +121,9 @@ static void a_bound_token_acts_as_its_node_only(void) {
                               "{\"node\": \"n1\", \"gen\": 0, \"wait_ms\": 0}", &o));
   CHECK_EQ_STR("node", err_field(o));
   json_decref(o);
+  /* The shared token cannot take n7, credential or not. */
+  char cred[GP_SHA256_HEX_MAX];
+  CHECK_EQ_INT(403, register_as(&t, AGENT, "n7", tsrv_credential("n7", cred)));
   tsrv_stop(&t);
   /* Only an agent token names a node. */
   gp_server_config *cfg = NULL;
