@@ -43,6 +43,7 @@ typedef struct fake_server {
   json_t *last_heartbeat;
   char store[40];       /* the store id answered to register and heartbeat; "" for none */
   size_t pad_next;      /* bytes of padding in the next heartbeat answer (then 0) */
+  char answer_error[300]; /* the last answer_error a heartbeat carried; "" for none */
 } fake_server;
 
 static int64_t fs_now_ms(void) {
@@ -142,6 +143,8 @@ static enum MHD_Result fs_handle(void *cls, struct MHD_Connection *c, const char
     json_array_extend(s->events, evs);
     json_decref(s->last_heartbeat);
     s->last_heartbeat = json_incref(body);
+    const char *said = json_string_value(json_object_get(body, "answer_error"));
+    if (said) snprintf(s->answer_error, sizeof s->answer_error, "%s", said);
     pthread_mutex_unlock(&s->lock);
     bool had_events = json_array_size(evs) > 0;
     json_decref(body);
