@@ -42,7 +42,7 @@ typedef struct fake_server {
   int rejected;
   json_t *last_heartbeat;
   char store[40];       /* the store id answered to register and heartbeat; "" for none */
-  size_t pad_next;      /* bytes of padding in the next heartbeat answer (then 0) */
+  size_t pad;           /* bytes of padding in every heartbeat answer; 0 for none */
   char answer_error[300]; /* the last answer_error a heartbeat carried; "" for none */
 } fake_server;
 
@@ -158,13 +158,12 @@ static enum MHD_Result fs_handle(void *cls, struct MHD_Connection *c, const char
         json_t *ans = json_pack("{s:I,s:o}", "gen", g2, "orders", orders);
         pthread_mutex_lock(&s->lock);
         if (s->store[0]) json_object_set_new(ans, "store", json_string(s->store));
-        if (s->pad_next) {
-          char *pad = malloc(s->pad_next + 1);
-          memset(pad, 'x', s->pad_next);
-          pad[s->pad_next] = '\0';
+        if (s->pad) {
+          char *pad = malloc(s->pad + 1);
+          memset(pad, 'x', s->pad);
+          pad[s->pad] = '\0';
           json_object_set_new(ans, "padding", json_string(pad));
           free(pad);
-          s->pad_next = 0;
         }
         pthread_mutex_unlock(&s->lock);
         return fs_reply(c, 200, ans);
