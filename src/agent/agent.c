@@ -24,7 +24,7 @@
 #include "util/buf.h"
 #include "util/mem.h"
 
-#define RESPONSE_MAX ((size_t)8 << 20)
+#define RESPONSE_MAX GP_PROTO_ANSWER_MAX
 
 typedef enum call_kind { CALL_NONE, CALL_REGISTER, CALL_HEARTBEAT } call_kind;
 
@@ -41,6 +41,7 @@ typedef struct gp__agent_net {
   int failures;
   bool outage_logged;
   bool one_event_at_a_time;  /* after a refused batch: find the event the server rejects */
+  bool carries_answer_error; /* the heartbeat in flight tells the server of an unreadable answer */
 } gp__agent_net;
 
 int64_t gp__agent_now_ms(void) {
@@ -222,6 +223,8 @@ static void start_register(gp_agent *a) {
   json_t *jobs = json_array();
   for (size_t i = 0; i < a->n_jobs; i++) json_array_append_new(jobs, gp__agent_job_report(a->jobs[i]));
   json_object_set_new(body, "jobs", jobs);
+  if (a->credential[0]) json_object_set_new(body, "credential", json_string(a->credential));
+  if (a->store_id[0]) json_object_set_new(body, "store", json_string(a->store_id));
   net_post(a, CALL_REGISTER, "/v1/agent/register", body, 10000);
   json_decref(body);
 }
@@ -233,6 +236,10 @@ static void start_heartbeat(gp_agent *a) {
   json_object_set_new(body, "node", json_string(a->cfg.name));
   json_object_set_new(body, "gen", json_integer(a->gen));
   json_object_set_new(body, "wait_ms", json_integer(wait_ms));
+  if (a->credential[0]) json_object_set_new(body, "credential", json_string(a->credential));
+  net->carries_answer_error = a->answer_error[0] != '\0';
+  if (net->carries_answer_error)
+    json_object_set_new(body, "answer_error", json_string(a->answer_error));
   /* Events in flight leave the queue; they return to it if the call fails. After the
    * server refused a batch as malformed, they go one by one so that only the event it
    * cannot take is dropped. */
@@ -300,6 +307,7 @@ static void on_register_answer(gp_agent *a, long status) {
     if (hb >= 1 && hb <= 30) a->heartbeat_s = hb < mine ? (int)hb : mine;
     json_t *g = json_object_get(doc, "gen");
     if (json_is_integer(g) && json_integer_value(g) >= 0) a->gen = json_integer_value(g);
+    gp__agent_store_seen(a, json_string_value(json_object_get(doc, "store")));
     a->registered = true;
     /* The register call reported every job; finished ones are settled, and events about
      * any listed job are superseded by that report. */
@@ -361,9 +369,20 @@ static void on_heartbeat_answer(gp_agent *a, long status) {
   a->inflight = json_array();
   events_acked(a, events);
   json_decref(events);
+  if (net->carries_answer_error) a->answer_error[0] = '\0'; /* the server has it */
   if (!json_is_object(doc)) {
     gp__agent_log("heartbeat answer is not JSON: %s", je.text);
+    snprintf(a->answer_error, sizeof a->answer_error, "an answer of %zu bytes is not JSON: %s",
+             net->response.len, je.text);
     net->next_at_ms = gp__agent_now_ms() + 1000;
+    json_decref(doc);
+    return;
+  }
+  const char *store = json_string_value(json_object_get(doc, "store"));
+  if (store && a->store_id[0] && strcmp(store, a->store_id) != 0) {
+    /* Its orders are numbered by another store: register, which settles the change. */
+    gp__agent_log("the server now serves another store (%s): registering again", store);
+    a->registered = false;
     json_decref(doc);
     return;
   }
@@ -394,6 +413,13 @@ static void net_step(gp_agent *a) {
     long status = 0;
     curl_easy_getinfo(net->easy, CURLINFO_RESPONSE_CODE, &status);
     call_kind kind = net->kind;
+    if (cc == CURLE_WRITE_ERROR && kind == CALL_HEARTBEAT && gp_buf_truncated(&net->response)) {
+      /* Not an outage: the server is there but its answer does not fit. Tell it, so the node
+       * does not look healthy while it receives no orders. */
+      snprintf(a->answer_error, sizeof a->answer_error,
+               "a heartbeat answer larger than %zu bytes was cut off", (size_t)RESPONSE_MAX);
+      gp__agent_log("%s", a->answer_error);
+    }
     if (cc != CURLE_OK) {
       if (!net->outage_logged)
         gp__agent_log("cannot reach the server %s: %s (retrying)", a->cfg.server,
@@ -508,6 +534,7 @@ int gp_agent_new(const gp_agent_config *cfg, gp_gpu_backend *backend, gp_agent *
   detect_host(a);
   if (gp_cgroup_probe(a->cfg.cgroup_root, &a->cgroup) != 0) gp__agent_log("%s", a->cgroup.message);
   gp__agent_orders_load(a);
+  gp__agent_identity_load(a);
   gp__agent_jobs_adopt(a);
   if ((rc = gp__agent_mig_apply_config(a)) != 0) {
     gp_err_set(err, rc, NULL, 0, "gpus", "cannot apply the configured MIG layouts (see log)");

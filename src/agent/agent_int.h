@@ -90,6 +90,11 @@ struct gp_agent {
   FILE *orders_log;
   size_t orders_log_lines;
 
+  /* identity (agent_identity.c) */
+  char credential[GP_PROTO_CREDENTIAL_MAX + 1]; /* the node's credential; "" when none */
+  char store_id[40];         /* the store last served; "" when not known */
+  char answer_error[256];    /* why the last answer could not be read, for the server; "" */
+
   /* protocol */
   json_t *events;            /* pending EVENTs */
   json_t *inflight;          /* EVENTs carried by the heartbeat in flight */
@@ -124,8 +129,15 @@ void gp__agent_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void gp__agent_event(gp_agent *a, json_t *ev); /* takes ownership */
 int gp__agent_write_json(const char *path, json_t *doc); /* atomic: tmp + rename */
 
+/* ---- agent_identity.c ---- */
+void gp__agent_identity_load(gp_agent *a);  /* the credential (made when missing), the store id */
+/* The server serves store `id`: when it is another store than the one last served, the
+ * old store's jobs are killed and retired and its order ids forgotten; the id is kept. */
+void gp__agent_store_seen(gp_agent *a, const char *id);
+
 /* ---- agent_orders.c ---- */
 void gp__agent_orders_load(gp_agent *a);
+void gp__agent_orders_forget(gp_agent *a); /* another store: its order ids mean nothing now */
 void gp__agent_order_execute(gp_agent *a, json_t *order); /* at most once per order id */
 
 /* ---- agent_start.c ---- */

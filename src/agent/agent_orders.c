@@ -73,6 +73,12 @@ void gp__agent_orders_load(gp_agent *a) {
   a->orders_log = fopen(path, "ae");
 }
 
+void gp__agent_orders_forget(gp_agent *a) {
+  a->n_orders = 0;
+  a->next_order = 0;
+  orders_rewrite(a);
+}
+
 /* ---- the kinds ---- */
 
 _Static_assert(GP_PROTO_MAX_GPUS == GP_GPU_MAX_DEVICES, "a GPU index of the protocol is one of ours");

@@ -17,6 +17,7 @@
   X(cancel, "cancel", "cancel jobs")                                                     \
   X(hold, "hold", "hold pending jobs")                                                   \
   X(release, "release", "release held jobs")                                             \
+  X(nodes_forget, "nodes forget", "free a node's name for the next agent to register it") \
   X(nodes, "nodes", "list nodes and their GPUs")                                         \
   X(drain, "drain", "drain a node (or one GPU) with a reason")                           \
   X(cordon, "cordon", "cordon a node with a reason")                                     \

@@ -325,3 +325,42 @@ static int node_action(int argc, char **argv, const char *verb, bool need_reason
 int gp_cmd_drain(int argc, char **argv) { return node_action(argc, argv, "drain", true, true); }
 int gp_cmd_cordon(int argc, char **argv) { return node_action(argc, argv, "cordon", true, false); }
 int gp_cmd_resume(int argc, char **argv) { return node_action(argc, argv, "resume", false, true); }
+
+/* ---- forget ---- */
+
+static int forget_word(void *arg, const char *v) {
+  const char **node = arg;
+  if (*node) return gp_cli_usage_error("nodes forget", "one node at a time");
+  *node = v;
+  return 0;
+}
+
+static const gp_opt forget_opts[] = {GP_CLI_COMMON_OPTS};
+
+static const char forget_usage[] =
+  "Usage: gpool nodes forget NODE\n"
+  "  Forgets NODE's agent credential (admins): the next agent to register NODE claims the\n"
+  "  name. For a machine reinstalled without its agent's data directory.\n";
+
+/* `gpool nodes forget NODE`: drops the node's agent credential (docs/agent.md), for a machine
+ * whose agent lost its data directory; the next agent to register the name claims it. */
+int gp_cmd_nodes_forget(int argc, char **argv) {
+  gp_cli cli = {.cmd = "nodes forget"};
+  const char *node = NULL;
+  int code = gp_cli_parse(&cli, argc, argv, forget_opts, NULL, forget_word, &node, forget_usage);
+  if (code) return code < 0 ? 0 : code;
+  if (!node || !*node) return gp_cli_usage_error("nodes forget", "which node? give a node name");
+  char esc[800], path[1000];
+  if (gp_client_escape(node, 0, esc, sizeof esc)) return gp_cli_usage_error("nodes forget", "node name too long");
+  snprintf(path, sizeof path, "/v1/nodes/%s/credential", esc);
+  json_t *answer = NULL;
+  code = gp_cli_connect(&cli);
+  if (!code) code = gp_cli_call(&cli, "DELETE", path, NULL, &answer);
+  if (!code) {
+    if (cli.json) gp_cli_print_json(answer);
+    else printf("%s: credential forgotten; the next agent to register %s claims the name\n", node, node);
+  }
+  json_decref(answer);
+  gp_cli_done(&cli);
+  return code;
+}

@@ -23,4 +23,20 @@
 #define GP_PROTO_MAX_ENV_BYTES (1024 * 1024)
 #define GP_PROTO_MAX_GRACE_S 86400     /* a longer grace period is cut to a day */
 
+/* A node's credential: the secret an agent makes for its node, in lowercase hex digits
+ * (32: 128 random bits). */
+#define GP_PROTO_CREDENTIAL_MIN 32
+#define GP_PROTO_CREDENTIAL_MAX 128
+
+/* Heartbeat answers. The agent reads up to GP_PROTO_ANSWER_MAX bytes; the server packs
+ * orders up to GP_PROTO_ORDERS_BUDGET and sends the rest at the next poll, which follows at
+ * once. The budget also bounds the time an agent spends on one answer between two
+ * heartbeats (it writes each start order's command and environment to disk): a few large
+ * start orders, or hundreds of usual ones (1-2 KB). One order always goes alone if it must:
+ * the bounds above keep the largest start order (a 256 KiB command and 1 MiB environment,
+ * every byte escaped as \u00XX: 7.5 MiB, plus 1024 hosts and four strings of 4 KiB) under
+ * the agent's limit. */
+#define GP_PROTO_ANSWER_MAX ((size_t)16 << 20)
+#define GP_PROTO_ORDERS_BUDGET ((size_t)1 << 20)
+
 #endif

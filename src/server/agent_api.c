@@ -17,7 +17,7 @@
 #define MAX_EVENTS 100000
 #define MAX_WAIT_MS 30000
 
-void gp__srv_agent_reply_orders(gp_srv_node *n, gp_srv_req *r, int64_t gen) {
+void gp__srv_agent_reply_orders(const gp_srv_state *s, gp_srv_node *n, gp_srv_req *r, int64_t gen) {
   gp_buf b;
   gp_buf_init(&b, 0);
   int64_t top = gen;
@@ -25,12 +25,15 @@ void gp__srv_agent_reply_orders(gp_srv_node *n, gp_srv_req *r, int64_t gen) {
   bool first = true;
   for (int i = 0; i < n->n_orders; i++) {
     if (n->orders[i].id <= gen) continue;
+    /* The rest waits for the next poll, which the agent makes at once: an answer stays
+     * readable however many large orders a user's jobs make at once. */
+    if (!first && b.len + strlen(n->orders[i].doc) > GP_PROTO_ORDERS_BUDGET) break;
     if (!first) gp_buf_puts(&b, ",");
     gp_buf_puts(&b, n->orders[i].doc);
     first = false;
     top = n->orders[i].id;
   }
-  gp_buf_printf(&b, "],\"gen\":%lld}", (long long)top);
+  gp_buf_printf(&b, "],\"gen\":%lld,\"store\":\"%s\"}", (long long)top, s->store->id);
   free(r->resp);
   r->resp = gp_buf_steal(&b);
   gp_buf_done(&b);
@@ -39,13 +42,14 @@ void gp__srv_agent_reply_orders(gp_srv_node *n, gp_srv_req *r, int64_t gen) {
 }
 
 /* Answers a parked poll with no orders (so nothing uncommitted leaves the server). */
-static void release_waiter(gp_srv_node *n) {
+static void release_waiter(const gp_srv_state *s, gp_srv_node *n) {
   gp_srv_req *old = n->waiter;
   if (!old) return;
   n->waiter = NULL;
   old->parked = false;
-  char text[64];
-  snprintf(text, sizeof text, "{\"orders\":[],\"gen\":%lld}", (long long)n->waiter_gen);
+  char text[128];
+  snprintf(text, sizeof text, "{\"orders\":[],\"gen\":%lld,\"store\":\"%s\"}",
+           (long long)n->waiter_gen, s->store->id);
   free(old->resp);
   old->resp = gp_xstrdup(text);
   old->status = 200;
@@ -107,7 +111,18 @@ static int do_register(gp_srv_state *s, gp_srv_req *r, int64_t now_s, int64_t no
     }
   }
   const char *name = json_string_value(json_object_get(node, "name"));
+  if (!name) {
+    gp__srv_reply_error(r, 400, "invalid_argument", "node.name", "register names its node");
+    return 0;
+  }
   gp_srv_node *n = gp__srv_node_get(s, name);
+  if (!gp__srv_node_auth(s, r, name, n, true)) return 0;
+  /* An agent that last served another store (a moved or restored data directory) runs
+   * that store's jobs under numbers this store may reuse: its list says nothing about ours
+   * (it stops those jobs itself when it sees our id). */
+  const json_t *their_store = json_object_get(body, "store");
+  if (json_is_string(their_store) && strcmp(json_string_value(their_store), s->store->id) != 0)
+    jobs = NULL;
   bool created = !n;
   if (created && s->n_nodes >= GP_SRV_MAX_NODES) {
     gp__srv_reply_error(r, 413, "too_large", NULL, "the pool has %d nodes already", GP_SRV_MAX_NODES);
@@ -125,6 +140,8 @@ static int do_register(gp_srv_state *s, gp_srv_req *r, int64_t now_s, int64_t no
   if (created) {
     gp__srv_node_add(s, n);
   }
+  rc = gp__srv_node_claim(s, r, n, err);
+  if (rc) return rc;
   if (json_is_string(url)) {
     free(n->agent_url);
     n->agent_url = gp_xstrdup(json_string_value(url));
@@ -135,7 +152,7 @@ static int do_register(gp_srv_state *s, gp_srv_req *r, int64_t now_s, int64_t no
   n->agent_token = r->token;
   gp__srv_node_changed(s, n);
   s->sched_dirty = true;
-  release_waiter(n); /* an old long poll of the previous agent process */
+  release_waiter(s, n); /* an old long poll of the previous agent process */
   int idx = node_index_of(s, n);
   /* Orders queued for a previous life of this node must not start or stop anything now. */
   rc = gp__srv_orders_purge_stale(s, n, err);
@@ -187,6 +204,7 @@ static int do_register(gp_srv_state *s, gp_srv_req *r, int64_t now_s, int64_t no
   json_t *out = json_object();
   json_object_set_new(out, "node", gp__srv_node_to_json(s, n, false));
   json_object_set_new(out, "heartbeat_s", json_integer(s->cfg->heartbeat_s));
+  json_object_set_new(out, "store", json_string(s->store->id));
   gp__srv_reply_json(r, created ? 201 : 200, out);
   return 0;
 }
@@ -346,17 +364,39 @@ static void apply_gpus(gp_srv_node *n, const json_t *gpus, gp_srv_state *s, int6
   }
 }
 
-static void apply_usage(gp_srv_state *s, const json_t *jobs) {
+/* Usage figures of the node's own jobs; a report about another node's job is ignored. */
+static void apply_usage(gp_srv_state *s, int idx, const json_t *jobs) {
   if (!json_is_array(jobs)) return;
   for (size_t i = 0; i < json_array_size(jobs) && i < 10000; i++) {
     const json_t *e = json_array_get(jobs, i);
     gp_srv_job *j = gp__srv_job_get(s, json_string_value(json_object_get(e, "id")));
     const json_t *u = json_object_get(e, "usage");
-    if (j && json_is_object(u) && json_object_size(u) <= 32) {
+    bool here = false;
+    for (int t = 0; j && t < j->n_alloc; t++) here = here || j->alloc[t].node == idx;
+    if (here && json_is_object(u) && json_object_size(u) <= 32) {
       json_decref(j->usage);
       j->usage = json_deep_copy(u);
     }
   }
+}
+
+/* An agent that could not read an answer says so in its next heartbeat: its orders are not
+ * arriving, so the node is drained with the agent's words until an admin resumes it. */
+static int answer_error(gp_srv_state *s, gp_srv_node *n, const json_t *v, gp_err *err) {
+  const char *msg = json_string_value(v);
+  if (!msg) return 0;
+  char why[600];
+  snprintf(why, sizeof why, "the agent cannot read the server's answers: %.500s", msg);
+  for (char *c = why; *c; c++) /* one line, in the server's log and in `gpool nodes` */
+    if ((unsigned char)*c < ' ' || *c == 0x7f) *c = ' ';
+  if (n->admin_state == GP_NODE_DRAIN && n->reason && strcmp(n->reason, why) == 0) return 0;
+  fprintf(stderr, "gpool server: node %s: %s\n", n->name, why);
+  n->admin_state = GP_NODE_DRAIN;
+  free(n->reason);
+  n->reason = gp_xstrdup(why);
+  gp__srv_node_changed(s, n);
+  s->sched_dirty = true;
+  return gp__srv_persist_node(s, n, err);
 }
 
 static int do_heartbeat(gp_srv_state *s, gp_srv_req *r, int64_t now_s, int64_t now_ms, gp_err *err) {
@@ -367,6 +407,7 @@ static int do_heartbeat(gp_srv_state *s, gp_srv_req *r, int64_t now_s, int64_t n
     return 0;
   }
   gp_srv_node *n = gp__srv_node_get(s, name);
+  if (!gp__srv_node_auth(s, r, name, n, false)) return 0;
   if (!n) {
     gp__srv_reply_error(r, 404, "not_found", "node", "node %s is not registered; register first", name);
     return 0;
@@ -420,11 +461,13 @@ static int do_heartbeat(gp_srv_state *s, gp_srv_req *r, int64_t now_s, int64_t n
     json_decref(n->conditions);
     n->conditions = list;
   }
-  apply_usage(s, json_object_get(body, "jobs"));
+  apply_usage(s, idx, json_object_get(body, "jobs"));
+  rc = answer_error(s, n, json_object_get(body, "answer_error"), err);
+  if (rc) return rc;
   bool has_orders = n->n_orders > 0 && n->orders[n->n_orders - 1].id > gen;
-  release_waiter(n); /* one poll per node: the newer one wins */
+  release_waiter(s, n); /* one poll per node: the newer one wins */
   if (has_orders || json_array_size(events) > 0 || wait_ms == 0) {
-    gp__srv_agent_reply_orders(n, r, gen);
+    gp__srv_agent_reply_orders(s, n, r, gen);
     return 0;
   }
   r->parked = true;

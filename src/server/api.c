@@ -491,6 +491,23 @@ static int node_action(gp_srv_state *s, gp_srv_req *r, gp_srv_node *n, const cha
   return 0;
 }
 
+/* DELETE /v1/nodes/{name}/credential: frees the name for the next agent that registers it
+ * (a reinstalled machine whose agent lost its data directory). */
+static int node_forget(gp_srv_state *s, gp_srv_req *r, gp_srv_node *n, gp_err *err) {
+  if (!method_is(r, "DELETE")) {
+    gp__srv_reply_error(r, 405, "method_not_allowed", NULL, "use DELETE on /v1/nodes/{name}/credential");
+    return 0;
+  }
+  if (!is_admin(r)) {
+    gp__srv_reply_error(r, 403, "permission_denied", NULL, "only admins may forget a node's credential");
+    return 0;
+  }
+  int rc = gp__srv_node_forget(s, n, err);
+  if (rc) return rc;
+  gp__srv_reply_json(r, 200, json_pack("{s:s,s:b}", "node", n->name, "credential", 0));
+  return 0;
+}
+
 static int nodes_route(gp_srv_state *s, gp_srv_req *r, const char *rest, int64_t now, gp_err *err) {
   if (!*rest) {
     if (!method_is(r, "GET")) {
@@ -524,6 +541,7 @@ static int nodes_route(gp_srv_state *s, gp_srv_req *r, const char *rest, int64_t
     }
     return node_action(s, r, n, action, now, err);
   }
+  if (strcmp(action, "credential") == 0) return node_forget(s, r, n, err);
   gp__srv_reply_error(r, 404, "not_found", NULL, "no route %s %s", r->method, r->path);
   return 0;
 }

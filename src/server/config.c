@@ -82,12 +82,32 @@ static int read_int_range(const gp_doc *d, const gp_doc_node *n, const char *key
   return 0;
 }
 
+/* `node: NAME` binds an agent token to one node: it may register and heartbeat only as
+ * that node (docs/agent.md). Other roles act on no node. */
+static int read_token_node(const gp_doc *d, const gp_doc_node *m, const char *path, int i,
+                           gp_arena *a, gp_token *t, gp_err *err) {
+  const gp_doc_node *nn = gp_doc_get(m, "node");
+  if (!nn) return 0;
+  char f[160];
+  snprintf(f, sizeof f, "%s[%d].node", path, i);
+  const char *v;
+  int r = gp_doc_str(d, nn, f, &v, err);
+  if (r) return r;
+  if (t->role != GP_ROLE_AGENT)
+    return gp_err_set(err, GP_EINVAL, d->name, nn->line, f, "only a token with role agent names a node");
+  if (!*v || strlen(v) >= GP_PROTO_NODE_MAX)
+    return gp_err_set(err, GP_EINVAL, d->name, nn->line, f, "must be a node name (1-%d bytes)",
+                      GP_PROTO_NODE_MAX - 1);
+  t->node = gp_arena_strdup(a, v);
+  return 0;
+}
+
 /* Reads a `tokens:` list into *tokens (appending). */
 static int read_tokens(const gp_doc *d, const gp_doc_node *seq, const char *path, gp_arena *a,
                        gp_token **tokens, int *n, size_t *cap, gp_err *err) {
   int r = gp_doc_expect(d, seq, path, GP_DOC_SEQ, err);
   if (r) return r;
-  static const char *const keys[] = {"token", "user", "role", NULL};
+  static const char *const keys[] = {"token", "user", "role", "node", NULL};
   for (int i = 0; i < seq->n; i++) {
     const gp_doc_node *m = seq->items[i];
     char f[160];
@@ -132,6 +152,7 @@ static int read_tokens(const gp_doc *d, const gp_doc_node *seq, const char *path
         return gp_err_set(err, GP_EINVAL, d->name, rn->line, f,
                           "must be admin, user or agent, not \"%s\"", v);
     }
+    if ((r = read_token_node(d, m, path, i, a, &t, err))) return r;
     gp_xgrow((void **)tokens, cap, (size_t)*n + 1, sizeof **tokens);
     (*tokens)[(*n)++] = t;
   }

@@ -23,6 +23,7 @@ typedef struct gp_token {
   const char *token;
   const char *user;
   gp_role role;
+  const char *node; /* role agent: the one node this token acts as; NULL: any (bootstrap) */
 } gp_token;
 
 /* A queue of the config plus who may submit to it ("*" admits everyone) and which

@@ -190,7 +190,7 @@ static void wake_waiters(gp_srv_state *s, int64_t now_ms, bool expire_only) {
   gp_srv_node *n;
   while ((n = gp__srv_waiter_next_due(s, now_ms, expire_only))) {
     gp_srv_req *w = n->waiter;
-    gp__srv_agent_reply_orders(n, w, n->waiter_gen);
+    gp__srv_agent_reply_orders(s, n, w, n->waiter_gen);
     w->parked = false;
     n->waiter = NULL;
     resume(w);

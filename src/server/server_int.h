@@ -70,8 +70,18 @@ void gp__srv_reply_err(gp_srv_req *r, int code, const gp_err *err);
 int gp__srv_api_handle(gp_srv_state *s, gp_srv_req *r, int64_t now_s, int64_t now_ms, gp_err *err);
 int gp__srv_agent_handle(gp_srv_state *s, gp_srv_req *r, int64_t now_s, int64_t now_ms, gp_err *err);
 
-/* Builds the answer of a heartbeat: the node's orders with id > gen. */
-void gp__srv_agent_reply_orders(gp_srv_node *n, gp_srv_req *r, int64_t gen);
+/* Builds the answer of a heartbeat: the node's orders with id > gen, as many as fit
+ * GP_PROTO_ORDERS_BUDGET (at least one), and the store's id. */
+void gp__srv_agent_reply_orders(const gp_srv_state *s, gp_srv_node *n, gp_srv_req *r, int64_t gen);
+
+/* node_credential.c: may the agent request r act as node `name` (n: that node, NULL when
+ * the pool has none)? Answers r with 403 or 409 when not. `registering`: a name without a
+ * credential may be claimed (gp__srv_node_claim records it once the node exists). */
+bool gp__srv_node_auth(gp_srv_state *s, gp_srv_req *r, const char *name, const gp_srv_node *n,
+                       bool registering);
+int gp__srv_node_claim(gp_srv_state *s, gp_srv_req *r, gp_srv_node *n, gp_err *err);
+/* Drops the node's credential: the next agent to register the name claims it. */
+int gp__srv_node_forget(gp_srv_state *s, gp_srv_node *n, gp_err *err);
 
 /* Hands a request back to its HTTP thread (after setting its answer). */
 void gp__srv_req_resume(gp_srv_req *r);

@@ -425,6 +425,13 @@ static int load_meta(void *ctx, const char *key, int64_t value) {
   return 0;
 }
 
+static int load_credential(void *ctx, const char *node, const char *hash) {
+  load_ctx *c = ctx;
+  gp_srv_node *n = gp__srv_node_get(c->s, node);
+  if (n) snprintf(n->credential_hash, sizeof n->credential_hash, "%s", hash);
+  return 0;
+}
+
 static gp_srv_queue *queue_from_config(const gp_server_queue *cq) {
   gp_srv_queue *q = gp_xcalloc(1, sizeof *q);
   q->name = gp_xstrdup(cq->q.name);
@@ -452,7 +459,8 @@ int gp__srv_state_load(gp_srv_state *s, int64_t now_s, int64_t now_ms, gp_err *e
     s->queues[s->n_queues++] = queue_from_config(&s->cfg->queues[i]);
   }
   load_ctx c = {s, err, now_ms};
-  gp_store_load_cb cb = {&c, load_job, load_event, load_node, load_alloc, load_queue, load_order, load_meta};
+  gp_store_load_cb cb = {&c, load_job, load_event, load_node, load_alloc, load_queue, load_order, load_meta,
+                         load_credential};
   int r = gp_store_load(s->store, &cb, err);
   if (r) return r;
   /* A running job whose allocations are incomplete cannot be trusted: treat as lost at the

@@ -128,6 +128,7 @@ typedef struct gp_srv_node {
   char *agent_url;
   char *gpu_backend;    /* "nvml" or "sim", as the agent reported (owned), or NULL */
   const char *agent_token;   /* token the agent last used (borrowed from the config) */
+  char credential_hash[65];  /* SHA-256 of the node's agent credential (hex); "": none */
   gp_node_state admin_state; /* UP, DRAIN or CORDON (admin's choice) */
   char *reason;
   bool alive;           /* registered and heartbeating */

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include <string.h>
 
 #include "store/store.h"
 #include "util/mem.h"
@@ -70,6 +71,12 @@ static int f_set_meta(gp_store *b, const char *key, int64_t v, gp_err *err) {
   return rc ? rc : inner_rc(s, s->inner->ops->set_meta(s->inner, key, v, err));
 }
 
+static int f_put_credential(gp_store *b, const char *node, const char *hash, gp_err *err) {
+  fault_store *s = (fault_store *)b;
+  int rc = maybe_fail(s, err);
+  return rc ? rc : s->inner->ops->put_credential(s->inner, node, hash, err);
+}
+
 static int f_begin(gp_store *b, gp_err *err) {
   fault_store *s = (fault_store *)b;
   return inner_rc(s, s->inner->ops->begin(s->inner, err));
@@ -117,7 +124,7 @@ static void f_close(gp_store *b) {
 static const gp_store_ops fault_ops = {
     "fault", f_begin, f_commit, f_rollback, f_put_job, f_add_event, f_put_node, f_put_alloc,
     f_del_allocs, f_put_queue, f_del_queue, f_put_order, f_del_orders, f_del_order, f_set_meta,
-    f_load, f_close, f_probe,
+    f_load, f_close, f_probe, f_put_credential,
 };
 
 int gp_store_fault_open(gp_store *inner, gp_store **ret) {
@@ -125,6 +132,7 @@ int gp_store_fault_open(gp_store *inner, gp_store **ret) {
   s->base.ops = &fault_ops;
   s->inner = inner;
   snprintf(s->cause, sizeof s->cause, "I/O error");
+  memcpy(s->base.id, inner->id, sizeof s->base.id);
   *ret = &s->base;
   return 0;
 }

@@ -5,12 +5,14 @@
  * one transaction (group commit), so the fsync cost is shared. Statements are prepared
  * once. The schema version lives in PRAGMA user_version. */
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <sqlite3.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -22,6 +24,7 @@
 enum {
   ST_BEGIN, ST_COMMIT, ST_ROLLBACK, ST_PUT_JOB, ST_ADD_EVENT, ST_PUT_NODE, ST_PUT_ALLOC,
   ST_DEL_ALLOCS, ST_PUT_QUEUE, ST_DEL_QUEUE, ST_PUT_ORDER, ST_DEL_ORDERS, ST_DEL_ORDER, ST_SET_META,
+  ST_PUT_CRED, ST_DEL_CRED,
   ST_COUNT
 };
 
@@ -42,6 +45,8 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_DEL_ORDERS] = "DELETE FROM orders WHERE node = ?1 AND id <= ?2",
     [ST_DEL_ORDER] = "DELETE FROM orders WHERE id = ?1",
     [ST_SET_META] = "INSERT OR REPLACE INTO meta(key, value) VALUES (?1, ?2)",
+    [ST_PUT_CRED] = "INSERT OR REPLACE INTO node_credentials(node, hash) VALUES (?1, ?2)",
+    [ST_DEL_CRED] = "DELETE FROM node_credentials WHERE node = ?1",
 };
 
 static const char schema_sql[] =
@@ -59,7 +64,10 @@ static const char schema_sql[] =
     "CREATE TABLE IF NOT EXISTS orders(id INTEGER PRIMARY KEY, node TEXT NOT NULL,"
     " doc TEXT NOT NULL);"
     "CREATE INDEX IF NOT EXISTS orders_node ON orders(node, id);"
-    "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value INTEGER NOT NULL);";
+    "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value INTEGER NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS identity(one INTEGER PRIMARY KEY CHECK (one = 1),"
+    " store_id TEXT NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS node_credentials(node TEXT PRIMARY KEY, hash TEXT NOT NULL);";
 
 typedef struct sqlite_store {
   gp_store base;
@@ -220,6 +228,14 @@ static int s_set_meta(gp_store *b, const char *key, int64_t v, gp_err *err) {
   return run(s, ST_SET_META, err);
 }
 
+static int s_put_credential(gp_store *b, const char *node, const char *hash, gp_err *err) {
+  sqlite_store *s = (sqlite_store *)b;
+  int which = hash ? ST_PUT_CRED : ST_DEL_CRED;
+  bind_text(s->st[which], 1, node);
+  if (hash) bind_text(s->st[which], 2, hash);
+  return run(s, which, err);
+}
+
 static const char *col_text(sqlite3_stmt *st, int i) {
   const unsigned char *t = sqlite3_column_text(st, i);
   return t ? (const char *)t : "";
@@ -275,6 +291,10 @@ static int row_meta(sqlite3_stmt *st, const gp_store_load_cb *cb) {
   return cb->meta(cb->ctx, col_text(st, 0), sqlite3_column_int64(st, 1));
 }
 
+static int row_cred(sqlite3_stmt *st, const gp_store_load_cb *cb) {
+  return cb->credential(cb->ctx, col_text(st, 0), col_text(st, 1));
+}
+
 static int s_load(gp_store *b, const gp_store_load_cb *cb, gp_err *err) {
   sqlite_store *s = (sqlite_store *)b;
   int r = 0;
@@ -291,6 +311,8 @@ static int s_load(gp_store *b, const gp_store_load_cb *cb, gp_err *err) {
   if (!r && cb->queue) r = load_table(s, "SELECT name, doc FROM queues ORDER BY name", row_queue, cb, err);
   if (!r && cb->order) r = load_table(s, "SELECT id, node, doc FROM orders ORDER BY id", row_order, cb, err);
   if (!r && cb->meta) r = load_table(s, "SELECT key, value FROM meta ORDER BY key", row_meta, cb, err);
+  if (!r && cb->credential)
+    r = load_table(s, "SELECT node, hash FROM node_credentials ORDER BY node", row_cred, cb, err);
   return r;
 }
 
@@ -321,14 +343,22 @@ static void s_close(gp_store *b) {
 static const gp_store_ops sqlite_ops = {
     "sqlite", s_begin, s_commit, s_rollback, s_put_job, s_add_event, s_put_node, s_put_alloc,
     s_del_allocs, s_put_queue, s_del_queue, s_put_order, s_del_orders, s_del_order, s_set_meta,
-    s_load, s_close, s_probe,
+    s_load, s_close, s_probe, s_put_credential,
 };
 
 /* The database holds every job's command and environment (API keys among them): it is the
  * owner's alone, whatever the umask or the data directory's mode. SQLite gives the -wal and
  * -shm files it creates the database's mode, so making the file first, 0600, covers new
- * ones; an existing database, -wal or -shm more open than that is closed to others. */
-static int own_file(const char *path, bool create, gp_err *err) {
+ * ones; an existing database, -wal or -shm more open than that is closed to others. A
+ * database of 0 bytes is refused: it would start as a new store whose numbers restart. */
+static int own_file(const char *path, bool create, bool *ret_existed, gp_err *err) {
+  struct stat before;
+  bool existed = stat(path, &before) == 0;
+  if (ret_existed) *ret_existed = existed;
+  if (create && existed && before.st_size == 0)
+    return gp_err_set(err, GP_EINVAL, path, 0, NULL,
+                      "the store file is empty (0 bytes), not a gpool store: restore it from a "
+                      "backup, or move it away to start a new, empty store");
   int fd = open(path, O_RDWR | (create ? O_CREAT : 0) | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0 && !create && errno == ENOENT) return 0;
   if (fd < 0) return gp_err_set(err, GP_EIO, path, 0, NULL, "cannot open the store: %s", strerror(errno));
@@ -340,12 +370,51 @@ static int own_file(const char *path, bool create, gp_err *err) {
   return r;
 }
 
+/* The number of gpool tables in the database (before the schema is applied). */
+static int gpool_tables(sqlite_store *s) {
+  sqlite3_stmt *st = NULL;
+  int n = 0;
+  if (sqlite3_prepare_v2(s->db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND "
+                                "name IN ('jobs', 'nodes', 'orders', 'meta')",
+                         -1, &st, NULL) == SQLITE_OK &&
+      sqlite3_step(st) == SQLITE_ROW)
+    n = sqlite3_column_int(st, 0);
+  sqlite3_finalize(st);
+  return n;
+}
+
+/* Reads the store's id into s->base.id, making one when the store has none (a new store, or
+ * one made by a gpool that kept no id). */
+static int load_identity(sqlite_store *s, gp_err *err) {
+  sqlite3_stmt *st = NULL;
+  if (sqlite3_prepare_v2(s->db, "SELECT store_id FROM identity WHERE one = 1", -1, &st, NULL) !=
+      SQLITE_OK)
+    return db_error(s, err, "reading the store's identity");
+  if (sqlite3_step(st) == SQLITE_ROW)
+    snprintf(s->base.id, sizeof s->base.id, "%s", col_text(st, 0));
+  sqlite3_finalize(st);
+  if (strlen(s->base.id) == GP_STORE_ID_MAX - 1) return 0;
+  unsigned char raw[(GP_STORE_ID_MAX - 1) / 2];
+  if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw)
+    return gp_err_set(err, GP_EIO, s->path, 0, NULL, "cannot make the store's id: %s",
+                      strerror(errno));
+  for (size_t i = 0; i < sizeof raw; i++) snprintf(s->base.id + 2 * i, 3, "%02x", raw[i]);
+  if (sqlite3_prepare_v2(s->db, "INSERT OR REPLACE INTO identity(one, store_id) VALUES (1, ?1)",
+                         -1, &st, NULL) != SQLITE_OK)
+    return db_error(s, err, "writing the store's identity");
+  sqlite3_bind_text(st, 1, s->base.id, -1, SQLITE_STATIC);
+  int rc = sqlite3_step(st);
+  sqlite3_finalize(st);
+  return rc == SQLITE_DONE ? 0 : db_error(s, err, "writing the store's identity");
+}
+
 int gp_store_sqlite_open(const char *path, gp_store **ret, gp_err *err) {
-  int r = own_file(path, true, err);
+  bool existed = false;
+  int r = own_file(path, true, &existed, err);
   char side[600];
   for (int i = 0; i < 2 && !r; i++) {
     snprintf(side, sizeof side, "%s%s", path, i ? "-shm" : "-wal");
-    r = own_file(side, false, err);
+    r = own_file(side, false, NULL, err);
   }
   if (r) return r;
   sqlite_store *s = gp_xcalloc(1, sizeof *s);
@@ -362,6 +431,14 @@ int gp_store_sqlite_open(const char *path, gp_store **ret, gp_err *err) {
   /* WAL lets readers (a backup, sqlite3 shell) work beside the server; FULL syncs the WAL
    * on every commit, which is what makes an acknowledged submission durable. */
   char *msg = NULL;
+  /* An existing file is a gpool store only with gpool's tables: anything else (another
+   * program's database, one emptied by hand) must not silently become a new store. */
+  if (existed && gpool_tables(s) == 0) {
+    r = gp_err_set(err, GP_EINVAL, path, 0, NULL,
+                   "the file is not a gpool store (no gpool tables): restore it from a backup, "
+                   "or move it away to start a new, empty store");
+    goto fail;
+  }
   if (sqlite3_exec(s->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
                           "PRAGMA foreign_keys=OFF; PRAGMA temp_store=MEMORY;",
                    NULL, NULL, &msg) != SQLITE_OK ||
@@ -392,6 +469,7 @@ int gp_store_sqlite_open(const char *path, gp_store **ret, gp_err *err) {
       goto fail;
     }
   }
+  if ((r = load_identity(s, err)) != 0) goto fail;
   *ret = &s->base;
   return 0;
 fail:

@@ -10,7 +10,12 @@
  *
  * Tables: jobs, job_events (the timeline: one row per transition), nodes, allocations
  * (one row per task of a running job), queues (those created through the API), orders
- * (start/stop orders not yet acknowledged by an agent) and meta (counters).
+ * (start/stop orders not yet acknowledged by an agent), meta (counters), identity (the
+ * store's id) and node_credentials (the hash of each node's agent credential).
+ *
+ * Identity: every store has a random id, made with the database and kept in it, so that an
+ * agent can tell a store it served from another one that reuses the same job and order
+ * numbers (a moved data directory, a restored backup); see docs/agent.md.
  *
  * Contract: every write happens between begin() and commit(); commit() returns 0 only
  * when the transaction is durable (survives kill -9 and, for SQLite with
@@ -81,6 +86,7 @@ typedef struct gp_store_load_cb {
   int (*queue)(void *ctx, const gp_store_queue *row);
   int (*order)(void *ctx, const gp_store_order *row);   /* in id order */
   int (*meta)(void *ctx, const char *key, int64_t value);
+  int (*credential)(void *ctx, const char *node, const char *hash);
 } gp_store_load_cb;
 
 /* A backend fills this table. Every function returns 0 or a negative GP_E* with details
@@ -109,7 +115,11 @@ typedef struct gp_store_ops {
    * write of GP_STORE_PROBE_BYTES now: after a failure, this says when to try real work
    * again without risking it. */
   int (*probe)(gp_store *s, gp_err *err);
+  /* A node's credential hash (upsert), or with hash NULL no credential for it. */
+  int (*put_credential)(gp_store *s, const char *node, const char *hash, gp_err *err);
 } gp_store_ops;
+
+#define GP_STORE_ID_MAX 33 /* 32 hex digits (128 random bits) and the NUL */
 
 /* Large enough that a probe which fits says an ordinary batch will fit too. */
 #define GP_STORE_PROBE_BYTES (256 * 1024)
@@ -121,10 +131,13 @@ typedef struct gp_store_ops {
 struct gp_store {
   const gp_store_ops *ops;
   char failure[64];
+  char id[GP_STORE_ID_MAX]; /* the store's identity, set by the backend when it opens */
 };
 
 /* Opens (creating when missing) the SQLite store at `path` (WAL, synchronous=FULL, so a
- * committed transaction survives kill -9 and power loss). */
+ * committed transaction survives kill -9 and power loss). A file that exists but is not a
+ * gpool store (0 bytes, or a database without gpool's tables) is refused with GP_EINVAL:
+ * starting it as a new, empty store would reuse the old store's job and order numbers. */
 int gp_store_sqlite_open(const char *path, gp_store **ret, gp_err *err);
 
 /* A test hook: caps the SQLite database at `pages` pages (never below its current size;
@@ -170,5 +183,6 @@ static inline int gp_store_set_meta(gp_store *s, const char *key, int64_t v, gp_
 static inline int gp_store_probe(gp_store *s, gp_err *e) { return s->ops->probe(s, e); }
 static inline const char *gp_store_failure(const gp_store *s) { return s->failure; }
 static inline int gp_store_load(gp_store *s, const gp_store_load_cb *cb, gp_err *e) { return s->ops->load(s, cb, e); }
+static inline int gp_store_put_credential(gp_store *s, const char *node, const char *hash, gp_err *e) { return s->ops->put_credential(s, node, hash, e); }
 
 #endif

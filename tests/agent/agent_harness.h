@@ -41,6 +41,9 @@ typedef struct fake_server {
   volatile int stopping;   /* end open long polls at once (fs_stop) */
   int rejected;
   json_t *last_heartbeat;
+  char store[40];       /* the store id answered to register and heartbeat; "" for none */
+  size_t pad;           /* bytes of padding in every heartbeat answer; 0 for none */
+  char answer_error[300]; /* the last answer_error a heartbeat carried; "" for none */
 } fake_server;
 
 static int64_t fs_now_ms(void) {
@@ -111,7 +114,11 @@ static enum MHD_Result fs_handle(void *cls, struct MHD_Connection *c, const char
     json_array_append(s->registers, body);
     pthread_mutex_unlock(&s->lock);
     json_decref(body);
-    return fs_reply(c, 200, json_pack("{s:{s:s},s:i}", "node", "name", "n", "heartbeat_s", 2));
+    json_t *ans = json_pack("{s:{s:s},s:i}", "node", "name", "n", "heartbeat_s", 2);
+    pthread_mutex_lock(&s->lock);
+    if (s->store[0]) json_object_set_new(ans, "store", json_string(s->store));
+    pthread_mutex_unlock(&s->lock);
+    return fs_reply(c, 200, ans);
   }
   if (strcmp(url, "/v1/agent/heartbeat") == 0) {
     long long gen = json_integer_value(json_object_get(body, "gen"));
@@ -136,6 +143,8 @@ static enum MHD_Result fs_handle(void *cls, struct MHD_Connection *c, const char
     json_array_extend(s->events, evs);
     json_decref(s->last_heartbeat);
     s->last_heartbeat = json_incref(body);
+    const char *said = json_string_value(json_object_get(body, "answer_error"));
+    if (said) snprintf(s->answer_error, sizeof s->answer_error, "%s", said);
     pthread_mutex_unlock(&s->lock);
     bool had_events = json_array_size(evs) > 0;
     json_decref(body);
@@ -145,8 +154,20 @@ static enum MHD_Result fs_handle(void *cls, struct MHD_Connection *c, const char
       pthread_mutex_lock(&s->lock);
       json_t *orders = fs_pending_orders(s, gen, &g2);
       pthread_mutex_unlock(&s->lock);
-      if (json_array_size(orders) > 0 || had_events || fs_now_ms() >= until || s->stopping)
-        return fs_reply(c, 200, json_pack("{s:I,s:o}", "gen", g2, "orders", orders));
+      if (json_array_size(orders) > 0 || had_events || fs_now_ms() >= until || s->stopping) {
+        json_t *ans = json_pack("{s:I,s:o}", "gen", g2, "orders", orders);
+        pthread_mutex_lock(&s->lock);
+        if (s->store[0]) json_object_set_new(ans, "store", json_string(s->store));
+        if (s->pad) {
+          char *pad = malloc(s->pad + 1);
+          memset(pad, 'x', s->pad);
+          pad[s->pad] = '\0';
+          json_object_set_new(ans, "padding", json_string(pad));
+          free(pad);
+        }
+        pthread_mutex_unlock(&s->lock);
+        return fs_reply(c, 200, ans);
+      }
       json_decref(orders);
       usleep(5000);
     }

@@ -236,27 +236,27 @@ static void agent_messages_are_checked(void) {
   json_t *o = NULL;
   CHECK_EQ_INT(403, tsrv_call(&t, "POST", "/v1/agent/register", ALICE, "{\"node\": {\"name\": \"n1\"}}", &o));
   json_decref(o);
-  CHECK_EQ_INT(400, tsrv_call(&t, "POST", "/v1/agent/register", AGENT, "{\"node\": {\"name\": \"a b\"}}", &o));
+  CHECK_EQ_INT(400, tsrv_agent_call(&t, "/v1/agent/register", "{\"node\": {\"name\": \"a b\"}}", &o));
   CHECK_EQ_STR("node.name", err_field(o));
   json_decref(o);
-  CHECK_EQ_INT(400, tsrv_call(&t, "POST", "/v1/agent/register", AGENT, "{\"node\": {\"name\": \"n1\", \"gpus\": 99}}", &o));
+  CHECK_EQ_INT(400, tsrv_agent_call(&t, "/v1/agent/register", "{\"node\": {\"name\": \"n1\", \"gpus\": 99}}", &o));
   json_decref(o);
-  CHECK_EQ_INT(404, tsrv_call(&t, "POST", "/v1/agent/heartbeat", AGENT, "{\"node\": \"ghost\", \"gen\": 0}", &o));
+  CHECK_EQ_INT(404, tsrv_agent_call(&t, "/v1/agent/heartbeat", "{\"node\": \"ghost\", \"gen\": 0}", &o));
   json_decref(o);
   CHECK_EQ_INT(201, tsrv_register(&t, "n1", 2, NULL));
   /* An event kind this server does not know (a newer agent) is skipped, not fatal. */
-  CHECK_EQ_INT(200, tsrv_call(&t, "POST", "/v1/agent/heartbeat", AGENT,
+  CHECK_EQ_INT(200, tsrv_agent_call(&t, "/v1/agent/heartbeat",
                               "{\"node\": \"n1\", \"gen\": 0, \"wait_ms\": 0, \"events\": [{\"kind\": \"inject_done\"}]}", &o));
   json_decref(o);
-  CHECK_EQ_INT(400, tsrv_call(&t, "POST", "/v1/agent/heartbeat", AGENT,
+  CHECK_EQ_INT(400, tsrv_agent_call(&t, "/v1/agent/heartbeat",
                               "{\"node\": \"n1\", \"gen\": 0, \"events\": [{\"job\": \"1\"}]}", &o));
   CHECK_EQ_STR("events[0]", err_field(o));
   json_decref(o);
-  CHECK_EQ_INT(400, tsrv_call(&t, "POST", "/v1/agent/heartbeat", AGENT,
+  CHECK_EQ_INT(400, tsrv_agent_call(&t, "/v1/agent/heartbeat",
                               "{\"node\": \"n1\", \"gen\": 0, \"events\": [{\"kind\": \"exited\"}]}", &o));
   CHECK_EQ_STR("events[0]", err_field(o));
   json_decref(o);
-  CHECK_EQ_INT(400, tsrv_call(&t, "POST", "/v1/agent/heartbeat", AGENT, "{\"node\": \"n1\", \"gen\": -1}", &o));
+  CHECK_EQ_INT(400, tsrv_agent_call(&t, "/v1/agent/heartbeat", "{\"node\": \"n1\", \"gen\": -1}", &o));
   json_decref(o);
   tsrv_stop(&t);
 }
@@ -415,7 +415,7 @@ static void node_conditions_and_enforcement_come_from_the_agent(void) {
            " \"conditions\": \"thermal_throttling,power_throttling\"}, \"events\": [{\"kind\": \"started\","
            " \"job\": \"%s\", \"pid\": 5, \"enforcement\": \"watchdog\"}]}", id);
   json_t *o = NULL;
-  CHECK_EQ_INT(200, tsrv_call(&t, "POST", "/v1/agent/heartbeat", AGENT, body, &o));
+  CHECK_EQ_INT(200, tsrv_agent_call(&t, "/v1/agent/heartbeat", body, &o));
   json_decref(o);
   CHECK_EQ_INT(200, tsrv_call(&t, "GET", "/v1/nodes/n1", ALICE, NULL, &o));
   json_t *conds = json_object_get(json_object_get(o, "node"), "conditions");

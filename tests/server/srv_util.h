@@ -15,6 +15,7 @@
 #include "server/server.h"
 #include "store/store.h"
 #include "util/buf.h"
+#include "util/sha256.h"
 
 typedef struct tsrv {
   gp_server_config *cfg;
@@ -187,6 +188,31 @@ static char *tsrv_submit(const tsrv *t, const char *token, const char *body) {
 }
 
 /* Registers a simulated node with `gpus` H100s. */
+/* A test agent's credential for a node: the name's SHA-256, so each node has its own. */
+static inline const char *tsrv_credential(const char *name, char out[GP_SHA256_HEX_MAX]) {
+  gp_sha256_hex(name, strlen(name), out);
+  return out;
+}
+
+/* An agent protocol call with the AGENT token, `json` completed with the credential of the
+ * node it names ("node" or "node.name"). */
+static inline long tsrv_agent_call(const tsrv *t, const char *path, const char *json, json_t **ret) {
+  json_error_t je;
+  json_t *doc = json_loads(json, 0, &je);
+  REQUIRE(doc);
+  const json_t *node = json_object_get(doc, "node");
+  const char *name = json_is_object(node) ? json_string_value(json_object_get(node, "name"))
+                                          : json_string_value(node);
+  char cred[GP_SHA256_HEX_MAX];
+  if (name && !json_object_get(doc, "credential"))
+    json_object_set_new(doc, "credential", json_string(tsrv_credential(name, cred)));
+  char *body = json_dumps(doc, JSON_COMPACT);
+  json_decref(doc);
+  long code = tsrv_call(t, "POST", path, AGENT, body, ret);
+  free(body);
+  return code;
+}
+
 static inline long tsrv_register(const tsrv *t, const char *name, int gpus, const char *jobs_json) {
   char body[8192];
   int n = snprintf(body, sizeof body,
@@ -200,7 +226,7 @@ static inline long tsrv_register(const tsrv *t, const char *name, int gpus, cons
   snprintf(body + n, sizeof body - (size_t)n,
            "]}, \"agent_url\": \"http://127.0.0.1:1\", \"jobs\": %s}", jobs_json ? jobs_json : "[]");
   json_t *o = NULL;
-  long code = tsrv_call(t, "POST", "/v1/agent/register", AGENT, body, &o);
+  long code = tsrv_agent_call(t, "/v1/agent/register", body, &o);
   json_decref(o);
   return code;
 }
@@ -212,7 +238,7 @@ static json_t *tsrv_heartbeat(const tsrv *t, const char *node, long long gen, in
   snprintf(body, sizeof body, "{\"node\": \"%s\", \"gen\": %lld, \"wait_ms\": %d, \"events\": %s}",
            node, gen, wait_ms, events ? events : "[]");
   json_t *o = NULL;
-  long code = tsrv_call(t, "POST", "/v1/agent/heartbeat", AGENT, body, &o);
+  long code = tsrv_agent_call(t, "/v1/agent/heartbeat", body, &o);
   if (code != 200) {
     json_decref(o);
     return NULL;

@@ -59,7 +59,7 @@ static int c_meta(void *ctx, const char *k, int64_t v) {
 static counts load_all(gp_store *s) {
   counts c;
   memset(&c, 0, sizeof c);
-  gp_store_load_cb cb = {&c, c_job, c_event, c_node, c_alloc, c_queue, c_order, c_meta};
+  gp_store_load_cb cb = {&c, c_job, c_event, c_node, c_alloc, c_queue, c_order, c_meta, NULL};
   gp_err e = {0};
   CHECK_EQ_INT(0, gp_store_load(s, &cb, &e));
   return c;
@@ -251,10 +251,87 @@ static void a_full_database_is_named_and_probed(void) {
   c = load_all(s);
   CHECK_EQ_INT(2, c.jobs);
   CHECK_EQ_INT(1, c.metas); /* the probes left no row behind */
+/* A store truncated to 0 bytes, or another program's database, would start as a new store
+ * whose job and order numbers restart at 1: both are refused, naming the file. */
+static void an_empty_or_foreign_database_is_refused(void) {
+  gp_store *s = NULL;
+  gp_err e = {0};
+  FILE *f = fopen(db_path(), "w");
+  REQUIRE(f);
+  fclose(f);
+  CHECK_EQ_INT(GP_EINVAL, gp_store_sqlite_open(db_path(), &s, &e));
+  CHECK(s == NULL);
+  CHECK_CONTAINS(e.message, "0 bytes");
+  CHECK_CONTAINS(e.file, "gpool.db");
+  struct stat st;
+  REQUIRE(stat(db_path(), &st) == 0);
+  CHECK_EQ_INT(0, (int)st.st_size); /* left as it was, for the admin to look at */
+  char other[300], cmd[700];
+  snprintf(other, sizeof other, "%s/other.db", dir);
+  snprintf(cmd, sizeof cmd, "sqlite3 '%s' 'CREATE TABLE t(x); INSERT INTO t VALUES (1);'", other);
+  if (system(cmd) == 0) {
+    e = (gp_err){0};
+    CHECK_EQ_INT(GP_EINVAL, gp_store_sqlite_open(other, &s, &e));
+    CHECK_CONTAINS(e.message, "not a gpool store");
+  }
+  remove_dir();
+}
+
+/* The id is made with the store, kept across reopens, and differs between two stores. */
+static void a_store_keeps_its_identity(void) {
+  gp_store *s = NULL;
+  gp_err e = {0};
+  REQUIRE(gp_store_sqlite_open(db_path(), &s, &e) == 0);
+  char first[GP_STORE_ID_MAX];
+  snprintf(first, sizeof first, "%s", s->id);
+  CHECK_EQ_INT(GP_STORE_ID_MAX - 1, (int)strlen(first));
+  gp_store_close(s);
+  REQUIRE(gp_store_sqlite_open(db_path(), &s, &e) == 0);
+  CHECK_EQ_STR(first, s->id);
+  gp_store *f = NULL;
+  REQUIRE(gp_store_fault_open(s, &f) == 0);
+  CHECK_EQ_STR(first, f->id);
+  gp_store_close(f);
+  char moved[320];
+  snprintf(moved, sizeof moved, "%s.moved", db_path());
+  REQUIRE(rename(db_path(), moved) == 0);
+  char wal[320];
+  snprintf(wal, sizeof wal, "%s-wal", db_path());
+  unlink(wal);
+  REQUIRE(gp_store_sqlite_open(db_path(), &s, &e) == 0);
+  CHECK(strcmp(first, s->id) != 0);
+  gp_store_close(s);
+  remove_dir();
+}
+
+static int c_cred(void *ctx, const char *node, const char *hash) {
+  char *out = ctx;
+  snprintf(out, 200, "%s=%s", node, hash);
+  return 0;
+}
+
+static void node_credentials_are_kept_and_dropped(void) {
+  gp_store *s = NULL;
+  gp_err e = {0};
+  REQUIRE(gp_store_sqlite_open(db_path(), &s, &e) == 0);
+  REQUIRE(gp_store_begin(s, &e) == 0);
+  CHECK_EQ_INT(0, gp_store_put_credential(s, "n1", "abc", &e));
+  CHECK_EQ_INT(0, gp_store_commit(s, &e));
+  char seen[200] = "";
+  gp_store_load_cb cb = {.ctx = seen, .credential = c_cred};
+  CHECK_EQ_INT(0, gp_store_load(s, &cb, &e));
+  CHECK_EQ_STR("n1=abc", seen);
+  REQUIRE(gp_store_begin(s, &e) == 0);
+  CHECK_EQ_INT(0, gp_store_put_credential(s, "n1", NULL, &e));
+  CHECK_EQ_INT(0, gp_store_commit(s, &e));
+  seen[0] = '\0';
+  CHECK_EQ_INT(0, gp_store_load(s, &cb, &e));
+  CHECK_EQ_STR("", seen);
   gp_store_close(s);
   remove_dir();
 }
 
 GP_TESTS(a_full_database_is_named_and_probed, the_database_is_private, committed_rows_survive_a_reopen, rolled_back_rows_are_gone,
          fault_store_fails_the_nth_write_and_nothing_is_committed,
-         a_file_that_is_not_a_database_is_refused)
+         a_file_that_is_not_a_database_is_refused, an_empty_or_foreign_database_is_refused,
+         a_store_keeps_its_identity, node_credentials_are_kept_and_dropped)
