@@ -251,6 +251,10 @@ static void a_full_database_is_named_and_probed(void) {
   c = load_all(s);
   CHECK_EQ_INT(2, c.jobs);
   CHECK_EQ_INT(1, c.metas); /* the probes left no row behind */
+  gp_store_close(s);
+  remove_dir();
+}
+
 /* A store truncated to 0 bytes, or another program's database, would start as a new store
  * whose job and order numbers restart at 1: both are refused, naming the file. */
 static void an_empty_or_foreign_database_is_refused(void) {
