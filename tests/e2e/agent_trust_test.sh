@@ -17,6 +17,7 @@ e2e_init
 # timeout than lib.sh's 3 s, so that the test's own polling never marks one down.
 e2e_write_config
 sed -i 's/^node_timeout_s: .*/node_timeout_s: 30/' "$E2E_DIR/server.yaml"
+echo "max_job_bytes: 262144" >>"$E2E_DIR/server.yaml" # jobs as large as one start order carries
 e2e_server
 e2e_agent n1 2xH100-80GB
 e2e_agent n2 2xH100-80GB

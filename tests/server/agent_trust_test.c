@@ -7,6 +7,7 @@
  * drained with the reason. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include "protocol/limits.h"
 #include "test.h"
@@ -109,6 +110,7 @@ static void a_bound_token_acts_as_its_node_only(void) {
   REQUIRE(f);
   fputs("tokens:\n  - {token: bound-token-n7, user: agent, role: agent, node: n7}\n", f);
   fclose(f);
+  REQUIRE(chmod(file, 0600) == 0); /* a token file must be its owner's alone */
   snprintf(extra, sizeof extra, "token_file: %s\n", file);
   tsrv_start_with(&t, extra, NULL);
   CHECK_EQ_INT(403, register_as(&t, "bound-token-n7", "n8", NULL));
@@ -171,7 +173,7 @@ static void an_agent_of_another_store_is_not_believed_about_jobs(void) {
  * that follow bring every order once. */
 static void big_orders_come_in_bounded_answers(void) {
   tsrv t = {0};
-  tsrv_start(&t);
+  tsrv_start_with(&t, "max_job_bytes: 262144\n", NULL); /* jobs as large as an order carries */
   CHECK_EQ_INT(201, tsrv_register(&t, "n1", 2, NULL));
   CHECK_EQ_INT(200, tsrv_req(&t, "POST", "/v1/nodes/n1/cordon", ADMIN, "{\"reason\": \"queue first\"}"));
   char *pad = malloc(63001);

@@ -194,7 +194,7 @@ static void a_stopped_agent_holds_no_http_thread(void) {
            "{\"node\": {\"name\": \"n1\", \"model\": \"H100-80GB\", \"gpus\": 1, \"cpus\": 8, \"mem_mib\": 65536,"
            " \"gpu_list\": [{\"index\": 0, \"uuid\": \"GPU-n1-0\", \"mem_mib\": 81920, \"mode\": \"exclusive\"}]},"
            " \"agent_url\": \"http://127.0.0.1:%d\", \"jobs\": []}", ntohs(a.sin_port));
-  CHECK_EQ_INT(201, tsrv_req(&t, "POST", "/v1/agent/register", AGENT, body));
+  CHECK_EQ_INT(201, tsrv_agent_call(&t, "/v1/agent/register", body, NULL));
   char *id = tsrv_submit(&t, ALICE, "{\"command\": [\"train\"], \"gpus\": 1}");
   REQUIRE(id);
   CHECK(tsrv_wait_state(&t, id, "running"));
