@@ -38,7 +38,7 @@
 
 #include "client/client.h"
 #include "util/mem.h"
-#include "util/sha256.h"
+#include "tls/digest.h"
 
 typedef struct fake_node {
   char name[32];
@@ -136,8 +136,8 @@ static void agent_fail(bench *b, const char *what, const gp_err *err) {
 
 static int fake_register(bench *b, gp_client *c, int i) {
   fake_node *n = &b->nodes[i];
-  char cred[GP_SHA256_HEX_MAX]; /* each fake node's own credential: its name's hash */
-  gp_sha256_hex(n->name, strlen(n->name), cred);
+  char cred[GP_TLS_SHA256_HEX_MAX]; /* each fake node's own credential: its name's hash */
+  gp_tls_sha256_hex(n->name, strlen(n->name), cred);
   json_t *body = json_pack("{s:o, s:s, s:[], s:s}", "node", fake_node_json(n->name, i), "agent_url",
                            "http://127.0.0.1:9", "jobs", "credential", cred);
   gp_err err = {0};
@@ -162,8 +162,8 @@ static void *agent_main(void *arg) {
     int busy = 0;
     for (int i = t->first; i < t->first + t->count && !atomic_load(&b->stop_agents); i++) {
       fake_node *n = &b->nodes[i];
-      char cred[GP_SHA256_HEX_MAX];
-      gp_sha256_hex(n->name, strlen(n->name), cred);
+      char cred[GP_TLS_SHA256_HEX_MAX];
+      gp_tls_sha256_hex(n->name, strlen(n->name), cred);
       json_t *body = json_pack("{s:s, s:I, s:i, s:O, s:[], s:[], s:s}", "node", n->name, "gen",
                                (json_int_t)n->gen, "wait_ms", 0, "events", n->events, "gpus", "jobs",
                                "credential", cred);

@@ -25,6 +25,7 @@
 
 #include "agent/metrics.h"
 #include "tls/listen.h"
+#include "util/secret.h"
 #include "util/buf.h"
 #include "util/units.h"
 
@@ -34,15 +35,6 @@
 #define AGENT_HTTP_MAX_CONNS 512
 #define AGENT_HTTP_PER_ADDRESS 32
 #define AGENT_HTTP_IDLE_S 10
-
-/* Compares every byte whatever the first difference, so the time taken says nothing about
- * how much of a guess was right. */
-static bool secret_equal(const char *given, const char *want) {
-  size_t gl = strlen(given), wl = strlen(want);
-  unsigned diff = (unsigned)(gl != wl);
-  for (size_t k = 0; k < wl; k++) diff |= (unsigned)(want[k] ^ (k < gl ? given[k] : 0));
-  return diff == 0;
-}
 
 static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *type,
                              char *body /* owned */, size_t len) {
@@ -120,7 +112,7 @@ static enum MHD_Result serve_logs(gp_agent *a, struct MHD_Connection *c, const c
   const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
   char want[600];
   snprintf(want, sizeof want, "Bearer %s", a->cfg.token);
-  if (!auth || !secret_equal(auth, want))
+  if (!auth || !gp_secret_equal(auth, want))
     return reply_error(c, 401, "unauthenticated", NULL, "a valid agent token is required");
   char why[400]; /* with tls.client_ca, only the server's certificate reads logs */
   if (gp_tls_listener_check_client(a->tls, c, why, sizeof why))
@@ -187,7 +179,7 @@ static enum MHD_Result serve_checkpoint(gp_agent *a, struct MHD_Connection *c, c
     want[n > 0 ? n : 0] = '\0';
     close(fd);
   }
-  bool ok = key && want[0] && secret_equal(key, want);
+  bool ok = key && want[0] && gp_secret_equal(key, want);
   if (!ok) return reply_error(c, 403, "permission_denied", "key", "wrong or missing job key");
   gp_proto_event cp = {.kind = GP_PROTO_EV_CHECKPOINT, .at = gp__agent_now_ms() / 1000};
   snprintf(cp.job, sizeof cp.job, "%s", id);

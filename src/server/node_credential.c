@@ -10,7 +10,8 @@
 
 #include "protocol/limits.h"
 #include "server/server_int.h"
-#include "util/sha256.h"
+#include "tls/digest.h"
+#include "util/secret.h"
 
 static const gp_token *token_of(const gp_srv_state *s, const gp_srv_req *r) {
   for (int i = 0; i < s->cfg->n_tokens; i++)
@@ -54,9 +55,9 @@ bool gp__srv_node_auth(gp_srv_state *s, gp_srv_req *r, const char *name, const g
     gp__srv_reply_error(r, 409, "conflict", "node", "node %s has no credential; register again", name);
     return false;
   }
-  char hash[GP_SHA256_HEX_MAX];
-  gp_sha256_hex(cred, strlen(cred), hash);
-  if (gp_secret_equal(hash, n->credential_hash)) return true;
+  char hash[GP_TLS_SHA256_HEX_MAX];
+  if (gp_tls_sha256_hex(cred, strlen(cred), hash) == 0 && gp_secret_equal(hash, n->credential_hash))
+    return true;
   gp__srv_reply_error(r, 403, "permission_denied", "credential",
                       "node %s belongs to another agent (its credential differs); an admin frees "
                       "the name with `gpool nodes forget %s`",
@@ -69,7 +70,8 @@ int gp__srv_node_claim(gp_srv_state *s, gp_srv_req *r, gp_srv_node *n, gp_err *e
   if (n->credential_hash[0] || !cred || !credential_valid(cred)) return 0;
   const gp_token *t = token_of(s, r);
   if (t && t->node) return 0; /* the binding is the credential */
-  gp_sha256_hex(cred, strlen(cred), n->credential_hash);
+  if (gp_tls_sha256_hex(cred, strlen(cred), n->credential_hash))
+    return gp_err_set(err, GP_EIO, NULL, 0, "credential", "cannot hash the node's credential");
   return gp_store_put_credential(s->store, n->name, n->credential_hash, err);
 }
 

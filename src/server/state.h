@@ -20,6 +20,7 @@
 #include "server/metrics.h"
 #include "server/store_health.h"
 #include "store/store.h"
+#include "tls/digest.h"
 #include "util/error.h"
 
 #define GP_SRV_MAX_TASKS 1024     /* gang size */
@@ -128,7 +129,7 @@ typedef struct gp_srv_node {
   char *agent_url;
   char *gpu_backend;    /* "nvml" or "sim", as the agent reported (owned), or NULL */
   const char *agent_token;   /* token the agent last used (borrowed from the config) */
-  char credential_hash[65];  /* SHA-256 of the node's agent credential (hex); "": none */
+  char credential_hash[GP_TLS_SHA256_HEX_MAX]; /* SHA-256 of the node's agent credential (hex); "": none */
   gp_node_state admin_state; /* UP, DRAIN or CORDON (admin's choice) */
   char *reason;
   bool alive;           /* registered and heartbeating */

@@ -56,7 +56,7 @@ static void another_nodes_agent_cannot_report_its_jobs(void) {
   const char *on = json_string_value(json_object_get(
       json_array_get(json_object_get(json_object_get(t.last, "job"), "placements"), 0), "node"));
   REQUIRE(on);
-  char victim[16], other[16], cred[GP_SHA256_HEX_MAX], ev[256];
+  char victim[16], other[16], cred[GP_TLS_SHA256_HEX_MAX], ev[256];
   snprintf(victim, sizeof victim, "%s", on);
   snprintf(other, sizeof other, "%s", strcmp(on, "n1") == 0 ? "n2" : "n1");
   snprintf(ev, sizeof ev, "[{\"kind\": \"exited\", \"job\": \"%s\", \"exit_code\": 0}]", id);
@@ -87,7 +87,7 @@ static void an_admin_frees_a_nodes_name(void) {
   CHECK_EQ_INT(404, tsrv_req(&t, "DELETE", "/v1/nodes/ghost/credential", ADMIN, NULL));
   CHECK_EQ_INT(200, tsrv_req(&t, "DELETE", "/v1/nodes/n1/credential", ADMIN, NULL));
   /* The old agent is told to register again; the first to register claims the name. */
-  char cred[GP_SHA256_HEX_MAX];
+  char cred[GP_TLS_SHA256_HEX_MAX];
   CHECK_EQ_INT(409, heartbeat_as(&t, "n1", tsrv_credential("n1", cred), "[]"));
   CHECK_EQ_INT(200, register_as(&t, AGENT, "n1", fresh));
   CHECK_EQ_INT(200, heartbeat_as(&t, "n1", fresh, "[]"));
@@ -124,7 +124,7 @@ static void a_bound_token_acts_as_its_node_only(void) {
   CHECK_EQ_STR("node", err_field(o));
   json_decref(o);
   /* The shared token cannot take n7, credential or not. */
-  char cred[GP_SHA256_HEX_MAX];
+  char cred[GP_TLS_SHA256_HEX_MAX];
   CHECK_EQ_INT(403, register_as(&t, AGENT, "n7", tsrv_credential("n7", cred)));
   tsrv_stop(&t);
   /* Only an agent token names a node. */
@@ -151,7 +151,7 @@ static void an_agent_of_another_store_is_not_believed_about_jobs(void) {
   CHECK_EQ_INT(32, (int)strlen(store));
   json_decref(tsrv_heartbeat(&t, "n1", hb_gen(hb), 0, NULL)); /* the start is acknowledged */
   json_decref(hb);
-  char body[1024], cred[GP_SHA256_HEX_MAX];
+  char body[1024], cred[GP_TLS_SHA256_HEX_MAX];
   snprintf(body, sizeof body,
            "{\"node\": {\"name\": \"n1\", \"gpus\": 2}, \"credential\": \"%s\", \"store\": "
            "\"ffffffffffffffffffffffffffffffff\", \"jobs\": [{\"id\": \"%s\", \"state\": \"running\"}]}",
@@ -241,7 +241,7 @@ static void an_unreadable_answer_drains_the_node(void) {
   tsrv t = {0};
   tsrv_start(&t);
   CHECK_EQ_INT(201, tsrv_register(&t, "n1", 2, NULL));
-  char body[512], cred[GP_SHA256_HEX_MAX];
+  char body[512], cred[GP_TLS_SHA256_HEX_MAX];
   snprintf(body, sizeof body,
            "{\"node\": \"n1\", \"gen\": 0, \"wait_ms\": 0, \"credential\": \"%s\", \"answer_error\": "
            "\"a heartbeat answer larger than 16777216 bytes was cut off\"}",

@@ -15,7 +15,7 @@
 #include "server/server.h"
 #include "store/store.h"
 #include "util/buf.h"
-#include "util/sha256.h"
+#include "tls/digest.h"
 
 typedef struct tsrv {
   gp_server_config *cfg;
@@ -189,8 +189,8 @@ static char *tsrv_submit(const tsrv *t, const char *token, const char *body) {
 
 /* Registers a simulated node with `gpus` H100s. */
 /* A test agent's credential for a node: the name's SHA-256, so each node has its own. */
-static inline const char *tsrv_credential(const char *name, char out[GP_SHA256_HEX_MAX]) {
-  gp_sha256_hex(name, strlen(name), out);
+static inline const char *tsrv_credential(const char *name, char out[GP_TLS_SHA256_HEX_MAX]) {
+  gp_tls_sha256_hex(name, strlen(name), out);
   return out;
 }
 
@@ -203,7 +203,7 @@ static inline long tsrv_agent_call(const tsrv *t, const char *path, const char *
   const json_t *node = json_object_get(doc, "node");
   const char *name = json_is_object(node) ? json_string_value(json_object_get(node, "name"))
                                           : json_string_value(node);
-  char cred[GP_SHA256_HEX_MAX];
+  char cred[GP_TLS_SHA256_HEX_MAX];
   if (name && !json_object_get(doc, "credential"))
     json_object_set_new(doc, "credential", json_string(tsrv_credential(name, cred)));
   char *body = json_dumps(doc, JSON_COMPACT);
