@@ -101,6 +101,14 @@ static int do_register(gp_srv_state *s, gp_srv_req *r, int64_t now_s, int64_t no
     gp__srv_reply_error(r, 400, "invalid_argument", "agent_url", "must be an http URL");
     return 0;
   }
+  /* With tls.agent_ca the server reads logs over verified HTTPS only: an http:// agent
+   * would register fine and then fail every log read. */
+  if (url && json_is_string(url) && s->cfg->tls.peer_ca[0] &&
+      strncmp(json_string_value(url), "https://", 8) != 0) {
+    gp__srv_reply_error(r, 400, "invalid_argument", "agent_url",
+                        "the server verifies agents (tls.agent_ca): the agent must serve https://");
+    return 0;
+  }
   for (size_t i = 0; i < json_array_size(jobs); i++) {
     const json_t *e = json_array_get(jobs, i);
     if (!json_is_object(e) || !json_is_string(json_object_get(e, "id"))) {

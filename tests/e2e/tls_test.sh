@@ -68,6 +68,12 @@ register() { curl -sS -m 5 --cacert "$pki/ca.pem" -o "$E2E_DIR/body" -w '%{http_
 expect_eq 401 "$(register)" "an agent call without a client certificate"
 expect_contains "$(cat "$E2E_DIR/body")" "client certificate is required" "the refusal says why"
 expect_eq 401 "$(register --cert "$pki/rogue.pem" --key "$pki/rogue.key")" "a client certificate from another CA"
+# With agent_ca the server reads logs over verified HTTPS only: an http:// agent is refused.
+status=$(curl -sS -m 5 --cacert "$pki/ca.pem" --cert "$pki/n1.pem" --key "$pki/n1.key" -o "$E2E_DIR/body" \
+  -w '%{http_code}' -X POST -H "Authorization: Bearer $AGENT_TOKEN" -H 'Content-Type: application/json' \
+  --data '{"node": {"name": "x", "gpus": 0}, "agent_url": "http://127.0.0.1:9"}' "$SERVER_URL/v1/agent/register")
+expect_eq 400 "$status" "an http:// agent when the server verifies agents"
+expect_contains "$(cat "$E2E_DIR/body")" "must serve https://" "the refusal says why"
 mkdir -p "$E2E_DIR/agent-n0"
 cat >"$E2E_DIR/agent-n0.yaml" <<EOF
 tls: {server_ca: $pki/ca.pem}
