@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Whether one client's heavy reads stall everyone else's: a fresh `gpool server` holding
-# JOBS held jobs of about 1 MB each (command and environment), then PARALLEL clients each
+# JOBS held jobs of about 200 KB each (command and environment, near the largest job
+# max_job_bytes allows), then PARALLEL clients each
 # reading the whole held list (following `next`) ROUNDS times, while a bystander times
 # GET /v1/queues every 100 ms. Prints the bystander's slowest and median answer, the
 # server's RSS before and at its peak, and how long the readers took.
 #
 #   bench/http_stall.sh [BUILD_DIR]        (default build/rel; needs gpool, curl, jq, python3)
-#   env: JOBS=200 PARALLEL=4 ROUNDS=3
+#   env: JOBS=1000 PARALLEL=4 ROUNDS=3
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${1:-$ROOT/build/rel}
-JOBS=${JOBS:-200} PARALLEL=${PARALLEL:-4} ROUNDS=${ROUNDS:-3}
+JOBS=${JOBS:-1000} PARALLEL=${PARALLEL:-4} ROUNDS=${ROUNDS:-3}
 [ -x "$BUILD/gpool" ] || { echo "build first: cmake --build $BUILD --target gpool_bin" >&2; exit 2; }
 source "$ROOT/bench/server_lib.sh"
 TMP=$(mktemp -d /tmp/gpool-stall.XXXXXX)
@@ -23,12 +24,12 @@ rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$SERVER_PID/status"; }
 python3 - "$TMP/job.json" <<'PY'
 import json, sys
 word = 'x' * 60000
-env = {f'K{i}': 'v' * 30000 for i in range(24)}
-json.dump({'command': ['echo', word, word, word, word], 'env': env, 'gpus': 1, 'hold': True},
+env = {f'K{i}': 'v' * 2000 for i in range(10)}
+json.dump({'command': ['echo', word, word, word], 'env': env, 'gpus': 1, 'hold': True},
           open(sys.argv[1], 'w'))
 PY
 for _ in $(seq 1 "$JOBS"); do
-  curl -sf -o /dev/null -X POST -H "$AUTH" -H 'Content-Type: application/json' \
+  curl -sSf -o /dev/null -X POST -H "$AUTH" -H 'Content-Type: application/json' \
     --data-binary @"$TMP/job.json" "$URL/v1/jobs"
 done
 rss0=$(rss_kb)

@@ -27,6 +27,10 @@ queues:
   - {name: default, users: ["*"]}
 default_queue: default
 node_timeout_s: $timeout
+# A bench measures capacity, not policy: the submission limits are out of its way.
+max_pending_per_user: 10000000
+max_pending_per_queue: 10000000
+max_job_bytes: 262144
 EOF
   "$gpool" server --config "$dir/server.yaml" >"$dir/server.log" 2>&1 &
   SERVER_PID=$!
