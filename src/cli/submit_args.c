@@ -606,29 +606,25 @@ static int64_t get_int(json_t *req, const char *key, int64_t dflt) {
   return json_is_integer(v) ? json_integer_value(v) : dflt;
 }
 
-/* The script's #! line as words ("#!/usr/bin/env python3" -> /usr/bin/env, python3). */
+/* The script's #! line as the kernel reads it: the interpreter, then everything after it
+ * (trimmed) as one argument, with no quoting ("#!/usr/bin/env python3" -> /usr/bin/env,
+ * python3). */
 static int interpreter(const char *text, json_t *cmd) {
   if (!text || strncmp(text, "#!", 2)) {
     json_array_append_new(cmd, json_string("/bin/sh"));
     return 0;
   }
-  size_t n = strcspn(text + 2, "\r\n");
-  if (n > 1000) return GP_EINVAL;
-  char *line = gp_xstrndup(text + 2, n);
-  char *words[8];
-  int k = gp_opt_split(line, words, 8);
-  if (k > 0) {
-    /* The kernel passes everything after the interpreter as one argument. */
-    json_array_append_new(cmd, json_string(words[0]));
-    if (k > 1) {
-      const char *rest = strstr(text + 2, words[1]);
-      size_t rlen = rest ? (size_t)((text + 2 + n) - rest) : 0;
-      while (rlen && (rest[rlen - 1] == ' ' || rest[rlen - 1] == '\t')) rlen--;
-      json_array_append_new(cmd, json_stringn(rest, rlen));
-    }
-  }
-  free(line);
-  return k > 0 ? 0 : GP_EINVAL;
+  const char *p = text + 2, *end = p + strcspn(p, "\r\n");
+  if (end - p > 1000) return GP_EINVAL;
+  while (p < end && (*p == ' ' || *p == '\t')) p++;
+  const char *prog = p;
+  while (p < end && *p != ' ' && *p != '\t') p++;
+  if (p == prog) return GP_EINVAL;
+  json_array_append_new(cmd, json_stringn(prog, (size_t)(p - prog)));
+  while (p < end && (*p == ' ' || *p == '\t')) p++;
+  while (end > p && (end[-1] == ' ' || end[-1] == '\t')) end--;
+  if (end > p) json_array_append_new(cmd, json_stringn(p, (size_t)(end - p)));
+  return 0;
 }
 
 int gp_submit_finish(gp_submit *s, const char *cwd, const char *script_text, gp_err *err) {

@@ -313,6 +313,23 @@ static void directive_words_split_like_a_shell(void) {
 /* Scripts are untrusted input: mutated directive blocks (random bytes spliced into real
  * directives, unbalanced quotes, huge counts) must give an answer or an error, never a
  * crash (ASan and UBSan watch this test). */
+/* The #! line is read as the kernel reads it: the interpreter, then the rest of the line as
+ * one argument, quotes and all. A quoted word that reads differently once unquoted (the
+ * fuzzer's find) once sent the argument's bounds past the line. */
+static void the_interpreter_line_is_read_as_the_kernel_does(void) {
+  parsed *p = submit("job.sh", "#!/bin/-time   n'x y'\n#SBATCH --n'2h-x y'\n#innx ys");
+  CHECK_EQ_INT(0, p->rc);
+  CHECK_EQ_STR("/bin/-time", item(p, "command", 0));
+  CHECK_EQ_STR("n'x y'", item(p, "command", 1));
+  done(p);
+  const char *awk = "#! /usr/bin/awk  -f -v x=1 \t\necho\n";
+  p = submit("job.sh", awk);
+  CHECK_EQ_INT(0, p->rc);
+  CHECK_EQ_STR("/usr/bin/awk", item(p, "command", 0));
+  CHECK_EQ_STR("-f -v x=1", item(p, "command", 1));
+  done(p);
+}
+
 static void hostile_scripts_never_crash(void) {
   static const char *const seeds[] = {
     "#!/bin/sh\n#GPOOL -q a -g 4 --time 2h -n 'x y'\n#SBATCH --gres=gpu:h100:2 -N 2\necho\n",
@@ -352,4 +369,5 @@ static void hostile_scripts_never_crash(void) {
 GP_TESTS(gpool_options_become_the_request, a_command_without_dashdash_and_defaults, gres_and_fractions,
          bad_values_are_named, gpool_directives_and_precedence, sbatch_directives_map_to_gpool,
          bad_directives_name_file_and_line, model_names_resolve_against_the_fleet,
-         directive_words_split_like_a_shell, hostile_scripts_never_crash)
+         directive_words_split_like_a_shell, the_interpreter_line_is_read_as_the_kernel_does,
+         hostile_scripts_never_crash)
