@@ -11,7 +11,8 @@
 #   replay one input:  build/fuzz/fuzz/job_body_fuzz FILE
 #
 # GPOOL_FUZZ_BUILD (default build/fuzz) is the build directory; GPOOL_FUZZ_JOBS (default 1)
-# how many harnesses run at once.
+# how many harnesses run at once; GPOOL_FUZZ_SEED (default: a new one each run) fixes
+# libFuzzer's random seed, so a run mutates the same inputs in the same order as the last.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_EACH=${1:-300}
@@ -19,6 +20,8 @@ shift || true
 BUILD=${GPOOL_FUZZ_BUILD:-build/fuzz}
 WORK=${GPOOL_FUZZ_WORK:-${XDG_CACHE_HOME:-$HOME/.cache}/gpool-fuzz}
 JOBS=${GPOOL_FUZZ_JOBS:-1}
+SEED_ARG=()
+[ -n "${GPOOL_FUZZ_SEED:-}" ] && SEED_ARG=(-seed="$GPOOL_FUZZ_SEED")
 
 case "$SECONDS_EACH" in ''|*[!0-9]*) echo "fuzz: SECONDS must be a whole number, got '$SECONDS_EACH'" >&2; exit 2 ;; esac
 command -v clang >/dev/null || { echo "fuzz: clang is not installed (scripts/setup.sh installs it)" >&2; exit 2; }
@@ -42,7 +45,7 @@ run_one() {
   # is a hang. The first directory receives the inputs that grow coverage; the seeds are
   # only read.
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    "$BUILD/fuzz/$h" -max_total_time="$SECONDS_EACH" -timeout=25 -rss_limit_mb=2048 \
+    "$BUILD/fuzz/$h" -max_total_time="$SECONDS_EACH" "${SEED_ARG[@]}" -timeout=25 -rss_limit_mb=2048 \
     -print_final_stats=1 -artifact_prefix="$WORK/crashes/$h-" \
     "$WORK/corpus/$h" "$seeds" >"$WORK/logs/$h.log" 2>&1
 }

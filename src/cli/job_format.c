@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "cli/cli_common.h"
+#include "util/units.h"
 
 static const char *str(json_t *o, const char *key) {
   const char *s = json_string_value(json_object_get(o, key));
@@ -16,7 +17,9 @@ static const char *str(json_t *o, const char *key) {
 
 static int64_t num(json_t *o, const char *key) {
   json_t *v = json_object_get(o, key);
-  return json_is_integer(v) ? json_integer_value(v) : json_is_real(v) ? (int64_t)json_real_value(v) : 0;
+  int64_t x = 0;
+  if (json_is_integer(v)) return json_integer_value(v);
+  return json_is_real(v) && gp_real_to_int64(json_real_value(v), &x) == 0 ? x : 0;
 }
 
 int gp_job_state_final(const char *state) {

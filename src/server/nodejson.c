@@ -8,6 +8,7 @@
 
 #include "server/state.h"
 #include "util/mem.h"
+#include "util/units.h"
 
 #define MAX_LABELS 64
 
@@ -69,9 +70,15 @@ static int fail(gp_err *err, const char *field, const char *msg) {
   return gp_err_set(err, GP_EINVAL, NULL, 0, field, "%s", msg);
 }
 
+/* An agent's number as an integer; a real out of int64's range (or not finite) reads as the
+ * largest integer of its sign, so the range checks after this refuse it. */
 static int64_t int_or(const json_t *o, const char *k, int64_t dflt) {
   const json_t *v = json_object_get(o, k);
-  return json_is_integer(v) ? json_integer_value(v) : json_is_real(v) ? (int64_t)json_real_value(v) : dflt;
+  if (json_is_integer(v)) return json_integer_value(v);
+  if (!json_is_real(v)) return dflt;
+  int64_t x;
+  if (gp_real_to_int64(json_real_value(v), &x)) return json_real_value(v) < 0 ? INT64_MIN : INT64_MAX;
+  return x;
 }
 
 /* Reads one entry of gpu_list into a scratch GPU. */
@@ -90,8 +97,9 @@ static int read_gpu(const json_t *g, int i, gp_srv_gpu *out, gp_err *err) {
   const char *mode = json_string_value(json_object_get(g, "mode"));
   if (mode && gp_share_mode_parse(mode, &out->mode))
     return fail(err, f, "mode must be exclusive, shared, timeslice or mig");
-  out->replicas = (int)int_or(g, "replicas", 0);
-  if (out->replicas < 0 || out->replicas > 64) return fail(err, f, "replicas must be 0..64");
+  int64_t replicas = int_or(g, "replicas", 0);
+  if (replicas < 0 || replicas > 64) return fail(err, f, "replicas must be 0..64");
+  out->replicas = (int)replicas;
   if (out->mode == GP_SHARE_TIMESLICE && out->replicas < 2) out->replicas = 2;
   out->mem_mib = int_or(g, "mem_mib", 0);
   if (out->mem_mib < 0 || out->mem_mib > (INT64_C(1) << 30)) return fail(err, f, "bad mem_mib");

@@ -31,6 +31,13 @@ int gp_parse_double(const char *s, double *ret) {
   return 0;
 }
 
+int gp_real_to_int64(double v, int64_t *ret) {
+  /* -2^63 is exact as a double; 2^63 is the first value past INT64_MAX. */
+  if (!isfinite(v) || v < -9223372036854775808.0 || v >= 9223372036854775808.0) return GP_EINVAL;
+  *ret = (int64_t)v;
+  return 0;
+}
+
 int gp_parse_mem_mib(const char *s, int64_t *ret_mib) {
   if (!s || !isdigit((unsigned char)*s)) return GP_EINVAL;
   errno = 0;

@@ -17,4 +17,8 @@ int gp_parse_duration_s(const char *s, int64_t *ret_s);
 int gp_parse_int64(const char *s, int64_t *ret);
 int gp_parse_double(const char *s, double *ret);
 
+/* A number read as a real (JSON's 3.0, 1e3) as an integer, truncated toward zero. Returns 0,
+ * or GP_EINVAL when it is not finite or outside int64's range, where a cast is undefined. */
+int gp_real_to_int64(double v, int64_t *ret);
+
 #endif
