@@ -207,13 +207,33 @@ static const struct {
     {GP_PROTO_INJECT, run_inject, refuse_inject},
 };
 
+/* A start order this agent took before (its id is on disk) for a job it does not have: the
+ * agent stopped between taking the order and starting the job, so the job never ran here.
+ * The server still counts the task as running, and the order is all that says otherwise:
+ * the task is reported lost (re-running the order could start a second copy). */
+static void start_seen_again(gp_agent *a, const char *id, const json_t *doc) {
+  gp_proto_order *o = gp_xmalloc(sizeof *o);
+  gp_err err = {0};
+  if (gp_proto_order_decode(doc, o, &err) == 0 && !gp__agent_job_find(a, o->u.start.id)) {
+    gp__agent_log("order %s: job %s was taken before a restart and never started; reporting it lost",
+                  id, o->u.start.id);
+    gp__agent_event(a, gp__agent_exited_event(o->u.start.id, gp__agent_now_ms() / 1000, false, 0, 0,
+                                              "lost", "the agent stopped before the job started"));
+  }
+  gp_proto_order_done(o);
+  free(o);
+}
+
 void gp__agent_order_execute(gp_agent *a, json_t *doc) {
   const char *id, *kind;
   if (gp_proto_order_head(doc, &id, &kind, NULL) != 0) {
     gp__agent_log("ignoring an order without a valid id or kind");
     return;
   }
-  if (order_seen(a, id)) return;
+  if (order_seen(a, id)) {
+    if (gp_proto_order_kind_parse(kind) == GP_PROTO_START) start_seen_again(a, id, doc);
+    return;
+  }
   order_remember(a, id);
   gp_proto_order_kind k = gp_proto_order_kind_parse(kind);
   size_t row = 0;
