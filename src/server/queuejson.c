@@ -10,15 +10,42 @@
 #include "snapshot/policy_read.h"
 #include "util/mem.h"
 
+static void names_free(char **names, int n) {
+  for (int i = 0; i < n; i++) free(names[i]);
+  free(names);
+}
+
 void gp__srv_queue_free(gp_srv_queue *q) {
   if (!q) return;
   free(q->name);
   free(q->default_priority);
-  for (int i = 0; i < q->n_users; i++) free(q->users[i]);
-  free(q->users);
-  for (int i = 0; i < q->n_classes; i++) free(q->classes[i]);
-  free(q->classes);
+  names_free(q->users, q->n_users);
+  names_free(q->classes, q->n_classes);
   free(q);
+}
+
+/* A list of at most max_items names of 1..max_len bytes (users, priority classes) into a new
+ * array. Returns 0, or GP_EINVAL naming `key` (list_msg) or `key[i]` (item_msg). */
+static int read_names(const json_t *v, const char *key, size_t max_items, size_t max_len,
+                      const char *list_msg, const char *item_msg, char ***ret, int *ret_n,
+                      gp_err *err) {
+  if (!json_is_array(v) || json_array_size(v) > max_items)
+    return gp_err_set(err, GP_EINVAL, NULL, 0, key, "%s", list_msg);
+  int n = (int)json_array_size(v);
+  char **names = gp_xcalloc((size_t)n + 1, sizeof *names);
+  for (int i = 0; i < n; i++) {
+    const json_t *c = json_array_get(v, (size_t)i);
+    if (!json_is_string(c) || json_string_length(c) == 0 || json_string_length(c) > max_len) {
+      names_free(names, i);
+      char f[64];
+      snprintf(f, sizeof f, "%s[%d]", key, i);
+      return gp_err_set(err, GP_EINVAL, NULL, 0, f, "%s", item_msg);
+    }
+    names[i] = gp_xstrdup(json_string_value(c));
+  }
+  *ret = names;
+  *ret_n = n;
+  return 0;
 }
 
 int gp__srv_queue_from_json(const json_t *o, const char *name, gp_srv_queue *q, gp_err *err) {
@@ -80,52 +107,21 @@ int gp__srv_queue_from_json(const json_t *o, const char *name, gp_srv_queue *q, 
   if ((v = json_object_get(o, "priority_classes"))) {
     if (json_is_null(v)) {
       n_classes = -1;
-    } else if (!json_is_array(v) || json_array_size(v) > 64) {
+    } else if (read_names(v, "priority_classes", 64, GP_READ_MAX_NAME,
+                          "must be a list of at most 64 priority class names, or null",
+                          "must be a priority class name", &classes, &n_classes, err)) {
       free(prio);
-      return gp_err_set(err, GP_EINVAL, NULL, 0, "priority_classes",
-                        "must be a list of at most 64 priority class names, or null");
-    } else {
-      n_classes = (int)json_array_size(v);
-      classes = gp_xcalloc((size_t)n_classes + 1, sizeof *classes);
-      for (int i = 0; i < n_classes; i++) {
-        const json_t *c = json_array_get(v, (size_t)i);
-        if (!json_is_string(c) || json_string_length(c) == 0 || json_string_length(c) > GP_READ_MAX_NAME) {
-          for (int k2 = 0; k2 < i; k2++) free(classes[k2]);
-          free(classes);
-          free(prio);
-          char f[64];
-          snprintf(f, sizeof f, "priority_classes[%d]", i);
-          return gp_err_set(err, GP_EINVAL, NULL, 0, f, "must be a priority class name");
-        }
-        classes[i] = gp_xstrdup(json_string_value(c));
-      }
+      return GP_EINVAL;
     }
   }
   char **users = NULL;
   int n_users = -1;
-  if ((v = json_object_get(o, "users"))) {
-    if (!json_is_array(v) || json_array_size(v) > 10000) {
-      for (int k2 = 0; k2 < n_classes; k2++) free(classes[k2]);
-      free(classes);
-      free(prio);
-      return gp_err_set(err, GP_EINVAL, NULL, 0, "users", "must be a list of user names (\"*\": everyone)");
-    }
-    n_users = (int)json_array_size(v);
-    users = gp_xcalloc((size_t)n_users + 1, sizeof *users);
-    for (int i = 0; i < n_users; i++) {
-      const json_t *u = json_array_get(v, (size_t)i);
-      if (!json_is_string(u) || json_string_length(u) == 0 || json_string_length(u) > 64) {
-        for (int k2 = 0; k2 < i; k2++) free(users[k2]);
-        free(users);
-        for (int k2 = 0; k2 < n_classes; k2++) free(classes[k2]);
-        free(classes);
-        free(prio);
-        char f[64];
-        snprintf(f, sizeof f, "users[%d]", i);
-        return gp_err_set(err, GP_EINVAL, NULL, 0, f, "must be a user name");
-      }
-      users[i] = gp_xstrdup(json_string_value(u));
-    }
+  if ((v = json_object_get(o, "users")) &&
+      read_names(v, "users", 10000, 64, "must be a list of user names (\"*\": everyone)",
+                 "must be a user name", &users, &n_users, err)) {
+    names_free(classes, n_classes);
+    free(prio);
+    return GP_EINVAL;
   }
   /* Validated: apply. */
   if (!q->name) q->name = gp_xstrdup(name);
@@ -138,14 +134,12 @@ int gp__srv_queue_from_json(const json_t *o, const char *name, gp_srv_queue *q, 
     q->default_priority = prio;
   }
   if (n_classes >= -1) {
-    for (int i = 0; i < q->n_classes; i++) free(q->classes[i]);
-    free(q->classes);
+    names_free(q->classes, q->n_classes);
     q->classes = classes;
     q->n_classes = n_classes;
   }
   if (n_users >= 0) {
-    for (int i = 0; i < q->n_users; i++) free(q->users[i]);
-    free(q->users);
+    names_free(q->users, q->n_users);
     q->users = users;
     q->n_users = n_users;
   }
