@@ -61,8 +61,8 @@ while kill -0 "${pids[@]}" 2>/dev/null; do
 done
 wait "${pids[@]}" || true
 t1=$(date +%s.%N)
-read_jobs=$(cat "$TMP"/read.* | paste -sd+ | bc)
-echo "== $PARALLEL readers read $read_jobs jobs in $(echo "$t1 - $t0" | bc) s"
+read_jobs=$(cat "$TMP"/read.* | awk '{n += $1} END {print n}')
+echo "== $PARALLEL readers read $read_jobs jobs in $(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.1f", b - a}') s"
 sort -g "$TMP/lat" | awk '{v[NR] = $1 * 1000} END {
   printf "== bystander GET /v1/queues: %d answers, median %.0f ms, slowest %.0f ms\n", NR, v[int((NR + 1) / 2)], v[NR] }'
 echo "== server RSS: $((rss0 / 1024)) MB before, $((peak / 1024)) MB at the peak (+$(((peak - rss0) / 1024)) MB)"
