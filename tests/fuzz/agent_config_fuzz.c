@@ -2,26 +2,11 @@
 /* The agent's config file (agent.yaml) as gp_agent_config_load reads it: GPU sharing modes,
  * labels, CPU and memory overrides, the health policy. The loader takes a path, so each
  * input is written to one file in the temporary directory first. */
-#include <unistd.h>
-
 #include "agent/config.h"
 #include "fuzz.h"
 
-static char path[512];
-
-static void remove_file(void) { unlink(path); }
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  if (!path[0]) {
-    const char *tmp = getenv("TMPDIR");
-    snprintf(path, sizeof path, "%s/gpool-fuzz-agent-%ld.yaml", tmp && *tmp ? tmp : "/tmp",
-             (long)getpid());
-    atexit(remove_file);
-  }
-  FILE *f = fopen(path, "wb");
-  fuzz_check(f != NULL);
-  fuzz_check(fwrite(data, 1, size, f) == size);
-  fuzz_check(fclose(f) == 0);
+  const char *path = fuzz_write_file("agent.yaml", data, size);
   gp_agent_config cfg;
   gp_agent_config_init(&cfg);
   gp_err err = {0};

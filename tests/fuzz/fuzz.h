@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -33,5 +34,26 @@ static inline char *fuzz_cstr(const uint8_t *data, size_t size) {
       abort();                                                                            \
     }                                                                                     \
   } while (0)
+
+/* Writes the input to one file of this process in $TMPDIR (else /tmp), named with `suffix`,
+ * for the parsers that take a path; returns the path. The file is removed at exit. */
+static inline char *fuzz_file_path(void) {
+  static char path[512];
+  return path;
+}
+static inline void fuzz_file_remove(void) { unlink(fuzz_file_path()); }
+static inline const char *fuzz_write_file(const char *suffix, const uint8_t *data, size_t size) {
+  char *path = fuzz_file_path();
+  if (!path[0]) {
+    const char *tmp = getenv("TMPDIR");
+    snprintf(path, 512, "%s/gpool-fuzz-%ld-%s", tmp && *tmp ? tmp : "/tmp", (long)getpid(), suffix);
+    atexit(fuzz_file_remove);
+  }
+  FILE *f = fopen(path, "wb");
+  fuzz_check(f != NULL);
+  fuzz_check(fwrite(data, 1, size, f) == size);
+  fuzz_check(fclose(f) == 0);
+  return path;
+}
 
 #endif

@@ -4,7 +4,6 @@
  * gpool's generic CSV and JSONL, each strict and with bad rows skipped; and as an openb node
  * list (gp_node_list_read, which takes a path: the input goes to a temporary file). A trace
  * that reads holds jobs sorted by (submit, line) with interned names in range. */
-#include <unistd.h>
 
 #include "fuzz.h"
 #include "sim/trace/node_list.h"
@@ -47,20 +46,8 @@ static int count_row(void *arg, const gp_node_row *row, gp_err *err) {
   return 0;
 }
 
-static char path[512];
-static void remove_file(void) { unlink(path); }
-
 static void read_node_list(const uint8_t *data, size_t size) {
-  if (!path[0]) {
-    const char *tmp = getenv("TMPDIR");
-    snprintf(path, sizeof path, "%s/gpool-fuzz-nodes-%ld.csv", tmp && *tmp ? tmp : "/tmp",
-             (long)getpid());
-    atexit(remove_file);
-  }
-  FILE *f = fopen(path, "wb");
-  fuzz_check(f != NULL);
-  fuzz_check(fwrite(data, 1, size, f) == size);
-  fuzz_check(fclose(f) == 0);
+  const char *path = fuzz_write_file("nodes.csv", data, size);
   int rows = 0;
   gp_err err = {0};
   if (gp_node_list_read(path, count_row, &rows, &err) != 0) fuzz_check(err.message[0] != '\0');
