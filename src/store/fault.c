@@ -121,10 +121,15 @@ static void f_close(gp_store *b) {
   free(s);
 }
 
+/* Reads are not faulted: the wrapper injects write failures. */
+static int f_open_reader(gp_store *b, gp_store_reader **ret, gp_err *err) {
+  return gp_store_reader_open(((fault_store *)b)->inner, ret, err);
+}
+
 static const gp_store_ops fault_ops = {
     "fault", f_begin, f_commit, f_rollback, f_put_job, f_add_event, f_put_node, f_put_alloc,
     f_del_allocs, f_put_queue, f_del_queue, f_put_order, f_del_orders, f_del_order, f_set_meta,
-    f_load, f_close, f_probe, f_put_credential,
+    f_load, f_close, f_probe, f_put_credential, f_open_reader,
 };
 
 int gp_store_fault_open(gp_store *inner, gp_store **ret) {

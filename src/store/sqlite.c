@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "store/sqlite_reader.h"
 #include "store/store.h"
 #include "util/mem.h"
 
@@ -340,10 +341,14 @@ static void s_close(gp_store *b) {
   free(s);
 }
 
+static int s_open_reader(gp_store *b, gp_store_reader **ret, gp_err *err) {
+  return gp_store_sqlite_reader_open(((sqlite_store *)b)->path, ret, err);
+}
+
 static const gp_store_ops sqlite_ops = {
     "sqlite", s_begin, s_commit, s_rollback, s_put_job, s_add_event, s_put_node, s_put_alloc,
     s_del_allocs, s_put_queue, s_del_queue, s_put_order, s_del_orders, s_del_order, s_set_meta,
-    s_load, s_close, s_probe, s_put_credential,
+    s_load, s_close, s_probe, s_put_credential, s_open_reader,
 };
 
 /* The database holds every job's command and environment (API keys among them): it is the

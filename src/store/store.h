@@ -33,6 +33,7 @@
 #include "util/error.h"
 
 typedef struct gp_store gp_store;
+typedef struct gp_store_reader gp_store_reader;
 
 typedef struct gp_store_job {
   int64_t id;
@@ -117,6 +118,8 @@ typedef struct gp_store_ops {
   int (*probe)(gp_store *s, gp_err *err);
   /* A node's credential hash (upsert), or with hash NULL no credential for it. */
   int (*put_credential)(gp_store *s, const char *node, const char *hash, gp_err *err);
+  /* A read-only handle on the same data for another thread (see gp_store_reader). */
+  int (*open_reader)(gp_store *s, gp_store_reader **ret, gp_err *err);
 } gp_store_ops;
 
 #define GP_STORE_ID_MAX 33 /* 32 hex digits (128 random bits) and the NUL */
@@ -162,6 +165,13 @@ void gp_store_fault_fail_load(gp_store *s, bool fail);
 void gp_store_fault_slow_load(gp_store *s, int delay_ms);
 /* Number of writes the wrapper has failed so far. */
 int gp_store_fault_failures(const gp_store *s);
+
+/* A read-only handle on a store, for a thread other than the one that writes (reports,
+ * job history): its own connection, which sees every committed transaction and never
+ * blocks the writer (SQLite's WAL). Not thread-safe itself: one thread uses a reader; open
+ * one per thread or per request. */
+int gp_store_reader_open(gp_store *s, gp_store_reader **ret, gp_err *err);
+void gp_store_reader_close(gp_store_reader *r); /* accepts NULL */
 
 /* Closes any backend; accepts NULL. */
 void gp_store_close(gp_store *s);

@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The SQLite backend's read-only handle (store.h, gp_store_reader): a second connection to
+ * the database file, opened read-only, that readers on other threads query while the
+ * writer carries on. Shared by the files of the SQLite backend only. */
+#ifndef GP_STORE_SQLITE_READER_H
+#define GP_STORE_SQLITE_READER_H
+
+#include <sqlite3.h>
+
+#include "store/store.h"
+
+struct gp_store_reader {
+  sqlite3 *db;
+  char path[512];
+};
+
+/* Opens a reader on the database at `path`. */
+int gp_store_sqlite_reader_open(const char *path, gp_store_reader **ret, gp_err *err);
+/* Fills *err from the reader's last SQLite failure; returns GP_EIO. */
+int gp_store_sqlite_reader_error(gp_store_reader *r, gp_err *err, const char *what);
+
+#endif
