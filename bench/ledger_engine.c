@@ -9,6 +9,7 @@
  * still inflates both, so compare figures taken on an idle one.
  * Usage: bench_ledger_engine [intervals]   (default 1000000)
  * Build Release for figures: cmake -B build/rel -DCMAKE_BUILD_TYPE=Release. */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,13 +95,16 @@ int main(int argc, char **argv) {
                                  rnd() % 5 ? (double)dur * 0.6 : -1, (double)dur * 350};
   }
 
+  /* `target`: the reports issue 18 sets the 200 ms target for (by queue and by user, for a
+   * month and for the year); the others show what finer groupings cost. */
   static const struct { const char *name; unsigned group; gp_ledger_step step; int64_t len;
-                        gp_ledger_share_idle share; } runs[] = {
-      {"year by queue, monthly", GP_LG_QUEUE, GP_LS_MONTH, YEAR, GP_LSI_NONE},
-      {"year by user", GP_LG_USER, GP_LS_NONE, YEAR, GP_LSI_NONE},
-      {"year by queue+user, idle by usage", GP_LG_QUEUE | GP_LG_USER, GP_LS_NONE, YEAR, GP_LSI_USAGE},
-      {"month by queue", GP_LG_QUEUE, GP_LS_NONE, 31 * DAY, GP_LSI_NONE},
-      {"month by user, daily", GP_LG_USER, GP_LS_DAY, 31 * DAY, GP_LSI_NONE},
+                        gp_ledger_share_idle share; bool target; } runs[] = {
+      {"year by queue, monthly", GP_LG_QUEUE, GP_LS_MONTH, YEAR, GP_LSI_NONE, true},
+      {"year by user", GP_LG_USER, GP_LS_NONE, YEAR, GP_LSI_NONE, true},
+      {"month by queue", GP_LG_QUEUE, GP_LS_NONE, 31 * DAY, GP_LSI_NONE, true},
+      {"month by user, daily", GP_LG_USER, GP_LS_DAY, 31 * DAY, GP_LSI_NONE, true},
+      {"year by queue+user, idle by usage", GP_LG_QUEUE | GP_LG_USER, GP_LS_NONE, YEAR,
+       GP_LSI_USAGE, false},
   };
   printf("%-36s %10s %10s %8s %14s\n", "report (1e6 = intervals)", "wall_ms", "cpu_ms", "rows", "fleet_cost");
   double worst = 0;
@@ -127,9 +131,9 @@ int main(int argc, char **argv) {
     gp_ledger_report_free(r);
     }
     printf("%-36s %10.1f %10.1f %8d %14.2f\n", runs[k].name, wall, cpu, n_rows, fleet);
-    if (cpu > worst) worst = cpu;
+    if (runs[k].target && cpu > worst) worst = cpu;
   }
-  printf("intervals %ld, worst report %.1f ms CPU (target < 200)\n", n, worst);
+  printf("intervals %ld, worst by-queue/by-user report %.1f ms CPU (target < 200)\n", n, worst);
   free(jobs);
   free(nodes);
   gp_prices_free(prices);
