@@ -180,6 +180,7 @@ static void reload(gp_server *srv) {
   }
   s->counters = old->counters;
   s->store_health = old->store_health;
+  gp__srv_usage_adopt(s, old);
   gp__srv_state_free(old);
   srv->state = s;
 }
