@@ -39,11 +39,13 @@ typedef struct gp_fleet {
   gp_arena *arena;
 } gp_fleet;
 
-/* A fleet from a spec: shorthand "352x8xV100[,16x8xA100]" (nodes x GPUs x model; the
- * model may be left out), a node list CSV (openb's columns sn|name, gpu|gpus, model, and
- * optional cpu_milli, memory_mib), or a YAML/JSON pool description with a `nodes:` list
- * (the nodes part of a `gpool plan` snapshot). `shared_gpus` makes every GPU shared
- * (fractional jobs) instead of exclusive. */
+/* A fleet from a spec: shorthand "352x8xV100[:CAPACITY][,16x8xA100[:CAPACITY]]" (nodes x
+ * GPUs x model; the model may be left out; CAPACITY is on-demand, reserved, spot or
+ * on-prem), a node list CSV (openb's columns sn|name, gpu|gpus, model, and optional
+ * cpu_milli, memory_mib, capacity), or a YAML/JSON pool description with a `nodes:` list
+ * (the nodes part of a `gpool plan` snapshot). Nodes are on-prem unless the spec gives
+ * another capacity type. `shared_gpus` makes every GPU shared (fractional jobs) instead of
+ * exclusive. */
 int gp_fleet_load(const char *spec, bool shared_gpus, gp_fleet **ret, gp_err *err);
 /* The Helios Philly fleet: the nodes of the virtual clusters in a vc,node num CSV
  * (philly_vc_nodes.csv), 8 GPUs each, each node labelled queue=<its VC>. */
