@@ -32,14 +32,15 @@ static struct gp_prices *prices_of(const char *yaml) {
   return p;
 }
 
-static gp_replay_result *priced(const char *csv, const char *fleet, struct gp_prices *p) {
+static gp_replay_result *priced_on(const char *csv, const char *fleet, bool shared,
+                                   struct gp_prices *p) {
   gp_trace *t = NULL;
   gp_err e = {0};
   if (gp_trace_read_string("t.csv", csv, strlen(csv), NULL, &t, &e))
     fprintf(stderr, "trace: %s\n", e.message);
   REQUIRE(t);
   gp_fleet *f = NULL;
-  REQUIRE(gp_fleet_load(fleet, false, &f, &e) == 0);
+  REQUIRE(gp_fleet_load(fleet, shared, &f, &e) == 0);
   gp_replay_queues *q = gp_replay_queues_from_trace(t);
   gp_replay_config c;
   gp_replay_config_init(&c);
@@ -51,6 +52,10 @@ static gp_replay_result *priced(const char *csv, const char *fleet, struct gp_pr
   gp_fleet_free(f);
   gp_replay_queues_free(q);
   return r;
+}
+
+static gp_replay_result *priced(const char *csv, const char *fleet, struct gp_prices *p) {
+  return priced_on(csv, fleet, false, p);
 }
 
 static const gp_replay_queue_stats *queue(const gp_replay_result *r, const char *name) {
@@ -99,6 +104,25 @@ static void a_mixed_fleet_costs_what_was_worked_out_on_paper(void) {
   CHECK_CONTAINS(json, "\"fleet\": 58.0");
   CHECK_CONTAINS(json, "\"currency\": \"USD\"");
   free(json);
+  gp_replay_result_free(r);
+  gp_replay_prices_free(p);
+}
+
+/* Four jobs of a quarter GPU each for an hour share one GPU: one GPU-hour between them,
+ * and the GPU is never idle. */
+static void four_quarter_gpus_cost_one_gpu_hour(void) {
+  char csv[512];
+  snprintf(csv, sizeof csv,
+           "submit_time,duration,gpus,queue\n%d,3600,0.25,a\n%d,3600,0.25,a\n"
+           "%d,3600,0.25,b\n%d,3600,0.25,b\n", T0, T0, T0, T0);
+  struct gp_prices *p = prices_of("gpu_hour:\n  - {model: H100-80GB, capacity: on-demand, price: 4.00}\n");
+  gp_replay_result *r = priced_on(csv, "1x1xH100-80GB:on-demand", true, p);
+  CHECK_EQ_INT(4, r->completed);
+  CHECK_NEAR(3600, r->makespan_s, 1e-9);
+  CHECK_NEAR(2.00, queue(r, "a")->cost, 1e-6);
+  CHECK_NEAR(2.00, queue(r, "b")->cost, 1e-6);
+  CHECK_NEAR(4.00, r->cost.fleet, 1e-6);
+  CHECK_NEAR(0, r->cost.idle, 1e-6);
   gp_replay_result_free(r);
   gp_replay_prices_free(p);
 }
@@ -207,6 +231,6 @@ static void a_real_trace_is_priced_and_conserves_its_money(void) {
   gp_replay_prices_free(p_half);
 }
 
-GP_TESTS(a_mixed_fleet_costs_what_was_worked_out_on_paper,
+GP_TESTS(a_mixed_fleet_costs_what_was_worked_out_on_paper, four_quarter_gpus_cost_one_gpu_hour,
          unpriced_capacity_is_flagged_and_unpriced_replays_are_unchanged,
          a_bad_prices_file_names_its_line_and_key, a_real_trace_is_priced_and_conserves_its_money)
