@@ -115,7 +115,8 @@ static void four_quarter_gpus_cost_one_gpu_hour(void) {
   snprintf(csv, sizeof csv,
            "submit_time,duration,gpus,queue\n%d,3600,0.25,a\n%d,3600,0.25,a\n"
            "%d,3600,0.25,b\n%d,3600,0.25,b\n", T0, T0, T0, T0);
-  struct gp_prices *p = prices_of("gpu_hour:\n  - {model: H100-80GB, capacity: on-demand, price: 4.00}\n");
+  struct gp_prices *p =
+      prices_of("gpu_hour:\n  - {model: H100-80GB, capacity: on-demand, price: 4.00}\n");
   gp_replay_result *r = priced_on(csv, "1x1xH100-80GB:on-demand", true, p);
   CHECK_EQ_INT(4, r->completed);
   CHECK_NEAR(3600, r->makespan_s, 1e-9);

@@ -44,7 +44,8 @@ static void a_bad_capacity_type_is_named(void) {
   CHECK(f == NULL);
   CHECK_EQ_INT(GP_EINVAL, gp_fleet_load("2x8xH100:,1x8", false, &f, &e));
   CHECK_EQ_STR("fleet.capacity", e.field);
-  char *csv = write_tmp("nodes.csv", "sn,gpu,model,capacity\nn1,8,V100,reserved\nn2,8,V100,rented\n");
+  char *csv =
+      write_tmp("nodes.csv", "sn,gpu,model,capacity\nn1,8,V100,reserved\nn2,8,V100,rented\n");
   CHECK_EQ_INT(GP_EINVAL, gp_fleet_load(csv, false, &f, &e));
   CHECK_EQ_INT(3, e.line);
   CHECK_EQ_STR("capacity", e.field);
@@ -56,7 +57,8 @@ static void a_bad_capacity_type_is_named(void) {
 static void node_lists_and_pool_files_carry_capacity(void) {
   gp_fleet *f = NULL;
   gp_err e = {0};
-  char *csv = write_tmp("nodes.csv", "sn,gpu,model,capacity\nn1,8,V100,reserved\nn2,8,V100,\nn3,4,T4,spot\n");
+  char *csv = write_tmp("nodes.csv",
+                        "sn,gpu,model,capacity\nn1,8,V100,reserved\nn2,8,V100,\nn3,4,T4,spot\n");
   REQUIRE(gp_fleet_load(csv, false, &f, &e) == 0);
   CHECK_EQ_INT(GP_CAP_RESERVED, f->nodes[0].capacity);
   CHECK_EQ_INT(GP_CAP_ON_PREM, f->nodes[1].capacity); /* empty: the default */
