@@ -16,11 +16,13 @@
 #include "util/units.h"
 
 #define MAX_POLICIES 8
+#define MAX_FLEETS 8
 
 enum {
   O_TRACE = 1, O_FORMAT, O_FLEET, O_QUEUES, O_QUEUES_FROM, O_POLICY, O_POLICY_FILE, O_POLICIES,
   O_SEED, O_MTBF, O_REPAIR, O_CKPT, O_RESTART, O_GRACE, O_OVER, O_BAD_ROWS, O_MAX_JOBS,
-  O_SHARING, O_TIME_SCALE, O_PARTITION, O_EVERY_EVENT, O_PROBE, O_OUT, O_CSV, O_HTML, O_NO_PROGRESS, O_DETERMINISTIC, O_HELP
+  O_SHARING, O_TIME_SCALE, O_PARTITION, O_EVERY_EVENT, O_PROBE, O_OUT, O_CSV, O_HTML, O_NO_PROGRESS, O_DETERMINISTIC,
+  O_PRICES, O_COST_CSV, O_HELP
 };
 
 static const gp_opt opts[] = {
@@ -51,6 +53,8 @@ static const gp_opt opts[] = {
     {0, "html", true, O_HTML},
     {0, "no-progress", false, O_NO_PROGRESS},
     {0, "deterministic", false, O_DETERMINISTIC},
+    {0, "prices", true, O_PRICES},
+    {0, "cost-csv", true, O_COST_CSV},
     {'h', "help", false, O_HELP},
     {0, NULL, false, 0},
 };
@@ -60,17 +64,25 @@ static const char usage_replay[] =
     "         [--fleet 352x8xV100[,16x8xA100] | --fleet NODES.csv | --fleet POOL.yaml]\n"
     "         [--queues QUEUES.yaml | --queues-from VC_NODES.csv]\n"
     "         [--policy fifo|backfill|gpool|sjf|backfill-vc | --policy-file FILE]\n"
-    "         [-o table|json] [--csv SERIES.csv] [--html REPORT.html] [options]\n";
+    "         [-o table|json] [--csv SERIES.csv] [--html REPORT.html]\n"
+    "         [--prices PRICES.yaml [--cost-csv COST.csv]] [options]\n";
 static const char usage_compare[] =
     "usage: gpool sim compare --trace FILE --policies fifo,backfill,gpool,sjf\n"
-    "         [--fleet ...] [--queues ... | --queues-from ...] [-o table|json]\n"
-    "         [--csv SERIES.csv] [--html REPORT.html] [options]\n";
+    "         [--fleet ... [--fleet ...]] [--queues ... | --queues-from ...] [-o table|json]\n"
+    "         [--csv SERIES.csv] [--html REPORT.html]\n"
+    "         [--prices PRICES.yaml [--cost-csv COST.csv]] [options]\n";
 static const char usage_options[] =
     "\n"
     "Replays the trace on a virtual clock through the same scheduler core the server runs.\n"
     "With no --fleet, the fleet is the virtual clusters' nodes (8 GPUs each) of --queues-from\n"
     "(for a Philly trace: philly_vc_nodes.csv next to the trace): the Helios Philly fleet.\n"
+    "A fleet group may name its capacity type: 32x8xH100:reserved,32x8xH100:on-demand\n"
+    "(on-demand, reserved, spot, on-prem; default on-prem). compare takes --fleet up to %d\n"
+    "times and runs every policy on every fleet.\n"
     "\n"
+    "  --prices FILE            price the replay: the server's `prices:` map (YAML/JSON);\n"
+    "                           adds cost per queue, idle, unused commitment, fleet cost\n"
+    "  --cost-csv FILE          the costs as CSV (policy,kind,queue,cost,currency)\n"
     "  --seed N                 seed for node failures and randomised policies (default 1)\n"
     "  --mtbf HOURS             mean time between failures of one node (default: none)\n"
     "  --repair-time DUR        how long a failed node stays down (default 1h)\n"
@@ -95,7 +107,10 @@ static const char usage_options[] =
     "  --no-progress            no progress bar on stderr\n";
 
 typedef struct args {
-  const char *trace, *format, *fleet, *queues, *queues_from, *policy, *policy_file, *policies;
+  const char *fleets[MAX_FLEETS];
+  int n_fleets;
+  const char *prices, *cost_csv;
+  const char *trace, *format, *queues, *queues_from, *policy, *policy_file, *policies;
   const char *out, *csv, *html, *sharing;
   bool skip_bad, progress, deterministic;
   size_t max_jobs;
@@ -130,7 +145,15 @@ static int parse_args(const char *cmd, int argc, char **argv, args *a) {
     switch (id) {
     case O_TRACE: a->trace = v; break;
     case O_FORMAT: a->format = v; break;
-    case O_FLEET: a->fleet = v; break;
+    case O_FLEET:
+      if (a->n_fleets == MAX_FLEETS) {
+        fprintf(stderr, "gpool sim %s: at most %d fleets\n", cmd, MAX_FLEETS);
+        return 2;
+      }
+      a->fleets[a->n_fleets++] = v;
+      break;
+    case O_PRICES: a->prices = v; break;
+    case O_COST_CSV: a->cost_csv = v; break;
     case O_QUEUES: a->queues = v; break;
     case O_QUEUES_FROM: a->queues_from = v; break;
     case O_POLICY: a->policy = v; break;
@@ -195,7 +218,7 @@ static int parse_args(const char *cmd, int argc, char **argv, args *a) {
     case O_DETERMINISTIC: a->deterministic = true; break;
     case O_HELP:
       fputs(strcmp(cmd, "replay") == 0 ? usage_replay : usage_compare, stdout);
-      fputs(usage_options, stdout);
+      printf(usage_options, MAX_FLEETS);
       return -1;
     case GP_OPT_POSITIONAL:
       fprintf(stderr, "gpool sim %s: unexpected argument '%s'\n", cmd, v);
@@ -209,6 +232,10 @@ static int parse_args(const char *cmd, int argc, char **argv, args *a) {
   if (!a->trace) {
     fprintf(stderr, "gpool sim %s: --trace is required\n", cmd);
     fputs(strcmp(cmd, "replay") == 0 ? usage_replay : usage_compare, stderr);
+    return 2;
+  }
+  if (a->cost_csv && !a->prices) {
+    fprintf(stderr, "gpool sim %s: --cost-csv needs --prices\n", cmd);
     return 2;
   }
   if (a->queues && a->queues_from) {
@@ -236,14 +263,17 @@ static char *sibling_vc_file(const char *trace) {
 
 typedef struct inputs {
   gp_trace *trace;
-  gp_fleet *fleet;
+  gp_fleet *fleets[MAX_FLEETS];
+  int n_fleets;
   gp_replay_queues *queues;
+  struct gp_prices *prices;
   char *vc_file;
 } inputs;
 
 static void inputs_done(inputs *in) {
   gp_trace_free(in->trace);
-  gp_fleet_free(in->fleet);
+  for (int i = 0; i < in->n_fleets; i++) gp_fleet_free(in->fleets[i]);
+  gp_replay_prices_free(in->prices);
   gp_replay_queues_free(in->queues);
   free(in->vc_file);
 }
@@ -264,10 +294,13 @@ static int load_inputs(const char *cmd, args *a, inputs *in) {
   for (size_t i = 0; i < in->trace->n_jobs && !has_fraction; i++)
     has_fraction = in->trace->jobs[i].gpu_milli > 0;
   bool shared = a->sharing ? strcmp(a->sharing, "shared") == 0 : has_fraction;
-  if (a->fleet) {
-    if (gp_fleet_load(a->fleet, shared, &in->fleet, &e)) return fail(cmd, &e);
+  if (a->n_fleets) {
+    for (; in->n_fleets < a->n_fleets; in->n_fleets++)
+      if (gp_fleet_load(a->fleets[in->n_fleets], shared, &in->fleets[in->n_fleets], &e))
+        return fail(cmd, &e);
   } else if (in->vc_file) {
-    if (gp_fleet_from_vc_file(in->vc_file, &in->fleet, &e)) return fail(cmd, &e);
+    if (gp_fleet_from_vc_file(in->vc_file, &in->fleets[0], &e)) return fail(cmd, &e);
+    in->n_fleets = 1;
   } else {
     fprintf(stderr, "gpool sim %s: give --fleet (e.g. --fleet 100x8xH100 or a node list)\n", cmd);
     return 2;
@@ -280,6 +313,7 @@ static int load_inputs(const char *cmd, args *a, inputs *in) {
   } else {
     in->queues = gp_replay_queues_from_trace(in->trace);
   }
+  if (a->prices && gp_replay_prices_load(a->prices, &in->prices, &e)) return fail(cmd, &e);
   return 0;
 }
 
@@ -313,33 +347,60 @@ static char *per_policy_path(gp_arena *arena, const char *path, const char *poli
   return gp_arena_printf(arena, "%.*s.%s%s", (int)(dot - path), path, policy, dot);
 }
 
-static int run_policies(const char *cmd, args *a, const char *const *names, int n, bool compare) {
+/* Writes the priced runs' costs to `path` as CSV. */
+static int write_cost_csv(const char *cmd, const char *path, gp_replay_result *const *res, int n) {
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    fprintf(stderr, "gpool sim %s: cannot write %s\n", cmd, path);
+    return 1;
+  }
+  gp_replay_write_cost_csv(f, res, n);
+  if (fclose(f) != 0) {
+    fprintf(stderr, "gpool sim %s: writing %s failed\n", cmd, path);
+    return 1;
+  }
+  return 0;
+}
+
+/* Every policy on every fleet (fleet by fleet). With several fleets a run is named
+ * "policy@fleet" and its CSV series "NAME.policy.fK.csv". */
+static int run_policies(const char *cmd, args *a, const char *const *names, int n_names,
+                        bool compare) {
   inputs in = {0};
   gp_arena *arena = gp_arena_new();
-  gp_replay_result *res[MAX_POLICIES] = {0};
+  gp_replay_result *res[MAX_POLICIES * MAX_FLEETS] = {0};
+  int n = 0;
   int rc = load_inputs(cmd, a, &in);
-  for (int i = 0; i < n && !rc; i++) {
+  for (int k = 0; k < n_names * in.n_fleets && !rc; k++, n++) {
+    int fi = k / n_names;
     gp_replay_config cfg;
-    if ((rc = set_policy(cmd, a, names[i], arena, &cfg))) break;
+    if ((rc = set_policy(cmd, a, names[k % n_names], arena, &cfg))) break;
+    const char *series_name = cfg.policy_name;
+    if (in.n_fleets > 1) {
+      series_name = gp_arena_printf(arena, "%s.f%d", cfg.policy_name, fi + 1);
+      cfg.policy_name = gp_arena_printf(arena, "%s@%s", cfg.policy_name, a->fleets[fi]);
+    }
+    cfg.prices = in.prices;
     FILE *csv = NULL;
+    const char *csv_path = NULL;
     if (a->csv) {
-      const char *path = compare ? per_policy_path(arena, a->csv, cfg.policy_name) : a->csv;
-      csv = fopen(path, "w");
+      csv_path = compare ? per_policy_path(arena, a->csv, series_name) : a->csv;
+      csv = fopen(csv_path, "w");
       if (!csv) {
-        fprintf(stderr, "gpool sim %s: cannot write %s\n", cmd, path);
+        fprintf(stderr, "gpool sim %s: cannot write %s\n", cmd, csv_path);
         rc = 1;
         break;
       }
       cfg.csv = csv;
     }
     gp_err e = {0};
-    int r = gp_replay_run(&cfg, in.trace, in.fleet, in.queues, &res[i], &e);
+    int r = gp_replay_run(&cfg, in.trace, in.fleets[fi], in.queues, &res[k], &e);
     if (csv && fclose(csv) != 0 && !r) {
-      fprintf(stderr, "gpool sim %s: writing %s failed\n", cmd, a->csv);
+      fprintf(stderr, "gpool sim %s: writing %s failed\n", cmd, csv_path);
       rc = 1;
     }
     if (r) rc = fail(cmd, &e);
-    else if (csv && res[i]->csv_rows >= GP_REPLAY_MAX_CSV_ROWS)
+    else if (csv && res[k]->csv_rows >= GP_REPLAY_MAX_CSV_ROWS)
       fprintf(stderr, "gpool sim %s: the CSV time series stops after %d rows\n", cmd,
               GP_REPLAY_MAX_CSV_ROWS);
   }
@@ -360,8 +421,9 @@ static int run_policies(const char *cmd, args *a, const char *const *names, int 
       char *title = gp_arena_printf(arena, "gpool sim %s: %s", cmd, in.trace->source);
       if (gp_replay_write_html(a->html, title, res, n, &e)) rc = fail(cmd, &e);
     }
+    if (!rc && a->cost_csv) rc = write_cost_csv(cmd, a->cost_csv, res, n);
   }
-  for (int i = 0; i < n; i++) gp_replay_result_free(res[i]);
+  for (int i = 0; i < n_names * MAX_FLEETS; i++) gp_replay_result_free(res[i]);
   inputs_done(&in);
   gp_arena_free(arena);
   return rc;
@@ -377,6 +439,10 @@ int gp_cmd_sim_replay(int argc, char **argv) {
   }
   if (a.policy && a.policy_file) {
     fprintf(stderr, "gpool sim replay: give --policy or --policy-file, not both\n");
+    return 2;
+  }
+  if (a.n_fleets > 1) {
+    fprintf(stderr, "gpool sim replay: one --fleet (compare takes several)\n");
     return 2;
   }
   const char *name = a.policy_file ? NULL : a.policy ? a.policy : "gpool";

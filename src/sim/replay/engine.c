@@ -18,6 +18,7 @@
 #include "core/model.h"
 #include "core/plan.h"
 #include "core/sched.h"
+#include "sim/replay/cost.h"
 #include "sim/replay/heap.h"
 #include "sim/replay/replay.h"
 #include "sim/replay/stats.h"
@@ -101,6 +102,7 @@ typedef struct sim {
   gp__sim_heap heap;
   uint64_t rng;
   gp_replay_result *r;
+  gp__sim_cost *cost;       /* the runs' intervals when the replay is priced, else NULL */
   gp_err *err;
   double sched_seconds;
   int progress_pct;
@@ -350,10 +352,14 @@ static void advance(sim *s, gp_time t) {
 
 static int *gpu_slot(sim *s, int node, int g) { return &s->gpu_used[node * GP_MAX_NODE_GPUS + g]; }
 
-static void release(sim *s, int j) {
+/* The job's run ends at `now`: its GPUs come free. */
+static void release(sim *s, int j, gp_time now) {
   sjob *sj = &s->jobs[j];
   for (int p = 0; p < sj->n_pl; p++) {
     const gp_placement *pl = &sj->pl[p];
+    if (s->cost)
+      gp__sim_cost_add(s->cost, j, sj->restarts + 1, sj->queue, s->v[sj->view].user, pl->node,
+                       pl->gpu_mask, pl->gpu_milli, sj->run_start, now);
     bool up = s->nodes[pl->node].state != GP_NODE_DOWN;
     for (int g = 0; g < GP_MAX_NODE_GPUS; g++)
       if (pl->gpu_mask & (1u << g)) {
@@ -387,7 +393,7 @@ static double requeue(sim *s, int j, gp_time stopped, gp_time now) {
   gp_time saved = saved_work(s, sj, stopped);
   double lost = sj->gpus * (double)(now - sj->run_start - saved) / 3600.0;
   sj->work_left -= saved;
-  release(s, j);
+  release(s, j, now);
   sj->restarts++;
   sj->gen++;
   gp_job *vj = view_touch(s, sj->view);
@@ -404,7 +410,7 @@ static double requeue(sim *s, int j, gp_time stopped, gp_time now) {
 
 static void finish(sim *s, int j, gp_time t) {
   sjob *sj = &s->jobs[j];
-  release(s, j);
+  release(s, j, t);
   sj->state = sj->timeout_run ? SJ_TIMEOUT : SJ_DONE;
   sj->end = t;
   sj->gen++;
@@ -1048,6 +1054,7 @@ static void sim_free(sim *s) {
   gp__sim_heap_done(&s->heap);
   gp__sim_heap_done(&s->fifo);
   free(s->need_count);
+  gp__sim_cost_free(s->cost);
 }
 
 int gp_replay_run(const gp_replay_config *cfg, const gp_trace *trace, const gp_fleet *fleet,
@@ -1059,6 +1066,7 @@ int gp_replay_run(const gp_replay_config *cfg, const gp_trace *trace, const gp_f
   sim S = {.cfg = cfg, .trace = trace, .fleet = fleet, .queues = queues, .err = err};
   sim *s = &S;
   sim_init(s);
+  if (cfg->prices) s->cost = gp__sim_cost_new();
   gp_replay_result *r = result_new(s);
   s->arrive = scale_arrivals(s);
   gp_job *protos = gp_xcalloc(trace->n_jobs, sizeof *protos);
@@ -1067,6 +1075,11 @@ int gp_replay_run(const gp_replay_config *cfg, const gp_trace *trace, const gp_f
   if (!rc) rc = run_events(s, protos, &t_end);
   if (cfg->progress) fprintf(stderr, "\r%80s\r", ""); /* clears the progress line */
   if (!rc) record_outcomes(s, t_end);
+  /* Priced over [first submission, last end): a replay in which nothing ran for even a
+   * second still owns its fleet for that second. */
+  if (!rc && s->cost)
+    rc = gp__sim_cost_finish(s->cost, cfg->prices, fleet, queues, s->t_first,
+                             t_end > s->t_first ? t_end : s->t_first + 1, r, err);
   free(protos);
   sim_free(s);
   if (rc) {

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Fleets for a replay: shorthand ("352x8xV100,16x8xA100"), a node list CSV (openb's
- * columns), a YAML/JSON pool description (the `nodes:` part of a `gpool plan` snapshot,
- * read by the snapshot reader), or the Helios Philly fleet from philly_vc_nodes.csv. */
+/* Fleets for a replay: shorthand ("352x8xV100,16x8xA100:reserved"), a node list CSV
+ * (openb's columns, and an optional capacity column), a YAML/JSON pool description (the
+ * `nodes:` part of a `gpool plan` snapshot, read by the snapshot reader), or the Helios
+ * Philly fleet from philly_vc_nodes.csv. Every node has a capacity type (what its GPU-hours
+ * cost when the replay is priced); on-prem unless the spec says otherwise. */
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
@@ -65,10 +67,18 @@ static void node_init(gp_fleet *f, gp_node *n, const char *name, const char *mod
   n->state = GP_NODE_UP;
 }
 
-/* "352x8xV100,16x8xA100" or "352x8". */
+/* A capacity type by name, with an error naming the field and the names there are. */
+static int parse_capacity(const char *s, const char *file, int line, const char *field,
+                          gp_capacity *ret, gp_err *err) {
+  if (gp_capacity_parse(s, ret) == 0) return 0;
+  return gp_err_set(err, GP_EINVAL, file, line, field,
+                    "unknown capacity type '%s' (on-demand, reserved, spot or on-prem)", s);
+}
+
+/* "352x8xV100,16x8xA100", "352x8", and any group with ":CAPACITY" ("32x8xH100:reserved"). */
 static int parse_shorthand(const char *spec, gp_fleet *f, gp_err *err) {
   int64_t total = 0;
-  int cap = 0;
+  int cap = 0, rc;
   const char *p = spec;
   while (*p) {
     char *end;
@@ -86,12 +96,25 @@ static int parse_shorthand(const char *spec, gp_fleet *f, gp_err *err) {
     char model[64] = "gpu";
     if (*p == 'x') {
       p++;
-      size_t n = strcspn(p, ",");
+      size_t n = strcspn(p, ",:");
       if (n == 0 || n >= sizeof model)
         return gp_err_set(err, GP_EINVAL, NULL, 0, "fleet", "bad GPU model in '%s'", spec);
       memcpy(model, p, n);
       model[n] = '\0';
       p += n;
+    }
+    gp_capacity capacity = GP_CAP_ON_PREM;
+    if (*p == ':') {
+      p++;
+      char name[32];
+      size_t n = strcspn(p, ",");
+      if (n == 0 || n >= sizeof name)
+        return gp_err_set(err, GP_EINVAL, NULL, 0, "fleet.capacity",
+                          "expected on-demand, reserved, spot or on-prem after ':' in '%s'", spec);
+      memcpy(name, p, n);
+      name[n] = '\0';
+      p += n;
+      if ((rc = parse_capacity(name, NULL, 0, "fleet.capacity", &capacity, err))) return rc;
     }
     if (*p == ',') p++;
     else if (*p)
@@ -110,6 +133,7 @@ static int parse_shorthand(const char *spec, gp_fleet *f, gp_err *err) {
       char name[96];
       snprintf(name, sizeof name, "%s-%05ld", model, (long)(base + i));
       node_init(f, &f->nodes[base + i], name, model, (int)gpus);
+      f->nodes[base + i].capacity = capacity;
     }
     f->n_nodes = base + (int)nodes;
   }
@@ -137,6 +161,8 @@ static int add_csv_node(void *arg, const gp_node_row *row, gp_err *err) {
   node_init(f, node, row->name, row->model && *row->model ? row->model : "gpu", row->gpus);
   if (row->cpu_milli >= 0) node->cpu_milli = row->cpu_milli;
   if (row->mem_mib >= 0) node->mem_mib = row->mem_mib;
+  if (row->capacity && *row->capacity)
+    return parse_capacity(row->capacity, c->path, row->line, "capacity", &node->capacity, err);
   return 0;
 }
 
@@ -157,6 +183,10 @@ static int read_node_yaml(const char *path, gp_fleet *f, gp_err *err) {
                     "expected a `nodes:` list");
   } else {
     rc = gp_nodes_read(d, seq, "nodes", NULL, f->arena, &f->nodes, &f->n_nodes, err);
+    /* A replay's machines are on-prem unless a node says otherwise, whatever the fleet's
+     * form (the snapshot reader's own default is the server's, on-demand). */
+    for (int i = 0; !rc && i < f->n_nodes; i++)
+      if (!gp_doc_get(seq->items[i], "capacity")) f->nodes[i].capacity = GP_CAP_ON_PREM;
   }
   gp_doc_free(d);
   return rc;

@@ -190,6 +190,27 @@ static void summary_table(gp_buf *b, gp_replay_result *const *r, int n) {
   ROW("Jain fairness", "%.3f", r[i]->jain_fairness);
   ROW("preemptions", "%lld", (long long)r[i]->preemptions);
   ROW("GPU-hours lost", "%.1f", r[i]->gpu_hours_lost);
+  if (r[0]->cost.priced) {
+    gp_buf_puts(b, "<tr><td>currency</td>");
+    for (int i = 0; i < n; i++) {
+      gp_buf_puts(b, "<td>");
+      esc(b, r[i]->cost.currency);
+      gp_buf_puts(b, "</td>");
+    }
+    gp_buf_puts(b, "</tr>\n");
+    ROW("fleet cost", "%.2f", r[i]->cost.fleet);
+    ROW("job cost", "%.2f", r[i]->cost.jobs);
+    ROW("idle cost", "%.2f", r[i]->cost.idle);
+    ROW("unused commitment", "%.2f", r[i]->cost.unused_commitment);
+    for (int q = 0; q < r[0]->n_queues; q++) {
+      gp_buf_puts(b, "<tr><td>cost of queue ");
+      esc(b, r[0]->queues[q].name);
+      gp_buf_puts(b, "</td>");
+      for (int i = 0; i < n; i++)
+        gp_buf_printf(b, "<td>%.2f</td>", q < r[i]->n_queues ? r[i]->queues[q].cost : 0);
+      gp_buf_puts(b, "</tr>\n");
+    }
+  }
 #undef ROW
   gp_buf_puts(b, "</table>\n");
 }

@@ -28,6 +28,8 @@
 
 #define GP_REPLAY_MAX_CSV_ROWS 5000000
 
+struct gp_prices; /* ledger/prices.h */
+
 /* ---- Inputs ---- */
 
 /* The GPU machines of a replay. Owns its arrays and strings (arena). */
@@ -39,11 +41,13 @@ typedef struct gp_fleet {
   gp_arena *arena;
 } gp_fleet;
 
-/* A fleet from a spec: shorthand "352x8xV100[,16x8xA100]" (nodes x GPUs x model; the
- * model may be left out), a node list CSV (openb's columns sn|name, gpu|gpus, model, and
- * optional cpu_milli, memory_mib), or a YAML/JSON pool description with a `nodes:` list
- * (the nodes part of a `gpool plan` snapshot). `shared_gpus` makes every GPU shared
- * (fractional jobs) instead of exclusive. */
+/* A fleet from a spec: shorthand "352x8xV100[:CAPACITY][,16x8xA100[:CAPACITY]]" (nodes x
+ * GPUs x model; the model may be left out; CAPACITY is on-demand, reserved, spot or
+ * on-prem), a node list CSV (openb's columns sn|name, gpu|gpus, model, and optional
+ * cpu_milli, memory_mib, capacity), or a YAML/JSON pool description with a `nodes:` list
+ * (the nodes part of a `gpool plan` snapshot). Nodes are on-prem unless the spec gives
+ * another capacity type. `shared_gpus` makes every GPU shared (fractional jobs) instead of
+ * exclusive. */
 int gp_fleet_load(const char *spec, bool shared_gpus, gp_fleet **ret, gp_err *err);
 /* The Helios Philly fleet: the nodes of the virtual clusters in a vc,node num CSV
  * (philly_vc_nodes.csv), 8 GPUs each, each node labelled queue=<its VC>. */
@@ -111,9 +115,17 @@ typedef struct gp_replay_config {
                                    are never older than this; 0: never (default 3600) */
   bool every_event;             /* call the core after every batch, skipping nothing (for
                                    checking that skipped calls change no outcome) */
+  const struct gp_prices *prices; /* price the replay (ledger/prices.h); NULL: no cost
+                                   figures. Borrowed for the run */
   FILE *csv;                    /* time series, one row per simulated minute; may be NULL */
   bool progress;                /* draw a progress bar on stderr */
 } gp_replay_config;
+
+/* Reads `--prices FILE`: the server's `prices` map (docs/config.md) at the top level of a
+ * YAML/JSON file or under its `prices:` key. Errors name the file, line and key. On success
+ * *ret holds one reference (gp_replay_prices_free). */
+int gp_replay_prices_load(const char *path, struct gp_prices **ret, gp_err *err);
+void gp_replay_prices_free(struct gp_prices *p); /* accepts NULL */
 
 /* Defaults: overestimate 2, checkpoint 30 min, restart overhead 60 s, grace 30 s, no
  * failures, repair 1 h, seed 1. */
@@ -132,7 +144,22 @@ typedef struct gp_replay_queue_stats {
   double avg_fair_share_gpus;    /* the core's fair share, over the makespan */
   double share_ratio;            /* allocated / fair share (integrals); 0 if no share */
   int64_t preempted;             /* times a job of this queue was preempted */
+  double cost;                   /* what its jobs' GPU-hours cost (priced replays) */
+  bool cost_unknown;             /* some of them had no price */
 } gp_replay_queue_stats;
+
+/* The money of a priced replay, over [first submission, last end), in `currency`:
+ * jobs + idle + drained_down + unused_commitment = fleet (the ledger's conservation). */
+typedef struct gp_replay_cost {
+  bool priced;                   /* false: the replay had no prices; the rest is 0 */
+  const char *currency;
+  double jobs;                   /* GPU-hours allocated to jobs, x share, at their price */
+  double idle;                   /* GPUs of the fleet that no job held */
+  double drained_down;           /* capacity on drained or down nodes (0 in a replay) */
+  double unused_commitment;      /* committed reserved GPUs the fleet does not have */
+  double fleet;                  /* every node's GPUs over the whole replay */
+  bool unknown;                  /* some GPU-hour had no price: the figures are too low */
+} gp_replay_cost;
 
 /* The time series kept for charts: a bounded number of evenly spaced samples. */
 typedef struct gp_replay_series {
@@ -163,6 +190,7 @@ typedef struct gp_replay_result {
   double wall_seconds;           /* wall time of the whole replay (not deterministic) */
   int n_queues;
   gp_replay_queue_stats *queues;
+  gp_replay_cost cost;
   int64_t n_jct;
   double *jct_sorted;            /* finished jobs' completion times, ascending */
   gp_replay_series series;
@@ -187,6 +215,10 @@ char *gp_replay_results_json(gp_replay_result *const *r, int n, bool with_wall);
 /* Tables for people: one run with its queues, or several runs side by side. */
 void gp_replay_print_table(FILE *out, const gp_replay_result *r);
 void gp_replay_print_compare(FILE *out, gp_replay_result *const *r, int n);
+/* The money of priced runs as CSV: policy,kind,queue,cost,currency with one `jobs` row per
+ * queue, then `idle`, `drained_down`, `unused_commitment` and `fleet` (the total). Runs
+ * that were not priced write no row. */
+void gp_replay_write_cost_csv(FILE *out, gp_replay_result *const *r, int n);
 /* A self-contained HTML page (inline SVG, no network) with the runs' charts. */
 int gp_replay_write_html(const char *path, const char *title, gp_replay_result *const *r,
                          int n, gp_err *err);

@@ -60,9 +60,25 @@ static json_t *result_obj(const gp_replay_result *r, bool with_wall) {
     json_object_set_new(qo, "avg_fair_share_gpus", num(q->avg_fair_share_gpus, 3));
     json_object_set_new(qo, "share_ratio", num(q->share_ratio, 6));
     json_object_set_new(qo, "preempted", json_integer(q->preempted));
+    if (r->cost.priced) {
+      json_object_set_new(qo, "cost", num(q->cost, 2));
+      json_object_set_new(qo, "cost_unknown", json_boolean(q->cost_unknown));
+    }
     json_array_append_new(qs, qo);
   }
   json_object_set_new(o, "queues", qs);
+  if (r->cost.priced) {
+    const gp_replay_cost *c = &r->cost;
+    json_t *co = json_object();
+    json_object_set_new(co, "currency", json_string(c->currency));
+    json_object_set_new(co, "jobs", num(c->jobs, 2));
+    json_object_set_new(co, "idle", num(c->idle, 2));
+    json_object_set_new(co, "drained_down", num(c->drained_down, 2));
+    json_object_set_new(co, "unused_commitment", num(c->unused_commitment, 2));
+    json_object_set_new(co, "fleet", num(c->fleet, 2));
+    json_object_set_new(co, "unknown", json_boolean(c->unknown));
+    json_object_set_new(o, "cost", co);
+  }
   return o;
 }
 
@@ -116,32 +132,51 @@ void gp_replay_print_table(FILE *out, const gp_replay_result *r) {
           r->gpu_hours_lost_failures);
   fprintf(out, "  %lld scheduler calls (%.2f s), replay %.2f s wall\n\n", (long long)r->sched_calls,
           r->sched_seconds, r->wall_seconds);
-  fprintf(out, "  %-16s %9s %7s %9s %9s %9s %9s %8s %8s %6s %6s\n", "QUEUE", "DESERVED", "JOBS",
+  const gp_replay_cost *k = &r->cost;
+  if (k->priced) {
+    fprintf(out, "  cost (%s): fleet %.2f = jobs %.2f + idle %.2f + unused commitment %.2f",
+            k->currency, k->fleet, k->jobs, k->idle, k->unused_commitment);
+    if (k->drained_down != 0) fprintf(out, " + drained/down %.2f", k->drained_down);
+    fputc('\n', out);
+    if (k->unknown) fputs("  (some GPU-hours had no price: the figures leave them out)\n", out);
+    fputc('\n', out);
+  }
+  fprintf(out, "  %-16s %9s %7s %9s %9s %9s %9s %8s %8s %6s %6s", "QUEUE", "DESERVED", "JOBS",
           "AVG WAIT", "P95 WAIT", "AVG JCT", "GPU-H", "AVG GPU", "FAIR", "RATIO", "PREEMPT");
+  if (k->priced) fprintf(out, " %12s", "COST");
+  fputc('\n', out);
   for (int i = 0; i < r->n_queues; i++) {
     const gp_replay_queue_stats *q = &r->queues[i];
-    fprintf(out, "  %-16.16s %9.0f %7lld %9s %9s %9s %9.0f %8.1f %8.1f %6.2f %6lld\n", q->name,
+    fprintf(out, "  %-16.16s %9.0f %7lld %9s %9s %9s %9.0f %8.1f %8.1f %6.2f %6lld", q->name,
             q->deserved_gpus, (long long)q->jobs, human_s(q->avg_wait_s, a, 32),
             human_s(q->p95_wait_s, b, 32), human_s(q->avg_jct_s, c, 32), q->gpu_hours,
             q->avg_allocated_gpus, q->avg_fair_share_gpus, q->share_ratio, (long long)q->preempted);
+    if (k->priced) fprintf(out, " %12.2f%s", q->cost, q->cost_unknown ? "+" : "");
+    fputc('\n', out);
   }
 }
 
 void gp_replay_print_compare(FILE *out, gp_replay_result *const *r, int n) {
   char a[32];
+  /* Columns as wide as the longest run name (policy@fleet when fleets are compared). */
+  int w = 12;
+  for (int i = 0; i < n; i++) {
+    int len = (int)strlen(r[i]->policy);
+    if (len > w) w = len < 48 ? len : 48;
+  }
   fprintf(out, "%-22s", "");
-  for (int i = 0; i < n; i++) fprintf(out, " %12.12s", r[i]->policy);
+  for (int i = 0; i < n; i++) fprintf(out, " %*.*s", w, w, r[i]->policy);
   fputc('\n', out);
 #define ROW_S(label, field)                                                        \
   do {                                                                             \
     fprintf(out, "%-22s", label);                                                  \
-    for (int i = 0; i < n; i++) fprintf(out, " %12s", human_s(r[i]->field, a, 32)); \
+    for (int i = 0; i < n; i++) fprintf(out, " %*s", w, human_s(r[i]->field, a, 32)); \
     fputc('\n', out);                                                              \
   } while (0)
 #define ROW_F(label, fmt, expr)                                       \
   do {                                                                \
     fprintf(out, "%-22s", label);                                     \
-    for (int i = 0; i < n; i++) fprintf(out, " %12" fmt, expr);       \
+    for (int i = 0; i < n; i++) fprintf(out, " %*" fmt, w, expr);    \
     fputc('\n', out);                                                 \
   } while (0)
   ROW_F("jobs finished", "lld", (long long)(r[i]->completed + r[i]->timeouts));
@@ -159,6 +194,55 @@ void gp_replay_print_compare(FILE *out, gp_replay_result *const *r, int n) {
   ROW_F("GPU-hours lost", ".1f", r[i]->gpu_hours_lost);
   ROW_F("scheduler calls", "lld", (long long)r[i]->sched_calls);
   ROW_F("wall seconds", ".2f", r[i]->wall_seconds);
+  if (r[0]->cost.priced) {
+    char label[64];
+    snprintf(label, sizeof label, "fleet cost (%.8s)", r[0]->cost.currency);
+    ROW_F(label, ".2f", r[i]->cost.fleet);
+    ROW_F("job cost", ".2f", r[i]->cost.jobs);
+    ROW_F("idle cost", ".2f", r[i]->cost.idle);
+    ROW_F("unused commitment", ".2f", r[i]->cost.unused_commitment);
+    for (int q = 0; q < r[0]->n_queues; q++) {
+      snprintf(label, sizeof label, "cost %.17s", r[0]->queues[q].name);
+      ROW_F(label, ".2f", q < r[i]->n_queues ? r[i]->queues[q].cost : 0);
+    }
+  }
 #undef ROW_S
 #undef ROW_F
+}
+
+/* A CSV field: quoted when it holds a comma, a quote or a line break. */
+static void csv_field(FILE *out, const char *s) {
+  if (!strpbrk(s, ",\"\n\r")) {
+    fputs(s, out);
+    return;
+  }
+  fputc('"', out);
+  for (; *s; s++) {
+    if (*s == '"') fputc('"', out);
+    fputc(*s, out);
+  }
+  fputc('"', out);
+}
+
+static void cost_row(FILE *out, const gp_replay_result *r, const char *kind, const char *queue,
+                     double cost) {
+  csv_field(out, r->policy);
+  fprintf(out, ",%s,", kind);
+  csv_field(out, queue);
+  fprintf(out, ",%.2f,", cost);
+  csv_field(out, r->cost.currency);
+  fputc('\n', out);
+}
+
+void gp_replay_write_cost_csv(FILE *out, gp_replay_result *const *r, int n) {
+  fputs("policy,kind,queue,cost,currency\n", out);
+  for (int i = 0; i < n; i++) {
+    if (!r[i]->cost.priced) continue;
+    for (int q = 0; q < r[i]->n_queues; q++)
+      cost_row(out, r[i], "jobs", r[i]->queues[q].name, r[i]->queues[q].cost);
+    cost_row(out, r[i], "idle", "", r[i]->cost.idle);
+    cost_row(out, r[i], "drained_down", "", r[i]->cost.drained_down);
+    cost_row(out, r[i], "unused_commitment", "", r[i]->cost.unused_commitment);
+    cost_row(out, r[i], "fleet", "", r[i]->cost.fleet);
+  }
 }

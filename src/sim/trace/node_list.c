@@ -60,7 +60,7 @@ int gp_node_list_read(const char *path, gp_node_row_fn fn, void *arg, gp_err *er
   char *text = gp__sim_trace_slurp(path, GP_NODE_LIST_MAX_BYTES, &len, err);
   if (!text) return err ? err->code : GP_EIO;
   int rc = 0, line = 0;
-  int c_name = -1, c_gpus = -1, c_model = -1, c_cpu = -1, c_mem = -1, n_cols = -1;
+  int c_name = -1, c_gpus = -1, c_model = -1, c_cpu = -1, c_mem = -1, c_cap = -1, n_cols = -1;
   char *fields[64];
   for (char *p = text; *p && !rc;) {
     char *s = gp__sim_trace_next_line(&p);
@@ -76,6 +76,7 @@ int gp_node_list_read(const char *path, gp_node_row_fn fn, void *arg, gp_err *er
         else if (!strcmp(h, "model") || !strcmp(h, "gpu_model")) c_model = i;
         else if (!strcmp(h, "cpu_milli")) c_cpu = i;
         else if (!strcmp(h, "memory_mib")) c_mem = i;
+        else if (!strcmp(h, "capacity")) c_cap = i;
       }
       if (c_name < 0 || c_gpus < 0)
         rc = gp_err_set(err, GP_EINVAL, path, line, NULL,
@@ -108,6 +109,7 @@ int gp_node_list_read(const char *path, gp_node_row_fn fn, void *arg, gp_err *er
                        .gpus = (int)gpus,
                        .cpu_milli = c_cpu >= 0 ? cpu : -1,
                        .mem_mib = c_mem >= 0 ? mem : -1,
+                       .capacity = c_cap >= 0 ? fields[c_cap] : NULL,
                        .line = line};
     rc = fn(arg, &row, err);
   }

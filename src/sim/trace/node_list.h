@@ -13,14 +13,15 @@
 
 #define GP_NODE_LIST_MAX_BYTES ((size_t)64 << 20)
 
-/* One row. Columns: sn|name|node and gpu|gpus are required; model|gpu_model, cpu_milli
- * and memory_mib are optional. */
+/* One row. Columns: sn|name|node and gpu|gpus are required; model|gpu_model, cpu_milli,
+ * memory_mib and capacity are optional. */
 typedef struct gp_node_row {
   const char *name;  /* non-empty, at most 255 bytes */
   const char *model; /* NULL without a model column; may be "" */
   int gpus;          /* 0 .. GP_MAX_NODE_GPUS */
   int64_t cpu_milli; /* >= 0, or -1 without the column */
   int64_t mem_mib;   /* >= 0, or -1 without the column */
+  const char *capacity; /* capacity type name as written; NULL without the column */
   int line;          /* 1-based line in the file */
 } gp_node_row;
 

@@ -158,6 +158,71 @@ static void bad_rows_and_bad_arguments_are_explained(void) {
   free(out), free(err);
 }
 
+/* --prices through the CLI: the cost in every output; compare puts two fleets side by side;
+ * a bad prices file is named with its line and key; --cost-csv needs --prices. The trace's
+ * 6 + 8 + 2 GPUs for 100, 100 and 50 s: 1500 GPU-seconds at 3.60 an hour = 1.50. */
+static void prices_add_costs_to_every_output_and_compare_takes_two_fleets(void) {
+  setup();
+  char path[512];
+  snprintf(path, sizeof path, "%s/prices.yaml", dir);
+  FILE *f = fopen(path, "w");
+  REQUIRE(f);
+  fputs("currency: EUR\ngpu_hour:\n  - {model: '*', capacity: on-demand, price: 3.60}\n"
+        "  - {model: '*', capacity: on-prem, price: 1.80}\n", f);
+  fclose(f);
+  char cmd[1024], *out, *err;
+  snprintf(cmd, sizeof cmd,
+           "%s sim replay --trace t.csv --fleet 1x8xH100:on-demand --policy backfill -o json "
+           "--prices prices.yaml --cost-csv cost.csv --html report.html", bin());
+  CHECK_EQ_INT(0, run(cmd, &out));
+  json_t *j = json_loads(out, 0, NULL);
+  REQUIRE(j);
+  json_t *c = json_object_get(j, "cost");
+  REQUIRE(c);
+  CHECK_EQ_STR("EUR", json_string_value(json_object_get(c, "currency")));
+  CHECK_NEAR(1.50, json_real_value(json_object_get(c, "jobs")), 1e-9);
+  double fleet = json_real_value(json_object_get(c, "fleet"));
+  CHECK_NEAR(8 * 3.60 * json_real_value(json_object_get(j, "makespan_s")) / 3600, fleet, 0.005);
+  CHECK_NEAR(fleet - 1.50, json_real_value(json_object_get(c, "idle")), 0.005);
+  json_t *q = json_array_get(json_object_get(j, "queues"), 0);
+  CHECK_NEAR(1.50, json_real_value(json_object_get(q, "cost")), 1e-9);
+  json_decref(j);
+  free(out);
+  char *csv = slurp("cost.csv");
+  REQUIRE(csv);
+  static const char head[] = "policy,kind,queue,cost,currency\nbackfill,jobs,q,1.50,EUR\n";
+  CHECK(strncmp(csv, head, sizeof head - 1) == 0);
+  CHECK_CONTAINS(csv, "\nbackfill,fleet,,");
+  char *html = slurp("report.html");
+  REQUIRE(html);
+  CHECK_CONTAINS(html, "<td>fleet cost</td>");
+  free(csv), free(html);
+
+  snprintf(cmd, sizeof cmd,
+           "%s sim compare --trace t.csv --policies backfill --fleet 1x8:on-demand "
+           "--fleet 1x8 --prices prices.yaml", bin());
+  CHECK_EQ_INT(0, run(cmd, &out));
+  CHECK_CONTAINS(out, "backfill@1x8:on-demand");
+  CHECK_CONTAINS(out, "fleet cost (EUR)");
+  CHECK_CONTAINS(out, "job cost");
+  CHECK_CONTAINS(out, "1.50"); /* on-demand jobs; on-prem at half the price: 0.75 */
+  CHECK_CONTAINS(out, "0.75");
+  free(out);
+
+  f = fopen(path, "w");
+  fputs("prices:\n  gpu_hour:\n    - {model: H100, capacity: on-demand, price: cheap}\n", f);
+  fclose(f);
+  snprintf(cmd, sizeof cmd, "%s sim replay --trace t.csv --fleet 1x8 --prices prices.yaml", bin());
+  CHECK_EQ_INT(1, run(cmd, &out));
+  err = slurp("stderr");
+  CHECK_CONTAINS(err, "prices.yaml:3: prices.gpu_hour[0].price");
+  free(out), free(err);
+  snprintf(cmd, sizeof cmd, "%s sim replay --trace t.csv --fleet 1x8 --cost-csv c.csv", bin());
+  CHECK_EQ_INT(2, run(cmd, &out));
+  free(out);
+}
+
 GP_TESTS(replay_prints_the_documented_json_and_writes_csv_and_html,
+         prices_add_costs_to_every_output_and_compare_takes_two_fleets,
          compare_puts_policies_side_by_side_and_reruns_are_identical,
          bad_rows_and_bad_arguments_are_explained)

@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The replay's cost (cost.h). Intervals are kept one per run and node (a GPU mask, not a
+ * row per GPU), so a year of Philly costs a few megabytes; they are split into one ledger
+ * interval per GPU only when priced, since a share is a part of one physical GPU. */
+#include "sim/replay/cost.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "ledger/report.h"
+#include "util/mem.h"
+
+typedef struct run_iv {
+  gp_time start, end;
+  const char *user;
+  int job, attempt, queue, node;
+  uint32_t gpu_mask;
+  int gpu_milli;
+} run_iv;
+
+struct gp__sim_cost {
+  run_iv *iv;
+  size_t n, cap;
+};
+
+gp__sim_cost *gp__sim_cost_new(void) { return gp_xcalloc(1, sizeof(gp__sim_cost)); }
+
+void gp__sim_cost_free(gp__sim_cost *c) {
+  if (!c) return;
+  free(c->iv);
+  free(c);
+}
+
+void gp__sim_cost_add(gp__sim_cost *c, int job, int attempt, int queue, const char *user,
+                      int node, uint32_t gpu_mask, int gpu_milli, gp_time start, gp_time end) {
+  if (end <= start || gpu_mask == 0 || gpu_milli <= 0) return; /* held nothing, costs nothing */
+  if (c->n == c->cap) {
+    c->cap = c->cap ? c->cap * 2 : 1024;
+    c->iv = gp_xrealloc(c->iv, c->cap * sizeof *c->iv);
+  }
+  c->iv[c->n++] = (run_iv){.start = start, .end = end, .user = user, .job = job,
+                           .attempt = attempt, .queue = queue, .node = node,
+                           .gpu_mask = gpu_mask, .gpu_milli = gpu_milli};
+}
+
+static int queue_index(const gp_replay_queues *q, const char *name) {
+  for (int i = 0; name && i < q->n; i++)
+    if (strcmp(q->queues[i].name, name) == 0) return i;
+  return -1;
+}
+
+int gp__sim_cost_finish(gp__sim_cost *c, const gp_prices *prices, const gp_fleet *fleet,
+                        const gp_replay_queues *queues, gp_time from, gp_time to,
+                        gp_replay_result *r, gp_err *err) {
+  gp_ledger_params p = {.from = from, .to = to, .group = GP_LG_QUEUE, .prices = prices};
+  gp_ledger_report *rep = gp_ledger_report_new(&p);
+  /* The whole fleet is paid for over the whole replay: a failed node is still owned. */
+  for (int i = 0; i < fleet->n_nodes; i++) {
+    const gp_node *n = &fleet->nodes[i];
+    if (n->n_gpus < 1) continue;
+    gp_ledger_node_iv nv = {.node = n->name, .model = n->model, .capacity = n->capacity,
+                            .gpus = n->n_gpus, .state = GP_LEDGER_UP, .start = from, .end = to};
+    gp_ledger_report_add_node(rep, &nv);
+  }
+  for (size_t k = 0; k < c->n; k++) {
+    const run_iv *v = &c->iv[k];
+    const gp_node *n = &fleet->nodes[v->node];
+    gp_ledger_job_iv jv = {.job = v->job + 1, .attempt = v->attempt,
+                           .queue = queues->queues[v->queue].name, .user = v->user ? v->user : "",
+                           .node = n->name, .model = n->model, .capacity = n->capacity,
+                           .share = v->gpu_milli / (double)GP_GPU_MILLI, .start = v->start,
+                           .end = v->end, .used_gpu_s = -1, .energy_j = -1};
+    for (uint32_t m = v->gpu_mask; m; m &= m - 1) gp_ledger_report_add_job(rep, &jv);
+  }
+  const gp_ledger_row *rows = NULL;
+  int n_rows = 0;
+  int rc = gp_ledger_report_finish(rep, &rows, &n_rows, err);
+  if (!rc && gp_ledger_report_anomalies(rep) > 0)
+    rc = gp_err_set(err, GP_ESTATE, NULL, 0, NULL,
+                    "the replay's ledger is inconsistent with its fleet (%lld anomalies)",
+                    (long long)gp_ledger_report_anomalies(rep));
+  if (rc) {
+    gp_ledger_report_free(rep);
+    return rc;
+  }
+  gp_replay_cost *t = &r->cost;
+  memset(t, 0, sizeof *t);
+  t->priced = true;
+  t->currency = gp_arena_strdup(r->arena, prices->currency ? prices->currency : "");
+  for (int i = 0; i < n_rows; i++) {
+    const gp_ledger_row *row = &rows[i];
+    t->unknown = t->unknown || row->cost_unknown;
+    switch (row->kind) {
+    case GP_LR_JOBS: {
+      t->jobs += row->cost;
+      int q = queue_index(queues, row->queue);
+      if (q >= 0) {
+        r->queues[q].cost += row->cost;
+        r->queues[q].cost_unknown = r->queues[q].cost_unknown || row->cost_unknown;
+      }
+      break;
+    }
+    case GP_LR_IDLE: t->idle += row->cost; break;
+    case GP_LR_DRAINED_DOWN: t->drained_down += row->cost; break;
+    case GP_LR_UNUSED_COMMITMENT: t->unused_commitment += row->cost; break;
+    }
+  }
+  t->fleet = gp_ledger_report_fleet_cost(rep);
+  gp_ledger_report_free(rep);
+  return 0;
+}

@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Pricing a replay (gp_replay_config.prices): the engine records each run of each job on
+ * each node as an interval (its GPUs and its share of each); at the end one "up" interval
+ * per node over the whole replay and then every job interval go through the ledger's
+ * report (src/ledger/report.h) grouped by queue, and the money figures land in the result.
+ * It is the accumulator the server's reports use, so a replay is priced by the same rules:
+ * shares, price changes, commitments, and conservation (jobs + idle + unused commitment =
+ * fleet). */
+#ifndef GP_SIM_REPLAY_COST_H
+#define GP_SIM_REPLAY_COST_H
+
+#include <stdint.h>
+
+#include "ledger/prices.h"
+#include "sim/replay/replay.h"
+
+typedef struct gp__sim_cost gp__sim_cost;
+
+gp__sim_cost *gp__sim_cost_new(void);
+void gp__sim_cost_free(gp__sim_cost *c); /* accepts NULL */
+
+/* One run of job `job` (its attempt-th, from 1) on node `node`: the GPUs of `gpu_mask`,
+ * each held `gpu_milli` / 1000, over [start, end). `user` is borrowed until
+ * gp__sim_cost_finish (the trace's names outlive the replay). */
+void gp__sim_cost_add(gp__sim_cost *c, int job, int attempt, int queue, const char *user,
+                      int node, uint32_t gpu_mask, int gpu_milli, gp_time start, gp_time end);
+
+/* Prices what was recorded over [from, to) with `prices` (borrowed) on `fleet` and fills
+ * r->cost and r->queues[].cost / cost_unknown (strings in r->arena). GP_ESTATE when the
+ * ledger finds the recorded intervals inconsistent with the fleet (a bug in the engine). */
+int gp__sim_cost_finish(gp__sim_cost *c, const gp_prices *prices, const gp_fleet *fleet,
+                        const gp_replay_queues *queues, gp_time from, gp_time to,
+                        gp_replay_result *r, gp_err *err);
+
+#endif
