@@ -84,8 +84,9 @@ int gp_ledger_report_finish(gp_ledger_report *r, const gp_ledger_row **rows, int
                             gp_err *err);
 double gp_ledger_report_fleet_cost(const gp_ledger_report *r);
 /* Inputs that contradict each other (a job on a node with no up/drained/down interval at
- * that time, more allocated than the node has, a share outside (0, 1], an end before its
- * start): counted, clamped or skipped, never a crash. 0 for a consistent ledger. */
+ * that time, more allocated on a node interval within one period than it offered, a share
+ * outside (0, 1], an end before its start, a node of no GPUs): counted, clamped (idle never
+ * goes negative) or skipped, never a crash. 0 for a consistent ledger. */
 int64_t gp_ledger_report_anomalies(const gp_ledger_report *r);
 void gp_ledger_report_free(gp_ledger_report *r);   /* accepts NULL */
 
