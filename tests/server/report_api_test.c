@@ -70,8 +70,6 @@ static void write_ledger(tsrv *t, int more) {
 }
 
 static void start(tsrv *t, int more) {
-  (void)tsrv_submit; /* srv_util.h's; these tests write the ledger themselves */
-  (void)tsrv_heartbeat;
   write_ledger(t, more);
   tsrv_start(t);
 }
@@ -315,7 +313,33 @@ static void bad_parameters_are_refused_naming_them(void) {
   tsrv_stop(&t);
 }
 
-GP_TESTS(usage_by_user_adds_up_each_users_gpu_hours, a_day_step_splits_an_interval_at_midnight,
+/* A job the server started itself: its interval is open and counts up to now. */
+static void a_running_job_counts_up_to_now(void) {
+  tsrv t = {0};
+  tsrv_start(&t);
+  CHECK_EQ_INT(201, tsrv_register(&t, "n1", 4, NULL));
+  char *id = tsrv_submit(&t, ALICE, "{\"queue\": \"org/a\", \"command\": [\"train\"], \"gpus\": 2}");
+  REQUIRE(id);
+  json_t *hb = tsrv_heartbeat(&t, "n1", 0, 3000, NULL);
+  REQUIRE(hb);
+  json_decref(hb);
+  CHECK(tsrv_wait_state(&t, id, "running"));
+  usleep(1100 * 1000); /* a whole second held, so the open interval has a length */
+  char path[128];
+  long long now = (long long)time(NULL);
+  snprintf(path, sizeof path, "/v1/reports/usage?by=user,job&from=%lld&to=%lld", now - 3600, now + 3600);
+  CHECK_EQ_INT(200, tsrv_req(&t, "GET", path, ALICE, NULL));
+  CHECK_EQ_INT(1, json_array_size(rows(&t)));
+  CHECK_EQ_STR(id, s_of(row(&t, 0), "job"));
+  double h = n_of(row(&t, 0), "gpu_hours");
+  CHECK(h >= 2.0 / 3600 && h < 2.0 * 600 / 3600); /* 2 GPUs, at least a second, not ten minutes */
+  CHECK_EQ_INT(200, tsrv_req(&t, "GET", path, BOB, NULL));
+  CHECK_EQ_INT(0, json_array_size(rows(&t)));
+  free(id);
+  tsrv_stop(&t);
+}
+
+GP_TESTS(a_running_job_counts_up_to_now, usage_by_user_adds_up_each_users_gpu_hours, a_day_step_splits_an_interval_at_midnight,
          a_user_sees_only_their_own_rows_and_no_idle, efficiency_lists_the_worst_first,
          csv_quotes_a_name_with_a_comma_and_quotes, by_job_over_the_row_limit_is_cut_and_says_so,
          bad_parameters_are_refused_naming_them)
