@@ -26,7 +26,8 @@
   X(top, "top", "live view of the fleet")                                                \
   X(sim_frag, "sim frag", "replay a GPU-sharing trace and measure fragmentation")        \
   X(sim_replay, "sim replay", "replay a cluster trace through the scheduler")            \
-  X(sim_compare, "sim compare", "replay one trace under several policies, side by side")
+  X(sim_compare, "sim compare", "replay one trace under several policies, side by side") \
+  X(report, "report", "GPU-hours, use and cost by queue, user, model, node or job")
 
 #define GP_DECLARE_COMMAND(fn, name, help) int gp_cmd_##fn(int argc, char **argv);
 GP_COMMANDS(GP_DECLARE_COMMAND)

@@ -8,6 +8,7 @@
 
 #include "protocol/fault.h"
 #include "protocol/order.h"
+#include "server/report.h"
 #include "server/server_int.h"
 #include "util/mem.h"
 #include "util/units.h"
@@ -710,6 +711,10 @@ int gp__srv_api_handle(gp_srv_state *s, gp_srv_req *r, int64_t now_s, int64_t no
   if (strncmp(p, "/v1/nodes/", 10) == 0) return nodes_route(s, r, p + 10, now_s, err);
   if (strcmp(p, "/v1/queues") == 0) return queues_route(s, r, "", err);
   if (strncmp(p, "/v1/queues/", 11) == 0) return queues_route(s, r, p + 11, err);
+  if (strncmp(p, "/v1/reports/", 12) == 0) {
+    gp__srv_report_route(s, r, p + 12, now_s);
+    return 0;
+  }
   gp__srv_reply_error(r, 404, "not_found", NULL, "no route %s %s", r->method, p);
   return 0;
 }

@@ -30,6 +30,7 @@
 
 #include "server/guard.h"
 #include "server/logproxy.h"
+#include "server/report.h"
 #include "server/server_int.h"
 #include "tls/dial.h"
 #include "tls/listen.h"
@@ -126,6 +127,7 @@ static void req_free(gp_srv_req *r) {
   free(r->resp);
   json_decref(r->resp_doc);
   free(r->proxy_url);
+  gp__srv_report_free(r->report);
   free(r);
 }
 
@@ -573,15 +575,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
   if (!r->started) return on_headers(c, r, url, method);
   if (r->answered) { /* resumed by the state thread (or the log proxy) */
     if (r->proxy_url && r->status == 200) return start_proxy(srv, c, r);
+    if (r->report && r->status == 200) gp__srv_report_run(r);
     if (r->resp_doc) {
       free(r->resp);
       r->resp = json_dumps(r->resp_doc, JSON_COMPACT);
       json_decref(r->resp_doc);
       r->resp_doc = NULL;
     }
-    return send_text(c, r->status, r->resp ? r->resp : "{}",
-                     r->status == 200 && r->resp && r->resp[0] != '{' ? "text/plain; version=0.0.4"
-                                                                       : "application/json");
+    const char *type = r->resp_type ? r->resp_type
+                       : r->status == 200 && r->resp && r->resp[0] != '{' ? "text/plain; version=0.0.4"
+                                                                          : "application/json";
+    return send_text(c, r->status, r->resp ? r->resp : "{}", type);
   }
   if (*upload_size) {
     if (!r->too_large) {

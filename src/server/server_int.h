@@ -46,6 +46,8 @@ typedef struct gp_srv_req {
   char *resp;               /* malloc'd body */
   json_t *resp_doc;         /* or a body the HTTP thread serialises (gp__srv_reply_doc) */
   char *proxy_url;          /* log requests: fetch this from the agent */
+  struct gp_srv_report *report; /* GET /v1/reports: made by the HTTP thread (report.h) */
+  const char *resp_type;    /* the answer's Content-Type when not JSON (static) */
   bool parked;              /* a long poll waiting for orders */
   bool in_batch;            /* being handled in the state thread's current batch: it is
                                resumed once, at the end of the batch, never earlier */

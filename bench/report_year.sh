@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# A report over a year of ledger history (issue 18's figure): a SQLite store with INTERVALS
+# job intervals over 2026 on 2,000 nodes (bench_report_year write: ~50 queues, ~500 users,
+# 4 models, 4 capacity types, in start order as a server writes them), then, for March and
+# for the whole year, by queue and by user:
+#   - the engine alone: the store's range read and the ledger engine, in-process
+#     (bench_report_year time: wall and CPU, best of 3);
+#   - through the HTTP API: `GET /v1/reports/cost` of a real `gpool server` on that store,
+#     as an admin (node and job intervals), timed by curl (best of 3).
+#
+#   bench/report_year.sh [BUILD_DIR]   (default build/rel: a Release build of gpool_bin and
+#                                       bench_report_year)
+#   env: INTERVALS=1000000 KEEP=DIR (reuse/keep the store in DIR; written when missing)
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${1:-$ROOT/build/rel}
+INTERVALS=${INTERVALS:-1000000}
+for p in gpool bench_report_year; do
+  [ -x "$BUILD/$p" ] || { echo "build first: cmake -S . -B build/rel -DCMAKE_BUILD_TYPE=Release && cmake --build build/rel --target gpool_bin bench_report_year" >&2; exit 2; }
+done
+TMP=${KEEP:-$(mktemp -d /tmp/gpool-report.XXXXXX)}
+SERVER_PID=""
+cleanup() {
+  [ -n "$SERVER_PID" ] && { kill "$SERVER_PID" 2>/dev/null; wait "$SERVER_PID" 2>/dev/null || true; }
+  [ -n "${KEEP:-}" ] || rm -rf "$TMP"
+}
+trap cleanup EXIT
+mkdir -p "$TMP/data"
+chmod 700 "$TMP/data"
+if [ ! -s "$TMP/data/gpool.db" ]; then
+  echo "== writing $INTERVALS intervals"
+  "$BUILD/bench_report_year" write "$TMP/data/gpool.db" "$INTERVALS"
+fi
+
+echo "== engine alone (in-process: store range read + ledger engine)"
+"$BUILD/bench_report_year" time "$TMP/data/gpool.db"
+
+cat >"$TMP/server.yaml" <<YAML
+listen: 127.0.0.1:0
+data_dir: $TMP/data
+tokens:
+  - {token: bench-admin, user: bench, role: admin}
+queues:
+  - {name: default, users: ["*"]}
+default_queue: default
+YAML
+rm -f "$TMP/data/server.url"
+"$BUILD/gpool" server --config "$TMP/server.yaml" >"$TMP/server.log" 2>&1 &
+SERVER_PID=$!
+for _ in $(seq 1 400); do
+  [ -s "$TMP/data/server.url" ] && curl -sf "$(head -n1 "$TMP/data/server.url")/healthz" >/dev/null && break
+  sleep 0.05
+done
+URL=$(head -n1 "$TMP/data/server.url")
+
+echo "== through the HTTP API (GET /v1/reports/cost as an admin, best of 3)"
+for period in "month from=2026-03-01&to=2026-04-01" "year from=2026-01-01&to=2027-01-01"; do
+  name=${period%% *} range=${period#* }
+  for by in queue user; do
+    best=""
+    for _ in 1 2 3; do
+      t=$(curl -s -o "$TMP/answer.json" -w '%{http_code} %{time_total}' \
+            -H "Authorization: Bearer bench-admin" "$URL/v1/reports/cost?by=$by&$range")
+      [ "${t%% *}" = 200 ] || { echo "report answered ${t%% *}: $(head -c 300 "$TMP/answer.json")" >&2; exit 1; }
+      ms=$(awk -v s="${t#* }" 'BEGIN {printf "%.1f", s * 1000}')
+      best=$(awk -v a="$best" -v b="$ms" 'BEGIN {print (a == "" || b + 0 < a + 0) ? b : a}')
+    done
+    rows=$(grep -o '"kind":"jobs"' "$TMP/answer.json" | wc -l)
+    printf '%-5s by %-5s HTTP          %8s ms wall  (%d job rows, %d bytes)\n' "$name" "$by" "$best" "$rows" "$(wc -c <"$TMP/answer.json")"
+  done
+done

@@ -1,0 +1,191 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* `gpool report usage|cost|idle|efficiency`: GPU-hours, use, energy and cost from the
+ * server's ledger (GET /v1/reports/{kind}), as an aligned table, CSV (RFC 4180) or the
+ * API's JSON. The server checks every option's value and names the one at fault; this
+ * command only carries them over. The answer lists its own columns, so each output
+ * follows them rather than a copy of the server's list. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli_common.h"
+#include "cli/commands.h"
+#include "util/buf.h"
+#include "util/csv.h"
+
+enum { O_BY = 1, O_FROM, O_TO, O_STEP, O_SHARE_IDLE, O_OUTPUT };
+
+/* The shared options but -o, which takes csv here as well (own_opt hands json and table
+ * on). */
+static const gp_opt report_opts[] = {
+    {0, "by", true, O_BY},         {0, "from", true, O_FROM},
+    {0, "to", true, O_TO},         {0, "step", true, O_STEP},
+    {0, "share-idle", true, O_SHARE_IDLE}, {'o', "output", true, O_OUTPUT},
+    {0, "server", true, GP_CLI_O_SERVER}, {0, "token", true, GP_CLI_O_TOKEN},
+    {0, "ca", true, GP_CLI_O_CA},  {'h', "help", false, GP_CLI_O_HELP},
+    {0, NULL, false, 0}};
+
+typedef struct args {
+  gp_cli *cli;
+  const char *kind;
+  const char *param[5]; /* by, from, to, step, share_idle: in O_BY.. order */
+  bool csv;
+} args;
+
+static const char *const param_names[5] = {"by", "from", "to", "step", "share_idle"};
+
+static int own_opt(void *arg, int id, const char *v) {
+  args *a = arg;
+  if (id == O_OUTPUT) {
+    a->csv = strcmp(v, "csv") == 0;
+    if (a->csv) {
+      a->cli->json = false;
+      return 0;
+    }
+    if (strcmp(v, "json") && strcmp(v, "table"))
+      return gp_cli_usage_error(a->cli->cmd, "-o takes 'table', 'csv' or 'json', not '%s'", v);
+    return gp_cli_common_opt(a->cli, GP_CLI_O_OUTPUT, v);
+  }
+  a->param[id - O_BY] = v;
+  return 0;
+}
+
+static int word(void *arg, const char *w) {
+  args *a = arg;
+  if (a->kind) return gp_cli_usage_error(a->cli->cmd, "unexpected '%s'", w);
+  a->kind = w;
+  return 0;
+}
+
+/* A cell for people: hours and kWh with two decimals, efficiency in percent, periods as
+ * dates when they start at midnight, "-" for null. */
+static void cell(const char *column, json_t *v, char *out, size_t cap) {
+  if (json_is_null(v) || !v) {
+    snprintf(out, cap, "-");
+  } else if (json_is_string(v)) {
+    const char *s = json_string_value(v);
+    if (strcmp(column, "period") == 0 && strlen(s) == 20 && strcmp(s + 10, "T00:00:00Z") == 0)
+      snprintf(out, cap, "%.10s", s);
+    else snprintf(out, cap, "%s", s);
+  } else if (strcmp(column, "efficiency") == 0) {
+    snprintf(out, cap, "%.1f%%", json_number_value(v) * 100);
+  } else {
+    snprintf(out, cap, "%.2f", json_number_value(v));
+  }
+}
+
+static void print_table(json_t *answer) {
+  json_t *cols = json_object_get(answer, "columns"), *rows = json_object_get(answer, "rows");
+  size_t n = json_array_size(cols);
+  if (n == 0 || n > 32) return;
+  const char *head[32];
+  char upper[32][32];
+  for (size_t i = 0; i < n; i++) {
+    const char *c = json_string_value(json_array_get(cols, i));
+    size_t k = 0;
+    for (; c && c[k] && k < sizeof upper[i] - 1; k++)
+      upper[i][k] = (char)(c[k] >= 'a' && c[k] <= 'z' ? c[k] - 32 : c[k]);
+    upper[i][k] = '\0';
+    head[i] = upper[i];
+  }
+  printf("%s report, %s to %s", json_string_value(json_object_get(answer, "kind")),
+         json_string_value(json_object_get(answer, "from")),
+         json_string_value(json_object_get(answer, "to")));
+  const char *currency = json_string_value(json_object_get(answer, "currency"));
+  if (currency) printf(", cost in %s", currency);
+  printf("\n");
+  gp_table *t = gp_table_new((int)n, head);
+  static char cells[32][256];
+  const char *row_cells[32];
+  size_t k;
+  json_t *row;
+  json_array_foreach(rows, k, row) {
+    for (size_t i = 0; i < n; i++) {
+      const char *c = json_string_value(json_array_get(cols, i));
+      cell(c ? c : "", json_object_get(row, c ? c : ""), cells[i], sizeof cells[i]);
+      row_cells[i] = cells[i];
+    }
+    gp_table_add(t, row_cells);
+  }
+  gp_table_print(t, stdout);
+  gp_table_free(t);
+  json_t *fleet = json_object_get(answer, "fleet_cost");
+  if (json_is_number(fleet)) printf("fleet cost: %.2f\n", json_number_value(fleet));
+}
+
+static void print_csv(json_t *answer) {
+  json_t *cols = json_object_get(answer, "columns");
+  gp_buf b;
+  gp_buf_init(&b, 0);
+  size_t i, k;
+  json_t *c, *row;
+  json_array_foreach(cols, i, c) {
+    if (i) gp_buf_append(&b, ",", 1);
+    gp_csv_field(&b, json_string_value(c));
+  }
+  gp_buf_append(&b, "\r\n", 2);
+  json_array_foreach(json_object_get(answer, "rows"), k, row) {
+    json_array_foreach(cols, i, c) {
+      json_t *v = json_object_get(row, json_string_value(c));
+      if (i) gp_buf_append(&b, ",", 1);
+      if (json_is_string(v)) gp_csv_field(&b, json_string_value(v));
+      else if (json_is_number(v)) gp_buf_printf(&b, "%.15g", json_number_value(v));
+    }
+    gp_buf_append(&b, "\r\n", 2);
+    fwrite(b.data, 1, b.len, stdout);
+    gp_buf_reset(&b);
+  }
+  if (b.len) fwrite(b.data, 1, b.len, stdout);
+  gp_buf_done(&b);
+}
+
+static const char report_usage[] =
+    "Usage: gpool report usage|cost|idle|efficiency [--by LIST] [--from T] [--to T]\n"
+    "                    [--step day|week|month] [--share-idle none|deserved|usage]\n"
+    "                    [-o table|csv|json]\n"
+    "  GPU-hours, use, energy and cost from the ledger.\n"
+    "    usage       GPU-hours allocated and used, efficiency, energy\n"
+    "    cost        the same with their cost, plus idle, drained/down and unused\n"
+    "                commitment rows (admins)\n"
+    "    idle        only the idle, drained/down and unused commitment rows (admins)\n"
+    "    efficiency  used / allocated per group, worst first\n"
+    "  --by LIST     group by a comma list of queue, user, model, capacity, node, job\n"
+    "  --from T, --to T  the period [from, to): RFC 3339 (2026-01-31T12:00:00Z), a date\n"
+    "                (2026-01-31, 00:00 UTC) or Unix seconds; default this month to now\n"
+    "  --step S      one row per day, week (from Monday) or month (UTC)\n"
+    "  --share-idle S  charge idle cost to queues by their deserved GPUs or their use\n"
+    "                (admins)\n"
+    "  A user sees only their own jobs' rows; an admin sees everything.\n";
+
+int gp_cmd_report(int argc, char **argv) {
+  gp_cli cli = {.cmd = "report"};
+  args a = {.cli = &cli};
+  int code = gp_cli_parse(&cli, argc, argv, report_opts, own_opt, word, &a, report_usage);
+  if (code) return code < 0 ? 0 : code;
+  if (!a.kind) return gp_cli_usage_error(cli.cmd, "which report: usage, cost, idle or efficiency");
+  char path[2048], esc[1100];
+  if (gp_client_escape(a.kind, 0, esc, sizeof esc))
+    return gp_cli_usage_error(cli.cmd, "the report kind is too long");
+  int n = snprintf(path, sizeof path, "/v1/reports/%s", esc);
+  char sep = '?';
+  for (int i = 0; i < 5; i++) {
+    if (!a.param[i]) continue;
+    if (gp_client_escape(a.param[i], 0, esc, sizeof esc))
+      return gp_cli_usage_error(cli.cmd, "--%s is too long", param_names[i]);
+    n += snprintf(path + n, sizeof path - (size_t)n, "%c%s=%s", sep, param_names[i], esc);
+    sep = '&';
+  }
+  if ((code = gp_cli_connect(&cli))) return code;
+  json_t *answer = NULL;
+  code = gp_cli_call(&cli, "GET", path, NULL, &answer);
+  gp_cli_done(&cli);
+  if (code) return code;
+  if (cli.json) gp_cli_print_json(answer);
+  else if (a.csv) print_csv(answer);
+  else print_table(answer);
+  if (json_is_true(json_object_get(answer, "truncated")))
+    fprintf(stderr, "gpool report: the answer was cut at %zu rows; group less or ask for a "
+                    "shorter period\n", json_array_size(json_object_get(answer, "rows")));
+  json_decref(answer);
+  return 0;
+}

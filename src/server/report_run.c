@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* A report on an HTTP thread (report.h): a store reader of its own, node intervals then
+ * job intervals streamed from the ledger tables into the engine's accumulator (which keeps
+ * per-group sums, never rows), then the answer. A user's report scans only that user's
+ * job intervals and no node intervals: idle capacity is the fleet's, an admin's to read. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/report.h"
+#include "util/mem.h"
+
+void gp__srv_report_free(gp_srv_report *rep) {
+  if (!rep) return;
+  gp_prices_free(rep->prices);
+  free(rep->user);
+  for (int i = 0; i < rep->n_deserved; i++) free(rep->deserved_queue[i]);
+  free(rep->deserved_queue);
+  free(rep->deserved_gpus);
+  free(rep);
+}
+
+typedef struct scan {
+  gp_ledger_report *lr;
+  int64_t now;
+} scan;
+
+/* A capacity name the store holds; one it does not know (a newer server's) counts as
+ * on-demand, the list price, rather than failing the whole report. */
+static gp_capacity capacity_of(const char *name) {
+  gp_capacity c = GP_CAP_ON_DEMAND;
+  if (name) gp_capacity_parse(name, &c);
+  return c;
+}
+
+static int on_node(void *ctx, const gp_store_node_interval *iv) {
+  scan *sc = ctx;
+  gp_ledger_node_iv n = {
+      .node = iv->node,
+      .model = iv->model,
+      .capacity = capacity_of(iv->capacity),
+      .gpus = iv->gpus,
+      .state = GP_LEDGER_UP,
+      .start = iv->start,
+      .end = iv->end ? iv->end : sc->now,
+  };
+  if (iv->state && strcmp(iv->state, "drained") == 0) n.state = GP_LEDGER_DRAINED;
+  else if (iv->state && strcmp(iv->state, "down") == 0) n.state = GP_LEDGER_DOWN;
+  if (n.end > n.start) gp_ledger_report_add_node(sc->lr, &n);
+  return 0;
+}
+
+static int on_job(void *ctx, const gp_store_interval *iv) {
+  scan *sc = ctx;
+  gp_ledger_job_iv j = {
+      .job = iv->job_id,
+      .attempt = iv->attempt,
+      .queue = iv->queue,
+      .user = iv->user,
+      .node = iv->node,
+      .model = iv->model,
+      .capacity = capacity_of(iv->capacity),
+      .share = iv->share,
+      .start = iv->start,
+      .end = iv->end ? iv->end : sc->now,
+      .used_gpu_s = iv->used_gpu_s,
+      .energy_j = iv->energy_j,
+  };
+  if (j.end > j.start) gp_ledger_report_add_job(sc->lr, &j);
+  return 0;
+}
+
+void gp__srv_report_run(gp_srv_req *r) {
+  gp_srv_report *rep = r->report;
+  r->report = NULL;
+  const gp_srv_report_query *q = &rep->q;
+  bool admin = rep->user == NULL;
+  /* Idle, drained and unused rows need the fleet's node intervals; usage and efficiency
+   * are the jobs' alone. */
+  bool nodes = admin && (q->kind == GP_SRV_REPORT_COST || q->kind == GP_SRV_REPORT_IDLE);
+  gp_ledger_params p = {
+      .from = q->from,
+      .to = q->to,
+      .group = q->group,
+      .step = q->step,
+      .share_idle = q->share_idle,
+      .prices = rep->prices,
+      .n_deserved = rep->n_deserved,
+      .deserved_queue = (const char *const *)rep->deserved_queue,
+      .deserved_gpus = rep->deserved_gpus,
+  };
+  gp_err err = {0};
+  gp_store_reader *reader = NULL;
+  gp_ledger_report *lr = NULL;
+  int rc = gp_store_reader_open(rep->store, &reader, &err);
+  if (rc) goto fail;
+  lr = gp_ledger_report_new(&p);
+  scan sc = {.lr = lr, .now = rep->now};
+  if (nodes) rc = gp_store_reader_node_intervals(reader, q->from, q->to, on_node, &sc, &err);
+  if (!rc)
+    rc = gp_store_reader_intervals(reader, q->from, q->to, rep->user, on_job, &sc, &err);
+  gp_store_reader_close(reader);
+  const gp_ledger_row *rows = NULL;
+  int n_rows = 0;
+  if (!rc) rc = gp_ledger_report_finish(lr, &rows, &n_rows, &err);
+  if (rc) goto fail;
+  free(r->resp);
+  r->resp = gp__srv_report_render(rep, lr, rows, n_rows, admin);
+  r->resp_type = q->csv ? "text/csv; charset=utf-8" : "application/json";
+  r->status = 200;
+  gp_ledger_report_free(lr);
+  gp__srv_report_free(rep);
+  return;
+fail:
+  gp_ledger_report_free(lr);
+  gp__srv_report_free(rep);
+  /* A store without a reader (or one that fails to read) cannot answer now. */
+  gp__srv_reply_err(r, rc == GP_EINVAL ? GP_EIO : rc, &err);
+}
