@@ -309,6 +309,7 @@ static void process_batch(gp_server *srv, gp_srv_req *list) {
     reload(srv);
     return;
   }
+  gp__srv_ended_evict(s); /* committed, and no job pointer is held */
   /* Parked polls are no longer part of the batch: they are resumed when woken. */
   for (gp_srv_req *r = list; r; r = r->next) r->in_batch = r->parked ? false : true;
   for (gp_srv_req *r = list, *next; r; r = next) {
@@ -352,6 +353,7 @@ static void run_scheduler(gp_server *srv) {
     reload(srv);
     return;
   }
+  gp__srv_ended_evict(s);
   wake_waiters(srv->state, mono_ms(), false);
 }
 

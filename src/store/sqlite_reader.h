@@ -9,6 +9,10 @@
 
 #include "store/store.h"
 
+/* When a job ended, from its document (null while it is active); the jobs_ended index is
+ * on this very expression, so queries must spell it the same way to use it. */
+#define GP_STORE_ENDED_AT "json_extract(doc, '$.ended_at')"
+
 struct gp_store_reader {
   sqlite3 *db;
   char path[512];

@@ -88,6 +88,15 @@ typedef struct gp_store_load_cb {
   int (*order)(void *ctx, const gp_store_order *row);   /* in id order */
   int (*meta)(void *ctx, const char *key, int64_t value);
   int (*credential)(void *ctx, const char *node, const char *hash);
+  /* A bounded history, when `ended` is set: job() and event() then see only the jobs in
+   * `active_states` and the `keep_ended` jobs in `ended_states` (NULL-terminated names)
+   * that ended last (by ended_at, then id), those oldest first after the others; ended()
+   * is called before them for every job in `ended_states`, with its id and state only
+   * (read from the state index, not the documents). */
+  const char *const *active_states;
+  const char *const *ended_states;
+  int64_t keep_ended;
+  int (*ended)(void *ctx, int64_t id, const char *state);
 } gp_store_load_cb;
 
 /* A backend fills this table. Every function returns 0 or a negative GP_E* with details
