@@ -574,6 +574,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
   if (!r->started) return on_headers(c, r, url, method);
   if (r->answered) { /* resumed by the state thread (or the log proxy) */
     if (r->proxy_url && r->status == 200) return start_proxy(srv, c, r);
+    if (r->history_job && r->status == 200) gp__srv_history_job(srv->store, r); /* from the store */
     if (r->resp_doc) {
       free(r->resp);
       r->resp = json_dumps(r->resp_doc, JSON_COMPACT);
@@ -636,6 +637,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                je.column, je.text);
       return send_error_now(c, 400, "invalid_argument", msg);
     }
+  }
+  /* The job history is the store's: read here, never on the state thread. */
+  if (gp__srv_history_is_list(r)) {
+    gp__srv_history_list(srv->store, r);
+    return send_text(c, r->status, r->resp, "application/json");
   }
   /* Submissions are parsed and checked here, in parallel; the state thread only admits. */
   if (strcmp(r->path, "/v1/jobs") == 0 && strcmp(r->method, "POST") == 0 && r->role != GP_ROLE_AGENT &&

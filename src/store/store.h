@@ -182,6 +182,28 @@ int gp_store_fault_failures(const gp_store *s);
 int gp_store_reader_open(gp_store *s, gp_store_reader **ret, gp_err *err);
 void gp_store_reader_close(gp_store_reader *r); /* accepts NULL */
 
+/* Job history, read through a reader (sqlite_history.c). */
+typedef struct gp_store_job_filter {
+  int64_t from, to;      /* ended_at in [from, to) */
+  const char *user;      /* NULL: any */
+  const char *queue;     /* NULL: any; a queue also matches its sub-queues ("a" matches "a/b") */
+} gp_store_job_filter;
+
+/* One job (any state) and its timeline: job() once, then event() for each entry in order.
+ * GP_ENOENT when the store has no such job. Callbacks return 0 or a negative GP_E* that
+ * stops the read with it; strings are borrowed for the callback. */
+int gp_store_reader_job(gp_store_reader *r, int64_t id,
+                        int (*job)(void *ctx, const gp_store_job *row),
+                        int (*event)(void *ctx, const gp_store_event *row), void *ctx,
+                        gp_err *err);
+/* Ended jobs that match `f`, the last ended first (by ended_at, then id, both descending),
+ * starting after the cursor (after_ended_at, after_id; after_id 0: from the newest), at
+ * most `limit`. cb returns 0 to go on, 1 to stop there, or a negative GP_E*. */
+int gp_store_reader_jobs(gp_store_reader *r, const gp_store_job_filter *f, int64_t after_ended_at,
+                         int64_t after_id, int limit,
+                         int (*cb)(void *ctx, const gp_store_job *row, int64_t ended_at),
+                         void *ctx, gp_err *err);
+
 /* Closes any backend; accepts NULL. */
 void gp_store_close(gp_store *s);
 
