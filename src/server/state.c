@@ -188,14 +188,17 @@ void gp__srv_job_insert(gp_srv_state *s, gp_srv_job *j) {
 }
 
 void gp__srv_job_set_state(gp_srv_state *s, gp_srv_job *j, gp_job_state st) {
-  bool was_final = gp_job_state_is_final(j->state);
+  gp_job_state old = j->state;
   gp__srv_job_changed(s, j);
   count_pending(s, j, -1);
   j->state = st;
   count_pending(s, j, 1);
   if (gp_job_state_is_final(st)) active_remove(s, j);
   else active_add(s, j);
-  if (was_final != gp_job_state_is_final(st)) gp__srv_ended_mark(s, j->id, st, gp_job_state_is_final(st));
+  /* Its final state (and the counts by state) follow any change into, out of or between
+   * final states. */
+  bool final = gp_job_state_is_final(st);
+  if (old != st && (final || gp_job_state_is_final(old))) gp__srv_ended_mark(s, j->id, st, final);
   s->sched_dirty = true;
 }
 
