@@ -10,18 +10,24 @@
 #include "cli/commands.h"
 #include "cli/job_format.h"
 #include "util/buf.h"
+#include "util/mem.h"
 
 /* ---- gpool jobs ---- */
 
-enum { J_STATE = 1, J_QUEUE, J_USER, J_ALL, J_LIMIT };
+enum { J_STATE = 1, J_QUEUE, J_USER, J_ALL, J_LIMIT, J_FROM, J_TO };
 static const gp_opt jobs_opts[] = {
   {'s', "state", true, J_STATE}, {'q', "queue", true, J_QUEUE}, {'u', "user", true, J_USER},
-  {'a', "all", false, J_ALL},    {0, "limit", true, J_LIMIT},   GP_CLI_COMMON_OPTS,
+  {'a', "all", false, J_ALL},    {0, "limit", true, J_LIMIT},   {0, "from", true, J_FROM},
+  {0, "to", true, J_TO},         GP_CLI_COMMON_OPTS,
 };
 
 static const char jobs_usage[] =
-  "Usage: gpool jobs [-s STATE[,STATE]] [-q QUEUE] [-u USER] [-a] [--limit N] [-o json]\n"
+  "Usage: gpool jobs [-s STATE[,STATE]] [-q QUEUE] [-u USER] [-a [--from T] [--to T]]\n"
+  "                  [--limit N] [-o json]\n"
   "  Lists jobs. Without -s or -a: pending, held, running and stopping jobs.\n"
+  "  -a: every job, the active ones and then every ended one, the last ended first;\n"
+  "  with --from/--to, the jobs that ended in [from, to). T: 2026-01-31, RFC 3339 or\n"
+  "  Unix seconds.\n"
   "  States: pending held running stopping completed failed cancelled preempted timeout\n";
 
 /* Appends key=value; false when the value is too long to send (a filter is never dropped:
@@ -43,7 +49,7 @@ static bool add_query(gp_buf *q, const char *key, const char *value) {
 }
 
 typedef struct jobs_args {
-  const char *state, *queue, *user, *limit;
+  const char *state, *queue, *user, *limit, *from, *to;
   bool all;
 } jobs_args;
 
@@ -55,6 +61,8 @@ static int jobs_opt(void *arg, int id, const char *v) {
   case J_USER: a->user = v; break;
   case J_ALL: a->all = true; break;
   case J_LIMIT: a->limit = v; break;
+  case J_FROM: a->from = v; break;
+  case J_TO: a->to = v; break;
   }
   return 0;
 }
@@ -87,32 +95,105 @@ static int jobs_table(gp_cli *cli, json_t *jobs, json_t *answer, void *arg) {
   return 0;
 }
 
-/* GET /v1/jobs page after page (the server also ends a page at a size in bytes) until
- * `limit` jobs or the end: *ret is {"jobs": [...], "next": cursor or null}. */
-static int fetch_pages(gp_cli *cli, const char *base, long long limit, json_t **ret) {
-  json_t *all = json_array(), *next = json_null();
+/* Does a job's state appear in the comma-separated list (NULL: every state)? */
+static bool state_listed(const char *list, const json_t *job) {
+  const char *st = json_string_value(json_object_get(job, "state"));
+  if (!list) return true;
+  if (!st) return false;
+  size_t n = strlen(st);
+  for (const char *p = list; *p;) {
+    const char *comma = strchr(p, ',');
+    size_t len = comma ? (size_t)(comma - p) : strlen(p);
+    if (len == n && strncmp(p, st, n) == 0) return true;
+    p = comma ? comma + 1 : p + len;
+  }
+  return false;
+}
+
+/* GET base page after page (the server also ends a page at a size in bytes) until `limit`
+ * jobs or the end, appending to `all` those whose state `states` lists (NULL: all);
+ * `cursor_key` names the cursor parameter. *ret_next: the cursor left, or NULL (caller
+ * frees). */
+static int fetch_pages(gp_cli *cli, const char *base, const char *cursor_key, const char *states,
+                       long long limit, json_t *all, char **ret_next) {
   char path[9200];
-  snprintf(path, sizeof path, "%slimit=%lld", base, limit);
+  char *next = NULL;
+  long long left = limit - (long long)json_array_size(all);
+  snprintf(path, sizeof path, "%slimit=%lld", base, left > 0 ? left : 1);
   int code = 0;
-  for (;;) {
+  while (left > 0) {
     json_t *page = NULL;
     code = gp_cli_call(cli, "GET", path, NULL, &page);
     if (code) break;
-    json_array_extend(all, json_object_get(page, "jobs"));
+    size_t i;
+    json_t *job;
+    json_array_foreach(json_object_get(page, "jobs"), i, job) {
+      if (state_listed(states, job) && (long long)json_array_size(all) < limit)
+        json_array_append(all, job);
+    }
     const char *cursor = json_string_value(json_object_get(page, "next"));
-    long long left = limit - (long long)json_array_size(all);
-    json_decref(next);
-    next = cursor ? json_string(cursor) : json_null();
+    left = limit - (long long)json_array_size(all);
+    free(next);
+    next = cursor ? gp_xstrdup(cursor) : NULL;
     json_decref(page);
-    if (!cursor || left <= 0) break;
-    snprintf(path, sizeof path, "%slimit=%lld&next=%s", base, left, json_string_value(next));
+    if (!next) break;
+    snprintf(path, sizeof path, "%slimit=%lld&%s=%s", base, left > 0 ? left : 1, cursor_key, next);
   }
+  if (code) free(next);
+  else *ret_next = next;
+  return code;
+}
+
+/* -a: the active jobs (memory), then the ended ones (the store's history), up to `limit`;
+ * with a period, only the jobs that ended in it. */
+static int fetch_all(gp_cli *cli, const jobs_args *a, long long limit, json_t **ret) {
+  gp_buf q;
+  gp_buf_init(&q, 8192);
+  bool ok = true;
+  if (a->queue) ok = add_query(&q, "queue", a->queue);
+  if (ok && a->user) ok = add_query(&q, "user", a->user);
+  if (!ok) {
+    gp_buf_done(&q);
+    return gp_cli_usage_error(cli->cmd, "a -q or -u value is too long");
+  }
+  char base[9000];
+  json_t *all = json_array();
+  char *next = NULL;
+  int code = 0;
+  if (!a->from && !a->to) {
+    snprintf(base, sizeof base, "/v1/jobs%s%cstate=pending,held,running,stopping&",
+             q.data ? q.data : "", q.len ? '&' : '?');
+    code = fetch_pages(cli, base, "next", a->state, limit, all, &next);
+  }
+  if (!code && !next) {
+    gp_buf_printf(&q, "%call=1", q.len ? '&' : '?');
+    if (a->from) add_query(&q, "from", a->from);
+    if (a->to) add_query(&q, "to", a->to);
+    snprintf(base, sizeof base, "/v1/jobs%s&", q.data);
+    code = fetch_pages(cli, base, "cursor", a->state, limit, all, &next);
+  }
+  gp_buf_done(&q);
   if (code) {
     json_decref(all);
-    json_decref(next);
     return code;
   }
-  *ret = json_pack("{s:o,s:o}", "jobs", all, "next", next);
+  *ret = json_pack("{s:o,s:o}", "jobs", all, "next", next ? json_string(next) : json_null());
+  free(next);
+  return 0;
+}
+
+/* GET /v1/jobs (the jobs in memory) page after page: *ret is {"jobs": [...], "next":
+ * cursor or null}. */
+static int fetch_memory(gp_cli *cli, const char *base, long long limit, json_t **ret) {
+  json_t *all = json_array();
+  char *next = NULL;
+  int code = fetch_pages(cli, base, "next", NULL, limit, all, &next);
+  if (code) {
+    json_decref(all);
+    return code;
+  }
+  *ret = json_pack("{s:o,s:o}", "jobs", all, "next", next ? json_string(next) : json_null());
+  free(next);
   return 0;
 }
 
@@ -122,11 +203,24 @@ int gp_cmd_jobs(int argc, char **argv) {
   int code = gp_cli_parse(&cli, argc, argv, jobs_opts, jobs_opt, NULL, &a, jobs_usage);
   if (code) return code < 0 ? 0 : code;
   if (!gp_cli_valid_id(a.limit)) return gp_cli_usage_error(cli.cmd, "--limit takes a number, not '%s'", a.limit);
+  if ((a.from || a.to) && !a.all) return gp_cli_usage_error(cli.cmd, "--from and --to go with -a");
+  if (a.all) {
+    code = gp_cli_connect(&cli);
+    json_t *answer = NULL;
+    if (!code) code = fetch_all(&cli, &a, strtoll(a.limit, NULL, 10), &answer);
+    if (!code) {
+      if (cli.json) gp_cli_print_json(json_object_get(answer, "jobs"));
+      else code = jobs_table(&cli, json_object_get(answer, "jobs"), answer, &a);
+    }
+    json_decref(answer);
+    gp_cli_done(&cli);
+    return code;
+  }
   gp_buf q;
   gp_buf_init(&q, 8192);
   bool ok = true;
   if (a.state) ok = add_query(&q, "state", a.state);
-  else if (!a.all) ok = add_query(&q, "state", "pending,held,running,stopping");
+  else ok = add_query(&q, "state", "pending,held,running,stopping");
   if (ok && a.queue) ok = add_query(&q, "queue", a.queue);
   if (ok && a.user) ok = add_query(&q, "user", a.user);
   if (!ok) {
@@ -138,7 +232,7 @@ int gp_cmd_jobs(int argc, char **argv) {
   gp_buf_done(&q);
   code = gp_cli_connect(&cli);
   json_t *answer = NULL;
-  if (!code) code = fetch_pages(&cli, base, strtoll(a.limit, NULL, 10), &answer);
+  if (!code) code = fetch_memory(&cli, base, strtoll(a.limit, NULL, 10), &answer);
   if (!code) {
     if (cli.json) gp_cli_print_json(json_object_get(answer, "jobs"));
     else code = jobs_table(&cli, json_object_get(answer, "jobs"), answer, &a);

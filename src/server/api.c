@@ -13,11 +13,9 @@
 #include "util/mem.h"
 #include "util/units.h"
 
-#define LIST_DEFAULT 1000
-#define LIST_MAX 10000
-/* A page of GET /v1/jobs ends once it holds about this many bytes (and at least one job),
- * so a page's memory stays bounded however large the jobs are. */
-#define LIST_PAGE_BYTES ((size_t)4 << 20)
+#define LIST_DEFAULT GP_SRV_LIST_DEFAULT
+#define LIST_MAX GP_SRV_LIST_MAX
+#define LIST_PAGE_BYTES GP_SRV_LIST_PAGE_BYTES
 
 static bool is_admin(const gp_srv_req *r) { return r->role == GP_ROLE_ADMIN; }
 
@@ -31,10 +29,7 @@ static bool may_touch(const gp_srv_req *r, const gp_srv_job *j) {
   return is_admin(r) || strcmp(r->user, j->user) == 0;
 }
 
-/* A job as the caller may see it. Its command and environment (API keys, tokens on the
- * command line) are its owner's and the admins': others see their shape, not their words. */
-static json_t *job_for(gp_srv_state *s, const gp_srv_req *r, const gp_srv_job *j) {
-  json_t *o = gp__srv_job_to_json(s, j, false);
+json_t *gp__srv_job_for(json_t *o, const gp_srv_req *r, const gp_srv_job *j) {
   if (may_touch(r, j)) return o;
   json_object_set_new(o, "command", json_pack("[s]", "(hidden)"));
   json_t *env = json_object();
@@ -43,6 +38,11 @@ static json_t *job_for(gp_srv_state *s, const gp_srv_req *r, const gp_srv_job *j
   json_object_foreach(j->env, k, v) json_object_set_new(env, k, json_string("(hidden)"));
   json_object_set_new(o, "env", env);
   return o;
+}
+
+/* A job in memory as the caller may see it. */
+static json_t *job_for(gp_srv_state *s, const gp_srv_req *r, const gp_srv_job *j) {
+  return gp__srv_job_for(gp__srv_job_to_json(s, j, false), r, j);
 }
 
 static void reply_job(gp_srv_state *s, gp_srv_req *r, int status, const gp_srv_job *j) {
@@ -332,6 +332,40 @@ static void job_log(gp_srv_state *s, gp_srv_req *r, gp_srv_job *j) {
   r->answered = true;
 }
 
+/* A job that ended and is no longer in memory: the store has it. Reads go to the HTTP
+ * thread (history.c); changes are refused as for any ended job. */
+static int ended_route(gp_srv_state *s, gp_srv_req *r, const char *id, const char *action,
+                       gp_job_state st) {
+  (void)s;
+  if (!*action) {
+    if (!method_is(r, "GET")) {
+      gp__srv_reply_error(r, 405, "method_not_allowed", NULL, "use GET on /v1/jobs/{id}");
+      return 0;
+    }
+    r->history_job = gp__srv_job_id_parse(id);
+    r->status = 200;
+    r->answered = true;
+    return 0;
+  }
+  if (strcmp(action, "log") == 0 && method_is(r, "GET")) {
+    gp__srv_reply_error(r, 404, "not_found", NULL,
+                        "job %s ended (%s) before the last %d ended jobs; its log is no longer "
+                        "kept reachable",
+                        id, gp_job_state_name(st), s->cfg->recent_ended_jobs);
+    return 0;
+  }
+  if (strcmp(action, "cancel") != 0 && strcmp(action, "hold") != 0 && strcmp(action, "release") != 0) {
+    gp__srv_reply_error(r, 404, "not_found", NULL, "no route %s %s", r->method, r->path);
+    return 0;
+  }
+  if (!method_is(r, "POST")) {
+    gp__srv_reply_error(r, 405, "method_not_allowed", NULL, "use POST on /v1/jobs/{id}/%s", action);
+    return 0;
+  }
+  gp__srv_reply_error(r, 409, "conflict", NULL, "job %s has already ended (%s)", id, gp_job_state_name(st));
+  return 0;
+}
+
 static int jobs_route(gp_srv_state *s, gp_srv_req *r, const char *rest, int64_t now, gp_err *err) {
   if (!*rest) {
     if (method_is(r, "POST")) return submit(s, r, now, err);
@@ -347,11 +381,14 @@ static int jobs_route(gp_srv_state *s, gp_srv_req *r, const char *rest, int64_t 
   size_t len = slash ? (size_t)(slash - rest) : strlen(rest);
   snprintf(id, sizeof id, "%.*s", (int)(len < 31 ? len : 31), rest);
   gp_srv_job *j = len < 31 ? gp__srv_job_get(s, id) : NULL;
+  const char *action = slash ? slash + 1 : "";
+  gp_job_state ended;
+  if (!j && len < 31 && gp__srv_ended_state(s, gp__srv_job_id_parse(id), &ended))
+    return ended_route(s, r, id, action, ended);
   if (!j) {
     gp__srv_reply_error(r, 404, "not_found", NULL, "no job %s", id);
     return 0;
   }
-  const char *action = slash ? slash + 1 : "";
   if (!*action) {
     if (!method_is(r, "GET")) {
       gp__srv_reply_error(r, 405, "method_not_allowed", NULL, "use GET on /v1/jobs/{id}");

@@ -42,6 +42,7 @@ gp_server_config *gp_server_config_new(void) {
   c->max_pending_per_user = 10000;
   c->max_pending_per_queue = 50000;
   c->max_job_bytes = 64 * 1024;
+  c->recent_ended_jobs = 10000;
   c->max_connections_per_address = 128;
   c->http_idle_timeout_s = 15;
   c->http_request_timeout_s = 10;
@@ -242,6 +243,9 @@ static int read_limits(const gp_doc *d, const gp_doc_node *root, gp_server_confi
   if ((n = gp_doc_get(root, "max_job_bytes")) &&
       (r = read_int_range(d, n, "max_job_bytes", 1024, GP_PROTO_MAX_ARGS_BYTES, &c->max_job_bytes, err)))
     return r;
+  if ((n = gp_doc_get(root, "recent_ended_jobs")) &&
+      (r = read_int_range(d, n, "recent_ended_jobs", 1, 10000000, &c->recent_ended_jobs, err)))
+    return r;
   return 0;
 }
 
@@ -276,7 +280,8 @@ static int parse_doc(const gp_doc *d, const char *path, gp_server_config *c, gp_
       "pools", "default_queue", "node_timeout_s", "heartbeat_s", "schedule_interval_ms",
       "schedule_min_gap_ms", "http_threads", "max_connections", "tls",
       "max_pending_per_user", "max_pending_per_queue", "max_job_bytes",
-      "max_connections_per_address", "http_idle_timeout_s", "http_request_timeout_s", NULL};
+      "max_connections_per_address", "http_idle_timeout_s", "http_request_timeout_s",
+      "recent_ended_jobs", NULL};
   const gp_doc_node *root = d->root;
   if (!root) return 0;
   int r = gp_doc_expect(d, root, "", GP_DOC_MAP, err);

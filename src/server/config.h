@@ -75,6 +75,7 @@ typedef struct gp_server_config {
   int max_connections_per_address; /* concurrent HTTP connections from one address (128) */
   int http_idle_timeout_s;     /* a connection silent this long is closed (15) */
   int http_request_timeout_s;  /* a request must arrive whole within this (10) */
+  int recent_ended_jobs;       /* ended jobs kept in memory, newest first (10000) */
   struct gp_arena *arena;
 } gp_server_config;
 

@@ -276,12 +276,15 @@ static const char *const request_keys[] = {
 static int check_deps(const gp_srv_state *s, char **ids, int n, const char *key, gp_err *err) {
   for (int i = 0; i < n; i++) {
     const gp_srv_job *d = gp__srv_job_get(s, ids[i]);
+    gp_job_state st = d ? d->state : GP_JOB_PENDING;
     char f[64];
     snprintf(f, sizeof f, "%s[%d]", key, i);
-    if (!d) return gp_err_set(err, GP_EINVAL, NULL, 0, f, "job %s does not exist", ids[i]);
-    if (strcmp(key, "after_ok") == 0 && gp_job_state_is_final(d->state) && d->state != GP_JOB_COMPLETED)
+    /* An ended job no longer in memory is known by its final state. */
+    if (!d && !gp__srv_ended_state(s, gp__srv_job_id_parse(ids[i]), &st))
+      return gp_err_set(err, GP_EINVAL, NULL, 0, f, "job %s does not exist", ids[i]);
+    if (strcmp(key, "after_ok") == 0 && gp_job_state_is_final(st) && st != GP_JOB_COMPLETED)
       return gp_err_set(err, GP_EINVAL, NULL, 0, f, "job %s ended %s, so this job could never start",
-                        ids[i], gp_job_state_name(d->state));
+                        ids[i], gp_job_state_name(st));
   }
   return 0;
 }

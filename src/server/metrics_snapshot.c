@@ -53,10 +53,12 @@ char *gp__srv_metrics_text(const gp_srv_state *s) {
     for (int k = 0; k < s->n_figs; k++)
       if (strcmp(s->figs[k].name, q->name) == 0) qs[i].fair_share = s->figs[k].fig.fair_share;
   }
-  for (size_t id = 1; id < s->cap_jobs && (int64_t)id < s->next_job_id; id++) {
-    const gp_srv_job *j = s->jobs[id];
-    if (j && (unsigned)j->state < GP_METRICS_MAX_STATES) m.jobs_by_state[j->state]++;
-  }
+  /* Active jobs from the active list, ended ones from their counts (most are not in
+   * memory). */
+  for (int a = 0; a < s->n_active; a++)
+    if ((unsigned)s->active[a]->state < GP_METRICS_MAX_STATES) m.jobs_by_state[s->active[a]->state]++;
+  for (int st = 0; st < GP_METRICS_MAX_STATES && st < 16; st++)
+    if (gp_job_state_is_final((gp_job_state)st)) m.jobs_by_state[st] += (int)s->ended.by_state[st];
   for (int a = 0; a < s->n_active; a++) {
     const gp_srv_job *j = s->active[a];
     int qi = queue_index(qs, nq, j->queue);

@@ -312,6 +312,7 @@ static void process_batch(gp_server *srv, gp_srv_req *list) {
     reload(srv);
     return;
   }
+  gp__srv_ended_evict(s); /* committed, and no job pointer is held */
   /* Parked polls are no longer part of the batch: they are resumed when woken. */
   for (gp_srv_req *r = list; r; r = r->next) r->in_batch = r->parked ? false : true;
   for (gp_srv_req *r = list, *next; r; r = next) {
@@ -355,6 +356,7 @@ static void run_scheduler(gp_server *srv) {
     reload(srv);
     return;
   }
+  gp__srv_ended_evict(s);
   wake_waiters(srv->state, mono_ms(), false);
 }
 
@@ -576,6 +578,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
   if (r->answered) { /* resumed by the state thread (or the log proxy) */
     if (r->proxy_url && r->status == 200) return start_proxy(srv, c, r);
     if (r->report && r->status == 200) gp__srv_report_run(r);
+    if (r->history_job && r->status == 200) gp__srv_history_job(srv->store, r); /* from the store */
     if (r->resp_doc) {
       free(r->resp);
       r->resp = json_dumps(r->resp_doc, JSON_COMPACT);
@@ -639,6 +642,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                je.column, je.text);
       return send_error_now(c, 400, "invalid_argument", msg);
     }
+  }
+  /* The job history is the store's: read here, never on the state thread. */
+  if (gp__srv_history_is_list(r)) {
+    gp__srv_history_list(srv->store, r);
+    return send_text(c, r->status, r->resp, "application/json");
   }
   /* Submissions are parsed and checked here, in parallel; the state thread only admits. */
   if (strcmp(r->path, "/v1/jobs") == 0 && strcmp(r->method, "POST") == 0 && r->role != GP_ROLE_AGENT &&

@@ -16,6 +16,12 @@
 #define GP_SRV_MAX_QUERY_PARAMS 32
 #define GP_SRV_MAX_QUERY_KEY 64
 #define GP_SRV_MAX_QUERY_VALUE 4096
+/* Job lists (GET /v1/jobs): jobs per page by default and at most, and the bytes after which
+ * a page ends (with at least one job), so a page's memory stays bounded however large the
+ * jobs are. */
+#define GP_SRV_LIST_DEFAULT 1000
+#define GP_SRV_LIST_MAX 10000
+#define GP_SRV_LIST_PAGE_BYTES ((size_t)4 << 20)
 
 /* Why a request is refused before it is handled: status, the field named, the message. */
 typedef struct gp_srv_bad {
@@ -52,6 +58,8 @@ typedef struct gp_srv_req {
   bool in_batch;            /* being handled in the state thread's current batch: it is
                                resumed once, at the end of the batch, never earlier */
   bool answered;
+  int64_t history_job;      /* GET /v1/jobs/{id} of an ended job no longer in memory: the
+                               HTTP thread reads it from the store (history.c) */
   struct gp_srv_req *next;
 } gp_srv_req;
 
@@ -84,6 +92,18 @@ bool gp__srv_node_auth(gp_srv_state *s, gp_srv_req *r, const char *name, const g
 int gp__srv_node_claim(gp_srv_state *s, gp_srv_req *r, gp_srv_node *n, gp_err *err);
 /* Drops the node's credential: the next agent to register the name claims it. */
 int gp__srv_node_forget(gp_srv_state *s, gp_srv_node *n, gp_err *err);
+
+/* A job's API document `o` (stolen, returned) as caller r may see it: a job's command
+ * and environment (API keys, tokens on the command line) are its owner's and the
+ * admins'; others see their shape, not their words. */
+json_t *gp__srv_job_for(json_t *o, const gp_srv_req *r, const gp_srv_job *j);
+
+/* history.c, on HTTP threads: answers r->history_job from the store. */
+void gp__srv_history_job(gp_store *store, gp_srv_req *r);
+/* Is r GET /v1/jobs?all=1 (the ended jobs in the store)? Then gp__srv_history_list
+ * answers it, without the state thread. */
+bool gp__srv_history_is_list(const gp_srv_req *r);
+void gp__srv_history_list(gp_store *store, gp_srv_req *r);
 
 /* Hands a request back to its HTTP thread (after setting its answer). */
 void gp__srv_req_resume(gp_srv_req *r);

@@ -49,16 +49,12 @@ void gp__srv_state_free(gp_srv_state *s) {
   gp__srv_counts_free(&s->pending_by_user);
   gp__srv_counts_free(&s->pending_by_queue);
   gp__srv_usage_sums_free(s);
+  gp__srv_ended_free(&s->ended);
   free(s);
 }
 
 gp_srv_job *gp__srv_job_get(const gp_srv_state *s, const char *id) {
-  if (!id || !*id || strlen(id) > 18) return NULL;
-  int64_t v = 0;
-  for (const char *c = id; *c; c++) {
-    if (*c < '0' || *c > '9') return NULL;
-    v = v * 10 + (*c - '0');
-  }
+  int64_t v = gp__srv_job_id_parse(id);
   if (v <= 0 || (size_t)v >= s->cap_jobs) return NULL;
   return s->jobs[v];
 }
@@ -192,15 +188,21 @@ void gp__srv_job_insert(gp_srv_state *s, gp_srv_job *j) {
   gp__srv_job_changed(s, j);
   if (j->id >= s->next_job_id) s->next_job_id = j->id + 1;
   if (!gp_job_state_is_final(j->state)) active_add(s, j);
+  gp__srv_ended_mark(s, j->id, j->state, gp_job_state_is_final(j->state));
 }
 
 void gp__srv_job_set_state(gp_srv_state *s, gp_srv_job *j, gp_job_state st) {
+  gp_job_state old = j->state;
   gp__srv_job_changed(s, j);
   count_pending(s, j, -1);
   j->state = st;
   count_pending(s, j, 1);
   if (gp_job_state_is_final(st)) active_remove(s, j);
   else active_add(s, j);
+  /* Its final state (and the counts by state) follow any change into, out of or between
+   * final states. */
+  bool final = gp_job_state_is_final(st);
+  if (old != st && (final || gp_job_state_is_final(old))) gp__srv_ended_mark(s, j->id, st, final);
   s->sched_dirty = true;
 }
 
@@ -287,7 +289,9 @@ int gp__srv_orders_purge_stale(gp_srv_state *s, gp_srv_node *n, gp_err *err) {
     gp_srv_order *o = &n->orders[i];
     bool stale = false;
     gp_srv_job *j = o->job_id > 0 && (size_t)o->job_id < s->cap_jobs ? s->jobs[o->job_id] : NULL;
-    if (j) { /* orders for unknown jobs (a stray process) are kept */
+    if (!j && gp__srv_ended_state(s, o->job_id, NULL)) {
+      stale = true; /* a job that ended long ago (no longer in memory) */
+    } else if (j) { /* orders for unknown jobs (a stray process) are kept */
       bool here = false;
       int64_t cur = 0;
       for (int t = 0; t < j->n_alloc; t++)
@@ -450,6 +454,16 @@ static int load_meta(void *ctx, const char *key, int64_t value) {
   return 0;
 }
 
+/* An ended job (id and state only): its final state, and the id sequence past it. */
+static int load_ended(void *ctx, int64_t id, const char *state) {
+  load_ctx *c = ctx;
+  gp_job_state st;
+  if (id <= 0 || gp_job_state_parse(state, &st) || !gp_job_state_is_final(st)) return 0;
+  gp__srv_ended_mark(c->s, id, st, true);
+  if (id >= c->s->next_job_id) c->s->next_job_id = id + 1;
+  return 0;
+}
+
 static int load_credential(void *ctx, const char *node, const char *hash) {
   load_ctx *c = ctx;
   gp_srv_node *n = gp__srv_node_get(c->s, node);
@@ -483,8 +497,17 @@ int gp__srv_state_load(gp_srv_state *s, int64_t now_s, int64_t now_ms, gp_err *e
     s->queues[s->n_queues++] = queue_from_config(&s->cfg->queues[i]);
   }
   load_ctx c = {s, err, now_ms, NULL, 0, 0};
+  /* Active jobs and the recent ended ones; of the others, only their final states. */
+  const char *active_states[GP_JOB_TIMEOUT + 2] = {0}, *ended_states[GP_JOB_TIMEOUT + 2] = {0};
+  for (int st = 0, na = 0, ne = 0; st <= GP_JOB_TIMEOUT; st++) {
+    if (gp_job_state_is_final((gp_job_state)st)) ended_states[ne++] = gp_job_state_name((gp_job_state)st);
+    else active_states[na++] = gp_job_state_name((gp_job_state)st);
+  }
   gp_store_load_cb cb = {&c, load_job, load_event, load_node, load_alloc, load_queue, load_order, load_meta,
-                         load_credential, load_interval, load_node_interval};
+                         load_credential, load_interval, load_node_interval,
+                         (const char *const *)active_states,
+                         (const char *const *)ended_states,
+                         s->cfg->recent_ended_jobs, load_ended};
   int r = gp_store_load(s->store, &cb, err);
   if (r) {
     free(c.open_jobs);

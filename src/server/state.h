@@ -256,6 +256,20 @@ typedef struct gp_srv_usage_total {
   gp_capacity capacity;
   double gpu_s, used_gpu_s;
 } gp_srv_usage_total;
+/* Ended jobs (ended.c): memory holds the active jobs and the last
+ * cfg->recent_ended_jobs ended ones; the rest live in the store. Every ended job keeps its
+ * final state here, one byte per job id (state + 1; 0: not ended), so dependencies on a
+ * job no longer in memory resolve and the per-state counts stay whole. */
+typedef struct gp_srv_ended {
+  uint8_t *final;           /* by job id */
+  size_t cap_final;
+  int64_t by_state[16];     /* ended jobs per gp_job_state, in memory or not */
+  int64_t *fifo;            /* ids of ended jobs in memory, in the order they ended */
+  size_t fifo_head, fifo_len, cap_fifo;
+  struct gp_srv_job **ghosts; /* stand-ins for dependencies no longer in memory (view.c) */
+  int n_ghosts;
+  size_t cap_ghosts;
+} gp_srv_ended;
 
 typedef struct gp_srv_state {
   const gp_server_config *cfg; /* borrowed */
@@ -305,6 +319,7 @@ typedef struct gp_srv_state {
   gp_srv_usage_sum *usage_sums;
   int n_usage_sums;
   size_t cap_usage_sums;
+  gp_srv_ended ended;
 } gp_srv_state;
 
 /* ---- state.c: lifetime, lookup, persistence ---- */
@@ -331,6 +346,24 @@ void gp__srv_job_free(gp_srv_job *j);
 /* Takes ownership of j (a new job with j->id assigned) and indexes it. */
 void gp__srv_job_insert(gp_srv_state *s, gp_srv_job *j);
 void gp__srv_job_set_state(gp_srv_state *s, gp_srv_job *j, gp_job_state st);
+
+/* ---- ended.c: ended jobs out of memory ---- */
+/* A job of id `id` reached (final true) or left a final state `st`. */
+void gp__srv_ended_mark(gp_srv_state *s, int64_t id, gp_job_state st, bool final);
+/* Frees the oldest ended jobs past cfg->recent_ended_jobs (their final state stays). Call
+ * between batches, when no job pointer is held (the view's ended dependencies are
+ * dropped; the next step finds them again). */
+void gp__srv_ended_evict(gp_srv_state *s);
+/* Is job `id` ended? Its final state, whether in memory or only in the store. */
+bool gp__srv_ended_state(const gp_srv_state *s, int64_t id, gp_job_state *ret);
+/* Parses a job id ("123"); 0 when it is not one. */
+int64_t gp__srv_job_id_parse(const char *id);
+/* A stand-in job for an ended dependency no longer in memory (id and final state only),
+ * for the scheduler's view; owned by the state, kept while dependencies name it. */
+struct gp_srv_job *gp__srv_ended_ghost(gp_srv_state *s, int64_t id);
+/* Frees the stand-ins the last view did not use (view_index < 0). */
+void gp__srv_ended_ghosts_trim(gp_srv_state *s);
+void gp__srv_ended_free(gp_srv_ended *e);
 
 /* ---- counts.c ---- */
 int64_t gp__srv_count_get(const gp_srv_counts *m, const char *name);

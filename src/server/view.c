@@ -171,6 +171,7 @@ static void add_ended_deps(gp_srv_state *s) {
     for (int l = 0; l < 3; l++)
       for (int k = 0; k < counts[l]; k++) {
         gp_srv_job *d = gp__srv_job_get(s, lists[l][k]);
+        if (!d) d = gp__srv_ended_ghost(s, gp__srv_job_id_parse(lists[l][k])); /* out of memory */
         if (!d || d->active_pos >= 0 || d->view_index >= 0) continue;
         size_t at = (size_t)s->n_active + (size_t)w->n_deps;
         gp_xgrow((void **)&w->jobs, &w->cap_jobs, at + 1, sizeof *w->jobs);
@@ -216,6 +217,7 @@ const gp_view *gp__srv_view_sync(gp_srv_state *s) {
   }
   w->n_stale_jobs = 0;
   add_ended_deps(s);
+  gp__srv_ended_ghosts_trim(s);
   size_t n = (size_t)s->n_active + (size_t)w->n_deps;
   gp_xgrow((void **)&w->at, &w->cap_at, n + 1, sizeof *w->at);
   if (s->n_active) memcpy(w->at, s->active, (size_t)s->n_active * sizeof *w->at);

@@ -18,6 +18,7 @@
 
 #include "store/sqlite_reader.h"
 #include "store/store.h"
+#include "util/buf.h"
 #include "util/mem.h"
 
 #define SCHEMA_VERSION 1
@@ -101,7 +102,9 @@ static const char schema_sql[] =
     " start INTEGER NOT NULL, \"end\" INTEGER);"
     "CREATE INDEX IF NOT EXISTS node_ledger_start ON node_ledger(start);"
     "CREATE INDEX IF NOT EXISTS node_ledger_end ON node_ledger(\"end\");"
-    "CREATE INDEX IF NOT EXISTS node_ledger_node ON node_ledger(node, \"end\");";
+    "CREATE INDEX IF NOT EXISTS node_ledger_node ON node_ledger(node, \"end\");"
+    /* Job history reads ended jobs by when they ended (GP_STORE_ENDED_AT). */
+    "CREATE INDEX IF NOT EXISTS jobs_ended ON jobs(" GP_STORE_ENDED_AT ");";
 
 typedef struct sqlite_store {
   gp_store base;
@@ -412,15 +415,92 @@ static int row_node_interval(sqlite3_stmt *st, const gp_store_load_cb *cb) {
   return cb->node_interval(cb->ctx, &r);
 }
 
+static int row_ended(sqlite3_stmt *st, const gp_store_load_cb *cb) {
+  return cb->ended(cb->ctx, sqlite3_column_int64(st, 0), col_text(st, 1));
+}
+
+/* Appends states as an SQL list ('a','b',...) to `sql`; the names are the server's own
+ * constants, checked to be plain words. */
+static bool state_list(const char *const *states, gp_buf *sql) {
+  gp_buf_puts(sql, "(");
+  for (int i = 0; states[i]; i++) {
+    for (const char *c = states[i]; *c; c++)
+      if (!((*c >= 'a' && *c <= 'z') || *c == '_')) return false;
+    gp_buf_printf(sql, "%s'%s'", i ? "," : "", states[i]);
+  }
+  gp_buf_puts(sql, ")");
+  return true;
+}
+
+/* Loads the active jobs and the last `keep_ended` ended ones, with their events: the
+ * state index finds the active ones, the ended_at index the recent ended ones, and
+ * job_events_job each loaded job's events, so the cost follows what is loaded, not the
+ * history (but for one pass over the state index for the ended ids). */
+static int load_bounded(sqlite_store *s, const gp_store_load_cb *cb, gp_err *err) {
+  gp_buf ended, active, recent, sql;
+  gp_buf_init(&ended, 4096);
+  gp_buf_init(&active, 4096);
+  gp_buf_init(&recent, 8192);
+  gp_buf_init(&sql, 16384);
+  int r = 0;
+  if (!state_list(cb->ended_states, &ended) ||
+      !state_list(cb->active_states ? cb->active_states : (const char *const[]){NULL}, &active)) {
+    r = gp_err_set(err, GP_EINVAL, s->path, 0, NULL, "invalid job state name to load");
+    goto out;
+  }
+  gp_buf_printf(&sql, "SELECT id, state FROM jobs WHERE state IN %s", ended.data);
+  r = load_table(s, sql.data, row_ended, cb, err);
+  /* Only an ended job has an ended_at: a walk down the jobs_ended index, no sort. */
+  gp_buf_printf(&recent,
+                "SELECT id, e FROM (SELECT id, " GP_STORE_ENDED_AT " AS e FROM jobs WHERE "
+                GP_STORE_ENDED_AT " IS NOT NULL ORDER BY e DESC, id DESC LIMIT %lld)",
+                (long long)(cb->keep_ended > 0 ? cb->keep_ended : 0));
+  if (!r && cb->job) {
+    gp_buf_reset(&sql);
+    gp_buf_printf(&sql,
+                  "SELECT id, state, queue, user, submitted_at, doc FROM jobs WHERE state IN %s "
+                  "ORDER BY id",
+                  active.data);
+    r = load_table(s, sql.data, row_job, cb, err);
+  }
+  if (!r && cb->job) {
+    gp_buf_reset(&sql);
+    gp_buf_printf(&sql,
+                  "SELECT j.id, j.state, j.queue, j.user, j.submitted_at, j.doc FROM (%s) AS k "
+                  "JOIN jobs AS j ON j.id = k.id ORDER BY k.e, k.id",
+                  recent.data);
+    r = load_table(s, sql.data, row_job, cb, err);
+  }
+  if (!r && cb->event) {
+    gp_buf_reset(&sql);
+    gp_buf_printf(&sql,
+                  "SELECT job_id, at, event, doc FROM job_events WHERE job_id IN "
+                  "(SELECT id FROM jobs WHERE state IN %s UNION SELECT id FROM (%s)) "
+                  "ORDER BY job_id, seq",
+                  active.data, recent.data);
+    r = load_table(s, sql.data, row_event, cb, err);
+  }
+out:
+  gp_buf_done(&ended);
+  gp_buf_done(&active);
+  gp_buf_done(&recent);
+  gp_buf_done(&sql);
+  return r;
+}
+
 static int s_load(gp_store *b, const gp_store_load_cb *cb, gp_err *err) {
   sqlite_store *s = (sqlite_store *)b;
   int r = 0;
-  if (!r && cb->job)
-    r = load_table(s, "SELECT id, state, queue, user, submitted_at, doc FROM jobs ORDER BY id",
-                   row_job, cb, err);
-  if (!r && cb->event)
-    r = load_table(s, "SELECT job_id, at, event, doc FROM job_events ORDER BY job_id, seq",
-                   row_event, cb, err);
+  if (cb->ended && cb->ended_states) {
+    r = load_bounded(s, cb, err);
+  } else {
+    if (!r && cb->job)
+      r = load_table(s, "SELECT id, state, queue, user, submitted_at, doc FROM jobs ORDER BY id",
+                     row_job, cb, err);
+    if (!r && cb->event)
+      r = load_table(s, "SELECT job_id, at, event, doc FROM job_events ORDER BY job_id, seq",
+                     row_event, cb, err);
+  }
   if (!r && cb->node) r = load_table(s, "SELECT name, doc FROM nodes ORDER BY name", row_node, cb, err);
   if (!r && cb->alloc)
     r = load_table(s, "SELECT job_id, task, node, gpu_mask, gpu_milli, gpu_mem_mib, "

@@ -9,6 +9,11 @@
 
 #include "store/store.h"
 
+/* When a job ended, from its document (null while it is active, or for a document that
+ * is not JSON: the store keeps what it is given); the jobs_ended index is on this very
+ * expression, so queries must spell it the same way to use it. */
+#define GP_STORE_ENDED_AT "(CASE WHEN json_valid(doc) THEN json_extract(doc, '$.ended_at') END)"
+
 struct gp_store_reader {
   sqlite3 *db;
   char path[512];

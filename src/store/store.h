@@ -115,6 +115,15 @@ typedef struct gp_store_load_cb {
   int (*credential)(void *ctx, const char *node, const char *hash);
   int (*interval)(void *ctx, const gp_store_interval *row);           /* open ones, by id */
   int (*node_interval)(void *ctx, const gp_store_node_interval *row); /* open ones, by id */
+  /* A bounded history, when `ended` is set: job() and event() then see only the jobs in
+   * `active_states` and the `keep_ended` jobs in `ended_states` (NULL-terminated names)
+   * that ended last (by ended_at, then id), those oldest first after the others; ended()
+   * is called before them for every job in `ended_states`, with its id and state only
+   * (read from the state index, not the documents). */
+  const char *const *active_states;
+  const char *const *ended_states;
+  int64_t keep_ended;
+  int (*ended)(void *ctx, int64_t id, const char *state);
 } gp_store_load_cb;
 
 /* A backend fills this table. Every function returns 0 or a negative GP_E* with details
@@ -223,6 +232,27 @@ int gp_store_reader_intervals(gp_store_reader *r, int64_t from, int64_t to, cons
 int gp_store_reader_node_intervals(gp_store_reader *r, int64_t from, int64_t to,
                                    int (*cb)(void *ctx, const gp_store_node_interval *iv),
                                    void *ctx, gp_err *err);
+/* Job history, read through a reader (sqlite_history.c). */
+typedef struct gp_store_job_filter {
+  int64_t from, to;      /* ended_at in [from, to) */
+  const char *user;      /* NULL: any */
+  const char *queue;     /* NULL: any; a queue also matches its sub-queues ("a" matches "a/b") */
+} gp_store_job_filter;
+
+/* One job (any state) and its timeline: job() once, then event() for each entry in order.
+ * GP_ENOENT when the store has no such job. Callbacks return 0 or a negative GP_E* that
+ * stops the read with it; strings are borrowed for the callback. */
+int gp_store_reader_job(gp_store_reader *r, int64_t id,
+                        int (*job)(void *ctx, const gp_store_job *row),
+                        int (*event)(void *ctx, const gp_store_event *row), void *ctx,
+                        gp_err *err);
+/* Ended jobs that match `f`, the last ended first (by ended_at, then id, both descending),
+ * starting after the cursor (after_ended_at, after_id; after_id 0: from the newest), at
+ * most `limit`. cb returns 0 to go on, 1 to stop there, or a negative GP_E*. */
+int gp_store_reader_jobs(gp_store_reader *r, const gp_store_job_filter *f, int64_t after_ended_at,
+                         int64_t after_id, int limit,
+                         int (*cb)(void *ctx, const gp_store_job *row, int64_t ended_at),
+                         void *ctx, gp_err *err);
 
 /* Closes any backend; accepts NULL. */
 void gp_store_close(gp_store *s);
