@@ -68,7 +68,8 @@ static const char schema_sql[] =
     "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value INTEGER NOT NULL);"
     "CREATE TABLE IF NOT EXISTS identity(one INTEGER PRIMARY KEY CHECK (one = 1),"
     " store_id TEXT NOT NULL);"
-    "CREATE TABLE IF NOT EXISTS node_credentials(node TEXT PRIMARY KEY, hash TEXT NOT NULL);";
+    "CREATE TABLE IF NOT EXISTS node_credentials(node TEXT PRIMARY KEY, hash TEXT NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS settings(name TEXT PRIMARY KEY, doc TEXT NOT NULL);";
 
 typedef struct sqlite_store {
   gp_store base;
@@ -237,6 +238,20 @@ static int s_put_credential(gp_store *b, const char *node, const char *hash, gp_
   return run(s, which, err);
 }
 
+/* Settings change rarely (an admin's command), so the statement is prepared per call. */
+static int s_put_setting(gp_store *b, const char *name, const char *doc, gp_err *err) {
+  sqlite_store *s = (sqlite_store *)b;
+  const char *sql = doc ? "INSERT OR REPLACE INTO settings(name, doc) VALUES (?1, ?2)"
+                        : "DELETE FROM settings WHERE name = ?1";
+  sqlite3_stmt *st = NULL;
+  if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK) return db_error(s, err, sql);
+  bind_text(st, 1, name);
+  if (doc) bind_text(st, 2, doc);
+  int ret = sqlite3_step(st) == SQLITE_DONE ? 0 : db_error(s, err, sql);
+  sqlite3_finalize(st);
+  return ret;
+}
+
 static const char *col_text(sqlite3_stmt *st, int i) {
   const unsigned char *t = sqlite3_column_text(st, i);
   return t ? (const char *)t : "";
@@ -296,6 +311,10 @@ static int row_cred(sqlite3_stmt *st, const gp_store_load_cb *cb) {
   return cb->credential(cb->ctx, col_text(st, 0), col_text(st, 1));
 }
 
+static int row_setting(sqlite3_stmt *st, const gp_store_load_cb *cb) {
+  return cb->setting(cb->ctx, col_text(st, 0), col_text(st, 1));
+}
+
 static int s_load(gp_store *b, const gp_store_load_cb *cb, gp_err *err) {
   sqlite_store *s = (sqlite_store *)b;
   int r = 0;
@@ -314,6 +333,8 @@ static int s_load(gp_store *b, const gp_store_load_cb *cb, gp_err *err) {
   if (!r && cb->meta) r = load_table(s, "SELECT key, value FROM meta ORDER BY key", row_meta, cb, err);
   if (!r && cb->credential)
     r = load_table(s, "SELECT node, hash FROM node_credentials ORDER BY node", row_cred, cb, err);
+  if (!r && cb->setting)
+    r = load_table(s, "SELECT name, doc FROM settings ORDER BY name", row_setting, cb, err);
   return r;
 }
 
@@ -348,7 +369,7 @@ static int s_open_reader(gp_store *b, gp_store_reader **ret, gp_err *err) {
 static const gp_store_ops sqlite_ops = {
     "sqlite", s_begin, s_commit, s_rollback, s_put_job, s_add_event, s_put_node, s_put_alloc,
     s_del_allocs, s_put_queue, s_del_queue, s_put_order, s_del_orders, s_del_order, s_set_meta,
-    s_load, s_close, s_probe, s_put_credential, s_open_reader,
+    s_load, s_close, s_probe, s_put_credential, s_open_reader, s_put_setting,
 };
 
 /* The database holds every job's command and environment (API keys among them): it is the

@@ -11,7 +11,8 @@
  * Tables: jobs, job_events (the timeline: one row per transition), nodes, allocations
  * (one row per task of a running job), queues (those created through the API), orders
  * (start/stop orders not yet acknowledged by an agent), meta (counters), identity (the
- * store's id) and node_credentials (the hash of each node's agent credential).
+ * store's id), node_credentials (the hash of each node's agent credential) and settings
+ * (admin settings that outlive a restart, by name: e.g. the price catalogue an admin set).
  *
  * Identity: every store has a random id, made with the database and kept in it, so that an
  * agent can tell a store it served from another one that reuses the same job and order
@@ -88,6 +89,7 @@ typedef struct gp_store_load_cb {
   int (*order)(void *ctx, const gp_store_order *row);   /* in id order */
   int (*meta)(void *ctx, const char *key, int64_t value);
   int (*credential)(void *ctx, const char *node, const char *hash);
+  int (*setting)(void *ctx, const char *name, const char *doc);   /* in name order */
 } gp_store_load_cb;
 
 /* A backend fills this table. Every function returns 0 or a negative GP_E* with details
@@ -120,6 +122,8 @@ typedef struct gp_store_ops {
   int (*put_credential)(gp_store *s, const char *node, const char *hash, gp_err *err);
   /* A read-only handle on the same data for another thread (see gp_store_reader). */
   int (*open_reader)(gp_store *s, gp_store_reader **ret, gp_err *err);
+  /* An admin setting `name` (upsert), or with doc NULL no setting of that name. */
+  int (*put_setting)(gp_store *s, const char *name, const char *doc, gp_err *err);
 } gp_store_ops;
 
 #define GP_STORE_ID_MAX 33 /* 32 hex digits (128 random bits) and the NUL */
@@ -194,5 +198,6 @@ static inline int gp_store_probe(gp_store *s, gp_err *e) { return s->ops->probe(
 static inline const char *gp_store_failure(const gp_store *s) { return s->failure; }
 static inline int gp_store_load(gp_store *s, const gp_store_load_cb *cb, gp_err *e) { return s->ops->load(s, cb, e); }
 static inline int gp_store_put_credential(gp_store *s, const char *node, const char *hash, gp_err *e) { return s->ops->put_credential(s, node, hash, e); }
+static inline int gp_store_put_setting(gp_store *s, const char *name, const char *doc, gp_err *e) { return s->ops->put_setting(s, name, doc, e); }
 
 #endif
