@@ -329,12 +329,16 @@ static int parse_doc(const gp_doc *d, const char *path, gp_server_config *c, gp_
   gp_queue *qs = NULL;
   int nq = 0;
   if (qseq) {
-    static const char *const extra[] = {"users", "priority_classes", NULL};
+    static const char *const extra[] = {"users", "priority_classes", "budget", NULL};
     if ((r = gp_queues_read(d, qseq, "queues", extra, a, &qs, &nq, err))) return r;
     gp_server_queue *sq = gp_arena_alloc(a, sizeof *sq * (size_t)(nq ? nq : 1));
     for (int i = 0; i < nq; i++) {
       sq[i].q = qs[i];
       if ((r = read_queue_classes(d, qseq->items[i], i, c, &sq[i], err))) return r;
+      char bf[160];
+      snprintf(bf, sizeof bf, "queues[%d].budget", i);
+      if ((r = gp_budget_read(d, gp_doc_get(qseq->items[i], "budget"), bf, &sq[i].budget, err)))
+        return r;
       const gp_doc_node *un = gp_doc_get(qseq->items[i], "users");
       char f[160];
       snprintf(f, sizeof f, "queues[%d].users", i);

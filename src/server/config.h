@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "core/model.h"
+#include "server/budget.h"
 #include "tls/tls.h"
 #include "util/error.h"
 
@@ -35,6 +36,7 @@ typedef struct gp_server_queue {
   const char *const *users;
   int n_priority_classes;
   const char *const *priority_classes;
+  gp_budget budget;            /* `budget:` (budget.h); .set false: none */
 } gp_server_queue;
 
 /* `default_queue`: one queue for everyone, or a map user -> queue ("*" for the rest). */

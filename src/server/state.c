@@ -46,6 +46,7 @@ void gp__srv_state_free(gp_srv_state *s) {
   gp_sched_memo_free(s->memo);
   gp__srv_counts_free(&s->pending_by_user);
   gp__srv_counts_free(&s->pending_by_queue);
+  free(s->prices_set);
   free(s);
 }
 
@@ -432,6 +433,15 @@ static int load_credential(void *ctx, const char *node, const char *hash) {
   return 0;
 }
 
+static int load_setting(void *ctx, const char *name, const char *doc) {
+  load_ctx *c = ctx;
+  if (strcmp(name, GP_SRV_SETTING_PRICES) == 0) {
+    free(c->s->prices_set);
+    c->s->prices_set = gp_xstrdup(doc);
+  }
+  return 0;
+}
+
 static gp_srv_queue *queue_from_config(const gp_server_queue *cq) {
   gp_srv_queue *q = gp_xcalloc(1, sizeof *q);
   q->name = gp_xstrdup(cq->q.name);
@@ -449,6 +459,7 @@ static gp_srv_queue *queue_from_config(const gp_server_queue *cq) {
     for (int i = 0; i < q->n_classes; i++) q->classes[i] = gp_xstrdup(cq->priority_classes[i]);
   }
   q->from_config = true;
+  q->budget = cq->budget;
   return q;
 }
 
@@ -460,7 +471,7 @@ int gp__srv_state_load(gp_srv_state *s, int64_t now_s, int64_t now_ms, gp_err *e
   }
   load_ctx c = {s, err, now_ms};
   gp_store_load_cb cb = {&c, load_job, load_event, load_node, load_alloc, load_queue, load_order, load_meta,
-                         load_credential};
+                         load_credential, load_setting};
   int r = gp_store_load(s->store, &cb, err);
   if (r) return r;
   /* A running job whose allocations are incomplete cannot be trusted: treat as lost at the

@@ -163,6 +163,7 @@ typedef struct gp_srv_queue {
   int n_classes;        /* priority classes its users may ask for; -1: the default */
   char **classes;
   bool from_config;     /* defined in the config file: read-only through the API */
+  gp_budget budget;     /* budget.h; .set false: none */
   /* Figures from the last scheduling step (fair share) and live counts. */
   double fair_share;
 } gp_srv_queue;
@@ -278,7 +279,15 @@ typedef struct gp_srv_state {
   gp_srv_counts pending_by_user, pending_by_queue;
   gp_srv_view view;
   gp_srv_waiters waiters;
+  /* Prices and budgets (prices.c, budget.c). */
+  struct gp_prices *prices;   /* the catalogue in force (one reference), NULL: none */
+  char *prices_set;           /* the catalogue an admin set (JSON, kept in the store as the
+                                 GP_SRV_SETTING_PRICES setting), NULL: the config's rules */
+  struct gp__srv_budgets *budgets; /* spend, marks and events (budget.c) */
 } gp_srv_state;
+
+/* The store setting that holds the catalogue an admin set through PUT /v1/prices. */
+#define GP_SRV_SETTING_PRICES "prices"
 
 /* ---- state.c: lifetime, lookup, persistence ---- */
 gp_srv_state *gp__srv_state_new(const gp_server_config *cfg, gp_store *store);
