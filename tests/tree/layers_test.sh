@@ -23,7 +23,7 @@ pure_forbidden = re.compile(r'(stdio\.h|unistd\.h|fcntl\.h|time\.h|sys/|pthread\
 inc = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
 # A module's internal names: gp__<prefix>_... (modules not listed have none).
 prefixes = {'core': 'core', 'snapshot': 'snap', 'sim': 'sim', 'agent': 'agent', 'server': 'srv',
-            'protocol': 'proto'}
+            'protocol': 'proto', 'ledger': 'ledger'}
 internal = re.compile(r'\bgp__[A-Za-z0-9_]+')
 bad, n = [], 0
 src = os.path.join(root, 'src')
@@ -54,8 +54,8 @@ for mod in sorted(os.listdir(src)):
                     target = path.split('/')[0] if '/' in path else mod
                     if target in allowed and target not in allowed[mod]:
                         bad.append(f'{rel}:{no}: {mod} may not include {path} ({target} is not below it)')
-                elif mod == 'core' and pure_forbidden.match(path):
-                    bad.append(f'{rel}:{no}: the core is pure; no <{path}>')
+                elif mod in ('core', 'ledger') and pure_forbidden.match(path):
+                    bad.append(f'{rel}:{no}: the {mod} is pure; no <{path}>')
 if bad:
     print('layering violations:')
     print('\n'.join(bad))
