@@ -710,6 +710,7 @@ int gp__srv_api_handle(gp_srv_state *s, gp_srv_req *r, int64_t now_s, int64_t no
   if (strncmp(p, "/v1/nodes/", 10) == 0) return nodes_route(s, r, p + 10, now_s, err);
   if (strcmp(p, "/v1/queues") == 0) return queues_route(s, r, "", err);
   if (strncmp(p, "/v1/queues/", 11) == 0) return queues_route(s, r, p + 11, err);
+  if (strcmp(p, "/v1/prices") == 0) return gp__srv_prices_route(s, r, err);
   gp__srv_reply_error(r, 404, "not_found", NULL, "no route %s %s", r->method, p);
   return 0;
 }

@@ -77,6 +77,7 @@ typedef struct gp_server_config {
   int max_connections_per_address; /* concurrent HTTP connections from one address (128) */
   int http_idle_timeout_s;     /* a connection silent this long is closed (15) */
   int http_request_timeout_s;  /* a request must arrive whole within this (10) */
+  struct gp_prices *prices;    /* `prices:` (src/ledger/prices.h; one reference), NULL: none */
   struct gp_arena *arena;
 } gp_server_config;
 

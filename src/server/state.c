@@ -8,6 +8,8 @@
 
 #include "core/sched.h"
 #include "server/state.h"
+
+#include "ledger/prices.h"
 #include "util/mem.h"
 
 gp_srv_state *gp__srv_state_new(const gp_server_config *cfg, gp_store *store) {
@@ -47,6 +49,7 @@ void gp__srv_state_free(gp_srv_state *s) {
   gp__srv_counts_free(&s->pending_by_user);
   gp__srv_counts_free(&s->pending_by_queue);
   free(s->prices_set);
+  gp_prices_free(s->prices);
   free(s);
 }
 
@@ -473,7 +476,7 @@ int gp__srv_state_load(gp_srv_state *s, int64_t now_s, int64_t now_ms, gp_err *e
   gp_store_load_cb cb = {&c, load_job, load_event, load_node, load_alloc, load_queue, load_order, load_meta,
                          load_credential, load_setting};
   int r = gp_store_load(s->store, &cb, err);
-  if (r) return r;
+  if (r || (r = gp__srv_prices_init(s, err))) return r;
   /* A running job whose allocations are incomplete cannot be trusted: treat as lost at the
    * next tick by giving it no placement (the agent's re-registration settles it). */
   for (int a = 0; a < s->n_active; a++) {

@@ -443,4 +443,10 @@ void gp__srv_job_fleet_models(const gp_srv_state *s, gp_srv_job *j);
 /* A submission that no node of the fleet could ever run (checked at submit time). */
 int gp__srv_check_feasible(gp_srv_state *s, const gp_srv_job *j, gp_err *err);
 
+/* ---- prices.c ---- */
+/* Puts the catalogue in force: the admin's (prices_set) when it reads, else the config's. */
+int gp__srv_prices_init(gp_srv_state *s, gp_err *err);
+/* The catalogue in force as the API shows it, with its source ("config", "admin", "none"). */
+json_t *gp__srv_prices_json(const gp_srv_state *s);
+
 #endif
