@@ -474,7 +474,8 @@ int gp__srv_state_load(gp_srv_state *s, int64_t now_s, int64_t now_ms, gp_err *e
   }
   load_ctx c = {s, err, now_ms};
   gp_store_load_cb cb = {&c, load_job, load_event, load_node, load_alloc, load_queue, load_order, load_meta,
-                         load_credential, load_setting};
+                         load_credential, NULL, NULL,
+                         load_setting};
   int r = gp_store_load(s->store, &cb, err);
   if (r || (r = gp__srv_prices_init(s, err))) return r;
   /* A running job whose allocations are incomplete cannot be trusted: treat as lost at the

@@ -57,7 +57,30 @@ FWD(put_queue, const gp_store_queue *)
 FWD(del_queue, const char *)
 FWD(put_order, const gp_store_order *)
 FWD(del_order, int64_t)
+FWD(open_interval, const gp_store_interval *)
+FWD(open_node_interval, const gp_store_node_interval *)
 #undef FWD
+
+static int f_close_intervals(gp_store *b, int64_t job_id, int64_t end, gp_err *err) {
+  fault_store *s = (fault_store *)b;
+  int rc = maybe_fail(s, err);
+  return rc ? rc : inner_rc(s, s->inner->ops->close_intervals(s->inner, job_id, end, err));
+}
+
+static int f_set_interval_use(gp_store *b, int64_t job_id, const char *node, double used_gpu_s,
+                              double energy_j, gp_err *err) {
+  fault_store *s = (fault_store *)b;
+  int rc = maybe_fail(s, err);
+  return rc ? rc
+            : inner_rc(s, s->inner->ops->set_interval_use(s->inner, job_id, node, used_gpu_s,
+                                                          energy_j, err));
+}
+
+static int f_close_node_interval(gp_store *b, const char *node, int64_t end, gp_err *err) {
+  fault_store *s = (fault_store *)b;
+  int rc = maybe_fail(s, err);
+  return rc ? rc : inner_rc(s, s->inner->ops->close_node_interval(s->inner, node, end, err));
+}
 
 static int f_del_orders(gp_store *b, const char *node, int64_t up_to, gp_err *err) {
   fault_store *s = (fault_store *)b;
@@ -135,7 +158,8 @@ static int f_open_reader(gp_store *b, gp_store_reader **ret, gp_err *err) {
 static const gp_store_ops fault_ops = {
     "fault", f_begin, f_commit, f_rollback, f_put_job, f_add_event, f_put_node, f_put_alloc,
     f_del_allocs, f_put_queue, f_del_queue, f_put_order, f_del_orders, f_del_order, f_set_meta,
-    f_load, f_close, f_probe, f_put_credential, f_open_reader, f_put_setting,
+    f_load, f_close, f_probe, f_put_credential, f_open_reader, f_open_interval,
+    f_close_intervals, f_set_interval_use, f_open_node_interval, f_close_node_interval, f_put_setting,
 };
 
 int gp_store_fault_open(gp_store *inner, gp_store **ret) {

@@ -25,7 +25,8 @@
 enum {
   ST_BEGIN, ST_COMMIT, ST_ROLLBACK, ST_PUT_JOB, ST_ADD_EVENT, ST_PUT_NODE, ST_PUT_ALLOC,
   ST_DEL_ALLOCS, ST_PUT_QUEUE, ST_DEL_QUEUE, ST_PUT_ORDER, ST_DEL_ORDERS, ST_DEL_ORDER, ST_SET_META,
-  ST_PUT_CRED, ST_DEL_CRED,
+  ST_PUT_CRED, ST_DEL_CRED, ST_OPEN_IV, ST_CLOSE_IVS, ST_SET_IV_USE, ST_OPEN_NODE_IV,
+  ST_CLOSE_NODE_IV,
   ST_COUNT
 };
 
@@ -48,6 +49,21 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_SET_META] = "INSERT OR REPLACE INTO meta(key, value) VALUES (?1, ?2)",
     [ST_PUT_CRED] = "INSERT OR REPLACE INTO node_credentials(node, hash) VALUES (?1, ?2)",
     [ST_DEL_CRED] = "DELETE FROM node_credentials WHERE node = ?1",
+    [ST_OPEN_IV] = "INSERT INTO ledger(job_id, attempt, task, user, queue, node, gpu_uuid, model,"
+                   " capacity, share, start) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+    [ST_CLOSE_IVS] = "UPDATE ledger SET \"end\" = max(start, ?2) WHERE job_id = ?1 AND \"end\" IS NULL",
+    /* Each open interval of the job on the node takes its share of the job's figures
+     * there; an unknown figure (< 0) keeps what the interval had. */
+    [ST_SET_IV_USE] =
+        "UPDATE ledger SET"
+        " used_gpu_s = CASE WHEN ?3 < 0 THEN used_gpu_s ELSE ?3 * share / t.total END,"
+        " energy_j = CASE WHEN ?4 < 0 THEN energy_j ELSE ?4 * share / t.total END"
+        " FROM (SELECT sum(share) AS total FROM ledger WHERE job_id = ?1 AND node = ?2"
+        " AND \"end\" IS NULL) AS t WHERE job_id = ?1 AND node = ?2 AND \"end\" IS NULL",
+    [ST_OPEN_NODE_IV] = "INSERT INTO node_ledger(node, model, capacity, gpus, state, start)"
+                        " VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    [ST_CLOSE_NODE_IV] = "UPDATE node_ledger SET \"end\" = max(start, ?2) WHERE node = ?1"
+                         " AND \"end\" IS NULL",
 };
 
 static const char schema_sql[] =
@@ -69,6 +85,23 @@ static const char schema_sql[] =
     "CREATE TABLE IF NOT EXISTS identity(one INTEGER PRIMARY KEY CHECK (one = 1),"
     " store_id TEXT NOT NULL);"
     "CREATE TABLE IF NOT EXISTS node_credentials(node TEXT PRIMARY KEY, hash TEXT NOT NULL);"
+    /* The ledger is read by time range (reports) and written by job (close, use figures).
+     * Both range indexes carry the other bound, so a range read filters the intervals that
+     * run into the range from before it inside the index (sqlite_ledger.c). */
+    "CREATE TABLE IF NOT EXISTS ledger(id INTEGER PRIMARY KEY, job_id INTEGER NOT NULL,"
+    " attempt INTEGER NOT NULL, task INTEGER NOT NULL, user TEXT NOT NULL, queue TEXT NOT NULL,"
+    " node TEXT NOT NULL, gpu_uuid TEXT NOT NULL, model TEXT NOT NULL, capacity TEXT NOT NULL,"
+    " share REAL NOT NULL, start INTEGER NOT NULL, \"end\" INTEGER, used_gpu_s REAL,"
+    " energy_j REAL);"
+    "CREATE INDEX IF NOT EXISTS ledger_start ON ledger(start, \"end\");"
+    "CREATE INDEX IF NOT EXISTS ledger_end ON ledger(\"end\", start);"
+    "CREATE INDEX IF NOT EXISTS ledger_job ON ledger(job_id, attempt);"
+    "CREATE TABLE IF NOT EXISTS node_ledger(id INTEGER PRIMARY KEY, node TEXT NOT NULL,"
+    " model TEXT NOT NULL, capacity TEXT NOT NULL, gpus INTEGER NOT NULL, state TEXT NOT NULL,"
+    " start INTEGER NOT NULL, \"end\" INTEGER);"
+    "CREATE INDEX IF NOT EXISTS node_ledger_start ON node_ledger(start);"
+    "CREATE INDEX IF NOT EXISTS node_ledger_end ON node_ledger(\"end\");"
+    "CREATE INDEX IF NOT EXISTS node_ledger_node ON node_ledger(node, \"end\");"
     "CREATE TABLE IF NOT EXISTS settings(name TEXT PRIMARY KEY, doc TEXT NOT NULL);";
 
 typedef struct sqlite_store {
@@ -238,6 +271,64 @@ static int s_put_credential(gp_store *b, const char *node, const char *hash, gp_
   return run(s, which, err);
 }
 
+static void bind_figure(sqlite3_stmt *st, int i, double v) {
+  sqlite3_bind_double(st, i, v < 0 ? -1 : v);
+}
+
+static int s_open_interval(gp_store *b, const gp_store_interval *r, gp_err *err) {
+  sqlite_store *s = (sqlite_store *)b;
+  sqlite3_stmt *st = s->st[ST_OPEN_IV];
+  sqlite3_bind_int64(st, 1, r->job_id);
+  sqlite3_bind_int(st, 2, r->attempt);
+  sqlite3_bind_int(st, 3, r->task);
+  bind_text(st, 4, r->user ? r->user : "");
+  bind_text(st, 5, r->queue ? r->queue : "");
+  bind_text(st, 6, r->node ? r->node : "");
+  bind_text(st, 7, r->gpu_uuid ? r->gpu_uuid : "");
+  bind_text(st, 8, r->model ? r->model : "");
+  bind_text(st, 9, r->capacity ? r->capacity : "");
+  sqlite3_bind_double(st, 10, r->share);
+  sqlite3_bind_int64(st, 11, r->start);
+  return run(s, ST_OPEN_IV, err);
+}
+
+static int s_close_intervals(gp_store *b, int64_t job_id, int64_t end, gp_err *err) {
+  sqlite_store *s = (sqlite_store *)b;
+  sqlite3_bind_int64(s->st[ST_CLOSE_IVS], 1, job_id);
+  sqlite3_bind_int64(s->st[ST_CLOSE_IVS], 2, end);
+  return run(s, ST_CLOSE_IVS, err);
+}
+
+static int s_set_interval_use(gp_store *b, int64_t job_id, const char *node, double used_gpu_s,
+                              double energy_j, gp_err *err) {
+  sqlite_store *s = (sqlite_store *)b;
+  sqlite3_stmt *st = s->st[ST_SET_IV_USE];
+  sqlite3_bind_int64(st, 1, job_id);
+  bind_text(st, 2, node);
+  bind_figure(st, 3, used_gpu_s);
+  bind_figure(st, 4, energy_j);
+  return run(s, ST_SET_IV_USE, err);
+}
+
+static int s_close_node_interval(gp_store *b, const char *node, int64_t end, gp_err *err) {
+  sqlite_store *s = (sqlite_store *)b;
+  bind_text(s->st[ST_CLOSE_NODE_IV], 1, node);
+  sqlite3_bind_int64(s->st[ST_CLOSE_NODE_IV], 2, end);
+  return run(s, ST_CLOSE_NODE_IV, err);
+}
+
+static int s_open_node_interval(gp_store *b, const gp_store_node_interval *r, gp_err *err) {
+  sqlite_store *s = (sqlite_store *)b;
+  int rc = s_close_node_interval(b, r->node, r->start, err);
+  if (rc) return rc;
+  sqlite3_stmt *st = s->st[ST_OPEN_NODE_IV];
+  bind_text(st, 1, r->node ? r->node : "");
+  bind_text(st, 2, r->model ? r->model : "");
+  bind_text(st, 3, r->capacity ? r->capacity : "");
+  sqlite3_bind_int(st, 4, r->gpus);
+  bind_text(st, 5, r->state ? r->state : "");
+  sqlite3_bind_int64(st, 6, r->start);
+  return run(s, ST_OPEN_NODE_IV, err);
 /* Settings change rarely (an admin's command), so the statement is prepared per call. */
 static int s_put_setting(gp_store *b, const char *name, const char *doc, gp_err *err) {
   sqlite_store *s = (sqlite_store *)b;
@@ -311,6 +402,27 @@ static int row_cred(sqlite3_stmt *st, const gp_store_load_cb *cb) {
   return cb->credential(cb->ctx, col_text(st, 0), col_text(st, 1));
 }
 
+static double col_figure(sqlite3_stmt *st, int i) {
+  return sqlite3_column_type(st, i) == SQLITE_NULL ? -1 : sqlite3_column_double(st, i);
+}
+
+static int row_interval(sqlite3_stmt *st, const gp_store_load_cb *cb) {
+  gp_store_interval r = {
+      .id = sqlite3_column_int64(st, 0), .job_id = sqlite3_column_int64(st, 1),
+      .attempt = sqlite3_column_int(st, 2), .task = sqlite3_column_int(st, 3),
+      .user = col_text(st, 4), .queue = col_text(st, 5), .node = col_text(st, 6),
+      .gpu_uuid = col_text(st, 7), .model = col_text(st, 8), .capacity = col_text(st, 9),
+      .share = sqlite3_column_double(st, 10), .start = sqlite3_column_int64(st, 11),
+      .used_gpu_s = col_figure(st, 12), .energy_j = col_figure(st, 13)};
+  return cb->interval(cb->ctx, &r);
+}
+
+static int row_node_interval(sqlite3_stmt *st, const gp_store_load_cb *cb) {
+  gp_store_node_interval r = {
+      .id = sqlite3_column_int64(st, 0), .node = col_text(st, 1), .model = col_text(st, 2),
+      .capacity = col_text(st, 3), .gpus = sqlite3_column_int(st, 4), .state = col_text(st, 5),
+      .start = sqlite3_column_int64(st, 6)};
+  return cb->node_interval(cb->ctx, &r);
 static int row_setting(sqlite3_stmt *st, const gp_store_load_cb *cb) {
   return cb->setting(cb->ctx, col_text(st, 0), col_text(st, 1));
 }
@@ -333,6 +445,13 @@ static int s_load(gp_store *b, const gp_store_load_cb *cb, gp_err *err) {
   if (!r && cb->meta) r = load_table(s, "SELECT key, value FROM meta ORDER BY key", row_meta, cb, err);
   if (!r && cb->credential)
     r = load_table(s, "SELECT node, hash FROM node_credentials ORDER BY node", row_cred, cb, err);
+  if (!r && cb->interval)
+    r = load_table(s, "SELECT id, job_id, attempt, task, user, queue, node, gpu_uuid, model, "
+                      "capacity, share, start, used_gpu_s, energy_j FROM ledger "
+                      "WHERE \"end\" IS NULL ORDER BY id", row_interval, cb, err);
+  if (!r && cb->node_interval)
+    r = load_table(s, "SELECT id, node, model, capacity, gpus, state, start FROM node_ledger "
+                      "WHERE \"end\" IS NULL ORDER BY id", row_node_interval, cb, err);
   if (!r && cb->setting)
     r = load_table(s, "SELECT name, doc FROM settings ORDER BY name", row_setting, cb, err);
   return r;
@@ -369,7 +488,8 @@ static int s_open_reader(gp_store *b, gp_store_reader **ret, gp_err *err) {
 static const gp_store_ops sqlite_ops = {
     "sqlite", s_begin, s_commit, s_rollback, s_put_job, s_add_event, s_put_node, s_put_alloc,
     s_del_allocs, s_put_queue, s_del_queue, s_put_order, s_del_orders, s_del_order, s_set_meta,
-    s_load, s_close, s_probe, s_put_credential, s_open_reader, s_put_setting,
+    s_load, s_close, s_probe, s_put_credential, s_open_reader, s_open_interval,
+    s_close_intervals, s_set_interval_use, s_open_node_interval, s_close_node_interval, s_put_setting,
 };
 
 /* The database holds every job's command and environment (API keys among them): it is the

@@ -11,8 +11,12 @@
  * Tables: jobs, job_events (the timeline: one row per transition), nodes, allocations
  * (one row per task of a running job), queues (those created through the API), orders
  * (start/stop orders not yet acknowledged by an agent), meta (counters), identity (the
- * store's id), node_credentials (the hash of each node's agent credential) and settings
- * (admin settings that outlive a restart, by name: e.g. the price catalogue an admin set).
+ * store's id), node_credentials (the hash of each node's agent credential), settings (admin
+ * settings that outlive a restart, by name: e.g. the price catalogue an admin set) and the
+ * ledger: `ledger` (one row per job attempt, task and GPU: who held which part of which GPU
+ * from when to when, and what it used) and `node_ledger` (one row per node state interval:
+ * up, drained, down), each opened and closed in the transaction of the state change that
+ * starts and ends it (docs/internals/store.md).
  *
  * Identity: every store has a random id, made with the database and kept in it, so that an
  * agent can tell a store it served from another one that reuses the same job and order
@@ -78,6 +82,27 @@ typedef struct gp_store_order {
   const char *doc;       /* the order as sent to the agent */
 } gp_store_order;
 
+/* One row of the ledger: a job attempt's task holding `share` of one GPU over [start, end).
+ * Strings are borrowed (for the call, or for a load/read callback). */
+typedef struct gp_store_interval {
+  int64_t id, job_id;        /* id: the row's number (ignored when opening one) */
+  int attempt, task;         /* attempt: the job's run number, 1, 2, ... */
+  const char *user, *queue, *node, *gpu_uuid, *model, *capacity;
+  double share;              /* the part of the GPU held, (0, 1] */
+  int64_t start, end;        /* Unix seconds; end 0: still open */
+  double used_gpu_s;         /* SM-busy GPU-seconds in whole-GPU units; < 0: unknown */
+  double energy_j;           /* < 0: unknown */
+} gp_store_interval;
+
+/* One row of the node ledger: a node in one state ("up", "drained", "down") over
+ * [start, end). */
+typedef struct gp_store_node_interval {
+  int64_t id;
+  const char *node, *model, *capacity, *state;
+  int gpus;                  /* the node's GPU count */
+  int64_t start, end;        /* end 0: still open */
+} gp_store_node_interval;
+
 /* Load callbacks return 0 to continue or a negative GP_E* to stop the load with it. */
 typedef struct gp_store_load_cb {
   void *ctx;
@@ -89,6 +114,8 @@ typedef struct gp_store_load_cb {
   int (*order)(void *ctx, const gp_store_order *row);   /* in id order */
   int (*meta)(void *ctx, const char *key, int64_t value);
   int (*credential)(void *ctx, const char *node, const char *hash);
+  int (*interval)(void *ctx, const gp_store_interval *row);           /* open ones, by id */
+  int (*node_interval)(void *ctx, const gp_store_node_interval *row); /* open ones, by id */
   int (*setting)(void *ctx, const char *name, const char *doc);   /* in name order */
 } gp_store_load_cb;
 
@@ -122,6 +149,20 @@ typedef struct gp_store_ops {
   int (*put_credential)(gp_store *s, const char *node, const char *hash, gp_err *err);
   /* A read-only handle on the same data for another thread (see gp_store_reader). */
   int (*open_reader)(gp_store *s, gp_store_reader **ret, gp_err *err);
+  /* The ledger. Opens an interval (row's id, end and use figures are ignored: it starts
+   * open, its use unknown). */
+  int (*open_interval)(gp_store *s, const gp_store_interval *row, gp_err *err);
+  /* Closes every open interval of a job at `end`. */
+  int (*close_intervals)(gp_store *s, int64_t job_id, int64_t end, gp_err *err);
+  /* Sets the use figures of a job's open intervals on `node`: the job's totals there for
+   * its current attempt, split across the intervals by share. A figure < 0 (unknown) leaves
+   * the intervals' figure as it was. */
+  int (*set_interval_use)(gp_store *s, int64_t job_id, const char *node, double used_gpu_s,
+                          double energy_j, gp_err *err);
+  /* Opens a node interval, closing the node's open one (if any) at the new one's start. */
+  int (*open_node_interval)(gp_store *s, const gp_store_node_interval *row, gp_err *err);
+  /* Closes the node's open interval (if any) at `end`. */
+  int (*close_node_interval)(gp_store *s, const char *node, int64_t end, gp_err *err);
   /* An admin setting `name` (upsert), or with doc NULL no setting of that name. */
   int (*put_setting)(gp_store *s, const char *name, const char *doc, gp_err *err);
 } gp_store_ops;
@@ -177,6 +218,16 @@ int gp_store_fault_failures(const gp_store *s);
 int gp_store_reader_open(gp_store *s, gp_store_reader **ret, gp_err *err);
 void gp_store_reader_close(gp_store_reader *r); /* accepts NULL */
 
+/* Every interval that overlaps [from, to) (an open one overlaps when start < to), in start
+ * order; `user` non-NULL keeps only that user's. The callback returns 0 to go on, or a
+ * negative GP_E* to stop the scan with it. Strings are borrowed for the callback. */
+int gp_store_reader_intervals(gp_store_reader *r, int64_t from, int64_t to, const char *user,
+                              int (*cb)(void *ctx, const gp_store_interval *iv), void *ctx,
+                              gp_err *err);
+int gp_store_reader_node_intervals(gp_store_reader *r, int64_t from, int64_t to,
+                                   int (*cb)(void *ctx, const gp_store_node_interval *iv),
+                                   void *ctx, gp_err *err);
+
 /* Closes any backend; accepts NULL. */
 void gp_store_close(gp_store *s);
 
@@ -198,6 +249,11 @@ static inline int gp_store_probe(gp_store *s, gp_err *e) { return s->ops->probe(
 static inline const char *gp_store_failure(const gp_store *s) { return s->failure; }
 static inline int gp_store_load(gp_store *s, const gp_store_load_cb *cb, gp_err *e) { return s->ops->load(s, cb, e); }
 static inline int gp_store_put_credential(gp_store *s, const char *node, const char *hash, gp_err *e) { return s->ops->put_credential(s, node, hash, e); }
+static inline int gp_store_open_interval(gp_store *s, const gp_store_interval *r, gp_err *e) { return s->ops->open_interval(s, r, e); }
+static inline int gp_store_close_intervals(gp_store *s, int64_t job, int64_t end, gp_err *e) { return s->ops->close_intervals(s, job, end, e); }
+static inline int gp_store_set_interval_use(gp_store *s, int64_t job, const char *node, double used_gpu_s, double energy_j, gp_err *e) { return s->ops->set_interval_use(s, job, node, used_gpu_s, energy_j, e); }
+static inline int gp_store_open_node_interval(gp_store *s, const gp_store_node_interval *r, gp_err *e) { return s->ops->open_node_interval(s, r, e); }
+static inline int gp_store_close_node_interval(gp_store *s, const char *node, int64_t end, gp_err *e) { return s->ops->close_node_interval(s, node, end, e); }
 static inline int gp_store_put_setting(gp_store *s, const char *name, const char *doc, gp_err *e) { return s->ops->put_setting(s, name, doc, e); }
 
 #endif

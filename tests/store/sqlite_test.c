@@ -59,7 +59,7 @@ static int c_meta(void *ctx, const char *k, int64_t v) {
 static counts load_all(gp_store *s) {
   counts c;
   memset(&c, 0, sizeof c);
-  gp_store_load_cb cb = {&c, c_job, c_event, c_node, c_alloc, c_queue, c_order, c_meta, NULL, NULL};
+  gp_store_load_cb cb = {&c, c_job, c_event, c_node, c_alloc, c_queue, c_order, c_meta, NULL, NULL, NULL, NULL};
   gp_err e = {0};
   CHECK_EQ_INT(0, gp_store_load(s, &cb, &e));
   return c;

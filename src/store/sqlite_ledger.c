@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The SQLite backend's ledger reads (store.h, gp_store_reader_intervals and
+ * gp_store_reader_node_intervals): range reads over the `ledger` and `node_ledger` tables
+ * on a reader's connection, for reports on HTTP threads. A year of history is about a
+ * million rows, so each read selects only the columns it hands on, prepares its statements
+ * once per call and never sorts the whole range. */
+#include <sqlite3.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "store/sqlite_reader.h"
+#include "store/store.h"
+
+/* A range read in two parts, so that each uses an index and the rows come in start order
+ * without sorting the whole range: first the intervals that started before `from` and run
+ * into it, then those that start inside [from, to) (read in order from ledger_start).
+ * The first part scans one of the two range indexes (each carries the other bound, so the
+ * scan never touches the table for a row it skips): the start index up to `from` when
+ * `from` lies in the older half of the history, else the end index from `from` on; a
+ * month at either end of a year then scans a month's worth of index, and no range scans
+ * more than half of it. */
+#define IV_COLS                                                                            \
+  "id, job_id, attempt, task, user, queue, node, gpu_uuid, model, capacity, share, start, " \
+  "\"end\", used_gpu_s, energy_j"
+#define IV_USER " AND (?3 IS NULL OR user = ?3)"
+static const char *const iv_before_by_start =
+    "SELECT " IV_COLS " FROM ledger INDEXED BY ledger_start WHERE start < ?1 AND start < ?2"
+    " AND (\"end\" > ?1 OR \"end\" IS NULL)" IV_USER " ORDER BY start, \"end\", id";
+static const char *const iv_before_by_end =
+    "SELECT " IV_COLS " FROM ledger INDEXED BY ledger_end WHERE"
+    " ((\"end\" > ?1 AND start < ?1) OR (\"end\" IS NULL AND start < ?1)) AND +start < ?2"
+    IV_USER " ORDER BY +start, id";
+static const char *const iv_inside =
+    "SELECT " IV_COLS " FROM ledger WHERE start >= ?1 AND start < ?2" IV_USER
+    " ORDER BY start, \"end\", id";
+#define NODE_COLS "id, node, model, capacity, state, gpus, start, \"end\""
+/* Node intervals change a few times a day per node: the simple form suffices. */
+static const char *const node_iv_before =
+    "SELECT " NODE_COLS " FROM node_ledger WHERE (\"end\" > ?1 OR \"end\" IS NULL)"
+    " AND +start < ?1 AND +start < ?2 ORDER BY +start, id";
+static const char *const node_iv_inside =
+    "SELECT " NODE_COLS " FROM node_ledger WHERE start >= ?1 AND start < ?2 ORDER BY start, id";
+
+static const char *text_or_empty(sqlite3_stmt *st, int i) {
+  const unsigned char *t = sqlite3_column_text(st, i);
+  return t ? (const char *)t : "";
+}
+
+static double figure(sqlite3_stmt *st, int i) {
+  return sqlite3_column_type(st, i) == SQLITE_NULL ? -1 : sqlite3_column_double(st, i);
+}
+
+/* Steps `st` to its end, handing each row to `row` (which calls the caller's callback). */
+static int scan(gp_store_reader *r, sqlite3_stmt *st, const char *sql,
+                int (*row)(sqlite3_stmt *st, void *cb, void *ctx), void *cb, void *ctx,
+                gp_err *err) {
+  int rc, ret = 0;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+    if ((ret = row(st, cb, ctx)) != 0) return ret;
+  if (rc != SQLITE_DONE) ret = gp_store_sqlite_reader_error(r, err, sql);
+  return ret;
+}
+
+typedef int (*iv_cb)(void *ctx, const gp_store_interval *iv);
+typedef int (*node_iv_cb)(void *ctx, const gp_store_node_interval *iv);
+
+static int iv_row(sqlite3_stmt *st, void *cb, void *ctx) {
+  gp_store_interval iv = {
+      .id = sqlite3_column_int64(st, 0), .job_id = sqlite3_column_int64(st, 1),
+      .attempt = sqlite3_column_int(st, 2), .task = sqlite3_column_int(st, 3),
+      .user = text_or_empty(st, 4), .queue = text_or_empty(st, 5),
+      .node = text_or_empty(st, 6), .gpu_uuid = text_or_empty(st, 7),
+      .model = text_or_empty(st, 8), .capacity = text_or_empty(st, 9),
+      .share = sqlite3_column_double(st, 10), .start = sqlite3_column_int64(st, 11),
+      .end = sqlite3_column_int64(st, 12), /* NULL reads as 0: open */
+      .used_gpu_s = figure(st, 13), .energy_j = figure(st, 14)};
+  return (*(iv_cb *)cb)(ctx, &iv);
+}
+
+static int node_iv_row(sqlite3_stmt *st, void *cb, void *ctx) {
+  gp_store_node_interval iv = {
+      .id = sqlite3_column_int64(st, 0), .node = text_or_empty(st, 1),
+      .model = text_or_empty(st, 2), .capacity = text_or_empty(st, 3),
+      .state = text_or_empty(st, 4), .gpus = sqlite3_column_int(st, 5),
+      .start = sqlite3_column_int64(st, 6), .end = sqlite3_column_int64(st, 7)};
+  return (*(node_iv_cb *)cb)(ctx, &iv);
+}
+
+/* Whether `from` lies in the older half of the ledger's starts (two index look-ups). */
+static bool from_in_older_half(gp_store_reader *r, int64_t from) {
+  sqlite3_stmt *st = NULL;
+  bool older = true;
+  if (sqlite3_prepare_v2(r->db, "SELECT (SELECT min(start) FROM ledger),"
+                                " (SELECT max(start) FROM ledger)", -1, &st, NULL) == SQLITE_OK &&
+      sqlite3_step(st) == SQLITE_ROW) {
+    int64_t lo = sqlite3_column_int64(st, 0), hi = sqlite3_column_int64(st, 1);
+    older = from - lo <= hi - from;
+  }
+  sqlite3_finalize(st);
+  return older;
+}
+
+/* Runs both parts of a range read, each prepared once per call. */
+static int range_read(gp_store_reader *r, const char *const sql[2], int64_t from, int64_t to,
+                      const char *user, int (*row)(sqlite3_stmt *st, void *cb, void *ctx),
+                      void *cb, void *ctx, gp_err *err) {
+  int ret = 0;
+  for (int part = 0; part < 2 && !ret; part++) {
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(r->db, sql[part], -1, &st, NULL) != SQLITE_OK)
+      return gp_store_sqlite_reader_error(r, err, sql[part]);
+    sqlite3_bind_int64(st, 1, from);
+    sqlite3_bind_int64(st, 2, to);
+    if (user) sqlite3_bind_text(st, 3, user, -1, SQLITE_STATIC);
+    ret = scan(r, st, sql[part], row, cb, ctx, err);
+    sqlite3_finalize(st);
+  }
+  return ret;
+}
+
+int gp_store_reader_intervals(gp_store_reader *r, int64_t from, int64_t to, const char *user,
+                              int (*cb)(void *ctx, const gp_store_interval *iv), void *ctx,
+                              gp_err *err) {
+  if (from >= to) return 0;
+  const char *sql[2] = {from_in_older_half(r, from) ? iv_before_by_start : iv_before_by_end,
+                        iv_inside};
+  return range_read(r, sql, from, to, user, iv_row, &cb, ctx, err);
+}
+
+int gp_store_reader_node_intervals(gp_store_reader *r, int64_t from, int64_t to,
+                                   int (*cb)(void *ctx, const gp_store_node_interval *iv),
+                                   void *ctx, gp_err *err) {
+  if (from >= to) return 0;
+  const char *sql[2] = {node_iv_before, node_iv_inside};
+  return range_read(r, sql, from, to, NULL, node_iv_row, &cb, ctx, err);
+}
