@@ -329,6 +329,8 @@ static int s_open_node_interval(gp_store *b, const gp_store_node_interval *r, gp
   bind_text(st, 5, r->state ? r->state : "");
   sqlite3_bind_int64(st, 6, r->start);
   return run(s, ST_OPEN_NODE_IV, err);
+}
+
 /* Settings change rarely (an admin's command), so the statement is prepared per call. */
 static int s_put_setting(gp_store *b, const char *name, const char *doc, gp_err *err) {
   sqlite_store *s = (sqlite_store *)b;
@@ -423,6 +425,8 @@ static int row_node_interval(sqlite3_stmt *st, const gp_store_load_cb *cb) {
       .capacity = col_text(st, 3), .gpus = sqlite3_column_int(st, 4), .state = col_text(st, 5),
       .start = sqlite3_column_int64(st, 6)};
   return cb->node_interval(cb->ctx, &r);
+}
+
 static int row_setting(sqlite3_stmt *st, const gp_store_load_cb *cb) {
   return cb->setting(cb->ctx, col_text(st, 0), col_text(st, 1));
 }

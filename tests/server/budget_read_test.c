@@ -3,6 +3,7 @@
  * the key, and periods start at 00:00 UTC (the day, the Monday, the 1st). */
 #include "test.h"
 #include "server/budget.h"
+#include "ledger/prices.h"
 #include "server/config.h"
 
 static gp_err config_fails(const char *text) {
@@ -19,7 +20,10 @@ static void a_config_queue_reads_its_budget(void) {
       "  - {name: a, deserved: 4, budget: {gpu_hours: 500, period: month, action: hold_new}}\n"
       "  - {name: b, deserved: 4}\n"
       "  - name: c\n"
-      "    budget: {amount: 1200.5, period: week}\n";
+      "    budget: {amount: 1200.5, period: week}\n"
+      "prices:\n"
+      "  currency: EUR\n"
+      "  gpu_hour: [{model: H100-80GB, capacity: on-demand, price: 6.5}]\n";
   gp_server_config *c = NULL;
   gp_err e = {0};
   REQUIRE(gp_server_config_parse("server.yaml", text, strlen(text), &c, &e) == 0);
@@ -31,6 +35,8 @@ static void a_config_queue_reads_its_budget(void) {
   CHECK(c->queues[2].budget.set && c->queues[2].budget.money);
   CHECK_EQ_INT(GP_BUDGET_WEEK, c->queues[2].budget.period);
   CHECK_EQ_INT(GP_BUDGET_NONE, c->queues[2].budget.action);
+  REQUIRE(c->prices != NULL);
+  CHECK_EQ_STR("EUR", c->prices->currency);
   gp_server_config_free(c);
 }
 
@@ -49,6 +55,12 @@ static void a_bad_budget_names_its_key(void) {
   CHECK_CONTAINS(e.field, "colour");
   e = config_fails("queues:\n  - {name: a, budget: {gpu_hours: 1}}\n");
   CHECK_EQ_STR("queues[0].budget.period", e.field);
+  /* Money needs a catalogue to be measured in. */
+  e = config_fails("queues:\n  - {name: a, budget: {amount: 100, period: day}}\n");
+  CHECK_EQ_STR("queues[0].budget.amount", e.field);
+  CHECK_CONTAINS(e.message, "prices");
+  e = config_fails("prices: {gpu_hour: [{model: H100-80GB, capacity: cheap, price: 1}]}\n");
+  CHECK_EQ_STR("prices.gpu_hour[0].capacity", e.field);
 }
 
 static void the_api_form_reads_the_same(void) {
