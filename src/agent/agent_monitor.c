@@ -128,6 +128,7 @@ json_t *gp__agent_job_usage_json(gp_agent *a, const char *job_id) {
     json_object_set_new(o, "avg_sm_util_pct", json_real(u.avg_sm_util_pct));
     json_object_set_new(o, "peak_sm_util_pct", json_integer(u.peak_sm_util_pct));
     json_object_set_new(o, "idle_s", json_integer(u.idle_s));
+    json_object_set_new(o, "sm_busy_gpu_s", json_real(u.sm_busy_gpu_s));
   }
   json_object_set_new(o, "peak_mem_mib", json_integer(u.peak_mem_mib));
   json_object_set_new(o, "energy_j", json_real(u.energy_j));

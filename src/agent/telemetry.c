@@ -16,6 +16,7 @@
 typedef struct job_state {
   gp_telemetry_job job;
   double util_ms;            /* sum of util_pct * ms */
+  double sm_busy_ms;         /* SM-busy GPU-milliseconds in whole-GPU units */
   int64_t sampled_ms, idle_ms;
   int peak_util;
   int64_t peak_mem;
@@ -139,6 +140,7 @@ static void usage_of(const job_state *s, gp_job_usage *u) {
   u->idle_s = s->idle_ms / 1000;
   u->sampled_s = s->sampled_ms / 1000;
   u->util_known = s->seen;
+  u->sm_busy_gpu_s = s->sm_busy_ms / 1000.0;
 }
 
 int gp_telemetry_set_jobs(gp_telemetry *t, const gp_telemetry_job *jobs, int n, gp_err *err) {
@@ -288,6 +290,7 @@ typedef struct sample_round {
   int pair_util[GP_TELEMETRY_MAX_ATTR];
   double job_util_sum[GP_TELEMETRY_MAX_JOBS];
   int job_util_n[GP_TELEMETRY_MAX_JOBS];
+  double job_busy[GP_TELEMETRY_MAX_JOBS]; /* busy fraction summed over its GPUs, whole-GPU units */
   int64_t job_mem[GP_TELEMETRY_MAX_JOBS];
 } sample_round;
 
@@ -409,6 +412,20 @@ static void pair_utilisation(gp_telemetry *t, sample_round *r) {
   }
 }
 
+/* The part of GPU `gpu` a MIG instance is (its compute slices over the GPU's 7, the count on
+ * every MIG-capable part, src/core/mig.h), read from its profile name ("3g.40gb"); 1 for a
+ * pair on the whole GPU or an instance the discovery did not list. */
+static double mig_share(const gp_telemetry *t, int gpu, const char *mig_uuid) {
+  if (!mig_uuid[0] || gpu < 0 || gpu >= t->n_gpus) return 1;
+  const gp_gpu_info *info = &t->info[gpu];
+  for (int m = 0; m < info->n_mig && m < GP_GPU_MAX_MIG; m++) {
+    if (strcmp(info->mig[m].uuid, mig_uuid) != 0) continue;
+    int slices = atoi(info->mig[m].profile);
+    return slices >= 1 && slices <= 7 ? slices / 7.0 : 1;
+  }
+  return 1;
+}
+
 /* Splits each GPU's energy among its pairs, gathers each job's figures for the round and
  * rebuilds the attribution table of the view. The job table cannot have changed since the
  * round began: only this thread calls set_jobs. Caller holds the lock. */
@@ -428,6 +445,7 @@ static void account_pairs(gp_telemetry *t, sample_round *r) {
     if (r->pair_util[i] >= 0) {
       r->job_util_sum[p->job] += r->pair_util[i];
       r->job_util_n[p->job]++;
+      r->job_busy[p->job] += r->pair_util[i] / 100.0 * mig_share(t, p->gpu, p->mig);
     }
     r->job_mem[p->job] += p->mem;
     gp_telemetry_attr *a = &t->attr[t->n_attr++];
@@ -454,6 +472,7 @@ static void account_jobs(gp_telemetry *t, const sample_round *r) {
       js->last_util = u;
       if (js->seen) {
         js->util_ms += u * (double)r->dt;
+        js->sm_busy_ms += r->job_busy[j] * (double)r->dt;
         js->sampled_ms += r->dt;
         if (u < t->idle_pct) js->idle_ms += r->dt;
       }

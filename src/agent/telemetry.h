@@ -47,6 +47,9 @@ typedef struct gp_job_usage {
   int64_t idle_s;            /* time with SM utilisation under the idle threshold */
   int64_t sampled_s;         /* time covered by samples */
   bool util_known;           /* some round measured its SM utilisation (not so for MPS clients) */
+  double sm_busy_gpu_s;      /* SM-busy GPU-seconds in whole-GPU units, summed over its GPUs
+                                (a MIG instance's busy time x its share of the GPU); valid
+                                with util_known */
 } gp_job_usage;
 
 /* One job's figures on one GPU in the latest round. */

@@ -113,6 +113,24 @@ static void join_strings(json_t *arr, const char *sep, gp_buf *out) {
   }
 }
 
+/* Each run of the job: its number, start, end (or "running"), nodes and why it ended. */
+static void format_attempts(json_t *attempts, gp_buf *out) {
+  if (!json_array_size(attempts)) return;
+  gp_buf_puts(out, "  attempts\n");
+  size_t i;
+  json_t *a;
+  json_array_foreach(attempts, i, a) {
+    char t0[64], t1[64];
+    fmt_time(num(a, "start"), t0, sizeof t0);
+    if (json_is_integer(json_object_get(a, "end"))) fmt_time(num(a, "end"), t1, sizeof t1);
+    else snprintf(t1, sizeof t1, "running");
+    gp_buf_printf(out, "    %-3lld %s .. %s  on ", (long long)num(a, "attempt"), t0, t1);
+    join_strings(json_object_get(a, "nodes"), ",", out);
+    if (*str(a, "end_reason")) gp_buf_printf(out, ": %s", str(a, "end_reason"));
+    gp_buf_puts(out, "\n");
+  }
+}
+
 /* A shell-like rendering of the command: words with spaces get quotes. */
 static void fmt_command(json_t *cmd, gp_buf *out) {
   size_t i;
@@ -189,6 +207,7 @@ void gp_job_fmt_show(json_t *job, int64_t now, gp_buf *out) {
     }
   }
   if (*str(job, "enforcement")) gp_buf_printf(out, "  enforced   %s\n", str(job, "enforcement"));
+  format_attempts(json_object_get(job, "attempts"), out);
 
   json_t *tl = json_object_get(job, "timeline");
   if (json_array_size(tl)) {

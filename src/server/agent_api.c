@@ -284,6 +284,21 @@ static int apply_mig_done(gp_srv_state *s, gp_srv_node *n, const gp_proto_event 
   return gp__srv_persist_node(s, n, err);
 }
 
+/* A usage figure the agent reports: a finite number >= 0, else unknown (-1). */
+static double figure(const json_t *u, const char *key) {
+  const json_t *v = json_object_get(u, key);
+  double x = json_is_number(v) ? json_number_value(v) : -1;
+  return x >= 0 && x < 1e15 ? x : -1;
+}
+
+/* Keeps the job's latest usage and writes its use figures into its open ledger intervals
+ * on this node. */
+static int take_usage(gp_srv_state *s, gp_srv_job *j, int idx, const json_t *u, gp_err *err) {
+  json_decref(j->usage);
+  j->usage = json_deep_copy(u);
+  return gp__srv_ledger_use(s, j, idx, figure(u, "sm_busy_gpu_s"), figure(u, "energy_j"), err);
+}
+
 static int apply_event(gp_srv_state *s, gp_srv_node *n, int idx, const json_t *doc, int64_t now_s,
                        gp_err *err) {
   gp_proto_event ev, *e = &ev;
@@ -323,10 +338,10 @@ static int apply_event(gp_srv_state *s, gp_srv_node *n, int idx, const json_t *d
     j->last_checkpoint_at = at;
     return gp__srv_persist_job(s, j, err);
   }
-  /* exited */
-  if (e->usage) {
-    json_decref(j->usage);
-    j->usage = json_deep_copy(e->usage);
+  /* exited: its last figures reach the intervals before they close */
+  if (json_is_object(e->usage) && json_object_size(e->usage) <= 32) {
+    int r = take_usage(s, j, idx, e->usage, err);
+    if (r) return r;
   }
   char why[600];
   exit_reason(e->has_reason ? e->reason : NULL, e->has_message ? e->message : NULL, why, sizeof why);
@@ -373,19 +388,18 @@ static void apply_gpus(gp_srv_node *n, const json_t *gpus, gp_srv_state *s, int6
 }
 
 /* Usage figures of the node's own jobs; a report about another node's job is ignored. */
-static void apply_usage(gp_srv_state *s, int idx, const json_t *jobs) {
-  if (!json_is_array(jobs)) return;
-  for (size_t i = 0; i < json_array_size(jobs) && i < 10000; i++) {
+static int apply_usage(gp_srv_state *s, int idx, const json_t *jobs, gp_err *err) {
+  if (!json_is_array(jobs)) return 0;
+  int r = 0;
+  for (size_t i = 0; i < json_array_size(jobs) && i < 10000 && !r; i++) {
     const json_t *e = json_array_get(jobs, i);
     gp_srv_job *j = gp__srv_job_get(s, json_string_value(json_object_get(e, "id")));
     const json_t *u = json_object_get(e, "usage");
     bool here = false;
     for (int t = 0; j && t < j->n_alloc; t++) here = here || j->alloc[t].node == idx;
-    if (here && json_is_object(u) && json_object_size(u) <= 32) {
-      json_decref(j->usage);
-      j->usage = json_deep_copy(u);
-    }
+    if (here && json_is_object(u) && json_object_size(u) <= 32) r = take_usage(s, j, idx, u, err);
   }
+  return r;
 }
 
 /* An agent that could not read an answer says so in its next heartbeat: its orders are not
@@ -469,8 +483,8 @@ static int do_heartbeat(gp_srv_state *s, gp_srv_req *r, int64_t now_s, int64_t n
     json_decref(n->conditions);
     n->conditions = list;
   }
-  apply_usage(s, idx, json_object_get(body, "jobs"));
-  rc = answer_error(s, n, json_object_get(body, "answer_error"), err);
+  rc = apply_usage(s, idx, json_object_get(body, "jobs"), err);
+  if (!rc) rc = answer_error(s, n, json_object_get(body, "answer_error"), err);
   if (rc) return rc;
   bool has_orders = n->n_orders > 0 && n->orders[n->n_orders - 1].id > gen;
   release_waiter(s, n); /* one poll per node: the newer one wins */

@@ -151,6 +151,12 @@ char *gp__srv_job_store_doc(const gp_srv_job *j) {
     gp_buf_puts(&b, pl ? pl : "[]");
     free(pl);
   }
+  if (j->attempts) {
+    char *at = json_dumps(j->attempts, JSON_COMPACT);
+    put_key(&b, "attempts");
+    gp_buf_puts(&b, at ? at : "[]");
+    free(at);
+  }
   if (j->enforcement) put_kstr(&b, "enforcement", j->enforcement);
   gp_buf_append(&b, "}", 1);
   char *out = gp_buf_steal(&b);

@@ -143,6 +143,7 @@ void gp__srv_job_free(gp_srv_job *j) {
   json_decref(j->timeline);
   json_decref(j->usage);
   json_decref(j->last_placements);
+  json_decref(j->attempts);
   free(j->enforcement);
   free(j->pending_message);
   free(j);
@@ -469,6 +470,8 @@ int gp__srv_job_from_doc(const char *doc, gp_srv_job **ret, gp_err *err) {
   if (sr) j->stop_reason = gp_xstrdup(sr);
   const json_t *lp = json_object_get(o, "last_placements");
   if (json_is_array(lp)) j->last_placements = json_deep_copy(lp);
+  const json_t *at = json_object_get(o, "attempts");
+  if (json_is_array(at)) j->attempts = json_deep_copy(at);
   const char *enf = json_string_value(json_object_get(o, "enforcement"));
   if (enf && strlen(enf) < 32) j->enforcement = gp_xstrdup(enf);
   json_decref(o);
@@ -571,6 +574,9 @@ json_t *gp__srv_job_to_json(const gp_srv_state *s, const gp_srv_job *j, bool for
   json_object_set_new(o, "ended_at", j->ended_at ? json_integer(j->ended_at) : json_null());
   json_object_set_new(o, "last_checkpoint_at",
                       j->last_checkpoint_at ? json_integer(j->last_checkpoint_at) : json_null());
+  /* A copy: HTTP threads serialise the API's object after the state thread moved on. */
+  if (j->attempts || !for_store)
+    json_object_set_new(o, "attempts", j->attempts ? json_deep_copy(j->attempts) : json_array());
   if (for_store) {
     if (j->last_placements && gp_job_state_is_final(j->state))
       json_object_set(o, "last_placements", j->last_placements);

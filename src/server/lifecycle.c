@@ -22,6 +22,7 @@ int gp__srv_job_end(gp_srv_state *s, gp_srv_job *j, gp_job_state st, const char 
   j->ended_at = now;
   set_str(&j->end_reason, reason);
   set_str(&j->stop_reason, NULL);
+  gp__srv_attempt_ended(j, reason);
   s->counters.ends++;
   if (j->started_at > 0 && now >= j->started_at) gp_hist_observe(&s->counters.run_s, (double)(now - j->started_at));
   json_t *extra = json_object();
@@ -33,8 +34,11 @@ int gp__srv_job_end(gp_srv_state *s, gp_srv_job *j, gp_job_state st, const char 
   return r;
 }
 
-/* Releases the job's allocations (memory and store). */
-static int free_allocs(gp_srv_state *s, gp_srv_job *j, gp_err *err) {
+/* Releases the job's allocations (memory and store) and closes its ledger intervals: every
+ * end of a run (stop, exit, requeue, preemption, lost node) comes through here. */
+static int free_allocs(gp_srv_state *s, gp_srv_job *j, int64_t now, gp_err *err) {
+  int r = gp__srv_ledger_close_job(s, j, now, err);
+  if (r) return r;
   /* Remember where it ran, for `gpool show` and accounting. */
   if (j->n_alloc > 0) {
     json_decref(j->last_placements);
@@ -50,6 +54,7 @@ static int free_allocs(gp_srv_state *s, gp_srv_job *j, gp_err *err) {
 
 static int requeue(gp_srv_state *s, gp_srv_job *j, const char *why, int64_t now, gp_err *err) {
   gp__srv_job_set_state(s, j, GP_JOB_PENDING);
+  gp__srv_attempt_ended(j, why);
   j->restarts++;
   j->started_at = 0;
   j->has_exit_code = false;
@@ -93,7 +98,7 @@ int gp__srv_job_stop(gp_srv_state *s, gp_srv_job *j, const char *reason, int64_t
 /* All tasks are gone: the job ends, or returns to the queue. */
 static int finalize(gp_srv_state *s, gp_srv_job *j, const char *agent_reason, int64_t now,
                     gp_err *err) {
-  int r = free_allocs(s, j, err);
+  int r = free_allocs(s, j, now, err);
   if (r) return r;
   const char *sr = j->stop_reason;
   if (sr && strcmp(sr, "preempted") == 0) {
@@ -165,6 +170,8 @@ int gp__srv_node_down(gp_srv_state *s, gp_srv_node *n, const char *why, int64_t 
   n->alive = false;
   gp__srv_node_changed(s, n);
   s->sched_dirty = true;
+  int lr = gp__srv_ledger_node(s, n, now, err);
+  if (lr) return lr;
   /* Collect first: losing a job edits the active list. */
   int nj = 0;
   gp_srv_job **victims = gp_xcalloc((size_t)s->n_active + 1, sizeof *victims);

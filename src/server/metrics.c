@@ -99,6 +99,24 @@ static void by_name(gp_buf *out, const char *name, const char *type, const char 
   for (int i = 0; names && i < max && names[i]; i++) sample(out, name, label, names[i], values[i]);
 }
 
+/* A counter per (queue, model, capacity), the value at `offset` in each usage entry. */
+static void usage_counter(gp_buf *out, const gp_server_metrics *m, const char *name,
+                          const char *help, size_t offset) {
+  family(out, name, "counter", help);
+  for (int i = 0; i < m->n_usage; i++) {
+    const gp_server_metrics_usage *u = &m->usage[i];
+    gp_buf_printf(out, "%s{queue=\"", name);
+    gp_prom_escape(out, u->queue);
+    gp_buf_puts(out, "\",model=\"");
+    gp_prom_escape(out, u->model);
+    gp_buf_puts(out, "\",capacity=\"");
+    gp_prom_escape(out, u->capacity);
+    gp_buf_puts(out, "\"} ");
+    num(out, *(const double *)((const char *)u + offset));
+    gp_buf_puts(out, "\n");
+  }
+}
+
 void gp_server_metrics_render(const gp_server_metrics *m, gp_buf *out) {
 #define QOFF(f) offsetof(gp_server_metrics_queue, f)
   queue_gauge(out, m, "gpool_queue_pending_jobs", "Jobs waiting in the queue.",
@@ -188,4 +206,12 @@ void gp_server_metrics_render(const gp_server_metrics *m, gp_buf *out) {
   hist(out, "gpool_queue_wait_seconds", "Time jobs waited from submission to start.",
        &m->queue_wait_s);
   hist(out, "gpool_job_run_seconds", "Run time of jobs that ended.", &m->job_run_s);
+  usage_counter(out, m, "gpool_queue_gpu_seconds_total",
+                "GPU-seconds allocated to the queue's jobs (x the share of each GPU held) since "
+                "the server started, by GPU model and capacity type.",
+                offsetof(gp_server_metrics_usage, gpu_s));
+  usage_counter(out, m, "gpool_queue_used_gpu_seconds_total",
+                "SM-busy GPU-seconds of the queue's jobs where measured, since the server "
+                "started, by GPU model and capacity type.",
+                offsetof(gp_server_metrics_usage, used_gpu_s));
 }

@@ -50,6 +50,14 @@ typedef struct gp_server_metrics_queue {
   double cost_rate_per_h;      /* currency units per hour at list price; 0: unknown */
 } gp_server_metrics_queue;
 
+/* GPU-seconds of one (queue, GPU model, capacity type) since the server started
+ * (gp__srv_usage_totals). */
+typedef struct gp_server_metrics_usage {
+  const char *queue, *model, *capacity; /* borrowed */
+  double gpu_s;                /* allocated GPU-seconds x share */
+  double used_gpu_s;           /* SM-busy GPU-seconds where measured */
+} gp_server_metrics_usage;
+
 typedef struct gp_server_metrics {
   int n_queues;
   const gp_server_metrics_queue *queues;
@@ -71,6 +79,8 @@ typedef struct gp_server_metrics {
   uint64_t store_write_failures_total; /* failed store transactions */
   uint64_t store_writes_refused_total; /* requests refused while the store was not writable */
   bool store_writable;                 /* false while writes are refused (store_health.h) */
+  int n_usage;
+  const gp_server_metrics_usage *usage;
 } gp_server_metrics;
 
 /* Appends the Prometheus text for `m` to `out` (check gp_buf_truncated afterwards). */

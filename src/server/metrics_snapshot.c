@@ -4,6 +4,7 @@
  * scheduling step; idle GPUs from agents' telemetry (an allocated GPU under 5% for 10 min). */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "server/server_int.h"
 #include "server/metrics.h"
@@ -15,6 +16,19 @@ static const char *const reason_names[] = {
 static const char *const job_states[] = {"pending", "running", "held", "stopping", "completed",
                                          "failed", "cancelled", "preempted", "timeout", NULL};
 static const char *const node_states[] = {"up", "down", "drain", "cordon", NULL};
+
+typedef struct usage_list {
+  gp_server_metrics_usage *v;
+  size_t cap;
+  int n;
+} usage_list;
+
+static void add_usage(void *ctx, const gp_srv_usage_total *t) {
+  usage_list *l = ctx;
+  gp_xgrow((void **)&l->v, &l->cap, (size_t)l->n + 1, sizeof *l->v);
+  l->v[l->n++] = (gp_server_metrics_usage){t->queue, t->model, gp_capacity_name(t->capacity),
+                                           t->gpu_s, t->used_gpu_s};
+}
 
 static int queue_index(const gp_server_metrics_queue *qs, int n, const char *name) {
   for (int i = 0; i < n; i++)
@@ -102,10 +116,15 @@ char *gp__srv_metrics_text(const gp_srv_state *s) {
   m.store_write_failures_total = s->store_health.write_failures;
   m.store_writes_refused_total = s->store_health.refused_total;
   m.store_writable = !s->store_health.degraded;
+  usage_list ul = {NULL, 0, 0};
+  gp__srv_usage_totals(s, time(NULL), add_usage, &ul);
+  m.usage = ul.v;
+  m.n_usage = ul.n;
   gp_buf out;
   gp_buf_init(&out, 0);
   gp_server_metrics_render(&m, &out);
   free(qs);
+  free(ul.v);
   char *text = gp_buf_steal(&out);
   gp_buf_done(&out);
   return text;

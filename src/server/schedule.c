@@ -41,7 +41,7 @@ static int apply_start(gp_srv_state *s, gp_srv_job *j, const gp_plan_start *st, 
   for (int t = 0; t < st->n_placements; t++) {
     const gp_placement *p = &st->placements[t];
     j->alloc[t] = (gp_srv_alloc){p->node, p->gpu_mask, p->gpu_milli, p->gpu_mem_mib,
-                                 p->mig_instance, false, 0, 0};
+                                 p->mig_instance, false, 0, 0, -1, -1};
   }
   gp__srv_job_set_state(s, j, GP_JOB_RUNNING);
   j->started_at = now;
@@ -59,6 +59,7 @@ static int apply_start(gp_srv_state *s, gp_srv_job *j, const gp_plan_start *st, 
     json_object_set_new(extra, "nodes", nodes);
   }
   int r = gp__srv_job_event(s, j, "started", now, extra, err);
+  if (!r) r = gp__srv_ledger_open_job(s, j, now, err); /* before the job's doc: its attempts */
   if (!r) r = gp__srv_persist_job(s, j, err);
   for (int t = 0; t < j->n_alloc && !r; t++) {
     const gp_srv_alloc *a = &j->alloc[t];

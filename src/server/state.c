@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/sched.h"
 #include "server/state.h"
@@ -50,6 +51,7 @@ void gp__srv_state_free(gp_srv_state *s) {
   gp__srv_counts_free(&s->pending_by_queue);
   free(s->prices_set);
   gp_prices_free(s->prices);
+  gp__srv_usage_sums_free(s);
   free(s);
 }
 
@@ -79,6 +81,7 @@ static void slots_insert(int *slots, size_t n_slots, const char *name, int index
 void gp__srv_node_add(gp_srv_state *s, gp_srv_node *n) {
   gp_xgrow((void **)&s->nodes, &s->cap_nodes, (size_t)s->n_nodes + 1, sizeof *s->nodes);
   n->index = s->n_nodes;
+  n->ledger_state = -1;
   s->nodes[s->n_nodes++] = n;
   gp__srv_node_changed(s, n);
   if ((size_t)s->n_nodes * 2 > s->n_node_slots) {
@@ -243,6 +246,8 @@ int gp__srv_persist_node(gp_srv_state *s, gp_srv_node *n, gp_err *err) {
   gp_store_node row = {n->name, doc};
   int r = gp_store_put_node(s->store, &row, err);
   free(doc);
+  /* Every change of a node's admin state or liveness that lasts is persisted here. */
+  if (!r) r = gp__srv_ledger_node(s, n, time(NULL), err);
   return r;
 }
 
@@ -323,6 +328,9 @@ typedef struct load_ctx {
   gp_srv_state *s;
   gp_err *err;
   int64_t now_ms;
+  int64_t *open_jobs;   /* jobs with open ledger intervals (one entry per interval) */
+  int n_open_jobs;
+  size_t cap_open_jobs;
 } load_ctx;
 
 static int load_job(void *ctx, const gp_store_job *row) {
@@ -378,7 +386,23 @@ static int load_alloc(void *ctx, const gp_store_alloc *row) {
     for (int t = 0; t < j->tasks; t++) j->alloc[t].node = -1;
   }
   j->alloc[row->task] = (gp_srv_alloc){node, row->gpu_mask, row->gpu_milli, row->gpu_mem_mib,
-                                       row->mig_instance, false, 0, 0};
+                                       row->mig_instance, false, 0, 0, -1, -1};
+  return 0;
+}
+
+static int load_interval(void *ctx, const gp_store_interval *row) {
+  load_ctx *c = ctx;
+  if (c->n_open_jobs > 0 && c->open_jobs[c->n_open_jobs - 1] == row->job_id) return 0;
+  gp_xgrow((void **)&c->open_jobs, &c->cap_open_jobs, (size_t)c->n_open_jobs + 1,
+           sizeof *c->open_jobs);
+  c->open_jobs[c->n_open_jobs++] = row->job_id;
+  return 0;
+}
+
+static int load_node_interval(void *ctx, const gp_store_node_interval *row) {
+  load_ctx *c = ctx;
+  gp_srv_node *n = gp__srv_node_get(c->s, row->node);
+  if (n) n->ledger_state = gp__srv_ledger_node_state(row->state);
   return 0;
 }
 
@@ -467,17 +491,20 @@ static gp_srv_queue *queue_from_config(const gp_server_queue *cq) {
 }
 
 int gp__srv_state_load(gp_srv_state *s, int64_t now_s, int64_t now_ms, gp_err *err) {
-  (void)now_s;
   for (int i = 0; i < s->cfg->n_queues; i++) {
     gp_xgrow((void **)&s->queues, &s->cap_queues, (size_t)s->n_queues + 1, sizeof *s->queues);
     s->queues[s->n_queues++] = queue_from_config(&s->cfg->queues[i]);
   }
-  load_ctx c = {s, err, now_ms};
+  load_ctx c = {s, err, now_ms, NULL, 0, 0};
   gp_store_load_cb cb = {&c, load_job, load_event, load_node, load_alloc, load_queue, load_order, load_meta,
-                         load_credential, NULL, NULL,
+                         load_credential, load_interval, load_node_interval,
                          load_setting};
   int r = gp_store_load(s->store, &cb, err);
-  if (r || (r = gp__srv_prices_init(s, err))) return r;
+  if (!r) r = gp__srv_prices_init(s, err);
+  if (r) {
+    free(c.open_jobs);
+    return r;
+  }
   /* A running job whose allocations are incomplete cannot be trusted: treat as lost at the
    * next tick by giving it no placement (the agent's re-registration settles it). */
   for (int a = 0; a < s->n_active; a++) {
@@ -488,6 +515,13 @@ int gp__srv_state_load(gp_srv_state *s, int64_t now_s, int64_t now_ms, gp_err *e
       j->n_alloc = 0;
     }
   }
+  /* Each interval closes in the transaction that ends its run, so this finds nothing
+   * unless the store was written by a gpool that kept no ledger; a failure here is logged
+   * and tried again at the next load, the ledger being no reason to refuse service. */
+  gp_err lerr = {0};
+  if (gp__srv_ledger_repair(s, c.open_jobs, c.n_open_jobs, now_s, &lerr))
+    fprintf(stderr, "gpool server: ledger: repairing open intervals failed: %s\n", lerr.message);
+  free(c.open_jobs);
   s->sched_dirty = true;
   return 0;
 }

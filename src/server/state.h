@@ -40,6 +40,9 @@ typedef struct gp_srv_alloc {
   bool exited;
   int exit_code;
   int64_t order_id;     /* the start order of this run (memory only; 0: unknown) */
+  /* This task's part of the job's use figures on its node in this run (ledger.c; memory
+   * only, sent again by the agent after a restart); < 0: unknown. */
+  double used_gpu_s, energy_j;
 } gp_srv_alloc;
 
 typedef struct gp_srv_job {
@@ -79,6 +82,7 @@ typedef struct gp_srv_job {
   json_t *timeline;     /* array of events (owned) */
   json_t *usage;        /* last usage the agent reported, or NULL */
   json_t *last_placements; /* where the last run ran (API shape), kept when it ends */
+  json_t *attempts;     /* every run: {attempt, start, end, nodes, end_reason} (owned), or NULL */
   char *enforcement;    /* how the agent enforces a share (launched event), or NULL */
   int pending_reason;   /* gp_pending_reason, -1: none known yet */
   char *pending_message;
@@ -151,6 +155,7 @@ typedef struct gp_srv_node {
   int index;            /* position in gp_srv_state.nodes */
   bool view_stale;      /* listed in gp_srv_view.stale_nodes */
   gp_gpu view_gpus[GP_MAX_NODE_GPUS];
+  int ledger_state;     /* the state of its open node_ledger interval (ledger.c), -1: none */
 } gp_srv_node;
 
 typedef struct gp_srv_queue {
@@ -238,6 +243,21 @@ typedef struct gp_srv_counts {
   size_t used;
 } gp_srv_counts;
 
+/* Use of the intervals closed since the server started, per (queue, model, capacity)
+ * (ledger.c). */
+typedef struct gp_srv_usage_sum {
+  char *queue, *model;  /* owned */
+  gp_capacity capacity;
+  double gpu_s, used_gpu_s;
+} gp_srv_usage_sum;
+
+/* The running totals metrics and budgets read (gp__srv_usage_totals). */
+typedef struct gp_srv_usage_total {
+  const char *queue, *model;
+  gp_capacity capacity;
+  double gpu_s, used_gpu_s;
+} gp_srv_usage_total;
+
 typedef struct gp_srv_state {
   const gp_server_config *cfg; /* borrowed */
   gp_store *store;              /* borrowed */
@@ -279,6 +299,12 @@ typedef struct gp_srv_state {
   gp_srv_counts pending_by_user, pending_by_queue;
   gp_srv_view view;
   gp_srv_waiters waiters;
+  /* The ledger (ledger.c): GPOOL_LEDGER_OFF=1 at start skips its writes (a benchmark
+   * switch), and the totals of intervals closed since start, carried over a reload. */
+  bool ledger_off;
+  gp_srv_usage_sum *usage_sums;
+  int n_usage_sums;
+  size_t cap_usage_sums;
   /* Prices and budgets (prices.c, budget.c). */
   struct gp_prices *prices;   /* the catalogue in force (one reference), NULL: none */
   char *prices_set;           /* the catalogue an admin set (JSON, kept in the store as the
@@ -389,6 +415,38 @@ int gp__srv_job_end(gp_srv_state *s, gp_srv_job *j, gp_job_state st, const char 
 int gp__srv_node_down(gp_srv_state *s, gp_srv_node *n, const char *why, int64_t now, gp_err *err);
 /* Periodic checks: node liveness, time limits. */
 int gp__srv_state_tick(gp_srv_state *s, int64_t now_s, int64_t now_ms, gp_err *err);
+
+/* ---- ledger.c: the usage ledger ---- */
+/* Whether GPOOL_LEDGER_OFF=1 (read once, when the server starts). */
+bool gp__srv_ledger_off_env(void);
+/* The part of GPU `gpu` of node n that task allocation `a` holds, in (0, 1]. */
+double gp__srv_gpu_share(const gp_srv_node *n, int gpu, const gp_srv_alloc *a);
+/* A run starts (its allocations just stored): one interval per (task, GPU), a new attempt. */
+int gp__srv_ledger_open_job(gp_srv_state *s, gp_srv_job *j, int64_t now, gp_err *err);
+/* The run's allocations are freed: its intervals close, its attempt ends, the totals grow. */
+int gp__srv_ledger_close_job(gp_srv_state *s, gp_srv_job *j, int64_t now, gp_err *err);
+/* Names the end of the job's last attempt (once; after gp__srv_ledger_close_job). */
+void gp__srv_attempt_ended(gp_srv_job *j, const char *reason);
+/* The agent on node index `node` reported the job's figures there for this run (totals
+ * since the run started; < 0: unknown): they go to its open intervals by share. */
+int gp__srv_ledger_use(gp_srv_state *s, gp_srv_job *j, int node, double used_gpu_s,
+                       double energy_j, gp_err *err);
+/* Opens the node's interval for its state now (up, drained or down) when it changed. */
+int gp__srv_ledger_node(gp_srv_state *s, gp_srv_node *n, int64_t now, gp_err *err);
+/* The index of a node state name ("up" 0, "drained" 1, "down" 2), or -1. */
+int gp__srv_ledger_node_state(const char *name);
+/* After a load: closes the open intervals (job ids `open_jobs`, sorted here) of jobs that
+ * no longer run, opens those of running jobs that have none, in a transaction of its own;
+ * each repair is logged. */
+int gp__srv_ledger_repair(gp_srv_state *s, int64_t *open_jobs, int n_open, int64_t now,
+                          gp_err *err);
+/* Makes room in the totals for the keys of a running job. */
+void gp__srv_usage_track(gp_srv_state *s, const gp_srv_job *j);
+void gp__srv_usage_sums_free(gp_srv_state *s);
+/* Calls fn for each (queue, model, capacity) with its totals up to now (closed intervals
+ * since start + open intervals' time so far). State thread. */
+void gp__srv_usage_totals(const gp_srv_state *s, int64_t now,
+                          void (*fn)(void *ctx, const gp_srv_usage_total *t), void *ctx);
 
 /* ---- jobjson.c: jobs to and from JSON ---- */
 /* Validates a submission body into a new job (id unassigned), without looking at the

@@ -103,6 +103,8 @@ static void usage_summary_adds_up_and_outlives_the_job(void) {
   CHECK(u.util_known);
   CHECK_EQ_INT(10, u.idle_s);
   CHECK_NEAR((0 + 80 + 40) / 3.0, u.avg_sm_util_pct, 0.01);
+  /* SM-busy GPU-seconds: 10 s x 0.8 + 10 s x 0.4. */
+  CHECK_NEAR(12, u.sm_busy_gpu_s, 1e-9);
   CHECK_EQ_INT(80, u.peak_sm_util_pct);
   CHECK_EQ_INT(9216, u.peak_mem_mib);
   /* Energy: 10 s idle at 70 W, 10 s at 574 W (70 + 630 * 0.8), 10 s at 322 W. */
@@ -132,6 +134,26 @@ static void share_one_round(pool *p, int64_t mem_b, gp_job_usage *ua, gp_job_usa
   gp_telemetry_sample(p->t);
   gp_telemetry_job_usage(p->t, "a", ua);
   gp_telemetry_job_usage(p->t, "b", ub);
+}
+
+/* A job on two GPUs: its SM-busy GPU-seconds add up over both (whole-GPU units), while its
+ * average utilisation is the mean. */
+static void busy_gpu_seconds_sum_over_the_jobs_gpus(void) {
+  pool p = open_pool("2xH100");
+  gp_telemetry_job j = job("9", "q", "u", 60001, 0);
+  j.n_gpus = 2;
+  j.gpus[1] = 1;
+  gp_telemetry_set_jobs(p.t, &j, 1, NULL);
+  gp_gpu_sim_attach(p.b, 0, 60001, NULL, 50, 1024, NULL);
+  gp_gpu_sim_attach(p.b, 1, 60001, NULL, 30, 1024, NULL);
+  gp_telemetry_sample(p.t);
+  now_ms += 20000;
+  gp_telemetry_sample(p.t);
+  gp_job_usage u;
+  REQUIRE(gp_telemetry_job_usage(p.t, "9", &u) == 0);
+  CHECK_NEAR(40, u.avg_sm_util_pct, 0.01);
+  CHECK_NEAR(20 * 0.5 + 20 * 0.3, u.sm_busy_gpu_s, 1e-9);
+  close_pool(&p);
 }
 
 static void shared_energy_is_split_by_utilisation(void) {
@@ -285,6 +307,7 @@ static void job_table_is_bounded(void) {
 }
 
 GP_TESTS(two_jobs_on_one_gpu_each_get_their_own_figures, usage_summary_adds_up_and_outlives_the_job,
+         busy_gpu_seconds_sum_over_the_jobs_gpus,
          shared_energy_is_split_by_utilisation,
          under_mps_a_jobs_utilisation_is_unknown_not_idle, processes_join_jobs_by_process_tree_and_cgroup,
          real_child_processes_are_attributed_to_their_job,

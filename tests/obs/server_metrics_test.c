@@ -38,6 +38,11 @@ static char *render_pool(void) {
   m.sched_cycles_total = 40;
   m.last_sched_cycle_s = 0.0012;
   m.sched_cycles_cpu_s = 0.75;
+  static const gp_server_metrics_usage usage[] = {
+      {"org/vision", "H100-80GB", "on-demand", 7200, 3600.5},
+      {"org/\"nlp\"\\x", "A100-80GB", "spot", 900, 0}};
+  m.usage = usage;
+  m.n_usage = 2;
   gp_hist_init(&m.sched_cycle_s, gp_hist_bounds_cycle_s, gp_hist_n_bounds_cycle_s);
   gp_hist_init(&m.queue_wait_s, gp_hist_bounds_wait_s, gp_hist_n_bounds_wait_s);
   gp_hist_init(&m.job_run_s, gp_hist_bounds_wait_s, gp_hist_n_bounds_wait_s);
@@ -101,6 +106,19 @@ static void queues_show_share_depth_and_reasons(void) {
   free(t);
 }
 
+/* GPU-seconds allocated and used, per queue, GPU model and capacity type. */
+static void usage_counters_by_queue_model_and_capacity(void) {
+  char *t = render_pool();
+  CHECK_CONTAINS(t, "# TYPE gpool_queue_gpu_seconds_total counter\n");
+  CHECK_CONTAINS(t, "gpool_queue_gpu_seconds_total{queue=\"org/vision\",model=\"H100-80GB\","
+                    "capacity=\"on-demand\"} 7200\n");
+  CHECK_CONTAINS(t, "gpool_queue_used_gpu_seconds_total{queue=\"org/vision\",model=\"H100-80GB\","
+                    "capacity=\"on-demand\"} 3600.5\n");
+  CHECK_CONTAINS(t, "gpool_queue_gpu_seconds_total{queue=\"org/\\\"nlp\\\"\\\\x\",model=\"A100-80GB\","
+                    "capacity=\"spot\"} 900\n");
+  free(t);
+}
+
 static void histograms_are_cumulative_with_inf(void) {
   char *t = render_pool();
   CHECK_CONTAINS(t, "gpool_queue_wait_seconds_bucket{le=\"1\"} 0\n");
@@ -120,4 +138,5 @@ static void promtool_catches_a_broken_exposition(void) {
 }
 
 GP_TESTS(promtool_accepts_the_server_metrics, queues_show_share_depth_and_reasons,
+         usage_counters_by_queue_model_and_capacity,
          histograms_are_cumulative_with_inf, promtool_catches_a_broken_exposition)
