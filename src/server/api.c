@@ -146,6 +146,7 @@ static int submit(gp_srv_state *s, gp_srv_req *r, int64_t now, gp_err *err) {
   json_object_set_new(extra, "user", json_string(j->user));
   rc = gp__srv_job_event(s, j, "submitted", now, extra, err);
   if (!rc && j->state == GP_JOB_HELD) rc = gp__srv_job_event(s, j, "held", now, NULL, err);
+  if (!rc) rc = gp__srv_budget_on_submit(s, j, now, err);
   char *doc = NULL;
   if (!rc) rc = gp__srv_persist_job_doc(s, j, &doc, err);
   if (rc) return rc;

@@ -50,4 +50,9 @@ int64_t gp_budget_period_start(gp_budget_period p, int64_t at);
 /* The start of the next period after the one holding `at`. */
 int64_t gp_budget_period_end(gp_budget_period p, int64_t at);
 
+/* Tests: shifts the clock that budget periods are read from by `seconds` (0: none), so a
+ * test can step into the next period. Safe from any thread. */
+void gp_budget_test_clock_shift(int64_t seconds);
+int64_t gp_budget_clock(int64_t now);
+
 #endif

@@ -4,6 +4,7 @@
 #include "server/budget.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -139,3 +140,9 @@ int64_t gp_budget_period_end(gp_budget_period p, int64_t at) {
   tm.tm_mon += 1;
   return (int64_t)timegm(&tm);
 }
+
+static _Atomic int64_t clock_shift_s;
+
+void gp_budget_test_clock_shift(int64_t seconds) { atomic_store(&clock_shift_s, seconds); }
+
+int64_t gp_budget_clock(int64_t now) { return now + atomic_load(&clock_shift_s); }

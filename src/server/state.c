@@ -52,6 +52,7 @@ void gp__srv_state_free(gp_srv_state *s) {
   free(s->prices_set);
   gp_prices_free(s->prices);
   gp__srv_usage_sums_free(s);
+  gp__srv_budgets_free(s->budgets);
   free(s);
 }
 
@@ -465,6 +466,8 @@ static int load_setting(void *ctx, const char *name, const char *doc) {
   if (strcmp(name, GP_SRV_SETTING_PRICES) == 0) {
     free(c->s->prices_set);
     c->s->prices_set = gp_xstrdup(doc);
+  } else if (strncmp(name, "budget/", 7) == 0) {
+    gp__srv_budget_level_loaded(c->s, name + 7, doc);
   }
   return 0;
 }
