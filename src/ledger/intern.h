@@ -16,8 +16,8 @@ typedef struct gp__ledger_strings {
   const char **names;       /* by id */
   uint64_t *hashes;         /* by id */
   int32_t *slots;           /* id + 1, or 0 for an empty slot */
+  uint32_t *tags;           /* by slot: the high half of its name's hash, checked first */
   size_t n, cap_names, n_slots;
-  int32_t last;             /* the id found last: runs of one name skip the hash */
 } gp__ledger_strings;
 
 void gp__ledger_intern_init(gp__ledger_strings *t, struct gp_arena *arena);

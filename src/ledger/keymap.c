@@ -27,9 +27,15 @@ static uint64_t mix(uint64_t h) {
 static uint64_t hash_key(const gp__ledger_key *k) {
   uint64_t w[4];
   memcpy(w, k, sizeof w);
-  uint64_t h = UINT64_C(0x9e3779b97f4a7c15);
-  for (int i = 0; i < 4; i++) h = mix(h ^ w[i]) * UINT64_C(0xc4ceb9fe1a85ec53);
-  return h ^ (h >> 31);
+  return mix(mix(w[0] ^ mix(w[1] * UINT64_C(0x9e3779b97f4a7c15))) ^
+             mix(w[2] * UINT64_C(0xc4ceb9fe1a85ec53) + w[3]));
+}
+
+static inline int same_key(const gp__ledger_key *a, const gp__ledger_key *b) {
+  uint64_t x[4], y[4];
+  memcpy(x, a, sizeof x);
+  memcpy(y, b, sizeof y);
+  return ((x[0] ^ y[0]) | (x[1] ^ y[1]) | (x[2] ^ y[2]) | (x[3] ^ y[3])) == 0;
 }
 
 static void rehash(gp__ledger_map *m, size_t n_slots) {
@@ -37,34 +43,32 @@ static void rehash(gp__ledger_map *m, size_t n_slots) {
   m->slots = gp_xcalloc(n_slots, sizeof *m->slots);
   m->n_slots = n_slots;
   for (size_t e = 0; e < m->n; e++) {
-    size_t i = hash_key(&m->keys[e]) & (n_slots - 1);
+    uint64_t h = hash_key(&m->entries[e].key);
+    size_t i = h & (n_slots - 1);
     while (m->slots[i]) i = (i + 1) & (n_slots - 1);
-    m->slots[i] = (int32_t)e + 1;
+    m->slots[i] = (h & ~UINT64_C(0xffffffff)) | (e + 1);
   }
 }
 
 gp__ledger_sums *gp__ledger_map_get(gp__ledger_map *m, const gp__ledger_key *k) {
   if ((m->n + 1) * 2 > m->n_slots) rehash(m, m->n_slots ? m->n_slots * 2 : 256);
-  size_t i = hash_key(k) & (m->n_slots - 1);
+  uint64_t h = hash_key(k), tag = h & ~UINT64_C(0xffffffff);
+  size_t i = h & (m->n_slots - 1);
   for (; m->slots[i]; i = (i + 1) & (m->n_slots - 1)) {
-    int32_t e = m->slots[i] - 1;
-    if (memcmp(&m->keys[e], k, sizeof *k) == 0) return &m->sums[e];
+    if ((m->slots[i] & ~UINT64_C(0xffffffff)) != tag) continue;
+    gp__ledger_entry *e = &m->entries[(m->slots[i] & 0xffffffff) - 1];
+    if (same_key(&e->key, k)) return &e->sums;
   }
-  size_t cap = m->cap;
-  gp_xgrow((void **)&m->keys, &cap, m->n + 1, sizeof *m->keys);
-  if (cap != m->cap) {
-    m->sums = gp_xrealloc(m->sums, cap * sizeof *m->sums);
-    m->cap = cap;
-  }
-  m->keys[m->n] = *k;
-  memset(&m->sums[m->n], 0, sizeof m->sums[m->n]);
-  m->slots[i] = (int32_t)m->n + 1;
-  return &m->sums[m->n++];
+  gp_xgrow((void **)&m->entries, &m->cap, m->n + 1, sizeof *m->entries);
+  gp__ledger_entry *e = &m->entries[m->n];
+  e->key = *k;
+  memset(&e->sums, 0, sizeof e->sums);
+  m->slots[i] = tag | ++m->n;
+  return &e->sums;
 }
 
 void gp__ledger_map_done(gp__ledger_map *m) {
-  free(m->keys);
-  free(m->sums);
+  free(m->entries);
   free(m->slots);
   memset(m, 0, sizeof *m);
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The ledger report's per-group sums: a hash map from a fixed-size key of interned ids
  * (period, queue, user, model, capacity, node, job, row kind; -1 where not grouped) to the
- * running sums of one row. Keys are compared as bytes, so callers zero a key before filling
+ * running sums of one row. Each slot keeps part of its key's hash, so a probe touches an
+ * entry only when that part matches. Keys are compared as bytes, so callers zero a key before filling
  * it (gp__ledger_key_init). */
 #ifndef GP_LEDGER_KEYMAP_H
 #define GP_LEDGER_KEYMAP_H
@@ -21,10 +22,14 @@ typedef struct gp__ledger_sums {
   bool cost_unknown;
 } gp__ledger_sums;
 
+typedef struct gp__ledger_entry {
+  gp__ledger_key key;
+  gp__ledger_sums sums;
+} gp__ledger_entry;
+
 typedef struct gp__ledger_map {
-  gp__ledger_key *keys;    /* by entry */
-  gp__ledger_sums *sums;   /* by entry */
-  int32_t *slots;          /* entry + 1, or 0 */
+  gp__ledger_entry *entries;
+  uint64_t *slots;         /* high 32 bits of the key's hash, then entry + 1; 0: empty */
   size_t n, cap, n_slots;
 } gp__ledger_map;
 

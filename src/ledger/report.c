@@ -16,10 +16,16 @@
 
 #define MAX_NODE_GPUS 1000000
 
+/* Times a ledger can hold; beyond them `end - start` could overflow. */
+static bool sane_times(int64_t start, int64_t end) {
+  return start >= -GP_LEDGER_TIME_MAX && end <= 2 * GP_LEDGER_TIME_MAX && start <= end;
+}
+
 static int check_params(const gp_ledger_params *p, gp_err *err) {
-  if (p->from < 0 || p->to > GP_LEDGER_TIME_MAX || p->from >= p->to)
-    return gp_err_set(err, GP_EINVAL, NULL, 0, p->from >= p->to ? "to" : "from",
-                      "the period must satisfy 1970-01-01 <= from < to <= 9999-12-31");
+  if (p->from < 0 || p->from >= GP_LEDGER_TIME_MAX)
+    return gp_err_set(err, GP_EINVAL, NULL, 0, "from", "must be from 1970-01-01 to 9999-12-31");
+  if (p->to <= p->from || p->to > GP_LEDGER_TIME_MAX)
+    return gp_err_set(err, GP_EINVAL, NULL, 0, "to", "must be after from, at most 10000-01-01");
   if (p->group & ~(unsigned)(GP_LG_QUEUE | GP_LG_USER | GP_LG_MODEL | GP_LG_CAPACITY |
                              GP_LG_NODE | GP_LG_JOB))
     return gp_err_set(err, GP_EINVAL, NULL, 0, "by", "unknown grouping");
@@ -37,15 +43,16 @@ static int check_params(const gp_ledger_params *p, gp_err *err) {
 }
 
 gp_ledger_report *gp_ledger_report_new(const gp_ledger_params *p) {
+  static const gp_ledger_params none = {.from = 0, .to = 0};
   gp_ledger_report *r = gp_xcalloc(1, sizeof *r);
-  r->p = *p;
+  r->p = p ? *p : none;
   r->arena = gp_arena_new();
   gp__ledger_intern_init(&r->queues, r->arena);
   gp__ledger_intern_init(&r->users, r->arena);
   gp__ledger_intern_init(&r->models, r->arena);
   gp__ledger_intern_init(&r->nodes, r->arena);
-  r->rc = check_params(p, &r->err);
-  if (!r->rc) r->rc = gp__ledger_periods_build(&r->periods, p->from, p->to, p->step, &r->err);
+  r->rc = check_params(&r->p, &r->err);
+  if (!r->rc) r->rc = gp__ledger_periods_build(&r->periods, r->p.from, r->p.to, r->p.step, &r->err);
   return r;
 }
 
@@ -76,7 +83,7 @@ void gp_ledger_report_add_node(gp_ledger_report *r, const gp_ledger_node_iv *iv)
   if (r->rc || r->finished) return;
   if (!iv || !iv->node || !iv->model || iv->gpus < 1 || iv->gpus > MAX_NODE_GPUS ||
       (unsigned)iv->state > GP_LEDGER_DOWN || (unsigned)iv->capacity > GP_CAP_ON_PREM ||
-      iv->end < iv->start) {
+      !sane_times(iv->start, iv->end)) {
     r->anomalies++;
     return;
   }
@@ -176,7 +183,7 @@ void gp_ledger_report_add_job(gp_ledger_report *r, const gp_ledger_job_iv *iv) {
   int64_t s, e;
   if (r->rc || r->finished) return;
   if (!iv || !iv->node || !iv->model || !(iv->share > 0 && iv->share <= 1) ||
-      (unsigned)iv->capacity > GP_CAP_ON_PREM || iv->end < iv->start) {
+      (unsigned)iv->capacity > GP_CAP_ON_PREM || !sane_times(iv->start, iv->end)) {
     r->anomalies++;
     return;
   }
@@ -207,11 +214,11 @@ void gp_ledger_report_add_job(gp_ledger_report *r, const gp_ledger_job_iv *iv) {
     key.period = tl->period[k];
     gp__ledger_sums *sum = gp__ledger_map_get(&r->jobs, &key);
     sum->gpu_s += gpu_s;
-    if (iv->used_gpu_s >= 0) {
+    if (iv->used_gpu_s >= 0 && isfinite(iv->used_gpu_s)) {
       sum->used_gpu_s += iv->used_gpu_s * dur / total;
       sum->known_gpu_s += gpu_s;
     }
-    if (iv->energy_j >= 0) {
+    if (iv->energy_j >= 0 && isfinite(iv->energy_j)) {
       double joules = iv->energy_j * dur / total;
       sum->energy_j += joules;
       if (on_prem) {

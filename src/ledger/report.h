@@ -71,7 +71,7 @@ typedef struct gp_ledger_row {
 
 typedef struct gp_ledger_report gp_ledger_report;
 /* A report over p (copied; p->prices and the deserved arrays are borrowed until
- * gp_ledger_report_free). Invalid params are reported by gp_ledger_report_finish. */
+ * gp_ledger_report_free). Invalid params (or none) are reported by gp_ledger_report_finish. */
 gp_ledger_report *gp_ledger_report_new(const gp_ledger_params *p);
 /* All node intervals first, then the job intervals (any order). Each is clipped to the
  * period and split at step and price boundaries. */

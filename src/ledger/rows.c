@@ -126,28 +126,28 @@ static void share_idle(gp_ledger_report *r, const double *idle_by_period) {
   for (size_t e = 0; e < jobs->n; e++) {
     gp__ledger_key k;
     gp__ledger_key_init(&k);
-    k.period = jobs->keys[e].period;
-    k.queue = jobs->keys[e].queue;
+    k.period = jobs->entries[e].key.period;
+    k.queue = jobs->entries[e].key.queue;
     gp__ledger_sums *s = gp__ledger_map_get(&byq, &k);
     if (s->gpu_s == 0 && !s->cost_unknown) {
       s->cost_unknown = true; /* marks "counted": the queue's deserved GPUs once per period */
       deserved[k.period] += dq[k.queue];
     }
-    s->gpu_s += jobs->sums[e].gpu_s;
-    usage[k.period] += jobs->sums[e].gpu_s;
+    s->gpu_s += jobs->entries[e].sums.gpu_s;
+    usage[k.period] += jobs->entries[e].sums.gpu_s;
   }
   bool by_deserved = r->p.share_idle == GP_LSI_DESERVED;
   for (size_t e = 0; e < jobs->n; e++) {
     gp__ledger_key k;
     gp__ledger_key_init(&k);
-    int32_t p = k.period = jobs->keys[e].period;
-    k.queue = jobs->keys[e].queue;
+    int32_t p = k.period = jobs->entries[e].key.period;
+    k.queue = jobs->entries[e].key.queue;
     double queue_gpu_s = gp__ledger_map_get(&byq, &k)->gpu_s, queue_part;
     if (idle_by_period[p] == 0 || queue_gpu_s <= 0) continue;
     if (by_deserved && deserved[p] > 0) queue_part = dq[k.queue] / deserved[p];
     else if (usage[p] > 0) queue_part = queue_gpu_s / usage[p];
     else continue;
-    jobs->sums[e].idle_share_cost += idle_by_period[p] * queue_part * jobs->sums[e].gpu_s / queue_gpu_s;
+    jobs->entries[e].sums.idle_share_cost += idle_by_period[p] * queue_part * jobs->entries[e].sums.gpu_s / queue_gpu_s;
   }
   gp__ledger_map_done(&byq);
   free(usage);
@@ -174,8 +174,8 @@ static int cmp_row(const void *pa, const void *pb) {
 
 static void add_rows(gp_ledger_report *r, const gp__ledger_map *m, bool drop_queue) {
   for (size_t e = 0; e < m->n; e++) {
-    const gp__ledger_key *k = &m->keys[e];
-    const gp__ledger_sums *s = &m->sums[e];
+    const gp__ledger_key *k = &m->entries[e].key;
+    const gp__ledger_sums *s = &m->entries[e].sums;
     gp_ledger_row *row = &r->rows[r->n_rows++];
     memset(row, 0, sizeof *row);
     row->kind = (gp_ledger_row_kind)k->kind;
@@ -199,10 +199,10 @@ static void add_rows(gp_ledger_report *r, const gp__ledger_map *m, bool drop_que
 /* Job entries keyed by queue only for share_idle's sake fold into the rows asked for. */
 static void fold_queue(const gp__ledger_map *in, gp__ledger_map *out) {
   for (size_t e = 0; e < in->n; e++) {
-    gp__ledger_key k = in->keys[e];
+    gp__ledger_key k = in->entries[e].key;
     k.queue = -1;
     gp__ledger_sums *s = gp__ledger_map_get(out, &k);
-    const gp__ledger_sums *x = &in->sums[e];
+    const gp__ledger_sums *x = &in->entries[e].sums;
     s->gpu_s += x->gpu_s;
     s->used_gpu_s += x->used_gpu_s;
     s->known_gpu_s += x->known_gpu_s;

@@ -220,6 +220,23 @@ static void counts_are_bounded(void) {
   free(yaml);
 }
 
-GP_TESTS(reads_a_full_catalogue, rate_takes_latest_exact_then_any, reference_counts,
+/* The shipped example reads, and holds the seed documents' H100 list price. */
+static void example_catalogue_reads(void) {
+  gp_doc *d = NULL;
+  gp_prices *p = NULL;
+  gp_err err = {0};
+  REQUIRE(gp_doc_load_file(GP_SOURCE_DIR "/examples/prices.yaml", &d, &err) == 0);
+  CHECK_EQ_INT(0, gp_prices_read(d, gp_doc_get(d->root, "prices"), "prices", &p, &err));
+  REQUIRE(p);
+  double r = 0;
+  CHECK(gp_prices_rate(p, "H100-80GB", GP_CAP_ON_DEMAND, T2026, &r) && r == 6.88);
+  CHECK(gp_prices_rate(p, "H100-80GB", GP_CAP_RESERVED, T2026, &r) && r == 4.10);
+  CHECK(gp_prices_rate(p, "MI300X", GP_CAP_ON_PREM, T2026, &r) && r == 1.90);
+  CHECK_EQ_STR("USD", p->currency);
+  gp_prices_free(p);
+  gp_doc_free(d);
+}
+
+GP_TESTS(example_catalogue_reads, reads_a_full_catalogue, rate_takes_latest_exact_then_any, reference_counts,
          currency_defaults_and_bounds, bad_dates_are_refused, bad_prices_are_refused,
          bad_entries_are_refused, bad_commitments_are_refused, counts_are_bounded)

@@ -286,11 +286,20 @@ static void inconsistent_input_is_counted(void) {
   job(r, 6, "a", "u", "n1", "H100", GP_CAP_SPOT, 1, T2026 + H, T2026, -1, -1);
   job(r, 7, "a", "u", NULL, "H100", GP_CAP_SPOT, 1, T2026, T2026 + H, -1, -1);
   node(r, "n2", "H100", GP_CAP_SPOT, 0, GP_LEDGER_UP, T2026, T2026 + DAY);
+  job(r, 8, "a", "u", "n1", "H100", GP_CAP_SPOT, 1, INT64_MIN, INT64_MAX, -1, -1);
+  node(r, "n3", "H100", GP_CAP_SPOT, 1, GP_LEDGER_UP, INT64_MIN, INT64_MAX);
+  /* Unmeasurable use or energy is unknown, not infinite. */
+  job(r, 9, "a", "u", "n1", "H100", GP_CAP_SPOT, 1, T2026, T2026 + 1, INFINITY, NAN);
   int n = 0;
   const gp_ledger_row *rows = rows_of(r, &n);
-  CHECK_EQ_INT(7, gp_ledger_report_anomalies(r));
+  CHECK_EQ_INT(9, gp_ledger_report_anomalies(r));
   REQUIRE(n == 1); /* the job row; n1's idle, -1 GPU-hour, is clamped to none */
-  CHECK_NEAR(3 * H, rows[0].gpu_s, 1e-9);
+  CHECK_NEAR(3 * H + 1, rows[0].gpu_s, 1e-9);
+  CHECK_EQ_INT(0, rows[0].used_gpu_s);
+  CHECK_EQ_INT(0, rows[0].energy_j);
+  gp_ledger_report_free(r);
+  r = gp_ledger_report_new(NULL); /* no params: an error at finish, not a crash */
+  CHECK(gp_ledger_report_finish(r, &rows, &n, NULL) < 0);
   gp_ledger_report_free(r);
 }
 
@@ -303,6 +312,7 @@ static void bad_params_name_the_field(void) {
       {{.from = T2026, .to = T2026 + DAY, .share_idle = (gp_ledger_share_idle)3}, "share_idle"},
       {{.from = T2026, .to = T2026 + DAY, .n_deserved = 2}, "deserved"},
       {{.from = 0, .to = INT64_C(250000000000), .step = GP_LS_DAY}, "step"},
+      {{.from = 0, .to = INT64_MAX}, "to"},
   };
   for (unsigned i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     gp_ledger_report *r = gp_ledger_report_new(&bad[i].p);
