@@ -345,6 +345,7 @@ void gp_job_fmt_why(json_t *job, int64_t now, gp_buf *out) {
     else gp_buf_printf(out, "Job %s is held: it will not start until you run 'gpool release %s'.\n", id, id);
   } else if (!strcmp(state, "running")) {
     gp_buf_printf(out, "Job %s is not pending: it has been running on %s for %s.\n", id, *nodes ? nodes : "its nodes", d);
+    if (*budget_reason(job, "demoted")) gp_buf_printf(out, "Demoted: %s.\n", budget_reason(job, "demoted"));
   } else if (!strcmp(state, "stopping")) {
     gp_buf_printf(out, "Job %s is not pending: it is stopping on %s (inside its grace period).\n", id,
                   *nodes ? nodes : "its nodes");
