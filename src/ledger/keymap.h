@@ -2,8 +2,8 @@
 /* The ledger report's per-group sums: a hash map from a fixed-size key of interned ids
  * (period, queue, user, model, capacity, node, job, row kind; -1 where not grouped) to the
  * running sums of one row. Each slot keeps part of its key's hash, so a probe touches an
- * entry only when that part matches. Keys are compared as bytes, so callers zero a key before filling
- * it (gp__ledger_key_init). */
+ * entry only when that part matches. Keys are compared as bytes, so callers start a key with
+ * gp__ledger_key_init. */
 #ifndef GP_LEDGER_KEYMAP_H
 #define GP_LEDGER_KEYMAP_H
 

@@ -102,7 +102,8 @@ void gp_ledger_report_add_node(gp_ledger_report *r, const gp_ledger_node_iv *iv)
   n->per = gp_arena_alloc(r->arena, sizeof *n->per * (size_t)n->n_periods);
   const gp__ledger_timeline *tl = gp__ledger_report_timeline(r, n->model, n->capacity);
   for (int k = gp__ledger_timeline_find(tl, s); k < tl->n && tl->start[k] < e; k++) {
-    int64_t a = tl->start[k] > s ? tl->start[k] : s, b = tl->start[k + 1] < e ? tl->start[k + 1] : e;
+    int64_t a = tl->start[k] > s ? tl->start[k] : s;
+    int64_t b = tl->start[k + 1] < e ? tl->start[k + 1] : e;
     gp__ledger_node_period *pp = &n->per[tl->period[k] - n->first_period];
     double g = (double)n->gpus * (double)(b - a);
     pp->cap_gpu_s += g;
@@ -209,7 +210,8 @@ void gp_ledger_report_add_job(gp_ledger_report *r, const gp_ledger_job_iv *iv) {
   int cursor = first_record(r, node, s);
   int64_t covered = 0;
   for (int k = gp__ledger_timeline_find(tl, s); k < tl->n && tl->start[k] < e; k++) {
-    int64_t a = tl->start[k] > s ? tl->start[k] : s, b = tl->start[k + 1] < e ? tl->start[k + 1] : e;
+    int64_t a = tl->start[k] > s ? tl->start[k] : s;
+    int64_t b = tl->start[k + 1] < e ? tl->start[k + 1] : e;
     double dur = (double)(b - a), gpu_s = iv->share * dur, cost = gpu_s * tl->rate[k] / 3600.0;
     key.period = tl->period[k];
     gp__ledger_sums *sum = gp__ledger_map_get(&r->jobs, &key);

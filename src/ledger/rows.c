@@ -147,7 +147,8 @@ static void share_idle(gp_ledger_report *r, const double *idle_by_period) {
     if (by_deserved && deserved[p] > 0) queue_part = dq[k.queue] / deserved[p];
     else if (usage[p] > 0) queue_part = queue_gpu_s / usage[p];
     else continue;
-    jobs->entries[e].sums.idle_share_cost += idle_by_period[p] * queue_part * jobs->entries[e].sums.gpu_s / queue_gpu_s;
+    gp__ledger_sums *row = &jobs->entries[e].sums;
+    row->idle_share_cost += idle_by_period[p] * queue_part * row->gpu_s / queue_gpu_s;
   }
   gp__ledger_map_done(&byq);
   free(usage);

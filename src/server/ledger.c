@@ -21,8 +21,14 @@
 #define MAX_ATTEMPTS_KEPT 100 /* a job's attempts list keeps the latest this many */
 
 bool gp__srv_ledger_off_env(void) {
-  const char *v = getenv("GPOOL_LEDGER_OFF");
-  return v && strcmp(v, "1") == 0;
+  /* Read once: the first state is made at server start, on the main thread, before any
+   * other thread could ask. */
+  static int off = -1;
+  if (off < 0) {
+    const char *v = getenv("GPOOL_LEDGER_OFF");
+    off = v && strcmp(v, "1") == 0;
+  }
+  return off;
 }
 
 double gp__srv_gpu_share(const gp_srv_node *n, int gpu, const gp_srv_alloc *a) {
@@ -79,6 +85,19 @@ static void add_task(const gp_srv_state *s, const gp_srv_job *j, const gp_srv_al
   int64_t held = j->started_at > 0 && now > j->started_at ? now - j->started_at : 0;
   *gpu_s += task_share(s, a) * (double)held;
   if (a->used_gpu_s > 0) *used_gpu_s += a->used_gpu_s;
+}
+
+void gp__srv_usage_adopt(gp_srv_state *s, gp_srv_state *old) {
+  gp__srv_usage_sums_free(s);
+  s->usage_sums = old->usage_sums;
+  s->n_usage_sums = old->n_usage_sums;
+  s->cap_usage_sums = old->cap_usage_sums;
+  old->usage_sums = NULL;
+  old->n_usage_sums = 0;
+  old->cap_usage_sums = 0;
+  for (int k = 0; k < s->n_active; k++)
+    if (s->active[k]->state == GP_JOB_RUNNING || s->active[k]->state == GP_JOB_STOPPING)
+      gp__srv_usage_track(s, s->active[k]);
 }
 
 void gp__srv_usage_sums_free(gp_srv_state *s) {
@@ -197,7 +216,7 @@ int gp__srv_ledger_open_job(gp_srv_state *s, gp_srv_job *j, int64_t now, gp_err 
 }
 
 int gp__srv_ledger_close_job(gp_srv_state *s, gp_srv_job *j, int64_t now, gp_err *err) {
-  if (j->n_alloc == 0) return 0;
+  /* A run whose allocations were lost (none left in memory) still closes its intervals. */
   json_t *last = json_array_get(j->attempts, json_array_size(j->attempts) - 1);
   if (json_is_object(last) && json_is_null(json_object_get(last, "end")))
     json_object_set_new(last, "end", json_integer(now));

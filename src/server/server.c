@@ -180,13 +180,7 @@ static void reload(gp_server *srv) {
   }
   s->counters = old->counters;
   s->store_health = old->store_health;
-  s->ledger_off = old->ledger_off;
-  /* The totals since start are the server's, not the store's: they carry over. */
-  s->usage_sums = old->usage_sums;
-  s->n_usage_sums = old->n_usage_sums;
-  s->cap_usage_sums = old->cap_usage_sums;
-  old->usage_sums = NULL;
-  old->n_usage_sums = 0;
+  gp__srv_usage_adopt(s, old);
   gp__srv_state_free(old);
   srv->state = s;
 }
@@ -711,7 +705,6 @@ int gp_server_new(const gp_server_config *cfg, gp_store *store, gp_server **ret,
   srv->cfg = cfg;
   srv->store = store;
   srv->state = gp__srv_state_new(cfg, store);
-  srv->state->ledger_off = gp__srv_ledger_off_env();
   atomic_init(&srv->loading, true);
   int64_t now_ms = mono_ms();
   pthread_mutex_init(&srv->lock, NULL);

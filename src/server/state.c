@@ -23,6 +23,7 @@ gp_srv_state *gp__srv_state_new(const gp_server_config *cfg, gp_store *store) {
   gp__srv_queues_changed(s);
   const char *check = getenv("GPOOL_SCHED_CHECK");
   s->sched_check = check && strcmp(check, "1") == 0;
+  s->ledger_off = gp__srv_ledger_off_env();
   gp_hist_init(&s->counters.cycle_s, gp_hist_bounds_cycle_s, gp_hist_n_bounds_cycle_s);
   gp_hist_init(&s->counters.wait_s, gp_hist_bounds_wait_s, gp_hist_n_bounds_wait_s);
   gp_hist_init(&s->counters.run_s, gp_hist_bounds_wait_s, gp_hist_n_bounds_wait_s);

@@ -300,7 +300,8 @@ typedef struct gp_srv_state {
   gp_srv_view view;
   gp_srv_waiters waiters;
   /* The ledger (ledger.c): GPOOL_LEDGER_OFF=1 at start skips its writes (a benchmark
-   * switch), and the totals of intervals closed since start, carried over a reload. */
+   * switch), and the totals of intervals closed since start, carried over a reload
+   * (gp__srv_usage_adopt). */
   bool ledger_off;
   gp_srv_usage_sum *usage_sums;
   int n_usage_sums;
@@ -443,6 +444,9 @@ int gp__srv_ledger_repair(gp_srv_state *s, int64_t *open_jobs, int n_open, int64
 /* Makes room in the totals for the keys of a running job. */
 void gp__srv_usage_track(gp_srv_state *s, const gp_srv_job *j);
 void gp__srv_usage_sums_free(gp_srv_state *s);
+/* After a reload: the new state takes the old one's totals (they are the server's since it
+ * started, not the store's). */
+void gp__srv_usage_adopt(gp_srv_state *s, gp_srv_state *old);
 /* Calls fn for each (queue, model, capacity) with its totals up to now (closed intervals
  * since start + open intervals' time so far). State thread. */
 void gp__srv_usage_totals(const gp_srv_state *s, int64_t now,
