@@ -300,6 +300,18 @@ static void strip_raw_time(const char *msg, char *out, size_t cap) {
   while (len && (out[len - 1] == ' ' || out[len - 1] == ',' || out[len - 1] == ':')) out[--len] = '\0';
 }
 
+/* The reason of the job's last `event` set by a queue budget ("held", "demoted"), or "". */
+static const char *budget_reason(json_t *job, const char *event) {
+  json_t *tl = json_object_get(job, "timeline");
+  for (size_t i = json_array_size(tl); i-- > 0;) {
+    json_t *e = json_array_get(tl, i);
+    const char *name = str(e, "event");
+    if (!strcmp(name, "released") && !strcmp(event, "held")) return "";
+    if (!strcmp(name, event)) return strcmp(str(e, "by"), "budget") ? "" : str(e, "reason");
+  }
+  return "";
+}
+
 void gp_job_fmt_why(json_t *job, int64_t now, gp_buf *out) {
   const char *id = str(job, "id"), *state = str(job, "state");
   char d[64], nodes[256];
@@ -326,10 +338,14 @@ void gp_job_fmt_why(json_t *job, int64_t now, gp_buf *out) {
       gp_buf_printf(out, "; it should start by %s", when);
     }
     gp_buf_puts(out, ".\n");
+    if (*budget_reason(job, "demoted")) gp_buf_printf(out, "Demoted: %s.\n", budget_reason(job, "demoted"));
   } else if (!strcmp(state, "held")) {
-    gp_buf_printf(out, "Job %s is held: it will not start until you run 'gpool release %s'.\n", id, id);
+    const char *why = budget_reason(job, "held");
+    if (*why) gp_buf_printf(out, "Job %s is held: %s.\n", id, why);
+    else gp_buf_printf(out, "Job %s is held: it will not start until you run 'gpool release %s'.\n", id, id);
   } else if (!strcmp(state, "running")) {
     gp_buf_printf(out, "Job %s is not pending: it has been running on %s for %s.\n", id, *nodes ? nodes : "its nodes", d);
+    if (*budget_reason(job, "demoted")) gp_buf_printf(out, "Demoted: %s.\n", budget_reason(job, "demoted"));
   } else if (!strcmp(state, "stopping")) {
     gp_buf_printf(out, "Job %s is not pending: it is stopping on %s (inside its grace period).\n", id,
                   *nodes ? nodes : "its nodes");

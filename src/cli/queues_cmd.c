@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* `gpool queues`: the queue tree with each queue's deserved GPUs, limit, weight, fair share,
- * allocated and pending GPUs and job counts. The API lists queues flat with a `parent`;
+ * allocated and pending GPUs, job counts, and its budget with what the current period spent. The API lists queues flat with a `parent`;
  * the tree is rebuilt here, children sorted by name under their parent. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +32,24 @@ static const char *leaf(const char *name) {
   return slash ? slash + 1 : name;
 }
 
+/* BUDGET ("500 GPU-h/month", "1200 USD/week"), SPENT in its unit and USED as a percentage;
+ * "-" without a budget. */
+static void fmt_budget(json_t *q, char *budget, size_t bcap, char *spent, size_t scap,
+                       char *used, size_t ucap) {
+  json_t *b = json_object_get(q, "budget");
+  snprintf(budget, bcap, "-");
+  snprintf(spent, scap, "-");
+  snprintf(used, ucap, "-");
+  if (!json_is_object(b)) return;
+  bool money = json_object_get(b, "amount") != NULL;
+  const char *unit = money ? str(q, "budget_unit") : "GPU-h";
+  snprintf(budget, bcap, "%.6g %s/%s", gp_cli_num(json_object_get(b, money ? "amount" : "gpu_hours")),
+           *unit ? unit : "?", str(b, "period"));
+  if (!json_is_number(json_object_get(q, "budget_spent"))) return;
+  snprintf(spent, scap, money ? "%.2f" : "%.1f", gp_cli_num(json_object_get(q, "budget_spent")));
+  snprintf(used, ucap, "%.0f%%", 100 * gp_cli_num(json_object_get(q, "budget_used_ratio")));
+}
+
 static void add_subtree(gp_table *t, json_t **qs, size_t n, const char *parent, int depth) {
   if (depth > 32) return; /* a cycle in a hostile answer must not recurse forever */
   for (size_t i = 0; i < n; i++) {
@@ -56,7 +74,9 @@ static void add_subtree(gp_table *t, json_t **qs, size_t n, const char *parent, 
       int w = snprintf(users + o, sizeof users - o, "%s%s", o ? "," : "", json_string_value(u));
       if (w > 0) o += (size_t)w;
     }
-    const char *row[] = {name, des, lim, wt, fs, alloc, pend, jobs, users};
+    char budget[64], spent[32], used[16];
+    fmt_budget(qs[i], budget, sizeof budget, spent, sizeof spent, used, sizeof used);
+    const char *row[] = {name, des, lim, wt, fs, alloc, pend, jobs, budget, spent, used, users};
     gp_table_add(t, row);
     add_subtree(t, qs, n, str(qs[i], "name"), depth + 1);
   }
@@ -68,8 +88,9 @@ static int queues_table(gp_cli *cli, json_t *queues, json_t *answer, void *arg) 
   json_t **qs = calloc(n ? n : 1, sizeof *qs);
   for (size_t i = 0; i < n; i++) qs[i] = json_array_get(queues, i);
   qsort(qs, n, sizeof *qs, by_name);
-  static const char *const head[] = {"QUEUE", "DESERVED", "LIMIT", "WEIGHT", "FAIR", "ALLOC", "PENDING", "JOBS", "USERS"};
-  gp_table *t = gp_table_new(9, head);
+  static const char *const head[] = {"QUEUE", "DESERVED", "LIMIT", "WEIGHT", "FAIR", "ALLOC",
+                                     "PENDING", "JOBS", "BUDGET", "SPENT", "USED", "USERS"};
+  gp_table *t = gp_table_new(12, head);
   add_subtree(t, qs, n, "", 0);
   /* Queues whose parent is missing from the answer still deserve a line. */
   for (size_t i = 0; i < n; i++) {
@@ -88,7 +109,8 @@ static int queues_table(gp_cli *cli, json_t *queues, json_t *answer, void *arg) 
 static const char queues_usage[] =
   "Usage: gpool queues [-o json]\n"
   "  The queue tree. GPUs: DESERVED (guaranteed), LIMIT (ceiling), FAIR (fair share now),\n"
-  "  ALLOC (running), PENDING (asked by pending jobs); JOBS running/pending.\n";
+  "  ALLOC (running), PENDING (asked by pending jobs); JOBS running/pending.\n"
+  "  BUDGET per period, SPENT in the current period (GPU-hours or currency), USED in %.\n";
 
 int gp_cmd_queues(int argc, char **argv) {
   gp_cli cli = {.cmd = "queues"};

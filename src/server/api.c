@@ -147,6 +147,7 @@ static int submit(gp_srv_state *s, gp_srv_req *r, int64_t now, gp_err *err) {
   json_object_set_new(extra, "user", json_string(j->user));
   rc = gp__srv_job_event(s, j, "submitted", now, extra, err);
   if (!rc && j->state == GP_JOB_HELD) rc = gp__srv_job_event(s, j, "held", now, NULL, err);
+  if (!rc) rc = gp__srv_budget_on_submit(s, j, now, err);
   char *doc = NULL;
   if (!rc) rc = gp__srv_persist_job_doc(s, j, &doc, err);
   if (rc) return rc;
@@ -752,6 +753,7 @@ int gp__srv_api_handle(gp_srv_state *s, gp_srv_req *r, int64_t now_s, int64_t no
     gp__srv_report_route(s, r, p + 12, now_s);
     return 0;
   }
+  if (strcmp(p, "/v1/prices") == 0) return gp__srv_prices_route(s, r, err);
   gp__srv_reply_error(r, 404, "not_found", NULL, "no route %s %s", r->method, p);
   return 0;
 }

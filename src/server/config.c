@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ledger/prices.h"
 #include "protocol/limits.h"
 #include "snapshot/policy_read.h"
 #include "util/doc.h"
@@ -51,6 +52,7 @@ gp_server_config *gp_server_config_new(void) {
 
 void gp_server_config_free(gp_server_config *c) {
   if (!c) return;
+  gp_prices_free(c->prices);
   gp_arena_free(c->arena);
   free(c);
 }
@@ -274,6 +276,24 @@ static int read_queue_classes(const gp_doc *d, const gp_doc_node *qn, int i, gp_
   return 0;
 }
 
+/* The price catalogue, and the budgets that need it: one in money without prices could
+ * never be measured. */
+static int read_prices(const gp_doc *d, const gp_doc_node *root, const gp_doc_node *qseq,
+                       gp_server_config *c, gp_err *err) {
+  const gp_doc_node *n = gp_doc_get(root, "prices");
+  int r;
+  if (n && !gp_doc_is_null(n) && (r = gp_prices_read(d, n, "prices", &c->prices, err))) return r;
+  for (int i = 0; i < c->n_queues && !c->prices; i++)
+    if (c->queues[i].budget.set && c->queues[i].budget.money) {
+      const gp_doc_node *bn = gp_doc_get(qseq->items[i], "budget");
+      char f[160];
+      snprintf(f, sizeof f, "queues[%d].budget.amount", i);
+      return gp_err_set(err, GP_EINVAL, d->name, gp_doc_get(bn, "amount")->line, f,
+                        "a budget in money needs a `prices:` catalogue");
+    }
+  return 0;
+}
+
 static int parse_doc(const gp_doc *d, const char *path, gp_server_config *c, gp_err *err) {
   static const char *const keys[] = {
       "listen", "data_dir", "tokens", "token_file", "queues", "priority_classes", "policy",
@@ -281,7 +301,7 @@ static int parse_doc(const gp_doc *d, const char *path, gp_server_config *c, gp_
       "schedule_min_gap_ms", "http_threads", "max_connections", "tls",
       "max_pending_per_user", "max_pending_per_queue", "max_job_bytes",
       "max_connections_per_address", "http_idle_timeout_s", "http_request_timeout_s",
-      "recent_ended_jobs", NULL};
+      "recent_ended_jobs", "prices", NULL};
   const gp_doc_node *root = d->root;
   if (!root) return 0;
   int r = gp_doc_expect(d, root, "", GP_DOC_MAP, err);
@@ -334,12 +354,16 @@ static int parse_doc(const gp_doc *d, const char *path, gp_server_config *c, gp_
   gp_queue *qs = NULL;
   int nq = 0;
   if (qseq) {
-    static const char *const extra[] = {"users", "priority_classes", NULL};
+    static const char *const extra[] = {"users", "priority_classes", "budget", NULL};
     if ((r = gp_queues_read(d, qseq, "queues", extra, a, &qs, &nq, err))) return r;
     gp_server_queue *sq = gp_arena_alloc(a, sizeof *sq * (size_t)(nq ? nq : 1));
     for (int i = 0; i < nq; i++) {
       sq[i].q = qs[i];
       if ((r = read_queue_classes(d, qseq->items[i], i, c, &sq[i], err))) return r;
+      char bf[160];
+      snprintf(bf, sizeof bf, "queues[%d].budget", i);
+      if ((r = gp_budget_read(d, gp_doc_get(qseq->items[i], "budget"), bf, &sq[i].budget, err)))
+        return r;
       const gp_doc_node *un = gp_doc_get(qseq->items[i], "users");
       char f[160];
       snprintf(f, sizeof f, "queues[%d].users", i);
@@ -408,6 +432,7 @@ static int parse_doc(const gp_doc *d, const char *path, gp_server_config *c, gp_
   if ((n = gp_doc_get(root, "http_request_timeout_s")) &&
       (r = read_int_range(d, n, "http_request_timeout_s", 1, 3600, &c->http_request_timeout_s, err)))
     return r;
+  if ((r = read_prices(d, root, qseq, c, err))) return r;
   return 0;
 fail_tokens:
   free(tokens);

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "core/model.h"
+#include "server/budget.h"
 #include "tls/tls.h"
 #include "util/error.h"
 
@@ -35,6 +36,7 @@ typedef struct gp_server_queue {
   const char *const *users;
   int n_priority_classes;
   const char *const *priority_classes;
+  gp_budget budget;            /* `budget:` (budget.h); .set false: none */
 } gp_server_queue;
 
 /* `default_queue`: one queue for everyone, or a map user -> queue ("*" for the rest). */
@@ -76,6 +78,7 @@ typedef struct gp_server_config {
   int http_idle_timeout_s;     /* a connection silent this long is closed (15) */
   int http_request_timeout_s;  /* a request must arrive whole within this (10) */
   int recent_ended_jobs;       /* ended jobs kept in memory, newest first (10000) */
+  struct gp_prices *prices;    /* `prices:` (src/ledger/prices.h; one reference), NULL: none */
   struct gp_arena *arena;
 } gp_server_config;
 

@@ -117,6 +117,57 @@ static void usage_counter(gp_buf *out, const gp_server_metrics *m, const char *n
   }
 }
 
+static void budget_sample(gp_buf *out, const char *name, const gp_server_metrics_budget *b,
+                          double v) {
+  gp_buf_printf(out, "%s{queue=\"", name);
+  gp_prom_escape(out, b->queue);
+  gp_buf_puts(out, "\",unit=\"");
+  gp_prom_escape(out, b->unit);
+  gp_buf_puts(out, "\"} ");
+  num(out, v);
+  gp_buf_puts(out, "\n");
+}
+
+/* Budgets (queue, unit) and costs (queue, model, capacity). */
+static void budgets_and_costs(const gp_server_metrics *m, gp_buf *out) {
+  family(out, "gpool_queue_budget", "gauge",
+         "The queue's budget per period, in GPU-hours or in the price catalogue's currency.");
+  for (int i = 0; i < m->n_budgets; i++)
+    budget_sample(out, "gpool_queue_budget", &m->budgets[i], m->budgets[i].budget);
+  family(out, "gpool_queue_budget_spent", "gauge",
+         "What the queue spent of its budget in the current period.");
+  for (int i = 0; i < m->n_budgets; i++)
+    budget_sample(out, "gpool_queue_budget_spent", &m->budgets[i], m->budgets[i].spent);
+  family(out, "gpool_queue_budget_used_ratio", "gauge",
+         "Spent over budget in the current period (1: all of it).");
+  for (int i = 0; i < m->n_budgets; i++)
+    budget_sample(out, "gpool_queue_budget_used_ratio", &m->budgets[i], m->budgets[i].used_ratio);
+  family(out, "gpool_queue_budget_alerts_total", "counter",
+         "Budget alerts raised since the server started, at 80% and 100% of a period's budget.");
+  for (int i = 0; i < m->n_budgets; i++) {
+    for (int k = 0; k < 2; k++) {
+      gp_buf_puts(out, "gpool_queue_budget_alerts_total{queue=\"");
+      gp_prom_escape(out, m->budgets[i].queue);
+      gp_buf_printf(out, "\",threshold=\"%s\"} %llu\n", k ? "100" : "80",
+                    (unsigned long long)(k ? m->budgets[i].alerts_100 : m->budgets[i].alerts_80));
+    }
+  }
+  family(out, "gpool_queue_cost_total", "counter",
+         "Cost of the queue's allocations since the server started, at the catalogue's prices.");
+  for (int i = 0; i < m->n_costs; i++) {
+    const gp_server_metrics_cost *c = &m->costs[i];
+    gp_buf_puts(out, "gpool_queue_cost_total{queue=\"");
+    gp_prom_escape(out, c->queue);
+    gp_buf_puts(out, "\",model=\"");
+    gp_prom_escape(out, c->model);
+    gp_buf_puts(out, "\",capacity=\"");
+    gp_prom_escape(out, c->capacity);
+    gp_buf_puts(out, "\"} ");
+    num(out, c->cost);
+    gp_buf_puts(out, "\n");
+  }
+}
+
 void gp_server_metrics_render(const gp_server_metrics *m, gp_buf *out) {
 #define QOFF(f) offsetof(gp_server_metrics_queue, f)
   queue_gauge(out, m, "gpool_queue_pending_jobs", "Jobs waiting in the queue.",
@@ -143,7 +194,8 @@ void gp_server_metrics_render(const gp_server_metrics *m, gp_buf *out) {
               "for the idle window.",
               QOFF(gpus_allocated_idle), true);
   queue_gauge(out, m, "gpool_queue_cost_rate_per_hour",
-              "List-price cost per hour of the queue's running allocation.",
+              "Cost per hour of the queue's running allocations at the catalogue's prices now "
+              "(each GPU's share times its price per GPU-hour).",
               QOFF(cost_rate_per_h), false);
   family(out, "gpool_queue_pending_jobs_by_reason", "gauge",
          "Pending jobs of the queue by machine-readable pending reason.");
@@ -214,4 +266,5 @@ void gp_server_metrics_render(const gp_server_metrics *m, gp_buf *out) {
                 "SM-busy GPU-seconds of the queue's jobs where measured, since the server "
                 "started, by GPU model and capacity type.",
                 offsetof(gp_server_metrics_usage, used_gpu_s));
+  budgets_and_costs(m, out);
 }

@@ -57,6 +57,18 @@ typedef struct gp_server_metrics_usage {
   double gpu_s;                /* allocated GPU-seconds x share */
   double used_gpu_s;           /* SM-busy GPU-seconds where measured */
 } gp_server_metrics_usage;
+/* A queue's budget in its current period (unit "gpu_hours" or the currency). */
+typedef struct gp_server_metrics_budget {
+  const char *queue, *unit;    /* borrowed */
+  double budget, spent, used_ratio;
+  uint64_t alerts_80, alerts_100; /* alerts raised since the server started */
+} gp_server_metrics_budget;
+
+/* The cost of a queue's use of one model on one capacity type since the server started. */
+typedef struct gp_server_metrics_cost {
+  const char *queue, *model, *capacity; /* borrowed */
+  double cost;
+} gp_server_metrics_cost;
 
 typedef struct gp_server_metrics {
   int n_queues;
@@ -81,6 +93,11 @@ typedef struct gp_server_metrics {
   bool store_writable;                 /* false while writes are refused (store_health.h) */
   int n_usage;
   const gp_server_metrics_usage *usage;
+  int n_budgets;
+  const gp_server_metrics_budget *budgets;
+  int n_costs;
+  const gp_server_metrics_cost *costs;
+  const char *currency;                /* of the costs; NULL: no prices */
 } gp_server_metrics;
 
 /* Appends the Prometheus text for `m` to `out` (check gp_buf_truncated afterwards). */

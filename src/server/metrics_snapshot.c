@@ -6,6 +6,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "ledger/prices.h"
+
 #include "server/server_int.h"
 #include "server/metrics.h"
 #include "util/mem.h"
@@ -36,7 +38,50 @@ static int queue_index(const gp_server_metrics_queue *qs, int n, const char *nam
   return -1;
 }
 
+/* What a task's GPUs cost per hour now: each GPU's share times its price per GPU-hour. */
+static double task_cost_rate(const gp_srv_state *s, const gp_srv_alloc *a, int64_t now) {
+  if (!s->prices || a->node < 0 || a->node >= s->n_nodes) return 0;
+  const gp_srv_node *n = s->nodes[a->node];
+  double rate;
+  if (!gp_prices_rate(s->prices, n->model, n->capacity, now, &rate)) return 0;
+  double share = 0;
+  for (uint32_t m = a->gpu_mask; m; m &= m - 1) {
+    int g = __builtin_ctz(m);
+    if (g < n->n_gpus) share += gp__srv_gpu_share(n, g, a);
+  }
+  return share * rate;
+}
+
+typedef struct budget_rows {
+  const gp_srv_state *s;
+  gp_server_metrics_budget *rows;
+  int n;
+  size_t cap;
+} budget_rows;
+
+static void add_budget(void *ctx, const gp_srv_budget_queue *e) {
+  budget_rows *b = ctx;
+  gp_xgrow((void **)&b->rows, &b->cap, (size_t)b->n + 1, sizeof *b->rows);
+  const char *unit = e->budget.money ? (b->s->prices ? b->s->prices->currency : "") : "gpu_hours";
+  b->rows[b->n++] = (gp_server_metrics_budget){e->queue, unit, e->budget.limit, e->spent,
+                                               e->spent / e->budget.limit, e->alerts_total[0],
+                                               e->alerts_total[1]};
+}
+
+typedef struct cost_rows {
+  gp_server_metrics_cost *rows;
+  int n;
+  size_t cap;
+} cost_rows;
+
+static void add_cost(void *ctx, const char *queue, const char *model, gp_capacity c, double cost) {
+  cost_rows *r = ctx;
+  gp_xgrow((void **)&r->rows, &r->cap, (size_t)r->n + 1, sizeof *r->rows);
+  r->rows[r->n++] = (gp_server_metrics_cost){queue, model, gp_capacity_name(c), cost};
+}
+
 char *gp__srv_metrics_text(const gp_srv_state *s) {
+  int64_t now = (int64_t)time(NULL);
   gp_server_metrics m;
   memset(&m, 0, sizeof m);
   m.reason_names = reason_names;
@@ -68,6 +113,7 @@ char *gp__srv_metrics_text(const gp_srv_state *s) {
       for (int t = 0; t < j->n_alloc; t++) {
         int g = __builtin_popcount(j->alloc[t].gpu_mask);
         qs[qi].allocated += g * (j->alloc[t].gpu_milli / 1000.0);
+        qs[qi].cost_rate_per_h += task_cost_rate(s, &j->alloc[t], now);
         m.gpus_allocated += g;
       }
     } else if (j->state == GP_JOB_PENDING || j->state == GP_JOB_HELD) {
@@ -122,11 +168,22 @@ char *gp__srv_metrics_text(const gp_srv_state *s) {
   gp__srv_usage_totals(s, time(NULL), add_usage, &ul);
   m.usage = ul.v;
   m.n_usage = ul.n;
+  budget_rows br = {s, NULL, 0, 0};
+  gp__srv_budget_each(s, add_budget, &br);
+  m.budgets = br.rows;
+  m.n_budgets = br.n;
+  cost_rows cr = {NULL, 0, 0};
+  gp__srv_budget_costs(s, add_cost, &cr);
+  m.costs = cr.rows;
+  m.n_costs = cr.n;
+  m.currency = s->prices ? s->prices->currency : NULL;
   gp_buf out;
   gp_buf_init(&out, 0);
   gp_server_metrics_render(&m, &out);
   free(qs);
   free(ul.v);
+  free(br.rows);
+  free(cr.rows);
   char *text = gp_buf_steal(&out);
   gp_buf_done(&out);
   return text;

@@ -51,7 +51,7 @@ static int read_names(const json_t *v, const char *key, size_t max_items, size_t
 int gp__srv_queue_from_json(const json_t *o, const char *name, gp_srv_queue *q, gp_err *err) {
   static const char *const keys[] = {"name", "deserved", "limit", "weight", "users",
                                      "default_priority", "default_time_limit",
-                                     "priority_classes", NULL};
+                                     "priority_classes", "budget", NULL};
   if (!json_is_object(o)) return gp_err_set(err, GP_EINVAL, NULL, 0, NULL, "the body must be a JSON object");
   const char *k;
   const json_t *v;
@@ -114,6 +114,12 @@ int gp__srv_queue_from_json(const json_t *o, const char *name, gp_srv_queue *q, 
       return GP_EINVAL;
     }
   }
+  gp_budget budget = q->budget;
+  if ((v = json_object_get(o, "budget")) && gp_budget_from_json(v, "budget", &budget, err)) {
+    names_free(classes, n_classes);
+    free(prio);
+    return GP_EINVAL;
+  }
   char **users = NULL;
   int n_users = -1;
   if ((v = json_object_get(o, "users")) &&
@@ -129,6 +135,7 @@ int gp__srv_queue_from_json(const json_t *o, const char *name, gp_srv_queue *q, 
   q->limit = limit;
   q->weight = weight;
   q->default_time_limit = dtl;
+  q->budget = budget;
   if (prio) {
     free(q->default_priority);
     q->default_priority = prio;
@@ -164,6 +171,7 @@ json_t *gp__srv_queue_to_json(const gp_srv_queue *q) {
     for (int i = 0; i < q->n_classes; i++) json_array_append_new(pc, json_string(q->classes[i]));
   }
   json_object_set_new(o, "priority_classes", pc);
+  json_object_set_new(o, "budget", gp_budget_to_json(&q->budget));
   return o;
 }
 
@@ -266,6 +274,7 @@ json_t *gp__srv_queues_json(const gp_srv_state *s) {
     json_object_set_new(o, "pending", json_real(r->pending));
     json_object_set_new(o, "running_jobs", json_integer(r->running_jobs));
     json_object_set_new(o, "pending_jobs", json_integer(r->pending_jobs));
+    gp__srv_budget_json(s, r->name, o);
     json_array_append_new(list, o);
   }
   for (int i = 0; i < n; i++) free(rows[i].name);

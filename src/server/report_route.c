@@ -8,12 +8,6 @@
 #include "server/report.h"
 #include "util/mem.h"
 
-/* The catalogue in force, or NULL: without one, reports have GPU-hours and no money. */
-static gp_prices *prices_in_force(const gp_srv_state *s) {
-  (void)s;
-  return NULL;
-}
-
 void gp__srv_report_route(gp_srv_state *s, gp_srv_req *r, const char *kind, int64_t now) {
   if (strcmp(r->method, "GET") != 0) {
     gp__srv_reply_error(r, 405, "method_not_allowed", NULL, "use GET on /v1/reports/{kind}");
@@ -33,7 +27,7 @@ void gp__srv_report_route(gp_srv_state *s, gp_srv_req *r, const char *kind, int6
   rep->now = now;
   rep->user = admin ? NULL : gp_xstrdup(r->user);
   if (q.kind == GP_SRV_REPORT_COST || q.kind == GP_SRV_REPORT_IDLE)
-    rep->prices = gp_prices_ref(prices_in_force(s));
+    rep->prices = gp_prices_ref(s->prices); /* NULL: GPU-hours and no money */
   if (q.share_idle == GP_LSI_DESERVED && s->n_queues > 0) {
     rep->deserved_queue = gp_xcalloc((size_t)s->n_queues, sizeof *rep->deserved_queue);
     rep->deserved_gpus = gp_xcalloc((size_t)s->n_queues, sizeof *rep->deserved_gpus);

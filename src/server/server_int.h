@@ -116,4 +116,7 @@ bool gp__srv_intake_target_ok(const char *raw, gp_srv_bad *bad);
 /* GET /metrics body (Prometheus text). */
 char *gp__srv_metrics_text(const gp_srv_state *s);
 
+/* prices.c: GET, PUT and DELETE /v1/prices. */
+int gp__srv_prices_route(gp_srv_state *s, gp_srv_req *r, gp_err *err);
+
 #endif

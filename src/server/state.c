@@ -9,6 +9,8 @@
 
 #include "core/sched.h"
 #include "server/state.h"
+
+#include "ledger/prices.h"
 #include "util/mem.h"
 
 gp_srv_state *gp__srv_state_new(const gp_server_config *cfg, gp_store *store) {
@@ -48,8 +50,11 @@ void gp__srv_state_free(gp_srv_state *s) {
   gp_sched_memo_free(s->memo);
   gp__srv_counts_free(&s->pending_by_user);
   gp__srv_counts_free(&s->pending_by_queue);
+  free(s->prices_set);
+  gp_prices_free(s->prices);
   gp__srv_usage_sums_free(s);
   gp__srv_ended_free(&s->ended);
+  gp__srv_budgets_free(s->budgets);
   free(s);
 }
 
@@ -471,6 +476,17 @@ static int load_credential(void *ctx, const char *node, const char *hash) {
   return 0;
 }
 
+static int load_setting(void *ctx, const char *name, const char *doc) {
+  load_ctx *c = ctx;
+  if (strcmp(name, GP_SRV_SETTING_PRICES) == 0) {
+    free(c->s->prices_set);
+    c->s->prices_set = gp_xstrdup(doc);
+  } else if (strncmp(name, "budget/", 7) == 0) {
+    gp__srv_budget_level_loaded(c->s, name + 7, doc);
+  }
+  return 0;
+}
+
 static gp_srv_queue *queue_from_config(const gp_server_queue *cq) {
   gp_srv_queue *q = gp_xcalloc(1, sizeof *q);
   q->name = gp_xstrdup(cq->q.name);
@@ -488,6 +504,7 @@ static gp_srv_queue *queue_from_config(const gp_server_queue *cq) {
     for (int i = 0; i < q->n_classes; i++) q->classes[i] = gp_xstrdup(cq->priority_classes[i]);
   }
   q->from_config = true;
+  q->budget = cq->budget;
   return q;
 }
 
@@ -507,8 +524,9 @@ int gp__srv_state_load(gp_srv_state *s, int64_t now_s, int64_t now_ms, gp_err *e
                          load_credential, load_interval, load_node_interval,
                          (const char *const *)active_states,
                          (const char *const *)ended_states,
-                         s->cfg->recent_ended_jobs, load_ended};
+                         s->cfg->recent_ended_jobs, load_ended, load_setting};
   int r = gp_store_load(s->store, &cb, err);
+  if (!r) r = gp__srv_prices_init(s, err);
   if (r) {
     free(c.open_jobs);
     return r;

@@ -168,6 +168,7 @@ typedef struct gp_srv_queue {
   int n_classes;        /* priority classes its users may ask for; -1: the default */
   char **classes;
   bool from_config;     /* defined in the config file: read-only through the API */
+  gp_budget budget;     /* budget.h; .set false: none */
   /* Figures from the last scheduling step (fair share) and live counts. */
   double fair_share;
 } gp_srv_queue;
@@ -320,7 +321,15 @@ typedef struct gp_srv_state {
   int n_usage_sums;
   size_t cap_usage_sums;
   gp_srv_ended ended;
+  /* Prices and budgets (prices.c, budget.c). */
+  struct gp_prices *prices;   /* the catalogue in force (one reference), NULL: none */
+  char *prices_set;           /* the catalogue an admin set (JSON, kept in the store as the
+                                 GP_SRV_SETTING_PRICES setting), NULL: the config's rules */
+  struct gp__srv_budgets *budgets; /* spend, alerts and priced totals (budget.c), or NULL */
 } gp_srv_state;
+
+/* The store setting that holds the catalogue an admin set through PUT /v1/prices. */
+#define GP_SRV_SETTING_PRICES "prices"
 
 /* ---- state.c: lifetime, lookup, persistence ---- */
 gp_srv_state *gp__srv_state_new(const gp_server_config *cfg, gp_store *store);
@@ -528,5 +537,58 @@ int gp__srv_schedule(gp_srv_state *s, int64_t now, gp_err *err);
 void gp__srv_job_fleet_models(const gp_srv_state *s, gp_srv_job *j);
 /* A submission that no node of the fleet could ever run (checked at submit time). */
 int gp__srv_check_feasible(gp_srv_state *s, const gp_srv_job *j, gp_err *err);
+
+/* ---- budget.c ---- */
+typedef struct gp__srv_budgets gp__srv_budgets;
+
+/* A queue's budget in its current period. */
+typedef struct gp_srv_budget_queue {
+  char *queue;
+  gp_budget budget;           /* as the queue has it now */
+  bool active;                /* the queue has a budget and its spend is known */
+  bool based;                 /* the ledger was read for the period before the first look */
+  int64_t period_start, period_end;
+  double base_gpu_s, base_cost;   /* the period's spend in the ledger at the first look */
+  double mark_gpu_s, mark_cost;   /* the running totals at the first look */
+  double spent;               /* in the budget's unit: GPU-hours or currency */
+  int level;                  /* the alerts raised this period: 0, 80 or 100 */
+  int64_t saved_period_start; /* the alert level kept in the store, for its period */
+  int saved_level;
+  uint64_t alerts_total[2];   /* 80% and 100% alerts this server raised */
+} gp_srv_budget_queue;
+
+#define GP_SRV_SETTING_NAME_MAX 300 /* "budget/" and a queue name */
+
+/* Brings every budget up to `now`: reads the running totals, prices their growth, starts
+ * new periods (releasing the jobs the last one's budget held), reads the ledger for queues
+ * seen for the first time, and raises the 80% and 100% alerts. */
+int gp__srv_budgets_tick(gp_srv_state *s, int64_t now, gp_err *err);
+void gp__srv_budgets_free(gp__srv_budgets *b);
+/* The queue's budget figures, or NULL. */
+const gp_srv_budget_queue *gp__srv_budget_get(const gp_srv_state *s, const char *queue);
+/* A new job j (inserted, pending or held) of a queue whose budget is spent: holds it or
+ * demotes it as the budget's action says, with a timeline event that gives the reason. */
+int gp__srv_budget_on_submit(gp_srv_state *s, gp_srv_job *j, int64_t now, gp_err *err);
+/* Why a budget holds new jobs, in a sentence. */
+void gp__srv_budget_message(const gp_srv_state *s, const gp_srv_budget_queue *e, char *buf,
+                            size_t size);
+/* The alert level stored for a queue ("budget/<queue>" setting), read at load. */
+void gp__srv_budget_level_loaded(gp_srv_state *s, const char *queue, const char *doc);
+/* Adds budget_unit, budget_spent, budget_used_ratio and the period to a queue's JSON. */
+void gp__srv_budget_json(const gp_srv_state *s, const char *queue, json_t *o);
+/* Cost since the server started per (queue, model, capacity); nothing without prices. */
+void gp__srv_budget_costs(const gp_srv_state *s,
+                          void (*fn)(void *ctx, const char *queue, const char *model,
+                                     gp_capacity c, double cost),
+                          void *ctx);
+/* Calls fn for each queue whose budget is active. */
+void gp__srv_budget_each(const gp_srv_state *s,
+                         void (*fn)(void *ctx, const gp_srv_budget_queue *e), void *ctx);
+
+/* ---- prices.c ---- */
+/* Puts the catalogue in force: the admin's (prices_set) when it reads, else the config's. */
+int gp__srv_prices_init(gp_srv_state *s, gp_err *err);
+/* The catalogue in force as the API shows it, with its source ("config", "admin", "none"). */
+json_t *gp__srv_prices_json(const gp_srv_state *s);
 
 #endif

@@ -100,6 +100,12 @@ static int f_put_credential(gp_store *b, const char *node, const char *hash, gp_
   return rc ? rc : s->inner->ops->put_credential(s->inner, node, hash, err);
 }
 
+static int f_put_setting(gp_store *b, const char *name, const char *doc, gp_err *err) {
+  fault_store *s = (fault_store *)b;
+  int rc = maybe_fail(s, err);
+  return rc ? rc : inner_rc(s, s->inner->ops->put_setting(s->inner, name, doc, err));
+}
+
 static int f_begin(gp_store *b, gp_err *err) {
   fault_store *s = (fault_store *)b;
   return inner_rc(s, s->inner->ops->begin(s->inner, err));
@@ -153,7 +159,7 @@ static const gp_store_ops fault_ops = {
     "fault", f_begin, f_commit, f_rollback, f_put_job, f_add_event, f_put_node, f_put_alloc,
     f_del_allocs, f_put_queue, f_del_queue, f_put_order, f_del_orders, f_del_order, f_set_meta,
     f_load, f_close, f_probe, f_put_credential, f_open_reader, f_open_interval,
-    f_close_intervals, f_set_interval_use, f_open_node_interval, f_close_node_interval,
+    f_close_intervals, f_set_interval_use, f_open_node_interval, f_close_node_interval, f_put_setting,
 };
 
 int gp_store_fault_open(gp_store *inner, gp_store **ret) {

@@ -104,7 +104,8 @@ static const char schema_sql[] =
     "CREATE INDEX IF NOT EXISTS node_ledger_end ON node_ledger(\"end\");"
     "CREATE INDEX IF NOT EXISTS node_ledger_node ON node_ledger(node, \"end\");"
     /* Job history reads ended jobs by when they ended (GP_STORE_ENDED_AT). */
-    "CREATE INDEX IF NOT EXISTS jobs_ended ON jobs(" GP_STORE_ENDED_AT ");";
+    "CREATE INDEX IF NOT EXISTS jobs_ended ON jobs(" GP_STORE_ENDED_AT ");"
+    "CREATE TABLE IF NOT EXISTS settings(name TEXT PRIMARY KEY, doc TEXT NOT NULL);";
 
 typedef struct sqlite_store {
   gp_store base;
@@ -333,6 +334,20 @@ static int s_open_node_interval(gp_store *b, const gp_store_node_interval *r, gp
   return run(s, ST_OPEN_NODE_IV, err);
 }
 
+/* Settings change rarely (an admin's command), so the statement is prepared per call. */
+static int s_put_setting(gp_store *b, const char *name, const char *doc, gp_err *err) {
+  sqlite_store *s = (sqlite_store *)b;
+  const char *sql = doc ? "INSERT OR REPLACE INTO settings(name, doc) VALUES (?1, ?2)"
+                        : "DELETE FROM settings WHERE name = ?1";
+  sqlite3_stmt *st = NULL;
+  if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK) return db_error(s, err, sql);
+  bind_text(st, 1, name);
+  if (doc) bind_text(st, 2, doc);
+  int ret = sqlite3_step(st) == SQLITE_DONE ? 0 : db_error(s, err, sql);
+  sqlite3_finalize(st);
+  return ret;
+}
+
 static const char *col_text(sqlite3_stmt *st, int i) {
   const unsigned char *t = sqlite3_column_text(st, i);
   return t ? (const char *)t : "";
@@ -488,6 +503,10 @@ out:
   return r;
 }
 
+static int row_setting(sqlite3_stmt *st, const gp_store_load_cb *cb) {
+  return cb->setting(cb->ctx, col_text(st, 0), col_text(st, 1));
+}
+
 static int s_load(gp_store *b, const gp_store_load_cb *cb, gp_err *err) {
   sqlite_store *s = (sqlite_store *)b;
   int r = 0;
@@ -517,6 +536,8 @@ static int s_load(gp_store *b, const gp_store_load_cb *cb, gp_err *err) {
   if (!r && cb->node_interval)
     r = load_table(s, "SELECT id, node, model, capacity, gpus, state, start FROM node_ledger "
                       "WHERE \"end\" IS NULL ORDER BY id", row_node_interval, cb, err);
+  if (!r && cb->setting)
+    r = load_table(s, "SELECT name, doc FROM settings ORDER BY name", row_setting, cb, err);
   return r;
 }
 
@@ -552,7 +573,7 @@ static const gp_store_ops sqlite_ops = {
     "sqlite", s_begin, s_commit, s_rollback, s_put_job, s_add_event, s_put_node, s_put_alloc,
     s_del_allocs, s_put_queue, s_del_queue, s_put_order, s_del_orders, s_del_order, s_set_meta,
     s_load, s_close, s_probe, s_put_credential, s_open_reader, s_open_interval,
-    s_close_intervals, s_set_interval_use, s_open_node_interval, s_close_node_interval,
+    s_close_intervals, s_set_interval_use, s_open_node_interval, s_close_node_interval, s_put_setting,
 };
 
 /* The database holds every job's command and environment (API keys among them): it is the

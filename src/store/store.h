@@ -11,7 +11,8 @@
  * Tables: jobs, job_events (the timeline: one row per transition), nodes, allocations
  * (one row per task of a running job), queues (those created through the API), orders
  * (start/stop orders not yet acknowledged by an agent), meta (counters), identity (the
- * store's id), node_credentials (the hash of each node's agent credential), and the
+ * store's id), node_credentials (the hash of each node's agent credential), settings (admin
+ * settings that outlive a restart, by name: e.g. the price catalogue an admin set) and the
  * ledger: `ledger` (one row per job attempt, task and GPU: who held which part of which GPU
  * from when to when, and what it used) and `node_ledger` (one row per node state interval:
  * up, drained, down), each opened and closed in the transaction of the state change that
@@ -124,6 +125,7 @@ typedef struct gp_store_load_cb {
   const char *const *ended_states;
   int64_t keep_ended;
   int (*ended)(void *ctx, int64_t id, const char *state);
+  int (*setting)(void *ctx, const char *name, const char *doc);   /* in name order */
 } gp_store_load_cb;
 
 /* A backend fills this table. Every function returns 0 or a negative GP_E* with details
@@ -170,6 +172,8 @@ typedef struct gp_store_ops {
   int (*open_node_interval)(gp_store *s, const gp_store_node_interval *row, gp_err *err);
   /* Closes the node's open interval (if any) at `end`. */
   int (*close_node_interval)(gp_store *s, const char *node, int64_t end, gp_err *err);
+  /* An admin setting `name` (upsert), or with doc NULL no setting of that name. */
+  int (*put_setting)(gp_store *s, const char *name, const char *doc, gp_err *err);
 } gp_store_ops;
 
 #define GP_STORE_ID_MAX 33 /* 32 hex digits (128 random bits) and the NUL */
@@ -280,5 +284,6 @@ static inline int gp_store_close_intervals(gp_store *s, int64_t job, int64_t end
 static inline int gp_store_set_interval_use(gp_store *s, int64_t job, const char *node, double used_gpu_s, double energy_j, gp_err *e) { return s->ops->set_interval_use(s, job, node, used_gpu_s, energy_j, e); }
 static inline int gp_store_open_node_interval(gp_store *s, const gp_store_node_interval *r, gp_err *e) { return s->ops->open_node_interval(s, r, e); }
 static inline int gp_store_close_node_interval(gp_store *s, const char *node, int64_t end, gp_err *e) { return s->ops->close_node_interval(s, node, end, e); }
+static inline int gp_store_put_setting(gp_store *s, const char *name, const char *doc, gp_err *e) { return s->ops->put_setting(s, name, doc, e); }
 
 #endif

@@ -292,6 +292,38 @@ static void why_speaks_in_sentences(void) {
   gp_buf_done(&out);
 }
 
+/* A budget's hold and demotion are stated with the server's reason; an owner's hold, and a
+ * budget hold an admin released, are not blamed on the budget. */
+static void why_states_what_a_budget_did(void) {
+  gp_buf out;
+  gp_buf_init(&out, 4096);
+  json_t *j = job("{\"id\": \"21\", \"state\": \"held\", \"timeline\": [{\"event\": \"submitted\"},"
+                  " {\"event\": \"held\", \"by\": \"budget\", \"reason\": \"queue lab spent its monthly"
+                  " budget of 500 GPU-hours (512.3 used); held until the period ends or an admin"
+                  " releases it\"}]}");
+  gp_job_fmt_why(j, 1000, &out);
+  CHECK_EQ_STR("Job 21 is held: queue lab spent its monthly budget of 500 GPU-hours (512.3 used); "
+               "held until the period ends or an admin releases it.\n", out.data);
+  json_decref(j);
+
+  gp_buf_reset(&out);
+  j = job("{\"id\": \"22\", \"state\": \"held\", \"timeline\": [{\"event\": \"held\", \"by\": \"budget\","
+          " \"reason\": \"spent\"}, {\"event\": \"released\", \"by\": \"root\"}, {\"event\": \"held\","
+          " \"by\": \"alice\"}]}");
+  gp_job_fmt_why(j, 1000, &out);
+  CHECK_EQ_STR("Job 22 is held: it will not start until you run 'gpool release 22'.\n", out.data);
+  json_decref(j);
+
+  gp_buf_reset(&out);
+  j = job("{\"id\": \"23\", \"state\": \"pending\", \"submitted_at\": 1000, \"pending_reason\": \"Priority\","
+          " \"timeline\": [{\"event\": \"demoted\", \"by\": \"budget\", \"from\": \"training\","
+          " \"to\": \"opportunistic\", \"reason\": \"queue lab spent its weekly budget\"}]}");
+  gp_job_fmt_why(j, 1010, &out);
+  CHECK_CONTAINS(out.data, "\nDemoted: queue lab spent its weekly budget.\n");
+  json_decref(j);
+  gp_buf_done(&out);
+}
+
 static void show_reads_a_whole_job(void) {
   json_t *j = job("{\"id\": \"7\", \"name\": \"train\", \"state\": \"running\", \"user\": \"alice\", \"queue\": \"org/a\","
                   " \"command\": [\"python\", \"train.py\", \"--note\", \"a b\"], \"workdir\": \"/w\", \"gpus\": 4, \"tasks\": 2,"
@@ -331,4 +363,5 @@ GP_TESTS(a_client_json_open_to_others_is_refused, flags_then_environment_then_fi
          no_file_means_default_server_and_no_token, a_broken_client_json_is_named,
          ca_from_flag_then_environment_then_file, an_unreachable_server_says_so,
          api_errors_become_sentences,
-         escaping_keeps_paths_safe, why_speaks_in_sentences, show_reads_a_whole_job)
+         escaping_keeps_paths_safe, why_speaks_in_sentences, why_states_what_a_budget_did,
+         show_reads_a_whole_job)

@@ -43,6 +43,17 @@ static char *render_pool(void) {
       {"org/\"nlp\"\\x", "A100-80GB", "spot", 900, 0}};
   m.usage = usage;
   m.n_usage = 2;
+  static const gp_server_metrics_budget budgets[] = {
+      {"org/vision", "gpu_hours", 500, 412.5, 0.825, 1, 0},
+      {"org/\"nlp\"\\x", "USD", 1000, 1250, 1.25, 1, 1}};
+  m.budgets = budgets;
+  m.n_budgets = 2;
+  static const gp_server_metrics_cost costs[] = {
+      {"org/vision", "H100-80GB", "on-demand", 13.76},
+      {"org/\"nlp\"\\x", "A100-80GB", "spot", 0.6}};
+  m.costs = costs;
+  m.n_costs = 2;
+  m.currency = "USD";
   gp_hist_init(&m.sched_cycle_s, gp_hist_bounds_cycle_s, gp_hist_n_bounds_cycle_s);
   gp_hist_init(&m.queue_wait_s, gp_hist_bounds_wait_s, gp_hist_n_bounds_wait_s);
   gp_hist_init(&m.job_run_s, gp_hist_bounds_wait_s, gp_hist_n_bounds_wait_s);
@@ -119,6 +130,22 @@ static void usage_counters_by_queue_model_and_capacity(void) {
   free(t);
 }
 
+/* Budgets by queue and unit, their alerts by threshold, and cost by queue, model and
+ * capacity. */
+static void budgets_and_costs_by_queue(void) {
+  char *t = render_pool();
+  CHECK_CONTAINS(t, "# TYPE gpool_queue_budget gauge\n");
+  CHECK_CONTAINS(t, "gpool_queue_budget{queue=\"org/vision\",unit=\"gpu_hours\"} 500\n");
+  CHECK_CONTAINS(t, "gpool_queue_budget_spent{queue=\"org/vision\",unit=\"gpu_hours\"} 412.5\n");
+  CHECK_CONTAINS(t, "gpool_queue_budget_used_ratio{queue=\"org/\\\"nlp\\\"\\\\x\",unit=\"USD\"} 1.25\n");
+  CHECK_CONTAINS(t, "gpool_queue_budget_alerts_total{queue=\"org/vision\",threshold=\"80\"} 1\n");
+  CHECK_CONTAINS(t, "gpool_queue_budget_alerts_total{queue=\"org/vision\",threshold=\"100\"} 0\n");
+  CHECK_CONTAINS(t, "# TYPE gpool_queue_cost_total counter\n");
+  CHECK_CONTAINS(t, "gpool_queue_cost_total{queue=\"org/vision\",model=\"H100-80GB\","
+                    "capacity=\"on-demand\"} 13.76\n");
+  free(t);
+}
+
 static void histograms_are_cumulative_with_inf(void) {
   char *t = render_pool();
   CHECK_CONTAINS(t, "gpool_queue_wait_seconds_bucket{le=\"1\"} 0\n");
@@ -138,5 +165,5 @@ static void promtool_catches_a_broken_exposition(void) {
 }
 
 GP_TESTS(promtool_accepts_the_server_metrics, queues_show_share_depth_and_reasons,
-         usage_counters_by_queue_model_and_capacity,
+         usage_counters_by_queue_model_and_capacity, budgets_and_costs_by_queue,
          histograms_are_cumulative_with_inf, promtool_catches_a_broken_exposition)

@@ -59,7 +59,7 @@ static int c_meta(void *ctx, const char *k, int64_t v) {
 static counts load_all(gp_store *s) {
   counts c;
   memset(&c, 0, sizeof c);
-  gp_store_load_cb cb = {&c, c_job, c_event, c_node, c_alloc, c_queue, c_order, c_meta, NULL, NULL, NULL, NULL, NULL, 0, NULL};
+  gp_store_load_cb cb = {&c, c_job, c_event, c_node, c_alloc, c_queue, c_order, c_meta, NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL};
   gp_err e = {0};
   CHECK_EQ_INT(0, gp_store_load(s, &cb, &e));
   return c;
@@ -335,7 +335,40 @@ static void node_credentials_are_kept_and_dropped(void) {
   remove_dir();
 }
 
+static int c_setting(void *ctx, const char *name, const char *doc) {
+  char *out = ctx;
+  size_t len = strlen(out);
+  snprintf(out + len, 200 - len, "%s=%s;", name, doc);
+  return 0;
+}
+
+static void settings_survive_a_reopen_and_are_dropped(void) {
+  gp_store *s = NULL;
+  gp_err e = {0};
+  REQUIRE(gp_store_sqlite_open(db_path(), &s, &e) == 0);
+  REQUIRE(gp_store_begin(s, &e) == 0);
+  CHECK_EQ_INT(0, gp_store_put_setting(s, "prices", "{\"currency\":\"USD\"}", &e));
+  CHECK_EQ_INT(0, gp_store_put_setting(s, "a", "1", &e));
+  CHECK_EQ_INT(0, gp_store_put_setting(s, "a", "2", &e));
+  CHECK_EQ_INT(0, gp_store_commit(s, &e));
+  gp_store_close(s);
+  REQUIRE(gp_store_sqlite_open(db_path(), &s, &e) == 0);
+  char seen[200] = "";
+  gp_store_load_cb cb = {.ctx = seen, .setting = c_setting};
+  CHECK_EQ_INT(0, gp_store_load(s, &cb, &e));
+  CHECK_EQ_STR("a=2;prices={\"currency\":\"USD\"};", seen);
+  REQUIRE(gp_store_begin(s, &e) == 0);
+  CHECK_EQ_INT(0, gp_store_put_setting(s, "prices", NULL, &e));
+  CHECK_EQ_INT(0, gp_store_commit(s, &e));
+  seen[0] = '\0';
+  CHECK_EQ_INT(0, gp_store_load(s, &cb, &e));
+  CHECK_EQ_STR("a=2;", seen);
+  gp_store_close(s);
+  remove_dir();
+}
+
 GP_TESTS(a_full_database_is_named_and_probed, the_database_is_private, committed_rows_survive_a_reopen, rolled_back_rows_are_gone,
          fault_store_fails_the_nth_write_and_nothing_is_committed,
          a_file_that_is_not_a_database_is_refused, an_empty_or_foreign_database_is_refused,
-         a_store_keeps_its_identity, node_credentials_are_kept_and_dropped)
+         a_store_keeps_its_identity, node_credentials_are_kept_and_dropped,
+         settings_survive_a_reopen_and_are_dropped)
