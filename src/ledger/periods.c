@@ -5,14 +5,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ledger/calendar.h"
+#include "util/calendar.h"
 #include "util/mem.h"
 
 static int64_t step_start(gp_ledger_step step, int64_t t) {
   switch (step) {
-  case GP_LS_DAY: return gp__ledger_day_start(t);
-  case GP_LS_WEEK: return gp__ledger_week_start(t);
-  case GP_LS_MONTH: return gp__ledger_month_start(t);
+  case GP_LS_DAY: return gp_day_start(t);
+  case GP_LS_WEEK: return gp_week_start(t);
+  case GP_LS_MONTH: return gp_month_start(t);
   default: return t;
   }
 }
@@ -21,7 +21,7 @@ static int64_t step_next(gp_ledger_step step, int64_t label, int64_t to) {
   switch (step) {
   case GP_LS_DAY: return label + 86400;
   case GP_LS_WEEK: return label + 7 * 86400;
-  case GP_LS_MONTH: return gp__ledger_next_month(label);
+  case GP_LS_MONTH: return gp_next_month(label);
   default: return to;
   }
 }

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "ledger/calendar.h"
+#include "util/calendar.h"
 #include "util/mem.h"
 
 /* "path.list[i].key" (or "path.key" with i < 0) into buf, cut to fit. */
@@ -85,7 +85,7 @@ static int read_date(const gp_doc *d, const gp_doc_node *m, const char *key, con
     *ret = dflt;
     return 0;
   }
-  if (n->kind != GP_DOC_SCALAR || !gp__ledger_parse_date(n->scalar, ret))
+  if (n->kind != GP_DOC_SCALAR || !gp_parse_date(n->scalar, ret))
     return gp_err_set(err, GP_EINVAL, d->name, n->line, f,
                       "must be a date YYYY-MM-DD (a real day, 1970-9999)");
   return 0;

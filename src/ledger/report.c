@@ -10,21 +10,23 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ledger/calendar.h"
+#include "util/calendar.h"
 #include "ledger/report_int.h"
 #include "util/mem.h"
 
 #define MAX_NODE_GPUS 1000000
+/* 10000-01-01T00:00:00Z: the end of the last second a report may cover. */
+#define GP_LEDGER_TIME_END (GP_CALENDAR_MAX + 1)
 
 /* Times a ledger can hold; beyond them `end - start` could overflow. */
 static bool sane_times(int64_t start, int64_t end) {
-  return start >= -GP_LEDGER_TIME_MAX && end <= 2 * GP_LEDGER_TIME_MAX && start <= end;
+  return start >= -GP_LEDGER_TIME_END && end <= 2 * GP_LEDGER_TIME_END && start <= end;
 }
 
 static int check_params(const gp_ledger_params *p, gp_err *err) {
-  if (p->from < 0 || p->from >= GP_LEDGER_TIME_MAX)
+  if (p->from < 0 || p->from >= GP_LEDGER_TIME_END)
     return gp_err_set(err, GP_EINVAL, NULL, 0, "from", "must be from 1970-01-01 to 9999-12-31");
-  if (p->to <= p->from || p->to > GP_LEDGER_TIME_MAX)
+  if (p->to <= p->from || p->to > GP_LEDGER_TIME_END)
     return gp_err_set(err, GP_EINVAL, NULL, 0, "to", "must be after from, at most 10000-01-01");
   if (p->group & ~(unsigned)(GP_LG_QUEUE | GP_LG_USER | GP_LG_MODEL | GP_LG_CAPACITY |
                              GP_LG_NODE | GP_LG_JOB))

@@ -8,7 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+
+#include "util/calendar.h"
 
 static const char *const period_names[] = {"day", "week", "month"};
 static const char *const period_adjectives[] = {"daily", "weekly", "monthly"};
@@ -115,30 +116,17 @@ json_t *gp_budget_to_json(const gp_budget *b) {
 }
 
 int64_t gp_budget_period_start(gp_budget_period p, int64_t at) {
-  int64_t day = at >= 0 ? at / 86400 : (at - 86399) / 86400;
-  if (p == GP_BUDGET_DAY) return day * 86400;
-  if (p == GP_BUDGET_WEEK) {
-    /* 1970-01-01 was a Thursday: day 0 is 3 days after a Monday. */
-    int64_t since_monday = ((day + 3) % 7 + 7) % 7;
-    return (day - since_monday) * 86400;
-  }
-  time_t t = (time_t)at;
-  struct tm tm;
-  gmtime_r(&t, &tm);
-  tm.tm_mday = 1;
-  tm.tm_hour = tm.tm_min = tm.tm_sec = 0;
-  return (int64_t)timegm(&tm);
+  if (at < 0) at = 0; /* before 1970: no budget period a server lives in */
+  if (p == GP_BUDGET_DAY) return gp_day_start(at);
+  if (p == GP_BUDGET_WEEK) return gp_week_start(at);
+  return gp_month_start(at);
 }
 
 int64_t gp_budget_period_end(gp_budget_period p, int64_t at) {
   int64_t start = gp_budget_period_start(p, at);
-  if (p == GP_BUDGET_DAY) return start + 86400;
-  if (p == GP_BUDGET_WEEK) return start + 7 * 86400;
-  time_t t = (time_t)start;
-  struct tm tm;
-  gmtime_r(&t, &tm);
-  tm.tm_mon += 1;
-  return (int64_t)timegm(&tm);
+  if (p == GP_BUDGET_DAY) return start + GP_DAY_S;
+  if (p == GP_BUDGET_WEEK) return start + 7 * GP_DAY_S;
+  return gp_next_month(start);
 }
 
 static _Atomic int64_t clock_shift_s;

@@ -11,7 +11,7 @@
 
 #include "server/server_int.h"
 #include "util/mem.h"
-#include "util/timeparse.h"
+#include "util/calendar.h"
 #include "util/units.h"
 
 static const char *query(const gp_srv_req *r, const char *key) {

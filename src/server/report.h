@@ -15,11 +15,9 @@
 #include "ledger/report.h"
 #include "server/server_int.h"
 #include "util/buf.h"
+#include "util/calendar.h"
 #include "util/error.h"
 
-/* 9999-12-31T23:59:59Z: the last time a report reads or writes. */
-#define GP_SRV_REPORT_TIME_MAX INT64_C(253402300799)
-#define GP_SRV_REPORT_TIME_LEN 32
 /* The longest period one report covers: three years (with a leap day). */
 #define GP_SRV_REPORT_MAX_SPAN_S (INT64_C(1096) * 86400)
 /* The most rows one answer holds; more (by job, by node per day) are cut and the answer
@@ -56,14 +54,6 @@ typedef struct gp_srv_report {
   double *deserved_gpus;
 } gp_srv_report;
 
-/* report_time.c. "2026-01-31T12:00:00Z" (or with an offset, "+02:00"; fractions of a
- * second dropped), "2026-01-31" (00:00 UTC) or Unix seconds, from 1970 to 9999. Returns 0
- * or GP_EINVAL. */
-int gp__srv_report_time_parse(const char *s, int64_t *ret);
-/* RFC 3339 in UTC: "2026-01-31T12:00:00Z". */
-void gp__srv_report_time_fmt(int64_t t, char out[GP_SRV_REPORT_TIME_LEN]);
-/* 00:00 UTC on the first day of the month holding `t`. */
-int64_t gp__srv_report_month_start(int64_t t);
 
 /* report_query.c. Reads the kind (the path's last part) and the query parameters (an
  * object of strings; an unknown one is refused). `admin`: share_idle and the idle kind are

@@ -101,7 +101,7 @@ static int by_efficiency(const void *a, const void *b) {
 static json_t *str_or_null(const char *s) { return s ? json_string(s) : json_null(); }
 
 static json_t *value(const gp_srv_report *rep, const gp_ledger_row *row, col c) {
-  char buf[GP_SRV_REPORT_TIME_LEN];
+  char buf[GP_TIME_TEXT_LEN];
   switch (c) {
   case C_QUEUE: return str_or_null(row->queue);
   case C_USER: return str_or_null(row->user);
@@ -113,7 +113,7 @@ static json_t *value(const gp_srv_report *rep, const gp_ledger_row *row, col c) 
     snprintf(buf, sizeof buf, "%lld", (long long)row->job);
     return json_string(buf);
   case C_PERIOD:
-    gp__srv_report_time_fmt(row->period_start, buf);
+    gp_format_time(row->period_start, buf);
     return json_string(buf);
   case C_KIND: return json_string(row_kind_name(row->kind));
   case C_GPU_HOURS: return json_real(row->gpu_s / 3600);
@@ -172,11 +172,11 @@ char *gp__srv_report_render(const gp_srv_report *rep, gp_ledger_report *lr,
   if (truncated) n = GP_SRV_REPORT_MAX_ROWS;
 
   json_t *doc = json_object();
-  char t[GP_SRV_REPORT_TIME_LEN];
+  char t[GP_TIME_TEXT_LEN];
   json_object_set_new(doc, "kind", json_string(gp__srv_report_kind_name(q->kind)));
-  gp__srv_report_time_fmt(q->from, t);
+  gp_format_time(q->from, t);
   json_object_set_new(doc, "from", json_string(t));
-  gp__srv_report_time_fmt(q->to, t);
+  gp_format_time(q->to, t);
   json_object_set_new(doc, "to", json_string(t));
   json_object_set_new(doc, "step", json_string(step_name(q->step)));
   json_object_set_new(doc, "share_idle", json_string(share_idle_name(q->share_idle)));

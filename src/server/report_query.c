@@ -77,7 +77,7 @@ static int parse_by(const char *v, unsigned *ret, gp_err *err) {
 }
 
 static int parse_time(const char *field, const char *v, int64_t *ret, gp_err *err) {
-  if (gp__srv_report_time_parse(v, ret))
+  if (!gp_parse_time(v, ret))
     return gp_err_set(err, GP_EINVAL, NULL, 0, field,
                       "%s \"%.64s\" is not a time: use RFC 3339 (2026-01-31T12:00:00Z), a "
                       "date (2026-01-31, 00:00 UTC) or Unix seconds",
@@ -112,11 +112,11 @@ int gp__srv_report_query_parse(const char *kind, const json_t *query, bool admin
     if (rc) return rc;
   }
   if (!has_to) q.to = now;
-  if (!has_from) q.from = gp__srv_report_month_start(q.to > 0 ? q.to - 1 : 0);
+  if (!has_from) q.from = gp_month_start(q.to > 0 ? q.to - 1 : 0);
   if (q.from >= q.to) {
-    char f[GP_SRV_REPORT_TIME_LEN], t[GP_SRV_REPORT_TIME_LEN];
-    gp__srv_report_time_fmt(q.from, f);
-    gp__srv_report_time_fmt(q.to, t);
+    char f[GP_TIME_TEXT_LEN], t[GP_TIME_TEXT_LEN];
+    gp_format_time(q.from, f);
+    gp_format_time(q.to, t);
     return gp_err_set(err, GP_EINVAL, NULL, 0, has_from ? "from" : "to",
                       "from (%s) must come before to (%s)", f, t);
   }

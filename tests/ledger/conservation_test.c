@@ -9,7 +9,7 @@
  * shows no anomaly. A failure prints the seed that reproduces it. */
 #include "ledger/report.h"
 
-#include "ledger/calendar.h"
+#include "util/calendar.h"
 #include <stdarg.h>
 
 #include "test.h"
@@ -37,7 +37,7 @@ static const char *const users[] = {"ann", "bob", "cy", "dee", "eve"};
 static void date_of(int64_t day, char out[16]) {
   int64_t y;
   int m, d;
-  gp__ledger_civil_from_days(day, &y, &m, &d);
+  gp_civil_from_days(day, &y, &m, &d);
   snprintf(out, 16, "%04d-%02d-%02d", (int)y, m, d);
 }
 
@@ -208,7 +208,7 @@ static double expected_fleet(const history *h, const gp_prices *p, int64_t from,
   for (size_t i = 0; i < h->n_nodes; i++) {
     const gp_ledger_node_iv *n = &h->nodes[i];
     for (int64_t a = n->start > from ? n->start : from, end = n->end < to ? n->end : to; a < end;) {
-      int64_t b = gp__ledger_day_start(a) + DAY;
+      int64_t b = gp_day_start(a) + DAY;
       if (b > end) b = end;
       double rate = 0;
       if (gp_prices_rate(p, n->model, n->capacity, a, &rate))
@@ -220,7 +220,7 @@ static double expected_fleet(const history *h, const gp_prices *p, int64_t from,
     const gp_ledger_job_iv *j = &h->jobs[i];
     if (j->capacity != GP_CAP_ON_PREM || j->energy_j < 0) continue;
     for (int64_t a = j->start > from ? j->start : from, end = j->end < to ? j->end : to; a < end;) {
-      int64_t b = gp__ledger_day_start(a) + DAY;
+      int64_t b = gp_day_start(a) + DAY;
       if (b > end) b = end;
       double kwh = 0;
       if (gp_prices_energy_rate(p, a, &kwh))

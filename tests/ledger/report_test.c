@@ -5,7 +5,7 @@
  * the idle charge-back, groupings, and bad params named by field. */
 #include "ledger/report.h"
 
-#include "ledger/calendar.h"
+#include "util/calendar.h"
 #include "test.h"
 
 #define H 3600
@@ -52,22 +52,22 @@ static double sum_cost(const gp_ledger_row *rows, int n) {
 
 static void calendar_bounds(void) {
   int64_t t;
-  CHECK(gp__ledger_parse_date("2026-03-01", &t));
-  CHECK_EQ_INT(gp__ledger_month_start(t + 5), t);
-  CHECK_EQ_INT(gp__ledger_month_start(t - 1), t - 28 * DAY); /* 2026-02-01 */
-  CHECK_EQ_INT(gp__ledger_next_month(t - 1), t);
-  CHECK(gp__ledger_parse_date("2024-03-01", &t));
-  CHECK_EQ_INT(gp__ledger_month_start(t - 1), t - 29 * DAY); /* leap February */
-  CHECK(gp__ledger_parse_date("2026-12-15", &t));
-  CHECK(gp__ledger_parse_date("2027-01-01", &t) && gp__ledger_next_month(t - DAY) == t);
+  CHECK(gp_parse_date("2026-03-01", &t));
+  CHECK_EQ_INT(gp_month_start(t + 5), t);
+  CHECK_EQ_INT(gp_month_start(t - 1), t - 28 * DAY); /* 2026-02-01 */
+  CHECK_EQ_INT(gp_next_month(t - 1), t);
+  CHECK(gp_parse_date("2024-03-01", &t));
+  CHECK_EQ_INT(gp_month_start(t - 1), t - 29 * DAY); /* leap February */
+  CHECK(gp_parse_date("2026-12-15", &t));
+  CHECK(gp_parse_date("2027-01-01", &t) && gp_next_month(t - DAY) == t);
   /* 2026-01-05 was a Monday: the week of 2026-01-04 (Sunday) began 2025-12-29. */
-  CHECK_EQ_INT(T2026 + 4 * DAY, gp__ledger_week_start(T2026 + 4 * DAY + 5));
-  CHECK_EQ_INT(T2026 - 3 * DAY, gp__ledger_week_start(T2026 + 3 * DAY + H));
+  CHECK_EQ_INT(T2026 + 4 * DAY, gp_week_start(T2026 + 4 * DAY + 5));
+  CHECK_EQ_INT(T2026 - 3 * DAY, gp_week_start(T2026 + 3 * DAY + H));
   int64_t y;
   int m, d;
   for (int64_t days = 0; days < 200000; days += 17) {
-    gp__ledger_civil_from_days(days, &y, &m, &d);
-    CHECK_EQ_INT(days, gp__ledger_days_from_civil(y, m, d));
+    gp_civil_from_days(days, &y, &m, &d);
+    CHECK_EQ_INT(days, gp_days_from_civil(y, m, d));
   }
 }
 
@@ -117,7 +117,7 @@ static void price_change_at_midnight_splits(void) {
 
 static void steps_cut_at_calendar_bounds(void) {
   int64_t feb, mar;
-  REQUIRE(gp__ledger_parse_date("2026-02-01", &feb) && gp__ledger_parse_date("2026-03-01", &mar));
+  REQUIRE(gp_parse_date("2026-02-01", &feb) && gp_parse_date("2026-03-01", &mar));
   /* A job from Jan 30 12:00 to Mar 2 00:00; the report from Jan 31 06:00. */
   gp_ledger_params pa = {.from = feb - DAY + 6 * H, .to = mar + 2 * DAY, .step = GP_LS_MONTH};
   gp_ledger_report *r = gp_ledger_report_new(&pa);
@@ -126,7 +126,7 @@ static void steps_cut_at_calendar_bounds(void) {
   int n = 0;
   const gp_ledger_row *rows = rows_of(r, &n);
   REQUIRE(n >= 3);
-  CHECK_EQ_INT(gp__ledger_month_start(feb - 1), rows[0].period_start); /* the month's label */
+  CHECK_EQ_INT(gp_month_start(feb - 1), rows[0].period_start); /* the month's label */
   CHECK_NEAR(18 * H, rows[0].gpu_s, 1e-9);
   CHECK_EQ_INT(feb, rows[1].period_start);
   CHECK_NEAR(28 * DAY, rows[1].gpu_s, 1e-9);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "sim/trace/reader.h"
+#include "util/calendar.h"
 #include "util/mem.h"
 #include "util/units.h"
 
@@ -14,16 +15,6 @@ static bool present(const gp__sim_trace_row *r, gp__sim_trace_col c) { return r-
 
 static const char *colname(const gp__sim_trace_row *r, gp__sim_trace_col c, const char *fallback) {
   return r->name[c] ? r->name[c] : fallback;
-}
-
-/* Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm). */
-static int64_t days_from_civil(int64_t y, int64_t m, int64_t d) {
-  y -= m <= 2;
-  int64_t era = (y >= 0 ? y : y - 399) / 400;
-  int64_t yoe = y - era * 400;
-  int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-  int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + doe - 719468;
 }
 
 static bool digits(const char *s, int n, int64_t *ret) {
@@ -49,7 +40,7 @@ int gp__sim_trace_parse_time(const char *s, int64_t *ret) {
     static const int mdays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
     if (*rest || mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] || h > 23 || mi > 59 || se > 60)
       return GP_EINVAL;
-    *ret = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + se;
+    *ret = gp_days_from_civil(y, (int)mo, (int)d) * GP_DAY_S + h * 3600 + mi * 60 + se;
     return 0;
   }
   double v;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Points in time in the three forms users write, and the malformed ones refused. */
+/* Points in time in the three forms users write, the malformed ones refused, and the
+ * day, week and month bounds reports and budgets step by. */
 #include "test.h"
-#include "util/timeparse.h"
+#include "util/calendar.h"
 
 static void times_in_each_form(void) {
   int64_t t = 0;
@@ -32,4 +33,21 @@ static void malformed_times_refused(void) {
   }
 }
 
-GP_TESTS(times_in_each_form, malformed_times_refused)
+static void bounds_and_text(void) {
+  int64_t t = 0;
+  REQUIRE(gp_parse_time("2026-12-31T23:59:59Z", &t));
+  CHECK_EQ_INT(1798761599 - 86399, gp_day_start(t));
+  CHECK_EQ_INT(gp_days_from_civil(2026, 12, 28) * GP_DAY_S, gp_week_start(t)); /* a Monday */
+  CHECK_EQ_INT(gp_days_from_civil(2026, 12, 1) * GP_DAY_S, gp_month_start(t));
+  CHECK_EQ_INT(gp_days_from_civil(2027, 1, 1) * GP_DAY_S, gp_next_month(t));
+  char text[GP_TIME_TEXT_LEN];
+  gp_format_time(t, text);
+  CHECK_EQ_STR("2026-12-31T23:59:59Z", text);
+  CHECK(gp_parse_date("2024-02-29", &t));
+  CHECK(!gp_parse_date("2024-02-29T00:00:00Z", &t));
+  CHECK(gp_parse_time("9999-12-31T23:59:59Z", &t));
+  CHECK_EQ_INT(GP_CALENDAR_MAX, t);
+  CHECK(!gp_parse_time("253402300800", &t));
+}
+
+GP_TESTS(times_in_each_form, malformed_times_refused, bounds_and_text)
