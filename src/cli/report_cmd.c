@@ -10,8 +10,7 @@
 
 #include "cli/cli_common.h"
 #include "cli/commands.h"
-#include "util/buf.h"
-#include "util/csv.h"
+#include "server/server.h"
 
 enum { O_BY = 1, O_FROM, O_TO, O_STEP, O_SHARE_IDLE, O_OUTPUT };
 
@@ -113,30 +112,10 @@ static void print_table(json_t *answer) {
   if (json_is_number(fleet)) printf("fleet cost: %.2f\n", json_number_value(fleet));
 }
 
-static void print_csv(json_t *answer) {
-  json_t *cols = json_object_get(answer, "columns");
-  gp_buf b;
-  gp_buf_init(&b, 0);
-  size_t i, k;
-  json_t *c, *row;
-  json_array_foreach(cols, i, c) {
-    if (i) gp_buf_append(&b, ",", 1);
-    gp_csv_field(&b, json_string_value(c));
-  }
-  gp_buf_append(&b, "\r\n", 2);
-  json_array_foreach(json_object_get(answer, "rows"), k, row) {
-    json_array_foreach(cols, i, c) {
-      json_t *v = json_object_get(row, json_string_value(c));
-      if (i) gp_buf_append(&b, ",", 1);
-      if (json_is_string(v)) gp_csv_field(&b, json_string_value(v));
-      else if (json_is_number(v)) gp_buf_printf(&b, "%.15g", json_number_value(v));
-    }
-    gp_buf_append(&b, "\r\n", 2);
-    fwrite(b.data, 1, b.len, stdout);
-    gp_buf_reset(&b);
-  }
-  if (b.len) fwrite(b.data, 1, b.len, stdout);
-  gp_buf_done(&b);
+static void print_csv(const json_t *answer) {
+  char *csv = gp_report_csv(answer);
+  fputs(csv, stdout);
+  free(csv);
 }
 
 static const char report_usage[] =

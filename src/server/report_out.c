@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "server/report.h"
+#include "server/server.h"
 #include "util/csv.h"
 #include "util/mem.h"
 
@@ -137,7 +138,7 @@ static void csv_value(gp_buf *b, const json_t *v) {
   }
 }
 
-static char *to_csv(const json_t *doc) {
+char *gp_report_csv(const json_t *doc) {
   gp_buf b;
   gp_buf_init(&b, (size_t)256 << 20);
   const json_t *cols = json_object_get(doc, "columns");
@@ -201,7 +202,7 @@ char *gp__srv_report_render(const gp_srv_report *rep, gp_ledger_report *lr,
   if (admin && rep->prices && (q->kind == GP_SRV_REPORT_COST || q->kind == GP_SRV_REPORT_IDLE))
     json_object_set_new(doc, "fleet_cost", json_real(gp_ledger_report_fleet_cost(lr)));
   free(pick);
-  char *out = q->csv ? to_csv(doc) : json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(15));
+  char *out = q->csv ? gp_report_csv(doc) : json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(15));
   json_decref(doc);
   return out;
 }

@@ -7,6 +7,8 @@
 #ifndef GP_SERVER_SERVER_H
 #define GP_SERVER_SERVER_H
 
+#include <jansson.h>
+
 #include "server/config.h"
 #include "store/store.h"
 #include "util/error.h"
@@ -30,5 +32,10 @@ gp_store *gp_server_store(gp_server *srv);
 /* Stops accepting, answers what is waiting with 503, joins the threads. */
 void gp_server_stop(gp_server *srv);
 void gp_server_free(gp_server *srv); /* stops first; accepts NULL */
+
+/* A report answer (GET /v1/reports/{kind}, JSON) as RFC 4180 CSV: a header row of its
+ * `columns`, then one line per row (CR LF; null an empty field; numbers unformatted). The
+ * server answers format=csv with it and `gpool report -o csv` prints it. Caller frees. */
+char *gp_report_csv(const json_t *doc);
 
 #endif
