@@ -3,6 +3,7 @@
  * makes a YAML (or JSON) catalogue the one in force (admins; PUT), checked here first with
  * the server's reader so a mistake names the file's line; `gpool prices reset` goes back to
  * the config file's (DELETE). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include "cli/commands.h"
 #include "ledger/prices.h"
 #include "util/doc.h"
+#include "util/units.h"
 
 static const gp_opt prices_opts[] = {GP_CLI_COMMON_OPTS};
 
@@ -56,7 +58,8 @@ static void print_prices(const json_t *p) {
   gp_table_free(t);
 }
 
-/* A document node as JSON: YAML scalars that read as numbers become numbers. */
+/* A document node as JSON: YAML scalars that read as numbers become numbers (integers stay
+ * integers: the reader wants a whole number of GPUs), anything else a string. */
 static json_t *doc_json(const gp_doc_node *n, int depth) {
   if (!n || depth > GP_DOC_MAX_DEPTH) return json_null();
   if (n->kind == GP_DOC_MAP) {
@@ -71,9 +74,11 @@ static json_t *doc_json(const gp_doc_node *n, int depth) {
   }
   if (gp_doc_is_null(n)) return json_null();
   if (!n->quoted) {
+    int64_t i;
+    if (gp_parse_int64(n->scalar, &i) == 0) return json_integer(i);
     char *end = NULL;
     double v = strtod(n->scalar, &end);
-    if (end && end != n->scalar && !*end) return json_real(v);
+    if (end && end != n->scalar && !*end && isfinite(v)) return json_real(v);
   }
   return json_string(n->scalar);
 }

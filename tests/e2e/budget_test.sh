@@ -25,6 +25,9 @@ printf 'currency: USD\ngpu_hour: [{model: "*", capacity: on-demand, price: 3}]\n
 as_bob "$GPOOL" prices set good.yaml >/dev/null 2>&1 && fail "a user must not set prices"
 expect_eq USD "$("$GPOOL" prices set good.yaml -o json | jq -r .currency)" "the admin's catalogue"
 expect_eq admin "$(as_bob "$GPOOL" prices -o json | jq -r .source)" "users read the admin's catalogue"
+example=$(cd "$(dirname "$0")/../.." && pwd)/examples/prices.yaml
+expect_eq 16 "$("$GPOOL" prices set "$example" -o json | jq '.commitments[0].gpus')" \
+  "the shipped example, its whole numbers sent as integers"
 expect_eq config "$("$GPOOL" prices reset -o json | jq -r .source)" "reset returns to the config's"
 
 # --- 2. a spent budget holds new jobs ---------------------------------------------------
