@@ -20,6 +20,7 @@ typedef struct gp__ledger_key {
 typedef struct gp__ledger_sums {
   double gpu_s, used_gpu_s, known_gpu_s, energy_j, cost, idle_share_cost;
   bool cost_unknown;
+  bool energy_known;       /* some piece had its energy measured */
 } gp__ledger_sums;
 
 typedef struct gp__ledger_entry {

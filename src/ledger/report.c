@@ -225,6 +225,7 @@ void gp_ledger_report_add_job(gp_ledger_report *r, const gp_ledger_job_iv *iv) {
     if (iv->energy_j >= 0 && isfinite(iv->energy_j)) {
       double joules = iv->energy_j * dur / total;
       sum->energy_j += joules;
+      sum->energy_known = true;
       if (on_prem) {
         double ecost = joules / 3.6e6 * tl->kwh[k];
         sum->cost += ecost;

@@ -64,6 +64,7 @@ typedef struct gp_ledger_row {
   double used_gpu_s;                /* SM-busy GPU-seconds where known */
   double known_gpu_s;               /* the part of gpu_s whose use is known (efficiency's denominator) */
   double energy_j;
+  bool energy_known;                /* some part had its energy measured (else energy_j is unknown) */
   double cost;                      /* in prices->currency; 0 with no prices */
   double idle_share_cost;           /* idle cost charged to this row by share_idle */
   bool cost_unknown;                /* some part had no price */

@@ -191,6 +191,7 @@ static void add_rows(gp_ledger_report *r, const gp__ledger_map *m, bool drop_que
     row->used_gpu_s = s->used_gpu_s;
     row->known_gpu_s = s->known_gpu_s;
     row->energy_j = s->energy_j;
+    row->energy_known = s->energy_known;
     row->cost = s->cost;
     row->idle_share_cost = s->idle_share_cost;
     row->cost_unknown = s->cost_unknown;
@@ -208,6 +209,7 @@ static void fold_queue(const gp__ledger_map *in, gp__ledger_map *out) {
     s->used_gpu_s += x->used_gpu_s;
     s->known_gpu_s += x->known_gpu_s;
     s->energy_j += x->energy_j;
+    s->energy_known |= x->energy_known;
     s->cost += x->cost;
     s->idle_share_cost += x->idle_share_cost;
     s->cost_unknown |= x->cost_unknown;

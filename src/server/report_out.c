@@ -120,7 +120,7 @@ static json_t *value(const gp_srv_report *rep, const gp_ledger_row *row, col c) 
   case C_GPU_HOURS: return json_real(row->gpu_s / 3600);
   case C_USED_GPU_HOURS: return row->known_gpu_s > 0 ? json_real(row->used_gpu_s / 3600) : json_null();
   case C_EFFICIENCY: return row->known_gpu_s > 0 ? json_real(efficiency(row)) : json_null();
-  case C_ENERGY_KWH: return json_real(row->energy_j / 3.6e6);
+  case C_ENERGY_KWH: return row->energy_known ? json_real(row->energy_j / 3.6e6) : json_null();
   case C_COST: return rep->prices && !row->cost_unknown ? json_real(row->cost) : json_null();
   case C_IDLE_SHARE_COST: return rep->prices ? json_real(row->idle_share_cost) : json_null();
   case C_N: break;

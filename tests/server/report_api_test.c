@@ -111,6 +111,7 @@ static void usage_by_user_adds_up_each_users_gpu_hours(void) {
   CHECK_NEAR(6, n_of(b, "gpu_hours"), 1e-9);        /* a quarter GPU for 24 h */
   CHECK(json_is_null(json_object_get(b, "efficiency"))); /* never measured: unknown, not 0 */
   CHECK(json_is_null(json_object_get(b, "used_gpu_hours")));
+  CHECK(json_is_null(json_object_get(b, "energy_kwh")));  /* nor its energy */
   CHECK_NEAR(4, n_of(s, "gpu_hours"), 1e-9);
   CHECK_NEAR(0.25, n_of(s, "efficiency"), 1e-9);
   /* Usage has no money columns. */
@@ -215,8 +216,8 @@ static void csv_quotes_a_name_with_a_comma_and_quotes(void) {
   static const char head[] = "user,period,kind,gpu_hours,used_gpu_hours,efficiency,energy_kwh\r\n";
   CHECK(strncmp(b.data, head, strlen(head)) == 0);
   CHECK_CONTAINS(b.data, "\r\nalice,2026-01-01T00:00:00Z,jobs,20,10,0.5,5\r\n");
-  CHECK_CONTAINS(b.data, "\r\nbob,2026-01-01T00:00:00Z,jobs,6,,,0\r\n");
-  CHECK_CONTAINS(b.data, "\r\n\"smith, \"\"jr\"\"\",2026-01-01T00:00:00Z,jobs,4,1,0.25,0\r\n");
+  CHECK_CONTAINS(b.data, "\r\nbob,2026-01-01T00:00:00Z,jobs,6,,,\r\n");
+  CHECK_CONTAINS(b.data, "\r\n\"smith, \"\"jr\"\"\",2026-01-01T00:00:00Z,jobs,4,1,0.25,\r\n");
   gp_buf_done(&b);
   /* The CLI writes the same CSV from the JSON answer. */
   const char *bin = getenv("GPOOL_BIN");
@@ -232,7 +233,7 @@ static void csv_quotes_a_name_with_a_comma_and_quotes(void) {
     size_t n = fread(out, 1, sizeof out - 1, p);
     out[n] = '\0';
     CHECK_EQ_INT(0, pclose(p));
-    CHECK_CONTAINS(out, "\r\n\"smith, \"\"jr\"\"\",2026-01-01T00:00:00Z,jobs,4,1,0.25,0\r\n");
+    CHECK_CONTAINS(out, "\r\n\"smith, \"\"jr\"\"\",2026-01-01T00:00:00Z,jobs,4,1,0.25,\r\n");
     /* And a table for people. */
     snprintf(cmd, sizeof cmd,
              "'%s' report efficiency --by user --from 2026-01-01 --to 2026-01-03 "
