@@ -49,11 +49,19 @@ typedef struct gp_srv_report {
   gp_prices *prices;              /* one reference, or NULL: no money columns */
   char *user;                     /* only this user's intervals; NULL: an admin, everything */
   int64_t now;                    /* open intervals end here */
+  int max_in_flight;              /* reports that may run at once (gp__srv_report_run) */
   int n_deserved;
   char **deserved_queue;
   double *deserved_gpus;
 } gp_srv_report;
 
+
+/* Reports running on HTTP threads now. A report holds its thread for as long as its period
+ * takes to read (a year of a large fleet: most of a second), so at most half the HTTP
+ * threads run one; more at once are answered 503 at once, and the other half of the threads
+ * stay free for submissions, agents and everything else. `delta` +1 takes a slot (false
+ * when none is free: nothing taken), -1 gives it back. */
+bool gp__srv_report_slot(int delta, int max_in_flight);
 
 /* report_query.c. Reads the kind (the path's last part) and the query parameters (an
  * object of strings; an unknown one is refused). `admin`: share_idle and the idle kind are

@@ -25,6 +25,7 @@ void gp__srv_report_route(gp_srv_state *s, gp_srv_req *r, const char *kind, int6
   rep->q = q;
   rep->store = s->store;
   rep->now = now;
+  rep->max_in_flight = s->cfg->http_threads > 2 ? s->cfg->http_threads / 2 : 1;
   rep->user = admin ? NULL : gp_xstrdup(r->user);
   if (q.kind == GP_SRV_REPORT_COST || q.kind == GP_SRV_REPORT_IDLE)
     rep->prices = gp_prices_ref(s->prices); /* NULL: GPU-hours and no money */

@@ -3,6 +3,7 @@
  * job intervals streamed from the ledger tables into the engine's accumulator (which keeps
  * per-group sums, never rows), then the answer. A user's report scans only that user's
  * job intervals and no node intervals: idle capacity is the fleet's, an admin's to read. */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -69,9 +70,27 @@ static int on_job(void *ctx, const gp_store_interval *iv) {
   return 0;
 }
 
+static _Atomic int in_flight;
+
+bool gp__srv_report_slot(int delta, int max_in_flight) {
+  if (delta < 0) {
+    atomic_fetch_sub(&in_flight, 1);
+    return true;
+  }
+  if (atomic_fetch_add(&in_flight, 1) < max_in_flight) return true;
+  atomic_fetch_sub(&in_flight, 1);
+  return false;
+}
+
 void gp__srv_report_run(gp_srv_req *r) {
   gp_srv_report *rep = r->report;
   r->report = NULL;
+  if (!gp__srv_report_slot(+1, rep->max_in_flight)) {
+    gp__srv_reply_error(r, 503, "unavailable", NULL,
+                        "%d reports are running already; retry in a moment", rep->max_in_flight);
+    gp__srv_report_free(rep);
+    return;
+  }
   const gp_srv_report_query *q = &rep->q;
   bool admin = rep->user == NULL;
   /* Idle, drained and unused rows need the fleet's node intervals; usage and efficiency
@@ -109,10 +128,12 @@ void gp__srv_report_run(gp_srv_req *r) {
   r->status = 200;
   gp_ledger_report_free(lr);
   gp__srv_report_free(rep);
+  gp__srv_report_slot(-1, 0);
   return;
 fail:
   gp_ledger_report_free(lr);
   gp__srv_report_free(rep);
+  gp__srv_report_slot(-1, 0);
   /* A store without a reader (or one that fails to read) cannot answer now. */
   gp__srv_reply_err(r, rc == GP_EINVAL ? GP_EIO : rc, &err);
 }

@@ -340,7 +340,24 @@ static void a_running_job_counts_up_to_now(void) {
   tsrv_stop(&t);
 }
 
-GP_TESTS(a_running_job_counts_up_to_now, usage_by_user_adds_up_each_users_gpu_hours, a_day_step_splits_an_interval_at_midnight,
+/* Reports hold an HTTP thread while they read: at most half the threads (2 of the default
+ * 4) run one at once, and one more is answered 503 at once instead of taking a thread the
+ * rest of the API needs. */
+static void reports_beyond_half_the_threads_are_turned_away(void) {
+  tsrv t = {0};
+  start(&t, 0);
+  REQUIRE(gp__srv_report_slot(+1, 2));
+  REQUIRE(gp__srv_report_slot(+1, 2)); /* two long reports running */
+  CHECK_EQ_INT(503, tsrv_req(&t, "GET", "/v1/reports/usage?" RANGE, ADMIN, NULL));
+  CHECK_EQ_INT(200, tsrv_req(&t, "GET", "/v1/queues", ADMIN, NULL)); /* the rest answers */
+  gp__srv_report_slot(-1, 0);
+  CHECK_EQ_INT(200, tsrv_req(&t, "GET", "/v1/reports/usage?" RANGE, ADMIN, NULL));
+  CHECK_EQ_INT(200, tsrv_req(&t, "GET", "/v1/reports/usage?" RANGE, ADMIN, NULL)); /* slot given back */
+  gp__srv_report_slot(-1, 0);
+  tsrv_stop(&t);
+}
+
+GP_TESTS(a_running_job_counts_up_to_now, reports_beyond_half_the_threads_are_turned_away, usage_by_user_adds_up_each_users_gpu_hours, a_day_step_splits_an_interval_at_midnight,
          a_user_sees_only_their_own_rows_and_no_idle, efficiency_lists_the_worst_first,
          csv_quotes_a_name_with_a_comma_and_quotes, by_job_over_the_row_limit_is_cut_and_says_so,
          bad_parameters_are_refused_naming_them)
