@@ -293,10 +293,11 @@ static double figure(const json_t *u, const char *key) {
 
 /* Keeps the job's latest usage and writes its use figures into its open ledger intervals
  * on this node. */
-static int take_usage(gp_srv_state *s, gp_srv_job *j, int idx, const json_t *u, gp_err *err) {
+static int take_usage(gp_srv_state *s, gp_srv_job *j, int idx, const json_t *u, int64_t now,
+                      gp_err *err) {
   json_decref(j->usage);
   j->usage = json_deep_copy(u);
-  return gp__srv_ledger_use(s, j, idx, figure(u, "sm_busy_gpu_s"), figure(u, "energy_j"), err);
+  return gp__srv_ledger_use(s, j, idx, figure(u, "sm_busy_gpu_s"), figure(u, "energy_j"), now, err);
 }
 
 static int apply_event(gp_srv_state *s, gp_srv_node *n, int idx, const json_t *doc, int64_t now_s,
@@ -340,7 +341,7 @@ static int apply_event(gp_srv_state *s, gp_srv_node *n, int idx, const json_t *d
   }
   /* exited: its last figures reach the intervals before they close */
   if (json_is_object(e->usage) && json_object_size(e->usage) <= 32) {
-    int r = take_usage(s, j, idx, e->usage, err);
+    int r = take_usage(s, j, idx, e->usage, now_s, err);
     if (r) return r;
   }
   char why[600];
@@ -388,7 +389,7 @@ static void apply_gpus(gp_srv_node *n, const json_t *gpus, gp_srv_state *s, int6
 }
 
 /* Usage figures of the node's own jobs; a report about another node's job is ignored. */
-static int apply_usage(gp_srv_state *s, int idx, const json_t *jobs, gp_err *err) {
+static int apply_usage(gp_srv_state *s, int idx, const json_t *jobs, int64_t now, gp_err *err) {
   if (!json_is_array(jobs)) return 0;
   int r = 0;
   for (size_t i = 0; i < json_array_size(jobs) && i < 10000 && !r; i++) {
@@ -397,7 +398,7 @@ static int apply_usage(gp_srv_state *s, int idx, const json_t *jobs, gp_err *err
     const json_t *u = json_object_get(e, "usage");
     bool here = false;
     for (int t = 0; j && t < j->n_alloc; t++) here = here || j->alloc[t].node == idx;
-    if (here && json_is_object(u) && json_object_size(u) <= 32) r = take_usage(s, j, idx, u, err);
+    if (here && json_is_object(u) && json_object_size(u) <= 32) r = take_usage(s, j, idx, u, now, err);
   }
   return r;
 }
@@ -483,7 +484,7 @@ static int do_heartbeat(gp_srv_state *s, gp_srv_req *r, int64_t now_s, int64_t n
     json_decref(n->conditions);
     n->conditions = list;
   }
-  rc = apply_usage(s, idx, json_object_get(body, "jobs"), err);
+  rc = apply_usage(s, idx, json_object_get(body, "jobs"), now_s, err);
   if (!rc) rc = answer_error(s, n, json_object_get(body, "answer_error"), err);
   if (rc) return rc;
   bool has_orders = n->n_orders > 0 && n->orders[n->n_orders - 1].id > gen;

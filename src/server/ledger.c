@@ -232,8 +232,18 @@ int gp__srv_ledger_close_job(gp_srv_state *s, gp_srv_job *j, int64_t now, gp_err
 }
 
 int gp__srv_ledger_use(gp_srv_state *s, gp_srv_job *j, int node, double used_gpu_s,
-                       double energy_j, gp_err *err) {
+                       double energy_j, int64_t now, gp_err *err) {
   if (used_gpu_s < 0 && energy_j < 0) return 0;
+  /* What the job's GPUs on the node could have done since the run started (a minute of
+   * slack for the agent's clock and sampling): a figure beyond it is cut, not believed. */
+  int gpus = 0;
+  for (int t = 0; t < j->n_alloc; t++)
+    if (j->alloc[t].node == node) gpus += __builtin_popcount(j->alloc[t].gpu_mask);
+  double elapsed = (double)(now - j->started_at + 60);
+  if (j->started_at > 0 && elapsed > 0 && gpus > 0) {
+    if (used_gpu_s > gpus * elapsed) used_gpu_s = gpus * elapsed;
+    if (energy_j > gpus * elapsed * GP_SRV_MAX_GPU_WATTS) energy_j = gpus * elapsed * GP_SRV_MAX_GPU_WATTS;
+  }
   /* The node's figures are the job's on all its tasks there: each task takes its share. */
   double node_share = 0;
   bool changed = false;

@@ -29,6 +29,7 @@
 #define GP_SRV_MAX_QUEUES 10000
 #define GP_SRV_IDLE_PCT 5.0       /* an allocated GPU under this utilisation is idle... */
 #define GP_SRV_IDLE_WINDOW_S 600  /* ...when it stayed there this long */
+#define GP_SRV_MAX_GPU_WATTS 2000.0 /* above any GPU's board power: a bound on reported energy */
 
 /* Where one task of a running job is, and whether it has exited. */
 typedef struct gp_srv_alloc {
@@ -462,9 +463,11 @@ int gp__srv_ledger_close_job(gp_srv_state *s, gp_srv_job *j, int64_t now, gp_err
 /* Names the end of the job's last attempt (once; after gp__srv_ledger_close_job). */
 void gp__srv_attempt_ended(gp_srv_job *j, const char *reason);
 /* The agent on node index `node` reported the job's figures there for this run (totals
- * since the run started; < 0: unknown): they go to its open intervals by share. */
+ * since the run started; < 0: unknown): they go to its open intervals by share. The agent
+ * is not trusted with them: use beyond every GPU busy since the start, or energy beyond
+ * GP_SRV_MAX_GPU_WATTS per GPU, is cut to that bound. */
 int gp__srv_ledger_use(gp_srv_state *s, gp_srv_job *j, int node, double used_gpu_s,
-                       double energy_j, gp_err *err);
+                       double energy_j, int64_t now, gp_err *err);
 /* Opens the node's interval for its state now (up, drained or down) when it changed. */
 int gp__srv_ledger_node(gp_srv_state *s, gp_srv_node *n, int64_t now, gp_err *err);
 /* The index of a node state name ("up" 0, "drained" 1, "down" 2), or -1. */

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The share of a GPU a ledger interval holds: a whole GPU 1, a fraction its milli-GPUs, a
  * time-slice replica 1 / replicas whatever fraction was asked, a MIG instance its compute
- * slices over the GPU's 7; four quarter jobs on one GPU add up to the GPU. */
+ * slices over the GPU's 7; four quarter jobs on one GPU add up to the GPU. An agent's use
+ * and energy figures are cut to what the job's GPUs could have done since it started. */
 #include "test.h"
 #include "server/state.h"
 
@@ -50,4 +51,30 @@ static void mig_instances_hold_their_compute_slices(void) {
                           gp__srv_gpu_share(&n, 0, &a1), 1e-12);
 }
 
-GP_TESTS(whole_fraction_and_replica_shares, mig_instances_hold_their_compute_slices)
+static void an_agents_figures_beyond_its_gpus_are_cut(void) {
+  gp_srv_node n = node_of(GP_SHARE_EXCLUSIVE);
+  gp_srv_node *nodes[1] = {&n};
+  gp_srv_state s;
+  memset(&s, 0, sizeof s);
+  s.nodes = nodes;
+  s.n_nodes = 1;
+  s.ledger_off = true; /* the figures land in memory; no store here */
+  gp_srv_alloc a = alloc_of(1000, -1);
+  gp_srv_job j;
+  memset(&j, 0, sizeof j);
+  j.n_alloc = 1;
+  j.alloc = &a;
+  j.started_at = 1000;
+  gp_err e = {0};
+  /* An hour in: a believable report is kept as it is... */
+  CHECK_EQ_INT(0, gp__srv_ledger_use(&s, &j, 0, 1800, 9e5, 4600, &e));
+  CHECK_NEAR(1800, a.used_gpu_s, 1e-9);
+  CHECK_NEAR(9e5, a.energy_j, 1e-9);
+  /* ...one claiming more than one GPU busy the whole hour (and a minute) is cut to it. */
+  CHECK_EQ_INT(0, gp__srv_ledger_use(&s, &j, 0, 1e12, 1e14, 4600, &e));
+  CHECK_NEAR(3660, a.used_gpu_s, 1e-9);
+  CHECK_NEAR(3660 * GP_SRV_MAX_GPU_WATTS, a.energy_j, 1e-6);
+}
+
+GP_TESTS(whole_fraction_and_replica_shares, mig_instances_hold_their_compute_slices,
+         an_agents_figures_beyond_its_gpus_are_cut)
