@@ -197,6 +197,22 @@ static int fetch_memory(gp_cli *cli, const char *base, long long limit, json_t *
   return 0;
 }
 
+/* Fetches the jobs (the whole history with -a, else those in memory from `base`), prints
+ * them and ends the command. */
+static int print_jobs(gp_cli *cli, jobs_args *a, const char *base) {
+  int code = gp_cli_connect(cli);
+  json_t *answer = NULL;
+  long long limit = strtoll(a->limit, NULL, 10);
+  if (!code) code = base ? fetch_memory(cli, base, limit, &answer) : fetch_all(cli, a, limit, &answer);
+  if (!code) {
+    if (cli->json) gp_cli_print_json(json_object_get(answer, "jobs"));
+    else code = jobs_table(cli, json_object_get(answer, "jobs"), answer, a);
+  }
+  json_decref(answer);
+  gp_cli_done(cli);
+  return code;
+}
+
 int gp_cmd_jobs(int argc, char **argv) {
   gp_cli cli = {.cmd = "jobs"};
   jobs_args a = {.limit = "1000"};
@@ -204,18 +220,7 @@ int gp_cmd_jobs(int argc, char **argv) {
   if (code) return code < 0 ? 0 : code;
   if (!gp_cli_valid_id(a.limit)) return gp_cli_usage_error(cli.cmd, "--limit takes a number, not '%s'", a.limit);
   if ((a.from || a.to) && !a.all) return gp_cli_usage_error(cli.cmd, "--from and --to go with -a");
-  if (a.all) {
-    code = gp_cli_connect(&cli);
-    json_t *answer = NULL;
-    if (!code) code = fetch_all(&cli, &a, strtoll(a.limit, NULL, 10), &answer);
-    if (!code) {
-      if (cli.json) gp_cli_print_json(json_object_get(answer, "jobs"));
-      else code = jobs_table(&cli, json_object_get(answer, "jobs"), answer, &a);
-    }
-    json_decref(answer);
-    gp_cli_done(&cli);
-    return code;
-  }
+  if (a.all) return print_jobs(&cli, &a, NULL);
   gp_buf q;
   gp_buf_init(&q, 8192);
   bool ok = true;
@@ -230,16 +235,7 @@ int gp_cmd_jobs(int argc, char **argv) {
   char base[9000];
   snprintf(base, sizeof base, "/v1/jobs%s%c", q.data ? q.data : "", q.len ? '&' : '?');
   gp_buf_done(&q);
-  code = gp_cli_connect(&cli);
-  json_t *answer = NULL;
-  if (!code) code = fetch_memory(&cli, base, strtoll(a.limit, NULL, 10), &answer);
-  if (!code) {
-    if (cli.json) gp_cli_print_json(json_object_get(answer, "jobs"));
-    else code = jobs_table(&cli, json_object_get(answer, "jobs"), answer, &a);
-  }
-  json_decref(answer);
-  gp_cli_done(&cli);
-  return code;
+  return print_jobs(&cli, &a, base);
 }
 
 /* ---- commands on one or more job ids ---- */
