@@ -99,21 +99,28 @@ static void by_name(gp_buf *out, const char *name, const char *type, const char 
   for (int i = 0; names && i < max && names[i]; i++) sample(out, name, label, names[i], values[i]);
 }
 
+/* One sample labelled queue, model and capacity. */
+static void qmc_sample(gp_buf *out, const char *name, const char *queue, const char *model,
+                       const char *capacity, double v) {
+  gp_buf_printf(out, "%s{queue=\"", name);
+  gp_prom_escape(out, queue);
+  gp_buf_puts(out, "\",model=\"");
+  gp_prom_escape(out, model);
+  gp_buf_puts(out, "\",capacity=\"");
+  gp_prom_escape(out, capacity);
+  gp_buf_puts(out, "\"} ");
+  num(out, v);
+  gp_buf_puts(out, "\n");
+}
+
 /* A counter per (queue, model, capacity), the value at `offset` in each usage entry. */
 static void usage_counter(gp_buf *out, const gp_server_metrics *m, const char *name,
                           const char *help, size_t offset) {
   family(out, name, "counter", help);
   for (int i = 0; i < m->n_usage; i++) {
     const gp_server_metrics_usage *u = &m->usage[i];
-    gp_buf_printf(out, "%s{queue=\"", name);
-    gp_prom_escape(out, u->queue);
-    gp_buf_puts(out, "\",model=\"");
-    gp_prom_escape(out, u->model);
-    gp_buf_puts(out, "\",capacity=\"");
-    gp_prom_escape(out, u->capacity);
-    gp_buf_puts(out, "\"} ");
-    num(out, *(const double *)((const char *)u + offset));
-    gp_buf_puts(out, "\n");
+    qmc_sample(out, name, u->queue, u->model, u->capacity,
+               *(const double *)((const char *)u + offset));
   }
 }
 
@@ -156,15 +163,7 @@ static void budgets_and_costs(const gp_server_metrics *m, gp_buf *out) {
          "Cost of the queue's allocations since the server started, at the catalogue's prices.");
   for (int i = 0; i < m->n_costs; i++) {
     const gp_server_metrics_cost *c = &m->costs[i];
-    gp_buf_puts(out, "gpool_queue_cost_total{queue=\"");
-    gp_prom_escape(out, c->queue);
-    gp_buf_puts(out, "\",model=\"");
-    gp_prom_escape(out, c->model);
-    gp_buf_puts(out, "\",capacity=\"");
-    gp_prom_escape(out, c->capacity);
-    gp_buf_puts(out, "\"} ");
-    num(out, c->cost);
-    gp_buf_puts(out, "\n");
+    qmc_sample(out, "gpool_queue_cost_total", c->queue, c->model, c->capacity, c->cost);
   }
 }
 
