@@ -4,10 +4,10 @@
 # two jobs sharing one GPU, each declaring its own load; promtool accepts both /metrics
 # outputs; a real Prometheus on 127.0.0.1 (temporary config and storage, ephemeral port,
 # 1 s scrape interval, bounded waits) scrapes the agent and the server with the shipped
-# scrape settings, and answers a query for each job's own GPU utilisation (35% and 20%,
-# not the device's 55% copied to both). Then the shipped dashboard's queries run against
-# it, `gpool top --once` shows the same pool, and after the jobs end `gpool show` keeps each
-# job's own usage summary.
+# scrape settings and alert rules, evaluates the rules without an error, and answers a query
+# for each job's own GPU utilisation (35% and 20%, not the device's 55% copied to both).
+# Then the shipped dashboard's queries run against it, `gpool top --once` shows the same
+# pool, and after the jobs end `gpool show` keeps each job's own usage summary.
 source "$(dirname "$0")/../e2e/lib.sh"
 e2e_need prometheus
 e2e_need promtool
@@ -57,6 +57,7 @@ mkdir -p "$E2E_DIR/prom"
 sed -e "s#gpu-node-1:9400#$agent_hostport#; s#gpool-server:8642#$server_hostport#" \
   -e "s#^  scrape_interval: .*#  scrape_interval: 1s#; s#^  evaluation_interval: .*#  evaluation_interval: 1s#" \
   "$GP_SOURCE_DIR/deploy/prometheus/prometheus.yml" >"$E2E_DIR/prom/prometheus.yml"
+cp "$GP_SOURCE_DIR/deploy/prometheus/gpool-rules.yml" "$E2E_DIR/prom/"
 grep -q "$agent_hostport" "$E2E_DIR/prom/prometheus.yml" || fail "could not point the scrape config at the agent"
 promtool check config "$E2E_DIR/prom/prometheus.yml" >/dev/null 2>&1 ||
   fail "promtool rejects the scrape config: $(promtool check config "$E2E_DIR/prom/prometheus.yml" 2>&1)"
@@ -78,6 +79,13 @@ q=$(curl -fsS --get "$PROM/api/v1/query" --data-urlencode "query=gpool_job_gpu_s
   jq -r '.data.result[0].metric.queue')
 expect_eq default "$q" "the job's queue label"
 wait_for 20 "the server's queue metrics in Prometheus" answers 'gpool_queue_running_jobs{queue="default"}' 2
+
+# The shipped alert rules load and evaluate against the live pool without an error.
+rules_ok() {
+  curl -fsS "$PROM/api/v1/rules" | jq -e '[.data.groups[].rules[]] | length > 0 and
+    all(.health == "ok")' >/dev/null
+}
+wait_for 20 "Prometheus to evaluate the shipped alert rules" rules_ok
 
 # Every query of the shipped Grafana dashboard parses and runs (template variables filled).
 jq -r '.. | objects | select(has("expr")) | .expr' "$GP_SOURCE_DIR/deploy/grafana/gpool-dashboard.json" |
