@@ -79,12 +79,18 @@ static gp_srv_usage_sum *sum_for(gp_srv_state *s, const char *queue, const char 
   return u;
 }
 
-/* What task `a` of job j has held since its run started, added to `u`. */
+/* What task `a` of job j has held since its run started, added to the sums: GPU-seconds
+ * held, SM-busy GPU-seconds, and the GPU-seconds held whose use the agent measured (use's
+ * denominator: a task whose use is unknown, an MPS client, is neither busy nor idle). */
 static void add_task(const gp_srv_state *s, const gp_srv_job *j, const gp_srv_alloc *a,
-                     int64_t now, double *gpu_s, double *used_gpu_s) {
+                     int64_t now, double *gpu_s, double *used_gpu_s, double *measured_gpu_s) {
   int64_t held = j->started_at > 0 && now > j->started_at ? now - j->started_at : 0;
-  *gpu_s += task_share(s, a) * (double)held;
-  if (a->used_gpu_s > 0) *used_gpu_s += a->used_gpu_s;
+  double g = task_share(s, a) * (double)held;
+  *gpu_s += g;
+  if (a->used_gpu_s >= 0) {
+    *used_gpu_s += a->used_gpu_s;
+    *measured_gpu_s += g;
+  }
 }
 
 void gp__srv_usage_adopt(gp_srv_state *s, gp_srv_state *old) {
@@ -135,6 +141,7 @@ void gp__srv_usage_totals(const gp_srv_state *s, int64_t now,
   size_t n = (size_t)s->n_usage_sums + 1;
   double *open_gpu_s = gp_xcalloc(n, sizeof *open_gpu_s);
   double *open_used = gp_xcalloc(n, sizeof *open_used);
+  double *open_measured = gp_xcalloc(n, sizeof *open_measured);
   for (int k = 0; k < s->n_active; k++) {
     const gp_srv_job *j = s->active[k];
     if (j->state != GP_JOB_RUNNING && j->state != GP_JOB_STOPPING) continue;
@@ -143,17 +150,18 @@ void gp__srv_usage_totals(const gp_srv_state *s, int64_t now,
       if (a->node < 0 || a->node >= s->n_nodes) continue;
       const gp_srv_node *nd = s->nodes[a->node];
       int i = sum_index(s, j->queue, nd->model ? nd->model : "", nd->capacity);
-      if (i >= 0) add_task(s, j, a, now, &open_gpu_s[i], &open_used[i]);
+      if (i >= 0) add_task(s, j, a, now, &open_gpu_s[i], &open_used[i], &open_measured[i]);
     }
   }
   for (int i = 0; i < s->n_usage_sums; i++) {
     const gp_srv_usage_sum *u = &s->usage_sums[i];
     gp_srv_usage_total t = {u->queue, u->model, u->capacity, u->gpu_s + open_gpu_s[i],
-                            u->used_gpu_s + open_used[i]};
+                            u->used_gpu_s + open_used[i], u->measured_gpu_s + open_measured[i]};
     fn(ctx, &t);
   }
   free(open_gpu_s);
   free(open_used);
+  free(open_measured);
 }
 
 /* ---- job intervals ---- */
@@ -225,7 +233,7 @@ int gp__srv_ledger_close_job(gp_srv_state *s, gp_srv_job *j, int64_t now, gp_err
     if (a->node < 0 || a->node >= s->n_nodes) continue;
     const gp_srv_node *n = s->nodes[a->node];
     gp_srv_usage_sum *u = sum_for(s, j->queue, n->model ? n->model : "", n->capacity);
-    add_task(s, j, a, now, &u->gpu_s, &u->used_gpu_s);
+    add_task(s, j, a, now, &u->gpu_s, &u->used_gpu_s, &u->measured_gpu_s);
   }
   if (s->ledger_off) return 0;
   return gp_store_close_intervals(s->store, j->id, now, err);

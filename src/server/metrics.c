@@ -265,5 +265,9 @@ void gp_server_metrics_render(const gp_server_metrics *m, gp_buf *out) {
                 "SM-busy GPU-seconds of the queue's jobs where measured, since the server "
                 "started, by GPU model and capacity type.",
                 offsetof(gp_server_metrics_usage, used_gpu_s));
+  usage_counter(out, m, "gpool_queue_measured_gpu_seconds_total",
+                "The part of gpool_queue_gpu_seconds_total whose use the agents measured (use "
+                "over this is the queue's utilisation; MPS clients' use is not measured).",
+                offsetof(gp_server_metrics_usage, measured_gpu_s));
   budgets_and_costs(m, out);
 }

@@ -56,6 +56,7 @@ typedef struct gp_server_metrics_usage {
   const char *queue, *model, *capacity; /* borrowed */
   double gpu_s;                /* allocated GPU-seconds x share */
   double used_gpu_s;           /* SM-busy GPU-seconds where measured */
+  double measured_gpu_s;       /* the part of gpu_s whose use was measured */
 } gp_server_metrics_usage;
 /* A queue's budget in its current period (unit "gpu_hours" or the currency). */
 typedef struct gp_server_metrics_budget {

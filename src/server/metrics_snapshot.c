@@ -29,7 +29,7 @@ static void add_usage(void *ctx, const gp_srv_usage_total *t) {
   usage_list *l = ctx;
   gp_xgrow((void **)&l->v, &l->cap, (size_t)l->n + 1, sizeof *l->v);
   l->v[l->n++] = (gp_server_metrics_usage){t->queue, t->model, gp_capacity_name(t->capacity),
-                                           t->gpu_s, t->used_gpu_s};
+                                           t->gpu_s, t->used_gpu_s, t->measured_gpu_s};
 }
 
 static int queue_index(const gp_server_metrics_queue *qs, int n, const char *name) {

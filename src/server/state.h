@@ -249,7 +249,7 @@ typedef struct gp_srv_counts {
 typedef struct gp_srv_usage_sum {
   char *queue, *model;  /* owned */
   gp_capacity capacity;
-  double gpu_s, used_gpu_s;
+  double gpu_s, used_gpu_s, measured_gpu_s;
 } gp_srv_usage_sum;
 
 /* The running totals metrics and budgets read (gp__srv_usage_totals). */
@@ -257,6 +257,7 @@ typedef struct gp_srv_usage_total {
   const char *queue, *model;
   gp_capacity capacity;
   double gpu_s, used_gpu_s;
+  double measured_gpu_s;  /* the part of gpu_s whose use was measured */
 } gp_srv_usage_total;
 /* Ended jobs (ended.c): memory holds the active jobs and the last
  * cfg->recent_ended_jobs ended ones; the rest live in the store. Every ended job keeps its

@@ -39,8 +39,8 @@ static char *render_pool(void) {
   m.last_sched_cycle_s = 0.0012;
   m.sched_cycles_cpu_s = 0.75;
   static const gp_server_metrics_usage usage[] = {
-      {"org/vision", "H100-80GB", "on-demand", 7200, 3600.5},
-      {"org/\"nlp\"\\x", "A100-80GB", "spot", 900, 0}};
+      {"org/vision", "H100-80GB", "on-demand", 7200, 3600.5, 7000},
+      {"org/\"nlp\"\\x", "A100-80GB", "spot", 900, 0, 0}};
   m.usage = usage;
   m.n_usage = 2;
   static const gp_server_metrics_budget budgets[] = {
@@ -125,6 +125,9 @@ static void usage_counters_by_queue_model_and_capacity(void) {
                     "capacity=\"on-demand\"} 7200\n");
   CHECK_CONTAINS(t, "gpool_queue_used_gpu_seconds_total{queue=\"org/vision\",model=\"H100-80GB\","
                     "capacity=\"on-demand\"} 3600.5\n");
+  CHECK_CONTAINS(t, "# TYPE gpool_queue_measured_gpu_seconds_total counter\n");
+  CHECK_CONTAINS(t, "gpool_queue_measured_gpu_seconds_total{queue=\"org/vision\",model=\"H100-80GB\","
+                    "capacity=\"on-demand\"} 7000\n");
   CHECK_CONTAINS(t, "gpool_queue_gpu_seconds_total{queue=\"org/\\\"nlp\\\"\\\\x\",model=\"A100-80GB\","
                     "capacity=\"spot\"} 900\n");
   free(t);
