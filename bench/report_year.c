@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "ledger/report.h"
+#include "server/server.h"
 #include "store/store.h"
 #include "util/doc.h"
 
@@ -108,43 +109,6 @@ static int write_store(const char *path, long intervals) {
   return 0;
 }
 
-typedef struct feed {
-  gp_ledger_report *lr;
-  long n;
-} feed;
-
-static gp_capacity cap_of(const char *s) {
-  gp_capacity c = GP_CAP_ON_DEMAND;
-  if (s) gp_capacity_parse(s, &c);
-  return c;
-}
-
-static int on_node(void *ctx, const gp_store_node_interval *iv) {
-  feed *f = ctx;
-  f->n++;
-  if (!f->lr) return 0;
-  gp_ledger_node_iv n = {.node = iv->node, .model = iv->model, .capacity = cap_of(iv->capacity),
-                         .gpus = iv->gpus, .start = iv->start, .end = iv->end,
-                         .state = strcmp(iv->state, "up") == 0        ? GP_LEDGER_UP
-                                  : strcmp(iv->state, "drained") == 0 ? GP_LEDGER_DRAINED
-                                                                      : GP_LEDGER_DOWN};
-  gp_ledger_report_add_node(f->lr, &n);
-  return 0;
-}
-
-static int on_job(void *ctx, const gp_store_interval *iv) {
-  feed *f = ctx;
-  f->n++;
-  if (!f->lr) return 0;
-  gp_ledger_job_iv j = {.job = iv->job_id, .attempt = iv->attempt, .queue = iv->queue,
-                        .user = iv->user, .node = iv->node, .model = iv->model,
-                        .capacity = cap_of(iv->capacity), .share = iv->share,
-                        .start = iv->start, .end = iv->end, .used_gpu_s = iv->used_gpu_s,
-                        .energy_j = iv->energy_j};
-  gp_ledger_report_add_job(f->lr, &j);
-  return 0;
-}
-
 static const char prices_yaml[] =
     "prices:\n"
     "  currency: USD\n"
@@ -169,16 +133,16 @@ static double run(gp_store *st, int64_t from, int64_t to, unsigned group, const 
   gp_store_reader *r = NULL;
   if (gp_store_reader_open(st, &r, &e)) return fail("reader", &e), -1;
   gp_ledger_params p = {.from = from, .to = to, .group = group, .prices = prices};
-  feed f = {.lr = engine ? gp_ledger_report_new(&p) : NULL};
-  int rc = gp_store_reader_node_intervals(r, from, to, on_node, &f, &e);
-  if (!rc) rc = gp_store_reader_intervals(r, from, to, NULL, on_job, &f, &e);
+  gp_ledger_report *lr = engine ? gp_ledger_report_new(&p) : NULL;
+  long n = 0;
+  int rc = gp_report_feed(r, lr, from, to, to, NULL, true, &n, &e);
   gp_store_reader_close(r);
   const gp_ledger_row *rows = NULL;
   int n_rows = 0;
-  if (!rc && f.lr) rc = gp_ledger_report_finish(f.lr, &rows, &n_rows, &e);
-  gp_ledger_report_free(f.lr);
+  if (!rc && lr) rc = gp_ledger_report_finish(lr, &rows, &n_rows, &e);
+  gp_ledger_report_free(lr);
   if (rc) return fail("scan", &e), -1;
-  *ret_intervals = f.n;
+  *ret_intervals = n;
   *ret_rows = n_rows;
   *ret_cpu_ms = clock_ms(CLOCK_THREAD_CPUTIME_ID) - c0;
   return clock_ms(CLOCK_MONOTONIC) - t0;

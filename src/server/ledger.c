@@ -15,6 +15,7 @@
 #include <strings.h>
 
 #include "core/mig.h"
+#include "ledger/report.h"
 #include "server/state.h"
 #include "util/mem.h"
 
@@ -279,7 +280,9 @@ int gp__srv_ledger_use(gp_srv_state *s, gp_srv_job *j, int node, double used_gpu
 
 /* ---- node intervals ---- */
 
-static const char *const node_states[] = {"up", "drained", "down"};
+/* Indexed by the engine's gp_ledger_node_state, so a stored name reads straight into it. */
+static const char *const node_states[] = {[GP_LEDGER_UP] = "up", [GP_LEDGER_DRAINED] = "drained",
+                                          [GP_LEDGER_DOWN] = "down"};
 
 int gp__srv_ledger_node(gp_srv_state *s, gp_srv_node *n, int64_t now, gp_err *err) {
   int st = !n->alive ? 2 : n->admin_state == GP_NODE_UP ? 0 : 1;

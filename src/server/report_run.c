@@ -5,9 +5,9 @@
  * job intervals and no node intervals: idle capacity is the fleet's, an admin's to read. */
 #include <stdatomic.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "server/report.h"
+#include "server/server.h"
 #include "util/mem.h"
 
 void gp__srv_report_free(gp_srv_report *rep) {
@@ -21,8 +21,9 @@ void gp__srv_report_free(gp_srv_report *rep) {
 }
 
 typedef struct scan {
-  gp_ledger_report *lr;
+  gp_ledger_report *lr;   /* NULL: count the intervals only */
   int64_t now;
+  long n;
 } scan;
 
 /* A capacity name the store holds; one it does not know (a newer server's) counts as
@@ -35,23 +36,28 @@ static gp_capacity capacity_of(const char *name) {
 
 static int on_node(void *ctx, const gp_store_node_interval *iv) {
   scan *sc = ctx;
+  sc->n++;
+  if (!sc->lr) return 0;
+  /* The ledger's node states are written in the engine's order (up, drained, down); a
+   * name this server does not know counts as up. */
+  int state = iv->state ? gp__srv_ledger_node_state(iv->state) : -1;
   gp_ledger_node_iv n = {
       .node = iv->node,
       .model = iv->model,
       .capacity = capacity_of(iv->capacity),
       .gpus = iv->gpus,
-      .state = GP_LEDGER_UP,
+      .state = state < 0 ? GP_LEDGER_UP : (gp_ledger_node_state)state,
       .start = iv->start,
       .end = iv->end ? iv->end : sc->now,
   };
-  if (iv->state && strcmp(iv->state, "drained") == 0) n.state = GP_LEDGER_DRAINED;
-  else if (iv->state && strcmp(iv->state, "down") == 0) n.state = GP_LEDGER_DOWN;
   if (n.end > n.start) gp_ledger_report_add_node(sc->lr, &n);
   return 0;
 }
 
 static int on_job(void *ctx, const gp_store_interval *iv) {
   scan *sc = ctx;
+  sc->n++;
+  if (!sc->lr) return 0;
   gp_ledger_job_iv j = {
       .job = iv->job_id,
       .attempt = iv->attempt,
@@ -68,6 +74,15 @@ static int on_job(void *ctx, const gp_store_interval *iv) {
   };
   if (j.end > j.start) gp_ledger_report_add_job(sc->lr, &j);
   return 0;
+}
+
+int gp_report_feed(gp_store_reader *r, gp_ledger_report *lr, int64_t from, int64_t to,
+                   int64_t now, const char *user, bool nodes, long *ret_read, gp_err *err) {
+  scan sc = {.lr = lr, .now = now};
+  int rc = nodes ? gp_store_reader_node_intervals(r, from, to, on_node, &sc, err) : 0;
+  if (!rc) rc = gp_store_reader_intervals(r, from, to, user, on_job, &sc, err);
+  if (ret_read) *ret_read = sc.n;
+  return rc;
 }
 
 static _Atomic int in_flight;
@@ -113,10 +128,7 @@ void gp__srv_report_run(gp_srv_req *r) {
   int rc = gp_store_reader_open(rep->store, &reader, &err);
   if (rc) goto fail;
   lr = gp_ledger_report_new(&p);
-  scan sc = {.lr = lr, .now = rep->now};
-  if (nodes) rc = gp_store_reader_node_intervals(reader, q->from, q->to, on_node, &sc, &err);
-  if (!rc)
-    rc = gp_store_reader_intervals(reader, q->from, q->to, rep->user, on_job, &sc, &err);
+  rc = gp_report_feed(reader, lr, q->from, q->to, rep->now, rep->user, nodes, NULL, &err);
   gp_store_reader_close(reader);
   const gp_ledger_row *rows = NULL;
   int n_rows = 0;

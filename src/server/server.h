@@ -9,6 +9,7 @@
 
 #include <jansson.h>
 
+#include "ledger/report.h"
 #include "server/config.h"
 #include "store/store.h"
 #include "util/error.h"
@@ -37,5 +38,12 @@ void gp_server_free(gp_server *srv); /* stops first; accepts NULL */
  * `columns`, then one line per row (CR LF; null an empty field; numbers unformatted). The
  * server answers format=csv with it and `gpool report -o csv` prints it. Caller frees. */
 char *gp_report_csv(const json_t *doc);
+
+/* Streams a report's period out of the ledger into `lr` (NULL: only counts): the fleet's
+ * node intervals first when `nodes`, then the job intervals (`user` non-NULL: only that
+ * user's), open ones ending at `now`. The count of intervals read goes to *ret_read (may
+ * be NULL). Returns 0 or the reader's GP_E*. GET /v1/reports runs it on an HTTP thread. */
+int gp_report_feed(gp_store_reader *r, gp_ledger_report *lr, int64_t from, int64_t to,
+                   int64_t now, const char *user, bool nodes, long *ret_read, gp_err *err);
 
 #endif
