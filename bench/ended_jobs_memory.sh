@@ -18,48 +18,31 @@ JOBS=${JOBS:-1000000} RECENT=${RECENT:-"1000 10000 100000"}
 GPOOL=$BUILD/gpool
 [ -x "$GPOOL" ] || { echo "build first: cmake -S . -B build/rel -DCMAKE_BUILD_TYPE=Release && cmake --build build/rel --target gpool_bin" >&2; exit 2; }
 command -v sqlite3 >/dev/null || { echo "the sqlite3 shell is needed" >&2; exit 2; }
+source "$ROOT/bench/server_lib.sh"
 TMP=$(mktemp -d /tmp/gpool-history.XXXXXX)
-PID=""
-cleanup() { [ -n "$PID" ] && kill "$PID" 2>/dev/null; wait 2>/dev/null; rm -rf "$TMP"; }
+cleanup() { bench_server_stop; rm -rf "$TMP"; }
 trap cleanup EXIT
 
 ms() { date +%s%3N; }
-config() {
-  cat >"$TMP/server.yaml" <<EOC
-listen: 127.0.0.1:0
-data_dir: $TMP/data
-tokens:
-  - {token: bench-admin, user: bench, role: admin}
-queues:
-  - {name: default, users: ["*"]}
-default_queue: default
-recent_ended_jobs: $1
-EOC
-}
-# Starts the server; sets PID, URL and LOAD_MS (until /healthz answers 200).
+# Starts the server on the store in $TMP keeping RECENT ended jobs; sets LOAD_MS (start until
+# /healthz answers 200).
 start() {
-  rm -f "$TMP/data/server.url"
+  bench_server_config "$TMP" 600 "recent_ended_jobs: $1"
   local t0
   t0=$(ms)
-  "$GPOOL" server --config "$TMP/server.yaml" >"$TMP/server.log" 2>&1 &
-  PID=$!
-  for _ in $(seq 1 6000); do [ -s "$TMP/data/server.url" ] && break; sleep 0.01; done
-  URL=$(head -n1 "$TMP/data/server.url")
-  for _ in $(seq 1 60000); do curl -fsS -o /dev/null "$URL/healthz" 2>/dev/null && break; sleep 0.01; done
+  bench_server_run "$GPOOL" "$TMP"
   LOAD_MS=$(($(ms) - t0))
 }
-stop() { kill "$PID"; wait "$PID" 2>/dev/null || true; PID=""; }
 rss_kib() { awk -v k="$2" '$1 == k":" {print $2}' "/proc/$1/status"; }
 api() { curl -fsS -H "Authorization: Bearer bench-admin" -H 'Content-Type: application/json' "$@"; }
 
 # One real ended job: the server writes its document and timeline.
 mkdir -p "$TMP/data"
-config 10000
-start
-EMPTY_RSS=$(rss_kib "$PID" VmRSS)
+start 10000
+EMPTY_RSS=$(rss_kib "$SERVER_PID" VmRSS)
 id=$(api -X POST "$URL/v1/jobs" -d '{"command":["python","train.py","--epochs","10"],"hold":true,"name":"tmpl","env":{"A":"1"}}' | sed 's/.*"id":"\([0-9]*\)".*/\1/')
 api -X POST "$URL/v1/jobs/$id/cancel" >/dev/null
-stop
+bench_server_stop
 
 t0=$(ms)
 sqlite3 "$TMP/data/gpool.db" <<EOS
@@ -89,12 +72,11 @@ echo "store: $JOBS ended jobs, $(du -m "$TMP/data/gpool.db" | cut -f1) MiB, buil
 echo "empty server: RSS $((EMPTY_RSS / 1024)) MiB"
 printf '%-10s %10s %10s %10s %12s %12s\n' recent load_ms rss_mib peak_mib oldest_ms page_ms
 for r in $RECENT; do
-  config "$r"
-  start
+  start "$r"
   sleep 0.5
-  rss=$(rss_kib "$PID" VmRSS) hwm=$(rss_kib "$PID" VmHWM)
+  rss=$(rss_kib "$SERVER_PID" VmRSS) hwm=$(rss_kib "$SERVER_PID" VmHWM)
   t0=$(ms); api "$URL/v1/jobs/1" >/dev/null; oldest=$(($(ms) - t0))
   t0=$(ms); api "$URL/v1/jobs?all=1&limit=1000" >/dev/null; page=$(($(ms) - t0))
   printf '%-10s %10s %10s %10s %12s %12s\n' "$r" "$LOAD_MS" "$((rss / 1024))" "$((hwm / 1024))" "$oldest" "$page"
-  stop
+  bench_server_stop
 done

@@ -20,9 +20,9 @@ for p in gpool bench_report_year; do
   [ -x "$BUILD/$p" ] || { echo "build first: cmake -S . -B build/rel -DCMAKE_BUILD_TYPE=Release && cmake --build build/rel --target gpool_bin bench_report_year" >&2; exit 2; }
 done
 TMP=${KEEP:-$(mktemp -d /tmp/gpool-report.XXXXXX)}
-SERVER_PID=""
+source "$ROOT/bench/server_lib.sh"
 cleanup() {
-  [ -n "$SERVER_PID" ] && { kill "$SERVER_PID" 2>/dev/null; wait "$SERVER_PID" 2>/dev/null || true; }
+  bench_server_stop
   [ -n "${KEEP:-}" ] || rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -36,23 +36,8 @@ fi
 echo "== engine alone (in-process: store range read + ledger engine)"
 "$BUILD/bench_report_year" time "$TMP/data/gpool.db"
 
-cat >"$TMP/server.yaml" <<YAML
-listen: 127.0.0.1:0
-data_dir: $TMP/data
-tokens:
-  - {token: bench-admin, user: bench, role: admin}
-queues:
-  - {name: default, users: ["*"]}
-default_queue: default
-YAML
-rm -f "$TMP/data/server.url"
-"$BUILD/gpool" server --config "$TMP/server.yaml" >"$TMP/server.log" 2>&1 &
-SERVER_PID=$!
-for _ in $(seq 1 400); do
-  [ -s "$TMP/data/server.url" ] && curl -sf "$(head -n1 "$TMP/data/server.url")/healthz" >/dev/null && break
-  sleep 0.05
-done
-URL=$(head -n1 "$TMP/data/server.url")
+bench_server_config "$TMP" 600
+bench_server_run "$BUILD/gpool" "$TMP"
 
 echo "== through the HTTP API (GET /v1/reports/cost as an admin, best of 3)"
 for period in "month from=2026-03-01&to=2026-04-01" "year from=2026-01-01&to=2027-01-01"; do

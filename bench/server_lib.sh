@@ -4,6 +4,11 @@
 # queue open to everyone.
 #   bench_server_start GPOOL DIR NODE_TIMEOUT_S   sets SERVER_PID and URL (stops a previous one)
 #   bench_server_stop
+# Benches that bring a store of their own (DIR/data/gpool.db) write the config and start the
+# server on it without emptying DIR:
+#   bench_server_config DIR NODE_TIMEOUT_S [EXTRA_YAML_LINES]
+#   bench_server_run GPOOL DIR [LOAD_TIMEOUT_S]   also waits until /healthz answers 200 (the
+#                                                 store loaded; default 600 s)
 SERVER_PID=""
 URL=""
 
@@ -12,10 +17,8 @@ bench_server_stop() {
   SERVER_PID=""
 }
 
-bench_server_start() {
-  local gpool=$1 dir=$2 timeout=$3
-  bench_server_stop
-  rm -rf "$dir"
+bench_server_config() {
+  local dir=$1 timeout=$2 extra=${3:-}
   mkdir -p "$dir/data"
   cat >"$dir/server.yaml" <<EOF
 listen: 127.0.0.1:0
@@ -27,13 +30,32 @@ queues:
   - {name: default, users: ["*"]}
 default_queue: default
 node_timeout_s: $timeout
-# A bench measures capacity, not policy: the submission limits are out of its way.
 max_pending_per_user: 10000000
 max_pending_per_queue: 10000000
 max_job_bytes: 262144
+$extra
 EOF
+}
+
+bench_server_run() {
+  local gpool=$1 dir=$2 load_timeout=${3:-600}
+  bench_server_stop
+  rm -f "$dir/data/server.url"
   "$gpool" server --config "$dir/server.yaml" >"$dir/server.log" 2>&1 &
   SERVER_PID=$!
   for _ in $(seq 1 200); do [ -s "$dir/data/server.url" ] && break; sleep 0.05; done
   URL=$(head -n1 "$dir/data/server.url")
+  local deadline=$((SECONDS + load_timeout))
+  until curl -fsS -o /dev/null "$URL/healthz" 2>/dev/null; do
+    [ "$SECONDS" -lt "$deadline" ] || { echo "the server did not load its store in ${load_timeout} s" >&2; return 1; }
+    sleep 0.01
+  done
+}
+
+bench_server_start() {
+  local gpool=$1 dir=$2 timeout=$3
+  bench_server_stop
+  rm -rf "$dir"
+  bench_server_config "$dir" "$timeout"
+  bench_server_run "$gpool" "$dir"
 }
