@@ -6,25 +6,8 @@
 #include <time.h>
 
 #include "store/store.h"
+#include "store_util.h"
 #include "test.h"
-
-static char dir[256];
-
-static const char *db_path(void) {
-  static char p[300];
-  if (!dir[0]) {
-    snprintf(dir, sizeof dir, "/tmp/gp_ledger_store_test_XXXXXX");
-    REQUIRE(mkdtemp(dir) != NULL);
-  }
-  snprintf(p, sizeof p, "%s/gpool.db", dir);
-  return p;
-}
-
-static void remove_dir(void) {
-  char cmd[300];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  CHECK_EQ_INT(0, system(cmd));
-}
 
 static gp_store *open_store(void) {
   gp_store *s = NULL;

@@ -5,25 +5,8 @@
 #include <sys/stat.h>
 
 #include "store/store.h"
+#include "store_util.h"
 #include "test.h"
-
-static char dir[256];
-
-static const char *db_path(void) {
-  static char p[300];
-  if (!dir[0]) {
-    snprintf(dir, sizeof dir, "/tmp/gp_store_test_XXXXXX");
-    REQUIRE(mkdtemp(dir) != NULL);
-  }
-  snprintf(p, sizeof p, "%s/gpool.db", dir);
-  return p;
-}
-
-static void remove_dir(void) {
-  char cmd[300];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  CHECK_EQ_INT(0, system(cmd));
-}
 
 typedef struct counts {
   int jobs, events, nodes, allocs, queues, orders, metas;
@@ -172,7 +155,7 @@ static void fault_store_fails_the_nth_write_and_nothing_is_committed(void) {
 static void a_file_that_is_not_a_database_is_refused(void) {
   char p[300];
   db_path();
-  snprintf(p, sizeof p, "%s/junk.db", dir);
+  snprintf(p, sizeof p, "%s/junk.db", store_dir);
   FILE *f = fopen(p, "w");
   REQUIRE(f);
   fputs("this is not sqlite, just text that is long enough to look like a header.......\n", f);
@@ -271,7 +254,7 @@ static void an_empty_or_foreign_database_is_refused(void) {
   REQUIRE(stat(db_path(), &st) == 0);
   CHECK_EQ_INT(0, (int)st.st_size); /* left as it was, for the admin to look at */
   char other[300], cmd[700];
-  snprintf(other, sizeof other, "%s/other.db", dir);
+  snprintf(other, sizeof other, "%s/other.db", store_dir);
   snprintf(cmd, sizeof cmd, "sqlite3 '%s' 'CREATE TABLE t(x); INSERT INTO t VALUES (1);'", other);
   if (system(cmd) == 0) {
     e = (gp_err){0};
