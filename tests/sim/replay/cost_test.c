@@ -7,19 +7,10 @@
 #include <unistd.h>
 
 #include "sim/replay/replay.h"
+#include "replay_util.h"
 #include "test.h"
 
 #define T0 1772409600 /* 2026-03-02 00:00:00 UTC */
-
-static char *write_tmp(const char *suffix, const char *text) {
-  char *path = malloc(256);
-  snprintf(path, 256, "/tmp/gp_cost_test_%d_%s", (int)getpid(), suffix);
-  FILE *f = fopen(path, "w");
-  REQUIRE(f);
-  fputs(text, f);
-  fclose(f);
-  return path;
-}
 
 static struct gp_prices *prices_of(const char *yaml) {
   char *path = write_tmp("prices.yaml", yaml);

@@ -5,17 +5,8 @@
 #include <unistd.h>
 
 #include "sim/replay/replay.h"
+#include "replay_util.h"
 #include "test.h"
-
-static char *write_tmp(const char *suffix, const char *text) {
-  char *path = malloc(256);
-  snprintf(path, 256, "/tmp/gp_fleet_test_%d_%s", (int)getpid(), suffix);
-  FILE *f = fopen(path, "w");
-  REQUIRE(f);
-  fputs(text, f);
-  fclose(f);
-  return path;
-}
 
 static void shorthand_groups_take_a_capacity_type(void) {
   gp_fleet *f = NULL;

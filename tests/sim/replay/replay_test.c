@@ -6,17 +6,8 @@
 #include <unistd.h>
 
 #include "sim/replay/replay.h"
+#include "replay_util.h"
 #include "test.h"
-
-static char *write_tmp(const char *suffix, const char *text) {
-  char *path = malloc(256);
-  snprintf(path, 256, "/tmp/gp_replay_test_%d_%s", (int)getpid(), suffix);
-  FILE *f = fopen(path, "w");
-  REQUIRE(f);
-  fputs(text, f);
-  fclose(f);
-  return path;
-}
 
 static gp_trace *trace_of(const char *csv) {
   gp_trace *t = NULL;
