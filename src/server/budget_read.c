@@ -27,23 +27,6 @@ const char *gp_budget_action_name(gp_budget_action a) {
   return (unsigned)a < 3 ? action_names[a] : "?";
 }
 
-static int pick(const gp_doc *d, const gp_doc_node *n, const char *field,
-                const char *const *names, int count, int *ret, gp_err *err) {
-  const char *v;
-  int r = gp_doc_str(d, n, field, &v, err);
-  if (r) return r;
-  for (int i = 0; i < count; i++)
-    if (strcmp(v, names[i]) == 0) {
-      *ret = i;
-      return 0;
-    }
-  char all[64] = "";
-  for (int i = 0; i < count; i++)
-    snprintf(all + strlen(all), sizeof all - strlen(all), "%s%s", i ? (i == count - 1 ? " or " : ", ") : "",
-             names[i]);
-  return gp_err_set(err, GP_EINVAL, d->name, n->line, field, "must be %s, not \"%.64s\"", all, v);
-}
-
 int gp_budget_read(const gp_doc *d, const gp_doc_node *n, const char *path, gp_budget *ret,
                    gp_err *err) {
   gp_budget b = {0};
@@ -70,12 +53,12 @@ int gp_budget_read(const gp_doc *d, const gp_doc_node *n, const char *path, gp_b
   const gp_doc_node *pn = gp_doc_get(n, "period");
   if (!pn) return gp_err_set(err, GP_EINVAL, d->name, n->line, f, "missing (day, week or month)");
   int v = 0;
-  if ((r = pick(d, pn, f, period_names, 3, &v, err))) return r;
+  if ((r = gp_doc_enum(d, pn, f, period_names, 3, &v, err))) return r;
   b.period = (gp_budget_period)v;
   const gp_doc_node *an = gp_doc_get(n, "action");
   if (an) {
     snprintf(f, sizeof f, "%s.action", path);
-    if ((r = pick(d, an, f, action_names, 3, &v, err))) return r;
+    if ((r = gp_doc_enum(d, an, f, action_names, 3, &v, err))) return r;
     b.action = (gp_budget_action)v;
   }
   b.set = true;

@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/idle.h"
 #include "core/model.h"
 #include "core/plan.h"
 #include "server/config.h"
@@ -88,6 +89,9 @@ typedef struct gp_srv_job {
   int pending_reason;   /* gp_pending_reason, -1: none known yet */
   char *pending_message;
   int64_t reservation_at;
+  gp_idle_track idle;   /* idleness of the current run (idle.c; memory only, measured again
+                           from the agents' figures after a restart) */
+  int64_t idle_acted_since; /* the idle stretch the policy last acted on, 0: none */
   int active_pos;       /* position in gp_srv_state.active, -1 when final */
   /* Its entry in the kept view (view.c). */
   bool view_stale;      /* changed since the last step: listed in gp_srv_view.stale_jobs */
@@ -170,6 +174,7 @@ typedef struct gp_srv_queue {
   char **classes;
   bool from_config;     /* defined in the config file: read-only through the API */
   gp_budget budget;     /* budget.h; .set false: none */
+  gp_idle_policy idle_policy; /* core/idle.h; .set false: none */
   /* Figures from the last scheduling step (fair share) and live counts. */
   double fair_share;
 } gp_srv_queue;

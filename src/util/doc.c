@@ -282,6 +282,23 @@ int gp_doc_duration_s(const gp_doc *d, const gp_doc_node *n, const char *field, 
   return 0;
 }
 
+int gp_doc_enum(const gp_doc *d, const gp_doc_node *n, const char *field,
+                const char *const *names, int count, int *ret, gp_err *err) {
+  const char *v;
+  int r = gp_doc_str(d, n, field, &v, err);
+  if (r) return r;
+  for (int i = 0; i < count; i++)
+    if (strcmp(v, names[i]) == 0) {
+      *ret = i;
+      return 0;
+    }
+  char all[160] = "";
+  for (int i = 0; i < count; i++)
+    snprintf(all + strlen(all), sizeof all - strlen(all), "%s%s",
+             i ? (i == count - 1 ? " or " : ", ") : "", names[i]);
+  return gp_err_set(err, GP_EINVAL, d->name, n->line, field, "must be %s, not \"%.64s\"", all, v);
+}
+
 int gp_doc_check_keys(const gp_doc *d, const gp_doc_node *map, const char *path,
                       const char *const *allowed, gp_err *err) {
   if (!map || map->kind != GP_DOC_MAP) return type_error(d, map, path, "a map", err);

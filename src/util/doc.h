@@ -56,6 +56,11 @@ int gp_doc_str(const gp_doc *d, const gp_doc_node *n, const char *field, const c
 int gp_doc_mem_mib(const gp_doc *d, const gp_doc_node *n, const char *field, int64_t *ret, gp_err *err);
 int gp_doc_duration_s(const gp_doc *d, const gp_doc_node *n, const char *field, int64_t *ret, gp_err *err);
 
+/* A string that must be one of `count` names: *ret is its index. The error lists them all
+ * ("field: must be day, week or month, not \"year\""). */
+int gp_doc_enum(const gp_doc *d, const gp_doc_node *n, const char *field,
+                const char *const *names, int count, int *ret, gp_err *err);
+
 /* Fails on the first key of `map` not in the NULL-terminated `allowed` list, naming it
  * ("path.key: unknown key"). */
 int gp_doc_check_keys(const gp_doc *d, const gp_doc_node *map, const char *path,
