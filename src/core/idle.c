@@ -3,7 +3,6 @@
 #include "core/idle.h"
 
 #include <math.h>
-#include <stdio.h>
 #include <string.h>
 
 static const char *const action_names[] = {"notify", "requeue", "cancel"};
@@ -22,7 +21,7 @@ static int read_rule(const gp_doc *d, const gp_doc_node *n, const char *path, bo
   char f[200];
   const gp_doc_node *v;
   if ((v = gp_doc_get(n, "threshold_pct"))) {
-    snprintf(f, sizeof f, "%s.threshold_pct", path);
+    gp_doc_path(f, sizeof f, path, "threshold_pct");
     if ((rc = gp_doc_double(d, v, f, &r->threshold_pct, err))) return rc;
     if (!(r->threshold_pct > 0 && r->threshold_pct <= 100))
       return gp_err_set(err, GP_EINVAL, d->name, v->line, f, "must be above 0 and at most 100");
@@ -31,14 +30,14 @@ static int read_rule(const gp_doc *d, const gp_doc_node *n, const char *path, bo
   int64_t *dst[] = {&r->window_s, &r->grace_s};
   for (int i = 0; i < 2; i++) {
     if (!(v = gp_doc_get(n, durs[i]))) continue;
-    snprintf(f, sizeof f, "%s.%s", path, durs[i]);
+    gp_doc_path(f, sizeof f, path, durs[i]);
     if ((rc = gp_doc_duration_s(d, v, f, dst[i], err))) return rc;
     if (*dst[i] < (i == 0 ? 1 : 0) || *dst[i] > GP_IDLE_MAX_WINDOW_S)
       return gp_err_set(err, GP_EINVAL, d->name, v->line, f, "must be %s and at most 30 days",
                         i == 0 ? "at least 1s" : "0 or more");
   }
   if ((v = gp_doc_get(n, "action"))) {
-    snprintf(f, sizeof f, "%s.action", path);
+    gp_doc_path(f, sizeof f, path, "action");
     int a = 0;
     if ((rc = gp_doc_enum(d, v, f, action_names, 3, &a, err))) return rc;
     r->action = (gp_idle_action)a;
@@ -61,7 +60,7 @@ int gp_idle_policy_read(const gp_doc *d, const gp_doc_node *n, const char *path,
   const gp_doc_node *in = gp_doc_get(n, "interactive");
   if (in && !gp_doc_is_null(in)) {
     char f[200];
-    snprintf(f, sizeof f, "%s.interactive", path);
+    gp_doc_path(f, sizeof f, path, "interactive");
     p.has_interactive = true;
     p.interactive = p.rule;
     if ((rc = read_rule(d, in, f, false, &p.interactive, err))) return rc;

@@ -282,6 +282,11 @@ int gp_doc_duration_s(const gp_doc *d, const gp_doc_node *n, const char *field, 
   return 0;
 }
 
+const char *gp_doc_path(char *buf, size_t size, const char *path, const char *key) {
+  snprintf(buf, size, "%s%s%s", path ? path : "", path && *path ? "." : "", key);
+  return buf;
+}
+
 int gp_doc_enum(const gp_doc *d, const gp_doc_node *n, const char *field,
                 const char *const *names, int count, int *ret, gp_err *err) {
   const char *v;

@@ -56,6 +56,10 @@ int gp_doc_str(const gp_doc *d, const gp_doc_node *n, const char *field, const c
 int gp_doc_mem_mib(const gp_doc *d, const gp_doc_node *n, const char *field, int64_t *ret, gp_err *err);
 int gp_doc_duration_s(const gp_doc *d, const gp_doc_node *n, const char *field, int64_t *ret, gp_err *err);
 
+/* "path.key" into buf (cut to fit), for the field named in an error; returns buf. Lets the
+ * pure modules (core, ledger) name fields without formatting strings themselves. */
+const char *gp_doc_path(char *buf, size_t size, const char *path, const char *key);
+
 /* A string that must be one of `count` names: *ret is its index. The error lists them all
  * ("field: must be day, week or month, not \"year\""). */
 int gp_doc_enum(const gp_doc *d, const gp_doc_node *n, const char *field,
