@@ -1,0 +1,275 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The advice engine's intake (advice.h): each interval is clipped to the period and added to
+ * its job's, its (queue, user)'s and the fleet's sums; runs and idle jobs are kept for the
+ * join at finish, which turns the sums into items. Nothing is kept per interval. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ledger/advice_int.h"
+#include "util/mem.h"
+
+static const char *const kind_names[] = {"right_size", "spot", "idle_now", "idle_week",
+                                         "quota", "utilisation"};
+
+const char *gp_advice_kind_name(gp_advice_kind k) {
+  return (unsigned)k < sizeof kind_names / sizeof *kind_names ? kind_names[k] : "?";
+}
+
+static uint64_t mix(int64_t k) {
+  uint64_t x = (uint64_t)k * UINT64_C(0x9e3779b97f4a7c15);
+  return x ^ (x >> 31);
+}
+
+static void imap_rehash(gp__ledger_imap *m, size_t n_slots) {
+  int64_t *keys = m->keys;
+  int32_t *vals = m->vals;
+  size_t old = m->n_slots;
+  m->keys = gp_xcalloc(n_slots, sizeof *m->keys);
+  m->vals = gp_xcalloc(n_slots, sizeof *m->vals);
+  m->n_slots = n_slots;
+  for (size_t i = 0; i < old; i++) {
+    if (!vals[i]) continue;
+    size_t s = mix(keys[i]) & (n_slots - 1);
+    while (m->vals[s]) s = (s + 1) & (n_slots - 1);
+    m->keys[s] = keys[i];
+    m->vals[s] = vals[i];
+  }
+  free(keys);
+  free(vals);
+}
+
+int32_t gp__ledger_imap_get(gp__ledger_imap *m, int64_t key, int32_t add) {
+  if (m->n_slots) {
+    size_t s = mix(key) & (m->n_slots - 1);
+    for (; m->vals[s]; s = (s + 1) & (m->n_slots - 1))
+      if (m->keys[s] == key) return m->vals[s] - 1;
+  }
+  if (add < 0) return -1;
+  if ((m->n + 1) * 2 > m->n_slots) imap_rehash(m, m->n_slots ? m->n_slots * 2 : 256);
+  size_t s = mix(key) & (m->n_slots - 1);
+  while (m->vals[s]) s = (s + 1) & (m->n_slots - 1);
+  m->keys[s] = key;
+  m->vals[s] = add + 1;
+  m->n++;
+  return add;
+}
+
+void gp__ledger_imap_done(gp__ledger_imap *m) {
+  free(m->keys);
+  free(m->vals);
+  memset(m, 0, sizeof *m);
+}
+
+bool gp__ledger_adv_in_queue(const char *filter, const char *q) {
+  if (!filter) return true;
+  if (!q) return false;
+  size_t n = strlen(filter);
+  return strncmp(filter, q, n) == 0 && (q[n] == '\0' || q[n] == '/');
+}
+
+gp_advice *gp_advice_new(const gp_advice_params *p) {
+  gp_advice *a = gp_xcalloc(1, sizeof *a);
+  a->p = *p;
+  a->arena = gp_arena_new();
+  gp__ledger_intern_init(&a->strs, a->arena);
+  /* Filters are compared with the store's strings; copies keep them valid. */
+  a->p.queue = p->queue ? gp_arena_strdup(a->arena, p->queue) : NULL;
+  a->p.user = p->user ? gp_arena_strdup(a->arena, p->user) : NULL;
+  a->p.name = p->name ? gp_arena_strdup(a->arena, p->name) : NULL;
+  return a;
+}
+
+void gp_advice_free(gp_advice *a) {
+  if (!a) return;
+  gp__ledger_intern_done(&a->strs);
+  gp__ledger_imap_done(&a->job_index);
+  gp__ledger_imap_done(&a->idle_index);
+  free(a->jobs);
+  free(a->idle);
+  free(a->queues);
+  free(a->queue_ids);
+  free(a->runs);
+  free(a->now_idle);
+  free(a->items);
+  gp_arena_free(a->arena);
+  free(a);
+}
+
+/* [start, end) clipped to the period; false when nothing is left. */
+static bool clip(const gp_advice *a, int64_t *start, int64_t *end) {
+  if (*start < a->p.from) *start = a->p.from;
+  if (*end > a->p.to) *end = a->p.to;
+  return *end > *start;
+}
+
+/* Cost of gpu_s of (model, c) at `at`; false without a price (cost 0). */
+static bool price(const gp_advice *a, const char *model, gp_capacity c, int64_t at, double gpu_s,
+                  double *cost) {
+  double rate = 0;
+  *cost = 0;
+  if (!a->p.prices) return true;
+  if (!gp_prices_rate(a->p.prices, model, c, at, &rate)) return false;
+  *cost = gpu_s / 3600.0 * rate;
+  return true;
+}
+
+void gp_advice_add_node(gp_advice *a, const gp_ledger_node_iv *iv) {
+  int64_t s = iv->start, e = iv->end;
+  if (a->finished || iv->state != GP_LEDGER_UP || iv->gpus <= 0 || !clip(a, &s, &e)) return;
+  double gpu_s = (double)(e - s) * iv->gpus, cost = 0;
+  a->up_gpu_s += gpu_s;
+  if (price(a, iv->model, iv->capacity, s, gpu_s, &cost)) a->up_cost += cost;
+  else a->up_cost_unknown = true;
+}
+
+gp__ledger_adv_queue *gp__ledger_adv_queue_of(gp_advice *a, int32_t q) {
+  size_t old = a->cap_queues;
+  gp_xgrow((void **)&a->queues, &a->cap_queues, (size_t)q + 1, sizeof *a->queues);
+  if (a->cap_queues > old) memset(a->queues + old, 0, (a->cap_queues - old) * sizeof *a->queues);
+  if (!a->queues[q].seen) {
+    a->queues[q].seen = true;
+    gp_xgrow((void **)&a->queue_ids, &a->cap_queue_ids, a->n_queue_ids + 1, sizeof *a->queue_ids);
+    a->queue_ids[a->n_queue_ids++] = q;
+  }
+  return &a->queues[q];
+}
+
+void gp_advice_add_interval(gp_advice *a, const gp_ledger_job_iv *iv) {
+  int64_t s = iv->start, e = iv->end;
+  if (a->finished || !(iv->share > 0 && iv->share <= 1) || iv->end <= iv->start ||
+      !clip(a, &s, &e))
+    return;
+  if ((a->p.user && (!iv->user || strcmp(a->p.user, iv->user) != 0)) ||
+      !gp__ledger_adv_in_queue(a->p.queue, iv->queue))
+    return;
+  double dur = (double)(e - s), gpu_s = iv->share * dur, cost = 0;
+  bool priced = price(a, iv->model, iv->capacity, s, gpu_s, &cost);
+  /* The job's pieces. */
+  int32_t ji = gp__ledger_imap_get(&a->job_index, iv->job, (int32_t)a->n_jobs);
+  if ((size_t)ji == a->n_jobs) {
+    gp_xgrow((void **)&a->jobs, &a->cap_jobs, a->n_jobs + 1, sizeof *a->jobs);
+    a->jobs[a->n_jobs++] = (gp__ledger_adv_job){.job = iv->job,
+        .model = gp__ledger_intern(&a->strs, iv->model), .capacity = iv->capacity,
+        .first_start = s};
+  }
+  gp__ledger_adv_job *j = &a->jobs[ji];
+  if (s < j->first_start) j->first_start = s;
+  j->gpu_s += gpu_s;
+  j->cost += cost;
+  j->cost_unknown |= !priced;
+  if (iv->capacity != GP_CAP_SPOT) {
+    double spot = 0;
+    j->nonspot_gpu_s += gpu_s;
+    j->nonspot_cost += cost;
+    if (price(a, iv->model, GP_CAP_SPOT, s, gpu_s, &spot)) j->spot_cost += spot;
+    else j->spot_unknown = true;
+    if (iv->end - iv->start > j->longest_nonspot_s) j->longest_nonspot_s = iv->end - iv->start;
+  }
+  /* The queue's and the fleet's. */
+  int32_t q = gp__ledger_intern(&a->strs, iv->queue), u = gp__ledger_intern(&a->strs, iv->user);
+  gp__ledger_adv_queue_of(a, q)->alloc_gpu_s += gpu_s;
+  a->alloc_gpu_s += gpu_s;
+  if (iv->used_gpu_s < 0) return;
+  /* Use is measured over the whole interval: the period's part is pro rata. */
+  double used = iv->used_gpu_s * dur / (double)(iv->end - iv->start);
+  if (used > gpu_s) used = gpu_s;
+  a->used_gpu_s += used;
+  a->known_gpu_s += gpu_s;
+  int64_t key = (int64_t)((uint64_t)(uint32_t)q << 32 | (uint32_t)u);
+  int32_t ii = gp__ledger_imap_get(&a->idle_index, key, (int32_t)a->n_idle);
+  if ((size_t)ii == a->n_idle) {
+    gp_xgrow((void **)&a->idle, &a->cap_idle, a->n_idle + 1, sizeof *a->idle);
+    a->idle[a->n_idle++] = (gp__ledger_adv_idle){.queue = q, .user = u};
+  }
+  gp__ledger_adv_idle *d = &a->idle[ii];
+  d->known_gpu_s += gpu_s;
+  d->used_gpu_s += used;
+  d->idle_cost += gpu_s > 0 ? cost * (gpu_s - used) / gpu_s : 0;
+  d->cost_unknown |= !priced;
+}
+
+void gp_advice_add_run(gp_advice *a, const gp_advice_run *r) {
+  if (a->finished || r->job <= 0) return;
+  if ((a->p.user && (!r->user || strcmp(a->p.user, r->user) != 0)) ||
+      !gp__ledger_adv_in_queue(a->p.queue, r->queue))
+    return;
+  gp_xgrow((void **)&a->runs, &a->cap_runs, a->n_runs + 1, sizeof *a->runs);
+  a->runs[a->n_runs++] = (gp__ledger_adv_run){
+      .job = r->job,
+      .name = gp__ledger_intern(&a->strs, r->name),
+      .user = gp__ledger_intern(&a->strs, r->user),
+      .queue = gp__ledger_intern(&a->strs, r->queue),
+      .mig = r->mig ? gp__ledger_intern(&a->strs, r->mig) : -1,
+      .tasks = r->tasks,
+      .gpus = r->gpus,
+      .gpu_milli = r->gpu_milli,
+      .requeue = r->requeue,
+      .last_checkpoint_at = r->last_checkpoint_at,
+      .submitted_at = r->submitted_at,
+      .started_at = r->started_at,
+      .peak_mem_mib = r->peak_mem_mib,
+      .avg_sm_util_pct = r->avg_sm_util_pct,
+  };
+}
+
+void gp_advice_add_idle(gp_advice *a, const gp_advice_idle *j) {
+  if (a->finished || j->idle_since <= 0) return;
+  if ((a->p.user && (!j->user || strcmp(a->p.user, j->user) != 0)) ||
+      !gp__ledger_adv_in_queue(a->p.queue, j->queue) ||
+      (a->p.name && (!j->name || strcmp(a->p.name, j->name) != 0)))
+    return;
+  gp_xgrow((void **)&a->now_idle, &a->cap_now_idle, a->n_now_idle + 1, sizeof *a->now_idle);
+  gp_advice_idle *c = &a->now_idle[a->n_now_idle++];
+  *c = *j;
+  c->name = gp_arena_strdup(a->arena, j->name ? j->name : "");
+  c->user = gp_arena_strdup(a->arena, j->user ? j->user : "");
+  c->queue = gp_arena_strdup(a->arena, j->queue ? j->queue : "");
+  c->model = gp_arena_strdup(a->arena, j->model ? j->model : "");
+}
+
+gp_advice_item *gp__ledger_adv_item(gp_advice *a, gp_advice_kind kind) {
+  gp_xgrow((void **)&a->items, &a->cap_items, a->n_items + 1, sizeof *a->items);
+  gp_advice_item *it = &a->items[a->n_items++];
+  memset(it, 0, sizeof *it);
+  it->kind = kind;
+  it->cost_known = a->p.prices != NULL;
+  return it;
+}
+
+void gp__ledger_adv_evidence(gp_advice_item *it, const char *key, double value) {
+  if (it->n_evidence >= GP_ADVICE_MAX_EVIDENCE) return;
+  it->evidence[it->n_evidence++] = (gp_advice_figure){key, value};
+}
+
+/* Largest saving first: money where both are priced, else GPU-hours; then by kind. */
+static int by_saving(const void *x, const void *y) {
+  const gp_advice_item *a = x, *b = y;
+  double ka = a->cost_known && b->cost_known ? a->saving_cost : a->saving_gpu_h;
+  double kb = a->cost_known && b->cost_known ? b->saving_cost : b->saving_gpu_h;
+  if (ka != kb) return ka > kb ? -1 : 1;
+  if (a->kind != b->kind) return a->kind < b->kind ? -1 : 1;
+  return a->job < b->job ? -1 : a->job > b->job;
+}
+
+int gp_advice_finish(gp_advice *a, const gp_advice_item **items, int *n, bool *truncated,
+                     gp_err *err) {
+  const gp_advice_params *p = &a->p;
+  if (p->from >= p->to)
+    return gp_err_set(err, GP_EINVAL, NULL, 0, "from", "the period is empty: from must come before to");
+  if (!(p->headroom >= 0 && p->headroom <= GP_ADVICE_MAX_HEADROOM))
+    return gp_err_set(err, GP_EINVAL, NULL, 0, "headroom", "headroom must be between 0 and %g",
+                      GP_ADVICE_MAX_HEADROOM);
+  if (p->checkpoint_s < 1)
+    return gp_err_set(err, GP_EINVAL, NULL, 0, "checkpoint", "the checkpoint interval must be at least 1 s");
+  if (!a->finished) {
+    a->finished = true;
+    gp__ledger_adv_jobs_items(a);
+    gp__ledger_adv_pool_items(a);
+    if (a->n_items > 1) qsort(a->items, a->n_items, sizeof *a->items, by_saving);
+  }
+  bool cut = a->n_items > GP_ADVICE_MAX_ITEMS;
+  *items = a->items;
+  *n = cut ? GP_ADVICE_MAX_ITEMS : (int)a->n_items;
+  if (truncated) *truncated = cut;
+  return 0;
+}
