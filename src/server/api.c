@@ -8,6 +8,7 @@
 
 #include "protocol/fault.h"
 #include "protocol/order.h"
+#include "server/advice.h"
 #include "server/report.h"
 #include "server/server_int.h"
 #include "util/mem.h"
@@ -751,6 +752,10 @@ int gp__srv_api_handle(gp_srv_state *s, gp_srv_req *r, int64_t now_s, int64_t no
   if (strncmp(p, "/v1/queues/", 11) == 0) return queues_route(s, r, p + 11, err);
   if (strncmp(p, "/v1/reports/", 12) == 0) {
     gp__srv_report_route(s, r, p + 12, now_s);
+    return 0;
+  }
+  if (strcmp(p, "/v1/advice") == 0) {
+    gp__srv_advice_route(s, r, now_s);
     return 0;
   }
   if (strcmp(p, "/v1/prices") == 0) return gp__srv_prices_route(s, r, err);

@@ -158,6 +158,13 @@ char *gp__srv_job_store_doc(const gp_srv_job *j) {
     free(at);
   }
   if (j->enforcement) put_kstr(&b, "enforcement", j->enforcement);
+  /* An ended job's last use figures outlive it: `gpool advise` sizes its next runs by them. */
+  if (j->usage && gp_job_state_is_final(j->state)) {
+    char *u = json_dumps(j->usage, JSON_COMPACT);
+    put_key(&b, "usage");
+    gp_buf_puts(&b, u ? u : "null");
+    free(u);
+  }
   gp_buf_append(&b, "}", 1);
   char *out = gp_buf_steal(&b);
   gp_buf_done(&b);

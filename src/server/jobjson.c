@@ -477,6 +477,8 @@ int gp__srv_job_from_doc(const char *doc, gp_srv_job **ret, gp_err *err) {
   if (json_is_array(at)) j->attempts = json_deep_copy(at);
   const char *enf = json_string_value(json_object_get(o, "enforcement"));
   if (enf && strlen(enf) < 32) j->enforcement = gp_xstrdup(enf);
+  const json_t *us = json_object_get(o, "usage");
+  if (json_is_object(us) && json_object_size(us) <= 32) j->usage = json_deep_copy(us);
   json_decref(o);
   *ret = j;
   return 0;
@@ -584,6 +586,7 @@ json_t *gp__srv_job_to_json(const gp_srv_state *s, const gp_srv_job *j, bool for
     if (j->last_placements && gp_job_state_is_final(j->state))
       json_object_set(o, "last_placements", j->last_placements);
     if (j->enforcement) json_object_set_new(o, "enforcement", json_string(j->enforcement));
+    if (j->usage && gp_job_state_is_final(j->state)) json_object_set(o, "usage", j->usage);
     return o;
   }
   json_t *extra = gp__srv_job_api_fields(s, j);

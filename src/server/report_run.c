@@ -34,31 +34,23 @@ static gp_capacity capacity_of(const char *name) {
   return c;
 }
 
-static int on_node(void *ctx, const gp_store_node_interval *iv) {
-  scan *sc = ctx;
-  sc->n++;
-  if (!sc->lr) return 0;
+gp_ledger_node_iv gp__srv_ledger_node_iv(const gp_store_node_interval *iv, int64_t now) {
   /* The ledger's node states are written in the engine's order (up, drained, down); a
    * name this server does not know counts as up. */
   int state = iv->state ? gp__srv_ledger_node_state(iv->state) : -1;
-  gp_ledger_node_iv n = {
+  return (gp_ledger_node_iv){
       .node = iv->node,
       .model = iv->model,
       .capacity = capacity_of(iv->capacity),
       .gpus = iv->gpus,
       .state = state < 0 ? GP_LEDGER_UP : (gp_ledger_node_state)state,
       .start = iv->start,
-      .end = iv->end ? iv->end : sc->now,
+      .end = iv->end ? iv->end : now,
   };
-  if (n.end > n.start) gp_ledger_report_add_node(sc->lr, &n);
-  return 0;
 }
 
-static int on_job(void *ctx, const gp_store_interval *iv) {
-  scan *sc = ctx;
-  sc->n++;
-  if (!sc->lr) return 0;
-  gp_ledger_job_iv j = {
+gp_ledger_job_iv gp__srv_ledger_job_iv(const gp_store_interval *iv, int64_t now) {
+  return (gp_ledger_job_iv){
       .job = iv->job_id,
       .attempt = iv->attempt,
       .queue = iv->queue,
@@ -68,10 +60,26 @@ static int on_job(void *ctx, const gp_store_interval *iv) {
       .capacity = capacity_of(iv->capacity),
       .share = iv->share,
       .start = iv->start,
-      .end = iv->end ? iv->end : sc->now,
+      .end = iv->end ? iv->end : now,
       .used_gpu_s = iv->used_gpu_s,
       .energy_j = iv->energy_j,
   };
+}
+
+static int on_node(void *ctx, const gp_store_node_interval *iv) {
+  scan *sc = ctx;
+  sc->n++;
+  if (!sc->lr) return 0;
+  gp_ledger_node_iv n = gp__srv_ledger_node_iv(iv, sc->now);
+  if (n.end > n.start) gp_ledger_report_add_node(sc->lr, &n);
+  return 0;
+}
+
+static int on_job(void *ctx, const gp_store_interval *iv) {
+  scan *sc = ctx;
+  sc->n++;
+  if (!sc->lr) return 0;
+  gp_ledger_job_iv j = gp__srv_ledger_job_iv(iv, sc->now);
   if (j.end > j.start) gp_ledger_report_add_job(sc->lr, &j);
   return 0;
 }

@@ -30,6 +30,7 @@
 
 #include "server/guard.h"
 #include "server/logproxy.h"
+#include "server/advice.h"
 #include "server/report.h"
 #include "server/server_int.h"
 #include "tls/dial.h"
@@ -128,6 +129,7 @@ static void req_free(gp_srv_req *r) {
   json_decref(r->resp_doc);
   free(r->proxy_url);
   gp__srv_report_free(r->report);
+  gp__srv_advice_free(r->advice);
   free(r);
 }
 
@@ -578,6 +580,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
   if (r->answered) { /* resumed by the state thread (or the log proxy) */
     if (r->proxy_url && r->status == 200) return start_proxy(srv, c, r);
     if (r->report && r->status == 200) gp__srv_report_run(r);
+    if (r->advice && r->status == 200) gp__srv_advice_run(r);
     if (r->history_job && r->status == 200) gp__srv_history_job(srv->store, r); /* from the store */
     if (r->resp_doc) {
       free(r->resp);

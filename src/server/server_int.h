@@ -53,6 +53,7 @@ typedef struct gp_srv_req {
   json_t *resp_doc;         /* or a body the HTTP thread serialises (gp__srv_reply_doc) */
   char *proxy_url;          /* log requests: fetch this from the agent */
   struct gp_srv_report *report; /* GET /v1/reports: made by the HTTP thread (report.h) */
+  struct gp_srv_advice *advice; /* GET /v1/advice: made by the HTTP thread (advice.h) */
   const char *resp_type;    /* the answer's Content-Type when not JSON (static) */
   bool parked;              /* a long poll waiting for orders */
   bool in_batch;            /* being handled in the state thread's current batch: it is

@@ -1,0 +1,197 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* GET /v1/advice through the real route over a real SQLite store holding known intervals and
+ * ended jobs with their use figures: the right MIG profile for a job that used 15 GiB of an
+ * 80 GB A100, the headroom parameter applied, a user seeing only their own advice (and no
+ * fleet items), an admin seeing everyone's and the fleet's band, and 400s naming the bad
+ * parameter. */
+#include <stdio.h>
+#include <unistd.h>
+
+#include "test.h"
+#include "srv_util.h"
+#include "store/store.h"
+
+#define JAN1 INT64_C(1767225600) /* 2026-01-01T00:00:00Z */
+#define H INT64_C(3600)
+#define RANGE "from=2026-01-01&to=2026-01-03"
+
+/* A one-GPU job of `user` that ran 10 h on n1's GPU `gpu` at 20% SM and peaked at 15 GiB. */
+static void write_job(gp_store *st, int64_t id, const char *user, const char *queue,
+                      const char *name, int gpu, int64_t start) {
+  gp_err e = {0};
+  char uuid[32];
+  snprintf(uuid, sizeof uuid, "GPU-n1-%d", gpu);
+  gp_store_interval row = {.job_id = id, .attempt = 1, .user = user, .queue = queue, .node = "n1",
+                           .gpu_uuid = uuid, .model = "A100-80GB", .capacity = "on-demand",
+                           .share = 1.0, .start = start};
+  REQUIRE(gp_store_open_interval(st, &row, &e) == 0);
+  REQUIRE(gp_store_set_interval_use(st, id, "n1", 0.2 * 10 * H, -1, &e) == 0);
+  REQUIRE(gp_store_close_intervals(st, id, start + 10 * H, &e) == 0);
+  char doc[1024];
+  snprintf(doc, sizeof doc,
+           "{\"id\": \"%lld\", \"name\": \"%s\", \"queue\": \"%s\", \"user\": \"%s\", "
+           "\"state\": \"completed\", \"command\": [\"true\"], \"gpus\": 1, \"tasks\": 1, "
+           "\"gpu_fraction\": 0, \"mig\": null, \"requeue\": false, \"exit_code\": 0, "
+           "\"submitted_at\": %lld, \"started_at\": %lld, \"ended_at\": %lld, "
+           "\"usage\": {\"avg_sm_util_pct\": 20.0, \"peak_sm_util_pct\": 60, \"idle_s\": 0, "
+           "\"sm_busy_gpu_s\": 7200.0, \"peak_mem_mib\": 15360, \"energy_j\": 1.0}}",
+           (long long)id, name, queue, user, (long long)start, (long long)start,
+           (long long)(start + 10 * H));
+  gp_store_job job = {id, "completed", queue, user, start, doc};
+  REQUIRE(gp_store_put_job(st, &job, &e) == 0);
+}
+
+static void register_n1(tsrv *t) {
+  /* The fleet: n1's A100s, one of them partitioned, so MIG profiles may be advised. */
+  json_t *o = NULL;
+  CHECK_EQ_INT(201, tsrv_agent_call(t, "/v1/agent/register",
+      "{\"node\": {\"name\": \"n1\", \"model\": \"A100-80GB\", \"gpus\": 2, \"cpus\": 64, "
+      "\"mem_mib\": 512000, \"gpu_list\": [{\"index\": 0, \"mem_mib\": 81920, \"mode\": \"exclusive\"}, "
+      "{\"index\": 1, \"mem_mib\": 81920, \"mode\": \"mig\", \"mig\": [{\"profile\": \"3g.40gb\", "
+      "\"start_slot\": 4}]}]}, \"agent_url\": \"http://127.0.0.1:1\", \"jobs\": []}", &o));
+  json_decref(o);
+}
+
+static void start(tsrv *t) {
+  tsrv_make_dir(t);
+  char path[300];
+  snprintf(path, sizeof path, "%s/gpool.db", t->dir);
+  gp_store *st = NULL;
+  gp_err e = {0};
+  REQUIRE(gp_store_sqlite_open(path, &st, &e) == 0);
+  REQUIRE(gp_store_begin(st, &e) == 0);
+  gp_store_node_interval n = {.node = "n1", .model = "A100-80GB", .capacity = "on-demand",
+                              .state = "up", .gpus = 2, .start = JAN1};
+  REQUIRE(gp_store_open_node_interval(st, &n, &e) == 0);
+  REQUIRE(gp_store_close_node_interval(st, "n1", JAN1 + 48 * H, &e) == 0);
+  write_job(st, 1, "alice", "org/a", "train-7b", 0, JAN1);
+  write_job(st, 2, "bob", "org/b", "bob-eval", 1, JAN1 + 12 * H);
+  REQUIRE(gp_store_commit(st, &e) == 0);
+  gp_store_close(st);
+  tsrv_start(t);
+  register_n1(t);
+}
+
+static json_t *items(const tsrv *t) { return json_object_get(t->last, "items"); }
+static const char *s_of(const json_t *o, const char *k) {
+  const char *v = json_string_value(json_object_get(o, k));
+  return v ? v : "(null)";
+}
+
+/* The first item of `kind` for `user` (NULL: any user), or NULL. */
+static json_t *item(const tsrv *t, const char *kind, const char *user) {
+  size_t i;
+  json_t *it;
+  json_array_foreach(items(t), i, it) {
+    if (strcmp(s_of(it, "kind"), kind) == 0 && (!user || strcmp(s_of(it, "user"), user) == 0))
+      return it;
+  }
+  return NULL;
+}
+
+static void a_job_that_used_15_gib_is_advised_a_2g_slice(void) {
+  tsrv t = {0};
+  start(&t);
+  CHECK_EQ_INT(200, tsrv_req(&t, "GET", "/v1/advice?" RANGE, ALICE, NULL));
+  CHECK_EQ_STR("2026-01-01T00:00:00Z", s_of(t.last, "from"));
+  json_t *it = item(&t, "right_size", "alice");
+  REQUIRE(it);
+  CHECK_EQ_STR("--mig 2g.20gb", s_of(it, "suggestion"));
+  CHECK_EQ_STR("train-7b", s_of(it, "name"));
+  CHECK(strstr(s_of(it, "message"), "would cost 71% less"));
+  json_t *saving = json_object_get(it, "saving");
+  CHECK_NEAR(10.0 * 5 / 7, json_number_value(json_object_get(saving, "gpu_hours")), 1e-3);
+  CHECK(json_is_null(json_object_get(saving, "cost"))); /* no price catalogue: unknown money */
+  CHECK_NEAR(15360, json_number_value(json_object_get(json_object_get(it, "evidence"), "peak_mem_mib")), 1e-9);
+  /* With 50% headroom 15 GiB needs 22.5: the 40 GB slice. */
+  CHECK_EQ_INT(200, tsrv_req(&t, "GET", "/v1/advice?headroom=50%25&" RANGE, ALICE, NULL));
+  it = item(&t, "right_size", "alice");
+  REQUIRE(it);
+  CHECK_EQ_STR("--mig 3g.40gb", s_of(it, "suggestion"));
+  /* A name filter: only that job's advice. */
+  CHECK_EQ_INT(200, tsrv_req(&t, "GET", "/v1/advice?name=other&" RANGE, ALICE, NULL));
+  CHECK_EQ_INT(0, json_array_size(items(&t)));
+  tsrv_stop(&t);
+}
+
+static void a_user_sees_only_their_own_advice(void) {
+  tsrv t = {0};
+  start(&t);
+  CHECK_EQ_INT(200, tsrv_req(&t, "GET", "/v1/advice?" RANGE, ALICE, NULL));
+  size_t i;
+  json_t *it;
+  CHECK(json_array_size(items(&t)) > 0);
+  json_array_foreach(items(&t), i, it) {
+    CHECK_EQ_STR("alice", s_of(it, "user"));
+    CHECK(strcmp(s_of(it, "kind"), "utilisation") != 0 && strcmp(s_of(it, "kind"), "quota") != 0);
+  }
+  /* Naming another user is refused, naming the parameter. */
+  CHECK_EQ_INT(403, tsrv_req(&t, "GET", "/v1/advice?user=bob&" RANGE, ALICE, NULL));
+  CHECK_EQ_STR("user", err_field(t.last));
+  /* An admin sees both users' advice and the fleet's band: 20 of 96 GPU-hours is 21%. */
+  CHECK_EQ_INT(200, tsrv_req(&t, "GET", "/v1/advice?" RANGE, ADMIN, NULL));
+  CHECK(item(&t, "right_size", "alice") && item(&t, "right_size", "bob"));
+  it = item(&t, "utilisation", NULL);
+  REQUIRE(it);
+  CHECK_NEAR(20.0 / 96 * 100, json_number_value(json_object_get(json_object_get(it, "evidence"), "allocated_pct")), 1e-3);
+  /* ... and may ask about one user. */
+  CHECK_EQ_INT(200, tsrv_req(&t, "GET", "/v1/advice?user=bob&" RANGE, ADMIN, NULL));
+  json_array_foreach(items(&t), i, it) CHECK_EQ_STR("bob", s_of(it, "user"));
+  tsrv_stop(&t);
+}
+
+/* A job the server ran itself: the use figures its agent reported when it exited are kept
+ * with the ended job in the store, where advice finds them. */
+static void an_ended_jobs_use_outlives_it(void) {
+  tsrv t = {0};
+  tsrv_start(&t);
+  register_n1(&t);
+  char *id = tsrv_submit(&t, ALICE, "{\"queue\": \"org/a\", \"name\": \"live\", \"command\": [\"train\"], \"gpus\": 1}");
+  REQUIRE(id);
+  json_t *hb = tsrv_heartbeat(&t, "n1", 0, 3000, NULL);
+  REQUIRE(hb);
+  long long gen = (long long)json_integer_value(json_object_get(hb, "gen"));
+  json_decref(hb);
+  CHECK(tsrv_wait_state(&t, id, "running"));
+  usleep(1100 * 1000); /* a whole second held, so its interval has a length */
+  char ev[512];
+  snprintf(ev, sizeof ev, "[{\"kind\": \"started\", \"job\": \"%s\", \"pid\": 42}, "
+           "{\"kind\": \"exited\", \"job\": \"%s\", \"exit_code\": 0, \"reason\": \"exited\", "
+           "\"usage\": {\"avg_sm_util_pct\": 20.0, \"peak_sm_util_pct\": 50, \"idle_s\": 0, "
+           "\"sm_busy_gpu_s\": 0.2, \"peak_mem_mib\": 15360, \"energy_j\": 300.0}}]", id, id);
+  hb = tsrv_heartbeat(&t, "n1", gen, 0, ev);
+  REQUIRE(hb);
+  json_decref(hb);
+  CHECK(tsrv_wait_state(&t, id, "completed"));
+  char path[128];
+  long long now = (long long)time(NULL);
+  snprintf(path, sizeof path, "/v1/advice?from=%lld&to=%lld", now - 3600, now + 3600);
+  CHECK_EQ_INT(200, tsrv_req(&t, "GET", path, ALICE, NULL));
+  json_t *it = item(&t, "right_size", "alice");
+  REQUIRE(it);
+  CHECK_EQ_STR("live", s_of(it, "name"));
+  CHECK_EQ_STR("--mig 2g.20gb", s_of(it, "suggestion"));
+  free(id);
+  tsrv_stop(&t);
+}
+
+static void bad_parameters_get_400_naming_them(void) {
+  tsrv t = {0};
+  start(&t);
+  static const struct { const char *query, *field; } cases[] = {
+      {"headroom=abc", "headroom"}, {"headroom=500%25", "headroom"}, {"headroom=-1", "headroom"},
+      {"from=yesterday", "from"}, {"to=2026-13-01", "to"}, {"from=2026-02-01&to=2026-01-01", "from"},
+      {"checkpoint=1s", "checkpoint"}, {"checkpoint=soon", "checkpoint"}, {"bogus=1", "bogus"},
+      {"from=2020-01-01&to=2026-01-01", "to"}, {"queue=", "queue"}};
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    char path[256];
+    snprintf(path, sizeof path, "/v1/advice?%s", cases[i].query);
+    CHECK_EQ_INT(400, tsrv_req(&t, "GET", path, ALICE, NULL));
+    CHECK_EQ_STR(cases[i].field, err_field(t.last));
+  }
+  CHECK_EQ_INT(405, tsrv_req(&t, "POST", "/v1/advice", ALICE, "{}"));
+  tsrv_stop(&t);
+}
+
+GP_TESTS(a_job_that_used_15_gib_is_advised_a_2g_slice, a_user_sees_only_their_own_advice,
+         an_ended_jobs_use_outlives_it, bad_parameters_get_400_naming_them)
