@@ -28,7 +28,8 @@
   X(sim_frag, "sim frag", "replay a GPU-sharing trace and measure fragmentation")        \
   X(sim_replay, "sim replay", "replay a cluster trace through the scheduler")            \
   X(sim_compare, "sim compare", "replay one trace under several policies, side by side") \
-  X(report, "report", "GPU-hours, use and cost by queue, user, model, node or job")
+  X(report, "report", "GPU-hours, use and cost by queue, user, model, node or job")       \
+  X(advise, "advise", "where GPU-hours and money go unused, and what to change")
 
 #define GP_DECLARE_COMMAND(fn, name, help) int gp_cmd_##fn(int argc, char **argv);
 GP_COMMANDS(GP_DECLARE_COMMAND)

@@ -5,6 +5,7 @@
  * fleet items), an admin seeing everyone's and the fleet's band, and 400s naming the bad
  * parameter. */
 #include <stdio.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "test.h"
@@ -175,6 +176,39 @@ static void an_ended_jobs_use_outlives_it(void) {
   tsrv_stop(&t);
 }
 
+/* Runs the gpool binary with `args` against t's server; returns its exit status and its
+ * output (stdout and stderr) in out. */
+static int run_cli(const tsrv *t, const char *token, const char *args, char *out, size_t cap) {
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd, "'%s' %s --server %s --token %s 2>&1", getenv("GPOOL_BIN"), args,
+           t->base, token);
+  FILE *p = popen(cmd, "r");
+  REQUIRE(p);
+  size_t n = fread(out, 1, cap - 1, p);
+  out[n] = '\0';
+  int rc = pclose(p);
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+/* `gpool advise` prints the table and the sentences; a bad option's refusal names it. */
+static void the_cli_prints_the_advice(void) {
+  if (!getenv("GPOOL_BIN")) return;
+  tsrv t = {0};
+  start(&t);
+  char out[8192];
+  CHECK_EQ_INT(0, run_cli(&t, ALICE, "advise --from 2026-01-01 --to 2026-01-03", out, sizeof out));
+  CHECK_CONTAINS(out, "right_size");
+  CHECK_CONTAINS(out, "alice/train-7b");
+  CHECK_CONTAINS(out, "--mig 2g.20gb");
+  CHECK_CONTAINS(out, "would cost 71% less");
+  CHECK(!strstr(out, "bob"));
+  CHECK_EQ_INT(0, run_cli(&t, ALICE, "advise --from 2026-01-01 --to 2026-01-03 -o json", out, sizeof out));
+  CHECK_CONTAINS(out, "\"kind\": \"right_size\"");
+  CHECK_EQ_INT(1, run_cli(&t, ALICE, "advise --headroom lots", out, sizeof out));
+  CHECK_CONTAINS(out, "headroom");
+  tsrv_stop(&t);
+}
+
 static void bad_parameters_get_400_naming_them(void) {
   tsrv t = {0};
   start(&t);
@@ -194,4 +228,5 @@ static void bad_parameters_get_400_naming_them(void) {
 }
 
 GP_TESTS(a_job_that_used_15_gib_is_advised_a_2g_slice, a_user_sees_only_their_own_advice,
-         an_ended_jobs_use_outlives_it, bad_parameters_get_400_naming_them)
+         an_ended_jobs_use_outlives_it, the_cli_prints_the_advice,
+         bad_parameters_get_400_naming_them)
