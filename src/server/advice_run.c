@@ -73,6 +73,16 @@ static int on_job(void *ctx, const gp_store_job *row, int64_t ended_at) {
   return 0;
 }
 
+int gp_advice_feed(gp_store_reader *r, gp_advice *a, const gp_advice_params *p, gp_err *err) {
+  scan sc = {.a = a, .now = p->now};
+  int rc = p->fleet ? gp_store_reader_node_intervals(r, p->from, p->to, on_node, &sc, err) : 0;
+  if (!rc) rc = gp_store_reader_intervals(r, p->from, p->to, p->user, on_interval, &sc, err);
+  /* Jobs that ended from the period's start on may have run in it. */
+  gp_store_job_filter f = {.from = p->from, .to = p->now + 1, .user = p->user, .queue = p->queue};
+  if (!rc) rc = gp_store_reader_jobs(r, &f, 0, 0, INT_MAX, on_job, &sc, err);
+  return rc;
+}
+
 void gp__srv_advice_run(gp_srv_req *r) {
   gp_srv_advice *adv = r->advice;
   r->advice = NULL;
@@ -85,19 +95,15 @@ void gp__srv_advice_run(gp_srv_req *r) {
   const gp_advice_params *p = &adv->p;
   gp_err err = {0};
   gp_store_reader *reader = NULL;
-  scan sc = {.a = gp_advice_new(p), .now = p->now};
-  for (int i = 0; i < adv->n_idle; i++) gp_advice_add_idle(sc.a, &adv->idle[i]);
+  gp_advice *a = gp_advice_new(p);
+  for (int i = 0; i < adv->n_idle; i++) gp_advice_add_idle(a, &adv->idle[i]);
   int rc = gp_store_reader_open(adv->store, &reader, &err);
-  if (!rc && p->fleet) rc = gp_store_reader_node_intervals(reader, p->from, p->to, on_node, &sc, &err);
-  if (!rc) rc = gp_store_reader_intervals(reader, p->from, p->to, p->user, on_interval, &sc, &err);
-  /* Jobs that ended from the period's start on may have run in it. */
-  gp_store_job_filter f = {.from = p->from, .to = p->now + 1, .user = p->user, .queue = p->queue};
-  if (!rc) rc = gp_store_reader_jobs(reader, &f, 0, 0, INT_MAX, on_job, &sc, &err);
+  if (!rc) rc = gp_advice_feed(reader, a, p, &err);
   gp_store_reader_close(reader);
   const gp_advice_item *items = NULL;
   int n = 0;
   bool truncated = false;
-  if (!rc) rc = gp_advice_finish(sc.a, &items, &n, &truncated, &err);
+  if (!rc) rc = gp_advice_finish(a, &items, &n, &truncated, &err);
   if (!rc) {
     free(r->resp);
     r->resp = gp__srv_advice_render(adv, items, n, truncated);
@@ -107,7 +113,7 @@ void gp__srv_advice_run(gp_srv_req *r) {
     /* A store without a reader (or one that fails to read) cannot answer now. */
     gp__srv_reply_err(r, rc == GP_EINVAL && !err.field[0] ? GP_EIO : rc, &err);
   }
-  gp_advice_free(sc.a);
+  gp_advice_free(a);
   gp__srv_advice_free(adv);
   gp__srv_report_slot(-1, 0);
 }

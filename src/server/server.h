@@ -9,6 +9,7 @@
 
 #include <jansson.h>
 
+#include "ledger/advice.h"
 #include "ledger/report.h"
 #include "server/config.h"
 #include "store/store.h"
@@ -45,5 +46,11 @@ char *gp_report_csv(const json_t *doc);
  * be NULL). Returns 0 or the reader's GP_E*. GET /v1/reports runs it on an HTTP thread. */
 int gp_report_feed(gp_store_reader *r, gp_ledger_report *lr, int64_t from, int64_t to,
                    int64_t now, const char *user, bool nodes, long *ret_read, gp_err *err);
+
+/* Streams advice's period out of the store into `a`, made with params `p`: the fleet's node
+ * intervals when p->fleet, the job intervals (p->user's only when set), then the jobs that
+ * ended from p->from on (their documents' request and use figures). Returns 0 or the
+ * reader's GP_E*. GET /v1/advice runs it on an HTTP thread. */
+int gp_advice_feed(gp_store_reader *r, gp_advice *a, const gp_advice_params *p, gp_err *err);
 
 #endif
