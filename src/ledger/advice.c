@@ -76,12 +76,18 @@ gp_advice *gp_advice_new(const gp_advice_params *p) {
   a->p.queue = p->queue ? gp_arena_strdup(a->arena, p->queue) : NULL;
   a->p.user = p->user ? gp_arena_strdup(a->arena, p->user) : NULL;
   a->p.name = p->name ? gp_arena_strdup(a->arena, p->name) : NULL;
+  a->have_periods = p->from >= 0 && p->from < p->to &&
+                    gp__ledger_periods_build(&a->periods, p->from, p->to, GP_LS_NONE, NULL) == 0;
+  a->last_job = a->last_queue = a->last_user = a->last_model = -1;
   return a;
 }
 
 void gp_advice_free(gp_advice *a) {
   if (!a) return;
   gp__ledger_intern_done(&a->strs);
+  for (size_t i = 0; i < a->n_timelines; i++) gp__ledger_timeline_free(a->timelines[i]);
+  free(a->timelines);
+  if (a->have_periods) gp__ledger_periods_done(&a->periods);
   gp__ledger_imap_done(&a->job_index);
   gp__ledger_imap_done(&a->idle_index);
   free(a->jobs);
@@ -102,15 +108,44 @@ static bool clip(const gp_advice *a, int64_t *start, int64_t *end) {
   return *end > *start;
 }
 
-/* Cost of gpu_s of (model, c) at `at`; false without a price (cost 0). */
-static bool price(const gp_advice *a, const char *model, gp_capacity c, int64_t at, double gpu_s,
+/* The price timeline of (model id, c) over the period, built when first met. */
+static const gp__ledger_timeline *timeline(gp_advice *a, int32_t model, gp_capacity c) {
+  size_t k = (size_t)model * 4 + (size_t)c;
+  if (k >= a->n_timelines) {
+    size_t n = a->n_timelines ? a->n_timelines : 16;
+    while (n <= k) n *= 2;
+    a->timelines = gp_xrealloc(a->timelines, n * sizeof *a->timelines);
+    memset(a->timelines + a->n_timelines, 0, (n - a->n_timelines) * sizeof *a->timelines);
+    a->n_timelines = n;
+  }
+  if (!a->timelines[k])
+    a->timelines[k] = gp__ledger_timeline_new(a->p.prices, a->strs.names[model], c, &a->periods);
+  return a->timelines[k];
+}
+
+/* Cost of holding `share` of a GPU of (model id, c) over [s, e), inside the period, split
+ * where the price changes (as reports do); false when some part has no price. */
+static bool price(gp_advice *a, int32_t model, gp_capacity c, int64_t s, int64_t e, double share,
                   double *cost) {
-  double rate = 0;
   *cost = 0;
   if (!a->p.prices) return true;
-  if (!gp_prices_rate(a->p.prices, model, c, at, &rate)) return false;
-  *cost = gpu_s / 3600.0 * rate;
-  return true;
+  if (!a->have_periods || (unsigned)c > GP_CAP_ON_PREM) return false;
+  const gp__ledger_timeline *tl = timeline(a, model, c);
+  bool known = true;
+  for (int i = gp__ledger_timeline_find(tl, s); s < e && i < tl->n; i++) {
+    int64_t end = tl->start[i + 1] < e ? tl->start[i + 1] : e;
+    if (tl->known[i]) *cost += share * (double)(end - s) / 3600.0 * tl->rate[i];
+    else known = false;
+    s = end;
+  }
+  return known;
+}
+
+/* The id of `name`, the previous call's when it is the same (intervals of one job come
+ * together, so most calls are). */
+static int32_t intern_near(gp_advice *a, int32_t *last, const char *name) {
+  if (*last >= 0 && strcmp(a->strs.names[*last], name ? name : "") == 0) return *last;
+  return *last = gp__ledger_intern(&a->strs, name);
 }
 
 void gp_advice_add_node(gp_advice *a, const gp_ledger_node_iv *iv) {
@@ -118,7 +153,8 @@ void gp_advice_add_node(gp_advice *a, const gp_ledger_node_iv *iv) {
   if (a->finished || iv->state != GP_LEDGER_UP || iv->gpus <= 0 || !clip(a, &s, &e)) return;
   double gpu_s = (double)(e - s) * iv->gpus, cost = 0;
   a->up_gpu_s += gpu_s;
-  if (price(a, iv->model, iv->capacity, s, gpu_s, &cost)) a->up_cost += cost;
+  if (price(a, intern_near(a, &a->last_model, iv->model), iv->capacity, s, e, iv->gpus, &cost))
+    a->up_cost += cost;
   else a->up_cost_unknown = true;
 }
 
@@ -143,15 +179,18 @@ void gp_advice_add_interval(gp_advice *a, const gp_ledger_job_iv *iv) {
       !gp__ledger_adv_in_queue(a->p.queue, iv->queue))
     return;
   double dur = (double)(e - s), gpu_s = iv->share * dur, cost = 0;
-  bool priced = price(a, iv->model, iv->capacity, s, gpu_s, &cost);
+  int32_t model = intern_near(a, &a->last_model, iv->model);
+  bool priced = price(a, model, iv->capacity, s, e, iv->share, &cost);
   /* The job's pieces. */
-  int32_t ji = gp__ledger_imap_get(&a->job_index, iv->job, (int32_t)a->n_jobs);
+  int32_t ji = a->last_job >= 0 && a->jobs[a->last_job].job == iv->job
+                   ? a->last_job
+                   : gp__ledger_imap_get(&a->job_index, iv->job, (int32_t)a->n_jobs);
   if ((size_t)ji == a->n_jobs) {
     gp_xgrow((void **)&a->jobs, &a->cap_jobs, a->n_jobs + 1, sizeof *a->jobs);
-    a->jobs[a->n_jobs++] = (gp__ledger_adv_job){.job = iv->job,
-        .model = gp__ledger_intern(&a->strs, iv->model), .capacity = iv->capacity,
-        .first_start = s};
+    a->jobs[a->n_jobs++] = (gp__ledger_adv_job){.job = iv->job, .model = model,
+                                                .capacity = iv->capacity, .first_start = s};
   }
+  a->last_job = ji;
   gp__ledger_adv_job *j = &a->jobs[ji];
   if (s < j->first_start) j->first_start = s;
   j->gpu_s += gpu_s;
@@ -161,12 +200,12 @@ void gp_advice_add_interval(gp_advice *a, const gp_ledger_job_iv *iv) {
     double spot = 0;
     j->nonspot_gpu_s += gpu_s;
     j->nonspot_cost += cost;
-    if (price(a, iv->model, GP_CAP_SPOT, s, gpu_s, &spot)) j->spot_cost += spot;
+    if (price(a, model, GP_CAP_SPOT, s, e, iv->share, &spot)) j->spot_cost += spot;
     else j->spot_unknown = true;
     if (iv->end - iv->start > j->longest_nonspot_s) j->longest_nonspot_s = iv->end - iv->start;
   }
   /* The queue's and the fleet's. */
-  int32_t q = gp__ledger_intern(&a->strs, iv->queue), u = gp__ledger_intern(&a->strs, iv->user);
+  int32_t q = intern_near(a, &a->last_queue, iv->queue), u = intern_near(a, &a->last_user, iv->user);
   gp__ledger_adv_queue_of(a, q)->alloc_gpu_s += gpu_s;
   a->alloc_gpu_s += gpu_s;
   if (iv->used_gpu_s < 0) return;

@@ -7,6 +7,8 @@
 
 #include "ledger/advice.h"
 #include "ledger/intern.h"
+#include "ledger/periods.h"
+#include "ledger/timeline.h"
 
 /* An int64 -> index map (open addressing, kept at most half full). */
 typedef struct gp__ledger_imap {
@@ -59,6 +61,11 @@ struct gp_advice {
   gp_advice_params p;
   struct gp_arena *arena;
   gp__ledger_strings strs;          /* every name: queues, users, models, job names */
+  gp__ledger_periods periods;       /* the whole period, for the price timelines */
+  bool have_periods;
+  gp__ledger_timeline **timelines;  /* by model id x 4 + capacity, built when first met */
+  size_t n_timelines;
+  int32_t last_job, last_queue, last_user, last_model;  /* the previous interval's, -1: none */
   gp__ledger_imap job_index;
   gp__ledger_adv_job *jobs;
   size_t n_jobs, cap_jobs;

@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "ledger/advice_int.h"
-#include "util/buf.h"
 #include "util/mem.h"
 
 #define MIB_PER_GIB 1024.0
@@ -137,28 +136,42 @@ static void spot(gp_advice *a, const group *g) {
   }
 }
 
-/* The group key: user, name (or the job for an unnamed one), request and model. */
-static int32_t group_key(gp_advice *a, gp_buf *b, const gp__ledger_adv_run *r, int32_t model) {
-  gp_buf_reset(b);
-  if (*str(a, r->name)) gp_buf_printf(b, "%d\x1fn%d", r->user, r->name);
-  else gp_buf_printf(b, "%d\x1fj%lld", r->user, (long long)r->job);
-  gp_buf_printf(b, "\x1f%d\x1f%d\x1f%d\x1f%d\x1f%d", r->tasks, r->gpus, r->gpu_milli, r->mig, model);
-  return gp__ledger_intern(&a->strs, b->data);
+/* Whether run r belongs to group g: the same user and name (or job, unnamed), request and
+ * model. */
+static bool same_group(const gp_advice *a, const group *g, const gp__ledger_adv_run *r, int32_t model) {
+  const gp__ledger_adv_run *f = g->first;
+  bool named = *str(a, r->name);
+  return f->user == r->user && f->name == r->name && (named || f->job == r->job) &&
+         f->tasks == r->tasks && f->gpus == r->gpus && f->gpu_milli == r->gpu_milli &&
+         f->mig == r->mig && g->job->model == model;
+}
+
+/* A hash of the group key; a collision probes the next key (gp__ledger_imap_get keeps one
+ * group per key). */
+static int64_t group_hash(const gp_advice *a, const gp__ledger_adv_run *r, int32_t model) {
+  uint64_t h = UINT64_C(1469598103934665603);
+  int64_t parts[] = {r->user, r->name, *str(a, r->name) ? 0 : r->job, r->tasks, r->gpus,
+                     r->gpu_milli, r->mig, model};
+  for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
+    h = (h ^ (uint64_t)parts[i]) * UINT64_C(1099511628211);
+  return (int64_t)h;
 }
 
 void gp__ledger_adv_jobs_items(gp_advice *a) {
   gp__ledger_imap index = {0};
   group *groups = NULL;
   size_t n = 0, cap = 0;
-  gp_buf key;
-  gp_buf_init(&key, 0);
   for (size_t i = 0; i < a->n_runs; i++) {
     const gp__ledger_adv_run *r = &a->runs[i];
     if (a->p.name && strcmp(a->p.name, str(a, r->name)) != 0) continue;
     int32_t ji = gp__ledger_imap_get(&a->job_index, r->job, -1);
     if (ji < 0) continue; /* no GPU held in the period: nothing to save there */
     const gp__ledger_adv_job *j = &a->jobs[ji];
-    int32_t gi = gp__ledger_imap_get(&index, group_key(a, &key, r, j->model), (int32_t)n);
+    int64_t k = group_hash(a, r, j->model);
+    int32_t gi;
+    while ((gi = gp__ledger_imap_get(&index, k, (int32_t)n)) < (int32_t)n &&
+           !same_group(a, &groups[gi], r, j->model))
+      k = (int64_t)((uint64_t)k * UINT64_C(6364136223846793005) + 1);
     if ((size_t)gi == n) {
       gp_xgrow((void **)&groups, &cap, n + 1, sizeof *groups);
       groups[n++] = (group){.first = r, .job = j, .peak_mem_mib = -1, .max_util_pct = -1};
@@ -185,7 +198,6 @@ void gp__ledger_adv_jobs_items(gp_advice *a) {
     right_size(a, &groups[i]);
     spot(a, &groups[i]);
   }
-  gp_buf_done(&key);
   free(groups);
   gp__ledger_imap_done(&index);
 }

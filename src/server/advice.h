@@ -45,9 +45,15 @@ int gp__srv_advice_query(const json_t *query, int64_t now, gp_advice_params *p, 
 void gp__srv_advice_run(gp_srv_req *r);
 void gp__srv_advice_free(gp_srv_advice *adv); /* accepts NULL */
 
-/* Reads an ended job's stored document into *ret (strings borrowed from `doc`); false when
- * it is not a job document. */
-bool gp__srv_advice_run_of(const json_t *doc, int64_t id, gp_advice_run *ret);
+/* advice_doc.c, advice_run.c: an ended job's stored document (its row's id, user and
+ * queue beside it) as a run. The scan allocates nothing; its strings point into `b`. False
+ * when the scan cannot read the document plainly: gp__srv_advice_run_of (jansson, strings
+ * borrowed from `doc`) reads it then, with the same result. */
+typedef struct gp_srv_advice_doc_buf { char name[260], mig[40]; } gp_srv_advice_doc_buf;
+bool gp__srv_advice_doc_scan(const char *doc, const char *user, const char *queue, int64_t id,
+                             gp_srv_advice_doc_buf *b, gp_advice_run *ret);
+bool gp__srv_advice_run_of(const json_t *doc, const char *user, const char *queue, int64_t id,
+                           gp_advice_run *ret);
 
 /* advice_out.c: the answer's JSON (malloc'd). */
 char *gp__srv_advice_render(const gp_srv_advice *adv, const gp_advice_item *items, int n,

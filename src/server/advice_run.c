@@ -30,17 +30,18 @@ static int on_interval(void *ctx, const gp_store_interval *iv) {
   return 0;
 }
 
+/* A number as an int64 (0 when absent or not a number). */
 static int64_t int_of(const json_t *o, const char *key) {
   const json_t *v = json_object_get(o, key);
-  return json_is_integer(v) ? (int64_t)json_integer_value(v) : 0;
+  return json_is_number(v) ? (int64_t)json_number_value(v) : 0;
 }
 
-bool gp__srv_advice_run_of(const json_t *doc, int64_t id, gp_advice_run *ret) {
+bool gp__srv_advice_run_of(const json_t *doc, const char *user, const char *queue, int64_t id,
+                           gp_advice_run *ret) {
   if (!json_is_object(doc)) return false;
-  gp_advice_run r = {.job = id, .peak_mem_mib = -1, .avg_sm_util_pct = -1};
+  gp_advice_run r = {.job = id, .user = user, .queue = queue, .peak_mem_mib = -1,
+                     .avg_sm_util_pct = -1};
   r.name = json_string_value(json_object_get(doc, "name"));
-  r.user = json_string_value(json_object_get(doc, "user"));
-  r.queue = json_string_value(json_object_get(doc, "queue"));
   r.mig = json_string_value(json_object_get(doc, "mig"));
   r.tasks = (int)int_of(doc, "tasks");
   r.gpus = (int)int_of(doc, "gpus");
@@ -66,9 +67,14 @@ bool gp__srv_advice_run_of(const json_t *doc, int64_t id, gp_advice_run *ret) {
 static int on_job(void *ctx, const gp_store_job *row, int64_t ended_at) {
   (void)ended_at;
   scan *sc = ctx;
-  json_t *doc = json_loads(row->doc, 0, NULL);
+  gp_srv_advice_doc_buf b;
   gp_advice_run r;
-  if (gp__srv_advice_run_of(doc, row->id, &r)) gp_advice_add_run(sc->a, &r);
+  if (gp__srv_advice_doc_scan(row->doc, row->user, row->queue, row->id, &b, &r)) {
+    gp_advice_add_run(sc->a, &r);
+    return 0;
+  }
+  json_t *doc = json_loads(row->doc ? row->doc : "", 0, NULL);
+  if (gp__srv_advice_run_of(doc, row->user, row->queue, row->id, &r)) gp_advice_add_run(sc->a, &r);
   json_decref(doc);
   return 0;
 }
