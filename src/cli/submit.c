@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli/advise.h"
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "cli/submit_args.h"
@@ -38,9 +39,11 @@ static const char usage_text[] =
   "      --afterany ID      start after job ID ended in any way\n"
   "  -n, --name NAME        job name\n"
   "      --hold             submit held (gpool release ID starts it)\n"
+  "      --allow-spot       may run on spot capacity\n"
   "  -D, --workdir DIR      working directory (default: the current one)\n"
   "  -e, --env NAME=VALUE   set a variable in the job's environment\n"
   "  -o json                print the job as JSON instead of its id\n"
+  "      --advise           first print the advice on this job's name (stderr)\n"
   "      --server URL, --token TOKEN, --ca FILE\n";
 
 static int read_script(const char *path, char **ret_text, size_t *ret_len, gp_err *err) {
@@ -108,6 +111,8 @@ int gp_cmd_submit(int argc, char **argv) {
       goto out;
     }
   }
+  /* Advice on the job's earlier runs, before this one starts; it never stops the submission. */
+  if (s.advise) gp_cli_advise_name(&cli, json_string_value(json_object_get(s.req, "name")), stderr);
   if ((code = gp_cli_call(&cli, "POST", "/v1/jobs", s.req, &answer))) goto out;
   json_t *job = json_object_get(answer, "job");
   if (cli.json) {

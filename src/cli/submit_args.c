@@ -25,7 +25,7 @@ enum {
   O_QUEUE = 1, O_GPUS, O_GPU_TYPE, O_GRES, O_NODES, O_CPUS, O_MEM, O_TIME, O_PRIORITY,
   O_REQUEUE, O_NO_REQUEUE, O_GRACE, O_SIGNAL, O_AFTER, O_AFTER_OK, O_AFTER_ANY, O_NAME,
   O_HOLD, O_GPU_FRACTION, O_GPU_MEM, O_MIG, O_WORKDIR, O_ENV, O_OUTPUT, O_SERVER, O_TOKEN,
-  O_HELP, O_CA,
+  O_HELP, O_CA, O_ADVISE, O_ALLOW_SPOT,
   /* Slurm-only forms */
   O_SB_GPUS_TOTAL, O_SB_GPUS_PER_NODE, O_SB_NTASKS, O_SB_DEPENDENCY, O_SB_SIGNAL, O_SB_TIME,
   O_SB_NODES, O_SB_IGNORED, O_SB_IGNORED_ARG,
@@ -50,6 +50,7 @@ static const gp_opt gpool_opts[] = {
   {0, "afterany", true, O_AFTER_ANY},
   {'n', "name", true, O_NAME},
   {0, "hold", false, O_HOLD},
+  {0, "allow-spot", false, O_ALLOW_SPOT},
   {0, "gpu-fraction", true, O_GPU_FRACTION},
   {0, "gpu-mem", true, O_GPU_MEM},
   {0, "mig", true, O_MIG},
@@ -60,6 +61,7 @@ static const gp_opt gpool_opts[] = {
   {0, "token", true, O_TOKEN},
   {0, "ca", true, O_CA},
   {'h', "help", false, O_HELP},
+  {0, "advise", false, O_ADVISE},
   {0, NULL, false, 0},
 };
 
@@ -445,6 +447,9 @@ static int apply_job(json_t *req, int id, const char *v, const char *where, gp_e
   case O_HOLD:
     json_object_set_new(req, "hold", json_true());
     return 0;
+  case O_ALLOW_SPOT:
+    json_object_set_new(req, "allow_spot", json_true());
+    return 0;
   case O_WORKDIR:
     return string_opt(req, "workdir", v, 4095, where, err);
   case O_ENV:
@@ -489,6 +494,7 @@ int gp_submit_parse_args(gp_submit *s, int argc, char **argv, gp_err *err) {
     case O_TOKEN: s->token = v; break;
     case O_CA: s->ca = v; break;
     case O_HELP: s->help = true; break;
+    case O_ADVISE: s->advise = true; break;
     default: rc = apply(s, s->cli, id, v, NULL, err);
     }
     if (rc) return rc;
@@ -548,9 +554,10 @@ static int directive(gp_submit *s, bool sbatch, char *rest, const char *where, g
       warn(s, where, msg);
       continue;
     }
-    if (id == O_OUTPUT || id == O_SERVER || id == O_TOKEN || id == O_HELP || id == O_CA)
+    if (id == O_OUTPUT || id == O_SERVER || id == O_TOKEN || id == O_HELP || id == O_CA ||
+        id == O_ADVISE)
       return gp_err_set(err, GP_EINVAL, NULL, 0, NULL,
-                        "%s: only job options belong in #GPOOL lines (not -o, --server, --token, --ca, --help)", where);
+                        "%s: only job options belong in #GPOOL lines (not -o, --server, --token, --ca, --help, --advise)", where);
     int rc = apply(s, s->req, id, v, where, err);
     if (rc) return rc;
   }

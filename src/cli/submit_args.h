@@ -32,6 +32,7 @@ typedef struct gp_submit {
   bool dashdash;        /* the command came after "--" */
   bool json_out;        /* -o json */
   bool help;
+  bool advise;          /* --advise: print the advice on the job's name first */
   const char *server;   /* --server, borrowed */
   const char *token;    /* --token, borrowed */
   const char *ca;       /* --ca, borrowed */

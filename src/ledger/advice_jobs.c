@@ -110,7 +110,7 @@ static void spot(gp_advice *a, const group *g) {
   if (priced && !(saving > 0)) return;
   gp_advice_item *it = gp__ledger_adv_item(a, GP_ADVICE_SPOT);
   set_subject(a, it, g);
-  it->suggestion = "allow_spot: true";
+  it->suggestion = "--allow-spot";
   it->saving_gpu_h = 0;
   it->saving_cost = priced ? saving : 0;
   it->cost_known = priced;
