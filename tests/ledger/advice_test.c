@@ -154,6 +154,37 @@ static void a_fraction_where_the_model_shares(void) {
   gp_advice_free(a);
 }
 
+/* Where the model has neither MIG nor sharing in the fleet, a whole GPU of a cheaper model
+ * with the memory: 20 GiB x 1.2 fits the L40S's 48; 10 h at 4.0 against 1.9 a GPU-hour
+ * saves no GPU-hours; the A100's price changes at midnight inside the run (5 h at 6.0,
+ * then 5 h at 4.0), so it saves 50 - 19 = 31 USD. */
+static void a_cheaper_model_with_the_memory(void) {
+  gp_prices *pr = prices_of("prices:\n"
+                            "  currency: USD\n"
+                            "  gpu_hour:\n"
+                            "    - {model: \"*\", capacity: on-demand, price: 6.0, from: 2025-01-01}\n"
+                            "    - {model: \"*\", capacity: on-demand, price: 4.0, from: 2026-01-01}\n"
+                            "    - {model: L40S-48GB, capacity: on-demand, price: 1.9, from: 2025-01-01}\n");
+  static const gp_advice_model whole[] = {{"A100-80GB", 80 * GIB, false, false},
+                                          {"L40S-48GB", 48 * GIB, false, false}};
+  gp_advice_params p = params(pr);
+  p.models = whole;
+  p.from = T0 - 24 * H;
+  gp_advice *a = gp_advice_new(&p);
+  ran(a, 1, "big", "alice", "A100-80GB", GP_CAP_ON_DEMAND, 1.0, T0 - 5 * H, 10, 1, 0, NULL, 20 * GIB, 50);
+  int n = 0;
+  const gp_advice_item *items = items_of(a, &n);
+  const gp_advice_item *it = find(items, n, GP_ADVICE_RIGHT_SIZE);
+  REQUIRE(it);
+  CHECK_EQ_STR("--gpu-type L40S-48GB", it->suggestion);
+  NEAR(0, it->saving_gpu_h);
+  CHECK(it->cost_known);
+  NEAR(5 * 6.0 + 5 * 4.0 - 10 * 1.9, it->saving_cost);
+  CHECK(strstr(it->message, "if it runs fast enough"));
+  gp_advice_free(a);
+  gp_prices_free(pr);
+}
+
 /* Use not measured (MPS) in one run of a group, or no peak: no right-size advice at all. */
 static void unknown_use_gets_no_right_size(void) {
   gp_advice_params p = params(NULL);
@@ -330,6 +361,7 @@ static void bad_parameters_are_named(void) {
 }
 
 GP_TESTS(a_recurring_job_fits_a_smaller_mig_profile, headroom_decides_the_profile,
-         a_fraction_where_the_model_shares, unknown_use_gets_no_right_size,
+         a_fraction_where_the_model_shares, a_cheaper_model_with_the_memory,
+         unknown_use_gets_no_right_size,
          spot_for_checkpointing_requeueable_jobs, idle_week_sums_by_queue_and_user,
          quota_and_the_utilisation_band, filters_and_idle_now, bad_parameters_are_named)
