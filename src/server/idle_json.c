@@ -51,7 +51,7 @@ json_t *gp__srv_idle_policy_to_json(const gp_idle_policy *p) {
 
 json_t *gp__srv_idle_job_json(const gp_srv_state *s, const gp_srv_job *j, int64_t now) {
   const gp_idle_track *t = &j->idle;
-  if (j->state != GP_JOB_RUNNING || (t->last_pct < 0 && !t->idle_since)) return json_null();
+  if (!s || j->state != GP_JOB_RUNNING || (t->last_pct < 0 && !t->idle_since)) return json_null();
   const gp_idle_rule *r = gp__srv_idle_rule(s, j);
   json_t *o = json_object();
   json_object_set_new(o, "since", t->idle_since ? json_integer(t->idle_since) : json_null());
