@@ -158,14 +158,14 @@ static void print_idle(FILE *out, const gp_replay_result *r) {
   if (id->assumed)
     fputs("  idle model (ASSUMED, not measured: --idle-tail picks jobs that hold their GPUs idle\n"
           "  at the end of their run; the trace has no utilisation):\n", out);
-  fprintf(out, "  idle     %lld jobs with an idle tail, %.1f GPU-hours idle (%.1f held)\n",
+  fprintf(out, "  idle in jobs: %lld jobs idle at the end of their run, %.1f GPU-hours (%.1f held)\n",
           (long long)id->jobs, id->gpu_hours, id->held_gpu_hours);
   if (id->policy)
     fprintf(out, "  idle policy released %.1f GPU-hours (%lld requeued, %lld cancelled, %lld notified)\n",
             id->released_gpu_hours, (long long)id->requeued, (long long)id->cancelled,
             (long long)id->notified);
   if (id->priced)
-    fprintf(out, "  idle cost (%s) %.2f, released by the policy %.2f%s\n", r->cost.currency,
+    fprintf(out, "  idle in jobs cost (%s) %.2f, released by the policy %.2f%s\n", r->cost.currency,
             id->cost, id->released_cost, id->cost_unknown ? " (some GPU-hours had no price)" : "");
   if (id->has_baseline)
     fprintf(out, "  without the policy: avg wait %s (%s), avg JCT %s (%s)\n",
@@ -268,13 +268,13 @@ void gp_replay_print_compare(FILE *out, gp_replay_result *const *r, int n) {
   bool idle = false;
   for (int i = 0; i < n; i++) idle = idle || r[i]->idle.modelled || r[i]->idle.policy;
   if (idle) {
-    ROW_F("idle GPU-hours", ".1f", r[i]->idle.gpu_hours);
+    ROW_F("idle in jobs GPU-h", ".1f", r[i]->idle.gpu_hours);
     ROW_F("released GPU-hours", ".1f", r[i]->idle.released_gpu_hours);
     ROW_F("idle requeued", "lld", (long long)r[i]->idle.requeued);
     ROW_F("idle cancelled", "lld", (long long)r[i]->idle.cancelled);
     ROW_F("idle notified", "lld", (long long)r[i]->idle.notified);
     if (r[0]->idle.priced) {
-      ROW_F("idle cost", ".2f", r[i]->idle.cost);
+      ROW_F("idle in jobs cost", ".2f", r[i]->idle.cost);
       ROW_F("released cost", ".2f", r[i]->idle.released_cost);
     }
     if (r[0]->idle.has_baseline) {
