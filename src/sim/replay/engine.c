@@ -482,8 +482,6 @@ static void idle_plan(sim *s, int j, gp_time now) {
   if (due < sj->run_end) gp__sim_heap_push(&s->heap, due, GP__EV_IDLE, j, sj->gen);
 }
 
-static void finish(sim *s, int j, gp_time t);
-
 /* The idle policy acts on a running job at t. Every trace job is treated as requeueable
  * training, so the priority class decides alone what may be done: notify frees nothing;
  * requeue or cancel free its GPUs now, and since all that was left of its run was idle,

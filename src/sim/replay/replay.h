@@ -10,7 +10,9 @@
  * plan to its virtual cluster: starts (placements are checked against the GPUs it knows are
  * free: a plan that double-books a GPU stops the replay with an error), preemptions (a
  * grace period, then the job is requeued and loses the work since its last checkpoint),
- * and jobs the core ends as impossible. Reservations are information only.
+ * and jobs the core ends as impossible. Reservations are information only. A job may hold
+ * its GPUs idle for the end of its run (the trace's idle_tail or the assumed idle model);
+ * an idle policy acts on those stretches as the server's does (core/idle.h).
  *
  * Determinism: the same trace, fleet, queues, policy and seed give byte-identical results
  * (wall_seconds, the replay's own run time, is the only exception). */
@@ -149,8 +151,9 @@ typedef struct gp_replay_config {
 int gp_replay_prices_load(const char *path, struct gp_prices **ret, gp_err *err);
 void gp_replay_prices_free(struct gp_prices *p); /* accepts NULL */
 
-/* Seconds of idle tail of trace job i: the trace's own `idle_tail`, or, for a job the
- * idle model (cfg->idle_fraction) picks, idle_share of its duration. The pick is a hash of
+/* Seconds of idle tail of trace job i: the trace's own `idle_tail` when it gives one above
+ * 0; otherwise, for a job the idle model (cfg->idle_fraction) picks, idle_share of its
+ * duration. The pick is a hash of
  * the seed and the job's line, so the same seed picks the same jobs whatever else the
  * replay does. */
 gp_time gp_replay_idle_tail(const gp_replay_config *cfg, const gp_trace *trace, size_t i);
