@@ -104,6 +104,34 @@ static void fmt_when(int64_t t, int64_t now, char *out, size_t cap) {
   else snprintf(out, cap, "%s", clock);
 }
 
+/* A running job's idleness and its queue's verdict, from the job's `idle` object: "under 5%
+ * SM since 10:02:11 (12m); policy: requeue at 10:12:11 (in 2m)". Nothing when it is not
+ * idle (or its use is unknown). */
+static void fmt_idle(json_t *job, int64_t now, gp_buf *out) {
+  json_t *idle = json_object_get(job, "idle");
+  int64_t since = num(idle, "since");
+  if (!json_is_object(idle) || since <= 0) return;
+  char when[80], d[64];
+  fmt_when(since, now, when, sizeof when);
+  gp_cli_fmt_duration(now > since ? now - since : 0, d, sizeof d);
+  gp_buf_printf(out, "under %g%% SM since %s (%s); ", gp_cli_num(json_object_get(idle, "threshold_pct")),
+                when, d);
+  const char *action = str(idle, "action");
+  if (!*action) {
+    gp_buf_puts(out, "its queue has no idle policy");
+    return;
+  }
+  int64_t due = num(idle, "due_at");
+  fmt_when(due, now, when, sizeof when);
+  if (json_is_true(json_object_get(idle, "acted")))
+    gp_buf_printf(out, "policy: %s at %s", !strcmp(action, "notify") ? "notified" : action, when);
+  else if (due > now)
+    gp_buf_printf(out, "policy: %s at %s", action, when);
+  else
+    gp_buf_printf(out, "policy: %s now", action);
+  if (*str(idle, "why")) gp_buf_printf(out, " (%s)", str(idle, "why"));
+}
+
 static void join_strings(json_t *arr, const char *sep, gp_buf *out) {
   size_t i;
   json_t *v;
@@ -255,6 +283,11 @@ void gp_job_fmt_show(json_t *job, int64_t now, gp_buf *out) {
     if (out->len && out->data[out->len - 1] == ',') out->data[--out->len] = '\0';
     gp_buf_puts(out, "\n");
   }
+  if (!strcmp(state, "running") && num(json_object_get(job, "idle"), "since") > 0) {
+    gp_buf_puts(out, "  idle       ");
+    fmt_idle(job, now, out);
+    gp_buf_puts(out, "\n");
+  }
 }
 
 /* A sentence for a machine-readable pending reason when the server sent none. */
@@ -345,6 +378,11 @@ void gp_job_fmt_why(json_t *job, int64_t now, gp_buf *out) {
     else gp_buf_printf(out, "Job %s is held: it will not start until you run 'gpool release %s'.\n", id, id);
   } else if (!strcmp(state, "running")) {
     gp_buf_printf(out, "Job %s is not pending: it has been running on %s for %s.\n", id, *nodes ? nodes : "its nodes", d);
+    if (num(json_object_get(job, "idle"), "since") > 0) {
+      gp_buf_puts(out, "Idle: ");
+      fmt_idle(job, now, out);
+      gp_buf_puts(out, ".\n");
+    }
     if (*budget_reason(job, "demoted")) gp_buf_printf(out, "Demoted: %s.\n", budget_reason(job, "demoted"));
   } else if (!strcmp(state, "stopping")) {
     gp_buf_printf(out, "Job %s is not pending: it is stopping on %s (inside its grace period).\n", id,

@@ -22,7 +22,7 @@ enum {
   O_TRACE = 1, O_FORMAT, O_FLEET, O_QUEUES, O_QUEUES_FROM, O_POLICY, O_POLICY_FILE, O_POLICIES,
   O_SEED, O_MTBF, O_REPAIR, O_CKPT, O_RESTART, O_GRACE, O_OVER, O_BAD_ROWS, O_MAX_JOBS,
   O_SHARING, O_TIME_SCALE, O_PARTITION, O_EVERY_EVENT, O_PROBE, O_OUT, O_CSV, O_HTML, O_NO_PROGRESS, O_DETERMINISTIC,
-  O_PRICES, O_COST_CSV, O_HELP
+  O_PRICES, O_COST_CSV, O_IDLE_TAIL, O_IDLE_POLICY, O_HELP
 };
 
 static const gp_opt opts[] = {
@@ -55,6 +55,8 @@ static const gp_opt opts[] = {
     {0, "deterministic", false, O_DETERMINISTIC},
     {0, "prices", true, O_PRICES},
     {0, "cost-csv", true, O_COST_CSV},
+    {0, "idle-tail", true, O_IDLE_TAIL},
+    {0, "idle-policy", true, O_IDLE_POLICY},
     {'h', "help", false, O_HELP},
     {0, NULL, false, 0},
 };
@@ -65,12 +67,14 @@ static const char usage_replay[] =
     "         [--queues QUEUES.yaml | --queues-from VC_NODES.csv]\n"
     "         [--policy fifo|backfill|gpool|sjf|backfill-vc | --policy-file FILE]\n"
     "         [-o table|json] [--csv SERIES.csv] [--html REPORT.html]\n"
-    "         [--prices PRICES.yaml [--cost-csv COST.csv]] [options]\n";
+    "         [--prices PRICES.yaml [--cost-csv COST.csv]]\n"
+    "         [--idle-tail FRACTION:SHARE] [--idle-policy IDLE.yaml] [options]\n";
 static const char usage_compare[] =
     "usage: gpool sim compare --trace FILE --policies fifo,backfill,gpool,sjf\n"
     "         [--fleet ... [--fleet ...]] [--queues ... | --queues-from ...] [-o table|json]\n"
     "         [--csv SERIES.csv] [--html REPORT.html]\n"
-    "         [--prices PRICES.yaml [--cost-csv COST.csv]] [options]\n";
+    "         [--prices PRICES.yaml [--cost-csv COST.csv]]\n"
+    "         [--idle-tail FRACTION:SHARE] [--idle-policy IDLE.yaml] [options]\n";
 static const char usage_options[] =
     "\n"
     "Replays the trace on a virtual clock through the same scheduler core the server runs.\n"
@@ -83,6 +87,12 @@ static const char usage_options[] =
     "  --prices FILE            price the replay: the server's `prices:` map (YAML/JSON);\n"
     "                           adds cost per queue, idle, unused commitment, fleet cost\n"
     "  --cost-csv FILE          the costs as CSV (policy,kind,queue,cost,currency)\n"
+    "  --idle-tail F:S          ASSUMED idle model for traces without idle_tail: a share F\n"
+    "                           of the jobs (picked by --seed) hold their GPUs idle for the\n"
+    "                           last share S of their run (0.2:0.25); not a measurement\n"
+    "  --idle-policy FILE       act on idle stretches: `idle_policy:` (window, grace, action,\n"
+    "                           threshold_pct) and optional `queues: {NAME: {...}}`; the\n"
+    "                           replay also runs without it and reports the change\n"
     "  --seed N                 seed for node failures and randomised policies (default 1)\n"
     "  --mtbf HOURS             mean time between failures of one node (default: none)\n"
     "  --repair-time DUR        how long a failed node stays down (default 1h)\n"
@@ -109,7 +119,7 @@ static const char usage_options[] =
 typedef struct args {
   const char *fleets[MAX_FLEETS];
   int n_fleets;
-  const char *prices, *cost_csv;
+  const char *prices, *cost_csv, *idle_policy;
   const char *trace, *format, *queues, *queues_from, *policy, *policy_file, *policies;
   const char *out, *csv, *html, *sharing;
   bool skip_bad, progress, deterministic;
@@ -154,6 +164,21 @@ static int parse_args(const char *cmd, int argc, char **argv, args *a) {
       break;
     case O_PRICES: a->prices = v; break;
     case O_COST_CSV: a->cost_csv = v; break;
+    case O_IDLE_POLICY: a->idle_policy = v; break;
+    case O_IDLE_TAIL: {
+      const char *colon = strchr(v, ':');
+      char frac[64];
+      double f, sh;
+      if (!colon || (size_t)(colon - v) >= sizeof frac) return bad_arg(cmd, "--idle-tail (FRACTION:SHARE, e.g. 0.2:0.25)", v);
+      memcpy(frac, v, (size_t)(colon - v));
+      frac[colon - v] = '\0';
+      if (gp_parse_double(frac, &f) || gp_parse_double(colon + 1, &sh) || !(f > 0 && f <= 1) ||
+          !(sh > 0 && sh <= 1))
+        return bad_arg(cmd, "--idle-tail (FRACTION:SHARE, each above 0 and at most 1)", v);
+      a->cfg.idle_fraction = f;
+      a->cfg.idle_share = sh;
+      break;
+    }
     case O_QUEUES: a->queues = v; break;
     case O_QUEUES_FROM: a->queues_from = v; break;
     case O_POLICY: a->policy = v; break;
@@ -267,6 +292,7 @@ typedef struct inputs {
   int n_fleets;
   gp_replay_queues *queues;
   struct gp_prices *prices;
+  gp_replay_idle_policy *idle_policy;
   char *vc_file;
 } inputs;
 
@@ -274,6 +300,7 @@ static void inputs_done(inputs *in) {
   gp_trace_free(in->trace);
   for (int i = 0; i < in->n_fleets; i++) gp_fleet_free(in->fleets[i]);
   gp_replay_prices_free(in->prices);
+  gp_replay_idle_policy_free(in->idle_policy);
   gp_replay_queues_free(in->queues);
   free(in->vc_file);
 }
@@ -314,6 +341,13 @@ static int load_inputs(const char *cmd, args *a, inputs *in) {
     in->queues = gp_replay_queues_from_trace(in->trace);
   }
   if (a->prices && gp_replay_prices_load(a->prices, &in->prices, &e)) return fail(cmd, &e);
+  if (a->idle_policy && gp_replay_idle_policy_load(a->idle_policy, &in->idle_policy, &e))
+    return fail(cmd, &e);
+  if (a->cfg.idle_fraction > 0 && in->trace->has_idle_tail) {
+    fprintf(stderr, "gpool sim %s: %s gives idle_tail: --idle-tail is for traces without it\n",
+            cmd, a->trace);
+    return 2;
+  }
   return 0;
 }
 
@@ -362,6 +396,23 @@ static int write_cost_csv(const char *cmd, const char *path, gp_replay_result *c
   return 0;
 }
 
+/* The same replay without the idle policy, for the change the GPUs it freed brought. */
+static int run_baseline(const char *cmd, const gp_replay_config *with, const inputs *in, int fi,
+                        gp_replay_result *r) {
+  gp_replay_config cfg = *with;
+  cfg.idle_policy = NULL;
+  cfg.csv = NULL;
+  cfg.prices = NULL;
+  gp_replay_result *base = NULL;
+  gp_err e = {0};
+  if (gp_replay_run(&cfg, in->trace, in->fleets[fi], in->queues, &base, &e)) return fail(cmd, &e);
+  r->idle.has_baseline = true;
+  r->idle.base_avg_wait_s = base->avg_wait_s;
+  r->idle.base_avg_jct_s = base->avg_jct_s;
+  gp_replay_result_free(base);
+  return 0;
+}
+
 /* Every policy on every fleet (fleet by fleet). With several fleets a run is named
  * "policy@fleet" and its CSV series "NAME.policy.fK.csv". */
 static int run_policies(const char *cmd, args *a, const char *const *names, int n_names,
@@ -393,6 +444,7 @@ static int run_policies(const char *cmd, args *a, const char *const *names, int 
       }
       cfg.csv = csv;
     }
+    cfg.idle_policy = in.idle_policy;
     gp_err e = {0};
     int r = gp_replay_run(&cfg, in.trace, in.fleets[fi], in.queues, &res[k], &e);
     if (csv && fclose(csv) != 0 && !r) {
@@ -403,6 +455,7 @@ static int run_policies(const char *cmd, args *a, const char *const *names, int 
     else if (csv && res[k]->csv_rows >= GP_REPLAY_MAX_CSV_ROWS)
       fprintf(stderr, "gpool sim %s: the CSV time series stops after %d rows\n", cmd,
               GP_REPLAY_MAX_CSV_ROWS);
+    if (!rc && in.idle_policy) rc = run_baseline(cmd, &cfg, &in, fi, res[k]);
   }
   if (!rc) {
     bool json = strcmp(a->out, "json") == 0;

@@ -291,13 +291,16 @@ static double figure(const json_t *u, const char *key) {
   return x >= 0 && x < 1e15 ? x : -1;
 }
 
-/* Keeps the job's latest usage and writes its use figures into its open ledger intervals
- * on this node. */
+/* Keeps the job's latest usage, writes its use figures into its open ledger intervals on
+ * this node and measures its idleness from them. */
 static int take_usage(gp_srv_state *s, gp_srv_job *j, int idx, const json_t *u, int64_t now,
                       gp_err *err) {
   json_decref(j->usage);
   j->usage = json_deep_copy(u);
-  return gp__srv_ledger_use(s, j, idx, figure(u, "sm_busy_gpu_s"), figure(u, "energy_j"), now, err);
+  double busy = figure(u, "sm_busy_gpu_s");
+  int r = gp__srv_ledger_use(s, j, idx, busy, figure(u, "energy_j"), now, err);
+  if (!r) gp__srv_idle_measure(s, j, busy >= 0, now);
+  return r;
 }
 
 static int apply_event(gp_srv_state *s, gp_srv_node *n, int idx, const json_t *doc, int64_t now_s,

@@ -354,7 +354,8 @@ static int parse_doc(const gp_doc *d, const char *path, gp_server_config *c, gp_
   gp_queue *qs = NULL;
   int nq = 0;
   if (qseq) {
-    static const char *const extra[] = {"users", "priority_classes", "budget", NULL};
+    static const char *const extra[] = {"users", "priority_classes", "budget", "idle_policy",
+                                        NULL};
     if ((r = gp_queues_read(d, qseq, "queues", extra, a, &qs, &nq, err))) return r;
     gp_server_queue *sq = gp_arena_alloc(a, sizeof *sq * (size_t)(nq ? nq : 1));
     for (int i = 0; i < nq; i++) {
@@ -363,6 +364,10 @@ static int parse_doc(const gp_doc *d, const char *path, gp_server_config *c, gp_
       char bf[160];
       snprintf(bf, sizeof bf, "queues[%d].budget", i);
       if ((r = gp_budget_read(d, gp_doc_get(qseq->items[i], "budget"), bf, &sq[i].budget, err)))
+        return r;
+      snprintf(bf, sizeof bf, "queues[%d].idle_policy", i);
+      if ((r = gp_idle_policy_read(d, gp_doc_get(qseq->items[i], "idle_policy"), bf,
+                                   &sq[i].idle_policy, err)))
         return r;
       const gp_doc_node *un = gp_doc_get(qseq->items[i], "users");
       char f[160];

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/idle.h"
 #include "core/model.h"
 #include "server/budget.h"
 #include "tls/tls.h"
@@ -37,6 +38,7 @@ typedef struct gp_server_queue {
   int n_priority_classes;
   const char *const *priority_classes;
   gp_budget budget;            /* `budget:` (budget.h); .set false: none */
+  gp_idle_policy idle_policy;  /* `idle_policy:` (core/idle.h); .set false: none */
 } gp_server_queue;
 
 /* `default_queue`: one queue for everyone, or a map user -> queue ("*" for the rest). */

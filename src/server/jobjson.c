@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/mig.h"
 #include "protocol/limits.h"
@@ -157,6 +158,7 @@ static gp_srv_job *job_blank(void) {
   j->signal = gp_xstrdup("TERM");
   j->timeline = json_array();
   j->pending_reason = -1;
+  j->idle = GP_IDLE_TRACK_INIT;
   j->active_pos = -1;
   j->view_index = -1;
   j->command = json_array();
@@ -620,5 +622,6 @@ json_t *gp__srv_job_api_fields(const gp_srv_state *s, const gp_srv_job *j) {
     json_object_set_new(o, "placements", gp__srv_job_placements_json(s, j));
   json_object_set(o, "timeline", j->timeline);
   json_object_set(o, "usage", j->usage ? j->usage : json_null());
+  json_object_set_new(o, "idle", gp__srv_idle_job_json(s, j, (int64_t)time(NULL)));
   return o;
 }

@@ -61,6 +61,19 @@ static double task_share(const gp_srv_state *s, const gp_srv_alloc *a) {
   return sum;
 }
 
+void gp__srv_job_use(const gp_srv_state *s, const gp_srv_job *j, double *busy_gpu_s,
+                     double *share_gpus) {
+  double busy = 0, share = 0;
+  for (int t = 0; t < j->n_alloc; t++) {
+    const gp_srv_alloc *a = &j->alloc[t];
+    if (a->used_gpu_s < 0) busy = -1;
+    else if (busy >= 0) busy += a->used_gpu_s;
+    share += task_share(s, a);
+  }
+  *busy_gpu_s = j->n_alloc > 0 ? busy : -1;
+  *share_gpus = share;
+}
+
 /* ---- running totals ---- */
 
 static gp_srv_usage_sum *sum_for(gp_srv_state *s, const char *queue, const char *model,

@@ -47,6 +47,7 @@ static int free_allocs(gp_srv_state *s, gp_srv_job *j, int64_t now, gp_err *err)
   free(j->alloc);
   j->alloc = NULL;
   j->n_alloc = 0;
+  gp__srv_idle_reset(j);
   gp__srv_job_changed(s, j);
   s->sched_dirty = true;
   return gp_store_del_allocs(s->store, j->id, err);
@@ -106,6 +107,12 @@ static int finalize(gp_srv_state *s, gp_srv_job *j, const char *agent_reason, in
     return gp__srv_job_end(s, j, GP_JOB_PREEMPTED, "preempted", now, err);
   }
   if (sr && strcmp(sr, "cancelled") == 0) return gp__srv_job_end(s, j, GP_JOB_CANCELLED, "cancelled", now, err);
+  if (sr && strcmp(sr, "idle") == 0) {
+    /* The queue's idle policy stopped it: requeued or cancelled, as its `idle` event says. */
+    char why[160];
+    if (gp__srv_idle_requeues(j, why, sizeof why) && j->requeue) return requeue(s, j, why, now, err);
+    return gp__srv_job_end(s, j, GP_JOB_CANCELLED, why, now, err);
+  }
   if (sr && strcmp(sr, "timeout") == 0)
     return gp__srv_job_end(s, j, GP_JOB_TIMEOUT, "time limit reached", now, err);
   if (sr && strcmp(sr, "lost") == 0) {
@@ -215,6 +222,7 @@ int gp__srv_state_tick(gp_srv_state *s, int64_t now_s, int64_t now_ms, gp_err *e
         now_s - j->started_at >= j->time_limit)
       r = gp__srv_job_stop(s, j, "timeout", now_s, err);
   }
+  if (!r) r = gp__srv_idle_tick(s, now_s, err);
   if (!r) r = gp__srv_budgets_tick(s, now_s, err);
   return r;
 }

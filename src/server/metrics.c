@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/idle.h"
+
 const double gp_hist_bounds_wait_s[] = {1,    5,    15,    30,    60,    300,   900,
                                         1800, 3600, 7200, 14400, 28800, 86400, 259200, 604800};
 const int gp_hist_n_bounds_wait_s = sizeof gp_hist_bounds_wait_s / sizeof(double);
@@ -192,6 +194,19 @@ void gp_server_metrics_render(const gp_server_metrics *m, gp_buf *out) {
               "GPUs allocated to the queue whose utilisation stayed under the idle threshold "
               "for the idle window.",
               QOFF(gpus_allocated_idle), true);
+  queue_gauge(out, m, "gpool_jobs_idle",
+              "Running jobs of the queue whose SM use stayed under their idle threshold for "
+              "their idle window (the queue's idle policy, else 5% for 10 min).",
+              QOFF(jobs_idle), true);
+  family(out, "gpool_idle_actions_total", "counter",
+         "Actions of the queue's idle policy on idle jobs since the server started.");
+  for (int i = 0; i < m->n_queues; i++)
+    for (int a = GP_IDLE_NOTIFY; a <= GP_IDLE_CANCEL; a++) {
+      gp_buf_puts(out, "gpool_idle_actions_total{queue=\"");
+      gp_prom_escape(out, m->queues[i].name);
+      gp_buf_printf(out, "\",action=\"%s\"} %llu\n", gp_idle_action_name((gp_idle_action)a),
+                    (unsigned long long)m->queues[i].idle_actions[a]);
+    }
   queue_gauge(out, m, "gpool_queue_cost_rate_per_hour",
               "Cost per hour of the queue's running allocations at the catalogue's prices now "
               "(each GPU's share times its price per GPU-hour).",

@@ -48,6 +48,8 @@ typedef struct gp_server_metrics_queue {
   int pending_by_reason[GP_METRICS_MAX_REASONS]; /* index: gp_server_metrics.reason_names */
   int gpus_allocated_idle;     /* allocated GPUs under the idle threshold for the window */
   double cost_rate_per_h;      /* currency units per hour at list price; 0: unknown */
+  int jobs_idle;               /* running jobs idle for at least their idle window now */
+  uint64_t idle_actions[3];    /* the idle policy's actions, by gp_idle_action (core/idle.h) */
 } gp_server_metrics_queue;
 
 /* GPU-seconds of one (queue, GPU model, capacity type) since the server started

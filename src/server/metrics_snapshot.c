@@ -95,6 +95,7 @@ char *gp__srv_metrics_text(const gp_srv_state *s) {
     qs[i].deserved = q->deserved;
     qs[i].limit = q->limit;
     qs[i].weight = q->weight;
+    memcpy(qs[i].idle_actions, q->idle_actions, sizeof qs[i].idle_actions);
     for (int k = 0; k < s->n_figs; k++)
       if (strcmp(s->figs[k].name, q->name) == 0) qs[i].fair_share = s->figs[k].fig.fair_share;
   }
@@ -110,6 +111,7 @@ char *gp__srv_metrics_text(const gp_srv_state *s) {
     if (qi < 0) continue;
     if (j->state == GP_JOB_RUNNING || j->state == GP_JOB_STOPPING) {
       qs[qi].running_jobs++;
+      if (gp__srv_idle_now(s, j, now)) qs[qi].jobs_idle++;
       for (int t = 0; t < j->n_alloc; t++) {
         int g = __builtin_popcount(j->alloc[t].gpu_mask);
         qs[qi].allocated += g * (j->alloc[t].gpu_milli / 1000.0);

@@ -51,7 +51,7 @@ static int read_names(const json_t *v, const char *key, size_t max_items, size_t
 int gp__srv_queue_from_json(const json_t *o, const char *name, gp_srv_queue *q, gp_err *err) {
   static const char *const keys[] = {"name", "deserved", "limit", "weight", "users",
                                      "default_priority", "default_time_limit",
-                                     "priority_classes", "budget", NULL};
+                                     "priority_classes", "budget", "idle_policy", NULL};
   if (!json_is_object(o)) return gp_err_set(err, GP_EINVAL, NULL, 0, NULL, "the body must be a JSON object");
   const char *k;
   const json_t *v;
@@ -120,6 +120,13 @@ int gp__srv_queue_from_json(const json_t *o, const char *name, gp_srv_queue *q, 
     free(prio);
     return GP_EINVAL;
   }
+  gp_idle_policy idle_policy = q->idle_policy;
+  if ((v = json_object_get(o, "idle_policy")) &&
+      gp__srv_idle_policy_from_json(v, "idle_policy", &idle_policy, err)) {
+    names_free(classes, n_classes);
+    free(prio);
+    return GP_EINVAL;
+  }
   char **users = NULL;
   int n_users = -1;
   if ((v = json_object_get(o, "users")) &&
@@ -136,6 +143,7 @@ int gp__srv_queue_from_json(const json_t *o, const char *name, gp_srv_queue *q, 
   q->weight = weight;
   q->default_time_limit = dtl;
   q->budget = budget;
+  q->idle_policy = idle_policy;
   if (prio) {
     free(q->default_priority);
     q->default_priority = prio;
@@ -172,6 +180,7 @@ json_t *gp__srv_queue_to_json(const gp_srv_queue *q) {
   }
   json_object_set_new(o, "priority_classes", pc);
   json_object_set_new(o, "budget", gp_budget_to_json(&q->budget));
+  json_object_set_new(o, "idle_policy", gp__srv_idle_policy_to_json(&q->idle_policy));
   return o;
 }
 

@@ -505,6 +505,7 @@ static gp_srv_queue *queue_from_config(const gp_server_queue *cq) {
   }
   q->from_config = true;
   q->budget = cq->budget;
+  q->idle_policy = cq->idle_policy;
   return q;
 }
 

@@ -175,6 +175,8 @@ typedef struct gp_srv_queue {
   bool from_config;     /* defined in the config file: read-only through the API */
   gp_budget budget;     /* budget.h; .set false: none */
   gp_idle_policy idle_policy; /* core/idle.h; .set false: none */
+  uint64_t idle_actions[3];   /* the policy's actions since the server started, by
+                                 gp_idle_action (idle.c) */
   /* Figures from the last scheduling step (fair share) and live counts. */
   double fair_share;
 } gp_srv_queue;
@@ -483,6 +485,10 @@ int gp__srv_ledger_node_state(const char *name);
  * each repair is logged. */
 int gp__srv_ledger_repair(gp_srv_state *s, int64_t *open_jobs, int n_open, int64_t now,
                           gp_err *err);
+/* The job's SM-busy GPU-seconds in this run, the sum of its tasks' parts (< 0 when any
+ * task's use is unknown), and its GPUs counted by share (gp__srv_gpu_share). */
+void gp__srv_job_use(const gp_srv_state *s, const gp_srv_job *j, double *busy_gpu_s,
+                     double *share_gpus);
 /* Makes room in the totals for the keys of a running job. */
 void gp__srv_usage_track(gp_srv_state *s, const gp_srv_job *j);
 void gp__srv_usage_sums_free(gp_srv_state *s);
@@ -493,6 +499,33 @@ void gp__srv_usage_adopt(gp_srv_state *s, gp_srv_state *old);
  * since start + open intervals' time so far). State thread. */
 void gp__srv_usage_totals(const gp_srv_state *s, int64_t now,
                           void (*fn)(void *ctx, const gp_srv_usage_total *t), void *ctx);
+
+/* ---- idle.c, idle_json.c: the queues' idle-GPU policy on running jobs ---- */
+/* The queue's idle rule for the job, or NULL when its queue has no policy. */
+const gp_idle_rule *gp__srv_idle_rule(const gp_srv_state *s, const gp_srv_job *j);
+/* The job's class as the policy reads it: its own, else its queue's default, else the
+ * scheduling policy's (or NULL). */
+const char *gp__srv_idle_class(const gp_srv_state *s, const gp_srv_job *j);
+/* An agent reported the job's use: its idleness is measured again from the ledger's
+ * figures; `known` false (the report had no SM figure) makes its use unknown. */
+void gp__srv_idle_measure(gp_srv_state *s, gp_srv_job *j, bool known, int64_t now);
+/* A run ended: its idleness is forgotten. */
+void gp__srv_idle_reset(gp_srv_job *j);
+/* Acts on the running jobs idle past their queue's rule: once per idle stretch, an `idle`
+ * event with the figures, then a notice, or a stop for a requeue or a cancel. */
+int gp__srv_idle_tick(gp_srv_state *s, int64_t now, gp_err *err);
+/* Is the running job idle for at least its window now (its queue's, or the default)? */
+bool gp__srv_idle_now(const gp_srv_state *s, const gp_srv_job *j, int64_t now);
+/* How a job stopped by the policy ends: requeued (true) or cancelled, and the reason
+ * ("idle: under 5% SM for 600 s"), from its last `idle` event. */
+bool gp__srv_idle_requeues(const gp_srv_job *j, char *why, size_t size);
+/* The queues API's `idle_policy` (null: none), read as the config reads it; errors name
+ * `field` and the key. */
+int gp__srv_idle_policy_from_json(const json_t *v, const char *field, gp_idle_policy *ret,
+                                  gp_err *err);
+json_t *gp__srv_idle_policy_to_json(const gp_idle_policy *p);
+/* The job's `idle` object of the API, or null (not running, or its use unknown). */
+json_t *gp__srv_idle_job_json(const gp_srv_state *s, const gp_srv_job *j, int64_t now);
 
 /* ---- jobjson.c: jobs to and from JSON ---- */
 /* Validates a submission body into a new job (id unassigned), without looking at the

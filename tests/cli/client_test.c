@@ -359,9 +359,56 @@ static void show_reads_a_whole_job(void) {
   json_decref(j);
 }
 
+/* A running job under its queue's idle threshold: `gpool why` and `gpool show` say since
+ * when and what the queue's idle policy does (or did); a busy job gets no such line. */
+static void show_and_why_say_a_job_is_idle(void) {
+  gp_buf out;
+  gp_buf_init(&out, 1 << 16);
+  json_t *j = job("{\"id\": \"31\", \"state\": \"running\", \"started_at\": 400,"
+                  " \"placements\": [{\"node\": \"n1\"}], \"idle\": {\"since\": 1000,"
+                  " \"util_pct\": 0.5, \"threshold_pct\": 5, \"window_s\": 840, \"action\": \"requeue\","
+                  " \"due_at\": 1840, \"acted\": false}}");
+  gp_job_fmt_why(j, 1720, &out);
+  CHECK_CONTAINS(out.data, "Job 31 is not pending: it has been running on n1 for 22m00s.\nIdle: under 5% SM since ");
+  CHECK_CONTAINS(out.data, " (12m00s); policy: requeue at ");
+  CHECK_CONTAINS(out.data, " (in 2m00s).\n");
+  gp_buf_reset(&out);
+  gp_job_fmt_show(j, 1720, &out);
+  CHECK_CONTAINS(out.data, "\n  idle       under 5% SM since ");
+  json_decref(j);
+
+  gp_buf_reset(&out);
+  j = job("{\"id\": \"32\", \"state\": \"running\", \"started_at\": 400, \"idle\": {\"since\": 1000,"
+          " \"threshold_pct\": 2.5, \"action\": \"notify\", \"why\": \"the job is not requeueable\","
+          " \"due_at\": 1600, \"acted\": true}}");
+  gp_job_fmt_why(j, 1720, &out);
+  CHECK_CONTAINS(out.data, "Idle: under 2.5% SM since ");
+  CHECK_CONTAINS(out.data, "; policy: notified at ");
+  CHECK_CONTAINS(out.data, " (the job is not requeueable).\n");
+  json_decref(j);
+
+  gp_buf_reset(&out);
+  j = job("{\"id\": \"33\", \"state\": \"running\", \"started_at\": 400, \"idle\": {\"since\": 1000,"
+          " \"threshold_pct\": 5, \"action\": null, \"due_at\": null, \"acted\": false}}");
+  gp_job_fmt_why(j, 1720, &out);
+  CHECK_CONTAINS(out.data, " (12m00s); its queue has no idle policy.\n");
+  json_decref(j);
+
+  gp_buf_reset(&out);
+  j = job("{\"id\": \"34\", \"state\": \"running\", \"started_at\": 400, \"idle\": {\"since\": null,"
+          " \"util_pct\": 80, \"threshold_pct\": 5, \"action\": \"requeue\", \"due_at\": null}}");
+  gp_job_fmt_why(j, 1720, &out);
+  CHECK(strstr(out.data, "Idle") == NULL);
+  gp_buf_reset(&out);
+  gp_job_fmt_show(j, 1720, &out);
+  CHECK(strstr(out.data, "  idle ") == NULL);
+  json_decref(j);
+  gp_buf_done(&out);
+}
+
 GP_TESTS(a_client_json_open_to_others_is_refused, flags_then_environment_then_file,
          no_file_means_default_server_and_no_token, a_broken_client_json_is_named,
          ca_from_flag_then_environment_then_file, an_unreachable_server_says_so,
          api_errors_become_sentences,
          escaping_keeps_paths_safe, why_speaks_in_sentences, why_states_what_a_budget_did,
-         show_reads_a_whole_job)
+         show_reads_a_whole_job, show_and_why_say_a_job_is_idle)

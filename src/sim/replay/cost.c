@@ -18,29 +18,47 @@ typedef struct run_iv {
   int gpu_milli;
 } run_iv;
 
-struct gp__sim_cost {
+typedef struct iv_list {
   run_iv *iv;
   size_t n, cap;
+} iv_list;
+
+struct gp__sim_cost {
+  iv_list runs, held, released; /* every run; idle stretches held; stretches freed */
 };
 
 gp__sim_cost *gp__sim_cost_new(void) { return gp_xcalloc(1, sizeof(gp__sim_cost)); }
 
 void gp__sim_cost_free(gp__sim_cost *c) {
   if (!c) return;
-  free(c->iv);
+  free(c->runs.iv);
+  free(c->held.iv);
+  free(c->released.iv);
   free(c);
+}
+
+static void push(iv_list *l, const run_iv *v) {
+  if (v->end <= v->start || v->gpu_mask == 0 || v->gpu_milli <= 0) return; /* costs nothing */
+  if (l->n == l->cap) {
+    l->cap = l->cap ? l->cap * 2 : 1024;
+    l->iv = gp_xrealloc(l->iv, l->cap * sizeof *l->iv);
+  }
+  l->iv[l->n++] = *v;
 }
 
 void gp__sim_cost_add(gp__sim_cost *c, int job, int attempt, int queue, const char *user,
                       int node, uint32_t gpu_mask, int gpu_milli, gp_time start, gp_time end) {
-  if (end <= start || gpu_mask == 0 || gpu_milli <= 0) return; /* held nothing, costs nothing */
-  if (c->n == c->cap) {
-    c->cap = c->cap ? c->cap * 2 : 1024;
-    c->iv = gp_xrealloc(c->iv, c->cap * sizeof *c->iv);
-  }
-  c->iv[c->n++] = (run_iv){.start = start, .end = end, .user = user, .job = job,
+  push(&c->runs, &(run_iv){.start = start, .end = end, .user = user, .job = job,
                            .attempt = attempt, .queue = queue, .node = node,
-                           .gpu_mask = gpu_mask, .gpu_milli = gpu_milli};
+                           .gpu_mask = gpu_mask, .gpu_milli = gpu_milli});
+}
+
+void gp__sim_cost_add_idle(gp__sim_cost *c, bool released, int job, int queue, const char *user,
+                           int node, uint32_t gpu_mask, int gpu_milli, gp_time start,
+                           gp_time end) {
+  push(released ? &c->released : &c->held,
+       &(run_iv){.start = start, .end = end, .user = user, .job = job, .attempt = 1,
+                 .queue = queue, .node = node, .gpu_mask = gpu_mask, .gpu_milli = gpu_milli});
 }
 
 static int queue_index(const gp_replay_queues *q, const char *name) {
@@ -49,12 +67,13 @@ static int queue_index(const gp_replay_queues *q, const char *name) {
   return -1;
 }
 
-int gp__sim_cost_finish(gp__sim_cost *c, const gp_prices *prices, const gp_fleet *fleet,
-                        const gp_replay_queues *queues, gp_time from, gp_time to,
-                        gp_replay_result *r, gp_err *err) {
-  gp_ledger_params p = {.from = from, .to = to, .group = GP_LG_QUEUE, .prices = prices};
+/* A report over [from, to) of the whole fleet (paid for over the whole replay: a failed
+ * node is still owned) and the intervals of `l`. */
+static gp_ledger_report *report_of(const iv_list *l, unsigned group, const gp_prices *prices,
+                                   const gp_fleet *fleet, const gp_replay_queues *queues,
+                                   gp_time from, gp_time to) {
+  gp_ledger_params p = {.from = from, .to = to, .group = group, .prices = prices};
   gp_ledger_report *rep = gp_ledger_report_new(&p);
-  /* The whole fleet is paid for over the whole replay: a failed node is still owned. */
   for (int i = 0; i < fleet->n_nodes; i++) {
     const gp_node *n = &fleet->nodes[i];
     if (n->n_gpus < 1) continue;
@@ -62,8 +81,8 @@ int gp__sim_cost_finish(gp__sim_cost *c, const gp_prices *prices, const gp_fleet
                             .gpus = n->n_gpus, .state = GP_LEDGER_UP, .start = from, .end = to};
     gp_ledger_report_add_node(rep, &nv);
   }
-  for (size_t k = 0; k < c->n; k++) {
-    const run_iv *v = &c->iv[k];
+  for (size_t k = 0; k < l->n; k++) {
+    const run_iv *v = &l->iv[k];
     const gp_node *n = &fleet->nodes[v->node];
     gp_ledger_job_iv jv = {.job = v->job + 1, .attempt = v->attempt,
                            .queue = queues->queues[v->queue].name, .user = v->user ? v->user : "",
@@ -72,6 +91,38 @@ int gp__sim_cost_finish(gp__sim_cost *c, const gp_prices *prices, const gp_fleet
                            .end = v->end, .used_gpu_s = -1, .energy_j = -1};
     for (uint32_t m = v->gpu_mask; m; m &= m - 1) gp_ledger_report_add_job(rep, &jv);
   }
+  return rep;
+}
+
+/* The job cost of the intervals of `l`: what those GPU-hours cost at their GPUs' prices.
+ * Only the job rows are read: freed stretches are what runs would have held, so two of
+ * them may overlap on one GPU and the report's idle rows mean nothing here. */
+static int price_idle(const iv_list *l, const gp_prices *prices, const gp_fleet *fleet,
+                      const gp_replay_queues *queues, gp_time from, gp_time to, double *cost,
+                      bool *unknown, gp_err *err) {
+  *cost = 0;
+  if (l->n == 0) return 0;
+  /* A freed stretch may reach past the replay's last end (the run it was cut from would
+   * have held it): the period is stretched to cover every interval. */
+  for (size_t k = 0; k < l->n; k++)
+    if (l->iv[k].end > to) to = l->iv[k].end;
+  gp_ledger_report *rep = report_of(l, 0, prices, fleet, queues, from, to);
+  const gp_ledger_row *rows = NULL;
+  int n_rows = 0;
+  int rc = gp_ledger_report_finish(rep, &rows, &n_rows, err);
+  for (int i = 0; !rc && i < n_rows; i++)
+    if (rows[i].kind == GP_LR_JOBS) {
+      *cost += rows[i].cost;
+      *unknown = *unknown || rows[i].cost_unknown;
+    }
+  gp_ledger_report_free(rep);
+  return rc;
+}
+
+int gp__sim_cost_finish(gp__sim_cost *c, const gp_prices *prices, const gp_fleet *fleet,
+                        const gp_replay_queues *queues, gp_time from, gp_time to,
+                        gp_replay_result *r, gp_err *err) {
+  gp_ledger_report *rep = report_of(&c->runs, GP_LG_QUEUE, prices, fleet, queues, from, to);
   const gp_ledger_row *rows = NULL;
   int n_rows = 0;
   int rc = gp_ledger_report_finish(rep, &rows, &n_rows, err);
@@ -107,5 +158,14 @@ int gp__sim_cost_finish(gp__sim_cost *c, const gp_prices *prices, const gp_fleet
   }
   t->fleet = gp_ledger_report_fleet_cost(rep);
   gp_ledger_report_free(rep);
+  if (!r->idle.modelled) return 0;
+  gp_replay_idle *id = &r->idle;
+  double held = 0;
+  if ((rc = price_idle(&c->held, prices, fleet, queues, from, to, &held, &id->cost_unknown, err)) ||
+      (rc = price_idle(&c->released, prices, fleet, queues, from, to, &id->released_cost,
+                       &id->cost_unknown, err)))
+    return rc;
+  id->priced = true;
+  id->cost = held + id->released_cost;
   return 0;
 }

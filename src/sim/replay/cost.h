@@ -9,6 +9,7 @@
 #ifndef GP_SIM_REPLAY_COST_H
 #define GP_SIM_REPLAY_COST_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "ledger/prices.h"
@@ -25,8 +26,16 @@ void gp__sim_cost_free(gp__sim_cost *c); /* accepts NULL */
 void gp__sim_cost_add(gp__sim_cost *c, int job, int attempt, int queue, const char *user,
                       int node, uint32_t gpu_mask, int gpu_milli, gp_time start, gp_time end);
 
+/* A stretch of a run held idle (released false) or freed by the idle policy (released
+ * true: the GPUs the run would have held idle after the policy acted), priced at the
+ * finish as the job's GPU-hours would be, so the money the idle policy frees is the job
+ * cost it takes off the idle stretches. */
+void gp__sim_cost_add_idle(gp__sim_cost *c, bool released, int job, int queue, const char *user,
+                           int node, uint32_t gpu_mask, int gpu_milli, gp_time start,
+                           gp_time end);
+
 /* Prices what was recorded over [from, to) with `prices` (borrowed) on `fleet` and fills
- * r->cost and r->queues[].cost / cost_unknown (strings in r->arena). GP_ESTATE when the
+ * r->cost, r->queues[].cost / cost_unknown and r->idle's money (strings in r->arena). GP_ESTATE when the
  * ledger finds the recorded intervals inconsistent with the fleet (a bug in the engine). */
 int gp__sim_cost_finish(gp__sim_cost *c, const gp_prices *prices, const gp_fleet *fleet,
                         const gp_replay_queues *queues, gp_time from, gp_time to,

@@ -25,6 +25,7 @@
 
 #define PEND_TASKS_MAX 64
 #define NO_CKPT INT64_MAX /* ckpt_next of a slot that is not running */
+#define NO_IDLE INT64_MAX /* idle_from of a run that never idles */
 
 enum sj_state { SJ_FUTURE = 0, SJ_PENDING, SJ_RUNNING, SJ_STOPPING, SJ_DONE, SJ_TIMEOUT, SJ_REJECTED };
 
@@ -46,6 +47,9 @@ typedef struct sjob {
   int64_t pend_step;      /* s->steps when it last became pending */
   int n_pl;
   gp_placement *pl;
+  gp_time idle_tail;      /* seconds at the end of its work it holds its GPUs idle */
+  gp_time idle_from;      /* this run idles from here to its end; NO_IDLE: it never does */
+  gp_time run_end;        /* when this run ends if nothing stops it */
 } sjob;
 
 typedef struct sim {
@@ -103,6 +107,7 @@ typedef struct sim {
   uint64_t rng;
   gp_replay_result *r;
   gp__sim_cost *cost;       /* the runs' intervals when the replay is priced, else NULL */
+  const gp_idle_policy **idle_pol; /* per queue: its idle policy, NULL: none */
   gp_err *err;
   double sched_seconds;
   int progress_pct;
@@ -355,11 +360,20 @@ static int *gpu_slot(sim *s, int node, int g) { return &s->gpu_used[node * GP_MA
 /* The job's run ends at `now`: its GPUs come free. */
 static void release(sim *s, int j, gp_time now) {
   sjob *sj = &s->jobs[j];
+  /* The idle stretch it held, from its start (or the run's) to now. */
+  gp_time idle0 = sj->idle_from > sj->run_start ? sj->idle_from : sj->run_start;
+  bool idled = sj->idle_from != NO_IDLE && now > idle0;
+  if (idled) s->r->idle.held_gpu_hours += sj->gpus * (double)(now - idle0) / 3600.0;
+  sj->idle_from = NO_IDLE;
   for (int p = 0; p < sj->n_pl; p++) {
     const gp_placement *pl = &sj->pl[p];
-    if (s->cost)
+    if (s->cost) {
       gp__sim_cost_add(s->cost, j, sj->restarts + 1, sj->queue, s->v[sj->view].user, pl->node,
                        pl->gpu_mask, pl->gpu_milli, sj->run_start, now);
+      if (idled)
+        gp__sim_cost_add_idle(s->cost, false, j, sj->queue, s->v[sj->view].user, pl->node,
+                              pl->gpu_mask, pl->gpu_milli, idle0, now);
+    }
     bool up = s->nodes[pl->node].state != GP_NODE_DOWN;
     for (int g = 0; g < GP_MAX_NODE_GPUS; g++)
       if (pl->gpu_mask & (1u << g)) {
@@ -440,6 +454,60 @@ static void holder_of(const sim *s, int node, int g, char *buf, size_t n) {
   }
 }
 
+/* ---- idle stretches ---- */
+
+/* gp_idle_due on the replay's clock: the core reads 0 as "not idle", while a trace's clock
+ * may start at 0, so times are taken from one second before the first arrival. */
+static gp_time idle_due(const sim *s, const gp_idle_rule *r, gp_time start, gp_time idle_from) {
+  gp_time base = s->t_first - 1;
+  return base + gp_idle_due(r, start - base, idle_from - base);
+}
+
+/* A run that just started at `now`: when its idle stretch begins (its remaining work is
+ * busy but the last idle_tail seconds; a run restarted inside its tail idles from its
+ * start), and, under an idle policy, an event when the policy's rule acts on it, if that
+ * comes before the run ends. */
+static void idle_plan(sim *s, int j, gp_time now) {
+  sjob *sj = &s->jobs[j];
+  sj->idle_from = NO_IDLE;
+  if (sj->idle_tail <= 0) return;
+  gp_time busy = sj->work_left > sj->idle_tail ? sj->work_left - sj->idle_tail : 0;
+  gp_time from = now + sj->run_overhead + busy;
+  if (from >= sj->run_end) return; /* a time limit ends it first */
+  sj->idle_from = from;
+  const gp_idle_policy *pol = s->idle_pol ? s->idle_pol[sj->queue] : NULL;
+  if (!pol || !pol->set) return;
+  const gp_idle_rule *rule = gp_idle_rule_for(pol, s->v[sj->view].priority_class);
+  gp_time due = idle_due(s, rule, now, from);
+  if (due < sj->run_end) gp__sim_heap_push(&s->heap, due, GP__EV_IDLE, j, sj->gen);
+}
+
+/* The idle policy acts on a running job at t. Every trace job is treated as requeueable
+ * training, so the priority class decides alone what may be done: notify frees nothing;
+ * requeue or cancel free its GPUs now, and since all that was left of its run was idle,
+ * its work is done: it ends here, completed. Returns true when GPUs came free. */
+static bool idle_act(sim *s, int j, gp_time t) {
+  sjob *sj = &s->jobs[j];
+  const gp_idle_policy *pol = s->idle_pol[sj->queue];
+  const char *prio = s->v[sj->view].priority_class;
+  gp_idle_action a = gp_idle_effective(gp_idle_rule_for(pol, prio), true, prio, NULL);
+  gp_replay_idle *id = &s->r->idle;
+  if (a == GP_IDLE_NOTIFY) {
+    id->notified++;
+    return false;
+  }
+  if (a == GP_IDLE_REQUEUE) id->requeued++;
+  else id->cancelled++;
+  id->released_gpu_hours += sj->gpus * (double)(sj->run_end - t) / 3600.0;
+  if (s->cost)
+    for (int p = 0; p < sj->n_pl; p++)
+      gp__sim_cost_add_idle(s->cost, true, j, sj->queue, s->v[sj->view].user, sj->pl[p].node,
+                            sj->pl[p].gpu_mask, sj->pl[p].gpu_milli, t, sj->run_end);
+  sj->timeout_run = false; /* its work is done: what a limit would have cut was idle */
+  finish(s, j, t);
+  return true;
+}
+
 static int apply_start(sim *s, int j, const gp_plan_start *st, gp_time now) {
   sjob *sj = &s->jobs[j];
   const gp_job *vj = &s->v[sj->view];
@@ -500,7 +568,9 @@ static int apply_start(sim *s, int j, const gp_plan_start *st, gp_time now) {
   gp_time need = sj->run_overhead + sj->work_left;
   gp_time limit = s->v[sj->view].time_limit;
   sj->timeout_run = sj->limit_enforced && limit > 0 && need > limit;
-  gp__sim_heap_push(&s->heap, now + (sj->timeout_run ? limit : need), GP__EV_COMPLETE, j, sj->gen);
+  sj->run_end = now + (sj->timeout_run ? limit : need);
+  gp__sim_heap_push(&s->heap, sj->run_end, GP__EV_COMPLETE, j, sj->gen);
+  idle_plan(s, j, now);
   gp_job *w = view_touch(s, sj->view);
   s->ckpt_next[sj->view] = now; /* looked at by the next refresh */
   w->state = GP_JOB_RUNNING;
@@ -665,6 +735,11 @@ static bool handle(sim *s, const gp__sim_event *e) {
   case GP__EV_NODE_REPAIR:
     node_repair(s, e->id, e->t);
     return true;
+  case GP__EV_IDLE: {
+    sjob *sj = &s->jobs[e->id];
+    if (sj->gen != e->gen || sj->state != SJ_RUNNING) return false;
+    return idle_act(s, e->id, e->t);
+  }
   }
   return false;
 }
@@ -705,6 +780,9 @@ static int build_jobs(sim *s, gp_job *protos) {
     sj->view = -1;
     sj->first_start = -1;
     sj->work_left = tj->duration;
+    sj->idle_from = NO_IDLE;
+    sj->idle_tail = gp_replay_idle_tail(s->cfg, t, i);
+    if (sj->idle_tail > 0) s->r->idle.jobs++;
     j->id = gp_arena_printf(s->arena, "%08zu", i);
     j->queue = s->queues->queues[sj->queue].name;
     j->user = gp_trace_name(t, tj->user);
@@ -896,11 +974,29 @@ static gp_time *scale_arrivals(sim *s) {
   return arrive;
 }
 
+/* Each queue's idle policy: its own from the policy's `queues:`, else the one for all. */
+static int idle_policies(sim *s) {
+  const gp_replay_idle_policy *p = s->cfg->idle_policy;
+  if (!p) return 0;
+  s->r->idle.policy = true;
+  s->idle_pol = gp_xcalloc((size_t)s->nq, sizeof *s->idle_pol);
+  for (int q = 0; q < s->nq; q++) s->idle_pol[q] = &p->all;
+  for (int i = 0; i < p->n; i++) {
+    int q = find_queue(s->queues, p->queue[i]);
+    if (q < 0)
+      return gp_err_set(s->err, GP_EINVAL, NULL, 0, "idle_policy.queues",
+                        "queue '%s' is not among the replay's queues", p->queue[i]);
+    s->idle_pol[q] = &p->policy[i];
+  }
+  return 0;
+}
+
 /* The jobs' view entries (protos) and the clock's start: the CSV header and the first
  * failure of every node when nodes fail. */
 static int prepare_jobs(sim *s, gp_job *protos) {
   if (s->cfg->partition) build_partitions(s);
-  int rc = build_jobs(s, protos);
+  int rc = idle_policies(s);
+  if (!rc) rc = build_jobs(s, protos);
   s->need_count = gp_xcalloc((size_t)s->max_need + 2, sizeof *s->need_count);
   s->min_need = s->max_need + 1;
   if (rc) return rc;
@@ -920,14 +1016,17 @@ static void take_events(sim *s, gp_time t, bool *dirty, bool *freed, gp_time *t_
   while ((top = gp__sim_heap_top(&s->heap)) && top->t == t) {
     gp__sim_event e;
     gp__sim_heap_pop(&s->heap, &e);
-    if (handle(s, &e)) {
+    bool handled = handle(s, &e);
+    if (handled) {
       /* A failure requeues jobs: always worth a call. GPUs coming free let a job
        * start only if one could use them, unless the policy may preempt (a queue's
        * fair share can move and allow a reclaim). */
       if (e.kind == GP__EV_NODE_FAIL || s->can_preempt) *dirty = true;
       else *freed = true;
     }
-    if (e.kind == GP__EV_COMPLETE || e.kind == GP__EV_GRACE_END) *t_end = t;
+    /* An idle event that freed GPUs ended its job. */
+    if (e.kind == GP__EV_COMPLETE || e.kind == GP__EV_GRACE_END || (e.kind == GP__EV_IDLE && handled))
+      *t_end = t;
   }
 }
 
@@ -1055,6 +1154,7 @@ static void sim_free(sim *s) {
   gp__sim_heap_done(&s->fifo);
   free(s->need_count);
   gp__sim_cost_free(s->cost);
+  free(s->idle_pol);
 }
 
 int gp_replay_run(const gp_replay_config *cfg, const gp_trace *trace, const gp_fleet *fleet,
@@ -1075,6 +1175,9 @@ int gp_replay_run(const gp_replay_config *cfg, const gp_trace *trace, const gp_f
   if (!rc) rc = run_events(s, protos, &t_end);
   if (cfg->progress) fprintf(stderr, "\r%80s\r", ""); /* clears the progress line */
   if (!rc) record_outcomes(s, t_end);
+  r->idle.modelled = r->idle.jobs > 0;
+  r->idle.assumed = r->idle.modelled && cfg->idle_fraction > 0 && cfg->idle_share > 0;
+  r->idle.gpu_hours = r->idle.held_gpu_hours + r->idle.released_gpu_hours;
   /* Priced over [first submission, last end): a replay in which nothing ran for even a
    * second still owns its fleet for that second. */
   if (!rc && s->cost)

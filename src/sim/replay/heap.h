@@ -16,6 +16,7 @@ typedef enum gp__sim_ev_kind {
   GP__EV_GRACE_END,    /* a preempted job's grace period is over: it lets go of its GPUs */
   GP__EV_NODE_FAIL,
   GP__EV_NODE_REPAIR,
+  GP__EV_IDLE,         /* a run's idle stretch has lasted the idle policy's window */
 } gp__sim_ev_kind;
 
 typedef struct gp__sim_event {

@@ -211,6 +211,27 @@ static void summary_table(gp_buf *b, gp_replay_result *const *r, int n) {
       gp_buf_puts(b, "</tr>\n");
     }
   }
+  bool idle = false, assumed = false;
+  for (int i = 0; i < n; i++) {
+    idle = idle || r[i]->idle.modelled || r[i]->idle.policy;
+    assumed = assumed || r[i]->idle.assumed;
+  }
+  if (idle) {
+    ROW(assumed ? "idle in jobs GPU-hours (assumed)" : "idle in jobs GPU-hours", "%.1f",
+        r[i]->idle.gpu_hours);
+    ROW("released by the idle policy (GPU-hours)", "%.1f", r[i]->idle.released_gpu_hours);
+    ROW("idle jobs requeued", "%lld", (long long)r[i]->idle.requeued);
+    ROW("idle jobs cancelled", "%lld", (long long)r[i]->idle.cancelled);
+    ROW("idle jobs notified", "%lld", (long long)r[i]->idle.notified);
+    if (r[0]->idle.priced) {
+      ROW("idle in jobs cost", "%.2f", r[i]->idle.cost);
+      ROW("released cost", "%.2f", r[i]->idle.released_cost);
+    }
+    if (r[0]->idle.has_baseline) {
+      ROW("avg wait without the idle policy (h)", "%.3f", r[i]->idle.base_avg_wait_s / 3600);
+      ROW("avg JCT without the idle policy (h)", "%.3f", r[i]->idle.base_avg_jct_s / 3600);
+    }
+  }
 #undef ROW
   gp_buf_puts(b, "</table>\n");
 }

@@ -10,7 +10,9 @@
  * plan to its virtual cluster: starts (placements are checked against the GPUs it knows are
  * free: a plan that double-books a GPU stops the replay with an error), preemptions (a
  * grace period, then the job is requeued and loses the work since its last checkpoint),
- * and jobs the core ends as impossible. Reservations are information only.
+ * and jobs the core ends as impossible. Reservations are information only. A job may hold
+ * its GPUs idle for the end of its run (the trace's idle_tail or the assumed idle model);
+ * an idle policy acts on those stretches as the server's does (core/idle.h).
  *
  * Determinism: the same trace, fleet, queues, policy and seed give byte-identical results
  * (wall_seconds, the replay's own run time, is the only exception). */
@@ -21,6 +23,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "core/idle.h"
 #include "core/model.h"
 #include "sim/trace/trace.h"
 #include "util/error.h"
@@ -95,6 +98,22 @@ bool gp_replay_preset_partitioned(gp_replay_preset preset);
  * `arena`. */
 int gp_replay_policy_load(const char *path, gp_arena *arena, gp_policy *ret, gp_err *err);
 
+/* The idle-GPU policy of a replay (`--idle-policy FILE`): the server's `idle_policy` map
+ * (docs/config.md) for every queue, and optionally per queue. Owns its strings. */
+typedef struct gp_replay_idle_policy {
+  gp_idle_policy all;          /* queues without their own (may be unset: no policy) */
+  int n;                       /* queues with their own */
+  const char **queue;
+  gp_idle_policy *policy;
+  gp_arena *arena;
+} gp_replay_idle_policy;
+
+/* Reads `idle_policy: {window, grace, action, threshold_pct, interactive}` and an optional
+ * `queues: {NAME: {...}}` with the same keys for the queues that differ, with the reader
+ * the server uses (gp_idle_policy_read): the same defaults and errors (file, line, key). */
+int gp_replay_idle_policy_load(const char *path, gp_replay_idle_policy **ret, gp_err *err);
+void gp_replay_idle_policy_free(gp_replay_idle_policy *p); /* accepts NULL */
+
 typedef struct gp_replay_config {
   const char *policy_name;      /* for reports: "fifo", "gpool", or the policy file's name */
   gp_policy policy;
@@ -115,6 +134,11 @@ typedef struct gp_replay_config {
                                    are never older than this; 0: never (default 3600) */
   bool every_event;             /* call the core after every batch, skipping nothing (for
                                    checking that skipped calls change no outcome) */
+  double idle_fraction;         /* the idle model (--idle-tail): this share of the jobs, */
+  double idle_share;            /* chosen by the seed, hold their GPUs idle for the last
+                                   idle_share of their duration; 0: only the trace's own
+                                   idle_tail. An assumption, not a measurement */
+  const gp_replay_idle_policy *idle_policy; /* acts on idle stretches; NULL: none. Borrowed */
   const struct gp_prices *prices; /* price the replay (ledger/prices.h); NULL: no cost
                                    figures. Borrowed for the run */
   FILE *csv;                    /* time series, one row per simulated minute; may be NULL */
@@ -126,6 +150,13 @@ typedef struct gp_replay_config {
  * *ret holds one reference (gp_replay_prices_free). */
 int gp_replay_prices_load(const char *path, struct gp_prices **ret, gp_err *err);
 void gp_replay_prices_free(struct gp_prices *p); /* accepts NULL */
+
+/* Seconds of idle tail of trace job i: the trace's own `idle_tail` when it gives one above
+ * 0; otherwise, for a job the idle model (cfg->idle_fraction) picks, idle_share of its
+ * duration. The pick is a hash of
+ * the seed and the job's line, so the same seed picks the same jobs whatever else the
+ * replay does. */
+gp_time gp_replay_idle_tail(const gp_replay_config *cfg, const gp_trace *trace, size_t i);
 
 /* Defaults: overestimate 2, checkpoint 30 min, restart overhead 60 s, grace 30 s, no
  * failures, repair 1 h, seed 1. */
@@ -161,6 +192,24 @@ typedef struct gp_replay_cost {
   bool unknown;                  /* some GPU-hour had no price: the figures are too low */
 } gp_replay_cost;
 
+/* Idle GPUs: the stretches at the end of runs that hold GPUs without using them (the
+ * trace's idle_tail or the idle model) and what the idle policy did about them. */
+typedef struct gp_replay_idle {
+  bool modelled;                 /* some job had an idle tail */
+  bool assumed;                  /* the tails come from the idle model (--idle-tail) */
+  int64_t jobs;                  /* jobs with an idle tail */
+  double gpu_hours;              /* idle GPU-hours of the model: held + released */
+  double held_gpu_hours;         /* of which jobs held until they ended (or were preempted) */
+  bool policy;                   /* an idle policy ran */
+  int64_t notified, requeued, cancelled; /* its actions, one per run at most */
+  double released_gpu_hours;     /* GPU-hours freed: from the action to the run's end */
+  bool priced;                   /* the money below is set (a priced replay) */
+  double cost, released_cost;    /* idle GPU-hours and released ones at their GPUs' prices */
+  bool cost_unknown;             /* some of them had no price */
+  bool has_baseline;             /* the same replay without the policy ran (set by callers) */
+  double base_avg_wait_s, base_avg_jct_s;
+} gp_replay_idle;
+
 /* The time series kept for charts: a bounded number of evenly spaced samples. */
 typedef struct gp_replay_series {
   int n, cap, n_queues;
@@ -191,6 +240,7 @@ typedef struct gp_replay_result {
   int n_queues;
   gp_replay_queue_stats *queues;
   gp_replay_cost cost;
+  gp_replay_idle idle;
   int64_t n_jct;
   double *jct_sorted;            /* finished jobs' completion times, ascending */
   gp_replay_series series;

@@ -18,6 +18,34 @@ static json_t *num(double v, int decimals) {
   return json_real(r);
 }
 
+/* The idle figures: only when the replay modelled idle stretches or ran an idle policy,
+ * so every other replay's output stays as it was. */
+static json_t *idle_obj(const gp_replay_result *r) {
+  const gp_replay_idle *id = &r->idle;
+  json_t *o = json_object();
+  json_object_set_new(o, "assumed", json_boolean(id->assumed));
+  json_object_set_new(o, "jobs", json_integer(id->jobs));
+  json_object_set_new(o, "gpu_hours", num(id->gpu_hours, 3));
+  json_object_set_new(o, "held_gpu_hours", num(id->held_gpu_hours, 3));
+  json_object_set_new(o, "policy", json_boolean(id->policy));
+  json_object_set_new(o, "notified", json_integer(id->notified));
+  json_object_set_new(o, "requeued", json_integer(id->requeued));
+  json_object_set_new(o, "cancelled", json_integer(id->cancelled));
+  json_object_set_new(o, "released_gpu_hours", num(id->released_gpu_hours, 3));
+  if (id->priced) {
+    json_object_set_new(o, "cost", num(id->cost, 2));
+    json_object_set_new(o, "released_cost", num(id->released_cost, 2));
+    json_object_set_new(o, "cost_unknown", json_boolean(id->cost_unknown));
+  }
+  if (id->has_baseline) {
+    json_object_set_new(o, "baseline_avg_wait_s", num(id->base_avg_wait_s, 3));
+    json_object_set_new(o, "baseline_avg_jct_s", num(id->base_avg_jct_s, 3));
+    json_object_set_new(o, "avg_wait_change_s", num(r->avg_wait_s - id->base_avg_wait_s, 3));
+    json_object_set_new(o, "avg_jct_change_s", num(r->avg_jct_s - id->base_avg_jct_s, 3));
+  }
+  return o;
+}
+
 static json_t *result_obj(const gp_replay_result *r, bool with_wall) {
   json_t *o = json_object();
   json_object_set_new(o, "policy", json_string(r->policy));
@@ -79,6 +107,7 @@ static json_t *result_obj(const gp_replay_result *r, bool with_wall) {
     json_object_set_new(co, "unknown", json_boolean(c->unknown));
     json_object_set_new(o, "cost", co);
   }
+  if (r->idle.modelled || r->idle.policy) json_object_set_new(o, "idle", idle_obj(r));
   return o;
 }
 
@@ -116,6 +145,35 @@ static const char *human_s(double s, char *buf, size_t n) {
   return buf;
 }
 
+/* Seconds with a sign, for changes: "-42s", "+1.5h". */
+static const char *human_delta(double s, char *buf, size_t n) {
+  char tmp[32];
+  snprintf(buf, n, "%s%s", s < 0 ? "-" : "+", human_s(fabs(s), tmp, sizeof tmp));
+  return buf;
+}
+
+static void print_idle(FILE *out, const gp_replay_result *r) {
+  const gp_replay_idle *id = &r->idle;
+  char a[32], b[32], c[32], d[32];
+  if (id->assumed)
+    fputs("  idle model (ASSUMED, not measured: --idle-tail picks jobs that hold their GPUs idle\n"
+          "  at the end of their run; the trace has no utilisation):\n", out);
+  fprintf(out, "  idle in jobs: %lld jobs idle at the end of their run, %.1f GPU-hours (%.1f held)\n",
+          (long long)id->jobs, id->gpu_hours, id->held_gpu_hours);
+  if (id->policy)
+    fprintf(out, "  idle policy released %.1f GPU-hours (%lld requeued, %lld cancelled, %lld notified)\n",
+            id->released_gpu_hours, (long long)id->requeued, (long long)id->cancelled,
+            (long long)id->notified);
+  if (id->priced)
+    fprintf(out, "  idle in jobs cost (%s) %.2f, released by the policy %.2f%s\n", r->cost.currency,
+            id->cost, id->released_cost, id->cost_unknown ? " (some GPU-hours had no price)" : "");
+  if (id->has_baseline)
+    fprintf(out, "  without the policy: avg wait %s (%s), avg JCT %s (%s)\n",
+            human_s(id->base_avg_wait_s, a, 32), human_delta(r->avg_wait_s - id->base_avg_wait_s, b, 32),
+            human_s(id->base_avg_jct_s, c, 32), human_delta(r->avg_jct_s - id->base_avg_jct_s, d, 32));
+  fputc('\n', out);
+}
+
 void gp_replay_print_table(FILE *out, const gp_replay_result *r) {
   char a[32], b[32], c[32], d[32];
   fprintf(out, "policy %s: %lld jobs (%lld completed, %lld timed out, %lld rejected, %lld unfinished)\n",
@@ -141,6 +199,7 @@ void gp_replay_print_table(FILE *out, const gp_replay_result *r) {
     if (k->unknown) fputs("  (some GPU-hours had no price: the figures leave them out)\n", out);
     fputc('\n', out);
   }
+  if (r->idle.modelled || r->idle.policy) print_idle(out, r);
   fprintf(out, "  %-16s %9s %7s %9s %9s %9s %9s %8s %8s %6s %6s", "QUEUE", "DESERVED", "JOBS",
           "AVG WAIT", "P95 WAIT", "AVG JCT", "GPU-H", "AVG GPU", "FAIR", "RATIO", "PREEMPT");
   if (k->priced) fprintf(out, " %12s", "COST");
@@ -205,6 +264,26 @@ void gp_replay_print_compare(FILE *out, gp_replay_result *const *r, int n) {
       snprintf(label, sizeof label, "cost %.17s", r[0]->queues[q].name);
       ROW_F(label, ".2f", q < r[i]->n_queues ? r[i]->queues[q].cost : 0);
     }
+  }
+  bool idle = false;
+  for (int i = 0; i < n; i++) idle = idle || r[i]->idle.modelled || r[i]->idle.policy;
+  if (idle) {
+    ROW_F("idle in jobs GPU-h", ".1f", r[i]->idle.gpu_hours);
+    ROW_F("released GPU-hours", ".1f", r[i]->idle.released_gpu_hours);
+    ROW_F("idle requeued", "lld", (long long)r[i]->idle.requeued);
+    ROW_F("idle cancelled", "lld", (long long)r[i]->idle.cancelled);
+    ROW_F("idle notified", "lld", (long long)r[i]->idle.notified);
+    if (r[0]->idle.priced) {
+      ROW_F("idle in jobs cost", ".2f", r[i]->idle.cost);
+      ROW_F("released cost", ".2f", r[i]->idle.released_cost);
+    }
+    if (r[0]->idle.has_baseline) {
+      ROW_S("avg wait w/o policy", idle.base_avg_wait_s);
+      ROW_S("avg JCT w/o policy", idle.base_avg_jct_s);
+    }
+    bool assumed = false;
+    for (int i = 0; i < n; i++) assumed = assumed || r[i]->idle.assumed;
+    if (assumed) fputs("(idle stretches ASSUMED by --idle-tail, not measured)\n", out);
   }
 #undef ROW_S
 #undef ROW_F

@@ -30,7 +30,7 @@ static const colmap generic_cols[] = {
     {"queue", GP__COL_QUEUE},        {"user", GP__COL_USER},
     {"priority", GP__COL_PRIORITY},  {"time_limit", GP__COL_TIME_LIMIT},
     {"gpu_model", GP__COL_GPU_MODEL}, {"id", GP__COL_ID},
-    {NULL, 0}};
+    {"idle_tail", GP__COL_IDLE_TAIL}, {NULL, 0}};
 
 /* Columns a format cannot do without. */
 static const char *const philly_required[] = {"timestamp", "duration", "num_gpus", "cluster", NULL};

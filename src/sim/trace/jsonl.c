@@ -17,6 +17,7 @@ static const struct {
     {"queue", GP__COL_QUEUE},        {"user", GP__COL_USER},
     {"priority", GP__COL_PRIORITY},  {"time_limit", GP__COL_TIME_LIMIT},
     {"gpu_model", GP__COL_GPU_MODEL}, {"id", GP__COL_ID},
+    {"idle_tail", GP__COL_IDLE_TAIL},
 };
 
 int gp__sim_trace_read_jsonl(gp_trace *t, char *text, size_t len, const gp_trace_opts *o,

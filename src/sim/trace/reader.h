@@ -22,6 +22,7 @@ typedef enum gp__sim_trace_col {
   GP__COL_CPU_MILLI,
   GP__COL_MEM_MIB,
   GP__COL_ID,
+  GP__COL_IDLE_TAIL,  /* generic: seconds idle at the end of the run, 0..duration */
   GP__COL_COUNT
 } gp__sim_trace_col;
 

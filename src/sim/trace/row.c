@@ -169,6 +169,16 @@ int gp__sim_trace_add_row(gp_trace *t, gp_trace_format fmt, const gp_trace_opts 
       return bad(t, r, GP__COL_TIME_LIMIT, "time_limit", err,
                  "expected seconds or a duration such as 4h or 1-00:00:00");
   }
+  if (present(r, GP__COL_IDLE_TAIL)) {
+    /* The stretch at the end of the run that holds GPUs without using them: part of the
+     * run, so never longer than it. */
+    if (parse_seconds(r->v[GP__COL_IDLE_TAIL], true, &j.idle_tail))
+      return bad(t, r, GP__COL_IDLE_TAIL, "idle_tail", err,
+                 "expected seconds or a duration such as 30m");
+    if (j.idle_tail > j.duration)
+      return bad(t, r, GP__COL_IDLE_TAIL, "idle_tail", err,
+                 "longer than the job's duration");
+  }
   if (present(r, GP__COL_CPU_MILLI) &&
       (gp_parse_int64(r->v[GP__COL_CPU_MILLI], &j.cpu_milli) || j.cpu_milli < 0 ||
        j.cpu_milli > ((int64_t)1 << 40)))
@@ -203,6 +213,7 @@ int gp__sim_trace_add_row(gp_trace *t, gp_trace_format fmt, const gp_trace_opts 
                       GP_TRACE_MAX_JOBS);
   if ((t->n_jobs & (t->n_jobs - 1)) == 0)
     t->jobs = gp_xrealloc(t->jobs, (t->n_jobs ? t->n_jobs * 2 : 1) * sizeof *t->jobs);
+  if (present(r, GP__COL_IDLE_TAIL)) t->has_idle_tail = true;
   t->jobs[t->n_jobs++] = j;
   return 0;
 }

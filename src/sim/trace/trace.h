@@ -50,6 +50,8 @@ typedef struct gp_trace_job {
   int gpu_models;      /* '|'-separated accepted models, index into names, or -1: any */
   int id;              /* the trace's own job name, index into names, or -1 */
   int line;            /* 1-based line of the row in the file */
+  int64_t idle_tail;   /* seconds at the end of the run during which the job holds its GPUs
+                          idle (generic formats' `idle_tail`, 0..duration); 0: none */
 } gp_trace_job;
 
 typedef struct gp_trace {
@@ -59,6 +61,7 @@ typedef struct gp_trace {
   gp_trace_job *jobs;    /* sorted by (submit, line) */
   size_t n_names;
   char **names;          /* interned strings */
+  bool has_idle_tail;    /* some row gave `idle_tail` (the generic formats' optional field) */
   size_t bad_rows;       /* rows skipped as malformed (with skip_bad) */
   gp_buf bad_report;     /* "file:line: field: problem\n" for the first GP_TRACE_MAX_REPORTED */
   /* internal: the intern hash table */
