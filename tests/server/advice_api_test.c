@@ -141,6 +141,48 @@ static void a_user_sees_only_their_own_advice(void) {
   tsrv_stop(&t);
 }
 
+/* A running job whose agent reports no SM use past its queue's idle window is advised as
+ * idle now, to its owner and an admin, never to another user. */
+static void a_job_idle_now_is_advised(void) {
+  tsrv t = {0};
+  tsrv_start(&t);
+  CHECK_EQ_INT(201, tsrv_req(&t, "PUT", "/v1/queues/idle-q", ADMIN,
+                             "{\"users\": [\"*\"], \"deserved\": 1, \"idle_policy\": {\"window\": 1, \"grace\": 0}}"));
+  register_n1(&t);
+  char *id = tsrv_submit(&t, ALICE, "{\"queue\": \"idle-q\", \"name\": \"nb\", \"command\": [\"x\"], \"gpus\": 1}");
+  REQUIRE(id);
+  REQUIRE(tsrv_wait_state(&t, id, "running"));
+  json_t *hb = tsrv_heartbeat(&t, "n1", 0, 0, NULL);
+  REQUIRE(hb);
+  long long gen = (long long)json_integer_value(json_object_get(hb, "gen"));
+  json_decref(hb);
+  /* Reports of no use every 0.5 s until a span is judged (4 s) and the window has passed. */
+  json_t *it = NULL;
+  for (int k = 0; k < 30 && !it; k++) {
+    char body[512];
+    snprintf(body, sizeof body, "{\"node\": \"n1\", \"gen\": %lld, \"wait_ms\": 0, \"events\": [], "
+             "\"jobs\": [{\"id\": \"%s\", \"usage\": {\"sm_busy_gpu_s\": 0.0}}]}", gen, id);
+    json_t *o = NULL;
+    CHECK_EQ_INT(200, tsrv_agent_call(&t, "/v1/agent/heartbeat", body, &o));
+    if (o) gen = (long long)json_integer_value(json_object_get(o, "gen"));
+    json_decref(o);
+    CHECK_EQ_INT(200, tsrv_req(&t, "GET", "/v1/advice", ALICE, NULL));
+    it = item(&t, "idle_now", "alice");
+    if (!it) usleep(500000);
+  }
+  REQUIRE(it);
+  CHECK_EQ_INT(atoll(id), json_integer_value(json_object_get(it, "job")));
+  CHECK_EQ_STR("nb", s_of(it, "name"));
+  CHECK_CONTAINS(s_of(it, "message"), "has been idle for");
+  CHECK_NEAR(1, json_number_value(json_object_get(json_object_get(it, "evidence"), "gpus")), 1e-9);
+  CHECK_EQ_INT(200, tsrv_req(&t, "GET", "/v1/advice", BOB, NULL));
+  CHECK(!item(&t, "idle_now", NULL));
+  CHECK_EQ_INT(200, tsrv_req(&t, "GET", "/v1/advice", ADMIN, NULL));
+  CHECK(item(&t, "idle_now", "alice"));
+  free(id);
+  tsrv_stop(&t);
+}
+
 /* Runs `gpool CMD --server ... --token ... ARGS` against t's server; returns its exit
  * status and its output (stdout and stderr) in out. */
 static int run_cli(const tsrv *t, const char *token, const char *cmd_args, char *out, size_t cap) {
@@ -244,5 +286,5 @@ static void bad_parameters_get_400_naming_them(void) {
 }
 
 GP_TESTS(a_job_that_used_15_gib_is_advised_a_2g_slice, a_user_sees_only_their_own_advice,
-         an_ended_jobs_use_outlives_it, the_cli_prints_the_advice,
+         an_ended_jobs_use_outlives_it, a_job_idle_now_is_advised, the_cli_prints_the_advice,
          bad_parameters_get_400_naming_them)
