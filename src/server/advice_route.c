@@ -138,20 +138,16 @@ static void copy_idle(const gp_srv_state *s, gp_srv_advice *adv, int64_t now) {
   size_t cap = 0;
   for (int i = 0; i < s->n_active; i++) {
     const gp_srv_job *j = s->active[i];
-    if (j->state != GP_JOB_RUNNING || j->idle.idle_since <= 0 || j->n_alloc <= 0) continue;
+    if (j->n_alloc <= 0 || !gp__srv_idle_now(s, j, now)) continue;
     if (adv->user && strcmp(adv->user, j->user) != 0) continue;
-    const gp_srv_queue *q = gp__srv_queue_get(s, j->queue);
-    const gp_idle_rule *rule = q && q->idle_policy.set ? gp_idle_rule_for(&q->idle_policy, j->priority) : NULL;
-    int64_t window = rule ? rule->window_s : GP_SRV_IDLE_WINDOW_S;
-    if (now - j->idle.idle_since < window) continue;
+    const gp_idle_rule *rule = gp__srv_idle_rule(s, j);
     double share = 0;
     const gp_srv_node *n = NULL;
     for (int t = 0; t < j->n_alloc; t++) {
       const gp_srv_alloc *a = &j->alloc[t];
       if (a->node < 0 || a->node >= s->n_nodes) continue;
       n = s->nodes[a->node];
-      for (uint32_t m = a->gpu_mask; m; m &= m - 1)
-        if (__builtin_ctz(m) < n->n_gpus) share += gp__srv_gpu_share(n, __builtin_ctz(m), a);
+      share += gp__srv_task_share(s, a);
     }
     if (!n) continue;
     gp_xgrow((void **)&adv->idle, &cap, (size_t)adv->n_idle + 1, sizeof *adv->idle);

@@ -49,8 +49,7 @@ double gp__srv_gpu_share(const gp_srv_node *n, int gpu, const gp_srv_alloc *a) {
   return 1;
 }
 
-/* The GPUs' total share held by one task. */
-static double task_share(const gp_srv_state *s, const gp_srv_alloc *a) {
+double gp__srv_task_share(const gp_srv_state *s, const gp_srv_alloc *a) {
   if (a->node < 0 || a->node >= s->n_nodes) return 0;
   const gp_srv_node *n = s->nodes[a->node];
   double sum = 0;
@@ -68,7 +67,7 @@ void gp__srv_job_use(const gp_srv_state *s, const gp_srv_job *j, double *busy_gp
     const gp_srv_alloc *a = &j->alloc[t];
     if (a->used_gpu_s < 0) busy = -1;
     else if (busy >= 0) busy += a->used_gpu_s;
-    share += task_share(s, a);
+    share += gp__srv_task_share(s, a);
   }
   *busy_gpu_s = j->n_alloc > 0 ? busy : -1;
   *share_gpus = share;
@@ -99,7 +98,7 @@ static gp_srv_usage_sum *sum_for(gp_srv_state *s, const char *queue, const char 
 static void add_task(const gp_srv_state *s, const gp_srv_job *j, const gp_srv_alloc *a,
                      int64_t now, double *gpu_s, double *used_gpu_s, double *measured_gpu_s) {
   int64_t held = j->started_at > 0 && now > j->started_at ? now - j->started_at : 0;
-  double g = task_share(s, a) * (double)held;
+  double g = gp__srv_task_share(s, a) * (double)held;
   *gpu_s += g;
   if (a->used_gpu_s >= 0) {
     *used_gpu_s += a->used_gpu_s;
@@ -270,11 +269,11 @@ int gp__srv_ledger_use(gp_srv_state *s, gp_srv_job *j, int node, double used_gpu
   double node_share = 0;
   bool changed = false;
   for (int t = 0; t < j->n_alloc; t++)
-    if (j->alloc[t].node == node) node_share += task_share(s, &j->alloc[t]);
+    if (j->alloc[t].node == node) node_share += gp__srv_task_share(s, &j->alloc[t]);
   for (int t = 0; t < j->n_alloc; t++) {
     gp_srv_alloc *a = &j->alloc[t];
     if (a->node != node || node_share <= 0) continue;
-    double part = task_share(s, a) / node_share;
+    double part = gp__srv_task_share(s, a) / node_share;
     if (used_gpu_s >= 0 && a->used_gpu_s != used_gpu_s * part) {
       a->used_gpu_s = used_gpu_s * part;
       changed = true;

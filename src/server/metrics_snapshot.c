@@ -44,12 +44,7 @@ static double task_cost_rate(const gp_srv_state *s, const gp_srv_alloc *a, int64
   const gp_srv_node *n = s->nodes[a->node];
   double rate;
   if (!gp_prices_rate(s->prices, n->model, n->capacity, now, &rate)) return 0;
-  double share = 0;
-  for (uint32_t m = a->gpu_mask; m; m &= m - 1) {
-    int g = __builtin_ctz(m);
-    if (g < n->n_gpus) share += gp__srv_gpu_share(n, g, a);
-  }
-  return share * rate;
+  return gp__srv_task_share(s, a) * rate;
 }
 
 typedef struct budget_rows {

@@ -464,6 +464,8 @@ int gp__srv_state_tick(gp_srv_state *s, int64_t now_s, int64_t now_ms, gp_err *e
 bool gp__srv_ledger_off_env(void);
 /* The part of GPU `gpu` of node n that task allocation `a` holds, in (0, 1]. */
 double gp__srv_gpu_share(const gp_srv_node *n, int gpu, const gp_srv_alloc *a);
+/* The GPUs' total share held by one task (the sum of gp__srv_gpu_share over its GPUs). */
+double gp__srv_task_share(const gp_srv_state *s, const gp_srv_alloc *a);
 /* A run starts (its allocations just stored): one interval per (task, GPU), a new attempt. */
 int gp__srv_ledger_open_job(gp_srv_state *s, gp_srv_job *j, int64_t now, gp_err *err);
 /* The run's allocations are freed: its intervals close, its attempt ends, the totals grow. */

@@ -91,11 +91,22 @@ static void a_flood_from_one_address_leaves_room_for_every_other(void) {
   CHECK_EQ_INT(200, get_from(&t, "127.0.0.2", "/healthz", NULL));
   CHECK_EQ_INT(200, get_from(&t, "127.0.0.3", "/v1/queues", ADMIN));
   printf("  two requests from other addresses during the flood: %lld ms\n", (long long)(tsrv_now_ms() - t0));
-  /* The flood's address holds at most its cap; the rest were closed at once. */
-  usleep(200 * 1000);
-  int open = 0;
-  for (int i = 0; i < FLOOD; i++)
-    if (fds[i] >= 0 && !closed_within(fds[i], 1)) open++;
+  /* The flood's address holds at most its cap; the rest are closed at once (within a few
+   * seconds on a loaded machine: the server closes them as it accepts them). */
+  int open = FLOOD;
+  for (int64_t until = tsrv_now_ms() + 5000; open > 16 && tsrv_now_ms() < until;) {
+    usleep(100 * 1000);
+    open = 0;
+    for (int i = 0; i < FLOOD; i++) {
+      if (fds[i] < 0) continue;
+      if (closed_within(fds[i], 1)) {
+        close(fds[i]);
+        fds[i] = -1;
+      } else {
+        open++;
+      }
+    }
+  }
   printf("  flood connections still open: %d of %d\n", open, FLOOD);
   CHECK(open <= 16);
   for (int i = 0; i < FLOOD; i++)
