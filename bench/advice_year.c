@@ -20,41 +20,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "ledger/advice.h"
 #include "server/server.h"
 #include "store/store.h"
 #include "util/doc.h"
 
-#define JAN1 INT64_C(1767225600) /* 2026-01-01T00:00:00Z */
-#define YEAR_S (INT64_C(365) * 86400)
-#define MAR1 (JAN1 + INT64_C(59) * 86400)
-#define APR1 (MAR1 + INT64_C(31) * 86400)
-#define NODES 2000
-#define GPUS 8
-
-static const char *const models[4] = {"H100-80GB", "A100-80GB", "H200-141GB", "L40S-48GB"};
-static const char *const capacities[4] = {"on-demand", "reserved", "spot", "on-prem"};
-
-static uint64_t rng = 0x9e3779b97f4a7c15ull;
-static uint64_t next_rand(void) {
-  rng ^= rng << 13;
-  rng ^= rng >> 7;
-  rng ^= rng << 17;
-  return rng;
-}
-
-static double clock_ms(clockid_t c) {
-  struct timespec ts;
-  clock_gettime(c, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static int fail(const char *what, const gp_err *e) {
-  fprintf(stderr, "bench_advice_year: %s: %s\n", what, e->message);
-  return 1;
-}
+#include "ledger_year.h"
 
 /* The ended job's document, shaped as the server stores it. */
 static void job_doc(char *doc, size_t cap, int64_t job, const char *user, const char *queue,
@@ -88,62 +60,13 @@ static void job_doc(char *doc, size_t cap, int64_t job, const char *user, const 
   snprintf(doc + n, cap - (size_t)n, "}");
 }
 
-static int write_store(const char *path, long intervals) {
-  gp_store *st = NULL;
-  gp_err e = {0};
-  remove(path);
-  if (gp_store_sqlite_open(path, &st, &e)) return fail(path, &e);
-  if (gp_store_begin(st, &e)) return fail("begin", &e);
-  char node[32], user[32], queue[32], uuid[48], doc[2048];
-  for (int n = 0; n < NODES; n++) {
-    snprintf(node, sizeof node, "node-%04d", n);
-    gp_store_node_interval ni = {.node = node, .model = models[n % 4],
-                                 .capacity = capacities[(n / 4) % 4], .gpus = GPUS};
-    int64_t drain = JAN1 + (int64_t)(next_rand() % 360) * 86400;
-    const struct { const char *state; int64_t start; } parts[] = {
-        {"up", JAN1}, {"drained", drain}, {"up", drain + 2 * 86400}};
-    for (int p = 0; p < 3; p++) {
-      ni.state = parts[p].state;
-      ni.start = parts[p].start;
-      if (gp_store_open_node_interval(st, &ni, &e)) return fail("node interval", &e);
-    }
-    if (gp_store_close_node_interval(st, node, JAN1 + YEAR_S, &e)) return fail("node interval", &e);
-  }
-  long written = 0, jobs = 0;
-  for (int64_t job = 1; written < intervals; job++) {
-    int u = (int)(next_rand() % 500), n = (int)(next_rand() % NODES);
-    int gpus = 1 << (next_rand() % 4);
-    if (gpus > intervals - written) gpus = (int)(intervals - written);
-    snprintf(user, sizeof user, "user%03d", u);
-    snprintf(queue, sizeof queue, "org/team%02d", u % 50);
-    snprintf(node, sizeof node, "node-%04d", n);
-    int64_t start = JAN1 + (int64_t)((double)written / (double)intervals * (double)(YEAR_S - 86400)) +
-                    (int64_t)(next_rand() % 60);
-    int64_t len = 300 + (int64_t)(next_rand() % 86400);
-    for (int g = 0; g < gpus; g++) {
-      snprintf(uuid, sizeof uuid, "GPU-%s-%d", node, g);
-      gp_store_interval iv = {.job_id = job, .attempt = 1, .task = 0, .user = user, .queue = queue,
-                              .node = node, .gpu_uuid = uuid, .model = models[n % 4],
-                              .capacity = capacities[(n / 4) % 4], .share = 1.0, .start = start};
-      if (gp_store_open_interval(st, &iv, &e)) return fail("interval", &e);
-    }
-    bool measured = next_rand() % 10 != 0;
-    if (measured) {
-      double busy = 0.1 + (double)(next_rand() % 80) / 100;
-      if (gp_store_set_interval_use(st, job, node, busy * (double)(len * gpus), 300.0 * (double)(len * gpus), &e))
-        return fail("use", &e);
-    }
-    if (gp_store_close_intervals(st, job, start + len, &e)) return fail("close", &e);
-    job_doc(doc, sizeof doc, job, user, queue, u, gpus, start, start + len, measured);
-    gp_store_job row = {job, "completed", queue, user, start, doc};
-    if (gp_store_put_job(st, &row, &e)) return fail("job", &e);
-    written += gpus;
-    jobs++;
-  }
-  if (gp_store_commit(st, &e)) return fail("commit", &e);
-  gp_store_close(st);
-  printf("wrote %ld intervals and %ld ended jobs on %d nodes to %s\n", written, jobs, NODES, path);
-  return 0;
+/* Stores the job's ended document beside its intervals. */
+static int put_doc(gp_store *st, const year_job *j, gp_err *e) {
+  char doc[2048];
+  job_doc(doc, sizeof doc, j->id, j->user, j->queue, j->user_no, j->gpus, j->start, j->end,
+          j->measured);
+  gp_store_job row = {j->id, "completed", j->queue, j->user, j->start, doc};
+  return gp_store_put_job(st, &row, e);
 }
 
 static const char prices_yaml[] =
@@ -251,8 +174,9 @@ static int time_store(const char *path) {
 }
 
 int main(int argc, char **argv) {
+  bench_name = "bench_advice_year";
   if (argc >= 3 && strcmp(argv[1], "write") == 0)
-    return write_store(argv[2], argc > 3 ? atol(argv[3]) : 1000000);
+    return ledger_year_write(argv[2], argc > 3 ? atol(argv[3]) : 1000000, put_doc);
   if (argc == 3 && strcmp(argv[1], "time") == 0) return time_store(argv[2]);
   fprintf(stderr, "usage: bench_advice_year write DB [INTERVALS] | time DB\n");
   return 2;
