@@ -11,7 +11,8 @@
  * holds it), so a background process left holding stdout neither keeps the call waiting
  * nor outlives it. At the deadline the group gets SIGTERM, and SIGKILL after a grace of a
  * tenth of the call's time (100 ms .. 2 s) taken out of that time, so the call ends by
- * the deadline. */
+ * the deadline. (A process that sets SIGCHLD to SIG_IGN has its children reaped by the
+ * kernel and cannot wait for them: gpool never does.) */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -107,20 +108,22 @@ static int start(const char *path, const char *verb, char *const *envp, int in_f
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&at);
   if (r) {
-    snprintf(c->spawn_error, sizeof c->spawn_error, "cannot start %s: %s", path, strerror(r));
+    char why[128];
+    snprintf(c->spawn_error, sizeof c->spawn_error, "cannot start %s: %s", path,
+             strerror_r(r, why, sizeof why));
     return GP_EIO;
   }
   return 0;
 }
 
-static void stop_group(pid_t pid, int64_t kill_at, gp__prov_child *c) {
+/* SIGTERM to the group, then SIGKILL once the leader is gone or at kill_at. */
+static void stop_group(pid_t pid, int64_t kill_at) {
   kill(-pid, SIGTERM);
   while (!has_exited(pid) && now_ms() < kill_at) {
     struct timespec ts = {0, 10 * 1000000};
     nanosleep(&ts, NULL);
   }
   kill(-pid, SIGKILL);
-  (void)c;
 }
 
 int gp__prov_spawn(const char *path, const char *verb, char *const *envp, const char *input,
@@ -131,7 +134,9 @@ int gp__prov_spawn(const char *path, const char *verb, char *const *envp, const 
   int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in) || pipe2(out, O_CLOEXEC) ||
       pipe2(err, O_CLOEXEC)) {
-    snprintf(c->spawn_error, sizeof c->spawn_error, "cannot make pipes: %s", strerror(errno));
+    char why[128];
+    snprintf(c->spawn_error, sizeof c->spawn_error, "cannot make pipes: %s",
+             strerror_r(errno, why, sizeof why));
     for (int i = 0; i < 2; i++) close_fd(&in[i]), close_fd(&out[i]), close_fd(&err[i]);
     return GP_EIO;
   }
@@ -168,7 +173,7 @@ int gp__prov_spawn(const char *path, const char *verb, char *const *envp, const 
     int64_t now = now_ms();
     if (now >= term_at) {
       c->timed_out = true;
-      stop_group(pid, deadline_ms, c);
+      stop_group(pid, deadline_ms);
       break;
     }
     struct pollfd p[3] = {{in[0], POLLOUT, 0}, {out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
