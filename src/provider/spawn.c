@@ -65,12 +65,16 @@ static void reap(pid_t pid, gp__prov_child *c) {
   }
 }
 
-/* Reads what is there; returns false at EOF or error. Bytes past `keep` are dropped. */
+/* Reads what is there, at most DRAIN_MAX bytes per call (a writer as fast as the reader
+ * must not keep the caller from its deadline); returns false at EOF or error. Bytes past
+ * `keep` are dropped. */
+#define DRAIN_MAX (1024 * 1024)
 static bool drain(int fd, gp_buf *b, size_t keep, bool *over) {
   char chunk[16384];
-  for (;;) {
+  for (size_t total = 0; total < DRAIN_MAX;) {
     ssize_t n = read(fd, chunk, sizeof chunk);
     if (n > 0) {
+      total += (size_t)n;
       size_t room = b->len < keep ? keep - b->len : 0;
       if ((size_t)n > room && over) *over = true;
       gp_buf_append(b, chunk, (size_t)n < room ? (size_t)n : room);
@@ -80,6 +84,7 @@ static bool drain(int fd, gp_buf *b, size_t keep, bool *over) {
     if (n < 0 && errno == EINTR) continue;
     return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
   }
+  return true;
 }
 
 static int start(const char *path, const char *verb, char *const *envp, int in_fd, int out_fd,

@@ -282,6 +282,30 @@ static void test_background_child_holding_stdout(void) {
   check_group_gone();
 }
 
+/* Endless stderr, from the provider itself or from a child it leaves behind, and a provider
+ * that never reads its request: the call still ends by its deadline, or at once. */
+static void test_noisy_and_deaf_providers(void) {
+  gp_provider_result res;
+  gp_provider_error e;
+  provider("echo $$ > $D/pid; while :; do echo noise >&2; done");
+  int64_t t0 = now_ms();
+  expect_broken(call(GP_PROVIDER_LIST, 0, 1000, &res, &e), &e, "did not exit within");
+  CHECK(now_ms() - t0 < 1500);
+  CHECK(strlen(res.stderr_text) <= GP_PROVIDER_MAX_STDERR);
+  CHECK_CONTAINS(res.stderr_text, "noise");
+  gp_provider_result_done(&res);
+  check_group_gone();
+  provider("echo $$ > $D/pid; yes >&2 & echo '{\"instances\": []}'");
+  t0 = now_ms();
+  CHECK_EQ_INT(0, call(GP_PROVIDER_LIST, 0, 5000, &res, &e));
+  CHECK(now_ms() - t0 < 2000);
+  gp_provider_result_done(&res);
+  check_group_gone();
+  provider("exec 0<&-; echo '{\"instances\": []}'");
+  CHECK_EQ_INT(0, call(GP_PROVIDER_LIST, 0, 5000, &res, &e));
+  gp_provider_result_done(&res);
+}
+
 static void test_exit_status_and_signal(void) {
   provider("echo 'no such command: aws' >&2; exit 3");
   gp_provider_result res;
@@ -407,4 +431,4 @@ static void test_calls_on_several_threads(void) {
 GP_TESTS(test_calls_on_several_threads, test_create_answers_instances, test_delete_and_list, test_error_classes,
          test_garbage_answer, test_huge_answer_is_cut, test_silent_provider_stopped_at_deadline,
          test_closed_stdout_still_running, test_background_child_holding_stdout,
-         test_exit_status_and_signal, test_unsafe_ids_and_counts, test_bad_requests_never_start)
+         test_exit_status_and_signal, test_noisy_and_deaf_providers, test_unsafe_ids_and_counts, test_bad_requests_never_start)
