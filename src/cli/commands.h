@@ -18,6 +18,7 @@
   X(hold, "hold", "hold pending jobs")                                                   \
   X(release, "release", "release held jobs")                                             \
   X(nodes_forget, "nodes forget", "free a node's name for the next agent to register it") \
+  X(nodes_delete, "nodes delete", "delete a drained, empty node (or --force)")             \
   X(nodes, "nodes", "list nodes and their GPUs")                                         \
   X(drain, "drain", "drain a node (or one GPU) with a reason")                           \
   X(cordon, "cordon", "cordon a node with a reason")                                     \
@@ -29,7 +30,8 @@
   X(sim_replay, "sim replay", "replay a cluster trace through the scheduler")            \
   X(sim_compare, "sim compare", "replay one trace under several policies, side by side") \
   X(report, "report", "GPU-hours, use and cost by queue, user, model, node or job")       \
-  X(advise, "advise", "where GPU-hours and money go unused, and what to change")
+  X(advise, "advise", "where GPU-hours and money go unused, and what to change")          \
+  X(provider_test, "provider test", "run one provider call of a node template and check it")
 
 #define GP_DECLARE_COMMAND(fn, name, help) int gp_cmd_##fn(int argc, char **argv);
 GP_COMMANDS(GP_DECLARE_COMMAND)

@@ -213,6 +213,12 @@ static int nodes_table(gp_cli *cli, json_t *nodes, json_t *answer, void *arg) {
     const char *key;
     json_t *val;
     json_object_foreach(labels, key, val) printf("  %s=%s", key, json_string_value(val) ? json_string_value(val) : "");
+    json_t *prov = json_object_get(n, "provider");
+    if (json_is_object(prov)) {
+      printf("  template %s, instance %s", str(prov, "template"), str(prov, "instance_id"));
+      if (json_is_number(json_object_get(prov, "price")))
+        printf(", %.4g per GPU-hour", json_number_value(json_object_get(prov, "price")));
+    }
     printf("\n");
     print_gpus(n, holders);
   }
@@ -359,6 +365,57 @@ int gp_cmd_nodes_forget(int argc, char **argv) {
   if (!code) {
     if (cli.json) gp_cli_print_json(answer);
     else printf("%s: credential forgotten; the next agent to register %s claims the name\n", node, node);
+  }
+  json_decref(answer);
+  gp_cli_done(&cli);
+  return code;
+}
+
+/* ---- delete ---- */
+
+enum { D_FORCE = 1 };
+static const gp_opt delete_opts[] = {{0, "force", false, D_FORCE}, GP_CLI_COMMON_OPTS};
+
+typedef struct delete_args {
+  const char *node;
+  bool force;
+} delete_args;
+
+static int delete_opt(void *arg, int id, const char *v) {
+  (void)id, (void)v;
+  ((delete_args *)arg)->force = true; /* --force, the only option of its own */
+  return 0;
+}
+
+static int delete_word(void *arg, const char *v) {
+  delete_args *a = arg;
+  if (a->node) return gp_cli_usage_error("nodes delete", "one node at a time");
+  a->node = v;
+  return 0;
+}
+
+static const char delete_usage[] =
+  "Usage: gpool nodes delete NODE [--force]\n"
+  "  Deletes NODE (admins): it leaves the node list, its credential is freed and an agent\n"
+  "  registering the name later is a new node. Only a drained, cordoned or down node that\n"
+  "  runs no job, unless --force: its jobs are then requeued (or failed) as on a lost node.\n";
+
+/* `gpool nodes delete NODE [--force]`: DELETE /v1/nodes/{name} (docs/api.md). */
+int gp_cmd_nodes_delete(int argc, char **argv) {
+  gp_cli cli = {.cmd = "nodes delete"};
+  delete_args a = {0};
+  int code = gp_cli_parse(&cli, argc, argv, delete_opts, delete_opt, delete_word, &a, delete_usage);
+  if (code) return code < 0 ? 0 : code;
+  if (!a.node || !*a.node) return gp_cli_usage_error("nodes delete", "which node? give a node name");
+  char esc[800], path[1000];
+  if (gp_client_escape(a.node, 0, esc, sizeof esc)) return gp_cli_usage_error("nodes delete", "node name too long");
+  snprintf(path, sizeof path, "/v1/nodes/%s%s", esc, a.force ? "?force=1" : "");
+  json_t *answer = NULL;
+  code = gp_cli_connect(&cli);
+  if (!code) code = gp_cli_call(&cli, "DELETE", path, NULL, &answer);
+  if (!code) {
+    if (cli.json) gp_cli_print_json(answer);
+    else printf("%s: deleted\n", a.node);
   }
   json_decref(answer);
   gp_cli_done(&cli);

@@ -548,6 +548,55 @@ static int node_forget(gp_srv_state *s, gp_srv_req *r, gp_srv_node *n, gp_err *e
   return 0;
 }
 
+/* DELETE /v1/nodes/{name}[?force=1]: forgets a node for good (a machine given back to its
+ * provider): only a drained or cordoned node that holds no job, unless forced, when its
+ * jobs are lost as on a lost node (requeued or failed). An agent still polling is told the
+ * node is gone; one that registers again later is a new node. */
+static int node_delete(gp_srv_state *s, gp_srv_req *r, gp_srv_node *n, int64_t now, gp_err *err) {
+  if (!is_admin(r)) {
+    gp__srv_reply_error(r, 403, "permission_denied", NULL, "only admins may delete nodes");
+    return 0;
+  }
+  const char *fv = query(r, "force");
+  bool force = fv && (strcmp(fv, "1") == 0 || strcmp(fv, "true") == 0);
+  if (fv && !force && strcmp(fv, "0") != 0 && strcmp(fv, "false") != 0) {
+    gp__srv_reply_error(r, 400, "invalid_argument", "force", "must be 1 or 0");
+    return 0;
+  }
+  const gp_srv_job *holder = gp__srv_node_holder(s, n);
+  if (!force) {
+    if (n->alive && n->admin_state == GP_NODE_UP) {
+      gp__srv_reply_error(r, 409, "conflict", "node",
+                          "node %s is up: drain or cordon it first (or use force=1)", n->name);
+      return 0;
+    }
+    if (holder) {
+      gp__srv_reply_error(r, 409, "conflict", "node",
+                          "node %s still runs job %s: wait for it to end (or use force=1, which "
+                          "requeues or fails its jobs)",
+                          n->name, holder->idstr);
+      return 0;
+    }
+  }
+  int rc = 0;
+  if (n->alive) rc = gp__srv_node_down(s, n, "node deleted", now, err);
+  for (gp_srv_job *j; !rc && (j = gp__srv_node_holder(s, n));)
+    rc = gp__srv_job_lost(s, j, "node deleted", now, err);
+  if (rc) return rc;
+  if (n->waiter) {
+    gp_srv_req *w = n->waiter;
+    n->waiter = NULL;
+    w->parked = false;
+    gp__srv_reply_error(w, 404, "not_found", "node", "node %s was deleted; register again", n->name);
+    gp__srv_req_resume(w);
+  }
+  char *name = gp_xstrdup(n->name);
+  rc = gp__srv_node_remove(s, n, now, err);
+  if (!rc) gp__srv_reply_json(r, 200, json_pack("{s:s,s:b}", "node", name, "deleted", 1));
+  free(name);
+  return rc;
+}
+
 static int nodes_route(gp_srv_state *s, gp_srv_req *r, const char *rest, int64_t now, gp_err *err) {
   if (!*rest) {
     if (!method_is(r, "GET")) {
@@ -573,6 +622,7 @@ static int nodes_route(gp_srv_state *s, gp_srv_req *r, const char *rest, int64_t
     gp__srv_reply_json(r, 200, json_pack("{s:o}", "node", gp__srv_node_to_json(s, n, false)));
     return 0;
   }
+  if (!*action && method_is(r, "DELETE")) return node_delete(s, r, n, now, err);
   if (strcmp(action, "drain") == 0 || strcmp(action, "cordon") == 0 ||
       strcmp(action, "resume") == 0 || strcmp(action, "inject") == 0) {
     if (!method_is(r, "POST")) {

@@ -11,6 +11,7 @@
 
 #include "ledger/prices.h"
 #include "protocol/limits.h"
+#include "server/node_templates.h"
 #include "snapshot/policy_read.h"
 #include "util/doc.h"
 #include "util/fileperm.h"
@@ -301,7 +302,7 @@ static int parse_doc(const gp_doc *d, const char *path, gp_server_config *c, gp_
       "schedule_min_gap_ms", "http_threads", "max_connections", "tls",
       "max_pending_per_user", "max_pending_per_queue", "max_job_bytes",
       "max_connections_per_address", "http_idle_timeout_s", "http_request_timeout_s",
-      "recent_ended_jobs", "prices", NULL};
+      "recent_ended_jobs", "prices", "node_templates", NULL};
   const gp_doc_node *root = d->root;
   if (!root) return 0;
   int r = gp_doc_expect(d, root, "", GP_DOC_MAP, err);
@@ -438,6 +439,12 @@ static int parse_doc(const gp_doc *d, const char *path, gp_server_config *c, gp_
       (r = read_int_range(d, n, "http_request_timeout_s", 1, 3600, &c->http_request_timeout_s, err)))
     return r;
   if ((r = read_prices(d, root, qseq, c, err))) return r;
+  if ((n = gp_doc_get(root, "node_templates"))) {
+    gp_node_template *tmpls;
+    if ((r = gp_node_templates_read(d, n, "node_templates", a, &tmpls, &c->n_node_templates, err)))
+      return r;
+    c->node_templates = tmpls;
+  }
   return 0;
 fail_tokens:
   free(tokens);

@@ -81,6 +81,8 @@ typedef struct gp_server_config {
   int http_request_timeout_s;  /* a request must arrive whole within this (10) */
   int recent_ended_jobs;       /* ended jobs kept in memory, newest first (10000) */
   struct gp_prices *prices;    /* `prices:` (src/ledger/prices.h; one reference), NULL: none */
+  int n_node_templates;        /* `node_templates:` (node_templates.h) */
+  const struct gp_node_template *node_templates;
   struct gp_arena *arena;
 } gp_server_config;
 

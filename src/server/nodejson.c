@@ -60,6 +60,8 @@ void gp__srv_node_free(gp_srv_node *n) {
   gp__srv_node_free_facts(n);
   free(n->name);
   free(n->reason);
+  free(n->provider_template);
+  free(n->provider_instance);
   json_decref(n->conditions);
   for (int i = 0; i < n->n_orders; i++) free(n->orders[i].doc);
   free(n->orders);
@@ -131,6 +133,29 @@ static void gpu_scratch_free(gp_srv_gpu *g) {
     free((char *)g->mig[m].profile);
     free((char *)g->mig[m].uuid);
   }
+}
+
+/* The provider fields of a stored node (gp__srv_node_set_provider wrote them); anything
+ * malformed reads as none. */
+static void read_provider(const json_t *p, gp_srv_node *n) {
+  const char *t = json_string_value(json_object_get(p, "template"));
+  const char *id = json_string_value(json_object_get(p, "instance_id"));
+  free(n->provider_template);
+  free(n->provider_instance);
+  n->provider_template = n->provider_instance = NULL;
+  n->provider_price = -1;
+  if (!t || !id || !ok_text(t, 128) || !ok_text(id, 128) || !*t || !*id) return;
+  n->provider_template = gp_xstrdup(t);
+  n->provider_instance = gp_xstrdup(id);
+  const json_t *price = json_object_get(p, "price");
+  if (json_is_number(price) && json_number_value(price) >= 0) n->provider_price = json_number_value(price);
+}
+
+static json_t *provider_json(const gp_srv_node *n) {
+  if (!n->provider_template) return json_null();
+  return json_pack("{s:s,s:s,s:o}", "template", n->provider_template, "instance_id",
+                   n->provider_instance, "price",
+                   n->provider_price >= 0 ? json_real(n->provider_price) : json_null());
 }
 
 int gp__srv_node_from_json(const json_t *o, gp_srv_node *n, bool stored, gp_err *err) {
@@ -238,6 +263,7 @@ int gp__srv_node_from_json(const json_t *o, gp_srv_node *n, bool stored, gp_err 
     free(n->reason);
     n->reason = reason && *reason ? gp_xstrdup(reason) : NULL;
     n->last_heartbeat = int_or(o, "last_heartbeat", 0);
+    read_provider(json_object_get(o, "provider"), n);
   }
   return 0;
 }
@@ -272,6 +298,7 @@ json_t *gp__srv_node_to_json(const gp_srv_state *s, const gp_srv_node *n, bool f
     json_object_set_new(o, "last_heartbeat", n->last_heartbeat ? json_integer(n->last_heartbeat) : json_null());
   json_object_set_new(o, "agent_url", n->agent_url ? json_string(n->agent_url) : json_null());
   json_object_set_new(o, "gpu_backend", n->gpu_backend ? json_string(n->gpu_backend) : json_null());
+  if (!for_store || n->provider_template) json_object_set_new(o, "provider", provider_json(n));
   /* Which jobs hold each GPU (API only). */
   json_t *jobs_on[GP_MAX_NODE_GPUS] = {0};
   int idx = s ? gp__srv_node_index(s, n->name) : -1;

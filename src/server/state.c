@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The server's in-memory state (see state.h): lifetime, loading from the store, lookups
  * and the helpers that write each change into the current store transaction. */
+#include <assert.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,6 +107,75 @@ int gp__srv_node_index(const gp_srv_state *s, const char *name) {
 gp_srv_node *gp__srv_node_get(const gp_srv_state *s, const char *name) {
   int i = name ? gp__srv_node_index(s, name) : -1;
   return i >= 0 ? s->nodes[i] : NULL;
+}
+
+gp_srv_job *gp__srv_node_holder(const gp_srv_state *s, const gp_srv_node *n) {
+  for (int a = 0; a < s->n_active; a++)
+    for (int t = 0; t < s->active[a]->n_alloc; t++)
+      if (s->active[a]->alloc[t].node == n->index) return s->active[a];
+  return NULL;
+}
+
+int gp__srv_node_remove(gp_srv_state *s, gp_srv_node *n, int64_t now, gp_err *err) {
+  assert(!gp__srv_node_holder(s, n) && !n->waiter);
+  int r = gp_store_close_node_interval(s->store, n->name, now, err);
+  if (!r) r = gp_store_del_node(s->store, n->name, err);
+  if (r) return r;
+  int idx = n->index, last = s->n_nodes - 1;
+  gp_srv_node *moved = s->nodes[last];
+  /* Jobs name nodes by position: those on the last node follow it to its new one. */
+  for (int a = 0; a < s->n_active && moved != n; a++) {
+    gp_srv_job *j = s->active[a];
+    bool changed = false;
+    for (int t = 0; t < j->n_alloc; t++)
+      if (j->alloc[t].node == last) {
+        j->alloc[t].node = idx;
+        changed = true;
+      }
+    if (changed) gp__srv_job_changed(s, j);
+  }
+  s->nodes[idx] = moved;
+  moved->index = idx;
+  s->n_nodes--;
+  for (size_t i = 0; i < s->n_node_slots; i++) s->node_slots[i] = -1;
+  for (int i = 0; i < s->n_nodes; i++) slots_insert(s->node_slots, s->n_node_slots, s->nodes[i]->name, i);
+  /* The view, the woken list and the poll heap list nodes by position too: list the moved
+   * node again at its new one (entries left at the old position are past the end). */
+  s->view_rev = ++s->revs;
+  if (moved != n) {
+    moved->view_stale = false;
+    gp__srv_node_changed(s, moved);
+    if (moved->waiter_woken) {
+      moved->waiter_woken = false;
+      gp__srv_waiter_orders_added(s, moved);
+    }
+    if (moved->waiter)
+      gp__srv_waiter_park(s, moved, moved->waiter, moved->waiter_gen, moved->waiter_deadline_ms);
+  }
+  s->sched_dirty = true;
+  gp__srv_node_free(n);
+  return 0;
+}
+
+static bool provider_text_ok(const char *v, size_t max) {
+  size_t len = v ? strlen(v) : 0;
+  if (len == 0 || len > max) return false;
+  for (size_t i = 0; i < len; i++)
+    if ((unsigned char)v[i] <= 0x20 || (unsigned char)v[i] >= 0x7f) return false;
+  return true;
+}
+
+int gp__srv_node_set_provider(gp_srv_state *s, gp_srv_node *n, const char *tmpl,
+                              const char *instance, double price, gp_err *err) {
+  if (!provider_text_ok(tmpl, 128) || !provider_text_ok(instance, 128))
+    return gp_err_set(err, GP_EINVAL, NULL, 0, "provider",
+                      "template and instance id must be 1..128 printable characters");
+  free(n->provider_template);
+  free(n->provider_instance);
+  n->provider_template = gp_xstrdup(tmpl);
+  n->provider_instance = gp_xstrdup(instance);
+  n->provider_price = price >= 0 && price <= 1e6 ? price : -1;
+  return gp__srv_persist_node(s, n, err);
 }
 
 gp_srv_queue *gp__srv_queue_get(const gp_srv_state *s, const char *name) {

@@ -161,6 +161,11 @@ typedef struct gp_srv_node {
   bool view_stale;      /* listed in gp_srv_view.stale_nodes */
   gp_gpu view_gpus[GP_MAX_NODE_GPUS];
   int ledger_state;     /* the state of its open node_ledger interval (ledger.c), -1: none */
+  /* Set when a provider made the node (docs/providers.md), kept in the store, shown by the
+   * API; an agent's registration never sets them. NULL / < 0: none. */
+  char *provider_template;   /* the node template's name (owned) */
+  char *provider_instance;   /* the provider's instance id (owned) */
+  double provider_price;     /* per GPU-hour, as the provider reported it */
 } gp_srv_node;
 
 typedef struct gp_srv_queue {
@@ -351,6 +356,17 @@ gp_srv_job *gp__srv_job_get(const gp_srv_state *s, const char *id);
 void gp__srv_node_add(gp_srv_state *s, gp_srv_node *n);
 gp_srv_node *gp__srv_node_get(const gp_srv_state *s, const char *name);
 int gp__srv_node_index(const gp_srv_state *s, const char *name);
+/* The active job that holds (or held, in its current run) a task on node n, or NULL. */
+gp_srv_job *gp__srv_node_holder(const gp_srv_state *s, const gp_srv_node *n);
+/* Forgets a node that no active job holds (gp__srv_node_holder NULL; the caller answers
+ * its parked poll first): closes its node ledger interval at `now`, deletes its row,
+ * credential and orders from the store, and removes and frees it; the last node takes its
+ * place in the list, with every reference to it moved along. */
+int gp__srv_node_remove(gp_srv_state *s, gp_srv_node *n, int64_t now, gp_err *err);
+/* Records that a provider made node n (template and instance id, both non-empty; price
+ * per GPU-hour, < 0: not known) and persists it. GP_EINVAL for an unsafe id or name. */
+int gp__srv_node_set_provider(gp_srv_state *s, gp_srv_node *n, const char *tmpl,
+                              const char *instance, double price, gp_err *err);
 gp_srv_queue *gp__srv_queue_get(const gp_srv_state *s, const char *name);
 bool gp__srv_queue_admits(const gp_srv_queue *q, const char *user);
 /* May the queue's users ask for priority class `cls` by name? Those the queue lists; by

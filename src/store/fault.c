@@ -55,6 +55,7 @@ FWD(put_alloc, const gp_store_alloc *)
 FWD(del_allocs, int64_t)
 FWD(put_queue, const gp_store_queue *)
 FWD(del_queue, const char *)
+FWD(del_node, const char *)
 FWD(put_order, const gp_store_order *)
 FWD(del_order, int64_t)
 FWD(open_interval, const gp_store_interval *)
@@ -160,6 +161,7 @@ static const gp_store_ops fault_ops = {
     f_del_allocs, f_put_queue, f_del_queue, f_put_order, f_del_orders, f_del_order, f_set_meta,
     f_load, f_close, f_probe, f_put_credential, f_open_reader, f_open_interval,
     f_close_intervals, f_set_interval_use, f_open_node_interval, f_close_node_interval, f_put_setting,
+    f_del_node,
 };
 
 int gp_store_fault_open(gp_store *inner, gp_store **ret) {

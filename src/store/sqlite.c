@@ -27,7 +27,7 @@ enum {
   ST_BEGIN, ST_COMMIT, ST_ROLLBACK, ST_PUT_JOB, ST_ADD_EVENT, ST_PUT_NODE, ST_PUT_ALLOC,
   ST_DEL_ALLOCS, ST_PUT_QUEUE, ST_DEL_QUEUE, ST_PUT_ORDER, ST_DEL_ORDERS, ST_DEL_ORDER, ST_SET_META,
   ST_PUT_CRED, ST_DEL_CRED, ST_OPEN_IV, ST_CLOSE_IVS, ST_SET_IV_USE, ST_OPEN_NODE_IV,
-  ST_CLOSE_NODE_IV,
+  ST_CLOSE_NODE_IV, ST_DEL_NODE, ST_DEL_NODE_ORDERS,
   ST_COUNT
 };
 
@@ -50,6 +50,8 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_SET_META] = "INSERT OR REPLACE INTO meta(key, value) VALUES (?1, ?2)",
     [ST_PUT_CRED] = "INSERT OR REPLACE INTO node_credentials(node, hash) VALUES (?1, ?2)",
     [ST_DEL_CRED] = "DELETE FROM node_credentials WHERE node = ?1",
+    [ST_DEL_NODE] = "DELETE FROM nodes WHERE name = ?1",
+    [ST_DEL_NODE_ORDERS] = "DELETE FROM orders WHERE node = ?1",
     [ST_OPEN_IV] = "INSERT INTO ledger(job_id, attempt, task, user, queue, node, gpu_uuid, model,"
                    " capacity, share, start) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
     [ST_CLOSE_IVS] = "UPDATE ledger SET \"end\" = max(start, ?2) WHERE job_id = ?1 AND \"end\" IS NULL",
@@ -272,6 +274,17 @@ static int s_put_credential(gp_store *b, const char *node, const char *hash, gp_
   bind_text(s->st[which], 1, node);
   if (hash) bind_text(s->st[which], 2, hash);
   return run(s, which, err);
+}
+
+static int s_del_node(gp_store *b, const char *name, gp_err *err) {
+  sqlite_store *s = (sqlite_store *)b;
+  static const int steps[] = {ST_DEL_NODE, ST_DEL_NODE_ORDERS, ST_DEL_CRED};
+  for (int i = 0; i < 3; i++) {
+    bind_text(s->st[steps[i]], 1, name);
+    int r = run(s, steps[i], err);
+    if (r) return r;
+  }
+  return 0;
 }
 
 static void bind_figure(sqlite3_stmt *st, int i, double v) {
@@ -574,6 +587,7 @@ static const gp_store_ops sqlite_ops = {
     s_del_allocs, s_put_queue, s_del_queue, s_put_order, s_del_orders, s_del_order, s_set_meta,
     s_load, s_close, s_probe, s_put_credential, s_open_reader, s_open_interval,
     s_close_intervals, s_set_interval_use, s_open_node_interval, s_close_node_interval, s_put_setting,
+    s_del_node,
 };
 
 /* The database holds every job's command and environment (API keys among them): it is the

@@ -174,6 +174,10 @@ typedef struct gp_store_ops {
   int (*close_node_interval)(gp_store *s, const char *node, int64_t end, gp_err *err);
   /* An admin setting `name` (upsert), or with doc NULL no setting of that name. */
   int (*put_setting)(gp_store *s, const char *name, const char *doc, gp_err *err);
+  /* Forgets a node: its row, its credential and its unacknowledged orders (a node of that
+   * name registering later is a new node). Its ledger rows stay, as history; the caller
+   * closes its open interval. Allocations are the jobs' and go with them. */
+  int (*del_node)(gp_store *s, const char *name, gp_err *err);
 } gp_store_ops;
 
 #define GP_STORE_ID_MAX 33 /* 32 hex digits (128 random bits) and the NUL */
@@ -284,6 +288,7 @@ static inline int gp_store_close_intervals(gp_store *s, int64_t job, int64_t end
 static inline int gp_store_set_interval_use(gp_store *s, int64_t job, const char *node, double used_gpu_s, double energy_j, gp_err *e) { return s->ops->set_interval_use(s, job, node, used_gpu_s, energy_j, e); }
 static inline int gp_store_open_node_interval(gp_store *s, const gp_store_node_interval *r, gp_err *e) { return s->ops->open_node_interval(s, r, e); }
 static inline int gp_store_close_node_interval(gp_store *s, const char *node, int64_t end, gp_err *e) { return s->ops->close_node_interval(s, node, end, e); }
+static inline int gp_store_del_node(gp_store *s, const char *name, gp_err *e) { return s->ops->del_node(s, name, e); }
 static inline int gp_store_put_setting(gp_store *s, const char *name, const char *doc, gp_err *e) { return s->ops->put_setting(s, name, doc, e); }
 
 #endif

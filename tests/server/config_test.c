@@ -5,6 +5,7 @@
 #include "test.h"
 #include "server/config.h"
 #include "core/model.h"
+#include "server/node_templates.h"
 
 static gp_err parse_fail(const char *text) {
   gp_server_config *c = NULL;
@@ -146,5 +147,68 @@ static void the_example_config_is_valid(void) {
   gp_server_config_free(c);
 }
 
-GP_TESTS(a_full_config_is_read, mistakes_name_file_line_and_key, tokens_can_live_in_their_own_file,
+/* node_templates: every key read (labels and env as the provider will see them), and each
+ * mistake named by its key; /bin/sh stands in for a provider executable. */
+static void node_templates_are_read_and_checked(void) {
+  const char *text =
+      "node_templates:\n"
+      "  - name: a100-spot\n"
+      "    provider: /bin/sh\n"
+      "    model: A100\n"
+      "    gpus: 8\n"
+      "    gpu_mem: 80G\n"
+      "    capacity: spot\n"
+      "    price_per_gpu_hour: 1.25\n"
+      "    max_nodes: 4\n"
+      "    labels: {zone: a}\n"
+      "    env: {AWS_PROFILE: gpool}\n"
+      "    timeout: 2m\n"
+      "  - {name: onprem, provider: /bin/sh, model: H100-80GB, gpus: 4}\n";
+  gp_server_config *c = NULL;
+  gp_err e = {0};
+  REQUIRE(gp_server_config_parse("server.yaml", text, strlen(text), &c, &e) == 0);
+  REQUIRE(c->n_node_templates == 2);
+  const gp_node_template *t = &c->node_templates[0];
+  CHECK_EQ_STR("a100-spot", t->t.name);
+  CHECK_EQ_STR("/bin/sh", t->t.provider);
+  CHECK_EQ_STR("A100", t->t.model);
+  CHECK_EQ_INT(8, t->t.gpus);
+  CHECK_EQ_INT(81920, (int)t->t.gpu_mem_mib);
+  CHECK_EQ_STR("spot", t->t.capacity);
+  CHECK_NEAR(1.25, t->t.price_per_gpu_hour, 1e-9);
+  CHECK_EQ_INT(4, t->t.max_nodes);
+  REQUIRE(t->t.n_labels == 1);
+  CHECK_EQ_STR("zone", t->t.label_keys[0]);
+  CHECK_EQ_STR("a", t->t.label_values[0]);
+  REQUIRE(t->t.n_env == 1);
+  CHECK_EQ_STR("AWS_PROFILE=gpool", t->t.env[0]);
+  CHECK_EQ_INT(120, t->timeout_s);
+  t = &c->node_templates[1];
+  CHECK_EQ_STR("on-demand", t->t.capacity);
+  CHECK_EQ_INT(1, t->t.max_nodes);
+  CHECK_EQ_INT(60, t->timeout_s);
+  CHECK(t->t.price_per_gpu_hour < 0);
+  gp_server_config_free(c);
+
+  static const struct { const char *yaml, *field, *says; } bad[] = {
+      {"node_templates:\n  - {provider: /bin/sh, model: A, gpus: 1}\n", "node_templates[0].name", "required"},
+      {"node_templates:\n  - {name: a, provider: sh, model: A, gpus: 1}\n", "node_templates[0].provider", "absolute"},
+      {"node_templates:\n  - {name: a, provider: /nonexistent/p, model: A, gpus: 1}\n", "node_templates[0].provider", "not an executable"},
+      {"node_templates:\n  - {name: a, provider: /bin/sh, model: A, gpus: 33}\n", "node_templates[0].gpus", "1..32"},
+      {"node_templates:\n  - {name: \"a b\", provider: /bin/sh, model: A, gpus: 1}\n", "node_templates[0].name", "characters"},
+      {"node_templates:\n  - {name: a, provider: /bin/sh, model: A, gpus: 1, capacity: cheap}\n", "node_templates[0].capacity", "spot"},
+      {"node_templates:\n  - {name: a, provider: /bin/sh, model: A, gpus: 1, env: {PATH: /x}}\n", "node_templates[0].env.PATH", "PATH"},
+      {"node_templates:\n  - {name: a, provider: /bin/sh, model: A, gpus: 1, cost: 3}\n", "node_templates[0].cost", "unknown"},
+      {"node_templates:\n  - {name: a, provider: /bin/sh, model: A, gpus: 1}\n  - {name: a, provider: /bin/sh, model: B, gpus: 1}\n",
+       "node_templates[1].name", "defined twice"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    gp_err be = parse_fail(bad[i].yaml);
+    CHECK_EQ_STR(bad[i].field, be.field);
+    CHECK_CONTAINS(be.message, bad[i].says);
+    CHECK(be.line > 0);
+  }
+}
+
+GP_TESTS(node_templates_are_read_and_checked, a_full_config_is_read, mistakes_name_file_line_and_key, tokens_can_live_in_their_own_file,
          the_example_config_is_valid)

@@ -23,7 +23,7 @@ pure_forbidden = re.compile(r'(stdio\.h|unistd\.h|fcntl\.h|time\.h|sys/|pthread\
 inc = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
 # A module's internal names: gp__<prefix>_... (modules not listed have none).
 prefixes = {'core': 'core', 'snapshot': 'snap', 'sim': 'sim', 'agent': 'agent', 'server': 'srv',
-            'protocol': 'proto', 'ledger': 'ledger'}
+            'protocol': 'proto', 'ledger': 'ledger', 'provider': 'prov'}
 internal = re.compile(r'\bgp__[A-Za-z0-9_]+')
 bad, n = [], 0
 src = os.path.join(root, 'src')
