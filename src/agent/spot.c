@@ -10,6 +10,7 @@
  * counted and logged, never reported, so a flapping metadata service never "recovers" a
  * healthy job. */
 #include <curl/curl.h>
+#include <stdatomic.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,12 +33,12 @@ struct gp__agent_spot {
   gp_agent_spot cfg;
   pthread_t thread;
   bool started;
-  pthread_mutex_t lock;              /* guards stop; the condition wakes the thread to end */
+  pthread_mutex_t lock;              /* with `wake`: the thread's sleep between polls */
   pthread_cond_t wake;
-  bool stop;
+  atomic_bool stop;                  /* also read by a read in progress, to give up at once */
   char token[256];                   /* AWS IMDSv2 session token; "" when none */
   int64_t token_until_s;
-  int64_t noticed_deadline;          /* the deadline already reported; 0: none */
+  bool noticed;                      /* a notice was reported and not withdrawn since */
 };
 
 /* ---- parsing (pure) ---- */
@@ -185,9 +186,15 @@ static const char *default_base(gp_agent_spot_provider p) {
   return p == GP_SPOT_GCP ? "http://metadata.google.internal" : "http://169.254.169.254";
 }
 
+/* A read in progress gives up when the agent stops, rather than holding it up to 2 s. */
+static int on_progress(void *ctx, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un) {
+  (void)dt, (void)dn, (void)ut, (void)un;
+  return atomic_load(&((struct gp__agent_spot *)ctx)->stop) ? 1 : 0;
+}
+
 /* One HTTP call; the status (0 on a transport error, with `why`) and the body in `b`. */
-static long call(const char *method, const char *url, struct curl_slist *headers, gp_buf *b,
-                 char *why, size_t size) {
+static long call(struct gp__agent_spot *sp, const char *method, const char *url,
+                 struct curl_slist *headers, gp_buf *b, char *why, size_t size) {
   CURL *e = curl_easy_init();
   if (!e) {
     snprintf(why, size, "cannot make an HTTP handle");
@@ -206,6 +213,9 @@ static long call(const char *method, const char *url, struct curl_slist *headers
   curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, SPOT_CONNECT_TIMEOUT_MS);
   curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(e, CURLOPT_NOPROXY, "*"); /* the metadata service is never behind a proxy */
+  curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, on_progress);
+  curl_easy_setopt(e, CURLOPT_XFERINFODATA, sp);
+  curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
   CURLcode cc = curl_easy_perform(e);
   long status = 0;
   if (cc == CURLE_OK) curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
@@ -228,7 +238,7 @@ static void aws_token(struct gp__agent_spot *sp, const char *base) {
   struct curl_slist *h = curl_slist_append(NULL, ttl);
   gp_buf b;
   gp_buf_init(&b, sizeof sp->token - 1);
-  long status = call("PUT", url, h, &b, why, sizeof why);
+  long status = call(sp, "PUT", url, h, &b, why, sizeof why);
   curl_slist_free_all(h);
   bool ok = status == 200 && b.len > 0 && b.len < sizeof sp->token;
   for (size_t i = 0; ok && i < b.len; i++) ok = b.data[i] > ' ' && b.data[i] < 0x7f;
@@ -266,7 +276,7 @@ static int poll_once(struct gp__agent_spot *sp, gp__agent_spot_notice *notice, c
   }
   gp_buf b;
   gp_buf_init(&b, SPOT_BODY_MAX);
-  long status = call("GET", url, h, &b, why, size);
+  long status = call(sp, "GET", url, h, &b, why, size);
   curl_slist_free_all(h);
   int rc = GP__AGENT_SPOT_ERROR;
   if (status == 401 && sp->cfg.provider == GP_SPOT_AWS) {
@@ -280,7 +290,7 @@ static int poll_once(struct gp__agent_spot *sp, gp__agent_spot_notice *notice, c
   return rc;
 }
 
-/* A notice becomes an "interruption" event for the loop, once per deadline. */
+/* A notice becomes an "interruption" event for the loop. */
 static void report(struct gp__agent_spot *sp, const gp__agent_spot_notice *n) {
   gp_agent *a = sp->agent;
   int64_t now_ms = gp__agent_now_ms();
@@ -317,22 +327,22 @@ static void *watch(void *arg) {
       if (error_logged) gp__agent_log("spot metadata readable again");
       error_logged = false;
     }
-    if (rc == GP__AGENT_SPOT_NOTICE && notice.deadline != sp->noticed_deadline) {
+    /* Once per notice: the service keeps answering it until the node goes (and GCP's
+     * deadline, counted from the read, moves with every read). */
+    if (rc == GP__AGENT_SPOT_NOTICE && !sp->noticed) {
       report(sp, &notice);
-      sp->noticed_deadline = notice.deadline;
+      sp->noticed = true;
     } else if (rc == GP__AGENT_SPOT_NONE) {
-      sp->noticed_deadline = 0; /* withdrawn: a later notice is news again */
+      sp->noticed = false; /* withdrawn: a later notice is news again */
     }
     pthread_mutex_lock(&sp->lock);
-    if (!sp->stop) {
-      struct timespec until;
-      clock_gettime(CLOCK_REALTIME, &until);
-      until.tv_sec += sp->cfg.interval_s;
-      while (!sp->stop && pthread_cond_timedwait(&sp->wake, &sp->lock, &until) != ETIMEDOUT) {}
-    }
-    bool stop = sp->stop;
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += sp->cfg.interval_s;
+    while (!atomic_load(&sp->stop) &&
+           pthread_cond_timedwait(&sp->wake, &sp->lock, &until) != ETIMEDOUT) {}
     pthread_mutex_unlock(&sp->lock);
-    if (stop) break;
+    if (atomic_load(&sp->stop)) break;
   }
   return NULL;
 }
@@ -342,6 +352,7 @@ int gp__agent_spot_start(gp_agent *a, gp_err *err) {
   struct gp__agent_spot *sp = gp_xcalloc(1, sizeof *sp);
   sp->agent = a;
   sp->cfg = a->cfg.spot;
+  atomic_init(&sp->stop, false);
   if (sp->cfg.interval_s < 1) sp->cfg.interval_s = 2;
   pthread_mutex_init(&sp->lock, NULL);
   pthread_cond_init(&sp->wake, NULL);
@@ -361,7 +372,7 @@ void gp__agent_spot_stop(gp_agent *a) {
   if (!sp) return;
   if (sp->started) {
     pthread_mutex_lock(&sp->lock);
-    sp->stop = true;
+    atomic_store(&sp->stop, true);
     pthread_cond_signal(&sp->wake);
     pthread_mutex_unlock(&sp->lock);
     pthread_join(sp->thread, NULL);
