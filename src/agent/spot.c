@@ -71,8 +71,8 @@ static bool deadline_sane(int64_t deadline, int64_t now_s) {
   return deadline >= now_s - 3600 && deadline <= now_s + 7 * 86400;
 }
 
-static int refuse(char *why, size_t size, const char *fmt, const char *detail) {
-  snprintf(why, size, fmt, detail);
+static int refuse(char *why, size_t size, const char *msg) {
+  snprintf(why, size, "%s", msg);
   return GP__AGENT_SPOT_ERROR;
 }
 
@@ -83,18 +83,17 @@ static int parse_aws(long status, const char *body, size_t len, int64_t now_s,
     snprintf(why, size, "instance-action answered HTTP %ld", status);
     return GP__AGENT_SPOT_ERROR;
   }
-  json_error_t je;
-  json_t *doc = json_loadb(body, len, 0, &je);
+  json_t *doc = json_loadb(body, len, 0, NULL);
   const char *action = json_string_value(json_object_get(doc, "action"));
   const char *t = json_string_value(json_object_get(doc, "time"));
   int rc = GP__AGENT_SPOT_NOTICE;
   int64_t deadline = 0;
-  if (!json_is_object(doc)) rc = refuse(why, size, "instance-action is not a JSON object: %s", je.text);
+  if (!json_is_object(doc)) rc = refuse(why, size, "instance-action is not a JSON object");
   else if (!action || (strcmp(action, "terminate") != 0 && strcmp(action, "stop") != 0 &&
                        strcmp(action, "hibernate") != 0))
-    rc = refuse(why, size, "instance-action has no action terminate, stop or hibernate%s", "");
+    rc = refuse(why, size, "instance-action has no action terminate, stop or hibernate");
   else if (!t || !parse_rfc3339(t, &deadline) || !deadline_sane(deadline, now_s))
-    rc = refuse(why, size, "instance-action has no valid time (e.g. 2026-12-01T10:00:00Z)%s", "");
+    rc = refuse(why, size, "instance-action has no valid time (e.g. 2026-12-01T10:00:00Z)");
   if (rc == GP__AGENT_SPOT_NOTICE) {
     ret->deadline = deadline;
     snprintf(ret->detail, sizeof ret->detail, "aws instance-action %s at %s", action, t);
@@ -126,25 +125,24 @@ static int parse_azure(long status, const char *body, size_t len, int64_t now_s,
     snprintf(why, size, "scheduledevents answered HTTP %ld", status);
     return GP__AGENT_SPOT_ERROR;
   }
-  json_error_t je;
-  json_t *doc = json_loadb(body, len, 0, &je);
+  json_t *doc = json_loadb(body, len, 0, NULL);
   const json_t *events = json_object_get(doc, "Events");
   int rc = GP__AGENT_SPOT_NONE;
   if (!json_is_object(doc) || !json_is_array(events)) {
-    rc = refuse(why, size, "scheduledevents is not an object with an Events list%s", "");
+    rc = refuse(why, size, "scheduledevents is not an object with an Events list");
   } else {
     for (size_t i = 0; i < json_array_size(events) && rc == GP__AGENT_SPOT_NONE; i++) {
       const json_t *e = json_array_get(events, i);
       const char *type = json_string_value(json_object_get(e, "EventType"));
       if (!json_is_object(e) || !type) {
-        rc = refuse(why, size, "scheduledevents has an event without an EventType%s", "");
+        rc = refuse(why, size, "scheduledevents has an event without an EventType");
         break;
       }
       if (strcmp(type, "Preempt") != 0) continue; /* reboots, redeploys: not a reclaim */
       const char *nb = json_string_value(json_object_get(e, "NotBefore"));
       int64_t deadline = now_s + AZURE_DEFAULT_NOTICE_S;
       if (nb && *nb && (!parse_rfc1123(nb, &deadline) || !deadline_sane(deadline, now_s))) {
-        rc = refuse(why, size, "a Preempt event has an unreadable NotBefore%s", "");
+        rc = refuse(why, size, "a Preempt event has an unreadable NotBefore");
         break;
       }
       ret->deadline = deadline;
