@@ -181,6 +181,8 @@ static int load_spot(const gp_doc *d, const gp_doc_node *n, gp_agent_spot *spot,
     if (strncmp(spot->url, "http://", 7) != 0 && strncmp(spot->url, "https://", 8) != 0)
       return gp_err_set(err, GP_EINVAL, d->name, v->line, "spot.url",
                         "expected an http:// or https:// URL, not '%s'", spot->url);
+    size_t len = strlen(spot->url); /* the paths read are appended to it */
+    while (len > 0 && spot->url[len - 1] == '/') spot->url[--len] = '\0';
   }
   if ((v = gp_doc_get(n, "interval"))) {
     int64_t sec = 0;

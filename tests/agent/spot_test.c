@@ -131,6 +131,8 @@ static void config_spot_keys(void) {
   CHECK_EQ_INT(GP_SPOT_GCP, c.spot.provider);
   CHECK_EQ_STR("http://127.0.0.1:8080", c.spot.url);
   CHECK_EQ_INT(1, c.spot.interval_s);
+  REQUIRE(load("spot: {provider: azure, url: \"http://127.0.0.1:8080/\"}\n", &c, &err) == 0);
+  CHECK_EQ_STR("http://127.0.0.1:8080", c.spot.url);
   REQUIRE(load("spot: {provider: aws}\n", &c, &err) == 0);
   CHECK_EQ_INT(2, c.spot.interval_s);
   CHECK_EQ_STR("", c.spot.url);
