@@ -316,7 +316,11 @@ static void on_register_answer(gp_agent *a, long status) {
       if (j->ended) gp__agent_job_remove(a, j);
       else i++;
     }
-    json_array_clear(a->events);
+    /* An interruption notice is about the node, not a job: it still has to go out. */
+    for (size_t i = json_array_size(a->events); i-- > 0;) {
+      const char *kind = json_string_value(json_object_get(json_array_get(a->events, i), "kind"));
+      if (!kind || strcmp(kind, "interruption") != 0) json_array_remove(a->events, i);
+    }
     gp__agent_log("node %s registered with %s (%d GPUs, %lld CPUs, %lld MiB, endpoint %s, cgroups %s)",
             a->cfg.name, a->cfg.server, a->n_gpus, (long long)a->cpus, (long long)a->mem_mib,
             a->url, a->cgroup.ok ? "on" : "off");
@@ -497,6 +501,7 @@ int gp_agent_new(const gp_agent_config *cfg, gp_gpu_backend *backend, gp_agent *
   a->orders = gp_xcalloc(GP_AGENT_MAX_ORDERS_KEPT, sizeof *a->orders);
   a->events = json_array();
   a->checkpoints = json_array();
+  a->spot_events = json_array();
   a->inflight = json_array();
   a->heartbeat_s = cfg->heartbeat_s > 0 ? cfg->heartbeat_s : 5;
   a->is_root = geteuid() == 0;
@@ -543,6 +548,7 @@ int gp_agent_new(const gp_agent_config *cfg, gp_gpu_backend *backend, gp_agent *
   if ((rc = gp__agent_monitor_new(a, err)) != 0) goto fail;
   a->net->multi = curl_multi_init();
   if ((rc = gp__agent_http_start(a, err)) != 0) goto fail;
+  if ((rc = gp__agent_spot_start(a, err)) != 0) goto fail;
   gp__agent_stats_update(a);
   *ret = a;
   return 0;
@@ -590,6 +596,7 @@ int gp_agent_run(gp_agent *a, volatile sig_atomic_t *stop) {
     gp__agent_jobs_tick(a);
     gp__agent_monitor_tick(a);
     take_checkpoints(a);
+    gp__agent_spot_take(a); /* a notice goes out in the next heartbeat, started at once */
     net_schedule(a);
     net_step(a);
     gp__agent_stats_update(a);
@@ -613,6 +620,7 @@ int gp_agent_run(gp_agent *a, volatile sig_atomic_t *stop) {
 
 void gp_agent_free(gp_agent *a) {
   if (!a) return;
+  gp__agent_spot_stop(a);
   gp__agent_http_stop(a);
   gp__agent_monitor_free(a);
   if (a->net) {
@@ -629,6 +637,7 @@ void gp_agent_free(gp_agent *a) {
   if (a->orders_log) fclose(a->orders_log);
   json_decref(a->events);
   json_decref(a->checkpoints);
+  json_decref(a->spot_events);
   json_decref(a->inflight);
   if (a->gpu) a->gpu->ops->close(a->gpu);
   pthread_mutex_destroy(&a->stats_lock);

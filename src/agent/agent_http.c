@@ -199,6 +199,7 @@ static enum MHD_Result serve_metrics(gp_agent *a, struct MHD_Connection *c) {
   gp_buf b;
   gp_buf_init(&b, 0);
   if (a->tel) gp_agent_metrics_text(a->tel, a->health, &b);
+  gp__agent_spot_metrics(a, &b);
   gp_buf_printf(&b, "# HELP gpool_agent_up The gpool agent is serving.\n"
                     "# TYPE gpool_agent_up gauge\ngpool_agent_up{hostname=\"%s\"} 1\n",
                 a->cfg.name);

@@ -19,6 +19,7 @@
 #include "agent/telemetry.h"
 #include "protocol/event.h"
 #include "protocol/order.h"
+#include "util/buf.h"
 
 #define GP_AGENT_ID_MAX 64
 #define GP_AGENT_MAX_ORDERS_KEPT 8192
@@ -63,6 +64,11 @@ typedef struct gp__agent_job {
   int64_t ended_at;
   bool gone_once;            /* adopted: saw the process gone once without an exit file */
 } gp__agent_job;
+
+/* The spot watcher's counts (spot.c), read by /metrics. */
+typedef struct gp__agent_spot_counts {
+  uint64_t polls, errors, notices;
+} gp__agent_spot_counts;
 
 struct gp_agent {
   gp_agent_config cfg;
@@ -119,6 +125,11 @@ struct gp_agent {
   bool jobs_dirty;           /* the job table changed since telemetry last saw it */
   int64_t last_sample_ms;
   char conditions[256];      /* active node conditions, "" when none */
+
+  /* spot watcher (spot.c): its thread appends under stats_lock, the loop takes them */
+  struct gp__agent_spot *spot;  /* NULL when no `spot:` is configured */
+  json_t *spot_events;          /* "interruption" events for the loop */
+  gp__agent_spot_counts spot_counts;
 
   struct gp__agent_net *net;
 };
@@ -195,6 +206,23 @@ void gp__agent_monitor_tick(gp_agent *a);     /* one telemetry round per second,
 json_t *gp__agent_job_usage_json(gp_agent *a, const char *job_id); /* NULL when unknown */
 /* "healthy" or "drained" and why, combining drain orders and the health engine. */
 const char *gp__agent_gpu_health(gp_agent *a, int gpu, char *reason, size_t size);
+
+/* ---- spot.c ---- */
+enum { GP__AGENT_SPOT_NONE = 0, GP__AGENT_SPOT_NOTICE = 1, GP__AGENT_SPOT_ERROR = -1 };
+typedef struct gp__agent_spot_notice {
+  int64_t deadline;          /* epoch seconds the instance goes */
+  char detail[160];          /* what the service said, for the log and the event */
+} gp__agent_spot_notice;
+/* Reads one metadata answer (HTTP status and body) of `provider`: a NOTICE only from a
+ * well-formed positive answer; NONE from a well-formed negative one; ERROR (with `why`)
+ * for anything else. Pure: the tests feed it every format. */
+int gp__agent_spot_parse(gp_agent_spot_provider provider, long status, const char *body,
+                         size_t len, int64_t now_s, gp__agent_spot_notice *ret, char *why,
+                         size_t why_size);
+int gp__agent_spot_start(gp_agent *a, gp_err *err); /* no-op without `spot:` */
+void gp__agent_spot_stop(gp_agent *a);
+void gp__agent_spot_take(gp_agent *a);               /* the loop: notices become events */
+void gp__agent_spot_metrics(gp_agent *a, gp_buf *out);
 
 /* ---- agent_http.c ---- */
 int gp__agent_http_start(gp_agent *a, gp_err *err);

@@ -21,6 +21,7 @@ void gp_agent_config_init(gp_agent_config *cfg) {
   cfg->heartbeat_s = 5;
   cfg->grace_s = 30;
   cfg->watchdog_ms = 1000;
+  cfg->spot.interval_s = 2;
   cfg->default_mode.mode = GP_MODE_EXCLUSIVE;
   cfg->default_mode.replicas = 1;
   gp_health_policy_default(&cfg->health);
@@ -107,6 +108,15 @@ int gp_agent_config_add_labels(gp_agent_config *cfg, const char *text, gp_err *e
   return 0;
 }
 
+const char *gp_agent_spot_provider_name(gp_agent_spot_provider p) {
+  switch (p) {
+  case GP_SPOT_AWS: return "aws";
+  case GP_SPOT_GCP: return "gcp";
+  case GP_SPOT_AZURE: return "azure";
+  default: return "none";
+  }
+}
+
 const gp_gpu_mode *gp_agent_config_gpu_mode(const gp_agent_config *cfg, int index) {
   if (index >= 0 && index < GP_GPU_MAX_DEVICES && cfg->gpus[index].set) return &cfg->gpus[index];
   return &cfg->default_mode;
@@ -148,6 +158,42 @@ static bool parse_gpu_range(const char *s, int *lo, int *hi) {
   return true;
 }
 
+/* `spot: {provider: aws|gcp|azure, url: http://..., interval: 2s}` */
+static int load_spot(const gp_doc *d, const gp_doc_node *n, gp_agent_spot *spot, gp_err *err) {
+  static const char *const keys[] = {"provider", "url", "interval", NULL};
+  int rc = gp_doc_expect(d, n, "spot", GP_DOC_MAP, err);
+  if (!rc) rc = gp_doc_check_keys(d, n, "spot", keys, err);
+  if (rc) return rc;
+  const gp_doc_node *v = gp_doc_get(n, "provider");
+  if (!v)
+    return gp_err_set(err, GP_EINVAL, d->name, n->line, "spot.provider",
+                      "say which metadata service to watch: aws, gcp or azure");
+  const char *s = NULL;
+  if ((rc = gp_doc_str(d, v, "spot.provider", &s, err)) != 0) return rc;
+  if (strcmp(s, "aws") == 0) spot->provider = GP_SPOT_AWS;
+  else if (strcmp(s, "gcp") == 0) spot->provider = GP_SPOT_GCP;
+  else if (strcmp(s, "azure") == 0) spot->provider = GP_SPOT_AZURE;
+  else
+    return gp_err_set(err, GP_EINVAL, d->name, v->line, "spot.provider",
+                      "unknown provider '%s' (expected aws, gcp or azure)", s);
+  if ((v = gp_doc_get(n, "url"))) {
+    if ((rc = copy_str(d, v, "spot.url", spot->url, sizeof spot->url, err)) != 0) return rc;
+    if (strncmp(spot->url, "http://", 7) != 0 && strncmp(spot->url, "https://", 8) != 0)
+      return gp_err_set(err, GP_EINVAL, d->name, v->line, "spot.url",
+                        "expected an http:// or https:// URL, not '%s'", spot->url);
+    size_t len = strlen(spot->url); /* the paths read are appended to it */
+    while (len > 0 && spot->url[len - 1] == '/') spot->url[--len] = '\0';
+  }
+  if ((v = gp_doc_get(n, "interval"))) {
+    int64_t sec = 0;
+    if ((rc = gp_doc_duration_s(d, v, "spot.interval", &sec, err)) != 0) return rc;
+    if (sec < 1 || sec > 60)
+      return gp_err_set(err, GP_EINVAL, d->name, v->line, "spot.interval", "expected 1s to 60s");
+    spot->interval_s = (int)sec;
+  }
+  return 0;
+}
+
 int gp_agent_config_load(const char *path, gp_agent_config *cfg, gp_err *err) {
   gp_doc *d = NULL;
   int rc = gp_fileperm_check(path, GP_FILEPERM_CONFIG, NULL, err);
@@ -163,7 +209,7 @@ int gp_agent_config_load(const char *path, gp_agent_config *cfg, gp_err *err) {
       "name", "server", "token", "sim", "data_dir", "listen", "capacity", "cgroup_root",
       "mps_pipe_dir", "signal", "labels", "cpus", "mem", "heartbeat_s", "grace",
       "watchdog_interval", "personal", "allow_root_jobs", "sharing", "gpus", "health", "tls",
-      NULL};
+      "spot", NULL};
   if ((rc = gp_doc_expect(d, root, "", GP_DOC_MAP, err)) != 0) goto done;
   if ((rc = gp_doc_check_keys(d, root, "", keys, err)) != 0) goto done;
   struct {
@@ -270,6 +316,7 @@ int gp_agent_config_load(const char *path, gp_agent_config *cfg, gp_err *err) {
   if ((n = gp_doc_get(root, "tls")) &&
       (rc = gp_tls_files_read(d, n, path, "server_ca", &cfg->tls, err)) != 0)
     goto done;
+  if ((n = gp_doc_get(root, "spot")) && (rc = load_spot(d, n, &cfg->spot, err)) != 0) goto done;
 done:
   gp_doc_free(d);
   return rc;

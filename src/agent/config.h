@@ -30,6 +30,20 @@ typedef struct gp_gpu_mode {
   char mig_layout[256];  /* mig:<layout> -> "3g.40gb,2g.20gb,..." */
 } gp_gpu_mode;
 
+/* The spot interruption watcher (`spot:`, spot.c): which metadata service to poll. */
+typedef enum gp_agent_spot_provider {
+  GP_SPOT_NONE = 0,      /* no watcher */
+  GP_SPOT_AWS,           /* /latest/meta-data/spot/instance-action (IMDSv2 token if offered) */
+  GP_SPOT_GCP,           /* /computeMetadata/v1/instance/preempted */
+  GP_SPOT_AZURE,         /* /metadata/scheduledevents (Preempt events) */
+} gp_agent_spot_provider;
+
+typedef struct gp_agent_spot {
+  gp_agent_spot_provider provider;
+  char url[256];         /* the metadata service's base URL; "" -> the cloud's own address */
+  int interval_s;        /* between polls; 1..60, default 2 */
+} gp_agent_spot;
+
 typedef struct gp_agent_config {
   char name[128];          /* node name; "" -> hostname */
   char server[512];
@@ -55,6 +69,7 @@ typedef struct gp_agent_config {
   gp_gpu_mode default_mode;
   gp_gpu_mode gpus[GP_GPU_MAX_DEVICES];
   gp_tls_files tls;        /* `tls:` HTTPS files; empty: plain HTTP. peer_ca is server_ca */
+  gp_agent_spot spot;      /* `spot:` interruption watcher; provider NONE: off */
 } gp_agent_config;
 
 /* Fills the defaults. */
@@ -70,6 +85,9 @@ const char *gp_agent_mode_name(gp_agent_share m);
 
 /* Parses "k=v,k2=v2" into the labels (added to or replacing those present). */
 int gp_agent_config_add_labels(gp_agent_config *cfg, const char *text, gp_err *err);
+
+/* "aws" | "gcp" | "azure" | "none". */
+const char *gp_agent_spot_provider_name(gp_agent_spot_provider p);
 
 /* The effective mode of GPU `index`. */
 const gp_gpu_mode *gp_agent_config_gpu_mode(const gp_agent_config *cfg, int index);

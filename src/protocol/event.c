@@ -20,6 +20,7 @@ static const struct {
     {GP_PROTO_EV_GPU_FAULT, "gpu_fault", false, true},
     {GP_PROTO_EV_MIG_DONE, "mig_done", false, true},
     {GP_PROTO_EV_INJECT_DONE, "inject_done", false, false},
+    {GP_PROTO_EV_INTERRUPTION, "interruption", false, false},
 };
 #define N_KINDS (sizeof kinds / sizeof kinds[0])
 
@@ -98,6 +99,13 @@ json_t *gp_proto_event_encode(const gp_proto_event *ev) {
   case GP_PROTO_EV_INJECT_DONE:
     json_object_set_new(o, "order", json_string(ev->order));
     json_object_set_new(o, "ok", json_boolean(ev->ok));
+    json_object_set_new(o, "message", json_string(ev->message));
+    break;
+  case GP_PROTO_EV_INTERRUPTION:
+    json_object_set_new(o, "at", json_integer(ev->at));
+    json_object_set_new(o, "at_ms", json_integer(ev->at_ms));
+    json_object_set_new(o, "deadline", json_integer(ev->deadline));
+    json_object_set_new(o, "source", json_string(ev->source));
     json_object_set_new(o, "message", json_string(ev->message));
     break;
   }
@@ -188,5 +196,8 @@ int gp_proto_event_decode(const json_t *doc, gp_proto_event *ret, gp_err *err) {
   }
   ret->ok = json_is_true(json_object_get(doc, "ok"));
   if (ret->kind == GP_PROTO_EV_MIG_DONE) decode_mig(doc, ret);
+  ret->deadline = opt_int(doc, "deadline", 1, INT64_MAX / 2, 0);
+  ret->at_ms = opt_int(doc, "at_ms", 1, INT64_MAX / 2, 0);
+  opt_str(doc, "source", ret->source, sizeof ret->source);
   return 0;
 }

@@ -30,7 +30,10 @@ typedef enum gp_proto_event_kind {
   GP_PROTO_EV_GPU_FAULT,   /* "gpu_fault": the health engine acted on a GPU fault */
   GP_PROTO_EV_MIG_DONE,    /* "mig_done": the answer to a mig order */
   GP_PROTO_EV_INJECT_DONE, /* "inject_done": the answer to an inject order */
+  GP_PROTO_EV_INTERRUPTION, /* "interruption": the cloud will reclaim the node (spot notice) */
 } gp_proto_event_kind;
+
+#define GP_PROTO_SOURCE_MAX 16          /* bytes in an interruption's source, with its NUL */
 
 typedef struct gp_proto_mig_instance {
   char uuid[GP_PROTO_UUID_MAX];       /* "" when not known */
@@ -72,6 +75,10 @@ typedef struct gp_proto_event {
   char jobs[GP_PROTO_MAX_FAULT_JOBS][GP_PROTO_ID_MAX];
   /* mig_done, inject_done */
   bool ok;
+  /* interruption (also `at`, and `message`: what the metadata service said) */
+  int64_t deadline;                   /* epoch seconds the node goes; 0 when not given */
+  int64_t at_ms;                      /* epoch ms the notice was seen; 0 when not given */
+  char source[GP_PROTO_SOURCE_MAX];   /* aws, gcp, azure; "" when not given */
   /* mig_done */
   bool has_mig;                       /* false: the event carries no valid layout */
   int n_mig;

@@ -310,6 +310,14 @@ static int apply_event(gp_srv_state *s, gp_srv_node *n, int idx, const json_t *d
   if (e->kind == GP_PROTO_EV_GPU_FAULT) return apply_gpu_fault(s, n, e, err);
   if (e->kind == GP_PROTO_EV_MIG_DONE) return apply_mig_done(s, n, e, err);
   if (e->kind == GP_PROTO_EV_INJECT_DONE) return 0; /* the admin reads it in the agent's log */
+  if (e->kind == GP_PROTO_EV_INTERRUPTION) {
+    /* A notice without a deadline the server can read gets the shortest cloud's (GCP);
+     * the agent sends none more than a week ahead. */
+    int64_t deadline = e->deadline > 0 && e->deadline <= now_s + 7 * 86400 ? e->deadline : now_s + 30;
+    gp_srv_interrupt in = {.deadline = deadline, .source = e->source,
+                           .detail = e->has_message ? e->message : NULL, .noticed_ms = e->at_ms};
+    return gp__srv_node_interrupt(s, n, &in, now_s, NULL, err);
+  }
   gp_srv_job *j = gp__srv_job_get(s, e->job);
   if (!j) return 0;
   bool here = false;

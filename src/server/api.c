@@ -632,6 +632,7 @@ static int nodes_route(gp_srv_state *s, gp_srv_req *r, const char *rest, int64_t
     return node_action(s, r, n, action, now, err);
   }
   if (strcmp(action, "credential") == 0) return node_forget(s, r, n, err);
+  if (strcmp(action, "interrupt") == 0) return gp__srv_interrupt_route(s, r, n, now, err);
   gp__srv_reply_error(r, 404, "not_found", NULL, "no route %s %s", r->method, r->path);
   return 0;
 }

@@ -70,7 +70,8 @@ static int requeue(gp_srv_state *s, gp_srv_job *j, const char *why, int64_t now,
   return r;
 }
 
-static int send_stop(gp_srv_state *s, gp_srv_job *j, int task, const char *reason, gp_err *err) {
+static int send_stop(gp_srv_state *s, gp_srv_job *j, int task, const char *reason, int grace_s,
+                     gp_err *err) {
   int ni = j->alloc[task].node;
   if (ni < 0 || ni >= s->n_nodes) return 0;
   /* One stop order per node, even when several tasks share it. */
@@ -79,16 +80,23 @@ static int send_stop(gp_srv_state *s, gp_srv_job *j, int task, const char *reaso
   gp_proto_order o = {.kind = GP_PROTO_STOP};
   snprintf(o.u.stop.job, sizeof o.u.stop.job, "%s", j->idstr);
   snprintf(o.u.stop.signal, sizeof o.u.stop.signal, "%s", j->signal);
-  o.u.stop.grace_s = j->grace_s;
+  o.u.stop.grace_s = grace_s;
   snprintf(o.u.stop.reason, sizeof o.u.stop.reason, "%s", reason);
   return gp__srv_order_add(s, s->nodes[ni], gp_proto_order_encode(&o), j->id, false, err);
 }
 
 int gp__srv_job_stop(gp_srv_state *s, gp_srv_job *j, const char *reason, int64_t now, gp_err *err) {
+  return gp__srv_job_stop_within(s, j, reason, j->grace_s, now, err);
+}
+
+int gp__srv_job_stop_within(gp_srv_state *s, gp_srv_job *j, const char *reason, int max_grace_s,
+                            int64_t now, gp_err *err) {
   (void)now;
+  int grace_s = j->grace_s < max_grace_s ? j->grace_s : max_grace_s;
+  if (grace_s < 0) grace_s = 0;
   int r = 0;
   for (int t = 0; t < j->n_alloc && !r; t++)
-    if (!j->alloc[t].exited) r = send_stop(s, j, t, reason, err);
+    if (!j->alloc[t].exited) r = send_stop(s, j, t, reason, grace_s, err);
   if (r) return r;
   if (j->state != GP_JOB_STOPPING) gp__srv_job_set_state(s, j, GP_JOB_STOPPING);
   if (!j->stop_reason || strcmp(j->stop_reason, "failed") == 0 || strcmp(reason, "cancelled") == 0)
@@ -115,6 +123,12 @@ static int finalize(gp_srv_state *s, gp_srv_job *j, const char *agent_reason, in
   }
   if (sr && strcmp(sr, "timeout") == 0)
     return gp__srv_job_end(s, j, GP_JOB_TIMEOUT, "time limit reached", now, err);
+  if (sr && strcmp(sr, "interrupted") == 0) {
+    /* The cloud reclaimed the node (interrupt.c): not the job's fault. It keeps its
+     * submission time, so the queue's order puts it back ahead of later work. */
+    if (j->requeue) return requeue(s, j, "node interrupted", now, err);
+    return gp__srv_job_end(s, j, GP_JOB_FAILED, "node interrupted", now, err);
+  }
   if (sr && strcmp(sr, "lost") == 0) {
     if (j->requeue) return requeue(s, j, "node lost", now, err);
     return gp__srv_job_end(s, j, GP_JOB_FAILED, "node lost", now, err);
@@ -162,7 +176,7 @@ int gp__srv_job_lost(gp_srv_state *s, gp_srv_job *j, const char *why, int64_t no
   for (int t = 0; t < j->n_alloc && !r; t++) {
     int ni = j->alloc[t].node;
     if (!j->alloc[t].exited && ni >= 0 && ni < s->n_nodes && s->nodes[ni]->alive)
-      r = send_stop(s, j, t, "lost", err);
+      r = send_stop(s, j, t, "lost", j->grace_s, err);
   }
   if (r) return r;
   json_t *extra = json_object();

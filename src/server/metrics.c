@@ -17,6 +17,8 @@ const double gp_hist_bounds_cycle_s[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025,
                                          0.025,  0.05,    0.1,    0.25,  0.5,    1,     2.5,
                                          5,      10};
 const int gp_hist_n_bounds_cycle_s = sizeof gp_hist_bounds_cycle_s / sizeof(double);
+const double gp_hist_bounds_notice_s[] = {0.05, 0.1, 0.25, 0.5, 1, 2, 3, 5, 10, 30, 60};
+const int gp_hist_n_bounds_notice_s = sizeof gp_hist_bounds_notice_s / sizeof(double);
 
 void gp_hist_init(gp_hist *h, const double *bounds, int n) {
   memset(h, 0, sizeof *h);
@@ -169,6 +171,28 @@ static void budgets_and_costs(const gp_server_metrics *m, gp_buf *out) {
   }
 }
 
+static void spot(const gp_server_metrics *m, gp_buf *out) {
+  const char *name = "gpool_spot_interruptions_total";
+  family(out, name, "counter",
+         "Spot interruption notices acted on (node drained, jobs stopped), by the node's "
+         "capacity type and where the notice came from.");
+  for (int c = 0; m->capacity_names && c < GP_METRICS_MAX_STATES && m->capacity_names[c]; c++)
+    for (int k = 0; m->interrupt_sources && k < GP_METRICS_MAX_STATES && m->interrupt_sources[k];
+         k++) {
+      if (!m->interruptions[c][k]) continue;
+      gp_buf_printf(out, "%s{node_capacity=\"", name);
+      gp_prom_escape(out, m->capacity_names[c]);
+      gp_buf_puts(out, "\",source=\"");
+      gp_prom_escape(out, m->interrupt_sources[k]);
+      gp_buf_puts(out, "\"} ");
+      num(out, (double)m->interruptions[c][k]);
+      gp_buf_puts(out, "\n");
+    }
+  hist(out, "gpool_spot_notice_to_stop_seconds",
+       "From an agent seeing a spot interruption notice to the stop orders of the node's jobs.",
+       &m->notice_to_stop_s);
+}
+
 void gp_server_metrics_render(const gp_server_metrics *m, gp_buf *out) {
 #define QOFF(f) offsetof(gp_server_metrics_queue, f)
   queue_gauge(out, m, "gpool_queue_pending_jobs", "Jobs waiting in the queue.",
@@ -285,4 +309,5 @@ void gp_server_metrics_render(const gp_server_metrics *m, gp_buf *out) {
                 "over this is the queue's utilisation; MPS clients' use is not measured).",
                 offsetof(gp_server_metrics_usage, measured_gpu_s));
   budgets_and_costs(m, out);
+  spot(m, out);
 }

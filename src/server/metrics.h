@@ -35,6 +35,8 @@ extern const double gp_hist_bounds_wait_s[];   /* 1 s .. 1 week */
 extern const int gp_hist_n_bounds_wait_s;
 extern const double gp_hist_bounds_cycle_s[];  /* 100 us .. 10 s */
 extern const int gp_hist_n_bounds_cycle_s;
+extern const double gp_hist_bounds_notice_s[]; /* 50 ms .. 60 s */
+extern const int gp_hist_n_bounds_notice_s;
 
 #define GP_METRICS_MAX_REASONS 16
 #define GP_METRICS_MAX_STATES 16
@@ -101,6 +103,11 @@ typedef struct gp_server_metrics {
   int n_costs;
   const gp_server_metrics_cost *costs;
   const char *currency;                /* of the costs; NULL: no prices */
+  /* Spot interruptions by node capacity and source (names borrowed; NULL ends a list). */
+  const char *const *capacity_names;
+  const char *const *interrupt_sources;
+  uint64_t interruptions[GP_METRICS_MAX_STATES][GP_METRICS_MAX_STATES];
+  gp_hist notice_to_stop_s;
 } gp_server_metrics;
 
 /* Appends the Prometheus text for `m` to `out` (check gp_buf_truncated afterwards). */

@@ -174,6 +174,18 @@ char *gp__srv_metrics_text(const gp_srv_state *s) {
   m.costs = cr.rows;
   m.n_costs = cr.n;
   m.currency = s->prices ? s->prices->currency : NULL;
+  static const char *capacities[GP_SRV_CAPACITIES + 1];
+  for (int c = 0; c < GP_SRV_CAPACITIES; c++) capacities[c] = gp_capacity_name((gp_capacity)c);
+  static const char *sources[GP_SRV_INTERRUPT_SOURCES + 1];
+  for (int k = 0; k < GP_SRV_INTERRUPT_SOURCES; k++) sources[k] = gp__srv_interrupt_sources[k];
+  m.capacity_names = capacities;
+  m.interrupt_sources = sources;
+  for (int c = 0; c < GP_SRV_CAPACITIES; c++)
+    for (int k = 0; k < GP_SRV_INTERRUPT_SOURCES; k++)
+      m.interruptions[c][k] = s->counters.interruptions[c][k];
+  m.notice_to_stop_s = s->counters.notice_to_stop_s;
+  if (m.notice_to_stop_s.n_bounds == 0)
+    gp_hist_init(&m.notice_to_stop_s, gp_hist_bounds_notice_s, gp_hist_n_bounds_notice_s);
   gp_buf out;
   gp_buf_init(&out, 0);
   gp_server_metrics_render(&m, &out);

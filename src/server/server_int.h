@@ -119,5 +119,8 @@ char *gp__srv_metrics_text(const gp_srv_state *s);
 
 /* prices.c: GET, PUT and DELETE /v1/prices. */
 int gp__srv_prices_route(gp_srv_state *s, gp_srv_req *r, gp_err *err);
+/* POST /v1/nodes/{name}/interrupt (interrupt.c). */
+int gp__srv_interrupt_route(gp_srv_state *s, gp_srv_req *r, gp_srv_node *n, int64_t now_s,
+                            gp_err *err);
 
 #endif

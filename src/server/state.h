@@ -193,11 +193,17 @@ typedef struct gp_srv_queue_fig {
   gp_plan_queue fig;
 } gp_srv_queue_fig;
 
+#define GP_SRV_CAPACITIES 4          /* gp_capacity values */
+#define GP_SRV_INTERRUPT_SOURCES 5   /* gp__srv_interrupt_sources */
+
 typedef struct gp_srv_counters {
   uint64_t submissions, starts, preemptions, sched_cycles, requeues, ends;
   double last_cycle_s;
   double cycles_cpu_s;  /* the state thread's CPU time in scheduling cycles */
   gp_hist cycle_s, wait_s, run_s;
+  /* spot interruptions (interrupt.c): by the node's capacity type and the notice's source */
+  uint64_t interruptions[GP_SRV_CAPACITIES][GP_SRV_INTERRUPT_SOURCES];
+  gp_hist notice_to_stop_s; /* from the agent seeing a notice to its jobs' stop orders */
 } gp_srv_counters;
 
 /* The scheduler's view, kept between steps (view.c): entries parallel to the nodes, the
@@ -462,6 +468,9 @@ void gp__srv_waiters_free(gp_srv_waiters *w);
 /* ---- lifecycle.c: transitions shared by the API, the agent protocol and the scheduler ---- */
 /* Sends stop orders to every task not yet exited and moves the job to STOPPING. */
 int gp__srv_job_stop(gp_srv_state *s, gp_srv_job *j, const char *reason, int64_t now, gp_err *err);
+/* The same with the grace period capped at max_grace_s (a spot notice's time left). */
+int gp__srv_job_stop_within(gp_srv_state *s, gp_srv_job *j, const char *reason, int max_grace_s,
+                            int64_t now, gp_err *err);
 /* A task on node `node` exited; ends or requeues the job when it was the last. */
 int gp__srv_job_task_exited(gp_srv_state *s, gp_srv_job *j, int node, int exit_code,
                         const char *reason, int64_t now, gp_err *err);
@@ -472,6 +481,24 @@ int gp__srv_job_end(gp_srv_state *s, gp_srv_job *j, gp_job_state st, const char 
                 int64_t now, gp_err *err);
 /* Marks a node down and handles its jobs. */
 int gp__srv_node_down(gp_srv_state *s, gp_srv_node *n, const char *why, int64_t now, gp_err *err);
+/* ---- interrupt.c: spot interruption notices ---- */
+/* The sources a notice comes from, for the metrics: aws, gcp, azure, admin, other. */
+extern const char *const gp__srv_interrupt_sources[GP_SRV_INTERRUPT_SOURCES];
+typedef struct gp_srv_interrupt {
+  int64_t deadline;     /* epoch seconds the node goes */
+  const char *source;   /* aws, gcp, azure, admin (anything else counts as other) */
+  const char *detail;   /* what the notice said, for the log; may be NULL */
+  int64_t noticed_ms;   /* epoch ms the notice was seen; 0: not known */
+} gp_srv_interrupt;
+/* The node will be reclaimed at in->deadline: it is drained, and each running job on it is
+ * stopped ("interrupted") with its grace capped to the time left, then requeued when it
+ * allows it. A node already drained for an interruption is left as it is (a repeated notice
+ * changes nothing). *ret_stopped: the jobs stopped (may be NULL). */
+int gp__srv_node_interrupt(gp_srv_state *s, gp_srv_node *n, const gp_srv_interrupt *in,
+                           int64_t now_s, int *ret_stopped, gp_err *err);
+/* True when the node is drained for an interruption. */
+bool gp__srv_node_interrupted(const gp_srv_node *n);
+
 /* Periodic checks: node liveness, time limits. */
 int gp__srv_state_tick(gp_srv_state *s, int64_t now_s, int64_t now_ms, gp_err *err);
 

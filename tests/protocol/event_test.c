@@ -158,5 +158,24 @@ static void other_fields_out_of_bounds_read_as_absent(void) {
   json_decref(doc);
 }
 
-GP_TESTS(job_events_round_trip, gpu_events_round_trip, what_the_server_needs_is_required,
+static void interruption_round_trips(void) {
+  gp_proto_event ev = {.kind = GP_PROTO_EV_INTERRUPTION, .at = 1796119200,
+                       .at_ms = 1796119200123, .deadline = 1796119320, .has_message = true}, d;
+  snprintf(ev.source, sizeof ev.source, "aws");
+  snprintf(ev.message, sizeof ev.message, "aws instance-action terminate");
+  round_trip(&ev, "{\"kind\":\"interruption\",\"at\":1796119200,\"at_ms\":1796119200123,"
+                  "\"deadline\":1796119320,\"source\":\"aws\",\"message\":\"aws instance-action "
+                  "terminate\"}", &d);
+  CHECK_EQ_INT(1796119320, d.deadline);
+  CHECK(d.at_ms == 1796119200123);
+  CHECK_EQ_STR("aws", d.source);
+  /* A deadline or source out of bounds reads as absent; the event stays. */
+  json_t *o = parse("{\"kind\":\"interruption\",\"deadline\":-4,\"source\":\"a-source-name-too-long\"}");
+  CHECK_EQ_INT(0, gp_proto_event_decode(o, &d, NULL));
+  CHECK_EQ_INT(0, d.deadline);
+  CHECK_EQ_STR("", d.source);
+  json_decref(o);
+}
+
+GP_TESTS(interruption_round_trips, job_events_round_trip, gpu_events_round_trip, what_the_server_needs_is_required,
          other_fields_out_of_bounds_read_as_absent)
