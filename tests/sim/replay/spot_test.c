@@ -60,7 +60,7 @@ static void the_seeded_draw_is_pinned(void) {
   CHECK_EQ_INT(T_RECLAIM, gp_replay_spot_life(SEED, 0, 0, mean));
   CHECK(gp_replay_spot_life(SEED, 0, 1, mean) > DURATION); /* no second reclaim in time */
   CHECK_NEAR(0, gp_replay_spot_mean_s(0), 0);
-  /* 5% a month: a node's mean life is 30 d / -ln(0.95), about 19.5 years. */
+  /* 5% a month: a node's mean life is 30 d / -ln(0.95), about 585 days. */
   CHECK_NEAR(2592000 / -log(0.95), gp_replay_spot_mean_s(0.05), 1e-3);
 }
 
@@ -228,13 +228,17 @@ static void the_command_line_reports_interruptions(void) {
   CHECK_CONTAINS(out, "fleet cost (USD)");
   free(out);
 
-  /* The table, and the CSV series' last columns, on Philly's head. */
+  /* The table, the CSV series' last columns and the HTML summary, on Philly's head. */
   char *csv = write_tmp("spot_series.csv", "");
+  char *html = write_tmp("spot_report.html", "");
   snprintf(cmd, sizeof cmd, "%s sim replay --trace %s/tests/data/philly_head2000.csv --max-jobs 300 "
            "--fleet 4x8xH100:spot,4x8xH100:on-demand --spot-interruptions 0.9 --csv %s "
-           "--no-progress 2>&1", bin, GP_SOURCE_DIR, csv);
+           "--html %s --no-progress 2>&1", bin, GP_SOURCE_DIR, csv, html);
   CHECK_EQ_INT(0, run(cmd, &out));
   CHECK_CONTAINS(out, "spot interruptions");
+  free(out);
+  snprintf(cmd, sizeof cmd, "grep -c 'GPU-hours lost to spot' %s", html);
+  CHECK_EQ_INT(0, run(cmd, &out));
   free(out);
   snprintf(cmd, sizeof cmd, "head -n 1 %s", csv);
   CHECK_EQ_INT(0, run(cmd, &out));
@@ -258,6 +262,8 @@ static void the_command_line_reports_interruptions(void) {
   unlink(one);
   unlink(prices);
   unlink(csv);
+  unlink(html);
+  free(html);
   free(one);
   free(prices);
   free(csv);
