@@ -707,8 +707,10 @@ static int step(sim *s, gp_time now) {
 
 static void node_fail(sim *s, int node, gp_time t) {
   gp_node *n = &s->nodes[node];
-  if (n->state == GP_NODE_DOWN) { /* a reclaimed spot node: its replacement may fail later */
-    gp__sim_heap_push(&s->heap, t + exp_sample(s, s->cfg->mtbf_hours * 3600), GP__EV_NODE_FAIL, node, 0);
+  if (n->state == GP_NODE_DOWN) {
+    if (s->spot_state && s->spot_state[node] == 2) /* reclaimed: its replacement may fail */
+      gp__sim_heap_push(&s->heap, t + exp_sample(s, s->cfg->mtbf_hours * 3600), GP__EV_NODE_FAIL,
+                        node, 0);
     return;
   }
   if (n->state == GP_NODE_UP)

@@ -31,9 +31,10 @@ static gp_trace *trace_of(const char *text) {
   return t;
 }
 
-/* Replays `csv` on `fleet` under the gpool preset at spot rate `rate`, notice `notice`. */
-static gp_replay_result *replay(const char *csv, const char *fleet, const char *rate,
-                                gp_time notice, uint64_t seed) {
+/* Replays `csv` on `fleet` under the gpool preset at spot rate `rate`, notice `notice`,
+ * with node failures every `mtbf_hours` (0: none). */
+static gp_replay_result *replay_f(const char *csv, const char *fleet, const char *rate,
+                                  gp_time notice, uint64_t seed, double mtbf_hours) {
   gp_trace *t = trace_of(csv);
   gp_err e = {0};
   gp_fleet *f = NULL;
@@ -45,6 +46,7 @@ static gp_replay_result *replay(const char *csv, const char *fleet, const char *
   c.restart_overhead = OVERHEAD;
   REQUIRE(gp_replay_spot_parse(rate, &c.spot, &e) == 0);
   c.spot.notice = notice;
+  c.mtbf_hours = mtbf_hours;
   gp_replay_result *r = NULL;
   if (gp_replay_run(&c, t, f, q, &r, &e)) fprintf(stderr, "replay: %s\n", e.message);
   REQUIRE(r);
@@ -52,6 +54,11 @@ static gp_replay_result *replay(const char *csv, const char *fleet, const char *
   gp_fleet_free(f);
   gp_replay_queues_free(q);
   return r;
+}
+
+static gp_replay_result *replay(const char *csv, const char *fleet, const char *rate,
+                                gp_time notice, uint64_t seed) {
+  return replay_f(csv, fleet, rate, notice, seed, 0);
 }
 
 static void the_seeded_draw_is_pinned(void) {
@@ -164,6 +171,25 @@ static void the_same_seed_gives_the_same_interruptions(void) {
   gp_replay_result_free(c);
 }
 
+/* Node failures and reclaims on the same nodes (a node may fail while drained by a notice,
+ * or be down from a failure when its reclaim comes): every job still completes and the
+ * engine's GPU counts stay consistent (a plan on a busy GPU would stop the replay). */
+static void failures_and_reclaims_mix(void) {
+  char csv[1 << 14];
+  size_t n = (size_t)snprintf(csv, sizeof csv, "submit_time,duration,gpus,queue\n");
+  for (int i = 0; i < 200; i++)
+    n += (size_t)snprintf(csv + n, sizeof csv - n, "%d,%d,%d,q%d\n", i * 1800, 30000 + i * 53,
+                          1 + i % 16, i % 3);
+  for (gp_time notice = 0; notice <= 120; notice += 120) {
+    gp_replay_result *r = replay_f(csv, "4x8xH100:spot,2x8xH100:on-demand", "0.99", notice, 3, 100);
+    CHECK_EQ_INT(200, r->completed);
+    CHECK(r->node_failures >= 1);
+    CHECK(r->spot.interruptions >= 1);
+    CHECK(r->spot.runs_interrupted >= r->spot.jobs_interrupted);
+    gp_replay_result_free(r);
+  }
+}
+
 static void bad_rates_are_refused_naming_the_flag(void) {
   static const char *const bad[] = {"1", "100%", "1.5", "-0.1", "abc", "", "0.1:A100",
                                     "0.1:A100=2", "0.1:=0.2", "0.1:A100=0.2,A100=0.3",
@@ -274,5 +300,6 @@ GP_TESTS(the_seeded_draw_is_pinned,
          a_long_enough_notice_loses_only_the_overhead,
          the_replacement_comes_after_the_provider_delay,
          on_demand_nodes_and_models_without_a_rate_are_never_interrupted,
-         the_same_seed_gives_the_same_interruptions, bad_rates_are_refused_naming_the_flag,
+         the_same_seed_gives_the_same_interruptions, failures_and_reclaims_mix,
+         bad_rates_are_refused_naming_the_flag,
          the_command_line_reports_interruptions)
