@@ -373,6 +373,15 @@ static int load_inputs(const char *cmd, args *a, inputs *in) {
   if (a->prices && gp_replay_prices_load(a->prices, &in->prices, &e)) return fail(cmd, &e);
   if (a->idle_policy && gp_replay_idle_policy_load(a->idle_policy, &in->idle_policy, &e))
     return fail(cmd, &e);
+  bool spot_nodes = false;
+  for (int f = 0; f < in->n_fleets && !spot_nodes; f++)
+    for (int i = 0; i < in->fleets[f]->n_nodes && !spot_nodes; i++)
+      spot_nodes = in->fleets[f]->nodes[i].capacity == GP_CAP_SPOT;
+  bool spot_rates = a->cfg.spot.rate > 0;
+  for (int k = 0; k < a->cfg.spot.n_models; k++) spot_rates = spot_rates || a->cfg.spot.model_rate[k] > 0;
+  if (spot_rates && !spot_nodes)
+    fprintf(stderr, "gpool sim %s: warning: --spot-interruptions: no fleet has a spot node "
+            "(give a group ':spot', e.g. --fleet 16x8xH100:spot)\n", cmd);
   if (a->cfg.idle_fraction > 0 && in->trace->has_idle_tail) {
     fprintf(stderr, "gpool sim %s: %s gives idle_tail: --idle-tail is for traces without it\n",
             cmd, a->trace);

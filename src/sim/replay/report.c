@@ -267,11 +267,16 @@ void gp_replay_print_compare(FILE *out, gp_replay_result *const *r, int n) {
   ROW_S("p50 JCT", p50_jct_s);
   ROW_S("p95 JCT", p95_jct_s);
   ROW_S("p99 JCT", p99_jct_s);
-  ROW_F("GPU utilisation %", ".1f", r[i]->gpu_utilization * 100);
-  ROW_S("makespan", makespan_s);
-  ROW_F("Jain fairness", ".3f", r[i]->jain_fairness);
-  ROW_F("preemptions", "lld", (long long)r[i]->preemptions);
-  ROW_F("GPU-hours lost", ".1f", r[i]->gpu_hours_lost);
+  /* Money and spot interruptions beside the waits and JCT, so a comparison of fleets
+   * ("what if half of it were spot?") reads at the top of one table. */
+  char label[64];
+  if (r[0]->cost.priced) {
+    snprintf(label, sizeof label, "fleet cost (%.8s)", r[0]->cost.currency);
+    ROW_F(label, ".2f", r[i]->cost.fleet);
+    ROW_F("job cost", ".2f", r[i]->cost.jobs);
+    ROW_F("idle cost", ".2f", r[i]->cost.idle);
+    ROW_F("unused commitment", ".2f", r[i]->cost.unused_commitment);
+  }
   bool spot = false;
   for (int i = 0; i < n; i++) spot = spot || r[i]->spot.modelled;
   if (spot) {
@@ -279,15 +284,14 @@ void gp_replay_print_compare(FILE *out, gp_replay_result *const *r, int n) {
     ROW_F("jobs interrupted", "lld", (long long)r[i]->spot.jobs_interrupted);
     ROW_F("GPU-h lost to spot", ".1f", r[i]->spot.gpu_hours_lost);
   }
+  ROW_F("GPU utilisation %", ".1f", r[i]->gpu_utilization * 100);
+  ROW_S("makespan", makespan_s);
+  ROW_F("Jain fairness", ".3f", r[i]->jain_fairness);
+  ROW_F("preemptions", "lld", (long long)r[i]->preemptions);
+  ROW_F("GPU-hours lost", ".1f", r[i]->gpu_hours_lost);
   ROW_F("scheduler calls", "lld", (long long)r[i]->sched_calls);
   ROW_F("wall seconds", ".2f", r[i]->wall_seconds);
   if (r[0]->cost.priced) {
-    char label[64];
-    snprintf(label, sizeof label, "fleet cost (%.8s)", r[0]->cost.currency);
-    ROW_F(label, ".2f", r[i]->cost.fleet);
-    ROW_F("job cost", ".2f", r[i]->cost.jobs);
-    ROW_F("idle cost", ".2f", r[i]->cost.idle);
-    ROW_F("unused commitment", ".2f", r[i]->cost.unused_commitment);
     for (int q = 0; q < r[0]->n_queues; q++) {
       snprintf(label, sizeof label, "cost %.17s", r[0]->queues[q].name);
       ROW_F(label, ".2f", q < r[i]->n_queues ? r[i]->queues[q].cost : 0);

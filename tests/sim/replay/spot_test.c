@@ -271,6 +271,13 @@ static void the_command_line_reports_interruptions(void) {
   CHECK_CONTAINS(out, ",spot_interruptions,spot_gpu_hours_lost\n");
   free(out);
 
+  /* A rate with no spot node anywhere is most likely a forgotten ':spot': said, not fatal. */
+  snprintf(cmd, sizeof cmd, "%s sim replay --trace %s --fleet 2x8 --spot-interruptions 0.2 "
+           "--no-progress 2>&1", bin, one);
+  CHECK_EQ_INT(0, run(cmd, &out));
+  CHECK_CONTAINS(out, "--spot-interruptions: no fleet has a spot node");
+  free(out);
+
   static const char *const bad[][2] = {
       {"--spot-interruptions 1", "--spot-interruptions"},
       {"--spot-interruptions 0.1:A100", "--spot-interruptions"},
