@@ -839,6 +839,8 @@ static void spot_reclaim(sim *s, int node, gp_time t) {
   }
   gp__sim_heap_push(&s->heap, t + s->cfg->spot.provider_delay, GP__EV_SPOT_BACK, node,
                     (uint32_t)s->spot_life[node]);
+  /* Nobody pays for an instance between the reclaim and its replacement. */
+  if (s->cost) gp__sim_cost_node_gap(s->cost, node, t, t + s->cfg->spot.provider_delay);
 }
 
 /* The replacement is up: a spot node with a new life. */

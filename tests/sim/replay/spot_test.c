@@ -93,6 +93,44 @@ static void an_interruption_without_notice_loses_the_work_since_the_checkpoint(v
   gp_replay_result_free(r);
 }
 
+/* Priced: the job's runs at their nodes' prices, and the spot node not paid for between
+ * its reclaim and its replacement (5 minutes): job + idle = fleet to the cent. */
+static void a_reclaimed_node_is_not_paid_for_until_its_replacement(void) {
+  char *path = write_tmp("spot_prices.yaml",
+                         "prices:\n  currency: USD\n  gpu_hour:\n"
+                         "    - {model: H100, capacity: on-demand, price: 6.88}\n"
+                         "    - {model: H100, capacity: spot, price: 2.41}\n");
+  struct gp_prices *prices = NULL;
+  gp_err e = {0};
+  REQUIRE(gp_replay_prices_load(path, &prices, &e) == 0);
+  unlink(path);
+  free(path);
+  gp_trace *t = trace_of(one_job);
+  gp_fleet *f = NULL;
+  REQUIRE(gp_fleet_load("1x8xH100:spot,1x8xH100:on-demand", false, &f, &e) == 0);
+  gp_replay_queues *q = gp_replay_queues_from_trace(t);
+  gp_replay_config c;
+  gp_replay_config_init(&c);
+  c.seed = SEED;
+  c.restart_overhead = OVERHEAD;
+  c.prices = prices;
+  c.spot.notice = 0;
+  REQUIRE(gp_replay_spot_parse("0.99", &c.spot, &e) == 0);
+  gp_replay_result *r = NULL;
+  if (gp_replay_run(&c, t, f, q, &r, &e)) fprintf(stderr, "replay: %s\n", e.message);
+  REQUIRE(r);
+  double span = T_RECLAIM + OVERHEAD + DURATION - 115200; /* first submission to the end */
+  double spot_run = 2 * 2.41 * T_RECLAIM / 3600, od_run = 2 * 6.88 * (span - T_RECLAIM) / 3600;
+  CHECK_NEAR(spot_run + od_run, r->cost.jobs, 0.01);
+  CHECK_NEAR(8 * 2.41 * (span - 300) / 3600 + 8 * 6.88 * span / 3600, r->cost.fleet, 0.01);
+  CHECK_NEAR(r->cost.fleet, r->cost.jobs + r->cost.idle + r->cost.unused_commitment, 0.01);
+  gp_replay_result_free(r);
+  gp_replay_queues_free(q);
+  gp_fleet_free(f);
+  gp_trace_free(t);
+  gp_replay_prices_free(prices);
+}
+
 /* A 2-minute notice (grace 30 s): the job checkpoints at the notice, lets go after the
  * grace and only the overhead is lost: it completes DURATION + grace + overhead after it
  * was submitted. */
@@ -304,6 +342,7 @@ static void the_command_line_reports_interruptions(void) {
 
 GP_TESTS(the_seeded_draw_is_pinned,
          an_interruption_without_notice_loses_the_work_since_the_checkpoint,
+         a_reclaimed_node_is_not_paid_for_until_its_replacement,
          a_long_enough_notice_loses_only_the_overhead,
          the_replacement_comes_after_the_provider_delay,
          on_demand_nodes_and_models_without_a_rate_are_never_interrupted,
