@@ -22,7 +22,8 @@ enum {
   O_TRACE = 1, O_FORMAT, O_FLEET, O_QUEUES, O_QUEUES_FROM, O_POLICY, O_POLICY_FILE, O_POLICIES,
   O_SEED, O_MTBF, O_REPAIR, O_CKPT, O_RESTART, O_GRACE, O_OVER, O_BAD_ROWS, O_MAX_JOBS,
   O_SHARING, O_TIME_SCALE, O_PARTITION, O_EVERY_EVENT, O_PROBE, O_OUT, O_CSV, O_HTML, O_NO_PROGRESS, O_DETERMINISTIC,
-  O_PRICES, O_COST_CSV, O_IDLE_TAIL, O_IDLE_POLICY, O_HELP
+  O_PRICES, O_COST_CSV, O_IDLE_TAIL, O_IDLE_POLICY, O_SPOT, O_SPOT_NOTICE, O_PROVIDER_DELAY,
+  O_HELP
 };
 
 static const gp_opt opts[] = {
@@ -57,6 +58,9 @@ static const gp_opt opts[] = {
     {0, "cost-csv", true, O_COST_CSV},
     {0, "idle-tail", true, O_IDLE_TAIL},
     {0, "idle-policy", true, O_IDLE_POLICY},
+    {0, "spot-interruptions", true, O_SPOT},
+    {0, "spot-notice", true, O_SPOT_NOTICE},
+    {0, "provider-delay", true, O_PROVIDER_DELAY},
     {'h', "help", false, O_HELP},
     {0, NULL, false, 0},
 };
@@ -68,13 +72,15 @@ static const char usage_replay[] =
     "         [--policy fifo|backfill|gpool|sjf|backfill-vc | --policy-file FILE]\n"
     "         [-o table|json] [--csv SERIES.csv] [--html REPORT.html]\n"
     "         [--prices PRICES.yaml [--cost-csv COST.csv]]\n"
-    "         [--idle-tail FRACTION:SHARE] [--idle-policy IDLE.yaml] [options]\n";
+    "         [--idle-tail FRACTION:SHARE] [--idle-policy IDLE.yaml]\n"
+    "         [--spot-interruptions RATE[:MODEL=RATE,...]] [options]\n";
 static const char usage_compare[] =
     "usage: gpool sim compare --trace FILE --policies fifo,backfill,gpool,sjf\n"
     "         [--fleet ... [--fleet ...]] [--queues ... | --queues-from ...] [-o table|json]\n"
     "         [--csv SERIES.csv] [--html REPORT.html]\n"
     "         [--prices PRICES.yaml [--cost-csv COST.csv]]\n"
-    "         [--idle-tail FRACTION:SHARE] [--idle-policy IDLE.yaml] [options]\n";
+    "         [--idle-tail FRACTION:SHARE] [--idle-policy IDLE.yaml]\n"
+    "         [--spot-interruptions RATE[:MODEL=RATE,...]] [options]\n";
 static const char usage_options[] =
     "\n"
     "Replays the trace on a virtual clock through the same scheduler core the server runs.\n"
@@ -93,6 +99,14 @@ static const char usage_options[] =
     "  --idle-policy FILE       act on idle stretches: `idle_policy:` (window, grace, action,\n"
     "                           threshold_pct) and optional `queues: {NAME: {...}}`; the\n"
     "                           replay also runs without it and reports the change\n"
+    "  --spot-interruptions R[:MODEL=R,...]  spot nodes are reclaimed: R is the probability\n"
+    "                           that one is within 30 days (0.05 or 5%%; per GPU model after\n"
+    "                           ':'); seeded; jobs there are requeued (default: none)\n"
+    "  --spot-notice DUR        notice before a reclaim; at least --grace: jobs checkpoint at\n"
+    "                           the notice, else they lose the work since their last\n"
+    "                           checkpoint (default 2m; 0: none)\n"
+    "  --provider-delay DUR     a reclaimed spot node's replacement is up after this\n"
+    "                           (default 5m)\n"
     "  --seed N                 seed for node failures and randomised policies (default 1)\n"
     "  --mtbf HOURS             mean time between failures of one node (default: none)\n"
     "  --repair-time DUR        how long a failed node stays down (default 1h)\n"
@@ -179,6 +193,22 @@ static int parse_args(const char *cmd, int argc, char **argv, args *a) {
       a->cfg.idle_share = sh;
       break;
     }
+    case O_SPOT:
+      if (gp_replay_spot_parse(v, &a->cfg.spot, &e)) {
+        fprintf(stderr, "gpool sim %s: invalid --spot-interruptions '%s': %s\n", cmd, v, e.message);
+        return 2;
+      }
+      break;
+    case O_SPOT_NOTICE:
+      if (gp_parse_duration_s(v, &i64) || i64 < 0 || i64 > 86400)
+        return bad_arg(cmd, "--spot-notice (a duration from 0 to 1 day)", v);
+      a->cfg.spot.notice = i64;
+      break;
+    case O_PROVIDER_DELAY:
+      if (gp_parse_duration_s(v, &i64) || i64 < 0 || i64 > 30 * 86400)
+        return bad_arg(cmd, "--provider-delay (a duration from 0 to 30 days)", v);
+      a->cfg.spot.provider_delay = i64;
+      break;
     case O_QUEUES: a->queues = v; break;
     case O_QUEUES_FROM: a->queues_from = v; break;
     case O_POLICY: a->policy = v; break;
@@ -343,6 +373,15 @@ static int load_inputs(const char *cmd, args *a, inputs *in) {
   if (a->prices && gp_replay_prices_load(a->prices, &in->prices, &e)) return fail(cmd, &e);
   if (a->idle_policy && gp_replay_idle_policy_load(a->idle_policy, &in->idle_policy, &e))
     return fail(cmd, &e);
+  bool spot_nodes = false;
+  for (int f = 0; f < in->n_fleets && !spot_nodes; f++)
+    for (int i = 0; i < in->fleets[f]->n_nodes && !spot_nodes; i++)
+      spot_nodes = in->fleets[f]->nodes[i].capacity == GP_CAP_SPOT;
+  bool spot_rates = a->cfg.spot.rate > 0;
+  for (int k = 0; k < a->cfg.spot.n_models; k++) spot_rates = spot_rates || a->cfg.spot.model_rate[k] > 0;
+  if (spot_rates && !spot_nodes)
+    fprintf(stderr, "gpool sim %s: warning: --spot-interruptions: no fleet has a spot node "
+            "(give a group ':spot', e.g. --fleet 16x8xH100:spot)\n", cmd);
   if (a->cfg.idle_fraction > 0 && in->trace->has_idle_tail) {
     fprintf(stderr, "gpool sim %s: %s gives idle_tail: --idle-tail is for traces without it\n",
             cmd, a->trace);

@@ -23,8 +23,15 @@ typedef struct iv_list {
   size_t n, cap;
 } iv_list;
 
+typedef struct node_gap {
+  int node;
+  gp_time start, end;
+} node_gap;
+
 struct gp__sim_cost {
   iv_list runs, held, released; /* every run; idle stretches held; stretches freed */
+  node_gap *gaps;               /* stretches nodes were not paid for, in time order */
+  size_t n_gaps, cap_gaps;
 };
 
 gp__sim_cost *gp__sim_cost_new(void) { return gp_xcalloc(1, sizeof(gp__sim_cost)); }
@@ -34,6 +41,7 @@ void gp__sim_cost_free(gp__sim_cost *c) {
   free(c->runs.iv);
   free(c->held.iv);
   free(c->released.iv);
+  free(c->gaps);
   free(c);
 }
 
@@ -61,6 +69,22 @@ void gp__sim_cost_add_idle(gp__sim_cost *c, bool released, int job, int queue, c
                  .queue = queue, .node = node, .gpu_mask = gpu_mask, .gpu_milli = gpu_milli});
 }
 
+void gp__sim_cost_node_gap(gp__sim_cost *c, int node, gp_time start, gp_time end) {
+  if (end <= start) return;
+  if (c->n_gaps == c->cap_gaps) {
+    c->cap_gaps = c->cap_gaps ? c->cap_gaps * 2 : 64;
+    c->gaps = gp_xrealloc(c->gaps, c->cap_gaps * sizeof *c->gaps);
+  }
+  c->gaps[c->n_gaps++] = (node_gap){.node = node, .start = start, .end = end};
+}
+
+/* By node, then time (a stable order: recorded in time order within a node). */
+static int gap_cmp(const void *a, const void *b) {
+  const node_gap *x = a, *y = b;
+  if (x->node != y->node) return x->node < y->node ? -1 : 1;
+  return x->start < y->start ? -1 : x->start > y->start;
+}
+
 static int queue_index(const gp_replay_queues *q, const char *name) {
   for (int i = 0; name && i < q->n; i++)
     if (strcmp(q->queues[i].name, name) == 0) return i;
@@ -69,17 +93,25 @@ static int queue_index(const gp_replay_queues *q, const char *name) {
 
 /* A report over [from, to) of the whole fleet (paid for over the whole replay: a failed
  * node is still owned) and the intervals of `l`. */
-static gp_ledger_report *report_of(const iv_list *l, unsigned group, const gp_prices *prices,
-                                   const gp_fleet *fleet, const gp_replay_queues *queues,
-                                   gp_time from, gp_time to) {
+static gp_ledger_report *report_of(const gp__sim_cost *c, const iv_list *l, unsigned group,
+                                   const gp_prices *prices, const gp_fleet *fleet,
+                                   const gp_replay_queues *queues, gp_time from, gp_time to) {
   gp_ledger_params p = {.from = from, .to = to, .group = group, .prices = prices};
   gp_ledger_report *rep = gp_ledger_report_new(&p);
+  size_t g = 0; /* gaps are sorted by node (gp__sim_cost_finish) */
   for (int i = 0; i < fleet->n_nodes; i++) {
     const gp_node *n = &fleet->nodes[i];
-    if (n->n_gpus < 1) continue;
     gp_ledger_node_iv nv = {.node = n->name, .model = n->model, .capacity = n->capacity,
                             .gpus = n->n_gpus, .state = GP_LEDGER_UP, .start = from, .end = to};
-    gp_ledger_report_add_node(rep, &nv);
+    /* Paid for from `from` to `to` but in its gaps. */
+    for (; g < c->n_gaps && c->gaps[g].node == i; g++) {
+      gp_time s = c->gaps[g].start > from ? c->gaps[g].start : from;
+      nv.end = s < to ? s : to;
+      if (n->n_gpus > 0 && nv.end > nv.start) gp_ledger_report_add_node(rep, &nv);
+      if (c->gaps[g].end > nv.start) nv.start = c->gaps[g].end;
+    }
+    nv.end = to;
+    if (n->n_gpus > 0 && nv.end > nv.start) gp_ledger_report_add_node(rep, &nv);
   }
   for (size_t k = 0; k < l->n; k++) {
     const run_iv *v = &l->iv[k];
@@ -97,16 +129,16 @@ static gp_ledger_report *report_of(const iv_list *l, unsigned group, const gp_pr
 /* The job cost of the intervals of `l`: what those GPU-hours cost at their GPUs' prices.
  * Only the job rows are read: freed stretches are what runs would have held, so two of
  * them may overlap on one GPU and the report's idle rows mean nothing here. */
-static int price_idle(const iv_list *l, const gp_prices *prices, const gp_fleet *fleet,
-                      const gp_replay_queues *queues, gp_time from, gp_time to, double *cost,
-                      bool *unknown, gp_err *err) {
+static int price_idle(const gp__sim_cost *c, const iv_list *l, const gp_prices *prices,
+                      const gp_fleet *fleet, const gp_replay_queues *queues, gp_time from,
+                      gp_time to, double *cost, bool *unknown, gp_err *err) {
   *cost = 0;
   if (l->n == 0) return 0;
   /* A freed stretch may reach past the replay's last end (the run it was cut from would
    * have held it): the period is stretched to cover every interval. */
   for (size_t k = 0; k < l->n; k++)
     if (l->iv[k].end > to) to = l->iv[k].end;
-  gp_ledger_report *rep = report_of(l, 0, prices, fleet, queues, from, to);
+  gp_ledger_report *rep = report_of(c, l, 0, prices, fleet, queues, from, to);
   const gp_ledger_row *rows = NULL;
   int n_rows = 0;
   int rc = gp_ledger_report_finish(rep, &rows, &n_rows, err);
@@ -122,7 +154,9 @@ static int price_idle(const iv_list *l, const gp_prices *prices, const gp_fleet 
 int gp__sim_cost_finish(gp__sim_cost *c, const gp_prices *prices, const gp_fleet *fleet,
                         const gp_replay_queues *queues, gp_time from, gp_time to,
                         gp_replay_result *r, gp_err *err) {
-  gp_ledger_report *rep = report_of(&c->runs, GP_LG_QUEUE, prices, fleet, queues, from, to);
+  /* Nodes in index order, each one's gaps in time order. */
+  if (c->n_gaps > 1) qsort(c->gaps, c->n_gaps, sizeof *c->gaps, gap_cmp);
+  gp_ledger_report *rep = report_of(c, &c->runs, GP_LG_QUEUE, prices, fleet, queues, from, to);
   const gp_ledger_row *rows = NULL;
   int n_rows = 0;
   int rc = gp_ledger_report_finish(rep, &rows, &n_rows, err);
@@ -161,8 +195,9 @@ int gp__sim_cost_finish(gp__sim_cost *c, const gp_prices *prices, const gp_fleet
   if (!r->idle.modelled) return 0;
   gp_replay_idle *id = &r->idle;
   double held = 0;
-  if ((rc = price_idle(&c->held, prices, fleet, queues, from, to, &held, &id->cost_unknown, err)) ||
-      (rc = price_idle(&c->released, prices, fleet, queues, from, to, &id->released_cost,
+  if ((rc = price_idle(c, &c->held, prices, fleet, queues, from, to, &held, &id->cost_unknown,
+                       err)) ||
+      (rc = price_idle(c, &c->released, prices, fleet, queues, from, to, &id->released_cost,
                        &id->cost_unknown, err)))
     return rc;
   id->priced = true;

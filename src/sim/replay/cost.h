@@ -34,6 +34,11 @@ void gp__sim_cost_add_idle(gp__sim_cost *c, bool released, int job, int queue, c
                            int node, uint32_t gpu_mask, int gpu_milli, gp_time start,
                            gp_time end);
 
+/* Node `node` is not paid for over [start, end) (a reclaimed spot node until its
+ * replacement is up); the stretch is clipped to the priced period. Stretches of one node
+ * are recorded in time order and do not overlap. */
+void gp__sim_cost_node_gap(gp__sim_cost *c, int node, gp_time start, gp_time end);
+
 /* Prices what was recorded over [from, to) with `prices` (borrowed) on `fleet` and fills
  * r->cost, r->queues[].cost / cost_unknown and r->idle's money (strings in r->arena). GP_ESTATE when the
  * ledger finds the recorded intervals inconsistent with the fleet (a bug in the engine). */

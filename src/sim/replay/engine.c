@@ -50,6 +50,8 @@ typedef struct sjob {
   gp_time idle_tail;      /* seconds at the end of its work it holds its GPUs idle */
   gp_time idle_from;      /* this run idles from here to its end; NO_IDLE: it never does */
   gp_time run_end;        /* when this run ends if nothing stops it */
+  bool spot_stop;         /* stopping at a spot notice: its progress is saved */
+  bool spot_hit;          /* a spot interruption cut one of its runs */
 } sjob;
 
 typedef struct sim {
@@ -72,6 +74,13 @@ typedef struct sim {
    * count as PEND_TASKS_MAX: what fits them fits that many). */
   int64_t (*pend_shape)[PEND_TASKS_MAX + 1];
   int nodes_down;
+  /* Spot interruptions (NULL when none is modelled): per node the mean seconds between
+   * them (0: never), its life (0, then one more per replacement; the events' gen) and
+   * whether it is drained by a notice (1) or reclaimed (2); spot_out counts those. */
+  double *spot_mean;
+  int *spot_life;
+  char *spot_state;
+  int spot_out;
   sjob *jobs;
   gp_job *v;
   int *vmap;
@@ -278,6 +287,7 @@ static void csv_header(sim *s) {
     fputc(',', f), csv_name(f, name, "running");
     fputc(',', f), csv_name(f, name, "gpus");
   }
+  if (s->r->spot.modelled) fputs(",spot_interruptions,spot_gpu_hours_lost", f);
   fputc('\n', f);
 }
 
@@ -324,6 +334,10 @@ static void sample_until(sim *s, gp_time upto_rel) {
       for (int q = 0; q < s->nq; q++)
         fprintf(f, ",%lld,%lld,%.3f", (long long)s->q_pending[q], (long long)s->q_running[q],
                 s->alloc[q]);
+      const gp_replay_spot_stats *sp = &s->r->spot;
+      if (sp->modelled)
+        fprintf(f, ",%lld,%.3f", (long long)sp->interruptions,
+                sp->gpu_hours_recomputed + sp->gpu_hours_overhead);
       fputc('\n', f);
       s->r->csv_rows++;
     }
@@ -365,6 +379,7 @@ static void release(sim *s, int j, gp_time now) {
   bool idled = sj->idle_from != NO_IDLE && now > idle0;
   if (idled) s->r->idle.held_gpu_hours += sj->gpus * (double)(now - idle0) / 3600.0;
   sj->idle_from = NO_IDLE;
+  sj->spot_stop = false;
   for (int p = 0; p < sj->n_pl; p++) {
     const gp_placement *pl = &sj->pl[p];
     if (s->cost) {
@@ -374,7 +389,7 @@ static void release(sim *s, int j, gp_time now) {
         gp__sim_cost_add_idle(s->cost, false, j, sj->queue, s->v[sj->view].user, pl->node,
                               pl->gpu_mask, pl->gpu_milli, idle0, now);
     }
-    bool up = s->nodes[pl->node].state != GP_NODE_DOWN;
+    bool up = s->nodes[pl->node].state == GP_NODE_UP; /* a drained node places nothing */
     for (int g = 0; g < GP_MAX_NODE_GPUS; g++)
       if (pl->gpu_mask & (1u << g)) {
         int *u = gpu_slot(s, pl->node, g);
@@ -391,20 +406,24 @@ static void release(sim *s, int j, gp_time now) {
   s->running_total--;
 }
 
-/* Seconds of this run's work saved by checkpoints at time t. */
-static gp_time saved_work(const sim *s, const sjob *sj, gp_time t) {
+/* Seconds of work this run has done by time t (after its restart overhead). */
+static gp_time run_progress(const sjob *sj, gp_time t) {
   gp_time progress = t - (sj->run_start + sj->run_overhead);
   if (progress <= 0) return 0;
-  if (progress > sj->work_left) progress = sj->work_left;
-  gp_time c = s->cfg->checkpoint_interval;
-  return c > 0 ? progress / c * c : 0;
+  return progress > sj->work_left ? sj->work_left : progress;
 }
 
-/* A run is cut short at `stopped` (preemption decision or node failure); the job lets go
- * of its GPUs at `now` and goes back to the queue with the checkpointed work kept. */
-static double requeue(sim *s, int j, gp_time stopped, gp_time now) {
+/* Seconds of this run's work saved by checkpoints at time t. */
+static gp_time saved_work(const sim *s, const sjob *sj, gp_time t) {
+  gp_time c = s->cfg->checkpoint_interval;
+  return c > 0 ? run_progress(sj, t) / c * c : 0;
+}
+
+/* A run is cut short with `saved` seconds of its work kept; the job lets go of its GPUs
+ * at `now` and goes back to the queue (with its submission time: ahead of later work).
+ * Returns the GPU-hours of the run that were not saved. */
+static double requeue_saved(sim *s, int j, gp_time saved, gp_time now) {
   sjob *sj = &s->jobs[j];
-  gp_time saved = saved_work(s, sj, stopped);
   double lost = sj->gpus * (double)(now - sj->run_start - saved) / 3600.0;
   sj->work_left -= saved;
   release(s, j, now);
@@ -420,6 +439,12 @@ static double requeue(sim *s, int j, gp_time stopped, gp_time now) {
   vj->restarts = sj->restarts;
   pend_add(s, j, now);
   return lost > 0 ? lost : 0;
+}
+
+/* A run cut at `stopped` (preemption decision or node failure): the work since its last
+ * checkpoint is lost. */
+static double requeue(sim *s, int j, gp_time stopped, gp_time now) {
+  return requeue_saved(s, j, saved_work(s, &s->jobs[j], stopped), now);
 }
 
 static void finish(sim *s, int j, gp_time t) {
@@ -682,9 +707,15 @@ static int step(sim *s, gp_time now) {
 
 static void node_fail(sim *s, int node, gp_time t) {
   gp_node *n = &s->nodes[node];
-  if (n->state == GP_NODE_DOWN) return;
-  for (int g = 0; g < n->n_gpus; g++)
-    if (*gpu_slot(s, node, g) == 0) idle_gpus(s, node, -1);
+  if (n->state == GP_NODE_DOWN) {
+    if (s->spot_state && s->spot_state[node] == 2) /* reclaimed: its replacement may fail */
+      gp__sim_heap_push(&s->heap, t + exp_sample(s, s->cfg->mtbf_hours * 3600), GP__EV_NODE_FAIL,
+                        node, 0);
+    return;
+  }
+  if (n->state == GP_NODE_UP)
+    for (int g = 0; g < n->n_gpus; g++)
+      if (*gpu_slot(s, node, g) == 0) idle_gpus(s, node, -1);
   n->state = GP_NODE_DOWN;
   s->view_rev++;
   s->up_gpus -= n->n_gpus;
@@ -714,6 +745,118 @@ static void node_repair(sim *s, int node, gp_time t) {
   gp__sim_heap_push(&s->heap, t + exp_sample(s, s->cfg->mtbf_hours * 3600), GP__EV_NODE_FAIL, node, 0);
 }
 
+/* ---- spot interruptions ---- */
+
+/* The next interruption of spot node `node`, whose current life started at t_up: its
+ * notice (when there is one) and its reclaim. */
+static void spot_schedule(sim *s, int node, gp_time t_up) {
+  int k = s->spot_life[node];
+  gp_time t_r = t_up + gp_replay_spot_life(s->cfg->seed, node, k, s->spot_mean[node]);
+  gp_time notice = s->cfg->spot.notice;
+  if (notice > 0)
+    gp__sim_heap_push(&s->heap, t_r - notice > t_up ? t_r - notice : t_up, GP__EV_SPOT_NOTICE,
+                      node, (uint32_t)k);
+  gp__sim_heap_push(&s->heap, t_r, GP__EV_SPOT_RECLAIM, node, (uint32_t)k);
+}
+
+/* A run cut by an interruption with `saved` of its `progress` kept: the rest is done
+ * again, after the restart overhead. */
+static void spot_cut(sim *s, int j, gp_time saved, gp_time progress, gp_time now) {
+  sjob *sj = &s->jobs[j];
+  gp_replay_spot_stats *st = &s->r->spot;
+  st->runs_interrupted++;
+  if (!sj->spot_hit) st->jobs_interrupted++;
+  sj->spot_hit = true;
+  st->gpu_hours_recomputed += sj->gpus * (double)(progress - saved) / 3600.0;
+  st->gpu_hours_overhead += sj->gpus * (double)s->cfg->restart_overhead / 3600.0;
+  requeue_saved(s, j, saved, now);
+}
+
+/* Does a run hold a GPU of `node`? */
+static bool runs_on(const sjob *sj, int node) {
+  for (int p = 0; p < sj->n_pl; p++)
+    if (sj->pl[p].node == node) return true;
+  return false;
+}
+
+/* The notice: the node drains (nothing new is placed there) and every run on it gets its
+ * checkpoint signal. A notice at least as long as the grace lets the run save all its
+ * progress at the notice and let go of its GPUs after the grace, before the reclaim; a
+ * shorter one is no use: the run goes on until the reclaim cuts it. Jobs that never
+ * checkpoint (--checkpoint-interval 0) save nothing either way. */
+static void spot_notice(sim *s, int node, gp_time t) {
+  gp_node *n = &s->nodes[node];
+  if (n->state != GP_NODE_UP) return; /* down after a failure: nothing to drain */
+  for (int g = 0; g < n->n_gpus; g++)
+    if (*gpu_slot(s, node, g) == 0) idle_gpus(s, node, -1);
+  n->state = GP_NODE_DRAIN;
+  s->view_rev++;
+  s->spot_state[node] = 1;
+  s->spot_out++;
+  const gp_replay_config *cfg = s->cfg;
+  if (cfg->spot.notice < cfg->grace || cfg->checkpoint_interval <= 0) return;
+  bool used = false;
+  for (int i = 0; i < s->nv; i++) {
+    sjob *sj = &s->jobs[s->vmap[i]];
+    if (sj->state != SJ_RUNNING || !runs_on(sj, node)) continue;
+    sj->state = SJ_STOPPING;
+    sj->spot_stop = true;
+    sj->preempted_at = t;
+    view_touch(s, sj->view)->state = GP_JOB_STOPPING;
+    s->ckpt_next[sj->view] = NO_CKPT;
+    gp__sim_heap_push(&s->heap, t + cfg->grace, GP__EV_GRACE_END, s->vmap[i], sj->gen);
+    used = true;
+  }
+  if (used) s->r->spot.notices_used++;
+}
+
+/* The reclaim: the node goes; runs still on it lose the work since their last checkpoint;
+ * the replacement comes after the provider delay. A node down after a failure then is not
+ * interrupted: its next interruption is drawn from now. */
+static void spot_reclaim(sim *s, int node, gp_time t) {
+  gp_node *n = &s->nodes[node];
+  if (s->spot_state[node] == 1) s->spot_out--;
+  s->spot_state[node] = 0;
+  if (n->state == GP_NODE_DOWN) {
+    s->spot_life[node]++;
+    spot_schedule(s, node, t);
+    return;
+  }
+  if (n->state == GP_NODE_UP)
+    for (int g = 0; g < n->n_gpus; g++)
+      if (*gpu_slot(s, node, g) == 0) idle_gpus(s, node, -1);
+  n->state = GP_NODE_DOWN;
+  s->view_rev++;
+  s->up_gpus -= n->n_gpus;
+  s->spot_state[node] = 2;
+  s->spot_out++;
+  s->r->spot.interruptions++;
+  for (int i = 0; i < s->nv; i++) {
+    int j = s->vmap[i];
+    sjob *sj = &s->jobs[j];
+    if ((sj->state != SJ_RUNNING && sj->state != SJ_STOPPING) || !runs_on(sj, node)) continue;
+    spot_cut(s, j, saved_work(s, sj, t), run_progress(sj, t), t);
+  }
+  gp__sim_heap_push(&s->heap, t + s->cfg->spot.provider_delay, GP__EV_SPOT_BACK, node,
+                    (uint32_t)s->spot_life[node]);
+  /* Nobody pays for an instance between the reclaim and its replacement. */
+  if (s->cost) gp__sim_cost_node_gap(s->cost, node, t, t + s->cfg->spot.provider_delay);
+}
+
+/* The replacement is up: a spot node with a new life. */
+static void spot_back(sim *s, int node, gp_time t) {
+  gp_node *n = &s->nodes[node];
+  n->state = GP_NODE_UP;
+  s->view_rev++;
+  for (int g = 0; g < n->n_gpus; g++)
+    if (*gpu_slot(s, node, g) == 0) idle_gpus(s, node, +1);
+  s->up_gpus += n->n_gpus;
+  s->spot_state[node] = 0;
+  s->spot_out--;
+  s->spot_life[node]++;
+  spot_schedule(s, node, t);
+}
+
 /* Handles one heap event; returns true when it may let a job start. */
 static bool handle(sim *s, const gp__sim_event *e) {
   switch (e->kind) {
@@ -726,7 +869,12 @@ static bool handle(sim *s, const gp__sim_event *e) {
   case GP__EV_GRACE_END: {
     sjob *sj = &s->jobs[e->id];
     if (sj->gen != e->gen || sj->state != SJ_STOPPING) return false;
-    s->r->gpu_hours_lost += requeue(s, e->id, sj->preempted_at, e->t);
+    if (sj->spot_stop) {
+      gp_time done = run_progress(sj, sj->preempted_at);
+      spot_cut(s, e->id, done, done, e->t); /* checkpointed at the notice */
+    } else {
+      s->r->gpu_hours_lost += requeue(s, e->id, sj->preempted_at, e->t);
+    }
     return true;
   }
   case GP__EV_NODE_FAIL:
@@ -740,6 +888,18 @@ static bool handle(sim *s, const gp__sim_event *e) {
     if (sj->gen != e->gen || sj->state != SJ_RUNNING) return false;
     return idle_act(s, e->id, e->t);
   }
+  case GP__EV_SPOT_NOTICE:
+    if (e->gen != (uint32_t)s->spot_life[e->id]) return false;
+    spot_notice(s, e->id, e->t);
+    return true;
+  case GP__EV_SPOT_RECLAIM:
+    if (e->gen != (uint32_t)s->spot_life[e->id]) return false;
+    spot_reclaim(s, e->id, e->t);
+    return true;
+  case GP__EV_SPOT_BACK:
+    if (e->gen != (uint32_t)s->spot_life[e->id] || s->spot_state[e->id] != 2) return false;
+    spot_back(s, e->id, e->t);
+    return true;
   }
   return false;
 }
@@ -873,6 +1033,8 @@ void gp_replay_config_init(gp_replay_config *c) {
   c->grace = 30;
   c->repair_time = 3600;
   c->seed = 1;
+  c->spot.notice = 120;
+  c->spot.provider_delay = 300;
   c->time_scale = 1;
   c->share_probe = 3600;
 }
@@ -991,6 +1153,29 @@ static int idle_policies(sim *s) {
   return 0;
 }
 
+/* Each spot node's mean time between interruptions and its first one; nothing when no
+ * spot node has a rate. */
+static void spot_start(sim *s) {
+  int n = s->fleet->n_nodes;
+  double *mean = gp_xcalloc((size_t)n, sizeof *mean);
+  bool any = false;
+  for (int i = 0; i < n; i++)
+    if (s->nodes[i].capacity == GP_CAP_SPOT) {
+      mean[i] = gp_replay_spot_mean_s(gp_replay_spot_rate(&s->cfg->spot, s->nodes[i].model));
+      any = any || mean[i] > 0;
+    }
+  if (!any) {
+    free(mean);
+    return;
+  }
+  s->r->spot.modelled = true;
+  s->spot_mean = mean;
+  s->spot_life = gp_xcalloc((size_t)n, sizeof *s->spot_life);
+  s->spot_state = gp_xcalloc((size_t)n, sizeof *s->spot_state);
+  for (int i = 0; i < n; i++)
+    if (mean[i] > 0) spot_schedule(s, i, s->t_first);
+}
+
 /* The jobs' view entries (protos) and the clock's start: the CSV header and the first
  * failure of every node when nodes fail. */
 static int prepare_jobs(sim *s, gp_job *protos) {
@@ -1001,6 +1186,7 @@ static int prepare_jobs(sim *s, gp_job *protos) {
   s->min_need = s->max_need + 1;
   if (rc) return rc;
   s->t_first = s->t_last = s->arrive[0];
+  spot_start(s);
   if (s->cfg->csv) csv_header(s);
   if (s->cfg->mtbf_hours > 0)
     for (int i = 0; i < s->fleet->n_nodes; i++)
@@ -1021,7 +1207,8 @@ static void take_events(sim *s, gp_time t, bool *dirty, bool *freed, gp_time *t_
       /* A failure requeues jobs: always worth a call. GPUs coming free let a job
        * start only if one could use them, unless the policy may preempt (a queue's
        * fair share can move and allow a reclaim). */
-      if (e.kind == GP__EV_NODE_FAIL || s->can_preempt) *dirty = true;
+      if (e.kind == GP__EV_NODE_FAIL || e.kind == GP__EV_SPOT_RECLAIM || s->can_preempt)
+        *dirty = true;
       else *freed = true;
     }
     /* An idle event that freed GPUs ended its job. */
@@ -1061,7 +1248,8 @@ static int run_events(sim *s, const gp_job *protos, gp_time *t_end) {
   int rc = 0;
   *t_end = s->t_first;
   while (!rc) {
-    if (cursor == nj && s->running_total == 0 && (s->pending_total == 0 || s->nodes_down == 0)) {
+    if (cursor == nj && s->running_total == 0 &&
+        (s->pending_total == 0 || s->nodes_down + s->spot_out == 0)) {
       /* Nothing runs and nothing will arrive: jobs still pending can start only now, if
        * a skipped call would have started (or ended) them. Ask the core once more. */
       if (s->pending_total > 0 && s->last_pend_step == s->steps && s->nv > 0) {
@@ -1155,6 +1343,9 @@ static void sim_free(sim *s) {
   free(s->need_count);
   gp__sim_cost_free(s->cost);
   free(s->idle_pol);
+  free(s->spot_mean);
+  free(s->spot_life);
+  free(s->spot_state);
 }
 
 int gp_replay_run(const gp_replay_config *cfg, const gp_trace *trace, const gp_fleet *fleet,
@@ -1178,6 +1369,7 @@ int gp_replay_run(const gp_replay_config *cfg, const gp_trace *trace, const gp_f
   r->idle.modelled = r->idle.jobs > 0;
   r->idle.assumed = r->idle.modelled && cfg->idle_fraction > 0 && cfg->idle_share > 0;
   r->idle.gpu_hours = r->idle.held_gpu_hours + r->idle.released_gpu_hours;
+  r->spot.gpu_hours_lost = r->spot.gpu_hours_recomputed + r->spot.gpu_hours_overhead;
   /* Priced over [first submission, last end): a replay in which nothing ran for even a
    * second still owns its fleet for that second. */
   if (!rc && s->cost)

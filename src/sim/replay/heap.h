@@ -17,6 +17,9 @@ typedef enum gp__sim_ev_kind {
   GP__EV_NODE_FAIL,
   GP__EV_NODE_REPAIR,
   GP__EV_IDLE,         /* a run's idle stretch has lasted the idle policy's window */
+  GP__EV_SPOT_NOTICE,  /* a spot node's interruption notice: it drains, jobs checkpoint */
+  GP__EV_SPOT_RECLAIM, /* a spot node is taken back: what still runs there is cut */
+  GP__EV_SPOT_BACK,    /* its replacement is up (after the provider delay) */
 } gp__sim_ev_kind;
 
 typedef struct gp__sim_event {
@@ -24,7 +27,8 @@ typedef struct gp__sim_event {
   uint64_t seq;
   int kind;
   int id;        /* job or node index */
-  uint32_t gen;  /* the job's run generation when scheduled: stale events are dropped */
+  uint32_t gen;  /* the job's run generation when scheduled (spot events: the node's life):
+                    stale events are dropped */
 } gp__sim_event;
 
 typedef struct gp__sim_heap {

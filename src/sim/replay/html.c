@@ -190,6 +190,13 @@ static void summary_table(gp_buf *b, gp_replay_result *const *r, int n) {
   ROW("Jain fairness", "%.3f", r[i]->jain_fairness);
   ROW("preemptions", "%lld", (long long)r[i]->preemptions);
   ROW("GPU-hours lost", "%.1f", r[i]->gpu_hours_lost);
+  bool spot = false;
+  for (int i = 0; i < n; i++) spot = spot || r[i]->spot.modelled;
+  if (spot) {
+    ROW("spot interruptions", "%lld", (long long)r[i]->spot.interruptions);
+    ROW("jobs interrupted", "%lld", (long long)r[i]->spot.jobs_interrupted);
+    ROW("GPU-hours lost to spot", "%.1f", r[i]->spot.gpu_hours_lost);
+  }
   if (r[0]->cost.priced) {
     gp_buf_puts(b, "<tr><td>currency</td>");
     for (int i = 0; i < n; i++) {

@@ -9,27 +9,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim/replay/mix.h"
 #include "sim/replay/replay.h"
 #include "util/doc.h"
 #include "util/mem.h"
 
 #define MAX_QUEUE_POLICIES 10000
 
-/* splitmix64's finaliser: a well-mixed 64-bit hash of the seed and the line. */
-static uint64_t mix(uint64_t z) {
-  z += 0x9e3779b97f4a7c15ull;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
 gp_time gp_replay_idle_tail(const gp_replay_config *cfg, const gp_trace *trace, size_t i) {
   const gp_trace_job *j = &trace->jobs[i];
   if (j->idle_tail > 0 || !(cfg->idle_fraction > 0) || !(cfg->idle_share > 0)) return j->idle_tail;
   /* A uniform draw in [0, 1) per job, from the seed and the row's line (not the job's
    * position, so reading fewer rows picks the same ones among those read). */
-  uint64_t h = mix(cfg->seed ^ mix((uint64_t)(uint32_t)j->line));
-  double u = (double)(h >> 11) / 9007199254740992.0;
+  double u = gp__sim_unit(gp__sim_mix64(cfg->seed ^ gp__sim_mix64((uint64_t)(uint32_t)j->line)));
   if (u >= cfg->idle_fraction) return 0;
   double share = cfg->idle_share > 1 ? 1 : cfg->idle_share;
   return (gp_time)llround((double)j->duration * share);

@@ -114,6 +114,37 @@ typedef struct gp_replay_idle_policy {
 int gp_replay_idle_policy_load(const char *path, gp_replay_idle_policy **ret, gp_err *err);
 void gp_replay_idle_policy_free(gp_replay_idle_policy *p); /* accepts NULL */
 
+/* Spot interruptions (`--spot-interruptions`, docs/simulator.md "Spot interruptions"): a
+ * rate is the probability that a spot node is reclaimed within 30 days of running (how
+ * AWS's Spot Advisor quotes "frequency of interruption"), turned into an exponential time
+ * to the next interruption with mean 30 d / -ln(1 - rate). Only spot nodes are
+ * interrupted. */
+#define GP_REPLAY_SPOT_MAX_MODELS 32
+#define GP_REPLAY_SPOT_MODEL_LEN 64
+
+typedef struct gp_replay_spot {
+  double rate;                   /* every spot node's rate unless its model has its own;
+                                    0: never interrupted */
+  int n_models;
+  char model[GP_REPLAY_SPOT_MAX_MODELS][GP_REPLAY_SPOT_MODEL_LEN];
+  double model_rate[GP_REPLAY_SPOT_MAX_MODELS];
+  gp_time notice;                /* seconds of notice before a node is reclaimed */
+  gp_time provider_delay;        /* seconds until a reclaimed node's replacement is up */
+} gp_replay_spot;
+
+/* Parses "RATE[:MODEL=RATE,...]" (a rate as 0.05 or 5%, from 0 up to but not including 1)
+ * into spot's rates, leaving its other fields alone. Errors name `--spot-interruptions`. */
+int gp_replay_spot_parse(const char *s, gp_replay_spot *spot, gp_err *err);
+/* The rate of a node of `model` (a model's own rate, else the default one). */
+double gp_replay_spot_rate(const gp_replay_spot *spot, const char *model);
+/* Mean seconds between interruptions of a node at `rate`; 0 when it is never interrupted. */
+double gp_replay_spot_mean_s(double rate);
+/* Seconds from a spot node's start (its k-th life: 0 for the fleet's node, then one per
+ * replacement) until it is reclaimed, for node index `node` at mean `mean_s`: a hash of
+ * the seed, the node and k, so the same seed interrupts the same nodes at the same times
+ * whatever else the replay does. */
+gp_time gp_replay_spot_life(uint64_t seed, int node, int k, double mean_s);
+
 typedef struct gp_replay_config {
   const char *policy_name;      /* for reports: "fifo", "gpool", or the policy file's name */
   gp_policy policy;
@@ -139,6 +170,7 @@ typedef struct gp_replay_config {
                                    idle_share of their duration; 0: only the trace's own
                                    idle_tail. An assumption, not a measurement */
   const gp_replay_idle_policy *idle_policy; /* acts on idle stretches; NULL: none. Borrowed */
+  gp_replay_spot spot;           /* spot interruptions; rates 0: none */
   const struct gp_prices *prices; /* price the replay (ledger/prices.h); NULL: no cost
                                    figures. Borrowed for the run */
   FILE *csv;                    /* time series, one row per simulated minute; may be NULL */
@@ -159,7 +191,8 @@ void gp_replay_prices_free(struct gp_prices *p); /* accepts NULL */
 gp_time gp_replay_idle_tail(const gp_replay_config *cfg, const gp_trace *trace, size_t i);
 
 /* Defaults: overestimate 2, checkpoint 30 min, restart overhead 60 s, grace 30 s, no
- * failures, repair 1 h, seed 1. */
+ * failures, repair 1 h, seed 1, no spot interruptions (notice 2 min, provider delay
+ * 5 min). */
 void gp_replay_config_init(gp_replay_config *c);
 
 /* ---- Results ---- */
@@ -210,6 +243,19 @@ typedef struct gp_replay_idle {
   double base_avg_wait_s, base_avg_jct_s;
 } gp_replay_idle;
 
+/* Spot interruptions and what they cost the jobs (only when a rate was given). */
+typedef struct gp_replay_spot_stats {
+  bool modelled;                 /* some spot node had a rate above 0 */
+  int64_t interruptions;         /* spot nodes reclaimed */
+  int64_t notices_used;          /* of which jobs were on the node and checkpointed at the
+                                    notice (it was at least --grace long) */
+  int64_t jobs_interrupted;      /* distinct jobs that had a run cut by an interruption */
+  int64_t runs_interrupted;      /* runs cut (a job may be hit more than once) */
+  double gpu_hours_recomputed;   /* progress no checkpoint saved, done again */
+  double gpu_hours_overhead;     /* the restart overhead of the runs that follow */
+  double gpu_hours_lost;         /* recomputed + overhead */
+} gp_replay_spot_stats;
+
 /* The time series kept for charts: a bounded number of evenly spaced samples. */
 typedef struct gp_replay_series {
   int n, cap, n_queues;
@@ -241,6 +287,7 @@ typedef struct gp_replay_result {
   gp_replay_queue_stats *queues;
   gp_replay_cost cost;
   gp_replay_idle idle;
+  gp_replay_spot_stats spot;
   int64_t n_jct;
   double *jct_sorted;            /* finished jobs' completion times, ascending */
   gp_replay_series series;

@@ -46,6 +46,19 @@ static json_t *idle_obj(const gp_replay_result *r) {
   return o;
 }
 
+/* The `spot` object, only when spot interruptions were modelled. */
+static json_t *spot_obj(const gp_replay_spot_stats *sp) {
+  json_t *o = json_object();
+  json_object_set_new(o, "interruptions", json_integer(sp->interruptions));
+  json_object_set_new(o, "notices_used", json_integer(sp->notices_used));
+  json_object_set_new(o, "jobs_interrupted", json_integer(sp->jobs_interrupted));
+  json_object_set_new(o, "runs_interrupted", json_integer(sp->runs_interrupted));
+  json_object_set_new(o, "gpu_hours_recomputed", num(sp->gpu_hours_recomputed, 3));
+  json_object_set_new(o, "gpu_hours_overhead", num(sp->gpu_hours_overhead, 3));
+  json_object_set_new(o, "gpu_hours_lost", num(sp->gpu_hours_lost, 3));
+  return o;
+}
+
 static json_t *result_obj(const gp_replay_result *r, bool with_wall) {
   json_t *o = json_object();
   json_object_set_new(o, "policy", json_string(r->policy));
@@ -108,6 +121,7 @@ static json_t *result_obj(const gp_replay_result *r, bool with_wall) {
     json_object_set_new(o, "cost", co);
   }
   if (r->idle.modelled || r->idle.policy) json_object_set_new(o, "idle", idle_obj(r));
+  if (r->spot.modelled) json_object_set_new(o, "spot", spot_obj(&r->spot));
   return o;
 }
 
@@ -188,6 +202,13 @@ void gp_replay_print_table(FILE *out, const gp_replay_result *r) {
   fprintf(out, "  preemptions %lld (%.1f GPU-hours lost)  node failures %lld (%.1f GPU-hours lost)\n",
           (long long)r->preemptions, r->gpu_hours_lost, (long long)r->node_failures,
           r->gpu_hours_lost_failures);
+  const gp_replay_spot_stats *sp = &r->spot;
+  if (sp->modelled)
+    fprintf(out, "  spot interruptions %lld (%lld with a usable notice): %lld jobs interrupted "
+            "(%lld runs), %.1f GPU-hours lost (%.1f recomputed + %.1f restart overhead)\n",
+            (long long)sp->interruptions, (long long)sp->notices_used,
+            (long long)sp->jobs_interrupted, (long long)sp->runs_interrupted, sp->gpu_hours_lost,
+            sp->gpu_hours_recomputed, sp->gpu_hours_overhead);
   fprintf(out, "  %lld scheduler calls (%.2f s), replay %.2f s wall\n\n", (long long)r->sched_calls,
           r->sched_seconds, r->wall_seconds);
   const gp_replay_cost *k = &r->cost;
@@ -246,6 +267,23 @@ void gp_replay_print_compare(FILE *out, gp_replay_result *const *r, int n) {
   ROW_S("p50 JCT", p50_jct_s);
   ROW_S("p95 JCT", p95_jct_s);
   ROW_S("p99 JCT", p99_jct_s);
+  /* Money and spot interruptions beside the waits and JCT, so a comparison of fleets
+   * ("what if half of it were spot?") reads at the top of one table. */
+  char label[64];
+  if (r[0]->cost.priced) {
+    snprintf(label, sizeof label, "fleet cost (%.8s)", r[0]->cost.currency);
+    ROW_F(label, ".2f", r[i]->cost.fleet);
+    ROW_F("job cost", ".2f", r[i]->cost.jobs);
+    ROW_F("idle cost", ".2f", r[i]->cost.idle);
+    ROW_F("unused commitment", ".2f", r[i]->cost.unused_commitment);
+  }
+  bool spot = false;
+  for (int i = 0; i < n; i++) spot = spot || r[i]->spot.modelled;
+  if (spot) {
+    ROW_F("spot interruptions", "lld", (long long)r[i]->spot.interruptions);
+    ROW_F("jobs interrupted", "lld", (long long)r[i]->spot.jobs_interrupted);
+    ROW_F("GPU-h lost to spot", ".1f", r[i]->spot.gpu_hours_lost);
+  }
   ROW_F("GPU utilisation %", ".1f", r[i]->gpu_utilization * 100);
   ROW_S("makespan", makespan_s);
   ROW_F("Jain fairness", ".3f", r[i]->jain_fairness);
@@ -254,12 +292,6 @@ void gp_replay_print_compare(FILE *out, gp_replay_result *const *r, int n) {
   ROW_F("scheduler calls", "lld", (long long)r[i]->sched_calls);
   ROW_F("wall seconds", ".2f", r[i]->wall_seconds);
   if (r[0]->cost.priced) {
-    char label[64];
-    snprintf(label, sizeof label, "fleet cost (%.8s)", r[0]->cost.currency);
-    ROW_F(label, ".2f", r[i]->cost.fleet);
-    ROW_F("job cost", ".2f", r[i]->cost.jobs);
-    ROW_F("idle cost", ".2f", r[i]->cost.idle);
-    ROW_F("unused commitment", ".2f", r[i]->cost.unused_commitment);
     for (int q = 0; q < r[0]->n_queues; q++) {
       snprintf(label, sizeof label, "cost %.17s", r[0]->queues[q].name);
       ROW_F(label, ".2f", q < r[i]->n_queues ? r[i]->queues[q].cost : 0);
