@@ -15,7 +15,11 @@
 #include <stdio.h>
 #include <time.h>
 
+#include <string.h>
+
+#include "ledger/prices.h"
 #include "store/store.h"
+#include "util/doc.h"
 
 #define JAN1 INT64_C(1767225600) /* 2026-01-01T00:00:00Z */
 #define YEAR_S (INT64_C(365) * 86400)
@@ -116,6 +120,23 @@ static int ledger_year_write(const char *path, long intervals,
   if (gp_store_commit(st, &e)) return fail("commit", &e);
   gp_store_close(st);
   printf("wrote %ld intervals of %ld jobs on %d nodes to %s\n", written, jobs, NODES, path);
+  return 0;
+}
+
+/* Opens the store at `path` for timing and reads the bench's price catalogue `prices_yaml`
+ * (a `prices:` map). Returns 0, or 1 after saying why. */
+static int ledger_year_open(const char *path, const char *prices_yaml, gp_store **ret_st,
+                            gp_prices **ret_prices) {
+  gp_err e = {0};
+  if (gp_store_sqlite_open(path, ret_st, &e)) return fail(path, &e);
+  gp_doc *doc = NULL;
+  int rc = gp_doc_load_string("prices", prices_yaml, strlen(prices_yaml), &doc, &e);
+  if (!rc) rc = gp_prices_read(doc, gp_doc_get(doc->root, "prices"), "prices", ret_prices, &e);
+  gp_doc_free(doc);
+  if (rc) {
+    gp_store_close(*ret_st);
+    return fail("prices", &e);
+  }
   return 0;
 }
 

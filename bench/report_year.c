@@ -66,13 +66,8 @@ static double run(gp_store *st, int64_t from, int64_t to, unsigned group, const 
 
 static int time_store(const char *path) {
   gp_store *st = NULL;
-  gp_err e = {0};
-  if (gp_store_sqlite_open(path, &st, &e)) return fail(path, &e);
-  gp_doc *doc = NULL;
   gp_prices *prices = NULL;
-  if (gp_doc_load_string("prices", prices_yaml, strlen(prices_yaml), &doc, &e) ||
-      gp_prices_read(doc, gp_doc_get(doc->root, "prices"), "prices", &prices, &e))
-    return fail("prices", &e);
+  if (ledger_year_open(path, prices_yaml, &st, &prices)) return 1;
   static const struct {
     const char *name;
     int64_t from, to;
@@ -100,7 +95,6 @@ static int time_store(const char *path) {
                best_cpu, n, rows);
       }
   gp_prices_free(prices);
-  gp_doc_free(doc);
   gp_store_close(st);
   return 0;
 }
