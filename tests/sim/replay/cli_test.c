@@ -5,6 +5,7 @@
 #include <jansson.h>
 #include <sys/stat.h>
 
+#include "replay_util.h"
 #include "test.h"
 
 static char dir[256];
@@ -25,19 +26,7 @@ static void setup(void) {
 static int run(const char *cmd, char **ret_out) {
   char full[4096];
   snprintf(full, sizeof full, "cd %s && %s 2>%s/stderr", dir, cmd, dir);
-  FILE *p = popen(full, "r");
-  REQUIRE(p);
-  size_t cap = 1 << 16, len = 0;
-  char *out = malloc(cap);
-  size_t n;
-  while ((n = fread(out + len, 1, cap - len - 1, p)) > 0) {
-    len += n;
-    if (len + 1 >= cap) out = realloc(out, cap *= 2);
-  }
-  out[len] = '\0';
-  int st = pclose(p);
-  *ret_out = out;
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return run_cmd(full, ret_out);
 }
 
 static char *slurp(const char *name) {

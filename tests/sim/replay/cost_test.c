@@ -25,24 +25,10 @@ static struct gp_prices *prices_of(const char *yaml) {
 
 static gp_replay_result *priced_on(const char *csv, const char *fleet, bool shared,
                                    struct gp_prices *p) {
-  gp_trace *t = NULL;
-  gp_err e = {0};
-  if (gp_trace_read_string("t.csv", csv, strlen(csv), NULL, &t, &e))
-    fprintf(stderr, "trace: %s\n", e.message);
-  REQUIRE(t);
-  gp_fleet *f = NULL;
-  REQUIRE(gp_fleet_load(fleet, shared, &f, &e) == 0);
-  gp_replay_queues *q = gp_replay_queues_from_trace(t);
   gp_replay_config c;
   gp_replay_config_init(&c);
   c.prices = p;
-  gp_replay_result *r = NULL;
-  if (gp_replay_run(&c, t, f, q, &r, &e)) fprintf(stderr, "replay: %s\n", e.message);
-  REQUIRE(r);
-  gp_trace_free(t);
-  gp_fleet_free(f);
-  gp_replay_queues_free(q);
-  return r;
+  return replay_csv(csv, fleet, shared, &c);
 }
 
 static gp_replay_result *priced(const char *csv, const char *fleet, struct gp_prices *p) {

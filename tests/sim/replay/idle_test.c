@@ -13,15 +13,6 @@
 #include "replay_util.h"
 #include "test.h"
 
-static gp_trace *trace_of(const char *name, const char *text) {
-  gp_trace *t = NULL;
-  gp_err e = {0};
-  if (gp_trace_read_string(name, text, strlen(text), NULL, &t, &e))
-    fprintf(stderr, "trace: %s\n", e.message);
-  REQUIRE(t);
-  return t;
-}
-
 static gp_replay_idle_policy *policy_of(const char *yaml) {
   char *path = write_tmp("idle.yaml", yaml);
   gp_replay_idle_policy *p = NULL;
@@ -36,23 +27,13 @@ static gp_replay_idle_policy *policy_of(const char *yaml) {
 /* Replays `csv` on `fleet` under the gpool preset with the idle policy `pol` (NULL: none). */
 static gp_replay_result *replay(const char *csv, const char *fleet, const char *pol_yaml,
                                 struct gp_prices *prices) {
-  gp_trace *t = trace_of("t.csv", csv);
-  gp_err e = {0};
-  gp_fleet *f = NULL;
-  REQUIRE(gp_fleet_load(fleet, false, &f, &e) == 0);
-  gp_replay_queues *q = gp_replay_queues_from_trace(t);
   gp_replay_idle_policy *pol = pol_yaml ? policy_of(pol_yaml) : NULL;
   gp_replay_config c;
   gp_replay_config_init(&c);
   c.idle_policy = pol;
   c.prices = prices;
-  gp_replay_result *r = NULL;
-  if (gp_replay_run(&c, t, f, q, &r, &e)) fprintf(stderr, "replay: %s\n", e.message);
-  REQUIRE(r);
+  gp_replay_result *r = replay_csv(csv, fleet, false, &c);
   gp_replay_idle_policy_free(pol);
-  gp_trace_free(t);
-  gp_fleet_free(f);
-  gp_replay_queues_free(q);
   return r;
 }
 
@@ -159,7 +140,7 @@ static void queues_may_have_their_own_policy(void) {
   gp_replay_result_free(r);
 
   /* A queue the replay does not have is an error naming it. */
-  gp_trace *t = trace_of("t.csv", two);
+  gp_trace *t = trace_of(two);
   gp_err e = {0};
   gp_fleet *f = NULL;
   REQUIRE(gp_fleet_load("1x8", false, &f, &e) == 0);
@@ -222,15 +203,15 @@ static void bad_idle_tails_are_refused_with_line_and_field(void) {
             "t.jsonl:1: idle_tail: expected a number or a string");
 
   /* Good ones: seconds, a duration, 0, JSON numbers; a trace without the field has none. */
-  gp_trace *t = trace_of("t.csv", "submit_time,duration,gpus,idle_tail\n0,3600,1,15m\n1,60,1,0\n");
+  gp_trace *t = trace_of("submit_time,duration,gpus,idle_tail\n0,3600,1,15m\n1,60,1,0\n");
   CHECK(t->has_idle_tail);
   CHECK_EQ_INT(900, t->jobs[0].idle_tail);
   CHECK_EQ_INT(0, t->jobs[1].idle_tail);
   gp_trace_free(t);
-  t = trace_of("t.jsonl", "{\"submit_time\": 0, \"duration\": 60, \"gpus\": 1, \"idle_tail\": 60}\n");
+  t = trace_named("t.jsonl", "{\"submit_time\": 0, \"duration\": 60, \"gpus\": 1, \"idle_tail\": 60}\n");
   CHECK_EQ_INT(60, t->jobs[0].idle_tail);
   gp_trace_free(t);
-  t = trace_of("t.csv", "submit_time,duration,gpus\n0,60,1\n");
+  t = trace_of("submit_time,duration,gpus\n0,60,1\n");
   CHECK(!t->has_idle_tail);
   gp_trace_free(t);
 }
@@ -341,22 +322,6 @@ static void the_model_and_policy_on_philly_add_up(void) {
   gp_trace_free(t);
 }
 
-/* Runs a command line in /tmp; returns its exit status and stdout+stderr (malloc'd). */
-static int run(const char *cmd, char **ret_out) {
-  FILE *p = popen(cmd, "r");
-  REQUIRE(p);
-  size_t cap = 1 << 16, len = 0, n;
-  char *out = malloc(cap);
-  while ((n = fread(out + len, 1, cap - len - 1, p)) > 0) {
-    len += n;
-    if (len + 1 >= cap) out = realloc(out, cap *= 2);
-  }
-  out[len] = '\0';
-  int st = pclose(p);
-  *ret_out = out;
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 static void the_command_line_reports_the_policy_against_none(void) {
   const char *bin = getenv("GPOOL_BIN");
   REQUIRE(bin);
@@ -368,7 +333,7 @@ static void the_command_line_reports_the_policy_against_none(void) {
   char cmd[2048], *out = NULL;
   snprintf(cmd, sizeof cmd, "%s sim replay --trace %s --fleet 1x1 --idle-policy %s -o json "
            "--deterministic --no-progress 2>&1", bin, two, pol);
-  CHECK_EQ_INT(0, run(cmd, &out));
+  CHECK_EQ_INT(0, run_cmd(cmd, &out));
   CHECK_CONTAINS(out, "\"requeued\": 1");
   CHECK_CONTAINS(out, "\"assumed\": false");
   CHECK_CONTAINS(out, "\"baseline_avg_wait_s\": 1795.0");
@@ -378,11 +343,11 @@ static void the_command_line_reports_the_policy_against_none(void) {
   /* The trace gives idle_tail: the model is refused rather than mixed in. */
   snprintf(cmd, sizeof cmd, "%s sim replay --trace %s --fleet 1x1 --idle-tail 0.2:0.25 2>&1",
            bin, two);
-  CHECK_EQ_INT(2, run(cmd, &out));
+  CHECK_EQ_INT(2, run_cmd(cmd, &out));
   CHECK_CONTAINS(out, "--idle-tail is for traces without it");
   free(out);
   snprintf(cmd, sizeof cmd, "%s sim replay --trace %s --fleet 1x1 --idle-tail 0.2 2>&1", bin, two);
-  CHECK_EQ_INT(2, run(cmd, &out));
+  CHECK_EQ_INT(2, run_cmd(cmd, &out));
   CHECK_CONTAINS(out, "invalid --idle-tail");
   free(out);
 
@@ -390,7 +355,7 @@ static void the_command_line_reports_the_policy_against_none(void) {
   snprintf(cmd, sizeof cmd, "%s sim replay --trace %s/tests/data/philly_head2000.csv --max-jobs 300 "
            "--queues-from %s/tests/data/philly_vc_nodes.csv --idle-tail 0.2:0.25 "
            "--idle-policy %s --no-progress 2>&1", bin, GP_SOURCE_DIR, GP_SOURCE_DIR, pol);
-  CHECK_EQ_INT(0, run(cmd, &out));
+  CHECK_EQ_INT(0, run_cmd(cmd, &out));
   CHECK_CONTAINS(out, "ASSUMED, not measured");
   CHECK_CONTAINS(out, "idle policy released");
   CHECK_CONTAINS(out, "without the policy: avg wait");

@@ -9,15 +9,6 @@
 #include "replay_util.h"
 #include "test.h"
 
-static gp_trace *trace_of(const char *csv) {
-  gp_trace *t = NULL;
-  gp_err e = {0};
-  if (gp_trace_read_string("t.csv", csv, strlen(csv), NULL, &t, &e))
-    fprintf(stderr, "trace: %s\n", e.message);
-  REQUIRE(t);
-  return t;
-}
-
 /* Replays `csv` on `fleet` with queues from YAML text (NULL: one per trace queue). */
 static gp_replay_result *replay(const char *csv, const char *fleet, const char *queues_yaml,
                                 gp_replay_preset preset, gp_replay_config *tweak) {

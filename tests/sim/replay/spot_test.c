@@ -22,24 +22,11 @@
 
 static const char one_job[] = "submit_time,duration,gpus,queue\n1000,200000,2,a\n";
 
-static gp_trace *trace_of(const char *text) {
-  gp_trace *t = NULL;
-  gp_err e = {0};
-  if (gp_trace_read_string("t.csv", text, strlen(text), NULL, &t, &e))
-    fprintf(stderr, "trace: %s\n", e.message);
-  REQUIRE(t);
-  return t;
-}
-
 /* Replays `csv` on `fleet` under the gpool preset at spot rate `rate`, notice `notice`,
  * with node failures every `mtbf_hours` (0: none). */
 static gp_replay_result *replay_f(const char *csv, const char *fleet, const char *rate,
                                   gp_time notice, uint64_t seed, double mtbf_hours) {
-  gp_trace *t = trace_of(csv);
   gp_err e = {0};
-  gp_fleet *f = NULL;
-  REQUIRE(gp_fleet_load(fleet, false, &f, &e) == 0);
-  gp_replay_queues *q = gp_replay_queues_from_trace(t);
   gp_replay_config c;
   gp_replay_config_init(&c);
   c.seed = seed;
@@ -47,13 +34,7 @@ static gp_replay_result *replay_f(const char *csv, const char *fleet, const char
   REQUIRE(gp_replay_spot_parse(rate, &c.spot, &e) == 0);
   c.spot.notice = notice;
   c.mtbf_hours = mtbf_hours;
-  gp_replay_result *r = NULL;
-  if (gp_replay_run(&c, t, f, q, &r, &e)) fprintf(stderr, "replay: %s\n", e.message);
-  REQUIRE(r);
-  gp_trace_free(t);
-  gp_fleet_free(f);
-  gp_replay_queues_free(q);
-  return r;
+  return replay_csv(csv, fleet, false, &c);
 }
 
 static gp_replay_result *replay(const char *csv, const char *fleet, const char *rate,
@@ -248,22 +229,6 @@ static void bad_rates_are_refused_naming_the_flag(void) {
   CHECK_NEAR(0.05, gp_replay_spot_rate(&sp, "V100"), 1e-12);
 }
 
-/* Runs a command line; returns its exit status and stdout+stderr (malloc'd). */
-static int run(const char *cmd, char **ret_out) {
-  FILE *p = popen(cmd, "r");
-  REQUIRE(p);
-  size_t cap = 1 << 16, len = 0, n;
-  char *out = malloc(cap);
-  while ((n = fread(out + len, 1, cap - len - 1, p)) > 0) {
-    len += n;
-    if (len + 1 >= cap) out = realloc(out, cap *= 2);
-  }
-  out[len] = '\0';
-  int st = pclose(p);
-  *ret_out = out;
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 static void the_command_line_reports_interruptions(void) {
   const char *bin = getenv("GPOOL_BIN");
   REQUIRE(bin);
@@ -272,7 +237,7 @@ static void the_command_line_reports_interruptions(void) {
   snprintf(cmd, sizeof cmd, "%s sim replay --trace %s --fleet 1x8xH100:spot,1x8xH100:on-demand "
            "--spot-interruptions 99%% --spot-notice 0 --restart-overhead 5m --seed 2 -o json "
            "--deterministic --no-progress 2>&1", bin, one);
-  CHECK_EQ_INT(0, run(cmd, &out));
+  CHECK_EQ_INT(0, run_cmd(cmd, &out));
   CHECK_CONTAINS(out, "\"interruptions\": 1");
   CHECK_CONTAINS(out, "\"jobs_interrupted\": 1");
   CHECK_CONTAINS(out, "\"avg_jct_s\": 200854.0");
@@ -286,7 +251,7 @@ static void the_command_line_reports_interruptions(void) {
   snprintf(cmd, sizeof cmd, "%s sim compare --trace %s --policies gpool --fleet 2x8xH100:on-demand "
            "--fleet 1x8xH100:spot,1x8xH100:on-demand --spot-interruptions 0.99 --spot-notice 0 "
            "--seed 2 --prices %s --no-progress 2>&1", bin, one, prices);
-  CHECK_EQ_INT(0, run(cmd, &out));
+  CHECK_EQ_INT(0, run_cmd(cmd, &out));
   CHECK_CONTAINS(out, "spot interruptions");
   CHECK_CONTAINS(out, "GPU-h lost to spot");
   CHECK_CONTAINS(out, "fleet cost (USD)");
@@ -298,21 +263,21 @@ static void the_command_line_reports_interruptions(void) {
   snprintf(cmd, sizeof cmd, "%s sim replay --trace %s/tests/data/philly_head2000.csv --max-jobs 300 "
            "--fleet 4x8xH100:spot,4x8xH100:on-demand --spot-interruptions 0.9 --csv %s "
            "--html %s --no-progress 2>&1", bin, GP_SOURCE_DIR, csv, html);
-  CHECK_EQ_INT(0, run(cmd, &out));
+  CHECK_EQ_INT(0, run_cmd(cmd, &out));
   CHECK_CONTAINS(out, "spot interruptions");
   free(out);
   snprintf(cmd, sizeof cmd, "grep -c 'GPU-hours lost to spot' %s", html);
-  CHECK_EQ_INT(0, run(cmd, &out));
+  CHECK_EQ_INT(0, run_cmd(cmd, &out));
   free(out);
   snprintf(cmd, sizeof cmd, "head -n 1 %s", csv);
-  CHECK_EQ_INT(0, run(cmd, &out));
+  CHECK_EQ_INT(0, run_cmd(cmd, &out));
   CHECK_CONTAINS(out, ",spot_interruptions,spot_gpu_hours_lost\n");
   free(out);
 
   /* A rate with no spot node anywhere is most likely a forgotten ':spot': said, not fatal. */
   snprintf(cmd, sizeof cmd, "%s sim replay --trace %s --fleet 2x8 --spot-interruptions 0.2 "
            "--no-progress 2>&1", bin, one);
-  CHECK_EQ_INT(0, run(cmd, &out));
+  CHECK_EQ_INT(0, run_cmd(cmd, &out));
   CHECK_CONTAINS(out, "--spot-interruptions: no fleet has a spot node");
   free(out);
 
@@ -326,7 +291,7 @@ static void the_command_line_reports_interruptions(void) {
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     snprintf(cmd, sizeof cmd, "%s sim replay --trace %s --fleet 1x8:spot %s --no-progress 2>&1",
              bin, one, bad[i][0]);
-    CHECK_EQ_INT(2, run(cmd, &out));
+    CHECK_EQ_INT(2, run_cmd(cmd, &out));
     CHECK_CONTAINS(out, bad[i][1]);
     free(out);
   }
