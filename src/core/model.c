@@ -85,6 +85,21 @@ int gp_capacity_parse(const char *s, gp_capacity *ret) {
   return GP_EINVAL;
 }
 
+static const char *const spot_pref_names[] = {[GP_SPOT_NEUTRAL] = "neutral", [GP_SPOT_PREFER] = "prefer", [GP_SPOT_AVOID] = "avoid", [GP_SPOT_NEVER] = "never"};
+
+const char *gp_spot_pref_name(gp_spot_pref v) {
+  return (unsigned)v < sizeof spot_pref_names / sizeof spot_pref_names[0] ? spot_pref_names[v] : "unknown";
+}
+
+int gp_spot_pref_parse(const char *s, gp_spot_pref *ret) {
+  for (unsigned i = 0; s && i < sizeof spot_pref_names / sizeof spot_pref_names[0]; i++)
+    if (strcmp(s, spot_pref_names[i]) == 0) {
+      *ret = (gp_spot_pref)i;
+      return 0;
+    }
+  return GP_EINVAL;
+}
+
 static const char *const gpu_health_names[] = {[GP_GPU_HEALTHY] = "healthy", [GP_GPU_DRAINED] = "drained", [GP_GPU_FAILED] = "failed"};
 
 const char *gp_gpu_health_name(gp_gpu_health v) {

@@ -88,7 +88,25 @@ typedef struct gp_node {
   gp_node_state state;
 } gp_node;
 
+/* A kind of node a provider can add (the server's `node_templates:`, the simulator's
+ * templates file): its shape as a node (name: the template's name; state ignored) and how
+ * many of it may exist. A job that only such nodes could hold waits for them instead of
+ * ending as impossible; src/core/scale.h proposes creating them. */
+typedef struct gp_template {
+  gp_node node;
+  int max_nodes;
+} gp_template;
+
 /* ---- Queues, pools, priority classes ---- */
+
+/* How a queue's jobs meet spot capacity (the jobs' own allow_spot still decides whether
+ * they may run there at all). */
+typedef enum gp_spot_pref {
+  GP_SPOT_NEUTRAL = 0, /* spot nodes are like others to the placement policy */
+  GP_SPOT_PREFER,      /* spot nodes first: cheap, requeueable training */
+  GP_SPOT_AVOID,       /* spot nodes only when nothing else fits now */
+  GP_SPOT_NEVER,       /* never on spot, whatever the job allows (inference) */
+} gp_spot_pref;
 
 /* A queue in the tree "org/team/project". Parents are implied by names: a view may list
  * only leaves (a missing parent gets deserved = sum of its children, no limit, weight 1). */
@@ -99,6 +117,9 @@ typedef struct gp_queue {
   double weight;               /* share of what nobody is guaranteed; > 0, default 1 */
   const char *default_priority;/* priority class name, or NULL: policy default */
   gp_time default_time_limit;  /* seconds, 0: the policy's default */
+  gp_spot_pref spot;
+  double spot_share;           /* (0, 1]: at most this share of the GPUs its jobs hold may be
+                                  on spot capacity; 0: no cap */
 } gp_queue;
 
 /* Nodes carrying label `key=value` are reserved for `queue` (and its sub-queues). Other
@@ -230,6 +251,8 @@ typedef struct gp_view {
   const gp_queue *queues;
   int n_pools;
   const gp_pool *pools;
+  int n_templates;
+  const gp_template *templates; /* nodes a provider could add; none: a fixed fleet */
   int n_jobs;
   const gp_job *jobs;       /* every job the caller knows that matters: pending, held,
                                running, stopping, and ended ones that others depend on */
@@ -273,6 +296,8 @@ const char *gp_node_state_name(gp_node_state s);
 int gp_node_state_parse(const char *s, gp_node_state *ret);
 const char *gp_capacity_name(gp_capacity c);
 int gp_capacity_parse(const char *s, gp_capacity *ret);
+const char *gp_spot_pref_name(gp_spot_pref p);
+int gp_spot_pref_parse(const char *s, gp_spot_pref *ret);
 const char *gp_gpu_health_name(gp_gpu_health h);
 int gp_gpu_health_parse(const char *s, gp_gpu_health *ret);
 const char *gp_share_mode_name(gp_share_mode m);

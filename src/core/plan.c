@@ -31,8 +31,20 @@ static bool same_placements(const gp_placement *a, const gp_placement *b, int n)
 bool gp_plan_equal(const gp_plan *a, const gp_plan *b) {
   if (a->now != b->now || a->n_starts != b->n_starts || a->n_preemptions != b->n_preemptions ||
       a->n_reservations != b->n_reservations || a->n_pending != b->n_pending ||
-      a->n_ended != b->n_ended || a->n_queues != b->n_queues || a->n_mig != b->n_mig)
+      a->n_ended != b->n_ended || a->n_queues != b->n_queues || a->n_mig != b->n_mig ||
+      a->n_creates != b->n_creates || a->n_deletes != b->n_deletes || a->n_scale_notes != b->n_scale_notes)
     return false;
+  for (int i = 0; i < a->n_creates; i++)
+    if (a->creates[i].tmpl != b->creates[i].tmpl || a->creates[i].count != b->creates[i].count ||
+        a->creates[i].job != b->creates[i].job)
+      return false;
+  for (int i = 0; i < a->n_deletes; i++)
+    if (a->deletes[i].node != b->deletes[i].node || a->deletes[i].idle_since != b->deletes[i].idle_since)
+      return false;
+  for (int i = 0; i < a->n_scale_notes; i++) {
+    const gp_plan_scale_note *x = &a->scale_notes[i], *y = &b->scale_notes[i];
+    if (x->job != y->job || x->tmpl != y->tmpl || x->state != y->state || x->count != y->count) return false;
+  }
   for (int i = 0; i < a->n_starts; i++) {
     const gp_plan_start *x = &a->starts[i], *y = &b->starts[i];
     if (x->job != y->job || x->n_placements != y->n_placements ||
@@ -96,9 +108,18 @@ static const char *const preempt_names[] = {
     [GP_PREEMPT_RECLAIM] = "reclaim",
 };
 
+static const char *const scale_state_names[] = {
+    [GP_SCALE_WAITING] = "waiting",
+    [GP_SCALE_BACKOFF] = "backoff",
+    [GP_SCALE_MAX_NODES] = "max_nodes",
+    [GP_SCALE_COST_CAP] = "cost_cap",
+    [GP_SCALE_NO_TEMPLATE] = "no_template",
+};
+
 #define NAME_OF(table, v) \
   ((unsigned)(v) < sizeof table / sizeof table[0] && table[v] ? table[v] : "Unknown")
 
 const char *gp_pending_reason_name(gp_pending_reason r) { return NAME_OF(pending_names, r); }
 const char *gp_end_reason_name(gp_end_reason r) { return NAME_OF(end_names, r); }
 const char *gp_preempt_kind_name(gp_preempt_kind k) { return NAME_OF(preempt_names, k); }
+const char *gp_scale_state_name(gp_scale_state s) { return NAME_OF(scale_state_names, s); }

@@ -85,6 +85,36 @@ typedef struct gp_plan_mig {
   const int *start_slots;
 } gp_plan_mig;
 
+/* Scale-up (src/core/scale.h): ask the provider of template `tmpl` (an index into
+ * gp_view.templates) for `count` new nodes, the first pending job they are for being `job`. */
+typedef struct gp_plan_create {
+  int tmpl;
+  int count;
+  int job;
+} gp_plan_create;
+
+/* Scale-down: delete provider node `node`, which has held no job since `idle_since`. */
+typedef struct gp_plan_delete {
+  int node;
+  gp_time idle_since;
+} gp_plan_delete;
+
+/* What scaling means for one pending job that no node can hold now. */
+typedef enum gp_scale_state {
+  GP_SCALE_WAITING = 0, /* nodes of `tmpl` are being created for it (asked earlier or now) */
+  GP_SCALE_BACKOFF,     /* `tmpl` would hold it but its provider failed; asked again later */
+  GP_SCALE_MAX_NODES,   /* `tmpl` would hold it but has max_nodes nodes already */
+  GP_SCALE_COST_CAP,    /* `tmpl` would hold it but max_hourly_cost would be passed */
+  GP_SCALE_NO_TEMPLATE, /* no template could hold it (tmpl -1) */
+} gp_scale_state;
+
+typedef struct gp_plan_scale_note {
+  int job;
+  int tmpl;             /* the first template in order that would hold it, or -1 */
+  gp_scale_state state;
+  int count;            /* nodes of tmpl it needs (GP_SCALE_WAITING: being created) */
+} gp_plan_scale_note;
+
 typedef struct gp_plan {
   gp_time now;
   int n_starts;
@@ -101,6 +131,13 @@ typedef struct gp_plan {
   gp_plan_queue *queues;
   int n_mig;
   gp_plan_mig *mig;
+  /* Filled by gp_scale_propose (src/core/scale.h) only; gp_sched_step leaves them empty. */
+  int n_creates;
+  gp_plan_create *creates;
+  int n_deletes;
+  gp_plan_delete *deletes;
+  int n_scale_notes;
+  gp_plan_scale_note *scale_notes; /* by job index, ascending */
   struct gp_arena *arena; /* owns everything above */
 } gp_plan;
 
@@ -113,5 +150,6 @@ bool gp_plan_equal(const gp_plan *a, const gp_plan *b);
 const char *gp_pending_reason_name(gp_pending_reason r);
 const char *gp_end_reason_name(gp_end_reason r);
 const char *gp_preempt_kind_name(gp_preempt_kind k);
+const char *gp_scale_state_name(gp_scale_state s); /* "waiting", "backoff", "max_nodes", ... */
 
 #endif

@@ -52,8 +52,9 @@ static void fill_node(gp_node *v, gp_gpu *gpus, const gp_srv_node *n) {
 
 static void fill_queue(gp_queue *v, const gp_srv_queue *q) {
   memset(v, 0, sizeof *v);
-  *v = (gp_queue){q->name, q->deserved, q->limit, q->weight, q->default_priority,
-                  q->default_time_limit};
+  *v = (gp_queue){.name = q->name, .deserved_gpus = q->deserved, .limit_gpus = q->limit,
+                  .weight = q->weight, .default_priority = q->default_priority,
+                  .default_time_limit = q->default_time_limit};
 }
 
 void gp__srv_job_request(const gp_srv_job *j, gp_request *r) {
