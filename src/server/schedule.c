@@ -12,6 +12,7 @@
 #include "core/plan.h"
 #include "core/sched.h"
 #include "protocol/order.h"
+#include "server/autoscale.h"
 #include "server/state.h"
 #include "util/mem.h"
 
@@ -107,14 +108,25 @@ static void keep_figs(gp_srv_state *s, const gp_plan *plan) {
 /* ---- the phases of a step's plan, in the order they are applied ---- */
 
 /* Jobs the core found impossible end, unless no node has registered yet (then nothing is
- * known about the fleet, so they wait). */
+ * known about the fleet, so they wait) or a node template could hold them. */
 static int apply_ends(gp_srv_state *s, const gp_plan *plan, int64_t now, gp_err *err) {
   int r = 0;
   for (int i = 0; i < plan->n_ended && !r; i++) {
     const gp_plan_end *e = &plan->ended[i];
     gp_srv_job *j = gp__srv_view_job(s, e->job);
     if (!j || (j->state != GP_JOB_PENDING && j->state != GP_JOB_HELD)) continue;
-    if (s->n_nodes == 0 && (e->reason == GP_END_NO_MATCHING_NODES || e->reason == GP_END_GPU_MODEL_UNKNOWN)) {
+    bool no_node = e->reason == GP_END_NO_MATCHING_NODES || e->reason == GP_END_GPU_MODEL_UNKNOWN;
+    if (no_node && s->autoscale) {
+      /* A node template's node could hold it: it waits for one (the scale note says more). */
+      gp_request rq;
+      gp__srv_job_request(j, &rq);
+      if (gp__srv_autoscale_could_run(s->autoscale, &rq)) {
+        j->pending_reason = GP_PEND_NO_MATCHING_NODES;
+        if (!j->pending_message) j->pending_message = gp_xstrdup("Only nodes of a node template could hold it.");
+        continue;
+      }
+    }
+    if (s->n_nodes == 0 && no_node) {
       j->pending_reason = GP_PEND_NO_MATCHING_NODES;
       free(j->pending_message);
       j->pending_message = gp_xstrdup("No node has registered yet; the job waits for the first agent.");
@@ -201,7 +213,13 @@ static int order_mig_layouts(gp_srv_state *s, const gp_plan *plan, gp_err *err) 
 
 int gp__srv_schedule(gp_srv_state *s, int64_t now, gp_err *err) {
   gp_plan *plan = NULL;
-  int r = step(s, gp__srv_view_sync(s), now, &plan, err);
+  /* The autoscaler first: nodes that registered as promised count, others are cordoned,
+   * before this step may place anything on them. */
+  int r = gp__srv_autoscale_before(s, now, err);
+  if (r) return r;
+  const gp_view *v = gp__srv_view_sync(s);
+  s->view.view.templates = gp__srv_autoscale_templates(s->autoscale, &s->view.view.n_templates);
+  r = step(s, v, now, &plan, err);
   s->sched_dirty = false;
   if (r) return r;
   s->counters.sched_cycles++;
@@ -212,6 +230,7 @@ int gp__srv_schedule(gp_srv_state *s, int64_t now, gp_err *err) {
   if (!r) r = apply_starts(s, plan, now, err);
   record_pending(s, plan);
   if (!r) r = order_mig_layouts(s, plan, err);
+  if (!r) r = gp__srv_autoscale_after(s, v, plan, now, err);
   keep_figs(s, plan);
   gp_plan_free(plan);
   /* Applying the plan may itself have changed what the next step sees (a requeue), but
@@ -221,9 +240,11 @@ int gp__srv_schedule(gp_srv_state *s, int64_t now, gp_err *err) {
 }
 
 void gp__srv_job_fleet_models(const gp_srv_state *s, gp_srv_job *j) {
+  int nt = 0;
+  const gp_template *tm = gp__srv_autoscale_templates(s->autoscale, &nt);
   for (int k = 0; k < j->n_gpu_types; k++)
-    for (int i = 0; i < s->n_nodes; i++) {
-      const char *m = s->nodes[i]->model;
+    for (int i = 0; i < s->n_nodes + nt; i++) { /* the nodes, then the templates' */
+      const char *m = i < s->n_nodes ? s->nodes[i]->model : tm[i - s->n_nodes].node.model;
       if (m && strcasecmp(m, j->gpu_types[k]) == 0) {
         if (strcmp(m, j->gpu_types[k]) != 0) {
           free(j->gpu_types[k]);
@@ -234,12 +255,14 @@ void gp__srv_job_fleet_models(const gp_srv_state *s, gp_srv_job *j) {
     }
 }
 
-/* The core's own test (gp_sched_could_ever_run) on the fleet as registered. */
+/* The core's own test (gp_sched_could_ever_run) on the fleet as registered, and on the
+ * node templates: a job that only a template's node could hold waits for one. */
 int gp__srv_check_feasible(gp_srv_state *s, const gp_srv_job *j, gp_err *err) {
   gp_request r;
   gp__srv_job_request(j, &r);
   gp_end_reason why;
   if (gp_sched_could_ever_run(gp__srv_view_nodes(s), s->n_nodes, &r, &why)) return 0;
+  if (gp__srv_autoscale_could_run(s->autoscale, &r)) return 0;
   if (why == GP_END_GPU_MODEL_UNKNOWN)
     return gp_err_set(err, GP_EINVAL, NULL, 0, "gpu_types", "no node in the pool has GPU model %s%s",
                       j->gpu_types[0], j->n_gpu_types > 1 ? " (or the other models listed)" : "");
