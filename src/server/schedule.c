@@ -107,26 +107,16 @@ static void keep_figs(gp_srv_state *s, const gp_plan *plan) {
 
 /* ---- the phases of a step's plan, in the order they are applied ---- */
 
-/* Jobs the core found impossible end, unless no node has registered yet (then nothing is
- * known about the fleet, so they wait) or a node template could hold them. */
+/* Jobs the core found impossible end (a job a node template could hold is not one: the
+ * core leaves it pending), unless no node has registered yet (then nothing is known about
+ * the fleet, so they wait). */
 static int apply_ends(gp_srv_state *s, const gp_plan *plan, int64_t now, gp_err *err) {
   int r = 0;
   for (int i = 0; i < plan->n_ended && !r; i++) {
     const gp_plan_end *e = &plan->ended[i];
     gp_srv_job *j = gp__srv_view_job(s, e->job);
     if (!j || (j->state != GP_JOB_PENDING && j->state != GP_JOB_HELD)) continue;
-    bool no_node = e->reason == GP_END_NO_MATCHING_NODES || e->reason == GP_END_GPU_MODEL_UNKNOWN;
-    if (no_node && s->autoscale) {
-      /* A node template's node could hold it: it waits for one (the scale note says more). */
-      gp_request rq;
-      gp__srv_job_request(j, &rq);
-      if (gp__srv_autoscale_could_run(s->autoscale, &rq)) {
-        j->pending_reason = GP_PEND_NO_MATCHING_NODES;
-        if (!j->pending_message) j->pending_message = gp_xstrdup("Only nodes of a node template could hold it.");
-        continue;
-      }
-    }
-    if (s->n_nodes == 0 && no_node) {
+    if (s->n_nodes == 0 && (e->reason == GP_END_NO_MATCHING_NODES || e->reason == GP_END_GPU_MODEL_UNKNOWN)) {
       j->pending_reason = GP_PEND_NO_MATCHING_NODES;
       free(j->pending_message);
       j->pending_message = gp_xstrdup("No node has registered yet; the job waits for the first agent.");
