@@ -5,7 +5,7 @@
 # them, `list` reports those alive. Everything it needs comes through the template's `env`:
 #   PA_DIR      a directory for its state (pid files, the call log calls.log)
 #   PA_GPOOL    the gpool binary;  PA_URL_FILE  the server's server.url;  PA_TOKEN  an agent token
-#   PA_SIM      the agents' --sim spec (e.g. 2xH100-80GB)
+#   PA_SIM      the agents' --sim spec (e.g. 2xH100-80GB);  PA_CAPACITY  their --capacity
 #   PA_FAIL     answer every create with this error class (e.g. capacity)
 #   PA_NOSTART  1: answer create but start nothing (the node never registers)
 # The agents run in sessions of their own, so they outlive the call's process group.
@@ -37,7 +37,7 @@ create)
     if [ "${PA_NOSTART:-}" != 1 ]; then
       mkdir -p "$PA_DIR/agent-$n"
       setsid "$PA_GPOOL" agent --server "$url" --token "$PA_TOKEN" --name "$n" --sim "$PA_SIM" \
-        --data "$PA_DIR/agent-$n" --personal --heartbeat-s 1 </dev/null >>"$PA_DIR/agent-$n.log" 2>&1 &
+        --data "$PA_DIR/agent-$n" --personal --heartbeat-s 1 --capacity "${PA_CAPACITY:-on-demand}" </dev/null >>"$PA_DIR/agent-$n.log" 2>&1 &
       pid=$!
       echo "$pid" >"$PA_DIR/$n.pid"
       # Answer only once the agent leads a session of its own: the call's process group is

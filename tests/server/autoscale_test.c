@@ -3,9 +3,11 @@
  * SQLite store and a provider script that records every call it gets: a pending gang makes
  * the server call `create` for the nodes it needs, and the nodes count once they register;
  * a template whose provider answers `capacity` backs off and the next one in order is used;
- * max_nodes and max_hourly_cost are named in the pending reason; an instance that never
- * registers is deleted past resume_timeout; a node that registers with fewer GPUs than
- * promised is cordoned. */
+ * so does one whose provider is broken; max_nodes and max_hourly_cost are named in the
+ * pending reason; an instance that never registers is deleted past resume_timeout; a node
+ * that registers with fewer GPUs than promised is cordoned; instances a provider lists at
+ * start are adopted, and a registered node is not waited for again after a restart; an
+ * interrupted spot node is deleted and replaced; `autoscale:` errors name their key. */
 #include <stdlib.h>
 #include <sys/stat.h>
 
