@@ -55,6 +55,7 @@ typedef struct scaler {
   vnode *vn;
   int n_vn, cap_vn;
   int *order[3][2];  /* template order per (queue preference: neutral/prefer/avoid, spot ok) */
+  uint32_t *held;    /* per view node: GPUs held after the plan's starts */
 } scaler;
 
 static void add_vnodes(scaler *s, int t, int count) {
@@ -184,8 +185,12 @@ static void scale_job(scaler *s, int j, const gp__core_strmap *queues, gp_plan_s
   for (const int *o = order; *o >= 0; o++) {
     int t = *o, per_node = slots_per_node(&s->v->templates[t], r);
     if (per_node <= 0) continue;
-    int count = (r->tasks + per_node - 1) / per_node;
-    if (count > s->v->templates[t].max_nodes) continue; /* never: not this template */
+    /* New nodes for what the nodes on their way cannot hold of the gang. */
+    int per = gpus_per_task(r), have = 0;
+    for (int i = 0; i < s->n_vn; i++)
+      if (s->vn[i].tmpl == t) have += s->vn[i].free_gpus / per;
+    int count = (r->tasks - have + per_node - 1) / per_node;
+    if ((r->tasks + per_node - 1) / per_node > s->v->templates[t].max_nodes) continue; /* never this one */
     int why = blocked(s, t, count);
     if (why >= 0) {
       if (note->tmpl < 0) *note = (gp_plan_scale_note){j, t, (gp_scale_state)why, count};
@@ -235,20 +240,26 @@ static void propose_up(scaler *s, gp_plan *plan) {
   plan->n_creates = n_creates;
 }
 
-static void mark_busy(bool *busy, const gp_placement *p, int n, int n_nodes) {
-  for (int k = 0; k < n; k++)
-    if (p[k].node >= 0 && p[k].node < n_nodes) busy[p[k].node] = true;
+/* GPUs held on each node by running and stopping jobs and by the plan's starts (a share or
+ * a MIG instance holds its GPU). */
+static void held_gpus(const gp_view *v, const gp_plan *plan, uint32_t *held) {
+  for (int j = 0; j < v->n_jobs; j++)
+    if (v->jobs[j].state == GP_JOB_RUNNING || v->jobs[j].state == GP_JOB_STOPPING)
+      for (int k = 0; k < v->jobs[j].n_placements; k++) {
+        const gp_placement *p = &v->jobs[j].placements[k];
+        if (p->node >= 0 && p->node < v->n_nodes) held[p->node] |= p->gpu_mask;
+      }
+  for (int i = 0; i < plan->n_starts; i++)
+    for (int k = 0; k < plan->starts[i].n_placements; k++) {
+      const gp_placement *p = &plan->starts[i].placements[k];
+      if (p->node >= 0 && p->node < v->n_nodes) held[p->node] |= p->gpu_mask;
+    }
 }
 
 static void propose_down(scaler *s, gp_plan *plan) {
   const gp_view *v = s->v;
   if (s->cfg->scale_down_after <= 0 || !s->cfg->node_template || !s->cfg->node_idle_since) return;
-  bool *busy = gp_xcalloc((size_t)v->n_nodes + 1, sizeof *busy);
-  for (int j = 0; j < v->n_jobs; j++)
-    if (v->jobs[j].state == GP_JOB_RUNNING || v->jobs[j].state == GP_JOB_STOPPING)
-      mark_busy(busy, v->jobs[j].placements, v->jobs[j].n_placements, v->n_nodes);
-  for (int k = 0; k < plan->n_starts; k++)
-    mark_busy(busy, plan->starts[k].placements, plan->starts[k].n_placements, v->n_nodes);
+  const uint32_t *held = s->held;
   int *deleting = gp_xcalloc((size_t)s->nt + 1, sizeof *deleting);
   for (int t = 0; t < s->nt; t++) deleting[t] = s->cfg->templates[t].deleting;
   gp_plan_delete *del = gp_arena_alloc(plan->arena, sizeof *del * (size_t)(v->n_nodes + 1));
@@ -256,7 +267,7 @@ static void propose_down(scaler *s, gp_plan *plan) {
   for (int i = 0; i < v->n_nodes; i++) {
     int t = s->cfg->node_template[i];
     gp_time since = s->cfg->node_idle_since[i];
-    if (t < 0 || busy[i] || since <= 0 || s->now - since < s->cfg->scale_down_after) continue;
+    if (t < 0 || held[i] || since <= 0 || s->now - since < s->cfg->scale_down_after) continue;
     if (deleting[t] >= s->cfg->templates[t].disruption_budget) continue;
     deleting[t]++;
     del[nd++] = (gp_plan_delete){i, since};
@@ -264,7 +275,6 @@ static void propose_down(scaler *s, gp_plan *plan) {
   plan->deletes = del;
   plan->n_deletes = nd;
   free(deleting);
-  free(busy);
 }
 
 int gp_scale_propose(const gp_policy *policy, const gp_view *view, const gp_scale_config *cfg,
@@ -288,12 +298,29 @@ int gp_scale_propose(const gp_policy *policy, const gp_view *view, const gp_scal
     s.nodes[t] = cfg->templates[t].nodes;
     add_vnodes(&s, t, cfg->templates[t].creating);
   }
+  s.held = gp_xcalloc((size_t)view->n_nodes + 1, sizeof *s.held);
+  held_gpus(view, plan, s.held);
+  /* A provider node that is up with free GPUs left after the step is one a gang's other
+   * nodes are still on their way for (nodes register one at a time): its free GPUs count
+   * like a node being created, so the gang is not asked for again. */
+  for (int i = 0; cfg->node_template && i < view->n_nodes; i++) {
+    int t = cfg->node_template[i];
+    const gp_node *n = &view->nodes[i];
+    if (t < 0 || n->state != GP_NODE_UP) continue;
+    int free_gpus = 0;
+    for (int g = 0; g < n->n_gpus; g++)
+      if (!(s.held[i] >> g & 1) && (!n->gpus || n->gpus[g].health == GP_GPU_HEALTHY)) free_gpus++;
+    if (free_gpus == 0) continue;
+    add_vnodes(&s, t, 1);
+    s.vn[s.n_vn - 1].free_gpus = free_gpus;
+  }
   make_orders(&s);
   propose_up(&s, plan);
   propose_down(&s, plan);
   for (int p = 0; p < 3; p++)
     for (int k = 0; k < 2; k++) free(s.order[p][k]);
   free(s.vn);
+  free(s.held);
   free(s.nodes);
   return 0;
 }

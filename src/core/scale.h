@@ -5,7 +5,8 @@
  *
  * Scale-up: a pending job that no node can hold now (the step left it pending for
  * resources, missing or down nodes, or a reservation) is first fitted, whole gang, into the
- * nodes already being created and those proposed earlier in the same call; failing that,
+ * nodes already being created, the free GPUs of the template's nodes that are up (a gang's
+ * nodes register one at a time) and those proposed earlier in the same call; failing that,
  * into the fewest new nodes of the first template, in order, that can hold its whole gang:
  * spot templates only for jobs that allow spot and whose queue does not refuse it (a queue
  * that prefers spot tries them first), classes in the caller's rank (on-prem, reserved,

@@ -584,13 +584,7 @@ static int node_delete(gp_srv_state *s, gp_srv_req *r, gp_srv_node *n, int64_t n
   for (gp_srv_job *j; !rc && (j = gp__srv_node_holder(s, n));)
     rc = gp__srv_job_lost(s, j, "node deleted", now, err);
   if (rc) return rc;
-  if (n->waiter) {
-    gp_srv_req *w = n->waiter;
-    n->waiter = NULL;
-    w->parked = false;
-    gp__srv_reply_error(w, 404, "not_found", "node", "node %s was deleted; register again", n->name);
-    gp__srv_req_resume(w);
-  }
+  gp__srv_waiter_node_gone(n);
   char *name = gp_xstrdup(n->name);
   rc = gp__srv_node_remove(s, n, now, err);
   if (!rc) gp__srv_reply_json(r, 200, json_pack("{s:s,s:b}", "node", name, "deleted", 1));

@@ -166,13 +166,7 @@ static int remove_node(gp_srv_state *s, gp_srv_node *n, int64_t now, gp_err *err
   }
   int r = n->alive ? gp__srv_node_down(s, n, "deleted by the autoscaler", now, err) : 0;
   if (r) return r;
-  if (n->waiter) {
-    gp_srv_req *w = n->waiter;
-    n->waiter = NULL;
-    w->parked = false;
-    gp__srv_reply_error(w, 404, "not_found", "node", "node %s was deleted; register again", n->name);
-    gp__srv_req_resume(w);
-  }
+  gp__srv_waiter_node_gone(n);
   fprintf(stderr, "gpool server: autoscaler: node %s removed\n", n->name);
   return gp__srv_node_remove(s, n, now, err);
 }
@@ -306,7 +300,6 @@ static int registered(gp_srv_state *s, gp_srv_autoscale *a, gp_srv_as_inst *in, 
   bool ok = n->n_gpus >= t->gpus && n->model && strcasecmp(n->model, t->model) == 0;
   if (ok) {
     succeeded(a, in->tmpl);
-    gp__srv_as_idle_entry(a, n->name)->fresh = true;
     fprintf(stderr, "gpool server: autoscaler: node %s of template %s registered (%lld s after "
                     "it was asked for)\n", n->name, t->name, (long long)(now - in->asked_at));
     drop_inst(a, in);

@@ -76,7 +76,6 @@ typedef struct gp_srv_as_idle {
   char node[GP_PROVIDER_NODE_MAX + 1];
   int64_t idle_since;       /* wall s it last became empty; 0: holds a job */
   int64_t last_job;         /* the last job seen on it; 0: none */
-  bool fresh;               /* registered for a creation and has held no job since */
   bool seen;
 } gp_srv_as_idle;
 

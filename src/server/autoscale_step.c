@@ -41,7 +41,6 @@ static void track_nodes(gp_srv_state *s, gp_srv_autoscale *a, int64_t now, int *
     if (holder[i]) {
       e->idle_since = 0;
       e->last_job = holder[i];
-      e->fresh = false;
     } else if (!e->idle_since) {
       e->idle_since = now;
     }
@@ -90,12 +89,6 @@ static double count_templates(const gp_srv_state *s, const gp_srv_autoscale *a, 
       if (strcmp(a->inst[k].node, n->name) == 0) in = &a->inst[k];
     if (in) continue; /* being deleted: counted above */
     out[t].nodes++;
-    /* A node just registered for a gang waits for the gang's other nodes: told to the core
-     * as still on its way, so that the gang is fitted into it instead of asking again. */
-    const gp_srv_as_idle *e = NULL;
-    for (int k = 0; k < a->n_idle && !e; k++)
-      if (strcmp(a->idle[k].node, n->name) == 0) e = &a->idle[k];
-    if (e && e->fresh && n->alive && n->admin_state == GP_NODE_UP) out[t].creating++;
   }
   return cost;
 }

@@ -466,6 +466,9 @@ int64_t gp__srv_waiter_earliest(gp_srv_state *s);
  * deadline), or NULL. The caller answers the poll and clears n->waiter. */
 gp_srv_node *gp__srv_waiter_next_due(gp_srv_state *s, int64_t now_ms, bool expire_only);
 void gp__srv_waiters_free(gp_srv_waiters *w);
+/* Node n is being forgotten: its parked poll, if any, is answered 404 (the agent must
+ * register again). */
+void gp__srv_waiter_node_gone(gp_srv_node *n);
 
 /* ---- lifecycle.c: transitions shared by the API, the agent protocol and the scheduler ---- */
 /* Sends stop orders to every task not yet exited and moves the job to STOPPING. */

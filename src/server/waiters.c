@@ -5,6 +5,7 @@
  * nodes does not cost 10,000 looks after every batch of requests: the nodes given orders
  * since the last look (each listed once), and a min-heap of parked polls by deadline
  * (an entry whose poll was answered or replaced is stale and dropped when it surfaces). */
+#include "server/server_int.h"
 #include "server/state.h"
 #include "util/mem.h"
 
@@ -100,4 +101,13 @@ gp_srv_node *gp__srv_waiter_next_due(gp_srv_state *s, int64_t now_ms, bool expir
 void gp__srv_waiters_free(gp_srv_waiters *w) {
   free(w->woken);
   free(w->heap);
+}
+
+void gp__srv_waiter_node_gone(gp_srv_node *n) {
+  if (!n->waiter) return;
+  gp_srv_req *w = n->waiter;
+  n->waiter = NULL;
+  w->parked = false;
+  gp__srv_reply_error(w, 404, "not_found", "node", "node %s was deleted; register again", n->name);
+  gp__srv_req_resume(w);
 }

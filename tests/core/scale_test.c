@@ -107,6 +107,32 @@ static void nodes_on_their_way_are_used_before_asking_again(void) {
   sx_free(s);
 }
 
+/* A gang's nodes register one at a time: the registered one's free GPUs and the one still
+ * on its way hold the gang, so nothing more is asked. */
+static void a_gang_half_registered_is_not_asked_for_again(void) {
+  sx *s = sx_new();
+  fx_queue(s->f, "a", 0, GP_NO_LIMIT, 1);
+  int t = sx_template(s, "h100", "H100", 8, GP_CAP_ON_DEMAND, 4.0, 10);
+  fx_node(s->f, "p0", "H100", 8);
+  s->node_template[0] = t;
+  s->st[t].nodes = 2;
+  s->st[t].creating = 1;
+  fx_job(s->f, "gang", "a", 8, 2);
+  gp_plan *p = sx_step(s, 100);
+  CHECK(!fx_started(s->f, p, "gang"));
+  CHECK_EQ_INT(0, p->n_creates);
+  CHECK_EQ_INT(GP_SCALE_WAITING, note_of(s, p, "gang")->state);
+  CHECK_EQ_INT(2, note_of(s, p, "gang")->count);
+  gp_plan_free(p);
+  /* Its GPUs taken by another job, the node no longer counts: the gang asks again. */
+  fx_running(s->f, "other", "a", 8, 0, 0xff, 50);
+  p = sx_step(s, 100);
+  REQUIRE(p->n_creates == 1);
+  CHECK_EQ_INT(1, p->creates[0].count);
+  gp_plan_free(p);
+  sx_free(s);
+}
+
 static void backoff_max_nodes_and_cost_pass_a_template_over(void) {
   sx *s = sx_new();
   fx_queue(s->f, "a", 0, GP_NO_LIMIT, 1);
@@ -262,7 +288,7 @@ static void a_bad_configuration_is_refused(void) {
 }
 
 GP_TESTS(a_gang_gets_the_fewest_nodes_of_the_first_template,
-         nodes_on_their_way_are_used_before_asking_again,
+         nodes_on_their_way_are_used_before_asking_again, a_gang_half_registered_is_not_asked_for_again,
          backoff_max_nodes_and_cost_pass_a_template_over, spot_follows_the_job_and_its_queue,
          a_job_only_a_template_holds_waits_instead_of_ending,
          only_empty_idle_nodes_are_scaled_down_within_the_budget, a_bad_configuration_is_refused)
