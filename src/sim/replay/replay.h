@@ -12,7 +12,9 @@
  * grace period, then the job is requeued and loses the work since its last checkpoint),
  * and jobs the core ends as impossible. Reservations are information only. A job may hold
  * its GPUs idle for the end of its run (the trace's idle_tail or the assumed idle model);
- * an idle policy acts on those stretches as the server's does (core/idle.h).
+ * an idle policy acts on those stretches as the server's does (core/idle.h). With node
+ * templates, autoscaling adds provider nodes for jobs that wait and deletes empty ones, as
+ * the server's core proposes (core/scale.h).
  *
  * Determinism: the same trace, fleet, queues, policy and seed give byte-identical results
  * (wall_seconds, the replay's own run time, is the only exception). */

@@ -108,6 +108,15 @@ static void an_empty_node_is_deleted_after_scale_down_after_and_a_busy_one_is_no
   CHECK_NEAR(NODE_HOURS, r->scale.node_hours, 1e-9);
   CHECK_NEAR(8 * NODE_HOURS, r->scale.gpu_hours, 1e-9);
   gp_replay_result_free(r);
+  /* Deleted while no job is left at all; the next arrival gets a new node. */
+  r = replay_csv("submit_time,duration,gpus,queue\n1000,3600,8,a\n20000,3600,8,a\n", "1x4xH100",
+                 false, &c);
+  CHECK_EQ_INT(2, r->completed);
+  CHECK_EQ_INT(2, r->scale.created);
+  CHECK_EQ_INT(1, r->scale.deleted);
+  CHECK_EQ_INT(1, r->scale.peak_provider_nodes);
+  CHECK_NEAR((5800.0 - 1000 + DELAY + 3600) / 3600, r->scale.node_hours, 1e-9);
+  gp_replay_result_free(r);
   /* Never scaled down: both live to the end. */
   c.scale.scale_down_after = 0;
   r = replay_csv(two_jobs, "1x4xH100", false, &c);
