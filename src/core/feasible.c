@@ -206,7 +206,7 @@ static int compute(gp__core_ctx *c, int j) {
   const gp_request *r = &c->view->jobs[j].req;
   for (int t = 0; t < c->view->n_templates; t++)
     if (gp_scale_could_hold(&c->view->templates[t], r))
-      return v == GP__FEAS_MODEL_UNKNOWN ? GP__FEAS_MODEL_DOWN : GP__FEAS_DOWN;
+      return v == GP__FEAS_MODEL_UNKNOWN ? GP__FEAS_TEMPLATE_MODEL : GP__FEAS_TEMPLATE;
   return v;
 }
 
