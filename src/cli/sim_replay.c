@@ -23,6 +23,7 @@ enum {
   O_SEED, O_MTBF, O_REPAIR, O_CKPT, O_RESTART, O_GRACE, O_OVER, O_BAD_ROWS, O_MAX_JOBS,
   O_SHARING, O_TIME_SCALE, O_PARTITION, O_EVERY_EVENT, O_PROBE, O_OUT, O_CSV, O_HTML, O_NO_PROGRESS, O_DETERMINISTIC,
   O_PRICES, O_COST_CSV, O_IDLE_TAIL, O_IDLE_POLICY, O_SPOT, O_SPOT_NOTICE, O_PROVIDER_DELAY,
+  O_TEMPLATES, O_SCALE_ORDER, O_MAX_HOURLY_COST, O_SCALE_DOWN_AFTER, O_AUTOSCALE_INTERVAL,
   O_HELP
 };
 
@@ -61,6 +62,11 @@ static const gp_opt opts[] = {
     {0, "spot-interruptions", true, O_SPOT},
     {0, "spot-notice", true, O_SPOT_NOTICE},
     {0, "provider-delay", true, O_PROVIDER_DELAY},
+    {0, "templates", true, O_TEMPLATES},
+    {0, "scale-order", true, O_SCALE_ORDER},
+    {0, "max-hourly-cost", true, O_MAX_HOURLY_COST},
+    {0, "scale-down-after", true, O_SCALE_DOWN_AFTER},
+    {0, "autoscale-interval", true, O_AUTOSCALE_INTERVAL},
     {'h', "help", false, O_HELP},
     {0, NULL, false, 0},
 };
@@ -73,14 +79,16 @@ static const char usage_replay[] =
     "         [-o table|json] [--csv SERIES.csv] [--html REPORT.html]\n"
     "         [--prices PRICES.yaml [--cost-csv COST.csv]]\n"
     "         [--idle-tail FRACTION:SHARE] [--idle-policy IDLE.yaml]\n"
-    "         [--spot-interruptions RATE[:MODEL=RATE,...]] [options]\n";
+    "         [--spot-interruptions RATE[:MODEL=RATE,...]]\n"
+    "         [--templates TEMPLATES.yaml [--scale-order ...] [--max-hourly-cost X]] [options]\n";
 static const char usage_compare[] =
     "usage: gpool sim compare --trace FILE --policies fifo,backfill,gpool,sjf\n"
     "         [--fleet ... [--fleet ...]] [--queues ... | --queues-from ...] [-o table|json]\n"
     "         [--csv SERIES.csv] [--html REPORT.html]\n"
     "         [--prices PRICES.yaml [--cost-csv COST.csv]]\n"
     "         [--idle-tail FRACTION:SHARE] [--idle-policy IDLE.yaml]\n"
-    "         [--spot-interruptions RATE[:MODEL=RATE,...]] [options]\n";
+    "         [--spot-interruptions RATE[:MODEL=RATE,...]]\n"
+    "         [--templates TEMPLATES.yaml [--scale-order ...] [--max-hourly-cost X]] [options]\n";
 static const char usage_options[] =
     "\n"
     "Replays the trace on a virtual clock through the same scheduler core the server runs.\n"
@@ -105,8 +113,19 @@ static const char usage_options[] =
     "  --spot-notice DUR        notice before a reclaim; at least --grace: jobs checkpoint at\n"
     "                           the notice, else they lose the work since their last\n"
     "                           checkpoint (default 2m; 0: none)\n"
-    "  --provider-delay DUR     a reclaimed spot node's replacement is up after this\n"
+    "  --provider-delay DUR     a reclaimed spot node's replacement, or a node created by\n"
+    "                           autoscaling, is up this long after it is asked for\n"
     "                           (default 5m)\n"
+    "  --templates FILE         autoscaling: a file whose only key is the server config's\n"
+    "                           `node_templates:`; pending jobs that no node holds make\n"
+    "                           provider nodes, empty ones are deleted (cost: price_per_\n"
+    "                           gpu_hour, else --prices)\n"
+    "  --scale-order LIST       capacity classes created, in order (default on-prem,\n"
+    "                           reserved,spot,on-demand; a class left out is never made)\n"
+    "  --max-hourly-cost X      provider nodes cost at most X per hour (default: no cap)\n"
+    "  --scale-down-after DUR   an empty provider node is deleted after this (default 10m;\n"
+    "                           0: never)\n"
+    "  --autoscale-interval DUR at most one autoscaling pass per DUR (default 60s)\n"
     "  --seed N                 seed for node failures and randomised policies (default 1)\n"
     "  --mtbf HOURS             mean time between failures of one node (default: none)\n"
     "  --repair-time DUR        how long a failed node stays down (default 1h)\n"
@@ -133,7 +152,8 @@ static const char usage_options[] =
 typedef struct args {
   const char *fleets[MAX_FLEETS];
   int n_fleets;
-  const char *prices, *cost_csv, *idle_policy;
+  const char *prices, *cost_csv, *idle_policy, *templates;
+  bool scale_flags;           /* an autoscaling flag other than --templates was given */
   const char *trace, *format, *queues, *queues_from, *policy, *policy_file, *policies;
   const char *out, *csv, *html, *sharing;
   bool skip_bad, progress, deterministic;
@@ -208,6 +228,32 @@ static int parse_args(const char *cmd, int argc, char **argv, args *a) {
       if (gp_parse_duration_s(v, &i64) || i64 < 0 || i64 > 30 * 86400)
         return bad_arg(cmd, "--provider-delay (a duration from 0 to 30 days)", v);
       a->cfg.spot.provider_delay = i64;
+      break;
+    case O_TEMPLATES: a->templates = v; break;
+    case O_SCALE_ORDER:
+      if (gp_replay_scale_order_parse(v, a->cfg.scale.class_rank, &e)) {
+        fprintf(stderr, "gpool sim %s: invalid --scale-order '%s': %s\n", cmd, v, e.message);
+        return 2;
+      }
+      a->scale_flags = true;
+      break;
+    case O_MAX_HOURLY_COST:
+      if (gp_parse_double(v, &d) || !(d >= 0 && d <= 1e12))
+        return bad_arg(cmd, "--max-hourly-cost (a cost per hour from 0 to 1e12)", v);
+      a->cfg.scale.max_hourly_cost = d;
+      a->scale_flags = true;
+      break;
+    case O_SCALE_DOWN_AFTER:
+      if (gp_parse_duration_s(v, &i64) || i64 < 0 || i64 > 365 * 86400)
+        return bad_arg(cmd, "--scale-down-after (a duration from 0 to 365 days)", v);
+      a->cfg.scale.scale_down_after = i64;
+      a->scale_flags = true;
+      break;
+    case O_AUTOSCALE_INTERVAL:
+      if (gp_parse_duration_s(v, &i64) || i64 < 1 || i64 > 86400)
+        return bad_arg(cmd, "--autoscale-interval (a duration from 1s to 1 day)", v);
+      a->cfg.scale.interval = i64;
+      a->scale_flags = true;
       break;
     case O_QUEUES: a->queues = v; break;
     case O_QUEUES_FROM: a->queues_from = v; break;
@@ -293,6 +339,11 @@ static int parse_args(const char *cmd, int argc, char **argv, args *a) {
     fprintf(stderr, "gpool sim %s: --cost-csv needs --prices\n", cmd);
     return 2;
   }
+  if (a->scale_flags && !a->templates) {
+    fprintf(stderr, "gpool sim %s: --scale-order, --max-hourly-cost, --scale-down-after and "
+            "--autoscale-interval need --templates\n", cmd);
+    return 2;
+  }
   if (a->queues && a->queues_from) {
     fprintf(stderr, "gpool sim %s: give --queues or --queues-from, not both\n", cmd);
     return 2;
@@ -323,6 +374,7 @@ typedef struct inputs {
   gp_replay_queues *queues;
   struct gp_prices *prices;
   gp_replay_idle_policy *idle_policy;
+  gp_replay_templates *templates;
   char *vc_file;
 } inputs;
 
@@ -331,6 +383,7 @@ static void inputs_done(inputs *in) {
   for (int i = 0; i < in->n_fleets; i++) gp_fleet_free(in->fleets[i]);
   gp_replay_prices_free(in->prices);
   gp_replay_idle_policy_free(in->idle_policy);
+  gp_replay_templates_free(in->templates);
   gp_replay_queues_free(in->queues);
   free(in->vc_file);
 }
@@ -373,7 +426,11 @@ static int load_inputs(const char *cmd, args *a, inputs *in) {
   if (a->prices && gp_replay_prices_load(a->prices, &in->prices, &e)) return fail(cmd, &e);
   if (a->idle_policy && gp_replay_idle_policy_load(a->idle_policy, &in->idle_policy, &e))
     return fail(cmd, &e);
+  if (a->templates && gp_replay_templates_load(a->templates, &in->templates, &e))
+    return fail(cmd, &e);
   bool spot_nodes = false;
+  for (int i = 0; in->templates && i < in->templates->n; i++)
+    spot_nodes = spot_nodes || in->templates->spec[i].t.node.capacity == GP_CAP_SPOT;
   for (int f = 0; f < in->n_fleets && !spot_nodes; f++)
     for (int i = 0; i < in->fleets[f]->n_nodes && !spot_nodes; i++)
       spot_nodes = in->fleets[f]->nodes[i].capacity == GP_CAP_SPOT;
@@ -381,7 +438,8 @@ static int load_inputs(const char *cmd, args *a, inputs *in) {
   for (int k = 0; k < a->cfg.spot.n_models; k++) spot_rates = spot_rates || a->cfg.spot.model_rate[k] > 0;
   if (spot_rates && !spot_nodes)
     fprintf(stderr, "gpool sim %s: warning: --spot-interruptions: no fleet has a spot node "
-            "(give a group ':spot', e.g. --fleet 16x8xH100:spot)\n", cmd);
+            "and no template is spot (give a group ':spot', e.g. --fleet 16x8xH100:spot)\n",
+            cmd);
   if (a->cfg.idle_fraction > 0 && in->trace->has_idle_tail) {
     fprintf(stderr, "gpool sim %s: %s gives idle_tail: --idle-tail is for traces without it\n",
             cmd, a->trace);
@@ -471,6 +529,7 @@ static int run_policies(const char *cmd, args *a, const char *const *names, int 
       cfg.policy_name = gp_arena_printf(arena, "%s@%s", cfg.policy_name, a->fleets[fi]);
     }
     cfg.prices = in.prices;
+    cfg.scale.templates = in.templates;
     FILE *csv = NULL;
     const char *csv_path = NULL;
     if (a->csv) {

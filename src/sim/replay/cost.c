@@ -28,16 +28,28 @@ typedef struct node_gap {
   gp_time start, end;
 } node_gap;
 
+/* A provider node's life. */
+typedef struct prov_node {
+  const char *name, *model, *price_model;
+  gp_capacity capacity;
+  int gpus;
+  gp_time start, end; /* end INT64_MAX: still there at the finish */
+} prov_node;
+
 struct gp__sim_cost {
   iv_list runs, held, released; /* every run; idle stretches held; stretches freed */
   node_gap *gaps;               /* stretches nodes were not paid for, in time order */
   size_t n_gaps, cap_gaps;
+  int n_fleet;                  /* node ids from here are provider nodes */
+  prov_node *prov;
+  int n_prov, cap_prov;
 };
 
 gp__sim_cost *gp__sim_cost_new(void) { return gp_xcalloc(1, sizeof(gp__sim_cost)); }
 
 void gp__sim_cost_free(gp__sim_cost *c) {
   if (!c) return;
+  free(c->prov);
   free(c->runs.iv);
   free(c->held.iv);
   free(c->released.iv);
@@ -52,6 +64,23 @@ static void push(iv_list *l, const run_iv *v) {
     l->iv = gp_xrealloc(l->iv, l->cap * sizeof *l->iv);
   }
   l->iv[l->n++] = *v;
+}
+
+int gp__sim_cost_node_new(gp__sim_cost *c, int n_fleet, const gp_node *shape, const char *name,
+                          const char *price_model, gp_time start) {
+  c->n_fleet = n_fleet;
+  if (c->n_prov == c->cap_prov) {
+    c->cap_prov = c->cap_prov ? c->cap_prov * 2 : 64;
+    c->prov = gp_xrealloc(c->prov, (size_t)c->cap_prov * sizeof *c->prov);
+  }
+  c->prov[c->n_prov] = (prov_node){.name = name, .model = shape->model,
+                                   .price_model = price_model, .capacity = shape->capacity,
+                                   .gpus = shape->n_gpus, .start = start, .end = INT64_MAX};
+  return n_fleet + c->n_prov++;
+}
+
+void gp__sim_cost_node_end(gp__sim_cost *c, int id, gp_time end) {
+  c->prov[id - c->n_fleet].end = end;
 }
 
 void gp__sim_cost_add(gp__sim_cost *c, int job, int attempt, int queue, const char *user,
@@ -91,13 +120,26 @@ static int queue_index(const gp_replay_queues *q, const char *name) {
   return -1;
 }
 
+/* Provider node `k`'s life as a ledger interval clipped to [from, to); false when it
+ * lies outside. */
+static bool prov_iv(const prov_node *v, gp_time from, gp_time to, gp_ledger_node_iv *ret) {
+  *ret = (gp_ledger_node_iv){.node = v->name, .model = v->price_model, .capacity = v->capacity,
+                             .gpus = v->gpus, .state = GP_LEDGER_UP,
+                             .start = v->start > from ? v->start : from,
+                             .end = v->end < to ? v->end : to};
+  return v->gpus > 0 && ret->end > ret->start;
+}
+
 /* A report over [from, to) of the whole fleet (paid for over the whole replay: a failed
- * node is still owned) and the intervals of `l`. */
+ * node is still owned), the provider nodes over their lives, and the intervals of `l`. */
 static gp_ledger_report *report_of(const gp__sim_cost *c, const iv_list *l, unsigned group,
                                    const gp_prices *prices, const gp_fleet *fleet,
                                    const gp_replay_queues *queues, gp_time from, gp_time to) {
   gp_ledger_params p = {.from = from, .to = to, .group = group, .prices = prices};
   gp_ledger_report *rep = gp_ledger_report_new(&p);
+  gp_ledger_node_iv pv;
+  for (int k = 0; k < c->n_prov; k++)
+    if (prov_iv(&c->prov[k], from, to, &pv)) gp_ledger_report_add_node(rep, &pv);
   size_t g = 0; /* gaps are sorted by node (gp__sim_cost_finish) */
   for (int i = 0; i < fleet->n_nodes; i++) {
     const gp_node *n = &fleet->nodes[i];
@@ -115,10 +157,18 @@ static gp_ledger_report *report_of(const gp__sim_cost *c, const iv_list *l, unsi
   }
   for (size_t k = 0; k < l->n; k++) {
     const run_iv *v = &l->iv[k];
-    const gp_node *n = &fleet->nodes[v->node];
+    const char *name, *model;
+    gp_capacity cap;
+    if (v->node < fleet->n_nodes) {
+      const gp_node *n = &fleet->nodes[v->node];
+      name = n->name, model = n->model, cap = n->capacity;
+    } else {
+      const prov_node *n = &c->prov[v->node - fleet->n_nodes];
+      name = n->name, model = n->price_model, cap = n->capacity;
+    }
     gp_ledger_job_iv jv = {.job = v->job + 1, .attempt = v->attempt,
                            .queue = queues->queues[v->queue].name, .user = v->user ? v->user : "",
-                           .node = n->name, .model = n->model, .capacity = n->capacity,
+                           .node = name, .model = model, .capacity = cap,
                            .share = v->gpu_milli / (double)GP_GPU_MILLI, .start = v->start,
                            .end = v->end, .used_gpu_s = -1, .energy_j = -1};
     for (uint32_t m = v->gpu_mask; m; m &= m - 1) gp_ledger_report_add_job(rep, &jv);
@@ -147,6 +197,26 @@ static int price_idle(const gp__sim_cost *c, const iv_list *l, const gp_prices *
       *cost += rows[i].cost;
       *unknown = *unknown || rows[i].cost_unknown;
     }
+  gp_ledger_report_free(rep);
+  return rc;
+}
+
+/* The provider nodes' share of the fleet cost: a report of their lives alone. */
+static int price_provider_nodes(const gp__sim_cost *c, const gp_prices *prices, gp_time from,
+                                gp_time to, gp_replay_scale_stats *st, gp_err *err) {
+  gp_ledger_params p = {.from = from, .to = to, .prices = prices};
+  gp_ledger_report *rep = gp_ledger_report_new(&p);
+  gp_ledger_node_iv pv;
+  for (int k = 0; k < c->n_prov; k++)
+    if (prov_iv(&c->prov[k], from, to, &pv)) gp_ledger_report_add_node(rep, &pv);
+  const gp_ledger_row *rows = NULL;
+  int n_rows = 0;
+  int rc = gp_ledger_report_finish(rep, &rows, &n_rows, err);
+  if (!rc) {
+    st->priced = true;
+    st->cost = gp_ledger_report_fleet_cost(rep);
+    for (int i = 0; i < n_rows; i++) st->cost_unknown = st->cost_unknown || rows[i].cost_unknown;
+  }
   gp_ledger_report_free(rep);
   return rc;
 }
@@ -192,6 +262,7 @@ int gp__sim_cost_finish(gp__sim_cost *c, const gp_prices *prices, const gp_fleet
   }
   t->fleet = gp_ledger_report_fleet_cost(rep);
   gp_ledger_report_free(rep);
+  if (c->n_prov > 0 && (rc = price_provider_nodes(c, prices, from, to, &r->scale, err))) return rc;
   if (!r->idle.modelled) return 0;
   gp_replay_idle *id = &r->idle;
   double held = 0;

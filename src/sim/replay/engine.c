@@ -8,6 +8,8 @@
  * - gpu_used[node * GP_MAX_NODE_GPUS + g] is the milli-GPU held on that GPU, and
  *   free_whole counts the idle GPUs of up nodes, node_idle[n] those of up node n, and
  *   idle_hist[k] the nodes with k idle GPUs (down nodes count as 0);
+ * - jobs_on[n] counts the placements on node n of running and stopping jobs (autoscaling
+ *   deletes only provider nodes at 0);
  * - a job's `gen` changes whenever a run ends, so events of an earlier run are dropped. */
 #include <math.h>
 #include <stdio.h>
@@ -17,110 +19,14 @@
 
 #include "core/model.h"
 #include "core/plan.h"
+#include "core/scale.h"
 #include "core/sched.h"
 #include "sim/replay/cost.h"
 #include "sim/replay/heap.h"
 #include "sim/replay/replay.h"
+#include "sim/replay/scale.h"
+#include "sim/replay/sim.h"
 #include "sim/replay/stats.h"
-
-#define PEND_TASKS_MAX 64
-#define NO_CKPT INT64_MAX /* ckpt_next of a slot that is not running */
-#define NO_IDLE INT64_MAX /* idle_from of a run that never idles */
-
-enum sj_state { SJ_FUTURE = 0, SJ_PENDING, SJ_RUNNING, SJ_STOPPING, SJ_DONE, SJ_TIMEOUT, SJ_REJECTED };
-
-typedef struct sjob {
-  int state;
-  int view;               /* slot in the view, -1 when not there */
-  int queue;
-  uint32_t gen;
-  bool limit_enforced;    /* the time limit came from the trace: hitting it ends the job */
-  bool timeout_run;       /* the current run ends at its limit, not at completion */
-  int restarts;
-  gp_time work_left;      /* seconds of work still to do */
-  gp_time run_start, run_overhead, preempted_at;
-  gp_time pending_since, first_start, end, wait;
-  double gpus;            /* GPUs held while running */
-  double ask;             /* GPUs the job asks for */
-  int need;               /* whole GPUs it asks for (0: fractional or CPU-only) */
-  uint32_t pend_seq;      /* times it became pending: tells stale FIFO entries apart */
-  int64_t pend_step;      /* s->steps when it last became pending */
-  int n_pl;
-  gp_placement *pl;
-  gp_time idle_tail;      /* seconds at the end of its work it holds its GPUs idle */
-  gp_time idle_from;      /* this run idles from here to its end; NO_IDLE: it never does */
-  gp_time run_end;        /* when this run ends if nothing stops it */
-  bool spot_stop;         /* stopping at a spot notice: its progress is saved */
-  bool spot_hit;          /* a spot interruption cut one of its runs */
-} sjob;
-
-typedef struct sim {
-  const gp_replay_config *cfg;
-  const gp_trace *trace;
-  const gp_fleet *fleet;
-  const gp_replay_queues *queues;
-  gp_time *arrive;        /* arrival time of each job (the trace's, time-scaled) */
-  int n_pools;
-  gp_pool *pools;         /* static partitions, when asked for */
-  bool can_preempt;
-  bool strict_fifo;
-  gp_arena *arena;
-  gp_node *nodes;
-  int *gpu_used;
-  int64_t free_whole, up_gpus;
-  int *node_idle;           /* idle GPUs per node (0 when down) */
-  int64_t idle_hist[GP_MAX_NODE_GPUS + 1];
-  /* Pending whole-GPU jobs by GPUs per task and tasks (more than PEND_TASKS_MAX tasks
-   * count as PEND_TASKS_MAX: what fits them fits that many). */
-  int64_t (*pend_shape)[PEND_TASKS_MAX + 1];
-  int nodes_down;
-  /* Spot interruptions (NULL when none is modelled): per node the mean seconds between
-   * them (0: never), its life (0, then one more per replacement; the events' gen) and
-   * whether it is drained by a notice (1) or reclaimed (2); spot_out counts those. */
-  double *spot_mean;
-  int *spot_life;
-  char *spot_state;
-  int spot_out;
-  sjob *jobs;
-  gp_job *v;
-  int *vmap;
-  int nv;
-  /* The core keeps what it derived from unchanged jobs between calls: every write to a
-   * view slot gives it a new rev (vrev, the view's job_revs), node failures and repairs a
-   * new view rev. */
-  gp_sched_memo *memo;
-  uint64_t *vrev;
-  /* Per view slot: when a running job's saved work next grows (its last checkpoint moves),
-   * NO_CKPT for the others; refresh_checkpoints skips the slots whose time has not come. */
-  gp_time *ckpt_next;
-  uint64_t last_rev, view_rev;
-  /* Per-queue state and integrals over time. */
-  int nq;
-  double *alloc, *fair, *alloc_int, *fair_int;
-  int64_t *q_pending, *q_running;
-  double *q_pending_gpus;   /* GPUs asked by the queue's pending jobs */
-  /* To skip calls that cannot start anything: pending jobs by whole GPUs asked, the
-   * smallest such count, and (strict FIFO) the pending jobs in the core's order. */
-  int64_t *need_count;
-  int max_need, min_need;
-  gp__sim_heap fifo;            /* pending jobs by (submit, index); stale entries skipped */
-  int64_t steps;            /* gp_sched_step calls so far */
-  int64_t last_pend_step;   /* s->steps when a job last became pending */
-  gp_time last_step_t;      /* time of the latest call */
-  bool skipped;             /* something changed since the latest call, without a call */
-  double alloc_total, alloc_int_total, up_int;
-  int64_t pending_total, running_total;
-  gp_time t_first, t_last;
-  gp_time next_sample;    /* seconds since t_first */
-  gp__sim_heap heap;
-  uint64_t rng;
-  gp_replay_result *r;
-  gp__sim_cost *cost;       /* the runs' intervals when the replay is priced, else NULL */
-  const gp_idle_policy **idle_pol; /* per queue: its idle policy, NULL: none */
-  gp_err *err;
-  double sched_seconds;
-  int progress_pct;
-} sim;
 
 static double now_s(void) {
   struct timespec ts;
@@ -183,8 +89,7 @@ static bool whole_shape(const sim *s, const sjob *sj, int *gpt, int *tasks) {
   return true;
 }
 
-/* An idle GPU of up node `node` appeared (+1) or was taken (-1). */
-static void idle_gpus(sim *s, int node, int delta) {
+void gp__sim_idle_gpus(sim *s, int node, int delta) {
   s->free_whole += delta;
   s->idle_hist[s->node_idle[node]]--;
   s->node_idle[node] += delta;
@@ -226,6 +131,7 @@ static void pend_add(sim *s, int j, gp_time t) {
    * lower id, as in the core. */
   if (s->strict_fifo)
     gp__sim_heap_push(&s->fifo, s->v[sj->view].submitted_at, j, j, ++sj->pend_seq);
+  gp__sim_scale_pending(s, t);
 }
 
 static void pend_del(sim *s, int j) {
@@ -383,18 +289,20 @@ static void release(sim *s, int j, gp_time now) {
   for (int p = 0; p < sj->n_pl; p++) {
     const gp_placement *pl = &sj->pl[p];
     if (s->cost) {
-      gp__sim_cost_add(s->cost, j, sj->restarts + 1, sj->queue, s->v[sj->view].user, pl->node,
+      int id = s->node_id[pl->node];
+      gp__sim_cost_add(s->cost, j, sj->restarts + 1, sj->queue, s->v[sj->view].user, id,
                        pl->gpu_mask, pl->gpu_milli, sj->run_start, now);
       if (idled)
-        gp__sim_cost_add_idle(s->cost, false, j, sj->queue, s->v[sj->view].user, pl->node,
+        gp__sim_cost_add_idle(s->cost, false, j, sj->queue, s->v[sj->view].user, id,
                               pl->gpu_mask, pl->gpu_milli, idle0, now);
     }
+    if (--s->jobs_on[pl->node] == 0) gp__sim_scale_node_empty(s, pl->node, now);
     bool up = s->nodes[pl->node].state == GP_NODE_UP; /* a drained node places nothing */
     for (int g = 0; g < GP_MAX_NODE_GPUS; g++)
       if (pl->gpu_mask & (1u << g)) {
         int *u = gpu_slot(s, pl->node, g);
         *u -= pl->gpu_milli;
-        if (*u == 0 && up) idle_gpus(s, pl->node, +1);
+        if (*u == 0 && up) gp__sim_idle_gpus(s, pl->node, +1);
       }
   }
   sj->n_pl = 0;
@@ -526,8 +434,9 @@ static bool idle_act(sim *s, int j, gp_time t) {
   id->released_gpu_hours += sj->gpus * (double)(sj->run_end - t) / 3600.0;
   if (s->cost)
     for (int p = 0; p < sj->n_pl; p++)
-      gp__sim_cost_add_idle(s->cost, true, j, sj->queue, s->v[sj->view].user, sj->pl[p].node,
-                            sj->pl[p].gpu_mask, sj->pl[p].gpu_milli, t, sj->run_end);
+      gp__sim_cost_add_idle(s->cost, true, j, sj->queue, s->v[sj->view].user,
+                            s->node_id[sj->pl[p].node], sj->pl[p].gpu_mask, sj->pl[p].gpu_milli,
+                            t, sj->run_end);
   sj->timeout_run = false; /* its work is done: what a limit would have cut was idle */
   finish(s, j, t);
   return true;
@@ -544,7 +453,7 @@ static int apply_start(sim *s, int j, const gp_plan_start *st, gp_time now) {
   double gpus = 0;
   for (int p = 0; p < st->n_placements; p++) {
     const gp_placement *pl = &st->placements[p];
-    if (pl->node < 0 || pl->node >= s->fleet->n_nodes)
+    if (pl->node < 0 || pl->node >= s->n_nodes)
       return plan_error(s, "job %s placed on node index %ld%.0ld", vj->id, pl->node, 0);
     const gp_node *n = &s->nodes[pl->node];
     if (n->state != GP_NODE_UP)
@@ -570,9 +479,10 @@ static int apply_start(sim *s, int j, const gp_plan_start *st, gp_time now) {
     for (int g = 0; g < GP_MAX_NODE_GPUS; g++)
       if (pl->gpu_mask & (1u << g)) {
         int *u = gpu_slot(s, pl->node, g);
-        if (*u == 0) idle_gpus(s, pl->node, -1);
+        if (*u == 0) gp__sim_idle_gpus(s, pl->node, -1);
         *u += pl->gpu_milli;
       }
+    if (s->jobs_on[pl->node]++ == 0) gp__sim_scale_node_busy(s, pl->node);
   }
   /* Two tasks of one job on one GPU would have passed the check above one by one. */
   for (int p = 0; p < st->n_placements; p++)
@@ -629,18 +539,24 @@ static void refresh_checkpoints(sim *s, gp_time now) {
 static int step(sim *s, gp_time now) {
   s->last_step_t = now;
   s->skipped = false;
-  if (s->nv == 0) { /* no job at all: no demand, no fair share */
+  /* An autoscaling pass needs the step's pending list, and runs with no job at all too
+   * (empty provider nodes are scaled down). */
+  bool pass = s->scale_pass;
+  s->scale_pass = false;
+  if (s->nv == 0 && !pass) { /* no job at all: no demand, no fair share */
     for (int q = 0; q < s->nq; q++) s->fair[q] = 0;
     return 0;
   }
   if (s->can_preempt) refresh_checkpoints(s, now);
-  gp_view view = {.n_nodes = s->fleet->n_nodes, .nodes = s->nodes, .n_queues = s->nq,
+  gp_view view = {.n_nodes = s->n_nodes, .nodes = s->nodes, .n_queues = s->nq,
                   .queues = s->queues->queues, .n_pools = s->n_pools, .pools = s->pools,
                   .n_jobs = s->nv, .jobs = s->v, .rev = s->view_rev, .job_revs = s->vrev};
+  gp__sim_scale_view(s, &view);
   gp_plan *plan = NULL;
   gp_err e = {0};
   double t0 = now_s();
-  int rc = gp_sched_step_memo(s->memo, &s->cfg->policy, &view, now, GP_SCHED_DECISIONS_ONLY, &plan, &e);
+  int rc = gp_sched_step_memo(s->memo, &s->cfg->policy, &view, now,
+                              pass ? 0 : GP_SCHED_DECISIONS_ONLY, &plan, &e);
   s->sched_seconds += now_s() - t0;
   s->r->sched_calls++;
   s->steps++;
@@ -649,6 +565,11 @@ static int step(sim *s, gp_time now) {
     gp_err_format(&e, msg, sizeof msg);
     return gp_err_set(s->err, rc, NULL, 0, NULL, "the scheduler refused the replay's view: %s",
                       msg);
+  }
+  /* Proposed before the plan is applied: it reads the view the plan was made from. */
+  if (pass && (rc = gp__sim_scale_propose(s, &view, plan, now))) {
+    gp_plan_free(plan);
+    return rc;
   }
   /* Fair shares, for the fairness figures: leaf queues, matched by name. */
   for (int i = 0; i < plan->n_queues; i++) {
@@ -698,6 +619,7 @@ static int step(sim *s, gp_time now) {
     gp__sim_heap_push(&s->heap, now + s->cfg->grace, GP__EV_GRACE_END, ids[k], sj->gen);
   }
   for (int i = 0; i < plan->n_starts && !rc; i++, k++) rc = apply_start(s, ids[k], &plan->starts[i], now);
+  if (!rc && pass) rc = gp__sim_scale_apply(s, plan, now);
   free(ids);
   gp_plan_free(plan);
   return rc;
@@ -715,7 +637,7 @@ static void node_fail(sim *s, int node, gp_time t) {
   }
   if (n->state == GP_NODE_UP)
     for (int g = 0; g < n->n_gpus; g++)
-      if (*gpu_slot(s, node, g) == 0) idle_gpus(s, node, -1);
+      if (*gpu_slot(s, node, g) == 0) gp__sim_idle_gpus(s, node, -1);
   n->state = GP_NODE_DOWN;
   s->view_rev++;
   s->up_gpus -= n->n_gpus;
@@ -739,7 +661,7 @@ static void node_repair(sim *s, int node, gp_time t) {
   n->state = GP_NODE_UP;
   s->view_rev++;
   for (int g = 0; g < n->n_gpus; g++)
-    if (*gpu_slot(s, node, g) == 0) idle_gpus(s, node, +1);
+    if (*gpu_slot(s, node, g) == 0) gp__sim_idle_gpus(s, node, +1);
   s->up_gpus += n->n_gpus;
   s->nodes_down--;
   gp__sim_heap_push(&s->heap, t + exp_sample(s, s->cfg->mtbf_hours * 3600), GP__EV_NODE_FAIL, node, 0);
@@ -747,9 +669,8 @@ static void node_repair(sim *s, int node, gp_time t) {
 
 /* ---- spot interruptions ---- */
 
-/* The next interruption of spot node `node`, whose current life started at t_up: its
- * notice (when there is one) and its reclaim. */
-static void spot_schedule(sim *s, int node, gp_time t_up) {
+/* Its notice (when there is one) and its reclaim. */
+void gp__sim_spot_schedule(sim *s, int node, gp_time t_up) {
   int k = s->spot_life[node];
   gp_time t_r = t_up + gp_replay_spot_life(s->cfg->seed, node, k, s->spot_mean[node]);
   gp_time notice = s->cfg->spot.notice;
@@ -788,7 +709,7 @@ static void spot_notice(sim *s, int node, gp_time t) {
   gp_node *n = &s->nodes[node];
   if (n->state != GP_NODE_UP) return; /* down after a failure: nothing to drain */
   for (int g = 0; g < n->n_gpus; g++)
-    if (*gpu_slot(s, node, g) == 0) idle_gpus(s, node, -1);
+    if (*gpu_slot(s, node, g) == 0) gp__sim_idle_gpus(s, node, -1);
   n->state = GP_NODE_DRAIN;
   s->view_rev++;
   s->spot_state[node] = 1;
@@ -811,25 +732,23 @@ static void spot_notice(sim *s, int node, gp_time t) {
 }
 
 /* The reclaim: the node goes; runs still on it lose the work since their last checkpoint;
- * the replacement comes after the provider delay. A node down after a failure then is not
- * interrupted: its next interruption is drawn from now. */
+ * the fleet's node is replaced after the provider delay (a provider node is gone). A node
+ * down after a failure then is not interrupted: its next interruption is drawn from now. */
 static void spot_reclaim(sim *s, int node, gp_time t) {
   gp_node *n = &s->nodes[node];
   if (s->spot_state[node] == 1) s->spot_out--;
   s->spot_state[node] = 0;
   if (n->state == GP_NODE_DOWN) {
     s->spot_life[node]++;
-    spot_schedule(s, node, t);
+    gp__sim_spot_schedule(s, node, t);
     return;
   }
   if (n->state == GP_NODE_UP)
     for (int g = 0; g < n->n_gpus; g++)
-      if (*gpu_slot(s, node, g) == 0) idle_gpus(s, node, -1);
+      if (*gpu_slot(s, node, g) == 0) gp__sim_idle_gpus(s, node, -1);
   n->state = GP_NODE_DOWN;
   s->view_rev++;
   s->up_gpus -= n->n_gpus;
-  s->spot_state[node] = 2;
-  s->spot_out++;
   s->r->spot.interruptions++;
   for (int i = 0; i < s->nv; i++) {
     int j = s->vmap[i];
@@ -837,6 +756,10 @@ static void spot_reclaim(sim *s, int node, gp_time t) {
     if ((sj->state != SJ_RUNNING && sj->state != SJ_STOPPING) || !runs_on(sj, node)) continue;
     spot_cut(s, j, saved_work(s, sj, t), run_progress(sj, t), t);
   }
+  /* A provider's node is gone for good: autoscaling replaces it if jobs need it. */
+  if (gp__sim_scale_reclaimed(s, node, t)) return;
+  s->spot_state[node] = 2;
+  s->spot_out++;
   gp__sim_heap_push(&s->heap, t + s->cfg->spot.provider_delay, GP__EV_SPOT_BACK, node,
                     (uint32_t)s->spot_life[node]);
   /* Nobody pays for an instance between the reclaim and its replacement. */
@@ -849,12 +772,12 @@ static void spot_back(sim *s, int node, gp_time t) {
   n->state = GP_NODE_UP;
   s->view_rev++;
   for (int g = 0; g < n->n_gpus; g++)
-    if (*gpu_slot(s, node, g) == 0) idle_gpus(s, node, +1);
+    if (*gpu_slot(s, node, g) == 0) gp__sim_idle_gpus(s, node, +1);
   s->up_gpus += n->n_gpus;
   s->spot_state[node] = 0;
   s->spot_out--;
   s->spot_life[node]++;
-  spot_schedule(s, node, t);
+  gp__sim_spot_schedule(s, node, t);
 }
 
 /* Handles one heap event; returns true when it may let a job start. */
@@ -900,6 +823,10 @@ static bool handle(sim *s, const gp__sim_event *e) {
     if (e->gen != (uint32_t)s->spot_life[e->id] || s->spot_state[e->id] != 2) return false;
     spot_back(s, e->id, e->t);
     return true;
+  case GP__EV_NODE_UP:
+  case GP__EV_SCALE_CHECK:
+  case GP__EV_SCALE_TICK:
+    return gp__sim_scale_event(s, e);
   }
   return false;
 }
@@ -958,7 +885,7 @@ static int build_jobs(sim *s, gp_job *protos) {
       rq->tasks = tj->tasks;
       rq->gpus_per_task = tj->gpus / tj->tasks;
     } else {
-      gp_trace_split_gang(tj->gpus, s->fleet->max_node_gpus, &rq->tasks, &rq->gpus_per_task);
+      gp_trace_split_gang(tj->gpus, s->max_node_gpus, &rq->tasks, &rq->gpus_per_task);
     }
     sj->ask = rq->gpu_milli ? rq->gpu_milli / (double)GP_GPU_MILLI
                             : (double)rq->tasks * rq->gpus_per_task;
@@ -1035,6 +962,10 @@ void gp_replay_config_init(gp_replay_config *c) {
   c->seed = 1;
   c->spot.notice = 120;
   c->spot.provider_delay = 300;
+  gp_scale_default_ranks(c->scale.class_rank);
+  c->scale.max_hourly_cost = GP_NO_LIMIT;
+  c->scale.scale_down_after = 600;
+  c->scale.interval = 60;
   c->time_scale = 1;
   c->share_probe = 3600;
 }
@@ -1066,14 +997,19 @@ static void sim_init(sim *s) {
   s->can_preempt = cfg->policy.preemption || cfg->policy.reclaim;
   s->strict_fifo = cfg->policy.order == GP_ORDER_FIFO && !cfg->policy.backfill;
   s->arena = gp_arena_new();
+  s->n_nodes = s->cap_nodes = fleet->n_nodes;
+  s->max_node_gpus = fleet->max_node_gpus;
   s->nodes = gp_xmalloc((size_t)fleet->n_nodes * sizeof *s->nodes);
   memcpy(s->nodes, fleet->nodes, (size_t)fleet->n_nodes * sizeof *s->nodes);
+  s->jobs_on = gp_xcalloc((size_t)fleet->n_nodes, sizeof *s->jobs_on);
+  s->node_id = gp_xmalloc((size_t)fleet->n_nodes * sizeof *s->node_id);
+  for (int i = 0; i < fleet->n_nodes; i++) s->node_id[i] = i;
   s->gpu_used = gp_xcalloc((size_t)fleet->n_nodes * GP_MAX_NODE_GPUS, sizeof *s->gpu_used);
   s->node_idle = gp_xcalloc((size_t)fleet->n_nodes + 1, sizeof *s->node_idle);
   s->idle_hist[0] = fleet->n_nodes;
   for (int i = 0; i < fleet->n_nodes; i++)
     if (s->nodes[i].state == GP_NODE_UP) {
-      for (int g = 0; g < s->nodes[i].n_gpus; g++) idle_gpus(s, i, +1);
+      for (int g = 0; g < s->nodes[i].n_gpus; g++) gp__sim_idle_gpus(s, i, +1);
       s->up_gpus += s->nodes[i].n_gpus;
     }
   s->pend_shape = gp_xcalloc(GP_MAX_NODE_GPUS + 1, sizeof *s->pend_shape);
@@ -1157,23 +1093,28 @@ static int idle_policies(sim *s) {
  * spot node has a rate. */
 static void spot_start(sim *s) {
   int n = s->fleet->n_nodes;
-  double *mean = gp_xcalloc((size_t)n, sizeof *mean);
+  double *mean = gp_xcalloc((size_t)s->cap_nodes, sizeof *mean);
   bool any = false;
   for (int i = 0; i < n; i++)
     if (s->nodes[i].capacity == GP_CAP_SPOT) {
       mean[i] = gp_replay_spot_mean_s(gp_replay_spot_rate(&s->cfg->spot, s->nodes[i].model));
       any = any || mean[i] > 0;
     }
+  /* Spot templates' nodes are interrupted too. */
+  const gp_replay_templates *tp = s->scale ? s->cfg->scale.templates : NULL;
+  for (int i = 0; tp && i < tp->n; i++)
+    if (tp->spec[i].t.node.capacity == GP_CAP_SPOT)
+      any = any || gp_replay_spot_rate(&s->cfg->spot, tp->spec[i].t.node.model) > 0;
   if (!any) {
     free(mean);
     return;
   }
   s->r->spot.modelled = true;
   s->spot_mean = mean;
-  s->spot_life = gp_xcalloc((size_t)n, sizeof *s->spot_life);
-  s->spot_state = gp_xcalloc((size_t)n, sizeof *s->spot_state);
+  s->spot_life = gp_xcalloc((size_t)s->cap_nodes, sizeof *s->spot_life);
+  s->spot_state = gp_xcalloc((size_t)s->cap_nodes, sizeof *s->spot_state);
   for (int i = 0; i < n; i++)
-    if (mean[i] > 0) spot_schedule(s, i, s->t_first);
+    if (mean[i] > 0) gp__sim_spot_schedule(s, i, s->t_first);
 }
 
 /* The jobs' view entries (protos) and the clock's start: the CSV header and the first
@@ -1207,7 +1148,8 @@ static void take_events(sim *s, gp_time t, bool *dirty, bool *freed, gp_time *t_
       /* A failure requeues jobs: always worth a call. GPUs coming free let a job
        * start only if one could use them, unless the policy may preempt (a queue's
        * fair share can move and allow a reclaim). */
-      if (e.kind == GP__EV_NODE_FAIL || e.kind == GP__EV_SPOT_RECLAIM || s->can_preempt)
+      if (e.kind == GP__EV_NODE_FAIL || e.kind == GP__EV_SPOT_RECLAIM ||
+          e.kind >= GP__EV_NODE_UP || s->can_preempt)
         *dirty = true;
       else *freed = true;
     }
@@ -1249,7 +1191,8 @@ static int run_events(sim *s, const gp_job *protos, gp_time *t_end) {
   *t_end = s->t_first;
   while (!rc) {
     if (cursor == nj && s->running_total == 0 &&
-        (s->pending_total == 0 || s->nodes_down + s->spot_out == 0)) {
+        (s->pending_total == 0 ||
+         (s->nodes_down + s->spot_out == 0 && !gp__sim_scale_busy(s)))) {
       /* Nothing runs and nothing will arrive: jobs still pending can start only now, if
        * a skipped call would have started (or ended) them. Ask the core once more. */
       if (s->pending_total > 0 && s->last_pend_step == s->steps && s->nv > 0) {
@@ -1278,7 +1221,7 @@ static int run_events(sim *s, const gp_job *protos, gp_time *t_end) {
     take_arrivals(s, t, protos, &cursor, &dirty);
     bool changed = freed || cursor > arrived_before;
     if (changed && !dirty) s->skipped = true;
-    if (dirty && s->pending_total == 0 && !cfg->every_event) {
+    if (dirty && s->pending_total == 0 && !cfg->every_event && !s->scale_pass) {
       /* Nothing waits: no job can start, and every queue's demand (its allocation) is
        * met, so the core's water-filling would give each queue exactly its allocation.
        * Skipping the call here halves the calls on a lightly loaded fleet. */
@@ -1330,6 +1273,9 @@ static void sim_free(sim *s) {
   free(s->pend_shape);
   free(s->vmap);
   free(s->nodes);
+  free(s->jobs_on);
+  free(s->node_id);
+  gp__sim_scale_free(s);
   free(s->gpu_used);
   free(s->alloc);
   free(s->fair);
@@ -1357,8 +1303,9 @@ int gp_replay_run(const gp_replay_config *cfg, const gp_trace *trace, const gp_f
   sim S = {.cfg = cfg, .trace = trace, .fleet = fleet, .queues = queues, .err = err};
   sim *s = &S;
   sim_init(s);
-  if (cfg->prices) s->cost = gp__sim_cost_new();
   gp_replay_result *r = result_new(s);
+  gp__sim_scale_start(s);
+  if (s->prices) s->cost = gp__sim_cost_new();
   s->arrive = scale_arrivals(s);
   gp_job *protos = gp_xcalloc(trace->n_jobs, sizeof *protos);
   int rc = prepare_jobs(s, protos);
@@ -1366,6 +1313,7 @@ int gp_replay_run(const gp_replay_config *cfg, const gp_trace *trace, const gp_f
   if (!rc) rc = run_events(s, protos, &t_end);
   if (cfg->progress) fprintf(stderr, "\r%80s\r", ""); /* clears the progress line */
   if (!rc) record_outcomes(s, t_end);
+  gp__sim_scale_finish(s, t_end);
   r->idle.modelled = r->idle.jobs > 0;
   r->idle.assumed = r->idle.modelled && cfg->idle_fraction > 0 && cfg->idle_share > 0;
   r->idle.gpu_hours = r->idle.held_gpu_hours + r->idle.released_gpu_hours;
@@ -1373,7 +1321,7 @@ int gp_replay_run(const gp_replay_config *cfg, const gp_trace *trace, const gp_f
   /* Priced over [first submission, last end): a replay in which nothing ran for even a
    * second still owns its fleet for that second. */
   if (!rc && s->cost)
-    rc = gp__sim_cost_finish(s->cost, cfg->prices, fleet, queues, s->t_first,
+    rc = gp__sim_cost_finish(s->cost, s->prices, fleet, queues, s->t_first,
                              t_end > s->t_first ? t_end : s->t_first + 1, r, err);
   free(protos);
   sim_free(s);

@@ -37,6 +37,7 @@ void gp_fleet_free(gp_fleet *f) {
 static int fleet_finish(gp_fleet *f, bool shared, const char *src, gp_err *err) {
   if (f->n_nodes < 1) return gp_err_set(err, GP_EINVAL, src, 0, NULL, "the fleet has no node");
   f->total_gpus = 0;
+  f->shared = shared;
   f->max_node_gpus = 0;
   for (int i = 0; i < f->n_nodes; i++) {
     gp_node *n = &f->nodes[i];

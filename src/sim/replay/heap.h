@@ -20,13 +20,16 @@ typedef enum gp__sim_ev_kind {
   GP__EV_SPOT_NOTICE,  /* a spot node's interruption notice: it drains, jobs checkpoint */
   GP__EV_SPOT_RECLAIM, /* a spot node is taken back: what still runs there is cut */
   GP__EV_SPOT_BACK,    /* its replacement is up (after the provider delay) */
+  GP__EV_NODE_UP,      /* a provider node asked for by autoscaling is up (id: its creation) */
+  GP__EV_SCALE_CHECK,  /* a provider node (id) has been empty for scale_down_after */
+  GP__EV_SCALE_TICK,   /* an autoscaling pass for the jobs that became pending */
 } gp__sim_ev_kind;
 
 typedef struct gp__sim_event {
   gp_time t;
   uint64_t seq;
   int kind;
-  int id;        /* job or node index */
+  int id;        /* job or node index (GP__EV_NODE_UP: the creation) */
   uint32_t gen;  /* the job's run generation when scheduled (spot events: the node's life):
                     stale events are dropped */
 } gp__sim_event;

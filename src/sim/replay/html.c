@@ -197,6 +197,15 @@ static void summary_table(gp_buf *b, gp_replay_result *const *r, int n) {
     ROW("jobs interrupted", "%lld", (long long)r[i]->spot.jobs_interrupted);
     ROW("GPU-hours lost to spot", "%.1f", r[i]->spot.gpu_hours_lost);
   }
+  bool scale = false;
+  for (int i = 0; i < n; i++) scale = scale || r[i]->scale.modelled;
+  if (scale) {
+    ROW("provider nodes created", "%lld", (long long)r[i]->scale.created);
+    ROW("provider nodes deleted", "%lld", (long long)r[i]->scale.deleted);
+    ROW("peak provider nodes", "%lld", (long long)r[i]->scale.peak_provider_nodes);
+    ROW("provider node-hours", "%.1f", r[i]->scale.node_hours);
+    if (r[0]->cost.priced) ROW("provider cost", "%.2f", r[i]->scale.cost);
+  }
   if (r[0]->cost.priced) {
     gp_buf_puts(b, "<tr><td>currency</td>");
     for (int i = 0; i < n; i++) {

@@ -12,7 +12,9 @@
  * grace period, then the job is requeued and loses the work since its last checkpoint),
  * and jobs the core ends as impossible. Reservations are information only. A job may hold
  * its GPUs idle for the end of its run (the trace's idle_tail or the assumed idle model);
- * an idle policy acts on those stretches as the server's does (core/idle.h).
+ * an idle policy acts on those stretches as the server's does (core/idle.h). With node
+ * templates, autoscaling adds provider nodes for jobs that wait and deletes empty ones, as
+ * the server's core proposes (core/scale.h).
  *
  * Determinism: the same trace, fleet, queues, policy and seed give byte-identical results
  * (wall_seconds, the replay's own run time, is the only exception). */
@@ -26,6 +28,7 @@
 #include "core/idle.h"
 #include "core/model.h"
 #include "sim/trace/trace.h"
+#include "snapshot/template_read.h"
 #include "util/error.h"
 #include "util/mem.h"
 
@@ -41,6 +44,7 @@ typedef struct gp_fleet {
   gp_node *nodes;
   int max_node_gpus; /* GPUs of the largest node: gangs are split to fit it */
   int64_t total_gpus;
+  bool shared;       /* every GPU is shared (fractional jobs) */
   gp_arena *arena;
 } gp_fleet;
 
@@ -145,6 +149,32 @@ double gp_replay_spot_mean_s(double rate);
  * whatever else the replay does. */
 gp_time gp_replay_spot_life(uint64_t seed, int node, int k, double mean_s);
 
+/* Autoscaling (`--templates FILE`, docs/simulator.md "Scale-up and scale-down"): the node
+ * templates a provider could add, from a file whose only key is the server config's
+ * `node_templates:` list, read as the server reads it (snapshot/template_read.h); a
+ * template's `provider`, `env` and `timeout` are accepted and unused. Owns its strings. */
+typedef struct gp_replay_templates {
+  int n;
+  const gp_template_spec *spec;
+  gp_arena *arena;
+} gp_replay_templates;
+
+int gp_replay_templates_load(const char *path, gp_replay_templates **ret, gp_err *err);
+void gp_replay_templates_free(gp_replay_templates *t); /* accepts NULL */
+
+typedef struct gp_replay_scale {
+  const gp_replay_templates *templates; /* NULL: a fixed fleet. Borrowed */
+  int class_rank[4];          /* per gp_capacity, lower is tried first; < 0: never created
+                                 (core/scale.h; default on-prem, reserved, spot, on-demand) */
+  double max_hourly_cost;     /* provider nodes' cost per hour at most; GP_NO_LIMIT: none */
+  gp_time scale_down_after;   /* an empty provider node is deleted after this; 0: never */
+  gp_time interval;           /* seconds between autoscaling passes, at least 1 */
+} gp_replay_scale;
+
+/* Parses "on-prem,reserved,spot,on-demand" (`--scale-order`): the classes tried, in order;
+ * a class left out is never created. Errors name `--scale-order`. */
+int gp_replay_scale_order_parse(const char *s, int class_rank[4], gp_err *err);
+
 typedef struct gp_replay_config {
   const char *policy_name;      /* for reports: "fifo", "gpool", or the policy file's name */
   gp_policy policy;
@@ -170,7 +200,10 @@ typedef struct gp_replay_config {
                                    idle_share of their duration; 0: only the trace's own
                                    idle_tail. An assumption, not a measurement */
   const gp_replay_idle_policy *idle_policy; /* acts on idle stretches; NULL: none. Borrowed */
-  gp_replay_spot spot;           /* spot interruptions; rates 0: none */
+  gp_replay_spot spot;           /* spot interruptions; rates 0: none. Its provider_delay
+                                    is also the time from a create call to the node being
+                                    up (autoscaling) */
+  gp_replay_scale scale;         /* autoscaling; templates NULL: none */
   const struct gp_prices *prices; /* price the replay (ledger/prices.h); NULL: no cost
                                    figures. Borrowed for the run */
   FILE *csv;                    /* time series, one row per simulated minute; may be NULL */
@@ -192,7 +225,8 @@ gp_time gp_replay_idle_tail(const gp_replay_config *cfg, const gp_trace *trace, 
 
 /* Defaults: overestimate 2, checkpoint 30 min, restart overhead 60 s, grace 30 s, no
  * failures, repair 1 h, seed 1, no spot interruptions (notice 2 min, provider delay
- * 5 min). */
+ * 5 min), no autoscaling (when templates are given: the default class order, no cost cap,
+ * scale-down after 10 min, a pass at most every 60 s). */
 void gp_replay_config_init(gp_replay_config *c);
 
 /* ---- Results ---- */
@@ -256,6 +290,22 @@ typedef struct gp_replay_spot_stats {
   double gpu_hours_lost;         /* recomputed + overhead */
 } gp_replay_spot_stats;
 
+/* Autoscaling: the provider nodes the replay created and deleted (only with templates). */
+typedef struct gp_replay_scale_stats {
+  bool modelled;                 /* the replay had node templates */
+  int64_t created;               /* provider nodes asked for */
+  int64_t deleted;               /* of which scaled down (empty for scale_down_after) */
+  int64_t interrupted;           /* of which reclaimed (spot templates) */
+  int64_t peak_provider_nodes;   /* provider nodes at once, those being created included */
+  int64_t peak_nodes;            /* the fleet's nodes and provider nodes at once */
+  double node_hours;             /* provider nodes, from the create call to their deletion
+                                    (or the replay's end) */
+  double gpu_hours;              /* the same in GPUs */
+  bool priced;                   /* cost below is set (a priced replay) */
+  double cost;                   /* what those node-hours cost (part of the fleet cost) */
+  bool cost_unknown;             /* some of them had no price */
+} gp_replay_scale_stats;
+
 /* The time series kept for charts: a bounded number of evenly spaced samples. */
 typedef struct gp_replay_series {
   int n, cap, n_queues;
@@ -288,6 +338,7 @@ typedef struct gp_replay_result {
   gp_replay_cost cost;
   gp_replay_idle idle;
   gp_replay_spot_stats spot;
+  gp_replay_scale_stats scale;
   int64_t n_jct;
   double *jct_sorted;            /* finished jobs' completion times, ascending */
   gp_replay_series series;

@@ -59,6 +59,23 @@ static json_t *spot_obj(const gp_replay_spot_stats *sp) {
   return o;
 }
 
+/* The `scale` object, only when the replay had node templates. */
+static json_t *scale_obj(const gp_replay_scale_stats *sc) {
+  json_t *o = json_object();
+  json_object_set_new(o, "nodes_created", json_integer(sc->created));
+  json_object_set_new(o, "nodes_deleted", json_integer(sc->deleted));
+  json_object_set_new(o, "nodes_interrupted", json_integer(sc->interrupted));
+  json_object_set_new(o, "peak_provider_nodes", json_integer(sc->peak_provider_nodes));
+  json_object_set_new(o, "peak_nodes", json_integer(sc->peak_nodes));
+  json_object_set_new(o, "provider_node_hours", num(sc->node_hours, 3));
+  json_object_set_new(o, "provider_gpu_hours", num(sc->gpu_hours, 3));
+  if (sc->priced) {
+    json_object_set_new(o, "provider_cost", num(sc->cost, 2));
+    json_object_set_new(o, "cost_unknown", json_boolean(sc->cost_unknown));
+  }
+  return o;
+}
+
 static json_t *result_obj(const gp_replay_result *r, bool with_wall) {
   json_t *o = json_object();
   json_object_set_new(o, "policy", json_string(r->policy));
@@ -122,6 +139,7 @@ static json_t *result_obj(const gp_replay_result *r, bool with_wall) {
   }
   if (r->idle.modelled || r->idle.policy) json_object_set_new(o, "idle", idle_obj(r));
   if (r->spot.modelled) json_object_set_new(o, "spot", spot_obj(&r->spot));
+  if (r->scale.modelled) json_object_set_new(o, "scale", scale_obj(&r->scale));
   return o;
 }
 
@@ -209,6 +227,17 @@ void gp_replay_print_table(FILE *out, const gp_replay_result *r) {
             (long long)sp->interruptions, (long long)sp->notices_used,
             (long long)sp->jobs_interrupted, (long long)sp->runs_interrupted, sp->gpu_hours_lost,
             sp->gpu_hours_recomputed, sp->gpu_hours_overhead);
+  const gp_replay_scale_stats *sc = &r->scale;
+  if (sc->modelled) {
+    fprintf(out, "  autoscaling: %lld provider nodes created, %lld deleted, %lld interrupted; "
+            "peak %lld provider nodes (%lld nodes in all); %.1f node-hours (%.1f GPU-hours)",
+            (long long)sc->created, (long long)sc->deleted, (long long)sc->interrupted,
+            (long long)sc->peak_provider_nodes, (long long)sc->peak_nodes, sc->node_hours,
+            sc->gpu_hours);
+    if (sc->priced)
+      fprintf(out, ", cost %.2f%s", sc->cost, sc->cost_unknown ? " (some had no price)" : "");
+    fputc('\n', out);
+  }
   fprintf(out, "  %lld scheduler calls (%.2f s), replay %.2f s wall\n\n", (long long)r->sched_calls,
           r->sched_seconds, r->wall_seconds);
   const gp_replay_cost *k = &r->cost;
@@ -283,6 +312,15 @@ void gp_replay_print_compare(FILE *out, gp_replay_result *const *r, int n) {
     ROW_F("spot interruptions", "lld", (long long)r[i]->spot.interruptions);
     ROW_F("jobs interrupted", "lld", (long long)r[i]->spot.jobs_interrupted);
     ROW_F("GPU-h lost to spot", ".1f", r[i]->spot.gpu_hours_lost);
+  }
+  bool scale = false;
+  for (int i = 0; i < n; i++) scale = scale || r[i]->scale.modelled;
+  if (scale) {
+    ROW_F("nodes created", "lld", (long long)r[i]->scale.created);
+    ROW_F("nodes deleted", "lld", (long long)r[i]->scale.deleted);
+    ROW_F("peak provider nodes", "lld", (long long)r[i]->scale.peak_provider_nodes);
+    ROW_F("provider node-hours", ".1f", r[i]->scale.node_hours);
+    if (r[0]->cost.priced) ROW_F("provider cost", ".2f", r[i]->scale.cost);
   }
   ROW_F("GPU utilisation %", ".1f", r[i]->gpu_utilization * 100);
   ROW_S("makespan", makespan_s);

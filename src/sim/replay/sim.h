@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The replay engine's state, shared by the engine (engine.c) and the autoscaling that adds
+ * and removes its nodes (scale.c). Internal to src/sim/replay. */
+#ifndef GP_SIM_REPLAY_SIM_H
+#define GP_SIM_REPLAY_SIM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/model.h"
+#include "core/sched.h"
+#include "sim/replay/cost.h"
+#include "sim/replay/heap.h"
+#include "sim/replay/replay.h"
+
+typedef struct gp__sim_scale gp__sim_scale; /* scale.c */
+
+#define PEND_TASKS_MAX 64
+#define NO_CKPT INT64_MAX /* ckpt_next of a slot that is not running */
+#define NO_IDLE INT64_MAX /* idle_from of a run that never idles */
+
+enum sj_state { SJ_FUTURE = 0, SJ_PENDING, SJ_RUNNING, SJ_STOPPING, SJ_DONE, SJ_TIMEOUT, SJ_REJECTED };
+
+typedef struct sjob {
+  int state;
+  int view;               /* slot in the view, -1 when not there */
+  int queue;
+  uint32_t gen;
+  bool limit_enforced;    /* the time limit came from the trace: hitting it ends the job */
+  bool timeout_run;       /* the current run ends at its limit, not at completion */
+  int restarts;
+  gp_time work_left;      /* seconds of work still to do */
+  gp_time run_start, run_overhead, preempted_at;
+  gp_time pending_since, first_start, end, wait;
+  double gpus;            /* GPUs held while running */
+  double ask;             /* GPUs the job asks for */
+  int need;               /* whole GPUs it asks for (0: fractional or CPU-only) */
+  uint32_t pend_seq;      /* times it became pending: tells stale FIFO entries apart */
+  int64_t pend_step;      /* s->steps when it last became pending */
+  int n_pl;
+  gp_placement *pl;
+  gp_time idle_tail;      /* seconds at the end of its work it holds its GPUs idle */
+  gp_time idle_from;      /* this run idles from here to its end; NO_IDLE: it never does */
+  gp_time run_end;        /* when this run ends if nothing stops it */
+  bool spot_stop;         /* stopping at a spot notice: its progress is saved */
+  bool spot_hit;          /* a spot interruption cut one of its runs */
+} sjob;
+
+typedef struct sim {
+  const gp_replay_config *cfg;
+  const gp_trace *trace;
+  const gp_fleet *fleet;
+  const gp_replay_queues *queues;
+  gp_time *arrive;        /* arrival time of each job (the trace's, time-scaled) */
+  int n_pools;
+  gp_pool *pools;         /* static partitions, when asked for */
+  bool can_preempt;
+  bool strict_fifo;
+  gp_arena *arena;
+  /* The nodes: the fleet's, then provider nodes (autoscaling, scale.c) in the slots past
+   * them; a deleted provider node's slot stays down with no GPU until a new node takes it.
+   * Per-node arrays have cap_nodes entries. */
+  int n_nodes, cap_nodes;
+  gp_node *nodes;
+  int *jobs_on;             /* placements held on each node */
+  int *node_id;             /* each node's id in the cost ledger (cost.h) */
+  int max_node_gpus;        /* GPUs of the largest node or template: gangs split to fit */
+  const struct gp_prices *prices; /* the catalogue the replay is priced with; NULL: none */
+  int *gpu_used;
+  int64_t free_whole, up_gpus;
+  int *node_idle;           /* idle GPUs per node (0 when down) */
+  int64_t idle_hist[GP_MAX_NODE_GPUS + 1];
+  /* Pending whole-GPU jobs by GPUs per task and tasks (more than PEND_TASKS_MAX tasks
+   * count as PEND_TASKS_MAX: what fits them fits that many). */
+  int64_t (*pend_shape)[PEND_TASKS_MAX + 1];
+  int nodes_down;
+  /* Spot interruptions (NULL when none is modelled): per node the mean seconds between
+   * them (0: never), its life (0, then one more per replacement; the events' gen) and
+   * whether it is drained by a notice (1) or reclaimed (2); spot_out counts those. */
+  double *spot_mean;
+  int *spot_life;
+  char *spot_state;
+  int spot_out;
+  sjob *jobs;
+  gp_job *v;
+  int *vmap;
+  int nv;
+  /* The core keeps what it derived from unchanged jobs between calls: every write to a
+   * view slot gives it a new rev (vrev, the view's job_revs), node failures and repairs a
+   * new view rev. */
+  gp_sched_memo *memo;
+  uint64_t *vrev;
+  /* Per view slot: when a running job's saved work next grows (its last checkpoint moves),
+   * NO_CKPT for the others; refresh_checkpoints skips the slots whose time has not come. */
+  gp_time *ckpt_next;
+  uint64_t last_rev, view_rev;
+  /* Per-queue state and integrals over time. */
+  int nq;
+  double *alloc, *fair, *alloc_int, *fair_int;
+  int64_t *q_pending, *q_running;
+  double *q_pending_gpus;   /* GPUs asked by the queue's pending jobs */
+  /* To skip calls that cannot start anything: pending jobs by whole GPUs asked, the
+   * smallest such count, and (strict FIFO) the pending jobs in the core's order. */
+  int64_t *need_count;
+  int max_need, min_need;
+  gp__sim_heap fifo;            /* pending jobs by (submit, index); stale entries skipped */
+  int64_t steps;            /* gp_sched_step calls so far */
+  int64_t last_pend_step;   /* s->steps when a job last became pending */
+  gp_time last_step_t;      /* time of the latest call */
+  bool skipped;             /* something changed since the latest call, without a call */
+  double alloc_total, alloc_int_total, up_int;
+  int64_t pending_total, running_total;
+  gp_time t_first, t_last;
+  gp_time next_sample;    /* seconds since t_first */
+  gp__sim_heap heap;
+  uint64_t rng;
+  gp_replay_result *r;
+  gp__sim_cost *cost;       /* the runs' intervals when the replay is priced, else NULL */
+  const gp_idle_policy **idle_pol; /* per queue: its idle policy, NULL: none */
+  gp__sim_scale *scale;     /* autoscaling; NULL: a fixed fleet */
+  bool scale_pass;          /* the next call to the core is an autoscaling pass */
+  gp_err *err;
+  double sched_seconds;
+  int progress_pct;
+} sim;
+
+/* An idle GPU of up node `node` appeared (+1) or was taken (-1). */
+void gp__sim_idle_gpus(sim *s, int node, int delta);
+/* Schedules the next interruption of spot node `node`, whose current life started at t_up. */
+void gp__sim_spot_schedule(sim *s, int node, gp_time t_up);
+
+#endif
