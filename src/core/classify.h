@@ -87,6 +87,13 @@ typedef struct gp__core_cls {
                                       until first needed */
   int keys_alive;             /* placement keys with jobs left that have not failed */
 
+  /* Spot settings in force per tree queue (spot.c). NULL arrays: no queue has one. */
+  uint8_t *spot_pref;         /* gp_spot_pref: the queue's own, else its nearest ancestor's */
+  int *spot_cap;              /* the queue whose spot_share caps it (itself or an
+                                 ancestor), or -1 */
+  double *spot_held;          /* GPUs its jobs and its sub-queues' hold on spot nodes */
+  bool spot_mixed;            /* up nodes of spot and of other capacity: preferences matter */
+
   /* Job ids (built on first need, for dependencies). */
   bool ids_built;
   gp__core_strmap ids;
@@ -138,6 +145,10 @@ bool gp__core_shape_flag(gp__core_ctx *c, int shape, int which);
 void gp__core_shape_set_flag(gp__core_ctx *c, int shape, int which);
 bool gp__core_shape_fits_free(const gp__core_ctx *c, int shape);
 void gp__core_shape_set_fits_free(gp__core_ctx *c, int shape);
+/* Whether the shape's jobs fit with spot allowed although their queue keeps them off it
+ * (spot.c): 1, 0, or -1 when not known since a node's use last changed. */
+int gp__core_shape_spot_fit(const gp__core_ctx *c, int shape);
+void gp__core_shape_set_spot_fit(gp__core_ctx *c, int shape, bool fits);
 void gp__core_keys_add(gp__core_ctx *c, int j, gp_time end);
 /* Sets the shape and placement key of an eligible job the memo's replay left without them
  * (classify_memo.c, keep_eligible): called before the step looks at the job. */

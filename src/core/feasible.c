@@ -6,7 +6,8 @@
  *   DOWN           nodes that could hold it exist but not enough are up/healthy   -> pending
  *   OK
  * "Could hold it" ignores what is in use: it compares the request with each node's size
- * (GPU count and memory, CPU, host memory, labels, capacity type, pools). An empty fleet
+ * (GPU count and memory, CPU, host memory, labels, capacity type and the queue's refusal
+ * of spot, pools). An empty fleet
  * (no node registered yet) makes every job wait rather than end. The scan stops
  * as soon as enough up nodes are found, and results are memoised per request shape
  * (shapes.c), so
@@ -15,7 +16,7 @@
 #include <string.h>
 
 #include "core/mig.h"
-#include "core/classify.h"
+#include "core/spot.h"
 
 static bool names_model(const gp_request *r, const char *model) {
   for (int i = 0; i < r->n_gpu_models; i++)
@@ -125,7 +126,7 @@ static void node_slots(gp__core_ctx *c, int j, int i, int *ever, int *now) {
 static bool node_allowed(const gp__core_ctx *c, int j, int i) {
   const gp_request *r = &c->view->jobs[j].req;
   const gp_node *n = &c->view->nodes[i];
-  if (n->capacity == GP_CAP_SPOT && !r->allow_spot) return false;
+  if (n->capacity == GP_CAP_SPOT && gp__core_spot_refused(c, j)) return false;
   if (!pool_allows(c, j, c->nodes[i].pool)) return false;
   return !r->n_node_selector || gp__core_node_has_labels(n, r->n_node_selector, r->node_selector);
 }
@@ -183,7 +184,7 @@ static int compute(gp__core_ctx *c, int j) {
       if (c->nodes[i].up && (c->nodes[i].whole_ok | c->nodes[i].share_ok | c->nodes[i].mig_ok))
         model_up = true;
     }
-    if (n->capacity == GP_CAP_SPOT && !r->allow_spot) continue;
+    if (n->capacity == GP_CAP_SPOT && gp__core_spot_refused(c, j)) continue;
     if (!pool_allows(c, j, c->nodes[i].pool)) continue;
     if (r->n_node_selector && !gp__core_node_has_labels(n, r->n_node_selector, r->node_selector))
       continue;

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Request shapes: jobs whose requests are equal in everything placement looks at (kind,
  * tasks, GPUs, fraction, memory, CPU, host memory, GPU models, node selector, spot, MIG
- * profile, and the pools their queue may use) share a dense shape id. Shapes that differ
+ * profile, the pools their queue may use and their queue's spot settings, spot.c) share a
+ * dense shape id. A queue's spot cap depends on what that queue holds, so jobs of queues
+ * with a cap share shapes only within the queue that sets it. Shapes that differ
  * only in the numbers (tasks, GPUs per task, milli, GPU memory, CPU, host memory) share a
  * class.
  *
@@ -20,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/classify.h"
+#include "core/spot.h"
 
 static uint32_t mix(uint32_t h, uint64_t v) {
   h ^= (uint32_t)v + 0x9e3779b9u + (h << 6) + (h >> 2);
@@ -49,7 +51,7 @@ static uint32_t sig_hash(gp__core_ctx *c, int j, bool numbers) {
   uint32_t h = 2166136261u;
   h = mix(h, (uint64_t)c->jobs[j].kind | (uint64_t)r->allow_spot << 8 |
                  (uint64_t)(uint32_t)pool_key(c, j) << 16);
-  h = mix(h, (uint64_t)r->min_gpu_mem_mib);
+  h = mix(h, (uint64_t)r->min_gpu_mem_mib ^ (uint64_t)gp__core_spot_key(c, j) << 40);
   if (numbers) {
     h = mix(h, (uint64_t)(uint32_t)r->tasks | (uint64_t)(uint32_t)r->gpus_per_task << 32);
     h = mix(h, (uint64_t)(uint32_t)r->gpu_milli ^ ((uint64_t)r->gpu_mem_mib << 16));
@@ -72,6 +74,7 @@ static bool sig_equal(const gp__core_ctx *c, int a, int b, bool numbers) {
     return false;
   if (c->jobs[a].kind != c->jobs[b].kind || x->min_gpu_mem_mib != y->min_gpu_mem_mib ||
       x->allow_spot != y->allow_spot || pool_key(c, a) != pool_key(c, b) ||
+      gp__core_spot_key(c, a) != gp__core_spot_key(c, b) ||
       x->n_gpu_models != y->n_gpu_models || x->n_node_selector != y->n_node_selector ||
       !str_eq(x->mig_profile, y->mig_profile))
     return false;
@@ -172,6 +175,8 @@ struct gp__core_shapes {
   uint8_t *stop_failed; /* "fits once stopping jobs are gone" failed */
   uint64_t *free_fit_gen; /* ctx.use_gen + 1 when placement ignoring reservations last
                              succeeded; 0: never */
+  uint64_t *spot_gen;   /* ctx.use_gen + 1 when spot_fit was found; 0: never */
+  uint8_t *spot_fit;    /* placement with spot allowed, for jobs their queue keeps off it */
   int64_t *failed_end;  /* earliest end at which placement honouring reservations failed */
   int64_t *min_end;     /* earliest end among the shape's eligible jobs */
   int *remaining;       /* eligible jobs of the shape not yet considered */
@@ -214,6 +219,8 @@ void gp__core_shapes_free(struct gp__core_shapes *s) {
   free(s->free_failed);
   free(s->stop_failed);
   free(s->free_fit_gen);
+  free(s->spot_gen);
+  free(s->spot_fit);
   free(s->failed_end);
   free(s->min_end);
   free(s->remaining);
@@ -259,7 +266,7 @@ static void raw_key(const gp__core_ctx *c, int j, rawkey *k) {
   k->v[4] = (uint64_t)r->gpu_mem_mib;
   k->v[5] = (uint64_t)r->cpu_milli;
   k->v[6] = (uint64_t)r->mem_mib;
-  k->v[7] = (uint64_t)(uint32_t)r->n_node_selector;
+  k->v[7] = (uint64_t)(uint32_t)r->n_node_selector | (uint64_t)gp__core_spot_key(c, j) << 32;
   k->p[0] = r->gpu_models;
   k->p[1] = r->node_selector;
   k->p[2] = r->mig_profile;
@@ -385,6 +392,8 @@ static int shape_full(gp__core_ctx *c, int j) {
     s->free_failed = gp_xrealloc(s->free_failed, (size_t)s->cap);
     s->stop_failed = gp_xrealloc(s->stop_failed, (size_t)s->cap);
     s->free_fit_gen = gp_xrealloc(s->free_fit_gen, (size_t)s->cap * sizeof(uint64_t));
+    s->spot_gen = gp_xrealloc(s->spot_gen, (size_t)s->cap * sizeof(uint64_t));
+    s->spot_fit = gp_xrealloc(s->spot_fit, (size_t)s->cap);
     s->next_shape = gp_xrealloc(s->next_shape, (size_t)s->cap * sizeof(int));
     s->failed_end = gp_xrealloc(s->failed_end, (size_t)s->cap * sizeof(int64_t));
     s->min_end = gp_xrealloc(s->min_end, (size_t)s->cap * sizeof(int64_t));
@@ -401,6 +410,8 @@ static int shape_full(gp__core_ctx *c, int j) {
   s->feas[id] = -1;
   s->free_failed[id] = s->stop_failed[id] = 0;
   s->free_fit_gen[id] = 0;
+  s->spot_gen[id] = 0;
+  s->spot_fit[id] = 0;
   s->failed_end[id] = s->min_end[id] = INT64_MAX;
   s->remaining[id] = 0;
   s->next_shape[id] = s->first_shape[cl];
@@ -423,6 +434,18 @@ bool gp__core_shape_fits_free(const gp__core_ctx *c, int shape) {
 
 void gp__core_shape_set_fits_free(gp__core_ctx *c, int shape) {
   c->cls->shapes->free_fit_gen[shape] = c->fleet->use_gen + 1;
+}
+
+/* The same for placement with spot allowed, success or failure: kept for the jobs of the
+ * shape while no node's use changed. */
+int gp__core_shape_spot_fit(const gp__core_ctx *c, int shape) {
+  const struct gp__core_shapes *s = c->cls->shapes;
+  return s->spot_gen[shape] == c->fleet->use_gen + 1 ? s->spot_fit[shape] : -1;
+}
+
+void gp__core_shape_set_spot_fit(gp__core_ctx *c, int shape, bool fits) {
+  c->cls->shapes->spot_gen[shape] = c->fleet->use_gen + 1;
+  c->cls->shapes->spot_fit[shape] = fits;
 }
 
 static bool dead(const struct gp__core_shapes *s, int t) {
