@@ -149,6 +149,10 @@ void gp__core_shape_set_fits_free(gp__core_ctx *c, int shape);
  * (spot.c): 1, 0, or -1 when not known since a node's use last changed. */
 int gp__core_shape_spot_fit(const gp__core_ctx *c, int shape);
 void gp__core_shape_set_spot_fit(gp__core_ctx *c, int shape, bool fits);
+/* Whether a job of the shape ending at `end` already failed on the class of nodes its
+ * queue prefers (gang.c), honouring reservations; and noting such a failure. */
+bool gp__core_shape_first_failed(const gp__core_ctx *c, int shape, gp_time end);
+void gp__core_shape_set_first_failed(gp__core_ctx *c, int shape, gp_time end);
 void gp__core_keys_add(gp__core_ctx *c, int j, gp_time end);
 /* Sets the shape and placement key of an eligible job the memo's replay left without them
  * (classify_memo.c, keep_eligible): called before the step looks at the job. */

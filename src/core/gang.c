@@ -160,11 +160,14 @@ static bool place_job(gp__core_ctx *c, const gp__core_req *r, gp__core_fit *fits
 /* A queue's spot preference (spot.c): the whole job on the class of nodes it prefers
  * first, then anywhere, each in the placement policy's order. */
 bool gp__core_place_job(gp__core_ctx *c, const gp__core_req *r, gp__core_fit *fits, bool commit) {
-  if (r->spot_first) {
+  /* (A failed first try is remembered per shape: it would fail again for the step.) */
+  int shape = r->spot_first && r->honor_resv ? c->jobs[r->job].shape : -1;
+  if (r->spot_first && !(shape >= 0 && gp__core_shape_first_failed(c, shape, r->end))) {
     gp__core_req first = *r;
     first.spot_deny |= r->spot_first;
     first.spot_first = 0;
     if (place_job(c, &first, fits, commit)) return true;
+    if (shape >= 0) gp__core_shape_set_first_failed(c, shape, r->end);
   }
   return place_job(c, r, fits, commit);
 }

@@ -177,6 +177,8 @@ struct gp__core_shapes {
                              succeeded; 0: never */
   uint64_t *spot_gen;   /* ctx.use_gen + 1 when spot_fit was found; 0: never */
   uint8_t *spot_fit;    /* placement with spot allowed, for jobs their queue keeps off it */
+  int64_t *first_failed_end; /* earliest end at which the try on the class of nodes its
+                                queue prefers failed (gang.c), honouring reservations */
   int64_t *failed_end;  /* earliest end at which placement honouring reservations failed */
   int64_t *min_end;     /* earliest end among the shape's eligible jobs */
   int *remaining;       /* eligible jobs of the shape not yet considered */
@@ -221,6 +223,7 @@ void gp__core_shapes_free(struct gp__core_shapes *s) {
   free(s->free_fit_gen);
   free(s->spot_gen);
   free(s->spot_fit);
+  free(s->first_failed_end);
   free(s->failed_end);
   free(s->min_end);
   free(s->remaining);
@@ -394,6 +397,7 @@ static int shape_full(gp__core_ctx *c, int j) {
     s->free_fit_gen = gp_xrealloc(s->free_fit_gen, (size_t)s->cap * sizeof(uint64_t));
     s->spot_gen = gp_xrealloc(s->spot_gen, (size_t)s->cap * sizeof(uint64_t));
     s->spot_fit = gp_xrealloc(s->spot_fit, (size_t)s->cap);
+    s->first_failed_end = gp_xrealloc(s->first_failed_end, (size_t)s->cap * sizeof(int64_t));
     s->next_shape = gp_xrealloc(s->next_shape, (size_t)s->cap * sizeof(int));
     s->failed_end = gp_xrealloc(s->failed_end, (size_t)s->cap * sizeof(int64_t));
     s->min_end = gp_xrealloc(s->min_end, (size_t)s->cap * sizeof(int64_t));
@@ -412,6 +416,7 @@ static int shape_full(gp__core_ctx *c, int j) {
   s->free_fit_gen[id] = 0;
   s->spot_gen[id] = 0;
   s->spot_fit[id] = 0;
+  s->first_failed_end[id] = INT64_MAX;
   s->failed_end[id] = s->min_end[id] = INT64_MAX;
   s->remaining[id] = 0;
   s->next_shape[id] = s->first_shape[cl];
@@ -478,6 +483,17 @@ void gp__core_shape_set_flag(gp__core_ctx *c, int shape, int which) {
 /* Ends as shapes.c stores them: INT64_MAX means "no failure yet", so a job without a
  * limit ends at INT64_MAX - 1. */
 static int64_t clamp_end(gp_time end) { return end >= INT64_MAX - 1 ? INT64_MAX - 1 : end; }
+
+/* A failure of the try on the preferred class of nodes stands for the rest of the step, for
+ * jobs of the shape that end no earlier (free capacity only shrinks): the try is skipped. */
+bool gp__core_shape_first_failed(const gp__core_ctx *c, int shape, gp_time end) {
+  return clamp_end(end) >= c->cls->shapes->first_failed_end[shape];
+}
+
+void gp__core_shape_set_first_failed(gp__core_ctx *c, int shape, gp_time end) {
+  int64_t *f = &c->cls->shapes->first_failed_end[shape];
+  if (clamp_end(end) < *f) *f = clamp_end(end);
+}
 
 static gp_time end_of_job(const gp__core_ctx *c, int j) {
   gp_time l = c->jobs[j].limit;

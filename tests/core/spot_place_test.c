@@ -63,8 +63,12 @@ static void prefer_still_runs_off_spot_when_spot_is_full(void) {
   fx *f = two_nodes(GP_SPOT_PREFER, 0);
   fx_running(f, "r", "a", 8, 1, 0xff, 0)->req.allow_spot = true;
   spot_job(f, "j", 2, 1);
+  spot_job(f, "k", 2, 1); /* its shape's first try failed for j: k goes straight on */
+  spot_job(f, "l", 2, 1);
   const gp_plan *p = fx_plan(f, 10);
   CHECK_EQ_INT(0, node_of(f, p, "j"));
+  CHECK_EQ_INT(0, node_of(f, p, "k"));
+  CHECK_EQ_INT(0, node_of(f, p, "l"));
   fx_free(f);
 }
 
