@@ -140,9 +140,11 @@ size_t gp__core_tokens_bytes(const struct gp__core_tokens *tk);
 void gp__core_tokens_free(struct gp__core_tokens *tk);
 int gp__core_shape_feas(gp__core_ctx *c, int shape);
 void gp__core_shape_set_feas(gp__core_ctx *c, int shape, int v);
-/* which: 0 = placement ignoring reservations failed, 1 = waiting-for-stopping check failed. */
+/* which: 0 = placement ignoring reservations failed, 1 = waiting-for-stopping check failed.
+ * spot_tried: the request that failed could use spot nodes (else the failure says nothing
+ * of shapes whose jobs may use them). */
 bool gp__core_shape_flag(gp__core_ctx *c, int shape, int which);
-void gp__core_shape_set_flag(gp__core_ctx *c, int shape, int which);
+void gp__core_shape_set_flag(gp__core_ctx *c, int shape, int which, bool spot_tried);
 bool gp__core_shape_fits_free(const gp__core_ctx *c, int shape);
 void gp__core_shape_set_fits_free(gp__core_ctx *c, int shape);
 /* Whether the shape's jobs fit with spot allowed although their queue keeps them off it
@@ -162,7 +164,7 @@ void gp__core_job_keyed(gp__core_ctx *c, int j);
 void gp__core_keys_add_n(gp__core_ctx *c, int t, int n, gp_time end);
 void gp__core_keys_consider(gp__core_ctx *c, int j);
 bool gp__core_keys_failed(const gp__core_ctx *c, int j);
-void gp__core_keys_fail(gp__core_ctx *c, int j);
+void gp__core_keys_fail(gp__core_ctx *c, int j, bool spot_tried);
 void gp__core_shapes_done(gp__core_ctx *c);
 void gp__core_shapes_free(struct gp__core_shapes *s);
 

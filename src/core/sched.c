@@ -65,7 +65,7 @@ static bool waits_for_stopping(gp__core_ctx *c, gp__core_req *r) {
   if (shape >= 0 && gp__core_shape_flag(c, shape, 1)) return false;
   gp__core_req_need(c, r);
   if (gp__core_fits_after_stopping(c, r)) return true;
-  if (shape >= 0) gp__core_shape_set_flag(c, shape, 1);
+  if (shape >= 0) gp__core_shape_set_flag(c, shape, 1, gp__core_spot_tried(r));
   return false;
 }
 
@@ -116,8 +116,9 @@ static bool try_job(gp__core_ctx *c, gp__core_order *o, int j, gp__core_fit **fi
       gp__core_order_update(o, ji->leaf);
       return false;
     }
-    gp__core_keys_fail(c, j);
-    if (c->backfill->n_resv == 0) gp__core_shape_set_flag(c, ji->shape, 0); /* no fence: fails for all ends */
+    gp__core_keys_fail(c, j, gp__core_spot_tried(&r));
+    if (c->backfill->n_resv == 0) /* no fence: fails for all ends */
+      gp__core_shape_set_flag(c, ji->shape, 0, gp__core_spot_tried(&r));
   }
   if (c->backfill->n_resv > 0 && !gp__core_shape_flag(c, ji->shape, 0)) {
     bool fits_free = gp__core_shape_fits_free(c, ji->shape);
@@ -133,7 +134,8 @@ static bool try_job(gp__core_ctx *c, gp__core_order *o, int j, gp__core_fit **fi
       gp__core_job_wait(c, j, GP_PEND_RESERVATION, GP__MSG_RESERVATION);
       return false;
     }
-    gp__core_shape_set_flag(c, ji->shape, 0);
+    gp__core_req_need(c, &r);
+    gp__core_shape_set_flag(c, ji->shape, 0, gp__core_spot_tried(&r));
   }
   if (waits_for_stopping(c, &r)) {
     gp__core_job_wait(c, j, GP_PEND_WAITING_FOR_PREEMPTION, GP__MSG_WAIT_PREEMPT);
@@ -172,14 +174,11 @@ static gp_plan_pending settle_unconsidered(gp__core_ctx *c, int j, bool head_blo
     }
   }
   /* A job of a shape that fits on spot, where its queue keeps it from (resources_message). */
-  if (c->cls->spot_pref) {
+  int why = c->backfill->n_resv == 0 ? gp__core_spot_why(c, j) : GP__SPOT_WHY_NONE;
+  if (why) {
     gp__core_job_keyed(c, j);
-    if (ji->shape >= 0 && c->backfill->n_resv == 0 && gp__core_shape_spot_fit(c, ji->shape) == 1) {
-      gp__core_req r;
-      gp__core_req_init(c, j, &r);
-      const char *m = gp__core_spot_message(r.spot_why);
-      if (m) return (gp_plan_pending){j, GP_PEND_RESOURCES, m};
-    }
+    if (ji->shape >= 0 && gp__core_shape_spot_fit(c, ji->shape) == 1)
+      return (gp_plan_pending){j, GP_PEND_RESOURCES, gp__core_spot_message(why)};
   }
   return (gp_plan_pending){j, GP_PEND_RESOURCES, GP__MSG_RESOURCES};
 }

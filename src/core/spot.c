@@ -69,32 +69,34 @@ bool gp__core_spot_refused(const gp__core_ctx *c, int j) {
   return c->cls->spot_pref && leaf >= 0 && c->cls->spot_pref[leaf] == GP_SPOT_NEVER;
 }
 
+int gp__core_spot_why(const gp__core_ctx *c, int j) {
+  int leaf = c->jobs[j].leaf;
+  if (!c->cls->spot_pref || leaf < 0 || !c->view->jobs[j].req.allow_spot) return GP__SPOT_WHY_NONE;
+  if (c->cls->spot_pref[leaf] == GP_SPOT_NEVER) return GP__SPOT_WHY_NEVER;
+  int q = c->cls->spot_cap[leaf];
+  double g = c->jobs[j].gpus;
+  if (q < 0 || g <= 0) return GP__SPOT_WHY_NONE;
+  double share = c->view->queues[c->tree.q[q].view_index].spot_share;
+  if (share > 1) share = 1;
+  return c->cls->spot_held[q] + g > share * (c->tree.q[q].allocated + g) + GP__EPS
+             ? GP__SPOT_WHY_CAP
+             : GP__SPOT_WHY_NONE;
+}
+
 void gp__core_spot_req(gp__core_ctx *c, gp__core_req *r) {
-  r->spot_deny = r->spot_first = r->spot_why = 0;
-  int leaf = c->jobs[r->job].leaf;
+  r->spot_deny = r->spot_first = 0;
   if (!c->view->jobs[r->job].req.allow_spot) {
     r->spot_deny = GP__DENY_SPOT;
+    r->spot_why = GP__SPOT_WHY_NONE;
     return;
   }
-  if (!c->cls->spot_pref || leaf < 0) return;
-  int pref = c->cls->spot_pref[leaf];
-  if (pref == GP_SPOT_NEVER) {
+  r->spot_why = (uint8_t)gp__core_spot_why(c, r->job);
+  if (r->spot_why) {
     r->spot_deny = GP__DENY_SPOT;
-    r->spot_why = GP__SPOT_WHY_NEVER;
     return;
   }
-  int q = c->cls->spot_cap[leaf];
-  double g = c->jobs[r->job].gpus;
-  if (q >= 0 && g > 0) {
-    double share = c->view->queues[c->tree.q[q].view_index].spot_share;
-    if (share > 1) share = 1;
-    if (c->cls->spot_held[q] + g > share * (c->tree.q[q].allocated + g) + GP__EPS) {
-      r->spot_deny = GP__DENY_SPOT;
-      r->spot_why = GP__SPOT_WHY_CAP;
-      return;
-    }
-  }
-  if (!c->cls->spot_mixed) return;
+  if (!c->cls->spot_mixed || c->jobs[r->job].leaf < 0) return;
+  int pref = c->cls->spot_pref[c->jobs[r->job].leaf];
   if (pref == GP_SPOT_PREFER) r->spot_first = GP__DENY_OTHER;
   else if (pref == GP_SPOT_AVOID) r->spot_first = GP__DENY_SPOT;
 }

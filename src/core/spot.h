@@ -18,6 +18,9 @@ void gp__core_spot_setup(gp__core_ctx *c);
 uint32_t gp__core_spot_key(const gp__core_ctx *c, int j);
 /* May job j never use spot nodes (it does not allow them, or its queue refuses them)? */
 bool gp__core_spot_refused(const gp__core_ctx *c, int j);
+/* Why job j, which allows spot, may not use it now (GP__SPOT_WHY_*): its queue refuses
+ * spot, or is at its share of GPUs there (by what the queue holds now). */
+int gp__core_spot_why(const gp__core_ctx *c, int j);
 /* Fills r's spot_deny, spot_first and spot_why from its queue's settings and, for the cap,
  * the GPUs its queue holds now. */
 void gp__core_spot_req(gp__core_ctx *c, gp__core_req *r);
@@ -25,6 +28,8 @@ void gp__core_spot_req(gp__core_ctx *c, gp__core_req *r);
 void gp__core_spot_add_held(gp__core_ctx *c, int leaf, double gpus);
 /* A start: its GPUs on spot nodes count for its queue (fits: r->tasks entries). */
 void gp__core_spot_started(gp__core_ctx *c, const gp__core_req *r, const gp__core_fit *fits);
+/* May r use spot nodes at all? */
+static inline bool gp__core_spot_tried(const gp__core_req *r) { return !(r->spot_deny & GP__DENY_SPOT); }
 /* Does node i's capacity class suit r (spot_deny)? */
 static inline bool gp__core_spot_node_ok(const gp__core_ctx *c, const gp__core_req *r, int node) {
   bool spot = c->view->nodes[node].capacity == GP_CAP_SPOT;

@@ -205,6 +205,28 @@ static void a_parents_share_caps_its_sub_queues_together(void) {
   fx_free(f);
 }
 
+static void one_queues_cap_does_not_hold_back_anothers(void) {
+  fx *f = fx_new();
+  f->pol.order = GP_ORDER_PRIORITY; /* oldest first: x's job is tried before y's */
+  f->pol.backfill = true;
+  fx_node(f, "od", "H100", 2);
+  fx_node(f, "spot", "H100", 8)->capacity = GP_CAP_SPOT;
+  fx_queue(f, "x", 0, GP_NO_LIMIT, 1)->spot_share = 0.5;
+  fx_queue(f, "y", 0, GP_NO_LIMIT, 1)->spot_share = 0.5;
+  fx_running(f, "x1", "x", 1, 0, 0x1, 0);
+  fx_running(f, "y1", "y", 1, 0, 0x2, 0); /* the on-demand node is full */
+  fx_running(f, "x2", "x", 1, 1, 0x1, 0)->req.allow_spot = true; /* x: 1 of 2 on spot */
+  fx_job(f, "xj", "x", 1, 1)->req.allow_spot = true;
+  fx_job(f, "yj", "y", 1, 1)->req.allow_spot = true;
+  const gp_plan *p = fx_plan(f, 10);
+  /* xj: 2 > 0.5 x 3, and no room off spot: it waits. The same request in y, whose queue
+   * holds nothing on spot, is not held back by that failure. */
+  CHECK(!fx_started(f, p, "xj"));
+  CHECK_CONTAINS(message_of(f, p, "xj"), "over its share of GPUs on spot");
+  CHECK_EQ_INT(1, node_of(f, p, "yj"));
+  fx_free(f);
+}
+
 /* Starts of a plan become running jobs of the view, with new revs. */
 static void apply_starts(fx *f, const gp_plan *p, uint64_t *revs, uint64_t *rev, gp_time now) {
   for (int i = 0; i < p->n_starts; i++) {
@@ -280,4 +302,5 @@ GP_TESTS(prefer_puts_a_job_on_spot_when_both_fit, prefer_still_runs_off_spot_whe
          avoid_takes_spot_only_when_nothing_else_fits, never_keeps_jobs_off_spot_and_says_so,
          never_makes_a_spot_only_fleet_one_that_cannot_run_it, allow_spot_false_never_lands_on_spot,
          share_caps_the_queues_gpus_on_spot, a_job_the_cap_keeps_off_spot_waits_and_says_why,
-         a_parents_share_caps_its_sub_queues_together, a_memo_step_plans_as_a_full_one)
+         a_parents_share_caps_its_sub_queues_together, one_queues_cap_does_not_hold_back_anothers,
+         a_memo_step_plans_as_a_full_one)
