@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Reads `node_templates:` from the server config. Every value reaches a provider's
- * request or environment, so each is bounded and checked here, naming the key: a template
- * that loads is one a provider call can be made from. */
+/* Reads `node_templates:` from the server config: the shape, price and limits through the
+ * shared reader (snapshot/template_read.h), then the provider's keys. Every value reaches a
+ * provider's request or environment, so each is bounded and checked, naming the key: a
+ * template that loads is one a provider call can be made from. */
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -10,8 +11,6 @@
 #include "core/model.h"
 #include "server/node_templates.h"
 
-#define MAX_TEMPLATES 256
-#define MAX_LABELS 64
 
 static int fail(const gp_doc *d, const gp_doc_node *n, const char *field, const char *msg,
                 gp_err *err) {
@@ -33,71 +32,56 @@ static bool text_ok(const char *s, size_t max) {
   return true;
 }
 
-static int read_map(const gp_doc *d, const gp_doc_node *m, const char *field, bool env,
-                    gp_arena *a, gp_provider_template *t, gp_err *err) {
+static int read_env(const gp_doc *d, const gp_doc_node *m, const char *field, gp_arena *a,
+                    gp_provider_template *t, gp_err *err) {
   int r = gp_doc_expect(d, m, field, GP_DOC_MAP, err);
   if (r) return r;
-  if (m->n > (env ? GP_PROVIDER_MAX_ENV : MAX_LABELS))
-    return fail(d, m, field, env ? "at most 64 variables" : "at most 64 labels", err);
-  const char **keys = gp_arena_alloc(a, sizeof *keys * (size_t)(m->n + 1));
-  const char **vals = gp_arena_alloc(a, sizeof *vals * (size_t)(m->n + 1));
+  if (m->n > GP_PROVIDER_MAX_ENV) return fail(d, m, field, "at most 64 variables", err);
+  const char **vars = gp_arena_alloc(a, sizeof *vars * (size_t)(m->n + 1));
   for (int i = 0; i < m->n; i++) {
     char f[256];
     const char *v;
     gp_doc_path(f, sizeof f, field, m->keys[i]);
     if ((r = gp_doc_str(d, m->items[i], f, &v, err))) return r;
-    if (env ? !env_name_ok(m->keys[i]) : !text_ok(m->keys[i], 256) || !*m->keys[i])
+    if (!env_name_ok(m->keys[i]))
       return fail(d, m->items[i], f,
-                  env ? "an environment variable name ([A-Za-z_][A-Za-z0-9_]*, not PATH or "
-                        "GPOOL_TEMPLATE)"
-                      : "a label key of 1..256 printable characters",
-                  err);
-    if (!text_ok(v, env ? 4096 : 256))
-      return fail(d, m->items[i], f, env ? "at most 4096 printable characters" :
-                                           "at most 256 printable characters", err);
-    if (env) {
-      keys[i] = gp_arena_printf(a, "%s=%s", m->keys[i], v);
-    } else {
-      keys[i] = gp_arena_strdup(a, m->keys[i]);
-      vals[i] = gp_arena_strdup(a, v);
-    }
+                  "an environment variable name ([A-Za-z_][A-Za-z0-9_]*, not PATH or GPOOL_TEMPLATE)", err);
+    if (!text_ok(v, 4096)) return fail(d, m->items[i], f, "at most 4096 printable characters", err);
+    vars[i] = gp_arena_printf(a, "%s=%s", m->keys[i], v);
   }
-  if (env) {
-    t->env = keys;
-    t->n_env = m->n;
-  } else {
-    t->label_keys = keys;
-    t->label_values = vals;
-    t->n_labels = m->n;
-  }
+  t->env = vars;
+  t->n_env = m->n;
   return 0;
 }
 
-static int read_one(const gp_doc *d, const gp_doc_node *m, const char *path, gp_arena *a,
-                    gp_node_template *out, gp_err *err) {
-  static const char *const keys[] = {"name", "provider", "model", "gpus", "gpu_mem", "capacity",
-                                     "price_per_gpu_hour", "labels", "max_nodes", "env",
-                                     "timeout", NULL};
-  int r = gp_doc_expect(d, m, path, GP_DOC_MAP, err);
-  if (r || (r = gp_doc_check_keys(d, m, path, keys, err))) return r;
+/* The provider's own keys of template i; the shape and limits are read already. */
+static int read_provider(const gp_doc *d, const gp_doc_node *m, const char *path, gp_arena *a,
+                         gp_node_template *out, gp_err *err) {
   gp_provider_template *t = &out->t;
+  const gp_node *shape = &out->spec.t.node;
   char f[256];
   const gp_doc_node *n;
   const char *v;
-  static const char *const required[] = {"name", "provider", "model", "gpus"};
-  for (int i = 0; i < 4; i++)
-    if (!gp_doc_get(m, required[i])) {
-      gp_doc_path(f, sizeof f, path, required[i]);
-      return fail(d, m, f, "is required", err);
-    }
-  gp_doc_path(f, sizeof f, path, "name");
-  n = gp_doc_get(m, "name");
-  if ((r = gp_doc_str(d, n, f, &v, err))) return r;
-  if (!gp_provider_node_valid(v))
-    return fail(d, n, f, "1..63 characters of A-Z a-z 0-9 . _ -, not starting with . or -", err);
-  t->name = gp_arena_strdup(a, v);
+  int r;
+  int64_t iv;
+  t->name = shape->name;
+  t->model = shape->model;
+  t->gpus = shape->n_gpus;
+  t->gpu_mem_mib = shape->gpu_mem_mib;
+  t->capacity = gp_capacity_name(shape->capacity);
+  t->price_per_gpu_hour = out->spec.price_per_gpu_hour;
+  t->max_nodes = out->spec.t.max_nodes;
+  const char **keys = gp_arena_alloc(a, sizeof *keys * (size_t)(shape->n_labels + 1));
+  const char **vals = gp_arena_alloc(a, sizeof *vals * (size_t)(shape->n_labels + 1));
+  for (int i = 0; i < shape->n_labels; i++) {
+    keys[i] = shape->labels[i].key;
+    vals[i] = shape->labels[i].value;
+  }
+  t->label_keys = keys;
+  t->label_values = vals;
+  t->n_labels = shape->n_labels;
   gp_doc_path(f, sizeof f, path, "provider");
-  n = gp_doc_get(m, "provider");
+  if (!(n = gp_doc_get(m, "provider"))) return fail(d, m, f, "is required", err);
   if ((r = gp_doc_str(d, n, f, &v, err))) return r;
   struct stat st;
   if (v[0] != '/' || !text_ok(v, 1024))
@@ -105,52 +89,9 @@ static int read_one(const gp_doc *d, const gp_doc_node *m, const char *path, gp_
   if (stat(v, &st) != 0 || !S_ISREG(st.st_mode) || access(v, X_OK) != 0)
     return gp_err_set(err, GP_EINVAL, d->name, n->line, f, "%s is not an executable file", v);
   t->provider = gp_arena_strdup(a, v);
-  gp_doc_path(f, sizeof f, path, "model");
-  n = gp_doc_get(m, "model");
-  if ((r = gp_doc_str(d, n, f, &v, err))) return r;
-  if (!*v || !text_ok(v, 64)) return fail(d, n, f, "1..64 printable characters", err);
-  t->model = gp_arena_strdup(a, v);
-  int64_t iv;
-  gp_doc_path(f, sizeof f, path, "gpus");
-  n = gp_doc_get(m, "gpus");
-  if ((r = gp_doc_int(d, n, f, &iv, err))) return r;
-  if (iv < 1 || iv > GP_MAX_NODE_GPUS) return fail(d, n, f, "must be 1..32", err);
-  t->gpus = (int)iv;
-  if ((n = gp_doc_get(m, "gpu_mem"))) {
-    gp_doc_path(f, sizeof f, path, "gpu_mem");
-    if ((r = gp_doc_mem_mib(d, n, f, &t->gpu_mem_mib, err))) return r;
-  }
-  t->capacity = "on-demand";
-  if ((n = gp_doc_get(m, "capacity"))) {
-    static const char *const caps[] = {"on-demand", "reserved", "spot", "on-prem"};
-    int k;
-    gp_doc_path(f, sizeof f, path, "capacity");
-    if ((r = gp_doc_enum(d, n, f, caps, 4, &k, err))) return r;
-    gp_capacity c;
-    if (gp_capacity_parse(caps[k], &c)) return fail(d, n, f, "unknown capacity", err);
-    t->capacity = gp_capacity_name(c);
-  }
-  t->price_per_gpu_hour = -1;
-  if ((n = gp_doc_get(m, "price_per_gpu_hour"))) {
-    gp_doc_path(f, sizeof f, path, "price_per_gpu_hour");
-    if ((r = gp_doc_double(d, n, f, &t->price_per_gpu_hour, err))) return r;
-    if (!(t->price_per_gpu_hour >= 0 && t->price_per_gpu_hour <= 1e6))
-      return fail(d, n, f, "must be 0..1000000", err);
-  }
-  t->max_nodes = 1;
-  if ((n = gp_doc_get(m, "max_nodes"))) {
-    gp_doc_path(f, sizeof f, path, "max_nodes");
-    if ((r = gp_doc_int(d, n, f, &iv, err))) return r;
-    if (iv < 0 || iv > 10000) return fail(d, n, f, "must be 0..10000", err);
-    t->max_nodes = (int)iv;
-  }
-  if ((n = gp_doc_get(m, "labels"))) {
-    gp_doc_path(f, sizeof f, path, "labels");
-    if ((r = read_map(d, n, f, false, a, t, err))) return r;
-  }
   if ((n = gp_doc_get(m, "env"))) {
     gp_doc_path(f, sizeof f, path, "env");
-    if ((r = read_map(d, n, f, true, a, t, err))) return r;
+    if ((r = read_env(d, n, f, a, t, err))) return r;
   }
   out->timeout_s = 60;
   if ((n = gp_doc_get(m, "timeout"))) {
@@ -164,23 +105,20 @@ static int read_one(const gp_doc *d, const gp_doc_node *m, const char *path, gp_
 
 int gp_node_templates_read(const gp_doc *d, const gp_doc_node *seq, const char *path, gp_arena *a,
                            gp_node_template **ret, int *ret_n, gp_err *err) {
-  int r = gp_doc_expect(d, seq, path, GP_DOC_SEQ, err);
+  static const char *const provider_keys[] = {"provider", "env", "timeout", NULL};
+  gp_template_spec *specs;
+  int n;
+  int r = gp_templates_read(d, seq, path, provider_keys, a, &specs, &n, err);
   if (r) return r;
-  if (seq->n > MAX_TEMPLATES) return fail(d, seq, path, "at most 256 templates", err);
-  gp_node_template *ts = gp_arena_alloc(a, sizeof *ts * (size_t)(seq->n + 1));
-  for (int i = 0; i < seq->n; i++) {
+  gp_node_template *ts = gp_arena_alloc(a, sizeof *ts * (size_t)(n + 1));
+  for (int i = 0; i < n; i++) {
     char f[128];
     snprintf(f, sizeof f, "%s[%d]", path, i);
-    if ((r = read_one(d, seq->items[i], f, a, &ts[i], err))) return r;
-    for (int k = 0; k < i; k++)
-      if (strcmp(ts[k].t.name, ts[i].t.name) == 0) {
-        char nf[160];
-        gp_doc_path(nf, sizeof nf, f, "name");
-        return gp_err_set(err, GP_EINVAL, d->name, seq->items[i]->line, nf,
-                          "template %s is defined twice", ts[i].t.name);
-      }
+    memset(&ts[i], 0, sizeof ts[i]);
+    ts[i].spec = specs[i];
+    if ((r = read_provider(d, seq->items[i], f, a, &ts[i], err))) return r;
   }
   *ret = ts;
-  *ret_n = seq->n;
+  *ret_n = n;
   return 0;
 }

@@ -24,8 +24,8 @@ chmod +x "$dir/provider.sh" "$dir/broken.sh"
 cat >"$dir/server.yaml" <<YAML
 listen: 127.0.0.1:0
 node_templates:
-  - {name: a100, provider: $dir/provider.sh, model: A100, gpus: 8, env: {REGION: eu-west-1}}
-  - {name: bad, provider: $dir/broken.sh, model: A100, gpus: 8, timeout: 5s}
+  - {name: a100, provider: $dir/provider.sh, model: A100-80GB, gpus: 8, env: {REGION: eu-west-1}}
+  - {name: bad, provider: $dir/broken.sh, model: A100-80GB, gpus: 8, timeout: 5s}
 YAML
 chmod 600 "$dir/server.yaml"
 cfg=$dir/server.yaml

@@ -188,18 +188,25 @@ static void node_templates_are_read_and_checked(void) {
   CHECK_EQ_INT(1, t->t.max_nodes);
   CHECK_EQ_INT(60, t->timeout_s);
   CHECK(t->t.price_per_gpu_hour < 0);
+  CHECK_EQ_INT(1, t->spec.disruption_budget);
+  CHECK_EQ_INT(4, t->spec.t.node.n_gpus);
+  CHECK_EQ_INT(81920, (int)t->spec.t.node.gpu_mem_mib); /* from the model's name */
   gp_server_config_free(c);
 
   static const struct { const char *yaml, *field, *says; } bad[] = {
-      {"node_templates:\n  - {provider: /bin/sh, model: A, gpus: 1}\n", "node_templates[0].name", "required"},
-      {"node_templates:\n  - {name: a, provider: sh, model: A, gpus: 1}\n", "node_templates[0].provider", "absolute"},
-      {"node_templates:\n  - {name: a, provider: /nonexistent/p, model: A, gpus: 1}\n", "node_templates[0].provider", "not an executable"},
-      {"node_templates:\n  - {name: a, provider: /bin/sh, model: A, gpus: 33}\n", "node_templates[0].gpus", "1..32"},
-      {"node_templates:\n  - {name: \"a b\", provider: /bin/sh, model: A, gpus: 1}\n", "node_templates[0].name", "characters"},
-      {"node_templates:\n  - {name: a, provider: /bin/sh, model: A, gpus: 1, capacity: cheap}\n", "node_templates[0].capacity", "spot"},
-      {"node_templates:\n  - {name: a, provider: /bin/sh, model: A, gpus: 1, env: {PATH: /x}}\n", "node_templates[0].env.PATH", "PATH"},
-      {"node_templates:\n  - {name: a, provider: /bin/sh, model: A, gpus: 1, cost: 3}\n", "node_templates[0].cost", "unknown"},
-      {"node_templates:\n  - {name: a, provider: /bin/sh, model: A, gpus: 1}\n  - {name: a, provider: /bin/sh, model: B, gpus: 1}\n",
+      {"node_templates:\n  - {provider: /bin/sh, model: H100-80GB, gpus: 1}\n", "node_templates[0].name", "missing"},
+      {"node_templates:\n  - {name: a, provider: sh, model: H100-80GB, gpus: 1}\n", "node_templates[0].provider", "absolute"},
+      {"node_templates:\n  - {name: a, provider: /nonexistent/p, model: H100-80GB, gpus: 1}\n", "node_templates[0].provider", "not an executable"},
+      {"node_templates:\n  - {name: a, provider: /bin/sh, model: H100-80GB, gpus: 33}\n", "node_templates[0].gpus", "0..32"},
+      {"node_templates:\n  - {name: \"a b\", provider: /bin/sh, model: H100-80GB, gpus: 1}\n", "node_templates[0].name", "characters"},
+      {"node_templates:\n  - {name: a, provider: /bin/sh, model: H100-80GB, gpus: 1, capacity: cheap}\n", "node_templates[0].capacity", "spot"},
+      {"node_templates:\n  - {name: a, provider: /bin/sh, model: H100-80GB, gpus: 1, env: {PATH: /x}}\n", "node_templates[0].env.PATH", "PATH"},
+      {"node_templates:\n  - {name: a, provider: /bin/sh, model: H100-80GB, gpus: 1, cost: 3}\n", "node_templates[0].cost", "unknown"},
+      {"node_templates:\n  - {name: a, provider: /bin/sh, model: H100-80GB, gpus: 0}\n", "node_templates[0].gpus", "1..32"},
+      {"node_templates:\n  - {name: a, provider: /bin/sh, model: Z9, gpus: 1}\n", "node_templates[0].gpu_mem", "not known"},
+      {"node_templates:\n  - {name: a, provider: /bin/sh, model: H100-80GB, gpus: 1, state: up}\n", "node_templates[0].state", "no state"},
+      {"node_templates:\n  - {name: a, provider: /bin/sh, model: H100-80GB, gpus: 1, disruption_budget: -1}\n", "node_templates[0].disruption_budget", "0..10000"},
+      {"node_templates:\n  - {name: a, provider: /bin/sh, model: H100-80GB, gpus: 1}\n  - {name: a, provider: /bin/sh, model: H100-80GB, gpus: 1}\n",
        "node_templates[1].name", "defined twice"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
