@@ -7,8 +7,8 @@
  *   OK
  * "Could hold it" ignores what is in use: it compares the request with each node's size
  * (GPU count and memory, CPU, host memory, labels, capacity type and the queue's refusal
- * of spot, pools). An empty fleet
- * (no node registered yet) makes every job wait rather than end. The scan stops
+ * of spot, pools). An empty fleet (no node registered yet) makes every job wait rather
+ * than end. The scan stops
  * as soon as enough up nodes are found, and results are memoised per request shape
  * (shapes.c), so
  * 100,000 pending jobs of a few dozen shapes cost a few dozen scans. */

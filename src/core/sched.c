@@ -76,9 +76,9 @@ static bool waits_for_stopping(gp__core_ctx *c, gp__core_req *r) {
  * others do. */
 static const char *resources_message(gp__core_ctx *c, gp__core_req *r, gp__core_fit **fits,
                                      size_t *fits_cap) {
-  if (!c->cls->spot_pref) return GP__MSG_RESOURCES;
+  int why = gp__core_spot_why(c, r->job);
+  if (!why) return GP__MSG_RESOURCES;
   gp__core_req_need(c, r);
-  if (!r->spot_why) return GP__MSG_RESOURCES;
   int shape = c->backfill->n_resv == 0 ? c->jobs[r->job].shape : -1;
   int fit = shape >= 0 ? gp__core_shape_spot_fit(c, shape) : -1;
   if (fit < 0) {
@@ -88,7 +88,7 @@ static const char *resources_message(gp__core_ctx *c, gp__core_req *r, gp__core_
     fit = gp__core_place_job(c, &wide, *fits, false);
     if (shape >= 0) gp__core_shape_set_spot_fit(c, shape, fit);
   }
-  return fit ? gp__core_spot_message(r->spot_why) : GP__MSG_RESOURCES;
+  return fit ? gp__core_spot_message(why) : GP__MSG_RESOURCES;
 }
 
 /* Considers one job. Returns true when the job is blocked on resources (what stops a
