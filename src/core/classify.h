@@ -126,6 +126,9 @@ int gp__core_deps_check(gp__core_ctx *c, int j, const char **msg);
 /* Feasibility of a request on the fleet (feasible.c). */
 enum gp__core_feas { GP__FEAS_OK = 0, GP__FEAS_DOWN, GP__FEAS_MODEL_DOWN, GP__FEAS_NEVER, GP__FEAS_MODEL_UNKNOWN };
 int gp__core_feasible(gp__core_ctx *c, int j);
+/* Task slots node n could ever offer the request (kind: enum gp__core_rkind), whatever runs
+ * there: its size alone. */
+int gp__core_ever_slots(const gp_node *n, const gp_request *r, int kind);
 /* The kind of a request (enum gp__core_rkind): MIG, whole GPUs, a fraction or CPU only. */
 int gp__core_request_kind(const gp_request *r);
 

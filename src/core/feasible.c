@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "core/mig.h"
+#include "core/scale.h"
 #include "core/spot.h"
 
 static bool names_model(const gp_request *r, const char *model) {
@@ -81,7 +82,7 @@ static int host_bound(const gp_node *n, const gp_request *r, int slots) {
 }
 
 /* Task slots node n could ever offer the request, whatever runs there: its size alone. */
-static int ever_slots(const gp_node *n, const gp_request *r, int kind) {
+int gp__core_ever_slots(const gp_node *n, const gp_request *r, int kind) {
   int units = 0;
   for (int g = 0; g < n->n_gpus; g++) units += gpu_ever(n, g, r, kind);
   return host_bound(n, r, tasks_of(r, kind, units));
@@ -164,7 +165,7 @@ static int compute_gang(gp__core_ctx *c, int j, bool by_model) {
   return by_model && !model_up ? GP__FEAS_MODEL_DOWN : GP__FEAS_DOWN;
 }
 
-static int compute(gp__core_ctx *c, int j) {
+static int compute_fleet(gp__core_ctx *c, int j) {
   const gp_request *r = &c->view->jobs[j].req;
   bool by_model = r->n_gpu_models > 0 && c->jobs[j].kind != GP__R_CPU;
   /* A fleet with no node at all is one whose agents have not registered yet: nothing can
@@ -199,6 +200,17 @@ static int compute(gp__core_ctx *c, int j) {
   return by_model && !model_up ? GP__FEAS_MODEL_DOWN : GP__FEAS_DOWN;
 }
 
+/* A job the fleet could never hold but a template's nodes could waits for them. */
+static int compute(gp__core_ctx *c, int j) {
+  int v = compute_fleet(c, j);
+  if (v != GP__FEAS_NEVER && v != GP__FEAS_MODEL_UNKNOWN) return v;
+  const gp_request *r = &c->view->jobs[j].req;
+  for (int t = 0; t < c->view->n_templates; t++)
+    if (gp_scale_could_hold(&c->view->templates[t], r))
+      return v == GP__FEAS_MODEL_UNKNOWN ? GP__FEAS_MODEL_DOWN : GP__FEAS_DOWN;
+  return v;
+}
+
 int gp__core_request_kind(const gp_request *r) {
   if (r->mig_profile) return GP__R_MIG;
   if (r->gpus_per_task > 0) return GP__R_WHOLE;
@@ -226,7 +238,7 @@ bool gp_sched_could_ever_run(const gp_node *nodes, int n_nodes, const gp_request
     if (n->capacity == GP_CAP_SPOT && !r->allow_spot) continue;
     if (r->n_node_selector && !gp__core_node_has_labels(n, r->n_node_selector, r->node_selector))
       continue;
-    int e = ever_slots(n, r, kind);
+    int e = gp__core_ever_slots(n, r, kind);
     if (!one_model) {
       ever += e;
       continue;

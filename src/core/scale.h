@@ -49,6 +49,11 @@ typedef struct gp_scale_config {
   gp_time scale_down_after; /* seconds; 0: never scale down */
 } gp_scale_config;
 
+/* Whether up to max_nodes nodes of template t could hold the request (its size, model,
+ * labels and capacity type; not what the job's queue prefers). For a server to accept a
+ * submission that only a template's nodes could run. */
+bool gp_scale_could_hold(const gp_template *t, const gp_request *r);
+
 /* The default class_rank: on-prem, reserved, spot, on-demand. */
 void gp_scale_default_ranks(int class_rank[4]);
 
