@@ -200,13 +200,15 @@ static int compute_fleet(gp__core_ctx *c, int j) {
   return by_model && !model_up ? GP__FEAS_MODEL_DOWN : GP__FEAS_DOWN;
 }
 
-/* A job the fleet could never hold but a template's nodes could waits for them. */
+/* A job the fleet could never hold but a template's nodes could waits for them (not spot
+ * ones when its queue refuses spot). */
 static int compute(gp__core_ctx *c, int j) {
   int v = compute_fleet(c, j);
   if (v != GP__FEAS_NEVER && v != GP__FEAS_MODEL_UNKNOWN) return v;
   const gp_request *r = &c->view->jobs[j].req;
   for (int t = 0; t < c->view->n_templates; t++)
-    if (gp_scale_could_hold(&c->view->templates[t], r))
+    if (!(c->view->templates[t].node.capacity == GP_CAP_SPOT && gp__core_spot_refused(c, j)) &&
+        gp_scale_could_hold(&c->view->templates[t], r))
       return v == GP__FEAS_MODEL_UNKNOWN ? GP__FEAS_MODEL_DOWN : GP__FEAS_DOWN;
   return v;
 }

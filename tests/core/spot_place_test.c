@@ -116,6 +116,28 @@ static void never_makes_a_spot_only_fleet_one_that_cannot_run_it(void) {
   fx_free(f);
 }
 
+static void never_waits_for_no_spot_template(void) {
+  fx *f = fx_new();
+  fx_node(f, "od", "H100", 2);
+  static gp_template tmpl[1];
+  tmpl[0] = (gp_template){.node = {.name = "spot8", .model = "H100", .n_gpus = 8,
+                                   .gpu_mem_mib = 81920, .capacity = GP_CAP_SPOT},
+                          .max_nodes = 2};
+  f->view.templates = tmpl;
+  f->view.n_templates = 1;
+  gp_queue *q = fx_queue(f, "a", 0, GP_NO_LIMIT, 1);
+  spot_job(f, "j", 4, 1);
+  /* A spot template could hold it: it waits for a node to be made. */
+  const gp_plan *p = fx_plan(f, 10);
+  CHECK_EQ_STR("-", fx_ended(f, p, "j"));
+  CHECK(!fx_started(f, p, "j"));
+  /* Its queue refuses spot: no node it may use could ever hold it. */
+  q->spot = GP_SPOT_NEVER;
+  p = fx_plan(f, 10);
+  CHECK_EQ_STR("NoMatchingNodes", fx_ended(f, p, "j"));
+  fx_free(f);
+}
+
 static void allow_spot_false_never_lands_on_spot(void) {
   fx *f = two_nodes(GP_SPOT_PREFER, 0);
   fx_job(f, "j", "a", 1, 1); /* allow_spot false */
@@ -300,7 +322,8 @@ static void a_memo_step_plans_as_a_full_one(void) {
 
 GP_TESTS(prefer_puts_a_job_on_spot_when_both_fit, prefer_still_runs_off_spot_when_spot_is_full,
          avoid_takes_spot_only_when_nothing_else_fits, never_keeps_jobs_off_spot_and_says_so,
-         never_makes_a_spot_only_fleet_one_that_cannot_run_it, allow_spot_false_never_lands_on_spot,
+         never_makes_a_spot_only_fleet_one_that_cannot_run_it, never_waits_for_no_spot_template,
+         allow_spot_false_never_lands_on_spot,
          share_caps_the_queues_gpus_on_spot, a_job_the_cap_keeps_off_spot_waits_and_says_why,
          a_parents_share_caps_its_sub_queues_together, one_queues_cap_does_not_hold_back_anothers,
          a_memo_step_plans_as_a_full_one)
