@@ -31,7 +31,8 @@
   X(sim_compare, "sim compare", "replay one trace under several policies, side by side") \
   X(report, "report", "GPU-hours, use and cost by queue, user, model, node or job")       \
   X(advise, "advise", "where GPU-hours and money go unused, and what to change")          \
-  X(provider_test, "provider test", "run one provider call of a node template and check it")
+  X(provider_test, "provider test", "run one provider call of a node template and check it") \
+  X(templates, "templates", "node templates: nodes, creations, deletions and backoff")
 
 #define GP_DECLARE_COMMAND(fn, name, help) int gp_cmd_##fn(int argc, char **argv);
 GP_COMMANDS(GP_DECLARE_COMMAND)

@@ -96,7 +96,9 @@ int gp_cmd_plan(int argc, char **argv) {
   }
   gp_plan *plan = NULL;
   memset(&err, 0, sizeof err);
-  if (gp_sched_step(&snap->policy, &snap->view, snap->now, &plan, &err)) {
+  if (gp_sched_step(&snap->policy, &snap->view, snap->now, &plan, &err) ||
+      gp_scale_propose(&snap->policy, &snap->view, &snap->scale, plan, &err)) {
+    gp_plan_free(plan);
     /* The reader checks what the core checks; should they ever disagree, still say so. */
     if (!err.file[0]) snprintf(err.file, sizeof err.file, "%s", file);
     gp_err_format(&err, msg, sizeof msg);

@@ -124,7 +124,11 @@ int gp__core_queue_over_limit(const gp__core_ctx *c, int leaf, double extra);
 int gp__core_deps_check(gp__core_ctx *c, int j, const char **msg);
 
 /* Feasibility of a request on the fleet (feasible.c). */
-enum gp__core_feas { GP__FEAS_OK = 0, GP__FEAS_DOWN, GP__FEAS_MODEL_DOWN, GP__FEAS_NEVER, GP__FEAS_MODEL_UNKNOWN };
+enum gp__core_feas {
+  GP__FEAS_OK = 0, GP__FEAS_DOWN, GP__FEAS_MODEL_DOWN, GP__FEAS_NEVER, GP__FEAS_MODEL_UNKNOWN,
+  GP__FEAS_TEMPLATE,       /* only nodes of a template (gp_view.templates) could hold it */
+  GP__FEAS_TEMPLATE_MODEL, /* the same, and only a template has the model it names */
+};
 int gp__core_feasible(gp__core_ctx *c, int j);
 /* Task slots node n could ever offer the request (kind: enum gp__core_rkind), whatever runs
  * there: its size alone. */

@@ -95,6 +95,8 @@ static inline bool gp__core_first_on_node(const gp_job *job, int k) {
   "Nodes that could run it exist but none of them is up, healthy and in a GPU mode it can use right now."
 #define GP__MSG_MODEL_DOWN \
   "No node with the GPU model it asks for is up and healthy right now."
+#define GP__MSG_TEMPLATE_ONLY \
+  "No node in the cluster could hold it; it waits for nodes a provider can add (node templates)."
 #define GP__MSG_WAIT_PREEMPT "Jobs are being stopped to make room for it."
 #define GP__MSG_NEVER_NODES "No node in the cluster could ever satisfy this request."
 #define GP__MSG_MODEL_UNKNOWN "No node in the cluster has the GPU model it asks for."

@@ -209,7 +209,7 @@ static int compute(gp__core_ctx *c, int j) {
   for (int t = 0; t < c->view->n_templates; t++)
     if (!(c->view->templates[t].node.capacity == GP_CAP_SPOT && gp__core_spot_refused(c, j)) &&
         gp_scale_could_hold(&c->view->templates[t], r))
-      return v == GP__FEAS_MODEL_UNKNOWN ? GP__FEAS_MODEL_DOWN : GP__FEAS_DOWN;
+      return v == GP__FEAS_MODEL_UNKNOWN ? GP__FEAS_TEMPLATE_MODEL : GP__FEAS_TEMPLATE;
   return v;
 }
 

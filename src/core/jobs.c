@@ -262,6 +262,11 @@ static void classify_pending(gp__core_ctx *c, int j) {
     gp__core_job_wait(c, j, GP_PEND_NO_MATCHING_NODES, GP__MSG_NO_MATCH_DOWN);
     return;
   }
+  if (feas == GP__FEAS_TEMPLATE || feas == GP__FEAS_TEMPLATE_MODEL) {
+    gp__core_job_wait(c, j, feas == GP__FEAS_TEMPLATE ? GP_PEND_NO_MATCHING_NODES : GP_PEND_GPU_MODEL_UNAVAILABLE,
+                      GP__MSG_TEMPLATE_ONLY);
+    return;
+  }
   ji->stat = GP__J_ELIGIBLE;
   ji->idp = gp__core_id_prefix(job->id);
   gp__core_admit(c, j, job->req.gpus_per_task);

@@ -10,6 +10,7 @@
 #include "protocol/order.h"
 #include "server/advice.h"
 #include "server/report.h"
+#include "server/autoscale.h"
 #include "server/server_int.h"
 #include "util/mem.h"
 #include "util/units.h"
@@ -810,6 +811,7 @@ int gp__srv_api_handle(gp_srv_state *s, gp_srv_req *r, int64_t now_s, int64_t no
     return 0;
   }
   if (strcmp(p, "/v1/prices") == 0) return gp__srv_prices_route(s, r, err);
+  if (strcmp(p, "/v1/templates") == 0) return gp__srv_templates_route(s, r, now_s, err);
   gp__srv_reply_error(r, 404, "not_found", NULL, "no route %s %s", r->method, p);
   return 0;
 }

@@ -13,6 +13,7 @@
 
 #include "core/idle.h"
 #include "core/model.h"
+#include "server/autoscale_config.h"
 #include "server/budget.h"
 #include "tls/tls.h"
 #include "util/error.h"
@@ -83,6 +84,7 @@ typedef struct gp_server_config {
   struct gp_prices *prices;    /* `prices:` (src/ledger/prices.h; one reference), NULL: none */
   int n_node_templates;        /* `node_templates:` (node_templates.h) */
   const struct gp_node_template *node_templates;
+  gp_autoscale_config autoscale; /* `autoscale:` (autoscale_config.h) */
   struct gp_arena *arena;
 } gp_server_config;
 

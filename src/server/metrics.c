@@ -97,6 +97,10 @@ static void hist(gp_buf *out, const char *name, const char *help, const gp_hist 
   gp_buf_printf(out, "\n%s_count %llu\n", name, (unsigned long long)h->count);
 }
 
+void gp_prom_histogram(gp_buf *out, const char *name, const char *help, const gp_hist *h) {
+  hist(out, name, help, h);
+}
+
 static void by_name(gp_buf *out, const char *name, const char *type, const char *help,
                     const char *label, const char *const *names, const int *values, int max) {
   family(out, name, type, help);

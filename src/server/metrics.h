@@ -113,6 +113,9 @@ typedef struct gp_server_metrics {
 /* Appends the Prometheus text for `m` to `out` (check gp_buf_truncated afterwards). */
 void gp_server_metrics_render(const gp_server_metrics *m, gp_buf *out);
 
+/* Appends histogram `h` as family `name` (HELP `help`), cumulative buckets, sum and count. */
+void gp_prom_histogram(gp_buf *out, const char *name, const char *help, const gp_hist *h);
+
 /* Appends a label value escaped for the text format (backslash, double quote, newline). */
 void gp_prom_escape(gp_buf *out, const char *value);
 

@@ -12,6 +12,7 @@
 #include "core/plan.h"
 #include "core/sched.h"
 #include "protocol/order.h"
+#include "server/autoscale.h"
 #include "server/state.h"
 #include "util/mem.h"
 
@@ -106,8 +107,9 @@ static void keep_figs(gp_srv_state *s, const gp_plan *plan) {
 
 /* ---- the phases of a step's plan, in the order they are applied ---- */
 
-/* Jobs the core found impossible end, unless no node has registered yet (then nothing is
- * known about the fleet, so they wait). */
+/* Jobs the core found impossible end (a job a node template could hold is not one: the
+ * core leaves it pending), unless no node has registered yet (then nothing is known about
+ * the fleet, so they wait). */
 static int apply_ends(gp_srv_state *s, const gp_plan *plan, int64_t now, gp_err *err) {
   int r = 0;
   for (int i = 0; i < plan->n_ended && !r; i++) {
@@ -201,7 +203,13 @@ static int order_mig_layouts(gp_srv_state *s, const gp_plan *plan, gp_err *err) 
 
 int gp__srv_schedule(gp_srv_state *s, int64_t now, gp_err *err) {
   gp_plan *plan = NULL;
-  int r = step(s, gp__srv_view_sync(s), now, &plan, err);
+  /* The autoscaler first: nodes that registered as promised count, others are cordoned,
+   * before this step may place anything on them. */
+  int r = gp__srv_autoscale_before(s, now, err);
+  if (r) return r;
+  const gp_view *v = gp__srv_view_sync(s);
+  s->view.view.templates = gp__srv_autoscale_templates(s->autoscale, &s->view.view.n_templates);
+  r = step(s, v, now, &plan, err);
   s->sched_dirty = false;
   if (r) return r;
   s->counters.sched_cycles++;
@@ -212,6 +220,7 @@ int gp__srv_schedule(gp_srv_state *s, int64_t now, gp_err *err) {
   if (!r) r = apply_starts(s, plan, now, err);
   record_pending(s, plan);
   if (!r) r = order_mig_layouts(s, plan, err);
+  if (!r) r = gp__srv_autoscale_after(s, v, plan, now, err);
   keep_figs(s, plan);
   gp_plan_free(plan);
   /* Applying the plan may itself have changed what the next step sees (a requeue), but
@@ -221,9 +230,11 @@ int gp__srv_schedule(gp_srv_state *s, int64_t now, gp_err *err) {
 }
 
 void gp__srv_job_fleet_models(const gp_srv_state *s, gp_srv_job *j) {
+  int nt = 0;
+  const gp_template *tm = gp__srv_autoscale_templates(s->autoscale, &nt);
   for (int k = 0; k < j->n_gpu_types; k++)
-    for (int i = 0; i < s->n_nodes; i++) {
-      const char *m = s->nodes[i]->model;
+    for (int i = 0; i < s->n_nodes + nt; i++) { /* the nodes, then the templates' */
+      const char *m = i < s->n_nodes ? s->nodes[i]->model : tm[i - s->n_nodes].node.model;
       if (m && strcasecmp(m, j->gpu_types[k]) == 0) {
         if (strcmp(m, j->gpu_types[k]) != 0) {
           free(j->gpu_types[k]);
@@ -234,12 +245,14 @@ void gp__srv_job_fleet_models(const gp_srv_state *s, gp_srv_job *j) {
     }
 }
 
-/* The core's own test (gp_sched_could_ever_run) on the fleet as registered. */
+/* The core's own test (gp_sched_could_ever_run) on the fleet as registered, and on the
+ * node templates: a job that only a template's node could hold waits for one. */
 int gp__srv_check_feasible(gp_srv_state *s, const gp_srv_job *j, gp_err *err) {
   gp_request r;
   gp__srv_job_request(j, &r);
   gp_end_reason why;
   if (gp_sched_could_ever_run(gp__srv_view_nodes(s), s->n_nodes, &r, &why)) return 0;
+  if (gp__srv_autoscale_could_run(s->autoscale, &r)) return 0;
   if (why == GP_END_GPU_MODEL_UNKNOWN)
     return gp_err_set(err, GP_EINVAL, NULL, 0, "gpu_types", "no node in the pool has GPU model %s%s",
                       j->gpu_types[0], j->n_gpu_types > 1 ? " (or the other models listed)" : "");

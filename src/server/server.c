@@ -28,6 +28,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "server/autoscale.h"
 #include "server/guard.h"
 #include "server/logproxy.h"
 #include "server/advice.h"
@@ -48,6 +49,7 @@ struct gp_server {
   gp_tls_dial agent_dial;   /* how log reads verify agents (tls.agent_ca) */
   gp_srv_guard *guard;      /* request deadlines */
   gp_srv_proxy *proxy;      /* log reads from agents */
+  gp_srv_autoscale *autoscale; /* provider calls (autoscale.h), NULL: a fixed fleet */
   int port;
   pthread_t thread;
   bool thread_running;
@@ -183,6 +185,7 @@ static void reload(gp_server *srv) {
     }
   }
   s->counters = old->counters;
+  s->autoscale = old->autoscale;
   s->store_health = old->store_health;
   gp__srv_usage_adopt(s, old);
   gp__srv_state_free(old);
@@ -783,6 +786,8 @@ int gp_server_start(gp_server *srv, gp_err *err) {
   for (int i = 0; i < srv->state->n_nodes; i++) srv->state->nodes[i]->last_seen_ms = now_ms;
   srv->next_tick_ms = srv->next_sched_ms = now_ms;
   atomic_store(&srv->loading, false);
+  srv->autoscale = gp__srv_autoscale_new(srv->cfg);
+  srv->state->autoscale = srv->autoscale;
   if (pthread_create(&srv->thread, NULL, state_main, srv) != 0) {
     MHD_stop_daemon(srv->mhd);
     srv->mhd = NULL;
@@ -822,6 +827,7 @@ void gp_server_free(gp_server *srv) {
   gp_server_stop(srv);
   gp__srv_proxy_free(srv->proxy);
   gp__srv_guard_free(srv->guard);
+  gp__srv_autoscale_free(srv->autoscale);
   gp__srv_state_free(srv->state);
   gp_store_close(srv->store);
   free(srv->healthz);

@@ -149,6 +149,33 @@ static json_t *pending_json(const gp_plan *plan, const gp_view *v) {
   return a;
 }
 
+static const char *template_name(const gp_view *v, int t) {
+  return t >= 0 && t < v->n_templates ? v->templates[t].node.name : "-";
+}
+
+/* The scale-up and scale-down of gp_scale_propose, and each considered job's note. */
+static json_t *scale_json(const gp_plan *plan, const gp_view *v) {
+  json_t *o = json_object(), *c = json_array(), *d = json_array(), *n = json_array();
+  for (int i = 0; i < plan->n_creates; i++) {
+    const gp_plan_create *x = &plan->creates[i];
+    json_array_append_new(c, json_pack("{s:s, s:i, s:s}", "template", template_name(v, x->tmpl), "count",
+                                       x->count, "for_job", job_id(v, x->job)));
+  }
+  for (int i = 0; i < plan->n_deletes; i++)
+    json_array_append_new(d, json_pack("{s:s, s:I}", "node", node_name(v, plan->deletes[i].node), "idle_since",
+                                       (json_int_t)plan->deletes[i].idle_since));
+  for (int i = 0; i < plan->n_scale_notes; i++) {
+    const gp_plan_scale_note *x = &plan->scale_notes[i];
+    json_array_append_new(n, json_pack("{s:s, s:s, s:s, s:i}", "job", job_id(v, x->job), "state",
+                                       gp_scale_state_name(x->state), "template", template_name(v, x->tmpl),
+                                       "count", x->count));
+  }
+  json_object_set_new(o, "create", c);
+  json_object_set_new(o, "delete", d);
+  json_object_set_new(o, "notes", n);
+  return o;
+}
+
 static json_t *ended_json(const gp_plan *plan, const gp_view *v) {
   json_t *a = json_array();
   int *order = sorted_order(plan->ended, plan->n_ended, sizeof *plan->ended,
@@ -213,6 +240,7 @@ void gp_plan_write_json(const gp_plan *plan, const gp_view *view, gp_buf *out) {
   json_object_set_new(root, "ended", ended_json(plan, view));
   json_object_set_new(root, "queues", queues_json(plan));
   json_object_set_new(root, "mig", mig_json(plan, view));
+  if (view->n_templates) json_object_set_new(root, "scale", scale_json(plan, view));
   char *s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12));
   json_decref(root);
   if (!s) abort(); /* jansson fails only on out-of-memory */
@@ -336,6 +364,23 @@ void gp_plan_write_table(const gp_plan *plan, const gp_view *v, gp_buf *out) {
       for (int k = 0; k < m->n_instances; k++)
         gp_buf_printf(out, "%s%s@%d", k ? "," : "", m->profiles[k], m->start_slots[k]);
       gp_buf_puts(out, "\n");
+    }
+  }
+  if (plan->n_creates || plan->n_deletes) {
+    gp_buf_printf(out, "\nSCALE   %-18s %-6s %s\n", "TEMPLATE/NODE", "COUNT", "FOR");
+    for (int i = 0; i < plan->n_creates; i++)
+      gp_buf_printf(out, "create  %-18s %-6d %s\n", template_name(v, plan->creates[i].tmpl),
+                    plan->creates[i].count, job_id(v, plan->creates[i].job));
+    for (int i = 0; i < plan->n_deletes; i++)
+      gp_buf_printf(out, "delete  %-18s %-6s idle since t=%lld\n", node_name(v, plan->deletes[i].node), "1",
+                    (long long)plan->deletes[i].idle_since);
+  }
+  if (plan->n_scale_notes) {
+    gp_buf_printf(out, "\nWAITS   %-18s %-12s %-18s %s\n", "JOB", "SCALE", "TEMPLATE", "NODES");
+    for (int i = 0; i < plan->n_scale_notes; i++) {
+      const gp_plan_scale_note *x = &plan->scale_notes[i];
+      gp_buf_printf(out, "        %-18s %-12s %-18s %d\n", job_id(v, x->job), gp_scale_state_name(x->state),
+                    template_name(v, x->tmpl), x->count);
     }
   }
   if (plan->n_queues) {

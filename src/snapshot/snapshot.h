@@ -14,6 +14,7 @@
 #define GP_SNAPSHOT_SNAPSHOT_H
 
 #include "core/model.h"
+#include "core/scale.h"
 #include "util/doc.h"
 #include "util/error.h"
 #include "util/mem.h"
@@ -34,6 +35,9 @@ typedef struct gp_snapshot {
   gp_time now;
   gp_policy policy;
   gp_view view;
+  /* `node_templates:`: the view's templates, and what autoscaling knows of them (none
+   * created yet, default class ranks, no cost cap, no scale-down): for gp_scale_propose. */
+  gp_scale_config scale;
   gp_arena *arena; /* owns the view's arrays and strings */
 } gp_snapshot;
 

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "snapshot/policy_read.h"
+#include "snapshot/template_read.h"
 #include "snapshot/read_util.h"
 #include "snapshot/snapshot.h"
 
@@ -17,7 +18,7 @@ void gp_snapshot_free(gp_snapshot *s) {
 
 static int read_all(const gp_doc *d, gp_snapshot *s, gp_err *err) {
   static const char *const keys[] = {"now", "policy", "priority_classes", "queues", "pools",
-                                     "nodes", "jobs", NULL};
+                                     "nodes", "jobs", "node_templates", NULL};
   const gp_doc_node *root = d->root;
   if (!root)
     return gp_err_set(err, GP_EINVAL, d->name, 1, NULL,
@@ -68,6 +69,23 @@ static int read_all(const gp_doc *d, gp_snapshot *s, gp_err *err) {
     if ((r = gp_nodes_read(d, n, "nodes", NULL, s->arena, &nodes, &s->view.n_nodes, err)))
       return r;
     s->view.nodes = nodes;
+  }
+  s->scale.max_hourly_cost = GP_NO_LIMIT;
+  gp_scale_default_ranks(s->scale.class_rank);
+  if ((n = gp_doc_get(root, "node_templates"))) {
+    gp_template_spec *specs;
+    int nt;
+    if ((r = gp_templates_read(d, n, "node_templates", NULL, s->arena, &specs, &nt, err))) return r;
+    gp_template *ts = gp_arena_alloc(s->arena, sizeof *ts * (size_t)(nt + 1));
+    gp_scale_template *st = gp_arena_alloc(s->arena, sizeof *st * (size_t)(nt + 1));
+    for (int i = 0; i < nt; i++) {
+      ts[i] = specs[i].t;
+      st[i] = (gp_scale_template){.price_per_gpu_hour = specs[i].price_per_gpu_hour,
+                                  .disruption_budget = specs[i].disruption_budget};
+    }
+    s->view.templates = ts;
+    s->view.n_templates = nt;
+    s->scale.templates = st;
   }
   if ((n = gp_doc_get(root, "jobs"))) {
     gp_job *jobs;

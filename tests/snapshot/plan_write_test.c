@@ -3,6 +3,7 @@
  * order and a canonical list order (whatever order the core decided in), shares print as
  * short numbers, and the table shows every decision with its reason. */
 #include "snapshot/plan_write.h"
+#include "core/sched.h"
 #include "snapshot/snapshot.h"
 #include "test.h"
 #include "util/mem.h"
@@ -213,4 +214,44 @@ static void table_shows_each_decision(void) {
   gp_snapshot_free(s);
 }
 
-GP_TESTS(json_has_the_documented_shape, table_shows_each_decision)
+/* A snapshot's node_templates reach the step and the proposal, and both outputs show what
+ * would be created and why each job waits. */
+static void templates_show_what_would_be_created(void) {
+  const char *text =
+      "now: 100\n"
+      "queues: [{name: lab}]\n"
+      "nodes: [{name: n0, model: H100-80GB, gpus: 8}]\n"
+      "node_templates:\n"
+      "  - {name: h100-spot, model: H100-80GB, gpus: 8, capacity: spot, price_per_gpu_hour: 2, max_nodes: 4}\n"
+      "  - {name: h100-od, model: H100-80GB, gpus: 8, price_per_gpu_hour: 7, max_nodes: 2}\n"
+      "jobs:\n"
+      "  - {id: big, queue: lab, gpus: 8, tasks: 2}\n"
+      "  - {id: spot, queue: lab, gpus: 8, tasks: 2, allow_spot: true}\n";
+  gp_doc *d = NULL;
+  gp_err e = {0};
+  REQUIRE(gp_doc_load_string("t.yaml", text, strlen(text), &d, &e) == 0);
+  gp_snapshot *s = NULL;
+  REQUIRE(gp_snapshot_read(d, &s, &e) == 0);
+  gp_doc_free(d);
+  gp_plan *p = NULL;
+  REQUIRE(gp_sched_step(&s->policy, &s->view, s->now, &p, &e) == 0);
+  REQUIRE(gp_scale_propose(&s->policy, &s->view, &s->scale, p, &e) == 0);
+  gp_buf b;
+  gp_buf_init(&b, 1 << 20);
+  gp_plan_write_table(p, &s->view, &b);
+  /* Neither 2 x 8 gang fits the one node: big (no spot) gets 2 on-demand nodes, the
+   * other 2 spot nodes; each waits for them. */
+  CHECK(strstr(b.data, "create  h100-od            2      big") != NULL);
+  CHECK(strstr(b.data, "create  h100-spot          2      spot") != NULL);
+  CHECK(strstr(b.data, "big                waiting      h100-od") != NULL);
+  CHECK(strstr(b.data, "waits for nodes a provider can add") != NULL);
+  gp_buf_done(&b);
+  gp_buf_init(&b, 1 << 20);
+  gp_plan_write_json(p, &s->view, &b);
+  CHECK(strstr(b.data, "\"for_job\": \"spot\"") != NULL);
+  gp_buf_done(&b);
+  gp_plan_free(p);
+  gp_snapshot_free(s);
+}
+
+GP_TESTS(json_has_the_documented_shape, table_shows_each_decision, templates_show_what_would_be_created)

@@ -1,0 +1,464 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The server's autoscaler (src/server/autoscale*.c) with a real server on 127.0.0.1, a real
+ * SQLite store and a provider script that records every call it gets: a pending gang makes
+ * the server call `create` for the nodes it needs, and the nodes count once they register;
+ * a template whose provider answers `capacity` backs off and the next one in order is used;
+ * so does one whose provider is broken; max_nodes and max_hourly_cost are named in the
+ * pending reason; an instance that never registers is deleted past resume_timeout; a node
+ * that registers with fewer GPUs than promised is cordoned; instances a provider lists at
+ * start are adopted, and a registered node is not waited for again after a restart; an
+ * interrupted spot node is deleted and replaced; `autoscale:` errors name their key. */
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include "test.h"
+#include "srv_util.h"
+
+/* Behaviour per template: $AS_DIR/<template>.fail holds an error answer to give `create`,
+ * $AS_DIR/<template>.list the answer to `list`. */
+static const char *provider_script =
+    "#!/bin/sh\n"
+    "req=$(cat)\n"
+    "echo \"$GPOOL_TEMPLATE $1 $(printf '%s' \"$req\" | jq -c '{count, instances}')\" >> \"$AS_DIR/calls.log\"\n"
+    "case \"$1\" in\n"
+    "list) cat \"$AS_DIR/$GPOOL_TEMPLATE.list\" 2>/dev/null || echo '{\"instances\": []}' ;;\n"
+    "create)\n"
+    "  if [ -f \"$AS_DIR/$GPOOL_TEMPLATE.fail\" ]; then cat \"$AS_DIR/$GPOOL_TEMPLATE.fail\"; exit 1; fi\n"
+    "  n=$(printf '%s' \"$req\" | jq .count); i=0; out=''\n"
+    "  while [ $i -lt $n ]; do\n"
+    "    k=$(( $(cat \"$AS_DIR/seq\" 2>/dev/null || echo 0) + 1 )); echo $k > \"$AS_DIR/seq\"\n"
+    "    out=\"$out${out:+,}{\\\"id\\\": \\\"i-$k\\\", \\\"node\\\": \\\"$GPOOL_TEMPLATE-$k\\\"}\"\n"
+    "    i=$((i + 1))\n"
+    "  done\n"
+    "  echo \"{\\\"instances\\\": [$out]}\" ;;\n"
+    "delete) printf '%s' \"$req\" | jq -c '{deleted: .instances}' ;;\n"
+    "esac\n";
+
+typedef struct as_env {
+  char dir[64];
+  char provider[128];
+} as_env;
+
+static void env_init(as_env *e) {
+  snprintf(e->dir, sizeof e->dir, "/tmp/gp_as_XXXXXX");
+  REQUIRE(mkdtemp(e->dir));
+  snprintf(e->provider, sizeof e->provider, "%s/provider.sh", e->dir);
+  FILE *f = fopen(e->provider, "w");
+  REQUIRE(f);
+  fputs(provider_script, f);
+  fclose(f);
+  REQUIRE(chmod(e->provider, 0755) == 0);
+}
+
+static void env_done(as_env *e) { tsrv_rm_dir(e->dir); }
+
+/* A template line of the config. */
+static int tmpl_yaml(char *buf, size_t size, const as_env *e, const char *name, const char *extra) {
+  return snprintf(buf, size,
+                  "  - {name: %s, provider: %s, model: H100-80GB, gpus: 8, env: {AS_DIR: %s}%s%s}\n",
+                  name, e->provider, e->dir, extra ? ", " : "", extra ? extra : "");
+}
+
+static void write_file(const as_env *e, const char *name, const char *text) {
+  char path[128];
+  snprintf(path, sizeof path, "%s/%s", e->dir, name);
+  FILE *f = fopen(path, "w");
+  REQUIRE(f);
+  fputs(text, f);
+  fclose(f);
+}
+
+static char *calls(const as_env *e) {
+  char path[128];
+  snprintf(path, sizeof path, "%s/calls.log", e->dir);
+  FILE *f = fopen(path, "r");
+  static char buf[16384];
+  buf[0] = '\0';
+  if (!f) return buf;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  buf[n] = '\0';
+  fclose(f);
+  return buf;
+}
+
+static int count_of(const char *hay, const char *needle) {
+  int n = 0;
+  for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle)) n++;
+  return n;
+}
+
+/* Waits (5 s at most) for `needle` in the provider's call log. */
+static bool wait_call(const as_env *e, const char *needle) {
+  for (int i = 0; i < 250; i++) {
+    if (strstr(calls(e), needle)) return true;
+    usleep(20000);
+  }
+  fprintf(stderr, "calls so far:\n%s", calls(e));
+  return false;
+}
+
+/* Waits (6 s at most) until the job's pending message holds `needle`. */
+static bool wait_message(tsrv *t, const char *id, const char *needle) {
+  char path[64];
+  snprintf(path, sizeof path, "/v1/jobs/%s", id);
+  for (int i = 0; i < 300; i++) {
+    tsrv_req(t, "GET", path, ADMIN, NULL);
+    const char *m = job_str(t->last, "pending_message");
+    if (m && strstr(m, needle)) return true;
+    usleep(20000);
+  }
+  fprintf(stderr, "pending message: %s\n", job_str(t->last, "pending_message"));
+  return false;
+}
+
+static const json_t *template_of(tsrv *t, const char *name) {
+  tsrv_req(t, "GET", "/v1/templates", ALICE, NULL);
+  size_t i;
+  json_t *e;
+  json_array_foreach(json_object_get(t->last, "templates"), i, e)
+    if (strcmp(json_string_value(json_object_get(e, "name")), name) == 0) return e;
+  return NULL;
+}
+
+static char *submit(tsrv *t, const char *body) {
+  static char id[32];
+  char *got = tsrv_submit(t, ALICE, body);
+  REQUIRE(got);
+  snprintf(id, sizeof id, "%s", got);
+  free(got);
+  return id;
+}
+
+static void start(tsrv *t, const as_env *e, const char *autoscale, const char *tmpls) {
+  char cfg[4096];
+  snprintf(cfg, sizeof cfg, "autoscale: {interval: 1s%s%s}\nnode_templates:\n%s",
+           autoscale ? ", " : "", autoscale ? autoscale : "", tmpls);
+  (void)e;
+  tsrv_start_with(t, cfg, NULL);
+}
+
+static void a_pending_gang_asks_for_its_nodes_and_runs_once_they_register(void) {
+  as_env e;
+  env_init(&e);
+  char tm[1024];
+  tmpl_yaml(tm, sizeof tm, &e, "od", "max_nodes: 4, price_per_gpu_hour: 2.5");
+  tsrv t = {0};
+  start(&t, &e, NULL, tm);
+  char *id = submit(&t, "{\"command\": [\"true\"], \"gpus\": 8, \"tasks\": 2}");
+  char jid[32];
+  snprintf(jid, sizeof jid, "%s", id);
+  CHECK(wait_call(&e, "od create {\"count\":2"));
+  CHECK(wait_message(&t, jid, "Waiting for 2 new nodes of template od (asked "));
+  const json_t *o = template_of(&t, "od");
+  REQUIRE(o);
+  CHECK_EQ_INT(2, json_integer_value(json_object_get(o, "creating")));
+  /* One create only: the nodes being created hold the gang while they come. */
+  usleep(1500 * 1000);
+  CHECK_EQ_INT(1, count_of(calls(&e), " create "));
+  CHECK_EQ_INT(201, tsrv_register(&t, "od-1", 8, NULL));
+  CHECK_EQ_INT(201, tsrv_register(&t, "od-2", 8, NULL));
+  if (!tsrv_wait_state(&t, jid, "running")) {
+    tsrv_req(&t, "GET", "/v1/jobs/1", ADMIN, NULL);
+    char *d = json_dumps(t.last, JSON_INDENT(1));
+    fprintf(stderr, "%s\n", d);
+    free(d);
+    CHECK(0);
+  }
+  json_t *hb = tsrv_heartbeat(&t, "od-1", 0, 0, NULL); /* the node is one like any other */
+  CHECK(hb != NULL);
+  json_decref(hb);
+  tsrv_req(&t, "GET", "/v1/nodes", ADMIN, NULL);
+  size_t i;
+  json_t *n;
+  int provided = 0;
+  json_array_foreach(json_object_get(t.last, "nodes"), i, n) {
+    const json_t *p = json_object_get(n, "provider");
+    if (!json_is_object(p)) continue;
+    provided++;
+    CHECK_EQ_STR("od", json_string_value(json_object_get(p, "template")));
+    CHECK_NEAR(2.5, json_number_value(json_object_get(p, "price")), 1e-9);
+  }
+  CHECK_EQ_INT(2, provided);
+  char path[64];
+  snprintf(path, sizeof path, "/v1/jobs/%s", jid);
+  tsrv_req(&t, "GET", path, ADMIN, NULL);
+  bool event = false;
+  json_array_foreach(json_object_get(json_object_get(t.last, "job"), "timeline"), i, n)
+    event = event || strcmp(json_string_value(json_object_get(n, "event")), "scale_up") == 0;
+  CHECK(event);
+  tsrv_req(&t, "GET", "/metrics", ADMIN, NULL);
+  tsrv_stop(&t);
+  env_done(&e);
+}
+
+static void a_template_out_of_capacity_backs_off_and_the_next_one_is_used(void) {
+  as_env e;
+  env_init(&e);
+  char tm[2048];
+  int k = tmpl_yaml(tm, sizeof tm, &e, "cheap", "capacity: reserved, max_nodes: 2");
+  tmpl_yaml(tm + k, sizeof tm - (size_t)k, &e, "dear", "capacity: on-demand, max_nodes: 2");
+  char path[128];
+  snprintf(path, sizeof path, "%s/cheap.fail", e.dir);
+  FILE *f = fopen(path, "w");
+  REQUIRE(f);
+  fputs("{\"error\": {\"class\": \"capacity\", \"message\": \"no H100 in zone a\"}}\n", f);
+  fclose(f);
+  tsrv t = {0};
+  start(&t, &e, "backoff: {initial: 60s}", tm);
+  char jid[32];
+  snprintf(jid, sizeof jid, "%s", submit(&t, "{\"command\": [\"true\"], \"gpus\": 8}"));
+  CHECK(wait_call(&e, "cheap create"));
+  CHECK(wait_call(&e, "dear create"));
+  const char *c = calls(&e);
+  CHECK(strstr(c, "cheap create") < strstr(c, "dear create"));
+  CHECK_EQ_INT(1, count_of(c, "cheap create")); /* backing off: not asked again */
+  const json_t *o = template_of(&t, "cheap");
+  REQUIRE(o);
+  const json_t *b = json_object_get(o, "last_error");
+  CHECK_EQ_STR("capacity", json_string_value(json_object_get(b, "class")));
+  CHECK_EQ_STR("no H100 in zone a", json_string_value(json_object_get(b, "message")));
+  CHECK(wait_message(&t, jid, "template dear"));
+  tsrv_req(&t, "GET", "/metrics", ADMIN, NULL);
+  tsrv_stop(&t);
+  env_done(&e);
+}
+
+/* Output that is no answer is the provider's fault (`broken`): the template backs off as
+ * for any failure, and the job's reason says why. */
+static void a_broken_provider_backs_off_with_its_reason(void) {
+  as_env e;
+  env_init(&e);
+  char tm[1024];
+  tmpl_yaml(tm, sizeof tm, &e, "junk", "max_nodes: 2");
+  write_file(&e, "junk.fail", "this is not JSON\n");
+  tsrv t = {0};
+  start(&t, &e, "backoff: {initial: 60s}", tm);
+  char jid[32];
+  snprintf(jid, sizeof jid, "%s", submit(&t, "{\"command\": [\"true\"], \"gpus\": 8}"));
+  CHECK(wait_call(&e, "junk create"));
+  CHECK(wait_message(&t, jid, "Template junk would hold it; its provider failed (broken: "));
+  const json_t *o = template_of(&t, "junk");
+  REQUIRE(o);
+  CHECK_EQ_STR("broken", json_string_value(json_object_get(json_object_get(o, "backoff"), "class")));
+  CHECK(json_integer_value(json_object_get(json_object_get(o, "backoff"), "until")) > time(NULL) + 30);
+  CHECK_EQ_INT(1, count_of(calls(&e), "junk create"));
+  tsrv_stop(&t);
+  env_done(&e);
+}
+
+static void max_nodes_and_the_cost_cap_are_named_in_the_pending_reason(void) {
+  as_env e;
+  env_init(&e);
+  char tm[2048];
+  int k = tmpl_yaml(tm, sizeof tm, &e, "one", "max_nodes: 1, price_per_gpu_hour: 0.5");
+  tmpl_yaml(tm + k, sizeof tm - (size_t)k, &e, "dear",
+            "max_nodes: 4, price_per_gpu_hour: 3, labels: {tier: dear}");
+  tsrv t = {0};
+  start(&t, &e, "max_hourly_cost: 20, resume_timeout: 1h", tm);
+  /* The first job gets the only node of "one" (4/h); the second finds it at max_nodes (and
+   * "dear" past the cap: 4 + 24 > 20); the third, for "dear" only, is past the cap. */
+  char a[32], b[32], c[32];
+  snprintf(a, sizeof a, "%s", submit(&t, "{\"command\": [\"true\"], \"gpus\": 8}"));
+  CHECK(wait_call(&e, "one create"));
+  snprintf(b, sizeof b, "%s", submit(&t, "{\"command\": [\"true\"], \"gpus\": 8}"));
+  snprintf(c, sizeof c, "%s", submit(&t, "{\"command\": [\"true\"], \"gpus\": 8, "
+                                          "\"node_selector\": {\"tier\": \"dear\"}}"));
+  CHECK(wait_message(&t, a, "Waiting for 1 new node of template one (asked "));
+  CHECK(wait_message(&t, b, "Template one would hold it; its max_nodes 1 reached."));
+  CHECK(wait_message(&t, c, "Template dear would hold it; max_hourly_cost 20.00/h would be passed."));
+  CHECK_EQ_INT(1, count_of(calls(&e), " create "));
+  tsrv_stop(&t);
+  env_done(&e);
+}
+
+static void an_instance_that_never_registers_is_deleted_past_resume_timeout(void) {
+  as_env e;
+  env_init(&e);
+  char tm[1024];
+  tmpl_yaml(tm, sizeof tm, &e, "slow", "max_nodes: 2");
+  tsrv t = {0};
+  start(&t, &e, "resume_timeout: 1s", tm);
+  char jid[32];
+  snprintf(jid, sizeof jid, "%s", submit(&t, "{\"command\": [\"true\"], \"gpus\": 8}"));
+  CHECK(wait_call(&e, "slow create"));
+  CHECK(wait_call(&e, "slow delete {\"count\":null,\"instances\":[\"i-1\"]}"));
+  CHECK(wait_message(&t, jid, "did not register within resume_timeout 1s"));
+  const json_t *o = template_of(&t, "slow");
+  REQUIRE(o);
+  CHECK_EQ_STR("timeout", json_string_value(json_object_get(json_object_get(o, "last_error"), "class")));
+  tsrv_stop(&t);
+  env_done(&e);
+}
+
+static void a_node_with_fewer_gpus_than_promised_is_cordoned(void) {
+  as_env e;
+  env_init(&e);
+  char tm[1024];
+  tmpl_yaml(tm, sizeof tm, &e, "short", "max_nodes: 2");
+  tsrv t = {0};
+  start(&t, &e, NULL, tm);
+  char jid[32];
+  snprintf(jid, sizeof jid, "%s", submit(&t, "{\"command\": [\"true\"], \"gpus\": 8}"));
+  CHECK(wait_call(&e, "short create"));
+  usleep(300 * 1000);
+  CHECK_EQ_INT(201, tsrv_register(&t, "short-1", 4, NULL));
+  const char *reason = NULL;
+  for (int i = 0; i < 200 && !reason; i++) {
+    tsrv_req(&t, "GET", "/v1/nodes", ADMIN, NULL);
+    const json_t *n = json_array_get(json_object_get(t.last, "nodes"), 0);
+    if (n && strcmp(json_string_value(json_object_get(n, "state")), "cordon") == 0)
+      reason = json_string_value(json_object_get(n, "reason"));
+    else usleep(20000);
+  }
+  REQUIRE(reason);
+  CHECK_CONTAINS(reason, "promised 8 x H100-80GB");
+  tsrv_req(&t, "GET", "/v1/jobs/1", ADMIN, NULL);
+  CHECK_EQ_STR("pending", job_str(t.last, "state"));
+  const json_t *o = template_of(&t, "short");
+  REQUIRE(o);
+  CHECK_EQ_STR("short", json_string_value(json_object_get(json_object_get(o, "last_error"), "class")));
+  tsrv_stop(&t);
+  env_done(&e);
+}
+
+/* The instances a provider lists at start that have not registered are waited for; after
+ * a restart a registered node keeps its provider fields and is not waited for again. */
+static void instances_listed_at_start_are_adopted_and_survive_a_restart(void) {
+  as_env e;
+  env_init(&e);
+  write_file(&e, "od.list", "{\"instances\": [{\"id\": \"i-7\", \"node\": \"od-7\"}]}\n");
+  char tm[1024];
+  tmpl_yaml(tm, sizeof tm, &e, "od", "max_nodes: 2, price_per_gpu_hour: 1");
+  tsrv t = {0};
+  start(&t, &e, NULL, tm);
+  int creating = 0;
+  for (int i = 0; i < 250 && creating != 1; i++) {
+    const json_t *o = template_of(&t, "od");
+    creating = o ? (int)json_integer_value(json_object_get(o, "creating")) : 0;
+    if (creating != 1) usleep(20000);
+  }
+  CHECK_EQ_INT(1, creating);
+  CHECK_EQ_INT(201, tsrv_register(&t, "od-7", 8, NULL));
+  bool set = false;
+  for (int i = 0; i < 250 && !set; i++) {
+    tsrv_req(&t, "GET", "/v1/nodes/od-7", ADMIN, NULL);
+    const char *id = json_string_value(json_object_get(
+        json_object_get(json_object_get(t.last, "node"), "provider"), "instance_id"));
+    set = id && strcmp(id, "i-7") == 0;
+    if (!set) usleep(20000);
+  }
+  CHECK(set);
+  t.keep_dir = true;
+  tsrv_stop(&t);
+  char extra[2048];
+  snprintf(extra, sizeof extra, "autoscale: {interval: 1s}\nnode_templates:\n%s", tm);
+  tsrv_start_with(&t, extra, NULL);
+  CHECK(wait_call(&e, "od list"));
+  bool listed = false;
+  for (int i = 0; i < 250 && !listed; i++) {
+    const json_t *o = template_of(&t, "od");
+    listed = o && json_is_true(json_object_get(o, "listed"));
+    if (!listed) usleep(20000);
+  }
+  CHECK(listed);
+  const json_t *o = template_of(&t, "od");
+  REQUIRE(o);
+  CHECK_EQ_INT(0, json_integer_value(json_object_get(o, "creating")));
+  CHECK_EQ_INT(1, json_integer_value(json_object_get(o, "nodes")));
+  tsrv_stop(&t);
+  env_done(&e);
+}
+
+/* A spot node whose interruption came is deleted once its job left, and the requeued job
+ * gets a replacement although the template's max_nodes is 1. */
+static void an_interrupted_spot_node_is_deleted_and_replaced(void) {
+  as_env e;
+  env_init(&e);
+  char tm[1024];
+  tmpl_yaml(tm, sizeof tm, &e, "sp", "capacity: spot, max_nodes: 1");
+  tsrv t = {0};
+  start(&t, &e, NULL, tm);
+  char jid[32];
+  snprintf(jid, sizeof jid, "%s", submit(&t, "{\"command\": [\"true\"], \"gpus\": 8, "
+                                             "\"allow_spot\": true, \"requeue\": true}"));
+  CHECK(wait_call(&e, "sp create"));
+  usleep(200 * 1000);
+  CHECK_EQ_INT(201, tsrv_register(&t, "sp-1", 8, NULL));
+  REQUIRE(tsrv_wait_state(&t, jid, "running"));
+  CHECK_EQ_INT(200, tsrv_req(&t, "POST", "/v1/nodes/sp-1/interrupt", ADMIN, "{\"notice_s\": 60}"));
+  char ev[256];
+  snprintf(ev, sizeof ev, "[{\"kind\": \"exited\", \"job\": \"%s\", \"exit_code\": 143, \"signal\": 15}]", jid);
+  json_decref(tsrv_heartbeat(&t, "sp-1", 0, 0, ev));
+  CHECK(wait_call(&e, "sp delete {\"count\":null,\"instances\":[\"i-1\"]}"));
+  bool gone = false;
+  for (int i = 0; i < 250 && !gone; i++) {
+    gone = tsrv_req(&t, "GET", "/v1/nodes/sp-1", ADMIN, NULL) == 404;
+    if (!gone) usleep(20000);
+  }
+  CHECK(gone);
+  for (int i = 0; i < 250 && count_of(calls(&e), "sp create") < 2; i++) usleep(20000);
+  CHECK_EQ_INT(2, count_of(calls(&e), "sp create"));
+  tsrv_stop(&t);
+  env_done(&e);
+}
+
+/* Every `autoscale:` key is checked and an error names it. */
+static void autoscale_config_errors_name_the_key(void) {
+  static const struct {
+    const char *yaml, *field;
+  } bad[] = {
+      {"autoscale: {order: [spot, cheap]}", "autoscale.order[1]"},
+      {"autoscale: {order: [spot, spot]}", "autoscale.order[1]"},
+      {"autoscale: {order: []}", "autoscale.order"},
+      {"autoscale: {max_hourly_cost: -1}", "autoscale.max_hourly_cost"},
+      {"autoscale: {resume_timeout: 0}", "autoscale.resume_timeout"},
+      {"autoscale: {scale_down_after: 8d}", "autoscale.scale_down_after"},
+      {"autoscale: {backoff: {initial: 60s, max: 10s}}", "autoscale.backoff.max"},
+      {"autoscale: {backoff: {start: 1s}}", "autoscale.backoff.start"},
+      {"autoscale: {interval: soon}", "autoscale.interval"},
+      {"autoscale: {later: 1}", "autoscale.later"},
+      {"autoscale: [1]", "autoscale"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    gp_server_config *c = NULL;
+    gp_err e = {0};
+    CHECK_EQ_INT(GP_EINVAL, gp_server_config_parse("t.yaml", bad[i].yaml, strlen(bad[i].yaml), &c, &e));
+    CHECK_EQ_STR(bad[i].field, e.field);
+    gp_server_config_free(c);
+  }
+  const char *good = "autoscale: {order: [spot, on-demand], max_hourly_cost: 40, resume_timeout: 5m, "
+                     "scale_down_after: 0, backoff: {initial: 10s, max: 1h}, interval: 2s}";
+  gp_server_config *c = NULL;
+  gp_err e = {0};
+  REQUIRE(gp_server_config_parse("t.yaml", good, strlen(good), &c, &e) == 0);
+  CHECK_EQ_INT(0, c->autoscale.class_rank[GP_CAP_SPOT]);
+  CHECK_EQ_INT(1, c->autoscale.class_rank[GP_CAP_ON_DEMAND]);
+  CHECK_EQ_INT(-1, c->autoscale.class_rank[GP_CAP_ON_PREM]);
+  CHECK_NEAR(40, c->autoscale.max_hourly_cost, 1e-9);
+  CHECK_EQ_INT(300, c->autoscale.resume_timeout_s);
+  CHECK_EQ_INT(0, c->autoscale.scale_down_after_s);
+  CHECK_EQ_INT(10, c->autoscale.backoff_initial_s);
+  CHECK_EQ_INT(3600, c->autoscale.backoff_max_s);
+  CHECK_EQ_INT(2000, c->autoscale.interval_ms);
+  gp_server_config_free(c);
+  c = gp_server_config_new();
+  CHECK_EQ_INT(900, c->autoscale.resume_timeout_s);
+  CHECK_EQ_INT(600, c->autoscale.scale_down_after_s);
+  CHECK_EQ_INT(60, c->autoscale.backoff_initial_s);
+  CHECK_EQ_INT(1800, c->autoscale.backoff_max_s);
+  CHECK_EQ_INT(1000, c->autoscale.interval_ms);
+  CHECK(c->autoscale.max_hourly_cost < 0);
+  CHECK_EQ_INT(0, c->autoscale.class_rank[GP_CAP_ON_PREM]);
+  CHECK_EQ_INT(3, c->autoscale.class_rank[GP_CAP_ON_DEMAND]);
+  gp_server_config_free(c);
+}
+
+GP_TESTS(autoscale_config_errors_name_the_key,
+         a_pending_gang_asks_for_its_nodes_and_runs_once_they_register,
+         a_template_out_of_capacity_backs_off_and_the_next_one_is_used,
+         a_broken_provider_backs_off_with_its_reason,
+         max_nodes_and_the_cost_cap_are_named_in_the_pending_reason,
+         an_instance_that_never_registers_is_deleted_past_resume_timeout,
+         a_node_with_fewer_gpus_than_promised_is_cordoned,
+         instances_listed_at_start_are_adopted_and_survive_a_restart,
+         an_interrupted_spot_node_is_deleted_and_replaced)
