@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* `gpool queues`: the queue tree with each queue's deserved GPUs, limit, weight, fair share,
- * allocated and pending GPUs, job counts, and its budget with what the current period spent. The API lists queues flat with a `parent`;
+ * allocated and pending GPUs, job counts, its budget with what the current period spent,
+ * and its spot settings. The API lists queues flat with a `parent`;
  * the tree is rebuilt here, children sorted by name under their parent. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +51,17 @@ static void fmt_budget(json_t *q, char *budget, size_t bcap, char *spent, size_t
   snprintf(used, ucap, "%.0f%%", 100 * gp_cli_num(json_object_get(q, "budget_used_ratio")));
 }
 
+/* SPOT: the preference and the share cap ("prefer 50%", "never", "neutral 50%"); "-" for
+ * neither. */
+static void fmt_spot(json_t *q, char *out, size_t cap) {
+  json_t *s = json_object_get(q, "spot");
+  const char *pref = str(s, "prefer");
+  json_t *share = json_object_get(s, "share");
+  bool neutral = !*pref || !strcmp(pref, "neutral");
+  if (!json_is_number(share)) snprintf(out, cap, "%.16s", neutral ? "-" : pref);
+  else snprintf(out, cap, "%.16s %.0f%%", *pref ? pref : "neutral", 100 * json_number_value(share));
+}
+
 static void add_subtree(gp_table *t, json_t **qs, size_t n, const char *parent, int depth) {
   if (depth > 32) return; /* a cycle in a hostile answer must not recurse forever */
   for (size_t i = 0; i < n; i++) {
@@ -74,9 +86,10 @@ static void add_subtree(gp_table *t, json_t **qs, size_t n, const char *parent, 
       int w = snprintf(users + o, sizeof users - o, "%s%s", o ? "," : "", json_string_value(u));
       if (w > 0) o += (size_t)w;
     }
-    char budget[64], spent[32], used[16];
+    char budget[64], spent[32], used[16], spot[32];
     fmt_budget(qs[i], budget, sizeof budget, spent, sizeof spent, used, sizeof used);
-    const char *row[] = {name, des, lim, wt, fs, alloc, pend, jobs, budget, spent, used, users};
+    fmt_spot(qs[i], spot, sizeof spot);
+    const char *row[] = {name, des, lim, wt, fs, alloc, pend, jobs, budget, spent, used, spot, users};
     gp_table_add(t, row);
     add_subtree(t, qs, n, str(qs[i], "name"), depth + 1);
   }
@@ -89,8 +102,8 @@ static int queues_table(gp_cli *cli, json_t *queues, json_t *answer, void *arg) 
   for (size_t i = 0; i < n; i++) qs[i] = json_array_get(queues, i);
   qsort(qs, n, sizeof *qs, by_name);
   static const char *const head[] = {"QUEUE", "DESERVED", "LIMIT", "WEIGHT", "FAIR", "ALLOC",
-                                     "PENDING", "JOBS", "BUDGET", "SPENT", "USED", "USERS"};
-  gp_table *t = gp_table_new(12, head);
+                                     "PENDING", "JOBS", "BUDGET", "SPENT", "USED", "SPOT", "USERS"};
+  gp_table *t = gp_table_new(13, head);
   add_subtree(t, qs, n, "", 0);
   /* Queues whose parent is missing from the answer still deserve a line. */
   for (size_t i = 0; i < n; i++) {
@@ -110,7 +123,9 @@ static const char queues_usage[] =
   "Usage: gpool queues [-o json]\n"
   "  The queue tree. GPUs: DESERVED (guaranteed), LIMIT (ceiling), FAIR (fair share now),\n"
   "  ALLOC (running), PENDING (asked by pending jobs); JOBS running/pending.\n"
-  "  BUDGET per period, SPENT in the current period (GPU-hours or currency), USED in %.\n";
+  "  BUDGET per period, SPENT in the current period (GPU-hours or currency), USED in %.\n"
+  "  SPOT: how its jobs meet spot capacity (prefer, avoid, never) and the most of its GPUs\n"
+  "  that may be on spot.\n";
 
 int gp_cmd_queues(int argc, char **argv) {
   gp_cli cli = {.cmd = "queues"};

@@ -20,12 +20,14 @@
 #define MAX_GPUS_PER_TASK 1024
 #define MAX_TASKS 100000
 #define MAX_LIST 256 /* dependencies, GPU types */
+#define MAX_SELECTOR 64 /* node selector labels (as the server takes them) */
+#define MAX_LABEL 256   /* bytes of a label's key or value */
 
 enum {
   O_QUEUE = 1, O_GPUS, O_GPU_TYPE, O_GRES, O_NODES, O_CPUS, O_MEM, O_TIME, O_PRIORITY,
   O_REQUEUE, O_NO_REQUEUE, O_GRACE, O_SIGNAL, O_AFTER, O_AFTER_OK, O_AFTER_ANY, O_NAME,
   O_HOLD, O_GPU_FRACTION, O_GPU_MEM, O_MIG, O_WORKDIR, O_ENV, O_OUTPUT, O_SERVER, O_TOKEN,
-  O_HELP, O_CA, O_ADVISE, O_ALLOW_SPOT,
+  O_HELP, O_CA, O_ADVISE, O_ALLOW_SPOT, O_NO_SPOT, O_NODE_SELECTOR,
   /* Slurm-only forms */
   O_SB_GPUS_TOTAL, O_SB_GPUS_PER_NODE, O_SB_NTASKS, O_SB_DEPENDENCY, O_SB_SIGNAL, O_SB_TIME,
   O_SB_NODES, O_SB_IGNORED, O_SB_IGNORED_ARG,
@@ -51,6 +53,8 @@ static const gp_opt gpool_opts[] = {
   {'n', "name", true, O_NAME},
   {0, "hold", false, O_HOLD},
   {0, "allow-spot", false, O_ALLOW_SPOT},
+  {0, "no-spot", false, O_NO_SPOT},
+  {0, "node-selector", true, O_NODE_SELECTOR},
   {0, "gpu-fraction", true, O_GPU_FRACTION},
   {0, "gpu-mem", true, O_GPU_MEM},
   {0, "mig", true, O_MIG},
@@ -324,6 +328,28 @@ static int add_env(json_t *req, const char *v, const char *where, gp_err *err) {
   return 0;
 }
 
+/* --node-selector KEY=VALUE: a label every node of the job must carry (repeatable; a key
+ * given again takes the last value). */
+static int add_selector(json_t *req, const char *v, const char *where, gp_err *err) {
+  const char *eq = strchr(v, '=');
+  size_t klen = eq ? (size_t)(eq - v) : 0;
+  if (!eq || klen == 0 || klen > MAX_LABEL || !eq[1] || strlen(eq + 1) > MAX_LABEL)
+    return bad(err, where, "node_selector", "'%s' is not KEY=VALUE (e.g. zone=eu-1)", v);
+  json_t *sel = json_object_get(req, "node_selector");
+  if (!sel) {
+    sel = json_object();
+    json_object_set_new(req, "node_selector", sel);
+  }
+  char *key = gp_xstrndup(v, klen);
+  if (!json_object_get(sel, key) && json_object_size(sel) >= MAX_SELECTOR) {
+    free(key);
+    return bad(err, where, "node_selector", "more than 64 labels at '%s'", v);
+  }
+  json_object_set_new(sel, key, json_string(eq + 1));
+  free(key);
+  return 0;
+}
+
 /* The options that size the job: GPUs and their kind, nodes and tasks, CPUs, memory. */
 static int apply_resource(json_t *req, int id, const char *v, const char *where, gp_err *err) {
   int64_t n;
@@ -448,8 +474,11 @@ static int apply_job(json_t *req, int id, const char *v, const char *where, gp_e
     json_object_set_new(req, "hold", json_true());
     return 0;
   case O_ALLOW_SPOT:
-    json_object_set_new(req, "allow_spot", json_true());
+  case O_NO_SPOT:
+    json_object_set_new(req, "allow_spot", json_boolean(id == O_ALLOW_SPOT));
     return 0;
+  case O_NODE_SELECTOR:
+    return add_selector(req, v, where, err);
   case O_WORKDIR:
     return string_opt(req, "workdir", v, 4095, where, err);
   case O_ENV:

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 
 #include "core/backfill.h"
+#include "core/spot.h"
 
 /* When the running job of record ru ends, as this step sees it (now at the earliest).
  * (Victims chosen in this step end now too: build_cache and slot_times find them on the
@@ -256,6 +257,7 @@ static int slot_times(gp__core_ctx *c, const gp__core_req *r, int node, gp_time 
   const gp_node *nd = &c->view->nodes[node];
   const gp_request *req = &c->view->jobs[r->job].req;
   if (nd->capacity == GP_CAP_SPOT && !req->allow_spot) return 0;
+  if (!gp__core_spot_node_ok(c, r, node)) return 0;
   if (req->n_node_selector && !gp__core_node_has_labels(nd, req->n_node_selector, req->node_selector))
     return 0;
   /* Release events on this node: running/stopping jobs (cached, see build_cache), and jobs

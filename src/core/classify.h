@@ -87,6 +87,13 @@ typedef struct gp__core_cls {
                                       until first needed */
   int keys_alive;             /* placement keys with jobs left that have not failed */
 
+  /* Spot settings in force per tree queue (spot.c). NULL arrays: no queue has one. */
+  uint8_t *spot_pref;         /* gp_spot_pref: the queue's own, else its nearest ancestor's */
+  int *spot_cap;              /* the queue whose spot_share caps it (itself or an
+                                 ancestor), or -1 */
+  double *spot_held;          /* GPUs its jobs and its sub-queues' hold on spot nodes */
+  bool spot_mixed;            /* up nodes of spot and of other capacity: preferences matter */
+
   /* Job ids (built on first need, for dependencies). */
   bool ids_built;
   gp__core_strmap ids;
@@ -140,11 +147,21 @@ size_t gp__core_tokens_bytes(const struct gp__core_tokens *tk);
 void gp__core_tokens_free(struct gp__core_tokens *tk);
 int gp__core_shape_feas(gp__core_ctx *c, int shape);
 void gp__core_shape_set_feas(gp__core_ctx *c, int shape, int v);
-/* which: 0 = placement ignoring reservations failed, 1 = waiting-for-stopping check failed. */
+/* which: 0 = placement ignoring reservations failed, 1 = waiting-for-stopping check failed.
+ * spot_tried: the request that failed could use spot nodes (else the failure says nothing
+ * of shapes whose jobs may use them). */
 bool gp__core_shape_flag(gp__core_ctx *c, int shape, int which);
-void gp__core_shape_set_flag(gp__core_ctx *c, int shape, int which);
+void gp__core_shape_set_flag(gp__core_ctx *c, int shape, int which, bool spot_tried);
 bool gp__core_shape_fits_free(const gp__core_ctx *c, int shape);
 void gp__core_shape_set_fits_free(gp__core_ctx *c, int shape);
+/* Whether the shape's jobs fit with spot allowed although their queue keeps them off it
+ * (spot.c): 1, 0, or -1 when not known since a node's use last changed. */
+int gp__core_shape_spot_fit(const gp__core_ctx *c, int shape);
+void gp__core_shape_set_spot_fit(gp__core_ctx *c, int shape, bool fits);
+/* Whether a job of the shape ending at `end` already failed on the class of nodes its
+ * queue prefers (gang.c), honouring reservations; and noting such a failure. */
+bool gp__core_shape_first_failed(const gp__core_ctx *c, int shape, gp_time end);
+void gp__core_shape_set_first_failed(gp__core_ctx *c, int shape, gp_time end);
 void gp__core_keys_add(gp__core_ctx *c, int j, gp_time end);
 /* Sets the shape and placement key of an eligible job the memo's replay left without them
  * (classify_memo.c, keep_eligible): called before the step looks at the job. */
@@ -154,7 +171,7 @@ void gp__core_job_keyed(gp__core_ctx *c, int j);
 void gp__core_keys_add_n(gp__core_ctx *c, int t, int n, gp_time end);
 void gp__core_keys_consider(gp__core_ctx *c, int j);
 bool gp__core_keys_failed(const gp__core_ctx *c, int j);
-void gp__core_keys_fail(gp__core_ctx *c, int j);
+void gp__core_keys_fail(gp__core_ctx *c, int j, bool spot_tried);
 void gp__core_shapes_done(gp__core_ctx *c);
 void gp__core_shapes_free(struct gp__core_shapes *s);
 

@@ -7,7 +7,7 @@
 #ifndef GP_CORE_CLASSIFY_PASS_H
 #define GP_CORE_CLASSIFY_PASS_H
 
-#include "core/classify.h"
+#include "core/spot.h"
 
 /* Classification's queue sums. While every amount is a whole number (whole-GPU and
  * CPU-only jobs: nearly always) they are kept as integers, per leaf, and the tree's sums
@@ -40,6 +40,7 @@ static inline __attribute__((always_inline)) void gp__core_count_running(gp__cor
                                                                          const gp__core_run *ru,
                                                                          size_t *run_cap, bool held) {
   if (ru->leaf >= 0) gp__core_add_sums(c, ru->leaf, ru->gpus, sums, true);
+  if (ru->spot > 0 && ru->leaf >= 0) gp__core_spot_add_held(c, ru->leaf, ru->spot);
   /* One placement of whole GPUs: held from the record, without reading the view. */
   if (!held &&
       !(ru->node >= 0 && ru->whole && gp__core_hold_whole(c, ru->node, ru->whole, ru->cpu, ru->mem)))

@@ -6,8 +6,9 @@
  *   DOWN           nodes that could hold it exist but not enough are up/healthy   -> pending
  *   OK
  * "Could hold it" ignores what is in use: it compares the request with each node's size
- * (GPU count and memory, CPU, host memory, labels, capacity type, pools). An empty fleet
- * (no node registered yet) makes every job wait rather than end. The scan stops
+ * (GPU count and memory, CPU, host memory, labels, capacity type and the queue's refusal
+ * of spot, pools). An empty fleet (no node registered yet) makes every job wait rather
+ * than end. The scan stops
  * as soon as enough up nodes are found, and results are memoised per request shape
  * (shapes.c), so
  * 100,000 pending jobs of a few dozen shapes cost a few dozen scans. */
@@ -15,8 +16,8 @@
 #include <string.h>
 
 #include "core/mig.h"
-#include "core/classify.h"
 #include "core/scale.h"
+#include "core/spot.h"
 
 static bool names_model(const gp_request *r, const char *model) {
   for (int i = 0; i < r->n_gpu_models; i++)
@@ -126,7 +127,7 @@ static void node_slots(gp__core_ctx *c, int j, int i, int *ever, int *now) {
 static bool node_allowed(const gp__core_ctx *c, int j, int i) {
   const gp_request *r = &c->view->jobs[j].req;
   const gp_node *n = &c->view->nodes[i];
-  if (n->capacity == GP_CAP_SPOT && !r->allow_spot) return false;
+  if (n->capacity == GP_CAP_SPOT && gp__core_spot_refused(c, j)) return false;
   if (!pool_allows(c, j, c->nodes[i].pool)) return false;
   return !r->n_node_selector || gp__core_node_has_labels(n, r->n_node_selector, r->node_selector);
 }
@@ -184,7 +185,7 @@ static int compute_fleet(gp__core_ctx *c, int j) {
       if (c->nodes[i].up && (c->nodes[i].whole_ok | c->nodes[i].share_ok | c->nodes[i].mig_ok))
         model_up = true;
     }
-    if (n->capacity == GP_CAP_SPOT && !r->allow_spot) continue;
+    if (n->capacity == GP_CAP_SPOT && gp__core_spot_refused(c, j)) continue;
     if (!pool_allows(c, j, c->nodes[i].pool)) continue;
     if (r->n_node_selector && !gp__core_node_has_labels(n, r->n_node_selector, r->node_selector))
       continue;
@@ -199,13 +200,15 @@ static int compute_fleet(gp__core_ctx *c, int j) {
   return by_model && !model_up ? GP__FEAS_MODEL_DOWN : GP__FEAS_DOWN;
 }
 
-/* A job the fleet could never hold but a template's nodes could waits for them. */
+/* A job the fleet could never hold but a template's nodes could waits for them (not spot
+ * ones when its queue refuses spot). */
 static int compute(gp__core_ctx *c, int j) {
   int v = compute_fleet(c, j);
   if (v != GP__FEAS_NEVER && v != GP__FEAS_MODEL_UNKNOWN) return v;
   const gp_request *r = &c->view->jobs[j].req;
   for (int t = 0; t < c->view->n_templates; t++)
-    if (gp_scale_could_hold(&c->view->templates[t], r))
+    if (!(c->view->templates[t].node.capacity == GP_CAP_SPOT && gp__core_spot_refused(c, j)) &&
+        gp_scale_could_hold(&c->view->templates[t], r))
       return v == GP__FEAS_MODEL_UNKNOWN ? GP__FEAS_TEMPLATE_MODEL : GP__FEAS_TEMPLATE;
   return v;
 }

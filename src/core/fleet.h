@@ -52,7 +52,16 @@ typedef struct gp__core_req {
   bool honor_resv;      /* keep off GPUs that a reservation needs before `end` */
   bool ready;           /* filled in (gp__core_req_init); else only `job` is set */
   int fit_kind;         /* GP__FIT_*: what a whole-GPU task may take (gang.c narrows it) */
+  uint8_t spot_deny;    /* GP__DENY_*: capacity classes it may not use (spot.c) */
+  uint8_t spot_first;   /* GP__DENY_* of a first, narrower try (its queue's preference) */
+  uint8_t spot_why;     /* GP__SPOT_WHY_*: why spot is denied when it alone is */
 } gp__core_req;
+
+/* Capacity classes a request keeps off (spot.c): spot nodes, or all the others. */
+enum { GP__DENY_SPOT = 1, GP__DENY_OTHER = 2 };
+/* Why a job that allows spot may not use it now: its queue refuses spot, or is at its
+ * share of GPUs on spot. */
+enum { GP__SPOT_WHY_NONE = 0, GP__SPOT_WHY_NEVER, GP__SPOT_WHY_CAP };
 
 /* What a whole-GPU task may take: whole GPUs, else a time-slice replica (a one-GPU task);
  * or only one of them, as the other tasks of its gang took. */
@@ -78,6 +87,7 @@ typedef struct gp__core_run {
   gp_time since;        /* max(started, last checkpoint): work since then is lost */
   gp_time limit;        /* as gp__core_job.limit */
   double gpus;          /* as gp__core_job.gpus */
+  double spot;          /* of those, the GPUs on spot nodes */
   int leaf, prio;       /* as gp__core_job */
   bool stopping, preemptible;
 } gp__core_run;

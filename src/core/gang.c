@@ -11,7 +11,10 @@
  * Once the first task is placed the others are held to its model and kind; when that
  * leaves them no room, each other model and kind is tried in turn (model ids in name
  * order, whole GPUs before replicas). A job that names several GPU types accepts any of
- * them for each task; the kind never mixes. */
+ * them for each task; the kind never mixes.
+ *
+ * A queue that prefers or avoids spot capacity (spot.c) has the whole job tried on the
+ * class of nodes it prefers first, then anywhere. */
 #include "core/place.h"
 
 static void rollback(gp__core_ctx *c, const gp__core_req *r, gp__core_fit *fits, int n) {
@@ -138,7 +141,7 @@ static bool place_other_kinds(gp__core_ctx *c, const gp__core_req *r, gp__core_f
   return false;
 }
 
-bool gp__core_place_job(gp__core_ctx *c, const gp__core_req *r, gp__core_fit *fits, bool commit) {
+static bool place_job(gp__core_ctx *c, const gp__core_req *r, gp__core_fit *fits, bool commit) {
   bool ok = false;
   if (r->tasks == 1) {
     ok = gp__core_fit_task(c, r, &fits[0]);
@@ -152,4 +155,19 @@ bool gp__core_place_job(gp__core_ctx *c, const gp__core_req *r, gp__core_fit *fi
   }
   if (ok && !commit) rollback(c, r, fits, r->tasks);
   return ok;
+}
+
+/* A queue's spot preference (spot.c): the whole job on the class of nodes it prefers
+ * first, then anywhere, each in the placement policy's order. */
+bool gp__core_place_job(gp__core_ctx *c, const gp__core_req *r, gp__core_fit *fits, bool commit) {
+  /* (A failed first try is remembered per shape: it would fail again for the step.) */
+  int shape = r->spot_first && r->honor_resv ? c->jobs[r->job].shape : -1;
+  if (r->spot_first && !(shape >= 0 && gp__core_shape_first_failed(c, shape, r->end))) {
+    gp__core_req first = *r;
+    first.spot_deny |= r->spot_first;
+    first.spot_first = 0;
+    if (place_job(c, &first, fits, commit)) return true;
+    if (shape >= 0) gp__core_shape_set_first_failed(c, shape, r->end);
+  }
+  return place_job(c, r, fits, commit);
 }

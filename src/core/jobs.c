@@ -292,8 +292,14 @@ static void classify_running(gp__core_ctx *c, int j, gp__core_run *ru) {
   if (cls < 0) cls = c->default_class;
   ji->prio = c->classes[cls].priority;
   ji->preemptible = c->classes[cls].preemptible;
-  double g = 0;
-  for (int p = 0; p < job->n_placements; p++) g += placement_gpus(c, &job->placements[p]);
+  double g = 0, spot = 0;
+  for (int p = 0; p < job->n_placements; p++) {
+    double pg = placement_gpus(c, &job->placements[p]);
+    g += pg;
+    int node = job->placements[p].node;
+    if (node >= 0 && node < c->view->n_nodes && c->view->nodes[node].capacity == GP_CAP_SPOT)
+      spot += pg;
+  }
   ji->gpus = g;
   const gp_placement *pl0 = job->placements;
   bool one = job->n_placements == 1;
@@ -306,6 +312,7 @@ static void classify_running(gp__core_ctx *c, int j, gp__core_run *ru) {
   ru->since = job->last_checkpoint_at > job->started_at ? job->last_checkpoint_at : job->started_at;
   ru->limit = ji->limit;
   ru->gpus = ji->gpus;
+  ru->spot = spot;
   ru->leaf = ji->leaf;
   ru->prio = ji->prio;
   ru->stopping = job->state == GP_JOB_STOPPING;
@@ -354,6 +361,7 @@ int gp__core_classify_jobs(gp__core_ctx *c) {
     int par = c->tree.q[q].parent;
     c->cls->path_limited[q] = c->tree.q[q].limit != GP_NO_LIMIT || (par >= 0 && c->cls->path_limited[par]);
   }
+  gp__core_spot_setup(c);
   if (c->memo) return gp__core_classify_kept(c);
   size_t run_cap = 0;
   for (int j = 0; j < v->n_jobs; j++) {

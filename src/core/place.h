@@ -31,6 +31,7 @@ bool gp__core_node_fit(gp__core_ctx *c, const gp__core_req *r, int node, uint32_
 bool gp__core_fit_task(gp__core_ctx *c, const gp__core_req *r, gp__core_fit *f);
 /* Places all tasks of a job or none; on true the resources are taken and fits[] filled
  * (r->tasks entries). With commit false the resources are given back before returning.
+ * With r->spot_first, on that narrower class of nodes first.
  * A gang's tasks all get the same GPU model and kind (see gp__core_gang_rest). */
 bool gp__core_place_job(gp__core_ctx *c, const gp__core_req *r, gp__core_fit *fits, bool commit);
 /* The request for a gang's other tasks once its first is placed at `first`: held to the

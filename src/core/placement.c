@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Placement of one task: the filters (node up, GPU healthy, GPU model, minimum GPU memory,
- * CPU, host memory, node labels, capacity type, reserved pools, backfill reservations), the
+ * CPU, host memory, node labels, capacity type (the job's allow_spot and its queue's spot
+ * settings, spot.c), reserved pools, backfill reservations), the
  * choice of GPUs inside a node (one NVLink domain when possible) and the choice of node
  * through the free-capacity index: bin-packing scans buckets upwards from the request, so
  * the first node found is the most used one that fits; spread scans downwards. */
@@ -9,6 +10,7 @@
 
 #include "core/guarantee.h"
 #include "core/place.h"
+#include "core/spot.h"
 
 void gp__core_req_init(gp__core_ctx *c, int j, gp__core_req *r) {
   const gp_job *job = &c->view->jobs[j];
@@ -43,6 +45,7 @@ void gp__core_req_init(gp__core_ctx *c, int j, gp__core_req *r) {
     if (p != own && c->view->pools[p].lend && ji->preemptible) r->slots[r->n_slots++] = p + 1;
   r->end = ji->limit > 0 && c->now < GP__NEVER - ji->limit ? c->now + ji->limit : GP__NEVER;
   r->honor_resv = true;
+  gp__core_spot_req(c, r);
   r->ready = true;
 }
 
@@ -130,6 +133,7 @@ bool gp__core_node_static_ok(const gp__core_ctx *c, const gp__core_req *r, int n
   const gp_request *req = &c->view->jobs[r->job].req;
   if (!s->up) return false;
   if (n->capacity == GP_CAP_SPOT && !req->allow_spot) return false;
+  if (r->spot_deny && !gp__core_spot_node_ok(c, r, node)) return false;
   if (r->kind != GP__R_CPU && !model_ok(r, s->model)) return false;
   if (!slot_ok(r, s->pool)) return false;
   if (req->n_node_selector && !gp__core_node_has_labels(n, req->n_node_selector, req->node_selector))
@@ -237,6 +241,7 @@ void gp__core_start_job(gp__core_ctx *c, const gp__core_req *r, const gp__core_f
     if (replica) ji->gpus = held;
   }
   if (ji->leaf >= 0) gp__core_queue_add_alloc(c, ji->leaf, ji->gpus);
+  gp__core_spot_started(c, r, fits);
   if (!ji->preemptible) gp__core_guard_started(c, ji->leaf, ji->gpus);
   /* Remember which nodes it is on, once per node, for backfill's release times. */
   if (!c->place->started_head) {

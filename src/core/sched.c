@@ -23,6 +23,7 @@
 #include "core/guarantee.h"
 #include "core/memo.h"
 #include "core/order.h"
+#include "core/spot.h"
 
 /* Plan assembly's own state: the sentences it formats once per queue. */
 typedef struct gp__core_assembly {
@@ -64,8 +65,30 @@ static bool waits_for_stopping(gp__core_ctx *c, gp__core_req *r) {
   if (shape >= 0 && gp__core_shape_flag(c, shape, 1)) return false;
   gp__core_req_need(c, r);
   if (gp__core_fits_after_stopping(c, r)) return true;
-  if (shape >= 0) gp__core_shape_set_flag(c, shape, 1);
+  if (shape >= 0) gp__core_shape_set_flag(c, shape, 1, gp__core_spot_tried(r));
   return false;
+}
+
+/* A job that found no room: not enough resources, unless its queue's spot settings alone
+ * keep it from spot nodes where it would start now (spot.c). Asked of placement with spot
+ * allowed once per shape while no node's use changes (without reservations, whose fences
+ * depend on each job's end). Made in decisions-only steps too, so that they place as the
+ * others do. */
+static const char *resources_message(gp__core_ctx *c, gp__core_req *r, gp__core_fit **fits,
+                                     size_t *fits_cap) {
+  int why = gp__core_spot_why(c, r->job);
+  if (!why) return GP__MSG_RESOURCES;
+  gp__core_req_need(c, r);
+  int shape = c->backfill->n_resv == 0 ? c->jobs[r->job].shape : -1;
+  int fit = shape >= 0 ? gp__core_shape_spot_fit(c, shape) : -1;
+  if (fit < 0) {
+    gp__core_req wide = *r;
+    wide.spot_deny &= (uint8_t)~GP__DENY_SPOT;
+    gp_xgrow((void **)fits, fits_cap, (size_t)r->tasks, sizeof **fits);
+    fit = gp__core_place_job(c, &wide, *fits, false);
+    if (shape >= 0) gp__core_shape_set_spot_fit(c, shape, fit);
+  }
+  return fit ? gp__core_spot_message(why) : GP__MSG_RESOURCES;
 }
 
 /* Considers one job. Returns true when the job is blocked on resources (what stops a
@@ -93,8 +116,9 @@ static bool try_job(gp__core_ctx *c, gp__core_order *o, int j, gp__core_fit **fi
       gp__core_order_update(o, ji->leaf);
       return false;
     }
-    gp__core_keys_fail(c, j);
-    if (c->backfill->n_resv == 0) gp__core_shape_set_flag(c, ji->shape, 0); /* no fence: fails for all ends */
+    gp__core_keys_fail(c, j, gp__core_spot_tried(&r));
+    if (c->backfill->n_resv == 0) /* no fence: fails for all ends */
+      gp__core_shape_set_flag(c, ji->shape, 0, gp__core_spot_tried(&r));
   }
   if (c->backfill->n_resv > 0 && !gp__core_shape_flag(c, ji->shape, 0)) {
     bool fits_free = gp__core_shape_fits_free(c, ji->shape);
@@ -110,7 +134,8 @@ static bool try_job(gp__core_ctx *c, gp__core_order *o, int j, gp__core_fit **fi
       gp__core_job_wait(c, j, GP_PEND_RESERVATION, GP__MSG_RESERVATION);
       return false;
     }
-    gp__core_shape_set_flag(c, ji->shape, 0);
+    gp__core_req_need(c, &r);
+    gp__core_shape_set_flag(c, ji->shape, 0, gp__core_spot_tried(&r));
   }
   if (waits_for_stopping(c, &r)) {
     gp__core_job_wait(c, j, GP_PEND_WAITING_FOR_PREEMPTION, GP__MSG_WAIT_PREEMPT);
@@ -124,7 +149,7 @@ static bool try_job(gp__core_ctx *c, gp__core_order *o, int j, gp__core_fit **fi
     gp__core_job_wait(c, j, GP_PEND_RESOURCES, GP__MSG_MIG_REPARTITION);
     return true;
   }
-  gp__core_job_wait(c, j, GP_PEND_RESOURCES, GP__MSG_RESOURCES);
+  gp__core_job_wait(c, j, GP_PEND_RESOURCES, resources_message(c, &r, fits, fits_cap));
   if (c->pol->backfill) gp__core_reserve(c, &r);
   return true;
 }
@@ -147,6 +172,13 @@ static gp_plan_pending settle_unconsidered(gp__core_ctx *c, int j, bool head_blo
       if (waits_for_stopping(c, &r))
         return (gp_plan_pending){j, GP_PEND_WAITING_FOR_PREEMPTION, GP__MSG_WAIT_PREEMPT};
     }
+  }
+  /* A job of a shape that fits on spot, where its queue keeps it from (resources_message). */
+  int why = c->backfill->n_resv == 0 ? gp__core_spot_why(c, j) : GP__SPOT_WHY_NONE;
+  if (why) {
+    gp__core_job_keyed(c, j);
+    if (ji->shape >= 0 && gp__core_shape_spot_fit(c, ji->shape) == 1)
+      return (gp_plan_pending){j, GP_PEND_RESOURCES, gp__core_spot_message(why)};
   }
   return (gp_plan_pending){j, GP_PEND_RESOURCES, GP__MSG_RESOURCES};
 }

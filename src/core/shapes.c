@@ -1,7 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Request shapes: jobs whose requests are equal in everything placement looks at (kind,
  * tasks, GPUs, fraction, memory, CPU, host memory, GPU models, node selector, spot, MIG
- * profile, and the pools their queue may use) share a dense shape id. Shapes that differ
+ * profile, the pools their queue may use and their queue's spot settings, spot.c) share a
+ * dense shape id. A queue's spot cap depends on what that queue holds, so jobs of queues
+ * with a cap share shapes only within the queue that sets it. The queue's spot settings
+ * are no part of a class: a failure on every class of nodes fails each shape of the class
+ * that asks at least as much, whatever its spot settings; a failure kept off spot nodes,
+ * only those that may never use spot (and the shape that failed). Shapes that differ
  * only in the numbers (tasks, GPUs per task, milli, GPU memory, CPU, host memory) share a
  * class.
  *
@@ -20,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/classify.h"
+#include "core/spot.h"
 
 static uint32_t mix(uint32_t h, uint64_t v) {
   h ^= (uint32_t)v + 0x9e3779b9u + (h << 6) + (h >> 2);
@@ -51,6 +56,7 @@ static uint32_t sig_hash(gp__core_ctx *c, int j, bool numbers) {
                  (uint64_t)(uint32_t)pool_key(c, j) << 16);
   h = mix(h, (uint64_t)r->min_gpu_mem_mib);
   if (numbers) {
+    h = mix(h, gp__core_spot_key(c, j));
     h = mix(h, (uint64_t)(uint32_t)r->tasks | (uint64_t)(uint32_t)r->gpus_per_task << 32);
     h = mix(h, (uint64_t)(uint32_t)r->gpu_milli ^ ((uint64_t)r->gpu_mem_mib << 16));
     h = mix(h, (uint64_t)r->cpu_milli ^ ((uint64_t)r->mem_mib << 24));
@@ -72,6 +78,7 @@ static bool sig_equal(const gp__core_ctx *c, int a, int b, bool numbers) {
     return false;
   if (c->jobs[a].kind != c->jobs[b].kind || x->min_gpu_mem_mib != y->min_gpu_mem_mib ||
       x->allow_spot != y->allow_spot || pool_key(c, a) != pool_key(c, b) ||
+      (numbers && gp__core_spot_key(c, a) != gp__core_spot_key(c, b)) ||
       x->n_gpu_models != y->n_gpu_models || x->n_node_selector != y->n_node_selector ||
       !str_eq(x->mig_profile, y->mig_profile))
     return false;
@@ -172,6 +179,11 @@ struct gp__core_shapes {
   uint8_t *stop_failed; /* "fits once stopping jobs are gone" failed */
   uint64_t *free_fit_gen; /* ctx.use_gen + 1 when placement ignoring reservations last
                              succeeded; 0: never */
+  uint64_t *spot_gen;   /* ctx.use_gen + 1 when spot_fit was found; 0: never */
+  uint8_t *spot_fit;    /* placement with spot allowed, for jobs their queue keeps off it */
+  int64_t *first_failed_end; /* earliest end at which the try on the class of nodes its
+                                queue prefers failed (gang.c), honouring reservations */
+  uint8_t *may_spot;    /* its jobs may run on spot nodes (allowed, not refused by the queue) */
   int64_t *failed_end;  /* earliest end at which placement honouring reservations failed */
   int64_t *min_end;     /* earliest end among the shape's eligible jobs */
   int *remaining;       /* eligible jobs of the shape not yet considered */
@@ -214,6 +226,10 @@ void gp__core_shapes_free(struct gp__core_shapes *s) {
   free(s->free_failed);
   free(s->stop_failed);
   free(s->free_fit_gen);
+  free(s->spot_gen);
+  free(s->spot_fit);
+  free(s->first_failed_end);
+  free(s->may_spot);
   free(s->failed_end);
   free(s->min_end);
   free(s->remaining);
@@ -259,7 +275,7 @@ static void raw_key(const gp__core_ctx *c, int j, rawkey *k) {
   k->v[4] = (uint64_t)r->gpu_mem_mib;
   k->v[5] = (uint64_t)r->cpu_milli;
   k->v[6] = (uint64_t)r->mem_mib;
-  k->v[7] = (uint64_t)(uint32_t)r->n_node_selector;
+  k->v[7] = (uint64_t)(uint32_t)r->n_node_selector | (uint64_t)gp__core_spot_key(c, j) << 32;
   k->p[0] = r->gpu_models;
   k->p[1] = r->node_selector;
   k->p[2] = r->mig_profile;
@@ -385,6 +401,10 @@ static int shape_full(gp__core_ctx *c, int j) {
     s->free_failed = gp_xrealloc(s->free_failed, (size_t)s->cap);
     s->stop_failed = gp_xrealloc(s->stop_failed, (size_t)s->cap);
     s->free_fit_gen = gp_xrealloc(s->free_fit_gen, (size_t)s->cap * sizeof(uint64_t));
+    s->spot_gen = gp_xrealloc(s->spot_gen, (size_t)s->cap * sizeof(uint64_t));
+    s->spot_fit = gp_xrealloc(s->spot_fit, (size_t)s->cap);
+    s->first_failed_end = gp_xrealloc(s->first_failed_end, (size_t)s->cap * sizeof(int64_t));
+    s->may_spot = gp_xrealloc(s->may_spot, (size_t)s->cap);
     s->next_shape = gp_xrealloc(s->next_shape, (size_t)s->cap * sizeof(int));
     s->failed_end = gp_xrealloc(s->failed_end, (size_t)s->cap * sizeof(int64_t));
     s->min_end = gp_xrealloc(s->min_end, (size_t)s->cap * sizeof(int64_t));
@@ -401,6 +421,10 @@ static int shape_full(gp__core_ctx *c, int j) {
   s->feas[id] = -1;
   s->free_failed[id] = s->stop_failed[id] = 0;
   s->free_fit_gen[id] = 0;
+  s->spot_gen[id] = 0;
+  s->spot_fit[id] = 0;
+  s->first_failed_end[id] = INT64_MAX;
+  s->may_spot[id] = !gp__core_spot_refused(c, j);
   s->failed_end[id] = s->min_end[id] = INT64_MAX;
   s->remaining[id] = 0;
   s->next_shape[id] = s->first_shape[cl];
@@ -425,16 +449,34 @@ void gp__core_shape_set_fits_free(gp__core_ctx *c, int shape) {
   c->cls->shapes->free_fit_gen[shape] = c->fleet->use_gen + 1;
 }
 
+/* The same for placement with spot allowed, success or failure: kept for the jobs of the
+ * shape while no node's use changed. */
+int gp__core_shape_spot_fit(const gp__core_ctx *c, int shape) {
+  const struct gp__core_shapes *s = c->cls->shapes;
+  return s->spot_gen[shape] == c->fleet->use_gen + 1 ? s->spot_fit[shape] : -1;
+}
+
+void gp__core_shape_set_spot_fit(gp__core_ctx *c, int shape, bool fits) {
+  c->cls->shapes->spot_gen[shape] = c->fleet->use_gen + 1;
+  c->cls->shapes->spot_fit[shape] = fits;
+}
+
 static bool dead(const struct gp__core_shapes *s, int t) {
   return s->free_failed[t] || s->failed_end[t] <= s->min_end[t];
 }
 
-/* Applies a failure to every shape of the class that asks at least as much: ignoring
- * reservations (free) or honouring them at end `end`. */
-static void fail_dominated(gp__core_ctx *c, int shape, bool free_fail, int64_t end) {
+/* Does a failure of `shape` (tried on spot nodes too, or kept off them) say that shape t
+ * fails too? t asks at least as much, and could use no more kinds of nodes. */
+static bool reaches(const struct gp__core_shapes *s, int shape, int t, bool spot_tried) {
+  return at_least(&s->num[t], &s->num[shape]) && (spot_tried || !s->may_spot[t] || t == shape);
+}
+
+/* Applies a failure to every shape of the class it reaches: ignoring reservations (free) or
+ * honouring them at end `end`. */
+static void fail_dominated(gp__core_ctx *c, int shape, bool free_fail, int64_t end, bool spot_tried) {
   struct gp__core_shapes *s = c->cls->shapes;
   for (int t = s->first_shape[s->shape_class[shape]]; t >= 0; t = s->next_shape[t]) {
-    if (!at_least(&s->num[t], &s->num[shape])) continue;
+    if (!reaches(s, shape, t, spot_tried)) continue;
     bool was = dead(s, t);
     if (free_fail) s->free_failed[t] = 1;
     else if (end < s->failed_end[t]) s->failed_end[t] = end;
@@ -442,19 +484,30 @@ static void fail_dominated(gp__core_ctx *c, int shape, bool free_fail, int64_t e
   }
 }
 
-void gp__core_shape_set_flag(gp__core_ctx *c, int shape, int which) {
+void gp__core_shape_set_flag(gp__core_ctx *c, int shape, int which, bool spot_tried) {
   struct gp__core_shapes *s = c->cls->shapes;
   if (which) { /* stopping capacity only shrinks too: dominated shapes fail as well */
     for (int t = s->first_shape[s->shape_class[shape]]; t >= 0; t = s->next_shape[t])
-      if (at_least(&s->num[t], &s->num[shape])) s->stop_failed[t] = 1;
+      if (reaches(s, shape, t, spot_tried)) s->stop_failed[t] = 1;
     return;
   }
-  if (!s->free_failed[shape]) fail_dominated(c, shape, true, 0);
+  if (!s->free_failed[shape]) fail_dominated(c, shape, true, 0, spot_tried);
 }
 
 /* Ends as shapes.c stores them: INT64_MAX means "no failure yet", so a job without a
  * limit ends at INT64_MAX - 1. */
 static int64_t clamp_end(gp_time end) { return end >= INT64_MAX - 1 ? INT64_MAX - 1 : end; }
+
+/* A failure of the try on the preferred class of nodes stands for the rest of the step, for
+ * jobs of the shape that end no earlier (free capacity only shrinks): the try is skipped. */
+bool gp__core_shape_first_failed(const gp__core_ctx *c, int shape, gp_time end) {
+  return clamp_end(end) >= c->cls->shapes->first_failed_end[shape];
+}
+
+void gp__core_shape_set_first_failed(gp__core_ctx *c, int shape, gp_time end) {
+  int64_t *f = &c->cls->shapes->first_failed_end[shape];
+  if (clamp_end(end) < *f) *f = clamp_end(end);
+}
 
 static gp_time end_of_job(const gp__core_ctx *c, int j) {
   gp_time l = c->jobs[j].limit;
@@ -488,8 +541,8 @@ bool gp__core_keys_failed(const gp__core_ctx *c, int j) {
   return s->free_failed[t] || end_of_job(c, j) >= s->failed_end[t];
 }
 
-void gp__core_keys_fail(gp__core_ctx *c, int j) {
+void gp__core_keys_fail(gp__core_ctx *c, int j, bool spot_tried) {
   int t = c->jobs[j].pkey;
   if (!c->cls->shapes || t < 0) return;
-  fail_dominated(c, t, false, end_of_job(c, j));
+  fail_dominated(c, t, false, end_of_job(c, j), spot_tried);
 }

@@ -48,10 +48,38 @@ static int read_names(const json_t *v, const char *key, size_t max_items, size_t
   return 0;
 }
 
+/* `spot`: {"prefer": "neutral|prefer|avoid|never", "share": (0, 1] or null}; a key left
+ * out keeps its value. */
+static int read_spot(const json_t *v, gp_spot_pref *pref, double *share, gp_err *err) {
+  if (!json_is_object(v))
+    return gp_err_set(err, GP_EINVAL, NULL, 0, "spot", "must be an object {prefer, share}");
+  const char *k;
+  const json_t *x;
+  json_object_foreach((json_t *)v, k, x) {
+    if (strcmp(k, "prefer") != 0 && strcmp(k, "share") != 0) {
+      char f[128];
+      snprintf(f, sizeof f, "spot.%.100s", k);
+      return gp_err_set(err, GP_EINVAL, NULL, 0, f, "unknown field");
+    }
+  }
+  if ((x = json_object_get(v, "prefer")) &&
+      (!json_is_string(x) || gp_spot_pref_parse(json_string_value(x), pref)))
+    return gp_err_set(err, GP_EINVAL, NULL, 0, "spot.prefer",
+                      "must be one of: neutral, prefer, avoid, never");
+  if ((x = json_object_get(v, "share"))) {
+    if (json_is_null(x)) *share = 0;
+    else if (!json_is_number(x) || !(json_number_value(x) > 0) || json_number_value(x) > 1)
+      return gp_err_set(err, GP_EINVAL, NULL, 0, "spot.share",
+                        "must be a share of GPUs above 0 and at most 1, or null");
+    else *share = json_number_value(x);
+  }
+  return 0;
+}
+
 int gp__srv_queue_from_json(const json_t *o, const char *name, gp_srv_queue *q, gp_err *err) {
   static const char *const keys[] = {"name", "deserved", "limit", "weight", "users",
                                      "default_priority", "default_time_limit",
-                                     "priority_classes", "budget", "idle_policy", NULL};
+                                     "priority_classes", "budget", "idle_policy", "spot", NULL};
   if (!json_is_object(o)) return gp_err_set(err, GP_EINVAL, NULL, 0, NULL, "the body must be a JSON object");
   const char *k;
   const json_t *v;
@@ -87,6 +115,9 @@ int gp__srv_queue_from_json(const json_t *o, const char *name, gp_srv_queue *q, 
       return gp_err_set(err, GP_EINVAL, NULL, 0, "weight", "must be a number > 0");
     weight = json_number_value(v);
   }
+  gp_spot_pref spot = q->spot;
+  double spot_share = q->spot_share;
+  if ((v = json_object_get(o, "spot")) && read_spot(v, &spot, &spot_share, err)) return GP_EINVAL;
   char *prio = NULL;
   if ((v = json_object_get(o, "default_priority")) && !json_is_null(v)) {
     if (!json_is_string(v) || json_string_length(v) == 0 || json_string_length(v) > GP_READ_MAX_NAME)
@@ -144,6 +175,8 @@ int gp__srv_queue_from_json(const json_t *o, const char *name, gp_srv_queue *q, 
   q->default_time_limit = dtl;
   q->budget = budget;
   q->idle_policy = idle_policy;
+  q->spot = spot;
+  q->spot_share = spot_share;
   if (prio) {
     free(q->default_priority);
     q->default_priority = prio;
@@ -181,6 +214,10 @@ json_t *gp__srv_queue_to_json(const gp_srv_queue *q) {
   json_object_set_new(o, "priority_classes", pc);
   json_object_set_new(o, "budget", gp_budget_to_json(&q->budget));
   json_object_set_new(o, "idle_policy", gp__srv_idle_policy_to_json(&q->idle_policy));
+  json_t *spot = json_object();
+  json_object_set_new(spot, "prefer", json_string(gp_spot_pref_name(q->spot)));
+  json_object_set_new(spot, "share", q->spot_share > 0 ? json_real(q->spot_share) : json_null());
+  json_object_set_new(o, "spot", spot);
   return o;
 }
 
@@ -275,6 +312,7 @@ json_t *gp__srv_queues_json(const gp_srv_state *s) {
       json_object_set_new(o, "users", json_array());
       json_object_set_new(o, "default_priority", json_null());
       json_object_set_new(o, "priority_classes", json_null());
+      json_object_set_new(o, "spot", json_pack("{s:s,s:n}", "prefer", "neutral", "share"));
     }
     json_object_set_new(o, "implied", json_boolean(r->q == NULL));
     json_object_set_new(o, "from_config", json_boolean(r->q && r->q->from_config));

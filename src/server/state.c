@@ -576,6 +576,8 @@ static gp_srv_queue *queue_from_config(const gp_server_queue *cq) {
   q->from_config = true;
   q->budget = cq->budget;
   q->idle_policy = cq->idle_policy;
+  q->spot = cq->q.spot;
+  q->spot_share = cq->q.spot_share;
   return q;
 }
 

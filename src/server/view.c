@@ -54,7 +54,8 @@ static void fill_queue(gp_queue *v, const gp_srv_queue *q) {
   memset(v, 0, sizeof *v);
   *v = (gp_queue){.name = q->name, .deserved_gpus = q->deserved, .limit_gpus = q->limit,
                   .weight = q->weight, .default_priority = q->default_priority,
-                  .default_time_limit = q->default_time_limit};
+                  .default_time_limit = q->default_time_limit, .spot = q->spot,
+                  .spot_share = q->spot_share};
 }
 
 void gp__srv_job_request(const gp_srv_job *j, gp_request *r) {

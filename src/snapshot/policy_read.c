@@ -249,11 +249,47 @@ static int read_gpus(const gp_doc *d, const gp_doc_node *n, const char *f, doubl
   return 0;
 }
 
+/* `spot`: a map {prefer, share}, or the preference alone ("spot: avoid"). */
+static int read_spot(const gp_doc *d, const gp_doc_node *n, const char *f, gp_queue *q,
+                     gp_err *err) {
+  static const char *const keys[] = {"prefer", "share", NULL};
+  char g[192];
+  const char *s;
+  int r;
+  const gp_doc_node *v = n;
+  if (n->kind == GP_DOC_MAP) {
+    if ((r = gp__snap_check_keys(d, n, f, keys, NULL, err))) return r;
+    v = gp_doc_get(n, "prefer");
+    snprintf(g, sizeof g, "%s.prefer", f);
+  } else if (n->kind == GP_DOC_SCALAR) {
+    snprintf(g, sizeof g, "%s", f);
+  } else {
+    return gp_err_set(err, GP_EINVAL, d->name, n->line, f,
+                      "must be a map {prefer: ..., share: ...} or a preference");
+  }
+  if (v) {
+    if ((r = gp_doc_str(d, v, g, &s, err))) return r;
+    if (gp_spot_pref_parse(s, &q->spot))
+      return gp_err_set(err, GP_EINVAL, d->name, v->line, g,
+                        "'%.60s' is not one of: neutral, prefer, avoid, never", s);
+  }
+  if (n->kind == GP_DOC_MAP && (v = gp_doc_get(n, "share"))) {
+    snprintf(g, sizeof g, "%s.share", f);
+    double x;
+    if ((r = gp_doc_double(d, v, g, &x, err))) return r;
+    if (!isfinite(x) || x <= 0 || x > 1)
+      return gp_err_set(err, GP_EINVAL, d->name, v->line, g,
+                        "must be a share of GPUs above 0 and at most 1");
+    q->spot_share = x;
+  }
+  return 0;
+}
+
 int gp_queues_read(const gp_doc *d, const gp_doc_node *seq, const char *path,
                    const char *const *extra_keys, gp_arena *arena, gp_queue **ret_queues,
                    int *ret_n, gp_err *err) {
   static const char *const keys[] = {"name", "deserved", "limit", "weight",
-                                     "default_priority", "default_time_limit", NULL};
+                                     "default_priority", "default_time_limit", "spot", NULL};
   int r = gp__snap_list(d, seq, path, GP_READ_MAX_QUEUES, err);
   if (r) return r;
   gp_queue *qs = gp_arena_alloc(arena, (size_t)(seq->n ? seq->n : 1) * sizeof *qs);
@@ -303,6 +339,10 @@ int gp_queues_read(const gp_doc *d, const gp_doc_node *seq, const char *path,
         return gp_err_set(err, GP_EINVAL, d->name, n->line, f, "longer than %lld seconds",
                           (long long)GP_READ_MAX_DURATION_S);
       q->default_time_limit = s;
+    }
+    if ((n = gp_doc_get(m, "spot"))) {
+      gp__snap_field(f, sizeof f, path, i, "spot");
+      if ((r = read_spot(d, n, f, q, err))) return r;
     }
   }
   /* Duplicates through a sorted index: a config may list thousands of queues. */

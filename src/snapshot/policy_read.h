@@ -52,7 +52,8 @@ int gp_priority_classes_read(const gp_doc *d, const gp_doc_node *seq, const char
 /* Reads a list of queue maps: name (required, "org/team/proj", as gp_queue_name_ok
  * allows), deserved (GPUs, >= 0, default 0), limit (GPUs >= 0, or null /
  * "none": no ceiling; default none), weight (> 0, default 1), default_priority (class
- * name), default_time_limit (duration). Names are unique. Queue i comes from seq->items[i],
+ * name), default_time_limit (duration), spot ({prefer: neutral|prefer|avoid|never,
+ * share: (0, 1]}, or just the preference: gp_queue.spot and spot_share). Names are unique. Queue i comes from seq->items[i],
  * so a caller that allows `extra_keys` (NULL-terminated, may be NULL; e.g. "users") reads
  * them from seq->items[i] itself. A limit below deserved is an error. */
 int gp_queues_read(const gp_doc *d, const gp_doc_node *seq, const char *path,

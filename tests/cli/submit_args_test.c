@@ -366,8 +366,34 @@ static void hostile_scripts_never_crash(void) {
   CHECK(refused > 0);
 }
 
+static void spot_and_node_selector_options(void) {
+  parsed *p = submit("--allow-spot --node-selector zone=eu-1 --node-selector rack=r7 "
+                     "--node-selector zone=eu-2 -- x", NULL);
+  REQUIRE(p->rc == 0);
+  CHECK(json_is_true(json_object_get(p->s.req, "allow_spot")));
+  const json_t *sel = json_object_get(p->s.req, "node_selector");
+  CHECK_EQ_INT(2, (long long)json_object_size(sel));
+  CHECK_EQ_STR("eu-2", json_string_value(json_object_get(sel, "zone"))); /* the last wins */
+  CHECK_EQ_STR("r7", json_string_value(json_object_get(sel, "rack")));
+  done(p);
+  /* --no-spot on the command line overrides a directive's --allow-spot. */
+  p = submit("--no-spot job.sh", "#!/bin/sh\n#GPOOL --allow-spot --node-selector pool=a\nrun\n");
+  REQUIRE(p->rc == 0);
+  CHECK(json_is_false(json_object_get(p->s.req, "allow_spot")));
+  CHECK_EQ_STR("a", json_string_value(json_object_get(json_object_get(p->s.req, "node_selector"), "pool")));
+  done(p);
+  static const char *const bad[] = {"--node-selector zone -- x", "--node-selector =a -- x",
+                                    "--node-selector zone= -- x"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    p = submit(bad[i], NULL);
+    CHECK(p->rc != 0);
+    CHECK_EQ_STR("node_selector", p->err.field);
+    done(p);
+  }
+}
+
 GP_TESTS(gpool_options_become_the_request, a_command_without_dashdash_and_defaults, gres_and_fractions,
          bad_values_are_named, gpool_directives_and_precedence, sbatch_directives_map_to_gpool,
          bad_directives_name_file_and_line, model_names_resolve_against_the_fleet,
          directive_words_split_like_a_shell, the_interpreter_line_is_read_as_the_kernel_does,
-         hostile_scripts_never_crash)
+         hostile_scripts_never_crash, spot_and_node_selector_options)
