@@ -162,6 +162,22 @@ static int by_age(const void *a, const void *b) {
   return x->job - y->job;
 }
 
+/* The spot preference in force for a queue: its own, else its nearest ancestor's that sets
+ * one (the rule of spot.h, here by name: the proposal has no queue tree). */
+static gp_spot_pref queue_pref(const gp_view *v, const gp__core_strmap *queues, const char *name) {
+  char buf[GP_MAX_QUEUE_NAME + 1];
+  size_t n = name ? strlen(name) : 0;
+  if (n == 0 || n > GP_MAX_QUEUE_NAME) return GP_SPOT_NEUTRAL;
+  memcpy(buf, name, n + 1);
+  for (;;) {
+    int q = gp__core_strmap_get(queues, buf);
+    if (q >= 0 && v->queues[q].spot != GP_SPOT_NEUTRAL) return v->queues[q].spot;
+    char *slash = strrchr(buf, '/');
+    if (!slash) return GP_SPOT_NEUTRAL;
+    *slash = '\0';
+  }
+}
+
 /* The note for job j, and a creation when one of its templates may be asked. */
 static void scale_job(scaler *s, int j, const gp__core_strmap *queues, gp_plan_scale_note *note,
                       gp_plan_create *creates, int *n_creates) {
@@ -169,8 +185,7 @@ static void scale_job(scaler *s, int j, const gp__core_strmap *queues, gp_plan_s
   const gp_request *r = &job->req;
   *note = (gp_plan_scale_note){j, -1, GP_SCALE_NO_TEMPLATE, 0};
   if (gp__core_request_kind(r) == GP__R_CPU) return;
-  int q = gp__core_strmap_get(queues, job->queue);
-  gp_spot_pref pref = q >= 0 ? s->v->queues[q].spot : GP_SPOT_NEUTRAL;
+  gp_spot_pref pref = queue_pref(s->v, queues, job->queue);
   bool spot_ok = r->allow_spot && pref != GP_SPOT_NEVER;
   const int *order = s->order[pref == GP_SPOT_PREFER ? 1 : pref == GP_SPOT_AVOID ? 2 : 0][spot_ok];
   /* Nodes already on their way, in the same order. */

@@ -196,6 +196,15 @@ static void spot_follows_the_job_and_its_queue(void) {
   p = sx_step(s, 100);
   CHECK_EQ_INT(od, p->creates[0].tmpl);
   gp_plan_free(p);
+  /* A parent's setting holds for a queue that sets none. */
+  infer->spot = GP_SPOT_NEUTRAL;
+  infer->name = "serve/infer";
+  c->queue = "serve/infer";
+  fx_queue(s->f, "serve", 0, GP_NO_LIMIT, 1)->spot = GP_SPOT_NEVER;
+  p = sx_step(s, 100);
+  REQUIRE(p->n_creates == 3);
+  CHECK_EQ_INT(od, p->creates[2].tmpl);
+  gp_plan_free(p);
   int prem = sx_template(s, "prem", "H100", 8, GP_CAP_ON_PREM, 0.5, 10);
   train->spot = GP_SPOT_PREFER;
   p = sx_step(s, 100);
