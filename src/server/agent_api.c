@@ -146,6 +146,7 @@ static int do_register(gp_srv_state *s, gp_srv_req *r, int64_t now_s, int64_t no
   }
   n = target;
   if (created) {
+    n->registered_at = now_s;
     gp__srv_node_add(s, n);
   }
   rc = gp__srv_node_claim(s, r, n, err);

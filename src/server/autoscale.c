@@ -197,6 +197,16 @@ static void create_answered(gp_srv_state *s, gp_srv_autoscale *a, gp_srv_as_call
      * before the answer came back (then the record is matched to it right away). */
     const gp_srv_node *n = gp__srv_node_get(s, pi->node);
     if (gp__srv_as_find(a, pi->id, NULL) || (n && n->provider_instance)) continue;
+    /* A node that was there before the call cannot be what it created: a provider naming
+     * one must never make a fixed node the autoscaler's to delete. */
+    if (n && n->registered_at < c->started_ms / 1000) {
+      char msg[GP_PROVIDER_NODE_MAX + 128];
+      snprintf(msg, sizeof msg, "it answered node %s, which was there before the call", pi->node);
+      backoff(a, c->tmpl, "invalid", msg, -1, now);
+      /* The instance it made is given back, without a node to remove. */
+      gp__srv_as_add(a, c->tmpl, GP_SRV_AS_DELETING, pi->id, "");
+      continue;
+    }
     gp_srv_as_inst *in = gp__srv_as_add(a, c->tmpl, GP_SRV_AS_CREATING, pi->id, pi->node);
     if (!in) break;
     in->price = pi->price_per_gpu_hour;
@@ -247,6 +257,7 @@ static void list_answered(gp_srv_state *s, gp_srv_autoscale *a, gp_srv_as_call *
     if (gp__srv_as_find(a, pi->id, NULL)) continue;
     const gp_srv_node *n = gp__srv_node_get(s, pi->node);
     if (n && n->provider_instance && strcmp(n->provider_instance, pi->id) == 0) continue;
+    if (n && !n->provider_instance) continue; /* a fixed node: never the autoscaler's */
     gp_srv_as_inst *in = gp__srv_as_add(a, c->tmpl, GP_SRV_AS_CREATING, pi->id, pi->node);
     if (!in) break;
     in->price = pi->price_per_gpu_hour;

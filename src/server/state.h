@@ -144,6 +144,8 @@ typedef struct gp_srv_node {
   bool alive;           /* registered and heartbeating */
   json_t *conditions;   /* node conditions the agent reports (e.g. thermal_throttling), or NULL */
   int64_t last_heartbeat;    /* wall clock seconds */
+  int64_t registered_at;     /* wall clock s this server process first heard of it by a
+                                registration; 0: loaded from the store */
   int64_t last_seen_ms;      /* monotonic */
   /* Orders not yet acknowledged, oldest first. */
   int n_orders;

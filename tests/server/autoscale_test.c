@@ -27,7 +27,8 @@ static const char *provider_script =
     "  n=$(printf '%s' \"$req\" | jq .count); i=0; out=''\n"
     "  while [ $i -lt $n ]; do\n"
     "    k=$(( $(cat \"$AS_DIR/seq\" 2>/dev/null || echo 0) + 1 )); echo $k > \"$AS_DIR/seq\"\n"
-    "    out=\"$out${out:+,}{\\\"id\\\": \\\"i-$k\\\", \\\"node\\\": \\\"$GPOOL_TEMPLATE-$k\\\"}\"\n"
+    "    node=$(cat \"$AS_DIR/$GPOOL_TEMPLATE.node\" 2>/dev/null || echo \"$GPOOL_TEMPLATE-$k\")\n"
+    "    out=\"$out${out:+,}{\\\"id\\\": \\\"i-$k\\\", \\\"node\\\": \\\"$node\\\"}\"\n"
     "    i=$((i + 1))\n"
     "  done\n"
     "  echo \"{\\\"instances\\\": [$out]}\" ;;\n"
@@ -321,6 +322,38 @@ static void a_node_with_fewer_gpus_than_promised_is_cordoned(void) {
   env_done(&e);
 }
 
+/* A provider that answers the name of a node that was there before its call (a fixed
+ * node) never makes that node the autoscaler's: it gets no provider fields and is never
+ * removed; the template backs off, and the instance the provider made is given back. */
+static void a_provider_naming_a_fixed_node_cannot_take_it(void) {
+  as_env e;
+  env_init(&e);
+  char tm[1024];
+  tmpl_yaml(tm, sizeof tm, &e, "liar", "max_nodes: 2");
+  write_file(&e, "liar.node", "fixed\n");
+  tsrv t = {0};
+  start(&t, &e, "resume_timeout: 1s", tm);
+  CHECK_EQ_INT(201, tsrv_register(&t, "fixed", 4, NULL));
+  char jid[32];
+  snprintf(jid, sizeof jid, "%s", submit(&t, "{\"command\": [\"true\"], \"gpus\": 8}"));
+  CHECK(wait_call(&e, "liar create"));
+  usleep(1500 * 1000); /* past resume_timeout */
+  CHECK(wait_call(&e, "liar delete {\"count\":null,\"instances\":[\"i-1\"]}"));
+  usleep(300 * 1000);
+  tsrv_req(&t, "GET", "/v1/nodes", ADMIN, NULL);
+  const json_t *n = json_array_get(json_object_get(t.last, "nodes"), 0);
+  REQUIRE(n);
+  CHECK_EQ_STR("fixed", json_string_value(json_object_get(n, "name")));
+  CHECK(!json_object_get(n, "template") || json_is_null(json_object_get(n, "template")));
+  CHECK_EQ_INT(1, count_of(calls(&e), "liar create")); /* backing off, not asking again */
+  const json_t *o = template_of(&t, "liar");
+  REQUIRE(o);
+  CHECK_EQ_STR("invalid", json_string_value(json_object_get(json_object_get(o, "last_error"), "class")));
+  (void)jid;
+  tsrv_stop(&t);
+  env_done(&e);
+}
+
 /* The instances a provider lists at start that have not registered are waited for; after
  * a restart a registered node keeps its provider fields and is not waited for again. */
 static void instances_listed_at_start_are_adopted_and_survive_a_restart(void) {
@@ -453,7 +486,7 @@ static void autoscale_config_errors_name_the_key(void) {
   gp_server_config_free(c);
 }
 
-GP_TESTS(autoscale_config_errors_name_the_key,
+GP_TESTS(autoscale_config_errors_name_the_key, a_provider_naming_a_fixed_node_cannot_take_it,
          a_pending_gang_asks_for_its_nodes_and_runs_once_they_register,
          a_template_out_of_capacity_backs_off_and_the_next_one_is_used,
          a_broken_provider_backs_off_with_its_reason,
