@@ -71,14 +71,19 @@ static void add_vnodes(scaler *s, int t, int count) {
  * a MIG instance (a created node's GPUs are whole until something shares them). */
 static int gpus_per_task(const gp_request *r) { return r->gpus_per_task > 0 ? r->gpus_per_task : 1; }
 
+/* Tasks of `per` GPUs the nodes of template t on their way can still take. */
+static int slots_on_the_way(const scaler *s, int t, int per) {
+  int n = 0;
+  for (int i = 0; i < s->n_vn; i++)
+    if (s->vn[i].tmpl == t) n += s->vn[i].free_gpus / per;
+  return n;
+}
+
 /* Fits the whole gang into the nodes of template t being created; takes their GPUs and
  * returns the nodes used, or 0 (nothing taken) when it does not fit. */
 static int fit_creating(scaler *s, int t, const gp_request *r) {
   int per = gpus_per_task(r), need = r->tasks, used = 0;
-  for (int i = 0; i < s->n_vn && need > 0; i++)
-    if (s->vn[i].tmpl == t) need -= s->vn[i].free_gpus / per;
-  if (need > 0) return 0;
-  need = r->tasks;
+  if (slots_on_the_way(s, t, per) < need) return 0;
   for (int i = 0; i < s->n_vn && need > 0; i++) {
     if (s->vn[i].tmpl != t) continue;
     int k = s->vn[i].free_gpus / per;
@@ -201,9 +206,7 @@ static void scale_job(scaler *s, int j, const gp__core_strmap *queues, gp_plan_s
     int t = *o, per_node = slots_per_node(&s->v->templates[t], r);
     if (per_node <= 0) continue;
     /* New nodes for what the nodes on their way cannot hold of the gang. */
-    int per = gpus_per_task(r), have = 0;
-    for (int i = 0; i < s->n_vn; i++)
-      if (s->vn[i].tmpl == t) have += s->vn[i].free_gpus / per;
+    int have = slots_on_the_way(s, t, gpus_per_task(r));
     int count = (r->tasks - have + per_node - 1) / per_node;
     if ((r->tasks + per_node - 1) / per_node > s->v->templates[t].max_nodes) continue; /* never this one */
     int why = blocked(s, t, count);
