@@ -193,6 +193,12 @@ struct gp_store {
   const gp_store_ops *ops;
   char failure[64];
   char id[GP_STORE_ID_MAX]; /* the store's identity, set by the backend when it opens */
+  /* Fencing (docs/ha.md): when > 0, the epoch of the leader lease (lease.h) this server
+   * holds. A backend that shares its data between servers (PostgreSQL) checks it inside
+   * every write transaction against the lease row, under a share lock that a takeover
+   * must wait for, and refuses the transaction with GP_ESTATE and `failure` "fenced"
+   * when a newer epoch exists. 0: no fencing (one server; SQLite ignores it). */
+  int64_t fence_epoch;
 };
 
 /* Opens (creating when missing) the SQLite store at `path` (WAL, synchronous=FULL, so a
@@ -200,6 +206,16 @@ struct gp_store {
  * gpool store (0 bytes, or a database without gpool's tables) is refused with GP_EINVAL:
  * starting it as a new, empty store would reuse the old store's job and order numbers. */
 int gp_store_sqlite_open(const char *path, gp_store **ret, gp_err *err);
+
+/* Opens the PostgreSQL store at `url` (a libpq URI, postgresql://...): creates or
+ * migrates its schema (the same tables as SQLite, versioned migrations), with connect and
+ * keepalive timeouts set so that a dead or half-open server fails a call in seconds. A
+ * commit returns 0 only once PostgreSQL has committed it (synchronous_commit on). */
+int gp_store_pg_open(const char *url, gp_store **ret, gp_err *err);
+
+/* Opens the store a server config names: a postgresql:// or postgres:// URL opens
+ * PostgreSQL, anything else is a SQLite file path. */
+int gp_store_open(const char *url_or_path, gp_store **ret, gp_err *err);
 
 /* A test hook: caps the SQLite database at `pages` pages (never below its current size;
  * 0: SQLite's own cap) from the next transaction on, so that writes fail with "disk full"
