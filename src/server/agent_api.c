@@ -33,7 +33,9 @@ void gp__srv_agent_reply_orders(const gp_srv_state *s, gp_srv_node *n, gp_srv_re
     first = false;
     top = n->orders[i].id;
   }
-  gp_buf_printf(&b, "],\"gen\":%lld,\"store\":\"%s\"}", (long long)top, s->store->id);
+  gp_buf_printf(&b, "],\"gen\":%lld,\"store\":\"%s\"", (long long)top, s->store->id);
+  if (s->store->fence_epoch > 0) gp_buf_printf(&b, ",\"epoch\":%lld", (long long)s->store->fence_epoch);
+  gp_buf_printf(&b, "}");
   free(r->resp);
   r->resp = gp_buf_steal(&b);
   gp_buf_done(&b);
@@ -47,9 +49,11 @@ static void release_waiter(const gp_srv_state *s, gp_srv_node *n) {
   if (!old) return;
   n->waiter = NULL;
   old->parked = false;
-  char text[128];
-  snprintf(text, sizeof text, "{\"orders\":[],\"gen\":%lld,\"store\":\"%s\"}",
-           (long long)n->waiter_gen, s->store->id);
+  char text[160], epoch[40] = "";
+  if (s->store->fence_epoch > 0)
+    snprintf(epoch, sizeof epoch, ",\"epoch\":%lld", (long long)s->store->fence_epoch);
+  snprintf(text, sizeof text, "{\"orders\":[],\"gen\":%lld,\"store\":\"%s\"%s}",
+           (long long)n->waiter_gen, s->store->id, epoch);
   free(old->resp);
   old->resp = gp_xstrdup(text);
   old->status = 200;
@@ -214,6 +218,7 @@ static int do_register(gp_srv_state *s, gp_srv_req *r, int64_t now_s, int64_t no
   json_object_set_new(out, "node", gp__srv_node_to_json(s, n, false));
   json_object_set_new(out, "heartbeat_s", json_integer(s->cfg->heartbeat_s));
   json_object_set_new(out, "store", json_string(s->store->id));
+  if (s->store->fence_epoch > 0) json_object_set_new(out, "epoch", json_integer(s->store->fence_epoch));
   gp__srv_reply_json(r, created ? 201 : 200, out);
   return 0;
 }

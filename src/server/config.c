@@ -46,6 +46,7 @@ gp_server_config *gp_server_config_new(void) {
   c->max_job_bytes = 64 * 1024;
   c->recent_ended_jobs = 10000;
   gp_autoscale_config_init(&c->autoscale);
+  gp_server_ha_init(&c->ha);
   c->max_connections_per_address = 128;
   c->http_idle_timeout_s = 15;
   c->http_request_timeout_s = 10;
@@ -303,7 +304,7 @@ static int parse_doc(const gp_doc *d, const char *path, gp_server_config *c, gp_
       "schedule_min_gap_ms", "http_threads", "max_connections", "tls",
       "max_pending_per_user", "max_pending_per_queue", "max_job_bytes",
       "max_connections_per_address", "http_idle_timeout_s", "http_request_timeout_s",
-      "recent_ended_jobs", "prices", "node_templates", "autoscale", NULL};
+      "recent_ended_jobs", "prices", "node_templates", "autoscale", "ha", NULL};
   const gp_doc_node *root = d->root;
   if (!root) return 0;
   int r = gp_doc_expect(d, root, "", GP_DOC_MAP, err);
@@ -448,6 +449,8 @@ static int parse_doc(const gp_doc *d, const char *path, gp_server_config *c, gp_
   }
   if ((n = gp_doc_get(root, "autoscale")) &&
       (r = gp_autoscale_config_read(d, n, "autoscale", &c->autoscale, err)))
+    return r;
+  if ((n = gp_doc_get(root, "ha")) && (r = gp_server_ha_read(d, n, "ha", a, &c->ha, err)))
     return r;
   return 0;
 fail_tokens:

@@ -15,6 +15,7 @@
 #include "core/model.h"
 #include "server/autoscale_config.h"
 #include "server/budget.h"
+#include "server/leader_config.h"
 #include "tls/tls.h"
 #include "util/error.h"
 
@@ -85,6 +86,7 @@ typedef struct gp_server_config {
   int n_node_templates;        /* `node_templates:` (node_templates.h) */
   const struct gp_node_template *node_templates;
   gp_autoscale_config autoscale; /* `autoscale:` (autoscale_config.h) */
+  gp_server_ha ha;             /* `ha:` (leader_config.h); .on false: one server */
   struct gp_arena *arena;
 } gp_server_config;
 

@@ -29,6 +29,8 @@
 #include <time.h>
 
 #include "server/autoscale.h"
+#include "server/follower.h"
+#include "server/leader.h"
 #include "server/guard.h"
 #include "server/logproxy.h"
 #include "server/advice.h"
@@ -63,6 +65,12 @@ struct gp_server {
   bool reload_failed;       /* memory is not the store's truth: no writes until a reload works */
   gp_err reload_err;
   int64_t next_tick_ms, next_sched_ms, last_sched_ms;
+  /* High availability (leader.h, follower.h): NULL leader: a server alone, always leading. */
+  gp_srv_leader *leader;
+  _Atomic int role;         /* gp_srv_role, read by HTTP threads */
+  int64_t role_epoch;       /* the epoch the state thread acts under; 0: following */
+  int64_t next_follow_ms;   /* a follower's next reload */
+  char self_url[300];       /* this server's URL: ha.advertise, else the listen address */
 };
 
 static int64_t mono_ms(void) {
@@ -124,6 +132,8 @@ static void req_free(gp_srv_req *r) {
   if (!r) return;
   gp__srv_job_free(r->job);
   free(r->path);
+  free(r->target);
+  free(r->location);
   json_decref(r->query);
   gp_buf_done(&r->body);
   json_decref(r->json);
@@ -224,6 +234,11 @@ static void set_healthz(gp_server *srv) {
  * answered. Memory may be ahead of the store, so the caller then reloads it (once: from
  * now on writes are refused before they touch memory). */
 static void store_failed(gp_server *srv, const gp_err *err) {
+  if (srv->leader && strcmp(gp_store_failure(srv->store), "fenced") == 0) {
+    /* A newer leader exists: step down (ha_step), the store is not at fault. */
+    gp__srv_leader_fenced(srv->leader, srv->role_epoch);
+    return;
+  }
   gp__srv_store_failed(&srv->state->store_health, srv->store, err->message, mono_ms());
   set_healthz(srv);
 }
@@ -374,6 +389,95 @@ static int64_t sched_gap_ms(const gp_server *srv) {
   return cost > gap ? cost : gap;
 }
 
+/* ---- leading and following (leader.h, follower.h) ---- */
+
+/* Follows the lease: leads under a new epoch (the whole state reloaded from the store,
+ * the agents' liveness clocks restarted: they could not reach a leader meanwhile) or
+ * steps down at once, before the lease can have expired. */
+static void ha_step(gp_server *srv) {
+  int64_t now = mono_ms();
+  int64_t epoch = gp__srv_leader_epoch(srv->leader, now);
+  if (epoch == srv->role_epoch) return;
+  if (srv->role_epoch > 0) {
+    fprintf(stderr, "gpool server: ha: no longer the leader (epoch %lld); following\n",
+            (long long)srv->role_epoch);
+    atomic_store(&srv->role, GP_SRV_FOLLOWER);
+    srv->role_epoch = 0;
+    drop_waiters(srv->state, "this server no longer leads; please retry");
+    srv->next_follow_ms = now;
+  }
+  if (epoch <= 0) return;
+  srv->store->fence_epoch = epoch;
+  reload(srv);
+  if (srv->reload_failed) store_failed(srv, &srv->reload_err); /* the store_health path retries */
+  now = mono_ms();
+  gp_srv_state *s = srv->state;
+  for (int i = 0; i < s->n_nodes; i++) s->nodes[i]->last_seen_ms = now;
+  s->sched_dirty = true;
+  srv->next_tick_ms = srv->next_sched_ms = now;
+  srv->role_epoch = epoch;
+  atomic_store(&srv->role, GP_SRV_LEADER);
+  fprintf(stderr, "gpool server: ha: leading under epoch %lld\n", (long long)epoch);
+}
+
+/* Whether the state thread may act (write, schedule) now; a server alone always may. */
+static bool ha_leading(gp_server *srv) {
+  if (!srv->leader) return true;
+  ha_step(srv);
+  return srv->role_epoch > 0;
+}
+
+/* A follower's batch: writes go to the leader, reads are answered from the state. */
+static void follow_batch(gp_server *srv, gp_srv_req *list) {
+  int64_t now_s = time(NULL), now_ms = mono_ms();
+  for (gp_srv_req *r = list, *next; r; r = next) {
+    next = r->next;
+    gp_err err = {0};
+    if (gp__srv_follower_is_write(r)) gp__srv_follower_redirect(r, srv->leader);
+    else if (handle(srv->state, r, now_s, now_ms, &err) != 0) {
+      fail_503(r, "reading the state failed; please retry");
+      continue;
+    }
+    r->parked = false;
+    resume(r);
+  }
+}
+
+/* A follower reloads its state from the store every GP_SRV_FOLLOW_REFRESH_MS; a failed
+ * load keeps the last one. */
+static void follow_refresh(gp_server *srv) {
+  int64_t now = mono_ms();
+  if (now < srv->next_follow_ms) return;
+  srv->next_follow_ms = now + GP_SRV_FOLLOW_REFRESH_MS;
+  gp_err err = {0};
+  gp_srv_state *s = gp__srv_follower_load(srv->cfg, srv->store, time(NULL), now, &err);
+  if (!s) {
+    fprintf(stderr, "gpool server: ha: reloading the state failed: %s\n", err.message);
+    return;
+  }
+  gp_srv_state *old = srv->state;
+  drop_waiters(old, "this server does not lead; please retry");
+  s->counters = old->counters;
+  s->autoscale = old->autoscale;
+  gp__srv_state_free(old);
+  srv->state = s;
+  atomic_store(&srv->role, GP_SRV_FOLLOWER);
+}
+
+/* When a follower next wakes (its reload), or a leader at the latest (its lease's end). */
+static int64_t ha_deadline(gp_server *srv, int64_t deadline) {
+  if (srv->role_epoch <= 0) return srv->next_follow_ms;
+  int64_t until = gp__srv_leader_valid_until(srv->leader);
+  return until < deadline ? until : deadline;
+}
+
+static void ha_wake(void *ctx) {
+  gp_server *srv = ctx;
+  pthread_mutex_lock(&srv->lock);
+  pthread_cond_signal(&srv->cond);
+  pthread_mutex_unlock(&srv->lock);
+}
+
 static void *state_main(void *arg) {
   gp_server *srv = arg;
   pthread_mutex_lock(&srv->lock);
@@ -388,6 +492,10 @@ static void *state_main(void *arg) {
         if (t < deadline) deadline = t;
       }
       if (h->degraded) deadline = h->next_probe_ms; /* nothing else may write */
+      if (srv->leader) {
+        if (gp__srv_leader_epoch(srv->leader, now) != srv->role_epoch) break;
+        deadline = ha_deadline(srv, deadline);
+      }
       int64_t w = gp__srv_waiter_earliest(srv->state);
       if (w < deadline) deadline = w;
       if (deadline <= now) break;
@@ -413,11 +521,19 @@ static void *state_main(void *arg) {
       list = taken;
       taken = n;
     }
+    if (!ha_leading(srv)) {
+      follow_batch(srv, list);
+      follow_refresh(srv);
+      pthread_mutex_lock(&srv->lock);
+      continue;
+    }
     if (list) process_batch(srv, list);
     else if (mono_ms() >= srv->next_tick_ms && !srv->state->store_health.degraded)
       process_batch(srv, NULL);
     int64_t now = mono_ms();
-    if (srv->state->store_health.degraded) {
+    if (!ha_leading(srv)) {
+      /* Stepped down during the batch: the next round follows. */
+    } else if (srv->state->store_health.degraded) {
       if (gp__srv_store_probe(&srv->state->store_health, srv->store, now)) {
         /* A state that did not reload whole would write over the store with its holes. */
         if (srv->reload_failed) reload(srv);
@@ -498,6 +614,35 @@ static enum MHD_Result send_text(struct MHD_Connection *c, int status, const cha
   return ret;
 }
 
+/* A handled request's answer, with the headers it asks for (a redirect to the leader). */
+static enum MHD_Result send_answer(struct MHD_Connection *c, const gp_srv_req *r, const char *type) {
+  const char *body = r->resp ? r->resp : "{}";
+  struct MHD_Response *resp =
+      MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_MUST_COPY);
+  MHD_add_response_header(resp, "Content-Type", type);
+  if (r->location) MHD_add_response_header(resp, "Location", r->location);
+  if (r->retry_after_s > 0) {
+    char v[16];
+    snprintf(v, sizeof v, "%d", r->retry_after_s);
+    MHD_add_response_header(resp, "Retry-After", v);
+  }
+  enum MHD_Result ret = MHD_queue_response(c, (unsigned)r->status, resp);
+  MHD_destroy_response(resp);
+  return ret;
+}
+
+/* GET /livez and GET /readyz, without a token: the process serves; it has a state to
+ * answer from (a leader, or a follower that loaded the store). */
+static enum MHD_Result send_health(struct MHD_Connection *c, gp_server *srv, bool ready) {
+  if (!ready) return send_text(c, 200, "{\"ok\":true}", "application/json");
+  int role = atomic_load(&srv->role);
+  if (role == GP_SRV_LOADING || atomic_load(&srv->loading))
+    return send_text(c, 503, "{\"ok\":false,\"role\":\"loading\"}", "application/json");
+  return send_text(c, 200, role == GP_SRV_LEADER ? "{\"ok\":true,\"role\":\"leader\"}"
+                                                 : "{\"ok\":true,\"role\":\"follower\"}",
+                   "application/json");
+}
+
 static enum MHD_Result send_error_now(struct MHD_Connection *c, int status, const char *code,
                                       const char *msg) {
   json_t *e = json_pack("{s:{s:s,s:s,s:n}}", "error", "code", code, "message", msg, "field");
@@ -514,6 +659,7 @@ static void *on_target(void *cls, const char *uri, struct MHD_Connection *c) {
   (void)cls;
   gp_srv_req *r = gp_xcalloc(1, sizeof *r);
   r->conn = c;
+  r->target = gp_xstrdup(uri);
   gp_buf_init(&r->body, GP_SRV_MAX_BODY + 1); /* (+1: the buffer keeps a NUL) */
   gp__srv_intake_target_ok(uri, &r->bad);
   return r;
@@ -594,7 +740,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     const char *type = r->resp_type ? r->resp_type
                        : r->status == 200 && r->resp && r->resp[0] != '{' ? "text/plain; version=0.0.4"
                                                                           : "application/json";
-    return send_text(c, r->status, r->resp ? r->resp : "{}", type);
+    return send_answer(c, r, type);
   }
   if (*upload_size) {
     if (!r->too_large) {
@@ -610,6 +756,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
   if (r->too_large)
     return send_error_now(c, 413, "too_large", "the request body is larger than 1 MiB");
   /* Public, unauthenticated routes answered without the state thread. */
+  if (strcmp(r->path, "/livez") == 0 || strcmp(r->path, "/readyz") == 0)
+    return send_health(c, srv, r->path[1] == 'r');
   if (atomic_load(&srv->loading)) return send_loading(c, srv, strcmp(r->path, "/healthz") == 0);
   if (strcmp(r->path, "/healthz") == 0) {
     pthread_mutex_lock(&srv->lock);
@@ -648,6 +796,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                je.column, je.text);
       return send_error_now(c, 400, "invalid_argument", msg);
     }
+  }
+  if (strcmp(r->path, "/v1/leader") == 0 && strcmp(r->method, "GET") == 0) {
+    json_t *doc = gp__srv_follower_leader_doc(srv->leader, srv->self_url, atomic_load(&srv->role));
+    gp__srv_reply_json(r, 200, doc);
+    return send_answer(c, r, "application/json");
+  }
+  /* Only the leader writes: elsewhere a write is sent on to it (or refused while none). */
+  if (srv->leader && atomic_load(&srv->role) != GP_SRV_LEADER && gp__srv_follower_is_write(r)) {
+    gp__srv_follower_redirect(r, srv->leader);
+    return send_answer(c, r, "application/json");
   }
   /* The job history is the store's: read here, never on the state thread. */
   if (gp__srv_history_is_list(r)) {
@@ -774,6 +932,10 @@ int gp_server_start(gp_server *srv, gp_err *err) {
                       srv->cfg->listen_host, srv->cfg->listen_port);
   const union MHD_DaemonInfo *info = MHD_get_daemon_info(srv->mhd, MHD_DAEMON_INFO_BIND_PORT);
   srv->port = info ? info->port : srv->cfg->listen_port;
+  snprintf(srv->self_url, sizeof srv->self_url, "%s://%s:%d", srv->cfg->tls.cert[0] ? "https" : "http",
+           host, srv->port);
+  /* A server of several loads as a follower (nothing written) until it holds the lease. */
+  if (srv->cfg->ha.on) srv->state->ledger_off = true;
   /* Clients and agents get 503 "loading" rather than a refused connection meanwhile. */
   int r = gp__srv_state_load(srv->state, time(NULL), mono_ms(), err);
   if (r) {
@@ -785,9 +947,20 @@ int gp_server_start(gp_server *srv, gp_err *err) {
   int64_t now_ms = mono_ms();
   for (int i = 0; i < srv->state->n_nodes; i++) srv->state->nodes[i]->last_seen_ms = now_ms;
   srv->next_tick_ms = srv->next_sched_ms = now_ms;
-  atomic_store(&srv->loading, false);
   srv->autoscale = gp__srv_autoscale_new(srv->cfg);
   srv->state->autoscale = srv->autoscale;
+  if (srv->cfg->ha.on) {
+    srv->next_follow_ms = mono_ms() + GP_SRV_FOLLOW_REFRESH_MS;
+    r = gp__srv_leader_new(&srv->cfg->ha, srv->self_url, ha_wake, srv, &srv->leader, err);
+    if (!r) r = gp__srv_leader_start(srv->leader, err);
+    if (r) {
+      MHD_stop_daemon(srv->mhd);
+      srv->mhd = NULL;
+      return r;
+    }
+  }
+  atomic_store(&srv->role, srv->leader ? GP_SRV_FOLLOWER : GP_SRV_LEADER);
+  atomic_store(&srv->loading, false);
   if (pthread_create(&srv->thread, NULL, state_main, srv) != 0) {
     MHD_stop_daemon(srv->mhd);
     srv->mhd = NULL;
@@ -818,6 +991,9 @@ void gp_server_stop(gp_server *srv) {
     MHD_stop_daemon(srv->mhd);
     srv->mhd = NULL;
   }
+  /* Nothing writes any more: the lease goes, and a follower takes over at once. */
+  gp__srv_leader_free(srv->leader);
+  srv->leader = NULL;
   gp_tls_listener_free(srv->tls);
   srv->tls = NULL;
 }

@@ -39,6 +39,7 @@ typedef struct gp_srv_req {
   gp_srv_bad bad;           /* found in the raw target, answered once the headers are in */
   char method[8];
   char *path;               /* without the query string */
+  char *target;             /* the raw request target (path and query, as sent) */
   json_t *query;            /* object: name -> string */
   gp_buf body;
   bool too_large;
@@ -55,6 +56,8 @@ typedef struct gp_srv_req {
   struct gp_srv_report *report; /* GET /v1/reports: made by the HTTP thread (report.h) */
   struct gp_srv_advice *advice; /* GET /v1/advice: made by the HTTP thread (advice.h) */
   const char *resp_type;    /* the answer's Content-Type when not JSON (static) */
+  char *location;           /* a Location header (a redirect to the leader), or NULL */
+  int retry_after_s;        /* > 0: a Retry-After header */
   bool parked;              /* a long poll waiting for orders */
   bool in_batch;            /* being handled in the state thread's current batch: it is
                                resumed once, at the end of the batch, never earlier */

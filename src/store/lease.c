@@ -1,0 +1,259 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The leader lease on PostgreSQL (lease.h): one row, renewed and taken by single UPDATE
+ * statements that compare against the database's clock (now()), so servers' own clocks
+ * never decide who leads. Every statement runs asynchronously under a deadline of our own
+ * (timeout_ms): a database that stopped answering (a half-open connection, a frozen
+ * server) fails the tick then, whatever TCP does; the connection is dropped and the next
+ * tick connects afresh. */
+#include "store/lease.h"
+
+#include <libpq-fe.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "util/mem.h"
+
+struct gp_lease {
+  char *url, *holder, *advertise;
+  int ttl_ms, timeout_ms;
+  PGconn *conn;
+  int64_t epoch; /* the epoch this handle holds; 0: none */
+};
+
+/* Racing servers may create the table at once: the row's insert tolerates a conflict,
+ * and a failed CREATE (two creators) is retried once by the caller's next tick. */
+static const char *const schema_sql =
+    "CREATE TABLE IF NOT EXISTS gp_lease ("
+    " id integer PRIMARY KEY CHECK (id = 1),"
+    " epoch bigint NOT NULL DEFAULT 0,"
+    " holder text,"
+    " url text,"
+    " expires_at timestamptz);"
+    "INSERT INTO gp_lease (id, epoch) VALUES (1, 0) ON CONFLICT DO NOTHING";
+
+#define RETURNING \
+  " RETURNING epoch, coalesce(holder, ''), coalesce(url, ''), " \
+  "greatest(0, floor(extract(epoch FROM expires_at - now()) * 1000))::bigint"
+
+/* Renews only the lease this handle holds, and only while it has not expired: a lease
+ * that lapsed may already be another server's. */
+static const char *const renew_sql =
+    "UPDATE gp_lease SET expires_at = now() + $3 * interval '1 millisecond'"
+    " WHERE id = 1 AND holder = $1 AND epoch = $2 AND expires_at > now()" RETURNING;
+/* Takes a free or expired lease, or one this holder id held before (a restarted server:
+ * the new epoch fences what its old process might still do). */
+static const char *const take_sql =
+    "UPDATE gp_lease SET epoch = epoch + 1, holder = $1, url = $2,"
+    " expires_at = now() + $3 * interval '1 millisecond'"
+    " WHERE id = 1 AND (holder IS NULL OR expires_at IS NULL OR expires_at <= now() OR holder = $1)"
+    RETURNING;
+static const char *const read_sql =
+    "SELECT epoch, coalesce(holder, ''), coalesce(url, ''),"
+    " CASE WHEN holder IS NULL OR expires_at IS NULL OR expires_at <= now() THEN 0 ELSE"
+    " greatest(0, floor(extract(epoch FROM expires_at - now()) * 1000))::bigint END"
+    " FROM gp_lease WHERE id = 1";
+static const char *const release_sql =
+    "UPDATE gp_lease SET holder = NULL, url = NULL, expires_at = NULL"
+    " WHERE id = 1 AND holder = $1 AND epoch = $2";
+
+static int64_t mono_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void drop(gp_lease *l) {
+  if (l->conn) PQfinish(l->conn);
+  l->conn = NULL;
+}
+
+/* The database's words, on one line, for an operator. */
+static int db_err(gp_lease *l, int code, gp_err *err, const char *what) {
+  const char *m = l->conn ? PQerrorMessage(l->conn) : "";
+  char one[300];
+  snprintf(one, sizeof one, "%s", m && *m ? m : "no answer");
+  for (char *p = one; *p; p++)
+    if (*p == '\n' || *p == '\r') *p = ' ';
+  gp_err_set(err, code, NULL, 0, "ha", "lease: %s: %s", what, one);
+  drop(l);
+  return code;
+}
+
+static int connect_db(gp_lease *l, gp_err *err) {
+  if (l->conn && PQstatus(l->conn) == CONNECTION_OK) return 0;
+  drop(l);
+  char ct[16], tut[16], opts[96];
+  /* libpq counts connect_timeout in whole seconds, 2 at least. */
+  snprintf(ct, sizeof ct, "%d", l->timeout_ms < 2000 ? 2 : (l->timeout_ms + 999) / 1000);
+  snprintf(tut, sizeof tut, "%d", l->timeout_ms);
+  snprintf(opts, sizeof opts, "-c statement_timeout=%d -c lock_timeout=%d -c client_min_messages=warning", l->timeout_ms,
+           l->timeout_ms);
+  const char *keys[] = {"dbname", "connect_timeout", "keepalives", "keepalives_idle",
+                        "keepalives_interval", "keepalives_count", "tcp_user_timeout",
+                        "options", "application_name", NULL};
+  const char *vals[] = {l->url, ct, "1", "1", "1", "3", tut, opts, "gpool-lease", NULL};
+  l->conn = PQconnectdbParams(keys, vals, 1);
+  if (!l->conn || PQstatus(l->conn) != CONNECTION_OK) return db_err(l, GP_EIO, err, "connect");
+  if (PQsetnonblocking(l->conn, 1) != 0) return db_err(l, GP_EIO, err, "connect");
+  return 0;
+}
+
+/* Runs one statement under the handle's deadline; returns its result (PQclear it) or NULL
+ * with the connection dropped. */
+static PGresult *exec(gp_lease *l, const char *sql, int n, const char *const *params,
+                      int *code, gp_err *err) {
+  *code = connect_db(l, err);
+  if (*code) return NULL;
+  int64_t deadline = mono_ms() + l->timeout_ms;
+  if (n ? !PQsendQueryParams(l->conn, sql, n, NULL, params, NULL, NULL, 0)
+        : !PQsendQuery(l->conn, sql)) {
+    *code = db_err(l, GP_EIO, err, "send");
+    return NULL;
+  }
+  PGresult *res = NULL, *last = NULL;
+  for (;;) {
+    int flushed = PQflush(l->conn);
+    if (flushed < 0) break;
+    if (!flushed && !PQisBusy(l->conn)) {
+      res = PQgetResult(l->conn);
+      if (!res) break; /* all results in */
+      PQclear(last);
+      last = res;
+      continue;
+    }
+    int64_t left = deadline - mono_ms();
+    if (left <= 0) {
+      PQclear(last);
+      gp_err_set(err, GP_ETIMEOUT, NULL, 0, "ha", "lease: the database did not answer within %d ms",
+                 l->timeout_ms);
+      drop(l);
+      *code = GP_ETIMEOUT;
+      return NULL;
+    }
+    struct pollfd p = {.fd = PQsocket(l->conn), .events = POLLIN | (flushed ? POLLOUT : 0)};
+    if (poll(&p, 1, (int)left) < 0) continue;
+    if (!PQconsumeInput(l->conn)) break;
+  }
+  if (!last || PQstatus(l->conn) != CONNECTION_OK) {
+    PQclear(last);
+    *code = db_err(l, GP_EIO, err, "query");
+    return NULL;
+  }
+  ExecStatusType st = PQresultStatus(last);
+  if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) {
+    char msg[300];
+    snprintf(msg, sizeof msg, "%s", PQresultErrorMessage(last));
+    PQclear(last);
+    for (char *p = msg; *p; p++)
+      if (*p == '\n') *p = ' ';
+    *code = gp_err_set(err, GP_EIO, NULL, 0, "ha", "lease: %s", msg);
+    drop(l); /* a fresh connection next tick: no aborted transaction can linger */
+    return NULL;
+  }
+  return last;
+}
+
+/* Fills *st from a (epoch, holder, url, ms left) row; false when there is no row. */
+static bool read_row(PGresult *res, gp_lease_state *st) {
+  if (PQntuples(res) != 1 || PQnfields(res) != 4) return false;
+  st->epoch = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+  snprintf(st->holder, sizeof st->holder, "%s", PQgetvalue(res, 0, 1));
+  snprintf(st->leader_url, sizeof st->leader_url, "%s", PQgetvalue(res, 0, 2));
+  st->expires_in_ms = strtoll(PQgetvalue(res, 0, 3), NULL, 10);
+  return true;
+}
+
+static int ensure_schema(gp_lease *l, gp_err *err) {
+  int code;
+  PGresult *res = exec(l, schema_sql, 0, NULL, &code, err);
+  if (!res) res = exec(l, schema_sql, 0, NULL, &code, err); /* lost a creation race */
+  if (!res) return code;
+  PQclear(res);
+  return 0;
+}
+
+int gp_lease_open(const gp_lease_cfg *cfg, gp_lease **ret, gp_err *err) {
+  *ret = NULL;
+  if (!cfg->url || !*cfg->url)
+    return gp_err_set(err, GP_EINVAL, NULL, 0, "store", "the lease needs the store's postgresql:// URL");
+  if (!cfg->holder || !*cfg->holder || strlen(cfg->holder) >= GP_LEASE_HOLDER_MAX)
+    return gp_err_set(err, GP_EINVAL, NULL, 0, "ha.id", "must be 1 to %d bytes", GP_LEASE_HOLDER_MAX - 1);
+  if (!cfg->advertise || strlen(cfg->advertise) >= GP_LEASE_URL_MAX)
+    return gp_err_set(err, GP_EINVAL, NULL, 0, "ha.advertise", "must be at most %d bytes",
+                      GP_LEASE_URL_MAX - 1);
+  int ttl = cfg->ttl_ms > 0 ? cfg->ttl_ms : 10000;
+  gp_lease *l = gp_xcalloc(1, sizeof *l);
+  l->url = gp_xstrdup(cfg->url);
+  l->holder = gp_xstrdup(cfg->holder);
+  l->advertise = gp_xstrdup(cfg->advertise);
+  l->ttl_ms = ttl;
+  l->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : ttl / 5;
+  if (l->timeout_ms < 100) l->timeout_ms = 100;
+  int r = ensure_schema(l, err);
+  if (r) {
+    gp_lease_close(l);
+    return r;
+  }
+  *ret = l;
+  return 0;
+}
+
+int gp_lease_tick(gp_lease *l, gp_lease_state *st, gp_err *err) {
+  memset(st, 0, sizeof *st);
+  char epoch[24], ttl[16];
+  snprintf(epoch, sizeof epoch, "%lld", (long long)l->epoch);
+  snprintf(ttl, sizeof ttl, "%d", l->ttl_ms);
+  int code;
+  PGresult *res;
+  if (l->epoch > 0) {
+    const char *p[] = {l->holder, epoch, ttl};
+    if (!(res = exec(l, renew_sql, 3, p, &code, err))) return code;
+    bool held = read_row(res, st);
+    PQclear(res);
+    if (held) {
+      st->leader = true;
+      return 0;
+    }
+    l->epoch = 0; /* lapsed or taken: from now on only a take makes this handle leader */
+  }
+  const char *p[] = {l->holder, l->advertise, ttl};
+  if (!(res = exec(l, take_sql, 3, p, &code, err))) return code;
+  bool took = read_row(res, st);
+  PQclear(res);
+  if (took) {
+    l->epoch = st->epoch;
+    st->leader = true;
+    return 0;
+  }
+  if (!(res = exec(l, read_sql, 0, NULL, &code, err))) return code;
+  bool found = read_row(res, st);
+  PQclear(res);
+  if (!found) return ensure_schema(l, err); /* the row was deleted: make it again */
+  if (st->expires_in_ms == 0) st->holder[0] = st->leader_url[0] = '\0';
+  return 0;
+}
+
+int gp_lease_release(gp_lease *l, gp_err *err) {
+  if (l->epoch <= 0) return 0;
+  char epoch[24];
+  snprintf(epoch, sizeof epoch, "%lld", (long long)l->epoch);
+  const char *p[] = {l->holder, epoch};
+  l->epoch = 0;
+  int code;
+  PGresult *res = exec(l, release_sql, 2, p, &code, err);
+  if (!res) return code;
+  PQclear(res);
+  return 0;
+}
+
+void gp_lease_close(gp_lease *l) {
+  if (!l) return;
+  drop(l);
+  free(l->url);
+  free(l->holder);
+  free(l->advertise);
+  free(l);
+}
