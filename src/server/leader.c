@@ -120,6 +120,7 @@ static void *lease_main(void *arg) {
 }
 
 int gp__srv_leader_start(gp_srv_leader *l, gp_err *err) {
+  tick(l); /* at once: GET /v1/leader and redirects know the leader from the start */
   if (pthread_create(&l->thread, NULL, lease_main, l) != 0)
     return gp_err_set(err, GP_EIO, NULL, 0, "ha", "cannot start the lease thread");
   l->running = true;

@@ -1,0 +1,296 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Two servers on one store and one lease (a real PostgreSQL): one leads, the other
+ * follows, answers reads from the store and sends writes to the leader; a leader that
+ * stops hands over at once; a leader that cannot renew stops acting before its lease
+ * could have expired; a leader whose lease was taken steps down. */
+#include "test.h"
+
+#include "server/leader_pg.h"
+#include "srv_util.h"
+
+#define LEASE_MS 1500
+#define RENEW_MS 300
+
+typedef struct node {
+  tsrv t;
+} node;
+
+static char store_path[300];
+
+/* The servers' shared store. */
+static gp_store *open_store(void) {
+  gp_store *s = NULL;
+  gp_err e = {0};
+  if (gp_store_sqlite_open(store_path, &s, &e)) fprintf(stderr, "store: %s\n", e.message);
+  REQUIRE(s);
+  return s;
+}
+
+static void start_server(tsrv *t, const char *url, const char *id) {
+  tsrv_make_dir(t);
+  if (!store_path[0]) snprintf(store_path, sizeof store_path, "%s/shared.db", t->dir);
+  char text[8192];
+  snprintf(text, sizeof text, "%sdata_dir: %s\nha: {lease_ms: %d, renew_ms: %d, id: %s}\n",
+           tsrv_base_config, t->dir, LEASE_MS, RENEW_MS, id);
+  gp_err e = {0};
+  if (gp_server_config_parse("test.yaml", text, strlen(text), &t->cfg, &e)) {
+    fprintf(stderr, "config: %s\n", e.message);
+    REQUIRE(0);
+  }
+  t->cfg->ha.url = url;
+  if (gp_server_new(t->cfg, open_store(), &t->srv, &e) || gp_server_start(t->srv, &e)) {
+    fprintf(stderr, "server: %s\n", e.message);
+    REQUIRE(0);
+  }
+  snprintf(t->base, sizeof t->base, "http://127.0.0.1:%d", gp_server_port(t->srv));
+}
+
+static const char *role(tsrv *t) {
+  if (tsrv_req(t, "GET", "/v1/leader", ALICE, NULL) != 200) return "";
+  const char *r = json_string_value(json_object_get(t->last, "role"));
+  return r ? r : "";
+}
+
+/* Waits up to `ms` for t to have `want` as its role; returns the time it took, or -1. */
+static int64_t wait_role(tsrv *t, const char *want, int ms) {
+  int64_t t0 = tsrv_now_ms();
+  while (tsrv_now_ms() - t0 < ms) {
+    if (strcmp(role(t), want) == 0) return tsrv_now_ms() - t0;
+    usleep(20 * 1000);
+  }
+  return -1;
+}
+
+static size_t header_cb(char *p, size_t size, size_t n, void *ud) {
+  gp_buf *b = ud;
+  if (strncasecmp(p, "Location:", 9) == 0 || strncasecmp(p, "Retry-After:", 12) == 0)
+    gp_buf_append(b, p, size * n);
+  return size * n;
+}
+
+/* A request that keeps the Location and Retry-After headers in *hdrs (caller frees). */
+static long call_with_headers(const tsrv *t, const char *method, const char *path, const char *token,
+                              const char *body, char **hdrs) {
+  CURL *h = curl_easy_init();
+  char url[512], auth[128];
+  snprintf(url, sizeof url, "%s%s", t->base, path);
+  snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);
+  struct curl_slist *hl = curl_slist_append(NULL, auth);
+  gp_buf out, hb;
+  gp_buf_init(&out, 0);
+  gp_buf_init(&hb, 0);
+  curl_easy_setopt(h, CURLOPT_URL, url);
+  curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+  curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
+  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 10000L);
+  if (body) curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, tsrv_write);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, &out);
+  curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, header_cb);
+  curl_easy_setopt(h, CURLOPT_HEADERDATA, &hb);
+  long code = 0;
+  if (curl_easy_perform(h) == CURLE_OK) curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+  curl_slist_free_all(hl);
+  curl_easy_cleanup(h);
+  gp_buf_done(&out);
+  *hdrs = strdup(hb.data ? hb.data : "");
+  gp_buf_done(&hb);
+  return code;
+}
+
+static long public_get(const tsrv *t, const char *path) {
+  return tsrv_call(t, "GET", path, NULL, NULL, NULL);
+}
+
+static void one_leads_and_the_other_follows(void) {
+  const char *url = tpg_start();
+  tsrv a = {0}, b = {0};
+  start_server(&a, url, "a");
+  CHECK(wait_role(&a, "leader", 3000) >= 0);
+  CHECK_EQ_INT(1, json_integer_value(json_object_get(a.last, "epoch")));
+  CHECK_EQ_STR(a.base, json_string_value(json_object_get(a.last, "self")));
+  start_server(&b, url, "b");
+  CHECK_EQ_STR("follower", role(&b));
+  CHECK_EQ_STR(a.base, json_string_value(json_object_get(b.last, "leader")));
+  CHECK_EQ_STR("a", json_string_value(json_object_get(b.last, "holder")));
+  CHECK(json_integer_value(json_object_get(b.last, "expires_in_ms")) > 0);
+  /* Health without a token; the leader route with one. */
+  CHECK_EQ_INT(200, public_get(&a, "/livez"));
+  CHECK_EQ_INT(200, public_get(&a, "/readyz"));
+  CHECK_EQ_INT(200, public_get(&b, "/livez"));
+  CHECK_EQ_INT(200, public_get(&b, "/readyz"));
+  CHECK_EQ_INT(401, public_get(&b, "/v1/leader"));
+
+  /* A write on the leader is read on the follower once it reloaded (about a second). */
+  char *id = tsrv_submit(&a, ALICE, "{\"command\": [\"sleep\", \"1\"], \"gpus\": 1}");
+  REQUIRE(id);
+  char path[64];
+  snprintf(path, sizeof path, "/v1/jobs/%s", id);
+  bool seen = false;
+  for (int i = 0; i < 150 && !seen; i++) {
+    seen = tsrv_req(&b, "GET", path, ALICE, NULL) == 200;
+    if (!seen) usleep(20 * 1000);
+  }
+  CHECK(seen);
+  CHECK_EQ_STR("pending", job_str(b.last, "state"));
+  CHECK_EQ_INT(200, tsrv_req(&b, "GET", "/v1/jobs", ALICE, NULL));
+  CHECK_EQ_INT(200, tsrv_req(&b, "GET", "/v1/queues", ALICE, NULL));
+
+  /* Writes on the follower go to the leader, path and query as sent. */
+  char *hdrs = NULL;
+  CHECK_EQ_INT(307, call_with_headers(&b, "POST", "/v1/jobs?x=1", ALICE,
+                                      "{\"command\": [\"true\"]}", &hdrs));
+  char want[200];
+  snprintf(want, sizeof want, "Location: %s/v1/jobs?x=1", a.base);
+  CHECK_CONTAINS(hdrs, want);
+  free(hdrs);
+  CHECK_EQ_INT(307, call_with_headers(&b, "DELETE", path, ALICE, NULL, &hdrs));
+  free(hdrs);
+  CHECK_EQ_INT(307, tsrv_agent_call(&b, "/v1/agent/heartbeat", "{\"node\": \"n1\", \"gen\": 0}", NULL));
+  /* The follower wrote nothing: the job is still there, pending. */
+  CHECK_EQ_INT(200, tsrv_req(&a, "GET", path, ALICE, NULL));
+  CHECK_EQ_STR("pending", job_str(a.last, "state"));
+  /* An agent's answers from the leader carry the lease's epoch. */
+  json_t *reg = NULL;
+  CHECK_EQ_INT(201, tsrv_register(&a, "n1", 2, NULL));
+  json_t *hb = tsrv_heartbeat(&a, "n1", 0, 0, NULL);
+  REQUIRE(hb);
+  CHECK_EQ_INT(1, json_integer_value(json_object_get(hb, "epoch")));
+  json_decref(hb);
+  json_decref(reg);
+  free(id);
+  tsrv_stop(&b);
+  tsrv_stop(&a);
+}
+
+static void a_stopped_leader_hands_over_at_once(void) {
+  const char *url = tpg_start();
+  tsrv a = {0}, b = {0};
+  start_server(&a, url, "a");
+  REQUIRE(wait_role(&a, "leader", 3000) >= 0);
+  start_server(&b, url, "b");
+  char *id = tsrv_submit(&a, ALICE, "{\"command\": [\"sleep\", \"1\"], \"gpus\": 1}");
+  REQUIRE(id);
+  a.keep_dir = true; /* the shared store lives there */
+  int64_t t0 = tsrv_now_ms();
+  tsrv_stop(&a); /* releases the lease */
+  int64_t took = wait_role(&b, "leader", LEASE_MS + 2 * RENEW_MS);
+  CHECK(took >= 0);
+  CHECK(tsrv_now_ms() - t0 < LEASE_MS); /* not an expiry: the release */
+  CHECK_EQ_INT(2, json_integer_value(json_object_get(b.last, "epoch")));
+  char path[64];
+  snprintf(path, sizeof path, "/v1/jobs/%s", id);
+  CHECK_EQ_INT(200, tsrv_req(&b, "GET", path, ALICE, NULL));
+  char *id2 = tsrv_submit(&b, ALICE, "{\"command\": [\"true\"]}");
+  CHECK(id2 != NULL);
+  CHECK(id2 && strcmp(id, id2) != 0);
+  free(id);
+  free(id2);
+  tsrv_stop(&b);
+  tsrv_rm_dir(a.dir);
+}
+
+/* The lease row locked by another session: the leader's renewals hang until their
+ * timeout; it must stop acting lease_ms - 2 * renew_ms after its last renewal, before the
+ * lease expires, and then nobody leads until the row is free again. */
+static void a_leader_that_cannot_renew_steps_down_before_expiry(void) {
+  const char *url = tpg_start();
+  tsrv a = {0}, b = {0};
+  start_server(&a, url, "a");
+  REQUIRE(wait_role(&a, "leader", 3000) >= 0);
+  start_server(&b, url, "b");
+  PGconn *c = PQconnectdb(url);
+  REQUIRE(PQstatus(c) == CONNECTION_OK);
+  PQclear(PQexec(c, "BEGIN"));
+  PGresult *res = PQexec(c, "SELECT * FROM gp_lease WHERE id = 1 FOR UPDATE");
+  REQUIRE(PQresultStatus(res) == PGRES_TUPLES_OK);
+  PQclear(res);
+  int64_t locked = tsrv_now_ms();
+  int64_t took = wait_role(&a, "follower", LEASE_MS + RENEW_MS);
+  CHECK(took >= 0);
+  /* Its last renewal was at most renew_ms before the lock. */
+  CHECK(tsrv_now_ms() - locked <= LEASE_MS);
+  char *hdrs = NULL;
+  long code = call_with_headers(&a, "POST", "/v1/jobs", ALICE, "{\"command\": [\"true\"]}", &hdrs);
+  CHECK(code == 307 || code == 503);
+  free(hdrs);
+  PQclear(PQexec(c, "ROLLBACK"));
+  PQfinish(c);
+  /* Someone leads again once the row is free, and only one of them. */
+  int64_t t0 = tsrv_now_ms();
+  bool one = false;
+  while (!one && tsrv_now_ms() - t0 < 3 * LEASE_MS) {
+    one = strcmp(role(&a), "leader") == 0 || strcmp(role(&b), "leader") == 0;
+    if (!one) usleep(20 * 1000);
+  }
+  CHECK(one);
+  CHECK(!(strcmp(role(&a), "leader") == 0 && strcmp(role(&b), "leader") == 0));
+  a.keep_dir = true;
+  tsrv_stop(&b);
+  tsrv_stop(&a);
+  tsrv_rm_dir(a.dir);
+}
+
+/* The lease taken from under a leader (as after a pause past its lease): the leader sees
+ * it at its next renewal and follows the new one. */
+static void a_leader_whose_lease_was_taken_follows(void) {
+  const char *url = tpg_start();
+  tsrv a = {0};
+  start_server(&a, url, "a");
+  REQUIRE(wait_role(&a, "leader", 3000) >= 0);
+  tpg_sql("UPDATE gp_lease SET epoch = epoch + 1, holder = 'z', url = 'http://z.example:1',"
+          " expires_at = now() + interval '1 hour'", NULL, 0);
+  CHECK(wait_role(&a, "follower", 3 * RENEW_MS + 500) >= 0);
+  CHECK_EQ_STR("http://z.example:1", json_string_value(json_object_get(a.last, "leader")));
+  CHECK_EQ_INT(2, json_integer_value(json_object_get(a.last, "epoch")));
+  char *hdrs = NULL;
+  CHECK_EQ_INT(307, call_with_headers(&a, "POST", "/v1/jobs", ALICE, "{\"command\": [\"true\"]}", &hdrs));
+  CHECK_CONTAINS(hdrs, "Location: http://z.example:1/v1/jobs");
+  free(hdrs);
+  /* z gives it up: a leads again under a new epoch. */
+  tpg_sql("UPDATE gp_lease SET holder = NULL, url = NULL, expires_at = NULL", NULL, 0);
+  CHECK(wait_role(&a, "leader", 3 * RENEW_MS + 500) >= 0);
+  CHECK_EQ_INT(3, json_integer_value(json_object_get(a.last, "epoch")));
+  tsrv_stop(&a);
+}
+
+static void no_leader_is_503_with_retry_after(void) {
+  const char *url = tpg_start();
+  tpg_sql("CREATE TABLE gp_lease (id integer PRIMARY KEY CHECK (id = 1), epoch bigint NOT NULL"
+          " DEFAULT 0, holder text, url text, expires_at timestamptz)", NULL, 0);
+  /* Held by a server that advertises nothing reachable: there is a holder, no URL. */
+  tpg_sql("INSERT INTO gp_lease VALUES (1, 7, 'x', '', now() + interval '1 hour')", NULL, 0);
+  tsrv a = {0};
+  start_server(&a, url, "a");
+  CHECK(wait_role(&a, "follower", 2000) >= 0);
+  char *hdrs = NULL;
+  CHECK_EQ_INT(503, call_with_headers(&a, "POST", "/v1/jobs", ALICE, "{\"command\": [\"true\"]}", &hdrs));
+  CHECK_CONTAINS(hdrs, "Retry-After: 1");
+  free(hdrs);
+  CHECK_EQ_INT(200, public_get(&a, "/readyz"));
+  tsrv_stop(&a);
+}
+
+static void ha_settings_are_checked(void) {
+  gp_server_config *c = NULL;
+  gp_err e = {0};
+  const char *bad[] = {"ha: {lease_ms: 500}\n", "ha: {lease_ms: 3000, renew_ms: 2000}\n",
+                       "ha: {advertise: ftp://x}\n", "ha: {id: \"a b\"}\n", "ha: {lease: 1}\n"};
+  const char *field[] = {"ha.lease_ms", "ha.renew_ms", "ha.advertise", "ha.id", "ha.lease"};
+  for (int i = 0; i < 5; i++) {
+    CHECK_EQ_INT(GP_EINVAL, gp_server_config_parse("t.yaml", bad[i], strlen(bad[i]), &c, &e));
+    CHECK_EQ_STR(field[i], e.field);
+  }
+  const char *ok = "ha: {lease_ms: 15000, renew_ms: 5000, advertise: \"https://s1:8642\", id: s1}\n";
+  REQUIRE(gp_server_config_parse("t.yaml", ok, strlen(ok), &c, &e) == 0);
+  CHECK(c->ha.on);
+  CHECK_EQ_INT(15000, c->ha.lease_ms);
+  CHECK_EQ_INT(5000, c->ha.renew_ms);
+  CHECK_EQ_STR("https://s1:8642", c->ha.advertise);
+  CHECK_EQ_STR("s1", c->ha.id);
+  gp_server_config_free(c);
+}
+
+GP_TESTS(one_leads_and_the_other_follows, a_stopped_leader_hands_over_at_once,
+         a_leader_that_cannot_renew_steps_down_before_expiry, a_leader_whose_lease_was_taken_follows,
+         no_leader_is_503_with_retry_after, ha_settings_are_checked)
