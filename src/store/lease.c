@@ -21,6 +21,7 @@ struct gp_lease {
   int ttl_ms, timeout_ms;
   PGconn *conn;
   int64_t epoch; /* the epoch this handle holds; 0: none */
+  char sqlstate[6]; /* of the last failed statement, "" when none */
 };
 
 /* Racing servers may create the table at once: the row's insert tolerates a conflict,
@@ -55,6 +56,16 @@ static const char *const read_sql =
     " CASE WHEN holder IS NULL OR expires_at IS NULL OR expires_at <= now() THEN 0 ELSE"
     " greatest(0, floor(extract(epoch FROM expires_at - now()) * 1000))::bigint END"
     " FROM gp_lease WHERE id = 1";
+/* A writer fenced mid-transaction (a leader paused while it wrote) keeps the lease row
+ * share-locked (gp_store.fence_epoch), so a take would wait for it forever: once the lease
+ * has expired on the database's clock, its sessions are ended, which rolls back what they
+ * had not committed, exactly as fencing would refuse it. */
+static const char *const unblock_sql =
+    "SELECT count(pg_terminate_backend(pid)) FROM pg_locks"
+    " WHERE relation = 'gp_lease'::regclass AND mode = 'RowShareLock' AND granted"
+    " AND pid <> pg_backend_pid()"
+    " AND EXISTS (SELECT 1 FROM gp_lease WHERE id = 1"
+    " AND (holder IS NULL OR expires_at IS NULL OR expires_at <= now()))";
 static const char *const release_sql =
     "UPDATE gp_lease SET holder = NULL, url = NULL, expires_at = NULL"
     " WHERE id = 1 AND holder = $1 AND epoch = $2";
@@ -89,8 +100,9 @@ static int connect_db(gp_lease *l, gp_err *err) {
   /* libpq counts connect_timeout in whole seconds, 2 at least. */
   snprintf(ct, sizeof ct, "%d", l->timeout_ms < 2000 ? 2 : (l->timeout_ms + 999) / 1000);
   snprintf(tut, sizeof tut, "%d", l->timeout_ms);
-  snprintf(opts, sizeof opts, "-c statement_timeout=%d -c lock_timeout=%d -c client_min_messages=warning", l->timeout_ms,
-           l->timeout_ms);
+  /* A lock wait fails first (half the deadline), so a take can tell it and unblock. */
+  snprintf(opts, sizeof opts, "-c statement_timeout=%d -c lock_timeout=%d -c client_min_messages=warning",
+           l->timeout_ms, l->timeout_ms / 2);
   const char *keys[] = {"dbname", "connect_timeout", "keepalives", "keepalives_idle",
                         "keepalives_interval", "keepalives_count", "tcp_user_timeout",
                         "options", "application_name", NULL};
@@ -105,6 +117,7 @@ static int connect_db(gp_lease *l, gp_err *err) {
  * with the connection dropped. */
 static PGresult *exec(gp_lease *l, const char *sql, int n, const char *const *params,
                       int *code, gp_err *err) {
+  l->sqlstate[0] = '\0';
   *code = connect_db(l, err);
   if (*code) return NULL;
   int64_t deadline = mono_ms() + l->timeout_ms;
@@ -145,6 +158,8 @@ static PGresult *exec(gp_lease *l, const char *sql, int n, const char *const *pa
   ExecStatusType st = PQresultStatus(last);
   if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) {
     char msg[300];
+    const char *state = PQresultErrorField(last, PG_DIAG_SQLSTATE);
+    snprintf(l->sqlstate, sizeof l->sqlstate, "%s", state ? state : "");
     snprintf(msg, sizeof msg, "%s", PQresultErrorMessage(last));
     PQclear(last);
     for (char *p = msg; *p; p++)
@@ -220,7 +235,14 @@ int gp_lease_tick(gp_lease *l, gp_lease_state *st, gp_err *err) {
     l->epoch = 0; /* lapsed or taken: from now on only a take makes this handle leader */
   }
   const char *p[] = {l->holder, l->advertise, ttl};
-  if (!(res = exec(l, take_sql, 3, p, &code, err))) return code;
+  res = exec(l, take_sql, 3, p, &code, err);
+  if (!res && strcmp(l->sqlstate, "55P03") == 0) { /* lock_not_available */
+    PGresult *u = exec(l, unblock_sql, 0, NULL, &code, err);
+    if (!u) return code;
+    PQclear(u);
+    res = exec(l, take_sql, 3, p, &code, err);
+  }
+  if (!res) return code;
   bool took = read_row(res, st);
   PQclear(res);
   if (took) {

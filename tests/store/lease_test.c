@@ -164,6 +164,40 @@ static void a_frozen_database_fails_the_tick_within_the_timeout(void) {
   gp_lease_close(a);
 }
 
+/* A writer fenced mid-transaction (paused while it held the lease row share-locked, as
+ * the store's fencing does) does not block a takeover once the lease has expired: its
+ * session is ended and its transaction rolled back. */
+static void a_paused_writer_does_not_block_the_takeover(void) {
+  const char *url = tpg_start();
+  gp_lease *a = open_lease(url, "a", 1000), *b = open_lease(url, "b", 1000);
+  gp_lease_state sa, sb;
+  REQUIRE(tick(a, &sa) == 0);
+  CHECK(sa.leader);
+  PGconn *w = PQconnectdb(url);
+  REQUIRE(PQstatus(w) == CONNECTION_OK);
+  PQclear(PQexec(w, "BEGIN"));
+  PGresult *res = PQexec(w, "SELECT epoch FROM gp_lease WHERE id = 1 FOR SHARE");
+  REQUIRE(PQresultStatus(res) == PGRES_TUPLES_OK);
+  PQclear(res);
+  int64_t t0 = now_ms();
+  bool took = false;
+  while (!took && now_ms() - t0 < 5000) {
+    gp_err e = {0};
+    took = gp_lease_tick(b, &sb, &e) == 0 && sb.leader;
+    if (!took) usleep(100 * 1000);
+  }
+  CHECK(took);
+  CHECK_EQ_INT(2, sb.epoch);
+  CHECK(now_ms() - t0 >= 900); /* not before a's lease expired */
+  /* The paused writer's transaction is gone: it cannot commit. */
+  res = PQexec(w, "COMMIT");
+  CHECK(PQresultStatus(res) != PGRES_COMMAND_OK || PQstatus(w) != CONNECTION_OK);
+  PQclear(res);
+  PQfinish(w);
+  gp_lease_close(a);
+  gp_lease_close(b);
+}
+
 static void bad_settings_are_refused_naming_the_key(void) {
   gp_lease *l = NULL;
   gp_err e = {0};
@@ -178,4 +212,5 @@ static void bad_settings_are_refused_naming_the_key(void) {
 
 GP_TESTS(one_holder_until_expiry_and_the_epoch_rises, a_release_lets_another_take_at_once,
          a_cut_connection_fails_a_tick_then_reconnects, a_restarted_database_is_rejoined,
-         a_frozen_database_fails_the_tick_within_the_timeout, bad_settings_are_refused_naming_the_key)
+         a_frozen_database_fails_the_tick_within_the_timeout, a_paused_writer_does_not_block_the_takeover,
+         bad_settings_are_refused_naming_the_key)
