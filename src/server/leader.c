@@ -23,6 +23,7 @@ struct gp_srv_leader {
   pthread_mutex_t lock;
   pthread_cond_t cond;
   bool stopping;
+  bool tick_now;          /* the state thread learnt something: ask the database now */
   /* Under lock. */
   int64_t held_epoch;     /* 0: not held */
   int64_t valid_until_ms; /* the held epoch may be written under until then */
@@ -107,13 +108,14 @@ static void *lease_main(void *arg) {
     if (tick(l) && l->wake) l->wake(l->wake_ctx);
     pthread_mutex_lock(&l->lock);
     int64_t next = t0 + l->ha->renew_ms;
-    while (!l->stopping && mono_ms() < next) {
+    while (!l->stopping && !l->tick_now && mono_ms() < next) {
       struct timespec ts;
       int64_t at = next;
       ts.tv_sec = at / 1000;
       ts.tv_nsec = (at % 1000) * 1000000;
       pthread_cond_timedwait(&l->cond, &l->lock, &ts);
     }
+    l->tick_now = false;
   }
   pthread_mutex_unlock(&l->lock);
   return NULL;
@@ -166,6 +168,8 @@ void gp__srv_leader_fenced(gp_srv_leader *l, int64_t epoch) {
     l->held_epoch = 0;
     l->valid_until_ms = 0;
   }
+  l->tick_now = true; /* who leads now, for redirects */
+  pthread_cond_signal(&l->cond);
   pthread_mutex_unlock(&l->lock);
 }
 

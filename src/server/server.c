@@ -631,11 +631,20 @@ static enum MHD_Result send_answer(struct MHD_Connection *c, const gp_srv_req *r
   return ret;
 }
 
+/* The role HTTP threads answer with: the state thread's, but never "leader" once the
+ * lease lapsed, even while the state thread is still stuck in a store call. */
+static int http_role(gp_server *srv) {
+  int role = atomic_load(&srv->role);
+  if (role == GP_SRV_LEADER && srv->leader && gp__srv_leader_epoch(srv->leader, mono_ms()) <= 0)
+    role = GP_SRV_FOLLOWER;
+  return role;
+}
+
 /* GET /livez and GET /readyz, without a token: the process serves; it has a state to
  * answer from (a leader, or a follower that loaded the store). */
 static enum MHD_Result send_health(struct MHD_Connection *c, gp_server *srv, bool ready) {
   if (!ready) return send_text(c, 200, "{\"ok\":true}", "application/json");
-  int role = atomic_load(&srv->role);
+  int role = http_role(srv);
   if (role == GP_SRV_LOADING || atomic_load(&srv->loading))
     return send_text(c, 503, "{\"ok\":false,\"role\":\"loading\"}", "application/json");
   return send_text(c, 200, role == GP_SRV_LEADER ? "{\"ok\":true,\"role\":\"leader\"}"
@@ -798,12 +807,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     }
   }
   if (strcmp(r->path, "/v1/leader") == 0 && strcmp(r->method, "GET") == 0) {
-    json_t *doc = gp__srv_follower_leader_doc(srv->leader, srv->self_url, atomic_load(&srv->role));
+    json_t *doc = gp__srv_follower_leader_doc(srv->leader, srv->self_url, http_role(srv));
     gp__srv_reply_json(r, 200, doc);
     return send_answer(c, r, "application/json");
   }
   /* Only the leader writes: elsewhere a write is sent on to it (or refused while none). */
-  if (srv->leader && atomic_load(&srv->role) != GP_SRV_LEADER && gp__srv_follower_is_write(r)) {
+  if (srv->leader && http_role(srv) != GP_SRV_LEADER && gp__srv_follower_is_write(r)) {
     gp__srv_follower_redirect(r, srv->leader);
     return send_answer(c, r, "application/json");
   }

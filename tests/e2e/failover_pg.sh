@@ -1,47 +1,34 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
-# A throw-away PostgreSQL for the failover tests: `failover_pg.sh start DIR` makes a
-# cluster in DIR (owned by the `postgres` user when run as root: postgres refuses root),
-# starts it on a free port of 127.0.0.1 with its socket in DIR, and prints its URL;
-# `failover_pg.sh stop DIR` stops it at once (immediate: as a crash would) and
-# `failover_pg.sh restart DIR` stops it that way and starts it again on the same port.
+# A throw-away PostgreSQL for the failover tests that may stop and restart it:
+# `failover_pg.sh start DIR` starts one with tests/pg/pg_start.sh (which prints its URL),
+# `failover_pg.sh stop DIR` stops it at once (immediate: as a crash would, every session
+# cut) and `failover_pg.sh restart DIR` does that and starts it again on the same port.
 set -euo pipefail
 cmd=${1:?usage: failover_pg.sh start|stop|restart DIR}
 dir=${2:?usage: failover_pg.sh start|stop|restart DIR}
-bin=$(dirname "$(readlink -f "$(command -v postgres)")")
+here=$(cd "$(dirname "$0")" && pwd)
+bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || true)
+as=()
+[ "$(id -u)" = 0 ] && as=(runuser -u postgres --)
 
-as_pg() {
-  if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
-}
-
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-
-launch() {
-  local port=$1
-  as_pg "$bin/pg_ctl" -D "$dir/data" -l "$dir/log" -w -t 30 \
-    -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200" \
-    start >/dev/null
-}
+stop() { "${as[@]}" "$bin/pg_ctl" -D "$dir/data" -m immediate -w -t 30 stop >/dev/null 2>&1 || true; }
 
 case $cmd in
 start)
   mkdir -p "$dir"
-  if [ "$(id -u)" = 0 ]; then
-    chown postgres "$dir"
-    chmod o+x "$(dirname "$dir")" # the test's temp dir: postgres must reach DIR through it
-  fi
-  as_pg "$bin/initdb" -D "$dir/data" -U gpool --auth=trust -E UTF8 --no-sync >/dev/null
-  port=$(free_port)
-  echo "$port" >"$dir/port"
-  launch "$port"
-  echo "postgresql://gpool@127.0.0.1:$port/postgres"
+  # As root, postgres (another user) must reach DIR through the test's temp dir.
+  [ "$(id -u)" = 0 ] && chmod o+x "$(dirname "$(cd "$dir" && pwd)")"
+  bash "$here/../pg/pg_start.sh" "$dir"
   ;;
-stop) as_pg "$bin/pg_ctl" -D "$dir/data" -m immediate -w stop >/dev/null ;;
+stop) stop ;;
 restart)
-  as_pg "$bin/pg_ctl" -D "$dir/data" -m immediate -w stop >/dev/null || true
-  launch "$(cat "$dir/port")"
+  stop
+  url=$(cat "$dir/url")
+  port=${url##*:}
+  port=${port%%/*}
+  "${as[@]}" "$bin/pg_ctl" -D "$dir/data" -l "$dir/postgres.log" -w -t 30 \
+    -o "-c listen_addresses=127.0.0.1 -p $port -k $dir -c fsync=on -c max_connections=200" start >/dev/null
   ;;
 *) echo "usage: failover_pg.sh start|stop|restart DIR" >&2; exit 2 ;;
 esac

@@ -42,9 +42,9 @@ static inline void tpg_dir_(char *dir, size_t size, long owner) {
 __attribute__((destructor)) static void tpg_stop_at_exit_(void) {
   char dir[64];
   tpg_dir_(dir, sizeof dir, (long)getpid());
-  char port[300];
-  snprintf(port, sizeof port, "%s/pg/port", dir);
-  if (access(port, F_OK) != 0) return;
+  char url[300];
+  snprintf(url, sizeof url, "%s/pg/url", dir);
+  if (access(url, F_OK) != 0) return;
   char line[700];
   snprintf(line, sizeof line, "bash '%s/tests/e2e/failover_pg.sh' stop '%s/pg' >/dev/null 2>&1; rm -rf '%s'",
            GP_SOURCE_DIR, dir, dir);
@@ -57,22 +57,25 @@ static inline void tpg_sql(const char *sql, char *out, size_t out_size);
 static inline const char *tpg_start(void) {
   tpg *t = &tpg_current_;
   tpg_dir_(t->dir, sizeof t->dir, (long)getppid());
-  char port_file[300], base[256];
-  snprintf(port_file, sizeof port_file, "%s/pg/port", t->dir);
-  if (access(port_file, F_OK) != 0) {
+  char url_file[300], base[256] = "";
+  snprintf(url_file, sizeof url_file, "%s/pg/url", t->dir);
+  if (access(url_file, F_OK) != 0) {
     REQUIRE(mkdir(t->dir, 0700) == 0 || errno == EEXIST);
     tpg_script_("start", t->dir, base, sizeof base);
   }
-  FILE *f = fopen(port_file, "r");
+  FILE *f = fopen(url_file, "r");
   REQUIRE(f != NULL);
-  int port = 0;
-  REQUIRE(fscanf(f, "%d", &port) == 1);
+  REQUIRE(fgets(base, sizeof base, f) != NULL);
   fclose(f);
-  snprintf(t->url, sizeof t->url, "postgresql://gpool@127.0.0.1:%d/postgres", port);
+  base[strcspn(base, "\n")] = '\0';
+  char *slash = strrchr(base, '/'); /* postgresql://user@host:port/postgres */
+  REQUIRE(slash != NULL);
+  snprintf(t->url, sizeof t->url, "%s", base);
   char sql[96];
   snprintf(sql, sizeof sql, "CREATE DATABASE t%ld", (long)getpid());
   tpg_sql(sql, NULL, 0);
-  snprintf(t->url, sizeof t->url, "postgresql://gpool@127.0.0.1:%d/t%ld", port, (long)getpid());
+  *slash = '\0';
+  snprintf(t->url, sizeof t->url, "%s/t%ld", base, (long)getpid());
   return t->url;
 }
 

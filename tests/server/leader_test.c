@@ -11,38 +11,35 @@
 #define LEASE_MS 1500
 #define RENEW_MS 300
 
-typedef struct node {
-  tsrv t;
-} node;
-
-static char store_path[300];
-
-/* The servers' shared store. */
-static gp_store *open_store(void) {
+/* The servers' shared store: the lease's database. */
+static gp_store *open_store(const char *url) {
   gp_store *s = NULL;
   gp_err e = {0};
-  if (gp_store_sqlite_open(store_path, &s, &e)) fprintf(stderr, "store: %s\n", e.message);
+  if (gp_store_pg_open(url, &s, &e)) fprintf(stderr, "store: %s\n", e.message);
   REQUIRE(s);
   return s;
 }
 
-static void start_server(tsrv *t, const char *url, const char *id) {
+static void start_server_lease(tsrv *t, const char *url, const char *id, int lease_ms, int renew_ms) {
   tsrv_make_dir(t);
-  if (!store_path[0]) snprintf(store_path, sizeof store_path, "%s/shared.db", t->dir);
   char text[8192];
   snprintf(text, sizeof text, "%sdata_dir: %s\nha: {lease_ms: %d, renew_ms: %d, id: %s}\n",
-           tsrv_base_config, t->dir, LEASE_MS, RENEW_MS, id);
+           tsrv_base_config, t->dir, lease_ms, renew_ms, id);
   gp_err e = {0};
   if (gp_server_config_parse("test.yaml", text, strlen(text), &t->cfg, &e)) {
     fprintf(stderr, "config: %s\n", e.message);
     REQUIRE(0);
   }
   t->cfg->ha.url = url;
-  if (gp_server_new(t->cfg, open_store(), &t->srv, &e) || gp_server_start(t->srv, &e)) {
+  if (gp_server_new(t->cfg, open_store(url), &t->srv, &e) || gp_server_start(t->srv, &e)) {
     fprintf(stderr, "server: %s\n", e.message);
     REQUIRE(0);
   }
   snprintf(t->base, sizeof t->base, "http://127.0.0.1:%d", gp_server_port(t->srv));
+}
+
+static void start_server(tsrv *t, const char *url, const char *id) {
+  start_server_lease(t, url, id, LEASE_MS, RENEW_MS);
 }
 
 static const char *role(tsrv *t) {
@@ -171,7 +168,6 @@ static void a_stopped_leader_hands_over_at_once(void) {
   start_server(&b, url, "b");
   char *id = tsrv_submit(&a, ALICE, "{\"command\": [\"sleep\", \"1\"], \"gpus\": 1}");
   REQUIRE(id);
-  a.keep_dir = true; /* the shared store lives there */
   int64_t t0 = tsrv_now_ms();
   tsrv_stop(&a); /* releases the lease */
   int64_t took = wait_role(&b, "leader", LEASE_MS + 2 * RENEW_MS);
@@ -187,7 +183,6 @@ static void a_stopped_leader_hands_over_at_once(void) {
   free(id);
   free(id2);
   tsrv_stop(&b);
-  tsrv_rm_dir(a.dir);
 }
 
 /* The lease row locked by another session: the leader's renewals hang until their
@@ -225,10 +220,8 @@ static void a_leader_that_cannot_renew_steps_down_before_expiry(void) {
   }
   CHECK(one);
   CHECK(!(strcmp(role(&a), "leader") == 0 && strcmp(role(&b), "leader") == 0));
-  a.keep_dir = true;
   tsrv_stop(&b);
   tsrv_stop(&a);
-  tsrv_rm_dir(a.dir);
 }
 
 /* The lease taken from under a leader (as after a pause past its lease): the leader sees
@@ -241,6 +234,11 @@ static void a_leader_whose_lease_was_taken_follows(void) {
   tpg_sql("UPDATE gp_lease SET epoch = epoch + 1, holder = 'z', url = 'http://z.example:1',"
           " expires_at = now() + interval '1 hour'", NULL, 0);
   CHECK(wait_role(&a, "follower", 3 * RENEW_MS + 500) >= 0);
+  /* It may follow before its lease thread read the new holder (a write fenced first). */
+  for (int i = 0; i < 50 && strcmp(json_string_value(json_object_get(a.last, "leader")) ?: "", "http://z.example:1"); i++) {
+    usleep(20 * 1000);
+    role(&a);
+  }
   CHECK_EQ_STR("http://z.example:1", json_string_value(json_object_get(a.last, "leader")));
   CHECK_EQ_INT(2, json_integer_value(json_object_get(a.last, "epoch")));
   char *hdrs = NULL;
@@ -251,6 +249,34 @@ static void a_leader_whose_lease_was_taken_follows(void) {
   tpg_sql("UPDATE gp_lease SET holder = NULL, url = NULL, expires_at = NULL", NULL, 0);
   CHECK(wait_role(&a, "leader", 3 * RENEW_MS + 500) >= 0);
   CHECK_EQ_INT(3, json_integer_value(json_object_get(a.last, "epoch")));
+  tsrv_stop(&a);
+}
+
+/* The lease taken while the leader still believes it holds it (as when it resumes from a
+ * pause): its next write is refused by the store as fenced, nothing of it is kept, and the
+ * leader follows at once rather than at its next renewal. */
+static void a_fenced_write_makes_the_leader_follow(void) {
+  const char *url = tpg_start();
+  tsrv a = {0};
+  start_server_lease(&a, url, "a", 9000, 3000);
+  REQUIRE(wait_role(&a, "leader", 3000) >= 0);
+  char *before = tsrv_submit(&a, ALICE, "{\"command\": [\"true\"]}");
+  REQUIRE(before);
+  tpg_sql("UPDATE gp_lease SET epoch = epoch + 1, holder = 'z', url = 'http://z.example:1',"
+          " expires_at = now() + interval '1 hour'", NULL, 0);
+  int64_t t0 = tsrv_now_ms();
+  long code = tsrv_req(&a, "POST", "/v1/jobs", ALICE, "{\"command\": [\"true\"], \"name\": \"fenced\"}");
+  CHECK(tsrv_now_ms() - t0 < 3000); /* answered before its next renewal could tell it */
+  CHECK(code == 503 || code == 307);
+  if (code == 503) CHECK_CONTAINS(json_string_value(json_object_get(json_object_get(a.last, "error"), "message")), "fenced");
+  CHECK(wait_role(&a, "follower", 1000) >= 0);
+  /* Nothing of the refused write is in the store: the only job is the first one. */
+  char n[32];
+  tpg_sql("SELECT count(*) FROM jobs", n, sizeof n);
+  CHECK_EQ_STR("1", n);
+  /* /healthz does not blame the store for it. */
+  CHECK_EQ_INT(200, public_get(&a, "/healthz"));
+  free(before);
   tsrv_stop(&a);
 }
 
@@ -293,4 +319,5 @@ static void ha_settings_are_checked(void) {
 
 GP_TESTS(one_leads_and_the_other_follows, a_stopped_leader_hands_over_at_once,
          a_leader_that_cannot_renew_steps_down_before_expiry, a_leader_whose_lease_was_taken_follows,
-         no_leader_is_503_with_retry_after, ha_settings_are_checked)
+         a_fenced_write_makes_the_leader_follow, no_leader_is_503_with_retry_after,
+         ha_settings_are_checked)
