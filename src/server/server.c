@@ -461,6 +461,8 @@ static void follow_refresh(gp_server *srv) {
   s->autoscale = old->autoscale;
   gp__srv_state_free(old);
   srv->state = s;
+  /* A follower writes nothing: what the store refused while it led no longer holds. */
+  set_healthz(srv);
   atomic_store(&srv->role, GP_SRV_FOLLOWER);
 }
 
