@@ -86,6 +86,7 @@ typedef struct gp_server_config {
   const struct gp_node_template *node_templates;
   gp_autoscale_config autoscale; /* `autoscale:` (autoscale_config.h) */
   struct gp_arena *arena;
+  const char *store;           /* `store:` a postgresql:// URL; NULL: <data_dir>/gpool.db */
 } gp_server_config;
 
 /* A config with every default and no tokens, queues or pools (for tests and `gpool up`
