@@ -88,6 +88,7 @@ typedef struct gp_server_config {
   gp_autoscale_config autoscale; /* `autoscale:` (autoscale_config.h) */
   gp_server_ha ha;             /* `ha:` (leader_config.h); .on false: one server */
   struct gp_arena *arena;
+  const char *store;           /* `store:` a postgresql:// URL; NULL: <data_dir>/gpool.db */
 } gp_server_config;
 
 /* A config with every default and no tokens, queues or pools (for tests and `gpool up`

@@ -11,27 +11,17 @@
 #define LEASE_MS 1500
 #define RENEW_MS 300
 
-/* The servers' shared store: the lease's database. */
-static gp_store *open_store(const char *url) {
-  gp_store *s = NULL;
-  gp_err e = {0};
-  if (gp_store_pg_open(url, &s, &e)) fprintf(stderr, "store: %s\n", e.message);
-  REQUIRE(s);
-  return s;
-}
-
 static void start_server_lease(tsrv *t, const char *url, const char *id, int lease_ms, int renew_ms) {
   tsrv_make_dir(t);
   char text[8192];
-  snprintf(text, sizeof text, "%sdata_dir: %s\nha: {lease_ms: %d, renew_ms: %d, id: %s}\n",
-           tsrv_base_config, t->dir, lease_ms, renew_ms, id);
+  snprintf(text, sizeof text, "%sdata_dir: %s\nstore: %s\nha: {lease_ms: %d, renew_ms: %d, id: %s}\n",
+           tsrv_base_config, t->dir, url, lease_ms, renew_ms, id);
   gp_err e = {0};
   if (gp_server_config_parse("test.yaml", text, strlen(text), &t->cfg, &e)) {
     fprintf(stderr, "config: %s\n", e.message);
     REQUIRE(0);
   }
-  t->cfg->ha.url = url;
-  if (gp_server_new(t->cfg, open_store(url), &t->srv, &e) || gp_server_start(t->srv, &e)) {
+  if (gp_server_new(t->cfg, NULL, &t->srv, &e) || gp_server_start(t->srv, &e)) {
     fprintf(stderr, "server: %s\n", e.message);
     REQUIRE(0);
   }
@@ -300,20 +290,23 @@ static void no_leader_is_503_with_retry_after(void) {
 static void ha_settings_are_checked(void) {
   gp_server_config *c = NULL;
   gp_err e = {0};
-  const char *bad[] = {"ha: {lease_ms: 500}\n", "ha: {lease_ms: 3000, renew_ms: 2000}\n",
-                       "ha: {advertise: ftp://x}\n", "ha: {id: \"a b\"}\n", "ha: {lease: 1}\n"};
-  const char *field[] = {"ha.lease_ms", "ha.renew_ms", "ha.advertise", "ha.id", "ha.lease"};
-  for (int i = 0; i < 5; i++) {
+#define PG "store: postgresql://gpool@127.0.0.1:1/gpool\n"
+  const char *bad[] = {PG "ha: {lease_ms: 500}\n", PG "ha: {lease_ms: 3000, renew_ms: 2000}\n",
+                       PG "ha: {advertise: ftp://x}\n", PG "ha: {id: \"a b\"}\n", PG "ha: {lease: 1}\n",
+                       "ha: {lease_ms: 10000}\n"};
+  const char *field[] = {"ha.lease_ms", "ha.renew_ms", "ha.advertise", "ha.id", "ha.lease", "ha"};
+  for (int i = 0; i < 6; i++) {
     CHECK_EQ_INT(GP_EINVAL, gp_server_config_parse("t.yaml", bad[i], strlen(bad[i]), &c, &e));
     CHECK_EQ_STR(field[i], e.field);
   }
-  const char *ok = "ha: {lease_ms: 15000, renew_ms: 5000, advertise: \"https://s1:8642\", id: s1}\n";
+  const char *ok = PG "ha: {lease_ms: 15000, renew_ms: 5000, advertise: \"https://s1:8642\", id: s1}\n";
   REQUIRE(gp_server_config_parse("t.yaml", ok, strlen(ok), &c, &e) == 0);
   CHECK(c->ha.on);
   CHECK_EQ_INT(15000, c->ha.lease_ms);
   CHECK_EQ_INT(5000, c->ha.renew_ms);
   CHECK_EQ_STR("https://s1:8642", c->ha.advertise);
   CHECK_EQ_STR("s1", c->ha.id);
+  CHECK_EQ_STR("postgresql://gpool@127.0.0.1:1/gpool", c->ha.url);
   gp_server_config_free(c);
 }
 

@@ -2,6 +2,7 @@
 /* What only the SQLite store does: its file is private, a full disk is named and probed, a
  * file that is not a gpool store is refused, and its id goes with the file. */
 #include <stdlib.h>
+#include <sqlite3.h>
 #include <sys/stat.h>
 
 #include "store/store.h"
@@ -148,4 +149,56 @@ static void a_store_keeps_its_identity(void) {
   remove_dir();
 }
 
-GP_TESTS(a_full_database_is_named_and_probed, the_database_is_private, a_file_that_is_not_a_database_is_refused, an_empty_or_foreign_database_is_refused, a_store_keeps_its_identity)
+/* Runs `sql` on the store's file directly, as an older or newer gpool would have left it. */
+static void sql_on_file(const char *sql) {
+  sqlite3 *db = NULL;
+  REQUIRE(sqlite3_open(db_path(), &db) == SQLITE_OK);
+  char *msg = NULL;
+  if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK) fprintf(stderr, "  %s: %s\n", sql, msg);
+  REQUIRE(msg == NULL);
+  sqlite3_close(db);
+}
+
+static int user_version(void) {
+  sqlite3 *db = NULL;
+  sqlite3_stmt *st = NULL;
+  REQUIRE(sqlite3_open(db_path(), &db) == SQLITE_OK);
+  REQUIRE(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK);
+  REQUIRE(sqlite3_step(st) == SQLITE_ROW);
+  int v = sqlite3_column_int(st, 0);
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  return v;
+}
+
+/* An older store (a version behind, a table missing) is brought up to date with its data;
+ * a newer gpool's store is refused, saying which versions, and left as it was. */
+static void an_older_schema_migrates_and_a_newer_one_is_refused(void) {
+  gp_store *s = NULL;
+  gp_err e = {0};
+  REQUIRE(gp_store_sqlite_open(db_path(), &s, &e) == 0);
+  write_some(s);
+  gp_store_close(s);
+  int current = user_version();
+  CHECK(current >= 1);
+  sql_on_file("DROP TABLE settings; PRAGMA user_version=0");
+  REQUIRE(gp_store_sqlite_open(db_path(), &s, &e) == 0);
+  CHECK_EQ_INT(current, user_version());
+  REQUIRE(gp_store_begin(s, &e) == 0);
+  CHECK_EQ_INT(0, gp_store_put_setting(s, "prices", "{}", &e));
+  CHECK_EQ_INT(0, gp_store_commit(s, &e));
+  CHECK_EQ_INT(1, load_all(s).jobs);
+  gp_store_close(s);
+  sql_on_file("PRAGMA user_version=99");
+  s = NULL;
+  CHECK_EQ_INT(GP_EINVAL, gp_store_sqlite_open(db_path(), &s, &e));
+  CHECK(s == NULL);
+  char want[80];
+  snprintf(want, sizeof want, "store schema 99 is newer than this gpool (%d)", current);
+  CHECK_CONTAINS(e.message, want);
+  CHECK_EQ_INT(99, user_version());
+  remove_dir();
+}
+
+GP_TESTS(a_full_database_is_named_and_probed, the_database_is_private, a_file_that_is_not_a_database_is_refused, an_empty_or_foreign_database_is_refused, a_store_keeps_its_identity,
+         an_older_schema_migrates_and_a_newer_one_is_refused)

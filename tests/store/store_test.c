@@ -208,4 +208,150 @@ static void a_deleted_node_leaves_nothing_behind(void) {
   remove_dir();
 }
 
-GP_TESTS(committed_rows_survive_a_reopen, rolled_back_rows_are_gone, fault_store_fails_the_nth_write_and_nothing_is_committed, node_credentials_are_kept_and_dropped, settings_survive_a_reopen_and_are_dropped, a_deleted_node_leaves_nothing_behind)
+/* Job `id` with its state and, when ended, the time it ended (as the server writes it). */
+static void put_ended(gp_store *s, int64_t id, const char *state, const char *user,
+                      const char *queue, int64_t ended_at) {
+  char doc[128];
+  if (ended_at) snprintf(doc, sizeof doc, "{\"id\":\"%lld\",\"ended_at\":%lld}", (long long)id,
+                         (long long)ended_at);
+  else snprintf(doc, sizeof doc, "{\"id\":\"%lld\",\"ended_at\":null}", (long long)id);
+  gp_store_job j = {id, state, queue, user, 100, doc};
+  gp_err e = {0};
+  CHECK_EQ_INT(0, gp_store_put_job(s, &j, &e));
+  gp_store_event ev = {id, 100, "submitted", "{}"};
+  CHECK_EQ_INT(0, gp_store_add_event(s, &ev, &e));
+}
+
+typedef struct listed {
+  gp_store_reader *r;
+  char ids[200];
+  int events;
+} listed;
+
+static int count_event(void *ctx, const gp_store_event *row) {
+  (void)row;
+  ((listed *)ctx)->events++;
+  return 0;
+}
+static int ignore_job(void *ctx, const gp_store_job *row) { (void)ctx; (void)row; return 0; }
+
+/* Lists ids; reads each job whole through the same reader, as the history page does. */
+static int list_id(void *ctx, const gp_store_job *row, int64_t ended_at) {
+  listed *l = ctx;
+  size_t len = strlen(l->ids);
+  snprintf(l->ids + len, sizeof l->ids - len, "%lld@%lld;", (long long)row->id, (long long)ended_at);
+  gp_err e = {0};
+  CHECK_EQ_INT(0, gp_store_reader_job(l->r, row->id, ignore_job, count_event, l, &e));
+  return 0;
+}
+
+/* Ended jobs come newest first, filtered by time, user and queue (a queue matches its
+ * sub-queues), page after page by the cursor; one job reads whole, a missing one is
+ * GP_ENOENT. */
+static void history_lists_ended_jobs_newest_first(void) {
+  gp_store *s = NULL;
+  gp_err e = {0};
+  REQUIRE(open_test_store(&s, &e) == 0);
+  REQUIRE(gp_store_begin(s, &e) == 0);
+  put_ended(s, 1, "completed", "ann", "a", 1000);
+  put_ended(s, 2, "failed", "bob", "a/b", 3000);
+  put_ended(s, 3, "completed", "ann", "ab", 2000);
+  put_ended(s, 4, "running", "ann", "a", 0);
+  put_ended(s, 5, "completed", "ann", "a", 3000);
+  CHECK_EQ_INT(0, gp_store_commit(s, &e));
+  gp_store_reader *r = NULL;
+  REQUIRE(gp_store_reader_open(s, &r, &e) == 0);
+  listed l = {.r = r};
+  gp_store_job_filter all = {0, 10000, NULL, NULL};
+  CHECK_EQ_INT(0, gp_store_reader_jobs(r, &all, 0, 0, 100, list_id, &l, &e));
+  CHECK_EQ_STR("5@3000;2@3000;3@2000;1@1000;", l.ids);
+  CHECK_EQ_INT(4, l.events);
+  l.ids[0] = '\0';
+  CHECK_EQ_INT(0, gp_store_reader_jobs(r, &all, 3000, 2, 2, list_id, &l, &e)); /* after 2 */
+  CHECK_EQ_STR("3@2000;1@1000;", l.ids);
+  l.ids[0] = '\0';
+  gp_store_job_filter f = {1500, 3000, "ann", "a"};
+  CHECK_EQ_INT(0, gp_store_reader_jobs(r, &f, 0, 0, 100, list_id, &l, &e));
+  CHECK_EQ_STR("", l.ids); /* 3 is in queue "ab", not under "a"; 5 ended at the end */
+  f = (gp_store_job_filter){0, 5000, NULL, "a"};
+  CHECK_EQ_INT(0, gp_store_reader_jobs(r, &f, 0, 0, 100, list_id, &l, &e));
+  CHECK_EQ_STR("5@3000;2@3000;1@1000;", l.ids);
+  CHECK_EQ_INT(0, gp_store_reader_job(r, 4, ignore_job, count_event, &l, &e));
+  CHECK_EQ_INT(GP_ENOENT, gp_store_reader_job(r, 99, ignore_job, NULL, &l, &e));
+  gp_store_reader_close(r);
+  gp_store_close(s);
+  remove_dir();
+}
+
+typedef struct bounded {
+  char jobs[200], ended[200];
+  int events;
+} bounded;
+
+static int b_job(void *ctx, const gp_store_job *row) {
+  bounded *b = ctx;
+  size_t len = strlen(b->jobs);
+  snprintf(b->jobs + len, sizeof b->jobs - len, "%lld;", (long long)row->id);
+  return 0;
+}
+static int b_event(void *ctx, const gp_store_event *row) {
+  (void)row;
+  ((bounded *)ctx)->events++;
+  return 0;
+}
+static int b_ended(void *ctx, int64_t id, const char *state) {
+  bounded *b = ctx;
+  size_t len = strlen(b->ended);
+  snprintf(b->ended + len, sizeof b->ended - len, "%lld=%s;", (long long)id, state);
+  return 0;
+}
+
+/* A bounded load: every ended job's id and state, then the active jobs and the last ended
+ * ones (oldest of those first), with the events of exactly those. */
+static void a_bounded_load_keeps_the_recent_history(void) {
+  gp_store *s = NULL;
+  gp_err e = {0};
+  REQUIRE(open_test_store(&s, &e) == 0);
+  REQUIRE(gp_store_begin(s, &e) == 0);
+  put_ended(s, 1, "completed", "ann", "a", 1000);
+  put_ended(s, 2, "failed", "bob", "a", 3000);
+  put_ended(s, 3, "completed", "ann", "a", 2000);
+  put_ended(s, 4, "running", "ann", "a", 0);
+  put_ended(s, 5, "pending", "ann", "a", 0);
+  CHECK_EQ_INT(0, gp_store_commit(s, &e));
+  static const char *const active[] = {"pending", "running", NULL};
+  static const char *const ended[] = {"completed", "failed", NULL};
+  bounded b = {0};
+  gp_store_load_cb cb = {.ctx = &b, .job = b_job, .event = b_event, .active_states = active,
+                         .ended_states = ended, .keep_ended = 2, .ended = b_ended};
+  CHECK_EQ_INT(0, gp_store_load(s, &cb, &e));
+  CHECK_EQ_STR("4;5;3;2;", b.jobs);
+  CHECK_EQ_INT(4, b.events);
+  CHECK_CONTAINS(b.ended, "1=completed;");
+  CHECK_CONTAINS(b.ended, "2=failed;");
+  CHECK_CONTAINS(b.ended, "3=completed;");
+  gp_store_close(s);
+  remove_dir();
+}
+
+/* A probe writes and takes back its bytes in a transaction of its own: no trace. */
+static void a_probe_leaves_no_trace(void) {
+  gp_store *s = NULL;
+  gp_err e = {0};
+  REQUIRE(open_test_store(&s, &e) == 0);
+  write_some(s);
+  CHECK_EQ_INT(0, gp_store_probe(s, &e));
+  counts c = load_all(s);
+  CHECK_EQ_INT(1, c.metas);
+  char seen[200] = "";
+  gp_store_load_cb cb = {.ctx = seen, .setting = c_setting};
+  CHECK_EQ_INT(0, gp_store_load(s, &cb, &e));
+  CHECK_EQ_STR("", seen);
+  gp_store_close(s);
+  remove_dir();
+}
+
+
+GP_TESTS(committed_rows_survive_a_reopen, rolled_back_rows_are_gone, fault_store_fails_the_nth_write_and_nothing_is_committed, node_credentials_are_kept_and_dropped, settings_survive_a_reopen_and_are_dropped, a_deleted_node_leaves_nothing_behind,
+         history_lists_ended_jobs_newest_first, a_bounded_load_keeps_the_recent_history,
+         a_probe_leaves_no_trace)
