@@ -65,12 +65,17 @@ int gp__srv_leader_new(const gp_server_ha *ha, const char *self_url, void (*wake
   return 0;
 }
 
-/* One tick; returns whether the epoch this server may write under changed. */
-static bool tick(gp_srv_leader *l) {
+/* One tick; returns whether the epoch this server may write under changed, and sets
+ * *next_ms to when the next one is due: renew_ms from this one, or, for a follower, right
+ * after the lease it saw expires, so a dead leader's lease is taken the moment it can be. */
+static bool tick(gp_srv_leader *l, int64_t *next_ms) {
   gp_lease_state st;
   gp_err err = {0};
   int64_t sent = mono_ms();
   int r = gp_lease_tick(l->lease, &st, &err);
+  *next_ms = sent + l->ha->renew_ms;
+  if (!r && !st.leader && st.holder[0] && st.expires_in_ms + 20 < l->ha->renew_ms)
+    *next_ms = sent + st.expires_in_ms + 20;
   pthread_mutex_lock(&l->lock);
   int64_t before = l->held_epoch;
   if (r) {
@@ -104,10 +109,9 @@ static void *lease_main(void *arg) {
   pthread_mutex_lock(&l->lock);
   while (!l->stopping) {
     pthread_mutex_unlock(&l->lock);
-    int64_t t0 = mono_ms();
-    if (tick(l) && l->wake) l->wake(l->wake_ctx);
+    int64_t next;
+    if (tick(l, &next) && l->wake) l->wake(l->wake_ctx);
     pthread_mutex_lock(&l->lock);
-    int64_t next = t0 + l->ha->renew_ms;
     while (!l->stopping && !l->tick_now && mono_ms() < next) {
       struct timespec ts;
       int64_t at = next;
@@ -122,7 +126,8 @@ static void *lease_main(void *arg) {
 }
 
 int gp__srv_leader_start(gp_srv_leader *l, gp_err *err) {
-  tick(l); /* at once: GET /v1/leader and redirects know the leader from the start */
+  int64_t next;
+  tick(l, &next); /* at once: GET /v1/leader and redirects know the leader from the start */
   if (pthread_create(&l->thread, NULL, lease_main, l) != 0)
     return gp_err_set(err, GP_EIO, NULL, 0, "ha", "cannot start the lease thread");
   l->running = true;
