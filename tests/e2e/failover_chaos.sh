@@ -186,31 +186,34 @@ chaos_check() {
   export GPOOL_TOKEN=$ADMIN_TOKEN
   # Probes were held: let them run too.
   local held
-  held=$("$GPOOL" jobs -o json 2>/dev/null | jq -r '.[] | select(.state == "held") | .id' | paste -sd' ' -)
+  held=$("$GPOOL" jobs -s held -o json 2>/dev/null | jq -r '.[].id' | paste -sd' ' -)
   [ -n "$held" ] && "$GPOOL" release $held >/dev/null 2>&1
-  local acked lost=0 id
-  acked=$(sort -u "$E2E_DIR/acked" | grep -c .)
-  [ "$acked" -gt 0 ] || fail "nothing was acknowledged"
-  for id in $(sort -u "$E2E_DIR/acked"); do
-    job_json "$id" >/dev/null 2>&1 || { echo "lost acknowledged job $id" >&2; lost=$((lost + 1)); }
-  done
-  echo "$lost" >"$E2E_DIR/lost"
   # Every job ends.
-  wait_for 120 "every job to end" sh -c "[ \"\$('$GPOOL' jobs -o json | jq '[.[] | select(.state == \"pending\" or .state == \"running\" or .state == \"stopping\" or .state == \"held\")] | length')\" = 0 ]"
+  wait_for 120 "every job to end" sh -c "[ \"\$('$GPOOL' jobs -o json | jq length)\" = 0 ]"
+  # Every acknowledged submission is there: one listing of every job, against the ids.
+  "$GPOOL" jobs -a --limit 10000 -o json >"$E2E_DIR/all.json" || fail "cannot list the jobs"
+  jq -r '.[].id' "$E2E_DIR/all.json" | sort -u >"$E2E_DIR/all.ids"
+  sort -u "$E2E_DIR/acked" | grep . >"$E2E_DIR/acked.ids"
+  local acked lost
+  acked=$(grep -c . "$E2E_DIR/acked.ids")
+  [ "$acked" -gt 0 ] || fail "nothing was acknowledged"
+  lost=$(comm -23 "$E2E_DIR/acked.ids" "$E2E_DIR/all.ids" | grep -c .)
+  comm -23 "$E2E_DIR/acked.ids" "$E2E_DIR/all.ids" | sed 's/^/lost acknowledged job /' >&2
+  echo "$lost" >"$E2E_DIR/lost"
   # No job started more often than it ran: the starts the agents logged per job against
-  # its attempts (1 + restarts).
-  local doubles=0 j starts runs
-  grep -h "task 0 started" "$E2E_DIR"/agent-*.log | sed -E 's/.* job ([0-9]+) task 0 started.*/\1/' | sort | uniq -c >"$E2E_DIR/starts"
-  while read -r starts j; do
-    runs=$(($(job_field "$j" .restarts) + 1))
-    [ "$starts" -gt "$runs" ] && { echo "job $j started $starts times in $runs runs" >&2; doubles=$((doubles + 1)); }
-  done <"$E2E_DIR/starts"
-  echo "$doubles" >"$E2E_DIR/doubles"
-  # One leader per epoch: no epoch taken by two servers.
+  # its runs (1 + restarts).
+  grep -h "task 0 started" "$E2E_DIR"/agent-*.log | sed -E 's/.* job ([0-9]+) task 0 started.*/\1/' |
+    sort | uniq -c | awk '{ print $2, $1 }' | sort >"$E2E_DIR/starts"
+  jq -r '.[] | "\(.id) \(.restarts + 1)"' "$E2E_DIR/all.json" | sort >"$E2E_DIR/runs"
+  join "$E2E_DIR/starts" "$E2E_DIR/runs" | awk '$2 > $3 { print "job " $1 " started " $2 " times in " $3 " runs" }' \
+    >"$E2E_DIR/doubles.txt"
+  cat "$E2E_DIR/doubles.txt" >&2
+  grep -c . "$E2E_DIR/doubles.txt" >"$E2E_DIR/doubles"
+  # One leader per epoch: no epoch taken by two servers (a server may lead again under its
+  # own epoch after a lapse: counted once per server).
   local two
-  # (A server may lead again under its own epoch after a lapse: counted once per server.)
   two=$(for f in "$E2E_DIR"/s?.log; do grep -o "leading under epoch [0-9]*" "$f" | sort -u; done | sort | uniq -d | head -n1)
   [ -z "$two" ] || fail "two servers led under the same epoch ($two)"
   [ "$lost" = 0 ] || fail "$lost acknowledged submissions lost of $acked"
-  [ "$doubles" = 0 ] || fail "$doubles jobs started twice"
+  [ "$(cat "$E2E_DIR/doubles")" = 0 ] || fail "$(cat "$E2E_DIR/doubles") jobs started twice"
 }
