@@ -270,6 +270,59 @@ static void a_fenced_write_makes_the_leader_follow(void) {
   tsrv_stop(&a);
 }
 
+static json_t *first_order(json_t *hb) { return json_array_get(json_object_get(hb, "orders"), 0); }
+
+/* The new leader picks up the orders the old one made: an order the agent has not
+ * acknowledged is sent again, to the same node, under the same id (the agent runs an order
+ * once); one it has acknowledged is never sent again, and no other node gets the job. */
+static void the_new_leader_resends_only_unacknowledged_orders_to_their_node(void) {
+  const char *url = tpg_start();
+  tsrv a = {0}, b = {0};
+  start_server(&a, url, "a");
+  REQUIRE(wait_role(&a, "leader", 3000) >= 0);
+  start_server(&b, url, "b");
+  CHECK_EQ_INT(201, tsrv_register(&a, "n1", 2, NULL));
+  char *j1 = tsrv_submit(&a, ALICE, "{\"command\": [\"train\"], \"gpus\": 2}");
+  REQUIRE(j1);
+  json_t *hb = tsrv_heartbeat(&a, "n1", 0, 3000, NULL);
+  REQUIRE(hb && first_order(hb));
+  const char *order = json_string_value(json_object_get(first_order(hb), "id"));
+  long long gen = json_integer_value(json_object_get(hb, "gen"));
+  CHECK_EQ_INT(1, json_integer_value(json_object_get(hb, "epoch")));
+  tsrv_stop(&a);
+  REQUIRE(wait_role(&b, "leader", LEASE_MS + 2 * RENEW_MS) >= 0);
+  /* Not acknowledged: the same order again, from the new epoch. */
+  json_t *again = tsrv_heartbeat(&b, "n1", 0, 0, NULL);
+  REQUIRE(again && first_order(again));
+  CHECK_EQ_STR(order, json_string_value(json_object_get(first_order(again), "id")));
+  CHECK_EQ_STR("start", json_string_value(json_object_get(first_order(again), "kind")));
+  CHECK_EQ_INT(2, json_integer_value(json_object_get(again, "epoch")));
+  /* Acknowledged: never again. */
+  json_t *acked = tsrv_heartbeat(&b, "n1", gen, 0, NULL);
+  REQUIRE(acked);
+  CHECK_EQ_INT(0, json_array_size(json_object_get(acked, "orders")));
+  json_t *later = tsrv_heartbeat(&b, "n1", gen, 0, NULL);
+  REQUIRE(later);
+  CHECK_EQ_INT(0, json_array_size(json_object_get(later, "orders")));
+  /* Another node gets nothing of it. */
+  CHECK_EQ_INT(201, tsrv_register(&b, "n2", 2, NULL));
+  json_t *other = tsrv_heartbeat(&b, "n2", 0, 300, NULL);
+  REQUIRE(other);
+  CHECK_EQ_INT(0, json_array_size(json_object_get(other, "orders")));
+  char path[64];
+  snprintf(path, sizeof path, "/v1/jobs/%s", j1);
+  CHECK_EQ_INT(200, tsrv_req(&b, "GET", path, ALICE, NULL));
+  CHECK_EQ_STR("running", job_str(b.last, "state"));
+  CHECK_EQ_INT(0, json_integer_value(json_object_get(json_object_get(b.last, "job"), "restarts")));
+  json_decref(hb);
+  json_decref(again);
+  json_decref(acked);
+  json_decref(later);
+  json_decref(other);
+  free(j1);
+  tsrv_stop(&b);
+}
+
 static void no_leader_is_503_with_retry_after(void) {
   const char *url = tpg_start();
   tpg_sql("CREATE TABLE gp_lease (id integer PRIMARY KEY CHECK (id = 1), epoch bigint NOT NULL"
@@ -312,5 +365,6 @@ static void ha_settings_are_checked(void) {
 
 GP_TESTS(one_leads_and_the_other_follows, a_stopped_leader_hands_over_at_once,
          a_leader_that_cannot_renew_steps_down_before_expiry, a_leader_whose_lease_was_taken_follows,
-         a_fenced_write_makes_the_leader_follow, no_leader_is_503_with_retry_after,
+         a_fenced_write_makes_the_leader_follow, the_new_leader_resends_only_unacknowledged_orders_to_their_node,
+         no_leader_is_503_with_retry_after,
          ha_settings_are_checked)
