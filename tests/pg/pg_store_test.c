@@ -242,6 +242,12 @@ static void a_password_never_shows(void) {
   CHECK(strstr(all, "s3cret") == NULL);
   CHECK_CONTAINS(all, "127.0.0.1:1");
   CHECK_CONTAINS(all, "connection lost");
+  /* A URL libpq cannot read is a mistake in the config, named as one. */
+  e = (gp_err){0};
+  CHECK_EQ_INT(GP_EINVAL, gp_store_open("postgresql://gp:s3cret@db/gpool?no_such_option=1", &s, &e));
+  CHECK_EQ_STR("store", e.field);
+  CHECK_CONTAINS(e.message, "no_such_option");
+  CHECK(strstr(e.message, "s3cret") == NULL);
 }
 
 GP_TESTS(a_fenced_handle_writes_nothing, a_lost_connection_fails_one_transaction_then_reconnects,
