@@ -393,7 +393,8 @@ int gp_store_pg_open(const char *url, gp_store **ret, gp_err *err) {
   s->base.ops = &pg_ops;
   s->url = gp_xstrdup(url);
   gp_store_pg_mask_url(url, s->shown, sizeof s->shown);
-  s->conn = gp_store_pg_connect(url, s->shown, err);
+  s->writer = true;
+  s->conn = gp_store_pg_connect(url, s->shown, true, err);
   int r = s->conn ? gp_store_pg_schema(s, err) : GP_EIO;
   if (r) {
     pg_close(&s->base);
