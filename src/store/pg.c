@@ -377,11 +377,24 @@ int gp_store_pg_open(const char *url, gp_store **ret, gp_err *err) {
   if (!url || !*url || strlen(url) >= GP_STORE_PG_URL_MAX)
     return gp_err_set(err, GP_EINVAL, NULL, 0, "store",
                       "the store URL must be 1 to %d characters", GP_STORE_PG_URL_MAX - 1);
+  /* A URL libpq cannot parse is the config's mistake, not a lost connection. libpq's
+   * message names the option at fault, never a password's value. */
+  char *why = NULL;
+  PQconninfoOption *opts = PQconninfoParse(url, &why);
+  if (!opts) {
+    char msg[256];
+    snprintf(msg, sizeof msg, "%s", why ? why : "out of memory");
+    msg[strcspn(msg, "\n")] = '\0';
+    PQfreemem(why);
+    return gp_err_set(err, GP_EINVAL, NULL, 0, "store", "not a valid PostgreSQL URL: %s", msg);
+  }
+  PQconninfoFree(opts);
   pg_store *s = gp_xcalloc(1, sizeof *s);
   s->base.ops = &pg_ops;
   s->url = gp_xstrdup(url);
   gp_store_pg_mask_url(url, s->shown, sizeof s->shown);
-  s->conn = gp_store_pg_connect(url, s->shown, err);
+  s->writer = true;
+  s->conn = gp_store_pg_connect(url, s->shown, true, err);
   int r = s->conn ? gp_store_pg_schema(s, err) : GP_EIO;
   if (r) {
     pg_close(&s->base);

@@ -27,6 +27,7 @@ typedef struct pg_store {
   char sqlstate[6];                /* the SQLSTATE of the last failure, "" when none */
   int failed;                      /* GP_E* of a write of the open transaction that failed */
   char *url;                       /* as given: readers open their own connections */
+  bool writer;                     /* the store's connection, not a reader's */
   char shown[GP_STORE_PG_URL_MAX]; /* the masked URL, for errors */
 } pg_store;
 
@@ -36,9 +37,10 @@ void gp_store_pg_mask_url(const char *url, char *out, size_t size);
 /* Connects to `url` with gpool's defaults for what the URL leaves unset (connect and
  * keepalive timeouts, tcp_user_timeout) and sets the session up (statement_timeout,
  * synchronous_commit on). Returns the connection or NULL with *err filled. */
-PGconn *gp_store_pg_connect(const char *url, const char *shown, gp_err *err);
-/* Sets up a connection that (re)connected: the session settings are per connection. */
-int gp_store_pg_session(PGconn *c, const char *shown, gp_err *err);
+PGconn *gp_store_pg_connect(const char *url, const char *shown, bool writer, gp_err *err);
+/* Sets up a connection that (re)connected: the session settings are per connection; a
+ * writer's transactions are ended by PostgreSQL when left idle (pg_conn.c). */
+int gp_store_pg_session(PGconn *c, const char *shown, bool writer, gp_err *err);
 
 /* Reconnects a connection that broke (PostgreSQL restarted, a failover, a terminated
  * backend) and sets its session up again; 0 when connected, else "connection lost". */

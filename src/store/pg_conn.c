@@ -4,6 +4,7 @@
  * A dead or half-open database must fail a call within seconds, not after the OS TCP
  * timeout (minutes): hence the connect timeout, the keepalives, tcp_user_timeout and a
  * statement_timeout on every connection. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,12 @@ static const char *const default_values[] = {"5", "1", "5", "2", "3", "10000", "
 /* A statement that runs longer than this is cancelled and its transaction fails
  * ("timeout"); the server then rolls back and reloads as after any store failure. */
 #define STATEMENT_TIMEOUT "30s"
+#define IDLE_IN_WRITE "5s"
+#define SESSION_SQL                                                                          \
+  "SET statement_timeout = '" STATEMENT_TIMEOUT "'; SET synchronous_commit = on;"           \
+  " SET client_min_messages = warning; SET tcp_keepalives_idle = 5;"                        \
+  " SET tcp_keepalives_interval = 2; SET tcp_keepalives_count = 3;"                         \
+  " SET tcp_user_timeout = 10000;"
 
 void gp_store_pg_mask_url(const char *url, char *out, size_t size) {
   if (size == 0) return;
@@ -51,9 +58,16 @@ void gp_store_pg_mask_url(const char *url, char *out, size_t size) {
   }
 }
 
-int gp_store_pg_session(PGconn *c, const char *shown, gp_err *err) {
-  PGresult *res = PQexec(c, "SET statement_timeout = '" STATEMENT_TIMEOUT "';"
-                            " SET synchronous_commit = on; SET client_min_messages = warning");
+int gp_store_pg_session(PGconn *c, const char *shown, bool writer, gp_err *err) {
+  /* The server's side of the connection gives up on a dead client as fast as libpq does on
+   * a dead server. A writer's transaction holds the lease row's share lock (fencing, pg.c)
+   * until it ends: one left idle (a server stopped or cut off mid-transaction) is ended by
+   * PostgreSQL after IDLE_IN_WRITE, so a takeover waits that long at most, and the old
+   * server's commit then fails. A writer's transaction never waits on anything but this
+   * connection, so a live server is never idle that long inside one. */
+  PGresult *res = PQexec(c, writer ? SESSION_SQL " SET idle_in_transaction_session_timeout = "
+                                                 "'" IDLE_IN_WRITE "'"
+                                   : SESSION_SQL);
   int ok = PQresultStatus(res) == PGRES_COMMAND_OK;
   if (!ok) {
     int code = GP_EIO;
@@ -65,7 +79,7 @@ int gp_store_pg_session(PGconn *c, const char *shown, gp_err *err) {
   return ok ? 0 : (err ? err->code : GP_EIO);
 }
 
-PGconn *gp_store_pg_connect(const char *url, const char *shown, gp_err *err) {
+PGconn *gp_store_pg_connect(const char *url, const char *shown, bool writer, gp_err *err) {
   /* Keys before "dbname" are overridden by what the URL sets (expand_dbname): the URL
    * wins, the defaults fill the rest. */
   const char *keys[N_DEFAULTS + 2], *values[N_DEFAULTS + 2];
@@ -91,7 +105,7 @@ PGconn *gp_store_pg_connect(const char *url, const char *shown, gp_err *err) {
     PQfinish(c);
     return NULL;
   }
-  if (gp_store_pg_session(c, shown, err) != 0) {
+  if (gp_store_pg_session(c, shown, writer, err) != 0) {
     PQfinish(c);
     return NULL;
   }
@@ -103,6 +117,9 @@ const char *gp_store_pg_cause(PGconn *c, const PGresult *res, int *code) {
   if (!c || PQstatus(c) != CONNECTION_OK) return "connection lost";
   const char *st = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
   if (!st) return "connection lost";
+  /* FATAL: the server ended the session (terminated, an idle transaction timed out, ...). */
+  const char *sev = PQresultErrorField(res, PG_DIAG_SEVERITY_NONLOCALIZED);
+  if (sev && (strcmp(sev, "FATAL") == 0 || strcmp(sev, "PANIC") == 0)) return "connection lost";
   if (strcmp(st, "53100") == 0) return "disk full";
   if (strcmp(st, "53200") == 0) return "out of memory";
   if (strcmp(st, "57014") == 0) {
@@ -133,7 +150,7 @@ int gp_store_pg_ensure(pg_store *s, gp_err *err) {
     return gp_err_set(err, GP_EIO, s->shown, 0, NULL, "connection lost: cannot reconnect: %s", msg);
   }
   s->n_prepared = 0; /* a new session has none */
-  int r = gp_store_pg_session(s->conn, s->shown, err);
+  int r = gp_store_pg_session(s->conn, s->shown, s->writer, err);
   if (r) snprintf(s->base.failure, sizeof s->base.failure, "connection lost");
   return r;
 }

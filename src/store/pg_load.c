@@ -187,7 +187,10 @@ int gp_store_pg_load(gp_store *b, const gp_store_load_cb *cb, gp_err *err) {
   int r = gp_store_pg_ensure(s, err);
   if (r) return r;
   b->ops->rollback(b);
-  r = gp_store_pg_exec(s, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 0, NULL, err);
+  /* A large store streams for longer than one write may take: the session's statement
+   * timeout is lifted for this transaction (keepalives still catch a dead database). */
+  r = gp_store_pg_exec(s, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY;"
+                          " SET LOCAL statement_timeout = '10min'", 0, NULL, err);
   if (r) return r;
   r = load_all(s, cb, err);
   b->ops->rollback(b); /* read only: nothing to commit */

@@ -250,7 +250,7 @@ int gp_store_pg_reader_open(const char *url, const char *shown, gp_store_reader 
   pg_reader *r = gp_xcalloc(1, sizeof *r);
   r->base.ops = &pg_reader_ops;
   snprintf(r->s.shown, sizeof r->s.shown, "%s", shown);
-  r->s.conn = gp_store_pg_connect(url, shown, err);
+  r->s.conn = gp_store_pg_connect(url, shown, false, err);
   if (!r->s.conn) {
     free(r);
     return GP_EIO;

@@ -26,6 +26,11 @@ if [ "$(id -u)" = 0 ]; then
   as=(runuser -u postgres --)
   user=postgres
   chown postgres: "$dir"
+  runuser -u postgres -- test -w "$dir" || {
+    echo "pg_start: the postgres user cannot reach $dir (a parent directory is closed to" \
+         "it): use a directory under /tmp" >&2
+    exit 1
+  }
 fi
 # A stopped cluster left in DIR by an earlier run is replaced.
 "${as[@]}" rm -rf "$dir/data"

@@ -6,6 +6,7 @@
  * on its id; a password in the URL never shows in an error. Needs the test PostgreSQL
  * (fixture gpool_pg). */
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "store/pg.h"
@@ -99,6 +100,37 @@ static void a_fenced_handle_writes_nothing(void) {
   PQfinish(admin);
   gp_store_close(old);
   gp_store_close(next);
+  pg_drop_db(db);
+}
+
+/* A server stopped in the middle of a transaction (SIGSTOP, a cut network) holds the lease
+ * row's share lock: PostgreSQL ends its idle transaction within seconds, so a takeover
+ * waits that long, not forever, and the stopped server's commit then fails. */
+static void a_stalled_transaction_does_not_block_a_takeover(void) {
+  const char *url = fresh_url();
+  gp_store *s = open_url(url);
+  PGconn *admin = pg_connect(url);
+  make_lease(admin, 1);
+  s->fence_epoch = 1;
+  gp_err e = {0};
+  REQUIRE(gp_store_begin(s, &e) == 0);
+  gp_store_job j = {1, "pending", "default", "alice", 100, "{}"};
+  CHECK_EQ_INT(0, gp_store_put_job(s, &j, &e));
+  pg_must(admin, "SET lock_timeout = '30s'");
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  pg_must(admin, "UPDATE gp_lease SET epoch = 2 WHERE id = 1");
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  double waited = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+  CHECK(waited > 3 && waited < 15); /* the share lock held it, until the idle timeout (5 s) */
+  CHECK(gp_store_commit(s, &e) != 0);
+  CHECK_EQ_STR("connection lost", gp_store_failure(s));
+  gp_store_rollback(s);
+  s->fence_epoch = 2;
+  CHECK_EQ_INT(0, put_job(s, 2, &e));
+  CHECK_EQ_INT(1, jobs_in(s)); /* job 2 only */
+  PQfinish(admin);
+  gp_store_close(s);
   pg_drop_db(db);
 }
 
@@ -242,8 +274,14 @@ static void a_password_never_shows(void) {
   CHECK(strstr(all, "s3cret") == NULL);
   CHECK_CONTAINS(all, "127.0.0.1:1");
   CHECK_CONTAINS(all, "connection lost");
+  /* A URL libpq cannot read is a mistake in the config, named as one. */
+  e = (gp_err){0};
+  CHECK_EQ_INT(GP_EINVAL, gp_store_open("postgresql://gp:s3cret@db/gpool?no_such_option=1", &s, &e));
+  CHECK_EQ_STR("store", e.field);
+  CHECK_CONTAINS(e.message, "no_such_option");
+  CHECK(strstr(e.message, "s3cret") == NULL);
 }
 
-GP_TESTS(a_fenced_handle_writes_nothing, a_lost_connection_fails_one_transaction_then_reconnects,
+GP_TESTS(a_fenced_handle_writes_nothing, a_stalled_transaction_does_not_block_a_takeover, a_lost_connection_fails_one_transaction_then_reconnects,
          an_older_schema_migrates_and_a_newer_one_is_refused,
          servers_opening_at_once_agree_on_the_id, a_password_never_shows)
