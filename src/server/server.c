@@ -667,7 +667,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
   }
   /* Submissions are parsed and checked here, in parallel; the state thread only admits. */
   if (strcmp(r->path, "/v1/jobs") == 0 && strcmp(r->method, "POST") == 0 && r->role != GP_ROLE_AGENT &&
-      r->json) {
+      r->role != GP_ROLE_VIEWER && r->json) {
     gp_err e = {0};
     int rc = gp__srv_job_parse(srv->cfg, r->json, r->user, r->role == GP_ROLE_ADMIN, &r->job, &e);
     if (rc) {
