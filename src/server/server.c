@@ -12,7 +12,8 @@
  * liveness and time limits, and answers agents' long polls when their orders are durable
  * or their wait is over. Two helper threads keep slow peers off the HTTP threads: the log
  * proxy (logproxy.c) reads jobs' logs from agents, the guard (guard.c) cuts requests that
- * miss their deadline; the raw request target is checked by intake.c. */
+ * miss their deadline; the raw request target is checked by intake.c. What each commit
+ * changed goes to the open event streams (events.h) after the commit. */
 #include "server/server.h"
 
 #include <arpa/inet.h>
@@ -29,6 +30,7 @@
 #include <time.h>
 
 #include "server/autoscale.h"
+#include "server/events.h"
 #include "server/follower.h"
 #include "server/leader.h"
 #include "server/guard.h"
@@ -52,6 +54,7 @@ struct gp_server {
   gp_srv_guard *guard;      /* request deadlines */
   gp_srv_proxy *proxy;      /* log reads from agents */
   gp_srv_autoscale *autoscale; /* provider calls (autoscale.h), NULL: a fixed fleet */
+  gp_srv_events *events;    /* GET /v1/events streams (events.h) */
   int port;
   pthread_t thread;
   bool thread_running;
@@ -196,6 +199,7 @@ static void reload(gp_server *srv) {
   }
   s->counters = old->counters;
   s->autoscale = old->autoscale;
+  s->events = old->events;
   s->store_health = old->store_health;
   gp__srv_usage_adopt(s, old);
   gp__srv_state_free(old);
@@ -332,6 +336,7 @@ static void process_batch(gp_server *srv, gp_srv_req *list) {
     reload(srv);
     return;
   }
+  gp__srv_events_flush(s); /* committed: clients hear only of durable changes */
   gp__srv_ended_evict(s); /* committed, and no job pointer is held */
   /* Parked polls are no longer part of the batch: they are resumed when woken. */
   for (gp_srv_req *r = list; r; r = r->next) r->in_batch = r->parked ? false : true;
@@ -376,6 +381,7 @@ static void run_scheduler(gp_server *srv) {
     reload(srv);
     return;
   }
+  gp__srv_events_flush(s);
   gp__srv_ended_evict(s);
   wake_waiters(srv->state, mono_ms(), false);
 }
@@ -459,6 +465,7 @@ static void follow_refresh(gp_server *srv) {
   drop_waiters(old, "this server does not lead; please retry");
   s->counters = old->counters;
   s->autoscale = old->autoscale;
+  s->events = old->events;
   gp__srv_state_free(old);
   srv->state = s;
   /* A follower writes nothing: what the store refused while it led no longer holds. */
@@ -789,11 +796,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
     const gp_token *t = NULL;
     if (auth && strncasecmp(auth, "Bearer ", 7) == 0) t = find_token(srv->cfg, auth + 7);
+    /* A browser's EventSource cannot set headers: the stream also takes ?token=. */
+    bool is_events = strcmp(r->path, "/v1/events") == 0;
+    if (!t && !auth && is_events)
+      t = find_token(srv->cfg, MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "token"));
     if (!t) return send_error_now(c, 401, "unauthenticated",
                                   "a valid token is required: Authorization: Bearer <token>");
     r->user = t->user;
     r->token = t->token;
     r->role = t->role;
+    if (is_events) return gp__srv_events_serve(srv->events, c, r->method, r->user, r->role);
   }
   r->query = json_object();
   MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_query, r);
@@ -825,7 +837,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
   }
   /* Submissions are parsed and checked here, in parallel; the state thread only admits. */
   if (strcmp(r->path, "/v1/jobs") == 0 && strcmp(r->method, "POST") == 0 && r->role != GP_ROLE_AGENT &&
-      r->json) {
+      r->role != GP_ROLE_VIEWER && r->json) {
     gp_err e = {0};
     int rc = gp__srv_job_parse(srv->cfg, r->json, r->user, r->role == GP_ROLE_ADMIN, &r->job, &e);
     if (rc) {
@@ -960,6 +972,9 @@ int gp_server_start(gp_server *srv, gp_err *err) {
   srv->next_tick_ms = srv->next_sched_ms = now_ms;
   srv->autoscale = gp__srv_autoscale_new(srv->cfg);
   srv->state->autoscale = srv->autoscale;
+  /* Streams open once the store is loaded (until then every request gets 503). */
+  srv->events = gp__srv_events_new(srv->cfg);
+  srv->state->events = srv->events;
   if (srv->cfg->ha.on) {
     srv->next_follow_ms = mono_ms() + GP_SRV_FOLLOW_REFRESH_MS;
     r = gp__srv_leader_new(&srv->cfg->ha, srv->self_url, ha_wake, srv, &srv->leader, err);
@@ -998,6 +1013,7 @@ void gp_server_stop(gp_server *srv) {
   /* Log reads in flight are answered (503) and resumed: libmicrohttpd must not stop with
    * a connection suspended. */
   gp__srv_proxy_stop(srv->proxy);
+  gp__srv_events_close(srv->events); /* the same for event streams */
   if (srv->mhd) {
     MHD_stop_daemon(srv->mhd);
     srv->mhd = NULL;
@@ -1015,6 +1031,7 @@ void gp_server_free(gp_server *srv) {
   gp__srv_proxy_free(srv->proxy);
   gp__srv_guard_free(srv->guard);
   gp__srv_autoscale_free(srv->autoscale);
+  gp__srv_events_free(srv->events);
   gp__srv_state_free(srv->state);
   gp_store_close(srv->store);
   free(srv->healthz);
