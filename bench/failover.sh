@@ -9,7 +9,8 @@
 # submissions lost and the jobs started twice over the whole run (both must be 0).
 #
 #   bench/failover.sh [N] [BUILD_DIR]   (default 100, build/rel; any build with gpool)
-#   env: CHAOS_LEASE_MS=10000 CHAOS_RENEW_MS=2000 (the defaults of a real deployment)
+#   env: CHAOS_LEASE_MS=10000 CHAOS_RENEW_MS=2000 (the defaults of a real deployment),
+#        CHAOS_TSV=FILE keeps each round's fault and time there as it goes
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 N=${1:-100}
@@ -27,7 +28,7 @@ chaos_rounds "$N"
 chaos_check
 echo "lease ${CHAOS_LEASE_MS} ms, renew ${CHAOS_RENEW_MS} ms, $N rounds"
 for fault in kill stop sessions pg; do
-  awk -F'\t' -v f="$fault" '$1 == f { print $2 }' "$E2E_DIR/failover.tsv" | sort -n >"$E2E_DIR/t.$fault"
+  awk -F'\t' -v f="$fault" '$1 == f { print $2 }' "$CHAOS_TSV" | sort -n >"$E2E_DIR/t.$fault"
   n=$(grep -c . "$E2E_DIR/t.$fault")
   [ "$n" -gt 0 ] || continue
   p() { sed -n "$(( ($1 * n + 99) / 100 ))p" "$E2E_DIR/t.$fault"; }

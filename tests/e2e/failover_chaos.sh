@@ -9,7 +9,7 @@
 #
 #   source tests/e2e/lib.sh; source tests/e2e/failover_chaos.sh
 #   chaos_setup; chaos_rounds N; chaos_check
-# Figures go to $E2E_DIR/failover.tsv: fault, seconds from the fault to the first write
+# Figures go to $CHAOS_TSV (default $E2E_DIR/failover.tsv): fault, seconds from the fault to the first write
 # acknowledged through the new leader.
 
 CHAOS_LEASE_MS=${CHAOS_LEASE_MS:-3000}
@@ -45,6 +45,14 @@ chaos_start_server() {
   e2e_spawn "$E2E_DIR/s$i.log" "$GPOOL" server --config "$E2E_DIR/s$i.yaml"
   CHAOS_PIDS[$i]=$LAST_PID
   wait_for 20 "server s$i to answer /livez" curl -fsS --max-time 1 "${CHAOS_URLS[$i]}/livez"
+}
+
+# What each server says of the lease, for a failure's message.
+chaos_views() {
+  local i
+  for i in 0 1 2; do
+    echo "s$i: $(curl -sS --max-time 1 -H "Authorization: Bearer $ADMIN_TOKEN" "${CHAOS_URLS[$i]}/v1/leader" 2>&1)"
+  done
 }
 
 # Which server leads now (its index), by asking each; fails when none or two say so.
@@ -93,7 +101,8 @@ chaos_setup() {
   ) &
   CHAOS_SUBMITTER=$!
   E2E_PIDS+=("$CHAOS_SUBMITTER")
-  : >"$E2E_DIR/failover.tsv"
+  CHAOS_TSV=${CHAOS_TSV:-$E2E_DIR/failover.tsv}
+  : >"$CHAOS_TSV"
 }
 
 # Seconds (with ms) since the epoch.
@@ -168,8 +177,12 @@ chaos_round() {
     ;;
   esac
   [ "$took" = fail ] && fail "no write went through within 60 s after fault $fault"
-  printf '%s\t%s\n' "$fault" "$took" >>"$E2E_DIR/failover.tsv"
-  wait_for 30 "a leader after fault $fault" chaos_leader
+  printf '%s\t%s\n' "$fault" "$took" >>"$CHAOS_TSV"
+  local deadline=$((SECONDS + 30))
+  until chaos_leader >/dev/null; do
+    [ $SECONDS -ge $deadline ] && fail "no single leader 30 s after fault $fault: $(chaos_views)"
+    sleep 0.1
+  done
 }
 
 chaos_rounds() {

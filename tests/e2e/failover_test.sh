@@ -19,5 +19,5 @@ while IFS=$'\t' read -r fault took; do
   limit=$(echo "$CHAOS_LEASE_MS / 1000 + 4" | bc)
   [ "$fault" = pg ] && limit=$(echo "$CHAOS_LEASE_MS / 1000 + 12" | bc)
   [ "$(echo "$took < $limit" | bc)" = 1 ] || fail "a write took ${took}s after fault $fault (limit ${limit}s)"
-done <"$E2E_DIR/failover.tsv"
-echo "ok: failover ($(paste -sd' ' "$E2E_DIR/failover.tsv" | tr '\t' '='))"
+done <"$CHAOS_TSV"
+echo "ok: failover ($(paste -sd' ' "$CHAOS_TSV" | tr '\t' '='))"
