@@ -73,11 +73,14 @@ static int drain(pg_store *s, bool committing, PGresult **rows, gp_err *err) {
 static void leave_pipeline(pg_store *s) {
   if (PQpipelineStatus(s->conn) == PQ_PIPELINE_OFF) return;
   if (s->pending) drain(s, false, NULL, NULL);
-  if (!PQexitPipelineMode(s->conn)) {
-    /* Answers still unread: read them, then leave. */
-    PGresult *res;
-    while ((res = PQgetResult(s->conn)) != NULL) PQclear(res);
-    PQexitPipelineMode(s->conn);
+  /* Answers still unread (never, when every send was counted): read up to a Sync, twice. */
+  for (int i = 0; i < 2 && !PQexitPipelineMode(s->conn); i++) drain(s, false, NULL, NULL);
+  if (PQpipelineStatus(s->conn) != PQ_PIPELINE_OFF && PQstatus(s->conn) == CONNECTION_OK) {
+    /* Out of step with the server: a new session is the one safe state (PostgreSQL rolls
+     * back what the old one left open). */
+    PQreset(s->conn);
+    s->n_prepared = 0;
+    if (PQstatus(s->conn) == CONNECTION_OK) gp_store_pg_session(s->conn, s->shown, s->writer, NULL);
   }
 }
 
