@@ -6,11 +6,11 @@
 # refused with 503 (never acknowledged and lost), /healthz is 200 again within seconds, and
 # a job submitted after runs. Then PostgreSQL stopped for good: the server answers 503 naming
 # the store, and recovers once it is started again.
-source "$(dirname "$0")/../e2e/lib.sh"
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/../e2e/lib.sh"
 e2e_init
 chmod 755 "$E2E_DIR" # PostgreSQL runs as its own user when this runs as root
 pg_dir=$E2E_DIR/pg
-here=$(cd "$(dirname "$0")" && pwd)
 trap 'bash "$here/pg_stop.sh" "$pg_dir"; e2e_cleanup' EXIT
 url=$(bash "$here/pg_start.sh" "$pg_dir") || fail "cannot start PostgreSQL (scripts/setup.sh installs it)"
 pg_ctl() { bash "$here/pg_ctl.sh" "$pg_dir" "$@" >/dev/null; }
@@ -23,7 +23,7 @@ before=$("$GPOOL" submit --hold -n before -- true)
 # Submissions go on while PostgreSQL restarts; each is acknowledged or refused.
 submitter() {
   local i out
-  for i in $(seq 1 30); do
+  for i in $(seq 1 15); do
     if out=$("$GPOOL" submit --hold -n "during-$i" -- true 2>&1); then
       echo "$out" >>"$E2E_DIR/acked"
     else
