@@ -23,6 +23,7 @@ const char *gp_role_name(gp_role r) {
   case GP_ROLE_USER: return "user";
   case GP_ROLE_ADMIN: return "admin";
   case GP_ROLE_AGENT: return "agent";
+  case GP_ROLE_VIEWER: return "viewer";
   default: return "none";
   }
 }
@@ -48,6 +49,9 @@ gp_server_config *gp_server_config_new(void) {
   gp_autoscale_config_init(&c->autoscale);
   c->max_connections_per_address = 128;
   c->http_idle_timeout_s = 15;
+  c->events_max_streams = 1000;
+  c->events_buffer_kib = 256;
+  c->events_ping_s = 15;
   c->http_request_timeout_s = 10;
   return c;
 }
@@ -153,9 +157,10 @@ static int read_tokens(const gp_doc *d, const gp_doc_node *seq, const char *path
       if (strcmp(v, "admin") == 0) t.role = GP_ROLE_ADMIN;
       else if (strcmp(v, "user") == 0) t.role = GP_ROLE_USER;
       else if (strcmp(v, "agent") == 0) t.role = GP_ROLE_AGENT;
+      else if (strcmp(v, "viewer") == 0) t.role = GP_ROLE_VIEWER;
       else
         return gp_err_set(err, GP_EINVAL, d->name, rn->line, f,
-                          "must be admin, user or agent, not \"%s\"", v);
+                          "must be admin, user, viewer or agent, not \"%s\"", v);
     }
     if ((r = read_token_node(d, m, path, i, a, &t, err))) return r;
     gp_xgrow((void **)tokens, cap, (size_t)*n + 1, sizeof **tokens);
@@ -250,6 +255,15 @@ static int read_limits(const gp_doc *d, const gp_doc_node *root, gp_server_confi
   if ((n = gp_doc_get(root, "recent_ended_jobs")) &&
       (r = read_int_range(d, n, "recent_ended_jobs", 1, 10000000, &c->recent_ended_jobs, err)))
     return r;
+  if ((n = gp_doc_get(root, "events_max_streams")) &&
+      (r = read_int_range(d, n, "events_max_streams", 0, 100000, &c->events_max_streams, err)))
+    return r;
+  if ((n = gp_doc_get(root, "events_buffer_kib")) &&
+      (r = read_int_range(d, n, "events_buffer_kib", 16, 65536, &c->events_buffer_kib, err)))
+    return r;
+  if ((n = gp_doc_get(root, "events_ping_s")) &&
+      (r = read_int_range(d, n, "events_ping_s", 1, 3600, &c->events_ping_s, err)))
+    return r;
   return 0;
 }
 
@@ -303,7 +317,8 @@ static int parse_doc(const gp_doc *d, const char *path, gp_server_config *c, gp_
       "schedule_min_gap_ms", "http_threads", "max_connections", "tls",
       "max_pending_per_user", "max_pending_per_queue", "max_job_bytes",
       "max_connections_per_address", "http_idle_timeout_s", "http_request_timeout_s",
-      "recent_ended_jobs", "prices", "node_templates", "autoscale", "store", NULL};
+      "recent_ended_jobs", "prices", "node_templates", "autoscale",
+      "events_max_streams", "events_buffer_kib", "events_ping_s", "store", NULL};
   const gp_doc_node *root = d->root;
   if (!root) return 0;
   int r = gp_doc_expect(d, root, "", GP_DOC_MAP, err);

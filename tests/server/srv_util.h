@@ -38,6 +38,7 @@ static inline void tsrv_rm_dir(const char *dir) {
 #define ALICE "alice-token-123"
 #define BOB "bob-token-12345"
 #define AGENT "agent-token-123"
+#define VIEWER "viewer-token-12"
 
 static const char *tsrv_base_config =
     "listen: 127.0.0.1:0\n"
@@ -46,6 +47,7 @@ static const char *tsrv_base_config =
     "  - {token: " ALICE ", user: alice, role: user}\n"
     "  - {token: " BOB ", user: bob, role: user}\n"
     "  - {token: " AGENT ", user: agent, role: agent}\n"
+    "  - {token: " VIEWER ", user: wall, role: viewer}\n"
     "queues:\n"
     "  - {name: default, users: [\"*\"]}\n"
     "  - {name: org/a, deserved: 4, users: [alice]}\n"
@@ -178,7 +180,7 @@ static inline const char *job_str(const json_t *o, const char *key) {
 }
 
 /* Submits as `token`; returns the new job id (malloc'd) or NULL. */
-static char *tsrv_submit(const tsrv *t, const char *token, const char *body) {
+static inline char *tsrv_submit(const tsrv *t, const char *token, const char *body) {
   json_t *o = NULL;
   long code = tsrv_call(t, "POST", "/v1/jobs", token, body, &o);
   char *id = code == 201 ? strdup(job_str(o, "id")) : NULL;
@@ -232,7 +234,7 @@ static inline long tsrv_register(const tsrv *t, const char *name, int gpus, cons
 }
 
 /* One heartbeat; returns the answer (caller frees). */
-static json_t *tsrv_heartbeat(const tsrv *t, const char *node, long long gen, int wait_ms,
+static inline json_t *tsrv_heartbeat(const tsrv *t, const char *node, long long gen, int wait_ms,
                               const char *events) {
   char body[4096];
   snprintf(body, sizeof body, "{\"node\": \"%s\", \"gen\": %lld, \"wait_ms\": %d, \"events\": %s}",
