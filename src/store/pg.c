@@ -73,11 +73,14 @@ static int drain(pg_store *s, bool committing, PGresult **rows, gp_err *err) {
 static void leave_pipeline(pg_store *s) {
   if (PQpipelineStatus(s->conn) == PQ_PIPELINE_OFF) return;
   if (s->pending) drain(s, false, NULL, NULL);
-  if (!PQexitPipelineMode(s->conn)) {
-    /* Answers still unread: read them, then leave. */
-    PGresult *res;
-    while ((res = PQgetResult(s->conn)) != NULL) PQclear(res);
-    PQexitPipelineMode(s->conn);
+  /* Answers still unread (never, when every send was counted): read up to a Sync, twice. */
+  for (int i = 0; i < 2 && !PQexitPipelineMode(s->conn); i++) drain(s, false, NULL, NULL);
+  if (PQpipelineStatus(s->conn) != PQ_PIPELINE_OFF && PQstatus(s->conn) == CONNECTION_OK) {
+    /* Out of step with the server: a new session is the one safe state (PostgreSQL rolls
+     * back what the old one left open). */
+    PQreset(s->conn);
+    s->n_prepared = 0;
+    if (PQstatus(s->conn) == CONNECTION_OK) gp_store_pg_session(s->conn, s->shown, s->writer, NULL);
   }
 }
 
@@ -153,11 +156,10 @@ static int check_fence(pg_store *s, int r, PGresult *rows, gp_err *err) {
   return fenced(s, why, err);
 }
 
-static int pg_begin(gp_store *b, gp_err *err) {
-  pg_store *s = (pg_store *)b;
+static int begin_once(pg_store *s, gp_err *err) {
   int r = gp_store_pg_ensure(s, err);
   if (r) return r;
-  pg_rollback(b); /* a transaction a failed caller left open */
+  pg_rollback(&s->base); /* a transaction a failed caller left open */
   if (!PQenterPipelineMode(s->conn)) return gp_store_pg_fail(s, NULL, "pipeline mode", err);
   /* BEGIN and the fence check travel together: one round trip. */
   bool fence = s->base.fence_epoch > 0;
@@ -169,7 +171,20 @@ static int pg_begin(gp_store *b, gp_err *err) {
   if (!r) r = drain(s, false, &rows, err);
   if (fence) r = check_fence(s, r, rows, err);
   PQclear(rows);
-  if (r) pg_rollback(b);
+  if (r) pg_rollback(&s->base);
+  return r;
+}
+
+static int pg_begin(gp_store *b, gp_err *err) {
+  pg_store *s = (pg_store *)b;
+  int r = begin_once(s, err);
+  /* A connection that died while idle (PostgreSQL restarted, a failover) is found dead
+   * only now; nothing of this transaction was done yet, so one more try on a new
+   * connection is safe and saves the caller a needless reload. */
+  if (r && s->conn && PQstatus(s->conn) != CONNECTION_OK) {
+    if (err) *err = (gp_err){0};
+    r = begin_once(s, err);
+  }
   return r;
 }
 

@@ -36,13 +36,19 @@ fi
 "${as[@]}" rm -rf "$dir/data"
 "${as[@]}" "$bin/initdb" -D "$dir/data" -U "$user" -A trust --no-sync >"$dir/initdb.log" 2>&1 ||
   { cat "$dir/initdb.log" >&2; exit 1; }
+# The settings go into postgresql.conf (the last line of a setting wins), so that
+# tests/pg/pg_ctl.sh DIR start brings a stopped cluster back where it was.
+conf() { "${as[@]}" sh -c "printf '%s\n' \"\$1\" >>'$dir/data/postgresql.conf'" sh "$1"; }
+conf "listen_addresses = '127.0.0.1'"
+conf "unix_socket_directories = '$dir'"
+conf "fsync = on"
+conf "max_connections = 200"
 # A free port: bind port 0 and read what the kernel gave. Another process could take it
 # before postgres binds; then postgres fails to start and the next try picks another.
 for try in 1 2 3 4 5; do
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-  if "${as[@]}" "$bin/pg_ctl" -D "$dir/data" -l "$dir/postgres.log" -w -t 30 \
-       -o "-c listen_addresses=127.0.0.1 -p $port -k $dir -c fsync=on -c max_connections=200" \
-       start >/dev/null; then
+  conf "port = $port"
+  if bash "$(dirname "$0")/pg_ctl.sh" "$dir" start >/dev/null; then
     url="postgresql://$user@127.0.0.1:$port/postgres"
     printf '%s\n' "$url" >"$dir/url"
     printf '%s\n' "$url"

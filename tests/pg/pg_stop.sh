@@ -6,8 +6,6 @@ set -uo pipefail
 dir=${1:?usage: pg_stop.sh DIR}
 bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || true)
 [ -n "$bin" ] && [ -d "$dir/data" ] || exit 0
-as=()
-[ "$(id -u)" = 0 ] && as=(runuser -u postgres --)
-"${as[@]}" "$bin/pg_ctl" -D "$dir/data" -m fast -w -t 30 stop >/dev/null 2>&1 || true
+bash "$(dirname "$0")/pg_ctl.sh" "$dir" stop -m fast >/dev/null 2>&1 || true
 rm -rf "$dir/data" "$dir/url"
 exit 0

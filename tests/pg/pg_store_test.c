@@ -134,6 +134,12 @@ static void a_stalled_transaction_does_not_block_a_takeover(void) {
   pg_drop_db(db);
 }
 
+static int ignore_job(void *ctx, const gp_store_job *row) {
+  (void)ctx;
+  (void)row;
+  return 0;
+}
+
 /* Ends every gpool connection to the test's database, as an admin or a failover would. */
 static void terminate_gpool_sessions(PGconn *admin) {
   char sql[256];
@@ -149,25 +155,41 @@ static void a_lost_connection_fails_one_transaction_then_reconnects(void) {
   PGconn *admin = pg_connect(pg_admin_url());
   gp_err e = {0};
   CHECK_EQ_INT(0, put_job(s, 1, &e));
+  /* Lost while idle: found at the next begin, which reconnects before anything is done. */
   terminate_gpool_sessions(admin);
-  /* The transaction that meets the dead connection fails, naming the cause... */
+  CHECK_EQ_INT(0, put_job(s, 2, &e));
+  /* Lost inside a transaction: that transaction fails, naming the cause... */
+  REQUIRE(gp_store_begin(s, &e) == 0);
+  gp_store_job j = {3, "pending", "default", "alice", 100, "{}"};
+  int r = gp_store_put_job(s, &j, &e);
+  terminate_gpool_sessions(admin);
   e = (gp_err){0};
-  CHECK_EQ_INT(GP_EIO, put_job(s, 2, &e));
+  if (!r) r = gp_store_commit(s, &e);
+  CHECK_EQ_INT(GP_EIO, r);
   CHECK_EQ_STR("connection lost", gp_store_failure(s));
   CHECK_CONTAINS(e.message, "connection lost");
+  gp_store_rollback(s);
   /* ...and the next one reconnects and commits; the failed one left nothing. */
-  CHECK_EQ_INT(0, put_job(s, 3, &e));
-  CHECK_EQ_INT(2, jobs_in(s));
+  CHECK_EQ_INT(0, put_job(s, 4, &e));
+  CHECK_EQ_INT(3, jobs_in(s));
   /* A load on a dead connection reconnects too; a failed load is retried by the caller. */
   terminate_gpool_sessions(admin);
   int n = 0;
   gp_store_load_cb cb = {.ctx = &n, .job = count_job};
   if (gp_store_load(s, &cb, &e) != 0) CHECK_EQ_INT(0, gp_store_load(s, &cb, &e));
-  CHECK_EQ_INT(2, jobs_in(s));
-  /* A probe says when the store works again. */
+  CHECK_EQ_INT(3, jobs_in(s));
+  /* A probe (a transaction of its own) works across a lost connection too. */
   terminate_gpool_sessions(admin);
-  if (gp_store_probe(s, &e) != 0) CHECK_EQ_STR("connection lost", gp_store_failure(s));
   CHECK_EQ_INT(0, gp_store_probe(s, &e));
+  /* A reader's connection is its own and reconnects likewise. */
+  gp_store_reader *rd = NULL;
+  REQUIRE(gp_store_reader_open(s, &rd, &e) == 0);
+  terminate_gpool_sessions(admin);
+  if (gp_store_reader_job(rd, 1, ignore_job, NULL, NULL, &e) != 0) {
+    e = (gp_err){0};
+    CHECK_EQ_INT(0, gp_store_reader_job(rd, 1, ignore_job, NULL, NULL, &e));
+  }
+  gp_store_reader_close(rd);
   PQfinish(admin);
   gp_store_close(s);
   pg_drop_db(db);
