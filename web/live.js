@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: Apache-2.0
+// Live updates: the server's event stream (GET /v1/events, the token in the query since
+// EventSource cannot set headers), and polling every 5 s whenever the stream is not open
+// (a server without it, a proxy that cuts it, a reconnect in progress). Events are
+// coalesced: a burst of job changes refreshes the view once.
+import {session} from './api.js';
+
+const POLL_MS = 5000;
+const COALESCE_MS = 300;
+
+export const live = {
+  onChange: null,
+  es: null,
+  poll: null,
+  timer: null,
+  mode: '',
+
+  start() {
+    if (this.es || this.poll) return;
+    const s = session();
+    if (!s) return;
+    if (typeof EventSource === 'undefined') return this.startPolling();
+    const es = new EventSource(`/v1/events?token=${encodeURIComponent(s.token)}`);
+    this.es = es;
+    const kick = (e) => this.changed(e);
+    for (const kind of ['job', 'node', 'queue']) es.addEventListener(kind, kick);
+    es.onopen = () => {
+      this.stopPolling();
+      this.show('live');
+    };
+    es.onerror = () => {
+      // CONNECTING: the browser retries by itself; CLOSED (e.g. 404): it gave up. Poll
+      // meanwhile either way, and try the stream again later when it gave up.
+      this.startPolling();
+      if (es.readyState === EventSource.CLOSED) {
+        this.es = null;
+        setTimeout(() => { if (!this.es && session()) { this.stopPolling(); this.start(); } }, 60000);
+      }
+    };
+  },
+
+  startPolling() {
+    if (this.poll) return;
+    this.show('polling');
+    this.poll = setInterval(() => this.changed(null), POLL_MS);
+  },
+
+  stopPolling() {
+    if (this.poll) clearInterval(this.poll);
+    this.poll = null;
+  },
+
+  stop() {
+    if (this.es) this.es.close();
+    this.es = null;
+    this.stopPolling();
+    this.show('');
+  },
+
+  changed(ev) {
+    if (this.timer) return;
+    let data = null;
+    try { data = ev && ev.data ? JSON.parse(ev.data) : null; } catch (e) { data = null; }
+    const kind = ev ? ev.type : 'poll';
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      if (this.onChange) this.onChange({kind, data});
+    }, ev ? COALESCE_MS : 0);
+  },
+
+  show(mode) {
+    this.mode = mode;
+    const el = document.getElementById('live');
+    if (el) el.textContent = mode === 'live' ? 'Live' : mode === 'polling' ? 'Updating every 5 s' : '';
+    if (el) el.dataset.mode = mode;
+  },
+};
