@@ -171,7 +171,7 @@ void gp__srv_advice_route(gp_srv_state *s, gp_srv_req *r, int64_t now) {
     gp__srv_reply_error(r, 405, "method_not_allowed", NULL, "use GET on /v1/advice");
     return;
   }
-  bool admin = r->role == GP_ROLE_ADMIN;
+  bool admin = gp_role_reads_all(r->role);
   gp_advice_params q;
   gp_err err = {0};
   int rc = gp__srv_advice_query(r->query, now, &q, &err);

@@ -10,6 +10,7 @@
 
 #include "protocol/event.h"
 #include "protocol/order.h"
+#include "server/jobmetrics.h"
 #include "server/server_int.h"
 #include "util/buf.h"
 #include "util/mem.h"
@@ -497,6 +498,7 @@ static int do_heartbeat(gp_srv_state *s, gp_srv_req *r, int64_t now_s, int64_t n
     n->conditions = list;
   }
   rc = apply_usage(s, idx, json_object_get(body, "jobs"), now_s, err);
+  gp__srv_jobmetrics_take(s, n, idx, json_object_get(body, "jobs"), s->cfg->heartbeat_s, now_s);
   if (!rc) rc = answer_error(s, n, json_object_get(body, "answer_error"), err);
   if (rc) return rc;
   bool has_orders = n->n_orders > 0 && n->orders[n->n_orders - 1].id > gen;

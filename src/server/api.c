@@ -11,6 +11,7 @@
 #include "server/advice.h"
 #include "server/report.h"
 #include "server/autoscale.h"
+#include "server/jobmetrics.h"
 #include "server/server_int.h"
 #include "util/mem.h"
 #include "util/units.h"
@@ -335,6 +336,24 @@ static void job_log(gp_srv_state *s, gp_srv_req *r, gp_srv_job *j) {
   r->answered = true;
 }
 
+/* GET /v1/jobs/{id}/metrics: its GPUs' telemetry, for its owner, admins and viewers (as
+ * its log, it tells what the job does). Written as text: a long gang's answer holds
+ * hundreds of thousands of numbers. */
+static void job_metrics(gp_srv_state *s, gp_srv_req *r, const gp_srv_job *j) {
+  if (!may_touch(r, j) && r->role != GP_ROLE_VIEWER) {
+    gp__srv_reply_error(r, 403, "permission_denied", NULL, "job %s belongs to %s", j->idstr, j->user);
+    return;
+  }
+  gp_buf out;
+  gp_buf_init(&out, 0);
+  gp__srv_jobmetrics_json(j, s->cfg->heartbeat_s, &out);
+  free(r->resp);
+  r->resp = gp_buf_steal(&out);
+  r->status = 200;
+  r->resp_type = "application/json";
+  r->answered = true;
+}
+
 /* A job that ended and is no longer in memory: the store has it. Reads go to the HTTP
  * thread (history.c); changes are refused as for any ended job. */
 static int ended_route(gp_srv_state *s, gp_srv_req *r, const char *id, const char *action,
@@ -354,6 +373,13 @@ static int ended_route(gp_srv_state *s, gp_srv_req *r, const char *id, const cha
     gp__srv_reply_error(r, 404, "not_found", NULL,
                         "job %s ended (%s) before the last %d ended jobs; its log is no longer "
                         "kept reachable",
+                        id, gp_job_state_name(st), s->cfg->recent_ended_jobs);
+    return 0;
+  }
+  if (strcmp(action, "metrics") == 0 && method_is(r, "GET")) {
+    gp__srv_reply_error(r, 404, "not_found", NULL,
+                        "job %s ended (%s) before the last %d ended jobs; its GPU metrics are "
+                        "kept only while the job is in memory",
                         id, gp_job_state_name(st), s->cfg->recent_ended_jobs);
     return 0;
   }
@@ -398,6 +424,10 @@ static int jobs_route(gp_srv_state *s, gp_srv_req *r, const char *rest, int64_t 
       return 0;
     }
     reply_job(s, r, 200, j);
+    return 0;
+  }
+  if (strcmp(action, "metrics") == 0 && method_is(r, "GET")) {
+    job_metrics(s, r, j);
     return 0;
   }
   if (strcmp(action, "log") == 0 && method_is(r, "GET")) {
@@ -788,6 +818,11 @@ int gp__srv_api_handle(gp_srv_state *s, gp_srv_req *r, int64_t now_s, int64_t no
   }
   if (r->role == GP_ROLE_AGENT) {
     gp__srv_reply_error(r, 403, "permission_denied", NULL, "agent tokens may use only /v1/agent/*");
+    return 0;
+  }
+  /* One gate for every route, present and future: a viewer changes nothing. */
+  if (r->role == GP_ROLE_VIEWER && !method_is(r, "GET")) {
+    gp__srv_reply_error(r, 403, "permission_denied", NULL, "a viewer token is read-only");
     return 0;
   }
   if (strcmp(p, "/v1/jobs") == 0) return jobs_route(s, r, "", now_s, err);

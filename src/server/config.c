@@ -23,6 +23,7 @@ const char *gp_role_name(gp_role r) {
   case GP_ROLE_USER: return "user";
   case GP_ROLE_ADMIN: return "admin";
   case GP_ROLE_AGENT: return "agent";
+  case GP_ROLE_VIEWER: return "viewer";
   default: return "none";
   }
 }
@@ -153,9 +154,10 @@ static int read_tokens(const gp_doc *d, const gp_doc_node *seq, const char *path
       if (strcmp(v, "admin") == 0) t.role = GP_ROLE_ADMIN;
       else if (strcmp(v, "user") == 0) t.role = GP_ROLE_USER;
       else if (strcmp(v, "agent") == 0) t.role = GP_ROLE_AGENT;
+      else if (strcmp(v, "viewer") == 0) t.role = GP_ROLE_VIEWER;
       else
         return gp_err_set(err, GP_EINVAL, d->name, rn->line, f,
-                          "must be admin, user or agent, not \"%s\"", v);
+                          "must be admin, user, viewer or agent, not \"%s\"", v);
     }
     if ((r = read_token_node(d, m, path, i, a, &t, err))) return r;
     gp_xgrow((void **)tokens, cap, (size_t)*n + 1, sizeof **tokens);

@@ -8,6 +8,7 @@
 #ifndef GP_SERVER_CONFIG_H
 #define GP_SERVER_CONFIG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -18,9 +19,14 @@
 #include "tls/tls.h"
 #include "util/error.h"
 
-typedef enum gp_role { GP_ROLE_NONE = 0, GP_ROLE_USER, GP_ROLE_ADMIN, GP_ROLE_AGENT } gp_role;
+typedef enum gp_role { GP_ROLE_NONE = 0, GP_ROLE_USER, GP_ROLE_ADMIN, GP_ROLE_AGENT, GP_ROLE_VIEWER } gp_role;
 
 const char *gp_role_name(gp_role r);
+
+/* May the role read every user's jobs, reports and figures? An admin, and a viewer (a
+ * read-only token for wall screens: it reads what an admin reads, except jobs' commands,
+ * environments and logs, and changes nothing). */
+static inline bool gp_role_reads_all(gp_role r) { return r == GP_ROLE_ADMIN || r == GP_ROLE_VIEWER; }
 
 typedef struct gp_token {
   const char *token;

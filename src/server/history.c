@@ -176,7 +176,7 @@ void gp__srv_history_list(gp_store *store, gp_srv_req *r) {
   }
   f.queue = query(r, "queue");
   f.user = query(r, "user");
-  if (r->role != GP_ROLE_ADMIN) {
+  if (!gp_role_reads_all(r->role)) {
     if (f.user && strcmp(f.user, r->user) != 0) {
       gp__srv_reply_error(r, 403, "permission_denied", "user",
                           "only admins may list another user's jobs");

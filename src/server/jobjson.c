@@ -11,6 +11,7 @@
 #include "core/mig.h"
 #include "protocol/limits.h"
 #include "protocol/order.h"
+#include "server/jobmetrics.h"
 #include "server/state.h"
 #include "snapshot/policy_read.h"
 #include "util/mem.h"
@@ -147,6 +148,7 @@ void gp__srv_job_free(gp_srv_job *j) {
   json_decref(j->attempts);
   free(j->enforcement);
   free(j->pending_message);
+  gp__srv_jobmetrics_free(j->metrics);
   free(j);
 }
 
@@ -616,6 +618,12 @@ json_t *gp__srv_job_api_fields(const gp_srv_state *s, const gp_srv_job *j) {
   json_object_set_new(o, "pending_message", message ? json_string(message) : json_null());
   json_object_set_new(o, "reservation_at",
                       pending && j->reservation_at ? json_integer(j->reservation_at) : json_null());
+  int position = gp__srv_job_queue_position(s, j);
+  json_object_set_new(o, "queue_position", position > 0 ? json_integer(position) : json_null());
+  /* The backfill reservation is the only start time the scheduler works out; null: unknown. */
+  json_object_set_new(o, "estimated_start", j->state == GP_JOB_PENDING && j->reservation_at
+                                                ? json_integer(j->reservation_at)
+                                                : json_null());
   if (j->n_alloc == 0 && j->last_placements && gp_job_state_is_final(j->state))
     json_object_set(o, "placements", j->last_placements);
   else

@@ -13,7 +13,7 @@ void gp__srv_report_route(gp_srv_state *s, gp_srv_req *r, const char *kind, int6
     gp__srv_reply_error(r, 405, "method_not_allowed", NULL, "use GET on /v1/reports/{kind}");
     return;
   }
-  bool admin = r->role == GP_ROLE_ADMIN;
+  bool admin = gp_role_reads_all(r->role);
   gp_srv_report_query q;
   gp_err err = {0};
   int rc = gp__srv_report_query_parse(kind, r->query, admin, now, &q, &err);

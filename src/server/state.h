@@ -89,6 +89,9 @@ typedef struct gp_srv_job {
   int pending_reason;   /* gp_pending_reason, -1: none known yet */
   char *pending_message;
   int64_t reservation_at;
+  struct gp_srv_jobmetrics *metrics; /* per-GPU telemetry of its runs (jobmetrics.h), or NULL */
+  int queue_position;   /* 1-based place among its queue's pending jobs at the last step
+                           (jobrank.c; read through gp__srv_job_queue_position), 0: none */
   gp_idle_track idle;   /* idleness of the current run (idle.c; memory only, measured again
                            from the agents' figures after a restart) */
   int64_t idle_acted_since; /* the idle stretch the policy last acted on, 0: none */
@@ -352,6 +355,8 @@ typedef struct gp_srv_state {
   struct gp__srv_budgets *budgets; /* spend, alerts and priced totals (budget.c), or NULL */
   struct gp_srv_autoscale *autoscale; /* the server's (autoscale.h; borrowed, kept over a
                                          reload), NULL: a fixed fleet */
+  uint64_t ranked_cycle;      /* counters.sched_cycles + 1 when the jobs' queue positions
+                                 were worked out (jobrank.c), 0: never */
 } gp_srv_state;
 
 /* The store setting that holds the catalogue an admin set through PUT /v1/prices. */
@@ -609,6 +614,12 @@ json_t *gp__srv_job_placements_json(const gp_srv_state *s, const gp_srv_job *j);
 /* The start order of task `task` of a job the plan starts, built from the protocol's start
  * struct (start_order.c); a new reference. */
 json_t *gp__srv_start_order(const gp_srv_state *s, const gp_srv_job *j, int task);
+
+/* ---- jobrank.c ---- */
+/* The job's 1-based place among the pending jobs of its queue in the scheduler's order at
+ * the last step, or 0 when that order does not hold it (not pending, not yet considered,
+ * waiting for a dependency, held). State thread. */
+int gp__srv_job_queue_position(const gp_srv_state *s, const gp_srv_job *j);
 
 /* ---- nodejson.c ---- */
 /* Reads a node as the agent registers it (or as stored) into *n (fresh or existing: facts

@@ -38,6 +38,7 @@ static inline void tsrv_rm_dir(const char *dir) {
 #define ALICE "alice-token-123"
 #define BOB "bob-token-12345"
 #define AGENT "agent-token-123"
+#define VIEWER "viewer-token-12"
 
 static const char *tsrv_base_config =
     "listen: 127.0.0.1:0\n"
@@ -46,6 +47,7 @@ static const char *tsrv_base_config =
     "  - {token: " ALICE ", user: alice, role: user}\n"
     "  - {token: " BOB ", user: bob, role: user}\n"
     "  - {token: " AGENT ", user: agent, role: agent}\n"
+    "  - {token: " VIEWER ", user: wall, role: viewer}\n"
     "queues:\n"
     "  - {name: default, users: [\"*\"]}\n"
     "  - {name: org/a, deserved: 4, users: [alice]}\n"
