@@ -11,6 +11,7 @@ import {draw, hit} from './heatmap.js';
 function legend() {
   return h('ul', {class: 'legend', 'aria-label': 'Legend'},
     h('li', {}, h('span', {class: 'sw sw-util'}), 'Utilisation 0 → 100 %'),
+    h('li', {}, h('span', {class: 'sw sw-unmeasured'}), 'Allocated, use not reported'),
     h('li', {}, h('span', {class: 'sw sw-idle'}), 'Allocated but idle (orange ring)'),
     h('li', {}, h('span', {class: 'sw sw-free'}), 'Free'),
     h('li', {}, h('span', {class: 'sw sw-drained'}), 'Drained (hatched)'),

@@ -25,8 +25,9 @@ function eventDetail(e) {
 
 function summary(j) {
   const wait = [];
-  if (j.queue_position !== undefined) wait.push(['Place in queue', j.queue_position === null ? 'not ranked' : String(j.queue_position)]);
-  if (j.estimated_start !== undefined) wait.push(['Estimated start', j.estimated_start === null ? 'not estimated' : fmtTime(j.estimated_start)]);
+  const waiting = j.state === 'pending' || j.state === 'held';
+  if (waiting && j.queue_position !== undefined) wait.push(['Place in queue', j.queue_position === null ? 'not ranked' : String(j.queue_position)]);
+  if (waiting && j.estimated_start !== undefined) wait.push(['Estimated start', j.estimated_start === null ? 'not estimated' : fmtTime(j.estimated_start)]);
   return facts([
     ['State', stateBadge(j.state)],
     ['Why', h('span', {id: 'job-why'}, why(j))],

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // The jobs view: mine or all, filtered by state, queue and user (the API's own filters, so
-// a page never carries jobs it then hides), pages of 500 with "Load more". A pending job
+// a page never carries jobs it then hides), pages of 250 with "Load more". A pending job
 // shows why it waits, its place in the queue and its estimated start.
 import {api, qs} from './api.js';
 import {h, clear, fmtTime, fmtDur, note, stateBadge} from './dom.js';
 import {actionButtons} from './actions.js';
 
-const PAGE = 500;
+const PAGE = 250;
 const STATES = [
   ['active', 'Active (pending, held, running, stopping)', 'pending,held,running,stopping'],
   ['pending', 'Pending', 'pending'],
