@@ -40,7 +40,7 @@ export function barChart({title, unit, bars}) {
   const max = Math.max(1e-9, ...shown.map((b) => b.value || 0));
   const hgt = Math.max(1, shown.length) * rowH + 20;
   const svg = s('svg', {viewBox: `0 0 ${w} ${hgt}`, class: 'chart bars', role: 'img',
-    'aria-label': `${title}: ${shown.map((b) => `${b.label} ${fmtNum(b.value)}`).join(', ')}`},
+    'aria-label': `${title}: ${shown.map((b) => `${b.label} ${fmtNum(b.value, 3)}`).join(', ')}`},
   s('title', {}, title));
   shown.forEach((b, i) => {
     const bw = ((b.value || 0) / max) * (w - labelW - 70);
@@ -48,7 +48,7 @@ export function barChart({title, unit, bars}) {
     svg.append(
       s('text', {x: labelW - 6, y: yy + 12, class: 'tick', 'text-anchor': 'end'}, b.label.length > 24 ? `${b.label.slice(0, 23)}…` : b.label),
       s('rect', {x: labelW, y: yy, width: Math.max(bw, 0).toFixed(1), height: rowH - 6, class: 'bar'}),
-      s('text', {x: labelW + bw + 4, y: yy + 12, class: 'tick'}, `${fmtNum(b.value)} ${unit}`));
+      s('text', {x: labelW + bw + 4, y: yy + 12, class: 'tick'}, `${fmtNum(b.value, 3)} ${unit}`));
   });
   svg.append(s('text', {x: w - 4, y: hgt - 4, class: 'tick', 'text-anchor': 'end'},
     bars.length > shown.length ? `first ${shown.length} of ${bars.length}` : ''));

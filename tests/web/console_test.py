@@ -81,8 +81,8 @@ def job(i):
     return api('GET', f'/v1/jobs/{i}')[1]['job']
 
 
-def submit(token, name, gpus, command):
-    st, doc = api('POST', '/v1/jobs', token, {'name': name, 'gpus': gpus, 'command': command, 'workdir': DIR})
+def submit(token, name, gpus, command, queue='default'):
+    st, doc = api('POST', '/v1/jobs', token, {'name': name, 'gpus': gpus, 'command': command, 'workdir': DIR, 'queue': queue})
     if st != 201:
         fail(f'submit {name}: {st} {doc}')
     return doc['job']['id']
@@ -164,9 +164,14 @@ def login(d, token, user):
 
 def main():
     start_pool()
+    # A small tree for the queues view: org/vision and org/nlp under the implied parent org.
+    for q, deserved in (('org/vision', 2), ('org/nlp', 1)):
+        st, doc = api('PUT', f'/v1/queues/{q}', ADMIN, {'deserved': deserved, 'users': ['*']})
+        if st not in (200, 201):
+            fail(f'PUT queue {q}: {st} {doc}')
     hold = ['sh', '-c', 'sleep 90']
     running_a = submit(ADMIN, 'train-a', 1, hold)
-    running_b = submit(BOB, 'bob-train', 1, hold)
+    running_b = submit(BOB, 'bob-train', 1, hold, 'org/nlp')
     ended = submit(ADMIN, 'quick', 1, ['true'])
     wait('job quick to complete', lambda: job(ended)['state'] == 'completed')
     pending = submit(ADMIN, 'too-big', 4, ['true'])
@@ -234,7 +239,7 @@ def main():
         find(d, f'#node-jobs a[href="#/jobs/{running_b}"]', "bob's job on the node's page")
         shot(d, 'node')
         d.get(f'{URL}/#/queues')
-        find(d, '#queues-table tr[data-queue="default"]', 'the default queue in the tree')
+        find(d, '#queues-table tr[data-queue="org/nlp"][aria-level="2"]', 'org/nlp under org in the queue tree')
         shot(d, 'queues')
         d.get(f'{URL}/#/reports?kind=usage&by=user')
         find(d, '#report-table tbody tr', 'a row of the usage report')
