@@ -11,6 +11,7 @@
 #include "server/advice.h"
 #include "server/report.h"
 #include "server/autoscale.h"
+#include "server/events.h"
 #include "server/jobmetrics.h"
 #include "server/server_int.h"
 #include "util/mem.h"
@@ -745,6 +746,7 @@ static int queues_route(gp_srv_state *s, gp_srv_req *r, const char *name, gp_err
       }
     gp__srv_queue_free(q);
     gp__srv_queues_changed(s);
+    gp__srv_events_note_queue(s, name);
     s->sched_dirty = true;
     gp__srv_reply_json(r, 200, json_pack("{s:s,s:b}", "queue", name, "deleted", 1));
     return 0;
@@ -796,6 +798,7 @@ static int queues_route(gp_srv_state *s, gp_srv_req *r, const char *name, gp_err
     s->queues[s->n_queues++] = target;
   }
   gp__srv_queues_changed(s);
+  gp__srv_events_note_queue(s, name);
   s->sched_dirty = true;
   rc = gp__srv_persist_queue(s, target, err);
   if (rc) return rc;
@@ -810,8 +813,13 @@ int gp__srv_api_handle(gp_srv_state *s, gp_srv_req *r, int64_t now_s, int64_t no
   const char *p = r->path;
   if (strcmp(p, "/metrics") == 0) {
     char *text = gp__srv_metrics_text(s);
+    gp_buf out;
+    gp_buf_init(&out, 0);
+    gp_buf_puts(&out, text);
+    free(text);
+    gp__srv_events_metrics(s->events, &out);
     free(r->resp);
-    r->resp = text;
+    r->resp = gp_buf_steal(&out);
     r->status = 200;
     r->answered = true;
     return 0;

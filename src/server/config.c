@@ -49,6 +49,9 @@ gp_server_config *gp_server_config_new(void) {
   gp_autoscale_config_init(&c->autoscale);
   c->max_connections_per_address = 128;
   c->http_idle_timeout_s = 15;
+  c->events_max_streams = 1000;
+  c->events_buffer_kib = 256;
+  c->events_ping_s = 15;
   c->http_request_timeout_s = 10;
   return c;
 }
@@ -252,6 +255,15 @@ static int read_limits(const gp_doc *d, const gp_doc_node *root, gp_server_confi
   if ((n = gp_doc_get(root, "recent_ended_jobs")) &&
       (r = read_int_range(d, n, "recent_ended_jobs", 1, 10000000, &c->recent_ended_jobs, err)))
     return r;
+  if ((n = gp_doc_get(root, "events_max_streams")) &&
+      (r = read_int_range(d, n, "events_max_streams", 0, 100000, &c->events_max_streams, err)))
+    return r;
+  if ((n = gp_doc_get(root, "events_buffer_kib")) &&
+      (r = read_int_range(d, n, "events_buffer_kib", 16, 65536, &c->events_buffer_kib, err)))
+    return r;
+  if ((n = gp_doc_get(root, "events_ping_s")) &&
+      (r = read_int_range(d, n, "events_ping_s", 1, 3600, &c->events_ping_s, err)))
+    return r;
   return 0;
 }
 
@@ -305,7 +317,8 @@ static int parse_doc(const gp_doc *d, const char *path, gp_server_config *c, gp_
       "schedule_min_gap_ms", "http_threads", "max_connections", "tls",
       "max_pending_per_user", "max_pending_per_queue", "max_job_bytes",
       "max_connections_per_address", "http_idle_timeout_s", "http_request_timeout_s",
-      "recent_ended_jobs", "prices", "node_templates", "autoscale", NULL};
+      "recent_ended_jobs", "prices", "node_templates", "autoscale",
+      "events_max_streams", "events_buffer_kib", "events_ping_s", NULL};
   const gp_doc_node *root = d->root;
   if (!root) return 0;
   int r = gp_doc_expect(d, root, "", GP_DOC_MAP, err);

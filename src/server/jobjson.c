@@ -599,21 +599,27 @@ json_t *gp__srv_job_to_json(const gp_srv_state *s, const gp_srv_job *j, bool for
   return o;
 }
 
+void gp__srv_job_pending_why(const gp_srv_job *j, const char **ret_reason, const char **ret_message) {
+  bool pending = j->state == GP_JOB_PENDING || j->state == GP_JOB_HELD;
+  *ret_reason = *ret_message = NULL;
+  if (j->state == GP_JOB_HELD) {
+    *ret_reason = "Held";
+    *ret_message = "The job is held; release it with `gpool release`.";
+  } else if (pending && j->pending_reason >= 0) {
+    *ret_reason = gp_pending_reason_name((gp_pending_reason)j->pending_reason);
+    *ret_message = j->pending_message;
+  } else if (pending) {
+    *ret_reason = "Priority";
+    *ret_message = "The scheduler has not considered the job yet.";
+  }
+}
+
 json_t *gp__srv_job_api_fields(const gp_srv_state *s, const gp_srv_job *j) {
   json_t *o = json_object();
   json_object_set_new(o, "enforcement", json_string(enforcement(s, j)));
   bool pending = j->state == GP_JOB_PENDING || j->state == GP_JOB_HELD;
   const char *reason = NULL, *message = NULL;
-  if (j->state == GP_JOB_HELD) {
-    reason = "Held";
-    message = "The job is held; release it with `gpool release`.";
-  } else if (pending && j->pending_reason >= 0) {
-    reason = gp_pending_reason_name((gp_pending_reason)j->pending_reason);
-    message = j->pending_message;
-  } else if (pending) {
-    reason = "Priority";
-    message = "The scheduler has not considered the job yet.";
-  }
+  gp__srv_job_pending_why(j, &reason, &message);
   json_object_set_new(o, "pending_reason", reason ? json_string(reason) : json_null());
   json_object_set_new(o, "pending_message", message ? json_string(message) : json_null());
   json_object_set_new(o, "reservation_at",

@@ -166,13 +166,16 @@ static void record_pending(gp_srv_state *s, const gp_plan *plan) {
     const gp_plan_pending *p = &plan->pending[i];
     gp_srv_job *j = gp__srv_view_job(s, p->job);
     if (!j) continue;
+    bool changed = j->pending_reason != (int)p->reason;
     j->pending_reason = (int)p->reason;
     j->reservation_at = 0; /* set again below when the plan still reserves for it */
     /* Most pending jobs keep their reason from step to step: copy only what changed. */
     if (!p->message || !j->pending_message || strcmp(p->message, j->pending_message) != 0) {
+      changed = changed || !p->message != !j->pending_message || p->message;
       free(j->pending_message);
       j->pending_message = p->message ? gp_xstrdup(p->message) : NULL;
     }
+    if (changed) gp__srv_events_note_job(s, j); /* the console shows why it waits */
   }
   for (int i = 0; i < plan->n_reservations; i++) {
     const gp_plan_reservation *rv = &plan->reservations[i];

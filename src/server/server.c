@@ -29,6 +29,7 @@
 #include <time.h>
 
 #include "server/autoscale.h"
+#include "server/events.h"
 #include "server/guard.h"
 #include "server/logproxy.h"
 #include "server/advice.h"
@@ -51,6 +52,7 @@ struct gp_server {
   gp_srv_guard *guard;      /* request deadlines */
   gp_srv_proxy *proxy;      /* log reads from agents */
   gp_srv_autoscale *autoscale; /* provider calls (autoscale.h), NULL: a fixed fleet */
+  gp_srv_events *events;    /* GET /v1/events streams (events.h) */
   int port;
   pthread_t thread;
   bool thread_running;
@@ -187,6 +189,7 @@ static void reload(gp_server *srv) {
   }
   s->counters = old->counters;
   s->autoscale = old->autoscale;
+  s->events = old->events;
   s->store_health = old->store_health;
   gp__srv_usage_adopt(s, old);
   gp__srv_state_free(old);
@@ -318,6 +321,7 @@ static void process_batch(gp_server *srv, gp_srv_req *list) {
     reload(srv);
     return;
   }
+  gp__srv_events_flush(s); /* committed: clients hear only of durable changes */
   gp__srv_ended_evict(s); /* committed, and no job pointer is held */
   /* Parked polls are no longer part of the batch: they are resumed when woken. */
   for (gp_srv_req *r = list; r; r = r->next) r->in_batch = r->parked ? false : true;
@@ -362,6 +366,7 @@ static void run_scheduler(gp_server *srv) {
     reload(srv);
     return;
   }
+  gp__srv_events_flush(s);
   gp__srv_ended_evict(s);
   wake_waiters(srv->state, mono_ms(), false);
 }
@@ -632,11 +637,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
     const gp_token *t = NULL;
     if (auth && strncasecmp(auth, "Bearer ", 7) == 0) t = find_token(srv->cfg, auth + 7);
+    /* A browser's EventSource cannot set headers: the stream also takes ?token=. */
+    bool is_events = strcmp(r->path, "/v1/events") == 0;
+    if (!t && !auth && is_events)
+      t = find_token(srv->cfg, MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "token"));
     if (!t) return send_error_now(c, 401, "unauthenticated",
                                   "a valid token is required: Authorization: Bearer <token>");
     r->user = t->user;
     r->token = t->token;
     r->role = t->role;
+    if (is_events) return gp__srv_events_serve(srv->events, c, r->method, r->user, r->role);
   }
   r->query = json_object();
   MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_query, r);
@@ -790,6 +800,9 @@ int gp_server_start(gp_server *srv, gp_err *err) {
   atomic_store(&srv->loading, false);
   srv->autoscale = gp__srv_autoscale_new(srv->cfg);
   srv->state->autoscale = srv->autoscale;
+  /* After the load: loading every job notes it, and nobody listens yet. */
+  srv->events = gp__srv_events_new(srv->cfg);
+  srv->state->events = srv->events;
   if (pthread_create(&srv->thread, NULL, state_main, srv) != 0) {
     MHD_stop_daemon(srv->mhd);
     srv->mhd = NULL;
@@ -816,6 +829,7 @@ void gp_server_stop(gp_server *srv) {
   /* Log reads in flight are answered (503) and resumed: libmicrohttpd must not stop with
    * a connection suspended. */
   gp__srv_proxy_stop(srv->proxy);
+  gp__srv_events_close(srv->events); /* the same for event streams */
   if (srv->mhd) {
     MHD_stop_daemon(srv->mhd);
     srv->mhd = NULL;
@@ -830,6 +844,7 @@ void gp_server_free(gp_server *srv) {
   gp__srv_proxy_free(srv->proxy);
   gp__srv_guard_free(srv->guard);
   gp__srv_autoscale_free(srv->autoscale);
+  gp__srv_events_free(srv->events);
   gp__srv_state_free(srv->state);
   gp_store_close(srv->store);
   free(srv->healthz);

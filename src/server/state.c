@@ -36,6 +36,7 @@ void gp__srv_state_free(gp_srv_state *s) {
   for (size_t i = 0; i < s->cap_jobs; i++) gp__srv_job_free(s->jobs[i]);
   free(s->jobs);
   free(s->active);
+  gp__srv_events_dirty_free(&s->events_dirty);
   for (int i = 0; i < s->n_nodes; i++) gp__srv_node_free(s->nodes[i]);
   free(s->nodes);
   free(s->node_slots);

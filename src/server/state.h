@@ -89,6 +89,8 @@ typedef struct gp_srv_job {
   int pending_reason;   /* gp_pending_reason, -1: none known yet */
   char *pending_message;
   int64_t reservation_at;
+  bool events_noted;    /* listed in gp_srv_state.events_dirty (events_feed.c) */
+  uint64_t events_sig;  /* hash of the summary its last event carried, 0: none yet */
   struct gp_srv_jobmetrics *metrics; /* per-GPU telemetry of its runs (jobmetrics.h), or NULL */
   int queue_position;   /* 1-based place among its queue's pending jobs at the last step
                            (jobrank.c; read through gp__srv_job_queue_position), 0: none */
@@ -168,6 +170,8 @@ typedef struct gp_srv_node {
   int ledger_state;     /* the state of its open node_ledger interval (ledger.c), -1: none */
   /* Set when a provider made the node (docs/providers.md), kept in the store, shown by the
    * API; an agent's registration never sets them. NULL / < 0: none. */
+  bool events_noted;         /* listed in gp_srv_state.events_dirty (events_feed.c) */
+  uint64_t events_sig;       /* hash of what its last event carried, 0: none yet */
   char *provider_template;   /* the node template's name (owned) */
   char *provider_instance;   /* the provider's instance id (owned) */
   double provider_price;     /* per GPU-hour, as the provider reported it */
@@ -299,6 +303,19 @@ typedef struct gp_srv_ended {
   size_t cap_ghosts;
 } gp_srv_ended;
 
+/* What changed since the last events were published (events_feed.c). */
+typedef struct gp_srv_events_dirty {
+  int64_t *jobs;            /* ids, each once (gp_srv_job.events_noted) */
+  int n_jobs;
+  size_t cap_jobs;
+  char **nodes;             /* names (owned), each once while the node lives */
+  int n_nodes;
+  size_t cap_nodes;
+  char **queues;            /* names (owned), each once */
+  int n_queues;
+  size_t cap_queues;
+} gp_srv_events_dirty;
+
 typedef struct gp_srv_state {
   const gp_server_config *cfg; /* borrowed */
   gp_store *store;              /* borrowed */
@@ -355,6 +372,9 @@ typedef struct gp_srv_state {
   struct gp__srv_budgets *budgets; /* spend, alerts and priced totals (budget.c), or NULL */
   struct gp_srv_autoscale *autoscale; /* the server's (autoscale.h; borrowed, kept over a
                                          reload), NULL: a fixed fleet */
+  struct gp_srv_events *events; /* the event streams (events.h; borrowed, kept over a
+                                   reload), NULL: no streams (tests, a loading state) */
+  gp_srv_events_dirty events_dirty;
   uint64_t ranked_cycle;      /* counters.sched_cycles + 1 when the jobs' queue positions
                                  were worked out (jobrank.c), 0: never */
 } gp_srv_state;
@@ -620,6 +640,21 @@ json_t *gp__srv_start_order(const gp_srv_state *s, const gp_srv_job *j, int task
  * the last step, or 0 when that order does not hold it (not pending, not yet considered,
  * waiting for a dependency, held). State thread. */
 int gp__srv_job_queue_position(const gp_srv_state *s, const gp_srv_job *j);
+
+/* The pending reason and sentence the API shows for a job (NULL, NULL when it does not
+ * wait): its last step's, "Held" for a held job, "Priority" before any step. */
+void gp__srv_job_pending_why(const gp_srv_job *j, const char **ret_reason, const char **ret_message);
+
+/* ---- events_feed.c: what the event streams hear (events.h) ---- */
+/* A job, a node or a queue changed (the job and node marks ride on gp__srv_job_changed
+ * and gp__srv_node_changed). Nothing is kept while s->events is NULL. */
+void gp__srv_events_note_job(gp_srv_state *s, gp_srv_job *j);
+void gp__srv_events_note_node(gp_srv_state *s, gp_srv_node *n);
+void gp__srv_events_note_queue(gp_srv_state *s, const char *name);
+/* After a commit: publishes an event for each noted record whose summary changed. Call
+ * before ended jobs are evicted. */
+void gp__srv_events_flush(gp_srv_state *s);
+void gp__srv_events_dirty_free(gp_srv_events_dirty *d);
 
 /* ---- nodejson.c ---- */
 /* Reads a node as the agent registers it (or as stored) into *n (fresh or existing: facts

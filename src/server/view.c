@@ -117,6 +117,7 @@ static bool has_deps(const gp_srv_job *j) { return j->n_after || j->n_after_ok |
 
 void gp__srv_job_changed(gp_srv_state *s, gp_srv_job *j) {
   j->rev = ++s->revs;
+  gp__srv_events_note_job(s, j);
   if (j->view_stale) return;
   j->view_stale = true;
   gp_srv_view *w = &s->view;
@@ -127,6 +128,7 @@ void gp__srv_job_changed(gp_srv_state *s, gp_srv_job *j) {
 
 void gp__srv_node_changed(gp_srv_state *s, gp_srv_node *n) {
   s->view_rev = ++s->revs;
+  gp__srv_events_note_node(s, n);
   if (n->view_stale) return;
   n->view_stale = true;
   gp_srv_view *w = &s->view;

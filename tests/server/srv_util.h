@@ -234,7 +234,7 @@ static inline long tsrv_register(const tsrv *t, const char *name, int gpus, cons
 }
 
 /* One heartbeat; returns the answer (caller frees). */
-static json_t *tsrv_heartbeat(const tsrv *t, const char *node, long long gen, int wait_ms,
+static inline json_t *tsrv_heartbeat(const tsrv *t, const char *node, long long gen, int wait_ms,
                               const char *events) {
   char body[4096];
   snprintf(body, sizeof body, "{\"node\": \"%s\", \"gen\": %lld, \"wait_ms\": %d, \"events\": %s}",

@@ -1,0 +1,229 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* GET /v1/events (src/server/events.c, events_feed.c) on real sockets: a stream hears the
+ * jobs its caller may see, nodes and queues; a stalled reader is cut at its buffer's bound
+ * and the server's memory stays within it; a client that goes away frees its stream; the
+ * server's shutdown ends every stream; the number of streams is bounded. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include "test.h"
+#include "srv_util.h"
+
+typedef struct client {
+  int fd;
+  gp_buf got;   /* everything read so far (HTTP/1.0: the events as they are, no chunks) */
+  bool eof;
+} client;
+
+/* Opens a stream: `token` in the query (as a browser's EventSource sends it) or, with
+ * `header`, in Authorization. rcvbuf > 0: the socket's receive buffer (a slow reader). */
+static void client_open(client *cl, const tsrv *t, const char *token, bool header, int rcvbuf) {
+  memset(cl, 0, sizeof *cl);
+  gp_buf_init(&cl->got, 0);
+  cl->fd = socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(cl->fd >= 0);
+  if (rcvbuf > 0) setsockopt(cl->fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)gp_server_port(t->srv))};
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(connect(cl->fd, (struct sockaddr *)&a, sizeof a) == 0);
+  char req[512];
+  if (header)
+    snprintf(req, sizeof req, "GET /v1/events HTTP/1.0\r\nAuthorization: Bearer %s\r\n\r\n", token);
+  else
+    snprintf(req, sizeof req, "GET /v1/events?token=%s HTTP/1.0\r\n\r\n", token);
+  REQUIRE(write(cl->fd, req, strlen(req)) == (ssize_t)strlen(req));
+}
+
+/* Reads what has arrived, waiting up to wait_ms for the first byte. */
+static void client_read(client *cl, int wait_ms) {
+  struct pollfd p = {.fd = cl->fd, .events = POLLIN};
+  while (!cl->eof && poll(&p, 1, wait_ms) > 0) {
+    char buf[8192];
+    ssize_t n = read(cl->fd, buf, sizeof buf);
+    if (n <= 0) {
+      cl->eof = true;
+      break;
+    }
+    gp_buf_append(&cl->got, buf, (size_t)n);
+    wait_ms = 0;
+  }
+}
+
+/* Reads until `text` arrived (true) or ~5 s passed. */
+static bool client_wait_for(client *cl, const char *text) {
+  for (int i = 0; i < 100; i++) {
+    if (cl->got.data && strstr(cl->got.data, text)) return true;
+    if (cl->eof) return false;
+    client_read(cl, 50);
+  }
+  return cl->got.data && strstr(cl->got.data, text);
+}
+
+static void client_close(client *cl) {
+  if (cl->fd >= 0) close(cl->fd);
+  cl->fd = -1;
+  gp_buf_done(&cl->got);
+}
+
+/* A figure of GET /metrics, or -1. */
+static long long metric(const tsrv *t, const char *name) {
+  CURL *h = curl_easy_init();
+  char url[256];
+  snprintf(url, sizeof url, "%s/metrics", t->base);
+  gp_buf out;
+  gp_buf_init(&out, 0);
+  curl_easy_setopt(h, CURLOPT_URL, url);
+  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, tsrv_write);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, &out);
+  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+  long long v = -1;
+  if (curl_easy_perform(h) == CURLE_OK && out.data) {
+    char key[128];
+    snprintf(key, sizeof key, "\n%s ", name);
+    const char *p = strstr(out.data, key);
+    if (p) v = atoll(p + strlen(key));
+  }
+  curl_easy_cleanup(h);
+  gp_buf_done(&out);
+  return v;
+}
+
+static bool wait_metric(const tsrv *t, const char *name, long long want) {
+  for (int i = 0; i < 100; i++) {
+    if (metric(t, name) == want) return true;
+    usleep(50000);
+  }
+  return false;
+}
+
+static void a_stream_hears_the_jobs_its_caller_may_see(void) {
+  tsrv t = {0};
+  tsrv_start(&t);
+  client alice, bob, wall, admin;
+  client_open(&alice, &t, ALICE, false, 0);
+  client_open(&bob, &t, BOB, true, 0);
+  client_open(&wall, &t, VIEWER, false, 0);
+  client_open(&admin, &t, ADMIN, true, 0);
+  client *all[] = {&alice, &bob, &wall, &admin};
+  for (int i = 0; i < 4; i++) {
+    REQUIRE(client_wait_for(all[i], ": open"));
+    CHECK_CONTAINS(all[i]->got.data, "Content-Type: text/event-stream");
+  }
+  char *a = tsrv_submit(&t, ALICE, "{\"queue\": \"org/a\", \"name\": \"alice-job\", \"command\": [\"x\"], \"gpus\": 1}");
+  char *b = tsrv_submit(&t, BOB, "{\"queue\": \"org/b\", \"name\": \"bob-job\", \"command\": [\"x\"], \"gpus\": 1}");
+  REQUIRE(a && b);
+  char path[64];
+  snprintf(path, sizeof path, "/v1/jobs/%s/cancel", a);
+  CHECK_EQ_INT(200, tsrv_req(&t, "POST", path, ALICE, NULL));
+  char want[128];
+  snprintf(want, sizeof want, "\"id\":\"%s\",\"state\":\"cancelled\"", a);
+  CHECK(client_wait_for(&alice, want));
+  CHECK(client_wait_for(&wall, want));
+  CHECK(client_wait_for(&admin, want));
+  CHECK(client_wait_for(&bob, "\"name\":\"bob-job\""));
+  CHECK(client_wait_for(&alice, "event: job\ndata: {\"id\":\"1\",\"state\":\"pending\",\"user\":\"alice\""));
+  CHECK(client_wait_for(&wall, "\"name\":\"bob-job\""));
+  /* Nodes and queues: everyone. */
+  CHECK_EQ_INT(201, tsrv_register(&t, "n1", 2, NULL));
+  CHECK_EQ_INT(201, tsrv_req(&t, "PUT", "/v1/queues/team", ADMIN, "{\"deserved\": 1}"));
+  for (int i = 0; i < 4; i++) {
+    CHECK(client_wait_for(all[i], "event: node\ndata: {\"name\":\"n1\",\"state\":\"up\",\"reason\":null}"));
+    CHECK(client_wait_for(all[i], "event: queue\ndata: {\"name\":\"team\"}"));
+    CHECK_CONTAINS(all[i]->got.data, "\nid: ");
+  }
+  /* Bob never heard of alice's job, nor alice of bob's. */
+  CHECK(!strstr(bob.got.data, "alice-job"));
+  CHECK(!strstr(alice.got.data, "bob-job"));
+  for (int i = 0; i < 4; i++) client_close(all[i]);
+  free(a);
+  free(b);
+  tsrv_stop(&t);
+}
+
+static void a_stream_needs_a_token_and_a_place(void) {
+  tsrv t = {0};
+  tsrv_start_with(&t, "events_max_streams: 2\n", NULL);
+  CHECK_EQ_INT(401, tsrv_req(&t, "GET", "/v1/events", NULL, NULL));
+  CHECK_EQ_INT(401, tsrv_req(&t, "GET", "/v1/events?token=wrong-token-123", NULL, NULL));
+  CHECK_EQ_INT(403, tsrv_req(&t, "GET", "/v1/events", AGENT, NULL));
+  CHECK_EQ_INT(405, tsrv_req(&t, "POST", "/v1/events", ALICE, "{}"));
+  client one, two;
+  client_open(&one, &t, ALICE, false, 0);
+  client_open(&two, &t, BOB, false, 0);
+  REQUIRE(client_wait_for(&one, ": open") && client_wait_for(&two, ": open"));
+  CHECK_EQ_INT(503, tsrv_req(&t, "GET", "/v1/events", ADMIN, NULL));
+  CHECK_CONTAINS(json_string_value(json_object_get(json_object_get(t.last, "error"), "message")),
+                 "events_max_streams");
+  client_close(&one);
+  client_close(&two);
+  tsrv_stop(&t);
+}
+
+static void a_stalled_reader_is_cut_at_its_buffer(void) {
+  tsrv t = {0};
+  tsrv_start_with(&t, "events_buffer_kib: 16\nmax_pending_per_user: 100000\n", NULL);
+  client slow;
+  client_open(&slow, &t, ALICE, false, 4096);
+  REQUIRE(client_wait_for(&slow, ": open"));
+  char name[201];
+  memset(name, 'n', 200);
+  name[200] = '\0';
+  char body[512];
+  snprintf(body, sizeof body, "{\"queue\": \"org/a\", \"name\": \"%s\", \"command\": [\"x\"], \"gpus\": 1}", name);
+  /* The reader reads nothing while events pile up: the kernel's buffers fill, then the
+   * stream's own; at its bound the stream ends, and the server never holds more. */
+  long long overflows = 0;
+  for (int i = 0; i < 3000 && overflows < 1; i++) {
+    json_t *o = NULL;
+    REQUIRE(tsrv_call(&t, "POST", "/v1/jobs", ALICE, body, &o) == 201);
+    json_decref(o);
+    if (i % 50 == 49) {
+      overflows = metric(&t, "gpool_event_stream_overflows_total");
+      CHECK(metric(&t, "gpool_event_stream_max_bytes") <= 16 * 1024);
+    }
+  }
+  CHECK_EQ_INT(1, overflows);
+  CHECK(metric(&t, "gpool_event_stream_max_bytes") <= 16 * 1024);
+  CHECK(metric(&t, "gpool_event_stream_max_bytes") > 8 * 1024);
+  /* The reader, once it reads again, gets what was sent and then the end. */
+  for (int i = 0; i < 200 && !slow.eof; i++) client_read(&slow, 50);
+  CHECK(slow.eof);
+  CHECK(wait_metric(&t, "gpool_event_streams", 0));
+  CHECK_EQ_INT(0, metric(&t, "gpool_event_stream_buffered_bytes"));
+  client_close(&slow);
+  tsrv_stop(&t);
+}
+
+static void a_client_that_goes_away_frees_its_stream(void) {
+  tsrv t = {0};
+  tsrv_start_with(&t, "events_ping_s: 1\n", NULL);
+  client c;
+  client_open(&c, &t, ALICE, false, 0);
+  REQUIRE(client_wait_for(&c, ": open"));
+  CHECK(client_wait_for(&c, ": ping\n\n")); /* a keep-alive comment each events_ping_s */
+  CHECK_EQ_INT(1, metric(&t, "gpool_event_streams"));
+  client_close(&c);
+  /* The next ping finds the connection closed. */
+  CHECK(wait_metric(&t, "gpool_event_streams", 0));
+  tsrv_stop(&t);
+}
+
+static void the_servers_shutdown_ends_every_stream(void) {
+  tsrv t = {0};
+  tsrv_start(&t);
+  client c;
+  client_open(&c, &t, ALICE, false, 0);
+  REQUIRE(client_wait_for(&c, ": open"));
+  int64_t t0 = tsrv_now_ms();
+  tsrv_stop(&t); /* returns only once libmicrohttpd stopped, with no stream suspended */
+  CHECK(tsrv_now_ms() - t0 < 5000);
+  client_read(&c, 2000);
+  CHECK(c.eof);
+  client_close(&c);
+}
+
+GP_TESTS(a_stream_hears_the_jobs_its_caller_may_see, a_stream_needs_a_token_and_a_place,
+         a_stalled_reader_is_cut_at_its_buffer, a_client_that_goes_away_frees_its_stream,
+         the_servers_shutdown_ends_every_stream)
