@@ -14,6 +14,7 @@ import * as reports from './reports.js';
 
 const main = document.getElementById('main');
 let current = null;
+let routing = 0; // bumped per route(): a view that finishes drawing after a newer route is dropped
 
 const routes = [
   [/^\/jobs\/([^/]+)$/, job, (m) => ({id: decodeURIComponent(m[1])})],
@@ -61,6 +62,7 @@ function stopCurrent() {
 }
 
 function loginView(message) {
+  routing++;
   stopCurrent();
   live.stop();
   showShell(false);
@@ -83,8 +85,8 @@ function loginView(message) {
       // Any read proves the token; the job list is one every role but an agent may make.
       await api('/v1/jobs?limit=1', {token: t});
       saveSession(t, user.value.trim());
-      location.hash = '#/jobs';
-      route();
+      if (location.hash === '#/jobs') route();
+      else location.hash = '#/jobs'; // hashchange routes
     } catch (e) {
       status.append(note(e instanceof ApiError ? `Token refused: ${e.describe()}` : String(e), 'error'));
     }
@@ -104,16 +106,29 @@ async function route() {
     if (!m) continue;
     stopCurrent();
     clear(main);
-    const ctx = {go, query, session: session(), onUnauthenticated: () => logout('The server no longer accepts this token.')};
+    const seq = ++routing;
+    // Each view draws into a box of its own, so one that finishes late draws nowhere visible.
+    const box = h('div', {class: 'view'});
+    main.append(box);
+    const ctx = {go, query, session: session()};
+    let drawn = null;
     try {
-      current = await view.render(main, {...params(m), query}, ctx);
+      drawn = await view.render(box, {...params(m), query}, ctx);
     } catch (e) {
+      if (seq !== routing) return;
       if (e instanceof ApiError && e.status === 401) return logout('The server refused the token.');
-      main.append(note(e instanceof ApiError ? e.describe() : String(e), 'error'));
+      box.append(note(e instanceof ApiError ? e.describe() : String(e), 'error'));
     }
+    if (seq !== routing) { // the user moved on while this view loaded
+      if (drawn && drawn.stop) drawn.stop();
+      return;
+    }
+    current = drawn;
     live.start();
     return;
   }
+  routing++;
+  stopCurrent();
   clear(main);
   main.append(h('h1', {}, 'Not found'), h('p', {}, 'No such page. '), h('a', {href: '#/jobs'}, 'Back to jobs'));
 }

@@ -2,17 +2,22 @@
 // Live updates: the server's event stream (GET /v1/events, the token in the query since
 // EventSource cannot set headers), and polling every 5 s whenever the stream is not open
 // (a server without it, a proxy that cuts it, a reconnect in progress). Events are
-// coalesced: a burst of job changes refreshes the view once.
+// coalesced: a burst of job changes refreshes the view once, and a view is read again at
+// most every 2 s however busy the pool. The stream replays nothing, so a reconnect reads
+// the view again.
 import {session} from './api.js';
 
 const POLL_MS = 5000;
 const COALESCE_MS = 300;
+const MIN_GAP_MS = 2000;
 
 export const live = {
   onChange: null,
   es: null,
   poll: null,
   timer: null,
+  last: 0,
+  opened: false,
   mode: '',
 
   start() {
@@ -27,6 +32,8 @@ export const live = {
     es.onopen = () => {
       this.stopPolling();
       this.show('live');
+      if (this.opened) this.changed(null); // a reconnect: what changed meanwhile is not replayed
+      this.opened = true;
     };
     es.onerror = () => {
       // CONNECTING: the browser retries by itself; CLOSED (e.g. 404): it gave up. Poll
@@ -53,6 +60,7 @@ export const live = {
   stop() {
     if (this.es) this.es.close();
     this.es = null;
+    this.opened = false;
     this.stopPolling();
     this.show('');
   },
@@ -62,10 +70,12 @@ export const live = {
     let data = null;
     try { data = ev && ev.data ? JSON.parse(ev.data) : null; } catch (e) { data = null; }
     const kind = ev ? ev.type : 'poll';
+    const wait = ev ? Math.max(COALESCE_MS, MIN_GAP_MS - (Date.now() - this.last)) : 0;
     this.timer = setTimeout(() => {
       this.timer = null;
+      this.last = Date.now();
       if (this.onChange) this.onChange({kind, data});
-    }, ev ? COALESCE_MS : 0);
+    }, wait);
   },
 
   show(mode) {

@@ -193,6 +193,13 @@ def main():
             fail(f'the jobs list shows "{why}" as the pending job\'s reason; the API says "{reason}"')
         if d.find_elements(By.CSS_SELECTOR, f'#jobs-body tr[data-job="{running_b}"]'):
             fail("alice's own jobs (Mine) list bob's job")
+        # Live: the console follows /v1/events, and a job submitted elsewhere shows up.
+        read(d, '#live[data-mode="live"]', 'the console to follow the event stream')
+        st, doc = api('POST', '/v1/jobs', ADMIN, {'name': 'late', 'gpus': 1, 'command': ['true'], 'workdir': DIR, 'hold': True})
+        if st != 201:
+            fail(f'submit a held job: {st} {doc}')
+        late = doc['job']['id']
+        read(d, f'#jobs-body tr[data-job="{late}"]', 'a job submitted after the page loaded', limit=10)
         shot(d, 'jobs')
 
         # A running job's page: its GPU's utilisation, memory and power graphs are drawn.
