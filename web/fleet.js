@@ -8,6 +8,7 @@ export const IDLE_PCT = 5;
 
 export const KINDS = [
   ['busy', 'Busy (allocated, in use)'],
+  ['unmeasured', 'Allocated, use not reported'],
   ['idle', 'Allocated but idle'],
   ['free', 'Free'],
   ['drained', 'Drained'],
@@ -26,7 +27,7 @@ export function classify(node, g) {
   else if (g.health === 'drained') kind = 'drained';
   else if (node.state === 'drain' || node.state === 'cordon') { kind = 'drained'; reason = reason || node.reason || node.state; }
   else if (!jobs.length) kind = 'free';
-  else kind = util !== null && util < IDLE_PCT ? 'idle' : 'busy';
+  else kind = util === null ? 'unmeasured' : util < IDLE_PCT ? 'idle' : 'busy';
   return {node: node.name, index: g.index, uuid: g.uuid, kind, util, reason, jobs, mig: g.mig || [],
     mode: g.mode, replicas: g.replicas || 0, mem_mib: g.mem_mib, used_mib: t.fb_used_mib};
 }

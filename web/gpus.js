@@ -22,7 +22,7 @@ function legend() {
 function nodeRows(nodes, gpus) {
   const byNode = new Map();
   for (const g of gpus) {
-    if (!byNode.has(g.node)) byNode.set(g.node, {busy: 0, idle: 0, free: 0, drained: 0, failed: 0, down: 0});
+    if (!byNode.has(g.node)) byNode.set(g.node, Object.fromEntries(KINDS.map(([k]) => [k, 0])));
     byNode.get(g.node)[g.kind]++;
   }
   return nodes.map((n) => {

@@ -13,14 +13,14 @@ function cellFor(count) {
   return count <= 64 ? 36 : count <= 1024 ? 20 : 12;
 }
 
-// Utilisation 0..100 to one of 21 colours on a blue-to-yellow ramp (5% steps); -1 is
-// unmeasured (grey). Few colours let the draw set each fill style once.
+// Utilisation 0..100 to one of 21 colours on a blue-to-yellow ramp (5% steps). Few colours
+// let the draw set each fill style once.
 const RAMP = Array.from({length: 21}, (_, i) => {
   const t = i / 20;
   return `rgb(${Math.round(40 + t * 213)},${Math.round(60 + t * 171)},${Math.round(140 - t * 100)})`;
 });
 function utilLevel(u) {
-  return u === null ? -1 : Math.round(Math.max(0, Math.min(100, u)) / 5);
+  return Math.round(Math.max(0, Math.min(100, u)) / 5);
 }
 
 const FILL = {free: '#2b3440', drained: '#3a3f45', failed: '#40282a', down: '#1a1d21', unmeasured: '#5d6670'};
@@ -63,8 +63,7 @@ export function draw(canvas, gpus, width, focus) {
   for (let i = 0; i < gpus.length; i++) {
     const g = gpus[i];
     if (g.kind === 'busy' || g.kind === 'idle') {
-      const lv = utilLevel(g.util);
-      add(lv < 0 ? FILL.unmeasured : RAMP[lv], i);
+      add(RAMP[utilLevel(g.util)], i);
     } else {
       add(FILL[g.kind], i);
     }

@@ -25,8 +25,9 @@ function waitCell(j) {
   const pos = j.queue_position;
   const est = j.estimated_start;
   const extra = [];
-  if (pos !== undefined) extra.push(`#${pos === null ? '—' : pos} in queue`);
-  if (est !== undefined) extra.push(`starts ${est === null ? 'not yet estimated' : `about ${fmtTime(est)}`}`);
+  if (pos !== undefined && pos !== null) extra.push(`#${pos} in queue`);
+  if (est !== undefined && est !== null) extra.push(`starts about ${fmtTime(est)}`);
+  else if (j.state === 'pending' && est === null) extra.push('start not estimated yet');
   if (extra.length) parts.push(h('span', {class: 'wait-meta'}, extra.join(' · ')));
   return h('span', {class: 'wait'}, parts);
 }
