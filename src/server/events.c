@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +35,8 @@ struct gp_srv_events {
   pthread_cond_t cond;      /* wakes the pinger early (closing) */
   stream *head;
   int n, max_streams;
+  _Atomic int listening;    /* n, read without the lock by the state thread */
+  _Atomic uint64_t epoch;   /* times n went from 0 to 1 */
   size_t buffer_max;
   int ping_s;
   bool closed;
@@ -166,6 +169,7 @@ static void free_stream(void *cls) {
   if (s->next) s->next->prev = s->prev;
   h->n--;
   h->stats.streams = h->n;
+  atomic_store(&h->listening, h->n);
   drop_buffer(h, s);
   pthread_mutex_unlock(&h->lock);
   free(s);
@@ -214,6 +218,8 @@ enum MHD_Result gp__srv_events_serve(gp_srv_events *h, struct MHD_Connection *c,
   h->head = s;
   h->n++;
   h->stats.streams = h->n;
+  if (h->n == 1) atomic_fetch_add(&h->epoch, 1);
+  atomic_store(&h->listening, h->n);
   pthread_mutex_unlock(&h->lock);
   struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, read_stream,
                                                              s, free_stream);
@@ -274,6 +280,10 @@ gp_srv_events *gp__srv_events_new(const gp_server_config *cfg) {
   h->pinger_running = true;
   return h;
 }
+
+bool gp__srv_events_listening(gp_srv_events *h) { return h && atomic_load(&h->listening) > 0; }
+
+uint64_t gp__srv_events_epoch(gp_srv_events *h) { return h ? atomic_load(&h->epoch) : 0; }
 
 void gp__srv_events_stats_get(gp_srv_events *h, gp_srv_events_stats *ret) {
   *ret = (gp_srv_events_stats){0};

@@ -15,6 +15,7 @@
 #define GP_SERVER_EVENTS_H
 
 #include <microhttpd.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -47,6 +48,13 @@ enum MHD_Result gp__srv_events_serve(gp_srv_events *h, struct MHD_Connection *c,
  * non-NULL), the others to all. Never blocks on a client. */
 void gp__srv_events_publish(gp_srv_events *h, const char *kind, const char *owner,
                             const char *data);
+
+/* Is any stream open? (A hint read without the lock: a stream that opens meanwhile reads
+ * the lists before it applies events, so what it missed is in them.) */
+bool gp__srv_events_listening(gp_srv_events *h);
+/* Grows each time the first stream opens after none was: changes made while nobody
+ * listened were not noted, so what was last sent before is no guide. */
+uint64_t gp__srv_events_epoch(gp_srv_events *h);
 
 void gp__srv_events_stats_get(gp_srv_events *h, gp_srv_events_stats *ret);
 /* Appends the hub's figures to a /metrics text. */

@@ -18,8 +18,12 @@ static uint64_t text_hash(const char *t) {
   return h ? h : 1;
 }
 
+/* Nothing is noted while no stream is open: a submission then pays nothing for events.
+ * The hashes then mix in the hub's epoch (gp__srv_events_epoch): a record changed while
+ * nobody listened may hold the hash of a summary it no longer has, and the first change
+ * after a stream opens must be sent even when it matches that one. */
 void gp__srv_events_note_job(gp_srv_state *s, gp_srv_job *j) {
-  if (!s->events || j->events_noted) return;
+  if (j->events_noted || !gp__srv_events_listening(s->events)) return;
   gp_srv_events_dirty *d = &s->events_dirty;
   j->events_noted = true;
   gp_xgrow((void **)&d->jobs, &d->cap_jobs, (size_t)d->n_jobs + 1, sizeof *d->jobs);
@@ -27,7 +31,7 @@ void gp__srv_events_note_job(gp_srv_state *s, gp_srv_job *j) {
 }
 
 void gp__srv_events_note_node(gp_srv_state *s, gp_srv_node *n) {
-  if (!s->events || n->events_noted) return;
+  if (n->events_noted || !gp__srv_events_listening(s->events)) return;
   gp_srv_events_dirty *d = &s->events_dirty;
   n->events_noted = true;
   gp_xgrow((void **)&d->nodes, &d->cap_nodes, (size_t)d->n_nodes + 1, sizeof *d->nodes);
@@ -35,7 +39,7 @@ void gp__srv_events_note_node(gp_srv_state *s, gp_srv_node *n) {
 }
 
 void gp__srv_events_note_queue(gp_srv_state *s, const char *name) {
-  if (!s->events) return;
+  if (!gp__srv_events_listening(s->events)) return;
   gp_srv_events_dirty *d = &s->events_dirty;
   for (int i = 0; i < d->n_queues; i++)
     if (strcmp(d->queues[i], name) == 0) return;
@@ -101,13 +105,14 @@ static char *node_summary(gp_srv_state *s, const char *name, uint64_t *ret_sig) 
 
 void gp__srv_events_flush(gp_srv_state *s) {
   gp_srv_events_dirty *d = &s->events_dirty;
+  uint64_t epoch = gp__srv_events_epoch(s->events) * UINT64_C(0x9e3779b97f4a7c15);
   for (int i = 0; i < d->n_jobs; i++) {
     int64_t id = d->jobs[i];
     gp_srv_job *j = id > 0 && (size_t)id < s->cap_jobs ? s->jobs[id] : NULL;
     if (!j) continue;
     j->events_noted = false;
     char *text = job_summary(j);
-    uint64_t sig = text_hash(text);
+    uint64_t sig = text_hash(text) ^ epoch;
     if (sig != j->events_sig) {
       j->events_sig = sig;
       gp__srv_events_publish(s->events, "job", j->user ? j->user : "", text);
@@ -119,6 +124,7 @@ void gp__srv_events_flush(gp_srv_state *s) {
     gp_srv_node *n = gp__srv_node_get(s, d->nodes[i]);
     uint64_t sig = 0;
     char *text = node_summary(s, d->nodes[i], &sig);
+    sig ^= epoch;
     if (!n || sig != n->events_sig) gp__srv_events_publish(s->events, "node", NULL, text);
     if (n) {
       n->events_noted = false;

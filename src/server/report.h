@@ -39,6 +39,7 @@ typedef struct gp_srv_report_query {
   gp_ledger_step step;
   gp_ledger_share_idle share_idle;
   bool csv;                       /* format=csv */
+  int64_t job;                    /* job=ID: that job's intervals only; 0: every job's */
 } gp_srv_report_query;
 
 /* A report handed from the state thread to the HTTP thread; owns everything it points to

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "server/report.h"
+#include "util/units.h"
 
 typedef struct named {
   const char *name;
@@ -85,6 +86,15 @@ static int parse_time(const char *field, const char *v, int64_t *ret, gp_err *er
   return 0;
 }
 
+/* job=ID: one job's figures (its cost and energy for the console's job page). */
+static int parse_job(const char *v, int64_t *ret, gp_err *err) {
+  int64_t id = 0;
+  if (gp_parse_int64(v, &id) || id < 1)
+    return gp_err_set(err, GP_EINVAL, NULL, 0, "job", "job must be a job id (1, 2, ...), not \"%.64s\"", v);
+  *ret = id;
+  return 0;
+}
+
 int gp__srv_report_query_parse(const char *kind, const json_t *query, bool admin, int64_t now,
                                gp_srv_report_query *ret, gp_err *err) {
   gp_srv_report_query q = {.step = GP_LS_NONE, .share_idle = GP_LSI_NONE};
@@ -104,10 +114,11 @@ int gp__srv_report_query_parse(const char *kind, const json_t *query, bool admin
     else if (strcmp(key, "share_idle") == 0)
       rc = one_of(share_idles, "share_idle", s, &v, err), q.share_idle = (gp_ledger_share_idle)v;
     else if (strcmp(key, "format") == 0) rc = one_of(formats, "format", s, &v, err), q.csv = v == 1;
+    else if (strcmp(key, "job") == 0) rc = parse_job(s, &q.job, err);
     else
       rc = gp_err_set(err, GP_EINVAL, NULL, 0, key,
                       "unknown parameter \"%.64s\": a report takes by, from, to, step, "
-                      "share_idle and format",
+                      "share_idle, format and job",
                       key);
     if (rc) return rc;
   }

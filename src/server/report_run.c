@@ -23,6 +23,7 @@ void gp__srv_report_free(gp_srv_report *rep) {
 typedef struct scan {
   gp_ledger_report *lr;   /* NULL: count the intervals only */
   int64_t now;
+  int64_t job;            /* > 0: only this job's intervals */
   long n;
 } scan;
 
@@ -78,19 +79,25 @@ static int on_node(void *ctx, const gp_store_node_interval *iv) {
 static int on_job(void *ctx, const gp_store_interval *iv) {
   scan *sc = ctx;
   sc->n++;
-  if (!sc->lr) return 0;
+  if (!sc->lr || (sc->job && iv->job_id != sc->job)) return 0;
   gp_ledger_job_iv j = gp__srv_ledger_job_iv(iv, sc->now);
   if (j.end > j.start) gp_ledger_report_add_job(sc->lr, &j);
   return 0;
 }
 
-int gp_report_feed(gp_store_reader *r, gp_ledger_report *lr, int64_t from, int64_t to,
-                   int64_t now, const char *user, bool nodes, long *ret_read, gp_err *err) {
-  scan sc = {.lr = lr, .now = now};
+/* The scan behind gp_report_feed; job > 0: that job's intervals only. */
+static int feed(gp_store_reader *r, gp_ledger_report *lr, int64_t from, int64_t to, int64_t now,
+                const char *user, bool nodes, int64_t job, long *ret_read, gp_err *err) {
+  scan sc = {.lr = lr, .now = now, .job = job};
   int rc = nodes ? gp_store_reader_node_intervals(r, from, to, on_node, &sc, err) : 0;
   if (!rc) rc = gp_store_reader_intervals(r, from, to, user, on_job, &sc, err);
   if (ret_read) *ret_read = sc.n;
   return rc;
+}
+
+int gp_report_feed(gp_store_reader *r, gp_ledger_report *lr, int64_t from, int64_t to,
+                   int64_t now, const char *user, bool nodes, long *ret_read, gp_err *err) {
+  return feed(r, lr, from, to, now, user, nodes, 0, ret_read, err);
 }
 
 static _Atomic int in_flight;
@@ -118,7 +125,7 @@ void gp__srv_report_run(gp_srv_req *r) {
   bool admin = rep->user == NULL;
   /* Idle, drained and unused rows need the fleet's node intervals; usage and efficiency
    * are the jobs' alone. */
-  bool nodes = admin && (q->kind == GP_SRV_REPORT_COST || q->kind == GP_SRV_REPORT_IDLE);
+  bool nodes = admin && !q->job && (q->kind == GP_SRV_REPORT_COST || q->kind == GP_SRV_REPORT_IDLE);
   gp_ledger_params p = {
       .from = q->from,
       .to = q->to,
@@ -136,7 +143,7 @@ void gp__srv_report_run(gp_srv_req *r) {
   int rc = gp_store_reader_open(rep->store, &reader, &err);
   if (rc) goto fail;
   lr = gp_ledger_report_new(&p);
-  rc = gp_report_feed(reader, lr, q->from, q->to, rep->now, rep->user, nodes, NULL, &err);
+  rc = feed(reader, lr, q->from, q->to, rep->now, rep->user, nodes, q->job, NULL, &err);
   gp_store_reader_close(reader);
   const gp_ledger_row *rows = NULL;
   int n_rows = 0;

@@ -210,6 +210,29 @@ static void a_client_that_goes_away_frees_its_stream(void) {
   tsrv_stop(&t);
 }
 
+/* A change made while no stream was open is not noted; a later change back to what was
+ * last sent must still be sent to the streams opened since (they read the node drained). */
+static void a_change_while_nobody_listened_does_not_hide_the_next(void) {
+  tsrv t = {0};
+  tsrv_start_with(&t, "events_ping_s: 1\n", NULL);
+  client first;
+  client_open(&first, &t, ADMIN, true, 0);
+  REQUIRE(client_wait_for(&first, ": open"));
+  CHECK_EQ_INT(201, tsrv_register(&t, "n1", 2, NULL));
+  const char *up = "event: node\ndata: {\"name\":\"n1\",\"state\":\"up\",\"reason\":null}";
+  REQUIRE(client_wait_for(&first, up));
+  client_close(&first);
+  REQUIRE(wait_metric(&t, "gpool_event_streams", 0));
+  CHECK_EQ_INT(200, tsrv_req(&t, "POST", "/v1/nodes/n1/drain", ADMIN, "{\"reason\": \"fan\"}"));
+  client second;
+  client_open(&second, &t, ADMIN, true, 0);
+  REQUIRE(client_wait_for(&second, ": open"));
+  CHECK_EQ_INT(200, tsrv_req(&t, "POST", "/v1/nodes/n1/resume", ADMIN, "{}"));
+  CHECK(client_wait_for(&second, up));
+  client_close(&second);
+  tsrv_stop(&t);
+}
+
 static void the_servers_shutdown_ends_every_stream(void) {
   tsrv t = {0};
   tsrv_start(&t);
@@ -226,4 +249,5 @@ static void the_servers_shutdown_ends_every_stream(void) {
 
 GP_TESTS(a_stream_hears_the_jobs_its_caller_may_see, a_stream_needs_a_token_and_a_place,
          a_stalled_reader_is_cut_at_its_buffer, a_client_that_goes_away_frees_its_stream,
+         a_change_while_nobody_listened_does_not_hide_the_next,
          the_servers_shutdown_ends_every_stream)

@@ -180,7 +180,7 @@ static inline const char *job_str(const json_t *o, const char *key) {
 }
 
 /* Submits as `token`; returns the new job id (malloc'd) or NULL. */
-static char *tsrv_submit(const tsrv *t, const char *token, const char *body) {
+static inline char *tsrv_submit(const tsrv *t, const char *token, const char *body) {
   json_t *o = NULL;
   long code = tsrv_call(t, "POST", "/v1/jobs", token, body, &o);
   char *id = code == 201 ? strdup(job_str(o, "id")) : NULL;
