@@ -2,7 +2,7 @@
 /* Submission throughput and start-up latency of a running gpool server, through its public
  * HTTP API (issue 3 §5).
  *
- *   bench_submit_bench [--server URL] [--token T] [--clients 16] [--jobs 10000]
+ *   bench_submit_bench [--server URL[,URL...]] [--token T] [--clients 16] [--jobs 10000]
  *                      [--queue default] [--command "sleep 3600"] [--wait-started]
  *                      [--timeout 300] [--hold S]
  *
@@ -252,7 +252,7 @@ static void hold(double s, const char *moment) {
 }
 
 static void usage(void) {
-  fprintf(stderr, "usage: bench_submit_bench [--server URL] [--token T] [--clients N] [--jobs N] [--gpus N]\n"
+  fprintf(stderr, "usage: bench_submit_bench [--server URL[,URL...]] [--token T] [--clients N] [--jobs N] [--gpus N]\n"
                   "       [--queue Q] [--command \"sleep 3600\"] [--wait-started] [--timeout S]\n"
                   "       [--fake-nodes N --agent-token T [--agent-threads K]] [--hold S]\n");
 }

@@ -174,6 +174,66 @@ static size_t on_body(char *data, size_t size, size_t n, void *ctx) {
   return gp_buf_truncated(b) ? 0 : size * n; /* 0 aborts an oversized answer */
 }
 
+const char *gp__agent_server(const gp_agent *a) {
+  return a->leader[0] ? a->leader : a->servers.url[a->cur];
+}
+
+/* The server in use cannot serve us (unreachable, a follower without a leader, an old
+ * leader): the next one of the list. */
+static void next_server(gp_agent *a) {
+  if (!a->leader[0]) a->cur = (a->cur + 1) % a->servers.n;
+  a->leader[0] = '\0';
+}
+
+/* A follower's answer: 307/308 to the leader, or 503 with Retry-After while there is none.
+ * Returns true when the answer was one (the call is to be made again elsewhere). */
+static bool followed_to_leader(gp_agent *a, long status) {
+  gp__agent_net *net = a->net;
+  if (status == 307 || status == 308) {
+    char *location = NULL;
+    curl_easy_getinfo(net->easy, CURLINFO_REDIRECT_URL, &location);
+    char base[GP_URL_MAX];
+    if (gp_urls_redirect_base(gp__agent_server(a), location, base, sizeof base) == 0) {
+      gp__agent_log("%s follows the leader %s", gp__agent_server(a), base);
+      snprintf(a->leader, sizeof a->leader, "%s", base);
+      net->next_at_ms = 0;
+    } else {
+      gp__agent_log("%s redirected to '%.200s', not an http(s) URL to follow", gp__agent_server(a),
+                    location ? location : "");
+      next_server(a);
+      net->next_at_ms = gp__agent_now_ms() + 1000;
+    }
+    return true;
+  }
+  curl_off_t retry = -1;
+  if (status == 503 && curl_easy_getinfo(net->easy, CURLINFO_RETRY_AFTER, &retry) == CURLE_OK && retry > 0) {
+    next_server(a);
+    net->next_at_ms = gp__agent_now_ms() + 500;
+    return true;
+  }
+  return false;
+}
+
+/* An answer's leader epoch (absent: 0, a server without a lease). Returns false, and
+ * moves on to the next server, when it is older than one already seen: that server lost
+ * its lease and its orders must not run (another leader may have given the same GPUs). */
+static bool epoch_current(gp_agent *a, json_t *doc) {
+  json_int_t e = json_integer_value(json_object_get(doc, "epoch"));
+  if (e < a->epoch) {
+    gp__agent_log("%s answers for leader epoch %lld, older than %lld: refusing its orders",
+                  gp__agent_server(a), (long long)e, (long long)a->epoch);
+    next_server(a);
+    a->registered = false;
+    a->net->next_at_ms = gp__agent_now_ms() + 500;
+    return false;
+  }
+  if (e > a->epoch) {
+    if (a->epoch) gp__agent_log("leader epoch %lld at %s", (long long)e, gp__agent_server(a));
+    a->epoch = e;
+  }
+  return true;
+}
+
 static void net_finish(gp_agent *a) {
   gp__agent_net *net = a->net;
   if (net->easy) {
@@ -192,7 +252,7 @@ static void net_finish(gp_agent *a) {
 static void net_post(gp_agent *a, call_kind kind, const char *path, json_t *body, long timeout_ms) {
   gp__agent_net *net = a->net;
   char url[700], auth[600];
-  snprintf(url, sizeof url, "%s%s", a->cfg.server, path);
+  snprintf(url, sizeof url, "%s%s", gp__agent_server(a), path);
   snprintf(auth, sizeof auth, "Authorization: Bearer %s", a->cfg.token);
   net->body = json_dumps(body, JSON_COMPACT);
   net->easy = curl_easy_init();
@@ -299,6 +359,10 @@ static void events_acked(gp_agent *a, json_t *events) {
 static void on_register_answer(gp_agent *a, long status) {
   json_error_t je;
   json_t *doc = json_loadb(a->net->response.data, a->net->response.len, 0, &je);
+  if ((status == 200 || status == 201) && !epoch_current(a, doc)) {
+    json_decref(doc);
+    return;
+  }
   if (status == 200 || status == 201) {
     json_int_t hb = json_integer_value(json_object_get(doc, "heartbeat_s"));
     /* The server's period bounds ours (it declares nodes down by it); a shorter one asked
@@ -322,7 +386,7 @@ static void on_register_answer(gp_agent *a, long status) {
       if (!kind || strcmp(kind, "interruption") != 0) json_array_remove(a->events, i);
     }
     gp__agent_log("node %s registered with %s (%d GPUs, %lld CPUs, %lld MiB, endpoint %s, cgroups %s)",
-            a->cfg.name, a->cfg.server, a->n_gpus, (long long)a->cpus, (long long)a->mem_mib,
+            a->cfg.name, gp__agent_server(a), a->n_gpus, (long long)a->cpus, (long long)a->mem_mib,
             a->url, a->cgroup.ok ? "on" : "off");
     a->net->failures = 0;
     a->net->outage_logged = false;
@@ -336,6 +400,10 @@ static void on_register_answer(gp_agent *a, long status) {
 
 static void on_heartbeat_answer(gp_agent *a, long status) {
   gp__agent_net *net = a->net;
+  if (followed_to_leader(a, status)) {
+    requeue_inflight(a);
+    return;
+  }
   if (status == 404 || status == 409) {
     gp__agent_log("server does not know this node (HTTP %ld): registering again", status);
     requeue_inflight(a);
@@ -379,6 +447,11 @@ static void on_heartbeat_answer(gp_agent *a, long status) {
     snprintf(a->answer_error, sizeof a->answer_error, "an answer of %zu bytes is not JSON: %s",
              net->response.len, je.text);
     net->next_at_ms = gp__agent_now_ms() + 1000;
+    json_decref(doc);
+    return;
+  }
+  if (!epoch_current(a, doc)) {
+    requeue_inflight(a);
     json_decref(doc);
     return;
   }
@@ -426,10 +499,11 @@ static void net_step(gp_agent *a) {
     }
     if (cc != CURLE_OK) {
       if (!net->outage_logged)
-        gp__agent_log("cannot reach the server %s: %s (retrying)", a->cfg.server,
-                curl_easy_strerror(cc));
+        gp__agent_log("cannot reach the server %s: %s (retrying%s)", gp__agent_server(a),
+                curl_easy_strerror(cc), a->servers.n > 1 ? " with the next one" : "");
       net->outage_logged = true;
       net->failures++;
+      next_server(a);
       /* Retry soon (a restarted server is back in a second or two), with a little jitter
        * so that a fleet of agents does not knock in step. */
       int backoff = net->failures < 3 ? 250 << (net->failures - 1) : 1000;
@@ -442,6 +516,10 @@ static void net_step(gp_agent *a) {
     if (net->outage_logged && kind == CALL_HEARTBEAT) gp__agent_log("server reachable again");
     net->failures = 0;
     net->outage_logged = false;
+    if (kind == CALL_REGISTER && followed_to_leader(a, status)) {
+      net_finish(a);
+      continue;
+    }
     if (kind == CALL_REGISTER) on_register_answer(a, status);
     else on_heartbeat_answer(a, status);
     net_finish(a);
@@ -515,10 +593,12 @@ int gp_agent_new(const gp_agent_config *cfg, gp_gpu_backend *backend, gp_agent *
     rc = gp_err_set(err, GP_EINVAL, NULL, 0, "server", "no server URL (--server)");
     goto fail;
   }
-  if (a->cfg.tls.peer_ca[0] && strncmp(a->cfg.server, "https://", 8) != 0) {
+  if ((rc = gp_urls_parse(a->cfg.server, "server", &a->servers, err))) goto fail;
+  for (int i = 0; a->cfg.tls.peer_ca[0] && i < a->servers.n; i++) {
+    if (strncmp(a->servers.url[i], "https://", 8) == 0) continue;
     rc = gp_err_set(err, GP_EINVAL, NULL, 0, "server",
                     "tls.server_ca is set, so the server must be an https:// URL, not '%s'",
-                    a->cfg.server);
+                    a->servers.url[i]);
     goto fail;
   }
   snprintf(a->jobs_dir, sizeof a->jobs_dir, "%s/jobs", a->cfg.data_dir);

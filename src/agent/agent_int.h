@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "util/urls.h"
 #include "agent/agent.h"
 #include "agent/cgroup.h"
 #include "agent/config.h"
@@ -101,6 +102,12 @@ struct gp_agent {
   char store_id[40];         /* the store last served; "" when not known */
   char answer_error[256];    /* why the last answer could not be read, for the server; "" */
 
+  /* the servers (docs/ha.md): calls go to the leader a follower named, else servers[cur] */
+  gp_urls servers;
+  int cur;
+  char leader[GP_URL_MAX];
+  int64_t epoch;             /* the highest leader epoch seen; orders of a lower one are refused */
+
   /* protocol */
   json_t *events;            /* pending EVENTs */
   json_t *inflight;          /* EVENTs carried by the heartbeat in flight */
@@ -139,6 +146,10 @@ int64_t gp__agent_now_ms(void);
 void gp__agent_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void gp__agent_event(gp_agent *a, json_t *ev); /* takes ownership */
 int gp__agent_write_json(const char *path, json_t *doc); /* atomic: tmp + rename */
+
+/* ---- agent.c ---- */
+/* The base URL calls go to now: the leader a follower named, else the list's current one. */
+const char *gp__agent_server(const gp_agent *a);
 
 /* ---- agent_identity.c ---- */
 void gp__agent_identity_load(gp_agent *a);  /* the credential (made when missing), the store id */

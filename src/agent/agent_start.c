@@ -465,7 +465,8 @@ static void attach_gpus(gp_agent *a, gp__agent_job *j, const start_req *r) {
 }
 
 /* The "started" event for the server, and the log line. */
-static void announce_start(gp_agent *a, const char *order_id, const gp__agent_job *j, const creds *c) {
+static void announce_start(gp_agent *a, const char *order_id, const gp__agent_job *j, const start_req *r,
+                           const creds *c) {
   gp_proto_event *ev = gp_xcalloc(1, sizeof *ev); /* large: a fault's job list */
   ev->kind = GP_PROTO_EV_STARTED;
   snprintf(ev->job, sizeof ev->job, "%s", j->id);
@@ -476,8 +477,11 @@ static void announce_start(gp_agent *a, const char *order_id, const gp__agent_jo
   ev->gpu_mem_limit_mib = j->limit_mib > 0 ? j->limit_mib : 0;
   gp__agent_event(a, gp_proto_event_encode(ev));
   free(ev);
-  gp__agent_log("order %s: job %s started (pid %d, user %s, GPUs %d, enforcement %s)", order_id, j->id,
-          (int)j->pid, c->switch_user ? c->name : "(agent's own)", j->n_gpus, j->enforcement);
+  /* The epoch of the leader that ordered it: failover tests check from these lines that
+   * no job ran twice at once. */
+  gp__agent_log("order %s: job %s task %lld started (epoch %lld, pid %d, user %s, GPUs %d, enforcement %s)",
+                order_id, j->id, (long long)r->task_index, (long long)a->epoch, (int)j->pid,
+                c->switch_user ? c->name : "(agent's own)", j->n_gpus, j->enforcement);
 }
 
 void gp__agent_job_start(gp_agent *a, const char *order_id, const gp_proto_start *o) {
@@ -505,5 +509,5 @@ void gp__agent_job_start(gp_agent *a, const char *order_id, const gp_proto_start
   attach_gpus(a, j, &r);
   gp__agent_job_add(a, j);
   gp__agent_job_persist(j);
-  announce_start(a, order_id, j, &c);
+  announce_start(a, order_id, j, &r, &c);
 }

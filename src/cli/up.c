@@ -5,6 +5,7 @@
  *   server.yaml   the server config: the `default` queue open to everyone, every user's
  *                 default queue = default, the listen port
  *   server/       the server's SQLite store;   agent/   the agent's job logs
+ *   store.url     with --postgres: the PostgreSQL URL the server keeps its state in
  *   server.log, agent.log, up.log (detached)
  *   up.pid, server.pid, agent.pid   "PID START" each: the process and its start time
  * then starts `gpool server` and one `gpool agent` (simulated GPUs unless real ones are
@@ -35,15 +36,17 @@
 #include "client/client.h"
 #include "util/mem.h"
 
-enum { U_DATA = 1, U_PORT, U_SIM, U_DETACH, U_STOP, U_NAME, U_SHARING, U_HELP };
+enum { U_DATA = 1, U_PORT, U_SIM, U_DETACH, U_STOP, U_NAME, U_SHARING, U_POSTGRES, U_HELP };
 static const gp_opt up_opts[] = {
   {0, "data", true, U_DATA},     {0, "port", true, U_PORT},   {0, "sim", true, U_SIM},
   {'d', "detach", false, U_DETACH}, {0, "stop", false, U_STOP}, {0, "name", true, U_NAME},
-  {0, "sharing", true, U_SHARING}, {'h', "help", false, U_HELP},  {0, NULL, false, 0},
+  {0, "sharing", true, U_SHARING}, {0, "postgres", true, U_POSTGRES}, {'h', "help", false, U_HELP},
+  {0, NULL, false, 0},
 };
 
 static const char up_usage[] =
-  "Usage: gpool up [--data DIR] [--port P] [--sim SPEC] [--name NODE] [--sharing MODE] [--detach]\n"
+  "Usage: gpool up [--data DIR] [--port P] [--sim SPEC] [--name NODE] [--sharing MODE]\n"
+  "                [--postgres URL] [--detach]\n"
   "       gpool up --stop [--data DIR]\n"
   "  Starts a server and a local agent (this machine's NVIDIA GPUs, or simulated\n"
   "  8xH100-80GB where there are none) and writes client.json so gpool commands find the pool.\n"
@@ -53,6 +56,9 @@ static const char up_usage[] =
   "  --name NODE  the node's name (default: the host name)\n"
   "  --sharing MODE  how the node's GPUs are shared: exclusive (default), shared (fractions,\n"
   "               MPS-enforced where an MPS daemon runs), timeslice:N, mig:LAYOUT\n"
+  "  --postgres URL  keep the server's state in PostgreSQL (postgresql://...) instead of SQLite,\n"
+  "               under the leader lease, so more servers can join it (docs/ha.md); remembered\n"
+  "               in the data directory for the next start\n"
   "  --detach     return once the pool is up and leave it running (stop: gpool up --stop)\n";
 
 typedef struct up_ctx {
@@ -66,6 +72,8 @@ typedef struct up_ctx {
   char gpus_desc[128];   /* "8 x H100-80GB", from the registered node */
   char node[256];
   char admin_token[80], agent_token[80];
+  const char *postgres;  /* --postgres URL */
+  char store_url[1024];  /* the PostgreSQL URL in use (--postgres, or store.url); "" for SQLite */
   pid_t server, agent;
   const char *data_arg;  /* --data as the user gave it, for the messages that repeat it */
   bool detach, stop;
@@ -144,21 +152,60 @@ static int load_tokens(up_ctx *u, const char *path) {
 /* server.yaml, rewritten at every start (and after --port 0 picked a port, so that a
  * restarted server keeps the address the agent and client.json know). */
 static int write_server_config(const up_ctx *u) {
-  char path[3200], text[8192];
+  char path[3200], text[8192], store[1200] = "";
+  if (u->store_url[0]) snprintf(store, sizeof store, "store: \"%s\"\n", u->store_url);
   snprintf(text, sizeof text,
            "# Written by 'gpool up' at every start; edit tokens.yaml for tokens.\n"
            "listen: 127.0.0.1:%d\n"
            "data_dir: %s/server\n"
+           "%s"
            "token_file: %s/tokens.yaml\n"
            "queues:\n"
            "  - {name: default, users: [\"*\"]}\n"
            "default_queue: default\n",
-           u->port, u->data, u->data);
+           u->port, u->data, store, u->data);
   path_in(u, "server.yaml", path, sizeof path);
   if (write_file(path, text, 0600)) {
     fprintf(stderr, "gpool up: cannot write %s: %s\n", path, strerror(errno));
     return 1;
   }
+  return 0;
+}
+
+/* The PostgreSQL URL: --postgres (kept in store.url, mode 0600: it may hold a password),
+ * else the one a previous start kept; none means SQLite. It goes into server.yaml in
+ * double quotes, so it may hold no quote, backslash or control character. */
+static int choose_store(up_ctx *u) {
+  char path[3200];
+  path_in(u, "store.url", path, sizeof path);
+  if (u->postgres) {
+    const char *p = u->postgres;
+    if (strncmp(p, "postgresql://", 13) && strncmp(p, "postgres://", 11)) {
+      fprintf(stderr, "gpool up: --postgres takes a postgresql:// URL\n");
+      return 1;
+    }
+    for (; *p; p++)
+      if (*p == '"' || *p == '\\' || (unsigned char)*p < 0x20 || *p == 0x7f) {
+        fprintf(stderr, "gpool up: --postgres: the URL holds a quote, backslash or control character\n");
+        return 1;
+      }
+    if (strlen(u->postgres) >= sizeof u->store_url) {
+      fprintf(stderr, "gpool up: --postgres: the URL is longer than %zu bytes\n", sizeof u->store_url - 1);
+      return 1;
+    }
+    snprintf(u->store_url, sizeof u->store_url, "%s", u->postgres);
+    char text[1100];
+    snprintf(text, sizeof text, "%s\n", u->store_url);
+    if (write_file(path, text, 0600)) {
+      fprintf(stderr, "gpool up: cannot write %s: %s\n", path, strerror(errno));
+      return 1;
+    }
+    return 0;
+  }
+  FILE *f = fopen(path, "r");
+  if (!f) return 0;
+  if (fgets(u->store_url, sizeof u->store_url, f)) u->store_url[strcspn(u->store_url, "\n")] = '\0';
+  fclose(f);
   return 0;
 }
 
@@ -185,7 +232,7 @@ static int prepare(up_ctx *u) {
       return 1;
     }
   }
-  if (write_server_config(u)) return 1;
+  if (choose_store(u) || write_server_config(u)) return 1;
   path_in(u, "server", path, sizeof path);
   mkdir_p(path);
   path_in(u, "agent", path, sizeof path);
@@ -609,6 +656,7 @@ static int read_options(up_ctx *u, int argc, char **argv) {
     case U_SIM: u->sim = v; break;
     case U_NAME: u->name = v; break;
     case U_SHARING: u->sharing = v; break;
+    case U_POSTGRES: u->postgres = v; break;
     case U_DETACH: u->detach = true; break;
     case U_STOP: u->stop = true; break;
     case U_HELP: fputs(up_usage, stdout); return -1;

@@ -1,21 +1,27 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The HTTP side of the client (client.h): one libcurl easy handle reused across calls so
- * the connection stays alive, capped answer bodies, and API error objects turned into
- * gp_err details a person can read. */
+ * the connection stays alive, capped answer bodies, API error objects turned into gp_err
+ * details a person can read, and the way to the leader among several servers. */
 #include "client/client.h"
 
 #include <curl/curl.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "tls/dial.h"
 #include "util/buf.h"
 #include "util/mem.h"
+#include "util/urls.h"
 
 struct gp_client {
   CURL *curl;
-  char *server;
+  char *server;      /* as given: one URL or a comma-separated list */
+  gp_urls servers;   /* the list; one entry when `server` does not parse as one */
+  int cur;           /* the entry calls go to (the last that answered) */
+  char leader[GP_URL_MAX]; /* a leader a follower redirected to, "" when none */
   char *auth_header; /* "Authorization: Bearer ..." or NULL */
   char *ca;          /* CA file for https:// servers, or NULL */
   long timeout_ms;
@@ -32,9 +38,16 @@ gp_client *gp_client_new(const char *server, const char *token) {
   if (!curl) return NULL;
   gp_client *c = gp_xcalloc(1, sizeof *c);
   c->curl = curl;
-  size_t n = strlen(server);
-  while (n > 0 && server[n - 1] == '/') n--; /* "http://h:1/" and "http://h:1" alike */
-  c->server = gp_xstrndup(server, n);
+  gp_err ignored = {0};
+  if (gp_urls_parse(server, "server", &c->servers, &ignored)) {
+    /* gp_client_resolve refuses a bad list with its reason; a caller that passed one
+     * anyway gets the connection error naming it. */
+    size_t n = strlen(server);
+    while (n > 0 && server[n - 1] == '/') n--; /* "http://h:1/" and "http://h:1" alike */
+    c->servers.n = 1;
+    snprintf(c->servers.url[0], GP_URL_MAX, "%.*s", (int)n, server);
+  }
+  c->server = gp_xstrdup(server);
   if (token && *token) {
     size_t len = strlen(token) + 32;
     c->auth_header = gp_xmalloc(len);
@@ -55,7 +68,10 @@ void gp_client_free(gp_client *c) {
   free(c);
 }
 
-const char *gp_client_server(const gp_client *c) { return c->server; }
+/* The server calls go to now. */
+static const char *target(const gp_client *c) { return c->leader[0] ? c->leader : c->servers.url[c->cur]; }
+
+const char *gp_client_server(const gp_client *c) { return target(c); }
 
 void gp_client_set_timeout_ms(gp_client *c, long timeout_ms) { c->timeout_ms = timeout_ms; }
 
@@ -100,11 +116,28 @@ static int api_error(long status, json_t *doc, const char *body, gp_err *err) {
                     body && *body ? ": " : "", body ? body : "");
 }
 
-int gp_client_call(gp_client *c, const char *method, const char *path, json_t *body,
-                   json_t **ret_json, long *ret_status, gp_err *err) {
-  size_t url_len = strlen(c->server) + strlen(path) + 1;
+/* Whether the handle's last transfer got a connection (then the request may have been
+ * read, and must not be sent to another server). */
+static bool connected(CURL *h) {
+  double t = 0;
+  return curl_easy_getinfo(h, CURLINFO_CONNECT_TIME, &t) == CURLE_OK && t > 0;
+}
+
+/* What one attempt at one server came to, beyond its answer. */
+typedef enum attempt_end {
+  ATTEMPT_DONE,        /* an answer to return, or an error that another server cannot mend */
+  ATTEMPT_UNREACHED,   /* the request never reached the server: try the next one */
+  ATTEMPT_REDIRECTED,  /* a follower named the leader: c->leader is set */
+  ATTEMPT_NO_LEADER,   /* a follower while there is none (503 with Retry-After) */
+} attempt_end;
+
+static int call_once(gp_client *c, const char *method, const char *path, json_t *body,
+                     json_t **ret_json, long *ret_status, attempt_end *end, gp_err *err) {
+  *end = ATTEMPT_DONE;
+  const char *server = target(c);
+  size_t url_len = strlen(server) + strlen(path) + 1;
   char *url = gp_xmalloc(url_len);
-  snprintf(url, url_len, "%s%s", c->server, path);
+  snprintf(url, url_len, "%s%s", server, path);
   char *payload = body ? json_dumps(body, JSON_COMPACT) : NULL;
   struct curl_slist *headers = NULL;
   /* Without this header curl waits up to a second for "100 Continue" on larger bodies. */
@@ -144,6 +177,25 @@ int gp_client_call(gp_client *c, const char *method, const char *path, json_t *b
   long status = 0;
   curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
   if (ret_status) *ret_status = status;
+  if (cc == CURLE_COULDNT_CONNECT || cc == CURLE_COULDNT_RESOLVE_HOST ||
+      (cc == CURLE_OPERATION_TIMEDOUT && status == 0 && !connected(h)))
+    *end = ATTEMPT_UNREACHED; /* nothing was sent: safe to send it elsewhere */
+  if (cc == CURLE_OK && (status == 307 || status == 308)) {
+    char *location = NULL;
+    curl_easy_getinfo(h, CURLINFO_REDIRECT_URL, &location);
+    if (gp_urls_redirect_base(server, location, c->leader, sizeof c->leader) == 0) {
+      *end = ATTEMPT_REDIRECTED;
+      return 0;
+    }
+    c->leader[0] = '\0';
+    return gp_err_set(err, GP_EIO, NULL, 0, NULL, "the server at %s redirected to '%.200s', which is "
+                      "not an http(s) URL it may send a token to", server, location ? location : "");
+  }
+  if (cc == CURLE_OK && status == 503) {
+    curl_off_t retry = -1;
+    if (curl_easy_getinfo(h, CURLINFO_RETRY_AFTER, &retry) == CURLE_OK && retry > 0)
+      *end = ATTEMPT_NO_LEADER;
+  }
 
   if (cc != CURLE_OK) {
     if (gp_buf_truncated(&c->answer))
@@ -153,17 +205,17 @@ int gp_client_call(gp_client *c, const char *method, const char *path, json_t *b
       return gp_err_set(err, GP_EIO, NULL, 0, NULL,
                         "cannot reach the gpool server at %s (%s); is it running? "
                         "(start a local pool with 'gpool up')",
-                        c->server, c->curl_error[0] ? c->curl_error : curl_easy_strerror(cc));
+                        server, c->curl_error[0] ? c->curl_error : curl_easy_strerror(cc));
     if (gp_tls_dial_failed(cc))
       return gp_err_set(err, GP_EIO, NULL, 0, NULL,
                         "cannot verify the server at %s over TLS (%s); give the CA that signed "
                         "its certificate with --ca, GPOOL_CA or client.json's \"ca\"%s",
-                        c->server, c->curl_error[0] ? c->curl_error : curl_easy_strerror(cc),
+                        server, c->curl_error[0] ? c->curl_error : curl_easy_strerror(cc),
                         c->ca ? "" : " (none is set: the system's CA store was used)");
     if (cc == CURLE_OPERATION_TIMEDOUT)
       return gp_err_set(err, GP_ETIMEOUT, NULL, 0, NULL, "the server at %s did not answer in time (%s)",
-                        c->server, c->curl_error[0] ? c->curl_error : curl_easy_strerror(cc));
-    return gp_err_set(err, GP_EIO, NULL, 0, NULL, "request to %s failed: %s", c->server,
+                        server, c->curl_error[0] ? c->curl_error : curl_easy_strerror(cc));
+    return gp_err_set(err, GP_EIO, NULL, 0, NULL, "request to %s failed: %s", server,
                       c->curl_error[0] ? c->curl_error : curl_easy_strerror(cc));
   }
 
@@ -180,13 +232,52 @@ int gp_client_call(gp_client *c, const char *method, const char *path, json_t *b
     json_decref(doc);
     return gp_err_set(err, GP_EPARSE, NULL, 0, NULL,
                       "the server at %s answered HTTP %ld with something that is not a JSON object",
-                      c->server, status);
+                      server, status);
   }
   if (ret_json)
     *ret_json = doc;
   else
     json_decref(doc);
   return 0;
+}
+
+/* Tries the servers in turn: an unreachable one, or a follower while no server leads,
+ * sends the call to the next; a follower's redirect sends it to the leader. Only a call
+ * that never reached a server, or that a follower refused unread, goes elsewhere, so a
+ * submission is never made twice. Waits for a leader up to the call's timeout (at most
+ * 20 s, past the lease a failover takes), rounds of the list half a second apart. */
+int gp_client_call(gp_client *c, const char *method, const char *path, json_t *body,
+                   json_t **ret_json, long *ret_status, gp_err *err) {
+  long wait_ms = c->timeout_ms > 0 && c->timeout_ms < 20000 ? c->timeout_ms : 20000;
+  struct timespec t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  int redirects = 0, tried = 0;
+  bool saw_no_leader = false;
+  for (;;) {
+    attempt_end end;
+    int rc = call_once(c, method, path, body, ret_json, ret_status, &end, err);
+    if (end == ATTEMPT_DONE) return rc;
+    if (end == ATTEMPT_REDIRECTED) {
+      if (++redirects <= GP_URLS_MAX) continue;
+      return gp_err_set(err, GP_EIO, NULL, 0, NULL, "the servers redirected %d times without a leader answering",
+                        redirects - 1);
+    }
+    /* The leader we were sent to is gone, or this server cannot help: the next one. */
+    saw_no_leader |= end == ATTEMPT_NO_LEADER;
+    if (!c->leader[0]) c->cur = (c->cur + 1) % c->servers.n;
+    c->leader[0] = '\0';
+    if (++tried % c->servers.n != 0) continue;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    long spent = (long)((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000);
+    /* A whole round unreachable with no follower alive: the pool is down, say so now. */
+    if (!saw_no_leader || spent + 500 > wait_ms) {
+      if (end == ATTEMPT_NO_LEADER)
+        return gp_err_set(err, GP_EIO, NULL, 0, NULL, "no gpool server leads the pool (%s): a failover "
+                          "is under way or the servers cannot reach their database", c->server);
+      return rc;
+    }
+    nanosleep(&(struct timespec){0, 500 * 1000 * 1000}, NULL);
+  }
 }
 
 int gp_client_escape(const char *s, int keep_slash, char *out, size_t cap) {

@@ -15,6 +15,7 @@
 
 #include "util/fileperm.h"
 #include "util/mem.h"
+#include "util/urls.h"
 
 #define CONFIG_MAX_BYTES 65536
 
@@ -91,10 +92,11 @@ int gp_client_resolve(const char *flag_server, const char *flag_token, char **re
     if (!token) token = json_string_value(json_object_get(file, "token"));
   }
   if (!server || !*server) server = GP_CLIENT_DEFAULT_SERVER;
-  if (strncmp(server, "http://", 7) && strncmp(server, "https://", 8)) {
+  gp_urls list;
+  int rc = gp_urls_parse(server, "server", &list, err);
+  if (rc) {
     json_decref(file);
-    return gp_err_set(err, GP_EINVAL, NULL, 0, "server",
-                      "the server address must start with http:// or https://");
+    return rc;
   }
   *ret_server = gp_xstrdup(server);
   *ret_token = token && *token ? gp_xstrdup(token) : NULL;

@@ -44,6 +44,8 @@ typedef struct fake_server {
   char store[40];       /* the store id answered to register and heartbeat; "" for none */
   size_t pad;           /* bytes of padding in every heartbeat answer; 0 for none */
   char answer_error[300]; /* the last answer_error a heartbeat carried; "" for none */
+  long long epoch;      /* the leader epoch answered to register and heartbeat; 0: none */
+  char redirect[128];   /* a follower: every call is answered 307 to this base URL */
 } fake_server;
 
 static int64_t fs_now_ms(void) {
@@ -107,6 +109,15 @@ static enum MHD_Result fs_handle(void *cls, struct MHD_Connection *c, const char
     json_t *e = json_pack("{s:{s:s,s:s}}", "error", "code", "unauthenticated", "message", "bad token");
     return fs_reply(c, 401, e);
   }
+  if (s->redirect[0]) {
+    char location[300];
+    snprintf(location, sizeof location, "%s%s", s->redirect, url);
+    struct MHD_Response *r = MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
+    MHD_add_response_header(r, "Location", location);
+    enum MHD_Result ok = MHD_queue_response(c, 307, r);
+    MHD_destroy_response(r);
+    return ok;
+  }
   json_error_t je;
   json_t *body = req->body ? json_loads(req->body, 0, &je) : NULL;
   if (strcmp(url, "/v1/agent/register") == 0) {
@@ -117,6 +128,7 @@ static enum MHD_Result fs_handle(void *cls, struct MHD_Connection *c, const char
     json_t *ans = json_pack("{s:{s:s},s:i}", "node", "name", "n", "heartbeat_s", 2);
     pthread_mutex_lock(&s->lock);
     if (s->store[0]) json_object_set_new(ans, "store", json_string(s->store));
+    if (s->epoch) json_object_set_new(ans, "epoch", json_integer(s->epoch));
     pthread_mutex_unlock(&s->lock);
     return fs_reply(c, 200, ans);
   }
@@ -158,6 +170,7 @@ static enum MHD_Result fs_handle(void *cls, struct MHD_Connection *c, const char
         json_t *ans = json_pack("{s:I,s:o}", "gen", g2, "orders", orders);
         pthread_mutex_lock(&s->lock);
         if (s->store[0]) json_object_set_new(ans, "store", json_string(s->store));
+        if (s->epoch) json_object_set_new(ans, "epoch", json_integer(s->epoch));
         if (s->pad) {
           char *pad = malloc(s->pad + 1);
           memset(pad, 'x', s->pad);

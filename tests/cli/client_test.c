@@ -179,9 +179,9 @@ static void an_unreachable_server_says_so(void) {
   gp_client_free(c);
 }
 
-/* Serves one canned HTTP answer on a free loopback port; returns the port. The child
- * exits after one connection. */
-static int one_shot_server(const char *answer, pid_t *ret_pid) {
+/* Serves one canned HTTP answer on a free loopback port to `count` connections, one
+ * after the other; returns the port. The child exits after them. */
+static int canned_server(const char *answer, int count, pid_t *ret_pid) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   REQUIRE(fd >= 0);
   struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
@@ -192,18 +192,91 @@ static int one_shot_server(const char *answer, pid_t *ret_pid) {
   pid_t pid = fork();
   if (pid == 0) {
     alarm(10);
-    int c = accept(fd, NULL, NULL);
-    char buf[8192];
-    ssize_t n = read(c, buf, sizeof buf); /* the request (small, one read is enough here) */
-    (void)n;
-    ssize_t w = write(c, answer, strlen(answer));
-    (void)w;
-    close(c);
+    for (int i = 0; i < count; i++) {
+      int c = accept(fd, NULL, NULL);
+      char buf[8192];
+      ssize_t n = read(c, buf, sizeof buf); /* the request (small, one read is enough here) */
+      (void)n;
+      ssize_t w = write(c, answer, strlen(answer));
+      (void)w;
+      close(c);
+    }
     _exit(0);
   }
   close(fd);
   *ret_pid = pid;
   return ntohs(a.sin_port);
+}
+
+static int one_shot_server(const char *answer, pid_t *ret_pid) { return canned_server(answer, 1, ret_pid); }
+
+/* A list of servers: an unreachable one is skipped, a follower's redirect is followed to the
+ * leader, and later calls go straight to it. */
+static void a_list_finds_the_leader(void) {
+  const char *ok = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 12\r\n"
+                   "Connection: close\r\n\r\n{\"jobs\": []}";
+  pid_t leader_pid, follower_pid;
+  int leader = canned_server(ok, 2, &leader_pid);
+  char redirect[256];
+  snprintf(redirect, sizeof redirect, "HTTP/1.1 307 Temporary Redirect\r\nLocation: http://127.0.0.1:%d/v1/jobs\r\n"
+           "Content-Length: 0\r\nConnection: close\r\n\r\n", leader);
+  int follower = canned_server(redirect, 1, &follower_pid);
+  char list[128];
+  snprintf(list, sizeof list, "http://127.0.0.1:1,http://127.0.0.1:%d", follower);
+  gp_client *c = gp_client_new(list, "t");
+  gp_err err = {0};
+  json_t *got = NULL;
+  CHECK_EQ_INT(0, gp_client_call(c, "GET", "/v1/jobs", NULL, &got, NULL, &err));
+  CHECK(json_is_array(json_object_get(got, "jobs")));
+  json_decref(got);
+  char want[64];
+  snprintf(want, sizeof want, "http://127.0.0.1:%d", leader);
+  CHECK_EQ_STR(want, gp_client_server(c));
+  CHECK_EQ_INT(0, gp_client_call(c, "GET", "/v1/jobs", NULL, NULL, NULL, &err)); /* the leader's second answer */
+  gp_client_free(c);
+  waitpid(leader_pid, NULL, 0);
+  waitpid(follower_pid, NULL, 0);
+}
+
+/* Followers without a leader (503 + Retry-After): the client waits for one, bounded by its
+ * timeout, then says that no server leads. */
+static void no_leader_is_waited_for_then_said(void) {
+  const char *busy = "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Type: application/json\r\n"
+                     "Content-Length: 2\r\nConnection: close\r\n\r\n{}";
+  pid_t p1, p2;
+  int a = canned_server(busy, 3, &p1), b = canned_server(busy, 3, &p2);
+  char list[128];
+  snprintf(list, sizeof list, "http://127.0.0.1:%d,http://127.0.0.1:%d", a, b);
+  gp_client *c = gp_client_new(list, "t");
+  gp_client_set_timeout_ms(c, 1200);
+  gp_err err = {0};
+  CHECK_EQ_INT(GP_EIO, gp_client_call(c, "GET", "/v1/jobs", NULL, NULL, NULL, &err));
+  CHECK_CONTAINS(err.message, "no gpool server leads the pool");
+  gp_client_free(c);
+  kill(p1, SIGKILL);
+  kill(p2, SIGKILL);
+  waitpid(p1, NULL, 0);
+  waitpid(p2, NULL, 0);
+}
+
+/* A request that reached a server and got no answer may have been acted on: it is not sent
+ * to the next server (a submission would be made twice). */
+static void a_request_that_arrived_is_not_sent_twice(void) {
+  pid_t mute_pid, next_pid;
+  int mute = canned_server("", 1, &mute_pid); /* reads the request, closes without a word */
+  int next = canned_server("HTTP/1.1 201 Created\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}", 1, &next_pid);
+  char list[128];
+  snprintf(list, sizeof list, "http://127.0.0.1:%d,http://127.0.0.1:%d", mute, next);
+  gp_client *c = gp_client_new(list, "t");
+  gp_err err = {0};
+  json_t *job = json_pack("{s:[s]}", "command", "true");
+  CHECK_EQ_INT(GP_EIO, gp_client_call(c, "POST", "/v1/jobs", job, NULL, NULL, &err));
+  json_decref(job);
+  waitpid(mute_pid, NULL, 0);
+  CHECK_EQ_INT(0, waitpid(next_pid, NULL, WNOHANG)); /* still waiting: never called */
+  kill(next_pid, SIGKILL);
+  waitpid(next_pid, NULL, 0);
+  gp_client_free(c);
 }
 
 static void api_errors_become_sentences(void) {
@@ -406,7 +479,8 @@ static void show_and_why_say_a_job_is_idle(void) {
   gp_buf_done(&out);
 }
 
-GP_TESTS(a_client_json_open_to_others_is_refused, flags_then_environment_then_file,
+GP_TESTS(a_list_finds_the_leader, no_leader_is_waited_for_then_said, a_request_that_arrived_is_not_sent_twice,
+         a_client_json_open_to_others_is_refused, flags_then_environment_then_file,
          no_file_means_default_server_and_no_token, a_broken_client_json_is_named,
          ca_from_flag_then_environment_then_file, an_unreachable_server_says_so,
          api_errors_become_sentences,

@@ -76,10 +76,10 @@ done
 # The agent's log says what it received; asking the server for 12 big jobs ten times a
 # second would be a load test of its own.
 count_in_log() { grep -c "$1" "$E2E_DIR/agent-n1.log"; }
-started0=$(count_in_log "started (pid")
+started0=$(count_in_log " started (epoch")
 ended0=$(count_in_log "ended: killed")
 "$GPOOL" resume n1 >/dev/null
-all_started() { [ $(($(count_in_log "started (pid") - started0)) -ge 12 ]; }
+all_started() { [ $(($(count_in_log " started (epoch") - started0)) -ge 12 ]; }
 wait_for 90 "the 12 big jobs to start on their agent" all_started
 "$GPOOL" cancel "${ids[@]}" >/dev/null
 all_killed() { [ $(($(count_in_log "ended: killed") - ended0)) -ge 12 ]; }

@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The agent among several servers (docs/ha.md): it follows a follower's redirect to the
+ * leader, moves to the next server of its list when one goes away, and refuses the orders
+ * of a server whose leader epoch is older than one it has seen, so a deposed leader cannot
+ * start a job the new one may have placed elsewhere. Real agent processes against stand-in
+ * servers on 127.0.0.1. */
+#include "agent_harness.h"
+
+static bool log_has(const agent_proc *ap, const char *needle) {
+  char *text = read_text(ap->log);
+  bool has = text && strstr(text, needle);
+  free(text);
+  return has;
+}
+
+static void a_follower_sends_the_agent_to_the_leader(void) {
+  fake_server *leader = fs_start(), *follower = fs_start();
+  leader->epoch = 3;
+  snprintf(follower->redirect, sizeof follower->redirect, "http://127.0.0.1:%d", leader->port);
+  agent_proc ap;
+  agent_new(&ap, follower, "2xH100-80GB", "--personal");
+  json_t *reg = fs_wait_register(leader, 1, 10000);
+  CHECK(reg != NULL);
+  json_decref(reg);
+  fs_order(leader, start_order("5", "exit 0", 0));
+  json_t *ev = fs_wait_event(leader, "started", "5", 5000);
+  CHECK(ev != NULL);
+  json_decref(ev);
+  CHECK(log_has(&ap, "job 5 task 0 started (epoch 3,"));
+  agent_stop(&ap);
+  rm_rf(ap.data);
+  fs_stop(follower);
+  fs_stop(leader);
+}
+
+static void an_older_epoch_is_refused_after_a_failover(void) {
+  fake_server *a = fs_start(), *b = fs_start();
+  a->epoch = 4; /* the leader the agent meets first */
+  b->epoch = 2; /* a deposed leader that still answers */
+  char list[128];
+  snprintf(list, sizeof list, "http://127.0.0.1:%d,http://127.0.0.1:%d", a->port, b->port);
+  agent_proc ap;
+  agent_new(&ap, a, "2xH100-80GB", "--personal", "--server", list);
+  json_t *reg = fs_wait_register(a, 1, 10000);
+  REQUIRE(reg);
+  json_decref(reg);
+  fs_order(b, start_order("9", "sleep 30", 1));
+  fs_stop(a); /* the agent turns to b, whose epoch is older */
+  int64_t until = fs_now_ms() + 8000;
+  while (fs_now_ms() < until && !log_has(&ap, "refusing its orders")) usleep(50000);
+  CHECK(log_has(&ap, "answers for leader epoch 2, older than 4: refusing its orders"));
+  CHECK(!log_has(&ap, "job 9 task 0 started"));
+  CHECK_EQ_INT(0, fs_count_events(b, "started", "9"));
+  agent_stop(&ap);
+  rm_rf(ap.data);
+  fs_stop(b);
+}
+
+GP_TESTS(a_follower_sends_the_agent_to_the_leader, an_older_epoch_is_refused_after_a_failover)
