@@ -29,7 +29,7 @@ function summary(j) {
   if (waiting && j.queue_position !== undefined) wait.push(['Place in queue', j.queue_position === null ? 'not ranked' : String(j.queue_position)]);
   if (waiting && j.estimated_start !== undefined) wait.push(['Estimated start', j.estimated_start === null ? 'not estimated' : fmtTime(j.estimated_start)]);
   return facts([
-    ['State', stateBadge(j.state)],
+    ['State', h('span', {id: 'job-state'}, stateBadge(j.state))],
     ['Why', h('span', {id: 'job-why'}, why(j))],
     ...wait,
     ['User', j.user], ['Queue', j.queue],
@@ -89,18 +89,19 @@ async function metrics(j, box) {
 async function energy(j, box) {
   clear(box);
   const u = j.usage || {};
-  const pairs = [['Energy', u.energy_j !== undefined && u.energy_j !== null ? `${fmtNum(u.energy_j / 3.6e6, 3)} kWh` : '—'],
+  const pairs = [['Energy (this run)', u.energy_j !== undefined && u.energy_j !== null ? `${fmtNum(u.energy_j / 3.6e6, 3)} kWh` : '—'],
     ['Average SM use', u.avg_sm_util_pct !== undefined ? `${fmtNum(u.avg_sm_util_pct, 1)} %` : '—'],
     ['Peak memory', u.peak_mem_mib !== undefined ? `${fmtNum(u.peak_mem_mib)} MiB` : '—']];
   box.append(facts(pairs));
   if (!j.started_at) return;
-  // The ledger's cost report, by job over the job's life; a user's report holds only their rows.
+  // The ledger's cost report for this job alone, over its life (`job=`: no fleet rows).
   const to = (j.ended_at || Math.floor(Date.now() / 1000)) + 1;
   try {
-    const r = await api(`/v1/reports/cost${qs({by: 'job', from: j.submitted_at, to})}`);
-    const row = (r.rows || []).find((x) => x.job === String(j.id) && x.kind === 'jobs');
+    const r = await api(`/v1/reports/cost${qs({job: j.id, from: j.submitted_at, to})}`);
+    const row = (r.rows || []).find((x) => x.kind === 'jobs');
     box.append(facts([
       ['GPU-hours', row ? fmtNum(row.gpu_hours, 3) : '—'],
+      ['Energy (ledger)', row && row.energy_kwh !== null && row.energy_kwh !== undefined ? `${fmtNum(row.energy_kwh, 3)} kWh` : '—'],
       ['Cost', row && row.cost !== null && row.cost !== undefined ? `${fmtNum(row.cost, 2)} ${r.currency || ''}` : 'no price'],
     ]));
   } catch (e) {

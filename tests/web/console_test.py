@@ -177,7 +177,9 @@ def main():
     pending = submit(ADMIN, 'too-big', 4, ['true'])
     for i in (running_a, running_b):
         wait(f'job {i} to be launched', lambda i=i: any(e['event'] == 'launched' for e in job(i)['timeline']))
-    reason = wait('the pending job to have its reason', lambda: job(pending)['pending_message'])
+    # 2 of 4 GPUs are taken, so the scheduler says it waits for resources.
+    wait('the scheduler to give the pending job its reason', lambda: job(pending)['pending_reason'] == 'Resources')
+    reason = job(pending)['pending_message']
     if job(pending)['state'] != 'pending':
         fail(f'job {pending} should be pending (2 of 4 GPUs are taken), it is {job(pending)["state"]}')
 
@@ -216,7 +218,7 @@ def main():
         # Cancel it from its page: it ends cancelled, and the page says so.
         click(d, 'button[data-action="cancel"]', 'the cancel button')
         wait('the job page to show the job cancelled',
-             lambda: 'cancelled' in d.find_element(By.ID, 'job-why').text, 25)
+             lambda: d.find_element(By.ID, 'job-state').text == 'cancelled', 25)
         if job(running_a)['state'] != 'cancelled':
             fail(f'job {running_a} is {job(running_a)["state"]} after the cancel, not cancelled')
 
