@@ -41,7 +41,7 @@ export const live = {
       this.startPolling();
       if (es.readyState === EventSource.CLOSED) {
         this.es = null;
-        setTimeout(() => { if (!this.es && session()) { this.stopPolling(); this.start(); } }, 60000);
+        setTimeout(() => { if (!this.es && session() && document.visibilityState === 'visible') { this.stopPolling(); this.start(); } }, 60000);
       }
     };
   },
@@ -85,3 +85,20 @@ export const live = {
     if (el) el.dataset.mode = mode;
   },
 };
+
+// A browser holds at most 6 HTTP/1.1 connections to one server, and each open stream takes
+// one for as long as it lives: streams of hidden tabs, or of pages kept in the back-forward
+// cache, would soon leave none for the page in front. So only a visible page listens; one
+// that comes back reads its view again, since what changed meanwhile is not replayed.
+function pause() {
+  live.stop();
+}
+function resume() {
+  if (document.visibilityState !== 'visible' || live.es || live.poll) return;
+  live.start();
+  live.changed(null);
+}
+window.addEventListener('pagehide', pause);
+window.addEventListener('pageshow', (ev) => { if (ev.persisted) resume(); });
+document.addEventListener('visibilitychange', () => (document.visibilityState === 'visible' ? resume() : pause()));
+

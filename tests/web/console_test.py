@@ -29,7 +29,7 @@ try:
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
-    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.common.exceptions import StaleElementReferenceException, TimeoutException
 except ImportError:
     sys.exit('FAIL: python3-selenium is not installed (run scripts/setup.sh)')
 for tool in (CHROMEDRIVER, shutil.which('chromium')):
@@ -253,6 +253,20 @@ def main():
         d.get(f'{URL}/#/reports?kind=usage&by=user')
         find(d, '#report-table tbody tr', 'a row of the usage report')
         shot(d, 'reports')
+
+        # Pages left behind hold no stream: a browser has 6 connections to a server, and
+        # streams kept open by pages in its back-forward cache would stall the 7th load.
+        for i in range(8):
+            d.get('about:blank')
+            t = time.monotonic()
+            try:
+                d.get(f'{URL}/#/queues')
+            except TimeoutException:
+                fail(f'load {i + 1} of the console did not finish within 20 s')
+            find(d, '#queues-table', f'the queues view, load {i + 1} of 8', 8)
+            read(d, '#live[data-mode="live"]', f'the stream of load {i + 1} of 8', limit=8)
+            if time.monotonic() - t > 8:
+                fail(f'load {i + 1} of the console took {time.monotonic() - t:.1f} s')
 
         # Bob: alice's pending job shows no command and no buttons, and the API refuses his cancel.
         click(d, '#logout', 'the log out button')
