@@ -5,7 +5,7 @@
 # first with no event stream open, then with STREAMS streams (GET /v1/events, each read as
 # a browser would, by a client of its own). Prints for each run the server's CPU seconds
 # (user + system, from /proc), its RSS after the churn, the churn's wall time, and with
-# streams the events one stream received.
+# streams the events one stream received (each job's cancellation must be among them).
 #
 #   bench/web_events.sh [BUILD_DIR]        (default build/rel; needs gpool, curl, python3)
 #   env: STREAMS=100 CLIENTS=4 JOBS=1000
@@ -66,12 +66,15 @@ run_once() {  # $1: streams to open
   cpu0=$(cpu_s); t0=$(date +%s.%N)
   churn
   t1=$(date +%s.%N); sleep 0.5; cpu1=$(cpu_s)
-  local got=0
-  [ "$1" -gt 0 ] && got=$(grep -c '^event: job' "$TMP/stream.1" || true)
+  local got=0 ended=0
+  if [ "$1" -gt 0 ]; then
+    got=$(grep -c '^event: job' "$TMP/stream.1" || true)
+    ended=$(grep -c '"state":"cancelled"' "$TMP/stream.1" || true)
+  fi
   printf '%4d streams: server CPU %.2f s, RSS %s MB, churn of %d jobs %.2f s wall%s\n' \
     "$1" "$(echo "$cpu1 - $cpu0" | bc -l)" "$(rss_mb)" $((CLIENTS * JOBS)) \
     "$(echo "$t1 - $t0" | bc -l)" \
-    "$([ "$1" -gt 0 ] && echo ", $got job events on stream 1" || true)"
+    "$([ "$1" -gt 0 ] && echo ", stream 1 got $got job events ($ended cancellations)" || true)"
   stop_streams
   bench_server_stop
 }

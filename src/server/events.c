@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The hub of the event streams (events.h): open streams, their bounded buffers, the
- * pinger. Lock order: the hub's lock, then nothing; libmicrohttpd's resume is called after
+ * pinger, which also wakes the streams. Lock order: the hub's lock, then nothing; libmicrohttpd's resume is called after
  * the lock is released (a stream's connection cannot go away while it is suspended, and
  * only the hub resumes it, once per suspension: the `suspended` flag is flipped under the
  * lock). */
@@ -32,7 +32,8 @@ typedef struct stream {
 
 struct gp_srv_events {
   pthread_mutex_t lock;
-  pthread_cond_t cond;      /* wakes the pinger early (closing) */
+  pthread_cond_t cond;      /* wakes the pinger early (a batch published, closing) */
+  bool wake_due;            /* streams have something new to send */
   stream *head;
   int n, max_streams;
   _Atomic int listening;    /* n, read without the lock by the state thread */
@@ -103,9 +104,6 @@ static bool may_see(const stream *s, const char *owner) {
 void gp__srv_events_publish(gp_srv_events *h, const char *kind, const char *owner,
                             const char *data) {
   if (!h) return;
-  struct MHD_Connection **conns = NULL;
-  int n = 0;
-  size_t cap = 0;
   pthread_mutex_lock(&h->lock);
   if (h->closed || !h->head) {
     pthread_mutex_unlock(&h->lock);
@@ -120,15 +118,20 @@ void gp__srv_events_publish(gp_srv_events *h, const char *kind, const char *owne
   memcpy(text + hl, data, dl);
   memcpy(text + hl + dl, "\n\n", 3);
   h->stats.events++;
-  for (stream *s = h->head; s; s = s->next) {
-    if (!may_see(s, owner)) continue;
-    append(h, s, text, len);
-    wake(s, &conns, &n, &cap); /* with data, or ended: either way it must run */
-  }
+  for (stream *s = h->head; s; s = s->next)
+    if (may_see(s, owner)) append(h, s, text, len);
   pthread_mutex_unlock(&h->lock);
   free(text);
-  resume_all(conns, n);
-  free(conns);
+}
+
+void gp__srv_events_wake(gp_srv_events *h) {
+  if (!h) return;
+  pthread_mutex_lock(&h->lock);
+  if (!h->wake_due) {
+    h->wake_due = true;
+    pthread_cond_signal(&h->cond);
+  }
+  pthread_mutex_unlock(&h->lock);
 }
 
 /* libmicrohttpd asks for the stream's next bytes (on the connection's thread). */
@@ -221,7 +224,7 @@ enum MHD_Result gp__srv_events_serve(gp_srv_events *h, struct MHD_Connection *c,
   if (h->n == 1) atomic_fetch_add(&h->epoch, 1);
   atomic_store(&h->listening, h->n);
   pthread_mutex_unlock(&h->lock);
-  struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, read_stream,
+  struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, read_stream,
                                                              s, free_stream);
   if (!r) {
     free_stream(s);
@@ -235,24 +238,52 @@ enum MHD_Result gp__srv_events_serve(gp_srv_events *h, struct MHD_Connection *c,
   return ret;
 }
 
+static int64_t mono_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The hub's thread: wakes the streams that have something to send, at most once per
+ * GP_SRV_EVENTS_GAP_MS (what a batch published, or a ping every ping_s), so the state
+ * thread never makes a system call per stream and a busy pool costs one wake-up and one
+ * write per stream per gap, however many events it holds. */
 static void *pinger_main(void *arg) {
   struct gp_srv_events *h = arg;
   static const char ping[] = ": ping\n\n";
+  int64_t next_ping = mono_ms() + (int64_t)h->ping_s * 1000, last_wake = 0;
   pthread_mutex_lock(&h->lock);
   while (!h->closed) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_sec += h->ping_s;
-    while (!h->closed && pthread_cond_timedwait(&h->cond, &h->lock, &ts) != ETIMEDOUT) {
+    int64_t deadline = next_ping;
+    if (h->wake_due && last_wake + GP_SRV_EVENTS_GAP_MS < deadline)
+      deadline = last_wake + GP_SRV_EVENTS_GAP_MS;
+    int64_t now = mono_ms();
+    if (deadline > now) {
+      struct timespec ts;
+      clock_gettime(CLOCK_MONOTONIC, &ts);
+      int64_t wait = deadline - now;
+      ts.tv_sec += wait / 1000;
+      ts.tv_nsec += (wait % 1000) * 1000000;
+      if (ts.tv_nsec >= 1000000000) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000;
+      }
+      pthread_cond_timedwait(&h->cond, &h->lock, &ts);
+      continue; /* woken early (a batch, closing) or on time: look again */
     }
-    if (h->closed) break;
+    if (now >= next_ping) {
+      for (stream *s = h->head; s; s = s->next) append(h, s, ping, sizeof ping - 1);
+      next_ping = now + (int64_t)h->ping_s * 1000;
+      h->wake_due = true;
+    }
+    if (!h->wake_due || now < last_wake + GP_SRV_EVENTS_GAP_MS) continue;
+    h->wake_due = false;
+    last_wake = now;
     struct MHD_Connection **conns = NULL;
     int n = 0;
     size_t cap = 0;
-    for (stream *s = h->head; s; s = s->next) {
-      append(h, s, ping, sizeof ping - 1);
-      wake(s, &conns, &n, &cap);
-    }
+    for (stream *s = h->head; s; s = s->next)
+      if (s->len > s->off || s->ended) wake(s, &conns, &n, &cap); /* data, or its end */
     pthread_mutex_unlock(&h->lock);
     resume_all(conns, n);
     free(conns);

@@ -8,7 +8,8 @@
  * streams' connections, so the state thread never waits on a client. A stream whose
  * buffer would pass its bound (a stalled or slow reader) is ended at once; the browser's
  * EventSource reconnects and reloads what it shows. A stream with nothing to send is a
- * suspended libmicrohttpd connection (no thread, no timer); a pinger thread writes a
+ * suspended libmicrohttpd connection (no thread, no timer). The hub's thread wakes the
+ * streams that have something to send, at most every GP_SRV_EVENTS_GAP_MS, and writes a
  * comment to every stream each ping interval, so proxies keep the connection and a client
  * that went away is noticed. */
 #ifndef GP_SERVER_EVENTS_H
@@ -23,6 +24,9 @@
 #include "util/buf.h"
 
 typedef struct gp_srv_events gp_srv_events;
+
+/* The most often a stream is woken to send: events published meanwhile go out together. */
+#define GP_SRV_EVENTS_GAP_MS 100
 
 /* What the hub has now, for /metrics and tests. */
 typedef struct gp_srv_events_stats {
@@ -44,10 +48,16 @@ enum MHD_Result gp__srv_events_serve(gp_srv_events *h, struct MHD_Connection *c,
                                      const char *method, const char *user, gp_role role);
 
 /* Publishes one event of `kind` ("job", "node", "queue") with `data` (one line of JSON)
- * to every stream that may see it: a job's to its owner, admins and viewers (owner
- * non-NULL), the others to all. Never blocks on a client. */
+ * into the buffer of every stream that may see it: a job's to its owner, admins and
+ * viewers (owner non-NULL), the others to all. Never blocks on a client. The streams
+ * send it once gp__srv_events_wake is called, within GP_SRV_EVENTS_GAP_MS: the events of
+ * that time go out together, one wake-up and one write per stream rather than one per
+ * event. */
 void gp__srv_events_publish(gp_srv_events *h, const char *kind, const char *owner,
                             const char *data);
+/* Asks the hub's thread to wake every stream that has something to send (it does so at
+ * most once per GP_SRV_EVENTS_GAP_MS). Never blocks on a client. */
+void gp__srv_events_wake(gp_srv_events *h);
 
 /* Is any stream open? (A hint read without the lock: a stream that opens meanwhile reads
  * the lists before it applies events, so what it missed is in them.) */

@@ -105,6 +105,7 @@ static char *node_summary(gp_srv_state *s, const char *name, uint64_t *ret_sig) 
 
 void gp__srv_events_flush(gp_srv_state *s) {
   gp_srv_events_dirty *d = &s->events_dirty;
+  if (d->n_jobs + d->n_nodes + d->n_queues == 0) return;
   uint64_t epoch = gp__srv_events_epoch(s->events) * UINT64_C(0x9e3779b97f4a7c15);
   for (int i = 0; i < d->n_jobs; i++) {
     int64_t id = d->jobs[i];
@@ -143,6 +144,7 @@ void gp__srv_events_flush(gp_srv_state *s) {
     free(d->queues[i]);
   }
   d->n_queues = 0;
+  gp__srv_events_wake(s->events);
 }
 
 void gp__srv_events_dirty_free(gp_srv_events_dirty *d) {

@@ -7,6 +7,7 @@
  * are worked out when first read after a step and kept until the next one, so a step pays
  * nothing for them and a page of 10,000 jobs sorts once. */
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,16 +37,34 @@ static bool ranked(const gp_srv_job *j) {
          j->pending_reason != GP_PEND_DEPENDENCY && j->pending_reason != GP_PEND_HELD;
 }
 
+/* The time limit the core reads for a job: its own, else its nearest queue's default (the
+ * leaf's, then each parent's), else the policy's; 0: none. */
+static int64_t limit_of(const gp_srv_state *s, const gp_srv_job *j) {
+  if (j->time_limit > 0) return j->time_limit;
+  char name[GP_MAX_QUEUE_NAME + 1];
+  snprintf(name, sizeof name, "%s", j->queue ? j->queue : "");
+  for (;;) {
+    const gp_srv_queue *q = gp__srv_queue_get(s, name);
+    if (q && q->default_time_limit > 0) return q->default_time_limit;
+    char *slash = strrchr(name, '/');
+    if (!slash) break;
+    *slash = '\0';
+  }
+  return s->cfg->policy.default_time_limit > 0 ? s->cfg->policy.default_time_limit : 0;
+}
+
 static rank_ent entry_of(const gp_srv_state *s, gp_srv_job *j) {
   rank_ent e = {.queue = j->queue, .id = j->id, .j = j};
   switch (s->cfg->policy.order) {
   case GP_ORDER_FIFO:
     e.k1 = j->submitted_at;
     break;
-  case GP_ORDER_SJF:
-    e.k1 = j->time_limit > 0 ? j->time_limit : INT64_MAX;
+  case GP_ORDER_SJF: {
+    int64_t limit = limit_of(s, j);
+    e.k1 = limit > 0 ? limit : INT64_MAX;
     e.k2 = j->submitted_at;
     break;
+  }
   default: {
     const gp_priority_class *pc =
         gp_priority_class_find(&s->cfg->policy, gp__srv_idle_class(s, j));

@@ -12,7 +12,8 @@
  * liveness and time limits, and answers agents' long polls when their orders are durable
  * or their wait is over. Two helper threads keep slow peers off the HTTP threads: the log
  * proxy (logproxy.c) reads jobs' logs from agents, the guard (guard.c) cuts requests that
- * miss their deadline; the raw request target is checked by intake.c. */
+ * miss their deadline; the raw request target is checked by intake.c. What each commit
+ * changed goes to the open event streams (events.h) after the commit. */
 #include "server/server.h"
 
 #include <arpa/inet.h>
@@ -668,7 +669,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
   }
   /* Submissions are parsed and checked here, in parallel; the state thread only admits. */
   if (strcmp(r->path, "/v1/jobs") == 0 && strcmp(r->method, "POST") == 0 && r->role != GP_ROLE_AGENT &&
-      r->json) {
+      r->role != GP_ROLE_VIEWER && r->json) {
     gp_err e = {0};
     int rc = gp__srv_job_parse(srv->cfg, r->json, r->user, r->role == GP_ROLE_ADMIN, &r->job, &e);
     if (rc) {
@@ -800,7 +801,7 @@ int gp_server_start(gp_server *srv, gp_err *err) {
   atomic_store(&srv->loading, false);
   srv->autoscale = gp__srv_autoscale_new(srv->cfg);
   srv->state->autoscale = srv->autoscale;
-  /* After the load: loading every job notes it, and nobody listens yet. */
+  /* Streams open once the store is loaded (until then every request gets 503). */
   srv->events = gp__srv_events_new(srv->cfg);
   srv->state->events = srv->events;
   if (pthread_create(&srv->thread, NULL, state_main, srv) != 0) {

@@ -34,8 +34,10 @@ static void pending_jobs_show_their_place_in_the_queue_and_their_start(void) {
   char *second = tsrv_submit(&t, ALICE, "{\"queue\": \"org/a\", \"command\": [\"d\"], \"gpus\": 1, \"time_limit\": 60}");
   char *other = tsrv_submit(&t, BOB, "{\"queue\": \"org/b\", \"command\": [\"e\"], \"gpus\": 1, \"time_limit\": 60}");
   REQUIRE(batch && first && second && other);
-  /* Training (the default class) before batch, older before younger; each queue apart. */
-  CHECK(wait_position(&t, batch, 3));
+  /* Training (the default class) before batch, older before younger; each queue apart.
+   * Once a step ranked the last job submitted, it ranked every other. */
+  REQUIRE(wait_position(&t, other, 1));
+  CHECK_EQ_INT(3, position_of(&t, batch));
   CHECK_EQ_INT(1, position_of(&t, first));
   CHECK_EQ_INT(2, position_of(&t, second));
   CHECK_EQ_INT(1, position_of(&t, other));
@@ -75,4 +77,27 @@ static void pending_jobs_show_their_place_in_the_queue_and_their_start(void) {
   tsrv_stop(&t);
 }
 
-GP_TESTS(pending_jobs_show_their_place_in_the_queue_and_their_start)
+/* Shortest job first: the time limit the scheduler reads, the policy's default for a job
+ * that names none. */
+static void under_sjf_the_shorter_limit_comes_first(void) {
+  tsrv t = {0};
+  tsrv_start_with(&t, "policy: {order: sjf, default_time_limit: 100}\n", NULL);
+  CHECK_EQ_INT(201, tsrv_register(&t, "n1", 1, NULL));
+  char *run = tsrv_submit(&t, ALICE, "{\"queue\": \"org/a\", \"command\": [\"a\"], \"gpus\": 1, \"time_limit\": 3600}");
+  REQUIRE(run && tsrv_wait_state(&t, run, "running"));
+  char *none = tsrv_submit(&t, ALICE, "{\"queue\": \"org/a\", \"command\": [\"b\"], \"gpus\": 1}");
+  char *shortest = tsrv_submit(&t, ALICE, "{\"queue\": \"org/a\", \"command\": [\"c\"], \"gpus\": 1, \"time_limit\": 50}");
+  char *longest = tsrv_submit(&t, ALICE, "{\"queue\": \"org/a\", \"command\": [\"d\"], \"gpus\": 1, \"time_limit\": 200}");
+  REQUIRE(none && shortest && longest);
+  REQUIRE(wait_position(&t, longest, 3));
+  CHECK_EQ_INT(1, position_of(&t, shortest));
+  CHECK_EQ_INT(2, position_of(&t, none));
+  free(run);
+  free(none);
+  free(shortest);
+  free(longest);
+  tsrv_stop(&t);
+}
+
+GP_TESTS(pending_jobs_show_their_place_in_the_queue_and_their_start,
+         under_sjf_the_shorter_limit_comes_first)

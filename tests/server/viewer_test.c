@@ -51,6 +51,8 @@ static void a_viewer_changes_nothing(void) {
   REQUIRE(id);
   CHECK_EQ_INT(403, tsrv_req(&t, "POST", "/v1/jobs", VIEWER, "{\"command\": [\"true\"], \"gpus\": 1}"));
   CHECK_EQ_STR("permission_denied", err_code(t.last));
+  /* Refused for the role, not for the body: a viewer learns nothing by submitting. */
+  CHECK_EQ_INT(403, tsrv_req(&t, "POST", "/v1/jobs", VIEWER, "{\"gpus\": \"many\"}"));
   const char *actions[] = {"cancel", "hold", "release"};
   for (int i = 0; i < 3; i++) {
     char path[64];
