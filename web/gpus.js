@@ -46,7 +46,11 @@ export async function render(main) {
     h('section', {'aria-labelledby': 'alt-h'}, h('h2', {id: 'alt-h'}, 'Fleet in words'), summaryEl, attention, nodesBox));
 
   let gpus = [], lay = null, focus = -1;
-  const width = () => Math.max(200, wrap.clientWidth || 800);
+  const width = () => { // the wrapper's content box: the canvas is opaque to its edges
+    const cs = getComputedStyle(wrap);
+    const inner = wrap.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
+    return Math.max(200, Math.floor(inner) || 800);
+  };
   function paint() {
     performance.mark('heatmap-draw-start');
     lay = draw(canvas, gpus, width(), focus);
