@@ -6,7 +6,7 @@
 # Fails the build when the console passes its budget of 150 KB gzipped, or when a file
 # name could not be served as written.
 #   cmake -DWEB_DIR=<web/> -DOUT=<generated .c> -P web_embed.cmake
-cmake_minimum_required(VERSION 3.20)
+cmake_minimum_required(VERSION 3.21) # file(COPY_FILE ... ONLY_IF_DIFFERENT)
 if(NOT WEB_DIR OR NOT OUT)
   message(FATAL_ERROR "web_embed.cmake needs -DWEB_DIR=... and -DOUT=...")
 endif()
