@@ -11,6 +11,8 @@ if(NOT WEB_DIR OR NOT OUT)
   message(FATAL_ERROR "web_embed.cmake needs -DWEB_DIR=... and -DOUT=...")
 endif()
 set(budget_bytes 153600)
+# Scratch names of this run's own: two builds of the same tree may embed at once.
+string(RANDOM LENGTH 12 run)
 find_program(GZIP gzip REQUIRED)
 
 file(GLOB_RECURSE names RELATIVE ${WEB_DIR} ${WEB_DIR}/*)
@@ -31,7 +33,7 @@ foreach(name ${names})
   file(SHA256 ${WEB_DIR}/${name} sha)
   string(SUBSTRING ${sha} 0 32 sha)
   file(SIZE ${WEB_DIR}/${name} len)
-  set(gz_file ${OUT}.gz.tmp)
+  set(gz_file ${OUT}.${run}.gz)
   execute_process(COMMAND ${GZIP} -9 -n -c ${WEB_DIR}/${name} OUTPUT_FILE ${gz_file}
                   RESULT_VARIABLE rc)
   if(NOT rc EQUAL 0)
@@ -61,7 +63,9 @@ string(APPEND text "#include \"server/web.h\"\n\n${body}\n")
 string(APPEND text "const gp__srv_web_file gp__srv_web_files[] = {\n${table}};\n")
 string(APPEND text "const size_t gp__srv_web_n_files = ${count};\n")
 string(APPEND text "const size_t gp__srv_web_gz_total = ${total_gz};\n")
-# Rewritten only when it changes, so an unchanged web/ recompiles nothing.
-file(WRITE ${OUT}.tmp "${text}")
-file(COPY_FILE ${OUT}.tmp ${OUT} ONLY_IF_DIFFERENT)
-file(REMOVE ${OUT}.tmp)
+# Rewritten only when it changes, so an unchanged web/ recompiles nothing; touched either
+# way, so the build sees it newer than web/ and does not embed again.
+file(WRITE ${OUT}.${run} "${text}")
+file(COPY_FILE ${OUT}.${run} ${OUT} ONLY_IF_DIFFERENT)
+file(REMOVE ${OUT}.${run})
+file(TOUCH_NOCREATE ${OUT})
