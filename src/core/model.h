@@ -226,6 +226,15 @@ typedef enum gp_order_policy {
   GP_ORDER_SJF,           /* shortest time limit first (reference bound in the simulator) */
 } gp_order_policy;
 
+/* A pending job's keys in the order `order` considers jobs (within a leaf under fair share,
+ * over all jobs otherwise): the smaller (k1, k2) first, ties to the smaller job id. From
+ * its priority (its class's), its time limit (0: none) and its submit time. The scheduler
+ * orders by these, and the server ranks a queue's jobs by them for the API. */
+typedef struct gp_order_keys {
+  int64_t k1, k2;
+} gp_order_keys;
+gp_order_keys gp_order_keys_of(gp_order_policy order, int priority, int64_t limit, int64_t submitted);
+
 typedef struct gp_policy {
   gp_placement_policy placement;
   gp_share_policy share;

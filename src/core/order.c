@@ -155,24 +155,19 @@ static void q_remove(gp__core_order *o, int q) {
   }
 }
 
+gp_order_keys gp_order_keys_of(gp_order_policy order, int priority, int64_t limit, int64_t submitted) {
+  switch (order) {
+  case GP_ORDER_FIFO: return (gp_order_keys){submitted, 0};
+  case GP_ORDER_SJF: return (gp_order_keys){limit > 0 ? limit : GP__NEVER, submitted};
+  default: return (gp_order_keys){-(int64_t)priority, submitted}; /* fair share inside a leaf, and global priority */
+  }
+}
+
 /* A job's heap entry: its keys under the policy's order. */
 static hent entry_of(const gp__core_ctx *c, int j) {
   const gp__core_job *ji = &c->jobs[j];
-  hent h = {.j = j, .idp = ji->idp};
-  switch (c->pol->order) {
-  case GP_ORDER_FIFO:
-    h.k1 = ji->submitted;
-    break;
-  case GP_ORDER_SJF:
-    h.k1 = ji->limit > 0 ? ji->limit : GP__NEVER;
-    h.k2 = ji->submitted;
-    break;
-  default: /* fair share inside a leaf, and global priority */
-    h.k1 = -(int64_t)ji->prio;
-    h.k2 = ji->submitted;
-    break;
-  }
-  return h;
+  gp_order_keys k = gp_order_keys_of(c->pol->order, ji->prio, ji->limit, ji->submitted);
+  return (hent){.j = j, .idp = ji->idp, .k1 = k.k1, .k2 = k.k2};
 }
 
 /* The memo's kept order: the last step's eligible jobs, each segment sorted, and whether

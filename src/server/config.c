@@ -318,7 +318,7 @@ static int parse_doc(const gp_doc *d, const char *path, gp_server_config *c, gp_
       "max_pending_per_user", "max_pending_per_queue", "max_job_bytes",
       "max_connections_per_address", "http_idle_timeout_s", "http_request_timeout_s",
       "recent_ended_jobs", "prices", "node_templates", "autoscale",
-      "events_max_streams", "events_buffer_kib", "events_ping_s", NULL};
+      "events_max_streams", "events_buffer_kib", "events_ping_s", "store", NULL};
   const gp_doc_node *root = d->root;
   if (!root) return 0;
   int r = gp_doc_expect(d, root, "", GP_DOC_MAP, err);
@@ -338,6 +338,18 @@ static int parse_doc(const gp_doc *d, const char *path, gp_server_config *c, gp_
     if ((r = gp_doc_str(d, n, "data_dir", &v, err))) return r;
     if (!*v) return gp_err_set(err, GP_EINVAL, d->name, n->line, "data_dir", "must not be empty");
     c->data_dir = gp_arena_strdup(a, v);
+  }
+  /* The URL may carry a password: errors name the key, never the value. */
+  if ((n = gp_doc_get(root, "store"))) {
+    if ((r = gp_doc_str(d, n, "store", &v, err))) return r;
+    bool pg = strncmp(v, "postgresql://", 13) == 0 || strncmp(v, "postgres://", 11) == 0;
+    size_t len = strlen(v);
+    for (size_t i = 0; pg && i < len; i++) pg = (unsigned char)v[i] > 0x20 && v[i] != 0x7f;
+    if (!pg || len > 511)
+      return gp_err_set(err, GP_EINVAL, d->name, n->line, "store",
+                        "expected a postgresql:// URL of at most 511 characters without spaces "
+                        "(leave `store` out for the SQLite file in data_dir)");
+    c->store = gp_arena_strdup(a, v);
   }
   gp_token *tokens = NULL;
   int nt = 0;

@@ -97,6 +97,7 @@ typedef struct gp_server_config {
   int events_buffer_kib;       /* 256 */
   int events_ping_s;           /* 15 */
   struct gp_arena *arena;
+  const char *store;           /* `store:` a postgresql:// URL; NULL: <data_dir>/gpool.db */
 } gp_server_config;
 
 /* A config with every default and no tokens, queues or pools (for tests and `gpool up`

@@ -1,12 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* A pending job's place in its queue (the API's `queue_position`): 1 for the job its queue
  * would start next. The ranks follow the keys the scheduler's order gives jobs inside a
- * queue (src/core/order.c, entry_of: priority then age under fair share and priority
- * order, age under FIFO, time limit then age under SJF; ties to the smaller id), over the
+ * queue (gp_order_keys_of; ties to the smaller id), over the
  * jobs the last step considered (a pending reason other than a dependency or a hold). They
  * are worked out when first read after a step and kept until the next one, so a step pays
  * nothing for them and a page of 10,000 jobs sorts once. */
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,26 +52,9 @@ static int64_t limit_of(const gp_srv_state *s, const gp_srv_job *j) {
 }
 
 static rank_ent entry_of(const gp_srv_state *s, gp_srv_job *j) {
-  rank_ent e = {.queue = j->queue, .id = j->id, .j = j};
-  switch (s->cfg->policy.order) {
-  case GP_ORDER_FIFO:
-    e.k1 = j->submitted_at;
-    break;
-  case GP_ORDER_SJF: {
-    int64_t limit = limit_of(s, j);
-    e.k1 = limit > 0 ? limit : INT64_MAX;
-    e.k2 = j->submitted_at;
-    break;
-  }
-  default: {
-    const gp_priority_class *pc =
-        gp_priority_class_find(&s->cfg->policy, gp__srv_idle_class(s, j));
-    e.k1 = pc ? -(int64_t)pc->priority : 0;
-    e.k2 = j->submitted_at;
-    break;
-  }
-  }
-  return e;
+  const gp_priority_class *pc = gp_priority_class_find(&s->cfg->policy, gp__srv_idle_class(s, j));
+  gp_order_keys k = gp_order_keys_of(s->cfg->policy.order, pc ? pc->priority : 0, limit_of(s, j), j->submitted_at);
+  return (rank_ent){.queue = j->queue, .k1 = k.k1, .k2 = k.k2, .id = j->id, .j = j};
 }
 
 static void refresh(gp_srv_state *s) {

@@ -729,7 +729,7 @@ int gp_server_new(const gp_server_config *cfg, gp_store *store, gp_server **ret,
     warn_open_files(cfg);
     char path[1200];
     snprintf(path, sizeof path, "%s/gpool.db", cfg->data_dir);
-    int r = gp_store_sqlite_open(path, &store, err);
+    int r = gp_store_open(cfg->store ? cfg->store : path, &store, err);
     if (r) return r;
   }
   gp_server *srv = gp_xcalloc(1, sizeof *srv);

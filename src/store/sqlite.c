@@ -652,6 +652,37 @@ static int load_identity(sqlite_store *s, gp_err *err) {
   return rc == SQLITE_DONE ? 0 : db_error(s, err, "writing the store's identity");
 }
 
+/* Brings the schema to SCHEMA_VERSION in one transaction (PRAGMA user_version holds the
+ * version). The tables' statements are idempotent and run on every open, so a store made
+ * before a table existed gets it; a store of a newer gpool is refused, untouched: an
+ * older gpool would misread or damage what it does not know. */
+static int migrate(sqlite_store *s, gp_err *err) {
+  sqlite3_stmt *v = NULL;
+  int version = 0;
+  if (sqlite3_prepare_v2(s->db, "PRAGMA user_version", -1, &v, NULL) == SQLITE_OK &&
+      sqlite3_step(v) == SQLITE_ROW)
+    version = sqlite3_column_int(v, 0);
+  sqlite3_finalize(v);
+  if (version > SCHEMA_VERSION)
+    return gp_err_set(err, GP_EINVAL, s->path, 0, NULL,
+                      "store schema %d is newer than this gpool (%d): run a gpool at least as "
+                      "new as the one that wrote it", version, SCHEMA_VERSION);
+  char *msg = NULL;
+  char set[64];
+  snprintf(set, sizeof set, "PRAGMA user_version=%d", SCHEMA_VERSION);
+  if (sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, &msg) != SQLITE_OK ||
+      sqlite3_exec(s->db, schema_sql, NULL, NULL, &msg) != SQLITE_OK ||
+      sqlite3_exec(s->db, set, NULL, NULL, &msg) != SQLITE_OK ||
+      sqlite3_exec(s->db, "COMMIT", NULL, NULL, &msg) != SQLITE_OK) {
+    int r = gp_err_set(err, GP_EIO, s->path, 0, NULL, "cannot prepare the store: %s",
+                       msg ? msg : sqlite3_errmsg(s->db));
+    sqlite3_free(msg);
+    if (!sqlite3_get_autocommit(s->db)) sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+    return r;
+  }
+  return 0;
+}
+
 int gp_store_sqlite_open(const char *path, gp_store **ret, gp_err *err) {
   bool existed = false;
   int r = own_file(path, true, &existed, err);
@@ -685,27 +716,13 @@ int gp_store_sqlite_open(const char *path, gp_store **ret, gp_err *err) {
   }
   if (sqlite3_exec(s->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
                           "PRAGMA foreign_keys=OFF; PRAGMA temp_store=MEMORY;",
-                   NULL, NULL, &msg) != SQLITE_OK ||
-      sqlite3_exec(s->db, schema_sql, NULL, NULL, &msg) != SQLITE_OK) {
+                   NULL, NULL, &msg) != SQLITE_OK) {
     r = gp_err_set(err, GP_EIO, path, 0, NULL, "cannot prepare the store: %s",
                    msg ? msg : sqlite3_errmsg(s->db));
     sqlite3_free(msg);
     goto fail;
   }
-  sqlite3_stmt *v = NULL;
-  int version = 0;
-  if (sqlite3_prepare_v2(s->db, "PRAGMA user_version", -1, &v, NULL) == SQLITE_OK &&
-      sqlite3_step(v) == SQLITE_ROW)
-    version = sqlite3_column_int(v, 0);
-  sqlite3_finalize(v);
-  if (version > SCHEMA_VERSION) {
-    r = gp_err_set(err, GP_EINVAL, path, 0, NULL,
-                   "the store has schema version %d; this gpool knows up to %d", version,
-                   SCHEMA_VERSION);
-    goto fail;
-  }
-  if (version < SCHEMA_VERSION)
-    sqlite3_exec(s->db, "PRAGMA user_version=1", NULL, NULL, NULL);
+  if ((r = migrate(s, err)) != 0) goto fail;
   for (int i = 0; i < ST_COUNT; i++) {
     if (sqlite3_prepare_v3(s->db, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &s->st[i],
                            NULL) != SQLITE_OK) {

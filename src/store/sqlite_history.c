@@ -20,7 +20,7 @@ static gp_store_job row_job(sqlite3_stmt *st) {
 }
 
 /* Steps `st` to the end, handing each row to `fn`; 1 from fn stops early (not an error). */
-static int each_row(gp_store_reader *r, sqlite3_stmt *st, const char *what,
+static int each_row(sqlite_reader *r, sqlite3_stmt *st, const char *what,
                     int (*fn)(void *ctx, sqlite3_stmt *st), void *ctx, gp_err *err) {
   int rc, ret = 0;
   while ((rc = sqlite3_step(st)) == SQLITE_ROW)
@@ -60,10 +60,11 @@ static int one_event(void *ctx, sqlite3_stmt *st) {
   return r > 0 ? 0 : r;
 }
 
-int gp_store_reader_job(gp_store_reader *r, int64_t id,
-                        int (*job)(void *ctx, const gp_store_job *row),
-                        int (*event)(void *ctx, const gp_store_event *row), void *ctx,
-                        gp_err *err) {
+int gp_store_sqlite_reader_job(gp_store_reader *base, int64_t id,
+                               int (*job)(void *ctx, const gp_store_job *row),
+                               int (*event)(void *ctx, const gp_store_event *row), void *ctx,
+                               gp_err *err) {
+  sqlite_reader *r = (sqlite_reader *)base;
   one_ctx c = {job, event, ctx, false};
   sqlite3_stmt *st = NULL;
   /* One read transaction for both queries, so the job and its timeline agree (a caller's
@@ -98,10 +99,11 @@ static int list_row(void *ctx, sqlite3_stmt *st) {
   return c->cb(c->ctx, &row, sqlite3_column_int64(st, 6));
 }
 
-int gp_store_reader_jobs(gp_store_reader *r, const gp_store_job_filter *f, int64_t after_ended_at,
-                         int64_t after_id, int limit,
-                         int (*cb)(void *ctx, const gp_store_job *row, int64_t ended_at),
-                         void *ctx, gp_err *err) {
+int gp_store_sqlite_reader_jobs(gp_store_reader *base, const gp_store_job_filter *f,
+                                int64_t after_ended_at, int64_t after_id, int limit,
+                                int (*cb)(void *ctx, const gp_store_job *row, int64_t ended_at),
+                                void *ctx, gp_err *err) {
+  sqlite_reader *r = (sqlite_reader *)base;
   /* The range and the cursor are one walk down the jobs_ended index (only an ended job
    * has an ended_at); the user and queue filters are checked on the rows it finds. */
   char sql[1024];

@@ -51,7 +51,7 @@ static double figure(sqlite3_stmt *st, int i) {
 }
 
 /* Steps `st` to its end, handing each row to `row` (which calls the caller's callback). */
-static int scan(gp_store_reader *r, sqlite3_stmt *st, const char *sql,
+static int scan(sqlite_reader *r, sqlite3_stmt *st, const char *sql,
                 int (*row)(sqlite3_stmt *st, void *cb, void *ctx), void *cb, void *ctx,
                 gp_err *err) {
   int rc, ret = 0;
@@ -87,7 +87,7 @@ static int node_iv_row(sqlite3_stmt *st, void *cb, void *ctx) {
 }
 
 /* Whether `from` lies in the older half of the ledger's starts (two index look-ups). */
-static bool from_in_older_half(gp_store_reader *r, int64_t from) {
+static bool from_in_older_half(sqlite_reader *r, int64_t from) {
   sqlite3_stmt *st = NULL;
   bool older = true;
   if (sqlite3_prepare_v2(r->db, "SELECT (SELECT min(start) FROM ledger),"
@@ -101,7 +101,7 @@ static bool from_in_older_half(gp_store_reader *r, int64_t from) {
 }
 
 /* Runs both parts of a range read, each prepared once per call. */
-static int range_read(gp_store_reader *r, const char *const sql[2], int64_t from, int64_t to,
+static int range_read(sqlite_reader *r, const char *const sql[2], int64_t from, int64_t to,
                       const char *user, int (*row)(sqlite3_stmt *st, void *cb, void *ctx),
                       void *cb, void *ctx, gp_err *err) {
   int ret = 0;
@@ -118,18 +118,21 @@ static int range_read(gp_store_reader *r, const char *const sql[2], int64_t from
   return ret;
 }
 
-int gp_store_reader_intervals(gp_store_reader *r, int64_t from, int64_t to, const char *user,
-                              int (*cb)(void *ctx, const gp_store_interval *iv), void *ctx,
-                              gp_err *err) {
+int gp_store_sqlite_reader_intervals(gp_store_reader *base, int64_t from, int64_t to,
+                                     const char *user,
+                                     int (*cb)(void *ctx, const gp_store_interval *iv),
+                                     void *ctx, gp_err *err) {
+  sqlite_reader *r = (sqlite_reader *)base;
   if (from >= to) return 0;
   const char *sql[2] = {from_in_older_half(r, from) ? iv_before_by_start : iv_before_by_end,
                         iv_inside};
   return range_read(r, sql, from, to, user, iv_row, &cb, ctx, err);
 }
 
-int gp_store_reader_node_intervals(gp_store_reader *r, int64_t from, int64_t to,
-                                   int (*cb)(void *ctx, const gp_store_node_interval *iv),
-                                   void *ctx, gp_err *err) {
+int gp_store_sqlite_reader_node_intervals(gp_store_reader *base, int64_t from, int64_t to,
+                                          int (*cb)(void *ctx, const gp_store_node_interval *iv),
+                                          void *ctx, gp_err *err) {
+  sqlite_reader *r = (sqlite_reader *)base;
   if (from >= to) return 0;
   const char *sql[2] = {node_iv_before, node_iv_inside};
   return range_read(r, sql, from, to, NULL, node_iv_row, &cb, ctx, err);

@@ -7,21 +7,39 @@
 
 #include <sqlite3.h>
 
-#include "store/store.h"
+#include "store/reader.h"
 
 /* When a job ended, from its document (null while it is active, or for a document that
  * is not JSON: the store keeps what it is given); the jobs_ended index is on this very
  * expression, so queries must spell it the same way to use it. */
 #define GP_STORE_ENDED_AT "(CASE WHEN json_valid(doc) THEN json_extract(doc, '$.ended_at') END)"
 
-struct gp_store_reader {
+typedef struct sqlite_reader {
+  gp_store_reader base;
   sqlite3 *db;
   char path[512];
-};
+} sqlite_reader;
 
 /* Opens a reader on the database at `path`. */
 int gp_store_sqlite_reader_open(const char *path, gp_store_reader **ret, gp_err *err);
 /* Fills *err from the reader's last SQLite failure; returns GP_EIO. */
-int gp_store_sqlite_reader_error(gp_store_reader *r, gp_err *err, const char *what);
+int gp_store_sqlite_reader_error(sqlite_reader *r, gp_err *err, const char *what);
+
+/* The reads (reader.h), in sqlite_ledger.c and sqlite_history.c. */
+int gp_store_sqlite_reader_intervals(gp_store_reader *base, int64_t from, int64_t to,
+                                     const char *user,
+                                     int (*cb)(void *ctx, const gp_store_interval *iv),
+                                     void *ctx, gp_err *err);
+int gp_store_sqlite_reader_node_intervals(gp_store_reader *base, int64_t from, int64_t to,
+                                          int (*cb)(void *ctx, const gp_store_node_interval *iv),
+                                          void *ctx, gp_err *err);
+int gp_store_sqlite_reader_job(gp_store_reader *base, int64_t id,
+                               int (*job)(void *ctx, const gp_store_job *row),
+                               int (*event)(void *ctx, const gp_store_event *row), void *ctx,
+                               gp_err *err);
+int gp_store_sqlite_reader_jobs(gp_store_reader *base, const gp_store_job_filter *f,
+                                int64_t after_ended_at, int64_t after_id, int limit,
+                                int (*cb)(void *ctx, const gp_store_job *row, int64_t ended_at),
+                                void *ctx, gp_err *err);
 
 #endif

@@ -217,5 +217,27 @@ static void node_templates_are_read_and_checked(void) {
   }
 }
 
-GP_TESTS(node_templates_are_read_and_checked, a_full_config_is_read, mistakes_name_file_line_and_key, tokens_can_live_in_their_own_file,
+/* `store:` takes a PostgreSQL URL; anything else is refused without echoing the value,
+ * which may carry a password. */
+static void the_store_is_a_postgresql_url(void) {
+  gp_server_config *c = NULL;
+  gp_err e = {0};
+  const char *ok = "store: postgresql://gp:s3cret@db:5432/gpool?sslmode=require\n";
+  REQUIRE(gp_server_config_parse("server.yaml", ok, strlen(ok), &c, &e) == 0);
+  CHECK_EQ_STR("postgresql://gp:s3cret@db:5432/gpool?sslmode=require", c->store);
+  gp_server_config_free(c);
+  c = NULL;
+  const char *none = "listen: 127.0.0.1:0\n";
+  REQUIRE(gp_server_config_parse("server.yaml", none, strlen(none), &c, &e) == 0);
+  CHECK(c->store == NULL);
+  gp_server_config_free(c);
+  e = parse_fail("store: mysql://gp:s3cret@db/gpool\n");
+  CHECK_EQ_STR("store", e.field);
+  CHECK_EQ_INT(1, e.line);
+  CHECK(strstr(e.message, "s3cret") == NULL);
+  e = parse_fail("store: \"postgresql://gp:s3 cret@db/gpool\"\n");
+  CHECK_EQ_STR("store", e.field);
+}
+
+GP_TESTS(the_store_is_a_postgresql_url, node_templates_are_read_and_checked, a_full_config_is_read, mistakes_name_file_line_and_key, tokens_can_live_in_their_own_file,
          the_example_config_is_valid)

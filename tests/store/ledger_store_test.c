@@ -12,7 +12,7 @@
 static gp_store *open_store(void) {
   gp_store *s = NULL;
   gp_err e = {0};
-  REQUIRE(gp_store_sqlite_open(db_path(), &s, &e) == 0);
+  REQUIRE(gp_store_open(store_target(), &s, &e) == 0);
   return s;
 }
 
