@@ -38,6 +38,7 @@
 #include "server/advice.h"
 #include "server/report.h"
 #include "server/server_int.h"
+#include "server/web.h"
 #include "tls/dial.h"
 #include "tls/listen.h"
 #include "util/fileperm.h"
@@ -776,6 +777,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
   /* Public, unauthenticated routes answered without the state thread. */
   if (strcmp(r->path, "/livez") == 0 || strcmp(r->path, "/readyz") == 0)
     return send_health(c, srv, r->path[1] == 'r');
+  if (gp__srv_web_owns(r->path)) return gp__srv_web_serve(c, r->path, r->method); /* console */
   if (atomic_load(&srv->loading)) return send_loading(c, srv, strcmp(r->path, "/healthz") == 0);
   if (strcmp(r->path, "/healthz") == 0) {
     pthread_mutex_lock(&srv->lock);
