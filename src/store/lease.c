@@ -33,6 +33,7 @@ static const char *const schema_sql =
     " holder text,"
     " url text,"
     " expires_at timestamptz);"
+    "ALTER TABLE gp_lease ADD COLUMN IF NOT EXISTS holder_pid integer;"
     "INSERT INTO gp_lease (id, epoch) VALUES (1, 0) ON CONFLICT DO NOTHING";
 
 #define RETURNING \
@@ -42,14 +43,21 @@ static const char *const schema_sql =
 /* Renews only the lease this handle holds, and only while it has not expired: a lease
  * that lapsed may already be another server's. */
 static const char *const renew_sql =
-    "UPDATE gp_lease SET expires_at = now() + $3 * interval '1 millisecond'"
+    "UPDATE gp_lease SET expires_at = now() + $3 * interval '1 millisecond', holder_pid = pg_backend_pid()"
     " WHERE id = 1 AND holder = $1 AND epoch = $2 AND expires_at > now()" RETURNING;
 /* Takes a free or expired lease, or one this holder id held before (a restarted server:
- * the new epoch fences what its old process might still do). */
+ * the new epoch fences what its old process might still do), or one whose holder's lease
+ * session is gone (holder_pid is no longer in pg_stat_activity): a leader that died (kill -9,
+ * a crash) closed its connection, so waiting out its lease would only delay the failover.
+ * That is safe for the same reason a takeover at expiry is: the new epoch fences every
+ * write of the old leader, and agents refuse its orders once they have seen the new one. A
+ * leader that is alive but frozen (SIGSTOP, a paused VM) keeps its session, so the lease
+ * then runs its length. */
 static const char *const take_sql =
     "UPDATE gp_lease SET epoch = epoch + 1, holder = $1, url = $2,"
-    " expires_at = now() + $3 * interval '1 millisecond'"
-    " WHERE id = 1 AND (holder IS NULL OR expires_at IS NULL OR expires_at <= now() OR holder = $1)"
+    " expires_at = now() + $3 * interval '1 millisecond', holder_pid = pg_backend_pid()"
+    " WHERE id = 1 AND (holder IS NULL OR expires_at IS NULL OR expires_at <= now() OR holder = $1"
+    " OR (holder_pid IS NOT NULL AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = holder_pid)))"
     RETURNING;
 static const char *const read_sql =
     "SELECT epoch, coalesce(holder, ''), coalesce(url, ''),"

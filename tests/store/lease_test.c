@@ -100,6 +100,41 @@ static void a_release_lets_another_take_at_once(void) {
   gp_lease_close(b);
 }
 
+/* A holder whose lease session is gone (the process died: kill -9 closes its connection)
+ * is replaced at the next tick, not after its lease's 10 s; one whose session lives on
+ * keeps its lease to the end (one_holder_until_expiry_and_the_epoch_rises). */
+static void a_dead_holders_lease_is_taken_at_once(void) {
+  const char *url = tpg_start();
+  gp_lease *a = open_lease(url, "a", 10000), *b = open_lease(url, "b", 10000);
+  gp_lease_state sa, sb;
+  REQUIRE(tick(a, &sa) == 0);
+  CHECK(sa.leader);
+  REQUIRE(tick(b, &sb) == 0);
+  CHECK(!sb.leader);
+  char n[32];
+  tpg_sql("SELECT count(pg_terminate_backend(holder_pid)) FROM gp_lease WHERE id = 1", n, sizeof n);
+  CHECK_EQ_STR("1", n);
+  int64_t t0 = now_ms();
+  bool took = false;
+  while (!took && now_ms() < t0 + 3000) { /* the backend exits a moment after the signal */
+    REQUIRE(tick(b, &sb) == 0);
+    took = sb.leader;
+    if (!took) usleep(50 * 1000);
+  }
+  CHECK(took);
+  CHECK(now_ms() - t0 < 3000);
+  CHECK_EQ_INT(2, sb.epoch);
+  /* The old holder, reconnected, finds the lease gone to a newer epoch. */
+  gp_err e = {0};
+  gp_lease_tick(a, &sa, &e);
+  if (!gp_lease_tick(a, &sa, &e)) {
+    CHECK(!sa.leader);
+    CHECK_EQ_INT(2, sa.epoch);
+  }
+  gp_lease_close(a);
+  gp_lease_close(b);
+}
+
 static void a_cut_connection_fails_a_tick_then_reconnects(void) {
   const char *url = tpg_start();
   gp_lease *a = open_lease(url, "a", 10000);
@@ -210,7 +245,7 @@ static void bad_settings_are_refused_naming_the_key(void) {
   CHECK(l == NULL);
 }
 
-GP_TESTS(one_holder_until_expiry_and_the_epoch_rises, a_release_lets_another_take_at_once,
+GP_TESTS(one_holder_until_expiry_and_the_epoch_rises, a_dead_holders_lease_is_taken_at_once, a_release_lets_another_take_at_once,
          a_cut_connection_fails_a_tick_then_reconnects, a_restarted_database_is_rejoined,
          a_frozen_database_fails_the_tick_within_the_timeout, a_paused_writer_does_not_block_the_takeover,
          bad_settings_are_refused_naming_the_key)
