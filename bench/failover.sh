@@ -10,7 +10,8 @@
 #
 #   bench/failover.sh [N] [BUILD_DIR]   (default 100, build/rel; any build with gpool)
 #   env: CHAOS_LEASE_MS=10000 CHAOS_RENEW_MS=2000 (the defaults of a real deployment),
-#        CHAOS_TSV=FILE keeps each round's fault and time there as it goes
+#        CHAOS_TSV=FILE keeps each round's fault and time there as it goes,
+#        BENCH_FAULTS="kill stop" takes those faults in turn instead of a random one
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 N=${1:-100}
@@ -23,7 +24,8 @@ source "$ROOT/tests/e2e/failover_chaos.sh"
 e2e_need psql
 e2e_init
 chaos_setup
-CHAOS_FAULTS=("")
+read -ra CHAOS_FAULTS <<<"${BENCH_FAULTS:-}"
+[ ${#CHAOS_FAULTS[@]} -gt 0 ] || CHAOS_FAULTS=("")
 chaos_rounds "$N"
 chaos_check
 echo "lease ${CHAOS_LEASE_MS} ms, renew ${CHAOS_RENEW_MS} ms, $N rounds"

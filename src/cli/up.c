@@ -153,7 +153,9 @@ static int load_tokens(up_ctx *u, const char *path) {
  * restarted server keeps the address the agent and client.json know). */
 static int write_server_config(const up_ctx *u) {
   char path[3200], text[8192], store[1200] = "";
-  if (u->store_url[0]) snprintf(store, sizeof store, "store: \"%s\"\n", u->store_url);
+  /* On PostgreSQL under the lease, so that more servers can join this one as followers. */
+  if (u->store_url[0])
+    snprintf(store, sizeof store, "store: \"%s\"\nha: {}\n", u->store_url);
   snprintf(text, sizeof text,
            "# Written by 'gpool up' at every start; edit tokens.yaml for tokens.\n"
            "listen: 127.0.0.1:%d\n"
