@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "util/clock.h"
 #include "util/mem.h"
 
 typedef struct stream {
@@ -238,11 +239,6 @@ enum MHD_Result gp__srv_events_serve(gp_srv_events *h, struct MHD_Connection *c,
   return ret;
 }
 
-static int64_t mono_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* The hub's thread: wakes the streams that have something to send, at most once per
  * GP_SRV_EVENTS_GAP_MS (what a batch published, or a ping every ping_s), so the state
@@ -251,24 +247,15 @@ static int64_t mono_ms(void) {
 static void *pinger_main(void *arg) {
   struct gp_srv_events *h = arg;
   static const char ping[] = ": ping\n\n";
-  int64_t next_ping = mono_ms() + (int64_t)h->ping_s * 1000, last_wake = 0;
+  int64_t next_ping = gp_mono_ms() + (int64_t)h->ping_s * 1000, last_wake = 0;
   pthread_mutex_lock(&h->lock);
   while (!h->closed) {
     int64_t deadline = next_ping;
     if (h->wake_due && last_wake + GP_SRV_EVENTS_GAP_MS < deadline)
       deadline = last_wake + GP_SRV_EVENTS_GAP_MS;
-    int64_t now = mono_ms();
+    int64_t now = gp_mono_ms();
     if (deadline > now) {
-      struct timespec ts;
-      clock_gettime(CLOCK_MONOTONIC, &ts);
-      int64_t wait = deadline - now;
-      ts.tv_sec += wait / 1000;
-      ts.tv_nsec += (wait % 1000) * 1000000;
-      if (ts.tv_nsec >= 1000000000) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000;
-      }
-      pthread_cond_timedwait(&h->cond, &h->lock, &ts);
+      gp_cond_wait_until_ms(&h->cond, &h->lock, deadline);
       continue; /* woken early (a batch, closing) or on time: look again */
     }
     if (now >= next_ping) {

@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "util/clock.h"
 #include "util/mem.h"
 
 typedef struct entry {
@@ -30,25 +31,13 @@ struct gp_srv_guard {
   entry *head;
 };
 
-static int64_t now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void *guard_main(void *arg) {
   gp_srv_guard *g = arg;
   pthread_mutex_lock(&g->lock);
   while (!g->stopping) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_nsec += 250 * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-      ts.tv_sec++;
-      ts.tv_nsec -= 1000000000L;
-    }
-    pthread_cond_timedwait(&g->cond, &g->lock, &ts);
-    int64_t now = now_ms();
+    gp_cond_wait_until_ms(&g->cond, &g->lock, gp_mono_ms() + 250);
+    int64_t now = gp_mono_ms();
     for (entry *e = g->head; e; e = e->next) {
       if (!e->reading || e->cut || now - e->since_ms < g->timeout_ms) continue;
       /* The entry leaves the list (under this lock) before libmicrohttpd closes the
@@ -87,7 +76,7 @@ void gp__srv_guard_notify(void *cls, struct MHD_Connection *c, void **socket_con
     entry *e = gp_xcalloc(1, sizeof *e);
     e->g = g;
     e->fd = info ? info->connect_fd : -1;
-    e->since_ms = now_ms();
+    e->since_ms = gp_mono_ms();
     e->reading = e->fd >= 0;
     pthread_mutex_lock(&g->lock);
     e->next = g->head;
@@ -118,7 +107,7 @@ static void set_reading(struct MHD_Connection *c, bool reading) {
   if (!e) return;
   pthread_mutex_lock(&e->g->lock);
   e->reading = reading && e->fd >= 0;
-  e->since_ms = now_ms();
+  e->since_ms = gp_mono_ms();
   pthread_mutex_unlock(&e->g->lock);
 }
 

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "util/clock.h"
 #include "util/mem.h"
 
 struct gp_srv_leader {
@@ -32,11 +33,6 @@ struct gp_srv_leader {
   char last_err[sizeof(((gp_err *)0)->message)];
 };
 
-static int64_t mono_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 int gp__srv_leader_new(const gp_server_ha *ha, const char *self_url, void (*wake)(void *ctx),
                        void *ctx, gp_srv_leader **ret, gp_err *err) {
@@ -71,7 +67,7 @@ int gp__srv_leader_new(const gp_server_ha *ha, const char *self_url, void (*wake
 static bool tick(gp_srv_leader *l, int64_t *next_ms) {
   gp_lease_state st;
   gp_err err = {0};
-  int64_t sent = mono_ms();
+  int64_t sent = gp_mono_ms();
   int r = gp_lease_tick(l->lease, &st, &err);
   *next_ms = sent + l->ha->renew_ms;
   if (!r && !st.leader && st.holder[0] && st.expires_in_ms + 20 < l->ha->renew_ms)
@@ -112,13 +108,7 @@ static void *lease_main(void *arg) {
     int64_t next;
     if (tick(l, &next) && l->wake) l->wake(l->wake_ctx);
     pthread_mutex_lock(&l->lock);
-    while (!l->stopping && !l->tick_now && mono_ms() < next) {
-      struct timespec ts;
-      int64_t at = next;
-      ts.tv_sec = at / 1000;
-      ts.tv_nsec = (at % 1000) * 1000000;
-      pthread_cond_timedwait(&l->cond, &l->lock, &ts);
-    }
+    while (!l->stopping && !l->tick_now && gp_mono_ms() < next) gp_cond_wait_until_ms(&l->cond, &l->lock, next);
     l->tick_now = false;
   }
   pthread_mutex_unlock(&l->lock);

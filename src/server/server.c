@@ -41,6 +41,7 @@
 #include "server/web.h"
 #include "tls/dial.h"
 #include "tls/listen.h"
+#include "util/clock.h"
 #include "util/fileperm.h"
 #include "util/mem.h"
 #include "util/units.h"
@@ -77,11 +78,6 @@ struct gp_server {
   char self_url[300];       /* this server's URL: ha.advertise, else the listen address */
 };
 
-static int64_t mono_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* ---- answers ---- */
 
@@ -183,7 +179,7 @@ static void reload(gp_server *srv) {
   drop_waiters(old, "the store failed; please retry");
   gp_srv_state *s = gp__srv_state_new(srv->cfg, srv->store);
   gp_err err = {0};
-  int64_t now_ms = mono_ms();
+  int64_t now_ms = gp_mono_ms();
   srv->reload_failed = gp__srv_state_load(s, time(NULL), now_ms, &err) != 0;
   if (srv->reload_failed) {
     fprintf(stderr, "gpool server: reloading the store failed: %s\n", err.message);
@@ -244,7 +240,7 @@ static void store_failed(gp_server *srv, const gp_err *err) {
     gp__srv_leader_fenced(srv->leader, srv->role_epoch);
     return;
   }
-  gp__srv_store_failed(&srv->state->store_health, srv->store, err->message, mono_ms());
+  gp__srv_store_failed(&srv->state->store_health, srv->store, err->message, gp_mono_ms());
   set_healthz(srv);
 }
 
@@ -285,7 +281,7 @@ static void store_recovered(gp_server *srv, int64_t now_ms) {
  * the store; a handler that wrote would fail as any write does now. */
 static void process_reads(gp_server *srv, gp_srv_req *list) {
   gp_srv_state *s = srv->state;
-  int64_t now_s = time(NULL), now_ms = mono_ms();
+  int64_t now_s = time(NULL), now_ms = gp_mono_ms();
   gp_err err = {0};
   int rc = 0;
   for (gp_srv_req *r = list; r; r = r->next) r->in_batch = true;
@@ -307,7 +303,7 @@ static void process_batch(gp_server *srv, gp_srv_req *list) {
     return;
   }
   gp_srv_state *s = srv->state;
-  int64_t now_s = time(NULL), now_ms = mono_ms();
+  int64_t now_s = time(NULL), now_ms = gp_mono_ms();
   gp_err err = {0};
   for (gp_srv_req *r = list; r; r = r->next) r->in_batch = true;
   int rc = gp_store_begin(srv->store, &err);
@@ -350,7 +346,7 @@ static void process_batch(gp_server *srv, gp_srv_req *list) {
 
 static void run_scheduler(gp_server *srv) {
   gp_srv_state *s = srv->state;
-  int64_t now_ms = mono_ms();
+  int64_t now_ms = gp_mono_ms();
   gp_err err = {0};
   struct timespec t0, t1, c0, c1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -384,7 +380,7 @@ static void run_scheduler(gp_server *srv) {
   }
   gp__srv_events_flush(s);
   gp__srv_ended_evict(s);
-  wake_waiters(srv->state, mono_ms(), false);
+  wake_waiters(srv->state, gp_mono_ms(), false);
 }
 
 /* The gap between event-driven scheduling steps: at least schedule_min_gap_ms, and at
@@ -402,7 +398,7 @@ static int64_t sched_gap_ms(const gp_server *srv) {
  * the agents' liveness clocks restarted: they could not reach a leader meanwhile) or
  * steps down at once, before the lease can have expired. */
 static void ha_step(gp_server *srv) {
-  int64_t now = mono_ms();
+  int64_t now = gp_mono_ms();
   int64_t epoch = gp__srv_leader_epoch(srv->leader, now);
   if (epoch == srv->role_epoch) return;
   if (srv->role_epoch > 0) {
@@ -417,7 +413,7 @@ static void ha_step(gp_server *srv) {
   srv->store->fence_epoch = epoch;
   reload(srv);
   if (srv->reload_failed) store_failed(srv, &srv->reload_err); /* the store_health path retries */
-  now = mono_ms();
+  now = gp_mono_ms();
   gp_srv_state *s = srv->state;
   for (int i = 0; i < s->n_nodes; i++) s->nodes[i]->last_seen_ms = now;
   s->sched_dirty = true;
@@ -436,7 +432,7 @@ static bool ha_leading(gp_server *srv) {
 
 /* A follower's batch: writes go to the leader, reads are answered from the state. */
 static void follow_batch(gp_server *srv, gp_srv_req *list) {
-  int64_t now_s = time(NULL), now_ms = mono_ms();
+  int64_t now_s = time(NULL), now_ms = gp_mono_ms();
   for (gp_srv_req *r = list, *next; r; r = next) {
     next = r->next;
     gp_err err = {0};
@@ -453,7 +449,7 @@ static void follow_batch(gp_server *srv, gp_srv_req *list) {
 /* A follower reloads its state from the store every GP_SRV_FOLLOW_REFRESH_MS; a failed
  * load keeps the last one. */
 static void follow_refresh(gp_server *srv) {
-  int64_t now = mono_ms();
+  int64_t now = gp_mono_ms();
   if (now < srv->next_follow_ms) return;
   srv->next_follow_ms = now + GP_SRV_FOLLOW_REFRESH_MS;
   gp_err err = {0};
@@ -493,7 +489,7 @@ static void *state_main(void *arg) {
   pthread_mutex_lock(&srv->lock);
   for (;;) {
     while (!srv->inbox && !srv->stopping) {
-      int64_t now = mono_ms();
+      int64_t now = gp_mono_ms();
       const gp_srv_store_health *h = &srv->state->store_health;
       int64_t deadline = srv->next_tick_ms;
       if (srv->next_sched_ms < deadline) deadline = srv->next_sched_ms;
@@ -509,17 +505,8 @@ static void *state_main(void *arg) {
       int64_t w = gp__srv_waiter_earliest(srv->state);
       if (w < deadline) deadline = w;
       if (deadline <= now) break;
-      struct timespec ts;
-      clock_gettime(CLOCK_MONOTONIC, &ts);
-      int64_t wait = deadline - now;
-      ts.tv_sec += wait / 1000;
-      ts.tv_nsec += (wait % 1000) * 1000000;
-      if (ts.tv_nsec >= 1000000000) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000;
-      }
-      pthread_cond_timedwait(&srv->cond, &srv->lock, &ts);
-      if (mono_ms() >= deadline) break;
+      gp_cond_wait_until_ms(&srv->cond, &srv->lock, deadline);
+      if (gp_mono_ms() >= deadline) break;
     }
     if (srv->stopping) break;
     gp_srv_req *taken = srv->inbox, *list = NULL;
@@ -538,9 +525,9 @@ static void *state_main(void *arg) {
       continue;
     }
     if (list) process_batch(srv, list);
-    else if (mono_ms() >= srv->next_tick_ms && !srv->state->store_health.degraded)
+    else if (gp_mono_ms() >= srv->next_tick_ms && !srv->state->store_health.degraded)
       process_batch(srv, NULL);
-    int64_t now = mono_ms();
+    int64_t now = gp_mono_ms();
     if (!ha_leading(srv)) {
       /* Stepped down during the batch: the next round follows. */
     } else if (srv->state->store_health.degraded) {
@@ -554,7 +541,7 @@ static void *state_main(void *arg) {
       bool due = srv->state->sched_dirty && now >= srv->last_sched_ms + sched_gap_ms(srv);
       if (due || now >= srv->next_sched_ms) run_scheduler(srv);
     }
-    wake_waiters(srv->state, mono_ms(), true);
+    wake_waiters(srv->state, gp_mono_ms(), true);
     pthread_mutex_lock(&srv->lock);
   }
   gp_srv_req *left = srv->inbox;
@@ -645,7 +632,7 @@ static enum MHD_Result send_answer(struct MHD_Connection *c, const gp_srv_req *r
  * lease lapsed, even while the state thread is still stuck in a store call. */
 static int http_role(gp_server *srv) {
   int role = atomic_load(&srv->role);
-  if (role == GP_SRV_LEADER && srv->leader && gp__srv_leader_epoch(srv->leader, mono_ms()) <= 0)
+  if (role == GP_SRV_LEADER && srv->leader && gp__srv_leader_epoch(srv->leader, gp_mono_ms()) <= 0)
     role = GP_SRV_FOLLOWER;
   return role;
 }
@@ -907,7 +894,7 @@ int gp_server_new(const gp_server_config *cfg, gp_store *store, gp_server **ret,
   srv->store = store;
   srv->state = gp__srv_state_new(cfg, store);
   atomic_init(&srv->loading, true);
-  int64_t now_ms = mono_ms();
+  int64_t now_ms = gp_mono_ms();
   pthread_mutex_init(&srv->lock, NULL);
   pthread_condattr_t ca;
   pthread_condattr_init(&ca);
@@ -962,14 +949,14 @@ int gp_server_start(gp_server *srv, gp_err *err) {
   /* A server of several loads as a follower (nothing written) until it holds the lease. */
   if (srv->cfg->ha.on) srv->state->ledger_off = true;
   /* Clients and agents get 503 "loading" rather than a refused connection meanwhile. */
-  int r = gp__srv_state_load(srv->state, time(NULL), mono_ms(), err);
+  int r = gp__srv_state_load(srv->state, time(NULL), gp_mono_ms(), err);
   if (r) {
     MHD_stop_daemon(srv->mhd);
     srv->mhd = NULL;
     return r;
   }
   /* Agents could not heartbeat during the load: their timeout starts now. */
-  int64_t now_ms = mono_ms();
+  int64_t now_ms = gp_mono_ms();
   for (int i = 0; i < srv->state->n_nodes; i++) srv->state->nodes[i]->last_seen_ms = now_ms;
   srv->next_tick_ms = srv->next_sched_ms = now_ms;
   srv->autoscale = gp__srv_autoscale_new(srv->cfg);
@@ -978,7 +965,7 @@ int gp_server_start(gp_server *srv, gp_err *err) {
   srv->events = gp__srv_events_new(srv->cfg);
   srv->state->events = srv->events;
   if (srv->cfg->ha.on) {
-    srv->next_follow_ms = mono_ms() + GP_SRV_FOLLOW_REFRESH_MS;
+    srv->next_follow_ms = gp_mono_ms() + GP_SRV_FOLLOW_REFRESH_MS;
     r = gp__srv_leader_new(&srv->cfg->ha, srv->self_url, ha_wake, srv, &srv->leader, err);
     if (!r) r = gp__srv_leader_start(srv->leader, err);
     if (r) {

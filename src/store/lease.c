@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "util/clock.h"
 #include "util/mem.h"
 
 struct gp_lease {
@@ -78,11 +79,6 @@ static const char *const release_sql =
     "UPDATE gp_lease SET holder = NULL, url = NULL, expires_at = NULL"
     " WHERE id = 1 AND holder = $1 AND epoch = $2";
 
-static int64_t mono_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void drop(gp_lease *l) {
   if (l->conn) PQfinish(l->conn);
@@ -128,7 +124,7 @@ static PGresult *exec(gp_lease *l, const char *sql, int n, const char *const *pa
   l->sqlstate[0] = '\0';
   *code = connect_db(l, err);
   if (*code) return NULL;
-  int64_t deadline = mono_ms() + l->timeout_ms;
+  int64_t deadline = gp_mono_ms() + l->timeout_ms;
   if (n ? !PQsendQueryParams(l->conn, sql, n, NULL, params, NULL, NULL, 0)
         : !PQsendQuery(l->conn, sql)) {
     *code = db_err(l, GP_EIO, err, "send");
@@ -145,7 +141,7 @@ static PGresult *exec(gp_lease *l, const char *sql, int n, const char *const *pa
       last = res;
       continue;
     }
-    int64_t left = deadline - mono_ms();
+    int64_t left = deadline - gp_mono_ms();
     if (left <= 0) {
       PQclear(last);
       gp_err_set(err, GP_ETIMEOUT, NULL, 0, "ha", "lease: the database did not answer within %d ms",
