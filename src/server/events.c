@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "util/clock.h"
 #include "util/mem.h"
@@ -286,11 +285,7 @@ gp_srv_events *gp__srv_events_new(const gp_server_config *cfg) {
   h->buffer_max = (size_t)cfg->events_buffer_kib * 1024;
   h->ping_s = cfg->events_ping_s;
   pthread_mutex_init(&h->lock, NULL);
-  pthread_condattr_t ca;
-  pthread_condattr_init(&ca);
-  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-  pthread_cond_init(&h->cond, &ca);
-  pthread_condattr_destroy(&ca);
+  gp_cond_init_monotonic(&h->cond);
   if (pthread_create(&h->pinger, NULL, pinger_main, h) != 0) {
     gp__srv_events_free(h);
     return NULL;

@@ -8,7 +8,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/socket.h>
-#include <time.h>
 
 #include "util/clock.h"
 #include "util/mem.h"
@@ -54,11 +53,7 @@ gp_srv_guard *gp__srv_guard_new(int request_timeout_s) {
   gp_srv_guard *g = gp_xcalloc(1, sizeof *g);
   g->timeout_ms = (int64_t)request_timeout_s * 1000;
   pthread_mutex_init(&g->lock, NULL);
-  pthread_condattr_t ca;
-  pthread_condattr_init(&ca);
-  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-  pthread_cond_init(&g->cond, &ca);
-  pthread_condattr_destroy(&ca);
+  gp_cond_init_monotonic(&g->cond);
   if (pthread_create(&g->thread, NULL, guard_main, g) != 0) {
     pthread_cond_destroy(&g->cond);
     pthread_mutex_destroy(&g->lock);

@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "util/clock.h"
 #include "util/mem.h"
@@ -52,11 +51,7 @@ int gp__srv_leader_new(const gp_server_ha *ha, const char *self_url, void (*wake
   l->wake = wake;
   l->wake_ctx = ctx;
   pthread_mutex_init(&l->lock, NULL);
-  pthread_condattr_t ca;
-  pthread_condattr_init(&ca);
-  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-  pthread_cond_init(&l->cond, &ca);
-  pthread_condattr_destroy(&ca);
+  gp_cond_init_monotonic(&l->cond);
   *ret = l;
   return 0;
 }

@@ -896,11 +896,7 @@ int gp_server_new(const gp_server_config *cfg, gp_store *store, gp_server **ret,
   atomic_init(&srv->loading, true);
   int64_t now_ms = gp_mono_ms();
   pthread_mutex_init(&srv->lock, NULL);
-  pthread_condattr_t ca;
-  pthread_condattr_init(&ca);
-  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-  pthread_cond_init(&srv->cond, &ca);
-  pthread_condattr_destroy(&ca);
+  gp_cond_init_monotonic(&srv->cond);
   srv->next_tick_ms = now_ms;
   srv->next_sched_ms = now_ms;
   *ret = srv;

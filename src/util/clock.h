@@ -11,6 +11,9 @@
 /* CLOCK_MONOTONIC in milliseconds. */
 int64_t gp_mono_ms(void);
 
+/* Makes a condition variable whose timed waits read the monotonic clock. */
+void gp_cond_init_monotonic(pthread_cond_t *cond);
+
 /* pthread_cond_timedwait until gp_mono_ms() reads `deadline_ms` (the mutex held). The
  * condition variable must have been made with CLOCK_MONOTONIC (pthread_condattr_setclock).
  * Returns as pthread_cond_timedwait does: 0 when signalled, ETIMEDOUT at the deadline. */

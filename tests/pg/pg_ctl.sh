@@ -12,4 +12,6 @@ bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || true)
 [ -n "$bin" ] || { echo "pg_ctl: no PostgreSQL binaries: run scripts/setup.sh" >&2; exit 1; }
 as=()
 [ "$(id -u)" = 0 ] && as=(runuser -u postgres --)
+# The cluster may live elsewhere (pg_start.sh: DIR closed to the postgres user).
+[ -s "$dir/cluster" ] && dir=$(cat "$dir/cluster")
 exec "${as[@]}" "$bin/pg_ctl" -D "$dir/data" -l "$dir/postgres.log" -w -t 30 "$@"

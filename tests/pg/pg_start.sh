@@ -5,7 +5,10 @@
 # as durable as in production), 200 connections (tests run in parallel, each with its own
 # databases). Prints its URL, postgresql://USER@127.0.0.1:PORT/postgres, and writes it to
 # DIR/url. As root, initdb and postgres run as the `postgres` system user (they refuse
-# root), on DIR handed to that user. tests/pg/pg_stop.sh DIR stops it.
+# root), on DIR handed to that user; when a parent of DIR is closed to that user (CI's
+# private temporary directory), the cluster lives in a directory of its own under /tmp,
+# named in DIR/cluster (tests/pg/pg_ctl.sh and pg_stop.sh read it). tests/pg/pg_stop.sh DIR
+# stops it.
 set -euo pipefail
 dir=${1:?usage: pg_start.sh DIR}
 bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || true)
@@ -18,6 +21,7 @@ mkdir -p "$dir"
 dir=$(cd "$dir" && pwd)
 as=()
 user=$(id -un)
+root=
 if [ "$(id -u)" = 0 ]; then
   if ! id postgres >/dev/null 2>&1; then
     echo "pg_start: running as root needs the postgres system user: run scripts/setup.sh" >&2
@@ -26,21 +30,24 @@ if [ "$(id -u)" = 0 ]; then
   as=(runuser -u postgres --)
   user=postgres
   chown postgres: "$dir"
-  runuser -u postgres -- test -w "$dir" || {
-    echo "pg_start: the postgres user cannot reach $dir (a parent directory is closed to" \
-         "it): use a directory under /tmp" >&2
-    exit 1
-  }
+  if ! runuser -u postgres -- test -w "$dir"; then
+    [ -s "$dir/cluster" ] && rm -rf "$(cat "$dir/cluster")"
+    root=$(mktemp -d /tmp/gpool-pg.XXXXXX)
+    chown postgres: "$root"
+    printf '%s\n' "$root" >"$dir/cluster"
+  fi
 fi
+[ -s "$dir/cluster" ] && [ -z "$root" ] && rm -f "$dir/cluster"
+root=${root:-$dir}
 # A stopped cluster left in DIR by an earlier run is replaced.
-"${as[@]}" rm -rf "$dir/data"
-"${as[@]}" "$bin/initdb" -D "$dir/data" -U "$user" -A trust --no-sync >"$dir/initdb.log" 2>&1 ||
+"${as[@]}" rm -rf "$root/data"
+"${as[@]}" "$bin/initdb" -D "$root/data" -U "$user" -A trust --no-sync >"$dir/initdb.log" 2>&1 ||
   { cat "$dir/initdb.log" >&2; exit 1; }
 # The settings go into postgresql.conf (the last line of a setting wins), so that
 # tests/pg/pg_ctl.sh DIR start brings a stopped cluster back where it was.
-conf() { "${as[@]}" sh -c "printf '%s\n' \"\$1\" >>'$dir/data/postgresql.conf'" sh "$1"; }
+conf() { "${as[@]}" sh -c "printf '%s\n' \"\$1\" >>'$root/data/postgresql.conf'" sh "$1"; }
 conf "listen_addresses = '127.0.0.1'"
-conf "unix_socket_directories = '$dir'"
+conf "unix_socket_directories = '$root'"
 conf "fsync = on"
 conf "max_connections = 200"
 # A free port: bind port 0 and read what the kernel gave. Another process could take it
@@ -55,6 +62,6 @@ for try in 1 2 3 4 5; do
     exit 0
   fi
 done
-echo "pg_start: PostgreSQL did not start; see $dir/postgres.log" >&2
-tail -n 20 "$dir/postgres.log" >&2 || true
+echo "pg_start: PostgreSQL did not start; see $root/postgres.log" >&2
+tail -n 20 "$root/postgres.log" >&2 || true
 exit 1

@@ -5,7 +5,11 @@
 set -uo pipefail
 dir=${1:?usage: pg_stop.sh DIR}
 bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || true)
-[ -n "$bin" ] && [ -d "$dir/data" ] || exit 0
+root=$dir
+[ -s "$dir/cluster" ] && root=$(cat "$dir/cluster")
+[ -n "$bin" ] && [ -d "$root/data" ] || exit 0
 bash "$(dirname "$0")/pg_ctl.sh" "$dir" stop -m fast >/dev/null 2>&1 || true
-rm -rf "$dir/data" "$dir/url"
+rm -rf "$root/data" "$dir/url"
+# A cluster of its own under /tmp (pg_start.sh) goes whole.
+[ "$root" != "$dir" ] && rm -rf "$root" "$dir/cluster"
 exit 0
