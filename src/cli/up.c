@@ -526,7 +526,8 @@ static void greet(const up_ctx *u, const char *node, const char *client_path, FI
           "  gpool logs 1                        the job's output (-f to follow)\n"
           "  gpool show 1                        its timeline, placement and usage\n"
           "  gpool nodes -v                      GPUs, their mode and who holds them\n"
-          "  gpool queues                        the queue tree with quotas and usage\n\n");
+          "  gpool queues                        the queue tree with quotas and usage\n");
+  fprintf(out, "Web console: %s/ (log in with the \"token\" of %s)\n\n", u->url, client_path);
 }
 
 static void write_pid_file(const up_ctx *u, const char *file, pid_t pid) {
