@@ -44,9 +44,14 @@ static void an_older_epoch_is_refused_after_a_failover(void) {
   json_t *reg = fs_wait_register(a, 1, 10000);
   REQUIRE(reg);
   json_decref(reg);
+  /* A heartbeat comes only once the agent has read the register answer, and with it a's
+   * epoch; stopping a before that would leave b the newest leader the agent knows. */
+  int64_t until = fs_now_ms() + 10000;
+  while (fs_now_ms() < until && __atomic_load_n(&a->heartbeats, __ATOMIC_SEQ_CST) == 0) usleep(20000);
+  REQUIRE(a->heartbeats > 0);
   fs_order(b, start_order("9", "sleep 30", 1));
   fs_stop(a); /* the agent turns to b, whose epoch is older */
-  int64_t until = fs_now_ms() + 8000;
+  until = fs_now_ms() + 8000;
   while (fs_now_ms() < until && !log_has(&ap, "refusing its orders")) usleep(50000);
   CHECK(log_has(&ap, "answers for leader epoch 2, older than 4: refusing its orders"));
   CHECK(!log_has(&ap, "job 9 task 0 started"));
