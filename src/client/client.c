@@ -262,9 +262,13 @@ int gp_client_call(gp_client *c, const char *method, const char *path, json_t *b
       return gp_err_set(err, GP_EIO, NULL, 0, NULL, "the servers redirected %d times without a leader answering",
                         redirects - 1);
     }
-    /* The leader we were sent to is gone, or this server cannot help: the next one. */
-    saw_no_leader |= end == ATTEMPT_NO_LEADER;
-    if (!c->leader[0]) c->cur = (c->cur + 1) % c->servers.n;
+    /* This server cannot help: the next one. A leader we were sent to that is gone means a
+     * failover is under way: back to the follower that named it, which will name the next
+     * one, at the pace of the rounds below. */
+    bool leader_gone = c->leader[0] != '\0';
+    saw_no_leader |= end == ATTEMPT_NO_LEADER || leader_gone;
+    if (leader_gone) redirects = 0;
+    else c->cur = (c->cur + 1) % c->servers.n;
     c->leader[0] = '\0';
     if (++tried % c->servers.n != 0) continue;
     clock_gettime(CLOCK_MONOTONIC, &t);

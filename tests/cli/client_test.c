@@ -259,6 +259,47 @@ static void no_leader_is_waited_for_then_said(void) {
   waitpid(p2, NULL, 0);
 }
 
+/* A follower still names a leader that is gone (its lease has not run out yet): the client
+ * keeps asking, paced, until the follower itself leads. */
+static void a_gone_leader_is_waited_out(void) {
+  char redirect[256];
+  snprintf(redirect, sizeof redirect, "HTTP/1.1 307 Temporary Redirect\r\nLocation: http://127.0.0.1:1/v1/jobs\r\n"
+           "Content-Length: 0\r\nConnection: close\r\n\r\n");
+  /* A server that redirects to the dead leader three times, then answers as the leader. */
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  REQUIRE(bind(fd, (struct sockaddr *)&a, sizeof a) == 0);
+  REQUIRE(listen(fd, 4) == 0);
+  socklen_t len = sizeof a;
+  getsockname(fd, (struct sockaddr *)&a, &len);
+  pid_t pid = fork();
+  if (pid == 0) {
+    alarm(10);
+    const char *ok = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}";
+    for (int i = 0; i < 4; i++) {
+      int c = accept(fd, NULL, NULL);
+      char buf[8192];
+      ssize_t n = read(c, buf, sizeof buf);
+      (void)n;
+      const char *answer = i < 3 ? redirect : ok;
+      ssize_t w = write(c, answer, strlen(answer));
+      (void)w;
+      close(c);
+    }
+    _exit(0);
+  }
+  close(fd);
+  char url[64];
+  snprintf(url, sizeof url, "http://127.0.0.1:%d", ntohs(a.sin_port));
+  gp_client *c = gp_client_new(url, "t");
+  gp_err err = {0};
+  CHECK_EQ_INT(0, gp_client_call(c, "GET", "/v1/jobs", NULL, NULL, NULL, &err));
+  CHECK_EQ_STR(url, gp_client_server(c));
+  gp_client_free(c);
+  waitpid(pid, NULL, 0);
+}
+
 /* A request that reached a server and got no answer may have been acted on: it is not sent
  * to the next server (a submission would be made twice). */
 static void a_request_that_arrived_is_not_sent_twice(void) {
@@ -479,7 +520,7 @@ static void show_and_why_say_a_job_is_idle(void) {
   gp_buf_done(&out);
 }
 
-GP_TESTS(a_list_finds_the_leader, no_leader_is_waited_for_then_said, a_request_that_arrived_is_not_sent_twice,
+GP_TESTS(a_list_finds_the_leader, no_leader_is_waited_for_then_said, a_gone_leader_is_waited_out, a_request_that_arrived_is_not_sent_twice,
          a_client_json_open_to_others_is_refused, flags_then_environment_then_file,
          no_file_means_default_server_and_no_token, a_broken_client_json_is_named,
          ca_from_flag_then_environment_then_file, an_unreachable_server_says_so,
