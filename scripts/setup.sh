@@ -6,6 +6,7 @@ PKGS=(build-essential cmake pkg-config git curl ca-certificates procps psmisc
       libjansson-dev libyaml-dev libsqlite3-dev sqlite3 libmicrohttpd-dev
       libcurl4-openssl-dev prometheus jq python3 libgnutls28-dev openssl
       libpq-dev postgresql   # the PostgreSQL store; its tests start a throw-away server
+      bc iproute2            # the failover chaos run: times, and the leader's sessions (ss)
       clang libclang-rt-14-dev    # the fuzz harnesses: clang and libFuzzer's runtime
       chromium chromium-driver python3-selenium)   # the web console's browser test
 missing=()

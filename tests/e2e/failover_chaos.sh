@@ -70,6 +70,8 @@ chaos_leader() {
 
 chaos_setup() {
   e2e_need python3
+  e2e_need bc
+  e2e_need ss
   CHAOS_PG=$(bash "$GP_SOURCE_DIR/tests/e2e/failover_pg.sh" start "$E2E_DIR/pg") || fail "PostgreSQL did not start"
   trap 'bash "$GP_SOURCE_DIR/tests/e2e/failover_pg.sh" stop "$E2E_DIR/pg"; e2e_cleanup' EXIT
   local i
