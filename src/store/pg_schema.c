@@ -10,11 +10,9 @@
  * transaction, so exactly one of them creates the tables and makes the store's id and the
  * others find both. Transaction-level, so the lock cannot stack on re-entry or outlive
  * the transaction on a connection that lives on. */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 #include "store/pg.h"
 
@@ -83,11 +81,8 @@ static int identity(pg_store *s, gp_err *err) {
     snprintf(s->base.id, sizeof s->base.id, "%s", PQgetvalue(res, 0, 0));
   PQclear(res);
   if (strlen(s->base.id) == GP_STORE_ID_MAX - 1) return 0;
-  unsigned char raw[(GP_STORE_ID_MAX - 1) / 2];
-  if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw)
-    return gp_err_set(err, GP_EIO, s->shown, 0, NULL, "cannot make the store's id: %s",
-                      strerror(errno));
-  for (size_t i = 0; i < sizeof raw; i++) snprintf(s->base.id + 2 * i, 3, "%02x", raw[i]);
+  int rc = gp_store_make_id(s->base.id, s->shown, err);
+  if (rc) return rc;
   const char *p[] = {s->base.id};
   return gp_store_pg_exec(s, "INSERT INTO identity(one, store_id) VALUES (1, $1) "
                              "ON CONFLICT (one) DO UPDATE SET store_id = EXCLUDED.store_id",

@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -638,16 +637,13 @@ static int load_identity(sqlite_store *s, gp_err *err) {
     snprintf(s->base.id, sizeof s->base.id, "%s", col_text(st, 0));
   sqlite3_finalize(st);
   if (strlen(s->base.id) == GP_STORE_ID_MAX - 1) return 0;
-  unsigned char raw[(GP_STORE_ID_MAX - 1) / 2];
-  if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw)
-    return gp_err_set(err, GP_EIO, s->path, 0, NULL, "cannot make the store's id: %s",
-                      strerror(errno));
-  for (size_t i = 0; i < sizeof raw; i++) snprintf(s->base.id + 2 * i, 3, "%02x", raw[i]);
+  int rc = gp_store_make_id(s->base.id, s->path, err);
+  if (rc) return rc;
   if (sqlite3_prepare_v2(s->db, "INSERT OR REPLACE INTO identity(one, store_id) VALUES (1, ?1)",
                          -1, &st, NULL) != SQLITE_OK)
     return db_error(s, err, "writing the store's identity");
   sqlite3_bind_text(st, 1, s->base.id, -1, SQLITE_STATIC);
-  int rc = sqlite3_step(st);
+  rc = sqlite3_step(st);
   sqlite3_finalize(st);
   return rc == SQLITE_DONE ? 0 : db_error(s, err, "writing the store's identity");
 }

@@ -182,6 +182,10 @@ typedef struct gp_store_ops {
 
 #define GP_STORE_ID_MAX 33 /* 32 hex digits (128 random bits) and the NUL */
 
+/* For backends: makes a new store id (128 random bits in hex) in `out`; `where` (the file
+ * or URL as shown) names the store in the error when the system has no randomness to give. */
+int gp_store_make_id(char out[GP_STORE_ID_MAX], const char *where, gp_err *err);
+
 /* Large enough that a probe which fits says an ordinary batch will fit too. */
 #define GP_STORE_PROBE_BYTES (256 * 1024)
 
