@@ -22,13 +22,24 @@ static inline unsigned gp__core_ptr_slot(const void *p, int bits) {
   return (unsigned)(((uint64_t)(uintptr_t)p * 0x9e3779b97f4a7c15ull) >> (64 - bits));
 }
 
-/* The first 8 bytes of an id as a big-endian number, NUL and what follows as zeros: for
- * two ids that differ within their first 8 bytes, comparing these numbers gives strcmp's
- * answer (bytes compare unsigned, and a shorter id has a 0 where the longer has a byte). */
-static inline uint64_t gp__core_id_prefix(const char *id) {
+/* A job id's order key (gp_order_id_cmp's order, which the full comparison settles on equal
+ * keys): an id of decimal digits without a leading zero (the server's job numbers) is its
+ * number, capped at 10^18 (longer numbers tie there: compared in full); any other id is
+ * 2^63 plus its first 8 bytes as a big-endian number, halved (NUL and what follows as
+ * zeros), so numbers come first and other ids keep strcmp's order up to the key's bits. */
+static inline uint64_t gp__core_id_key(const char *id) {
   uint64_t k = 0;
-  for (int i = 0; i < 8 && id[i]; i++) k |= (uint64_t)(unsigned char)id[i] << (56 - 8 * i);
-  return k;
+  int i = 0;
+  if (id[0] >= '1' && id[0] <= '9') {
+    for (; id[i] >= '0' && id[i] <= '9'; i++)
+      if (k < 1000000000000000000ull) k = k * 10 + (uint64_t)(id[i] - '0');
+    if (!id[i]) return k < 1000000000000000000ull ? k : 1000000000000000000ull;
+  } else if (id[0] == '0' && !id[1]) {
+    return 0;
+  }
+  k = 0;
+  for (i = 0; i < 8 && id[i]; i++) k |= (uint64_t)(unsigned char)id[i] << (56 - 8 * i);
+  return (1ull << 63) | (k >> 1);
 }
 
 #endif

@@ -38,7 +38,7 @@ typedef struct gp__core_job {
   int shape;            /* request shape id (shapes.c), -1 before it is computed */
   int pkey;             /* placement key id (shapes.c), -1 for jobs not eligible */
   const char *msg;      /* static sentence or plan-arena string */
-  uint64_t idp;         /* eligible jobs: the id's first 8 bytes (gp__core_id_prefix), read while
+  uint64_t idp;         /* eligible jobs: the id's order key (gp__core_id_key), read while
                            classification has the job in cache, for order.c's ties */
 } gp__core_job;
 

@@ -268,7 +268,7 @@ static void classify_pending(gp__core_ctx *c, int j) {
     return;
   }
   ji->stat = GP__J_ELIGIBLE;
-  ji->idp = gp__core_id_prefix(job->id);
+  ji->idp = gp__core_id_key(job->id);
   gp__core_admit(c, j, job->req.gpus_per_task);
 }
 

@@ -227,13 +227,19 @@ typedef enum gp_order_policy {
 } gp_order_policy;
 
 /* A pending job's keys in the order `order` considers jobs (within a leaf under fair share,
- * over all jobs otherwise): the smaller (k1, k2) first, ties to the smaller job id. From
+ * over all jobs otherwise): the smaller (k1, k2) first, ties to the job that came first
+ * (gp_order_id_cmp). From
  * its priority (its class's), its time limit (0: none) and its submit time. The scheduler
  * orders by these, and the server ranks a queue's jobs by them for the API. */
 typedef struct gp_order_keys {
   int64_t k1, k2;
 } gp_order_keys;
 gp_order_keys gp_order_keys_of(gp_order_policy order, int priority, int64_t limit, int64_t submitted);
+/* Jobs with equal keys, in the order they came (<0: a first, as strcmp). Submit times are
+ * whole seconds: ids settle the rest. An id of decimal digits without a leading zero (the
+ * server's job numbers, given in the order jobs arrive) compares as a number, so 9 comes
+ * before 10; such ids come before any other, and other ids compare as text. */
+int gp_order_id_cmp(const char *a, const char *b);
 
 typedef struct gp_policy {
   gp_placement_policy placement;

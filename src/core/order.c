@@ -8,7 +8,8 @@
  * placement the placed job's leaf and its ancestors are re-sifted, so the order is
  * re-evaluated after every placement at O(depth * log(children)) instead of a re-sort.
  * GP_ORDER_FIFO / _PRIORITY / _SJF: one global heap; queues play no part.
- * Job ties (same keys) go to the smaller job id, then the smaller view index.
+ * Job ties (same keys) go to the job that came first (gp_order_id_cmp), then the smaller
+ * view index.
  * A step usually considers a few hundred of 100,000 pending jobs, so segments are not
  * heapified up front: each keeps a window, a heap of its 32 best jobs picked in one pass
  * (about one comparison per job, against heapify's two and their moves), ahead of the
@@ -27,7 +28,7 @@
  * job indexes into the view. */
 typedef struct hent {
   int64_t k1, k2;       /* sort keys, smaller first; then the job id, then j */
-  uint64_t idp;         /* the id's first 8 bytes (gp__core_id_prefix) */
+  uint64_t idp;         /* the id's order key (gp__core_id_key) */
   int j;
 } hent;
 
@@ -47,19 +48,17 @@ struct gp__core_order {
   struct rest { double min_gpus; int max_prio; bool whole, any, done; } *rest; /* per segment */
 };
 
-/* Ties on the keys go to the smaller job id, then the view index: callers that keep their
- * view in place (the simulator swap-removes ended jobs) still get submission order for
- * jobs submitted in the same second, as long as their ids sort that way. */
-/* Jobs submitted in the same second with the same priority tie on the keys, and heapify
- * compares such pairs often: the id prefix (gp__core_id_prefix) settles them without reading
+/* Ties on the keys go to the job that came first by its id (gp_order_id_cmp: the server's
+ * job numbers as numbers, so job 9 before job 10 of the same second), then the view index.
+ * Jobs submitted in the same second with the same priority tie on the keys, and heapify
+ * compares such pairs often: the id key (gp__core_id_key) settles them without reading
  * the view. */
 static inline __attribute__((always_inline)) bool job_less(const gp__core_order *o, const hent *a,
                                                           const hent *b) {
   if (a->k1 != b->k1) return a->k1 < b->k1;
   if (a->k2 != b->k2) return a->k2 < b->k2;
   if (a->idp != b->idp) return a->idp < b->idp;
-  /* Equal prefixes with a 0 in the last byte: both ids end within it, so they are equal. */
-  int c = (a->idp & 0xff) == 0 ? 0 : strcmp(o->c->view->jobs[a->j].id, o->c->view->jobs[b->j].id);
+  int c = gp_order_id_cmp(o->c->view->jobs[a->j].id, o->c->view->jobs[b->j].id);
   if (c) return c < 0;
   return a->j < b->j;
 }
@@ -153,6 +152,25 @@ static void q_remove(gp__core_order *o, int q) {
     o->qpos[h[i]] = i;
     q_sift(o, p, i);
   }
+}
+
+/* An id of decimal digits without a leading zero ("0" itself is one). */
+static bool id_is_number(const char *id) {
+  if (id[0] < '0' || id[0] > '9' || (id[0] == '0' && id[1])) return false;
+  for (const char *p = id; *p; p++)
+    if (*p < '0' || *p > '9') return false;
+  return true;
+}
+
+int gp_order_id_cmp(const char *a, const char *b) {
+  bool na = id_is_number(a), nb = id_is_number(b);
+  if (na != nb) return na ? -1 : 1;
+  if (na) {
+    size_t la = strlen(a), lb = strlen(b);
+    if (la != lb) return la < lb ? -1 : 1;
+  }
+  int c = strcmp(a, b);
+  return c < 0 ? -1 : c > 0;
 }
 
 gp_order_keys gp_order_keys_of(gp_order_policy order, int priority, int64_t limit, int64_t submitted) {

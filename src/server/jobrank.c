@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* A pending job's place in its queue (the API's `queue_position`): 1 for the job its queue
  * would start next. The ranks follow the keys the scheduler's order gives jobs inside a
- * queue (gp_order_keys_of; ties to the smaller id), over the
+ * queue (gp_order_keys_of; ties to the job that came first, gp_order_id_cmp: the core's own
+ * rule, so that position 1 is the job a step starts first), over the
  * jobs the last step considered (a pending reason other than a dependency or a hold). They
  * are worked out when first read after a step and kept until the next one, so a step pays
  * nothing for them and a page of 10,000 jobs sorts once. */
@@ -16,7 +17,6 @@
 typedef struct rank_ent {
   const char *queue;
   int64_t k1, k2;
-  int64_t id;
   gp_srv_job *j;
 } rank_ent;
 
@@ -26,7 +26,7 @@ static int ent_cmp(const void *a, const void *b) {
   if (c) return c;
   if (x->k1 != y->k1) return x->k1 < y->k1 ? -1 : 1;
   if (x->k2 != y->k2) return x->k2 < y->k2 ? -1 : 1;
-  return x->id < y->id ? -1 : x->id > y->id;
+  return gp_order_id_cmp(x->j->idstr, y->j->idstr);
 }
 
 /* Does the scheduler's order hold the job (as of the last step)? */
@@ -54,7 +54,7 @@ static int64_t limit_of(const gp_srv_state *s, const gp_srv_job *j) {
 static rank_ent entry_of(const gp_srv_state *s, gp_srv_job *j) {
   const gp_priority_class *pc = gp_priority_class_find(&s->cfg->policy, gp__srv_idle_class(s, j));
   gp_order_keys k = gp_order_keys_of(s->cfg->policy.order, pc ? pc->priority : 0, limit_of(s, j), j->submitted_at);
-  return (rank_ent){.queue = j->queue, .k1 = k.k1, .k2 = k.k2, .id = j->id, .j = j};
+  return (rank_ent){.queue = j->queue, .k1 = k.k1, .k2 = k.k2, .j = j};
 }
 
 static void refresh(gp_srv_state *s) {

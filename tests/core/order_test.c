@@ -124,6 +124,34 @@ static void same_second_submissions_go_by_id(void) {
   fx_free(f);
 }
 
+/* The server numbers jobs as they arrive: job 9 came before job 10, though "10" sorts
+ * first as text. Both orders (fair share and fifo) start 9, and the tie rule is one total
+ * order: numbers by value first, then other ids as text. */
+static void same_second_numbered_jobs_go_by_arrival(void) {
+  for (int fifo = 0; fifo < 2; fifo++) {
+    fx *f = fx_new();
+    fx_node(f, "n0", "H100", 1);
+    fx_queue(f, "a", 1, GP_NO_LIMIT, 1);
+    if (fifo) f->pol.order = GP_ORDER_FIFO;
+    gp_job *ten = fx_job(f, "10", "a", 1, 1);
+    gp_job *nine = fx_job(f, "9", "a", 1, 1);
+    ten->submitted_at = nine->submitted_at = 5;
+    gp_plan *p = fx_step(f, 10);
+    CHECK(fx_started(f, p, "9"));
+    CHECK(!fx_started(f, p, "10"));
+    gp_plan_free(p);
+    fx_free(f);
+  }
+  CHECK(gp_order_id_cmp("9", "10") < 0);
+  CHECK(gp_order_id_cmp("10", "9") > 0);
+  CHECK(gp_order_id_cmp("10", "10") == 0);
+  CHECK(gp_order_id_cmp("99999999999999999999", "100000000000000000000") < 0);
+  CHECK(gp_order_id_cmp("10", "1a") < 0); /* numbers before other ids */
+  CHECK(gp_order_id_cmp("1a", "9") > 0);
+  CHECK(gp_order_id_cmp("010", "9") > 0); /* a leading zero: not a job number */
+  CHECK(gp_order_id_cmp("job-10", "job-9") < 0);
+}
+
 static int class_priority(const char *name) {
   for (int i = 0; i < gp_n_default_priority_classes; i++)
     if (strcmp(gp_default_priority_classes[i].name, name) == 0) return gp_default_priority_classes[i].priority;
@@ -178,4 +206,4 @@ static void hundreds_of_starts_in_one_queue_follow_the_exact_order(void) {
 GP_TESTS(the_queue_furthest_below_its_share_goes_first_after_every_placement,
          weights_split_what_nobody_deserves, inside_a_queue_higher_priority_then_older_first,
          a_queue_at_its_limit_waits_with_queue_limit, global_orders_ignore_queues,
-         same_second_submissions_go_by_id, hundreds_of_starts_in_one_queue_follow_the_exact_order)
+         same_second_submissions_go_by_id, same_second_numbered_jobs_go_by_arrival, hundreds_of_starts_in_one_queue_follow_the_exact_order)

@@ -38,6 +38,7 @@
   X(no_pingpong_at_fair_share) \
   X(nvlink_domain) \
   X(order_fifo) \
+  X(order_same_second) \
   X(order_sjf) \
   X(placement_filters) \
   X(pool_lends) \
