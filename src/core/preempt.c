@@ -2,7 +2,9 @@
 /* Preemption, simulated before anything is evicted (DESIGN.md §2):
  *   pool      a queue that owns a reserved pool takes its nodes back from borrowers;
  *   priority  a pending job preempts strictly lower-priority preemptible jobs of its own
- *             leaf queue (policy.preemption);
+ *             leaf queue (policy.preemption), also when the queue (or a parent) is at its
+ *             limit: then the victims must bring it under the limit by the job's GPUs
+ *             (gp__core_try_preempt_at_limit);
  *   reclaim   a queue below its fair share takes GPUs back from queues above theirs, only
  *             from their allocation beyond fair share (policy.reclaim, fair-share order).
  * Victims: RUNNING, preemptible, at least policy.min_runtime old, not already chosen. Their
@@ -78,6 +80,10 @@ struct gp__core_preempt_scratch {
   int *taken_list, n_taken;
   double *fail_gpus[K_N];        /* per leaf: smallest request that failed, by kind */
   int *fail_prio;                /* per leaf: priority of that failed priority attempt */
+  double *lim_fail_gpus;         /* per leaf: the same for preemption at a limit, while */
+  int *lim_fail_prio;            /* ctx.alloc_gen stays lim_fail_gen - 1 */
+  uint64_t *lim_fail_gen;
+  int *lim_stop;                 /* stopping jobs a job at a limit counts on */
 };
 
 /* The pool whose node a job of `leaf` borrows by running there (a pool its queue does not
@@ -195,6 +201,9 @@ static void alloc_scratch(gp__core_ctx *c) {
     for (int q = 0; q < nq; q++) p->fail_gpus[k][q] = 1e300;
   }
   p->fail_prio = gp__core_scalloc(c, (size_t)nq + 1, sizeof(int));
+  p->lim_fail_gpus = gp__core_salloc(c, ((size_t)nq + 1) * sizeof(double));
+  p->lim_fail_prio = gp__core_scalloc(c, (size_t)nq + 1, sizeof(int));
+  p->lim_fail_gen = gp__core_scalloc(c, (size_t)nq + 1, sizeof(uint64_t));
 }
 
 /* (Everything preemption builds is the step's scratch memory: it goes with the step.) */
@@ -501,8 +510,12 @@ static void take_victim(gp__core_ctx *c, int v, int kind) {
   }
 }
 
-/* Runs one simulation of `kind`. On success with record, the victims are in the plan. */
-static bool simulate(gp__core_ctx *c, const gp__core_req *r, int kind, bool record) {
+/* Runs one simulation of `kind`. On success with record, the victims are in the plan.
+ * need > 0 (priority preemption at a limit): the victims must also hold at least `need`
+ * GPUs of the job's queue; place: the job needs victims to find room (else it has room
+ * now, and only the limit calls for victims). */
+static bool simulate(gp__core_ctx *c, const gp__core_req *r, int kind, bool record, double need,
+                     bool place) {
   struct gp__core_preempt_scratch *p = c->preempt->pre;
   alloc_scratch(c);
   p->stamp++;
@@ -516,13 +529,12 @@ static bool simulate(gp__core_ctx *c, const gp__core_req *r, int kind, bool reco
   } else {
     build_vorder(c);
   }
-  (void)J;
   gp__core_fit *fits = gp_xmalloc((size_t)r->tasks * sizeof *fits);
   int victims[MAX_ON_NODE];
   int placed = 0;
   bool ok = true;
   gp__core_req rest; /* a gang's other tasks: the first one's GPU model (gang.c) */
-  for (; placed < r->tasks; placed++) {
+  for (; place && placed < r->tasks; placed++) {
     const gp__core_req *rt = placed ? &rest : r;
     int n = kind == K_STOPPING ? best_node(c, rt, kind, &fits[placed], victims)
                                : walk_node(c, rt, kind, &fits[placed], victims);
@@ -538,6 +550,17 @@ static bool simulate(gp__core_ctx *c, const gp__core_req *r, int kind, bool reco
   }
   for (int t = placed - 1; t >= 0; t--) gp__core_give(c, r, &fits[t]);
   free(fits);
+  if (ok && need > 0) { /* at a limit: more of its queue's victims, cheapest first */
+    double got = 0;
+    for (int k = 0; k < p->n_taken; k++) got += c->jobs[p->taken_list[k]].gpus;
+    for (int i = 0; i < p->n_vorder && got < need - GP__EPS; i++) {
+      const vrec *vr = &p->vorder[i];
+      if (vr->leaf != J->leaf || vr->prio >= J->prio || p->out[vr->v]) continue;
+      take_victim(c, vr->v, kind);
+      got += vr->gpus;
+    }
+    if (got < need - GP__EPS) ok = false; /* transactional: all it needs, or nothing */
+  }
   if (ok && p->n_taken == 0 && kind != K_STOPPING) ok = false; /* it fits without victims */
   for (int k = 0; k < p->n_taken; k++) {
     int v = p->taken_list[k];
@@ -573,7 +596,7 @@ static bool simulate(gp__core_ctx *c, const gp__core_req *r, int kind, bool reco
 bool gp__core_fits_after_stopping(gp__core_ctx *c, const gp__core_req *r) {
   if (!c->preempt->pre || c->cls->n_stopping == 0) return false;
   if (r->kind != GP__R_WHOLE && r->kind != GP__R_CPU) return false;
-  return simulate(c, r, K_STOPPING, true);
+  return simulate(c, r, K_STOPPING, true, 0, true);
 }
 
 /* An upper bound of what reclaim could free for a job of `leaf`: every other leaf's
@@ -645,11 +668,86 @@ bool gp__core_try_preempt(gp__core_ctx *c, gp__core_req *r) {
     if (c->preempt->attempts >= GP__MAX_PREEMPT_ATTEMPTS) return false;
     c->preempt->attempts++;
     gp__core_req_need(c, r);
-    if (simulate(c, r, kind, true)) return true;
+    if (simulate(c, r, kind, true, 0, true)) return true;
     if (J->gpus < p->fail_gpus[kind][J->leaf]) {
       p->fail_gpus[kind][J->leaf] = J->gpus;
       if (kind == K_PRIORITY) p->fail_prio[J->leaf] = J->prio;
     }
   }
   return false;
+}
+
+/* Counts on the stopping job v for job J: it is spoken for in this step. */
+static void count_on(gp__core_ctx *c, int v) {
+  gp__core_job_mut(c, v)->victim = true;
+  *(int *)gp__core_vec_push(&c->preempt->victims, sizeof(int)) = v;
+  for (int q = c->jobs[v].leaf; q >= 0; q = c->tree.q[q].parent) c->preempt->pre->lost[q] += c->jobs[v].gpus;
+  c->cls->alloc_gen++;
+}
+
+bool gp__core_try_preempt_at_limit(gp__core_ctx *c, gp__core_req *r, gp__core_fit **fits,
+                                   size_t *fits_cap) {
+  const gp__core_job *J = &c->jobs[r->job];
+  if (!c->pol->preemption || J->leaf < 0 || (J->kind != GP__R_WHOLE && J->kind != GP__R_CPU))
+    return false;
+  struct gp__core_preempt_scratch *p = c->preempt->pre;
+  bool victims = c->preempt->possible && c->cls->run_min_prio < J->prio;
+  if (victims) {
+    count_for_plausibility(c);
+    victims = p->leaf_min_prio[J->leaf] < J->prio;
+  }
+  if (!victims && c->cls->n_stopping == 0) return false;
+  alloc_scratch(c);
+  /* How far past the tightest limit on its path the job would take its queue, counting the
+   * GPUs this step's victims give back and those jobs waiting for victims will take. */
+  double excess = 0;
+  for (int q = J->leaf; q >= 0; q = c->tree.q[q].parent) {
+    const gp__core_queue *qq = &c->tree.q[q];
+    if (qq->limit == GP_NO_LIMIT) continue;
+    double e = qq->allocated - p->lost[q] + p->claimed[q] + J->gpus - qq->limit;
+    if (e > excess) excess = e;
+  }
+  if (excess <= GP__EPS) return false;
+  /* Its queue's stopping jobs nobody counts on yet give GPUs back without a new victim:
+   * the step after a preemption at the limit finds the victims stopping, and waits. */
+  double stopping = 0;
+  int n_stop = 0;
+  if (c->cls->n_stopping > 0) {
+    stopping_build(c);
+    if (!p->lim_stop) p->lim_stop = gp__core_salloc(c, ((size_t)p->n_stopping + 1) * sizeof(int));
+    for (int k = 0; k < p->n_stopping && stopping < excess - GP__EPS; k++) {
+      int v = p->stopping[k];
+      if (c->jobs[v].leaf != J->leaf || c->jobs[v].victim) continue;
+      stopping += c->jobs[v].gpus;
+      p->lim_stop[n_stop++] = v;
+    }
+  }
+  bool ok = stopping >= excess - GP__EPS;
+  if (!ok && victims) {
+    if (p->lim_fail_gen[J->leaf] == c->cls->alloc_gen + 1 && J->gpus >= p->lim_fail_gpus[J->leaf] &&
+        J->prio <= p->lim_fail_prio[J->leaf])
+      return false; /* a job no smaller and no more urgent found no victims since */
+    if (c->preempt->attempts >= GP__MAX_PREEMPT_ATTEMPTS) return false;
+    c->preempt->attempts++;
+    gp__core_req_need(c, r);
+    /* Room now (without victims; reservations aside: it would start once within its
+     * limit): the limit alone calls for victims. Else they must make room as well. */
+    gp_xgrow((void **)fits, fits_cap, (size_t)r->tasks, sizeof **fits);
+    gp__core_req free_r = *r;
+    free_r.honor_resv = false;
+    bool fits_now = gp__core_place_job(c, &free_r, *fits, false);
+    ok = simulate(c, r, K_PRIORITY, true, excess - stopping, !fits_now);
+    if (!ok) {
+      p->lim_fail_gen[J->leaf] = c->cls->alloc_gen + 1;
+      p->lim_fail_gpus[J->leaf] = J->gpus;
+      p->lim_fail_prio[J->leaf] = J->prio;
+      return false;
+    }
+  } else if (!ok) {
+    return false;
+  } else {
+    for (int q = J->leaf; q >= 0; q = c->tree.q[q].parent) p->claimed[q] += J->gpus;
+  }
+  for (int k = 0; k < n_stop; k++) count_on(c, p->lim_stop[k]);
+  return true;
 }

@@ -17,6 +17,12 @@ typedef struct gp__core_preempt {
 
 /* Preemption (preempt.c): true when victims were chosen (recorded in the plan). */
 bool gp__core_try_preempt(gp__core_ctx *c, gp__core_req *r);
+/* Priority preemption for a job whose queue (or a parent) is at its limit: the queue's
+ * lower-priority victims, enough to bring it within the limit with the job's GPUs (counting
+ * its stopping jobs nobody counts on yet), and room for the job unless it has room now.
+ * True when victims were chosen or stopping jobs counted on. fits: placement scratch. */
+bool gp__core_try_preempt_at_limit(gp__core_ctx *c, gp__core_req *r, gp__core_fit **fits,
+                                   size_t *fits_cap);
 bool gp__core_preempt_may_act(gp__core_ctx *c, int leaf, double min_gpus, int max_prio);
 /* True when the job would fit once the STOPPING jobs are gone. */
 bool gp__core_fits_after_stopping(gp__core_ctx *c, const gp__core_req *r);

@@ -98,6 +98,11 @@ static bool try_job(gp__core_ctx *c, gp__core_order *o, int j, gp__core_fit **fi
   gp__core_keys_consider(c, j);
   int over = gp__core_queue_over_limit(c, ji->leaf, ji->gpus);
   if (over >= 0) {
+    gp__core_req lr = {.job = j};
+    if (gp__core_try_preempt_at_limit(c, &lr, fits, fits_cap)) {
+      gp__core_job_wait(c, j, GP_PEND_WAITING_FOR_PREEMPTION, GP__MSG_WAIT_PREEMPT);
+      return true;
+    }
     gp__core_job_wait(c, j, GP_PEND_QUEUE_LIMIT, limit_message(c, over));
     return false;
   }
