@@ -333,14 +333,24 @@ static void strip_raw_time(const char *msg, char *out, size_t cap) {
   while (len && (out[len - 1] == ' ' || out[len - 1] == ',' || out[len - 1] == ':')) out[--len] = '\0';
 }
 
-/* The reason of the job's last `event` set by a queue budget ("held", "demoted"), or "". */
+/* The reason of the job's last `event` set by a queue budget ("held", "demoted"), or "".
+ * A budget's hold outlasts its owner's hold and release (a "held" by the owner, a
+ * "released" of hold "user"): only another release lifts it. */
 static const char *budget_reason(json_t *job, const char *event) {
   json_t *tl = json_object_get(job, "timeline");
+  bool held = !strcmp(event, "held");
   for (size_t i = json_array_size(tl); i-- > 0;) {
     json_t *e = json_array_get(tl, i);
     const char *name = str(e, "event");
-    if (!strcmp(name, "released") && !strcmp(event, "held")) return "";
-    if (!strcmp(name, event)) return strcmp(str(e, "by"), "budget") ? "" : str(e, "reason");
+    if (held && !strcmp(name, "released")) {
+      if (!strcmp(str(e, "hold"), "user")) continue;
+      return "";
+    }
+    if (!strcmp(name, event)) {
+      if (!strcmp(str(e, "by"), "budget")) return str(e, "reason");
+      if (held) continue;
+      return "";
+    }
   }
   return "";
 }

@@ -260,24 +260,26 @@ static int cancel(gp_srv_state *s, gp_srv_req *r, gp_srv_job *j, int64_t now, gp
   return rc;
 }
 
+/* The owner's hold and the budget's are told apart (budget_hold.c): only an admin, or the
+ * next period, lifts the budget's. */
 static int hold_release(gp_srv_state *s, gp_srv_req *r, gp_srv_job *j, bool hold, int64_t now,
                         gp_err *err) {
-  gp_job_state from = hold ? GP_JOB_PENDING : GP_JOB_HELD, to = hold ? GP_JOB_HELD : GP_JOB_PENDING;
-  if (j->state == to) {
-    reply_job(s, r, 200, j);
-    return 0;
-  }
-  if (j->state != from) {
+  gp_srv_hold_refusal why = GP_SRV_HOLD_DONE;
+  int rc = gp__srv_job_hold_change(s, j, hold, r->user, is_admin(r), now, &why, err);
+  if (rc) return rc;
+  if (why == GP_SRV_HOLD_WRONG_STATE) {
     gp__srv_reply_error(r, 409, "conflict", NULL, "job %s is %s: only %s jobs can be %s", j->idstr,
                     gp_job_state_name(j->state), hold ? "pending" : "held",
                     hold ? "held" : "released");
-    return 0;
+  } else if (why == GP_SRV_HOLD_BY_BUDGET) {
+    gp__srv_reply_error(r, 403, "permission_denied", NULL,
+                        "job %s is held by its queue's budget (%s); only an admin may release it "
+                        "before the period ends",
+                        j->idstr, gp__srv_job_budget_hold_reason(j));
+  } else {
+    reply_job(s, r, 200, j);
   }
-  gp__srv_job_set_state(s, j, to);
-  int rc = gp__srv_job_event(s, j, hold ? "held" : "released", now, json_pack("{s:s}", "by", r->user), err);
-  if (!rc) rc = gp__srv_persist_job(s, j, err);
-  if (!rc) reply_job(s, r, 200, j);
-  return rc;
+  return 0;
 }
 
 /* The node task `task` of a job ran on last (for its log): its placement, else the last

@@ -236,34 +236,20 @@ void gp__srv_budget_level_loaded(gp_srv_state *s, const char *queue, const char 
   json_decref(o);
 }
 
-/* A job a budget held, by its last "held" event. */
-static bool held_by_budget(const gp_srv_job *j) {
-  if (j->state != GP_JOB_HELD) return false;
-  for (size_t i = json_array_size(j->timeline); i-- > 0;) {
-    const json_t *ev = json_array_get(j->timeline, i);
-    const char *name = json_string_value(json_object_get(ev, "event"));
-    if (name && strcmp(name, "held") == 0) {
-      const char *by = json_string_value(json_object_get(ev, "by"));
-      return by && strcmp(by, "budget") == 0;
-    }
-    if (name && strcmp(name, "released") == 0) return false;
-  }
-  return false;
-}
-
-/* A new period: the jobs the last one's budget held may start. */
+/* A new period: the jobs the last one's budget held may start (those their owners hold
+ * too stay held: budget_hold.c). */
 static int release_held(gp_srv_state *s, const char *queue, int64_t now, gp_err *err) {
   int rc = 0;
-  for (int a = 0; a < s->n_active && !rc; a++) {
+  /* Collect first: releasing a job may edit the active list. */
+  gp_srv_job **held = gp_xcalloc((size_t)s->n_active + 1, sizeof *held);
+  int n = 0;
+  for (int a = 0; a < s->n_active; a++) {
     gp_srv_job *j = s->active[a];
-    if (strcmp(j->queue, queue) != 0 || !held_by_budget(j)) continue;
-    gp__srv_job_set_state(s, j, GP_JOB_PENDING);
-    rc = gp__srv_job_event(s, j, "released", now,
-                           json_pack("{s:s,s:s}", "by", "budget",
-                                     "reason", "a new budget period began"), err);
-    if (!rc) rc = gp__srv_persist_job(s, j, err);
-    s->sched_dirty = true;
+    if (strcmp(j->queue, queue) == 0 && gp__srv_job_budget_held(j)) held[n++] = j;
   }
+  for (int i = 0; i < n && !rc; i++)
+    rc = gp__srv_job_budget_release(s, held[i], "a new budget period began", now, err);
+  free(held);
   return rc;
 }
 
@@ -350,11 +336,10 @@ int gp__srv_budget_on_submit(gp_srv_state *s, gp_srv_job *j, int64_t now, gp_err
     return 0;
   char why[400];
   if (e->budget.action == GP_BUDGET_HOLD_NEW) {
-    if (j->state != GP_JOB_PENDING) return 0; /* held by its owner already */
+    /* Held by its owner already (submit --hold) or not: the budget's hold is its own, which
+     * the owner's release does not lift. */
     gp__srv_budget_message(s, e, why, sizeof why);
-    gp__srv_job_set_state(s, j, GP_JOB_HELD);
-    return gp__srv_job_event(s, j, "held", now, json_pack("{s:s,s:s}", "by", "budget", "reason", why),
-                             err);
+    return gp__srv_job_budget_hold(s, j, why, now, err);
   }
   const gp_policy *pol = &s->cfg->policy;
   const gp_priority_class *low = lowest_preemptible(pol);

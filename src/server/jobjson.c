@@ -604,7 +604,9 @@ void gp__srv_job_pending_why(const gp_srv_job *j, const char **ret_reason, const
   *ret_reason = *ret_message = NULL;
   if (j->state == GP_JOB_HELD) {
     *ret_reason = "Held";
-    *ret_message = "The job is held; release it with `gpool release`.";
+    /* A budget's hold is not its owner's to release (budget_hold.c): say why instead. */
+    const char *budget = gp__srv_job_budget_hold_reason(j);
+    *ret_message = budget ? budget : "The job is held; release it with `gpool release`.";
   } else if (pending && j->pending_reason >= 0) {
     *ret_reason = gp_pending_reason_name((gp_pending_reason)j->pending_reason);
     *ret_message = j->pending_message;

@@ -712,6 +712,24 @@ const gp_srv_budget_queue *gp__srv_budget_get(const gp_srv_state *s, const char 
 /* A new job j (inserted, pending or held) of a queue whose budget is spent: holds it or
  * demotes it as the budget's action says, with a timeline event that gives the reason. */
 int gp__srv_budget_on_submit(gp_srv_state *s, gp_srv_job *j, int64_t now, gp_err *err);
+/* A job's two holds (budget_hold.c): its owner's and its queue budget's, each lifted by
+ * whom it may be. gp__srv_job_budget_hold puts the budget's on a pending or held job,
+ * gp__srv_job_budget_release takes it off at a new period (the owner's hold stays). */
+typedef enum gp_srv_hold_refusal {
+  GP_SRV_HOLD_DONE = 0,      /* done, or nothing to do */
+  GP_SRV_HOLD_WRONG_STATE,   /* not pending (hold) or not held (release): 409 */
+  GP_SRV_HOLD_BY_BUDGET,     /* release by a non-admin of a job the budget holds: 403 */
+} gp_srv_hold_refusal;
+int gp__srv_job_budget_hold(gp_srv_state *s, gp_srv_job *j, const char *why, int64_t now,
+                            gp_err *err);
+int gp__srv_job_budget_release(gp_srv_state *s, gp_srv_job *j, const char *why, int64_t now,
+                               gp_err *err);
+bool gp__srv_job_budget_held(const gp_srv_job *j);
+/* The budget hold's sentence (its "held" event's reason), or NULL when none is in force. */
+const char *gp__srv_job_budget_hold_reason(const gp_srv_job *j);
+/* POST /v1/jobs/{id}/hold or /release by `user` (the owner or an admin). */
+int gp__srv_job_hold_change(gp_srv_state *s, gp_srv_job *j, bool hold, const char *user, bool admin,
+                            int64_t now, gp_srv_hold_refusal *ret_refusal, gp_err *err);
 /* Why a budget holds new jobs, in a sentence. */
 void gp__srv_budget_message(const gp_srv_state *s, const gp_srv_budget_queue *e, char *buf,
                             size_t size);
