@@ -83,7 +83,8 @@ struct gp__core_preempt_scratch {
   double *lim_fail_gpus;         /* per leaf: the same for preemption at a limit, while */
   int *lim_fail_prio;            /* ctx.alloc_gen stays lim_fail_gen - 1 */
   uint64_t *lim_fail_gen;
-  int *lim_stop;                 /* stopping jobs a job at a limit counts on */
+  double *lim_stop_gpus;         /* per leaf: stopping_free's answer, while ctx.alloc_gen */
+  uint64_t *lim_stop_gen;        /* stays lim_stop_gen - 1 */
 };
 
 /* The pool whose node a job of `leaf` borrows by running there (a pool its queue does not
@@ -677,7 +678,29 @@ bool gp__core_try_preempt(gp__core_ctx *c, gp__core_req *r) {
   return false;
 }
 
-/* Counts on the stopping job v for job J: it is spoken for in this step. */
+/* GPUs the stopping jobs of `leaf` that nobody counts on yet hold: one pass over the
+ * stopping jobs, kept per leaf while no allocation or victim changes (ctx.alloc_gen). */
+static double stopping_free(gp__core_ctx *c, int leaf) {
+  struct gp__core_preempt_scratch *p = c->preempt->pre;
+  if (c->cls->n_stopping == 0) return 0;
+  stopping_build(c);
+  if (!p->lim_stop_gpus) {
+    p->lim_stop_gpus = gp__core_salloc(c, ((size_t)c->tree.n + 1) * sizeof(double));
+    p->lim_stop_gen = gp__core_scalloc(c, (size_t)c->tree.n + 1, sizeof(uint64_t));
+  }
+  if (p->lim_stop_gen[leaf] != c->cls->alloc_gen + 1) {
+    double sum = 0;
+    for (int k = 0; k < p->n_stopping; k++) {
+      int v = p->stopping[k];
+      if (c->jobs[v].leaf == leaf && !c->jobs[v].victim) sum += c->jobs[v].gpus;
+    }
+    p->lim_stop_gpus[leaf] = sum;
+    p->lim_stop_gen[leaf] = c->cls->alloc_gen + 1;
+  }
+  return p->lim_stop_gpus[leaf];
+}
+
+/* Counts on the stopping job v: it is spoken for in this step. */
 static void count_on(gp__core_ctx *c, int v) {
   gp__core_job_mut(c, v)->victim = true;
   *(int *)gp__core_vec_push(&c->preempt->victims, sizeof(int)) = v;
@@ -708,22 +731,11 @@ bool gp__core_try_preempt_at_limit(gp__core_ctx *c, gp__core_req *r, gp__core_fi
     if (e > excess) excess = e;
   }
   if (excess <= GP__EPS) return false;
-  /* Its queue's stopping jobs nobody counts on yet give GPUs back without a new victim:
+  /* Its leaf's stopping jobs nobody counts on yet give GPUs back without a new victim:
    * the step after a preemption at the limit finds the victims stopping, and waits. */
-  double stopping = 0;
-  int n_stop = 0;
-  if (c->cls->n_stopping > 0) {
-    stopping_build(c);
-    if (!p->lim_stop) p->lim_stop = gp__core_salloc(c, ((size_t)p->n_stopping + 1) * sizeof(int));
-    for (int k = 0; k < p->n_stopping && stopping < excess - GP__EPS; k++) {
-      int v = p->stopping[k];
-      if (c->jobs[v].leaf != J->leaf || c->jobs[v].victim) continue;
-      stopping += c->jobs[v].gpus;
-      p->lim_stop[n_stop++] = v;
-    }
-  }
-  bool ok = stopping >= excess - GP__EPS;
-  if (!ok && victims) {
+  double stopping = stopping_free(c, J->leaf);
+  if (stopping < excess - GP__EPS) {
+    if (!victims) return false;
     if (p->lim_fail_gen[J->leaf] == c->cls->alloc_gen + 1 && J->gpus >= p->lim_fail_gpus[J->leaf] &&
         J->prio <= p->lim_fail_prio[J->leaf])
       return false; /* a job no smaller and no more urgent found no victims since */
@@ -736,18 +748,22 @@ bool gp__core_try_preempt_at_limit(gp__core_ctx *c, gp__core_req *r, gp__core_fi
     gp__core_req free_r = *r;
     free_r.honor_resv = false;
     bool fits_now = gp__core_place_job(c, &free_r, *fits, false);
-    ok = simulate(c, r, K_PRIORITY, true, excess - stopping, !fits_now);
-    if (!ok) {
+    if (!simulate(c, r, K_PRIORITY, true, excess - stopping, !fits_now)) {
       p->lim_fail_gen[J->leaf] = c->cls->alloc_gen + 1;
       p->lim_fail_gpus[J->leaf] = J->gpus;
       p->lim_fail_prio[J->leaf] = J->prio;
       return false;
     }
-  } else if (!ok) {
-    return false;
   } else {
     for (int q = J->leaf; q >= 0; q = c->tree.q[q].parent) p->claimed[q] += J->gpus;
   }
-  for (int k = 0; k < n_stop; k++) count_on(c, p->lim_stop[k]);
+  /* Counts on the stopping jobs it needs (all of them when victims were chosen too). */
+  double counted = 0;
+  for (int k = 0; k < p->n_stopping && counted < excess - GP__EPS && stopping > 0; k++) {
+    int v = p->stopping[k];
+    if (c->jobs[v].leaf != J->leaf || c->jobs[v].victim) continue;
+    counted += c->jobs[v].gpus;
+    count_on(c, v);
+  }
   return true;
 }

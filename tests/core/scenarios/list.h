@@ -49,6 +49,7 @@
   X(priority_order_in_queue) \
   X(priority_preemption_at_limit) \
   X(priority_preemption_at_limit_waits) \
+  X(priority_preemption_at_parent_limit) \
   X(priority_preemption_in_queue) \
   X(queue_limit_gang) \
   X(reclaim) \
