@@ -767,3 +767,16 @@ bool gp__core_try_preempt_at_limit(gp__core_ctx *c, gp__core_req *r, gp__core_fi
   }
   return true;
 }
+
+int gp__core_limit_over(const gp__core_ctx *c, int leaf, double gpus) {
+  const struct gp__core_preempt_scratch *p = c->preempt->pre;
+  if (!p || !p->claimed) return gp__core_queue_over_limit(c, leaf, gpus);
+  if (c->cls->path_limited && leaf >= 0 && !c->cls->path_limited[leaf]) return -1;
+  for (int q = leaf; q >= 0; q = c->tree.q[q].parent) {
+    const gp__core_queue *qq = &c->tree.q[q];
+    double ahead = p->claimed[q] - p->lost[q];
+    if (qq->limit != GP_NO_LIMIT && qq->allocated + (ahead > 0 ? ahead : 0) + gpus > qq->limit + GP__EPS)
+      return q;
+  }
+  return -1;
+}

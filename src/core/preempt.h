@@ -23,6 +23,10 @@ bool gp__core_try_preempt(gp__core_ctx *c, gp__core_req *r);
  * True when victims were chosen or stopping jobs counted on. fits: placement scratch. */
 bool gp__core_try_preempt_at_limit(gp__core_ctx *c, gp__core_req *r, gp__core_fit **fits,
                                    size_t *fits_cap);
+/* The first queue on leaf's path whose limit `gpus` more would break, or -1: what its jobs
+ * hold, and what jobs waiting for victims will hold beyond what those victims give back.
+ * A job behind one waiting at a limit may not take the room its victims free. */
+int gp__core_limit_over(const gp__core_ctx *c, int leaf, double gpus);
 bool gp__core_preempt_may_act(gp__core_ctx *c, int leaf, double min_gpus, int max_prio);
 /* True when the job would fit once the STOPPING jobs are gone. */
 bool gp__core_fits_after_stopping(gp__core_ctx *c, const gp__core_req *r);

@@ -96,7 +96,7 @@ static const char *resources_message(gp__core_ctx *c, gp__core_req *r, gp__core_
 static bool try_job(gp__core_ctx *c, gp__core_order *o, int j, gp__core_fit **fits, size_t *fits_cap) {
   gp__core_job *ji = &c->jobs[j];
   gp__core_keys_consider(c, j);
-  int over = gp__core_queue_over_limit(c, ji->leaf, ji->gpus);
+  int over = gp__core_limit_over(c, ji->leaf, ji->gpus);
   if (over >= 0) {
     gp__core_req lr = {.job = j};
     if (gp__core_try_preempt_at_limit(c, &lr, fits, fits_cap)) {
@@ -164,7 +164,7 @@ static bool try_job(gp__core_ctx *c, gp__core_order *o, int j, gp__core_fit **fi
  * matters). Returned, not written to the job: the plan is all that needs it. */
 static gp_plan_pending settle_unconsidered(gp__core_ctx *c, int j, bool head_blocked) {
   const gp__core_job *ji = &c->jobs[j];
-  int over = gp__core_queue_over_limit(c, ji->leaf, ji->gpus);
+  int over = gp__core_limit_over(c, ji->leaf, ji->gpus);
   if (over >= 0) return (gp_plan_pending){j, GP_PEND_QUEUE_LIMIT, limit_message(c, over)};
   if (!ji->preemptible && (over = gp__core_guard_over(c, ji->leaf, ji->gpus)) >= 0)
     return (gp_plan_pending){j, GP_PEND_QUEUE_LIMIT, gp__core_guard_message(c, over)};
