@@ -428,6 +428,14 @@ static void why_states_what_a_budget_did(void) {
   CHECK_EQ_STR("Job 22 is held: it will not start until you run 'gpool release 22'.\n", out.data);
   json_decref(j);
 
+  /* Its owner held it too: the budget's hold still stands, and only an admin lifts it. */
+  gp_buf_reset(&out);
+  j = job("{\"id\": \"24\", \"state\": \"held\", \"timeline\": [{\"event\": \"held\", \"by\": \"budget\","
+          " \"reason\": \"queue lab spent its budget\"}, {\"event\": \"held\", \"by\": \"alice\"}]}");
+  gp_job_fmt_why(j, 1000, &out);
+  CHECK_EQ_STR("Job 24 is held: queue lab spent its budget.\n", out.data);
+  json_decref(j);
+
   gp_buf_reset(&out);
   j = job("{\"id\": \"23\", \"state\": \"pending\", \"submitted_at\": 1000, \"pending_reason\": \"Priority\","
           " \"timeline\": [{\"event\": \"demoted\", \"by\": \"budget\", \"from\": \"training\","
