@@ -5,7 +5,8 @@
 #      naming its line and key, refuses a user, and an admin's file takes over until
 #      `prices reset`;
 #   2. a queue that spends its budget: `gpool queues` shows it spent, a new job is held and
-#      `gpool why` says why.
+#      `gpool why` says why; its owner cannot release it (with or without --hold), an admin
+#      can.
 source "$(dirname "$0")/lib.sh"
 e2e_init
 E2E_QUEUES='  - {name: lab, users: ["*"], budget: {gpu_hours: 0.0002, period: month, action: hold_new}}' \
@@ -41,5 +42,18 @@ next=$("$GPOOL" submit -q lab -g 1 -- true)
 expect_eq held "$(job_field "$next" .state)" "a new job of a spent queue is held"
 expect_contains "$("$GPOOL" why "$next")" \
   "is held: queue lab spent its monthly budget of 0.0002 GPU-hours (" "gpool why says why"
+# Only an admin (or the next period) lifts a budget's hold: its owner's release is refused,
+# whether the budget held the job alone or it was submitted --hold as well.
+for flag in "" --hold; do
+  mine=$(as_bob "$GPOOL" submit -q lab -g 1 $flag -- true)
+  err=$(as_bob "$GPOOL" release "$mine" 2>&1) && fail "the owner must not release a budget's hold"
+  expect_contains "$err" "only an admin may release it" "gpool release says who may"
+  expect_eq held "$(job_field "$mine" .state)" "still held after the owner's release"
+  expect_contains "$(as_bob "$GPOOL" why "$mine")" "is held: queue lab spent its monthly budget" \
+    "gpool why names the budget, not gpool release"
+  "$GPOOL" release "$mine" >/dev/null || fail "an admin releases a budget's hold"
+  expect_eq true "$(job_field "$mine" '.state != "held"')" "released by the admin"
+  "$GPOOL" cancel "$mine" >/dev/null 2>&1
+done
 "$GPOOL" cancel "$first" "$next" >/dev/null
 echo "ok: budget"
