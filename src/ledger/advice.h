@@ -36,7 +36,7 @@
 #define GP_ADVICE_BAND_LOW 0.70          /* a healthy fleet's allocated share of its up GPUs */
 #define GP_ADVICE_BAND_HIGH 0.90
 #define GP_ADVICE_MAX_ITEMS 1000         /* per answer, the largest savings first */
-#define GP_ADVICE_MAX_EVIDENCE 8
+#define GP_ADVICE_MAX_EVIDENCE 12
 
 typedef enum gp_advice_kind { GP_ADVICE_RIGHT_SIZE, GP_ADVICE_SPOT, GP_ADVICE_IDLE_NOW,
   GP_ADVICE_IDLE_WEEK, GP_ADVICE_QUOTA, GP_ADVICE_UTILISATION } gp_advice_kind;

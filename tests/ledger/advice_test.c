@@ -380,6 +380,7 @@ static void a_fractions_sm_is_a_share_of_the_whole_gpu(void) {
   CHECK_EQ_STR("light", it->name);
   CHECK_EQ_STR("--gpu-fraction 0.25", it->suggestion);
   NEAR(0.24, evidence(it, "needed_share"));
+  NEAR(50, evidence(it, "less_pct")); /* the last figure, after needed_share, still there */
   NEAR(5 * (1 - 0.25 / 0.5), it->saving_gpu_h);
   CHECK(strstr(it->message, "20% of the whole GPU's SM, holding 0.50 of L40S-48GB"));
   gp_advice_free(a);
