@@ -3,7 +3,6 @@
  * its job's, its (queue, user)'s and the fleet's sums; runs and idle jobs are kept for the
  * join at finish, which turns the sums into items. Nothing is kept per interval. */
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -277,15 +276,13 @@ const char *gp__ledger_adv_num(gp_advice *a, double v) {
   double m = fabs(v);
   int dec = m > 0 && m < 100 ? 2 - (int)floor(log10(m)) : 0;
   if (dec > 6) dec = 6;
-  char buf[64];
-  snprintf(buf, sizeof buf, "%.*f", dec, v);
+  char *buf = gp_arena_printf(a->arena, "%.*f", dec, v);
   if (strchr(buf, '.')) {
     size_t n = strlen(buf);
     while (buf[n - 1] == '0') buf[--n] = '\0';
     if (buf[n - 1] == '.') buf[--n] = '\0';
   }
-  if (strcmp(buf, "-0") == 0) return "0";
-  return gp_arena_strdup(a->arena, buf);
+  return strcmp(buf, "-0") == 0 ? "0" : buf;
 }
 
 gp_advice_item *gp__ledger_adv_item(gp_advice *a, gp_advice_kind kind) {
