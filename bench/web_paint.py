@@ -115,7 +115,7 @@ def main():
         try:
             d.set_script_timeout(60)
             d.get(URL + '/')
-            d.execute_script('sessionStorage.setItem("gpool.session", JSON.stringify({token: arguments[0], user: "alice"}))', ADMIN)
+            d.execute_script('sessionStorage.setItem("gpool.session", JSON.stringify({token: arguments[0], user: "alice", role: "admin"}))', ADMIN)
             jobs, draw, gpus_view = [], [], []
             for _ in range(args.runs):
                 jobs.append(page_mark(d, f'{URL}/#/jobs?scope=all&state=any', 'jobs-painted')[0])

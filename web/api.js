@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The console's only way to the server: /v1 with the user's token. The token lives in
 // sessionStorage (gone when the tab closes, never sent anywhere but this server), with the
-// user name given at login so "Mine" knows whose jobs are mine.
+// user and role the server says it stands for (GET /v1/whoami), so "Mine" knows whose jobs
+// are mine and a view knows which jobs' events the stream carries to this token.
 
 const KEY = 'gpool.session';
 
@@ -27,8 +28,13 @@ export function session() {
   }
 }
 
-export function saveSession(token, user) {
-  sessionStorage.setItem(KEY, JSON.stringify({token, user: user || ''}));
+export function saveSession(token, user, role) {
+  sessionStorage.setItem(KEY, JSON.stringify({token, user: user || '', role: role || ''}));
+}
+
+// Whether this session hears every job's events (admins and viewers) or only its own.
+export function hearsAllJobs(s) {
+  return !!s && (s.role === 'admin' || s.role === 'viewer');
 }
 
 export function endSession() {

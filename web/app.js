@@ -45,7 +45,7 @@ function showShell(on) {
   document.getElementById('nav').hidden = !on;
   document.getElementById('logout').hidden = !on;
   const s = session();
-  document.getElementById('who').textContent = on && s && s.user ? `as ${s.user}` : '';
+  document.getElementById('who').textContent = on && s && s.user ? `as ${s.user}${s.role ? ` (${s.role})` : ''}` : '';
 }
 
 function markNav(path) {
@@ -68,13 +68,12 @@ function loginView(message) {
   showShell(false);
   clear(main);
   const token = h('input', {id: 'token', type: 'password', autocomplete: 'off', required: true, spellcheck: 'false'});
-  const user = h('input', {id: 'user', type: 'text', autocomplete: 'username', spellcheck: 'false'});
   const status = h('div', {id: 'login-status'});
   const form = h('form', {class: 'login', 'aria-labelledby': 'login-title'},
     h('h1', {id: 'login-title'}, 'Log in to gpool'),
-    h('p', {}, 'Paste an API token from the server\'s configuration. It stays in this tab only.'),
+    h('p', {}, 'Paste an API token from the server\'s configuration. It stays in this tab only; ' +
+      'the server says whose it is.'),
     h('label', {for: 'token'}, 'Token'), token,
-    h('label', {for: 'user'}, 'Your user name (optional: lets "Mine" show your jobs)'), user,
     h('button', {type: 'submit', id: 'login-submit'}, 'Log in'), status);
   if (message) status.append(note(message, 'error'));
   form.addEventListener('submit', async (ev) => {
@@ -82,9 +81,9 @@ function loginView(message) {
     clear(status);
     const t = token.value.trim();
     try {
-      // Any read proves the token; the job list is one every role but an agent may make.
-      await api('/v1/jobs?limit=1', {token: t});
-      saveSession(t, user.value.trim());
+      // The server proves the token and says whose it is (an agent's is refused).
+      const me = await api('/v1/whoami', {token: t});
+      saveSession(t, me.user, me.role);
       if (location.hash === '#/jobs') route();
       else location.hash = '#/jobs'; // hashchange routes
     } catch (e) {
@@ -95,10 +94,26 @@ function loginView(message) {
   token.focus();
 }
 
+// A session saved without its role (before whoami): ask the server once.
+async function knowWho() {
+  const s = session();
+  if (!s || s.role) return true;
+  try {
+    const me = await api('/v1/whoami');
+    saveSession(s.token, me.user, me.role);
+    return true;
+  } catch (e) {
+    if (e instanceof ApiError && (e.status === 401 || e.status === 403)) logout('The server refused the token.');
+    else saveSession(s.token, s.user, 'user'); // assume the narrowest: poll for others' jobs
+    return !(e instanceof ApiError && (e.status === 401 || e.status === 403));
+  }
+}
+
 async function route() {
   if (!session()) return loginView();
   const {path, query} = parseHash();
   if (path === '/login') return loginView();
+  if (!(await knowWho())) return;
   showShell(true);
   markNav(path);
   for (const [re, view, params] of routes) {
@@ -125,10 +140,14 @@ async function route() {
     }
     current = drawn;
     live.start();
+    // A view some of whose changes the stream does not carry to this token (other users'
+    // jobs, for a user) is read again every 5 s as well, and the header says so.
+    live.setPartial(!!(drawn && drawn.partial));
     return;
   }
   routing++;
   stopCurrent();
+  live.setPartial(false);
   clear(main);
   main.append(h('h1', {}, 'Not found'), h('p', {}, 'No such page. '), h('a', {href: '#/jobs'}, 'Back to jobs'));
 }

@@ -42,6 +42,20 @@ export function fmtTime(unix) {
   return TIME_FMT.format(new Date(unix * 1000));
 }
 
+// A scheduler sentence with its raw clock values ("reserved for it from t=1796572218")
+// given as the user's local date and time, as `gpool why` gives them.
+export function fmtSentence(text) {
+  if (text === null || text === undefined) return '';
+  return String(text).replace(/(^|[\s(])t=(\d{1,12})\b/g, (m, lead, t) => `${lead}${fmtTime(Number(t))}`);
+}
+
+// A node's labels as "key=value" items, or '—' for none.
+export function labelList(labels, attrs) {
+  const entries = Object.entries(labels || {});
+  if (!entries.length) return '—';
+  return h('ul', {class: 'labels', ...(attrs || {})}, entries.map(([k, v]) => h('li', {'data-label': k}, h('code', {}, `${k}=${v}`))));
+}
+
 // Seconds as "3h 05m", "4m 10s", "12s".
 export function fmtDur(sec) {
   if (sec === null || sec === undefined || !isFinite(sec)) return '—';

@@ -4,7 +4,7 @@
 // counts per state). The canvas takes focus: arrow keys move between GPUs and the focused
 // GPU is described in a live region, as hovering describes it in a tooltip.
 import {api} from './api.js';
-import {h, clear, table} from './dom.js';
+import {h, clear, table, labelList} from './dom.js';
 import {flatten, counts, describe, KINDS} from './fleet.js';
 import {draw, hit} from './heatmap.js';
 
@@ -28,7 +28,7 @@ function nodeRows(nodes, gpus) {
   return nodes.map((n) => {
     const c = byNode.get(n.name) || {};
     return [h('a', {href: `#/nodes/${encodeURIComponent(n.name)}`}, n.name), n.state, n.model || '', String(n.gpus),
-      ...KINDS.map(([k]) => String(c[k] || 0)), n.reason || ''];
+      ...KINDS.map(([k]) => String(c[k] || 0)), labelList(n.labels), n.reason || ''];
   });
 }
 
@@ -111,7 +111,7 @@ export async function render(main) {
         h('p', {class: 'muted'}, bad.length > shown.length ? `and ${bad.length - shown.length} more` : ''));
     }
     clear(nodesBox).append(h('details', {}, h('summary', {}, `Nodes (${nodes.length}) with their GPUs per state`),
-      table('Nodes', ['Node', 'State', 'Model', 'GPUs', ...KINDS.map(([, l]) => l), 'Reason'], nodeRows(nodes, gpus), {id: 'nodes-table'})));
+      table('Nodes', ['Node', 'State', 'Model', 'GPUs', ...KINDS.map(([, l]) => l), 'Labels', 'Reason'], nodeRows(nodes, gpus), {id: 'nodes-table'})));
   }
   await load();
   requestAnimationFrame(() => setTimeout(() => performance.mark('gpus-painted'), 0));

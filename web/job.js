@@ -3,8 +3,8 @@
 // GPU UUIDs, MIG instance or fraction), its GPUs' utilisation, memory and power over its
 // life, its energy and cost, and its log with follow. Another user's job shows what the
 // API shows that user: the command hidden, no buttons, no log.
-import {api, qs, ApiError} from './api.js';
-import {h, clear, fmtTime, fmtDur, fmtNum, facts, note, table, stateBadge} from './dom.js';
+import {api, qs, ApiError, hearsAllJobs} from './api.js';
+import {h, clear, fmtTime, fmtDur, fmtNum, fmtSentence, facts, note, table, stateBadge} from './dom.js';
 import {actionButtons, mayAct} from './actions.js';
 import {lineChart} from './chart.js';
 
@@ -12,7 +12,7 @@ const LOG_POLL_MS = 2000;
 const LOG_KEEP = 1 << 20; // characters of log kept on the page
 
 function why(j) {
-  if (j.state === 'pending' || j.state === 'held') return j.pending_message || j.pending_reason || 'waiting to start';
+  if (j.state === 'pending' || j.state === 'held') return fmtSentence(j.pending_message) || j.pending_reason || 'waiting to start';
   if (j.state === 'running') return 'running';
   if (j.state === 'stopping') return `stopping${j.stop_reason ? `: ${j.stop_reason}` : ''}`;
   return `${j.state}${j.end_reason ? `: ${j.end_reason}` : ''}${j.exit_code !== null && j.exit_code !== undefined ? ` (exit code ${j.exit_code})` : ''}`;
@@ -151,7 +151,7 @@ function logPanel(j) {
   return {el, stop: () => timer && clearInterval(timer)};
 }
 
-export async function render(main, params) {
+export async function render(main, params, ctx) {
   const id = params.id;
   const head = h('div', {});
   const sum = h('div', {});
@@ -167,6 +167,7 @@ export async function render(main, params) {
     h('section', {'aria-labelledby': 'at-h'}, h('h2', {id: 'at-h'}, 'Attempts'), hist));
   let log = null;
   let lastState = null;
+  let owner = null;
 
   async function draw() {
     let j;
@@ -176,6 +177,7 @@ export async function render(main, params) {
       clear(head).append(h('h1', {}, `Job ${id}`), note(e instanceof ApiError ? e.describe() : String(e), 'error'));
       return;
     }
+    owner = j.user;
     clear(head).append(h('h1', {}, `Job ${j.id}${j.name ? ` · ${j.name}` : ''}`));
     clear(acts).append(actionButtons(j, () => draw()));
     clear(sum).append(summary(j));
@@ -196,5 +198,7 @@ export async function render(main, params) {
   }
   await draw();
   return {refresh: (ev) => { if (!ev || !ev.data || ev.kind !== 'job' || ev.data.id === String(id)) draw(); },
-    stop: () => log && log.stop()};
+    stop: () => log && log.stop(),
+    // Another user's job: a user's stream does not carry its events (live.js).
+    partial: !hearsAllJobs(ctx && ctx.session) && owner !== null && owner !== (ctx && ctx.session && ctx.session.user)};
 }

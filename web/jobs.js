@@ -2,8 +2,8 @@
 // The jobs view: mine or all, filtered by state, queue and user (the API's own filters, so
 // a page never carries jobs it then hides), pages of 250 with "Load more". A pending job
 // shows why it waits, its place in the queue and its estimated start.
-import {api, qs} from './api.js';
-import {h, clear, fmtTime, fmtDur, note, stateBadge} from './dom.js';
+import {api, qs, hearsAllJobs} from './api.js';
+import {h, clear, fmtTime, fmtDur, fmtSentence, note, stateBadge} from './dom.js';
 import {actionButtons} from './actions.js';
 
 const PAGE = 250;
@@ -21,7 +21,7 @@ function waitCell(j) {
     if (j.state === 'running' || j.state === 'stopping') return `running for ${fmtDur(Date.now() / 1000 - j.started_at)}`;
     return j.end_reason || '';
   }
-  const parts = [h('span', {class: 'why'}, j.pending_message || j.pending_reason || 'waiting')];
+  const parts = [h('span', {class: 'why'}, fmtSentence(j.pending_message) || j.pending_reason || 'waiting')];
   const pos = j.queue_position;
   const est = j.estimated_start;
   const extra = [];
@@ -60,7 +60,7 @@ export async function render(main, params, ctx) {
   const userIn = h('input', {id: 'f-user', name: 'user', value: scope === 'mine' ? '' : user,
     disabled: scope === 'mine'});
   const scopeBtn = (k, label) => h('button', {type: 'button', class: 'seg', 'aria-pressed': String(scope === k),
-    disabled: k === 'mine' && !me, title: k === 'mine' && !me ? 'Give your user name at login' : null,
+    disabled: k === 'mine' && !me, title: k === 'mine' && !me ? 'The server named no user for this token' : null,
     onclick: () => ctx.go('/jobs', {scope: k, state: stateKey, queue: queueIn.value, user: k === 'all' ? userIn.value : ''})}, label);
   const form = h('form', {class: 'filters', 'aria-label': 'Filter jobs'},
     h('span', {class: 'segs', role: 'group', 'aria-label': 'Whose jobs'}, scopeBtn('mine', 'Mine'), scopeBtn('all', 'All')),
@@ -116,5 +116,8 @@ export async function render(main, params, ctx) {
   requestAnimationFrame(() => setTimeout(() => performance.mark('jobs-painted'), 0));
   return {
     refresh: () => load(true).catch((e) => { clear(err); err.append(note(e.message, 'error')); }),
+    // A user's stream carries only their own jobs: a list that may hold others' is also
+    // read every 5 s (live.js).
+    partial: !hearsAllJobs(ctx.session) && user !== me,
   };
 }

@@ -4,7 +4,9 @@
 // (a server without it, a proxy that cuts it, a reconnect in progress). Events are
 // coalesced: a burst of job changes refreshes the view once, and a view is read again at
 // most every 2 s however busy the pool. The stream replays nothing, so a reconnect reads
-// the view again.
+// the view again. A user's stream carries only their own jobs: a view that lists others'
+// (all jobs, another user's job) says so with setPartial, and is then also read every 5 s,
+// the header saying "Live for your jobs, others every 5 s" rather than claiming Live.
 import {session} from './api.js';
 
 const POLL_MS = 5000;
@@ -19,6 +21,8 @@ export const live = {
   last: 0,
   opened: false,
   mode: '',
+  partial: false,
+  partialTimer: null,
 
   start() {
     if (this.es || this.poll) return;
@@ -29,6 +33,7 @@ export const live = {
     this.es = es;
     const kick = (e) => this.changed(e);
     for (const kind of ['job', 'node', 'queue']) es.addEventListener(kind, kick);
+    this.syncPartial();
     es.onopen = () => {
       this.stopPolling();
       this.show('live');
@@ -50,11 +55,31 @@ export const live = {
     if (this.poll) return;
     this.show('polling');
     this.poll = setInterval(() => this.changed(null), POLL_MS);
+    this.syncPartial();
+  },
+
+  // Whether the view in front has changes the stream does not carry to this token.
+  setPartial(on) {
+    this.partial = !!on;
+    this.syncPartial();
+    this.show(this.mode);
+  },
+
+  // The 5 s reads of a partial view: while it listens to a stream, not while it polls
+  // (the poll reads the view anyway) nor while stopped.
+  syncPartial() {
+    const want = this.partial && !!this.es && !this.poll;
+    if (want && !this.partialTimer) this.partialTimer = setInterval(() => this.changed(null), POLL_MS);
+    if (!want && this.partialTimer) {
+      clearInterval(this.partialTimer);
+      this.partialTimer = null;
+    }
   },
 
   stopPolling() {
     if (this.poll) clearInterval(this.poll);
     this.poll = null;
+    this.syncPartial();
   },
 
   stop() {
@@ -62,6 +87,7 @@ export const live = {
     this.es = null;
     this.opened = false;
     this.stopPolling();
+    this.syncPartial();
     this.show('');
   },
 
@@ -81,8 +107,11 @@ export const live = {
   show(mode) {
     this.mode = mode;
     const el = document.getElementById('live');
-    if (el) el.textContent = mode === 'live' ? 'Live' : mode === 'polling' ? 'Updating every 5 s' : '';
-    if (el) el.dataset.mode = mode;
+    if (!el) return;
+    el.textContent = mode === 'live' ? (this.partial ? 'Live for your jobs, others every 5 s' : 'Live')
+      : mode === 'polling' ? 'Updating every 5 s' : '';
+    el.dataset.mode = mode;
+    el.dataset.partial = this.partial && mode === 'live' ? '1' : '';
   },
 };
 

@@ -2,7 +2,7 @@
 // One node: its state and reason, each GPU (health, reason, mode, MIG instances, use) and
 // the jobs on it, read job by job from the ids its GPUs list.
 import {api, ApiError} from './api.js';
-import {h, clear, fmtTime, fmtNum, facts, note, table, stateBadge} from './dom.js';
+import {h, clear, fmtTime, fmtNum, facts, note, table, stateBadge, labelList} from './dom.js';
 import {classify, describe} from './fleet.js';
 
 export async function render(main, params) {
@@ -24,7 +24,8 @@ export async function render(main, params) {
       h('h1', {}, `Node ${n.name}`),
       facts([['State', stateBadge(n.state)], ['Reason', n.reason || '—'], ['Model', n.model || '—'],
         ['GPUs', String(n.gpus)], ['CPUs', fmtNum(n.cpus)], ['Memory', `${fmtNum(n.mem_mib)} MiB`],
-        ['Capacity', n.capacity || '—'], ['Conditions', (n.conditions || []).join(', ') || 'none'],
+        ['Capacity', n.capacity || '—'], ['Labels', labelList(n.labels, {id: 'node-labels'})],
+        ['Conditions', (n.conditions || []).join(', ') || 'none'],
         ['Last heartbeat', fmtTime(n.last_heartbeat)]]),
       h('h2', {}, 'GPUs'),
       table(null, ['GPU', 'UUID', 'State', 'Health', 'Reason', 'Mode', 'MIG', 'Use', 'Memory used', 'Jobs'],

@@ -65,6 +65,9 @@ export async function render(main, params, ctx) {
     }
     const cols = r.columns || [];
     const keys = cols.filter((c) => BY.includes(c) || c === 'period' || c === 'kind');
+    // A fraction's job may keep more of its GPU busy than its share (no compute cap
+    // without MPS): say so where the table shows it, as `gpool report` does.
+    const over = (r.rows || []).some((row) => typeof row.efficiency === 'number' && row.efficiency > 1.0005);
     const label = (row) => keys.filter((k) => k !== 'period' || r.step !== 'none').map((k) => row[k] === null ? '—' : row[k]).join(' · ');
     const measure = kind === 'cost' && cols.includes('cost') ? 'cost' : kind === 'efficiency' ? 'efficiency' : 'gpu_hours';
     clear(out).append(
@@ -74,7 +77,10 @@ export async function render(main, params, ctx) {
       h('div', {class: 'scroll'}, h('table', {id: 'report-table'},
         h('thead', {}, h('tr', {}, cols.map((c) => h('th', {scope: 'col'}, c)))),
         h('tbody', {}, (r.rows || []).map((row) => h('tr', {}, cols.map((c) => h('td', {class: typeof row[c] === 'number' ? 'num' : ''},
-          typeof row[c] === 'number' ? fmtNum(row[c], 3) : row[c] === null ? '—' : String(row[c])))))))));
+          typeof row[c] === 'number' ? fmtNum(row[c], 3) : row[c] === null ? '—' : String(row[c])))))))),
+      over ? h('p', {id: 'report-over', class: 'muted'}, 'Efficiency over 1: jobs holding part of a GPU (a fraction or a ' +
+        'time-slice replica) kept more of its SMs busy than their part. Without MPS a fraction caps memory, not ' +
+        'compute, so a job uses the SMs its neighbours leave idle.') : null);
   }
   await load();
   return {};

@@ -134,7 +134,7 @@ static const char advise_usage[] =
     "    idle_week    GPU-hours held but unused, by queue and user\n"
     "    quota        queues whose jobs wait for GPUs, or that leave their quota idle (admins)\n"
     "    utilisation  the fleet's allocation against the 70-90% band (admins)\n"
-    "  --queue Q     a queue and its sub-queues      --user U  one user (admins)\n"
+    "  --queue Q     a queue and its sub-queues (no fleet band)  --user U  one user (admins)\n"
     "  --name N      jobs of this name only\n"
     "  --from T, --to T  the period: RFC 3339, a date or Unix seconds; default the last 7 days\n"
     "  --headroom H  margin over the measured use: 0.2 or 20% (default), 0 to 4\n"

@@ -56,16 +56,33 @@ static int word(void *arg, const char *w) {
   return 0;
 }
 
-/* A cell for people: hours and kWh with two decimals, efficiency in percent, periods as
- * dates when they start at midnight, "-" for null. */
-static void cell(const char *column, json_t *v, char *out, size_t cap) {
-  if (json_is_null(v) || !v) {
+/* A time for people: the date alone at midnight. */
+static void when(const char *s, char *out, size_t cap) {
+  if (strlen(s) == 20 && strcmp(s + 10, "T00:00:00Z") == 0) snprintf(out, cap, "%.10s", s);
+  else snprintf(out, cap, "%s", s);
+}
+
+/* A cell for people: hours and kWh with two decimals, efficiency in percent, "-" for null.
+ * The period is the range the row covers ("2026-01-01 to 2026-02-01"), from the report's
+ * start where the step began before it, so no row reads as one day's use. */
+static void cell(const char *column, json_t *row, const json_t *answer, char *out, size_t cap) {
+  json_t *v = json_object_get(row, column);
+  if (strcmp(column, "period") == 0 && json_is_string(v)) {
+    const char *start = json_string_value(v), *from = json_string_value(json_object_get(answer, "from"));
+    const char *end = json_string_value(json_object_get(row, "period_end"));
+    char a[32], b[32];
+    /* RFC 3339 in UTC ("...Z") sorts as text. */
+    when(from && strcmp(from, start) > 0 ? from : start, a, sizeof a);
+    if (!end) {
+      snprintf(out, cap, "%s", a);
+      return;
+    }
+    when(end, b, sizeof b);
+    snprintf(out, cap, "%s to %s", a, b);
+  } else if (json_is_null(v) || !v) {
     snprintf(out, cap, "-");
   } else if (json_is_string(v)) {
-    const char *s = json_string_value(v);
-    if (strcmp(column, "period") == 0 && strlen(s) == 20 && strcmp(s + 10, "T00:00:00Z") == 0)
-      snprintf(out, cap, "%.10s", s);
-    else snprintf(out, cap, "%s", s);
+    snprintf(out, cap, "%s", json_string_value(v));
   } else if (strcmp(column, "efficiency") == 0) {
     snprintf(out, cap, "%.1f%%", json_number_value(v) * 100);
   } else {
@@ -75,17 +92,22 @@ static void cell(const char *column, json_t *v, char *out, size_t cap) {
 
 static void print_table(json_t *answer) {
   json_t *cols = json_object_get(answer, "columns"), *rows = json_object_get(answer, "rows");
-  size_t n = json_array_size(cols);
-  if (n == 0 || n > 32) return;
-  const char *head[32];
+  size_t n_all = json_array_size(cols);
+  if (n_all == 0 || n_all > 32) return;
+  /* The period's end shows inside the PERIOD cell, not as a column of its own. */
+  const char *names[32], *head[32];
   char upper[32][32];
-  for (size_t i = 0; i < n; i++) {
+  size_t n = 0;
+  for (size_t i = 0; i < n_all; i++) {
     const char *c = json_string_value(json_array_get(cols, i));
+    if (!c || strcmp(c, "period_end") == 0) continue;
     size_t k = 0;
-    for (; c && c[k] && k < sizeof upper[i] - 1; k++)
-      upper[i][k] = (char)(c[k] >= 'a' && c[k] <= 'z' ? c[k] - 32 : c[k]);
-    upper[i][k] = '\0';
-    head[i] = upper[i];
+    for (; c[k] && k < sizeof upper[n] - 1; k++)
+      upper[n][k] = (char)(c[k] >= 'a' && c[k] <= 'z' ? c[k] - 32 : c[k]);
+    upper[n][k] = '\0';
+    names[n] = c;
+    head[n] = upper[n];
+    n++;
   }
   printf("%s report, %s to %s", json_string_value(json_object_get(answer, "kind")),
          json_string_value(json_object_get(answer, "from")),
@@ -96,20 +118,27 @@ static void print_table(json_t *answer) {
   gp_table *t = gp_table_new((int)n, head);
   static char cells[32][256];
   const char *row_cells[32];
+  bool over = false;
   size_t k;
   json_t *row;
   json_array_foreach(rows, k, row) {
     for (size_t i = 0; i < n; i++) {
-      const char *c = json_string_value(json_array_get(cols, i));
-      cell(c ? c : "", json_object_get(row, c ? c : ""), cells[i], sizeof cells[i]);
+      cell(names[i], row, answer, cells[i], sizeof cells[i]);
       row_cells[i] = cells[i];
     }
+    json_t *e = json_object_get(row, "efficiency");
+    if (json_is_number(e) && json_number_value(e) > 1.0005) over = true;
     gp_table_add(t, row_cells);
   }
   gp_table_print(t, stdout);
   gp_table_free(t);
   json_t *fleet = json_object_get(answer, "fleet_cost");
   if (json_is_number(fleet)) printf("fleet cost: %.2f\n", json_number_value(fleet));
+  if (over)
+    printf("EFFICIENCY over 100%%: jobs holding part of a GPU (a fraction or a time-slice "
+           "replica) kept more of its SMs busy than their part: without MPS a fraction caps "
+           "memory, not compute, so a job uses the SMs its neighbours leave idle "
+           "(docs/accounting.md)\n");
 }
 
 static void print_csv(const json_t *answer) {

@@ -2,6 +2,7 @@
 /* The advice engine's intake (advice.h): each interval is clipped to the period and added to
  * its job's, its (queue, user)'s and the fleet's sums; runs and idle jobs are kept for the
  * join at finish, which turns the sums into items. Nothing is kept per interval. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -96,6 +97,7 @@ void gp_advice_free(gp_advice *a) {
   free(a->queue_ids);
   free(a->runs);
   free(a->now_idle);
+  free(a->up);
   free(a->items);
   gp_arena_free(a->arena);
   free(a);
@@ -153,6 +155,9 @@ void gp_advice_add_node(gp_advice *a, const gp_ledger_node_iv *iv) {
   if (a->finished || iv->state != GP_LEDGER_UP || iv->gpus <= 0 || !clip(a, &s, &e)) return;
   double gpu_s = (double)(e - s) * iv->gpus, cost = 0;
   a->up_gpu_s += gpu_s;
+  gp_xgrow((void **)&a->up, &a->cap_up, a->n_up + 2, sizeof *a->up);
+  a->up[a->n_up++] = (gp__ledger_adv_up){s, iv->gpus};
+  a->up[a->n_up++] = (gp__ledger_adv_up){e, -iv->gpus};
   if (price(a, intern_near(a, &a->last_model, iv->model), iv->capacity, s, e, iv->gpus, &cost))
     a->up_cost += cost;
   else a->up_cost_unknown = true;
@@ -264,6 +269,20 @@ void gp_advice_add_idle(gp_advice *a, const gp_advice_idle *j) {
   c->user = gp_arena_strdup(a->arena, j->user ? j->user : "");
   c->queue = gp_arena_strdup(a->arena, j->queue ? j->queue : "");
   c->model = gp_arena_strdup(a->arena, j->model ? j->model : "");
+}
+
+const char *gp__ledger_adv_num(gp_advice *a, double v) {
+  if (!isfinite(v)) return "?";
+  double m = fabs(v);
+  int dec = m > 0 && m < 100 ? 2 - (int)floor(log10(m)) : 0;
+  if (dec > 6) dec = 6;
+  char *buf = gp_arena_printf(a->arena, "%.*f", dec, v);
+  if (strchr(buf, '.')) {
+    size_t n = strlen(buf);
+    while (buf[n - 1] == '0') buf[--n] = '\0';
+    if (buf[n - 1] == '.') buf[--n] = '\0';
+  }
+  return strcmp(buf, "-0") == 0 ? "0" : buf;
 }
 
 gp_advice_item *gp__ledger_adv_item(gp_advice *a, gp_advice_kind kind) {

@@ -11,8 +11,10 @@
  *   checkpoint interval in one go, priced at the model's spot rate.
  * - idle_week: GPU-hours held but not used, by queue and user (known use only).
  * - idle_now: running jobs idle now (the caller says which).
- * - quota: per queue, the GPU-hours its jobs waited against the quota it left idle.
- * - utilisation: the fleet's allocated GPU-hours against its up GPU-hours (the 70-90% band).
+ * - quota: per queue, the GPU-hours its jobs waited against the quota it left idle; its
+ *   deserved GPUs count only while the fleet had GPUs up, and never more than were up.
+ * - utilisation: the fleet's allocated GPU-hours against its up GPU-hours (the 70-90% band);
+ *   not with a queue filter, whose allocation is not the fleet's.
  *
  * Inputs may come in any order; finish joins them. Pure: no I/O, no clock, no threads. One
  * advice is used by one thread. */
@@ -34,7 +36,7 @@
 #define GP_ADVICE_BAND_LOW 0.70          /* a healthy fleet's allocated share of its up GPUs */
 #define GP_ADVICE_BAND_HIGH 0.90
 #define GP_ADVICE_MAX_ITEMS 1000         /* per answer, the largest savings first */
-#define GP_ADVICE_MAX_EVIDENCE 8
+#define GP_ADVICE_MAX_EVIDENCE 12
 
 typedef enum gp_advice_kind { GP_ADVICE_RIGHT_SIZE, GP_ADVICE_SPOT, GP_ADVICE_IDLE_NOW,
   GP_ADVICE_IDLE_WEEK, GP_ADVICE_QUOTA, GP_ADVICE_UTILISATION } gp_advice_kind;
@@ -74,7 +76,8 @@ typedef struct gp_advice_run {
   int64_t last_checkpoint_at;    /* 0: never checkpointed */
   int64_t submitted_at, started_at;
   int64_t peak_mem_mib;          /* < 0: unknown */
-  double avg_sm_util_pct;        /* of its share; < 0: unknown */
+  double avg_sm_util_pct;        /* as the agent measures it: of the MIG instance for a slice,
+                                    of the whole GPU otherwise (a fraction too); < 0: unknown */
 } gp_advice_run;
 
 /* A running job idle now. */

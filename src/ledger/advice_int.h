@@ -47,6 +47,13 @@ typedef struct gp__ledger_adv_queue {
   bool seen;
 } gp__ledger_adv_queue;
 
+/* A change in the fleet's up GPUs: +gpus where a node's up interval starts, -gpus where it
+ * ends (quota counts a queue's deserved GPUs only while the fleet had them up). */
+typedef struct gp__ledger_adv_up {
+  int64_t t;
+  int gpus;
+} gp__ledger_adv_up;
+
 /* A run kept for the join at finish (strings interned). */
 typedef struct gp__ledger_adv_run {
   int64_t job;
@@ -82,6 +89,8 @@ struct gp_advice {
   size_t n_now_idle, cap_now_idle;
   double up_gpu_s, up_cost, alloc_gpu_s, used_gpu_s, known_gpu_s;
   bool up_cost_unknown;
+  gp__ledger_adv_up *up;            /* the up intervals' edges, for quota */
+  size_t n_up, cap_up;
   gp_advice_item *items;
   size_t n_items, cap_items;
   bool finished;
@@ -104,6 +113,10 @@ typedef struct gp__ledger_adv_fit {
 bool gp__ledger_adv_fit_find(const gp_advice *a, const char *model, gp_capacity c, int64_t at,
                              double cur_share, double need_mem_mib, double need_gpu,
                              gp__ledger_adv_fit *ret);
+
+/* v with three significant digits and no trailing zeros ("672", "12.3", "0.03"), in a's
+ * arena: a sentence never says 0.0 GPU-hours beside a table that shows 0.03. */
+const char *gp__ledger_adv_num(gp_advice *a, double v);
 
 /* A new item (zeroed, kind set) in a's list. */
 gp_advice_item *gp__ledger_adv_item(gp_advice *a, gp_advice_kind kind);

@@ -35,6 +35,8 @@ static const char *str(const gp_advice *a, int32_t id) {
   return id >= 0 && (size_t)id < a->strs.n ? a->strs.names[id] : "";
 }
 
+#define N(v) gp__ledger_adv_num(a, (v))
+
 /* "the last 10 runs of `train` (alice)" or "job 42 (alice)". */
 static char *subject(gp_advice *a, const group *g, int runs) {
   const char *name = str(a, g->first->name), *user = str(a, g->first->user);
@@ -67,7 +69,12 @@ static void right_size(gp_advice *a, const group *g) {
   if (!(cur > 0)) return;
   double h = a->p.headroom;
   double need_mem = (double)g->peak_mem_mib * (1 + h);
-  double need_gpu = g->max_util_pct / 100.0 * cur * (1 + h);
+  /* The agent's SM figure is a share of what the process can see: the MIG instance for a
+   * slice (its busy time is scaled by the slice's part of the GPU in sm_busy_gpu_s), but the
+   * whole GPU for a fraction, whose processes run on the whole device. So a 0.5 fraction at
+   * 60% SM needs 0.6 of a GPU (0.72 with headroom), not 0.3. */
+  double whole_gpus = r->mig >= 0 ? g->max_util_pct / 100.0 * cur : g->max_util_pct / 100.0;
+  double need_gpu = whole_gpus * (1 + h);
   gp__ledger_adv_fit fit;
   if (!gp__ledger_adv_fit_find(a, model, g->job->capacity, g->last_start, cur, need_mem, need_gpu, &fit))
     return;
@@ -88,10 +95,15 @@ static void right_size(gp_advice *a, const group *g) {
     it->cost_known = a->p.prices && !g->cost_unknown;
   }
   double less = (1 - fit.ratio) * 100;
+  /* A fraction's SM figure is the whole GPU's: said so, lest 60% of a 0.50 share read as
+   * 0.30 of a GPU. */
+  const char *sm = r->gpu_milli > 0 && r->mig < 0
+                       ? gp_arena_printf(a->arena, "%.0f%% of the whole GPU's SM, holding %s",
+                                         g->max_util_pct, held(a, g, model))
+                       : gp_arena_printf(a->arena, "%.0f%% SM of %s", g->max_util_pct, held(a, g, model));
   it->message = gp_arena_printf(
-      a->arena, "%s peaked at %.1f GiB and %.0f%% SM of %s: `%s` would cost %.0f%% less%s",
-      subject(a, g, g->runs), (double)g->peak_mem_mib / MIB_PER_GIB, g->max_util_pct,
-      held(a, g, model), fit.flag, less,
+      a->arena, "%s peaked at %.1f GiB and %s: `%s` would cost %.0f%% less%s",
+      subject(a, g, g->runs), (double)g->peak_mem_mib / MIB_PER_GIB, sm, fit.flag, less,
       fit.model_change ? " (if it runs fast enough on that model)" : "");
   gp__ledger_adv_evidence(it, "runs", g->runs);
   gp__ledger_adv_evidence(it, "peak_mem_mib", (double)g->peak_mem_mib);
@@ -99,6 +111,7 @@ static void right_size(gp_advice *a, const group *g) {
   gp__ledger_adv_evidence(it, "headroom_pct", h * 100);
   gp__ledger_adv_evidence(it, "gpu_hours", gpu_h);
   gp__ledger_adv_evidence(it, "share", cur);
+  gp__ledger_adv_evidence(it, "needed_share", need_gpu);
   gp__ledger_adv_evidence(it, "advised_share", fit.share);
   gp__ledger_adv_evidence(it, "less_pct", less);
 }
@@ -117,15 +130,15 @@ static void spot(gp_advice *a, const group *g) {
   double gpu_h = g->nonspot_gpu_s / 3600.0;
   if (priced && g->nonspot_cost > 0)
     it->message = gp_arena_printf(
-        a->arena, "%s checkpointed, requeues, and held %.1f GPU-hours of non-spot capacity for up "
-        "to %.1f h in one go: on spot it would cost %.0f%% less",
-        subject(a, g, g->spot_runs), gpu_h, (double)g->longest_nonspot_s / 3600.0,
+        a->arena, "%s checkpointed, requeues, and held %s GPU-hours of non-spot capacity for up "
+        "to %s h in one go: on spot it would cost %.0f%% less",
+        subject(a, g, g->spot_runs), N(gpu_h), N((double)g->longest_nonspot_s / 3600.0),
         saving / g->nonspot_cost * 100);
   else
     it->message = gp_arena_printf(
-        a->arena, "%s checkpointed, requeues, and held %.1f GPU-hours of non-spot capacity for up "
-        "to %.1f h in one go: it could run on spot capacity",
-        subject(a, g, g->spot_runs), gpu_h, (double)g->longest_nonspot_s / 3600.0);
+        a->arena, "%s checkpointed, requeues, and held %s GPU-hours of non-spot capacity for up "
+        "to %s h in one go: it could run on spot capacity",
+        subject(a, g, g->spot_runs), N(gpu_h), N((double)g->longest_nonspot_s / 3600.0));
   gp__ledger_adv_evidence(it, "runs", g->spot_runs);
   gp__ledger_adv_evidence(it, "gpu_hours", gpu_h);
   gp__ledger_adv_evidence(it, "longest_run_s", (double)g->longest_nonspot_s);

@@ -58,6 +58,8 @@ typedef struct gp_ledger_params {
 typedef struct gp_ledger_row {
   gp_ledger_row_kind kind;
   int64_t period_start;             /* the step's start (from, when no step) */
+  int64_t period_end;               /* where the row's time ends: the next step's start or
+                                       to, whichever comes first (exclusive) */
   const char *queue, *user, *model, *capacity, *node;   /* NULL: not grouped (or not applicable) */
   int64_t job;                      /* 0: not grouped */
   double gpu_s;                     /* allocated GPU-seconds × share (capacity-seconds for idle rows) */

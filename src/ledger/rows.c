@@ -181,6 +181,7 @@ static void add_rows(gp_ledger_report *r, const gp__ledger_map *m, bool drop_que
     memset(row, 0, sizeof *row);
     row->kind = (gp_ledger_row_kind)k->kind;
     row->period_start = r->periods.label[k->period];
+    row->period_end = r->periods.bound[k->period + 1];
     row->queue = k->queue >= 0 && !drop_queue ? r->queues.names[k->queue] : NULL;
     row->user = k->user >= 0 ? r->users.names[k->user] : NULL;
     row->model = k->model >= 0 ? r->models.names[k->model] : NULL;

@@ -166,6 +166,16 @@ static void copy_idle(const gp_srv_state *s, gp_srv_advice *adv, int64_t now) {
   }
 }
 
+/* Whether `name` is a queue or the parent of one. */
+static bool queue_known(const gp_srv_state *s, const char *name) {
+  size_t n = strlen(name);
+  for (int i = 0; i < s->n_queues; i++) {
+    const char *q = s->queues[i] ? s->queues[i]->name : NULL;
+    if (q && strncmp(q, name, n) == 0 && (q[n] == '\0' || q[n] == '/')) return true;
+  }
+  return false;
+}
+
 void gp__srv_advice_route(gp_srv_state *s, gp_srv_req *r, int64_t now) {
   if (strcmp(r->method, "GET") != 0) {
     gp__srv_reply_error(r, 405, "method_not_allowed", NULL, "use GET on /v1/advice");
@@ -177,6 +187,13 @@ void gp__srv_advice_route(gp_srv_state *s, gp_srv_req *r, int64_t now) {
   int rc = gp__srv_advice_query(r->query, now, &q, &err);
   if (rc) {
     gp__srv_reply_err(r, rc, &err);
+    return;
+  }
+  /* A queue filter names a queue of the pool (or a parent of some): a misspelt one would
+   * otherwise answer "nothing to advise", which reads as a clean bill. */
+  if (q.queue && !queue_known(s, q.queue)) {
+    gp__srv_reply_error(r, 400, "invalid_argument", "queue",
+                        "no queue \"%.128s\" in this pool (gpool queues lists them)", q.queue);
     return;
   }
   if (!admin && q.user && strcmp(q.user, r->user) != 0) {

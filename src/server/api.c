@@ -835,6 +835,7 @@ int gp__srv_api_handle(gp_srv_state *s, gp_srv_req *r, int64_t now_s, int64_t no
     gp__srv_reply_error(r, 403, "permission_denied", NULL, "a viewer token is read-only");
     return 0;
   }
+  if (strcmp(p, "/v1/whoami") == 0) return gp__srv_whoami_route(s, r);
   if (strcmp(p, "/v1/jobs") == 0) return jobs_route(s, r, "", now_s, err);
   if (strncmp(p, "/v1/jobs/", 9) == 0) return jobs_route(s, r, p + 9, now_s, err);
   if (strcmp(p, "/v1/nodes") == 0) return nodes_route(s, r, "", now_s, err);

@@ -16,16 +16,17 @@
 
 typedef enum col {
   C_QUEUE, C_USER, C_MODEL, C_CAPACITY, C_NODE, C_JOB, /* the group keys, in gp_ledger_group order */
-  C_PERIOD, C_KIND, C_GPU_HOURS, C_USED_GPU_HOURS, C_EFFICIENCY, C_ENERGY_KWH, C_COST,
+  C_PERIOD, C_PERIOD_END, C_KIND, C_GPU_HOURS, C_USED_GPU_HOURS, C_EFFICIENCY, C_ENERGY_KWH, C_COST,
   C_IDLE_SHARE_COST, C_N
 } col;
 
 static const char *const col_names[C_N] = {
     "queue",  "user", "model",     "capacity",       "node",       "job",        "period",
-    "kind",   "gpu_hours", "used_gpu_hours", "efficiency", "energy_kwh", "cost",
+    "period_end", "kind", "gpu_hours", "used_gpu_hours", "efficiency", "energy_kwh", "cost",
     "idle_share_cost"};
 
-/* The figures each kind shows after the keys, the period and the row kind. */
+/* The figures each kind shows after the keys, the period (its start and end) and the row
+ * kind. */
 static const col usage_cols[] = {C_GPU_HOURS, C_USED_GPU_HOURS, C_EFFICIENCY, C_ENERGY_KWH, C_N};
 static const col cost_cols[] = {C_GPU_HOURS,  C_USED_GPU_HOURS, C_EFFICIENCY,
                                 C_ENERGY_KWH, C_COST,           C_IDLE_SHARE_COST, C_N};
@@ -67,6 +68,7 @@ static int columns(const gp_srv_report_query *q, col out[C_N]) {
   for (int c = C_QUEUE; c <= C_JOB; c++)
     if (q->group & (1u << c)) out[n++] = (col)c;
   out[n++] = C_PERIOD;
+  out[n++] = C_PERIOD_END;
   out[n++] = C_KIND;
   const col *figs = q->kind == GP_SRV_REPORT_USAGE  ? usage_cols
                     : q->kind == GP_SRV_REPORT_COST ? cost_cols
@@ -115,6 +117,9 @@ static json_t *value(const gp_srv_report *rep, const gp_ledger_row *row, col c) 
     return json_string(buf);
   case C_PERIOD:
     gp_format_time(row->period_start, buf);
+    return json_string(buf);
+  case C_PERIOD_END:
+    gp_format_time(row->period_end, buf);
     return json_string(buf);
   case C_KIND: return json_string(row_kind_name(row->kind));
   case C_GPU_HOURS: return json_real(row->gpu_s / 3600);

@@ -120,6 +120,8 @@ bool gp__srv_intake_target_ok(const char *raw, gp_srv_bad *bad);
 /* GET /metrics body (Prometheus text). */
 char *gp__srv_metrics_text(const gp_srv_state *s);
 
+/* whoami.c: GET /v1/whoami, the token's user and role. */
+int gp__srv_whoami_route(gp_srv_state *s, gp_srv_req *r);
 /* prices.c: GET, PUT and DELETE /v1/prices. */
 int gp__srv_prices_route(gp_srv_state *s, gp_srv_req *r, gp_err *err);
 /* POST /v1/nodes/{name}/interrupt (interrupt.c). */

@@ -4,6 +4,7 @@
  * giving no advice, spot only for checkpointing requeueable jobs, idle sums by queue and
  * user, quota and the utilisation band, the user filter and bad parameters. */
 #include "ledger/advice.h"
+#include "ledger/advice_int.h"
 
 #include "test.h"
 
@@ -46,7 +47,10 @@ static void ran(gp_advice *a, int64_t job, const char *name, const char *user, c
                 gp_capacity cap, double share, int64_t start, double hours, int gpus, int milli,
                 const char *mig, int64_t peak_mib, double util_pct) {
   int64_t end = start + (int64_t)(hours * H);
-  double used = util_pct < 0 ? -1 : util_pct / 100.0 * share * (double)(end - start);
+  /* As the agent measures it: SM use of the MIG slice, or of the whole GPU (a fraction's
+   * processes run on the whole device). */
+  double part = milli > 0 ? 1.0 : share;
+  double used = util_pct < 0 ? -1 : util_pct / 100.0 * part * (double)(end - start);
   gp_ledger_job_iv iv = {job, 1, "org/a", user, "n1", model, cap, share, start, end, used, -1};
   gp_advice_add_interval(a, &iv);
   gp_advice_run r = {.job = job, .name = name, .user = user, .queue = "org/a", .tasks = 1,
@@ -360,8 +364,102 @@ static void bad_parameters_are_named(void) {
   }
 }
 
+/* A fraction's SM figure is the whole GPU's, as the agent reports it: a 0.5 job at 60% SM
+ * needs 0.6 of a GPU, 0.72 with headroom, so it is not told to shrink (it was, to 0.40, when
+ * 60% was read as 60% of its half); a 0.5 job at 20% needs 0.24: 0.25, not 0.20. */
+static void a_fractions_sm_is_a_share_of_the_whole_gpu(void) {
+  gp_advice_params p = params(NULL);
+  gp_advice *a = gp_advice_new(&p);
+  ran(a, 1, "busy", "bob", "L40S-48GB", GP_CAP_ON_DEMAND, 0.5, T0, 10, 0, 500, NULL, 8 * GIB, 60);
+  ran(a, 2, "light", "bob", "L40S-48GB", GP_CAP_ON_DEMAND, 0.5, T0, 10, 0, 500, NULL, 8 * GIB, 20);
+  int n = 0;
+  const gp_advice_item *items = items_of(a, &n);
+  CHECK_EQ_INT(1, count(items, n, GP_ADVICE_RIGHT_SIZE));
+  const gp_advice_item *it = find(items, n, GP_ADVICE_RIGHT_SIZE);
+  REQUIRE(it);
+  CHECK_EQ_STR("light", it->name);
+  CHECK_EQ_STR("--gpu-fraction 0.25", it->suggestion);
+  NEAR(0.24, evidence(it, "needed_share"));
+  NEAR(50, evidence(it, "less_pct")); /* the last figure, after needed_share, still there */
+  NEAR(5 * (1 - 0.25 / 0.5), it->saving_gpu_h);
+  CHECK(strstr(it->message, "20% of the whole GPU's SM, holding 0.50 of L40S-48GB"));
+  gp_advice_free(a);
+}
+
+/* Deserved GPUs count only while the fleet had GPUs up, and never more than were up: over a
+ * week, n2 (2 GPUs) up for the last 3 h and n1 (8) for the last hour give org/b (4
+ * deserved, unused) 2 x 2 + 4 x 1 = 8 GPU-hours, not 4 x 168 = 672. A queue filter keeps
+ * the quota of that queue and drops the fleet's band, which its allocation is not. */
+static void quota_counts_only_while_the_fleet_was_up(void) {
+  gp_advice_queue queues[] = {{"org/a", 1}, {"org/b", 4}};
+  gp_advice_params p = params(NULL);
+  p.fleet = true;
+  p.n_queues = 2;
+  p.queues = queues;
+  for (int filtered = 0; filtered < 2; filtered++) {
+    p.queue = filtered ? "org/b" : NULL;
+    gp_advice *a = gp_advice_new(&p);
+    gp_ledger_node_iv n2 = {"n2", "A100-80GB", GP_CAP_ON_DEMAND, 2, GP_LEDGER_UP, p.to - 3 * H, p.to};
+    gp_ledger_node_iv n1 = {"n1", "A100-80GB", GP_CAP_ON_DEMAND, 8, GP_LEDGER_UP, p.to - H, p.to + H};
+    gp_advice_add_node(a, &n1);
+    gp_advice_add_node(a, &n2);
+    /* org/a keeps its one GPU busy while anything is up: no quota item for it. */
+    gp_ledger_job_iv iv = {1, 1, "org/a", "alice", "n2", "A100-80GB", GP_CAP_ON_DEMAND, 1.0,
+                           p.to - 3 * H, p.to, -1, -1};
+    gp_advice_add_interval(a, &iv);
+    int n = 0;
+    const gp_advice_item *items = items_of(a, &n);
+    CHECK_EQ_INT(1, count(items, n, GP_ADVICE_QUOTA));
+    const gp_advice_item *q = find(items, n, GP_ADVICE_QUOTA);
+    REQUIRE(q);
+    CHECK_EQ_STR("org/b", q->queue);
+    NEAR(8, evidence(q, "deserved_gpu_hours"));
+    NEAR(8, evidence(q, "idle_quota_gpu_hours"));
+    NEAR(3, evidence(q, "fleet_up_hours"));
+    NEAR(8, q->saving_gpu_h);
+    CHECK(strstr(q->message, "its 8 deserved GPU-hours (over the 3 h the fleet was up)"));
+    CHECK(strstr(q->message, "8 GPU-hours could be promised"));
+    CHECK_EQ_INT(filtered ? 0 : 1, count(items, n, GP_ADVICE_UTILISATION));
+    gp_advice_free(a);
+  }
+  /* No GPU up in the period: nothing promised, nothing to advise on quota. */
+  p.queue = NULL;
+  gp_advice *a = gp_advice_new(&p);
+  int n = 0;
+  const gp_advice_item *items = items_of(a, &n);
+  CHECK_EQ_INT(0, count(items, n, GP_ADVICE_QUOTA));
+  gp_advice_free(a);
+}
+
+/* Sentences carry the figures the table shows: 0.03 idle GPU-hours is "0.03", never "0.0". */
+static void small_figures_keep_their_digits(void) {
+  gp_advice_params p = params(NULL);
+  gp_advice *a = gp_advice_new(&p);
+  gp_ledger_job_iv iv = {1, 1, "org/a", "alice", "n1", "A100-80GB", GP_CAP_ON_DEMAND, 0.5,
+                         T0, T0 + 360, 0.02 * H, -1};
+  gp_advice_add_interval(a, &iv);
+  int n = 0;
+  const gp_advice_item *items = items_of(a, &n);
+  const gp_advice_item *it = find(items, n, GP_ADVICE_IDLE_WEEK);
+  REQUIRE(it);
+  NEAR(0.03, it->saving_gpu_h);
+  CHECK(strstr(it->message, "held 0.03 GPU-hours that sat idle: 60% of the 0.05 GPU-hours"));
+  gp_advice_free(a);
+  a = gp_advice_new(&p);
+  CHECK_EQ_STR("672", gp__ledger_adv_num(a, 672));
+  CHECK_EQ_STR("12.3", gp__ledger_adv_num(a, 12.345));
+  CHECK_EQ_STR("1.5", gp__ledger_adv_num(a, 1.5));
+  CHECK_EQ_STR("0.0312", gp__ledger_adv_num(a, 0.03123));
+  CHECK_EQ_STR("0", gp__ledger_adv_num(a, 0));
+  CHECK_EQ_STR("-2.5", gp__ledger_adv_num(a, -2.5));
+  CHECK_EQ_STR("0", gp__ledger_adv_num(a, 1e-12));
+  gp_advice_free(a);
+}
+
 GP_TESTS(a_recurring_job_fits_a_smaller_mig_profile, headroom_decides_the_profile,
          a_fraction_where_the_model_shares, a_cheaper_model_with_the_memory,
          unknown_use_gets_no_right_size,
          spot_for_checkpointing_requeueable_jobs, idle_week_sums_by_queue_and_user,
-         quota_and_the_utilisation_band, filters_and_idle_now, bad_parameters_are_named)
+         quota_and_the_utilisation_band, filters_and_idle_now, bad_parameters_are_named,
+         a_fractions_sm_is_a_share_of_the_whole_gpu, quota_counts_only_while_the_fleet_was_up,
+         small_figures_keep_their_digits)

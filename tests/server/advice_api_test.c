@@ -285,6 +285,37 @@ static void bad_parameters_get_400_naming_them(void) {
   tsrv_stop(&t);
 }
 
+/* Quota over a week in which the fleet (n1's 2 GPUs) was up 2 days: org/b's 4 deserved
+ * GPUs come to 2 GPUs x 48 h = 96 GPU-hours, not 4 x 168 = 672. Asking about org/b keeps its
+ * quota and leaves out the fleet's band (its allocation is not the fleet's); a queue the
+ * pool does not have is refused naming the parameter; a parent of some is a queue. */
+static void quota_counts_the_fleets_up_time_and_queues_are_checked(void) {
+  tsrv t = {0};
+  start(&t);
+  CHECK_EQ_INT(200, tsrv_req(&t, "GET", "/v1/advice?from=2026-01-01&to=2026-01-08", ADMIN, NULL));
+  json_t *q = NULL, *it;
+  size_t i;
+  json_array_foreach(items(&t), i, it) {
+    if (!strcmp(s_of(it, "kind"), "quota") && !strcmp(s_of(it, "queue"), "org/b")) q = it;
+  }
+  REQUIRE(q);
+  json_t *ev = json_object_get(q, "evidence");
+  CHECK_NEAR(96, json_number_value(json_object_get(ev, "deserved_gpu_hours")), 1e-6);
+  CHECK_NEAR(86, json_number_value(json_object_get(ev, "idle_quota_gpu_hours")), 1e-6);
+  CHECK(strstr(s_of(q, "message"), "over the 48 h the fleet was up"));
+  CHECK(item(&t, "utilisation", NULL) != NULL);
+  CHECK_EQ_INT(200, tsrv_req(&t, "GET", "/v1/advice?queue=org/b&from=2026-01-01&to=2026-01-08", ADMIN, NULL));
+  CHECK(item(&t, "quota", NULL) != NULL);
+  CHECK(item(&t, "utilisation", NULL) == NULL);
+  json_array_foreach(items(&t), i, it) CHECK_EQ_STR("org/b", s_of(it, "queue"));
+  CHECK_EQ_INT(400, tsrv_req(&t, "GET", "/v1/advice?queue=org/zzz&" RANGE, ADMIN, NULL));
+  CHECK_EQ_STR("queue", err_field(t.last));
+  CHECK_CONTAINS(json_string_value(json_object_get(json_object_get(t.last, "error"), "message")), "org/zzz");
+  CHECK_EQ_INT(400, tsrv_req(&t, "GET", "/v1/advice?queue=or&" RANGE, ALICE, NULL));
+  CHECK_EQ_INT(200, tsrv_req(&t, "GET", "/v1/advice?queue=org&" RANGE, ADMIN, NULL));
+  tsrv_stop(&t);
+}
+
 GP_TESTS(a_job_that_used_15_gib_is_advised_a_2g_slice, a_user_sees_only_their_own_advice,
          an_ended_jobs_use_outlives_it, a_job_idle_now_is_advised, the_cli_prints_the_advice,
-         bad_parameters_get_400_naming_them)
+         bad_parameters_get_400_naming_them, quota_counts_the_fleets_up_time_and_queues_are_checked)

@@ -2,7 +2,8 @@
 /* GET /v1/reports/{kind} and `gpool report` over a real SQLite store whose ledger holds
  * known intervals: the figures, the split by day, the user/admin split (a user sees only
  * their own rows, never the fleet's idle ones), CSV quoting of a user name with a comma and
- * quotes, the cut of a runaway `by=job`, and clear 400s naming the parameter at fault. */
+ * quotes and of names a spreadsheet would run as formulas, each row's period range, the
+ * table's word on efficiency over 100%, the cut of a runaway `by=job`, and clear 400s naming the parameter at fault. */
 #include <stdio.h>
 #include <sys/wait.h>
 
@@ -213,11 +214,12 @@ static void csv_quotes_a_name_with_a_comma_and_quotes(void) {
   gp_buf_init(&b, 0);
   CHECK_EQ_INT(200, get_text(&t, "/v1/reports/usage?by=user&format=csv&" RANGE, ADMIN, &b));
   REQUIRE(b.data);
-  static const char head[] = "user,period,kind,gpu_hours,used_gpu_hours,efficiency,energy_kwh\r\n";
+  static const char head[] =
+      "user,period,period_end,kind,gpu_hours,used_gpu_hours,efficiency,energy_kwh\r\n";
   CHECK(strncmp(b.data, head, strlen(head)) == 0);
-  CHECK_CONTAINS(b.data, "\r\nalice,2026-01-01T00:00:00Z,jobs,20,10,0.5,5\r\n");
-  CHECK_CONTAINS(b.data, "\r\nbob,2026-01-01T00:00:00Z,jobs,6,,,\r\n");
-  CHECK_CONTAINS(b.data, "\r\n\"smith, \"\"jr\"\"\",2026-01-01T00:00:00Z,jobs,4,1,0.25,\r\n");
+  CHECK_CONTAINS(b.data, "\r\nalice,2026-01-01T00:00:00Z,2026-01-03T00:00:00Z,jobs,20,10,0.5,5\r\n");
+  CHECK_CONTAINS(b.data, "\r\nbob,2026-01-01T00:00:00Z,2026-01-03T00:00:00Z,jobs,6,,,\r\n");
+  CHECK_CONTAINS(b.data, "\r\n\"smith, \"\"jr\"\"\",2026-01-01T00:00:00Z,2026-01-03T00:00:00Z,jobs,4,1,0.25,\r\n");
   gp_buf_done(&b);
   /* The CLI writes the same CSV from the JSON answer. */
   const char *bin = getenv("GPOOL_BIN");
@@ -233,7 +235,7 @@ static void csv_quotes_a_name_with_a_comma_and_quotes(void) {
     size_t n = fread(out, 1, sizeof out - 1, p);
     out[n] = '\0';
     CHECK_EQ_INT(0, pclose(p));
-    CHECK_CONTAINS(out, "\r\n\"smith, \"\"jr\"\"\",2026-01-01T00:00:00Z,jobs,4,1,0.25,\r\n");
+    CHECK_CONTAINS(out, "\r\n\"smith, \"\"jr\"\"\",2026-01-01T00:00:00Z,2026-01-03T00:00:00Z,jobs,4,1,0.25,\r\n");
     /* And a table for people. */
     snprintf(cmd, sizeof cmd,
              "'%s' report efficiency --by user --from 2026-01-01 --to 2026-01-03 "
@@ -357,7 +359,108 @@ static void reports_beyond_half_the_threads_are_turned_away(void) {
   tsrv_stop(&t);
 }
 
+/* Runs `gpool` with args against t and returns its stdout (static; "" without GPOOL_BIN). */
+static const char *cli(const tsrv *t, const char *args) {
+  static char out[8192];
+  out[0] = '\0';
+  const char *bin = getenv("GPOOL_BIN");
+  if (!bin) return out;
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd, "'%s' %s --server %s --token %s", bin, args, t->base, ADMIN);
+  FILE *p = popen(cmd, "r");
+  REQUIRE(p);
+  size_t n = fread(out, 1, sizeof out - 1, p);
+  out[n] = '\0';
+  CHECK_EQ_INT(0, pclose(p));
+  return out;
+}
+
+/* A user and a node whose names a spreadsheet would run as formulas (user names come from
+ * tokens, node names from agents): the CSV writes them as text behind a single quote,
+ * quoted, in the server's answer and in the CLI's. The fraction job kept 0.6 of the GPU
+ * busy on a 0.5 share: 120%, which the table explains. */
+static void csv_neutralises_formulas_and_over_100_is_explained(void) {
+  tsrv t = {0};
+  tsrv_make_dir(&t);
+  char path[300];
+  snprintf(path, sizeof path, "%s/gpool.db", t.dir);
+  gp_store *st = NULL;
+  gp_err e = {0};
+  REQUIRE(gp_store_sqlite_open(path, &st, &e) == 0);
+  REQUIRE(gp_store_begin(st, &e) == 0);
+  gp_store_node_interval n = {.node = "+n2", .model = "H100-80GB", .capacity = "on-demand",
+                              .state = "up", .gpus = 1, .start = JAN1};
+  REQUIRE(gp_store_open_node_interval(st, &n, &e) == 0);
+  REQUIRE(gp_store_close_node_interval(st, "+n2", JAN1 + 48 * H, &e) == 0);
+  gp_store_interval row = {.job_id = 7, .attempt = 1, .user = "=HYPERLINK(\"http://x/\",\"hi\")",
+                           .queue = "@q", .node = "+n2", .gpu_uuid = "GPU-n2-0",
+                           .model = "H100-80GB", .capacity = "on-demand", .share = 0.5,
+                           .start = JAN1};
+  REQUIRE(gp_store_open_interval(st, &row, &e) == 0);
+  REQUIRE(gp_store_set_interval_use(st, 7, "+n2", 0.6 * 2 * H, -1, &e) == 0);
+  REQUIRE(gp_store_close_intervals(st, 7, JAN1 + 2 * H, &e) == 0);
+  REQUIRE(gp_store_commit(st, &e) == 0);
+  gp_store_close(st);
+  tsrv_start(&t);
+  static const char want[] =
+      "\r\n\"'@q\",\"'=HYPERLINK(\"\"http://x/\"\",\"\"hi\"\")\",\"'+n2\","
+      "2026-01-01T00:00:00Z,2026-01-03T00:00:00Z,jobs,1,1.2,1.2,\r\n";
+  gp_buf b;
+  gp_buf_init(&b, 0);
+  CHECK_EQ_INT(200, get_text(&t, "/v1/reports/usage?by=queue,user,node&format=csv&" RANGE, ADMIN, &b));
+  REQUIRE(b.data);
+  CHECK_CONTAINS(b.data, want);
+  gp_buf_done(&b);
+  if (getenv("GPOOL_BIN")) {
+    CHECK_CONTAINS(cli(&t, "report usage --by queue,user,node --from 2026-01-01 --to 2026-01-03 -o csv"), want);
+    const char *table = cli(&t, "report usage --by user --from 2026-01-01 --to 2026-01-03");
+    CHECK_CONTAINS(table, "120.0%");
+    CHECK_CONTAINS(table, "EFFICIENCY over 100%");
+    CHECK_CONTAINS(table, "fraction");
+  }
+  tsrv_stop(&t);
+}
+
+/* Each row says the range it covers: period (the step's start) and period_end in the API;
+ * "start to end" in the table, from the report's own start when the step began before it. */
+static void rows_carry_their_periods_range(void) {
+  tsrv t = {0};
+  start(&t, 0);
+  CHECK_EQ_INT(200, tsrv_req(&t, "GET", "/v1/reports/usage?by=user&" RANGE, ADMIN, NULL));
+  json_t *a = user_row(&t, "alice");
+  REQUIRE(a);
+  CHECK_EQ_STR("2026-01-01T00:00:00Z", s_of(a, "period"));
+  CHECK_EQ_STR("2026-01-03T00:00:00Z", s_of(a, "period_end"));
+  CHECK_EQ_INT(200, tsrv_req(&t, "GET", "/v1/reports/usage?by=queue&step=day&from=2026-01-01T12:00:00Z&to=2026-01-02T06:00:00Z", ADMIN, NULL));
+  size_t i;
+  json_t *r;
+  int seen = 0;
+  json_array_foreach(rows(&t), i, r) {
+    if (strcmp(s_of(r, "queue"), "org/b")) continue;
+    if (!strcmp(s_of(r, "period"), "2026-01-01T00:00:00Z")) {
+      seen++;
+      CHECK_EQ_STR("2026-01-02T00:00:00Z", s_of(r, "period_end"));
+    }
+    if (!strcmp(s_of(r, "period"), "2026-01-02T00:00:00Z")) {
+      seen++;
+      CHECK_EQ_STR("2026-01-02T06:00:00Z", s_of(r, "period_end"));
+    }
+  }
+  CHECK_EQ_INT(2, seen);
+  if (getenv("GPOOL_BIN")) {
+    const char *out = cli(&t, "report usage --by user --from 2026-01-01 --to 2026-01-03");
+    CHECK_CONTAINS(out, "PERIOD");
+    CHECK_CONTAINS(out, "2026-01-01 to 2026-01-03");
+    CHECK(strstr(out, "PERIOD_END") == NULL);
+    out = cli(&t, "report usage --by queue --step day --from 2026-01-01T12:00:00Z --to 2026-01-02T06:00:00Z");
+    CHECK_CONTAINS(out, "2026-01-01T12:00:00Z to 2026-01-02");
+    CHECK_CONTAINS(out, "2026-01-02 to 2026-01-02T06:00:00Z");
+  }
+  tsrv_stop(&t);
+}
+
 GP_TESTS(a_running_job_counts_up_to_now, reports_beyond_half_the_threads_are_turned_away, usage_by_user_adds_up_each_users_gpu_hours, a_day_step_splits_an_interval_at_midnight,
          a_user_sees_only_their_own_rows_and_no_idle, efficiency_lists_the_worst_first,
          csv_quotes_a_name_with_a_comma_and_quotes, by_job_over_the_row_limit_is_cut_and_says_so,
-         bad_parameters_are_refused_naming_them)
+         bad_parameters_are_refused_naming_them, csv_neutralises_formulas_and_over_100_is_explained,
+         rows_carry_their_periods_range)

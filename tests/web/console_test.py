@@ -6,10 +6,15 @@
 # in the jobs list, sees a running job's GPU graphs drawn, cancels a job and sees it end,
 # sees a GPU drained by an injected Xid in the heatmap's text alternative, and checks that
 # another user's token neither shows that user the job's command nor lets them cancel it.
+# Also: the pending reason's raw clock value shown as a date; the login asks only for the
+# token and "Mine" works from the user the server names (GET /v1/whoami); a user's "All"
+# list, whose stream carries only their own jobs, says so and still shows another user's new
+# job; node labels on the node's page and in the nodes table.
 # Screenshots of each view go to $GP_BINARY_DIR/web-artifacts/.
 #   GPOOL_BIN=build/gpool GP_BINARY_DIR=build /usr/bin/python3 tests/web/console_test.py
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -23,7 +28,7 @@ import urllib.request
 GPOOL = os.environ.get('GPOOL_BIN') or sys.exit('GPOOL_BIN must point at the gpool binary')
 ART = os.path.join(os.environ.get('GP_BINARY_DIR', '.'), 'web-artifacts')
 CHROMEDRIVER = '/usr/bin/chromedriver'
-DEADLINE = time.monotonic() + 110  # the whole test, however it goes
+DEADLINE = time.monotonic() + 140  # the whole test, however it goes
 
 try:
     from selenium import webdriver
@@ -81,14 +86,20 @@ def job(i):
     return api('GET', f'/v1/jobs/{i}')[1]['job']
 
 
-def submit(token, name, gpus, command, queue='default'):
-    st, doc = api('POST', '/v1/jobs', token, {'name': name, 'gpus': gpus, 'command': command, 'workdir': DIR, 'queue': queue})
+def submit(token, name, gpus, command, queue='default', **more):
+    st, doc = api('POST', '/v1/jobs', token, {'name': name, 'gpus': gpus, 'command': command, 'workdir': DIR, 'queue': queue, **more})
     if st != 201:
         fail(f'submit {name}: {st} {doc}')
     return doc['job']['id']
 
 
+EXTRA = []  # processes this test started beside the pool
+
+
 def cleanup():
+    for p in EXTRA:
+        p.kill()
+        p.wait()
     subprocess.run([GPOOL, 'up', '--stop', '--data', os.path.join(DIR, 'pool')],
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=30)
     # The jobs run in their own sessions, with their cwd in DIR: end what is left of them.
@@ -155,11 +166,24 @@ def click(d, css, what):
     wait(what, lambda: d.find_elements(By.CSS_SELECTOR, css) and (d.find_element(By.CSS_SELECTOR, css).click() or True))
 
 
-def login(d, token, user):
+def login(d, token):
     d.get(URL + '/#/login')
     find(d, '#token', 'the login form').send_keys(token)
-    d.find_element(By.ID, 'user').send_keys(user)
+    if d.find_elements(By.ID, 'user'):
+        fail('the login asks for a user name the server knows from the token')
     return d
+
+
+def labelled_agent():
+    """A second node, n2, whose agent carries labels."""
+    data = os.path.join(DIR, 'agent-n2')
+    os.makedirs(data)
+    log = open(os.path.join(DIR, 'agent-n2.log'), 'w')
+    EXTRA.append(subprocess.Popen([GPOOL, 'agent', '--server', URL, '--token', AGENT, '--name', 'n2',
+                                   '--sim', '1xH100-80GB', '--data', data, '--personal', '--heartbeat-s', '1',
+                                   '--labels', 'rack=r7,topology.block=b1'],
+                                  stdout=log, stderr=subprocess.STDOUT))
+    wait('node n2 up', lambda: api('GET', '/v1/nodes/n2')[0] == 200 and api('GET', '/v1/nodes/n2')[1]['node']['state'] == 'up')
 
 
 def main():
@@ -170,29 +194,42 @@ def main():
         if st not in (200, 201):
             fail(f'PUT queue {q}: {st} {doc}')
     hold = ['sh', '-c', 'sleep 90']
-    running_a = submit(ADMIN, 'train-a', 1, hold)
-    running_b = submit(BOB, 'bob-train', 1, hold, 'org/nlp')
+    # Time limits let the scheduler reserve GPUs for the pending job at a known time.
+    running_a = submit(ADMIN, 'train-a', 1, hold, time_limit=600)
+    running_b = submit(BOB, 'bob-train', 1, hold, 'org/nlp', time_limit=600)
     ended = submit(ADMIN, 'quick', 1, ['true'])
     wait('job quick to complete', lambda: job(ended)['state'] == 'completed')
     pending = submit(ADMIN, 'too-big', 4, ['true'])
     for i in (running_a, running_b):
         wait(f'job {i} to be launched', lambda i=i: any(e['event'] == 'launched' for e in job(i)['timeline']))
     # 2 of 4 GPUs are taken, so the scheduler says it waits for resources.
-    wait('the scheduler to give the pending job its reason', lambda: job(pending)['pending_reason'] == 'Resources')
+    wait('the scheduler to give the pending job its reason and reservation',
+         lambda: job(pending)['pending_reason'] == 'Resources' and 't=' in (job(pending)['pending_message'] or ''))
     reason = job(pending)['pending_message']
+    at = re.search(r'\bt=(\d+)', reason or '')
+    if not at:
+        fail(f'the pending job\'s sentence should name its reservation time: {reason}')
     if job(pending)['state'] != 'pending':
         fail(f'job {pending} should be pending (2 of 4 GPUs are taken), it is {job(pending)["state"]}')
 
     d = browser()
     try:
-        login(d, ADMIN, 'alice')
+        login(d, ADMIN)
         shot(d, 'login')
         d.find_element(By.ID, 'login-submit').click()
+        who = read(d, '#who', 'the header to name the user', lambda e: e.text or None)
+        if who != 'as alice (admin)':
+            fail(f'the header should say whose the token is, "as alice (admin)": {who}')
 
-        # The jobs view: the pending job's row says why it waits, in the API's words.
+        # The jobs view: the pending job's row says why it waits, in the API's words, with
+        # the reservation's time as a date (as `gpool why`), never a raw "t=1796572218".
         why = read(d, f'#jobs-body tr[data-job="{pending}"] .why', 'the pending job in the jobs list')
-        if why != reason:
-            fail(f'the jobs list shows "{why}" as the pending job\'s reason; the API says "{reason}"')
+        year = str(time.localtime(int(at.group(1))).tm_year)
+        if not why.startswith(reason[:at.start()]) or 't=' in why or year not in why[at.start():]:
+            fail(f'the jobs list shows "{why}" as the pending job\'s reason; the API says "{reason}" '
+                 f'and the time should read as a date of {year}')
+        if d.find_elements(By.CSS_SELECTOR, '#live[data-partial="1"]'):
+            fail("an admin's stream carries every job: the list should not say it polls for others")
         if d.find_elements(By.CSS_SELECTOR, f'#jobs-body tr[data-job="{running_b}"]'):
             fail("alice's own jobs (Mine) list bob's job")
         # Live: the console follows /v1/events, and a job submitted elsewhere shows up.
@@ -247,6 +284,17 @@ def main():
         d.get(f'{URL}/#/nodes/n1')
         find(d, f'#node-jobs a[href="#/jobs/{running_b}"]', "bob's job on the node's page")
         shot(d, 'node')
+        # A node's labels: on its page and in the nodes table under the heatmap.
+        labelled_agent()
+        d.get(f'{URL}/#/nodes/n2')
+        rack = read(d, '#node-labels li[data-label="rack"]', "n2's labels on its page")
+        if rack != 'rack=r7' or 'topology.block=b1' not in d.find_element(By.ID, 'node-labels').text:
+            fail(f"n2's page should list its labels rack=r7 and topology.block=b1: {rack}")
+        d.get(f'{URL}/#/gpus')
+        rows = read(d, '#nodes-table tbody', 'n2 in the nodes table',
+                    lambda e: e.get_attribute('textContent') if 'n2' in e.get_attribute('textContent') else None)
+        if 'rack=r7' not in rows:
+            fail(f'the nodes table should show n2\'s labels: {rows}')
         d.get(f'{URL}/#/queues')
         find(d, '#queues-table tr[data-queue="org/nlp"][aria-level="2"]', 'org/nlp under org in the queue tree')
         shot(d, 'queues')
@@ -270,9 +318,16 @@ def main():
 
         # Bob: alice's pending job shows no command and no buttons, and the API refuses his cancel.
         click(d, '#logout', 'the log out button')
-        login(d, BOB, 'bob')
+        login(d, BOB)
         d.find_element(By.ID, 'login-submit').click()
         find(d, '#jobs-table', 'bob\'s jobs list')
+        # Mine works from the user the server names for the token: bob's job, not alice's.
+        read(d, f'#jobs-body tr[data-job="{running_b}"]', "bob's own job under Mine")
+        mine = d.find_element(By.CSS_SELECTOR, '.segs button:first-child')
+        if mine.get_attribute('aria-pressed') != 'true' or not mine.is_enabled():
+            fail('Mine should be on and usable for bob without typing his name')
+        if d.find_elements(By.CSS_SELECTOR, f'#jobs-body tr[data-job="{pending}"]'):
+            fail("bob's Mine list shows alice's job")
         d.get(f'{URL}/#/jobs/{pending}')
         cmd = find(d, '#job-command', 'the job page as bob').text
         if cmd != '(hidden)':
@@ -294,6 +349,15 @@ def main():
         if read(d, f'#jobs-body tr[data-job="{pending}"]', "alice's job in bob's list of all jobs",
                 lambda e: len(e.find_elements(By.CSS_SELECTOR, 'button'))):
             fail("bob's jobs list offers buttons on alice's job")
+        # Bob's stream carries only his jobs: the All list says so, and alice's new job still
+        # shows up in it (read again every 5 s).
+        text = read(d, '#live[data-mode="live"][data-partial="1"]', "bob's All list to say others' jobs are polled")
+        if text != 'Live for your jobs, others every 5 s':
+            fail(f'the header should not claim Live for others\' jobs: {text}')
+        st, doc = api('POST', '/v1/jobs', ADMIN, {'name': 'late-2', 'gpus': 1, 'command': ['true'], 'workdir': DIR, 'hold': True})
+        if st != 201:
+            fail(f'submit a held job: {st} {doc}')
+        read(d, f'#jobs-body tr[data-job="{doc["job"]["id"]}"]', "alice's new job in bob's All list", limit=15)
         shot(d, 'jobs-as-user')
         errors = [e for e in d.get_log('browser') if e['level'] == 'SEVERE' and '/v1/' not in e['message']]
         if errors:

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "sim/replay/replay.h"
+#include "util/csv.h"
 
 /* Fixed precision: 3 decimals for seconds and GPUs, 6 for ratios. */
 static json_t *num(double v, int decimals) {
@@ -359,18 +360,14 @@ void gp_replay_print_compare(FILE *out, gp_replay_result *const *r, int n) {
 #undef ROW_F
 }
 
-/* A CSV field: quoted when it holds a comma, a quote or a line break. */
+/* A CSV field as the server's reports write one (util/csv.h): quoted where needed, and a
+ * queue name from a trace that a spreadsheet would run as a formula written as text. */
 static void csv_field(FILE *out, const char *s) {
-  if (!strpbrk(s, ",\"\n\r")) {
-    fputs(s, out);
-    return;
-  }
-  fputc('"', out);
-  for (; *s; s++) {
-    if (*s == '"') fputc('"', out);
-    fputc(*s, out);
-  }
-  fputc('"', out);
+  gp_buf b;
+  gp_buf_init(&b, 0);
+  gp_csv_field(&b, s);
+  if (b.data) fputs(b.data, out);
+  gp_buf_done(&b);
 }
 
 static void cost_row(FILE *out, const gp_replay_result *r, const char *kind, const char *queue,

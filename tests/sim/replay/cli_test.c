@@ -211,7 +211,34 @@ static void prices_add_costs_to_every_output_and_compare_takes_two_fleets(void) 
   free(out);
 }
 
+/* A queue name a spreadsheet would compute ("-1-1" is a valid queue name and the formula
+ * -2) is written into the cost CSV as text, as the server's reports write it. */
+static void cost_csv_writes_a_formula_like_queue_as_text(void) {
+  setup();
+  char path[512];
+  snprintf(path, sizeof path, "%s/tf.csv", dir);
+  FILE *f = fopen(path, "w");
+  REQUIRE(f);
+  fputs("submit_time,duration,gpus,queue\n0,100,6,-1-1\n", f);
+  fclose(f);
+  snprintf(path, sizeof path, "%s/pf.yaml", dir);
+  f = fopen(path, "w");
+  REQUIRE(f);
+  fputs("currency: EUR\ngpu_hour:\n  - {model: '*', capacity: on-demand, price: 3.60}\n", f);
+  fclose(f);
+  char cmd[1024], *out;
+  snprintf(cmd, sizeof cmd,
+           "%s sim replay --trace tf.csv --fleet 1x8xH100:on-demand --policy backfill "
+           "--prices pf.yaml --cost-csv cf.csv", bin());
+  CHECK_EQ_INT(0, run(cmd, &out));
+  free(out);
+  char *csv = slurp("cf.csv");
+  REQUIRE(csv);
+  CHECK_CONTAINS(csv, "\nbackfill,jobs,\"'-1-1\",0.60,EUR\n");
+  free(csv);
+}
+
 GP_TESTS(replay_prints_the_documented_json_and_writes_csv_and_html,
          prices_add_costs_to_every_output_and_compare_takes_two_fleets,
          compare_puts_policies_side_by_side_and_reruns_are_identical,
-         bad_rows_and_bad_arguments_are_explained)
+         bad_rows_and_bad_arguments_are_explained, cost_csv_writes_a_formula_like_queue_as_text)
