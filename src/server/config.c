@@ -51,7 +51,7 @@ gp_server_config *gp_server_config_new(void) {
   c->max_connections_per_address = 128;
   c->http_idle_timeout_s = 15;
   c->events_max_streams = 1000;
-  c->events_max_streams_per_user = 16;
+  c->events_max_streams_per_user = 32;
   c->events_buffer_kib = 256;
   c->events_ping_s = 15;
   c->http_request_timeout_s = 10;

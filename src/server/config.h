@@ -95,7 +95,7 @@ typedef struct gp_server_config {
   /* GET /v1/events (events.h): streams open at once, of them one user's, each stream's
    * buffer, the interval of its keep-alive comments. */
   int events_max_streams;      /* 1000 */
-  int events_max_streams_per_user; /* 16 */
+  int events_max_streams_per_user; /* 32 */
   int events_buffer_kib;       /* 256 */
   int events_ping_s;           /* 15 */
   gp_server_ha ha;             /* `ha:` (leader_config.h); .on false: one server */
