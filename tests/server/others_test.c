@@ -5,6 +5,8 @@
  * env values and the agent's detail of its end ("start_failed: (hidden)", which would
  * quote its program's path); users who are not its owner also get none of its measured use
  * (usage, idle, GPU metrics, the live telemetry of the GPUs it holds). Viewers read use. */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <sys/wait.h>
 
 #include "test.h"
@@ -18,7 +20,40 @@ typedef struct pool {
   char *running;    /* alice's job that runs, with telemetry and usage */
   int running_gpu;  /* the GPU it holds */
   long long gen;    /* the agent's last acknowledged order */
+  pthread_t beat;   /* n1's heartbeats (node_timeout_s is 2 s) */
+  atomic_bool stop, ended; /* stop beating; `running` has ended */
 } pool;
+
+/* n1's heartbeat: both GPUs busy, and `running` with its usage while it runs. */
+static long heartbeat(pool *p, const char *events) {
+  char body[2048];
+  char jobs[256] = "[]";
+  if (!atomic_load(&p->ended))
+    snprintf(jobs, sizeof jobs,
+             "[{\"id\": \"%s\", \"usage\": {\"avg_sm_util_pct\": 97, \"peak_sm_util_pct\": 99,"
+             " \"idle_s\": 0, \"sm_busy_gpu_s\": 1, \"peak_mem_mib\": 2048, \"energy_j\": 250}}]",
+             p->running);
+  snprintf(body, sizeof body,
+           "{\"node\": \"n1\", \"gen\": %lld, \"wait_ms\": 0, \"events\": %s,"
+           " \"gpus\": [{\"index\": 0, \"health\": \"healthy\", \"telemetry\": {\"gpu_util_pct\": 97,"
+           " \"fb_used_mib\": 2048, \"power_w\": 250}}, {\"index\": 1, \"health\": \"healthy\","
+           " \"telemetry\": {\"gpu_util_pct\": 97, \"fb_used_mib\": 2048, \"power_w\": 250}}],"
+           " \"jobs\": %s}",
+           p->gen, events ? events : "[]", jobs);
+  json_t *o = NULL;
+  long code = tsrv_agent_call(&p->t, "/v1/agent/heartbeat", body, &o);
+  json_decref(o);
+  return code;
+}
+
+static void *beat_main(void *arg) {
+  pool *p = arg;
+  while (!atomic_load(&p->stop)) {
+    heartbeat(p, NULL);
+    usleep(300 * 1000);
+  }
+  return NULL;
+}
 
 /* n1 (2 GPUs) runs two jobs of alice's; the agent says the first could not start. */
 static void pool_start(pool *p) {
@@ -43,24 +78,28 @@ static void pool_start(pool *p) {
                       "gpu_ids"),
       0));
   /* What the agent says when the program does not exist (agent_start.c's launch). */
-  char body[2048];
-  snprintf(body, sizeof body,
-           "{\"node\": \"n1\", \"gen\": %lld, \"wait_ms\": 0, \"events\": ["
-           "{\"kind\": \"exited\", \"job\": \"%s\", \"exit_code\": 127, \"reason\": \"start_failed\","
-           " \"message\": \"cannot run " SECRET ": No such file or directory\"}],"
-           " \"gpus\": [{\"index\": 0, \"health\": \"healthy\", \"telemetry\": {\"gpu_util_pct\": 97,"
-           " \"fb_used_mib\": 2048, \"power_w\": 250}}, {\"index\": 1, \"health\": \"healthy\","
-           " \"telemetry\": {\"gpu_util_pct\": 97, \"fb_used_mib\": 2048, \"power_w\": 250}}],"
-           " \"jobs\": [{\"id\": \"%s\", \"usage\": {\"avg_sm_util_pct\": 97, \"peak_sm_util_pct\": 99,"
-           " \"idle_s\": 0, \"sm_busy_gpu_s\": 1, \"peak_mem_mib\": 2048, \"energy_j\": 250}}]}",
-           p->gen, p->failed, p->running);
-  json_t *o = NULL;
-  REQUIRE(tsrv_agent_call(t, "/v1/agent/heartbeat", body, &o) == 200);
-  json_decref(o);
+  char ev[512];
+  snprintf(ev, sizeof ev,
+           "[{\"kind\": \"exited\", \"job\": \"%s\", \"exit_code\": 127, \"reason\": \"start_failed\","
+           " \"message\": \"cannot run " SECRET ": No such file or directory\"}]",
+           p->failed);
+  REQUIRE(heartbeat(p, ev) == 200);
   REQUIRE(tsrv_wait_state(t, p->failed, "failed"));
+  REQUIRE(pthread_create(&p->beat, NULL, beat_main, p) == 0);
+}
+
+/* `running` exits with `code`. */
+static void pool_end_running(pool *p, int code) {
+  atomic_store(&p->ended, true);
+  char ev[256];
+  snprintf(ev, sizeof ev, "[{\"kind\": \"exited\", \"job\": \"%s\", \"exit_code\": %d, \"reason\": \"exited\"}]",
+           p->running, code);
+  CHECK_EQ_INT(200, heartbeat(p, ev));
 }
 
 static void pool_stop(pool *p) {
+  atomic_store(&p->stop, true);
+  pthread_join(p->beat, NULL);
   free(p->failed);
   free(p->running);
   tsrv_stop(&p->t);
@@ -128,14 +167,12 @@ static void a_failed_start_shows_its_program_only_to_its_owner_and_admins(void) 
   CHECK_EQ_INT(200, tsrv_req(t, "GET", "/v1/jobs?all=1", ALICE, NULL));
   check_end_reasons(json_array_get(json_object_get(t->last, "jobs"), 0), full);
   /* A reason the server writes itself says nothing of the process: shown to all. */
-  char body[160], ev[256];
+  char body[160];
   snprintf(body, sizeof body, "{\"queue\": \"org/a\", \"command\": [\"x\"], \"after_ok\": [\"%s\"]}",
            p.running);
   char *dep = tsrv_submit(t, ALICE, body);
   REQUIRE(dep);
-  snprintf(ev, sizeof ev, "[{\"kind\": \"exited\", \"job\": \"%s\", \"exit_code\": 1, \"reason\": \"exited\"}]",
-           p.running);
-  json_decref(tsrv_heartbeat(t, "n1", p.gen, 0, ev));
+  pool_end_running(&p, 1);
   REQUIRE(tsrv_wait_state(t, dep, "failed"));
   snprintf(path, sizeof path, "/v1/jobs/%s", dep);
   CHECK_EQ_INT(200, tsrv_req(t, "GET", path, BOB, NULL));
@@ -212,10 +249,7 @@ static void a_jobs_measured_use_is_for_its_owner_admins_and_viewers(void) {
     CHECK_NEAR(97, json_number_value(json_object_get(json_object_get(idle, "telemetry"), "gpu_util_pct")), 1e-9);
   }
   /* Once ended, its usage goes to the history: viewers read it there, bob lists only his. */
-  char ev[256];
-  snprintf(ev, sizeof ev, "[{\"kind\": \"exited\", \"job\": \"%s\", \"exit_code\": 0, \"reason\": \"exited\"}]",
-           p.running);
-  json_decref(tsrv_heartbeat(t, "n1", p.gen, 0, ev));
+  pool_end_running(&p, 0);
   REQUIRE(tsrv_wait_state(t, p.running, "completed"));
   CHECK_EQ_INT(200, tsrv_req(t, "GET", path, BOB, NULL));
   CHECK(json_is_null(json_object_get(job_of(t->last), "usage")));
