@@ -174,18 +174,8 @@ static int submit(gp_srv_state *s, gp_srv_req *r, int64_t now, gp_err *err) {
 
 static void list_jobs(gp_srv_state *s, gp_srv_req *r) {
   static const char *const keys[] = {"state", "queue", "user", "limit", "next", NULL};
-  const char *k;
-  const json_t *v;
-  json_object_foreach(r->query, k, v) { /* a misspelt filter would list more than asked */
-    int i = 0;
-    while (keys[i] && strcmp(k, keys[i]) != 0) i++;
-    if (keys[i]) continue;
-    gp__srv_reply_error(r, 400, "invalid_argument", k,
-                        "unknown parameter \"%.64s\": the list takes state, queue, user, limit "
-                        "and next (all=1: the history)",
-                        k);
+  if (!gp__srv_query_known(r, keys, "the list takes state, queue, user, limit and next (all=1: the history)"))
     return;
-  }
   const char *states = query(r, "state"), *queue = query(r, "queue"), *user = query(r, "user");
   const char *lim = query(r, "limit"), *next = query(r, "next");
   int64_t limit = LIST_DEFAULT, from = 1;
@@ -349,9 +339,7 @@ static void job_log(gp_srv_state *s, gp_srv_req *r, gp_srv_job *j) {
 static void job_metrics(gp_srv_state *s, gp_srv_req *r, const gp_srv_job *j) {
   if (!gp__srv_job_may_read_use(j, r->user, r->role)) {
     gp__srv_reply_error(r, 403, "permission_denied", NULL,
-                        "job %s belongs to %s; its GPU metrics are for its owner, admins and "
-                        "viewers",
-                        j->idstr, j->user);
+                        "job %s belongs to %s; its owner, admins and viewers see its metrics", j->idstr, j->user);
     return;
   }
   gp_buf out;

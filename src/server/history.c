@@ -138,27 +138,10 @@ static int page_row(void *ctx, const gp_store_job *row, int64_t ended_at) {
   return 0;
 }
 
-/* Every parameter is one the history takes: a misspelt filter would list more than asked
- * (docs/api.md). Answers 400 naming it and returns false otherwise. */
-static bool known_params(gp_srv_req *r) {
-  static const char *const keys[] = {"all", "from", "to", "user", "queue", "limit", "cursor", NULL};
-  const char *k;
-  const json_t *v;
-  json_object_foreach(r->query, k, v) {
-    int i = 0;
-    while (keys[i] && strcmp(k, keys[i]) != 0) i++;
-    if (keys[i]) continue;
-    gp__srv_reply_error(r, 400, "invalid_argument", k,
-                        "unknown parameter \"%.64s\": the history takes all, from, to, user, "
-                        "queue, limit and cursor",
-                        k);
-    return false;
-  }
-  return true;
-}
-
 void gp__srv_history_list(gp_store *store, gp_srv_req *r) {
-  if (!known_params(r)) return;
+  static const char *const keys[] = {"all", "from", "to", "user", "queue", "limit", "cursor", NULL};
+  if (!gp__srv_query_known(r, keys, "the history takes all, from, to, user, queue, limit and cursor"))
+    return;
   const char *all = query(r, "all");
   if (strcmp(all, "1") != 0 && strcmp(all, "true") != 0) {
     gp__srv_reply_error(r, 400, "invalid_argument", "all", "all must be 1 or true");
