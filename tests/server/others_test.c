@@ -58,7 +58,7 @@ static void *beat_main(void *arg) {
 /* n1 (2 GPUs) runs two jobs of alice's; the agent says the first could not start. */
 static void pool_start(pool *p) {
   memset(p, 0, sizeof *p);
-  tsrv_start_with(&p->t, "heartbeat_s: 1\n", NULL);
+  tsrv_start_with(&p->t, "heartbeat_s: 1\nrecent_ended_jobs: 1\n", NULL);
   tsrv *t = &p->t;
   REQUIRE(tsrv_register(t, "n1", 2, NULL) == 201);
   p->failed = tsrv_submit(t, ALICE, "{\"queue\": \"org/a\", \"command\": [\"" SECRET "\", \"--epochs\", \"3\"],"
@@ -179,6 +179,16 @@ static void a_failed_start_shows_its_program_only_to_its_owner_and_admins(void) 
   CHECK_CONTAINS(job_str(t->last, "end_reason"), "DependencyNeverSatisfied: ");
   CHECK(!strstr(job_str(t->last, "end_reason"), "(hidden)"));
   free(dep);
+  /* Two jobs ended since: the failed one is no longer in memory, its document comes from
+   * the store, trimmed the same way. */
+  CHECK_EQ_INT(200, tsrv_req(t, "GET", "/v1/jobs?state=failed", ADMIN, NULL));
+  CHECK(!answer_has(t, "secret-project"));
+  snprintf(path, sizeof path, "/v1/jobs/%s", p.failed);
+  CHECK_EQ_INT(200, tsrv_req(t, "GET", path, BOB, NULL));
+  check_end_reasons(job_of(t->last), "start_failed: (hidden)");
+  CHECK(!answer_has(t, "secret-project"));
+  CHECK_EQ_INT(200, tsrv_req(t, "GET", path, ALICE, NULL));
+  check_end_reasons(job_of(t->last), full);
   /* The CLI shows what the API gives. */
   if (getenv("GPOOL_BIN")) {
     const char *tokens[] = {ALICE, BOB};
