@@ -50,7 +50,11 @@ PY
 }
 
 run_once() {  # $1: streams to open
-  bench_server_start "$BUILD/gpool" "$TMP/server" 600
+  bench_server_stop
+  rm -rf "$TMP/server"
+  # Every stream is bench-admin's: as many streams as one user may hold as the bench opens.
+  bench_server_config "$TMP/server" 600 "events_max_streams_per_user: $(($1 > 0 ? $1 : 1))"
+  bench_server_run "$BUILD/gpool" "$TMP/server"
   for i in $(seq 1 "$1"); do
     curl -sN -H "Authorization: Bearer bench-admin" "$URL/v1/events" >"$TMP/stream.$i" 2>/dev/null &
     STREAM_PIDS+=($!)

@@ -34,14 +34,7 @@ static bool may_touch(const gp_srv_req *r, const gp_srv_job *j) {
 }
 
 json_t *gp__srv_job_for(json_t *o, const gp_srv_req *r, const gp_srv_job *j) {
-  if (may_touch(r, j)) return o;
-  json_object_set_new(o, "command", json_pack("[s]", "(hidden)"));
-  json_t *env = json_object();
-  const char *k;
-  json_t *v;
-  json_object_foreach(j->env, k, v) json_object_set_new(env, k, json_string("(hidden)"));
-  json_object_set_new(o, "env", env);
-  return o;
+  return gp__srv_job_redact(o, j, r->user, r->role);
 }
 
 /* A job in memory as the caller may see it. */
@@ -180,6 +173,9 @@ static int submit(gp_srv_state *s, gp_srv_req *r, int64_t now, gp_err *err) {
 }
 
 static void list_jobs(gp_srv_state *s, gp_srv_req *r) {
+  static const char *const keys[] = {"state", "queue", "user", "limit", "next", NULL};
+  if (!gp__srv_query_known(r, keys, "the list takes state, queue, user, limit and next (all=1: the history)"))
+    return;
   const char *states = query(r, "state"), *queue = query(r, "queue"), *user = query(r, "user");
   const char *lim = query(r, "limit"), *next = query(r, "next");
   int64_t limit = LIST_DEFAULT, from = 1;
@@ -343,8 +339,9 @@ static void job_log(gp_srv_state *s, gp_srv_req *r, gp_srv_job *j) {
  * its log, it tells what the job does). Written as text: a long gang's answer holds
  * hundreds of thousands of numbers. */
 static void job_metrics(gp_srv_state *s, gp_srv_req *r, const gp_srv_job *j) {
-  if (!may_touch(r, j) && r->role != GP_ROLE_VIEWER) {
-    gp__srv_reply_error(r, 403, "permission_denied", NULL, "job %s belongs to %s", j->idstr, j->user);
+  if (!gp__srv_job_may_read_use(j, r->user, r->role)) {
+    gp__srv_reply_error(r, 403, "permission_denied", NULL,
+                        "job %s belongs to %s; its owner, admins and viewers see its metrics", j->idstr, j->user);
     return;
   }
   gp_buf out;
@@ -632,7 +629,8 @@ static int nodes_route(gp_srv_state *s, gp_srv_req *r, const char *rest, int64_t
       return 0;
     }
     json_t *list = json_array();
-    for (int i = 0; i < s->n_nodes; i++) json_array_append_new(list, gp__srv_node_to_json(s, s->nodes[i], false));
+    for (int i = 0; i < s->n_nodes; i++)
+      json_array_append_new(list, gp__srv_node_to_json_for(s, s->nodes[i], r->user, r->role));
     gp__srv_reply_json(r, 200, json_pack("{s:o}", "nodes", list));
     return 0;
   }
@@ -647,7 +645,8 @@ static int nodes_route(gp_srv_state *s, gp_srv_req *r, const char *rest, int64_t
   }
   const char *action = slash ? slash + 1 : "";
   if (!*action && method_is(r, "GET")) {
-    gp__srv_reply_json(r, 200, json_pack("{s:o}", "node", gp__srv_node_to_json(s, n, false)));
+    gp__srv_reply_json(r, 200,
+                       json_pack("{s:o}", "node", gp__srv_node_to_json_for(s, n, r->user, r->role)));
     return 0;
   }
   if (!*action && method_is(r, "DELETE")) return node_delete(s, r, n, now, err);

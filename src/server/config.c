@@ -51,6 +51,7 @@ gp_server_config *gp_server_config_new(void) {
   c->max_connections_per_address = 128;
   c->http_idle_timeout_s = 15;
   c->events_max_streams = 1000;
+  c->events_max_streams_per_user = 32;
   c->events_buffer_kib = 256;
   c->events_ping_s = 15;
   c->http_request_timeout_s = 10;
@@ -259,6 +260,10 @@ static int read_limits(const gp_doc *d, const gp_doc_node *root, gp_server_confi
   if ((n = gp_doc_get(root, "events_max_streams")) &&
       (r = read_int_range(d, n, "events_max_streams", 0, 100000, &c->events_max_streams, err)))
     return r;
+  if ((n = gp_doc_get(root, "events_max_streams_per_user")) &&
+      (r = read_int_range(d, n, "events_max_streams_per_user", 1, 100000,
+                          &c->events_max_streams_per_user, err)))
+    return r;
   if ((n = gp_doc_get(root, "events_buffer_kib")) &&
       (r = read_int_range(d, n, "events_buffer_kib", 16, 65536, &c->events_buffer_kib, err)))
     return r;
@@ -319,6 +324,7 @@ static int parse_doc(const gp_doc *d, const char *path, gp_server_config *c, gp_
       "max_pending_per_user", "max_pending_per_queue", "max_job_bytes",
       "max_connections_per_address", "http_idle_timeout_s", "http_request_timeout_s",
       "recent_ended_jobs", "prices", "node_templates", "autoscale",
+      "events_max_streams_per_user",
       "events_max_streams", "events_buffer_kib", "events_ping_s", "ha", "store", NULL};
   const gp_doc_node *root = d->root;
   if (!root) return 0;

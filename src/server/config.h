@@ -92,9 +92,10 @@ typedef struct gp_server_config {
   int n_node_templates;        /* `node_templates:` (node_templates.h) */
   const struct gp_node_template *node_templates;
   gp_autoscale_config autoscale; /* `autoscale:` (autoscale_config.h) */
-  /* GET /v1/events (events.h): streams open at once, each stream's buffer, the interval
-   * of its keep-alive comments. */
+  /* GET /v1/events (events.h): streams open at once, of them one user's, each stream's
+   * buffer, the interval of its keep-alive comments. */
   int events_max_streams;      /* 1000 */
+  int events_max_streams_per_user; /* 32 */
   int events_buffer_kib;       /* 256 */
   int events_ping_s;           /* 15 */
   gp_server_ha ha;             /* `ha:` (leader_config.h); .on false: one server */

@@ -7,6 +7,7 @@
 #include "server/events.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -20,8 +21,7 @@
 typedef struct stream {
   struct gp_srv_events *hub;
   struct MHD_Connection *conn;
-  const char *user;         /* borrowed from the config */
-  gp_role role;
+  const char *user;         /* borrowed from the config; streams are counted per user */
   char *buf;                /* bytes not yet handed to libmicrohttpd: buf[off, len) */
   size_t off, len, cap;
   bool suspended;           /* its connection waits for data */
@@ -35,7 +35,7 @@ struct gp_srv_events {
   pthread_cond_t cond;      /* wakes the pinger early (a batch published, closing) */
   bool wake_due;            /* streams have something new to send */
   stream *head;
-  int n, max_streams;
+  int n, max_streams, max_per_user;
   _Atomic int listening;    /* n, read without the lock by the state thread */
   _Atomic uint64_t epoch;   /* times n went from 0 to 1 */
   size_t buffer_max;
@@ -97,12 +97,7 @@ static bool append(struct gp_srv_events *h, stream *s, const char *text, size_t 
   return true;
 }
 
-static bool may_see(const stream *s, const char *owner) {
-  return !owner || gp_role_reads_all(s->role) || strcmp(s->user, owner) == 0;
-}
-
-void gp__srv_events_publish(gp_srv_events *h, const char *kind, const char *owner,
-                            const char *data) {
+void gp__srv_events_publish(gp_srv_events *h, const char *kind, const char *data) {
   if (!h) return;
   pthread_mutex_lock(&h->lock);
   if (h->closed || !h->head) {
@@ -118,8 +113,7 @@ void gp__srv_events_publish(gp_srv_events *h, const char *kind, const char *owne
   memcpy(text + hl, data, dl);
   memcpy(text + hl + dl, "\n\n", 3);
   h->stats.events++;
-  for (stream *s = h->head; s; s = s->next)
-    if (may_see(s, owner)) append(h, s, text, len);
+  for (stream *s = h->head; s; s = s->next) append(h, s, text, len);
   pthread_mutex_unlock(&h->lock);
   free(text);
 }
@@ -180,10 +174,15 @@ static void free_stream(void *cls) {
 
 static enum MHD_Result refuse(struct MHD_Connection *c, unsigned status, const char *code,
                               const char *message) {
-  char body[400];
-  snprintf(body, sizeof body, "{\"error\":{\"code\":\"%s\",\"message\":\"%s\",\"field\":null}}",
-           code, message);
-  struct MHD_Response *r = MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_COPY);
+  json_t *o = json_pack("{s:{s:s,s:s,s:n}}", "error", "code", code, "message", message, "field");
+  char *body = o ? json_dumps(o, JSON_COMPACT) : NULL;
+  json_decref(o);
+  if (!body) return MHD_NO;
+  struct MHD_Response *r = MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
+  if (!r) {
+    free(body);
+    return MHD_NO;
+  }
   MHD_add_response_header(r, "Content-Type", "application/json");
   enum MHD_Result ret = MHD_queue_response(c, status, r);
   MHD_destroy_response(r);
@@ -201,17 +200,30 @@ enum MHD_Result gp__srv_events_serve(gp_srv_events *h, struct MHD_Connection *c,
   s->hub = h;
   s->conn = c;
   s->user = user;
-  s->role = role;
   pthread_mutex_lock(&h->lock);
-  char why[160] = "";
-  if (h->closed) snprintf(why, sizeof why, "the server is shutting down");
-  else if (h->n >= h->max_streams)
+  char why[300] = "";
+  unsigned status = 503;
+  int mine = 0;
+  /* One user's streams are bounded first, so one user (a script, tabs left open) cannot
+   * hold every stream the server allows and shut everyone else out. */
+  for (const stream *o = h->head; o && mine < h->max_per_user; o = o->next)
+    mine += strcmp(o->user, user) == 0;
+  if (h->closed) {
+    snprintf(why, sizeof why, "the server is shutting down");
+  } else if (mine >= h->max_per_user) {
+    status = 429;
+    snprintf(why, sizeof why,
+             "user %.64s already has %d event streams open, the most one user may "
+             "(events_max_streams_per_user: %d); close one (a browser tab) and retry",
+             user, mine, h->max_per_user);
+  } else if (h->n >= h->max_streams) {
     snprintf(why, sizeof why, "too many event streams are open (events_max_streams: %d); retry later",
              h->max_streams);
+  }
   if (why[0]) {
     pthread_mutex_unlock(&h->lock);
     free(s);
-    return refuse(c, 503, "unavailable", why);
+    return refuse(c, status, status == 429 ? "too_many_streams" : "unavailable", why);
   }
   /* A first comment, so the client knows the stream is open before any event. */
   static const char hello[] = ": open\nretry: 3000\n\n";
@@ -282,6 +294,7 @@ static void *pinger_main(void *arg) {
 gp_srv_events *gp__srv_events_new(const gp_server_config *cfg) {
   struct gp_srv_events *h = gp_xcalloc(1, sizeof *h);
   h->max_streams = cfg->events_max_streams;
+  h->max_per_user = cfg->events_max_streams_per_user > 0 ? cfg->events_max_streams_per_user : 1;
   h->buffer_max = (size_t)cfg->events_buffer_kib * 1024;
   h->ping_s = cfg->events_ping_s;
   pthread_mutex_init(&h->lock, NULL);

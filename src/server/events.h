@@ -37,24 +37,25 @@ typedef struct gp_srv_events_stats {
   uint64_t overflows;       /* streams ended because their buffer was full */
 } gp_srv_events_stats;
 
-/* A hub for at most cfg->events_max_streams streams of cfg->events_buffer_kib each, with
+/* A hub for at most cfg->events_max_streams streams (cfg->events_max_streams_per_user of
+ * one user) of cfg->events_buffer_kib each, with
  * its pinger thread. NULL when the thread cannot start. */
 gp_srv_events *gp__srv_events_new(const gp_server_config *cfg);
 
 /* HTTP thread: answers GET /v1/events for an authenticated caller (user and role borrowed
- * from the config, which outlives the hub): a stream, or 403 (agent), 405 (not GET) or
- * 503 (too many streams, shutting down). */
+ * from the config, which outlives the hub): a stream, or 403 (agent), 405 (not GET), 429
+ * (the user has events_max_streams_per_user open) or 503 (too many streams, shutting
+ * down). */
 enum MHD_Result gp__srv_events_serve(gp_srv_events *h, struct MHD_Connection *c,
                                      const char *method, const char *user, gp_role role);
 
-/* Publishes one event of `kind` ("job", "node", "queue") with `data` (one line of JSON)
- * into the buffer of every stream that may see it: a job's to its owner, admins and
- * viewers (owner non-NULL), the others to all. Never blocks on a client. The streams
+/* Publishes one event of `kind` ("job", "node", "queue") with `data` (one line of JSON,
+ * what every caller may read: events_feed.c) into the buffer of every stream. Never
+ * blocks on a client. The streams
  * send it once gp__srv_events_wake is called, within GP_SRV_EVENTS_GAP_MS: the events of
  * that time go out together, one wake-up and one write per stream rather than one per
  * event. */
-void gp__srv_events_publish(gp_srv_events *h, const char *kind, const char *owner,
-                            const char *data);
+void gp__srv_events_publish(gp_srv_events *h, const char *kind, const char *data);
 /* Asks the hub's thread to wake every stream that has something to send (it does so at
  * most once per GP_SRV_EVENTS_GAP_MS). Never blocks on a client. */
 void gp__srv_events_wake(gp_srv_events *h);

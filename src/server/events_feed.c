@@ -49,7 +49,9 @@ void gp__srv_events_note_queue(gp_srv_state *s, const char *name) {
 
 static json_t *time_or_null(int64_t t) { return t ? json_integer(t) : json_null(); }
 
-/* The job's summary, the data of a `job` event (docs/api.md). */
+/* The job's summary, the data of a `job` event (docs/api.md). Every stream hears it, so it
+ * holds only what every user reads of any job in GET /v1/jobs (docs/security.md): never
+ * its command, environment, end reason or measured use. */
 static char *job_summary(const gp_srv_job *j) {
   const char *reason, *message;
   gp__srv_job_pending_why(j, &reason, &message);
@@ -116,7 +118,7 @@ void gp__srv_events_flush(gp_srv_state *s) {
     uint64_t sig = text_hash(text) ^ epoch;
     if (sig != j->events_sig) {
       j->events_sig = sig;
-      gp__srv_events_publish(s->events, "job", j->user ? j->user : "", text);
+      gp__srv_events_publish(s->events, "job", text);
     }
     free(text);
   }
@@ -126,7 +128,7 @@ void gp__srv_events_flush(gp_srv_state *s) {
     uint64_t sig = 0;
     char *text = node_summary(s, d->nodes[i], &sig);
     sig ^= epoch;
-    if (!n || sig != n->events_sig) gp__srv_events_publish(s->events, "node", NULL, text);
+    if (!n || sig != n->events_sig) gp__srv_events_publish(s->events, "node", text);
     if (n) {
       n->events_noted = false;
       n->events_sig = sig;
@@ -138,7 +140,7 @@ void gp__srv_events_flush(gp_srv_state *s) {
   for (int i = 0; i < d->n_queues; i++) {
     json_t *o = json_pack("{s:s}", "name", d->queues[i]);
     char *text = json_dumps(o, JSON_COMPACT);
-    gp__srv_events_publish(s->events, "queue", NULL, text);
+    gp__srv_events_publish(s->events, "queue", text);
     free(text);
     json_decref(o);
     free(d->queues[i]);

@@ -139,6 +139,9 @@ static int page_row(void *ctx, const gp_store_job *row, int64_t ended_at) {
 }
 
 void gp__srv_history_list(gp_store *store, gp_srv_req *r) {
+  static const char *const keys[] = {"all", "from", "to", "user", "queue", "limit", "cursor", NULL};
+  if (!gp__srv_query_known(r, keys, "the history takes all, from, to, user, queue, limit and cursor"))
+    return;
   const char *all = query(r, "all");
   if (strcmp(all, "1") != 0 && strcmp(all, "true") != 0) {
     gp__srv_reply_error(r, 400, "invalid_argument", "all", "all must be 1 or true");

@@ -122,8 +122,17 @@ int gp__srv_interrupt_route(gp_srv_state *s, gp_srv_req *r, gp_srv_node *n, int6
     gp__srv_reply_error(r, 400, "invalid_argument", NULL, "the body must be a JSON object");
     return 0;
   }
+  const char *k;
+  const json_t *v;
+  json_object_foreach((json_t *)r->json, k, v) {
+    if (strcmp(k, "notice_s") != 0) { /* a typo never passes silently (docs/api.md) */
+      gp__srv_reply_error(r, 400, "invalid_argument", k,
+                          "unknown field: the body takes only notice_s");
+      return 0;
+    }
+  }
   int64_t notice_s = DEFAULT_NOTICE_S;
-  const json_t *v = json_object_get(r->json, "notice_s");
+  v = json_object_get(r->json, "notice_s");
   if (v && !json_is_null(v)) {
     if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > MAX_NOTICE_S) {
       gp__srv_reply_error(r, 400, "invalid_argument", "notice_s",

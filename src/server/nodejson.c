@@ -272,7 +272,10 @@ static gp_node_state effective_state(const gp_srv_node *n) {
   return n->alive ? n->admin_state : GP_NODE_DOWN;
 }
 
-json_t *gp__srv_node_to_json(const gp_srv_state *s, const gp_srv_node *n, bool for_store) {
+/* `only_for`: NULL, or a user who may see the telemetry of a GPU only while every job on
+ * it is theirs (the live figures of a GPU are its jobs' measured use: docs/security.md). */
+static json_t *node_json(const gp_srv_state *s, const gp_srv_node *n, bool for_store,
+                         const char *only_for) {
   json_t *o = json_object();
   json_object_set_new(o, "name", json_string(n->name));
   if (for_store) {
@@ -301,6 +304,7 @@ json_t *gp__srv_node_to_json(const gp_srv_state *s, const gp_srv_node *n, bool f
   if (!for_store || n->provider_template) json_object_set_new(o, "provider", provider_json(n));
   /* Which jobs hold each GPU (API only). */
   json_t *jobs_on[GP_MAX_NODE_GPUS] = {0};
+  bool others_on[GP_MAX_NODE_GPUS] = {0};
   int idx = s ? gp__srv_node_index(s, n->name) : -1;
   if (!for_store && s && idx >= 0) {
     for (int g = 0; g < n->n_gpus; g++) jobs_on[g] = json_array();
@@ -309,8 +313,10 @@ json_t *gp__srv_node_to_json(const gp_srv_state *s, const gp_srv_node *n, bool f
       for (int t = 0; t < j->n_alloc; t++) {
         if (j->alloc[t].node != idx) continue;
         for (int g = 0; g < n->n_gpus; g++)
-          if (j->alloc[t].gpu_mask & (UINT32_C(1) << g))
+          if (j->alloc[t].gpu_mask & (UINT32_C(1) << g)) {
             json_array_append_new(jobs_on[g], json_string(j->idstr));
+            if (only_for && strcmp(j->user, only_for) != 0) others_on[g] = true;
+          }
       }
     }
   }
@@ -338,12 +344,23 @@ json_t *gp__srv_node_to_json(const gp_srv_state *s, const gp_srv_node *n, bool f
       json_object_set_new(e, "admin_drained", json_boolean(gpu->admin_drained));
     } else {
       json_object_set_new(e, "jobs", jobs_on[g] ? jobs_on[g] : json_array());
-      /* Figures only while the agent reports them: a lost node's are stale. */
-      json_object_set_new(e, "telemetry", gpu->telemetry && n->alive ? json_incref(gpu->telemetry)
-                                                                     : json_object());
+      /* Figures only while the agent reports them: a lost node's are stale. null: they
+       * are another user's job's. */
+      json_object_set_new(e, "telemetry", others_on[g]                    ? json_null()
+                                          : gpu->telemetry && n->alive ? json_incref(gpu->telemetry)
+                                                                       : json_object());
     }
     json_array_append_new(list, e);
   }
   json_object_set_new(o, "gpu_list", list);
   return o;
+}
+
+json_t *gp__srv_node_to_json(const gp_srv_state *s, const gp_srv_node *n, bool for_store) {
+  return node_json(s, n, for_store, NULL);
+}
+
+json_t *gp__srv_node_to_json_for(const gp_srv_state *s, const gp_srv_node *n, const char *user,
+                                 gp_role role) {
+  return node_json(s, n, false, gp_role_reads_all(role) ? NULL : user);
 }

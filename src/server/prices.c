@@ -39,8 +39,10 @@ int gp__srv_prices_init(gp_srv_state *s, gp_err *err) {
   return 0;
 }
 
-static json_t *date_json(int64_t t) {
-  if (t <= 0) return json_null();
+/* A date as the reader takes it back; 0 (no `from`: always) is null, except where the
+ * reader requires a date (`always`: a commitment's from and to). */
+static json_t *date_json(int64_t t, bool always) {
+  if (t < 0 || (t == 0 && !always)) return json_null();
   time_t tt = (time_t)t;
   struct tm tm;
   char buf[32];
@@ -60,7 +62,7 @@ json_t *gp__srv_prices_json(const gp_srv_state *s) {
     const gp_price *e = &p->prices[i];
     json_array_append_new(list, json_pack("{s:s,s:s,s:f,s:o}", "model", e->model, "capacity",
                                           gp_capacity_name(e->capacity), "price",
-                                          e->per_gpu_hour, "from", date_json(e->from)));
+                                          e->per_gpu_hour, "from", date_json(e->from, false)));
   }
   json_object_set_new(o, "gpu_hour", list);
   list = json_array();
@@ -68,19 +70,50 @@ json_t *gp__srv_prices_json(const gp_srv_state *s) {
     const gp_commitment *e = &p->commitments[i];
     json_array_append_new(list, json_pack("{s:s,s:i,s:f,s:o,s:o}", "model", e->model, "gpus",
                                           e->gpus, "price", e->per_gpu_hour, "from",
-                                          date_json(e->from), "to", date_json(e->to)));
+                                          date_json(e->from, true), "to", date_json(e->to, true)));
   }
   json_object_set_new(o, "commitments", list);
   list = json_array();
   for (int i = 0; i < p->n_energy; i++)
     json_array_append_new(list, json_pack("{s:f,s:o}", "price_per_kwh", p->energy[i].per_kwh,
-                                          "from", date_json(p->energy[i].from)));
+                                          "from", date_json(p->energy[i].from, false)));
   json_object_set_new(o, "energy", list);
   return o;
 }
 
 static void reply_prices(gp_srv_state *s, gp_srv_req *r) {
   gp__srv_reply_json(r, 200, json_pack("{s:o}", "prices", gp__srv_prices_json(s)));
+}
+
+/* GET's answer goes back through PUT unchanged: its `source` says where the catalogue came
+ * from, so it is no part of the catalogue. It must still be one of GET's own values (a
+ * typo is refused like any other key), and "none" (no catalogue at all) cannot be set:
+ * DELETE drops the admin's. On success *ret_text is the map without it, as compact text
+ * (NULL when it cannot be written); false when r was answered. */
+static bool map_without_source(gp_srv_req *r, const json_t *map, char **ret_text) {
+  const json_t *src = json_object_get(map, "source");
+  if (!src) {
+    *ret_text = json_dumps(map, JSON_COMPACT);
+    return true;
+  }
+  const char *v = json_string_value(src);
+  if (!v || (strcmp(v, "config") != 0 && strcmp(v, "admin") != 0 && strcmp(v, "none") != 0)) {
+    gp__srv_reply_error(r, 400, "invalid_argument", "prices.source",
+                        "source is what GET /v1/prices answers (config, admin or none); a "
+                        "catalogue set here is the admin's");
+    return false;
+  }
+  if (strcmp(v, "none") == 0) {
+    gp__srv_reply_error(r, 400, "invalid_argument", "prices.source",
+                        "source none means no catalogue, which PUT cannot set: DELETE "
+                        "/v1/prices drops the one an admin set");
+    return false;
+  }
+  json_t *copy = json_copy((json_t *)map);
+  json_object_del(copy, "source");
+  *ret_text = json_dumps(copy, JSON_COMPACT);
+  json_decref(copy);
+  return true;
 }
 
 int gp__srv_prices_route(gp_srv_state *s, gp_srv_req *r, gp_err *err) {
@@ -116,7 +149,8 @@ int gp__srv_prices_route(gp_srv_state *s, gp_srv_req *r, gp_err *err) {
   const json_t *map = r->json;
   if (json_object_size(map) == 1 && json_is_object(json_object_get(map, "prices")))
     map = json_object_get(map, "prices");
-  char *text = json_dumps(map, JSON_COMPACT);
+  char *text = NULL;
+  if (!map_without_source(r, map, &text)) return 0;
   gp_prices *p = NULL;
   gp_err verr = {0};
   int rc = text ? prices_from_text(text, &p, &verr) : GP_EINVAL;

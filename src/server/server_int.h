@@ -78,6 +78,9 @@ void gp__srv_reply_error(gp_srv_req *r, int status, const char *code, const char
                      const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 /* Maps a GP_E* and its gp_err to an error answer (400/403/404/409/413/503). */
 void gp__srv_reply_err(gp_srv_req *r, int code, const gp_err *err);
+/* query.c: is every query parameter of r one of `keys` (NULL-ended)? Otherwise answers 400
+ * naming the first other, with `takes` (what the route takes) in the message. */
+bool gp__srv_query_known(gp_srv_req *r, const char *const *keys, const char *takes);
 
 /* Handles one request on the state thread. Returns 0 when an answer (or a park) was
  * decided, or a store error: the batch must then be rolled back. */

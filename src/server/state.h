@@ -629,6 +629,15 @@ char *gp__srv_job_store_doc(const gp_srv_job *j);
 /* The fields of the API's JOB that the store does not keep (pending reason, placements,
  * timeline, usage, enforcement). */
 json_t *gp__srv_job_api_fields(const gp_srv_state *s, const gp_srv_job *j);
+/* What a caller (`user`, `role`) may see of a job (docs/security.md): all of it (its owner,
+ * admins); its measured use (usage, idle, GPU metrics, its GPUs' telemetry: also viewers). */
+bool gp__srv_job_may_read_all(const gp_srv_job *j, const char *user, gp_role role);
+bool gp__srv_job_may_read_use(const gp_srv_job *j, const char *user, gp_role role);
+/* Trims an API JOB object `o` of job j to what the caller may see: to anyone but its owner
+ * and admins its command and env values read "(hidden)", and so does the agent's detail of
+ * its end reasons ("start_failed: (hidden)"); to users who are not its owner also its
+ * measured use (usage, idle, SM use in idle events). Returns o. */
+json_t *gp__srv_job_redact(json_t *o, const gp_srv_job *j, const char *user, gp_role role);
 /* The API placements of a job's current allocation (an empty list when it holds none). */
 json_t *gp__srv_job_placements_json(const gp_srv_state *s, const gp_srv_job *j);
 /* The start order of task `task` of a job the plan starts, built from the protocol's start
@@ -661,6 +670,10 @@ void gp__srv_events_dirty_free(gp_srv_events_dirty *d);
  * are replaced, admin state kept unless `stored`). */
 int gp__srv_node_from_json(const json_t *o, gp_srv_node *n, bool stored, gp_err *err);
 json_t *gp__srv_node_to_json(const gp_srv_state *s, const gp_srv_node *n, bool for_store);
+/* The API's NODE as caller `user` (`role`) may see it: to a user, the telemetry of a GPU
+ * that holds another user's job is null (docs/security.md). */
+json_t *gp__srv_node_to_json_for(const gp_srv_state *s, const gp_srv_node *n, const char *user,
+                                 gp_role role);
 void gp__srv_node_free(gp_srv_node *n);
 void gp__srv_node_free_facts(gp_srv_node *n);
 

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* GET /v1/events (src/server/events.c, events_feed.c) on real sockets: a stream hears the
- * jobs its caller may see, nodes and queues; a stalled reader is cut at its buffer's bound
- * and the server's memory stays within it; a client that goes away frees its stream; the
- * server's shutdown ends every stream; the number of streams is bounded. */
+/* GET /v1/events (src/server/events.c, events_feed.c) on real sockets: every stream hears
+ * every job's summary (what any user reads in GET /v1/jobs, never a command, env or the
+ * agent's detail of an end), nodes and queues; a stalled reader is cut at its buffer's
+ * bound and the server's memory stays within it; a client that goes away frees its stream;
+ * the server's shutdown ends every stream; the number of streams is bounded, and so is
+ * one user's share of them. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -98,7 +100,7 @@ static bool wait_metric(const tsrv *t, const char *name, long long want) {
   return false;
 }
 
-static void a_stream_hears_the_jobs_its_caller_may_see(void) {
+static void every_stream_hears_every_jobs_summary(void) {
   tsrv t = {0};
   tsrv_start(&t);
   client alice, bob, wall, admin;
@@ -111,31 +113,42 @@ static void a_stream_hears_the_jobs_its_caller_may_see(void) {
     REQUIRE(client_wait_for(all[i], ": open"));
     CHECK_CONTAINS(all[i]->got.data, "Content-Type: text/event-stream");
   }
-  char *a = tsrv_submit(&t, ALICE, "{\"queue\": \"org/a\", \"name\": \"alice-job\", \"command\": [\"x\"], \"gpus\": 1}");
+  CHECK_EQ_INT(201, tsrv_register(&t, "n1", 2, NULL));
+  char *a = tsrv_submit(&t, ALICE, "{\"queue\": \"org/a\", \"name\": \"alice-job\","
+                                   " \"command\": [\"/home/alice/secret-project/run\"],"
+                                   " \"env\": {\"API_KEY\": \"s3cr3t\"}, \"gpus\": 1}");
   char *b = tsrv_submit(&t, BOB, "{\"queue\": \"org/b\", \"name\": \"bob-job\", \"command\": [\"x\"], \"gpus\": 1}");
   REQUIRE(a && b);
-  char path[64];
-  snprintf(path, sizeof path, "/v1/jobs/%s/cancel", a);
-  CHECK_EQ_INT(200, tsrv_req(&t, "POST", path, ALICE, NULL));
+  REQUIRE(tsrv_wait_state(&t, a, "running"));
+  /* Alice's job cannot start: the agent's reason names its program. */
+  json_t *hb = tsrv_heartbeat(&t, "n1", 0, 0, NULL);
+  REQUIRE(hb);
+  long long gen = (long long)json_integer_value(json_object_get(hb, "gen"));
+  json_decref(hb);
+  char ev[512];
+  snprintf(ev, sizeof ev,
+           "[{\"kind\": \"exited\", \"job\": \"%s\", \"exit_code\": 127, \"reason\": \"start_failed\","
+           " \"message\": \"cannot run /home/alice/secret-project/run: No such file or directory\"}]",
+           a);
+  json_decref(tsrv_heartbeat(&t, "n1", gen, 0, ev));
   char want[128];
-  snprintf(want, sizeof want, "\"id\":\"%s\",\"state\":\"cancelled\"", a);
-  CHECK(client_wait_for(&alice, want));
-  CHECK(client_wait_for(&wall, want));
-  CHECK(client_wait_for(&admin, want));
-  CHECK(client_wait_for(&bob, "\"name\":\"bob-job\""));
+  snprintf(want, sizeof want, "\"id\":\"%s\",\"state\":\"failed\"", a);
+  for (int i = 0; i < 4; i++) {
+    CHECK(client_wait_for(all[i], want));
+    CHECK(client_wait_for(all[i], "\"name\":\"bob-job\""));
+    CHECK(client_wait_for(all[i], "\"name\":\"alice-job\""));
+  }
   CHECK(client_wait_for(&alice, "event: job\ndata: {\"id\":\"1\",\"state\":\"pending\",\"user\":\"alice\""));
-  CHECK(client_wait_for(&wall, "\"name\":\"bob-job\""));
   /* Nodes and queues: everyone. */
-  CHECK_EQ_INT(201, tsrv_register(&t, "n1", 2, NULL));
   CHECK_EQ_INT(201, tsrv_req(&t, "PUT", "/v1/queues/team", ADMIN, "{\"deserved\": 1}"));
   for (int i = 0; i < 4; i++) {
     CHECK(client_wait_for(all[i], "event: node\ndata: {\"name\":\"n1\",\"state\":\"up\",\"reason\":null}"));
     CHECK(client_wait_for(all[i], "event: queue\ndata: {\"name\":\"team\"}"));
     CHECK_CONTAINS(all[i]->got.data, "\nid: ");
+    /* A summary holds nothing its hearers may not read: no command, env or end detail. */
+    CHECK(!strstr(all[i]->got.data, "secret-project"));
+    CHECK(!strstr(all[i]->got.data, "s3cr3t"));
   }
-  /* Bob never heard of alice's job, nor alice of bob's. */
-  CHECK(!strstr(bob.got.data, "alice-job"));
-  CHECK(!strstr(alice.got.data, "bob-job"));
   for (int i = 0; i < 4; i++) client_close(all[i]);
   free(a);
   free(b);
@@ -158,6 +171,35 @@ static void a_stream_needs_a_token_and_a_place(void) {
                  "events_max_streams");
   client_close(&one);
   client_close(&two);
+  tsrv_stop(&t);
+}
+
+/* One user cannot take every stream: past events_max_streams_per_user the user gets 429
+ * naming the setting, and others still get theirs. */
+static void one_user_cannot_hold_every_stream(void) {
+  tsrv t = {0};
+  tsrv_start_with(&t, "events_max_streams: 4\nevents_max_streams_per_user: 2\nevents_ping_s: 1\n", NULL);
+  client mine[2], other;
+  for (int i = 0; i < 2; i++) {
+    client_open(&mine[i], &t, ALICE, i == 0, 0);
+    REQUIRE(client_wait_for(&mine[i], ": open"));
+  }
+  CHECK_EQ_INT(429, tsrv_req(&t, "GET", "/v1/events", ALICE, NULL));
+  CHECK_EQ_STR("too_many_streams", err_code(t.last));
+  const char *msg = json_string_value(json_object_get(json_object_get(t.last, "error"), "message"));
+  CHECK_CONTAINS(msg, "user alice already has 2 event streams open");
+  CHECK_CONTAINS(msg, "events_max_streams_per_user: 2");
+  client_open(&other, &t, BOB, false, 0);
+  CHECK(client_wait_for(&other, ": open"));
+  CHECK_CONTAINS(other.got.data, "200 OK");
+  /* A stream closed is a place back (the next ping finds it closed). */
+  client_close(&mine[0]);
+  REQUIRE(wait_metric(&t, "gpool_event_streams", 2));
+  client_open(&mine[0], &t, ALICE, false, 0);
+  CHECK(client_wait_for(&mine[0], ": open"));
+  client_close(&mine[0]);
+  client_close(&mine[1]);
+  client_close(&other);
   tsrv_stop(&t);
 }
 
@@ -224,6 +266,9 @@ static void a_change_while_nobody_listened_does_not_hide_the_next(void) {
   client_close(&first);
   REQUIRE(wait_metric(&t, "gpool_event_streams", 0));
   CHECK_EQ_INT(200, tsrv_req(&t, "POST", "/v1/nodes/n1/drain", ADMIN, "{\"reason\": \"fan\"}"));
+  /* The agent registers again, also unheard: n1 has no heartbeats, and waiting for the
+   * first stream to go may take longer than its node_timeout_s (2 s) on a busy machine. */
+  CHECK_EQ_INT(200, tsrv_register(&t, "n1", 2, NULL)); /* a node it knows */
   client second;
   client_open(&second, &t, ADMIN, true, 0);
   REQUIRE(client_wait_for(&second, ": open"));
@@ -247,7 +292,8 @@ static void the_servers_shutdown_ends_every_stream(void) {
   client_close(&c);
 }
 
-GP_TESTS(a_stream_hears_the_jobs_its_caller_may_see, a_stream_needs_a_token_and_a_place,
+GP_TESTS(every_stream_hears_every_jobs_summary, a_stream_needs_a_token_and_a_place,
+         one_user_cannot_hold_every_stream,
          a_stalled_reader_is_cut_at_its_buffer, a_client_that_goes_away_frees_its_stream,
          a_change_while_nobody_listened_does_not_hide_the_next,
          the_servers_shutdown_ends_every_stream)

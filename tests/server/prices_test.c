@@ -66,6 +66,52 @@ static void admins_set_prices_users_read_them_and_a_restart_keeps_them(void) {
   tsrv_stop(&t);
 }
 
+/* What GET /v1/prices answers, PUT takes back as it is (docs/api.md): the same catalogue,
+ * now the admin's. Its `source` must be one of GET's; "none" cannot be set. */
+static void what_get_answers_put_takes_back(void) {
+  tsrv t = {0};
+  tsrv_start_with(&t, config_prices, NULL);
+  /* The config's catalogue, straight back. */
+  CHECK_EQ_INT(200, tsrv_req(&t, "GET", "/v1/prices", ALICE, NULL));
+  char *config_text = json_dumps(t.last, JSON_COMPACT);
+  CHECK_EQ_INT(200, tsrv_req(&t, "PUT", "/v1/prices", ADMIN, config_text));
+  CHECK_EQ_STR("admin", json_string_value(json_object_get(prices_of(t.last), "source")));
+  CHECK_EQ_STR("EUR", json_string_value(json_object_get(prices_of(t.last), "currency")));
+  CHECK_NEAR(6.88, first_price(t.last), 1e-9);
+  free(config_text);
+  /* Every kind of entry, a price without `from` (null in GET's answer) and a commitment
+   * from the first day of the calendar, which GET must not write as null. */
+  const char *full =
+      "{\"currency\": \"USD\", \"gpu_hour\": ["
+      "{\"model\": \"*\", \"capacity\": \"spot\", \"price\": 2.5},"
+      "{\"model\": \"H100-80GB\", \"capacity\": \"on-demand\", \"price\": 6.875, \"from\": \"2026-01-01\"}],"
+      " \"commitments\": [{\"model\": \"H100-80GB\", \"gpus\": 16, \"price\": 4.1, \"from\": \"1970-01-01\","
+      " \"to\": \"2027-01-01\"}], \"energy\": [{\"price_per_kwh\": 0.12}, {\"price_per_kwh\": 0.15,"
+      " \"from\": \"2026-06-01\"}]}";
+  CHECK_EQ_INT(200, tsrv_req(&t, "PUT", "/v1/prices", ADMIN, full));
+  CHECK_EQ_INT(200, tsrv_req(&t, "GET", "/v1/prices", BOB, NULL));
+  char *first = json_dumps(t.last, JSON_COMPACT | JSON_SORT_KEYS);
+  CHECK_CONTAINS(first, "\"from\":\"1970-01-01\"");
+  CHECK_EQ_INT(200, tsrv_req(&t, "PUT", "/v1/prices", ADMIN, first));
+  CHECK_EQ_INT(200, tsrv_req(&t, "GET", "/v1/prices", BOB, NULL));
+  char *second = json_dumps(t.last, JSON_COMPACT | JSON_SORT_KEYS);
+  CHECK_EQ_STR(first, second);
+  /* Unwrapped, as the config file's map, it is read the same. */
+  char *inner = json_dumps(prices_of(t.last), JSON_COMPACT);
+  CHECK_EQ_INT(200, tsrv_req(&t, "PUT", "/v1/prices", ADMIN, inner));
+  free(inner);
+  free(first);
+  free(second);
+  /* `source` is GET's word, nothing else. */
+  CHECK_EQ_INT(400, tsrv_req(&t, "PUT", "/v1/prices", ADMIN, "{\"source\": \"mine\", \"currency\": \"USD\"}"));
+  CHECK_EQ_STR("prices.source", err_field(t.last));
+  CHECK_EQ_INT(400, tsrv_req(&t, "PUT", "/v1/prices", ADMIN, "{\"prices\": {\"source\": \"none\"}}"));
+  CHECK_EQ_STR("prices.source", err_field(t.last));
+  CHECK_CONTAINS(json_string_value(json_object_get(json_object_get(t.last, "error"), "message")),
+                 "DELETE");
+  tsrv_stop(&t);
+}
+
 static void without_prices_the_catalogue_is_empty(void) {
   tsrv t = {0};
   tsrv_start(&t);
@@ -243,7 +289,7 @@ static void a_spent_budget_demotes_new_jobs_to_the_lowest_preemptible_class(void
   tsrv_stop(&t);
 }
 
-GP_TESTS(admins_set_prices_users_read_them_and_a_restart_keeps_them,
+GP_TESTS(admins_set_prices_users_read_them_and_a_restart_keeps_them, what_get_answers_put_takes_back,
          without_prices_the_catalogue_is_empty, a_running_fraction_costs_its_share_of_the_price,
          a_budget_alerts_once_at_80_and_100_percent_then_holds_new_jobs,
          a_spent_budget_demotes_new_jobs_to_the_lowest_preemptible_class)
