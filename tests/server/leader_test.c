@@ -180,7 +180,7 @@ static void a_stopped_leader_hands_over_at_once(void) {
 }
 
 /* The lease row locked by another session: the leader's renewals hang until their
- * timeout; it must stop acting lease_ms - 2 * renew_ms after its last renewal, before the
+ * timeout; it must stop acting lease_ms - renew_ms after its last renewal, before the
  * lease expires, and then nobody leads until the row is free again. */
 static void a_leader_that_cannot_renew_steps_down_before_expiry(void) {
   const char *url = tpg_start();
