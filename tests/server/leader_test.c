@@ -456,14 +456,14 @@ static void a_second_server_with_the_same_id_is_refused(void) {
 /* renew_ms = lease_ms / 3, the most the settings allow: every renewal lands inside the
  * window the previous one opened, so the leader never steps down and no write is refused
  * (the window was lease_ms - 2 * renew_ms = renew_ms: each renewal's round trip fell out
- * of it, and about half of the writes were refused). */
+ * of it: the leader stepped down and reloaded every cycle, refusing most writes meanwhile). */
 static void renewals_at_a_third_of_the_lease_keep_the_leader(void) {
   const char *url = tpg_start();
   tsrv a = {0};
-  start_server_lease(&a, url, "a", 1500, 500);
+  start_server_lease(&a, url, "a", 3000, 1000);
   REQUIRE(wait_role(&a, "leader", 3000) >= 0);
   int refused = 0;
-  for (int i = 0; i < 60; i++) {
+  for (int i = 0; i < 90; i++) { /* 4.5 s: four renewals */
     long code = tsrv_call(&a, "POST", "/v1/jobs", ALICE, "{\"command\": [\"true\"], \"hold\": true}", NULL);
     if (code != 201) refused++;
     usleep(50 * 1000);
