@@ -105,6 +105,12 @@ static void one_leads_and_the_other_follows(void) {
   CHECK_EQ_STR(a.base, json_string_value(json_object_get(b.last, "leader")));
   CHECK_EQ_STR("a", json_string_value(json_object_get(b.last, "holder")));
   CHECK(json_integer_value(json_object_get(b.last, "expires_in_ms")) > 0);
+  /* Every live server of the store, this one first. */
+  json_t *servers = json_object_get(b.last, "servers");
+  CHECK_EQ_INT(2, json_array_size(servers));
+  CHECK_EQ_STR(b.base, json_string_value(json_array_get(servers, 0)));
+  CHECK_EQ_STR(a.base, json_string_value(json_array_get(servers, 1)));
+  CHECK(json_is_null(json_object_get(b.last, "conflict")));
   /* Health without a token; the leader route with one. */
   CHECK_EQ_INT(200, public_get(&a, "/livez"));
   CHECK_EQ_INT(200, public_get(&a, "/readyz"));
