@@ -480,9 +480,47 @@ static void renewals_at_a_third_of_the_lease_keep_the_leader(void) {
   tsrv_stop(&a);
 }
 
+/* An id taken by another live process while this server runs (as after it was cut off the
+ * database for longer than its lease): it says so in GET /v1/leader, never leads while the
+ * other keeps the id, and leads once the id is its own again. */
+static void a_server_that_finds_its_id_in_use_never_leads(void) {
+  const char *url = tpg_start();
+  tsrv a = {0}, b = {0};
+  start_server(&a, url, "a");
+  REQUIRE(wait_role(&a, "leader", 3000) >= 0);
+  start_server(&b, url, "b");
+  /* Another process holds b's id: a live session of its own, refreshed from now on. */
+  PGconn *other = PQconnectdb(url);
+  REQUIRE(PQstatus(other) == CONNECTION_OK);
+  PGresult *res = PQexec(other, "UPDATE gp_lease_servers SET nonce = 'other', url = 'http://other.example:1',"
+                                " pid = pg_backend_pid(), ttl_ms = 3600000, seen_at = now() + interval '1 second'"
+                                " WHERE id = 'b'");
+  REQUIRE(PQresultStatus(res) == PGRES_COMMAND_OK);
+  PQclear(res);
+  const char *conflict = NULL;
+  for (int i = 0; i < 100 && !conflict; i++) {
+    CHECK_EQ_STR("follower", role(&b));
+    conflict = json_string_value(json_object_get(b.last, "conflict"));
+    if (!conflict) usleep(20 * 1000);
+  }
+  REQUIRE(conflict);
+  CHECK_CONTAINS(conflict, "ha.id 'b' is also the id of another running server");
+  CHECK_CONTAINS(conflict, "http://other.example:1");
+  /* a stops and gives the lease up: b, without its id, does not take it. */
+  tsrv_stop(&a);
+  usleep(4 * RENEW_MS * 1000);
+  CHECK_EQ_STR("follower", role(&b));
+  /* The other process is gone: b claims its id and leads. */
+  PQfinish(other);
+  CHECK(wait_role(&b, "leader", 3000) >= 0);
+  CHECK(json_is_null(json_object_get(b.last, "conflict")));
+  tsrv_stop(&b);
+}
+
 GP_TESTS(one_leads_and_the_other_follows, a_stopped_leader_hands_over_at_once,
          a_leader_that_cannot_renew_steps_down_before_expiry, a_leader_whose_lease_was_taken_follows,
          a_fenced_write_makes_the_leader_follow, the_new_leader_resends_only_unacknowledged_orders_to_their_node,
          no_leader_is_503_with_retry_after,
          ha_settings_are_checked, a_redirect_never_leaves_the_leaders_host,
-         a_second_server_with_the_same_id_is_refused, renewals_at_a_third_of_the_lease_keep_the_leader)
+         a_second_server_with_the_same_id_is_refused, renewals_at_a_third_of_the_lease_keep_the_leader,
+         a_server_that_finds_its_id_in_use_never_leads)
