@@ -12,9 +12,9 @@
  * present) as children (exec of /proc/self/exe), writes client.json with the server URL
  * and the admin token, and prints what to try next. On PostgreSQL, the agent and
  * client.json get every server of the store, and again whenever another joins
- * (up_servers.h): the agent is restarted with the longer list, its jobs running on. SIGINT/SIGTERM are forwarded (agent
- * first, then server); a child that crashes is restarted. The children die with `gpool
- * up` (PR_SET_PDEATHSIG), so a `kill -9` of it leaves nothing behind. `--detach` leaves
+ * (up_servers.h): the agent is restarted with the longer list, its jobs running on.
+ * SIGINT/SIGTERM are forwarded (agent first, then server); a child that crashes is
+ * restarted. The children die with `gpool up` (PR_SET_PDEATHSIG), so a `kill -9` of it leaves nothing behind. `--detach` leaves
  * the pool running in the background; `gpool up --stop` stops it, and the children
  * directly when their `gpool up` is gone. A pid file is trusted only while its process has
  * the same start time and a command line of this pool (a pid the system gave to another
