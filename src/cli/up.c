@@ -10,9 +10,11 @@
  *   up.pid, server.pid, agent.pid   "PID START" each: the process and its start time
  * then starts `gpool server` and one `gpool agent` (simulated GPUs unless real ones are
  * present) as children (exec of /proc/self/exe), writes client.json with the server URL
- * and the admin token, and prints what to try next. SIGINT/SIGTERM are forwarded (agent
- * first, then server); a child that crashes is restarted. The children die with `gpool
- * up` (PR_SET_PDEATHSIG), so a `kill -9` of it leaves nothing behind. `--detach` leaves
+ * and the admin token, and prints what to try next. On PostgreSQL, the agent and
+ * client.json get every server of the store, and again whenever another joins
+ * (up_servers.h): the agent is restarted with the longer list, its jobs running on.
+ * SIGINT/SIGTERM are forwarded (agent first, then server); a child that crashes is
+ * restarted. The children die with `gpool up` (PR_SET_PDEATHSIG), so a `kill -9` of it leaves nothing behind. `--detach` leaves
  * the pool running in the background; `gpool up --stop` stops it, and the children
  * directly when their `gpool up` is gone. A pid file is trusted only while its process has
  * the same start time and a command line of this pool (a pid the system gave to another
@@ -33,6 +35,8 @@
 
 #include "cli/cli_common.h"
 #include "cli/commands.h"
+#include "cli/up_servers.h"
+#include "cli/up_util.h"
 #include "client/client.h"
 #include "util/mem.h"
 
@@ -75,62 +79,15 @@ typedef struct up_ctx {
   const char *postgres;  /* --postgres URL */
   char store_url[1024];  /* the PostgreSQL URL in use (--postgres, or store.url); "" for SQLite */
   pid_t server, agent;
+  gp_urls servers;       /* every server known: this pool's first (PostgreSQL: up_servers.h) */
+  char server_list[GP_URLS_MAX * GP_URL_MAX]; /* the same, "URL,URL", for the agent and client.json */
+  char client_path[4096];
   const char *data_arg;  /* --data as the user gave it, for the messages that repeat it */
   bool detach, stop;
 } up_ctx;
 
 static void path_in(const up_ctx *u, const char *file, char *out, size_t cap) {
   snprintf(out, cap, "%s/%s", u->data, file);
-}
-
-static int mkdir_p(const char *dir) {
-  char tmp[3100];
-  snprintf(tmp, sizeof tmp, "%s", dir);
-  for (char *p = tmp + 1; *p; p++) {
-    if (*p != '/') continue;
-    *p = '\0';
-    if (mkdir(tmp, 0700) && errno != EEXIST) return -1;
-    *p = '/';
-  }
-  return mkdir(tmp, 0700) && errno != EEXIST ? -1 : 0;
-}
-
-static int random_token(char *out, size_t cap) {
-  unsigned char raw[24];
-  int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return -1;
-  ssize_t n = read(fd, raw, sizeof raw);
-  close(fd);
-  if (n != (ssize_t)sizeof raw || cap < 2 * sizeof raw + 1) return -1;
-  for (size_t i = 0; i < sizeof raw; i++) snprintf(out + 2 * i, 3, "%02x", raw[i]);
-  return 0;
-}
-
-static int write_file(const char *path, const char *text, mode_t mode) {
-  char tmp[3200];
-  snprintf(tmp, sizeof tmp, "%s.tmp", path);
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-  if (fd < 0) return -1;
-  size_t len = strlen(text);
-  int ok = write(fd, text, len) == (ssize_t)len && fsync(fd) == 0;
-  close(fd);
-  if (!ok || rename(tmp, path)) {
-    unlink(tmp);
-    return -1;
-  }
-  return 0;
-}
-
-/* The invoking user's name for the admin token; one that would not survive a quoted YAML
- * scalar unchanged (quotes, backslashes, control bytes) falls back to "admin". */
-static const char *user_name(void) {
-  struct passwd *pw = getpwuid(getuid());
-  const char *env = getenv("USER");
-  const char *name = pw ? pw->pw_name : env && *env ? env : "admin";
-  if (strlen(name) > 64) return "admin";
-  for (const char *p = name; *p; p++)
-    if (*p == '"' || *p == '\\' || *p == ',' || (unsigned char)*p < 0x20) return "admin";
-  return name;
 }
 
 /* Reads the two tokens back from tokens.yaml (the file this program wrote). */
@@ -167,7 +124,7 @@ static int write_server_config(const up_ctx *u) {
            "default_queue: default\n",
            u->port, u->data, store, u->data);
   path_in(u, "server.yaml", path, sizeof path);
-  if (write_file(path, text, 0600)) {
+  if (gp__cli_up_write_file(path, text, 0600)) {
     fprintf(stderr, "gpool up: cannot write %s: %s\n", path, strerror(errno));
     return 1;
   }
@@ -198,7 +155,7 @@ static int choose_store(up_ctx *u) {
     snprintf(u->store_url, sizeof u->store_url, "%s", u->postgres);
     char text[1100];
     snprintf(text, sizeof text, "%s\n", u->store_url);
-    if (write_file(path, text, 0600)) {
+    if (gp__cli_up_write_file(path, text, 0600)) {
       fprintf(stderr, "gpool up: cannot write %s: %s\n", path, strerror(errno));
       return 1;
     }
@@ -212,14 +169,14 @@ static int choose_store(up_ctx *u) {
 }
 
 static int prepare(up_ctx *u) {
-  if (mkdir_p(u->data)) {
+  if (gp__cli_up_mkdir_p(u->data)) {
     fprintf(stderr, "gpool up: cannot create %s: %s\n", u->data, strerror(errno));
     return 1;
   }
   char path[3200], text[8192];
   path_in(u, "tokens.yaml", path, sizeof path);
   if (load_tokens(u, path)) {
-    if (random_token(u->admin_token, sizeof u->admin_token) || random_token(u->agent_token, sizeof u->agent_token)) {
+    if (gp__cli_up_random_token(u->admin_token, sizeof u->admin_token) || gp__cli_up_random_token(u->agent_token, sizeof u->agent_token)) {
       fprintf(stderr, "gpool up: cannot read /dev/urandom for tokens\n");
       return 1;
     }
@@ -228,57 +185,18 @@ static int prepare(up_ctx *u) {
              "tokens:\n"
              "  - {token: \"%s\", user: \"%s\", role: admin}\n"
              "  - {token: \"%s\", user: agent, role: agent}\n",
-             u->admin_token, user_name(), u->agent_token);
-    if (write_file(path, text, 0600)) {
+             u->admin_token, gp__cli_up_user_name(), u->agent_token);
+    if (gp__cli_up_write_file(path, text, 0600)) {
       fprintf(stderr, "gpool up: cannot write %s: %s\n", path, strerror(errno));
       return 1;
     }
   }
   if (choose_store(u) || write_server_config(u)) return 1;
   path_in(u, "server", path, sizeof path);
-  mkdir_p(path);
+  gp__cli_up_mkdir_p(path);
   path_in(u, "agent", path, sizeof path);
-  mkdir_p(path);
+  gp__cli_up_mkdir_p(path);
   return 0;
-}
-
-/* The start time of a live process in clock ticks since boot (field 22 of
- * /proc/PID/stat); 0 when there is no such process or it has exited (a zombie). */
-static unsigned long long proc_start(pid_t pid) {
-  char path[64], buf[1024];
-  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
-  ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (n <= 0) return 0;
-  buf[n] = '\0';
-  /* The command name (field 2) may hold spaces and parentheses: count from its last ')'. */
-  char *p = strrchr(buf, ')');
-  if (!p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X') return 0;
-  int field = 2;
-  for (p++; *p && field < 22; p++)
-    if (*p == ' ') field++;
-  unsigned long long ticks = 0;
-  return sscanf(p, "%llu", &ticks) == 1 ? ticks : 0;
-}
-
-/* Whether process pid runs `gpool ROLE ...` with `arg` among its arguments (NULL: any). */
-static bool runs_as(pid_t pid, const char *role, const char *arg) {
-  char path[64], buf[8192];
-  snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (n <= 0) return false;
-  buf[n] = '\0';
-  const char *a1 = buf + strlen(buf) + 1;
-  if (a1 >= buf + n || strcmp(a1, role) != 0) return false;
-  if (!arg) return true;
-  for (const char *a = a1; a < buf + n; a += strlen(a) + 1)
-    if (!strcmp(a, arg)) return true;
-  return false;
 }
 
 /* Records a process of the pool in FILE of the data directory. */
@@ -296,8 +214,8 @@ static pid_t read_pid_file(const up_ctx *u, const char *file, const char *role, 
   int got = fscanf(f, "%d %llu", &pid, &start);
   fclose(f);
   if (got < 1 || pid <= 1 || pid == getpid()) return 0;
-  unsigned long long now = proc_start(pid);
-  if (!now || (got == 2 && now != start) || !runs_as(pid, role, arg)) return 0;
+  unsigned long long now = gp__cli_up_proc_start(pid);
+  if (!now || (got == 2 && now != start) || !gp__cli_up_runs_as(pid, role, arg)) return 0;
   return pid;
 }
 
@@ -364,19 +282,6 @@ static bool alive(pid_t pid) {
   return waitpid(pid, &status, WNOHANG) == 0;
 }
 
-static void print_log_tail(const char *log) {
-  FILE *f = fopen(log, "r");
-  if (!f) return;
-  char buf[2048];
-  fseek(f, 0, SEEK_END);
-  long size = ftell(f);
-  fseek(f, size > (long)sizeof buf - 1 ? size - (long)sizeof buf + 1 : 0, SEEK_SET);
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  buf[n] = '\0';
-  fclose(f);
-  fprintf(stderr, "--- last lines of %s ---\n%s", log, buf);
-}
-
 static int start_server(up_ctx *u) {
   char cfg[3200], log[3200], urlfile[3200];
   path_in(u, "server.yaml", cfg, sizeof cfg);
@@ -407,13 +312,13 @@ static int start_server(up_ctx *u) {
     if (!alive(u->server)) {
       u->server = 0;
       fprintf(stderr, "gpool up: the server exited during start-up\n");
-      print_log_tail(log);
+      gp__cli_up_print_log_tail(log);
       return 1;
     }
     sleep_ms(100);
   }
   fprintf(stderr, "gpool up: the server did not start listening within 30 s\n");
-  print_log_tail(log);
+  gp__cli_up_print_log_tail(log);
   return 1;
 }
 
@@ -433,7 +338,7 @@ static int start_agent(up_ctx *u, char *node_name, size_t cap, bool wait_up) {
   args[n++] = (char *)"gpool";
   args[n++] = (char *)"agent";
   args[n++] = (char *)"--server";
-  args[n++] = u->url;
+  args[n++] = u->server_list;
   args[n++] = (char *)"--name";
   args[n++] = host;
   args[n++] = (char *)"--data";
@@ -479,7 +384,7 @@ static int start_agent(up_ctx *u, char *node_name, size_t cap, bool wait_up) {
     if (rc && !alive(u->agent)) {
       u->agent = 0;
       fprintf(stderr, "gpool up: the agent exited during start-up\n");
-      print_log_tail(log);
+      gp__cli_up_print_log_tail(log);
       break;
     }
     if (rc) sleep_ms(100);
@@ -487,7 +392,7 @@ static int start_agent(up_ctx *u, char *node_name, size_t cap, bool wait_up) {
   gp_client_free(c);
   if (rc && u->agent) {
     fprintf(stderr, "gpool up: the agent did not register within 30 s\n");
-    print_log_tail(log);
+    gp__cli_up_print_log_tail(log);
   }
   return rc;
 }
@@ -533,8 +438,8 @@ static void greet(const up_ctx *u, const char *node, const char *client_path, FI
 static void write_pid_file(const up_ctx *u, const char *file, pid_t pid) {
   char path[3200], text[64];
   path_in(u, file, path, sizeof path);
-  snprintf(text, sizeof text, "%d %llu\n", (int)pid, proc_start(pid));
-  if (write_file(path, text, 0600))
+  snprintf(text, sizeof text, "%d %llu\n", (int)pid, gp__cli_up_proc_start(pid));
+  if (gp__cli_up_write_file(path, text, 0600))
     fprintf(stderr, "gpool up: cannot write %s: %s\n", path, strerror(errno));
 }
 
@@ -543,8 +448,8 @@ static pid_t read_pid(const up_ctx *u) { return read_pid_file(u, "up.pid", "up",
 /* Waits up to grace_s for a process that is not our child to end (its start time gone),
  * then up to a second more for init to reap it, so that callers no longer see its pid. */
 static bool wait_gone(pid_t pid, unsigned long long start, int grace_s) {
-  for (int i = 0; i < grace_s * 10 && proc_start(pid) == start; i++) sleep_ms(100);
-  if (proc_start(pid) == start) return false;
+  for (int i = 0; i < grace_s * 10 && gp__cli_up_proc_start(pid) == start; i++) sleep_ms(100);
+  if (gp__cli_up_proc_start(pid) == start) return false;
   for (int i = 0; i < 10 && kill(pid, 0) == 0; i++) sleep_ms(100);
   return true;
 }
@@ -552,7 +457,7 @@ static bool wait_gone(pid_t pid, unsigned long long start, int grace_s) {
 /* Stops a server or agent whose `gpool up` is gone: SIGTERM (and SIGCONT, should it be
  * stopped), SIGKILL after grace_s. */
 static void stop_orphan(pid_t pid, const char *what, int grace_s) {
-  unsigned long long start = pid ? proc_start(pid) : 0;
+  unsigned long long start = pid ? gp__cli_up_proc_start(pid) : 0;
   if (!start) return;
   fprintf(stderr, "gpool up --stop: stopping the %s (process %d), whose 'gpool up' is gone\n", what,
           (int)pid);
@@ -573,7 +478,7 @@ static int stop_detached(const up_ctx *u) {
     return 1;
   }
   if (pid) {
-    unsigned long long start = proc_start(pid);
+    unsigned long long start = gp__cli_up_proc_start(pid);
     kill(pid, SIGTERM);
     if (!wait_gone(pid, start, 40)) {
       fprintf(stderr, "gpool up --stop: process %d did not stop within 40 s\n", (int)pid);
@@ -593,6 +498,8 @@ static int stop_detached(const up_ctx *u) {
   return 0;
 }
 
+static void follow_new_servers(up_ctx *u);
+
 /* Waits for a signal or a child's death; returns the exit status for `gpool up`. A child
  * that dies is started again after a short pause: the store is durable and the agent
  * re-adopts its running jobs, so a restart loses nothing. Five deaths within a minute
@@ -600,7 +507,7 @@ static int stop_detached(const up_ctx *u) {
 static int supervise(up_ctx *u, const sigset_t *set) {
   time_t deaths[5] = {0};
   int n_deaths = 0;
-  for (;;) {
+  for (unsigned ticks = 1;; ticks++) {
     struct timespec tick = {1, 0};
     int sig = sigtimedwait(set, NULL, &tick);
     if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
@@ -608,6 +515,7 @@ static int supervise(up_ctx *u, const sigset_t *set) {
       stop_all(u);
       return 0;
     }
+    if (ticks % 2 == 0) follow_new_servers(u); /* every 2 s: did a server join? */
     int status;
     pid_t dead;
     while ((dead = waitpid(-1, &status, WNOHANG)) > 0) {
@@ -767,21 +675,57 @@ static int detach(up_ctx *u, int ready[2]) {
   return -1;
 }
 
-/* Starts the server and the agent, then writes client.json; 0, or 1 after saying why. */
-static int start_pool(up_ctx *u, char *client_path, size_t cap) {
-  if (start_server(u) || start_agent(u, u->node, sizeof u->node, true)) return 1;
-  if (gp_client_config_path(client_path, cap)) {
-    fprintf(stderr, "gpool up: no place for client.json (set HOME or GPOOL_CONFIG_DIR)\n");
-    return 1;
-  }
+/* Writes client.json with every server known and the admin token; 0, or 1 after saying why. */
+static int write_client_json(const up_ctx *u) {
   gp_err err = {0};
-  if (gp_client_config_write(client_path, u->url, u->admin_token, &err)) {
+  if (gp_client_config_write(u->client_path, u->server_list, u->admin_token, &err)) {
     char line[1200];
     gp_err_format(&err, line, sizeof line);
     fprintf(stderr, "gpool up: %s\n", line);
     return 1;
   }
   return 0;
+}
+
+/* On PostgreSQL: asks this pool's server which servers share its store and adds the new
+ * ones to u->servers (this pool's stays first). True when the list grew. */
+static bool learn_servers(up_ctx *u) {
+  if (!u->store_url[0]) return false;
+  gp_urls list = u->servers;
+  if (!gp__cli_up_servers_learn(u->url, u->admin_token, 1000, &list)) return false;
+  char joined[sizeof u->server_list];
+  if (!gp__cli_up_servers_join(&list, joined, sizeof joined)) return false;
+  u->servers = list;
+  snprintf(u->server_list, sizeof u->server_list, "%s", joined);
+  return true;
+}
+
+/* Another server joined the store: client.json and the agent get the longer list (the
+ * agent through a restart: its jobs keep running and are re-adopted). */
+static void follow_new_servers(up_ctx *u) {
+  if (!learn_servers(u)) return;
+  fprintf(stderr, "gpool up: the pool's servers are now %s; restarting the agent with them\n",
+          u->server_list);
+  write_client_json(u);
+  if (u->agent <= 0) return; /* supervise() restarts it, with the new list */
+  stop_child(&u->agent, "agent", 15);
+  if (start_agent(u, u->node, sizeof u->node, false))
+    fprintf(stderr, "gpool up: cannot restart the agent; supervise() tries again\n");
+}
+
+/* Starts the server and the agent, then writes client.json; 0, or 1 after saying why. */
+static int start_pool(up_ctx *u) {
+  if (start_server(u)) return 1;
+  u->servers.n = 1;
+  snprintf(u->servers.url[0], GP_URL_MAX, "%s", u->url);
+  snprintf(u->server_list, sizeof u->server_list, "%s", u->url);
+  learn_servers(u); /* servers that already share the store */
+  if (start_agent(u, u->node, sizeof u->node, true)) return 1;
+  if (gp_client_config_path(u->client_path, sizeof u->client_path)) {
+    fprintf(stderr, "gpool up: no place for client.json (set HOME or GPOOL_CONFIG_DIR)\n");
+    return 1;
+  }
+  return write_client_json(u);
 }
 
 /* The greeting: to the terminal, or (detached) through the pipe to the waiting parent,
@@ -823,12 +767,11 @@ int gp_cmd_up(int argc, char **argv) {
   sigaddset(&set, SIGHUP);
   sigprocmask(SIG_BLOCK, &set, NULL);
   write_pid_file(&u, "up.pid", getpid());
-  char client_path[4096] = "";
-  if (start_pool(&u, client_path, sizeof client_path)) {
+  if (start_pool(&u)) {
     stop_all(&u);
     code = 1;
   } else {
-    announce(&u, client_path, ready);
+    announce(&u, u.client_path, ready);
     code = supervise(&u, &set);
   }
   char path[3200];

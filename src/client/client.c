@@ -1,7 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The HTTP side of the client (client.h): one libcurl easy handle reused across calls so
  * the connection stays alive, capped answer bodies, API error objects turned into gp_err
- * details a person can read, and the way to the leader among several servers. */
+ * details a person can read, and the way to the leader among several servers.
+ *
+ * Among several servers a frozen one (SIGSTOP, a paused VM) still accepts connections (the
+ * kernel does) and reads requests, but never answers. So before the first call to a server
+ * of a list the client asks it GET /livez (no token) and waits at most PROBE_MS for any
+ * answer: a server that gives none is passed over like an unreachable one, nothing of the
+ * call having been sent to it. A call that was sent and got no answer is never sent to
+ * another server when it may write (a submission would be made twice); a read (GET) is. */
 #include "client/client.h"
 
 #include <curl/curl.h>
@@ -9,6 +16,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "tls/dial.h"
@@ -22,12 +30,19 @@ struct gp_client {
   gp_urls servers;   /* the list; one entry when `server` does not parse as one */
   int cur;           /* the entry calls go to (the last that answered) */
   char leader[GP_URL_MAX]; /* a leader a follower redirected to, "" when none */
+  int leader_i;      /* `leader`'s index in `servers` (a redirect goes only to those) */
+  bool answered[GP_URLS_MAX]; /* servers[i] answered this client (so it is not frozen) */
   char *auth_header; /* "Authorization: Bearer ..." or NULL */
   char *ca;          /* CA file for https:// servers, or NULL */
   long timeout_ms;
   gp_buf answer;
   char curl_error[CURL_ERROR_SIZE];
 };
+
+/* How long a server of a list may take to connect and to answer GET /livez. */
+#define PROBE_MS 3000L
+/* How long any call may take to connect (the TCP and TLS handshakes). */
+#define CONNECT_MS 3000L
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static void curl_global(void) { curl_global_init(CURL_GLOBAL_DEFAULT); }
@@ -116,17 +131,54 @@ static int api_error(long status, json_t *doc, const char *body, gp_err *err) {
                     body && *body ? ": " : "", body ? body : "");
 }
 
-/* Whether the handle's last transfer got a connection (then the request may have been
- * read, and must not be sent to another server). */
-static bool connected(CURL *h) {
-  double t = 0;
-  return curl_easy_getinfo(h, CURLINFO_CONNECT_TIME, &t) == CURLE_OK && t > 0;
+/* Whether the handle's last transfer sent any of its request (then it may have been read,
+ * and a write must not be sent to another server). A reused connection has no connect
+ * time, so the bytes sent are what tells. */
+static bool request_sent(CURL *h) {
+  long n = 0;
+  return curl_easy_getinfo(h, CURLINFO_REQUEST_SIZE, &n) != CURLE_OK || n > 0;
+}
+
+/* Whether a call to `server` could change anything: only GET is a read. */
+static bool is_read(const char *method) { return strcmp(method, "GET") == 0; }
+
+/* The index of base in the configured list (scheme and host compared without case), or -1. */
+static int configured(const gp_client *c, const char *base) {
+  for (int i = 0; i < c->servers.n; i++)
+    if (strcasecmp(c->servers.url[i], base) == 0) return i;
+  return -1;
+}
+
+/* Asks `server` GET /livez, without the token, within PROBE_MS. True on any HTTP answer. */
+static bool probe(gp_client *c, const char *server) {
+  size_t len = strlen(server) + 8;
+  char *url = gp_xmalloc(len);
+  snprintf(url, len, "%s/livez", server);
+  CURL *h = c->curl;
+  curl_easy_reset(h);
+  gp_buf_reset(&c->answer);
+  c->answer.truncated = false;
+  curl_easy_setopt(h, CURLOPT_URL, url);
+  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, &c->answer);
+  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, PROBE_MS);
+  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, PROBE_MS);
+  curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
+  int tls_rc = gp_tls_dial_setup(h, &(gp_tls_dial){.ca = c->ca});
+  CURLcode cc = tls_rc ? CURLE_UNKNOWN_OPTION : curl_easy_perform(h);
+  free(url);
+  long status = 0;
+  curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+  /* A TLS failure is the call's to report (it names the CA to give): not a frozen server. */
+  return (cc == CURLE_OK && status > 0) || gp_tls_dial_failed(cc);
 }
 
 /* What one attempt at one server came to, beyond its answer. */
 typedef enum attempt_end {
   ATTEMPT_DONE,        /* an answer to return, or an error that another server cannot mend */
-  ATTEMPT_UNREACHED,   /* the request never reached the server: try the next one */
+  ATTEMPT_UNREACHED,   /* the request never reached the server (or a read got no answer):
+                          try the next one */
   ATTEMPT_REDIRECTED,  /* a follower named the leader: c->leader is set */
   ATTEMPT_NO_LEADER,   /* a follower while there is none (503 with Retry-After) */
 } attempt_end;
@@ -135,6 +187,17 @@ static int call_once(gp_client *c, const char *method, const char *path, json_t 
                      json_t **ret_json, long *ret_status, attempt_end *end, gp_err *err) {
   *end = ATTEMPT_DONE;
   const char *server = target(c);
+  /* One server alone has no other to move on to: its timeout says it all. */
+  bool *answered = &c->answered[c->leader[0] ? c->leader_i : c->cur];
+  if (c->servers.n > 1 && !*answered) {
+    if (!probe(c, server)) {
+      *end = ATTEMPT_UNREACHED;
+      return gp_err_set(err, GP_EIO, NULL, 0, NULL,
+                        "the gpool server at %s did not answer within %ld ms (stopped or overloaded?)",
+                        server, PROBE_MS);
+    }
+    *answered = true;
+  }
   size_t url_len = strlen(server) + strlen(path) + 1;
   char *url = gp_xmalloc(url_len);
   snprintf(url, url_len, "%s%s", server, path);
@@ -158,7 +221,7 @@ static int call_once(gp_client *c, const char *method, const char *path, json_t 
   curl_easy_setopt(h, CURLOPT_WRITEDATA, &c->answer);
   curl_easy_setopt(h, CURLOPT_ERRORBUFFER, c->curl_error);
   curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
+  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, CONNECT_MS);
   curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, c->timeout_ms);
   curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
   /* Fails only when this libcurl lacks an option; a call that could not verify stops here. */
@@ -177,19 +240,38 @@ static int call_once(gp_client *c, const char *method, const char *path, json_t 
   long status = 0;
   curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
   if (ret_status) *ret_status = status;
+  bool sent = request_sent(h);
   if (cc == CURLE_COULDNT_CONNECT || cc == CURLE_COULDNT_RESOLVE_HOST ||
-      (cc == CURLE_OPERATION_TIMEDOUT && status == 0 && !connected(h)))
+      (cc == CURLE_OPERATION_TIMEDOUT && status == 0 && !sent))
     *end = ATTEMPT_UNREACHED; /* nothing was sent: safe to send it elsewhere */
+  if (status == 0 && cc != CURLE_OK && sent && is_read(method) && !gp_tls_dial_failed(cc) &&
+      !gp_buf_truncated(&c->answer)) {
+    *end = ATTEMPT_UNREACHED; /* a read changes nothing: another server may answer it */
+    *answered = false;        /* and this one is asked whether it lives before the next call */
+  }
   if (cc == CURLE_OK && (status == 307 || status == 308)) {
     char *location = NULL;
+    char base[GP_URL_MAX];
     curl_easy_getinfo(h, CURLINFO_REDIRECT_URL, &location);
-    if (gp_urls_redirect_base(server, location, c->leader, sizeof c->leader) == 0) {
-      *end = ATTEMPT_REDIRECTED;
-      return 0;
+    if (gp_urls_redirect_base(server, location, base, sizeof base) != 0) {
+      c->leader[0] = '\0';
+      return gp_err_set(err, GP_EIO, NULL, 0, NULL, "the server at %s redirected to '%.200s', which is "
+                        "not an http(s) URL it may send a token to", server, location ? location : "");
     }
-    c->leader[0] = '\0';
-    return gp_err_set(err, GP_EIO, NULL, 0, NULL, "the server at %s redirected to '%.200s', which is "
-                      "not an http(s) URL it may send a token to", server, location ? location : "");
+    /* The token goes only to the servers it was given for: a redirect elsewhere (a wrong
+     * `advertise`, a server that is not the pool's) is refused, not followed. */
+    int i = configured(c, base);
+    if (i < 0) {
+      c->leader[0] = '\0';
+      return gp_err_set(err, GP_EIO, NULL, 0, NULL, "the server at %s redirected to %s, which is not one "
+                        "of the configured servers (%s): the token is sent only to those; if it is "
+                        "one of the pool's servers, add it to --server or GPOOL_SERVER", server, base,
+                        c->server);
+    }
+    c->leader_i = i;
+    snprintf(c->leader, sizeof c->leader, "%s", c->servers.url[i]);
+    *end = ATTEMPT_REDIRECTED;
+    return 0;
   }
   if (cc == CURLE_OK && status == 503) {
     curl_off_t retry = -1;
@@ -212,6 +294,10 @@ static int call_once(gp_client *c, const char *method, const char *path, json_t 
                         "its certificate with --ca, GPOOL_CA or client.json's \"ca\"%s",
                         server, c->curl_error[0] ? c->curl_error : curl_easy_strerror(cc),
                         c->ca ? "" : " (none is set: the system's CA store was used)");
+    if (cc == CURLE_OPERATION_TIMEDOUT && sent && !is_read(method))
+      return gp_err_set(err, GP_ETIMEOUT, NULL, 0, NULL, "the server at %s did not answer in time (%s); "
+                        "the request may have been carried out: check before sending it again",
+                        server, c->curl_error[0] ? c->curl_error : curl_easy_strerror(cc));
     if (cc == CURLE_OPERATION_TIMEDOUT)
       return gp_err_set(err, GP_ETIMEOUT, NULL, 0, NULL, "the server at %s did not answer in time (%s)",
                         server, c->curl_error[0] ? c->curl_error : curl_easy_strerror(cc));

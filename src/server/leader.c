@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "util/clock.h"
 #include "util/mem.h"
@@ -30,7 +31,11 @@ struct gp_srv_leader {
   int64_t fenced_epoch;   /* the store refused this epoch: never use it again */
   gp_srv_leader_info info;
   char last_err[sizeof(((gp_err *)0)->message)];
+  int64_t conflict_logged_ms; /* when the id conflict was last logged; 0: none now */
 };
+
+/* How often a lasting id conflict is logged again. */
+#define CONFLICT_LOG_MS 30000
 
 
 int gp__srv_leader_new(const gp_server_ha *ha, const char *self_url, void (*wake)(void *ctx),
@@ -56,17 +61,31 @@ int gp__srv_leader_new(const gp_server_ha *ha, const char *self_url, void (*wake
   return 0;
 }
 
+/* Says an id conflict when it starts, every CONFLICT_LOG_MS while it lasts, and when it
+ * ends: two servers with one id otherwise look healthy while neither can lead for long. */
+static void log_conflict(gp_srv_leader *l, const gp_lease_state *st, int64_t now) {
+  if (st->conflict[0]) {
+    if (l->conflict_logged_ms && now - l->conflict_logged_ms < CONFLICT_LOG_MS) return;
+    fprintf(stderr, "gpool server: ha: ERROR: %s\n", st->conflict);
+    l->conflict_logged_ms = now;
+  } else if (l->conflict_logged_ms && st->claimed) {
+    fprintf(stderr, "gpool server: ha: ha.id '%s' is this server's again (the other server stopped)\n", l->id);
+    l->conflict_logged_ms = 0;
+  }
+}
+
 /* One tick; returns whether the epoch this server may write under changed, and sets
  * *next_ms to when the next one is due: renew_ms from this one, or, for a follower, right
- * after the lease it saw expires, so a dead leader's lease is taken the moment it can be. */
-static bool tick(gp_srv_leader *l, int64_t *next_ms) {
-  gp_lease_state st;
+ * after the lease it saw expires, so a dead leader's lease is taken the moment it can be.
+ * *st gets what the tick saw (r: its result). */
+static bool tick(gp_srv_leader *l, int64_t *next_ms, gp_lease_state *st, int *r_out) {
   gp_err err = {0};
   int64_t sent = gp_mono_ms();
-  int r = gp_lease_tick(l->lease, &st, &err);
+  int r = gp_lease_tick(l->lease, st, &err);
+  if (r_out) *r_out = r;
   *next_ms = sent + l->ha->renew_ms;
-  if (!r && !st.leader && st.holder[0] && st.expires_in_ms + 20 < l->ha->renew_ms)
-    *next_ms = sent + st.expires_in_ms + 20;
+  if (!r && !st->leader && st->holder[0] && st->expires_in_ms + 20 < l->ha->renew_ms)
+    *next_ms = sent + st->expires_in_ms + 20;
   pthread_mutex_lock(&l->lock);
   int64_t before = l->held_epoch;
   if (r) {
@@ -77,14 +96,21 @@ static bool tick(gp_srv_leader *l, int64_t *next_ms) {
     snprintf(l->last_err, sizeof l->last_err, "%s", err.message);
   } else {
     l->last_err[0] = '\0';
+    log_conflict(l, st, sent);
     l->info.ok = true;
-    l->info.epoch = st.epoch;
-    snprintf(l->info.holder, sizeof l->info.holder, "%s", st.holder);
-    snprintf(l->info.leader_url, sizeof l->info.leader_url, "%s", st.leader_url);
-    l->info.expires_in_ms = st.expires_in_ms;
-    if (st.leader && st.epoch != l->fenced_epoch) {
-      l->held_epoch = st.epoch;
-      l->valid_until_ms = sent + l->ha->lease_ms - 2 * l->ha->renew_ms;
+    l->info.epoch = st->epoch;
+    snprintf(l->info.holder, sizeof l->info.holder, "%s", st->holder);
+    snprintf(l->info.leader_url, sizeof l->info.leader_url, "%s", st->leader_url);
+    l->info.expires_in_ms = st->expires_in_ms;
+    l->info.mine = st->mine;
+    snprintf(l->info.conflict, sizeof l->info.conflict, "%s", st->conflict);
+    l->info.n_servers = st->n_servers;
+    memcpy(l->info.servers, st->servers, sizeof st->servers);
+    if (st->leader && st->epoch != l->fenced_epoch) {
+      /* The database started this term no earlier than the renewal was sent: the lease
+       * runs to at least sent_ms + lease_ms there. Acting stops renew_ms before that. */
+      l->held_epoch = st->epoch;
+      l->valid_until_ms = st->sent_ms + l->ha->lease_ms - l->ha->renew_ms;
     } else {
       l->held_epoch = 0;
       l->valid_until_ms = 0;
@@ -101,7 +127,8 @@ static void *lease_main(void *arg) {
   while (!l->stopping) {
     pthread_mutex_unlock(&l->lock);
     int64_t next;
-    if (tick(l, &next) && l->wake) l->wake(l->wake_ctx);
+    gp_lease_state st;
+    if (tick(l, &next, &st, NULL) && l->wake) l->wake(l->wake_ctx);
     pthread_mutex_lock(&l->lock);
     while (!l->stopping && !l->tick_now && gp_mono_ms() < next) gp_cond_wait_until_ms(&l->cond, &l->lock, next);
     l->tick_now = false;
@@ -111,8 +138,19 @@ static void *lease_main(void *arg) {
 }
 
 int gp__srv_leader_start(gp_srv_leader *l, gp_err *err) {
-  int64_t next;
-  tick(l, &next); /* at once: GET /v1/leader and redirects know the leader from the start */
+  int64_t next, t0 = gp_mono_ms();
+  gp_lease_state st;
+  int r;
+  /* At once: GET /v1/leader and redirects know the leader from the start. An id kept by
+   * another process is decided before serving: refreshed since this one started, it is a
+   * live server's (refused); unrefreshed for its lease length, a dead one's (claimed). */
+  for (;;) {
+    tick(l, &next, &st, &r);
+    if (r || st.claimed || st.conflict[0] || gp_mono_ms() - t0 > 2 * (int64_t)l->ha->lease_ms) break;
+    struct timespec pause = {0, 200 * 1000 * 1000};
+    nanosleep(&pause, NULL);
+  }
+  if (!r && st.conflict[0]) return gp_err_set(err, GP_ESTATE, NULL, 0, "ha.id", "%s", st.conflict);
   if (pthread_create(&l->thread, NULL, lease_main, l) != 0)
     return gp_err_set(err, GP_EIO, NULL, 0, "ha", "cannot start the lease thread");
   l->running = true;

@@ -67,8 +67,9 @@ int gp_server_ha_read(const gp_doc *d, const gp_doc_node *m, const char *path, g
       (r = read_word(d, m, path, "advertise", GP_LEASE_URL_MAX - 64, a, &ha->advertise, err)) ||
       (r = read_word(d, m, path, "id", GP_LEASE_HOLDER_MAX, a, &ha->id, err)))
     return r;
-  /* The leader stops acting lease_ms - 2 * renew_ms after its last renewal: at least one
-   * renewal must fit in that. */
+  /* The leader acts lease_ms - renew_ms after sending its last renewal; the next one is
+   * sent renew_ms later and has renew_ms to be answered: both fit when renew_ms is at most
+   * a third of lease_ms (leader.h). */
   if (ha->renew_ms * 3 > ha->lease_ms) {
     char f[160];
     gp_doc_path(f, sizeof f, path, "renew_ms");

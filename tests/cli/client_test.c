@@ -10,12 +10,19 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "cli/job_format.h"
 #include "client/client.h"
 #include "util/buf.h"
 
 static char dir[256];
+
+static int64_t tsrv_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 static void fresh_config_dir(void) {
   snprintf(dir, sizeof dir, "/tmp/gpool-client-test.XXXXXX");
@@ -180,7 +187,8 @@ static void an_unreachable_server_says_so(void) {
 }
 
 /* Serves one canned HTTP answer on a free loopback port to `count` connections, one
- * after the other; returns the port. The child exits after them. */
+ * after the other; returns the port. The child exits after them. A client's GET /livez
+ * (asked of each server of a list first) is answered 200 and not counted. */
 static int canned_server(const char *answer, int count, pid_t *ret_pid) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   REQUIRE(fd >= 0);
@@ -196,10 +204,12 @@ static int canned_server(const char *answer, int count, pid_t *ret_pid) {
       int c = accept(fd, NULL, NULL);
       char buf[8192];
       ssize_t n = read(c, buf, sizeof buf); /* the request (small, one read is enough here) */
-      (void)n;
-      ssize_t w = write(c, answer, strlen(answer));
+      bool probe = n > 11 && strncmp(buf, "GET /livez ", 11) == 0;
+      const char *alive = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}";
+      ssize_t w = write(c, probe ? alive : answer, strlen(probe ? alive : answer));
       (void)w;
       close(c);
+      if (probe) i--;
     }
     _exit(0);
   }
@@ -211,7 +221,8 @@ static int canned_server(const char *answer, int count, pid_t *ret_pid) {
 static int one_shot_server(const char *answer, pid_t *ret_pid) { return canned_server(answer, 1, ret_pid); }
 
 /* A list of servers: an unreachable one is skipped, a follower's redirect is followed to the
- * leader, and later calls go straight to it. */
+ * leader, and later calls go straight to it. Each server of a list is first asked GET
+ * /livez (one connection of its own here). */
 static void a_list_finds_the_leader(void) {
   const char *ok = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 12\r\n"
                    "Connection: close\r\n\r\n{\"jobs\": []}";
@@ -222,7 +233,7 @@ static void a_list_finds_the_leader(void) {
            "Content-Length: 0\r\nConnection: close\r\n\r\n", leader);
   int follower = canned_server(redirect, 1, &follower_pid);
   char list[128];
-  snprintf(list, sizeof list, "http://127.0.0.1:1,http://127.0.0.1:%d", follower);
+  snprintf(list, sizeof list, "http://127.0.0.1:1,http://127.0.0.1:%d,http://127.0.0.1:%d", follower, leader);
   gp_client *c = gp_client_new(list, "t");
   gp_err err = {0};
   json_t *got = NULL;
@@ -236,6 +247,115 @@ static void a_list_finds_the_leader(void) {
   gp_client_free(c);
   waitpid(leader_pid, NULL, 0);
   waitpid(follower_pid, NULL, 0);
+}
+
+/* A listening socket nobody accepts from: connections succeed (the kernel's backlog) and
+ * requests are taken, but nothing ever answers, as with a SIGSTOPped server. */
+static int frozen_server(int *ret_fd) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  REQUIRE(bind(fd, (struct sockaddr *)&a, sizeof a) == 0);
+  REQUIRE(listen(fd, 16) == 0);
+  socklen_t len = sizeof a;
+  getsockname(fd, (struct sockaddr *)&a, &len);
+  *ret_fd = fd;
+  return ntohs(a.sin_port);
+}
+
+/* A frozen first server costs a read and a write a few seconds, not the call's timeout:
+ * the client asks each server whether it lives before sending it anything, and moves on. */
+static void a_frozen_first_server_is_passed_over(void) {
+  int ffd;
+  int frozen = frozen_server(&ffd);
+  const char *ok = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}";
+  pid_t pid;
+  int next = canned_server(ok, 2, &pid); /* a read, a write */
+  char list[128];
+  snprintf(list, sizeof list, "http://127.0.0.1:%d,http://127.0.0.1:%d", frozen, next);
+  gp_client *c = gp_client_new(list, "t");
+  gp_client_set_timeout_ms(c, 15000);
+  gp_err err = {0};
+  int64_t t0 = tsrv_ms();
+  CHECK_EQ_INT(0, gp_client_call(c, "GET", "/v1/jobs", NULL, NULL, NULL, &err));
+  CHECK(tsrv_ms() - t0 < 6000);
+  json_t *job = json_pack("{s:[s]}", "command", "true");
+  CHECK_EQ_INT(0, gp_client_call(c, "POST", "/v1/jobs", job, NULL, NULL, &err));
+  json_decref(job);
+  CHECK(tsrv_ms() - t0 < 6000);
+  gp_client_free(c);
+  waitpid(pid, NULL, 0);
+  close(ffd);
+}
+
+/* A server that answered its probe, then froze with the call sent: a read moves on to the
+ * next server; a write is not sent again anywhere and says it may have been carried out. */
+static void a_call_sent_to_a_server_that_froze_is_resent_only_when_a_read(void) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  REQUIRE(bind(fd, (struct sockaddr *)&a, sizeof a) == 0);
+  REQUIRE(listen(fd, 16) == 0);
+  socklen_t len = sizeof a;
+  getsockname(fd, (struct sockaddr *)&a, &len);
+  pid_t mute = fork();
+  if (mute == 0) { /* answers each probe (GET /livez), swallows everything else */
+    alarm(20);
+    for (;;) {
+      int c = accept(fd, NULL, NULL);
+      char buf[8192];
+      ssize_t n = read(c, buf, sizeof buf - 1);
+      if (n > 0 && strncmp(buf, "GET /livez ", 11) == 0) {
+        const char *ok = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}";
+        ssize_t w = write(c, ok, strlen(ok));
+        (void)w;
+        close(c);
+      }
+    }
+  }
+  close(fd);
+  const char *ok = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}";
+  pid_t next_pid;
+  int next = canned_server(ok, 1, &next_pid); /* the read */
+  char list[128];
+  snprintf(list, sizeof list, "http://127.0.0.1:%d,http://127.0.0.1:%d", ntohs(a.sin_port), next);
+  gp_client *c = gp_client_new(list, "t");
+  gp_client_set_timeout_ms(c, 1500);
+  gp_err err = {0};
+  json_t *job = json_pack("{s:[s]}", "command", "true");
+  CHECK_EQ_INT(GP_ETIMEOUT, gp_client_call(c, "POST", "/v1/jobs", job, NULL, NULL, &err));
+  CHECK_CONTAINS(err.message, "may have been carried out");
+  json_decref(job);
+  CHECK_EQ_INT(0, waitpid(next_pid, NULL, WNOHANG)); /* the write went nowhere else */
+  CHECK_EQ_INT(0, gp_client_call(c, "GET", "/v1/jobs", NULL, NULL, NULL, &err));
+  waitpid(next_pid, NULL, 0);
+  kill(mute, SIGKILL);
+  waitpid(mute, NULL, 0);
+  gp_client_free(c);
+}
+
+/* A redirect to a host outside the configured list is not followed: the token stays with
+ * the servers it was given for. */
+static void a_redirect_outside_the_list_is_refused(void) {
+  pid_t evil_pid, follower_pid;
+  int evil = canned_server("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}", 1, &evil_pid);
+  char redirect[256];
+  snprintf(redirect, sizeof redirect, "HTTP/1.1 307 Temporary Redirect\r\nLocation: http://127.0.0.1:%d/v1/jobs\r\n"
+           "Content-Length: 0\r\nConnection: close\r\n\r\n", evil);
+  int follower = canned_server(redirect, 1, &follower_pid);
+  char url[64];
+  snprintf(url, sizeof url, "http://127.0.0.1:%d", follower);
+  gp_client *c = gp_client_new(url, "t");
+  gp_err err = {0};
+  json_t *job = json_pack("{s:[s]}", "command", "true");
+  CHECK_EQ_INT(GP_EIO, gp_client_call(c, "POST", "/v1/jobs", job, NULL, NULL, &err));
+  json_decref(job);
+  CHECK_CONTAINS(err.message, "not one of the configured servers");
+  waitpid(follower_pid, NULL, 0);
+  CHECK_EQ_INT(0, waitpid(evil_pid, NULL, WNOHANG)); /* never called */
+  kill(evil_pid, SIGKILL);
+  waitpid(evil_pid, NULL, 0);
+  gp_client_free(c);
 }
 
 /* Followers without a leader (503 + Retry-After): the client waits for one, bounded by its
@@ -277,12 +397,12 @@ static void a_gone_leader_is_waited_out(void) {
   if (pid == 0) {
     alarm(10);
     const char *ok = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}";
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 5; i++) { /* its probe, three redirects, the answer */
       int c = accept(fd, NULL, NULL);
       char buf[8192];
       ssize_t n = read(c, buf, sizeof buf);
       (void)n;
-      const char *answer = i < 3 ? redirect : ok;
+      const char *answer = i < 4 ? redirect : ok;
       ssize_t w = write(c, answer, strlen(answer));
       (void)w;
       close(c);
@@ -290,9 +410,10 @@ static void a_gone_leader_is_waited_out(void) {
     _exit(0);
   }
   close(fd);
-  char url[64];
+  char url[64], list[128];
   snprintf(url, sizeof url, "http://127.0.0.1:%d", ntohs(a.sin_port));
-  gp_client *c = gp_client_new(url, "t");
+  snprintf(list, sizeof list, "%s,http://127.0.0.1:1", url); /* the dead leader is one of the pool's */
+  gp_client *c = gp_client_new(list, "t");
   gp_err err = {0};
   CHECK_EQ_INT(0, gp_client_call(c, "GET", "/v1/jobs", NULL, NULL, NULL, &err));
   CHECK_EQ_STR(url, gp_client_server(c));
@@ -528,7 +649,8 @@ static void show_and_why_say_a_job_is_idle(void) {
   gp_buf_done(&out);
 }
 
-GP_TESTS(a_list_finds_the_leader, no_leader_is_waited_for_then_said, a_gone_leader_is_waited_out, a_request_that_arrived_is_not_sent_twice,
+GP_TESTS(a_list_finds_the_leader, a_frozen_first_server_is_passed_over,
+         a_call_sent_to_a_server_that_froze_is_resent_only_when_a_read, a_redirect_outside_the_list_is_refused, no_leader_is_waited_for_then_said, a_gone_leader_is_waited_out, a_request_that_arrived_is_not_sent_twice,
          a_client_json_open_to_others_is_refused, flags_then_environment_then_file,
          no_file_means_default_server_and_no_token, a_broken_client_json_is_named,
          ca_from_flag_then_environment_then_file, an_unreachable_server_says_so,

@@ -5,6 +5,10 @@
  * could have expired; a leader whose lease was taken steps down. */
 #include "test.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include "server/leader_pg.h"
 #include "srv_util.h"
 
@@ -101,6 +105,12 @@ static void one_leads_and_the_other_follows(void) {
   CHECK_EQ_STR(a.base, json_string_value(json_object_get(b.last, "leader")));
   CHECK_EQ_STR("a", json_string_value(json_object_get(b.last, "holder")));
   CHECK(json_integer_value(json_object_get(b.last, "expires_in_ms")) > 0);
+  /* Every live server of the store, this one first. */
+  json_t *servers = json_object_get(b.last, "servers");
+  CHECK_EQ_INT(2, json_array_size(servers));
+  CHECK_EQ_STR(b.base, json_string_value(json_array_get(servers, 0)));
+  CHECK_EQ_STR(a.base, json_string_value(json_array_get(servers, 1)));
+  CHECK(json_is_null(json_object_get(b.last, "conflict")));
   /* Health without a token; the leader route with one. */
   CHECK_EQ_INT(200, public_get(&a, "/livez"));
   CHECK_EQ_INT(200, public_get(&a, "/readyz"));
@@ -176,7 +186,7 @@ static void a_stopped_leader_hands_over_at_once(void) {
 }
 
 /* The lease row locked by another session: the leader's renewals hang until their
- * timeout; it must stop acting lease_ms - 2 * renew_ms after its last renewal, before the
+ * timeout; it must stop acting lease_ms - renew_ms after its last renewal, before the
  * lease expires, and then nobody leads until the row is free again. */
 static void a_leader_that_cannot_renew_steps_down_before_expiry(void) {
   const char *url = tpg_start();
@@ -366,8 +376,151 @@ static void ha_settings_are_checked(void) {
   gp_server_config_free(c);
 }
 
+/* Sends `request` as is on a fresh connection to t and returns what came back (caller
+ * frees): a request line curl would not send. */
+static char *raw_call(const tsrv *t, const char *request) {
+  int port = atoi(strrchr(t->base, ':') + 1);
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                          .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  REQUIRE(connect(fd, (struct sockaddr *)&a, sizeof a) == 0);
+  struct timeval tv = {5, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  size_t len = strlen(request);
+  REQUIRE(write(fd, request, len) == (ssize_t)len);
+  gp_buf out;
+  gp_buf_init(&out, 0);
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof buf)) > 0) gp_buf_append(&out, buf, (size_t)n);
+  close(fd);
+  char *text = strdup(out.data ? out.data : "");
+  gp_buf_done(&out);
+  return text;
+}
+
+/* A follower's redirect goes to the leader's host whatever the request target says: a
+ * target that is not a path ("@evil.example/...", which would turn the leader's URL into
+ * a user name) is refused, never copied into Location. */
+static void a_redirect_never_leaves_the_leaders_host(void) {
+  const char *url = tpg_start();
+  tsrv a = {0}, b = {0};
+  start_server(&a, url, "a");
+  REQUIRE(wait_role(&a, "leader", 3000) >= 0);
+  start_server(&b, url, "b");
+  REQUIRE(wait_role(&b, "follower", 3000) >= 0);
+  const char *targets[] = {"@evil.example/v1/jobs", "@evil.example:80/v1/jobs?x=1", ".evil.example/v1/jobs",
+                           "http://evil.example/v1/jobs", "/v1/jobs\\@evil.example"};
+  for (int i = 0; i < 5; i++) {
+    char req[512];
+    snprintf(req, sizeof req, "POST %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " ALICE "\r\n"
+             "Content-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}", targets[i]);
+    char *got = raw_call(&b, req);
+    char *loc = strcasestr(got, "\r\nLocation:");
+    if (loc) {
+      char want[200];
+      snprintf(want, sizeof want, "\r\nLocation: %s/", a.base);
+      CHECK(strncasecmp(loc, want, strlen(want)) == 0);
+    }
+    CHECK(strncmp(got, "HTTP/1.1 ", 9) == 0); /* an answer, whatever it is */
+    free(got);
+  }
+  tsrv_stop(&b);
+  tsrv_stop(&a);
+}
+
+/* Two servers with one ha.id would take the lease from each other at every renewal (both
+ * "the holder"), fence each other's agents and leave jobs pending: the second is refused
+ * at its start, naming the cause, and the first leads on under its first epoch. */
+static void a_second_server_with_the_same_id_is_refused(void) {
+  const char *url = tpg_start();
+  tsrv a = {0}, b = {0};
+  start_server(&a, url, "a");
+  REQUIRE(wait_role(&a, "leader", 3000) >= 0);
+  tsrv_make_dir(&b);
+  char text[8192];
+  snprintf(text, sizeof text, "%sdata_dir: %s\nstore: %s\nha: {lease_ms: %d, renew_ms: %d, id: a}\n",
+           tsrv_base_config, b.dir, url, LEASE_MS, RENEW_MS);
+  gp_err e = {0};
+  REQUIRE(gp_server_config_parse("test.yaml", text, strlen(text), &b.cfg, &e) == 0);
+  int rc = gp_server_new(b.cfg, NULL, &b.srv, &e);
+  if (!rc) rc = gp_server_start(b.srv, &e);
+  CHECK(rc != 0);
+  CHECK_EQ_STR("ha.id", e.field);
+  CHECK_CONTAINS(e.message, "also the id of another running server");
+  CHECK_CONTAINS(e.message, a.base);
+  tsrv_stop(&b);
+  /* a kept the lease all along: several renewals later, still epoch 1. */
+  usleep(3 * RENEW_MS * 1000);
+  CHECK_EQ_STR("leader", role(&a));
+  CHECK_EQ_INT(1, json_integer_value(json_object_get(a.last, "epoch")));
+  CHECK(json_is_null(json_object_get(a.last, "conflict")));
+  tsrv_stop(&a);
+}
+
+/* renew_ms = lease_ms / 3, the most the settings allow: every renewal lands inside the
+ * window the previous one opened, so the leader never steps down and no write is refused
+ * (the window was lease_ms - 2 * renew_ms = renew_ms: each renewal's round trip fell out
+ * of it: the leader stepped down and reloaded every cycle, refusing most writes meanwhile). */
+static void renewals_at_a_third_of_the_lease_keep_the_leader(void) {
+  const char *url = tpg_start();
+  tsrv a = {0};
+  start_server_lease(&a, url, "a", 3000, 1000);
+  REQUIRE(wait_role(&a, "leader", 3000) >= 0);
+  int refused = 0;
+  for (int i = 0; i < 90; i++) { /* 4.5 s: four renewals */
+    long code = tsrv_call(&a, "POST", "/v1/jobs", ALICE, "{\"command\": [\"true\"], \"hold\": true}", NULL);
+    if (code != 201) refused++;
+    usleep(50 * 1000);
+  }
+  CHECK_EQ_INT(0, refused);
+  CHECK_EQ_STR("leader", role(&a));
+  CHECK_EQ_INT(1, json_integer_value(json_object_get(a.last, "epoch")));
+  tsrv_stop(&a);
+}
+
+/* An id taken by another live process while this server runs (as after it was cut off the
+ * database for longer than its lease): it says so in GET /v1/leader, never leads while the
+ * other keeps the id, and leads once the id is its own again. */
+static void a_server_that_finds_its_id_in_use_never_leads(void) {
+  const char *url = tpg_start();
+  tsrv a = {0}, b = {0};
+  start_server(&a, url, "a");
+  REQUIRE(wait_role(&a, "leader", 3000) >= 0);
+  start_server(&b, url, "b");
+  /* Another process holds b's id: a live session of its own, refreshed from now on. */
+  PGconn *other = PQconnectdb(url);
+  REQUIRE(PQstatus(other) == CONNECTION_OK);
+  PGresult *res = PQexec(other, "UPDATE gp_lease_servers SET nonce = 'other', url = 'http://other.example:1',"
+                                " pid = pg_backend_pid(), ttl_ms = 3600000, seen_at = now() + interval '1 second'"
+                                " WHERE id = 'b'");
+  REQUIRE(PQresultStatus(res) == PGRES_COMMAND_OK);
+  PQclear(res);
+  const char *conflict = NULL;
+  for (int i = 0; i < 100 && !conflict; i++) {
+    CHECK_EQ_STR("follower", role(&b));
+    conflict = json_string_value(json_object_get(b.last, "conflict"));
+    if (!conflict) usleep(20 * 1000);
+  }
+  REQUIRE(conflict);
+  CHECK_CONTAINS(conflict, "ha.id 'b' is also the id of another running server");
+  CHECK_CONTAINS(conflict, "http://other.example:1");
+  /* a stops and gives the lease up: b, without its id, does not take it. */
+  tsrv_stop(&a);
+  usleep(4 * RENEW_MS * 1000);
+  CHECK_EQ_STR("follower", role(&b));
+  /* The other process is gone: b claims its id and leads. */
+  PQfinish(other);
+  CHECK(wait_role(&b, "leader", 3000) >= 0);
+  CHECK(json_is_null(json_object_get(b.last, "conflict")));
+  tsrv_stop(&b);
+}
+
 GP_TESTS(one_leads_and_the_other_follows, a_stopped_leader_hands_over_at_once,
          a_leader_that_cannot_renew_steps_down_before_expiry, a_leader_whose_lease_was_taken_follows,
          a_fenced_write_makes_the_leader_follow, the_new_leader_resends_only_unacknowledged_orders_to_their_node,
          no_leader_is_503_with_retry_after,
-         ha_settings_are_checked)
+         ha_settings_are_checked, a_redirect_never_leaves_the_leaders_host,
+         a_second_server_with_the_same_id_is_refused, renewals_at_a_third_of_the_lease_keep_the_leader,
+         a_server_that_finds_its_id_in_use_never_leads)

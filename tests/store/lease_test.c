@@ -245,7 +245,73 @@ static void bad_settings_are_refused_naming_the_key(void) {
   CHECK(l == NULL);
 }
 
+/* Two processes with one id (a copied config): the second never takes the lease from the
+ * first, which a "restarted holder" could; once the first has refreshed its id after the
+ * second opened, the second reports the conflict, naming the first's URL. */
+static void a_second_process_with_the_same_id_never_takes_the_lease(void) {
+  const char *url = tpg_start();
+  gp_lease *a = open_lease(url, "a", 1500);
+  gp_lease_state sa, sb;
+  REQUIRE(tick(a, &sa) == 0);
+  CHECK(sa.leader && sa.claimed && sa.mine);
+  gp_lease_cfg cfg = {.url = url, .holder = "a", .advertise = "http://other.example:7070", .ttl_ms = 1500};
+  gp_lease *b = NULL;
+  gp_err e = {0};
+  REQUIRE(gp_lease_open(&cfg, &b, &e) == 0);
+  for (int i = 0; i < 8; i++) {
+    REQUIRE(tick(b, &sb) == 0);
+    CHECK(!sb.leader && !sb.claimed && !sb.mine);
+    CHECK_EQ_INT(1, sb.epoch);
+    REQUIRE(tick(a, &sa) == 0);
+    CHECK(sa.leader);
+    CHECK_EQ_INT(1, sa.epoch);
+    usleep(100 * 1000);
+  }
+  CHECK_CONTAINS(sb.conflict, "ha.id 'a' is also the id of another running server");
+  CHECK_CONTAINS(sb.conflict, "http://a.example:7070");
+  CHECK_EQ_STR("", sa.conflict);
+  /* The first stops cleanly: the id and the lease are the second's at once. */
+  CHECK_EQ_INT(0, gp_lease_release(a, &e));
+  REQUIRE(tick(b, &sb) == 0);
+  CHECK(sb.leader && sb.claimed);
+  CHECK_EQ_INT(2, sb.epoch);
+  CHECK_EQ_STR("", sb.conflict);
+  gp_lease_close(a);
+  gp_lease_close(b);
+}
+
+/* A restarted server (a new process, same id) whose old process died claims its id and
+ * takes the lease at once: the old session is gone. Each server lists the others. */
+static void a_restarted_process_claims_its_id_at_once(void) {
+  const char *url = tpg_start();
+  gp_lease *a = open_lease(url, "a", 10000), *b = open_lease(url, "b", 10000);
+  gp_lease_state sa, sb;
+  REQUIRE(tick(a, &sa) == 0);
+  CHECK(sa.leader);
+  REQUIRE(tick(b, &sb) == 0);
+  REQUIRE(tick(a, &sa) == 0);
+  CHECK_EQ_INT(1, sa.n_servers);
+  CHECK_EQ_STR("http://b.example:7070", sa.servers[0]);
+  CHECK_EQ_INT(1, sb.n_servers);
+  CHECK_EQ_STR("http://a.example:7070", sb.servers[0]);
+  gp_lease_close(a); /* no release: as a kill -9 leaves it */
+  gp_lease *a2 = open_lease(url, "a", 10000);
+  int64_t t0 = now_ms();
+  bool took = false;
+  while (!took && now_ms() < t0 + 3000) { /* the old backend exits a moment after the close */
+    REQUIRE(tick(a2, &sa) == 0);
+    took = sa.leader;
+    if (!took) usleep(50 * 1000);
+  }
+  CHECK(took);
+  CHECK_EQ_INT(2, sa.epoch);
+  CHECK_EQ_STR("", sa.conflict);
+  gp_lease_close(a2);
+  gp_lease_close(b);
+}
+
 GP_TESTS(one_holder_until_expiry_and_the_epoch_rises, a_dead_holders_lease_is_taken_at_once, a_release_lets_another_take_at_once,
          a_cut_connection_fails_a_tick_then_reconnects, a_restarted_database_is_rejoined,
          a_frozen_database_fails_the_tick_within_the_timeout, a_paused_writer_does_not_block_the_takeover,
-         bad_settings_are_refused_naming_the_key)
+         bad_settings_are_refused_naming_the_key, a_second_process_with_the_same_id_never_takes_the_lease,
+         a_restarted_process_claims_its_id_at_once)
