@@ -295,7 +295,9 @@ int gp__srv_autoscale_before(gp_srv_state *s, int64_t now, gp_err *err) {
   }
   for (int t = 0; t < a->n_tmpl; t++) {
     gp_srv_as_tmpl *st = &a->tmpl[t];
-    if (!st->listed && !st->list_out && now >= st->retry_at) {
+    /* Not while a create runs: its instances, listed before its answer came, would be
+     * taken for an old instance passed off as new. */
+    if (!st->listed && !st->list_out && st->creating_calls == 0 && now >= st->retry_at) {
       st->list_out = true;
       gp__srv_as_call_out(a, GP_PROVIDER_LIST, t, 0, NULL, 0, 0);
     }

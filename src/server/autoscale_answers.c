@@ -86,6 +86,14 @@ static int create_answered(gp_srv_state *s, gp_srv_autoscale *a, gp_srv_as_call 
     if (d >= 0 && d < 86400 * 30) gp_hist_observe(&a->pending_to_call_s, d);
   }
   if (c->rc) {
+    if (c->e.cls == GP_PROVIDER_BROKEN) {
+      /* No answer used, but machines may have been made (a deadline passed, a valid
+       * instance beside a bad one): the template creates nothing until its `list` has
+       * answered again, which adopts them. */
+      int64_t since = c->started_ms / 1000;
+      if (!st->list_since || since < st->list_since) st->list_since = since;
+      st->listed = false;
+    }
     gp__srv_as_backoff(a, c->tmpl, gp_provider_class_name(c->e.cls), c->e.message, c->e.retry_after_s, now);
     return events ? gp__srv_as_job_failed(s, a, c->job_id, c->tmpl, now, err) : 0;
   }
@@ -162,8 +170,9 @@ static int delete_answered(gp_srv_state *s, gp_srv_autoscale *a, gp_srv_as_call 
   return n ? gp__srv_as_remove_node(s, n, now, err) : 0;
 }
 
-/* The instances that exist, asked at start: those not registered yet are adopted (waited
- * for as if just created); one that contradicts what is known becomes an orphan. */
+/* The instances that exist, asked at start and after a broken create: those not known
+ * are adopted (waited for as if just created); one that contradicts what is known becomes
+ * an orphan. */
 static void list_answered(gp_srv_state *s, gp_srv_autoscale *a, gp_srv_as_call *c, int64_t now) {
   gp_srv_as_tmpl *st = &a->tmpl[c->tmpl];
   st->list_out = false;
@@ -175,6 +184,8 @@ static void list_answered(gp_srv_state *s, gp_srv_autoscale *a, gp_srv_as_call *
   }
   st->listed = true;
   int64_t since = c->started_ms / 1000;
+  if (st->list_since && st->list_since < since) since = st->list_since;
+  st->list_since = 0;
   int adopted = 0, bad = 0;
   char first[400] = "";
   for (int i = 0; i < c->res.n; i++) {

@@ -70,8 +70,11 @@ typedef struct gp_srv_as_tmpl {
   char err_class[16];       /* the last failure's class ("capacity", "timeout", ...) */
   char err_message[GP_PROVIDER_MESSAGE_MAX + 1];
   int64_t err_at;
-  bool listed;              /* its `list` answered since the server started */
+  bool listed;              /* its `list` answered since the server started, or since
+                               a broken create (which may have made what it did not say) */
   bool list_out;            /* a `list` call is running */
+  int64_t list_since;       /* wall s: a node first registered since then may be a listed
+                               instance's own; 0: since the list call started */
   int creating_calls;       /* instances asked for by create calls still running */
   int64_t last_asked;       /* wall s of its last create call; 0: none */
   uint64_t seq;             /* for idempotency keys */

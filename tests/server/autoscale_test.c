@@ -576,6 +576,47 @@ static void a_list_cannot_move_a_node_to_another_instance(void) {
   env_done(&e);
 }
 
+/* A broken create may have made machines it did not say (here an instance beside an exit
+ * status of 1): the template lists its instances again before it creates more, and adopts
+ * the one made, whose node then registers as that instance's. */
+static void a_broken_create_is_followed_by_a_list_that_adopts_what_it_made(void) {
+  as_env e;
+  env_init(&e);
+  char tm[1024];
+  tmpl_yaml(tm, sizeof tm, &e, "half", "max_nodes: 2");
+  write_file(&e, "half.fail", "{\"instances\": [{\"id\": \"i-9\", \"node\": \"half-9\"}]}\n");
+  tsrv t = {0};
+  start(&t, &e, "backoff: {initial: 1s}, resume_timeout: 1h", tm);
+  CHECK(wait_call(&e, "half list"));
+  bool listed = false;
+  for (int i = 0; i < 250 && !listed; i++) {
+    const json_t *o = template_of(&t, "half");
+    listed = o && json_is_true(json_object_get(o, "listed"));
+    if (!listed) usleep(20000);
+  }
+  REQUIRE(listed);
+  char jid[32];
+  snprintf(jid, sizeof jid, "%s", submit(&t, "{\"command\": [\"true\"], \"gpus\": 8}"));
+  CHECK(wait_call(&e, "half create"));
+  write_file(&e, "half.list", "{\"instances\": [{\"id\": \"i-9\", \"node\": \"half-9\"}]}\n");
+  for (int i = 0; i < 250 && count_of(calls(&e), "half list") < 2; i++) usleep(20000);
+  CHECK_EQ_INT(2, count_of(calls(&e), "half list"));
+  listed = false;
+  for (int i = 0; i < 250 && !listed; i++) {
+    const json_t *o = template_of(&t, "half");
+    listed = o && json_is_true(json_object_get(o, "listed"));
+    if (!listed) usleep(20000);
+  }
+  CHECK(listed);
+  CHECK_EQ_INT(1, template_int(&t, "half", "creating"));
+  CHECK_EQ_INT(1, count_of(calls(&e), "half create")); /* the adopted one holds the job */
+  CHECK_EQ_INT(201, tsrv_register(&t, "half-9", 8, NULL));
+  CHECK(tsrv_wait_state(&t, jid, "running"));
+  CHECK_EQ_STR("i-9", node_instance(&t, "half-9"));
+  tsrv_stop(&t);
+  env_done(&e);
+}
+
 /* A job whose new node did not register within resume_timeout hears of it: its reason
  * names that template and the timeout, not the first template in order (which backs off
  * for its own reason), and its timeline has a `scale_failed` event. */
@@ -675,4 +716,5 @@ GP_TESTS(autoscale_config_errors_name_the_key, a_provider_naming_a_fixed_node_ca
          a_create_answering_a_node_an_earlier_call_made_is_deleted_and_counted,
          three_instances_answered_with_one_node_leave_none_behind,
          a_list_cannot_move_a_node_to_another_instance,
-         a_resume_timeout_is_named_in_the_job_reason_and_timeline)
+         a_resume_timeout_is_named_in_the_job_reason_and_timeline,
+         a_broken_create_is_followed_by_a_list_that_adopts_what_it_made)
