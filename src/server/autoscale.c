@@ -139,7 +139,12 @@ void gp__srv_as_backoff(gp_srv_autoscale *a, int t, const char *cls, const char 
   st->retry_at = now + delay;
   st->err_at = now;
   snprintf(st->err_class, sizeof st->err_class, "%s", cls);
-  snprintf(st->err_message, sizeof st->err_message, "%s", msg);
+  /* Cut on a character boundary: the message is the provider's UTF-8 text with a prefix,
+   * and a split character would make it no JSON string (GET /v1/templates, job reasons). */
+  size_t n = strlen(msg), k = n < sizeof st->err_message - 1 ? n : sizeof st->err_message - 1;
+  while (k > 0 && k < n && ((unsigned char)msg[k] & 0xC0) == 0x80) k--;
+  memcpy(st->err_message, msg, k);
+  st->err_message[k] = '\0';
   /* The next step proposes again, so a job waiting for this template is told at once and
    * the next template in order is tried without waiting for the interval. */
   a->next_run_ms = 0;

@@ -15,14 +15,17 @@
 #include "srv_util.h"
 
 /* Behaviour per template: $AS_DIR/<template>.fail holds an error answer to give `create`,
- * <template>.delfail one to give `delete`, <template>.node the node name every created
- * instance is answered with (else <template>-<n>), <template>.list the answer to `list`. */
+ * <template>.delfail one to give `delete`, <template>.listfail one to give `list`,
+ * <template>.node the node name every created instance is answered with (else
+ * <template>-<n>), <template>.list the answer to `list`. */
 static const char *provider_script =
     "#!/bin/sh\n"
     "req=$(cat)\n"
     "echo \"$GPOOL_TEMPLATE $1 $(printf '%s' \"$req\" | jq -c '{count, instances}')\" >> \"$AS_DIR/calls.log\"\n"
     "case \"$1\" in\n"
-    "list) cat \"$AS_DIR/$GPOOL_TEMPLATE.list\" 2>/dev/null || echo '{\"instances\": []}' ;;\n"
+    "list)\n"
+    "  if [ -f \"$AS_DIR/$GPOOL_TEMPLATE.listfail\" ]; then cat \"$AS_DIR/$GPOOL_TEMPLATE.listfail\"; exit 1; fi\n"
+    "  cat \"$AS_DIR/$GPOOL_TEMPLATE.list\" 2>/dev/null || echo '{\"instances\": []}' ;;\n"
     "create)\n"
     "  if [ -f \"$AS_DIR/$GPOOL_TEMPLATE.fail\" ]; then cat \"$AS_DIR/$GPOOL_TEMPLATE.fail\"; exit 1; fi\n"
     "  n=$(printf '%s' \"$req\" | jq .count); i=0; out=''\n"
@@ -617,6 +620,34 @@ static void a_broken_create_is_followed_by_a_list_that_adopts_what_it_made(void)
   env_done(&e);
 }
 
+/* A provider's message is UTF-8 of up to 512 bytes; with the autoscaler's prefix
+ * ("list: ") it is cut to fit on a character boundary, so it stays a JSON string. */
+static void a_long_provider_message_is_cut_on_a_character_boundary(void) {
+  as_env e;
+  env_init(&e);
+  char msg[600] = "a";
+  for (int i = 0; i < 255; i++) strcat(msg, "\xc3\xa9"); /* 511 bytes */
+  char fail[800];
+  snprintf(fail, sizeof fail, "{\"error\": {\"class\": \"transient\", \"message\": \"%s\"}}\n", msg);
+  write_file(&e, "lf.listfail", fail);
+  char tm[1024];
+  tmpl_yaml(tm, sizeof tm, &e, "lf", "max_nodes: 1");
+  tsrv t = {0};
+  start(&t, &e, NULL, tm);
+  CHECK(wait_call(&e, "lf list"));
+  const char *got = NULL;
+  for (int i = 0; i < 250 && !got; i++) {
+    const json_t *o = template_of(&t, "lf");
+    got = o ? json_string_value(json_object_get(json_object_get(o, "last_error"), "message")) : NULL;
+    if (!got) usleep(20000);
+  }
+  REQUIRE(got);
+  CHECK(strncmp(got, "list: a\xc3\xa9", 9) == 0);
+  CHECK_EQ_INT(511, (int)strlen(got)); /* 512 would split the last character */
+  tsrv_stop(&t);
+  env_done(&e);
+}
+
 /* A job whose new node did not register within resume_timeout hears of it: its reason
  * names that template and the timeout, not the first template in order (which backs off
  * for its own reason), and its timeline has a `scale_failed` event. */
@@ -717,4 +748,5 @@ GP_TESTS(autoscale_config_errors_name_the_key, a_provider_naming_a_fixed_node_ca
          three_instances_answered_with_one_node_leave_none_behind,
          a_list_cannot_move_a_node_to_another_instance,
          a_resume_timeout_is_named_in_the_job_reason_and_timeline,
-         a_broken_create_is_followed_by_a_list_that_adopts_what_it_made)
+         a_broken_create_is_followed_by_a_list_that_adopts_what_it_made,
+         a_long_provider_message_is_cut_on_a_character_boundary)
