@@ -27,7 +27,7 @@ static int templates_table(gp_cli *cli, json_t *list, json_t *answer, void *arg)
   json_t *e;
   int64_t now = gp_cli_now();
   json_array_foreach(list, i, e) {
-    char gpus[96], price[32], nodes[16], max[16], creating[16], deleting[16], backoff[700];
+    char gpus[96], price[32], nodes[16], max[16], creating[16], deleting[48], backoff[700];
     snprintf(gpus, sizeof gpus, "%lldx%s", (long long)gp_cli_num(json_object_get(e, "gpus")),
              str(e, "model"));
     json_t *p = json_object_get(e, "price_per_gpu_hour");
@@ -36,7 +36,10 @@ static int templates_table(gp_cli *cli, json_t *list, json_t *answer, void *arg)
     snprintf(nodes, sizeof nodes, "%lld", (long long)gp_cli_num(json_object_get(e, "nodes")));
     snprintf(max, sizeof max, "%lld", (long long)gp_cli_num(json_object_get(e, "max_nodes")));
     snprintf(creating, sizeof creating, "%lld", (long long)gp_cli_num(json_object_get(e, "creating")));
-    snprintf(deleting, sizeof deleting, "%lld", (long long)gp_cli_num(json_object_get(e, "deleting")));
+    long long orphans = (long long)gp_cli_num(json_object_get(e, "orphans"));
+    int k = snprintf(deleting, sizeof deleting, "%lld", (long long)gp_cli_num(json_object_get(e, "deleting")));
+    if (orphans > 0 && k > 0 && (size_t)k < sizeof deleting)
+      snprintf(deleting + k, sizeof deleting - (size_t)k, " (%lld orphan%s)", orphans, orphans == 1 ? "" : "s");
     json_t *b = json_object_get(e, "backoff");
     if (json_is_object(b)) {
       char left[32];
@@ -58,7 +61,8 @@ static int templates_table(gp_cli *cli, json_t *list, json_t *answer, void *arg)
 static const char templates_usage[] =
   "Usage: gpool templates [-o json]\n"
   "  The server's node templates (its config's node_templates:): NODES registered from each,\n"
-  "  MAX (max_nodes), CREATING (asked for, not registered yet), DELETING (being given back),\n"
+  "  MAX (max_nodes), CREATING (asked for, not registered yet), DELETING (being given back,\n"
+  "  orphans named: instances answered for a node another instance holds),\n"
   "  and BACKOFF: how long a failing template is passed over, and why.\n";
 
 int gp_cmd_templates(int argc, char **argv) {

@@ -94,6 +94,7 @@ bool gp__srv_autoscale_could_run(const gp_srv_autoscale *a, const gp_request *r)
 /* ---- records ---- */
 
 gp_srv_as_inst *gp__srv_as_find(gp_srv_autoscale *a, const char *id, const char *node) {
+  if (node && !node[0]) node = NULL; /* orphans have no node */
   for (int i = 0; i < a->n_inst; i++)
     if ((id && strcmp(a->inst[i].id, id) == 0) || (node && strcmp(a->inst[i].node, node) == 0))
       return &a->inst[i];
@@ -114,7 +115,7 @@ gp_srv_as_inst *gp__srv_as_add(gp_srv_autoscale *a, int t, gp_srv_as_phase ph, c
   return in;
 }
 
-static void drop_inst(gp_srv_autoscale *a, gp_srv_as_inst *in) {
+void gp__srv_as_drop(gp_srv_autoscale *a, gp_srv_as_inst *in) {
   *in = a->inst[--a->n_inst];
 }
 
@@ -124,25 +125,49 @@ static void fmt_duration(int s, char *buf, size_t size) {
   else snprintf(buf, size, "%ds", s);
 }
 
-/* A failed creation: the template is passed over until its backoff is over, doubling per
- * consecutive failure (a longer retry_after of the provider wins). */
-static void backoff(gp_srv_autoscale *a, int t, const char *cls, const char *msg, int retry_after,
-                    int64_t now) {
-  gp_srv_as_tmpl *st = &a->tmpl[t];
-  const gp_autoscale_config *c = &a->cfg->autoscale;
+int64_t gp__srv_as_backoff_delay(const gp_autoscale_config *c, int failures) {
   int64_t delay = c->backoff_initial_s;
-  for (int i = 1; i < st->failures && delay < c->backoff_max_s; i++) delay *= 2;
-  if (delay > c->backoff_max_s) delay = c->backoff_max_s;
+  for (int i = 1; i < failures && delay < c->backoff_max_s; i++) delay *= 2;
+  return delay > c->backoff_max_s ? c->backoff_max_s : delay;
+}
+
+void gp__srv_as_backoff(gp_srv_autoscale *a, int t, const char *cls, const char *msg,
+                        int retry_after, int64_t now) {
+  gp_srv_as_tmpl *st = &a->tmpl[t];
+  int64_t delay = gp__srv_as_backoff_delay(&a->cfg->autoscale, ++st->failures);
   if (retry_after > delay) delay = retry_after;
-  st->failures++;
   st->retry_at = now + delay;
   st->err_at = now;
   snprintf(st->err_class, sizeof st->err_class, "%s", cls);
-  snprintf(st->err_message, sizeof st->err_message, "%s", msg);
+  /* Cut on a character boundary: the message is the provider's UTF-8 text with a prefix,
+   * and a split character would make it no JSON string (GET /v1/templates, job reasons). */
+  size_t n = strlen(msg), k = n < sizeof st->err_message - 1 ? n : sizeof st->err_message - 1;
+  while (k > 0 && k < n && ((unsigned char)msg[k] & 0xC0) == 0x80) k--;
+  memcpy(st->err_message, msg, k);
+  st->err_message[k] = '\0';
+  /* The next step proposes again, so a job waiting for this template is told at once and
+   * the next template in order is tried without waiting for the interval. */
+  a->next_run_ms = 0;
   bool loud = strcmp(cls, "auth") == 0 || strcmp(cls, "invalid") == 0 || strcmp(cls, "broken") == 0;
   fprintf(stderr, "gpool server: autoscaler: %stemplate %s failed (%s: %s); next try in %lld s%s\n",
           loud ? "ATTENTION: " : "", st->nt->t.name, cls, msg, (long long)delay,
           loud ? " (an admin must look at the provider or the template)" : "");
+}
+
+int gp__srv_as_job_failed(gp_srv_state *s, gp_srv_autoscale *a, int64_t job, int t, int64_t now,
+                          gp_err *err) {
+  if (job <= 0) return 0;
+  char idstr[24];
+  snprintf(idstr, sizeof idstr, "%lld", (long long)job);
+  gp_srv_job *j = gp__srv_job_get(s, idstr);
+  if (!j || j->state != GP_JOB_PENDING) return 0;
+  const gp_srv_as_tmpl *st = &a->tmpl[t];
+  json_t *extra = json_object();
+  json_object_set_new(extra, "template", json_string(st->nt->t.name));
+  json_object_set_new(extra, "class", json_string(st->err_class));
+  json_object_set_new(extra, "message", json_string(st->err_message));
+  json_object_set_new(extra, "retry_at", json_integer(st->retry_at));
+  return gp__srv_job_event(s, j, "scale_failed", now, extra, err);
 }
 
 static void succeeded(gp_srv_autoscale *a, int t) {
@@ -157,7 +182,7 @@ void gp__srv_as_delete(gp_srv_autoscale *a, gp_srv_as_inst *in) {
 
 /* Forgets a node whose instance is gone, unless a job holds it (then it stays, and goes
  * down as any lost node when its agent stops answering). */
-static int remove_node(gp_srv_state *s, gp_srv_node *n, int64_t now, gp_err *err) {
+int gp__srv_as_remove_node(gp_srv_state *s, gp_srv_node *n, int64_t now, gp_err *err) {
   const gp_srv_job *holder = gp__srv_node_holder(s, n);
   if (holder) {
     fprintf(stderr, "gpool server: autoscaler: node %s holds job %s: not removed\n", n->name,
@@ -171,133 +196,6 @@ static int remove_node(gp_srv_state *s, gp_srv_node *n, int64_t now, gp_err *err
   return gp__srv_node_remove(s, n, now, err);
 }
 
-/* ---- answers ---- */
-
-static void create_answered(gp_srv_state *s, gp_srv_autoscale *a, gp_srv_as_call *c, int64_t now) {
-  gp_srv_as_tmpl *st = &a->tmpl[c->tmpl];
-  st->creating_calls -= c->count;
-  if (st->creating_calls < 0) st->creating_calls = 0;
-  if (c->job_since > 0) {
-    double d = (double)c->started_ms / 1000.0 - (double)c->job_since;
-    if (d >= 0 && d < 86400 * 30) gp_hist_observe(&a->pending_to_call_s, d);
-  }
-  if (c->rc) {
-    backoff(a, c->tmpl, gp_provider_class_name(c->e.cls), c->e.message, c->e.retry_after_s, now);
-    return;
-  }
-  if (c->res.n == 0) {
-    char msg[128];
-    snprintf(msg, sizeof msg, "the provider created none of the %d nodes asked for", c->count);
-    backoff(a, c->tmpl, "capacity", msg, -1, now);
-    return;
-  }
-  for (int i = 0; i < c->res.n; i++) {
-    const gp_provider_instance *pi = &c->res.instances[i];
-    /* A repeated answer names what it named before; an agent may well have registered
-     * before the answer came back (then the record is matched to it right away). */
-    const gp_srv_node *n = gp__srv_node_get(s, pi->node);
-    if (gp__srv_as_find(a, pi->id, NULL) || (n && n->provider_instance)) continue;
-    /* A node that was there before the call cannot be what it created: a provider naming
-     * one must never make a fixed node the autoscaler's to delete. */
-    if (n && n->registered_at < c->started_ms / 1000) {
-      char msg[GP_PROVIDER_NODE_MAX + 128];
-      snprintf(msg, sizeof msg, "it answered node %s, which was there before the call", pi->node);
-      backoff(a, c->tmpl, "invalid", msg, -1, now);
-      /* The instance it made is given back, without a node to remove. */
-      gp__srv_as_add(a, c->tmpl, GP_SRV_AS_DELETING, pi->id, "");
-      continue;
-    }
-    gp_srv_as_inst *in = gp__srv_as_add(a, c->tmpl, GP_SRV_AS_CREATING, pi->id, pi->node);
-    if (!in) break;
-    in->price = pi->price_per_gpu_hour;
-    in->asked_at = c->started_ms / 1000;
-    in->deadline = now + a->cfg->autoscale.resume_timeout_s;
-  }
-  fprintf(stderr, "gpool server: autoscaler: template %s created %d of %d node(s)\n",
-          st->nt->t.name, c->res.n, c->count);
-}
-
-static int delete_answered(gp_srv_state *s, gp_srv_autoscale *a, gp_srv_as_call *c, int64_t now,
-                           gp_err *err) {
-  gp_srv_as_inst *in = gp__srv_as_find(a, c->id, NULL);
-  if (!in || in->phase != GP_SRV_AS_DELETING) return 0;
-  in->call_out = false;
-  bool gone = false;
-  for (int i = 0; !c->rc && i < c->res.n; i++) gone = gone || strcmp(c->res.instances[i].id, c->id) == 0;
-  if (!gone) {
-    fprintf(stderr, "gpool server: autoscaler: ATTENTION: deleting instance %s (node %s) of "
-                    "template %s failed (%s: %s); tried again in %d s\n",
-            in->id, in->node, a->tmpl[in->tmpl].nt->t.name,
-            c->rc ? gp_provider_class_name(c->e.cls) : "ok",
-            c->rc ? c->e.message : "the provider did not list it as deleted",
-            a->cfg->autoscale.backoff_initial_s);
-    in->retry_at = now + a->cfg->autoscale.backoff_initial_s;
-    return 0;
-  }
-  char node[sizeof in->node];
-  snprintf(node, sizeof node, "%s", in->node);
-  drop_inst(a, in);
-  gp_srv_node *n = node[0] ? gp__srv_node_get(s, node) : NULL;
-  return n ? remove_node(s, n, now, err) : 0;
-}
-
-static void list_answered(gp_srv_state *s, gp_srv_autoscale *a, gp_srv_as_call *c, int64_t now) {
-  gp_srv_as_tmpl *st = &a->tmpl[c->tmpl];
-  st->list_out = false;
-  if (c->rc) {
-    char msg[GP_PROVIDER_MESSAGE_MAX + 16];
-    snprintf(msg, sizeof msg, "list: %s", c->e.message);
-    backoff(a, c->tmpl, gp_provider_class_name(c->e.cls), msg, c->e.retry_after_s, now);
-    return;
-  }
-  st->listed = true;
-  int adopted = 0;
-  for (int i = 0; i < c->res.n; i++) {
-    const gp_provider_instance *pi = &c->res.instances[i];
-    if (gp__srv_as_find(a, pi->id, NULL)) continue;
-    const gp_srv_node *n = gp__srv_node_get(s, pi->node);
-    if (n && n->provider_instance && strcmp(n->provider_instance, pi->id) == 0) continue;
-    if (n && !n->provider_instance) continue; /* a fixed node: never the autoscaler's */
-    gp_srv_as_inst *in = gp__srv_as_add(a, c->tmpl, GP_SRV_AS_CREATING, pi->id, pi->node);
-    if (!in) break;
-    in->price = pi->price_per_gpu_hour;
-    in->asked_at = now;
-    in->deadline = now + a->cfg->autoscale.resume_timeout_s;
-    adopted++;
-  }
-  if (adopted)
-    fprintf(stderr, "gpool server: autoscaler: template %s: %d instance(s) not registered yet "
-                    "adopted from its provider's list\n", st->nt->t.name, adopted);
-}
-
-static int take_answers(gp_srv_state *s, gp_srv_autoscale *a, int64_t now, gp_err *err) {
-  gp_srv_as_call *c = gp__srv_as_take_done(a);
-  int r = 0;
-  while (c) {
-    gp_srv_as_call *next = c->next;
-    gp_srv_as_tmpl *st = &a->tmpl[c->tmpl];
-    int cls = c->rc ? (int)c->e.cls : 0;
-    if ((unsigned)c->verb < 3 && cls >= 0 && cls <= GP_PROVIDER_BROKEN) st->calls[c->verb][cls]++;
-    gp_hist_observe(&a->call_s, (double)c->res.elapsed_ms / 1000.0);
-    /* Every answer is taken in, even after a store error (the state is then reloaded from
-     * the store, and the records, which live in memory, must still say what exists); a
-     * delete not carried out then is asked again (the same delete twice is harmless). */
-    if (c->verb == GP_PROVIDER_CREATE) {
-      create_answered(s, a, c, now);
-    } else if (c->verb == GP_PROVIDER_LIST) {
-      list_answered(s, a, c, now);
-    } else if (!r) {
-      r = delete_answered(s, a, c, now, err);
-    } else {
-      gp_srv_as_inst *in = gp__srv_as_find(a, c->id, NULL);
-      if (in) in->call_out = false;
-    }
-    gp__srv_as_call_free(c);
-    c = next;
-  }
-  return r;
-}
-
 /* ---- before a step ---- */
 
 /* A created node counts once its agent registered with the GPUs promised; one with fewer
@@ -305,6 +203,18 @@ static int take_answers(gp_srv_state *s, gp_srv_autoscale *a, int64_t now, gp_er
 static int registered(gp_srv_state *s, gp_srv_autoscale *a, gp_srv_as_inst *in, gp_srv_node *n,
                       int64_t now, gp_err *err) {
   const gp_provider_template *t = &a->tmpl[in->tmpl].nt->t;
+  if (n->provider_instance && strcmp(n->provider_instance, in->id) != 0) {
+    /* Never re-bound: the node's own instance stays its, this one is deleted (the answers
+     * keep this from happening; a node's provider fields come back from the store). */
+    char why[400];
+    snprintf(why, sizeof why, "node %s registered for instance %s, but instance %s holds that "
+             "node; %s is deleted", n->name, in->id, n->provider_instance, in->id);
+    in->phase = GP_SRV_AS_DELETING;
+    in->node[0] = '\0';
+    in->orphan = true;
+    gp__srv_as_backoff(a, in->tmpl, "invalid", why, -1, now);
+    return 0;
+  }
   double price = in->price >= 0 ? in->price : t->price_per_gpu_hour;
   int r = gp__srv_node_set_provider(s, n, t->name, in->id, price, err);
   if (r) return r;
@@ -313,7 +223,7 @@ static int registered(gp_srv_state *s, gp_srv_autoscale *a, gp_srv_as_inst *in, 
     succeeded(a, in->tmpl);
     fprintf(stderr, "gpool server: autoscaler: node %s of template %s registered (%lld s after "
                     "it was asked for)\n", n->name, t->name, (long long)(now - in->asked_at));
-    drop_inst(a, in);
+    gp__srv_as_drop(a, in);
     return 0;
   }
   char why[300];
@@ -324,9 +234,12 @@ static int registered(gp_srv_state *s, gp_srv_autoscale *a, gp_srv_as_inst *in, 
   n->reason = gp_xstrdup(why);
   gp__srv_node_changed(s, n);
   s->sched_dirty = true;
-  backoff(a, in->tmpl, "short", why, -1, now);
-  drop_inst(a, in);
-  return gp__srv_persist_node(s, n, err);
+  gp__srv_as_backoff(a, in->tmpl, "short", why, -1, now);
+  int64_t job = in->job;
+  int tmpl = in->tmpl;
+  gp__srv_as_drop(a, in);
+  r = gp__srv_persist_node(s, n, err);
+  return r ? r : gp__srv_as_job_failed(s, a, job, tmpl, now, err);
 }
 
 static int watch_creations(gp_srv_state *s, gp_srv_autoscale *a, int64_t now, gp_err *err) {
@@ -339,7 +252,7 @@ static int watch_creations(gp_srv_state *s, gp_srv_autoscale *a, int64_t now, gp
     }
     gp_srv_node *n = gp__srv_node_get(s, in->node);
     if (n && n->alive) {
-      r = registered(s, a, in, n, now, err); /* drops a->inst[i] */
+      r = registered(s, a, in, n, now, err); /* drops a->inst[i], or makes it an orphan */
       continue;
     }
     if (now >= in->deadline) {
@@ -347,9 +260,10 @@ static int watch_creations(gp_srv_state *s, gp_srv_autoscale *a, int64_t now, gp
       fmt_duration(a->cfg->autoscale.resume_timeout_s, d, sizeof d);
       snprintf(msg, sizeof msg, "node %s (instance %s) did not register within resume_timeout %s; "
                "the instance is deleted", in->node, in->id, d);
-      backoff(a, in->tmpl, "timeout", msg, -1, now);
+      gp__srv_as_backoff(a, in->tmpl, "timeout", msg, -1, now);
       in->phase = GP_SRV_AS_DELETING;
       gp__srv_as_delete(a, in);
+      r = gp__srv_as_job_failed(s, a, in->job, in->tmpl, now, err);
     }
     i++;
   }
@@ -376,7 +290,7 @@ static void give_back_interrupted(gp_srv_state *s, gp_srv_autoscale *a) {
 int gp__srv_autoscale_before(gp_srv_state *s, int64_t now, gp_err *err) {
   gp_srv_autoscale *a = s->autoscale;
   if (!a) return 0;
-  int r = take_answers(s, a, now, err);
+  int r = gp__srv_as_take_answers(s, a, now, err);
   if (!r) r = watch_creations(s, a, now, err);
   if (r) return r;
   give_back_interrupted(s, a);
@@ -386,7 +300,9 @@ int gp__srv_autoscale_before(gp_srv_state *s, int64_t now, gp_err *err) {
   }
   for (int t = 0; t < a->n_tmpl; t++) {
     gp_srv_as_tmpl *st = &a->tmpl[t];
-    if (!st->listed && !st->list_out && now >= st->retry_at) {
+    /* Not while a create runs: its instances, listed before its answer came, would be
+     * taken for an old instance passed off as new. */
+    if (!st->listed && !st->list_out && st->creating_calls == 0 && now >= st->retry_at) {
       st->list_out = true;
       gp__srv_as_call_out(a, GP_PROVIDER_LIST, t, 0, NULL, 0, 0);
     }

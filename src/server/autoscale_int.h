@@ -40,17 +40,25 @@ typedef enum gp_srv_as_phase {
   GP_SRV_AS_DELETING,       /* being given back to its provider */
 } gp_srv_as_phase;
 
-/* An instance the autoscaler is waiting for: to register, or to be deleted. */
+/* An instance the autoscaler is waiting for: to register, or to be deleted. Records are
+ * keyed by instance id (no two share one), and a node name is bound to one instance at
+ * most: a record's node is held by no other record and by no registered node bound to
+ * another instance. An instance the provider answered for a node that is held (an
+ * orphan) gets a record with no node: it counts against max_nodes and max_hourly_cost
+ * until its provider confirms its deletion. */
 typedef struct gp_srv_as_inst {
   int tmpl;
   gp_srv_as_phase phase;
   char id[GP_PROVIDER_ID_MAX + 1];
-  char node[GP_PROVIDER_NODE_MAX + 1];
+  char node[GP_PROVIDER_NODE_MAX + 1]; /* "": an orphan, bound to no node */
   double price;             /* per GPU-hour as the provider answered; < 0: the template's */
-  int64_t asked_at;         /* wall s the create was called */
+  int64_t asked_at;         /* wall s the create (or list) was called */
   int64_t deadline;         /* CREATING: resume deadline (wall s) */
+  int64_t job;              /* the job its create was asked for; 0: none */
   bool call_out;            /* DELETING: its delete call is running */
   bool interrupted;         /* DELETING: a spot node whose notice came (not counted) */
+  bool orphan;              /* DELETING: answered for a node held by another instance */
+  int failures;             /* DELETING: consecutive failed deletes */
   int64_t retry_at;         /* DELETING: after a failed delete, not before then */
 } gp_srv_as_inst;
 
@@ -62,8 +70,11 @@ typedef struct gp_srv_as_tmpl {
   char err_class[16];       /* the last failure's class ("capacity", "timeout", ...) */
   char err_message[GP_PROVIDER_MESSAGE_MAX + 1];
   int64_t err_at;
-  bool listed;              /* its `list` answered since the server started */
+  bool listed;              /* its `list` answered since the server started, or since
+                               a broken create (which may have made what it did not say) */
   bool list_out;            /* a `list` call is running */
+  int64_t list_since;       /* wall s: a node first registered since then may be a listed
+                               instance's own; 0: since the list call started */
   int creating_calls;       /* instances asked for by create calls still running */
   int64_t last_asked;       /* wall s of its last create call; 0: none */
   uint64_t seq;             /* for idempotency keys */
@@ -85,6 +96,7 @@ typedef struct gp_srv_as_note {
   int tmpl;
   gp_scale_state state;
   int count;
+  int waited;               /* the template whose new nodes it last waited for; -1: none */
 } gp_srv_as_note;
 
 struct gp_srv_autoscale {
@@ -124,13 +136,31 @@ gp_srv_as_call *gp__srv_as_take_done(gp_srv_autoscale *a);
 void gp__srv_as_call_free(gp_srv_as_call *c);
 
 /* autoscale.c: helpers of the records. */
+/* Template t's creations failed: it is passed over for the backoff (gp__srv_as_backoff_delay
+ * of its consecutive failures, or the provider's longer retry_after), and its last error
+ * says why. */
+void gp__srv_as_backoff(gp_srv_autoscale *a, int t, const char *cls, const char *msg,
+                        int retry_after, int64_t now);
+/* The delay after `failures` (>= 1) consecutive failures: backoff.initial, doubling, at
+ * most backoff.max. */
+int64_t gp__srv_as_backoff_delay(const gp_autoscale_config *c, int failures);
+/* A `scale_failed` event (template t's last error) on pending job `job` (0: none). */
+int gp__srv_as_job_failed(gp_srv_state *s, gp_srv_autoscale *a, int64_t job, int t, int64_t now,
+                          gp_err *err);
+/* Drops a record (the last one takes its place). */
+void gp__srv_as_drop(gp_srv_autoscale *a, gp_srv_as_inst *in);
+/* Removes a provider node whose instance is gone, unless a job holds it. */
+int gp__srv_as_remove_node(gp_srv_state *s, gp_srv_node *n, int64_t now, gp_err *err);
+/* autoscale_answers.c: takes in the finished calls' answers. */
+int gp__srv_as_take_answers(gp_srv_state *s, gp_srv_autoscale *a, int64_t now, gp_err *err);
 int64_t gp__srv_as_mono_ms(void);
 int gp__srv_as_tmpl_index(const gp_srv_autoscale *a, const char *name); /* -1: none */
 double gp__srv_as_price(const gp_srv_autoscale *a, int t); /* per GPU-hour; < 0: not stated */
 /* Queues a provider call of template t (an idempotency key is made for create and delete). */
 void gp__srv_as_call_out(gp_srv_autoscale *a, gp_provider_verb verb, int t, int count,
                          const char *id, int64_t job_id, int64_t job_since);
-/* The record of instance `id` or of node `node` (either may be NULL), or NULL. */
+/* The record of instance `id` or of node `node` (either may be NULL; an orphan is found
+ * by its id only), or NULL. */
 gp_srv_as_inst *gp__srv_as_find(gp_srv_autoscale *a, const char *id, const char *node);
 /* A new record (NULL past GP_SRV_AS_MAX_INSTANCES). */
 gp_srv_as_inst *gp__srv_as_add(gp_srv_autoscale *a, int t, gp_srv_as_phase ph, const char *id,

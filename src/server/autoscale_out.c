@@ -15,11 +15,30 @@ void gp__srv_as_clock(int64_t t, char out[16]) {
   if (gmtime_r(&tt, &tm)) strftime(out, 16, "%H:%M:%S", &tm);
 }
 
+static void backoff_message(const gp_srv_as_tmpl *st, int64_t now, char *buf, size_t size) {
+  const char *name = st->nt->t.name;
+  char c1[16];
+  gp__srv_as_clock(st->retry_at > now ? st->retry_at : now, c1);
+  if (!st->listed && !st->err_class[0])
+    snprintf(buf, size, "Template %s would hold it; its provider is listing the instances that "
+             "exist.", name);
+  else
+    snprintf(buf, size, "Template %s would hold it; its provider failed (%s: %s); next try %s.",
+             name, st->err_class, st->err_message, c1);
+}
+
 void gp__srv_as_note_message(const gp_srv_autoscale *a, const gp_srv_as_note *n, int64_t now,
                              char *buf, size_t size) {
   const gp_srv_as_tmpl *st = &a->tmpl[n->tmpl];
   const char *name = st->nt->t.name;
   char c1[16], c2[16];
+  /* A job whose new nodes failed hears of that failure while their template backs off,
+   * whichever template the proposal names first now. */
+  if (n->state != GP_SCALE_WAITING && n->waited >= 0 && n->waited < a->n_tmpl &&
+      a->tmpl[n->waited].retry_at > now && a->tmpl[n->waited].err_class[0]) {
+    backoff_message(&a->tmpl[n->waited], now, buf, size);
+    return;
+  }
   switch (n->state) {
   case GP_SCALE_WAITING: {
     int64_t asked = st->last_asked ? st->last_asked : now;
@@ -34,13 +53,7 @@ void gp__srv_as_note_message(const gp_srv_autoscale *a, const gp_srv_as_note *n,
     break;
   }
   case GP_SCALE_BACKOFF:
-    gp__srv_as_clock(st->retry_at > now ? st->retry_at : now, c1);
-    if (!st->listed && !st->err_class[0])
-      snprintf(buf, size, "Template %s would hold it; its provider is listing the instances that "
-               "exist.", name);
-    else
-      snprintf(buf, size, "Template %s would hold it; its provider failed (%s: %s); next try %s.",
-               name, st->err_class, st->err_message, c1);
+    backoff_message(st, now, buf, size);
     break;
   case GP_SCALE_MAX_NODES:
     snprintf(buf, size, "Template %s would hold it; its max_nodes %d reached.", name,
@@ -58,11 +71,11 @@ void gp__srv_as_note_message(const gp_srv_autoscale *a, const gp_srv_as_note *n,
 
 /* Counts per template: registered nodes (up or not), being created, being deleted. */
 static void template_counts(const gp_srv_state *s, const gp_srv_autoscale *a, int t, int *nodes,
-                            int *creating, int *deleting) {
+                            int *creating, int *deleting, int *orphans) {
   const gp_srv_as_tmpl *st = &a->tmpl[t];
   *nodes = 0;
   *creating = st->creating_calls;
-  *deleting = 0;
+  *deleting = *orphans = 0;
   for (int i = 0; i < s->n_nodes; i++)
     if (s->nodes[i]->provider_template && strcmp(s->nodes[i]->provider_template, st->nt->t.name) == 0)
       (*nodes)++;
@@ -70,6 +83,7 @@ static void template_counts(const gp_srv_state *s, const gp_srv_autoscale *a, in
     if (a->inst[i].tmpl != t) continue;
     if (a->inst[i].phase == GP_SRV_AS_CREATING) (*creating)++;
     else (*deleting)++;
+    if (a->inst[i].orphan) (*orphans)++;
   }
 }
 
@@ -84,8 +98,8 @@ int gp__srv_templates_route(gp_srv_state *s, gp_srv_req *r, int64_t now, gp_err 
   for (int t = 0; a && t < a->n_tmpl; t++) {
     const gp_srv_as_tmpl *st = &a->tmpl[t];
     const gp_provider_template *pt = &st->nt->t;
-    int nodes, creating, deleting;
-    template_counts(s, a, t, &nodes, &creating, &deleting);
+    int nodes, creating, deleting, orphans;
+    template_counts(s, a, t, &nodes, &creating, &deleting, &orphans);
     json_t *o = json_object();
     json_object_set_new(o, "name", json_string(pt->name));
     json_object_set_new(o, "model", json_string(pt->model));
@@ -97,6 +111,7 @@ int gp__srv_templates_route(gp_srv_state *s, gp_srv_req *r, int64_t now, gp_err 
     json_object_set_new(o, "nodes", json_integer(nodes));
     json_object_set_new(o, "creating", json_integer(creating));
     json_object_set_new(o, "deleting", json_integer(deleting));
+    json_object_set_new(o, "orphans", json_integer(orphans));
     json_object_set_new(o, "listed", json_boolean(st->listed));
     if (st->retry_at > now)
       json_object_set_new(o, "backoff", json_pack("{s:I,s:s,s:s}", "until", (json_int_t)st->retry_at,
@@ -136,8 +151,8 @@ void gp__srv_autoscale_metrics(const gp_srv_state *s, gp_buf *out) {
                    "creating, deleting).\n# TYPE gpool_template_nodes gauge\n");
   static const char *const states[] = {"registered", "creating", "deleting"};
   for (int t = 0; t < a->n_tmpl; t++) {
-    int c[3];
-    template_counts(s, a, t, &c[0], &c[1], &c[2]);
+    int c[3], orphans;
+    template_counts(s, a, t, &c[0], &c[1], &c[2], &orphans);
     for (int k = 0; k < 3; k++) {
       gp_buf_puts(out, "gpool_template_nodes{template=\"");
       gp_prom_escape(out, a->tmpl[t].nt->t.name);

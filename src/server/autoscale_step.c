@@ -75,8 +75,12 @@ static double count_templates(const gp_srv_state *s, const gp_srv_autoscale *a, 
     o->nodes++;
     if (in->phase == GP_SRV_AS_CREATING) o->creating++;
     else o->deleting++;
+    /* An instance is paid for until its provider confirms the delete: a registered node
+     * is counted with the nodes below, every other record here (orphans included). */
+    const gp_srv_node *n = in->node[0] ? gp__srv_node_get(s, in->node) : NULL;
+    if (n && n->provider_template) continue;
     double p = in->price >= 0 ? in->price : gp__srv_as_price(a, in->tmpl);
-    if (p > 0 && in->phase == GP_SRV_AS_CREATING) cost += p * a->tmpl[in->tmpl].nt->t.gpus;
+    if (p > 0) cost += p * a->tmpl[in->tmpl].nt->t.gpus;
   }
   for (int i = 0; i < s->n_nodes; i++) {
     const gp_srv_node *n = s->nodes[i];
@@ -93,15 +97,32 @@ static double count_templates(const gp_srv_state *s, const gp_srv_autoscale *a, 
   return cost;
 }
 
+static int note_by_job(const void *x, const void *y) {
+  const gp_srv_as_note *p = x, *q = y;
+  return p->job < q->job ? -1 : p->job > q->job;
+}
+
+/* The proposal's notes, each remembering the template whose new nodes its job last waited
+ * for: when those fail (resume_timeout, a short node, a refused create), the job's reason
+ * names that template, not the first one in order that is passed over. */
 static void keep_notes(gp_srv_state *s, gp_srv_autoscale *a, const gp_plan *plan) {
+  gp_srv_as_note *old = a->notes;
+  int n_old = a->n_notes;
+  if (n_old > 1) qsort(old, (size_t)n_old, sizeof *old, note_by_job);
+  a->notes = NULL;
   a->n_notes = 0;
+  a->cap_notes = 0;
   for (int i = 0; i < plan->n_scale_notes && a->n_notes < GP_SRV_AS_MAX_NOTES; i++) {
     const gp_plan_scale_note *sn = &plan->scale_notes[i];
     const gp_srv_job *j = gp__srv_view_job(s, sn->job);
     if (!j || sn->state == GP_SCALE_NO_TEMPLATE || sn->tmpl < 0 || sn->tmpl >= a->n_tmpl) continue;
+    gp_srv_as_note key = {.job = j->id};
+    const gp_srv_as_note *was = n_old ? bsearch(&key, old, (size_t)n_old, sizeof *old, note_by_job) : NULL;
+    int waited = sn->state == GP_SCALE_WAITING ? sn->tmpl : was ? was->waited : -1;
     gp_xgrow((void **)&a->notes, &a->cap_notes, (size_t)a->n_notes + 1, sizeof *a->notes);
-    a->notes[a->n_notes++] = (gp_srv_as_note){j->id, sn->tmpl, sn->state, sn->count};
+    a->notes[a->n_notes++] = (gp_srv_as_note){j->id, sn->tmpl, sn->state, sn->count, waited};
   }
+  free(old);
 }
 
 /* The scale notes say more than the step's reason: they replace it while the job waits. */
@@ -111,7 +132,7 @@ static void apply_notes(gp_srv_state *s, gp_srv_autoscale *a, int64_t now) {
     snprintf(idstr, sizeof idstr, "%lld", (long long)a->notes[i].job);
     gp_srv_job *j = gp__srv_job_get(s, idstr);
     if (!j || j->state != GP_JOB_PENDING) continue;
-    char msg[1024];
+    char msg[2048];
     gp__srv_as_note_message(a, &a->notes[i], now, msg, sizeof msg);
     if (!j->pending_message || strcmp(j->pending_message, msg) != 0) {
       free(j->pending_message);

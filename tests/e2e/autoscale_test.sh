@@ -5,7 +5,9 @@
 # 2-node gang finds the reserved template out of capacity (it backs off), gets two on-demand
 # nodes, runs and completes; a template whose agents never start hits resume_timeout, its
 # instance is deleted and the job's pending reason says so; an empty node is deleted after
-# scale_down_after, and a node running a job that cannot checkpoint is not, until it ends.
+# scale_down_after, and a node running a job that cannot checkpoint is not, until it ends; a
+# provider that answers a second creation with the node of its first (a running node) has
+# that instance deleted and is not asked again every second.
 source "$(dirname "$0")/lib.sh"
 e2e_init
 PROVIDER=${GP_SOURCE_DIR:?}/tests/e2e/provider_agents.sh
@@ -17,7 +19,8 @@ e2e_write_config "autoscale: {interval: 1s, resume_timeout: 6s, scale_down_after
 node_templates:
   - {name: rsv, provider: $PROVIDER, model: H100-80GB, gpus: 2, capacity: reserved, max_nodes: 2, env: $(env_of 2xH100-80GB 'PA_FAIL: capacity')}
   - {name: od, provider: $PROVIDER, model: H100-80GB, gpus: 2, max_nodes: 3, price_per_gpu_hour: 2, env: $(env_of 2xH100-80GB)}
-  - {name: ghost, provider: $PROVIDER, model: A100-80GB, gpus: 1, max_nodes: 1, env: $(env_of 1xA100-80GB 'PA_NOSTART: 1')}"
+  - {name: ghost, provider: $PROVIDER, model: A100-80GB, gpus: 1, max_nodes: 1, env: $(env_of 1xA100-80GB 'PA_NOSTART: 1')}
+  - {name: liar, provider: $PROVIDER, model: L40S, gpus: 1, max_nodes: 4, env: $(env_of 1xL40S 'PA_NODE: liar-node')}"
 e2e_server
 export GPOOL_TOKEN=$ADMIN_TOKEN
 calls() { cat "$E2E_DIR/pa/calls.log" 2>/dev/null; }
@@ -67,4 +70,23 @@ metrics=$(curl -fsS "$SERVER_URL/metrics")
 expect_contains "$metrics" 'gpool_provider_calls_total{template="od",verb="create",result="ok"} 1' "create metric"
 expect_contains "$metrics" 'gpool_provider_calls_total{template="rsv",verb="create",result="capacity"} 1' "capacity metric"
 expect_contains "$metrics" 'gpool_autoscale_pending_to_call_seconds_count' "pending-to-call histogram"
+
+# The liar answers every create with node liar-node: the first instance gets it, the
+# second is an orphan, deleted at once, and the template backs off (old code: dropped, asked
+# again every second).
+first=$("$GPOOL" submit -g 1 --gpu-type l40s -- sleep 60) || fail "submit the first L40S job"
+wait_for 20 "job $first to run" job_is "$first" running
+expect_eq liar-node "$(job_field "$first" '.placements[0].node')" "the first L40S job's node"
+second=$("$GPOOL" submit -g 1 --gpu-type l40s -- sleep 60) || fail "submit the second L40S job"
+wait_for 10 "the orphan's delete" sh -c "grep -q 'liar delete' '$E2E_DIR/pa/calls.log'"
+expect_eq invalid "$("$GPOOL" templates -o json | jq -r '.[] | select(.name == "liar") | .last_error.class')" \
+  "the liar backs off"
+sleep 3
+expect_eq 2 "$(calls | grep -c 'liar create')" "creates of the liar"
+expect_eq 1 "$(calls | grep -c 'liar delete')" "deletes of the liar (the orphan's)"
+expect_eq pending "$(job_field "$second" .state)" "the second L40S job waits"
+expect_contains "$(job_field "$second" .pending_message)" "but instance liar-" "the second job's reason"
+expect_eq liar-node "$("$GPOOL" nodes -o json | jq -r '.[] | select(.provider.template == "liar") | .name')" \
+  "the liar's one node"
+"$GPOOL" cancel "$first" "$second" >/dev/null || fail "cancel the L40S jobs"
 echo "ok: autoscale"

@@ -8,6 +8,8 @@
 #   PA_SIM      the agents' --sim spec (e.g. 2xH100-80GB);  PA_CAPACITY  their --capacity
 #   PA_FAIL     answer every create with this error class (e.g. capacity)
 #   PA_NOSTART  1: answer create but start nothing (the node never registers)
+#   PA_NODE     answer every created instance with this node name (a provider that
+#               misbehaves: its agent is started once, the other instances are only named)
 # The agents run in sessions of their own, so they outlive the call's process group.
 req=$(cat)
 echo "$(date +%s.%N) $GPOOL_TEMPLATE $1 $(printf '%s' "$req" | jq -c '{count, instances, idempotency_key}')" >>"$PA_DIR/calls.log"
@@ -34,7 +36,9 @@ create)
     k=$(( $(cat "$PA_DIR/seq" 2>/dev/null || echo 0) + 1 ))
     echo "$k" >"$PA_DIR/seq"
     n="$GPOOL_TEMPLATE-$k"
-    if [ "${PA_NOSTART:-}" != 1 ]; then
+    id=$n
+    n=${PA_NODE:-$n}
+    if [ "${PA_NOSTART:-}" != 1 ] && ! alive "$n"; then
       mkdir -p "$PA_DIR/agent-$n"
       setsid "$PA_GPOOL" agent --server "$url" --token "$PA_TOKEN" --name "$n" --sim "$PA_SIM" \
         --data "$PA_DIR/agent-$n" --personal --heartbeat-s 1 --capacity "${PA_CAPACITY:-on-demand}" </dev/null >>"$PA_DIR/agent-$n.log" 2>&1 &
@@ -48,7 +52,7 @@ create)
         j=$((j + 1))
       done
     fi
-    out="$out${out:+,}{\"id\": \"$n\", \"node\": \"$n\"}"
+    out="$out${out:+,}{\"id\": \"$id\", \"node\": \"$n\"}"
     i=$((i + 1))
   done
   echo "{\"instances\": [$out]}" ;;

@@ -15,13 +15,17 @@
 #include "srv_util.h"
 
 /* Behaviour per template: $AS_DIR/<template>.fail holds an error answer to give `create`,
- * $AS_DIR/<template>.list the answer to `list`. */
+ * <template>.delfail one to give `delete`, <template>.listfail one to give `list`,
+ * <template>.node the node name every created instance is answered with (else
+ * <template>-<n>), <template>.list the answer to `list`. */
 static const char *provider_script =
     "#!/bin/sh\n"
     "req=$(cat)\n"
     "echo \"$GPOOL_TEMPLATE $1 $(printf '%s' \"$req\" | jq -c '{count, instances}')\" >> \"$AS_DIR/calls.log\"\n"
     "case \"$1\" in\n"
-    "list) cat \"$AS_DIR/$GPOOL_TEMPLATE.list\" 2>/dev/null || echo '{\"instances\": []}' ;;\n"
+    "list)\n"
+    "  if [ -f \"$AS_DIR/$GPOOL_TEMPLATE.listfail\" ]; then cat \"$AS_DIR/$GPOOL_TEMPLATE.listfail\"; exit 1; fi\n"
+    "  cat \"$AS_DIR/$GPOOL_TEMPLATE.list\" 2>/dev/null || echo '{\"instances\": []}' ;;\n"
     "create)\n"
     "  if [ -f \"$AS_DIR/$GPOOL_TEMPLATE.fail\" ]; then cat \"$AS_DIR/$GPOOL_TEMPLATE.fail\"; exit 1; fi\n"
     "  n=$(printf '%s' \"$req\" | jq .count); i=0; out=''\n"
@@ -32,7 +36,9 @@ static const char *provider_script =
     "    i=$((i + 1))\n"
     "  done\n"
     "  echo \"{\\\"instances\\\": [$out]}\" ;;\n"
-    "delete) printf '%s' \"$req\" | jq -c '{deleted: .instances}' ;;\n"
+    "delete)\n"
+    "  if [ -f \"$AS_DIR/$GPOOL_TEMPLATE.delfail\" ]; then cat \"$AS_DIR/$GPOOL_TEMPLATE.delfail\"; exit 1; fi\n"
+    "  printf '%s' \"$req\" | jq -c '{deleted: .instances}' ;;\n"
     "esac\n";
 
 typedef struct as_env {
@@ -435,6 +441,249 @@ static void an_interrupted_spot_node_is_deleted_and_replaced(void) {
   env_done(&e);
 }
 
+static int template_int(tsrv *t, const char *name, const char *key) {
+  const json_t *o = template_of(t, name);
+  return o ? (int)json_integer_value(json_object_get(o, key)) : -1;
+}
+
+static bool wait_template_int(tsrv *t, const char *name, const char *key, int want) {
+  for (int i = 0; i < 300; i++) {
+    if (template_int(t, name, key) == want) return true;
+    usleep(20000);
+  }
+  fprintf(stderr, "template %s: %s is %d, not %d\n", name, key, template_int(t, name, key), want);
+  return false;
+}
+
+static const char *node_instance(tsrv *t, const char *node) {
+  char path[96];
+  snprintf(path, sizeof path, "/v1/nodes/%s", node);
+  tsrv_req(t, "GET", path, ADMIN, NULL);
+  return json_string_value(json_object_get(
+      json_object_get(json_object_get(t->last, "node"), "provider"), "instance_id"));
+}
+
+/* A create answered with the node an earlier call made (and that registered) is an
+ * orphan: deleted, with a delete that fails tried again later and later; counted against
+ * max_nodes (run 0) and max_hourly_cost (run 1) meanwhile, so no more is asked for; the
+ * node stays its first instance's. */
+static void a_create_answering_a_node_an_earlier_call_made_is_deleted_and_counted(void) {
+  for (int run = 0; run < 2; run++) {
+    as_env e;
+    env_init(&e);
+    char tm[1024];
+    tmpl_yaml(tm, sizeof tm, &e, "dup", run == 0 ? "max_nodes: 2" : "max_nodes: 4, price_per_gpu_hour: 1");
+    write_file(&e, "dup.node", "dup-x\n");
+    write_file(&e, "dup.delfail", "{\"error\": {\"class\": \"transient\", \"message\": \"API throttled\"}}\n");
+    tsrv t = {0};
+    start(&t, &e, run == 0 ? "backoff: {initial: 1s}, resume_timeout: 1h"
+                           : "backoff: {initial: 1s}, resume_timeout: 1h, max_hourly_cost: 16", tm);
+    char a[32], b[32];
+    snprintf(a, sizeof a, "%s", submit(&t, "{\"command\": [\"true\"], \"gpus\": 8}"));
+    CHECK(wait_call(&e, "dup create"));
+    usleep(200 * 1000);
+    CHECK_EQ_INT(201, tsrv_register(&t, "dup-x", 8, NULL));
+    REQUIRE(tsrv_wait_state(&t, a, "running"));
+    snprintf(b, sizeof b, "%s", submit(&t, "{\"command\": [\"true\"], \"gpus\": 8}"));
+    CHECK(wait_call(&e, "dup delete {\"count\":null,\"instances\":[\"i-2\"]}"));
+    int64_t first = tsrv_now_ms();
+    CHECK(wait_template_int(&t, "dup", "orphans", 1));
+    CHECK_EQ_INT(1, template_int(&t, "dup", "deleting"));
+    const json_t *o = template_of(&t, "dup");
+    REQUIRE(o);
+    const json_t *le = json_object_get(o, "last_error");
+    CHECK_EQ_STR("invalid", json_string_value(json_object_get(le, "class")));
+    CHECK_CONTAINS(json_string_value(json_object_get(le, "message")),
+                   "create: it answered node dup-x for instance i-2, but instance i-1 holds that node");
+    CHECK(wait_message(&t, b, run == 0 ? "Template dup would hold it; its max_nodes 2 reached."
+                                       : "Template dup would hold it; max_hourly_cost 16.00/h would be passed."));
+    if (run == 0) {
+      /* Failed deletes back off from 1 s, doubling: the 4th comes 4 s after the 1st at
+       * the earliest (one a second would make 4 in about 3 s). */
+      while (tsrv_now_ms() - first < 3800) usleep(20000);
+      int deletes = count_of(calls(&e), "dup delete");
+      CHECK(deletes >= 2 && deletes <= 3);
+    }
+    CHECK_EQ_INT(2, count_of(calls(&e), "dup create"));
+    CHECK_EQ_STR("i-1", node_instance(&t, "dup-x"));
+    tsrv_stop(&t);
+    env_done(&e);
+  }
+}
+
+/* One answer naming one node for three instances: the first gets the node, the other two
+ * are deleted at once; the node registers as the first's. */
+static void three_instances_answered_with_one_node_leave_none_behind(void) {
+  as_env e;
+  env_init(&e);
+  char tm[1024];
+  tmpl_yaml(tm, sizeof tm, &e, "one", "max_nodes: 4");
+  write_file(&e, "one.node", "same\n");
+  tsrv t = {0};
+  start(&t, &e, "resume_timeout: 1h", tm);
+  char jid[32];
+  snprintf(jid, sizeof jid, "%s", submit(&t, "{\"command\": [\"true\"], \"gpus\": 8, \"tasks\": 3}"));
+  CHECK(wait_call(&e, "one create {\"count\":3"));
+  CHECK(wait_call(&e, "one delete {\"count\":null,\"instances\":[\"i-2\"]}"));
+  CHECK(wait_call(&e, "one delete {\"count\":null,\"instances\":[\"i-3\"]}"));
+  CHECK(wait_template_int(&t, "one", "orphans", 0));
+  CHECK_EQ_INT(0, template_int(&t, "one", "deleting"));
+  CHECK_EQ_INT(201, tsrv_register(&t, "same", 8, NULL));
+  const char *id = NULL;
+  for (int i = 0; i < 250 && !id; i++) {
+    id = node_instance(&t, "same");
+    if (!id) usleep(20000);
+  }
+  CHECK_EQ_STR("i-1", id);
+  usleep(300 * 1000); /* a few steps: still the first's */
+  CHECK_EQ_STR("i-1", node_instance(&t, "same"));
+  CHECK_EQ_INT(0, count_of(calls(&e), "one delete {\"count\":null,\"instances\":[\"i-1\"]}"));
+  tsrv_stop(&t);
+  env_done(&e);
+}
+
+/* After a restart, a list that names a registered node under a made-up instance id does
+ * not move the node to it: the made-up id is deleted, and scale-down later deletes the
+ * node's real instance. */
+static void a_list_cannot_move_a_node_to_another_instance(void) {
+  as_env e;
+  env_init(&e);
+  write_file(&e, "od.list", "{\"instances\": [{\"id\": \"i-1\", \"node\": \"od-1\"}]}\n");
+  char tm[1024];
+  tmpl_yaml(tm, sizeof tm, &e, "od", "max_nodes: 2");
+  tsrv t = {0};
+  start(&t, &e, NULL, tm);
+  CHECK(wait_template_int(&t, "od", "creating", 1));
+  CHECK_EQ_INT(201, tsrv_register(&t, "od-1", 8, NULL));
+  const char *id = NULL;
+  for (int i = 0; i < 250 && !id; i++) {
+    id = node_instance(&t, "od-1");
+    if (!id) usleep(20000);
+  }
+  CHECK_EQ_STR("i-1", id);
+  t.keep_dir = true;
+  tsrv_stop(&t);
+  write_file(&e, "od.list", "{\"instances\": [{\"id\": \"i-666\", \"node\": \"od-1\"}]}\n");
+  char cfg[2048];
+  snprintf(cfg, sizeof cfg, "autoscale: {interval: 1s, scale_down_after: 1s}\nnode_templates:\n%s", tm);
+  tsrv_start_with(&t, cfg, NULL);
+  CHECK_EQ_INT(200, tsrv_register(&t, "od-1", 8, NULL)); /* known from the store */
+  CHECK(wait_call(&e, "od delete {\"count\":null,\"instances\":[\"i-666\"]}"));
+  CHECK_EQ_STR("i-1", node_instance(&t, "od-1"));
+  const json_t *o = template_of(&t, "od");
+  REQUIRE(o);
+  CHECK_CONTAINS(json_string_value(json_object_get(json_object_get(o, "last_error"), "message")),
+                 "list: it answered node od-1 for instance i-666, but instance i-1 holds that node");
+  CHECK(wait_call(&e, "od delete {\"count\":null,\"instances\":[\"i-1\"]}"));
+  tsrv_stop(&t);
+  env_done(&e);
+}
+
+/* A broken create may have made machines it did not say (here an instance beside an exit
+ * status of 1): the template lists its instances again before it creates more, and adopts
+ * the one made, whose node then registers as that instance's. */
+static void a_broken_create_is_followed_by_a_list_that_adopts_what_it_made(void) {
+  as_env e;
+  env_init(&e);
+  char tm[1024];
+  tmpl_yaml(tm, sizeof tm, &e, "half", "max_nodes: 2");
+  write_file(&e, "half.fail", "{\"instances\": [{\"id\": \"i-9\", \"node\": \"half-9\"}]}\n");
+  tsrv t = {0};
+  start(&t, &e, "backoff: {initial: 1s}, resume_timeout: 1h", tm);
+  CHECK(wait_call(&e, "half list"));
+  bool listed = false;
+  for (int i = 0; i < 250 && !listed; i++) {
+    const json_t *o = template_of(&t, "half");
+    listed = o && json_is_true(json_object_get(o, "listed"));
+    if (!listed) usleep(20000);
+  }
+  REQUIRE(listed);
+  char jid[32];
+  snprintf(jid, sizeof jid, "%s", submit(&t, "{\"command\": [\"true\"], \"gpus\": 8}"));
+  CHECK(wait_call(&e, "half create"));
+  write_file(&e, "half.list", "{\"instances\": [{\"id\": \"i-9\", \"node\": \"half-9\"}]}\n");
+  for (int i = 0; i < 250 && count_of(calls(&e), "half list") < 2; i++) usleep(20000);
+  CHECK_EQ_INT(2, count_of(calls(&e), "half list"));
+  listed = false;
+  for (int i = 0; i < 250 && !listed; i++) {
+    const json_t *o = template_of(&t, "half");
+    listed = o && json_is_true(json_object_get(o, "listed"));
+    if (!listed) usleep(20000);
+  }
+  CHECK(listed);
+  CHECK_EQ_INT(1, template_int(&t, "half", "creating"));
+  CHECK_EQ_INT(1, count_of(calls(&e), "half create")); /* the adopted one holds the job */
+  CHECK_EQ_INT(201, tsrv_register(&t, "half-9", 8, NULL));
+  CHECK(tsrv_wait_state(&t, jid, "running"));
+  CHECK_EQ_STR("i-9", node_instance(&t, "half-9"));
+  tsrv_stop(&t);
+  env_done(&e);
+}
+
+/* A provider's message is UTF-8 of up to 512 bytes; with the autoscaler's prefix
+ * ("list: ") it is cut to fit on a character boundary, so it stays a JSON string. */
+static void a_long_provider_message_is_cut_on_a_character_boundary(void) {
+  as_env e;
+  env_init(&e);
+  char msg[600] = "a";
+  for (int i = 0; i < 255; i++) strcat(msg, "\xc3\xa9"); /* 511 bytes */
+  char fail[800];
+  snprintf(fail, sizeof fail, "{\"error\": {\"class\": \"transient\", \"message\": \"%s\"}}\n", msg);
+  write_file(&e, "lf.listfail", fail);
+  char tm[1024];
+  tmpl_yaml(tm, sizeof tm, &e, "lf", "max_nodes: 1");
+  tsrv t = {0};
+  start(&t, &e, NULL, tm);
+  CHECK(wait_call(&e, "lf list"));
+  const char *got = NULL;
+  for (int i = 0; i < 250 && !got; i++) {
+    const json_t *o = template_of(&t, "lf");
+    got = o ? json_string_value(json_object_get(json_object_get(o, "last_error"), "message")) : NULL;
+    if (!got) usleep(20000);
+  }
+  REQUIRE(got);
+  CHECK(strncmp(got, "list: a\xc3\xa9", 9) == 0);
+  CHECK_EQ_INT(511, (int)strlen(got)); /* 512 would split the last character */
+  tsrv_stop(&t);
+  env_done(&e);
+}
+
+/* A job whose new node did not register within resume_timeout hears of it: its reason
+ * names that template and the timeout, not the first template in order (which backs off
+ * for its own reason), and its timeline has a `scale_failed` event. */
+static void a_resume_timeout_is_named_in_the_job_reason_and_timeline(void) {
+  as_env e;
+  env_init(&e);
+  char tm[2048];
+  int k = tmpl_yaml(tm, sizeof tm, &e, "first", "capacity: reserved, max_nodes: 2");
+  tmpl_yaml(tm + k, sizeof tm - (size_t)k, &e, "second", "capacity: on-demand, max_nodes: 2");
+  write_file(&e, "first.fail", "{\"error\": {\"class\": \"capacity\", \"message\": \"no H100 in zone a\"}}\n");
+  tsrv t = {0};
+  start(&t, &e, "resume_timeout: 1s, backoff: {initial: 60s}", tm);
+  char jid[32];
+  snprintf(jid, sizeof jid, "%s", submit(&t, "{\"command\": [\"true\"], \"gpus\": 8}"));
+  CHECK(wait_call(&e, "second create"));
+  CHECK(wait_call(&e, "second delete {\"count\":null,\"instances\":[\"i-1\"]}"));
+  CHECK(wait_message(&t, jid, "Template second would hold it; its provider failed (timeout: node "
+                              "second-1 (instance i-1) did not register within resume_timeout 1s"));
+  char path[64];
+  snprintf(path, sizeof path, "/v1/jobs/%s", jid);
+  tsrv_req(&t, "GET", path, ADMIN, NULL);
+  size_t i;
+  json_t *ev;
+  bool failed = false;
+  json_array_foreach(json_object_get(json_object_get(t.last, "job"), "timeline"), i, ev) {
+    const char *name = json_string_value(json_object_get(ev, "event"));
+    const char *tmpl = json_string_value(json_object_get(ev, "template"));
+    const char *cls = json_string_value(json_object_get(ev, "class"));
+    failed = failed || (strcmp(name, "scale_failed") == 0 && tmpl && strcmp(tmpl, "second") == 0 &&
+                        cls && strcmp(cls, "timeout") == 0);
+  }
+  CHECK(failed);
+  tsrv_stop(&t);
+  env_done(&e);
+}
+
 /* Every `autoscale:` key is checked and an error names it. */
 static void autoscale_config_errors_name_the_key(void) {
   static const struct {
@@ -494,4 +743,10 @@ GP_TESTS(autoscale_config_errors_name_the_key, a_provider_naming_a_fixed_node_ca
          an_instance_that_never_registers_is_deleted_past_resume_timeout,
          a_node_with_fewer_gpus_than_promised_is_cordoned,
          instances_listed_at_start_are_adopted_and_survive_a_restart,
-         an_interrupted_spot_node_is_deleted_and_replaced)
+         an_interrupted_spot_node_is_deleted_and_replaced,
+         a_create_answering_a_node_an_earlier_call_made_is_deleted_and_counted,
+         three_instances_answered_with_one_node_leave_none_behind,
+         a_list_cannot_move_a_node_to_another_instance,
+         a_resume_timeout_is_named_in_the_job_reason_and_timeline,
+         a_broken_create_is_followed_by_a_list_that_adopts_what_it_made,
+         a_long_provider_message_is_cut_on_a_character_boundary)
