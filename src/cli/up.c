@@ -124,7 +124,7 @@ static int write_server_config(const up_ctx *u) {
            "default_queue: default\n",
            u->port, u->data, store, u->data);
   path_in(u, "server.yaml", path, sizeof path);
-  if (gp__cli_up_write_file(path, text, 0600)) {
+  if (gp_cli_up_write_file(path, text, 0600)) {
     fprintf(stderr, "gpool up: cannot write %s: %s\n", path, strerror(errno));
     return 1;
   }
@@ -155,7 +155,7 @@ static int choose_store(up_ctx *u) {
     snprintf(u->store_url, sizeof u->store_url, "%s", u->postgres);
     char text[1100];
     snprintf(text, sizeof text, "%s\n", u->store_url);
-    if (gp__cli_up_write_file(path, text, 0600)) {
+    if (gp_cli_up_write_file(path, text, 0600)) {
       fprintf(stderr, "gpool up: cannot write %s: %s\n", path, strerror(errno));
       return 1;
     }
@@ -169,14 +169,14 @@ static int choose_store(up_ctx *u) {
 }
 
 static int prepare(up_ctx *u) {
-  if (gp__cli_up_mkdir_p(u->data)) {
+  if (gp_cli_up_mkdir_p(u->data)) {
     fprintf(stderr, "gpool up: cannot create %s: %s\n", u->data, strerror(errno));
     return 1;
   }
   char path[3200], text[8192];
   path_in(u, "tokens.yaml", path, sizeof path);
   if (load_tokens(u, path)) {
-    if (gp__cli_up_random_token(u->admin_token, sizeof u->admin_token) || gp__cli_up_random_token(u->agent_token, sizeof u->agent_token)) {
+    if (gp_cli_up_random_token(u->admin_token, sizeof u->admin_token) || gp_cli_up_random_token(u->agent_token, sizeof u->agent_token)) {
       fprintf(stderr, "gpool up: cannot read /dev/urandom for tokens\n");
       return 1;
     }
@@ -185,17 +185,17 @@ static int prepare(up_ctx *u) {
              "tokens:\n"
              "  - {token: \"%s\", user: \"%s\", role: admin}\n"
              "  - {token: \"%s\", user: agent, role: agent}\n",
-             u->admin_token, gp__cli_up_user_name(), u->agent_token);
-    if (gp__cli_up_write_file(path, text, 0600)) {
+             u->admin_token, gp_cli_up_user_name(), u->agent_token);
+    if (gp_cli_up_write_file(path, text, 0600)) {
       fprintf(stderr, "gpool up: cannot write %s: %s\n", path, strerror(errno));
       return 1;
     }
   }
   if (choose_store(u) || write_server_config(u)) return 1;
   path_in(u, "server", path, sizeof path);
-  gp__cli_up_mkdir_p(path);
+  gp_cli_up_mkdir_p(path);
   path_in(u, "agent", path, sizeof path);
-  gp__cli_up_mkdir_p(path);
+  gp_cli_up_mkdir_p(path);
   return 0;
 }
 
@@ -214,8 +214,8 @@ static pid_t read_pid_file(const up_ctx *u, const char *file, const char *role, 
   int got = fscanf(f, "%d %llu", &pid, &start);
   fclose(f);
   if (got < 1 || pid <= 1 || pid == getpid()) return 0;
-  unsigned long long now = gp__cli_up_proc_start(pid);
-  if (!now || (got == 2 && now != start) || !gp__cli_up_runs_as(pid, role, arg)) return 0;
+  unsigned long long now = gp_cli_up_proc_start(pid);
+  if (!now || (got == 2 && now != start) || !gp_cli_up_runs_as(pid, role, arg)) return 0;
   return pid;
 }
 
@@ -312,13 +312,13 @@ static int start_server(up_ctx *u) {
     if (!alive(u->server)) {
       u->server = 0;
       fprintf(stderr, "gpool up: the server exited during start-up\n");
-      gp__cli_up_print_log_tail(log);
+      gp_cli_up_print_log_tail(log);
       return 1;
     }
     sleep_ms(100);
   }
   fprintf(stderr, "gpool up: the server did not start listening within 30 s\n");
-  gp__cli_up_print_log_tail(log);
+  gp_cli_up_print_log_tail(log);
   return 1;
 }
 
@@ -384,7 +384,7 @@ static int start_agent(up_ctx *u, char *node_name, size_t cap, bool wait_up) {
     if (rc && !alive(u->agent)) {
       u->agent = 0;
       fprintf(stderr, "gpool up: the agent exited during start-up\n");
-      gp__cli_up_print_log_tail(log);
+      gp_cli_up_print_log_tail(log);
       break;
     }
     if (rc) sleep_ms(100);
@@ -392,7 +392,7 @@ static int start_agent(up_ctx *u, char *node_name, size_t cap, bool wait_up) {
   gp_client_free(c);
   if (rc && u->agent) {
     fprintf(stderr, "gpool up: the agent did not register within 30 s\n");
-    gp__cli_up_print_log_tail(log);
+    gp_cli_up_print_log_tail(log);
   }
   return rc;
 }
@@ -438,8 +438,8 @@ static void greet(const up_ctx *u, const char *node, const char *client_path, FI
 static void write_pid_file(const up_ctx *u, const char *file, pid_t pid) {
   char path[3200], text[64];
   path_in(u, file, path, sizeof path);
-  snprintf(text, sizeof text, "%d %llu\n", (int)pid, gp__cli_up_proc_start(pid));
-  if (gp__cli_up_write_file(path, text, 0600))
+  snprintf(text, sizeof text, "%d %llu\n", (int)pid, gp_cli_up_proc_start(pid));
+  if (gp_cli_up_write_file(path, text, 0600))
     fprintf(stderr, "gpool up: cannot write %s: %s\n", path, strerror(errno));
 }
 
@@ -448,8 +448,8 @@ static pid_t read_pid(const up_ctx *u) { return read_pid_file(u, "up.pid", "up",
 /* Waits up to grace_s for a process that is not our child to end (its start time gone),
  * then up to a second more for init to reap it, so that callers no longer see its pid. */
 static bool wait_gone(pid_t pid, unsigned long long start, int grace_s) {
-  for (int i = 0; i < grace_s * 10 && gp__cli_up_proc_start(pid) == start; i++) sleep_ms(100);
-  if (gp__cli_up_proc_start(pid) == start) return false;
+  for (int i = 0; i < grace_s * 10 && gp_cli_up_proc_start(pid) == start; i++) sleep_ms(100);
+  if (gp_cli_up_proc_start(pid) == start) return false;
   for (int i = 0; i < 10 && kill(pid, 0) == 0; i++) sleep_ms(100);
   return true;
 }
@@ -457,7 +457,7 @@ static bool wait_gone(pid_t pid, unsigned long long start, int grace_s) {
 /* Stops a server or agent whose `gpool up` is gone: SIGTERM (and SIGCONT, should it be
  * stopped), SIGKILL after grace_s. */
 static void stop_orphan(pid_t pid, const char *what, int grace_s) {
-  unsigned long long start = pid ? gp__cli_up_proc_start(pid) : 0;
+  unsigned long long start = pid ? gp_cli_up_proc_start(pid) : 0;
   if (!start) return;
   fprintf(stderr, "gpool up --stop: stopping the %s (process %d), whose 'gpool up' is gone\n", what,
           (int)pid);
@@ -478,7 +478,7 @@ static int stop_detached(const up_ctx *u) {
     return 1;
   }
   if (pid) {
-    unsigned long long start = gp__cli_up_proc_start(pid);
+    unsigned long long start = gp_cli_up_proc_start(pid);
     kill(pid, SIGTERM);
     if (!wait_gone(pid, start, 40)) {
       fprintf(stderr, "gpool up --stop: process %d did not stop within 40 s\n", (int)pid);
@@ -692,9 +692,9 @@ static int write_client_json(const up_ctx *u) {
 static bool learn_servers(up_ctx *u) {
   if (!u->store_url[0]) return false;
   gp_urls list = u->servers;
-  if (!gp__cli_up_servers_learn(u->url, u->admin_token, 1000, &list)) return false;
+  if (!gp_cli_up_servers_learn(u->url, u->admin_token, 1000, &list)) return false;
   char joined[sizeof u->server_list];
-  if (!gp__cli_up_servers_join(&list, joined, sizeof joined)) return false;
+  if (!gp_cli_up_servers_join(&list, joined, sizeof joined)) return false;
   u->servers = list;
   snprintf(u->server_list, sizeof u->server_list, "%s", joined);
   return true;

@@ -10,7 +10,7 @@
 
 #include "client/client.h"
 
-bool gp__cli_up_servers_learn(const char *server, const char *token, long timeout_ms, gp_urls *list) {
+bool gp_cli_up_servers_learn(const char *server, const char *token, long timeout_ms, gp_urls *list) {
   gp_client *c = gp_client_new(server, token);
   if (!c) return false;
   gp_client_set_timeout_ms(c, timeout_ms);
@@ -35,7 +35,7 @@ bool gp__cli_up_servers_learn(const char *server, const char *token, long timeou
   return grew;
 }
 
-bool gp__cli_up_servers_join(const gp_urls *list, char *out, size_t cap) {
+bool gp_cli_up_servers_join(const gp_urls *list, char *out, size_t cap) {
   size_t o = 0;
   if (cap) out[0] = '\0';
   for (int i = 0; i < list->n; i++) {

@@ -16,9 +16,9 @@
 /* Asks `server` (a single base URL) GET /v1/leader with `token`, within timeout_ms, and adds
  * each valid server URL it names that *list lacks (up to GP_URLS_MAX). Returns true when
  * the list grew. An answer that cannot be read leaves the list as it was. */
-bool gp__cli_up_servers_learn(const char *server, const char *token, long timeout_ms, gp_urls *list);
+bool gp_cli_up_servers_learn(const char *server, const char *token, long timeout_ms, gp_urls *list);
 
 /* The list as "URL,URL,..." into out (cap bytes); false when it does not fit. */
-bool gp__cli_up_servers_join(const gp_urls *list, char *out, size_t cap);
+bool gp_cli_up_servers_join(const gp_urls *list, char *out, size_t cap);
 
 #endif

@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int gp__cli_up_mkdir_p(const char *dir) {
+int gp_cli_up_mkdir_p(const char *dir) {
   char tmp[3100];
   snprintf(tmp, sizeof tmp, "%s", dir);
   for (char *p = tmp + 1; *p; p++) {
@@ -23,7 +23,7 @@ int gp__cli_up_mkdir_p(const char *dir) {
   return mkdir(tmp, 0700) && errno != EEXIST ? -1 : 0;
 }
 
-int gp__cli_up_random_token(char *out, size_t cap) {
+int gp_cli_up_random_token(char *out, size_t cap) {
   unsigned char raw[24];
   int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
   if (fd < 0) return -1;
@@ -34,7 +34,7 @@ int gp__cli_up_random_token(char *out, size_t cap) {
   return 0;
 }
 
-int gp__cli_up_write_file(const char *path, const char *text, mode_t mode) {
+int gp_cli_up_write_file(const char *path, const char *text, mode_t mode) {
   char tmp[3200];
   snprintf(tmp, sizeof tmp, "%s.tmp", path);
   int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
@@ -51,7 +51,7 @@ int gp__cli_up_write_file(const char *path, const char *text, mode_t mode) {
 
 /* The invoking user's name for the admin token; one that would not survive a quoted YAML
  * scalar unchanged (quotes, backslashes, control bytes) falls back to "admin". */
-const char *gp__cli_up_user_name(void) {
+const char *gp_cli_up_user_name(void) {
   struct passwd *pw = getpwuid(getuid());
   const char *env = getenv("USER");
   const char *name = pw ? pw->pw_name : env && *env ? env : "admin";
@@ -63,7 +63,7 @@ const char *gp__cli_up_user_name(void) {
 
 /* The start time of a live process in clock ticks since boot (field 22 of
  * /proc/PID/stat); 0 when there is no such process or it has exited (a zombie). */
-unsigned long long gp__cli_up_proc_start(pid_t pid) {
+unsigned long long gp_cli_up_proc_start(pid_t pid) {
   char path[64], buf[1024];
   snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
   int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -83,7 +83,7 @@ unsigned long long gp__cli_up_proc_start(pid_t pid) {
 }
 
 /* Whether process pid runs `gpool ROLE ...` with `arg` among its arguments (NULL: any). */
-bool gp__cli_up_runs_as(pid_t pid, const char *role, const char *arg) {
+bool gp_cli_up_runs_as(pid_t pid, const char *role, const char *arg) {
   char path[64], buf[8192];
   snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
   int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -101,7 +101,7 @@ bool gp__cli_up_runs_as(pid_t pid, const char *role, const char *arg) {
 }
 
 /* The last 2 KiB of a log file, on stderr, after the failure that it explains. */
-void gp__cli_up_print_log_tail(const char *log) {
+void gp_cli_up_print_log_tail(const char *log) {
   FILE *f = fopen(log, "r");
   if (!f) return;
   char buf[2048];

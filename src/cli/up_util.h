@@ -10,18 +10,18 @@
 #include <sys/types.h>
 
 /* mkdir -p with mode 0700; 0 or -1 (errno). */
-int gp__cli_up_mkdir_p(const char *dir);
+int gp_cli_up_mkdir_p(const char *dir);
 /* 48 hex characters from /dev/urandom into out; 0 or -1. */
-int gp__cli_up_random_token(char *out, size_t cap);
+int gp_cli_up_random_token(char *out, size_t cap);
 /* Writes text to path through a temporary file and rename, fsync'd, with `mode`; 0 or -1. */
-int gp__cli_up_write_file(const char *path, const char *text, mode_t mode);
+int gp_cli_up_write_file(const char *path, const char *text, mode_t mode);
 /* The invoking user's name for the admin token ("admin" when it would not quote safely). */
-const char *gp__cli_up_user_name(void);
+const char *gp_cli_up_user_name(void);
 /* A live process's start time in clock ticks since boot; 0 when none (or a zombie). */
-unsigned long long gp__cli_up_proc_start(pid_t pid);
+unsigned long long gp_cli_up_proc_start(pid_t pid);
 /* Whether process pid runs `gpool ROLE ...` with `arg` among its arguments (NULL: any). */
-bool gp__cli_up_runs_as(pid_t pid, const char *role, const char *arg);
+bool gp_cli_up_runs_as(pid_t pid, const char *role, const char *arg);
 /* The last 2 KiB of a log file, on stderr. */
-void gp__cli_up_print_log_tail(const char *log);
+void gp_cli_up_print_log_tail(const char *log);
 
 #endif
