@@ -667,7 +667,15 @@ static void *on_target(void *cls, const char *uri, struct MHD_Connection *c) {
   r->conn = c;
   r->target = gp_xstrdup(uri);
   gp_buf_init(&r->body, GP_SRV_MAX_BODY + 1); /* (+1: the buffer keeps a NUL) */
-  gp__srv_intake_target_ok(uri, &r->bad);
+  if (!gp__srv_intake_target_ok(uri, &r->bad)) {
+    /* libmicrohttpd parses the query after this call, into the connection's fixed memory
+     * pool: a few hundred parameters exhaust it and the connection is then never answered.
+     * The refusal is decided already, so the query it would parse is cut to nothing (the
+     * buffer is the connection's own, written by libmicrohttpd just before; r->target
+     * keeps the whole target). */
+    char *q = strchr(uri, '?');
+    if (q) q[1] = '\0';
+  }
   return r;
 }
 
@@ -692,8 +700,18 @@ static enum MHD_Result on_headers(struct MHD_Connection *c, gp_srv_req *r, const
   if (r->bad.status) return send_bad(c, r);
   const char *len = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
   int64_t n = 0;
-  if (len && (gp_parse_int64(len, &n) || n < 0 || (uint64_t)n > GP_SRV_MAX_BODY))
-    return send_error_now(c, 413, "too_large", "the request body is larger than 1 MiB");
+  bool bad_len = len && (gp_parse_int64(len, &n) || n < 0);
+  if (bad_len || (uint64_t)n > GP_SRV_MAX_BODY) {
+    /* A client that waits for "100 Continue" sends nothing more: refused at once. Most
+     * others (Python's urllib, browsers' fetch) send the whole body before they read an
+     * answer, and a connection closed on unread bytes reaches them as a reset, not as the
+     * 413: so up to GP_SRV_DRAIN_MAX bytes are read and thrown away (within the request
+     * deadline) and the 413 follows the body's last byte. */
+    const char *expect = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Expect");
+    if (bad_len || (expect && strcasecmp(expect, "100-continue") == 0) || (uint64_t)n > GP_SRV_DRAIN_MAX)
+      return send_error_now(c, 413, "too_large", "the request body is larger than 1 MiB");
+    r->too_large = true;
+  }
   return MHD_YES;
 }
 
@@ -749,7 +767,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     return send_answer(c, r, type);
   }
   if (*upload_size) {
-    if (!r->too_large) {
+    if (r->too_large) {
+      r->discarded += *upload_size;
+      if (r->discarded > GP_SRV_DRAIN_MAX) { /* a chunked body without end: refused now */
+        *upload_size = 0;
+        return send_error_now(c, 413, "too_large", "the request body is larger than 1 MiB");
+      }
+    } else {
       if (r->body.len + *upload_size > GP_SRV_MAX_BODY) r->too_large = true;
       else gp_buf_append(&r->body, upload_data, *upload_size);
       /* A body is answered whole or refused, never parsed cut short. */
