@@ -51,6 +51,7 @@ typedef struct shared {
   tsrv *t;
   _Atomic bool stop;
   _Atomic int ok, busy, other, retry_after;
+  _Atomic int running; /* readers not yet ended */
   int64_t hb_max_ms;
   int hb_n, hb_failed;
 } shared;
@@ -88,6 +89,7 @@ static void *reader(void *arg) {
     else if (code == 503) atomic_fetch_add(&sh->busy, 1), usleep(20 * 1000);
     else atomic_fetch_add(&sh->other, 1);
   }
+  atomic_fetch_sub(&sh->running, 1);
   return NULL;
 }
 
@@ -111,12 +113,14 @@ static void history_reads_do_not_starve_heartbeats(void) {
   REQUIRE(tsrv_req(&t, "GET", "/v1/jobs?all=1&limit=10000", ADMIN, NULL) == 200);
   printf("  one page of 10,000 ended jobs alone: %lld ms\n", (long long)(tsrv_now_ms() - one));
 
-  shared sh = {.t = &t};
+  shared sh = {.t = &t, .running = READERS};
   pthread_t th[READERS];
   for (int i = 0; i < READERS; i++) REQUIRE(pthread_create(&th[i], NULL, reader, &sh) == 0);
-  /* The node heartbeats as an agent does (every 250 ms here) from the same machine. */
+  /* The node heartbeats as an agent does (every 250 ms here) from the same machine, until
+   * the readers have stopped and their last pages are read. */
   long long gen = 0;
-  for (int64_t until = tsrv_now_ms() + RUN_MS; tsrv_now_ms() < until;) {
+  for (int64_t until = tsrv_now_ms() + RUN_MS; atomic_load(&sh.running) > 0;) {
+    if (tsrv_now_ms() >= until) atomic_store(&sh.stop, true);
     int64_t h0 = tsrv_now_ms();
     json_t *hb = tsrv_heartbeat(&t, "n1", gen, 0, NULL);
     int64_t took = tsrv_now_ms() - h0;
@@ -127,7 +131,6 @@ static void history_reads_do_not_starve_heartbeats(void) {
     json_decref(hb);
     usleep(250 * 1000);
   }
-  atomic_store(&sh.stop, true);
   for (int i = 0; i < READERS; i++) pthread_join(th[i], NULL);
   printf("  %d readers for %d ms: %d pages read, %d answered 503 (%d with Retry-After), %d other; "
          "%d heartbeats, slowest %lld ms, %d failed\n",
