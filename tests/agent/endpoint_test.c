@@ -21,7 +21,7 @@ static long get(const char *url, const char *token) {
   struct curl_slist *h = NULL;
   char auth[256];
   if (token) {
-    snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);
+    REQUIRE(snprintf(auth, sizeof auth, "Authorization: Bearer %s", token) < (int)sizeof auth);
     h = curl_slist_append(h, auth);
   }
   curl_easy_setopt(c, CURLOPT_URL, url);
@@ -82,9 +82,9 @@ static void idle_connections_from_one_address_do_not_shut_log_reads_out(void) {
   }
   usleep(200 * 1000);
   char target[256];
-  snprintf(target, sizeof target, "%s/healthz", url);
+  REQUIRE(snprintf(target, sizeof target, "%s/healthz", url) < (int)sizeof target);
   CHECK_EQ_INT(200, get(target, NULL));
-  snprintf(target, sizeof target, "%s/logs/42", url);
+  REQUIRE(snprintf(target, sizeof target, "%s/logs/42", url) < (int)sizeof target);
   CHECK_EQ_INT(404, get(target, FS_TOKEN)); /* answered: the job is simply not here */
   CHECK_EQ_INT(401, get(target, "agent-secreT"));
   int open = 0;
@@ -118,8 +118,8 @@ static void idle_connections_from_the_servers_address_do_not_shut_its_log_reads_
   for (int i = 0; i < FLOOD; i++) fds[i] = dial_from("127.0.0.1", port);
   usleep(200 * 1000);
   char logs[256], health[256];
-  snprintf(logs, sizeof logs, "%s/logs/42", url);
-  snprintf(health, sizeof health, "%s/healthz", url);
+  REQUIRE(snprintf(logs, sizeof logs, "%s/logs/42", url) < (int)sizeof logs);
+  REQUIRE(snprintf(health, sizeof health, "%s/healthz", url) < (int)sizeof health);
   for (int round = 0; round < 3; round++) {
     CHECK_EQ_INT(404, get(logs, FS_TOKEN)); /* answered: the job is simply not here */
     CHECK_EQ_INT(200, get(health, NULL));   /* and other clients of the address too */

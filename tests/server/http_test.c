@@ -54,11 +54,11 @@ static bool closed_within(int fd, int ms) {
 /* GET `path` from source address `from`; returns the status (0: no answer within 3 s). */
 static long get_from(const tsrv *t, const char *from, const char *path, const char *token) {
   CURL *h = curl_easy_init();
-  char url[512], auth[256];
-  snprintf(url, sizeof url, "%s%s", t->base, path);
+  char url[512], auth[256]; /* never cut short: a test sends what it says */
+  REQUIRE(snprintf(url, sizeof url, "%s%s", t->base, path) < (int)sizeof url);
   struct curl_slist *hdrs = NULL;
   if (token) {
-    snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);
+    REQUIRE(snprintf(auth, sizeof auth, "Authorization: Bearer %s", token) < (int)sizeof auth);
     hdrs = curl_slist_append(hdrs, auth);
   }
   gp_buf out;
@@ -436,7 +436,8 @@ static int open_stream(const tsrv *t, const char *token) {
   int fd = dial(t, "127.0.0.1", 0);
   REQUIRE(fd >= 0);
   char req[256];
-  snprintf(req, sizeof req, "GET /v1/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n", token);
+  REQUIRE(snprintf(req, sizeof req, "GET /v1/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n",
+                   token) < (int)sizeof req);
   send_text(fd, req);
   return fd;
 }

@@ -17,7 +17,7 @@ enum { ENDED = 20000, READERS = 24, RUN_MS = 5000 };
  * bench/ended_jobs_memory.sh does), straight into the SQLite file. */
 static void fill_history(const char *dir, const char *id) {
   char path[400], *sql = NULL;
-  snprintf(path, sizeof path, "%s/gpool.db", dir);
+  REQUIRE(snprintf(path, sizeof path, "%s/gpool.db", dir) < (int)sizeof path);
   sqlite3 *db = NULL;
   REQUIRE(sqlite3_open(path, &db) == SQLITE_OK);
   REQUIRE(asprintf(&sql,
@@ -66,7 +66,7 @@ static size_t header_cb(char *p, size_t size, size_t n, void *ud) {
 static void *reader(void *arg) {
   shared *sh = arg;
   char url[128];
-  snprintf(url, sizeof url, "%s/v1/jobs?all=1&limit=10000", sh->t->base);
+  REQUIRE(snprintf(url, sizeof url, "%s/v1/jobs?all=1&limit=10000", sh->t->base) < (int)sizeof url);
   while (!atomic_load(&sh->stop)) {
     CURL *h = curl_easy_init();
     struct curl_slist *hdrs = curl_slist_append(NULL, "Authorization: Bearer " ADMIN);
@@ -99,7 +99,7 @@ static void history_reads_do_not_starve_heartbeats(void) {
   char *id = tsrv_submit(&t, ADMIN, "{\"command\": [\"python\", \"train.py\"], \"hold\": true, \"name\": \"tmpl\"}");
   REQUIRE(id);
   char path[64];
-  snprintf(path, sizeof path, "/v1/jobs/%s/cancel", id);
+  REQUIRE(snprintf(path, sizeof path, "/v1/jobs/%s/cancel", id) < (int)sizeof path);
   REQUIRE(tsrv_req(&t, "POST", path, ADMIN, NULL) == 200);
   t.keep_dir = true;
   tsrv_stop(&t);
