@@ -10,11 +10,13 @@
  * the load is done. Between batches the state thread runs the scheduler (at most once per
  * schedule_min_gap_ms after an event, and every schedule_interval_ms), checks node
  * liveness and time limits, and answers agents' long polls when their orders are durable
- * or their wait is over. Helper threads keep slow peers off the HTTP threads: the log
- * proxy (logproxy.c) reads jobs' logs from agents, the connection table (tls/conns.h) cuts
- * requests that miss their deadline and makes room past the connection limits (agents'
- * connections have their own allowance); the raw request target is checked by intake.c. What each commit
- * changed goes to the open event streams (events.h) after the commit. */
+ * or their wait is over. Helper threads keep slow peers and long reads off the HTTP
+ * threads: the log proxy (logproxy.c) reads jobs' logs from agents, the reader threads
+ * (readers.c) the job history, reports and advice; the connection table (tls/conns.h)
+ * cuts requests that miss their deadline and makes room past the connection limits
+ * (agents' connections have their own allowance); the raw request target is checked by
+ * intake.c. What each commit changed goes to the open event streams (events.h) after the
+ * commit. */
 #include "server/server.h"
 
 #include <arpa/inet.h>
@@ -666,7 +668,8 @@ static enum MHD_Result send_error_now(struct MHD_Connection *c, int status, cons
 static bool agent_request(gp_server *srv, struct MHD_Connection *c, const gp_srv_req *r) {
   if (strncmp(r->path, "/v1/agent/", 10) != 0) return false;
   const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
-  const gp_token *t = auth && strncasecmp(auth, "Bearer ", 7) == 0 ? find_token(srv->cfg, auth + 7) : NULL;
+  const gp_token *t =
+      auth && strncasecmp(auth, "Bearer ", 7) == 0 ? find_token(srv->cfg, auth + 7) : NULL;
   return t && t->role == GP_ROLE_AGENT;
 }
 
@@ -719,7 +722,8 @@ static enum MHD_Result on_headers(struct MHD_Connection *c, gp_srv_req *r, const
      * 413: so up to GP_SRV_DRAIN_MAX bytes are read and thrown away (within the request
      * deadline) and the 413 follows the body's last byte. */
     const char *expect = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Expect");
-    if (bad_len || (expect && strcasecmp(expect, "100-continue") == 0) || (uint64_t)n > GP_SRV_DRAIN_MAX)
+    bool waits = expect && strcasecmp(expect, "100-continue") == 0;
+    if (bad_len || waits || (uint64_t)n > GP_SRV_DRAIN_MAX)
       return send_error_now(c, 413, "too_large", "the request body is larger than 1 MiB");
     r->too_large = true;
   }
