@@ -464,10 +464,31 @@ static void busy_connections_from_one_address_still_let_its_agent_in(void) {
   tsrv_stop(&t);
 }
 
+static void idle_connections_past_the_servers_limit_make_room(void) {
+  tsrv t = {0};
+  tsrv_start_with(&t, "max_connections: 16\n", NULL);
+  /* Idle connections from many addresses, more than the server takes in all. */
+  enum { PER = 10, ADDRS = 4 };
+  int fds[PER * ADDRS];
+  const char *from[ADDRS] = {"127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"};
+  for (int a = 0; a < ADDRS; a++) open_idle(&t, from[a], fds + a * PER, PER);
+  usleep(200 * 1000);
+  /* A newcomer is served: the oldest idle connection made room for it. */
+  CHECK_EQ_INT(200, get_from(&t, "127.0.0.6", "/v1/queues", ADMIN));
+  CHECK_EQ_INT(201, tsrv_register(&t, "n1", 1, NULL));
+  int open = still_open(fds, PER * ADDRS);
+  printf("  idle connections still open: %d of %d (max_connections: 16)\n", open, PER * ADDRS);
+  CHECK(open <= 16);
+  for (int i = 0; i < PER * ADDRS; i++)
+    if (fds[i] >= 0) close(fds[i]);
+  tsrv_stop(&t);
+}
+
 GP_TESTS(a_flood_from_one_address_leaves_room_for_every_other,
          a_request_that_never_finishes_is_cut_at_its_deadline,
          a_body_too_large_or_broken_framing_is_refused_at_once, a_stopped_agent_holds_no_http_thread,
          the_job_list_comes_in_pages_bounded_in_bytes, an_encoded_nul_in_the_path_is_refused_naming_the_path,
          too_many_or_too_long_query_parameters_are_refused,
          idle_connections_from_one_address_do_not_lock_out_its_agent,
-         busy_connections_from_one_address_still_let_its_agent_in)
+         busy_connections_from_one_address_still_let_its_agent_in,
+         idle_connections_past_the_servers_limit_make_room)
