@@ -36,7 +36,23 @@ trap cleanup EXIT
 bench_server_start "$BUILD/gpool" "$TMP/server" 600
 
 rss_mb() { awk '/^VmRSS/ {printf "%.0f", $2 / 1024}' "/proc/$SERVER_PID/status"; }
-metric() { curl -sf "$URL/metrics" | awk -v m="$1" '$1 == m {print $2; exit}'; }
+# A scrape is read whole into a file before it is searched: `curl | awk '...; exit'` made
+# curl fail with "failure writing output" (exit 23) whenever awk stopped reading before a
+# large /metrics was all written, which aborted the run under `set -e`. A scrape that still
+# fails (no answer in 10 s, an HTTP error) is reported and counted, never fatal.
+SCRAPE_ERR=""
+scrape() {  # scrape FILE: /metrics into FILE, or SCRAPE_ERR says why not (status 1)
+  local code rc=0
+  code=$(curl -s -o "$1" -w '%{http_code}' --max-time 10 "$URL/metrics") || rc=$?
+  if [ "$rc" != 0 ]; then SCRAPE_ERR="curl exit $rc"; return 1; fi
+  if [ "$code" != 200 ]; then SCRAPE_ERR="HTTP $code"; return 1; fi
+}
+metric_in() { awk -v m="$2" '$1 == m {print $2; exit}' "$1"; }
+# scrape_retry FILE: up to 5 tries a second apart (for the figures the summary needs).
+scrape_retry() {
+  for _ in 1 2 3 4 5; do scrape "$1" && return 0; echo "   (scrape failed: $SCRAPE_ERR; retrying)" >&2; sleep 1; done
+  return 1
+}
 wait_line() {  # wait_line TEXT: until the benchmark printed it (bounded by its own timeout)
   until grep -q "$1" "$TMP/bench.out" 2>/dev/null; do
     kill -0 "$BENCH_PID" 2>/dev/null || { cat "$TMP/bench.out"; echo "benchmark ended early" >&2; exit 1; }
@@ -55,15 +71,25 @@ wait_line "hold: fleet up, done"
 rss_hb=$(rss_mb)
 wait_line "hold: steady, for"
 sleep 2  # the last starts' events settle
-s0=$(metric gpool_scheduling_cycle_seconds_sum) c0=$(metric gpool_scheduling_cycle_seconds_count)
-u0=$(metric gpool_scheduling_cycle_cpu_seconds_total)
+scrape_retry "$TMP/m0" || { echo "no /metrics at the start of the hold: $SCRAPE_ERR" >&2; exit 1; }
+s0=$(metric_in "$TMP/m0" gpool_scheduling_cycle_seconds_sum) c0=$(metric_in "$TMP/m0" gpool_scheduling_cycle_seconds_count)
+u0=$(metric_in "$TMP/m0" gpool_scheduling_cycle_cpu_seconds_total)
 if [ -n "${PERF:-}" ]; then
   perf record ${PERF_OPTS:--g} -o "$PERF" -p "$SERVER_PID" -- sleep $((HOLD - 4)) >/dev/null 2>&1 &
 fi
-samples=()
-for _ in $(seq 1 $((HOLD - 4))); do samples+=("$(metric gpool_scheduling_last_cycle_seconds)"); sleep 1; done
-s1=$(metric gpool_scheduling_cycle_seconds_sum) c1=$(metric gpool_scheduling_cycle_seconds_count)
-u1=$(metric gpool_scheduling_cycle_cpu_seconds_total)
+samples=() failed=0
+for i in $(seq 1 $((HOLD - 4))); do
+  if scrape "$TMP/m"; then
+    samples+=("$(metric_in "$TMP/m" gpool_scheduling_last_cycle_seconds)")
+  else
+    failed=$((failed + 1))
+    echo "   scrape $i of $((HOLD - 4)) failed: $SCRAPE_ERR" >&2
+  fi
+  sleep 1
+done
+scrape_retry "$TMP/m1" || { echo "no /metrics at the end of the hold: $SCRAPE_ERR" >&2; exit 1; }
+s1=$(metric_in "$TMP/m1" gpool_scheduling_cycle_seconds_sum) c1=$(metric_in "$TMP/m1" gpool_scheduling_cycle_seconds_count)
+u1=$(metric_in "$TMP/m1" gpool_scheduling_cycle_cpu_seconds_total)
 rss_steady=$(rss_mb)
 wait "$BENCH_PID" || true
 BENCH_PID=""
@@ -75,5 +101,6 @@ printf '%s\n' "${samples[@]}" | sort -g | awk -v n="$((c1 - c0))" -v s="$(awk -v
   {v[NR] = $1 * 1000} END {
     printf "== steady cycle: %d cycles, mean %.2f ms wall, %.2f ms CPU; last-cycle gauge (wall) over %d s: min %.2f, median %.2f, max %.2f ms\n",
       n, n ? s * 1000 / n : 0, n ? u * 1000 / n : 0, NR, v[1], v[int((NR + 1) / 2)], v[NR] }'
+echo "== scrapes of /metrics during the hold: $((${#samples[@]} + failed)), $failed failed"
 echo "== the core alone at this size (incremental memo step):"
 "$BUILD/bench_sched_bench" "$NODES" "$JOBS" 20 | grep -E "^incremental|the same steps"

@@ -9,7 +9,11 @@
  * UTF-8 become U+FFFD so the answer is valid JSON; offsets always count file bytes.
  * Its limits keep one client from shutting the server's log reads out: AGENT_HTTP_THREADS
  * threads, AGENT_HTTP_MAX_CONNS connections of which AGENT_HTTP_PER_ADDRESS from one
- * address, and AGENT_HTTP_IDLE_S seconds of silence before a connection is closed. */
+ * address, and AGENT_HTTP_IDLE_S seconds of silence before a connection is closed. The
+ * limits make room rather than refuse (tls/conns.h): a new connection past them closes the
+ * oldest idle one of its address, and connections that carried the server's log reads
+ * (the agent's token) do not count against their address, so a local flood cannot shut
+ * the server out even when the server reads from the same address (a one-machine pool). */
 #include "agent/agent_int.h"
 
 #include <arpa/inet.h>
@@ -24,6 +28,7 @@
 #include <unistd.h>
 
 #include "agent/metrics.h"
+#include "tls/conns.h"
 #include "tls/listen.h"
 #include "util/secret.h"
 #include "util/buf.h"
@@ -117,6 +122,7 @@ static enum MHD_Result serve_logs(gp_agent *a, struct MHD_Connection *c, const c
   char why[400]; /* with tls.client_ca, only the server's certificate reads logs */
   if (gp_tls_listener_check_client(a->tls, c, why, sizeof why))
     return reply_error(c, 401, "unauthenticated", NULL, why);
+  gp_tls_conns_trust(c); /* the server's: its own allowance */
   if (!gp__agent_job_id_valid(id)) return reply_error(c, 400, "invalid_argument", "job", "bad job id");
   const char *stream = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "stream");
   if (!stream) stream = "stdout";
@@ -219,6 +225,19 @@ static enum MHD_Result serve_metrics(gp_agent *a, struct MHD_Connection *c) {
   return reply(c, 200, "text/plain; version=0.0.4", gp_buf_steal(&b), len);
 }
 
+/* Whether the request on c carries the agent's token (as the server's log reads do). */
+static bool server_token(gp_agent *a, struct MHD_Connection *c) {
+  const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+  char want[600];
+  snprintf(want, sizeof want, "Bearer %s", a->cfg.token);
+  return auth && gp_secret_equal(auth, want);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **state,
+                         enum MHD_RequestTerminationCode toe) {
+  gp_tls_conns_answered(c);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version, const char *upload,
                                   size_t *upload_size, void **state) {
@@ -231,6 +250,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     *upload_size = 0;
     return MHD_YES;
   }
+  gp_tls_conns_request_in(c);
+  /* Admitted past its address's limit with nothing of the address idle: only the
+   * server's log reads may use it. */
+  if (gp_tls_conns_on_probation(c) && !(strncmp(url, "/logs/", 6) == 0 && server_token(a, c)))
+    return gp_tls_conns_refuse(c);
   if (strcmp(method, "POST") == 0 && strncmp(url, "/checkpoint/", 12) == 0)
     return serve_checkpoint(a, c, url + 12);
   if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
@@ -268,17 +292,25 @@ int gp__agent_http_start(gp_agent *a, gp_err *err) {
     return gp_err_set(err, GP_EINVAL, NULL, 0, "listen", "'%s' is not an IPv4 address", host);
   int rc = gp_tls_listener_new(&a->cfg.tls, "tls", &a->tls, err);
   if (rc) return rc;
+  a->conns = gp_tls_conns_new(&(gp_tls_conns_limits){.max = AGENT_HTTP_MAX_CONNS,
+                                                     .per_address = AGENT_HTTP_PER_ADDRESS});
+  if (!a->conns) return gp_err_set(err, GP_EIO, NULL, 0, "listen", "cannot track the endpoint's connections");
   a->httpd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG |
                                   gp_tls_listener_flags(a->tls),
                               0, NULL, NULL, on_request, a, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
                               MHD_OPTION_THREAD_POOL_SIZE, (unsigned)AGENT_HTTP_THREADS,
-                              MHD_OPTION_CONNECTION_LIMIT, (unsigned)AGENT_HTTP_MAX_CONNS,
-                              MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)AGENT_HTTP_PER_ADDRESS,
+                              MHD_OPTION_CONNECTION_LIMIT, gp_tls_conns_hard_limit(AGENT_HTTP_MAX_CONNS),
                               MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)AGENT_HTTP_IDLE_S,
+                              MHD_OPTION_NOTIFY_CONNECTION, gp_tls_conns_notify, a->conns,
+                              MHD_OPTION_NOTIFY_COMPLETED, on_completed, a,
                               MHD_OPTION_ARRAY, gp_tls_listener_options(a->tls), MHD_OPTION_END);
-  if (!a->httpd)
+  if (!a->httpd) {
+    int e = errno;
+    gp_tls_conns_free(a->conns);
+    a->conns = NULL;
     return gp_err_set(err, GP_EIO, NULL, 0, "listen", "cannot listen on %s: %s", a->cfg.listen,
-                      strerror(errno));
+                      strerror(e));
+  }
   const union MHD_DaemonInfo *info = MHD_get_daemon_info(a->httpd, MHD_DAEMON_INFO_BIND_PORT);
   unsigned bound = info ? info->port : (unsigned)port;
   const char *url_host = host;
@@ -293,6 +325,8 @@ int gp__agent_http_start(gp_agent *a, gp_err *err) {
 void gp__agent_http_stop(gp_agent *a) {
   if (a->httpd) MHD_stop_daemon(a->httpd);
   a->httpd = NULL;
+  gp_tls_conns_free(a->conns);
+  a->conns = NULL;
   gp_tls_listener_free(a->tls);
   a->tls = NULL;
 }

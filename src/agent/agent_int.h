@@ -119,6 +119,7 @@ struct gp_agent {
   /* endpoint */
   struct MHD_Daemon *httpd;
   struct gp_tls_listener *tls;  /* the endpoint's HTTPS files (plain HTTP without tls.cert) */
+  struct gp_tls_conns *conns;   /* the endpoint's connection limits (tls/conns.h) */
   pthread_mutex_t stats_lock;   /* guards the stats and checkpoints below */
   json_t *checkpoints;          /* "checkpoint" events from the endpoint, for the loop */
   int stats_running;

@@ -179,12 +179,12 @@ static int read_spec(const json_t *o, gp_srv_job *j, gp_err *err) {
       return bad(err, "command", "must be a non-empty list of strings (at most 4096)%s", NULL);
     for (size_t i = 0; i < json_array_size(cmd); i++) {
       const json_t *a = json_array_get(cmd, i);
-      if (!json_is_string(a) || json_string_length(a) > MAX_ARG_BYTES ||
-          strlen(json_string_value(a)) != json_string_length(a)) {
-        char f[64];
-        snprintf(f, sizeof f, "command[%zu]", i);
+      char f[64];
+      snprintf(f, sizeof f, "command[%zu]", i);
+      if (json_is_string(a) && json_string_length(a) > MAX_ARG_BYTES) /* a size: 413 */
+        return gp_err_set(err, GP_ELIMIT, NULL, 0, f, "a word of the command may take at most 64 KiB");
+      if (!json_is_string(a) || strlen(json_string_value(a)) != json_string_length(a))
         return bad(err, f, "must be a string of at most 64 KiB without NUL bytes%s", NULL);
-      }
     }
     json_decref(j->command);
     j->command = json_deep_copy(cmd);
@@ -196,12 +196,13 @@ static int read_spec(const json_t *o, gp_srv_job *j, gp_err *err) {
     const char *k;
     const json_t *ev;
     json_object_foreach((json_t *)env, k, ev) {
-      if (!*k || strchr(k, '=') || !json_is_string(ev) || json_string_length(ev) > MAX_ARG_BYTES ||
-          strlen(json_string_value(ev)) != json_string_length(ev)) {
-        char f[160];
-        snprintf(f, sizeof f, "env.%.100s", k);
+      char f[160];
+      snprintf(f, sizeof f, "env.%.100s", k);
+      if (json_is_string(ev) && json_string_length(ev) > MAX_ARG_BYTES) /* a size: 413 */
+        return gp_err_set(err, GP_ELIMIT, NULL, 0, f, "a variable's value may take at most 64 KiB");
+      if (!*k || strchr(k, '=') || !json_is_string(ev) ||
+          strlen(json_string_value(ev)) != json_string_length(ev))
         return bad(err, f, "must be a string (names without '=')%s", NULL);
-      }
     }
     json_decref(j->env);
     j->env = json_deep_copy(env);
@@ -367,7 +368,9 @@ int gp__srv_job_parse(const gp_server_config *cfg, const json_t *body, const cha
     r = gp_err_set(err, GP_EINVAL, NULL, 0, "command", "missing: say what the job runs");
     goto fail;
   }
-  /* What no agent would run is refused now, not after the 201 (the start order's rules). */
+  /* The size first: a command or environment too large is 413 whatever else is wrong.
+   * Then what no agent would run is refused now, not after the 201 (the start order's rules). */
+  if ((r = check_size(cfg, j, err))) goto fail;
   if ((r = gp_proto_start_check_run(j->command, j->env, j->workdir, err))) goto fail;
   const json_t *uv = json_object_get(body, "user");
   if (uv && !json_is_null(uv)) {
@@ -398,7 +401,6 @@ int gp__srv_job_parse(const gp_server_config *cfg, const json_t *body, const cha
                    j->mig);
     goto fail;
   }
-  if ((r = check_size(cfg, j, err))) goto fail;
   if (j->priority && !gp_priority_class_find(&cfg->policy, j->priority)) {
     r = gp_err_set(err, GP_EINVAL, NULL, 0, "priority", "no priority class is called \"%s\"",
                    j->priority);

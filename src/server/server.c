@@ -10,10 +10,13 @@
  * the load is done. Between batches the state thread runs the scheduler (at most once per
  * schedule_min_gap_ms after an event, and every schedule_interval_ms), checks node
  * liveness and time limits, and answers agents' long polls when their orders are durable
- * or their wait is over. Two helper threads keep slow peers off the HTTP threads: the log
- * proxy (logproxy.c) reads jobs' logs from agents, the guard (guard.c) cuts requests that
- * miss their deadline; the raw request target is checked by intake.c. What each commit
- * changed goes to the open event streams (events.h) after the commit. */
+ * or their wait is over. Helper threads keep slow peers and long reads off the HTTP
+ * threads: the log proxy (logproxy.c) reads jobs' logs from agents, the reader threads
+ * (readers.c) the job history, reports and advice; the connection table (tls/conns.h)
+ * cuts requests that miss their deadline and makes room past the connection limits
+ * (agents' connections have their own allowance); the raw request target is checked by
+ * intake.c. What each commit changed goes to the open event streams (events.h) after the
+ * commit. */
 #include "server/server.h"
 
 #include <arpa/inet.h>
@@ -33,12 +36,13 @@
 #include "server/events.h"
 #include "server/follower.h"
 #include "server/leader.h"
-#include "server/guard.h"
 #include "server/logproxy.h"
+#include "server/readers.h"
 #include "server/advice.h"
 #include "server/report.h"
 #include "server/server_int.h"
 #include "server/web.h"
+#include "tls/conns.h"
 #include "tls/dial.h"
 #include "tls/listen.h"
 #include "util/clock.h"
@@ -53,8 +57,9 @@ struct gp_server {
   struct MHD_Daemon *mhd;
   gp_tls_listener *tls;     /* HTTPS files of the API (plain HTTP without tls.cert) */
   gp_tls_dial agent_dial;   /* how log reads verify agents (tls.agent_ca) */
-  gp_srv_guard *guard;      /* request deadlines */
+  gp_tls_conns *conns;      /* request deadlines, connection limits (tls/conns.h) */
   gp_srv_proxy *proxy;      /* log reads from agents */
+  gp_srv_readers *readers;  /* history lists, reports, advice (readers.h) */
   gp_srv_autoscale *autoscale; /* provider calls (autoscale.h), NULL: a fixed fleet */
   gp_srv_events *events;    /* GET /v1/events streams (events.h) */
   int port;
@@ -659,6 +664,15 @@ static enum MHD_Result send_error_now(struct MHD_Connection *c, int status, cons
   return r;
 }
 
+/* Whether r, on c, is an agent's protocol request with an agent's token. */
+static bool agent_request(gp_server *srv, struct MHD_Connection *c, const gp_srv_req *r) {
+  if (strncmp(r->path, "/v1/agent/", 10) != 0) return false;
+  const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+  const gp_token *t =
+      auth && strncasecmp(auth, "Bearer ", 7) == 0 ? find_token(srv->cfg, auth + 7) : NULL;
+  return t && t->role == GP_ROLE_AGENT;
+}
+
 /* Called once the request line is in, before libmicrohttpd decodes the target: the raw
  * target is checked here (intake.c), and the request's state is born. */
 static void *on_target(void *cls, const char *uri, struct MHD_Connection *c) {
@@ -667,7 +681,15 @@ static void *on_target(void *cls, const char *uri, struct MHD_Connection *c) {
   r->conn = c;
   r->target = gp_xstrdup(uri);
   gp_buf_init(&r->body, GP_SRV_MAX_BODY + 1); /* (+1: the buffer keeps a NUL) */
-  gp__srv_intake_target_ok(uri, &r->bad);
+  if (!gp__srv_intake_target_ok(uri, &r->bad)) {
+    /* libmicrohttpd parses the query after this call, into the connection's fixed memory
+     * pool: a few hundred parameters exhaust it and the connection is then never answered.
+     * The refusal is decided already, so the query it would parse is cut to nothing (the
+     * buffer is the connection's own, written by libmicrohttpd just before; r->target
+     * keeps the whole target). */
+    char *q = strchr(uri, '?');
+    if (q) q[1] = '\0';
+  }
   return r;
 }
 
@@ -692,8 +714,19 @@ static enum MHD_Result on_headers(struct MHD_Connection *c, gp_srv_req *r, const
   if (r->bad.status) return send_bad(c, r);
   const char *len = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
   int64_t n = 0;
-  if (len && (gp_parse_int64(len, &n) || n < 0 || (uint64_t)n > GP_SRV_MAX_BODY))
-    return send_error_now(c, 413, "too_large", "the request body is larger than 1 MiB");
+  bool bad_len = len && (gp_parse_int64(len, &n) || n < 0);
+  if (bad_len || (uint64_t)n > GP_SRV_MAX_BODY) {
+    /* A client that waits for "100 Continue" sends nothing more: refused at once. Most
+     * others (Python's urllib, browsers' fetch) send the whole body before they read an
+     * answer, and a connection closed on unread bytes reaches them as a reset, not as the
+     * 413: so up to GP_SRV_DRAIN_MAX bytes are read and thrown away (within the request
+     * deadline) and the 413 follows the body's last byte. */
+    const char *expect = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Expect");
+    bool waits = expect && strcasecmp(expect, "100-continue") == 0;
+    if (bad_len || waits || (uint64_t)n > GP_SRV_DRAIN_MAX)
+      return send_error_now(c, 413, "too_large", "the request body is larger than 1 MiB");
+    r->too_large = true;
+  }
   return MHD_YES;
 }
 
@@ -706,6 +739,16 @@ static enum MHD_Result start_proxy(gp_server *srv, struct MHD_Connection *c, gp_
   r->proxy_url = NULL;
   gp__srv_reply_error(r, 503, "unavailable", NULL,
                       "too many log reads are in flight (at most %d); retry shortly", GP_SRV_PROXY_MAX);
+  MHD_resume_connection(c);
+  return MHD_YES;
+}
+
+/* A heavy read (readers.h): handed to a reader thread with the connection suspended, or
+ * refused at once (503, Retry-After) when every reader is busy. */
+static enum MHD_Result start_heavy(gp_server *srv, struct MHD_Connection *c, gp_srv_req *r) {
+  MHD_suspend_connection(c);
+  if (srv->readers && gp__srv_readers_take(srv->readers, r)) return MHD_YES;
+  gp__srv_readers_busy(srv->readers, r);
   MHD_resume_connection(c);
   return MHD_YES;
 }
@@ -734,8 +777,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
   if (!r->started) return on_headers(c, r, url, method);
   if (r->answered) { /* resumed by the state thread (or the log proxy) */
     if (r->proxy_url && r->status == 200) return start_proxy(srv, c, r);
-    if (r->report && r->status == 200) gp__srv_report_run(r);
-    if (r->advice && r->status == 200) gp__srv_advice_run(r);
+    if (gp__srv_readers_wants(r)) return start_heavy(srv, c, r); /* a report, advice */
     if (r->history_job && r->status == 200) gp__srv_history_job(srv->store, r); /* from the store */
     if (r->resp_doc) {
       free(r->resp);
@@ -749,7 +791,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     return send_answer(c, r, type);
   }
   if (*upload_size) {
-    if (!r->too_large) {
+    if (r->too_large) {
+      r->discarded += *upload_size;
+      if (r->discarded > GP_SRV_DRAIN_MAX) { /* a chunked body without end: refused now */
+        *upload_size = 0;
+        return send_error_now(c, 413, "too_large", "the request body is larger than 1 MiB");
+      }
+    } else {
       if (r->body.len + *upload_size > GP_SRV_MAX_BODY) r->too_large = true;
       else gp_buf_append(&r->body, upload_data, *upload_size);
       /* A body is answered whole or refused, never parsed cut short. */
@@ -758,9 +806,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     *upload_size = 0;
     return MHD_YES;
   }
-  gp__srv_guard_request_in(c);
+  gp_tls_conns_request_in(c);
   if (r->too_large)
     return send_error_now(c, 413, "too_large", "the request body is larger than 1 MiB");
+  /* Admitted past its address's limit with nothing of the address idle: only an agent's
+   * request may use it (so a job cannot lock its own agent out). */
+  if (gp_tls_conns_on_probation(c) && !agent_request(srv, c, r)) return gp_tls_conns_refuse(c);
   /* Public, unauthenticated routes answered without the state thread. */
   if (strcmp(r->path, "/livez") == 0 || strcmp(r->path, "/readyz") == 0)
     return send_health(c, srv, r->path[1] == 'r');
@@ -794,6 +845,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     r->user = t->user;
     r->token = t->token;
     r->role = t->role;
+    if (t->role == GP_ROLE_AGENT && strncmp(r->path, "/v1/agent/", 10) == 0) gp_tls_conns_trust(c);
     if (is_events) return gp__srv_events_serve(srv->events, c, r->method, r->user, r->role);
   }
   r->query = json_object();
@@ -819,11 +871,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     gp__srv_follower_redirect(r, srv->leader);
     return send_answer(c, r, "application/json");
   }
-  /* The job history is the store's: read here, never on the state thread. */
-  if (gp__srv_history_is_list(r)) {
-    gp__srv_history_list(srv->store, r);
-    return send_text(c, r->status, r->resp, "application/json");
-  }
+  /* The job history is the store's: read by a reader thread, never on the state thread
+   * nor on this one. */
+  if (gp__srv_readers_wants(r)) return start_heavy(srv, c, r);
   /* Submissions are parsed and checked here, in parallel; the state thread only admits. */
   if (strcmp(r->path, "/v1/jobs") == 0 && strcmp(r->method, "POST") == 0 && r->role != GP_ROLE_AGENT &&
       r->role != GP_ROLE_VIEWER && r->json) {
@@ -859,7 +909,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                          enum MHD_RequestTerminationCode toe) {
   (void)cls;
   (void)toe;
-  gp__srv_guard_answered(c);
+  gp_tls_conns_answered(c);
   req_free(*con_cls);
   *con_cls = NULL;
 }
@@ -917,20 +967,23 @@ int gp_server_start(gp_server *srv, gp_err *err) {
   if (rc) return rc;
   srv->agent_dial = (gp_tls_dial){.ca = srv->cfg->tls.peer_ca, .cert = srv->cfg->tls.cert,
                                   .key = srv->cfg->tls.key, .https_only = srv->cfg->tls.peer_ca[0]};
-  srv->guard = gp__srv_guard_new(srv->cfg->http_request_timeout_s);
+  gp_tls_conns_limits lim = {.max = srv->cfg->max_connections,
+                             .per_address = srv->cfg->max_connections_per_address,
+                             .request_timeout_s = srv->cfg->http_request_timeout_s};
+  srv->conns = gp_tls_conns_new(&lim);
   srv->proxy = gp__srv_proxy_new(&srv->agent_dial);
-  if (!srv->guard || !srv->proxy)
+  srv->readers = gp__srv_readers_new(GP_SRV_READERS(srv->cfg->http_threads), srv->store);
+  if (!srv->conns || !srv->proxy || !srv->readers)
     return gp_err_set(err, GP_EIO, NULL, 0, NULL, "cannot start the HTTP helper threads");
   unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
                    MHD_USE_TURBO | gp_tls_listener_flags(srv->tls);
   srv->mhd = MHD_start_daemon(
       flags, 0, NULL, NULL, on_request, srv, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
       MHD_OPTION_THREAD_POOL_SIZE, (unsigned)srv->cfg->http_threads,
-      MHD_OPTION_CONNECTION_LIMIT, (unsigned)srv->cfg->max_connections,
-      MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)srv->cfg->max_connections_per_address,
+      MHD_OPTION_CONNECTION_LIMIT, gp_tls_conns_hard_limit(srv->cfg->max_connections),
       MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)srv->cfg->http_idle_timeout_s,
       MHD_OPTION_URI_LOG_CALLBACK, on_target, srv,
-      MHD_OPTION_NOTIFY_CONNECTION, gp__srv_guard_notify, srv->guard,
+      MHD_OPTION_NOTIFY_CONNECTION, gp_tls_conns_notify, srv->conns,
       MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024,
       MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1,
       MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
@@ -998,6 +1051,7 @@ void gp_server_stop(gp_server *srv) {
   /* Log reads in flight are answered (503) and resumed: libmicrohttpd must not stop with
    * a connection suspended. */
   gp__srv_proxy_stop(srv->proxy);
+  gp__srv_readers_stop(srv->readers); /* the same for long reads */
   gp__srv_events_close(srv->events); /* the same for event streams */
   if (srv->mhd) {
     MHD_stop_daemon(srv->mhd);
@@ -1014,7 +1068,8 @@ void gp_server_free(gp_server *srv) {
   if (!srv) return;
   gp_server_stop(srv);
   gp__srv_proxy_free(srv->proxy);
-  gp__srv_guard_free(srv->guard);
+  gp__srv_readers_free(srv->readers);
+  gp_tls_conns_free(srv->conns);
   gp__srv_autoscale_free(srv->autoscale);
   gp__srv_events_free(srv->events);
   gp__srv_state_free(srv->state);

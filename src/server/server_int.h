@@ -12,6 +12,9 @@
 #include "util/buf.h"
 
 #define GP_SRV_MAX_BODY ((size_t)1 << 20)
+/* A larger body announced by Content-Length is read and thrown away up to this many bytes
+ * before its 413, so that clients that send it whole can read the answer (on_headers). */
+#define GP_SRV_DRAIN_MAX ((size_t)128 << 20)
 /* Request intake limits (docs/api.md): a larger request is refused with 400 naming the part. */
 #define GP_SRV_MAX_QUERY_PARAMS 32
 #define GP_SRV_MAX_QUERY_KEY 64
@@ -43,6 +46,7 @@ typedef struct gp_srv_req {
   json_t *query;            /* object: name -> string */
   gp_buf body;
   bool too_large;
+  size_t discarded;         /* bytes of a too large body read and thrown away */
   json_t *json;             /* the parsed body, or NULL when empty */
   struct gp_srv_job *job;   /* POST /v1/jobs: the submission, parsed by the HTTP thread */
   const char *user;         /* from the token (borrowed from the config) */

@@ -2,7 +2,8 @@
 /* The HTTP front door under hostile or failing peers, over real sockets on the loopback
  * (its other addresses, 127.0.0.2 and up, stand for other hosts): a flood of unfinished
  * requests from one address leaves room for everyone else, a request that never finishes
- * is cut at its deadline, a stopped agent's log reads hold no HTTP thread, the job list
+ * is cut at its deadline, idle or busy connections from one address do not lock its agent
+ * out, a stopped agent's log reads hold no HTTP thread, the job list
  * comes in bounded pages, and a malformed target or query is refused naming what is wrong
  * rather than cut short or dropped. */
 #include <arpa/inet.h>
@@ -53,11 +54,11 @@ static bool closed_within(int fd, int ms) {
 /* GET `path` from source address `from`; returns the status (0: no answer within 3 s). */
 static long get_from(const tsrv *t, const char *from, const char *path, const char *token) {
   CURL *h = curl_easy_init();
-  char url[512], auth[256];
-  snprintf(url, sizeof url, "%s%s", t->base, path);
+  char url[512], auth[256]; /* never cut short: a test sends what it says */
+  REQUIRE(snprintf(url, sizeof url, "%s%s", t->base, path) < (int)sizeof url);
   struct curl_slist *hdrs = NULL;
   if (token) {
-    snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);
+    REQUIRE(snprintf(auth, sizeof auth, "Authorization: Bearer %s", token) < (int)sizeof auth);
     hdrs = curl_slist_append(hdrs, auth);
   }
   gp_buf out;
@@ -161,10 +162,18 @@ static void a_body_too_large_or_broken_framing_is_refused_at_once(void) {
   tsrv t = {0};
   tsrv_start(&t);
   char buf[2048];
+  /* A client that waits for "100 Continue" is refused before it sends its body. */
   exchange(&t, "POST /v1/jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " ALICE "\r\n"
-               "Content-Type: application/json\r\nContent-Length: 5000000\r\n\r\n{", "}}", buf, sizeof buf);
+               "Content-Type: application/json\r\nContent-Length: 5000000\r\nExpect: 100-continue\r\n\r\n",
+           "}}", buf, sizeof buf);
   CHECK_CONTAINS(buf, "HTTP/1.1 413");
   CHECK_CONTAINS(buf, "\"too_large\"");
+  /* So is a body past what the server reads to throw away (GP_SRV_DRAIN_MAX). */
+  exchange(&t, "POST /v1/jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " ALICE "\r\n"
+               "Content-Type: application/json\r\nContent-Length: 5000000000\r\n\r\n{", "}}", buf, sizeof buf);
+  CHECK_CONTAINS(buf, "HTTP/1.1 413");
+  /* A client that sends the body whole reads its 413 after the body (Python's urllib: see
+   * tests/e2e/http_limits_test.sh). */
   /* Broken framing is answered by libmicrohttpd itself (docs/api.md): a 400 at once. */
   exchange(&t, "GET /healthz HTTP/1.1\r\nHost: x\r\nno colon here\r\n\r\n", "</html>", buf, sizeof buf);
   CHECK_CONTAINS(buf, "HTTP/1.1 400");
@@ -356,8 +365,130 @@ static void too_many_or_too_long_query_parameters_are_refused(void) {
   tsrv_stop(&t);
 }
 
+
+/* Opens n connections from `from` that send nothing (idle), into fds; returns how many. */
+static int open_idle(const tsrv *t, const char *from, int *fds, int n) {
+  int ok = 0;
+  for (int i = 0; i < n; i++) {
+    fds[i] = dial(t, from, 0);
+    ok += fds[i] >= 0;
+  }
+  return ok;
+}
+
+/* How many of fds the server still holds open (closed ones are closed here and set -1). */
+static int still_open(int *fds, int n) {
+  int open = 0;
+  for (int i = 0; i < n; i++) {
+    if (fds[i] < 0) continue;
+    if (closed_within(fds[i], 1)) {
+      close(fds[i]);
+      fds[i] = -1;
+    } else {
+      open++;
+    }
+  }
+  return open;
+}
+
+static void idle_connections_from_one_address_do_not_lock_out_its_agent(void) {
+  tsrv t = {0};
+  tsrv_start_with(&t, "max_connections_per_address: 16\n", NULL);
+  /* A job on the node holds idle connections from the node's address, and opens new
+   * ones as the server closes them; its agent (the same address) must still register and
+   * heartbeat, and other clients of the address be served. */
+  enum { FLOOD = 40 };
+  int fds[FLOOD];
+  open_idle(&t, "127.0.0.1", fds, FLOOD);
+  usleep(200 * 1000);
+  for (int round = 0; round < 3; round++) {
+    int64_t t0 = tsrv_now_ms();
+    long reg = tsrv_register(&t, "n1", 1, NULL);
+    CHECK(reg == 201 || reg == 200); /* registered, or registered again */
+    json_t *hb = tsrv_heartbeat(&t, "n1", 0, 0, NULL);
+    CHECK(hb != NULL);
+    json_decref(hb);
+    CHECK_EQ_INT(200, tsrv_req(&t, "GET", "/v1/queues", ADMIN, NULL));
+    printf("  round %d: register, heartbeat and a read from the flooded address in %lld ms\n", round,
+           (long long)(tsrv_now_ms() - t0));
+    /* The flood reopens what was closed. */
+    for (int i = 0; i < FLOOD; i++)
+      if (fds[i] >= 0 && closed_within(fds[i], 1)) {
+        close(fds[i]);
+        fds[i] = dial(&t, "127.0.0.1", 0);
+      } else if (fds[i] < 0) {
+        fds[i] = dial(&t, "127.0.0.1", 0);
+      }
+    usleep(100 * 1000);
+  }
+  /* The address holds at most its share all along. */
+  usleep(300 * 1000);
+  int open = still_open(fds, FLOOD);
+  printf("  flood connections still open: %d of %d\n", open, FLOOD);
+  CHECK(open <= 16);
+  for (int i = 0; i < FLOOD; i++)
+    if (fds[i] >= 0) close(fds[i]);
+  tsrv_stop(&t);
+}
+
+/* Opens an event stream from 127.0.0.1 as `token` and keeps it (busy: held by the server). */
+static int open_stream(const tsrv *t, const char *token) {
+  int fd = dial(t, "127.0.0.1", 0);
+  REQUIRE(fd >= 0);
+  char req[256];
+  REQUIRE(snprintf(req, sizeof req, "GET /v1/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n",
+                   token) < (int)sizeof req);
+  send_text(fd, req);
+  return fd;
+}
+
+static void busy_connections_from_one_address_still_let_its_agent_in(void) {
+  tsrv t = {0};
+  tsrv_start_with(&t, "max_connections_per_address: 4\n", NULL);
+  /* Every connection the address may hold is busy (event streams the server holds open):
+   * nothing can be closed to make room. */
+  const char *tokens[] = {ADMIN, ALICE, BOB, VIEWER};
+  int fds[4];
+  for (int i = 0; i < 4; i++) fds[i] = open_stream(&t, tokens[i]);
+  usleep(300 * 1000);
+  /* The agent is still let in, on probation; anything else of the address is told to retry. */
+  CHECK_EQ_INT(201, tsrv_register(&t, "n1", 1, NULL));
+  json_t *hb = tsrv_heartbeat(&t, "n1", 0, 0, NULL);
+  CHECK(hb != NULL);
+  json_decref(hb);
+  CHECK_EQ_INT(503, tsrv_req(&t, "GET", "/v1/queues", ADMIN, NULL));
+  CHECK_EQ_STR("unavailable", err_code(t.last));
+  /* Another address is served as usual. */
+  CHECK_EQ_INT(200, get_from(&t, "127.0.0.2", "/v1/queues", ADMIN));
+  for (int i = 0; i < 4; i++) close(fds[i]);
+  tsrv_stop(&t);
+}
+
+static void idle_connections_past_the_servers_limit_make_room(void) {
+  tsrv t = {0};
+  tsrv_start_with(&t, "max_connections: 16\n", NULL);
+  /* Idle connections from many addresses, more than the server takes in all. */
+  enum { PER = 10, ADDRS = 4 };
+  int fds[PER * ADDRS];
+  const char *from[ADDRS] = {"127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"};
+  for (int a = 0; a < ADDRS; a++) open_idle(&t, from[a], fds + a * PER, PER);
+  usleep(200 * 1000);
+  /* A newcomer is served: the oldest idle connection made room for it. */
+  CHECK_EQ_INT(200, get_from(&t, "127.0.0.6", "/v1/queues", ADMIN));
+  CHECK_EQ_INT(201, tsrv_register(&t, "n1", 1, NULL));
+  int open = still_open(fds, PER * ADDRS);
+  printf("  idle connections still open: %d of %d (max_connections: 16)\n", open, PER * ADDRS);
+  CHECK(open <= 16);
+  for (int i = 0; i < PER * ADDRS; i++)
+    if (fds[i] >= 0) close(fds[i]);
+  tsrv_stop(&t);
+}
+
 GP_TESTS(a_flood_from_one_address_leaves_room_for_every_other,
          a_request_that_never_finishes_is_cut_at_its_deadline,
          a_body_too_large_or_broken_framing_is_refused_at_once, a_stopped_agent_holds_no_http_thread,
          the_job_list_comes_in_pages_bounded_in_bytes, an_encoded_nul_in_the_path_is_refused_naming_the_path,
-         too_many_or_too_long_query_parameters_are_refused)
+         too_many_or_too_long_query_parameters_are_refused,
+         idle_connections_from_one_address_do_not_lock_out_its_agent,
+         busy_connections_from_one_address_still_let_its_agent_in,
+         idle_connections_past_the_servers_limit_make_room)

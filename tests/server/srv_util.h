@@ -73,13 +73,14 @@ static inline void tsrv_make_dir(tsrv *t) {
 /* Starts a server with `extra` appended to the base config; `store` may be NULL. */
 static inline void tsrv_start_with(tsrv *t, const char *extra, gp_store *store) {
   tsrv_make_dir(t);
-  char text[8192];
-  snprintf(text, sizeof text, "%sdata_dir: %s\n%s", tsrv_base_config, t->dir, extra ? extra : "");
+  char *text = NULL; /* as long as it takes: a config is never cut short */
+  REQUIRE(asprintf(&text, "%sdata_dir: %s\n%s", tsrv_base_config, t->dir, extra ? extra : "") > 0);
   gp_err e = {0};
   if (gp_server_config_parse("test.yaml", text, strlen(text), &t->cfg, &e)) {
     fprintf(stderr, "config: %s\n", e.message);
     REQUIRE(0);
   }
+  free(text);
   if (gp_server_new(t->cfg, store, &t->srv, &e) || gp_server_start(t->srv, &e)) {
     fprintf(stderr, "server: %s\n", e.message);
     REQUIRE(0);
@@ -125,15 +126,18 @@ static inline size_t tsrv_write(char *p, size_t size, size_t n, void *ud) {
 static inline long tsrv_call(const tsrv *t, const char *method, const char *path, const char *token,
                       const char *body, json_t **ret) {
   CURL *h = curl_easy_init();
-  char url[512];
-  snprintf(url, sizeof url, "%s%s", t->base, path);
+  /* The URL and headers are as long as the test makes them: never cut short, so a test of
+   * a limit sends what it says. */
+  char *url = NULL;
+  REQUIRE(asprintf(&url, "%s%s", t->base, path) > 0);
   gp_buf out;
   gp_buf_init(&out, 0);
   struct curl_slist *hdrs = NULL;
-  char auth[256];
   if (token) {
-    snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);
+    char *auth = NULL;
+    REQUIRE(asprintf(&auth, "Authorization: Bearer %s", token) > 0);
     hdrs = curl_slist_append(hdrs, auth);
+    free(auth);
   }
   hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
   curl_easy_setopt(h, CURLOPT_URL, url);
@@ -151,6 +155,8 @@ static inline long tsrv_call(const tsrv *t, const char *method, const char *path
   if (curl_easy_perform(h) == CURLE_OK) curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
   curl_slist_free_all(hdrs);
   curl_easy_cleanup(h);
+  free(url);
+  REQUIRE(!gp_buf_truncated(&out));
   if (ret) *ret = out.data ? json_loads(out.data, 0, NULL) : NULL;
   gp_buf_done(&out);
   return code;
@@ -216,31 +222,34 @@ static inline long tsrv_agent_call(const tsrv *t, const char *path, const char *
 }
 
 static inline long tsrv_register(const tsrv *t, const char *name, int gpus, const char *jobs_json) {
-  char body[8192];
-  int n = snprintf(body, sizeof body,
-                   "{\"node\": {\"name\": \"%s\", \"model\": \"H100-80GB\", \"gpus\": %d, \"cpus\": 64,"
-                   " \"mem_mib\": 512000, \"gpu_list\": [",
-                   name, gpus);
+  gp_buf body; /* grows with the node: never cut short */
+  gp_buf_init(&body, 0);
+  gp_buf_printf(&body,
+                "{\"node\": {\"name\": \"%s\", \"model\": \"H100-80GB\", \"gpus\": %d, \"cpus\": 64,"
+                " \"mem_mib\": 512000, \"gpu_list\": [",
+                name, gpus);
   for (int g = 0; g < gpus; g++)
-    n += snprintf(body + n, sizeof body - (size_t)n,
+    gp_buf_printf(&body,
                   "%s{\"index\": %d, \"uuid\": \"GPU-%s-%d\", \"mem_mib\": 81920, \"mode\": \"exclusive\"}",
                   g ? "," : "", g, name, g);
-  snprintf(body + n, sizeof body - (size_t)n,
-           "]}, \"agent_url\": \"http://127.0.0.1:1\", \"jobs\": %s}", jobs_json ? jobs_json : "[]");
+  gp_buf_printf(&body, "]}, \"agent_url\": \"http://127.0.0.1:1\", \"jobs\": %s}", jobs_json ? jobs_json : "[]");
+  REQUIRE(!gp_buf_truncated(&body));
   json_t *o = NULL;
-  long code = tsrv_agent_call(t, "/v1/agent/register", body, &o);
+  long code = tsrv_agent_call(t, "/v1/agent/register", body.data, &o);
   json_decref(o);
+  gp_buf_done(&body);
   return code;
 }
 
 /* One heartbeat; returns the answer (caller frees). */
 static inline json_t *tsrv_heartbeat(const tsrv *t, const char *node, long long gen, int wait_ms,
                               const char *events) {
-  char body[4096];
-  snprintf(body, sizeof body, "{\"node\": \"%s\", \"gen\": %lld, \"wait_ms\": %d, \"events\": %s}",
-           node, gen, wait_ms, events ? events : "[]");
+  char *body = NULL; /* as long as the events make it */
+  REQUIRE(asprintf(&body, "{\"node\": \"%s\", \"gen\": %lld, \"wait_ms\": %d, \"events\": %s}", node,
+                   gen, wait_ms, events ? events : "[]") > 0);
   json_t *o = NULL;
   long code = tsrv_agent_call(t, "/v1/agent/heartbeat", body, &o);
+  free(body);
   if (code != 200) {
     json_decref(o);
     return NULL;
@@ -251,7 +260,7 @@ static inline json_t *tsrv_heartbeat(const tsrv *t, const char *node, long long 
 /* Polls GET /v1/jobs/{id} until its state is `state` (max ~5 s). */
 static inline bool tsrv_wait_state(const tsrv *t, const char *id, const char *state) {
   char path[64];
-  snprintf(path, sizeof path, "/v1/jobs/%s", id);
+  REQUIRE(snprintf(path, sizeof path, "/v1/jobs/%s", id) < (int)sizeof path);
   for (int i = 0; i < 500; i++) {
     json_t *o = NULL;
     tsrv_call(t, "GET", path, ADMIN, NULL, &o);
