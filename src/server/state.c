@@ -463,7 +463,7 @@ static int load_alloc(void *ctx, const gp_store_alloc *row) {
     for (int t = 0; t < j->tasks; t++) j->alloc[t].node = -1;
   }
   j->alloc[row->task] = (gp_srv_alloc){node, row->gpu_mask, row->gpu_milli, row->gpu_mem_mib,
-                                       row->mig_instance, false, 0, 0, -1, -1};
+                                       row->mig_instance, false, 0, 0, -1, -1, 0, 0};
   return 0;
 }
 

@@ -45,6 +45,10 @@ typedef struct gp_srv_alloc {
   /* This task's part of the job's use figures on its node in this run (ledger.c; memory
    * only, sent again by the agent after a restart); < 0: unknown. */
   double used_gpu_s, energy_j;
+  /* Since when (monotonic ms) and from which report on (gp_srv_node.report_seq) the node's
+   * agent has not listed this task's job (node_report.c); 0: listed, or not yet checked. */
+  int64_t unreported_ms;
+  uint64_t unreported_seq;
 } gp_srv_alloc;
 
 typedef struct gp_srv_job {
@@ -175,6 +179,14 @@ typedef struct gp_srv_node {
   char *provider_template;   /* the node template's name (owned) */
   char *provider_instance;   /* the provider's instance id (owned) */
   double provider_price;     /* per GPU-hour, as the provider reported it */
+  /* The jobs its agent said it holds in its last heartbeat (node_report.c): ids, sorted,
+   * running or ended with the end not yet received; report_valid once a heartbeat of this
+   * agent's life carried a readable list. */
+  int64_t *report_ids;
+  int n_report;
+  size_t cap_report;
+  bool report_valid;
+  uint64_t report_seq;       /* heartbeats with a list since the server started */
 } gp_srv_node;
 
 typedef struct gp_srv_queue {
@@ -535,6 +547,18 @@ bool gp__srv_node_interrupted(const gp_srv_node *n);
 
 /* Periodic checks: node liveness, time limits. */
 int gp__srv_state_tick(gp_srv_state *s, int64_t now_s, int64_t now_ms, gp_err *err);
+
+/* ---- node_report.c: what an agent says it holds against what the server believes ---- */
+/* Keeps the job lists of a heartbeat (`jobs`: running, `ended`: ended, end not yet sent);
+ * a heartbeat without a readable list leaves the node unchecked until the next one. */
+void gp__srv_node_report_take(gp_srv_node *n, const json_t *jobs, const json_t *ended);
+/* The agent re-registered (its list was reconciled then) or the node went down. */
+void gp__srv_node_report_reset(gp_srv_node *n);
+/* Ends each running job that a live node's agent has not listed for a grace of a heartbeat
+ * period and at least two heartbeats, and that has no start order waiting for that agent:
+ * its end was lost (requeued or failed as for a lost node; a stopping job ends as its stop
+ * asked). Its GPUs are free again. */
+int gp__srv_node_reports_check(gp_srv_state *s, int64_t now_s, int64_t now_ms, gp_err *err);
 
 /* ---- ledger.c: the usage ledger ---- */
 /* Whether GPOOL_LEDGER_OFF=1 (read once, when the server starts). */
