@@ -75,7 +75,7 @@ void gp__srv_node_report_take(gp_srv_node *n, const json_t *jobs, const json_t *
     }
     report_add(n, json_string_value(e));
   }
-  qsort(n->report_ids, (size_t)n->n_report, sizeof *n->report_ids, cmp_id);
+  if (n->n_report > 1) qsort(n->report_ids, (size_t)n->n_report, sizeof *n->report_ids, cmp_id);
   n->report_valid = true;
   n->report_seq++;
 }
