@@ -53,6 +53,7 @@ void gp__srv_state_free(gp_srv_state *s) {
   gp__srv_counts_free(&s->pending_by_user);
   gp__srv_counts_free(&s->pending_by_queue);
   free(s->prices_set);
+  json_decref(s->heartbeats_loaded);
   gp_prices_free(s->prices);
   gp__srv_usage_sums_free(s);
   gp__srv_ended_free(&s->ended);
@@ -554,6 +555,8 @@ static int load_setting(void *ctx, const char *name, const char *doc) {
     c->s->prices_set = gp_xstrdup(doc);
   } else if (strncmp(name, "budget/", 7) == 0) {
     gp__srv_budget_level_loaded(c->s, name + 7, doc);
+  } else if (strcmp(name, GP_SRV_SETTING_HEARTBEATS) == 0) {
+    gp__srv_heartbeats_loaded(c->s, doc);
   }
   return 0;
 }

@@ -389,10 +389,28 @@ typedef struct gp_srv_state {
   gp_srv_events_dirty events_dirty;
   uint64_t ranked_cycle;      /* counters.sched_cycles + 1 when the jobs' queue positions
                                  were worked out (jobrank.c), 0: never */
+  /* Nodes' heartbeats as the leader keeps them in the store for followers (heartbeats.c):
+   * when last written (monotonic ms) and what (a hash); the loaded document, if any. */
+  int64_t heartbeats_written_ms;
+  uint64_t heartbeats_sig;
+  json_t *heartbeats_loaded;
 } gp_srv_state;
 
 /* The store setting that holds the catalogue an admin set through PUT /v1/prices. */
 #define GP_SRV_SETTING_PRICES "prices"
+/* The store setting where a leader keeps nodes' last heartbeats and liveness for followers. */
+#define GP_SRV_SETTING_HEARTBEATS "node_heartbeats"
+
+/* ---- heartbeats.c: nodes' heartbeats as followers see them ---- */
+/* How often a leader of several servers writes them (when they changed). */
+#define GP_SRV_HEARTBEATS_WRITE_MS 2000
+/* The leader (with `ha:`) writes every node's last heartbeat and liveness, at most every
+ * GP_SRV_HEARTBEATS_WRITE_MS; a lone server writes nothing. */
+int gp__srv_heartbeats_write(gp_srv_state *s, int64_t now_ms, gp_err *err);
+/* The setting as loaded (kept on s until applied or freed with it). */
+void gp__srv_heartbeats_loaded(gp_srv_state *s, const char *doc);
+/* A follower's state: nodes' last heartbeats and liveness as the leader last wrote them. */
+void gp__srv_heartbeats_apply(gp_srv_state *s);
 
 /* ---- state.c: lifetime, lookup, persistence ---- */
 gp_srv_state *gp__srv_state_new(const gp_server_config *cfg, gp_store *store);
