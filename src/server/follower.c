@@ -67,6 +67,6 @@ gp_srv_state *gp__srv_follower_load(const gp_server_config *cfg, gp_store *store
     gp__srv_state_free(s);
     return NULL;
   }
-  gp__srv_heartbeats_apply(s); /* heartbeats reach the leader only: the store has its word */
+  gp__srv_heartbeats_apply(s, true); /* heartbeats reach the leader only: the store has its word */
   return s;
 }

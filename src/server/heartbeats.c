@@ -59,7 +59,7 @@ void gp__srv_heartbeats_loaded(gp_srv_state *s, const char *doc) {
   s->heartbeats_loaded = doc ? json_loads(doc, 0, &je) : NULL;
 }
 
-void gp__srv_heartbeats_apply(gp_srv_state *s) {
+void gp__srv_heartbeats_apply(gp_srv_state *s, bool liveness) {
   json_t *nodes = json_object_get(s->heartbeats_loaded, "nodes");
   if (!json_is_object(nodes)) return;
   for (int i = 0; i < s->n_nodes; i++) {
@@ -70,9 +70,7 @@ void gp__srv_heartbeats_apply(gp_srv_state *s) {
     if (!json_is_integer(at) || !json_is_boolean(alive) || json_integer_value(at) < n->last_heartbeat)
       continue;
     n->last_heartbeat = json_integer_value(at);
-    n->alive = json_is_true(alive);
+    if (liveness) n->alive = json_is_true(alive);
     gp__srv_node_changed(s, n);
   }
-  json_decref(s->heartbeats_loaded);
-  s->heartbeats_loaded = NULL;
 }

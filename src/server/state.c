@@ -625,6 +625,7 @@ int gp__srv_state_load(gp_srv_state *s, int64_t now_s, int64_t now_ms, gp_err *e
   if (gp__srv_ledger_repair(s, c.open_jobs, c.n_open_jobs, now_s, &lerr))
     fprintf(stderr, "gpool server: ledger: repairing open intervals failed: %s\n", lerr.message);
   free(c.open_jobs);
+  gp__srv_heartbeats_apply(s, false);
   s->sched_dirty = true;
   return 0;
 }

@@ -409,8 +409,9 @@ typedef struct gp_srv_state {
 int gp__srv_heartbeats_write(gp_srv_state *s, int64_t now_ms, gp_err *err);
 /* The setting as loaded (kept on s until applied or freed with it). */
 void gp__srv_heartbeats_loaded(gp_srv_state *s, const char *doc);
-/* A follower's state: nodes' last heartbeats and liveness as the leader last wrote them. */
-void gp__srv_heartbeats_apply(gp_srv_state *s);
+/* Nodes' last heartbeats as the leader last wrote them (a new leader shows them until its
+ * agents' first heartbeats); with `liveness`, a follower's, whether each node is up too. */
+void gp__srv_heartbeats_apply(gp_srv_state *s, bool liveness);
 
 /* ---- state.c: lifetime, lookup, persistence ---- */
 gp_srv_state *gp__srv_state_new(const gp_server_config *cfg, gp_store *store);
