@@ -11,6 +11,7 @@
 #include "protocol/event.h"
 #include "protocol/order.h"
 #include "server/jobmetrics.h"
+#include "server/node_report.h"
 #include "server/server_int.h"
 #include "util/buf.h"
 #include "util/mem.h"

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "server/heartbeats.h"
 #include "util/mem.h"
 
 bool gp__srv_follower_is_write(const gp_srv_req *r) {

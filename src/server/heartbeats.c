@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/state.h"
+#include "server/heartbeats.h"
 #include "util/buf.h"
 
 static uint64_t fnv(uint64_t h, const void *data, size_t len) {

@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "protocol/order.h"
+#include "server/heartbeats.h"
+#include "server/node_report.h"
 #include "server/state.h"
 #include "util/mem.h"
 

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/state.h"
+#include "server/node_report.h"
 #include "util/mem.h"
 
 /* More than a node could run; a longer list is not trusted (the node stays unchecked). */

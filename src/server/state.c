@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "core/sched.h"
+#include "server/heartbeats.h"
 #include "server/state.h"
 
 #include "ledger/prices.h"

@@ -398,20 +398,6 @@ typedef struct gp_srv_state {
 
 /* The store setting that holds the catalogue an admin set through PUT /v1/prices. */
 #define GP_SRV_SETTING_PRICES "prices"
-/* The store setting where a leader keeps nodes' last heartbeats and liveness for followers. */
-#define GP_SRV_SETTING_HEARTBEATS "node_heartbeats"
-
-/* ---- heartbeats.c: nodes' heartbeats as followers see them ---- */
-/* How often a leader of several servers writes them (when they changed). */
-#define GP_SRV_HEARTBEATS_WRITE_MS 2000
-/* The leader (with `ha:`) writes every node's last heartbeat and liveness, at most every
- * GP_SRV_HEARTBEATS_WRITE_MS; a lone server writes nothing. */
-int gp__srv_heartbeats_write(gp_srv_state *s, int64_t now_ms, gp_err *err);
-/* The setting as loaded (kept on s until applied or freed with it). */
-void gp__srv_heartbeats_loaded(gp_srv_state *s, const char *doc);
-/* Nodes' last heartbeats as the leader last wrote them (a new leader shows them until its
- * agents' first heartbeats); with `liveness`, a follower's, whether each node is up too. */
-void gp__srv_heartbeats_apply(gp_srv_state *s, bool liveness);
 
 /* ---- state.c: lifetime, lookup, persistence ---- */
 gp_srv_state *gp__srv_state_new(const gp_server_config *cfg, gp_store *store);
@@ -567,17 +553,6 @@ bool gp__srv_node_interrupted(const gp_srv_node *n);
 /* Periodic checks: node liveness, time limits. */
 int gp__srv_state_tick(gp_srv_state *s, int64_t now_s, int64_t now_ms, gp_err *err);
 
-/* ---- node_report.c: what an agent says it holds against what the server believes ---- */
-/* Keeps the job lists of a heartbeat (`jobs`: running, `ended`: ended, end not yet sent);
- * a heartbeat without a readable list leaves the node unchecked until the next one. */
-void gp__srv_node_report_take(gp_srv_node *n, const json_t *jobs, const json_t *ended);
-/* The agent re-registered (its list was reconciled then) or the node went down. */
-void gp__srv_node_report_reset(gp_srv_node *n);
-/* Ends each running job that a live node's agent has not listed for a grace of a heartbeat
- * period and at least two heartbeats, and that has no start order waiting for that agent:
- * its end was lost (requeued or failed as for a lost node; a stopping job ends as its stop
- * asked). Its GPUs are free again. */
-int gp__srv_node_reports_check(gp_srv_state *s, int64_t now_s, int64_t now_ms, gp_err *err);
 
 /* ---- ledger.c: the usage ledger ---- */
 /* Whether GPOOL_LEDGER_OFF=1 (read once, when the server starts). */

@@ -121,7 +121,7 @@ static void an_end_on_its_way_is_waited_for(void) {
   CHECK(tsrv_wait_state(&t, id, "running"));
   long long gen = beat(&t, 0, NULL);
   char body[512];
-  for (int i = 0; i < 12; i++) {
+  for (int i = 0; i < 8; i++) {
     snprintf(body, sizeof body, "{\"node\": \"n1\", \"gen\": %lld, \"wait_ms\": 0, \"events\": [],"
              " \"jobs\": [], \"ended\": [\"%s\"]}", gen, id);
     json_t *o = NULL;
@@ -133,7 +133,7 @@ static void an_end_on_its_way_is_waited_for(void) {
   CHECK_EQ_STR("running", job_str(o, "state"));
   json_decref(o);
   /* A malformed list is no list: nothing is ended on its word. */
-  for (int i = 0; i < 12; i++) {
+  for (int i = 0; i < 8; i++) {
     beat(&t, gen, "[{\"pid\": 3}]");
     usleep(250000);
   }
