@@ -144,4 +144,36 @@ static void an_end_on_its_way_is_waited_for(void) {
   tsrv_stop(&t);
 }
 
-GP_TESTS(a_job_its_agent_does_not_list_is_ended_and_frees_its_gpus, an_end_on_its_way_is_waited_for)
+/* A job being cancelled whose end was lost ends cancelled, as its stop asked. */
+static void a_stopping_job_ends_as_its_stop_asked(void) {
+  tsrv t = {0};
+  tsrv_start_with(&t, "heartbeat_s: 1\n", NULL);
+  CHECK_EQ_INT(201, tsrv_register(&t, "n1", 8, NULL));
+  char *id = tsrv_submit(&t, ALICE, "{\"command\": [\"c\"], \"gpus\": 1, \"requeue\": true}");
+  REQUIRE(id);
+  CHECK(tsrv_wait_state(&t, id, "running"));
+  char list[128];
+  snprintf(list, sizeof list, "[{\"id\": \"%s\", \"pid\": 9}]", id);
+  long long gen = beat(&t, 0, list);
+  char path[64];
+  snprintf(path, sizeof path, "/v1/jobs/%s/cancel", id);
+  CHECK_EQ_INT(200, tsrv_req(&t, "POST", path, ALICE, NULL));
+  gen = beat(&t, gen, list); /* the stop order */
+  bool ended = false;
+  for (int i = 0; i < 40 && !ended; i++) {
+    beat(&t, gen, "[]");
+    usleep(100000);
+    json_t *o = show(&t, id);
+    ended = strcmp(job_str(o, "state"), "cancelled") == 0;
+    json_decref(o);
+  }
+  CHECK(ended);
+  json_t *o = show(&t, id);
+  CHECK_EQ_INT(0, json_integer_value(json_object_get(json_object_get(o, "job"), "restarts")));
+  json_decref(o);
+  free(id);
+  tsrv_stop(&t);
+}
+
+GP_TESTS(a_job_its_agent_does_not_list_is_ended_and_frees_its_gpus, an_end_on_its_way_is_waited_for,
+         a_stopping_job_ends_as_its_stop_asked)
