@@ -42,6 +42,9 @@ typedef struct gp__agent_net {
   bool outage_logged;
   bool one_event_at_a_time;  /* after a refused batch: find the event the server rejects */
   bool carries_answer_error; /* the heartbeat in flight tells the server of an unreadable answer */
+  size_t register_events;    /* events queued before the register call in flight was made */
+  char followed[GP_URL_MAX]; /* the leader last logged as followed ("" none): logged once */
+  bool no_leader_logged;     /* "no server leads" said since the last answer that worked */
 } gp__agent_net;
 
 int64_t gp__agent_now_ms(void) {
@@ -194,7 +197,11 @@ static bool followed_to_leader(gp_agent *a, long status) {
     curl_easy_getinfo(net->easy, CURLINFO_REDIRECT_URL, &location);
     char base[GP_URL_MAX];
     if (gp_urls_redirect_base(gp__agent_server(a), location, base, sizeof base) == 0) {
-      gp__agent_log("%s follows the leader %s", gp__agent_server(a), base);
+      /* While no server can lead (a database outage), followers keep naming the last
+       * leader, which refuses: the loop goes round every half second. Say it once. */
+      if (strcmp(net->followed, base) != 0)
+        gp__agent_log("%s follows the leader %s", gp__agent_server(a), base);
+      snprintf(net->followed, sizeof net->followed, "%s", base);
       snprintf(a->leader, sizeof a->leader, "%s", base);
       net->next_at_ms = 0;
     } else {
@@ -207,6 +214,10 @@ static bool followed_to_leader(gp_agent *a, long status) {
   }
   curl_off_t retry = -1;
   if (status == 503 && curl_easy_getinfo(net->easy, CURLINFO_RETRY_AFTER, &retry) == CURLE_OK && retry > 0) {
+    if (!net->no_leader_logged)
+      gp__agent_log("%s: no server leads the pool now (HTTP 503); trying the servers in turn "
+                    "until one does", gp__agent_server(a));
+    net->no_leader_logged = true;
     next_server(a);
     net->next_at_ms = gp__agent_now_ms() + 500;
     return true;
@@ -281,8 +292,12 @@ static void start_register(gp_agent *a) {
   json_object_set_new(body, "node", node_json(a));
   json_object_set_new(body, "agent_url", json_string(a->url));
   json_t *jobs = json_array();
-  for (size_t i = 0; i < a->n_jobs; i++) json_array_append_new(jobs, gp__agent_job_report(a->jobs[i]));
+  for (size_t i = 0; i < a->n_jobs; i++) {
+    json_array_append_new(jobs, gp__agent_job_report(a->jobs[i]));
+    a->jobs[i]->register_ended = a->jobs[i]->ended;
+  }
   json_object_set_new(body, "jobs", jobs);
+  a->net->register_events = json_array_size(a->events);
   if (a->credential[0]) json_object_set_new(body, "credential", json_string(a->credential));
   if (a->store_id[0]) json_object_set_new(body, "store", json_string(a->store_id));
   net_post(a, CALL_REGISTER, "/v1/agent/register", body, 10000);
@@ -313,9 +328,15 @@ static void start_heartbeat(gp_agent *a) {
   }
   json_object_set(body, "events", a->inflight);
   json_object_set_new(body, "gpus", gpus_status_json(a));
-  json_t *jobs = json_array();
+  /* What this node holds, for the server to check against what it believes runs here
+   * (docs/internals/protocol.md): running jobs, and ended ones whose end it has not yet
+   * received (their "exited" events are queued or in this call). */
+  json_t *jobs = json_array(), *ended = json_array();
   for (size_t i = 0; i < a->n_jobs; i++) {
-    if (a->jobs[i]->ended) continue;
+    if (a->jobs[i]->ended) {
+      json_array_append_new(ended, json_string(a->jobs[i]->id));
+      continue;
+    }
     json_t *o = json_object();
     json_object_set_new(o, "id", json_string(a->jobs[i]->id));
     json_object_set_new(o, "pid", json_integer(a->jobs[i]->pid));
@@ -324,6 +345,7 @@ static void start_heartbeat(gp_agent *a) {
     json_array_append_new(jobs, o);
   }
   json_object_set_new(body, "jobs", jobs);
+  json_object_set_new(body, "ended", ended);
   char why[256] = "";
   bool node_drained = a->health && gp_health_node_drained(a->health, why, sizeof why);
   json_object_set_new(body, "node_health",
@@ -373,15 +395,19 @@ static void on_register_answer(gp_agent *a, long status) {
     if (json_is_integer(g) && json_integer_value(g) >= 0) a->gen = json_integer_value(g);
     gp__agent_store_seen(a, json_string_value(json_object_get(doc, "store")));
     a->registered = true;
-    /* The register call reported every job; finished ones are settled, and events about
-     * any listed job are superseded by that report. */
+    /* The register call reported every job as it was when the call was made: the ends it
+     * carried are settled, and the events queued before it are superseded by it. A job
+     * that ended while the call was in flight was reported running: its end, and every
+     * event queued since, must still go out (else the server believes it runs for ever). */
     for (size_t i = 0; i < a->n_jobs;) {
       gp__agent_job *j = a->jobs[i];
-      if (j->ended) gp__agent_job_remove(a, j);
+      if (j->ended && j->register_ended) gp__agent_job_remove(a, j);
       else i++;
     }
     /* An interruption notice is about the node, not a job: it still has to go out. */
-    for (size_t i = json_array_size(a->events); i-- > 0;) {
+    size_t before = a->net->register_events;
+    if (before > json_array_size(a->events)) before = json_array_size(a->events);
+    for (size_t i = before; i-- > 0;) {
       const char *kind = json_string_value(json_object_get(json_array_get(a->events, i), "kind"));
       if (!kind || strcmp(kind, "interruption") != 0) json_array_remove(a->events, i);
     }
@@ -419,6 +445,13 @@ static void on_heartbeat_answer(gp_agent *a, long status) {
       gp__agent_log("the server refused an event (HTTP %ld: %s); dropping it: %s", status,
               msg ? msg : "no message", text ? text : "?");
       free(text);
+      /* An end the server will never take: the job is done here, and the server, no
+       * longer seeing it listed, ends it as lost rather than wait for it for ever. */
+      json_t *ev = json_array_get(a->inflight, 0);
+      const char *kind = json_string_value(json_object_get(ev, "kind"));
+      const char *id = json_string_value(json_object_get(ev, "job"));
+      gp__agent_job *j = kind && id && strcmp(kind, "exited") == 0 ? gp__agent_job_find(a, id) : NULL;
+      if (j && j->ended) gp__agent_job_remove(a, j);
       json_array_clear(a->inflight);
     } else {
       gp__agent_log("the server refused a heartbeat with %zu events (HTTP %ld: %s); sending them one "
@@ -498,9 +531,11 @@ static void net_step(gp_agent *a) {
       gp__agent_log("%s", a->answer_error);
     }
     if (cc != CURLE_OK) {
-      if (!net->outage_logged)
+      if (!net->outage_logged) {
         gp__agent_log("cannot reach the server %s: %s (retrying%s)", gp__agent_server(a),
                 curl_easy_strerror(cc), a->servers.n > 1 ? " with the next one" : "");
+        net->followed[0] = '\0'; /* following a leader again after this is news */
+      }
       net->outage_logged = true;
       net->failures++;
       next_server(a);
@@ -514,6 +549,7 @@ static void net_step(gp_agent *a) {
       continue;
     }
     if (net->outage_logged && kind == CALL_HEARTBEAT) gp__agent_log("server reachable again");
+    if (status >= 200 && status < 300) net->no_leader_logged = false;
     net->failures = 0;
     net->outage_logged = false;
     if (kind == CALL_REGISTER && followed_to_leader(a, status)) {

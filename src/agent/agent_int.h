@@ -64,6 +64,8 @@ typedef struct gp__agent_job {
   char message[512];
   int64_t ended_at;
   bool gone_once;            /* adopted: saw the process gone once without an exit file */
+  bool register_ended;       /* ended when the register call in flight was made: that call
+                                reports its end, so its answer settles it */
 } gp__agent_job;
 
 /* The spot watcher's counts (spot.c), read by /metrics. */

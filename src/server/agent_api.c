@@ -11,6 +11,7 @@
 #include "protocol/event.h"
 #include "protocol/order.h"
 #include "server/jobmetrics.h"
+#include "server/node_report.h"
 #include "server/server_int.h"
 #include "util/buf.h"
 #include "util/mem.h"
@@ -167,6 +168,7 @@ static int do_register(gp_srv_state *s, gp_srv_req *r, int64_t now_s, int64_t no
   gp__srv_node_changed(s, n);
   s->sched_dirty = true;
   release_waiter(s, n); /* an old long poll of the previous agent process */
+  gp__srv_node_report_reset(n); /* its list below is reconciled here; heartbeats follow */
   int idx = node_index_of(s, n);
   /* Orders queued for a previous life of this node must not start or stop anything now. */
   rc = gp__srv_orders_purge_stale(s, n, err);
@@ -502,6 +504,8 @@ static int do_heartbeat(gp_srv_state *s, gp_srv_req *r, int64_t now_s, int64_t n
     json_decref(n->conditions);
     n->conditions = list;
   }
+  /* After the events: a job whose end came in them is no longer the node's. */
+  gp__srv_node_report_take(n, json_object_get(body, "jobs"), json_object_get(body, "ended"));
   rc = apply_usage(s, idx, json_object_get(body, "jobs"), now_s, err);
   gp__srv_jobmetrics_take(s, n, idx, json_object_get(body, "jobs"), s->cfg->heartbeat_s, now_s);
   if (!rc) rc = answer_error(s, n, json_object_get(body, "answer_error"), err);

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "server/heartbeats.h"
 #include "util/mem.h"
 #include "util/urls.h"
 
@@ -108,5 +109,6 @@ gp_srv_state *gp__srv_follower_load(const gp_server_config *cfg, gp_store *store
     gp__srv_state_free(s);
     return NULL;
   }
+  gp__srv_heartbeats_apply(s, true); /* heartbeats reach the leader only: the store has its word */
   return s;
 }

@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "protocol/order.h"
+#include "server/heartbeats.h"
+#include "server/node_report.h"
 #include "server/state.h"
 #include "util/mem.h"
 
@@ -236,6 +238,8 @@ int gp__srv_state_tick(gp_srv_state *s, int64_t now_s, int64_t now_ms, gp_err *e
         now_s - j->started_at >= j->time_limit)
       r = gp__srv_job_stop(s, j, "timeout", now_s, err);
   }
+  if (!r) r = gp__srv_node_reports_check(s, now_s, now_ms, err);
+  if (!r) r = gp__srv_heartbeats_write(s, now_ms, err);
   if (!r) r = gp__srv_idle_tick(s, now_s, err);
   if (!r) r = gp__srv_budgets_tick(s, now_s, err);
   return r;

@@ -65,6 +65,7 @@ void gp__srv_node_free(gp_srv_node *n) {
   json_decref(n->conditions);
   for (int i = 0; i < n->n_orders; i++) free(n->orders[i].doc);
   free(n->orders);
+  free(n->report_ids);
   free(n);
 }
 

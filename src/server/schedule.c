@@ -42,7 +42,7 @@ static int apply_start(gp_srv_state *s, gp_srv_job *j, const gp_plan_start *st, 
   for (int t = 0; t < st->n_placements; t++) {
     const gp_placement *p = &st->placements[t];
     j->alloc[t] = (gp_srv_alloc){p->node, p->gpu_mask, p->gpu_milli, p->gpu_mem_mib,
-                                 p->mig_instance, false, 0, 0, -1, -1};
+                                 p->mig_instance, false, 0, 0, -1, -1, 0, 0};
   }
   gp__srv_job_set_state(s, j, GP_JOB_RUNNING);
   j->started_at = now;

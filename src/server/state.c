@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "core/sched.h"
+#include "server/heartbeats.h"
 #include "server/state.h"
 
 #include "ledger/prices.h"
@@ -53,6 +54,7 @@ void gp__srv_state_free(gp_srv_state *s) {
   gp__srv_counts_free(&s->pending_by_user);
   gp__srv_counts_free(&s->pending_by_queue);
   free(s->prices_set);
+  json_decref(s->heartbeats_loaded);
   gp_prices_free(s->prices);
   gp__srv_usage_sums_free(s);
   gp__srv_ended_free(&s->ended);
@@ -463,7 +465,7 @@ static int load_alloc(void *ctx, const gp_store_alloc *row) {
     for (int t = 0; t < j->tasks; t++) j->alloc[t].node = -1;
   }
   j->alloc[row->task] = (gp_srv_alloc){node, row->gpu_mask, row->gpu_milli, row->gpu_mem_mib,
-                                       row->mig_instance, false, 0, 0, -1, -1};
+                                       row->mig_instance, false, 0, 0, -1, -1, 0, 0};
   return 0;
 }
 
@@ -554,6 +556,8 @@ static int load_setting(void *ctx, const char *name, const char *doc) {
     c->s->prices_set = gp_xstrdup(doc);
   } else if (strncmp(name, "budget/", 7) == 0) {
     gp__srv_budget_level_loaded(c->s, name + 7, doc);
+  } else if (strcmp(name, GP_SRV_SETTING_HEARTBEATS) == 0) {
+    gp__srv_heartbeats_loaded(c->s, doc);
   }
   return 0;
 }
@@ -622,6 +626,7 @@ int gp__srv_state_load(gp_srv_state *s, int64_t now_s, int64_t now_ms, gp_err *e
   if (gp__srv_ledger_repair(s, c.open_jobs, c.n_open_jobs, now_s, &lerr))
     fprintf(stderr, "gpool server: ledger: repairing open intervals failed: %s\n", lerr.message);
   free(c.open_jobs);
+  gp__srv_heartbeats_apply(s, false);
   s->sched_dirty = true;
   return 0;
 }

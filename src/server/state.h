@@ -45,6 +45,10 @@ typedef struct gp_srv_alloc {
   /* This task's part of the job's use figures on its node in this run (ledger.c; memory
    * only, sent again by the agent after a restart); < 0: unknown. */
   double used_gpu_s, energy_j;
+  /* Since when (monotonic ms) and from which report on (gp_srv_node.report_seq) the node's
+   * agent has not listed this task's job (node_report.c); 0: listed, or not yet checked. */
+  int64_t unreported_ms;
+  uint64_t unreported_seq;
 } gp_srv_alloc;
 
 typedef struct gp_srv_job {
@@ -175,6 +179,14 @@ typedef struct gp_srv_node {
   char *provider_template;   /* the node template's name (owned) */
   char *provider_instance;   /* the provider's instance id (owned) */
   double provider_price;     /* per GPU-hour, as the provider reported it */
+  /* The jobs its agent said it holds in its last heartbeat (node_report.c): ids, sorted,
+   * running or ended with the end not yet received; report_valid once a heartbeat of this
+   * agent's life carried a readable list. */
+  int64_t *report_ids;
+  int n_report;
+  size_t cap_report;
+  bool report_valid;
+  uint64_t report_seq;       /* heartbeats with a list since the server started */
 } gp_srv_node;
 
 typedef struct gp_srv_queue {
@@ -377,6 +389,11 @@ typedef struct gp_srv_state {
   gp_srv_events_dirty events_dirty;
   uint64_t ranked_cycle;      /* counters.sched_cycles + 1 when the jobs' queue positions
                                  were worked out (jobrank.c), 0: never */
+  /* Nodes' heartbeats as the leader keeps them in the store for followers (heartbeats.c):
+   * when last written (monotonic ms) and what (a hash); the loaded document, if any. */
+  int64_t heartbeats_written_ms;
+  uint64_t heartbeats_sig;
+  json_t *heartbeats_loaded;
 } gp_srv_state;
 
 /* The store setting that holds the catalogue an admin set through PUT /v1/prices. */
@@ -535,6 +552,7 @@ bool gp__srv_node_interrupted(const gp_srv_node *n);
 
 /* Periodic checks: node liveness, time limits. */
 int gp__srv_state_tick(gp_srv_state *s, int64_t now_s, int64_t now_ms, gp_err *err);
+
 
 /* ---- ledger.c: the usage ledger ---- */
 /* Whether GPOOL_LEDGER_OFF=1 (read once, when the server starts). */

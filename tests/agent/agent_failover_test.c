@@ -61,4 +61,37 @@ static void an_older_epoch_is_refused_after_a_failover(void) {
   fs_stop(b);
 }
 
-GP_TESTS(a_follower_sends_the_agent_to_the_leader, an_older_epoch_is_refused_after_a_failover)
+static int log_count(const agent_proc *ap, const char *needle) {
+  char *text = read_text(ap->log);
+  int n = 0;
+  for (const char *p = text; p && (p = strstr(p, needle)); p += strlen(needle)) n++;
+  free(text);
+  return n;
+}
+
+/* While no server can lead (a database outage), a follower keeps naming the last leader,
+ * which answers 503: the agent goes round every half second. It says so once. */
+static void an_outage_is_logged_once_not_on_every_retry(void) {
+  fake_server *old_leader = fs_start(), *follower = fs_start();
+  old_leader->no_leader = 1;
+  snprintf(follower->redirect, sizeof follower->redirect, "http://127.0.0.1:%d", old_leader->port);
+  agent_proc ap;
+  agent_new(&ap, follower, "2xH100-80GB", "--personal");
+  int64_t until = fs_now_ms() + 10000;
+  while (fs_now_ms() < until && log_count(&ap, "no server leads") == 0) usleep(50000);
+  usleep(3000000); /* six rounds or so */
+  CHECK_EQ_INT(1, log_count(&ap, "follows the leader"));
+  CHECK_EQ_INT(1, log_count(&ap, "no server leads the pool now"));
+  /* The outage ends: the leader answers, and the agent registers with it. */
+  old_leader->no_leader = 0;
+  json_t *reg = fs_wait_register(old_leader, 1, 10000);
+  CHECK(reg != NULL);
+  json_decref(reg);
+  agent_stop(&ap);
+  rm_rf(ap.data);
+  fs_stop(follower);
+  fs_stop(old_leader);
+}
+
+GP_TESTS(a_follower_sends_the_agent_to_the_leader, an_older_epoch_is_refused_after_a_failover,
+         an_outage_is_logged_once_not_on_every_retry)

@@ -46,6 +46,9 @@ typedef struct fake_server {
   char answer_error[300]; /* the last answer_error a heartbeat carried; "" for none */
   long long epoch;      /* the leader epoch answered to register and heartbeat; 0: none */
   char redirect[128];   /* a follower: every call is answered 307 to this base URL */
+  volatile int register_delay_ms; /* a frozen server: register answered this much later */
+  volatile int no_leader;         /* every call is answered 503 with Retry-After: 1 */
+  json_t *heartbeat_bodies;       /* every heartbeat taken, in order */
 } fake_server;
 
 static int64_t fs_now_ms(void) {
@@ -109,6 +112,16 @@ static enum MHD_Result fs_handle(void *cls, struct MHD_Connection *c, const char
     json_t *e = json_pack("{s:{s:s,s:s}}", "error", "code", "unauthenticated", "message", "bad token");
     return fs_reply(c, 401, e);
   }
+  if (s->no_leader) {
+    json_t *e = json_pack("{s:{s:s,s:s}}", "error", "code", "no_leader", "message", "no leader");
+    char *text = json_dumps(e, JSON_COMPACT);
+    json_decref(e);
+    struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+    MHD_add_response_header(r, "Retry-After", "1");
+    enum MHD_Result ok = MHD_queue_response(c, 503, r);
+    MHD_destroy_response(r);
+    return ok;
+  }
   if (s->redirect[0]) {
     char location[300];
     snprintf(location, sizeof location, "%s%s", s->redirect, url);
@@ -125,6 +138,8 @@ static enum MHD_Result fs_handle(void *cls, struct MHD_Connection *c, const char
     json_array_append(s->registers, body);
     pthread_mutex_unlock(&s->lock);
     json_decref(body);
+    for (int64_t until = fs_now_ms() + s->register_delay_ms; fs_now_ms() < until && !s->stopping;)
+      usleep(5000);
     json_t *ans = json_pack("{s:{s:s},s:i}", "node", "name", "n", "heartbeat_s", 2);
     pthread_mutex_lock(&s->lock);
     if (s->store[0]) json_object_set_new(ans, "store", json_string(s->store));
@@ -155,6 +170,7 @@ static enum MHD_Result fs_handle(void *cls, struct MHD_Connection *c, const char
     json_array_extend(s->events, evs);
     json_decref(s->last_heartbeat);
     s->last_heartbeat = json_incref(body);
+    json_array_append(s->heartbeat_bodies, body);
     const char *said = json_string_value(json_object_get(body, "answer_error"));
     if (said) snprintf(s->answer_error, sizeof s->answer_error, "%s", said);
     pthread_mutex_unlock(&s->lock);
@@ -202,6 +218,7 @@ static inline fake_server *fs_start(void) {
   s->registers = json_array();
   s->events = json_array();
   s->orders = json_array();
+  s->heartbeat_bodies = json_array();
   struct sockaddr_in sa;
   memset(&sa, 0, sizeof sa);
   sa.sin_family = AF_INET;
@@ -282,6 +299,7 @@ static inline void fs_stop(fake_server *s) {
   json_decref(s->events);
   json_decref(s->orders);
   json_decref(s->last_heartbeat);
+  json_decref(s->heartbeat_bodies);
   free(s);
 }
 

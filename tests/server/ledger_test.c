@@ -17,7 +17,7 @@ static gp_srv_node node_of(gp_share_mode mode) {
 }
 
 static gp_srv_alloc alloc_of(int milli, int mig_instance) {
-  gp_srv_alloc a = {0, 1, milli, 0, mig_instance, false, 0, 0, -1, -1};
+  gp_srv_alloc a = {0, 1, milli, 0, mig_instance, false, 0, 0, -1, -1, 0, 0};
   return a;
 }
 
