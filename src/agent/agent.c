@@ -196,7 +196,17 @@ static bool followed_to_leader(gp_agent *a, long status) {
     char *location = NULL;
     curl_easy_getinfo(net->easy, CURLINFO_REDIRECT_URL, &location);
     char base[GP_URL_MAX];
-    if (gp_urls_redirect_base(gp__agent_server(a), location, base, sizeof base) == 0) {
+    bool url_ok = gp_urls_redirect_base(gp__agent_server(a), location, base, sizeof base) == 0;
+    /* The token and node credential go only to the servers this agent was given: a
+     * redirect elsewhere (a wrong `advertise`, a crafted Location) is refused, not followed. */
+    if (url_ok && gp_urls_find(&a->servers, base) < 0) {
+      gp__agent_log("%s redirected to %s, which is not one of the agent's servers: not following "
+                    "it (list every server in --server)", gp__agent_server(a), base);
+      next_server(a);
+      net->next_at_ms = gp__agent_now_ms() + 1000;
+      return true;
+    }
+    if (url_ok) {
       /* While no server can lead (a database outage), followers keep naming the last
        * leader, which refuses: the loop goes round every half second. Say it once. */
       if (strcmp(net->followed, base) != 0)

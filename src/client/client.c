@@ -143,12 +143,6 @@ static bool request_sent(CURL *h) {
 static bool is_read(const char *method) { return strcmp(method, "GET") == 0; }
 
 /* The index of base in the configured list (scheme and host compared without case), or -1. */
-static int configured(const gp_client *c, const char *base) {
-  for (int i = 0; i < c->servers.n; i++)
-    if (strcasecmp(c->servers.url[i], base) == 0) return i;
-  return -1;
-}
-
 /* Asks `server` GET /livez, without the token, within PROBE_MS. True on any HTTP answer. */
 static bool probe(gp_client *c, const char *server) {
   size_t len = strlen(server) + 8;
@@ -260,7 +254,7 @@ static int call_once(gp_client *c, const char *method, const char *path, json_t 
     }
     /* The token goes only to the servers it was given for: a redirect elsewhere (a wrong
      * `advertise`, a server that is not the pool's) is refused, not followed. */
-    int i = configured(c, base);
+    int i = gp_urls_find(&c->servers, base);
     if (i < 0) {
       c->leader[0] = '\0';
       return gp_err_set(err, GP_EIO, NULL, 0, NULL, "the server at %s redirected to %s, which is not one "

@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <string.h>
+#include <strings.h>
 
 /* Length of the scheme prefix ("http://" 7, "https://" 8), or 0. */
 static size_t scheme_len(const char *s) {
@@ -63,7 +64,8 @@ int gp_urls_redirect_base(const char *from, const char *location, char *out, siz
 }
 
 int gp_urls_find(const gp_urls *u, const char *base) {
+  /* Scheme and host are case-insensitive (RFC 3986); a base URL has no path. */
   for (int i = 0; i < u->n; i++)
-    if (strcmp(u->url[i], base) == 0) return i;
+    if (strcasecmp(u->url[i], base) == 0) return i;
   return -1;
 }

@@ -29,7 +29,8 @@ int gp_urls_parse(const char *text, const char *field, gp_urls *ret, gp_err *err
  * downgrades a connection that carries a token. */
 int gp_urls_redirect_base(const char *from, const char *location, char *out, size_t cap);
 
-/* The index of `base` in the list, or -1. */
+/* The index of `base` in the list, compared without case (scheme and host are
+ * case-insensitive), or -1. */
 int gp_urls_find(const gp_urls *u, const char *base);
 
 #endif

@@ -17,8 +17,10 @@ static void a_follower_sends_the_agent_to_the_leader(void) {
   fake_server *leader = fs_start(), *follower = fs_start();
   leader->epoch = 3;
   snprintf(follower->redirect, sizeof follower->redirect, "http://127.0.0.1:%d", leader->port);
+  char list[128];
+  snprintf(list, sizeof list, "http://127.0.0.1:%d,http://127.0.0.1:%d", follower->port, leader->port);
   agent_proc ap;
-  agent_new(&ap, follower, "2xH100-80GB", "--personal");
+  agent_new(&ap, follower, "2xH100-80GB", "--personal", "--server", list);
   json_t *reg = fs_wait_register(leader, 1, 10000);
   CHECK(reg != NULL);
   json_decref(reg);
@@ -31,6 +33,25 @@ static void a_follower_sends_the_agent_to_the_leader(void) {
   rm_rf(ap.data);
   fs_stop(follower);
   fs_stop(leader);
+}
+
+/* A redirect to a server the agent was not given is not followed: its token and node
+ * credential go only to its own list (a follower's Location could be wrong or crafted). */
+static void a_redirect_outside_the_list_is_not_followed(void) {
+  fake_server *stranger = fs_start(), *follower = fs_start();
+  snprintf(follower->redirect, sizeof follower->redirect, "http://127.0.0.1:%d", stranger->port);
+  agent_proc ap;
+  agent_new(&ap, follower, "2xH100-80GB", "--personal");
+  int64_t until = fs_now_ms() + 10000;
+  while (fs_now_ms() < until && !log_has(&ap, "not one of the agent's servers")) usleep(50000);
+  CHECK(log_has(&ap, "not one of the agent's servers"));
+  json_t *reg = fs_wait_register(stranger, 1, 1500);
+  CHECK(reg == NULL);
+  json_decref(reg);
+  agent_stop(&ap);
+  rm_rf(ap.data);
+  fs_stop(follower);
+  fs_stop(stranger);
 }
 
 static void an_older_epoch_is_refused_after_a_failover(void) {
@@ -75,8 +96,11 @@ static void an_outage_is_logged_once_not_on_every_retry(void) {
   fake_server *old_leader = fs_start(), *follower = fs_start();
   old_leader->no_leader = 1;
   snprintf(follower->redirect, sizeof follower->redirect, "http://127.0.0.1:%d", old_leader->port);
+  char list[128];
+  snprintf(list, sizeof list, "http://127.0.0.1:%d,http://127.0.0.1:%d", follower->port,
+           old_leader->port);
   agent_proc ap;
-  agent_new(&ap, follower, "2xH100-80GB", "--personal");
+  agent_new(&ap, follower, "2xH100-80GB", "--personal", "--server", list);
   int64_t until = fs_now_ms() + 10000;
   while (fs_now_ms() < until && log_count(&ap, "no server leads") == 0) usleep(50000);
   usleep(3000000); /* six rounds or so */
@@ -93,5 +117,6 @@ static void an_outage_is_logged_once_not_on_every_retry(void) {
   fs_stop(old_leader);
 }
 
-GP_TESTS(a_follower_sends_the_agent_to_the_leader, an_older_epoch_is_refused_after_a_failover,
+GP_TESTS(a_follower_sends_the_agent_to_the_leader, a_redirect_outside_the_list_is_not_followed,
+         an_older_epoch_is_refused_after_a_failover,
          an_outage_is_logged_once_not_on_every_retry)
