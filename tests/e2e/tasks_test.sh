@@ -82,7 +82,8 @@ else:
     total = int(c.makefile().readline())
 print(f"sum {total}", flush=True)
 PY
-rdv=$("$GPOOL" submit --ntasks 4 -g 2 --node-selector pool=rdv -e ADDR_n2=127.0.0.2 -e ADDR_n3=127.0.0.3 \
+# -N 2 --ntasks-per-node 2: bin-packing alone would put all four 1-GPU tasks on one node.
+rdv=$("$GPOOL" submit -N 2 --ntasks-per-node 2 -g 1 --node-selector pool=rdv -e ADDR_n2=127.0.0.2 -e ADDR_n3=127.0.0.3 \
   -- python3 "$E2E_DIR/rdv.py")
 wait_for 60 "job $rdv to end" sh -c "'$GPOOL' show $rdv -o json | jq -e '.state | test(\"completed|failed\")'"
 for t in 0 1 2 3; do echo "--- task $t"; "$GPOOL" logs "$rdv" --task $t 2>&1; done >rdv.out
