@@ -42,6 +42,13 @@ two=$("$GPOOL" submit -N 2 -g 1 -- sh -c 'exit $((GPOOL_TASK_INDEX * 2))')
 wait_for 30 "job $two to fail" job_is "$two" failed
 expect_eq 2 "$(job_field "$two" .exit_code)" "the highest task exit code"
 
+# A task that cannot start fails the job, with the reason.
+nostart=$("$GPOOL" submit -N 2 -g 1 -- /nonexistent/gpool-no-such-command)
+wait_for 30 "job $nostart to fail" job_is "$nostart" failed
+reason=$(job_field "$nostart" .end_reason)
+expect_contains "$reason" "task " "the end reason names a task ($reason)"
+expect_contains "$reason" "start_failed" "the end reason says the task could not start ($reason)"
+
 # ---- rendezvous across two nodes with addresses of their own ----
 e2e_agent n2 4xH100-80GB --listen 127.0.0.2:0 --labels pool=rdv
 e2e_agent n3 4xH100-80GB --listen 127.0.0.3:0 --labels pool=rdv
