@@ -172,8 +172,8 @@ static int tasks_on(const gp_plan_start *s, int node) {
 }
 
 /* --ntasks-per-node: bin-packing would put all four 1-GPU tasks on one node; a bound of two
- * a node spreads them two and two, and a bound the fleet cannot meet keeps the gang
- * waiting (and takes nothing from the jobs behind it). */
+ * a node spreads them two and two, and a bound the fleet cannot meet never starts the gang
+ * (it ends: no set of nodes could hold it), while the same numbers without it start. */
 static void a_gang_keeps_to_its_tasks_per_node(void) {
   fx *f = fx_new();
   fx_node(f, "n0", "H100", 8);
@@ -203,6 +203,7 @@ static void a_gang_keeps_to_its_tasks_per_node(void) {
   p = fx_step(f, 10);
   REQUIRE(p);
   CHECK(!fx_started(f, p, "one"));
+  CHECK_EQ_STR("NoMatchingNodes", fx_ended(f, p, "one"));
   CHECK(fx_started(f, p, "same")); /* a bound is a class of its own: no shared failure */
   gp_plan_free(p);
   fx_free(f);
