@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "agent/launcher.h"
+#include "agent/rendezvous.h"
 #include "util/mem.h"
 #include "util/signals.h"
 
@@ -186,77 +187,6 @@ static bool is_dir(const char *p) {
 
 /* ---- rendezvous: where the job's tasks are, for torchrun, MPI and the like ---- */
 
-/* The host of this agent's own URL, as the server reads it for the other tasks' MASTER_ADDR. */
-static void own_addr(const gp_agent *a, char *buf, size_t size) {
-  const char *u = strstr(a->url, "://");
-  snprintf(buf, size, "%s", a->cfg.name);
-  if (!u) return;
-  u += 3;
-  size_t len = *u == '[' ? strcspn(++u, "]") : strcspn(u, ":/");
-  if (len > 0 && len < size) snprintf(buf, size, "%.*s", (int)len, u);
-}
-
-/* The gang's layout as this task sees it. Nodes are numbered in the order of their first
- * task; a node's address is what the server says its agent advertises (its name when the
- * server sent none). */
-typedef struct layout {
-  int tasks, rank, local_rank, local_size, nodes, node_rank;
-  const char *master;        /* task 0's node address */
-} layout;
-
-static const char *task_addr(const gp_proto_start *o, int t) {
-  return o->n_addrs == o->n_hosts && t < o->n_addrs ? o->addrs[t] : o->hosts[t];
-}
-
-static void compute_layout(const gp_proto_start *o, const char *self, layout *l) {
-  memset(l, 0, sizeof *l);
-  l->tasks = o->tasks;
-  l->rank = o->task_index;
-  l->master = self;
-  if (o->n_hosts != o->tasks || o->task_index >= o->n_hosts) {
-    /* No host list (a server from before it sent one): every task counts as on this node. */
-    l->local_rank = o->task_index;
-    l->local_size = o->tasks;
-    l->nodes = 1;
-    return;
-  }
-  const char *mine = o->hosts[o->task_index];
-  l->master = task_addr(o, 0);
-  for (int t = 0; t < o->n_hosts; t++) {
-    bool first = true; /* the first task of its node */
-    for (int u = 0; u < t && first; u++) first = strcmp(o->hosts[u], o->hosts[t]) != 0;
-    if (first && t <= o->task_index && strcmp(o->hosts[t], mine) != 0) l->node_rank++;
-    l->nodes += first;
-    if (strcmp(o->hosts[t], mine) == 0) {
-      if (t < o->task_index) l->local_rank++;
-      l->local_size++;
-    }
-  }
-}
-
-/* The job's host files in its directory, one line per node with its task count: OpenMPI's
- * "host slots=N" (hostfile) and MPICH's "host:N" (hostfile.mpich). */
-static void write_hostfiles(const gp_proto_start *o, const char *self, const gp__agent_job *j) {
-  char path[800], path2[800];
-  gp__agent_job_path(j, "hostfile", path, sizeof path);
-  gp__agent_job_path(j, "hostfile.mpich", path2, sizeof path2);
-  FILE *f = fopen(path, "we"), *g = fopen(path2, "we");
-  bool listed = o->n_hosts == o->tasks && o->task_index < o->n_hosts;
-  for (int t = 0; t < (listed ? o->n_hosts : 1); t++) {
-    int slots = 0;
-    bool first = true;
-    for (int u = 0; u < t && first; u++) first = strcmp(o->hosts[u], o->hosts[t]) != 0;
-    if (!first) continue;
-    for (int u = 0; listed && u < o->n_hosts; u++) slots += strcmp(o->hosts[u], o->hosts[t]) == 0;
-    const char *addr = listed ? task_addr(o, t) : self;
-    if (!listed) slots = o->tasks;
-    if (f) fprintf(f, "%s slots=%d\n", addr, slots);
-    if (g) fprintf(g, "%s:%d\n", addr, slots);
-  }
-  if (f) fclose(f);
-  if (g) fclose(g);
-}
-
 static void env_int(envv *e, const char *key, long long v) {
   char buf[32];
   snprintf(buf, sizeof buf, "%lld", v);
@@ -265,7 +195,7 @@ static void env_int(envv *e, const char *key, long long v) {
 
 /* torchrun's and most launchers' names, set before the job's own variables (a job may pick
  * its own port), and gpool's, set after them (a job cannot change what gpool tells it). */
-static void rendezvous_env(const start_req *r, const layout *l, envv *e, bool gpool_names,
+static void rendezvous_env(const start_req *r, const gp__agent_layout *l, envv *e, bool gpool_names,
                            const gp__agent_job *j) {
   const char *p = gpool_names ? "GPOOL_" : "";
   char key[64];
@@ -291,11 +221,14 @@ static void rendezvous_env(const start_req *r, const layout *l, envv *e, bool gp
 static void build_env(gp_agent *a, const start_req *r, const creds *c, const gp__agent_share_plan *sp,
                       const char *workdir, const gp__agent_job *j, envv *e) {
   const char *ckpt_key = j->checkpoint_key;
-  char self[GP_PROTO_NODE_MAX];
-  own_addr(a, self, sizeof self);
-  layout l;
-  compute_layout(r->o, self, &l);
-  write_hostfiles(r->o, self, j);
+  char self[GP_PROTO_NODE_MAX], ompi[800], mpich[800];
+  gp__agent_url_host(a->url, a->cfg.name, self, sizeof self);
+  gp__agent_layout l;
+  gp__agent_layout_of(r->o, self, &l);
+  gp__agent_job_path(j, "hostfile", ompi, sizeof ompi);
+  gp__agent_job_path(j, "hostfile.mpich", mpich, sizeof mpich);
+  if (gp__agent_hostfiles_write(r->o, self, ompi, mpich) != 0)
+    gp__agent_log("job %s task %d: cannot write its host files in %s", j->id, j->task, j->dir);
   if (!c->switch_user) {
     for (char **p = environ; p && *p; p++) {
       if (strncmp(*p, "GPOOL_TOKEN=", 12) == 0 || strncmp(*p, "GPOOL_AGENT_TOKEN=", 18) == 0)
