@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Tasks are first class: two tasks of a gang on one node both run, each in its own
-# directory with its own log, and the job completes only when every task exited 0 (a task
-# that exits 3 fails the job with code 3). Rendezvous wiring: each simulated node has an
-# address of its own (127.0.0.2, 127.0.0.3) that its agent advertises, and the four ranks
-# of a 2 nodes x 2 tasks job meet over TCP at MASTER_ADDR:MASTER_PORT (rank 0 listens on
-# its own node's address only, so a wrong MASTER_ADDR fails) and agree on a sum.
+# directory with its own log; an agent restart re-adopts both; the job completes only when
+# every task exited 0 (a task that exits 3 fails the job with code 3, one that cannot start
+# fails it with the reason). Rendezvous wiring: each simulated node has an address of its
+# own (127.0.0.2, 127.0.0.3) that its agent advertises, and the four ranks of a 2 nodes x 2
+# tasks job meet over TCP at MASTER_ADDR:MASTER_PORT (rank 0 listens on its own node's
+# address only, so a wrong MASTER_ADDR fails) and agree on a sum.
 source "$(dirname "$0")/lib.sh"
 e2e_init
 e2e_need python3
@@ -29,6 +30,18 @@ gpus0=${log0##*gpus }
 gpus1=${log1##*gpus }
 [ -n "$gpus0" ] && [ "$gpus0" != "$gpus1" ] || fail "each task gets its own GPU ($gpus0 / $gpus1)"
 expect_eq 2 "$(job_field "$both" '[.timeline[] | select(.event == "launched")] | length')" "both tasks launched"
+
+# ---- kill -9 of the agent: a restart re-adopts both tasks, each from its own directory ----
+rm -f "$E2E_DIR/gate"
+held=$("$GPOOL" submit -N 2 -g 1 -- sh -c "$(gate_wait); echo \"done \$GPOOL_TASK_INDEX\" >held-\$GPOOL_TASK_INDEX")
+wait_for 30 "both tasks of $held to launch" job_launched "$held" 2
+kill -9 "$(agent_pid n1)"
+e2e_agent n1 2xH100-80GB
+grep -q "found 2 running job(s)" "$E2E_DIR/agent-n1.log" || fail "the restarted agent must re-adopt both tasks"
+job_is "$held" running || fail "job $held must still run after the agent restart ($(job_field "$held" .state))"
+open_gate
+wait_for 30 "job $held to complete" job_is "$held" completed
+expect_eq "done 0/done 1" "$(cat held-0)/$(cat held-1)" "both re-adopted tasks ran to their end"
 
 # ---- one task fails: the job fails with its code, the other task is stopped ----
 bad=$("$GPOOL" submit -N 2 -g 1 -- sh -c 'if [ "$GPOOL_TASK_INDEX" = 1 ]; then exit 3; fi; exec sleep 301')
