@@ -521,6 +521,9 @@ static json_t *placement_json(const gp_srv_state *s, const gp_srv_job *j, int ta
         mig_uuid = n->gpus[g].mig[a->mig_instance].uuid;
   }
   json_object_set_new(p, "mig_uuid", mig_uuid ? json_string(mig_uuid) : json_null());
+  /* The task's own end in this run (the job's exit code is the highest of them). */
+  json_object_set_new(p, "exited", json_boolean(a->exited));
+  json_object_set_new(p, "exit_code", a->exited && a->exit_code >= 0 ? json_integer(a->exit_code) : json_null());
   return p;
 }
 

@@ -54,6 +54,7 @@ wait_for 10 "the other task's process to end" sh -c '! pgrep -f "sleep 30[1]"'
 two=$("$GPOOL" submit -N 2 -g 1 -- sh -c 'exit $((GPOOL_TASK_INDEX * 2))')
 wait_for 30 "job $two to fail" job_is "$two" failed
 expect_eq 2 "$(job_field "$two" .exit_code)" "the highest task exit code"
+expect_eq "0,2" "$(job_field "$two" '[.placements[].exit_code | tostring] | join(",")')" "each task's exit code"
 
 # A task that cannot start fails the job, with the reason.
 nostart=$("$GPOOL" submit -N 2 -g 1 -- /nonexistent/gpool-no-such-command)
