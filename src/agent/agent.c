@@ -349,8 +349,9 @@ static void start_heartbeat(gp_agent *a) {
     }
     json_t *o = json_object();
     json_object_set_new(o, "id", json_string(a->jobs[i]->id));
+    json_object_set_new(o, "task", json_integer(a->jobs[i]->task));
     json_object_set_new(o, "pid", json_integer(a->jobs[i]->pid));
-    json_t *usage = gp__agent_job_usage_json(a, a->jobs[i]->id);
+    json_t *usage = gp__agent_job_usage_json(a, a->jobs[i]->key);
     if (usage) json_object_set_new(o, "usage", usage);
     json_array_append_new(jobs, o);
   }
@@ -383,7 +384,8 @@ static void events_acked(gp_agent *a, json_t *events) {
     const char *kind = json_string_value(json_object_get(ev, "kind"));
     const char *id = json_string_value(json_object_get(ev, "job"));
     if (!kind || !id || strcmp(kind, "exited") != 0) continue;
-    gp__agent_job *j = gp__agent_job_find(a, id);
+    const json_t *task = json_object_get(ev, "task");
+    gp__agent_job *j = gp__agent_job_find_task(a, id, json_is_integer(task) ? (int)json_integer_value(task) : -1);
     if (j && j->ended) gp__agent_job_remove(a, j);
   }
 }
@@ -694,7 +696,9 @@ static void take_checkpoints(gp_agent *a) {
   size_t i;
   json_t *ev;
   json_array_foreach(list, i, ev) {
-    gp__agent_job *j = gp__agent_job_find(a, json_string_value(json_object_get(ev, "job")));
+    const json_t *task = json_object_get(ev, "task");
+    gp__agent_job *j = gp__agent_job_find_task(a, json_string_value(json_object_get(ev, "job")),
+                                               json_is_integer(task) ? (int)json_integer_value(task) : -1);
     if (j && !j->ended) gp__agent_event(a, json_incref(ev));
   }
   json_decref(list);

@@ -2,7 +2,7 @@
 /* The agent's own HTTP endpoint (libmicrohttpd, a small thread pool of its own):
  *   GET /healthz                              liveness, node name, registration;
  *   GET /metrics                              Prometheus text;
- *   GET /logs/{job}?stream=stdout&offset=N    a bounded chunk of a job's log as
+ *   GET /logs/{job}?stream=stdout&offset=N&task=T  a bounded chunk of a task's log as
  *       {"data": "...", "offset": next, "eof": bool}, for the server's log proxy.
  * /logs needs the agent's bearer token (job output is private). The handlers read files and
  * the counters under stats_lock only, never the run loop's job table. Log bytes that are not
@@ -105,6 +105,16 @@ static size_t to_utf8(const unsigned char *in, size_t n, bool final, gp_buf *out
   return i;
 }
 
+/* The task a request names (?task=T, 0 when absent) as its directory's name, or false for
+ * a task that is not an index. */
+static bool task_dir_name(struct MHD_Connection *c, const char *id, char *key, size_t size) {
+  const char *v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "task");
+  int64_t task = 0;
+  if (v && (gp_parse_int64(v, &task) != 0 || task < 0 || task >= GP_PROTO_MAX_TASKS)) return false;
+  gp__agent_job_key(id, (int)task, key, size);
+  return true;
+}
+
 static bool job_ended(const char *dir) {
   char path[800];
   snprintf(path, sizeof path, "%s/exit", dir);
@@ -135,8 +145,10 @@ static enum MHD_Result serve_logs(gp_agent *a, struct MHD_Connection *c, const c
   s = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "limit");
   if (s && (gp_parse_int64(s, &limit) != 0 || limit < 1 || limit > LOG_CHUNK_MAX))
     return reply_error(c, 400, "invalid_argument", "limit", "limit must be 1 to 1048576 bytes");
-  char dir[700], path[800];
-  snprintf(dir, sizeof dir, "%s/%s", a->jobs_dir, id);
+  char dir[700], path[800], key[GP_AGENT_KEY_MAX];
+  if (!task_dir_name(c, id, key, sizeof key))
+    return reply_error(c, 400, "invalid_argument", "task", "task must be a task index");
+  snprintf(dir, sizeof dir, "%s/%s", a->jobs_dir, key);
   snprintf(path, sizeof path, "%s/%s", dir, stream);
   bool ended = job_ended(dir);
   int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -177,8 +189,10 @@ static enum MHD_Result serve_logs(gp_agent *a, struct MHD_Connection *c, const c
 static enum MHD_Result serve_checkpoint(gp_agent *a, struct MHD_Connection *c, const char *id) {
   if (!gp__agent_job_id_valid(id)) return reply_error(c, 400, "invalid_argument", "job", "bad job id");
   const char *key = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "key");
-  char path[800], want[64] = "";
-  snprintf(path, sizeof path, "%s/%s/checkpoint.key", a->jobs_dir, id);
+  char path[800], want[64] = "", dir_name[GP_AGENT_KEY_MAX];
+  if (!task_dir_name(c, id, dir_name, sizeof dir_name))
+    return reply_error(c, 400, "invalid_argument", "task", "task must be a task index");
+  snprintf(path, sizeof path, "%s/%s/checkpoint.key", a->jobs_dir, dir_name);
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd >= 0) {
     ssize_t n = read(fd, want, sizeof want - 1);
@@ -187,7 +201,9 @@ static enum MHD_Result serve_checkpoint(gp_agent *a, struct MHD_Connection *c, c
   }
   bool ok = key && want[0] && gp_secret_equal(key, want);
   if (!ok) return reply_error(c, 403, "permission_denied", "key", "wrong or missing job key");
-  gp_proto_event cp = {.kind = GP_PROTO_EV_CHECKPOINT, .at = gp__agent_now_ms() / 1000};
+  const char *tv = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "task");
+  gp_proto_event cp = {.kind = GP_PROTO_EV_CHECKPOINT, .at = gp__agent_now_ms() / 1000,
+                       .task = tv ? atoi(tv) : 0}; /* checked by task_dir_name */
   snprintf(cp.job, sizeof cp.job, "%s", id);
   json_t *ev = gp_proto_event_encode(&cp);
   pthread_mutex_lock(&a->stats_lock);

@@ -25,8 +25,16 @@
 #define GP_AGENT_ID_MAX 64
 #define GP_AGENT_MAX_ORDERS_KEPT 8192
 
+/* A job's task on this node: "<job id>" for task 0 (as before jobs had several tasks on a
+ * node), "<job id>@<task>" for the others ('@' is in no job id). It names the task's
+ * directory under <data>/jobs, its cgroup and its telemetry entry. */
+#define GP_AGENT_KEY_MAX (GP_AGENT_ID_MAX + 8)
+
 typedef struct gp__agent_job {
   char id[GP_AGENT_ID_MAX];
+  int task;                  /* the task index of the job this process runs */
+  int tasks;                 /* the job's task count */
+  char key[GP_AGENT_KEY_MAX];
   char order_id[GP_AGENT_ID_MAX];
   char user[64];
   char queue[160];
@@ -172,18 +180,27 @@ void gp__agent_job_start(gp_agent *a, const char *order_id, const gp_proto_start
 void gp__agent_job_add(gp_agent *a, gp__agent_job *j);
 void gp__agent_job_path(const gp__agent_job *j, const char *name, char *buf, size_t size);
 void gp__agent_job_note(const gp__agent_job *j, const char *text); /* a "gpool: ..." line in its stderr */
+/* An "exited" event that names no task (the server reads it as every task of the job on
+ * this node). */
 json_t *gp__agent_exited_event(const char *job, int64_t at, bool exit_known, int code, int sig,
                          const char *reason, const char *message);
-/* A start that cannot be honoured: an "exited" event with reason start_failed and why. */
-void gp__agent_job_start_failed(gp_agent *a, const char *order_id, const char *job_id, int exit_code,
-                          const char *message);
+/* The same for one task (task < 0: none named). */
+json_t *gp__agent_task_exited_event(const char *job, int task, int64_t at, bool exit_known,
+                                    int code, int sig, const char *reason, const char *message);
+/* A start that cannot be honoured: an "exited" event of the task with reason start_failed
+ * and why. */
+void gp__agent_job_start_failed(gp_agent *a, const char *order_id, const char *job_id, int task,
+                          int exit_code, const char *message);
 void gp__agent_job_stop(gp_agent *a, const char *order_id, const gp_proto_stop *o);
 /* Stops a job on the agent's own decision (GPU fault): signal, grace, reason for the event. */
 void gp__agent_job_stop_local(gp_agent *a, gp__agent_job *j, int grace_s, const char *reason,
                         const char *message);
 void gp__agent_jobs_tick(gp_agent *a);    /* reap, deadlines */
 void gp__agent_jobs_adopt(gp_agent *a);   /* at start-up */
-gp__agent_job *gp__agent_job_find(gp_agent *a, const char *id);
+gp__agent_job *gp__agent_job_find(gp_agent *a, const char *id); /* any task of the job */
+gp__agent_job *gp__agent_job_find_task(gp_agent *a, const char *id, int task); /* task < 0: any */
+gp__agent_job *gp__agent_job_find_key(gp_agent *a, const char *key);
+void gp__agent_job_key(const char *id, int task, char *buf, size_t size);
 void gp__agent_job_remove(gp_agent *a, gp__agent_job *j); /* after the server acknowledged its end */
 json_t *gp__agent_job_report(const gp__agent_job *j); /* register "jobs" entry */
 void gp__agent_job_persist(const gp__agent_job *j);

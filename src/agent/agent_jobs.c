@@ -24,10 +24,23 @@
 
 bool gp__agent_job_id_valid(const char *id) { return gp_proto_job_id_valid(id); }
 
-gp__agent_job *gp__agent_job_find(gp_agent *a, const char *id) {
-  for (size_t i = 0; i < a->n_jobs; i++)
-    if (strcmp(a->jobs[i]->id, id) == 0) return a->jobs[i];
+gp__agent_job *gp__agent_job_find(gp_agent *a, const char *id) { return gp__agent_job_find_task(a, id, -1); }
+
+gp__agent_job *gp__agent_job_find_task(gp_agent *a, const char *id, int task) {
+  for (size_t i = 0; id && i < a->n_jobs; i++)
+    if (strcmp(a->jobs[i]->id, id) == 0 && (task < 0 || a->jobs[i]->task == task)) return a->jobs[i];
   return NULL;
+}
+
+gp__agent_job *gp__agent_job_find_key(gp_agent *a, const char *key) {
+  for (size_t i = 0; key && i < a->n_jobs; i++)
+    if (strcmp(a->jobs[i]->key, key) == 0) return a->jobs[i];
+  return NULL;
+}
+
+void gp__agent_job_key(const char *id, int task, char *buf, size_t size) {
+  if (task > 0) snprintf(buf, size, "%s@%d", id, task);
+  else snprintf(buf, size, "%s", id);
 }
 
 void gp__agent_job_add(gp_agent *a, gp__agent_job *j) {
@@ -68,6 +81,8 @@ void gp__agent_job_persist(const gp__agent_job *j) {
   json_t *gpus = json_array();
   for (int i = 0; i < j->n_gpus; i++) json_array_append_new(gpus, json_integer(j->gpus[i]));
   json_object_set_new(s, "id", json_string(j->id));
+  json_object_set_new(s, "task", json_integer(j->task));
+  json_object_set_new(s, "tasks", json_integer(j->tasks));
   json_object_set_new(s, "order", json_string(j->order_id));
   json_object_set_new(s, "user", json_string(j->user));
   json_object_set_new(s, "queue", json_string(j->queue));
@@ -122,6 +137,12 @@ static bool job_load(gp__agent_job *j, const char *dir) {
   copy_json_str(s, "stop_reason", j->stop_reason, sizeof j->stop_reason);
   copy_json_str(s, "message", j->message, sizeof j->message);
   copy_json_str(s, "fault_reason", j->fault_reason, sizeof j->fault_reason);
+  /* A job directory from before tasks were named holds task 0. */
+  json_int_t task = json_integer_value(json_object_get(s, "task"));
+  j->task = task > 0 && task < GP_PROTO_MAX_TASKS ? (int)task : 0;
+  json_int_t tasks = json_integer_value(json_object_get(s, "tasks"));
+  j->tasks = tasks > j->task && tasks <= GP_PROTO_MAX_TASKS ? (int)tasks : j->task + 1;
+  gp__agent_job_key(j->id, j->task, j->key, sizeof j->key);
   j->pid = (pid_t)json_integer_value(json_object_get(s, "pid"));
   j->shim_pid = (pid_t)json_integer_value(json_object_get(s, "shim_pid"));
   j->start_ticks = (uint64_t)json_integer_value(json_object_get(s, "start_ticks"));
@@ -150,6 +171,7 @@ static bool job_load(gp__agent_job *j, const char *dir) {
 json_t *gp__agent_job_report(const gp__agent_job *j) {
   json_t *o = json_object();
   json_object_set_new(o, "id", json_string(j->id));
+  json_object_set_new(o, "task", json_integer(j->task));
   json_object_set_new(o, "state", json_string(j->ended ? "exited" : "running"));
   json_object_set_new(o, "pid", json_integer(j->pid));
   json_object_set_new(o, "enforcement", json_string(j->enforcement));
@@ -181,12 +203,13 @@ void gp__agent_job_note(const gp__agent_job *j, const char *text) {
 /* ---- events ---- */
 
 /* The "exited" event; `order` (the run's start order) and `usage` (borrowed) may be NULL. */
-static json_t *exited_event(const char *job, int64_t at, bool exit_known, int code, int sig,
-                            const char *reason, const char *message, const char *order,
+static json_t *exited_event(const char *job, int task, int64_t at, bool exit_known, int code,
+                            int sig, const char *reason, const char *message, const char *order,
                             json_t *usage) {
   gp_proto_event *ev = gp_xcalloc(1, sizeof *ev);
   ev->kind = GP_PROTO_EV_EXITED;
   snprintf(ev->job, sizeof ev->job, "%s", job);
+  ev->task = task >= 0 ? task : -1;
   ev->at = at;
   ev->has_exit_code = exit_known && code >= 0;
   ev->exit_code = code;
@@ -203,27 +226,25 @@ static json_t *exited_event(const char *job, int64_t at, bool exit_known, int co
 
 json_t *gp__agent_exited_event(const char *job, int64_t at, bool exit_known, int code, int sig,
                          const char *reason, const char *message) {
-  return exited_event(job, at, exit_known, code, sig, reason, message, NULL, NULL);
+  return exited_event(job, -1, at, exit_known, code, sig, reason, message, NULL, NULL);
 }
 
-void gp__agent_job_start_failed(gp_agent *a, const char *order_id, const char *job_id, int exit_code,
-                          const char *message) {
-  gp__agent_log("order %s: job %s not started: %s", order_id, job_id, message);
-  gp__agent_event(a, gp__agent_exited_event(job_id, gp__agent_now_ms() / 1000, exit_code >= 0, exit_code, 0,
-                                "start_failed", message));
+json_t *gp__agent_task_exited_event(const char *job, int task, int64_t at, bool exit_known,
+                                    int code, int sig, const char *reason, const char *message) {
+  return exited_event(job, task, at, exit_known, code, sig, reason, message, NULL, NULL);
+}
+
+void gp__agent_job_start_failed(gp_agent *a, const char *order_id, const char *job_id, int task,
+                          int exit_code, const char *message) {
+  gp__agent_log("order %s: job %s task %d not started: %s", order_id, job_id, task, message);
+  gp__agent_event(a, gp__agent_task_exited_event(job_id, task, gp__agent_now_ms() / 1000, exit_code >= 0,
+                                                 exit_code, 0, "start_failed", message));
 }
 
 /* ---- stop ---- */
 
-void gp__agent_job_stop(gp_agent *a, const char *order_id, const gp_proto_stop *o) {
-  const char *id = o->job;
-  gp__agent_job *j = gp__agent_job_find(a, id);
-  if (!j) {
-    gp__agent_log("order %s: stop for job %s, which does not run here", order_id, id);
-    gp__agent_event(a, gp__agent_exited_event(id, gp__agent_now_ms() / 1000, false, 0, 0, "lost",
-                              "the job does not run on this node"));
-    return;
-  }
+/* One task of the job stops. */
+static void task_stop(gp_agent *a, const char *order_id, const gp_proto_stop *o, gp__agent_job *j) {
   if (j->ended) return; /* its end is already on its way */
   int sig = o->signal[0] ? gp_signal_parse(o->signal) : j->ckpt_signal;
   if (!sig) sig = SIGTERM;
@@ -241,8 +262,24 @@ void gp__agent_job_stop(gp_agent *a, const char *order_id, const gp_proto_stop *
   j->stopping = true;
   j->kill_at_ms = deadline;
   gp__agent_job_persist(j);
-  gp__agent_log("order %s: job %s: sent SIG%s (%s), SIGKILL in %d s if still running", order_id, j->id,
-          gp_signal_name(j->stop_signal), j->stop_reason, grace);
+  gp__agent_log("order %s: job %s task %d: sent SIG%s (%s), SIGKILL in %d s if still running",
+                order_id, j->id, j->task, gp_signal_name(j->stop_signal), j->stop_reason, grace);
+}
+
+/* A stop order is for the job: every task of it on this node stops. */
+void gp__agent_job_stop(gp_agent *a, const char *order_id, const gp_proto_stop *o) {
+  const char *id = o->job;
+  bool found = false;
+  for (size_t i = 0; i < a->n_jobs; i++)
+    if (strcmp(a->jobs[i]->id, id) == 0) {
+      found = true;
+      task_stop(a, order_id, o, a->jobs[i]);
+    }
+  if (!found) {
+    gp__agent_log("order %s: stop for job %s, which does not run here", order_id, id);
+    gp__agent_event(a, gp__agent_exited_event(id, gp__agent_now_ms() / 1000, false, 0, 0, "lost",
+                              "the job does not run on this node"));
+  }
 }
 
 void gp__agent_job_stop_local(gp_agent *a, gp__agent_job *j, int grace_s, const char *reason,
@@ -272,7 +309,7 @@ static void job_finish(gp_agent *a, gp__agent_job *j, bool exit_known, int code,
   j->exit_code = code;
   j->signal = sig;
   j->ended_at = gp__agent_now_ms() / 1000;
-  bool oom = j->cgroup && gp_cgroup_job_oom_killed(&a->cgroup, j->id);
+  bool oom = j->cgroup && gp_cgroup_job_oom_killed(&a->cgroup, j->key);
   const char *reason = j->limit_exceeded ? "limit_exceeded"
                        : j->fault_reason[0] ? j->fault_reason
                        : !exit_known     ? "lost"
@@ -297,18 +334,18 @@ static void job_finish(gp_agent *a, gp__agent_job *j, bool exit_known, int code,
   /* Leftover processes of the job's group go with their leader. */
   if (exit_known) killpg(j->pid, SIGKILL);
   a->gpu->ops->detach(a->gpu, j->pid);
-  if (j->cgroup) gp_cgroup_job_remove(&a->cgroup, j->id);
+  if (j->cgroup) gp_cgroup_job_remove(&a->cgroup, j->key);
   json_t *end = gp__agent_job_report(j);
   char path[800];
   gp__agent_job_path(j, "end.json", path, sizeof path);
   gp__agent_write_json(path, end);
   json_decref(end);
   /* `order`: which run of the job ended. */
-  json_t *usage = gp__agent_job_usage_json(a, j->id);
-  gp__agent_event(a, exited_event(j->id, j->ended_at, exit_known, code, sig, j->reason, j->message,
-                            j->order_id, usage));
+  json_t *usage = gp__agent_job_usage_json(a, j->key);
+  gp__agent_event(a, exited_event(j->id, j->task, j->ended_at, exit_known, code, sig, j->reason,
+                                  j->message, j->order_id, usage));
   json_decref(usage);
-  gp__agent_log("job %s ended: %s: %s", j->id, j->reason, j->message);
+  gp__agent_log("job %s task %d ended: %s: %s", j->id, j->task, j->reason, j->message);
 }
 
 /* Looks at one running job; returns true when it ended (and was finished). */
@@ -362,7 +399,7 @@ void gp__agent_jobs_adopt(gp_agent *a) {
   struct dirent *de;
   int adopted = 0, ended = 0;
   while ((de = readdir(d))) {
-    if (!gp__agent_job_id_valid(de->d_name)) continue;
+    if (de->d_name[0] == '.') continue; /* task directories are checked by their state.json */
     char dir[700], path[800];
     snprintf(dir, sizeof dir, "%.600s/%.64s", a->jobs_dir, de->d_name);
     snprintf(path, sizeof path, "%s/acked", dir);

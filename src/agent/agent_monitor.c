@@ -46,7 +46,7 @@ static int telemetry_jobs(gp_agent *a, gp_telemetry_job *out, int max) {
     if (j->ended) continue;
     gp_telemetry_job *t = &out[n++];
     memset(t, 0, sizeof *t);
-    snprintf(t->id, sizeof t->id, "%.31s", j->id);
+    snprintf(t->id, sizeof t->id, "%.31s", j->key); /* per task: its own use and faults */
     snprintf(t->queue, sizeof t->queue, "%.127s", j->queue);
     snprintf(t->user, sizeof t->user, "%.63s", j->user);
     t->leader = j->pid;
@@ -54,7 +54,7 @@ static int telemetry_jobs(gp_agent *a, gp_telemetry_job *out, int max) {
       /* As /proc/<pid>/cgroup names it: the path below the cgroup v2 mount. */
       const char *root = a->cgroup.root;
       if (strncmp(root, "/sys/fs/cgroup", 14) == 0) root += 14;
-      snprintf(t->cgroup, sizeof t->cgroup, "%.180s/job-%.64s", root, j->id);
+      snprintf(t->cgroup, sizeof t->cgroup, "%.170s/job-%.72s", root, j->key);
     }
     t->n_gpus = j->n_gpus;
     memcpy(t->gpus, j->gpus, sizeof t->gpus);
@@ -74,14 +74,16 @@ static void apply(gp_agent *a, const gp_health_action *act) {
     ev->xid = act->xid;
     snprintf(ev->action, sizeof ev->action, "%s", actions);
     snprintf(ev->fault, sizeof ev->fault, "%s", act->reason);
-    for (int k = 0; k < act->n_jobs && k < GP_HEALTH_MAX_JOBS && k < GP_PROTO_MAX_FAULT_JOBS; k++)
-      snprintf(ev->jobs[ev->n_jobs++], sizeof ev->jobs[0], "%s", act->jobs[k]);
+    for (int k = 0; k < act->n_jobs && k < GP_HEALTH_MAX_JOBS && k < GP_PROTO_MAX_FAULT_JOBS; k++) {
+      const gp__agent_job *fj = gp__agent_job_find_key(a, act->jobs[k]); /* the job, not its task */
+      snprintf(ev->jobs[ev->n_jobs++], sizeof ev->jobs[0], "%s", fj ? fj->id : act->jobs[k]);
+    }
     gp__agent_event(a, gp_proto_event_encode(ev));
     free(ev);
     gp__agent_log("GPU fault: %s: %s", act->reason, actions);
     if (act->actions & GP_HEALTH_FAIL_JOB) {
       for (int k = 0; k < act->n_jobs && k < GP_HEALTH_MAX_JOBS; k++) {
-        gp__agent_job *j = gp__agent_job_find(a, act->jobs[k]);
+        gp__agent_job *j = gp__agent_job_find_key(a, act->jobs[k]);
         if (j && !j->ended) gp__agent_job_stop_local(a, j, j->grace_s > 30 ? 30 : j->grace_s,
                                                "gpu_fault", act->reason);
       }

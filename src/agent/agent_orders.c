@@ -128,7 +128,10 @@ static void run_start(gp_agent *a, const gp_proto_order *o) { gp__agent_job_star
 
 static void refuse_start(gp_agent *a, const char *id, const json_t *doc, const gp_err *err) {
   const char *job = json_string_value(json_object_get(json_object_get(doc, "job"), "id"));
-  if (gp_proto_job_id_valid(job)) gp__agent_job_start_failed(a, id, job, -1, err->message);
+  json_int_t task = json_integer_value(json_object_get(json_object_get(doc, "job"), "task_index"));
+  if (gp_proto_job_id_valid(job))
+    gp__agent_job_start_failed(a, id, job, task >= 0 && task < GP_PROTO_MAX_TASKS ? (int)task : -1, -1,
+                               err->message);
   else gp__agent_log("order %s: %s", id, err->message);
 }
 
@@ -214,10 +217,12 @@ static const struct {
 static void start_seen_again(gp_agent *a, const char *id, const json_t *doc) {
   gp_proto_order *o = gp_xmalloc(sizeof *o);
   gp_err err = {0};
-  if (gp_proto_order_decode(doc, o, &err) == 0 && !gp__agent_job_find(a, o->u.start.id)) {
-    gp__agent_log("order %s: job %s was taken before a restart and never started; reporting it lost",
-                  id, o->u.start.id);
-    gp__agent_event(a, gp__agent_exited_event(o->u.start.id, gp__agent_now_ms() / 1000, false, 0, 0,
+  if (gp_proto_order_decode(doc, o, &err) == 0 &&
+      !gp__agent_job_find_task(a, o->u.start.id, o->u.start.task_index)) {
+    gp__agent_log("order %s: job %s task %d was taken before a restart and never started; reporting it lost",
+                  id, o->u.start.id, o->u.start.task_index);
+    gp__agent_event(a, gp__agent_task_exited_event(o->u.start.id, o->u.start.task_index,
+                                                   gp__agent_now_ms() / 1000, false, 0, 0,
                                               "lost", "the agent stopped before the job started"));
   }
   gp_proto_order_done(o);

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "agent/launcher.h"
+#include "agent/rendezvous.h"
 #include "util/mem.h"
 #include "util/signals.h"
 
@@ -184,8 +185,50 @@ static bool is_dir(const char *p) {
   return p && *p && stat(p, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+/* ---- rendezvous: where the job's tasks are, for torchrun, MPI and the like ---- */
+
+static void env_int(envv *e, const char *key, long long v) {
+  char buf[32];
+  snprintf(buf, sizeof buf, "%lld", v);
+  env_set(e, key, buf);
+}
+
+/* torchrun's and most launchers' names, set before the job's own variables (a job may pick
+ * its own port), and gpool's, set after them (a job cannot change what gpool tells it). */
+static void rendezvous_env(const start_req *r, const gp__agent_layout *l, envv *e, bool gpool_names,
+                           const gp__agent_job *j) {
+  const char *p = gpool_names ? "GPOOL_" : "";
+  char key[64];
+#define RV_INT(name, v) (snprintf(key, sizeof key, "%s%s", p, name), env_int(e, key, v))
+  snprintf(key, sizeof key, "%sMASTER_ADDR", p);
+  env_set(e, key, l->master);
+  if (r->o->master_port > 0) RV_INT("MASTER_PORT", r->o->master_port);
+  RV_INT("WORLD_SIZE", l->tasks);
+  RV_INT("RANK", l->rank);
+  RV_INT("LOCAL_RANK", l->local_rank);
+  RV_INT("LOCAL_WORLD_SIZE", l->local_size);
+  RV_INT("NODE_RANK", l->node_rank);
+#undef RV_INT
+  if (!gpool_names) return;
+  env_int(e, "GPOOL_NNODES", l->nodes);
+  char path[800];
+  gp__agent_job_path(j, "hostfile", path, sizeof path);
+  env_set(e, "GPOOL_HOSTFILE", path);
+  gp__agent_job_path(j, "hostfile.mpich", path, sizeof path);
+  env_set(e, "GPOOL_HOSTFILE_MPICH", path);
+}
+
 static void build_env(gp_agent *a, const start_req *r, const creds *c, const gp__agent_share_plan *sp,
-                      const char *workdir, const char *ckpt_key, envv *e) {
+                      const char *workdir, const gp__agent_job *j, envv *e) {
+  const char *ckpt_key = j->checkpoint_key;
+  char self[GP_PROTO_NODE_MAX], ompi[800], mpich[800];
+  gp__agent_url_host(a->url, a->cfg.name, self, sizeof self);
+  gp__agent_layout l;
+  gp__agent_layout_of(r->o, self, &l);
+  gp__agent_job_path(j, "hostfile", ompi, sizeof ompi);
+  gp__agent_job_path(j, "hostfile.mpich", mpich, sizeof mpich);
+  if (gp__agent_hostfiles_write(r->o, self, ompi, mpich) != 0)
+    gp__agent_log("job %s task %d: cannot write its host files in %s", j->id, j->task, j->dir);
   if (!c->switch_user) {
     for (char **p = environ; p && *p; p++) {
       if (strncmp(*p, "GPOOL_TOKEN=", 12) == 0 || strncmp(*p, "GPOOL_AGENT_TOKEN=", 18) == 0)
@@ -207,6 +250,7 @@ static void build_env(gp_agent *a, const start_req *r, const creds *c, const gp_
     env_set(e, "LOGNAME", c->name);
   }
   if (c->shell[0]) env_set(e, "SHELL", c->shell);
+  rendezvous_env(r, &l, e, false, j);
   for (int i = 0; i < r->o->n_env; i++) env_set(e, r->o->env_keys[i], r->o->env_values[i]);
   env_set(e, "PWD", workdir);
   if (a->sim_bin[0]) {
@@ -255,6 +299,7 @@ static void build_env(gp_agent *a, const start_req *r, const creds *c, const gp_
   }
   env_set(e, "GPOOL_NODELIST", len ? buf : a->cfg.name);
   env_set(e, "GPOOL_NODE", a->cfg.name);
+  rendezvous_env(r, &l, e, true, j);
   env_set(e, "GPOOL_CHECKPOINT_SIGNAL", gp_signal_name(r->signal));
   env_set(e, "GPOOL_SERVER", a->cfg.server);
   if (a->cfg.tls.peer_ca[0]) env_set(e, "GPOOL_CA", a->cfg.tls.peer_ca); /* gpool and curl in jobs */
@@ -262,7 +307,8 @@ static void build_env(gp_agent *a, const start_req *r, const creds *c, const gp_
   if (ckpt_key && ckpt_key[0]) {
     /* The job reports a checkpoint with: curl -fsS -X POST "$GPOOL_CHECKPOINT_URL" */
     char url[512];
-    snprintf(url, sizeof url, "%s/checkpoint/%s?key=%s", a->url, r->id, ckpt_key);
+    snprintf(url, sizeof url, "%s/checkpoint/%s?task=%lld&key=%s", a->url, r->id,
+             (long long)r->task_index, ckpt_key);
     env_set(e, "GPOOL_CHECKPOINT_URL", url);
   }
   if (sp->mps_mem_limit[0]) {
@@ -285,20 +331,20 @@ static bool check_order(gp_agent *a, const char *order_id, const gp_proto_start 
                         start_req *r, gp__agent_job **ret_old) {
   char msg[512];
   if (parse_start(a, o, r, msg, sizeof msg) != 0) {
-    gp__agent_job_start_failed(a, order_id, o->id, -1, msg);
+    gp__agent_job_start_failed(a, order_id, o->id, o->task_index, -1, msg);
     return false;
   }
-  gp__agent_job *old = gp__agent_job_find(a, r->id);
+  gp__agent_job *old = gp__agent_job_find_task(a, r->id, (int)r->task_index);
   if (old && !old->ended) {
-    gp__agent_log("order %s: job %s already runs here (pid %d); not starting it twice", order_id, r->id,
-            (int)old->pid);
+    gp__agent_log("order %s: job %s task %lld already runs here (pid %d); not starting it twice",
+                  order_id, r->id, (long long)r->task_index, (int)old->pid);
     return false;
   }
   for (int i = 0; i < r->n_gpus; i++)
     if (a->gpu_drained[r->gpus[i]]) {
       snprintf(msg, sizeof msg, "GPU %d is drained (%s)", r->gpus[i],
                a->gpu_drain_reason[r->gpus[i]]);
-      gp__agent_job_start_failed(a, order_id, r->id, -1, msg);
+      gp__agent_job_start_failed(a, order_id, r->id, (int)r->task_index, -1, msg);
       return false;
     }
   *ret_old = old;
@@ -311,7 +357,7 @@ static bool decide_share(gp_agent *a, const char *order_id, const start_req *r,
   gp_err err = {0};
   if (gp__agent_share_decide(a, r->gpus, r->n_gpus, r->gpu_milli, r->gpu_mem_mib, r->mig_uuid, sp,
                        &err)) {
-    gp__agent_job_start_failed(a, order_id, r->id, -1, err.message);
+    gp__agent_job_start_failed(a, order_id, r->id, (int)r->task_index, -1, err.message);
     return false;
   }
   return true;
@@ -321,7 +367,7 @@ static bool decide_share(gp_agent *a, const char *order_id, const start_req *r,
 static bool decide_user(gp_agent *a, const char *order_id, const start_req *r, creds *c) {
   char msg[512];
   if (resolve_user(a, r->user, c, msg, sizeof msg) != 0) {
-    gp__agent_job_start_failed(a, order_id, r->id, -1, msg);
+    gp__agent_job_start_failed(a, order_id, r->id, (int)r->task_index, -1, msg);
     return false;
   }
   return true;
@@ -333,14 +379,17 @@ static gp__agent_job *prepare_job_dir(gp_agent *a, const char *order_id, const s
                                 const creds *c, gp__agent_job *old) {
   gp__agent_job *j = gp_xcalloc(1, sizeof *j);
   snprintf(j->id, sizeof j->id, "%s", r->id);
+  j->task = (int)r->task_index;
+  j->tasks = (int)r->tasks;
+  gp__agent_job_key(r->id, j->task, j->key, sizeof j->key);
   snprintf(j->order_id, sizeof j->order_id, "%s", order_id);
   snprintf(j->user, sizeof j->user, "%s", r->user ? r->user : c->name);
   snprintf(j->queue, sizeof j->queue, "%s", r->queue ? r->queue : "");
-  snprintf(j->dir, sizeof j->dir, "%s/%s", a->jobs_dir, r->id);
+  snprintf(j->dir, sizeof j->dir, "%s/%s", a->jobs_dir, j->key);
   if (mkdir(j->dir, 0755) != 0 && errno != EEXIST) {
     char msg[512];
     snprintf(msg, sizeof msg, "cannot create %.300s: %s", j->dir, strerror(errno));
-    gp__agent_job_start_failed(a, order_id, r->id, -1, msg);
+    gp__agent_job_start_failed(a, order_id, r->id, (int)r->task_index, -1, msg);
     free(j);
     return NULL;
   }
@@ -363,8 +412,8 @@ static bool prepare_cgroup(gp_agent *a, const char *order_id, const start_req *r
   if (!a->cgroup.ok) return true;
   gp_err err = {0};
   int64_t cpu_milli = r->cpus > 0 ? r->cpus * 1000 : 0;
-  if (gp_cgroup_job_create(&a->cgroup, r->id, cpu_milli, r->mem_mib, procs, size, &err)) {
-    gp__agent_job_start_failed(a, order_id, r->id, -1, err.message);
+  if (gp_cgroup_job_create(&a->cgroup, j->key, cpu_milli, r->mem_mib, procs, size, &err)) {
+    gp__agent_job_start_failed(a, order_id, r->id, (int)r->task_index, -1, err.message);
     return false;
   }
   j->cgroup = true;
@@ -398,7 +447,7 @@ static bool launch(gp_agent *a, const char *order_id, const start_req *r, const 
                    gp_launch_result *res) {
   const char *workdir = job_workdir(r, c, j);
   envv env = {0};
-  build_env(a, r, c, sp, workdir, j->checkpoint_key, &env);
+  build_env(a, r, c, sp, workdir, j, &env);
   char out_path[800], err_path[800];
   gp__agent_job_path(j, "stdout", out_path, sizeof out_path);
   gp__agent_job_path(j, "stderr", err_path, sizeof err_path);
@@ -424,8 +473,8 @@ static bool launch(gp_agent *a, const char *order_id, const start_req *r, const 
     while (waitpid(res->shim_pid, &st, 0) < 0 && errno == EINTR) {}
   }
   gp__agent_job_note(j, err.message);
-  if (j->cgroup) gp_cgroup_job_remove(&a->cgroup, r->id);
-  gp__agent_job_start_failed(a, order_id, r->id, res->shim_pid > 0 ? 127 : -1, err.message);
+  if (j->cgroup) gp_cgroup_job_remove(&a->cgroup, j->key);
+  gp__agent_job_start_failed(a, order_id, r->id, (int)r->task_index, res->shim_pid > 0 ? 127 : -1, err.message);
   return false;
 }
 
@@ -470,6 +519,7 @@ static void announce_start(gp_agent *a, const char *order_id, const gp__agent_jo
   gp_proto_event *ev = gp_xcalloc(1, sizeof *ev); /* large: a fault's job list */
   ev->kind = GP_PROTO_EV_STARTED;
   snprintf(ev->job, sizeof ev->job, "%s", j->id);
+  ev->task = j->task;
   snprintf(ev->order, sizeof ev->order, "%s", j->order_id);
   ev->at = j->started_at;
   ev->pid = j->pid;

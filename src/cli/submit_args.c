@@ -30,7 +30,7 @@ enum {
   O_HELP, O_CA, O_ADVISE, O_ALLOW_SPOT, O_NO_SPOT, O_NODE_SELECTOR,
   /* Slurm-only forms */
   O_SB_GPUS_TOTAL, O_SB_GPUS_PER_NODE, O_SB_NTASKS, O_SB_DEPENDENCY, O_SB_SIGNAL, O_SB_TIME,
-  O_SB_NODES, O_SB_IGNORED, O_SB_IGNORED_ARG,
+  O_SB_NODES, O_SB_IGNORED, O_SB_IGNORED_ARG, O_NTASKS_PER_NODE, O_SB_GPUS_PER_TASK,
 };
 
 static const gp_opt gpool_opts[] = {
@@ -39,6 +39,9 @@ static const gp_opt gpool_opts[] = {
   {0, "gpu-type", true, O_GPU_TYPE},
   {0, "gres", true, O_GRES},
   {'N', "nodes", true, O_NODES},
+  {0, "ntasks", true, O_SB_NTASKS},
+  {0, "ntasks-per-node", true, O_NTASKS_PER_NODE},
+  {0, "gpus-per-task", true, O_GPUS},
   {'c', "cpus", true, O_CPUS},
   {0, "mem", true, O_MEM},
   {'t', "time", true, O_TIME},
@@ -73,7 +76,7 @@ static const gp_opt sbatch_opts[] = {
   {'p', "partition", true, O_QUEUE},
   {'G', "gpus", true, O_SB_GPUS_TOTAL},
   {0, "gpus-per-node", true, O_SB_GPUS_PER_NODE},
-  {0, "gpus-per-task", true, O_SB_GPUS_PER_NODE},
+  {0, "gpus-per-task", true, O_SB_GPUS_PER_TASK},
   {0, "gres", true, O_GRES},
   {'N', "nodes", true, O_SB_NODES},
   {'n', "ntasks", true, O_SB_NTASKS},
@@ -96,7 +99,7 @@ static const gp_opt sbatch_opts[] = {
   {0, "mail-user", true, O_SB_IGNORED_ARG},
   {0, "open-mode", true, O_SB_IGNORED_ARG},
   {0, "export", true, O_SB_IGNORED_ARG},
-  {0, "ntasks-per-node", true, O_SB_IGNORED_ARG},
+  {0, "ntasks-per-node", true, O_NTASKS_PER_NODE},
   {'C', "constraint", true, O_SB_IGNORED_ARG},
   {0, "exclusive", false, O_SB_IGNORED},
   {0, NULL, false, 0},
@@ -205,7 +208,7 @@ static int gres(json_t *req, const char *s, const char *where, gp_err *err) {
   if (strchr(s, ','))
     return bad(err, where, "gres", "only one generic resource is supported, got '%s'", s);
   if (!s[3]) {
-    json_object_set_new(req, "gpus", json_integer(1));
+    json_object_set_new(req, "_gpus_per_node", json_integer(1));
     return 0;
   }
   const char *rest = s + 4;
@@ -226,7 +229,7 @@ static int gres(json_t *req, const char *s, const char *where, gp_err *err) {
     if (rc) return rc;
     n = 1;
   }
-  json_object_set_new(req, "gpus", json_integer(n));
+  json_object_set_new(req, "_gpus_per_node", json_integer(n));
   return 0;
 }
 
@@ -357,7 +360,7 @@ static int apply_resource(json_t *req, int id, const char *v, const char *where,
   switch (id) {
   case O_GPUS:
     if (int_in(v, 0, MAX_GPUS_PER_TASK, &n))
-      return bad(err, where, "gpus", "'%s' is not a GPU count (0 or more GPUs per node)", v);
+      return bad(err, where, "gpus", "'%s' is not a GPU count (0 or more GPUs per task)", v);
     json_object_set_new(req, "gpus", json_integer(n));
     return 0;
   case O_GPU_TYPE:
@@ -366,12 +369,17 @@ static int apply_resource(json_t *req, int id, const char *v, const char *where,
     return gres(req, v, where, err);
   case O_NODES:
     if (int_in(v, 1, MAX_TASKS, &n)) return bad(err, where, "tasks", "'%s' is not a node count (1 or more)", v);
-    json_object_set_new(req, "tasks", json_integer(n));
+    json_object_set_new(req, "_nodes", json_integer(n));
     return 0;
   case O_SB_NODES:
     if (int_in(v, 1, MAX_TASKS, &n))
       return bad(err, where, "tasks", "'%s' is not a node count (node ranges such as 2-4 are not supported)", v);
-    json_object_set_new(req, "tasks", json_integer(n));
+    json_object_set_new(req, "_nodes", json_integer(n));
+    return 0;
+  case O_NTASKS_PER_NODE:
+    if (int_in(v, 1, MAX_TASKS, &n))
+      return bad(err, where, "tasks_per_node", "'%s' is not a task count (1 or more)", v);
+    json_object_set_new(req, "_per_node", json_integer(n));
     return 0;
   case O_CPUS:
     if (int_in(v, 1, 1 << 20, &n)) return bad(err, where, "cpus", "'%s' is not a CPU count", v);
@@ -400,6 +408,8 @@ static int apply_resource(json_t *req, int id, const char *v, const char *where,
   case O_SB_GPUS_TOTAL:
     return typed_count(req, "_gpus_total", v, where, err);
   case O_SB_GPUS_PER_NODE:
+    return typed_count(req, "_gpus_per_node", v, where, err);
+  case O_SB_GPUS_PER_TASK:
     return typed_count(req, "gpus", v, where, err);
   case O_SB_NTASKS:
     if (int_in(v, 1, MAX_TASKS, &n)) return bad(err, where, "tasks", "'%s' is not a task count", v);
@@ -664,32 +674,16 @@ static int interpreter(const char *text, json_t *cmd) {
 }
 
 int gp_submit_finish(gp_submit *s, const char *cwd, const char *script_text, gp_err *err) {
+  /* GPUs asked for on the command line replace the script's, however each spelled them. */
+  static const char *const gpu_keys[] = {"gpus", "_gpus_per_node", "_gpus_total"};
+  for (size_t k = 0; k < 3; k++)
+    if (json_object_get(s->cli, gpu_keys[k]))
+      for (size_t m = 0; m < 3; m++) json_object_del(s->req, gpu_keys[m]);
   json_object_update(s->req, s->cli);
   json_t *req = s->req;
 
-  int64_t tasks = get_int(req, "tasks", 0);
-  int64_t ntasks = get_int(req, "_ntasks", 0);
-  if (ntasks > 1) {
-    if (tasks && tasks != ntasks)
-      return gp_err_set(err, GP_EINVAL, NULL, 0, "tasks",
-                        "gpool runs one task per node: --ntasks=%lld does not match --nodes=%lld",
-                        (long long)ntasks, (long long)tasks);
-    tasks = ntasks;
-    json_object_set_new(req, "tasks", json_integer(tasks));
-  }
-  json_object_del(req, "_ntasks");
-  int64_t total = get_int(req, "_gpus_total", -1);
-  if (total >= 0) {
-    int64_t per = tasks ? tasks : 1;
-    if (total % per)
-      return gp_err_set(err, GP_EINVAL, NULL, 0, "gpus",
-                        "--gpus=%lld cannot be split evenly over %lld nodes", (long long)total,
-                        (long long)per);
-    if (total / per > MAX_GPUS_PER_TASK)
-      return gp_err_set(err, GP_EINVAL, NULL, 0, "gpus", "too many GPUs per node");
-    json_object_set_new(req, "gpus", json_integer(total / per));
-    json_object_del(req, "_gpus_total");
-  }
+  int rc = gp_submit_layout(req, err);
+  if (rc) return rc;
 
   int shares = !!json_object_get(req, "gpu_fraction") + !!json_object_get(req, "gpu_mem_mib") +
                !!json_object_get(req, "mig");

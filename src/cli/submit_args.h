@@ -57,6 +57,14 @@ int gp_submit_parse_script(gp_submit *s, const char *name, const char *text, siz
  * text or NULL. */
 int gp_submit_finish(gp_submit *s, const char *cwd, const char *script_text, gp_err *err);
 
+/* The job's tasks from -N/--nodes, --ntasks and --ntasks-per-node (kept in private "_" keys
+ * of req until now): `tasks` (-N alone: one task per node; --ntasks: that many), and
+ * `tasks_per_node`, the most tasks one node may hold (--ntasks-per-node, or with both -N and
+ * --ntasks their ratio rounded up); and per-task `gpus` from per-node (--gres,
+ * --gpus-per-node: divided by the tasks a node holds) or per-job (--gpus) counts
+ * (submit_layout.c). */
+int gp_submit_layout(json_t *req, gp_err *err);
+
 /* Replaces the names in req["gpu_types"] by the fleet's models they mean, matching case
  * insensitively and by prefix at a word boundary ("h100" -> "H100-80GB", and every other
  * H100 model the fleet has). `nodes` is the answer of GET /v1/nodes. A name that matches

@@ -391,6 +391,7 @@ void gp__core_reserve(gp__core_ctx *c, gp__core_req *r) {
   gp_time times[GP_MAX_NODE_GPUS + 1];
   uint32_t masks[GP_MAX_NODE_GPUS + 1];
   int max_slots = r->tasks < GP_MAX_NODE_GPUS ? r->tasks : GP_MAX_NODE_GPUS;
+  if (r->per_node > 0 && r->per_node < max_slots) max_slots = r->per_node; /* --ntasks-per-node */
   /* Candidates: the up nodes of the request's pools and models, i.e. its index groups.
    * The heap keeps the earliest (time, node, slot) triples, so the visiting order does not
    * change the result. */

@@ -68,8 +68,10 @@ static int tasks_of(const gp_request *r, int kind, int units) {
   return kind == GP__R_CPU ? r->tasks : units;
 }
 
-/* A node's task slots bounded by its CPU and host memory, when it reports them. */
+/* A node's task slots bounded by its CPU and host memory, when it reports them, and by the
+ * gang's tasks per node. */
 static int host_bound(const gp_node *n, const gp_request *r, int slots) {
+  if (r->max_tasks_per_node > 0 && r->max_tasks_per_node < slots) slots = r->max_tasks_per_node;
   if (r->cpu_milli > 0 && n->cpu_milli > 0) {
     int64_t k = n->cpu_milli / r->cpu_milli;
     if (k < slots) slots = (int)k;

@@ -38,6 +38,9 @@ typedef struct gp__core_req {
   int job;
   int kind;             /* enum gp__core_rkind */
   int tasks;
+  int per_node;         /* at most this many tasks of the gang on one node; 0: no bound */
+  const struct gp__core_fit *placed; /* the gang's tasks placed so far (n_placed of them), */
+  int n_placed;         /* which per_node counts against; NULL/0 for a first task */
   int gpus;             /* whole GPUs per task (GP__R_WHOLE) */
   int milli;            /* GP__R_FRACTION: per task (computed from memory when asked so) */
   int64_t gpu_mem;      /* GP__R_FRACTION: memory share per task, 0 if not asked */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Gang placement: a job of N tasks starts all of them or none. Tasks are placed one by
- * one on the live capacity (so two tasks may share a node) and rolled back on the first
+ * one on the live capacity (so two tasks may share a node, up to the job's
+ * max_tasks_per_node) and rolled back on the first
  * failure, which makes the placement transactional. A multi-node gang first tries to fit
  * inside one topology block (nodes labelled topology.block=...), fullest candidate block
  * first under bin-packing (emptiest under spread), at most GP__MAX_GANG_BLOCKS blocks;
@@ -54,6 +55,8 @@ void gp__core_gang_rest(const gp__core_ctx *c, const gp__core_req *r, const gp__
 static bool place_in_block(gp__core_ctx *c, const gp__core_req *r, int b, gp__core_fit *fits) {
   gp__core_req rest;
   for (int t = 0; t < r->tasks; t++) {
+    rest.placed = fits; /* what --ntasks-per-node counts against */
+    rest.n_placed = t;
     if (!fit_in_block(c, t ? &rest : r, b, &fits[t])) {
       rollback(c, r, fits, t);
       return false;
@@ -91,6 +94,8 @@ static bool place_wide(gp__core_ctx *c, const gp__core_req *r, gp__core_fit *fit
   gp__core_req rest;
   int t = 0;
   for (; t < r->tasks; t++) {
+    rest.placed = fits;
+    rest.n_placed = t;
     if (!gp__core_fit_task(c, t ? &rest : r, &fits[t])) break;
     gp__core_take(c, r, &fits[t]);
     if (t == 0) {

@@ -165,6 +165,7 @@ typedef struct gp_placement {
  * MIG instance (mig_profile). gpus_per_task == 0 and none of those: a CPU-only task. */
 typedef struct gp_request {
   int tasks;                  /* gang size: all tasks start together or none; >= 1 */
+  int max_tasks_per_node;     /* at most this many of its tasks on one node; 0: no bound */
   int gpus_per_task;          /* whole GPUs per task */
   int gpu_milli;              /* fraction of one GPU, 1..999; 0 when not fractional */
   int64_t gpu_mem_mib;        /* memory share of one GPU; 0 when not asked by memory */

@@ -19,6 +19,8 @@ void gp__core_req_init(gp__core_ctx *c, int j, gp__core_req *r) {
   r->job = j;
   r->kind = ji->kind;
   r->tasks = job->req.tasks;
+  r->per_node = job->req.max_tasks_per_node > 0 && job->req.max_tasks_per_node < r->tasks
+                    ? job->req.max_tasks_per_node : 0;
   r->gpus = ji->kind == GP__R_WHOLE ? job->req.gpus_per_task : 0;
   r->milli = job->req.gpu_milli;
   r->gpu_mem = job->req.gpu_mem_mib;
@@ -132,6 +134,12 @@ bool gp__core_node_static_ok(const gp__core_ctx *c, const gp__core_req *r, int n
   const gp__core_node *s = &c->nodes[node];
   const gp_request *req = &c->view->jobs[r->job].req;
   if (!s->up) return false;
+  if (r->per_node > 0 && r->n_placed >= r->per_node) {
+    /* --ntasks-per-node: a node that holds that many of the gang's tasks takes no more. */
+    int here = 0;
+    for (int t = 0; t < r->n_placed; t++) here += r->placed[t].node == node;
+    if (here >= r->per_node) return false;
+  }
   if (n->capacity == GP_CAP_SPOT && !req->allow_spot) return false;
   if (r->spot_deny && !gp__core_spot_node_ok(c, r, node)) return false;
   if (r->kind != GP__R_CPU && !model_ok(r, s->model)) return false;

@@ -536,6 +536,8 @@ static bool simulate(gp__core_ctx *c, const gp__core_req *r, int kind, bool reco
   bool ok = true;
   gp__core_req rest; /* a gang's other tasks: the first one's GPU model (gang.c) */
   for (; place && placed < r->tasks; placed++) {
+    rest.placed = fits; /* what --ntasks-per-node counts against */
+    rest.n_placed = placed;
     const gp__core_req *rt = placed ? &rest : r;
     int n = kind == K_STOPPING ? best_node(c, rt, kind, &fits[placed], victims)
                                : walk_node(c, rt, kind, &fits[placed], victims);

@@ -49,12 +49,19 @@ static uint32_t str_hash(gp__core_ctx *c, const char *str) {
 }
 
 /* Hash of the class part (numbers == false) or of the whole shape. */
+/* The bound on a gang's tasks per node that matters (0: none): a class of its own, since a
+ * tighter bound can fail where a looser one fits. */
+static int per_node(const gp_request *r) {
+  return r->max_tasks_per_node > 0 && r->max_tasks_per_node < r->tasks ? r->max_tasks_per_node : 0;
+}
+
 static uint32_t sig_hash(gp__core_ctx *c, int j, bool numbers) {
   const gp_request *r = &c->view->jobs[j].req;
   uint32_t h = 2166136261u;
   h = mix(h, (uint64_t)c->jobs[j].kind | (uint64_t)r->allow_spot << 8 |
                  (uint64_t)(uint32_t)pool_key(c, j) << 16);
   h = mix(h, (uint64_t)r->min_gpu_mem_mib);
+  h = mix(h, (uint64_t)(uint32_t)per_node(r));
   if (numbers) {
     h = mix(h, gp__core_spot_key(c, j));
     h = mix(h, (uint64_t)(uint32_t)r->tasks | (uint64_t)(uint32_t)r->gpus_per_task << 32);
@@ -77,6 +84,7 @@ static bool sig_equal(const gp__core_ctx *c, int a, int b, bool numbers) {
                   x->cpu_milli != y->cpu_milli || x->mem_mib != y->mem_mib))
     return false;
   if (c->jobs[a].kind != c->jobs[b].kind || x->min_gpu_mem_mib != y->min_gpu_mem_mib ||
+      per_node(x) != per_node(y) ||
       x->allow_spot != y->allow_spot || pool_key(c, a) != pool_key(c, b) ||
       (numbers && gp__core_spot_key(c, a) != gp__core_spot_key(c, b)) ||
       x->n_gpu_models != y->n_gpu_models || x->n_node_selector != y->n_node_selector ||
@@ -271,7 +279,8 @@ static void raw_key(const gp__core_ctx *c, int j, rawkey *k) {
             (uint64_t)(uint32_t)pool_key(c, j) << 16;
   k->v[1] = (uint64_t)r->min_gpu_mem_mib;
   k->v[2] = (uint64_t)(uint32_t)r->tasks | (uint64_t)(uint32_t)r->gpus_per_task << 32;
-  k->v[3] = (uint64_t)(uint32_t)r->gpu_milli | (uint64_t)(uint32_t)r->n_gpu_models << 32;
+  k->v[3] = (uint64_t)(uint16_t)r->gpu_milli | (uint64_t)(uint32_t)per_node(r) << 16 |
+            (uint64_t)(uint16_t)r->n_gpu_models << 48;
   k->v[4] = (uint64_t)r->gpu_mem_mib;
   k->v[5] = (uint64_t)r->cpu_milli;
   k->v[6] = (uint64_t)r->mem_mib;

@@ -45,6 +45,7 @@ json_t *gp_proto_event_encode(const gp_proto_event *ev) {
   switch (ev->kind) {
   case GP_PROTO_EV_STARTED:
     json_object_set_new(o, "job", json_string(ev->job));
+    if (ev->task >= 0) json_object_set_new(o, "task", json_integer(ev->task));
     json_object_set_new(o, "at", json_integer(ev->at));
     json_object_set_new(o, "pid", json_integer(ev->pid));
     json_object_set_new(o, "order", json_string(ev->order));
@@ -54,6 +55,7 @@ json_t *gp_proto_event_encode(const gp_proto_event *ev) {
     break;
   case GP_PROTO_EV_EXITED:
     json_object_set_new(o, "job", json_string(ev->job));
+    if (ev->task >= 0) json_object_set_new(o, "task", json_integer(ev->task));
     json_object_set_new(o, "at", json_integer(ev->at));
     json_object_set_new(o, "exit_code", ev->has_exit_code ? json_integer(ev->exit_code) : json_null());
     json_object_set_new(o, "signal", ev->signal ? json_integer(ev->signal) : json_null());
@@ -64,6 +66,7 @@ json_t *gp_proto_event_encode(const gp_proto_event *ev) {
     break;
   case GP_PROTO_EV_CHECKPOINT:
     json_object_set_new(o, "job", json_string(ev->job));
+    if (ev->task >= 0) json_object_set_new(o, "task", json_integer(ev->task));
     json_object_set_new(o, "at", json_integer(ev->at));
     break;
   case GP_PROTO_EV_GPU_FAULT: {
@@ -170,6 +173,9 @@ int gp_proto_event_decode(const json_t *doc, gp_proto_event *ret, gp_err *err) {
     /* A GPU the protocol cannot name is no GPU of the node: the server ignores the event. */
     ret->gpu = (int)opt_int(doc, "gpu", 0, GP_PROTO_MAX_GPUS - 1, -1);
   }
+  /* Absent or out of bounds: -1, which the server reads as "the job's tasks on the node"
+   * (as it read every event before events named their task). */
+  ret->task = (int)opt_int(doc, "task", 0, GP_PROTO_MAX_TASKS - 1, -1);
   opt_str(doc, "order", ret->order, sizeof ret->order);
   ret->at = opt_int(doc, "at", 1, INT64_MAX, 0);
   ret->pid = opt_int(doc, "pid", 1, INT32_MAX, 0);

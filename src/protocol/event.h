@@ -46,6 +46,10 @@ typedef struct gp_proto_mig_instance {
 typedef struct gp_proto_event {
   gp_proto_event_kind kind;
   char job[GP_PROTO_ID_MAX];          /* started, exited, checkpoint */
+  int task;                           /* started, exited, checkpoint: the job's task index,
+                                         0..GP_PROTO_MAX_TASKS - 1; -1 when not given (an
+                                         agent from before tasks were reported: the job's
+                                         tasks on the node are meant) */
   char order[GP_PROTO_ID_MAX];        /* started, exited: the run's start order; mig_done,
                                          inject_done: the order answered; "" when none */
   int64_t at;                         /* epoch seconds; 0 when not given */

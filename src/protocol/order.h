@@ -54,6 +54,12 @@ typedef struct gp_proto_start {
   int task_index;                   /* 0..tasks - 1 */
   int n_hosts;                      /* the gang's nodes by task index, 0..GP_PROTO_MAX_TASKS */
   char **hosts;
+  int n_addrs;                      /* the address of each task's node as other nodes reach
+                                       it (the host its agent advertises), by task index;
+                                       0..GP_PROTO_MAX_TASKS; 0 when the server sent none */
+  char **addrs;
+  int master_port;                  /* the job's rendezvous port (MASTER_PORT), the same for
+                                       every task; 0 when the server chose none */
   bool has_placement;
   gp_proto_placement placement;
 } gp_proto_start;

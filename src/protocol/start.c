@@ -106,6 +106,12 @@ json_t *gp_proto_start_encode(const gp_proto_start *s) {
   for (int i = 0; i < s->n_hosts; i++) json_array_append_new(hosts, json_string(s->hosts[i]));
   json_object_set_new(o, "placements", pl);
   json_object_set_new(o, "hosts", hosts);
+  if (s->n_addrs > 0) {
+    json_t *addrs = json_array();
+    for (int i = 0; i < s->n_addrs; i++) json_array_append_new(addrs, json_string(s->addrs[i]));
+    json_object_set_new(o, "addrs", addrs);
+  }
+  if (s->master_port > 0) json_object_set_new(o, "master_port", json_integer(s->master_port));
   json_object_set_new(o, "task_index", json_integer(s->task_index));
   return o;
 }
@@ -202,21 +208,36 @@ static int decode_env(const json_t *job, gp_proto_start *s, gp_err *err) {
   return 0;
 }
 
-static int decode_hosts(const json_t *job, gp_proto_start *s, gp_err *err) {
-  const json_t *hosts = json_object_get(job, "hosts");
+/* "hosts" (node names) or "addrs" (their addresses): a list of at most GP_PROTO_MAX_TASKS
+ * non-empty strings without spaces or control characters (they go into host files). */
+static int decode_names(const json_t *job, const char *key, const char *what, char ***ret,
+                        int *ret_n, gp_err *err) {
+  const json_t *hosts = json_object_get(job, key);
   if (!hosts || json_is_null(hosts)) return 0;
   size_t n = json_array_size(hosts);
   if (!json_is_array(hosts) || n > GP_PROTO_MAX_TASKS)
-    return gp__proto_bad(err, CTX, "hosts", "hosts must be a list of at most %d node names",
-                         GP_PROTO_MAX_TASKS);
+    return gp__proto_bad(err, CTX, key, "%s must be a list of at most %d %ss", key,
+                         GP_PROTO_MAX_TASKS, what);
   for (size_t i = 0; i < n; i++) {
     const json_t *h = json_array_get(hosts, i);
-    if (!json_is_string(h) || json_string_length(h) >= GP_PROTO_NODE_MAX)
-      return gp__proto_bad(err, CTX, "hosts", "hosts[%zu] is not a node name", i);
+    const char *v = json_string_value(h);
+    bool ok = v && *v && json_string_length(h) < GP_PROTO_NODE_MAX && strlen(v) == json_string_length(h);
+    for (const char *p = v; ok && *p; p++) ok = (unsigned char)*p > ' ' && *p != 0x7f;
+    if (!ok) return gp__proto_bad(err, CTX, key, "%s[%zu] is not a %s", key, i, what);
   }
-  s->hosts = gp_xcalloc(n + 1, sizeof *s->hosts);
-  for (size_t i = 0; i < n; i++) s->hosts[i] = gp_xstrdup(json_string_value(json_array_get(hosts, i)));
-  s->n_hosts = (int)n;
+  *ret = gp_xcalloc(n + 1, sizeof **ret);
+  for (size_t i = 0; i < n; i++) (*ret)[i] = gp_xstrdup(json_string_value(json_array_get(hosts, i)));
+  *ret_n = (int)n;
+  return 0;
+}
+
+static int decode_hosts(const json_t *job, gp_proto_start *s, gp_err *err) {
+  int r = decode_names(job, "hosts", "node name", &s->hosts, &s->n_hosts, err);
+  if (!r) r = decode_names(job, "addrs", "node address", &s->addrs, &s->n_addrs, err);
+  if (r) return r;
+  int64_t v;
+  if ((r = gp__proto_int(job, CTX, "master_port", 0, 65535, false, 0, &v, err))) return r;
+  s->master_port = (int)v;
   return 0;
 }
 
@@ -299,6 +320,7 @@ void gp_proto_start_done(gp_proto_start *s) {
   strv_free(s->env_keys, s->n_env);
   strv_free(s->env_values, s->n_env);
   strv_free(s->hosts, s->n_hosts);
+  strv_free(s->addrs, s->n_addrs);
   memset(s, 0, sizeof *s);
 }
 

@@ -80,6 +80,14 @@ static void exit_reason(const char *reason, const char *msg, char *buf, size_t s
     snprintf(buf, size, "exited: %.400s", msg);
 }
 
+/* The task an agent's job entry or event names: -1 when it names none (an agent from before
+ * tasks were reported) or one out of bounds. */
+static int report_task(const json_t *e) {
+  const json_t *v = json_object_get(e, "task");
+  return json_is_integer(v) && json_integer_value(v) >= 0 && json_integer_value(v) < GP_PROTO_MAX_TASKS
+             ? (int)json_integer_value(v) : -1;
+}
+
 static int stop_unknown(gp_srv_state *s, gp_srv_node *n, const char *job_id, gp_err *err) {
   gp_proto_order o = {.kind = GP_PROTO_STOP};
   snprintf(o.u.stop.job, sizeof o.u.stop.job, "%s", job_id);
@@ -179,9 +187,10 @@ static int do_register(gp_srv_state *s, gp_srv_req *r, int64_t now_s, int64_t no
     const char *id = json_string_value(json_object_get(e, "id"));
     const char *st = json_string_value(json_object_get(e, "state"));
     gp_srv_job *j = gp__srv_job_get(s, id);
+    int task = report_task(e);
     bool here = false;
     for (int t = 0; j && t < j->n_alloc; t++)
-      here = here || (j->alloc[t].node == idx && !j->alloc[t].exited);
+      here = here || (j->alloc[t].node == idx && !j->alloc[t].exited && (task < 0 || task == t));
     here = here && (j->state == GP_JOB_RUNNING || j->state == GP_JOB_STOPPING);
     bool exited = st && strcmp(st, "exited") == 0;
     if (here && exited) {
@@ -189,7 +198,7 @@ static int do_register(gp_srv_state *s, gp_srv_req *r, int64_t now_s, int64_t no
       char why[600];
       exit_reason(json_string_value(json_object_get(e, "reason")),
                   json_string_value(json_object_get(e, "message")), why, sizeof why);
-      rc = gp__srv_job_task_exited(s, j, idx, json_is_integer(ec) ? (int)json_integer_value(ec) : -1,
+      rc = gp__srv_job_task_exited(s, j, idx, task, json_is_integer(ec) ? (int)json_integer_value(ec) : -1,
                                why[0] ? why : NULL, now_s, err);
     } else if (!here && !exited) {
       rc = stop_unknown(s, n, id, err);
@@ -204,8 +213,12 @@ static int do_register(gp_srv_state *s, gp_srv_req *r, int64_t now_s, int64_t no
     for (int t = 0; t < j->n_alloc; t++) here = here || (j->alloc[t].node == idx && !j->alloc[t].exited);
     if (!here) continue;
     bool listed = false;
-    for (size_t i = 0; i < json_array_size(jobs) && !listed; i++)
-      listed = strcmp(json_string_value(json_object_get(json_array_get(jobs, i), "id")), j->idstr) == 0;
+    for (size_t i = 0; i < json_array_size(jobs) && !listed; i++) {
+      const json_t *e = json_array_get(jobs, i);
+      int task = report_task(e);
+      listed = strcmp(json_string_value(json_object_get(e, "id")), j->idstr) == 0 &&
+               (task < 0 || (task < j->n_alloc && j->alloc[task].node == idx));
+    }
     bool order_pending = false;
     for (int o = 0; o < n->n_orders && !order_pending; o++)
       order_pending = n->orders[o].is_start && n->orders[o].job_id == j->id;
@@ -302,12 +315,12 @@ static double figure(const json_t *u, const char *key) {
 
 /* Keeps the job's latest usage, writes its use figures into its open ledger intervals on
  * this node and measures its idleness from them. */
-static int take_usage(gp_srv_state *s, gp_srv_job *j, int idx, const json_t *u, int64_t now,
-                      gp_err *err) {
+static int take_usage(gp_srv_state *s, gp_srv_job *j, int idx, int task, const json_t *u,
+                      int64_t now, gp_err *err) {
   json_decref(j->usage);
   j->usage = json_deep_copy(u);
   double busy = figure(u, "sm_busy_gpu_s");
-  int r = gp__srv_ledger_use(s, j, idx, busy, figure(u, "energy_j"), now, err);
+  int r = gp__srv_ledger_use(s, j, idx, task, busy, figure(u, "energy_j"), now, err);
   if (!r) gp__srv_idle_measure(s, j, busy >= 0, now);
   return r;
 }
@@ -334,7 +347,7 @@ static int apply_event(gp_srv_state *s, gp_srv_node *n, int idx, const json_t *d
    * earlier run of a requeued job must not end the current run. */
   int64_t ord_id = e->order[0] == 'o' ? strtoll(e->order + 1, NULL, 10) : 0;
   for (int t = 0; t < j->n_alloc; t++)
-    here = here || (j->alloc[t].node == idx &&
+    here = here || (j->alloc[t].node == idx && (e->task < 0 || e->task == t) &&
                     (!ord_id || !j->alloc[t].order_id || j->alloc[t].order_id == ord_id));
   if (!here) return 0; /* a report about a job (or run) this node no longer holds */
   int64_t at = e->at;
@@ -342,6 +355,7 @@ static int apply_event(gp_srv_state *s, gp_srv_node *n, int idx, const json_t *d
   if (e->kind == GP_PROTO_EV_STARTED) {
     json_t *extra = json_object();
     json_object_set_new(extra, "node", json_string(n->name));
+    if (e->task >= 0) json_object_set_new(extra, "task", json_integer(e->task));
     if (e->pid) json_object_set_new(extra, "pid", json_integer(e->pid));
     if (e->enforcement[0]) {
       json_object_set_new(extra, "enforcement", json_string(e->enforcement));
@@ -361,12 +375,12 @@ static int apply_event(gp_srv_state *s, gp_srv_node *n, int idx, const json_t *d
   }
   /* exited: its last figures reach the intervals before they close */
   if (json_is_object(e->usage) && json_object_size(e->usage) <= 32) {
-    int r = take_usage(s, j, idx, e->usage, now_s, err);
+    int r = take_usage(s, j, idx, e->task, e->usage, now_s, err);
     if (r) return r;
   }
   char why[600];
   exit_reason(e->has_reason ? e->reason : NULL, e->has_message ? e->message : NULL, why, sizeof why);
-  return gp__srv_job_task_exited(s, j, idx, e->has_exit_code ? e->exit_code : -1, why[0] ? why : NULL,
+  return gp__srv_job_task_exited(s, j, idx, e->task, e->has_exit_code ? e->exit_code : -1, why[0] ? why : NULL,
                                  now_s, err);
 }
 
@@ -416,9 +430,10 @@ static int apply_usage(gp_srv_state *s, int idx, const json_t *jobs, int64_t now
     const json_t *e = json_array_get(jobs, i);
     gp_srv_job *j = gp__srv_job_get(s, json_string_value(json_object_get(e, "id")));
     const json_t *u = json_object_get(e, "usage");
+    int task = report_task(e);
     bool here = false;
-    for (int t = 0; j && t < j->n_alloc; t++) here = here || j->alloc[t].node == idx;
-    if (here && json_is_object(u) && json_object_size(u) <= 32) r = take_usage(s, j, idx, u, now, err);
+    for (int t = 0; j && t < j->n_alloc; t++) here = here || (j->alloc[t].node == idx && (task < 0 || task == t));
+    if (here && json_is_object(u) && json_object_size(u) <= 32) r = take_usage(s, j, idx, task, u, now, err);
   }
   return r;
 }

@@ -328,8 +328,8 @@ static void job_log(gp_srv_state *s, gp_srv_req *r, gp_srv_job *j) {
     if (s->cfg->tokens[i].role == GP_ROLE_AGENT) tok = s->cfg->tokens[i].token;
   /* The URL and the token travel together: "URL\nTOKEN" (the HTTP thread splits them). */
   char url[1200];
-  snprintf(url, sizeof url, "%s/logs/%s?stream=%s&offset=%lld\n%s", n->agent_url, j->idstr,
-           stream, (long long)offset, tok ? tok : "");
+  snprintf(url, sizeof url, "%s/logs/%s?stream=%s&offset=%lld&task=%lld\n%s", n->agent_url,
+           j->idstr, stream, (long long)offset, (long long)task, tok ? tok : "");
   r->proxy_url = gp_xstrdup(url);
   r->status = 200;
   r->answered = true;

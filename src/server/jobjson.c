@@ -141,6 +141,7 @@ void gp__srv_job_free(gp_srv_job *j) {
   free_strv(j->after_any, j->n_after_any);
   free(j->end_reason);
   free(j->stop_reason);
+  free(j->task_failure);
   free(j->alloc);
   free(j->view_pl);
   json_decref(j->timeline);
@@ -217,6 +218,9 @@ static int read_spec(const json_t *o, gp_srv_job *j, gp_err *err) {
   v = j->tasks;
   if ((r = get_int(o, "tasks", 1, GP_SRV_MAX_TASKS, &v, err))) return r;
   j->tasks = (int)v;
+  v = j->tasks_per_node;
+  if ((r = get_int(o, "tasks_per_node", 0, GP_SRV_MAX_TASKS, &v, err))) return r;
+  j->tasks_per_node = (int)v;
   const json_t *frac = json_object_get(o, "gpu_fraction");
   if (frac && !json_is_null(frac)) {
     if (!json_is_number(frac) || json_number_value(frac) < 0 || json_number_value(frac) >= 1)
@@ -272,7 +276,7 @@ static int read_spec(const json_t *o, gp_srv_job *j, gp_err *err) {
 }
 
 static const char *const request_keys[] = {
-    "queue", "name", "command", "workdir", "env", "gpus", "tasks", "gpu_fraction",
+    "queue", "name", "command", "workdir", "env", "gpus", "tasks", "tasks_per_node", "gpu_fraction",
     "gpu_mem_mib", "mig", "gpu_types", "cpus", "mem_mib", "time_limit", "priority",
     "requeue", "grace_s", "signal", "after", "after_ok", "after_any", "hold",
     "node_selector", "allow_spot", "user", NULL};
@@ -520,6 +524,9 @@ static json_t *placement_json(const gp_srv_state *s, const gp_srv_job *j, int ta
         mig_uuid = n->gpus[g].mig[a->mig_instance].uuid;
   }
   json_object_set_new(p, "mig_uuid", mig_uuid ? json_string(mig_uuid) : json_null());
+  /* The task's own end in this run (the job's exit code is the highest of them). */
+  json_object_set_new(p, "exited", json_boolean(a->exited));
+  json_object_set_new(p, "exit_code", a->exited && a->exit_code >= 0 ? json_integer(a->exit_code) : json_null());
   return p;
 }
 
@@ -558,6 +565,7 @@ json_t *gp__srv_job_to_json(const gp_srv_state *s, const gp_srv_job *j, bool for
   json_object_set_new(o, "workdir", j->workdir ? json_string(j->workdir) : json_null());
   json_object_set_new(o, "gpus", json_integer(j->gpus));
   json_object_set_new(o, "tasks", json_integer(j->tasks));
+  json_object_set_new(o, "tasks_per_node", j->tasks_per_node > 0 ? json_integer(j->tasks_per_node) : json_null());
   json_object_set_new(o, "gpu_fraction", j->gpu_milli ? json_real(j->gpu_milli / 1000.0) : json_integer(0));
   json_object_set_new(o, "gpu_mem_mib", json_integer(j->gpu_mem_mib));
   json_object_set_new(o, "mig", j->mig ? json_string(j->mig) : json_null());

@@ -100,10 +100,15 @@ void gp__srv_jobmetrics_take(gp_srv_state *s, const gp_srv_node *n, int idx, con
   if (!json_is_array(jobs) || idx < 0) return;
   int base = base_interval_s > 0 ? base_interval_s : 1;
   for (size_t i = 0; i < json_array_size(jobs) && i < 10000; i++) {
-    gp_srv_job *j = gp__srv_job_get(s, json_string_value(json_object_get(json_array_get(jobs, i), "id")));
+    const json_t *e = json_array_get(jobs, i), *tv = json_object_get(e, "task");
+    gp_srv_job *j = gp__srv_job_get(s, json_string_value(json_object_get(e, "id")));
     if (!j || j->state != GP_JOB_RUNNING) continue;
+    /* An entry names its task (each task of the job on the node has one); an agent that
+     * names none sends one entry for all of them. */
+    int task = json_is_integer(tv) ? (int)json_integer_value(tv) : -1;
     for (int t = 0; t < j->n_alloc; t++) {
       if (j->alloc[t].node != idx) continue; /* only what this node holds of the job */
+      if (task >= 0 && t != task) continue;
       for (int g = 0; g < n->n_gpus && g < 32; g++) {
         if (!(j->alloc[t].gpu_mask & (1u << g)) || !n->gpus[g].telemetry) continue;
         if (!j->metrics) j->metrics = gp_xcalloc(1, sizeof *j->metrics);

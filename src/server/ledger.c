@@ -252,27 +252,31 @@ int gp__srv_ledger_close_job(gp_srv_state *s, gp_srv_job *j, int64_t now, gp_err
   return gp_store_close_intervals(s->store, j->id, now, err);
 }
 
-int gp__srv_ledger_use(gp_srv_state *s, gp_srv_job *j, int node, double used_gpu_s,
+int gp__srv_ledger_use(gp_srv_state *s, gp_srv_job *j, int node, int task, double used_gpu_s,
                        double energy_j, int64_t now, gp_err *err) {
   if (used_gpu_s < 0 && energy_j < 0) return 0;
-  /* What the job's GPUs on the node could have done since the run started (a minute of
-   * slack for the agent's clock and sampling): a figure beyond it is cut, not believed. */
+  if (task >= 0 && (task >= j->n_alloc || j->alloc[task].node != node)) return 0;
+  /* What the job's GPUs on the node (the task's, when the figures are one task's) could
+   * have done since the run started (a minute of slack for the agent's clock and
+   * sampling): a figure beyond it is cut, not believed. */
   int gpus = 0;
   for (int t = 0; t < j->n_alloc; t++)
-    if (j->alloc[t].node == node) gpus += __builtin_popcount(j->alloc[t].gpu_mask);
+    if (j->alloc[t].node == node && (task < 0 || t == task))
+      gpus += __builtin_popcount(j->alloc[t].gpu_mask);
   double elapsed = (double)(now - j->started_at + 60);
   if (j->started_at > 0 && elapsed > 0 && gpus > 0) {
     if (used_gpu_s > gpus * elapsed) used_gpu_s = gpus * elapsed;
     if (energy_j > gpus * elapsed * GP_SRV_MAX_GPU_WATTS) energy_j = gpus * elapsed * GP_SRV_MAX_GPU_WATTS;
   }
-  /* The node's figures are the job's on all its tasks there: each task takes its share. */
+  /* One task's figures are its own; an agent that names no task sends the job's on all its
+   * tasks on the node, and each task takes its share. */
   double node_share = 0;
   bool changed = false;
   for (int t = 0; t < j->n_alloc; t++)
-    if (j->alloc[t].node == node) node_share += gp__srv_task_share(s, &j->alloc[t]);
+    if (j->alloc[t].node == node && (task < 0 || t == task)) node_share += gp__srv_task_share(s, &j->alloc[t]);
   for (int t = 0; t < j->n_alloc; t++) {
     gp_srv_alloc *a = &j->alloc[t];
-    if (a->node != node || node_share <= 0) continue;
+    if (a->node != node || node_share <= 0 || (task >= 0 && t != task)) continue;
     double part = gp__srv_task_share(s, a) / node_share;
     if (used_gpu_s >= 0 && a->used_gpu_s != used_gpu_s * part) {
       a->used_gpu_s = used_gpu_s * part;
@@ -286,6 +290,17 @@ int gp__srv_ledger_use(gp_srv_state *s, gp_srv_job *j, int node, double used_gpu
   /* While the store refuses writes the figures wait in memory: the next report carries
    * them again (they are totals since the run started). */
   if (!changed || s->ledger_off || s->store_health.degraded) return 0;
+  if (task >= 0) {
+    /* The store keeps the job's figures per node: the sum of its tasks' there (a figure
+     * no task has reported yet stays unknown). */
+    used_gpu_s = energy_j = 0;
+    for (int t = 0; t < j->n_alloc; t++) {
+      const gp_srv_alloc *a = &j->alloc[t];
+      if (a->node != node) continue;
+      used_gpu_s = used_gpu_s < 0 || a->used_gpu_s < 0 ? -1 : used_gpu_s + a->used_gpu_s;
+      energy_j = energy_j < 0 || a->energy_j < 0 ? -1 : energy_j + a->energy_j;
+    }
+  }
   return gp_store_set_interval_use(s->store, j->id, s->nodes[node]->name, used_gpu_s, energy_j,
                                    err);
 }

@@ -62,6 +62,7 @@ static int requeue(gp_srv_state *s, gp_srv_job *j, const char *why, int64_t now,
   j->started_at = 0;
   j->has_exit_code = false;
   set_str(&j->stop_reason, NULL);
+  set_str(&j->task_failure, NULL);
   set_str(&j->enforcement, NULL);
   s->counters.requeues++;
   json_t *extra = json_object();
@@ -139,27 +140,49 @@ static int finalize(gp_srv_state *s, gp_srv_job *j, const char *agent_reason, in
    * so it is treated like a lost node (requeued when the job allows it). */
   if (agent_reason && strncmp(agent_reason, "gpu_fault", 9) == 0 && j->requeue)
     return requeue(s, j, agent_reason, now, err);
+  /* Completed only when every task exited 0 (the exit code is the tasks' highest). */
   if (j->has_exit_code && j->exit_code == 0)
     return gp__srv_job_end(s, j, GP_JOB_COMPLETED, agent_reason ? agent_reason : "exited", now, err);
+  if (j->task_failure) agent_reason = j->task_failure;
   return gp__srv_job_end(s, j, GP_JOB_FAILED, agent_reason ? agent_reason : "exited", now, err);
 }
 
-int gp__srv_job_task_exited(gp_srv_state *s, gp_srv_job *j, int node, int exit_code,
+int gp__srv_job_task_exited(gp_srv_state *s, gp_srv_job *j, int node, int task, int exit_code,
                         const char *reason, int64_t now, gp_err *err) {
   if (j->state != GP_JOB_RUNNING && j->state != GP_JOB_STOPPING) return 0;
-  int task = -1;
-  for (int t = 0; t < j->n_alloc && task < 0; t++)
-    if (j->alloc[t].node == node && !j->alloc[t].exited) task = t;
-  if (task < 0) return 0; /* a duplicate report, or a task that is not here */
-  /* Every task of the job on this node has exited (an agent reports a job once). */
-  for (int t = 0; t < j->n_alloc; t++)
-    if (j->alloc[t].node == node && !j->alloc[t].exited) {
-      j->alloc[t].exited = true;
-      j->alloc[t].exit_code = exit_code;
-    }
-  if (!j->has_exit_code || (j->exit_code == 0 && exit_code != 0)) {
+  if (task >= 0) {
+    /* The agent names the task: only that one ended, whatever else runs on the node. */
+    if (task >= j->n_alloc || j->alloc[task].node != node || j->alloc[task].exited) return 0;
+    j->alloc[task].exited = true;
+    j->alloc[task].exit_code = exit_code;
+  } else {
+    /* An agent from before tasks were named reports a job once per node: every task of the
+     * job on that node has exited. */
+    bool any = false;
+    for (int t = 0; t < j->n_alloc; t++)
+      if (j->alloc[t].node == node && !j->alloc[t].exited) {
+        j->alloc[t].exited = true;
+        j->alloc[t].exit_code = exit_code;
+        any = true;
+      }
+    if (!any) return 0; /* a duplicate report, or a task that is not here */
+  }
+  /* The job's exit code is its tasks' highest (a task that left none, -1, counts as a
+   * failure below any real code). */
+  if (!j->has_exit_code || (j->exit_code == 0 && exit_code != 0) ||
+      (j->exit_code != 0 && exit_code > j->exit_code)) {
     j->has_exit_code = true;
     j->exit_code = exit_code;
+  }
+  if (exit_code != 0 && !j->task_failure && j->n_alloc > 1) {
+    /* The first task to fail is why the gang ends: the others are stopped for it. */
+    char who[300], text[1000];
+    if (task >= 0) snprintf(who, sizeof who, "task %d", task);
+    else snprintf(who, sizeof who, "a task on node %.200s", s->nodes[node]->name);
+    if (reason) snprintf(text, sizeof text, "%s: %s", who, reason);
+    else if (exit_code > 0) snprintf(text, sizeof text, "%s: exited with code %d", who, exit_code);
+    else snprintf(text, sizeof text, "%s: ended without an exit code", who);
+    j->task_failure = gp_xstrdup(text);
   }
   bool all = true;
   for (int t = 0; t < j->n_alloc; t++) all = all && j->alloc[t].exited;

@@ -5,6 +5,7 @@
  * keeps one definition of how a placement names its GPUs and MIG instance. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "protocol/order.h"
 #include "server/state.h"
@@ -17,6 +18,49 @@ static char **borrow_strv(const json_t *a, int *ret_n) {
   for (size_t i = 0; i < n; i++) v[i] = (char *)json_string_value(json_array_get(a, i));
   *ret_n = (int)n;
   return v;
+}
+
+/* The address other nodes reach node n at: the host its agent advertises in its URL
+ * ("http://10.0.0.5:7001" -> "10.0.0.5", "https://[fd00::5]:7001" -> "fd00::5"), else its
+ * name. */
+static void node_addr(const gp_srv_node *n, char *buf, size_t size) {
+  const char *u = n->agent_url ? strstr(n->agent_url, "://") : NULL;
+  snprintf(buf, size, "%s", n->name);
+  if (!u) return;
+  u += 3;
+  size_t len;
+  if (*u == '[') {
+    u++;
+    len = strcspn(u, "]");
+  } else {
+    len = strcspn(u, ":/");
+  }
+  if (len == 0 || len >= size) return;
+  for (size_t i = 0; i < len; i++)
+    if ((unsigned char)u[i] <= ' ' || u[i] == 0x7f) return;
+  snprintf(buf, size, "%.*s", (int)len, u);
+}
+
+int gp__srv_master_port(const gp_srv_state *s, const gp_srv_job *j) {
+  /* Below Linux's ephemeral range (32768-60999), so no outgoing connection holds it, and
+   * away from the well-known ports: 20000-32767. */
+  enum { BASE = 20000, SPAN = 12768 };
+  uint64_t h = (uint64_t)j->id * 0x9E3779B97F4A7C15ull ^ (uint64_t)(j->restarts + 1) * 0xC2B2AE3D27D4EB4Full;
+  h ^= h >> 29;
+  int port = BASE + (int)(h % SPAN);
+  int master = j->n_alloc > 0 ? j->alloc[0].node : -1;
+  /* Another running job whose task 0 shares this node keeps its port. */
+  for (int tries = 0; tries < SPAN && master >= 0; tries++) {
+    bool taken = false;
+    for (int a = 0; a < s->n_active && !taken; a++) {
+      const gp_srv_job *o = s->active[a];
+      taken = o != j && o->master_port == port && o->n_alloc > 0 && o->alloc[0].node == master &&
+              (o->state == GP_JOB_RUNNING || o->state == GP_JOB_STOPPING);
+    }
+    if (!taken) break;
+    port = port + 1 < BASE + SPAN ? port + 1 : BASE;
+  }
+  return port;
 }
 
 json_t *gp__srv_start_order(const gp_srv_state *s, const gp_srv_job *j, int task) {
@@ -52,6 +96,16 @@ json_t *gp__srv_start_order(const gp_srv_state *s, const gp_srv_job *j, int task
   for (size_t t = 0; t < json_array_size(all); t++)
     json_array_append(hosts, json_object_get(json_array_get(all, t), "node"));
   st->hosts = borrow_strv(hosts, &st->n_hosts);
+  json_t *addrs = json_array();
+  for (int t = 0; t < j->n_alloc; t++) {
+    char addr[GP_PROTO_NODE_MAX];
+    int ni = j->alloc[t].node;
+    if (ni < 0 || ni >= s->n_nodes) break;
+    node_addr(s->nodes[ni], addr, sizeof addr);
+    json_array_append_new(addrs, json_string(addr));
+  }
+  if (json_array_size(addrs) == (size_t)st->n_hosts) st->addrs = borrow_strv(addrs, &st->n_addrs);
+  st->master_port = j->master_port;
   const json_t *mine = json_array_get(all, (size_t)task);
   gp_err err = {0};
   if (mine) {
@@ -69,7 +123,9 @@ json_t *gp__srv_start_order(const gp_srv_state *s, const gp_srv_job *j, int task
   free(st->env_keys);
   free(st->env_values);
   free(st->hosts);
+  free(st->addrs);
   json_decref(hosts);
+  json_decref(addrs);
   json_decref(all);
   free(o);
   return doc;

@@ -370,15 +370,21 @@ int gp__srv_orders_purge_stale(gp_srv_state *s, gp_srv_node *n, gp_err *err) {
     if (!j && gp__srv_ended_state(s, o->job_id, NULL)) {
       stale = true; /* a job that ended long ago (no longer in memory) */
     } else if (j) { /* orders for unknown jobs (a stray process) are kept */
-      bool here = false;
-      int64_t cur = 0;
+      /* Each task of the job on the node has its own start order: a start order is current
+       * while it is one of theirs, any order older than all of them is of an earlier run.
+       * (0: a task's order is not known, after a restart; then nothing is judged stale.) */
+      bool here = false, known = true, mine = false;
+      int64_t oldest = 0;
       for (int t = 0; t < j->n_alloc; t++)
         if (j->alloc[t].node == idx && !j->alloc[t].exited) {
+          int64_t cur = j->alloc[t].order_id;
           here = true;
-          cur = j->alloc[t].order_id;
+          known = known && cur;
+          mine = mine || cur == o->id;
+          if (cur && (!oldest || cur < oldest)) oldest = cur;
         }
       here = here && (j->state == GP_JOB_RUNNING || j->state == GP_JOB_STOPPING);
-      stale = !here || (cur && o->id < cur) || (cur && o->is_start && o->id != cur);
+      stale = !here || (known && o->id < oldest) || (known && o->is_start && !mine);
     }
     if (stale) {
       if (!r) r = gp_store_del_order(s->store, o->id, err);

@@ -62,6 +62,7 @@ typedef struct gp_srv_job {
   json_t *env;          /* object string -> string (owned reference) */
   char *workdir;
   int tasks, gpus, gpu_milli;
+  int tasks_per_node;   /* at most this many tasks on one node; 0: no bound */
   int64_t gpu_mem_mib;
   char *mig;
   int n_gpu_types;
@@ -83,6 +84,9 @@ typedef struct gp_srv_job {
   int exit_code;
   char *end_reason;
   char *stop_reason;    /* STOPPING: preempted|cancelled|timeout|failed */
+  char *task_failure;   /* this run: "task N: why" of the first task that failed, which
+                           ends the gang (memory only), or NULL */
+  int master_port;      /* this run's rendezvous port (MASTER_PORT; memory only), 0: none */
   int n_alloc;
   gp_srv_alloc *alloc;  /* RUNNING/STOPPING: one per task */
   json_t *timeline;     /* array of events (owned) */
@@ -522,8 +526,10 @@ int gp__srv_job_stop(gp_srv_state *s, gp_srv_job *j, const char *reason, int64_t
 /* The same with the grace period capped at max_grace_s (a spot notice's time left). */
 int gp__srv_job_stop_within(gp_srv_state *s, gp_srv_job *j, const char *reason, int max_grace_s,
                             int64_t now, gp_err *err);
-/* A task on node `node` exited; ends or requeues the job when it was the last. */
-int gp__srv_job_task_exited(gp_srv_state *s, gp_srv_job *j, int node, int exit_code,
+/* Task `task` of the job, on node `node`, exited (task -1: every task of the job on that
+ * node, as an agent that names no task reports); ends or requeues the job when it was the
+ * last. A task reported twice, or not on that node, changes nothing. */
+int gp__srv_job_task_exited(gp_srv_state *s, gp_srv_job *j, int node, int task, int exit_code,
                         const char *reason, int64_t now, gp_err *err);
 /* The job's node is gone: requeue (requeue=true) or fail with "node lost". */
 int gp__srv_job_lost(gp_srv_state *s, gp_srv_job *j, const char *why, int64_t now, gp_err *err);
@@ -568,10 +574,11 @@ int gp__srv_ledger_close_job(gp_srv_state *s, gp_srv_job *j, int64_t now, gp_err
 /* Names the end of the job's last attempt (once; after gp__srv_ledger_close_job). */
 void gp__srv_attempt_ended(gp_srv_job *j, const char *reason);
 /* The agent on node index `node` reported the job's figures there for this run (totals
- * since the run started; < 0: unknown): they go to its open intervals by share. The agent
+ * since the run started; < 0: unknown): task `task`'s own, or with task -1 the job's on
+ * all its tasks there, which go to them by share. The agent
  * is not trusted with them: use beyond every GPU busy since the start, or energy beyond
  * GP_SRV_MAX_GPU_WATTS per GPU, is cut to that bound. */
-int gp__srv_ledger_use(gp_srv_state *s, gp_srv_job *j, int node, double used_gpu_s,
+int gp__srv_ledger_use(gp_srv_state *s, gp_srv_job *j, int node, int task, double used_gpu_s,
                        double energy_j, int64_t now, gp_err *err);
 /* Opens the node's interval for its state now (up, drained or down) when it changed. */
 int gp__srv_ledger_node(gp_srv_state *s, gp_srv_node *n, int64_t now, gp_err *err);
@@ -661,6 +668,9 @@ json_t *gp__srv_job_placements_json(const gp_srv_state *s, const gp_srv_job *j);
 /* The start order of task `task` of a job the plan starts, built from the protocol's start
  * struct (start_order.c); a new reference. */
 json_t *gp__srv_start_order(const gp_srv_state *s, const gp_srv_job *j, int task);
+/* This run's rendezvous port (MASTER_PORT): a function of the job's id and run, moved to the
+ * next port while another running job with its task 0 on the same node holds it. */
+int gp__srv_master_port(const gp_srv_state *s, const gp_srv_job *j);
 
 /* ---- jobrank.c ---- */
 /* The job's 1-based place among the pending jobs of its queue in the scheduler's order at

@@ -247,7 +247,7 @@ static void bad_directives_name_file_and_line(void) {
   done(p);
 
   p = submit("job.sh", "#!/bin/sh\n#SBATCH -N 3\n#SBATCH --gpus=8\n");
-  CHECK_CONTAINS(p->err.message, "cannot be split evenly over 3 nodes");
+  CHECK_CONTAINS(p->err.message, "cannot be split evenly over 3 tasks");
   done(p);
 
   p = submit("job.sh", "#!/bin/sh\n#SBATCH --dependency=afternotok:5\n");
@@ -392,7 +392,76 @@ static void spot_and_node_selector_options(void) {
   }
 }
 
-GP_TESTS(gpool_options_become_the_request, a_command_without_dashdash_and_defaults, gres_and_fractions,
+/* Tasks and nodes: -N alone is one task per node's worth; --ntasks and --ntasks-per-node set
+ * the count and the most tasks one node holds; per-node GPU counts are split over a node's
+ * tasks, per-task ones are kept. */
+static void tasks_and_nodes(void) {
+  parsed *p = submit("-N 2 -g 1 -- true", NULL);
+  REQUIRE(p->rc == 0);
+  CHECK_EQ_INT(2, get_int(p, "tasks"));
+  CHECK(json_object_get(p->s.req, "tasks_per_node") == NULL);
+  CHECK(json_object_get(p->s.req, "_nodes") == NULL);
+  done(p);
+
+  p = submit("--ntasks 4 --gpus-per-task 2 -- true", NULL);
+  REQUIRE(p->rc == 0);
+  CHECK_EQ_INT(4, get_int(p, "tasks"));
+  CHECK_EQ_INT(2, get_int(p, "gpus"));
+  CHECK(json_object_get(p->s.req, "tasks_per_node") == NULL);
+  done(p);
+
+  p = submit("-N 2 --ntasks-per-node 4 -g 1 -- true", NULL);
+  REQUIRE(p->rc == 0);
+  CHECK_EQ_INT(8, get_int(p, "tasks"));
+  CHECK_EQ_INT(4, get_int(p, "tasks_per_node"));
+  done(p);
+
+  p = submit("-N 2 --ntasks 3 -- true", NULL);
+  REQUIRE(p->rc == 0);
+  CHECK_EQ_INT(3, get_int(p, "tasks"));
+  CHECK_EQ_INT(2, get_int(p, "tasks_per_node")); /* at least two nodes */
+  done(p);
+
+  p = submit("-N 2 --ntasks 9 --ntasks-per-node 4 -- true", NULL);
+  CHECK(p->rc != 0);
+  CHECK_CONTAINS(p->err.message, "does not fit");
+  done(p);
+
+  /* Slurm's one-task-per-GPU layout: 8 tasks a node, a GPU each. */
+  p = submit("job.sh", "#!/bin/sh\n#SBATCH -N 2\n#SBATCH --ntasks-per-node=8\n#SBATCH --gpus-per-task=1\n");
+  REQUIRE(p->rc == 0);
+  CHECK_EQ_INT(16, get_int(p, "tasks"));
+  CHECK_EQ_INT(8, get_int(p, "tasks_per_node"));
+  CHECK_EQ_INT(1, get_int(p, "gpus"));
+  done(p);
+
+  /* --gres is per node: split over the node's tasks. */
+  p = submit("job.sh", "#!/bin/sh\n#SBATCH -N 2\n#SBATCH --ntasks-per-node=4\n#SBATCH --gres=gpu:8\n");
+  REQUIRE(p->rc == 0);
+  CHECK_EQ_INT(8, get_int(p, "tasks"));
+  CHECK_EQ_INT(2, get_int(p, "gpus"));
+  done(p);
+
+  /* One task per node with torchrun: the node's GPUs all go to its task. */
+  p = submit("job.sh", "#!/bin/sh\n#SBATCH --nodes=2\n#SBATCH --gpus-per-node=8\n");
+  REQUIRE(p->rc == 0);
+  CHECK_EQ_INT(2, get_int(p, "tasks"));
+  CHECK_EQ_INT(8, get_int(p, "gpus"));
+  done(p);
+
+  /* The command line's GPUs replace the script's, however either spelled them. */
+  p = submit("-g 1 job.sh", "#!/bin/sh\n#SBATCH --gres=gpu:4\n");
+  REQUIRE(p->rc == 0);
+  CHECK_EQ_INT(1, get_int(p, "gpus"));
+  done(p);
+
+  p = submit("--ntasks-per-node 0 -- true", NULL);
+  CHECK(p->rc != 0);
+  CHECK_EQ_STR("tasks_per_node", p->err.field);
+  done(p);
+}
+
+GP_TESTS(tasks_and_nodes, gpool_options_become_the_request, a_command_without_dashdash_and_defaults, gres_and_fractions,
          bad_values_are_named, gpool_directives_and_precedence, sbatch_directives_map_to_gpool,
          bad_directives_name_file_and_line, model_names_resolve_against_the_fleet,
          directive_words_split_like_a_shell, the_interpreter_line_is_read_as_the_kernel_does,

@@ -164,7 +164,52 @@ static void naming_several_gpu_types_lets_a_gang_mix_them(void) {
   fx_free(f);
 }
 
-GP_TESTS(a_gang_that_does_not_fit_takes_nothing, a_gang_starts_every_task_with_its_own_placement,
+/* How many of the gang's tasks went to node `node`. */
+static int tasks_on(const gp_plan_start *s, int node) {
+  int n = 0;
+  for (int t = 0; t < s->n_placements; t++) n += s->placements[t].node == node;
+  return n;
+}
+
+/* --ntasks-per-node: bin-packing would put all four 1-GPU tasks on one node; a bound of two
+ * a node spreads them two and two, and a bound the fleet cannot meet never starts the gang
+ * (it ends: no set of nodes could hold it), while the same numbers without it start. */
+static void a_gang_keeps_to_its_tasks_per_node(void) {
+  fx *f = fx_new();
+  fx_node(f, "n0", "H100", 8);
+  fx_node(f, "n1", "H100", 8);
+  fx_queue(f, "a", 0, GP_NO_LIMIT, 1);
+  fx_job(f, "free", "a", 1, 4);
+  fx_job(f, "two", "a", 1, 4)->req.max_tasks_per_node = 2;
+  gp_plan *p = fx_step(f, 10);
+  REQUIRE(p);
+  const gp_plan_start *s = fx_start(f, p, "free");
+  REQUIRE(s);
+  CHECK_EQ_INT(4, tasks_on(s, s->placements[0].node)); /* unbound: one node */
+  s = fx_start(f, p, "two");
+  REQUIRE(s);
+  CHECK_EQ_INT(2, tasks_on(s, 0));
+  CHECK_EQ_INT(2, tasks_on(s, 1));
+  gp_plan_free(p);
+  fx_free(f);
+
+  f = fx_new();
+  fx_node(f, "n0", "H100", 8);
+  fx_node(f, "n1", "H100", 8);
+  fx_queue(f, "a", 0, GP_NO_LIMIT, 1);
+  f->pol.backfill = false;
+  fx_job(f, "one", "a", 1, 3)->req.max_tasks_per_node = 1; /* three nodes needed, two exist */
+  fx_job(f, "same", "a", 1, 3);                               /* same numbers, no bound */
+  p = fx_step(f, 10);
+  REQUIRE(p);
+  CHECK(!fx_started(f, p, "one"));
+  CHECK_EQ_STR("NoMatchingNodes", fx_ended(f, p, "one"));
+  CHECK(fx_started(f, p, "same")); /* a bound is a class of its own: no shared failure */
+  gp_plan_free(p);
+  fx_free(f);
+}
+
+GP_TESTS(a_gang_keeps_to_its_tasks_per_node, a_gang_that_does_not_fit_takes_nothing, a_gang_starts_every_task_with_its_own_placement,
          a_multi_node_gang_prefers_one_block, a_gang_goes_wide_when_no_block_can_hold_it,
          a_gang_of_one_gpu_tasks_does_not_mix_whole_gpus_and_shares,
          a_gang_takes_whole_gpus_of_one_model_when_they_are_free,

@@ -29,9 +29,11 @@ static void job_events_round_trip(void) {
   snprintf(ev.job, sizeof ev.job, "12");
   snprintf(ev.order, sizeof ev.order, "o5");
   snprintf(ev.enforcement, sizeof ev.enforcement, "watchdog");
-  round_trip(&ev, "{\"kind\":\"started\",\"job\":\"12\",\"at\":1700000000,\"pid\":42,\"order\":\"o5\","
+  ev.task = 1;
+  round_trip(&ev, "{\"kind\":\"started\",\"job\":\"12\",\"task\":1,\"at\":1700000000,\"pid\":42,\"order\":\"o5\","
                   "\"enforcement\":\"watchdog\",\"gpu_mem_limit_mib\":2048}", &d);
   CHECK_EQ_STR("12", d.job);
+  CHECK_EQ_INT(1, d.task);
   CHECK_EQ_INT(42, d.pid);
   CHECK_EQ_STR("o5", d.order);
   CHECK_EQ_STR("watchdog", d.enforcement);
@@ -44,7 +46,7 @@ static void job_events_round_trip(void) {
   snprintf(ex.order, sizeof ex.order, "o5");
   json_t *usage = parse("{\"energy_j\":10}");
   ex.usage = usage;
-  round_trip(&ex, "{\"kind\":\"exited\",\"job\":\"12\",\"at\":1700000001,\"exit_code\":3,\"signal\":null,"
+  round_trip(&ex, "{\"kind\":\"exited\",\"job\":\"12\",\"task\":0,\"at\":1700000001,\"exit_code\":3,\"signal\":null,"
                   "\"reason\":\"exited\",\"message\":\"\",\"order\":\"o5\",\"usage\":{\"energy_j\":10}}", &d);
   CHECK(d.has_exit_code);
   CHECK_EQ_INT(3, d.exit_code);
@@ -55,17 +57,46 @@ static void job_events_round_trip(void) {
   ex.signal = 9;
   ex.order[0] = '\0';
   ex.usage = NULL;
-  round_trip(&ex, "{\"kind\":\"exited\",\"job\":\"12\",\"at\":1700000001,\"exit_code\":null,\"signal\":9,"
+  round_trip(&ex, "{\"kind\":\"exited\",\"job\":\"12\",\"task\":0,\"at\":1700000001,\"exit_code\":null,\"signal\":9,"
                   "\"reason\":\"exited\",\"message\":\"\"}", &d);
   CHECK(!d.has_exit_code);
   CHECK_EQ_INT(9, d.signal);
   CHECK(d.usage == NULL);
   json_decref(usage);
 
-  gp_proto_event cp = {.kind = GP_PROTO_EV_CHECKPOINT, .at = 5};
+  gp_proto_event cp = {.kind = GP_PROTO_EV_CHECKPOINT, .at = 5, .task = 2};
   snprintf(cp.job, sizeof cp.job, "7");
-  round_trip(&cp, "{\"kind\":\"checkpoint\",\"job\":\"7\",\"at\":5}", &d);
+  round_trip(&cp, "{\"kind\":\"checkpoint\",\"job\":\"7\",\"task\":2,\"at\":5}", &d);
   CHECK_EQ_STR("7", d.job);
+  CHECK_EQ_INT(2, d.task);
+  /* An event about no task in particular (task -1) carries none. */
+  cp.task = -1;
+  round_trip(&cp, "{\"kind\":\"checkpoint\",\"job\":\"7\",\"at\":5}", &d);
+  CHECK_EQ_INT(-1, d.task);
+}
+
+/* Events from an agent that named no task read as task -1 (every task of the job on the
+ * node, as the server has always read them); a task out of bounds reads the same. */
+static void a_missing_or_bad_task_reads_as_none(void) {
+  gp_proto_event d;
+  const char *docs[] = {
+      "{\"kind\":\"exited\",\"job\":\"3\",\"exit_code\":0}",
+      "{\"kind\":\"exited\",\"job\":\"3\",\"task\":-1,\"exit_code\":0}",
+      "{\"kind\":\"exited\",\"job\":\"3\",\"task\":1024,\"exit_code\":0}",
+      "{\"kind\":\"exited\",\"job\":\"3\",\"task\":\"1\",\"exit_code\":0}",
+      "{\"kind\":\"started\",\"job\":\"3\",\"task\":1.5}",
+  };
+  for (size_t i = 0; i < sizeof docs / sizeof docs[0]; i++) {
+    json_t *o = parse(docs[i]);
+    CHECK_EQ_INT(0, gp_proto_event_decode(o, &d, NULL));
+    CHECK_EQ_INT(-1, d.task);
+    CHECK_EQ_STR("3", d.job);
+    json_decref(o);
+  }
+  json_t *o = parse("{\"kind\":\"exited\",\"job\":\"3\",\"task\":1023}");
+  CHECK_EQ_INT(0, gp_proto_event_decode(o, &d, NULL));
+  CHECK_EQ_INT(1023, d.task);
+  json_decref(o);
 }
 
 static void gpu_events_round_trip(void) {
@@ -178,4 +209,4 @@ static void interruption_round_trips(void) {
 }
 
 GP_TESTS(interruption_round_trips, job_events_round_trip, gpu_events_round_trip, what_the_server_needs_is_required,
-         other_fields_out_of_bounds_read_as_absent)
+         other_fields_out_of_bounds_read_as_absent, a_missing_or_bad_task_reads_as_none)

@@ -110,7 +110,7 @@ static void start_round_trips(void) {
   gp_proto_start *s = &o.u.start;
   char *argv[] = {"python", "train.py", NULL};
   char *keys[] = {"B", "A"}, *values[] = {"2", "1"};
-  char *hosts[] = {"n1", "n2"};
+  char *hosts[] = {"n1", "n2"}, *addrs[] = {"10.0.0.1", "10.0.0.2"};
   snprintf(s->id, sizeof s->id, "12");
   s->name = "train";
   s->queue = "org/a";
@@ -131,6 +131,9 @@ static void start_round_trips(void) {
   s->task_index = 1;
   s->hosts = hosts;
   s->n_hosts = 2;
+  s->addrs = addrs;
+  s->n_addrs = 2;
+  s->master_port = 29501;
   s->has_placement = true;
   snprintf(s->placement.node, sizeof s->placement.node, "n2");
   s->placement.n_gpus = 2;
@@ -145,7 +148,7 @@ static void start_round_trips(void) {
                  "\"gpu_mem_mib\":0,\"cpus\":1.5,\"mem_mib\":4096,\"grace_s\":60,\"signal\":\"USR1\","
                  "\"placements\":[{\"node\":\"n2\",\"gpu_ids\":[3,1],\"gpu_uuids\":[\"GPU-a\",null],"
                  "\"gpu_milli\":500,\"gpu_mem_mib\":1024,\"mig_uuid\":null}],\"hosts\":[\"n1\",\"n2\"],"
-                 "\"task_index\":1}}", &d);
+                 "\"addrs\":[\"10.0.0.1\",\"10.0.0.2\"],\"master_port\":29501,\"task_index\":1}}", &d);
   const gp_proto_start *r = &d.u.start;
   CHECK_EQ_STR("12", r->id);
   CHECK_EQ_STR("train", r->name);
@@ -168,6 +171,9 @@ static void start_round_trips(void) {
   CHECK_EQ_INT(1, r->task_index);
   REQUIRE(r->n_hosts == 2);
   CHECK_EQ_STR("n2", r->hosts[1]);
+  REQUIRE(r->n_addrs == 2);
+  CHECK_EQ_STR("10.0.0.2", r->addrs[1]);
+  CHECK_EQ_INT(29501, r->master_port);
   REQUIRE(r->has_placement);
   CHECK_EQ_STR("n2", r->placement.node);
   CHECK_EQ_INT(2, r->placement.n_gpus);
@@ -230,6 +236,17 @@ static void bad_fields_are_refused_by_name(void) {
           "job.gpu_fraction", NULL);
   refused("{\"kind\":\"start\",\"job\":{\"id\":\"1\",\"command\":[\"x\"],\"hosts\":[\"n1\",2]}}",
           "job.hosts", NULL);
+  /* Addresses go into host files: one word each, bounded; a port is a port. */
+  refused("{\"kind\":\"start\",\"job\":{\"id\":\"1\",\"command\":[\"x\"],\"addrs\":[\"10.0.0.1 x\"]}}",
+          "job.addrs", "addrs[0] is not a node address");
+  refused("{\"kind\":\"start\",\"job\":{\"id\":\"1\",\"command\":[\"x\"],\"addrs\":[\"\"]}}",
+          "job.addrs", NULL);
+  refused("{\"kind\":\"start\",\"job\":{\"id\":\"1\",\"command\":[\"x\"],\"addrs\":[\"a\\nb\"]}}",
+          "job.addrs", NULL);
+  refused("{\"kind\":\"start\",\"job\":{\"id\":\"1\",\"command\":[\"x\"],\"master_port\":65536}}",
+          "job.master_port", NULL);
+  refused("{\"kind\":\"start\",\"job\":{\"id\":\"1\",\"command\":[\"x\"],\"master_port\":-1}}",
+          "job.master_port", NULL);
   refused("{\"kind\":\"start\",\"job\":{\"id\":\"1\",\"command\":[\"x\"],\"placements\":[{},{}]}}",
           "job.placements", NULL);
   refused("{\"kind\":\"start\",\"job\":{\"id\":\"1\",\"command\":[\"x\"],\"placements\":"

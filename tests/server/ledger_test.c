@@ -67,11 +67,11 @@ static void an_agents_figures_beyond_its_gpus_are_cut(void) {
   j.started_at = 1000;
   gp_err e = {0};
   /* An hour in: a believable report is kept as it is... */
-  CHECK_EQ_INT(0, gp__srv_ledger_use(&s, &j, 0, 1800, 9e5, 4600, &e));
+  CHECK_EQ_INT(0, gp__srv_ledger_use(&s, &j, 0, -1, 1800, 9e5, 4600, &e));
   CHECK_NEAR(1800, a.used_gpu_s, 1e-9);
   CHECK_NEAR(9e5, a.energy_j, 1e-9);
   /* ...one claiming more than one GPU busy the whole hour (and a minute) is cut to it. */
-  CHECK_EQ_INT(0, gp__srv_ledger_use(&s, &j, 0, 1e12, 1e14, 4600, &e));
+  CHECK_EQ_INT(0, gp__srv_ledger_use(&s, &j, 0, -1, 1e12, 1e14, 4600, &e));
   CHECK_NEAR(3660, a.used_gpu_s, 1e-9);
   CHECK_NEAR(3660 * GP_SRV_MAX_GPU_WATTS, a.energy_j, 1e-6);
 }

@@ -29,6 +29,7 @@
   X(fractions_bestfit) \
   X(gang_all_or_nothing) \
   X(gang_starts_whole) \
+  X(gang_tasks_per_node) \
   X(holds) \
   X(mig_dynamic) \
   X(mig_instances) \
