@@ -108,8 +108,8 @@ json_t *gp_proto_start_encode(const gp_proto_start *s) {
   json_object_set_new(o, "placements", pl);
   json_object_set_new(o, "hosts", hosts);
   json_object_set_new(o, "task_index", json_integer(s->task_index));
-  gp__proto_set_str(o, "output", s->output);
-  gp__proto_set_str(o, "error", s->error);
+  if (s->output) json_object_set_new(o, "output", json_string(s->output));
+  if (s->error) json_object_set_new(o, "error", json_string(s->error));
   if (s->output_append) json_object_set_new(o, "open_mode", json_string("append"));
   if (s->time_limit > 0) json_object_set_new(o, "time_limit", json_integer(s->time_limit));
   if (s->warn_signal[0]) {
