@@ -197,8 +197,13 @@ static void run_shim(const child_ctx *c) {
     while (waitpid(pid, &status, 0) < 0) {
       if (errno != EINTR) _exit(2);
     }
-    /* What the job printed last reaches its files before its end is known. */
-    if (copier > 0) gp__launch_output_wait(copier, 5000);
+    /* What the job printed last reaches its files before its end is known. Processes it
+     * left behind would hold the copier's pipes open: they go now, as the agent would end
+     * them on reading the exit file (the group's id cannot be reused while it has members). */
+    if (copier > 0) {
+      killpg(pid, SIGKILL);
+      gp__launch_output_wait(copier, 5000);
+    }
   }
   char line[64];
   size_t len = 0;
