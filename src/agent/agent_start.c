@@ -425,7 +425,8 @@ static bool launch(gp_agent *a, const char *order_id, const start_req *r, const 
   if (rc) gp_err_set(&err, GP_EINVAL, NULL, 0, "output", "the output file name is too long once expanded");
   spec.user_stdout = user_out[0] ? user_out : NULL;
   spec.user_stderr = user_err[0] ? user_err : NULL;
-  spec.user_append = r->o->output_append;
+  /* A requeued run adds to what the earlier runs wrote, as in Slurm. */
+  spec.user_append = r->o->output_append || r->o->restarts > 0;
   if (!rc) rc = gp_launch(&spec, res, &err);
   env_free(&env);
   if (rc == 0) return true;

@@ -578,7 +578,6 @@ static int directive(gp_submit *s, bool sbatch, char *rest, const char *where, g
     if (id == O_SERVER || id == O_TOKEN || id == O_HELP || id == O_CA || id == O_ADVISE)
       return gp_err_set(err, GP_EINVAL, NULL, 0, NULL,
                         "%s: only job options belong in #GPOOL lines (not --server, --token, --ca, --help, --advise)", where);
-    if (sbatch) s->sbatch = true;
     int rc = apply(s, s->req, id, v, where, err);
     if (rc) return rc;
   }
@@ -607,6 +606,7 @@ int gp_submit_parse_script(gp_submit *s, const char *name, const char *text, siz
     bool gpool = n >= 6 && !strncmp(line, "#GPOOL", 6) && (n == 6 || isspace((unsigned char)line[6]));
     bool sbatch = n >= 7 && !strncmp(line, "#SBATCH", 7) && (n == 7 || isspace((unsigned char)line[7]));
     if (!gpool && !sbatch) continue;
+    s->sbatch = s->sbatch || sbatch;
     if (n > 4096) return gp_err_set(err, GP_ELIMIT, name, line_no, NULL, "directive line too long");
     char *rest = gp_xstrndup(line + (gpool ? 6 : 7), n - (gpool ? 6 : 7));
     char where[320];

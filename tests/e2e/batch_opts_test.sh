@@ -113,7 +113,7 @@ out=$("$GPOOL" submit --begin 'next week' -- true 2>&1) && fail "a bad --begin m
 expect_contains "$out" "--begin" "the refusal names --begin"
 
 # --- SLURM_RESTART_COUNT on requeue ------------------------------------------------------
-r=$("$GPOOL" submit --requeue -o 'r-%j.txt' --open-mode=append -- sh -c \
+r=$("$GPOOL" submit --requeue -o 'r-%j.txt' -- sh -c \
   'echo "count=$SLURM_RESTART_COUNT gpool=$GPOOL_RESTART_COUNT"; [ "$SLURM_RESTART_COUNT" = 0 ] && exec sleep 301; true')
 wait_for 20 "job $r to run" job_is "$r" running
 wait_for 10 "job $r to print" test -s "r-$r.txt"
@@ -121,5 +121,5 @@ first=$(job_field "$r" '.placements[0].node')
 kill -9 "$(agent_pid "$first")"
 wait_for 30 "job $r to complete after its requeue" job_is "$r" completed
 expect_eq "count=0 gpool=0 count=1 gpool=1" "$(tr '\n' ' ' <"r-$r.txt" | sed 's/ $//')" \
-  "SLURM_RESTART_COUNT and GPOOL_RESTART_COUNT count the requeues"
+  "SLURM_RESTART_COUNT and GPOOL_RESTART_COUNT count the requeues (a requeued run appends to -o)"
 echo "PASS"
