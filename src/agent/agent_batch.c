@@ -16,9 +16,14 @@ int gp__agent_output_names(const gp_agent *a, const gp_proto_start *o, const cha
                            char *out, char *err, size_t size) {
   char idx[24];
   snprintf(idx, sizeof idx, "%d", o->task_index);
-  /* Array elements carry their master id and index in the environment the server sets. */
+  /* An array element's master id and index, from the environment its start order carries
+   * (gpool's names, else Slurm's); none: %A is the job id, %a Slurm's "no array" value. */
   const char *arr = gp_proto_start_env(o, "GPOOL_ARRAY_JOB_ID");
   const char *ai = gp_proto_start_env(o, "GPOOL_ARRAY_TASK_ID");
+  if (!arr || !ai) {
+    arr = gp_proto_start_env(o, "SLURM_ARRAY_JOB_ID");
+    ai = gp_proto_start_env(o, "SLURM_ARRAY_TASK_ID");
+  }
   gp_outpath_vars v = {.job_id = o->id, .name = o->name, .user = o->user ? o->user : user,
                        .node = a->cfg.name, .array_id = arr && ai ? arr : NULL,
                        .array_index = ai, .task = o->task_index};
