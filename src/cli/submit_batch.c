@@ -215,11 +215,10 @@ int gp__submit_export(json_t *req, const char *v, const char *where, gp_err *err
   return 0;
 }
 
-/* Skipped by ALL: gpool's credentials, and Slurm's and the shell's variables of the
- * submitting process (the job gets its own). */
+/* Skipped by ALL: gpool's variables (its credentials, and those of a job the submitter may
+ * run in: the new job gets its own), Slurm's, and the shell's bookkeeping. */
 static bool never_exported(const char *name, size_t n) {
-  return (n == 11 && !strncmp(name, "GPOOL_TOKEN", 11)) ||
-         (n == 17 && !strncmp(name, "GPOOL_AGENT_TOKEN", 17)) || !strncmp(name, "SLURM_", 6) ||
+  return !strncmp(name, "GPOOL_", 6) || !strncmp(name, "SLURM_", 6) ||
          (n == 3 && !strncmp(name, "PWD", 3)) || (n == 6 && !strncmp(name, "OLDPWD", 6)) ||
          (n == 5 && !strncmp(name, "SHLVL", 5)) || (n == 1 && name[0] == '_');
 }

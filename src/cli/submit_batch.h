@@ -33,7 +33,7 @@ int gp__submit_signal(json_t *req, const char *v, bool slurm_form, const char *w
 int gp__submit_export(json_t *req, const char *v, const char *where, gp_err *err);
 
 /* Applies --export (default ALL for a script with #SBATCH lines, as in Slurm, else NONE) to
- * req["env"] from envp: -e/--env values win; gpool's tokens, SLURM_* and the shell's PWD,
+ * req["env"] from envp: -e/--env values win; GPOOL_* (tokens too), SLURM_* and the shell's PWD,
  * OLDPWD, SHLVL, _ are never taken. GP_ELIMIT past 512 variables or 48 KiB. */
 int gp__submit_apply_export(json_t *req, bool sbatch, char **envp, gp_err *err);
 

@@ -53,7 +53,7 @@ static void begin_forms(void) {
 }
 
 static void export_modes(void) {
-  char *envp[] = {"HOME=/home/alice", "GP_A=1", "GP_B=two", "GPOOL_TOKEN=secret",
+  char *envp[] = {"HOME=/home/alice", "GP_A=1", "GP_B=two", "GPOOL_TOKEN=secret", "GPOOL_JOB_ID=7",
                   "SLURM_JOB_ID=9", "BASH_FUNC_f%%=() { :; }", "_=/usr/bin/gpool", NULL};
   gp_err err = {0};
   /* #SBATCH script, no --export: ALL, less what is never taken; -e wins. */
@@ -64,6 +64,7 @@ static void export_modes(void) {
   CHECK_EQ_STR("from-e", json_string_value(json_object_get(env, "GP_B")));
   CHECK_EQ_STR("/home/alice", json_string_value(json_object_get(env, "HOME")));
   CHECK(json_object_get(env, "GPOOL_TOKEN") == NULL);
+  CHECK(json_object_get(env, "GPOOL_JOB_ID") == NULL);
   CHECK(json_object_get(env, "SLURM_JOB_ID") == NULL);
   CHECK(json_object_get(env, "_") == NULL);
   CHECK_EQ_INT(3, (long long)json_object_size(env));
