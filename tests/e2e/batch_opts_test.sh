@@ -32,6 +32,7 @@ expect_eq "to stdout" "$(cat "logs/mytrain-$id1.out")" "the -o file holds stdout
 expect_eq "to stderr" "$(cat "logs/mytrain-$id1-0.err")" "the -e file holds stderr"
 expect_eq "$me" "$(stat -c %U "logs/mytrain-$id1.out")" "the -o file belongs to the job's user"
 expect_contains "$("$GPOOL" logs "$id1" 2>/dev/null)" "to stdout" "gpool logs still shows the output"
+expect_contains "$("$GPOOL" show "$id1")" "logs/%x-%j.out, stderr logs/%x-%j-%t.err (truncate)" "gpool show tells the files"
 
 # Without -e stderr goes with stdout; %N %u %A %a %% on a job that is no array element.
 id2=$("$GPOOL" submit -o 'o-%N-%u-%A-%a-%%.txt' -- sh -c 'echo out; echo err >&2')
@@ -100,12 +101,14 @@ for j in $s_all $s_batch; do
     fail "job $j: USR1 came ${lead}s after the start, not 3s (5s limit, 2s before it)"
 done
 [ -f "sig-$s_all.child" ] || fail "--signal without B: reaches every process of the job"
+expect_contains "$("$GPOOL" show "$s_batch")" "SIGUSR1 2s before the limit, to the batch shell" "gpool show tells the warning"
 [ -f "sig-$s_batch.child" ] && fail "--signal=B: reaches the batch shell only"
 
 # --- --begin ---------------------------------------------------------------------------
 t0=$(date +%s)
 b=$("$GPOOL" submit --begin now+3 -- true)
 wait_for 10 "job $b to wait for its begin time" sh -c "[ \"\$(GPOOL_TOKEN=$ADMIN_TOKEN '$GPOOL' show $b -o json | jq -r .pending_reason)\" = BeginTime ]"
+expect_contains "$("$GPOOL" show "$b")" "not before" "gpool show tells the begin time"
 wait_for 20 "job $b to complete" job_is "$b" completed
 started=$(job_field "$b" .started_at)
 [ "$started" -ge $((t0 + 3)) ] || fail "--begin=now+3 started at $started, submitted at $t0"
