@@ -97,6 +97,7 @@ wait_for 20 "job $s_batch to time out" job_is "$s_batch" timeout
 for j in $s_all $s_batch; do
   [ -f "sig-$j.main" ] || fail "job $j: the batch shell got no USR1 before its limit"
   lead=$(echo "$(cat "sig-$j.start") $(cat "sig-$j.main")" | awk '{printf "%.2f", $2 - $1}')
+  echo "job $j: USR1 ${lead}s after its start (expected 3s: 5s limit, @2)"
   awk -v l="$lead" 'BEGIN { exit !(l >= 2 && l <= 4) }' ||
     fail "job $j: USR1 came ${lead}s after the start, not 3s (5s limit, 2s before it)"
 done
