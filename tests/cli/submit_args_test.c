@@ -229,6 +229,28 @@ static void sbatch_directives_map_to_gpool(void) {
   CHECK_CONTAINS(p->s.warnings.data, "job.sh:12: #SBATCH --frobnicate=3 is not supported");
   done(p);
 
+  /* In a #GPOOL line -o is always a file; on the command line json and table are formats. */
+  p = submit("-o json job.sh", "#!/bin/sh\n#GPOOL -o out-%j.txt --open-mode append\n#GPOOL --begin now+60\nrun\n");
+  REQUIRE(p->rc == 0);
+  CHECK(p->s.json_out);
+  CHECK(!p->s.sbatch); /* no #SBATCH line: --export stays NONE */
+  CHECK_EQ_STR("out-%j.txt", get_str(p, "output"));
+  CHECK_EQ_STR("append", get_str(p, "open_mode"));
+  CHECK(get_int(p, "begin_at") > 0);
+  done(p);
+  p = submit("-o logs/%x.out --error=logs/%x.err -- true", NULL);
+  REQUIRE(p->rc == 0);
+  CHECK(!p->s.json_out);
+  CHECK_EQ_STR("logs/%x.out", get_str(p, "output"));
+  CHECK_EQ_STR("logs/%x.err", get_str(p, "error"));
+  done(p);
+  p = submit("job.sh", "#!/bin/sh\n#SBATCH -e 'bad%y'\n");
+  CHECK(p->rc != 0);
+  CHECK_EQ_STR("error", p->err.field);
+  CHECK_EQ_INT(2, p->err.line);
+  CHECK_CONTAINS(p->err.message, "--error 'bad%y'");
+  done(p);
+
   p = submit("job.sh", "#!/bin/sh\n#SBATCH --gres=gpu:a100:4\n#SBATCH -J x\n");
   REQUIRE(p->rc == 0);
   CHECK_EQ_INT(4, get_int(p, "gpus"));
