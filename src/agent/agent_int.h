@@ -61,6 +61,11 @@ typedef struct gp__agent_job {
   int stop_signal;
   char stop_reason[32];
   bool limit_exceeded;
+  /* --signal=[B:]SIG@T (agent_batch.c) */
+  int64_t warn_at_ms;        /* epoch ms to send warn_signal; 0: none */
+  int warn_signal;
+  bool warn_batch;           /* to the main process only, else to the process group */
+  bool warned;
   char checkpoint_key[40];   /* secret in GPOOL_CHECKPOINT_URL (hex) */
   char fault_reason[32];     /* "gpu_fault" when the health engine stopped it, else "" */
   /* end */
@@ -195,7 +200,13 @@ void gp__agent_job_stop(gp_agent *a, const char *order_id, const gp_proto_stop *
 /* Stops a job on the agent's own decision (GPU fault): signal, grace, reason for the event. */
 void gp__agent_job_stop_local(gp_agent *a, gp__agent_job *j, int grace_s, const char *reason,
                         const char *message);
-void gp__agent_jobs_tick(gp_agent *a);    /* reap, deadlines */
+void gp__agent_jobs_tick(gp_agent *a);
+/* agent_batch.c: this task's -o/--error file names ("" for none; -1 when a name does not
+ * expand within size bytes), and the signal before the time limit. */
+int gp__agent_output_names(const gp_agent *a, const gp_proto_start *o, const char *user,
+                           char *out, char *err, size_t size);
+void gp__agent_warn_arm(gp__agent_job *j, const gp_proto_start *o, int64_t now_ms);
+void gp__agent_warn_tick(gp__agent_job *j, int64_t now_ms);    /* reap, deadlines */
 void gp__agent_jobs_adopt(gp_agent *a);   /* at start-up */
 gp__agent_job *gp__agent_job_find(gp_agent *a, const char *id); /* any task of the job */
 gp__agent_job *gp__agent_job_find_task(gp_agent *a, const char *id, int task); /* task < 0: any */

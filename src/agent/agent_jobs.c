@@ -105,6 +105,10 @@ void gp__agent_job_persist(const gp__agent_job *j) {
   json_object_set_new(s, "stop_signal", json_integer(j->stop_signal));
   json_object_set_new(s, "stop_reason", json_string(j->stop_reason));
   json_object_set_new(s, "limit_exceeded", json_boolean(j->limit_exceeded));
+  json_object_set_new(s, "warn_at_ms", json_integer(j->warn_at_ms));
+  json_object_set_new(s, "warn_signal", json_integer(j->warn_signal));
+  json_object_set_new(s, "warn_batch", json_boolean(j->warn_batch));
+  json_object_set_new(s, "warned", json_boolean(j->warned));
   json_object_set_new(s, "fault_reason", json_string(j->fault_reason));
   json_object_set_new(s, "message", json_string(j->message));
   char path[800];
@@ -158,6 +162,11 @@ static bool job_load(gp__agent_job *j, const char *dir) {
   j->kill_at_ms = json_integer_value(json_object_get(s, "kill_at_ms"));
   j->stop_signal = (int)json_integer_value(json_object_get(s, "stop_signal"));
   j->limit_exceeded = json_is_true(json_object_get(s, "limit_exceeded"));
+  j->warn_at_ms = json_integer_value(json_object_get(s, "warn_at_ms"));
+  j->warn_signal = (int)json_integer_value(json_object_get(s, "warn_signal"));
+  if (j->warn_signal < 1 || j->warn_signal >= NSIG) j->warn_at_ms = 0; /* a damaged file */
+  j->warn_batch = json_is_true(json_object_get(s, "warn_batch"));
+  j->warned = json_is_true(json_object_get(s, "warned"));
   json_t *gpus = json_object_get(s, "gpus");
   size_t i;
   json_t *g;
@@ -385,6 +394,7 @@ void gp__agent_jobs_tick(gp_agent *a) {
     gp__agent_job *j = a->jobs[i];
     if (j->ended) continue;
     if (job_check(a, j, false)) continue;
+    gp__agent_warn_tick(j, now);
     if (j->stopping && !j->killed_hard && now >= j->kill_at_ms) {
       gp__agent_log("job %s: still running at the end of its grace period: SIGKILL", j->id);
       killpg(j->pid, SIGKILL);

@@ -20,6 +20,7 @@
 
 #include "agent/launcher.h"
 #include "agent/rendezvous.h"
+#include "protocol/outpath.h"
 #include "util/mem.h"
 #include "util/signals.h"
 
@@ -301,6 +302,9 @@ static void build_env(gp_agent *a, const start_req *r, const creds *c, const gp_
   env_set(e, "GPOOL_NODE", a->cfg.name);
   rendezvous_env(r, &l, e, true, j);
   env_set(e, "GPOOL_CHECKPOINT_SIGNAL", gp_signal_name(r->signal));
+  snprintf(buf, sizeof buf, "%d", r->o->restarts); /* requeues so far, as Slurm counts them */
+  env_set(e, "GPOOL_RESTART_COUNT", buf);
+  env_set(e, "SLURM_RESTART_COUNT", buf);
   env_set(e, "GPOOL_SERVER", a->cfg.server);
   if (a->cfg.tls.peer_ca[0]) env_set(e, "GPOOL_CA", a->cfg.tls.peer_ca); /* gpool and curl in jobs */
   env_set(e, "GPOOL_ENFORCEMENT", sp->enforcement);
@@ -464,8 +468,15 @@ static bool launch(gp_agent *a, const char *order_id, const start_req *r, const 
   spec.n_groups = c->n_groups;
   memcpy(spec.groups, c->groups, sizeof c->groups);
   spec.cgroup_procs = procs[0] ? procs : NULL;
+  char user_out[GP_OUTPATH_MAX + 1], user_err[GP_OUTPATH_MAX + 1];
   gp_err err = {0};
-  int rc = gp_launch(&spec, res, &err);
+  int rc = gp__agent_output_names(a, r->o, c->name, user_out, user_err, sizeof user_out);
+  if (rc) gp_err_set(&err, GP_EINVAL, NULL, 0, "output", "the output file name is too long once expanded");
+  spec.user_stdout = user_out[0] ? user_out : NULL;
+  spec.user_stderr = user_err[0] ? user_err : NULL;
+  /* A requeued run adds to what the earlier runs wrote, as in Slurm. */
+  spec.user_append = r->o->output_append || r->o->restarts > 0;
+  if (!rc) rc = gp_launch(&spec, res, &err);
   env_free(&env);
   if (rc == 0) return true;
   if (res->shim_pid > 0) {
@@ -494,6 +505,7 @@ static void record_start(gp__agent_job *j, const start_req *r, const gp__agent_s
   j->limit_mib = strcmp(sp->enforcement, "watchdog") == 0 ? sp->limit_mib : 0;
   j->ckpt_signal = r->signal;
   j->grace_s = r->grace_s;
+  gp__agent_warn_arm(j, r->o, gp__agent_now_ms());
 }
 
 /* Tells the GPU backend where the job's process runs, with the load the job declares in

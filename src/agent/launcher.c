@@ -17,12 +17,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "agent/launch_output.h"
 #include "util/mem.h"
 
 #define MAX_EXEC_CANDIDATES 64
 
 enum { REC_PID = 1, REC_ERR = 2 };
-enum { STAGE_CGROUP = 1, STAGE_STDIO, STAGE_WORKDIR, STAGE_USER, STAGE_EXEC };
+enum { STAGE_CGROUP = 1, STAGE_STDIO, STAGE_WORKDIR, STAGE_USER, STAGE_EXEC, STAGE_OUTPUT };
 
 typedef struct launch_rec {
   int32_t kind;
@@ -167,22 +168,42 @@ static void run_shim(const child_ctx *c) {
   sort_fds(keep, 5);
   close_all_but(keep, 5);
 
-  pid_t pid = fork();
-  if (pid < 0) {
-    write_rec(c->pipe_w, REC_ERR, errno, STAGE_EXEC);
-    _exit(1);
-  }
-  if (pid == 0) run_job(c);
-  setpgid(pid, pid); /* also done by the child: whichever runs first wins the race */
-  write_rec(c->pipe_w, REC_PID, (int32_t)pid, 0);
-  close(c->pipe_w);
-  close(c->out_fd);
-  close(c->err_fd);
-  close(c->null_fd);
-
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) _exit(2);
+  /* The user's -o/--error files: the job writes into the copier's pipes instead. */
+  child_ctx jc = *c;
+  int copy_errno = 0, status = 0;
+  pid_t copier = gp__launch_output_start(c->spec, c->out_fd, c->err_fd, c->pipe_w, &jc.out_fd,
+                                         &jc.err_fd, &copy_errno);
+  if (copier < 0) {
+    write_rec(c->pipe_w, REC_ERR, copy_errno, STAGE_OUTPUT);
+    close(c->pipe_w);
+    status = 127 << 8; /* ended before it ran, as a job whose exec failed */
+  } else {
+    pid_t pid = fork();
+    if (pid < 0) {
+      write_rec(c->pipe_w, REC_ERR, errno, STAGE_EXEC);
+      _exit(1);
+    }
+    if (pid == 0) run_job(&jc);
+    setpgid(pid, pid); /* also done by the child: whichever runs first wins the race */
+    write_rec(c->pipe_w, REC_PID, (int32_t)pid, 0);
+    close(c->pipe_w);
+    close(c->out_fd);
+    close(c->err_fd);
+    close(c->null_fd);
+    if (copier > 0) {
+      close(jc.out_fd);
+      close(jc.err_fd);
+    }
+    while (waitpid(pid, &status, 0) < 0) {
+      if (errno != EINTR) _exit(2);
+    }
+    /* What the job printed last reaches its files before its end is known. Processes it
+     * left behind would hold the copier's pipes open: they go now, as the agent would end
+     * them on reading the exit file (the group's id cannot be reused while it has members). */
+    if (copier > 0) {
+      killpg(pid, SIGKILL);
+      gp__launch_output_wait(copier, 5000);
+    }
   }
   char line[64];
   size_t len = 0;
@@ -279,6 +300,7 @@ static const char *stage_text(int stage) {
   case STAGE_STDIO: return "cannot set up standard input/output";
   case STAGE_WORKDIR: return "cannot change to the working directory";
   case STAGE_USER: return "cannot switch to the job's user";
+  case STAGE_OUTPUT: return "cannot open the job's output file";
   default: return "cannot run the command";
   }
 }
@@ -367,8 +389,10 @@ int gp_launch(const gp_launch_spec *spec, gp_launch_result *ret, gp_err *err) {
   if (fail_stage || job <= 0) {
     const char *what = fail_stage == STAGE_WORKDIR ? spec->workdir
                        : fail_stage == STAGE_EXEC  ? spec->argv[0]
+                       : fail_stage == STAGE_OUTPUT ? (spec->user_stdout ? spec->user_stdout : spec->user_stderr)
                                                    : "";
-    gp_err_set(err, GP_EIO, NULL, 0, fail_stage == STAGE_WORKDIR ? "workdir" : "command",
+    gp_err_set(err, GP_EIO, NULL, 0, fail_stage == STAGE_WORKDIR ? "workdir"
+                                     : fail_stage == STAGE_OUTPUT ? "output" : "command",
                "%s%s%s%s: %s", stage_text(fail_stage), *what ? " '" : "", what, *what ? "'" : "",
                strerror(fail_errno ? fail_errno : ECHILD));
     rc = GP_EIO;

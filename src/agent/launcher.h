@@ -30,6 +30,12 @@ typedef struct gp_launch_spec {
   const char *workdir;        /* chdir target; NULL: stay in `dir` */
   const char *stdout_path;    /* appended to; created 0640 */
   const char *stderr_path;
+  /* The user's own files (-o/--error, already expanded), relative to workdir, opened as the
+   * user by a copier that also feeds the two logs above (launch_output.h); NULL: none.
+   * Without user_stderr, stderr goes to user_stdout's file. */
+  const char *user_stdout;
+  const char *user_stderr;
+  bool user_append;           /* --open-mode=append; else truncated */
   bool switch_user;           /* run as uid/gid/groups (the agent must be root) */
   uid_t uid;
   gid_t gid;

@@ -209,6 +209,17 @@ void gp_job_fmt_show(json_t *job, int64_t now, gp_buf *out) {
                 json_is_true(json_object_get(job, "requeue")) ? "requeue" : "no requeue",
                 *str(job, "signal") ? str(job, "signal") : "TERM", (long long)num(job, "grace_s"),
                 (long long)num(job, "restarts"));
+  if (num(job, "warn_before_s") || *str(job, "warn_signal"))
+    gp_buf_printf(out, "  warning    SIG%s %llds before the limit, to %s\n", str(job, "warn_signal"),
+                  (long long)num(job, "warn_before_s"),
+                  json_is_true(json_object_get(job, "warn_batch")) ? "the batch shell" : "every process");
+  if (num(job, "begin_at")) {
+    fmt_time(num(job, "begin_at"), t, sizeof t);
+    gp_buf_printf(out, "  begins     not before %s\n", t);
+  }
+  if (*str(job, "output") || *str(job, "error"))
+    gp_buf_printf(out, "  files      %s%s%s (%s)\n", *str(job, "output") ? str(job, "output") : "-",
+                  *str(job, "error") ? ", stderr " : "", str(job, "error"), str(job, "open_mode"));
   static const char *const deps[][2] = {{"after", "after"}, {"after_ok", "afterok"}, {"after_any", "afterany"}};
   for (int i = 0; i < 3; i++)
     if (json_array_size(json_object_get(job, deps[i][0]))) {

@@ -13,7 +13,10 @@
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "cli/submit_args.h"
+#include "cli/submit_batch.h"
 #include "util/mem.h"
+
+extern char **environ;
 
 static const char usage_text[] =
   "Usage: gpool submit [OPTIONS] -- COMMAND [ARGS...]\n"
@@ -37,6 +40,8 @@ static const char usage_text[] =
   "      --requeue          requeue when preempted or its node is lost (--no-requeue)\n"
   "      --grace DURATION   time between the checkpoint signal and SIGKILL\n"
   "      --signal SIG       checkpoint signal (default TERM)\n"
+  "      --signal [B:]SIG@T send SIG T seconds before the time limit (B: the batch shell only)\n"
+  "      --begin TIME       start no earlier (now+1hour, now+30min, 16:00, tomorrow, 2026-12-24T10:00)\n"
   "      --after ID         start after job ID has started\n"
   "      --afterok ID       start after job ID completed successfully\n"
   "      --afterany ID      start after job ID ended in any way\n"
@@ -46,7 +51,12 @@ static const char usage_text[] =
   "      --node-selector KEY=VALUE  run only on nodes with this label (repeatable)\n"
   "  -D, --workdir DIR      working directory (default: the current one)\n"
   "  -e, --env NAME=VALUE   set a variable in the job's environment\n"
-  "  -o json                print the job as JSON instead of its id\n"
+  "      --export ALL|NONE|VAR[=VALUE],...  take the submitting environment along\n"
+  "                         (default NONE; ALL for a script with #SBATCH lines)\n"
+  "  -o FILE, --error FILE  write stdout (and stderr, without --error) to FILE on the node,\n"
+  "                         relative to the workdir; Slurm's %j %x %A %a %N %t %u %% patterns\n"
+  "      --open-mode append|truncate  (default truncate)\n"
+  "  -o json                print the job as JSON instead of its id (-o table: its id)\n"
   "      --advise           first print the advice on this job's name (stderr)\n"
   "      --server URL, --token TOKEN, --ca FILE\n";
 
@@ -101,7 +111,8 @@ int gp_cmd_submit(int argc, char **argv) {
   }
   char cwd[4096];
   if (!getcwd(cwd, sizeof cwd)) snprintf(cwd, sizeof cwd, "/");
-  if ((rc = gp_submit_finish(&s, cwd, text, &err))) {
+  if ((rc = gp_submit_finish(&s, cwd, text, &err)) ||
+      (rc = gp__submit_apply_export(s.req, s.sbatch, environ, &err))) {
     code = gp_cli_usage_error("submit", "%s", err.message);
     goto out;
   }

@@ -13,6 +13,7 @@
 #include <strings.h>
 
 #include "cli/opts.h"
+#include "cli/submit_batch.h"
 #include "util/mem.h"
 #include "util/signals.h"
 #include "util/units.h"
@@ -31,6 +32,8 @@ enum {
   /* Slurm-only forms */
   O_SB_GPUS_TOTAL, O_SB_GPUS_PER_NODE, O_SB_NTASKS, O_SB_DEPENDENCY, O_SB_SIGNAL, O_SB_TIME,
   O_SB_NODES, O_SB_IGNORED, O_SB_IGNORED_ARG, O_NTASKS_PER_NODE, O_SB_GPUS_PER_TASK,
+  /* submit_batch.c */
+  O_OUT_FILE, O_ERR_FILE, O_OPEN_MODE, O_BEGIN, O_EXPORT,
 };
 
 static const gp_opt gpool_opts[] = {
@@ -64,6 +67,10 @@ static const gp_opt gpool_opts[] = {
   {'D', "workdir", true, O_WORKDIR},
   {'e', "env", true, O_ENV},
   {'o', "output", true, O_OUTPUT},
+  {0, "error", true, O_ERR_FILE},
+  {0, "open-mode", true, O_OPEN_MODE},
+  {0, "begin", true, O_BEGIN},
+  {0, "export", true, O_EXPORT},
   {0, "server", true, O_SERVER},
   {0, "token", true, O_TOKEN},
   {0, "ca", true, O_CA},
@@ -90,15 +97,16 @@ static const gp_opt sbatch_opts[] = {
   {'J', "job-name", true, O_NAME},
   {'H', "hold", false, O_HOLD},
   {'D', "chdir", true, O_WORKDIR},
+  {'o', "output", true, O_OUT_FILE},
+  {'e', "error", true, O_ERR_FILE},
+  {0, "open-mode", true, O_OPEN_MODE},
+  {'b', "begin", true, O_BEGIN},
+  {0, "export", true, O_EXPORT},
   /* Accepted so real scripts submit unchanged, but gpool has no use for them. */
-  {'o', "output", true, O_SB_IGNORED_ARG},
-  {'e', "error", true, O_SB_IGNORED_ARG},
   {'A', "account", true, O_SB_IGNORED_ARG},
   {'q', "qos", true, O_SB_IGNORED_ARG},
   {0, "mail-type", true, O_SB_IGNORED_ARG},
   {0, "mail-user", true, O_SB_IGNORED_ARG},
-  {0, "open-mode", true, O_SB_IGNORED_ARG},
-  {0, "export", true, O_SB_IGNORED_ARG},
   {0, "ntasks-per-node", true, O_NTASKS_PER_NODE},
   {'C', "constraint", true, O_SB_IGNORED_ARG},
   {0, "exclusive", false, O_SB_IGNORED},
@@ -295,27 +303,6 @@ static int sbatch_time(json_t *req, const char *v, const char *where, gp_err *er
   return 0;
 }
 
-/* --signal in Slurm's form: [{R|B}:]SIG[@seconds]. */
-static int sbatch_signal(json_t *req, const char *v, const char *where, gp_err *err) {
-  int64_t n;
-  const char *sig;
-  const char *p = v;
-  if ((p[0] == 'B' || p[0] == 'R') && p[1] == ':') p += 2;
-  char name[32];
-  size_t len = strcspn(p, "@");
-  if (len >= sizeof name) return bad(err, where, "signal", "'%s' is not a signal", v);
-  memcpy(name, p, len);
-  name[len] = '\0';
-  if (!(sig = gp_signal_job_name(name)))
-    return bad(err, where, "signal", "'%s' is not a signal name (numbers are not accepted)", v);
-  json_object_set_new(req, "signal", json_string(sig));
-  if (p[len] == '@') {
-    if (int_in(p + len + 1, 0, 86400, &n)) return bad(err, where, "signal", "bad @seconds in '%s'", v);
-    json_object_set_new(req, "grace_s", json_integer(n));
-  }
-  return 0;
-}
-
 /* --env NAME=VALUE: one variable of the job's environment. */
 static int add_env(json_t *req, const char *v, const char *where, gp_err *err) {
   const char *eq = strchr(v, '=');
@@ -423,7 +410,6 @@ static int apply_resource(json_t *req, int id, const char *v, const char *where,
 /* The options about time: the limit, and the signal and grace period before it. */
 static int apply_time(json_t *req, int id, const char *v, const char *where, gp_err *err) {
   int64_t n;
-  const char *sig;
   switch (id) {
   case O_TIME:
     if (gp_parse_duration_s(v, &n) || n <= 0)
@@ -438,12 +424,10 @@ static int apply_time(json_t *req, int id, const char *v, const char *where, gp_
     json_object_set_new(req, "grace_s", json_integer(n));
     return 0;
   case O_SIGNAL:
-    if (!(sig = gp_signal_job_name(v)))
-      return bad(err, where, "signal", "'%s' is not a signal name (e.g. USR1, TERM)", v);
-    json_object_set_new(req, "signal", json_string(sig));
-    return 0;
   case O_SB_SIGNAL:
-    return sbatch_signal(req, v, where, err);
+    return gp__submit_signal(req, v, id == O_SB_SIGNAL, where, err);
+  case O_BEGIN:
+    return gp__submit_begin(req, v, where, err);
   default:
     return NOT_MINE;
   }
@@ -493,6 +477,15 @@ static int apply_job(json_t *req, int id, const char *v, const char *where, gp_e
     return string_opt(req, "workdir", v, 4095, where, err);
   case O_ENV:
     return add_env(req, v, where, err);
+  case O_OUT_FILE:
+  case O_OUTPUT: /* in a directive; on the command line "json" and "table" are formats */
+    return gp__submit_output(req, "output", "-o/--output", v, where, err);
+  case O_ERR_FILE:
+    return gp__submit_output(req, "error", "--error", v, where, err);
+  case O_OPEN_MODE:
+    return gp__submit_open_mode(req, v, where, err);
+  case O_EXPORT:
+    return gp__submit_export(req, v, where, err);
   default:
     return NOT_MINE;
   }
@@ -525,9 +518,8 @@ int gp_submit_parse_args(gp_submit *s, int argc, char **argv, gp_err *err) {
     int rc = 0;
     switch (id) {
     case O_OUTPUT:
-      if (strcmp(v, "json") && strcmp(v, "table"))
-        return gp_err_set(err, GP_EINVAL, NULL, 0, "output", "-o takes 'json' or 'table', not '%s'", v);
-      s->json_out = !strcmp(v, "json");
+      if (strcmp(v, "json") && strcmp(v, "table")) rc = apply(s, s->cli, id, v, NULL, err);
+      else s->json_out = !strcmp(v, "json");
       break;
     case O_SERVER: s->server = v; break;
     case O_TOKEN: s->token = v; break;
@@ -593,10 +585,9 @@ static int directive(gp_submit *s, bool sbatch, char *rest, const char *where, g
       warn(s, where, msg);
       continue;
     }
-    if (id == O_OUTPUT || id == O_SERVER || id == O_TOKEN || id == O_HELP || id == O_CA ||
-        id == O_ADVISE)
+    if (id == O_SERVER || id == O_TOKEN || id == O_HELP || id == O_CA || id == O_ADVISE)
       return gp_err_set(err, GP_EINVAL, NULL, 0, NULL,
-                        "%s: only job options belong in #GPOOL lines (not -o, --server, --token, --ca, --help, --advise)", where);
+                        "%s: only job options belong in #GPOOL lines (not --server, --token, --ca, --help, --advise)", where);
     int rc = apply(s, s->req, id, v, where, err);
     if (rc) return rc;
   }
@@ -625,6 +616,7 @@ int gp_submit_parse_script(gp_submit *s, const char *name, const char *text, siz
     bool gpool = n >= 6 && !strncmp(line, "#GPOOL", 6) && (n == 6 || isspace((unsigned char)line[6]));
     bool sbatch = n >= 7 && !strncmp(line, "#SBATCH", 7) && (n == 7 || isspace((unsigned char)line[7]));
     if (!gpool && !sbatch) continue;
+    s->sbatch = s->sbatch || sbatch;
     if (n > 4096) return gp_err_set(err, GP_ELIMIT, name, line_no, NULL, "directive line too long");
     char *rest = gp_xstrndup(line + (gpool ? 6 : 7), n - (gpool ? 6 : 7));
     char where[320];

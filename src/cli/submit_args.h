@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* `gpool submit`'s arguments, turned into the body of POST /v1/jobs: command-line options,
  * a script's #GPOOL directive lines (the same options) and #SBATCH lines (Slurm's
- * spellings: --gres, -G/--gpus, -N, -c, --mem, -t, -J, -p as queue, --dependency, ...).
+ * spellings: --gres, -G/--gpus, -N, -c, --mem, -t, -J, -p as queue, --dependency, -o, -e,
+ * --export, --begin, --signal, ...; submit_batch.h reads the batch ones).
  *
  * Precedence follows sbatch: directives are read in file order, then the command line
  * overrides them. Directives are read from the script's leading comment block only (the
  * first line that is neither blank nor a comment ends it, as in Slurm). Slurm options gpool
- * has no use for (--output, --mail-user, ...) are ignored with a warning naming the line;
+ * has no use for (--mail-user, ...) are ignored with a warning naming the line;
  * a #GPOOL line with a bad option is an error naming the file and line.
  *
  * Nothing here talks to the network; gp_submit_resolve_types() takes the fleet's nodes as
@@ -33,6 +34,7 @@ typedef struct gp_submit {
   bool json_out;        /* -o json */
   bool help;
   bool advise;          /* --advise: print the advice on the job's name first */
+  bool sbatch;          /* the script has #SBATCH options: --export defaults to ALL */
   const char *server;   /* --server, borrowed */
   const char *token;    /* --token, borrowed */
   const char *ca;       /* --ca, borrowed */

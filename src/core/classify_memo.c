@@ -50,11 +50,13 @@ void gp__core_job_keyed(gp__core_ctx *c, int j) {
 
 /* Keeps what classification derived from job j for the next step (memo.c). Not kept: an
  * ended job (its sentence may live in this plan's arena), a job with dependencies (its
- * state depends on other jobs too), a job without a rev. */
+ * state depends on other jobs too), a job waiting for its begin time (the clock ends the
+ * wait, not a change), a job without a rev. */
 static void remember(gp__core_ctx *c, int j, uint64_t rev, gp__core_memo_rec *m, const gp__core_run *ru) {
   const gp_job *job = &c->view->jobs[j];
   const gp__core_job *ji = &c->jobs[j];
-  if (!rev || ji->stat == GP__J_ENDED || (job->n_after | job->n_after_ok | job->n_after_any)) {
+  if (!rev || ji->stat == GP__J_ENDED || (job->n_after | job->n_after_ok | job->n_after_any) ||
+      job->begin_at > c->now) {
     m->rev = 0;
     return;
   }

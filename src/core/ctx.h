@@ -86,6 +86,7 @@ static inline bool gp__core_first_on_node(const gp_job *job, int k) {
 /* Sentences for the common reasons: string literals, so 100,000 pending jobs share them
  * instead of each getting a formatted copy. Rare reasons get formatted messages. */
 #define GP__MSG_HELD "The job is held; it runs once it is released."
+#define GP__MSG_BEGIN "The job asked not to start before its begin time (--begin)."
 #define GP__MSG_DEPENDENCY "The job waits for the jobs it depends on."
 #define GP__MSG_RESOURCES "Not enough free GPUs, CPU or memory that it may use right now."
 #define GP__MSG_PRIORITY "Jobs ahead of it in the queue order are waiting for resources."

@@ -254,6 +254,10 @@ static void classify_pending(gp__core_ctx *c, int j) {
     gp__core_job_wait(c, j, GP_PEND_DEPENDENCY, dep_msg);
     return;
   }
+  if (job->begin_at > c->now) {
+    gp__core_job_wait(c, j, GP_PEND_BEGIN_TIME, GP__MSG_BEGIN);
+    return;
+  }
   if (feas == GP__FEAS_MODEL_DOWN) {
     gp__core_job_wait(c, j, GP_PEND_GPU_MODEL_UNAVAILABLE, GP__MSG_MODEL_DOWN);
     return;

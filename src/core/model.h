@@ -194,6 +194,7 @@ typedef struct gp_job {
   int exit_code;              /* ended jobs */
   bool requeue;               /* a preempted or node-lost job returns to PENDING */
   int restarts;
+  gp_time begin_at;           /* not started before this (epoch s, as gp_view.now); 0: any time */
   int n_placements;           /* RUNNING/STOPPING: one per task */
   const gp_placement *placements;
   /* Dependencies, by job id. */

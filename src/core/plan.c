@@ -94,6 +94,7 @@ static const char *const pending_names[] = {
     [GP_PEND_NO_MATCHING_NODES] = "NoMatchingNodes",
     [GP_PEND_GPU_MODEL_UNAVAILABLE] = "GpuModelUnavailable",
     [GP_PEND_WAITING_FOR_PREEMPTION] = "WaitingForPreemption",
+    [GP_PEND_BEGIN_TIME] = "BeginTime",
 };
 
 static const char *const end_names[] = {

@@ -19,6 +19,7 @@ typedef enum gp_pending_reason {
   GP_PEND_NO_MATCHING_NODES,   /* no node could ever satisfy it (transient: nodes down) */
   GP_PEND_GPU_MODEL_UNAVAILABLE,
   GP_PEND_WAITING_FOR_PREEMPTION, /* victims are stopping; it starts when they are gone */
+  GP_PEND_BEGIN_TIME,          /* its begin time (gp_job.begin_at) is still ahead */
 } gp_pending_reason;
 
 /* Why a job ends without running. */

@@ -62,6 +62,14 @@ typedef struct gp_proto_start {
                                        every task; 0 when the server chose none */
   bool has_placement;
   gp_proto_placement placement;
+  /* Slurm's batch options (docs/user-guide.md): absent in an older server's orders. */
+  char *output, *error;             /* -o/--error file patterns (outpath.h); NULL: none */
+  bool output_append;               /* --open-mode=append; else the files are truncated */
+  int64_t time_limit;               /* seconds; 0: none (the server enforces the limit) */
+  char warn_signal[GP_PROTO_SIGNAL_MAX]; /* Slurm's --signal=[B:]SIG@T: SIG, "": none... */
+  int warn_before_s;                /* ...sent this long before the limit (0: none)... */
+  bool warn_batch;                  /* ...to the job's main process only (B:) */
+  int restarts;                     /* how many times the job was requeued before */
 } gp_proto_start;
 
 typedef struct gp_proto_stop {

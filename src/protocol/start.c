@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "protocol/order.h"
+#include "protocol/outpath.h"
 #include "protocol/proto_int.h"
 #include "util/mem.h"
 
@@ -113,6 +114,16 @@ json_t *gp_proto_start_encode(const gp_proto_start *s) {
   }
   if (s->master_port > 0) json_object_set_new(o, "master_port", json_integer(s->master_port));
   json_object_set_new(o, "task_index", json_integer(s->task_index));
+  if (s->output) json_object_set_new(o, "output", json_string(s->output));
+  if (s->error) json_object_set_new(o, "error", json_string(s->error));
+  if (s->output_append) json_object_set_new(o, "open_mode", json_string("append"));
+  if (s->time_limit > 0) json_object_set_new(o, "time_limit", json_integer(s->time_limit));
+  if (s->warn_signal[0]) {
+    json_object_set_new(o, "warn_signal", json_string(s->warn_signal));
+    json_object_set_new(o, "warn_before_s", json_integer(s->warn_before_s));
+    json_object_set_new(o, "warn_batch", json_boolean(s->warn_batch));
+  }
+  if (s->restarts > 0) json_object_set_new(o, "restarts", json_integer(s->restarts));
   return o;
 }
 
@@ -253,6 +264,37 @@ static int decode_milli(const json_t *job, const char *key, double max, int64_t 
   return 0;
 }
 
+/* The output files, the signal before the limit and the restart count. */
+static int decode_batch(const json_t *job, gp_proto_start *s, gp_err *err) {
+  static const char *const keys[2] = {"output", "error"};
+  char **dst[2] = {&s->output, &s->error};
+  int r;
+  for (int i = 0; i < 2; i++) {
+    const char *pat;
+    if ((r = gp__proto_str_ref(job, CTX, keys[i], GP_OUTPATH_MAX, &pat, err))) return r;
+    if (!pat || !*pat) continue;
+    const char *why = gp_outpath_check(pat);
+    if (why) return gp__proto_bad(err, CTX, keys[i], "%s", why);
+    *dst[i] = gp_xstrdup(pat);
+  }
+  char mode[16];
+  if ((r = gp__proto_str_into(job, CTX, "open_mode", mode, sizeof mode, false, err))) return r;
+  if (*mode && strcmp(mode, "append") && strcmp(mode, "truncate"))
+    return gp__proto_bad(err, CTX, "open_mode", "open_mode must be append or truncate");
+  s->output_append = !strcmp(mode, "append");
+  int64_t v;
+  if ((r = gp__proto_int(job, CTX, "time_limit", 0, INT64_C(366) * 86400, false, 0, &s->time_limit, err)))
+    return r;
+  if ((r = gp__proto_int(job, CTX, "warn_before_s", 0, GP_PROTO_MAX_GRACE_S, false, 0, &v, err))) return r;
+  s->warn_before_s = (int)v;
+  if ((r = gp__proto_str_into(job, CTX, "warn_signal", s->warn_signal, sizeof s->warn_signal, false, err)))
+    return r;
+  s->warn_batch = json_is_true(json_object_get(job, "warn_batch"));
+  if ((r = gp__proto_int(job, CTX, "restarts", 0, 1000000, false, 0, &v, err))) return r;
+  s->restarts = (int)v;
+  return 0;
+}
+
 static int decode_fields(const json_t *job, gp_proto_start *s, gp_err *err) {
   const char *id = json_string_value(json_object_get(job, "id"));
   if (!gp_proto_job_id_valid(id))
@@ -294,7 +336,7 @@ static int decode_fields(const json_t *job, gp_proto_start *s, gp_err *err) {
       return r;
     s->has_placement = true;
   }
-  return 0;
+  return decode_batch(job, s, err);
 }
 
 int gp_proto_start_decode(const json_t *job, gp_proto_start *ret, gp_err *err) {
@@ -316,6 +358,8 @@ void gp_proto_start_done(gp_proto_start *s) {
   free(s->queue);
   free(s->user);
   free(s->workdir);
+  free(s->output);
+  free(s->error);
   strv_free(s->argv, s->n_argv);
   strv_free(s->env_keys, s->n_env);
   strv_free(s->env_values, s->n_env);

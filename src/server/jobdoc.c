@@ -127,6 +127,14 @@ char *gp__srv_job_store_doc(const gp_srv_job *j) {
   put_kstr(&b, "signal", j->signal);
   put_key(&b, "allow_spot");
   gp_buf_puts(&b, j->allow_spot ? "true" : "false");
+  put_kstr(&b, "output", j->output); /* jobopts.c's fields */
+  put_kstr(&b, "error", j->error);
+  put_kstr(&b, "open_mode", j->output_append ? "append" : "truncate");
+  put_kstr(&b, "warn_signal", j->warn_signal);
+  put_int(&b, "warn_before_s", j->warn_before_s);
+  put_key(&b, "warn_batch");
+  gp_buf_puts(&b, j->warn_batch ? "true" : "false");
+  put_int_or_null(&b, "begin_at", (long long)j->begin_at, j->begin_at != 0);
   put_key(&b, "node_selector");
   gp_buf_append(&b, "{", 1);
   for (int i = 0; i < j->n_selector; i++) {

@@ -136,6 +136,9 @@ void gp__srv_job_free(gp_srv_job *j) {
   }
   free(j->selector);
   free(j->signal);
+  free(j->output);
+  free(j->warn_signal);
+  free(j->error);
   free_strv(j->after, j->n_after);
   free_strv(j->after_ok, j->n_after_ok);
   free_strv(j->after_any, j->n_after_any);
@@ -248,6 +251,7 @@ static int read_spec(const json_t *o, gp_srv_job *j, gp_err *err) {
   if ((r = get_strv(o, "after_ok", GP_SRV_MAX_DEPS, 24, &j->after_ok, &j->n_after_ok, err))) return r;
   if ((r = get_strv(o, "after_any", GP_SRV_MAX_DEPS, 24, &j->after_any, &j->n_after_any, err))) return r;
   if ((r = get_bool(o, "allow_spot", &j->allow_spot, err))) return r;
+  if ((r = gp__srv_job_read_batch(o, j, err))) return r;
   const json_t *sel = json_object_get(o, "node_selector");
   if (sel && !json_is_null(sel)) {
     if (!json_is_object(sel) || json_object_size(sel) > MAX_LIST)
@@ -279,7 +283,8 @@ static const char *const request_keys[] = {
     "queue", "name", "command", "workdir", "env", "gpus", "tasks", "tasks_per_node", "gpu_fraction",
     "gpu_mem_mib", "mig", "gpu_types", "cpus", "mem_mib", "time_limit", "priority",
     "requeue", "grace_s", "signal", "after", "after_ok", "after_any", "hold",
-    "node_selector", "allow_spot", "user", NULL};
+    "node_selector", "allow_spot", "user", "output", "error", "open_mode", "warn_signal", "warn_before_s",
+    "warn_batch", "begin_at", NULL};
 
 /* Dependencies name jobs that exist; `after_ok` on a job that already ended otherwise
  * than completed could never be met. */
@@ -578,6 +583,7 @@ json_t *gp__srv_job_to_json(const gp_srv_state *s, const gp_srv_job *j, bool for
   json_object_set_new(o, "grace_s", json_integer(j->grace_s));
   json_object_set_new(o, "signal", json_string(j->signal));
   json_object_set_new(o, "allow_spot", json_boolean(j->allow_spot));
+  gp__srv_job_batch_json(o, j);
   json_t *sel = json_object();
   for (int i = 0; i < j->n_selector; i++)
     json_object_set_new(sel, j->selector[i].key, json_string(j->selector[i].value));

@@ -92,6 +92,14 @@ json_t *gp__srv_start_order(const gp_srv_state *s, const gp_srv_job *j, int task
   st->mem_mib = j->mem_mib;
   st->grace_s = j->grace_s;
   snprintf(st->signal, sizeof st->signal, "%s", j->signal ? j->signal : "");
+  st->output = j->output;
+  st->error = j->error;
+  st->output_append = j->output_append;
+  st->time_limit = j->time_limit;
+  snprintf(st->warn_signal, sizeof st->warn_signal, "%s", j->warn_signal ? j->warn_signal : "");
+  st->warn_before_s = j->warn_signal ? j->warn_before_s : 0;
+  st->warn_batch = j->warn_batch;
+  st->restarts = j->restarts;
   json_t *all = gp__srv_job_placements_json(s, j), *hosts = json_array();
   for (size_t t = 0; t < json_array_size(all); t++)
     json_array_append(hosts, json_object_get(json_array_get(all, t), "node"));

@@ -75,6 +75,13 @@ typedef struct gp_srv_job {
   bool requeue;
   int grace_s;
   char *signal;         /* "TERM", "USR1", ... */
+  /* Slurm's batch options (jobopts.c). */
+  char *warn_signal;    /* Slurm's --signal=[B:]SIG@T: SIG ("USR1"), NULL: none... */
+  int warn_before_s;    /* ...sent this long before the time limit... */
+  bool warn_batch;      /* ...to the job's main process only (B:), else its process group */
+  int64_t begin_at;     /* epoch s before which it does not start (--begin); 0: any time */
+  char *output, *error; /* -o/--error file patterns (protocol/outpath.h), NULL: none */
+  bool output_append;   /* --open-mode=append; else truncate */
   int n_after, n_after_ok, n_after_any;
   char **after, **after_ok, **after_any;
   /* Lifecycle. */
@@ -523,6 +530,11 @@ void gp__srv_waiter_node_gone(gp_srv_node *n);
 /* ---- lifecycle.c: transitions shared by the API, the agent protocol and the scheduler ---- */
 /* Sends stop orders to every task not yet exited and moves the job to STOPPING. */
 int gp__srv_job_stop(gp_srv_state *s, gp_srv_job *j, const char *reason, int64_t now, gp_err *err);
+/* Reads and writes the fields above (jobopts.c): from a submission or a stored document,
+ * into the API's and the store's JSON. */
+int gp__srv_job_read_batch(const json_t *o, gp_srv_job *j, gp_err *err);
+void gp__srv_job_batch_json(json_t *o, const gp_srv_job *j);
+
 /* The same with the grace period capped at max_grace_s (a spot notice's time left). */
 int gp__srv_job_stop_within(gp_srv_state *s, gp_srv_job *j, const char *reason, int max_grace_s,
                             int64_t now, gp_err *err);

@@ -92,6 +92,7 @@ static void fill_job(gp_job *v, gp_placement *pl, const gp_srv_job *j, bool hold
   v->exit_code = j->exit_code;
   v->requeue = j->requeue;
   v->restarts = j->restarts;
+  v->begin_at = j->begin_at;
   if (holds && (j->state == GP_JOB_RUNNING || j->state == GP_JOB_STOPPING) && j->n_alloc > 0) {
     for (int t = 0; t < j->n_alloc; t++) {
       memset(&pl[t], 0, sizeof pl[t]);

@@ -348,7 +348,7 @@ static int read_job(job_ctx *c, const gp_doc_node *m, int i, const char *const *
       "gpu_type", "min_gpu_mem", "cpus", "mem", "mem_gib", "node_selector", "allow_spot",
       "time_limit", "submitted_at", "state", "placements", "started_at", "last_checkpoint_at",
       "exit_code", "requeue", "restarts", "after", "after_ok", "afterok", "after_any",
-      "afterany", NULL};
+      "afterany", "begin_at", NULL};
   char f[160];
   FIELD(f, i, NULL);
   int r = gp__snap_check_keys(c->d, m, f, keys, extra_keys, c->err);
@@ -414,6 +414,9 @@ static int read_job(job_ctx *c, const gp_doc_node *m, int i, const char *const *
   v = 0;
   if ((r = opt_int(c, m, i, "last_checkpoint_at", 0, tmax, &v))) return r;
   job->last_checkpoint_at = v;
+  v = 0;
+  if ((r = opt_int(c, m, i, "begin_at", 0, tmax, &v))) return r;
+  job->begin_at = v;
   v = 0;
   if ((r = opt_int(c, m, i, "exit_code", -255, 255, &v))) return r;
   job->exit_code = (int)v;

@@ -9,6 +9,8 @@
 #include "agent/launcher.h"
 #include "test.h"
 
+#include <time.h>
+
 static char dir[128];
 
 static void cleanup(void) {
@@ -227,6 +229,70 @@ static void root_agent_runs_job_as_another_user(void) {
   cleanup();
 }
 
+/* -o/--error: the copier writes the user's files, relative to the workdir, and the logs;
+ * the last output is in place when the exit file is; a signal to the job's group does not
+ * stop the copy; a file that cannot be opened fails the start. */
+static void user_output_files_get_a_copy(void) {
+  setup();
+  char *envp[] = {"PATH=/usr/bin:/bin", NULL};
+  char out[256], errp[256];
+  snprintf(out, sizeof out, "%s/stdout", dir);
+  snprintf(errp, sizeof errp, "%s/stderr", dir);
+  char *argv[] = {"sh", "-c", "echo one; echo two >&2; kill -USR1 0 2>/dev/null; echo last", NULL};
+  gp_launch_spec s = {0};
+  s.dir = dir;
+  s.argv = argv;
+  s.envp = envp;
+  s.workdir = dir;
+  s.stdout_path = out;
+  s.stderr_path = errp;
+  s.user_stdout = "job.out";
+  gp_launch_result r;
+  REQUIRE(gp_launch(&s, &r, NULL) == 0);
+  wait_shim(&r);
+  /* The job died of USR1 (its own group), the copier did not. */
+  CHECK_EQ_STR("one\n", slurp("stdout"));
+  CHECK_EQ_STR("two\n", slurp("stderr"));
+  const char *both = slurp("job.out"); /* without --error, stderr goes with stdout */
+  CHECK(both && strstr(both, "one\n") && strstr(both, "two\n"));
+
+  /* Truncated by default, appended on request, stderr to its own file. */
+  char *argv2[] = {"sh", "-c", "echo again; echo err2 >&2", NULL};
+  s.argv = argv2;
+  s.user_stderr = "job.err";
+  REQUIRE(gp_launch(&s, &r, NULL) == 0);
+  wait_shim(&r);
+  CHECK_EQ_STR("again\n", slurp("job.out"));
+  CHECK_EQ_STR("err2\n", slurp("job.err"));
+  s.user_append = true;
+  REQUIRE(gp_launch(&s, &r, NULL) == 0);
+  wait_shim(&r);
+  CHECK_EQ_STR("again\nagain\n", slurp("job.out"));
+
+  /* A process left behind holding the output does not hold up the job's end. */
+  char *argv3[] = {"sh", "-c", "sleep 30 & echo bg", NULL};
+  s.argv = argv3;
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  REQUIRE(gp_launch(&s, &r, NULL) == 0);
+  wait_shim(&r);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  CHECK((t1.tv_sec - t0.tv_sec) < 3);
+  CHECK_CONTAINS(slurp("job.out"), "bg\n");
+
+  s.user_stdout = "no/such/dir/x.out";
+  gp_err err = {0};
+  CHECK_EQ_INT(GP_EIO, gp_launch(&s, &r, &err));
+  CHECK_CONTAINS(err.message, "cannot open the job's output file 'no/such/dir/x.out'");
+  CHECK_EQ_STR("output", err.field);
+  wait_shim(&r);
+  int code = -5, sig = -5;
+  CHECK_EQ_INT(0, gp_launch_read_exit(dir, &code, &sig));
+  CHECK_EQ_INT(127, code);
+  cleanup();
+}
+
 GP_TESTS(job_sees_its_env_workdir_and_logs_and_exit_code, job_killed_by_a_signal_is_recorded_as_such,
          job_has_its_own_process_group_apart_from_the_shim, missing_command_and_workdir_are_explained,
-         command_is_found_in_the_jobs_own_path, root_agent_runs_job_as_another_user)
+         command_is_found_in_the_jobs_own_path, root_agent_runs_job_as_another_user,
+         user_output_files_get_a_copy)

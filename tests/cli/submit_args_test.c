@@ -213,14 +213,42 @@ static void sbatch_directives_map_to_gpool(void) {
   CHECK_EQ_STR("42", item(p, "after_ok", 1));
   CHECK_EQ_STR("40", item(p, "after_any", 0));
   CHECK(json_is_true(json_object_get(p->s.req, "requeue")));
-  CHECK_EQ_STR("USR1", get_str(p, "signal"));
-  CHECK_EQ_INT(120, get_int(p, "grace_s"));
+  /* --signal=B:USR1@120: USR1 to the batch shell 120 s before the limit (submit_batch.c);
+   * the stop signal at the limit stays TERM. */
+  CHECK_EQ_STR("USR1", get_str(p, "warn_signal"));
+  CHECK_EQ_INT(120, get_int(p, "warn_before_s"));
+  CHECK(json_is_true(json_object_get(p->s.req, "warn_batch")));
+  CHECK(get_str(p, "signal") == NULL);
+  CHECK_EQ_STR("slurm-%j.out", get_str(p, "output"));
+  CHECK(p->s.sbatch);
   CHECK(json_object_get(p->s.req, "_gpus_total") == NULL); /* private keys never leave */
   CHECK_EQ_STR("/usr/bin/env", item(p, "command", 0));
   CHECK_EQ_STR("python3", item(p, "command", 1));
-  CHECK_CONTAINS(p->s.warnings.data, "job.sh:10: #SBATCH --output=slurm-%j.out has no meaning in gpool; ignored");
+  CHECK(!strstr(p->s.warnings.data ? p->s.warnings.data : "", "--output"));
   CHECK_CONTAINS(p->s.warnings.data, "job.sh:11: #SBATCH --mail-user has no meaning");
   CHECK_CONTAINS(p->s.warnings.data, "job.sh:12: #SBATCH --frobnicate=3 is not supported");
+  done(p);
+
+  /* In a #GPOOL line -o is always a file; on the command line json and table are formats. */
+  p = submit("-o json job.sh", "#!/bin/sh\n#GPOOL -o out-%j.txt --open-mode append\n#GPOOL --begin now+60\nrun\n");
+  REQUIRE(p->rc == 0);
+  CHECK(p->s.json_out);
+  CHECK(!p->s.sbatch); /* no #SBATCH line: --export stays NONE */
+  CHECK_EQ_STR("out-%j.txt", get_str(p, "output"));
+  CHECK_EQ_STR("append", get_str(p, "open_mode"));
+  CHECK(get_int(p, "begin_at") > 0);
+  done(p);
+  p = submit("-o logs/%x.out --error=logs/%x.err -- true", NULL);
+  REQUIRE(p->rc == 0);
+  CHECK(!p->s.json_out);
+  CHECK_EQ_STR("logs/%x.out", get_str(p, "output"));
+  CHECK_EQ_STR("logs/%x.err", get_str(p, "error"));
+  done(p);
+  p = submit("job.sh", "#!/bin/sh\n#SBATCH -e 'bad%y'\n");
+  CHECK(p->rc != 0);
+  CHECK_EQ_STR("error", p->err.field);
+  CHECK_EQ_INT(2, p->err.line);
+  CHECK_CONTAINS(p->err.message, "--error 'bad%y'");
   done(p);
 
   p = submit("job.sh", "#!/bin/sh\n#SBATCH --gres=gpu:a100:4\n#SBATCH -J x\n");

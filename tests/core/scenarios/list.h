@@ -10,6 +10,7 @@
   X(backfill_other_gpus) \
   X(backfill_short_job) \
   X(backfill_would_delay) \
+  X(begin_time) \
   X(bad_duplicate_job) \
   X(bad_gpu_held_twice) \
   X(bad_gpu_out_of_range) \
