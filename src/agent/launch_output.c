@@ -75,7 +75,7 @@ static void copier(const gp_launch_spec *s, int log_out, int log_err, int out_r,
   _exit(0);
 }
 
-pid_t gp__launch_output_start(const gp_launch_spec *s, int log_out, int log_err, int shim_fd,
+pid_t gp__agent_launch_output_start(const gp_launch_spec *s, int log_out, int log_err, int shim_fd,
                               int *ret_out, int *ret_err, int *ret_errno) {
   if (!s->user_stdout && !s->user_stderr) return 0;
   int po[2], pe[2], ps[2];
@@ -135,7 +135,7 @@ fail0:
   return -1;
 }
 
-void gp__launch_output_wait(pid_t copier, int max_ms) {
+void gp__agent_launch_output_wait(pid_t copier, int max_ms) {
   struct timespec ten = {0, 10 * 1000 * 1000};
   for (int waited = 0; waited <= max_ms; waited += 10) {
     pid_t r = waitpid(copier, NULL, WNOHANG);

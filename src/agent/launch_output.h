@@ -20,11 +20,11 @@
  * copier could not open a file (or could not switch user) or fork failed. log_out and
  * log_err are the agent's own log files; shim_fd is a descriptor the copier must not hold
  * (the launcher's report pipe, whose end tells the agent the job exec'd). */
-pid_t gp__launch_output_start(const gp_launch_spec *spec, int log_out, int log_err, int shim_fd,
+pid_t gp__agent_launch_output_start(const gp_launch_spec *spec, int log_out, int log_err, int shim_fd,
                               int *ret_out, int *ret_err, int *ret_errno);
 
 /* Waits up to max_ms for the copier to drain and end (a job's leftover background process
  * may hold its output open for longer: then the copier goes on without being waited for). */
-void gp__launch_output_wait(pid_t copier, int max_ms);
+void gp__agent_launch_output_wait(pid_t copier, int max_ms);
 
 #endif

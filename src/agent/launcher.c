@@ -171,7 +171,7 @@ static void run_shim(const child_ctx *c) {
   /* The user's -o/--error files: the job writes into the copier's pipes instead. */
   child_ctx jc = *c;
   int copy_errno = 0, status = 0;
-  pid_t copier = gp__launch_output_start(c->spec, c->out_fd, c->err_fd, c->pipe_w, &jc.out_fd,
+  pid_t copier = gp__agent_launch_output_start(c->spec, c->out_fd, c->err_fd, c->pipe_w, &jc.out_fd,
                                          &jc.err_fd, &copy_errno);
   if (copier < 0) {
     write_rec(c->pipe_w, REC_ERR, copy_errno, STAGE_OUTPUT);
@@ -202,7 +202,7 @@ static void run_shim(const child_ctx *c) {
      * them on reading the exit file (the group's id cannot be reused while it has members). */
     if (copier > 0) {
       killpg(pid, SIGKILL);
-      gp__launch_output_wait(copier, 5000);
+      gp__agent_launch_output_wait(copier, 5000);
     }
   }
   char line[64];

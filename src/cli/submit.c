@@ -112,7 +112,7 @@ int gp_cmd_submit(int argc, char **argv) {
   char cwd[4096];
   if (!getcwd(cwd, sizeof cwd)) snprintf(cwd, sizeof cwd, "/");
   if ((rc = gp_submit_finish(&s, cwd, text, &err)) ||
-      (rc = gp__submit_apply_export(s.req, s.sbatch, environ, &err))) {
+      (rc = gp_submit_apply_export(s.req, s.sbatch, environ, &err))) {
     code = gp_cli_usage_error("submit", "%s", err.message);
     goto out;
   }

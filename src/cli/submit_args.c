@@ -425,9 +425,9 @@ static int apply_time(json_t *req, int id, const char *v, const char *where, gp_
     return 0;
   case O_SIGNAL:
   case O_SB_SIGNAL:
-    return gp__submit_signal(req, v, id == O_SB_SIGNAL, where, err);
+    return gp_submit_signal(req, v, id == O_SB_SIGNAL, where, err);
   case O_BEGIN:
-    return gp__submit_begin(req, v, where, err);
+    return gp_submit_begin(req, v, where, err);
   default:
     return NOT_MINE;
   }
@@ -479,13 +479,13 @@ static int apply_job(json_t *req, int id, const char *v, const char *where, gp_e
     return add_env(req, v, where, err);
   case O_OUT_FILE:
   case O_OUTPUT: /* in a directive; on the command line "json" and "table" are formats */
-    return gp__submit_output(req, "output", "-o/--output", v, where, err);
+    return gp_submit_output(req, "output", "-o/--output", v, where, err);
   case O_ERR_FILE:
-    return gp__submit_output(req, "error", "--error", v, where, err);
+    return gp_submit_output(req, "error", "--error", v, where, err);
   case O_OPEN_MODE:
-    return gp__submit_open_mode(req, v, where, err);
+    return gp_submit_open_mode(req, v, where, err);
   case O_EXPORT:
-    return gp__submit_export(req, v, where, err);
+    return gp_submit_export(req, v, where, err);
   default:
     return NOT_MINE;
   }

@@ -23,7 +23,7 @@ static int fail(gp_err *err, const char *where, const char *field, const char *m
   return gp_err_set(err, GP_EINVAL, NULL, 0, field, "%s%s%s", where ? where : "", where ? ": " : "", msg);
 }
 
-int gp__submit_output(json_t *req, const char *key, const char *opt, const char *v,
+int gp_submit_output(json_t *req, const char *key, const char *opt, const char *v,
                       const char *where, gp_err *err) {
   const char *why = gp_outpath_check(v);
   if (why) {
@@ -35,7 +35,7 @@ int gp__submit_output(json_t *req, const char *key, const char *opt, const char 
   return 0;
 }
 
-int gp__submit_open_mode(json_t *req, const char *v, const char *where, gp_err *err) {
+int gp_submit_open_mode(json_t *req, const char *v, const char *where, gp_err *err) {
   if (strcmp(v, "append") && strcmp(v, "truncate") && strcmp(v, "a") && strcmp(v, "t"))
     return fail(err, where, "open_mode", "--open-mode takes append or truncate");
   json_object_set_new(req, "open_mode", json_string(v[0] == 'a' ? "append" : "truncate"));
@@ -87,7 +87,7 @@ static bool time_of_day(const char *s, int *hh, int *mm, int *ss) {
   return *hh >= 0 && *hh < 24 && *mm >= 0 && *mm < 60 && *ss >= 0 && *ss < 60;
 }
 
-int gp__submit_parse_begin(const char *v, int64_t now, int64_t *ret) {
+int gp_submit_parse_begin(const char *v, int64_t now, int64_t *ret) {
   if (!v || !*v || strlen(v) > 64) return -1;
   if (!strcasecmp(v, "now") || !strcasecmp(v, "today")) {
     *ret = now;
@@ -136,9 +136,9 @@ int gp__submit_parse_begin(const char *v, int64_t now, int64_t *ret) {
   return 0;
 }
 
-int gp__submit_begin(json_t *req, const char *v, const char *where, gp_err *err) {
+int gp_submit_begin(json_t *req, const char *v, const char *where, gp_err *err) {
   int64_t at;
-  if (gp__submit_parse_begin(v, (int64_t)time(NULL), &at)) {
+  if (gp_submit_parse_begin(v, (int64_t)time(NULL), &at)) {
     char msg[300];
     snprintf(msg, sizeof msg,
              "--begin '%.64s' is not a time (e.g. now+1hour, now+30min, now+60, 16:00, "
@@ -151,7 +151,7 @@ int gp__submit_begin(json_t *req, const char *v, const char *where, gp_err *err)
 
 /* ---- --signal ---- */
 
-int gp__submit_signal(json_t *req, const char *v, bool slurm_form, const char *where, gp_err *err) {
+int gp_submit_signal(json_t *req, const char *v, bool slurm_form, const char *where, gp_err *err) {
   const char *p = v;
   bool batch = false;
   if ((p[0] == 'B' || p[0] == 'R') && p[1] == ':') {
@@ -194,9 +194,9 @@ static bool env_name_ok(const char *s, size_t n) {
   return true;
 }
 
-int gp__submit_export(json_t *req, const char *v, const char *where, gp_err *err) {
+int gp_submit_export(json_t *req, const char *v, const char *where, gp_err *err) {
   if (!*v || strlen(v) > 65536) return fail(err, where, "export", "--export takes ALL, NONE or VAR1,VAR2=value");
-  /* Checked here, applied by gp__submit_apply_export once the environment is at hand. */
+  /* Checked here, applied by gp_submit_apply_export once the environment is at hand. */
   const char *p = v;
   for (;;) {
     size_t n = strcspn(p, ",");
@@ -229,7 +229,7 @@ static const char *env_lookup(char **envp, const char *name, size_t n) {
   return NULL;
 }
 
-int gp__submit_apply_export(json_t *req, bool sbatch, char **envp, gp_err *err) {
+int gp_submit_apply_export(json_t *req, bool sbatch, char **envp, gp_err *err) {
   const char *spec = json_string_value(json_object_get(req, "_export"));
   if (!spec) spec = sbatch ? "ALL" : "NONE";
   json_t *out = json_object();
