@@ -27,7 +27,7 @@ enum {
   O_QUEUE = 1, O_GPUS, O_GPU_TYPE, O_GRES, O_NODES, O_CPUS, O_MEM, O_TIME, O_PRIORITY,
   O_REQUEUE, O_NO_REQUEUE, O_GRACE, O_SIGNAL, O_AFTER, O_AFTER_OK, O_AFTER_ANY, O_NAME,
   O_HOLD, O_GPU_FRACTION, O_GPU_MEM, O_MIG, O_WORKDIR, O_ENV, O_OUTPUT, O_SERVER, O_TOKEN,
-  O_HELP, O_CA, O_ADVISE, O_ALLOW_SPOT, O_NO_SPOT, O_NODE_SELECTOR,
+  O_HELP, O_CA, O_ADVISE, O_ALLOW_SPOT, O_NO_SPOT, O_NODE_SELECTOR, O_MAIL_TYPE, O_MAIL_USER,
   /* Slurm-only forms */
   O_SB_GPUS_TOTAL, O_SB_GPUS_PER_NODE, O_SB_NTASKS, O_SB_DEPENDENCY, O_SB_SIGNAL, O_SB_TIME,
   O_SB_NODES, O_SB_IGNORED, O_SB_IGNORED_ARG,
@@ -66,6 +66,8 @@ static const gp_opt gpool_opts[] = {
   {0, "ca", true, O_CA},
   {'h', "help", false, O_HELP},
   {0, "advise", false, O_ADVISE},
+  {0, "mail-type", true, O_MAIL_TYPE},
+  {0, "mail-user", true, O_MAIL_USER},
   {0, NULL, false, 0},
 };
 
@@ -92,8 +94,8 @@ static const gp_opt sbatch_opts[] = {
   {'e', "error", true, O_SB_IGNORED_ARG},
   {'A', "account", true, O_SB_IGNORED_ARG},
   {'q', "qos", true, O_SB_IGNORED_ARG},
-  {0, "mail-type", true, O_SB_IGNORED_ARG},
-  {0, "mail-user", true, O_SB_IGNORED_ARG},
+  {0, "mail-type", true, O_MAIL_TYPE},
+  {0, "mail-user", true, O_MAIL_USER},
   {0, "open-mode", true, O_SB_IGNORED_ARG},
   {0, "export", true, O_SB_IGNORED_ARG},
   {0, "ntasks-per-node", true, O_SB_IGNORED_ARG},
@@ -483,6 +485,9 @@ static int apply_job(json_t *req, int id, const char *v, const char *where, gp_e
     return string_opt(req, "workdir", v, 4095, where, err);
   case O_ENV:
     return add_env(req, v, where, err);
+  case O_MAIL_TYPE:
+  case O_MAIL_USER:
+    return gp_submit_mail_opt(req, id == O_MAIL_TYPE, v, where, err);
   default:
     return NOT_MINE;
   }
