@@ -6,8 +6,10 @@
  * due message, delivers it outside the lock within the config's deadline, and on failure
  * puts it back due after backoff_s, 2 x backoff_s, ... until `attempts` tries are spent.
  * Rate limit: a token bucket per (user, channel) of per_user_per_hour tokens, refilled
- * continuously, checked at the first attempt; the table of buckets is bounded (the least
- * recently used bucket goes when it is full, which can only give its user a fresh bucket). */
+ * continuously, taken when a message is queued, so that one user's flood is cut before it
+ * can push other users' messages out of the queue; the table of buckets is bounded (the
+ * least recently used bucket goes when it is full, which can only give its user a fresh
+ * bucket). */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,7 +45,7 @@ struct gp_srv_notify {
   bool stopping;
   pthread_t thread;
   gp_srv_notify_stats stats;
-  bucket *buckets;        /* the sender thread's alone */
+  bucket *buckets;        /* under the lock */
   int n_buckets;
   size_t cap_buckets;
 };
@@ -55,7 +57,7 @@ static void msg_free(msg *m) {
   free(m->body);
 }
 
-/* Sender thread: may `user` send one more message on `ch` now? */
+/* Under the lock: may `user` queue one more message on `ch` now? */
 static bool take_token(gp_srv_notify *n, const char *user, gp_notify_channel ch, int64_t now) {
   if (!user) return true; /* the admins' webhooks */
   double rate = n->cfg->per_user_per_hour;
@@ -111,16 +113,11 @@ static void *sender_main(void *arg) {
     n->n--;
     n->stats.queued = n->n;
     pthread_mutex_unlock(&n->lock);
-    bool first = m.tries == 0, limited = first && !take_token(n, m.user, m.ch, now);
+    bool first = m.tries == 0;
     gp_err err = {0};
-    int rc = limited ? GP_ELIMIT : deliver(n, &m, &err);
+    int rc = deliver(n, &m, &err);
     m.tries++;
     pthread_mutex_lock(&n->lock);
-    if (limited) {
-      n->stats.limited[m.ch]++;
-      msg_free(&m);
-      continue;
-    }
     if (!first) n->stats.retries[m.ch]++;
     if (rc == 0) {
       n->stats.sent[m.ch]++;
@@ -187,9 +184,14 @@ void gp__srv_notify_free(gp_srv_notify *n) {
 void gp__srv_notify_send(gp_srv_notify *n, gp_notify_channel ch, const char *user,
                          const char *to, const char *subject, const char *body) {
   if (!n) return;
-  msg m = {ch, gp_xstrdup(user), gp_xstrdup(to), gp_xstrdup(subject), gp_xstrdup(body), 0,
-           gp_mono_ms()};
+  int64_t now = gp_mono_ms();
   pthread_mutex_lock(&n->lock);
+  if (!take_token(n, user, ch, now)) {
+    n->stats.limited[ch]++;
+    pthread_mutex_unlock(&n->lock);
+    return;
+  }
+  msg m = {ch, gp_xstrdup(user), gp_xstrdup(to), gp_xstrdup(subject), gp_xstrdup(body), 0, now};
   if (n->n >= n->cfg->queue_max) {
     n->stats.dropped[n->q[0].ch]++;
     msg_free(&n->q[0]);

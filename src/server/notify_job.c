@@ -20,7 +20,7 @@
 
 typedef struct note {
   int64_t job;
-  unsigned kind;          /* GP_NOTIFY_BEGIN, _END, _FAIL or _REQUEUE */
+  unsigned kind;          /* GP_NOTIFY_BEGIN, _END, _FAIL, _REQUEUE or _ARRAY_DONE */
 } note;
 
 typedef struct user_set {
@@ -123,7 +123,11 @@ void gp__srv_notify_note(gp_srv_state *s, gp_srv_job *j, gp_job_state old) {
     kind = GP_NOTIFY_BEGIN;
   else if ((now == GP_JOB_PENDING || now == GP_JOB_HELD) && ran)
     kind = GP_NOTIFY_REQUEUE;
-  if (!kind) return;
+  if (kind) gp__srv_notify_event(s, j, kind);
+}
+
+void gp__srv_notify_event(gp_srv_state *s, const gp_srv_job *j, unsigned kind) {
+  if (!s->notify) return;
   struct gp__srv_notify_state *n = st(s);
   gp_xgrow((void **)&n->notes, &n->cap_notes, (size_t)n->n_notes + 1, sizeof *n->notes);
   n->notes[n->n_notes++] = (note){j->id, kind};
@@ -131,6 +135,7 @@ void gp__srv_notify_note(gp_srv_state *s, gp_srv_job *j, gp_job_state old) {
 
 static bool wants(unsigned events, unsigned kind, gp_job_state state) {
   if (events & kind) return true;
+  if (kind == GP_NOTIFY_ARRAY_DONE) return events & GP_NOTIFY_END;
   if (kind == GP_NOTIFY_FAIL && (events & GP_NOTIFY_END)) return true;
   return state == GP_JOB_TIMEOUT && (kind & (GP_NOTIFY_END | GP_NOTIFY_FAIL)) &&
          (events & GP_NOTIFY_TIME_LIMIT);
@@ -138,12 +143,13 @@ static bool wants(unsigned events, unsigned kind, gp_job_state state) {
 
 static const char *kind_name(unsigned kind) {
   return kind == GP_NOTIFY_BEGIN ? "begin" : kind == GP_NOTIFY_END ? "end"
-         : kind == GP_NOTIFY_FAIL ? "fail" : "requeue";
+         : kind == GP_NOTIFY_FAIL ? "fail" : kind == GP_NOTIFY_ARRAY_DONE ? "array_done" : "requeue";
 }
 
 static const char *kind_verb(unsigned kind) {
   return kind == GP_NOTIFY_BEGIN ? "began" : kind == GP_NOTIFY_END ? "ended"
-         : kind == GP_NOTIFY_FAIL ? "failed" : "was requeued";
+         : kind == GP_NOTIFY_FAIL ? "failed" : kind == GP_NOTIFY_ARRAY_DONE ? "finished every element"
+                                             : "was requeued";
 }
 
 /* A name as a line of text holds it: control characters become '?', at most 120 bytes. */
@@ -180,7 +186,7 @@ static void fmt_time(char *buf, size_t size, int64_t t) {
 static void summary(const gp_srv_job *j, unsigned kind, char *buf, size_t size) {
   char name[128], tail[160] = "";
   clean_name(name, sizeof name, j->name && *j->name ? j->name : "-");
-  if (kind == GP_NOTIFY_END || kind == GP_NOTIFY_FAIL) {
+  if (kind == GP_NOTIFY_END || kind == GP_NOTIFY_FAIL) { /* an array's run is its elements' */
     int64_t run = j->started_at && j->ended_at >= j->started_at ? j->ended_at - j->started_at : 0;
     char code[32] = "";
     if (j->has_exit_code) snprintf(code, sizeof code, ", exit code %d", j->exit_code);

@@ -29,6 +29,12 @@ int gp__srv_notify_job_admit(const gp_srv_state *s, const gp_srv_job *j, gp_err 
  * the end of the batch. Nothing is noted while s->notify is NULL (a loading or following
  * state). */
 void gp__srv_notify_note(gp_srv_state *s, gp_srv_job *j, gp_job_state old);
+/* Notes one event of `kind` (a single GP_NOTIFY_* event) for job j, sent after the commit
+ * as gp__srv_notify_note's are. Job arrays call it with GP_NOTIFY_ARRAY_DONE, on the job
+ * that stands for the array, when its last element ends: it reaches those who asked for
+ * END. (Whether an element's own events are sent without ARRAY_TASKS is the arrays'
+ * decision: they skip gp__srv_job_set_state's notes for such elements.) */
+void gp__srv_notify_event(gp_srv_state *s, const gp_srv_job *j, unsigned kind);
 /* After a commit (before ended jobs are evicted): hands the messages of the noted events
  * to the sender. */
 void gp__srv_notify_flush(gp_srv_state *s);
