@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The notification sender (notify.h): one thread, a bounded queue of messages in the order
- * they came, each with the time its next attempt is due. The state thread only appends
- * under the lock; a full queue loses its oldest message (counted), so a dead endpoint can
- * cost at most queue_max messages of memory and never a wait. The thread takes the oldest
- * due message, delivers it outside the lock within the config's deadline, and on failure
- * puts it back due after backoff_s, 2 x backoff_s, ... until `attempts` tries are spent.
+/* The notification sender (notify.h): `senders` threads, a bounded queue of messages in the
+ * order they came, each with the time its next attempt is due. The state thread only
+ * appends under the lock; a full queue loses its oldest message (counted), so a dead
+ * endpoint can cost at most queue_max messages of memory and never a wait. A thread takes
+ * the oldest due message of a user who has none in flight, delivers it outside the lock
+ * within the config's deadline, and on failure puts it back due after backoff_s,
+ * 2 x backoff_s, ... until `attempts` tries are spent. One message in flight per user (the
+ * admins' webhooks count as one user) means a user whose endpoint hangs holds at most one
+ * thread: the others keep delivering everyone else's.
  * Rate limit: a token bucket per (user, channel) of per_user_per_hour tokens, refilled
  * continuously, taken when a message is queued, so that one user's flood is cut before it
  * can push other users' messages out of the queue; the table of buckets is bounded (the
@@ -20,6 +23,7 @@
 #include "util/mem.h"
 
 #define MAX_BUCKETS 4096
+#define MAX_SENDERS 64
 
 typedef struct msg {
   gp_notify_channel ch;
@@ -43,7 +47,11 @@ struct gp_srv_notify {
   int n;
   size_t cap;
   bool stopping;
-  pthread_t thread;
+  int n_threads;
+  pthread_t threads[MAX_SENDERS];
+  const char *busy[MAX_SENDERS]; /* the user of each thread's message in flight (borrowed from
+                                    it), busy_set[i]: one is in flight */
+  bool busy_set[MAX_SENDERS];
   gp_srv_notify_stats stats;
   bucket *buckets;        /* under the lock */
   int n_buckets;
@@ -93,15 +101,33 @@ static int deliver(gp_srv_notify *n, const msg *m, gp_err *err) {
                              err);
 }
 
+/* Under the lock: has `user` (NULL: the admins) a message in flight? */
+static bool in_flight(const gp_srv_notify *n, const char *user) {
+  for (int i = 0; i < n->n_threads; i++)
+    if (n->busy_set[i] && (n->busy[i] == user || (n->busy[i] && user && !strcmp(n->busy[i], user))))
+      return true;
+  return false;
+}
+
+typedef struct sender_arg {
+  gp_srv_notify *n;
+  int index;
+} sender_arg;
+
 static void *sender_main(void *arg) {
-  gp_srv_notify *n = arg;
+  gp_srv_notify *n = ((sender_arg *)arg)->n;
+  int self = ((sender_arg *)arg)->index;
+  free(arg);
   pthread_mutex_lock(&n->lock);
   while (!n->stopping) {
     int64_t now = gp_mono_ms(), next = INT64_MAX;
     int pick = -1;
     for (int i = 0; i < n->n && pick < 0; i++) {
-      if (n->q[i].due_ms <= now) pick = i;
-      else if (n->q[i].due_ms < next) next = n->q[i].due_ms;
+      if (n->q[i].due_ms > now) {
+        if (n->q[i].due_ms < next) next = n->q[i].due_ms;
+      } else if (!in_flight(n, n->q[i].user)) {
+        pick = i;
+      }
     }
     if (pick < 0) {
       if (next == INT64_MAX) pthread_cond_wait(&n->cond, &n->lock);
@@ -112,12 +138,17 @@ static void *sender_main(void *arg) {
     memmove(&n->q[pick], &n->q[pick + 1], (size_t)(n->n - pick - 1) * sizeof *n->q);
     n->n--;
     n->stats.queued = n->n;
+    n->busy[self] = m.user;
+    n->busy_set[self] = true;
     pthread_mutex_unlock(&n->lock);
     bool first = m.tries == 0;
     gp_err err = {0};
     int rc = deliver(n, &m, &err);
     m.tries++;
     pthread_mutex_lock(&n->lock);
+    n->busy_set[self] = false;
+    n->busy[self] = NULL;
+    pthread_cond_broadcast(&n->cond); /* the user's next message may go now */
     if (!first) n->stats.retries[m.ch]++;
     if (rc == 0) {
       n->stats.sent[m.ch]++;
@@ -156,7 +187,17 @@ gp_srv_notify *gp__srv_notify_new(const gp_notify_config *cfg) {
   n->cfg = cfg;
   pthread_mutex_init(&n->lock, NULL);
   gp_cond_init_monotonic(&n->cond);
-  if (pthread_create(&n->thread, NULL, sender_main, n) != 0) {
+  int want = cfg->senders < 1 ? 1 : cfg->senders > MAX_SENDERS ? MAX_SENDERS : cfg->senders;
+  for (int i = 0; i < want; i++) {
+    sender_arg *a = gp_xmalloc(sizeof *a);
+    *a = (sender_arg){n, i};
+    if (pthread_create(&n->threads[i], NULL, sender_main, a) != 0) {
+      free(a);
+      break;
+    }
+    n->n_threads++;
+  }
+  if (n->n_threads == 0) {
     pthread_mutex_destroy(&n->lock);
     pthread_cond_destroy(&n->cond);
     free(n);
@@ -169,9 +210,9 @@ void gp__srv_notify_free(gp_srv_notify *n) {
   if (!n) return;
   pthread_mutex_lock(&n->lock);
   n->stopping = true;
-  pthread_cond_signal(&n->cond);
+  pthread_cond_broadcast(&n->cond);
   pthread_mutex_unlock(&n->lock);
-  pthread_join(n->thread, NULL);
+  for (int i = 0; i < n->n_threads; i++) pthread_join(n->threads[i], NULL);
   for (int i = 0; i < n->n; i++) msg_free(&n->q[i]);
   free(n->q);
   for (int i = 0; i < n->n_buckets; i++) free(n->buckets[i].user);

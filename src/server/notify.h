@@ -68,6 +68,7 @@ typedef struct gp_notify_config {
   int n_hooks;                /* the admins' webhooks: every job's events */
   const gp_notify_hook *hooks;
   int queue_max;              /* messages waiting at most; past it the oldest go (1000) */
+  int senders;                /* delivery threads; one message in flight per user (4) */
   int timeout_s;              /* one attempt's deadline (10) */
   int attempts;               /* tries of one message (4) */
   int backoff_s;              /* the first retry's wait, doubled each time (2) */
@@ -96,7 +97,7 @@ int gp_notify_check_url(const char *url, const char *field, gp_err *err);
 /* ---- the sender (notify.c) ---- */
 typedef struct gp_srv_notify gp_srv_notify;
 
-/* A sender with its thread; NULL when the thread cannot start. `cfg` is borrowed and
+/* A sender with its threads; NULL when none can start. `cfg` is borrowed and
  * outlives it. */
 gp_srv_notify *gp__srv_notify_new(const gp_notify_config *cfg);
 /* Stops the thread (a delivery in flight ends at its deadline) and frees what waits.

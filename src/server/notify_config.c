@@ -14,6 +14,7 @@ void gp_notify_config_init(gp_notify_config *c) {
   c->sendmail = "/usr/sbin/sendmail";
   c->webhooks = GP_NOTIFY_HOOKS_PUBLIC;
   c->queue_max = 1000;
+  c->senders = 4;
   c->timeout_s = 10;
   c->attempts = 4;
   c->backoff_s = 2;
@@ -193,7 +194,7 @@ static int read_hooks(const gp_doc *d, const gp_doc_node *n, const char *f, gp_a
 int gp_notify_config_read(const gp_doc *d, const gp_doc_node *m, const char *path, gp_arena *a,
                           gp_notify_config *c, gp_err *err) {
   static const char *const keys[] = {"sendmail", "mail_from", "mail_domains", "webhooks", "hooks",
-                                     "queue_max", "timeout_s", "attempts", "backoff_s",
+                                     "queue_max", "senders", "timeout_s", "attempts", "backoff_s",
                                      "per_user_per_hour", NULL};
   int r = gp_doc_expect(d, m, path, GP_DOC_MAP, err);
   if (r || (r = gp_doc_check_keys(d, m, path, keys, err))) return r;
@@ -243,6 +244,7 @@ int gp_notify_config_read(const gp_doc *d, const gp_doc_node *m, const char *pat
     if ((r = read_hooks(d, n, f, a, c, err))) return r;
   }
   if ((r = read_int(d, m, path, "queue_max", 1, 1000000, &c->queue_max, err)) ||
+      (r = read_int(d, m, path, "senders", 1, 64, &c->senders, err)) ||
       (r = read_int(d, m, path, "timeout_s", 1, 300, &c->timeout_s, err)) ||
       (r = read_int(d, m, path, "attempts", 1, 20, &c->attempts, err)) ||
       (r = read_int(d, m, path, "backoff_s", 0, 3600, &c->backoff_s, err)) ||

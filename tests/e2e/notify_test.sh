@@ -9,7 +9,9 @@
 #      line, mail with no address, a webhook that is not http(s); nobody else sees bob's
 #      webhook;
 #   3. a dead webhook endpoint (accepts, never answers) does not delay job starts: submit
-#      to running with and without it; a full queue drops its oldest and counts it.
+#      to running with and without it; a full queue drops its oldest and counts it;
+#   4. nor other users' notifications: alice's begin arrives while bob's endpoint hangs,
+#      and her job's requeue (its node lost) is announced.
 source "$(dirname "$0")/lib.sh"
 SINKS=$(cd "$(dirname "$0")" && pwd)/notify_sinks.py
 e2e_init
@@ -136,4 +138,18 @@ echo "submit to running, worst of 3: ${base} ms without a webhook, ${dead} ms wi
 for i in 1 2 3 4 5; do as_bob "$GPOOL" submit -g 1 -- true >/dev/null; done
 dropped() { [ "$(metric 'gpool_notify_dropped_total{channel="webhook"}')" -ge 1 ]; }
 wait_for 30 "the full queue to drop its oldest" dropped
+
+# --- 4. others are not held up; requeue -----------------------------------------------------
+# Bob's dead endpoint holds one sender thread; alice's events still arrive at once, and a
+# run that ends with its node lost is announced as a requeue.
+as_alice "$GPOOL" notify set --webhook "http://127.0.0.1:$WP/alice" --events all >/dev/null
+rq=$(as_alice "$GPOOL" submit -g 1 --requeue -- sh -c "$(gate_wait)")
+wait_for 20 "job $rq to start" job_launched "$rq"
+wait_for 3 "alice's begin event while bob's endpoint hangs" hook_has /alice begin "$rq"
+kill -KILL "$(agent_pid n1)"
+wait_for 20 "alice's requeue event" hook_has /alice requeue "$rq"
+expect_eq pending "$(hook_body /alice requeue "$rq" | jq -r .job.state)" "the requeued job waits again"
+expect_contains "$(hook_body /alice requeue "$rq" | jq -r .text)" "of alice in queue default was requeued" \
+  "the requeue text"
+as_alice "$GPOOL" cancel "$rq" >/dev/null
 echo "ok: notify"

@@ -240,6 +240,32 @@ static void the_sender_limits_each_user_and_drops_the_oldest(void) {
   gp__srv_notify_free(n);
 }
 
+/* One user's hanging endpoint holds one sender thread: another user's mail goes meanwhile. */
+static void a_hanging_user_does_not_hold_up_others(void) {
+  gp_notify_config c;
+  gp_notify_config_init(&c);
+  make_dir();
+  char then[256];
+  snprintf(then, sizeof then, "grep -q '^To: slow@' %s/sm7.in && sleep 3; exit 0", dir);
+  c.sendmail = stand_in("sm7", then);
+  gp_srv_notify *n = gp__srv_notify_new(&c);
+  REQUIRE(n);
+  gp__srv_notify_send(n, GP_NOTIFY_MAIL, "slow", "slow@example.org", "s", "t");
+  usleep(200000); /* its sendmail is sleeping now */
+  unlink(strcat(strcpy(then, dir), "/sm7.in"));
+  int64_t t0 = gp_mono_ms();
+  gp__srv_notify_send(n, GP_NOTIFY_MAIL, "fast", "fast@example.org", "s", "t");
+  gp_srv_notify_stats st = {0};
+  while (gp_mono_ms() - t0 < 2500) {
+    gp__srv_notify_stats_get(n, &st);
+    if (st.sent[GP_NOTIFY_MAIL] >= 1) break;
+    usleep(10000);
+  }
+  CHECK_EQ_INT(1, (int)st.sent[GP_NOTIFY_MAIL]);
+  CHECK(gp_mono_ms() - t0 < 2000);
+  gp__srv_notify_free(n);
+}
+
 static void public_webhooks_never_reach_internal_addresses(void) {
   gp_err e = {0};
   const char *internal[] = {"http://127.0.0.1:9/x", "http://10.1.2.3:9/x", "http://[::1]:9/x",
@@ -253,5 +279,5 @@ static void public_webhooks_never_reach_internal_addresses(void) {
 
 GP_TESTS(slurm_mail_types_are_read_or_refused_by_name, addresses_and_urls_are_checked,
          the_config_block_is_read, a_mail_reaches_sendmail_without_injected_headers,
-         the_sender_limits_each_user_and_drops_the_oldest,
+         the_sender_limits_each_user_and_drops_the_oldest, a_hanging_user_does_not_hold_up_others,
          public_webhooks_never_reach_internal_addresses)
