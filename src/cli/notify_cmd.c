@@ -24,7 +24,7 @@ static const char notify_usage[] =
   "       gpool notify clear              forget them all\n"
   "  --mail ADDR     where your jobs' events are mailed (also the default of --mail-user)\n"
   "  --webhook URL   an http(s) URL your jobs' events are POSTed to as JSON (Slack-compatible)\n"
-  "  --events LIST   begin,end,fail,requeue,time_limit,all or none (default end,fail)\n"
+  "  --events LIST   begin,end,fail,requeue,time_limit(_50,_80,_90),all or none (default end,fail)\n"
   "  An empty value (--webhook \"\") clears that setting. See docs/notifications.md.\n";
 
 typedef struct args {

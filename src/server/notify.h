@@ -33,7 +33,11 @@ enum {
   GP_NOTIFY_TIME_LIMIT = 1 << 4,  /* it was stopped at its time limit */
   GP_NOTIFY_ARRAY_TASKS = 1 << 5, /* (a modifier) each array element's events, not the array's */
   GP_NOTIFY_ARRAY_DONE = 1 << 6,  /* every element of an array ended (arrays call it) */
+  GP_NOTIFY_TIME_LIMIT_50 = 1 << 7, /* a run reached 50% of its time limit */
+  GP_NOTIFY_TIME_LIMIT_80 = 1 << 8,
+  GP_NOTIFY_TIME_LIMIT_90 = 1 << 9,
 };
+#define GP_NOTIFY_TIME_LIMIT_PCT (GP_NOTIFY_TIME_LIMIT_50 | GP_NOTIFY_TIME_LIMIT_80 | GP_NOTIFY_TIME_LIMIT_90)
 /* Slurm's ALL, as far as gpool has those events. */
 #define GP_NOTIFY_ALL (GP_NOTIFY_BEGIN | GP_NOTIFY_END | GP_NOTIFY_FAIL | GP_NOTIFY_REQUEUE)
 /* What `gpool notify set` subscribes to when --events is not given. */
@@ -81,8 +85,8 @@ int gp_notify_config_read(const gp_doc *d, const gp_doc_node *m, const char *pat
                           gp_notify_config *c, gp_err *err);
 
 /* Parses an event list: names separated by commas (begin, end, fail, requeue, time_limit,
- * array_tasks, all, none; Slurm's upper-case names too). Slurm's values that gpool cannot
- * produce (INVALID_DEPEND, STAGE_OUT, TIME_LIMIT_50/80/90) are refused, naming the value.
+ * time_limit_50/80/90, array_tasks, all, none; Slurm's upper-case names too). Slurm's
+ * values that gpool cannot produce (INVALID_DEPEND, STAGE_OUT) are refused, naming them.
  * "none" alone gives 0. */
 int gp_notify_events_parse(const char *list, const char *field, unsigned *ret, gp_err *err);
 /* The names of the events in `events`, comma-separated, into buf. */

@@ -28,7 +28,9 @@ static const struct {
     {"begin", GP_NOTIFY_BEGIN},           {"end", GP_NOTIFY_END},
     {"fail", GP_NOTIFY_FAIL},             {"requeue", GP_NOTIFY_REQUEUE},
     {"time_limit", GP_NOTIFY_TIME_LIMIT}, {"array_tasks", GP_NOTIFY_ARRAY_TASKS},
-    {"all", GP_NOTIFY_ALL},               {"none", 0},
+    {"time_limit_50", GP_NOTIFY_TIME_LIMIT_50}, {"time_limit_80", GP_NOTIFY_TIME_LIMIT_80},
+    {"time_limit_90", GP_NOTIFY_TIME_LIMIT_90}, {"all", GP_NOTIFY_ALL},
+    {"none", 0},
 };
 
 /* Slurm's values gpool has no event for, and why. */
@@ -37,9 +39,6 @@ static const struct {
 } refused[] = {
     {"invalid_depend", "gpool refuses a dependency that can never be met at submission"},
     {"stage_out", "gpool has no burst buffers"},
-    {"time_limit_50", "gpool sends no notice before the time limit; use TIME_LIMIT"},
-    {"time_limit_80", "gpool sends no notice before the time limit; use TIME_LIMIT"},
-    {"time_limit_90", "gpool sends no notice before the time limit; use TIME_LIMIT"},
 };
 
 int gp_notify_events_parse(const char *list, const char *field, unsigned *ret, gp_err *err) {
@@ -54,7 +53,7 @@ int gp_notify_events_parse(const char *list, const char *field, unsigned *ret, g
     if (len == 0 || len >= sizeof word)
       return gp_err_set(err, GP_EINVAL, NULL, 0, field,
                         "'%.64s' is not a list of events (begin, end, fail, requeue, time_limit, "
-                        "array_tasks, all, none)", list);
+                        "time_limit_50/80/90, array_tasks, all, none)", list);
     for (size_t i = 0; i < len; i++) word[i] = (char)tolower((unsigned char)p[i]);
     word[len] = '\0';
     bool known = false;
@@ -71,7 +70,7 @@ int gp_notify_events_parse(const char *list, const char *field, unsigned *ret, g
     if (!known)
       return gp_err_set(err, GP_EINVAL, NULL, 0, field,
                         "'%.*s' is not an event (begin, end, fail, requeue, time_limit, "
-                        "array_tasks, all, none)", (int)len, p);
+                        "time_limit_50/80/90, array_tasks, all, none)", (int)len, p);
     count++;
     p += len;
     if (*p == ',') {

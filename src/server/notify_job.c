@@ -20,7 +20,7 @@
 
 typedef struct note {
   int64_t job;
-  unsigned kind;          /* GP_NOTIFY_BEGIN, _END, _FAIL, _REQUEUE or _ARRAY_DONE */
+  unsigned kind;          /* one GP_NOTIFY_* event */
 } note;
 
 typedef struct user_set {
@@ -123,7 +123,27 @@ void gp__srv_notify_note(gp_srv_state *s, gp_srv_job *j, gp_job_state old) {
     kind = GP_NOTIFY_BEGIN;
   else if ((now == GP_JOB_PENDING || now == GP_JOB_HELD) && ran)
     kind = GP_NOTIFY_REQUEUE;
+  if (kind == GP_NOTIFY_BEGIN) j->time_noted = 0;
   if (kind) gp__srv_notify_event(s, j, kind);
+}
+
+void gp__srv_notify_time_check(gp_srv_state *s, gp_srv_job *j, int64_t now) {
+  if (!s->notify || j->time_limit <= 0 || j->started_at <= 0) return;
+  const user_set *u = user_find(s, j->user);
+  unsigned asked = (j->mail_set ? j->mail_events : 0) | (u ? u->events : 0);
+  for (int i = 0; i < s->cfg->notify.n_hooks; i++) asked |= s->cfg->notify.hooks[i].events;
+  static const struct {
+    unsigned kind;
+    int pct;
+  } shares[] = {{GP_NOTIFY_TIME_LIMIT_50, 50}, {GP_NOTIFY_TIME_LIMIT_80, 80}, {GP_NOTIFY_TIME_LIMIT_90, 90}};
+  int64_t ran = now - j->started_at;
+  for (size_t i = 0; i < sizeof shares / sizeof *shares; i++) {
+    int64_t at = j->time_limit * shares[i].pct / 100;
+    if (!(asked & shares[i].kind) || (j->time_noted & shares[i].kind) || ran < at || ran >= at + 60)
+      continue;
+    j->time_noted |= shares[i].kind;
+    gp__srv_notify_event(s, j, shares[i].kind);
+  }
 }
 
 void gp__srv_notify_event(gp_srv_state *s, const gp_srv_job *j, unsigned kind) {
@@ -142,11 +162,18 @@ static bool wants(unsigned events, unsigned kind, gp_job_state state) {
 }
 
 static const char *kind_name(unsigned kind) {
+  if (kind & GP_NOTIFY_TIME_LIMIT_PCT)
+    return kind == GP_NOTIFY_TIME_LIMIT_50 ? "time_limit_50" : kind == GP_NOTIFY_TIME_LIMIT_80
+                                                                 ? "time_limit_80" : "time_limit_90";
   return kind == GP_NOTIFY_BEGIN ? "begin" : kind == GP_NOTIFY_END ? "end"
          : kind == GP_NOTIFY_FAIL ? "fail" : kind == GP_NOTIFY_ARRAY_DONE ? "array_done" : "requeue";
 }
 
 static const char *kind_verb(unsigned kind) {
+  if (kind & GP_NOTIFY_TIME_LIMIT_PCT)
+    return kind == GP_NOTIFY_TIME_LIMIT_50 ? "reached 50% of its time limit"
+           : kind == GP_NOTIFY_TIME_LIMIT_80 ? "reached 80% of its time limit"
+                                             : "reached 90% of its time limit";
   return kind == GP_NOTIFY_BEGIN ? "began" : kind == GP_NOTIFY_END ? "ended"
          : kind == GP_NOTIFY_FAIL ? "failed" : kind == GP_NOTIFY_ARRAY_DONE ? "finished every element"
                                              : "was requeued";
@@ -186,6 +213,11 @@ static void fmt_time(char *buf, size_t size, int64_t t) {
 static void summary(const gp_srv_job *j, unsigned kind, char *buf, size_t size) {
   char name[128], tail[160] = "";
   clean_name(name, sizeof name, j->name && *j->name ? j->name : "-");
+  if (kind & GP_NOTIFY_TIME_LIMIT_PCT) {
+    int64_t lim = j->time_limit;
+    snprintf(tail, sizeof tail, " (%02lld:%02lld:%02lld)", (long long)(lim / 3600),
+             (long long)(lim / 60 % 60), (long long)(lim % 60));
+  }
   if (kind == GP_NOTIFY_END || kind == GP_NOTIFY_FAIL) { /* an array's run is its elements' */
     int64_t run = j->started_at && j->ended_at >= j->started_at ? j->ended_at - j->started_at : 0;
     char code[32] = "";

@@ -35,6 +35,10 @@ void gp__srv_notify_note(gp_srv_state *s, gp_srv_job *j, gp_job_state old);
  * END. (Whether an element's own events are sent without ARRAY_TASKS is the arrays'
  * decision: they skip gp__srv_job_set_state's notes for such elements.) */
 void gp__srv_notify_event(gp_srv_state *s, const gp_srv_job *j, unsigned kind);
+/* The tick, for a running job with a time limit: notes TIME_LIMIT_50/80/90 once per run as
+ * the run passes each share of its limit (within a minute of it: a server that was down
+ * then sends none, rather than every share passed at once after its restart). */
+void gp__srv_notify_time_check(gp_srv_state *s, gp_srv_job *j, int64_t now);
 /* After a commit (before ended jobs are evicted): hands the messages of the noted events
  * to the sender. */
 void gp__srv_notify_flush(gp_srv_state *s);

@@ -75,6 +75,7 @@ typedef struct gp_srv_job {
   unsigned mail_events;
   bool mail_set;
   char *mail_user;
+  unsigned time_noted;  /* GP_NOTIFY_TIME_LIMIT_50/80/90 noted in this run (memory only) */
   int n_after, n_after_ok, n_after_any;
   char **after, **after_ok, **after_any;
   /* Lifecycle. */

@@ -233,10 +233,10 @@ static void sbatch_directives_map_to_gpool(void) {
 
 static void bad_directives_name_file_and_line(void) {
   /* Mail events gpool cannot produce, and addresses it does not send to, are refused. */
-  parsed *m = submit("job.sh", "#!/bin/sh\n#SBATCH --mail-type=END,TIME_LIMIT_90\n");
+  parsed *m = submit("job.sh", "#!/bin/sh\n#SBATCH --mail-type=END,INVALID_DEPEND\n");
   CHECK_EQ_INT(GP_EINVAL, m->rc);
   CHECK_EQ_INT(2, m->err.line);
-  CHECK_CONTAINS(m->err.message, "TIME_LIMIT_90 is not supported");
+  CHECK_CONTAINS(m->err.message, "INVALID_DEPEND is not supported");
   done(m);
   m = submit("job.sh", "#!/bin/sh\n#SBATCH --mail-user=someone\n");
   CHECK_EQ_INT(GP_EINVAL, m->rc);

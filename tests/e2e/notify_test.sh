@@ -55,6 +55,9 @@ metric() { curl -fsS "$SERVER_URL/metrics" | awk -v k="$1" '$1 == k {print $2}';
 out=$(as_bob "$GPOOL" notify set --webhook "http://127.0.0.1:$WP/bob" --events begin,end,fail)
 expect_contains "$out" "Webhook: http://127.0.0.1:$WP/bob" "gpool notify set shows the webhook"
 expect_contains "$out" "Events:  begin,end,fail" "gpool notify set shows the events"
+# A run of 4 s: mail at half its limit, and when it is stopped at the limit.
+tl=$(as_bob "$GPOOL" submit -n limited -g 1 -t 4 --grace 1 --mail-type=TIME_LIMIT_50,TIME_LIMIT \
+  --mail-user=bob+tl@example.org -- sleep 30)
 ok=$(as_bob "$GPOOL" submit -n good -g 1 --mail-type=BEGIN,END --mail-user=bob@example.org -- true)
 wait_for 30 "job $ok to complete" job_is "$ok" completed
 wait_for 20 "the begin event of $ok" hook_has /bob begin "$ok"
@@ -87,12 +90,22 @@ expect_contains "$mail_text" "Subject: gpool job $ok (good) of bob in queue defa
 expect_contains "$mail_text" "Subject: gpool job $ok (good) of bob in queue default ended: completed, exit code 0" "the end mail"
 expect_contains "$mail_text" "Auto-Submitted: auto-generated" "mail says it is automatic"
 wait_for 10 "the metrics to count the webhooks" test "$(metric 'gpool_notify_sent_total{channel="webhook"}')" -ge 5
-expect_eq 2 "$(metric 'gpool_notify_sent_total{channel="mail"}')" "mails counted"
+[ "$(metric 'gpool_notify_sent_total{channel="mail"}')" -ge 2 ] || fail "mails are counted"
 expect_eq 0 "$(metric 'gpool_notify_failed_total{channel="mail"}')" "no mail failed"
 
+# TIME_LIMIT_50 at 2 s, TIME_LIMIT at the end (state timeout, also bob's webhook's fail).
+wait_for 30 "job $tl to time out" job_is "$tl" timeout
+tl_mails() { grep -c '^RCPT bob+tl@example.org$' "$E2E_DIR/mails.txt"; }
+wait_for 20 "two mails to bob+tl@example.org" test "$(tl_mails)" -ge 2
+mail_text=$(cat "$E2E_DIR/mails.txt")
+expect_contains "$mail_text" "Subject: gpool job $tl (limited) of bob in queue default reached 50% of its time limit (00:00:04)" \
+  "the TIME_LIMIT_50 mail"
+expect_contains "$mail_text" "Subject: gpool job $tl (limited) of bob in queue default failed: timeout" "the TIME_LIMIT mail"
+wait_for 20 "the fail event of $tl" hook_has /bob fail "$tl"
+
 # --- 2. refusals and secrets ------------------------------------------------------------
-err=$(as_bob "$GPOOL" submit --mail-type=TIME_LIMIT_80 -- true 2>&1) && fail "TIME_LIMIT_80 must be refused"
-expect_contains "$err" "TIME_LIMIT_80 is not supported" "TIME_LIMIT_80 refused by name"
+err=$(as_bob "$GPOOL" submit --mail-type=INVALID_DEPEND -- true 2>&1) && fail "INVALID_DEPEND must be refused"
+expect_contains "$err" "INVALID_DEPEND is not supported" "INVALID_DEPEND refused by name"
 printf '#!/bin/sh\n#SBATCH --mail-type=END,STAGE_OUT\ntrue\n' >staged.sh
 err=$(as_bob "$GPOOL" submit staged.sh 2>&1) && fail "STAGE_OUT must be refused"
 expect_contains "$err" "staged.sh:2" "the script's line is named"

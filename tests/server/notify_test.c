@@ -68,7 +68,9 @@ static void slurm_mail_types_are_read_or_refused_by_name(void) {
   char buf[128];
   gp_notify_events_format(GP_NOTIFY_ALL, buf, sizeof buf);
   CHECK_EQ_STR("begin,end,fail,requeue", buf);
-  const char *refused[] = {"TIME_LIMIT_80", "END,STAGE_OUT", "INVALID_DEPEND", "NONE,END",
+  CHECK_EQ_INT(0, gp_notify_events_parse("TIME_LIMIT_80,time_limit_90", "mail_type", &ev, &e));
+  CHECK_EQ_INT(GP_NOTIFY_TIME_LIMIT_80 | GP_NOTIFY_TIME_LIMIT_90, ev);
+  const char *refused[] = {"TIME_LIMIT_70", "END,STAGE_OUT", "INVALID_DEPEND", "NONE,END",
                            "ARRAY_TASKS", "END,", "", "bogus", "END,,FAIL"};
   for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
     memset(&e, 0, sizeof e);
