@@ -35,6 +35,7 @@ struct gp__srv_notify_state {
   user_set *users;
   int n_users;
   size_t cap_users;
+  unsigned users_events;  /* the union of every user's events (a cheap first test) */
 };
 
 static struct gp__srv_notify_state *st(gp_srv_state *s) {
@@ -129,9 +130,14 @@ void gp__srv_notify_note(gp_srv_state *s, gp_srv_job *j, gp_job_state old) {
 
 void gp__srv_notify_time_check(gp_srv_state *s, gp_srv_job *j, int64_t now) {
   if (!s->notify || j->time_limit <= 0 || j->started_at <= 0) return;
-  const user_set *u = user_find(s, j->user);
-  unsigned asked = (j->mail_set ? j->mail_events : 0) | (u ? u->events : 0);
+  unsigned asked = j->mail_set ? j->mail_events : 0;
   for (int i = 0; i < s->cfg->notify.n_hooks; i++) asked |= s->cfg->notify.hooks[i].events;
+  /* Every running job is looked at each tick: most leave here, without a user lookup. */
+  if (!(asked & GP_NOTIFY_TIME_LIMIT_PCT) &&
+      !(s->notify_st && (s->notify_st->users_events & GP_NOTIFY_TIME_LIMIT_PCT)))
+    return;
+  const user_set *u = user_find(s, j->user);
+  if (u) asked |= u->events;
   static const struct {
     unsigned kind;
     int pct;
@@ -148,6 +154,9 @@ void gp__srv_notify_time_check(gp_srv_state *s, gp_srv_job *j, int64_t now) {
 
 void gp__srv_notify_event(gp_srv_state *s, const gp_srv_job *j, unsigned kind) {
   if (!s->notify) return;
+  /* Nobody to tell (the common case): nothing is noted. */
+  if (!j->mail_set && !j->mail_user && s->cfg->notify.n_hooks == 0 && !user_find(s, j->user))
+    return;
   struct gp__srv_notify_state *n = st(s);
   gp_xgrow((void **)&n->notes, &n->cap_notes, (size_t)n->n_notes + 1, sizeof *n->notes);
   n->notes[n->n_notes++] = (note){j->id, kind};
@@ -363,8 +372,20 @@ static void user_set_done(user_set *u) {
   free(u->webhook);
 }
 
+static void user_put_one(gp_srv_state *s, user_set *u);
+
+static void users_changed(struct gp__srv_notify_state *n) {
+  n->users_events = 0;
+  for (int i = 0; i < n->n_users; i++) n->users_events |= n->users[i].events;
+}
+
 /* Puts (or with nothing set, removes) the settings of u->user; takes u's strings. */
 static void user_put(gp_srv_state *s, user_set *u) {
+  user_put_one(s, u);
+  users_changed(st(s));
+}
+
+static void user_put_one(gp_srv_state *s, user_set *u) {
   struct gp__srv_notify_state *n = st(s);
   user_set *old = user_find(s, u->user);
   bool empty = !u->mail && !u->webhook && u->events == GP_NOTIFY_DEFAULT_EVENTS;
