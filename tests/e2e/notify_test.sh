@@ -156,8 +156,10 @@ wait_for 30 "the full queue to drop its oldest" dropped
 # Bob's dead endpoint holds one sender thread; alice's events still arrive at once, and a
 # run that ends with its node lost is announced as a requeue.
 as_alice "$GPOOL" notify set --webhook "http://127.0.0.1:$WP/alice" --events all >/dev/null
-rq=$(as_alice "$GPOOL" submit -g 1 --requeue -- sh -c "$(gate_wait)")
+rq=$(as_alice "$GPOOL" submit -g 1 --requeue --mail-user=alice@example.org -- sh -c "$(gate_wait)")
 wait_for 20 "job $rq to start" job_launched "$rq"
+expect_eq "(hidden)" "$(as_bob "$GPOOL" show "$rq" -o json | jq -r .mail_user)" "bob does not see alice's address"
+expect_eq "alice@example.org" "$(as_alice "$GPOOL" show "$rq" -o json | jq -r .mail_user)" "alice sees hers"
 wait_for 3 "alice's begin event while bob's endpoint hangs" hook_has /alice begin "$rq"
 kill -KILL "$(agent_pid n1)"
 wait_for 20 "alice's requeue event" hook_has /alice requeue "$rq"
