@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "server/notify_job.h"
 #include "server/server_int.h"
@@ -64,6 +65,20 @@ void gp__srv_notify_state_free(gp_srv_state *s) {
   s->notify_st = NULL;
 }
 
+/* Can this server send mail? Its sendmail is configured and installed (asked again each
+ * time: a package installed later counts; only submissions and settings that ask for mail
+ * pay the look). Without it, asking for mail is refused rather than taken and never sent. */
+static int mail_check(const gp_notify_config *c, const char *field, gp_err *err) {
+  if (!c->sendmail[0])
+    return gp_err_set(err, GP_EINVAL, NULL, 0, field,
+                      "this server sends no mail (its config's notify.sendmail is empty)");
+  if (access(c->sendmail, X_OK) != 0)
+    return gp_err_set(err, GP_EINVAL, NULL, 0, field,
+                      "this server cannot send mail: %s is not installed (notify.sendmail)",
+                      c->sendmail);
+  return 0;
+}
+
 /* ---- a job's fields ---- */
 
 int gp__srv_notify_job_read(const json_t *o, gp_srv_job *j, gp_err *err) {
@@ -99,9 +114,8 @@ int gp__srv_notify_job_admit(const gp_srv_state *s, const gp_srv_job *j, gp_err 
   bool wants_mail = (j->mail_set && j->mail_events) || j->mail_user;
   if (!wants_mail) return 0;
   const char *field = j->mail_user ? "mail_user" : "mail_type";
-  if (!c->sendmail[0])
-    return gp_err_set(err, GP_EINVAL, NULL, 0, field,
-                      "this server sends no mail (its config's notify.sendmail is empty)");
+  int r = mail_check(c, field, err);
+  if (r) return r;
   const user_set *u = user_find(s, j->user);
   const char *to = j->mail_user ? j->mail_user : u ? u->mail : NULL;
   if (!to)
@@ -338,10 +352,7 @@ static int settings_read(const gp_notify_config *c, const json_t *o, user_set *o
     if (!json_is_null(v) && !json_is_string(v))
       return gp_err_set(err, GP_EINVAL, NULL, 0, "mail", "must be a mail address or null");
     if (m && *m && !stored) {
-      if (!c->sendmail[0])
-        return gp_err_set(err, GP_EINVAL, NULL, 0, "mail",
-                          "this server sends no mail (its config's notify.sendmail is empty)");
-      if ((r = gp_notify_check_mail(c, m, "mail", err))) return r;
+      if ((r = mail_check(c, "mail", err)) || (r = gp_notify_check_mail(c, m, "mail", err))) return r;
     }
     free(out->mail);
     out->mail = m && *m ? gp_xstrdup(m) : NULL;
@@ -428,7 +439,7 @@ static json_t *settings_json(const gp_srv_state *s, const char *user) {
   return json_pack("{s:s, s:o, s:o, s:s, s:b, s:s}", "user", user, "mail",
                    u && u->mail ? json_string(u->mail) : json_null(), "webhook",
                    u && u->webhook ? json_string(u->webhook) : json_null(), "events", ev,
-                   "mail_enabled", s->cfg->notify.sendmail[0] != '\0', "webhooks",
+                   "mail_enabled", mail_check(&s->cfg->notify, "mail", &(gp_err){0}) == 0, "webhooks",
                    modes[s->cfg->notify.webhooks]);
 }
 
