@@ -144,8 +144,9 @@ base=$(start_ms)
 as_bob "$GPOOL" notify set --webhook "http://127.0.0.1:$DP/dead" >/dev/null
 dead=$(start_ms)
 echo "submit to running, worst of 3: ${base} ms without a webhook, ${dead} ms with a dead one"
-# A state thread that waited on the endpoint would lose 3 s (timeout_s) per event.
-[ "$dead" -lt $((base + 1500)) ] || fail "a dead webhook slowed job starts: ${dead} ms vs ${base} ms"
+# A state thread that waited on the endpoint would lose 3 s (timeout_s) per event; the
+# margin is for a loaded test machine.
+[ "$dead" -lt $((base + 2500)) ] || fail "a dead webhook slowed job starts: ${dead} ms vs ${base} ms"
 # 3 jobs x 2 events (begin, end), each held up to 3 s x 2 attempts, in a queue of 6: more
 # jobs push the oldest out.
 for i in 1 2 3 4 5; do as_bob "$GPOOL" submit -g 1 -- true >/dev/null; done
