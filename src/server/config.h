@@ -15,9 +15,9 @@
 #include "core/idle.h"
 #include "core/model.h"
 #include "server/autoscale_config.h"
-#include "server/notify.h"
 #include "server/budget.h"
 #include "server/leader_config.h"
+#include "server/notify.h"
 #include "tls/tls.h"
 #include "util/error.h"
 

@@ -31,11 +31,11 @@
 
 #include "server/autoscale.h"
 #include "server/events.h"
-#include "server/notify_job.h"
 #include "server/follower.h"
 #include "server/leader.h"
 #include "server/guard.h"
 #include "server/logproxy.h"
+#include "server/notify_job.h"
 #include "server/advice.h"
 #include "server/report.h"
 #include "server/server_int.h"
