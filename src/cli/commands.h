@@ -25,6 +25,7 @@
   X(resume, "resume", "return a drained or cordoned node (or GPU) to service")           \
   X(queues, "queues", "show the queue tree with quotas and usage")                       \
   X(prices, "prices", "show the price catalogue; set FILE or reset it (admins)")         \
+  X(notify, "notify", "your job notifications: mail address, webhook, events")           \
   X(top, "top", "live view of the fleet")                                                \
   X(sim_frag, "sim frag", "replay a GPU-sharing trace and measure fragmentation")        \
   X(sim_replay, "sim replay", "replay a cluster trace through the scheduler")            \

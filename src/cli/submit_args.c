@@ -28,7 +28,7 @@ enum {
   O_QUEUE = 1, O_GPUS, O_GPU_TYPE, O_GRES, O_NODES, O_CPUS, O_MEM, O_TIME, O_PRIORITY,
   O_REQUEUE, O_NO_REQUEUE, O_GRACE, O_SIGNAL, O_AFTER, O_AFTER_OK, O_AFTER_ANY, O_NAME,
   O_HOLD, O_GPU_FRACTION, O_GPU_MEM, O_MIG, O_WORKDIR, O_ENV, O_OUTPUT, O_SERVER, O_TOKEN,
-  O_HELP, O_CA, O_ADVISE, O_ALLOW_SPOT, O_NO_SPOT, O_NODE_SELECTOR,
+  O_HELP, O_CA, O_ADVISE, O_ALLOW_SPOT, O_NO_SPOT, O_NODE_SELECTOR, O_MAIL_TYPE, O_MAIL_USER,
   /* Slurm-only forms */
   O_SB_GPUS_TOTAL, O_SB_GPUS_PER_NODE, O_SB_NTASKS, O_SB_DEPENDENCY, O_SB_SIGNAL, O_SB_TIME,
   O_SB_NODES, O_SB_IGNORED, O_SB_IGNORED_ARG, O_NTASKS_PER_NODE, O_SB_GPUS_PER_TASK,
@@ -76,6 +76,8 @@ static const gp_opt gpool_opts[] = {
   {0, "ca", true, O_CA},
   {'h', "help", false, O_HELP},
   {0, "advise", false, O_ADVISE},
+  {0, "mail-type", true, O_MAIL_TYPE},
+  {0, "mail-user", true, O_MAIL_USER},
   {0, NULL, false, 0},
 };
 
@@ -105,8 +107,8 @@ static const gp_opt sbatch_opts[] = {
   /* Accepted so real scripts submit unchanged, but gpool has no use for them. */
   {'A', "account", true, O_SB_IGNORED_ARG},
   {'q', "qos", true, O_SB_IGNORED_ARG},
-  {0, "mail-type", true, O_SB_IGNORED_ARG},
-  {0, "mail-user", true, O_SB_IGNORED_ARG},
+  {0, "mail-type", true, O_MAIL_TYPE},
+  {0, "mail-user", true, O_MAIL_USER},
   {0, "ntasks-per-node", true, O_NTASKS_PER_NODE},
   {'C', "constraint", true, O_SB_IGNORED_ARG},
   {0, "exclusive", false, O_SB_IGNORED},
@@ -486,6 +488,9 @@ static int apply_job(json_t *req, int id, const char *v, const char *where, gp_e
     return gp_submit_open_mode(req, v, where, err);
   case O_EXPORT:
     return gp_submit_export(req, v, where, err);
+  case O_MAIL_TYPE:
+  case O_MAIL_USER:
+    return gp_submit_mail_opt(req, id == O_MAIL_TYPE, v, where, err);
   default:
     return NOT_MINE;
   }

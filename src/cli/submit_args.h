@@ -72,6 +72,10 @@ int gp_submit_layout(json_t *req, gp_err *err);
  * H100 model the fleet has). `nodes` is the answer of GET /v1/nodes. A name that matches
  * nothing is an error listing the models the pool has; with no nodes at all the names are
  * left for the server to judge. */
+/* --mail-type (is_type) or --mail-user with value v into the request's mail_type or
+ * mail_user (submit_mail.c): event lists are checked here, so a script's mistake names its
+ * line; `where` is that line ("job.sh:3") or NULL. */
+int gp_submit_mail_opt(json_t *req, bool is_type, const char *v, const char *where, gp_err *err);
 int gp_submit_resolve_types(json_t *req, json_t *nodes, gp_err *err);
 
 #endif

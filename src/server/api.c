@@ -13,6 +13,7 @@
 #include "server/autoscale.h"
 #include "server/events.h"
 #include "server/jobmetrics.h"
+#include "server/notify_job.h"
 #include "server/server_int.h"
 #include "util/mem.h"
 #include "util/units.h"
@@ -819,6 +820,7 @@ int gp__srv_api_handle(gp_srv_state *s, gp_srv_req *r, int64_t now_s, int64_t no
     gp_buf_puts(&out, text);
     free(text);
     gp__srv_events_metrics(s->events, &out);
+    gp__srv_notify_metrics(s->notify, &out);
     free(r->resp);
     r->resp = gp_buf_steal(&out);
     r->status = 200;
@@ -850,6 +852,7 @@ int gp__srv_api_handle(gp_srv_state *s, gp_srv_req *r, int64_t now_s, int64_t no
     return 0;
   }
   if (strcmp(p, "/v1/prices") == 0) return gp__srv_prices_route(s, r, err);
+  if (strcmp(p, "/v1/notify") == 0) return gp__srv_notify_route(s, r, err);
   if (strcmp(p, "/v1/templates") == 0) return gp__srv_templates_route(s, r, now_s, err);
   gp__srv_reply_error(r, 404, "not_found", NULL, "no route %s %s", r->method, p);
   return 0;

@@ -47,6 +47,7 @@ gp_server_config *gp_server_config_new(void) {
   c->max_job_bytes = 64 * 1024;
   c->recent_ended_jobs = 10000;
   gp_autoscale_config_init(&c->autoscale);
+  gp_notify_config_init(&c->notify);
   gp_server_ha_init(&c->ha);
   c->max_connections_per_address = 128;
   c->http_idle_timeout_s = 15;
@@ -325,7 +326,7 @@ static int parse_doc(const gp_doc *d, const char *path, gp_server_config *c, gp_
       "max_connections_per_address", "http_idle_timeout_s", "http_request_timeout_s",
       "recent_ended_jobs", "prices", "node_templates", "autoscale",
       "events_max_streams_per_user",
-      "events_max_streams", "events_buffer_kib", "events_ping_s", "ha", "store", NULL};
+      "events_max_streams", "events_buffer_kib", "events_ping_s", "ha", "store", "notify", NULL};
   const gp_doc_node *root = d->root;
   if (!root) return 0;
   int r = gp_doc_expect(d, root, "", GP_DOC_MAP, err);
@@ -482,6 +483,9 @@ static int parse_doc(const gp_doc *d, const char *path, gp_server_config *c, gp_
   }
   if ((n = gp_doc_get(root, "autoscale")) &&
       (r = gp_autoscale_config_read(d, n, "autoscale", &c->autoscale, err)))
+    return r;
+  if ((n = gp_doc_get(root, "notify")) &&
+      (r = gp_notify_config_read(d, n, "notify", a, &c->notify, err)))
     return r;
   if ((n = gp_doc_get(root, "ha"))) {
     if ((r = gp_server_ha_read(d, n, "ha", a, &c->ha, err))) return r;

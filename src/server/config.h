@@ -17,6 +17,7 @@
 #include "server/autoscale_config.h"
 #include "server/budget.h"
 #include "server/leader_config.h"
+#include "server/notify.h"
 #include "tls/tls.h"
 #include "util/error.h"
 
@@ -99,6 +100,7 @@ typedef struct gp_server_config {
   int events_buffer_kib;       /* 256 */
   int events_ping_s;           /* 15 */
   gp_server_ha ha;             /* `ha:` (leader_config.h); .on false: one server */
+  gp_notify_config notify;     /* `notify:` (notify.h): mail, webhooks, their limits */
   struct gp_arena *arena;
   const char *store;           /* `store:` a postgresql:// URL; NULL: <data_dir>/gpool.db */
 } gp_server_config;

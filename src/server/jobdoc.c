@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/notify.h"
 #include "server/state.h"
 #include "util/buf.h"
 
@@ -125,6 +126,12 @@ char *gp__srv_job_store_doc(const gp_srv_job *j) {
   gp_buf_puts(&b, j->requeue ? "true" : "false");
   put_int(&b, "grace_s", j->grace_s);
   put_kstr(&b, "signal", j->signal);
+  if (j->mail_set || j->mail_user) { /* only then: most jobs' documents stay as they were */
+    char ev[128];
+    gp_notify_events_format(j->mail_events, ev, sizeof ev);
+    put_kstr(&b, "mail_type", j->mail_set ? ev : NULL);
+    put_kstr(&b, "mail_user", j->mail_user);
+  }
   put_key(&b, "allow_spot");
   gp_buf_puts(&b, j->allow_spot ? "true" : "false");
   put_kstr(&b, "output", j->output); /* jobopts.c's fields */

@@ -13,6 +13,7 @@
 #include "protocol/limits.h"
 #include "protocol/order.h"
 #include "server/jobmetrics.h"
+#include "server/notify_job.h"
 #include "server/state.h"
 #include "snapshot/policy_read.h"
 #include "util/mem.h"
@@ -128,6 +129,7 @@ void gp__srv_job_free(gp_srv_job *j) {
   json_decref(j->command);
   json_decref(j->env);
   free(j->workdir);
+  free(j->mail_user);
   free(j->mig);
   free_strv(j->gpu_types, j->n_gpu_types);
   for (int i = 0; i < j->n_selector; i++) {
@@ -247,6 +249,7 @@ static int read_spec(const json_t *o, gp_srv_job *j, gp_err *err) {
   if ((r = get_int(o, "grace_s", 0, 86400, &v, err))) return r;
   j->grace_s = (int)v;
   if ((r = get_signal(o, &j->signal, err))) return r;
+  if ((r = gp__srv_notify_job_read(o, j, err))) return r;
   if ((r = get_strv(o, "after", GP_SRV_MAX_DEPS, 24, &j->after, &j->n_after, err))) return r;
   if ((r = get_strv(o, "after_ok", GP_SRV_MAX_DEPS, 24, &j->after_ok, &j->n_after_ok, err))) return r;
   if ((r = get_strv(o, "after_any", GP_SRV_MAX_DEPS, 24, &j->after_any, &j->n_after_any, err))) return r;
@@ -284,7 +287,7 @@ static const char *const request_keys[] = {
     "gpu_mem_mib", "mig", "gpu_types", "cpus", "mem_mib", "time_limit", "priority",
     "requeue", "grace_s", "signal", "after", "after_ok", "after_any", "hold",
     "node_selector", "allow_spot", "user", "output", "error", "open_mode", "warn_signal", "warn_before_s",
-    "warn_batch", "begin_at", NULL};
+    "warn_batch", "begin_at", "mail_type", "mail_user", NULL};
 
 /* Dependencies name jobs that exist; `after_ok` on a job that already ended otherwise
  * than completed could never be met. */
@@ -448,7 +451,7 @@ int gp__srv_job_admit(const gp_srv_state *s, gp_srv_job *j, bool is_admin, gp_er
   if ((r = check_deps(s, j->after, j->n_after, "after", err)) ||
       (r = check_deps(s, j->after_ok, j->n_after_ok, "after_ok", err)) ||
       (r = check_deps(s, j->after_any, j->n_after_any, "after_any", err)) ||
-      (r = check_limits(s, j, err)))
+      (r = check_limits(s, j, err)) || (r = gp__srv_notify_job_admit(s, j, err)))
     return r;
   if (!j->time_limit && q->default_time_limit > 0) j->time_limit = q->default_time_limit;
   return 0;
@@ -582,6 +585,7 @@ json_t *gp__srv_job_to_json(const gp_srv_state *s, const gp_srv_job *j, bool for
   json_object_set_new(o, "requeue", json_boolean(j->requeue));
   json_object_set_new(o, "grace_s", json_integer(j->grace_s));
   json_object_set_new(o, "signal", json_string(j->signal));
+  if (!for_store || j->mail_set || j->mail_user) gp__srv_notify_job_json(o, j);
   json_object_set_new(o, "allow_spot", json_boolean(j->allow_spot));
   gp__srv_job_batch_json(o, j);
   json_t *sel = json_object();
@@ -729,6 +733,8 @@ json_t *gp__srv_job_redact(json_t *o, const gp_srv_job *j, const char *user, gp_
   json_t *v;
   json_object_foreach(j->env, k, v) json_object_set_new(env, k, json_string("(hidden)"));
   json_object_set_new(o, "env", env);
+  if (json_object_get(o, "mail_user") && j->mail_user) /* an address is its owner's to show */
+    json_object_set_new(o, "mail_user", json_string("(hidden)"));
   json_t *reason = reason_for_others(json_object_get(o, "end_reason"));
   if (reason) json_object_set_new(o, "end_reason", reason);
   json_t *attempts = json_object_get(o, "attempts");

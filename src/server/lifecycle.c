@@ -10,6 +10,7 @@
 #include "protocol/order.h"
 #include "server/heartbeats.h"
 #include "server/node_report.h"
+#include "server/notify_job.h"
 #include "server/state.h"
 #include "util/mem.h"
 
@@ -257,6 +258,7 @@ int gp__srv_state_tick(gp_srv_state *s, int64_t now_s, int64_t now_ms, gp_err *e
       if (a < -1) a = -1;
       continue;
     }
+    if (j->state == GP_JOB_RUNNING && j->time_limit > 0) gp__srv_notify_time_check(s, j, now_s);
     if (j->state == GP_JOB_RUNNING && j->time_limit > 0 && j->started_at > 0 &&
         now_s - j->started_at >= j->time_limit)
       r = gp__srv_job_stop(s, j, "timeout", now_s, err);

@@ -38,6 +38,7 @@
 #include "server/leader.h"
 #include "server/logproxy.h"
 #include "server/readers.h"
+#include "server/notify_job.h"
 #include "server/advice.h"
 #include "server/report.h"
 #include "server/server_int.h"
@@ -62,6 +63,7 @@ struct gp_server {
   gp_srv_readers *readers;  /* history lists, reports, advice (readers.h) */
   gp_srv_autoscale *autoscale; /* provider calls (autoscale.h), NULL: a fixed fleet */
   gp_srv_events *events;    /* GET /v1/events streams (events.h) */
+  gp_srv_notify *notify;    /* the notification sender (notify.h), or NULL */
   int port;
   pthread_t thread;
   bool thread_running;
@@ -202,6 +204,7 @@ static void reload(gp_server *srv) {
   s->counters = old->counters;
   s->autoscale = old->autoscale;
   s->events = old->events;
+  s->notify = srv->notify; /* a reloaded leader's state; a follower's has none */
   s->store_health = old->store_health;
   gp__srv_usage_adopt(s, old);
   gp__srv_state_free(old);
@@ -339,6 +342,7 @@ static void process_batch(gp_server *srv, gp_srv_req *list) {
     return;
   }
   gp__srv_events_flush(s); /* committed: clients hear only of durable changes */
+  gp__srv_notify_flush(s);  /* and mail and webhooks only of what is durable */
   gp__srv_ended_evict(s); /* committed, and no job pointer is held */
   /* Parked polls are no longer part of the batch: they are resumed when woken. */
   for (gp_srv_req *r = list; r; r = r->next) r->in_batch = r->parked ? false : true;
@@ -384,6 +388,7 @@ static void run_scheduler(gp_server *srv) {
     return;
   }
   gp__srv_events_flush(s);
+  gp__srv_notify_flush(s);
   gp__srv_ended_evict(s);
   wake_waiters(srv->state, gp_mono_ms(), false);
 }
@@ -1013,6 +1018,9 @@ int gp_server_start(gp_server *srv, gp_err *err) {
   /* Streams open once the store is loaded (until then every request gets 503). */
   srv->events = gp__srv_events_new(srv->cfg);
   srv->state->events = srv->events;
+  /* Notifications go out only from a leader: a follower's state is reloaded as it leads. */
+  srv->notify = gp__srv_notify_new(&srv->cfg->notify);
+  if (!srv->cfg->ha.on) srv->state->notify = srv->notify;
   if (srv->cfg->ha.on) {
     srv->next_follow_ms = gp_mono_ms() + GP_SRV_FOLLOW_REFRESH_MS;
     r = gp__srv_leader_new(&srv->cfg->ha, srv->self_url, ha_wake, srv, &srv->leader, err);
@@ -1072,6 +1080,7 @@ void gp_server_free(gp_server *srv) {
   gp_tls_conns_free(srv->conns);
   gp__srv_autoscale_free(srv->autoscale);
   gp__srv_events_free(srv->events);
+  gp__srv_notify_free(srv->notify); /* after the state thread: it queued the last ones */
   gp__srv_state_free(srv->state);
   gp_store_close(srv->store);
   free(srv->healthz);

@@ -11,6 +11,7 @@
 #include "core/sched.h"
 #include "server/heartbeats.h"
 #include "server/state.h"
+#include "server/notify_job.h"
 
 #include "ledger/prices.h"
 #include "util/mem.h"
@@ -38,6 +39,7 @@ void gp__srv_state_free(gp_srv_state *s) {
   free(s->jobs);
   free(s->active);
   gp__srv_events_dirty_free(&s->events_dirty);
+  gp__srv_notify_state_free(s);
   for (int i = 0; i < s->n_nodes; i++) gp__srv_node_free(s->nodes[i]);
   free(s->nodes);
   free(s->node_slots);
@@ -281,6 +283,7 @@ void gp__srv_job_set_state(gp_srv_state *s, gp_srv_job *j, gp_job_state st) {
    * final states. */
   bool final = gp_job_state_is_final(st);
   if (old != st && (final || gp_job_state_is_final(old))) gp__srv_ended_mark(s, j->id, st, final);
+  gp__srv_notify_note(s, j, old);
   s->sched_dirty = true;
 }
 
@@ -560,6 +563,8 @@ static int load_setting(void *ctx, const char *name, const char *doc) {
   if (strcmp(name, GP_SRV_SETTING_PRICES) == 0) {
     free(c->s->prices_set);
     c->s->prices_set = gp_xstrdup(doc);
+  } else if (strncmp(name, GP_SRV_SETTING_NOTIFY, strlen(GP_SRV_SETTING_NOTIFY)) == 0) {
+    gp__srv_notify_user_loaded(c->s, name + strlen(GP_SRV_SETTING_NOTIFY), doc);
   } else if (strncmp(name, "budget/", 7) == 0) {
     gp__srv_budget_level_loaded(c->s, name + 7, doc);
   } else if (strcmp(name, GP_SRV_SETTING_HEARTBEATS) == 0) {

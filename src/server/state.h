@@ -82,6 +82,12 @@ typedef struct gp_srv_job {
   int64_t begin_at;     /* epoch s before which it does not start (--begin); 0: any time */
   char *output, *error; /* -o/--error file patterns (protocol/outpath.h), NULL: none */
   bool output_append;   /* --open-mode=append; else truncate */
+  /* Notifications (notify_job.c): --mail-type as GP_NOTIFY_* bits (mail_set: given), and
+   * --mail-user (owned, NULL: the owner's own address, if any). */
+  unsigned mail_events;
+  bool mail_set;
+  char *mail_user;
+  unsigned time_noted;  /* GP_NOTIFY_TIME_LIMIT_50/80/90 noted in this run (memory only) */
   int n_after, n_after_ok, n_after_any;
   char **after, **after_ok, **after_any;
   /* Lifecycle. */
@@ -398,6 +404,9 @@ typedef struct gp_srv_state {
   struct gp_srv_events *events; /* the event streams (events.h; borrowed, kept over a
                                    reload), NULL: no streams (tests, a loading state) */
   gp_srv_events_dirty events_dirty;
+  struct gp_srv_notify *notify; /* the notification sender (notify.h; borrowed, kept over a
+                                   reload), NULL: none (tests, loading, following) */
+  struct gp__srv_notify_state *notify_st; /* notes and users' settings (notify_job.c) */
   uint64_t ranked_cycle;      /* counters.sched_cycles + 1 when the jobs' queue positions
                                  were worked out (jobrank.c), 0: never */
   /* Nodes' heartbeats as the leader keeps them in the store for followers (heartbeats.c):

@@ -196,7 +196,7 @@ static void sbatch_directives_map_to_gpool(void) {
                        "#SBATCH --dependency=afterok:41:42,afterany:40\n"
                        "#SBATCH --requeue --signal=B:USR1@120\n"
                        "#SBATCH --output=slurm-%j.out\n"
-                       "#SBATCH --mail-user someone\n"
+                       "#SBATCH --mail-user someone@example.org --mail-type=BEGIN,END\n"
                        "#SBATCH --frobnicate=3\n"
                        "import torch\n";
   parsed *p = submit("job.sh", script);
@@ -225,7 +225,8 @@ static void sbatch_directives_map_to_gpool(void) {
   CHECK_EQ_STR("/usr/bin/env", item(p, "command", 0));
   CHECK_EQ_STR("python3", item(p, "command", 1));
   CHECK(!strstr(p->s.warnings.data ? p->s.warnings.data : "", "--output"));
-  CHECK_CONTAINS(p->s.warnings.data, "job.sh:11: #SBATCH --mail-user has no meaning");
+  CHECK_EQ_STR("someone@example.org", get_str(p, "mail_user")); /* notifications */
+  CHECK_EQ_STR("BEGIN,END", get_str(p, "mail_type"));
   CHECK_CONTAINS(p->s.warnings.data, "job.sh:12: #SBATCH --frobnicate=3 is not supported");
   done(p);
 
@@ -259,6 +260,17 @@ static void sbatch_directives_map_to_gpool(void) {
 }
 
 static void bad_directives_name_file_and_line(void) {
+  /* Mail events gpool cannot produce, and addresses it does not send to, are refused. */
+  parsed *m = submit("job.sh", "#!/bin/sh\n#SBATCH --mail-type=END,INVALID_DEPEND\n");
+  CHECK_EQ_INT(GP_EINVAL, m->rc);
+  CHECK_EQ_INT(2, m->err.line);
+  CHECK_CONTAINS(m->err.message, "INVALID_DEPEND is not supported");
+  done(m);
+  m = submit("job.sh", "#!/bin/sh\n#SBATCH --mail-user=someone\n");
+  CHECK_EQ_INT(GP_EINVAL, m->rc);
+  CHECK_EQ_INT(2, m->err.line);
+  CHECK_CONTAINS(m->err.message, "'someone' is not a mail address");
+  done(m);
   parsed *p = submit("job.sh", "#!/bin/sh\n#GPOOL -g 1\n#GPOOL --gpus lots\n");
   CHECK_EQ_INT(GP_EINVAL, p->rc);
   CHECK_EQ_STR("job.sh", p->err.file);

@@ -12,7 +12,8 @@ static void the_fast_document_equals_the_reference(void) {
       " \"workdir\": \"/home/a\", \"env\": {\"K\": \"V\\\"\", \"PATH\": \"/bin\"}, \"gpus\": 0, \"tasks\": 2,"
       " \"gpu_fraction\": 0.25, \"gpu_types\": [\"H100-80GB\", \"A100\"], \"cpus\": 2.5, \"mem_mib\": 1024,"
       " \"time_limit\": 3600, \"priority\": \"batch\", \"requeue\": true, \"grace_s\": 5, \"signal\": \"USR1\","
-      " \"after\": [\"1\"], \"node_selector\": {\"pool\": \"x\"}, \"allow_spot\": true}";
+      " \"after\": [\"1\"], \"node_selector\": {\"pool\": \"x\"}, \"allow_spot\": true,"
+      " \"mail_type\": \"BEGIN,END\", \"mail_user\": \"a.b+c@example.org\"}";
   json_t *o = json_loads(body, 0, NULL);
   REQUIRE(o);
   gp_srv_job *j = NULL;
@@ -47,6 +48,9 @@ static void the_fast_document_equals_the_reference(void) {
   CHECK_EQ_INT(250, back->gpu_milli);
   CHECK_EQ_INT(2500, back->cpu_milli);
   CHECK_EQ_INT(2, back->restarts);
+  CHECK(back->mail_set); /* notifications survive a restart */
+  CHECK_EQ_INT(3, (int)back->mail_events); /* GP_NOTIFY_BEGIN | GP_NOTIFY_END */
+  CHECK_EQ_STR("a.b+c@example.org", back->mail_user);
   /* The ended job's use figures come back with it (advice sizes its next runs by them). */
   CHECK(back->usage && json_equal(back->usage, j->usage));
   gp__srv_job_free(back);
