@@ -209,13 +209,15 @@ void gp_job_fmt_show(json_t *job, int64_t now, gp_buf *out) {
                 json_is_true(json_object_get(job, "requeue")) ? "requeue" : "no requeue",
                 *str(job, "signal") ? str(job, "signal") : "TERM", (long long)num(job, "grace_s"),
                 (long long)num(job, "restarts"));
-  static const char *const deps[][2] = {{"after", "after"}, {"after_ok", "afterok"}, {"after_any", "afterany"}};
-  for (int i = 0; i < 3; i++)
+  static const char *const deps[][2] = {{"after", "after"}, {"after_ok", "afterok"}, {"after_any", "afterany"},
+                                        {"after_not_ok", "afternotok"}, {"after_corr", "aftercorr"}};
+  for (int i = 0; i < 5; i++)
     if (json_array_size(json_object_get(job, deps[i][0]))) {
       gp_buf_printf(out, "  depends    %s ", deps[i][1]);
       join_strings(json_object_get(job, deps[i][0]), ",", out);
       gp_buf_puts(out, "\n");
     }
+  if (json_is_true(json_object_get(job, "singleton"))) gp_buf_puts(out, "  depends    singleton\n");
   json_t *pl = json_object_get(job, "placements");
   if (json_array_size(pl)) {
     gp_buf_puts(out, "  placement\n");

@@ -230,12 +230,16 @@ static int gres(json_t *req, const char *s, const char *where, gp_err *err) {
   return 0;
 }
 
-/* Slurm's --dependency: "afterok:12:13,afterany:14" (all must hold). */
+/* Slurm's --dependency: "afterok:12:13,afterany:14,singleton" (all must hold). */
 static int dependency(json_t *req, const char *s, const char *where, gp_err *err) {
   if (strchr(s, '?')) return bad(err, where, "dependency", "'any of' dependencies ('?') are not supported: '%s'", s);
   char *copy = gp_xstrdup(s), *save = NULL;
   int rc = 0;
   for (char *part = strtok_r(copy, ",", &save); part && !rc; part = strtok_r(NULL, ",", &save)) {
+    if (!strcmp(part, "singleton")) {
+      json_object_set_new(req, "singleton", json_true());
+      continue;
+    }
     char *colon = strchr(part, ':');
     if (!colon) {
       rc = bad(err, where, "dependency", "'%s' is not TYPE:ID[:ID...]", part);
@@ -243,10 +247,12 @@ static int dependency(json_t *req, const char *s, const char *where, gp_err *err
     }
     *colon = '\0';
     const char *key = !strcmp(part, "after") ? "after" : !strcmp(part, "afterok") ? "after_ok"
-                      : !strcmp(part, "afterany") ? "after_any" : NULL;
+                      : !strcmp(part, "afterany") ? "after_any"
+                      : !strcmp(part, "afternotok") ? "after_not_ok" : NULL;
     if (!key) {
       rc = bad(err, where, "dependency",
-               "dependency type '%s' is not supported (use after, afterok or afterany)", part);
+               "dependency type '%s' is not supported (use after, afterok, afterany, afternotok, "
+               "aftercorr or singleton)", part);
       break;
     }
     /* Slurm allows "after:12+5" (minutes delay); gpool does not. */

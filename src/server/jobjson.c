@@ -139,6 +139,7 @@ void gp__srv_job_free(gp_srv_job *j) {
   free_strv(j->after, j->n_after);
   free_strv(j->after_ok, j->n_after_ok);
   free_strv(j->after_any, j->n_after_any);
+  free_strv(j->after_not_ok, j->n_after_not_ok);
   free(j->end_reason);
   free(j->stop_reason);
   free(j->alloc);
@@ -242,6 +243,9 @@ static int read_spec(const json_t *o, gp_srv_job *j, gp_err *err) {
   if ((r = get_strv(o, "after", GP_SRV_MAX_DEPS, 24, &j->after, &j->n_after, err))) return r;
   if ((r = get_strv(o, "after_ok", GP_SRV_MAX_DEPS, 24, &j->after_ok, &j->n_after_ok, err))) return r;
   if ((r = get_strv(o, "after_any", GP_SRV_MAX_DEPS, 24, &j->after_any, &j->n_after_any, err))) return r;
+  if ((r = get_strv(o, "after_not_ok", GP_SRV_MAX_DEPS, 24, &j->after_not_ok, &j->n_after_not_ok, err)))
+    return r;
+  if ((r = get_bool(o, "singleton", &j->singleton, err))) return r;
   if ((r = get_bool(o, "allow_spot", &j->allow_spot, err))) return r;
   const json_t *sel = json_object_get(o, "node_selector");
   if (sel && !json_is_null(sel)) {
@@ -273,11 +277,11 @@ static int read_spec(const json_t *o, gp_srv_job *j, gp_err *err) {
 static const char *const request_keys[] = {
     "queue", "name", "command", "workdir", "env", "gpus", "tasks", "gpu_fraction",
     "gpu_mem_mib", "mig", "gpu_types", "cpus", "mem_mib", "time_limit", "priority",
-    "requeue", "grace_s", "signal", "after", "after_ok", "after_any", "hold",
+    "requeue", "grace_s", "signal", "after", "after_ok", "after_any", "after_not_ok", "singleton", "hold",
     "node_selector", "allow_spot", "user", NULL};
 
 /* Dependencies name jobs that exist; `after_ok` on a job that already ended otherwise
- * than completed could never be met. */
+ * than completed could never be met, nor `after_not_ok` on one that completed. */
 static int check_deps(const gp_srv_state *s, char **ids, int n, const char *key, gp_err *err) {
   for (int i = 0; i < n; i++) {
     const gp_srv_job *d = gp__srv_job_get(s, ids[i]);
@@ -290,6 +294,10 @@ static int check_deps(const gp_srv_state *s, char **ids, int n, const char *key,
     if (strcmp(key, "after_ok") == 0 && gp_job_state_is_final(st) && st != GP_JOB_COMPLETED)
       return gp_err_set(err, GP_EINVAL, NULL, 0, f, "job %s ended %s, so this job could never start",
                         ids[i], gp_job_state_name(st));
+    if (strcmp(key, "after_not_ok") == 0 && st == GP_JOB_COMPLETED)
+      return gp_err_set(err, GP_EINVAL, NULL, 0, f,
+                        "job %s completed, so this job (which waits for it to fail) could never start",
+                        ids[i]);
   }
   return 0;
 }
@@ -437,6 +445,7 @@ int gp__srv_job_admit(const gp_srv_state *s, gp_srv_job *j, bool is_admin, gp_er
   if ((r = check_deps(s, j->after, j->n_after, "after", err)) ||
       (r = check_deps(s, j->after_ok, j->n_after_ok, "after_ok", err)) ||
       (r = check_deps(s, j->after_any, j->n_after_any, "after_any", err)) ||
+      (r = check_deps(s, j->after_not_ok, j->n_after_not_ok, "after_not_ok", err)) ||
       (r = check_limits(s, j, err)))
     return r;
   if (!j->time_limit && q->default_time_limit > 0) j->time_limit = q->default_time_limit;
@@ -576,6 +585,8 @@ json_t *gp__srv_job_to_json(const gp_srv_state *s, const gp_srv_job *j, bool for
   json_object_set_new(o, "after", strv_json(j->after, j->n_after));
   json_object_set_new(o, "after_ok", strv_json(j->after_ok, j->n_after_ok));
   json_object_set_new(o, "after_any", strv_json(j->after_any, j->n_after_any));
+  json_object_set_new(o, "after_not_ok", strv_json(j->after_not_ok, j->n_after_not_ok));
+  json_object_set_new(o, "singleton", json_boolean(j->singleton));
   json_object_set_new(o, "exit_code", j->has_exit_code ? json_integer(j->exit_code) : json_null());
   json_object_set_new(o, "end_reason", j->end_reason ? json_string(j->end_reason) : json_null());
   json_object_set_new(o, "stop_reason", j->stop_reason ? json_string(j->stop_reason) : json_null());

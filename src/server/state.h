@@ -70,8 +70,9 @@ typedef struct gp_srv_job {
   bool requeue;
   int grace_s;
   char *signal;         /* "TERM", "USR1", ... */
-  int n_after, n_after_ok, n_after_any;
-  char **after, **after_ok, **after_any;
+  int n_after, n_after_ok, n_after_any, n_after_not_ok;
+  char **after, **after_ok, **after_any, **after_not_ok;
+  bool singleton;       /* Slurm's `singleton` (core/deps.c): one job of name and user at a time */
   /* Lifecycle. */
   int restarts;
   int64_t submitted_at, started_at, ended_at, last_checkpoint_at;

@@ -250,9 +250,17 @@ static void bad_directives_name_file_and_line(void) {
   CHECK_CONTAINS(p->err.message, "cannot be split evenly over 3 nodes");
   done(p);
 
-  p = submit("job.sh", "#!/bin/sh\n#SBATCH --dependency=afternotok:5\n");
-  CHECK_CONTAINS(p->err.message, "afternotok");
+  p = submit("job.sh", "#!/bin/sh\n#SBATCH --dependency=afterburst:5\n");
+  CHECK_CONTAINS(p->err.message, "afterburst");
   CHECK_EQ_INT(2, p->err.line);
+  done(p);
+
+  /* afternotok and singleton are Slurm's and mean what they mean there. */
+  p = submit("job.sh", "#!/bin/sh\n#SBATCH --dependency=afternotok:5:6,singleton\n");
+  REQUIRE(p->rc == 0);
+  CHECK_EQ_STR("5", item(p, "after_not_ok", 0));
+  CHECK_EQ_STR("6", item(p, "after_not_ok", 1));
+  CHECK(json_is_true(json_object_get(p->s.req, "singleton")));
   done(p);
 
   p = submit("job.sh", "#!/bin/sh\n#SBATCH --gres=shard:2\n");
