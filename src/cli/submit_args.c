@@ -30,7 +30,7 @@ enum {
   O_HELP, O_CA, O_ADVISE, O_ALLOW_SPOT, O_NO_SPOT, O_NODE_SELECTOR,
   /* Slurm-only forms */
   O_SB_GPUS_TOTAL, O_SB_GPUS_PER_NODE, O_SB_NTASKS, O_SB_DEPENDENCY, O_SB_SIGNAL, O_SB_TIME,
-  O_SB_NODES, O_SB_IGNORED, O_SB_IGNORED_ARG,
+  O_SB_NODES, O_SB_IGNORED, O_SB_IGNORED_ARG, O_ARRAY,
 };
 
 static const gp_opt gpool_opts[] = {
@@ -50,6 +50,8 @@ static const gp_opt gpool_opts[] = {
   {0, "after", true, O_AFTER},
   {0, "afterok", true, O_AFTER_OK},
   {0, "afterany", true, O_AFTER_ANY},
+  {0, "dependency", true, O_SB_DEPENDENCY},
+  {0, "array", true, O_ARRAY},
   {'n', "name", true, O_NAME},
   {0, "hold", false, O_HOLD},
   {0, "allow-spot", false, O_ALLOW_SPOT},
@@ -84,6 +86,7 @@ static const gp_opt sbatch_opts[] = {
   {0, "no-requeue", false, O_NO_REQUEUE},
   {0, "signal", true, O_SB_SIGNAL},
   {'d', "dependency", true, O_SB_DEPENDENCY},
+  {'a', "array", true, O_ARRAY},
   {'J', "job-name", true, O_NAME},
   {'H', "hold", false, O_HOLD},
   {'D', "chdir", true, O_WORKDIR},
@@ -132,11 +135,24 @@ static int int_in(const char *s, int64_t lo, int64_t hi, int64_t *ret) {
   return 0;
 }
 
+/* "12", or an array element "12_7". */
 static bool is_job_id(const char *s, size_t n) {
   if (n == 0 || n > 32) return false;
-  for (size_t i = 0; i < n; i++)
+  int under = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (s[i] == '_' && i > 0 && i + 1 < n && under++ == 0) continue;
     if (!isdigit((unsigned char)s[i])) return false;
+  }
   return true;
+}
+
+/* Slurm's --array "0-99:2%8" / "1,3,5-7": the server reads the spec; here only its
+ * alphabet, so that a script's mistake names its line. */
+static int array_opt(json_t *req, const char *v, const char *where, gp_err *err) {
+  if (!*v || strlen(v) > 4096 || strspn(v, "0123456789,-:%") != strlen(v))
+    return bad(err, where, "array", "'%s' is not an array spec (e.g. 0-99:2%%8 or 1,3,5-7)", v);
+  json_object_set_new(req, "array", json_string(v));
+  return 0;
 }
 
 /* Appends the ids in "12,13" or "12:13" to req[key]. */
@@ -248,7 +264,8 @@ static int dependency(json_t *req, const char *s, const char *where, gp_err *err
     *colon = '\0';
     const char *key = !strcmp(part, "after") ? "after" : !strcmp(part, "afterok") ? "after_ok"
                       : !strcmp(part, "afterany") ? "after_any"
-                      : !strcmp(part, "afternotok") ? "after_not_ok" : NULL;
+                      : !strcmp(part, "afternotok") ? "after_not_ok"
+                      : !strcmp(part, "aftercorr") ? "after_corr" : NULL;
     if (!key) {
       rc = bad(err, where, "dependency",
                "dependency type '%s' is not supported (use after, afterok, afterany, afternotok, "
@@ -456,6 +473,8 @@ static int apply_dependency(json_t *req, int id, const char *v, const char *wher
     return add_ids(req, "after_any", v, where, err);
   case O_SB_DEPENDENCY:
     return dependency(req, v, where, err);
+  case O_ARRAY:
+    return array_opt(req, v, where, err);
   default:
     return NOT_MINE;
   }

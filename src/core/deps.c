@@ -33,6 +33,7 @@ static int one(gp__core_ctx *c, int j, const char *id, int kind, const char **ms
   switch (kind) {
   case 0: /* after */
     if (final || s == GP_JOB_RUNNING || s == GP_JOB_STOPPING) return SAT;
+    if (c->view->jobs[d].dep_only && c->view->jobs[d].started_at > 0) return SAT; /* an array began */
     break;
   case 1: /* afterok */
     if (s == GP_JOB_COMPLETED) return SAT;

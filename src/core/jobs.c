@@ -327,6 +327,10 @@ void gp__core_classify_slot(gp__core_ctx *c, int j, gp__core_run *ru, size_t *ru
   ji->submitted = job->submitted_at;
   ji->leaf = leaf_of(c, job->queue);
   ji->limit = limit_of(c, job, ji->leaf);
+  if (job->dep_only) {
+    ji->stat = GP__J_NONE;
+    return;
+  }
   switch (job->state) {
   case GP_JOB_RUNNING:
   case GP_JOB_STOPPING:

@@ -207,6 +207,10 @@ typedef struct gp_job {
    * and none submitted before it waits (so at most one such job runs at a time). */
   bool singleton;
   const char *name;             /* the job's name (singleton's key with user); NULL: none */
+  /* A stand-in that is in the view only for the jobs that depend on it (a job array's
+   * summary, an element not made a job yet): never scheduled, holds nothing; its state,
+   * and started_at > 0 for `after`, answer the dependencies. */
+  bool dep_only;
 } gp_job;
 
 /* ---- Policy ---- */

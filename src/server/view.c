@@ -113,6 +113,7 @@ static void fill_job(gp_job *v, gp_placement *pl, const gp_srv_job *j, bool hold
   v->after_not_ok = (const char *const *)j->after_not_ok;
   v->singleton = j->singleton;
   v->name = j->name;
+  v->dep_only = j->array != NULL || j->dep_only;
 }
 
 /* Singleton is left out: it reads the active jobs only, never an ended one. */
@@ -183,6 +184,7 @@ static void add_ended_deps(gp_srv_state *s) {
       for (int k = 0; k < counts[l]; k++) {
         gp_srv_job *d = gp__srv_job_get(s, lists[l][k]);
         if (!d) d = gp__srv_ended_ghost(s, gp__srv_job_id_parse(lists[l][k])); /* out of memory */
+        if (!d) d = gp__srv_array_ghost(s, gp__srv_job_id_parse(lists[l][k])); /* not made yet */
         if (!d || d->active_pos >= 0 || d->view_index >= 0) continue;
         size_t at = (size_t)s->n_active + (size_t)w->n_deps;
         gp_xgrow((void **)&w->jobs, &w->cap_jobs, at + 1, sizeof *w->jobs);
