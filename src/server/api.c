@@ -413,7 +413,8 @@ static int array_elem_route(gp_srv_state *s, gp_srv_req *r, gp_srv_job *p, int64
   }
   int rc = get ? 0 : gp__srv_array_elem_action(s, p, pos, action, now, err);
   if (rc) return rc;
-  gp_srv_job *e = s->jobs[p->id + 1 + pos];
+  int64_t made = p->id + 1 + pos;
+  gp_srv_job *e = (size_t)made < s->cap_jobs ? s->jobs[made] : NULL;
   if (e) { /* a cancel made it a job */
     reply_job(s, r, 200, e);
     return 0;
@@ -451,12 +452,11 @@ static int jobs_route(gp_srv_state *s, gp_srv_req *r, const char *rest, int64_t 
   gp_srv_job *j = len < 31 ? gp__srv_job_get(s, id) : NULL;
   const char *action = slash ? slash + 1 : "";
   gp_job_state ended;
-  int64_t eid = !j && strchr(id, '_') ? gp__srv_array_elem_id(s, id) : 0;
+  gp_srv_job *p = NULL;
+  int64_t pos = 0, eid = !j && strchr(id, '_') ? gp__srv_array_elem_id(s, id, &p, &pos) : 0;
   if (eid) {
     snprintf(id, sizeof id, "%lld", (long long)eid); /* an element made a job and ended since */
-    int64_t pos;
-    gp_srv_job *p = gp__srv_array_of_id(s, eid, &pos);
-    if (p && !gp__srv_array_made(p->array, pos)) return array_elem_route(s, r, p, pos, action, now, err);
+    if (!gp__srv_array_made(p->array, pos)) return array_elem_route(s, r, p, pos, action, now, err);
   }
   if (!j && len < 31 && gp__srv_ended_state(s, gp__srv_job_id_parse(id), &ended))
     return ended_route(s, r, id, action, ended);

@@ -288,7 +288,7 @@ static int check_deps(const gp_srv_state *s, char **ids, int n, const char *key,
     char f[64];
     snprintf(f, sizeof f, "%s[%d]", key, i);
     /* An array element ("12_7") is named by its id, which the core knows it by. */
-    int64_t eid = strchr(ids[i], '_') ? gp__srv_array_elem_id(s, ids[i]) : 0;
+    int64_t eid = strchr(ids[i], '_') ? gp__srv_array_elem_id(s, ids[i], NULL, NULL) : 0;
     if (eid) {
       char num[24];
       snprintf(num, sizeof num, "%lld", (long long)eid);
@@ -676,6 +676,11 @@ void gp__srv_job_pending_why(const gp_srv_job *j, const char **ret_reason, const
     /* A budget's hold is not its owner's to release (budget_hold.c): say why instead. */
     const char *budget = gp__srv_job_budget_hold_reason(j);
     *ret_message = budget ? budget : "The job is held; release it with `gpool release`.";
+  } else if (pending && j->array) { /* the array's job: its elements are what is scheduled */
+    bool capped = j->array->limit && j->array->n_live >= j->array->limit;
+    *ret_reason = capped ? "JobArrayTaskLimit" : "ArrayElements";
+    *ret_message = capped ? "As many of the array's elements as its % limit allows are started; the others wait."
+                          : "The array's elements start as the scheduler finds room, each as a job of its own.";
   } else if (pending && j->pending_reason >= 0) {
     *ret_reason = gp_pending_reason_name((gp_pending_reason)j->pending_reason);
     *ret_message = j->pending_message;

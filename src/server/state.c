@@ -63,7 +63,7 @@ void gp__srv_state_free(gp_srv_state *s) {
 
 gp_srv_job *gp__srv_job_get(const gp_srv_state *s, const char *id) {
   int64_t v = gp__srv_job_id_parse(id);
-  if (v <= 0 && id && strchr(id, '_')) v = gp__srv_array_elem_id(s, id); /* "J_I" */
+  if (v <= 0 && id && strchr(id, '_')) v = gp__srv_array_elem_id(s, id, NULL, NULL); /* "J_I" */
   if (v <= 0 || (size_t)v >= s->cap_jobs) return NULL;
   return s->jobs[v];
 }
