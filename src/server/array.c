@@ -263,6 +263,17 @@ static void put_run(const gp_srv_array *a, int64_t p0, int64_t p1, gp_buf *b, bo
   }
 }
 
+void gp__srv_array_fields(json_t *o, const gp_srv_state *s, const gp_srv_job *j, bool for_store) {
+  if (j->array) json_object_set_new(o, "array", for_store ? gp__srv_array_doc(j->array) : gp__srv_array_api(s, j));
+  if (!j->array_job) return;
+  char aj[24], aid[48];
+  snprintf(aj, sizeof aj, "%" PRId64, j->array_job);
+  snprintf(aid, sizeof aid, "%" PRId64 "_%" PRId64, j->array_job, j->array_index);
+  json_object_set_new(o, "array_job_id", json_string(aj));
+  json_object_set_new(o, "array_index", json_integer(j->array_index));
+  if (!for_store) json_object_set_new(o, "array_id", json_string(aid));
+}
+
 json_t *gp__srv_array_api(const gp_srv_state *s, const gp_srv_job *j) {
   const gp_srv_array *a = j->array;
   json_t *o = gp__srv_array_doc(a);

@@ -62,6 +62,9 @@ json_t *gp__srv_array_doc(const gp_srv_array *a);
 int gp__srv_array_from_doc(const json_t *o, gp_srv_array **ret, gp_err *err);
 /* The API's summary: the stored form plus the counts and the pending indexes ("3-99:2"). */
 json_t *gp__srv_array_api(const struct gp_srv_state *s, const struct gp_srv_job *j);
+/* A job's array fields: `array` (the stored form, or the API's summary) on an array's
+ * job; `array_job_id`, `array_index` (and `array_id`, "12_7", for the API) on an element. */
+void gp__srv_array_fields(json_t *o, const struct gp_srv_state *s, const struct gp_srv_job *j, bool for_store);
 /* Index at position p, and the position of index i (-1: not in the array). */
 int64_t gp__srv_array_index(const gp_srv_array *a, int64_t p);
 int64_t gp__srv_array_pos(const gp_srv_array *a, int64_t index);
@@ -84,6 +87,9 @@ void gp__srv_array_listed(struct gp_srv_state *s, struct gp_srv_job *p);
  * job and position go to *ret_parent and *ret_pos when not NULL. */
 int64_t gp__srv_array_elem_id(const struct gp_srv_state *s, const char *id, struct gp_srv_job **ret_parent,
                               int64_t *ret_pos);
+/* A dependency naming an element ("12_7") is rewritten to its number, which the core knows
+ * it by; other ids stay. */
+void gp__srv_array_id_by_number(const struct gp_srv_state *s, char **id);
 /* The array a reserved element id belongs to and its position, or NULL. */
 struct gp_srv_job *gp__srv_array_of_id(const struct gp_srv_state *s, int64_t id, int64_t *ret_pos);
 /* A stand-in for an element not made a job yet, in the view for a dependency on it. */

@@ -118,6 +118,15 @@ int64_t gp__srv_array_elem_id(const gp_srv_state *s, const char *id, gp_srv_job 
   return j + 1 + pos;
 }
 
+void gp__srv_array_id_by_number(const gp_srv_state *s, char **id) {
+  int64_t eid = strchr(*id, '_') ? gp__srv_array_elem_id(s, *id, NULL, NULL) : 0;
+  if (!eid) return;
+  char num[24];
+  snprintf(num, sizeof num, "%" PRId64, eid);
+  free(*id);
+  *id = gp_xstrdup(num);
+}
+
 gp_srv_job *gp__srv_array_of_id(const gp_srv_state *s, int64_t id, int64_t *ret_pos) {
   for (int i = 0; i < s->n_arrays; i++) {
     gp_srv_job *p = job_at(s, s->arrays[i]);

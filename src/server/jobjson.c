@@ -287,14 +287,7 @@ static int check_deps(const gp_srv_state *s, char **ids, int n, const char *key,
   for (int i = 0; i < n; i++) {
     char f[64];
     snprintf(f, sizeof f, "%s[%d]", key, i);
-    /* An array element ("12_7") is named by its id, which the core knows it by. */
-    int64_t eid = strchr(ids[i], '_') ? gp__srv_array_elem_id(s, ids[i], NULL, NULL) : 0;
-    if (eid) {
-      char num[24];
-      snprintf(num, sizeof num, "%lld", (long long)eid);
-      free(ids[i]);
-      ids[i] = gp_xstrdup(num);
-    }
+    gp__srv_array_id_by_number(s, &ids[i]);
     const gp_srv_job *d = gp__srv_job_get(s, ids[i]);
     gp_job_state st = d ? d->state : GP_JOB_PENDING;
     int64_t pos;
@@ -635,15 +628,7 @@ json_t *gp__srv_job_to_json(const gp_srv_state *s, const gp_srv_job *j, bool for
   json_object_set_new(o, "after_any", strv_json(j->after_any, j->n_after_any));
   json_object_set_new(o, "after_not_ok", strv_json(j->after_not_ok, j->n_after_not_ok));
   json_object_set_new(o, "singleton", json_boolean(j->singleton));
-  if (j->array) json_object_set_new(o, "array", for_store ? gp__srv_array_doc(j->array) : gp__srv_array_api(s, j));
-  if (j->array_job) {
-    char aj[24], aid[48];
-    snprintf(aj, sizeof aj, "%lld", (long long)j->array_job);
-    snprintf(aid, sizeof aid, "%lld_%lld", (long long)j->array_job, (long long)j->array_index);
-    json_object_set_new(o, "array_job_id", json_string(aj));
-    json_object_set_new(o, "array_index", json_integer(j->array_index));
-    if (!for_store) json_object_set_new(o, "array_id", json_string(aid));
-  }
+  gp__srv_array_fields(o, s, j, for_store);
   json_object_set_new(o, "exit_code", j->has_exit_code ? json_integer(j->exit_code) : json_null());
   json_object_set_new(o, "end_reason", j->end_reason ? json_string(j->end_reason) : json_null());
   json_object_set_new(o, "stop_reason", j->stop_reason ? json_string(j->stop_reason) : json_null());
