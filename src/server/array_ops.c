@@ -389,6 +389,7 @@ int gp__srv_array_elem_action(gp_srv_state *s, gp_srv_job *p, int64_t pos, const
     r = make(s, p, pos, GP_JOB_PENDING, NULL, 0, now, &e, err);
     if (!r) r = gp__srv_job_end(s, e, GP_JOB_CANCELLED, "cancelled", now, err);
   } else if (strcmp(action, "hold") == 0) {
+    posv_del(&a->owed, pos); /* (released before, not made yet: held again) */
     posv_add(&a->held, pos);
   } else if (posv_del(&a->held, pos) && pos < a->next) {
     posv_add(&a->owed, pos); /* a release: made in its turn, before the next ones */
