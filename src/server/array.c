@@ -283,7 +283,7 @@ json_t *gp__srv_array_api(const gp_srv_state *s, const gp_srv_job *j) {
   json_object_set_new(o, "n_ended", json_integer(a->n_done));
   json_object_set_new(o, "n_failed", json_integer(a->n_bad - a->n_cancel));
   json_object_set_new(o, "n_cancelled", json_integer(a->n_cancel));
-  /* Pending: the elements not made jobs (unless cancelled or held) and the made ones still
+  /* Pending: the elements not made jobs (unless cancelled or held one by one) and the made ones still
    * pending: `gpool jobs` shows them on one line, as squeue does. */
   gp_buf b = {0};
   bool first = true;
@@ -297,7 +297,7 @@ json_t *gp__srv_array_api(const gp_srv_state *s, const gp_srv_job *j) {
         const gp_srv_job *e = (size_t)id < s->cap_jobs ? s->jobs[id] : NULL;
         waiting = e && e->state == GP_JOB_PENDING;
       } else {
-        waiting = !a->cancelled && !a->held_all && !posv_has(&a->held, p);
+        waiting = !a->cancelled && !posv_has(&a->held, p); /* (held with the array: its line says held) */
       }
     }
     if (waiting) {
