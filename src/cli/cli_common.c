@@ -3,6 +3,8 @@
 #include "cli/cli_common.h"
 
 #include <ctype.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -178,6 +180,15 @@ bool gp_cli_valid_id(const char *s) {
   for (size_t i = 0; i < n; i++)
     if (!isdigit((unsigned char)s[i])) return false;
   return true;
+}
+
+bool gp_cli_valid_job_id(const char *s) {
+  const char *u = strchr(s, '_');
+  if (!u) return gp_cli_valid_id(s);
+  char head[40];
+  if (u - s >= (ptrdiff_t)sizeof head) return false;
+  snprintf(head, sizeof head, "%.*s", (int)(u - s), s);
+  return gp_cli_valid_id(head) && gp_cli_valid_id(u + 1);
 }
 
 int64_t gp_cli_now(void) { return (int64_t)time(NULL); }

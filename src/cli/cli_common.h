@@ -87,6 +87,8 @@ void gp_cli_fmt_mib(int64_t mib, char *out, size_t cap);
 void gp_cli_fmt_gpus(double g, char *out, size_t cap);
 /* A job id is decimal digits; validates a user's word before it goes into a URL path. */
 bool gp_cli_valid_id(const char *s);
+/* A job id, or an array element's "12_7". */
+bool gp_cli_valid_job_id(const char *s);
 /* Seconds since the Unix epoch now. */
 int64_t gp_cli_now(void);
 /* Integer or real JSON value as a double (0 when absent). */

@@ -220,13 +220,24 @@ void gp_job_fmt_show(json_t *job, int64_t now, gp_buf *out) {
   if (*str(job, "output") || *str(job, "error"))
     gp_buf_printf(out, "  files      %s%s%s (%s)\n", *str(job, "output") ? str(job, "output") : "-",
                   *str(job, "error") ? ", stderr " : "", str(job, "error"), str(job, "open_mode"));
-  static const char *const deps[][2] = {{"after", "after"}, {"after_ok", "afterok"}, {"after_any", "afterany"}};
-  for (int i = 0; i < 3; i++)
+  static const char *const deps[][2] = {{"after", "after"}, {"after_ok", "afterok"}, {"after_any", "afterany"},
+                                        {"after_not_ok", "afternotok"}, {"after_corr", "aftercorr"}};
+  for (int i = 0; i < 5; i++)
     if (json_array_size(json_object_get(job, deps[i][0]))) {
       gp_buf_printf(out, "  depends    %s ", deps[i][1]);
       join_strings(json_object_get(job, deps[i][0]), ",", out);
       gp_buf_puts(out, "\n");
     }
+  if (json_is_true(json_object_get(job, "singleton"))) gp_buf_puts(out, "  depends    singleton\n");
+  json_t *arr = json_object_get(job, "array");
+  if (json_is_object(arr))
+    gp_buf_printf(out, "  array      %s: %lld elements, %lld pending, %lld running, %lld ended (%lld failed, %lld cancelled)\n",
+                  str(arr, "spec"), (long long)num(arr, "count"), (long long)num(arr, "n_pending"),
+                  (long long)num(arr, "n_running"), (long long)num(arr, "n_ended"), (long long)num(arr, "n_failed"),
+                  (long long)num(arr, "n_cancelled"));
+  if (*str(job, "array_id"))
+    gp_buf_printf(out, "  array      element %lld of array %s (%s)\n", (long long)num(job, "array_index"),
+                  str(job, "array_job_id"), str(job, "array_id"));
   json_t *pl = json_object_get(job, "placements");
   if (json_array_size(pl)) {
     gp_buf_puts(out, "  placement\n");

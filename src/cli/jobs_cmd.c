@@ -75,18 +75,43 @@ static int jobs_table(gp_cli *cli, json_t *jobs, json_t *answer, void *arg) {
   int64_t now = gp_cli_now();
   size_t i;
   json_t *job;
+  /* Arrays listed here: their pending elements fold into one line, as squeue's 12_[3-99%8]. */
+  json_t *arrays = json_object();
   json_array_foreach(jobs, i, job) {
-    char gpus[64], time_s[32], nodes[256];
+    if (json_is_object(json_object_get(job, "array")))
+      json_object_set(arrays, json_string_value(json_object_get(job, "id")), json_true());
+  }
+  json_array_foreach(jobs, i, job) {
+    char gpus[64], time_s[32], nodes[256], id[160];
+    const json_t *arr = json_object_get(job, "array");
+    const char *st = json_string_value(json_object_get(job, "state"));
+    const char *aj = json_string_value(json_object_get(job, "array_job_id"));
+    bool final = st && strcmp(st, "pending") && strcmp(st, "held") && strcmp(st, "running") && strcmp(st, "stopping");
+    snprintf(id, sizeof id, "%s", json_string_value(json_object_get(job, "id")));
+    if (aj) {
+      if (st && !strcmp(st, "pending") && json_object_get(arrays, aj)) continue;
+      snprintf(id, sizeof id, "%s", json_string_value(json_object_get(job, "array_id")));
+    } else if (json_is_object(arr)) {
+      const char *pend = json_string_value(json_object_get(arr, "pending"));
+      json_int_t lim = json_integer_value(json_object_get(arr, "limit"));
+      if (!final && (!pend || !*pend)) continue; /* every element is listed on its own */
+      if (!final) {
+        char l[32] = "";
+        if (lim > 0) snprintf(l, sizeof l, "%%%lld", (long long)lim);
+        snprintf(id, sizeof id, "%s_[%.100s%s]", json_string_value(json_object_get(job, "id")), pend, l);
+      }
+    }
     gp_job_fmt_gpus(job, gpus, sizeof gpus);
     gp_cli_fmt_duration(gp_job_elapsed(job, now), time_s, sizeof time_s);
     gp_job_fmt_nodes(job, nodes, sizeof nodes);
     const char *row[] = {
-      json_string_value(json_object_get(job, "id")),    json_string_value(json_object_get(job, "name")),
+      id,                                               json_string_value(json_object_get(job, "name")),
       json_string_value(json_object_get(job, "user")),  json_string_value(json_object_get(job, "queue")),
       json_string_value(json_object_get(job, "state")), gpus, time_s, nodes, gp_job_reason(job),
     };
     gp_table_add(t, row);
   }
+  json_decref(arrays);
   if (json_array_size(jobs)) gp_table_print(t, stdout);
   else printf("No jobs%s.\n", a->state || a->all ? " match" : " pending or running (gpool jobs -a lists finished ones)");
   gp_table_free(t);
@@ -258,7 +283,8 @@ static int parse_ids(gp_cli *cli, int argc, char **argv, const char **ids, int *
     }
     if (id == GP_OPT_END) break;
     if (id == GP_OPT_POSITIONAL) {
-      if (!gp_cli_valid_id(v)) return gp_cli_usage_error(cli->cmd, "'%s' is not a job id (job ids are numbers)", v);
+      if (!gp_cli_valid_job_id(v))
+        return gp_cli_usage_error(cli->cmd, "'%s' is not a job id (a number, or 12_7 for an array element)", v);
       if (*n_ids >= max) return gp_cli_usage_error(cli->cmd, "at most %d job ids at once", max);
       ids[(*n_ids)++] = v;
       continue;

@@ -73,7 +73,7 @@ static void log_path(char *path, size_t size, const logs_args *a, long long offs
 static int logs_word(void *arg, const char *v) {
   logs_args *a = arg;
   if (a->job) return gp_cli_usage_error("logs", "one job at a time");
-  if (!gp_cli_valid_id(v)) return gp_cli_usage_error("logs", "'%s' is not a job id", v);
+  if (!gp_cli_valid_job_id(v)) return gp_cli_usage_error("logs", "'%s' is not a job id", v);
   a->job = v;
   return 0;
 }

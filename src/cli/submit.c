@@ -45,6 +45,8 @@ static const char usage_text[] =
   "      --after ID         start after job ID has started\n"
   "      --afterok ID       start after job ID completed successfully\n"
   "      --afterany ID      start after job ID ended in any way\n"
+  "      --dependency LIST  Slurm's form: afterok:12,afternotok:13,aftercorr:14,singleton\n"
+  "      --array SPEC       a job array: 0-99, 0-99:2%8 (at most 8 at once), 1,3,5-7\n"
   "  -n, --name NAME        job name\n"
   "      --hold             submit held (gpool release ID starts it)\n"
   "      --allow-spot       may run on spot capacity (--no-spot: may not)\n"

@@ -31,7 +31,7 @@ enum {
   O_HELP, O_CA, O_ADVISE, O_ALLOW_SPOT, O_NO_SPOT, O_NODE_SELECTOR, O_MAIL_TYPE, O_MAIL_USER,
   /* Slurm-only forms */
   O_SB_GPUS_TOTAL, O_SB_GPUS_PER_NODE, O_SB_NTASKS, O_SB_DEPENDENCY, O_SB_SIGNAL, O_SB_TIME,
-  O_SB_NODES, O_SB_IGNORED, O_SB_IGNORED_ARG, O_NTASKS_PER_NODE, O_SB_GPUS_PER_TASK,
+  O_SB_NODES, O_SB_IGNORED, O_SB_IGNORED_ARG, O_NTASKS_PER_NODE, O_SB_GPUS_PER_TASK, O_ARRAY,
   /* submit_batch.c */
   O_OUT_FILE, O_ERR_FILE, O_OPEN_MODE, O_BEGIN, O_EXPORT,
 };
@@ -56,6 +56,8 @@ static const gp_opt gpool_opts[] = {
   {0, "after", true, O_AFTER},
   {0, "afterok", true, O_AFTER_OK},
   {0, "afterany", true, O_AFTER_ANY},
+  {0, "dependency", true, O_SB_DEPENDENCY},
+  {0, "array", true, O_ARRAY},
   {'n', "name", true, O_NAME},
   {0, "hold", false, O_HOLD},
   {0, "allow-spot", false, O_ALLOW_SPOT},
@@ -96,6 +98,7 @@ static const gp_opt sbatch_opts[] = {
   {0, "no-requeue", false, O_NO_REQUEUE},
   {0, "signal", true, O_SB_SIGNAL},
   {'d', "dependency", true, O_SB_DEPENDENCY},
+  {'a', "array", true, O_ARRAY},
   {'J', "job-name", true, O_NAME},
   {'H', "hold", false, O_HOLD},
   {'D', "chdir", true, O_WORKDIR},
@@ -145,11 +148,24 @@ static int int_in(const char *s, int64_t lo, int64_t hi, int64_t *ret) {
   return 0;
 }
 
+/* "12", or an array element "12_7". */
 static bool is_job_id(const char *s, size_t n) {
   if (n == 0 || n > 32) return false;
-  for (size_t i = 0; i < n; i++)
+  int under = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (s[i] == '_' && i > 0 && i + 1 < n && under++ == 0) continue;
     if (!isdigit((unsigned char)s[i])) return false;
+  }
   return true;
+}
+
+/* Slurm's --array "0-99:2%8" / "1,3,5-7": the server reads the spec; here only its
+ * alphabet, so that a script's mistake names its line. */
+static int array_opt(json_t *req, const char *v, const char *where, gp_err *err) {
+  if (!*v || strlen(v) > 4096 || strspn(v, "0123456789,-:%") != strlen(v))
+    return bad(err, where, "array", "'%s' is not an array spec (e.g. 0-99:2%%8 or 1,3,5-7)", v);
+  json_object_set_new(req, "array", json_string(v));
+  return 0;
 }
 
 /* Appends the ids in "12,13" or "12:13" to req[key]. */
@@ -243,12 +259,16 @@ static int gres(json_t *req, const char *s, const char *where, gp_err *err) {
   return 0;
 }
 
-/* Slurm's --dependency: "afterok:12:13,afterany:14" (all must hold). */
+/* Slurm's --dependency: "afterok:12:13,afterany:14,singleton" (all must hold). */
 static int dependency(json_t *req, const char *s, const char *where, gp_err *err) {
   if (strchr(s, '?')) return bad(err, where, "dependency", "'any of' dependencies ('?') are not supported: '%s'", s);
   char *copy = gp_xstrdup(s), *save = NULL;
   int rc = 0;
   for (char *part = strtok_r(copy, ",", &save); part && !rc; part = strtok_r(NULL, ",", &save)) {
+    if (!strcmp(part, "singleton")) {
+      json_object_set_new(req, "singleton", json_true());
+      continue;
+    }
     char *colon = strchr(part, ':');
     if (!colon) {
       rc = bad(err, where, "dependency", "'%s' is not TYPE:ID[:ID...]", part);
@@ -256,10 +276,13 @@ static int dependency(json_t *req, const char *s, const char *where, gp_err *err
     }
     *colon = '\0';
     const char *key = !strcmp(part, "after") ? "after" : !strcmp(part, "afterok") ? "after_ok"
-                      : !strcmp(part, "afterany") ? "after_any" : NULL;
+                      : !strcmp(part, "afterany") ? "after_any"
+                      : !strcmp(part, "afternotok") ? "after_not_ok"
+                      : !strcmp(part, "aftercorr") ? "after_corr" : NULL;
     if (!key) {
       rc = bad(err, where, "dependency",
-               "dependency type '%s' is not supported (use after, afterok or afterany)", part);
+               "dependency type '%s' is not supported (use after, afterok, afterany, afternotok, "
+               "aftercorr or singleton)", part);
       break;
     }
     /* Slurm allows "after:12+5" (minutes delay); gpool does not. */
@@ -446,6 +469,8 @@ static int apply_dependency(json_t *req, int id, const char *v, const char *wher
     return add_ids(req, "after_any", v, where, err);
   case O_SB_DEPENDENCY:
     return dependency(req, v, where, err);
+  case O_ARRAY:
+    return array_opt(req, v, where, err);
   default:
     return NOT_MINE;
   }

@@ -97,6 +97,11 @@ typedef struct gp__core_cls {
   /* Job ids (built on first need, for dependencies). */
   bool ids_built;
   gp__core_strmap ids;
+  /* Singleton keys "user\x1fname" -> slot of single_first (the job that may run; built on
+   * the first singleton job, deps.c). */
+  bool single_built;
+  gp__core_strmap single;
+  int *single_first;
 } gp__core_cls;
 
 /* ctx.jobs[j], about to be written: with a memo the slot is journaled, so that the step's
@@ -122,6 +127,11 @@ int gp__core_queue_over_limit(const gp__core_ctx *c, int leaf, double extra);
 
 /* Dependencies (deps.c): 0 satisfied, 1 waiting (msg set), -1 never (msg set). */
 int gp__core_deps_check(gp__core_ctx *c, int j, const char **msg);
+/* Whether job names any dependency (singleton included): its classification depends on
+ * other jobs, so it is checked each step and never remembered. */
+static inline bool gp__core_has_deps(const gp_job *job) {
+  return (job->n_after | job->n_after_ok | job->n_after_any | job->n_after_not_ok) || job->singleton;
+}
 
 /* Feasibility of a request on the fleet (feasible.c). */
 enum gp__core_feas {

@@ -55,8 +55,7 @@ void gp__core_job_keyed(gp__core_ctx *c, int j) {
 static void remember(gp__core_ctx *c, int j, uint64_t rev, gp__core_memo_rec *m, const gp__core_run *ru) {
   const gp_job *job = &c->view->jobs[j];
   const gp__core_job *ji = &c->jobs[j];
-  if (!rev || ji->stat == GP__J_ENDED || (job->n_after | job->n_after_ok | job->n_after_any) ||
-      job->begin_at > c->now) {
+  if (!rev || ji->stat == GP__J_ENDED || gp__core_has_deps(job) || job->begin_at > c->now) {
     m->rev = 0;
     return;
   }

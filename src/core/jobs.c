@@ -232,7 +232,7 @@ static void classify_pending(gp__core_ctx *c, int j) {
     return;
   }
   const char *dep_msg = NULL;
-  int deps = job->n_after | job->n_after_ok | job->n_after_any ? gp__core_deps_check(c, j, &dep_msg) : 0;
+  int deps = gp__core_has_deps(job) ? gp__core_deps_check(c, j, &dep_msg) : 0;
   if (deps < 0) {
     gp__core_job_end(c, j, GP_END_DEPENDENCY_NEVER_SATISFIED, dep_msg);
     return;
@@ -331,6 +331,10 @@ void gp__core_classify_slot(gp__core_ctx *c, int j, gp__core_run *ru, size_t *ru
   ji->submitted = job->submitted_at;
   ji->leaf = leaf_of(c, job->queue);
   ji->limit = limit_of(c, job, ji->leaf);
+  if (job->dep_only) {
+    ji->stat = GP__J_NONE;
+    return;
+  }
   switch (job->state) {
   case GP_JOB_RUNNING:
   case GP_JOB_STOPPING:
@@ -383,5 +387,6 @@ void gp__core_cls_done(gp__core_ctx *c) {
   else free(c->jobs);
   free(c->cls->run);
   if (c->cls->ids_built) gp__core_strmap_done(&c->cls->ids);
+  if (c->cls->single_built) gp__core_strmap_done(&c->cls->single);
   gp__core_shapes_done(c);
 }

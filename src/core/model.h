@@ -202,6 +202,17 @@ typedef struct gp_job {
   const char *const *after;     /* start once these have started (Slurm's `after`) */
   const char *const *after_ok;  /* start once these ended COMPLETED; never if they failed */
   const char *const *after_any; /* start once these ended, in any way */
+  int n_after_not_ok;
+  const char *const *after_not_ok; /* start once these ended otherwise than COMPLETED;
+                                      never if they completed (Slurm's `afternotok`) */
+  /* Slurm's `singleton`: start only when no other job of the same name and user runs
+   * and none submitted before it waits (so at most one such job runs at a time). */
+  bool singleton;
+  const char *name;             /* the job's name (singleton's key with user); NULL: none */
+  /* A stand-in that is in the view only for the jobs that depend on it (a job array's
+   * summary, an element not made a job yet): never scheduled, holds nothing; its state,
+   * and started_at > 0 for `after`, answer the dependencies. */
+  bool dep_only;
 } gp_job;
 
 /* ---- Policy ---- */

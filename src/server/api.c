@@ -141,6 +141,8 @@ static int submit(gp_srv_state *s, gp_srv_req *r, int64_t now, gp_err *err) {
   gp__srv_job_insert(s, j);
   s->sched_dirty = true;
   s->counters.submissions++;
+  /* An array's elements have their ids from now on: a restart never hands them out. */
+  if (j->array && (rc = gp_store_set_meta(s->store, "next_job_id", s->next_job_id, err))) return rc;
   json_t *extra = json_object();
   json_object_set_new(extra, "user", json_string(j->user));
   rc = gp__srv_job_event(s, j, "submitted", now, extra, err);
@@ -396,6 +398,44 @@ static int ended_route(gp_srv_state *s, gp_srv_req *r, const char *id, const cha
   return 0;
 }
 
+/* An array element not made a job yet: what it would be, and cancel, hold or release. */
+static int array_elem_route(gp_srv_state *s, gp_srv_req *r, gp_srv_job *p, int64_t pos, const char *action,
+                            int64_t now, gp_err *err) {
+  bool get = !*action && method_is(r, "GET");
+  if (!get && (!method_is(r, "POST") || (strcmp(action, "cancel") && strcmp(action, "hold") && strcmp(action, "release")))) {
+    gp__srv_reply_error(r, 404, "not_found", NULL, "array element %lld_%lld has not started: it has no %s",
+                        (long long)p->id, (long long)gp__srv_array_index(p->array, pos), *action ? action : "such route");
+    return 0;
+  }
+  if (!get && !may_touch(r, p)) {
+    gp__srv_reply_error(r, 403, "permission_denied", NULL, "job %s belongs to %s; only its owner or an admin may %s it",
+                        p->idstr, p->user, action);
+    return 0;
+  }
+  int rc = get ? 0 : gp__srv_array_elem_action(s, p, pos, action, now, err);
+  if (rc) return rc;
+  int64_t made = p->id + 1 + pos;
+  gp_srv_job *e = (size_t)made < s->cap_jobs ? s->jobs[made] : NULL;
+  if (e) { /* a cancel made it a job */
+    reply_job(s, r, 200, e);
+    return 0;
+  }
+  json_t *o = job_for(s, r, p);
+  char aid[48], eid[24];
+  snprintf(aid, sizeof aid, "%lld_%lld", (long long)p->id, (long long)gp__srv_array_index(p->array, pos));
+  snprintf(eid, sizeof eid, "%lld", (long long)(p->id + 1 + pos));
+  json_object_del(o, "array");
+  json_object_set_new(o, "id", json_string(eid));
+  json_object_set_new(o, "array_id", json_string(aid));
+  json_object_set_new(o, "array_job_id", json_string(p->idstr));
+  json_object_set_new(o, "array_index", json_integer(gp__srv_array_index(p->array, pos)));
+  json_object_set_new(o, "state", json_string(gp__srv_array_elem_state(p, pos)));
+  json_t *w = json_object();
+  json_object_set_new(w, "job", o);
+  gp__srv_reply_json(r, 200, w);
+  return 0;
+}
+
 static int jobs_route(gp_srv_state *s, gp_srv_req *r, const char *rest, int64_t now, gp_err *err) {
   if (!*rest) {
     if (method_is(r, "POST")) return submit(s, r, now, err);
@@ -413,6 +453,12 @@ static int jobs_route(gp_srv_state *s, gp_srv_req *r, const char *rest, int64_t 
   gp_srv_job *j = len < 31 ? gp__srv_job_get(s, id) : NULL;
   const char *action = slash ? slash + 1 : "";
   gp_job_state ended;
+  gp_srv_job *p = NULL;
+  int64_t pos = 0, eid = !j && strchr(id, '_') ? gp__srv_array_elem_id(s, id, &p, &pos) : 0;
+  if (eid) {
+    snprintf(id, sizeof id, "%lld", (long long)eid); /* an element made a job and ended since */
+    if (!gp__srv_array_made(p->array, pos)) return array_elem_route(s, r, p, pos, action, now, err);
+  }
   if (!j && len < 31 && gp__srv_ended_state(s, gp__srv_job_id_parse(id), &ended))
     return ended_route(s, r, id, action, ended);
   if (!j) {
@@ -454,6 +500,12 @@ static int jobs_route(gp_srv_state *s, gp_srv_req *r, const char *rest, int64_t 
                     "job %s belongs to %s; only its owner or an admin may %s it", j->idstr,
                     j->user, action);
     return 0;
+  }
+  if (j->array) { /* the whole array */
+    int rc = is_cancel ? gp__srv_array_cancel(s, j, r->user, now, err)
+                       : gp__srv_array_hold(s, j, is_hold, r->user, is_admin(r), now, err);
+    if (!rc) reply_job(s, r, 200, j);
+    return rc;
   }
   if (is_cancel) return cancel(s, r, j, now, err);
   return hold_release(s, r, j, is_hold, now, err);

@@ -75,6 +75,8 @@ void gp__srv_ended_evict(gp_srv_state *s) {
     gp_srv_job *j = (size_t)id < s->cap_jobs ? s->jobs[id] : NULL;
     /* A job that left its final state again (or an id listed twice) stays. */
     if (!j || !gp_job_state_is_final(j->state) || j->active_pos >= 0) continue;
+    /* An array's job stays: "J_I" of an element that never ran is read from it. */
+    if (j->array) continue;
     s->jobs[id] = NULL;
     gp__srv_job_free(j);
   }

@@ -155,6 +155,23 @@ char *gp__srv_job_store_doc(const gp_srv_job *j) {
   put_strv(&b, "after", j->after, j->n_after);
   put_strv(&b, "after_ok", j->after_ok, j->n_after_ok);
   put_strv(&b, "after_any", j->after_any, j->n_after_any);
+  put_strv(&b, "after_not_ok", j->after_not_ok, j->n_after_not_ok);
+  put_key(&b, "singleton");
+  gp_buf_puts(&b, j->singleton ? "true" : "false");
+  if (j->array) {
+    json_t *a = gp__srv_array_doc(j->array);
+    char *t = json_dumps(a, JSON_COMPACT);
+    json_decref(a);
+    put_key(&b, "array");
+    gp_buf_puts(&b, t ? t : "null");
+    free(t);
+  }
+  if (j->array_job) {
+    char aj[24];
+    snprintf(aj, sizeof aj, "%lld", (long long)j->array_job);
+    put_kstr(&b, "array_job_id", aj);
+    put_int(&b, "array_index", (long long)j->array_index);
+  }
   put_int_or_null(&b, "exit_code", j->exit_code, j->has_exit_code);
   put_kstr(&b, "end_reason", j->end_reason);
   put_kstr(&b, "stop_reason", j->stop_reason);

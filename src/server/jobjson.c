@@ -144,6 +144,8 @@ void gp__srv_job_free(gp_srv_job *j) {
   free_strv(j->after, j->n_after);
   free_strv(j->after_ok, j->n_after_ok);
   free_strv(j->after_any, j->n_after_any);
+  free_strv(j->after_not_ok, j->n_after_not_ok);
+  gp__srv_array_free(j->array);
   free(j->end_reason);
   free(j->stop_reason);
   free(j->task_failure);
@@ -253,6 +255,9 @@ static int read_spec(const json_t *o, gp_srv_job *j, gp_err *err) {
   if ((r = get_strv(o, "after", GP_SRV_MAX_DEPS, 24, &j->after, &j->n_after, err))) return r;
   if ((r = get_strv(o, "after_ok", GP_SRV_MAX_DEPS, 24, &j->after_ok, &j->n_after_ok, err))) return r;
   if ((r = get_strv(o, "after_any", GP_SRV_MAX_DEPS, 24, &j->after_any, &j->n_after_any, err))) return r;
+  if ((r = get_strv(o, "after_not_ok", GP_SRV_MAX_DEPS, 24, &j->after_not_ok, &j->n_after_not_ok, err)))
+    return r;
+  if ((r = get_bool(o, "singleton", &j->singleton, err))) return r;
   if ((r = get_bool(o, "allow_spot", &j->allow_spot, err))) return r;
   if ((r = gp__srv_job_read_batch(o, j, err))) return r;
   const json_t *sel = json_object_get(o, "node_selector");
@@ -285,24 +290,32 @@ static int read_spec(const json_t *o, gp_srv_job *j, gp_err *err) {
 static const char *const request_keys[] = {
     "queue", "name", "command", "workdir", "env", "gpus", "tasks", "tasks_per_node", "gpu_fraction",
     "gpu_mem_mib", "mig", "gpu_types", "cpus", "mem_mib", "time_limit", "priority",
-    "requeue", "grace_s", "signal", "after", "after_ok", "after_any", "hold",
+    "requeue", "grace_s", "signal", "after", "after_ok", "after_any", "after_not_ok", "singleton", "hold", "array", "after_corr",
     "node_selector", "allow_spot", "user", "output", "error", "open_mode", "warn_signal", "warn_before_s",
     "warn_batch", "begin_at", "mail_type", "mail_user", NULL};
 
 /* Dependencies name jobs that exist; `after_ok` on a job that already ended otherwise
- * than completed could never be met. */
+ * than completed could never be met, nor `after_not_ok` on one that completed. */
 static int check_deps(const gp_srv_state *s, char **ids, int n, const char *key, gp_err *err) {
   for (int i = 0; i < n; i++) {
-    const gp_srv_job *d = gp__srv_job_get(s, ids[i]);
-    gp_job_state st = d ? d->state : GP_JOB_PENDING;
     char f[64];
     snprintf(f, sizeof f, "%s[%d]", key, i);
-    /* An ended job no longer in memory is known by its final state. */
-    if (!d && !gp__srv_ended_state(s, gp__srv_job_id_parse(ids[i]), &st))
+    gp__srv_array_id_by_number(s, &ids[i]);
+    const gp_srv_job *d = gp__srv_job_get(s, ids[i]);
+    gp_job_state st = d ? d->state : GP_JOB_PENDING;
+    int64_t pos;
+    /* An ended job no longer in memory is known by its final state; an element not made
+     * a job yet by its array. */
+    if (!d && !gp__srv_ended_state(s, gp__srv_job_id_parse(ids[i]), &st) &&
+        !gp__srv_array_of_id(s, gp__srv_job_id_parse(ids[i]), &pos))
       return gp_err_set(err, GP_EINVAL, NULL, 0, f, "job %s does not exist", ids[i]);
     if (strcmp(key, "after_ok") == 0 && gp_job_state_is_final(st) && st != GP_JOB_COMPLETED)
       return gp_err_set(err, GP_EINVAL, NULL, 0, f, "job %s ended %s, so this job could never start",
                         ids[i], gp_job_state_name(st));
+    if (strcmp(key, "after_not_ok") == 0 && st == GP_JOB_COMPLETED)
+      return gp_err_set(err, GP_EINVAL, NULL, 0, f,
+                        "job %s completed, so this job (which waits for it to fail) could never start",
+                        ids[i]);
   }
   return 0;
 }
@@ -356,6 +369,35 @@ static int check_size(const gp_server_config *cfg, const gp_srv_job *j, gp_err *
                     "the job's command and environment take %zu bytes; the limit "
                     "(max_job_bytes) is %d",
                     cmd + env, cfg->max_job_bytes);
+}
+
+/* `array` ("0-99:2%8") and `after_corr` (element I waits for element I of these; on a job
+ * that is no array, afterok). A held array holds all its elements. */
+static int read_array(const json_t *body, gp_srv_job *j, bool hold, gp_err *err) {
+  const json_t *av = json_object_get(body, "array");
+  if (av && !json_is_null(av)) {
+    if (!json_is_string(av)) return bad(err, "array", "must be a spec such as \"0-99:2%%8\"%s", NULL);
+    int r = gp__srv_array_parse(json_string_value(av), &j->array, err);
+    if (r) return r;
+    j->array->held_all = hold;
+  }
+  char **corr = NULL;
+  int n = 0;
+  int r = get_strv(body, "after_corr", GP_SRV_MAX_DEPS, 24, &corr, &n, err);
+  if (r) return r;
+  if (j->array) {
+    j->array->after_corr = corr;
+    j->array->n_after_corr = n;
+  } else if (n) {
+    j->after_ok = gp_xrealloc(j->after_ok, (size_t)(j->n_after_ok + n + 1) * sizeof *j->after_ok);
+    for (int i = 0; i < n; i++) j->after_ok[j->n_after_ok++] = corr[i];
+    free(corr);
+  } else {
+    free(corr);
+  }
+  if (j->n_after_ok > GP_SRV_MAX_DEPS)
+    return bad(err, "after_ok", "at most 64 ids%s", NULL);
+  return 0;
 }
 
 int gp__srv_job_parse(const gp_server_config *cfg, const json_t *body, const char *user,
@@ -419,6 +461,7 @@ int gp__srv_job_parse(const gp_server_config *cfg, const json_t *body, const cha
     goto fail;
   }
   j->state = hold ? GP_JOB_HELD : GP_JOB_PENDING;
+  if ((r = read_array(body, j, hold, err))) goto fail;
   *ret = j;
   return 0;
 fail:
@@ -451,6 +494,9 @@ int gp__srv_job_admit(const gp_srv_state *s, gp_srv_job *j, bool is_admin, gp_er
   if ((r = check_deps(s, j->after, j->n_after, "after", err)) ||
       (r = check_deps(s, j->after_ok, j->n_after_ok, "after_ok", err)) ||
       (r = check_deps(s, j->after_any, j->n_after_any, "after_any", err)) ||
+      (r = check_deps(s, j->after_not_ok, j->n_after_not_ok, "after_not_ok", err)) ||
+      (r = check_deps(s, j->array ? j->array->after_corr : NULL, j->array ? j->array->n_after_corr : 0,
+                      "after_corr", err)) ||
       (r = check_limits(s, j, err)) || (r = gp__srv_notify_job_admit(s, j, err)))
     return r;
   if (!j->time_limit && q->default_time_limit > 0) j->time_limit = q->default_time_limit;
@@ -498,6 +544,10 @@ int gp__srv_job_from_doc(const char *doc, gp_srv_job **ret, gp_err *err) {
   if (enf && strlen(enf) < 32) j->enforcement = gp_xstrdup(enf);
   const json_t *us = json_object_get(o, "usage");
   if (json_is_object(us) && json_object_size(us) <= 32) j->usage = json_deep_copy(us);
+  const json_t *arr = json_object_get(o, "array");
+  if (!r && arr && !json_is_null(arr)) r = gp__srv_array_from_doc(arr, &j->array, err);
+  j->array_job = gp__srv_job_id_parse(json_string_value(json_object_get(o, "array_job_id")));
+  j->array_index = json_integer_value(json_object_get(o, "array_index"));
   json_decref(o);
   *ret = j;
   return 0;
@@ -596,6 +646,9 @@ json_t *gp__srv_job_to_json(const gp_srv_state *s, const gp_srv_job *j, bool for
   json_object_set_new(o, "after", strv_json(j->after, j->n_after));
   json_object_set_new(o, "after_ok", strv_json(j->after_ok, j->n_after_ok));
   json_object_set_new(o, "after_any", strv_json(j->after_any, j->n_after_any));
+  json_object_set_new(o, "after_not_ok", strv_json(j->after_not_ok, j->n_after_not_ok));
+  json_object_set_new(o, "singleton", json_boolean(j->singleton));
+  gp__srv_array_fields(o, s, j, for_store);
   json_object_set_new(o, "exit_code", j->has_exit_code ? json_integer(j->exit_code) : json_null());
   json_object_set_new(o, "end_reason", j->end_reason ? json_string(j->end_reason) : json_null());
   json_object_set_new(o, "stop_reason", j->stop_reason ? json_string(j->stop_reason) : json_null());
@@ -628,6 +681,11 @@ void gp__srv_job_pending_why(const gp_srv_job *j, const char **ret_reason, const
     /* A budget's hold is not its owner's to release (budget_hold.c): say why instead. */
     const char *budget = gp__srv_job_budget_hold_reason(j);
     *ret_message = budget ? budget : "The job is held; release it with `gpool release`.";
+  } else if (pending && j->array) { /* the array's job: its elements are what is scheduled */
+    bool capped = j->array->limit && j->array->n_live >= j->array->limit;
+    *ret_reason = capped ? "JobArrayTaskLimit" : "ArrayElements";
+    *ret_message = capped ? "As many of the array's elements as its % limit allows are started; the others wait."
+                          : "The array's elements start as the scheduler finds room, each as a job of its own.";
   } else if (pending && j->pending_reason >= 0) {
     *ret_reason = gp_pending_reason_name((gp_pending_reason)j->pending_reason);
     *ret_message = j->pending_message;

@@ -212,6 +212,7 @@ int gp__srv_schedule(gp_srv_state *s, int64_t now, gp_err *err) {
   /* The autoscaler first: nodes that registered as promised count, others are cordoned,
    * before this step may place anything on them. */
   int r = gp__srv_autoscale_before(s, now, err);
+  if (!r) r = gp__srv_arrays_step(s, now, err); /* the array elements that may start now */
   if (r) return r;
   const gp_view *v = gp__srv_view_sync(s);
   s->view.view.templates = gp__srv_autoscale_templates(s->autoscale, &s->view.view.n_templates);

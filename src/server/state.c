@@ -37,6 +37,7 @@ void gp__srv_state_free(gp_srv_state *s) {
   if (!s) return;
   for (size_t i = 0; i < s->cap_jobs; i++) gp__srv_job_free(s->jobs[i]);
   free(s->jobs);
+  free(s->arrays);
   free(s->active);
   gp__srv_events_dirty_free(&s->events_dirty);
   gp__srv_notify_state_free(s);
@@ -66,6 +67,7 @@ void gp__srv_state_free(gp_srv_state *s) {
 
 gp_srv_job *gp__srv_job_get(const gp_srv_state *s, const char *id) {
   int64_t v = gp__srv_job_id_parse(id);
+  if (v <= 0 && id && strchr(id, '_')) v = gp__srv_array_elem_id(s, id, NULL, NULL); /* "J_I" */
   if (v <= 0 || (size_t)v >= s->cap_jobs) return NULL;
   return s->jobs[v];
 }
@@ -229,7 +231,7 @@ bool gp__srv_queue_is_parent(const gp_srv_state *s, const char *name) {
 }
 
 static void active_add(gp_srv_state *s, gp_srv_job *j) {
-  if (j->active_pos >= 0) return;
+  if (j->active_pos >= 0 || j->array) return; /* (an array's elements are scheduled, not it) */
   gp_xgrow((void **)&s->active, &s->cap_active, (size_t)s->n_active + 1, sizeof *s->active);
   j->active_pos = s->n_active;
   s->active[s->n_active++] = j;
@@ -269,6 +271,8 @@ void gp__srv_job_insert(gp_srv_state *s, gp_srv_job *j) {
   if (j->id >= s->next_job_id) s->next_job_id = j->id + 1;
   if (!gp_job_state_is_final(j->state)) active_add(s, j);
   gp__srv_ended_mark(s, j->id, j->state, gp_job_state_is_final(j->state));
+  if (j->array) gp__srv_array_listed(s, j);
+  if (j->array_job) gp__srv_array_element_moved(s, j, -1, j->state);
 }
 
 void gp__srv_job_set_state(gp_srv_state *s, gp_srv_job *j, gp_job_state st) {
@@ -279,6 +283,7 @@ void gp__srv_job_set_state(gp_srv_state *s, gp_srv_job *j, gp_job_state st) {
   count_pending(s, j, 1);
   if (gp_job_state_is_final(st)) active_remove(s, j);
   else active_add(s, j);
+  if (j->array_job) gp__srv_array_element_moved(s, j, (int)old, (int)st);
   /* Its final state (and the counts by state) follow any change into, out of or between
    * final states. */
   bool final = gp_job_state_is_final(st);
@@ -638,6 +643,7 @@ int gp__srv_state_load(gp_srv_state *s, int64_t now_s, int64_t now_ms, gp_err *e
     fprintf(stderr, "gpool server: ledger: repairing open intervals failed: %s\n", lerr.message);
   free(c.open_jobs);
   gp__srv_heartbeats_apply(s, false);
+  gp__srv_arrays_rebuild(s);
   s->sched_dirty = true;
   return 0;
 }

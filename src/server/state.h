@@ -17,6 +17,7 @@
 #include "core/idle.h"
 #include "core/model.h"
 #include "core/plan.h"
+#include "server/array.h"
 #include "server/config.h"
 #include "server/metrics.h"
 #include "server/store_health.h"
@@ -88,8 +89,14 @@ typedef struct gp_srv_job {
   bool mail_set;
   char *mail_user;
   unsigned time_noted;  /* GP_NOTIFY_TIME_LIMIT_50/80/90 noted in this run (memory only) */
-  int n_after, n_after_ok, n_after_any;
-  char **after, **after_ok, **after_any;
+  int n_after, n_after_ok, n_after_any, n_after_not_ok;
+  char **after, **after_ok, **after_any, **after_not_ok;
+  bool singleton;       /* Slurm's `singleton` (core/deps.c): one job of name and user at a time */
+  /* Arrays (array.h): an array's job carries `array` (owned) and is never scheduled itself;
+   * an element carries its array's job id (0: not an element) and its index. */
+  gp_srv_array *array;
+  int64_t array_job, array_index;
+  bool dep_only;        /* a stand-in in the view for a dependency only (array.h) */
   /* Lifecycle. */
   int restarts;
   int64_t submitted_at, started_at, ended_at, last_checkpoint_at;
@@ -352,6 +359,10 @@ typedef struct gp_srv_state {
   gp_srv_job **jobs;
   size_t cap_jobs;
   int64_t next_job_id;
+  /* Arrays not ended (array.h), by the id of the array's job. */
+  int64_t *arrays;
+  int n_arrays;
+  size_t cap_arrays;
   /* Non-final jobs, for building views without scanning history. */
   gp_srv_job **active;
   int n_active;

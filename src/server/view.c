@@ -111,9 +111,17 @@ static void fill_job(gp_job *v, gp_placement *pl, const gp_srv_job *j, bool hold
   v->after_ok = (const char *const *)j->after_ok;
   v->n_after_any = j->n_after_any;
   v->after_any = (const char *const *)j->after_any;
+  v->n_after_not_ok = j->n_after_not_ok;
+  v->after_not_ok = (const char *const *)j->after_not_ok;
+  v->singleton = j->singleton;
+  v->name = j->name;
+  v->dep_only = j->array != NULL || j->dep_only;
 }
 
-static bool has_deps(const gp_srv_job *j) { return j->n_after || j->n_after_ok || j->n_after_any; }
+/* Singleton is left out: it reads the active jobs only, never an ended one. */
+static bool has_deps(const gp_srv_job *j) {
+  return j->n_after || j->n_after_ok || j->n_after_any || j->n_after_not_ok;
+}
 
 /* ---- marking ---- */
 
@@ -172,12 +180,13 @@ static void add_ended_deps(gp_srv_state *s) {
   for (int a = 0; a < s->n_active; a++) {
     gp_srv_job *j = s->active[a];
     if (!has_deps(j)) continue;
-    char **lists[3] = {j->after, j->after_ok, j->after_any};
-    int counts[3] = {j->n_after, j->n_after_ok, j->n_after_any};
-    for (int l = 0; l < 3; l++)
+    char **lists[4] = {j->after, j->after_ok, j->after_any, j->after_not_ok};
+    int counts[4] = {j->n_after, j->n_after_ok, j->n_after_any, j->n_after_not_ok};
+    for (int l = 0; l < 4; l++)
       for (int k = 0; k < counts[l]; k++) {
         gp_srv_job *d = gp__srv_job_get(s, lists[l][k]);
         if (!d) d = gp__srv_ended_ghost(s, gp__srv_job_id_parse(lists[l][k])); /* out of memory */
+        if (!d) d = gp__srv_array_ghost(s, gp__srv_job_id_parse(lists[l][k])); /* not made yet */
         if (!d || d->active_pos >= 0 || d->view_index >= 0) continue;
         size_t at = (size_t)s->n_active + (size_t)w->n_deps;
         gp_xgrow((void **)&w->jobs, &w->cap_jobs, at + 1, sizeof *w->jobs);

@@ -348,7 +348,7 @@ static int read_job(job_ctx *c, const gp_doc_node *m, int i, const char *const *
       "gpu_type", "min_gpu_mem", "cpus", "mem", "mem_gib", "node_selector", "allow_spot",
       "time_limit", "submitted_at", "state", "placements", "started_at", "last_checkpoint_at",
       "exit_code", "requeue", "restarts", "after", "after_ok", "afterok", "after_any",
-      "afterany", "begin_at", NULL};
+      "afterany", "begin_at", "after_not_ok", "afternotok", "singleton", "name", NULL};
   char f[160];
   FIELD(f, i, NULL);
   int r = gp__snap_check_keys(c->d, m, f, keys, extra_keys, c->err);
@@ -430,8 +430,17 @@ static int read_job(job_ctx *c, const gp_doc_node *m, int i, const char *const *
   }
   if ((r = read_deps(c, m, i, "after", NULL, &job->after, &job->n_after)) ||
       (r = read_deps(c, m, i, "after_ok", "afterok", &job->after_ok, &job->n_after_ok)) ||
-      (r = read_deps(c, m, i, "after_any", "afterany", &job->after_any, &job->n_after_any)))
+      (r = read_deps(c, m, i, "after_any", "afterany", &job->after_any, &job->n_after_any)) ||
+      (r = read_deps(c, m, i, "after_not_ok", "afternotok", &job->after_not_ok, &job->n_after_not_ok)))
     return r;
+  if ((n = gp_doc_get(m, "singleton"))) {
+    FIELD(f, i, "singleton");
+    if ((r = gp_doc_bool(c->d, n, f, &job->singleton, c->err))) return r;
+  }
+  if ((n = gp_doc_get(m, "name"))) {
+    FIELD(f, i, "name");
+    if ((r = gp__snap_read_name(c->d, n, f, c->arena, &job->name, c->err))) return r;
+  }
   return read_placements(c, m, i, job);
 }
 

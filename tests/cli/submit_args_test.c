@@ -290,9 +290,32 @@ static void bad_directives_name_file_and_line(void) {
   CHECK_CONTAINS(p->err.message, "cannot be split evenly over 3 tasks");
   done(p);
 
-  p = submit("job.sh", "#!/bin/sh\n#SBATCH --dependency=afternotok:5\n");
-  CHECK_CONTAINS(p->err.message, "afternotok");
+  p = submit("job.sh", "#!/bin/sh\n#SBATCH --dependency=afterburst:5\n");
+  CHECK_CONTAINS(p->err.message, "afterburst");
   CHECK_EQ_INT(2, p->err.line);
+  done(p);
+
+  /* Arrays: the spec goes to the server as written; aftercorr and element ids ("12_7"). */
+  p = submit("job.sh", "#!/bin/sh\n#SBATCH --array=0-99:2%8\n#SBATCH -d aftercorr:12,afterok:12_7\n");
+  REQUIRE(p->rc == 0);
+  CHECK_EQ_STR("0-99:2%8", get_str(p, "array"));
+  CHECK_EQ_STR("12", item(p, "after_corr", 0));
+  CHECK_EQ_STR("12_7", item(p, "after_ok", 0));
+  done(p);
+  p = submit("job.sh", "#!/bin/sh\n#SBATCH --array=0-9\n#SBATCH -a 1-x\n");
+  CHECK_CONTAINS(p->err.message, "not an array spec");
+  CHECK_EQ_INT(3, p->err.line);
+  done(p);
+  p = submit("job.sh", "#!/bin/sh\n#SBATCH -d afterok:12_\n");
+  CHECK_CONTAINS(p->err.message, "not a list of job ids");
+  done(p);
+
+  /* afternotok and singleton are Slurm's and mean what they mean there. */
+  p = submit("job.sh", "#!/bin/sh\n#SBATCH --dependency=afternotok:5:6,singleton\n");
+  REQUIRE(p->rc == 0);
+  CHECK_EQ_STR("5", item(p, "after_not_ok", 0));
+  CHECK_EQ_STR("6", item(p, "after_not_ok", 1));
+  CHECK(json_is_true(json_object_get(p->s.req, "singleton")));
   done(p);
 
   p = submit("job.sh", "#!/bin/sh\n#SBATCH --gres=shard:2\n");

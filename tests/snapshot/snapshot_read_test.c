@@ -34,7 +34,8 @@ static const char *issue_example =
     "     started_at: 10, last_checkpoint_at: 500}\n"
     "  - {id: j2, queue: org/a, user: bob, gpus: 8, tasks: 2, after_ok: [j1],\n"
     "     submitted_at: 20, state: pending}     # state: pending|running|held|completed|failed\n"
-    "  - {id: j0, queue: org/a, user: bob, gpus: 1, submitted_at: 0, state: failed, exit_code: 1}\n";
+    "  - {id: j0, queue: org/a, user: bob, gpus: 1, submitted_at: 0, state: failed, exit_code: 1,\n"
+    "     afternotok: [j1], name: solo, singleton: true}\n";
 
 static void the_issue_example_reads_exactly(void) {
   gp_snapshot *s = NULL;
@@ -76,6 +77,10 @@ static void the_issue_example_reads_exactly(void) {
   CHECK_EQ_STR("j1", j2->after_ok[0]);
   CHECK_EQ_INT(GP_JOB_FAILED, j0->state);
   CHECK_EQ_INT(1, j0->exit_code);
+  REQUIRE(j0->n_after_not_ok == 1);
+  CHECK_EQ_STR("j1", j0->after_not_ok[0]);
+  CHECK(j0->singleton);
+  CHECK_EQ_STR("solo", j0->name);
   gp_snapshot_free(s);
 }
 
