@@ -32,11 +32,6 @@ export function saveSession(token, user, role) {
   sessionStorage.setItem(KEY, JSON.stringify({token, user: user || '', role: role || ''}));
 }
 
-// Whether this session hears every job's events (admins and viewers) or only its own.
-export function hearsAllJobs(s) {
-  return !!s && (s.role === 'admin' || s.role === 'viewer');
-}
-
 export function endSession() {
   sessionStorage.removeItem(KEY);
 }

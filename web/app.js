@@ -104,7 +104,7 @@ async function knowWho() {
     return true;
   } catch (e) {
     if (e instanceof ApiError && (e.status === 401 || e.status === 403)) logout('The server refused the token.');
-    else saveSession(s.token, s.user, 'user'); // assume the narrowest: poll for others' jobs
+    else saveSession(s.token, s.user, 'user'); // the server is away: keep the session, assume the narrowest role
     return !(e instanceof ApiError && (e.status === 401 || e.status === 403));
   }
 }
@@ -140,14 +140,10 @@ async function route() {
     }
     current = drawn;
     live.start();
-    // A view some of whose changes the stream does not carry to this token (other users'
-    // jobs, for a user) is read again every 5 s as well, and the header says so.
-    live.setPartial(!!(drawn && drawn.partial));
     return;
   }
   routing++;
   stopCurrent();
-  live.setPartial(false);
   clear(main);
   main.append(h('h1', {}, 'Not found'), h('p', {}, 'No such page. '), h('a', {href: '#/jobs'}, 'Back to jobs'));
 }

@@ -3,7 +3,7 @@
 // GPU UUIDs, MIG instance or fraction), its GPUs' utilisation, memory and power over its
 // life, its energy and cost, and its log with follow. Another user's job shows what the
 // API shows that user: the command hidden, no buttons, no log.
-import {api, qs, ApiError, hearsAllJobs} from './api.js';
+import {api, qs, ApiError} from './api.js';
 import {h, clear, fmtTime, fmtDur, fmtNum, fmtSentence, facts, note, table, stateBadge} from './dom.js';
 import {actionButtons, mayAct} from './actions.js';
 import {lineChart} from './chart.js';
@@ -167,7 +167,6 @@ export async function render(main, params, ctx) {
     h('section', {'aria-labelledby': 'at-h'}, h('h2', {id: 'at-h'}, 'Attempts'), hist));
   let log = null;
   let lastState = null;
-  let owner = null;
 
   async function draw() {
     let j;
@@ -177,7 +176,6 @@ export async function render(main, params, ctx) {
       clear(head).append(h('h1', {}, `Job ${id}`), note(e instanceof ApiError ? e.describe() : String(e), 'error'));
       return;
     }
-    owner = j.user;
     clear(head).append(h('h1', {}, `Job ${j.id}${j.name ? ` · ${j.name}` : ''}`));
     clear(acts).append(actionButtons(j, () => draw()));
     clear(sum).append(summary(j));
@@ -198,7 +196,5 @@ export async function render(main, params, ctx) {
   }
   await draw();
   return {refresh: (ev) => { if (!ev || !ev.data || ev.kind !== 'job' || ev.data.id === String(id)) draw(); },
-    stop: () => log && log.stop(),
-    // Another user's job: a user's stream does not carry its events (live.js).
-    partial: !hearsAllJobs(ctx && ctx.session) && owner !== null && owner !== (ctx && ctx.session && ctx.session.user)};
+    stop: () => log && log.stop()};
 }

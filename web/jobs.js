@@ -2,7 +2,7 @@
 // The jobs view: mine or all, filtered by state, queue and user (the API's own filters, so
 // a page never carries jobs it then hides), pages of 250 with "Load more". A pending job
 // shows why it waits, its place in the queue and its estimated start.
-import {api, qs, hearsAllJobs} from './api.js';
+import {api, qs} from './api.js';
 import {h, clear, fmtTime, fmtDur, fmtSentence, note, stateBadge} from './dom.js';
 import {actionButtons} from './actions.js';
 
@@ -116,8 +116,5 @@ export async function render(main, params, ctx) {
   requestAnimationFrame(() => setTimeout(() => performance.mark('jobs-painted'), 0));
   return {
     refresh: () => load(true).catch((e) => { clear(err); err.append(note(e.message, 'error')); }),
-    // A user's stream carries only their own jobs: a list that may hold others' is also
-    // read every 5 s (live.js).
-    partial: !hearsAllJobs(ctx.session) && user !== me,
   };
 }

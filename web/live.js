@@ -4,9 +4,8 @@
 // (a server without it, a proxy that cuts it, a reconnect in progress). Events are
 // coalesced: a burst of job changes refreshes the view once, and a view is read again at
 // most every 2 s however busy the pool. The stream replays nothing, so a reconnect reads
-// the view again. A user's stream carries only their own jobs: a view that lists others'
-// (all jobs, another user's job) says so with setPartial, and is then also read every 5 s,
-// the header saying "Live for your jobs, others every 5 s" rather than claiming Live.
+// the view again. Every token's stream carries every job's summary (what any user reads in
+// GET /v1/jobs; docs/security.md), so a user's list of all jobs is as live as an admin's.
 import {session} from './api.js';
 
 const POLL_MS = 5000;
@@ -21,8 +20,6 @@ export const live = {
   last: 0,
   opened: false,
   mode: '',
-  partial: false,
-  partialTimer: null,
 
   start() {
     if (this.es || this.poll) return;
@@ -33,7 +30,6 @@ export const live = {
     this.es = es;
     const kick = (e) => this.changed(e);
     for (const kind of ['job', 'node', 'queue']) es.addEventListener(kind, kick);
-    this.syncPartial();
     es.onopen = () => {
       this.stopPolling();
       this.show('live');
@@ -55,31 +51,11 @@ export const live = {
     if (this.poll) return;
     this.show('polling');
     this.poll = setInterval(() => this.changed(null), POLL_MS);
-    this.syncPartial();
-  },
-
-  // Whether the view in front has changes the stream does not carry to this token.
-  setPartial(on) {
-    this.partial = !!on;
-    this.syncPartial();
-    this.show(this.mode);
-  },
-
-  // The 5 s reads of a partial view: while it listens to a stream, not while it polls
-  // (the poll reads the view anyway) nor while stopped.
-  syncPartial() {
-    const want = this.partial && !!this.es && !this.poll;
-    if (want && !this.partialTimer) this.partialTimer = setInterval(() => this.changed(null), POLL_MS);
-    if (!want && this.partialTimer) {
-      clearInterval(this.partialTimer);
-      this.partialTimer = null;
-    }
   },
 
   stopPolling() {
     if (this.poll) clearInterval(this.poll);
     this.poll = null;
-    this.syncPartial();
   },
 
   stop() {
@@ -87,7 +63,6 @@ export const live = {
     this.es = null;
     this.opened = false;
     this.stopPolling();
-    this.syncPartial();
     this.show('');
   },
 
@@ -108,10 +83,8 @@ export const live = {
     this.mode = mode;
     const el = document.getElementById('live');
     if (!el) return;
-    el.textContent = mode === 'live' ? (this.partial ? 'Live for your jobs, others every 5 s' : 'Live')
-      : mode === 'polling' ? 'Updating every 5 s' : '';
+    el.textContent = mode === 'live' ? 'Live' : mode === 'polling' ? 'Updating every 5 s' : '';
     el.dataset.mode = mode;
-    el.dataset.partial = this.partial && mode === 'live' ? '1' : '';
   },
 };
 
