@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* GET /v1/advice (docs/api.md): where GPU-hours and money go unused, read from the store's
+/* GET /v1/advice (docs/api-reports.md): where GPU-hours and money go unused, read from the store's
  * ledger and ended jobs by the advice engine (ledger/advice.h). As with reports, the state
  * thread only checks the request and copies out what it needs (the prices by reference; the
  * fleet's models, the queues' deserved GPUs and the running jobs idle now by value) into a

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Advice as its answer (advice.h, docs/api.md): the period, the parameters it was computed
+/* Advice as its answer (advice.h, docs/api-reports.md): the period, the parameters it was computed
  * with, and the items with their evidence and savings. Money nobody could price is null,
  * never 0. */
 #include <math.h>

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* GET /v1/reports/{kind} (docs/api.md): who used what, and what it cost, read from the
+/* GET /v1/reports/{kind} (docs/api-reports.md): who used what, and what it cost, read from the
  * store's ledger. The state thread only checks the request and the caller and takes what
  * the report needs from its state (the price catalogue by reference, the queues' deserved
  * GPUs by copy) into a gp_srv_report; the HTTP thread then opens a store reader, streams

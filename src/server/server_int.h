@@ -7,6 +7,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "server/state.h"
 #include "util/buf.h"
@@ -86,6 +87,15 @@ void gp__srv_reply_err(gp_srv_req *r, int code, const gp_err *err);
  * naming the first other, with `takes` (what the route takes) in the message. */
 bool gp__srv_query_known(gp_srv_req *r, const char *const *keys, const char *takes);
 
+/* The caller's role, method and query parameters, as every route checks them. */
+static inline bool gp__srv_req_admin(const gp_srv_req *r) { return r->role == GP_ROLE_ADMIN; }
+static inline bool gp__srv_req_method(const gp_srv_req *r, const char *m) {
+  return strcmp(r->method, m) == 0;
+}
+static inline const char *gp__srv_req_query(const gp_srv_req *r, const char *key) {
+  return json_string_value(json_object_get(r->query, key));
+}
+
 /* Handles one request on the state thread. Returns 0 when an answer (or a park) was
  * decided, or a store error: the batch must then be rolled back. */
 int gp__srv_api_handle(gp_srv_state *s, gp_srv_req *r, int64_t now_s, int64_t now_ms, gp_err *err);
@@ -126,6 +136,12 @@ bool gp__srv_intake_target_ok(const char *raw, gp_srv_bad *bad);
 
 /* GET /metrics body (Prometheus text). */
 char *gp__srv_metrics_text(const gp_srv_state *s);
+
+/* api_nodes.c: /v1/nodes and /v1/nodes/{name}[/action] (rest: what follows /v1/nodes/). */
+int gp__srv_nodes_route(gp_srv_state *s, gp_srv_req *r, const char *rest, int64_t now,
+                        gp_err *err);
+/* api_queues.c: /v1/queues and /v1/queues/{name} (name: what follows /v1/queues/). */
+int gp__srv_queues_route(gp_srv_state *s, gp_srv_req *r, const char *name, gp_err *err);
 
 /* whoami.c: GET /v1/whoami, the token's user and role. */
 int gp__srv_whoami_route(gp_srv_state *s, gp_srv_req *r);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The start order of one task: the protocol's start struct (protocol/order.h) filled from
  * the server's job record, so the agent receives exactly the fields it runs a task with.
- * The task's placement is read back from the JOB object's placement (jobjson.c), which
+ * The task's placement is read back from the JOB object's placement (jobjson_out.c), which
  * keeps one definition of how a placement names its GPUs and MIG instance. */
 #include <stdio.h>
 #include <stdlib.h>

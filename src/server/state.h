@@ -4,7 +4,8 @@
  * threads never touch it; they hand requests over and wait for the answer. Every change
  * is written to the store inside the state thread's current transaction (the gp__srv_persist_*
  * helpers); when a commit fails the state is thrown away and reloaded from the store, so
- * memory never runs ahead of what is durable.
+ * memory never runs ahead of what is durable. The job and node records are in job.h and
+ * node.h.
  *
  * Internal to src/server (gp__srv_ names). */
 #ifndef GP_SERVER_STATE_H
@@ -19,7 +20,9 @@
 #include "core/plan.h"
 #include "server/array.h"
 #include "server/config.h"
+#include "server/job.h"
 #include "server/metrics.h"
+#include "server/node.h"
 #include "server/store_health.h"
 #include "store/store.h"
 #include "tls/digest.h"
@@ -32,186 +35,6 @@
 #define GP_SRV_IDLE_PCT 5.0       /* an allocated GPU under this utilisation is idle... */
 #define GP_SRV_IDLE_WINDOW_S 600  /* ...when it stayed there this long */
 #define GP_SRV_MAX_GPU_WATTS 2000.0 /* above any GPU's board power: a bound on reported energy */
-
-/* Where one task of a running job is, and whether it has exited. */
-typedef struct gp_srv_alloc {
-  int node;             /* index into gp_srv_state.nodes */
-  uint32_t gpu_mask;
-  int gpu_milli;
-  int64_t gpu_mem_mib;
-  int mig_instance;
-  bool exited;
-  int exit_code;
-  int64_t order_id;     /* the start order of this run (memory only; 0: unknown) */
-  /* This task's part of the job's use figures on its node in this run (ledger.c; memory
-   * only, sent again by the agent after a restart); < 0: unknown. */
-  double used_gpu_s, energy_j;
-  /* Since when (monotonic ms) and from which report on (gp_srv_node.report_seq) the node's
-   * agent has not listed this task's job (node_report.c); 0: listed, or not yet checked. */
-  int64_t unreported_ms;
-  uint64_t unreported_seq;
-} gp_srv_alloc;
-
-typedef struct gp_srv_job {
-  int64_t id;
-  char idstr[24];
-  gp_job_state state;
-  uint64_t rev;         /* from gp_srv_state.revs at its last change: the scheduler's memo */
-  /* The request, as validated at submission. */
-  char *name, *queue, *user, *priority; /* priority: class name, NULL: queue's default */
-  json_t *command;      /* array of strings (owned reference) */
-  json_t *env;          /* object string -> string (owned reference) */
-  char *workdir;
-  int tasks, gpus, gpu_milli;
-  int tasks_per_node;   /* at most this many tasks on one node; 0: no bound */
-  int64_t gpu_mem_mib;
-  char *mig;
-  int n_gpu_types;
-  char **gpu_types;
-  int64_t cpu_milli, mem_mib;
-  int n_selector;
-  gp_label *selector;   /* strings owned */
-  bool allow_spot;
-  int64_t time_limit;
-  bool requeue;
-  int grace_s;
-  char *signal;         /* "TERM", "USR1", ... */
-  /* Slurm's batch options (jobopts.c). */
-  char *warn_signal;    /* Slurm's --signal=[B:]SIG@T: SIG ("USR1"), NULL: none... */
-  int warn_before_s;    /* ...sent this long before the time limit... */
-  bool warn_batch;      /* ...to the job's main process only (B:), else its process group */
-  int64_t begin_at;     /* epoch s before which it does not start (--begin); 0: any time */
-  char *output, *error; /* -o/--error file patterns (protocol/outpath.h), NULL: none */
-  bool output_append;   /* --open-mode=append; else truncate */
-  /* Notifications (notify_job.c): --mail-type as GP_NOTIFY_* bits (mail_set: given), and
-   * --mail-user (owned, NULL: the owner's own address, if any). */
-  unsigned mail_events;
-  bool mail_set;
-  char *mail_user;
-  unsigned time_noted;  /* GP_NOTIFY_TIME_LIMIT_50/80/90 noted in this run (memory only) */
-  int n_after, n_after_ok, n_after_any, n_after_not_ok;
-  char **after, **after_ok, **after_any, **after_not_ok;
-  bool singleton;       /* Slurm's `singleton` (core/deps.c): one job of name and user at a time */
-  /* Arrays (array.h): an array's job carries `array` (owned) and is never scheduled itself;
-   * an element carries its array's job id (0: not an element) and its index. */
-  gp_srv_array *array;
-  int64_t array_job, array_index;
-  bool dep_only;        /* a stand-in in the view for a dependency only (array.h) */
-  /* Lifecycle. */
-  int restarts;
-  int64_t submitted_at, started_at, ended_at, last_checkpoint_at;
-  bool has_exit_code;
-  int exit_code;
-  char *end_reason;
-  char *stop_reason;    /* STOPPING: preempted|cancelled|timeout|failed */
-  char *task_failure;   /* this run: "task N: why" of the first task that failed, which
-                           ends the gang (memory only), or NULL */
-  int master_port;      /* this run's rendezvous port (MASTER_PORT; memory only), 0: none */
-  int n_alloc;
-  gp_srv_alloc *alloc;  /* RUNNING/STOPPING: one per task */
-  json_t *timeline;     /* array of events (owned) */
-  json_t *usage;        /* last usage the agent reported, or NULL */
-  json_t *last_placements; /* where the last run ran (API shape), kept when it ends */
-  json_t *attempts;     /* every run: {attempt, start, end, nodes, end_reason} (owned), or NULL */
-  char *enforcement;    /* how the agent enforces a share (launched event), or NULL */
-  int pending_reason;   /* gp_pending_reason, -1: none known yet */
-  char *pending_message;
-  int64_t reservation_at;
-  bool events_noted;    /* listed in gp_srv_state.events_dirty (events_feed.c) */
-  uint64_t events_sig;  /* hash of the summary its last event carried, 0: none yet */
-  struct gp_srv_jobmetrics *metrics; /* per-GPU telemetry of its runs (jobmetrics.h), or NULL */
-  int queue_position;   /* 1-based place among its queue's pending jobs at the last step
-                           (jobrank.c; read through gp__srv_job_queue_position), 0: none */
-  gp_idle_track idle;   /* idleness of the current run (idle.c; memory only, measured again
-                           from the agents' figures after a restart) */
-  int64_t idle_acted_since; /* the idle stretch the policy last acted on, 0: none */
-  int active_pos;       /* position in gp_srv_state.active, -1 when final */
-  /* Its entry in the kept view (view.c). */
-  bool view_stale;      /* changed since the last step: listed in gp_srv_view.stale_jobs */
-  int view_index;       /* an ended dependency's place in this step's view, else -1 */
-  gp_placement *view_pl; /* the entry's placements */
-  size_t cap_view_pl;
-} gp_srv_job;
-
-typedef struct gp_srv_gpu {
-  char *uuid;
-  gp_gpu_health health;
-  char *reason;         /* why drained/failed */
-  bool admin_drained;   /* drained by an admin (kept across agent reports) */
-  gp_share_mode mode;
-  int replicas;
-  int64_t mem_mib;
-  int nvlink_domain;
-  int n_mig;
-  gp_mig_instance mig[GP_MAX_MIG_INSTANCES]; /* strings owned */
-  json_t *telemetry;    /* last sample, or NULL */
-  int64_t idle_since;   /* wall clock s since telemetry showed < GP_SRV_IDLE_PCT, 0: busy */
-} gp_srv_gpu;
-
-typedef struct gp_srv_order {
-  int64_t id;
-  char *doc;            /* JSON as sent */
-  int64_t job_id;       /* start/stop orders: the job, else 0 */
-  bool is_start;
-} gp_srv_order;
-
-struct gp_srv_req;
-
-typedef struct gp_srv_node {
-  char *name;
-  char *model;
-  int64_t gpu_mem_mib;
-  int n_gpus;
-  gp_srv_gpu gpus[GP_MAX_NODE_GPUS];
-  int64_t cpu_milli, mem_mib;
-  int n_labels;
-  gp_label *labels;     /* strings owned */
-  gp_capacity capacity;
-  json_t *nvlink_domains; /* as the agent reported (owned), or NULL */
-  char *agent_url;
-  char *gpu_backend;    /* "nvml" or "sim", as the agent reported (owned), or NULL */
-  const char *agent_token;   /* token the agent last used (borrowed from the config) */
-  char credential_hash[GP_TLS_SHA256_HEX_MAX]; /* SHA-256 of the node's agent credential (hex); "": none */
-  gp_node_state admin_state; /* UP, DRAIN or CORDON (admin's choice) */
-  char *reason;
-  bool alive;           /* registered and heartbeating */
-  json_t *conditions;   /* node conditions the agent reports (e.g. thermal_throttling), or NULL */
-  int64_t last_heartbeat;    /* wall clock seconds */
-  int64_t registered_at;     /* wall clock s this server process first heard of it by a
-                                registration; 0: loaded from the store */
-  int64_t last_seen_ms;      /* monotonic */
-  /* Orders not yet acknowledged, oldest first. */
-  int n_orders;
-  size_t cap_orders;
-  gp_srv_order *orders;
-  int64_t acked_gen;
-  /* A parked heartbeat long poll, answered when orders arrive or at its deadline
-   * (waiters.c). */
-  struct gp_srv_req *waiter;
-  int64_t waiter_gen;
-  int64_t waiter_deadline_ms;
-  bool waiter_woken;    /* listed in gp_srv_waiters.woken */
-  /* Its entry in the kept view (view.c). */
-  int index;            /* position in gp_srv_state.nodes */
-  bool view_stale;      /* listed in gp_srv_view.stale_nodes */
-  gp_gpu view_gpus[GP_MAX_NODE_GPUS];
-  int ledger_state;     /* the state of its open node_ledger interval (ledger.c), -1: none */
-  /* Set when a provider made the node (docs/providers.md), kept in the store, shown by the
-   * API; an agent's registration never sets them. NULL / < 0: none. */
-  bool events_noted;         /* listed in gp_srv_state.events_dirty (events_feed.c) */
-  uint64_t events_sig;       /* hash of what its last event carried, 0: none yet */
-  char *provider_template;   /* the node template's name (owned) */
-  char *provider_instance;   /* the provider's instance id (owned) */
-  double provider_price;     /* per GPU-hour, as the provider reported it */
-  /* The jobs its agent said it holds in its last heartbeat (node_report.c): ids, sorted,
-   * running or ended with the end not yet received; report_valid once a heartbeat of this
-   * agent's life carried a readable list. */
-  int64_t *report_ids;
-  int n_report;
-  size_t cap_report;
-  bool report_valid;
-  uint64_t report_seq;       /* heartbeats with a list since the server started */
-} gp_srv_node;
 
 typedef struct gp_srv_queue {
   char *name;
@@ -663,7 +486,7 @@ json_t *gp__srv_idle_policy_to_json(const gp_idle_policy *p);
 /* The job's `idle` object of the API, or null (not running, or its use unknown). */
 json_t *gp__srv_idle_job_json(const gp_srv_state *s, const gp_srv_job *j, int64_t now);
 
-/* ---- jobjson.c: jobs to and from JSON ---- */
+/* ---- jobjson.c, jobjson_out.c, jobredact.c: jobs to and from JSON ---- */
 /* Validates a submission body into a new job (id unassigned), without looking at the
  * state, so HTTP threads can do it in parallel: types, ranges, unknown fields, the caller's
  * right to name another user, the priority class. `user` is the caller. On error fills

@@ -66,7 +66,7 @@ static void admins_set_prices_users_read_them_and_a_restart_keeps_them(void) {
   tsrv_stop(&t);
 }
 
-/* What GET /v1/prices answers, PUT takes back as it is (docs/api.md): the same catalogue,
+/* What GET /v1/prices answers, PUT takes back as it is (docs/api-reports.md): the same catalogue,
  * now the admin's. Its `source` must be one of GET's; "none" cannot be set. */
 static void what_get_answers_put_takes_back(void) {
   tsrv t = {0};
