@@ -40,7 +40,7 @@ int gp_cmd_scontrol(int argc, char **argv) {
     return 1;
   }
   if (rc) {
-    fprintf(stderr, "scontrol: error: invalid host list '%.200s': %s\n", list, err.message);
+    fprintf(stderr, "scontrol: error: host list '%.200s': %s\n", list, err.message);
     return 1;
   }
   if (fflush(stdout) != 0) {
