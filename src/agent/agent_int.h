@@ -101,6 +101,7 @@ struct gp_agent {
   char url[160];
   char jobs_dir[600];
   char sim_bin[620];         /* sim backend: <data>/sim-bin (nvidia-smi), first in jobs' PATH */
+  char slurm_bin[620];       /* <data>/bin (scontrol, slurm_env.c), first in jobs' PATH; "": none */
 
   /* jobs */
   gp__agent_job **jobs;

@@ -20,6 +20,7 @@
 
 #include "agent/launcher.h"
 #include "agent/rendezvous.h"
+#include "agent/slurm_env.h"
 #include "protocol/outpath.h"
 #include "util/mem.h"
 #include "util/signals.h"
@@ -47,6 +48,19 @@ static void env_set(envv *e, const char *key, const char *value) {
   gp_xgrow((void **)&e->items, &e->cap, e->n + 2, sizeof *e->items);
   e->items[e->n++] = item;
   e->items[e->n] = NULL;
+}
+
+static void env_set_cb(void *e, const char *key, const char *value) { env_set(e, key, value); }
+
+/* Puts dir first in the job's PATH. */
+static void path_prepend(envv *e, const char *dir) {
+  const char *path = NULL;
+  for (size_t i = 0; i < e->n && !path; i++)
+    if (strncmp(e->items[i], "PATH=", 5) == 0) path = e->items[i] + 5;
+  char *joined = gp_xmalloc(strlen(dir) + (path ? strlen(path) : 0) + 32);
+  sprintf(joined, "%s:%s", dir, path && *path ? path : "/usr/local/bin:/usr/bin:/bin");
+  env_set(e, "PATH", joined);
+  free(joined);
 }
 
 static void env_free(envv *e) {
@@ -252,18 +266,16 @@ static void build_env(gp_agent *a, const start_req *r, const creds *c, const gp_
   }
   if (c->shell[0]) env_set(e, "SHELL", c->shell);
   rendezvous_env(r, &l, e, false, j);
+  /* Slurm's names too, before the job's own -e values (which win, as for MASTER_PORT). */
+  gp__agent_slurm_task st = {.node = a->cfg.name, .user = r->user ? r->user : c->name,
+                             .n_gpus = r->n_gpus, .cpus = r->o->cpu_milli > 0 ? r->cpus : 0};
+  gp__agent_slurm_vars(r->o, &st, env_set_cb, e);
   for (int i = 0; i < r->o->n_env; i++) env_set(e, r->o->env_keys[i], r->o->env_values[i]);
   env_set(e, "PWD", workdir);
-  if (a->sim_bin[0]) {
-    /* A simulated node: its nvidia-smi (sim_bin.c) comes first, ahead of any real one. */
-    const char *path = NULL;
-    for (size_t i = 0; i < e->n && !path; i++)
-      if (strncmp(e->items[i], "PATH=", 5) == 0) path = e->items[i] + 5;
-    char *joined = gp_xmalloc(strlen(a->sim_bin) + (path ? strlen(path) : 0) + 32);
-    sprintf(joined, "%s:%s", a->sim_bin, path && *path ? path : "/usr/local/bin:/usr/bin:/bin");
-    env_set(e, "PATH", joined);
-    free(joined);
-  }
+  /* A simulated node: its nvidia-smi (sim_bin.c) comes first, ahead of any real one; and
+   * gpool's scontrol (slurm_env.c) before a Slurm install's, which knows nothing of gpool. */
+  if (a->sim_bin[0]) path_prepend(e, a->sim_bin);
+  if (a->slurm_bin[0]) path_prepend(e, a->slurm_bin);
   /* gpool's own variables come last: the job cannot override what it was given. */
   char buf[4096];
   size_t len = 0;

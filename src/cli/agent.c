@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "agent/agent.h"
 #include "agent/config.h"
@@ -260,6 +261,10 @@ static void prepare_process(void) {
 
 /* Creates the agent on the backend and says where it serves; GO_ON or the exit code. */
 static int start_agent(agent_cli *a, gp_gpu_backend *backend, gp_agent **agent) {
+  /* This binary, which answers as `scontrol` in jobs (scontrol.c). */
+  ssize_t n = readlink("/proc/self/exe", a->cfg.self_exe, sizeof a->cfg.self_exe - 1);
+  a->cfg.self_exe[n > 0 ? n : 0] = '\0';
+  if (strstr(a->cfg.self_exe, " (deleted)")) a->cfg.self_exe[0] = '\0'; /* replaced since */
   if (gp_agent_new(&a->cfg, backend, agent, &a->err) != 0) {
     char buf[1024];
     gp_err_format(&a->err, buf, sizeof buf);

@@ -35,6 +35,10 @@
   X(provider_test, "provider test", "run one provider call of a node template and check it") \
   X(templates, "templates", "node templates: nodes, creations, deletions and backoff")
 
+/* Slurm's scontrol inside a job (scontrol.c): the gpool binary run by the name `scontrol`
+ * (argv[0] is "scontrol"). */
+int gp_cmd_scontrol(int argc, char **argv);
+
 #define GP_DECLARE_COMMAND(fn, name, help) int gp_cmd_##fn(int argc, char **argv);
 GP_COMMANDS(GP_DECLARE_COMMAND)
 #undef GP_DECLARE_COMMAND

@@ -28,6 +28,10 @@ static void usage(FILE *out) {
 
 int main(int argc, char **argv) {
   gp_mem_keep_freed();
+  /* Called through a job's <data>/bin/scontrol link (docs/agent.md). */
+  const char *self = argc > 0 ? strrchr(argv[0], '/') : NULL;
+  self = self ? self + 1 : argc > 0 ? argv[0] : "";
+  if (strcmp(self, "scontrol") == 0) return gp_cmd_scontrol(argc, argv);
   if (argc < 2 || strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0 ||
       strcmp(argv[1], "-h") == 0) {
     usage(stdout);

@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The SLURM_* variables a job's task gets (slurm_env.c), so that Slurm scripts read their
+ * job id, node list, task counts and ranks unchanged, and the directory of Slurm command
+ * shims put first on every task's PATH (<data>/bin: `scontrol`, a link to the gpool binary
+ * that answers `scontrol show hostnames`). Only what gpool knows is set, never a guess. */
+#ifndef GP_AGENT_SLURM_ENV_H
+#define GP_AGENT_SLURM_ENV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "protocol/order.h"
+
+/* What the agent decided about the task beyond its order. */
+typedef struct gp__agent_slurm_task {
+  const char *node;  /* this node's name (the node list's entry when the order has no hosts) */
+  const char *user;  /* the job's user */
+  int n_gpus;        /* GPUs this task holds on the node */
+  int64_t cpus;      /* CPUs per task; 0: the job set none */
+} gp__agent_slurm_task;
+
+/* Calls set(ctx, name, value) for each SLURM_* variable of task o->task_index. */
+void gp__agent_slurm_vars(const gp_proto_start *o, const gp__agent_slurm_task *t,
+                          void (*set)(void *ctx, const char *name, const char *value), void *ctx);
+
+/* Links <data_dir>/bin/scontrol to `exe` (the gpool binary, which runs as scontrol when
+ * called by that name) and writes the directory to dir; "" (and -1) when it cannot. */
+int gp__agent_slurm_bin_write(const char *data_dir, const char *exe, char *dir, size_t size);
+
+#endif
