@@ -142,21 +142,8 @@ gp_srv_job *gp__srv_array_ghost(gp_srv_state *s, int64_t id) {
   int64_t pos;
   gp_srv_job *p = gp__srv_array_of_id(s, id, &pos);
   if (!p || gp__srv_array_made(p->array, pos)) return NULL;
-  gp_srv_ended *e = &s->ended;
-  for (int i = 0; i < e->n_ghosts; i++)
-    if (e->ghosts[i]->id == id) return e->ghosts[i];
-  gp_srv_job *g = gp_xcalloc(1, sizeof *g);
-  g->id = id;
-  snprintf(g->idstr, sizeof g->idstr, "%lld", (long long)id);
-  g->state = p->array->cancelled ? GP_JOB_CANCELLED : GP_JOB_PENDING;
+  gp_srv_job *g = gp__srv_ghost_get(s, id, p->array->cancelled ? GP_JOB_CANCELLED : GP_JOB_PENDING);
   g->dep_only = true;
-  g->queue = gp_xstrdup("");
-  g->user = gp_xstrdup("");
-  g->active_pos = -1;
-  g->view_index = -1;
-  g->rev = ++s->revs;
-  gp_xgrow((void **)&e->ghosts, &e->cap_ghosts, (size_t)e->n_ghosts + 1, sizeof *e->ghosts);
-  e->ghosts[e->n_ghosts++] = g;
   return g;
 }
 

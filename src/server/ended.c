@@ -84,9 +84,13 @@ void gp__srv_ended_evict(gp_srv_state *s) {
 }
 
 gp_srv_job *gp__srv_ended_ghost(gp_srv_state *s, int64_t id) {
-  gp_srv_ended *e = &s->ended;
   gp_job_state st;
   if (!gp__srv_ended_state(s, id, &st)) return NULL;
+  return gp__srv_ghost_get(s, id, st);
+}
+
+gp_srv_job *gp__srv_ghost_get(gp_srv_state *s, int64_t id, gp_job_state st) {
+  gp_srv_ended *e = &s->ended;
   for (int i = 0; i < e->n_ghosts; i++)
     if (e->ghosts[i]->id == id) return e->ghosts[i];
   gp_srv_job *g = gp_xcalloc(1, sizeof *g);

@@ -300,8 +300,11 @@ void gp__srv_ended_evict(gp_srv_state *s);
 bool gp__srv_ended_state(const gp_srv_state *s, int64_t id, gp_job_state *ret);
 /* Parses a job id ("123"); 0 when it is not one. */
 int64_t gp__srv_job_id_parse(const char *id);
-/* A stand-in job for an ended dependency no longer in memory (id and final state only),
- * for the scheduler's view; owned by the state, kept while dependencies name it. */
+/* The stand-in job for id in the view's dependencies (id and state only: a new one in
+ * state st, or the one already made); owned by s->ended, trimmed by
+ * gp__srv_ended_ghosts_trim. */
+struct gp_srv_job *gp__srv_ghost_get(gp_srv_state *s, int64_t id, gp_job_state st);
+/* The stand-in for an ended dependency no longer in memory; NULL when id never ended. */
 struct gp_srv_job *gp__srv_ended_ghost(gp_srv_state *s, int64_t id);
 /* Frees the stand-ins the last view did not use (view_index < 0). */
 void gp__srv_ended_ghosts_trim(gp_srv_state *s);

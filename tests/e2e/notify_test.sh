@@ -37,8 +37,8 @@ e2e_server "notify:
   sendmail: $E2E_DIR/sendmail
   webhooks: any
   hooks: [{url: \"http://127.0.0.1:$WP/admins\", events: \"end,fail\"}]
-  timeout_s: 3
-  attempts: 2
+  timeout_s: 5
+  attempts: 3
   backoff_s: 1
   queue_max: 6"
 e2e_agent n1 2xH100-80GB
@@ -84,7 +84,7 @@ wait_for 20 "the admins' webhook to hear the failure of $bad" hook_has /admins f
 expect_eq 0 "$(hook_count /admins begin "$ok")" "the admins' webhook takes only end,fail"
 # Mail: BEGIN and END of the good job, to the address given.
 mails() { grep -c '^RCPT bob@example.org$' "$E2E_DIR/mails.txt"; }
-wait_for 20 "two mails to bob@example.org" test "$(mails)" -ge 2
+wait_for 40 "two mails to bob@example.org" test "$(mails)" -ge 2
 mail_text=$(cat "$E2E_DIR/mails.txt")
 expect_contains "$mail_text" "Subject: gpool job $ok (good) of bob in queue default began" "the begin mail"
 expect_contains "$mail_text" "Subject: gpool job $ok (good) of bob in queue default ended: completed, exit code 0" "the end mail"
@@ -96,7 +96,7 @@ expect_eq 0 "$(metric 'gpool_notify_failed_total{channel="mail"}')" "no mail fai
 # TIME_LIMIT_50 at 2 s, TIME_LIMIT at the end (state timeout, also bob's webhook's fail).
 wait_for 30 "job $tl to time out" job_is "$tl" timeout
 tl_mails() { grep -c '^RCPT bob+tl@example.org$' "$E2E_DIR/mails.txt"; }
-wait_for 20 "two mails to bob+tl@example.org" test "$(tl_mails)" -ge 2
+wait_for 40 "two mails to bob+tl@example.org" test "$(tl_mails)" -ge 2
 mail_text=$(cat "$E2E_DIR/mails.txt")
 expect_contains "$mail_text" "Subject: gpool job $tl (limited) of bob in queue default reached 50% of its time limit (00:00:04)" \
   "the TIME_LIMIT_50 mail"
@@ -123,7 +123,7 @@ printf '#!/bin/sh\n#SBATCH --mail-type=END\n#SBATCH --mail-user=bob@example.org\
 sb=$(as_bob "$GPOOL" submit mailed.sh)
 expect_eq "end bob@example.org" "$(job_field "$sb" '[.mail_type, .mail_user] | join(" ")')" "#SBATCH mail lines are kept"
 wait_for 30 "job $sb to complete" job_is "$sb" completed
-wait_for 20 "the mail of the #SBATCH job" test "$(mails)" -ge 3
+wait_for 40 "the mail of the #SBATCH job" test "$(mails)" -ge 3
 
 # --- 3. a dead endpoint never slows scheduling --------------------------------------------
 # start_ms JOB...: the longest submit-to-running time of jobs submitted one after another.
@@ -144,10 +144,10 @@ base=$(start_ms)
 as_bob "$GPOOL" notify set --webhook "http://127.0.0.1:$DP/dead" >/dev/null
 dead=$(start_ms)
 echo "submit to running, worst of 3: ${base} ms without a webhook, ${dead} ms with a dead one"
-# A state thread that waited on the endpoint would lose 3 s (timeout_s) per event; the
+# A state thread that waited on the endpoint would lose 5 s (timeout_s) per event; the
 # margin is for a loaded test machine.
 [ "$dead" -lt $((base + 2500)) ] || fail "a dead webhook slowed job starts: ${dead} ms vs ${base} ms"
-# 3 jobs x 2 events (begin, end), each held up to 3 s x 2 attempts, in a queue of 6: more
+# 3 jobs x 2 events (begin, end), each held up to 5 s x 3 attempts, in a queue of 6: more
 # jobs push the oldest out.
 for i in 1 2 3 4 5; do as_bob "$GPOOL" submit -g 1 -- true >/dev/null; done
 dropped() { [ "$(metric 'gpool_notify_dropped_total{channel="webhook"}')" -ge 1 ]; }

@@ -37,7 +37,9 @@ held=$("$GPOOL" submit -N 2 -g 1 -- sh -c "$(gate_wait); echo \"done \$GPOOL_TAS
 wait_for 30 "both tasks of $held to launch" job_launched "$held" 2
 kill -9 "$(agent_pid n1)"
 e2e_agent n1 2xH100-80GB
-grep -q "found 2 running job(s)" "$E2E_DIR/agent-n1.log" || fail "the restarted agent must re-adopt both tasks"
+# The node may still count as up from before the kill, so e2e_agent can return before the
+# new agent has looked at its directories: wait for what it says it found.
+wait_for 20 "the restarted agent to re-adopt both tasks" grep -q "found 2 running job(s)" "$E2E_DIR/agent-n1.log"
 job_is "$held" running || fail "job $held must still run after the agent restart ($(job_field "$held" .state))"
 open_gate
 wait_for 30 "job $held to complete" job_is "$held" completed
