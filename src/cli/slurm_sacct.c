@@ -16,6 +16,7 @@
 #include "cli/slurm.h"
 #include "cli/submit_batch.h"
 #include "util/buf.h"
+#include "util/mem.h"
 
 static const char usage[] =
   "Usage: sacct [-j ID[,ID]] [-X] [-u USER|-a] [-S TIME] [-E TIME] [-n] [-P|-p]\n"
@@ -101,6 +102,24 @@ static int parse_time(const char *v, int64_t now, int64_t *ret) {
   return gp_submit_parse_begin(v, now, ret);
 }
 
+static int by_id(const void *a, const void *b) {
+  long long x = strtoll(gp_slurm_str(*(json_t *const *)a, "id", "0"), NULL, 10);
+  long long y = strtoll(gp_slurm_str(*(json_t *const *)b, "id", "0"), NULL, 10);
+  return x < y ? -1 : x > y;
+}
+
+/* Slurm lists by job id; the live list and the history come in other orders. */
+static void sort_by_id(json_t *rows) {
+  size_t n = json_array_size(rows);
+  if (n < 2) return;
+  json_t **v = gp_xmalloc(n * sizeof *v);
+  for (size_t i = 0; i < n; i++) v[i] = json_incref(json_array_get(rows, i));
+  qsort(v, n, sizeof *v, by_id);
+  json_array_clear(rows);
+  for (size_t i = 0; i < n; i++) json_array_append_new(rows, v[i]);
+  free(v);
+}
+
 int gp_cmd_sacct(int argc, char **argv) {
   const char *jobs = NULL, *user = NULL, *format = "JobID,JobName,Partition,User,State,ExitCode,Elapsed";
   bool all_users = false, noheader = false;
@@ -182,23 +201,51 @@ int gp_cmd_sacct(int argc, char **argv) {
     from = (int64_t)mktime(&tm); /* Slurm's default: since midnight */
   }
   if ((code = gp_slurm_connect(&cli, "sacct"))) goto out;
-  if (!all_users && !user) {
+  if (!all_users && !user && !jobs) { /* Slurm's default: your own jobs (-j: those jobs) */
     if ((code = gp_cli_call(&cli, "GET", "/v1/whoami", NULL, &who))) goto out;
     user = gp_slurm_str(who, "user", "");
   }
-  char base[600];
-  snprintf(base, sizeof base, "/v1/jobs?all=1&");
-  size_t bl = strlen(base);
-  if (from >= 0) bl += (size_t)snprintf(base + bl, sizeof base - bl, "from=%lld&", (long long)from);
-  if (to >= 0) bl += (size_t)snprintf(base + bl, sizeof base - bl, "to=%lld&", (long long)to);
-  if ((code = gp_slurm_fetch_jobs(&cli, "/v1/jobs?", "next", live)) ||
-      (code = gp_slurm_fetch_jobs(&cli, base, "cursor", hist)))
-    goto out;
+  bool lists = !jobs;
+  if (jobs) {
+    /* Each job asked for, however old; an array's elements come from the lists, from
+     * when the array was submitted. */
+    char buf[2048];
+    snprintf(buf, sizeof buf, "%s", jobs);
+    for (char *save = NULL, *w = strtok_r(buf, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
+      if (!gp_cli_valid_job_id(w)) {
+        code = gp_slurm_usage("sacct", "invalid job id '%.100s'", w);
+        goto out;
+      }
+      char path[300];
+      json_t *answer = NULL;
+      snprintf(path, sizeof path, "/v1/jobs/%s", w);
+      if ((code = gp_cli_call(&cli, "GET", path, NULL, &answer))) goto out;
+      json_t *job = json_object_get(answer, "job");
+      if (job) json_array_append(live, job);
+      if (json_object_get(job, "array")) {
+        int64_t sub = gp_slurm_int(job, "submitted_at");
+        if (!lists || sub < from) from = sub;
+        lists = true;
+      }
+      json_decref(answer);
+    }
+  }
+  if (lists) {
+    char base[600];
+    snprintf(base, sizeof base, "/v1/jobs?all=1&");
+    size_t bl = strlen(base);
+    if (from >= 0) bl += (size_t)snprintf(base + bl, sizeof base - bl, "from=%lld&", (long long)from);
+    if (to >= 0) bl += (size_t)snprintf(base + bl, sizeof base - bl, "to=%lld&", (long long)to);
+    if ((code = gp_slurm_fetch_jobs(&cli, "/v1/jobs?", "next", live)) ||
+        (code = gp_slurm_fetch_jobs(&cli, base, "cursor", hist)))
+      goto out;
+  }
   json_t *rows = json_array();
   size_t i;
   json_t *job;
   json_array_foreach(live, i, job) json_array_append(rows, job);
   json_array_foreach(hist, i, job) json_array_append(rows, job);
+  sort_by_id(rows);
   if (!noheader) {
     gp_buf h = {0}, d = {0};
     for (int c = 0; c < n_cols; c++) {

@@ -102,12 +102,14 @@ int gp_cmd_sinfo(int argc, char **argv) {
       }
       continue;
     }
+    bool any = false;
     for (size_t s = 0; s < sizeof order / sizeof order[0]; s++) {
       size_t k = 0, i;
       json_t *node;
       json_array_foreach(nl, i, node) if (strcmp(node_state(node), order[s]) == 0) names[k++] =
           gp_slurm_str(node, "name", "?");
       if (!k) continue;
+      any = true;
       size_t cap = k * 1100 + 1;
       char *list = gp_xmalloc(cap);
       if (gp_hostlist_compress(names, k, list, cap) != 0) {
@@ -117,6 +119,7 @@ int gp_cmd_sinfo(int argc, char **argv) {
       printf("%-9s %5s %10s %5zu %-6s %s\n", qname, "up", limit, k, order[s], list);
       free(list);
     }
+    if (!any) printf("%-9s %5s %10s %5d %-6s %s\n", qname, "up", limit, 0, "n/a", ""); /* no node yet */
   }
   free(names);
 out:

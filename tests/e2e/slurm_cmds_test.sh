@@ -111,6 +111,8 @@ acct=$(sacct -j "$long,$failid,$pend" --format=JobID,JobName,State,ExitCode -P -
 expect_contains "$acct" "$long|longjob|COMPLETED|0:0" "sacct: a completed job's exit code"
 expect_contains "$acct" "$failid|failjob|FAILED|3:0" "sacct: a failed job's exit code as code:signal"
 expect_contains "$acct" "$pend|pendjob|CANCELLED|0:0" "sacct: the cancelled one"
+expect_eq "$(printf '%s_0|CANCELLED\n%s_1|CANCELLED\n%s_2|CANCELLED' "$arr" "$arr" "$arr")" \
+  "$(sacct -j "$arr" --format=JobID,State -P -n)" "sacct -j ARRAY: its elements, by id"
 hdr=$(sacct -j "$failid" --format=JobID,ExitCode%5 | head -n2)
 expect_eq "$(printf 'JobID        ExitC\n------------ -----')" "$hdr" "sacct's header and widths"
 expect_contains "$(sacct)" "$failid " "sacct without -j: today's jobs"
