@@ -28,7 +28,8 @@ const char *gp_slurm_state_long(const char *state);
  * word names (a code or a long name, any case; "all"); false when it names none. */
 bool gp_slurm_state_word(const char *word, json_t *set);
 
-/* Slurm's durations: elapsed "M:SS", "H:MM:SS", "D-HH:MM:SS"; a limit of 0 is "UNLIMITED". */
+/* Slurm's durations as squeue prints them: "M:SS", "H:MM:SS", "D-HH:MM:SS"; a limit of 0 is
+ * "UNLIMITED". */
 void gp_slurm_fmt_elapsed(int64_t s, char *out, size_t cap);
 void gp_slurm_fmt_limit(int64_t s, char *out, size_t cap);
 /* Unix seconds as Slurm's local "YYYY-MM-DDTHH:MM:SS"; 0 or less: `none` ("N/A", "Unknown"). */

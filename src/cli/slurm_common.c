@@ -56,13 +56,8 @@ void gp_slurm_fmt_elapsed(int64_t s, char *out, size_t cap) {
 }
 
 void gp_slurm_fmt_limit(int64_t s, char *out, size_t cap) {
-  if (s <= 0) {
-    snprintf(out, cap, "UNLIMITED");
-    return;
-  }
-  long long d = s / 86400, h = s / 3600 % 24, m = s / 60 % 60, sec = s % 60;
-  if (d) snprintf(out, cap, "%lld-%02lld:%02lld:%02lld", d, h, m, sec);
-  else snprintf(out, cap, "%lld:%02lld:%02lld", h, m, sec);
+  if (s <= 0) snprintf(out, cap, "UNLIMITED");
+  else gp_slurm_fmt_elapsed(s, out, cap); /* squeue prints both alike: "10:00", "1:00:00" */
 }
 
 void gp_slurm_fmt_time(int64_t t, const char *none, char *out, size_t cap) {

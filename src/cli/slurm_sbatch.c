@@ -98,7 +98,14 @@ int gp_cmd_sbatch(int argc, char **argv) {
   }
   if (s.warnings.len > before) {
     /* "#SBATCH --x is not supported by gpool; ignored": on the command line, refused. */
-    fprintf(stderr, "sbatch: error: refused, as gpool cannot honour it:\n%s", s.warnings.data + before);
+    /* Each line reads "sbatch command line:1: #SBATCH --x ...; ignored": say it as a refusal. */
+    for (char *save = NULL, *w = strtok_r(s.warnings.data + before, "\n", &save); w;
+         w = strtok_r(NULL, "\n", &save)) {
+      char *opt = strstr(w, "#SBATCH ");
+      char *tail = strstr(w, "; ignored");
+      if (tail) *tail = '\0';
+      fprintf(stderr, "sbatch: error: %s; refused\n", opt ? opt + 8 : w);
+    }
     code = 2;
     goto out;
   }

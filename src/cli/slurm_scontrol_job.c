@@ -36,7 +36,7 @@ int gp_slurm_show_job(const char *id) {
   if (json_object_get(j, "array_job_id"))
     printf("   ArrayJobId=%s ArrayTaskId=%lld\n", gp_slurm_str(j, "array_job_id", ""),
            (long long)gp_slurm_int(j, "array_index"));
-  printf("   UserId=%s Account=%s\n", gp_slurm_str(j, "user", ""), gp_slurm_str(j, "queue", ""));
+  printf("   UserId=%s\n", gp_slurm_str(j, "user", ""));
   const char *reason = gp_slurm_str(j, "pending_reason", "None");
   printf("   JobState=%s Reason=%s\n", gp_slurm_state_long(state), reason);
   json_t *code_v = json_object_get(j, "exit_code");
@@ -44,7 +44,9 @@ int gp_slurm_show_job(const char *id) {
          (long long)gp_slurm_int(j, "restarts"),
          json_is_integer(code_v) ? (long long)json_integer_value(code_v) : 0LL);
   dur(gp_slurm_elapsed(j, gp_cli_now()), run, sizeof run);
-  gp_slurm_fmt_limit(gp_slurm_int(j, "time_limit"), lim, sizeof lim);
+  int64_t limit = gp_slurm_int(j, "time_limit");
+  if (limit > 0) dur(limit, lim, sizeof lim);
+  else snprintf(lim, sizeof lim, "UNLIMITED");
   printf("   RunTime=%s TimeLimit=%s\n", run, lim);
   gp_slurm_fmt_time(gp_slurm_int(j, "submitted_at"), "Unknown", t1, sizeof t1);
   gp_slurm_fmt_time(gp_slurm_int(j, "started_at"), "Unknown", t2, sizeof t2);
@@ -61,8 +63,8 @@ int gp_slurm_show_job(const char *id) {
   for (size_t i = 0; i < json_array_size(cmd); i++)
     printf("%s%s", i ? " " : "", json_string_value(json_array_get(cmd, i)) ? json_string_value(json_array_get(cmd, i)) : "");
   printf("\n   WorkDir=%s\n", gp_slurm_str(j, "workdir", ""));
-  if (json_object_get(j, "output")) printf("   StdOut=%s\n", gp_slurm_str(j, "output", ""));
-  if (json_object_get(j, "error")) printf("   StdErr=%s\n", gp_slurm_str(j, "error", ""));
+  if (gp_slurm_str(j, "output", NULL)) printf("   StdOut=%s\n", gp_slurm_str(j, "output", ""));
+  if (gp_slurm_str(j, "error", NULL)) printf("   StdErr=%s\n", gp_slurm_str(j, "error", ""));
   json_decref(answer);
   gp_cli_done(&cli);
   return 0;

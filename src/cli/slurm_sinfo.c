@@ -84,7 +84,10 @@ int gp_cmd_sinfo(int argc, char **argv) {
     const char *qname = gp_slurm_str(q, "name", "?");
     if (part && strcmp(part, qname) != 0) continue;
     char limit[64];
-    gp_slurm_fmt_limit(gp_slurm_int(q, "default_time_limit"), limit, sizeof limit);
+    /* A queue has a default limit, no maximum; none is Slurm's "infinite". */
+    int64_t dl = gp_slurm_int(q, "default_time_limit");
+    if (dl > 0) gp_slurm_fmt_limit(dl, limit, sizeof limit);
+    else snprintf(limit, sizeof limit, "infinite");
     if (by_node) {
       size_t i;
       json_t *node;

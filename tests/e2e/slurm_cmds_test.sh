@@ -87,7 +87,7 @@ expect_eq "" "$(squeue -h -t PD -j "$pend,$arr")" "nothing of them is pending"
 
 s=$(sinfo)
 expect_eq "PARTITION AVAIL  TIMELIMIT NODES STATE  NODELIST" "$(head -n1 <<<"$s")" "sinfo's header"
-expect_eq "default up UNLIMITED 1 alloc n1" "$(tail -n +2 <<<"$s" | tr -s ' ')" "sinfo: the queue over its busy node"
+expect_eq "default up infinite 1 alloc n1" "$(tail -n +2 <<<"$s" | tr -s ' ')" "sinfo: the queue over its busy node"
 
 # A job inside: the links are on PATH; squeue without a credential says where one comes from.
 open_gate
@@ -121,5 +121,5 @@ sc=$(scontrol show job "$failid")
 expect_contains "$sc" "JobId=$failid JobName=failjob" "scontrol show job"
 expect_contains "$sc" "JobState=FAILED" "scontrol show job's state"
 expect_contains "$sc" "ExitCode=3:0" "scontrol show job's exit code"
-expect_eq "default up UNLIMITED 1 idle n1" "$(sinfo -h | tr -s ' ')" "sinfo: the node idle again"
+expect_eq "default up infinite 1 idle n1" "$(sinfo -h | tr -s ' ')" "sinfo: the node idle again"
 echo "PASS"
