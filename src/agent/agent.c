@@ -656,10 +656,11 @@ int gp_agent_new(const gp_agent_config *cfg, gp_gpu_backend *backend, gp_agent *
     goto fail;
   /* No driver here: jobs get a simulated nvidia-smi that says so (never with real GPUs). */
   if (!backend->ops->has_driver) gp__agent_sim_bin_write(a);
-  /* Slurm scripts call `scontrol show hostnames`: the gpool binary answers by that name. */
+  /* Slurm scripts call `scontrol show hostnames`, squeue, ...: the gpool binary answers by
+   * those names. */
   if (a->cfg.self_exe[0] &&
       gp__agent_slurm_bin_write(a->cfg.data_dir, a->cfg.self_exe, a->slurm_bin, sizeof a->slurm_bin))
-    gp__agent_log("cannot link %s/bin/scontrol to %s (%s): jobs get no scontrol", a->cfg.data_dir,
+    gp__agent_log("cannot link %s/bin/scontrol (and sbatch, squeue, ...) to %s (%s): jobs get none", a->cfg.data_dir,
                   a->cfg.self_exe, strerror(errno));
   for (int i = 0; i < a->n_gpus; i++) {
     const gp_gpu_mode *m = gp_agent_config_gpu_mode(&a->cfg, i);

@@ -3,8 +3,9 @@
  * the rendezvous variables come from (rendezvous.c), so SLURM_NODEID is NODE_RANK and the
  * node list starts with task 0's node. A variable gpool cannot know (SLURM_SUBMIT_HOST, or
  * the node list of an order without hosts from an older server) is left unset rather than
- * guessed. The shim directory holds `scontrol` only: a command gpool cannot answer
- * truthfully (srun) gets no stand-in. */
+ * guessed. The shim directory holds the Slurm commands the gpool binary answers (sbatch,
+ * squeue, scancel, sinfo, sacct, scontrol: cli/slurm.h): a command gpool cannot answer
+ * truthfully (srun, salloc, mpirun) gets no stand-in. */
 #include "agent/slurm_env.h"
 
 #include <errno.h>
@@ -116,18 +117,22 @@ void gp__agent_slurm_vars(const gp_proto_start *o, const gp__agent_slurm_task *t
 }
 
 int gp__agent_slurm_bin_write(const char *data_dir, const char *exe, char *dir, size_t size) {
+  /* The names src/cli/main.c answers to (GP_SLURM_SHIMS in cli/slurm.h). */
+  static const char *const names[] = {"sbatch", "squeue", "scancel", "sinfo", "sacct", "scontrol"};
   dir[0] = '\0';
   if (!exe || !*exe) return -1;
   char d[1024], link[1100], tmp[1100];
   snprintf(d, sizeof d, "%s/bin", data_dir);
-  snprintf(link, sizeof link, "%s/scontrol", d);
-  snprintf(tmp, sizeof tmp, "%s/.scontrol.tmp", d);
   if (strlen(d) >= size || (mkdir(d, 0755) != 0 && errno != EEXIST)) return -1;
-  /* A fresh link each start: the binary may have moved since the last one. */
-  unlink(tmp);
-  if (symlink(exe, tmp) != 0 || rename(tmp, link) != 0) {
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    snprintf(link, sizeof link, "%s/%s", d, names[i]);
+    snprintf(tmp, sizeof tmp, "%s/.%s.tmp", d, names[i]);
+    /* A fresh link each start: the binary may have moved since the last one. */
     unlink(tmp);
-    return -1;
+    if (symlink(exe, tmp) != 0 || rename(tmp, link) != 0) {
+      unlink(tmp);
+      return -1;
+    }
   }
   snprintf(dir, size, "%s", d);
   return 0;

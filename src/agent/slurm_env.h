@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The SLURM_* variables a job's task gets (slurm_env.c), so that Slurm scripts read their
  * job id, node list, task counts and ranks unchanged, and the directory of Slurm command
- * shims put first on every task's PATH (<data>/bin: `scontrol`, a link to the gpool binary
- * that answers `scontrol show hostnames`). Only what gpool knows is set, never a guess. */
+ * shims put first on every task's PATH (<data>/bin: `scontrol`, `squeue`, ... links to the
+ * gpool binary, which answers by those names). Only what gpool knows is set, never a guess. */
 #ifndef GP_AGENT_SLURM_ENV_H
 #define GP_AGENT_SLURM_ENV_H
 
@@ -23,8 +23,8 @@ typedef struct gp__agent_slurm_task {
 void gp__agent_slurm_vars(const gp_proto_start *o, const gp__agent_slurm_task *t,
                           void (*set)(void *ctx, const char *name, const char *value), void *ctx);
 
-/* Links <data_dir>/bin/scontrol to `exe` (the gpool binary, which runs as scontrol when
- * called by that name) and writes the directory to dir; "" (and -1) when it cannot. */
+/* Links <data_dir>/bin/{sbatch,squeue,scancel,sinfo,sacct,scontrol} to `exe` (the gpool
+ * binary, which runs as each when called by that name) and writes the directory to dir; "" (and -1) when it cannot. */
 int gp__agent_slurm_bin_write(const char *data_dir, const char *exe, char *dir, size_t size);
 
 #endif

@@ -33,7 +33,8 @@
   X(report, "report", "GPU-hours, use and cost by queue, user, model, node or job")       \
   X(advise, "advise", "where GPU-hours and money go unused, and what to change")          \
   X(provider_test, "provider test", "run one provider call of a node template and check it") \
-  X(templates, "templates", "node templates: nodes, creations, deletions and backoff")
+  X(templates, "templates", "node templates: nodes, creations, deletions and backoff") \
+  X(slurm_shims, "slurm-shims", "link Slurm's sbatch, squeue, scancel, sinfo, sacct, scontrol in DIR")
 
 /* Slurm's scontrol inside a job (scontrol.c): the gpool binary run by the name `scontrol`
  * (argv[0] is "scontrol"). */

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli/commands.h"
+#include "cli/slurm.h"
 #include "util/mem.h"
 
 #define GPOOL_VERSION "0.1.0"
@@ -31,7 +32,13 @@ int main(int argc, char **argv) {
   /* Called through a job's <data>/bin/scontrol link (docs/agent.md). */
   const char *self = argc > 0 ? strrchr(argv[0], '/') : NULL;
   self = self ? self + 1 : argc > 0 ? argv[0] : "";
+  /* ... and through the other Slurm names (`gpool slurm-shims`, docs/slurm.md). */
   if (strcmp(self, "scontrol") == 0) return gp_cmd_scontrol(argc, argv);
+  if (strcmp(self, "sbatch") == 0) return gp_cmd_sbatch(argc, argv);
+  if (strcmp(self, "squeue") == 0) return gp_cmd_squeue(argc, argv);
+  if (strcmp(self, "scancel") == 0) return gp_cmd_scancel(argc, argv);
+  if (strcmp(self, "sinfo") == 0) return gp_cmd_sinfo(argc, argv);
+  if (strcmp(self, "sacct") == 0) return gp_cmd_sacct(argc, argv);
   if (argc < 2 || strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0 ||
       strcmp(argv[1], "-h") == 0) {
     usage(stdout);

@@ -12,6 +12,7 @@
 #include "cli/advise.h"
 #include "cli/cli_common.h"
 #include "cli/commands.h"
+#include "cli/slurm.h"
 #include "cli/submit_args.h"
 #include "cli/submit_batch.h"
 #include "util/mem.h"
@@ -62,7 +63,7 @@ static const char usage_text[] =
   "      --advise           first print the advice on this job's name (stderr)\n"
   "      --server URL, --token TOKEN, --ca FILE\n";
 
-static int read_script(const char *path, char **ret_text, size_t *ret_len, gp_err *err) {
+int gp_submit_read_script(const char *path, char **ret_text, size_t *ret_len, gp_err *err) {
   FILE *f = fopen(path, "rb");
   if (!f) return gp_err_set(err, GP_EIO, path, 0, NULL, "cannot read the script: %s", strerror(errno));
   char *text = gp_xmalloc(GP_SUBMIT_MAX_SCRIPT + 2);
@@ -79,13 +80,56 @@ static int read_script(const char *path, char **ret_text, size_t *ret_len, gp_er
   return 0;
 }
 
+/* The rest of a submission, shared with sbatch (slurm.h). */
+int gp_submit_send(gp_submit *sp, gp_cli *clip, const char *text, int mode) {
+  json_t *answer = NULL, *nodes = NULL;
+  int code = 0, rc;
+  gp_err err = {0};
+  char cwd[4096];
+  if (!getcwd(cwd, sizeof cwd)) snprintf(cwd, sizeof cwd, "/");
+  if ((rc = gp_submit_finish(sp, cwd, text, &err)) ||
+      (rc = gp_submit_apply_export(sp->req, sp->sbatch, environ, &err))) {
+    code = gp_cli_usage_error(mode ? "sbatch" : "submit", "%s", err.message);
+    goto out;
+  }
+  if (sp->warnings.len) fprintf(stderr, "%s", sp->warnings.data);
+  if ((code = gp_cli_connect(clip))) goto out;
+
+  if (json_object_get(sp->req, "gpu_types")) {
+    if ((code = gp_cli_call(clip, "GET", "/v1/nodes", NULL, &nodes))) goto out;
+    if ((rc = gp_submit_resolve_types(sp->req, nodes, &err))) {
+      code = gp_cli_fail(clip, rc, &err);
+      goto out;
+    }
+  }
+  /* Advice on the job's earlier runs, before this one starts; it never stops the submission. */
+  if (sp->advise) gp_cli_advise_name(clip, json_string_value(json_object_get(sp->req, "name")), stderr);
+  if ((code = gp_cli_call(clip, "POST", "/v1/jobs", sp->req, &answer))) goto out;
+  json_t *job = json_object_get(answer, "job");
+  if (clip->json) {
+    gp_cli_print_json(job ? job : answer);
+  } else {
+    const char *id = json_string_value(json_object_get(job, "id"));
+    if (!id) {
+      fprintf(stderr, "%s: the server accepted the job but sent no id\n", mode ? "sbatch" : "gpool submit");
+      code = 1;
+      goto out;
+    }
+    if (mode == 1) printf("Submitted batch job %s\n", id);
+    else printf("%s\n", id);
+  }
+out:
+  json_decref(answer);
+  json_decref(nodes);
+  return code;
+}
+
 int gp_cmd_submit(int argc, char **argv) {
   gp_cli cli = {.cmd = "submit"};
   gp_submit s;
   gp_submit_init(&s);
   gp_err err = {0};
   char *text = NULL;
-  json_t *answer = NULL, *nodes = NULL;
   int code = 0;
   int rc = gp_submit_parse_args(&s, argc, argv, &err);
   if (rc) {
@@ -105,47 +149,14 @@ int gp_cmd_submit(int argc, char **argv) {
   if (!s.dashdash && s.n_args > 0 && stat(s.args[0], &st) == 0 && S_ISREG(st.st_mode)) {
     size_t len = 0;
     s.script = s.args[0];
-    if ((rc = read_script(s.script, &text, &len, &err)) ||
+    if ((rc = gp_submit_read_script(s.script, &text, &len, &err)) ||
         (rc = gp_submit_parse_script(&s, s.script, text, len, &err))) {
       code = gp_cli_fail(&cli, rc, &err);
       goto out;
     }
   }
-  char cwd[4096];
-  if (!getcwd(cwd, sizeof cwd)) snprintf(cwd, sizeof cwd, "/");
-  if ((rc = gp_submit_finish(&s, cwd, text, &err)) ||
-      (rc = gp_submit_apply_export(s.req, s.sbatch, environ, &err))) {
-    code = gp_cli_usage_error("submit", "%s", err.message);
-    goto out;
-  }
-  if (s.warnings.len) fprintf(stderr, "%s", s.warnings.data);
-  if ((code = gp_cli_connect(&cli))) goto out;
-
-  if (json_object_get(s.req, "gpu_types")) {
-    if ((code = gp_cli_call(&cli, "GET", "/v1/nodes", NULL, &nodes))) goto out;
-    if ((rc = gp_submit_resolve_types(s.req, nodes, &err))) {
-      code = gp_cli_fail(&cli, rc, &err);
-      goto out;
-    }
-  }
-  /* Advice on the job's earlier runs, before this one starts; it never stops the submission. */
-  if (s.advise) gp_cli_advise_name(&cli, json_string_value(json_object_get(s.req, "name")), stderr);
-  if ((code = gp_cli_call(&cli, "POST", "/v1/jobs", s.req, &answer))) goto out;
-  json_t *job = json_object_get(answer, "job");
-  if (cli.json) {
-    gp_cli_print_json(job ? job : answer);
-  } else {
-    const char *id = json_string_value(json_object_get(job, "id"));
-    if (!id) {
-      fprintf(stderr, "gpool submit: the server accepted the job but sent no id\n");
-      code = 1;
-      goto out;
-    }
-    printf("%s\n", id);
-  }
+  code = gp_submit_send(&s, &cli, text, 0);
 out:
-  json_decref(answer);
-  json_decref(nodes);
   free(text);
   gp_submit_done(&s);
   gp_cli_done(&cli);

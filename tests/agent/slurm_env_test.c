@@ -3,7 +3,7 @@
  * hostlist form starting with task 0's node, node and task counts in Slurm's forms, ranks
  * that agree with the rendezvous layout (SLURM_NODEID is NODE_RANK), and nothing set that
  * gpool does not know (no CPUs asked, no GPUs held, an older server's order without hosts,
- * a node name a hostlist cannot hold). Also the scontrol link the agent makes. */
+ * a node name a hostlist cannot hold). Also the Slurm command links the agent makes. */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -135,9 +135,20 @@ static void scontrol_link(void) {
   n = readlink(path, got, sizeof got - 1);
   got[n > 0 ? n : 0] = '\0';
   CHECK_EQ_STR("/opt/gpool", got);
+  /* Every Slurm command the binary answers to has its link (cli/slurm.h). */
+  static const char *const names[] = {"sbatch", "squeue", "scancel", "sinfo", "sacct", "scontrol"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    snprintf(path, sizeof path, "%s/bin/%s", dir, names[i]);
+    n = readlink(path, got, sizeof got - 1);
+    got[n > 0 ? n : 0] = '\0';
+    CHECK_EQ_STR("/opt/gpool", got);
+  }
   CHECK_EQ_INT(-1, gp__agent_slurm_bin_write(dir, "", bin, sizeof bin));
   CHECK_EQ_STR("", bin);
-  unlink(path);
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    snprintf(path, sizeof path, "%s/bin/%s", dir, names[i]);
+    unlink(path);
+  }
   snprintf(path, sizeof path, "%s/bin", dir);
   rmdir(path);
   rmdir(dir);
