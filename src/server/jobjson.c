@@ -166,6 +166,7 @@ static gp_srv_job *job_blank(void) {
   gp_srv_job *j = gp_xcalloc(1, sizeof *j);
   j->tasks = 1;
   j->allow_spot = false;
+  j->exclusive = false;
   j->grace_s = 30;
   j->signal = gp_xstrdup("TERM");
   j->timeline = json_array();
@@ -260,6 +261,7 @@ static int read_spec(const json_t *o, gp_srv_job *j, gp_err *err) {
     return r;
   if ((r = get_bool(o, "singleton", &j->singleton, err))) return r;
   if ((r = get_bool(o, "allow_spot", &j->allow_spot, err))) return r;
+  if ((r = get_bool(o, "exclusive", &j->exclusive, err))) return r;
   if ((r = gp__srv_job_read_batch(o, j, err))) return r;
   const json_t *sel = json_object_get(o, "node_selector");
   if (sel && !json_is_null(sel)) {
@@ -292,7 +294,7 @@ static const char *const request_keys[] = {
     "queue", "name", "command", "workdir", "env", "gpus", "tasks", "tasks_per_node", "gpu_fraction",
     "gpu_mem_mib", "mig", "gpu_types", "cpus", "mem_mib", "time_limit", "priority",
     "requeue", "grace_s", "signal", "after", "after_ok", "after_any", "after_not_ok", "singleton", "hold", "array", "after_corr",
-    "node_selector", "allow_spot", "user", "output", "error", "open_mode", "warn_signal", "warn_before_s",
+    "node_selector", "allow_spot", "exclusive", "user", "output", "error", "open_mode", "warn_signal", "warn_before_s",
     "warn_batch", "begin_at", "mail_type", "mail_user", NULL};
 
 /* Dependencies name jobs that exist; `after_ok` on a job that already ended otherwise
