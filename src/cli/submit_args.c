@@ -31,7 +31,7 @@ enum {
   O_HELP, O_CA, O_ADVISE, O_ALLOW_SPOT, O_NO_SPOT, O_NODE_SELECTOR, O_MAIL_TYPE, O_MAIL_USER,
   /* Slurm-only forms */
   O_SB_GPUS_TOTAL, O_SB_GPUS_PER_NODE, O_SB_NTASKS, O_SB_DEPENDENCY, O_SB_SIGNAL, O_SB_TIME,
-  O_SB_NODES, O_EXCLUSIVE, O_SB_MEM, O_SB_IGNORED_ARG, O_NTASKS_PER_NODE, O_SB_GPUS_PER_TASK, O_ARRAY,
+  O_SB_NODES, O_EXCLUSIVE, O_SB_MEM, O_SB_PARTITION, O_SB_IGNORED_ARG, O_NTASKS_PER_NODE, O_SB_GPUS_PER_TASK, O_ARRAY,
   /* submit_batch.c */
   O_OUT_FILE, O_ERR_FILE, O_OPEN_MODE, O_BEGIN, O_EXPORT,
 };
@@ -85,7 +85,7 @@ static const gp_opt gpool_opts[] = {
 };
 
 static const gp_opt sbatch_opts[] = {
-  {'p', "partition", true, O_QUEUE},
+  {'p', "partition", true, O_SB_PARTITION},
   {'G', "gpus", true, O_SB_GPUS_TOTAL},
   {0, "gpus-per-node", true, O_SB_GPUS_PER_NODE},
   {0, "gpus-per-task", true, O_SB_GPUS_PER_TASK},
@@ -386,7 +386,8 @@ static int apply_resource(json_t *req, int id, const char *v, const char *where,
     return 0;
   case O_SB_NODES:
   case O_SB_MEM:
-    return gp_submit_sb_opt(req, id == O_SB_NODES ? "nodes" : "mem", v, where, err);
+  case O_SB_PARTITION:
+    return gp_submit_sb_opt(req, id == O_SB_NODES ? "nodes" : id == O_SB_MEM ? "mem" : "partition", v, where, err);
   case O_NTASKS_PER_NODE:
     if (int_in(v, 1, MAX_TASKS, &n))
       return bad(err, where, "tasks_per_node", "'%s' is not a task count (1 or more)", v);
@@ -481,6 +482,7 @@ static int apply_job(json_t *req, int id, const char *v, const char *where, gp_e
   switch (id) {
   case O_QUEUE:
     if (strchr(v, ',')) return bad(err, where, "queue", "one queue only, got '%s'", v);
+    json_object_del(req, "partitions"); /* a later -q replaces a -p a,b list */
     return string_opt(req, "queue", v, 255, where, err);
   case O_PRIORITY:
     return string_opt(req, "priority", v, 64, where, err);

@@ -580,6 +580,31 @@ static void sbatch_nodes_exclusive_and_mem0(void) {
   CHECK(json_is_true(json_object_get(p->s.req, "exclusive")));
   done(p);
 
+  /* -p a,b: the server tries the queues in turn; one name is the queue; -q wins. */
+  p = submit("job.sh", "#!/bin/sh\n#SBATCH -p a,b/c\n");
+  REQUIRE(p->rc == 0);
+  CHECK_EQ_STR("a", item(p, "partitions", 0));
+  CHECK_EQ_STR("b/c", item(p, "partitions", 1));
+  CHECK(json_object_get(p->s.req, "queue") == NULL);
+  done(p);
+
+  p = submit("job.sh", "#!/bin/sh\n#SBATCH --partition=gpu\n");
+  REQUIRE(p->rc == 0);
+  CHECK_EQ_STR("gpu", get_str(p, "queue"));
+  CHECK(json_object_get(p->s.req, "partitions") == NULL);
+  done(p);
+
+  p = submit("-q mine job.sh", "#!/bin/sh\n#SBATCH -p a,b\n");
+  REQUIRE(p->rc == 0);
+  CHECK_EQ_STR("mine", get_str(p, "queue"));
+  CHECK(json_object_get(p->s.req, "partitions") == NULL);
+  done(p);
+
+  p = submit("job.sh", "#!/bin/sh\n#SBATCH -p a,,b\n");
+  CHECK(p->rc != 0);
+  CHECK_CONTAINS(p->err.message, "not a partition list");
+  done(p);
+
   p = submit("job.sh", "#!/bin/sh\n#SBATCH --mem=-5\n");
   CHECK(p->rc != 0);
   CHECK_EQ_STR("mem_mib", p->err.field);

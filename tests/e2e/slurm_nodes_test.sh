@@ -3,11 +3,12 @@
 # Slurm's node directives on two simulated 2-GPU nodes: `#SBATCH -N 2` puts its two tasks
 # on two different nodes (bin-packing alone would put both on n1), and an --exclusive job
 # keeps another small job off its node (it goes to the other node) while a second
-# exclusive job waits, as no node is free of other jobs.
+# exclusive job waits, as no node is free of other jobs. A partition list (-p a,b) goes to
+# the first queue that takes the job, and is refused with each queue's reason when none does.
 source "$(dirname "$0")/lib.sh"
 e2e_init
 e2e_need jq
-e2e_server
+E2E_QUEUES='  - {name: private, users: [alice]}' e2e_server
 e2e_agent n1 2xH100-80GB
 e2e_agent n2 2xH100-80GB
 export GPOOL_TOKEN=$ADMIN_TOKEN
@@ -47,4 +48,15 @@ expect_eq pending "$(job_field "$ex2" .state)" "a second exclusive job waits: bo
 open_gate
 wait_for 30 "job $ex2 to complete" job_is "$ex2" completed
 job_is "$ex" completed || fail "job $ex must complete ($(job_field "$ex" .state))"
+
+# ---- -p a,b: the first queue that takes the job ----
+printf '#!/bin/sh\n#SBATCH -p private,default\ntrue\n' >part.sh
+pj=$(as_bob "$GPOOL" submit part.sh) || fail "submit part.sh as bob: $pj"
+expect_eq default "$(job_field "$pj" .queue)" "bob's job skips private (not his) for default"
+pj2=$(as_alice "$GPOOL" submit part.sh) || fail "submit part.sh as alice: $pj2"
+expect_eq private "$(job_field "$pj2" .queue)" "alice's job goes to the first queue, private"
+printf '#!/bin/sh\n#SBATCH -p private,nosuch\ntrue\n' >none.sh
+out=$(as_bob "$GPOOL" submit none.sh 2>&1) && fail "no queue of the list takes bob's job: $out"
+expect_contains "$out" "does not admit user bob" "the refusal gives private's reason ($out)"
+expect_contains "$out" 'no queue is called "nosuch"' "and nosuch's ($out)"
 echo "PASS"
