@@ -33,6 +33,7 @@
   X(gang_tasks_per_node) \
   X(exclusive_nodes) \
   X(exclusive_backfill) \
+  X(exclusive_preemption) \
   X(holds) \
   X(mig_dynamic) \
   X(mig_instances) \
