@@ -31,7 +31,7 @@ enum {
   O_HELP, O_CA, O_ADVISE, O_ALLOW_SPOT, O_NO_SPOT, O_NODE_SELECTOR, O_MAIL_TYPE, O_MAIL_USER,
   /* Slurm-only forms */
   O_SB_GPUS_TOTAL, O_SB_GPUS_PER_NODE, O_SB_NTASKS, O_SB_DEPENDENCY, O_SB_SIGNAL, O_SB_TIME,
-  O_SB_NODES, O_SB_IGNORED, O_SB_IGNORED_ARG, O_NTASKS_PER_NODE, O_SB_GPUS_PER_TASK, O_ARRAY,
+  O_SB_NODES, O_EXCLUSIVE, O_SB_MEM, O_SB_PARTITION, O_SB_IGNORED_ARG, O_NTASKS_PER_NODE, O_SB_GPUS_PER_TASK, O_ARRAY,
   /* submit_batch.c */
   O_OUT_FILE, O_ERR_FILE, O_OPEN_MODE, O_BEGIN, O_EXPORT,
 };
@@ -61,6 +61,7 @@ static const gp_opt gpool_opts[] = {
   {'n', "name", true, O_NAME},
   {0, "hold", false, O_HOLD},
   {0, "allow-spot", false, O_ALLOW_SPOT},
+  {0, "exclusive", false, O_EXCLUSIVE},
   {0, "no-spot", false, O_NO_SPOT},
   {0, "node-selector", true, O_NODE_SELECTOR},
   {0, "gpu-fraction", true, O_GPU_FRACTION},
@@ -84,7 +85,7 @@ static const gp_opt gpool_opts[] = {
 };
 
 static const gp_opt sbatch_opts[] = {
-  {'p', "partition", true, O_QUEUE},
+  {'p', "partition", true, O_SB_PARTITION},
   {'G', "gpus", true, O_SB_GPUS_TOTAL},
   {0, "gpus-per-node", true, O_SB_GPUS_PER_NODE},
   {0, "gpus-per-task", true, O_SB_GPUS_PER_TASK},
@@ -92,7 +93,7 @@ static const gp_opt sbatch_opts[] = {
   {'N', "nodes", true, O_SB_NODES},
   {'n', "ntasks", true, O_SB_NTASKS},
   {'c', "cpus-per-task", true, O_CPUS},
-  {0, "mem", true, O_MEM},
+  {0, "mem", true, O_SB_MEM},
   {'t', "time", true, O_SB_TIME},
   {0, "requeue", false, O_REQUEUE},
   {0, "no-requeue", false, O_NO_REQUEUE},
@@ -114,7 +115,7 @@ static const gp_opt sbatch_opts[] = {
   {0, "mail-user", true, O_MAIL_USER},
   {0, "ntasks-per-node", true, O_NTASKS_PER_NODE},
   {'C', "constraint", true, O_SB_IGNORED_ARG},
-  {0, "exclusive", false, O_SB_IGNORED},
+  {0, "exclusive", false, O_EXCLUSIVE},
   {0, NULL, false, 0},
 };
 
@@ -384,10 +385,9 @@ static int apply_resource(json_t *req, int id, const char *v, const char *where,
     json_object_set_new(req, "_nodes", json_integer(n));
     return 0;
   case O_SB_NODES:
-    if (int_in(v, 1, MAX_TASKS, &n))
-      return bad(err, where, "tasks", "'%s' is not a node count (node ranges such as 2-4 are not supported)", v);
-    json_object_set_new(req, "_nodes", json_integer(n));
-    return 0;
+  case O_SB_MEM:
+  case O_SB_PARTITION:
+    return gp_submit_sb_opt(req, id == O_SB_NODES ? "nodes" : id == O_SB_MEM ? "mem" : "partition", v, where, err);
   case O_NTASKS_PER_NODE:
     if (int_in(v, 1, MAX_TASKS, &n))
       return bad(err, where, "tasks_per_node", "'%s' is not a task count (1 or more)", v);
@@ -482,6 +482,7 @@ static int apply_job(json_t *req, int id, const char *v, const char *where, gp_e
   switch (id) {
   case O_QUEUE:
     if (strchr(v, ',')) return bad(err, where, "queue", "one queue only, got '%s'", v);
+    json_object_del(req, "partitions"); /* a later -q replaces a -p a,b list */
     return string_opt(req, "queue", v, 255, where, err);
   case O_PRIORITY:
     return string_opt(req, "priority", v, 64, where, err);
@@ -493,6 +494,9 @@ static int apply_job(json_t *req, int id, const char *v, const char *where, gp_e
     return string_opt(req, "name", v, 255, where, err);
   case O_HOLD:
     json_object_set_new(req, "hold", json_true());
+    return 0;
+  case O_EXCLUSIVE:
+    json_object_set_new(req, "exclusive", json_true());
     return 0;
   case O_ALLOW_SPOT:
   case O_NO_SPOT:
@@ -609,7 +613,7 @@ static int directive(gp_submit *s, bool sbatch, char *rest, const char *where, g
       if (err) *err = e;
       return id;
     }
-    if (id == O_SB_IGNORED || id == O_SB_IGNORED_ARG) {
+    if (id == O_SB_IGNORED_ARG) {
       char msg[600];
       snprintf(msg, sizeof msg, "#SBATCH %s has no meaning in gpool; ignored", argv[start]);
       warn(s, where, msg);

@@ -66,6 +66,11 @@ int gp_submit_finish(gp_submit *s, const char *cwd, const char *script_text, gp_
  * --gpus-per-node: divided by the tasks a node holds) or per-job (--gpus) counts
  * (submit_layout.c). */
 int gp_submit_layout(json_t *req, gp_err *err);
+/* Slurm's own meaning of #SBATCH -N/--nodes (what = "nodes": exactly that many nodes, one
+ * task each unless told otherwise; "N-N" accepted, a range refused) and --mem (what =
+ * "mem": 0 is a whole node, i.e. exclusive with no memory limit) and -p (what = "partition":
+ * a list of queues, the first that takes the job) (submit_layout.c). */
+int gp_submit_sb_opt(json_t *req, const char *what, const char *v, const char *where, gp_err *err);
 
 /* Replaces the names in req["gpu_types"] by the fleet's models they mean, matching case
  * insensitively and by prefix at a word boundary ("h100" -> "H100-80GB", and every other

@@ -40,6 +40,7 @@ int gp_submit_finish(gp_submit *s, const char *cwd, const char *script_text, gp_
   for (size_t k = 0; k < 3; k++)
     if (json_object_get(s->cli, gpu_keys[k]))
       for (size_t m = 0; m < 3; m++) json_object_del(s->req, gpu_keys[m]);
+  if (json_object_get(s->cli, "queue")) json_object_del(s->req, "partitions"); /* -q beats -p a,b */
   json_object_update(s->req, s->cli);
   json_t *req = s->req;
 

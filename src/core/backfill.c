@@ -270,10 +270,14 @@ static int slot_times(gp__core_ctx *c, const gp__core_req *r, int node, gp_time 
   int ids[MAX_ON_NODE], nv = 0;
   bool sorted = true;
   bool late = rc->late[node];
+  /* --exclusive (an exclusive request, or a node an exclusive job holds): a slot only once
+   * every job on the node has ended, so only when every release event was looked at. */
+  bool whole_node = req->exclusive || c->nodes[node].excl > 0, seen_all = rc->n_ev[node] <= MAX_ON_NODE;
   for (int k = 0; k < rc->n_ev[node] && nv < MAX_ON_NODE; k++) {
     const gp__core_release *e = &rc->ev[node][k];
     bool victim = late && c->jobs[e->job].victim; /* chosen since the build: ends now */
     if (!victim && e->end > horizon) {
+      seen_all = false;
       if (!late) break; /* sorted by end: the rest are later still */
       continue;
     }
@@ -291,7 +295,10 @@ static int slot_times(gp__core_ctx *c, const gp__core_req *r, int node, gp_time 
     const gp_plan_start *st = &starts[c->place->started_start[e]];
     const gp__core_job *ji = &c->jobs[st->job];
     ends[nv] = ji->limit > 0 && c->now < GP__NEVER - ji->limit ? c->now + ji->limit : GP__NEVER;
-    if (ends[nv] > horizon) continue;
+    if (ends[nv] > horizon) {
+      seen_all = false;
+      continue;
+    }
     rel[nv] = 0;
     rcpu[nv] = rmem[nv] = 0;
     for (int p = 0; p < st->n_placements; p++) {
@@ -315,12 +322,13 @@ static int slot_times(gp__core_ctx *c, const gp__core_req *r, int node, gp_time 
       SWAP(int, ids);
 #undef SWAP
     }
+  if (whole_node && (!seen_all || nv >= MAX_ON_NODE)) return 0;
   uint32_t avail = c->nodes[node].free & use;
   int64_t cpu = c->nodes[node].cpu_free, mem = c->nodes[node].mem_free;
   int n = 0;
   gp_time t = c->now;
   for (int k = 0;; k++) {
-    while (n < max_slots && gp__core_popc(avail) >= (n + 1) * r->gpus &&
+    while (n < max_slots && (!whole_node || k >= nv) && gp__core_popc(avail) >= (n + 1) * r->gpus &&
            cpu >= (n + 1) * r->cpu && mem >= (n + 1) * r->mem) {
       times[n] = t;
       masks[n] = avail;
@@ -430,6 +438,9 @@ void gp__core_reserve(gp__core_ctx *c, gp__core_req *r) {
     slot_times(c, r, node, times, masks, h[a].k + 1, GP__NEVER);
     uint32_t gpus = gp__core_choose_gpus(c, node, masks[h[a].k], (h[a].k + 1) * r->gpus);
     gp__core_node *s = &c->nodes[node];
+    /* An exclusive job's node is promised whole: a later job whose GPUs would still be
+     * held at `at` may not start there. */
+    if (c->view->jobs[r->job].req.exclusive) gpus |= masks[h[a].k];
     s->resv |= gpus;
     for (uint32_t m = gpus; m; m &= m - 1) c->fleet->gpu_resv_until[s->gpu_base + __builtin_ctz(m)] = at;
   }

@@ -43,7 +43,7 @@ static inline __attribute__((always_inline)) void gp__core_count_running(gp__cor
   if (ru->spot > 0 && ru->leaf >= 0) gp__core_spot_add_held(c, ru->leaf, ru->spot);
   /* One placement of whole GPUs: held from the record, without reading the view. */
   if (!held &&
-      !(ru->node >= 0 && ru->whole && gp__core_hold_whole(c, ru->node, ru->whole, ru->cpu, ru->mem)))
+      !(ru->node >= 0 && ru->whole && gp__core_hold_whole(c, ru->node, ru->whole, ru->cpu, ru->mem, ru->exclusive)))
     gp__core_hold_placements(c, j);
   if (ru->stopping) c->cls->n_stopping++;
   else if (ru->preemptible && ru->prio < c->cls->run_min_prio) c->cls->run_min_prio = ru->prio;

@@ -31,6 +31,8 @@ typedef struct gp__core_node {
   bool mem_varies;      /* some GPU has its own mem_mib */
   bool exclusive_only;  /* every GPU is in exclusive mode: whole-GPU bookkeeping suffices */
   uint8_t n_whole_ok;   /* GPUs in whole_ok */
+  int tasks;            /* tasks of any job held on it (running or placed this step) */
+  int excl;             /* of those, tasks of exclusive jobs (gp_request.exclusive) */
 } gp__core_node;
 
 /* One task's resources, derived from a job for the placement functions. */
@@ -93,6 +95,7 @@ typedef struct gp__core_run {
   double spot;          /* of those, the GPUs on spot nodes */
   int leaf, prio;       /* as gp__core_job */
   bool stopping, preemptible;
+  bool exclusive;       /* as gp_request.exclusive */
 } gp__core_run;
 
 /* When a running job's record says it ends, before the step's now is applied (its end
@@ -158,7 +161,7 @@ void gp__core_give(gp__core_ctx *c, const gp__core_req *r, const gp__core_fit *f
 void gp__core_hold_placements(gp__core_ctx *c, int j);
 /* The fast path of that for whole GPUs (mask) of a node where every GPU is exclusive,
  * before the index exists; false (nothing done) when it does not apply. */
-bool gp__core_hold_whole(gp__core_ctx *c, int node, uint32_t mask, int64_t cpu, int64_t mem);
+bool gp__core_hold_whole(gp__core_ctx *c, int node, uint32_t mask, int64_t cpu, int64_t mem, bool excl);
 /* The memo's kept holds (nodes.c): is slot j's hold in them; give back the one of a slot
  * that changed (old: its record as the memo kept it); keep a remembered job's one-placement
  * hold; close classification of memo step `step` (slots past the view's end give theirs

@@ -312,6 +312,7 @@ static void classify_running(gp__core_ctx *c, int j, gp__core_run *ru) {
                   ? pl0->gpu_mask : 0;
   ru->cpu = job->req.cpu_milli;
   ru->mem = job->req.mem_mib;
+  ru->exclusive = job->req.exclusive;
   ru->started = job->started_at;
   ru->since = job->last_checkpoint_at > job->started_at ? job->last_checkpoint_at : job->started_at;
   ru->limit = ji->limit;

@@ -178,6 +178,8 @@ typedef struct gp_request {
   int n_node_selector;
   const gp_label *node_selector; /* labels a node must carry */
   bool allow_spot;            /* may run on spot capacity */
+  bool exclusive;             /* whole nodes: shares no node with another job (Slurm's
+                                 --exclusive); its own tasks may share one */
 } gp_request;
 
 typedef struct gp_job {

@@ -131,7 +131,7 @@ size_t gp__core_usage_bytes(const struct gp__core_usage *u) {
 }
 
 static bool hold_whole_on(gp__core_node *nodes, int *gpu_used, int node, uint32_t mask, int64_t cpu,
-                          int64_t mem) {
+                          int64_t mem, bool excl) {
   gp__core_node *s = &nodes[node];
   if (!s->exclusive_only) return false;
   /* The per-GPU count still matters when a preemption simulation takes and gives back a
@@ -140,13 +140,15 @@ static bool hold_whole_on(gp__core_node *nodes, int *gpu_used, int node, uint32_
   s->free &= ~mask;
   s->cpu_free -= cpu;
   s->mem_free -= mem;
+  s->tasks++;
+  s->excl += excl;
   return true;
 }
 
 /* Gives back a hold_whole_on hold: on an exclusive node a GPU is free again once nothing
  * holds it, as apply() decides. */
 static void unhold_whole_on(gp__core_node *nodes, int *gpu_used, int node, uint32_t mask, int64_t cpu,
-                            int64_t mem) {
+                            int64_t mem, bool excl) {
   gp__core_node *s = &nodes[node];
   for (uint32_t m = mask; m; m &= m - 1) {
     int g = __builtin_ctz(m);
@@ -155,6 +157,8 @@ static void unhold_whole_on(gp__core_node *nodes, int *gpu_used, int node, uint3
   }
   s->cpu_free += cpu;
   s->mem_free += mem;
+  s->tasks--;
+  s->excl -= excl;
 }
 
 /* The memo's kept usage when the last step left it for this view, else NULL. */
@@ -214,8 +218,8 @@ static void usage_begin(gp__core_ctx *c, struct gp_sched_memo *m, struct gp__cor
 void gp__core_usage_drop(gp__core_ctx *c, int j, const gp__core_run *old) {
   struct gp__core_usage *u = c->fleet->usage;
   if (!u || !u->held[j]) return;
-  unhold_whole_on(u->nodes, u->gpu_used, old->node, old->whole, old->cpu, old->mem);
-  unhold_whole_on(c->nodes, c->fleet->gpu_used, old->node, old->whole, old->cpu, old->mem);
+  unhold_whole_on(u->nodes, u->gpu_used, old->node, old->whole, old->cpu, old->mem, old->exclusive);
+  unhold_whole_on(c->nodes, c->fleet->gpu_used, old->node, old->whole, old->cpu, old->mem, old->exclusive);
   u->held[j] = 0;
   if (u->prev[j] >= 0) u->next[u->prev[j]] = u->next[j];
   else u->head[old->node] = u->next[j];
@@ -228,7 +232,7 @@ void gp__core_usage_drop(gp__core_ctx *c, int j, const gp__core_run *old) {
 
 void gp__core_usage_keep(gp__core_ctx *c, int j, const gp__core_run *ru) {
   struct gp__core_usage *u = c->fleet->usage;
-  if (!u || !hold_whole_on(u->nodes, u->gpu_used, ru->node, ru->whole, ru->cpu, ru->mem)) return;
+  if (!u || !hold_whole_on(u->nodes, u->gpu_used, ru->node, ru->whole, ru->cpu, ru->mem, ru->exclusive)) return;
   u->held[j] = 1;
   u->prev[j] = -1;
   u->next[j] = u->head[ru->node];
@@ -528,7 +532,7 @@ void gp__core_nodes_index(gp__core_ctx *c) {
 
 /* Applies one task's use of a node: sign +1 takes, -1 gives back. */
 static void apply(gp__core_ctx *c, int node, uint32_t mask, int milli, int64_t gpu_mem, int mig,
-                  int64_t cpu, int64_t mem, int sign) {
+                  int64_t cpu, int64_t mem, bool excl, int sign) {
   const gp_node *n = &c->view->nodes[node];
   gp__core_node *s = &c->nodes[node];
   int before = gp__core_popc(s->free);
@@ -553,6 +557,8 @@ static void apply(gp__core_ctx *c, int node, uint32_t mask, int milli, int64_t g
   }
   s->cpu_free -= sign * cpu;
   s->mem_free -= sign * mem;
+  s->tasks += sign;
+  s->excl += sign * excl;
   int after = gp__core_popc(s->free);
   if (after != before && s->up && c->fleet->indexed) {
     gp__core_index_set(&c->fleet->ix, node, after);
@@ -560,26 +566,30 @@ static void apply(gp__core_ctx *c, int node, uint32_t mask, int milli, int64_t g
   }
 }
 
-bool gp__core_hold_whole(gp__core_ctx *c, int node, uint32_t mask, int64_t cpu, int64_t mem) {
-  return !c->fleet->indexed && hold_whole_on(c->nodes, c->fleet->gpu_used, node, mask, cpu, mem);
+bool gp__core_hold_whole(gp__core_ctx *c, int node, uint32_t mask, int64_t cpu, int64_t mem, bool excl) {
+  return !c->fleet->indexed && hold_whole_on(c->nodes, c->fleet->gpu_used, node, mask, cpu, mem, excl);
 }
 
 void gp__core_hold_placements(gp__core_ctx *c, int j) {
   const gp_job *job = &c->view->jobs[j];
   for (int p = 0; p < job->n_placements; p++) {
     const gp_placement *pl = &job->placements[p];
-    if (gp__core_hold_whole(c, pl->node, pl->gpu_mask, job->req.cpu_milli, job->req.mem_mib)) continue;
+    if (gp__core_hold_whole(c, pl->node, pl->gpu_mask, job->req.cpu_milli, job->req.mem_mib,
+                            job->req.exclusive))
+      continue;
     apply(c, pl->node, pl->gpu_mask, pl->gpu_milli, pl->gpu_mem_mib, pl->mig_instance,
-          job->req.cpu_milli, job->req.mem_mib, +1);
+          job->req.cpu_milli, job->req.mem_mib, job->req.exclusive, +1);
   }
 }
 
 void gp__core_take(gp__core_ctx *c, const gp__core_req *r, const gp__core_fit *f) {
-  apply(c, f->node, f->mask, f->milli, f->gpu_mem, f->mig, r->cpu, r->mem, +1);
+  apply(c, f->node, f->mask, f->milli, f->gpu_mem, f->mig, r->cpu, r->mem,
+        c->view->jobs[r->job].req.exclusive, +1);
 }
 
 void gp__core_give(gp__core_ctx *c, const gp__core_req *r, const gp__core_fit *f) {
-  apply(c, f->node, f->mask, f->milli, f->gpu_mem, f->mig, r->cpu, r->mem, -1);
+  apply(c, f->node, f->mask, f->milli, f->gpu_mem, f->mig, r->cpu, r->mem,
+        c->view->jobs[r->job].req.exclusive, -1);
 }
 
 void gp__core_fleet_done(gp__core_ctx *c) {

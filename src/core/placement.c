@@ -128,6 +128,19 @@ static uint32_t mem_ok_mask(const gp__core_ctx *c, int node, int64_t min) {
   return m;
 }
 
+/* --exclusive both ways: an exclusive job only on a node that holds no task but its own
+ * gang's (those placed so far are taken already), and no job on a node that holds a task
+ * of an exclusive one. Preemption sees it through here too, so it never evicts to make a
+ * node whole (a node with a victim on it stays refused to an exclusive job). */
+bool gp__core_node_excl_ok(const gp__core_ctx *c, const gp__core_req *r, int node) {
+  const gp__core_node *s = &c->nodes[node];
+  if (!c->view->jobs[r->job].req.exclusive) return s->excl == 0;
+  if (s->tasks == 0) return true;
+  int here = 0;
+  for (int t = 0; t < r->n_placed; t++) here += r->placed[t].node == node;
+  return s->tasks == here && s->excl == here;
+}
+
 /* Node-level filters shared by every kind of request. */
 bool gp__core_node_static_ok(const gp__core_ctx *c, const gp__core_req *r, int node) {
   const gp_node *n = &c->view->nodes[node];
@@ -140,6 +153,7 @@ bool gp__core_node_static_ok(const gp__core_ctx *c, const gp__core_req *r, int n
     for (int t = 0; t < r->n_placed; t++) here += r->placed[t].node == node;
     if (here >= r->per_node) return false;
   }
+  if (!gp__core_node_excl_ok(c, r, node)) return false;
   if (n->capacity == GP_CAP_SPOT && !req->allow_spot) return false;
   if (r->spot_deny && !gp__core_spot_node_ok(c, r, node)) return false;
   if (r->kind != GP__R_CPU && !model_ok(r, s->model)) return false;

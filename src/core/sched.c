@@ -69,6 +69,14 @@ static bool waits_for_stopping(gp__core_ctx *c, gp__core_req *r) {
   return false;
 }
 
+/* The plain no-room sentence; an exclusive job's says what else it waits for. */
+static const char *no_room(const gp__core_ctx *c, int j) {
+  return c->view->jobs[j].req.exclusive
+             ? "Not enough nodes free of other jobs (it is exclusive) with the GPUs, CPU or memory it "
+               "asks for right now."
+             : GP__MSG_RESOURCES;
+}
+
 /* A job that found no room: not enough resources, unless its queue's spot settings alone
  * keep it from spot nodes where it would start now (spot.c). Asked of placement with spot
  * allowed once per shape while no node's use changes (without reservations, whose fences
@@ -77,7 +85,7 @@ static bool waits_for_stopping(gp__core_ctx *c, gp__core_req *r) {
 static const char *resources_message(gp__core_ctx *c, gp__core_req *r, gp__core_fit **fits,
                                      size_t *fits_cap) {
   int why = gp__core_spot_why(c, r->job);
-  if (!why) return GP__MSG_RESOURCES;
+  if (!why) return no_room(c, r->job);
   gp__core_req_need(c, r);
   int shape = c->backfill->n_resv == 0 ? c->jobs[r->job].shape : -1;
   int fit = shape >= 0 ? gp__core_shape_spot_fit(c, shape) : -1;
@@ -88,7 +96,7 @@ static const char *resources_message(gp__core_ctx *c, gp__core_req *r, gp__core_
     fit = gp__core_place_job(c, &wide, *fits, false);
     if (shape >= 0) gp__core_shape_set_spot_fit(c, shape, fit);
   }
-  return fit ? gp__core_spot_message(why) : GP__MSG_RESOURCES;
+  return fit ? gp__core_spot_message(why) : no_room(c, r->job);
 }
 
 /* Considers one job. Returns true when the job is blocked on resources (what stops a
@@ -185,7 +193,7 @@ static gp_plan_pending settle_unconsidered(gp__core_ctx *c, int j, bool head_blo
     if (ji->shape >= 0 && gp__core_shape_spot_fit(c, ji->shape) == 1)
       return (gp_plan_pending){j, GP_PEND_RESOURCES, gp__core_spot_message(why)};
   }
-  return (gp_plan_pending){j, GP_PEND_RESOURCES, GP__MSG_RESOURCES};
+  return (gp_plan_pending){j, GP_PEND_RESOURCES, no_room(c, j)};
 }
 
 /* Once nothing fits, in a decisions-only step: can the jobs still to come from the order's

@@ -58,7 +58,7 @@ static int per_node(const gp_request *r) {
 static uint32_t sig_hash(gp__core_ctx *c, int j, bool numbers) {
   const gp_request *r = &c->view->jobs[j].req;
   uint32_t h = 2166136261u;
-  h = mix(h, (uint64_t)c->jobs[j].kind | (uint64_t)r->allow_spot << 8 |
+  h = mix(h, (uint64_t)c->jobs[j].kind | (uint64_t)r->allow_spot << 8 | (uint64_t)r->exclusive << 9 |
                  (uint64_t)(uint32_t)pool_key(c, j) << 16);
   h = mix(h, (uint64_t)r->min_gpu_mem_mib);
   h = mix(h, (uint64_t)(uint32_t)per_node(r));
@@ -85,7 +85,7 @@ static bool sig_equal(const gp__core_ctx *c, int a, int b, bool numbers) {
     return false;
   if (c->jobs[a].kind != c->jobs[b].kind || x->min_gpu_mem_mib != y->min_gpu_mem_mib ||
       per_node(x) != per_node(y) ||
-      x->allow_spot != y->allow_spot || pool_key(c, a) != pool_key(c, b) ||
+      x->allow_spot != y->allow_spot || x->exclusive != y->exclusive || pool_key(c, a) != pool_key(c, b) ||
       (numbers && gp__core_spot_key(c, a) != gp__core_spot_key(c, b)) ||
       x->n_gpu_models != y->n_gpu_models || x->n_node_selector != y->n_node_selector ||
       !str_eq(x->mig_profile, y->mig_profile))
@@ -275,7 +275,7 @@ static int class_of(gp__core_ctx *c, struct gp__core_shapes *s, int j) {
 
 static void raw_key(const gp__core_ctx *c, int j, rawkey *k) {
   const gp_request *r = &c->view->jobs[j].req;
-  k->v[0] = (uint64_t)c->jobs[j].kind | (uint64_t)r->allow_spot << 8 |
+  k->v[0] = (uint64_t)c->jobs[j].kind | (uint64_t)r->allow_spot << 8 | (uint64_t)r->exclusive << 9 |
             (uint64_t)(uint32_t)pool_key(c, j) << 16;
   k->v[1] = (uint64_t)r->min_gpu_mem_mib;
   k->v[2] = (uint64_t)(uint32_t)r->tasks | (uint64_t)(uint32_t)r->gpus_per_task << 32;

@@ -102,6 +102,30 @@ static bool over_pending_cap(gp_srv_state *s, gp_srv_req *r, const gp_srv_job *j
   return false;
 }
 
+/* Slurm's -p a,b: the job goes to the first queue of the list that takes it (it exists,
+ * admits the user, is a leaf queue, and its limits could ever hold the job); when none does,
+ * the error gives each queue's reason. Whether the fleet could ever run it is the same for
+ * every queue (gp__srv_check_feasible, after this). */
+static int admit_partition(gp_srv_state *s, gp_srv_job *j, bool admin, gp_err *err) {
+  char why[1024] = "";
+  size_t o = 0;
+  for (int i = 0; i < j->n_partitions; i++) {
+    free(j->queue);
+    j->queue = gp_xstrdup(j->partitions[i]);
+    gp_err e = {0};
+    if (!gp__srv_job_admit(s, j, admin, &e)) {
+      for (int k = 0; k < j->n_partitions; k++) free(j->partitions[k]); /* not kept */
+      free(j->partitions);
+      j->partitions = NULL;
+      j->n_partitions = 0;
+      return 0;
+    }
+    if (o < sizeof why) o += (size_t)snprintf(why + o, sizeof why - o, "%s%s", i ? "; " : "", e.message);
+  }
+  return gp_err_set(err, GP_EINVAL, NULL, 0, "partitions", "no queue of the partition list can take the job: %s",
+                    why);
+}
+
 static int submit(gp_srv_state *s, gp_srv_req *r, int64_t now, gp_err *err) {
   gp_err verr = {0};
   gp_srv_job *j = NULL;
@@ -116,7 +140,8 @@ static int submit(gp_srv_state *s, gp_srv_req *r, int64_t now, gp_err *err) {
   } else {
     rc = gp__srv_job_parse(s->cfg, r->json, r->user, gp__srv_req_admin(r), &j, &verr);
   }
-  if (!rc) rc = gp__srv_job_admit(s, j, gp__srv_req_admin(r), &verr);
+  if (!rc) rc = j->n_partitions ? admit_partition(s, j, gp__srv_req_admin(r), &verr)
+                                 : gp__srv_job_admit(s, j, gp__srv_req_admin(r), &verr);
   if (!rc && over_pending_cap(s, r, j)) {
     gp__srv_job_free(j);
     return 0;

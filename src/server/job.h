@@ -56,6 +56,9 @@ typedef struct gp_srv_job {
   int n_selector;
   gp_label *selector;   /* strings owned */
   bool allow_spot;
+  bool exclusive;       /* whole nodes: no other job on its nodes (--exclusive) */
+  char **partitions;    /* submission only (Slurm's -p a,b): queues to try in turn; not stored */
+  int n_partitions;
   int64_t time_limit;
   bool requeue;
   int grace_s;

@@ -134,6 +134,8 @@ char *gp__srv_job_store_doc(const gp_srv_job *j) {
   }
   put_key(&b, "allow_spot");
   gp_buf_puts(&b, j->allow_spot ? "true" : "false");
+  put_key(&b, "exclusive");
+  gp_buf_puts(&b, j->exclusive ? "true" : "false");
   put_kstr(&b, "output", j->output); /* jobopts.c's fields */
   put_kstr(&b, "error", j->error);
   put_kstr(&b, "open_mode", j->output_append ? "append" : "truncate");

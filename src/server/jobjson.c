@@ -125,6 +125,8 @@ void gp__srv_job_free(gp_srv_job *j) {
   if (!j) return;
   free(j->name);
   free(j->queue);
+  for (int i = 0; i < j->n_partitions; i++) free(j->partitions[i]);
+  free(j->partitions);
   free(j->user);
   free(j->priority);
   json_decref(j->command);
@@ -166,6 +168,7 @@ static gp_srv_job *job_blank(void) {
   gp_srv_job *j = gp_xcalloc(1, sizeof *j);
   j->tasks = 1;
   j->allow_spot = false;
+  j->exclusive = false;
   j->grace_s = 30;
   j->signal = gp_xstrdup("TERM");
   j->timeline = json_array();
@@ -218,6 +221,11 @@ static int read_spec(const json_t *o, gp_srv_job *j, gp_err *err) {
   }
   if ((r = get_str(o, "name", 256, true, &j->name, err))) return r;
   if ((r = get_str(o, "queue", GP_READ_MAX_NAME, false, &j->queue, err))) return r;
+  if ((r = get_strv(o, "partitions", GP_SRV_MAX_PARTITIONS, GP_READ_MAX_NAME, &j->partitions, &j->n_partitions,
+                    err)))
+    return r;
+  if (j->n_partitions && j->queue)
+    return bad(err, "partitions", "names the queues to try in turn: give it or queue, not both%s", NULL);
   if ((r = get_str(o, "workdir", MAX_STR, false, &j->workdir, err))) return r;
   if ((r = get_str(o, "priority", GP_READ_MAX_NAME, false, &j->priority, err))) return r;
   v = j->gpus;
@@ -260,6 +268,7 @@ static int read_spec(const json_t *o, gp_srv_job *j, gp_err *err) {
     return r;
   if ((r = get_bool(o, "singleton", &j->singleton, err))) return r;
   if ((r = get_bool(o, "allow_spot", &j->allow_spot, err))) return r;
+  if ((r = get_bool(o, "exclusive", &j->exclusive, err))) return r;
   if ((r = gp__srv_job_read_batch(o, j, err))) return r;
   const json_t *sel = json_object_get(o, "node_selector");
   if (sel && !json_is_null(sel)) {
@@ -289,10 +298,10 @@ static int read_spec(const json_t *o, gp_srv_job *j, gp_err *err) {
 }
 
 static const char *const request_keys[] = {
-    "queue", "name", "command", "workdir", "env", "gpus", "tasks", "tasks_per_node", "gpu_fraction",
+    "queue", "partitions", "name", "command", "workdir", "env", "gpus", "tasks", "tasks_per_node", "gpu_fraction",
     "gpu_mem_mib", "mig", "gpu_types", "cpus", "mem_mib", "time_limit", "priority",
     "requeue", "grace_s", "signal", "after", "after_ok", "after_any", "after_not_ok", "singleton", "hold", "array", "after_corr",
-    "node_selector", "allow_spot", "user", "output", "error", "open_mode", "warn_signal", "warn_before_s",
+    "node_selector", "allow_spot", "exclusive", "user", "output", "error", "open_mode", "warn_signal", "warn_before_s",
     "warn_batch", "begin_at", "mail_type", "mail_user", NULL};
 
 /* Dependencies name jobs that exist; `after_ok` on a job that already ended otherwise

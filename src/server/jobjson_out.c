@@ -103,6 +103,7 @@ json_t *gp__srv_job_to_json(const gp_srv_state *s, const gp_srv_job *j, bool for
   json_object_set_new(o, "signal", json_string(j->signal));
   if (!for_store || j->mail_set || j->mail_user) gp__srv_notify_job_json(o, j);
   json_object_set_new(o, "allow_spot", json_boolean(j->allow_spot));
+  json_object_set_new(o, "exclusive", json_boolean(j->exclusive));
   gp__srv_job_batch_json(o, j);
   json_t *sel = json_object();
   for (int i = 0; i < j->n_selector; i++)

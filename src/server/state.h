@@ -30,6 +30,7 @@
 
 #define GP_SRV_MAX_TASKS 1024     /* gang size */
 #define GP_SRV_MAX_DEPS 64        /* ids per dependency list */
+#define GP_SRV_MAX_PARTITIONS 16  /* queues in a submission's partition list */
 #define GP_SRV_MAX_NODES 100000
 #define GP_SRV_MAX_QUEUES 10000
 #define GP_SRV_IDLE_PCT 5.0       /* an allocated GPU under this utilisation is idle... */

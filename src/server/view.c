@@ -73,6 +73,7 @@ void gp__srv_job_request(const gp_srv_job *j, gp_request *r) {
   r->n_node_selector = j->n_selector;
   r->node_selector = j->selector;
   r->allow_spot = j->allow_spot;
+  r->exclusive = j->exclusive;
 }
 
 /* The entry of job j. Its placements go to `pl` (j->n_alloc entries) when it holds

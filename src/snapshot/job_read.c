@@ -164,6 +164,10 @@ static int read_request(job_ctx *c, const gp_doc_node *m, int i, gp_job *job) {
     FIELD(f, i, "allow_spot");
     if ((r = gp_doc_bool(c->d, n, f, &q->allow_spot, c->err))) return r;
   }
+  if ((n = gp_doc_get(m, "exclusive"))) {
+    FIELD(f, i, "exclusive");
+    if ((r = gp_doc_bool(c->d, n, f, &q->exclusive, c->err))) return r;
+  }
   return 0;
 }
 
@@ -346,7 +350,7 @@ static int read_job(job_ctx *c, const gp_doc_node *m, int i, const char *const *
   static const char *const keys[] = {
       "id", "queue", "user", "priority", "gpus", "tasks", "tasks_per_node", "gpu_fraction", "gpu_mem", "mig",
       "gpu_type", "min_gpu_mem", "cpus", "mem", "mem_gib", "node_selector", "allow_spot",
-      "time_limit", "submitted_at", "state", "placements", "started_at", "last_checkpoint_at",
+      "exclusive", "time_limit", "submitted_at", "state", "placements", "started_at", "last_checkpoint_at",
       "exit_code", "requeue", "restarts", "after", "after_ok", "afterok", "after_any",
       "afterany", "begin_at", "after_not_ok", "afternotok", "singleton", "name", NULL};
   char f[160];

@@ -524,7 +524,94 @@ static void tasks_and_nodes(void) {
   done(p);
 }
 
-GP_TESTS(tasks_and_nodes, gpool_options_become_the_request, a_command_without_dashdash_and_defaults, gres_and_fractions,
+/* Slurm's meanings: #SBATCH -N is that many distinct nodes (one task each unless told
+ * otherwise; N-N is N, a range is refused), --exclusive keeps other jobs off the job's
+ * nodes, --mem=0 is a whole node (exclusive, no memory limit). */
+static void sbatch_nodes_exclusive_and_mem0(void) {
+  parsed *p = submit("job.sh", "#!/bin/sh\n#SBATCH -N 2\n#SBATCH --gpus-per-task=1\n");
+  REQUIRE(p->rc == 0);
+  CHECK_EQ_INT(2, get_int(p, "tasks"));
+  CHECK_EQ_INT(1, get_int(p, "tasks_per_node")); /* two distinct nodes */
+  CHECK(json_object_get(p->s.req, "_sb_nodes") == NULL);
+  done(p);
+
+  p = submit("job.sh", "#!/bin/sh\n#SBATCH --nodes=3-3\n");
+  REQUIRE(p->rc == 0);
+  CHECK_EQ_INT(3, get_int(p, "tasks"));
+  CHECK_EQ_INT(1, get_int(p, "tasks_per_node"));
+  done(p);
+
+  p = submit("job.sh", "#!/bin/sh\n#SBATCH --nodes=2-4\n");
+  CHECK(p->rc != 0);
+  CHECK_CONTAINS(p->err.message, "range of node counts");
+  done(p);
+
+  p = submit("job.sh", "#!/bin/sh\n#SBATCH --nodes=x\n");
+  CHECK(p->rc != 0);
+  CHECK_EQ_STR("tasks", p->err.field);
+  done(p);
+
+  /* With --ntasks, at most its share a node (already so). */
+  p = submit("job.sh", "#!/bin/sh\n#SBATCH -N 2\n#SBATCH --ntasks=5\n");
+  REQUIRE(p->rc == 0);
+  CHECK_EQ_INT(5, get_int(p, "tasks"));
+  CHECK_EQ_INT(3, get_int(p, "tasks_per_node"));
+  done(p);
+
+  p = submit("job.sh", "#!/bin/sh\n#SBATCH --exclusive\n");
+  REQUIRE(p->rc == 0);
+  CHECK(json_is_true(json_object_get(p->s.req, "exclusive")));
+  CHECK(strstr(p->s.warnings.data ? p->s.warnings.data : "", "exclusive") == NULL); /* not "ignored" */
+  done(p);
+
+  p = submit("--exclusive -g 1 -- true", NULL);
+  REQUIRE(p->rc == 0);
+  CHECK(json_is_true(json_object_get(p->s.req, "exclusive")));
+  done(p);
+
+  p = submit("job.sh", "#!/bin/sh\n#SBATCH --mem=0\n");
+  REQUIRE(p->rc == 0);
+  CHECK(json_is_true(json_object_get(p->s.req, "exclusive")));
+  CHECK(json_object_get(p->s.req, "mem_mib") == NULL);
+  done(p);
+
+  p = submit("job.sh", "#!/bin/sh\n#SBATCH --mem=0G\n");
+  REQUIRE(p->rc == 0);
+  CHECK(json_is_true(json_object_get(p->s.req, "exclusive")));
+  done(p);
+
+  /* -p a,b: the server tries the queues in turn; one name is the queue; -q wins. */
+  p = submit("job.sh", "#!/bin/sh\n#SBATCH -p a,b/c\n");
+  REQUIRE(p->rc == 0);
+  CHECK_EQ_STR("a", item(p, "partitions", 0));
+  CHECK_EQ_STR("b/c", item(p, "partitions", 1));
+  CHECK(json_object_get(p->s.req, "queue") == NULL);
+  done(p);
+
+  p = submit("job.sh", "#!/bin/sh\n#SBATCH --partition=gpu\n");
+  REQUIRE(p->rc == 0);
+  CHECK_EQ_STR("gpu", get_str(p, "queue"));
+  CHECK(json_object_get(p->s.req, "partitions") == NULL);
+  done(p);
+
+  p = submit("-q mine job.sh", "#!/bin/sh\n#SBATCH -p a,b\n");
+  REQUIRE(p->rc == 0);
+  CHECK_EQ_STR("mine", get_str(p, "queue"));
+  CHECK(json_object_get(p->s.req, "partitions") == NULL);
+  done(p);
+
+  p = submit("job.sh", "#!/bin/sh\n#SBATCH -p a,,b\n");
+  CHECK(p->rc != 0);
+  CHECK_CONTAINS(p->err.message, "not a partition list");
+  done(p);
+
+  p = submit("job.sh", "#!/bin/sh\n#SBATCH --mem=-5\n");
+  CHECK(p->rc != 0);
+  CHECK_EQ_STR("mem_mib", p->err.field);
+  done(p);
+}
+
+GP_TESTS(tasks_and_nodes, sbatch_nodes_exclusive_and_mem0, gpool_options_become_the_request, a_command_without_dashdash_and_defaults, gres_and_fractions,
          bad_values_are_named, gpool_directives_and_precedence, sbatch_directives_map_to_gpool,
          bad_directives_name_file_and_line, model_names_resolve_against_the_fleet,
          directive_words_split_like_a_shell, the_interpreter_line_is_read_as_the_kernel_does,

@@ -31,6 +31,9 @@
   X(gang_all_or_nothing) \
   X(gang_starts_whole) \
   X(gang_tasks_per_node) \
+  X(exclusive_nodes) \
+  X(exclusive_backfill) \
+  X(exclusive_preemption) \
   X(holds) \
   X(mig_dynamic) \
   X(mig_instances) \
