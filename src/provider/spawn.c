@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "provider/prov_int.h"
+#include "util/spawn.h"
 
 #define TICK_MS 20
 
@@ -96,18 +97,7 @@ static int start(const char *path, const char *verb, char *const *envp, int in_f
   posix_spawn_file_actions_adddup2(&fa, in_fd, 0);
   posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
   posix_spawn_file_actions_adddup2(&fa, err_fd, 2);
-  /* Descriptors other threads opened without O_CLOEXEC stay out of the provider. */
-  posix_spawn_file_actions_addclosefrom_np(&fa, 3);
-  sigset_t none, all;
-  sigemptyset(&none);
-  sigfillset(&all);
-  sigdelset(&all, SIGKILL);
-  sigdelset(&all, SIGSTOP);
-  posix_spawnattr_setsigmask(&at, &none);
-  posix_spawnattr_setsigdefault(&at, &all);
-  posix_spawnattr_setpgroup(&at, 0);
-  posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
-                                    POSIX_SPAWN_SETSIGDEF);
+  gp_spawn_isolate(&fa, &at);
   char *argv[] = {(char *)path, (char *)verb, NULL};
   int r = posix_spawn(ret, path, &fa, &at, argv, envp);
   posix_spawn_file_actions_destroy(&fa);

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "server/notify.h"
+#include "util/spawn.h"
 #include "util/clock.h"
 
 /* ---- webhooks ---- */
@@ -154,16 +155,7 @@ int gp__srv_notify_mail(const char *sendmail, const char *from, const char *to,
   posix_spawn_file_actions_adddup2(&fa, sv[1], 0);
   posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
   posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addclosefrom_np(&fa, 3);
-  sigset_t none, all;
-  sigemptyset(&none);
-  sigfillset(&all);
-  sigdelset(&all, SIGKILL);
-  sigdelset(&all, SIGSTOP);
-  posix_spawnattr_setsigmask(&at, &none);
-  posix_spawnattr_setsigdefault(&at, &all);
-  posix_spawnattr_setpgroup(&at, 0);
-  posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  gp_spawn_isolate(&fa, &at);
   char *argv[] = {(char *)sendmail, (char *)"-oi", (char *)"-t", NULL};
   char *envp[] = {(char *)"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
   pid_t pid;
