@@ -45,6 +45,8 @@ typedef struct fake_node {
   long long gen;
   json_t *events;        /* to send with the next heartbeat */
   json_t *seen;          /* order ids already executed (orders are re-sent until acked) */
+  json_t *running;       /* job id -> true: what this node runs, listed in every heartbeat, as
+                            the server checks it against what it placed here */
 } fake_node;
 
 typedef struct bench {
@@ -164,9 +166,14 @@ static void *agent_main(void *arg) {
       fake_node *n = &b->nodes[i];
       char cred[GP_TLS_SHA256_HEX_MAX];
       gp_tls_sha256_hex(n->name, strlen(n->name), cred);
-      json_t *body = json_pack("{s:s, s:I, s:i, s:O, s:[], s:[], s:s}", "node", n->name, "gen",
+      json_t *jobs = json_array();
+      const char *running_id;
+      json_t *unused;
+      json_object_foreach(n->running, running_id, unused)
+        json_array_append_new(jobs, json_pack("{s:s}", "id", running_id));
+      json_t *body = json_pack("{s:s, s:I, s:i, s:O, s:[], s:o, s:s}", "node", n->name, "gen",
                                (json_int_t)n->gen, "wait_ms", 0, "events", n->events, "gpus", "jobs",
-                               "credential", cred);
+                               jobs, "credential", cred);
       json_t *answer = NULL;
       gp_err err = {0};
       long status = 0;
@@ -196,7 +203,9 @@ static void *agent_main(void *arg) {
           json_array_append_new(n->events, json_pack("{s:s, s:s, s:I, s:i}", "kind", "started", "job", job_id,
                                                      "at", (json_int_t)ts.tv_sec, "pid", (int)getpid()));
           atomic_fetch_add(&b->orders_started, 1);
+          json_object_set_new(n->running, job_id, json_true());
         } else if (!strcmp(kind, "stop")) {
+          json_object_del(n->running, job_id);
           json_array_append_new(n->events, json_pack("{s:s, s:s, s:I, s:i, s:n, s:s}", "kind", "exited", "job", job_id,
                                                      "at", (json_int_t)ts.tv_sec, "exit_code", 0, "signal", "reason", "killed"));
         }
@@ -310,6 +319,7 @@ int main(int argc, char **argv) {
       snprintf(b.nodes[i].name, sizeof b.nodes[i].name, "fake-%d", i + 1);
       b.nodes[i].events = json_array();
       b.nodes[i].seen = json_object();
+      b.nodes[i].running = json_object();
     }
     agents = gp_xcalloc((size_t)b.agent_threads, sizeof *agents);
     agent_args = gp_xcalloc((size_t)b.agent_threads, sizeof *agent_args);
@@ -415,6 +425,7 @@ int main(int argc, char **argv) {
     for (int i = 0; i < b.fake_nodes; i++) {
       json_decref(b.nodes[i].events);
       json_decref(b.nodes[i].seen);
+      json_decref(b.nodes[i].running);
     }
     free(b.nodes);
     free(agents);
