@@ -82,18 +82,6 @@ int gp_server_parse_listen(const char *s, char *host, size_t host_size, int *ret
   return 0;
 }
 
-static int read_int_range(const gp_doc *d, const gp_doc_node *n, const char *key, int64_t lo,
-                          int64_t hi, int *ret, gp_err *err) {
-  int64_t v;
-  int r = gp_doc_int(d, n, key, &v, err);
-  if (r) return r;
-  if (v < lo || v > hi)
-    return gp_err_set(err, GP_EINVAL, d->name, n->line, key, "must be between %lld and %lld",
-                      (long long)lo, (long long)hi);
-  *ret = (int)v;
-  return 0;
-}
-
 /* `node: NAME` binds an agent token to one node: it may register and heartbeat only as
  * that node (docs/agent.md). Other roles act on no node. */
 static int read_token_node(const gp_doc *d, const gp_doc_node *m, const char *path, int i,
@@ -247,29 +235,29 @@ static int read_limits(const gp_doc *d, const gp_doc_node *root, gp_server_confi
   const gp_doc_node *n;
   int r = 0;
   if ((n = gp_doc_get(root, "max_pending_per_user")) &&
-      (r = read_int_range(d, n, "max_pending_per_user", 1, 10000000, &c->max_pending_per_user, err)))
+      (r = gp_doc_int_range(d, n, "max_pending_per_user", 1, 10000000, &c->max_pending_per_user, err)))
     return r;
   if ((n = gp_doc_get(root, "max_pending_per_queue")) &&
-      (r = read_int_range(d, n, "max_pending_per_queue", 1, 10000000, &c->max_pending_per_queue, err)))
+      (r = gp_doc_int_range(d, n, "max_pending_per_queue", 1, 10000000, &c->max_pending_per_queue, err)))
     return r;
   if ((n = gp_doc_get(root, "max_job_bytes")) &&
-      (r = read_int_range(d, n, "max_job_bytes", 1024, GP_PROTO_MAX_ARGS_BYTES, &c->max_job_bytes, err)))
+      (r = gp_doc_int_range(d, n, "max_job_bytes", 1024, GP_PROTO_MAX_ARGS_BYTES, &c->max_job_bytes, err)))
     return r;
   if ((n = gp_doc_get(root, "recent_ended_jobs")) &&
-      (r = read_int_range(d, n, "recent_ended_jobs", 1, 10000000, &c->recent_ended_jobs, err)))
+      (r = gp_doc_int_range(d, n, "recent_ended_jobs", 1, 10000000, &c->recent_ended_jobs, err)))
     return r;
   if ((n = gp_doc_get(root, "events_max_streams")) &&
-      (r = read_int_range(d, n, "events_max_streams", 0, 100000, &c->events_max_streams, err)))
+      (r = gp_doc_int_range(d, n, "events_max_streams", 0, 100000, &c->events_max_streams, err)))
     return r;
   if ((n = gp_doc_get(root, "events_max_streams_per_user")) &&
-      (r = read_int_range(d, n, "events_max_streams_per_user", 1, 100000,
+      (r = gp_doc_int_range(d, n, "events_max_streams_per_user", 1, 100000,
                           &c->events_max_streams_per_user, err)))
     return r;
   if ((n = gp_doc_get(root, "events_buffer_kib")) &&
-      (r = read_int_range(d, n, "events_buffer_kib", 16, 65536, &c->events_buffer_kib, err)))
+      (r = gp_doc_int_range(d, n, "events_buffer_kib", 16, 65536, &c->events_buffer_kib, err)))
     return r;
   if ((n = gp_doc_get(root, "events_ping_s")) &&
-      (r = read_int_range(d, n, "events_ping_s", 1, 3600, &c->events_ping_s, err)))
+      (r = gp_doc_int_range(d, n, "events_ping_s", 1, 3600, &c->events_ping_s, err)))
     return r;
   return 0;
 }
@@ -444,35 +432,35 @@ static int parse_doc(const gp_doc *d, const char *path, gp_server_config *c, gp_
                           "queue \"%s\" is not defined under queues", c->default_queues[i].queue);
   }
   if ((n = gp_doc_get(root, "node_timeout_s")) &&
-      (r = read_int_range(d, n, "node_timeout_s", 1, 86400, &c->node_timeout_s, err)))
+      (r = gp_doc_int_range(d, n, "node_timeout_s", 1, 86400, &c->node_timeout_s, err)))
     return r;
   if ((n = gp_doc_get(root, "heartbeat_s")) &&
-      (r = read_int_range(d, n, "heartbeat_s", 1, 3600, &c->heartbeat_s, err)))
+      (r = gp_doc_int_range(d, n, "heartbeat_s", 1, 3600, &c->heartbeat_s, err)))
     return r;
   if ((n = gp_doc_get(root, "schedule_interval_ms")) &&
-      (r = read_int_range(d, n, "schedule_interval_ms", 10, 600000, &c->schedule_interval_ms, err)))
+      (r = gp_doc_int_range(d, n, "schedule_interval_ms", 10, 600000, &c->schedule_interval_ms, err)))
     return r;
   if ((n = gp_doc_get(root, "schedule_min_gap_ms")) &&
-      (r = read_int_range(d, n, "schedule_min_gap_ms", 0, 60000, &c->schedule_min_gap_ms, err)))
+      (r = gp_doc_int_range(d, n, "schedule_min_gap_ms", 0, 60000, &c->schedule_min_gap_ms, err)))
     return r;
   if ((n = gp_doc_get(root, "http_threads")) &&
-      (r = read_int_range(d, n, "http_threads", 1, 256, &c->http_threads, err)))
+      (r = gp_doc_int_range(d, n, "http_threads", 1, 256, &c->http_threads, err)))
     return r;
   if ((n = gp_doc_get(root, "max_connections")) &&
-      (r = read_int_range(d, n, "max_connections", 16, 1000000, &c->max_connections, err)))
+      (r = gp_doc_int_range(d, n, "max_connections", 16, 1000000, &c->max_connections, err)))
     return r;
   if ((n = gp_doc_get(root, "tls")) && (r = gp_tls_files_read(d, n, path, "agent_ca", &c->tls, err)))
     return r;
   if ((r = read_limits(d, root, c, err))) return r;
   if ((n = gp_doc_get(root, "max_connections_per_address")) &&
-      (r = read_int_range(d, n, "max_connections_per_address", 1, 1000000,
+      (r = gp_doc_int_range(d, n, "max_connections_per_address", 1, 1000000,
                           &c->max_connections_per_address, err)))
     return r;
   if ((n = gp_doc_get(root, "http_idle_timeout_s")) &&
-      (r = read_int_range(d, n, "http_idle_timeout_s", 1, 3600, &c->http_idle_timeout_s, err)))
+      (r = gp_doc_int_range(d, n, "http_idle_timeout_s", 1, 3600, &c->http_idle_timeout_s, err)))
     return r;
   if ((n = gp_doc_get(root, "http_request_timeout_s")) &&
-      (r = read_int_range(d, n, "http_request_timeout_s", 1, 3600, &c->http_request_timeout_s, err)))
+      (r = gp_doc_int_range(d, n, "http_request_timeout_s", 1, 3600, &c->http_request_timeout_s, err)))
     return r;
   if ((r = read_prices(d, root, qseq, c, err))) return r;
   if ((n = gp_doc_get(root, "node_templates"))) {

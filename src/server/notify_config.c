@@ -137,18 +137,13 @@ int gp_notify_check_url(const char *url, const char *field, gp_err *err) {
   return 0;
 }
 
+/* An optional integer key of the notify block, within lo..hi. */
 static int read_int(const gp_doc *d, const gp_doc_node *m, const char *path, const char *key,
                     int lo, int hi, int *ret, gp_err *err) {
   const gp_doc_node *n = gp_doc_get(m, key);
   if (!n) return 0;
   char f[160];
-  gp_doc_path(f, sizeof f, path, key);
-  int64_t v;
-  int r = gp_doc_int(d, n, f, &v, err);
-  if (r) return r;
-  if (v < lo || v > hi) return gp_err_set(err, GP_EINVAL, d->name, n->line, f, "must be %d .. %d", lo, hi);
-  *ret = (int)v;
-  return 0;
+  return gp_doc_int_range(d, n, gp_doc_path(f, sizeof f, path, key), lo, hi, ret, err);
 }
 
 static int read_hooks(const gp_doc *d, const gp_doc_node *n, const char *f, gp_arena *a,

@@ -232,6 +232,18 @@ int gp_doc_int(const gp_doc *d, const gp_doc_node *n, const char *field, int64_t
   return 0;
 }
 
+int gp_doc_int_range(const gp_doc *d, const gp_doc_node *n, const char *field, int64_t lo,
+                     int64_t hi, int *ret, gp_err *err) {
+  int64_t v;
+  int r = gp_doc_int(d, n, field, &v, err);
+  if (r) return r;
+  if (v < lo || v > hi)
+    return gp_err_set(err, GP_EINVAL, d->name, n->line, field, "must be between %lld and %lld",
+                      (long long)lo, (long long)hi);
+  *ret = (int)v;
+  return 0;
+}
+
 int gp_doc_double(const gp_doc *d, const gp_doc_node *n, const char *field, double *ret,
                   gp_err *err) {
   double v;

@@ -48,6 +48,9 @@ bool gp_doc_is_null(const gp_doc_node *n);
 /* Typed readers. On a wrong type they fill *err with the doc's file, the node's line and
  * `field` (a path such as "jobs[2].gpus") and return GP_EINVAL; *ret is untouched then. */
 int gp_doc_int(const gp_doc *d, const gp_doc_node *n, const char *field, int64_t *ret, gp_err *err);
+/* An integer within lo..hi (both within int), else GP_EINVAL "must be between lo and hi". */
+int gp_doc_int_range(const gp_doc *d, const gp_doc_node *n, const char *field, int64_t lo,
+                     int64_t hi, int *ret, gp_err *err);
 int gp_doc_double(const gp_doc *d, const gp_doc_node *n, const char *field, double *ret, gp_err *err);
 int gp_doc_bool(const gp_doc *d, const gp_doc_node *n, const char *field, bool *ret, gp_err *err);
 int gp_doc_str(const gp_doc *d, const gp_doc_node *n, const char *field, const char **ret, gp_err *err);
