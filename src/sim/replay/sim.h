@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The replay engine's state, shared by the engine (engine.c) and the autoscaling that adds
- * and removes its nodes (scale.c). Internal to src/sim/replay. */
+/* The replay engine's state, shared by the engine (engine.c), its events (events.c), its
+ * run (run.c) and the autoscaling that adds and removes its nodes (scale.c). Internal to
+ * src/sim/replay. */
 #ifndef GP_SIM_REPLAY_SIM_H
 #define GP_SIM_REPLAY_SIM_H
 
@@ -128,5 +129,48 @@ typedef struct sim {
 void gp__sim_idle_gpus(sim *s, int node, int delta);
 /* Schedules the next interruption of spot node `node`, whose current life started at t_up. */
 void gp__sim_spot_schedule(sim *s, int node, gp_time t_up);
+
+/* engine.c: the clock, the view, the pending counts, the runs and the plans. */
+
+/* Monotonic wall-clock seconds, to time the core's calls. */
+double gp__sim_now_s(void);
+/* An exponential sample of mean `mean_s` seconds from the replay's seeded generator. */
+gp_time gp__sim_exp_sample(sim *s, double mean_s);
+/* The entry of a job changed (or moved): a new rev for the core's memo. */
+gp_job *gp__sim_view_touch(sim *s, int i);
+/* Job j arrives: its entry `proto` joins the view. */
+void gp__sim_view_add(sim *s, int j, const gp_job *proto);
+/* Job j is pending from t. */
+void gp__sim_pend_add(sim *s, int j, gp_time t);
+/* Could a step now start something, with no preemption? */
+bool gp__sim_could_start(sim *s);
+/* The CSV's header line. */
+void gp__sim_csv_header(sim *s);
+/* Samples every simulated minute in [next_sample, upto): the state is constant there. */
+void gp__sim_sample_until(sim *s, gp_time upto_rel);
+/* Moves the clock to t: integrates allocations and fair shares over [t_last, t). */
+void gp__sim_advance(sim *s, gp_time t);
+/* The milli-GPU held on GPU g of node `node`. */
+int *gp__sim_gpu_slot(sim *s, int node, int g);
+/* Seconds of work this run has done by time t (after its restart overhead). */
+gp_time gp__sim_run_progress(const sjob *sj, gp_time t);
+/* Seconds of this run's work saved by checkpoints at time t. */
+gp_time gp__sim_saved_work(const sim *s, const sjob *sj, gp_time t);
+/* A run is cut short with `saved` seconds of its work kept and requeued at `now`; returns
+ * the GPU-hours of the run that were not saved. */
+double gp__sim_requeue_saved(sim *s, int j, gp_time saved, gp_time now);
+/* A run cut at `stopped`: the work since its last checkpoint is lost (as above). */
+double gp__sim_requeue(sim *s, int j, gp_time stopped, gp_time now);
+/* Job j's run completes at t. */
+void gp__sim_finish(sim *s, int j, gp_time t);
+/* The idle policy acts on running job j at t; true when GPUs came free. */
+bool gp__sim_idle_act(sim *s, int j, gp_time t);
+/* One call to the core at `now` and the application of its plan; 0 or an error code. */
+int gp__sim_step(sim *s, gp_time now);
+
+/* events.c */
+
+/* Handles one heap event; returns true when it may let a job start. */
+bool gp__sim_handle(sim *s, const gp__sim_event *e);
 
 #endif

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The replay's spot inputs (replay.h): `--spot-interruptions RATE[:MODEL=RATE,...]`, a
  * rate's mean time between interruptions, and the seeded life of each spot node. What an
- * interruption does to the jobs is the engine's (engine.c). */
+ * interruption does to the jobs is the engine's (events.c). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
