@@ -216,6 +216,11 @@ void gp_job_fmt_show(json_t *job, int64_t now, gp_buf *out) {
     gp_buf_printf(out, "  warning    SIG%s %llds before the limit, to %s\n", str(job, "warn_signal"),
                   (long long)num(job, "warn_before_s"),
                   json_is_true(json_object_get(job, "warn_batch")) ? "the batch shell" : "every process");
+  if (json_is_true(json_object_get(job, "batch")))
+    gp_buf_printf(out, "  runs       once, as the batch step on the first node%s\n",
+                  num(job, "tasks") > 1 ? "; the other tasks hold their share for srun" : "");
+  else if (num(job, "tasks") > 1)
+    gp_buf_puts(out, "  runs       the command in every task\n");
   if (num(job, "begin_at")) {
     fmt_time(num(job, "begin_at"), t, sizeof t);
     gp_buf_printf(out, "  begins     not before %s\n", t);

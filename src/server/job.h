@@ -70,6 +70,8 @@ typedef struct gp_srv_job {
   int64_t begin_at;     /* epoch s before which it does not start (--begin); 0: any time */
   char *output, *error; /* -o/--error file patterns (protocol/outpath.h), NULL: none */
   bool output_append;   /* --open-mode=append; else truncate */
+  bool batch;           /* a Slurm batch script: task 0 runs it once (the batch step), the
+                           other tasks hold their share of the allocation (docs/slurm.md) */
   /* Notifications (notify_job.c): --mail-type as GP_NOTIFY_* bits (mail_set: given), and
    * --mail-user (owned, NULL: the owner's own address, if any). */
   unsigned mail_events;
