@@ -204,6 +204,8 @@ void gp_job_fmt_show(json_t *job, int64_t now, gp_buf *out) {
     gp_cli_fmt_duration(num(job, "time_limit"), t, sizeof t);
     gp_buf_printf(out, ", time limit %s", t);
   }
+  if (num(job, "nodes") > 0) gp_buf_printf(out, ", on exactly %lld node%s", (long long)num(job, "nodes"),
+                                           num(job, "nodes") == 1 ? "" : "s");
   if (num(job, "tasks_per_node") > 0)
     gp_buf_printf(out, ", at most %lld tasks a node", (long long)num(job, "tasks_per_node"));
   if (json_is_true(json_object_get(job, "exclusive"))) gp_buf_puts(out, ", exclusive nodes");

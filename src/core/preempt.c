@@ -548,6 +548,7 @@ static bool simulate(gp__core_ctx *c, const gp__core_req *r, int kind, bool reco
     for (int k = 0; k < n; k++) take_victim(c, victims[k], kind);
     gp__core_take(c, r, &fits[placed]);
     if (placed == 0) gp__core_gang_rest(c, r, &fits[0], &rest);
+    gp__core_gang_opened(&rest, fits, placed);
     touch(p, fits[placed].node);
     p->tent_extra[fits[placed].node] &= ~fits[placed].mask;
   }

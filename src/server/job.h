@@ -48,6 +48,7 @@ typedef struct gp_srv_job {
   char *workdir;
   int tasks, gpus, gpu_milli;
   int tasks_per_node;   /* at most this many tasks on one node; 0: no bound */
+  int nodes;            /* on exactly this many distinct nodes (Slurm's -N); 0: any */
   int64_t gpu_mem_mib;
   char *mig;
   int n_gpu_types;
