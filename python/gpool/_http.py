@@ -143,6 +143,8 @@ class Transport:
         limit = self.max_body if limit is None else limit
         parts, n = [], 0
         while True:
+            if resp.isclosed():  # all of it read: http.client has closed the socket
+                return b''.join(parts)
             if deadline is not None:
                 left = deadline - time.monotonic()
                 if left <= 0:
