@@ -264,7 +264,3 @@ class Report(_Record):
             return obj
         return super().from_dict(doc)
 
-    def to_dataframe(self):
-        """The rows as a pandas DataFrame, columns in order (pandas must be installed)."""
-        import pandas
-        return pandas.DataFrame(self.rows or [], columns=self.columns)
