@@ -25,7 +25,7 @@ import threading
 import time
 import urllib.parse
 
-from .errors import ApiError, ConnectionFailed, ProtocolError, Timeout, api_error
+from .errors import ConnectionFailed, ProtocolError, Timeout, api_error
 
 PROBE_S = 3.0
 CONNECT_S = 3.0

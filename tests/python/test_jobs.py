@@ -142,3 +142,23 @@ def test_unknown_fields_are_kept(alice):
     job = alice.job(alice.submit(['true'], hold=True))
     assert job.raw['id'] == job.id and 'id' not in job.extra
     alice.cancel(job)
+
+
+def test_a_gangs_task_logs(alice):
+    gang = alice.submit(['sh', '-c', 'echo "task $GPOOL_TASK_INDEX of $GPOOL_TASKS"'], tasks=2, gpus=1,
+                        tasks_per_node=2)
+    assert gang.tasks == 2 and gang.tasks_per_node == 2
+    assert alice.wait(gang, timeout=30).state == 'completed'
+    assert alice.read_log(gang) == 'task 0 of 2\n'
+    assert ''.join(alice.logs(gang, task=1, follow=True)) == 'task 1 of 2\n'
+    with pytest.raises(gpool.InvalidArgument) as e:
+        alice.read_log(gang, task=5)
+    assert e.value.field == 'task'
+
+
+def test_follow_of_a_job_that_never_ran_ends(alice):
+    job = alice.submit(['true'], hold=True)
+    with pytest.raises(gpool.NotFound):
+        alice.read_log(job)
+    alice.cancel(job)
+    assert list(alice.logs(job, follow=True)) == []

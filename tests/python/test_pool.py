@@ -68,3 +68,15 @@ def test_reports_and_advice(alice, bob):
     assert e.value.field == 'kind'
     adv = bob.advice()
     assert isinstance(adv, dict) and isinstance(adv['items'], list) and adv['from']
+
+
+def test_any_other_call_and_advice_params(alice, bob):
+    templates = alice.request('GET', '/v1/templates')
+    assert templates == {'templates': []}
+    with pytest.raises(gpool.InvalidArgument) as e:
+        alice.request('GET', '/v1/advice?colour=red')
+    assert e.value.field == 'colour'
+    adv = bob.advice(from_='2026-01-01', name='train')
+    assert adv['from'].startswith('2026-01-01')
+    with pytest.raises(ValueError):
+        alice.request('GET', 'v1/whoami')
