@@ -223,7 +223,7 @@ class Transport:
         if status < 200 or status >= 300:
             try:
                 doc = json.loads(text) if text else None
-            except ValueError:
+            except (ValueError, RecursionError):  # RecursionError: nesting too deep
                 doc = None
             err = api_error(status, doc, text)
             if status == 503 and retry_after:
@@ -233,7 +233,7 @@ class Transport:
             return text
         try:
             doc = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nesting too deep
             doc = None
         if not isinstance(doc, dict):
             raise ProtocolError(f'the server at {base} answered HTTP {status} with something that is not a JSON object')
@@ -323,7 +323,7 @@ class Transport:
                     text = body.decode('utf-8', errors='replace')
                     try:
                         doc = json.loads(text) if text else None
-                    except ValueError:
+                    except (ValueError, RecursionError):  # RecursionError: nesting too deep
                         doc = None
                     conn.close()
                     raise api_error(resp.status, doc, text)

@@ -58,7 +58,7 @@ def load_config(path):
         raise ConfigError(f'{path}: larger than {CONFIG_MAX_BYTES} bytes')
     try:
         doc = json.loads(data.decode('utf-8'))
-    except (UnicodeDecodeError, ValueError) as e:
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
         raise ConfigError(f'{path}: not valid JSON: {e}') from None
     if not isinstance(doc, dict):
         raise ConfigError(f'{path}: expected a JSON object')

@@ -89,7 +89,7 @@ class EventStream:
                 text = '\n'.join(data)
                 try:
                     doc = json.loads(text)
-                except ValueError:
+                except (ValueError, RecursionError):  # RecursionError: nesting too deep
                     self.close()
                     raise ProtocolError(f'an event whose data is not JSON: {text[:200]!r}') from None
                 if not isinstance(doc, dict):

@@ -274,3 +274,14 @@ def test_tls_with_the_pools_ca(tmp_path, monkeypatch):
         proc.terminate()
         proc.wait(20)
         log.close()
+
+
+def test_a_nesting_bomb_is_a_protocol_error():
+    def bomb(srv, conn, line):
+        answer(conn, 200, b'[' * 200000 + b']' * 200000)
+    srv = FakeServer(bomb)
+    try:
+        with pytest.raises(gpool.ProtocolError, match='not a JSON object'):
+            gpool.Client(srv.url, 't').whoami()
+    finally:
+        srv.close()
