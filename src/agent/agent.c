@@ -673,6 +673,8 @@ int gp_agent_new(const gp_agent_config *cfg, gp_gpu_backend *backend, gp_agent *
     if (cfg->gpus[i].set) gp__agent_log("config names GPU %d, which this node does not have", i);
   detect_host(a);
   if (gp_cgroup_probe(a->cfg.cgroup_root, &a->cgroup) != 0) gp__agent_log("%s", a->cgroup.message);
+  gp_agent_container_detect(&a->cfg.container, "", &a->container);
+  gp__agent_log("%s", a->container.message);
   gp__agent_orders_load(a);
   gp__agent_identity_load(a);
   gp__agent_jobs_adopt(a);

@@ -97,6 +97,7 @@ struct gp_agent {
   char gpu_drain_reason[GP_GPU_MAX_DEVICES][160];
   int64_t cpus, mem_mib;
   gp_cgroup cgroup;
+  gp_agent_container_caps container; /* what this node allows containers (container.h) */
   bool is_root;
   char url[160];
   char jobs_dir[600];
@@ -186,6 +187,17 @@ void gp__agent_job_start(gp_agent *a, const char *order_id, const gp_proto_start
 void gp__agent_job_add(gp_agent *a, gp__agent_job *j);
 void gp__agent_job_path(const gp__agent_job *j, const char *name, char *buf, size_t size);
 void gp__agent_job_note(const gp__agent_job *j, const char *text); /* a "gpool: ..." line in its stderr */
+/* A container task (agent_container.c): replaces spec's command with the pull-then-run one
+ * (*ret_argv owned: free with gp_agent_container_argv_free); GP_EINVAL with a sentence. */
+struct gp_launch_spec;
+int gp__agent_container_prepare(gp_agent *a, const gp_proto_start *o, const gp__agent_job *j,
+                                const char *workdir, uid_t uid, gid_t gid, int n_groups,
+                                const gid_t *groups, const char *home, const int *gpus,
+                                int n_gpus, char *const *envp, struct gp_launch_spec *spec,
+                                char ***ret_argv, gp_err *err);
+/* At a container task's end: its pull's failure as the job's reason, and no container
+ * left behind by a SIGKILL. */
+void gp__agent_container_finish(gp_agent *a, gp__agent_job *j);
 /* An "exited" event that names no task (the server reads it as every task of the job on
  * this node). */
 json_t *gp__agent_exited_event(const char *job, int64_t at, bool exit_known, int code, int sig,

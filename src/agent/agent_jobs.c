@@ -318,6 +318,7 @@ static void job_finish(gp_agent *a, gp__agent_job *j, bool exit_known, int code,
   j->exit_code = code;
   j->signal = sig;
   j->ended_at = gp__agent_now_ms() / 1000;
+  gp__agent_container_finish(a, j);
   bool oom = j->cgroup && gp_cgroup_job_oom_killed(&a->cgroup, j->key);
   const char *reason = j->limit_exceeded ? "limit_exceeded"
                        : j->fault_reason[0] ? j->fault_reason

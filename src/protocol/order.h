@@ -70,6 +70,7 @@ typedef struct gp_proto_start {
   int warn_before_s;                /* ...sent this long before the limit (0: none)... */
   bool warn_batch;                  /* ...to the job's main process only (B:) */
   int restarts;                     /* how many times the job was requeued before */
+  struct gp_proto_container *container; /* its image (protocol/container.h); NULL: bare */
 } gp_proto_start;
 
 typedef struct gp_proto_stop {

@@ -70,6 +70,7 @@ typedef struct gp_srv_job {
   int64_t begin_at;     /* epoch s before which it does not start (--begin); 0: any time */
   char *output, *error; /* -o/--error file patterns (protocol/outpath.h), NULL: none */
   bool output_append;   /* --open-mode=append; else truncate */
+  json_t *container;    /* its image and how it runs (jobimage.c; owned), NULL: bare */
   /* Notifications (notify_job.c): --mail-type as GP_NOTIFY_* bits (mail_set: given), and
    * --mail-user (owned, NULL: the owner's own address, if any). */
   unsigned mail_events;

@@ -144,6 +144,12 @@ char *gp__srv_job_store_doc(const gp_srv_job *j) {
   put_key(&b, "warn_batch");
   gp_buf_puts(&b, j->warn_batch ? "true" : "false");
   put_int_or_null(&b, "begin_at", (long long)j->begin_at, j->begin_at != 0);
+  if (j->container) { /* only then: bare jobs' documents stay as they were */
+    char *ct = json_dumps(j->container, JSON_COMPACT);
+    put_key(&b, "container");
+    gp_buf_puts(&b, ct ? ct : "null");
+    free(ct);
+  }
   put_key(&b, "node_selector");
   gp_buf_append(&b, "{", 1);
   for (int i = 0; i < j->n_selector; i++) {

@@ -142,6 +142,7 @@ void gp__srv_job_free(gp_srv_job *j) {
   free(j->selector);
   free(j->signal);
   free(j->output);
+  json_decref(j->container);
   free(j->warn_signal);
   free(j->error);
   free_strv(j->after, j->n_after);
@@ -270,6 +271,7 @@ static int read_spec(const json_t *o, gp_srv_job *j, gp_err *err) {
   if ((r = get_bool(o, "allow_spot", &j->allow_spot, err))) return r;
   if ((r = get_bool(o, "exclusive", &j->exclusive, err))) return r;
   if ((r = gp__srv_job_read_batch(o, j, err))) return r;
+  if ((r = gp__srv_job_read_container(o, j, err))) return r;
   const json_t *sel = json_object_get(o, "node_selector");
   if (sel && !json_is_null(sel)) {
     if (!json_is_object(sel) || json_object_size(sel) > MAX_LIST)

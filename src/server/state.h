@@ -381,6 +381,10 @@ int gp__srv_job_stop(gp_srv_state *s, gp_srv_job *j, const char *reason, int64_t
  * into the API's and the store's JSON. */
 int gp__srv_job_read_batch(const json_t *o, gp_srv_job *j, gp_err *err);
 void gp__srv_job_batch_json(json_t *o, const gp_srv_job *j);
+/* The job's container (jobimage.c): from a submission's `image` and `container_*` fields or
+ * a stored `container` object; into the API's and the store's JSON as `container`. */
+int gp__srv_job_read_container(const json_t *o, gp_srv_job *j, gp_err *err);
+void gp__srv_job_container_json(json_t *o, const gp_srv_job *j);
 
 /* The same with the grace period capped at max_grace_s (a spot notice's time left). */
 int gp__srv_job_stop_within(gp_srv_state *s, gp_srv_job *j, const char *reason, int max_grace_s,
