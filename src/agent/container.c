@@ -207,6 +207,11 @@ static void ulimit(argvb *a, const char *name, int64_t v) {
   add(a, buf);
 }
 
+static bool is_dir(const char *p) {
+  struct stat st;
+  return p && *p && stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
 static bool mounted_at(const gp_proto_container *s, const char *dst) {
   for (int i = 0; i < s->n_mounts; i++)
     if (!strcmp(s->mounts[i].dst, dst)) return true;
@@ -253,9 +258,9 @@ char **gp_agent_container_run_argv(const gp_agent_container_cfg *c, const gp_age
   add(&a, t->env_file);
   /* pyxis's defaults: the working directory and the home at their own paths. */
   const char *wd = t->spec->workdir ? t->spec->workdir : t->workdir;
-  if (t->workdir && strcmp(t->workdir, "/") && !mounted_at(t->spec, t->workdir))
+  if (is_dir(t->workdir) && strcmp(t->workdir, "/") && !mounted_at(t->spec, t->workdir))
     addf(&a, "--volume=%s:%s", t->workdir, t->workdir);
-  if (t->spec->mount_home && t->home && *t->home && strcmp(t->home, "/") &&
+  if (t->spec->mount_home && is_dir(t->home) && strcmp(t->home, "/") &&
       !(t->workdir && !strcmp(t->home, t->workdir)) && !mounted_at(t->spec, t->home))
     addf(&a, "--volume=%s:%s", t->home, t->home);
   if (t->job_dir) addf(&a, "--volume=%s:%s:ro", t->job_dir, t->job_dir); /* GPOOL_HOSTFILE */

@@ -304,7 +304,9 @@ static const char *const request_keys[] = {
     "gpu_mem_mib", "mig", "gpu_types", "cpus", "mem_mib", "time_limit", "priority",
     "requeue", "grace_s", "signal", "after", "after_ok", "after_any", "after_not_ok", "singleton", "hold", "array", "after_corr",
     "node_selector", "allow_spot", "exclusive", "user", "output", "error", "open_mode", "warn_signal", "warn_before_s",
-    "warn_batch", "begin_at", "mail_type", "mail_user", NULL};
+    "warn_batch", "begin_at", "mail_type", "mail_user",
+    "image", "container", "container_mounts", "container_workdir", "container_env", /* jobimage.c */
+    "container_writable", "container_mount_home", NULL};
 
 /* Dependencies name jobs that exist; `after_ok` on a job that already ended otherwise
  * than completed could never be met, nor `after_not_ok` on one that completed. */
