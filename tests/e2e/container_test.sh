@@ -48,8 +48,8 @@ printf '{"auths":{"%s":{"auth":"%s"}}}\n' "$REG" "$(printf alice:wrong | base64)
 IMAGE=$REG/e2e/$TAG:1
 podman push -q --tls-verify=false --authfile "$good" "localhost/$TAG:1" "$IMAGE" >/dev/null || fail "push"
 podman rmi -f "localhost/$TAG:1" >/dev/null 2>&1
-cleanup_images() { podman rmi -f "$IMAGE" >/dev/null 2>&1; }
-trap 'cleanup_images' RETURN
+# The node's image store is the machine's: the test's images go with the test.
+trap 'podman rmi -f "$IMAGE" "localhost/$TAG:1" >/dev/null 2>&1; e2e_cleanup' EXIT
 
 NOBODY_TOKEN=nob-$RANDOM$RANDOM
 e2e_write_config
