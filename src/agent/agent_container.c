@@ -76,6 +76,17 @@ int gp__agent_container_prepare(gp_agent *a, const gp_proto_start *o, const gp__
       .tasks = o->tasks, .n_gpus = n_gpus, .gpu_uuids = uuids, .gpu_minors = minors,
       .gpus_simulated = a->sim_bin[0] != '\0' || a->cfg.sim[0] != '\0', .n_argv = o->n_argv,
       .argv = o->argv};
+  /* The job's cgroup (cgroup.c made it, with its limits): podman puts the container under
+   * it, by path, so its processes are the job's for the limits and the figures. */
+  char parent[700] = "";
+  if (j->cgroup) {
+    const char *rel = a->cgroup.root;
+    if (!strncmp(rel, "/sys/fs/cgroup/", 15)) rel += 14;
+    snprintf(parent, sizeof parent, "%s/job-%s", rel, j->key);
+    t.cgroup_parent = parent;
+  }
+  for (char *const *p = envp; p && *p; p++)
+    if (!strncmp(*p, "CUDA_MPS_PIPE_DIRECTORY=", 24)) t.mps_dir = *p + 24;
   char msg[400];
   char **run = gp_agent_container_run_argv(&a->cfg.container, caps, &t, msg, sizeof msg);
   if (!run) return gp_err_set(err, GP_EINVAL, NULL, 0, "container", "%s", msg);

@@ -222,6 +222,8 @@ char **gp_agent_container_run_argv(const gp_agent_container_cfg *c, const gp_age
                                    const gp_agent_container_task *t, char *msg, size_t size) {
   argvb a = {0};
   head(&a, c, caps);
+  /* A parent by path is cgroupfs's form (systemd's takes slices). */
+  if (t->cgroup_parent) add(&a, "--cgroup-manager=cgroupfs");
   add(&a, "run");
   add(&a, "--rm");
   add(&a, "--pull=never"); /* pulled already, within its time (container_task.c) */
@@ -264,6 +266,8 @@ char **gp_agent_container_run_argv(const gp_agent_container_cfg *c, const gp_age
       !(t->workdir && !strcmp(t->home, t->workdir)) && !mounted_at(t->spec, t->home))
     addf(&a, "--volume=%s:%s", t->home, t->home);
   if (t->job_dir) addf(&a, "--volume=%s:%s:ro", t->job_dir, t->job_dir); /* GPOOL_HOSTFILE */
+  if (t->mps_dir && is_dir(t->mps_dir) && !mounted_at(t->spec, t->mps_dir))
+    addf(&a, "--volume=%s:%s", t->mps_dir, t->mps_dir); /* a fraction's MPS client pipes */
   for (int i = 0; i < t->spec->n_mounts; i++) {
     const gp_proto_mount *m = &t->spec->mounts[i];
     addf(&a, m->ro ? "--volume=%s:%s:ro" : "--volume=%s:%s", m->src, m->dst);

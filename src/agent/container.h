@@ -65,6 +65,7 @@ typedef struct gp_agent_container_task {
   const char *job_dir;       /* the agent's directory of the task (host files), mounted ro */
   const char *env_file;
   const char *cgroup_parent; /* NULL: none */
+  const char *mps_dir;       /* the MPS pipe directory of a GPU fraction, NULL: none */
   int tasks;                 /* > 1: host IPC too */
   int n_gpus;
   const char *const *gpu_uuids;

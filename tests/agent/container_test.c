@@ -88,6 +88,7 @@ static void run_line(void) {
   v = gp_agent_container_run_argv(&c, &caps, &t, msg, sizeof msg);
   REQUIRE(v != NULL);
   CHECK_EQ_STR("run", v[1]);
+  CHECK(!has_arg(v, "--cgroup-manager=cgroupfs"));
   CHECK(!has_arg(v, "--ipc=host"));
   CHECK(!has_arg(v, "--read-only"));
   CHECK(!has_arg(v, "nofile=20000:20000"));
@@ -100,6 +101,14 @@ static void run_line(void) {
   CHECK_EQ_STR("pull", pull[1]);
   CHECK_EQ_STR(spec.image, pull[3]);
   gp_agent_container_argv_free(pull);
+
+  /* In the job's cgroup v2 tree: a parent by path, through the cgroupfs manager. */
+  t.cgroup_parent = "/gpool/job-7.0";
+  v = gp_agent_container_run_argv(&c, &caps, &t, msg, sizeof msg);
+  REQUIRE(v != NULL);
+  CHECK_EQ_STR("--cgroup-manager=cgroupfs", v[1]);
+  CHECK(has_arg(v, "--cgroup-parent=/gpool/job-7.0"));
+  gp_agent_container_argv_free(v);
 }
 
 static void pull_reasons(void) {
