@@ -61,8 +61,11 @@ int gp__agent_container_prepare(gp_agent *a, const gp_proto_start *o, const gp__
   int rc = write_env_file(env_path, o->container, envp, err);
   if (rc) return rc;
   char failure[800];
-  gp__agent_job_path(j, "container.failure", failure, sizeof failure);
-  unlink(failure);
+  static const char *const stale[] = {"container.failure", "container.pulling", "container.pulled"};
+  for (size_t k = 0; k < sizeof stale / sizeof *stale; k++) { /* an earlier run's */
+    gp__agent_job_path(j, stale[k], failure, sizeof failure);
+    unlink(failure);
+  }
   snprintf(name, sizeof name, "gpool-%s", j->key);
   const char *uuids[GP_GPU_MAX_DEVICES];
   int minors[GP_GPU_MAX_DEVICES];
@@ -138,6 +141,44 @@ static void remove_container(gp_agent *a, const char *name) {
   }
   int st;
   while (pid > 0 && waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+}
+
+/* The first line of the task's file `name`, or false. */
+static bool read_marker(const gp__agent_job *j, const char *name, char *buf, size_t size) {
+  char path[800];
+  gp__agent_job_path(j, name, path, sizeof path);
+  FILE *f = fopen(path, "re");
+  if (!f) return false;
+  bool ok = fgets(buf, (int)size, f) != NULL;
+  fclose(f);
+  if (ok) buf[strcspn(buf, "\n")] = '\0';
+  return ok;
+}
+
+static void image_event(gp_agent *a, const gp__agent_job *j, const char *phase, const char *msg) {
+  gp_proto_event *ev = gp_xcalloc(1, sizeof *ev);
+  ev->kind = GP_PROTO_EV_IMAGE;
+  snprintf(ev->job, sizeof ev->job, "%s", j->id);
+  ev->task = j->task;
+  snprintf(ev->order, sizeof ev->order, "%s", j->order_id);
+  ev->at = gp__agent_now_ms() / 1000;
+  ev->has_reason = ev->has_message = true;
+  snprintf(ev->reason, sizeof ev->reason, "%s", phase);
+  snprintf(ev->message, sizeof ev->message, "%s", msg);
+  gp__agent_event(a, gp_proto_event_encode(ev));
+  free(ev);
+}
+
+void gp__agent_container_tick(gp_agent *a, gp__agent_job *j) {
+  char line[400];
+  if (j->pull_noted < 1 && read_marker(j, "container.pulling", line, sizeof line)) {
+    j->pull_noted = 1;
+    image_event(a, j, "pulling", line);
+  }
+  if (j->pull_noted == 1 && read_marker(j, "container.pulled", line, sizeof line)) {
+    j->pull_noted = 2;
+    image_event(a, j, "pulled", line);
+  }
 }
 
 void gp__agent_container_finish(gp_agent *a, gp__agent_job *j) {

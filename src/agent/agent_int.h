@@ -77,6 +77,8 @@ typedef struct gp__agent_job {
   char message[512];
   int64_t ended_at;
   bool gone_once;            /* adopted: saw the process gone once without an exit file */
+  bool container;            /* runs in an image (agent_container.c) */
+  int pull_noted;            /* its pull's events sent: 1 pulling, 2 pulled too */
   bool register_ended;       /* ended when the register call in flight was made: that call
                                 reports its end, so its answer settles it */
 } gp__agent_job;
@@ -198,6 +200,8 @@ int gp__agent_container_prepare(gp_agent *a, const gp_proto_start *o, const gp__
 /* At a container task's end: its pull's failure as the job's reason, and no container
  * left behind by a SIGKILL. */
 void gp__agent_container_finish(gp_agent *a, gp__agent_job *j);
+/* Its pull's start and end as "image" events, once each (from the task's marker files). */
+void gp__agent_container_tick(gp_agent *a, gp__agent_job *j);
 /* An "exited" event that names no task (the server reads it as every task of the job on
  * this node). */
 json_t *gp__agent_exited_event(const char *job, int64_t at, bool exit_known, int code, int sig,

@@ -586,6 +586,7 @@ void gp__agent_job_start(gp_agent *a, const char *order_id, const gp_proto_start
     return;
   }
   record_start(j, &r, &sp, &res);
+  j->container = o->container != NULL;
   attach_gpus(a, j, &r);
   gp__agent_job_add(a, j);
   gp__agent_job_persist(j);

@@ -70,6 +70,19 @@ static int run(char **argv, int timeout_s, char *buf, size_t size) {
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+/* A one-line file written whole (rename), which the agent reads for its events. */
+static void marker(const char *dir, const char *name, const char *text) {
+  char path[1024], tmp[1100];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  FILE *f = fopen(tmp, "we");
+  if (f) {
+    fprintf(f, "%s\n", text);
+    fclose(f);
+    rename(tmp, path);
+  }
+}
+
 static void failure(const char *dir, const char *text) {
   char path[1024], tmp[1100];
   snprintf(path, sizeof path, "%s/container.failure", dir);
@@ -106,6 +119,9 @@ int gp_agent_container_task_main(int argc, char **argv) {
   int rc = run(exists, 60, out, sizeof out);
   if (rc != 0) {
     fprintf(stderr, "gpool: pulling image %s\n", image);
+    char line[800];
+    snprintf(line, sizeof line, "pulling image %s", image);
+    marker(dir, "container.pulling", line);
     int64_t t0 = now_ms();
     rc = run(pull, timeout, out, sizeof out);
     char text[700];
@@ -114,8 +130,11 @@ int gp_agent_container_task_main(int argc, char **argv) {
     } else if (rc != 0) {
       snprintf(text, sizeof text, "%s: %s", gp_agent_container_pull_reason(out), image);
     } else {
-      fprintf(stderr, "gpool: pulled image %s in %.1f s\n", image, (double)(now_ms() - t0) / 1000.0);
+      snprintf(line, sizeof line, "pulled image %s in %.1f s", image, (double)(now_ms() - t0) / 1000.0);
+      fprintf(stderr, "gpool: %s\n", line);
     }
+    if (rc != 0) snprintf(line, sizeof line, "%s", text);
+    marker(dir, "container.pulled", line); /* the pull's end, whichever */
     if (rc != 0) {
       failure(dir, text);
       return 125;

@@ -369,6 +369,15 @@ static int apply_event(gp_srv_state *s, gp_srv_node *n, int idx, const json_t *d
     }
     return gp__srv_job_event(s, j, "launched", at, extra, err);
   }
+  if (e->kind == GP_PROTO_EV_IMAGE) {
+    /* A container task's pull: a phase of the job in its timeline (docs/containers.md). */
+    bool pulled = e->has_reason && !strcmp(e->reason, "pulled");
+    json_t *extra = json_object();
+    json_object_set_new(extra, "node", json_string(n->name));
+    if (e->task >= 0) json_object_set_new(extra, "task", json_integer(e->task));
+    if (e->has_message) json_object_set_new(extra, "message", json_string(e->message));
+    return gp__srv_job_event(s, j, pulled ? "image_pulled" : "pulling_image", at, extra, err);
+  }
   if (e->kind == GP_PROTO_EV_CHECKPOINT) {
     j->last_checkpoint_at = at;
     return gp__srv_persist_job(s, j, err);

@@ -96,6 +96,9 @@ expect_contains "$errs" "to-stderr" "stderr comes back"
 expect_contains "$errs" "pulling image $IMAGE" "the pull is in the job's log"
 expect_eq "nobody" "$(stat -c %U "$work/out.txt")" "the mounted workdir is written as the user"
 podman image exists "$IMAGE" || fail "the image stays on the node after the job"
+tl=$(job_field "$j" '[.timeline[].event] | join(" ")')
+expect_contains "$tl" "launched pulling_image image_pulled ended" "the pull is a phase of the timeline"
+expect_contains "$(job_field "$j" '.timeline[] | select(.event == "image_pulled") | .message')" "pulled image $IMAGE in" "its time"
 
 # 2. A cancel sends the checkpoint signal to the container's process, which ends in its grace.
 k=$("$GPOOL" submit -D "$work" --node-selector node=n1 --image "$IMAGE" --grace 10s -- \
@@ -114,6 +117,7 @@ u=$("$GPOOL" submit -D "$work" --node-selector node=n2 --image "$REG/e2e/other-$
 x=$("$GPOOL" submit -D "$work" --node-selector node=n1 --image "127.0.0.1:1/e2e/none:1" -- true)
 for id in $m $u $x; do wait_for 30 "job $id to fail" job_is "$id" failed; done
 expect_contains "$(job_field "$m" .end_reason)" "image not found: $REG/e2e/missing:1" "a missing image"
+expect_contains "$(job_field "$m" '.timeline[] | select(.event == "image_pulled") | .message')" "image not found" "the failed pull in the timeline"
 expect_contains "$(job_field "$u" .end_reason)" "unauthorized" "a wrong credential"
 expect_contains "$(job_field "$x" .end_reason)" "registry unreachable" "no registry"
 
