@@ -196,6 +196,7 @@ void gp__agent_container_finish(gp_agent *a, gp__agent_job *j) {
     }
     fclose(f);
   }
+  a->images_next_ms = 0; /* it may have pulled one: the next heartbeat says */
   if (j->killed_hard && a->container.available) {
     char name[160];
     snprintf(name, sizeof name, "gpool-%s", j->key);

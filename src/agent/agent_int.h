@@ -100,6 +100,9 @@ struct gp_agent {
   int64_t cpus, mem_mib;
   gp_cgroup cgroup;
   gp_agent_container_caps container; /* what this node allows containers (container.h) */
+  json_t *images;            /* the images it holds (images.c), NULL: not read yet */
+  int64_t images_next_ms;    /* when to read them again */
+  bool images_send;          /* read since the last heartbeat: it carries them */
   bool is_root;
   char url[160];
   char jobs_dir[600];
@@ -202,6 +205,8 @@ int gp__agent_container_prepare(gp_agent *a, const gp_proto_start *o, const gp__
 void gp__agent_container_finish(gp_agent *a, gp__agent_job *j);
 /* Its pull's start and end as "image" events, once each (from the task's marker files). */
 void gp__agent_container_tick(gp_agent *a, gp__agent_job *j);
+/* Reads the engine's images when due (images.c). */
+void gp__agent_images_refresh(gp_agent *a);
 /* An "exited" event that names no task (the server reads it as every task of the job on
  * this node). */
 json_t *gp__agent_exited_event(const char *job, int64_t at, bool exit_known, int code, int sig,

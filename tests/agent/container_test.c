@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "agent/container.h"
+#include "agent/images.h"
 
 static bool has_arg(char **argv, const char *a) {
   for (char **p = argv; *p; p++)
@@ -186,4 +187,29 @@ static void detection(void) {
   CHECK(system(cmd) == 0);
 }
 
-GP_TESTS(run_line, pull_reasons, env_filter, detection)
+static void images_inventory(void) {
+  const char *out = "[{\"Id\":\"a\",\"Names\":[\"127.0.0.1:5000/e2e/x:1\",\"-bad\"],\"Size\":1083737},"
+                    "{\"Id\":\"b\",\"Size\":5},"                 /* untagged: left out */
+                    "{\"Id\":\"c\",\"Names\":[\"busybox:1\"],\"Size\":-3}]";
+  json_t *l = gp_agent_images_parse(out, strlen(out));
+  REQUIRE(l != NULL);
+  CHECK_EQ_INT(2, (int)json_array_size(l));
+  json_t *a = json_array_get(l, 0);
+  CHECK_EQ_INT(1, (int)json_array_size(json_object_get(a, "names"))); /* "-bad" dropped */
+  CHECK_EQ_INT(1083737, (int)json_integer_value(json_object_get(a, "size")));
+  CHECK_EQ_INT(0, (int)json_integer_value(json_object_get(json_array_get(l, 1), "size")));
+  json_decref(l);
+  CHECK(gp_agent_images_parse("{\"x\":1}", 7) == NULL);
+  CHECK(gp_agent_images_parse("[", 1) == NULL);
+  /* Bounded: a thousand images give GP_AGENT_MAX_IMAGES. */
+  json_t *many = json_array();
+  for (int i = 0; i < 1000; i++) json_array_append_new(many, json_pack("{s:[s], s:i}", "Names", "img:1", "Size", i));
+  char *text = json_dumps(many, 0);
+  l = gp_agent_images_parse(text, strlen(text));
+  CHECK_EQ_INT(GP_AGENT_MAX_IMAGES, (int)json_array_size(l));
+  json_decref(l);
+  free(text);
+  json_decref(many);
+}
+
+GP_TESTS(run_line, pull_reasons, env_filter, detection, images_inventory)

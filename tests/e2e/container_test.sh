@@ -96,6 +96,9 @@ expect_contains "$errs" "to-stderr" "stderr comes back"
 expect_contains "$errs" "pulling image $IMAGE" "the pull is in the job's log"
 expect_eq "nobody" "$(stat -c %U "$work/out.txt")" "the mounted workdir is written as the user"
 podman image exists "$IMAGE" || fail "the image stays on the node after the job"
+# The node reports the image it now holds.
+wait_for 15 "n1 to report $IMAGE" sh -c "'$GPOOL' images --node n1 | grep -q '$IMAGE'"
+expect_eq "$IMAGE" "$("$GPOOL" images -o json | jq -r --arg i "$IMAGE" '.[] | select(.node == "n1") | .images[].names[] | select(. == $i)')" "gpool images -o json"
 tl=$(job_field "$j" '[.timeline[].event] | join(" ")')
 expect_contains "$tl" "launched pulling_image image_pulled ended" "the pull is a phase of the timeline"
 expect_contains "$(job_field "$j" '.timeline[] | select(.event == "image_pulled") | .message')" "pulled image $IMAGE in" "its time"
