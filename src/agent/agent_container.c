@@ -39,6 +39,20 @@ static int write_env_file(const char *path, const gp_proto_container *spec, char
   return 0;
 }
 
+/* Whether the node's last inventory (images.c) names the image: then no check runs before
+ * the start, which saves the engine's ~0.1 s. */
+static bool image_known(const json_t *images, const char *ref) {
+  size_t i, k;
+  json_t *im, *nm;
+  json_array_foreach(images, i, im) {
+    json_array_foreach(json_object_get(im, "names"), k, nm) {
+      const char *s = json_string_value(nm);
+      if (s && !strcmp(s, ref)) return true;
+    }
+  }
+  return false;
+}
+
 static void push(char ***v, size_t *n, size_t *cap, const char *s) {
   gp_xgrow((void **)v, cap, *n + 2, sizeof **v);
   (*v)[(*n)++] = gp_xstrdup(s);
@@ -90,6 +104,7 @@ int gp__agent_container_prepare(gp_agent *a, const gp_proto_start *o, const gp__
   }
   for (char *const *p = envp; p && *p; p++)
     if (!strncmp(*p, "CUDA_MPS_PIPE_DIRECTORY=", 24)) t.mps_dir = *p + 24;
+  t.known_present = image_known(a->images, o->container->image);
   char msg[400];
   char **run = gp_agent_container_run_argv(&a->cfg.container, caps, &t, msg, sizeof msg);
   if (!run) return gp_err_set(err, GP_EINVAL, NULL, 0, "container", "%s", msg);
@@ -103,7 +118,8 @@ int gp__agent_container_prepare(gp_agent *a, const gp_proto_start *o, const gp__
   push(&v, &n, &cap, j->dir);
   snprintf(num, sizeof num, "%d", a->cfg.container.pull_timeout_s);
   push(&v, &n, &cap, num);
-  char **parts[] = {exists, pull};
+  char *none[] = {NULL};
+  char **parts[] = {t.known_present ? none : exists, pull};
   for (int k = 0; k < 2; k++) {
     int c = 0;
     while (parts[k][c]) c++;

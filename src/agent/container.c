@@ -226,7 +226,9 @@ char **gp_agent_container_run_argv(const gp_agent_container_cfg *c, const gp_age
   if (t->cgroup_parent) add(&a, "--cgroup-manager=cgroupfs");
   add(&a, "run");
   add(&a, "--rm");
-  add(&a, "--pull=never"); /* pulled already, within its time (container_task.c) */
+  /* Pulled already, within its time (container_task.c); or known present, when the
+   * check is skipped: then a vanished image is pulled by the run. */
+  add(&a, t->known_present ? "--pull=missing" : "--pull=never");
   add(&a, "--name");
   add(&a, t->name);
   char buf[128];

@@ -71,6 +71,7 @@ typedef struct gp_agent_container_task {
   const char *const *gpu_uuids;
   const int *gpu_minors;
   bool gpus_simulated;       /* no devices */
+  bool known_present;        /* the node's inventory holds the image: --pull=missing */
   int n_argv;
   char *const *argv;
 } gp_agent_container_task;

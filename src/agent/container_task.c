@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* `gpool __container-task JOBDIR TIMEOUT_S N EXISTS... N PULL... RUN...`: the process the
+/* `gpool __container-task JOBDIR TIMEOUT_S N EXISTS... N PULL... RUN...` (N may be 0 for
+ * EXISTS: no check): the process the
  * launcher starts in a container job's place. Unless the image is present it pulls it,
  * within TIMEOUT_S (then the pull is killed: no endless retry), and on failure writes the
  * final reason ("image not found: REF", "unauthorized: REF", "registry unreachable: REF")
@@ -105,7 +106,7 @@ int gp_agent_container_task_main(int argc, char **argv) {
   const char *dir = argv[1];
   int timeout = atoi(argv[2]);
   int n_exists = atoi(argv[3]);
-  if (timeout <= 0 || n_exists <= 0 || 4 + n_exists >= argc) return 2;
+  if (timeout <= 0 || n_exists < 0 || 4 + n_exists >= argc) return 2;
   char **exists = argv + 4;
   int n_pull = atoi(argv[4 + n_exists]);
   if (n_pull <= 0 || 5 + n_exists + n_pull >= argc) return 2;
@@ -116,7 +117,9 @@ int gp_agent_container_task_main(int argc, char **argv) {
   exists[n_exists] = NULL; /* the counts' own words end the arrays */
   pull[n_pull] = NULL;
   char out[8192];
-  int rc = run(exists, 60, out, sizeof out);
+  /* No check (0 words): the agent's inventory holds the image, and the run pulls it
+   * itself in the rare case it went since (--pull=missing). */
+  int rc = n_exists > 0 ? run(exists, 60, out, sizeof out) : 0;
   if (rc != 0) {
     fprintf(stderr, "gpool: pulling image %s\n", image);
     char line[800];

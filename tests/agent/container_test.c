@@ -95,6 +95,7 @@ static void run_line(void) {
   CHECK(!has_arg(v, "nofile=20000:20000"));
   CHECK(has_arg(v, "memlock=-1:-1"));
   CHECK(has_arg(v, "--workdir=/workspace"));
+  CHECK(has_arg(v, "--pull=never"));
   for (char **p = v; *p; p++) CHECK(strncmp(*p, "--device", 8) != 0);
   gp_agent_container_argv_free(v);
 
@@ -103,12 +104,15 @@ static void run_line(void) {
   CHECK_EQ_STR(spec.image, pull[3]);
   gp_agent_container_argv_free(pull);
 
-  /* In the job's cgroup v2 tree: a parent by path, through the cgroupfs manager. */
+  /* In the job's cgroup v2 tree: a parent by path, through the cgroupfs manager; an image
+   * the inventory names: the run pulls it if it went since. */
   t.cgroup_parent = "/gpool/job-7.0";
+  t.known_present = true;
   v = gp_agent_container_run_argv(&c, &caps, &t, msg, sizeof msg);
   REQUIRE(v != NULL);
   CHECK_EQ_STR("--cgroup-manager=cgroupfs", v[1]);
   CHECK(has_arg(v, "--cgroup-parent=/gpool/job-7.0"));
+  CHECK(has_arg(v, "--pull=missing"));
   gp_agent_container_argv_free(v);
 }
 

@@ -103,6 +103,11 @@ tl=$(job_field "$j" '[.timeline[].event] | join(" ")')
 expect_contains "$tl" "launched pulling_image image_pulled ended" "the pull is a phase of the timeline"
 expect_contains "$(job_field "$j" '.timeline[] | select(.event == "image_pulled") | .message')" "pulled image $IMAGE in" "its time"
 
+# The next job in it starts without a check: the node's inventory names the image.
+f=$("$GPOOL" submit -D "$work" --node-selector node=n1 --image "$IMAGE" -- sh -c 'echo again') || fail "submit: $f"
+wait_for 30 "job $f to complete" job_is "$f" completed
+expect_contains "$(GPOOL_TOKEN=$ADMIN_TOKEN "$GPOOL" logs "$f" 2>&1)" "again" "a second job in the held image"
+
 # 2. A cancel sends the checkpoint signal to the container's process, which ends in its grace.
 k=$("$GPOOL" submit -D "$work" --node-selector node=n1 --image "$IMAGE" --grace 10s -- \
   sh -c 'trap "echo got-term; exit 0" TERM; echo ready; while :; do sleep 0.2; done') || fail "submit: $k"
