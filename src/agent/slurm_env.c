@@ -118,7 +118,7 @@ void gp__agent_slurm_vars(const gp_proto_start *o, const gp__agent_slurm_task *t
 
 int gp__agent_slurm_bin_write(const char *data_dir, const char *exe, char *dir, size_t size) {
   /* The names src/cli/main.c answers to (GP_SLURM_SHIMS in cli/slurm.h). */
-  static const char *const names[] = {"sbatch", "squeue", "scancel", "sinfo", "sacct", "scontrol"};
+  static const char *const names[] = {"sbatch", "squeue", "scancel", "sinfo", "sacct", "scontrol", "srun"};
   dir[0] = '\0';
   if (!exe || !*exe) return -1;
   char d[1024], link[1100], tmp[1100];
