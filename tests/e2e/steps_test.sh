@@ -122,7 +122,8 @@ expect_eq "completed,failed,failed,completed,completed" "$(job_field "$job" '[.s
   "the steps' states"
 expect_eq "0,5" "$(job_field "$job" '[.steps[0,1] | .exit_code | tostring] | join(",")')" "the steps' exit codes"
 show=$("$GPOOL" show "$job")
-expect_contains "$show" "Steps" "gpool show has a Steps section"
+expect_contains "$show" "  steps" "gpool show has a steps section"
+expect_contains "$show" "1    4 tasks on n2,n3  failed exit 5" "gpool show lists a step's tasks, state and exit code"
 expect_contains "$show" "python3 rdv.py" "gpool show lists a step's command"
 sacct=$(PATH="$E2E_DIR/shims:$PATH" sacct -j "$job" -n -P -o JobID,State,ExitCode)
 expect_contains "$sacct" "$job.0|COMPLETED|0:0" "sacct shows step 0"
@@ -143,7 +144,7 @@ expect_eq 403 "$(api_status POST "/v1/jobs/$held/steps" "$key" -d "$body")" "ano
 expect_eq 403 "$(api_status POST "/v1/jobs/$held/steps" "gpjob.0123456789abcdef" -d "$body")" "a made-up credential is refused"
 expect_eq 401 "$(api_status POST "/v1/jobs/$held/steps" "nope" -d "$body")" "no credential at all is refused"
 expect_eq 403 "$(api_status POST "/v1/jobs/$held/steps" "$BOB_TOKEN" -d "$body")" "another user's token is refused"
-expect_eq 403 "$(api_status GET "/v1/jobs/$other" "$key")" "the credential reads nothing but steps"
+expect_eq 401 "$(api_status GET "/v1/jobs/$other" "$key")" "the credential reads nothing but steps"
 expect_eq 201 "$(api_status POST "/v1/jobs/$other/steps" "$key" -d "$body")" "its own job's credential runs a step"
 expect_eq 400 "$(api_status POST "/v1/jobs/$other/steps" "$key" -d '{"command":["true"],"ntasks":0}')" "a bad field is refused"
 expect_contains "$(cat "$E2E_DIR/body")" "ntasks" "the refusal names the field"
