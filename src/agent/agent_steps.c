@@ -72,6 +72,17 @@ static const char *env_get(const envv *e, const char *key) {
   return NULL;
 }
 
+static void unsetenv_item(envv *e, const char *key) {
+  size_t kl = strlen(key);
+  for (size_t i = 0; i < e->n; i++)
+    if (strncmp(e->items[i], key, kl) == 0 && e->items[i][kl] == '=') {
+      free(e->items[i]);
+      e->items[i] = e->items[--e->n];
+      e->items[e->n] = NULL;
+      return;
+    }
+}
+
 static void env_free(envv *e) {
   for (size_t i = 0; i < e->n; i++) free(e->items[i]);
   free(e->items);
@@ -199,7 +210,9 @@ static void step_env(gp_agent *a, const gp_proto_step *o, const gp__agent_job *j
   }
   env_int(e, "GPOOL_STEP_ID", o->step);
   env_int(e, "GPOOL_NNODES", l.nodes);
-  if (!o->own_gpus) { /* several step tasks share the job's GPUs on the node */
+  /* The GPUs the order names: its job task's own, or all of the job's on the node (a MIG
+   * instance is its task's, as the task's environment names it). */
+  if (!(o->own_gpus && jt->mig_uuid[0])) {
     char buf[4096], idx[256];
     size_t len = 0, il = 0;
     buf[0] = idx[0] = '\0';
@@ -211,6 +224,7 @@ static void step_env(gp_agent *a, const gp_proto_step *o, const gp__agent_job *j
     env_set(e, "NVIDIA_VISIBLE_DEVICES", buf[0] ? buf : "none");
     env_set(e, "GPOOL_GPUS", idx);
     if (o->n_gpus > 0) env_int(e, "SLURM_GPUS_ON_NODE", o->n_gpus);
+    if (o->n_gpus == 0) unsetenv_item(e, "SLURM_GPUS_ON_NODE");
   }
 }
 

@@ -91,8 +91,9 @@ typedef struct gp_proto_step {
   char **argv;
   int n_env;                        /* srun's caller environment, 0..GP_PROTO_MAX_STEP_ENV */
   char **env_keys, **env_values;
-  bool own_gpus;                    /* sees its job task's GPUs; else `gpus`: */
-  int n_gpus;                       /* the job's GPUs on the node (indexes) */
+  bool own_gpus;                    /* `gpus` are its job task's own (a MIG task keeps its
+                                       instance); else all of the job's on the node */
+  int n_gpus;                       /* the GPUs it sees (indexes) */
   int gpus[GP_PROTO_MAX_GPUS];
 } gp_proto_step;
 

@@ -170,9 +170,11 @@ static int queue_orders(gp_srv_state *s, gp_srv_job *j, gp_srv_step *p, const js
     st->env_values = vals;
     st->n_env = (int)e;
     st->own_gpus = gp__srv_step_own_gpus(alloc_node, j->n_alloc, step_alloc, p->n_tasks, i);
+    /* Its job task's GPUs, or all of the job's on the node: named in the order, so a job
+     * task that sees more than its own (a batch step) does not widen its step task's. */
     int nd = alloc_node[st->alloc_task];
-    uint32_t mask = 0;
-    for (int t = 0; t < j->n_alloc; t++)
+    uint32_t mask = st->own_gpus ? j->alloc[st->alloc_task].gpu_mask : 0;
+    for (int t = 0; t < j->n_alloc && !st->own_gpus; t++)
       if (alloc_node[t] == nd) mask |= j->alloc[t].gpu_mask;
     for (int g = 0; g < GP_PROTO_MAX_GPUS && g < 32; g++)
       if (mask & (1u << g)) st->gpus[st->n_gpus++] = g;

@@ -125,6 +125,8 @@ show=$("$GPOOL" show "$job")
 expect_contains "$show" "  steps" "gpool show has a steps section"
 expect_contains "$show" "1    4 tasks on n2,n3  failed exit 5" "gpool show lists a step's tasks, state and exit code"
 expect_contains "$show" "python3 rdv.py" "gpool show lists a step's command"
+expect_eq "(hidden)" "$(as_bob "$GPOOL" show "$job" -o json | jq -r '.steps[0].command[0]')" \
+  "another user sees no step's command"
 sacct=$(PATH="$E2E_DIR/shims:$PATH" sacct -j "$job" -n -P -o JobID,State,ExitCode)
 expect_contains "$sacct" "$job.0|COMPLETED|0:0" "sacct shows step 0"
 expect_contains "$sacct" "$job.1|FAILED|5:0" "sacct shows step 1 with its exit code"
