@@ -4,8 +4,8 @@
  * node list starts with task 0's node. A variable gpool cannot know (SLURM_SUBMIT_HOST, or
  * the node list of an order without hosts from an older server) is left unset rather than
  * guessed. The shim directory holds the Slurm commands the gpool binary answers (sbatch,
- * squeue, scancel, sinfo, sacct, scontrol: cli/slurm.h): a command gpool cannot answer
- * truthfully (srun, salloc, mpirun) gets no stand-in. */
+ * squeue, scancel, sinfo, sacct, scontrol, srun: cli/slurm.h): a command gpool cannot
+ * answer truthfully (salloc) gets no stand-in. */
 #include "agent/slurm_env.h"
 
 #include <errno.h>
