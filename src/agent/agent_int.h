@@ -220,6 +220,8 @@ struct gp__agent_job;
 /* Keeps a job task's environment (0600, in its directory) for the steps that run in it. */
 void gp__agent_steps_save_env(const struct gp__agent_job *j, char *const *items, size_t n);
 void gp__agent_step_run(gp_agent *a, const char *order_id, const gp_proto_step *o);
+/* A step order taken before a restart comes again: its task, gone, is reported lost. */
+void gp__agent_step_seen_again(gp_agent *a, const char *order_id, const gp_proto_step *o);
 void gp__agent_step_stop(gp_agent *a, const gp_proto_step_stop *o);
 void gp__agent_steps_tick(gp_agent *a);
 /* The job task ended: its step tasks are killed (their ends reported as job_ended). */

@@ -255,6 +255,17 @@ static void start_seen_again(gp_agent *a, const char *id, const json_t *doc) {
   free(o);
 }
 
+/* The same for a step order: a step task this agent no longer has was killed at its
+ * restart (agent_steps.c), and its end must still reach srun. */
+static void step_seen_again(gp_agent *a, const char *id, const json_t *doc) {
+  gp_proto_order *o = gp_xmalloc(sizeof *o);
+  gp_err err = {0};
+  if (gp_proto_order_decode(doc, o, &err) == 0)
+    gp__agent_step_seen_again(a, id, &o->u.step);
+  gp_proto_order_done(o);
+  free(o);
+}
+
 void gp__agent_order_execute(gp_agent *a, json_t *doc) {
   const char *id, *kind;
   if (gp_proto_order_head(doc, &id, &kind, NULL) != 0) {
@@ -263,6 +274,7 @@ void gp__agent_order_execute(gp_agent *a, json_t *doc) {
   }
   if (order_seen(a, id)) {
     if (gp_proto_order_kind_parse(kind) == GP_PROTO_START) start_seen_again(a, id, doc);
+    if (gp_proto_order_kind_parse(kind) == GP_PROTO_STEP) step_seen_again(a, id, doc);
     return;
   }
   order_remember(a, id);

@@ -356,6 +356,21 @@ void gp__agent_step_run(gp_agent *a, const char *order_id, const gp_proto_step *
                 o->task, o->alloc_task, (int)s->pid);
 }
 
+void gp__agent_step_seen_again(gp_agent *a, const char *order_id, const gp_proto_step *o) {
+  if (find(a, o->job, o->step, o->task)) return; /* a re-send while it runs */
+  gp__agent_step_task *s = gp_xcalloc(1, sizeof *s);
+  snprintf(s->job, sizeof s->job, "%s", o->job);
+  s->step = o->step;
+  s->task = o->task;
+  s->alloc_task = o->alloc_task;
+  snprintf(s->dir, sizeof s->dir, "%s/%s.%d.%d", a->steps_dir, o->job, o->step, o->task);
+  add(a, s);
+  s->ended = true;
+  report(a, s, false, 0, 0, "lost", "the agent restarted while the step task ran (step tasks are not re-adopted)");
+  gp__agent_log("order %s: job %s step %d task %d was lost with the agent's restart", order_id, o->job, o->step,
+                o->task);
+}
+
 static void signal_task(gp__agent_step_task *s, int sig, const char *reason, int grace_s) {
   if (s->ended || s->pid <= 0) return;
   killpg(s->pid, sig);

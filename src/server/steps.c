@@ -280,6 +280,7 @@ void gp__srv_steps_node_registered(gp_srv_state *s, gp_srv_node *n, const json_t
     for (int i = 0; j->steps && i < j->steps->n; i++) {
       gp_srv_step *p = &j->steps->items[i];
       if (p->ended) continue;
+      bool lost = false;
       for (int k = 0; k < p->n_tasks; k++) {
         gp_srv_step_task *t = &p->tasks[k];
         if (t->done || !t->node || strcmp(t->node, node) != 0) continue;
@@ -293,8 +294,12 @@ void gp__srv_steps_node_registered(gp_srv_state *s, gp_srv_node *n, const json_t
         }
         if (listed) continue;
         task_end(t, false, 0, 0, "lost", "the node's agent restarted and no longer runs this step task");
-        changed = true;
+        changed = lost = true;
       }
+      gp_err err = {0};
+      /* A step that lost a task ends, as Slurm's does when a node fails under it. */
+      if (lost && gp__srv_step_stop(s, j, p, "lost", &err))
+        fprintf(stderr, "gpool server: job %s step %d: %s\n", j->idstr, p->id, err.message);
       step_settle(p, now);
     }
     gp_err err = {0};
