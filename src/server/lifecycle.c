@@ -266,6 +266,7 @@ int gp__srv_state_tick(gp_srv_state *s, int64_t now_s, int64_t now_ms, gp_err *e
       r = gp__srv_job_stop(s, j, "timeout", now_s, err);
   }
   if (!r) r = gp__srv_node_reports_check(s, now_s, now_ms, err);
+  if (!r) r = gp__srv_steps_tick(s, now_ms, err);
   if (!r) r = gp__srv_heartbeats_write(s, now_ms, err);
   if (!r) r = gp__srv_idle_tick(s, now_s, err);
   if (!r) r = gp__srv_budgets_tick(s, now_s, err);

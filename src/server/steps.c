@@ -255,6 +255,24 @@ int gp__srv_step_task_exited(gp_srv_state *s, gp_srv_job *j, const char *node, i
   return r;
 }
 
+int gp__srv_steps_tick(gp_srv_state *s, int64_t now_ms, gp_err *err) {
+  int r = 0;
+  for (int a = 0; a < s->n_active && !r; a++) {
+    gp_srv_job *j = s->active[a];
+    bool stopped = false;
+    for (int i = 0; j->steps && i < j->steps->n && !r; i++) {
+      gp_srv_step *p = &j->steps->items[i];
+      if (p->ended || p->stopping) continue;
+      if (!p->polled_ms) p->polled_ms = now_ms;
+      if (now_ms - p->polled_ms < GP_SRV_STEP_ORPHAN_MS) continue;
+      r = gp__srv_step_stop(s, j, p, "srun_gone", err);
+      stopped = true;
+    }
+    if (stopped && !r) r = gp__srv_persist_job(s, j, err);
+  }
+  return r;
+}
+
 void gp__srv_steps_job_ended(gp_srv_state *s, gp_srv_job *j, const char *reason, int64_t now) {
   (void)s;
   for (int i = 0; j->steps && i < j->steps->n; i++) {

@@ -21,6 +21,7 @@
 #define GP_SRV_STEPS_MAX 10000      /* steps one run of a job may start */
 #define GP_SRV_STEPS_RUNNING_MAX 64 /* steps of one job running at once */
 #define GP_SRV_STEP_KEY_PREFIX "gpjob."
+#define GP_SRV_STEP_ORPHAN_MS 60000 /* a step nobody asked about this long is cancelled */
 
 /* What srun asked of the layout; 0 / NULL: not given. */
 typedef struct gp_srv_step_ask {
@@ -69,7 +70,8 @@ typedef struct gp_srv_step {
   int exit_code;        /* the highest task exit code (128 + N for signal N) once ended */
   int master_port;
   int64_t created_at, ended_at;
-  int64_t created_ms;   /* monotonic (memory only; 0 after a restart) */
+  int64_t polled_ms;    /* monotonic: when its srun last asked about it (memory only; 0
+                           after a restart: the next tick starts the count) */
 } gp_srv_step;
 
 typedef struct gp_srv_steps {
@@ -111,6 +113,9 @@ void gp__srv_steps_node_registered(struct gp_srv_state *s, struct gp_srv_node *n
                                    const json_t *running, int64_t now);
 /* start_order.c: the address other nodes reach node n at (its agent's host, else its name). */
 void gp__srv_node_addr(const struct gp_srv_node *n, char *buf, size_t size);
+/* The state thread's tick: a running step whose srun has not asked about it for
+ * GP_SRV_STEP_ORPHAN_MS (srun killed by SIGKILL, its node gone) is cancelled. */
+int gp__srv_steps_tick(struct gp_srv_state *s, int64_t now_ms, gp_err *err);
 /* Sends step_stop orders for every unfinished task of the step (signal "" : TERM). */
 int gp__srv_step_stop(struct gp_srv_state *s, struct gp_srv_job *j, gp_srv_step *p,
                       const char *reason, gp_err *err);

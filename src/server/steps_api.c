@@ -14,6 +14,7 @@
 #include "server/state.h"
 #include "server/steps.h"
 #include "util/mem.h"
+#include "util/clock.h"
 #include "util/secret.h"
 #include "util/units.h"
 
@@ -269,6 +270,7 @@ static int create(gp_srv_state *s, gp_srv_req *r, gp_srv_job *j, int64_t now, gp
       p->state = gp_xstrdup("running");
       p->kill_on_bad_exit = kobe;
       p->created_at = now;
+      p->polled_ms = gp_mono_ms();
       p->master_port = step_port(j, p->id);
       p->n_tasks = n;
       p->tasks = gp_xcalloc((size_t)n + 1, sizeof *p->tasks);
@@ -370,6 +372,8 @@ int gp__srv_steps_route(gp_srv_state *s, gp_srv_req *r, gp_srv_job *j, const cha
     return 0;
   }
   const char *action = slash ? slash + 1 : "";
+  if (r->job_key || r->role == GP_ROLE_ADMIN || (r->user && strcmp(r->user, j->user) == 0))
+    p->polled_ms = gp_mono_ms(); /* its srun is still there (steps_tick) */
   if (!*action && get) {
     json_t *w = json_object();
     json_object_set_new(w, "step", gp__srv_step_json(p));
