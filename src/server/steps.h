@@ -22,6 +22,7 @@
 #define GP_SRV_STEPS_RUNNING_MAX 64 /* steps of one job running at once */
 #define GP_SRV_STEP_KEY_PREFIX "gpjob."
 #define GP_SRV_STEP_ORPHAN_MS 60000 /* a step nobody asked about this long is cancelled */
+#define GP_SRV_STEP_ORDERS_MAX ((size_t)64 << 20) /* bytes of orders one step may queue */
 
 /* What srun asked of the layout; 0 / NULL: not given. */
 typedef struct gp_srv_step_ask {

@@ -218,6 +218,19 @@ static gp_srv_step *step_slot(gp_srv_steps *st) {
   return p;
 }
 
+/* About what a step's orders weigh in all: each carries the command, the environment and
+ * every step task's node name and address. */
+static size_t orders_bytes(const json_t *body, const char *const *alloc_name, const int *place, int n) {
+  size_t one = 1024, hosts = 0;
+  const json_t *cmd = json_object_get(body, "command"), *env = json_object_get(body, "env");
+  for (size_t i = 0; i < json_array_size(cmd); i++) one += json_string_length(json_array_get(cmd, i)) + 4;
+  const char *k;
+  const json_t *v;
+  json_object_foreach((json_t *)env, k, v) one += strlen(k) + json_string_length(v) + 6;
+  for (int i = 0; i < n; i++) hosts += 2 * (strlen(alloc_name[place[i]]) + 4) + 8;
+  return (size_t)n * (one + hosts);
+}
+
 static int create(gp_srv_state *s, gp_srv_req *r, gp_srv_job *j, int64_t now, gp_err *err) {
   if (j->state != GP_JOB_RUNNING || j->n_alloc <= 0 || !j->steps) {
     gp__srv_reply_error(r, 409, "conflict", NULL, "job %s is %s: steps run only in a running job",
@@ -259,6 +272,12 @@ static int create(gp_srv_state *s, gp_srv_req *r, gp_srv_job *j, int64_t now, gp
     gp__srv_reply_error(r, 409, "conflict", NULL, "job %s has a task without a node", j->idstr);
   } else if (gp__srv_step_place(alloc_node, alloc_name, j->n_alloc, &ask, place, &n, &pe)) {
     gp__srv_reply_error(r, 400, "invalid_argument", pe.field[0] ? pe.field : NULL, "%s", pe.message);
+  } else if (orders_bytes(r->json, alloc_name, place, n) > GP_SRV_STEP_ORDERS_MAX) {
+    /* Every step task's order carries the command, the environment and the step's hosts. */
+    gp__srv_reply_error(r, 400, "invalid_argument", "env",
+                        "a step of %d tasks with this command and environment would queue %zu MiB of "
+                        "orders, more than %zu MiB: pass fewer variables (srun --export=NAME,...)",
+                        n, orders_bytes(r->json, alloc_name, place, n) >> 20, GP_SRV_STEP_ORDERS_MAX >> 20);
   } else {
     gp_srv_step *p = step_slot(st);
     if (!p) {
