@@ -385,6 +385,7 @@ static void events_acked(gp_agent *a, json_t *events) {
   json_array_foreach(events, i, ev) {
     const char *kind = json_string_value(json_object_get(ev, "kind"));
     const char *id = json_string_value(json_object_get(ev, "job"));
+    if (kind && id && strcmp(kind, "step_exited") == 0) gp__agent_step_acked(a, ev);
     if (!kind || !id || strcmp(kind, "exited") != 0) continue;
     const json_t *task = json_object_get(ev, "task");
     gp__agent_job *j = gp__agent_job_find_task(a, id, json_is_integer(task) ? (int)json_integer_value(task) : -1);

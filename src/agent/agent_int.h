@@ -229,6 +229,9 @@ void gp__agent_steps_job_ended(gp_agent *a, const struct gp__agent_job *j);
 /* The server settled the job task's end: its step tasks' records and output go. */
 void gp__agent_steps_job_removed(gp_agent *a, const struct gp__agent_job *j);
 json_t *gp__agent_steps_report(const gp_agent *a); /* register's "steps": [{job, step, task}] */
+/* The server has a step task's end (its step_exited event): its record goes (its output
+ * stays until the job's last task here is removed). */
+void gp__agent_step_acked(gp_agent *a, const json_t *event);
 
 /* ---- agent_jobs.c ---- */
 void gp__agent_job_add(gp_agent *a, gp__agent_job *j);

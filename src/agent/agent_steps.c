@@ -440,17 +440,47 @@ static void remove_dir(const char *dir) {
   rmdir(dir);
 }
 
+void gp__agent_step_acked(gp_agent *a, const json_t *event) {
+  const char *job = json_string_value(json_object_get(event, "job"));
+  json_int_t step = json_integer_value(json_object_get(event, "step"));
+  json_int_t task = json_integer_value(json_object_get(event, "task"));
+  for (size_t i = 0; job && i < a->n_steps; i++) {
+    gp__agent_step_task *s = a->steps[i];
+    if (s->ended && s->step == step && s->task == task && strcmp(s->job, job) == 0) {
+      free(s);
+      a->steps[i] = a->steps[--a->n_steps];
+      return;
+    }
+  }
+}
+
 void gp__agent_steps_job_removed(gp_agent *a, const gp__agent_job *j) {
   for (size_t i = 0; i < a->n_steps;) {
     gp__agent_step_task *s = a->steps[i];
     if (s->ended && strcmp(s->job, j->id) == 0 && s->alloc_task == j->task) {
-      remove_dir(s->dir);
       free(s);
       a->steps[i] = a->steps[--a->n_steps];
     } else {
       i++;
     }
   }
+  /* The job's last task here: its steps' output goes (a step task still running in another
+   * task of the job keeps it until then). */
+  for (size_t i = 0; i < a->n_jobs; i++)
+    if (a->jobs[i] != j && strcmp(a->jobs[i]->id, j->id) == 0) return;
+  for (size_t i = 0; i < a->n_steps; i++)
+    if (strcmp(a->steps[i]->job, j->id) == 0) return;
+  char prefix[GP_AGENT_ID_MAX + 2];
+  snprintf(prefix, sizeof prefix, "%s.", j->id);
+  DIR *d = opendir(a->steps_dir);
+  struct dirent *de;
+  while (d && (de = readdir(d))) {
+    if (strncmp(de->d_name, prefix, strlen(prefix)) != 0) continue;
+    char dir[900];
+    snprintf(dir, sizeof dir, "%.620s/%.255s", a->steps_dir, de->d_name);
+    remove_dir(dir);
+  }
+  if (d) closedir(d);
 }
 
 json_t *gp__agent_steps_report(const gp_agent *a) {

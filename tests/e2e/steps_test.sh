@@ -91,6 +91,8 @@ job=$("$GPOOL" submit -N 2 --ntasks-per-node 2 -g 1 --node-selector pool=rdv -e 
 wait_for 90 "job $job to end" sh -c "'$GPOOL' show $job -o json | jq -e '.state | test(\"completed|failed\")'"
 expect_eq completed "$(job_field "$job" .state)" "the job completes (task 0: $("$GPOOL" logs "$job" 2>&1))"
 expect_eq 1 "$(cat key.count)" "the job's tasks hold their step credential"
+wait_for 15 "the steps' output to go with the job's tasks" sh -c \
+  "[ -z \"\$(find '$E2E_DIR/agent-n2/steps' '$E2E_DIR/agent-n3/steps' -mindepth 1)\" ]"
 
 # ---- the rendezvous step ----
 expect_eq 0 "$(cat rdv.code)" "srun python3 rdv.py succeeds ($(cat rdv.out rdv.err))"
