@@ -74,13 +74,13 @@ echo $(( $(date +%s) - start )) >kill.secs
 srun -N 1 -n 1 sh -c 'echo "$SLURM_PROCID/$SLURM_NTASKS $SLURM_STEP_NUM_NODES $SLURM_STEP_NODELIST $SLURMD_NODENAME"' >one.out 2>one.err
 echo $? >one.code
 srun --ntasks-per-node=1 sh -c 'echo "node $SLURM_NODEID of $SLURM_NNODES job nodes $SLURM_JOB_NUM_NODES gpus $CUDA_VISIBLE_DEVICES"' >pernode.out
-srun sleep 61 2>cancel.err &
+srun sleep 167 2>cancel.err &
 sp=$!
-i=0; while [ "$(pgrep -c -f 'sleep 6[1]')" -lt 4 ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+i=0; while [ "$(pgrep -c -f '^sleep 16[7]')" -lt 4 ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
 kill -TERM $sp
 wait $sp; echo $? >cancel.code
-i=0; while pgrep -f 'sleep 6[1]' >/dev/null && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
-pgrep -c -f 'sleep 6[1]' >cancel.left
+i=0; while pgrep -f '^sleep 16[7]' >/dev/null && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+pgrep -c -f '^sleep 16[7]' >cancel.left
 srun --no-such-option true 2>refused.err; echo $? >refused.code
 srun -n 9 true 2>toomany.err; echo $? >toomany.code
 env | grep -c '^GPOOL_JOB_KEY=' >key.count
@@ -173,17 +173,17 @@ if [ "$SLURM_PROCID" != 0 ]; then
   i=0; while [ ! -e lost.done ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i + 1)); done
   exit 0
 fi
-srun sleep 120 2>lost.err; echo $? >lost.code
+srun sleep 173 2>lost.err; echo $? >lost.code
 touch lost.done
 SH
 lj=$("$GPOOL" submit -N 2 --ntasks-per-node 1 -g 1 --node-selector pool=rdv -e E2E_DIR="$E2E_DIR" -- sh "$E2E_DIR/lost.sh")
-wait_for 30 "the step's two tasks to run" sh -c '[ "$(pgrep -c -f "sleep 12[0]")" -ge 2 ]'
+wait_for 30 "the step's two tasks to run" sh -c '[ "$(pgrep -c -f "^sleep 17[3]")" -ge 2 ]'
 kill -9 "$(agent_pid n3)"
 e2e_agent n3 4xH100-80GB --listen 127.0.0.3:0 --labels pool=rdv
 wait_for 30 "srun to end after the agent restart" test -s lost.code
 [ "$(cat lost.code)" -ne 0 ] || fail "a step that lost a task fails"
 expect_contains "$(cat lost.err)" "lost" "srun says a task was lost ($(cat lost.err))"
-wait_for 15 "the step's other task to be stopped" sh -c '! pgrep -f "sleep 12[0]"'
+wait_for 15 "the step's other task to be stopped" sh -c '! pgrep -f "^sleep 17[3]"'
 wait_for 30 "job $lj to complete" job_is "$lj" completed
 expect_eq failed "$(job_field "$lj" '.steps[0].state')" "the step failed"
 
