@@ -231,6 +231,13 @@ static size_t orders_bytes(const json_t *body, const char *const *alloc_name, co
   return (size_t)n * (one + hosts);
 }
 
+/* The first step task placed in a job task that has ended, or -1. */
+static int ended_task(const gp_srv_job *j, const int *place, int n) {
+  for (int i = 0; i < n; i++)
+    if (j->alloc[place[i]].exited) return i;
+  return -1;
+}
+
 static int create(gp_srv_state *s, gp_srv_req *r, gp_srv_job *j, int64_t now, gp_err *err) {
   if (j->state != GP_JOB_RUNNING || j->n_alloc <= 0 || !j->steps) {
     gp__srv_reply_error(r, 409, "conflict", NULL, "job %s is %s: steps run only in a running job",
@@ -272,6 +279,12 @@ static int create(gp_srv_state *s, gp_srv_req *r, gp_srv_job *j, int64_t now, gp
     gp__srv_reply_error(r, 409, "conflict", NULL, "job %s has a task without a node", j->idstr);
   } else if (gp__srv_step_place(alloc_node, alloc_name, j->n_alloc, &ask, place, &n, &pe)) {
     gp__srv_reply_error(r, 400, "invalid_argument", pe.field[0] ? pe.field : NULL, "%s", pe.message);
+  } else if (ended_task(j, place, n) >= 0) {
+    int t = place[ended_task(j, place, n)];
+    gp__srv_reply_error(r, 409, "conflict", NULL,
+                        "task %d of job %s has ended (exit code %d): a step runs in the job's running tasks "
+                        "(ask for fewer with -n/-w, or keep the job's tasks running)",
+                        t, j->idstr, j->alloc[t].exit_code);
   } else if (orders_bytes(r->json, alloc_name, place, n) > GP_SRV_STEP_ORDERS_MAX) {
     /* Every step task's order carries the command, the environment and the step's hosts. */
     gp__srv_reply_error(r, 400, "invalid_argument", "env",

@@ -174,6 +174,22 @@ wait_for 30 "job $other to complete" job_is "$other" completed
 expect_eq 403 "$(api_status POST "/v1/jobs/$other/steps" "$key" -d "$body")" "the credential dies with the run"
 "$GPOOL" show "$other" -o json | grep -q "$key" && fail "the job document must not hold the credential"
 
+# ---- a job task that ended holds no step ----
+cat >ended.sh <<'SH'
+cd "$E2E_DIR"
+[ "$SLURM_PROCID" != 0 ] && exit 0
+i=0; while [ ! -e ended.go ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+srun true 2>ended.err; echo $? >ended.code
+srun -n 1 true; echo $? >ended1.code
+SH
+ej=$("$GPOOL" submit -N 2 --ntasks-per-node 1 -g 1 --node-selector pool=rdv -e E2E_DIR="$E2E_DIR" -- sh "$E2E_DIR/ended.sh")
+wait_for 30 "task 1 of job $ej to end" sh -c "[ \"\$('$GPOOL' show $ej -o json | jq -r '.placements[1].exit_code')\" = 0 ]"
+touch ended.go
+wait_for 30 "job $ej to complete" job_is "$ej" completed
+expect_eq 1 "$(cat ended.code)" "a step over an ended task is refused"
+expect_contains "$(cat ended.err)" "task 1 of job $ej has ended" "the refusal names the task"
+expect_eq 0 "$(cat ended1.code)" "a step in the running task still runs"
+
 # ---- an agent restart: step tasks are not re-adopted; the step ends, srun says why ----
 cat >lost.sh <<'SH'
 cd "$E2E_DIR"
