@@ -135,6 +135,7 @@ static void emit(srun *r, int task, int stream, const char *data, size_t len, bo
  * whatever there is now). Returns 0, or -1 when the server could not say. */
 static int relay_stream(srun *r, int task, int stream, int64_t upto) {
   relay *rl = &r->out[2 * task + stream];
+  int failures = 0;
   for (int rounds = 0; rounds < 4096; rounds++) {
     if (upto >= 0 && rl->offset >= upto) return 0;
     char path[256];
@@ -142,7 +143,16 @@ static int relay_stream(srun *r, int task, int stream, int64_t upto) {
              stream ? "stderr" : "stdout", (long long)rl->offset);
     json_t *doc = NULL;
     gp_err err = {0};
-    if (gp_client_call(r->client, "GET", path, NULL, &doc, NULL, &err)) return -1;
+    if (gp_client_call(r->client, "GET", path, NULL, &doc, NULL, &err)) {
+      /* While it runs the next round reads it; at the end what is left must come (the
+       * server's log proxy answers 503 while busy). */
+      if (upto < 0 || ++failures > 100) {
+        if (upto >= 0) fprintf(stderr, "srun: error: task %d's %s: %s\n", task, stream ? "stderr" : "stdout", err.message);
+        return -1;
+      }
+      nap_ms(100);
+      continue;
+    }
     const char *data = json_string_value(json_object_get(doc, "data"));
     size_t len = json_string_length(json_object_get(doc, "data"));
     json_int_t next = json_integer_value(json_object_get(doc, "offset"));

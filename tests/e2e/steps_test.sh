@@ -83,6 +83,7 @@ i=0; while pgrep -f '^sleep 16[7]' >/dev/null && [ $i -lt 300 ]; do sleep 0.1; i
 pgrep -c -f '^sleep 16[7]' >cancel.left
 srun -l -o 'step-%J-%t.out' sh -c 'echo "out $SLURM_PROCID"; echo "err $SLURM_PROCID" >&2' >files.stdout
 echo $? >files.code
+srun -n 1 seq 1 200000 >big.out
 srun --no-such-option true 2>refused.err; echo $? >refused.code
 srun -n 9 true 2>toomany.err; echo $? >toomany.code
 env | grep -c '^GPOOL_JOB_KEY=' >key.count
@@ -123,6 +124,7 @@ expect_eq 2 "$(grep -c 'job nodes 2' pernode.out)" "--ntasks-per-node=1: one tas
 expect_eq 1 "$(grep -c 'node 0 of 2' pernode.out)" "step node ids count the step's nodes"
 expect_eq 2 "$(grep -o 'gpus [^ ]*' pernode.out | grep -c ',')" "a node's only step task sees all the job's GPUs there"
 expect_eq 0 "$(cat files.code)" "srun -o"
+expect_eq "200000 200000" "$(wc -l <big.out) $(tail -n 1 big.out)" "srun relays a large output whole, in order"
 expect_eq "" "$(cat files.stdout)" "srun -o writes nothing to srun's own stdout"
 for t in 0 1 2 3; do
   expect_eq "$t: err $t/$t: out $t" "$(sort step-"$job".6-$t.out | tr '\n' / | sed 's|/$||')" \
@@ -136,8 +138,8 @@ expect_eq 1 "$(cat toomany.code)" "more tasks than the allocation holds is refus
 expect_contains "$(cat toomany.err)" "-n/--ntasks" "the refusal names -n"
 
 # ---- the steps in gpool show, the API and sacct ----
-expect_eq 7 "$(job_field "$job" '.steps | length')" "the job keeps its 7 steps (the refused ones never started)"
-expect_eq "completed,failed,failed,completed,completed,cancelled,completed" \
+expect_eq 8 "$(job_field "$job" '.steps | length')" "the job keeps its 8 steps (the refused ones never started)"
+expect_eq "completed,failed,failed,completed,completed,cancelled,completed,completed" \
   "$(job_field "$job" '[.steps[] | .state] | join(",")')" "the steps' states"
 expect_eq "0,5" "$(job_field "$job" '[.steps[0,1] | .exit_code | tostring] | join(",")')" "the steps' exit codes"
 show=$("$GPOOL" show "$job")
