@@ -379,6 +379,8 @@ int gp__srv_steps_route(gp_srv_state *s, gp_srv_req *r, gp_srv_job *j, const cha
                           j->idstr, j->user);
     return 0;
   }
+  static const char *const none[] = {NULL};
+  if (!strstr(rest, "/output") && !gp__srv_query_known(r, none, "this route takes none")) return 0;
   if (!*rest) {
     if (post) return create(s, r, j, now, err);
     if (get) {

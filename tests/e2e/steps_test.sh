@@ -171,6 +171,7 @@ expect_eq 401 "$(api_status GET "/v1/jobs/$other" "$key")" "the credential reads
 expect_eq 201 "$(api_status POST "/v1/jobs/$other/steps" "$key" -d "$body")" "its own job's credential runs a step"
 expect_eq 400 "$(api_status POST "/v1/jobs/$other/steps" "$key" -d '{"command":["true"],"ntasks":0}')" "a bad field is refused"
 expect_contains "$(cat "$E2E_DIR/body")" "ntasks" "the refusal names the field"
+expect_eq 400 "$(api_status GET "/v1/jobs/$other/steps?wait=1" "$key")" "an unknown parameter is refused"
 open_gate
 wait_for 30 "job $other to complete" job_is "$other" completed
 expect_eq 403 "$(api_status POST "/v1/jobs/$other/steps" "$key" -d "$body")" "the credential dies with the run"
