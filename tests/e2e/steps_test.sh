@@ -76,7 +76,7 @@ srun -K sh -c 'if [ "$SLURM_PROCID" = 1 ]; then exit 7; fi; exec sleep 60' 2>kil
 echo $(( $(date +%s) - start )) >kill.secs
 srun -N 1 -n 1 sh -c 'echo "$SLURM_PROCID/$SLURM_NTASKS $SLURM_STEP_NUM_NODES $SLURM_STEP_NODELIST $SLURMD_NODENAME"' >one.out 2>one.err
 echo $? >one.code
-srun --ntasks-per-node=1 sh -c 'echo "node $SLURM_NODEID of $SLURM_NNODES job nodes $SLURM_JOB_NUM_NODES gpus $CUDA_VISIBLE_DEVICES"' >pernode.out
+srun --ntasks-per-node=1 sh -c 'echo "node $SLURM_NODEID of $SLURM_NNODES job nodes $SLURM_JOB_NUM_NODES gpus $CUDA_VISIBLE_DEVICES step_gpus $SLURM_STEP_GPUS on $SLURM_GPUS_ON_NODE"' >pernode.out
 srun sleep 167 2>cancel.err &
 sp=$!
 i=0; while [ "$(pgrep -c -f '^sleep 16[7]')" -lt 4 ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
@@ -125,7 +125,8 @@ expect_eq 1 "$(wc -l <one.out)" "-N 1 -n 1 runs one task"
 case "$one" in "0/1 1 n2 n2" | "0/1 1 n3 n3") ;; *) fail "a one-task step's variables: $one" ;; esac
 expect_eq 2 "$(grep -c 'job nodes 2' pernode.out)" "--ntasks-per-node=1: one task per node ($(cat pernode.out))"
 expect_eq 1 "$(grep -c 'node 0 of 2' pernode.out)" "step node ids count the step's nodes"
-expect_eq 2 "$(grep -o 'gpus [^ ]*' pernode.out | grep -c ',')" "a node's only step task sees all the job's GPUs there"
+expect_eq 2 "$(grep -o 'gpus GPU[^ ]*' pernode.out | grep -c ',')" "a node's only step task sees all the job's GPUs there"
+expect_eq 2 "$(grep -c 'step_gpus [0-9],[0-9] on 2' pernode.out)" "SLURM_STEP_GPUS and SLURM_GPUS_ON_NODE name them ($(cat pernode.out))"
 expect_eq 0 "$(cat files.code)" "srun -o"
 expect_eq "200000 200000" "$(wc -l <big.out) $(tail -n 1 big.out)" "srun relays a large output whole, in order"
 expect_eq "" "$(cat files.stdout)" "srun -o writes nothing to srun's own stdout"
