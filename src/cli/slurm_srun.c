@@ -210,11 +210,21 @@ static int start(srun *r, const gp_srun_opts *o, json_t *env, json_t **ret_step)
   if (o->ntasks_per_node) json_object_set_new(body, "ntasks_per_node", json_integer(o->ntasks_per_node));
   if (o->nodelist) json_object_set(body, "nodelist", o->nodelist);
   json_object_set_new(body, "kill_on_bad_exit", json_boolean(o->kill_on_bad_exit));
+  if (o->exclusive) json_object_set_new(body, "exclusive", json_true());
   char path[128];
   snprintf(path, sizeof path, "/v1/jobs/%s/steps", r->job);
   json_t *doc = NULL;
   gp_err err = {0};
-  int rc = gp_client_call(r->client, "POST", path, body, &doc, NULL, &err);
+  int rc;
+  /* --exclusive: while the job's other --exclusive steps hold the tasks it needs, wait for
+   * them, as Slurm's srun does. */
+  for (bool said = false;; said = true) {
+    memset(&err, 0, sizeof err);
+    rc = gp_client_call(r->client, "POST", path, body, &doc, NULL, &err);
+    if (rc != GP_ESTATE || strcmp(err.field, "exclusive") != 0 || signals_seen) break;
+    if (!said && !o->quiet) fprintf(stderr, "srun: Job step creation temporarily disabled, retrying\n");
+    nap_ms(200);
+  }
   json_decref(body);
   if (rc) {
     fprintf(stderr, "srun: error: %s%s%s\n", err.field[0] ? err.field : "", err.field[0] ? ": " : "", err.message);

@@ -87,6 +87,12 @@ pgrep -c -f '^sleep 16[7]' >cancel.left
 srun -l -o 'step-%J-%t.out' sh -c 'echo "out $SLURM_PROCID"; echo "err $SLURM_PROCID" >&2' >files.stdout
 echo $? >files.code
 srun -n 1 seq 1 200000 >big.out
+# Task farming: 6 one-task --exclusive steps over the 4 job tasks, 4 at a time.
+for i in 0 1 2 3 4 5; do
+  srun --exclusive -n 1 sh -c 'echo "$CUDA_VISIBLE_DEVICES $SLURMD_NODENAME $(date +%s%N)"; sleep 1.5; date +%s%N' \
+    >farm.$i 2>farm.err.$i &
+done
+wait
 srun --no-such-option true 2>refused.err; echo $? >refused.code
 srun -n 9 true 2>toomany.err; echo $? >toomany.code
 env | grep -c '^GPOOL_JOB_KEY=' >key.count
@@ -142,9 +148,17 @@ expect_eq 1 "$(cat toomany.code)" "more tasks than the allocation holds is refus
 expect_contains "$(cat toomany.err)" "-n/--ntasks" "the refusal names -n"
 
 # ---- the steps in gpool show, the API and sacct ----
-expect_eq 8 "$(job_field "$job" '.steps | length')" "the job keeps its 8 steps (the refused ones never started)"
+expect_eq 14 "$(job_field "$job" '.steps | length')" "the job keeps its 14 steps (the refused ones never started)"
 expect_eq "completed,failed,failed,completed,completed,cancelled,completed,completed" \
-  "$(job_field "$job" '[.steps[] | .state] | join(",")')" "the steps' states"
+  "$(job_field "$job" '[.steps[] | .state] | .[0:8] | join(",")')" "the steps' states"
+expect_eq 6 "$(job_field "$job" '[.steps[] | select(.exclusive and .state == "completed")] | length')" \
+  "the 6 --exclusive steps completed"
+expect_eq 4 "$(cat farm.[0-5] | awk 'NF == 3 { print $1 }' | sort -u | wc -l)" \
+  "--exclusive steps took each job task's own GPU ($(cat farm.[0-5]))"
+grep -q "temporarily disabled, retrying" farm.err.* || fail "srun --exclusive waits for a job task to be free"
+# No two steps at once in one job task: in each GPU's runs, each starts after the last ended.
+cat farm.[0-5] | paste - - | sort -k1,1 -k3,3n | awk '$1 == g && $3 < end { bad = 1 } { g = $1; end = $4 } END { exit bad }' ||
+  fail "two --exclusive steps ran in one job task at once: $(cat farm.[0-5] | paste - -)"
 expect_eq "0,5" "$(job_field "$job" '[.steps[0,1] | .exit_code | tostring] | join(",")')" "the steps' exit codes"
 show=$("$GPOOL" show "$job")
 expect_contains "$show" "  steps" "gpool show has a steps section"
