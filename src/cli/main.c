@@ -43,6 +43,7 @@ int main(int argc, char **argv) {
   /* The agent's container tasks (src/agent/container_task.c). */
   if (argc > 1 && strcmp(argv[1], "__container-task") == 0)
     return gp_agent_container_task_main(argc - 1, argv + 1);
+  if (strcmp(self, "srun") == 0) return gp_cmd_srun(argc, argv);
   if (argc < 2 || strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0 ||
       strcmp(argv[1], "-h") == 0) {
     usage(stdout);
