@@ -9,6 +9,7 @@
 
 #include "core/field.h"
 #include "core/validate.h"
+#include "core/usage.h"
 
 static int bad(gp__core_ctx *c, const char *field, const char *what) {
   return gp_err_set(c->err, GP_EINVAL, NULL, 0, field, "%s", what);
@@ -154,5 +155,6 @@ int gp__core_validate(gp__core_ctx *c) {
   if (c->known_tree) gp__core_qtree_share(&c->tree, c->known_tree);
   else if ((rc = gp__core_qtree_build(&c->tree, v->queues, v->n_queues, c->err))) return rc;
   if (!c->view_known && (rc = check_pools(c))) return rc;
+  if ((rc = gp__core_usage_apply(c))) return rc;
   return 0;
 }
