@@ -111,8 +111,8 @@ int gp__srv_queue_from_json(const json_t *o, const char *name, gp_srv_queue *q, 
   if (limit != GP_NO_LIMIT && limit < deserved)
     return gp_err_set(err, GP_EINVAL, NULL, 0, "limit", "must not be below deserved");
   if ((v = json_object_get(o, "weight"))) {
-    if (!json_is_number(v) || !(json_number_value(v) > 0) || json_number_value(v) > 1e6)
-      return gp_err_set(err, GP_EINVAL, NULL, 0, "weight", "must be a number > 0");
+    if (!json_is_number(v) || !(json_number_value(v) >= 0) || json_number_value(v) > 1e6)
+      return gp_err_set(err, GP_EINVAL, NULL, 0, "weight", "must be a number from 0 to 1000000");
     weight = json_number_value(v);
   }
   gp_spot_pref spot = q->spot;

@@ -583,7 +583,7 @@ static gp_srv_queue *queue_from_config(const gp_server_queue *cq) {
   q->name = gp_xstrdup(cq->q.name);
   q->deserved = cq->q.deserved_gpus;
   q->limit = cq->q.limit_gpus;
-  q->weight = cq->q.weight > 0 ? cq->q.weight : 1;
+  q->weight = cq->q.weight >= 0 ? cq->q.weight : 1;
   q->default_priority = gp_xstrdup(cq->q.default_priority);
   q->default_time_limit = cq->q.default_time_limit;
   q->n_users = cq->n_users;
