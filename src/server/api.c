@@ -13,6 +13,7 @@
 #include "server/report.h"
 #include "server/autoscale.h"
 #include "server/events.h"
+#include "server/fairshare.h"
 #include "server/jobmetrics.h"
 #include "server/notify_job.h"
 #include "server/server_int.h"
@@ -489,7 +490,10 @@ static int jobs_route(gp_srv_state *s, gp_srv_req *r, const char *rest, int64_t 
       gp__srv_reply_error(r, 405, "method_not_allowed", NULL, "use GET on /v1/jobs/{id}");
       return 0;
     }
-    reply_job(s, r, 200, j);
+    /* One job: with its fair-share figures (`gpool why`), which a list leaves out. */
+    json_t *o = job_for(s, r, j);
+    if (json_is_object(o)) json_object_set_new(o, "fairshare", gp__srv_fairshare_job_json(s, j, now));
+    gp__srv_reply_json(r, 200, json_pack("{s:o}", "job", o));
     return 0;
   }
   if (strcmp(action, "metrics") == 0 && gp__srv_req_method(r, "GET")) {
@@ -543,6 +547,7 @@ int gp__srv_api_handle(gp_srv_state *s, gp_srv_req *r, int64_t now_s, int64_t no
     free(text);
     gp__srv_events_metrics(s->events, &out);
     gp__srv_notify_metrics(s->notify, &out);
+    gp__srv_fairshare_metrics(s, now_s, &out);
     free(r->resp);
     r->resp = gp_buf_steal(&out);
     r->status = 200;
@@ -574,6 +579,7 @@ int gp__srv_api_handle(gp_srv_state *s, gp_srv_req *r, int64_t now_s, int64_t no
     return 0;
   }
   if (strcmp(p, "/v1/prices") == 0) return gp__srv_prices_route(s, r, err);
+  if (strcmp(p, "/v1/shares") == 0) return gp__srv_shares_route(s, r, now_s);
   if (strcmp(p, "/v1/notify") == 0) return gp__srv_notify_route(s, r, err);
   if (strcmp(p, "/v1/templates") == 0) return gp__srv_templates_route(s, r, now_s, err);
   gp__srv_reply_error(r, 404, "not_found", NULL, "no route %s %s", r->method, p);

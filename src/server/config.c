@@ -36,6 +36,7 @@ gp_server_config *gp_server_config_new(void) {
   c->listen_port = 8642;
   c->data_dir = ".";
   gp_policy_init(&c->policy);
+  gp_fairshare_config_init(&c->fairshare);
   c->node_timeout_s = 30;
   c->heartbeat_s = 5;
   c->schedule_interval_ms = 1000;
@@ -314,7 +315,8 @@ static int parse_doc(const gp_doc *d, const char *path, gp_server_config *c, gp_
       "max_connections_per_address", "http_idle_timeout_s", "http_request_timeout_s",
       "recent_ended_jobs", "prices", "node_templates", "autoscale",
       "events_max_streams_per_user",
-      "events_max_streams", "events_buffer_kib", "events_ping_s", "ha", "store", "notify", NULL};
+      "events_max_streams", "events_buffer_kib", "events_ping_s", "ha", "store", "notify",
+      "fairshare", NULL};
   const gp_doc_node *root = d->root;
   if (!root) return 0;
   int r = gp_doc_expect(d, root, "", GP_DOC_MAP, err);
@@ -463,6 +465,9 @@ static int parse_doc(const gp_doc *d, const char *path, gp_server_config *c, gp_
       (r = gp_doc_int_range(d, n, "http_request_timeout_s", 1, 3600, &c->http_request_timeout_s, err)))
     return r;
   if ((r = read_prices(d, root, qseq, c, err))) return r;
+  if ((n = gp_doc_get(root, "fairshare")) &&
+      (r = gp_fairshare_read(d, n, "fairshare", a, &c->fairshare, err)))
+    return r;
   if ((n = gp_doc_get(root, "node_templates"))) {
     gp_node_template *tmpls;
     if ((r = gp_node_templates_read(d, n, "node_templates", a, &tmpls, &c->n_node_templates, err)))

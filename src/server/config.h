@@ -14,6 +14,7 @@
 
 #include "core/idle.h"
 #include "core/model.h"
+#include "ledger/decay.h"
 #include "server/autoscale_config.h"
 #include "server/budget.h"
 #include "server/leader_config.h"
@@ -90,6 +91,7 @@ typedef struct gp_server_config {
   int http_request_timeout_s;  /* a request must arrive whole within this (10) */
   int recent_ended_jobs;       /* ended jobs kept in memory, newest first (10000) */
   struct gp_prices *prices;    /* `prices:` (src/ledger/prices.h; one reference), NULL: none */
+  gp_fairshare_config fairshare; /* `fairshare:` (src/ledger/decay.h): half-life, reset, weights */
   int n_node_templates;        /* `node_templates:` (node_templates.h) */
   const struct gp_node_template *node_templates;
   gp_autoscale_config autoscale; /* `autoscale:` (autoscale_config.h) */
