@@ -17,7 +17,8 @@ DB=$E2E_DIR/server/gpool.db
 e2e_agent n1 2xH100-80GB
 
 # --- 1. a burst does not jump a colleague's job -------------------------------------------
-a1=$(as_alice "$GPOOL" submit -q shared -g 1 -n a1 -- sleep 3)
+a1=$(as_alice "$GPOOL" submit -q shared -g 1 -n a1 -- sh -c \
+  "i=0; while [ ! -e '$E2E_DIR/gate1' ] && [ \$i -lt 600 ]; do sleep 0.1; i=\$((i + 1)); done; sleep 1")
 a2=$(as_alice "$GPOOL" submit -q shared -g 1 -n a2 -- sh -c "$(gate_wait)")
 wait_for 20 "alice's first two jobs to run" job_launched "$a2"
 job_launched "$a1" || wait_for 20 "a1 to run" job_launched "$a1"
@@ -25,6 +26,10 @@ a3=$(as_alice "$GPOOL" submit -q shared -g 1 -n a3 -- sh -c "$(gate_wait)")
 a4=$(as_alice "$GPOOL" submit -q shared -g 1 -n a4 -- sh -c "$(gate_wait)")
 sleep 1
 b1=$(as_bob "$GPOOL" submit -q shared -g 1 -n b1 -- sh -c "$(gate_wait)")
+# The API's queue positions follow the same order: bob's job first, alice's third second.
+wait_for 10 "bob's job to be ranked first" test "$(job_field "$b1" .queue_position)" = 1
+expect_eq 2 "$(job_field "$a3" .queue_position)" "alice's third job comes after bob's"
+touch "$E2E_DIR/gate1"
 wait_for 30 "a1 to complete" job_is "$a1" completed
 wait_for 20 "bob's job to start on the freed GPU" job_launched "$b1"
 job_is "$a3" pending || fail "alice's third job must still wait behind bob's (it is $(job_field "$a3" .state))"
