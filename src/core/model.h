@@ -108,6 +108,14 @@ typedef enum gp_spot_pref {
   GP_SPOT_NEVER,       /* never on spot, whatever the job allows (inference) */
 } gp_spot_pref;
 
+/* A per-user limit of a leaf queue (Slurm's association and QOS limits): what one user's
+ * jobs in that queue may hold. `user` "*" is every user without an entry of their own. */
+typedef struct gp_user_limit {
+  const char *user;
+  double max_gpus;             /* GPUs its running jobs may hold; GP_NO_LIMIT: none */
+  double max_gpu_hours;        /* GPU-hours per period (gp_usage.period_gpu_hours); GP_NO_LIMIT */
+} gp_user_limit;
+
 /* A queue in the tree "org/team/project". Parents are implied by names: a view may list
  * only leaves (a missing parent gets deserved = sum of its children, no limit, weight 1). */
 typedef struct gp_queue {
@@ -122,6 +130,8 @@ typedef struct gp_queue {
   gp_spot_pref spot;
   double spot_share;           /* (0, 1]: at most this share of the GPUs its jobs hold may be
                                   on spot capacity; 0: no cap */
+  int n_user_limits;           /* leaf queues: limits per user (gp_user_limit) */
+  const gp_user_limit *user_limits;
 } gp_queue;
 
 /* Nodes carrying label `key=value` are reserved for `queue` (and its sub-queues). Other
@@ -285,6 +295,8 @@ typedef struct gp_usage {
   const char *queue;  /* a queue of the tree: leaf or parent (implied parents too) */
   const char *user;   /* NULL: the queue's own usage; else that user's in the leaf `queue` */
   double gpus;        /* >= 0 and finite */
+  double period_gpu_hours; /* user entries: GPU-hours used in the current limit period, what
+                              gp_user_limit.max_gpu_hours is checked against; >= 0 */
 } gp_usage;
 
 /* ---- The view ---- */

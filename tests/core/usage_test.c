@@ -69,7 +69,7 @@ static void a_users_decayed_usage_puts_a_light_user_first(void) {
   fx_queue(f, "shared", 0, GP_NO_LIMIT, 1);
   fx_job(f, "c1", "shared", 1, 1)->user = "carol";
   fx_job(f, "d1", "shared", 1, 1)->user = "dave";
-  gp_usage u[] = {{"shared", "carol", 3.5}, {"shared", "dave", 0.25}};
+  gp_usage u[] = {{"shared", "carol", 3.5, 0}, {"shared", "dave", 0.25, 0}};
   f->view.usage = u;
   f->view.n_usage = 2;
   gp_plan *p = fx_step(f, 100);
@@ -88,7 +88,7 @@ static void a_queue_that_used_the_cluster_gets_idle_capacity_last(void) {
   fx_queue(f, "b", 0, GP_NO_LIMIT, 1);
   fx_job(f, "a1", "a", 1, 1);
   fx_job(f, "b1", "b", 1, 1);
-  gp_usage u[] = {{"a", NULL, 8}};
+  gp_usage u[] = {{"a", NULL, 8, 0}};
   f->view.usage = u;
   f->view.n_usage = 1;
   gp_plan *p = fx_step(f, 100);
@@ -102,7 +102,7 @@ static void a_queue_that_used_the_cluster_gets_idle_capacity_last(void) {
   fx_queue(g, "y/q", 0, GP_NO_LIMIT, 1);
   fx_job(g, "x1", "x/p", 1, 1);
   fx_job(g, "y1", "y/q", 1, 1);
-  gp_usage v[] = {{"x/p", NULL, 2}};
+  gp_usage v[] = {{"x/p", NULL, 2, 0}};
   g->view.usage = v;
   g->view.n_usage = 1;
   p = fx_step(g, 100);
@@ -122,7 +122,7 @@ static void a_weight_zero_queue_always_ranks_last(void) {
   fx_queue(f, "b", 0, GP_NO_LIMIT, 1);
   fx_job(f, "a1", "a", 1, 1);
   fx_job(f, "b1", "b", 1, 1);
-  gp_usage u[] = {{"b", NULL, 1000}};
+  gp_usage u[] = {{"b", NULL, 1000, 0}};
   f->view.usage = u;
   f->view.n_usage = 1;
   gp_plan *p = fx_step(f, 100);
@@ -153,13 +153,13 @@ static void bad_usage_entries_are_refused_with_their_field(void) {
   fx *f = fx_new();
   fx_node(f, "n0", "H100", 1);
   fx_queue(f, "a", 0, GP_NO_LIMIT, 1);
-  gp_usage u[] = {{"a", NULL, 1}, {"a", "x", -1}};
+  gp_usage u[] = {{"a", NULL, 1, 0}, {"a", "x", -1, 0}};
   f->view.usage = u;
   f->view.n_usage = 2;
   gp_plan *p = NULL;
   CHECK(gp_sched_step(&f->pol, &f->view, 1, &p, &f->err) == GP_EINVAL);
   CHECK_EQ_STR("usage[1].gpus", f->err.field);
-  u[1] = (gp_usage){"gone", NULL, 1}; /* a removed queue: ignored */
+  u[1] = (gp_usage){"gone", NULL, 1, 0}; /* a removed queue: ignored */
   CHECK(gp_sched_step(&f->pol, &f->view, 1, &p, &f->err) == 0);
   gp_plan_free(p);
   fx_free(f);
