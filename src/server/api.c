@@ -100,6 +100,24 @@ static bool over_pending_cap(gp_srv_state *s, gp_srv_req *r, const gp_srv_job *j
                         j->queue, (long long)by_queue, s->cfg->max_pending_per_queue);
     return true;
   }
+  /* The queue's own cap per user (user_limits.max_pending_jobs): counted only where one
+   * is set. */
+  const gp_srv_queue *q = gp__srv_queue_get(s, j->queue);
+  const gp_srv_ulimit *ul = q ? gp__srv_ulimit_for(&q->user_limits, j->user) : NULL;
+  if (ul && ul->max_pending_jobs >= 0) {
+    int64_t n = 0;
+    for (int a = 0; a < s->n_active; a++) {
+      const gp_srv_job *o = s->active[a];
+      n += (o->state == GP_JOB_PENDING || o->state == GP_JOB_HELD) && strcmp(o->queue, j->queue) == 0 &&
+           strcmp(o->user, j->user) == 0;
+    }
+    if (n < ul->max_pending_jobs) return false;
+    gp__srv_reply_error(r, 429, "too_many_pending", "user_limits.max_pending_jobs",
+                        "UserPendingLimit: user %s has %lld jobs waiting to start in queue %s, "
+                        "which allows one user %lld: wait for some to start or cancel some",
+                        j->user, (long long)n, j->queue, (long long)ul->max_pending_jobs);
+    return true;
+  }
   return false;
 }
 

@@ -63,6 +63,7 @@ gp_server_config *gp_server_config_new(void) {
 void gp_server_config_free(gp_server_config *c) {
   if (!c) return;
   gp_prices_free(c->prices);
+  for (int i = 0; i < c->n_queues; i++) gp__srv_ulimits_free((gp_srv_ulimits *)&c->queues[i].user_limits);
   gp_arena_free(c->arena);
   free(c);
 }
@@ -382,11 +383,17 @@ static int parse_doc(const gp_doc *d, const char *path, gp_server_config *c, gp_
   int nq = 0;
   if (qseq) {
     static const char *const extra[] = {"users", "priority_classes", "budget", "idle_policy",
-                                        NULL};
+                                        "user_limits", NULL};
     if ((r = gp_queues_read(d, qseq, "queues", extra, a, &qs, &nq, err))) return r;
     gp_server_queue *sq = gp_arena_alloc(a, sizeof *sq * (size_t)(nq ? nq : 1));
+    c->queues = sq; /* (now, so that a failure below frees what the queues hold) */
     for (int i = 0; i < nq; i++) {
       sq[i].q = qs[i];
+      c->n_queues = i + 1;
+      char lf[160];
+      snprintf(lf, sizeof lf, "queues[%d].user_limits", i);
+      if ((r = gp__srv_ulimits_read(d, gp_doc_get(qseq->items[i], "user_limits"), lf, &sq[i].user_limits, err)))
+        return r;
       if ((r = read_queue_classes(d, qseq->items[i], i, c, &sq[i], err))) return r;
       char bf[160];
       snprintf(bf, sizeof bf, "queues[%d].budget", i);

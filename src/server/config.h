@@ -19,6 +19,7 @@
 #include "server/budget.h"
 #include "server/leader_config.h"
 #include "server/notify.h"
+#include "server/user_limits.h"
 #include "tls/tls.h"
 #include "util/error.h"
 
@@ -49,6 +50,7 @@ typedef struct gp_server_queue {
   const char *const *priority_classes;
   gp_budget budget;            /* `budget:` (budget.h); .set false: none */
   gp_idle_policy idle_policy;  /* `idle_policy:` (core/idle.h); .set false: none */
+  gp_srv_ulimits user_limits;  /* `user_limits:` (user_limits.h); n 0: none (malloc'd) */
 } gp_server_queue;
 
 /* `default_queue`: one queue for everyone, or a map user -> queue ("*" for the rest). */

@@ -25,6 +25,10 @@ typedef struct fs_ent {
   double v;             /* cluster-seconds as of `at` */
   int64_t at;
   double now;           /* scratch: the value at the last computation, running jobs in */
+  /* User entries: GPU-hours (plain, unweighted) in the limit period that starts at ps, for
+   * the queue's max_gpu_hours (user_limits.h). */
+  double ph, ph_now;
+  int64_t ps;
 } fs_ent;
 
 struct gp__srv_fairshare {
@@ -131,6 +135,11 @@ void gp__srv_fairshare_loaded(gp_srv_state *s, const char *key, const char *doc)
   fs_ent *e = get(fs_of(s), key);
   e->v = json_number_value(v);
   e->at = (int64_t)json_integer_value(at);
+  json_t *ph = json_object_get(o, "ph"), *ps = json_object_get(o, "ps");
+  if (json_is_number(ph) && json_number_value(ph) >= 0 && isfinite(json_number_value(ph)) && json_is_integer(ps)) {
+    e->ph = json_number_value(ph);
+    e->ps = (int64_t)json_integer_value(ps);
+  }
   fs_of(s)->dirty = true;
   json_decref(o);
 }
@@ -160,6 +169,25 @@ static double job_rate(const gp_srv_state *s, const gp_srv_job *j) {
   return r;
 }
 
+/* Job j's GPUs, plain (each GPU by the share held): what GPU-hour limits count. */
+static double job_share(const gp_srv_state *s, const gp_srv_job *j) {
+  double r = 0;
+  for (int t = 0; t < j->n_alloc; t++) r += gp__srv_task_share(s, &j->alloc[t]);
+  return r;
+}
+
+/* The start of the current GPU-hour limit period of a leaf queue (month without limits). */
+static int64_t period_start(const gp_srv_state *s, const char *queue, int64_t now) {
+  const gp_srv_queue *q = gp__srv_queue_get(s, queue);
+  return gp_budget_period_start(q && q->user_limits.n ? q->user_limits.period : GP_BUDGET_MONTH, now);
+}
+
+/* GPU-hours of a run [t0, now) of `gpus` that fall in the period starting at ps. */
+static double period_hours(double gpus, int64_t t0, int64_t now, int64_t ps) {
+  if (t0 < ps) t0 = ps;
+  return now > t0 ? gpus * (double)(now - t0) / 3600 : 0;
+}
+
 /* Calls fn for every key job j charges: each ancestor of its queue, the queue, and
  * (queue, user). */
 static int each_key(const gp_srv_job *j, int (*fn)(void *ctx, const char *key), void *ctx) {
@@ -182,6 +210,7 @@ static int each_key(const gp_srv_job *j, int (*fn)(void *ctx, const char *key), 
 
 typedef struct charge_ctx {
   gp_srv_state *s;
+  const gp_srv_job *j;
   double add;
   int64_t now;
   gp_err *err;
@@ -192,10 +221,16 @@ static int charge_key(void *ctx, const char *key) {
   fs_ent *e = get(fs_of(c->s), key);
   e->v = gp_decay_at(&c->s->cfg->fairshare, e->v, e->at, c->now) + c->add;
   e->at = c->now;
+  if (e->user) {
+    int64_t ps = period_start(c->s, e->queue, c->now);
+    if (e->ps != ps) e->ph = 0, e->ps = ps;
+    e->ph += period_hours(job_share(c->s, c->j), c->j->started_at, c->now, ps);
+  }
   if (c->s->ledger_off) return 0;
-  char name[GP_SRV_SETTING_NAME_MAX + 300], doc[96];
+  char name[GP_SRV_SETTING_NAME_MAX + 300], doc[160];
   snprintf(name, sizeof name, GP_SRV_SETTING_FAIRSHARE "%s", key);
-  snprintf(doc, sizeof doc, "{\"v\":%.17g,\"at\":%lld}", e->v, (long long)e->at);
+  snprintf(doc, sizeof doc, "{\"v\":%.17g,\"at\":%lld,\"ph\":%.17g,\"ps\":%lld}", e->v,
+           (long long)e->at, e->ph, (long long)e->ps);
   return gp_store_put_setting(c->s->store, name, doc, c->err);
 }
 
@@ -204,20 +239,26 @@ int gp__srv_fairshare_charge(gp_srv_state *s, const gp_srv_job *j, int64_t now, 
   double rate = job_rate(s, j), cap = capacity(s);
   if (!(rate > 0)) return 0;
   if (cap < rate) cap = rate; /* its own nodes gone: it had the cluster it could see */
-  charge_ctx c = {s, gp_decay_interval(&s->cfg->fairshare, rate / cap, j->started_at, now, now), now, err};
+  charge_ctx c = {s, j, gp_decay_interval(&s->cfg->fairshare, rate / cap, j->started_at, now, now), now, err};
   if (!(c.add > 0)) return 0;
   fs_of(s)->dirty = true;
   return each_key(j, charge_key, &c);
 }
 
 typedef struct open_ctx {
-  struct gp__srv_fairshare *f;
+  gp_srv_state *s;
+  const gp_srv_job *j;
   double add;
+  int64_t now;
 } open_ctx;
 
 static int open_key(void *ctx, const char *key) {
   open_ctx *c = ctx;
-  get(c->f, key)->now += c->add;
+  fs_ent *e = get(fs_of(c->s), key);
+  e->now += c->add;
+  if (e->user)
+    e->ph_now += period_hours(job_share(c->s, c->j), c->j->started_at, c->now,
+                              period_start(c->s, e->queue, c->now));
   return 0;
 }
 
@@ -226,7 +267,15 @@ static int open_key(void *ctx, const char *key) {
 static double compute(gp_srv_state *s, int64_t now) {
   struct gp__srv_fairshare *f = fs_of(s);
   const gp_fairshare_config *cfg = &s->cfg->fairshare;
-  for (size_t i = 0; i < f->n; i++) f->e[i].now = gp_decay_at(cfg, f->e[i].v, f->e[i].at, now);
+  /* The limit period is the queue's; without any queue limits, a month (no lookups). */
+  bool limits = false;
+  for (int q = 0; q < s->n_queues && !limits; q++) limits = s->queues[q]->user_limits.n > 0;
+  int64_t month = gp_budget_period_start(GP_BUDGET_MONTH, now);
+  for (size_t i = 0; i < f->n; i++) {
+    fs_ent *e = &f->e[i];
+    e->now = gp_decay_at(cfg, e->v, e->at, now);
+    e->ph_now = e->user && e->ps == (limits ? period_start(s, e->queue, now) : month) ? e->ph : 0;
+  }
   double cap = capacity(s);
   for (int k = 0; k < s->n_active; k++) {
     const gp_srv_job *j = s->active[k];
@@ -234,8 +283,8 @@ static double compute(gp_srv_state *s, int64_t now) {
     if (j->started_at <= 0 || now <= j->started_at) continue;
     double rate = job_rate(s, j), c = cap < rate ? rate : cap;
     if (!(rate > 0)) continue;
-    open_ctx o = {f, gp_decay_interval(cfg, rate / c, j->started_at, now, now)};
-    if (o.add > 0) each_key(j, open_key, &o);
+    open_ctx o = {s, j, gp_decay_interval(cfg, rate / c, j->started_at, now, now), now};
+    each_key(j, open_key, &o);
   }
   return cap;
 }
@@ -255,8 +304,10 @@ void gp__srv_fairshare_view(gp_srv_state *s, int64_t now) {
     for (size_t i = 0; i < f->n; i++) {
       const fs_ent *e = &f->e[i];
       double g = gpus_of(s, e->now, cap);
-      if (!(g > 1e-9) || !isfinite(g)) continue;
-      f->view[f->n_view++] = (gp_usage){.queue = e->queue, .user = e->user, .gpus = g};
+      if (!isfinite(g) || g < 0) g = 0;
+      if (!(g > 1e-9) && !(e->ph_now > 0)) continue;
+      f->view[f->n_view++] = (gp_usage){.queue = e->queue, .user = e->user, .gpus = g,
+                                        .period_gpu_hours = e->ph_now};
     }
     f->view_at = now;
     f->dirty = false;

@@ -603,6 +603,7 @@ static gp_srv_queue *queue_from_config(const gp_server_queue *cq) {
   q->idle_policy = cq->idle_policy;
   q->spot = cq->q.spot;
   q->spot_share = cq->q.spot_share;
+  gp__srv_ulimits_copy(&q->user_limits, &cq->user_limits);
   return q;
 }
 

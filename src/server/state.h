@@ -51,6 +51,7 @@ typedef struct gp_srv_queue {
   gp_idle_policy idle_policy; /* core/idle.h; .set false: none */
   gp_spot_pref spot;          /* how its jobs meet spot capacity (core/spot.c) */
   double spot_share;          /* (0, 1]: cap on its GPUs on spot; 0: none */
+  gp_srv_ulimits user_limits; /* per-user limits (user_limits.h); n 0: none */
   uint64_t idle_actions[3];   /* the policy's actions since the server started, by
                                  gp_idle_action (idle.c) */
   /* Figures from the last scheduling step (fair share) and live counts. */
