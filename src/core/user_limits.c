@@ -6,7 +6,6 @@
 #include "core/user_limits.h"
 
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,7 +39,9 @@ int gp__core_user_limits_check_view(gp__core_ctx *c) {
                             ? "max_gpu_hours"
                             : NULL;
       if (bad) {
-        snprintf(f, sizeof f, "queues[%d].user_limits[%d].%s", i, k, bad);
+        char g[64], s[32] = ".";
+        strncat(s, bad, sizeof s - 2);
+        gp__core_field(f, sizeof f, gp__core_field(g, sizeof g, "queues", i, ".user_limits"), k, s);
         return gp_err_set(c->err, GP_EINVAL, NULL, 0, f,
                           "queue %s: a user limit needs a user and limits of 0 or more (or none)", q->name);
       }
@@ -49,7 +50,7 @@ int gp__core_user_limits_check_view(gp__core_ctx *c) {
   for (int i = 0; i < c->view->n_usage; i++) {
     double h = c->view->usage[i].period_gpu_hours;
     if (!(h >= 0) || !isfinite(h)) {
-      snprintf(f, sizeof f, "usage[%d].period_gpu_hours", i);
+      gp__core_field(f, sizeof f, "usage", i, ".period_gpu_hours");
       return gp_err_set(c->err, GP_EINVAL, NULL, 0, f, "must be a finite number of 0 or more, got %g", h);
     }
   }
@@ -71,9 +72,18 @@ static const gp_user_limit *limit_of(const gp_queue *q, const char *user) {
 }
 
 static ulim_ent *ent(gp__core_ctx *c, struct gp__core_ulim *u, int leaf, const char *user) {
+  /* The key: the leaf's tree index in digits, 0x1f, the user. */
   char buf[512];
-  int n = snprintf(buf, sizeof buf, "%d\x1f%s", leaf, user);
-  if (n < 0 || (size_t)n >= sizeof buf) return NULL; /* a user name past 500 bytes: unlimited */
+  int n = 0;
+  char digits[16];
+  int k = 0;
+  for (unsigned v = (unsigned)leaf; k == 0 || v; v /= 10) digits[k++] = (char)('0' + v % 10);
+  while (k > 0) buf[n++] = digits[--k];
+  buf[n++] = '\x1f';
+  size_t ul = strlen(user);
+  if (ul + (size_t)n >= sizeof buf) return NULL; /* a user name past 500 bytes: unlimited */
+  memcpy(buf + n, user, ul + 1);
+  n += (int)ul;
   int i = gp__core_strmap_get(&u->map, buf);
   if (i >= 0) return &u->e[i];
   char *key = gp__core_salloc(c, (size_t)n + 1);

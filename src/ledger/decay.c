@@ -5,7 +5,6 @@
 #include "ledger/decay.h"
 
 #include <math.h>
-#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
@@ -113,7 +112,7 @@ int gp_fairshare_read(const gp_doc *d, const gp_doc_node *map, const char *path,
     gp_model_weight *w = gp_arena_alloc(arena, ((size_t)n->n + 1) * sizeof *w);
     for (int i = 0; i < n->n; i++) {
       char g[240];
-      snprintf(g, sizeof g, "%s.%.64s", f, n->keys[i]);
+      gp_doc_path(g, sizeof g, f, n->keys[i]);
       if (!n->keys[i][0] || strlen(n->keys[i]) > 64)
         return gp_err_set(err, GP_EINVAL, d->name, n->items[i]->line, g, "a model name of 1 to 64 bytes");
       double v;
