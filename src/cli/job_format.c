@@ -333,6 +333,8 @@ static const char *reason_sentence(const char *r) {
     {"NoMatchingNodes", "no node that is up can satisfy its request"},
     {"GpuModelUnavailable", "no node with the GPU model it asks for is available"},
     {"WaitingForPreemption", "GPUs are being freed for it: the jobs it preempts are stopping"},
+    {"UserGpuLimit", "its user holds the most GPUs its queue allows one user"},
+    {"UserGpuHours", "its user used the GPU-hours its queue allows one user this period"},
   };
   for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
     if (!strcmp(r, map[i][0])) return map[i][1];
