@@ -102,15 +102,19 @@ static bool after_all(const gp__core_queue *q) {
   return q->weight <= 0 && q->allocated >= q->deserved - GP__EPS;
 }
 
-/* Queue order: (weight 0 past deserved?, no fair share?, ratio or allocation, tree index).
- * The ratio counts decayed past usage (usage.c) with the allocation: a queue that used
- * the cluster all week comes after one that did not, at equal allocation. */
+/* Queue order: (weight 0 past deserved?, no fair share?, at or past its fair share?, ratio
+ * or allocation, tree index). The ratio counts decayed past usage (usage.c) with the
+ * allocation: a queue that used the cluster all week comes after one that did not. Usage
+ * never puts a queue past its fair share ahead of one below it: that queue would borrow
+ * GPUs the other reclaims at once (preempt.c), over and over. */
 static bool queue_less(const gp__core_order *o, int a, int b) {
   const gp__core_queue *qa = &o->c->tree.q[a], *qb = &o->c->tree.q[b];
   bool la = after_all(qa), lb = after_all(qb);
   if (la != lb) return lb;
   bool za = qa->fair_share <= GP__EPS, zb = qb->fair_share <= GP__EPS;
   if (za != zb) return zb;
+  bool fa = qa->allocated >= qa->fair_share - GP__EPS, fb = qb->allocated >= qb->fair_share - GP__EPS;
+  if (!za && fa != fb) return fb;
   double ua = qa->allocated + qa->usage, ub = qb->allocated + qb->usage;
   double ka = za ? ua : ua / qa->fair_share;
   double kb = zb ? ub : ub / qb->fair_share;

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Fair share over time in a replay (src/sim/replay/usage.c): two equal queues on 8 GPUs,
- * queue a alone for a week, then both ask for ten hours of work. With a half-life of an
- * hour, b gets the idle GPUs first, and after ten half-lives the queues' decayed usage is
- * 50/50 within 5%; without usage a goes first (it sorts first), and without decay a's week
- * still weighs. The weekly cumulative Jain index is reported for every replay. */
+/* Fair share over time in a replay (src/sim/replay/usage.c): two equal queues on 9 GPUs,
+ * queue a alone on 8 of them for a week, then both ask for 20 hours of work. Each is owed
+ * 4.5 GPUs: each gets 4, and the ninth goes to the queue first in order. With a half-life
+ * of an hour that is b, which did not run all week; without usage it is a (it sorts
+ * first). Ten half-lives after the week the queues' decayed usage is 50/50 within 5%;
+ * without decay a's week still weighs. The weekly cumulative Jain index is reported for
+ * every replay. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -30,7 +32,7 @@ static gp_replay_result *run(const char *csv, bool usage, int64_t half_life) {
   c.usage = usage;
   c.fairshare.half_life_s = half_life;
   c.usage_probe = 604800 + 10 * 3600;
-  return replay_csv(csv, "1x8", false, &c);
+  return replay_csv(csv, "1x9", false, &c);
 }
 
 static void a_queue_that_ran_alone_gives_way_and_usage_converges(void) {
@@ -39,7 +41,8 @@ static void a_queue_that_ran_alone_gives_way_and_usage_converges(void) {
   REQUIRE(r->n_queues == 2);
   CHECK_EQ_STR("a", r->queues[0].name);
   CHECK_EQ_INT(968, r->completed);
-  /* b got the idle capacity first: its jobs waited less than a's second batch. */
+  /* b got the spare GPU: its jobs waited less than a's (whose week-long jobs, waiting 0,
+   * are in a's mean too). */
   CHECK(r->queues[1].avg_wait_s < r->queues[0].avg_wait_s);
   /* Ten half-lives after the week, usage is shared 50/50 within 5%. */
   CHECK(r->queues[0].usage_share > 0.45 && r->queues[0].usage_share < 0.55);
@@ -52,9 +55,10 @@ static void a_queue_that_ran_alone_gives_way_and_usage_converges(void) {
   double b_wait = r->queues[1].avg_wait_s;
   gp_replay_result_free(r);
 
-  /* Without usage, a sorts first at equal allocation: b waits longer than with usage. */
+  /* Without usage, a sorts first at equal allocation and gets the spare GPU. */
   r = run(csv, false, 0);
   CHECK(r->queues[1].avg_wait_s > b_wait);
+  CHECK(r->queues[1].avg_wait_s > r->queues[0].avg_wait_s);
   CHECK(r->usage_half_life_s < 0);
   gp_replay_result_free(r);
 
