@@ -324,6 +324,7 @@ void gp__srv_fairshare_view(gp_srv_state *s, int64_t now) {
 typedef struct share_row {
   const char *queue, *user;  /* user NULL: the queue's row */
   const char *parent;        /* queue rows: the parent's name ("" at the top) */
+  int up;                    /* the parent's row (a user's: its queue's), -1 at the top */
   double usage;              /* cluster-seconds now */
   double weight;             /* queue: its weight; user: 1 */
   double eff, share, factor;
@@ -332,39 +333,78 @@ typedef struct share_row {
 typedef struct shares {
   share_row *rows;
   size_t n, cap;
-  char **owned;              /* parents' names made here */
+  char **owned;              /* keys and parents' names made here */
   size_t n_owned, cap_owned;
+  int *slot;                 /* open addressing over keys: row index + 1, 0: empty */
+  size_t mask;
   double cap_gpus;
 } shares;
+
+static char *own(shares *t, char *s) {
+  gp_xgrow((void **)&t->owned, &t->cap_owned, t->n_owned + 1, sizeof *t->owned);
+  return t->owned[t->n_owned++] = s;
+}
 
 static void shares_free(shares *t) {
   for (size_t i = 0; i < t->n_owned; i++) free(t->owned[i]);
   free(t->owned);
   free(t->rows);
+  free(t->slot);
 }
 
-static share_row *row_of(shares *t, const char *queue, const char *user) {
-  for (size_t i = 0; i < t->n; i++)
-    if (strcmp(t->rows[i].queue, queue) == 0 &&
-        (user ? t->rows[i].user && strcmp(t->rows[i].user, user) == 0 : !t->rows[i].user))
-      return &t->rows[i];
-  return NULL;
+/* A row's key: the queue's name, or queue ":" user. */
+static bool row_is(const share_row *r, const char *queue, const char *user) {
+  if (strcmp(r->queue, queue) != 0) return false;
+  return user ? r->user && strcmp(r->user, user) == 0 : !r->user;
 }
 
-static share_row *add_row(shares *t, const char *queue, const char *user) {
-  share_row *r = row_of(t, queue, user);
-  if (r) return r;
+static uint32_t row_hash(const char *queue, const char *user) {
+  uint32_t h = hash(queue);
+  if (user) h = (h ^ 0x3a) * 16777619u ^ hash(user);
+  return h;
+}
+
+static int row_of(const shares *t, const char *queue, const char *user) {
+  if (!t->slot) return -1;
+  for (size_t h = row_hash(queue, user) & t->mask; t->slot[h]; h = (h + 1) & t->mask)
+    if (row_is(&t->rows[t->slot[h] - 1], queue, user)) return t->slot[h] - 1;
+  return -1;
+}
+
+static void index_rows(shares *t) {
+  size_t cap = 64;
+  while (cap < t->n * 2 + 2) cap *= 2;
+  free(t->slot);
+  t->slot = gp_xcalloc(cap, sizeof *t->slot);
+  t->mask = cap - 1;
+  for (size_t i = 0; i < t->n; i++) {
+    size_t h = row_hash(t->rows[i].queue, t->rows[i].user) & t->mask;
+    while (t->slot[h]) h = (h + 1) & t->mask;
+    t->slot[h] = (int)i + 1;
+  }
+}
+
+/* The row of (queue, user), added when missing; the strings must outlive the table. */
+static int add_row(shares *t, const char *queue, const char *user) {
+  int i = row_of(t, queue, user);
+  if (i >= 0) return i;
   gp_xgrow((void **)&t->rows, &t->cap, t->n + 1, sizeof *t->rows);
-  r = &t->rows[t->n++];
-  *r = (share_row){.queue = queue, .user = user, .weight = 1};
-  return r;
+  t->rows[t->n] = (share_row){.queue = queue, .user = user, .weight = 1, .up = -1, .parent = ""};
+  t->n++;
+  if (!t->slot || t->n * 2 > t->mask) index_rows(t);
+  else {
+    size_t h = row_hash(queue, user) & t->mask;
+    while (t->slot[h]) h = (h + 1) & t->mask;
+    t->slot[h] = (int)t->n;
+  }
+  return (int)t->n - 1;
 }
 
 /* Every queue (implied parents too), every user with usage or an active job, with usage,
  * effective usage (its part of its siblings' total), normalised share (its weight's part
- * of its siblings'; users of a leaf share equally) and factor 2^-(effective / share).
- * Rows are looked up linearly: the table is for people (a page of queues), not for the
- * scheduler, which gets the view. */
+ * of its siblings'; users of a leaf share equally) and factor 2^-(effective / share). In
+ * time linear in the rows (a hash of them), so /metrics and `gpool why` stay cheap with
+ * 100,000 users. */
 static void shares_build(gp_srv_state *s, int64_t now, shares *t) {
   memset(t, 0, sizeof *t);
   t->cap_gpus = compute(s, now);
@@ -373,51 +413,56 @@ static void shares_build(gp_srv_state *s, int64_t now, shares *t) {
     const char *name = s->queues[i]->name;
     for (const char *p = strchr(name, '/'); p; p = strchr(p + 1, '/')) {
       char *pre = gp_xstrndup(name, (size_t)(p - name));
-      if (row_of(t, pre, NULL)) {
-        free(pre);
-        continue;
-      }
-      gp_xgrow((void **)&t->owned, &t->cap_owned, t->n_owned + 1, sizeof *t->owned);
-      t->owned[t->n_owned++] = pre;
-      add_row(t, pre, NULL);
+      if (row_of(t, pre, NULL) >= 0) free(pre);
+      else add_row(t, own(t, pre), NULL);
     }
-    add_row(t, name, NULL)->weight = s->queues[i]->weight;
+    int r = add_row(t, name, NULL); /* (before reading rows: it may move them) */
+    t->rows[r].weight = s->queues[i]->weight;
   }
   for (size_t i = 0; i < f->n; i++) {
     const fs_ent *e = &f->e[i];
-    share_row *r = e->user ? (row_of(t, e->queue, NULL) ? add_row(t, e->queue, e->user) : NULL)
-                           : row_of(t, e->queue, NULL);
-    if (r) r->usage = e->now;
+    int r = row_of(t, e->queue, NULL);
+    if (r >= 0 && e->user) r = add_row(t, e->queue, e->user);
+    if (r >= 0) t->rows[r].usage = e->now;
   }
   for (int k = 0; k < s->n_active; k++) {
     const gp_srv_job *j = s->active[k];
-    if (j->user && row_of(t, j->queue, NULL)) add_row(t, j->queue, j->user);
+    if (j->user && j->queue && row_of(t, j->queue, NULL) >= 0) add_row(t, j->queue, j->user);
+  }
+  /* Parents; then each parent's sums of its children's usage and weight, for queue rows
+   * and for user rows apart (slot n: the top level). */
+  double *qu = gp_xcalloc(t->n + 1, sizeof *qu), *qw = gp_xcalloc(t->n + 1, sizeof *qw);
+  double *uu = gp_xcalloc(t->n + 1, sizeof *uu), *uw = gp_xcalloc(t->n + 1, sizeof *uw);
+  for (size_t i = 0; i < t->n; i++) {
+    share_row *r = &t->rows[i];
+    if (r->user) {
+      r->up = row_of(t, r->queue, NULL);
+      r->parent = r->queue;
+    } else {
+      const char *slash = strrchr(r->queue, '/');
+      if (slash) {
+        char *pre = gp_xstrndup(r->queue, (size_t)(slash - r->queue));
+        r->up = row_of(t, pre, NULL);
+        free(pre);
+        if (r->up >= 0) r->parent = t->rows[r->up].queue;
+      }
+    }
+    size_t up = r->up >= 0 ? (size_t)r->up : t->n;
+    *(r->user ? &uu[up] : &qu[up]) += r->usage;
+    *(r->user ? &uw[up] : &qw[up]) += r->weight;
   }
   for (size_t i = 0; i < t->n; i++) {
     share_row *r = &t->rows[i];
-    const char *slash = r->user ? NULL : strrchr(r->queue, '/');
-    r->parent = r->user ? r->queue : "";
-    if (slash) {
-      for (size_t k = 0; k < t->n; k++)
-        if (!t->rows[k].user && strlen(t->rows[k].queue) == (size_t)(slash - r->queue) &&
-            strncmp(t->rows[k].queue, r->queue, (size_t)(slash - r->queue)) == 0)
-          r->parent = t->rows[k].queue;
-    }
-  }
-  /* Siblings: the same parent and the same kind (queues, or users of one leaf). */
-  for (size_t i = 0; i < t->n; i++) {
-    share_row *r = &t->rows[i];
-    double u = 0, w = 0;
-    for (size_t k = 0; k < t->n; k++) {
-      const share_row *o = &t->rows[k];
-      if ((o->user != NULL) != (r->user != NULL) || strcmp(o->parent, r->parent) != 0) continue;
-      u += o->usage;
-      w += o->weight;
-    }
+    size_t up = r->up >= 0 ? (size_t)r->up : t->n;
+    double u = r->user ? uu[up] : qu[up], w = r->user ? uw[up] : qw[up];
     r->eff = u > 0 ? r->usage / u : 0;
     r->share = w > 0 ? r->weight / w : 0;
     r->factor = gp_fairshare_factor(r->eff, r->share);
   }
+  free(qu);
+  free(qw);
+  free(uu);
+  free(uw);
 }
 
 static json_t *row_json(const gp_srv_state *s, const shares *t, const share_row *r) {
@@ -473,7 +518,8 @@ int gp__srv_shares_route(gp_srv_state *s, struct gp_srv_req *r, int64_t now) {
 json_t *gp__srv_fairshare_job_json(gp_srv_state *s, const gp_srv_job *j, int64_t now) {
   shares t;
   shares_build(s, now, &t);
-  const share_row *q = row_of(&t, j->queue, NULL), *u = j->user ? row_of(&t, j->queue, j->user) : NULL;
+  int qi = j->queue ? row_of(&t, j->queue, NULL) : -1, ui = j->user && qi >= 0 ? row_of(&t, j->queue, j->user) : -1;
+  const share_row *q = qi >= 0 ? &t.rows[qi] : NULL, *u = ui >= 0 ? &t.rows[ui] : NULL;
   json_t *o = json_object();
   if (q) json_object_set_new(o, "queue", row_json(s, &t, q));
   if (u) json_object_set_new(o, "user", row_json(s, &t, u));
