@@ -508,10 +508,7 @@ static int jobs_route(gp_srv_state *s, gp_srv_req *r, const char *rest, int64_t 
       gp__srv_reply_error(r, 405, "method_not_allowed", NULL, "use GET on /v1/jobs/{id}");
       return 0;
     }
-    /* One job: with its fair-share figures (`gpool why`), which a list leaves out. */
-    json_t *o = job_for(s, r, j);
-    if (json_is_object(o)) json_object_set_new(o, "fairshare", gp__srv_fairshare_job_json(s, j, now));
-    gp__srv_reply_json(r, 200, json_pack("{s:o}", "job", o));
+    reply_job(s, r, 200, j);
     return 0;
   }
   if (strcmp(action, "metrics") == 0 && gp__srv_req_method(r, "GET")) {

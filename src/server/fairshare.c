@@ -515,18 +515,6 @@ int gp__srv_shares_route(gp_srv_state *s, struct gp_srv_req *r, int64_t now) {
   return 0;
 }
 
-json_t *gp__srv_fairshare_job_json(gp_srv_state *s, const gp_srv_job *j, int64_t now) {
-  shares t;
-  shares_build(s, now, &t);
-  int qi = j->queue ? row_of(&t, j->queue, NULL) : -1, ui = j->user && qi >= 0 ? row_of(&t, j->queue, j->user) : -1;
-  const share_row *q = qi >= 0 ? &t.rows[qi] : NULL, *u = ui >= 0 ? &t.rows[ui] : NULL;
-  json_t *o = json_object();
-  if (q) json_object_set_new(o, "queue", row_json(s, &t, q));
-  if (u) json_object_set_new(o, "user", row_json(s, &t, u));
-  shares_free(&t);
-  return o;
-}
-
 void gp__srv_fairshare_metrics(gp_srv_state *s, int64_t now, gp_buf *out) {
   shares t;
   shares_build(s, now, &t);

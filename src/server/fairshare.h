@@ -3,8 +3,8 @@
  * queue node and per (leaf queue, user), charged in the transaction that closes a job's
  * ledger intervals, kept in the store as settings "fairshare/<queue>" and
  * "fairshare/<queue>:<user>" so that a restart changes nothing, handed to the scheduler
- * through the view (gp_view.usage), and shown by GET /v1/shares, the job documents
- * (`gpool why`) and metrics. */
+ * through the view (gp_view.usage), and shown by GET /v1/shares (`gpool shares`, `gpool
+ * why`) and metrics. */
 #ifndef GP_SERVER_FAIRSHARE_H
 #define GP_SERVER_FAIRSHARE_H
 
@@ -31,8 +31,6 @@ void gp__srv_fairshare_view(gp_srv_state *s, int64_t now);
 /* GET /v1/shares. */
 struct gp_srv_req;
 int gp__srv_shares_route(gp_srv_state *s, struct gp_srv_req *r, int64_t now);
-/* A job's fair-share figures for its document ({queue_factor, user_factor, ...}). */
-json_t *gp__srv_fairshare_job_json(gp_srv_state *s, const gp_srv_job *j, int64_t now);
 /* gpool_fairshare_* metrics. */
 void gp__srv_fairshare_metrics(gp_srv_state *s, int64_t now, gp_buf *out);
 
