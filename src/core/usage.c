@@ -154,8 +154,9 @@ int64_t *gp__core_user_keys(gp__core_ctx *c) {
   for (int i = 0; i < v->n_usage; i++) {
     const gp_usage *e = &v->usage[i];
     if (!e->user) continue;
-    int u = gp__core_strmap_get(&users, e->user), q = gp__core_qtree_find(&c->tree, e->queue);
-    double *l = u >= 0 && q >= 0 ? pair_load(&p, (int64_t)q * nu + u) : NULL;
+    int u = gp__core_strmap_get(&users, e->user); /* (users without eligible jobs: skipped) */
+    int q = u >= 0 ? gp__core_qtree_find(&c->tree, e->queue) : -1;
+    double *l = q >= 0 ? pair_load(&p, (int64_t)q * nu + u) : NULL;
     if (l) *l += e->gpus;
   }
   int64_t *key = gp__core_salloc(c, ((size_t)v->n_jobs + 1) * sizeof *key);
