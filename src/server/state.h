@@ -51,6 +51,7 @@ typedef struct gp_srv_queue {
   gp_idle_policy idle_policy; /* core/idle.h; .set false: none */
   gp_spot_pref spot;          /* how its jobs meet spot capacity (core/spot.c) */
   double spot_share;          /* (0, 1]: cap on its GPUs on spot; 0: none */
+  gp_srv_ulimits user_limits; /* per-user limits (user_limits.h); n 0: none */
   uint64_t idle_actions[3];   /* the policy's actions since the server started, by
                                  gp_idle_action (idle.c) */
   /* Figures from the last scheduling step (fair share) and live counts. */
@@ -228,6 +229,7 @@ typedef struct gp_srv_state {
   gp_srv_usage_sum *usage_sums;
   int n_usage_sums;
   size_t cap_usage_sums;
+  struct gp__srv_fairshare *fairshare; /* decayed usage (fairshare.c), NULL until used */
   gp_srv_ended ended;
   /* Prices and budgets (prices.c, budget.c). */
   struct gp_prices *prices;   /* the catalogue in force (one reference), NULL: none */
