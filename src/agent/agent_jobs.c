@@ -53,6 +53,7 @@ void gp__agent_job_path(const gp__agent_job *j, const char *name, char *buf, siz
 }
 
 void gp__agent_job_remove(gp_agent *a, gp__agent_job *j) {
+  gp__agent_steps_job_removed(a, j);
   char path[800];
   gp__agent_job_path(j, "acked", path, sizeof path);
   int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
@@ -318,6 +319,8 @@ static void job_finish(gp_agent *a, gp__agent_job *j, bool exit_known, int code,
   j->exit_code = code;
   j->signal = sig;
   j->ended_at = gp__agent_now_ms() / 1000;
+  if (j->container) gp__agent_container_tick(a, j); /* a pull's end before the task's */
+  gp__agent_container_finish(a, j);
   bool oom = j->cgroup && gp_cgroup_job_oom_killed(&a->cgroup, j->key);
   const char *reason = j->limit_exceeded ? "limit_exceeded"
                        : j->fault_reason[0] ? j->fault_reason
@@ -340,8 +343,9 @@ static void job_finish(gp_agent *a, gp__agent_job *j, bool exit_known, int code,
   else snprintf(msg, sizeof msg, "%s", what);
   snprintf(j->message, sizeof j->message, "%.480s%s", msg,
            while_away ? " (while the agent was away)" : "");
-  /* Leftover processes of the job's group go with their leader. */
+  /* Leftover processes of the job's group go with their leader, and its steps' tasks. */
   if (exit_known) killpg(j->pid, SIGKILL);
+  gp__agent_steps_job_ended(a, j);
   a->gpu->ops->detach(a->gpu, j->pid);
   if (j->cgroup) gp_cgroup_job_remove(&a->cgroup, j->key);
   json_t *end = gp__agent_job_report(j);
@@ -393,6 +397,7 @@ void gp__agent_jobs_tick(gp_agent *a) {
   for (size_t i = 0; i < a->n_jobs; i++) {
     gp__agent_job *j = a->jobs[i];
     if (j->ended) continue;
+    if (j->container) gp__agent_container_tick(a, j);
     if (job_check(a, j, false)) continue;
     gp__agent_warn_tick(j, now);
     if (j->stopping && !j->killed_hard && now >= j->kill_at_ms) {

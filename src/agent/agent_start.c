@@ -178,18 +178,9 @@ static int tasks_on_first_node(const gp_proto_start *o) {
   return n > 0 ? n : 1;
 }
 
-typedef struct creds {
-  bool switch_user;
-  uid_t uid;
-  gid_t gid;
-  int n_groups;
-  gid_t groups[GP_LAUNCH_MAX_GROUPS];
-  char home[512];
-  char name[64];
-  char shell[256];
-} creds;
+typedef gp__agent_creds creds;
 
-static int resolve_user(gp_agent *a, const char *user, creds *c, char *msg, size_t size) {
+int gp__agent_resolve_user(gp_agent *a, const char *user, creds *c, char *msg, size_t size) {
   memset(c, 0, sizeof *c);
   struct passwd pw, *res = NULL;
   char buf[8192];
@@ -364,6 +355,8 @@ static void build_env(gp_agent *a, const start_req *r, const creds *c, const gp_
   env_set(e, "GPOOL_RESTART_COUNT", buf);
   env_set(e, "SLURM_RESTART_COUNT", buf);
   env_set(e, "GPOOL_SERVER", a->cfg.server);
+  /* srun's credential for this run's steps (steps: docs/slurm.md); never logged. */
+  if (r->o->job_key[0]) env_set(e, "GPOOL_JOB_KEY", r->o->job_key);
   if (a->cfg.tls.peer_ca[0]) env_set(e, "GPOOL_CA", a->cfg.tls.peer_ca); /* gpool and curl in jobs */
   env_set(e, "GPOOL_ENFORCEMENT", sp->enforcement);
   if (ckpt_key && ckpt_key[0]) {
@@ -428,7 +421,7 @@ static bool decide_share(gp_agent *a, const char *order_id, const start_req *r,
 /* Whom the job runs as. */
 static bool decide_user(gp_agent *a, const char *order_id, const start_req *r, creds *c) {
   char msg[512];
-  if (resolve_user(a, r->user, c, msg, sizeof msg) != 0) {
+  if (gp__agent_resolve_user(a, r->user, c, msg, sizeof msg) != 0) {
     gp__agent_job_start_failed(a, order_id, r->id, (int)r->task_index, -1, msg);
     return false;
   }
@@ -539,7 +532,14 @@ static bool launch(gp_agent *a, const char *order_id, const start_req *r, const 
   spec.user_stderr = user_err[0] ? user_err : NULL;
   /* A requeued run adds to what the earlier runs wrote, as in Slurm. */
   spec.user_append = r->o->output_append || r->o->restarts > 0;
+  char **ct_argv = NULL; /* a container task: the engine runs the command (agent_container.c) */
+  if (!rc && r->o->container)
+    rc = gp__agent_container_prepare(a, r->o, j, workdir, c->switch_user ? c->uid : geteuid(),
+                                     c->switch_user ? c->gid : getegid(), c->n_groups, c->groups,
+                                     c->home, r->gpus, r->n_gpus, env.items, &spec, &ct_argv, &err);
+  if (!rc) gp__agent_steps_save_env(j, env.items, env.n); /* what srun's steps start from */
   if (!rc) rc = gp_launch(&spec, res, &err);
+  gp_agent_container_argv_free(ct_argv);
   env_free(&env);
   if (rc == 0) return true;
   if (res->shim_pid > 0) {
@@ -633,6 +633,7 @@ void gp__agent_job_start(gp_agent *a, const char *order_id, const gp_proto_start
     return;
   }
   record_start(j, &r, &sp, &res);
+  j->container = o->container != NULL;
   attach_gpus(a, j, &r);
   gp__agent_job_add(a, j);
   gp__agent_job_persist(j);

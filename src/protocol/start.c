@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "protocol/container.h"
 #include "protocol/order.h"
 #include "protocol/outpath.h"
 #include "protocol/proto_int.h"
@@ -133,6 +134,8 @@ json_t *gp_proto_start_encode(const gp_proto_start *s) {
       json_object_set_new(o, "node_gpus", g);
     }
   }
+  if (s->container) json_object_set_new(o, "container", gp_proto_container_encode(s->container));
+  if (s->job_key[0]) json_object_set_new(o, "job_key", json_string(s->job_key));
   return o;
 }
 
@@ -301,6 +304,10 @@ static int decode_batch(const json_t *job, gp_proto_start *s, gp_err *err) {
   s->warn_batch = json_is_true(json_object_get(job, "warn_batch"));
   if ((r = gp__proto_int(job, CTX, "restarts", 0, 1000000, false, 0, &v, err))) return r;
   s->restarts = (int)v;
+  if ((r = gp__proto_str_into(job, CTX, "job_key", s->job_key, sizeof s->job_key, false, err))) return r;
+  for (const char *p = s->job_key; *p; p++)
+    if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') || *p == '.' || *p == '-'))
+      return gp__proto_bad(err, CTX, "job_key", "job_key holds a character other than [0-9a-z.-]");
   const json_t *b = json_object_get(job, "batch");
   if (b && !json_is_null(b) && !json_is_boolean(b))
     return gp__proto_bad(err, CTX, "batch", "batch must be true or false");
@@ -365,6 +372,11 @@ static int decode_fields(const json_t *job, gp_proto_start *s, gp_err *err) {
       return r;
     s->has_placement = true;
   }
+  const json_t *ct = json_object_get(job, "container");
+  if (ct && !json_is_null(ct)) {
+    s->container = gp_xcalloc(1, sizeof *s->container);
+    if ((r = gp_proto_container_decode(ct, CTX ".container", s->container, err))) return r;
+  }
   return decode_batch(job, s, err);
 }
 
@@ -394,6 +406,8 @@ void gp_proto_start_done(gp_proto_start *s) {
   strv_free(s->env_values, s->n_env);
   strv_free(s->hosts, s->n_hosts);
   strv_free(s->addrs, s->n_addrs);
+  gp_proto_container_done(s->container);
+  free(s->container);
   memset(s, 0, sizeof *s);
 }
 

@@ -13,9 +13,11 @@
 #include "server/report.h"
 #include "server/autoscale.h"
 #include "server/events.h"
+#include "server/fairshare.h"
 #include "server/jobmetrics.h"
 #include "server/notify_job.h"
 #include "server/server_int.h"
+#include "server/steps.h"
 #include "util/mem.h"
 #include "util/units.h"
 
@@ -97,6 +99,24 @@ static bool over_pending_cap(gp_srv_state *s, gp_srv_req *r, const gp_srv_job *j
                         "queue %s has %lld jobs waiting to start; the limit "
                         "(max_pending_per_queue) is %d",
                         j->queue, (long long)by_queue, s->cfg->max_pending_per_queue);
+    return true;
+  }
+  /* The queue's own cap per user (user_limits.max_pending_jobs): counted only where one
+   * is set. */
+  const gp_srv_queue *q = gp__srv_queue_get(s, j->queue);
+  const gp_srv_ulimit *ul = q ? gp__srv_ulimit_for(&q->user_limits, j->user) : NULL;
+  if (ul && ul->max_pending_jobs >= 0) {
+    int64_t n = 0;
+    for (int a = 0; a < s->n_active; a++) {
+      const gp_srv_job *o = s->active[a];
+      n += (o->state == GP_JOB_PENDING || o->state == GP_JOB_HELD) && strcmp(o->queue, j->queue) == 0 &&
+           strcmp(o->user, j->user) == 0;
+    }
+    if (n < ul->max_pending_jobs) return false;
+    gp__srv_reply_error(r, 429, "too_many_pending", "user_limits.max_pending_jobs",
+                        "UserPendingLimit: user %s has %lld jobs waiting to start in queue %s, "
+                        "which allows one user %lld: wait for some to start or cancel some",
+                        j->user, (long long)n, j->queue, (long long)ul->max_pending_jobs);
     return true;
   }
   return false;
@@ -496,6 +516,8 @@ static int jobs_route(gp_srv_state *s, gp_srv_req *r, const char *rest, int64_t 
     job_metrics(s, r, j);
     return 0;
   }
+  if (strncmp(action, "steps", 5) == 0 && (!action[5] || action[5] == '/'))
+    return gp__srv_steps_route(s, r, j, action + 5, now, err);
   if (strcmp(action, "log") == 0 && gp__srv_req_method(r, "GET")) {
     if (!may_touch(r, j)) {
       gp__srv_reply_error(r, 403, "permission_denied", NULL, "job %s belongs to %s", j->idstr, j->user);
@@ -543,6 +565,7 @@ int gp__srv_api_handle(gp_srv_state *s, gp_srv_req *r, int64_t now_s, int64_t no
     free(text);
     gp__srv_events_metrics(s->events, &out);
     gp__srv_notify_metrics(s->notify, &out);
+    gp__srv_fairshare_metrics(s, now_s, &out);
     free(r->resp);
     r->resp = gp_buf_steal(&out);
     r->status = 200;
@@ -552,6 +575,15 @@ int gp__srv_api_handle(gp_srv_state *s, gp_srv_req *r, int64_t now_s, int64_t no
   if (r->role == GP_ROLE_AGENT) {
     gp__srv_reply_error(r, 403, "permission_denied", NULL, "agent tokens may use only /v1/agent/*");
     return 0;
+  }
+  if (r->job_key) { /* a job's step credential: its steps, nothing else (server_http.c) */
+    char id[32];
+    gp_srv_job *j = gp__srv_steps_path(p, id, sizeof id) ? gp__srv_job_get(s, id) : NULL;
+    if (!j) {
+      gp__srv_reply_error(r, 403, "permission_denied", NULL, "a step credential is good for its job's running steps only");
+      return 0;
+    }
+    return gp__srv_steps_route(s, r, j, p + 9 + strlen(id) + 6, now_s, err);
   }
   /* One gate for every route, present and future: a viewer changes nothing. */
   if (r->role == GP_ROLE_VIEWER && !gp__srv_req_method(r, "GET")) {
@@ -574,6 +606,7 @@ int gp__srv_api_handle(gp_srv_state *s, gp_srv_req *r, int64_t now_s, int64_t no
     return 0;
   }
   if (strcmp(p, "/v1/prices") == 0) return gp__srv_prices_route(s, r, err);
+  if (strcmp(p, "/v1/shares") == 0) return gp__srv_shares_route(s, r, now_s);
   if (strcmp(p, "/v1/notify") == 0) return gp__srv_notify_route(s, r, err);
   if (strcmp(p, "/v1/templates") == 0) return gp__srv_templates_route(s, r, now_s, err);
   gp__srv_reply_error(r, 404, "not_found", NULL, "no route %s %s", r->method, p);

@@ -16,6 +16,7 @@
 #include "server/array.h"
 
 struct gp_srv_jobmetrics;
+struct gp_srv_steps;
 
 /* Where one task of a running job is, and whether it has exited. */
 typedef struct gp_srv_alloc {
@@ -73,6 +74,7 @@ typedef struct gp_srv_job {
   bool output_append;   /* --open-mode=append; else truncate */
   bool batch;           /* a Slurm batch script: task 0 runs it once (the batch step), the
                            other tasks hold their share of the allocation (docs/slurm.md) */
+  json_t *container;    /* its image and how it runs (jobimage.c; owned), NULL: bare */
   /* Notifications (notify_job.c): --mail-type as GP_NOTIFY_* bits (mail_set: given), and
    * --mail-user (owned, NULL: the owner's own address, if any). */
   unsigned mail_events;
@@ -97,6 +99,7 @@ typedef struct gp_srv_job {
   char *task_failure;   /* this run: "task N: why" of the first task that failed, which
                            ends the gang (memory only), or NULL */
   int master_port;      /* this run's rendezvous port (MASTER_PORT; memory only), 0: none */
+  struct gp_srv_steps *steps; /* its srun steps and this run's step credential (steps.h), or NULL */
   int n_alloc;
   gp_srv_alloc *alloc;  /* RUNNING/STOPPING: one per task */
   json_t *timeline;     /* array of events (owned) */

@@ -10,6 +10,7 @@
 
 #include "server/notify.h"
 #include "server/state.h"
+#include "server/steps.h"
 #include "util/buf.h"
 
 /* Appends `s` as a JSON string. Inputs were validated as UTF-8 by the JSON parser (or come
@@ -148,6 +149,12 @@ char *gp__srv_job_store_doc(const gp_srv_job *j) {
   put_int_or_null(&b, "begin_at", (long long)j->begin_at, j->begin_at != 0);
   put_key(&b, "batch");
   gp_buf_puts(&b, j->batch ? "true" : "false");
+  if (j->container) { /* only then: bare jobs' documents stay as they were */
+    char *ct = json_dumps(j->container, JSON_COMPACT);
+    put_key(&b, "container");
+    gp_buf_puts(&b, ct ? ct : "null");
+    free(ct);
+  }
   put_key(&b, "node_selector");
   gp_buf_append(&b, "{", 1);
   for (int i = 0; i < j->n_selector; i++) {
@@ -204,6 +211,14 @@ char *gp__srv_job_store_doc(const gp_srv_job *j) {
     put_key(&b, "usage");
     gp_buf_puts(&b, u ? u : "null");
     free(u);
+  }
+  json_t *steps = gp__srv_steps_store_json(j);
+  if (steps) { /* with this run's step credential: the store is the server's own */
+    char *t = json_dumps(steps, JSON_COMPACT);
+    json_decref(steps);
+    put_key(&b, "steps");
+    gp_buf_puts(&b, t ? t : "null");
+    free(t);
   }
   gp_buf_append(&b, "}", 1);
   char *out = gp_buf_steal(&b);

@@ -16,6 +16,7 @@
 #include "server/jobmetrics.h"
 #include "server/notify_job.h"
 #include "server/state.h"
+#include "server/steps.h"
 #include "snapshot/policy_read.h"
 #include "util/mem.h"
 #include "util/signals.h"
@@ -142,6 +143,7 @@ void gp__srv_job_free(gp_srv_job *j) {
   free(j->selector);
   free(j->signal);
   free(j->output);
+  json_decref(j->container);
   free(j->warn_signal);
   free(j->error);
   free_strv(j->after, j->n_after);
@@ -152,6 +154,7 @@ void gp__srv_job_free(gp_srv_job *j) {
   free(j->end_reason);
   free(j->stop_reason);
   free(j->task_failure);
+  gp__srv_steps_free(j->steps);
   free(j->alloc);
   free(j->view_pl);
   json_decref(j->timeline);
@@ -277,6 +280,7 @@ static int read_spec(const json_t *o, gp_srv_job *j, gp_err *err) {
   if ((r = get_bool(o, "allow_spot", &j->allow_spot, err))) return r;
   if ((r = get_bool(o, "exclusive", &j->exclusive, err))) return r;
   if ((r = gp__srv_job_read_batch(o, j, err))) return r;
+  if ((r = gp__srv_job_read_container(o, j, err))) return r;
   const json_t *sel = json_object_get(o, "node_selector");
   if (sel && !json_is_null(sel)) {
     if (!json_is_object(sel) || json_object_size(sel) > MAX_LIST)
@@ -309,7 +313,9 @@ static const char *const request_keys[] = {
     "gpu_mem_mib", "mig", "gpu_types", "cpus", "mem_mib", "time_limit", "priority",
     "requeue", "grace_s", "signal", "after", "after_ok", "after_any", "after_not_ok", "singleton", "hold", "array", "after_corr",
     "node_selector", "allow_spot", "exclusive", "user", "output", "error", "open_mode", "warn_signal", "warn_before_s",
-    "warn_batch", "begin_at", "batch", "mail_type", "mail_user", NULL};
+    "warn_batch", "begin_at", "batch", "mail_type", "mail_user",
+    "image", "container", "container_mounts", "container_workdir", "container_env", /* jobimage.c */
+    "container_writable", "container_mount_home", NULL};
 
 /* Dependencies name jobs that exist; `after_ok` on a job that already ended otherwise
  * than completed could never be met, nor `after_not_ok` on one that completed. */
@@ -565,6 +571,7 @@ int gp__srv_job_from_doc(const char *doc, gp_srv_job **ret, gp_err *err) {
   if (!r && arr && !json_is_null(arr)) r = gp__srv_array_from_doc(arr, &j->array, err);
   j->array_job = gp__srv_job_id_parse(json_string_value(json_object_get(o, "array_job_id")));
   j->array_index = json_integer_value(json_object_get(o, "array_index"));
+  gp__srv_steps_from_store(j, json_object_get(o, "steps"));
   json_decref(o);
   *ret = j;
   return 0;

@@ -15,6 +15,7 @@
 #include "server/jobmetrics.h"
 #include "server/notify_job.h"
 #include "server/state.h"
+#include "server/steps.h"
 #include "snapshot/policy_read.h"
 #include "util/mem.h"
 #include "util/signals.h"
@@ -106,6 +107,7 @@ json_t *gp__srv_job_to_json(const gp_srv_state *s, const gp_srv_job *j, bool for
   json_object_set_new(o, "allow_spot", json_boolean(j->allow_spot));
   json_object_set_new(o, "exclusive", json_boolean(j->exclusive));
   gp__srv_job_batch_json(o, j);
+  gp__srv_job_container_json(o, j);
   json_t *sel = json_object();
   for (int i = 0; i < j->n_selector; i++)
     json_object_set_new(sel, j->selector[i].key, json_string(j->selector[i].value));
@@ -133,8 +135,12 @@ json_t *gp__srv_job_to_json(const gp_srv_state *s, const gp_srv_job *j, bool for
       json_object_set(o, "last_placements", j->last_placements);
     if (j->enforcement) json_object_set_new(o, "enforcement", json_string(j->enforcement));
     if (j->usage && gp_job_state_is_final(j->state)) json_object_set(o, "usage", j->usage);
+    json_t *steps = gp__srv_steps_store_json(j);
+    if (steps) json_object_set_new(o, "steps", steps);
     return o;
   }
+  json_t *steps = gp__srv_steps_json(j); /* never the credential */
+  json_object_set_new(o, "steps", steps ? steps : json_array());
   json_t *extra = gp__srv_job_api_fields(s, j);
   json_object_update(o, extra);
   json_decref(extra);

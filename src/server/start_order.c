@@ -8,8 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "protocol/container.h"
 #include "protocol/order.h"
 #include "server/state.h"
+#include "server/steps.h"
 #include "util/mem.h"
 
 /* The strings of a JSON array, borrowed (the array is freed by the caller). */
@@ -24,7 +26,7 @@ static char **borrow_strv(const json_t *a, int *ret_n) {
 /* The address other nodes reach node n at: the host its agent advertises in its URL
  * ("http://10.0.0.5:7001" -> "10.0.0.5", "https://[fd00::5]:7001" -> "fd00::5"), else its
  * name. */
-static void node_addr(const gp_srv_node *n, char *buf, size_t size) {
+void gp__srv_node_addr(const gp_srv_node *n, char *buf, size_t size) {
   const char *u = n->agent_url ? strstr(n->agent_url, "://") : NULL;
   snprintf(buf, size, "%s", n->name);
   if (!u) return;
@@ -119,11 +121,12 @@ json_t *gp__srv_start_order(const gp_srv_state *s, const gp_srv_job *j, int task
     char addr[GP_PROTO_NODE_MAX];
     int ni = j->alloc[t].node;
     if (ni < 0 || ni >= s->n_nodes) break;
-    node_addr(s->nodes[ni], addr, sizeof addr);
+    gp__srv_node_addr(s->nodes[ni], addr, sizeof addr);
     json_array_append_new(addrs, json_string(addr));
   }
   if (json_array_size(addrs) == (size_t)st->n_hosts) st->addrs = borrow_strv(addrs, &st->n_addrs);
   st->master_port = j->master_port;
+  if (j->steps) snprintf(st->job_key, sizeof st->job_key, "%s", j->steps->key);
   const json_t *mine = json_array_get(all, (size_t)task);
   gp_err err = {0};
   if (mine) {
@@ -136,7 +139,18 @@ json_t *gp__srv_start_order(const gp_srv_state *s, const gp_srv_job *j, int task
     }
     st->has_placement = true;
   }
+  gp_proto_container ct;
+  if (j->container) {
+    /* Checked when the job was read (jobimage.c): a spec that does not decode is a broken
+     * invariant, as a placement's. */
+    if (gp_proto_container_decode(j->container, "container", &ct, &err) != 0) {
+      fprintf(stderr, "gpool server: job %s: %s: %s\n", j->idstr, err.field, err.message);
+      abort();
+    }
+    st->container = &ct;
+  }
   json_t *doc = gp_proto_order_encode(o);
+  if (j->container) gp_proto_container_done(&ct);
   free(st->argv);
   free(st->env_keys);
   free(st->env_values);
