@@ -3,9 +3,9 @@
  * the same plan (but for `now`), so a caller may skip the steps in between (the server does:
  * src/server/schedule.c). Checked on random clusters against full steps at later times, and
  * for each time that turns a step's answer: a begin time reached, a running job's end
- * passed (its release moves with now), a job old enough to be a victim. Each of those
- * cases fails when valid_until leaves its time out; the random clusters also cross
- * reservation fences (a job's end, now + its limit, against a reserved GPU's time). */
+ * passed (its release moves with now), a job old enough to be a victim, a reservation's
+ * fence a job's end no longer clears. Each of those cases fails when valid_until leaves
+ * its time out. */
 #include "core/fixture.h"
 
 static uint64_t rng_next(uint64_t *s) {
@@ -184,5 +184,42 @@ static void a_job_coming_of_age_ends_the_plan(void) {
   fx_free(f);
 }
 
+/* A reservation's fence: a job that ends before reserved GPUs are needed may use them. Here
+ * it only decides the job's reason (it could start on spot nodes, where its queue keeps it
+ * from), so the plan does not act, yet it changes once the job's end, now + its limit, no
+ * longer clears the fence. */
+static void a_fence_no_longer_cleared_ends_the_plan(void) {
+  fx *f = fx_new();
+  f->pol.preemption = false;
+  f->pol.reclaim = false;
+  fx_node(f, "od", "H100", 8);
+  gp_node *spot = fx_node(f, "spot", "H100", 8);
+  spot->capacity = GP_CAP_SPOT;
+  fx_queue(f, "org/s", 8, GP_NO_LIMIT, 1);
+  gp_queue *a = fx_queue(f, "org/a", 8, GP_NO_LIMIT, 1);
+  a->spot = GP_SPOT_NEVER;
+  fx_running(f, "full", "org/a", 8, 0, 0xff, 900); /* od, no limit: never frees */
+  gp_job *r = fx_running(f, "half", "org/s", 4, 1, 0x0f, 1000);
+  r->time_limit = 1000; /* spot frees whole at 2000 */
+  gp_job *big = fx_job(f, "big", "org/s", 8, 1); /* reserved on spot from 2000 */
+  big->req.allow_spot = true;
+  gp_job *j = fx_job(f, "short", "org/a", 4, 1);
+  j->req.allow_spot = true;
+  j->time_limit = 500;
+  const gp_plan *p = fx_plan(f, 1000);
+  REQUIRE(p);
+  CHECK_EQ_INT(1, p->n_reservations);
+  gp_plan *later = fx_step(f, 1501);
+  REQUIRE(later);
+  int k = fx_index(f, "short");
+  for (int i = 0; i < p->n_pending; i++)
+    if (p->pending[i].job == k) CHECK_CONTAINS(p->pending[i].message, "spot");
+  for (int i = 0; i < later->n_pending; i++)
+    if (later->pending[i].job == k) CHECK(!strstr(later->pending[i].message, "spot"));
+  gp_plan_free(later);
+  holds_no_later_than(f, 1000, 1501);
+  fx_free(f);
+}
+
 GP_TESTS(a_plan_holds_until_its_valid_until, a_begin_time_ends_the_plan, a_running_jobs_end_ends_the_plan,
-         a_job_coming_of_age_ends_the_plan)
+         a_job_coming_of_age_ends_the_plan, a_fence_no_longer_cleared_ends_the_plan)
