@@ -55,6 +55,7 @@ void gp__srv_state_free(gp_srv_state *s) {
   gp__srv_view_free(&s->view);
   gp__srv_waiters_free(&s->waiters);
   gp_sched_memo_free(s->memo);
+  gp_plan_free(s->last_plan);
   gp__srv_counts_free(&s->pending_by_user);
   gp__srv_counts_free(&s->pending_by_queue);
   free(s->prices_set);
