@@ -71,6 +71,8 @@ typedef struct gp_proto_start {
   bool warn_batch;                  /* ...to the job's main process only (B:) */
   int restarts;                     /* how many times the job was requeued before */
   struct gp_proto_container *container; /* its image (protocol/container.h); NULL: bare */
+  char *registry_auth;              /* the owner's credential for the image's registry
+                                       (protocol/registry.h), NULL: none */
 } gp_proto_start;
 
 typedef struct gp_proto_stop {

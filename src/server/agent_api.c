@@ -10,6 +10,7 @@
 
 #include "protocol/event.h"
 #include "protocol/order.h"
+#include "server/registry.h"
 #include "server/jobmetrics.h"
 #include "server/node_report.h"
 #include "server/server_int.h"
@@ -31,7 +32,12 @@ void gp__srv_agent_reply_orders(const gp_srv_state *s, gp_srv_node *n, gp_srv_re
      * readable however many large orders a user's jobs make at once. */
     if (!first && b.len + strlen(n->orders[i].doc) > GP_PROTO_ORDERS_BUDGET) break;
     if (!first) gp_buf_puts(&b, ",");
-    gp_buf_puts(&b, n->orders[i].doc);
+    /* A container job's owner's registry credential joins its start order here, on its way
+     * to the node, never in the stored order (registry.c). */
+    char *sent = gp__srv_registry_order_doc(s, &n->orders[i]);
+    gp_buf_puts(&b, sent ? sent : n->orders[i].doc);
+    if (sent) explicit_bzero(sent, strlen(sent));
+    free(sent);
     first = false;
     top = n->orders[i].id;
   }
