@@ -194,6 +194,15 @@ static void refuse_inject(gp_agent *a, const char *id, const json_t *doc, const 
   inject_done(a, id, json_string_value(json_object_get(doc, "fault")), GP_EINVAL, err->message);
 }
 
+static void run_pull(gp_agent *a, const gp_proto_order *o) { gp__agent_pull_run(a, o->id, &o->u.pull); }
+
+static void refuse_pull(gp_agent *a, const char *id, const json_t *doc, const gp_err *err) {
+  (void)doc;
+  gp_proto_event *ev = order_done(GP_PROTO_EV_PULL_DONE, id, GP_EINVAL, "", err->message);
+  gp__agent_event(a, gp_proto_event_encode(ev));
+  free(ev);
+}
+
 /* What the agent does with each kind the protocol decodes: `run` a decoded order, or
  * `refuse` one whose fields did not decode (and tell the server where it waits for an
  * answer). */
@@ -208,6 +217,7 @@ static const struct {
     {GP_PROTO_DRAIN_GPU, run_gpu_admin, refuse_log},
     {GP_PROTO_RESUME_GPU, run_gpu_admin, refuse_log},
     {GP_PROTO_INJECT, run_inject, refuse_inject},
+    {GP_PROTO_PULL_IMAGE, run_pull, refuse_pull},
 };
 
 /* A start order this agent took before (its id is on disk) for a job it does not have: the

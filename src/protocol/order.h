@@ -22,6 +22,7 @@ typedef enum gp_proto_order_kind {
   GP_PROTO_DRAIN_GPU, /* "drain_gpu": start nothing more on a GPU */
   GP_PROTO_RESUME_GPU,/* "resume_gpu": put a drained GPU back in service */
   GP_PROTO_INJECT,    /* "inject": simulated faults (simulated backends only) */
+  GP_PROTO_PULL_IMAGE,/* "pull_image": pull a container image ahead of the jobs in it */
 } gp_proto_order_kind;
 
 /* This task's share of the job's placement. */
@@ -102,6 +103,13 @@ typedef struct gp_proto_inject {
   gp_proto_fault faults[GP_PROTO_MAX_FAULTS];
 } gp_proto_inject;
 
+/* pull_image: an admin's pre-pull (docs/containers.md#pre-pulling). */
+typedef struct gp_proto_pull {
+  char image[256];                  /* a valid reference (protocol/container.h) */
+  char auth[2048];                  /* the pool-wide credential of its registry (base64),
+                                       added as the order is sent; "": none */
+} gp_proto_pull;
+
 typedef struct gp_proto_order {
   char id[GP_PROTO_ID_MAX];         /* "o17"; "" while the server has not numbered it */
   gp_proto_order_kind kind;
@@ -111,6 +119,7 @@ typedef struct gp_proto_order {
     gp_proto_mig mig;
     gp_proto_gpu_admin gpu;         /* drain_gpu, resume_gpu */
     gp_proto_inject inject;
+    gp_proto_pull pull;
   } u;
 } gp_proto_order;
 

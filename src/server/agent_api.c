@@ -10,6 +10,7 @@
 
 #include "protocol/event.h"
 #include "protocol/order.h"
+#include "server/image_pull.h"
 #include "server/registry.h"
 #include "server/jobmetrics.h"
 #include "server/node_report.h"
@@ -338,6 +339,10 @@ static int apply_event(gp_srv_state *s, gp_srv_node *n, int idx, const json_t *d
   if (e->kind == GP_PROTO_EV_GPU_FAULT) return apply_gpu_fault(s, n, e, err);
   if (e->kind == GP_PROTO_EV_MIG_DONE) return apply_mig_done(s, n, e, err);
   if (e->kind == GP_PROTO_EV_INJECT_DONE) return 0; /* the admin reads it in the agent's log */
+  if (e->kind == GP_PROTO_EV_PULL_DONE) {
+    gp__srv_pull_done(s, n, e->order, e->ok, e->message);
+    return 0;
+  }
   if (e->kind == GP_PROTO_EV_INTERRUPTION) {
     /* A notice without a deadline the server can read gets the shortest cloud's (GCP);
      * the agent sends none more than a week ahead. */

@@ -15,6 +15,7 @@
 #include "server/events.h"
 #include "server/jobmetrics.h"
 #include "server/notify_job.h"
+#include "server/image_pull.h"
 #include "server/registry.h"
 #include "server/server_int.h"
 #include "util/mem.h"
@@ -576,6 +577,7 @@ int gp__srv_api_handle(gp_srv_state *s, gp_srv_req *r, int64_t now_s, int64_t no
   }
   if (strcmp(p, "/v1/prices") == 0) return gp__srv_prices_route(s, r, err);
   if (strcmp(p, "/v1/notify") == 0) return gp__srv_notify_route(s, r, err);
+  if (strncmp(p, "/v1/images/", 11) == 0) return gp__srv_images_route(s, r, p + 10, now_s, err);
   if (strncmp(p, "/v1/registries", 14) == 0 && (!p[14] || p[14] == '/'))
     return gp__srv_registry_route(s, r, p + 14, err);
   if (strcmp(p, "/v1/templates") == 0) return gp__srv_templates_route(s, r, now_s, err);

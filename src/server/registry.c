@@ -337,16 +337,13 @@ int gp__srv_registry_route(gp_srv_state *s, gp_srv_req *req, const char *rest, g
   return 0;
 }
 
-char *gp__srv_registry_order_doc(const gp_srv_state *s, const gp_srv_order *o) {
+/* The credential for `image` of `user` (else the pool's; user NULL: the pool's only),
+ * opened, or NULL. */
+static char *credential_for(const gp_srv_state *s, const char *user, const char *image) {
   struct gp__srv_registry_state *r = s->registry_st;
-  if (!r || r->n == 0 || !o->is_start) return NULL;
-  char id[24];
-  snprintf(id, sizeof id, "%lld", (long long)o->job_id);
-  const gp_srv_job *j = gp__srv_job_get(s, id);
-  const char *image = j && j->container ? json_string_value(json_object_get(j->container, "image")) : NULL;
   char reg[GP_PROTO_REGISTRY_MAX + 1];
-  if (!image || !j->user || !gp_proto_image_registry(image, reg, sizeof reg)) return NULL;
-  const entry *e = find(r, j->user, reg);
+  if (!r || r->n == 0 || !image || !gp_proto_image_registry(image, reg, sizeof reg)) return NULL;
+  const entry *e = user ? find(r, user, reg) : NULL;
   if (!e) e = find(r, "", reg);
   if (!e) return NULL;
   gp_err err = {0};
@@ -355,15 +352,38 @@ char *gp__srv_registry_order_doc(const gp_srv_state *s, const gp_srv_order *o) {
     return NULL;
   }
   char *auth = unseal(r, e->user, e->registry, e->sealed);
-  if (!auth) {
-    fprintf(stderr, "gpool server: registry: the credential for %s does not open with this key\n", reg);
+  if (!auth) fprintf(stderr, "gpool server: registry: the credential for %s does not open with this key\n", reg);
+  return auth;
+}
+
+char *gp__srv_registry_order_doc(const gp_srv_state *s, const gp_srv_order *o) {
+  if (!s->registry_st || s->registry_st->n == 0) return NULL;
+  char *auth = NULL;
+  json_t *doc = NULL, *where = NULL;
+  if (o->is_start) {
+    char id[24];
+    snprintf(id, sizeof id, "%lld", (long long)o->job_id);
+    const gp_srv_job *j = gp__srv_job_get(s, id);
+    const char *image = j && j->container ? json_string_value(json_object_get(j->container, "image")) : NULL;
+    if (!image || !j->user || !(auth = credential_for(s, j->user, image))) return NULL;
+    doc = json_loads(o->doc, 0, NULL);
+    where = json_object_get(doc, "job");
+  } else if (o->job_id == 0 && strstr(o->doc, "\"pull_image\"")) {
+    /* An admin's pre-pull: the pool-wide credential of the image's registry. */
+    doc = json_loads(o->doc, 0, NULL);
+    const char *kind = json_string_value(json_object_get(doc, "kind"));
+    if (!kind || strcmp(kind, "pull_image") ||
+        !(auth = credential_for(s, NULL, json_string_value(json_object_get(doc, "image"))))) {
+      json_decref(doc);
+      return NULL;
+    }
+    where = doc;
+  } else {
     return NULL;
   }
-  json_t *doc = json_loads(o->doc, 0, NULL);
-  json_t *job = json_object_get(doc, "job");
   char *out = NULL;
-  if (json_is_object(job)) {
-    json_object_set_new(job, "registry_auth", json_string(auth));
+  if (json_is_object(where)) {
+    json_object_set_new(where, "registry_auth", json_string(auth));
     out = json_dumps(doc, JSON_COMPACT);
   }
   explicit_bzero(auth, strlen(auth));

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "core/sched.h"
+#include "server/image_pull.h"
 #include "server/registry.h"
 #include "server/heartbeats.h"
 #include "server/state.h"
@@ -43,6 +44,7 @@ void gp__srv_state_free(gp_srv_state *s) {
   gp__srv_events_dirty_free(&s->events_dirty);
   gp__srv_notify_state_free(s);
   gp__srv_registry_free(s);
+  gp__srv_pulls_free(s);
   for (int i = 0; i < s->n_nodes; i++) gp__srv_node_free(s->nodes[i]);
   free(s->nodes);
   free(s->node_slots);

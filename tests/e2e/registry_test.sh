@@ -45,13 +45,13 @@ wait_for 10 "the registry to answer" curl -s -o /dev/null "http://$REG/v2/"
 # The test's own push credential, in a file of its own, removed before any job runs.
 push=$E2E_DIR/push-auth.json
 podman login --tls-verify=false --authfile "$push" -u carol -p "$PW" "$REG" >/dev/null 2>&1 || fail "login"
-A_IMG=$REG/e2e/a-$TAG:1 B_IMG=$REG/e2e/b-$TAG:1 C_IMG=$REG/e2e/c-$TAG:1
-for i in "$A_IMG" "$B_IMG" "$C_IMG"; do
+A_IMG=$REG/e2e/a-$TAG:1 B_IMG=$REG/e2e/b-$TAG:1 C_IMG=$REG/e2e/c-$TAG:1 D_IMG=$REG/e2e/d-$TAG:1
+for i in "$A_IMG" "$B_IMG" "$C_IMG" "$D_IMG"; do
   podman push -q --tls-verify=false --authfile "$push" "localhost/$TAG:1" "$i" >/dev/null || fail "push $i"
 done
 rm -f "$push"
 podman rmi -f "localhost/$TAG:1" >/dev/null 2>&1
-trap 'podman rmi -f "$A_IMG" "$B_IMG" "$C_IMG" "localhost/$TAG:1" >/dev/null 2>&1; e2e_cleanup' EXIT
+trap 'podman rmi -f "$A_IMG" "$B_IMG" "$C_IMG" "$D_IMG" "localhost/$TAG:1" >/dev/null 2>&1; e2e_cleanup' EXIT
 
 A_TOKEN=a-$RANDOM$RANDOM B_TOKEN=b-$RANDOM$RANDOM
 e2e_write_config
@@ -120,6 +120,18 @@ expect_contains "$(job_field "$j4" .end_reason)" "unauthorized" "B's own (wrong)
 as_b "$GPOOL" registry logout "$REG" >/dev/null || fail "logout"
 [ -z "$(as_b "$GPOOL" registry list -o json | jq -r '.[] | select(.scope == "user") | .registry')" ] ||
   fail "the credential outlived its logout"
+
+# 3b. An admin pre-pulls an image through the agents, with the pool-wide credential.
+out=$(as_a "$GPOOL" images pull "$D_IMG" --nodes n1 2>&1) && fail "a user pre-pulled"
+expect_contains "$out" "admin" "only an admin pre-pulls"
+out=$(GPOOL_TOKEN=$ADMIN_TOKEN "$GPOOL" images pull "$D_IMG" --nodes nope 2>&1) && fail "an unknown node was accepted"
+expect_contains "$out" "nope" "the error names the node"
+out=$(GPOOL_TOKEN=$ADMIN_TOKEN "$GPOOL" images pull "$D_IMG" --nodes n1 --wait 40 2>&1) || fail "pre-pull: $out"
+expect_contains "$out" "pulled image $D_IMG in" "the node's result"
+podman image exists "$D_IMG" || fail "the pre-pulled image is not on the node"
+out=$(GPOOL_TOKEN=$ADMIN_TOKEN "$GPOOL" images pull "$REG/e2e/missing-$TAG:1" --wait 40 2>&1) && fail "a missing image pre-pulled"
+expect_contains "$out" "image not found: $REG/e2e/missing-$TAG:1" "a missing image's reason, per node"
+wait_for 70 "n1 to report $D_IMG" sh -c "GPOOL_TOKEN=$ADMIN_TOKEN '$GPOOL' images --node n1 | grep -q 'd-$TAG'"
 
 # 4. Bad input is refused, naming what.
 out=$(printf 'x\n' | as_a "$GPOOL" registry login "bad host" -u carol --password-stdin 2>&1) && fail "a bad registry was accepted"

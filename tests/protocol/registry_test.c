@@ -5,6 +5,7 @@
 #include "test.h"
 
 #include <jansson.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "protocol/order.h"
@@ -61,4 +62,30 @@ static void start_auth(void) {
   json_decref(job);
 }
 
-GP_TESTS(image_registry, registry_check, start_auth)
+/* pull_image: an admin's pre-pull; its image is checked as a job's, its credential bounded. */
+static void pull_order(void) {
+  gp_proto_order o = {.kind = GP_PROTO_PULL_IMAGE};
+  snprintf(o.u.pull.image, sizeof o.u.pull.image, "reg:5000/a:1");
+  json_t *doc = gp_proto_order_encode(&o);
+  json_object_set_new(doc, "id", json_string("o3"));
+  gp_proto_order back;
+  gp_err err = {0};
+  REQUIRE(gp_proto_order_decode(doc, &back, &err) == 0);
+  CHECK_EQ_INT(GP_PROTO_PULL_IMAGE, back.kind);
+  CHECK_EQ_STR("reg:5000/a:1", back.u.pull.image);
+  CHECK_EQ_STR("", back.u.pull.auth);
+  gp_proto_order_done(&back);
+  json_object_set_new(doc, "registry_auth", json_string("Y2Fyb2w6cHc="));
+  REQUIRE(gp_proto_order_decode(doc, &back, &err) == 0);
+  CHECK_EQ_STR("Y2Fyb2w6cHc=", back.u.pull.auth);
+  gp_proto_order_done(&back);
+  json_object_set_new(doc, "registry_auth", json_string("no!"));
+  CHECK(gp_proto_order_decode(doc, &back, &err) != 0);
+  json_object_del(doc, "registry_auth");
+  json_object_set_new(doc, "image", json_string("-v/:/host"));
+  CHECK(gp_proto_order_decode(doc, &back, &err) != 0);
+  CHECK_EQ_STR("image", err.field);
+  json_decref(doc);
+}
+
+GP_TESTS(image_registry, registry_check, start_auth, pull_order)
