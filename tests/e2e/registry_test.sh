@@ -4,9 +4,10 @@
 # real registry: Debian's docker-registry on 127.0.0.1 with htpasswd auth holds two images
 # built here from busybox-static; the node has no credential of its own. User A's
 # `gpool registry login` lets A's job pull; user B's job cannot pull with A's credential
-# (unauthorized) until an admin sets a pool-wide one; the password (and its base64) is in
-# no API answer, job document, event, server or agent log, the store's SQLite file, or the
-# agent's data directory once the pull is over.
+# (unauthorized) until an admin sets a pool-wide one, with which an admin's `gpool images
+# pull` pre-pulls an image through the agent, with each node's result; the password (and
+# its base64) is in no API answer, job document, event, server or agent log, the store's
+# SQLite file, or the agent's data directory once the pull is over.
 # Needs root (the agent switches users) and the users `nobody` and `daemon`.
 source "$(dirname "$0")/lib.sh"
 [ "$(id -u)" = 0 ] || { echo "(skipped: needs root: the agent switches users)"; exit 0; }
