@@ -189,7 +189,10 @@ void gp__srv_registry_loaded(gp_srv_state *s, const char *name, const char *doc)
     reg = name + 14;
   } else {
     const char *rest = name + 9, *slash = strrchr(rest, '/');
-    if (!slash || (size_t)(slash - rest) >= sizeof user) return;
+    if (!slash || slash == rest || (size_t)(slash - rest) >= sizeof user) {
+      fprintf(stderr, "gpool server: registry: the stored credential %s names no user; ignored\n", name);
+      return;
+    }
     snprintf(user, sizeof user, "%.*s", (int)(slash - rest), rest);
     reg = slash + 1;
   }
