@@ -95,6 +95,11 @@ list=$(as_a "$GPOOL" registry list)
 expect_contains "$list" "$REG" "registry list names the registry"
 expect_contains "$list" "user" "registry list says whose"
 [ -z "$(as_b "$GPOOL" registry list | grep "$REG")" ] || fail "B sees A's registry"
+# The credential outlives a restart of the server (the store keeps it, sealed).
+kill -TERM "$SERVER_PID"
+wait "$SERVER_PID" 2>/dev/null
+e2e_server
+wait_for 20 "node n1 to be up again" node_is n1 up
 j1=$(submit as_a "$A_IMG") || fail "submit: $j1"
 wait_for 40 "job $j1 to complete" job_is "$j1" completed
 expect_contains "$(GPOOL_TOKEN=$ADMIN_TOKEN "$GPOOL" logs "$j1" 2>&1)" "in-image-65534" "A's job ran in the image"
