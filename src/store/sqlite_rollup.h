@@ -11,10 +11,16 @@
 
 /* The roll-up tables and their indexes (idempotent). */
 extern const char gp_store_sqlite_rollup_schema[];
-/* Add the job ?1's open intervals, as closed at ?2, to the roll-ups; run both, in the
- * transaction that closes them and before the statement that does. */
-extern const char gp_store_sqlite_roll_days[];
-extern const char gp_store_sqlite_roll_alloc[];
+/* The statements of a close, prepared by the store: the job's open intervals, a node's
+ * intervals over a span, and the two upserts. */
+extern const char gp_store_sqlite_roll_ivs[];
+extern const char gp_store_sqlite_roll_node_ivs[];
+extern const char gp_store_sqlite_roll_add_day[];
+extern const char gp_store_sqlite_roll_add_alloc[];
+/* Adds the job's open intervals, as closed at `end`, to the roll-ups, through `st` (the four
+ * statements above, in that order); run in the transaction that closes them, before the
+ * statement that does. Returns SQLITE_OK or SQLite's code. */
+int gp_store_sqlite_rollup_close(sqlite3_stmt *const st[4], int64_t job, int64_t end);
 /* Builds the roll-ups from every closed interval (a store from before them), inside the
  * caller's transaction; returns SQLITE_OK or SQLite's code with *msg set (sqlite3_free). */
 int gp_store_sqlite_rollup_build(sqlite3 *db, char **msg);
