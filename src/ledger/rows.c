@@ -75,11 +75,24 @@ static void capacity_rows(gp_ledger_report *r, gp__ledger_map *out, double *idle
     return;
   }
   unsigned g = r->p.group;
+  /* A row's cost is unknown when some capacity of its group and period had no price, even
+   * capacity that jobs held: the same rule whichever way the rows are made. */
+  gp__ledger_map unknown = {0};
   for (size_t i = 0; i < r->n_nrecs; i++) {
     const gp__ledger_node_rec *n = &r->nrecs[i];
     for (int pi = 0; pi < n->n_periods; pi++) {
       const gp__ledger_node_period *pp = &n->per[pi];
       double gpu_s = pp->cap_gpu_s - pp->alloc_gpu_s, cost = pp->cap_cost - pp->alloc_cost;
+      if (pp->cost_unknown) {
+        gp__ledger_key u;
+        gp__ledger_key_init(&u);
+        u.kind = (int16_t)(n->state == GP_LEDGER_UP ? GP_LR_IDLE : GP_LR_DRAINED_DOWN);
+        u.period = n->first_period + pi;
+        if (g & GP_LG_MODEL) u.model = n->model;
+        if (g & GP_LG_CAPACITY) u.capacity = (int16_t)n->capacity;
+        if (g & GP_LG_NODE) u.node = n->node;
+        gp__ledger_map_get(&unknown, &u)->cost_unknown = true;
+      }
       r->fleet_cost += pp->cap_cost;
       /* Rounding leaves a few ulps either way; more than that is a node holding more than
        * its GPUs, which a consistent ledger cannot show. */
@@ -102,6 +115,11 @@ static void capacity_rows(gp_ledger_report *r, gp__ledger_map *out, double *idle
       if (n->state == GP_LEDGER_UP) idle_by_period[k.period] += cost;
     }
   }
+  for (size_t e = 0; e < unknown.n; e++) {
+    gp__ledger_sums *s = gp__ledger_map_find(out, &unknown.entries[e].key);
+    if (s) s->cost_unknown = true;
+  }
+  gp__ledger_map_done(&unknown);
 }
 
 typedef struct event { int64_t t; int64_t delta; } event;

@@ -61,5 +61,10 @@ int gp_report_feed_days(gp_store_reader *r, gp_ledger_report *lr, int64_t from, 
  * ended from p->from on (their documents' request and use figures). Returns 0 or the
  * reader's GP_E*. GET /v1/advice runs it on an HTTP thread. */
 int gp_advice_feed(gp_store_reader *r, gp_advice *a, const gp_advice_params *p, gp_err *err);
+/* The same from the ledger's daily roll-ups (advice_days.c): each whole UTC day of the period
+ * as the jobs' day sums, the other stretches and the open intervals raw, in one snapshot;
+ * the same items as gp_advice_feed's. *ret_read (may be NULL) counts the rows read. */
+int gp_advice_feed_days(gp_store_reader *r, gp_advice *a, const gp_advice_params *p,
+                        long *ret_read, gp_err *err);
 
 #endif

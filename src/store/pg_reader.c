@@ -317,6 +317,40 @@ static int pg_open_intervals(gp_store_reader *b, int64_t to, const char *user,
                   2, p, iv_row, &c, err);
 }
 
+typedef struct held_ctx {
+  int (*cb)(void *ctx, const gp_store_held_day *d);
+  void *ctx;
+} held_ctx;
+
+static int held_day_row(PGresult *r, int k, void *ctx) {
+  held_ctx *c = ctx;
+  gp_store_held_day d = {
+      .day = i64(r, k, 0), .job_id = i64(r, k, 1), .model = txt(r, k, 2),
+      .capacity = txt(r, k, 3), .user = txt(r, k, 4), .queue = txt(r, k, 5),
+      .gpu_s = strtod(txt(r, k, 6), NULL), .used_gpu_s = strtod(txt(r, k, 7), NULL),
+      .known_gpu_s = strtod(txt(r, k, 8), NULL), .first_start = i64(r, k, 9),
+      .longest_s = i64(r, k, 10)};
+  return c->cb(c->ctx, &d);
+}
+
+static int pg_held_days(gp_store_reader *b, int64_t day_from, int64_t day_to, const char *user,
+                        int (*cb)(void *ctx, const gp_store_held_day *d), void *ctx,
+                        gp_err *err) {
+  if (day_from >= day_to) return 0;
+  pg_num f = gp_store_pg_i64(day_from), t = gp_store_pg_i64(day_to);
+  const char *p[] = {f.s, t.s, user};
+  held_ctx c = {cb, ctx};
+  return each_row(r_of(b),
+                  user ? "SELECT day, job_id, model, capacity, \"user\", queue, gpu_s, used_gpu_s,"
+                         " known_gpu_s, first_start, longest_s FROM ledger_held_day WHERE"
+                         " \"user\" = $3::text AND day >= $1::bigint AND day < $2::bigint"
+                         " ORDER BY day"
+                       : "SELECT day, job_id, model, capacity, \"user\", queue, gpu_s, used_gpu_s,"
+                         " known_gpu_s, first_start, longest_s FROM ledger_held_day WHERE"
+                         " day >= $1::bigint AND day < $2::bigint ORDER BY day",
+                  user ? 3 : 2, p, held_day_row, &c, err);
+}
+
 static void pg_reader_close(gp_store_reader *b) {
   pg_reader *r = (pg_reader *)b;
   if (r->s.conn) PQfinish(r->s.conn);
@@ -325,7 +359,7 @@ static void pg_reader_close(gp_store_reader *b) {
 
 static const gp_store_reader_ops pg_reader_ops = {
     pg_intervals, pg_node_intervals, pg_job, pg_jobs, pg_reader_close,
-    pg_snapshot, pg_job_days, pg_alloc_days, pg_open_intervals,
+    pg_snapshot, pg_job_days, pg_alloc_days, pg_open_intervals, pg_held_days,
 };
 
 int gp_store_pg_reader_open(const char *url, const char *shown, gp_store_reader **ret,

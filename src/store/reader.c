@@ -63,3 +63,10 @@ int gp_store_reader_open_intervals(gp_store_reader *r, int64_t to, const char *u
                                    void *ctx, gp_err *err) {
   return r->ops->open_intervals(r, to, user, cb, ctx, err);
 }
+
+int gp_store_reader_held_days(gp_store_reader *r, int64_t day_from, int64_t day_to,
+                              const char *user,
+                              int (*cb)(void *ctx, const gp_store_held_day *d), void *ctx,
+                              gp_err *err) {
+  return r->ops->held_days(r, day_from, day_to, user, cb, ctx, err);
+}

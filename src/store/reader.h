@@ -29,6 +29,8 @@ typedef struct gp_store_reader_ops {
   int (*open_intervals)(gp_store_reader *r, int64_t to, const char *user,
                         int (*cb)(void *ctx, const gp_store_interval *iv), void *ctx,
                         gp_err *err);
+  int (*held_days)(gp_store_reader *r, int64_t day_from, int64_t day_to, const char *user,
+                   int (*cb)(void *ctx, const gp_store_held_day *d), void *ctx, gp_err *err);
 } gp_store_reader_ops;
 
 struct gp_store_reader {

@@ -30,7 +30,7 @@ enum {
   ST_DEL_ALLOCS, ST_PUT_QUEUE, ST_DEL_QUEUE, ST_PUT_ORDER, ST_DEL_ORDERS, ST_DEL_ORDER, ST_SET_META,
   ST_PUT_CRED, ST_DEL_CRED, ST_OPEN_IV, ST_CLOSE_IVS, ST_SET_IV_USE, ST_OPEN_NODE_IV,
   ST_CLOSE_NODE_IV, ST_DEL_NODE, ST_DEL_NODE_ORDERS, ST_ROLL_IVS, ST_ROLL_NODE_IVS, ST_ROLL_ADD_DAY,
-  ST_ROLL_ADD_ALLOC,
+  ST_ROLL_ADD_ALLOC, ST_ROLL_ADD_HELD,
   ST_COUNT
 };
 
@@ -61,6 +61,7 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_ROLL_NODE_IVS] = gp_store_sqlite_roll_node_ivs,
     [ST_ROLL_ADD_DAY] = gp_store_sqlite_roll_add_day,
     [ST_ROLL_ADD_ALLOC] = gp_store_sqlite_roll_add_alloc,
+    [ST_ROLL_ADD_HELD] = gp_store_sqlite_roll_add_held,
     [ST_CLOSE_IVS] = "UPDATE ledger SET \"end\" = max(start, ?2) WHERE job_id = ?1 AND \"end\" IS NULL",
     /* Each open interval of the job on the node takes its share of the job's figures
      * there; an unknown figure (< 0) keeps what the interval had. */

@@ -25,6 +25,7 @@ static const gp_store_reader_ops sqlite_reader_ops = {
     gp_store_sqlite_reader_job, gp_store_sqlite_reader_jobs, sqlite_reader_close,
     gp_store_sqlite_reader_snapshot, gp_store_sqlite_reader_job_days,
     gp_store_sqlite_reader_alloc_days, gp_store_sqlite_reader_open_intervals,
+    gp_store_sqlite_reader_held_days,
 };
 
 int gp_store_sqlite_reader_open(const char *path, gp_store_reader **ret, gp_err *err) {

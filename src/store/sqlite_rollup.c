@@ -16,6 +16,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,7 +32,14 @@ const char gp_store_sqlite_rollup_schema[] =
     "CREATE INDEX IF NOT EXISTS ledger_day_user ON ledger_day(user, day);"
     "CREATE TABLE IF NOT EXISTS ledger_alloc_day(day INTEGER NOT NULL, model TEXT NOT NULL,"
     " capacity TEXT NOT NULL, state TEXT NOT NULL, gpu_s REAL NOT NULL,"
-    " PRIMARY KEY(day, model, capacity, state)) WITHOUT ROWID;";
+    " PRIMARY KEY(day, model, capacity, state)) WITHOUT ROWID;"
+    /* Per job and day, for advice (its right-sizing and spot items are per job). */
+    "CREATE TABLE IF NOT EXISTS ledger_held_day(day INTEGER NOT NULL, job_id INTEGER NOT NULL,"
+    " model TEXT NOT NULL, capacity TEXT NOT NULL, user TEXT NOT NULL, queue TEXT NOT NULL,"
+    " gpu_s REAL NOT NULL, used_gpu_s REAL NOT NULL, known_gpu_s REAL NOT NULL,"
+    " first_start INTEGER NOT NULL, longest_s INTEGER NOT NULL,"
+    " PRIMARY KEY(day, job_id, model, capacity)) WITHOUT ROWID;"
+    "CREATE INDEX IF NOT EXISTS ledger_held_day_user ON ledger_held_day(user, day);";
 
 /* A day's first second (floor, also before 1970). */
 #define DAY_OF(t) "((" t ") - ((((" t ") % 86400) + 86400) % 86400))"
@@ -72,6 +80,25 @@ const char gp_store_sqlite_rollup_schema[] =
   " FROM d WHERE true GROUP BY day, model, capacity, state"                               \
   " ON CONFLICT(day, model, capacity, state) DO UPDATE SET gpu_s = gpu_s + excluded.gpu_s"
 
+#define ROLL_HELD(SRC)                                                                       \
+  "WITH RECURSIVE iv(job_id, user, queue, model, capacity, share, start, e, u) AS (" SRC "),"\
+  " d(job_id, user, queue, model, capacity, share, start, e, u, day) AS ("                 \
+  "  SELECT *, " DAY_OF("start") " FROM iv WHERE e > start"                                \
+  "  UNION ALL SELECT job_id, user, queue, model, capacity, share, start, e, u,"           \
+  "  day + 86400 FROM d WHERE day + 86400 < e),"                                          \
+  " p AS (SELECT *, min(e, day + 86400) - max(start, day) AS s FROM d)"                   \
+  " INSERT INTO ledger_held_day(day, job_id, model, capacity, user, queue, gpu_s,"        \
+  " used_gpu_s, known_gpu_s, first_start, longest_s)"                                     \
+  " SELECT day, job_id, model, capacity, min(user), min(queue), sum(share * s),"          \
+  " sum(CASE WHEN u IS NULL THEN 0 ELSE u * s / (e - start) END),"                        \
+  " sum(CASE WHEN u IS NULL THEN 0 ELSE share * s END), min(max(start, day)),"            \
+  " max(e - start) FROM p WHERE true GROUP BY day, job_id, model, capacity"               \
+  " ON CONFLICT(day, job_id, model, capacity) DO UPDATE SET"                              \
+  " gpu_s = gpu_s + excluded.gpu_s, used_gpu_s = used_gpu_s + excluded.used_gpu_s,"       \
+  " known_gpu_s = known_gpu_s + excluded.known_gpu_s,"                                    \
+  " first_start = min(first_start, excluded.first_start),"                                \
+  " longest_s = max(longest_s, excluded.longest_s)"
+
 /* The server's close, in C rather than by the statements above: a job's few intervals are
  * summed in memory first (a job's GPUs share their day, user, queue, model and capacity), so
  * a close costs a handful of indexed statements, not a recursive query per table. */
@@ -88,6 +115,14 @@ const char gp_store_sqlite_roll_add_day[] =
     " gpu_s = gpu_s + excluded.gpu_s, used_gpu_s = used_gpu_s + excluded.used_gpu_s,"
     " known_gpu_s = known_gpu_s + excluded.known_gpu_s, energy_j = energy_j + excluded.energy_j,"
     " energy_known = max(energy_known, excluded.energy_known)";
+const char gp_store_sqlite_roll_add_held[] =
+    "INSERT INTO ledger_held_day(day, job_id, model, capacity, user, queue, gpu_s, used_gpu_s,"
+    " known_gpu_s, first_start, longest_s) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"
+    " ON CONFLICT(day, job_id, model, capacity) DO UPDATE SET"
+    " gpu_s = gpu_s + excluded.gpu_s, used_gpu_s = used_gpu_s + excluded.used_gpu_s,"
+    " known_gpu_s = known_gpu_s + excluded.known_gpu_s,"
+    " first_start = min(first_start, excluded.first_start),"
+    " longest_s = max(longest_s, excluded.longest_s)";
 const char gp_store_sqlite_roll_add_alloc[] =
     "INSERT INTO ledger_alloc_day(day, model, capacity, state, gpu_s) VALUES (?1, ?2, ?3, ?4, ?5)"
     " ON CONFLICT(day, model, capacity, state) DO UPDATE SET gpu_s = gpu_s + excluded.gpu_s";
@@ -102,6 +137,8 @@ typedef struct day_sum {
   char *user, *queue, *model, *capacity;   /* owned */
   double gpu_s, used, known, energy;
   bool energy_known;
+  /* The job's own (ledger_held_day): its first second held that day, its longest interval. */
+  int64_t first_start, longest_s;
 } day_sum;
 
 typedef struct alloc_sum {
@@ -118,7 +155,8 @@ typedef struct span {
 } span;
 
 typedef struct sums {
-  sqlite3_stmt *add_day, *add_alloc, *node_ivs;
+  sqlite3_stmt *add_day, *add_alloc, *node_ivs, *add_held;
+  int64_t job;
   day_sum days[MAX_PARTS];
   alloc_sum allocs[MAX_PARTS];
   span spans[MAX_PARTS];
@@ -151,6 +189,21 @@ static void flush_days(sums *m) {
     sqlite3_bind_double(st, 9, d->energy);
     sqlite3_bind_int(st, 10, d->energy_known);
     int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE && m->rc == SQLITE_OK) m->rc = rc;
+    st = m->add_held;
+    sqlite3_bind_int64(st, 1, d->day);
+    sqlite3_bind_int64(st, 2, m->job);
+    sqlite3_bind_text(st, 3, d->model, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, d->capacity, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 5, d->user, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 6, d->queue, -1, SQLITE_STATIC);
+    sqlite3_bind_double(st, 7, d->gpu_s);
+    sqlite3_bind_double(st, 8, d->used);
+    sqlite3_bind_double(st, 9, d->known);
+    sqlite3_bind_int64(st, 10, d->first_start);
+    sqlite3_bind_int64(st, 11, d->longest_s);
+    rc = sqlite3_step(st);
     sqlite3_reset(st);
     if (rc != SQLITE_DONE && m->rc == SQLITE_OK) m->rc = rc;
     free(d->user), free(d->queue), free(d->model), free(d->capacity);
@@ -189,7 +242,7 @@ static day_sum *day_slot(sums *m, int64_t day, sqlite3_stmt *iv) {
   }
   if (m->n_days == MAX_PARTS) flush_days(m);
   day_sum *d = &m->days[m->n_days++];
-  *d = (day_sum){.day = day};
+  *d = (day_sum){.day = day, .first_start = INT64_MAX};
   d->user = dup((const unsigned char *)k[0]), d->queue = dup((const unsigned char *)k[1]);
   d->model = dup((const unsigned char *)k[2]), d->capacity = dup((const unsigned char *)k[3]);
   if (!d->user || !d->queue || !d->model || !d->capacity) m->rc = SQLITE_NOMEM;
@@ -257,6 +310,8 @@ static void add_interval(sums *m, sqlite3_stmt *iv, int64_t e) {
     day_sum *d = day_slot(m, day, iv);
     if (m->rc != SQLITE_OK) return;
     d->gpu_s += share * (double)sec;
+    if (a < d->first_start) d->first_start = a;
+    if (e - start > d->longest_s) d->longest_s = e - start;
     if (has_u) {
       d->used += u * (double)sec / (double)(e - start);
       d->known += share * (double)sec;
@@ -280,8 +335,9 @@ static void add_interval(sums *m, sqlite3_stmt *iv, int64_t e) {
   if (!sp->node) m->rc = SQLITE_NOMEM;
 }
 
-int gp_store_sqlite_rollup_close(sqlite3_stmt *const st[4], int64_t job, int64_t end) {
-  sums m = {.add_day = st[2], .add_alloc = st[3], .node_ivs = st[1], .rc = SQLITE_OK};
+int gp_store_sqlite_rollup_close(sqlite3_stmt *const st[5], int64_t job, int64_t end) {
+  sums m = {.add_day = st[2], .add_alloc = st[3], .node_ivs = st[1], .add_held = st[4],
+            .job = job, .rc = SQLITE_OK};
   sqlite3_stmt *iv = st[0];
   sqlite3_bind_int64(iv, 1, job);
   int rc = SQLITE_DONE;
@@ -302,7 +358,10 @@ int gp_store_sqlite_rollup_close(sqlite3_stmt *const st[4], int64_t job, int64_t
 static const char build_sql[] =
     "DELETE FROM ledger_day; DELETE FROM ledger_alloc_day;" ROLL_DAYS(
         "SELECT user, queue, model, capacity, share, start, \"end\", used_gpu_s, energy_j "
-        CLOSED) ";" ROLL_ALLOC("SELECT node, share, start, \"end\" " CLOSED) ";";
+        CLOSED) ";" ROLL_ALLOC("SELECT node, share, start, \"end\" " CLOSED) ";"
+    "DELETE FROM ledger_held_day;" ROLL_HELD(
+        "SELECT job_id, user, queue, model, capacity, share, start, \"end\", used_gpu_s "
+        CLOSED) ";";
 
 int gp_store_sqlite_rollup_build(sqlite3 *db, char **msg) {
   return sqlite3_exec(db, build_sql, NULL, NULL, msg);
@@ -418,4 +477,35 @@ int gp_store_sqlite_reader_open_intervals(gp_store_reader *base, int64_t to, con
                    " ledger_end WHERE \"end\" IS NULL AND start < ?2"
                    " AND (?3 IS NULL OR user = ?3) ORDER BY start, id",
                    0, to, user, open_iv_row, &cb, ctx, err);
+}
+
+typedef int (*held_day_cb)(void *ctx, const gp_store_held_day *d);
+
+static int held_day_row(sqlite3_stmt *st, void *cb, void *ctx) {
+  gp_store_held_day d = {
+      .day = sqlite3_column_int64(st, 0), .job_id = sqlite3_column_int64(st, 1),
+      .model = text_or_empty(st, 2), .capacity = text_or_empty(st, 3),
+      .user = text_or_empty(st, 4), .queue = text_or_empty(st, 5),
+      .gpu_s = sqlite3_column_double(st, 6), .used_gpu_s = sqlite3_column_double(st, 7),
+      .known_gpu_s = sqlite3_column_double(st, 8), .first_start = sqlite3_column_int64(st, 9),
+      .longest_s = sqlite3_column_int64(st, 10)};
+  return (*(held_day_cb *)cb)(ctx, &d);
+}
+
+#define HELD_COLS \
+  "day, job_id, model, capacity, user, queue, gpu_s, used_gpu_s, known_gpu_s, first_start," \
+  " longest_s"
+
+int gp_store_sqlite_reader_held_days(gp_store_reader *base, int64_t day_from, int64_t day_to,
+                                     const char *user,
+                                     int (*cb)(void *ctx, const gp_store_held_day *d),
+                                     void *ctx, gp_err *err) {
+  if (day_from >= day_to) return 0;
+  const char *sql = user ? "SELECT " HELD_COLS " FROM ledger_held_day INDEXED BY"
+                           " ledger_held_day_user WHERE user = ?3 AND day >= ?1 AND day < ?2"
+                           " ORDER BY day"
+                         : "SELECT " HELD_COLS " FROM ledger_held_day WHERE day >= ?1"
+                           " AND day < ?2 ORDER BY day";
+  return read_rows((sqlite_reader *)base, sql, day_from, day_to, user, held_day_row, &cb, ctx,
+                   err);
 }

@@ -17,10 +17,11 @@ extern const char gp_store_sqlite_roll_ivs[];
 extern const char gp_store_sqlite_roll_node_ivs[];
 extern const char gp_store_sqlite_roll_add_day[];
 extern const char gp_store_sqlite_roll_add_alloc[];
-/* Adds the job's open intervals, as closed at `end`, to the roll-ups, through `st` (the four
+extern const char gp_store_sqlite_roll_add_held[];
+/* Adds the job's open intervals, as closed at `end`, to the roll-ups, through `st` (the five
  * statements above, in that order); run in the transaction that closes them, before the
  * statement that does. Returns SQLITE_OK or SQLite's code. */
-int gp_store_sqlite_rollup_close(sqlite3_stmt *const st[4], int64_t job, int64_t end);
+int gp_store_sqlite_rollup_close(sqlite3_stmt *const st[5], int64_t job, int64_t end);
 /* Builds the roll-ups from every closed interval (a store from before them), inside the
  * caller's transaction; returns SQLITE_OK or SQLite's code with *msg set (sqlite3_free). */
 int gp_store_sqlite_rollup_build(sqlite3 *db, char **msg);
@@ -37,5 +38,9 @@ int gp_store_sqlite_reader_alloc_days(gp_store_reader *base, int64_t day_from, i
 int gp_store_sqlite_reader_open_intervals(gp_store_reader *base, int64_t to, const char *user,
                                           int (*cb)(void *ctx, const gp_store_interval *iv),
                                           void *ctx, gp_err *err);
+int gp_store_sqlite_reader_held_days(gp_store_reader *base, int64_t day_from, int64_t day_to,
+                                     const char *user,
+                                     int (*cb)(void *ctx, const gp_store_held_day *d),
+                                     void *ctx, gp_err *err);
 
 #endif

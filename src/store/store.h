@@ -274,6 +274,15 @@ typedef struct gp_store_job_day {
   double gpu_s, used_gpu_s, known_gpu_s, energy_j;
   bool energy_known;         /* some part had its energy measured */
 } gp_store_job_day;
+/* A job's figures on one day (ledger_held_day, for advice, whose items are per job): held
+ * on (model, capacity) by the job's closed intervals, their first second held that day and
+ * the longest of them (whole, not clipped to the day). */
+typedef struct gp_store_held_day {
+  int64_t day, job_id;
+  const char *model, *capacity, *user, *queue;
+  double gpu_s, used_gpu_s, known_gpu_s;
+  int64_t first_start, longest_s;
+} gp_store_held_day;
 typedef struct gp_store_alloc_day {
   int64_t day;
   const char *model, *capacity, *state;   /* the node interval's */
@@ -293,6 +302,12 @@ int gp_store_reader_job_days(gp_store_reader *r, int64_t day_from, int64_t day_t
 int gp_store_reader_alloc_days(gp_store_reader *r, int64_t day_from, int64_t day_to,
                                int (*cb)(void *ctx, const gp_store_alloc_day *d), void *ctx,
                                gp_err *err);
+/* The jobs' day rows of [day_from, day_to), in day order; `user` non-NULL: that user's, by
+ * an index on (user, day). */
+int gp_store_reader_held_days(gp_store_reader *r, int64_t day_from, int64_t day_to,
+                              const char *user,
+                              int (*cb)(void *ctx, const gp_store_held_day *d), void *ctx,
+                              gp_err *err);
 /* The open job intervals that started before `to` (end 0), `user` non-NULL: that user's. */
 int gp_store_reader_open_intervals(gp_store_reader *r, int64_t to, const char *user,
                                    int (*cb)(void *ctx, const gp_store_interval *iv),

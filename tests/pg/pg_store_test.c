@@ -211,7 +211,7 @@ static void an_older_schema_migrates_and_a_newer_one_is_refused(void) {
   PGconn *admin = pg_connect(url);
   CHECK_EQ_INT(gp_store_pg_schema_version(), version_of(admin));
   /* A database one version behind, missing what the last step makes. */
-  pg_must(admin, "DROP TABLE ledger_day; DROP TABLE ledger_alloc_day");
+  pg_must(admin, "DROP TABLE ledger_day; DROP TABLE ledger_alloc_day; DROP TABLE ledger_held_day");
   char sql[96];
   snprintf(sql, sizeof sql, "UPDATE schema_version SET version = %d", gp_store_pg_schema_version() - 1);
   pg_must(admin, sql);
