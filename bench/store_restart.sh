@@ -36,7 +36,7 @@ bench_server_stop
 # fill ENDED: ENDED ended jobs (ids 1..ENDED), then PENDING pending ones after them.
 fill() {
   local ended=$1 db=$TMP/data/gpool.db
-  sqlite3 "$db" <<EOS
+  sqlite3 "$db" >/dev/null <<EOS
 PRAGMA journal_mode=WAL;
 PRAGMA synchronous=OFF;
 BEGIN;
