@@ -16,7 +16,8 @@
  * ledger: `ledger` (one row per job attempt, task and GPU: who held which part of which GPU
  * from when to when, and what it used) and `node_ledger` (one row per node state interval:
  * up, drained, down), each opened and closed in the transaction of the state change that
- * starts and ends it (docs/internals/store.md).
+ * starts and ends it (docs/internals/store.md), and their daily roll-ups (`ledger_day`,
+ * `ledger_alloc_day`, `ledger_held_day`: gp_store_job_day below), added to as intervals close.
  *
  * Identity: every store has a random id, made with the database and kept in it, so that an
  * agent can tell a store it served from another one that reuses the same job and order
