@@ -22,7 +22,7 @@ cleanup() { bench_server_stop; rm -rf "$TMP"; }
 trap cleanup EXIT
 ms() { date +%s%3N; }
 api() { curl -fsS -H "Authorization: Bearer bench-admin" -H 'Content-Type: application/json' "$@"; }
-id_of() { sed 's/.*"id":"\([0-9]*\)".*/\1/'; }
+id_of() { sed -n 's/^{"job":{"id":"\([0-9]*\)".*/\1/p'; }
 
 # Two real jobs: one pending (no node to run on), one ended (cancelled).
 mkdir -p "$TMP/data"
@@ -71,11 +71,17 @@ for ended in $ENDED; do
   t0=$(ms)
   "$GPOOL" server --config "$TMP/server.yaml" >"$TMP/server.log" 2>&1 &
   SERVER_PID=$!
-  until [ -s "$TMP/data/server.url" ]; do sleep 0.01; done
+  until [ -s "$TMP/data/server.url" ]; do
+    kill -0 "$SERVER_PID" 2>/dev/null || { tail -n 5 "$TMP/server.log" >&2; echo "the server died" >&2; exit 1; }
+    sleep 0.01
+  done
   URL=$(head -n1 "$TMP/data/server.url")
   until curl -s -o /dev/null "$URL/healthz" 2>/dev/null; do sleep 0.005; done
   first=$(($(ms) - t0))
-  until curl -fsS -o /dev/null "$URL/healthz" 2>/dev/null; do sleep 0.005; done
+  until curl -fsS -o /dev/null "$URL/healthz" 2>/dev/null; do
+    kill -0 "$SERVER_PID" 2>/dev/null || { tail -n 5 "$TMP/server.log" >&2; echo "the server died" >&2; exit 1; }
+    sleep 0.005
+  done
   ready=$(($(ms) - t0))
   read -r ut st < <(awk '{print $14, $15}' "/proc/$SERVER_PID/stat")
   cpu=$(( (ut + st) * 1000 / $(getconf CLK_TCK) ))
