@@ -9,7 +9,8 @@ PKGS=(build-essential cmake pkg-config git curl ca-certificates procps psmisc
       bc iproute2            # the failover chaos run: times, and the leader's sessions (ss)
       clang libclang-rt-14-dev    # the fuzz harnesses: clang and libFuzzer's runtime
       chromium chromium-driver python3-selenium    # the web console's browser test
-      msmtp python3-aiosmtpd)   # notifications' test: a sendmail relaying to an SMTP sink
+      msmtp python3-aiosmtpd   # notifications' test: a sendmail relaying to an SMTP sink
+      openmpi-bin libopenmpi-dev)   # mpirun inside a job, launching through srun (mpi_test)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
