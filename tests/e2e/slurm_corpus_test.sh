@@ -152,7 +152,10 @@ for name in $failed; do
   echo "--- $name: files"
   (cd "$E2E_DIR/run/$name" && for f in $(find . -name '*.out' -o -name '*.err' -o -name '*.txt' -o -name '*.log' | sort); do echo "# $f"; tail -n 15 "$f"; done)
   id=${JOB[$name]}
-  [ -n "$id" ] && "$GPOOL" logs "$id" 2>&1 | tail -n 15
+  if [ -n "$id" ]; then
+    echo "# gpool logs $id"; "$GPOOL" logs "$id" 2>/dev/null | tail -n 15
+    echo "# gpool logs $id --stderr"; "$GPOOL" logs "$id" --stderr 2>/dev/null | tail -n 15
+  fi
 done
 [ "$passed" = "$total" ] || fail "$((total - passed)) of $total corpus scripts failed:$failed"
 echo "PASS"
