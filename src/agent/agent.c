@@ -308,6 +308,7 @@ static void start_register(gp_agent *a) {
     a->jobs[i]->register_ended = a->jobs[i]->ended;
   }
   json_object_set_new(body, "jobs", jobs);
+  json_object_set_new(body, "steps", gp__agent_steps_report(a)); /* the others are lost */
   a->net->register_events = json_array_size(a->events);
   if (a->credential[0]) json_object_set_new(body, "credential", json_string(a->credential));
   if (a->store_id[0]) json_object_set_new(body, "store", json_string(a->store_id));
@@ -384,6 +385,7 @@ static void events_acked(gp_agent *a, json_t *events) {
   json_array_foreach(events, i, ev) {
     const char *kind = json_string_value(json_object_get(ev, "kind"));
     const char *id = json_string_value(json_object_get(ev, "job"));
+    if (kind && id && strcmp(kind, "step_exited") == 0) gp__agent_step_acked(a, ev);
     if (!kind || !id || strcmp(kind, "exited") != 0) continue;
     const json_t *task = json_object_get(ev, "task");
     gp__agent_job *j = gp__agent_job_find_task(a, id, json_is_integer(task) ? (int)json_integer_value(task) : -1);
@@ -422,7 +424,9 @@ static void on_register_answer(gp_agent *a, long status) {
     if (before > json_array_size(a->events)) before = json_array_size(a->events);
     for (size_t i = before; i-- > 0;) {
       const char *kind = json_string_value(json_object_get(json_array_get(a->events, i), "kind"));
-      if (!kind || strcmp(kind, "interruption") != 0) json_array_remove(a->events, i);
+      /* A step task's end is not in the register call (its "steps" lists it): kept. */
+      if (!kind || (strcmp(kind, "interruption") != 0 && strcmp(kind, "step_exited") != 0))
+        json_array_remove(a->events, i);
     }
     gp__agent_log("node %s registered with %s (%d GPUs, %lld CPUs, %lld MiB, endpoint %s, cgroups %s)",
             a->cfg.name, gp__agent_server(a), a->n_gpus, (long long)a->cpus, (long long)a->mem_mib,
@@ -652,6 +656,7 @@ int gp_agent_new(const gp_agent_config *cfg, gp_gpu_backend *backend, gp_agent *
   }
   snprintf(a->jobs_dir, sizeof a->jobs_dir, "%s/jobs", a->cfg.data_dir);
   if ((rc = mkdirs(a->jobs_dir, err)) != 0) goto fail;
+  if ((rc = gp__agent_steps_init(a, err)) != 0) goto fail;
   if ((rc = backend->ops->discover(backend, a->gpus, GP_GPU_MAX_DEVICES, &a->n_gpus, err)) != 0)
     goto fail;
   /* No driver here: jobs get a simulated nvidia-smi that says so (never with real GPUs). */
@@ -731,6 +736,7 @@ int gp_agent_run(gp_agent *a, volatile sig_atomic_t *stop) {
   }
   while (!*stop) {
     gp__agent_jobs_tick(a);
+    gp__agent_steps_tick(a);
     gp__agent_monitor_tick(a);
     take_checkpoints(a);
     gp__agent_spot_take(a); /* a notice goes out in the next heartbeat, started at once */
@@ -770,6 +776,7 @@ void gp_agent_free(gp_agent *a) {
   }
   for (size_t i = 0; i < a->n_jobs; i++) free(a->jobs[i]);
   free(a->jobs);
+  gp__agent_steps_free(a);
   free(a->orders);
   if (a->orders_log) fclose(a->orders_log);
   json_decref(a->events);

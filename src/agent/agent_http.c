@@ -149,6 +149,16 @@ static enum MHD_Result serve_logs(gp_agent *a, struct MHD_Connection *c, const c
   if (!task_dir_name(c, id, key, sizeof key))
     return reply_error(c, 400, "invalid_argument", "task", "task must be a task index");
   snprintf(dir, sizeof dir, "%s/%s", a->jobs_dir, key);
+  /* ?step=S: a step task's output (agent_steps.c), ?task= naming its rank in the step. */
+  s = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "step");
+  if (s) {
+    int64_t step = 0, task = 0;
+    const char *tv = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "task");
+    if (gp_parse_int64(s, &step) != 0 || step < 0 || step >= GP_PROTO_MAX_STEPS)
+      return reply_error(c, 400, "invalid_argument", "step", "step must be a step id");
+    if (tv && gp_parse_int64(tv, &task) != 0) task = -1;
+    snprintf(dir, sizeof dir, "%.600s/%s.%lld.%lld", a->steps_dir, id, (long long)step, (long long)task);
+  }
   snprintf(path, sizeof path, "%s/%s", dir, stream);
   bool ended = job_ended(dir);
   int fd = open(path, O_RDONLY | O_CLOEXEC);

@@ -81,6 +81,31 @@ typedef struct gp__agent_job {
                                 reports its end, so its answer settles it */
 } gp__agent_job;
 
+/* Whom a job runs as (agent_start.c). */
+typedef struct gp__agent_creds {
+  bool switch_user;
+  uid_t uid;
+  gid_t gid;
+  int n_groups;
+  gid_t groups[64];          /* GP_LAUNCH_MAX_GROUPS */
+  char home[512];
+  char name[64];
+  char shell[256];
+} gp__agent_creds;
+
+/* One task of a job step on this node (agent_steps.c). */
+typedef struct gp__agent_step_task {
+  char job[GP_AGENT_ID_MAX];
+  int step, task, alloc_task;
+  char dir[700];             /* <data>/steps/<job>.<step>.<task> */
+  pid_t pid, shim_pid;
+  uint64_t start_ticks, shim_ticks;
+  bool ended;
+  bool stopping, killed_hard;
+  int64_t kill_at_ms;
+  char stop_reason[32];
+} gp__agent_step_task;
+
 /* The spot watcher's counts (spot.c), read by /metrics. */
 typedef struct gp__agent_spot_counts {
   uint64_t polls, errors, notices;
@@ -106,6 +131,11 @@ struct gp_agent {
   /* jobs */
   gp__agent_job **jobs;
   size_t n_jobs, cap_jobs;
+
+  /* job steps' tasks (agent_steps.c) */
+  char steps_dir[620];
+  gp__agent_step_task **steps;
+  size_t n_steps, cap_steps;
 
   /* executed orders (at most once) */
   char (*orders)[GP_AGENT_ID_MAX];
@@ -181,6 +211,27 @@ void gp__agent_order_execute(gp_agent *a, json_t *order); /* at most once per or
 
 /* ---- agent_start.c ---- */
 void gp__agent_job_start(gp_agent *a, const char *order_id, const gp_proto_start *o);
+int gp__agent_resolve_user(gp_agent *a, const char *user, gp__agent_creds *c, char *msg, size_t size);
+
+/* ---- agent_steps.c: srun's steps ---- */
+int gp__agent_steps_init(gp_agent *a, gp_err *err); /* <data>/steps; leftovers of a past life killed */
+void gp__agent_steps_free(gp_agent *a);
+struct gp__agent_job;
+/* Keeps a job task's environment (0600, in its directory) for the steps that run in it. */
+void gp__agent_steps_save_env(const struct gp__agent_job *j, char *const *items, size_t n);
+void gp__agent_step_run(gp_agent *a, const char *order_id, const gp_proto_step *o);
+/* A step order taken before a restart comes again: its task, gone, is reported lost. */
+void gp__agent_step_seen_again(gp_agent *a, const char *order_id, const gp_proto_step *o);
+void gp__agent_step_stop(gp_agent *a, const gp_proto_step_stop *o);
+void gp__agent_steps_tick(gp_agent *a);
+/* The job task ended: its step tasks are killed (their ends reported as job_ended). */
+void gp__agent_steps_job_ended(gp_agent *a, const struct gp__agent_job *j);
+/* The server settled the job task's end: its step tasks' records and output go. */
+void gp__agent_steps_job_removed(gp_agent *a, const struct gp__agent_job *j);
+json_t *gp__agent_steps_report(const gp_agent *a); /* register's "steps": [{job, step, task}] */
+/* The server has a step task's end (its step_exited event): its record goes (its output
+ * stays until the job's last task here is removed). */
+void gp__agent_step_acked(gp_agent *a, const json_t *event);
 
 /* ---- agent_jobs.c ---- */
 void gp__agent_job_add(gp_agent *a, gp__agent_job *j);

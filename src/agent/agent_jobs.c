@@ -53,6 +53,7 @@ void gp__agent_job_path(const gp__agent_job *j, const char *name, char *buf, siz
 }
 
 void gp__agent_job_remove(gp_agent *a, gp__agent_job *j) {
+  gp__agent_steps_job_removed(a, j);
   char path[800];
   gp__agent_job_path(j, "acked", path, sizeof path);
   int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
@@ -340,8 +341,9 @@ static void job_finish(gp_agent *a, gp__agent_job *j, bool exit_known, int code,
   else snprintf(msg, sizeof msg, "%s", what);
   snprintf(j->message, sizeof j->message, "%.480s%s", msg,
            while_away ? " (while the agent was away)" : "");
-  /* Leftover processes of the job's group go with their leader. */
+  /* Leftover processes of the job's group go with their leader, and its steps' tasks. */
   if (exit_known) killpg(j->pid, SIGKILL);
+  gp__agent_steps_job_ended(a, j);
   a->gpu->ops->detach(a->gpu, j->pid);
   if (j->cgroup) gp_cgroup_job_remove(&a->cgroup, j->key);
   json_t *end = gp__agent_job_report(j);

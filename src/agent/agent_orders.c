@@ -194,6 +194,30 @@ static void refuse_inject(gp_agent *a, const char *id, const json_t *doc, const 
   inject_done(a, id, json_string_value(json_object_get(doc, "fault")), GP_EINVAL, err->message);
 }
 
+static void run_step(gp_agent *a, const gp_proto_order *o) { gp__agent_step_run(a, o->id, &o->u.step); }
+
+/* A step order that does not decode: its task fails, so srun does not wait for it. */
+static void refuse_step(gp_agent *a, const char *id, const json_t *doc, const gp_err *err) {
+  const json_t *st = json_object_get(doc, "step");
+  const char *job = json_string_value(json_object_get(st, "job"));
+  json_int_t step = json_integer_value(json_object_get(st, "step")), task = json_integer_value(json_object_get(st, "task"));
+  gp__agent_log("order %s: %s: %s", id, err->field, err->message);
+  if (!gp_proto_job_id_valid(job) || step < 0 || step >= GP_PROTO_MAX_STEPS || task < 0 || task >= GP_PROTO_MAX_TASKS)
+    return;
+  gp_proto_event *ev = gp_xcalloc(1, sizeof *ev);
+  ev->kind = GP_PROTO_EV_STEP_EXITED;
+  snprintf(ev->job, sizeof ev->job, "%s", job);
+  ev->step = (int)step;
+  ev->task = (int)task;
+  ev->at = gp__agent_now_ms() / 1000;
+  snprintf(ev->reason, sizeof ev->reason, "start_failed");
+  snprintf(ev->message, sizeof ev->message, "%.100s: %.400s", err->field, err->message);
+  gp__agent_event(a, gp_proto_event_encode(ev));
+  free(ev);
+}
+
+static void run_step_stop(gp_agent *a, const gp_proto_order *o) { gp__agent_step_stop(a, &o->u.step_stop); }
+
 /* What the agent does with each kind the protocol decodes: `run` a decoded order, or
  * `refuse` one whose fields did not decode (and tell the server where it waits for an
  * answer). */
@@ -208,6 +232,8 @@ static const struct {
     {GP_PROTO_DRAIN_GPU, run_gpu_admin, refuse_log},
     {GP_PROTO_RESUME_GPU, run_gpu_admin, refuse_log},
     {GP_PROTO_INJECT, run_inject, refuse_inject},
+    {GP_PROTO_STEP, run_step, refuse_step},
+    {GP_PROTO_STEP_STOP, run_step_stop, refuse_log},
 };
 
 /* A start order this agent took before (its id is on disk) for a job it does not have: the
@@ -229,6 +255,17 @@ static void start_seen_again(gp_agent *a, const char *id, const json_t *doc) {
   free(o);
 }
 
+/* The same for a step order: a step task this agent no longer has was killed at its
+ * restart (agent_steps.c), and its end must still reach srun. */
+static void step_seen_again(gp_agent *a, const char *id, const json_t *doc) {
+  gp_proto_order *o = gp_xmalloc(sizeof *o);
+  gp_err err = {0};
+  if (gp_proto_order_decode(doc, o, &err) == 0)
+    gp__agent_step_seen_again(a, id, &o->u.step);
+  gp_proto_order_done(o);
+  free(o);
+}
+
 void gp__agent_order_execute(gp_agent *a, json_t *doc) {
   const char *id, *kind;
   if (gp_proto_order_head(doc, &id, &kind, NULL) != 0) {
@@ -237,6 +274,7 @@ void gp__agent_order_execute(gp_agent *a, json_t *doc) {
   }
   if (order_seen(a, id)) {
     if (gp_proto_order_kind_parse(kind) == GP_PROTO_START) start_seen_again(a, id, doc);
+    if (gp_proto_order_kind_parse(kind) == GP_PROTO_STEP) step_seen_again(a, id, doc);
     return;
   }
   order_remember(a, id);

@@ -136,18 +136,9 @@ static int parse_start(gp_agent *a, const gp_proto_start *o, start_req *r, char 
   return 0;
 }
 
-typedef struct creds {
-  bool switch_user;
-  uid_t uid;
-  gid_t gid;
-  int n_groups;
-  gid_t groups[GP_LAUNCH_MAX_GROUPS];
-  char home[512];
-  char name[64];
-  char shell[256];
-} creds;
+typedef gp__agent_creds creds;
 
-static int resolve_user(gp_agent *a, const char *user, creds *c, char *msg, size_t size) {
+int gp__agent_resolve_user(gp_agent *a, const char *user, creds *c, char *msg, size_t size) {
   memset(c, 0, sizeof *c);
   struct passwd pw, *res = NULL;
   char buf[8192];
@@ -318,6 +309,8 @@ static void build_env(gp_agent *a, const start_req *r, const creds *c, const gp_
   env_set(e, "GPOOL_RESTART_COUNT", buf);
   env_set(e, "SLURM_RESTART_COUNT", buf);
   env_set(e, "GPOOL_SERVER", a->cfg.server);
+  /* srun's credential for this run's steps (steps: docs/slurm.md); never logged. */
+  if (r->o->job_key[0]) env_set(e, "GPOOL_JOB_KEY", r->o->job_key);
   if (a->cfg.tls.peer_ca[0]) env_set(e, "GPOOL_CA", a->cfg.tls.peer_ca); /* gpool and curl in jobs */
   env_set(e, "GPOOL_ENFORCEMENT", sp->enforcement);
   if (ckpt_key && ckpt_key[0]) {
@@ -382,7 +375,7 @@ static bool decide_share(gp_agent *a, const char *order_id, const start_req *r,
 /* Whom the job runs as. */
 static bool decide_user(gp_agent *a, const char *order_id, const start_req *r, creds *c) {
   char msg[512];
-  if (resolve_user(a, r->user, c, msg, sizeof msg) != 0) {
+  if (gp__agent_resolve_user(a, r->user, c, msg, sizeof msg) != 0) {
     gp__agent_job_start_failed(a, order_id, r->id, (int)r->task_index, -1, msg);
     return false;
   }
@@ -488,6 +481,7 @@ static bool launch(gp_agent *a, const char *order_id, const start_req *r, const 
   spec.user_stderr = user_err[0] ? user_err : NULL;
   /* A requeued run adds to what the earlier runs wrote, as in Slurm. */
   spec.user_append = r->o->output_append || r->o->restarts > 0;
+  if (!rc) gp__agent_steps_save_env(j, env.items, env.n); /* what srun's steps start from */
   if (!rc) rc = gp_launch(&spec, res, &err);
   env_free(&env);
   if (rc == 0) return true;

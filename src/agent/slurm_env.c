@@ -4,8 +4,8 @@
  * node list starts with task 0's node. A variable gpool cannot know (SLURM_SUBMIT_HOST, or
  * the node list of an order without hosts from an older server) is left unset rather than
  * guessed. The shim directory holds the Slurm commands the gpool binary answers (sbatch,
- * squeue, scancel, sinfo, sacct, scontrol: cli/slurm.h): a command gpool cannot answer
- * truthfully (srun, salloc, mpirun) gets no stand-in. */
+ * squeue, scancel, sinfo, sacct, scontrol, srun: cli/slurm.h): a command gpool cannot
+ * answer truthfully (salloc) gets no stand-in. */
 #include "agent/slurm_env.h"
 
 #include <errno.h>
@@ -121,7 +121,7 @@ void gp__agent_slurm_vars(const gp_proto_start *o, const gp__agent_slurm_task *t
 
 int gp__agent_slurm_bin_write(const char *data_dir, const char *exe, char *dir, size_t size) {
   /* The names src/cli/main.c answers to (GP_SLURM_SHIMS in cli/slurm.h). */
-  static const char *const names[] = {"sbatch", "squeue", "scancel", "sinfo", "sacct", "scontrol"};
+  static const char *const names[] = {"sbatch", "squeue", "scancel", "sinfo", "sacct", "scontrol", "srun"};
   dir[0] = '\0';
   if (!exe || !*exe) return -1;
   char d[1024], link[1100], tmp[1100];

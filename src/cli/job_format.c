@@ -172,6 +172,35 @@ static void fmt_command(json_t *cmd, gp_buf *out) {
   }
 }
 
+/* Its srun steps: id, tasks on nodes, state, exit code (and a failed task's reason), the
+ * command. */
+static void format_steps(json_t *steps, gp_buf *out) {
+  if (!json_array_size(steps)) return;
+  gp_buf_puts(out, "  steps\n");
+  size_t i;
+  json_t *s;
+  json_array_foreach(steps, i, s) {
+    json_t *ec = json_object_get(s, "exit_code");
+    char code[32] = "";
+    if (json_is_integer(ec)) snprintf(code, sizeof code, " exit %lld", (long long)json_integer_value(ec));
+    gp_buf_printf(out, "    %-4lld %lld tasks on ", (long long)num(s, "id"), (long long)num(s, "ntasks"));
+    join_strings(json_object_get(s, "nodes"), ",", out);
+    gp_buf_printf(out, "  %s%s", str(s, "state"), code);
+    if (*str(s, "reason")) gp_buf_printf(out, " (%s)", str(s, "reason"));
+    gp_buf_puts(out, "  ");
+    fmt_command(json_object_get(s, "command"), out);
+    gp_buf_puts(out, "\n");
+    size_t k;
+    json_t *t;
+    json_array_foreach(json_object_get(s, "tasks"), k, t) {
+      const char *why = str(t, "reason");
+      if (!*why || !strcmp(why, "exited")) continue;
+      gp_buf_printf(out, "           task %zu on %s: %s%s%s\n", k, str(t, "node"), why, *str(t, "message") ? ": " : "",
+                    str(t, "message"));
+    }
+  }
+}
+
 void gp_job_fmt_show(json_t *job, int64_t now, gp_buf *out) {
   char gpus[64], t[64], d[64];
   const char *state = str(job, "state");
@@ -261,6 +290,7 @@ void gp_job_fmt_show(json_t *job, int64_t now, gp_buf *out) {
   }
   if (*str(job, "enforcement")) gp_buf_printf(out, "  enforced   %s\n", str(job, "enforcement"));
   format_attempts(json_object_get(job, "attempts"), out);
+  format_steps(json_object_get(job, "steps"), out);
 
   json_t *tl = json_object_get(job, "timeline");
   if (json_array_size(tl)) {

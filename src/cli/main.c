@@ -39,6 +39,7 @@ int main(int argc, char **argv) {
   if (strcmp(self, "scancel") == 0) return gp_cmd_scancel(argc, argv);
   if (strcmp(self, "sinfo") == 0) return gp_cmd_sinfo(argc, argv);
   if (strcmp(self, "sacct") == 0) return gp_cmd_sacct(argc, argv);
+  if (strcmp(self, "srun") == 0) return gp_cmd_srun(argc, argv);
   if (argc < 2 || strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0 ||
       strcmp(argv[1], "-h") == 0) {
     usage(stdout);

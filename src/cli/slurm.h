@@ -17,8 +17,8 @@
 #include "cli/cli_common.h"
 
 /* The names the binary answers to, and the links `gpool slurm-shims` makes. */
-#define GP_SLURM_SHIMS "sbatch", "squeue", "scancel", "sinfo", "sacct", "scontrol"
-#define GP_SLURM_N_SHIMS 6
+#define GP_SLURM_SHIMS "sbatch", "squeue", "scancel", "sinfo", "sacct", "scontrol", "srun"
+#define GP_SLURM_N_SHIMS 7
 
 /* Slurm's short (PD, R, CG, CD, F, CA, TO, PR) and long (PENDING, ...) names of a gpool
  * job state; "??"/"UNKNOWN" for a state gpool does not have. */
@@ -69,6 +69,8 @@ int gp_cmd_squeue(int argc, char **argv);
 int gp_cmd_scancel(int argc, char **argv);
 int gp_cmd_sinfo(int argc, char **argv);
 int gp_cmd_sacct(int argc, char **argv);
+/* srun inside a job: a step through the agents (slurm_srun.c). */
+int gp_cmd_srun(int argc, char **argv);
 /* `scontrol show job ID` (slurm_scontrol_job.c). */
 int gp_slurm_show_job(const char *id);
 /* `gpool slurm-shims DIR` (slurm_sbatch.c). */

@@ -3,8 +3,8 @@
  * jobs) and the store's history, merged by id. Fields (--format) JobID, JobIDRaw, JobName,
  * Partition, User, State, ExitCode (Slurm's "code:signal"), Elapsed, Timelimit, Submit,
  * Start, End, NNodes, NodeList, NTasks, AllocCPUS, with Slurm's "Name%W" widths and -P/-p.
- * Without -j the window starts at today's midnight, as Slurm's. gpool has no steps, so
- * every line is an allocation and -X leaves the output as it is. */
+ * Without -j the window starts at today's midnight, as Slurm's. A job's srun steps follow
+ * it as "J.N" lines (no .batch/.extern lines: gpool has no such steps); -X leaves them out. */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,6 +83,58 @@ static void value(int f, json_t *job, int64_t now, char *out, size_t cap) {
   }
 }
 
+/* One line of the listing. */
+static void print_row(json_t *job, int64_t now, const int *col, const int *width, int n_cols, char sep,
+                      bool trailing) {
+  gp_buf line = {0};
+  for (int c = 0; c < n_cols; c++) {
+    char text[4200];
+    value(col[c], job, now, text, sizeof text);
+    if (sep) {
+      gp_buf_printf(&line, "%s%s", text, c + 1 < n_cols || trailing ? "|" : "");
+      continue;
+    }
+    if ((int)strlen(text) > width[c]) { /* Slurm cuts with a '+' */
+      text[width[c] - 1] = '+';
+      text[width[c]] = '\0';
+    }
+    gp_buf_printf(&line, "%s%*s", c ? " " : "", fields[col[c]].right ? width[c] : -width[c], text);
+  }
+  printf("%s\n", line.data ? line.data : "");
+  gp_buf_done(&line);
+}
+
+/* A step of the job (srun) as the line Slurm prints for it: "J.N", the command's name, its
+ * tasks, nodes, state and exit code. */
+static json_t *step_row(json_t *job, json_t *step) {
+  json_t *r = json_object();
+  char id[96];
+  snprintf(id, sizeof id, "%s.%lld", gp_slurm_job_id(job), (long long)gp_slurm_int(step, "id"));
+  json_object_set_new(r, "id", json_string(id));
+  const char *cmd = json_string_value(json_array_get(json_object_get(step, "command"), 0));
+  const char *base = cmd && strrchr(cmd, '/') ? strrchr(cmd, '/') + 1 : cmd;
+  json_object_set_new(r, "name", json_string(base ? base : ""));
+  json_object_set(r, "queue", json_object_get(job, "queue"));
+  json_object_set(r, "user", json_object_get(job, "user"));
+  json_object_set(r, "state", json_object_get(step, "state"));
+  json_object_set(r, "exit_code", json_object_get(step, "exit_code"));
+  json_object_set(r, "submitted_at", json_object_get(step, "created_at"));
+  json_object_set(r, "started_at", json_object_get(step, "created_at"));
+  json_object_set(r, "ended_at", json_object_get(step, "ended_at"));
+  json_object_set(r, "tasks", json_object_get(step, "ntasks"));
+  json_object_set(r, "cpus", json_object_get(job, "cpus"));
+  json_t *pl = json_array();
+  size_t i;
+  json_t *t;
+  json_array_foreach(json_object_get(step, "tasks"), i, t) {
+    json_t *p = json_object();
+    json_object_set(p, "node", json_object_get(t, "node"));
+    json_array_append_new(pl, p);
+  }
+  json_object_set_new(r, "placements", pl);
+  return r;
+}
+
 /* "now-2days", Slurm dates and times (local), or Unix seconds. */
 static int parse_time(const char *v, int64_t now, int64_t *ret) {
   if (strncmp(v, "now-", 4) == 0) {
@@ -122,7 +174,7 @@ static void sort_by_id(json_t *rows) {
 
 int gp_cmd_sacct(int argc, char **argv) {
   const char *jobs = NULL, *user = NULL, *format = "JobID,JobName,Partition,User,State,ExitCode,Elapsed";
-  bool all_users = false, noheader = false;
+  bool all_users = false, noheader = false, alloc_only = false;
   int sep = 0; /* '|' with -P/-p */
   bool trailing = false;
   int64_t now = gp_cli_now(), from = -1, to = -1;
@@ -147,7 +199,7 @@ int gp_cmd_sacct(int argc, char **argv) {
     switch (id) {
     case O_HELP: fputs(usage, stdout); goto out;
     case O_JOBS: jobs = v; break;
-    case O_ALLOC: break; /* gpool has no steps: every line already is an allocation */
+    case O_ALLOC: alloc_only = true; break; /* no step lines */
     case O_USER: user = v; break;
     case O_ALL: all_users = true; break;
     case O_NOHEAD: noheader = true; break;
@@ -279,22 +331,14 @@ int gp_cmd_sacct(int argc, char **argv) {
         hit = gp_slurm_id_matches(job, w);
       if (!hit) continue;
     }
-    gp_buf line = {0};
-    for (int c = 0; c < n_cols; c++) {
-      char text[4200];
-      value(col[c], job, now, text, sizeof text);
-      if (sep) {
-        gp_buf_printf(&line, "%s%s", text, c + 1 < n_cols || trailing ? "|" : "");
-        continue;
-      }
-      if ((int)strlen(text) > width[c]) { /* Slurm cuts with a '+' */
-        text[width[c] - 1] = '+';
-        text[width[c]] = '\0';
-      }
-      gp_buf_printf(&line, "%s%*s", c ? " " : "", fields[col[c]].right ? width[c] : -width[c], text);
+    print_row(job, now, col, width, n_cols, sep, trailing);
+    size_t k;
+    json_t *step;
+    json_array_foreach(alloc_only ? NULL : json_object_get(job, "steps"), k, step) {
+      json_t *row = step_row(job, step);
+      print_row(row, now, col, width, n_cols, sep, trailing);
+      json_decref(row);
     }
-    printf("%s\n", line.data ? line.data : "");
-    gp_buf_done(&line);
   }
   json_decref(rows);
 out:

@@ -21,6 +21,7 @@ static const struct {
     {GP_PROTO_EV_MIG_DONE, "mig_done", false, true},
     {GP_PROTO_EV_INJECT_DONE, "inject_done", false, false},
     {GP_PROTO_EV_INTERRUPTION, "interruption", false, false},
+    {GP_PROTO_EV_STEP_EXITED, "step_exited", true, false},
 };
 #define N_KINDS (sizeof kinds / sizeof kinds[0])
 
@@ -63,6 +64,18 @@ json_t *gp_proto_event_encode(const gp_proto_event *ev) {
     json_object_set_new(o, "message", json_string(ev->message));
     if (ev->order[0]) json_object_set_new(o, "order", json_string(ev->order));
     if (ev->usage) json_object_set(o, "usage", ev->usage);
+    break;
+  case GP_PROTO_EV_STEP_EXITED:
+    json_object_set_new(o, "job", json_string(ev->job));
+    json_object_set_new(o, "step", json_integer(ev->step));
+    json_object_set_new(o, "task", json_integer(ev->task));
+    json_object_set_new(o, "at", json_integer(ev->at));
+    json_object_set_new(o, "exit_code", ev->has_exit_code ? json_integer(ev->exit_code) : json_null());
+    json_object_set_new(o, "signal", ev->signal ? json_integer(ev->signal) : json_null());
+    json_object_set_new(o, "reason", json_string(ev->reason));
+    json_object_set_new(o, "message", json_string(ev->message));
+    json_object_set_new(o, "out_bytes", json_integer(ev->out_bytes));
+    json_object_set_new(o, "err_bytes", json_integer(ev->err_bytes));
     break;
   case GP_PROTO_EV_CHECKPOINT:
     json_object_set_new(o, "job", json_string(ev->job));
@@ -205,5 +218,8 @@ int gp_proto_event_decode(const json_t *doc, gp_proto_event *ret, gp_err *err) {
   ret->deadline = opt_int(doc, "deadline", 1, INT64_MAX / 2, 0);
   ret->at_ms = opt_int(doc, "at_ms", 1, INT64_MAX / 2, 0);
   opt_str(doc, "source", ret->source, sizeof ret->source);
+  ret->step = (int)opt_int(doc, "step", 0, GP_PROTO_MAX_STEPS - 1, -1);
+  ret->out_bytes = opt_int(doc, "out_bytes", 0, INT64_MAX / 2, 0);
+  ret->err_bytes = opt_int(doc, "err_bytes", 0, INT64_MAX / 2, 0);
   return 0;
 }

@@ -31,6 +31,7 @@ typedef enum gp_proto_event_kind {
   GP_PROTO_EV_MIG_DONE,    /* "mig_done": the answer to a mig order */
   GP_PROTO_EV_INJECT_DONE, /* "inject_done": the answer to an inject order */
   GP_PROTO_EV_INTERRUPTION, /* "interruption": the cloud will reclaim the node (spot notice) */
+  GP_PROTO_EV_STEP_EXITED, /* "step_exited": a job step's task ended, or never started */
 } gp_proto_event_kind;
 
 #define GP_PROTO_SOURCE_MAX 16          /* bytes in an interruption's source, with its NUL */
@@ -68,6 +69,10 @@ typedef struct gp_proto_event {
   /* exited, mig_done, inject_done */
   bool has_message;                   /* false: not given; "" is a message, if an empty one */
   char message[GP_PROTO_TEXT_MAX];
+  /* step_exited (also job, task: the step task's rank, at, exit_code, signal, reason,
+     message) */
+  int step;                           /* 0..GP_PROTO_MAX_STEPS - 1; -1 when not given */
+  int64_t out_bytes, err_bytes;       /* the sizes of its stdout and stderr; 0 when not given */
   /* gpu_fault, mig_done */
   int gpu;                            /* 0..GP_PROTO_MAX_GPUS - 1 */
   /* gpu_fault */

@@ -37,6 +37,10 @@
  * every byte escaped as \u00XX: 7.5 MiB, plus 1024 hosts and four strings of 4 KiB) under
  * the agent's limit. */
 #define GP_PROTO_ANSWER_MAX ((size_t)16 << 20)
+#define GP_PROTO_JOB_KEY_MAX 80        /* bytes in a job's step credential, with its NUL */
+#define GP_PROTO_MAX_STEPS 100000      /* step ids of one job: 0..GP_PROTO_MAX_STEPS - 1 */
+#define GP_PROTO_MAX_STEP_ENV 1024     /* variables srun passes to a step */
+#define GP_PROTO_MAX_STEP_ENV_BYTES (128 * 1024)
 #define GP_PROTO_ORDERS_BUDGET ((size_t)1 << 20)
 
 #endif

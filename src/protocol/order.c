@@ -159,6 +159,8 @@ static const struct {
     {GP_PROTO_DRAIN_GPU, "drain_gpu", gpu_admin_encode, gpu_admin_decode, NULL},
     {GP_PROTO_RESUME_GPU, "resume_gpu", gpu_admin_encode, gpu_admin_decode, NULL},
     {GP_PROTO_INJECT, "inject", inject_encode, inject_decode, NULL},
+    {GP_PROTO_STEP, "step", gp__proto_step_encode, gp__proto_step_decode, gp__proto_step_done},
+    {GP_PROTO_STEP_STOP, "step_stop", gp__proto_step_stop_encode, gp__proto_step_stop_decode, NULL},
 };
 #define N_KINDS (sizeof kinds / sizeof kinds[0])
 

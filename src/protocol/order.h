@@ -22,6 +22,8 @@ typedef enum gp_proto_order_kind {
   GP_PROTO_DRAIN_GPU, /* "drain_gpu": start nothing more on a GPU */
   GP_PROTO_RESUME_GPU,/* "resume_gpu": put a drained GPU back in service */
   GP_PROTO_INJECT,    /* "inject": simulated faults (simulated backends only) */
+  GP_PROTO_STEP,      /* "step": run one task of a job step (srun) in a task's allocation */
+  GP_PROTO_STEP_STOP, /* "step_stop": signal a job step's tasks on the node */
 } gp_proto_order_kind;
 
 /* This task's share of the job's placement. */
@@ -70,7 +72,37 @@ typedef struct gp_proto_start {
   int warn_before_s;                /* ...sent this long before the limit (0: none)... */
   bool warn_batch;                  /* ...to the job's main process only (B:) */
   int restarts;                     /* how many times the job was requeued before */
+  char job_key[GP_PROTO_JOB_KEY_MAX]; /* the run's step credential (GPOOL_JOB_KEY), "": none */
 } gp_proto_start;
+
+/* One task of a job step (step_order.c): what srun asked, placed on one task of the job's
+ * allocation on this node, whose cgroup and environment it runs in. Strings owned. */
+typedef struct gp_proto_step {
+  char job[GP_PROTO_ID_MAX];
+  int step;                         /* 0..GP_PROTO_MAX_STEPS - 1 */
+  int task, tasks;                  /* this step task's rank, of 1..GP_PROTO_MAX_TASKS */
+  int alloc_task;                   /* the job task it runs in, 0..GP_PROTO_MAX_TASKS - 1 */
+  int n_hosts;                      /* the step's node names by rank (n_hosts == tasks) */
+  char **hosts;
+  int n_addrs;                      /* their addresses as other nodes reach them, by rank */
+  char **addrs;
+  int master_port;                  /* the step's rendezvous port, 1..65535 */
+  int n_argv;                       /* 1..GP_PROTO_MAX_ARGS */
+  char **argv;
+  int n_env;                        /* srun's caller environment, 0..GP_PROTO_MAX_STEP_ENV */
+  char **env_keys, **env_values;
+  bool own_gpus;                    /* `gpus` are its job task's own (a MIG task keeps its
+                                       instance); else all of the job's on the node */
+  int n_gpus;                       /* the GPUs it sees (indexes) */
+  int gpus[GP_PROTO_MAX_GPUS];
+} gp_proto_step;
+
+typedef struct gp_proto_step_stop {
+  char job[GP_PROTO_ID_MAX];
+  int step;
+  char signal[GP_PROTO_SIGNAL_MAX]; /* "": TERM, then KILL after the job's grace period */
+  char reason[GP_PROTO_REASON_MAX]; /* cancelled, bad_exit, job_ended */
+} gp_proto_step_stop;
 
 typedef struct gp_proto_stop {
   char job[GP_PROTO_ID_MAX];
@@ -108,6 +140,8 @@ typedef struct gp_proto_order {
     gp_proto_mig mig;
     gp_proto_gpu_admin gpu;         /* drain_gpu, resume_gpu */
     gp_proto_inject inject;
+    gp_proto_step step;
+    gp_proto_step_stop step_stop;
   } u;
 } gp_proto_order;
 
@@ -159,5 +193,12 @@ int gp_proto_placement_decode(const json_t *p, gp_proto_placement *ret, gp_err *
 
 /* The value of the start's environment variable `key`, or NULL. Borrowed from s. */
 const char *gp_proto_start_env(const gp_proto_start *s, const char *key);
+
+/* step_order.c: the step and step_stop kinds' fields (GP_EINVAL naming the field). */
+json_t *gp__proto_step_encode(const gp_proto_order *o);
+int gp__proto_step_decode(const json_t *d, gp_proto_order *o, gp_err *err);
+void gp__proto_step_done(gp_proto_order *o);
+json_t *gp__proto_step_stop_encode(const gp_proto_order *o);
+int gp__proto_step_stop_decode(const json_t *d, gp_proto_order *o, gp_err *err);
 
 #endif

@@ -124,6 +124,7 @@ json_t *gp_proto_start_encode(const gp_proto_start *s) {
     json_object_set_new(o, "warn_batch", json_boolean(s->warn_batch));
   }
   if (s->restarts > 0) json_object_set_new(o, "restarts", json_integer(s->restarts));
+  if (s->job_key[0]) json_object_set_new(o, "job_key", json_string(s->job_key));
   return o;
 }
 
@@ -292,6 +293,10 @@ static int decode_batch(const json_t *job, gp_proto_start *s, gp_err *err) {
   s->warn_batch = json_is_true(json_object_get(job, "warn_batch"));
   if ((r = gp__proto_int(job, CTX, "restarts", 0, 1000000, false, 0, &v, err))) return r;
   s->restarts = (int)v;
+  if ((r = gp__proto_str_into(job, CTX, "job_key", s->job_key, sizeof s->job_key, false, err))) return r;
+  for (const char *p = s->job_key; *p; p++)
+    if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') || *p == '.' || *p == '-'))
+      return gp__proto_bad(err, CTX, "job_key", "job_key holds a character other than [0-9a-z.-]");
   return 0;
 }
 

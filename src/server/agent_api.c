@@ -13,6 +13,7 @@
 #include "server/jobmetrics.h"
 #include "server/node_report.h"
 #include "server/server_int.h"
+#include "server/steps.h"
 #include "util/buf.h"
 #include "util/mem.h"
 
@@ -228,6 +229,9 @@ static int do_register(gp_srv_state *s, gp_srv_req *r, int64_t now_s, int64_t no
       if (s->n_active < before) a--;
     }
   }
+  /* Step tasks it no longer runs (it restarted) end as lost, so no srun waits forever. */
+  const json_t *steps = json_object_get(body, "steps");
+  if (!rc) gp__srv_steps_node_registered(s, n, json_is_array(steps) && json_array_size(steps) <= 100000 ? steps : NULL, now_s);
   if (!rc) rc = gp__srv_persist_node(s, n, err);
   if (rc) return rc;
   json_t *out = json_object();
@@ -342,6 +346,12 @@ static int apply_event(gp_srv_state *s, gp_srv_node *n, int idx, const json_t *d
   }
   gp_srv_job *j = gp__srv_job_get(s, e->job);
   if (!j) return 0;
+  if (e->kind == GP_PROTO_EV_STEP_EXITED) /* steps.c checks the task was this node's */
+    return e->step < 0 || e->task < 0 ? 0
+           : gp__srv_step_task_exited(s, j, n->name, e->step, e->task, e->has_exit_code,
+                                      e->exit_code, e->signal, e->has_reason ? e->reason : NULL,
+                                      e->has_message ? e->message : NULL, e->out_bytes,
+                                      e->err_bytes, now_s, err);
   bool here = false;
   /* `order` names the start order of the run the event is about: a late report of an
    * earlier run of a requeued job must not end the current run. */

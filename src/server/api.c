@@ -16,6 +16,7 @@
 #include "server/jobmetrics.h"
 #include "server/notify_job.h"
 #include "server/server_int.h"
+#include "server/steps.h"
 #include "util/mem.h"
 #include "util/units.h"
 
@@ -496,6 +497,8 @@ static int jobs_route(gp_srv_state *s, gp_srv_req *r, const char *rest, int64_t 
     job_metrics(s, r, j);
     return 0;
   }
+  if (strncmp(action, "steps", 5) == 0 && (!action[5] || action[5] == '/'))
+    return gp__srv_steps_route(s, r, j, action + 5, now, err);
   if (strcmp(action, "log") == 0 && gp__srv_req_method(r, "GET")) {
     if (!may_touch(r, j)) {
       gp__srv_reply_error(r, 403, "permission_denied", NULL, "job %s belongs to %s", j->idstr, j->user);
@@ -552,6 +555,15 @@ int gp__srv_api_handle(gp_srv_state *s, gp_srv_req *r, int64_t now_s, int64_t no
   if (r->role == GP_ROLE_AGENT) {
     gp__srv_reply_error(r, 403, "permission_denied", NULL, "agent tokens may use only /v1/agent/*");
     return 0;
+  }
+  if (r->job_key) { /* a job's step credential: its steps, nothing else (server_http.c) */
+    char id[32];
+    gp_srv_job *j = gp__srv_steps_path(p, id, sizeof id) ? gp__srv_job_get(s, id) : NULL;
+    if (!j) {
+      gp__srv_reply_error(r, 403, "permission_denied", NULL, "a step credential is good for its job's running steps only");
+      return 0;
+    }
+    return gp__srv_steps_route(s, r, j, p + 9 + strlen(id) + 6, now_s, err);
   }
   /* One gate for every route, present and future: a viewer changes nothing. */
   if (r->role == GP_ROLE_VIEWER && !gp__srv_req_method(r, "GET")) {

@@ -16,6 +16,7 @@
 #include "server/array.h"
 
 struct gp_srv_jobmetrics;
+struct gp_srv_steps;
 
 /* Where one task of a running job is, and whether it has exited. */
 typedef struct gp_srv_alloc {
@@ -94,6 +95,7 @@ typedef struct gp_srv_job {
   char *task_failure;   /* this run: "task N: why" of the first task that failed, which
                            ends the gang (memory only), or NULL */
   int master_port;      /* this run's rendezvous port (MASTER_PORT; memory only), 0: none */
+  struct gp_srv_steps *steps; /* its srun steps and this run's step credential (steps.h), or NULL */
   int n_alloc;
   gp_srv_alloc *alloc;  /* RUNNING/STOPPING: one per task */
   json_t *timeline;     /* array of events (owned) */

@@ -10,6 +10,7 @@
 
 #include "server/notify.h"
 #include "server/state.h"
+#include "server/steps.h"
 #include "util/buf.h"
 
 /* Appends `s` as a JSON string. Inputs were validated as UTF-8 by the JSON parser (or come
@@ -200,6 +201,14 @@ char *gp__srv_job_store_doc(const gp_srv_job *j) {
     put_key(&b, "usage");
     gp_buf_puts(&b, u ? u : "null");
     free(u);
+  }
+  json_t *steps = gp__srv_steps_store_json(j);
+  if (steps) { /* with this run's step credential: the store is the server's own */
+    char *t = json_dumps(steps, JSON_COMPACT);
+    json_decref(steps);
+    put_key(&b, "steps");
+    gp_buf_puts(&b, t ? t : "null");
+    free(t);
   }
   gp_buf_append(&b, "}", 1);
   char *out = gp_buf_steal(&b);

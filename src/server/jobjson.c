@@ -16,6 +16,7 @@
 #include "server/jobmetrics.h"
 #include "server/notify_job.h"
 #include "server/state.h"
+#include "server/steps.h"
 #include "snapshot/policy_read.h"
 #include "util/mem.h"
 #include "util/signals.h"
@@ -152,6 +153,7 @@ void gp__srv_job_free(gp_srv_job *j) {
   free(j->end_reason);
   free(j->stop_reason);
   free(j->task_failure);
+  gp__srv_steps_free(j->steps);
   free(j->alloc);
   free(j->view_pl);
   json_decref(j->timeline);
@@ -558,6 +560,7 @@ int gp__srv_job_from_doc(const char *doc, gp_srv_job **ret, gp_err *err) {
   if (!r && arr && !json_is_null(arr)) r = gp__srv_array_from_doc(arr, &j->array, err);
   j->array_job = gp__srv_job_id_parse(json_string_value(json_object_get(o, "array_job_id")));
   j->array_index = json_integer_value(json_object_get(o, "array_index"));
+  gp__srv_steps_from_store(j, json_object_get(o, "steps"));
   json_decref(o);
   *ret = j;
   return 0;

@@ -15,6 +15,7 @@
 #include "server/jobmetrics.h"
 #include "server/notify_job.h"
 #include "server/state.h"
+#include "server/steps.h"
 #include "snapshot/policy_read.h"
 #include "util/mem.h"
 #include "util/signals.h"
@@ -132,8 +133,12 @@ json_t *gp__srv_job_to_json(const gp_srv_state *s, const gp_srv_job *j, bool for
       json_object_set(o, "last_placements", j->last_placements);
     if (j->enforcement) json_object_set_new(o, "enforcement", json_string(j->enforcement));
     if (j->usage && gp_job_state_is_final(j->state)) json_object_set(o, "usage", j->usage);
+    json_t *steps = gp__srv_steps_store_json(j);
+    if (steps) json_object_set_new(o, "steps", steps);
     return o;
   }
+  json_t *steps = gp__srv_steps_json(j); /* never the credential */
+  json_object_set_new(o, "steps", steps ? steps : json_array());
   json_t *extra = gp__srv_job_api_fields(s, j);
   json_object_update(o, extra);
   json_decref(extra);

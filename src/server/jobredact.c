@@ -97,6 +97,16 @@ json_t *gp__srv_job_redact(json_t *o, const gp_srv_job *j, const char *user, gp_
     json_t *ar = reason_for_others(json_object_get(a, "end_reason"));
     if (ar) json_object_set_new(a, "end_reason", ar);
   }
+  /* Its steps' commands and their tasks' end detail are the job's command and end's kin. */
+  json_t *steps = json_object_get(o, "steps");
+  for (size_t i = 0; i < json_array_size(steps); i++) {
+    json_t *st = json_array_get(steps, i); /* the document's own copy (steps.c) */
+    json_object_set_new(st, "command", json_pack("[s]", "(hidden)"));
+    json_t *tasks = json_object_get(st, "tasks");
+    for (size_t t = 0; t < json_array_size(tasks); t++)
+      if (json_is_string(json_object_get(json_array_get(tasks, t), "message")))
+        json_object_set_new(json_array_get(tasks, t), "message", json_string("(hidden)"));
+  }
   bool use = gp__srv_job_may_read_use(j, user, role);
   timeline_for_others(o, use);
   if (!use) {

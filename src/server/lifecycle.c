@@ -12,6 +12,7 @@
 #include "server/node_report.h"
 #include "server/notify_job.h"
 #include "server/state.h"
+#include "server/steps.h"
 #include "util/mem.h"
 
 static void set_str(char **dst, const char *v) {
@@ -42,6 +43,7 @@ int gp__srv_job_end(gp_srv_state *s, gp_srv_job *j, gp_job_state st, const char 
 static int free_allocs(gp_srv_state *s, gp_srv_job *j, int64_t now, gp_err *err) {
   int r = gp__srv_ledger_close_job(s, j, now, err);
   if (r) return r;
+  gp__srv_steps_job_ended(s, j, "the job's run ended", now);
   /* Remember where it ran, for `gpool show` and accounting. */
   if (j->n_alloc > 0) {
     json_decref(j->last_placements);
@@ -264,6 +266,7 @@ int gp__srv_state_tick(gp_srv_state *s, int64_t now_s, int64_t now_ms, gp_err *e
       r = gp__srv_job_stop(s, j, "timeout", now_s, err);
   }
   if (!r) r = gp__srv_node_reports_check(s, now_s, now_ms, err);
+  if (!r) r = gp__srv_steps_tick(s, now_ms, err);
   if (!r) r = gp__srv_heartbeats_write(s, now_ms, err);
   if (!r) r = gp__srv_idle_tick(s, now_s, err);
   if (!r) r = gp__srv_budgets_tick(s, now_s, err);

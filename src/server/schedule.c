@@ -14,6 +14,7 @@
 #include "protocol/order.h"
 #include "server/autoscale.h"
 #include "server/state.h"
+#include "server/steps.h"
 #include "util/mem.h"
 
 /* The step, through the memo. With sched_check, a full step beside it must agree. */
@@ -50,6 +51,7 @@ static int apply_start(gp_srv_state *s, gp_srv_job *j, const gp_plan_start *st, 
   free(j->task_failure);
   j->task_failure = NULL;
   j->master_port = gp__srv_master_port(s, j);
+  gp__srv_steps_new_run(j); /* before the start orders, which carry its credential */
   j->pending_reason = -1;
   j->reservation_at = 0;
   s->counters.starts++;

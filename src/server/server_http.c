@@ -27,6 +27,7 @@
 #include "server/report.h"
 #include "server/server_int.h"
 #include "server/server_obj.h"
+#include "server/steps.h"
 #include "server/web.h"
 #include "tls/conns.h"
 #include "tls/dial.h"
@@ -50,6 +51,7 @@ static void req_free(gp_srv_req *r) {
   free(r->resp);
   json_decref(r->resp_doc);
   free(r->proxy_url);
+  free(r->job_key);
   gp__srv_report_free(r->report);
   gp__srv_advice_free(r->advice);
   free(r);
@@ -334,12 +336,22 @@ enum MHD_Result gp__srv_http_on_request(void *cls, struct MHD_Connection *c, con
     bool is_events = strcmp(r->path, "/v1/events") == 0;
     if (!t && !auth && is_events)
       t = find_token(srv->cfg, MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "token"));
-    if (!t) return send_error_now(c, 401, "unauthenticated",
+    /* A job's step credential (srun inside a job): good for that job's steps only, which
+     * the state thread checks against the job's run (steps_api.c). */
+    char step_job[32];
+    bool job_key = !t && auth && strncasecmp(auth, "Bearer " GP_SRV_STEP_KEY_PREFIX, 7 + strlen(GP_SRV_STEP_KEY_PREFIX)) == 0 &&
+                   strlen(auth + 7) < GP_PROTO_JOB_KEY_MAX && gp__srv_steps_path(r->path, step_job, sizeof step_job);
+    if (!t && !job_key) return send_error_now(c, 401, "unauthenticated",
                                   "a valid token is required: Authorization: Bearer <token>");
-    r->user = t->user;
-    r->token = t->token;
-    r->role = t->role;
-    if (t->role == GP_ROLE_AGENT && strncmp(r->path, "/v1/agent/", 10) == 0) gp_tls_conns_trust(c);
+    if (job_key) {
+      r->job_key = gp_xstrdup(auth + 7);
+      r->role = GP_ROLE_NONE;
+    } else {
+      r->user = t->user;
+      r->token = t->token;
+      r->role = t->role;
+    }
+    if (t && t->role == GP_ROLE_AGENT && strncmp(r->path, "/v1/agent/", 10) == 0) gp_tls_conns_trust(c);
     if (is_events) return gp__srv_events_serve(srv->events, c, r->method, r->user, r->role);
   }
   r->query = json_object();
@@ -369,7 +381,7 @@ enum MHD_Result gp__srv_http_on_request(void *cls, struct MHD_Connection *c, con
    * nor on this one. */
   if (gp__srv_readers_wants(r)) return start_heavy(srv, c, r);
   /* Submissions are parsed and checked here, in parallel; the state thread only admits. */
-  if (strcmp(r->path, "/v1/jobs") == 0 && strcmp(r->method, "POST") == 0 && r->role != GP_ROLE_AGENT &&
+  if (strcmp(r->path, "/v1/jobs") == 0 && strcmp(r->method, "POST") == 0 && !r->job_key && r->role != GP_ROLE_AGENT &&
       r->role != GP_ROLE_VIEWER && r->json) {
     gp_err e = {0};
     int rc = gp__srv_job_parse(srv->cfg, r->json, r->user, r->role == GP_ROLE_ADMIN, &r->job, &e);

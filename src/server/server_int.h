@@ -52,6 +52,7 @@ typedef struct gp_srv_req {
   struct gp_srv_job *job;   /* POST /v1/jobs: the submission, parsed by the HTTP thread */
   const char *user;         /* from the token (borrowed from the config) */
   const char *token;        /* the bearer token itself (borrowed from the config) */
+  char *job_key;            /* or a job's step credential (steps.h): its steps routes only */
   gp_role role;
   /* Filled by the state thread. */
   int status;

@@ -9,6 +9,7 @@
 
 #include "protocol/order.h"
 #include "server/state.h"
+#include "server/steps.h"
 #include "util/mem.h"
 
 /* The strings of a JSON array, borrowed (the array is freed by the caller). */
@@ -23,7 +24,7 @@ static char **borrow_strv(const json_t *a, int *ret_n) {
 /* The address other nodes reach node n at: the host its agent advertises in its URL
  * ("http://10.0.0.5:7001" -> "10.0.0.5", "https://[fd00::5]:7001" -> "fd00::5"), else its
  * name. */
-static void node_addr(const gp_srv_node *n, char *buf, size_t size) {
+void gp__srv_node_addr(const gp_srv_node *n, char *buf, size_t size) {
   const char *u = n->agent_url ? strstr(n->agent_url, "://") : NULL;
   snprintf(buf, size, "%s", n->name);
   if (!u) return;
@@ -109,11 +110,12 @@ json_t *gp__srv_start_order(const gp_srv_state *s, const gp_srv_job *j, int task
     char addr[GP_PROTO_NODE_MAX];
     int ni = j->alloc[t].node;
     if (ni < 0 || ni >= s->n_nodes) break;
-    node_addr(s->nodes[ni], addr, sizeof addr);
+    gp__srv_node_addr(s->nodes[ni], addr, sizeof addr);
     json_array_append_new(addrs, json_string(addr));
   }
   if (json_array_size(addrs) == (size_t)st->n_hosts) st->addrs = borrow_strv(addrs, &st->n_addrs);
   st->master_port = j->master_port;
+  if (j->steps) snprintf(st->job_key, sizeof st->job_key, "%s", j->steps->key);
   const json_t *mine = json_array_get(all, (size_t)task);
   gp_err err = {0};
   if (mine) {
