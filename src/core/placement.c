@@ -21,6 +21,7 @@ void gp__core_req_init(gp__core_ctx *c, int j, gp__core_req *r) {
   r->tasks = job->req.tasks;
   r->per_node = job->req.max_tasks_per_node > 0 && job->req.max_tasks_per_node < r->tasks
                     ? job->req.max_tasks_per_node : 0;
+  r->nodes = r->tasks > 1 && job->req.nodes > 0 && job->req.nodes <= r->tasks ? job->req.nodes : 0;
   r->gpus = ji->kind == GP__R_WHOLE ? job->req.gpus_per_task : 0;
   r->milli = job->req.gpu_milli;
   r->gpu_mem = job->req.gpu_mem_mib;
@@ -153,6 +154,7 @@ bool gp__core_node_static_ok(const gp__core_ctx *c, const gp__core_req *r, int n
     for (int t = 0; t < r->n_placed; t++) here += r->placed[t].node == node;
     if (here >= r->per_node) return false;
   }
+  if (r->nodes > 0 && gp__core_gang_nodes_need(r, node) < 0) return false;
   if (!gp__core_node_excl_ok(c, r, node)) return false;
   if (n->capacity == GP_CAP_SPOT && !req->allow_spot) return false;
   if (r->spot_deny && !gp__core_spot_node_ok(c, r, node)) return false;
@@ -168,6 +170,11 @@ bool gp__core_node_fit(gp__core_ctx *c, const gp__core_req *r, int node, uint32_
   const gp__core_node *s = &c->nodes[node];
   if (r->cpu > s->cpu_free + extra_cpu || r->mem > s->mem_free + extra_mem) return false;
   if (!gp__core_node_static_ok(c, r, node)) return false;
+  /* A node the gang opens must have room for its part of an exact node count. */
+  int need = r->nodes > 0 ? gp__core_gang_nodes_need(r, node) : 1;
+  if (need > 1 && ((int64_t)need * r->cpu > s->cpu_free + extra_cpu ||
+                   (int64_t)need * r->mem > s->mem_free + extra_mem))
+    return false;
   f->node = node;
   f->mask = 0;
   f->milli = GP_GPU_MILLI;
@@ -183,7 +190,7 @@ bool gp__core_node_fit(gp__core_ctx *c, const gp__core_req *r, int node, uint32_
     }
   }
   avail &= mem_ok_mask(c, node, r->min_gpu_mem);
-  if (gp__core_popc(avail) < r->gpus) return false;
+  if (gp__core_popc(avail) < r->gpus * need) return false;
   f->mask = gp__core_choose_gpus(c, node, avail, r->gpus);
   return true;
 }
