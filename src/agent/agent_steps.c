@@ -398,7 +398,11 @@ static void finish(gp_agent *a, gp__agent_step_task *s, bool known, int code, in
   if (!known) snprintf(what, sizeof what, "the step task's process is gone and left no exit status");
   else if (sig) snprintf(what, sizeof what, "killed by SIG%s", gp_signal_name(sig));
   else snprintf(what, sizeof what, "exited with code %d", code);
-  const char *reason = !known ? "lost" : s->stopping ? s->stop_reason : sig ? "killed" : "exited";
+  /* A task that exited 0 while being stopped had ended on its own. */
+  const char *reason = !known                         ? "lost"
+                       : s->stopping && (sig || code) ? s->stop_reason
+                       : sig                          ? "killed"
+                                                      : "exited";
   if (known) killpg(s->pid, SIGKILL); /* what it left behind goes with it */
   report(a, s, known, code, sig, reason, what);
 }

@@ -16,6 +16,7 @@
 #include "cli/slurm.h"
 #include "cli/srun_args.h"
 #include "client/client.h"
+#include "protocol/outpath.h"
 #include "util/buf.h"
 #include "util/mem.h"
 
@@ -53,11 +54,61 @@ typedef struct srun {
   char job[48];
   int step, ntasks;
   bool label;
-  relay *out; /* [2 * ntasks]: stdout, stderr of each task */
+  relay *out;    /* [2 * ntasks]: stdout, stderr of each task */
+  FILE **sink;   /* [2 * ntasks]: its -o/-e file, NULL: srun's own stdout/stderr */
+  json_t *files; /* name -> index in `opened` */
+  FILE **opened;
+  size_t n_opened;
 } srun;
 
+/* -o/-e: each task's files, named by Slurm's patterns for the step (one file may take
+ * several tasks' lines), opened here, relative to srun's working directory. */
+static int open_sinks(srun *r, const gp_srun_opts *o, const json_t *step, char *msg, size_t size) {
+  if (!o->output && !o->error) return 0;
+  r->sink = gp_xcalloc((size_t)r->ntasks * 2, sizeof *r->sink);
+  r->opened = gp_xcalloc((size_t)r->ntasks * 2, sizeof *r->opened);
+  r->files = json_object();
+  const json_t *tasks = json_object_get(step, "tasks"), *nodes = json_object_get(step, "nodes");
+  char step_id[24];
+  snprintf(step_id, sizeof step_id, "%d", r->step);
+  const char *user = getenv("SLURM_JOB_USER");
+  for (int t = 0; t < r->ntasks; t++) {
+    const char *node = json_string_value(json_object_get(json_array_get(tasks, (size_t)t), "node"));
+    int node_index = 0;
+    for (size_t k = 0; node && k < json_array_size(nodes); k++)
+      if (strcmp(json_string_value(json_array_get(nodes, k)), node) == 0) node_index = (int)k;
+    gp_outpath_vars v = {.job_id = r->job, .name = getenv("SLURM_JOB_NAME"), .user = user ? user : getenv("USER"),
+                         .node = node, .array_id = getenv("SLURM_ARRAY_JOB_ID"),
+                         .array_index = getenv("SLURM_ARRAY_TASK_ID"), .task = t, .step = step_id,
+                         .has_node_index = true, .node_index = node_index};
+    for (int s = 0; s < 2; s++) {
+      const char *pattern = s == 0 ? o->output : o->error ? o->error : o->output;
+      char name[GP_OUTPATH_MAX + 1];
+      if (!pattern) continue;
+      if (gp_outpath_expand(pattern, &v, name, sizeof name)) {
+        snprintf(msg, size, "%s '%.200s' does not expand to a file name for task %d", s ? "--error" : "--output",
+                 pattern, t);
+        return -1;
+      }
+      const json_t *at = json_object_get(r->files, name);
+      if (!at) {
+        FILE *f = fopen(name, o->append ? "ae" : "we");
+        if (!f) {
+          snprintf(msg, size, "cannot open the step's output file '%.300s': %s", name, strerror(errno));
+          return -1;
+        }
+        json_object_set_new(r->files, name, json_integer((json_int_t)r->n_opened));
+        r->opened[r->n_opened++] = f;
+        at = json_object_get(r->files, name);
+      }
+      r->sink[2 * t + s] = r->opened[json_integer_value(at)];
+    }
+  }
+  return 0;
+}
+
 static void emit(srun *r, int task, int stream, const char *data, size_t len, bool flush) {
-  FILE *f = stream ? stderr : stdout;
+  FILE *f = r->sink && r->sink[2 * task + stream] ? r->sink[2 * task + stream] : stream ? stderr : stdout;
   if (!r->label) {
     fwrite(data, 1, len, f);
     fflush(f);
@@ -139,7 +190,7 @@ static void report_tasks(const json_t *step, bool quiet) {
   }
 }
 
-static int start(srun *r, const gp_srun_opts *o, json_t *env) {
+static int start(srun *r, const gp_srun_opts *o, json_t *env, json_t **ret_step) {
   json_t *body = json_object(), *cmd = json_array();
   for (int i = 0; i < o->argc; i++) json_array_append_new(cmd, json_string(o->argv[i]));
   json_object_set_new(body, "command", cmd);
@@ -162,6 +213,7 @@ static int start(srun *r, const gp_srun_opts *o, json_t *env) {
   const json_t *step = json_object_get(doc, "step");
   r->step = (int)json_integer_value(json_object_get(step, "id"));
   r->ntasks = (int)json_integer_value(json_object_get(step, "ntasks"));
+  *ret_step = json_incref((json_t *)step);
   json_decref(doc);
   if (r->ntasks < 1 || r->ntasks > 100000) {
     fprintf(stderr, "srun: error: the server answered a step without tasks\n");
@@ -278,7 +330,18 @@ int gp_cmd_srun(int argc, char **argv) {
   sa.sa_handler = on_signal;
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
-  if ((rc = start(&r, &o, env)) != 0) goto out;
+  json_t *created = NULL;
+  if ((rc = start(&r, &o, env, &created)) != 0) goto out;
+  if (open_sinks(&r, &o, created, msg, sizeof msg)) {
+    char cpath[160];
+    snprintf(cpath, sizeof cpath, "/v1/jobs/%s/steps/%d/cancel", r.job, r.step);
+    gp_client_call(r.client, "POST", cpath, NULL, NULL, NULL, &err);
+    fprintf(stderr, "srun: error: %s (step %s.%d cancelled)\n", msg, r.job, r.step);
+    json_decref(created);
+    rc = 1;
+    goto out;
+  }
+  json_decref(created);
   json_t *step = wait_step(&r, o.quiet);
   if (!step) {
     rc = signals_seen ? 128 + (int)last_signal : 1;
@@ -292,6 +355,10 @@ int gp_cmd_srun(int argc, char **argv) {
 out:
   for (int i = 0; r.out && i < 2 * r.ntasks; i++) gp_buf_done(&r.out[i].line);
   free(r.out);
+  for (size_t i = 0; i < r.n_opened; i++) fclose(r.opened[i]);
+  free(r.opened);
+  free(r.sink);
+  json_decref(r.files);
   gp_client_free(r.client);
   free(server);
   free(token);

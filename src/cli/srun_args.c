@@ -11,13 +11,14 @@
 #include <string.h>
 
 #include "protocol/limits.h"
+#include "protocol/outpath.h"
 #include "util/error.h"
 #include "util/hostlist.h"
 #include "util/mem.h"
 #include "util/units.h"
 
 enum { O_NODES = 1, O_NTASKS, O_TPN, O_NODELIST, O_LABEL, O_KILL, O_QUIET, O_JOBID, O_EXPORT,
-       O_CPUS, O_MPI, O_CPU_BIND, O_UNBUF, O_OVERLAP, O_PTY };
+       O_CPUS, O_MPI, O_CPU_BIND, O_UNBUF, O_OVERLAP, O_PTY, O_OUTPUT, O_ERROR, O_INPUT, O_OPEN_MODE };
 
 typedef struct opt {
   const char *name;
@@ -35,6 +36,8 @@ static const opt opts[] = {
     {"mpi", 0, 1, O_MPI},                 {"cpu-bind", 0, 1, O_CPU_BIND},
     {"cpu_bind", 0, 1, O_CPU_BIND},       {"unbuffered", 'u', 0, O_UNBUF},
     {"overlap", 0, 0, O_OVERLAP},         {"pty", 0, 0, O_PTY},
+    {"output", 'o', 1, O_OUTPUT},         {"error", 'e', 1, O_ERROR},
+    {"input", 'i', 1, O_INPUT},           {"open-mode", 0, 1, O_OPEN_MODE},
 };
 #define N_OPTS (sizeof opts / sizeof opts[0])
 
@@ -144,6 +147,23 @@ static int apply(int id, const char *spelled, const char *v, const char *(*env)(
     return say(msg, size, "%s=%.32s: gpool binds no task to CPUs; only none is offered", spelled, v ? v : "");
   case O_UNBUF: return 0;   /* output is relayed as it is written, whatever this says */
   case O_OVERLAP: return 0; /* a job's steps always share its allocation */
+  case O_OUTPUT:
+  case O_ERROR: {
+    const char *why = v ? gp_outpath_check(v) : "no file name";
+    if (why) return say(msg, size, "%s=%.100s: %s", spelled, v ? v : "", why);
+    char **dst = id == O_OUTPUT ? &o->output : &o->error;
+    free(*dst);
+    *dst = gp_xstrdup(v);
+    return 0;
+  }
+  case O_INPUT:
+    if (v && strcmp(v, "none") == 0) return 0; /* the tasks read /dev/null */
+    return say(msg, size, "%s=%.64s: srun does not forward input; only none is offered", spelled, v ? v : "");
+  case O_OPEN_MODE:
+    if (!v || (strcmp(v, "append") && strcmp(v, "truncate")))
+      return say(msg, size, "--open-mode=%.32s: append or truncate", v ? v : "");
+    o->append = strcmp(v, "append") == 0;
+    return 0;
   case O_PTY:
     return say(msg, size, "--pty: interactive steps are not offered; run the command without --pty "
                "(its output is relayed), or use gpool's own tools");
@@ -214,6 +234,8 @@ void gp_srun_opts_done(gp_srun_opts *o) {
   json_decref(o->export_set);
   json_decref(o->export_names);
   free(o->jobid);
+  free(o->output);
+  free(o->error);
   memset(o, 0, sizeof *o);
 }
 

@@ -18,6 +18,10 @@ typedef struct gp_srun_opts {
   int export_mode;         /* 0: ALL (the default), 1: NONE, 2: only the names in `export` */
   json_t *export_set;      /* --export's VAR=value assignments (object) */
   json_t *export_names;    /* --export's bare names (array) */
+  char *output, *error;    /* -o/--output, -e/--error: Slurm's file patterns (outpath.h), or
+                              NULL (srun's own stdout/stderr); stderr goes to -o's file
+                              without -e, as Slurm's srun */
+  bool append;             /* --open-mode=append; else the files are truncated */
   int argc;                /* the command: argv[first..] */
   char **argv;             /* borrowed from the caller's argv */
 } gp_srun_opts;

@@ -43,7 +43,7 @@ int gp_outpath_expand(const char *p, const gp_outpath_vars *v, char *out, size_t
   if (!size) return -1;
   size_t len = 0;
   out[0] = '\0';
-  char num[32], node[256];
+  char num[48], node[256];
   const char *dot = v->node ? strchr(v->node, '.') : NULL;
   snprintf(node, sizeof node, "%.*s", (int)(dot ? (size_t)(dot - v->node) : strlen(v->node ? v->node : "")),
            v->node ? v->node : "");
@@ -57,15 +57,19 @@ int gp_outpath_expand(const char *p, const gp_outpath_vars *v, char *out, size_t
     if (c[1] >= '0' && c[1] <= '9') width = *++c - '0';
     const char *val = "";
     switch (*++c) {
-    case 'j': case 'J': val = v->job_id; break;
+    case 'j': val = v->job_id; break;
+    case 'J':
+      if (v->step) snprintf(num, sizeof num, "%.22s.%.22s", v->job_id ? v->job_id : "", v->step);
+      val = v->step ? num : v->job_id;
+      break;
     case 'x': val = v->name; break;
     case 'u': val = v->user; break;
     case 'N': val = node; break;
     case 't': case 'n':
-      snprintf(num, sizeof num, "%d", v->task);
+      snprintf(num, sizeof num, "%d", *c == 'n' && v->has_node_index ? v->node_index : v->task);
       val = num;
       break;
-    case 's': val = "batch"; break;
+    case 's': val = v->step ? v->step : "batch"; break;
     case 'A': val = v->array_id ? v->array_id : v->job_id; break;
     case 'a': val = v->array_id ? v->array_index : "4294967294"; break;
     case '%': val = "%"; break;

@@ -2,6 +2,7 @@
 /* A job's output file names (-o/--output, --error), in Slurm's filename patterns:
  *   %j job id   %J job id (the batch step)   %x job name   %u user   %N node's short name
  *   %t task index   %n node index (= task index)   %s step ("batch")
+ * (a step's files, srun -o: %s and %J name the step, "J.S", and %n the node's index in it)
  *   %A array master id (the job id for a job that is not an array element)
  *   %a array index ("4294967294" for a job that is not an array element, as Slurm)
  *   %%  a percent sign
@@ -22,6 +23,9 @@
 typedef struct gp_outpath_vars {
   const char *job_id, *name, *user, *node, *array_id, *array_index;
   int task;
+  const char *step;     /* a step's id (srun), NULL: the job's own output ("batch") */
+  bool has_node_index;  /* %n: node_index (a step's node), else the task index */
+  int node_index;
 } gp_outpath_vars;
 
 /* NULL when `pattern` is a usable pattern: 1..GP_OUTPATH_MAX bytes, no control characters,

@@ -49,6 +49,12 @@ static void layout_options_in_every_spelling(void) {
   CHECK(!o.kill_on_bad_exit && o.label);
   CHECK_EQ_STR("hostname", o.argv[0]);
   gp_srun_opts_done(&o);
+  /* Megatron's and NeMo's forms: per-step files by Slurm's patterns. */
+  CHECK_EQ_INT(0, parse("--output=logs/%x_%j_%t.log --error logs/e-%J_%t.err -i none --open-mode=append python", &o));
+  CHECK_EQ_STR("logs/%x_%j_%t.log", o.output);
+  CHECK_EQ_STR("logs/e-%J_%t.err", o.error);
+  CHECK(o.append);
+  gp_srun_opts_done(&o);
 }
 
 static void refusals_name_the_option(void) {
@@ -85,6 +91,12 @@ static void refusals_name_the_option(void) {
   gp_srun_opts_done(&o);
   CHECK_EQ_INT(2, parse("--label=1 x", &o));
   CHECK_CONTAINS(msg, "--label takes no value");
+  gp_srun_opts_done(&o);
+  CHECK_EQ_INT(2, parse("-o logs/%q.out x", &o));
+  CHECK_CONTAINS(msg, "-o");
+  gp_srun_opts_done(&o);
+  CHECK_EQ_INT(2, parse("--input=0 x", &o));
+  CHECK_CONTAINS(msg, "--input");
   gp_srun_opts_done(&o);
   CHECK_EQ_INT(2, parse("--export=1BAD x", &o));
   CHECK_CONTAINS(msg, "--export");

@@ -74,13 +74,15 @@ echo $(( $(date +%s) - start )) >kill.secs
 srun -N 1 -n 1 sh -c 'echo "$SLURM_PROCID/$SLURM_NTASKS $SLURM_STEP_NUM_NODES $SLURM_STEP_NODELIST $SLURMD_NODENAME"' >one.out 2>one.err
 echo $? >one.code
 srun --ntasks-per-node=1 sh -c 'echo "node $SLURM_NODEID of $SLURM_NNODES job nodes $SLURM_JOB_NUM_NODES gpus $CUDA_VISIBLE_DEVICES"' >pernode.out
-srun sleep 61 2>cancel.err &
+srun sleep 167 2>cancel.err &
 sp=$!
-i=0; while [ "$(pgrep -c -f 'sleep 6[1]')" -lt 4 ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+i=0; while [ "$(pgrep -c -f '^sleep 16[7]')" -lt 4 ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
 kill -TERM $sp
 wait $sp; echo $? >cancel.code
-i=0; while pgrep -f 'sleep 6[1]' >/dev/null && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
-pgrep -c -f 'sleep 6[1]' >cancel.left
+i=0; while pgrep -f '^sleep 16[7]' >/dev/null && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+pgrep -c -f '^sleep 16[7]' >cancel.left
+srun -l -o 'step-%J-%t.out' sh -c 'echo "out $SLURM_PROCID"; echo "err $SLURM_PROCID" >&2' >files.stdout
+echo $? >files.code
 srun --no-such-option true 2>refused.err; echo $? >refused.code
 srun -n 9 true 2>toomany.err; echo $? >toomany.code
 env | grep -c '^GPOOL_JOB_KEY=' >key.count
@@ -120,6 +122,12 @@ case "$one" in "0/1 1 n2 n2" | "0/1 1 n3 n3") ;; *) fail "a one-task step's vari
 expect_eq 2 "$(grep -c 'job nodes 2' pernode.out)" "--ntasks-per-node=1: one task per node ($(cat pernode.out))"
 expect_eq 1 "$(grep -c 'node 0 of 2' pernode.out)" "step node ids count the step's nodes"
 expect_eq 2 "$(grep -o 'gpus [^ ]*' pernode.out | grep -c ',')" "a node's only step task sees all the job's GPUs there"
+expect_eq 0 "$(cat files.code)" "srun -o"
+expect_eq "" "$(cat files.stdout)" "srun -o writes nothing to srun's own stdout"
+for t in 0 1 2 3; do
+  expect_eq "$t: err $t/$t: out $t" "$(sort step-"$job".6-$t.out | tr '\n' / | sed 's|/$||')" \
+    "task $t's file by -o's pattern holds its stdout and stderr, labelled"
+done
 [ "$(cat cancel.code)" -ne 0 ] || fail "srun stopped by SIGTERM fails"
 expect_eq 0 "$(cat cancel.left)" "SIGTERM to srun stops the step's tasks on both nodes"
 expect_eq 2 "$(cat refused.code)" "an srun option gpool does not offer exits 2"
@@ -128,8 +136,8 @@ expect_eq 1 "$(cat toomany.code)" "more tasks than the allocation holds is refus
 expect_contains "$(cat toomany.err)" "-n/--ntasks" "the refusal names -n"
 
 # ---- the steps in gpool show, the API and sacct ----
-expect_eq 6 "$(job_field "$job" '.steps | length')" "the job keeps its 6 steps (the refused ones never started)"
-expect_eq "completed,failed,failed,completed,completed,cancelled" \
+expect_eq 7 "$(job_field "$job" '.steps | length')" "the job keeps its 7 steps (the refused ones never started)"
+expect_eq "completed,failed,failed,completed,completed,cancelled,completed" \
   "$(job_field "$job" '[.steps[] | .state] | join(",")')" "the steps' states"
 expect_eq "0,5" "$(job_field "$job" '[.steps[0,1] | .exit_code | tostring] | join(",")')" "the steps' exit codes"
 show=$("$GPOOL" show "$job")
@@ -173,17 +181,17 @@ if [ "$SLURM_PROCID" != 0 ]; then
   i=0; while [ ! -e lost.done ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i + 1)); done
   exit 0
 fi
-srun sleep 120 2>lost.err; echo $? >lost.code
+srun sleep 173 2>lost.err; echo $? >lost.code
 touch lost.done
 SH
 lj=$("$GPOOL" submit -N 2 --ntasks-per-node 1 -g 1 --node-selector pool=rdv -e E2E_DIR="$E2E_DIR" -- sh "$E2E_DIR/lost.sh")
-wait_for 30 "the step's two tasks to run" sh -c '[ "$(pgrep -c -f "sleep 12[0]")" -ge 2 ]'
+wait_for 30 "the step's two tasks to run" sh -c '[ "$(pgrep -c -f "^sleep 17[3]")" -ge 2 ]'
 kill -9 "$(agent_pid n3)"
 e2e_agent n3 4xH100-80GB --listen 127.0.0.3:0 --labels pool=rdv
 wait_for 30 "srun to end after the agent restart" test -s lost.code
 [ "$(cat lost.code)" -ne 0 ] || fail "a step that lost a task fails"
 expect_contains "$(cat lost.err)" "lost" "srun says a task was lost ($(cat lost.err))"
-wait_for 15 "the step's other task to be stopped" sh -c '! pgrep -f "sleep 12[0]"'
+wait_for 15 "the step's other task to be stopped" sh -c '! pgrep -f "^sleep 17[3]"'
 wait_for 30 "job $lj to complete" job_is "$lj" completed
 expect_eq failed "$(job_field "$lj" '.steps[0].state')" "the step failed"
 
