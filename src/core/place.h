@@ -55,6 +55,9 @@ void gp__core_shared_setup(gp__core_ctx *c);
 void gp__core_shared_done(gp__core_ctx *c);
 bool gp__core_node_static_ok(const gp__core_ctx *c, const gp__core_req *r, int node);
 bool gp__core_node_excl_ok(const gp__core_ctx *c, const gp__core_req *r, int node);
+/* gp__core_node_static_ok but for --exclusive, which a preemption walk judges once it
+ * knows what its victims free. */
+bool gp__core_node_static_ok_any_excl(const gp__core_ctx *c, const gp__core_req *r, int node);
 bool gp__core_node_fit_shared(gp__core_ctx *c, const gp__core_req *r, int node, gp__core_fit *f);
 bool gp__core_fit_shared(gp__core_ctx *c, const gp__core_req *r, gp__core_fit *f);
 /* A whole-GPU task of one GPU on a timeslice replica (the fullest GPU with a free replica),

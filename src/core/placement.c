@@ -131,19 +131,24 @@ static uint32_t mem_ok_mask(const gp__core_ctx *c, int node, int64_t min) {
 
 /* --exclusive both ways: an exclusive job only on a node that holds no task but its own
  * gang's (those placed so far are taken already), and no job on a node that holds a task
- * of an exclusive one. Preemption sees it through here too, so it never evicts to make a
- * node whole (a node with a victim on it stays refused to an exclusive job). */
+ * of an exclusive one. A preemption simulation counts the tasks its victims free there
+ * (r->freed_*): a higher-priority exclusive job may clear a node of preemptible ones. */
 bool gp__core_node_excl_ok(const gp__core_ctx *c, const gp__core_req *r, int node) {
   const gp__core_node *s = &c->nodes[node];
-  if (!c->view->jobs[r->job].req.exclusive) return s->excl == 0;
-  if (s->tasks == 0) return true;
+  int tasks = s->tasks - r->freed_tasks, excl = s->excl - r->freed_excl;
+  if (!c->view->jobs[r->job].req.exclusive) return excl <= 0;
+  if (tasks <= 0) return true;
   int here = 0;
   for (int t = 0; t < r->n_placed; t++) here += r->placed[t].node == node;
-  return s->tasks == here && s->excl == here;
+  return tasks == here && excl == here;
 }
 
 /* Node-level filters shared by every kind of request. */
 bool gp__core_node_static_ok(const gp__core_ctx *c, const gp__core_req *r, int node) {
+  return gp__core_node_static_ok_any_excl(c, r, node) && gp__core_node_excl_ok(c, r, node);
+}
+
+bool gp__core_node_static_ok_any_excl(const gp__core_ctx *c, const gp__core_req *r, int node) {
   const gp_node *n = &c->view->nodes[node];
   const gp__core_node *s = &c->nodes[node];
   const gp_request *req = &c->view->jobs[r->job].req;
@@ -155,7 +160,6 @@ bool gp__core_node_static_ok(const gp__core_ctx *c, const gp__core_req *r, int n
     if (here >= r->per_node) return false;
   }
   if (r->nodes > 0 && gp__core_gang_nodes_need(r, node) < 0) return false;
-  if (!gp__core_node_excl_ok(c, r, node)) return false;
   if (n->capacity == GP_CAP_SPOT && !req->allow_spot) return false;
   if (r->spot_deny && !gp__core_spot_node_ok(c, r, node)) return false;
   if (r->kind != GP__R_CPU && !model_ok(r, s->model)) return false;

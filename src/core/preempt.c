@@ -14,9 +14,12 @@
  * the first node that can take the task with its accumulated victims: the node whose most
  * valuable victim is least valuable. A gang repeats this per task on the capacity left by
  * earlier tasks (and first tries what earlier tasks' victims already freed). If any task
- * cannot fit, nothing is evicted. No ping-pong: reclaim keeps the reclaimer at or below its
- * fair share and every victim queue at or above its own (at every level below the common
- * ancestor), and priority preemption needs a strictly higher priority.
+ * cannot fit, nothing is evicted. An exclusive job (--exclusive) fits a node only once
+ * every other task there is among the victims, so it clears a node of preemptible jobs by
+ * the same rules; and a job may take the node of an exclusive victim. No ping-pong:
+ * reclaim keeps the reclaimer at or below its fair share and every victim queue at or above
+ * its own (at every level below the common ancestor), and priority preemption needs a
+ * strictly higher priority.
  * The same simulation with STOPPING jobs as the only "victims" answers whether a job would
  * fit once they are gone (WaitingForPreemption). */
 #include <limits.h>
@@ -129,6 +132,8 @@ void gp__core_preempt_alloc_scratch(gp__core_ctx *c) {
   p->tent_extra = gp__core_scalloc(c, (size_t)nn + 1, sizeof(uint32_t));
   p->tent_cpu = gp__core_scalloc(c, (size_t)nn + 1, sizeof(int64_t));
   p->tent_mem = gp__core_scalloc(c, (size_t)nn + 1, sizeof(int64_t));
+  p->tent_tasks = gp__core_scalloc(c, (size_t)nn + 1, sizeof(int));
+  p->tent_excl = gp__core_scalloc(c, (size_t)nn + 1, sizeof(int));
   p->touched = gp__core_salloc(c, ((size_t)nn + 1) * sizeof(int));
   p->is_touched = gp__core_scalloc(c, (size_t)nn + 1, sizeof(bool));
   p->removed = gp__core_scalloc(c, (size_t)nq + 1, sizeof(double));
@@ -217,7 +222,8 @@ static void touch(struct gp__core_preempt_scratch *p, int node) {
 }
 
 /* Resources victim v frees on `node` (whole GPUs, CPU, memory). */
-static void frees_on(const gp__core_ctx *c, int v, int node, uint32_t *mask, int64_t *cpu, int64_t *mem) {
+static void frees_on(const gp__core_ctx *c, int v, int node, uint32_t *mask, int64_t *cpu, int64_t *mem,
+                     int *tasks, int *excl) {
   const gp_job *job = &c->view->jobs[v];
   for (int k = 0; k < job->n_placements; k++) {
     const gp_placement *pl = &job->placements[k];
@@ -226,7 +232,20 @@ static void frees_on(const gp__core_ctx *c, int v, int node, uint32_t *mask, int
     if (whole) *mask |= pl->gpu_mask;
     *cpu += job->req.cpu_milli;
     *mem += job->req.mem_mib;
+    ++*tasks;
+    *excl += job->req.exclusive;
   }
+}
+
+/* gp__core_node_fit with what victims free on the node, their tasks too: an exclusive job
+ * may take a node once every other task there is a victim. */
+static bool fit_freed(gp__core_ctx *c, const gp__core_req *r, int node, uint32_t mask, int64_t cpu, int64_t mem,
+                      int tasks, int excl, gp__core_fit *f) {
+  if (tasks == 0 && excl == 0) return gp__core_node_fit(c, r, node, mask, cpu, mem, f);
+  gp__core_req with = *r;
+  with.freed_tasks = tasks;
+  with.freed_excl = excl;
+  return gp__core_node_fit(c, &with, node, mask, cpu, mem, f);
 }
 
 #define MAX_ON_NODE 64
@@ -251,16 +270,17 @@ static int best_node(gp__core_ctx *c, const gp__core_req *r, int kind, gp__core_
       }
     uint32_t extra = p->tent_extra[node];
     int64_t xc = p->tent_cpu[node], xm = p->tent_mem[node];
+    int xt = p->tent_tasks[node], xe = p->tent_excl[node];
     gp__core_fit fit;
     int chosen[MAX_ON_NODE], n = 0;
-    bool fits = gp__core_node_fit(c, r, node, extra, xc, xm, &fit);
+    bool fits = fit_freed(c, r, node, extra, xc, xm, xt, xe, &fit);
     for (int k = 0; k < nv && !fits; k++) {
       int v = vs[k];
       if (kind == K_RECLAIM && !reclaim_ok(c, r->job, v)) continue;
       if (kind == K_RECLAIM) add_removed(c, v, +1);
-      frees_on(c, v, node, &extra, &xc, &xm);
+      frees_on(c, v, node, &extra, &xc, &xm, &xt, &xe);
       chosen[n++] = v;
-      fits = gp__core_node_fit(c, r, node, extra, xc, xm, &fit);
+      fits = fit_freed(c, r, node, extra, xc, xm, xt, xe, &fit);
     }
     if (kind == K_RECLAIM)
       for (int k = 0; k < n; k++) add_removed(c, chosen[k], -1);
@@ -296,7 +316,7 @@ static void build_vorder(gp__core_ctx *c) {
     const gp__core_run *ru = &c->cls->run[order[k]];
     p->vorder[k] = (gp__core_vrec){.v = c->cls->running[order[k]], .node = ru->node, .whole = ru->whole,
                           .leaf = ru->leaf, .prio = ru->prio, .gpus = ru->gpus,
-                          .cpu = ru->cpu, .mem = ru->mem};
+                          .cpu = ru->cpu, .mem = ru->mem, .excl = ru->exclusive};
   }
   p->n_vorder = n;
   int nq = c->tree.n;
@@ -307,6 +327,8 @@ static void build_vorder(gp__core_ctx *c) {
   p->acc_mask = gp__core_scalloc(c, (size_t)nn + 1, sizeof(uint32_t));
   p->acc_cpu = gp__core_scalloc(c, (size_t)nn + 1, sizeof(int64_t));
   p->acc_mem = gp__core_scalloc(c, (size_t)nn + 1, sizeof(int64_t));
+  p->acc_tasks = gp__core_scalloc(c, (size_t)nn + 1, sizeof(int));
+  p->acc_excl = gp__core_scalloc(c, (size_t)nn + 1, sizeof(int));
   p->acc_head = gp__core_scalloc(c, (size_t)nn + 1, sizeof(int));
   size_t total = 1; /* walk entries: at most one per victim and node */
   for (int k = 0; k < n; k++)
@@ -359,7 +381,8 @@ static int walk_node(gp__core_ctx *c, const gp__core_req *r, int kind, gp__core_
   /* Capacity freed by victims of earlier tasks may already be enough. */
   for (int k = 0; k < p->n_touched; k++) {
     int node = p->touched[k];
-    if (gp__core_node_fit(c, r, node, p->tent_extra[node], p->tent_cpu[node], p->tent_mem[node], best_fit))
+    if (fit_freed(c, r, node, p->tent_extra[node], p->tent_cpu[node], p->tent_mem[node], p->tent_tasks[node],
+                  p->tent_excl[node], best_fit))
       return 0;
   }
   int ws = ++p->walk_stamp;
@@ -381,7 +404,8 @@ static int walk_node(gp__core_ctx *c, const gp__core_req *r, int kind, gp__core_
         continue; /* -ws: node excluded for this walk */
       if (single < 0 && !walk_candidate(c, kind, r->job, i, node)) continue;
       if (p->acc_stamp[node] != ws) {
-        if (!gp__core_node_static_ok(c, r, node)) {
+        /* --exclusive is judged with the victims (fit_freed). */
+        if (!gp__core_node_static_ok_any_excl(c, r, node)) {
           p->acc_stamp[node] = -ws;
           continue;
         }
@@ -389,6 +413,8 @@ static int walk_node(gp__core_ctx *c, const gp__core_req *r, int kind, gp__core_
         p->acc_mask[node] = p->tent_extra[node];
         p->acc_cpu[node] = p->tent_cpu[node];
         p->acc_mem[node] = p->tent_mem[node];
+        p->acc_tasks[node] = p->tent_tasks[node];
+        p->acc_excl[node] = p->tent_excl[node];
         p->acc_head[node] = -1;
       }
       int e = p->n_ent++;
@@ -399,12 +425,16 @@ static int walk_node(gp__core_ctx *c, const gp__core_req *r, int kind, gp__core_
         p->acc_mask[node] |= vr->whole;
         p->acc_cpu[node] += vr->cpu;
         p->acc_mem[node] += vr->mem;
+        p->acc_tasks[node]++;
+        p->acc_excl[node] += vr->excl;
       } else {
-        frees_on(c, v, node, &p->acc_mask[node], &p->acc_cpu[node], &p->acc_mem[node]);
+        frees_on(c, v, node, &p->acc_mask[node], &p->acc_cpu[node], &p->acc_mem[node], &p->acc_tasks[node],
+                 &p->acc_excl[node]);
       }
       const gp__core_node *sn = &c->nodes[node];
       if (gp__core_popc((sn->free | p->acc_mask[node]) & sn->whole_ok) < r->gpus) continue; /* cheap */
-      if (!gp__core_node_fit(c, r, node, p->acc_mask[node], p->acc_cpu[node], p->acc_mem[node], best_fit))
+      if (!fit_freed(c, r, node, p->acc_mask[node], p->acc_cpu[node], p->acc_mem[node], p->acc_tasks[node],
+                     p->acc_excl[node], best_fit))
         continue;
       /* The chain is newest first: reverse into victim order. */
       int n = 0;
@@ -446,7 +476,8 @@ static void take_victim(gp__core_ctx *c, int v, int kind) {
     if (!gp__core_first_on_node(job, k)) continue;
     int node = job->placements[k].node;
     touch(p, node);
-    frees_on(c, v, node, &p->tent_extra[node], &p->tent_cpu[node], &p->tent_mem[node]);
+    frees_on(c, v, node, &p->tent_extra[node], &p->tent_cpu[node], &p->tent_mem[node], &p->tent_tasks[node],
+             &p->tent_excl[node]);
   }
 }
 
@@ -528,6 +559,7 @@ bool gp__core_preempt_simulate(gp__core_ctx *c, const gp__core_req *r, int kind,
     p->is_touched[node] = false;
     p->tent_extra[node] = 0;
     p->tent_cpu[node] = p->tent_mem[node] = 0;
+    p->tent_tasks[node] = p->tent_excl[node] = 0;
   }
   p->n_touched = 0;
   return ok;

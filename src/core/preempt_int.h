@@ -20,6 +20,7 @@ typedef struct gp__core_vrec {
   int leaf, prio;
   double gpus;
   int64_t cpu, mem;
+  bool excl;            /* an exclusive job (it counts in gp__core_node.excl) */
 } gp__core_vrec;
 
 struct gp__core_preempt_scratch {
@@ -33,6 +34,7 @@ struct gp__core_preempt_scratch {
   int *acc_stamp;                /* per node: accumulation of the current walk */
   uint32_t *acc_mask;
   int64_t *acc_cpu, *acc_mem;
+  int *acc_tasks, *acc_excl;     /* tasks freed there, and of them exclusive jobs' */
   int *acc_head;                 /* per node: chain of walk entries (most recent first) */
   int *ent_v, *ent_next, n_ent;  /* walk entries: a victim on a node */
   int walk_stamp;
@@ -47,6 +49,7 @@ struct gp__core_preempt_scratch {
   int *cand_nodes, n_cand;
   uint32_t *tent_extra;          /* per node: GPUs freed by chosen victims, not yet reused */
   int64_t *tent_cpu, *tent_mem;
+  int *tent_tasks, *tent_excl;
   int *touched, n_touched;
   bool *is_touched;
   double *removed;               /* per tree queue: GPUs taken from it in this simulation */

@@ -4,8 +4,8 @@
 # --gpus-per-task 1) runs once, as the batch step on the first node of its allocation, with
 # the SLURM_* variables of the whole allocation and every GPU the job holds on that node;
 # its other tasks hold their GPUs (busy in `gpool nodes`) with no copy of the script until it
-# ends, then are freed. The job's state and exit code are the script's (exit 3: failed, 3),
-# and the holders' stop is no failure. Each node has an address of its own (127.0.0.2,
+# ends (an agent restart re-adopts them), then are freed. The job's state and exit code are
+# the script's (exit 3: failed, 3), and the holders' stop is no failure; a cancel ends it. Each node has an address of its own (127.0.0.2,
 # 127.0.0.3), as on a real cluster. gpool's own `gpool submit -N 2 -- CMD` still runs CMD in
 # every task.
 source "$(dirname "$0")/lib.sh"
@@ -51,6 +51,13 @@ expect_eq "run node=$node0 procid=0 nodeid=0 localid=0 ntasks=4 nnodes=2 list=$l
 for t in 1 2 3; do
   expect_eq "" "$("$GPOOL" logs "$id" --task $t 2>/dev/null)" "task $t runs no copy of the script"
 done
+# kill -9 of the agent of the other node: its restart re-adopts both holders, still held.
+other=$([ "$node0" = n2 ] && echo n3 || echo n2)
+kill -9 "$(agent_pid "$other")"
+e2e_agent "$other" 4xH100-80GB --listen "127.0.0.${other#n}:0"
+wait_for 20 "the restarted agent to re-adopt both holders" grep -q "found 2 running job(s)" "$E2E_DIR/agent-$other.log"
+job_is "$id" running || fail "job $id must still run after the agent restart ($(job_field "$id" .state))"
+expect_eq "n2:2,n3:2" "$(busy "$id")" "the holders' GPUs are still held after the restart"
 open_gate
 wait_for 30 "job $id to end" sh -c "'$GPOOL' show $id -o json | jq -e '.state | test(\"completed|failed|cancelled\")'"
 expect_eq failed "$(job_field "$id" .state)" "the job fails as its script did"
