@@ -11,9 +11,9 @@ job id's last four digits, unless set. With more than one rank, a real TCP
 rendezvous of all ranks at MASTER_ADDR:MASTER_PORT (rank 0 listens on its own node's
 address) and an all-reduce of rank + 1; then one result line per rank.
 
---ckpt PATH stands for a long training that checkpoints when stopped: without PATH it runs
-(up to 5 minutes) until SIGTERM/SIGUSR1, then writes PATH and exits; with PATH it resumes
-and ends at once. --local_rank/--local-rank (torch.distributed.launch, deepspeed) is read."""
+--ckpt PATH stands for a long training that checkpoints as it goes: without PATH it writes
+PATH after its first "epoch" (a second) and runs on (up to 5 minutes) until SIGTERM or
+SIGUSR1; with PATH it resumes and ends at once. --local_rank/--local-rank (torch.distributed.launch, deepspeed) is read."""
 import argparse
 import os
 import re
@@ -73,12 +73,14 @@ def main():
         stop = []
         signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
         signal.signal(signal.SIGUSR1, lambda *_: stop.append(1))
+        time.sleep(1)
+        with open(args.ckpt + ".tmp", "w") as f:
+            f.write("epoch 1\n")
+        os.replace(args.ckpt + ".tmp", args.ckpt)
+        print(f"epoch 1: checkpoint written to {args.ckpt}", flush=True)
         end = time.time() + 300
         while not stop and time.time() < end:
             time.sleep(0.1)
-        with open(args.ckpt, "w") as f:
-            f.write("epoch 1\n")
-        print(f"checkpoint written to {args.ckpt}", flush=True)
         return 0 if stop else 1
     return 0
 
