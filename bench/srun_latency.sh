@@ -20,6 +20,9 @@ export GPOOL_BIN=$BUILD/gpool
 source "$ROOT/tests/e2e/lib.sh"
 e2e_need python3
 e2e_init
+# Steps keep two agents busy: a loaded machine must not take a slow heartbeat for a lost node.
+e2e_write_config
+sed -i 's/^node_timeout_s: .*/node_timeout_s: 15/' "$E2E_DIR/server.yaml"
 e2e_server
 e2e_agent n2 4xH100-80GB --listen 127.0.0.2:0 --labels pool=bench
 e2e_agent n3 4xH100-80GB --listen 127.0.0.3:0 --labels pool=bench

@@ -34,6 +34,7 @@ function summary(j) {
     ...wait,
     ['User', j.user], ['Queue', j.queue],
     ['Command', h('code', {id: 'job-command'}, (j.command || []).join(' '))],
+    ...(j.container ? [['Image', h('code', {id: 'job-image'}, j.container.image)]] : []),
     ['GPUs', j.gpu_fraction ? `${j.gpu_fraction} of a GPU × ${j.tasks}` : `${j.gpus} × ${j.tasks} task(s)${j.mig ? `, MIG ${j.mig}` : ''}`],
     ['Submitted', fmtTime(j.submitted_at)], ['Started', fmtTime(j.started_at)], ['Ended', fmtTime(j.ended_at)],
     ['Time limit', j.time_limit ? fmtDur(j.time_limit) : 'none'], ['Restarts', String(j.restarts || 0)],

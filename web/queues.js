@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The queue tree: for each queue its deserved GPUs, fair share, allocation, what it borrows
-// beyond what it deserves, pending demand, and its budget when it has one.
+// beyond what it deserves, pending demand, its budget when it has one, and its per-user
+// limits (docs/config.md "Per-user limits").
 import {api} from './api.js';
 import {h, clear, fmtNum} from './dom.js';
 
@@ -11,6 +12,21 @@ function budgetCell(q) {
   const text = `${fmtNum(q.budget_spent)} of ${fmtNum(total)} ${q.budget_unit || ''} this ${q.budget.period || 'period'}`;
   if (ratio === undefined || ratio === null) return text;
   return h('span', {class: 'budget'}, h('meter', {min: 0, max: 1, high: 0.9, value: Math.min(1, ratio), 'aria-label': `${fmtNum(ratio * 100, 0)}% of the budget`}), ` ${text}`);
+}
+
+// "*: 8 GPUs, 200 pending, 2000 GPU-h/month; alice: 16 GPUs", or a dash.
+function limitsCell(q) {
+  const ul = q.user_limits;
+  if (!ul || !ul.users) return '—';
+  const parts = [];
+  for (const [user, l] of Object.entries(ul.users)) {
+    const bits = [];
+    if (l.max_gpus !== null && l.max_gpus !== undefined) bits.push(`${fmtNum(l.max_gpus, 2)} GPUs`);
+    if (l.max_pending_jobs !== null && l.max_pending_jobs !== undefined) bits.push(`${l.max_pending_jobs} pending`);
+    if (l.max_gpu_hours !== null && l.max_gpu_hours !== undefined) bits.push(`${fmtNum(l.max_gpu_hours, 2)} GPU-h/${ul.period || 'month'}`);
+    parts.push(`${user}: ${bits.join(', ') || 'no limit'}`);
+  }
+  return parts.length ? parts.join('; ') : '—';
 }
 
 export async function render(main) {
@@ -34,7 +50,8 @@ export async function render(main) {
           ...[q.deserved, q.fair_share, q.allocated, borrowed, q.pending, q.limit === null ? '—' : q.limit]
             .map((v) => h('td', {class: 'num'}, fmtNum(v, 2))),
           h('td', {class: 'num'}, `${q.running_jobs || 0} / ${q.pending_jobs || 0}`),
-          h('td', {}, budgetCell(q))));
+          h('td', {}, budgetCell(q)),
+          h('td', {}, limitsCell(q))));
         walk(q.name, depth + 1);
       }
     };
@@ -44,7 +61,7 @@ export async function render(main) {
     for (const q of qs) if (!seen.has(q.name)) { kids.set(`\u0000${q.name}`, [q]); walk(`\u0000${q.name}`, 0); }
     clear(box).append(h('table', {id: 'queues-table'},
       h('caption', {class: 'sr-only'}, 'Queues as a tree; GPUs unless stated'),
-      h('thead', {}, h('tr', {}, ['Queue', 'Deserved', 'Fair share', 'Allocated', 'Borrowed', 'Pending GPUs', 'Limit', 'Jobs running / pending', 'Budget']
+      h('thead', {}, h('tr', {}, ['Queue', 'Deserved', 'Fair share', 'Allocated', 'Borrowed', 'Pending GPUs', 'Limit', 'Jobs running / pending', 'Budget', 'Per-user limits']
         .map((x) => h('th', {scope: 'col'}, x)))),
       h('tbody', {}, rows)));
   }

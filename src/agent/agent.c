@@ -340,6 +340,11 @@ static void start_heartbeat(gp_agent *a) {
   }
   json_object_set(body, "events", a->inflight);
   json_object_set_new(body, "gpus", gpus_status_json(a));
+  gp__agent_images_refresh(a);
+  if (a->images && a->images_send) { /* at most once a minute, and after a container ends */
+    json_object_set(body, "images", a->images);
+    a->images_send = false;
+  }
   /* What this node holds, for the server to check against what it believes runs here
    * (docs/internals/protocol.md): running jobs, and ended ones whose end it has not yet
    * received (their "exited" events are queued or in this call). */
@@ -678,6 +683,8 @@ int gp_agent_new(const gp_agent_config *cfg, gp_gpu_backend *backend, gp_agent *
     if (cfg->gpus[i].set) gp__agent_log("config names GPU %d, which this node does not have", i);
   detect_host(a);
   if (gp_cgroup_probe(a->cfg.cgroup_root, &a->cgroup) != 0) gp__agent_log("%s", a->cgroup.message);
+  gp_agent_container_detect(&a->cfg.container, "", &a->container);
+  gp__agent_log("%s", a->container.message);
   gp__agent_orders_load(a);
   gp__agent_identity_load(a);
   gp__agent_jobs_adopt(a);
@@ -780,6 +787,7 @@ void gp_agent_free(gp_agent *a) {
   free(a->orders);
   if (a->orders_log) fclose(a->orders_log);
   json_decref(a->events);
+  json_decref(a->images);
   json_decref(a->checkpoints);
   json_decref(a->spot_events);
   json_decref(a->inflight);

@@ -77,6 +77,8 @@ typedef struct gp__agent_job {
   char message[512];
   int64_t ended_at;
   bool gone_once;            /* adopted: saw the process gone once without an exit file */
+  bool container;            /* runs in an image (agent_container.c) */
+  int pull_noted;            /* its pull's events sent: 1 pulling, 2 pulled too */
   bool register_ended;       /* ended when the register call in flight was made: that call
                                 reports its end, so its answer settles it */
 } gp__agent_job;
@@ -122,6 +124,10 @@ struct gp_agent {
   char gpu_drain_reason[GP_GPU_MAX_DEVICES][160];
   int64_t cpus, mem_mib;
   gp_cgroup cgroup;
+  gp_agent_container_caps container; /* what this node allows containers (container.h) */
+  json_t *images;            /* the images it holds (images.c), NULL: not read yet */
+  int64_t images_next_ms;    /* when to read them again */
+  bool images_send;          /* read since the last heartbeat: it carries them */
   bool is_root;
   char url[160];
   char jobs_dir[600];
@@ -237,6 +243,21 @@ void gp__agent_step_acked(gp_agent *a, const json_t *event);
 void gp__agent_job_add(gp_agent *a, gp__agent_job *j);
 void gp__agent_job_path(const gp__agent_job *j, const char *name, char *buf, size_t size);
 void gp__agent_job_note(const gp__agent_job *j, const char *text); /* a "gpool: ..." line in its stderr */
+/* A container task (agent_container.c): replaces spec's command with the pull-then-run one
+ * (*ret_argv owned: free with gp_agent_container_argv_free); GP_EINVAL with a sentence. */
+struct gp_launch_spec;
+int gp__agent_container_prepare(gp_agent *a, const gp_proto_start *o, const gp__agent_job *j,
+                                const char *workdir, uid_t uid, gid_t gid, int n_groups,
+                                const gid_t *groups, const char *home, const int *gpus,
+                                int n_gpus, char *const *envp, struct gp_launch_spec *spec,
+                                char ***ret_argv, gp_err *err);
+/* At a container task's end: its pull's failure as the job's reason, and no container
+ * left behind by a SIGKILL. */
+void gp__agent_container_finish(gp_agent *a, gp__agent_job *j);
+/* Its pull's start and end as "image" events, once each (from the task's marker files). */
+void gp__agent_container_tick(gp_agent *a, gp__agent_job *j);
+/* Reads the engine's images when due (images.c). */
+void gp__agent_images_refresh(gp_agent *a);
 /* An "exited" event that names no task (the server reads it as every task of the job on
  * this node). */
 json_t *gp__agent_exited_event(const char *job, int64_t at, bool exit_known, int code, int sig,

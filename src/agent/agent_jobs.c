@@ -319,6 +319,8 @@ static void job_finish(gp_agent *a, gp__agent_job *j, bool exit_known, int code,
   j->exit_code = code;
   j->signal = sig;
   j->ended_at = gp__agent_now_ms() / 1000;
+  if (j->container) gp__agent_container_tick(a, j); /* a pull's end before the task's */
+  gp__agent_container_finish(a, j);
   bool oom = j->cgroup && gp_cgroup_job_oom_killed(&a->cgroup, j->key);
   const char *reason = j->limit_exceeded ? "limit_exceeded"
                        : j->fault_reason[0] ? j->fault_reason
@@ -395,6 +397,7 @@ void gp__agent_jobs_tick(gp_agent *a) {
   for (size_t i = 0; i < a->n_jobs; i++) {
     gp__agent_job *j = a->jobs[i];
     if (j->ended) continue;
+    if (j->container) gp__agent_container_tick(a, j);
     if (job_check(a, j, false)) continue;
     gp__agent_warn_tick(j, now);
     if (j->stopping && !j->killed_hard && now >= j->kill_at_ms) {

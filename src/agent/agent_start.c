@@ -532,8 +532,14 @@ static bool launch(gp_agent *a, const char *order_id, const start_req *r, const 
   spec.user_stderr = user_err[0] ? user_err : NULL;
   /* A requeued run adds to what the earlier runs wrote, as in Slurm. */
   spec.user_append = r->o->output_append || r->o->restarts > 0;
+  char **ct_argv = NULL; /* a container task: the engine runs the command (agent_container.c) */
+  if (!rc && r->o->container)
+    rc = gp__agent_container_prepare(a, r->o, j, workdir, c->switch_user ? c->uid : geteuid(),
+                                     c->switch_user ? c->gid : getegid(), c->n_groups, c->groups,
+                                     c->home, r->gpus, r->n_gpus, env.items, &spec, &ct_argv, &err);
   if (!rc) gp__agent_steps_save_env(j, env.items, env.n); /* what srun's steps start from */
   if (!rc) rc = gp_launch(&spec, res, &err);
+  gp_agent_container_argv_free(ct_argv);
   env_free(&env);
   if (rc == 0) return true;
   if (res->shim_pid > 0) {
@@ -627,6 +633,7 @@ void gp__agent_job_start(gp_agent *a, const char *order_id, const gp_proto_start
     return;
   }
   record_start(j, &r, &sp, &res);
+  j->container = o->container != NULL;
   attach_gpus(a, j, &r);
   gp__agent_job_add(a, j);
   gp__agent_job_persist(j);

@@ -223,6 +223,7 @@ static void step_env(gp_agent *a, const gp_proto_step *o, const gp__agent_job *j
     env_set(e, "CUDA_VISIBLE_DEVICES", buf);
     env_set(e, "NVIDIA_VISIBLE_DEVICES", buf[0] ? buf : "none");
     env_set(e, "GPOOL_GPUS", idx);
+    if (o->n_gpus > 0) env_set(e, "SLURM_STEP_GPUS", idx); /* Slurm's: the GPU indexes */
     if (o->n_gpus > 0) env_int(e, "SLURM_GPUS_ON_NODE", o->n_gpus);
     if (o->n_gpus == 0) unsetenv_item(e, "SLURM_GPUS_ON_NODE");
   }

@@ -22,6 +22,7 @@ void gp_agent_config_init(gp_agent_config *cfg) {
   cfg->grace_s = 30;
   cfg->watchdog_ms = 1000;
   cfg->spot.interval_s = 2;
+  gp_agent_container_cfg_init(&cfg->container);
   cfg->default_mode.mode = GP_MODE_EXCLUSIVE;
   cfg->default_mode.replicas = 1;
   gp_health_policy_default(&cfg->health);
@@ -209,7 +210,7 @@ int gp_agent_config_load(const char *path, gp_agent_config *cfg, gp_err *err) {
       "name", "server", "token", "sim", "data_dir", "listen", "capacity", "cgroup_root",
       "mps_pipe_dir", "signal", "labels", "cpus", "mem", "heartbeat_s", "grace",
       "watchdog_interval", "personal", "allow_root_jobs", "sharing", "gpus", "health", "tls",
-      "spot", NULL};
+      "spot", "container", NULL};
   if ((rc = gp_doc_expect(d, root, "", GP_DOC_MAP, err)) != 0) goto done;
   if ((rc = gp_doc_check_keys(d, root, "", keys, err)) != 0) goto done;
   struct {
@@ -317,6 +318,9 @@ int gp_agent_config_load(const char *path, gp_agent_config *cfg, gp_err *err) {
       (rc = gp_tls_files_read(d, n, path, "server_ca", &cfg->tls, err)) != 0)
     goto done;
   if ((n = gp_doc_get(root, "spot")) && (rc = load_spot(d, n, &cfg->spot, err)) != 0) goto done;
+  if ((n = gp_doc_get(root, "container")) &&
+      (rc = gp_agent_container_cfg_load(d, n, &cfg->container, err)) != 0)
+    goto done;
 done:
   gp_doc_free(d);
   return rc;

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "agent/container.h"
 #include "agent/gpu.h"
 #include "agent/health.h"
 #include "tls/tls.h"
@@ -70,6 +71,7 @@ typedef struct gp_agent_config {
   gp_gpu_mode gpus[GP_GPU_MAX_DEVICES];
   gp_tls_files tls;        /* `tls:` HTTPS files; empty: plain HTTP. peer_ca is server_ca */
   gp_agent_spot spot;      /* `spot:` interruption watcher; provider NONE: off */
+  gp_agent_container_cfg container; /* `container:` jobs in images (container.h) */
   char self_exe[512];      /* the gpool binary, linked as jobs' scontrol; "": no shim (set by
                               `gpool agent`, not a config key) */
 } gp_agent_config;

@@ -20,10 +20,12 @@
   X(nodes_forget, "nodes forget", "free a node's name for the next agent to register it") \
   X(nodes_delete, "nodes delete", "delete a drained, empty node (or --force)")             \
   X(nodes, "nodes", "list nodes and their GPUs")                                         \
+  X(images, "images", "the container images each node holds")                            \
   X(drain, "drain", "drain a node (or one GPU) with a reason")                           \
   X(cordon, "cordon", "cordon a node with a reason")                                     \
   X(resume, "resume", "return a drained or cordoned node (or GPU) to service")           \
   X(queues, "queues", "show the queue tree with quotas and usage")                       \
+  X(shares, "shares", "fair share over time: decayed usage and factor per queue and user") \
   X(prices, "prices", "show the price catalogue; set FILE or reset it (admins)")         \
   X(notify, "notify", "your job notifications: mail address, webhook, events")           \
   X(top, "top", "live view of the fleet")                                                \

@@ -22,6 +22,12 @@ static int64_t num(json_t *o, const char *key) {
   return json_is_real(v) && gp_real_to_int64(json_real_value(v), &x) == 0 ? x : 0;
 }
 
+/* A number (integer or real) as a double; 0 when absent. */
+static double num_d(json_t *o, const char *key) {
+  json_t *v = json_object_get(o, key);
+  return json_is_number(v) ? json_number_value(v) : 0;
+}
+
 int gp_job_state_final(const char *state) {
   static const char *const final_states[] = {"completed", "failed", "cancelled", "preempted", "timeout", NULL};
   for (int i = 0; final_states[i]; i++)
@@ -364,6 +370,8 @@ static const char *reason_sentence(const char *r) {
     {"NoMatchingNodes", "no node that is up can satisfy its request"},
     {"GpuModelUnavailable", "no node with the GPU model it asks for is available"},
     {"WaitingForPreemption", "GPUs are being freed for it: the jobs it preempts are stopping"},
+    {"UserGpuLimit", "its user holds the most GPUs its queue allows one user"},
+    {"UserGpuHours", "its user used the GPU-hours its queue allows one user this period"},
   };
   for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
     if (!strcmp(r, map[i][0])) return map[i][1];
@@ -417,6 +425,23 @@ static const char *budget_reason(json_t *job, const char *event) {
   return "";
 }
 
+/* The fair-share line of `gpool why`: the factors of the job's queue and of its user in
+ * that queue (GET /v1/jobs/{id} gives them; a list does not). */
+static void fmt_fairshare(json_t *job, gp_buf *out) {
+  json_t *fs = json_object_get(job, "fairshare");
+  json_t *q = json_object_get(fs, "queue"), *u = json_object_get(fs, "user");
+  if (!json_is_object(q)) return;
+  gp_buf_printf(out, "Fair share: queue %s factor %.3f (usage %.3g GPUs over time, %.0f%% of its "
+                     "siblings' for a share of %.0f%%)",
+                str(job, "queue"), num_d(q, "factor"), num_d(q, "usage_gpus"),
+                100 * num_d(q, "effective_usage"), 100 * num_d(q, "share"));
+  if (json_is_object(u))
+    gp_buf_printf(out, "; user %s factor %.3f (%.0f%% of the queue's usage for a share of %.0f%%)",
+                  str(job, "user"), num_d(u, "factor"), 100 * num_d(u, "effective_usage"),
+                  100 * num_d(u, "share"));
+  gp_buf_puts(out, ".\n");
+}
+
 void gp_job_fmt_why(json_t *job, int64_t now, gp_buf *out) {
   const char *id = str(job, "id"), *state = str(job, "state");
   char d[64], nodes[256];
@@ -444,6 +469,7 @@ void gp_job_fmt_why(json_t *job, int64_t now, gp_buf *out) {
     }
     gp_buf_puts(out, ".\n");
     if (*budget_reason(job, "demoted")) gp_buf_printf(out, "Demoted: %s.\n", budget_reason(job, "demoted"));
+    fmt_fairshare(job, out);
   } else if (!strcmp(state, "held")) {
     const char *why = budget_reason(job, "held");
     if (*why) gp_buf_printf(out, "Job %s is held: %s.\n", id, why);

@@ -9,6 +9,7 @@
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "cli/job_format.h"
+#include "client/client.h"
 #include "util/buf.h"
 #include "util/mem.h"
 
@@ -307,6 +308,33 @@ static int get_job(gp_cli *cli, const char *id, json_t **ret_answer) {
   return gp_cli_call(cli, "GET", path, NULL, ret_answer);
 }
 
+/* For `gpool why` of a pending job: its queue's and its user's fair-share rows from GET
+ * /v1/shares, put in the job as "fairshare" for the formatter. Best effort: a server that
+ * answers nothing useful leaves the line out. */
+static void add_fairshare(gp_cli *cli, json_t *job) {
+  const char *q = json_string_value(json_object_get(job, "queue"));
+  const char *u = json_string_value(json_object_get(job, "user"));
+  const char *st = json_string_value(json_object_get(job, "state"));
+  char esc[1024], path[1100];
+  if (!q || !st || strcmp(st, "pending") || gp_client_escape(q, 0, esc, sizeof esc)) return;
+  snprintf(path, sizeof path, "/v1/shares?queue=%s", esc);
+  json_t *answer = NULL;
+  gp_err err = {0};
+  if (gp_client_call(cli->client, "GET", path, NULL, &answer, NULL, &err) != 0) return;
+  json_t *fs = json_object(), *row;
+  size_t k;
+  json_array_foreach(json_object_get(answer, "queues"), k, row) {
+    const char *rq = json_string_value(json_object_get(row, "queue"));
+    if (rq && !strcmp(rq, q)) json_object_set(fs, "queue", row);
+  }
+  json_array_foreach(json_object_get(answer, "users"), k, row) {
+    const char *rq = json_string_value(json_object_get(row, "queue")), *ru = json_string_value(json_object_get(row, "user"));
+    if (u && rq && ru && !strcmp(rq, q) && !strcmp(ru, u)) json_object_set(fs, "user", row);
+  }
+  json_object_set_new(job, "fairshare", fs);
+  json_decref(answer);
+}
+
 static int show_or_why(int argc, char **argv, bool why) {
   gp_cli cli = {.cmd = why ? "why" : "show"};
   const char *ids[256];
@@ -330,6 +358,7 @@ static int show_or_why(int argc, char **argv, bool why) {
     } else {
       gp_buf out;
       gp_buf_init(&out, 1 << 20);
+      if (why) add_fairshare(&cli, job);
       if (why) gp_job_fmt_why(job, gp_cli_now(), &out);
       else gp_job_fmt_show(job, gp_cli_now(), &out);
       if (i && !why) fputc('\n', stdout);

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "agent/container.h"
 #include "cli/commands.h"
 #include "cli/slurm.h"
 #include "util/mem.h"
@@ -39,6 +40,9 @@ int main(int argc, char **argv) {
   if (strcmp(self, "scancel") == 0) return gp_cmd_scancel(argc, argv);
   if (strcmp(self, "sinfo") == 0) return gp_cmd_sinfo(argc, argv);
   if (strcmp(self, "sacct") == 0) return gp_cmd_sacct(argc, argv);
+  /* The agent's container tasks (src/agent/container_task.c). */
+  if (argc > 1 && strcmp(argv[1], "__container-task") == 0)
+    return gp_agent_container_task_main(argc - 1, argv + 1);
   if (strcmp(self, "srun") == 0) return gp_cmd_srun(argc, argv);
   if (argc < 2 || strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0 ||
       strcmp(argv[1], "-h") == 0) {

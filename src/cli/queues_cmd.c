@@ -10,7 +10,42 @@
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 
-static const gp_opt queues_opts[] = {GP_CLI_COMMON_OPTS};
+enum { Q_VERBOSE = 1 };
+static const gp_opt queues_opts[] = {{'v', "verbose", false, Q_VERBOSE}, GP_CLI_COMMON_OPTS};
+
+static int queues_opt(void *arg, int id, const char *v) {
+  (void)v;
+  if (id == Q_VERBOSE) *(bool *)arg = true;
+  return 0;
+}
+
+/* USER LIMITS (-v): "*: 4 GPUs, 100 pending, 500 GPU-h/month; alice: 8 GPUs"; "-" for none. */
+static void fmt_user_limits(json_t *q, char *out, size_t cap) {
+  json_t *ul = json_object_get(q, "user_limits"), *us = json_object_get(ul, "users");
+  const char *period = json_string_value(json_object_get(ul, "period"));
+  size_t o = 0;
+  out[0] = '\0';
+  const char *user;
+  json_t *l;
+  json_object_foreach(us, user, l) {
+    char part[256];
+    int w = snprintf(part, sizeof part, "%s%.64s:", o ? "; " : "", user);
+    size_t pl = w > 0 ? (size_t)w : 0;
+    json_t *g = json_object_get(l, "max_gpus"), *p = json_object_get(l, "max_pending_jobs"),
+           *h = json_object_get(l, "max_gpu_hours");
+    if (json_is_number(g)) pl += (size_t)snprintf(part + pl, sizeof part - pl, " %g GPUs", json_number_value(g));
+    if (json_is_number(p) && pl < sizeof part)
+      pl += (size_t)snprintf(part + pl, sizeof part - pl, "%s %lld pending", json_is_number(g) ? "," : "",
+                             (long long)json_integer_value(p));
+    if (json_is_number(h) && pl < sizeof part)
+      snprintf(part + pl, sizeof part - pl, "%s %g GPU-h/%s", json_is_number(g) || json_is_number(p) ? "," : "",
+               json_number_value(h), period ? period : "month");
+    if (o + strlen(part) + 1 >= cap) break;
+    memcpy(out + o, part, strlen(part) + 1);
+    o += strlen(part);
+  }
+  if (!o) snprintf(out, cap, "-");
+}
 
 static const char *str(json_t *o, const char *key) {
   const char *s = json_string_value(json_object_get(o, key));
@@ -62,7 +97,7 @@ static void fmt_spot(json_t *q, char *out, size_t cap) {
   else snprintf(out, cap, "%.16s %.0f%%", *pref ? pref : "neutral", 100 * json_number_value(share));
 }
 
-static void add_subtree(gp_table *t, json_t **qs, size_t n, const char *parent, int depth) {
+static void add_subtree(gp_table *t, json_t **qs, size_t n, const char *parent, int depth, bool verbose) {
   if (depth > 32) return; /* a cycle in a hostile answer must not recurse forever */
   for (size_t i = 0; i < n; i++) {
     const char *p = str(qs[i], "parent");
@@ -89,29 +124,33 @@ static void add_subtree(gp_table *t, json_t **qs, size_t n, const char *parent, 
     char budget[64], spent[32], used[16], spot[32];
     fmt_budget(qs[i], budget, sizeof budget, spent, sizeof spent, used, sizeof used);
     fmt_spot(qs[i], spot, sizeof spot);
-    const char *row[] = {name, des, lim, wt, fs, alloc, pend, jobs, budget, spent, used, spot, users};
+    char ulim[1024];
+    fmt_user_limits(qs[i], ulim, sizeof ulim);
+    const char *row[] = {name, des, lim, wt, fs, alloc, pend, jobs, budget, spent, used, spot, users, ulim};
     gp_table_add(t, row);
-    add_subtree(t, qs, n, str(qs[i], "name"), depth + 1);
+    add_subtree(t, qs, n, str(qs[i], "name"), depth + 1, verbose);
   }
 }
 
 static int queues_table(gp_cli *cli, json_t *queues, json_t *answer, void *arg) {
-  (void)cli, (void)answer, (void)arg;
+  (void)cli, (void)answer;
+  bool verbose = *(bool *)arg;
   size_t n = json_array_size(queues);
   json_t **qs = calloc(n ? n : 1, sizeof *qs);
   for (size_t i = 0; i < n; i++) qs[i] = json_array_get(queues, i);
   qsort(qs, n, sizeof *qs, by_name);
   static const char *const head[] = {"QUEUE", "DESERVED", "LIMIT", "WEIGHT", "FAIR", "ALLOC",
-                                     "PENDING", "JOBS", "BUDGET", "SPENT", "USED", "SPOT", "USERS"};
-  gp_table *t = gp_table_new(13, head);
-  add_subtree(t, qs, n, "", 0);
+                                     "PENDING", "JOBS", "BUDGET", "SPENT", "USED", "SPOT", "USERS",
+                                     "USER_LIMITS"};
+  gp_table *t = gp_table_new(verbose ? 14 : 13, head);
+  add_subtree(t, qs, n, "", 0, verbose);
   /* Queues whose parent is missing from the answer still deserve a line. */
   for (size_t i = 0; i < n; i++) {
     const char *p = str(qs[i], "parent");
     bool found = !*p;
     for (size_t k = 0; k < n && !found; k++) found = !strcmp(str(qs[k], "name"), p);
     for (size_t k = 0; k < i && !found; k++) found = !strcmp(str(qs[k], "parent"), p); /* done */
-    if (!found) add_subtree(t, qs, n, p, 0);
+    if (!found) add_subtree(t, qs, n, p, 0, verbose);
   }
   gp_table_print(t, stdout);
   gp_table_free(t);
@@ -120,16 +159,19 @@ static int queues_table(gp_cli *cli, json_t *queues, json_t *answer, void *arg) 
 }
 
 static const char queues_usage[] =
-  "Usage: gpool queues [-o json]\n"
+  "Usage: gpool queues [-v] [-o json]\n"
   "  The queue tree. GPUs: DESERVED (guaranteed), LIMIT (ceiling), FAIR (fair share now),\n"
   "  ALLOC (running), PENDING (asked by pending jobs); JOBS running/pending.\n"
   "  BUDGET per period, SPENT in the current period (GPU-hours or currency), USED in %.\n"
   "  SPOT: how its jobs meet spot capacity (prefer, avoid, never) and the most of its GPUs\n"
-  "  that may be on spot.\n";
+  "  that may be on spot.\n"
+  "  -v adds USER_LIMITS: per user of the queue (\"*\": every user), the most GPUs running,\n"
+  "  jobs pending and GPU-hours per period.\n";
 
 int gp_cmd_queues(int argc, char **argv) {
   gp_cli cli = {.cmd = "queues"};
-  int code = gp_cli_parse(&cli, argc, argv, queues_opts, NULL, NULL, NULL, queues_usage);
+  bool verbose = false;
+  int code = gp_cli_parse(&cli, argc, argv, queues_opts, queues_opt, NULL, &verbose, queues_usage);
   if (code) return code < 0 ? 0 : code;
-  return gp_cli_get_print(&cli, "/v1/queues", "queues", queues_table, NULL);
+  return gp_cli_get_print(&cli, "/v1/queues", "queues", queues_table, &verbose);
 }

@@ -24,7 +24,7 @@ enum {
   O_SHARING, O_TIME_SCALE, O_PARTITION, O_EVERY_EVENT, O_PROBE, O_OUT, O_CSV, O_HTML, O_NO_PROGRESS, O_DETERMINISTIC,
   O_PRICES, O_COST_CSV, O_IDLE_TAIL, O_IDLE_POLICY, O_SPOT, O_SPOT_NOTICE, O_PROVIDER_DELAY,
   O_TEMPLATES, O_SCALE_ORDER, O_MAX_HOURLY_COST, O_SCALE_DOWN_AFTER, O_AUTOSCALE_INTERVAL,
-  O_HELP
+  O_HALF_LIFE, O_HELP
 };
 
 static const gp_opt opts[] = {
@@ -42,6 +42,7 @@ static const gp_opt opts[] = {
     {0, "checkpoint-interval", true, O_CKPT},
     {0, "restart-overhead", true, O_RESTART},
     {0, "grace", true, O_GRACE},
+    {0, "half-life", true, O_HALF_LIFE},
     {0, "overestimate", true, O_OVER},
     {0, "bad-rows", true, O_BAD_ROWS},
     {0, "max-jobs", true, O_MAX_JOBS},
@@ -132,6 +133,10 @@ static const char usage_options[] =
     "  --checkpoint-interval D  a running job checkpoints this often (default 30m; 0: never)\n"
     "  --restart-overhead DUR   a restarted job's start-up cost (default 60s)\n"
     "  --grace DUR              a preempted job keeps its GPUs this long (default 30s)\n"
+    "  --half-life DUR|off      fair share over time: the queues' decayed usage (halving every\n"
+    "                           DUR; off: no decay) orders them, as on the server (default:\n"
+    "                           no usage). Every replay reports the weekly Jain index of\n"
+    "                           cumulative GPU-hours against deserved shares\n"
     "  --overestimate F         time limit = duration x F when the trace has none (default 2)\n"
     "  --bad-rows skip|fail     malformed trace rows: report and skip, or stop (default fail)\n"
     "  --max-jobs N             read only the first N jobs of the file\n"
@@ -258,6 +263,17 @@ static int parse_args(const char *cmd, int argc, char **argv, args *a) {
     case O_QUEUES: a->queues = v; break;
     case O_QUEUES_FROM: a->queues_from = v; break;
     case O_POLICY: a->policy = v; break;
+    case O_HALF_LIFE:
+      /* Fair share over time: the queues' decayed usage in the view (docs/scheduling.md). */
+      if (strcmp(v, "off") == 0) {
+        a->cfg.fairshare.half_life_s = 0;
+      } else if (gp_parse_duration_s(v, &i64) || i64 < 60 || i64 > 10LL * 365 * 86400) {
+        return bad_arg(cmd, "--half-life (a duration from 1m to 10 years, or off)", v);
+      } else {
+        a->cfg.fairshare.half_life_s = i64;
+      }
+      a->cfg.usage = true;
+      break;
     case O_POLICY_FILE: a->policy_file = v; break;
     case O_POLICIES: a->policies = v; break;
     case O_SEED:

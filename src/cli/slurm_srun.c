@@ -135,6 +135,7 @@ static void emit(srun *r, int task, int stream, const char *data, size_t len, bo
  * whatever there is now). Returns 0, or -1 when the server could not say. */
 static int relay_stream(srun *r, int task, int stream, int64_t upto) {
   relay *rl = &r->out[2 * task + stream];
+  int failures = 0;
   for (int rounds = 0; rounds < 4096; rounds++) {
     if (upto >= 0 && rl->offset >= upto) return 0;
     char path[256];
@@ -142,7 +143,16 @@ static int relay_stream(srun *r, int task, int stream, int64_t upto) {
              stream ? "stderr" : "stdout", (long long)rl->offset);
     json_t *doc = NULL;
     gp_err err = {0};
-    if (gp_client_call(r->client, "GET", path, NULL, &doc, NULL, &err)) return -1;
+    if (gp_client_call(r->client, "GET", path, NULL, &doc, NULL, &err)) {
+      /* While it runs the next round reads it; at the end what is left must come (the
+       * server's log proxy answers 503 while busy). */
+      if (upto < 0 || ++failures > 100) {
+        if (upto >= 0) fprintf(stderr, "srun: error: task %d's %s: %s\n", task, stream ? "stderr" : "stdout", err.message);
+        return -1;
+      }
+      nap_ms(100);
+      continue;
+    }
     const char *data = json_string_value(json_object_get(doc, "data"));
     size_t len = json_string_length(json_object_get(doc, "data"));
     json_int_t next = json_integer_value(json_object_get(doc, "offset"));
@@ -200,11 +210,21 @@ static int start(srun *r, const gp_srun_opts *o, json_t *env, json_t **ret_step)
   if (o->ntasks_per_node) json_object_set_new(body, "ntasks_per_node", json_integer(o->ntasks_per_node));
   if (o->nodelist) json_object_set(body, "nodelist", o->nodelist);
   json_object_set_new(body, "kill_on_bad_exit", json_boolean(o->kill_on_bad_exit));
+  if (o->exclusive) json_object_set_new(body, "exclusive", json_true());
   char path[128];
   snprintf(path, sizeof path, "/v1/jobs/%s/steps", r->job);
   json_t *doc = NULL;
   gp_err err = {0};
-  int rc = gp_client_call(r->client, "POST", path, body, &doc, NULL, &err);
+  int rc;
+  /* --exclusive: while the job's other --exclusive steps hold the tasks it needs, wait for
+   * them, as Slurm's srun does. */
+  for (bool said = false;; said = true) {
+    memset(&err, 0, sizeof err);
+    rc = gp_client_call(r->client, "POST", path, body, &doc, NULL, &err);
+    if (rc != GP_ESTATE || strcmp(err.field, "exclusive") != 0 || signals_seen) break;
+    if (!said && !o->quiet) fprintf(stderr, "srun: Job step creation temporarily disabled, retrying\n");
+    nap_ms(200);
+  }
   json_decref(body);
   if (rc) {
     fprintf(stderr, "srun: error: %s%s%s\n", err.field[0] ? err.field : "", err.field[0] ? ": " : "", err.message);

@@ -18,7 +18,8 @@
 #include "util/units.h"
 
 enum { O_NODES = 1, O_NTASKS, O_TPN, O_NODELIST, O_LABEL, O_KILL, O_QUIET, O_JOBID, O_EXPORT,
-       O_CPUS, O_MPI, O_CPU_BIND, O_UNBUF, O_OVERLAP, O_PTY, O_OUTPUT, O_ERROR, O_INPUT, O_OPEN_MODE };
+       O_CPUS, O_MPI, O_CPU_BIND, O_UNBUF, O_OVERLAP, O_PTY, O_OUTPUT, O_ERROR, O_INPUT, O_OPEN_MODE,
+       O_EXCLUSIVE };
 
 typedef struct opt {
   const char *name;
@@ -38,6 +39,7 @@ static const opt opts[] = {
     {"overlap", 0, 0, O_OVERLAP},         {"pty", 0, 0, O_PTY},
     {"output", 'o', 1, O_OUTPUT},         {"error", 'e', 1, O_ERROR},
     {"input", 'i', 1, O_INPUT},           {"open-mode", 0, 1, O_OPEN_MODE},
+    {"exclusive", 0, 0, O_EXCLUSIVE},
 };
 #define N_OPTS (sizeof opts / sizeof opts[0])
 
@@ -146,7 +148,8 @@ static int apply(int id, const char *spelled, const char *v, const char *(*env)(
     if (v && (strcmp(v, "none") == 0 || strcmp(v, "no") == 0)) return 0;
     return say(msg, size, "%s=%.32s: gpool binds no task to CPUs; only none is offered", spelled, v ? v : "");
   case O_UNBUF: return 0;   /* output is relayed as it is written, whatever this says */
-  case O_OVERLAP: return 0; /* a job's steps always share its allocation */
+  case O_OVERLAP: o->exclusive = false; return 0; /* steps share the job's tasks by default */
+  case O_EXCLUSIVE: o->exclusive = true; return 0;
   case O_OUTPUT:
   case O_ERROR: {
     const char *why = v ? gp_outpath_check(v) : "no file name";

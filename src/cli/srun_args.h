@@ -13,6 +13,7 @@ typedef struct gp_srun_opts {
   json_t *nodelist;        /* -w/--nodelist expanded (array of names), or NULL */
   bool label;              /* -l/--label: "N: " before each line */
   bool kill_on_bad_exit;   /* -K/--kill-on-bad-exit[=1] */
+  bool exclusive;          /* --exclusive: job tasks of its own among the job's steps */
   bool quiet;              /* -Q/--quiet: no srun: messages but errors */
   char *jobid;             /* --jobid: another job than $SLURM_JOB_ID (needs a user token) */
   int export_mode;         /* 0: ALL (the default), 1: NONE, 2: only the names in `export` */

@@ -61,6 +61,12 @@ static const char usage_text[] =
   "  -o FILE, --error FILE  write stdout (and stderr, without --error) to FILE on the node,\n"
   "                         relative to the workdir; Slurm's %j %x %A %a %N %t %u %% patterns\n"
   "      --open-mode append|truncate  (default truncate)\n"
+  "      --image REF        run each task in this container image (docs/containers.md)\n"
+  "      --container-mounts SRC:DST[:ro],...  bind mounts (--image); also pyxis's #SBATCH form\n"
+  "      --container-workdir DIR  working directory inside the container\n"
+  "      --container-env NAME,...  the job's variables that override the image's\n"
+  "      --container-writable  a writable root filesystem\n"
+  "      --no-container-mount-home  do not mount the user's home\n"
   "  -o json                print the job as JSON instead of its id (-o table: its id)\n"
   "      --advise           first print the advice on this job's name (stderr)\n"
   "      --server URL, --token TOKEN, --ca FILE\n";

@@ -14,6 +14,7 @@
 
 #include "cli/opts.h"
 #include "cli/submit_batch.h"
+#include "cli/submit_container.h"
 #include "util/mem.h"
 #include "util/signals.h"
 #include "util/units.h"
@@ -34,7 +35,17 @@ enum {
   O_SB_NODES, O_EXCLUSIVE, O_SB_MEM, O_SB_PARTITION, O_SB_IGNORED_ARG, O_NTASKS_PER_NODE, O_SB_GPUS_PER_TASK, O_ARRAY,
   /* submit_batch.c */
   O_OUT_FILE, O_ERR_FILE, O_OPEN_MODE, O_BEGIN, O_EXPORT,
+  /* submit_container.c: O_CONTAINER + gp_submit_container_opt */
+  O_CONTAINER = 1000, O_CT_IMAGE, O_CT_MOUNTS, O_CT_WORKDIR, O_CT_ENV, O_CT_WRITABLE,
+  O_CT_NO_MOUNT_HOME, O_CT_MOUNT_HOME,
 };
+
+#define CONTAINER_OPTS                                                                     \
+  {0, "container-image", true, O_CT_IMAGE}, {0, "container-mounts", true, O_CT_MOUNTS},   \
+  {0, "container-workdir", true, O_CT_WORKDIR}, {0, "container-env", true, O_CT_ENV},      \
+  {0, "container-writable", false, O_CT_WRITABLE},                                         \
+  {0, "no-container-mount-home", false, O_CT_NO_MOUNT_HOME},                               \
+  {0, "container-mount-home", false, O_CT_MOUNT_HOME}
 
 static const gp_opt gpool_opts[] = {
   {'q', "queue", true, O_QUEUE},
@@ -81,6 +92,8 @@ static const gp_opt gpool_opts[] = {
   {0, "advise", false, O_ADVISE},
   {0, "mail-type", true, O_MAIL_TYPE},
   {0, "mail-user", true, O_MAIL_USER},
+  {0, "image", true, O_CT_IMAGE},
+  CONTAINER_OPTS,
   {0, NULL, false, 0},
 };
 
@@ -116,6 +129,7 @@ static const gp_opt sbatch_opts[] = {
   {0, "ntasks-per-node", true, O_NTASKS_PER_NODE},
   {'C', "constraint", true, O_SB_IGNORED_ARG},
   {0, "exclusive", false, O_EXCLUSIVE},
+  CONTAINER_OPTS, /* pyxis's */
   {0, NULL, false, 0},
 };
 
@@ -520,6 +534,9 @@ static int apply_job(json_t *req, int id, const char *v, const char *where, gp_e
   case O_MAIL_TYPE:
   case O_MAIL_USER:
     return gp_submit_mail_opt(req, id == O_MAIL_TYPE, v, where, err);
+  case O_CT_IMAGE: case O_CT_MOUNTS: case O_CT_WORKDIR: case O_CT_ENV: case O_CT_WRITABLE:
+  case O_CT_NO_MOUNT_HOME: case O_CT_MOUNT_HOME:
+    return gp_submit_container(req, (gp_submit_container_opt)(id - O_CONTAINER), v, where, err);
   default:
     return NOT_MINE;
   }

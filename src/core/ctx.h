@@ -74,6 +74,7 @@ typedef struct gp__core_ctx {
   struct gp__core_preempt *preempt;   /* preempt.h: victims and preemptions */
   struct gp__core_backfill *backfill; /* backfill.h: reservations */
   struct gp__core_assembly *assembly; /* sched.c: what assembling the plan keeps */
+  struct gp__core_ulim *ulim;         /* user_limits.c: per-user tallies, made on first use */
 } gp__core_ctx;
 
 /* Is placement k of job the first on its node? (Per-node lists count a job once.) */

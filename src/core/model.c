@@ -32,6 +32,7 @@ void gp_policy_init(gp_policy *p) {
   p->reclaim = true;
   p->preemption = true;
   p->dynamic_mig = true;
+  p->fair_users = true;
   p->default_priority = "training";
 }
 

@@ -108,18 +108,30 @@ typedef enum gp_spot_pref {
   GP_SPOT_NEVER,       /* never on spot, whatever the job allows (inference) */
 } gp_spot_pref;
 
+/* A per-user limit of a leaf queue (Slurm's association and QOS limits): what one user's
+ * jobs in that queue may hold. `user` "*" is every user without an entry of their own. */
+typedef struct gp_user_limit {
+  const char *user;
+  double max_gpus;             /* GPUs its running jobs may hold; GP_NO_LIMIT: none */
+  double max_gpu_hours;        /* GPU-hours per period (gp_usage.period_gpu_hours); GP_NO_LIMIT */
+} gp_user_limit;
+
 /* A queue in the tree "org/team/project". Parents are implied by names: a view may list
  * only leaves (a missing parent gets deserved = sum of its children, no limit, weight 1). */
 typedef struct gp_queue {
   const char *name;            /* full path, '/'-separated */
   double deserved_gpus;        /* guaranteed quota; fractions allowed */
   double limit_gpus;           /* hard ceiling; GP_NO_LIMIT for none */
-  double weight;               /* share of what nobody is guaranteed; > 0, default 1 */
+  double weight;               /* share of what nobody is guaranteed; >= 0, default 1. 0:
+                                  only what no queue of positive weight wants, and its
+                                  jobs come after its siblings' once past its deserved */
   const char *default_priority;/* priority class name, or NULL: policy default */
   gp_time default_time_limit;  /* seconds, 0: the policy's default */
   gp_spot_pref spot;
   double spot_share;           /* (0, 1]: at most this share of the GPUs its jobs hold may be
                                   on spot capacity; 0: no cap */
+  int n_user_limits;           /* leaf queues: limits per user (gp_user_limit) */
+  const gp_user_limit *user_limits;
 } gp_queue;
 
 /* Nodes carrying label `key=value` are reserved for `queue` (and its sub-queues). Other
@@ -273,7 +285,22 @@ typedef struct gp_policy {
   int n_priority_classes;       /* 0: the defaults (gp_default_priority_classes) */
   const gp_priority_class *priority_classes;
   uint64_t seed;                /* for policies with randomness (GP_SHARE_POLICY_RANDOM) */
+  /* Fair share between the users of a leaf queue (docs/scheduling.md): inside one
+   * priority, a job's place is its user's load (decayed usage from gp_view.usage, GPUs
+   * running, GPUs of the user's jobs ahead of it) rather than its age alone. */
+  bool fair_users;
 } gp_policy;
+
+/* Past usage, decayed (docs/scheduling.md "Fair share over time"), as GPU-equivalents: what
+ * a steady allocation of that many GPUs would have left. The caller computes it (the
+ * server from its store, the simulator from its replay); the core only reads it. */
+typedef struct gp_usage {
+  const char *queue;  /* a queue of the tree: leaf or parent (implied parents too) */
+  const char *user;   /* NULL: the queue's own usage; else that user's in the leaf `queue` */
+  double gpus;        /* >= 0 and finite */
+  double period_gpu_hours; /* user entries: GPU-hours used in the current limit period, what
+                              gp_user_limit.max_gpu_hours is checked against; >= 0 */
+} gp_usage;
 
 /* ---- The view ---- */
 
@@ -296,6 +323,10 @@ typedef struct gp_view {
    * jobs, so that telling which jobs changed reads 8 bytes per job, not a view entry. */
   uint64_t rev;
   const uint64_t *job_revs; /* n_jobs entries, or NULL: remember no job */
+  /* Decayed past usage per queue and per (leaf queue, user); none: no history. Part of
+   * what `rev` covers: a caller that changes it changes rev. */
+  int n_usage;
+  const gp_usage *usage;
 } gp_view;
 
 /* Fills *p with the defaults a user would expect: bin-pack, gpool sharing, fair-share

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "core/order.h"
+#include "core/usage.h"
 
 /* A heap entry carries its keys, so sifting compares adjacent memory instead of chasing
  * job indexes into the view. */
@@ -46,6 +47,7 @@ struct gp__core_order {
   int *qstart, *qlen;
   int *qpos;            /* position of a queue in its parent's heap, -1 when inactive */
   struct rest { double min_gpus; int max_prio; bool whole, any, done; } *rest; /* per segment */
+  const int64_t *ukey;  /* per view job: its key among its leaf's users (usage.c), or NULL */
 };
 
 /* Ties on the keys go to the job that came first by its id (gp_order_id_cmp: the server's
@@ -94,13 +96,28 @@ static void job_sift_down(const gp__core_order *o, hent *h, int n, int i) {
 
 
 
-/* Queue order: (no fair share?, ratio or allocation, tree index). */
+/* A queue of weight 0 past its deserved GPUs: it comes after every sibling of positive
+ * weight, whatever its usage or share (a weight is never a divisor here). */
+static bool after_all(const gp__core_queue *q) {
+  return q->weight <= 0 && q->allocated >= q->deserved - GP__EPS;
+}
+
+/* Queue order: (weight 0 past deserved?, no fair share?, at or past its fair share?, ratio
+ * or allocation, tree index). The ratio counts decayed past usage (usage.c) with the
+ * allocation: a queue that used the cluster all week comes after one that did not. Usage
+ * never puts a queue past its fair share ahead of one below it: that queue would borrow
+ * GPUs the other reclaims at once (preempt.c), over and over. */
 static bool queue_less(const gp__core_order *o, int a, int b) {
   const gp__core_queue *qa = &o->c->tree.q[a], *qb = &o->c->tree.q[b];
+  bool la = after_all(qa), lb = after_all(qb);
+  if (la != lb) return lb;
   bool za = qa->fair_share <= GP__EPS, zb = qb->fair_share <= GP__EPS;
   if (za != zb) return zb;
-  double ka = za ? qa->allocated : qa->allocated / qa->fair_share;
-  double kb = zb ? qb->allocated : qb->allocated / qb->fair_share;
+  bool fa = qa->allocated >= qa->fair_share - GP__EPS, fb = qb->allocated >= qb->fair_share - GP__EPS;
+  if (!za && fa != fb) return fb;
+  double ua = qa->allocated + qa->usage, ub = qb->allocated + qb->usage;
+  double ka = za ? ua : ua / qa->fair_share;
+  double kb = zb ? ub : ub / qb->fair_share;
   if (ka != kb) return ka < kb;
   return a < b;
 }
@@ -181,10 +198,13 @@ gp_order_keys gp_order_keys_of(gp_order_policy order, int priority, int64_t limi
   }
 }
 
-/* A job's heap entry: its keys under the policy's order. */
-static hent entry_of(const gp__core_ctx *c, int j) {
+/* A job's heap entry: its keys under the policy's order; among the users of a leaf, its
+ * user's load instead of its submit time (usage.c). */
+static hent entry_of(const gp__core_order *o, int j) {
+  const gp__core_ctx *c = o->c;
   const gp__core_job *ji = &c->jobs[j];
   gp_order_keys k = gp_order_keys_of(c->pol->order, ji->prio, ji->limit, ji->submitted);
+  if (o->ukey) k.k2 = o->ukey[j];
   return (hent){.j = j, .idp = ji->idp, .k1 = k.k1, .k2 = k.k2};
 }
 
@@ -200,6 +220,7 @@ struct gp__core_kept_order {
   int *seg_start;       /* n_seg + 1 */
   int n, n_seg;
   uint64_t step;        /* the memo step that built it: only the next one may use it */
+  bool user_keys;       /* keyed by users' loads, which change with other jobs: not reused */
 };
 
 void gp__core_kept_order_free(struct gp__core_kept_order *k) {
@@ -251,7 +272,7 @@ static bool build_sorted(gp__core_order *o, const struct gp__core_kept_order *ke
   const int *src = kept ? c->cls->lists.fresh : c->cls->eligible;
   int nf = kept ? c->cls->n_fresh : n_elig;
   hent *fresh = gp__core_salloc(c, ((size_t)nf + 1) * sizeof *fresh);
-  for (int e = 0; e < nf; e++) fresh[e] = entry_of(c, src[e]);
+  for (int e = 0; e < nf; e++) fresh[e] = entry_of(o, src[e]);
   hent *tmp = gp__core_salloc(c, ((size_t)nf + 1) * sizeof *tmp);
   sort_entries(o, fresh, tmp, nf);
   hent *out = o->heap;
@@ -294,6 +315,9 @@ gp__core_order *gp__core_order_new(gp__core_ctx *c) {
   gp__core_order *o = gp__core_scalloc(c, 1, sizeof *o);
   o->c = c;
   o->fair = c->pol->order == GP_ORDER_FAIRSHARE;
+  /* Users' loads depend on other jobs and on usage, so an order keyed by them is sorted
+   * afresh every step (the memo's kept order assumes a job's keys are its own). */
+  if (o->fair && c->pol->fair_users) o->ukey = gp__core_user_keys(c);
   int nq = c->tree.n;
   o->n_seg = o->fair ? nq : 1;
   o->seg_start = gp_xcalloc((size_t)o->n_seg + 1, sizeof(int));
@@ -304,7 +328,8 @@ gp__core_order *gp__core_order_new(gp__core_ctx *c) {
   if (m) {
     /* Kept for the next step: the order sorted in full (merged from the last one). */
     const struct gp__core_kept_order *k = m->order;
-    bool usable = k && c->view_known && k->step + 1 == m->step && k->n_seg == o->n_seg;
+    bool usable = k && c->view_known && k->step + 1 == m->step && k->n_seg == o->n_seg &&
+                  !k->user_keys && !o->ukey;
     o->remembered = gp_xmalloc(((size_t)n_elig + 1) * sizeof *o->remembered);
     if (!build_sorted(o, usable ? k : NULL, m->rec) && usable) build_sorted(o, NULL, m->rec);
     o->sorted = true;
@@ -316,7 +341,7 @@ gp__core_order *gp__core_order_new(gp__core_ctx *c) {
     for (int e = 0; e < n_elig; e++) {
       int j = c->cls->eligible[e];
       int s = seg_of(o, j);
-      o->heap[o->seg_start[s] + fill[s]++] = entry_of(c, j);
+      o->heap[o->seg_start[s] + fill[s]++] = entry_of(o, j);
     }
   }
   o->win_len = gp__core_scalloc(c, (size_t)o->n_seg + 1, sizeof(int));
@@ -360,7 +385,8 @@ void gp__core_order_free(gp__core_order *o) {
     struct gp__core_kept_order *k = m->order = gp_xcalloc(1, sizeof *k);
     *k = (struct gp__core_kept_order){.e = o->heap, .remembered = o->remembered,
                                  .seg_start = o->seg_start, .n = o->c->cls->n_eligible,
-                                 .n_seg = o->n_seg, .step = m->step};
+                                 .n_seg = o->n_seg, .step = m->step,
+                                 .user_keys = o->ukey != NULL};
     o->heap = NULL;
     o->remembered = NULL;
     o->seg_start = NULL;

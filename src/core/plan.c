@@ -95,6 +95,8 @@ static const char *const pending_names[] = {
     [GP_PEND_GPU_MODEL_UNAVAILABLE] = "GpuModelUnavailable",
     [GP_PEND_WAITING_FOR_PREEMPTION] = "WaitingForPreemption",
     [GP_PEND_BEGIN_TIME] = "BeginTime",
+    [GP_PEND_USER_GPU_LIMIT] = "UserGpuLimit",
+    [GP_PEND_USER_GPU_HOURS] = "UserGpuHours",
 };
 
 static const char *const end_names[] = {

@@ -20,6 +20,8 @@ typedef enum gp_pending_reason {
   GP_PEND_GPU_MODEL_UNAVAILABLE,
   GP_PEND_WAITING_FOR_PREEMPTION, /* victims are stopping; it starts when they are gone */
   GP_PEND_BEGIN_TIME,          /* its begin time (gp_job.begin_at) is still ahead */
+  GP_PEND_USER_GPU_LIMIT,      /* its user holds the most GPUs the queue allows one user */
+  GP_PEND_USER_GPU_HOURS,      /* its user used the GPU-hours the queue allows per period */
 } gp_pending_reason;
 
 /* Why a job ends without running. */

@@ -94,9 +94,9 @@ static int check_queue(const gp_queue *q, int i, gp_err *err) {
   if (!gp_queue_name_ok(q->name))
     return gp_err_set(err, GP_EINVAL, NULL, 0, gp__core_field(f, sizeof f, "queues", i, ".name"),
                       "%s, got \"%.64s\"", GP_QUEUE_NAME_RULE, q->name ? q->name : "");
-  if (!(q->weight > 0) || !isfinite(q->weight))
+  if (!(q->weight >= 0) || !isfinite(q->weight))
     return gp_err_set(err, GP_EINVAL, NULL, 0, gp__core_field(f, sizeof f, "queues", i, ".weight"),
-                      "queue %s: weight must be a number above 0, got %g", q->name, q->weight);
+                      "queue %s: weight must be a number of 0 or more, got %g", q->name, q->weight);
   if (!(q->deserved_gpus >= 0) || !isfinite(q->deserved_gpus))
     return gp_err_set(err, GP_EINVAL, NULL, 0, gp__core_field(f, sizeof f, "queues", i, ".deserved"),
                       "queue %s: deserved must be 0 or more GPUs, got %g", q->name,
@@ -218,6 +218,12 @@ static double cap_of(const gp__core_queue *q) {
   return c < 0 ? 0 : c;
 }
 
+/* A child's weight in a water-filling round: its own while some child of positive weight
+ * has room, else 1 for the children of weight 0. */
+static double wf(const gp__core_queue *q, bool any_pos) {
+  return any_pos ? q->weight : (q->weight > 0 ? 0 : 1);
+}
+
 /* Divides `share` among the children chained from `first` (see the header). */
 static void distribute(gp__core_qtree *t, int first, double share) {
   if (first < 0) return;
@@ -236,31 +242,37 @@ static void distribute(gp__core_qtree *t, int first, double share) {
   }
   /* Water-filling of what is left by weight. Each round: the active children (demand not
    * met) would each get left * w / W; if that saturates nobody, hand it out and stop;
-   * otherwise give everyone the amount that saturates the tightest child, and drop it. */
+   * otherwise give everyone the amount that saturates the tightest child, and drop it.
+   * Children of weight 0 take part only once no child of positive weight has room: then
+   * they share what is left equally (weight 1 each), so a weight-0 queue gets what nobody
+   * else wants and never divides by 0. */
   while (left > EPS) {
+    bool any_pos = false;
+    for (int c = first; c >= 0 && !any_pos; c = t->q[c].next_sibling)
+      any_pos = t->q[c].weight > 0 && cap_of(&t->q[c]) - t->q[c].fair_share > EPS;
     double wsum = 0, tmin = INFINITY;
     for (int c = first; c >= 0; c = t->q[c].next_sibling) {
       gp__core_queue *q = &t->q[c];
-      double room = cap_of(q) - q->fair_share;
-      if (room <= EPS) continue;
-      wsum += q->weight;
-      if (room / q->weight < tmin) tmin = room / q->weight;
+      double room = cap_of(q) - q->fair_share, w = wf(q, any_pos);
+      if (room <= EPS || w <= 0) continue;
+      wsum += w;
+      if (room / w < tmin) tmin = room / w;
     }
     if (wsum <= 0) break;
     double per_weight = left / wsum;
     if (per_weight <= tmin) {
       for (int c = first; c >= 0; c = t->q[c].next_sibling) {
         gp__core_queue *q = &t->q[c];
-        if (cap_of(q) - q->fair_share > EPS) q->fair_share += per_weight * q->weight;
+        if (cap_of(q) - q->fair_share > EPS) q->fair_share += per_weight * wf(q, any_pos);
       }
       left = 0;
       break;
     }
     for (int c = first; c >= 0; c = t->q[c].next_sibling) {
       gp__core_queue *q = &t->q[c];
-      double room = cap_of(q) - q->fair_share;
-      if (room <= EPS) continue;
-      double give = tmin * q->weight;
+      double room = cap_of(q) - q->fair_share, w = wf(q, any_pos);
+      if (room <= EPS || w <= 0) continue;
+      double give = tmin * w;
       if (give >= room - EPS) give = room; /* saturated: exact, so it leaves the loop */
       q->fair_share += give;
       left -= give;

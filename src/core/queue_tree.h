@@ -28,6 +28,7 @@ typedef struct gp__core_queue {
                            leaves; gp__core_qtree_fair_share() sums it up the tree */
   double fair_share;    /* GPUs, output of gp__core_qtree_fair_share() */
   double allocated;     /* GPUs, maintained by the caller on the leaf and every ancestor */
+  double usage;         /* decayed past usage, GPU-equivalents (usage.c); 0: none */
 } gp__core_queue;
 
 typedef struct gp__core_qtree {
@@ -42,7 +43,7 @@ typedef struct gp__core_qtree {
 
 /* Builds the tree from `queues`. GP_EINVAL with err->field such as "queues[2].weight" for
  * a name that breaks gp_queue_name_ok ("a//b", "/a", "a/", "..", "a b"), a duplicate name, a weight that is not
- * > 0, a negative or non-finite deserved, or a limit that is neither GP_NO_LIMIT nor >= 0.
+ * >= 0, a negative or non-finite deserved, or a limit that is neither GP_NO_LIMIT nor >= 0.
  * On failure the tree is left empty (gp__core_qtree_done is still safe). */
 int gp__core_qtree_build(gp__core_qtree *t, const gp_queue *queues, int n_queues, gp_err *err);
 void gp__core_qtree_done(gp__core_qtree *t);
@@ -62,7 +63,7 @@ bool gp__core_qtree_is_ancestor(const gp__core_qtree *t, int anc, int q);
 /* Water-filling, top-down, from `capacity` GPUs at the root: each child of a parent first
  * gets min(demand, deserved, limit), scaled down proportionally when those exceed what the
  * parent has; what remains goes to children whose demand is not met, in proportion to
- * weight, never past a child's limit or demand. Leaf demands must be set; inner demands are
+ * weight (children of weight 0 share only what none of positive weight wants, equally), never past a child's limit or demand. Leaf demands must be set; inner demands are
  * recomputed as the sum of their children's. Fills fair_share on every node. */
 void gp__core_qtree_fair_share(gp__core_qtree *t, double capacity);
 

@@ -24,6 +24,7 @@
 #include "core/memo.h"
 #include "core/order.h"
 #include "core/spot.h"
+#include "core/user_limits.h"
 
 /* Plan assembly's own state: the sentences it formats once per queue. */
 typedef struct gp__core_assembly {
@@ -32,6 +33,7 @@ typedef struct gp__core_assembly {
 
 /* Each stage ends its use of its state, the highest first. */
 static void ctx_done(gp__core_ctx *c) {
+  gp__core_user_limits_done(c);
   gp__core_backfill_done(c);
   gp__core_preempt_done(c);
   gp__core_place_done(c);
@@ -118,6 +120,12 @@ static bool try_job(gp__core_ctx *c, gp__core_order *o, int j, gp__core_fit **fi
     gp__core_job_wait(c, j, GP_PEND_QUEUE_LIMIT, gp__core_guard_message(c, over));
     return false;
   }
+  const char *ulim_msg = NULL;
+  int ulim = gp__core_user_limit_block(c, j, &ulim_msg);
+  if (ulim >= 0) {
+    gp__core_job_wait(c, j, (gp_pending_reason)ulim, ulim_msg);
+    return false;
+  }
   /* The request in placement terms is built on first need: most jobs a step considers
    * have failed keys and settle on answers the step already has. */
   gp__core_req r = {.job = j};
@@ -126,6 +134,7 @@ static bool try_job(gp__core_ctx *c, gp__core_order *o, int j, gp__core_fit **fi
     gp_xgrow((void **)fits, fits_cap, (size_t)r.tasks, sizeof **fits);
     if (gp__core_place_job(c, &r, *fits, true)) {
       gp__core_start_job(c, &r, *fits);
+      gp__core_user_limit_started(c, j);
       gp__core_order_update(o, ji->leaf);
       return false;
     }
@@ -176,6 +185,9 @@ static gp_plan_pending settle_unconsidered(gp__core_ctx *c, int j, bool head_blo
   if (over >= 0) return (gp_plan_pending){j, GP_PEND_QUEUE_LIMIT, limit_message(c, over)};
   if (!ji->preemptible && (over = gp__core_guard_over(c, ji->leaf, ji->gpus)) >= 0)
     return (gp_plan_pending){j, GP_PEND_QUEUE_LIMIT, gp__core_guard_message(c, over)};
+  const char *ulim_msg = NULL;
+  int ulim = gp__core_user_limit_block(c, j, &ulim_msg);
+  if (ulim >= 0) return (gp_plan_pending){j, (gp_pending_reason)ulim, ulim_msg};
   if (head_blocked) return (gp_plan_pending){j, GP_PEND_PRIORITY, GP__MSG_PRIORITY};
   if (c->cls->n_stopping > 0) {
     gp__core_job_keyed(c, j); /* (its shape remembers a failure for the jobs of the same request) */

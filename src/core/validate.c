@@ -9,6 +9,8 @@
 
 #include "core/field.h"
 #include "core/validate.h"
+#include "core/usage.h"
+#include "core/user_limits.h"
 
 static int bad(gp__core_ctx *c, const char *field, const char *what) {
   return gp_err_set(c->err, GP_EINVAL, NULL, 0, field, "%s", what);
@@ -154,5 +156,7 @@ int gp__core_validate(gp__core_ctx *c) {
   if (c->known_tree) gp__core_qtree_share(&c->tree, c->known_tree);
   else if ((rc = gp__core_qtree_build(&c->tree, v->queues, v->n_queues, c->err))) return rc;
   if (!c->view_known && (rc = check_pools(c))) return rc;
+  if ((rc = gp__core_usage_apply(c))) return rc;
+  if (!c->view_known && (rc = gp__core_user_limits_check_view(c))) return rc;
   return 0;
 }

@@ -21,6 +21,7 @@ static const struct {
     {GP_PROTO_EV_MIG_DONE, "mig_done", false, true},
     {GP_PROTO_EV_INJECT_DONE, "inject_done", false, false},
     {GP_PROTO_EV_INTERRUPTION, "interruption", false, false},
+    {GP_PROTO_EV_IMAGE, "image", true, false},
     {GP_PROTO_EV_STEP_EXITED, "step_exited", true, false},
 };
 #define N_KINDS (sizeof kinds / sizeof kinds[0])
@@ -115,6 +116,14 @@ json_t *gp_proto_event_encode(const gp_proto_event *ev) {
   case GP_PROTO_EV_INJECT_DONE:
     json_object_set_new(o, "order", json_string(ev->order));
     json_object_set_new(o, "ok", json_boolean(ev->ok));
+    json_object_set_new(o, "message", json_string(ev->message));
+    break;
+  case GP_PROTO_EV_IMAGE:
+    json_object_set_new(o, "job", json_string(ev->job));
+    if (ev->task >= 0) json_object_set_new(o, "task", json_integer(ev->task));
+    json_object_set_new(o, "at", json_integer(ev->at));
+    json_object_set_new(o, "order", json_string(ev->order));
+    json_object_set_new(o, "reason", json_string(ev->reason));
     json_object_set_new(o, "message", json_string(ev->message));
     break;
   case GP_PROTO_EV_INTERRUPTION:

@@ -31,6 +31,8 @@ typedef enum gp_proto_event_kind {
   GP_PROTO_EV_MIG_DONE,    /* "mig_done": the answer to a mig order */
   GP_PROTO_EV_INJECT_DONE, /* "inject_done": the answer to an inject order */
   GP_PROTO_EV_INTERRUPTION, /* "interruption": the cloud will reclaim the node (spot notice) */
+  GP_PROTO_EV_IMAGE,       /* "image": a container task's pull began ("reason": pulling) or
+                              ended (pulled); "message" says which image and how long */
   GP_PROTO_EV_STEP_EXITED, /* "step_exited": a job step's task ended, or never started */
 } gp_proto_event_kind;
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "protocol/container.h"
 #include "protocol/order.h"
 #include "protocol/outpath.h"
 #include "protocol/proto_int.h"
@@ -124,6 +125,7 @@ json_t *gp_proto_start_encode(const gp_proto_start *s) {
     json_object_set_new(o, "warn_batch", json_boolean(s->warn_batch));
   }
   if (s->restarts > 0) json_object_set_new(o, "restarts", json_integer(s->restarts));
+  if (s->container) json_object_set_new(o, "container", gp_proto_container_encode(s->container));
   if (s->job_key[0]) json_object_set_new(o, "job_key", json_string(s->job_key));
   if (s->batch) {
     json_object_set_new(o, "batch", json_true());
@@ -370,6 +372,11 @@ static int decode_fields(const json_t *job, gp_proto_start *s, gp_err *err) {
       return r;
     s->has_placement = true;
   }
+  const json_t *ct = json_object_get(job, "container");
+  if (ct && !json_is_null(ct)) {
+    s->container = gp_xcalloc(1, sizeof *s->container);
+    if ((r = gp_proto_container_decode(ct, CTX ".container", s->container, err))) return r;
+  }
   return decode_batch(job, s, err);
 }
 
@@ -399,6 +406,8 @@ void gp_proto_start_done(gp_proto_start *s) {
   strv_free(s->env_values, s->n_env);
   strv_free(s->hosts, s->n_hosts);
   strv_free(s->addrs, s->n_addrs);
+  gp_proto_container_done(s->container);
+  free(s->container);
   memset(s, 0, sizeof *s);
 }
 

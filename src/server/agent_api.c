@@ -379,6 +379,15 @@ static int apply_event(gp_srv_state *s, gp_srv_node *n, int idx, const json_t *d
     }
     return gp__srv_job_event(s, j, "launched", at, extra, err);
   }
+  if (e->kind == GP_PROTO_EV_IMAGE) {
+    /* A container task's pull: a phase of the job in its timeline (docs/containers.md). */
+    bool pulled = e->has_reason && !strcmp(e->reason, "pulled");
+    json_t *extra = json_object();
+    json_object_set_new(extra, "node", json_string(n->name));
+    if (e->task >= 0) json_object_set_new(extra, "task", json_integer(e->task));
+    if (e->has_message) json_object_set_new(extra, "message", json_string(e->message));
+    return gp__srv_job_event(s, j, pulled ? "image_pulled" : "pulling_image", at, extra, err);
+  }
   if (e->kind == GP_PROTO_EV_CHECKPOINT) {
     j->last_checkpoint_at = at;
     return gp__srv_persist_job(s, j, err);
@@ -516,6 +525,7 @@ static int do_heartbeat(gp_srv_state *s, gp_srv_req *r, int64_t now_s, int64_t n
     rc = apply_event(s, n, idx, json_array_get(events, i), now_s, err);
   if (rc) return rc;
   apply_gpus(n, json_object_get(body, "gpus"), s, now_s);
+  gp__srv_node_images_take(n, json_object_get(body, "images"));
   const json_t *nh = json_object_get(body, "node_health");
   const char *conds = json_string_value(json_object_get(nh, "conditions"));
   if (json_is_object(nh)) {

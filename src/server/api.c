@@ -13,6 +13,7 @@
 #include "server/report.h"
 #include "server/autoscale.h"
 #include "server/events.h"
+#include "server/fairshare.h"
 #include "server/jobmetrics.h"
 #include "server/notify_job.h"
 #include "server/server_int.h"
@@ -98,6 +99,24 @@ static bool over_pending_cap(gp_srv_state *s, gp_srv_req *r, const gp_srv_job *j
                         "queue %s has %lld jobs waiting to start; the limit "
                         "(max_pending_per_queue) is %d",
                         j->queue, (long long)by_queue, s->cfg->max_pending_per_queue);
+    return true;
+  }
+  /* The queue's own cap per user (user_limits.max_pending_jobs): counted only where one
+   * is set. */
+  const gp_srv_queue *q = gp__srv_queue_get(s, j->queue);
+  const gp_srv_ulimit *ul = q ? gp__srv_ulimit_for(&q->user_limits, j->user) : NULL;
+  if (ul && ul->max_pending_jobs >= 0) {
+    int64_t n = 0;
+    for (int a = 0; a < s->n_active; a++) {
+      const gp_srv_job *o = s->active[a];
+      n += (o->state == GP_JOB_PENDING || o->state == GP_JOB_HELD) && strcmp(o->queue, j->queue) == 0 &&
+           strcmp(o->user, j->user) == 0;
+    }
+    if (n < ul->max_pending_jobs) return false;
+    gp__srv_reply_error(r, 429, "too_many_pending", "user_limits.max_pending_jobs",
+                        "UserPendingLimit: user %s has %lld jobs waiting to start in queue %s, "
+                        "which allows one user %lld: wait for some to start or cancel some",
+                        j->user, (long long)n, j->queue, (long long)ul->max_pending_jobs);
     return true;
   }
   return false;
@@ -546,6 +565,7 @@ int gp__srv_api_handle(gp_srv_state *s, gp_srv_req *r, int64_t now_s, int64_t no
     free(text);
     gp__srv_events_metrics(s->events, &out);
     gp__srv_notify_metrics(s->notify, &out);
+    gp__srv_fairshare_metrics(s, now_s, &out);
     free(r->resp);
     r->resp = gp_buf_steal(&out);
     r->status = 200;
@@ -588,6 +608,7 @@ int gp__srv_api_handle(gp_srv_state *s, gp_srv_req *r, int64_t now_s, int64_t no
     return 0;
   }
   if (strcmp(p, "/v1/prices") == 0) return gp__srv_prices_route(s, r, err);
+  if (strcmp(p, "/v1/shares") == 0) return gp__srv_shares_route(s, r, now_s);
   if (strcmp(p, "/v1/notify") == 0) return gp__srv_notify_route(s, r, err);
   if (strcmp(p, "/v1/templates") == 0) return gp__srv_templates_route(s, r, now_s, err);
   gp__srv_reply_error(r, 404, "not_found", NULL, "no route %s %s", r->method, p);

@@ -36,6 +36,7 @@ gp_server_config *gp_server_config_new(void) {
   c->listen_port = 8642;
   c->data_dir = ".";
   gp_policy_init(&c->policy);
+  gp_fairshare_config_init(&c->fairshare);
   c->node_timeout_s = 30;
   c->heartbeat_s = 5;
   c->schedule_interval_ms = 1000;
@@ -62,6 +63,7 @@ gp_server_config *gp_server_config_new(void) {
 void gp_server_config_free(gp_server_config *c) {
   if (!c) return;
   gp_prices_free(c->prices);
+  for (int i = 0; i < c->n_queues; i++) gp__srv_ulimits_free((gp_srv_ulimits *)&c->queues[i].user_limits);
   gp_arena_free(c->arena);
   free(c);
 }
@@ -314,7 +316,8 @@ static int parse_doc(const gp_doc *d, const char *path, gp_server_config *c, gp_
       "max_connections_per_address", "http_idle_timeout_s", "http_request_timeout_s",
       "recent_ended_jobs", "prices", "node_templates", "autoscale",
       "events_max_streams_per_user",
-      "events_max_streams", "events_buffer_kib", "events_ping_s", "ha", "store", "notify", NULL};
+      "events_max_streams", "events_buffer_kib", "events_ping_s", "ha", "store", "notify",
+      "fairshare", NULL};
   const gp_doc_node *root = d->root;
   if (!root) return 0;
   int r = gp_doc_expect(d, root, "", GP_DOC_MAP, err);
@@ -380,11 +383,17 @@ static int parse_doc(const gp_doc *d, const char *path, gp_server_config *c, gp_
   int nq = 0;
   if (qseq) {
     static const char *const extra[] = {"users", "priority_classes", "budget", "idle_policy",
-                                        NULL};
+                                        "user_limits", NULL};
     if ((r = gp_queues_read(d, qseq, "queues", extra, a, &qs, &nq, err))) return r;
     gp_server_queue *sq = gp_arena_alloc(a, sizeof *sq * (size_t)(nq ? nq : 1));
+    c->queues = sq; /* (now, so that a failure below frees what the queues hold) */
     for (int i = 0; i < nq; i++) {
       sq[i].q = qs[i];
+      c->n_queues = i + 1;
+      char lf[160];
+      snprintf(lf, sizeof lf, "queues[%d].user_limits", i);
+      if ((r = gp__srv_ulimits_read(d, gp_doc_get(qseq->items[i], "user_limits"), lf, &sq[i].user_limits, err)))
+        return r;
       if ((r = read_queue_classes(d, qseq->items[i], i, c, &sq[i], err))) return r;
       char bf[160];
       snprintf(bf, sizeof bf, "queues[%d].budget", i);
@@ -463,6 +472,9 @@ static int parse_doc(const gp_doc *d, const char *path, gp_server_config *c, gp_
       (r = gp_doc_int_range(d, n, "http_request_timeout_s", 1, 3600, &c->http_request_timeout_s, err)))
     return r;
   if ((r = read_prices(d, root, qseq, c, err))) return r;
+  if ((n = gp_doc_get(root, "fairshare")) &&
+      (r = gp_fairshare_read(d, n, "fairshare", a, &c->fairshare, err)))
+    return r;
   if ((n = gp_doc_get(root, "node_templates"))) {
     gp_node_template *tmpls;
     if ((r = gp_node_templates_read(d, n, "node_templates", a, &tmpls, &c->n_node_templates, err)))

@@ -14,10 +14,12 @@
 
 #include "core/idle.h"
 #include "core/model.h"
+#include "ledger/decay.h"
 #include "server/autoscale_config.h"
 #include "server/budget.h"
 #include "server/leader_config.h"
 #include "server/notify.h"
+#include "server/user_limits.h"
 #include "tls/tls.h"
 #include "util/error.h"
 
@@ -48,6 +50,7 @@ typedef struct gp_server_queue {
   const char *const *priority_classes;
   gp_budget budget;            /* `budget:` (budget.h); .set false: none */
   gp_idle_policy idle_policy;  /* `idle_policy:` (core/idle.h); .set false: none */
+  gp_srv_ulimits user_limits;  /* `user_limits:` (user_limits.h); n 0: none (malloc'd) */
 } gp_server_queue;
 
 /* `default_queue`: one queue for everyone, or a map user -> queue ("*" for the rest). */
@@ -90,6 +93,7 @@ typedef struct gp_server_config {
   int http_request_timeout_s;  /* a request must arrive whole within this (10) */
   int recent_ended_jobs;       /* ended jobs kept in memory, newest first (10000) */
   struct gp_prices *prices;    /* `prices:` (src/ledger/prices.h; one reference), NULL: none */
+  gp_fairshare_config fairshare; /* `fairshare:` (src/ledger/decay.h): half-life, reset, weights */
   int n_node_templates;        /* `node_templates:` (node_templates.h) */
   const struct gp_node_template *node_templates;
   gp_autoscale_config autoscale; /* `autoscale:` (autoscale_config.h) */

@@ -74,6 +74,7 @@ typedef struct gp_srv_job {
   bool output_append;   /* --open-mode=append; else truncate */
   bool batch;           /* a Slurm batch script: task 0 runs it once (the batch step), the
                            other tasks hold their share of the allocation (docs/slurm.md) */
+  json_t *container;    /* its image and how it runs (jobimage.c; owned), NULL: bare */
   /* Notifications (notify_job.c): --mail-type as GP_NOTIFY_* bits (mail_set: given), and
    * --mail-user (owned, NULL: the owner's own address, if any). */
   unsigned mail_events;

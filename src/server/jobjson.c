@@ -143,6 +143,7 @@ void gp__srv_job_free(gp_srv_job *j) {
   free(j->selector);
   free(j->signal);
   free(j->output);
+  json_decref(j->container);
   free(j->warn_signal);
   free(j->error);
   free_strv(j->after, j->n_after);
@@ -279,6 +280,7 @@ static int read_spec(const json_t *o, gp_srv_job *j, gp_err *err) {
   if ((r = get_bool(o, "allow_spot", &j->allow_spot, err))) return r;
   if ((r = get_bool(o, "exclusive", &j->exclusive, err))) return r;
   if ((r = gp__srv_job_read_batch(o, j, err))) return r;
+  if ((r = gp__srv_job_read_container(o, j, err))) return r;
   const json_t *sel = json_object_get(o, "node_selector");
   if (sel && !json_is_null(sel)) {
     if (!json_is_object(sel) || json_object_size(sel) > MAX_LIST)
@@ -311,7 +313,9 @@ static const char *const request_keys[] = {
     "gpu_mem_mib", "mig", "gpu_types", "cpus", "mem_mib", "time_limit", "priority",
     "requeue", "grace_s", "signal", "after", "after_ok", "after_any", "after_not_ok", "singleton", "hold", "array", "after_corr",
     "node_selector", "allow_spot", "exclusive", "user", "output", "error", "open_mode", "warn_signal", "warn_before_s",
-    "warn_batch", "begin_at", "batch", "mail_type", "mail_user", NULL};
+    "warn_batch", "begin_at", "batch", "mail_type", "mail_user",
+    "image", "container", "container_mounts", "container_workdir", "container_env", /* jobimage.c */
+    "container_writable", "container_mount_home", NULL};
 
 /* Dependencies name jobs that exist; `after_ok` on a job that already ended otherwise
  * than completed could never be met, nor `after_not_ok` on one that completed. */

@@ -107,6 +107,7 @@ json_t *gp__srv_job_to_json(const gp_srv_state *s, const gp_srv_job *j, bool for
   json_object_set_new(o, "allow_spot", json_boolean(j->allow_spot));
   json_object_set_new(o, "exclusive", json_boolean(j->exclusive));
   gp__srv_job_batch_json(o, j);
+  gp__srv_job_container_json(o, j);
   json_t *sel = json_object();
   for (int i = 0; i < j->n_selector; i++)
     json_object_set_new(sel, j->selector[i].key, json_string(j->selector[i].value));

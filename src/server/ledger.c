@@ -16,6 +16,7 @@
 
 #include "core/mig.h"
 #include "ledger/report.h"
+#include "server/fairshare.h"
 #include "server/state.h"
 #include "util/mem.h"
 
@@ -248,7 +249,9 @@ int gp__srv_ledger_close_job(gp_srv_state *s, gp_srv_job *j, int64_t now, gp_err
     gp_srv_usage_sum *u = sum_for(s, j->queue, n->model ? n->model : "", n->capacity);
     add_task(s, j, a, now, &u->gpu_s, &u->used_gpu_s, &u->measured_gpu_s);
   }
-  if (s->ledger_off) return 0;
+  /* Decayed usage for fair share, in this same transaction (fairshare.c). */
+  int r = gp__srv_fairshare_charge(s, j, now, err);
+  if (r || s->ledger_off) return r;
   return gp_store_close_intervals(s->store, j->id, now, err);
 }
 

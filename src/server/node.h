@@ -58,6 +58,7 @@ typedef struct gp_srv_node {
   char *reason;
   bool alive;           /* registered and heartbeating */
   json_t *conditions;   /* node conditions the agent reports (e.g. thermal_throttling), or NULL */
+  json_t *images;       /* the container images it holds (images.c; memory only), or NULL */
   int64_t last_heartbeat;    /* wall clock seconds */
   int64_t registered_at;     /* wall clock s this server process first heard of it by a
                                 registration; 0: loaded from the store */

@@ -21,6 +21,7 @@ void gp__srv_queue_free(gp_srv_queue *q) {
   free(q->default_priority);
   names_free(q->users, q->n_users);
   names_free(q->classes, q->n_classes);
+  gp__srv_ulimits_free(&q->user_limits);
   free(q);
 }
 
@@ -79,7 +80,8 @@ static int read_spot(const json_t *v, gp_spot_pref *pref, double *share, gp_err 
 int gp__srv_queue_from_json(const json_t *o, const char *name, gp_srv_queue *q, gp_err *err) {
   static const char *const keys[] = {"name", "deserved", "limit", "weight", "users",
                                      "default_priority", "default_time_limit",
-                                     "priority_classes", "budget", "idle_policy", "spot", NULL};
+                                     "priority_classes", "budget", "idle_policy", "spot",
+                                     "user_limits", NULL};
   if (!json_is_object(o)) return gp_err_set(err, GP_EINVAL, NULL, 0, NULL, "the body must be a JSON object");
   const char *k;
   const json_t *v;
@@ -111,8 +113,8 @@ int gp__srv_queue_from_json(const json_t *o, const char *name, gp_srv_queue *q, 
   if (limit != GP_NO_LIMIT && limit < deserved)
     return gp_err_set(err, GP_EINVAL, NULL, 0, "limit", "must not be below deserved");
   if ((v = json_object_get(o, "weight"))) {
-    if (!json_is_number(v) || !(json_number_value(v) > 0) || json_number_value(v) > 1e6)
-      return gp_err_set(err, GP_EINVAL, NULL, 0, "weight", "must be a number > 0");
+    if (!json_is_number(v) || !(json_number_value(v) >= 0) || json_number_value(v) > 1e6)
+      return gp_err_set(err, GP_EINVAL, NULL, 0, "weight", "must be a number from 0 to 1000000");
     weight = json_number_value(v);
   }
   gp_spot_pref spot = q->spot;
@@ -158,6 +160,13 @@ int gp__srv_queue_from_json(const json_t *o, const char *name, gp_srv_queue *q, 
     free(prio);
     return GP_EINVAL;
   }
+  gp_srv_ulimits ulim = {0};
+  bool has_ulim = (v = json_object_get(o, "user_limits")) != NULL;
+  if (has_ulim && gp__srv_ulimits_from_json(v, &ulim, err)) {
+    names_free(classes, n_classes);
+    free(prio);
+    return GP_EINVAL;
+  }
   char **users = NULL;
   int n_users = -1;
   if ((v = json_object_get(o, "users")) &&
@@ -165,6 +174,7 @@ int gp__srv_queue_from_json(const json_t *o, const char *name, gp_srv_queue *q, 
                  "must be a user name", &users, &n_users, err)) {
     names_free(classes, n_classes);
     free(prio);
+    gp__srv_ulimits_free(&ulim);
     return GP_EINVAL;
   }
   /* Validated: apply. */
@@ -177,6 +187,10 @@ int gp__srv_queue_from_json(const json_t *o, const char *name, gp_srv_queue *q, 
   q->idle_policy = idle_policy;
   q->spot = spot;
   q->spot_share = spot_share;
+  if (has_ulim) {
+    gp__srv_ulimits_free(&q->user_limits);
+    q->user_limits = ulim;
+  }
   if (prio) {
     free(q->default_priority);
     q->default_priority = prio;
@@ -218,6 +232,7 @@ json_t *gp__srv_queue_to_json(const gp_srv_queue *q) {
   json_object_set_new(spot, "prefer", json_string(gp_spot_pref_name(q->spot)));
   json_object_set_new(spot, "share", q->spot_share > 0 ? json_real(q->spot_share) : json_null());
   json_object_set_new(o, "spot", spot);
+  json_object_set_new(o, "user_limits", gp__srv_ulimits_to_json(&q->user_limits));
   return o;
 }
 

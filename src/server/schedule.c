@@ -13,6 +13,7 @@
 #include "core/sched.h"
 #include "protocol/order.h"
 #include "server/autoscale.h"
+#include "server/fairshare.h"
 #include "server/state.h"
 #include "server/steps.h"
 #include "util/mem.h"
@@ -217,6 +218,7 @@ int gp__srv_schedule(gp_srv_state *s, int64_t now, gp_err *err) {
   if (!r) r = gp__srv_arrays_step(s, now, err); /* the array elements that may start now */
   if (r) return r;
   const gp_view *v = gp__srv_view_sync(s);
+  gp__srv_fairshare_view(s, now); /* usage in the view (its rev changes with it) */
   s->view.view.templates = gp__srv_autoscale_templates(s->autoscale, &s->view.view.n_templates);
   r = step(s, v, now, &plan, err);
   s->sched_dirty = false;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "protocol/container.h"
 #include "protocol/order.h"
 #include "server/state.h"
 #include "server/steps.h"
@@ -138,7 +139,18 @@ json_t *gp__srv_start_order(const gp_srv_state *s, const gp_srv_job *j, int task
     }
     st->has_placement = true;
   }
+  gp_proto_container ct;
+  if (j->container) {
+    /* Checked when the job was read (jobimage.c): a spec that does not decode is a broken
+     * invariant, as a placement's. */
+    if (gp_proto_container_decode(j->container, "container", &ct, &err) != 0) {
+      fprintf(stderr, "gpool server: job %s: %s: %s\n", j->idstr, err.field, err.message);
+      abort();
+    }
+    st->container = &ct;
+  }
   json_t *doc = gp_proto_order_encode(o);
+  if (j->container) gp_proto_container_done(&ct);
   free(st->argv);
   free(st->env_keys);
   free(st->env_values);

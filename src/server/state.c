@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "core/sched.h"
+#include "server/fairshare.h"
 #include "server/heartbeats.h"
 #include "server/state.h"
 #include "server/notify_job.h"
@@ -60,6 +61,7 @@ void gp__srv_state_free(gp_srv_state *s) {
   json_decref(s->heartbeats_loaded);
   gp_prices_free(s->prices);
   gp__srv_usage_sums_free(s);
+  gp__srv_fairshare_free(s);
   gp__srv_ended_free(&s->ended);
   gp__srv_budgets_free(s->budgets);
   free(s);
@@ -572,6 +574,8 @@ static int load_setting(void *ctx, const char *name, const char *doc) {
     gp__srv_notify_user_loaded(c->s, name + strlen(GP_SRV_SETTING_NOTIFY), doc);
   } else if (strncmp(name, "budget/", 7) == 0) {
     gp__srv_budget_level_loaded(c->s, name + 7, doc);
+  } else if (strncmp(name, GP_SRV_SETTING_FAIRSHARE, strlen(GP_SRV_SETTING_FAIRSHARE)) == 0) {
+    gp__srv_fairshare_loaded(c->s, name + strlen(GP_SRV_SETTING_FAIRSHARE), doc);
   } else if (strcmp(name, GP_SRV_SETTING_HEARTBEATS) == 0) {
     gp__srv_heartbeats_loaded(c->s, doc);
   }
@@ -583,7 +587,7 @@ static gp_srv_queue *queue_from_config(const gp_server_queue *cq) {
   q->name = gp_xstrdup(cq->q.name);
   q->deserved = cq->q.deserved_gpus;
   q->limit = cq->q.limit_gpus;
-  q->weight = cq->q.weight > 0 ? cq->q.weight : 1;
+  q->weight = cq->q.weight >= 0 ? cq->q.weight : 1;
   q->default_priority = gp_xstrdup(cq->q.default_priority);
   q->default_time_limit = cq->q.default_time_limit;
   q->n_users = cq->n_users;
@@ -599,6 +603,7 @@ static gp_srv_queue *queue_from_config(const gp_server_queue *cq) {
   q->idle_policy = cq->idle_policy;
   q->spot = cq->q.spot;
   q->spot_share = cq->q.spot_share;
+  gp__srv_ulimits_copy(&q->user_limits, &cq->user_limits);
   return q;
 }
 

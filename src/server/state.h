@@ -51,6 +51,7 @@ typedef struct gp_srv_queue {
   gp_idle_policy idle_policy; /* core/idle.h; .set false: none */
   gp_spot_pref spot;          /* how its jobs meet spot capacity (core/spot.c) */
   double spot_share;          /* (0, 1]: cap on its GPUs on spot; 0: none */
+  gp_srv_ulimits user_limits; /* per-user limits (user_limits.h); n 0: none */
   uint64_t idle_actions[3];   /* the policy's actions since the server started, by
                                  gp_idle_action (idle.c) */
   /* Figures from the last scheduling step (fair share) and live counts. */
@@ -228,6 +229,7 @@ typedef struct gp_srv_state {
   gp_srv_usage_sum *usage_sums;
   int n_usage_sums;
   size_t cap_usage_sums;
+  struct gp__srv_fairshare *fairshare; /* decayed usage (fairshare.c), NULL until used */
   gp_srv_ended ended;
   /* Prices and budgets (prices.c, budget.c). */
   struct gp_prices *prices;   /* the catalogue in force (one reference), NULL: none */
@@ -381,6 +383,12 @@ int gp__srv_job_stop(gp_srv_state *s, gp_srv_job *j, const char *reason, int64_t
  * into the API's and the store's JSON. */
 int gp__srv_job_read_batch(const json_t *o, gp_srv_job *j, gp_err *err);
 void gp__srv_job_batch_json(json_t *o, const gp_srv_job *j);
+/* The job's container (jobimage.c): from a submission's `image` and `container_*` fields or
+ * a stored `container` object; into the API's and the store's JSON as `container`. */
+int gp__srv_job_read_container(const json_t *o, gp_srv_job *j, gp_err *err);
+/* The images a node's agent reports in a heartbeat (images.c): checked, kept in memory. */
+void gp__srv_node_images_take(gp_srv_node *n, const json_t *images);
+void gp__srv_job_container_json(json_t *o, const gp_srv_job *j);
 
 /* The same with the grace period capped at max_grace_s (a spot notice's time left). */
 int gp__srv_job_stop_within(gp_srv_state *s, gp_srv_job *j, const char *reason, int max_grace_s,

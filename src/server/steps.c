@@ -75,6 +75,7 @@ json_t *gp__srv_step_json(const gp_srv_step *p) {
   json_object_set_new(o, "exit_code", p->ended ? json_integer(p->exit_code) : json_null());
   json_object_set_new(o, "reason", str_or_null(p->reason));
   json_object_set_new(o, "kill_on_bad_exit", json_boolean(p->kill_on_bad_exit));
+  json_object_set_new(o, "exclusive", json_boolean(p->exclusive));
   json_object_set_new(o, "master_port", json_integer(p->master_port));
   json_object_set_new(o, "created_at", json_integer(p->created_at));
   json_object_set_new(o, "ended_at", p->ended_at ? json_integer(p->ended_at) : json_null());
@@ -152,6 +153,7 @@ void gp__srv_steps_from_store(gp_srv_job *j, const json_t *doc) {
     set(&p->reason, opt_str(x, "reason", 512));
     p->exit_code = (int)json_integer_value(json_object_get(x, "exit_code"));
     p->kill_on_bad_exit = json_is_true(json_object_get(x, "kill_on_bad_exit"));
+    p->exclusive = json_is_true(json_object_get(x, "exclusive"));
     p->master_port = (int)json_integer_value(json_object_get(x, "master_port"));
     p->created_at = json_integer_value(json_object_get(x, "created_at"));
     p->ended_at = json_integer_value(json_object_get(x, "ended_at"));

@@ -64,6 +64,8 @@ typedef struct gp_srv_step {
   int n_tasks;
   gp_srv_step_task *tasks;
   bool kill_on_bad_exit;
+  bool exclusive;       /* srun --exclusive: its job tasks are its own while it runs, and
+                           each step task sees its job task's GPUs */
   bool ended;
   bool stopping;        /* step_stop orders sent */
   char *state;          /* running | completed | failed | cancelled */

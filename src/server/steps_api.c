@@ -52,10 +52,10 @@ static int int_field(gp_srv_req *r, const json_t *v, const char *key, int lo, in
 }
 
 /* The request's fields, every one checked; -1 after answering 400. */
-static int read_request(gp_srv_req *r, gp_srv_step_ask *ask, const char ***names, bool *kobe) {
+static int read_request(gp_srv_req *r, gp_srv_step_ask *ask, const char ***names, bool *kobe, bool *excl) {
   const json_t *b = r->json;
   static const char *const known[] = {"command", "env", "nodes", "ntasks", "ntasks_per_node",
-                                      "nodelist", "kill_on_bad_exit", NULL};
+                                      "nodelist", "kill_on_bad_exit", "exclusive", NULL};
   if (!json_is_object(b)) {
     gp__srv_reply_error(r, 400, "invalid_argument", NULL, "the body must be a JSON object");
     return -1;
@@ -112,6 +112,12 @@ static int read_request(gp_srv_req *r, gp_srv_step_ask *ask, const char ***names
     return -1;
   }
   *kobe = json_is_true(kb);
+  const json_t *ex = json_object_get(b, "exclusive");
+  if (ex && !json_is_boolean(ex) && !json_is_null(ex)) {
+    gp__srv_reply_error(r, 400, "invalid_argument", "exclusive", "exclusive must be true or false");
+    return -1;
+  }
+  *excl = json_is_true(ex);
   return 0;
 }
 
@@ -170,7 +176,7 @@ static int queue_orders(gp_srv_state *s, gp_srv_job *j, gp_srv_step *p, const js
     st->env_keys = keys;
     st->env_values = vals;
     st->n_env = (int)e;
-    st->own_gpus = gp__srv_step_own_gpus(alloc_node, j->n_alloc, step_alloc, p->n_tasks, i);
+    st->own_gpus = p->exclusive || gp__srv_step_own_gpus(alloc_node, j->n_alloc, step_alloc, p->n_tasks, i);
     /* Its job task's GPUs, or all of the job's on the node: named in the order, so a job
      * task that sees more than its own (a batch step) does not widen its step task's. */
     int nd = alloc_node[st->alloc_task];
@@ -231,6 +237,45 @@ static size_t orders_bytes(const json_t *body, const char *const *alloc_name, co
   return (size_t)n * (one + hosts);
 }
 
+/* srun --exclusive: the step placed over the job tasks no other running --exclusive step
+ * holds (nor one that ended), as Slurm gives such a step resources of its own. 0 with
+ * place[] (job task indexes), or -1 when they cannot hold it now. */
+static int place_free(const gp_srv_state *s, const gp_srv_job *j, const int *alloc_node, const char *const *alloc_name,
+                      const gp_srv_step_ask *ask, int *place, int *ret_n) {
+  (void)s;
+  int *fnode = gp_xcalloc((size_t)j->n_alloc, sizeof *fnode), *findex = gp_xcalloc((size_t)j->n_alloc, sizeof *findex);
+  const char **fname = gp_xcalloc((size_t)j->n_alloc, sizeof *fname);
+  int nf = 0;
+  for (int t = 0; t < j->n_alloc; t++) {
+    bool busy = j->alloc[t].exited;
+    for (int i = 0; j->steps && i < j->steps->n && !busy; i++) {
+      const gp_srv_step *p = &j->steps->items[i];
+      for (int k = 0; p->exclusive && !p->ended && k < p->n_tasks && !busy; k++)
+        busy = !p->tasks[k].done && p->tasks[k].alloc_task == t;
+    }
+    if (busy) continue;
+    fnode[nf] = alloc_node[t];
+    fname[nf] = alloc_name[t];
+    findex[nf++] = t;
+  }
+  gp_err err = {0};
+  int n = 0, rc = nf > 0 ? gp__srv_step_place(fnode, fname, nf, ask, place, &n, &err) : -1;
+  if (!rc)
+    for (int i = 0; i < n; i++) place[i] = findex[place[i]];
+  if (!rc) *ret_n = n;
+  free(fnode);
+  free(findex);
+  free(fname);
+  return rc ? -1 : 0;
+}
+
+/* The first step task placed in a job task that has ended, or -1. */
+static int ended_task(const gp_srv_job *j, const int *place, int n) {
+  for (int i = 0; i < n; i++)
+    if (j->alloc[place[i]].exited) return i;
+  return -1;
+}
+
 static int create(gp_srv_state *s, gp_srv_req *r, gp_srv_job *j, int64_t now, gp_err *err) {
   if (j->state != GP_JOB_RUNNING || j->n_alloc <= 0 || !j->steps) {
     gp__srv_reply_error(r, 409, "conflict", NULL, "job %s is %s: steps run only in a running job",
@@ -252,8 +297,8 @@ static int create(gp_srv_state *s, gp_srv_req *r, gp_srv_job *j, int64_t now, gp
   }
   gp_srv_step_ask ask = {0};
   const char **names = NULL;
-  bool kobe = false;
-  if (read_request(r, &ask, &names, &kobe)) {
+  bool kobe = false, excl = false;
+  if (read_request(r, &ask, &names, &kobe, &excl)) {
     free(names);
     return 0;
   }
@@ -272,6 +317,16 @@ static int create(gp_srv_state *s, gp_srv_req *r, gp_srv_job *j, int64_t now, gp
     gp__srv_reply_error(r, 409, "conflict", NULL, "job %s has a task without a node", j->idstr);
   } else if (gp__srv_step_place(alloc_node, alloc_name, j->n_alloc, &ask, place, &n, &pe)) {
     gp__srv_reply_error(r, 400, "invalid_argument", pe.field[0] ? pe.field : NULL, "%s", pe.message);
+  } else if (excl && place_free(s, j, alloc_node, alloc_name, &ask, place, &n)) {
+    /* It fits the allocation, not what other --exclusive steps leave of it now: srun waits. */
+    gp__srv_reply_error(r, 409, "conflict", "exclusive",
+                        "the job's tasks this step needs are held by its other --exclusive steps");
+  } else if (ended_task(j, place, n) >= 0) {
+    int t = place[ended_task(j, place, n)];
+    gp__srv_reply_error(r, 409, "conflict", NULL,
+                        "task %d of job %s has ended (exit code %d): a step runs in the job's running tasks "
+                        "(ask for fewer with -n/-w, or keep the job's tasks running)",
+                        t, j->idstr, j->alloc[t].exit_code);
   } else if (orders_bytes(r->json, alloc_name, place, n) > GP_SRV_STEP_ORDERS_MAX) {
     /* Every step task's order carries the command, the environment and the step's hosts. */
     gp__srv_reply_error(r, 400, "invalid_argument", "env",
@@ -288,6 +343,7 @@ static int create(gp_srv_state *s, gp_srv_req *r, gp_srv_job *j, int64_t now, gp
       p->command = json_deep_copy(json_object_get(r->json, "command"));
       p->state = gp_xstrdup("running");
       p->kill_on_bad_exit = kobe;
+      p->exclusive = excl;
       p->created_at = now;
       p->polled_ms = gp_mono_ms();
       p->master_port = step_port(j, p->id);
@@ -366,6 +422,8 @@ int gp__srv_steps_route(gp_srv_state *s, gp_srv_req *r, gp_srv_job *j, const cha
                           j->idstr, j->user);
     return 0;
   }
+  static const char *const none[] = {NULL};
+  if (!strstr(rest, "/output") && !gp__srv_query_known(r, none, "this route takes none")) return 0;
   if (!*rest) {
     if (post) return create(s, r, j, now, err);
     if (get) {

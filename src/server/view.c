@@ -55,7 +55,8 @@ static void fill_queue(gp_queue *v, const gp_srv_queue *q) {
   *v = (gp_queue){.name = q->name, .deserved_gpus = q->deserved, .limit_gpus = q->limit,
                   .weight = q->weight, .default_priority = q->default_priority,
                   .default_time_limit = q->default_time_limit, .spot = q->spot,
-                  .spot_share = q->spot_share};
+                  .spot_share = q->spot_share, .n_user_limits = q->user_limits.n,
+                  .user_limits = q->user_limits.core};
 }
 
 void gp__srv_job_request(const gp_srv_job *j, gp_request *r) {

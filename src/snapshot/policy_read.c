@@ -147,7 +147,8 @@ int gp_policy_read(const gp_doc *d, const gp_doc_node *map, const char *path,
                    gp_err *err) {
   static const char *const keys[] = {"placement", "sharing", "order", "backfill", "reclaim",
                                      "preemption", "dynamic_mig", "min_runtime",
-                                     "default_time_limit", "default_priority", "seed", NULL};
+                                     "default_time_limit", "default_priority", "seed", "fair_users",
+                                     NULL};
   /* Spellings in enum order (the parsers in core/model.c use the same names). */
   static const char *const placements[] = {"binpack", "spread", NULL};
   static const char *const sharings[] = {"gpool", "fgd", "bestfit", "gpupacking",
@@ -164,6 +165,7 @@ int gp_policy_read(const gp_doc *d, const gp_doc_node *map, const char *path,
       (r = opt_bool(d, map, path, "reclaim", &p.reclaim, err)) ||
       (r = opt_bool(d, map, path, "preemption", &p.preemption, err)) ||
       (r = opt_bool(d, map, path, "dynamic_mig", &p.dynamic_mig, err)) ||
+      (r = opt_bool(d, map, path, "fair_users", &p.fair_users, err)) ||
       (r = opt_duration(d, map, path, "min_runtime", &p.min_runtime, err)) ||
       (r = opt_duration(d, map, path, "default_time_limit", &p.default_time_limit, err)))
     return r;
@@ -323,9 +325,9 @@ int gp_queues_read(const gp_doc *d, const gp_doc_node *seq, const char *path,
     if ((n = gp_doc_get(m, "weight"))) {
       gp__snap_field(f, sizeof f, path, i, "weight");
       if ((r = gp_doc_double(d, n, f, &q->weight, err))) return r;
-      if (!isfinite(q->weight) || q->weight <= 0 || q->weight > 1e6)
+      if (!isfinite(q->weight) || q->weight < 0 || q->weight > 1e6)
         return gp_err_set(err, GP_EINVAL, d->name, n->line, f,
-                          "must be a number above 0 (and at most 1000000)");
+                          "must be a number from 0 to 1000000 (0: only what no other queue wants)");
     }
     if ((n = gp_doc_get(m, "default_priority"))) {
       gp__snap_field(f, sizeof f, path, i, "default_priority");

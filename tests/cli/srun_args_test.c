@@ -55,6 +55,9 @@ static void layout_options_in_every_spelling(void) {
   CHECK_EQ_STR("logs/e-%J_%t.err", o.error);
   CHECK(o.append);
   gp_srun_opts_done(&o);
+  CHECK_EQ_INT(0, parse("--exclusive -n 1 ./task 3", &o));
+  CHECK(o.exclusive);
+  gp_srun_opts_done(&o);
 }
 
 static void refusals_name_the_option(void) {

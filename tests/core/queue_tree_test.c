@@ -30,15 +30,16 @@ static void deserved_above_what_the_parent_has_is_scaled_down(void) {
   gp__core_qtree_done(&t);
 }
 
-static void zero_and_negative_weights_are_refused(void) {
+static void negative_weights_are_refused_and_zero_is_taken(void) {
   gp_queue qs[] = {{.name = "a", .limit_gpus = GP_NO_LIMIT, .weight = 1},
                    {.name = "b", .limit_gpus = GP_NO_LIMIT, .weight = 0}};
   gp__core_qtree t;
   gp_err e = {0};
-  CHECK_EQ_INT(GP_EINVAL, gp__core_qtree_build(&t, qs, 2, &e));
-  CHECK_EQ_STR("queues[1].weight", e.field);
+  CHECK_EQ_INT(0, gp__core_qtree_build(&t, qs, 2, &e)); /* 0: only what nobody else wants */
+  gp__core_qtree_done(&t);
   qs[1].weight = -2;
   CHECK_EQ_INT(GP_EINVAL, gp__core_qtree_build(&t, qs, 2, &e));
+  CHECK_EQ_STR("queues[1].weight", e.field);
   qs[1].weight = NAN;
   CHECK_EQ_INT(GP_EINVAL, gp__core_qtree_build(&t, qs, 2, &e));
   gp__core_qtree_done(&t);
@@ -209,7 +210,7 @@ static void awkward_thirds_add_up_to_the_capacity(void) {
   gp__core_qtree_done(&t);
 }
 
-GP_TESTS(deserved_above_what_the_parent_has_is_scaled_down, zero_and_negative_weights_are_refused,
+GP_TESTS(deserved_above_what_the_parent_has_is_scaled_down, negative_weights_are_refused_and_zero_is_taken,
          bad_names_duplicates_and_limits_are_refused, fractional_demand_counts_as_a_fraction,
          limits_below_deserved_cap_the_share_and_the_rest_goes_by_weight,
          unused_quota_is_lent_by_weight, three_levels_with_implied_parents,

@@ -12,6 +12,9 @@ source "$(dirname "$0")/lib.sh"
 e2e_init
 e2e_need python3
 e2e_need curl
+# Steps keep two agents busy: a loaded machine must not take a slow heartbeat for a lost node.
+e2e_write_config
+sed -i 's/^node_timeout_s: .*/node_timeout_s: 15/' "$E2E_DIR/server.yaml"
 e2e_server
 e2e_agent n2 4xH100-80GB --listen 127.0.0.2:0 --labels pool=rdv
 e2e_agent n3 4xH100-80GB --listen 127.0.0.3:0 --labels pool=rdv
@@ -73,7 +76,7 @@ srun -K sh -c 'if [ "$SLURM_PROCID" = 1 ]; then exit 7; fi; exec sleep 60' 2>kil
 echo $(( $(date +%s) - start )) >kill.secs
 srun -N 1 -n 1 sh -c 'echo "$SLURM_PROCID/$SLURM_NTASKS $SLURM_STEP_NUM_NODES $SLURM_STEP_NODELIST $SLURMD_NODENAME"' >one.out 2>one.err
 echo $? >one.code
-srun --ntasks-per-node=1 sh -c 'echo "node $SLURM_NODEID of $SLURM_NNODES job nodes $SLURM_JOB_NUM_NODES gpus $CUDA_VISIBLE_DEVICES"' >pernode.out
+srun --ntasks-per-node=1 sh -c 'echo "node $SLURM_NODEID of $SLURM_NNODES job nodes $SLURM_JOB_NUM_NODES gpus $CUDA_VISIBLE_DEVICES step_gpus $SLURM_STEP_GPUS on $SLURM_GPUS_ON_NODE"' >pernode.out
 srun sleep 167 2>cancel.err &
 sp=$!
 i=0; while [ "$(pgrep -c -f '^sleep 16[7]')" -lt 4 ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
@@ -83,6 +86,13 @@ i=0; while pgrep -f '^sleep 16[7]' >/dev/null && [ $i -lt 300 ]; do sleep 0.1; i
 pgrep -c -f '^sleep 16[7]' >cancel.left
 srun -l -o 'step-%J-%t.out' sh -c 'echo "out $SLURM_PROCID"; echo "err $SLURM_PROCID" >&2' >files.stdout
 echo $? >files.code
+srun -n 1 seq 1 200000 >big.out
+# Task farming: 6 one-task --exclusive steps over the 4 job tasks, 4 at a time.
+for i in 0 1 2 3 4 5; do
+  srun --exclusive -n 1 sh -c 'echo "$CUDA_VISIBLE_DEVICES $SLURMD_NODENAME $(date +%s%N)"; sleep 1.5; date +%s%N' \
+    >farm.$i 2>farm.err.$i &
+done
+wait
 srun --no-such-option true 2>refused.err; echo $? >refused.code
 srun -n 9 true 2>toomany.err; echo $? >toomany.code
 env | grep -c '^GPOOL_JOB_KEY=' >key.count
@@ -121,8 +131,10 @@ expect_eq 1 "$(wc -l <one.out)" "-N 1 -n 1 runs one task"
 case "$one" in "0/1 1 n2 n2" | "0/1 1 n3 n3") ;; *) fail "a one-task step's variables: $one" ;; esac
 expect_eq 2 "$(grep -c 'job nodes 2' pernode.out)" "--ntasks-per-node=1: one task per node ($(cat pernode.out))"
 expect_eq 1 "$(grep -c 'node 0 of 2' pernode.out)" "step node ids count the step's nodes"
-expect_eq 2 "$(grep -o 'gpus [^ ]*' pernode.out | grep -c ',')" "a node's only step task sees all the job's GPUs there"
+expect_eq 2 "$(grep -o 'gpus GPU[^ ]*' pernode.out | grep -c ',')" "a node's only step task sees all the job's GPUs there"
+expect_eq 2 "$(grep -c 'step_gpus [0-9],[0-9] on 2' pernode.out)" "SLURM_STEP_GPUS and SLURM_GPUS_ON_NODE name them ($(cat pernode.out))"
 expect_eq 0 "$(cat files.code)" "srun -o"
+expect_eq "200000 200000" "$(wc -l <big.out) $(tail -n 1 big.out)" "srun relays a large output whole, in order"
 expect_eq "" "$(cat files.stdout)" "srun -o writes nothing to srun's own stdout"
 for t in 0 1 2 3; do
   expect_eq "$t: err $t/$t: out $t" "$(sort step-"$job".6-$t.out | tr '\n' / | sed 's|/$||')" \
@@ -136,9 +148,17 @@ expect_eq 1 "$(cat toomany.code)" "more tasks than the allocation holds is refus
 expect_contains "$(cat toomany.err)" "-n/--ntasks" "the refusal names -n"
 
 # ---- the steps in gpool show, the API and sacct ----
-expect_eq 7 "$(job_field "$job" '.steps | length')" "the job keeps its 7 steps (the refused ones never started)"
-expect_eq "completed,failed,failed,completed,completed,cancelled,completed" \
-  "$(job_field "$job" '[.steps[] | .state] | join(",")')" "the steps' states"
+expect_eq 14 "$(job_field "$job" '.steps | length')" "the job keeps its 14 steps (the refused ones never started)"
+expect_eq "completed,failed,failed,completed,completed,cancelled,completed,completed" \
+  "$(job_field "$job" '[.steps[] | .state] | .[0:8] | join(",")')" "the steps' states"
+expect_eq 6 "$(job_field "$job" '[.steps[] | select(.exclusive and .state == "completed")] | length')" \
+  "the 6 --exclusive steps completed"
+expect_eq 4 "$(cat farm.[0-5] | awk 'NF == 3 { print $1 }' | sort -u | wc -l)" \
+  "--exclusive steps took each job task's own GPU ($(cat farm.[0-5]))"
+grep -q "temporarily disabled, retrying" farm.err.* || fail "srun --exclusive waits for a job task to be free"
+# No two steps at once in one job task: in each GPU's runs, each starts after the last ended.
+cat farm.[0-5] | paste - - | sort -k1,1 -k3,3n | awk '$1 == g && $3 < end { bad = 1 } { g = $1; end = $4 } END { exit bad }' ||
+  fail "two --exclusive steps ran in one job task at once: $(cat farm.[0-5] | paste - -)"
 expect_eq "0,5" "$(job_field "$job" '[.steps[0,1] | .exit_code | tostring] | join(",")')" "the steps' exit codes"
 show=$("$GPOOL" show "$job")
 expect_contains "$show" "  steps" "gpool show has a steps section"
@@ -169,10 +189,27 @@ expect_eq 401 "$(api_status GET "/v1/jobs/$other" "$key")" "the credential reads
 expect_eq 201 "$(api_status POST "/v1/jobs/$other/steps" "$key" -d "$body")" "its own job's credential runs a step"
 expect_eq 400 "$(api_status POST "/v1/jobs/$other/steps" "$key" -d '{"command":["true"],"ntasks":0}')" "a bad field is refused"
 expect_contains "$(cat "$E2E_DIR/body")" "ntasks" "the refusal names the field"
+expect_eq 400 "$(api_status GET "/v1/jobs/$other/steps?wait=1" "$key")" "an unknown parameter is refused"
 open_gate
 wait_for 30 "job $other to complete" job_is "$other" completed
 expect_eq 403 "$(api_status POST "/v1/jobs/$other/steps" "$key" -d "$body")" "the credential dies with the run"
 "$GPOOL" show "$other" -o json | grep -q "$key" && fail "the job document must not hold the credential"
+
+# ---- a job task that ended holds no step ----
+cat >ended.sh <<'SH'
+cd "$E2E_DIR"
+[ "$SLURM_PROCID" != 0 ] && exit 0
+i=0; while [ ! -e ended.go ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+srun true 2>ended.err; echo $? >ended.code
+srun -n 1 true; echo $? >ended1.code
+SH
+ej=$("$GPOOL" submit -N 2 --ntasks-per-node 1 -g 1 --node-selector pool=rdv -e E2E_DIR="$E2E_DIR" -- sh "$E2E_DIR/ended.sh")
+wait_for 30 "task 1 of job $ej to end" sh -c "[ \"\$('$GPOOL' show $ej -o json | jq -r '.placements[1].exit_code')\" = 0 ]"
+touch ended.go
+wait_for 30 "job $ej to complete" job_is "$ej" completed
+expect_eq 1 "$(cat ended.code)" "a step over an ended task is refused"
+expect_contains "$(cat ended.err)" "task 1 of job $ej has ended" "the refusal names the task"
+expect_eq 0 "$(cat ended1.code)" "a step in the running task still runs"
 
 # ---- an agent restart: step tasks are not re-adopted; the step ends, srun says why ----
 cat >lost.sh <<'SH'

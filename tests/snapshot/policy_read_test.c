@@ -163,7 +163,7 @@ static void queues_have_defaults_and_checked_numbers(void) {
   } bad[] = {
       {"queues:\n  - {name: org/a, deserved: -1}\n", "queues[0].deserved", "between 0", 2},
       {"queues:\n  - {name: org/a, deserved: 4, limit: 2}\n", "queues[0].limit", "below", 2},
-      {"queues:\n  - {name: org/a, weight: 0}\n", "queues[0].weight", "above 0", 2},
+      {"queues:\n  - {name: org/a, weight: -1}\n", "queues[0].weight", "from 0 to", 2},
       {"queues:\n  - {name: org//a}\n", "queues[0].name", "queue name is a path", 2},
       {"queues:\n  - {name: '..'}\n", "queues[0].name", "queue name is a path", 2},
       {"queues:\n  - {name: org/./a}\n", "queues[0].name", "queue name is a path", 2},

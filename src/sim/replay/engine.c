@@ -263,6 +263,7 @@ void gp__sim_sample_until(sim *s, gp_time upto_rel) {
 /* Moves the clock to t: integrates allocations and fair shares over [t_last, t). */
 void gp__sim_advance(sim *s, gp_time t) {
   if (t <= s->t_last) return;
+  gp__sim_usage_advance(s, t);
   double dt = (double)(t - s->t_last);
   for (int q = 0; q < s->nq; q++) {
     s->alloc_int[q] += s->alloc[q] * dt;
@@ -553,6 +554,7 @@ int gp__sim_step(sim *s, gp_time now) {
                   .queues = s->queues->queues, .n_pools = s->n_pools, .pools = s->pools,
                   .n_jobs = s->nv, .jobs = s->v, .rev = s->view_rev, .job_revs = s->vrev};
   gp__sim_scale_view(s, &view);
+  gp__sim_usage_view(s, &view, now);
   gp_plan *plan = NULL;
   gp_err e = {0};
   double t0 = gp__sim_now_s();

@@ -27,6 +27,7 @@
 
 #include "core/idle.h"
 #include "core/model.h"
+#include "ledger/decay.h"
 #include "sim/trace/trace.h"
 #include "snapshot/template_read.h"
 #include "util/error.h"
@@ -206,6 +207,11 @@ typedef struct gp_replay_config {
   gp_replay_scale scale;         /* autoscaling; templates NULL: none */
   const struct gp_prices *prices; /* price the replay (ledger/prices.h); NULL: no cost
                                    figures. Borrowed for the run */
+  bool usage;                   /* fair share over time: the queues' decayed usage enters
+                                   the view (--half-life); false: none */
+  gp_fairshare_config fairshare; /* its half-life (0: off, no decay) and reset */
+  gp_time usage_probe;          /* > 0: the queues' usage shares (usage_share) are taken this
+                                   long after the first submission instead of at the end */
   FILE *csv;                    /* time series, one row per simulated minute; may be NULL */
   bool progress;                /* draw a progress bar on stderr */
 } gp_replay_config;
@@ -241,6 +247,8 @@ typedef struct gp_replay_queue_stats {
   double avg_allocated_gpus;     /* over the makespan */
   double avg_fair_share_gpus;    /* the core's fair share, over the makespan */
   double share_ratio;            /* allocated / fair share (integrals); 0 if no share */
+  double usage_share;            /* its part of all queues' decayed usage at the end, or at
+                                    cfg->usage_probe (with --half-life); 0 without */
   int64_t preempted;             /* times a job of this queue was preempted */
   double cost;                   /* what its jobs' GPU-hours cost (priced replays) */
   bool cost_unknown;             /* some of them had no price */
@@ -324,6 +332,12 @@ typedef struct gp_replay_result {
   double gpu_utilization;        /* allocated GPU-seconds / up GPU-seconds, 0..1 */
   double makespan_s;             /* last end - first submission */
   double jain_fairness;          /* of the queues' share ratios */
+  /* Jain's index of each queue's cumulative GPU-hours over its deserved share (its weight's
+   * where nothing is deserved), among the queues that had demand, at the end of each week
+   * from the first submission (and at the end for the last, partial one). */
+  int n_weeks;
+  double *weekly_jain;
+  double usage_half_life_s;      /* -1: no usage in the view; 0: usage without decay */
   int64_t preemptions;
   double gpu_hours_lost;         /* GPU time of preempted runs not saved by a checkpoint */
   int64_t node_failures;

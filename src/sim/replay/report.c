@@ -96,6 +96,10 @@ static json_t *result_obj(const gp_replay_result *r, bool with_wall) {
   json_object_set_new(o, "gpu_utilization", num(r->gpu_utilization, 6));
   json_object_set_new(o, "makespan_s", num(r->makespan_s, 3));
   json_object_set_new(o, "jain_fairness", num(r->jain_fairness, 6));
+  json_t *wj = json_array();
+  for (int i = 0; i < r->n_weeks; i++) json_array_append_new(wj, num(r->weekly_jain[i], 6));
+  json_object_set_new(o, "weekly_cumulative_jain", wj);
+  json_object_set_new(o, "usage_half_life_s", r->usage_half_life_s < 0 ? json_null() : json_integer((json_int_t)r->usage_half_life_s));
   json_object_set_new(o, "preemptions", json_integer(r->preemptions));
   json_object_set_new(o, "gpu_hours_lost", num(r->gpu_hours_lost, 3));
   json_object_set_new(o, "node_failures", json_integer(r->node_failures));
@@ -118,6 +122,7 @@ static json_t *result_obj(const gp_replay_result *r, bool with_wall) {
     json_object_set_new(qo, "avg_allocated_gpus", num(q->avg_allocated_gpus, 3));
     json_object_set_new(qo, "avg_fair_share_gpus", num(q->avg_fair_share_gpus, 3));
     json_object_set_new(qo, "share_ratio", num(q->share_ratio, 6));
+    if (r->usage_half_life_s >= 0) json_object_set_new(qo, "usage_share", num(q->usage_share, 6));
     json_object_set_new(qo, "preempted", json_integer(q->preempted));
     if (r->cost.priced) {
       json_object_set_new(qo, "cost", num(q->cost, 2));
@@ -218,6 +223,18 @@ void gp_replay_print_table(FILE *out, const gp_replay_result *r) {
           human_s(r->p50_wait_s, b, 32), human_s(r->p95_wait_s, c, 32), human_s(r->p99_wait_s, d, 32));
   fprintf(out, "  GPU utilisation %.1f%%  makespan %s  Jain fairness %.3f\n",
           r->gpu_utilization * 100, human_s(r->makespan_s, a, 32), r->jain_fairness);
+  if (r->n_weeks > 0) {
+    double lo = 1, sum = 0;
+    for (int i = 0; i < r->n_weeks; i++) {
+      if (r->weekly_jain[i] < lo) lo = r->weekly_jain[i];
+      sum += r->weekly_jain[i];
+    }
+    fprintf(out, "  cumulative fairness by week (Jain of GPU-hours over deserved share): min %.3f  "
+                 "mean %.3f  last %.3f over %d weeks",
+            lo, sum / r->n_weeks, r->weekly_jain[r->n_weeks - 1], r->n_weeks);
+    if (r->usage_half_life_s > 0) fprintf(out, "  (usage half-life %s)\n", human_s(r->usage_half_life_s, a, 32));
+    else fprintf(out, r->usage_half_life_s == 0 ? "  (usage without decay)\n" : "  (no usage)\n");
+  }
   fprintf(out, "  preemptions %lld (%.1f GPU-hours lost)  node failures %lld (%.1f GPU-hours lost)\n",
           (long long)r->preemptions, r->gpu_hours_lost, (long long)r->node_failures,
           r->gpu_hours_lost_failures);

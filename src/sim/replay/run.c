@@ -143,6 +143,7 @@ void gp_replay_config_init(gp_replay_config *c) {
   gp_replay_preset_policy(GP_REPLAY_GPOOL, &c->policy);
   c->policy_name = "gpool";
   c->overestimate = 2;
+  gp_fairshare_config_init(&c->fairshare);
   c->checkpoint_interval = 1800;
   c->restart_overhead = 60;
   c->grace = 30;
@@ -445,6 +446,17 @@ static void record_outcomes(sim *s, gp_time t_end) {
   }
   gp__sim_replay_stats(r, out, nj, s->t_first, t_end, s->alloc_int, s->fair_int,
                    s->alloc_int_total, s->up_int);
+  /* The last, partial week's cumulative fairness. */
+  if (t_end > s->next_week - 7 * 86400 || r->n_weeks == 0) {
+    r->weekly_jain = realloc(r->weekly_jain, ((size_t)r->n_weeks + 1) * sizeof *r->weekly_jain);
+    if (!r->weekly_jain) abort();
+    r->weekly_jain[r->n_weeks++] = gp__sim_cumulative_jain(s, s->alloc_int);
+  }
+  r->usage_half_life_s = s->cfg->usage ? (double)s->cfg->fairshare.half_life_s : -1;
+  double usum = 0;
+  for (int q = 0; s->usage && q < s->nq; q++) usum += s->usage[q];
+  for (int q = 0; usum > 0 && !s->probed && q < s->nq && q < r->n_queues; q++)
+    r->queues[q].usage_share = s->usage[q] / usum;
   free(out);
 }
 
@@ -469,6 +481,8 @@ static void sim_free(sim *s) {
   free(s->fair);
   free(s->alloc_int);
   free(s->fair_int);
+  free(s->usage);
+  free(s->usage_view);
   free(s->q_pending);
   free(s->q_running);
   free(s->q_pending_gpus);

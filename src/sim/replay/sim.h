@@ -98,6 +98,15 @@ typedef struct sim {
   /* Per-queue state and integrals over time. */
   int nq;
   double *alloc, *fair, *alloc_int, *fair_int;
+  /* Fair share over time (usage.c): per queue, decayed usage in cluster-seconds as of
+   * t_last (cfg->usage), what the view carries of it (refreshed each simulated minute), and
+   * the weekly Jain index of cumulative GPU-hours against deserved shares. */
+  double *usage;
+  gp_usage *usage_view;
+  int n_usage_view;
+  gp_time usage_view_at;
+  gp_time next_week;
+  bool probed;              /* the usage shares were taken at cfg->usage_probe */
   int64_t *q_pending, *q_running;
   double *q_pending_gpus;   /* GPUs asked by the queue's pending jobs */
   /* To skip calls that cannot start anything: pending jobs by whole GPUs asked, the
@@ -148,6 +157,13 @@ bool gp__sim_could_start(sim *s);
 void gp__sim_csv_header(sim *s);
 /* Samples every simulated minute in [next_sample, upto): the state is constant there. */
 void gp__sim_sample_until(sim *s, gp_time upto_rel);
+/* usage.c: over [t_last, t), before the integrals move: decayed usage and week ends. */
+void gp__sim_usage_advance(sim *s, gp_time t);
+/* Puts the queues' usage in the step's view (a refresh changes the view's rev). */
+void gp__sim_usage_view(sim *s, gp_view *view, gp_time now);
+/* The Jain index of cumulative GPU-hours over deserved shares at the integrals' state. */
+double gp__sim_cumulative_jain(const sim *s, const double *cum);
+
 /* Moves the clock to t: integrates allocations and fair shares over [t_last, t). */
 void gp__sim_advance(sim *s, gp_time t);
 /* The milli-GPU held on GPU g of node `node`. */

@@ -123,6 +123,7 @@ void gp_replay_result_free(gp_replay_result *r) {
   free(r->policy);
   free(r->queues);
   free(r->jct_sorted);
+  free(r->weekly_jain);
   gp_replay_series *se = &r->series;
   free(se->t);
   free(se->pending_jobs);

@@ -1,0 +1,221 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* A start order with a container (docs/containers.md): the task's environment written to an
+ * env file the engine reads (0600, in the agent's task directory: never on a command line
+ * other users can read), the engine's command line from the node's capabilities
+ * (container.c), wrapped in `gpool __container-task` for the bounded pull; and at the end,
+ * the pull's failure as the job's reason. The engine runs as the agent (root), the
+ * container's process as the job's user. */
+#include "agent/agent_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "agent/launcher.h"
+#include "util/mem.h"
+
+static int write_env_file(const char *path, const gp_proto_container *spec, char *const *envp,
+                          gp_err *err) {
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+  FILE *f = fd >= 0 ? fdopen(fd, "we") : NULL;
+  if (!f) {
+    if (fd >= 0) close(fd);
+    return gp_err_set(err, GP_EIO, NULL, 0, "container", "cannot write %s: %s", path, strerror(errno));
+  }
+  for (char *const *p = envp; p && *p; p++) {
+    const char *eq = strchr(*p, '=');
+    if (!eq || strchr(*p, '\n')) continue; /* one variable a line: a newline cannot pass */
+    char name[256];
+    snprintf(name, sizeof name, "%.*s", (int)(eq - *p), *p);
+    if (gp_agent_container_env_passes(spec, name)) fprintf(f, "%s\n", *p);
+  }
+  bool ok = fflush(f) == 0;
+  fclose(f);
+  if (!ok) return gp_err_set(err, GP_EIO, NULL, 0, "container", "cannot write %s", path);
+  return 0;
+}
+
+/* Whether the node's last inventory (images.c) names the image: then no check runs before
+ * the start, which saves the engine's ~0.1 s. */
+static bool image_known(const json_t *images, const char *ref) {
+  size_t i, k;
+  json_t *im, *nm;
+  json_array_foreach(images, i, im) {
+    json_array_foreach(json_object_get(im, "names"), k, nm) {
+      const char *s = json_string_value(nm);
+      if (s && !strcmp(s, ref)) return true;
+    }
+  }
+  return false;
+}
+
+static void push(char ***v, size_t *n, size_t *cap, const char *s) {
+  gp_xgrow((void **)v, cap, *n + 2, sizeof **v);
+  (*v)[(*n)++] = gp_xstrdup(s);
+  (*v)[*n] = NULL;
+}
+
+int gp__agent_container_prepare(gp_agent *a, const gp_proto_start *o, const gp__agent_job *j,
+                                const char *workdir, uid_t uid, gid_t gid, int n_groups,
+                                const gid_t *groups, const char *home, const int *gpus,
+                                int n_gpus, char *const *envp, struct gp_launch_spec *spec,
+                                char ***ret_argv, gp_err *err) {
+  const gp_agent_container_caps *caps = &a->container;
+  if (!caps->available)
+    return gp_err_set(err, GP_EINVAL, NULL, 0, "container", "node %s cannot run containers: %s",
+                      a->cfg.name, caps->message);
+  if (!a->cfg.self_exe[0])
+    return gp_err_set(err, GP_EINVAL, NULL, 0, "container", "the agent does not know its own binary");
+  char env_path[800], name[160];
+  gp__agent_job_path(j, "container.env", env_path, sizeof env_path);
+  int rc = write_env_file(env_path, o->container, envp, err);
+  if (rc) return rc;
+  char failure[800];
+  static const char *const stale[] = {"container.failure", "container.pulling", "container.pulled"};
+  for (size_t k = 0; k < sizeof stale / sizeof *stale; k++) { /* an earlier run's */
+    gp__agent_job_path(j, stale[k], failure, sizeof failure);
+    unlink(failure);
+  }
+  snprintf(name, sizeof name, "gpool-%s", j->key);
+  const char *uuids[GP_GPU_MAX_DEVICES];
+  int minors[GP_GPU_MAX_DEVICES];
+  for (int i = 0; i < n_gpus && i < GP_GPU_MAX_DEVICES; i++) {
+    uuids[i] = a->gpus[gpus[i]].uuid;
+    minors[i] = a->gpus[gpus[i]].index;
+  }
+  gp_agent_container_task t = {
+      .spec = o->container, .name = name, .uid = uid, .gid = gid, .n_groups = n_groups,
+      .groups = groups, .workdir = workdir, .home = home, .job_dir = j->dir, .env_file = env_path,
+      .tasks = o->tasks, .n_gpus = n_gpus, .gpu_uuids = uuids, .gpu_minors = minors,
+      .gpus_simulated = a->sim_bin[0] != '\0' || a->cfg.sim[0] != '\0', .n_argv = o->n_argv,
+      .argv = o->argv};
+  /* The job's cgroup (cgroup.c made it, with its limits): podman puts the container under
+   * it, by path, so its processes are the job's for the limits and the figures. */
+  char parent[700] = "";
+  if (j->cgroup) {
+    const char *rel = a->cgroup.root;
+    if (!strncmp(rel, "/sys/fs/cgroup/", 15)) rel += 14;
+    snprintf(parent, sizeof parent, "%s/job-%s", rel, j->key);
+    t.cgroup_parent = parent;
+  }
+  for (char *const *p = envp; p && *p; p++)
+    if (!strncmp(*p, "CUDA_MPS_PIPE_DIRECTORY=", 24)) t.mps_dir = *p + 24;
+  t.known_present = image_known(a->images, o->container->image);
+  char msg[400];
+  char **run = gp_agent_container_run_argv(&a->cfg.container, caps, &t, msg, sizeof msg);
+  if (!run) return gp_err_set(err, GP_EINVAL, NULL, 0, "container", "%s", msg);
+  char **exists = gp_agent_container_exists_argv(&a->cfg.container, caps, o->container->image);
+  char **pull = gp_agent_container_pull_argv(&a->cfg.container, caps, o->container->image);
+  char **v = NULL;
+  size_t n = 0, cap = 0;
+  char num[32];
+  push(&v, &n, &cap, a->cfg.self_exe);
+  push(&v, &n, &cap, "__container-task");
+  push(&v, &n, &cap, j->dir);
+  snprintf(num, sizeof num, "%d", a->cfg.container.pull_timeout_s);
+  push(&v, &n, &cap, num);
+  char *none[] = {NULL};
+  char **parts[] = {t.known_present ? none : exists, pull};
+  for (int k = 0; k < 2; k++) {
+    int c = 0;
+    while (parts[k][c]) c++;
+    snprintf(num, sizeof num, "%d", c);
+    push(&v, &n, &cap, num);
+    for (int i = 0; i < c; i++) push(&v, &n, &cap, parts[k][i]);
+  }
+  for (char **p = run; *p; p++) push(&v, &n, &cap, *p);
+  gp_agent_container_argv_free(run);
+  gp_agent_container_argv_free(exists);
+  gp_agent_container_argv_free(pull);
+  /* The engine runs as the agent; the container's process as the user (--user). The
+   * engine's own process stays out of the job's cgroup, whose limits podman puts on the
+   * container through --cgroup-parent where the agent has a cgroup v2 tree. */
+  spec->argv = v;
+  spec->switch_user = false;
+  spec->workdir = j->dir;
+  spec->cgroup_procs = NULL;
+  *ret_argv = v;
+  return 0;
+}
+
+/* `engine rm -f -t 0 --ignore NAME`, waited for: a SIGKILL of `podman run` leaves its
+ * container behind. */
+static void remove_container(gp_agent *a, const char *name) {
+  const char *argv[] = {a->container.engine, "rm", "-f", "-t", "0", "--ignore", name, NULL};
+  pid_t pid = fork();
+  if (pid == 0) {
+    int null = open("/dev/null", O_RDWR);
+    dup2(null, 0);
+    dup2(null, 1);
+    dup2(null, 2);
+    execv(argv[0], (char **)argv);
+    _exit(127);
+  }
+  int st;
+  while (pid > 0 && waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+}
+
+/* The first line of the task's file `name`, or false. */
+static bool read_marker(const gp__agent_job *j, const char *name, char *buf, size_t size) {
+  char path[800];
+  gp__agent_job_path(j, name, path, sizeof path);
+  FILE *f = fopen(path, "re");
+  if (!f) return false;
+  bool ok = fgets(buf, (int)size, f) != NULL;
+  fclose(f);
+  if (ok) buf[strcspn(buf, "\n")] = '\0';
+  return ok;
+}
+
+static void image_event(gp_agent *a, const gp__agent_job *j, const char *phase, const char *msg) {
+  gp_proto_event *ev = gp_xcalloc(1, sizeof *ev);
+  ev->kind = GP_PROTO_EV_IMAGE;
+  snprintf(ev->job, sizeof ev->job, "%s", j->id);
+  ev->task = j->task;
+  snprintf(ev->order, sizeof ev->order, "%s", j->order_id);
+  ev->at = gp__agent_now_ms() / 1000;
+  ev->has_reason = ev->has_message = true;
+  snprintf(ev->reason, sizeof ev->reason, "%s", phase);
+  snprintf(ev->message, sizeof ev->message, "%s", msg);
+  gp__agent_event(a, gp_proto_event_encode(ev));
+  free(ev);
+}
+
+void gp__agent_container_tick(gp_agent *a, gp__agent_job *j) {
+  char line[400];
+  if (j->pull_noted < 1 && read_marker(j, "container.pulling", line, sizeof line)) {
+    j->pull_noted = 1;
+    image_event(a, j, "pulling", line);
+  }
+  if (j->pull_noted == 1 && read_marker(j, "container.pulled", line, sizeof line)) {
+    j->pull_noted = 2;
+    image_event(a, j, "pulled", line);
+  }
+}
+
+void gp__agent_container_finish(gp_agent *a, gp__agent_job *j) {
+  char path[800];
+  gp__agent_job_path(j, "container.env", path, sizeof path);
+  if (access(path, F_OK) != 0) return; /* a bare task */
+  gp__agent_job_path(j, "container.failure", path, sizeof path);
+  FILE *f = fopen(path, "re");
+  if (f) {
+    char line[400] = "";
+    if (fgets(line, sizeof line, f)) {
+      line[strcspn(line, "\n")] = '\0';
+      snprintf(j->fault_reason, sizeof j->fault_reason, "start_failed");
+      snprintf(j->message, sizeof j->message, "%s", line);
+    }
+    fclose(f);
+  }
+  a->images_next_ms = 0; /* it may have pulled one: the next heartbeat says */
+  if (j->killed_hard && a->container.available) {
+    char name[160];
+    snprintf(name, sizeof name, "gpool-%s", j->key);
+    remove_container(a, name);
+  }
+}

@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* `gpool __container-task JOBDIR TIMEOUT_S N EXISTS... N PULL... RUN...` (N may be 0 for
+ * EXISTS: no check): the process the
+ * launcher starts in a container job's place. Unless the image is present it pulls it,
+ * within TIMEOUT_S (then the pull is killed: no endless retry), and on failure writes the
+ * final reason ("image not found: REF", "unauthorized: REF", "registry unreachable: REF")
+ * to JOBDIR/container.failure for the agent's end report and exits 125; else it execs the
+ * run, which so keeps the job's pid, process group and signals. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/container.h"
+
+static int64_t now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Runs argv; its stderr (the first `size` - 1 bytes) in buf. Returns its exit status, -2
+ * on timeout (it is killed), -1 when it cannot start. */
+static int run(char **argv, int timeout_s, char *buf, size_t size) {
+  int p[2];
+  if (pipe2(p, O_CLOEXEC) != 0) return -1;
+  pid_t pid = fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    int null = open("/dev/null", O_RDWR);
+    dup2(null, 0);
+    dup2(null, 1);
+    dup2(p[1], 2);
+    execvp(argv[0], argv);
+    _exit(127);
+  }
+  close(p[1]);
+  size_t len = 0;
+  int64_t deadline = now_ms() + (int64_t)timeout_s * 1000;
+  bool timed_out = false;
+  for (;;) {
+    int64_t left = deadline - now_ms();
+    if (left <= 0) {
+      timed_out = true;
+      break;
+    }
+    struct pollfd pf = {.fd = p[0], .events = POLLIN};
+    int r = poll(&pf, 1, (int)(left > 1000 ? 1000 : left));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) continue;
+    char tmp[1024];
+    ssize_t n = read(p[0], tmp, sizeof tmp);
+    if (n <= 0) break;
+    if (write(2, tmp, (size_t)n) < 0) {} /* the job's stderr log sees the engine's words */
+    size_t take = (size_t)n < size - 1 - len ? (size_t)n : size - 1 - len;
+    memcpy(buf + len, tmp, take);
+    len += take;
+  }
+  buf[len] = '\0';
+  close(p[0]);
+  if (timed_out) kill(pid, SIGKILL);
+  int st = 0;
+  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+  if (timed_out) return -2;
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* A one-line file written whole (rename), which the agent reads for its events. */
+static void marker(const char *dir, const char *name, const char *text) {
+  char path[1024], tmp[1100];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  FILE *f = fopen(tmp, "we");
+  if (f) {
+    fprintf(f, "%s\n", text);
+    fclose(f);
+    rename(tmp, path);
+  }
+}
+
+static void failure(const char *dir, const char *text) {
+  char path[1024], tmp[1100];
+  snprintf(path, sizeof path, "%s/container.failure", dir);
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  FILE *f = fopen(tmp, "we");
+  if (f) {
+    fprintf(f, "%s\n", text);
+    fclose(f);
+    rename(tmp, path);
+  }
+  fprintf(stderr, "gpool: %s\n", text);
+}
+
+int gp_agent_container_task_main(int argc, char **argv) {
+  /* argv: __container-task JOBDIR TIMEOUT N exists... N pull... run... */
+  if (argc < 6) {
+    fprintf(stderr, "gpool __container-task: internal command of the agent\n");
+    return 2;
+  }
+  const char *dir = argv[1];
+  int timeout = atoi(argv[2]);
+  int n_exists = atoi(argv[3]);
+  if (timeout <= 0 || n_exists < 0 || 4 + n_exists >= argc) return 2;
+  char **exists = argv + 4;
+  int n_pull = atoi(argv[4 + n_exists]);
+  if (n_pull <= 0 || 5 + n_exists + n_pull >= argc) return 2;
+  char **pull = argv + 5 + n_exists;
+  char **run_argv = pull + n_pull;
+  const char *image = pull[n_pull - 1];
+  char *saved = run_argv[0];
+  exists[n_exists] = NULL; /* the counts' own words end the arrays */
+  pull[n_pull] = NULL;
+  char out[8192];
+  /* No check (0 words): the agent's inventory holds the image, and the run pulls it
+   * itself in the rare case it went since (--pull=missing). */
+  int rc = n_exists > 0 ? run(exists, 60, out, sizeof out) : 0;
+  if (rc != 0) {
+    fprintf(stderr, "gpool: pulling image %s\n", image);
+    char line[800];
+    snprintf(line, sizeof line, "pulling image %s", image);
+    marker(dir, "container.pulling", line);
+    int64_t t0 = now_ms();
+    rc = run(pull, timeout, out, sizeof out);
+    char text[700];
+    if (rc == -2) {
+      snprintf(text, sizeof text, "image pull timed out: %s (after %d s)", image, timeout);
+    } else if (rc != 0) {
+      snprintf(text, sizeof text, "%s: %s", gp_agent_container_pull_reason(out), image);
+    } else {
+      snprintf(line, sizeof line, "pulled image %s in %.1f s", image, (double)(now_ms() - t0) / 1000.0);
+      fprintf(stderr, "gpool: %s\n", line);
+    }
+    if (rc != 0) snprintf(line, sizeof line, "%s", text);
+    marker(dir, "container.pulled", line); /* the pull's end, whichever */
+    if (rc != 0) {
+      failure(dir, text);
+      return 125;
+    }
+  }
+  run_argv[0] = saved;
+  execvp(run_argv[0], run_argv);
+  fprintf(stderr, "gpool: cannot run %s: %s\n", run_argv[0], strerror(errno));
+  return 127;
+}

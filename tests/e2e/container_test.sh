@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Jobs in container images (docs/containers.md), with a real engine and a real registry:
+# an image built here from busybox-static is pushed to Debian's docker-registry on
+# 127.0.0.1 (htpasswd auth) and pulled by the agent for the job. A job in it runs as its
+# user, sees its GPOOL_* and CUDA_VISIBLE_DEVICES, writes to its mounted workdir as that
+# user, and its exit code and logs come back; a cancel delivers the checkpoint signal to the
+# container's process within the grace; a missing image, a wrong credential and a registry
+# that does not answer end the job with their reason within the pull timeout.
+# Needs root (the agent switches users) and the user `nobody`.
+source "$(dirname "$0")/lib.sh"
+[ "$(id -u)" = 0 ] || { echo "(skipped: needs root: the agent switches users)"; exit 0; }
+getent passwd nobody >/dev/null || { echo "(skipped: no user nobody)"; exit 0; }
+for t in podman docker-registry htpasswd jq; do e2e_need "$t"; done
+[ -x /bin/busybox ] || { echo "FAIL: busybox-static is not installed (run scripts/setup.sh)" >&2; exit 1; }
+e2e_init
+# Only a node that cannot run containers at all skips, and says so loudly.
+if ! out=$(podman info --format '{{.Host.OCIRuntime.Name}}' 2>&1); then
+  echo "SKIPPED LOUDLY: podman cannot work on this machine: $out" >&2
+  exit 0
+fi
+
+TAG=gpool-e2e-$$-$RANDOM
+# The image: busybox-static and its applets in an empty root.
+root=$E2E_DIR/rootfs
+mkdir -p "$root/bin" "$root/tmp"
+cp /bin/busybox "$root/bin/busybox"
+for a in sh id cat echo sleep env touch ls stat; do ln -s busybox "$root/bin/$a"; done
+tar -C "$root" -cf "$E2E_DIR/rootfs.tar" . || fail "tar"
+podman import -q "$E2E_DIR/rootfs.tar" "localhost/$TAG:1" >/dev/null || fail "podman import"
+
+# The registry, with a user and a password.
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+REG=127.0.0.1:$PORT
+htpasswd -Bbn alice s3cret >"$E2E_DIR/htpasswd" 2>/dev/null || fail "htpasswd"
+cat >"$E2E_DIR/registry.yml" <<YML
+version: 0.1
+log: {level: error}
+storage: {filesystem: {rootdirectory: $E2E_DIR/registry}}
+http: {addr: "$REG"}
+auth: {htpasswd: {realm: e2e, path: $E2E_DIR/htpasswd}}
+YML
+e2e_spawn "$E2E_DIR/registry.log" docker-registry serve "$E2E_DIR/registry.yml"
+wait_for 10 "the registry to answer" curl -s -o /dev/null "http://$REG/v2/"
+good=$E2E_DIR/auth-good.json bad=$E2E_DIR/auth-bad.json
+podman login --tls-verify=false --authfile "$good" -u alice -p s3cret "$REG" >/dev/null || fail "login"
+printf '{"auths":{"%s":{"auth":"%s"}}}\n' "$REG" "$(printf alice:wrong | base64)" >"$bad"
+IMAGE=$REG/e2e/$TAG:1
+podman push -q --tls-verify=false --authfile "$good" "localhost/$TAG:1" "$IMAGE" >/dev/null || fail "push"
+podman rmi -f "localhost/$TAG:1" >/dev/null 2>&1
+# The node's image store is the machine's: the test's images go with the test.
+trap 'podman rmi -f "$IMAGE" "localhost/$TAG:1" >/dev/null 2>&1; e2e_cleanup' EXIT
+
+NOBODY_TOKEN=nob-$RANDOM$RANDOM
+e2e_write_config
+sed -i "s|^tokens:|tokens:\n  - {token: \"$NOBODY_TOKEN\", user: nobody, role: user}|" "$E2E_DIR/server.yaml"
+e2e_server
+# Two nodes: n1 holds the right credential, n2 a wrong one (labels pick the node).
+for n in n1 n2; do
+  auth=$good; [ $n = n2 ] && auth=$bad
+  mkdir -p "$E2E_DIR/agent-$n"
+  cat >"$E2E_DIR/agent-$n.yaml" <<YML
+container:
+  pull_options: ["--tls-verify=false", "--authfile", "$auth"]
+  pull_timeout: 20s
+YML
+  chmod 600 "$E2E_DIR/agent-$n.yaml"
+  e2e_spawn "$E2E_DIR/agent-$n.log" "$GPOOL" agent --server "$SERVER_URL" --token "$AGENT_TOKEN" \
+    --name $n --sim 1xH100-80GB --data "$E2E_DIR/agent-$n" --heartbeat-s 1 --grace 10s \
+    --labels node=$n --config "$E2E_DIR/agent-$n.yaml"
+  wait_for 20 "node $n to be up" node_is $n up
+done
+grep -q "containers: " "$E2E_DIR/agent-n1.log" || fail "the agent logs what the node allows containers"
+
+chmod 711 "$E2E_DIR"
+work=$E2E_DIR/work
+mkdir -p "$work"
+chown nobody: "$work"
+export GPOOL_TOKEN=$NOBODY_TOKEN
+
+# 1. The job runs in the image as nobody, with its variables, writes to its workdir.
+j=$("$GPOOL" submit -g 1 -D "$work" --node-selector node=n1 --image "$IMAGE" -e FOO=bar -- \
+  sh -c 'echo "uid=$(id -u) gid=$(id -g) job=$GPOOL_JOB_ID cuda=$CUDA_VISIBLE_DEVICES foo=$FOO"; echo written >out.txt; ls /bin/busybox; echo to-stderr >&2; exit 3') \
+  || fail "submit: $j"
+expect_eq "$IMAGE" "$(job_field "$j" .container.image)" "the job shows its image"
+wait_for 40 "job $j to end" job_is "$j" failed
+logs=$(GPOOL_TOKEN=$ADMIN_TOKEN "$GPOOL" logs "$j" 2>&1)
+expect_eq 3 "$(job_field "$j" .exit_code)" "the container's exit code is the job's (log: $logs)"
+expect_contains "$logs" "uid=65534 gid=65534 job=$j" "the job runs as nobody, with its GPOOL_JOB_ID"
+expect_contains "$logs" "foo=bar" "the job's own variables"
+uuid=$(GPOOL_TOKEN=$ADMIN_TOKEN "$GPOOL" nodes -o json | jq -r '.[] | select(.name=="n1") | .gpus[0].uuid')
+expect_contains "$logs" "cuda=$uuid" "CUDA_VISIBLE_DEVICES names its GPU"
+expect_contains "$logs" "/bin/busybox" "the command ran inside the image"
+errs=$(GPOOL_TOKEN=$ADMIN_TOKEN "$GPOOL" logs --stderr "$j" 2>&1)
+expect_contains "$errs" "to-stderr" "stderr comes back"
+expect_contains "$errs" "pulling image $IMAGE" "the pull is in the job's log"
+expect_eq "nobody" "$(stat -c %U "$work/out.txt")" "the mounted workdir is written as the user"
+podman image exists "$IMAGE" || fail "the image stays on the node after the job"
+# The node reports the image it now holds.
+wait_for 15 "n1 to report $IMAGE" sh -c "'$GPOOL' images --node n1 | grep -q '$IMAGE'"
+expect_eq "$IMAGE" "$("$GPOOL" images -o json | jq -r --arg i "$IMAGE" '.[] | select(.node == "n1") | .images[].names[] | select(. == $i)')" "gpool images -o json"
+tl=$(job_field "$j" '[.timeline[].event] | join(" ")')
+expect_contains "$tl" "launched pulling_image image_pulled ended" "the pull is a phase of the timeline"
+expect_contains "$(job_field "$j" '.timeline[] | select(.event == "image_pulled") | .message')" "pulled image $IMAGE in" "its time"
+
+# The next job in it starts without a check: the node's inventory names the image.
+f=$("$GPOOL" submit -D "$work" --node-selector node=n1 --image "$IMAGE" -- sh -c 'echo again') || fail "submit: $f"
+wait_for 30 "job $f to complete" job_is "$f" completed
+expect_contains "$(GPOOL_TOKEN=$ADMIN_TOKEN "$GPOOL" logs "$f" 2>&1)" "again" "a second job in the held image"
+
+# 2. A cancel sends the checkpoint signal to the container's process, which ends in its grace.
+k=$("$GPOOL" submit -D "$work" --node-selector node=n1 --image "$IMAGE" --grace 10s -- \
+  sh -c 'trap "echo got-term; exit 0" TERM; echo ready; while :; do sleep 0.2; done') || fail "submit: $k"
+wait_for 30 "job $k to print ready" sh -c "GPOOL_TOKEN=$ADMIN_TOKEN '$GPOOL' logs $k 2>/dev/null | grep -q ready"
+t0=$(date +%s)
+"$GPOOL" cancel "$k" >/dev/null || fail "cancel"
+wait_for 15 "job $k to be cancelled" job_is "$k" cancelled
+[ $(( $(date +%s) - t0 )) -lt 8 ] || fail "the job ended only at the end of its grace: the signal did not reach it"
+expect_contains "$(GPOOL_TOKEN=$ADMIN_TOKEN "$GPOOL" logs "$k" 2>&1)" "got-term" "the container's process got SIGTERM"
+[ -z "$(podman ps -aq --filter "name=gpool-$k")" ] || fail "the cancelled job's container is left behind"
+
+# 3. A missing image, a wrong credential, a registry that does not answer: their reasons.
+m=$("$GPOOL" submit -D "$work" --node-selector node=n1 --image "$REG/e2e/missing:1" -- true)
+u=$("$GPOOL" submit -D "$work" --node-selector node=n2 --image "$REG/e2e/other-$TAG:1" -- true)
+x=$("$GPOOL" submit -D "$work" --node-selector node=n1 --image "127.0.0.1:1/e2e/none:1" -- true)
+for id in $m $u $x; do wait_for 30 "job $id to fail" job_is "$id" failed; done
+expect_contains "$(job_field "$m" .end_reason)" "image not found: $REG/e2e/missing:1" "a missing image"
+expect_contains "$(job_field "$m" '.timeline[] | select(.event == "image_pulled") | .message')" "image not found" "the failed pull in the timeline"
+expect_contains "$(job_field "$u" .end_reason)" "unauthorized" "a wrong credential"
+expect_contains "$(job_field "$x" .end_reason)" "registry unreachable" "no registry"
+
+# 4. Bad submissions are refused with the field named.
+out=$("$GPOOL" submit --image "-v/:/host" -- true 2>&1) && fail "an option as an image was accepted"
+expect_contains "$out" "image" "the error names the image"
+out=$("$GPOOL" submit --image "$IMAGE" --container-mounts "relative:/x" -- true 2>&1) && fail "a relative mount was accepted"
+expect_contains "$out" "absolute" "the error says why"
+echo "container_test: OK"
