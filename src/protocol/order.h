@@ -72,8 +72,6 @@ typedef struct gp_proto_start {
   int warn_before_s;                /* ...sent this long before the limit (0: none)... */
   bool warn_batch;                  /* ...to the job's main process only (B:) */
   int restarts;                     /* how many times the job was requeued before */
-  struct gp_proto_container *container; /* its image (protocol/container.h); NULL: bare */
-  char job_key[GP_PROTO_JOB_KEY_MAX]; /* the run's step credential (GPOOL_JOB_KEY), "": none */
   /* Slurm's batch semantics (docs/slurm.md): a batch job runs its command once, as task 0
    * (the batch step); its other tasks hold their share of the allocation and run nothing
    * of their own. Absent (false) in an older server's orders: every task runs it. */
@@ -82,6 +80,8 @@ typedef struct gp_proto_start {
                                        node (its own and its holders'), which the batch step
                                        sees, as in Slurm; 0: its own placement's */
   int node_gpus[GP_PROTO_MAX_GPUS];
+  struct gp_proto_container *container; /* its image (protocol/container.h); NULL: bare */
+  char job_key[GP_PROTO_JOB_KEY_MAX]; /* the run's step credential (GPOOL_JOB_KEY), "": none */
 } gp_proto_start;
 
 /* One task of a job step (step_order.c): what srun asked, placed on one task of the job's

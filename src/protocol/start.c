@@ -125,8 +125,6 @@ json_t *gp_proto_start_encode(const gp_proto_start *s) {
     json_object_set_new(o, "warn_batch", json_boolean(s->warn_batch));
   }
   if (s->restarts > 0) json_object_set_new(o, "restarts", json_integer(s->restarts));
-  if (s->container) json_object_set_new(o, "container", gp_proto_container_encode(s->container));
-  if (s->job_key[0]) json_object_set_new(o, "job_key", json_string(s->job_key));
   if (s->batch) {
     json_object_set_new(o, "batch", json_true());
     if (s->n_node_gpus > 0) {
@@ -136,6 +134,8 @@ json_t *gp_proto_start_encode(const gp_proto_start *s) {
       json_object_set_new(o, "node_gpus", g);
     }
   }
+  if (s->container) json_object_set_new(o, "container", gp_proto_container_encode(s->container));
+  if (s->job_key[0]) json_object_set_new(o, "job_key", json_string(s->job_key));
   return o;
 }
 

@@ -270,6 +270,25 @@ static void a_gang_keeps_to_its_exact_node_count(void) {
   CHECK(!fx_started(f, p, "wide"));
   gp_plan_free(p);
   fx_free(f);
+
+  /* -N 3 on a pool of 2 nodes could never run: it ends, where the same tasks without the
+   * count start. */
+  f = fx_new();
+  fx_node(f, "n0", "H100", 8);
+  fx_node(f, "n1", "H100", 8);
+  fx_queue(f, "a", 0, GP_NO_LIMIT, 1);
+  f->pol.backfill = false;
+  j = fx_job(f, "three", "a", 1, 4);
+  j->req.max_tasks_per_node = 2;
+  j->req.nodes = 3;
+  fx_job(f, "two", "a", 1, 4)->req.max_tasks_per_node = 2;
+  p = fx_step(f, 10);
+  REQUIRE(p);
+  CHECK(!fx_started(f, p, "three"));
+  CHECK_EQ_STR("NoMatchingNodes", fx_ended(f, p, "three"));
+  CHECK(fx_started(f, p, "two"));
+  gp_plan_free(p);
+  fx_free(f);
 }
 
 GP_TESTS(a_gang_keeps_to_its_exact_node_count, a_gang_keeps_to_its_tasks_per_node, a_gang_that_does_not_fit_takes_nothing, a_gang_starts_every_task_with_its_own_placement,

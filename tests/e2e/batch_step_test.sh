@@ -5,7 +5,8 @@
 # the SLURM_* variables of the whole allocation and every GPU the job holds on that node;
 # its other tasks hold their GPUs (busy in `gpool nodes`) with no copy of the script until it
 # ends (an agent restart re-adopts them), then are freed. The job's state and exit code are
-# the script's (exit 3: failed, 3), and the holders' stop is no failure; a cancel ends it. Each node has an address of its own (127.0.0.2,
+# the script's (exit 3: failed, 3), and the holders' stop is no failure; a cancel ends it;
+# `srun` in the script runs its step tasks in the holders' tasks, on both nodes. Each node has an address of its own (127.0.0.2,
 # 127.0.0.3), as on a real cluster. gpool's own `gpool submit -N 2 -- CMD` still runs CMD in
 # every task.
 source "$(dirname "$0")/lib.sh"
@@ -83,6 +84,24 @@ wait_for 30 "job $can to end" sh -c "'$GPOOL' show $can -o json | jq -e '.state 
 expect_eq cancelled "$(job_field "$can" .state)" "a cancelled batch job ends cancelled"
 expect_eq "" "$(busy "$can")" "and frees its GPUs"
 open_gate
+
+# The usual Slurm script: srun from the batch step fans out over the allocation, its step
+# tasks running in the holders' tasks on both nodes.
+cat >srun.sh <<SH
+#!/bin/bash
+#SBATCH -N 2
+#SBATCH --ntasks-per-node 2
+#SBATCH --gpus-per-task 1
+echo "batch \$SLURM_PROCID" >>"$E2E_DIR/srun-marker"
+srun -l sh -c 'echo "step \$SLURM_PROCID of \$SLURM_NTASKS on \$GPOOL_NODE"'
+SH
+st=$("$GPOOL" submit srun.sh) || fail "submit srun.sh: $st"
+wait_for 60 "job $st to end" sh -c "'$GPOOL' show $st -o json | jq -e '.state | test(\"completed|failed|cancelled\")'"
+steps=$("$GPOOL" logs "$st" 2>&1)
+expect_eq completed "$(job_field "$st" .state)" "the srun script completes ($steps)"
+expect_eq "batch 0" "$(cat srun-marker)" "the script ran once"
+expect_eq 4 "$(grep -c 'step [0-3] of 4 on n[23]' <<<"$steps")" "srun ran a step task in each of the 4 tasks ($steps)"
+expect_eq 2 "$(grep -o 'on n[23]' <<<"$steps" | sort -u | wc -l)" "on both nodes"
 
 # gpool's own -N 2 without #SBATCH: the command runs in every task.
 each=$("$GPOOL" submit -N 2 --ntasks-per-node 1 -g 1 -- sh -c "echo \"each \$GPOOL_TASK_INDEX\" >>'$E2E_DIR/each'")
