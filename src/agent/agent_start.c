@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Start orders: validating the order, the job's user (and refusing root or unknown users),
+ * a batch job's roles (task 0 runs the script, the others hold their share),
  * its environment (gpool's variables last, so a job cannot override them), the enforcement
  * of its GPU share (fail closed), its cgroup, the launch through the shim, and the
  * "started" event. A start that cannot be honoured ends as "exited" with reason
@@ -81,7 +82,27 @@ typedef struct start_req {
   int gpus[GP_GPU_MAX_DEVICES];
   int64_t gpu_milli, gpu_mem_mib;
   const char *mig_uuid;
+  /* A batch job (docs/slurm.md): task 0 is the batch step, which runs the script once and
+   * sees every GPU the job holds on this node; every other task holds its share with a
+   * process that runs nothing (hold_argv), for srun's steps. */
+  bool batch_step, hold;
+  int n_step_gpus;
+  int step_gpus[GP_GPU_MAX_DEVICES];
 } start_req;
+
+/* A holder's process: it sleeps until it is stopped. By its full path where it has one
+ * (a job's -e PATH=... must not break its holders). */
+static char *hold_argv[] = {(char *)"sleep", (char *)"infinity", NULL};
+
+static char *const *holder_argv(void) {
+  static const char *const paths[] = {"/bin/sleep", "/usr/bin/sleep"};
+  for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++)
+    if (access(paths[i], X_OK) == 0) {
+      hold_argv[0] = (char *)paths[i];
+      break;
+    }
+  return hold_argv;
+}
 
 static int parse_start(gp_agent *a, const gp_proto_start *o, start_req *r, char *msg,
                        size_t size) {
@@ -133,7 +154,28 @@ static int parse_start(gp_agent *a, const gp_proto_start *o, start_req *r, char 
     if (p->gpu_mem_mib > 0) r->gpu_mem_mib = p->gpu_mem_mib;
     r->mig_uuid = p->mig_uuid[0] ? p->mig_uuid : NULL;
   }
+  r->batch_step = o->batch && o->task_index == 0;
+  r->hold = o->batch && o->task_index != 0;
+  memcpy(r->step_gpus, r->gpus, sizeof r->gpus);
+  r->n_step_gpus = r->n_gpus;
+  if (r->batch_step && o->n_node_gpus > 0 && !r->mig_uuid) {
+    r->n_step_gpus = 0;
+    for (int i = 0; i < o->n_node_gpus; i++) {
+      if (o->node_gpus[i] >= a->n_gpus) {
+        snprintf(msg, size, "the batch step's GPU %d does not exist on node %s", o->node_gpus[i], a->cfg.name);
+        return -1;
+      }
+      r->step_gpus[r->n_step_gpus++] = o->node_gpus[i];
+    }
+  }
   return 0;
+}
+
+/* How many of the job's tasks are on task 0's node (the batch step's cgroup holds theirs). */
+static int tasks_on_first_node(const gp_proto_start *o) {
+  int n = 0;
+  for (int t = 0; t < o->n_hosts; t++) n += strcmp(o->hosts[t], o->hosts[0]) == 0;
+  return n > 0 ? n : 1;
 }
 
 typedef gp__agent_creds creds;
@@ -209,6 +251,10 @@ static void rendezvous_env(const start_req *r, const gp__agent_layout *l, envv *
   snprintf(key, sizeof key, "%sMASTER_ADDR", p);
   env_set(e, key, l->master);
   if (r->o->master_port > 0) RV_INT("MASTER_PORT", r->o->master_port);
+  /* A batch step is no rank: as in Slurm, srun's tasks get these, and a launcher in the
+   * script (torchrun) sets its own, while a stray WORLD_SIZE would make a single process
+   * wait for peers that never come. */
+  if (r->batch_step && !gpool_names) return;
   RV_INT("WORLD_SIZE", l->tasks);
   RV_INT("RANK", l->rank);
   RV_INT("LOCAL_RANK", l->local_rank);
@@ -259,7 +305,7 @@ static void build_env(gp_agent *a, const start_req *r, const creds *c, const gp_
   rendezvous_env(r, &l, e, false, j);
   /* Slurm's names too, before the job's own -e values (which win, as for MASTER_PORT). */
   gp__agent_slurm_task st = {.node = a->cfg.name, .user = r->user ? r->user : c->name,
-                             .n_gpus = r->n_gpus, .cpus = r->o->cpu_milli > 0 ? r->cpus : 0};
+                             .n_gpus = r->n_step_gpus, .cpus = r->o->cpu_milli > 0 ? r->cpus : 0};
   gp__agent_slurm_vars(r->o, &st, env_set_cb, e);
   for (int i = 0; i < r->o->n_env; i++) env_set(e, r->o->env_keys[i], r->o->env_values[i]);
   env_set(e, "PWD", workdir);
@@ -275,16 +321,16 @@ static void build_env(gp_agent *a, const start_req *r, const creds *c, const gp_
     snprintf(buf, sizeof buf, "%s%s", strncmp(r->mig_uuid, "MIG-", 4) == 0 ? "" : "MIG-",
              r->mig_uuid);
   } else {
-    for (int i = 0; i < r->n_gpus && len < sizeof buf - 100; i++)
+    for (int i = 0; i < r->n_step_gpus && len < sizeof buf - 100; i++)
       len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%s", i ? "," : "",
-                              a->gpus[r->gpus[i]].uuid);
+                              a->gpus[r->step_gpus[i]].uuid);
   }
   env_set(e, "CUDA_VISIBLE_DEVICES", buf); /* "" for a CPU-only job: it sees no GPU */
   env_set(e, "NVIDIA_VISIBLE_DEVICES", buf[0] ? buf : "none");
   len = 0;
   buf[0] = '\0';
-  for (int i = 0; i < r->n_gpus && len < sizeof buf - 16; i++)
-    len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%d", i ? "," : "", r->gpus[i]);
+  for (int i = 0; i < r->n_step_gpus && len < sizeof buf - 16; i++)
+    len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%d", i ? "," : "", r->step_gpus[i]);
   env_set(e, "GPOOL_GPUS", buf);
   env_set(e, "GPOOL_JOB_ID", r->id);
   env_set(e, "GPOOL_JOB_NAME", r->name ? r->name : "");
@@ -420,8 +466,12 @@ static bool prepare_cgroup(gp_agent *a, const char *order_id, const start_req *r
                            char *procs, size_t size) {
   if (!a->cgroup.ok) return true;
   gp_err err = {0};
-  int64_t cpu_milli = r->cpus > 0 ? r->cpus * 1000 : 0;
-  if (gp_cgroup_job_create(&a->cgroup, j->key, cpu_milli, r->mem_mib, procs, size, &err)) {
+  int64_t cpu_milli = r->cpus > 0 ? r->cpus * 1000 : 0, mem_mib = r->mem_mib;
+  if (r->batch_step) { /* the batch step may use what its node's tasks hold, as in Slurm */
+    cpu_milli *= tasks_on_first_node(r->o);
+    mem_mib *= tasks_on_first_node(r->o);
+  }
+  if (gp_cgroup_job_create(&a->cgroup, j->key, cpu_milli, mem_mib, procs, size, &err)) {
     gp__agent_job_start_failed(a, order_id, r->id, (int)r->task_index, -1, err.message);
     return false;
   }
@@ -462,7 +512,7 @@ static bool launch(gp_agent *a, const char *order_id, const start_req *r, const 
   gp__agent_job_path(j, "stderr", err_path, sizeof err_path);
   gp_launch_spec spec = {0};
   spec.dir = j->dir;
-  spec.argv = r->o->argv;
+  spec.argv = r->hold ? holder_argv() : r->o->argv;
   spec.envp = env.items;
   spec.workdir = workdir;
   spec.stdout_path = out_path;
@@ -477,6 +527,7 @@ static bool launch(gp_agent *a, const char *order_id, const start_req *r, const 
   gp_err err = {0};
   int rc = gp__agent_output_names(a, r->o, c->name, user_out, user_err, sizeof user_out);
   if (rc) gp_err_set(&err, GP_EINVAL, NULL, 0, "output", "the output file name is too long once expanded");
+  if (r->hold) user_out[0] = user_err[0] = '\0'; /* a holder prints nothing, and truncates no -o file */
   spec.user_stdout = user_out[0] ? user_out : NULL;
   spec.user_stderr = user_err[0] ? user_err : NULL;
   /* A requeued run adds to what the earlier runs wrote, as in Slurm. */
@@ -517,7 +568,7 @@ static void record_start(gp__agent_job *j, const start_req *r, const gp__agent_s
   j->limit_mib = strcmp(sp->enforcement, "watchdog") == 0 ? sp->limit_mib : 0;
   j->ckpt_signal = r->signal;
   j->grace_s = r->grace_s;
-  gp__agent_warn_arm(j, r->o, gp__agent_now_ms());
+  if (!r->hold) gp__agent_warn_arm(j, r->o, gp__agent_now_ms()); /* a holder has no process to warn */
 }
 
 /* Tells the GPU backend where the job's process runs, with the load the job declares in
@@ -525,7 +576,7 @@ static void record_start(gp__agent_job *j, const start_req *r, const gp__agent_s
 static void attach_gpus(gp_agent *a, gp__agent_job *j, const start_req *r) {
   j->sim_util = -1;
   j->sim_mem_mib = -1;
-  if (r->n_gpus == 0) return;
+  if (r->n_gpus == 0 || r->hold) return; /* a holder runs nothing on its GPUs */
   gp_err err = {0};
   const char *u = gp_proto_start_env(r->o, "GPOOL_SIM_UTIL");
   const char *m = gp_proto_start_env(r->o, "GPOOL_SIM_MEM");
@@ -553,9 +604,11 @@ static void announce_start(gp_agent *a, const char *order_id, const gp__agent_jo
   free(ev);
   /* The epoch of the leader that ordered it: failover tests check from these lines that
    * no job ran twice at once. */
-  gp__agent_log("order %s: job %s task %lld started (epoch %lld, pid %d, user %s, GPUs %d, enforcement %s)",
-                order_id, j->id, (long long)r->task_index, (long long)a->epoch, (int)j->pid,
-                c->switch_user ? c->name : "(agent's own)", j->n_gpus, j->enforcement);
+  gp__agent_log("order %s: job %s task %lld started%s (epoch %lld, pid %d, user %s, GPUs %d, enforcement %s)",
+                order_id, j->id, (long long)r->task_index,
+                r->batch_step ? " as the batch step" : r->hold ? " holding its share" : "",
+                (long long)a->epoch, (int)j->pid, c->switch_user ? c->name : "(agent's own)", j->n_gpus,
+                j->enforcement);
 }
 
 void gp__agent_job_start(gp_agent *a, const char *order_id, const gp_proto_start *o) {

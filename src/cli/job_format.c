@@ -239,6 +239,8 @@ void gp_job_fmt_show(json_t *job, int64_t now, gp_buf *out) {
     gp_cli_fmt_duration(num(job, "time_limit"), t, sizeof t);
     gp_buf_printf(out, ", time limit %s", t);
   }
+  if (num(job, "nodes") > 0) gp_buf_printf(out, ", on exactly %lld node%s", (long long)num(job, "nodes"),
+                                           num(job, "nodes") == 1 ? "" : "s");
   if (num(job, "tasks_per_node") > 0)
     gp_buf_printf(out, ", at most %lld tasks a node", (long long)num(job, "tasks_per_node"));
   if (json_is_true(json_object_get(job, "exclusive"))) gp_buf_puts(out, ", exclusive nodes");
@@ -251,6 +253,11 @@ void gp_job_fmt_show(json_t *job, int64_t now, gp_buf *out) {
     gp_buf_printf(out, "  warning    SIG%s %llds before the limit, to %s\n", str(job, "warn_signal"),
                   (long long)num(job, "warn_before_s"),
                   json_is_true(json_object_get(job, "warn_batch")) ? "the batch shell" : "every process");
+  if (json_is_true(json_object_get(job, "batch")))
+    gp_buf_printf(out, "  runs       once, as the batch step on the first node%s\n",
+                  num(job, "tasks") > 1 ? "; the other tasks hold their share for srun" : "");
+  else if (num(job, "tasks") > 1)
+    gp_buf_puts(out, "  runs       the command in every task\n");
   if (num(job, "begin_at")) {
     fmt_time(num(job, "begin_at"), t, sizeof t);
     gp_buf_printf(out, "  begins     not before %s\n", t);

@@ -78,6 +78,7 @@ static void field(char f, json_t *job, const char *id, int64_t now, char *out, s
     /* Pending: the nodes it asks for at least (one per task unless tasks share them). */
     int64_t tasks = gp_slurm_int(job, "tasks"), per = gp_slurm_int(job, "tasks_per_node");
     int64_t want = per > 0 && tasks > 0 ? (tasks + per - 1) / per : 1;
+    if (gp_slurm_int(job, "nodes") > 0) want = gp_slurm_int(job, "nodes"); /* an exact count */
     snprintf(out, cap, "%lld", pending || !n_nodes ? (long long)want : (long long)n_nodes);
     break;
   }

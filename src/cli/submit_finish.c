@@ -2,7 +2,8 @@
 /* The last step of reading `gpool submit`'s arguments (gp_submit_finish, submit_args.h):
  * the command line applied over the script's directives, the GPU share options checked
  * against each other, the command (the words after "--", or the script run by its #!
- * interpreter), the working directory and the job's default name. */
+ * interpreter, once per job for a script with #SBATCH lines), the working directory and the
+ * job's default name. */
 #include <stdio.h>
 #include <string.h>
 
@@ -83,6 +84,10 @@ int gp_submit_finish(gp_submit *s, const char *cwd, const char *script_text, gp_
                       "(gpool submit -g 1 -- nvidia-smi)");
   }
   json_object_set_new(req, "command", cmd);
+  /* Slurm's batch semantics: a script with #SBATCH lines runs once, on the first node of
+   * its allocation, and srun starts its tasks (docs/slurm.md). gpool's own way (a command,
+   * or a script without them) runs the command in every task. */
+  if (s->sbatch && s->script && !s->dashdash) json_object_set_new(req, "batch", json_true());
 
   const char *wd = json_string_value(json_object_get(req, "workdir"));
   if (wd && wd[0] != '/') {

@@ -2,8 +2,9 @@
 /* How a submission's tasks lie on nodes (gp_submit_layout, submit_args.h): -N/--nodes,
  * --ntasks, --ntasks-per-node and the GPU counts that are per node or per job rather than
  * per task (Slurm's --gres and --gpus-per-node, --gpus), read from the private "_" keys the
- * option tables fill, into the job's `tasks`, `tasks_per_node` and per-task `gpus`; and the
- * #SBATCH forms whose Slurm meaning differs from gpool's own option (-N, --mem=0, -p a,b). */
+ * option tables fill, into the job's `tasks`, `tasks_per_node`, `nodes` (an exact count)
+ * and per-task `gpus`; and the #SBATCH forms whose Slurm meaning differs from gpool's own
+ * option (-N, --mem=0, -p a,b). */
 #include <stdio.h>
 #include <string.h>
 
@@ -93,11 +94,15 @@ bad:
 int gp_submit_layout(json_t *req, gp_err *err) {
   int64_t nodes = take_int(req, "_nodes"), ntasks = take_int(req, "_ntasks");
   int64_t per = take_int(req, "_per_node");
+  /* Slurm's -N, and gpool's -N with --ntasks-per-node (N nodes x K tasks), are an exact
+   * node count; gpool's -N alone counts tasks that may share a node. */
+  int64_t exact = per > 0 ? nodes : 0;
   bool sb_nodes = json_is_true(json_object_get(req, "_sb_nodes"));
   json_object_del(req, "_sb_nodes");
   /* #SBATCH -N alone: Slurm runs one task on each of N nodes, so at most one a node (gpool's
    * own -N counts tasks that may share a node). */
   if (sb_nodes && ntasks == 0 && per == 0) per = 1;
+  if (sb_nodes) exact = nodes;
   int64_t tasks = json_integer_value(json_object_get(req, "tasks")); /* a #GPOOL tasks= form */
   if (ntasks > 0) {
     tasks = ntasks;
@@ -118,6 +123,10 @@ int gp_submit_layout(json_t *req, gp_err *err) {
                       MAX_TASKS);
   if (tasks > 0) json_object_set_new(req, "tasks", json_integer(tasks));
   if (per > 0 && per < tasks) json_object_set_new(req, "tasks_per_node", json_integer(per));
+  if (exact > 0 && tasks > 0 && exact > tasks)
+    return gp_err_set(err, GP_EINVAL, NULL, 0, "tasks", "--nodes=%lld is more nodes than the %lld tasks can occupy",
+                      (long long)exact, (long long)tasks);
+  if (exact > 0 && tasks > 1) json_object_set_new(req, "nodes", json_integer(exact));
   int64_t t = tasks > 0 ? tasks : 1;
   const json_t *total = json_object_get(req, "_gpus_total"), *pn = json_object_get(req, "_gpus_per_node");
   int rc = 0;

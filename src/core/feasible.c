@@ -125,6 +125,11 @@ static void node_slots(gp__core_ctx *c, int j, int i, int *ever, int *now) {
   *now = s->up ? w : 0;
 }
 
+/* An exact node count (gp_request.nodes): that many nodes must offer a slot each. */
+static int exact_nodes(const gp_request *r) {
+  return r->tasks > 1 && r->nodes > 0 && r->nodes <= r->tasks ? r->nodes : 0;
+}
+
 /* Whether node i may hold tasks of job j at all: capacity type, pool, labels. */
 static bool node_allowed(const gp__core_ctx *c, int j, int i) {
   const gp_request *r = &c->view->jobs[j].req;
@@ -138,10 +143,13 @@ static bool node_allowed(const gp__core_ctx *c, int j, int i) {
  * and the gang needs all its tasks within one. */
 static int compute_gang(gp__core_ctx *c, int j, bool by_model) {
   const gp_request *r = &c->view->jobs[j].req;
-  int nm = c->fleet->n_models;
-  int *ever = gp_xcalloc((size_t)nm * 2, sizeof *ever), *now = ever + nm;
-  bool model_seen = false, model_up = false;
-  int best_ever = 0, v = -1;
+  int nm = c->fleet->n_models, need_nodes = exact_nodes(r);
+  /* Per model: task slots ever and now, and the nodes that offer some (an exact node count
+   * needs that many). */
+  int *ever = gp_xcalloc((size_t)nm * 4, sizeof *ever), *now = ever + nm;
+  int *n_ever = now + nm, *n_now = n_ever + nm;
+  bool model_seen = false, model_up = false, could = false;
+  int v = -1;
   for (int i = 0; i < c->view->n_nodes && v < 0; i++) {
     const gp_node *n = &c->view->nodes[i];
     int m = c->nodes[i].model;
@@ -157,13 +165,15 @@ static int compute_gang(gp__core_ctx *c, int j, bool by_model) {
     node_slots(c, j, i, &e, &w);
     ever[m] += e;
     now[m] += w;
-    if (ever[m] > best_ever) best_ever = ever[m];
-    if (now[m] >= r->tasks) v = GP__FEAS_OK;
+    n_ever[m] += e > 0;
+    n_now[m] += w > 0;
+    if (ever[m] >= r->tasks && n_ever[m] >= need_nodes) could = true;
+    if (now[m] >= r->tasks && n_now[m] >= need_nodes) v = GP__FEAS_OK;
   }
   free(ever);
   if (v >= 0) return v;
   if (by_model && !model_seen) return GP__FEAS_MODEL_UNKNOWN;
-  if (best_ever < r->tasks) return GP__FEAS_NEVER;
+  if (!could) return GP__FEAS_NEVER;
   return by_model && !model_up ? GP__FEAS_MODEL_DOWN : GP__FEAS_DOWN;
 }
 
@@ -178,7 +188,7 @@ static int compute_fleet(gp__core_ctx *c, int j) {
   if (r->tasks > 1 && c->jobs[j].kind != GP__R_CPU && r->n_gpu_models < 2 && c->fleet->n_models > 1)
     return compute_gang(c, j, by_model);
   bool model_seen = false, model_up = false;
-  int ever = 0, now = 0;
+  int ever = 0, now = 0, n_ever = 0, n_now = 0, need_nodes = exact_nodes(r);
   for (int i = 0; i < c->view->n_nodes; i++) {
     const gp_node *n = &c->view->nodes[i];
     if (by_model) {
@@ -195,10 +205,12 @@ static int compute_fleet(gp__core_ctx *c, int j) {
     node_slots(c, j, i, &e, &w);
     ever += e;
     now += w;
-    if (now >= r->tasks) return GP__FEAS_OK;
+    n_ever += e > 0;
+    n_now += w > 0;
+    if (now >= r->tasks && n_now >= need_nodes) return GP__FEAS_OK;
   }
   if (by_model && !model_seen) return GP__FEAS_MODEL_UNKNOWN;
-  if (ever < r->tasks) return GP__FEAS_NEVER;
+  if (ever < r->tasks || n_ever < need_nodes) return GP__FEAS_NEVER;
   return by_model && !model_up ? GP__FEAS_MODEL_DOWN : GP__FEAS_DOWN;
 }
 

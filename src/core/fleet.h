@@ -41,6 +41,10 @@ typedef struct gp__core_req {
   int kind;             /* enum gp__core_rkind */
   int tasks;
   int per_node;         /* at most this many tasks of the gang on one node; 0: no bound */
+  int nodes;            /* the gang on exactly this many distinct nodes; 0: any number */
+  int n_open;           /* distinct nodes among the n_placed tasks (gp__core_gang_opened) */
+  int freed_tasks;      /* preemption: tasks its victims free on the node being checked, */
+  int freed_excl;       /* and of them, tasks of exclusive jobs (gp__core_node_excl_ok) */
   const struct gp__core_fit *placed; /* the gang's tasks placed so far (n_placed of them), */
   int n_placed;         /* which per_node counts against; NULL/0 for a first task */
   int gpus;             /* whole GPUs per task (GP__R_WHOLE) */

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Gang placement: a job of N tasks starts all of them or none. Tasks are placed one by
  * one on the live capacity (so two tasks may share a node, up to the job's
- * max_tasks_per_node) and rolled back on the first
+ * max_tasks_per_node, and on exactly `nodes` distinct nodes when it asks for a count: a
+ * node it opens must have room for its share) and rolled back on the first
  * failure, which makes the placement transactional. A multi-node gang first tries to fit
  * inside one topology block (nodes labelled topology.block=...), fullest candidate block
  * first under bin-packing (emptiest under spread), at most GP__MAX_GANG_BLOCKS blocks;
@@ -52,6 +53,23 @@ void gp__core_gang_rest(const gp__core_ctx *c, const gp__core_req *r, const gp__
     rest->fit_kind = first->milli < GP_GPU_MILLI ? GP__FIT_REPLICA : GP__FIT_WHOLE;
 }
 
+void gp__core_gang_opened(gp__core_req *rest, const gp__core_fit *fits, int t) {
+  for (int u = 0; u < t; u++)
+    if (fits[u].node == fits[t].node) return;
+  rest->n_open++;
+}
+
+int gp__core_gang_nodes_need(const gp__core_req *r, int node) {
+  int here = 0, left = r->tasks - r->n_placed;
+  for (int t = 0; t < r->n_placed; t++) here += r->placed[t].node == node;
+  if (here > 0) return left <= r->nodes - r->n_open ? -1 : 1; /* the rest must open nodes */
+  if (r->n_open >= r->nodes) return -1;
+  /* Optimistic: the nodes opened so far take up to the bound each, and so do those left. */
+  int cap = r->per_node > 0 ? r->per_node : r->tasks;
+  int64_t need = (int64_t)left - (int64_t)(r->nodes - r->n_open - 1) * cap - ((int64_t)r->n_open * cap - r->n_placed);
+  return need > 1 ? (int)need : 1;
+}
+
 static bool place_in_block(gp__core_ctx *c, const gp__core_req *r, int b, gp__core_fit *fits) {
   gp__core_req rest;
   for (int t = 0; t < r->tasks; t++) {
@@ -63,6 +81,7 @@ static bool place_in_block(gp__core_ctx *c, const gp__core_req *r, int b, gp__co
     }
     gp__core_take(c, r, &fits[t]);
     if (t == 0) gp__core_gang_rest(c, r, &fits[0], &rest);
+    gp__core_gang_opened(&rest, fits, t);
   }
   return true;
 }
@@ -103,6 +122,7 @@ static bool place_wide(gp__core_ctx *c, const gp__core_req *r, gp__core_fit *fit
       *ret_rest = rest;
       *ret_first = true;
     }
+    gp__core_gang_opened(&rest, fits, t);
   }
   if (t == r->tasks) return true;
   rollback(c, r, fits, t);

@@ -178,6 +178,9 @@ typedef struct gp_placement {
 typedef struct gp_request {
   int tasks;                  /* gang size: all tasks start together or none; >= 1 */
   int max_tasks_per_node;     /* at most this many of its tasks on one node; 0: no bound */
+  int nodes;                  /* on exactly this many distinct nodes (Slurm's -N, with
+                                 max_tasks_per_node: -N 2 --ntasks-per-node 4 is 4 on each
+                                 of 2 nodes); 0: any number */
   int gpus_per_task;          /* whole GPUs per task */
   int gpu_milli;              /* fraction of one GPU, 1..999; 0 when not fractional */
   int64_t gpu_mem_mib;        /* memory share of one GPU; 0 when not asked by memory */

@@ -39,6 +39,12 @@ bool gp__core_place_job(gp__core_ctx *c, const gp__core_req *r, gp__core_fit *fi
  * do), and for whole GPUs to its kind (whole GPUs or time-slice replicas). */
 void gp__core_gang_rest(const gp__core_ctx *c, const gp__core_req *r, const gp__core_fit *first,
                         gp__core_req *rest);
+/* Task t of the gang (fits[t]) was placed: rest->n_open counts it when it opened a node. */
+void gp__core_gang_opened(gp__core_req *rest, const gp__core_fit *fits, int t);
+/* An exact node count (gp__core_req.nodes): how many of the gang's tasks `node` must still
+ * be able to hold for the rest to fit on the nodes left (1 on a node the gang uses; more on
+ * one it would open), or -1 when the count forbids the node. */
+int gp__core_gang_nodes_need(const gp__core_req *r, int node);
 /* The GPUs of node a task of `want` GPUs takes among `avail` (NVLink domains first). */
 uint32_t gp__core_choose_gpus(const gp__core_ctx *c, int node, uint32_t avail, int want);
 /* Records a start in the plan and updates queues. fits: r->tasks entries. */
@@ -49,6 +55,9 @@ void gp__core_shared_setup(gp__core_ctx *c);
 void gp__core_shared_done(gp__core_ctx *c);
 bool gp__core_node_static_ok(const gp__core_ctx *c, const gp__core_req *r, int node);
 bool gp__core_node_excl_ok(const gp__core_ctx *c, const gp__core_req *r, int node);
+/* gp__core_node_static_ok but for --exclusive, which a preemption walk judges once it
+ * knows what its victims free. */
+bool gp__core_node_static_ok_any_excl(const gp__core_ctx *c, const gp__core_req *r, int node);
 bool gp__core_node_fit_shared(gp__core_ctx *c, const gp__core_req *r, int node, gp__core_fit *f);
 bool gp__core_fit_shared(gp__core_ctx *c, const gp__core_req *r, gp__core_fit *f);
 /* A whole-GPU task of one GPU on a timeslice replica (the fullest GPU with a free replica),

@@ -21,6 +21,7 @@ void gp__core_req_init(gp__core_ctx *c, int j, gp__core_req *r) {
   r->tasks = job->req.tasks;
   r->per_node = job->req.max_tasks_per_node > 0 && job->req.max_tasks_per_node < r->tasks
                     ? job->req.max_tasks_per_node : 0;
+  r->nodes = r->tasks > 1 && job->req.nodes > 0 && job->req.nodes <= r->tasks ? job->req.nodes : 0;
   r->gpus = ji->kind == GP__R_WHOLE ? job->req.gpus_per_task : 0;
   r->milli = job->req.gpu_milli;
   r->gpu_mem = job->req.gpu_mem_mib;
@@ -130,19 +131,24 @@ static uint32_t mem_ok_mask(const gp__core_ctx *c, int node, int64_t min) {
 
 /* --exclusive both ways: an exclusive job only on a node that holds no task but its own
  * gang's (those placed so far are taken already), and no job on a node that holds a task
- * of an exclusive one. Preemption sees it through here too, so it never evicts to make a
- * node whole (a node with a victim on it stays refused to an exclusive job). */
+ * of an exclusive one. A preemption simulation counts the tasks its victims free there
+ * (r->freed_*): a higher-priority exclusive job may clear a node of preemptible ones. */
 bool gp__core_node_excl_ok(const gp__core_ctx *c, const gp__core_req *r, int node) {
   const gp__core_node *s = &c->nodes[node];
-  if (!c->view->jobs[r->job].req.exclusive) return s->excl == 0;
-  if (s->tasks == 0) return true;
+  int tasks = s->tasks - r->freed_tasks, excl = s->excl - r->freed_excl;
+  if (!c->view->jobs[r->job].req.exclusive) return excl <= 0;
+  if (tasks <= 0) return true;
   int here = 0;
   for (int t = 0; t < r->n_placed; t++) here += r->placed[t].node == node;
-  return s->tasks == here && s->excl == here;
+  return tasks == here && excl == here;
 }
 
 /* Node-level filters shared by every kind of request. */
 bool gp__core_node_static_ok(const gp__core_ctx *c, const gp__core_req *r, int node) {
+  return gp__core_node_static_ok_any_excl(c, r, node) && gp__core_node_excl_ok(c, r, node);
+}
+
+bool gp__core_node_static_ok_any_excl(const gp__core_ctx *c, const gp__core_req *r, int node) {
   const gp_node *n = &c->view->nodes[node];
   const gp__core_node *s = &c->nodes[node];
   const gp_request *req = &c->view->jobs[r->job].req;
@@ -153,7 +159,7 @@ bool gp__core_node_static_ok(const gp__core_ctx *c, const gp__core_req *r, int n
     for (int t = 0; t < r->n_placed; t++) here += r->placed[t].node == node;
     if (here >= r->per_node) return false;
   }
-  if (!gp__core_node_excl_ok(c, r, node)) return false;
+  if (r->nodes > 0 && gp__core_gang_nodes_need(r, node) < 0) return false;
   if (n->capacity == GP_CAP_SPOT && !req->allow_spot) return false;
   if (r->spot_deny && !gp__core_spot_node_ok(c, r, node)) return false;
   if (r->kind != GP__R_CPU && !model_ok(r, s->model)) return false;
@@ -168,6 +174,11 @@ bool gp__core_node_fit(gp__core_ctx *c, const gp__core_req *r, int node, uint32_
   const gp__core_node *s = &c->nodes[node];
   if (r->cpu > s->cpu_free + extra_cpu || r->mem > s->mem_free + extra_mem) return false;
   if (!gp__core_node_static_ok(c, r, node)) return false;
+  /* A node the gang opens must have room for its part of an exact node count. */
+  int need = r->nodes > 0 ? gp__core_gang_nodes_need(r, node) : 1;
+  if (need > 1 && ((int64_t)need * r->cpu > s->cpu_free + extra_cpu ||
+                   (int64_t)need * r->mem > s->mem_free + extra_mem))
+    return false;
   f->node = node;
   f->mask = 0;
   f->milli = GP_GPU_MILLI;
@@ -186,7 +197,7 @@ bool gp__core_node_fit(gp__core_ctx *c, const gp__core_req *r, int node, uint32_
     }
   }
   avail &= mem_ok_mask(c, node, r->min_gpu_mem);
-  if (gp__core_popc(avail) < r->gpus) return false;
+  if (gp__core_popc(avail) < r->gpus * need) return false;
   f->mask = gp__core_choose_gpus(c, node, avail, r->gpus);
   return true;
 }

@@ -14,9 +14,12 @@
  * the first node that can take the task with its accumulated victims: the node whose most
  * valuable victim is least valuable. A gang repeats this per task on the capacity left by
  * earlier tasks (and first tries what earlier tasks' victims already freed). If any task
- * cannot fit, nothing is evicted. No ping-pong: reclaim keeps the reclaimer at or below its
- * fair share and every victim queue at or above its own (at every level below the common
- * ancestor), and priority preemption needs a strictly higher priority.
+ * cannot fit, nothing is evicted. An exclusive job (--exclusive) fits a node only once
+ * every other task there is among the victims, so it clears a node of preemptible jobs by
+ * the same rules; and a job may take the node of an exclusive victim. No ping-pong:
+ * reclaim keeps the reclaimer at or below its fair share and every victim queue at or above
+ * its own (at every level below the common ancestor), and priority preemption needs a
+ * strictly higher priority.
  * The same simulation with STOPPING jobs as the only "victims" answers whether a job would
  * fit once they are gone (WaitingForPreemption). */
 #include <limits.h>
@@ -24,68 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/preempt.h"
-
-enum { K_POOL = 0, K_PRIORITY, K_RECLAIM, K_STOPPING, K_N };
-enum { TAKEN = 1, VICTIM = 2 }; /* gp__core_preempt_scratch.out bits */
-
-/* A victim-able running job in the victim order, with what a walk reads of its record
- * (jobs.c): its queue, priority, GPUs and, with one placement (most jobs), its node and
- * what it frees there (node -1 for several placements: read the view). Walks read these
- * in order instead of per-job records and view entries at random. */
-typedef struct vrec {
-  int v;                /* view index */
-  int node;
-  uint32_t whole;
-  int leaf, prio;
-  double gpus;
-  int64_t cpu, mem;
-} vrec;
-
-struct gp__core_preempt_scratch {
-  bool counted;                  /* count_for_plausibility ran: the next two are set */
-  vrec *vorder;                  /* the victim order (made on first use) */
-  int n_vorder;
-  int rc_epoch;                  /* changes whenever removals may have changed */
-  int *rc_stamp;                 /* per tree queue: in epoch rc_stamp, reclaim_ok holds for */
-  double *rc_ok_max;             /* its victims of up to rc_ok_max GPUs and fails for those */
-  double *rc_bad_min;            /* of rc_bad_min or more (what was asked so far) */
-  int *acc_stamp;                /* per node: accumulation of the current walk */
-  uint32_t *acc_mask;
-  int64_t *acc_cpu, *acc_mem;
-  int *acc_head;                 /* per node: chain of walk entries (most recent first) */
-  int *ent_v, *ent_next, n_ent;  /* walk entries: a victim on a node */
-  int walk_stamp;
-  int *leaf_min_prio;            /* per tree queue: lowest priority of its victim-able jobs */
-  int *pool_borrowers;           /* per pool: running jobs of other queues on its nodes */
-  /* Stopping jobs (in ctx.running order), and per node the ones on it (CSR): what a
-   * waiting-for-stopping check walks (stopping_build). */
-  bool stopping_built;
-  int *stopping, n_stopping;
-  int *stop_start, *stop_jobs;
-  int *jstamp, *nstamp, stamp;   /* candidate marks per job / per node */
-  int *cand_nodes, n_cand;
-  uint32_t *tent_extra;          /* per node: GPUs freed by chosen victims, not yet reused */
-  int64_t *tent_cpu, *tent_mem;
-  int *touched, n_touched;
-  bool *is_touched;
-  double *removed;               /* per tree queue: GPUs taken from it in this simulation */
-  double *lost;                  /* per tree queue: GPUs of victims chosen earlier this step */
-  double *rcl;                   /* per leaf: reclaimable() as of ctx.alloc_gen rcl_gen - 1 */
-  uint64_t *rcl_gen;
-  double *claimed;               /* per tree queue: GPUs of jobs now waiting for victims */
-  uint8_t *out;                  /* per job: TAKEN in the current simulation, VICTIM of
-                                    this step (ctx.jobs' flag, here where walks read it
-                                    from a small array instead of one entry per job) */
-  int *taken_list, n_taken;
-  double *fail_gpus[K_N];        /* per leaf: smallest request that failed, by kind */
-  int *fail_prio;                /* per leaf: priority of that failed priority attempt */
-  double *lim_fail_gpus;         /* per leaf: the same for preemption at a limit, while */
-  int *lim_fail_prio;            /* ctx.alloc_gen stays lim_fail_gen - 1 */
-  uint64_t *lim_fail_gen;
-  double *lim_stop_gpus;         /* per leaf: stopping_free's answer, while ctx.alloc_gen */
-  uint64_t *lim_stop_gen;        /* stays lim_stop_gen - 1 */
-};
+#include "core/preempt_int.h"
 
 /* The pool whose node a job of `leaf` borrows by running there (a pool its queue does not
  * own), or -1: what a pool's owner may take back. */
@@ -121,7 +63,7 @@ void gp__core_preempt_setup(gp__core_ctx *c) {
  * pass over the running records, made only for a job of a pool's owner or one above every
  * preemptible running job's priority (reclaim needs neither). One-placement jobs (most)
  * need not read the view: classification kept their node. */
-static void count_for_plausibility(gp__core_ctx *c) {
+void gp__core_preempt_count(gp__core_ctx *c) {
   const gp_view *v = c->view;
   struct gp__core_preempt_scratch *p = c->preempt->pre;
   if (p->counted) return;
@@ -150,7 +92,7 @@ static void count_for_plausibility(gp__core_ctx *c) {
 /* The stopping jobs and, per node, those on it (in ctx.running order, each once per node;
  * best_node keeps a node's first MAX_ON_NODE in that order). Stopping jobs are few: one
  * pass over the running records finds them, and only they are listed per node. */
-static void stopping_build(gp__core_ctx *c) {
+void gp__core_preempt_stopping_build(gp__core_ctx *c) {
   struct gp__core_preempt_scratch *p = c->preempt->pre;
   if (p->stopping_built) return;
   p->stopping_built = true;
@@ -180,7 +122,7 @@ static void stopping_build(gp__core_ctx *c) {
   p->stop_start[0] = 0;
 }
 
-static void alloc_scratch(gp__core_ctx *c) {
+void gp__core_preempt_alloc_scratch(gp__core_ctx *c) {
   struct gp__core_preempt_scratch *p = c->preempt->pre;
   if (p->jstamp) return;
   int nn = c->view->n_nodes, nj = c->view->n_jobs, nq = c->tree.n;
@@ -190,6 +132,8 @@ static void alloc_scratch(gp__core_ctx *c) {
   p->tent_extra = gp__core_scalloc(c, (size_t)nn + 1, sizeof(uint32_t));
   p->tent_cpu = gp__core_scalloc(c, (size_t)nn + 1, sizeof(int64_t));
   p->tent_mem = gp__core_scalloc(c, (size_t)nn + 1, sizeof(int64_t));
+  p->tent_tasks = gp__core_scalloc(c, (size_t)nn + 1, sizeof(int));
+  p->tent_excl = gp__core_scalloc(c, (size_t)nn + 1, sizeof(int));
   p->touched = gp__core_salloc(c, ((size_t)nn + 1) * sizeof(int));
   p->is_touched = gp__core_scalloc(c, (size_t)nn + 1, sizeof(bool));
   p->removed = gp__core_scalloc(c, (size_t)nq + 1, sizeof(double));
@@ -278,7 +222,8 @@ static void touch(struct gp__core_preempt_scratch *p, int node) {
 }
 
 /* Resources victim v frees on `node` (whole GPUs, CPU, memory). */
-static void frees_on(const gp__core_ctx *c, int v, int node, uint32_t *mask, int64_t *cpu, int64_t *mem) {
+static void frees_on(const gp__core_ctx *c, int v, int node, uint32_t *mask, int64_t *cpu, int64_t *mem,
+                     int *tasks, int *excl) {
   const gp_job *job = &c->view->jobs[v];
   for (int k = 0; k < job->n_placements; k++) {
     const gp_placement *pl = &job->placements[k];
@@ -287,7 +232,20 @@ static void frees_on(const gp__core_ctx *c, int v, int node, uint32_t *mask, int
     if (whole) *mask |= pl->gpu_mask;
     *cpu += job->req.cpu_milli;
     *mem += job->req.mem_mib;
+    ++*tasks;
+    *excl += job->req.exclusive;
   }
+}
+
+/* gp__core_node_fit with what victims free on the node, their tasks too: an exclusive job
+ * may take a node once every other task there is a victim. */
+static bool fit_freed(gp__core_ctx *c, const gp__core_req *r, int node, uint32_t mask, int64_t cpu, int64_t mem,
+                      int tasks, int excl, gp__core_fit *f) {
+  if (tasks == 0 && excl == 0) return gp__core_node_fit(c, r, node, mask, cpu, mem, f);
+  gp__core_req with = *r;
+  with.freed_tasks = tasks;
+  with.freed_excl = excl;
+  return gp__core_node_fit(c, &with, node, mask, cpu, mem, f);
 }
 
 #define MAX_ON_NODE 64
@@ -312,16 +270,17 @@ static int best_node(gp__core_ctx *c, const gp__core_req *r, int kind, gp__core_
       }
     uint32_t extra = p->tent_extra[node];
     int64_t xc = p->tent_cpu[node], xm = p->tent_mem[node];
+    int xt = p->tent_tasks[node], xe = p->tent_excl[node];
     gp__core_fit fit;
     int chosen[MAX_ON_NODE], n = 0;
-    bool fits = gp__core_node_fit(c, r, node, extra, xc, xm, &fit);
+    bool fits = fit_freed(c, r, node, extra, xc, xm, xt, xe, &fit);
     for (int k = 0; k < nv && !fits; k++) {
       int v = vs[k];
       if (kind == K_RECLAIM && !reclaim_ok(c, r->job, v)) continue;
       if (kind == K_RECLAIM) add_removed(c, v, +1);
-      frees_on(c, v, node, &extra, &xc, &xm);
+      frees_on(c, v, node, &extra, &xc, &xm, &xt, &xe);
       chosen[n++] = v;
-      fits = gp__core_node_fit(c, r, node, extra, xc, xm, &fit);
+      fits = fit_freed(c, r, node, extra, xc, xm, xt, xe, &fit);
     }
     if (kind == K_RECLAIM)
       for (int k = 0; k < n; k++) add_removed(c, chosen[k], -1);
@@ -355,9 +314,9 @@ static void build_vorder(gp__core_ctx *c) {
   p->vorder = gp__core_salloc(c, ((size_t)n + 1) * sizeof *p->vorder);
   for (int k = 0; k < n; k++) {
     const gp__core_run *ru = &c->cls->run[order[k]];
-    p->vorder[k] = (vrec){.v = c->cls->running[order[k]], .node = ru->node, .whole = ru->whole,
+    p->vorder[k] = (gp__core_vrec){.v = c->cls->running[order[k]], .node = ru->node, .whole = ru->whole,
                           .leaf = ru->leaf, .prio = ru->prio, .gpus = ru->gpus,
-                          .cpu = ru->cpu, .mem = ru->mem};
+                          .cpu = ru->cpu, .mem = ru->mem, .excl = ru->exclusive};
   }
   p->n_vorder = n;
   int nq = c->tree.n;
@@ -368,6 +327,8 @@ static void build_vorder(gp__core_ctx *c) {
   p->acc_mask = gp__core_scalloc(c, (size_t)nn + 1, sizeof(uint32_t));
   p->acc_cpu = gp__core_scalloc(c, (size_t)nn + 1, sizeof(int64_t));
   p->acc_mem = gp__core_scalloc(c, (size_t)nn + 1, sizeof(int64_t));
+  p->acc_tasks = gp__core_scalloc(c, (size_t)nn + 1, sizeof(int));
+  p->acc_excl = gp__core_scalloc(c, (size_t)nn + 1, sizeof(int));
   p->acc_head = gp__core_scalloc(c, (size_t)nn + 1, sizeof(int));
   size_t total = 1; /* walk entries: at most one per victim and node */
   for (int k = 0; k < n; k++)
@@ -385,7 +346,7 @@ static inline __attribute__((always_inline)) bool walk_candidate(const gp__core_
                                                                  int i, int node) {
   const struct gp__core_preempt_scratch *p = c->preempt->pre;
   const gp__core_job *jj = &c->jobs[J];
-  const vrec *vr = &p->vorder[i];
+  const gp__core_vrec *vr = &p->vorder[i];
   int vl = vr->leaf;
   switch (kind) {
   case K_PRIORITY:
@@ -420,14 +381,15 @@ static int walk_node(gp__core_ctx *c, const gp__core_req *r, int kind, gp__core_
   /* Capacity freed by victims of earlier tasks may already be enough. */
   for (int k = 0; k < p->n_touched; k++) {
     int node = p->touched[k];
-    if (gp__core_node_fit(c, r, node, p->tent_extra[node], p->tent_cpu[node], p->tent_mem[node], best_fit))
+    if (fit_freed(c, r, node, p->tent_extra[node], p->tent_cpu[node], p->tent_mem[node], p->tent_tasks[node],
+                  p->tent_excl[node], best_fit))
       return 0;
   }
   int ws = ++p->walk_stamp;
   p->rc_epoch++;
   p->n_ent = 0;
   for (int i = 0; i < p->n_vorder; i++) {
-    const vrec *vr = &p->vorder[i];
+    const gp__core_vrec *vr = &p->vorder[i];
     int v = vr->v, single = vr->node;
     /* Cheapest test first: the kind's condition reads the victim's compact record. */
     if (single >= 0 && (p->acc_stamp[single] == -ws ||
@@ -442,7 +404,8 @@ static int walk_node(gp__core_ctx *c, const gp__core_req *r, int kind, gp__core_
         continue; /* -ws: node excluded for this walk */
       if (single < 0 && !walk_candidate(c, kind, r->job, i, node)) continue;
       if (p->acc_stamp[node] != ws) {
-        if (!gp__core_node_static_ok(c, r, node)) {
+        /* --exclusive is judged with the victims (fit_freed). */
+        if (!gp__core_node_static_ok_any_excl(c, r, node)) {
           p->acc_stamp[node] = -ws;
           continue;
         }
@@ -450,6 +413,8 @@ static int walk_node(gp__core_ctx *c, const gp__core_req *r, int kind, gp__core_
         p->acc_mask[node] = p->tent_extra[node];
         p->acc_cpu[node] = p->tent_cpu[node];
         p->acc_mem[node] = p->tent_mem[node];
+        p->acc_tasks[node] = p->tent_tasks[node];
+        p->acc_excl[node] = p->tent_excl[node];
         p->acc_head[node] = -1;
       }
       int e = p->n_ent++;
@@ -460,12 +425,16 @@ static int walk_node(gp__core_ctx *c, const gp__core_req *r, int kind, gp__core_
         p->acc_mask[node] |= vr->whole;
         p->acc_cpu[node] += vr->cpu;
         p->acc_mem[node] += vr->mem;
+        p->acc_tasks[node]++;
+        p->acc_excl[node] += vr->excl;
       } else {
-        frees_on(c, v, node, &p->acc_mask[node], &p->acc_cpu[node], &p->acc_mem[node]);
+        frees_on(c, v, node, &p->acc_mask[node], &p->acc_cpu[node], &p->acc_mem[node], &p->acc_tasks[node],
+                 &p->acc_excl[node]);
       }
       const gp__core_node *sn = &c->nodes[node];
       if (gp__core_popc((sn->free | p->acc_mask[node]) & sn->whole_ok) < r->gpus) continue; /* cheap */
-      if (!gp__core_node_fit(c, r, node, p->acc_mask[node], p->acc_cpu[node], p->acc_mem[node], best_fit))
+      if (!fit_freed(c, r, node, p->acc_mask[node], p->acc_cpu[node], p->acc_mem[node], p->acc_tasks[node],
+                     p->acc_excl[node], best_fit))
         continue;
       /* The chain is newest first: reverse into victim order. */
       int n = 0;
@@ -507,23 +476,21 @@ static void take_victim(gp__core_ctx *c, int v, int kind) {
     if (!gp__core_first_on_node(job, k)) continue;
     int node = job->placements[k].node;
     touch(p, node);
-    frees_on(c, v, node, &p->tent_extra[node], &p->tent_cpu[node], &p->tent_mem[node]);
+    frees_on(c, v, node, &p->tent_extra[node], &p->tent_cpu[node], &p->tent_mem[node], &p->tent_tasks[node],
+             &p->tent_excl[node]);
   }
 }
 
-/* Runs one simulation of `kind`. On success with record, the victims are in the plan.
- * need > 0 (priority preemption at a limit): the victims must also hold at least `need`
- * GPUs of the job's queue; place: the job needs victims to find room (else it has room
- * now, and only the limit calls for victims). */
-static bool simulate(gp__core_ctx *c, const gp__core_req *r, int kind, bool record, double need,
-                     bool place) {
+/* (preempt_int.h) */
+bool gp__core_preempt_simulate(gp__core_ctx *c, const gp__core_req *r, int kind, bool record, double need,
+                                bool place) {
   struct gp__core_preempt_scratch *p = c->preempt->pre;
-  alloc_scratch(c);
+  gp__core_preempt_alloc_scratch(c);
   p->stamp++;
   p->n_cand = 0;
   const gp__core_job *J = &c->jobs[r->job];
   if (kind == K_STOPPING) { /* stopping jobs another waiting job already counts on are not free */
-    stopping_build(c);
+    gp__core_preempt_stopping_build(c);
     for (int k = 0; k < p->n_stopping; k++)
       if (!c->jobs[p->stopping[k]].victim) add_candidate(c, p->stopping[k]);
     if (!p->n_cand) return false;
@@ -548,6 +515,7 @@ static bool simulate(gp__core_ctx *c, const gp__core_req *r, int kind, bool reco
     for (int k = 0; k < n; k++) take_victim(c, victims[k], kind);
     gp__core_take(c, r, &fits[placed]);
     if (placed == 0) gp__core_gang_rest(c, r, &fits[0], &rest);
+    gp__core_gang_opened(&rest, fits, placed);
     touch(p, fits[placed].node);
     p->tent_extra[fits[placed].node] &= ~fits[placed].mask;
   }
@@ -557,7 +525,7 @@ static bool simulate(gp__core_ctx *c, const gp__core_req *r, int kind, bool reco
     double got = 0;
     for (int k = 0; k < p->n_taken; k++) got += c->jobs[p->taken_list[k]].gpus;
     for (int i = 0; i < p->n_vorder && got < need - GP__EPS; i++) {
-      const vrec *vr = &p->vorder[i];
+      const gp__core_vrec *vr = &p->vorder[i];
       if (vr->leaf != J->leaf || vr->prio >= J->prio || p->out[vr->v]) continue;
       take_victim(c, vr->v, kind);
       got += vr->gpus;
@@ -591,6 +559,7 @@ static bool simulate(gp__core_ctx *c, const gp__core_req *r, int kind, bool reco
     p->is_touched[node] = false;
     p->tent_extra[node] = 0;
     p->tent_cpu[node] = p->tent_mem[node] = 0;
+    p->tent_tasks[node] = p->tent_excl[node] = 0;
   }
   p->n_touched = 0;
   return ok;
@@ -599,7 +568,7 @@ static bool simulate(gp__core_ctx *c, const gp__core_req *r, int kind, bool reco
 bool gp__core_fits_after_stopping(gp__core_ctx *c, const gp__core_req *r) {
   if (!c->preempt->pre || c->cls->n_stopping == 0) return false;
   if (r->kind != GP__R_WHOLE && r->kind != GP__R_CPU) return false;
-  return simulate(c, r, K_STOPPING, true, 0, true);
+  return gp__core_preempt_simulate(c, r, K_STOPPING, true, 0, true);
 }
 
 /* An upper bound of what reclaim could free for a job of `leaf`: every other leaf's
@@ -653,7 +622,7 @@ bool gp__core_try_preempt(gp__core_ctx *c, gp__core_req *r) {
   int own = c->fleet->queue_pool[J->leaf];
   /* Without a pool of its own, and with no preemptible running job below the job's
    * priority, neither pool nor priority preemption can act: no need to count for them. */
-  if (own >= 0 || (c->pol->preemption && c->cls->run_min_prio < J->prio)) count_for_plausibility(c);
+  if (own >= 0 || (c->pol->preemption && c->cls->run_min_prio < J->prio)) gp__core_preempt_count(c);
   bool plausible[K_N] = {
       [K_POOL] = own >= 0 && p->pool_borrowers[own] > 0,
       [K_PRIORITY] = c->pol->preemption && p->counted && p->leaf_min_prio[J->leaf] < J->prio,
@@ -664,14 +633,14 @@ bool gp__core_try_preempt(gp__core_ctx *c, gp__core_req *r) {
   };
   for (int kind = 0; kind < K_STOPPING; kind++) {
     if (!plausible[kind]) continue;
-    alloc_scratch(c);
+    gp__core_preempt_alloc_scratch(c);
     if (J->gpus >= p->fail_gpus[kind][J->leaf] &&
         (kind != K_PRIORITY || J->prio <= p->fail_prio[J->leaf]))
       continue;
     if (c->preempt->attempts >= GP__MAX_PREEMPT_ATTEMPTS) return false;
     c->preempt->attempts++;
     gp__core_req_need(c, r);
-    if (simulate(c, r, kind, true, 0, true)) return true;
+    if (gp__core_preempt_simulate(c, r, kind, true, 0, true)) return true;
     if (J->gpus < p->fail_gpus[kind][J->leaf]) {
       p->fail_gpus[kind][J->leaf] = J->gpus;
       if (kind == K_PRIORITY) p->fail_prio[J->leaf] = J->prio;
@@ -680,105 +649,3 @@ bool gp__core_try_preempt(gp__core_ctx *c, gp__core_req *r) {
   return false;
 }
 
-/* GPUs the stopping jobs of `leaf` that nobody counts on yet hold: one pass over the
- * stopping jobs, kept per leaf while no allocation or victim changes (ctx.alloc_gen). */
-static double stopping_free(gp__core_ctx *c, int leaf) {
-  struct gp__core_preempt_scratch *p = c->preempt->pre;
-  if (c->cls->n_stopping == 0) return 0;
-  stopping_build(c);
-  if (!p->lim_stop_gpus) {
-    p->lim_stop_gpus = gp__core_salloc(c, ((size_t)c->tree.n + 1) * sizeof(double));
-    p->lim_stop_gen = gp__core_scalloc(c, (size_t)c->tree.n + 1, sizeof(uint64_t));
-  }
-  if (p->lim_stop_gen[leaf] != c->cls->alloc_gen + 1) {
-    double sum = 0;
-    for (int k = 0; k < p->n_stopping; k++) {
-      int v = p->stopping[k];
-      if (c->jobs[v].leaf == leaf && !c->jobs[v].victim) sum += c->jobs[v].gpus;
-    }
-    p->lim_stop_gpus[leaf] = sum;
-    p->lim_stop_gen[leaf] = c->cls->alloc_gen + 1;
-  }
-  return p->lim_stop_gpus[leaf];
-}
-
-/* Counts on the stopping job v: it is spoken for in this step. */
-static void count_on(gp__core_ctx *c, int v) {
-  gp__core_job_mut(c, v)->victim = true;
-  *(int *)gp__core_vec_push(&c->preempt->victims, sizeof(int)) = v;
-  for (int q = c->jobs[v].leaf; q >= 0; q = c->tree.q[q].parent) c->preempt->pre->lost[q] += c->jobs[v].gpus;
-  c->cls->alloc_gen++;
-}
-
-bool gp__core_try_preempt_at_limit(gp__core_ctx *c, gp__core_req *r, gp__core_fit **fits,
-                                   size_t *fits_cap) {
-  const gp__core_job *J = &c->jobs[r->job];
-  if (!c->pol->preemption || J->leaf < 0 || (J->kind != GP__R_WHOLE && J->kind != GP__R_CPU))
-    return false;
-  struct gp__core_preempt_scratch *p = c->preempt->pre;
-  bool victims = c->preempt->possible && c->cls->run_min_prio < J->prio;
-  if (victims) {
-    count_for_plausibility(c);
-    victims = p->leaf_min_prio[J->leaf] < J->prio;
-  }
-  if (!victims && c->cls->n_stopping == 0) return false;
-  alloc_scratch(c);
-  /* How far past the tightest limit on its path the job would take its queue, counting the
-   * GPUs this step's victims give back and those jobs waiting for victims will take. */
-  double excess = 0;
-  for (int q = J->leaf; q >= 0; q = c->tree.q[q].parent) {
-    const gp__core_queue *qq = &c->tree.q[q];
-    if (qq->limit == GP_NO_LIMIT) continue;
-    double e = qq->allocated - p->lost[q] + p->claimed[q] + J->gpus - qq->limit;
-    if (e > excess) excess = e;
-  }
-  if (excess <= GP__EPS) return false;
-  /* Its leaf's stopping jobs nobody counts on yet give GPUs back without a new victim:
-   * the step after a preemption at the limit finds the victims stopping, and waits. */
-  double stopping = stopping_free(c, J->leaf);
-  if (stopping < excess - GP__EPS) {
-    if (!victims) return false;
-    if (p->lim_fail_gen[J->leaf] == c->cls->alloc_gen + 1 && J->gpus >= p->lim_fail_gpus[J->leaf] &&
-        J->prio <= p->lim_fail_prio[J->leaf])
-      return false; /* a job no smaller and no more urgent found no victims since */
-    if (c->preempt->attempts >= GP__MAX_PREEMPT_ATTEMPTS) return false;
-    c->preempt->attempts++;
-    gp__core_req_need(c, r);
-    /* Room now (without victims; reservations aside: it would start once within its
-     * limit): the limit alone calls for victims. Else they must make room as well. */
-    gp_xgrow((void **)fits, fits_cap, (size_t)r->tasks, sizeof **fits);
-    gp__core_req free_r = *r;
-    free_r.honor_resv = false;
-    bool fits_now = gp__core_place_job(c, &free_r, *fits, false);
-    if (!simulate(c, r, K_PRIORITY, true, excess - stopping, !fits_now)) {
-      p->lim_fail_gen[J->leaf] = c->cls->alloc_gen + 1;
-      p->lim_fail_gpus[J->leaf] = J->gpus;
-      p->lim_fail_prio[J->leaf] = J->prio;
-      return false;
-    }
-  } else {
-    for (int q = J->leaf; q >= 0; q = c->tree.q[q].parent) p->claimed[q] += J->gpus;
-  }
-  /* Counts on the stopping jobs it needs (all of them when victims were chosen too). */
-  double counted = 0;
-  for (int k = 0; k < p->n_stopping && counted < excess - GP__EPS && stopping > 0; k++) {
-    int v = p->stopping[k];
-    if (c->jobs[v].leaf != J->leaf || c->jobs[v].victim) continue;
-    counted += c->jobs[v].gpus;
-    count_on(c, v);
-  }
-  return true;
-}
-
-int gp__core_limit_over(const gp__core_ctx *c, int leaf, double gpus) {
-  const struct gp__core_preempt_scratch *p = c->preempt->pre;
-  if (!p || !p->claimed) return gp__core_queue_over_limit(c, leaf, gpus);
-  if (c->cls->path_limited && leaf >= 0 && !c->cls->path_limited[leaf]) return -1;
-  for (int q = leaf; q >= 0; q = c->tree.q[q].parent) {
-    const gp__core_queue *qq = &c->tree.q[q];
-    double ahead = p->claimed[q] - p->lost[q];
-    if (qq->limit != GP_NO_LIMIT && qq->allocated + (ahead > 0 ? ahead : 0) + gpus > qq->limit + GP__EPS)
-      return q;
-  }
-  return -1;
-}

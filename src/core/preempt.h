@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Preemption (preempt.c, victim_order.c): victims for a blocked job, chosen on a
- * simulation before anything is evicted, and the jobs that wait for stopping jobs. */
+/* Preemption (preempt.c, preempt_limit.c, victim_order.c): victims for a blocked job,
+ * chosen on a simulation before anything is evicted, and the jobs that wait for stopping
+ * jobs. */
 #ifndef GP_CORE_PREEMPT_H
 #define GP_CORE_PREEMPT_H
 

@@ -61,7 +61,7 @@ static uint32_t sig_hash(gp__core_ctx *c, int j, bool numbers) {
   h = mix(h, (uint64_t)c->jobs[j].kind | (uint64_t)r->allow_spot << 8 | (uint64_t)r->exclusive << 9 |
                  (uint64_t)(uint32_t)pool_key(c, j) << 16);
   h = mix(h, (uint64_t)r->min_gpu_mem_mib);
-  h = mix(h, (uint64_t)(uint32_t)per_node(r));
+  h = mix(h, (uint64_t)(uint32_t)per_node(r) | (uint64_t)(uint32_t)r->nodes << 32);
   if (numbers) {
     h = mix(h, gp__core_spot_key(c, j));
     h = mix(h, (uint64_t)(uint32_t)r->tasks | (uint64_t)(uint32_t)r->gpus_per_task << 32);
@@ -84,7 +84,7 @@ static bool sig_equal(const gp__core_ctx *c, int a, int b, bool numbers) {
                   x->cpu_milli != y->cpu_milli || x->mem_mib != y->mem_mib))
     return false;
   if (c->jobs[a].kind != c->jobs[b].kind || x->min_gpu_mem_mib != y->min_gpu_mem_mib ||
-      per_node(x) != per_node(y) ||
+      per_node(x) != per_node(y) || x->nodes != y->nodes ||
       x->allow_spot != y->allow_spot || x->exclusive != y->exclusive || pool_key(c, a) != pool_key(c, b) ||
       (numbers && gp__core_spot_key(c, a) != gp__core_spot_key(c, b)) ||
       x->n_gpu_models != y->n_gpu_models || x->n_node_selector != y->n_node_selector ||
@@ -277,7 +277,8 @@ static void raw_key(const gp__core_ctx *c, int j, rawkey *k) {
   const gp_request *r = &c->view->jobs[j].req;
   k->v[0] = (uint64_t)c->jobs[j].kind | (uint64_t)r->allow_spot << 8 | (uint64_t)r->exclusive << 9 |
             (uint64_t)(uint32_t)pool_key(c, j) << 16;
-  k->v[1] = (uint64_t)r->min_gpu_mem_mib;
+  /* A node count is below 2^20, and no GPU has 2^44 MiB. */
+  k->v[1] = (uint64_t)r->min_gpu_mem_mib ^ (uint64_t)(uint32_t)r->nodes << 44;
   k->v[2] = (uint64_t)(uint32_t)r->tasks | (uint64_t)(uint32_t)r->gpus_per_task << 32;
   k->v[3] = (uint64_t)(uint16_t)r->gpu_milli | (uint64_t)(uint32_t)per_node(r) << 16 |
             (uint64_t)(uint16_t)r->n_gpu_models << 48;

@@ -73,6 +73,14 @@ typedef struct gp_proto_start {
   int warn_before_s;                /* ...sent this long before the limit (0: none)... */
   bool warn_batch;                  /* ...to the job's main process only (B:) */
   int restarts;                     /* how many times the job was requeued before */
+  /* Slurm's batch semantics (docs/slurm.md): a batch job runs its command once, as task 0
+   * (the batch step); its other tasks hold their share of the allocation and run nothing
+   * of their own. Absent (false) in an older server's orders: every task runs it. */
+  bool batch;
+  int n_node_gpus;                  /* the batch task: every GPU index the job holds on its
+                                       node (its own and its holders'), which the batch step
+                                       sees, as in Slurm; 0: its own placement's */
+  int node_gpus[GP_PROTO_MAX_GPUS];
   struct gp_proto_container *container; /* its image (protocol/container.h); NULL: bare */
   char job_key[GP_PROTO_JOB_KEY_MAX]; /* the run's step credential (GPOOL_JOB_KEY), "": none */
   char *registry_auth;              /* the owner's credential for the image's registry

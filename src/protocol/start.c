@@ -126,6 +126,15 @@ json_t *gp_proto_start_encode(const gp_proto_start *s) {
     json_object_set_new(o, "warn_batch", json_boolean(s->warn_batch));
   }
   if (s->restarts > 0) json_object_set_new(o, "restarts", json_integer(s->restarts));
+  if (s->batch) {
+    json_object_set_new(o, "batch", json_true());
+    if (s->n_node_gpus > 0) {
+      json_t *g = json_array();
+      for (int i = 0; i < s->n_node_gpus && i < GP_PROTO_MAX_GPUS; i++)
+        json_array_append_new(g, json_integer(s->node_gpus[i]));
+      json_object_set_new(o, "node_gpus", g);
+    }
+  }
   if (s->container) json_object_set_new(o, "container", gp_proto_container_encode(s->container));
   if (s->job_key[0]) json_object_set_new(o, "job_key", json_string(s->job_key));
   if (s->registry_auth) json_object_set_new(o, "registry_auth", json_string(s->registry_auth));
@@ -301,6 +310,26 @@ static int decode_batch(const json_t *job, gp_proto_start *s, gp_err *err) {
   for (const char *p = s->job_key; *p; p++)
     if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') || *p == '.' || *p == '-'))
       return gp__proto_bad(err, CTX, "job_key", "job_key holds a character other than [0-9a-z.-]");
+  const json_t *b = json_object_get(job, "batch");
+  if (b && !json_is_null(b) && !json_is_boolean(b))
+    return gp__proto_bad(err, CTX, "batch", "batch must be true or false");
+  s->batch = json_is_true(b);
+  /* node_gpus: distinct GPU indexes of this node, for the batch task only. */
+  const json_t *ng = json_object_get(job, "node_gpus");
+  if (!ng || json_is_null(ng)) return 0;
+  if (!s->batch || s->task_index != 0 || !json_is_array(ng) || json_array_size(ng) > GP_PROTO_MAX_GPUS)
+    return gp__proto_bad(err, CTX, "node_gpus", "node_gpus is a list of at most %d GPU indexes, for a "
+                                                "batch job's task 0 only", GP_PROTO_MAX_GPUS);
+  uint32_t seen = 0;
+  for (size_t i = 0; i < json_array_size(ng); i++) {
+    const json_t *g = json_array_get(ng, i);
+    if (!json_is_integer(g) || json_integer_value(g) < 0 || json_integer_value(g) >= GP_PROTO_MAX_GPUS ||
+        (seen & (UINT32_C(1) << json_integer_value(g))))
+      return gp__proto_bad(err, CTX, "node_gpus", "node_gpus[%zu] is not a distinct GPU index below %d", i,
+                           GP_PROTO_MAX_GPUS);
+    seen |= UINT32_C(1) << json_integer_value(g);
+    s->node_gpus[s->n_node_gpus++] = (int)json_integer_value(g);
+  }
   return 0;
 }
 

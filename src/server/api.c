@@ -578,6 +578,8 @@ int gp__srv_api_handle(gp_srv_state *s, gp_srv_req *r, int64_t now_s, int64_t no
     gp__srv_reply_error(r, 403, "permission_denied", NULL, "agent tokens may use only /v1/agent/*");
     return 0;
   }
+  char rq[32];
+  if (gp__srv_requeue_path(p, rq, sizeof rq)) return gp__srv_requeue_route(s, r, rq, now_s, err);
   if (r->job_key) { /* a job's step credential: its steps, nothing else (server_http.c) */
     char id[32];
     gp_srv_job *j = gp__srv_steps_path(p, id, sizeof id) ? gp__srv_job_get(s, id) : NULL;

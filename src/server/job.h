@@ -49,6 +49,7 @@ typedef struct gp_srv_job {
   char *workdir;
   int tasks, gpus, gpu_milli;
   int tasks_per_node;   /* at most this many tasks on one node; 0: no bound */
+  int nodes;            /* on exactly this many distinct nodes (Slurm's -N); 0: any */
   int64_t gpu_mem_mib;
   char *mig;
   int n_gpu_types;
@@ -71,6 +72,8 @@ typedef struct gp_srv_job {
   int64_t begin_at;     /* epoch s before which it does not start (--begin); 0: any time */
   char *output, *error; /* -o/--error file patterns (protocol/outpath.h), NULL: none */
   bool output_append;   /* --open-mode=append; else truncate */
+  bool batch;           /* a Slurm batch script: task 0 runs it once (the batch step), the
+                           other tasks hold their share of the allocation (docs/slurm.md) */
   json_t *container;    /* its image and how it runs (jobimage.c; owned), NULL: bare */
   /* Notifications (notify_job.c): --mail-type as GP_NOTIFY_* bits (mail_set: given), and
    * --mail-user (owned, NULL: the owner's own address, if any). */

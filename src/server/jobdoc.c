@@ -114,6 +114,8 @@ char *gp__srv_job_store_doc(const gp_srv_job *j) {
   put_int(&b, "tasks", j->tasks);
   if (j->tasks_per_node > 0) put_int(&b, "tasks_per_node", j->tasks_per_node);
   else put_kstr(&b, "tasks_per_node", NULL); /* null: no bound, as jobjson_out.c writes it */
+  if (j->nodes > 0) put_int(&b, "nodes", j->nodes);
+  else put_kstr(&b, "nodes", NULL);
   if (j->gpu_milli) put_real(&b, "gpu_fraction", j->gpu_milli / 1000.0);
   else put_int(&b, "gpu_fraction", 0);
   put_int(&b, "gpu_mem_mib", (long long)j->gpu_mem_mib);
@@ -145,6 +147,8 @@ char *gp__srv_job_store_doc(const gp_srv_job *j) {
   put_key(&b, "warn_batch");
   gp_buf_puts(&b, j->warn_batch ? "true" : "false");
   put_int_or_null(&b, "begin_at", (long long)j->begin_at, j->begin_at != 0);
+  put_key(&b, "batch");
+  gp_buf_puts(&b, j->batch ? "true" : "false");
   if (j->container) { /* only then: bare jobs' documents stay as they were */
     char *ct = json_dumps(j->container, JSON_COMPACT);
     put_key(&b, "container");

@@ -240,6 +240,13 @@ static int read_spec(const json_t *o, gp_srv_job *j, gp_err *err) {
   v = j->tasks_per_node;
   if ((r = get_int(o, "tasks_per_node", 0, GP_SRV_MAX_TASKS, &v, err))) return r;
   j->tasks_per_node = (int)v;
+  v = j->nodes;
+  if ((r = get_int(o, "nodes", 0, GP_SRV_MAX_TASKS, &v, err))) return r;
+  j->nodes = (int)v;
+  if (j->nodes > j->tasks)
+    return bad(err, "nodes", "must be at most the job's task count (each node holds one task at least)%s", NULL);
+  if (j->nodes > 0 && j->tasks_per_node > 0 && (int64_t)j->nodes * j->tasks_per_node < j->tasks)
+    return bad(err, "nodes", "times tasks_per_node must hold the job's tasks%s", NULL);
   const json_t *frac = json_object_get(o, "gpu_fraction");
   if (frac && !json_is_null(frac)) {
     if (!json_is_number(frac) || json_number_value(frac) < 0 || json_number_value(frac) >= 1)
@@ -302,11 +309,11 @@ static int read_spec(const json_t *o, gp_srv_job *j, gp_err *err) {
 }
 
 static const char *const request_keys[] = {
-    "queue", "partitions", "name", "command", "workdir", "env", "gpus", "tasks", "tasks_per_node", "gpu_fraction",
+    "queue", "partitions", "name", "command", "workdir", "env", "gpus", "tasks", "tasks_per_node", "nodes", "gpu_fraction",
     "gpu_mem_mib", "mig", "gpu_types", "cpus", "mem_mib", "time_limit", "priority",
     "requeue", "grace_s", "signal", "after", "after_ok", "after_any", "after_not_ok", "singleton", "hold", "array", "after_corr",
     "node_selector", "allow_spot", "exclusive", "user", "output", "error", "open_mode", "warn_signal", "warn_before_s",
-    "warn_batch", "begin_at", "mail_type", "mail_user",
+    "warn_batch", "begin_at", "batch", "mail_type", "mail_user",
     "image", "container", "container_mounts", "container_workdir", "container_env", /* jobimage.c */
     "container_writable", "container_mount_home", NULL};
 

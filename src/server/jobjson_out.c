@@ -91,6 +91,7 @@ json_t *gp__srv_job_to_json(const gp_srv_state *s, const gp_srv_job *j, bool for
   json_object_set_new(o, "gpus", json_integer(j->gpus));
   json_object_set_new(o, "tasks", json_integer(j->tasks));
   json_object_set_new(o, "tasks_per_node", j->tasks_per_node > 0 ? json_integer(j->tasks_per_node) : json_null());
+  json_object_set_new(o, "nodes", j->nodes > 0 ? json_integer(j->nodes) : json_null());
   json_object_set_new(o, "gpu_fraction", j->gpu_milli ? json_real(j->gpu_milli / 1000.0) : json_integer(0));
   json_object_set_new(o, "gpu_mem_mib", json_integer(j->gpu_mem_mib));
   json_object_set_new(o, "mig", j->mig ? json_string(j->mig) : json_null());

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The job fields that Slurm batch scripts bring (docs/user-guide.md, "Output files, begin
- * time, signals"): the -o/--error file patterns and --open-mode, --begin, and Slurm's
- * --signal=[B:]SIG@T (the signal, its lead time and scope). Read from a submission or a stored document, written into the
- * API's and the store's JSON (jobdoc.c writes the same keys). Kept apart from jobjson.c,
- * which holds the fields every job has. */
+ * time, signals"): the -o/--error file patterns and --open-mode, --begin, Slurm's
+ * --signal=[B:]SIG@T (the signal, its lead time and scope), and `batch`: a script that
+ * runs once on the first node of its allocation (docs/slurm.md). Read from a submission
+ * or a stored document, written into the API's and the store's JSON (jobdoc.c writes the
+ * same keys). Kept apart from jobjson.c, which holds the fields every job has. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -63,6 +64,11 @@ int gp__srv_job_read_batch(const json_t *o, gp_srv_job *j, gp_err *err) {
     if (!json_is_boolean(b)) return gp_err_set(err, GP_EINVAL, NULL, 0, "warn_batch", "must be true or false");
     j->warn_batch = json_is_true(b);
   }
+  const json_t *bt = json_object_get(o, "batch");
+  if (bt && !json_is_null(bt)) {
+    if (!json_is_boolean(bt)) return gp_err_set(err, GP_EINVAL, NULL, 0, "batch", "must be true or false");
+    j->batch = json_is_true(bt);
+  }
   /* Up to year 9999: any later "begin" is a mistake worth an error. */
   return int_in(o, "begin_at", 0, INT64_C(253402300799), &j->begin_at, err);
 }
@@ -75,4 +81,5 @@ void gp__srv_job_batch_json(json_t *o, const gp_srv_job *j) {
   json_object_set_new(o, "warn_before_s", json_integer(j->warn_before_s));
   json_object_set_new(o, "warn_batch", json_boolean(j->warn_batch));
   json_object_set_new(o, "begin_at", j->begin_at ? json_integer(j->begin_at) : json_null());
+  json_object_set_new(o, "batch", json_boolean(j->batch));
 }

@@ -121,6 +121,9 @@ static int finalize(gp_srv_state *s, gp_srv_job *j, const char *agent_reason, in
     return gp__srv_job_end(s, j, GP_JOB_PREEMPTED, "preempted", now, err);
   }
   if (sr && strcmp(sr, "cancelled") == 0) return gp__srv_job_end(s, j, GP_JOB_CANCELLED, "cancelled", now, err);
+  /* Asked for (requeue_api.c, Slurm's `scontrol requeue`): back to the queue, whatever the
+   * tasks' exit codes, with the restart count one higher. */
+  if (sr && strcmp(sr, "requeued") == 0) return requeue(s, j, "requeued on request", now, err);
   if (sr && strcmp(sr, "idle") == 0) {
     /* The queue's idle policy stopped it: requeued or cancelled, as its `idle` event says. */
     char why[160];
@@ -143,16 +146,55 @@ static int finalize(gp_srv_state *s, gp_srv_job *j, const char *agent_reason, in
    * so it is treated like a lost node (requeued when the job allows it). */
   if (agent_reason && strncmp(agent_reason, "gpu_fault", 9) == 0 && j->requeue)
     return requeue(s, j, agent_reason, now, err);
-  /* Completed only when every task exited 0 (the exit code is the tasks' highest). */
-  if (j->has_exit_code && j->exit_code == 0)
+  /* Completed only when every task exited 0 (the exit code is the tasks' highest; a batch
+   * job's is its script's, and a holder lost while it ran fails it). */
+  if (j->has_exit_code && j->exit_code == 0 && !(j->batch && j->task_failure))
     return gp__srv_job_end(s, j, GP_JOB_COMPLETED, agent_reason ? agent_reason : "exited", now, err);
   if (j->task_failure) agent_reason = j->task_failure;
   return gp__srv_job_end(s, j, GP_JOB_FAILED, agent_reason ? agent_reason : "exited", now, err);
 }
 
+static bool all_exited(const gp_srv_job *j) {
+  for (int t = 0; t < j->n_alloc; t++)
+    if (!j->alloc[t].exited) return false;
+  return true;
+}
+
+/* A batch job (docs/slurm.md): its script, task 0, is the job. When it ends, its exit code
+ * and reason are the job's and the holders are released (stopped with reason "ended": not
+ * a failure, and their codes count for nothing). A holder runs nothing of its own, so one
+ * that ends while the script runs has lost part of the allocation: the job fails for it. */
+static int batch_task_exited(gp_srv_state *s, gp_srv_job *j, bool script_ended, int task,
+                             int exit_code, const char *reason, int64_t now, gp_err *err) {
+  const char *why = reason && strcmp(reason, "exited") != 0 ? reason : NULL;
+  char text[1000];
+  if (script_ended) {
+    j->has_exit_code = true;
+    j->exit_code = exit_code;
+    if (exit_code != 0 && !j->task_failure) {
+      /* A plain exit is said by its code ("exited: exited with code 3" says it twice). */
+      if (exit_code > 0 && (!why || !strncmp(why, "exited", 6)))
+        snprintf(text, sizeof text, "batch script exited with code %d", exit_code);
+      else if (why) snprintf(text, sizeof text, "batch script (task 0): %s", why);
+      else snprintf(text, sizeof text, "batch script ended without an exit code");
+      j->task_failure = gp_xstrdup(text);
+    }
+  } else if (!j->alloc[0].exited && j->state == GP_JOB_RUNNING && !j->task_failure) {
+    snprintf(text, sizeof text, "task %d, holding part of the allocation, ended before the batch script: %s",
+             task, why ? why : exit_code >= 0 ? "exited" : "ended without an exit code");
+    j->task_failure = gp_xstrdup(text);
+  }
+  if (!all_exited(j)) {
+    if (j->state != GP_JOB_RUNNING) return gp__srv_persist_job(s, j, err);
+    return gp__srv_job_stop(s, j, j->alloc[0].exited ? "ended" : "failed", now, err);
+  }
+  return finalize(s, j, NULL, now, err);
+}
+
 int gp__srv_job_task_exited(gp_srv_state *s, gp_srv_job *j, int node, int task, int exit_code,
                         const char *reason, int64_t now, gp_err *err) {
   if (j->state != GP_JOB_RUNNING && j->state != GP_JOB_STOPPING) return 0;
+  bool script_was_running = j->n_alloc > 0 && !j->alloc[0].exited;
   if (task >= 0) {
     /* The agent names the task: only that one ended, whatever else runs on the node. */
     if (task >= j->n_alloc || j->alloc[task].node != node || j->alloc[task].exited) return 0;
@@ -170,6 +212,8 @@ int gp__srv_job_task_exited(gp_srv_state *s, gp_srv_job *j, int node, int task, 
       }
     if (!any) return 0; /* a duplicate report, or a task that is not here */
   }
+  if (j->batch && j->n_alloc > 1)
+    return batch_task_exited(s, j, script_was_running && j->alloc[0].exited, task, exit_code, reason, now, err);
   /* The job's exit code is its tasks' highest (a task that left none, -1, counts as a
    * failure below any real code). */
   if (!j->has_exit_code || (j->exit_code == 0 && exit_code != 0) ||

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The start order of one task: the protocol's start struct (protocol/order.h) filled from
- * the server's job record, so the agent receives exactly the fields it runs a task with.
+ * the server's job record, so the agent receives exactly the fields it runs a task with
+ * (a batch job's task 0 runs its script; the others hold their share: docs/slurm.md).
  * The task's placement is read back from the JOB object's placement (jobjson_out.c), which
  * keeps one definition of how a placement names its GPUs and MIG instance. */
 #include <stdio.h>
@@ -102,6 +103,15 @@ json_t *gp__srv_start_order(const gp_srv_state *s, const gp_srv_job *j, int task
   st->warn_before_s = j->warn_signal ? j->warn_before_s : 0;
   st->warn_batch = j->warn_batch;
   st->restarts = j->restarts;
+  st->batch = j->batch;
+  if (j->batch && task == 0 && j->n_alloc > 0 && j->gpu_milli == 0 && !j->mig) {
+    /* The batch step sees every whole GPU the job holds on its node, as in Slurm. */
+    uint32_t mask = 0;
+    for (int t = 0; t < j->n_alloc; t++)
+      if (j->alloc[t].node == j->alloc[0].node) mask |= j->alloc[t].gpu_mask;
+    for (int g = 0; g < GP_PROTO_MAX_GPUS; g++)
+      if (mask & (UINT32_C(1) << g)) st->node_gpus[st->n_node_gpus++] = g;
+  }
   json_t *all = gp__srv_job_placements_json(s, j), *hosts = json_array();
   for (size_t t = 0; t < json_array_size(all); t++)
     json_array_append(hosts, json_object_get(json_array_get(all, t), "node"));

@@ -63,6 +63,7 @@ void gp__srv_job_request(const gp_srv_job *j, gp_request *r) {
   memset(r, 0, sizeof *r);
   r->tasks = j->tasks;
   r->max_tasks_per_node = j->tasks_per_node;
+  r->nodes = j->nodes;
   r->gpus_per_task = j->gpus;
   r->gpu_milli = j->gpu_milli;
   r->gpu_mem_mib = j->gpu_mem_mib;

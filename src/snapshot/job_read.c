@@ -103,6 +103,9 @@ static int read_request(job_ctx *c, const gp_doc_node *m, int i, gp_job *job) {
   v = 0;
   if ((r = opt_int(c, m, i, "tasks_per_node", 1, GP_READ_MAX_TASKS, &v))) return r;
   q->max_tasks_per_node = (int)v;
+  v = 0;
+  if ((r = opt_int(c, m, i, "nodes", 1, GP_READ_MAX_TASKS, &v))) return r;
+  q->nodes = (int)v;
   const gp_doc_node *gpus = gp_doc_get(m, "gpus"), *frac = gp_doc_get(m, "gpu_fraction"),
                     *gmem = gp_doc_get(m, "gpu_mem"), *mig = gp_doc_get(m, "mig");
   if ((gpus != NULL) + (frac != NULL) + (gmem != NULL) + (mig != NULL) > 1) {
@@ -348,7 +351,7 @@ static int read_placements(job_ctx *c, const gp_doc_node *m, int i, gp_job *job)
 static int read_job(job_ctx *c, const gp_doc_node *m, int i, const char *const *extra_keys,
                     gp_job *job) {
   static const char *const keys[] = {
-      "id", "queue", "user", "priority", "gpus", "tasks", "tasks_per_node", "gpu_fraction", "gpu_mem", "mig",
+      "id", "queue", "user", "priority", "gpus", "tasks", "tasks_per_node", "nodes", "gpu_fraction", "gpu_mem", "mig",
       "gpu_type", "min_gpu_mem", "cpus", "mem", "mem_gib", "node_selector", "allow_spot",
       "exclusive", "time_limit", "submitted_at", "state", "placements", "started_at", "last_checkpoint_at",
       "exit_code", "requeue", "restarts", "after", "after_ok", "afterok", "after_any",

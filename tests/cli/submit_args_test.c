@@ -477,6 +477,8 @@ static void tasks_and_nodes(void) {
   REQUIRE(p->rc == 0);
   CHECK_EQ_INT(8, get_int(p, "tasks"));
   CHECK_EQ_INT(4, get_int(p, "tasks_per_node"));
+  CHECK_EQ_INT(2, get_int(p, "nodes")); /* N nodes x K tasks: exactly 2 nodes */
+  CHECK(json_object_get(p->s.req, "batch") == NULL); /* a command runs in every task */
   done(p);
 
   p = submit("-N 2 --ntasks 3 -- true", NULL);
@@ -495,7 +497,37 @@ static void tasks_and_nodes(void) {
   REQUIRE(p->rc == 0);
   CHECK_EQ_INT(16, get_int(p, "tasks"));
   CHECK_EQ_INT(8, get_int(p, "tasks_per_node"));
+  CHECK_EQ_INT(2, get_int(p, "nodes"));
   CHECK_EQ_INT(1, get_int(p, "gpus"));
+  CHECK(json_is_true(json_object_get(p->s.req, "batch"))); /* runs once, as the batch step */
+  done(p);
+
+  /* --gpus-per-node over 8 tasks a node: one GPU each; -c is per task. */
+  p = submit("job.sh", "#!/bin/sh\n#SBATCH -N 2\n#SBATCH --ntasks-per-node=8\n#SBATCH --gpus-per-node=8\n#SBATCH -c 4\n");
+  REQUIRE(p->rc == 0);
+  CHECK_EQ_INT(16, get_int(p, "tasks"));
+  CHECK_EQ_INT(1, get_int(p, "gpus"));
+  CHECK_EQ_INT(4, get_int(p, "cpus"));
+  CHECK_EQ_INT(2, get_int(p, "nodes"));
+  done(p);
+
+  /* -N 3 -n 4: on exactly 3 nodes (at most 2 a node alone would allow 2). */
+  p = submit("job.sh", "#!/bin/sh\n#SBATCH -N 3\n#SBATCH -n 4\n");
+  REQUIRE(p->rc == 0);
+  CHECK_EQ_INT(4, get_int(p, "tasks"));
+  CHECK_EQ_INT(3, get_int(p, "nodes"));
+  done(p);
+
+  p = submit("job.sh", "#!/bin/sh\n#SBATCH -N 3\n#SBATCH -n 2\n");
+  CHECK(p->rc != 0);
+  CHECK_CONTAINS(p->err.message, "more nodes than");
+  done(p);
+
+  /* A script without #SBATCH lines is no batch job. */
+  p = submit("-N 2 job.sh", "#!/bin/sh\n#GPOOL -g 1\necho hi\n");
+  REQUIRE(p->rc == 0);
+  CHECK(json_object_get(p->s.req, "batch") == NULL);
+  CHECK(json_object_get(p->s.req, "nodes") == NULL); /* gpool's -N alone: tasks may share */
   done(p);
 
   /* --gres is per node: split over the node's tasks. */

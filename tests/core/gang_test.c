@@ -209,7 +209,89 @@ static void a_gang_keeps_to_its_tasks_per_node(void) {
   fx_free(f);
 }
 
-GP_TESTS(a_gang_keeps_to_its_tasks_per_node, a_gang_that_does_not_fit_takes_nothing, a_gang_starts_every_task_with_its_own_placement,
+static int nodes_of(const gp_plan_start *s) {
+  int n = 0;
+  for (int t = 0; t < s->n_placements; t++) {
+    bool first = true;
+    for (int u = 0; u < t && first; u++) first = s->placements[u].node != s->placements[t].node;
+    n += first;
+  }
+  return n;
+}
+
+/* Slurm's -N 2 --ntasks-per-node 4: exactly 4 tasks on each of exactly 2 nodes. The fullest
+ * node (n0, 3 GPUs free) would take the first three tasks under bin-packing and leave the
+ * gang on 3 nodes (3 + 4 + 1); a node the gang opens must hold its 4. -N 3 with 4 tasks
+ * (2 a node at most) is on 3 nodes, not the 2 the bound alone allows; -N 1 keeps a gang on
+ * one node. A count no node set can meet now leaves the gang waiting. */
+static void a_gang_keeps_to_its_exact_node_count(void) {
+  fx *f = fx_new();
+  fx_node(f, "n0", "H100", 8);
+  fx_node(f, "n1", "H100", 8);
+  fx_node(f, "n2", "H100", 8);
+  fx_node(f, "n3", "H100", 8);
+  fx_queue(f, "a", 0, GP_NO_LIMIT, 1);
+  f->pol.backfill = false;
+  fx_running(f, "busy", "a", 5, 0, 0x1f, 0);
+  gp_job *j = fx_job(f, "exact", "a", 1, 8);
+  j->req.max_tasks_per_node = 4;
+  j->req.nodes = 2;
+  j = fx_job(f, "three", "a", 1, 4);
+  j->req.max_tasks_per_node = 2;
+  j->req.nodes = 3;
+  gp_plan *p = fx_step(f, 10);
+  REQUIRE(p);
+  const gp_plan_start *s = fx_start(f, p, "exact");
+  REQUIRE(s);
+  CHECK_EQ_INT(2, nodes_of(s));
+  CHECK_EQ_INT(0, tasks_on(s, 0)); /* n0 cannot hold 4 */
+  for (int t = 0; t < s->n_placements; t++) CHECK_EQ_INT(4, tasks_on(s, s->placements[t].node));
+  s = fx_start(f, p, "three");
+  REQUIRE(s);
+  CHECK_EQ_INT(3, nodes_of(s));
+  gp_plan_free(p);
+  fx_free(f);
+
+  f = fx_new();
+  fx_node(f, "n0", "H100", 8);
+  fx_node(f, "n1", "H100", 8);
+  fx_queue(f, "a", 0, GP_NO_LIMIT, 1);
+  f->pol.backfill = false;
+  fx_job(f, "one", "a", 1, 6)->req.nodes = 1;
+  fx_running(f, "busy", "a", 4, 1, 0x0f, 0);
+  j = fx_job(f, "wide", "a", 1, 8); /* 4 + 4 on 2 nodes: n0 has 2 left, n1 4 */
+  j->req.max_tasks_per_node = 4;
+  j->req.nodes = 2;
+  p = fx_step(f, 10);
+  REQUIRE(p);
+  s = fx_start(f, p, "one");
+  REQUIRE(s);
+  CHECK_EQ_INT(1, nodes_of(s));
+  CHECK(!fx_started(f, p, "wide"));
+  gp_plan_free(p);
+  fx_free(f);
+
+  /* -N 3 on a pool of 2 nodes could never run: it ends, where the same tasks without the
+   * count start. */
+  f = fx_new();
+  fx_node(f, "n0", "H100", 8);
+  fx_node(f, "n1", "H100", 8);
+  fx_queue(f, "a", 0, GP_NO_LIMIT, 1);
+  f->pol.backfill = false;
+  j = fx_job(f, "three", "a", 1, 4);
+  j->req.max_tasks_per_node = 2;
+  j->req.nodes = 3;
+  fx_job(f, "two", "a", 1, 4)->req.max_tasks_per_node = 2;
+  p = fx_step(f, 10);
+  REQUIRE(p);
+  CHECK(!fx_started(f, p, "three"));
+  CHECK_EQ_STR("NoMatchingNodes", fx_ended(f, p, "three"));
+  CHECK(fx_started(f, p, "two"));
+  gp_plan_free(p);
+  fx_free(f);
+}
+
+GP_TESTS(a_gang_keeps_to_its_exact_node_count, a_gang_keeps_to_its_tasks_per_node, a_gang_that_does_not_fit_takes_nothing, a_gang_starts_every_task_with_its_own_placement,
          a_multi_node_gang_prefers_one_block, a_gang_goes_wide_when_no_block_can_hold_it,
          a_gang_of_one_gpu_tasks_does_not_mix_whole_gpus_and_shares,
          a_gang_takes_whole_gpus_of_one_model_when_they_are_free,

@@ -326,7 +326,55 @@ static void eight_preemptions_take_the_eight_cheapest_of_hundreds_of_victims(voi
   fx_free(f);
 }
 
-GP_TESTS(a_higher_priority_job_preempts_inside_its_queue,
+/* --exclusive: a higher-priority exclusive job clears a node of preemptible lower-priority
+ * jobs to have it whole, by the same rules as any preemption: n0 holds two preemptible
+ * jobs, n1 a cheaper victim beside a non-preemptible job, which keeps n1 from ever being
+ * whole, so n0's two are taken and n1's left. And a job may preempt an exclusive one to
+ * use its node. */
+static void an_exclusive_job_preempts_to_have_a_node_whole(void) {
+  fx *f = two_node_cluster("H100", "H100");
+  fx_running(f, "low-a", "a", 2, 0, 0x03, 0)->priority_class = "batch";
+  fx_running(f, "low-b", "a", 2, 0, 0x0c, 0)->priority_class = "batch";
+  fx_running(f, "inference", "a", 2, 1, 0x03, 0)->priority_class = "inference";
+  fx_running(f, "cheap", "a", 1, 1, 0x04, 0)->priority_class = "opportunistic";
+  gp_job *x = fx_job(f, "excl", "a", 4, 1);
+  x->priority_class = "training";
+  x->req.exclusive = true;
+  const gp_plan *p = fx_plan(f, 1000);
+  REQUIRE(p);
+  CHECK(fx_preempted(f, p, "low-a", "excl", GP_PREEMPT_PRIORITY));
+  CHECK(fx_preempted(f, p, "low-b", "excl", GP_PREEMPT_PRIORITY));
+  CHECK(!fx_preempted(f, p, "cheap", "excl", GP_PREEMPT_PRIORITY));
+  CHECK(!fx_preempted(f, p, "inference", "excl", GP_PREEMPT_PRIORITY));
+  CHECK_EQ_STR("WaitingForPreemption", fx_reason(f, p, "excl"));
+  fx_free(f);
+
+  f = one_queue_cluster();
+  gp_job *low = fx_running(f, "low-excl", "a", 2, 0, 0x03, 0);
+  low->priority_class = "batch";
+  low->req.exclusive = true;
+  fx_job(f, "high", "a", 4, 1)->priority_class = "training";
+  p = fx_plan(f, 1000);
+  REQUIRE(p);
+  CHECK(fx_preempted(f, p, "low-excl", "high", GP_PREEMPT_PRIORITY));
+  fx_free(f);
+
+  /* A young victim (min_runtime) keeps its node: nothing is evicted. */
+  f = one_queue_cluster();
+  f->pol.min_runtime = 600;
+  fx_running(f, "old", "a", 2, 0, 0x03, 0)->priority_class = "batch";
+  fx_running(f, "young", "a", 2, 0, 0x0c, 900)->priority_class = "batch";
+  x = fx_job(f, "excl", "a", 2, 1);
+  x->priority_class = "training";
+  x->req.exclusive = true;
+  p = fx_plan(f, 1000);
+  REQUIRE(p);
+  CHECK(!fx_preempted(f, p, "old", "excl", GP_PREEMPT_PRIORITY));
+  CHECK(!fx_started(f, p, "excl"));
+  fx_free(f);
+}
+
+GP_TESTS(a_higher_priority_job_preempts_inside_its_queue, an_exclusive_job_preempts_to_have_a_node_whole,
          priority_preemption_never_crosses_queues_nor_equal_priorities,
          non_preemptible_and_young_jobs_are_never_victims,
          victims_are_lowest_priority_then_least_work_lost_then_youngest,

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Slurm inside a job: a #SBATCH script with -N 2 --ntasks-per-node 2 on two nodes, each of
+# Slurm inside a job: a gang of -N 2 --ntasks-per-node 2 on two nodes (#GPOOL lines: gpool
+# runs the script in every task; a #SBATCH script runs once, batch_step_test.sh), each of
 # its four tasks reading the SLURM_* variables real scripts read (ids, node list in hostlist
 # form starting at task 0's node, counts, ranks) and `scontrol show hostnames` from the
 # shim directory on its PATH. A job's own -e value wins over gpool's; scontrol refuses a
@@ -14,10 +15,7 @@ export GPOOL_TOKEN=$ADMIN_TOKEN
 
 cat >job.sh <<'SH'
 #!/bin/bash
-#SBATCH -J slurmenv
-#SBATCH -N 2
-#SBATCH --ntasks-per-node 2
-#SBATCH -c 1
+#GPOOL -n slurmenv -N 2 --ntasks-per-node 2 -c 1
 echo $SLURM_PROCID $SLURM_NTASKS $SLURM_JOB_NODELIST $(scontrol show hostnames | head -n1)
 echo "ids $SLURM_JOB_ID $SLURM_JOBID name $SLURM_JOB_NAME part $SLURM_JOB_PARTITION cluster $SLURM_CLUSTER_NAME"
 echo "nodes $SLURM_JOB_NUM_NODES $SLURM_NNODES $SLURM_NODELIST tasks $SLURM_NPROCS $SLURM_NTASKS_PER_NODE $SLURM_TASKS_PER_NODE cpus $SLURM_CPUS_PER_TASK"

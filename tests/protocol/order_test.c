@@ -306,7 +306,54 @@ static void heads_and_kinds(void) {
   CHECK(gp_proto_order_kind_name((gp_proto_order_kind)99) == NULL);
 }
 
-GP_TESTS(stop_round_trips_with_its_bytes, mig_round_trips_with_its_bytes,
+/* A batch job's order: `batch` and the batch task's node GPUs round-trip; node_gpus is for
+ * task 0 of a batch job only, distinct indexes below the bound. An order without them
+ * (an older server) runs the command in every task. */
+static void a_batch_start_round_trips(void) {
+  gp_proto_order o = {.kind = GP_PROTO_START};
+  snprintf(o.id, sizeof o.id, "o9");
+  gp_proto_start *s = &o.u.start;
+  snprintf(s->id, sizeof s->id, "12");
+  char *argv[] = {(char *)"job.sh", NULL};
+  s->argv = argv;
+  s->n_argv = 1;
+  s->tasks = 4;
+  s->grace_s = -1;
+  s->batch = true;
+  s->n_node_gpus = 2;
+  s->node_gpus[0] = 3;
+  s->node_gpus[1] = 5;
+  gp_proto_order d;
+  round_trip(&o, NULL, &d);
+  CHECK(d.u.start.batch);
+  CHECK_EQ_INT(2, d.u.start.n_node_gpus);
+  CHECK_EQ_INT(3, d.u.start.node_gpus[0]);
+  CHECK_EQ_INT(5, d.u.start.node_gpus[1]);
+  gp_proto_order_done(&d);
+  s->n_node_gpus = 0;
+  s->task_index = 2;
+  round_trip(&o, NULL, &d);
+  CHECK(d.u.start.batch);
+  CHECK_EQ_INT(2, d.u.start.task_index);
+  gp_proto_order_done(&d);
+
+  json_t *doc = parse("{\"kind\":\"start\",\"id\":\"o3\",\"job\":{\"id\":\"5\",\"command\":[\"true\"]}}");
+  CHECK_EQ_INT(0, gp_proto_order_decode(doc, &d, NULL));
+  CHECK(!d.u.start.batch);
+  gp_proto_order_done(&d);
+  json_decref(doc);
+  refused("{\"kind\":\"start\",\"job\":{\"id\":\"1\",\"command\":[\"x\"],\"batch\":1}}", "job.batch", NULL);
+  refused("{\"kind\":\"start\",\"job\":{\"id\":\"1\",\"command\":[\"x\"],\"node_gpus\":[0]}}",
+          "job.node_gpus", "batch job's task 0 only");
+  refused("{\"kind\":\"start\",\"job\":{\"id\":\"1\",\"command\":[\"x\"],\"tasks\":2,\"task_index\":1,"
+          "\"batch\":true,\"node_gpus\":[0]}}", "job.node_gpus", NULL);
+  refused("{\"kind\":\"start\",\"job\":{\"id\":\"1\",\"command\":[\"x\"],\"batch\":true,\"node_gpus\":[1,1]}}",
+          "job.node_gpus", "node_gpus[1]");
+  refused("{\"kind\":\"start\",\"job\":{\"id\":\"1\",\"command\":[\"x\"],\"batch\":true,\"node_gpus\":[32]}}",
+          "job.node_gpus", NULL);
+}
+
+GP_TESTS(a_batch_start_round_trips, stop_round_trips_with_its_bytes, mig_round_trips_with_its_bytes,
          gpu_admin_and_inject_round_trip_with_their_bytes, start_round_trips,
          a_minimal_start_takes_the_defaults, bad_fields_are_refused_by_name, bounds_hold,
          heads_and_kinds)
