@@ -14,7 +14,8 @@
  * figures its agent reported (peak memory, average SM use; absent on the unmeasured ones).
  * Deterministic (a fixed seed), in start order. `time` runs the advice of GET /v1/advice as
  * an admin (node intervals, job intervals, ended jobs, the engine) for March and for the
- * year, best of 3 in wall and CPU time, with the store's reads alone beside it.
+ * year, best of 3 in wall and CPU time, with the store's reads alone beside it, then the
+ * same advice from the daily roll-ups (as GET /v1/advice makes it).
  * bench/advice_year.sh adds the same through the HTTP API. */
 #include <limits.h>
 #include <stdio.h>
@@ -100,7 +101,7 @@ static int count_job(void *ctx, const gp_store_job *row, int64_t ended_at) {
 /* One run: the wall milliseconds (CPU in *ret_cpu_ms), or < 0 on a failure. `engine`: the
  * whole advice; else the store's three reads alone. */
 static double run(gp_store *st, int64_t from, int64_t to, const gp_prices *prices, bool engine,
-                  long *ret_read, int *ret_items, double *ret_cpu_ms) {
+                  bool days, long *ret_read, int *ret_items, double *ret_cpu_ms) {
   static const gp_advice_model fleet[4] = {{"H100-80GB", 80 * 1024, true, false},
                                            {"A100-80GB", 80 * 1024, true, false},
                                            {"H200-141GB", 141 * 1024, true, false},
@@ -117,7 +118,7 @@ static double run(gp_store *st, int64_t from, int64_t to, const gp_prices *price
   long read = 0;
   if (engine) {
     gp_advice *a = gp_advice_new(&p);
-    rc = gp_advice_feed(r, a, &p, &e);
+    rc = days ? gp_advice_feed_days(r, a, &p, &read, &e) : gp_advice_feed(r, a, &p, &e);
     const gp_advice_item *items = NULL;
     if (!rc) rc = gp_advice_finish(a, &items, &n, NULL, &e);
     gp_advice_free(a);
@@ -144,18 +145,22 @@ static int time_store(const char *path) {
     int64_t from, to;
   } periods[] = {{"month", MAR1, APR1}, {"year", JAN1, JAN1 + YEAR_S}};
   for (int pi = 0; pi < 2; pi++)
-    for (int engine = 0; engine < 2; engine++) {
+    for (int c = 0; c < 3; c++) {
+      bool engine = c > 0, days = c == 2;
       double best = -1, best_cpu = -1;
       long n = 0;
       int items = 0;
       for (int k = 0; k < 3; k++) {
         double cpu = 0;
-        double ms = run(st, periods[pi].from, periods[pi].to, prices, engine, &n, &items, &cpu);
+        double ms = run(st, periods[pi].from, periods[pi].to, prices, engine, days, &n, &items, &cpu);
         if (ms < 0) return 1;
         if (best < 0 || ms < best) best = ms;
         if (best_cpu < 0 || cpu < best_cpu) best_cpu = cpu;
       }
-      if (engine)
+      if (days)
+        printf("%-5s advice from roll-ups    %8.1f ms wall %8.1f ms CPU  (%d items, %ld rows read)\n",
+               periods[pi].name, best, best_cpu, items, n);
+      else if (engine)
         printf("%-5s advice (reads + engine) %8.1f ms wall %8.1f ms CPU  (%d items)\n",
                periods[pi].name, best, best_cpu, items);
       else

@@ -4,11 +4,13 @@
 # and bench_submit_bench with NODES fake 8-GPU nodes heartbeating over the agent protocol
 # (no processes forked; see that program's header), then JOBS one-GPU jobs. Measures
 #   - memory: the server's RSS once every node has registered, and after HOLD seconds of
-#     heartbeats from all of them (the ratio is the heartbeat traffic's residue);
+#     heartbeats from all of them (the ratio is the heartbeat traffic's residue), and the
+#     server's CPU time over those seconds (what heartbeats alone cost);
 #   - the steady-state scheduling cycle: with the fleet full (NODES x 8 running), the rest
 #     pending and nothing changing, the mean wall and CPU time per cycle over HOLD seconds
 #     (gpool_scheduling_cycle_seconds _sum/_count, gpool_scheduling_cycle_cpu_seconds_total)
-#     and the last-cycle gauge sampled every second (min/median/max). On a small machine
+#     and the last-cycle gauge sampled every second (min/median/max), and how many of those
+#     cycles skipped their step (nothing had changed). On a small machine
 #     the load generator shares the CPUs, so wall time includes waiting for one;
 #   - beside it, the core's memo step at the same size (bench_sched_bench NODES JOBS).
 #
@@ -36,6 +38,8 @@ trap cleanup EXIT
 bench_server_start "$BUILD/gpool" "$TMP/server" 600
 
 rss_mb() { awk '/^VmRSS/ {printf "%.0f", $2 / 1024}' "/proc/$SERVER_PID/status"; }
+# The server's CPU time so far in seconds (utime + stime from /proc, in clock ticks).
+cpu_s() { awk -v hz="$(getconf CLK_TCK)" '{sub(/^.*\) /, ""); printf "%.2f", ($12 + $13) / hz}' "/proc/$SERVER_PID/stat"; }
 # A scrape is read whole into a file before it is searched: `curl | awk '...; exit'` made
 # curl fail with "failure writing output" (exit 23) whenever awk stopped reading before a
 # large /metrics was all written, which aborted the run under `set -e`. A scrape that still
@@ -66,14 +70,15 @@ echo "== machine: $(nproc) CPUs; $NODES nodes x 8 GPUs, $JOBS one-GPU jobs, hold
   --timeout 1800 >"$TMP/bench.out" 2>&1 &
 BENCH_PID=$!
 wait_line "hold: fleet up, for"
-rss_reg=$(rss_mb)
+rss_reg=$(rss_mb) cpu_hb0=$(cpu_s) t_hb0=$(date +%s.%N)
 wait_line "hold: fleet up, done"
-rss_hb=$(rss_mb)
+rss_hb=$(rss_mb) cpu_hb1=$(cpu_s) t_hb1=$(date +%s.%N)
 wait_line "hold: steady, for"
 sleep 2  # the last starts' events settle
 scrape_retry "$TMP/m0" || { echo "no /metrics at the start of the hold: $SCRAPE_ERR" >&2; exit 1; }
 s0=$(metric_in "$TMP/m0" gpool_scheduling_cycle_seconds_sum) c0=$(metric_in "$TMP/m0" gpool_scheduling_cycle_seconds_count)
 u0=$(metric_in "$TMP/m0" gpool_scheduling_cycle_cpu_seconds_total)
+k0=$(metric_in "$TMP/m0" gpool_scheduling_steps_skipped_total)
 if [ -n "${PERF:-}" ]; then
   perf record ${PERF_OPTS:--g} -o "$PERF" -p "$SERVER_PID" -- sleep $((HOLD - 4)) >/dev/null 2>&1 &
 fi
@@ -90,17 +95,21 @@ done
 scrape_retry "$TMP/m1" || { echo "no /metrics at the end of the hold: $SCRAPE_ERR" >&2; exit 1; }
 s1=$(metric_in "$TMP/m1" gpool_scheduling_cycle_seconds_sum) c1=$(metric_in "$TMP/m1" gpool_scheduling_cycle_seconds_count)
 u1=$(metric_in "$TMP/m1" gpool_scheduling_cycle_cpu_seconds_total)
+k1=$(metric_in "$TMP/m1" gpool_scheduling_steps_skipped_total)
 rss_steady=$(rss_mb)
 wait "$BENCH_PID" || true
 BENCH_PID=""
 grep -E "^(fleet|gpool submit|gpool start):" "$TMP/bench.out" || true
 running=$(curl -sf -H "Authorization: Bearer bench-admin" "$URL/v1/queues" | jq '[.queues[].running_jobs] | add')
 echo "== server memory: $rss_reg MB after $NODES nodes registered; $rss_hb MB after $HOLD s of their heartbeats ($(awk -v a="$rss_hb" -v b="$rss_reg" 'BEGIN {printf "%.2f", a / b}')x); $rss_steady MB steady with $running running"
+hb_rate=$(sed -n 's/^hold: fleet up, done (.*, \([0-9]*\)\/s)$/\1/p' "$TMP/bench.out")
+echo "== heartbeats alone (no job yet${hb_rate:+, $hb_rate answered a second}): the server used $(awk -v a="$cpu_hb0" -v b="$cpu_hb1" -v s="$t_hb0" -v e="$t_hb1" 'BEGIN {printf "%.2f s CPU over %.1f s (%.0f%% of one core)", b - a, e - s, 100 * (b - a) / (e - s)}')"
 printf '%s\n' "${samples[@]}" | sort -g | awk -v n="$((c1 - c0))" -v s="$(awk -v a="$s1" -v b="$s0" 'BEGIN {print a - b}')" \
   -v u="$(awk -v a="$u1" -v b="$u0" 'BEGIN {print a - b}')" '
   {v[NR] = $1 * 1000} END {
     printf "== steady cycle: %d cycles, mean %.2f ms wall, %.2f ms CPU; last-cycle gauge (wall) over %d s: min %.2f, median %.2f, max %.2f ms\n",
       n, n ? s * 1000 / n : 0, n ? u * 1000 / n : 0, NR, v[1], v[int((NR + 1) / 2)], v[NR] }'
+[ -n "$k0" ] && echo "== of those cycles, $(awk -v a="$k1" -v b="$k0" 'BEGIN {print a - b}') skipped their step (nothing had changed)"
 echo "== scrapes of /metrics during the hold: $((${#samples[@]} + failed)), $failed failed"
 echo "== the core alone at this size (incremental memo step):"
 "$BUILD/bench_sched_bench" "$NODES" "$JOBS" 20 | grep -E "^incremental|the same steps"

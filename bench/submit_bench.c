@@ -55,6 +55,7 @@ typedef struct bench {
   fake_node *nodes;
   atomic_int stop_agents;
   atomic_long orders_started;
+  atomic_long heartbeats;   /* answered, by all fake agents */
   atomic_int agent_errors;
   char agent_error[600];
   double timeout_s;
@@ -184,6 +185,7 @@ static void *agent_main(void *arg) {
         else agent_fail(b, "heartbeat", &err);
         continue;
       }
+      atomic_fetch_add(&b->heartbeats, 1);
       json_array_clear(n->events);
       json_t *gen = json_object_get(answer, "gen");
       if (json_is_integer(gen)) n->gen = json_integer_value(gen);
@@ -249,14 +251,17 @@ static long running_jobs(gp_client *c, const char *queue, int *ret_ok) {
   return total;
 }
 
-/* Keeps the fleet (served by its own threads) running for `s` seconds, announced. */
-static void hold(double s, const char *moment) {
+/* Keeps the fleet (served by its own threads) running for `s` seconds, announced, and
+ * says how many heartbeats the server answered meanwhile. */
+static void hold(bench *b, double s, const char *moment) {
   if (s <= 0) return;
   printf("hold: %s, for %.0f s\n", moment, s);
   fflush(stdout);
+  long beats = atomic_load(&b->heartbeats);
   struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
   nanosleep(&ts, NULL);
-  printf("hold: %s, done\n", moment);
+  beats = atomic_load(&b->heartbeats) - beats;
+  printf("hold: %s, done (%ld heartbeats answered, %.0f/s)\n", moment, beats, (double)beats / s);
   fflush(stdout);
 }
 
@@ -358,7 +363,7 @@ int main(int argc, char **argv) {
            up, b.fake_nodes, 8 * up, now_s() - t_reg, b.agent_threads);
     if (atomic_load(&b.agent_errors)) printf("fleet: %d agent-protocol errors; first: %s\n", atomic_load(&b.agent_errors), b.agent_error);
     fflush(stdout);
-    hold(hold_s, "fleet up");
+    hold(&b, hold_s, "fleet up");
   }
 
   pthread_t *threads = gp_xcalloc((size_t)b.clients, sizeof *threads);
@@ -416,7 +421,7 @@ int main(int argc, char **argv) {
     gp_client_free(c);
   }
   if (agents) {
-    hold(hold_s, "steady");
+    hold(&b, hold_s, "steady");
     atomic_store(&b.stop_agents, 1);
     for (int i = 0; i < b.agent_threads; i++) pthread_join(agents[i], NULL);
     printf("fleet: %ld start orders answered with a started event; %d agent-protocol errors%s%s\n",

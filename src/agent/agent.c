@@ -327,6 +327,7 @@ static void start_heartbeat(gp_agent *a) {
   net->carries_answer_error = a->answer_error[0] != '\0';
   if (net->carries_answer_error)
     json_object_set_new(body, "answer_error", json_string(a->answer_error));
+  gp__agent_pulls_tick(a); /* a pre-pull's answer goes with this call */
   /* Events in flight leave the queue; they return to it if the call fails. After the
    * server refused a batch as malformed, they go one by one so that only the event it
    * cannot take is dropped. */
@@ -785,6 +786,7 @@ void gp_agent_free(gp_agent *a) {
   free(a->jobs);
   gp__agent_steps_free(a);
   free(a->orders);
+  gp__agent_pulls_free(a);
   if (a->orders_log) fclose(a->orders_log);
   json_decref(a->events);
   json_decref(a->images);

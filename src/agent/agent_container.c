@@ -16,7 +16,34 @@
 #include <unistd.h>
 
 #include "agent/launcher.h"
+#include "protocol/registry.h"
 #include "util/mem.h"
+
+/* The owner's registry credential of a start order, as the engine's auth file: 0600 in the
+ * task's directory (the agent's, which other users cannot enter), read by this pull only
+ * (--authfile) and removed by `gpool __container-task` as soon as the pull ends. */
+static int write_auth_file(const char *path, const char *image, const char *auth, gp_err *err) {
+  char reg[GP_PROTO_REGISTRY_MAX + 1];
+  if (!gp_proto_image_registry(image, reg, sizeof reg) || gp_proto_registry_check(reg) ||
+      !gp_proto_registry_auth_valid(auth))
+    return gp_err_set(err, GP_EINVAL, NULL, 0, "registry_auth", "no valid registry for %s", image);
+  unlink(path);
+  int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+  FILE *f = fd >= 0 ? fdopen(fd, "we") : NULL;
+  if (!f) {
+    if (fd >= 0) close(fd);
+    return gp_err_set(err, GP_EIO, NULL, 0, "container", "cannot write %s: %s", path, strerror(errno));
+  }
+  /* Both checked above: no character of them needs quoting in JSON. */
+  fprintf(f, "{\"auths\":{\"%s\":{\"auth\":\"%s\"}}}\n", reg, auth);
+  bool ok = fflush(f) == 0;
+  fclose(f);
+  if (!ok) {
+    unlink(path);
+    return gp_err_set(err, GP_EIO, NULL, 0, "container", "cannot write %s", path);
+  }
+  return 0;
+}
 
 static int write_env_file(const char *path, const gp_proto_container *spec, char *const *envp,
                           gp_err *err) {
@@ -75,7 +102,8 @@ int gp__agent_container_prepare(gp_agent *a, const gp_proto_start *o, const gp__
   int rc = write_env_file(env_path, o->container, envp, err);
   if (rc) return rc;
   char failure[800];
-  static const char *const stale[] = {"container.failure", "container.pulling", "container.pulled"};
+  static const char *const stale[] = {"container.failure", "container.pulling", "container.pulled",
+                                      "container.auth"};
   for (size_t k = 0; k < sizeof stale / sizeof *stale; k++) { /* an earlier run's */
     gp__agent_job_path(j, stale[k], failure, sizeof failure);
     unlink(failure);
@@ -110,6 +138,26 @@ int gp__agent_container_prepare(gp_agent *a, const gp_proto_start *o, const gp__
   if (!run) return gp_err_set(err, GP_EINVAL, NULL, 0, "container", "%s", msg);
   char **exists = gp_agent_container_exists_argv(&a->cfg.container, caps, o->container->image);
   char **pull = gp_agent_container_pull_argv(&a->cfg.container, caps, o->container->image);
+  char auth_path[800];
+  gp__agent_job_path(j, "container.auth", auth_path, sizeof auth_path);
+  if (o->registry_auth) {
+    rc = write_auth_file(auth_path, o->container->image, o->registry_auth, err);
+    if (rc) {
+      gp_agent_container_argv_free(run);
+      gp_agent_container_argv_free(exists);
+      gp_agent_container_argv_free(pull);
+      return rc;
+    }
+    /* `--authfile FILE` just before the image: after the node's own pull_options, so the
+     * owner's credential is the one this pull uses. */
+    size_t c = 0;
+    while (pull[c]) c++;
+    pull = gp_xrealloc(pull, (c + 3) * sizeof *pull);
+    pull[c + 1] = pull[c - 1];
+    pull[c - 1] = gp_xstrdup("--authfile");
+    pull[c] = gp_xstrdup(auth_path);
+    pull[c + 2] = NULL;
+  }
   char **v = NULL;
   size_t n = 0, cap = 0;
   char num[32];
@@ -212,6 +260,8 @@ void gp__agent_container_finish(gp_agent *a, gp__agent_job *j) {
     }
     fclose(f);
   }
+  gp__agent_job_path(j, "container.auth", path, sizeof path);
+  unlink(path); /* __container-task removed it after the pull, unless it died first */
   a->images_next_ms = 0; /* it may have pulled one: the next heartbeat says */
   if (j->killed_hard && a->container.available) {
     char name[160];

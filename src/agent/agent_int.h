@@ -126,6 +126,7 @@ struct gp_agent {
   gp_cgroup cgroup;
   gp_agent_container_caps container; /* what this node allows containers (container.h) */
   json_t *images;            /* the images it holds (images.c), NULL: not read yet */
+  struct gp__agent_pulls *pulls; /* pre-pulls under way (image_pull.c), NULL: none yet */
   int64_t images_next_ms;    /* when to read them again */
   bool images_send;          /* read since the last heartbeat: it carries them */
   bool is_root;
@@ -246,6 +247,11 @@ void gp__agent_job_note(const gp__agent_job *j, const char *text); /* a "gpool: 
 /* A container task (agent_container.c): replaces spec's command with the pull-then-run one
  * (*ret_argv owned: free with gp_agent_container_argv_free); GP_EINVAL with a sentence. */
 struct gp_launch_spec;
+/* image_pull.c: pull_image orders, run as children the heartbeat looks at. */
+void gp__agent_pull_run(gp_agent *a, const char *order, const gp_proto_pull *p);
+void gp__agent_pulls_tick(gp_agent *a);
+void gp__agent_pulls_free(gp_agent *a);
+
 int gp__agent_container_prepare(gp_agent *a, const gp_proto_start *o, const gp__agent_job *j,
                                 const char *workdir, uid_t uid, gid_t gid, int n_groups,
                                 const gid_t *groups, const char *home, const int *gpus,

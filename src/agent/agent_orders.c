@@ -216,6 +216,15 @@ static void refuse_step(gp_agent *a, const char *id, const json_t *doc, const gp
   free(ev);
 }
 
+static void run_pull(gp_agent *a, const gp_proto_order *o) { gp__agent_pull_run(a, o->id, &o->u.pull); }
+
+static void refuse_pull(gp_agent *a, const char *id, const json_t *doc, const gp_err *err) {
+  (void)doc;
+  gp_proto_event *ev = order_done(GP_PROTO_EV_PULL_DONE, id, GP_EINVAL, "", err->message);
+  gp__agent_event(a, gp_proto_event_encode(ev));
+  free(ev);
+}
+
 static void run_step_stop(gp_agent *a, const gp_proto_order *o) { gp__agent_step_stop(a, &o->u.step_stop); }
 
 /* What the agent does with each kind the protocol decodes: `run` a decoded order, or
@@ -234,6 +243,7 @@ static const struct {
     {GP_PROTO_INJECT, run_inject, refuse_inject},
     {GP_PROTO_STEP, run_step, refuse_step},
     {GP_PROTO_STEP_STOP, run_step_stop, refuse_log},
+    {GP_PROTO_PULL_IMAGE, run_pull, refuse_pull},
 };
 
 /* A start order this agent took before (its id is on disk) for a job it does not have: the

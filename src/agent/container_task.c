@@ -120,6 +120,8 @@ int gp_agent_container_task_main(int argc, char **argv) {
   /* No check (0 words): the agent's inventory holds the image, and the run pulls it
    * itself in the rare case it went since (--pull=missing). */
   int rc = n_exists > 0 ? run(exists, 60, out, sizeof out) : 0;
+  char auth[1024];
+  snprintf(auth, sizeof auth, "%s/container.auth", dir);
   if (rc != 0) {
     fprintf(stderr, "gpool: pulling image %s\n", image);
     char line[800];
@@ -137,12 +139,14 @@ int gp_agent_container_task_main(int argc, char **argv) {
       fprintf(stderr, "gpool: %s\n", line);
     }
     if (rc != 0) snprintf(line, sizeof line, "%s", text);
+    unlink(auth); /* the owner's credential served this pull only */
     marker(dir, "container.pulled", line); /* the pull's end, whichever */
     if (rc != 0) {
       failure(dir, text);
       return 125;
     }
   }
+  unlink(auth); /* present or not, nothing after the pull reads it */
   run_argv[0] = saved;
   execvp(run_argv[0], run_argv);
   fprintf(stderr, "gpool: cannot run %s: %s\n", run_argv[0], strerror(errno));

@@ -94,6 +94,9 @@ void gp__agent_slurm_vars(const gp_proto_start *o, const gp__agent_slurm_task *t
   set_int(set, ctx, "SLURM_PROCID", o->task_index);
   if (t->cpus > 0) set_int(set, ctx, "SLURM_CPUS_PER_TASK", t->cpus);
   if (t->n_gpus > 0) set_int(set, ctx, "SLURM_GPUS_ON_NODE", t->n_gpus);
+  /* The node's name as the node list spells it: OpenMPI's orted takes it for its own name
+   * (ess slurm refuses to start without it) and scripts print it. */
+  if (t->node && *t->node) set(ctx, "SLURMD_NODENAME", t->node);
   nodes ns;
   if (!nodes_of(o, t->node, &ns)) return;
   set_int(set, ctx, "SLURM_JOB_NUM_NODES", ns.n);

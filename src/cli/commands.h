@@ -20,7 +20,9 @@
   X(nodes_forget, "nodes forget", "free a node's name for the next agent to register it") \
   X(nodes_delete, "nodes delete", "delete a drained, empty node (or --force)")             \
   X(nodes, "nodes", "list nodes and their GPUs")                                         \
+  X(images_pull, "images pull", "pre-pull a container image on nodes (admins)")            \
   X(images, "images", "the container images each node holds")                            \
+  X(registry, "registry", "your container registry credentials: login, logout, list")    \
   X(drain, "drain", "drain a node (or one GPU) with a reason")                           \
   X(cordon, "cordon", "cordon a node with a reason")                                     \
   X(resume, "resume", "return a drained or cordoned node (or GPU) to service")           \

@@ -2,8 +2,8 @@
 /* Slurm's `scontrol show hostnames [LIST]` (and its alias `show hostname`) for Slurm
  * scripts run by gpool: the gpool binary answers when called as `scontrol`, through the
  * link the agent puts first on every job's PATH (agent/slurm_env.c). It prints the hosts of
- * LIST, by default $SLURM_JOB_NODELIST, one per line as Slurm does; `show job ID` is
- * slurm_scontrol_job.c's. Nothing else of
+ * LIST, by default $SLURM_JOB_NODELIST, one per line as Slurm does; `show job ID` and
+ * `requeue ID` are slurm_scontrol_job.c's. Nothing else of
  * scontrol is imitated: any other use says so and fails rather than answer wrongly. */
 #include <stdbool.h>
 #include <stdio.h>
@@ -26,10 +26,12 @@ int gp_cmd_scontrol(int argc, char **argv) {
   /* `show job ID` asks the server (slurm_scontrol_job.c). */
   if (argc == 4 && strcmp(argv[1], "show") == 0 && strcmp(argv[2], "job") == 0)
     return gp_slurm_show_job(argv[3]);
+  if (argc >= 2 && strcmp(argv[1], "requeue") == 0) return gp_slurm_requeue(argc - 2, argv + 2);
   bool show = argc >= 3 && argc <= 4 && strcmp(argv[1], "show") == 0 &&
               (strcmp(argv[2], "hostnames") == 0 || strcmp(argv[2], "hostname") == 0);
   if (!show) {
-    fprintf(stderr, "scontrol: gpool's scontrol answers only 'scontrol show hostnames [LIST]' and 'scontrol show job ID' "
+    fprintf(stderr, "scontrol: gpool's scontrol answers only 'scontrol show hostnames [LIST]', 'scontrol show job ID' "
+                    "and 'scontrol requeue ID' "
                     "(gpool runs this job; see 'gpool show $SLURM_JOB_ID' for the rest)\n");
     return 1;
   }

@@ -73,6 +73,8 @@ int gp_cmd_sacct(int argc, char **argv);
 int gp_cmd_srun(int argc, char **argv);
 /* `scontrol show job ID` (slurm_scontrol_job.c). */
 int gp_slurm_show_job(const char *id);
+/* `scontrol requeue ID[,ID...] [ID...]` (slurm_scontrol_job.c): POST /v1/jobs/ID/requeue. */
+int gp_slurm_requeue(int n, char **words);
 /* `gpool slurm-shims DIR` (slurm_sbatch.c). */
 int gp_cmd_slurm_shims(int argc, char **argv);
 

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* `scontrol show job ID` (slurm.h): the job's document (GET /v1/jobs/ID) in Slurm's
- * key=value layout, with the keys gpool has a value for; none is made up. */
+ * key=value layout, with the keys gpool has a value for; none is made up. And `scontrol
+ * requeue ID[,ID...]` (POST /v1/jobs/ID/requeue), which a job may ask for itself with its
+ * step credential (GPOOL_JOB_KEY), as a batch script's signal trap does. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/slurm.h"
@@ -69,3 +72,31 @@ int gp_slurm_show_job(const char *id) {
   gp_cli_done(&cli);
   return 0;
 }
+
+int gp_slurm_requeue(int n, char **words) {
+  if (n < 1) return gp_slurm_usage("scontrol", "requeue takes job ids: scontrol requeue ID[,ID...]");
+  const char *mine = getenv("SLURM_JOB_ID"), *key = getenv("GPOOL_JOB_KEY");
+  int worst = 0;
+  for (int w = 0; w < n; w++) {
+    char list[1024];
+    if (strlen(words[w]) >= sizeof list) return gp_slurm_usage("scontrol", "job id list too long");
+    snprintf(list, sizeof list, "%s", words[w]);
+    for (char *save = NULL, *id = strtok_r(list, ",", &save); id; id = strtok_r(NULL, ",", &save)) {
+      if (!gp_cli_valid_job_id(id)) return gp_slurm_usage("scontrol", "invalid job id '%.100s'", id);
+      /* The job's own credential for itself (no token is handed to a job); a user's token
+       * for any other. */
+      gp_cli cli = {0};
+      if (key && *key && mine && strcmp(mine, id) == 0) cli.token = key;
+      char path[300];
+      snprintf(path, sizeof path, "/v1/jobs/%s/requeue", id);
+      json_t *answer = NULL;
+      int code = gp_slurm_connect(&cli, "scontrol");
+      if (!code) code = gp_cli_call(&cli, "POST", path, NULL, &answer);
+      json_decref(answer);
+      gp_cli_done(&cli);
+      if (code > worst) worst = code;
+    }
+  }
+  return worst;
+}
+

@@ -15,6 +15,7 @@
  * reserved are treated as never free when a later reservation is computed, so a reservation may be later than strictly necessary,
  * never earlier. A job whose GPUs would never free (no time limits) gets no reservation. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/backfill.h"
 #include "core/spot.h"
@@ -210,8 +211,45 @@ static void sort_events(gp__core_ctx *c, int node) {
   }
 }
 
+/* What a reservation reads besides its request: the nodes' use (ctx.use_gen: starts, MIG
+ * plans), this step's victims (they end now) and the reservations made before it (their
+ * GPUs are never free). A job whose request has the shape of one that found no time while
+ * these stayed the same finds none either: with 100,000 jobs waiting for a full fleet
+ * without time limits, each drained job would otherwise look at every node again. */
+struct gp__core_resv_fail {
+  uint64_t use_gen;
+  size_t victims, migs;
+  int n_resv;
+  bool set;
+};
+
+static struct gp__core_resv_fail resv_state(const gp__core_ctx *c) {
+  return (struct gp__core_resv_fail){c->fleet->use_gen, c->preempt->victims.n, c->place->migs.n,
+                                     c->backfill->n_resv, true};
+}
+
+static bool resv_failed_before(const gp__core_ctx *c, int shape) {
+  const gp__core_backfill *b = c->backfill;
+  if (shape < 0 || (size_t)shape >= b->failed_cap || !b->failed[shape].set) return false;
+  struct gp__core_resv_fail now = resv_state(c), *f = &b->failed[shape];
+  return f->use_gen == now.use_gen && f->victims == now.victims && f->migs == now.migs &&
+         f->n_resv == now.n_resv;
+}
+
+static void resv_fail(gp__core_ctx *c, int shape) {
+  gp__core_backfill *b = c->backfill;
+  if (shape < 0) return;
+  if ((size_t)shape >= b->failed_cap) {
+    size_t old = b->failed_cap;
+    gp_xgrow((void **)&b->failed, &b->failed_cap, (size_t)shape + 1, sizeof *b->failed);
+    memset(b->failed + old, 0, (b->failed_cap - old) * sizeof *b->failed);
+  }
+  b->failed[shape] = resv_state(c);
+}
+
 /* (The cache is the step's scratch memory: it goes with the step.) */
 void gp__core_backfill_done(gp__core_ctx *c) {
+  free(c->backfill->failed);
   c->backfill->rcache = NULL;
   free(c->backfill->leaf_has_resv);
   free(c->backfill->reservations.items);
@@ -389,6 +427,7 @@ void gp__core_reserve(gp__core_ctx *c, gp__core_req *r) {
     if (!c->backfill->leaf_has_resv) c->backfill->leaf_has_resv = gp_xcalloc((size_t)c->tree.n + 1, sizeof(bool));
     if (c->backfill->leaf_has_resv[J->leaf]) return;
   }
+  if (resv_failed_before(c, J->shape)) return;
   gp__core_req_need(c, r);
   if (r->gpus <= 0) return;
   build_cache(c);
@@ -425,6 +464,7 @@ void gp__core_reserve(gp__core_ctx *c, gp__core_req *r) {
   }
   if (n < r->tasks || h[0].t == GP__NEVER) {
     free(h);
+    resv_fail(c, J->shape);
     return;
   }
   gp_time at = h[0].t;

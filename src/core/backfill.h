@@ -11,6 +11,10 @@ typedef struct gp__core_backfill {
   int n_resv;
   bool *leaf_has_resv;
   struct gp__core_resv_cache *rcache; /* release events per node */
+  /* Per request shape (shapes.c): the step as it stood when a reservation for a job of
+   * that shape last found no time (backfill.c); NULL until one fails. */
+  struct gp__core_resv_fail *failed;
+  size_t failed_cap;
 } gp__core_backfill;
 
 /* Backfill (backfill.c): computes and records a reservation for a blocked job. */

@@ -42,6 +42,10 @@ typedef struct gp__core_ctx {
   const gp_view *view;
   gp_time now;
   gp_err *err;
+  /* The plan's valid_until as far as the step's own time-dependent checks know: the
+   * earliest later time at which a check made on the way would answer otherwise
+   * (gp__core_valid_by; sched.c adds the thresholds it can read off the jobs). */
+  gp_time valid_until;
   /* Only starts, preemptions, ended jobs, MIG changes and fair shares are wanted
    * (GP_SCHED_DECISIONS_ONLY): no reasons, no reservations in the plan. */
   bool decisions_only;
@@ -76,6 +80,13 @@ typedef struct gp__core_ctx {
   struct gp__core_assembly *assembly; /* sched.c: what assembling the plan keeps */
   struct gp__core_ulim *ulim;         /* user_limits.c: per-user tallies, made on first use */
 } gp__core_ctx;
+
+/* A check of this step that depends on now answers otherwise from time t on (t > now): the
+ * plan may differ from then. */
+static inline void gp__core_valid_by(gp__core_ctx *c, gp_time t) {
+  if (t <= c->now) t = c->now + 1;
+  if (t < c->valid_until) c->valid_until = t;
+}
 
 /* Is placement k of job the first on its node? (Per-node lists count a job once.) */
 static inline bool gp__core_first_on_node(const gp_job *job, int k) {

@@ -190,7 +190,10 @@ bool gp__core_node_fit(gp__core_ctx *c, const gp__core_req *r, int node, uint32_
   if (r->honor_resv && (s->resv & avail)) {
     for (uint32_t m = s->resv & avail; m; m &= m - 1) {
       int g = __builtin_ctz(m);
-      if (r->end > c->fleet->gpu_resv_until[s->gpu_base + g]) avail &= ~((uint32_t)1 << g);
+      gp_time until = c->fleet->gpu_resv_until[s->gpu_base + g];
+      if (r->end > until) avail &= ~((uint32_t)1 << g);
+      /* It ends in time now; started later, with its end later, it no longer would. */
+      else if (until - r->end < GP__NEVER - 1 - c->now) gp__core_valid_by(c, c->now + (until - r->end) + 1);
     }
   }
   avail &= mem_ok_mask(c, node, r->min_gpu_mem);

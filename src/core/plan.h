@@ -120,6 +120,14 @@ typedef struct gp_plan_scale_note {
 
 typedef struct gp_plan {
   gp_time now;
+  /* Until when this plan stays the step's answer as time passes: for the same policy and
+   * view, a step at any time in [now, valid_until) returns this plan but for `now` (its
+   * reservations' times included). now + 1 when the plan acts (starts, preemptions, ended
+   * jobs, MIG changes: the caller's view changes anyway), when a job is stopping, and in a
+   * decisions-only step; INT64_MAX when no time moves it. A bound, not a
+   * decision: gp_plan_equal leaves it out. For a caller that skips steps that cannot change
+   * anything (the server). */
+  gp_time valid_until;
   int n_starts;
   gp_plan_start *starts;
   int n_preemptions;

@@ -317,6 +317,8 @@ static gp_plan *assemble(gp__core_ctx *c, bool head_blocked, bool decisions_only
     }
     if (decisions_only) continue;
     bool pending = ji->stat == GP__J_ELIGIBLE || ji->stat == GP__J_WAITING;
+    if (ji->stat == GP__J_WAITING && ji->reason == GP_PEND_BEGIN_TIME)
+      gp__core_valid_by(c, c->view->jobs[j].begin_at);
     if (pending)
       pend[plan->n_pending++] =
           ji->stat == GP__J_ELIGIBLE
@@ -375,6 +377,30 @@ static gp_plan *assemble(gp__core_ctx *c, bool head_blocked, bool decisions_only
   return plan;
 }
 
+/* The plan's valid_until (plan.h): what the step's checks noted (ctx.valid_until: the
+ * reservation fences a job passed), and the times at which what the step read of the jobs
+ * turns: a pending job's begin time (noted by assemble), a running job's end (backfill
+ * counts an overdue job as ending now, so its release moves with now from end + 1 on) and
+ * the moment it becomes old enough to be a victim. Every other use of now in a step
+ * compares times that all move with it (ends of jobs started now against each other,
+ * time since a checkpoint against another's), so the answer holds until one of these. */
+static gp_time plan_valid_until(gp__core_ctx *c, const gp_plan *plan) {
+  gp_time now = c->now, soon = now < GP__NEVER ? now + 1 : now;
+  if (c->decisions_only || plan->n_starts || plan->n_preemptions || plan->n_ended || plan->n_mig ||
+      c->cls->n_stopping > 0)
+    return soon;
+  for (int i = 0; i < plan->n_reservations; i++) /* (at now: it moves with now) */
+    if (plan->reservations[i].at <= now) return soon;
+  for (int r = 0; r < c->cls->n_running; r++) {
+    const gp__core_run *ru = &c->cls->run[r];
+    if (ru->started <= GP__NEVER - c->pol->min_runtime && ru->started + c->pol->min_runtime > now)
+      gp__core_valid_by(c, ru->started + c->pol->min_runtime);
+    gp_time e = gp__core_run_end(ru);
+    if (e >= now && e < GP__NEVER) gp__core_valid_by(c, e + 1);
+  }
+  return c->valid_until;
+}
+
 int gp_sched_step(const gp_policy *policy, const gp_view *view, gp_time now,
                   gp_plan **ret_plan, gp_err *err) {
   return gp_sched_step_memo(NULL, policy, view, now, 0, ret_plan, err);
@@ -408,6 +434,7 @@ int gp_sched_step_memo(gp_sched_memo *memo, const gp_policy *policy, const gp_vi
   c.pol = policy;
   c.view = view;
   c.now = now;
+  c.valid_until = GP__NEVER;
   c.err = err;
   c.decisions_only = flags & GP_SCHED_DECISIONS_ONLY;
   c.scratch = &c.own_scratch;
@@ -434,6 +461,7 @@ int gp_sched_step_memo(gp_sched_memo *memo, const gp_policy *policy, const gp_vi
   gp__core_shared_setup(&c);
   bool head_blocked = run(&c);
   *ret_plan = assemble(&c, head_blocked, c.decisions_only);
+  (*ret_plan)->valid_until = plan_valid_until(&c, *ret_plan);
   ctx_done(&c);
   return 0;
 }

@@ -180,6 +180,11 @@ void gp_advice_add_interval(gp_advice *a, const gp_ledger_job_iv *iv) {
   if (a->finished || !(iv->share > 0 && iv->share <= 1) || iv->end <= iv->start ||
       !clip(a, &s, &e))
     return;
+  if (a->win_to > 0) {
+    if (s < a->win_from) s = a->win_from;
+    if (e > a->win_to) e = a->win_to;
+    if (e <= s) return;
+  }
   if ((a->p.user && (!iv->user || strcmp(a->p.user, iv->user) != 0)) ||
       !gp__ledger_adv_in_queue(a->p.queue, iv->queue))
     return;
@@ -230,6 +235,85 @@ void gp_advice_add_interval(gp_advice *a, const gp_ledger_job_iv *iv) {
   d->used_gpu_s += used;
   d->idle_cost += gpu_s > 0 ? cost * (gpu_s - used) / gpu_s : 0;
   d->cost_unknown |= !priced;
+}
+
+#define DAY_S 86400
+
+static bool inside(int64_t t, int64_t day) { return t > day && t < day + DAY_S; }
+
+bool gp_advice_day_whole(const gp_advice *a, int64_t day) {
+  if (day % DAY_S || day < a->p.from || day + DAY_S > a->p.to) return false;
+  const gp_prices *p = a->p.prices;
+  for (int i = 0; p && i < p->n_prices; i++)
+    if (inside(p->prices[i].from, day)) return false;
+  for (int i = 0; p && i < p->n_commitments; i++)
+    if (inside(p->commitments[i].from, day) || inside(p->commitments[i].to, day)) return false;
+  for (int i = 0; p && i < p->n_energy; i++)
+    if (inside(p->energy[i].from, day)) return false;
+  return true;
+}
+
+void gp_advice_window(gp_advice *a, int64_t from, int64_t to) {
+  a->win_from = from;
+  a->win_to = to;
+}
+
+/* As gp_advice_add_interval does for each of the day's intervals: on a whole day every
+ * price is one rate, so a cost is the rate times the day's sum (price() over the whole day
+ * with the sum spread as a share of it). */
+void gp_advice_add_held_day(gp_advice *a, const gp_advice_held_day *d) {
+  if (a->finished || !d || !d->model || !(d->gpu_s > 0) || !isfinite(d->gpu_s) ||
+      !(d->known_gpu_s >= 0) || !(d->used_gpu_s >= 0) || !gp_advice_day_whole(a, d->day))
+    return;
+  if ((a->p.user && (!d->user || strcmp(a->p.user, d->user) != 0)) ||
+      !gp__ledger_adv_in_queue(a->p.queue, d->queue))
+    return;
+  int64_t day = d->day, end = day + DAY_S;
+  double gpu_s = d->gpu_s, cost = 0;
+  int32_t model = intern_near(a, &a->last_model, d->model);
+  bool priced = price(a, model, d->capacity, day, end, gpu_s / DAY_S, &cost);
+  int32_t ji = a->last_job >= 0 && a->jobs[a->last_job].job == d->job
+                   ? a->last_job
+                   : gp__ledger_imap_get(&a->job_index, d->job, (int32_t)a->n_jobs);
+  int64_t s = d->first_start < day ? day : d->first_start;
+  if ((size_t)ji == a->n_jobs) {
+    gp_xgrow((void **)&a->jobs, &a->cap_jobs, a->n_jobs + 1, sizeof *a->jobs);
+    a->jobs[a->n_jobs++] = (gp__ledger_adv_job){.job = d->job, .model = model,
+                                                .capacity = d->capacity, .first_start = s};
+  }
+  a->last_job = ji;
+  gp__ledger_adv_job *j = &a->jobs[ji];
+  if (s < j->first_start) j->first_start = s;
+  j->gpu_s += gpu_s;
+  j->cost += cost;
+  j->cost_unknown |= !priced;
+  if (d->capacity != GP_CAP_SPOT) {
+    double spot = 0;
+    j->nonspot_gpu_s += gpu_s;
+    j->nonspot_cost += cost;
+    if (price(a, model, GP_CAP_SPOT, day, end, gpu_s / DAY_S, &spot)) j->spot_cost += spot;
+    else j->spot_unknown = true;
+    if (d->longest_s > j->longest_nonspot_s) j->longest_nonspot_s = d->longest_s;
+  }
+  int32_t q = intern_near(a, &a->last_queue, d->queue), u = intern_near(a, &a->last_user, d->user);
+  gp__ledger_adv_queue_of(a, q)->alloc_gpu_s += gpu_s;
+  a->alloc_gpu_s += gpu_s;
+  if (!(d->known_gpu_s > 0)) return;
+  double known = d->known_gpu_s, used = d->used_gpu_s < known ? d->used_gpu_s : known, idle = 0;
+  a->used_gpu_s += used;
+  a->known_gpu_s += known;
+  price(a, model, d->capacity, day, end, (known - used) / DAY_S, &idle);
+  int64_t key = (int64_t)((uint64_t)(uint32_t)q << 32 | (uint32_t)u);
+  int32_t ii = gp__ledger_imap_get(&a->idle_index, key, (int32_t)a->n_idle);
+  if ((size_t)ii == a->n_idle) {
+    gp_xgrow((void **)&a->idle, &a->cap_idle, a->n_idle + 1, sizeof *a->idle);
+    a->idle[a->n_idle++] = (gp__ledger_adv_idle){.queue = q, .user = u};
+  }
+  gp__ledger_adv_idle *id = &a->idle[ii];
+  id->known_gpu_s += known;
+  id->used_gpu_s += used;
+  id->idle_cost += idle;
+  id->cost_unknown |= !priced;
 }
 
 void gp_advice_add_run(gp_advice *a, const gp_advice_run *r) {

@@ -113,6 +113,23 @@ void gp_advice_add_node(gp_advice *a, const gp_ledger_node_iv *iv);
 void gp_advice_add_interval(gp_advice *a, const gp_ledger_job_iv *iv);
 void gp_advice_add_run(gp_advice *a, const gp_advice_run *r);
 void gp_advice_add_idle(gp_advice *a, const gp_advice_idle *j);
+/* Daily roll-ups (advice_days in the server; docs/accounting.md, "Roll-ups"): a job's figures
+ * over one whole UTC day, summed from its closed intervals, stand for those intervals on
+ * that day; the intervals of the other days are added clipped to them by a window. */
+typedef struct gp_advice_held_day {
+  int64_t day, job;                  /* day: its first second */
+  const char *user, *queue, *model;  /* borrowed for the call */
+  gp_capacity capacity;
+  double gpu_s, used_gpu_s, known_gpu_s;
+  int64_t first_start;               /* the first second the job held that day */
+  int64_t longest_s;                 /* its longest interval there, whole */
+} gp_advice_held_day;
+/* Whether [day, day + 1 day) lies inside the period and no price changes inside it. */
+bool gp_advice_day_whole(const gp_advice *a, int64_t day);
+/* Intervals added from now on count only inside [from, to) as well; 0, 0: the period. */
+void gp_advice_window(gp_advice *a, int64_t from, int64_t to);
+/* One day's sums of one job; a day that is not whole is ignored. */
+void gp_advice_add_held_day(gp_advice *a, const gp_advice_held_day *d);
 /* The items, largest saving first, at most GP_ADVICE_MAX_ITEMS (*truncated says when cut).
  * Valid until free. GP_EINVAL names a bad parameter (from, headroom, checkpoint). */
 int gp_advice_finish(gp_advice *a, const gp_advice_item **items, int *n, bool *truncated,

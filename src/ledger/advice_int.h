@@ -93,6 +93,7 @@ struct gp_advice {
   size_t n_up, cap_up;
   gp_advice_item *items;
   size_t n_items, cap_items;
+  int64_t win_from, win_to;         /* gp_advice_window; win_to 0: none */
   bool finished;
 };
 

@@ -67,6 +67,17 @@ gp__ledger_sums *gp__ledger_map_get(gp__ledger_map *m, const gp__ledger_key *k) 
   return &e->sums;
 }
 
+gp__ledger_sums *gp__ledger_map_find(const gp__ledger_map *m, const gp__ledger_key *k) {
+  if (!m->n_slots) return NULL;
+  uint64_t h = hash_key(k), tag = h & ~UINT64_C(0xffffffff);
+  for (size_t i = h & (m->n_slots - 1); m->slots[i]; i = (i + 1) & (m->n_slots - 1)) {
+    if ((m->slots[i] & ~UINT64_C(0xffffffff)) != tag) continue;
+    gp__ledger_entry *e = &m->entries[(m->slots[i] & 0xffffffff) - 1];
+    if (same_key(&e->key, k)) return &e->sums;
+  }
+  return NULL;
+}
+
 void gp__ledger_map_done(gp__ledger_map *m) {
   free(m->entries);
   free(m->slots);

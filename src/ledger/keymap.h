@@ -38,6 +38,8 @@ typedef struct gp__ledger_map {
 void gp__ledger_key_init(gp__ledger_key *k);
 /* The sums of k, added (zeroed) when new. The pointer is valid until the next call. */
 gp__ledger_sums *gp__ledger_map_get(gp__ledger_map *m, const gp__ledger_key *k);
+/* The sums of k, or NULL when k has none (nothing added). */
+gp__ledger_sums *gp__ledger_map_find(const gp__ledger_map *m, const gp__ledger_key *k);
 void gp__ledger_map_done(gp__ledger_map *m);
 
 #endif

@@ -80,6 +80,17 @@ static bool clip(const gp_ledger_report *r, int64_t start, int64_t end, int64_t 
   return *s < *e;
 }
 
+/* A job interval's part in the report and the window (gp_ledger_report_window). */
+static bool clip_job(const gp_ledger_report *r, int64_t start, int64_t end, int64_t *s,
+                     int64_t *e) {
+  if (!clip(r, start, end, s, e)) return false;
+  if (r->win_to > 0) {
+    if (*s < r->win_from) *s = r->win_from;
+    if (*e > r->win_to) *e = r->win_to;
+  }
+  return *s < *e;
+}
+
 void gp_ledger_report_add_node(gp_ledger_report *r, const gp_ledger_node_iv *iv) {
   int64_t s, e;
   if (r->rc || r->finished) return;
@@ -190,7 +201,7 @@ void gp_ledger_report_add_job(gp_ledger_report *r, const gp_ledger_job_iv *iv) {
     r->anomalies++;
     return;
   }
-  if (!clip(r, iv->start, iv->end, &s, &e)) return;
+  if (!clip_job(r, iv->start, iv->end, &s, &e)) return;
   index_nodes(r);
   unsigned g = r->p.group;
   int32_t model = gp__ledger_intern(&r->models, iv->model);
@@ -252,6 +263,7 @@ void gp_ledger_report_free(gp_ledger_report *r) {
   free(r->node_count);
   free(r->node_order);
   gp__ledger_map_done(&r->jobs);
+  gp__ledger_map_done(&r->alloc_days);
   gp__ledger_intern_done(&r->queues);
   gp__ledger_intern_done(&r->users);
   gp__ledger_intern_done(&r->models);

@@ -86,6 +86,37 @@ void gp_ledger_report_add_job(gp_ledger_report *r, const gp_ledger_job_iv *iv);
 int gp_ledger_report_finish(gp_ledger_report *r, const gp_ledger_row **rows, int *n_rows,
                             gp_err *err);
 double gp_ledger_report_fleet_cost(const gp_ledger_report *r);
+
+/* Roll-ups (report_days.c; docs/accounting.md, "Roll-ups"): a report may take whole UTC days
+ * as sums instead of the intervals of those days, and the intervals of the other days
+ * clipped to them. Idle and drained/down rows then come out per group (period, and model and
+ * capacity where asked) rather than per node interval, so a report by node is not made this
+ * way. For a day the sums may stand for, gp_ledger_report_day_whole says true. */
+typedef struct gp_ledger_job_day {
+  int64_t day;                                /* the day's first second (UTC) */
+  const char *queue, *user, *model;           /* borrowed for the call */
+  gp_capacity capacity;
+  double gpu_s, used_gpu_s, known_gpu_s, energy_j;
+  bool energy_known;
+} gp_ledger_job_day;
+/* The job GPU-seconds of one day that ran on node intervals of (model, capacity, state). */
+typedef struct gp_ledger_alloc_day {
+  int64_t day;
+  const char *model;
+  gp_capacity capacity;
+  gp_ledger_node_state state;
+  double gpu_s;
+} gp_ledger_alloc_day;
+/* Whether [day, day + 1 day) lies inside the report and inside one of its periods, and no
+ * price, commitment or energy price changes inside it (only then is a day's sum priced as
+ * its intervals would be). */
+bool gp_ledger_report_day_whole(const gp_ledger_report *r, int64_t day);
+/* Job intervals added from now on count only inside [from, to) as well (the days read raw);
+ * from = to = 0: the whole report again. */
+void gp_ledger_report_window(gp_ledger_report *r, int64_t from, int64_t to);
+/* A day's sums; one for which day_whole is false is an anomaly, skipped. */
+void gp_ledger_report_add_job_day(gp_ledger_report *r, const gp_ledger_job_day *d);
+void gp_ledger_report_add_alloc_day(gp_ledger_report *r, const gp_ledger_alloc_day *d);
 /* Inputs that contradict each other (a job on a node with no up/drained/down interval at
  * that time, more allocated on a node interval within one period than it offered, a share
  * outside (0, 1], an end before its start, a node of no GPUs): counted, clamped (idle never

@@ -49,6 +49,12 @@ struct gp_ledger_report {
   gp_ledger_row *rows;
   int n_rows;
   bool finished;
+  /* Roll-ups (report_days.c): day sums were taken, so capacity rows are made per group;
+   * alloc_days holds the days' allocation by (kind, period, model, capacity) as negative
+   * capacity; job intervals count only inside [win_from, win_to) when win_to > 0. */
+  bool rolled;
+  gp__ledger_map alloc_days;
+  int64_t win_from, win_to;
 };
 
 /* The timeline of (model id, capacity), built when first met. */

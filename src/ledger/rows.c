@@ -21,14 +21,78 @@
 #include "ledger/report_int.h"
 #include "util/mem.h"
 
+/* With roll-ups (report_days.c) the allocation of whole days is known per group, not per
+ * node interval: capacity and allocation are summed per group first, and only the sums are
+ * clamped. In a consistent ledger no clamp applies, so both ways give the same rows. */
+static void capacity_rows_rolled(gp_ledger_report *r, gp__ledger_map *out, double *idle_by_period) {
+  unsigned g = r->p.group;
+  gp__ledger_map sums = {0};
+  for (size_t i = 0; i < r->n_nrecs; i++) {
+    const gp__ledger_node_rec *n = &r->nrecs[i];
+    for (int pi = 0; pi < n->n_periods; pi++) {
+      const gp__ledger_node_period *pp = &n->per[pi];
+      r->fleet_cost += pp->cap_cost;
+      gp__ledger_key k;
+      gp__ledger_key_init(&k);
+      k.kind = (int16_t)(n->state == GP_LEDGER_UP ? GP_LR_IDLE : GP_LR_DRAINED_DOWN);
+      k.period = n->first_period + pi;
+      if (g & GP_LG_MODEL) k.model = n->model;
+      if (g & GP_LG_CAPACITY) k.capacity = (int16_t)n->capacity;
+      gp__ledger_sums *s = gp__ledger_map_get(&sums, &k);
+      s->gpu_s += pp->cap_gpu_s - pp->alloc_gpu_s;
+      s->cost += pp->cap_cost - pp->alloc_cost;
+      s->known_gpu_s += pp->cap_gpu_s;   /* the capacity, for the clamp's tolerance */
+      s->used_gpu_s += pp->cap_cost;
+      if (pp->cost_unknown) s->cost_unknown = true;
+    }
+  }
+  for (size_t e = 0; e < r->alloc_days.n; e++) {
+    gp__ledger_sums *s = gp__ledger_map_get(&sums, &r->alloc_days.entries[e].key);
+    s->gpu_s += r->alloc_days.entries[e].sums.gpu_s;
+    s->cost += r->alloc_days.entries[e].sums.cost;
+  }
+  for (size_t e = 0; e < sums.n; e++) {
+    const gp__ledger_key *k = &sums.entries[e].key;
+    gp__ledger_sums *x = &sums.entries[e].sums;
+    double gpu_s = x->gpu_s, cost = x->cost;
+    if (gpu_s < -1e-6 * (x->known_gpu_s + 1) || cost < -1e-6 * (x->used_gpu_s + 1)) r->anomalies++;
+    if (gpu_s < 0) gpu_s = 0;
+    if (cost < 0) cost = 0;
+    if (gpu_s == 0 && cost == 0) continue;
+    gp__ledger_sums *s = gp__ledger_map_get(out, k);
+    s->gpu_s += gpu_s;
+    s->cost += cost;
+    s->cost_unknown |= x->cost_unknown;
+    if (k->kind == GP_LR_IDLE) idle_by_period[k->period] += cost;
+  }
+  gp__ledger_map_done(&sums);
+}
+
 /* Idle or drained/down rows from the node records. */
 static void capacity_rows(gp_ledger_report *r, gp__ledger_map *out, double *idle_by_period) {
+  if (r->rolled) {
+    capacity_rows_rolled(r, out, idle_by_period);
+    return;
+  }
   unsigned g = r->p.group;
+  /* A row's cost is unknown when some capacity of its group and period had no price, even
+   * capacity that jobs held: the same rule whichever way the rows are made. */
+  gp__ledger_map unknown = {0};
   for (size_t i = 0; i < r->n_nrecs; i++) {
     const gp__ledger_node_rec *n = &r->nrecs[i];
     for (int pi = 0; pi < n->n_periods; pi++) {
       const gp__ledger_node_period *pp = &n->per[pi];
       double gpu_s = pp->cap_gpu_s - pp->alloc_gpu_s, cost = pp->cap_cost - pp->alloc_cost;
+      if (pp->cost_unknown) {
+        gp__ledger_key u;
+        gp__ledger_key_init(&u);
+        u.kind = (int16_t)(n->state == GP_LEDGER_UP ? GP_LR_IDLE : GP_LR_DRAINED_DOWN);
+        u.period = n->first_period + pi;
+        if (g & GP_LG_MODEL) u.model = n->model;
+        if (g & GP_LG_CAPACITY) u.capacity = (int16_t)n->capacity;
+        if (g & GP_LG_NODE) u.node = n->node;
+        gp__ledger_map_get(&unknown, &u)->cost_unknown = true;
+      }
       r->fleet_cost += pp->cap_cost;
       /* Rounding leaves a few ulps either way; more than that is a node holding more than
        * its GPUs, which a consistent ledger cannot show. */
@@ -51,6 +115,11 @@ static void capacity_rows(gp_ledger_report *r, gp__ledger_map *out, double *idle
       if (n->state == GP_LEDGER_UP) idle_by_period[k.period] += cost;
     }
   }
+  for (size_t e = 0; e < unknown.n; e++) {
+    gp__ledger_sums *s = gp__ledger_map_find(out, &unknown.entries[e].key);
+    if (s) s->cost_unknown = true;
+  }
+  gp__ledger_map_done(&unknown);
 }
 
 typedef struct event { int64_t t; int64_t delta; } event;

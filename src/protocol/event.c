@@ -23,6 +23,7 @@ static const struct {
     {GP_PROTO_EV_INTERRUPTION, "interruption", false, false},
     {GP_PROTO_EV_IMAGE, "image", true, false},
     {GP_PROTO_EV_STEP_EXITED, "step_exited", true, false},
+    {GP_PROTO_EV_PULL_DONE, "pull_done", false, false},
 };
 #define N_KINDS (sizeof kinds / sizeof kinds[0])
 
@@ -114,6 +115,7 @@ json_t *gp_proto_event_encode(const gp_proto_event *ev) {
     }
     break;
   case GP_PROTO_EV_INJECT_DONE:
+  case GP_PROTO_EV_PULL_DONE:
     json_object_set_new(o, "order", json_string(ev->order));
     json_object_set_new(o, "ok", json_boolean(ev->ok));
     json_object_set_new(o, "message", json_string(ev->message));

@@ -34,6 +34,8 @@ typedef enum gp_proto_event_kind {
   GP_PROTO_EV_IMAGE,       /* "image": a container task's pull began ("reason": pulling) or
                               ended (pulled); "message" says which image and how long */
   GP_PROTO_EV_STEP_EXITED, /* "step_exited": a job step's task ended, or never started */
+  GP_PROTO_EV_PULL_DONE,   /* "pull_done": the answer to a pull_image order (order, ok,
+                              message) */
 } gp_proto_event_kind;
 
 #define GP_PROTO_SOURCE_MAX 16          /* bytes in an interruption's source, with its NUL */

@@ -3,6 +3,8 @@
  * encoder, decoder and destructor, so adding a kind is adding a row. The start order, the
  * largest, lives in start.c. Encoders write keys in a fixed order, so the server stores and
  * sends the same bytes for the same order. */
+#include "protocol/container.h"
+#include "protocol/registry.h"
 #include "protocol/order.h"
 
 #include <stdio.h>
@@ -128,6 +130,32 @@ static int inject_decode(const json_t *d, gp_proto_order *o, gp_err *err) {
   return gp_proto_fault_parse(spec, in->faults, GP_PROTO_MAX_FAULTS, &in->n_faults, err);
 }
 
+/* ---- pull_image ---- */
+
+static json_t *pull_encode(const gp_proto_order *o) {
+  json_t *d = json_pack("{s:s}", "image", o->u.pull.image);
+  if (o->u.pull.auth[0]) json_object_set_new(d, "registry_auth", json_string(o->u.pull.auth));
+  return d;
+}
+
+static int pull_decode(const json_t *d, gp_proto_order *o, gp_err *err) {
+  gp_proto_pull *p = &o->u.pull;
+  const char *image = json_string_value(json_object_get(d, "image"));
+  const char *why = image ? gp_proto_image_check(image) : "the order names no image";
+  if (why) return gp__proto_bad(err, NULL, "image", "%s", why);
+  snprintf(p->image, sizeof p->image, "%s", image);
+  const json_t *ra = json_object_get(d, "registry_auth");
+  if (ra && !json_is_null(ra)) {
+    const char *a = json_string_value(ra);
+    if (!a || !gp_proto_registry_auth_valid(a) || strlen(a) >= sizeof p->auth)
+      return gp__proto_bad(err, NULL, "registry_auth", "a credential is bounded base64 text");
+    snprintf(p->auth, sizeof p->auth, "%s", a);
+  }
+  return 0;
+}
+
+static void pull_done(gp_proto_order *o) { explicit_bzero(o->u.pull.auth, sizeof o->u.pull.auth); }
+
 /* ---- start (start.c) ---- */
 
 static json_t *start_encode(const gp_proto_order *o) {
@@ -161,6 +189,7 @@ static const struct {
     {GP_PROTO_INJECT, "inject", inject_encode, inject_decode, NULL},
     {GP_PROTO_STEP, "step", gp__proto_step_encode, gp__proto_step_decode, gp__proto_step_done},
     {GP_PROTO_STEP_STOP, "step_stop", gp__proto_step_stop_encode, gp__proto_step_stop_decode, NULL},
+    {GP_PROTO_PULL_IMAGE, "pull_image", pull_encode, pull_decode, pull_done},
 };
 #define N_KINDS (sizeof kinds / sizeof kinds[0])
 

@@ -24,6 +24,7 @@ typedef enum gp_proto_order_kind {
   GP_PROTO_INJECT,    /* "inject": simulated faults (simulated backends only) */
   GP_PROTO_STEP,      /* "step": run one task of a job step (srun) in a task's allocation */
   GP_PROTO_STEP_STOP, /* "step_stop": signal a job step's tasks on the node */
+  GP_PROTO_PULL_IMAGE,/* "pull_image": pull a container image ahead of the jobs in it */
 } gp_proto_order_kind;
 
 /* This task's share of the job's placement. */
@@ -82,6 +83,8 @@ typedef struct gp_proto_start {
   int node_gpus[GP_PROTO_MAX_GPUS];
   struct gp_proto_container *container; /* its image (protocol/container.h); NULL: bare */
   char job_key[GP_PROTO_JOB_KEY_MAX]; /* the run's step credential (GPOOL_JOB_KEY), "": none */
+  char *registry_auth;              /* the owner's credential for the image's registry
+                                       (protocol/registry.h), NULL: none */
 } gp_proto_start;
 
 /* One task of a job step (step_order.c): what srun asked, placed on one task of the job's
@@ -140,6 +143,13 @@ typedef struct gp_proto_inject {
   gp_proto_fault faults[GP_PROTO_MAX_FAULTS];
 } gp_proto_inject;
 
+/* pull_image: an admin's pre-pull (docs/containers.md#pre-pulling). */
+typedef struct gp_proto_pull {
+  char image[256];                  /* a valid reference (protocol/container.h) */
+  char auth[2048];                  /* the pool-wide credential of its registry (base64),
+                                       added as the order is sent; "": none */
+} gp_proto_pull;
+
 typedef struct gp_proto_order {
   char id[GP_PROTO_ID_MAX];         /* "o17"; "" while the server has not numbered it */
   gp_proto_order_kind kind;
@@ -151,6 +161,7 @@ typedef struct gp_proto_order {
     gp_proto_inject inject;
     gp_proto_step step;
     gp_proto_step_stop step_stop;
+    gp_proto_pull pull;
   } u;
 } gp_proto_order;
 

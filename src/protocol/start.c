@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "protocol/container.h"
+#include "protocol/registry.h"
 #include "protocol/order.h"
 #include "protocol/outpath.h"
 #include "protocol/proto_int.h"
@@ -136,6 +137,7 @@ json_t *gp_proto_start_encode(const gp_proto_start *s) {
   }
   if (s->container) json_object_set_new(o, "container", gp_proto_container_encode(s->container));
   if (s->job_key[0]) json_object_set_new(o, "job_key", json_string(s->job_key));
+  if (s->registry_auth) json_object_set_new(o, "registry_auth", json_string(s->registry_auth));
   return o;
 }
 
@@ -376,6 +378,15 @@ static int decode_fields(const json_t *job, gp_proto_start *s, gp_err *err) {
   if (ct && !json_is_null(ct)) {
     s->container = gp_xcalloc(1, sizeof *s->container);
     if ((r = gp_proto_container_decode(ct, CTX ".container", s->container, err))) return r;
+    /* The owner's credential for the image's registry (the server adds it as it sends the
+     * order, never stored with it): base64 of "user:password", bounded. */
+    const json_t *ra = json_object_get(job, "registry_auth");
+    if (ra && !json_is_null(ra)) {
+      if (!json_is_string(ra) || !gp_proto_registry_auth_valid(json_string_value(ra)))
+        return gp__proto_bad(err, CTX, "registry_auth", "a credential is base64 text of at most %d bytes",
+                             GP_PROTO_REGISTRY_AUTH_MAX);
+      s->registry_auth = gp_xstrdup(json_string_value(ra));
+    }
   }
   return decode_batch(job, s, err);
 }
@@ -408,6 +419,8 @@ void gp_proto_start_done(gp_proto_start *s) {
   strv_free(s->addrs, s->n_addrs);
   gp_proto_container_done(s->container);
   free(s->container);
+  if (s->registry_auth) explicit_bzero(s->registry_auth, strlen(s->registry_auth));
+  free(s->registry_auth);
   memset(s, 0, sizeof *s);
 }
 

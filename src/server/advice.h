@@ -59,4 +59,8 @@ bool gp__srv_advice_run_of(const json_t *doc, const char *user, const char *queu
 char *gp__srv_advice_render(const gp_srv_advice *adv, const gp_advice_item *items, int n,
                             bool truncated);
 
+/* advice_run.c: an ended job's document into advice (ctx: the gp_advice **), for
+ * gp_store_reader_jobs. */
+int gp__srv_advice_on_job(void *ctx, const gp_store_job *row, int64_t ended_at);
+
 #endif

@@ -9,6 +9,7 @@
 
 #include "server/advice.h"
 #include "server/report.h"
+#include "server/server.h"
 #include "util/mem.h"
 
 typedef struct scan {
@@ -64,17 +65,17 @@ bool gp__srv_advice_run_of(const json_t *doc, const char *user, const char *queu
   return true;
 }
 
-static int on_job(void *ctx, const gp_store_job *row, int64_t ended_at) {
+int gp__srv_advice_on_job(void *ctx, const gp_store_job *row, int64_t ended_at) {
   (void)ended_at;
-  scan *sc = ctx;
+  gp_advice **a = ctx;
   gp_srv_advice_doc_buf b;
   gp_advice_run r;
   if (gp__srv_advice_doc_scan(row->doc, row->user, row->queue, row->id, &b, &r)) {
-    gp_advice_add_run(sc->a, &r);
+    gp_advice_add_run(*a, &r);
     return 0;
   }
   json_t *doc = json_loads(row->doc ? row->doc : "", 0, NULL);
-  if (gp__srv_advice_run_of(doc, row->user, row->queue, row->id, &r)) gp_advice_add_run(sc->a, &r);
+  if (gp__srv_advice_run_of(doc, row->user, row->queue, row->id, &r)) gp_advice_add_run(*a, &r);
   json_decref(doc);
   return 0;
 }
@@ -85,7 +86,7 @@ int gp_advice_feed(gp_store_reader *r, gp_advice *a, const gp_advice_params *p, 
   if (!rc) rc = gp_store_reader_intervals(r, p->from, p->to, p->user, on_interval, &sc, err);
   /* Jobs that ended from the period's start on may have run in it. */
   gp_store_job_filter f = {.from = p->from, .to = p->now + 1, .user = p->user, .queue = p->queue};
-  if (!rc) rc = gp_store_reader_jobs(r, &f, 0, 0, INT_MAX, on_job, &sc, err);
+  if (!rc) rc = gp_store_reader_jobs(r, &f, 0, 0, INT_MAX, gp__srv_advice_on_job, &sc.a, err);
   return rc;
 }
 
@@ -104,7 +105,7 @@ void gp__srv_advice_run(gp_srv_req *r) {
   gp_advice *a = gp_advice_new(p);
   for (int i = 0; i < adv->n_idle; i++) gp_advice_add_idle(a, &adv->idle[i]);
   int rc = gp_store_reader_open(adv->store, &reader, &err);
-  if (!rc) rc = gp_advice_feed(reader, a, p, &err);
+  if (!rc) rc = gp_advice_feed_days(reader, a, p, NULL, &err);
   gp_store_reader_close(reader);
   const gp_advice_item *items = NULL;
   int n = 0;

@@ -10,6 +10,8 @@
 
 #include "protocol/event.h"
 #include "protocol/order.h"
+#include "server/image_pull.h"
+#include "server/registry.h"
 #include "server/jobmetrics.h"
 #include "server/node_report.h"
 #include "server/server_int.h"
@@ -32,7 +34,12 @@ void gp__srv_agent_reply_orders(const gp_srv_state *s, gp_srv_node *n, gp_srv_re
      * readable however many large orders a user's jobs make at once. */
     if (!first && b.len + strlen(n->orders[i].doc) > GP_PROTO_ORDERS_BUDGET) break;
     if (!first) gp_buf_puts(&b, ",");
-    gp_buf_puts(&b, n->orders[i].doc);
+    /* A container job's owner's registry credential joins its start order here, on its way
+     * to the node, never in the stored order (registry.c). */
+    char *sent = gp__srv_registry_order_doc(s, &n->orders[i]);
+    gp_buf_puts(&b, sent ? sent : n->orders[i].doc);
+    if (sent) explicit_bzero(sent, strlen(sent));
+    free(sent);
     first = false;
     top = n->orders[i].id;
   }
@@ -336,6 +343,10 @@ static int apply_event(gp_srv_state *s, gp_srv_node *n, int idx, const json_t *d
   if (e->kind == GP_PROTO_EV_GPU_FAULT) return apply_gpu_fault(s, n, e, err);
   if (e->kind == GP_PROTO_EV_MIG_DONE) return apply_mig_done(s, n, e, err);
   if (e->kind == GP_PROTO_EV_INJECT_DONE) return 0; /* the admin reads it in the agent's log */
+  if (e->kind == GP_PROTO_EV_PULL_DONE) {
+    gp__srv_pull_done(s, n, e->order, e->ok, e->message);
+    return 0;
+  }
   if (e->kind == GP_PROTO_EV_INTERRUPTION) {
     /* A notice without a deadline the server can read gets the shortest cloud's (GCP);
      * the agent sends none more than a week ahead. */

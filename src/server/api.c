@@ -16,6 +16,8 @@
 #include "server/fairshare.h"
 #include "server/jobmetrics.h"
 #include "server/notify_job.h"
+#include "server/image_pull.h"
+#include "server/registry.h"
 #include "server/server_int.h"
 #include "server/steps.h"
 #include "util/mem.h"
@@ -576,6 +578,8 @@ int gp__srv_api_handle(gp_srv_state *s, gp_srv_req *r, int64_t now_s, int64_t no
     gp__srv_reply_error(r, 403, "permission_denied", NULL, "agent tokens may use only /v1/agent/*");
     return 0;
   }
+  char rq[32];
+  if (gp__srv_requeue_path(p, rq, sizeof rq)) return gp__srv_requeue_route(s, r, rq, now_s, err);
   if (r->job_key) { /* a job's step credential: its steps, nothing else (server_http.c) */
     char id[32];
     gp_srv_job *j = gp__srv_steps_path(p, id, sizeof id) ? gp__srv_job_get(s, id) : NULL;
@@ -608,6 +612,9 @@ int gp__srv_api_handle(gp_srv_state *s, gp_srv_req *r, int64_t now_s, int64_t no
   if (strcmp(p, "/v1/prices") == 0) return gp__srv_prices_route(s, r, err);
   if (strcmp(p, "/v1/shares") == 0) return gp__srv_shares_route(s, r, now_s);
   if (strcmp(p, "/v1/notify") == 0) return gp__srv_notify_route(s, r, err);
+  if (strncmp(p, "/v1/images/", 11) == 0) return gp__srv_images_route(s, r, p + 10, now_s, err);
+  if (strncmp(p, "/v1/registries", 14) == 0 && (!p[14] || p[14] == '/'))
+    return gp__srv_registry_route(s, r, p + 14, err);
   if (strcmp(p, "/v1/templates") == 0) return gp__srv_templates_route(s, r, now_s, err);
   gp__srv_reply_error(r, 404, "not_found", NULL, "no route %s %s", r->method, p);
   return 0;

@@ -121,6 +121,9 @@ static int finalize(gp_srv_state *s, gp_srv_job *j, const char *agent_reason, in
     return gp__srv_job_end(s, j, GP_JOB_PREEMPTED, "preempted", now, err);
   }
   if (sr && strcmp(sr, "cancelled") == 0) return gp__srv_job_end(s, j, GP_JOB_CANCELLED, "cancelled", now, err);
+  /* Asked for (requeue_api.c, Slurm's `scontrol requeue`): back to the queue, whatever the
+   * tasks' exit codes, with the restart count one higher. */
+  if (sr && strcmp(sr, "requeued") == 0) return requeue(s, j, "requeued on request", now, err);
   if (sr && strcmp(sr, "idle") == 0) {
     /* The queue's idle policy stopped it: requeued or cancelled, as its `idle` event says. */
     char why[160];

@@ -281,6 +281,10 @@ void gp_server_metrics_render(const gp_server_metrics *m, gp_buf *out) {
   family(out, "gpool_scheduling_cycles_total", "counter",
          "Scheduling cycles run since the server started.");
   sample(out, "gpool_scheduling_cycles_total", NULL, NULL, (double)m->sched_cycles_total);
+  family(out, "gpool_scheduling_steps_skipped_total", "counter",
+         "Scheduling cycles that skipped the step: nothing it reads had changed and its last plan "
+         "still held.");
+  sample(out, "gpool_scheduling_steps_skipped_total", NULL, NULL, (double)m->sched_steps_skipped_total);
   family(out, "gpool_scheduling_last_cycle_seconds", "gauge",
          "Wall time of the last scheduling cycle.");
   sample(out, "gpool_scheduling_last_cycle_seconds", NULL, NULL, m->last_sched_cycle_s);

@@ -91,6 +91,7 @@ typedef struct gp_server_metrics {
   double idle_threshold_pct;   /* what "idle" meant for gpus_allocated_idle */
   double idle_window_s;
   uint64_t submissions_total, jobs_started_total, preemptions_total, sched_cycles_total;
+  uint64_t sched_steps_skipped_total;
   double last_sched_cycle_s, sched_cycles_cpu_s;
   gp_hist sched_cycle_s, queue_wait_s, job_run_s;
   uint64_t store_write_failures_total; /* failed store transactions */

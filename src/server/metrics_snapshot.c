@@ -154,6 +154,7 @@ char *gp__srv_metrics_text(const gp_srv_state *s) {
   m.jobs_started_total = s->counters.starts;
   m.preemptions_total = s->counters.preemptions;
   m.sched_cycles_total = s->counters.sched_cycles;
+  m.sched_steps_skipped_total = s->counters.steps_skipped;
   m.last_sched_cycle_s = s->counters.last_cycle_s;
   m.sched_cycles_cpu_s = s->counters.cycles_cpu_s;
   m.sched_cycle_s = s->counters.cycle_s;

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* A report on an HTTP thread (report.h): a store reader of its own, node intervals then
  * job intervals streamed from the ledger tables into the engine's accumulator (which keeps
- * per-group sums, never rows), then the answer. A user's report scans only that user's
- * job intervals and no node intervals: idle capacity is the fleet's, an admin's to read. */
+ * per-group sums, never rows), then the answer; by day sums where it can (report_days.c). A
+ * user's report scans only that user's job intervals and no node intervals: idle capacity
+ * is the fleet's, an admin's to read. */
 #include <stdatomic.h>
 #include <stdlib.h>
 
@@ -143,7 +144,12 @@ void gp__srv_report_run(gp_srv_req *r) {
   int rc = gp_store_reader_open(rep->store, &reader, &err);
   if (rc) goto fail;
   lr = gp_ledger_report_new(&p);
-  rc = feed(reader, lr, q->from, q->to, rep->now, rep->user, nodes, q->job, NULL, &err);
+  /* The daily roll-ups hold neither nodes nor jobs: by those, and for one job, the
+   * intervals are read raw. */
+  if (!q->job && !(q->group & (GP_LG_NODE | GP_LG_JOB)))
+    rc = gp_report_feed_days(reader, lr, q->from, q->to, rep->now, rep->user, nodes, NULL, &err);
+  else
+    rc = feed(reader, lr, q->from, q->to, rep->now, rep->user, nodes, q->job, NULL, &err);
   gp_store_reader_close(reader);
   const gp_ledger_row *rows = NULL;
   int n_rows = 0;

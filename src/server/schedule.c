@@ -210,6 +210,30 @@ static int order_mig_layouts(gp_srv_state *s, const gp_plan *plan, gp_err *err) 
   return r;
 }
 
+/* Could a step now change anything? Not when nothing the view holds changed since the
+ * last one (no job, node or queue took a new rev; the same jobs), the clock has not passed
+ * the time until which the core said its plan holds, and no autoscaler reads the plan
+ * (it acts on time of its own). That plan acted on nothing (valid_until says so), so
+ * applying it again would change nothing either. With sched_check, a full step proves it. */
+static bool step_needless(gp_srv_state *s, const gp_view *v, int64_t now) {
+  if (!s->have_plan || s->autoscale || s->revs != s->plan_revs || v->n_jobs != s->plan_n_jobs ||
+      now < s->plan_now || now >= s->plan_valid_until)
+    return false;
+  if (!s->sched_check || !s->last_plan) return true;
+  gp_plan *full = NULL;
+  gp_err e = {0};
+  if (gp_sched_step(&s->cfg->policy, v, now, &full, &e) == 0) {
+    full->now = s->last_plan->now;
+    if (gp_plan_equal(full, s->last_plan)) {
+      gp_plan_free(full);
+      return true;
+    }
+  }
+  fprintf(stderr, "gpool server: a scheduling step skipped at %lld would have decided otherwise\n",
+          (long long)now);
+  abort();
+}
+
 int gp__srv_schedule(gp_srv_state *s, int64_t now, gp_err *err) {
   gp_plan *plan = NULL;
   /* The autoscaler first: nodes that registered as promised count, others are cordoned,
@@ -220,11 +244,20 @@ int gp__srv_schedule(gp_srv_state *s, int64_t now, gp_err *err) {
   const gp_view *v = gp__srv_view_sync(s);
   gp__srv_fairshare_view(s, now); /* usage in the view (its rev changes with it) */
   s->view.view.templates = gp__srv_autoscale_templates(s->autoscale, &s->view.view.n_templates);
+  if (step_needless(s, v, now)) {
+    s->sched_dirty = false;
+    s->counters.steps_skipped++;
+    return 0;
+  }
   r = step(s, v, now, &plan, err);
   s->sched_dirty = false;
   if (r) return r;
   s->counters.sched_cycles++;
   s->have_plan = true;
+  s->plan_revs = s->revs;
+  s->plan_n_jobs = v->n_jobs;
+  s->plan_now = now;
+  s->plan_valid_until = plan->valid_until;
   /* Ends first (they never hold resources), then preemptions, then starts. */
   r = apply_ends(s, plan, now, err);
   if (!r) r = apply_preemptions(s, plan, now, err);
@@ -233,7 +266,14 @@ int gp__srv_schedule(gp_srv_state *s, int64_t now, gp_err *err) {
   if (!r) r = order_mig_layouts(s, plan, err);
   if (!r) r = gp__srv_autoscale_after(s, v, plan, now, err);
   keep_figs(s, plan);
-  gp_plan_free(plan);
+  /* Applying it changed the view (what it started, ended, stopped): its time is over. */
+  if (s->revs != s->plan_revs) s->plan_valid_until = 0;
+  if (s->sched_check) {
+    gp_plan_free(s->last_plan);
+    s->last_plan = plan;
+  } else {
+    gp_plan_free(plan);
+  }
   /* Applying the plan may itself have changed what the next step sees (a requeue), but
    * not in a way that needs another step right away. */
   s->sched_dirty = false;

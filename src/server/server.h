@@ -47,10 +47,24 @@ char *gp_report_csv(const json_t *doc);
 int gp_report_feed(gp_store_reader *r, gp_ledger_report *lr, int64_t from, int64_t to,
                    int64_t now, const char *user, bool nodes, long *ret_read, gp_err *err);
 
+/* The same report made from the ledger's daily roll-ups (report_days.c; docs/accounting.md,
+ * "Roll-ups"): the whole days of the period from their sums, the partial days at its edges
+ * and days with a price change inside them from their closed intervals, and the open
+ * intervals raw, all in one snapshot of the store. `lr` must not group by node or job (the
+ * sums hold neither); rows match gp_report_feed's to the cent. *ret_read counts the rows
+ * read (day sums and intervals). */
+int gp_report_feed_days(gp_store_reader *r, gp_ledger_report *lr, int64_t from, int64_t to,
+                        int64_t now, const char *user, bool nodes, long *ret_read, gp_err *err);
+
 /* Streams advice's period out of the store into `a`, made with params `p`: the fleet's node
  * intervals when p->fleet, the job intervals (p->user's only when set), then the jobs that
  * ended from p->from on (their documents' request and use figures). Returns 0 or the
  * reader's GP_E*. GET /v1/advice runs it on an HTTP thread. */
 int gp_advice_feed(gp_store_reader *r, gp_advice *a, const gp_advice_params *p, gp_err *err);
+/* The same from the ledger's daily roll-ups (advice_days.c): each whole UTC day of the period
+ * as the jobs' day sums, the other stretches and the open intervals raw, in one snapshot;
+ * the same items as gp_advice_feed's. *ret_read (may be NULL) counts the rows read. */
+int gp_advice_feed_days(gp_store_reader *r, gp_advice *a, const gp_advice_params *p,
+                        long *ret_read, gp_err *err);
 
 #endif

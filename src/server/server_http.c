@@ -336,11 +336,13 @@ enum MHD_Result gp__srv_http_on_request(void *cls, struct MHD_Connection *c, con
     bool is_events = strcmp(r->path, "/v1/events") == 0;
     if (!t && !auth && is_events)
       t = find_token(srv->cfg, MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "token"));
-    /* A job's step credential (srun inside a job): good for that job's steps only, which
-     * the state thread checks against the job's run (steps_api.c). */
+    /* A job's step credential (srun inside a job): good for that job's steps and its own
+     * requeue only, which the state thread checks against the job's run (steps_api.c,
+     * requeue_api.c). */
     char step_job[32];
     bool job_key = !t && auth && strncasecmp(auth, "Bearer " GP_SRV_STEP_KEY_PREFIX, 7 + strlen(GP_SRV_STEP_KEY_PREFIX)) == 0 &&
-                   strlen(auth + 7) < GP_PROTO_JOB_KEY_MAX && gp__srv_steps_path(r->path, step_job, sizeof step_job);
+                   strlen(auth + 7) < GP_PROTO_JOB_KEY_MAX && (gp__srv_steps_path(r->path, step_job, sizeof step_job) ||
+                                                               gp__srv_requeue_path(r->path, step_job, sizeof step_job));
     if (!t && !job_key) return send_error_now(c, 401, "unauthenticated",
                                   "a valid token is required: Authorization: Bearer <token>");
     if (job_key) {

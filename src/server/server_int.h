@@ -52,7 +52,7 @@ typedef struct gp_srv_req {
   struct gp_srv_job *job;   /* POST /v1/jobs: the submission, parsed by the HTTP thread */
   const char *user;         /* from the token (borrowed from the config) */
   const char *token;        /* the bearer token itself (borrowed from the config) */
-  char *job_key;            /* or a job's step credential (steps.h): its steps routes only */
+  char *job_key;            /* or a job's step credential (steps.h): its steps and requeue routes only */
   gp_role role;
   /* Filled by the state thread. */
   int status;
@@ -146,6 +146,10 @@ int gp__srv_queues_route(gp_srv_state *s, gp_srv_req *r, const char *name, gp_er
 
 /* whoami.c: GET /v1/whoami, the token's user and role. */
 int gp__srv_whoami_route(gp_srv_state *s, gp_srv_req *r);
+/* POST /v1/jobs/{id}/requeue (requeue_api.c): the job's owner, an admin, or the job itself
+ * with its step credential. */
+bool gp__srv_requeue_path(const char *path, char *job_id, size_t size);
+int gp__srv_requeue_route(gp_srv_state *s, gp_srv_req *r, const char *id, int64_t now, gp_err *err);
 /* prices.c: GET, PUT and DELETE /v1/prices. */
 int gp__srv_prices_route(gp_srv_state *s, gp_srv_req *r, gp_err *err);
 /* POST /v1/nodes/{name}/interrupt (interrupt.c). */

@@ -10,6 +10,8 @@
 
 #include "core/sched.h"
 #include "server/fairshare.h"
+#include "server/image_pull.h"
+#include "server/registry.h"
 #include "server/heartbeats.h"
 #include "server/state.h"
 #include "server/notify_job.h"
@@ -42,6 +44,8 @@ void gp__srv_state_free(gp_srv_state *s) {
   free(s->active);
   gp__srv_events_dirty_free(&s->events_dirty);
   gp__srv_notify_state_free(s);
+  gp__srv_registry_free(s);
+  gp__srv_pulls_free(s);
   for (int i = 0; i < s->n_nodes; i++) gp__srv_node_free(s->nodes[i]);
   free(s->nodes);
   free(s->node_slots);
@@ -55,6 +59,7 @@ void gp__srv_state_free(gp_srv_state *s) {
   gp__srv_view_free(&s->view);
   gp__srv_waiters_free(&s->waiters);
   gp_sched_memo_free(s->memo);
+  gp_plan_free(s->last_plan);
   gp__srv_counts_free(&s->pending_by_user);
   gp__srv_counts_free(&s->pending_by_queue);
   free(s->prices_set);
@@ -576,6 +581,9 @@ static int load_setting(void *ctx, const char *name, const char *doc) {
     gp__srv_budget_level_loaded(c->s, name + 7, doc);
   } else if (strncmp(name, GP_SRV_SETTING_FAIRSHARE, strlen(GP_SRV_SETTING_FAIRSHARE)) == 0) {
     gp__srv_fairshare_loaded(c->s, name + strlen(GP_SRV_SETTING_FAIRSHARE), doc);
+  } else if (strncmp(name, GP_SRV_SETTING_REGISTRY, strlen(GP_SRV_SETTING_REGISTRY)) == 0 ||
+             strncmp(name, GP_SRV_SETTING_REGISTRY_POOL, strlen(GP_SRV_SETTING_REGISTRY_POOL)) == 0) {
+    gp__srv_registry_loaded(c->s, name, doc);
   } else if (strcmp(name, GP_SRV_SETTING_HEARTBEATS) == 0) {
     gp__srv_heartbeats_loaded(c->s, doc);
   }

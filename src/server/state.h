@@ -70,6 +70,7 @@ typedef struct gp_srv_queue_fig {
 
 typedef struct gp_srv_counters {
   uint64_t submissions, starts, preemptions, sched_cycles, requeues, ends;
+  uint64_t steps_skipped; /* cycles whose step could change nothing (schedule.c) */
   double last_cycle_s;
   double cycles_cpu_s;  /* the state thread's CPU time in scheduling cycles */
   gp_hist cycle_s, wait_s, run_s;
@@ -213,6 +214,15 @@ typedef struct gp_srv_state {
   uint64_t revs, view_rev;
   bool sched_check;
   bool have_plan;
+  /* What the last step saw (schedule.c): the rev counter and the view's size, and until
+   * when its plan holds as time passes (gp_plan.valid_until, set to 0 when the plan acted).
+   * A cycle that finds the same, before that time, skips the step: it would decide the
+   * same. With sched_check the last plan is kept (last_plan) and a full step checks each
+   * skip. */
+  uint64_t plan_revs;
+  int plan_n_jobs;
+  int64_t plan_now, plan_valid_until;
+  struct gp_plan *last_plan;
   gp_srv_counters counters;
   gp_srv_store_health store_health; /* carried over a reload, like the counters */
   _Atomic int64_t jobs_loaded;  /* by gp__srv_state_load so far; read by HTTP threads */
@@ -244,6 +254,8 @@ typedef struct gp_srv_state {
   struct gp_srv_notify *notify; /* the notification sender (notify.h; borrowed, kept over a
                                    reload), NULL: none (tests, loading, following) */
   struct gp__srv_notify_state *notify_st; /* notes and users' settings (notify_job.c) */
+  struct gp__srv_registry_state *registry_st; /* registry credentials (registry.c), NULL: none */
+  struct gp__srv_pulls *pulls; /* pre-pulls' results (image_pull.c), NULL: none yet */
   uint64_t ranked_cycle;      /* counters.sched_cycles + 1 when the jobs' queue positions
                                  were worked out (jobrank.c), 0: never */
   /* Nodes' heartbeats as the leader keeps them in the store for followers (heartbeats.c):

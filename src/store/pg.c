@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "store/pg.h"
+#include "store/pg_rollup.h"
 #include "util/mem.h"
 
 #define ARGS(...) (sizeof((const char *[]){__VA_ARGS__}) / sizeof(const char *)), \
@@ -314,6 +315,11 @@ static int pg_open_interval(gp_store *b, const gp_store_interval *r, gp_err *err
 }
 
 static int pg_close_intervals(gp_store *b, int64_t job_id, int64_t end, gp_err *err) {
+  /* The roll-ups take the intervals while they are still open (pg_rollup.h). */
+  int r = exec((pg_store *)b, GP_STORE_PG_ROLL_DAYS_CLOSE, ARGS(I64(job_id), I64(end)), err);
+  if (!r) r = exec((pg_store *)b, GP_STORE_PG_ROLL_ALLOC_CLOSE, ARGS(I64(job_id), I64(end)), err);
+  if (!r) r = exec((pg_store *)b, GP_STORE_PG_ROLL_HELD_CLOSE, ARGS(I64(job_id), I64(end)), err);
+  if (r) return r;
   return exec((pg_store *)b, "UPDATE ledger SET \"end\" = GREATEST(start, $2::bigint) "
                              "WHERE job_id = $1 AND \"end\" IS NULL",
               ARGS(I64(job_id), I64(end)), err);

@@ -22,6 +22,8 @@ typedef struct pg_reader {
   int cursors;    /* cursors open now (a callback may open one inside another) */
 } pg_reader;
 
+static pg_reader *r_of(gp_store_reader *b) { return (pg_reader *)b; }
+
 /* Hands one row of `res` to the caller's callback; nonzero stops the read with it. */
 typedef int (*row_fn)(PGresult *res, int row, void *ctx);
 
@@ -235,6 +237,120 @@ static int pg_jobs(gp_store_reader *b, const gp_store_job_filter *f, int64_t aft
   return stopped(r, rc, "listing jobs", err);
 }
 
+/* The ledger's roll-ups (store.h, gp_store_reader_job_days; pg_rollup.h). */
+static int pg_snapshot(gp_store_reader *b, bool on, gp_err *err) {
+  pg_reader *r = (pg_reader *)b;
+  if (!on) {
+    end_read(r, PQtransactionStatus(r->s.conn) == PQTRANS_INTRANS);
+    return 0;
+  }
+  bool own;
+  return begin_read(r, &own, err);
+}
+
+typedef struct day_ctx {
+  int (*job)(void *ctx, const gp_store_job_day *d);
+  int (*alloc)(void *ctx, const gp_store_alloc_day *d);
+  int (*iv)(void *ctx, const gp_store_interval *iv);
+  void *ctx;
+} day_ctx;
+
+static int job_day_row(PGresult *r, int k, void *ctx) {
+  day_ctx *c = ctx;
+  gp_store_job_day d = {
+      .day = i64(r, k, 0), .user = txt(r, k, 1), .queue = txt(r, k, 2), .model = txt(r, k, 3),
+      .capacity = txt(r, k, 4), .gpu_s = strtod(txt(r, k, 5), NULL),
+      .used_gpu_s = strtod(txt(r, k, 6), NULL), .known_gpu_s = strtod(txt(r, k, 7), NULL),
+      .energy_j = strtod(txt(r, k, 8), NULL), .energy_known = i64(r, k, 9) != 0};
+  return c->job(c->ctx, &d);
+}
+
+static int alloc_day_row(PGresult *r, int k, void *ctx) {
+  day_ctx *c = ctx;
+  gp_store_alloc_day d = {.day = i64(r, k, 0), .model = txt(r, k, 1), .capacity = txt(r, k, 2),
+                          .state = txt(r, k, 3), .gpu_s = strtod(txt(r, k, 4), NULL)};
+  return c->alloc(c->ctx, &d);
+}
+
+static int pg_job_days(gp_store_reader *b, int64_t day_from, int64_t day_to, const char *user,
+                       int (*cb)(void *ctx, const gp_store_job_day *d), void *ctx, gp_err *err) {
+  if (day_from >= day_to) return 0;
+  pg_num f = gp_store_pg_i64(day_from), t = gp_store_pg_i64(day_to);
+  const char *p[] = {f.s, t.s, user};
+  day_ctx c = {.job = cb, .ctx = ctx};
+  /* Two texts, so that a user's read is planned on the (user, day) index. */
+  return each_row(r_of(b),
+                  user ? "SELECT day, \"user\", queue, model, capacity, gpu_s, used_gpu_s,"
+                         " known_gpu_s, energy_j, energy_known FROM ledger_day WHERE"
+                         " \"user\" = $3::text AND day >= $1::bigint AND day < $2::bigint"
+                         " ORDER BY day"
+                       : "SELECT day, \"user\", queue, model, capacity, gpu_s, used_gpu_s,"
+                         " known_gpu_s, energy_j, energy_known FROM ledger_day WHERE"
+                         " day >= $1::bigint AND day < $2::bigint ORDER BY day",
+                  user ? 3 : 2, p, job_day_row, &c, err);
+}
+
+static int pg_alloc_days(gp_store_reader *b, int64_t day_from, int64_t day_to,
+                         int (*cb)(void *ctx, const gp_store_alloc_day *d), void *ctx,
+                         gp_err *err) {
+  if (day_from >= day_to) return 0;
+  pg_num f = gp_store_pg_i64(day_from), t = gp_store_pg_i64(day_to);
+  const char *p[] = {f.s, t.s};
+  day_ctx c = {.alloc = cb, .ctx = ctx};
+  return each_row(r_of(b),
+                  "SELECT day, model, capacity, state, gpu_s FROM ledger_alloc_day"
+                  " WHERE day >= $1::bigint AND day < $2::bigint ORDER BY day",
+                  2, p, alloc_day_row, &c, err);
+}
+
+static int pg_open_intervals(gp_store_reader *b, int64_t to, const char *user,
+                             int (*cb)(void *ctx, const gp_store_interval *iv), void *ctx,
+                             gp_err *err) {
+  pg_num t = gp_store_pg_i64(to);
+  const char *p[] = {t.s, user};
+  iv_ctx c = {.iv = cb, .ctx = ctx};
+  return each_row(r_of(b),
+                  "SELECT id, job_id, attempt, task, \"user\", queue, node, gpu_uuid, model, "
+                  "capacity, share, start, \"end\", used_gpu_s, energy_j FROM ledger WHERE "
+                  "\"end\" IS NULL AND start < $1::bigint "
+                  "AND ($2::text IS NULL OR \"user\" = $2::text) ORDER BY start, id",
+                  2, p, iv_row, &c, err);
+}
+
+typedef struct held_ctx {
+  int (*cb)(void *ctx, const gp_store_held_day *d);
+  void *ctx;
+} held_ctx;
+
+static int held_day_row(PGresult *r, int k, void *ctx) {
+  held_ctx *c = ctx;
+  gp_store_held_day d = {
+      .day = i64(r, k, 0), .job_id = i64(r, k, 1), .model = txt(r, k, 2),
+      .capacity = txt(r, k, 3), .user = txt(r, k, 4), .queue = txt(r, k, 5),
+      .gpu_s = strtod(txt(r, k, 6), NULL), .used_gpu_s = strtod(txt(r, k, 7), NULL),
+      .known_gpu_s = strtod(txt(r, k, 8), NULL), .first_start = i64(r, k, 9),
+      .longest_s = i64(r, k, 10)};
+  return c->cb(c->ctx, &d);
+}
+
+static int pg_held_days(gp_store_reader *b, int64_t day_from, int64_t day_to, const char *user,
+                        int (*cb)(void *ctx, const gp_store_held_day *d), void *ctx,
+                        gp_err *err) {
+  if (day_from >= day_to) return 0;
+  pg_num f = gp_store_pg_i64(day_from), t = gp_store_pg_i64(day_to);
+  const char *p[] = {f.s, t.s, user};
+  held_ctx c = {cb, ctx};
+  return each_row(r_of(b),
+                  user ? "SELECT day, job_id, model, capacity, \"user\", queue, gpu_s, used_gpu_s,"
+                         " known_gpu_s, first_start, longest_s FROM ledger_held_day WHERE"
+                         " \"user\" = $3::text AND day >= $1::bigint AND day < $2::bigint"
+                         " ORDER BY day"
+                       : "SELECT day, job_id, model, capacity, \"user\", queue, gpu_s, used_gpu_s,"
+                         " known_gpu_s, first_start, longest_s FROM ledger_held_day WHERE"
+                         " day >= $1::bigint AND day < $2::bigint ORDER BY day",
+                  user ? 3 : 2, p, held_day_row, &c, err);
+}
+
 static void pg_reader_close(gp_store_reader *b) {
   pg_reader *r = (pg_reader *)b;
   if (r->s.conn) PQfinish(r->s.conn);
@@ -243,6 +359,7 @@ static void pg_reader_close(gp_store_reader *b) {
 
 static const gp_store_reader_ops pg_reader_ops = {
     pg_intervals, pg_node_intervals, pg_job, pg_jobs, pg_reader_close,
+    pg_snapshot, pg_job_days, pg_alloc_days, pg_open_intervals, pg_held_days,
 };
 
 int gp_store_pg_reader_open(const char *url, const char *shown, gp_store_reader **ret,

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "store/pg.h"
+#include "store/pg_rollup.h"
 
 /* The advisory lock's key: "gpool" in ASCII. */
 #define SCHEMA_LOCK_KEY "444267982700"
@@ -67,6 +68,8 @@ static const char *const steps[] = {
     ENDED_AT_FN
     "CREATE INDEX IF NOT EXISTS jobs_ended ON jobs(gp_ended_at(doc));"
     "CREATE TABLE IF NOT EXISTS settings(name text PRIMARY KEY, doc text NOT NULL);",
+    /* 1 -> 2: the ledger's daily roll-ups, built from the closed intervals (pg_rollup.h). */
+    GP_STORE_PG_ROLLUP_STEP,
 };
 #define SCHEMA_VERSION ((int)(sizeof steps / sizeof steps[0]))
 

@@ -40,3 +40,33 @@ int gp_store_reader_jobs(gp_store_reader *r, const gp_store_job_filter *f, int64
                          void *ctx, gp_err *err) {
   return r->ops->jobs(r, f, after_ended_at, after_id, limit, cb, ctx, err);
 }
+
+int gp_store_reader_snapshot(gp_store_reader *r, bool on, gp_err *err) {
+  return r->ops->snapshot(r, on, err);
+}
+
+int gp_store_reader_job_days(gp_store_reader *r, int64_t day_from, int64_t day_to,
+                             const char *user,
+                             int (*cb)(void *ctx, const gp_store_job_day *d), void *ctx,
+                             gp_err *err) {
+  return r->ops->job_days(r, day_from, day_to, user, cb, ctx, err);
+}
+
+int gp_store_reader_alloc_days(gp_store_reader *r, int64_t day_from, int64_t day_to,
+                               int (*cb)(void *ctx, const gp_store_alloc_day *d), void *ctx,
+                               gp_err *err) {
+  return r->ops->alloc_days(r, day_from, day_to, cb, ctx, err);
+}
+
+int gp_store_reader_open_intervals(gp_store_reader *r, int64_t to, const char *user,
+                                   int (*cb)(void *ctx, const gp_store_interval *iv),
+                                   void *ctx, gp_err *err) {
+  return r->ops->open_intervals(r, to, user, cb, ctx, err);
+}
+
+int gp_store_reader_held_days(gp_store_reader *r, int64_t day_from, int64_t day_to,
+                              const char *user,
+                              int (*cb)(void *ctx, const gp_store_held_day *d), void *ctx,
+                              gp_err *err) {
+  return r->ops->held_days(r, day_from, day_to, user, cb, ctx, err);
+}

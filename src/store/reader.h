@@ -20,6 +20,17 @@ typedef struct gp_store_reader_ops {
               int (*cb)(void *ctx, const gp_store_job *row, int64_t ended_at), void *ctx,
               gp_err *err);
   void (*close)(gp_store_reader *r);
+  /* The ledger's roll-ups (store.h, gp_store_reader_job_days ...). */
+  int (*snapshot)(gp_store_reader *r, bool on, gp_err *err);
+  int (*job_days)(gp_store_reader *r, int64_t day_from, int64_t day_to, const char *user,
+                  int (*cb)(void *ctx, const gp_store_job_day *d), void *ctx, gp_err *err);
+  int (*alloc_days)(gp_store_reader *r, int64_t day_from, int64_t day_to,
+                    int (*cb)(void *ctx, const gp_store_alloc_day *d), void *ctx, gp_err *err);
+  int (*open_intervals)(gp_store_reader *r, int64_t to, const char *user,
+                        int (*cb)(void *ctx, const gp_store_interval *iv), void *ctx,
+                        gp_err *err);
+  int (*held_days)(gp_store_reader *r, int64_t day_from, int64_t day_to, const char *user,
+                   int (*cb)(void *ctx, const gp_store_held_day *d), void *ctx, gp_err *err);
 } gp_store_reader_ops;
 
 struct gp_store_reader {

@@ -16,17 +16,21 @@
 #include <unistd.h>
 
 #include "store/sqlite_reader.h"
+#include "store/sqlite_rollup.h"
 #include "store/store.h"
 #include "util/buf.h"
 #include "util/mem.h"
 
-#define SCHEMA_VERSION 1
+/* 2: the ledger's daily roll-ups (sqlite_rollup.c), built from the closed intervals on
+ * upgrade. */
+#define SCHEMA_VERSION 2
 
 enum {
   ST_BEGIN, ST_COMMIT, ST_ROLLBACK, ST_PUT_JOB, ST_ADD_EVENT, ST_PUT_NODE, ST_PUT_ALLOC,
   ST_DEL_ALLOCS, ST_PUT_QUEUE, ST_DEL_QUEUE, ST_PUT_ORDER, ST_DEL_ORDERS, ST_DEL_ORDER, ST_SET_META,
   ST_PUT_CRED, ST_DEL_CRED, ST_OPEN_IV, ST_CLOSE_IVS, ST_SET_IV_USE, ST_OPEN_NODE_IV,
-  ST_CLOSE_NODE_IV, ST_DEL_NODE, ST_DEL_NODE_ORDERS,
+  ST_CLOSE_NODE_IV, ST_DEL_NODE, ST_DEL_NODE_ORDERS, ST_ROLL_IVS, ST_ROLL_NODE_IVS, ST_ROLL_ADD_DAY,
+  ST_ROLL_ADD_ALLOC, ST_ROLL_ADD_HELD,
   ST_COUNT
 };
 
@@ -53,6 +57,11 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_DEL_NODE_ORDERS] = "DELETE FROM orders WHERE node = ?1",
     [ST_OPEN_IV] = "INSERT INTO ledger(job_id, attempt, task, user, queue, node, gpu_uuid, model,"
                    " capacity, share, start) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+    [ST_ROLL_IVS] = gp_store_sqlite_roll_ivs,
+    [ST_ROLL_NODE_IVS] = gp_store_sqlite_roll_node_ivs,
+    [ST_ROLL_ADD_DAY] = gp_store_sqlite_roll_add_day,
+    [ST_ROLL_ADD_ALLOC] = gp_store_sqlite_roll_add_alloc,
+    [ST_ROLL_ADD_HELD] = gp_store_sqlite_roll_add_held,
     [ST_CLOSE_IVS] = "UPDATE ledger SET \"end\" = max(start, ?2) WHERE job_id = ?1 AND \"end\" IS NULL",
     /* Each open interval of the job on the node takes its share of the job's figures
      * there; an unknown figure (< 0) keeps what the interval had. */
@@ -309,6 +318,9 @@ static int s_open_interval(gp_store *b, const gp_store_interval *r, gp_err *err)
 
 static int s_close_intervals(gp_store *b, int64_t job_id, int64_t end, gp_err *err) {
   sqlite_store *s = (sqlite_store *)b;
+  /* The roll-ups take the intervals while they are still open (sqlite_rollup.c). */
+  if (gp_store_sqlite_rollup_close(s->st + ST_ROLL_IVS, job_id, end) != SQLITE_OK)
+    return db_error(s, err, "adding to the ledger's roll-ups");
   sqlite3_bind_int64(s->st[ST_CLOSE_IVS], 1, job_id);
   sqlite3_bind_int64(s->st[ST_CLOSE_IVS], 2, end);
   return run(s, ST_CLOSE_IVS, err);
@@ -668,6 +680,8 @@ static int migrate(sqlite_store *s, gp_err *err) {
   snprintf(set, sizeof set, "PRAGMA user_version=%d", SCHEMA_VERSION);
   if (sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, &msg) != SQLITE_OK ||
       sqlite3_exec(s->db, schema_sql, NULL, NULL, &msg) != SQLITE_OK ||
+      sqlite3_exec(s->db, gp_store_sqlite_rollup_schema, NULL, NULL, &msg) != SQLITE_OK ||
+      (version < 2 && gp_store_sqlite_rollup_build(s->db, &msg) != SQLITE_OK) ||
       sqlite3_exec(s->db, set, NULL, NULL, &msg) != SQLITE_OK ||
       sqlite3_exec(s->db, "COMMIT", NULL, NULL, &msg) != SQLITE_OK) {
     int r = gp_err_set(err, GP_EIO, s->path, 0, NULL, "cannot prepare the store: %s",

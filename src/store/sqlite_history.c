@@ -125,12 +125,14 @@ int gp_store_sqlite_reader_jobs(gp_store_reader *base, const gp_store_job_filter
   if (f->queue) sqlite3_bind_text(st, 6, f->queue, -1, SQLITE_STATIC);
   sqlite3_bind_int(st, 7, limit);
   list_ctx c = {cb, ctx};
-  /* The callback may read each job whole: in this transaction, it sees what the list saw. */
-  if (sqlite3_exec(r->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
+  /* The callback may read each job whole: in this transaction, it sees what the list saw.
+   * Inside a reader's snapshot (gp_store_reader_snapshot), that one. */
+  bool own = sqlite3_get_autocommit(r->db);
+  if (own && sqlite3_exec(r->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
     sqlite3_finalize(st);
     return gp_store_sqlite_reader_error(r, err, "begin");
   }
   int ret = each_row(r, st, "listing jobs", list_row, &c, err);
-  sqlite3_exec(r->db, "COMMIT", NULL, NULL, NULL);
+  if (own) sqlite3_exec(r->db, "COMMIT", NULL, NULL, NULL);
   return ret;
 }

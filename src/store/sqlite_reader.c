@@ -2,6 +2,7 @@
 /* Opens and closes the SQLite backend's read-only handles (sqlite_reader.h). The queries
  * readers run live beside the data they read (the ledger, job history). */
 #include "store/sqlite_reader.h"
+#include "store/sqlite_rollup.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,9 @@ static void sqlite_reader_close(gp_store_reader *b) {
 static const gp_store_reader_ops sqlite_reader_ops = {
     gp_store_sqlite_reader_intervals, gp_store_sqlite_reader_node_intervals,
     gp_store_sqlite_reader_job, gp_store_sqlite_reader_jobs, sqlite_reader_close,
+    gp_store_sqlite_reader_snapshot, gp_store_sqlite_reader_job_days,
+    gp_store_sqlite_reader_alloc_days, gp_store_sqlite_reader_open_intervals,
+    gp_store_sqlite_reader_held_days,
 };
 
 int gp_store_sqlite_reader_open(const char *path, gp_store_reader **ret, gp_err *err) {

@@ -16,7 +16,8 @@
  * ledger: `ledger` (one row per job attempt, task and GPU: who held which part of which GPU
  * from when to when, and what it used) and `node_ledger` (one row per node state interval:
  * up, drained, down), each opened and closed in the transaction of the state change that
- * starts and ends it (docs/internals/store.md).
+ * starts and ends it (docs/internals/store.md), and their daily roll-ups (`ledger_day`,
+ * `ledger_alloc_day`, `ledger_held_day`: gp_store_job_day below), added to as intervals close.
  *
  * Identity: every store has a random id, made with the database and kept in it, so that an
  * agent can tell a store it served from another one that reuses the same job and order
@@ -260,6 +261,59 @@ int gp_store_reader_intervals(gp_store_reader *r, int64_t from, int64_t to, cons
 int gp_store_reader_node_intervals(gp_store_reader *r, int64_t from, int64_t to,
                                    int (*cb)(void *ctx, const gp_store_node_interval *iv),
                                    void *ctx, gp_err *err);
+/* The ledger's daily roll-ups (docs/accounting.md, "Roll-ups"), written in the transaction
+ * that closes an interval and built from the closed intervals when a store is upgraded: the
+ * closed job intervals summed by UTC day x user x queue x model x capacity, and the same
+ * allocation summed by UTC day x the model, capacity and state of the node interval it ran
+ * in ("allocation against capacity"). Open intervals are in neither: a report reads them
+ * raw. Each figure is what the ledger engine would take from the raw rows over that day:
+ * gpu_s = share x seconds; used_gpu_s and energy_j pro rata of each interval's figure;
+ * known_gpu_s the gpu_s whose use is known. */
+typedef struct gp_store_job_day {
+  int64_t day;               /* the UTC day's first second */
+  const char *user, *queue, *model, *capacity;
+  double gpu_s, used_gpu_s, known_gpu_s, energy_j;
+  bool energy_known;         /* some part had its energy measured */
+} gp_store_job_day;
+/* A job's figures on one day (ledger_held_day, for advice, whose items are per job): held
+ * on (model, capacity) by the job's closed intervals, their first second held that day and
+ * the longest of them (whole, not clipped to the day). */
+typedef struct gp_store_held_day {
+  int64_t day, job_id;
+  const char *model, *capacity, *user, *queue;
+  double gpu_s, used_gpu_s, known_gpu_s;
+  int64_t first_start, longest_s;
+} gp_store_held_day;
+typedef struct gp_store_alloc_day {
+  int64_t day;
+  const char *model, *capacity, *state;   /* the node interval's */
+  double gpu_s;
+} gp_store_alloc_day;
+
+/* Reads that follow, until gp_store_reader_snapshot(r, false), see one snapshot of the
+ * store, so that an interval closing meanwhile is counted once: either open and raw, or in
+ * the roll-ups. */
+int gp_store_reader_snapshot(gp_store_reader *r, bool on, gp_err *err);
+/* Roll-up rows of the days in [day_from, day_to) (day starts), in day order; `user`
+ * non-NULL reads only that user's rows, through an index on (user, day). */
+int gp_store_reader_job_days(gp_store_reader *r, int64_t day_from, int64_t day_to,
+                             const char *user,
+                             int (*cb)(void *ctx, const gp_store_job_day *d), void *ctx,
+                             gp_err *err);
+int gp_store_reader_alloc_days(gp_store_reader *r, int64_t day_from, int64_t day_to,
+                               int (*cb)(void *ctx, const gp_store_alloc_day *d), void *ctx,
+                               gp_err *err);
+/* The jobs' day rows of [day_from, day_to), in day order; `user` non-NULL: that user's, by
+ * an index on (user, day). */
+int gp_store_reader_held_days(gp_store_reader *r, int64_t day_from, int64_t day_to,
+                              const char *user,
+                              int (*cb)(void *ctx, const gp_store_held_day *d), void *ctx,
+                              gp_err *err);
+/* The open job intervals that started before `to` (end 0), `user` non-NULL: that user's. */
+int gp_store_reader_open_intervals(gp_store_reader *r, int64_t to, const char *user,
+                                   int (*cb)(void *ctx, const gp_store_interval *iv),
+                                   void *ctx, gp_err *err);
+
 /* Job history, read through a reader (sqlite_history.c). */
 typedef struct gp_store_job_filter {
   int64_t from, to;      /* ended_at in [from, to) */

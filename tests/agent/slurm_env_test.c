@@ -67,6 +67,7 @@ static void two_nodes_two_tasks_each(void) {
     CHECK_VAR(&v, "SLURM_NODEID", want);
     CHECK_VAR(&v, "SLURM_GPUS_ON_NODE", "1");
     CHECK_VAR(&v, "SLURM_CPUS_PER_TASK", "8");
+    CHECK_VAR(&v, "SLURMD_NODENAME", hosts[t]); /* the node list's entry for this node */
     CHECK(get(&v, "SLURM_SUBMIT_HOST") == NULL); /* not known: not made up */
   }
 }
@@ -103,6 +104,7 @@ static void what_gpool_does_not_know_stays_unset(void) {
   gp__agent_slurm_vars(&one, &st, set, &v);
   CHECK_VAR(&v, "SLURM_JOB_NODELIST", "n5");
   CHECK_VAR(&v, "SLURM_TASKS_PER_NODE", "1");
+  CHECK_VAR(&v, "SLURMD_NODENAME", "n5");
   gp_proto_start three = {.id = "2", .tasks = 3, .task_index = 1};
   memset(&v, 0, sizeof v);
   gp__agent_slurm_vars(&three, &st, set, &v);
