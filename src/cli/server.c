@@ -22,13 +22,14 @@ static void usage(FILE *out) {
           "Usage: gpool server --config FILE [--listen HOST:PORT] [--data DIR]\n\n"
           "Runs the gpool control plane: the HTTP API, the durable store (SQLite in DIR)\n"
           "and the scheduler. --listen and --data override the config file's keys.\n"
-          "Port 0 picks a free port; the URL is printed and written to DIR/server.url.\n"
+          "Port 0 picks a free port; the URL is printed and written to DIR/server.url\n"
+          "(agent_listen's to DIR/agent.url).\n"
           "See docs/config.md for every key and examples/server.yaml for a start.\n");
 }
 
-static int write_url(const char *dir, const char *url) {
+static int write_url(const char *dir, const char *name, const char *url) {
   char path[1200], tmp[1300];
-  snprintf(path, sizeof path, "%s/server.url", dir);
+  snprintf(path, sizeof path, "%s/%s", dir, name);
   snprintf(tmp, sizeof tmp, "%s.tmp", path);
   FILE *f = fopen(tmp, "w");
   if (!f) return -1;
@@ -106,9 +107,17 @@ int gp_cmd_server(int argc, char **argv) {
   snprintf(url, sizeof url, "%s://%s:%d", gp_tls_files_serving(&cfg->tls) ? "https" : "http",
            strcmp(cfg->listen_host, "0.0.0.0") == 0 ? "127.0.0.1" : cfg->listen_host,
            gp_server_port(srv));
-  if (write_url(cfg->data_dir, url) != 0)
+  if (write_url(cfg->data_dir, "server.url", url) != 0)
     fprintf(stderr, "gpool server: warning: cannot write %s/server.url: %s\n", cfg->data_dir, strerror(errno));
   printf("gpool server: listening on %s\n", url);
+  if (cfg->agent_listen_host) { /* the agents' own address: their --server */
+    snprintf(url, sizeof url, "%s://%s:%d", gp_tls_files_serving(&cfg->tls) ? "https" : "http",
+             strcmp(cfg->agent_listen_host, "0.0.0.0") == 0 ? "127.0.0.1" : cfg->agent_listen_host,
+             gp_server_agent_port(srv));
+    if (write_url(cfg->data_dir, "agent.url", url) != 0)
+      fprintf(stderr, "gpool server: warning: cannot write %s/agent.url: %s\n", cfg->data_dir, strerror(errno));
+    printf("gpool server: agents on %s\n", url);
+  }
   fflush(stdout);
   int sig = 0;
   sigwait(&set, &sig);
