@@ -104,12 +104,7 @@ int gp_cmd_server(int argc, char **argv) {
     return 1;
   }
   char url[400];
-  snprintf(url, sizeof url, "%s://%s:%d", gp_tls_files_serving(&cfg->tls) ? "https" : "http",
-           strcmp(cfg->listen_host, "0.0.0.0") == 0 ? "127.0.0.1" : cfg->listen_host,
-           gp_server_port(srv));
-  if (write_url(cfg->data_dir, "server.url", url) != 0)
-    fprintf(stderr, "gpool server: warning: cannot write %s/server.url: %s\n", cfg->data_dir, strerror(errno));
-  printf("gpool server: listening on %s\n", url);
+  /* agent.url before server.url: whoever waits for server.url (gpool up) finds both. */
   if (cfg->agent_listen_host) { /* the agents' own address: their --server */
     snprintf(url, sizeof url, "%s://%s:%d", gp_tls_files_serving(&cfg->tls) ? "https" : "http",
              strcmp(cfg->agent_listen_host, "0.0.0.0") == 0 ? "127.0.0.1" : cfg->agent_listen_host,
@@ -118,6 +113,12 @@ int gp_cmd_server(int argc, char **argv) {
       fprintf(stderr, "gpool server: warning: cannot write %s/agent.url: %s\n", cfg->data_dir, strerror(errno));
     printf("gpool server: agents on %s\n", url);
   }
+  snprintf(url, sizeof url, "%s://%s:%d", gp_tls_files_serving(&cfg->tls) ? "https" : "http",
+           strcmp(cfg->listen_host, "0.0.0.0") == 0 ? "127.0.0.1" : cfg->listen_host,
+           gp_server_port(srv));
+  if (write_url(cfg->data_dir, "server.url", url) != 0)
+    fprintf(stderr, "gpool server: warning: cannot write %s/server.url: %s\n", cfg->data_dir, strerror(errno));
+  printf("gpool server: listening on %s\n", url);
   fflush(stdout);
   int sig = 0;
   sigwait(&set, &sig);
