@@ -193,6 +193,10 @@ int gp_server_start(gp_server *srv, gp_err *err) {
   if (!rc && cfg->agent_listen_host)
     rc = listen_addr(srv, "agent_listen", cfg->agent_listen_host, cfg->agent_listen_port, &agent_addr, err);
   if (rc) return rc;
+  /* Both daemons bind with SO_REUSEPORT: on one port they would share its connections. */
+  if (cfg->agent_listen_host && cfg->agent_listen_port != 0 && cfg->agent_listen_port == cfg->listen_port)
+    return gp_err_set(err, GP_EINVAL, cfg->file, 0, "agent_listen",
+                      "must use another port than listen (%d)", cfg->listen_port);
   rc = gp_tls_listener_new(&srv->cfg->tls, "tls", &srv->tls, err);
   if (rc) return rc;
   srv->agent_dial = (gp_tls_dial){.ca = srv->cfg->tls.peer_ca, .cert = srv->cfg->tls.cert,

@@ -225,5 +225,21 @@ static void the_agent_listener_serves_only_the_agent_protocol(void) {
   tsrv_stop(&t);
 }
 
-GP_TESTS(a_full_api_cannot_lock_agents_out, many_agents_behind_one_address_all_register_and_heartbeat,
+/* The daemons bind with SO_REUSEPORT: one port for both would split its connections. */
+static void the_agent_listener_needs_a_port_of_its_own(void) {
+  tsrv t = {0};
+  tsrv_make_dir(&t);
+  char *text = NULL;
+  REQUIRE(asprintf(&text, "data_dir: %s\nlisten: 127.0.0.1:18642\nagent_listen: 127.0.0.1:18642\n", t.dir) > 0);
+  gp_err e = {0};
+  REQUIRE(gp_server_config_parse("test.yaml", text, strlen(text), &t.cfg, &e) == 0);
+  free(text);
+  REQUIRE(gp_server_new(t.cfg, NULL, &t.srv, &e) == 0);
+  CHECK(gp_server_start(t.srv, &e) != 0);
+  CHECK_EQ_STR("agent_listen", e.field);
+  CHECK_CONTAINS(e.message, "another port");
+  tsrv_stop(&t);
+}
+
+GP_TESTS(the_agent_listener_needs_a_port_of_its_own, a_full_api_cannot_lock_agents_out, many_agents_behind_one_address_all_register_and_heartbeat,
          the_agent_listener_serves_only_the_agent_protocol)
