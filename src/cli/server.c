@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include <curl/curl.h>
@@ -25,6 +26,23 @@ static void usage(FILE *out) {
           "Port 0 picks a free port; the URL is printed and written to DIR/server.url\n"
           "(agent_listen's to DIR/agent.url).\n"
           "See docs/config.md for every key and examples/server.yaml for a start.\n");
+}
+
+/* Each connection is a descriptor: the soft open-file limit is raised toward the hard one
+ * as far as the connection limits need, and a limit still below them is said out loud. */
+static void check_open_files(const gp_server_config *cfg) {
+  rlim_t want = (rlim_t)cfg->max_connections + 256;
+  if (cfg->agent_listen_host) want += (rlim_t)cfg->agent_max_connections;
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= want) return;
+  rlim_t old = rl.rlim_cur;
+  rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= want ? want : rl.rlim_max;
+  if (setrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur >= want) return;
+  fprintf(stderr,
+          "gpool server: warning: the open-file limit (%llu) is below what max_connections%s need "
+          "(%llu); raise it (ulimit -n, LimitNOFILE)\n",
+          (unsigned long long)(rl.rlim_cur > old ? rl.rlim_cur : old),
+          cfg->agent_listen_host ? " and agent_max_connections" : "", (unsigned long long)want);
 }
 
 static int write_url(const char *dir, const char *name, const char *url) {
@@ -94,6 +112,7 @@ int gp_cmd_server(int argc, char **argv) {
   signal(SIGPIPE, SIG_IGN);
   curl_global_init(CURL_GLOBAL_DEFAULT);
   gp_server *srv = NULL;
+  check_open_files(cfg);
   if ((r = gp_server_new(cfg, NULL, &srv, &err)) || (r = gp_server_start(srv, &err))) {
     char msg[1200];
     gp_err_format(&err, msg, sizeof msg);
