@@ -288,25 +288,6 @@ static bool alive(pid_t pid) {
   return waitpid(pid, &status, WNOHANG) == 0;
 }
 
-/* The server's server/agent.url (written before server.url) into u->agent_url; the port
- * it picked is kept for the server's restarts. 0, or 1 after saying why. */
-static int read_agent_url(up_ctx *u) {
-  char path[3200], line[256] = "";
-  path_in(u, "server/agent.url", path, sizeof path);
-  FILE *f = fopen(path, "r");
-  int ok = f && fgets(line, sizeof line, f) != NULL;
-  if (f) fclose(f);
-  line[strcspn(line, "\r\n")] = '\0';
-  const char *colon = strrchr(line, ':');
-  if (!ok || strncmp(line, "http", 4) || !colon || atoi(colon + 1) <= 0) {
-    fprintf(stderr, "gpool up: the server wrote no agent address (%s)\n", path);
-    return 1;
-  }
-  snprintf(u->agent_url, sizeof u->agent_url, "%s", line);
-  u->agent_port = atoi(colon + 1);
-  return 0;
-}
-
 static int start_server(up_ctx *u) {
   char cfg[3200], log[3200], urlfile[3200], agentfile[3200];
   path_in(u, "server.yaml", cfg, sizeof cfg);
@@ -320,25 +301,19 @@ static int start_server(up_ctx *u) {
   if (u->server < 0) return 1;
   write_pid_file(u, "server.pid", u->server);
   for (int i = 0; i < 300; i++) { /* up to 30 s on a loaded machine */
-    FILE *f = fopen(urlfile, "r");
-    if (f) {
-      char line[256] = "";
-      int ok = fgets(line, sizeof line, f) != NULL;
-      fclose(f);
-      line[strcspn(line, "\r\n")] = '\0';
-      if (ok && !strncmp(line, "http", 4)) {
-        snprintf(u->url, sizeof u->url, "%s", line);
-        int agent_port = u->agent_port;
-        if (!u->store_url[0] && read_agent_url(u)) return 1;
-        const char *colon = strrchr(line, ':');
-        bool rewrite = u->agent_port != agent_port;
-        if (u->port == 0 && colon && atoi(colon + 1) > 0) {
-          u->port = atoi(colon + 1);
-          rewrite = true;
-        }
-        if (rewrite) write_server_config(u);
-        return 0;
+    int port = gp_cli_up_read_url(urlfile, u->url, sizeof u->url);
+    if (port > 0) {
+      /* agent.url is written before server.url; its port is kept for the server's restarts. */
+      int agent_port = u->store_url[0] ? 0 : gp_cli_up_read_url(agentfile, u->agent_url, sizeof u->agent_url);
+      if (!u->store_url[0] && agent_port <= 0) {
+        fprintf(stderr, "gpool up: the server wrote no agent address (%s)\n", agentfile);
+        return 1;
       }
+      bool rewrite = agent_port != u->agent_port || u->port == 0;
+      u->agent_port = agent_port;
+      u->port = port;
+      if (rewrite) write_server_config(u);
+      return 0;
     }
     if (!alive(u->server)) {
       u->server = 0;
