@@ -99,10 +99,14 @@ int gp_cmd_server(int argc, char **argv) {
   if (data) cfg->data_dir = gp_arena_strdup(cfg->arena, data);
   if (cfg->n_tokens == 0)
     fprintf(stderr, "gpool server: warning: no tokens are configured; every API call will be refused\n");
-  if (!gp_tls_files_serving(&cfg->tls) && strncmp(cfg->listen_host, "127.", 4) != 0)
+  const char *open_host = strncmp(cfg->listen_host, "127.", 4) != 0 ? cfg->listen_host
+                          : cfg->agent_listen_host && strncmp(cfg->agent_listen_host, "127.", 4) != 0
+                              ? cfg->agent_listen_host
+                              : NULL;
+  if (!gp_tls_files_serving(&cfg->tls) && open_host)
     fprintf(stderr, "gpool server: warning: plain HTTP on %s: tokens, commands and env cross the "
                     "network readable; set tls.cert and tls.key (docs/config.md)\n",
-            cfg->listen_host);
+            open_host);
   /* Block the stop signals in every thread; this one waits for them. */
   sigset_t set;
   sigemptyset(&set);
