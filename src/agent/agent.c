@@ -653,6 +653,8 @@ int gp_agent_new(const gp_agent_config *cfg, gp_gpu_backend *backend, gp_agent *
     goto fail;
   }
   if ((rc = gp_urls_parse(a->cfg.server, "server", &a->servers, err))) goto fail;
+  gp_urls job_servers;
+  if (a->cfg.job_server[0] && (rc = gp_urls_parse(a->cfg.job_server, "job_server", &job_servers, err))) goto fail;
   for (int i = 0; a->cfg.tls.peer_ca[0] && i < a->servers.n; i++) {
     if (strncmp(a->servers.url[i], "https://", 8) == 0) continue;
     rc = gp_err_set(err, GP_EINVAL, NULL, 0, "server",

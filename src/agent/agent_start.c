@@ -354,7 +354,8 @@ static void build_env(gp_agent *a, const start_req *r, const creds *c, const gp_
   snprintf(buf, sizeof buf, "%d", r->o->restarts); /* requeues so far, as Slurm counts them */
   env_set(e, "GPOOL_RESTART_COUNT", buf);
   env_set(e, "SLURM_RESTART_COUNT", buf);
-  env_set(e, "GPOOL_SERVER", a->cfg.server);
+  /* With the server's agent_listen as --server, jobs' gpool commands need the API's. */
+  env_set(e, "GPOOL_SERVER", a->cfg.job_server[0] ? a->cfg.job_server : a->cfg.server);
   /* srun's credential for this run's steps (steps: docs/slurm.md); never logged. */
   if (r->o->job_key[0]) env_set(e, "GPOOL_JOB_KEY", r->o->job_key);
   if (a->cfg.tls.peer_ca[0]) env_set(e, "GPOOL_CA", a->cfg.tls.peer_ca); /* gpool and curl in jobs */

@@ -207,7 +207,7 @@ int gp_agent_config_load(const char *path, gp_agent_config *cfg, gp_err *err) {
       (rc = gp_fileperm_check(path, GP_FILEPERM_SECRET, "token", err)) != 0)
     goto done;
   static const char *const keys[] = {
-      "name", "server", "token", "sim", "data_dir", "listen", "capacity", "cgroup_root",
+      "name", "server", "job_server", "token", "sim", "data_dir", "listen", "capacity", "cgroup_root",
       "mps_pipe_dir", "signal", "labels", "cpus", "mem", "heartbeat_s", "grace",
       "watchdog_interval", "personal", "allow_root_jobs", "sharing", "gpus", "health", "tls",
       "spot", "container", NULL};
@@ -220,6 +220,7 @@ int gp_agent_config_load(const char *path, gp_agent_config *cfg, gp_err *err) {
   } strs[] = {
       {"name", cfg->name, sizeof cfg->name},
       {"server", cfg->server, sizeof cfg->server},
+      {"job_server", cfg->job_server, sizeof cfg->job_server},
       {"token", cfg->token, sizeof cfg->token},
       {"sim", cfg->sim, sizeof cfg->sim},
       {"data_dir", cfg->data_dir, sizeof cfg->data_dir},

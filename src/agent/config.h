@@ -48,6 +48,7 @@ typedef struct gp_agent_spot {
 typedef struct gp_agent_config {
   char name[128];          /* node name; "" -> hostname */
   char server[512];
+  char job_server[512];    /* GPOOL_SERVER for jobs; "" -> server (docs/agent.md) */
   char token[512];
   char sim[256];           /* sim spec; "" -> no simulated GPUs */
   char data_dir[512];

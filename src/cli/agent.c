@@ -29,6 +29,8 @@ static void usage(FILE *out) {
           "is given, and serves their logs and metrics.\n\n"
           "Options:\n"
           "  --server URL          the gpool server (e.g. http://127.0.0.1:8642)\n"
+          "  --job-server URL      the URL jobs get as GPOOL_SERVER (default: --server; give\n"
+          "                        the API's when --server is the server's agent_listen)\n"
           "  --token TOKEN         an agent token (or GPOOL_AGENT_TOKEN)\n"
           "  --name NODE           node name (default: the host name)\n"
           "  --sim SPEC            simulated GPUs, e.g. 8xH100-80GB or 4xA100-40GB,2xL40S\n"
@@ -106,6 +108,7 @@ static void read_env_token(agent_cli *a) {
 /* The config field a string flag sets, with its size; NULL for any other flag. */
 static char *string_field(gp_agent_config *cfg, const char *f, size_t *size) {
   if (strcmp(f, "--server") == 0) return *size = sizeof cfg->server, cfg->server;
+  if (strcmp(f, "--job-server") == 0) return *size = sizeof cfg->job_server, cfg->job_server;
   if (strcmp(f, "--token") == 0) return *size = sizeof cfg->token, cfg->token;
   if (strcmp(f, "--name") == 0) return *size = sizeof cfg->name, cfg->name;
   if (strcmp(f, "--sim") == 0) return *size = sizeof cfg->sim, cfg->sim;

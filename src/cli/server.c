@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include <curl/curl.h>
@@ -22,13 +23,31 @@ static void usage(FILE *out) {
           "Usage: gpool server --config FILE [--listen HOST:PORT] [--data DIR]\n\n"
           "Runs the gpool control plane: the HTTP API, the durable store (SQLite in DIR)\n"
           "and the scheduler. --listen and --data override the config file's keys.\n"
-          "Port 0 picks a free port; the URL is printed and written to DIR/server.url.\n"
+          "Port 0 picks a free port; the URL is printed and written to DIR/server.url\n"
+          "(agent_listen's to DIR/agent.url).\n"
           "See docs/config.md for every key and examples/server.yaml for a start.\n");
 }
 
-static int write_url(const char *dir, const char *url) {
+/* Each connection is a descriptor: the soft open-file limit is raised toward the hard one
+ * as far as the connection limits need, and a limit still below them is said out loud. */
+static void check_open_files(const gp_server_config *cfg) {
+  rlim_t want = (rlim_t)cfg->max_connections + 256;
+  if (cfg->agent_listen_host) want += (rlim_t)cfg->agent_max_connections;
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= want) return;
+  rlim_t old = rl.rlim_cur;
+  rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= want ? want : rl.rlim_max;
+  if (setrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur >= want) return;
+  fprintf(stderr,
+          "gpool server: warning: the open-file limit (%llu) is below what max_connections%s need "
+          "(%llu); raise it (ulimit -n, LimitNOFILE)\n",
+          (unsigned long long)(rl.rlim_cur > old ? rl.rlim_cur : old),
+          cfg->agent_listen_host ? " and agent_max_connections" : "", (unsigned long long)want);
+}
+
+static int write_url(const char *dir, const char *name, const char *url) {
   char path[1200], tmp[1300];
-  snprintf(path, sizeof path, "%s/server.url", dir);
+  snprintf(path, sizeof path, "%s/%s", dir, name);
   snprintf(tmp, sizeof tmp, "%s.tmp", path);
   FILE *f = fopen(tmp, "w");
   if (!f) return -1;
@@ -80,10 +99,14 @@ int gp_cmd_server(int argc, char **argv) {
   if (data) cfg->data_dir = gp_arena_strdup(cfg->arena, data);
   if (cfg->n_tokens == 0)
     fprintf(stderr, "gpool server: warning: no tokens are configured; every API call will be refused\n");
-  if (!gp_tls_files_serving(&cfg->tls) && strncmp(cfg->listen_host, "127.", 4) != 0)
+  const char *open_host = strncmp(cfg->listen_host, "127.", 4) != 0 ? cfg->listen_host
+                          : cfg->agent_listen_host && strncmp(cfg->agent_listen_host, "127.", 4) != 0
+                              ? cfg->agent_listen_host
+                              : NULL;
+  if (!gp_tls_files_serving(&cfg->tls) && open_host)
     fprintf(stderr, "gpool server: warning: plain HTTP on %s: tokens, commands and env cross the "
                     "network readable; set tls.cert and tls.key (docs/config.md)\n",
-            cfg->listen_host);
+            open_host);
   /* Block the stop signals in every thread; this one waits for them. */
   sigset_t set;
   sigemptyset(&set);
@@ -93,6 +116,7 @@ int gp_cmd_server(int argc, char **argv) {
   signal(SIGPIPE, SIG_IGN);
   curl_global_init(CURL_GLOBAL_DEFAULT);
   gp_server *srv = NULL;
+  check_open_files(cfg);
   if ((r = gp_server_new(cfg, NULL, &srv, &err)) || (r = gp_server_start(srv, &err))) {
     char msg[1200];
     gp_err_format(&err, msg, sizeof msg);
@@ -103,10 +127,19 @@ int gp_cmd_server(int argc, char **argv) {
     return 1;
   }
   char url[400];
+  /* agent.url before server.url: whoever waits for server.url (gpool up) finds both. */
+  if (cfg->agent_listen_host) { /* the agents' own address: their --server */
+    snprintf(url, sizeof url, "%s://%s:%d", gp_tls_files_serving(&cfg->tls) ? "https" : "http",
+             strcmp(cfg->agent_listen_host, "0.0.0.0") == 0 ? "127.0.0.1" : cfg->agent_listen_host,
+             gp_server_agent_port(srv));
+    if (write_url(cfg->data_dir, "agent.url", url) != 0)
+      fprintf(stderr, "gpool server: warning: cannot write %s/agent.url: %s\n", cfg->data_dir, strerror(errno));
+    printf("gpool server: agents on %s\n", url);
+  }
   snprintf(url, sizeof url, "%s://%s:%d", gp_tls_files_serving(&cfg->tls) ? "https" : "http",
            strcmp(cfg->listen_host, "0.0.0.0") == 0 ? "127.0.0.1" : cfg->listen_host,
            gp_server_port(srv));
-  if (write_url(cfg->data_dir, url) != 0)
+  if (write_url(cfg->data_dir, "server.url", url) != 0)
     fprintf(stderr, "gpool server: warning: cannot write %s/server.url: %s\n", cfg->data_dir, strerror(errno));
   printf("gpool server: listening on %s\n", url);
   fflush(stdout);

@@ -73,6 +73,10 @@ typedef struct up_ctx {
   const char *name;
   const char *sharing;
   char url[256];
+  /* The server's agent_listen (SQLite pools: on PostgreSQL more servers join, and agents
+   * follow leaders by their API URLs): the agent's own address, kept across restarts. */
+  int agent_port;
+  char agent_url[256];
   char gpus_desc[128];   /* "8 x H100-80GB", from the registered node */
   char node[256];
   char admin_token[80], agent_token[80];
@@ -113,6 +117,8 @@ static int write_server_config(const up_ctx *u) {
   /* On PostgreSQL under the lease, so that more servers can join this one as followers. */
   if (u->store_url[0])
     snprintf(store, sizeof store, "store: \"%s\"\nha: {}\n", u->store_url);
+  else
+    snprintf(store, sizeof store, "agent_listen: 127.0.0.1:%d\n", u->agent_port);
   snprintf(text, sizeof text,
            "# Written by 'gpool up' at every start; edit tokens.yaml for tokens.\n"
            "listen: 127.0.0.1:%d\n"
@@ -283,31 +289,31 @@ static bool alive(pid_t pid) {
 }
 
 static int start_server(up_ctx *u) {
-  char cfg[3200], log[3200], urlfile[3200];
+  char cfg[3200], log[3200], urlfile[3200], agentfile[3200];
   path_in(u, "server.yaml", cfg, sizeof cfg);
   path_in(u, "server.log", log, sizeof log);
   path_in(u, "server/server.url", urlfile, sizeof urlfile);
+  path_in(u, "server/agent.url", agentfile, sizeof agentfile);
   unlink(urlfile);
+  unlink(agentfile);
   char *args[] = {(char *)"gpool", (char *)"server", (char *)"--config", cfg, NULL};
   u->server = spawn(u, args, log, NULL);
   if (u->server < 0) return 1;
   write_pid_file(u, "server.pid", u->server);
   for (int i = 0; i < 300; i++) { /* up to 30 s on a loaded machine */
-    FILE *f = fopen(urlfile, "r");
-    if (f) {
-      char line[256] = "";
-      int ok = fgets(line, sizeof line, f) != NULL;
-      fclose(f);
-      line[strcspn(line, "\r\n")] = '\0';
-      if (ok && !strncmp(line, "http", 4)) {
-        snprintf(u->url, sizeof u->url, "%s", line);
-        const char *colon = strrchr(line, ':');
-        if (u->port == 0 && colon && atoi(colon + 1) > 0) {
-          u->port = atoi(colon + 1);
-          write_server_config(u);
-        }
-        return 0;
+    int port = gp_cli_up_read_url(urlfile, u->url, sizeof u->url);
+    if (port > 0) {
+      /* agent.url is written before server.url; its port is kept for the server's restarts. */
+      int agent_port = u->store_url[0] ? 0 : gp_cli_up_read_url(agentfile, u->agent_url, sizeof u->agent_url);
+      if (!u->store_url[0] && agent_port <= 0) {
+        fprintf(stderr, "gpool up: the server wrote no agent address (%s)\n", agentfile);
+        return 1;
       }
+      bool rewrite = agent_port != u->agent_port || u->port == 0;
+      u->agent_port = agent_port;
+      u->port = port;
+      if (rewrite) write_server_config(u);
+      return 0;
     }
     if (!alive(u->server)) {
       u->server = 0;
@@ -338,6 +344,10 @@ static int start_agent(up_ctx *u, char *node_name, size_t cap, bool wait_up) {
   args[n++] = (char *)"gpool";
   args[n++] = (char *)"agent";
   args[n++] = (char *)"--server";
+  if (u->agent_url[0]) { /* its own listener; jobs' gpool commands get the API's */
+    args[n++] = u->agent_url;
+    args[n++] = (char *)"--job-server";
+  }
   args[n++] = u->server_list;
   args[n++] = (char *)"--name";
   args[n++] = host;

@@ -114,3 +114,16 @@ void gp_cli_up_print_log_tail(const char *log) {
   fprintf(stderr, "--- last lines of %s ---\n%s", log, buf);
 }
 
+int gp_cli_up_read_url(const char *path, char *out, size_t cap) {
+  char line[256] = "";
+  FILE *f = fopen(path, "r");
+  if (!f) return 0;
+  int ok = fgets(line, sizeof line, f) != NULL;
+  fclose(f);
+  line[strcspn(line, "\r\n")] = '\0';
+  const char *colon = strrchr(line, ':');
+  int port = colon ? atoi(colon + 1) : 0;
+  if (!ok || strncmp(line, "http", 4) || port <= 0 || port > 65535 || strlen(line) >= cap) return 0;
+  snprintf(out, cap, "%s", line);
+  return port;
+}

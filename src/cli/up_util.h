@@ -21,6 +21,9 @@ const char *gp_cli_up_user_name(void);
 unsigned long long gp_cli_up_proc_start(pid_t pid);
 /* Whether process pid runs `gpool ROLE ...` with `arg` among its arguments (NULL: any). */
 bool gp_cli_up_runs_as(pid_t pid, const char *role, const char *arg);
+/* The URL a server wrote to `path` (server.url, agent.url) into out; its port, or 0 while
+ * the file is missing or holds no http(s) URL with a port. */
+int gp_cli_up_read_url(const char *path, char *out, size_t cap);
 /* The last 2 KiB of a log file, on stderr. */
 void gp_cli_up_print_log_tail(const char *log);
 

@@ -43,6 +43,7 @@ gp_server_config *gp_server_config_new(void) {
   c->schedule_min_gap_ms = 5;
   c->http_threads = 4;
   c->max_connections = 10000;
+  c->agent_max_connections = 100000;
   c->max_pending_per_user = 10000;
   c->max_pending_per_queue = 50000;
   c->max_job_bytes = 64 * 1024;
@@ -309,7 +310,7 @@ static int read_prices(const gp_doc *d, const gp_doc_node *root, const gp_doc_no
 
 static int parse_doc(const gp_doc *d, const char *path, gp_server_config *c, gp_err *err) {
   static const char *const keys[] = {
-      "listen", "data_dir", "tokens", "token_file", "queues", "priority_classes", "policy",
+      "listen", "agent_listen", "agent_max_connections", "data_dir", "tokens", "token_file", "queues", "priority_classes", "policy",
       "pools", "default_queue", "node_timeout_s", "heartbeat_s", "schedule_interval_ms",
       "schedule_min_gap_ms", "http_threads", "max_connections", "tls",
       "max_pending_per_user", "max_pending_per_queue", "max_job_bytes",
@@ -333,6 +334,17 @@ static int parse_doc(const gp_doc *d, const char *path, gp_server_config *c, gp_
                         "expected HOST:PORT such as 127.0.0.1:8642, not \"%s\"", v);
     c->listen_host = gp_arena_strdup(a, host);
   }
+  if ((n = gp_doc_get(root, "agent_listen"))) {
+    if ((r = gp_doc_str(d, n, "agent_listen", &v, err))) return r;
+    char host[256];
+    if (gp_server_parse_listen(v, host, sizeof host, &c->agent_listen_port))
+      return gp_err_set(err, GP_EINVAL, d->name, n->line, "agent_listen",
+                        "expected HOST:PORT such as 0.0.0.0:8643, not \"%s\"", v);
+    c->agent_listen_host = gp_arena_strdup(a, host);
+  }
+  if ((n = gp_doc_get(root, "agent_max_connections")) &&
+      (r = gp_doc_int_range(d, n, "agent_max_connections", 16, 1000000, &c->agent_max_connections, err)))
+    return r;
   if ((n = gp_doc_get(root, "data_dir"))) {
     if ((r = gp_doc_str(d, n, "data_dir", &v, err))) return r;
     if (!*v) return gp_err_set(err, GP_EINVAL, d->name, n->line, "data_dir", "must not be empty");

@@ -65,6 +65,11 @@ typedef struct gp_server_config {
   const char *file;            /* where it came from, or "" */
   const char *listen_host;     /* "127.0.0.1" */
   int listen_port;             /* 0: any free port */
+  /* `agent_listen`: the agent protocol's own listener (NULL: agents use `listen`), so no
+   * number of user connections can lock agents out (docs/config.md). */
+  const char *agent_listen_host;
+  int agent_listen_port;       /* 0: any free port */
+  int agent_max_connections;   /* concurrent connections on agent_listen (100000) */
   const char *data_dir;        /* holds gpool.db and server.url */
   int n_tokens;
   const gp_token *tokens;

@@ -146,17 +146,58 @@ int gp_server_new(const gp_server_config *cfg, gp_store *store, gp_server **ret,
   return 0;
 }
 
-int gp_server_start(gp_server *srv, gp_err *err) {
-  struct sockaddr_in addr;
-  memset(&addr, 0, sizeof addr);
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons((uint16_t)srv->cfg->listen_port);
-  const char *host = srv->cfg->listen_host;
+/* Reads HOST:PORT's address (`field` names it in errors). */
+static int listen_addr(const gp_server *srv, const char *field, const char *host, int port,
+                       struct sockaddr_in *addr, gp_err *err) {
+  memset(addr, 0, sizeof *addr);
+  addr->sin_family = AF_INET;
+  addr->sin_port = htons((uint16_t)port);
   if (strcmp(host, "localhost") == 0) host = "127.0.0.1";
-  if (inet_pton(AF_INET, host, &addr.sin_addr) != 1)
-    return gp_err_set(err, GP_EINVAL, srv->cfg->file, 0, "listen",
-                      "\"%s\" is not an IPv4 address", srv->cfg->listen_host);
-  int rc = gp_tls_listener_new(&srv->cfg->tls, "tls", &srv->tls, err);
+  if (inet_pton(AF_INET, host, &addr->sin_addr) != 1)
+    return gp_err_set(err, GP_EINVAL, srv->cfg->file, 0, field, "\"%s\" is not an IPv4 address", host);
+  return 0;
+}
+
+/* One libmicrohttpd daemon of the server: the API's (on_request gp__srv_http_on_request)
+ * or the agents' own (gp__srv_http_on_agent_request), each with its connection table. */
+static struct MHD_Daemon *start_daemon(gp_server *srv, const struct sockaddr_in *addr,
+                                       MHD_AccessHandlerCallback handler, gp_tls_conns *conns,
+                                       int max) {
+  unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
+                   MHD_USE_TURBO | gp_tls_listener_flags(srv->tls);
+  return MHD_start_daemon(
+      flags, 0, NULL, NULL, handler, srv,
+      MHD_OPTION_SOCK_ADDR, (const struct sockaddr *)addr,
+      MHD_OPTION_THREAD_POOL_SIZE, (unsigned)srv->cfg->http_threads,
+      MHD_OPTION_CONNECTION_LIMIT, gp_tls_conns_hard_limit(max),
+      MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)srv->cfg->http_idle_timeout_s,
+      MHD_OPTION_URI_LOG_CALLBACK, gp__srv_http_on_target, srv,
+      MHD_OPTION_NOTIFY_CONNECTION, gp_tls_conns_notify, conns,
+      MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024,
+      MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1,
+      MHD_OPTION_NOTIFY_COMPLETED, gp__srv_http_on_completed, srv,
+      MHD_OPTION_ARRAY, gp_tls_listener_options(srv->tls), MHD_OPTION_END);
+}
+
+static void stop_daemons(gp_server *srv) {
+  if (srv->mhd) MHD_stop_daemon(srv->mhd);
+  if (srv->agent_mhd) MHD_stop_daemon(srv->agent_mhd);
+  srv->mhd = srv->agent_mhd = NULL;
+}
+
+int gp_server_start(gp_server *srv, gp_err *err) {
+  const gp_server_config *cfg = srv->cfg;
+  struct sockaddr_in addr, agent_addr;
+  const char *host = strcmp(cfg->listen_host, "localhost") == 0 ? "127.0.0.1" : cfg->listen_host;
+  int rc = listen_addr(srv, "listen", cfg->listen_host, cfg->listen_port, &addr, err);
+  if (!rc && cfg->agent_listen_host)
+    rc = listen_addr(srv, "agent_listen", cfg->agent_listen_host, cfg->agent_listen_port, &agent_addr, err);
+  if (rc) return rc;
+  /* Both daemons bind with SO_REUSEPORT: on one port they would share its connections. */
+  if (cfg->agent_listen_host && cfg->agent_listen_port != 0 && cfg->agent_listen_port == cfg->listen_port)
+    return gp_err_set(err, GP_EINVAL, cfg->file, 0, "agent_listen",
+                      "must use another port than listen (%d)", cfg->listen_port);
+  rc = gp_tls_listener_new(&srv->cfg->tls, "tls", &srv->tls, err);
   if (rc) return rc;
   srv->agent_dial = (gp_tls_dial){.ca = srv->cfg->tls.peer_ca, .cert = srv->cfg->tls.cert,
                                   .key = srv->cfg->tls.key, .https_only = srv->cfg->tls.peer_ca[0]};
@@ -164,27 +205,31 @@ int gp_server_start(gp_server *srv, gp_err *err) {
                              .per_address = srv->cfg->max_connections_per_address,
                              .request_timeout_s = srv->cfg->http_request_timeout_s};
   srv->conns = gp_tls_conns_new(&lim);
+  /* The agents' listener has a table of its own, sized for the fleet: user connections
+   * never count against it. A connection not yet authenticated as an agent's still counts
+   * against its address's share there; agents' own are exempt (tls/conns.h). */
+  gp_tls_conns_limits agent_lim = lim;
+  agent_lim.max = cfg->agent_max_connections;
+  if (cfg->agent_listen_host) srv->agent_conns = gp_tls_conns_new(&agent_lim);
   srv->proxy = gp__srv_proxy_new(&srv->agent_dial);
   srv->readers = gp__srv_readers_new(GP_SRV_READERS(srv->cfg->http_threads), srv->store);
-  if (!srv->conns || !srv->proxy || !srv->readers)
+  if (!srv->conns || !srv->proxy || !srv->readers || (cfg->agent_listen_host && !srv->agent_conns))
     return gp_err_set(err, GP_EIO, NULL, 0, NULL, "cannot start the HTTP helper threads");
-  unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
-                   MHD_USE_TURBO | gp_tls_listener_flags(srv->tls);
-  srv->mhd = MHD_start_daemon(
-      flags, 0, NULL, NULL, gp__srv_http_on_request, srv,
-      MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
-      MHD_OPTION_THREAD_POOL_SIZE, (unsigned)srv->cfg->http_threads,
-      MHD_OPTION_CONNECTION_LIMIT, gp_tls_conns_hard_limit(srv->cfg->max_connections),
-      MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)srv->cfg->http_idle_timeout_s,
-      MHD_OPTION_URI_LOG_CALLBACK, gp__srv_http_on_target, srv,
-      MHD_OPTION_NOTIFY_CONNECTION, gp_tls_conns_notify, srv->conns,
-      MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024,
-      MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1,
-      MHD_OPTION_NOTIFY_COMPLETED, gp__srv_http_on_completed, srv,
-      MHD_OPTION_ARRAY, gp_tls_listener_options(srv->tls), MHD_OPTION_END);
+  srv->mhd = start_daemon(srv, &addr, gp__srv_http_on_request, srv->conns, cfg->max_connections);
   if (!srv->mhd)
     return gp_err_set(err, GP_EIO, srv->cfg->file, 0, "listen", "cannot listen on %s:%d (in use?)",
                       srv->cfg->listen_host, srv->cfg->listen_port);
+  if (cfg->agent_listen_host) {
+    srv->agent_mhd = start_daemon(srv, &agent_addr, gp__srv_http_on_agent_request, srv->agent_conns,
+                                  cfg->agent_max_connections);
+    if (!srv->agent_mhd) {
+      stop_daemons(srv);
+      return gp_err_set(err, GP_EIO, srv->cfg->file, 0, "agent_listen", "cannot listen on %s:%d (in use?)",
+                        cfg->agent_listen_host, cfg->agent_listen_port);
+    }
+    const union MHD_DaemonInfo *ai = MHD_get_daemon_info(srv->agent_mhd, MHD_DAEMON_INFO_BIND_PORT);
+    srv->agent_port = ai ? ai->port : cfg->agent_listen_port;
+  }
   const union MHD_DaemonInfo *info = MHD_get_daemon_info(srv->mhd, MHD_DAEMON_INFO_BIND_PORT);
   srv->port = info ? info->port : srv->cfg->listen_port;
   snprintf(srv->self_url, sizeof srv->self_url, "%s://%s:%d", srv->cfg->tls.cert[0] ? "https" : "http",
@@ -194,8 +239,7 @@ int gp_server_start(gp_server *srv, gp_err *err) {
   /* Clients and agents get 503 "loading" rather than a refused connection meanwhile. */
   int r = gp__srv_state_load(srv->state, time(NULL), gp_mono_ms(), err);
   if (r) {
-    MHD_stop_daemon(srv->mhd);
-    srv->mhd = NULL;
+    stop_daemons(srv);
     return r;
   }
   /* Agents could not heartbeat during the load: their timeout starts now. */
@@ -216,16 +260,14 @@ int gp_server_start(gp_server *srv, gp_err *err) {
                            &srv->leader, err);
     if (!r) r = gp__srv_leader_start(srv->leader, err);
     if (r) {
-      MHD_stop_daemon(srv->mhd);
-      srv->mhd = NULL;
+      stop_daemons(srv);
       return r;
     }
   }
   atomic_store(&srv->role, srv->leader ? GP_SRV_FOLLOWER : GP_SRV_LEADER);
   atomic_store(&srv->loading, false);
   if (pthread_create(&srv->thread, NULL, gp__srv_loop_main, srv) != 0) {
-    MHD_stop_daemon(srv->mhd);
-    srv->mhd = NULL;
+    stop_daemons(srv);
     return gp_err_set(err, GP_EIO, NULL, 0, NULL, "cannot start the state thread");
   }
   srv->thread_running = true;
@@ -233,6 +275,8 @@ int gp_server_start(gp_server *srv, gp_err *err) {
 }
 
 int gp_server_port(const gp_server *srv) { return srv->port; }
+
+int gp_server_agent_port(const gp_server *srv) { return srv->agent_port; }
 
 gp_store *gp_server_store(gp_server *srv) { return srv->store; }
 
@@ -251,10 +295,7 @@ void gp_server_stop(gp_server *srv) {
   gp__srv_proxy_stop(srv->proxy);
   gp__srv_readers_stop(srv->readers); /* the same for long reads */
   gp__srv_events_close(srv->events); /* the same for event streams */
-  if (srv->mhd) {
-    MHD_stop_daemon(srv->mhd);
-    srv->mhd = NULL;
-  }
+  stop_daemons(srv);
   /* Nothing writes any more: the lease goes, and a follower takes over at once. */
   gp__srv_leader_free(srv->leader);
   srv->leader = NULL;
@@ -268,6 +309,7 @@ void gp_server_free(gp_server *srv) {
   gp__srv_proxy_free(srv->proxy);
   gp__srv_readers_free(srv->readers);
   gp_tls_conns_free(srv->conns);
+  gp_tls_conns_free(srv->agent_conns);
   gp__srv_autoscale_free(srv->autoscale);
   gp__srv_events_free(srv->events);
   gp__srv_notify_free(srv->notify); /* after the state thread: it queued the last ones */

@@ -27,6 +27,8 @@ int gp_server_start(gp_server *srv, gp_err *err);
 
 /* The port it listens on, after gp_server_start. */
 int gp_server_port(const gp_server *srv);
+/* The port of the agents' own listener (agent_listen), after gp_server_start; 0: none. */
+int gp_server_agent_port(const gp_server *srv);
 
 /* The store it uses (borrowed; for tests that inject faults). */
 gp_store *gp_server_store(gp_server *srv);

@@ -262,12 +262,19 @@ static enum MHD_Result send_loading(struct MHD_Connection *c, gp_server *srv, bo
   return r;
 }
 
-enum MHD_Result gp__srv_http_on_request(void *cls, struct MHD_Connection *c, const char *url,
-                                        const char *method, const char *version,
-                                        const char *upload_data, size_t *upload_size,
-                                        void **con_cls) {
-  (void)version;
-  gp_server *srv = cls;
+/* What the agents' listener (agent_listen) serves: what comes from nodes. The agent
+ * protocol, the health probes, and a job's step credential on its steps and requeue routes
+ * (a job's srun reaches the server at the agent's GPOOL_SERVER). */
+static bool agent_listener_path(const char *path) {
+  char job[32];
+  return strncmp(path, "/v1/agent/", 10) == 0 || strcmp(path, "/livez") == 0 ||
+         strcmp(path, "/readyz") == 0 || gp__srv_steps_path(path, job, sizeof job) ||
+         gp__srv_requeue_path(path, job, sizeof job);
+}
+
+static enum MHD_Result on_request(gp_server *srv, bool agent_side, struct MHD_Connection *c,
+                                  const char *url, const char *method, const char *upload_data,
+                                  size_t *upload_size, void **con_cls) {
   gp_srv_req *r = *con_cls;
   if (!r) *con_cls = r = gp__srv_http_on_target(srv, url, c);
   if (!r->started) return on_headers(c, r, url, method);
@@ -308,6 +315,9 @@ enum MHD_Result gp__srv_http_on_request(void *cls, struct MHD_Connection *c, con
   /* Admitted past its address's limit with nothing of the address idle: only an agent's
    * request may use it (so a job cannot lock its own agent out). */
   if (gp_tls_conns_on_probation(c) && !agent_request(srv, c, r)) return gp_tls_conns_refuse(c);
+  if (agent_side && !agent_listener_path(r->path))
+    return send_error_now(c, 404, "not_found",
+                          "this address (agent_listen) serves only the agent protocol; use the API address");
   /* Public, unauthenticated routes answered without the state thread. */
   if (strcmp(r->path, "/livez") == 0 || strcmp(r->path, "/readyz") == 0)
     return send_health(c, srv, r->path[1] == 'r');
@@ -354,6 +364,9 @@ enum MHD_Result gp__srv_http_on_request(void *cls, struct MHD_Connection *c, con
       r->role = t->role;
     }
     if (t && t->role == GP_ROLE_AGENT && strncmp(r->path, "/v1/agent/", 10) == 0) gp_tls_conns_trust(c);
+    else if (agent_side && !job_key) /* a user's token: the API address is theirs */
+      return send_error_now(c, 403, "forbidden",
+                            "this address (agent_listen) serves only agents (an agent token) and jobs' steps");
     if (is_events) return gp__srv_events_serve(srv->events, c, r->method, r->user, r->role);
   }
   r->query = json_object();
@@ -411,6 +424,22 @@ enum MHD_Result gp__srv_http_on_request(void *cls, struct MHD_Connection *c, con
   pthread_cond_signal(&srv->cond);
   pthread_mutex_unlock(&srv->lock);
   return MHD_YES;
+}
+
+enum MHD_Result gp__srv_http_on_request(void *cls, struct MHD_Connection *c, const char *url,
+                                        const char *method, const char *version,
+                                        const char *upload_data, size_t *upload_size,
+                                        void **con_cls) {
+  (void)version;
+  return on_request(cls, false, c, url, method, upload_data, upload_size, con_cls);
+}
+
+enum MHD_Result gp__srv_http_on_agent_request(void *cls, struct MHD_Connection *c, const char *url,
+                                              const char *method, const char *version,
+                                              const char *upload_data, size_t *upload_size,
+                                              void **con_cls) {
+  (void)version;
+  return on_request(cls, true, c, url, method, upload_data, upload_size, con_cls);
 }
 
 void gp__srv_http_on_completed(void *cls, struct MHD_Connection *c, void **con_cls,

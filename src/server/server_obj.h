@@ -31,6 +31,9 @@ struct gp_server {
   gp_tls_listener *tls;     /* HTTPS files of the API (plain HTTP without tls.cert) */
   gp_tls_dial agent_dial;   /* how log reads verify agents (tls.agent_ca) */
   gp_tls_conns *conns;      /* request deadlines, connection limits (tls/conns.h) */
+  struct MHD_Daemon *agent_mhd;  /* `agent_listen`: the agent protocol only; NULL: none */
+  gp_tls_conns *agent_conns;     /* its own table (agent_max_connections) */
+  int agent_port;
   gp_srv_proxy *proxy;      /* log reads from agents */
   gp_srv_readers *readers;  /* history lists, reports, advice (readers.h) */
   gp_srv_autoscale *autoscale; /* provider calls (autoscale.h), NULL: a fixed fleet */
@@ -73,6 +76,11 @@ enum MHD_Result gp__srv_http_on_request(void *cls, struct MHD_Connection *c, con
                                         const char *method, const char *version,
                                         const char *upload_data, size_t *upload_size,
                                         void **con_cls);
+/* The same for the agents' listener (agent_listen): the agent protocol only. */
+enum MHD_Result gp__srv_http_on_agent_request(void *cls, struct MHD_Connection *c, const char *url,
+                                              const char *method, const char *version,
+                                              const char *upload_data, size_t *upload_size,
+                                              void **con_cls);
 void gp__srv_http_on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                                enum MHD_RequestTerminationCode toe);
 

@@ -29,7 +29,8 @@ cert n1 IP:127.0.0.1
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj "/CN=n1" \
   -keyout "$pki/rogue.key" -out "$pki/rogue.pem" 2>/dev/null || fail "openssl cannot make the rogue cert"
 
-e2e_write_config "tls: {cert: pki/server.pem, key: pki/server.key, client_ca: pki/ca.pem, agent_ca: pki/ca.pem}"
+e2e_write_config "tls: {cert: pki/server.pem, key: pki/server.key, client_ca: pki/ca.pem, agent_ca: pki/ca.pem}
+agent_listen: 127.0.0.1:0"
 
 # A private key that others can read is refused, naming the key and the file.
 chmod 644 "$pki/server.key"
@@ -43,6 +44,8 @@ e2e_spawn "$E2E_DIR/server.log" "$GPOOL" server --config "$E2E_DIR/server.yaml"
 wait_for 20 "the server to write server.url" test -s "$E2E_DIR/server/server.url"
 SERVER_URL=$(head -n1 "$E2E_DIR/server/server.url")
 expect_contains "$SERVER_URL" "https://127.0.0.1:" "server.url"
+AGENT_URL=$(head -n1 "$E2E_DIR/server/agent.url") # agent_listen: the same certificates
+expect_contains "$AGENT_URL" "https://127.0.0.1:" "agent.url"
 wait_for 10 "the server to answer /healthz over HTTPS" curl -fsS --cacert "$pki/ca.pem" "$SERVER_URL/healthz"
 export GPOOL_SERVER=$SERVER_URL GPOOL_TOKEN=$ADMIN_TOKEN
 
@@ -68,6 +71,8 @@ register() { curl -sS -m 5 --cacert "$pki/ca.pem" -o "$E2E_DIR/body" -w '%{http_
 expect_eq 401 "$(register)" "an agent call without a client certificate"
 expect_contains "$(cat "$E2E_DIR/body")" "client certificate is required" "the refusal says why"
 expect_eq 401 "$(register --cert "$pki/rogue.pem" --key "$pki/rogue.key")" "a client certificate from another CA"
+expect_eq 401 "$(SERVER_URL=$AGENT_URL register)" "an agent call on agent_listen without a client certificate"
+curl -sS -m 5 "http://${AGENT_URL#https://}/livez" >/dev/null 2>&1 && fail "plain HTTP was answered on agent_listen"
 # With agent_ca the server reads logs over verified HTTPS only: an http:// agent is refused.
 status=$(curl -sS -m 5 --cacert "$pki/ca.pem" --cert "$pki/n1.pem" --key "$pki/n1.key" -o "$E2E_DIR/body" \
   -w '%{http_code}' -X POST -H "Authorization: Bearer $AGENT_TOKEN" -H 'Content-Type: application/json' \
@@ -89,7 +94,8 @@ kill "$n0"
 cat >"$E2E_DIR/agent-n1.yaml" <<EOF
 tls: {cert: $pki/n1.pem, key: $pki/n1.key, client_ca: $pki/ca.pem, server_ca: $pki/ca.pem}
 EOF
-e2e_agent n1 1xH100-80GB --config "$E2E_DIR/agent-n1.yaml"
+SERVER_URL=$AGENT_URL e2e_agent n1 1xH100-80GB --config "$E2E_DIR/agent-n1.yaml" --job-server "$SERVER_URL"
+grep -q "registered with $AGENT_URL" "$E2E_DIR/agent-n1.log" || fail "n1 should talk to the server on agent_listen"
 agent_url=$("$GPOOL" nodes -o json | jq -r '.[] | select(.name == "n1") | .agent_url')
 expect_contains "$agent_url" "https://127.0.0.1:" "the agent advertises HTTPS"
 

@@ -45,6 +45,20 @@ smi_uuid=$(job_field "$smi" '.placements[0].gpu_uuids[0]')
 listed=$(grep -o 'GPU-[0-9a-f-]*' <<<"$smi_log")
 expect_eq "$smi_uuid" "$listed" "nvidia-smi lists exactly the job's GPU"
 
+# The agent talks to the server's own agent listener (agent_listen), and jobs get the API's
+# address: users' connections never take the agent's.
+agent_url=$(cat "$E2E_DIR/pool/server/agent.url")
+api_url=$(jq -r .server "$GPOOL_CONFIG_DIR/client.json")
+[[ "$agent_url" =~ ^http://127\.0\.0\.1:[0-9]+$ && "$agent_url" != "$api_url" ]] \
+  || fail "the server should write its agent listener's URL, got '$agent_url' (API: $api_url)"
+agent_args=$(tr '\0' ' ' <"/proc/$(pgrep -P "$UP_PID" -f "gpool agent")/cmdline")
+expect_contains "$agent_args" "--server $agent_url " "the agent uses the agent listener"
+expect_eq 404 "$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $ADMIN_TOKEN" "$agent_url/v1/queues")" \
+  "the agent listener serves no user routes"
+env_job=$("$GPOOL" submit -n env -- sh -c 'echo "server=$GPOOL_SERVER"')
+wait_for 20 "job $env_job to complete" job_is "$env_job" completed
+expect_eq "server=$api_url" "$("$GPOOL" logs "$env_job")" "jobs get the API's address as GPOOL_SERVER"
+
 # People's views.
 jobs=$("$GPOOL" jobs -a)
 expect_contains "$jobs" "hello" "gpool jobs -a lists the finished job"

@@ -239,5 +239,27 @@ static void the_store_is_a_postgresql_url(void) {
   CHECK_EQ_STR("store", e.field);
 }
 
-GP_TESTS(the_store_is_a_postgresql_url, node_templates_are_read_and_checked, a_full_config_is_read, mistakes_name_file_line_and_key, tokens_can_live_in_their_own_file,
+static void agents_may_have_a_listener_of_their_own(void) {
+  gp_server_config *c = NULL;
+  gp_err e = {0};
+  const char *none = "listen: 127.0.0.1:0\n";
+  REQUIRE(gp_server_config_parse("server.yaml", none, strlen(none), &c, &e) == 0);
+  CHECK(c->agent_listen_host == NULL);
+  CHECK_EQ_INT(100000, c->agent_max_connections);
+  gp_server_config_free(c);
+  c = NULL;
+  const char *ok = "agent_listen: 0.0.0.0:8643\nagent_max_connections: 30000\n";
+  REQUIRE(gp_server_config_parse("server.yaml", ok, strlen(ok), &c, &e) == 0);
+  CHECK_EQ_STR("0.0.0.0", c->agent_listen_host);
+  CHECK_EQ_INT(8643, c->agent_listen_port);
+  CHECK_EQ_INT(30000, c->agent_max_connections);
+  gp_server_config_free(c);
+  e = parse_fail("listen: 127.0.0.1:0\nagent_listen: nowhere\n");
+  CHECK_EQ_STR("agent_listen", e.field);
+  CHECK_EQ_INT(2, e.line);
+  e = parse_fail("agent_max_connections: 8\n");
+  CHECK_EQ_STR("agent_max_connections", e.field);
+}
+
+GP_TESTS(agents_may_have_a_listener_of_their_own, the_store_is_a_postgresql_url, node_templates_are_read_and_checked, a_full_config_is_read, mistakes_name_file_line_and_key, tokens_can_live_in_their_own_file,
          the_example_config_is_valid)
