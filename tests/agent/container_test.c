@@ -250,4 +250,32 @@ static void lru_pick(void) {
   CHECK_EQ_INT(-1, gp_agent_images_entries("{}", 2, e, 4, names, n_names));
 }
 
-GP_TESTS(run_line, pull_reasons, env_filter, detection, images_inventory, lru_pick)
+/* container.image_store_max: a size in bytes or k, m, g, t; anything else is refused by name. */
+static int64_t store_max(const char *yaml, int *rc) {
+  gp_doc *d = NULL;
+  gp_err err = {0};
+  gp_agent_container_cfg c;
+  gp_agent_container_cfg_init(&c);
+  *rc = gp_doc_load_string("t", yaml, strlen(yaml), &d, &err);
+  if (!*rc) *rc = gp_agent_container_cfg_load(d, gp_doc_get(d->root, "container"), &c, &err);
+  if (*rc) CHECK_EQ_STR("container.image_store_max", err.field);
+  gp_doc_free(d);
+  return c.image_store_max;
+}
+
+static void store_cap_config(void) {
+  int rc;
+  CHECK(store_max("container: {image_store_max: 200g}\n", &rc) == (int64_t)200 << 30 && rc == 0);
+  CHECK(store_max("container: {image_store_max: 5M}\n", &rc) == (int64_t)5 << 20 && rc == 0);
+  CHECK(store_max("container: {image_store_max: 1234}\n", &rc) == 1234 && rc == 0);
+  CHECK(store_max("container: {shm_size: 1g}\n", &rc) == 0 && rc == 0); /* no cap */
+  store_max("container: {image_store_max: 5gb}\n", &rc);
+  CHECK(rc != 0);
+  store_max("container: {image_store_max: -1}\n", &rc);
+  CHECK(rc != 0);
+  store_max("container: {image_store_max: 2000t}\n", &rc);
+  CHECK(rc != 0);
+}
+
+GP_TESTS(run_line, pull_reasons, env_filter, detection, images_inventory, lru_pick,
+         store_cap_config)
