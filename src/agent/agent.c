@@ -792,6 +792,7 @@ void gp_agent_free(gp_agent *a) {
   if (a->orders_log) fclose(a->orders_log);
   json_decref(a->events);
   json_decref(a->images);
+  free(a->image_use);
   json_decref(a->checkpoints);
   json_decref(a->spot_events);
   json_decref(a->inflight);

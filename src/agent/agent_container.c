@@ -242,6 +242,7 @@ void gp__agent_container_tick(gp_agent *a, gp__agent_job *j) {
   if (j->pull_noted == 1 && read_marker(j, "container.pulled", line, sizeof line)) {
     j->pull_noted = 2;
     image_event(a, j, "pulled", line);
+    a->images_next_ms = 0; /* reported, and the store's cap applied, at the next heartbeat */
   }
 }
 

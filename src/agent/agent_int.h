@@ -78,6 +78,7 @@ typedef struct gp__agent_job {
   int64_t ended_at;
   bool gone_once;            /* adopted: saw the process gone once without an exit file */
   bool container;            /* runs in an image (agent_container.c) */
+  uint64_t image;            /* its image's gp_proto_image_hash, 0: bare (or adopted) */
   int pull_noted;            /* its pull's events sent: 1 pulling, 2 pulled too */
   bool register_ended;       /* ended when the register call in flight was made: that call
                                 reports its end, so its answer settles it */
@@ -129,6 +130,7 @@ struct gp_agent {
   struct gp__agent_pulls *pulls; /* pre-pulls under way (image_pull.c), NULL: none yet */
   int64_t images_next_ms;    /* when to read them again */
   bool images_send;          /* read since the last heartbeat: it carries them */
+  struct gp__agent_image_use *image_use; /* when jobs last used each image (image_lru.c) */
   bool is_root;
   char url[160];
   char jobs_dir[600];
@@ -264,6 +266,16 @@ void gp__agent_container_finish(gp_agent *a, gp__agent_job *j);
 void gp__agent_container_tick(gp_agent *a, gp__agent_job *j);
 /* Reads the engine's images when due (images.c). */
 void gp__agent_images_refresh(gp_agent *a);
+/* Runs argv, its stdout (at most GP_AGENT_IMAGES_OUTPUT_MAX bytes, 10 s; owned) or NULL
+ * when it failed (images.c). */
+char *gp__agent_images_capture(char **argv, size_t *ret_len);
+/* image_lru.c: the cap on the node's image store (container.image_store_max). An image a
+ * job starts in, or a pre-pull fetched, was used now. */
+void gp__agent_image_used(gp_agent *a, uint64_t image);
+/* After a read of the engine's images (its JSON, `text`): removes least recently used
+ * images no container and no running job uses while their total passes the cap. True when
+ * it removed one (the list read is stale). */
+bool gp__agent_images_trim(gp_agent *a, const char *text, size_t len);
 /* An "exited" event that names no task (the server reads it as every task of the job on
  * this node). */
 json_t *gp__agent_exited_event(const char *job, int64_t at, bool exit_known, int code, int sig,

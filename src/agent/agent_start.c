@@ -22,6 +22,7 @@
 #include "agent/launcher.h"
 #include "agent/rendezvous.h"
 #include "agent/slurm_env.h"
+#include "protocol/container.h"
 #include "protocol/outpath.h"
 #include "util/mem.h"
 #include "util/signals.h"
@@ -635,6 +636,10 @@ void gp__agent_job_start(gp_agent *a, const char *order_id, const gp_proto_start
   }
   record_start(j, &r, &sp, &res);
   j->container = o->container != NULL;
+  if (o->container) {
+    j->image = gp_proto_image_hash(o->container->image);
+    gp__agent_image_used(a, j->image); /* the image store's LRU (image_lru.c) */
+  }
   attach_gpus(a, j, &r);
   gp__agent_job_add(a, j);
   gp__agent_job_persist(j);

@@ -40,7 +40,7 @@ static int load_list(const gp_doc *d, const gp_doc_node *n, const char *field,
 int gp_agent_container_cfg_load(const gp_doc *d, const gp_doc_node *n, gp_agent_container_cfg *c,
                                 gp_err *err) {
   static const char *const keys[] = {"engine", "runtime", "options", "run_options", "pull_options",
-                                     "pull_timeout", "shm_size", NULL};
+                                     "pull_timeout", "shm_size", "image_store_max", NULL};
   int rc = gp_doc_expect(d, n, "container", GP_DOC_MAP, err);
   if (!rc) rc = gp_doc_check_keys(d, n, "container", keys, err);
   if (rc) return rc;
@@ -79,6 +79,21 @@ int gp_agent_container_cfg_load(const gp_doc *d, const gp_doc_node *n, gp_agent_
     if (k == 0 || k >= sizeof c->shm_size - 1 || (s[k] && (strchr("kmgKMG", s[k]) == NULL || s[k + 1])))
       return gp_err_set(err, GP_EINVAL, d->name, v->line, "container.shm_size", "expected a size such as 16g");
     snprintf(c->shm_size, sizeof c->shm_size, "%s", s);
+  }
+  if ((v = gp_doc_get(n, "image_store_max"))) {
+    if ((rc = gp_doc_str(d, v, "container.image_store_max", &s, err))) return rc;
+    /* "SIZE": bytes, or with k, m, g, t (powers of 1024); at most 1 PiB; 0: no cap. */
+    size_t k = strspn(s, "0123456789");
+    const char *units = "kmgt";
+    const char *u = s[k] ? strchr(units, s[k] | 0x20) : NULL;
+    int64_t x = 0;
+    bool ok = k > 0 && k <= 10 && (!s[k] || (u && !s[k + 1]));
+    for (size_t i = 0; ok && i < k; i++) x = x * 10 + (s[i] - '0');
+    for (int sh = u ? (int)(u - units) + 1 : 0; ok && sh > 0; sh--) x *= 1024;
+    if (!ok || x > ((int64_t)1 << 50))
+      return gp_err_set(err, GP_EINVAL, d->name, v->line, "container.image_store_max",
+                        "expected a size such as 200g (bytes, or k, m, g, t), at most 1024t");
+    c->image_store_max = x;
   }
   return 0;
 }

@@ -21,7 +21,8 @@
 #define GP_CT_MAX_OPTIONS 16
 #define GP_CT_OPTION_MAX 256
 
-/* `container: {engine, runtime, options, run_options, pull_options, pull_timeout, shm_size}` */
+/* `container: {engine, runtime, options, run_options, pull_options, pull_timeout, shm_size,
+ * image_store_max}` */
 typedef struct gp_agent_container_cfg {
   char engine[256];         /* "podman" (looked up in PATH) or a path */
   char runtime[64];         /* "": detected (runc where crun cannot run on this node) */
@@ -31,6 +32,7 @@ typedef struct gp_agent_container_cfg {
   char pull_options[GP_CT_MAX_OPTIONS][GP_CT_OPTION_MAX]; /* added to every pull */
   int pull_timeout_s;       /* default 600 */
   char shm_size[32];        /* /dev/shm of a container, default "16g" */
+  int64_t image_store_max;  /* bytes the node's images may take (images.c's LRU); 0: no cap */
 } gp_agent_container_cfg;
 
 /* What this node allows, detected once at the agent's start. */

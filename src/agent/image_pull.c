@@ -148,7 +148,10 @@ static void finish(gp_agent *a, pull *u, int st, bool timed_out) {
     snprintf(msg, sizeof msg, "pulled image %s in %.1f s", u->image,
              (double)(gp__agent_now_ms() - u->t0_ms) / 1000.0);
   answer(a, u->order, ok, msg);
-  if (ok) a->images_next_ms = 0; /* the next heartbeat reports it */
+  if (ok) {
+    gp__agent_image_used(a, gp_proto_image_hash(u->image)); /* the store's LRU (image_lru.c) */
+    a->images_next_ms = 0; /* the next heartbeat reports it (and the cap applies) */
+  }
 }
 
 void gp__agent_pulls_tick(gp_agent *a) {

@@ -52,7 +52,7 @@ json_t *gp_agent_images_parse(const char *text, size_t len) {
 }
 
 /* Runs argv and reads its stdout (at most GP_AGENT_IMAGES_OUTPUT_MAX bytes, 10 s). */
-static char *capture(char **argv, size_t *ret_len) {
+char *gp__agent_images_capture(char **argv, size_t *ret_len) {
   int p[2];
   if (pipe2(p, O_CLOEXEC) != 0) return NULL;
   pid_t pid = fork();
@@ -119,7 +119,12 @@ void gp__agent_images_refresh(gp_agent *a) {
   argv[n++] = "json";
   argv[n] = NULL;
   size_t len = 0;
-  char *out = capture(argv, &len);
+  char *out = gp__agent_images_capture(argv, &len);
+  /* Past the store's cap: remove the least recently used, then read what is left. */
+  if (out && gp__agent_images_trim(a, out, len)) {
+    free(out);
+    out = gp__agent_images_capture(argv, &len);
+  }
   json_t *list = out ? gp_agent_images_parse(out, len) : NULL;
   free(out);
   if (!list) return; /* the last list stands */

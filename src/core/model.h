@@ -21,6 +21,7 @@ typedef int64_t gp_time; /* seconds on the caller's clock (wall clock or simulat
 #define GP_MAX_NODE_GPUS 32      /* gp_placement.gpu_mask has one bit per GPU of a node */
 #define GP_MAX_MIG_INSTANCES 7   /* per GPU, per NVIDIA's MIG User Guide */
 #define GP_NO_LIMIT (-1.0)       /* gp_queue.limit_gpus when the queue has no ceiling */
+#define GP_MAX_NODE_IMAGES 1024  /* gp_node.images entries at most */
 
 /* ---- GPUs and nodes ---- */
 
@@ -86,6 +87,12 @@ typedef struct gp_node {
   const gp_label *labels; /* e.g. topology.block=b1, pool=inference */
   gp_capacity capacity;
   gp_node_state state;
+  /* The container images the node holds, as hashes of their references (the caller's,
+   * e.g. gp_proto_image_hash), strictly ascending, at most GP_MAX_NODE_IMAGES. Placement
+   * prefers a node holding a job's image (gp_request.image) over an equal one without:
+   * a preference, never a filter. Part of what gp_view.rev covers. */
+  int n_images;
+  const uint64_t *images;
 } gp_node;
 
 /* A kind of node a provider can add (the server's `node_templates:`, the simulator's
@@ -195,6 +202,9 @@ typedef struct gp_request {
   bool allow_spot;            /* may run on spot capacity */
   bool exclusive;             /* whole nodes: shares no node with another job (Slurm's
                                  --exclusive); its own tasks may share one */
+  uint64_t image;             /* hash of its container image's reference, as the nodes'
+                                 gp_node.images; 0: none. Among nodes the placement policy
+                                 ranks equal, one holding it comes first */
 } gp_request;
 
 typedef struct gp_job {

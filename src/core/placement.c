@@ -4,7 +4,8 @@
  * settings, spot.c), reserved pools, backfill reservations), the
  * choice of GPUs inside a node (one NVLink domain when possible) and the choice of node
  * through the free-capacity index: bin-packing scans buckets upwards from the request, so
- * the first node found is the most used one that fits; spread scans downwards. */
+ * the first node found is the most used one that fits; spread scans downwards. Among the
+ * nodes of one bucket level, one holding the job's container image comes first. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,6 +49,7 @@ void gp__core_req_init(gp__core_ctx *c, int j, gp__core_req *r) {
     if (p != own && c->view->pools[p].lend && ji->preemptible) r->slots[r->n_slots++] = p + 1;
   r->end = ji->limit > 0 && c->now < GP__NEVER - ji->limit ? c->now + ji->limit : GP__NEVER;
   r->honor_resv = true;
+  r->image = job->req.image;
   gp__core_spot_req(c, r);
   r->ready = true;
 }
@@ -212,17 +214,46 @@ static int scan_bucket(gp__core_ctx *c, const gp__core_req *r, int group, int le
   return -1;
 }
 
-/* The best node at one level over the request's models: lowest view index wins. */
+/* Does node `node` hold image hash h (its sorted gp_node.images)? */
+static bool node_has_image(const gp__core_ctx *c, int node, uint64_t h) {
+  const gp_node *n = &c->view->nodes[node];
+  int lo = 0, hi = n->n_images;
+  while (lo < hi) {
+    int mid = lo + (hi - lo) / 2;
+    if (n->images[mid] < h) lo = mid + 1;
+    else if (n->images[mid] > h) hi = mid;
+    else return true;
+  }
+  return false;
+}
+
+/* scan_bucket, but only nodes that hold the request's image. */
+static int scan_bucket_image(gp__core_ctx *c, const gp__core_req *r, int group, int level, gp__core_fit *f) {
+  if (!gp__core_index_count(&c->fleet->ix, group, level)) return -1;
+  const int *members = c->fleet->ix.members + c->fleet->ix.group_start[group];
+  for (int pos = gp__core_index_next(&c->fleet->ix, group, level, 0); pos >= 0;
+       pos = gp__core_index_next(&c->fleet->ix, group, level, pos + 1))
+    if (node_has_image(c, members[pos], r->image) && gp__core_node_fit(c, r, members[pos], 0, 0, 0, f))
+      return members[pos];
+  return -1;
+}
+
+/* The best node at one level over the request's models: lowest view index wins, after a
+ * node holding the job's image (pulling one costs minutes; the nodes of one level are
+ * equal to the placement policy, so this changes nothing for jobs without an image). */
 static bool scan_level(gp__core_ctx *c, const gp__core_req *r, int slot, int level, gp__core_fit *f) {
   int stride = c->fleet->n_models + 1, best = -1;
   gp__core_fit tmp;
   int nm = r->n_models < 0 ? c->fleet->n_models + (r->kind == GP__R_CPU) : r->n_models;
-  for (int k = 0; k < nm; k++) {
-    int m = r->n_models < 0 ? k : r->models[k];
-    int node = scan_bucket(c, r, slot * stride + m, level, &tmp);
-    if (node >= 0 && (best < 0 || node < best)) {
-      best = node;
-      *f = tmp;
+  for (int pass = r->image ? 0 : 1; pass < 2 && best < 0; pass++) {
+    for (int k = 0; k < nm; k++) {
+      int m = r->n_models < 0 ? k : r->models[k];
+      int node = pass == 0 ? scan_bucket_image(c, r, slot * stride + m, level, &tmp)
+                           : scan_bucket(c, r, slot * stride + m, level, &tmp);
+      if (node >= 0 && (best < 0 || node < best)) {
+        best = node;
+        *f = tmp;
+      }
     }
   }
   return best >= 0;

@@ -75,11 +75,19 @@ static int check_nodes(gp__core_ctx *c) {
                       GP_MAX_NODE_GPUS, n->n_gpus);
     else if (n->n_labels < 0 || (n->n_labels > 0 && !n->labels))
       rc = bad(c, gp__core_field(f, sizeof f, "nodes", i, ".labels"), "malformed label list");
+    else if (n->n_images < 0 || n->n_images > GP_MAX_NODE_IMAGES || (n->n_images > 0 && !n->images))
+      rc = gp_err_set(c->err, GP_EINVAL, NULL, 0, gp__core_field(f, sizeof f, "nodes", i, ".images"),
+                      "node %s: between 0 and %d images, got %d", n->name, GP_MAX_NODE_IMAGES,
+                      n->n_images);
     else if ((unsigned)n->state > GP_NODE_CORDON)
       rc = bad(c, gp__core_field(f, sizeof f, "nodes", i, ".state"), "unknown node state");
     else if (gp__core_strmap_put(&names, n->name, i) >= 0)
       rc = gp_err_set(c->err, GP_EINVAL, NULL, 0, gp__core_field(f, sizeof f, "nodes", i, ".name"),
                       "node %s is listed twice", n->name);
+    for (int k = 1; !rc && k < n->n_images; k++)
+      if (n->images[k - 1] >= n->images[k])
+        rc = bad(c, gp__core_field(f, sizeof f, "nodes", i, ".images"),
+                 "image hashes must be strictly ascending");
     for (int g = 0; !rc && n->gpus && g < n->n_gpus; g++)
       if (n->gpus[g].n_mig < 0 || n->gpus[g].n_mig > GP_MAX_MIG_INSTANCES ||
           (n->gpus[g].n_mig > 0 && !n->gpus[g].mig))

@@ -35,6 +35,33 @@ const char *gp_proto_image_check(const char *ref) {
   return NULL;
 }
 
+static uint64_t fnv(uint64_t h, const char *s, size_t n) {
+  for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+  return h;
+}
+
+uint64_t gp_proto_image_hash(const char *ref) {
+  uint64_t h = 14695981039346656037ull;
+  const char *slash = strchr(ref, '/');
+  size_t first = slash ? (size_t)(slash - ref) : 0;
+  /* A first component with '.' or ':', or "localhost", is a registry; else Docker Hub's. */
+  bool domain = slash && (memchr(ref, '.', first) || memchr(ref, ':', first) ||
+                          (first == 9 && strncmp(ref, "localhost", 9) == 0));
+  if (!domain) {
+    h = fnv(h, slash ? "docker.io/" : "docker.io/library/", slash ? 10 : 18);
+    h = fnv(h, ref, strlen(ref));
+  } else if (first == 9 && strncmp(ref, "docker.io", 9) == 0 && !strchr(slash + 1, '/')) {
+    h = fnv(h, "docker.io/library/", 18); /* "docker.io/busybox" is an official image too */
+    h = fnv(h, slash + 1, strlen(slash + 1));
+  } else {
+    h = fnv(h, ref, strlen(ref));
+  }
+  const char *last = strrchr(ref, '/');
+  const char *name = last ? last + 1 : ref;
+  if (!strchr(ref, '@') && !strchr(name, ':')) h = fnv(h, ":latest", 7);
+  return h ? h : 1;
+}
+
 static const char *path_check(const char *p) {
   if (!p || p[0] != '/') return "is not an absolute path";
   if (strlen(p) >= GP_PROTO_MOUNT_PATH_MAX) return "is longer than 1023 bytes";

@@ -10,6 +10,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "util/error.h"
 
@@ -36,6 +37,11 @@ typedef struct gp_proto_container {
 
 /* NULL for a valid image reference, else a sentence saying what is wrong with it. */
 const char *gp_proto_image_check(const char *ref);
+
+/* A hash of the reference as engines resolve it ("busybox" is
+ * "docker.io/library/busybox:latest"; a digest stands for itself), never 0: what the
+ * scheduler compares a job's image with the images a node holds (gp_node.images). */
+uint64_t gp_proto_image_hash(const char *ref);
 
 /* Parses one "SRC:DST[:ro|:rw]" (or "PATH", mounted at the same path) into *ret (owned
  * strings). GP_EINVAL naming `field` with a sentence. */

@@ -536,7 +536,7 @@ static int do_heartbeat(gp_srv_state *s, gp_srv_req *r, int64_t now_s, int64_t n
     rc = apply_event(s, n, idx, json_array_get(events, i), now_s, err);
   if (rc) return rc;
   apply_gpus(n, json_object_get(body, "gpus"), s, now_s);
-  gp__srv_node_images_take(n, json_object_get(body, "images"));
+  if (gp__srv_node_images_take(n, json_object_get(body, "images"))) gp__srv_node_changed(s, n);
   const json_t *nh = json_object_get(body, "node_health");
   const char *conds = json_string_value(json_object_get(nh, "conditions"));
   if (json_is_object(nh)) {

@@ -59,6 +59,9 @@ typedef struct gp_srv_node {
   bool alive;           /* registered and heartbeating */
   json_t *conditions;   /* node conditions the agent reports (e.g. thermal_throttling), or NULL */
   json_t *images;       /* the container images it holds (images.c; memory only), or NULL */
+  uint64_t *image_hashes; /* their names' gp_proto_image_hash, ascending, unique (the view's
+                             gp_node.images) */
+  int n_image_hashes;
   int64_t last_heartbeat;    /* wall clock seconds */
   int64_t registered_at;     /* wall clock s this server process first heard of it by a
                                 registration; 0: loaded from the store */

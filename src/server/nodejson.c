@@ -64,6 +64,7 @@ void gp__srv_node_free(gp_srv_node *n) {
   free(n->provider_instance);
   json_decref(n->conditions);
   json_decref(n->images);
+  free(n->image_hashes);
   for (int i = 0; i < n->n_orders; i++) free(n->orders[i].doc);
   free(n->orders);
   free(n->report_ids);

@@ -399,7 +399,8 @@ void gp__srv_job_batch_json(json_t *o, const gp_srv_job *j);
  * a stored `container` object; into the API's and the store's JSON as `container`. */
 int gp__srv_job_read_container(const json_t *o, gp_srv_job *j, gp_err *err);
 /* The images a node's agent reports in a heartbeat (images.c): checked, kept in memory. */
-void gp__srv_node_images_take(gp_srv_node *n, const json_t *images);
+/* True when the set of images changed (the scheduler's view then changes). */
+bool gp__srv_node_images_take(gp_srv_node *n, const json_t *images);
 void gp__srv_job_container_json(json_t *o, const gp_srv_job *j);
 
 /* The same with the grace period capped at max_grace_s (a spot notice's time left). */

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "protocol/container.h"
 #include "server/state.h"
 #include "util/mem.h"
 
@@ -48,6 +49,8 @@ static void fill_node(gp_node *v, gp_gpu *gpus, const gp_srv_node *n) {
   v->labels = n->labels;
   v->capacity = n->capacity;
   v->state = node_state(n);
+  v->n_images = n->n_image_hashes;
+  v->images = n->image_hashes;
 }
 
 static void fill_queue(gp_queue *v, const gp_srv_queue *q) {
@@ -76,6 +79,8 @@ void gp__srv_job_request(const gp_srv_job *j, gp_request *r) {
   r->node_selector = j->selector;
   r->allow_spot = j->allow_spot;
   r->exclusive = j->exclusive;
+  const char *image = json_string_value(json_object_get(j->container, "image"));
+  r->image = image ? gp_proto_image_hash(image) : 0;
 }
 
 /* The entry of job j. Its placements go to `pl` (j->n_alloc entries) when it holds

@@ -216,4 +216,66 @@ static void images_inventory(void) {
   json_decref(many);
 }
 
-GP_TESTS(run_line, pull_reasons, env_filter, detection, images_inventory)
+/* The store's cap (image_lru.c): the least recently used unused images go first, the
+ * larger among equals; never one in use, even when that leaves the store over the cap. */
+static void lru_pick(void) {
+  gp_agent_image_entry v[4] = {
+      {.id = "a", .size = 400, .last_used_ms = 3000},
+      {.id = "b", .size = 300, .last_used_ms = 1000, .in_use = true},
+      {.id = "c", .size = 200, .last_used_ms = 2000},
+      {.id = "d", .size = 100, .last_used_ms = 2000},
+  };
+  int out[4];
+  CHECK_EQ_INT(0, gp_agent_images_evict_pick(v, 4, 1000, out)); /* 1000 fit */
+  CHECK_EQ_INT(1, gp_agent_images_evict_pick(v, 4, 800, out));  /* c: oldest unused, larger */
+  CHECK_EQ_INT(2, out[0]);
+  CHECK_EQ_INT(2, gp_agent_images_evict_pick(v, 4, 750, out));  /* c, then d */
+  CHECK_EQ_INT(3, out[1]);
+  CHECK_EQ_INT(3, gp_agent_images_evict_pick(v, 4, 10, out));   /* all but b, in use */
+  CHECK_EQ_INT(0, out[2]);
+  /* The engine's answer: one entry per id, in use from its count of containers, the
+   * build time as the last use; ids that are no hex are skipped. */
+  const char *text = "[{\"Id\":\"aa\",\"Names\":[\"r:5000/x:1\"],\"Size\":10,\"Created\":7,\"Containers\":0},"
+                     "{\"Id\":\"aa\",\"Names\":[\"localhost/x:1\"],\"Size\":10,\"Containers\":0},"
+                     "{\"Id\":\"bb\",\"Size\":5,\"Containers\":2},{\"Id\":\"-x\",\"Size\":1}]";
+  gp_agent_image_entry e[4];
+  uint64_t names[4][GP_AGENT_MAX_IMAGE_NAMES];
+  int n_names[4];
+  REQUIRE(gp_agent_images_entries(text, strlen(text), e, 4, names, n_names) == 2);
+  CHECK_EQ_STR("aa", e[0].id);
+  CHECK_EQ_INT(2, n_names[0]);
+  CHECK(names[0][0] == gp_proto_image_hash("r:5000/x:1"));
+  CHECK_EQ_INT(7000, (int)e[0].last_used_ms);
+  CHECK(!e[0].in_use && e[1].in_use);
+  CHECK_EQ_INT(-1, gp_agent_images_entries("{}", 2, e, 4, names, n_names));
+}
+
+/* container.image_store_max: a size in bytes or k, m, g, t; anything else is refused by name. */
+static int64_t store_max(const char *yaml, int *rc) {
+  gp_doc *d = NULL;
+  gp_err err = {0};
+  gp_agent_container_cfg c;
+  gp_agent_container_cfg_init(&c);
+  *rc = gp_doc_load_string("t", yaml, strlen(yaml), &d, &err);
+  if (!*rc) *rc = gp_agent_container_cfg_load(d, gp_doc_get(d->root, "container"), &c, &err);
+  if (*rc) CHECK_EQ_STR("container.image_store_max", err.field);
+  gp_doc_free(d);
+  return c.image_store_max;
+}
+
+static void store_cap_config(void) {
+  int rc;
+  CHECK(store_max("container: {image_store_max: 200g}\n", &rc) == (int64_t)200 << 30 && rc == 0);
+  CHECK(store_max("container: {image_store_max: 5M}\n", &rc) == (int64_t)5 << 20 && rc == 0);
+  CHECK(store_max("container: {image_store_max: 1234}\n", &rc) == 1234 && rc == 0);
+  CHECK(store_max("container: {shm_size: 1g}\n", &rc) == 0 && rc == 0); /* no cap */
+  store_max("container: {image_store_max: 5gb}\n", &rc);
+  CHECK(rc != 0);
+  store_max("container: {image_store_max: -1}\n", &rc);
+  CHECK(rc != 0);
+  store_max("container: {image_store_max: 2000t}\n", &rc);
+  CHECK(rc != 0);
+}
+
+GP_TESTS(run_line, pull_reasons, env_filter, detection, images_inventory, lru_pick,
+         store_cap_config)

@@ -414,8 +414,38 @@ static void a_reason_does_not_outlive_its_step(void) {
   world_free(w);
 }
 
+/* A node's images are part of the view: with a new rev, the memo places a job in an image
+ * where a step without one does (the node that now holds it). */
+static void a_nodes_new_images_move_the_placement_with_the_view_rev(void) {
+  static const uint64_t held[] = {5};
+  world *w = world_new(12);
+  fx *f = w->f;
+  gp_job *job = fx_job(f, "j", "org/a", 1, 1);
+  job->req.image = 5;
+  touch(w, job);
+  gp_plan *p = NULL;
+  gp_err e = {0};
+  REQUIRE(gp_sched_step_memo(w->memo, &f->pol, &f->view, 100, 0, &p, &e) == 0);
+  REQUIRE(fx_started(f, p, "j"));
+  CHECK_EQ_INT(0, fx_start(f, p, "j")->placements[0].node);
+  gp_plan_free(p);
+  f->nodes[3].images = held;
+  f->nodes[3].n_images = 1;
+  f->view.rev++;
+  REQUIRE(gp_sched_step_memo(w->memo, &f->pol, &f->view, 100, 0, &p, &e) == 0);
+  REQUIRE(fx_started(f, p, "j"));
+  CHECK_EQ_INT(3, fx_start(f, p, "j")->placements[0].node);
+  gp_plan *plain = NULL;
+  REQUIRE(gp_sched_step(&f->pol, &f->view, 100, &plain, &e) == 0);
+  CHECK(plans_equal(plain, p, 0, false));
+  gp_plan_free(plain);
+  gp_plan_free(p);
+  world_free(w);
+}
+
 GP_TESTS(a_memo_gives_the_same_plans_as_a_step_without_one,
          the_memo_answers_from_memory_while_a_jobs_rev_stays,
          a_new_view_rev_or_none_forgets_every_job,
          remembered_jobs_of_one_request_all_start_when_room_comes,
-         a_reason_does_not_outlive_its_step)
+         a_reason_does_not_outlive_its_step,
+         a_nodes_new_images_move_the_placement_with_the_view_rev)

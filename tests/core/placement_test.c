@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Where a job lands: bin-packing and spread, NVLink domains inside a node, and every
- * filter (node state, GPU health, model, GPU memory, CPU, host memory, labels, spot). */
+ * filter (node state, GPU health, model, GPU memory, CPU, host memory, labels, spot), and
+ * the preference for a node that holds the job's container image. */
 #include "fixture.h"
 
 static int node_of(const fx *f, const gp_plan *p, const char *id) {
@@ -135,6 +136,72 @@ static void a_job_without_spot_never_lands_on_spot(void) {
   fx_free(f);
 }
 
+static void an_equal_node_holding_the_image_draws_the_job(void) {
+  static const uint64_t held[] = {7, 42, 99};
+  fx *f = fx_new();
+  fx_node(f, "n0", "H100", 8);
+  gp_node *n1 = fx_node(f, "n1", "H100", 8);
+  n1->images = held;
+  n1->n_images = 3;
+  fx_queue(f, "a", 0, GP_NO_LIMIT, 1);
+  fx_job(f, "imaged", "a", 1, 1)->req.image = 42;
+  fx_job(f, "other-image", "a", 8, 1)->req.image = 43;
+  fx_job(f, "bare", "a", 1, 1);
+  gp_plan *p = fx_step(f, 10);
+  REQUIRE(p);
+  CHECK_EQ_INT(1, node_of(f, p, "imaged"));      /* n0 comes first without the image */
+  CHECK_EQ_INT(0, node_of(f, p, "other-image")); /* nobody holds 43: the usual choice */
+  CHECK_EQ_INT(1, node_of(f, p, "bare"));        /* binpack: n1 is the fuller one now */
+  gp_plan_free(p);
+  fx_free(f);
+  /* The same nodes and a job without an image: the choice of old, n0. */
+  f = fx_new();
+  fx_node(f, "n0", "H100", 8);
+  fx_node(f, "n1", "H100", 8)->images = held;
+  f->nodes[1].n_images = 3;
+  fx_queue(f, "a", 0, GP_NO_LIMIT, 1);
+  fx_job(f, "bare", "a", 1, 1);
+  p = fx_step(f, 10);
+  REQUIRE(p);
+  CHECK_EQ_INT(0, node_of(f, p, "bare"));
+  gp_plan_free(p);
+  fx_free(f);
+}
+
+static void the_image_is_a_preference_below_the_placement_policy(void) {
+  static const uint64_t held[] = {42};
+  fx *f = fx_new();
+  fx_node(f, "n0", "H100", 8)->images = held; /* holds it but has more free: binpack wins */
+  f->nodes[0].n_images = 1;
+  fx_node(f, "n1", "H100", 8);
+  fx_node(f, "n2", "H100", 1)->images = held; /* holds it but too small: never a constraint */
+  f->nodes[2].n_images = 1;
+  fx_queue(f, "a", 0, GP_NO_LIMIT, 1);
+  fx_run(f, fx_job(f, "r", "a", 4, 1), 1, 0x0f, 0);
+  fx_job(f, "j", "a", 2, 1)->req.image = 42;
+  gp_plan *p = fx_step(f, 10);
+  REQUIRE(p);
+  CHECK_EQ_INT(1, node_of(f, p, "j"));
+  gp_plan_free(p);
+  fx_free(f);
+}
+
+static void unsorted_node_images_are_refused(void) {
+  static const uint64_t bad[] = {9, 3};
+  fx *f = fx_new();
+  fx_node(f, "n0", "H100", 8)->images = bad;
+  f->nodes[0].n_images = 2;
+  fx_queue(f, "a", 0, GP_NO_LIMIT, 1);
+  fx_job(f, "j", "a", 1, 1);
+  gp_plan *p = fx_step(f, 10);
+  CHECK(p == NULL);
+  CHECK_EQ_STR("nodes[0].images", f->err.field);
+  gp_plan_free(p);
+  fx_free(f);
+}
+
 GP_TESTS(binpack_fills_the_most_used_node_that_fits, spread_takes_the_emptiest_node,
          a_four_gpu_job_stays_inside_one_nvlink_domain, a_job_larger_than_any_domain_spans_the_fewest,
-         filters_keep_jobs_off_nodes_that_cannot_take_them, a_job_without_spot_never_lands_on_spot)
+         filters_keep_jobs_off_nodes_that_cannot_take_them, a_job_without_spot_never_lands_on_spot,
+         an_equal_node_holding_the_image_draws_the_job,
+         the_image_is_a_preference_below_the_placement_policy, unsorted_node_images_are_refused)

@@ -49,7 +49,7 @@ IMAGE=$REG/e2e/$TAG:1
 podman push -q --tls-verify=false --authfile "$good" "localhost/$TAG:1" "$IMAGE" >/dev/null || fail "push"
 podman rmi -f "localhost/$TAG:1" >/dev/null 2>&1
 # The node's image store is the machine's: the test's images go with the test.
-trap 'podman rmi -f "$IMAGE" "localhost/$TAG:1" >/dev/null 2>&1; e2e_cleanup' EXIT
+trap 'podman rmi -f "$IMAGE" "localhost/$TAG:1" >/dev/null 2>&1; podman --root "$E2E_DIR/store-n3" --runroot "$E2E_DIR/run-n3" --storage-driver vfs rmi -af >/dev/null 2>&1; e2e_cleanup' EXIT
 
 NOBODY_TOKEN=nob-$RANDOM$RANDOM
 e2e_write_config
@@ -134,4 +134,48 @@ out=$("$GPOOL" submit --image "-v/:/host" -- true 2>&1) && fail "an option as an
 expect_contains "$out" "image" "the error names the image"
 out=$("$GPOOL" submit --image "$IMAGE" --container-mounts "relative:/x" -- true 2>&1) && fail "a relative mount was accepted"
 expect_contains "$out" "absolute" "the error says why"
+# 5. A node with its own image store, capped (container.image_store_max): an image it
+# holds draws the next job in it there, and past the cap the least recently used images
+# that nothing uses go, never one a running job uses.
+mk_image() {  # mk_image NAME: an image of its own (a marker file), pushed to the registry
+  echo "$1" >"$root/marker"
+  tar -C "$root" -cf "$E2E_DIR/rootfs-$1.tar" . || fail "tar"
+  podman import -q "$E2E_DIR/rootfs-$1.tar" "localhost/$TAG-$1:1" >/dev/null || fail "import $1"
+  podman push -q --tls-verify=false --authfile "$good" "localhost/$TAG-$1:1" "$REG/e2e/$TAG-$1:1" >/dev/null || fail "push $1"
+  podman rmi -f "localhost/$TAG-$1:1" >/dev/null 2>&1
+}
+for i in a b c; do mk_image $i; done
+IA=$REG/e2e/$TAG-a:1 IB=$REG/e2e/$TAG-b:1 IC=$REG/e2e/$TAG-c:1
+cat >"$E2E_DIR/agent-n3.yaml" <<YML
+container:
+  options: ["--root", "$E2E_DIR/store-n3", "--runroot", "$E2E_DIR/run-n3", "--storage-driver", "vfs"]
+  pull_options: ["--tls-verify=false", "--authfile", "$good"]
+  pull_timeout: 20s
+  image_store_max: 5m
+YML
+mkdir -p "$E2E_DIR/agent-n3"
+e2e_spawn "$E2E_DIR/agent-n3.log" "$GPOOL" agent --server "$SERVER_URL" --token "$AGENT_TOKEN" \
+  --name n3 --sim 1xH100-80GB --data "$E2E_DIR/agent-n3" --heartbeat-s 1 --grace 10s \
+  --labels node=n3 --config "$E2E_DIR/agent-n3.yaml"
+wait_for 20 "node n3 to be up" node_is n3 up
+n3_holds() { "$GPOOL" images --node n3 -o json | jq -r '.[] | select(.node == "n3") | .images[].names[]' | grep -qx "$1"; }
+out=$(GPOOL_TOKEN=$ADMIN_TOKEN "$GPOOL" images pull "$IB" --nodes n3 --wait 40 2>&1) || fail "pre-pull: $out"
+wait_for 15 "n3 to report $IB" n3_holds "$IB"
+# n1, n2 and n3 are equal but for the image: the job goes where it is (n1 comes first else).
+p=$("$GPOOL" submit -D "$work" --image "$IB" --grace 5s -- \
+  sh -c 'trap "exit 0" TERM; echo in-b; while :; do sleep 0.2; done') || fail "submit: $p"
+wait_for 30 "job $p to run" job_is "$p" running
+expect_eq n3 "$(job_field "$p" '.placements[0].node')" "the node holding the image draws the job"
+# B is now the least recently used but in use; A and C (2 MB each) pass the 5 MiB cap.
+for i in "$IA" "$IC"; do
+  out=$(GPOOL_TOKEN=$ADMIN_TOKEN "$GPOOL" images pull "$i" --nodes n3 --wait 40 2>&1) || fail "pre-pull $i: $out"
+done
+wait_for 20 "n3 to report $IC" n3_holds "$IC"
+wait_for 20 "the cap to remove $IA" sh -c "! '$GPOOL' images --node n3 -o json | jq -r '.[] | select(.node == \"n3\") | .images[].names[]' | grep -qx '$IA'"
+n3_holds "$IB" || fail "the cap removed the image a running job uses"
+n3_holds "$IC" || fail "the cap removed the image just pulled"
+grep -q "image store over 5242880 bytes: removed image" "$E2E_DIR/agent-n3.log" || fail "the agent logs what the cap removed"
+out=$("$GPOOL" cancel "$p" 2>&1) || fail "cancel: $out"
+wait_for 20 "job $p to be cancelled (is $(job_field "$p" .state))" job_is "$p" cancelled
+podman --root "$E2E_DIR/store-n3" --runroot "$E2E_DIR/run-n3" --storage-driver vfs rmi -af >/dev/null 2>&1
 echo "container_test: OK"

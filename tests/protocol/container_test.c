@@ -75,4 +75,19 @@ static void refused(void) {
   CHECK(gp_proto_image_check(big) != NULL);
 }
 
-GP_TESTS(round_trip, refused)
+/* The hash the scheduler compares a job's image with a node's by: references as engines
+ * resolve them are equal. */
+static void image_hash(void) {
+  uint64_t h = gp_proto_image_hash("docker.io/library/busybox:latest");
+  CHECK(h == gp_proto_image_hash("busybox"));
+  CHECK(h == gp_proto_image_hash("busybox:latest"));
+  CHECK(h == gp_proto_image_hash("docker.io/busybox"));
+  CHECK(h == gp_proto_image_hash("library/busybox"));
+  CHECK(h != gp_proto_image_hash("busybox:1"));
+  CHECK(gp_proto_image_hash("127.0.0.1:5000/e2e/x") == gp_proto_image_hash("127.0.0.1:5000/e2e/x:latest"));
+  CHECK(gp_proto_image_hash("localhost/x") != gp_proto_image_hash("x"));
+  CHECK(gp_proto_image_hash("r:5000/x@sha256:ab") != gp_proto_image_hash("r:5000/x@sha256:ab:latest"));
+  CHECK(gp_proto_image_hash("") != 0);
+}
+
+GP_TESTS(round_trip, refused, image_hash)
