@@ -270,8 +270,14 @@ void gp__srv_job_insert(gp_srv_state *s, gp_srv_job *j) {
     memset(s->jobs + old, 0, (cap - old) * sizeof *s->jobs);
     s->cap_jobs = cap;
   }
-  if (s->jobs[j->id]) count_pending(s, s->jobs[j->id], -1);
-  gp__srv_job_free(s->jobs[j->id]);
+  gp_srv_job *old = s->jobs[j->id];
+  if (old) {
+    /* The job it replaces leaves every list that points at it before it is freed: a job
+     * left in s->active would be read (and its alloc freed) after this free. */
+    count_pending(s, old, -1);
+    active_remove(s, old);
+  }
+  gp__srv_job_free(old);
   s->jobs[j->id] = j;
   count_pending(s, j, 1);
   gp__srv_job_changed(s, j);
