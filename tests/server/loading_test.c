@@ -107,11 +107,12 @@ static void the_server_listens_while_the_store_loads(void) {
 }
 
 /* A store row whose state column says pending while its document carries an ended_at (a
- * store written by hand, or by a copy gone wrong) is listed twice by the load: once among
+ * store written by hand, or by a copy gone wrong) was listed twice by the load: once among
  * the active jobs, once among the recent ended ones. The second copy replaced the first,
  * which was freed while the active list still held it: the Release server aborted with
- * free(): invalid pointer on a 1,100,000-job store (bench/store_restart.sh), ASan reports
- * the use after free here. Now the job loads once, active, and can be cancelled. */
+ * free(): invalid pointer on a 1,100,000-job store (bench/store_restart.sh); ASan reported
+ * the use after free here. Now the store lists it once (store_test.c) and a replaced job
+ * leaves the active list (view_test.c): the job loads once, active, and can be cancelled. */
 static void a_job_listed_twice_by_the_store_loads_once(void) {
   tsrv t = {0};
   tsrv_start(&t);
