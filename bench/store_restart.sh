@@ -33,15 +33,23 @@ done_id=$(api -X POST "$URL/v1/jobs" -d '{"command":["python","train.py"],"hold"
 api -X POST "$URL/v1/jobs/$done_id/cancel" >/dev/null
 bench_server_stop
 
+# The two jobs as templates, kept in a file of their own: each fill rewrites the jobs table,
+# so a second fill reading them back from it would copy the first fill's rows (pending jobs
+# carrying an ended_at) instead.
+sqlite3 "$TMP/data/gpool.db" >/dev/null <<EOS
+ATTACH '$TMP/tpl.db' AS tpl;
+CREATE TABLE tpl.tj AS SELECT id AS tid, doc, state, queue, user FROM jobs WHERE id IN ($pend, $done_id);
+CREATE TABLE tpl.tev AS SELECT job_id AS tid, event, doc, seq FROM job_events WHERE job_id IN ($pend, $done_id);
+EOS
+
 # fill ENDED: ENDED ended jobs (ids 1..ENDED), then PENDING pending ones after them.
 fill() {
   local ended=$1 db=$TMP/data/gpool.db
   sqlite3 "$db" >/dev/null <<EOS
 PRAGMA journal_mode=WAL;
 PRAGMA synchronous=OFF;
+ATTACH '$TMP/tpl.db' AS tpl;
 BEGIN;
-CREATE TEMP TABLE tj AS SELECT id AS tid, doc, state, queue, user FROM jobs WHERE id IN ($pend, $done_id);
-CREATE TEMP TABLE tev AS SELECT job_id AS tid, event, doc, seq FROM job_events WHERE job_id IN ($pend, $done_id);
 DELETE FROM job_events;
 DELETE FROM jobs;
 WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < $ended + $PENDING)
@@ -52,11 +60,11 @@ INSERT INTO jobs(id, state, queue, user, submitted_at, doc)
                          '\$.submitted_at', 1700000000 + i, '\$.ended_at', 1700000000 + i + 60)
            ELSE json_set(t.doc, '\$.id', CAST(i AS TEXT), '\$.name', 'job-' || i, '\$.user', 'user' || (i % 50),
                          '\$.submitted_at', 1700000000 + i) END
-  FROM n JOIN tj AS t ON t.tid = CASE WHEN i <= $ended THEN $done_id ELSE $pend END;
+  FROM n JOIN tpl.tj AS t ON t.tid = CASE WHEN i <= $ended THEN $done_id ELSE $pend END;
 WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < $ended + $PENDING)
 INSERT INTO job_events(job_id, at, event, doc)
   SELECT i, 1700000000 + i, e.event, json_set(e.doc, '\$.at', 1700000000 + i)
-  FROM n JOIN tev AS e ON e.tid = CASE WHEN i <= $ended THEN $done_id ELSE $pend END
+  FROM n JOIN tpl.tev AS e ON e.tid = CASE WHEN i <= $ended THEN $done_id ELSE $pend END
   ORDER BY i, e.seq;
 INSERT OR REPLACE INTO meta(key, value) VALUES ('next_job_id', $ended + $PENDING + 1);
 COMMIT;

@@ -7,12 +7,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "core/sched.h"
 #include "server/fairshare.h"
 #include "server/image_pull.h"
 #include "server/registry.h"
 #include "server/heartbeats.h"
+#include "server/load_jobs.h"
 #include "server/state.h"
 #include "server/notify_job.h"
 
@@ -270,8 +272,14 @@ void gp__srv_job_insert(gp_srv_state *s, gp_srv_job *j) {
     memset(s->jobs + old, 0, (cap - old) * sizeof *s->jobs);
     s->cap_jobs = cap;
   }
-  if (s->jobs[j->id]) count_pending(s, s->jobs[j->id], -1);
-  gp__srv_job_free(s->jobs[j->id]);
+  gp_srv_job *old = s->jobs[j->id];
+  if (old) {
+    /* The job it replaces leaves every list that points at it before it is freed: a job
+     * left in s->active would be read (and its alloc freed) after this free. */
+    count_pending(s, old, -1);
+    active_remove(s, old);
+  }
+  gp__srv_job_free(old);
   s->jobs[j->id] = j;
   count_pending(s, j, 1);
   gp__srv_job_changed(s, j);
@@ -431,25 +439,54 @@ typedef struct load_ctx {
   int64_t *open_jobs;   /* jobs with open ledger intervals (one entry per interval) */
   int n_open_jobs;
   size_t cap_open_jobs;
+  gp__srv_job_batch batch; /* job rows read, not yet inserted */
+  int threads;             /* to parse them with */
 } load_ctx;
+
+/* Parses the job rows read so far and inserts them in the store's order; every other
+ * kind of row flushes first, as it may refer to those jobs. */
+static int load_flush(load_ctx *c) {
+  gp__srv_job_batch *b = &c->batch;
+  if (!b->n) return 0;
+  gp__srv_job_batch_parse(b, c->threads);
+  int r = 0;
+  for (int i = 0; i < b->n; i++) {
+    gp_srv_job *j = b->jobs[i];
+    b->jobs[i] = NULL;
+    if (r) {
+      gp__srv_job_free(j);
+    } else if (b->rcs[i]) {
+      r = gp__srv_job_from_doc(b->docs[i], &j, c->err); /* again, for the message */
+      gp__srv_job_free(j);
+      if (!r) r = gp_err_set(c->err, b->rcs[i], NULL, 0, NULL, "stored job %lld is invalid",
+                             (long long)b->ids[i]);
+    } else if (j->id != b->ids[i] || j->id <= 0) {
+      gp__srv_job_free(j);
+      r = gp_err_set(c->err, GP_EPARSE, NULL, 0, NULL, "stored job %lld is inconsistent",
+                     (long long)b->ids[i]);
+    } else {
+      gp__srv_job_insert(c->s, j);
+      atomic_fetch_add_explicit(&c->s->jobs_loaded, 1, memory_order_relaxed);
+    }
+  }
+  gp__srv_job_batch_reset(b);
+  return r;
+}
 
 static int load_job(void *ctx, const gp_store_job *row) {
   load_ctx *c = ctx;
-  gp_srv_job *j = NULL;
-  int r = gp__srv_job_from_doc(row->doc, &j, c->err);
-  if (r) return r;
-  if (j->id != row->id || j->id <= 0) {
-    gp__srv_job_free(j);
-    return gp_err_set(c->err, GP_EPARSE, NULL, 0, NULL, "stored job %lld is inconsistent",
-                      (long long)row->id);
-  }
-  gp__srv_job_insert(c->s, j);
-  atomic_fetch_add_explicit(&c->s->jobs_loaded, 1, memory_order_relaxed);
-  return 0;
+  return gp__srv_job_batch_add(&c->batch, row->id, row->doc) ? load_flush(c) : 0;
 }
+
+#define LOAD_FLUSH(c)            \
+  do {                           \
+    int fr_ = load_flush(c);     \
+    if (fr_) return fr_;         \
+  } while (0)
 
 static int load_event(void *ctx, const gp_store_event *row) {
   load_ctx *c = ctx;
+  LOAD_FLUSH(c);
   gp_srv_job *j = (size_t)row->job_id < c->s->cap_jobs && row->job_id > 0 ? c->s->jobs[row->job_id] : NULL;
   if (!j) return 0; /* an event of a job that is gone: harmless */
   json_t *e = json_loads(row->doc, 0, NULL);
@@ -459,6 +496,7 @@ static int load_event(void *ctx, const gp_store_event *row) {
 
 static int load_node(void *ctx, const gp_store_node *row) {
   load_ctx *c = ctx;
+  LOAD_FLUSH(c);
   json_t *o = json_loads(row->doc, 0, NULL);
   if (!o) return gp_err_set(c->err, GP_EPARSE, NULL, 0, NULL, "stored node %s is not JSON", row->name);
   gp_srv_node *n = gp_xcalloc(1, sizeof *n);
@@ -477,6 +515,7 @@ static int load_node(void *ctx, const gp_store_node *row) {
 
 static int load_alloc(void *ctx, const gp_store_alloc *row) {
   load_ctx *c = ctx;
+  LOAD_FLUSH(c);
   gp_srv_job *j = (size_t)row->job_id < c->s->cap_jobs && row->job_id > 0 ? c->s->jobs[row->job_id] : NULL;
   int node = gp__srv_node_index(c->s, row->node);
   if (!j || node < 0 || row->task < 0 || row->task >= j->tasks) return 0;
@@ -492,6 +531,7 @@ static int load_alloc(void *ctx, const gp_store_alloc *row) {
 
 static int load_interval(void *ctx, const gp_store_interval *row) {
   load_ctx *c = ctx;
+  LOAD_FLUSH(c);
   if (c->n_open_jobs > 0 && c->open_jobs[c->n_open_jobs - 1] == row->job_id) return 0;
   gp_xgrow((void **)&c->open_jobs, &c->cap_open_jobs, (size_t)c->n_open_jobs + 1,
            sizeof *c->open_jobs);
@@ -501,6 +541,7 @@ static int load_interval(void *ctx, const gp_store_interval *row) {
 
 static int load_node_interval(void *ctx, const gp_store_node_interval *row) {
   load_ctx *c = ctx;
+  LOAD_FLUSH(c);
   gp_srv_node *n = gp__srv_node_get(c->s, row->node);
   if (n) n->ledger_state = gp__srv_ledger_node_state(row->state);
   return 0;
@@ -508,6 +549,7 @@ static int load_node_interval(void *ctx, const gp_store_node_interval *row) {
 
 static int load_queue(void *ctx, const gp_store_queue *row) {
   load_ctx *c = ctx;
+  LOAD_FLUSH(c);
   gp_srv_state *s = c->s;
   if (gp__srv_queue_get(s, row->name)) return 0; /* the config file defines it: the file wins */
   json_t *o = json_loads(row->doc, 0, NULL);
@@ -528,6 +570,7 @@ static int load_queue(void *ctx, const gp_store_queue *row) {
 
 static int load_order(void *ctx, const gp_store_order *row) {
   load_ctx *c = ctx;
+  LOAD_FLUSH(c);
   gp_srv_node *n = gp__srv_node_get(c->s, row->node);
   if (!n) return 0;
   json_t *o = json_loads(row->doc, 0, NULL);
@@ -548,6 +591,7 @@ static int load_order(void *ctx, const gp_store_order *row) {
 
 static int load_meta(void *ctx, const char *key, int64_t value) {
   load_ctx *c = ctx;
+  LOAD_FLUSH(c);
   if (strcmp(key, "next_order_id") == 0 && value > c->s->next_order_id) c->s->next_order_id = value;
   if (strcmp(key, "next_job_id") == 0 && value > c->s->next_job_id) c->s->next_job_id = value;
   return 0;
@@ -556,6 +600,7 @@ static int load_meta(void *ctx, const char *key, int64_t value) {
 /* An ended job (id and state only): its final state, and the id sequence past it. */
 static int load_ended(void *ctx, int64_t id, const char *state) {
   load_ctx *c = ctx;
+  LOAD_FLUSH(c);
   gp_job_state st;
   if (id <= 0 || gp_job_state_parse(state, &st) || !gp_job_state_is_final(st)) return 0;
   gp__srv_ended_mark(c->s, id, st, true);
@@ -565,6 +610,7 @@ static int load_ended(void *ctx, int64_t id, const char *state) {
 
 static int load_credential(void *ctx, const char *node, const char *hash) {
   load_ctx *c = ctx;
+  LOAD_FLUSH(c);
   gp_srv_node *n = gp__srv_node_get(c->s, node);
   if (n) snprintf(n->credential_hash, sizeof n->credential_hash, "%s", hash);
   return 0;
@@ -572,6 +618,7 @@ static int load_credential(void *ctx, const char *node, const char *hash) {
 
 static int load_setting(void *ctx, const char *name, const char *doc) {
   load_ctx *c = ctx;
+  LOAD_FLUSH(c);
   if (strcmp(name, GP_SRV_SETTING_PRICES) == 0) {
     free(c->s->prices_set);
     c->s->prices_set = gp_xstrdup(doc);
@@ -620,7 +667,9 @@ int gp__srv_state_load(gp_srv_state *s, int64_t now_s, int64_t now_ms, gp_err *e
     gp_xgrow((void **)&s->queues, &s->cap_queues, (size_t)s->n_queues + 1, sizeof *s->queues);
     s->queues[s->n_queues++] = queue_from_config(&s->cfg->queues[i]);
   }
-  load_ctx c = {s, err, now_ms, NULL, 0, 0};
+  load_ctx c = {s, err, now_ms, NULL, 0, 0, {0}, 1};
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  c.threads = cpus > 16 ? 16 : cpus > 1 ? (int)cpus : 1;
   /* Active jobs and the recent ended ones; of the others, only their final states. */
   const char *active_states[GP_JOB_TIMEOUT + 2] = {0}, *ended_states[GP_JOB_TIMEOUT + 2] = {0};
   for (int st = 0, na = 0, ne = 0; st <= GP_JOB_TIMEOUT; st++) {
@@ -633,6 +682,8 @@ int gp__srv_state_load(gp_srv_state *s, int64_t now_s, int64_t now_ms, gp_err *e
                          (const char *const *)ended_states,
                          s->cfg->recent_ended_jobs, load_ended, load_setting};
   int r = gp_store_load(s->store, &cb, err);
+  if (!r) r = load_flush(&c);
+  gp__srv_job_batch_free(&c.batch);
   if (!r) r = gp__srv_prices_init(s, err);
   if (r) {
     free(c.open_jobs);

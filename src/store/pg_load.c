@@ -105,10 +105,11 @@ static bool state_array(const char *const *states, gp_buf *out) {
   return true;
 }
 
-/* The last `keep_ended` ended jobs, by the jobs_ended index (pg_schema.c). */
+/* The last `keep_ended` ended jobs, by the jobs_ended index (pg_schema.c); the state is
+ * checked too, so that an active row whose document has an ended_at is not listed twice. */
 #define RECENT                                                                               \
   "SELECT id, e FROM (SELECT id, gp_ended_at(doc) AS e FROM jobs WHERE gp_ended_at(doc) IS " \
-  "NOT NULL ORDER BY e DESC, id DESC LIMIT $1::bigint) AS r"
+  "NOT NULL AND state = ANY($2::text[]) ORDER BY e DESC, id DESC LIMIT $1::bigint) AS r"
 
 /* The active jobs and the last `keep_ended` ended ones with their events (sqlite.c's
  * load_bounded, the same rows in the same order). */
@@ -123,7 +124,8 @@ static int load_bounded(pg_store *s, const gp_store_load_cb *cb, gp_err *err) {
   }
   pg_num keep = gp_store_pg_i64(cb->keep_ended > 0 ? cb->keep_ended : 0);
   const char *p_ended[] = {ended.data}, *p_active[] = {active.data};
-  const char *p_keep[] = {keep.s}, *p_events[] = {keep.s, active.data};
+  /* RECENT's $1 the count kept and $2 the ended states; the events' $3 the active ones. */
+  const char *p_recent[] = {keep.s, ended.data}, *p_events[] = {keep.s, ended.data, active.data};
   r = load_table(s, "SELECT id, state FROM jobs WHERE state = ANY($1::text[])", 1, p_ended,
                  row_ended, cb, err);
   if (!r && cb->job)
@@ -132,11 +134,11 @@ static int load_bounded(pg_store *s, const gp_store_load_cb *cb, gp_err *err) {
   if (!r && cb->job)
     r = load_table(s, "SELECT j.id, j.state, j.queue, j.\"user\", j.submitted_at, j.doc FROM ("
                       RECENT ") AS k JOIN jobs AS j ON j.id = k.id ORDER BY k.e, k.id",
-                   1, p_keep, row_job, cb, err);
+                   2, p_recent, row_job, cb, err);
   if (!r && cb->event)
     r = load_table(s, "SELECT job_id, at, event, doc FROM job_events WHERE job_id IN (SELECT id "
-                      "FROM jobs WHERE state = ANY($2::text[]) UNION SELECT id FROM (" RECENT
-                      ") AS k) ORDER BY job_id, seq", 2, p_events, row_event, cb, err);
+                      "FROM jobs WHERE state = ANY($3::text[]) UNION SELECT id FROM (" RECENT
+                      ") AS k) ORDER BY job_id, seq", 3, p_events, row_event, cb, err);
 out:
   gp_buf_done(&ended);
   gp_buf_done(&active);

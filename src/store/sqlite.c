@@ -489,11 +489,14 @@ static int load_bounded(sqlite_store *s, const gp_store_load_cb *cb, gp_err *err
   }
   gp_buf_printf(&sql, "SELECT id, state FROM jobs WHERE state IN %s", ended.data);
   r = load_table(s, sql.data, row_ended, cb, err);
-  /* Only an ended job has an ended_at: a walk down the jobs_ended index, no sort. */
+  /* Only an ended job has an ended_at: a walk down the jobs_ended index, no sort. The state
+   * is checked too, so that a row whose document has an ended_at while its state is active
+   * is not handed out twice (once above as active). */
   gp_buf_printf(&recent,
                 "SELECT id, e FROM (SELECT id, " GP_STORE_ENDED_AT " AS e FROM jobs WHERE "
-                GP_STORE_ENDED_AT " IS NOT NULL ORDER BY e DESC, id DESC LIMIT %lld)",
-                (long long)(cb->keep_ended > 0 ? cb->keep_ended : 0));
+                GP_STORE_ENDED_AT " IS NOT NULL AND state IN %s ORDER BY e DESC, id DESC "
+                "LIMIT %lld)",
+                ended.data, (long long)(cb->keep_ended > 0 ? cb->keep_ended : 0));
   if (!r && cb->job) {
     gp_buf_reset(&sql);
     gp_buf_printf(&sql,

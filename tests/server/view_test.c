@@ -60,4 +60,29 @@ static void a_change_marked_on_a_record_reaches_its_entry(void) {
   gp_server_config_free(cfg);
 }
 
-GP_TESTS(plan_indices_survive_the_active_list_moving, a_change_marked_on_a_record_reaches_its_entry)
+/* A job inserted under an id already held replaces the old one everywhere: the active list
+ * (and so the view) names the new job only, and the old one, freed, is named nowhere. Before,
+ * the active list kept the freed job beside the new one (the Release server's abort at load
+ * when a store listed a job twice). */
+static void a_replaced_job_leaves_the_active_list(void) {
+  gp_server_config *cfg = gp_server_config_new();
+  gp_srv_state *s = gp__srv_state_new(cfg, NULL);
+  s->sched_check = true;
+  pending_job(s, cfg, 1);
+  gp_srv_job *b = pending_job(s, cfg, 2);
+  gp__srv_view_sync(s);
+  gp_srv_job *b2 = pending_job(s, cfg, 2);
+  REQUIRE(b2 != b);
+  CHECK_EQ_INT(2, s->n_active);
+  CHECK(s->jobs[2] == b2);
+  for (int i = 0; i < s->n_active && i < 2; i++) CHECK(s->active[i]->active_pos == i);
+  CHECK(s->active[0] == b2 || s->active[1] == b2);
+  const gp_view *v = gp__srv_view_sync(s);
+  CHECK_EQ_INT(2, v->n_jobs);
+  CHECK_EQ_INT(0, s->view.n_stale_jobs);
+  gp__srv_state_free(s);
+  gp_server_config_free(cfg);
+}
+
+GP_TESTS(plan_indices_survive_the_active_list_moving, a_change_marked_on_a_record_reaches_its_entry,
+         a_replaced_job_leaves_the_active_list)

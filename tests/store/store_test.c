@@ -307,7 +307,9 @@ static int b_ended(void *ctx, int64_t id, const char *state) {
 }
 
 /* A bounded load: every ended job's id and state, then the active jobs and the last ended
- * ones (oldest of those first), with the events of exactly those. */
+ * ones (oldest of those first), with the events of exactly those. A row whose state is
+ * active while its document has an ended_at (6) is listed once, as active: listed twice, the
+ * server replaced the job it had just loaded (bench/store_restart.sh's abort). */
 static void a_bounded_load_keeps_the_recent_history(void) {
   gp_store *s = NULL;
   gp_err e = {0};
@@ -318,6 +320,7 @@ static void a_bounded_load_keeps_the_recent_history(void) {
   put_ended(s, 3, "completed", "ann", "a", 2000);
   put_ended(s, 4, "running", "ann", "a", 0);
   put_ended(s, 5, "pending", "ann", "a", 0);
+  put_ended(s, 6, "pending", "ann", "a", 4000);
   CHECK_EQ_INT(0, gp_store_commit(s, &e));
   static const char *const active[] = {"pending", "running", NULL};
   static const char *const ended[] = {"completed", "failed", NULL};
@@ -325,8 +328,8 @@ static void a_bounded_load_keeps_the_recent_history(void) {
   gp_store_load_cb cb = {.ctx = &b, .job = b_job, .event = b_event, .active_states = active,
                          .ended_states = ended, .keep_ended = 2, .ended = b_ended};
   CHECK_EQ_INT(0, gp_store_load(s, &cb, &e));
-  CHECK_EQ_STR("4;5;3;2;", b.jobs);
-  CHECK_EQ_INT(4, b.events);
+  CHECK_EQ_STR("4;5;6;3;2;", b.jobs);
+  CHECK_EQ_INT(5, b.events);
   CHECK_CONTAINS(b.ended, "1=completed;");
   CHECK_CONTAINS(b.ended, "2=failed;");
   CHECK_CONTAINS(b.ended, "3=completed;");
