@@ -233,6 +233,10 @@ void gp__agent_step_stop(gp_agent *a, const gp_proto_step_stop *o);
 void gp__agent_steps_tick(gp_agent *a);
 /* The job task ended: its step tasks are killed (their ends reported as job_ended). */
 void gp__agent_steps_job_ended(gp_agent *a, const struct gp__agent_job *j);
+/* The job task is stopping: its step tasks get its signal now and SIGKILL at its deadline. */
+void gp__agent_steps_job_stopping(gp_agent *a, const struct gp__agent_job *j);
+/* Whether step tasks of this job task still run (a stopping job waits for them). */
+bool gp__agent_steps_running(const gp_agent *a, const struct gp__agent_job *j);
 /* The server settled the job task's end: its step tasks' records and output go. */
 void gp__agent_steps_job_removed(gp_agent *a, const struct gp__agent_job *j);
 json_t *gp__agent_steps_report(const gp_agent *a); /* register's "steps": [{job, step, task}] */

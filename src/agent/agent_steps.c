@@ -301,6 +301,11 @@ void gp__agent_step_run(gp_agent *a, const char *order_id, const gp_proto_step *
     fail(a, s, msg);
     return;
   }
+  if (jt->stopping) { /* a step started now would outlive the job's grace period */
+    snprintf(msg, sizeof msg, "task %d of job %s is stopping (%s)", o->alloc_task, o->job, jt->stop_reason);
+    fail(a, s, msg);
+    return;
+  }
   gp__agent_creds c;
   if (gp__agent_resolve_user(a, jt->user, &c, msg, sizeof msg) != 0) {
     fail(a, s, msg);
@@ -425,6 +430,31 @@ void gp__agent_steps_tick(gp_agent *a) {
       s->killed_hard = true;
     }
   }
+}
+
+/* A job told to stop (cancel, time limit, requeue, preemption) stops its step tasks as it
+ * stops its own: the job's signal now, SIGKILL at the job's deadline, so that a trainer's
+ * SIGTERM handler in a step checkpoints, as Slurm's steps get SIGTERM then KillWait. */
+void gp__agent_steps_job_stopping(gp_agent *a, const gp__agent_job *j) {
+  for (size_t i = 0; i < a->n_steps; i++) {
+    gp__agent_step_task *s = a->steps[i];
+    if (s->ended || s->pid <= 0 || strcmp(s->job, j->id) != 0 || s->alloc_task != j->task) continue;
+    if (s->stopping && s->kill_at_ms <= j->kill_at_ms) continue; /* an earlier stop is stricter */
+    if (!s->stopping) {
+      killpg(s->pid, j->killed_hard ? SIGKILL : j->stop_signal);
+      s->stopping = true;
+      snprintf(s->stop_reason, sizeof s->stop_reason, "%s", j->stop_reason);
+    }
+    s->kill_at_ms = j->kill_at_ms;
+  }
+}
+
+bool gp__agent_steps_running(const gp_agent *a, const gp__agent_job *j) {
+  for (size_t i = 0; i < a->n_steps; i++) {
+    const gp__agent_step_task *s = a->steps[i];
+    if (!s->ended && s->pid > 0 && s->alloc_task == j->task && strcmp(s->job, j->id) == 0) return true;
+  }
+  return false;
 }
 
 void gp__agent_steps_job_ended(gp_agent *a, const gp__agent_job *j) {
