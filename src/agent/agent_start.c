@@ -304,8 +304,13 @@ static void build_env(gp_agent *a, const start_req *r, const creds *c, const gp_
   if (c->shell[0]) env_set(e, "SHELL", c->shell);
   rendezvous_env(r, &l, e, false, j);
   /* Slurm's names too, before the job's own -e values (which win, as for MASTER_PORT). */
+  bool whole = !r->mig_uuid && r->gpu_milli == 1000 && r->gpu_mem_mib == 0; /* not a share or MIG */
   gp__agent_slurm_task st = {.node = a->cfg.name, .user = r->user ? r->user : c->name,
-                             .n_gpus = r->n_step_gpus, .cpus = r->o->cpu_milli > 0 ? r->cpus : 0};
+                             .n_gpus = r->n_step_gpus, .cpus = r->o->cpu_milli > 0 ? r->cpus : 0,
+                             .node_cpus = a->cpus, .gpus_per_task = whole ? r->n_gpus : 0,
+                             .mem_mib = r->mem_mib, .job_gpus = whole ? r->step_gpus : NULL,
+                             .n_job_gpus = whole ? r->n_step_gpus : 0,
+                             .job_gpus_all = r->batch_step && r->o->n_node_gpus > 0};
   gp__agent_slurm_vars(r->o, &st, env_set_cb, e);
   for (int i = 0; i < r->o->n_env; i++) env_set(e, r->o->env_keys[i], r->o->env_values[i]);
   env_set(e, "PWD", workdir);
