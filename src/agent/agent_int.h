@@ -134,6 +134,7 @@ struct gp_agent {
   char jobs_dir[600];
   char sim_bin[620];         /* sim backend: <data>/sim-bin (nvidia-smi), first in jobs' PATH */
   char slurm_bin[620];       /* <data>/bin (scontrol, slurm_env.c), first in jobs' PATH; "": none */
+  char bash_env[640];        /* <data>/bash_env.sh, jobs' BASH_ENV (slurm_env.h); "": none */
 
   /* jobs */
   gp__agent_job **jobs;

@@ -318,6 +318,13 @@ static void build_env(gp_agent *a, const start_req *r, const creds *c, const gp_
    * gpool's scontrol (slurm_env.c) before a Slurm install's, which knows nothing of gpool. */
   if (a->sim_bin[0]) path_prepend(e, a->sim_bin);
   if (a->slurm_bin[0]) path_prepend(e, a->slurm_bin);
+  if (a->bash_env[0]) { /* a login shell's /etc/profile sets PATH anew: this puts them back */
+    const char *own = NULL;
+    for (size_t i = 0; i < e->n && !own; i++)
+      if (strncmp(e->items[i], "BASH_ENV=", 9) == 0) own = e->items[i] + 9;
+    if (own && *own && strcmp(own, a->bash_env) != 0) env_set(e, "GPOOL_BASH_ENV", own);
+    env_set(e, "BASH_ENV", a->bash_env);
+  }
   /* gpool's own variables come last: the job cannot override what it was given. */
   char buf[4096];
   size_t len = 0;

@@ -172,3 +172,44 @@ int gp__agent_slurm_bin_write(const char *data_dir, const char *exe, char *dir, 
   snprintf(dir, size, "%s", d);
   return 0;
 }
+
+/* A shell word for s: single-quoted, each ' written '\''. */
+static void sh_quote(FILE *f, const char *s) {
+  fputc('\'', f);
+  for (; *s; s++) {
+    if (*s == '\'') fputs("'\\''", f);
+    else fputc(*s, f);
+  }
+  fputc('\'', f);
+}
+
+int gp__agent_slurm_profile_write(const char *data_dir, const char *const *dirs, int n, char *path,
+                                  size_t size) {
+  char p[1100], tmp[1110];
+  path[0] = '\0';
+  snprintf(p, sizeof p, "%s/bash_env.sh", data_dir);
+  snprintf(tmp, sizeof tmp, "%s.tmp", p);
+  if (strlen(p) >= size) return -1;
+  FILE *f = fopen(tmp, "we");
+  if (!f) return -1;
+  fputs("# Written by the gpool agent: a job's BASH_ENV. A login shell (#!/bin/bash -l) reads\n"
+        "# /etc/profile, which may set PATH anew, then this: the job's commands stay found.\n",
+        f);
+  for (int i = 0; i < n; i++) {
+    if (!dirs[i] || !dirs[i][0]) continue;
+    fputs("case \":$PATH:\" in *:", f);
+    sh_quote(f, dirs[i]);
+    fputs(":*) ;; *) PATH=", f);
+    sh_quote(f, dirs[i]);
+    fputs("${PATH:+:$PATH}; export PATH ;; esac\n", f);
+  }
+  fputs("if [ -n \"${GPOOL_BASH_ENV:-}\" ]; then . \"$GPOOL_BASH_ENV\"; fi\n", f);
+  bool ok = fflush(f) == 0 && !ferror(f);
+  if (fclose(f) != 0) ok = false;
+  if (!ok || chmod(tmp, 0644) != 0 || rename(tmp, p) != 0) {
+    unlink(tmp);
+    return -1;
+  }
+  snprintf(path, size, "%s", p);
+  return 0;
+}

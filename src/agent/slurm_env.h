@@ -37,4 +37,12 @@ void gp__agent_slurm_gpu_list(const int *gpus, int n, char *buf, size_t size);
  * binary, which runs as each when called by that name) and writes the directory to dir; "" (and -1) when it cannot. */
 int gp__agent_slurm_bin_write(const char *data_dir, const char *exe, char *dir, size_t size);
 
+/* Writes <data_dir>/bash_env.sh, which a job's BASH_ENV names: it puts each of dirs[0..n-1]
+ * back at the front of PATH when missing (the last one first), then sources
+ * $GPOOL_BASH_ENV (the job's own BASH_ENV). A login shell (`#!/bin/bash -l`) reads
+ * /etc/profile, which on Debian sets PATH anew, and then BASH_ENV: so srun, scontrol and a
+ * simulated nvidia-smi stay found. Writes its path to path; "" (and -1) when it cannot. */
+int gp__agent_slurm_profile_write(const char *data_dir, const char *const *dirs, int n, char *path,
+                                  size_t size);
+
 #endif

@@ -208,5 +208,33 @@ static void scontrol_link(void) {
   rmdir(dir);
 }
 
+/* The BASH_ENV file puts the directories back on a PATH that lost them (a login shell's
+ * /etc/profile), once, quoting any name, and then runs the job's own BASH_ENV. */
+static void bash_env_file(void) {
+  char dir[] = "/tmp/gp-slurm-env-XXXXXX", path[200], cmd[1400], got[600] = "";
+  CHECK(mkdtemp(dir) != NULL);
+  const char *dirs[] = {"/opt/sim bin", "/d/it's"};
+  CHECK_EQ_INT(0, gp__agent_slurm_profile_write(dir, dirs, 2, path, sizeof path));
+  char mine[240];
+  snprintf(mine, sizeof mine, "%s/mine.sh", dir);
+  FILE *f = fopen(mine, "w");
+  REQUIRE(f);
+  fputs("MINE=yes\n", f);
+  fclose(f);
+  snprintf(cmd, sizeof cmd,
+           "env -i PATH=/usr/bin:/bin BASH_ENV='%s' GPOOL_BASH_ENV='%s' /bin/bash -c 'echo \"$PATH $MINE\"' &&"
+           " env -i \"PATH=/d/it's:/usr/bin:/bin\" BASH_ENV='%s' /bin/bash -c 'echo \"$PATH\"'",
+           path, mine, path);
+  FILE *p = popen(cmd, "r");
+  REQUIRE(p);
+  size_t n = fread(got, 1, sizeof got - 1, p);
+  got[n] = '\0';
+  CHECK_EQ_INT(0, pclose(p));
+  CHECK_EQ_STR("/d/it's:/opt/sim bin:/usr/bin:/bin yes\n/opt/sim bin:/d/it's:/usr/bin:/bin\n", got);
+  unlink(mine);
+  unlink(path);
+  rmdir(dir);
+}
+
 GP_TESTS(two_nodes_two_tasks_each, uneven_and_interleaved, what_gpool_does_not_know_stays_unset,
-         node_resources, scontrol_link)
+         node_resources, bash_env_file, scontrol_link)
