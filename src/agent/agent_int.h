@@ -233,6 +233,8 @@ void gp__agent_step_seen_again(gp_agent *a, const char *order_id, const gp_proto
 void gp__agent_step_stop(gp_agent *a, const gp_proto_step_stop *o);
 void gp__agent_steps_tick(gp_agent *a);
 /* The job task ended: its step tasks are killed (their ends reported as job_ended). */
+/* Writes <data>/bash_env.sh (slurm_env.h), every job's BASH_ENV, after the PATH dirs exist. */
+void gp__agent_bash_env_init(gp_agent *a);
 void gp__agent_steps_job_ended(gp_agent *a, const struct gp__agent_job *j);
 /* The job task is stopping: its step tasks get its signal now and SIGKILL at its deadline. */
 void gp__agent_steps_job_stopping(gp_agent *a, const struct gp__agent_job *j);

@@ -69,6 +69,14 @@ static void env_free(envv *e) {
   free(e->items);
 }
 
+void gp__agent_bash_env_init(gp_agent *a) {
+  const char *path_dirs[2] = {a->sim_bin, a->slurm_bin}; /* as jobs' PATH has them */
+  if ((a->sim_bin[0] || a->slurm_bin[0]) &&
+      gp__agent_slurm_profile_write(a->cfg.data_dir, path_dirs, 2, a->bash_env, sizeof a->bash_env))
+    gp__agent_log("cannot write %s/bash_env.sh (%s): login shells in jobs lose %s from PATH", a->cfg.data_dir,
+                  strerror(errno), a->slurm_bin[0] ? a->slurm_bin : a->sim_bin);
+}
+
 /* ---- start ---- */
 
 /* The start order (decoded and bounded by the protocol module) and what this node makes
