@@ -631,6 +631,7 @@ int gp_agent_new(const gp_agent_config *cfg, gp_gpu_backend *backend, gp_agent *
       gp__agent_slurm_bin_write(a->cfg.data_dir, a->cfg.self_exe, a->slurm_bin, sizeof a->slurm_bin))
     gp__agent_log("cannot link %s/bin/scontrol (and sbatch, squeue, ...) to %s (%s): jobs get none", a->cfg.data_dir,
                   a->cfg.self_exe, strerror(errno));
+  gp__agent_bash_env_init(a);
   for (int i = 0; i < a->n_gpus; i++) {
     const gp_gpu_mode *m = gp_agent_config_gpu_mode(&a->cfg, i);
     a->gpu_mode[i] = m->mode;

@@ -136,6 +136,7 @@ struct gp_agent {
   char jobs_dir[600];
   char sim_bin[620];         /* sim backend: <data>/sim-bin (nvidia-smi), first in jobs' PATH */
   char slurm_bin[620];       /* <data>/bin (scontrol, slurm_env.c), first in jobs' PATH; "": none */
+  char bash_env[640];        /* <data>/bash_env.sh, jobs' BASH_ENV (slurm_env.h); "": none */
 
   /* jobs */
   gp__agent_job **jobs;
@@ -234,7 +235,13 @@ void gp__agent_step_seen_again(gp_agent *a, const char *order_id, const gp_proto
 void gp__agent_step_stop(gp_agent *a, const gp_proto_step_stop *o);
 void gp__agent_steps_tick(gp_agent *a);
 /* The job task ended: its step tasks are killed (their ends reported as job_ended). */
+/* Writes <data>/bash_env.sh (slurm_env.h), every job's BASH_ENV, after the PATH dirs exist. */
+void gp__agent_bash_env_init(gp_agent *a);
 void gp__agent_steps_job_ended(gp_agent *a, const struct gp__agent_job *j);
+/* The job task is stopping: its step tasks get its signal now and SIGKILL at its deadline. */
+void gp__agent_steps_job_stopping(gp_agent *a, const struct gp__agent_job *j);
+/* Whether step tasks of this job task still run (a stopping job waits for them). */
+bool gp__agent_steps_running(const gp_agent *a, const struct gp__agent_job *j);
 /* The server settled the job task's end: its step tasks' records and output go. */
 void gp__agent_steps_job_removed(gp_agent *a, const struct gp__agent_job *j);
 json_t *gp__agent_steps_report(const gp_agent *a); /* register's "steps": [{job, step, task}] */

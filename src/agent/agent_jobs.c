@@ -271,6 +271,7 @@ static void task_stop(gp_agent *a, const char *order_id, const gp_proto_stop *o,
   }
   j->stopping = true;
   j->kill_at_ms = deadline;
+  gp__agent_steps_job_stopping(a, j);
   gp__agent_job_persist(j);
   gp__agent_log("order %s: job %s task %d: sent SIG%s (%s), SIGKILL in %d s if still running",
                 order_id, j->id, j->task, gp_signal_name(j->stop_signal), j->stop_reason, grace);
@@ -304,10 +305,10 @@ void gp__agent_job_stop_local(gp_agent *a, gp__agent_job *j, int grace_s, const 
   if (killpg(j->pid, grace_s == 0 ? SIGKILL : j->stop_signal) != 0 && errno != ESRCH)
     gp__agent_log("job %s: cannot signal its process group: %s", j->id, strerror(errno));
   if (grace_s == 0) j->killed_hard = true;
+  gp__agent_steps_job_stopping(a, j);
   gp__agent_job_persist(j);
   gp__agent_job_note(j, message);
   gp__agent_log("job %s: stopping (%s): %s", j->id, reason, message);
-  (void)a;
 }
 
 /* ---- ends ---- */
@@ -364,6 +365,9 @@ static void job_finish(gp_agent *a, gp__agent_job *j, bool exit_known, int code,
 /* Looks at one running job; returns true when it ended (and was finished). */
 static bool job_check(gp_agent *a, gp__agent_job *j, bool adopting) {
   int code = 0, sig = 0;
+  /* A stopping job ends after its step tasks (they have its grace period to checkpoint; the
+   * steps' tick kills them at its deadline): its GPUs and cgroup stay theirs until then. */
+  if (j->stopping && gp__agent_steps_running(a, j)) return false;
   if (j->is_child) {
     int st;
     pid_t r = waitpid(j->shim_pid, &st, WNOHANG);

@@ -70,6 +70,14 @@ static void env_free(envv *e) {
   free(e->items);
 }
 
+void gp__agent_bash_env_init(gp_agent *a) {
+  const char *path_dirs[2] = {a->sim_bin, a->slurm_bin}; /* as jobs' PATH has them */
+  if ((a->sim_bin[0] || a->slurm_bin[0]) &&
+      gp__agent_slurm_profile_write(a->cfg.data_dir, path_dirs, 2, a->bash_env, sizeof a->bash_env))
+    gp__agent_log("cannot write %s/bash_env.sh (%s): login shells in jobs lose %s from PATH", a->cfg.data_dir,
+                  strerror(errno), a->slurm_bin[0] ? a->slurm_bin : a->sim_bin);
+}
+
 /* ---- start ---- */
 
 /* The start order (decoded and bounded by the protocol module) and what this node makes
@@ -305,8 +313,13 @@ static void build_env(gp_agent *a, const start_req *r, const creds *c, const gp_
   if (c->shell[0]) env_set(e, "SHELL", c->shell);
   rendezvous_env(r, &l, e, false, j);
   /* Slurm's names too, before the job's own -e values (which win, as for MASTER_PORT). */
+  bool whole = !r->mig_uuid && r->gpu_milli == 1000 && r->gpu_mem_mib == 0; /* not a share or MIG */
   gp__agent_slurm_task st = {.node = a->cfg.name, .user = r->user ? r->user : c->name,
-                             .n_gpus = r->n_step_gpus, .cpus = r->o->cpu_milli > 0 ? r->cpus : 0};
+                             .n_gpus = r->n_step_gpus, .cpus = r->o->cpu_milli > 0 ? r->cpus : 0,
+                             .node_cpus = a->cpus, .gpus_per_task = whole ? r->n_gpus : 0,
+                             .mem_mib = r->mem_mib, .job_gpus = whole ? r->step_gpus : NULL,
+                             .n_job_gpus = whole ? r->n_step_gpus : 0,
+                             .job_gpus_all = r->batch_step && r->o->n_node_gpus > 0};
   gp__agent_slurm_vars(r->o, &st, env_set_cb, e);
   for (int i = 0; i < r->o->n_env; i++) env_set(e, r->o->env_keys[i], r->o->env_values[i]);
   env_set(e, "PWD", workdir);
@@ -314,6 +327,13 @@ static void build_env(gp_agent *a, const start_req *r, const creds *c, const gp_
    * gpool's scontrol (slurm_env.c) before a Slurm install's, which knows nothing of gpool. */
   if (a->sim_bin[0]) path_prepend(e, a->sim_bin);
   if (a->slurm_bin[0]) path_prepend(e, a->slurm_bin);
+  if (a->bash_env[0]) { /* a login shell's /etc/profile sets PATH anew: this puts them back */
+    const char *own = NULL;
+    for (size_t i = 0; i < e->n && !own; i++)
+      if (strncmp(e->items[i], "BASH_ENV=", 9) == 0) own = e->items[i] + 9;
+    if (own && *own && strcmp(own, a->bash_env) != 0) env_set(e, "GPOOL_BASH_ENV", own);
+    env_set(e, "BASH_ENV", a->bash_env);
+  }
   /* gpool's own variables come last: the job cannot override what it was given. */
   char buf[4096];
   size_t len = 0;

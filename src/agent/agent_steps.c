@@ -133,6 +133,25 @@ static void env_int(envv *e, const char *key, long long v) {
   env_set(e, key, buf);
 }
 
+/* SLURM_JOB_GPUS in a step: every whole GPU of the job on this node, from its tasks here
+ * (all run while a step does); unset when one of them holds a share or a MIG instance. */
+static void job_gpus_here(const gp_agent *a, const char *job, envv *e) {
+  bool held[GP_GPU_MAX_DEVICES] = {0};
+  int list[GP_GPU_MAX_DEVICES], n = 0;
+  for (size_t i = 0; i < a->n_jobs; i++) {
+    const gp__agent_job *j = a->jobs[i];
+    if (strcmp(j->id, job) != 0 || j->ended) continue;
+    if (strcmp(j->enforcement, "exclusive") != 0) return;
+    for (int g = 0; g < j->n_gpus; g++)
+      if (j->gpus[g] >= 0 && j->gpus[g] < GP_GPU_MAX_DEVICES) held[j->gpus[g]] = true;
+  }
+  for (int g = 0; g < GP_GPU_MAX_DEVICES; g++)
+    if (held[g]) list[n++] = g;
+  char buf[GP_GPU_MAX_DEVICES * 12 + 1];
+  gp__agent_slurm_gpu_list(list, n, buf, sizeof buf);
+  if (buf[0]) env_set(e, "SLURM_JOB_GPUS", buf);
+}
+
 /* The step's environment: the job task's, its rendezvous names for the step's layout, srun's
  * caller environment (a MASTER_PORT the script chose wins, as on Slurm, which sets none),
  * then the step's SLURM_* and GPOOL_* (not to be overridden), and the GPUs it sees. */
@@ -166,9 +185,11 @@ static void step_env(gp_agent *a, const gp_proto_step *o, const gp__agent_job *j
     if (pass == 0)
       for (int i = 0; i < o->n_env; i++) {
         const char *k = o->env_keys[i];
-        /* gpool's own and the GPUs are this node's and this task's, never the caller's. */
+        /* gpool's own and the GPUs and CPUs are this node's and this task's, never the
+         * caller's (srun runs on the batch node; its job task here has this node's). */
         if (strncmp(k, "GPOOL_", 6) == 0 || strcmp(k, "CUDA_VISIBLE_DEVICES") == 0 ||
-            strcmp(k, "NVIDIA_VISIBLE_DEVICES") == 0)
+            strcmp(k, "NVIDIA_VISIBLE_DEVICES") == 0 || strcmp(k, "SLURM_JOB_GPUS") == 0 ||
+            strcmp(k, "SLURM_CPUS_ON_NODE") == 0)
           continue;
         env_set(e, k, o->env_values[i]);
       }
@@ -208,6 +229,7 @@ static void step_env(gp_agent *a, const gp_proto_step *o, const gp__agent_job *j
     env_set(e, "PATH", joined);
     free(joined);
   }
+  job_gpus_here(a, o->job, e);
   env_int(e, "GPOOL_STEP_ID", o->step);
   env_int(e, "GPOOL_NNODES", l.nodes);
   /* The GPUs the order names: its job task's own, or all of the job's on the node (a MIG
@@ -298,6 +320,11 @@ void gp__agent_step_run(gp_agent *a, const char *order_id, const gp_proto_step *
   char msg[600];
   if (!jt || jt->ended) {
     snprintf(msg, sizeof msg, "task %d of job %s does not run on node %s", o->alloc_task, o->job, a->cfg.name);
+    fail(a, s, msg);
+    return;
+  }
+  if (jt->stopping) { /* a step started now would outlive the job's grace period */
+    snprintf(msg, sizeof msg, "task %d of job %s is stopping (%s)", o->alloc_task, o->job, jt->stop_reason);
     fail(a, s, msg);
     return;
   }
@@ -425,6 +452,31 @@ void gp__agent_steps_tick(gp_agent *a) {
       s->killed_hard = true;
     }
   }
+}
+
+/* A job told to stop (cancel, time limit, requeue, preemption) stops its step tasks as it
+ * stops its own: the job's signal now, SIGKILL at the job's deadline, so that a trainer's
+ * SIGTERM handler in a step checkpoints, as Slurm's steps get SIGTERM then KillWait. */
+void gp__agent_steps_job_stopping(gp_agent *a, const gp__agent_job *j) {
+  for (size_t i = 0; i < a->n_steps; i++) {
+    gp__agent_step_task *s = a->steps[i];
+    if (s->ended || s->pid <= 0 || strcmp(s->job, j->id) != 0 || s->alloc_task != j->task) continue;
+    if (s->stopping && s->kill_at_ms <= j->kill_at_ms) continue; /* an earlier stop is stricter */
+    if (!s->stopping) {
+      killpg(s->pid, j->killed_hard ? SIGKILL : j->stop_signal);
+      s->stopping = true;
+      snprintf(s->stop_reason, sizeof s->stop_reason, "%s", j->stop_reason);
+    }
+    s->kill_at_ms = j->kill_at_ms;
+  }
+}
+
+bool gp__agent_steps_running(const gp_agent *a, const gp__agent_job *j) {
+  for (size_t i = 0; i < a->n_steps; i++) {
+    const gp__agent_step_task *s = a->steps[i];
+    if (!s->ended && s->pid > 0 && s->alloc_task == j->task && strcmp(s->job, j->id) == 0) return true;
+  }
+  return false;
 }
 
 void gp__agent_steps_job_ended(gp_agent *a, const gp__agent_job *j) {

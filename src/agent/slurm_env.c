@@ -80,6 +80,37 @@ static void tasks_per_node(const nodes *ns, char *buf, size_t size) {
   }
 }
 
+void gp__agent_slurm_gpu_list(const int *gpus, int n, char *buf, size_t size) {
+  size_t len = 0;
+  buf[0] = '\0';
+  for (int i = 0; i < n; i++) {
+    int w = snprintf(buf + len, size - len, "%s%d", i ? "," : "", gpus[i]);
+    if (w < 0 || (size_t)w >= size - len) {
+      buf[0] = '\0'; /* never a truncated list */
+      return;
+    }
+    len += (size_t)w;
+  }
+}
+
+/* What the job holds on this node, as Slurm names it: CPUs, GPUs and memory. Per node
+ * means the job's tasks here (`here`); a per-node request is only named when every node
+ * holds as many tasks (`uniform`), as Slurm's --gpus-per-node and --mem are. */
+static void resource_vars(const gp__agent_slurm_task *t, int here, bool uniform, set_fn set, void *ctx) {
+  if (t->cpus > 0) set_int(set, ctx, "SLURM_CPUS_ON_NODE", t->cpus * here);
+  else if (t->node_cpus > 0) set_int(set, ctx, "SLURM_CPUS_ON_NODE", t->node_cpus); /* no limit: all */
+  if (t->gpus_per_task > 0) {
+    set_int(set, ctx, "SLURM_GPUS_PER_TASK", t->gpus_per_task);
+    if (uniform) set_int(set, ctx, "SLURM_GPUS_PER_NODE", (long long)t->gpus_per_task * here);
+  }
+  if (t->mem_mib > 0 && uniform) set_int(set, ctx, "SLURM_MEM_PER_NODE", t->mem_mib * here);
+  if (t->n_job_gpus > 0 && (t->job_gpus_all || here == 1)) {
+    char buf[GP_PROTO_MAX_GPUS * 12 + 1];
+    gp__agent_slurm_gpu_list(t->job_gpus, t->n_job_gpus, buf, sizeof buf);
+    if (buf[0]) set(ctx, "SLURM_JOB_GPUS", buf);
+  }
+}
+
 void gp__agent_slurm_vars(const gp_proto_start *o, const gp__agent_slurm_task *t, set_fn set,
                           void *ctx) {
   set(ctx, "SLURM_CLUSTER_NAME", "gpool");
@@ -115,6 +146,7 @@ void gp__agent_slurm_vars(const gp_proto_start *o, const gp__agent_slurm_task *t
   bool uniform = true;
   for (int k = 1; k < ns.n; k++) uniform = uniform && ns.count[k] == ns.count[0];
   if (uniform) set_int(set, ctx, "SLURM_NTASKS_PER_NODE", ns.count[0]);
+  resource_vars(t, ns.count[ns.mine], uniform, set, ctx);
   free(buf);
   nodes_free(&ns);
 }
@@ -138,5 +170,46 @@ int gp__agent_slurm_bin_write(const char *data_dir, const char *exe, char *dir, 
     }
   }
   snprintf(dir, size, "%s", d);
+  return 0;
+}
+
+/* A shell word for s: single-quoted, each ' written '\''. */
+static void sh_quote(FILE *f, const char *s) {
+  fputc('\'', f);
+  for (; *s; s++) {
+    if (*s == '\'') fputs("'\\''", f);
+    else fputc(*s, f);
+  }
+  fputc('\'', f);
+}
+
+int gp__agent_slurm_profile_write(const char *data_dir, const char *const *dirs, int n, char *path,
+                                  size_t size) {
+  char p[1100], tmp[1110];
+  path[0] = '\0';
+  snprintf(p, sizeof p, "%s/bash_env.sh", data_dir);
+  snprintf(tmp, sizeof tmp, "%s.tmp", p);
+  if (strlen(p) >= size) return -1;
+  FILE *f = fopen(tmp, "we");
+  if (!f) return -1;
+  fputs("# Written by the gpool agent: a job's BASH_ENV. A login shell (#!/bin/bash -l) reads\n"
+        "# /etc/profile, which may set PATH anew, then this: the job's commands stay found.\n",
+        f);
+  for (int i = 0; i < n; i++) {
+    if (!dirs[i] || !dirs[i][0]) continue;
+    fputs("case \":$PATH:\" in *:", f);
+    sh_quote(f, dirs[i]);
+    fputs(":*) ;; *) PATH=", f);
+    sh_quote(f, dirs[i]);
+    fputs("${PATH:+:$PATH}; export PATH ;; esac\n", f);
+  }
+  fputs("if [ -n \"${GPOOL_BASH_ENV:-}\" ]; then . \"$GPOOL_BASH_ENV\"; fi\n", f);
+  bool ok = fflush(f) == 0 && !ferror(f);
+  if (fclose(f) != 0) ok = false;
+  if (!ok || chmod(tmp, 0644) != 0 || rename(tmp, p) != 0) {
+    unlink(tmp);
+    return -1;
+  }
+  snprintf(path, size, "%s", p);
   return 0;
 }

@@ -419,6 +419,115 @@ static void heap_push(slot *h, int *n, int cap, slot s) {
   }
 }
 
+static void reserved(gp__core_ctx *c, const gp__core_req *r, const gp__core_job *J, gp_time at, bool fair);
+
+/* Reserves `tasks` tasks' GPUs on each chosen node from time `at` (the slots' masks). */
+static void reserve_on(gp__core_ctx *c, const gp__core_req *r, int node, int tasks, gp_time at) {
+  gp_time times[GP_MAX_NODE_GPUS + 1];
+  uint32_t masks[GP_MAX_NODE_GPUS + 1];
+  slot_times(c, r, node, times, masks, tasks, GP__NEVER);
+  uint32_t gpus = gp__core_choose_gpus(c, node, masks[tasks - 1], tasks * r->gpus);
+  gp__core_node *s = &c->nodes[node];
+  /* An exclusive job's node is promised whole: a later job whose GPUs would still be
+   * held at `at` may not start there. */
+  if (c->view->jobs[r->job].req.exclusive) gpus |= masks[tasks - 1];
+  s->resv |= gpus;
+  for (uint32_t m = gpus; m; m &= m - 1) c->fleet->gpu_resv_until[s->gpu_base + __builtin_ctz(m)] = at;
+}
+
+typedef struct node_slots {
+  int node, k;          /* slots of the node by `at` */
+  gp_time t[GP_MAX_NODE_GPUS];
+} node_slots;
+
+static int cmp_time(const void *x, const void *y) {
+  gp_time a = *(const gp_time *)x, b = *(const gp_time *)y;
+  return (a > b) - (a < b);
+}
+
+/* Each node's slots by time t. */
+static void counts_by(const node_slots *ns, int n, gp_time t, int *cnt) {
+  for (int b = 0; b < n; b++) {
+    cnt[b] = 0;
+    while (cnt[b] < ns[b].k && ns[b].t[cnt[b]] <= t) cnt[b]++;
+  }
+}
+
+/* An exact node count (r->nodes, gp__core_exact_nodes): the earliest time at which that many
+ * distinct nodes hold the gang, one task at least on each (gp__core_nodes_hold, the rule
+ * feasibility uses); the nodes with the most slots then (lowest index on a tie) take it,
+ * one task each first, then as many as each holds. Returns the time, GP__NEVER when none. */
+static gp_time reserve_exact(gp__core_ctx *c, gp__core_req *r, int max_slots) {
+  int cap_n = 64, n = 0;
+  node_slots *ns = gp_xmalloc((size_t)cap_n * sizeof *ns);
+  gp_time times[GP_MAX_NODE_GPUS + 1];
+  uint32_t masks[GP_MAX_NODE_GPUS + 1];
+  int stride = c->fleet->n_models + 1;
+  int nm = r->n_models < 0 ? c->fleet->n_models : r->n_models;
+  for (int si = 0; si < r->n_slots; si++)
+    for (int mk = 0; mk < nm; mk++) {
+      int g = r->slots[si] * stride + (r->n_models < 0 ? mk : r->models[mk]);
+      for (int pos = c->fleet->ix.group_start[g]; pos < c->fleet->ix.group_start[g + 1]; pos++) {
+        int i = c->fleet->ix.members[pos];
+        if (c->nodes[i].n_whole_ok < r->gpus) continue;
+        int k = slot_times(c, r, i, times, masks, max_slots, GP__NEVER);
+        while (k > 0 && times[k - 1] == GP__NEVER) k--;
+        if (k <= 0) continue;
+        if (n == cap_n) ns = gp_xrealloc(ns, (size_t)(cap_n *= 2) * sizeof *ns);
+        ns[n].node = i;
+        ns[n].k = k;
+        memcpy(ns[n].t, times, (size_t)k * sizeof *times);
+        n++;
+      }
+    }
+  /* The candidate times are the slots' own, and more time only adds slots: the earliest
+   * one at which the rule holds, by bisection. */
+  size_t n_all = 0;
+  for (int a = 0; a < n; a++) n_all += (size_t)ns[a].k;
+  gp_time *all = gp_xmalloc((n_all + 1) * sizeof *all);
+  n_all = 0;
+  for (int a = 0; a < n; a++)
+    for (int s = 0; s < ns[a].k; s++) all[n_all++] = ns[a].t[s];
+  qsort(all, n_all, sizeof *all, cmp_time);
+  int *cnt = gp_xmalloc((size_t)(n + 1) * sizeof *cnt);
+  gp_time at = GP__NEVER;
+  size_t lo = 0, hi = n_all; /* the answer is all[lo..hi), hi: none */
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    counts_by(ns, n, all[mid], cnt);
+    if (gp__core_nodes_hold(cnt, n, r->nodes, r->tasks)) hi = mid;
+    else lo = mid + 1;
+  }
+  if (hi < n_all) at = all[hi];
+  free(all);
+  if (at != GP__NEVER) {
+    counts_by(ns, n, at, cnt);
+    /* The r->nodes nodes with the most slots by `at`, one task each, then fill. */
+    int *pick = gp_xmalloc((size_t)r->nodes * sizeof *pick), *take = gp_xcalloc((size_t)r->nodes, sizeof *take);
+    for (int p = 0; p < r->nodes; p++) {
+      int best = -1;
+      for (int b = 0; b < n; b++)
+        if (cnt[b] > 0 && (best < 0 || cnt[b] > cnt[best])) best = b;
+      pick[p] = best;
+      take[p] = 1;
+      cnt[best] = -cnt[best]; /* taken: its count kept, negated */
+    }
+    int left = r->tasks - r->nodes;
+    for (int p = 0; p < r->nodes && left > 0; p++) {
+      int more = -cnt[pick[p]] - 1;
+      if (more > left) more = left;
+      take[p] += more;
+      left -= more;
+    }
+    for (int p = 0; p < r->nodes; p++) reserve_on(c, r, ns[pick[p]].node, take[p], at);
+    free(pick);
+    free(take);
+  }
+  free(cnt);
+  free(ns);
+  return at;
+}
+
 void gp__core_reserve(gp__core_ctx *c, gp__core_req *r) {
   const gp__core_job *J = &c->jobs[r->job];
   if (J->kind != GP__R_WHOLE || c->backfill->n_resv >= GP__MAX_RESERVATIONS) return;
@@ -439,6 +548,18 @@ void gp__core_reserve(gp__core_ctx *c, gp__core_req *r) {
   uint32_t masks[GP_MAX_NODE_GPUS + 1];
   int max_slots = r->tasks < GP_MAX_NODE_GPUS ? r->tasks : GP_MAX_NODE_GPUS;
   if (r->per_node > 0 && r->per_node < max_slots) max_slots = r->per_node; /* --ntasks-per-node */
+  if (r->nodes > 0) {
+    /* Exactly r->nodes nodes: each leaves one task at least to the others. */
+    if (r->tasks - r->nodes + 1 < max_slots) max_slots = r->tasks - r->nodes + 1;
+    free(h);
+    gp_time at = reserve_exact(c, r, max_slots);
+    if (at == GP__NEVER) {
+      resv_fail(c, J->shape);
+      return;
+    }
+    reserved(c, r, J, at, fair);
+    return;
+  }
   /* Candidates: the up nodes of the request's pools and models, i.e. its index groups.
    * The heap keeps the earliest (time, node, slot) triples, so the visiting order does not
    * change the result. */
@@ -473,18 +594,14 @@ void gp__core_reserve(gp__core_ctx *c, gp__core_req *r) {
     bool highest = true;
     for (int b = 0; b < n && highest; b++)
       if (h[b].node == h[a].node && h[b].k > h[a].k) highest = false;
-    if (!highest) continue;
-    int node = h[a].node;
-    slot_times(c, r, node, times, masks, h[a].k + 1, GP__NEVER);
-    uint32_t gpus = gp__core_choose_gpus(c, node, masks[h[a].k], (h[a].k + 1) * r->gpus);
-    gp__core_node *s = &c->nodes[node];
-    /* An exclusive job's node is promised whole: a later job whose GPUs would still be
-     * held at `at` may not start there. */
-    if (c->view->jobs[r->job].req.exclusive) gpus |= masks[h[a].k];
-    s->resv |= gpus;
-    for (uint32_t m = gpus; m; m &= m - 1) c->fleet->gpu_resv_until[s->gpu_base + __builtin_ctz(m)] = at;
+    if (highest) reserve_on(c, r, h[a].node, h[a].k + 1, at);
   }
   free(h);
+  reserved(c, r, J, at, fair);
+}
+
+/* The reservation made (its GPUs marked): the plan's record and the job's reason. */
+static void reserved(gp__core_ctx *c, const gp__core_req *r, const gp__core_job *J, gp_time at, bool fair) {
   gp_plan_reservation *rv = gp__core_vec_push(&c->backfill->reservations, sizeof *rv);
   rv->job = r->job;
   rv->at = at;

@@ -143,6 +143,14 @@ int gp__core_feasible(gp__core_ctx *c, int j);
 /* Task slots node n could ever offer the request (kind: enum gp__core_rkind), whatever runs
  * there: its size alone. */
 int gp__core_ever_slots(const gp_node *n, const gp_request *r, int kind);
+/* A gang's exact node count (gp_request.nodes, Slurm's -N): its tasks on exactly that many
+ * distinct nodes, or 0 for any number. The one rule placement, feasibility, backfill
+ * reservations and the autoscaler's sizing read. */
+int gp__core_exact_nodes(const gp_request *r);
+/* Whether a gang of `tasks` fits on exactly `nodes` of the nodes whose task slots are
+ * slots[0..n-1] (one task at least on each, at most its slots): true when `nodes` of them
+ * have a slot and the `nodes` largest hold the gang. */
+bool gp__core_nodes_hold(const int *slots, int n, int nodes, int tasks);
 /* The kind of a request (enum gp__core_rkind): MIG, whole GPUs, a fraction or CPU only. */
 int gp__core_request_kind(const gp_request *r);
 

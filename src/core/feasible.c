@@ -125,9 +125,27 @@ static void node_slots(gp__core_ctx *c, int j, int i, int *ever, int *now) {
   *now = s->up ? w : 0;
 }
 
-/* An exact node count (gp_request.nodes): that many nodes must offer a slot each. */
-static int exact_nodes(const gp_request *r) {
+int gp__core_exact_nodes(const gp_request *r) {
   return r->tasks > 1 && r->nodes > 0 && r->nodes <= r->tasks ? r->nodes : 0;
+}
+
+bool gp__core_nodes_hold(const int *slots, int n, int nodes, int tasks) {
+  /* The `nodes` largest by a partial selection: n is a node's count of candidates and
+   * `nodes` is small against it in practice; slots are at most a node's GPUs or tasks. */
+  int64_t sum = 0;
+  int taken = 0;
+  for (int want = INT32_MAX; taken < nodes;) {
+    int best = 0, count = 0;
+    for (int i = 0; i < n; i++)
+      if (slots[i] < want && slots[i] > best) best = slots[i];
+    if (best <= 0) return false; /* fewer than `nodes` nodes offer a slot */
+    for (int i = 0; i < n; i++) count += slots[i] == best;
+    int k = count < nodes - taken ? count : nodes - taken;
+    sum += (int64_t)k * best;
+    taken += k;
+    want = best;
+  }
+  return sum >= tasks;
 }
 
 /* Whether node i may hold tasks of job j at all: capacity type, pool, labels. */
@@ -143,7 +161,7 @@ static bool node_allowed(const gp__core_ctx *c, int j, int i) {
  * and the gang needs all its tasks within one. */
 static int compute_gang(gp__core_ctx *c, int j, bool by_model) {
   const gp_request *r = &c->view->jobs[j].req;
-  int nm = c->fleet->n_models, need_nodes = exact_nodes(r);
+  int nm = c->fleet->n_models, need_nodes = gp__core_exact_nodes(r);
   /* Per model: task slots ever and now, and the nodes that offer some (an exact node count
    * needs that many). */
   int *ever = gp_xcalloc((size_t)nm * 4, sizeof *ever), *now = ever + nm;
@@ -188,7 +206,7 @@ static int compute_fleet(gp__core_ctx *c, int j) {
   if (r->tasks > 1 && c->jobs[j].kind != GP__R_CPU && r->n_gpu_models < 2 && c->fleet->n_models > 1)
     return compute_gang(c, j, by_model);
   bool model_seen = false, model_up = false;
-  int ever = 0, now = 0, n_ever = 0, n_now = 0, need_nodes = exact_nodes(r);
+  int ever = 0, now = 0, n_ever = 0, n_now = 0, need_nodes = gp__core_exact_nodes(r);
   for (int i = 0; i < c->view->n_nodes; i++) {
     const gp_node *n = &c->view->nodes[i];
     if (by_model) {

@@ -22,7 +22,7 @@ void gp__core_req_init(gp__core_ctx *c, int j, gp__core_req *r) {
   r->tasks = job->req.tasks;
   r->per_node = job->req.max_tasks_per_node > 0 && job->req.max_tasks_per_node < r->tasks
                     ? job->req.max_tasks_per_node : 0;
-  r->nodes = r->tasks > 1 && job->req.nodes > 0 && job->req.nodes <= r->tasks ? job->req.nodes : 0;
+  r->nodes = gp__core_exact_nodes(&job->req);
   r->gpus = ji->kind == GP__R_WHOLE ? job->req.gpus_per_task : 0;
   r->milli = job->req.gpu_milli;
   r->gpu_mem = job->req.gpu_mem_mib;

@@ -36,6 +36,8 @@ static int slots_per_node(const gp_template *t, const gp_request *r) {
 
 bool gp_scale_could_hold(const gp_template *t, const gp_request *r) {
   if (t->max_nodes <= 0) return false;
+  int exact = gp__core_exact_nodes(r); /* exactly that many of its nodes, one task each at least */
+  if (exact > 0) return exact <= t->max_nodes && (long long)slots_per_node(t, r) * exact >= r->tasks;
   return (long long)slots_per_node(t, r) * t->max_nodes >= r->tasks;
 }
 
@@ -79,9 +81,59 @@ static int slots_on_the_way(const scaler *s, int t, int per) {
   return n;
 }
 
+/* The slots of the nodes of template t on their way for the request (at most a fresh
+ * node's, `cap`), into k[] (s->n_vn entries, 0 for another template's); returns k. */
+static int *slots_creating(const scaler *s, int t, const gp_request *r, int cap) {
+  int *k = gp_xcalloc((size_t)s->n_vn + 1, sizeof *k);
+  for (int i = 0; i < s->n_vn; i++)
+    if (s->vn[i].tmpl == t) k[i] = s->vn[i].free_gpus / gpus_per_task(r) < cap ? s->vn[i].free_gpus / gpus_per_task(r) : cap;
+  return k;
+}
+
+/* An exact node count (gp__core_exact_nodes): the gang on `exact` of the nodes on their way,
+ * those with the most slots (the first on a tie), one task each, then as many as each
+ * holds; 0 (nothing taken) when they cannot hold it (gp__core_nodes_hold). */
+static int fit_creating_exact(scaler *s, int t, const gp_request *r, int exact) {
+  int *k = slots_creating(s, t, r, slots_per_node(&s->v->templates[t], r));
+  if (!gp__core_nodes_hold(k, s->n_vn, exact, r->tasks)) {
+    free(k);
+    return 0;
+  }
+  int left = r->tasks - exact, per = gpus_per_task(r);
+  for (int p = 0; p < exact; p++) {
+    int best = -1;
+    for (int i = 0; i < s->n_vn; i++)
+      if (k[i] > 0 && (best < 0 || k[i] > k[best])) best = i;
+    int take = 1 + (k[best] - 1 < left ? k[best] - 1 : left);
+    left -= take - 1;
+    s->vn[best].free_gpus -= take * per;
+    k[best] = 0;
+  }
+  free(k);
+  return exact;
+}
+
+/* How many new nodes of template t, with the nodes on their way, hold a gang of an exact
+ * node count; -1 when no number up to that count does. */
+static int new_nodes_exact(const scaler *s, int t, const gp_request *r, int exact) {
+  int per_node = slots_per_node(&s->v->templates[t], r);
+  int *k = slots_creating(s, t, r, per_node);
+  int *all = gp_xmalloc(((size_t)s->n_vn + (size_t)exact + 1) * sizeof *all), found = -1;
+  for (int c = 1; c <= exact && found < 0; c++) {
+    memcpy(all, k, (size_t)s->n_vn * sizeof *all);
+    for (int x = 0; x < c; x++) all[s->n_vn + x] = per_node;
+    if (gp__core_nodes_hold(all, s->n_vn + c, exact, r->tasks)) found = c;
+  }
+  free(all);
+  free(k);
+  return found;
+}
+
 /* Fits the whole gang into the nodes of template t being created; takes their GPUs and
  * returns the nodes used, or 0 (nothing taken) when it does not fit. */
 static int fit_creating(scaler *s, int t, const gp_request *r) {
+  int exact = gp__core_exact_nodes(r);
+  if (exact > 0) return fit_creating_exact(s, t, r, exact);
   int per = gpus_per_task(r), need = r->tasks, used = 0;
   if (slots_on_the_way(s, t, per) < need) return 0;
   for (int i = 0; i < s->n_vn && need > 0; i++) {
@@ -208,7 +260,14 @@ static void scale_job(scaler *s, int j, const gp__core_strmap *queues, gp_plan_s
     /* New nodes for what the nodes on their way cannot hold of the gang. */
     int have = slots_on_the_way(s, t, gpus_per_task(r));
     int count = (r->tasks - have + per_node - 1) / per_node;
-    if ((r->tasks + per_node - 1) / per_node > s->v->templates[t].max_nodes) continue; /* never this one */
+    int exact = gp__core_exact_nodes(r);
+    if (exact > 0) { /* exactly that many nodes: never more, and as many as it takes */
+      if (exact > s->v->templates[t].max_nodes || (long long)per_node * exact < r->tasks) continue;
+      count = new_nodes_exact(s, t, r, exact);
+      if (count < 0) continue;
+    } else if ((r->tasks + per_node - 1) / per_node > s->v->templates[t].max_nodes) {
+      continue; /* never this one */
+    }
     int why = blocked(s, t, count);
     if (why >= 0) {
       if (note->tmpl < 0) *note = (gp_plan_scale_note){j, t, (gp_scale_state)why, count};

@@ -121,6 +121,58 @@ static void what_gpool_does_not_know_stays_unset(void) {
   CHECK_VAR(&v, "SLURM_NNODES", "2");
 }
 
+/* What the job holds on this node: SLURM_CPUS_ON_NODE, SLURM_GPUS_PER_TASK/_PER_NODE,
+ * SLURM_MEM_PER_NODE and SLURM_JOB_GPUS (the indexes, as Slurm writes them), counted over
+ * the job's tasks on the node; per-node values only when every node has as many tasks, and
+ * the GPU indexes only when they are all of the job's there. */
+static void node_resources(void) {
+  char *hosts[] = {"g1", "g1", "g2", "g2"};
+  int mine[] = {4, 5}, all[] = {0, 1, 4, 5};
+  gp_proto_start o = {.id = "9", .tasks = 4, .task_index = 2, .hosts = hosts, .n_hosts = 4};
+  gp__agent_slurm_task st = {.node = "g2", .n_gpus = 2, .cpus = 6, .node_cpus = 64, .gpus_per_task = 2,
+                             .mem_mib = 1000, .job_gpus = mine, .n_job_gpus = 2};
+  vars v = {0};
+  gp__agent_slurm_vars(&o, &st, set, &v);
+  CHECK_VAR(&v, "SLURM_CPUS_ON_NODE", "12");
+  CHECK_VAR(&v, "SLURM_GPUS_PER_TASK", "2");
+  CHECK_VAR(&v, "SLURM_GPUS_PER_NODE", "4");
+  CHECK_VAR(&v, "SLURM_MEM_PER_NODE", "2000");
+  CHECK(get(&v, "SLURM_JOB_GPUS") == NULL); /* only this task's two of the node's four */
+  /* The batch step: it knows all of the job's GPUs on its node. */
+  o.task_index = 0;
+  st.node = "g1";
+  st.job_gpus = all;
+  st.n_job_gpus = 4;
+  st.job_gpus_all = true;
+  memset(&v, 0, sizeof v);
+  gp__agent_slurm_vars(&o, &st, set, &v);
+  CHECK_VAR(&v, "SLURM_JOB_GPUS", "0,1,4,5");
+  /* One task per node: its GPUs are the job's there. No CPU limit: all of the node's. */
+  char *spread[] = {"g1", "g2", "g2"};
+  gp_proto_start u = {.id = "10", .tasks = 3, .task_index = 0, .hosts = spread, .n_hosts = 3};
+  gp__agent_slurm_task t1 = {.node = "g1", .n_gpus = 2, .node_cpus = 64, .gpus_per_task = 2,
+                             .mem_mib = 1000, .job_gpus = mine, .n_job_gpus = 2};
+  memset(&v, 0, sizeof v);
+  gp__agent_slurm_vars(&u, &t1, set, &v);
+  CHECK_VAR(&v, "SLURM_JOB_GPUS", "4,5");
+  CHECK_VAR(&v, "SLURM_CPUS_ON_NODE", "64");
+  CHECK_VAR(&v, "SLURM_GPUS_PER_TASK", "2");
+  /* Uneven nodes: no per-node request to name. */
+  CHECK(get(&v, "SLURM_GPUS_PER_NODE") == NULL && get(&v, "SLURM_MEM_PER_NODE") == NULL);
+  /* A GPU share, no memory limit, CPUs unknown: nothing of these. */
+  gp__agent_slurm_task t2 = {.node = "g1", .n_gpus = 1};
+  memset(&v, 0, sizeof v);
+  gp__agent_slurm_vars(&u, &t2, set, &v);
+  CHECK(get(&v, "SLURM_CPUS_ON_NODE") == NULL && get(&v, "SLURM_GPUS_PER_TASK") == NULL &&
+        get(&v, "SLURM_GPUS_PER_NODE") == NULL && get(&v, "SLURM_MEM_PER_NODE") == NULL &&
+        get(&v, "SLURM_JOB_GPUS") == NULL);
+  char buf[8];
+  gp__agent_slurm_gpu_list(all, 4, buf, sizeof buf); /* "0,1,4,5" + NUL fits 8 */
+  CHECK_EQ_STR("0,1,4,5", buf);
+  gp__agent_slurm_gpu_list(all, 4, buf, 7); /* never a truncated list */
+  CHECK_EQ_STR("", buf);
+}
+
 static void scontrol_link(void) {
   char dir[] = "/tmp/gp-slurm-bin-XXXXXX", got[PATH_MAX], bin[700], path[800];
   CHECK(mkdtemp(dir) != NULL);
@@ -156,5 +208,33 @@ static void scontrol_link(void) {
   rmdir(dir);
 }
 
+/* The BASH_ENV file puts the directories back on a PATH that lost them (a login shell's
+ * /etc/profile), once, quoting any name, and then runs the job's own BASH_ENV. */
+static void bash_env_file(void) {
+  char dir[] = "/tmp/gp-slurm-env-XXXXXX", path[200], cmd[1400], got[600] = "";
+  CHECK(mkdtemp(dir) != NULL);
+  const char *dirs[] = {"/opt/sim bin", "/d/it's"};
+  CHECK_EQ_INT(0, gp__agent_slurm_profile_write(dir, dirs, 2, path, sizeof path));
+  char mine[240];
+  snprintf(mine, sizeof mine, "%s/mine.sh", dir);
+  FILE *f = fopen(mine, "w");
+  REQUIRE(f);
+  fputs("MINE=yes\n", f);
+  fclose(f);
+  snprintf(cmd, sizeof cmd,
+           "env -i PATH=/usr/bin:/bin BASH_ENV='%s' GPOOL_BASH_ENV='%s' /bin/bash -c 'echo \"$PATH $MINE\"' &&"
+           " env -i \"PATH=/d/it's:/usr/bin:/bin\" BASH_ENV='%s' /bin/bash -c 'echo \"$PATH\"'",
+           path, mine, path);
+  FILE *p = popen(cmd, "r");
+  REQUIRE(p);
+  size_t n = fread(got, 1, sizeof got - 1, p);
+  got[n] = '\0';
+  CHECK_EQ_INT(0, pclose(p));
+  CHECK_EQ_STR("/d/it's:/opt/sim bin:/usr/bin:/bin yes\n/opt/sim bin:/d/it's:/usr/bin:/bin\n", got);
+  unlink(mine);
+  unlink(path);
+  rmdir(dir);
+}
+
 GP_TESTS(two_nodes_two_tasks_each, uneven_and_interleaved, what_gpool_does_not_know_stays_unset,
-         scontrol_link)
+         node_resources, bash_env_file, scontrol_link)

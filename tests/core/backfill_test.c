@@ -160,10 +160,64 @@ static void jobs_without_any_time_limit_get_no_reservation(void) {
   fx_free(f);
 }
 
+/* An exact node count (Slurm's -N): the reservation is for as many distinct nodes as
+ * placement will use. n0 frees all 8 GPUs at 3,700, n1 at 5,000, n2 at 9,100: a gang of
+ * 2 x 4 GPUs on exactly 2 nodes can start at 5,000 (n0 and n1), not at 3,700 on n0 alone.
+ * Without the count, the gang's reservation is n0's, at 3,700; and with -N 1 too. */
+static void a_reservation_spans_the_jobs_exact_node_count(void) {
+  for (int nodes = 0; nodes <= 2; nodes++) {
+    fx *f = fx_new();
+    fx_node(f, "n0", "H100", 8);
+    fx_node(f, "n1", "H100", 8);
+    fx_node(f, "n2", "H100", 8);
+    fx_queue(f, "a", 0, GP_NO_LIMIT, 1);
+    gp_job *r0 = fx_job(f, "r0", "a", 8, 1), *r1 = fx_job(f, "r1", "a", 8, 1), *r2 = fx_job(f, "r2", "a", 8, 1);
+    r0->time_limit = 3600;
+    r1->time_limit = 4900;
+    r2->time_limit = 9000;
+    fx_run(f, r0, 0, 0xff, 100);
+    fx_run(f, r1, 1, 0xff, 100);
+    fx_run(f, r2, 2, 0xff, 100);
+    gp_job *big = fx_job(f, "big", "a", 4, 2);
+    big->time_limit = 3600;
+    big->req.nodes = nodes;
+    gp_plan *p = fx_step(f, 1000);
+    REQUIRE(p);
+    const gp_plan_reservation *rv = resv_of(f, p, "big");
+    REQUIRE(rv);
+    CHECK_EQ_INT(nodes == 2 ? 5000 : 3700, rv->at);
+    gp_plan_free(p);
+    fx_free(f);
+  }
+  /* Three nodes asked, two tasks' worth of slots on the nodes that free first: n2 too. */
+  fx *f = fx_new();
+  fx_node(f, "n0", "H100", 8);
+  fx_node(f, "n1", "H100", 8);
+  fx_node(f, "n2", "H100", 8);
+  fx_queue(f, "a", 0, GP_NO_LIMIT, 1);
+  gp_job *r0 = fx_job(f, "r0", "a", 8, 1), *r1 = fx_job(f, "r1", "a", 8, 1), *r2 = fx_job(f, "r2", "a", 8, 1);
+  r0->time_limit = 3600;
+  r1->time_limit = 4900;
+  r2->time_limit = 9000;
+  fx_run(f, r0, 0, 0xff, 100);
+  fx_run(f, r1, 1, 0xff, 100);
+  fx_run(f, r2, 2, 0xff, 100);
+  gp_job *big = fx_job(f, "big", "a", 2, 4);
+  big->time_limit = 3600;
+  big->req.nodes = 3;
+  gp_plan *p = fx_step(f, 1000);
+  REQUIRE(p);
+  REQUIRE(resv_of(f, p, "big"));
+  CHECK_EQ_INT(9100, resv_of(f, p, "big")->at);
+  gp_plan_free(p);
+  fx_free(f);
+}
+
 GP_TESTS(a_short_job_backfills_but_a_long_one_would_delay_the_reservation,
          a_job_waits_for_resources_once_a_backfilled_start_took_what_fitted,
          a_cpu_only_job_does_not_hold_back_a_whole_node_reservation,
          without_backfill_a_strict_fifo_head_blocks_everyone,
          on_a_full_cluster_the_strict_head_still_blocks_everyone,
          a_job_may_use_gpus_the_reservation_does_not_need,
-         jobs_without_any_time_limit_get_no_reservation)
+         jobs_without_any_time_limit_get_no_reservation,
+         a_reservation_spans_the_jobs_exact_node_count)

@@ -296,8 +296,50 @@ static void a_bad_configuration_is_refused(void) {
   sx_free(s);
 }
 
+/* An exact node count (Slurm's -N) is the number of nodes asked: 4 tasks of 2 GPUs on
+ * exactly 2 (or 4) nodes of 8 GPUs need 2 (or 4) of them, not the 1 that would hold the
+ * GPUs; a node on its way counts as one of them; more nodes than a template may have pass
+ * it over. */
+static void a_gang_with_an_exact_node_count_gets_that_many_nodes(void) {
+  for (int nodes = 0; nodes <= 4; nodes += 2) {
+    sx *s = sx_new();
+    fx_queue(s->f, "a", 0, GP_NO_LIMIT, 1);
+    int t = sx_template(s, "h100", "H100", 8, GP_CAP_ON_DEMAND, 4.0, 10);
+    fx_job(s->f, "gang", "a", 2, 4)->req.nodes = nodes;
+    gp_plan *p = sx_step(s, 100);
+    REQUIRE(p->n_creates == 1);
+    CHECK_EQ_INT(t, p->creates[0].tmpl);
+    CHECK_EQ_INT(nodes ? nodes : 1, p->creates[0].count);
+    CHECK_EQ_INT(nodes ? nodes : 1, note_of(s, p, "gang")->count);
+    gp_plan_free(p);
+    /* Asked again with those nodes on their way: nothing more. */
+    s->st[t].nodes = s->st[t].creating = nodes ? nodes : 1;
+    p = sx_step(s, 100);
+    CHECK_EQ_INT(0, p->n_creates);
+    CHECK_EQ_INT(GP_SCALE_WAITING, note_of(s, p, "gang")->state);
+    gp_plan_free(p);
+    sx_free(s);
+  }
+  /* One node on its way, two wanted: one more. */
+  sx *s = sx_new();
+  fx_queue(s->f, "a", 0, GP_NO_LIMIT, 1);
+  int t = sx_template(s, "h100", "H100", 8, GP_CAP_ON_DEMAND, 4.0, 3);
+  s->st[t].nodes = s->st[t].creating = 1;
+  fx_job(s->f, "gang", "a", 2, 2)->req.nodes = 2;
+  gp_plan *p = sx_step(s, 100);
+  REQUIRE(p->n_creates == 1);
+  CHECK_EQ_INT(1, p->creates[0].count);
+  CHECK_EQ_INT(GP_SCALE_WAITING, note_of(s, p, "gang")->state);
+  gp_plan_free(p);
+  /* Four nodes of a template that may have three: never that template. */
+  CHECK(!gp_scale_could_hold(&s->t[t], &(gp_request){.tasks = 4, .gpus_per_task = 1, .nodes = 4}));
+  CHECK(gp_scale_could_hold(&s->t[t], &(gp_request){.tasks = 4, .gpus_per_task = 1, .nodes = 3}));
+  sx_free(s);
+}
+
 GP_TESTS(a_gang_gets_the_fewest_nodes_of_the_first_template,
          nodes_on_their_way_are_used_before_asking_again, a_gang_half_registered_is_not_asked_for_again,
          backoff_max_nodes_and_cost_pass_a_template_over, spot_follows_the_job_and_its_queue,
          a_job_only_a_template_holds_waits_instead_of_ending,
-         only_empty_idle_nodes_are_scaled_down_within_the_budget, a_bad_configuration_is_refused)
+         only_empty_idle_nodes_are_scaled_down_within_the_budget, a_bad_configuration_is_refused,
+         a_gang_with_an_exact_node_count_gets_that_many_nodes)
