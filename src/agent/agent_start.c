@@ -6,6 +6,7 @@
  * "started" event. A start that cannot be honoured ends as "exited" with reason
  * start_failed and a sentence saying why. */
 #include "agent/agent_int.h"
+#include "agent/envv.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -31,44 +32,7 @@ extern char **environ;
 
 /* ---- the job's environment ---- */
 
-typedef struct envv {
-  char **items;
-  size_t n, cap;
-} envv;
-
-static void env_set(envv *e, const char *key, const char *value) {
-  size_t kl = strlen(key);
-  size_t need = kl + 1 + strlen(value) + 1;
-  char *item = gp_xmalloc(need);
-  snprintf(item, need, "%s=%s", key, value);
-  for (size_t i = 0; i < e->n; i++)
-    if (strncmp(e->items[i], key, kl) == 0 && e->items[i][kl] == '=') {
-      free(e->items[i]);
-      e->items[i] = item;
-      return;
-    }
-  gp_xgrow((void **)&e->items, &e->cap, e->n + 2, sizeof *e->items);
-  e->items[e->n++] = item;
-  e->items[e->n] = NULL;
-}
-
-static void env_set_cb(void *e, const char *key, const char *value) { env_set(e, key, value); }
-
-/* Puts dir first in the job's PATH. */
-static void path_prepend(envv *e, const char *dir) {
-  const char *path = NULL;
-  for (size_t i = 0; i < e->n && !path; i++)
-    if (strncmp(e->items[i], "PATH=", 5) == 0) path = e->items[i] + 5;
-  char *joined = gp_xmalloc(strlen(dir) + (path ? strlen(path) : 0) + 32);
-  sprintf(joined, "%s:%s", dir, path && *path ? path : "/usr/local/bin:/usr/bin:/bin");
-  env_set(e, "PATH", joined);
-  free(joined);
-}
-
-static void env_free(envv *e) {
-  for (size_t i = 0; i < e->n; i++) free(e->items[i]);
-  free(e->items);
-}
+static void env_set_cb(void *e, const char *key, const char *value) { gp__agent_env_set(e, key, value); }
 
 void gp__agent_bash_env_init(gp_agent *a) {
   const char *path_dirs[2] = {a->sim_bin, a->slurm_bin}; /* as jobs' PATH has them */
@@ -244,21 +208,15 @@ static bool is_dir(const char *p) {
 
 /* ---- rendezvous: where the job's tasks are, for torchrun, MPI and the like ---- */
 
-static void env_int(envv *e, const char *key, long long v) {
-  char buf[32];
-  snprintf(buf, sizeof buf, "%lld", v);
-  env_set(e, key, buf);
-}
-
 /* torchrun's and most launchers' names, set before the job's own variables (a job may pick
  * its own port), and gpool's, set after them (a job cannot change what gpool tells it). */
-static void rendezvous_env(const start_req *r, const gp__agent_layout *l, envv *e, bool gpool_names,
+static void rendezvous_env(const start_req *r, const gp__agent_layout *l, gp__agent_envv *e, bool gpool_names,
                            const gp__agent_job *j) {
   const char *p = gpool_names ? "GPOOL_" : "";
   char key[64];
-#define RV_INT(name, v) (snprintf(key, sizeof key, "%s%s", p, name), env_int(e, key, v))
+#define RV_INT(name, v) (snprintf(key, sizeof key, "%s%s", p, name), gp__agent_env_int(e, key, v))
   snprintf(key, sizeof key, "%sMASTER_ADDR", p);
-  env_set(e, key, l->master);
+  gp__agent_env_set(e, key, l->master);
   if (r->o->master_port > 0) RV_INT("MASTER_PORT", r->o->master_port);
   /* A batch step is no rank: as in Slurm, srun's tasks get these, and a launcher in the
    * script (torchrun) sets its own, while a stray WORLD_SIZE would make a single process
@@ -271,16 +229,16 @@ static void rendezvous_env(const start_req *r, const gp__agent_layout *l, envv *
   RV_INT("NODE_RANK", l->node_rank);
 #undef RV_INT
   if (!gpool_names) return;
-  env_int(e, "GPOOL_NNODES", l->nodes);
+  gp__agent_env_int(e, "GPOOL_NNODES", l->nodes);
   char path[800];
   gp__agent_job_path(j, "hostfile", path, sizeof path);
-  env_set(e, "GPOOL_HOSTFILE", path);
+  gp__agent_env_set(e, "GPOOL_HOSTFILE", path);
   gp__agent_job_path(j, "hostfile.mpich", path, sizeof path);
-  env_set(e, "GPOOL_HOSTFILE_MPICH", path);
+  gp__agent_env_set(e, "GPOOL_HOSTFILE_MPICH", path);
 }
 
 static void build_env(gp_agent *a, const start_req *r, const creds *c, const gp__agent_share_plan *sp,
-                      const char *workdir, const gp__agent_job *j, envv *e) {
+                      const char *workdir, const gp__agent_job *j, gp__agent_envv *e) {
   const char *ckpt_key = j->checkpoint_key;
   char self[GP_PROTO_NODE_MAX], ompi[800], mpich[800];
   gp__agent_url_host(a->url, a->cfg.name, self, sizeof self);
@@ -298,19 +256,19 @@ static void build_env(gp_agent *a, const start_req *r, const creds *c, const gp_
       if (!eq) continue;
       char name[512];
       snprintf(name, sizeof name, "%.*s", (int)(eq - *p), *p);
-      env_set(e, name, eq + 1);
+      gp__agent_env_set(e, name, eq + 1);
     }
   } else {
-    env_set(e, "PATH", "/usr/local/bin:/usr/bin:/bin");
+    gp__agent_env_set(e, "PATH", "/usr/local/bin:/usr/bin:/bin");
     const char *lang = getenv("LANG");
-    if (lang) env_set(e, "LANG", lang);
+    if (lang) gp__agent_env_set(e, "LANG", lang);
   }
-  if (c->home[0]) env_set(e, "HOME", c->home);
+  if (c->home[0]) gp__agent_env_set(e, "HOME", c->home);
   if (c->name[0]) {
-    env_set(e, "USER", c->name);
-    env_set(e, "LOGNAME", c->name);
+    gp__agent_env_set(e, "USER", c->name);
+    gp__agent_env_set(e, "LOGNAME", c->name);
   }
-  if (c->shell[0]) env_set(e, "SHELL", c->shell);
+  if (c->shell[0]) gp__agent_env_set(e, "SHELL", c->shell);
   rendezvous_env(r, &l, e, false, j);
   /* Slurm's names too, before the job's own -e values (which win, as for MASTER_PORT). */
   bool whole = !r->mig_uuid && r->gpu_milli == 1000 && r->gpu_mem_mib == 0; /* not a share or MIG */
@@ -321,18 +279,18 @@ static void build_env(gp_agent *a, const start_req *r, const creds *c, const gp_
                              .n_job_gpus = whole ? r->n_step_gpus : 0,
                              .job_gpus_all = r->batch_step && r->o->n_node_gpus > 0};
   gp__agent_slurm_vars(r->o, &st, env_set_cb, e);
-  for (int i = 0; i < r->o->n_env; i++) env_set(e, r->o->env_keys[i], r->o->env_values[i]);
-  env_set(e, "PWD", workdir);
+  for (int i = 0; i < r->o->n_env; i++) gp__agent_env_set(e, r->o->env_keys[i], r->o->env_values[i]);
+  gp__agent_env_set(e, "PWD", workdir);
   /* A simulated node: its nvidia-smi (sim_bin.c) comes first, ahead of any real one; and
    * gpool's scontrol (slurm_env.c) before a Slurm install's, which knows nothing of gpool. */
-  if (a->sim_bin[0]) path_prepend(e, a->sim_bin);
-  if (a->slurm_bin[0]) path_prepend(e, a->slurm_bin);
+  if (a->sim_bin[0]) gp__agent_env_path_prepend(e, a->sim_bin);
+  if (a->slurm_bin[0]) gp__agent_env_path_prepend(e, a->slurm_bin);
   if (a->bash_env[0]) { /* a login shell's /etc/profile sets PATH anew: this puts them back */
     const char *own = NULL;
     for (size_t i = 0; i < e->n && !own; i++)
       if (strncmp(e->items[i], "BASH_ENV=", 9) == 0) own = e->items[i] + 9;
-    if (own && *own && strcmp(own, a->bash_env) != 0) env_set(e, "GPOOL_BASH_ENV", own);
-    env_set(e, "BASH_ENV", a->bash_env);
+    if (own && *own && strcmp(own, a->bash_env) != 0) gp__agent_env_set(e, "GPOOL_BASH_ENV", own);
+    gp__agent_env_set(e, "BASH_ENV", a->bash_env);
   }
   /* gpool's own variables come last: the job cannot override what it was given. */
   char buf[4096];
@@ -346,21 +304,21 @@ static void build_env(gp_agent *a, const start_req *r, const creds *c, const gp_
       len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%s", i ? "," : "",
                               a->gpus[r->step_gpus[i]].uuid);
   }
-  env_set(e, "CUDA_VISIBLE_DEVICES", buf); /* "" for a CPU-only job: it sees no GPU */
-  env_set(e, "NVIDIA_VISIBLE_DEVICES", buf[0] ? buf : "none");
+  gp__agent_env_set(e, "CUDA_VISIBLE_DEVICES", buf); /* "" for a CPU-only job: it sees no GPU */
+  gp__agent_env_set(e, "NVIDIA_VISIBLE_DEVICES", buf[0] ? buf : "none");
   len = 0;
   buf[0] = '\0';
   for (int i = 0; i < r->n_step_gpus && len < sizeof buf - 16; i++)
     len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%d", i ? "," : "", r->step_gpus[i]);
-  env_set(e, "GPOOL_GPUS", buf);
-  env_set(e, "GPOOL_JOB_ID", r->id);
-  env_set(e, "GPOOL_JOB_NAME", r->name ? r->name : "");
-  env_set(e, "GPOOL_QUEUE", r->queue ? r->queue : "");
-  env_set(e, "GPOOL_USER", r->user ? r->user : c->name);
+  gp__agent_env_set(e, "GPOOL_GPUS", buf);
+  gp__agent_env_set(e, "GPOOL_JOB_ID", r->id);
+  gp__agent_env_set(e, "GPOOL_JOB_NAME", r->name ? r->name : "");
+  gp__agent_env_set(e, "GPOOL_QUEUE", r->queue ? r->queue : "");
+  gp__agent_env_set(e, "GPOOL_USER", r->user ? r->user : c->name);
   snprintf(buf, sizeof buf, "%lld", (long long)r->task_index);
-  env_set(e, "GPOOL_TASK_INDEX", buf);
+  gp__agent_env_set(e, "GPOOL_TASK_INDEX", buf);
   snprintf(buf, sizeof buf, "%lld", (long long)r->tasks);
-  env_set(e, "GPOOL_TASKS", buf);
+  gp__agent_env_set(e, "GPOOL_TASKS", buf);
   len = 0;
   buf[0] = '\0';
   for (int i = 0; i < r->o->n_hosts; i++) {
@@ -368,35 +326,35 @@ static void build_env(gp_agent *a, const start_req *r, const creds *c, const gp_
     if (len + strlen(s) + 2 < sizeof buf)
       len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%s", len ? "," : "", s);
   }
-  env_set(e, "GPOOL_NODELIST", len ? buf : a->cfg.name);
-  env_set(e, "GPOOL_NODE", a->cfg.name);
+  gp__agent_env_set(e, "GPOOL_NODELIST", len ? buf : a->cfg.name);
+  gp__agent_env_set(e, "GPOOL_NODE", a->cfg.name);
   rendezvous_env(r, &l, e, true, j);
-  env_set(e, "GPOOL_CHECKPOINT_SIGNAL", gp_signal_name(r->signal));
+  gp__agent_env_set(e, "GPOOL_CHECKPOINT_SIGNAL", gp_signal_name(r->signal));
   snprintf(buf, sizeof buf, "%d", r->o->restarts); /* requeues so far, as Slurm counts them */
-  env_set(e, "GPOOL_RESTART_COUNT", buf);
-  env_set(e, "SLURM_RESTART_COUNT", buf);
+  gp__agent_env_set(e, "GPOOL_RESTART_COUNT", buf);
+  gp__agent_env_set(e, "SLURM_RESTART_COUNT", buf);
   /* With the server's agent_listen as --server, jobs' gpool commands need the API's. */
-  env_set(e, "GPOOL_SERVER", a->cfg.job_server[0] ? a->cfg.job_server : a->cfg.server);
+  gp__agent_env_set(e, "GPOOL_SERVER", a->cfg.job_server[0] ? a->cfg.job_server : a->cfg.server);
   /* srun's credential for this run's steps (steps: docs/slurm.md); never logged. */
-  if (r->o->job_key[0]) env_set(e, "GPOOL_JOB_KEY", r->o->job_key);
-  if (a->cfg.tls.peer_ca[0]) env_set(e, "GPOOL_CA", a->cfg.tls.peer_ca); /* gpool and curl in jobs */
-  env_set(e, "GPOOL_ENFORCEMENT", sp->enforcement);
+  if (r->o->job_key[0]) gp__agent_env_set(e, "GPOOL_JOB_KEY", r->o->job_key);
+  if (a->cfg.tls.peer_ca[0]) gp__agent_env_set(e, "GPOOL_CA", a->cfg.tls.peer_ca); /* gpool and curl in jobs */
+  gp__agent_env_set(e, "GPOOL_ENFORCEMENT", sp->enforcement);
   if (ckpt_key && ckpt_key[0]) {
     /* The job reports a checkpoint with: curl -fsS -X POST "$GPOOL_CHECKPOINT_URL" */
     char url[512];
     snprintf(url, sizeof url, "%s/checkpoint/%s?task=%lld&key=%s", a->url, r->id,
              (long long)r->task_index, ckpt_key);
-    env_set(e, "GPOOL_CHECKPOINT_URL", url);
+    gp__agent_env_set(e, "GPOOL_CHECKPOINT_URL", url);
   }
   if (sp->mps_mem_limit[0]) {
-    env_set(e, "CUDA_MPS_PIPE_DIRECTORY", sp->mps_pipe_dir);
-    env_set(e, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", sp->mps_mem_limit);
+    gp__agent_env_set(e, "CUDA_MPS_PIPE_DIRECTORY", sp->mps_pipe_dir);
+    gp__agent_env_set(e, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", sp->mps_mem_limit);
     snprintf(buf, sizeof buf, "%d", sp->mps_thread_pct);
-    env_set(e, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", buf);
+    gp__agent_env_set(e, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", buf);
   }
   if (sp->limit_mib > 0) {
     snprintf(buf, sizeof buf, "%lld", (long long)sp->limit_mib);
-    env_set(e, "GPOOL_GPU_MEM_LIMIT_MIB", buf);
+    gp__agent_env_set(e, "GPOOL_GPU_MEM_LIMIT_MIB", buf);
   }
 }
 
@@ -527,7 +485,7 @@ static bool launch(gp_agent *a, const char *order_id, const start_req *r, const 
                    const gp__agent_share_plan *sp, gp__agent_job *j, const char *procs,
                    gp_launch_result *res) {
   const char *workdir = job_workdir(r, c, j);
-  envv env = {0};
+  gp__agent_envv env = {0};
   build_env(a, r, c, sp, workdir, j, &env);
   char out_path[800], err_path[800];
   gp__agent_job_path(j, "stdout", out_path, sizeof out_path);
@@ -562,7 +520,7 @@ static bool launch(gp_agent *a, const char *order_id, const start_req *r, const 
   if (!rc) gp__agent_steps_save_env(j, env.items, env.n); /* what srun's steps start from */
   if (!rc) rc = gp_launch(&spec, res, &err);
   gp_agent_container_argv_free(ct_argv);
-  env_free(&env);
+  gp__agent_env_free(&env);
   if (rc == 0) return true;
   if (res->shim_pid > 0) {
     int st;

@@ -8,6 +8,7 @@
  * outlives its job task; an agent restarted kills the step tasks of its past life (it does
  * not adopt them) and the server ends them as lost. */
 #include "agent/agent_int.h"
+#include "agent/envv.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -45,50 +46,7 @@ void gp__agent_steps_save_env(const gp__agent_job *j, char *const *items, size_t
   if (!ok || rename(tmp, path) != 0) unlink(tmp);
 }
 
-typedef struct envv {
-  char **items;
-  size_t n, cap;
-} envv;
-
-static void env_set(envv *e, const char *key, const char *value) {
-  size_t kl = strlen(key), need = kl + strlen(value) + 2;
-  char *item = gp_xmalloc(need);
-  snprintf(item, need, "%s=%s", key, value);
-  for (size_t i = 0; i < e->n; i++)
-    if (strncmp(e->items[i], key, kl) == 0 && e->items[i][kl] == '=') {
-      free(e->items[i]);
-      e->items[i] = item;
-      return;
-    }
-  gp_xgrow((void **)&e->items, &e->cap, e->n + 2, sizeof *e->items);
-  e->items[e->n++] = item;
-  e->items[e->n] = NULL;
-}
-
-static const char *env_get(const envv *e, const char *key) {
-  size_t kl = strlen(key);
-  for (size_t i = 0; i < e->n; i++)
-    if (strncmp(e->items[i], key, kl) == 0 && e->items[i][kl] == '=') return e->items[i] + kl + 1;
-  return NULL;
-}
-
-static void unsetenv_item(envv *e, const char *key) {
-  size_t kl = strlen(key);
-  for (size_t i = 0; i < e->n; i++)
-    if (strncmp(e->items[i], key, kl) == 0 && e->items[i][kl] == '=') {
-      free(e->items[i]);
-      e->items[i] = e->items[--e->n];
-      e->items[e->n] = NULL;
-      return;
-    }
-}
-
-static void env_free(envv *e) {
-  for (size_t i = 0; i < e->n; i++) free(e->items[i]);
-  free(e->items);
-}
-
-static int env_load(const gp__agent_job *j, envv *e) {
+static int env_load(const gp__agent_job *j, gp__agent_envv *e) {
   char path[800];
   gp__agent_job_path(j, "env", path, sizeof path);
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
@@ -105,7 +63,7 @@ static int env_load(const gp__agent_job *j, envv *e) {
     if (eq && eq > item) {
       char key[512];
       snprintf(key, sizeof key, "%.*s", (int)(eq - item) < 511 ? (int)(eq - item) : 511, item);
-      env_set(e, key, eq + 1);
+      gp__agent_env_set(e, key, eq + 1);
     }
     i += il + 1;
   }
@@ -114,7 +72,7 @@ static int env_load(const gp__agent_job *j, envv *e) {
 }
 
 typedef struct env_cb {
-  envv *e;
+  gp__agent_envv *e;
   const char *const *only; /* NULL-ended names to take, NULL: all */
 } env_cb;
 
@@ -122,20 +80,14 @@ static void take_var(void *ctx, const char *key, const char *value) {
   env_cb *c = ctx;
   for (int i = 0; c->only && c->only[i]; i++)
     if (strcmp(c->only[i], key) == 0) {
-      env_set(c->e, key, value);
+      gp__agent_env_set(c->e, key, value);
       return;
     }
 }
 
-static void env_int(envv *e, const char *key, long long v) {
-  char buf[32];
-  snprintf(buf, sizeof buf, "%lld", v);
-  env_set(e, key, buf);
-}
-
 /* SLURM_JOB_GPUS in a step: every whole GPU of the job on this node, from its tasks here
  * (all run while a step does); unset when one of them holds a share or a MIG instance. */
-static void job_gpus_here(const gp_agent *a, const char *job, envv *e) {
+static void job_gpus_here(const gp_agent *a, const char *job, gp__agent_envv *e) {
   bool held[GP_GPU_MAX_DEVICES] = {0};
   int list[GP_GPU_MAX_DEVICES], n = 0;
   for (size_t i = 0; i < a->n_jobs; i++) {
@@ -149,13 +101,13 @@ static void job_gpus_here(const gp_agent *a, const char *job, envv *e) {
     if (held[g]) list[n++] = g;
   char buf[GP_GPU_MAX_DEVICES * 12 + 1];
   gp__agent_slurm_gpu_list(list, n, buf, sizeof buf);
-  if (buf[0]) env_set(e, "SLURM_JOB_GPUS", buf);
+  if (buf[0]) gp__agent_env_set(e, "SLURM_JOB_GPUS", buf);
 }
 
 /* The step's environment: the job task's, its rendezvous names for the step's layout, srun's
  * caller environment (a MASTER_PORT the script chose wins, as on Slurm, which sets none),
  * then the step's SLURM_* and GPOOL_* (not to be overridden), and the GPUs it sees. */
-static void step_env(gp_agent *a, const gp_proto_step *o, const gp__agent_job *jt, envv *e) {
+static void step_env(gp_agent *a, const gp_proto_step *o, const gp__agent_job *jt, gp__agent_envv *e) {
   gp_proto_start st = {0}; /* the step as a gang, for rendezvous.c and slurm_env.c */
   snprintf(st.id, sizeof st.id, "%s", o->job);
   st.tasks = o->tasks;
@@ -172,9 +124,9 @@ static void step_env(gp_agent *a, const gp_proto_step *o, const gp__agent_job *j
   for (int pass = 0; pass < 2; pass++) {
     const char *p = pass ? "GPOOL_" : "";
     char key[64];
-#define RV(name, v) (snprintf(key, sizeof key, "%s%s", p, name), env_int(e, key, v))
+#define RV(name, v) (snprintf(key, sizeof key, "%s%s", p, name), gp__agent_env_int(e, key, v))
     snprintf(key, sizeof key, "%sMASTER_ADDR", p);
-    env_set(e, key, l.master);
+    gp__agent_env_set(e, key, l.master);
     RV("MASTER_PORT", o->master_port);
     RV("WORLD_SIZE", l.tasks);
     RV("RANK", l.rank);
@@ -191,47 +143,47 @@ static void step_env(gp_agent *a, const gp_proto_step *o, const gp__agent_job *j
             strcmp(k, "NVIDIA_VISIBLE_DEVICES") == 0 || strcmp(k, "SLURM_JOB_GPUS") == 0 ||
             strcmp(k, "SLURM_CPUS_ON_NODE") == 0)
           continue;
-        env_set(e, k, o->env_values[i]);
+        gp__agent_env_set(e, k, o->env_values[i]);
       }
   }
   /* Slurm's per-step names, from the same code as a job task's, then their STEP_ twins. */
   static const char *const step_names[] = {"SLURM_NTASKS", "SLURM_NPROCS", "SLURM_PROCID", "SLURM_NNODES",
                                            "SLURM_NODEID", "SLURM_LOCALID", "SLURM_NODELIST",
                                            "SLURM_TASKS_PER_NODE", NULL};
-  envv sv = {0};
+  gp__agent_envv sv = {0};
   env_cb cb = {&sv, step_names};
   gp__agent_slurm_task t = {.node = a->cfg.name, .user = jt->user};
   gp__agent_slurm_vars(&st, &t, take_var, &cb);
   for (size_t i = 0; i < sv.n; i++) {
     char *eq = strchr(sv.items[i], '=');
     *eq = '\0';
-    env_set(e, sv.items[i], eq + 1);
+    gp__agent_env_set(e, sv.items[i], eq + 1);
     *eq = '=';
   }
-  env_set(e, "SLURMD_NODENAME", a->cfg.name); /* OpenMPI's orted reads its node's name here */
-  env_int(e, "SLURM_STEP_ID", o->step);
-  env_int(e, "SLURM_STEPID", o->step);
-  env_int(e, "SLURM_STEP_NUM_TASKS", o->tasks);
-  const char *v = env_get(&sv, "SLURM_NNODES");
-  if (v) env_set(e, "SLURM_STEP_NUM_NODES", v);
-  if ((v = env_get(&sv, "SLURM_NODELIST"))) env_set(e, "SLURM_STEP_NODELIST", v);
-  if ((v = env_get(&sv, "SLURM_TASKS_PER_NODE"))) env_set(e, "SLURM_STEP_TASKS_PER_NODE", v);
-  env_free(&sv);
+  gp__agent_env_set(e, "SLURMD_NODENAME", a->cfg.name); /* OpenMPI's orted reads its node's name here */
+  gp__agent_env_int(e, "SLURM_STEP_ID", o->step);
+  gp__agent_env_int(e, "SLURM_STEPID", o->step);
+  gp__agent_env_int(e, "SLURM_STEP_NUM_TASKS", o->tasks);
+  const char *v = gp__agent_env_get(&sv, "SLURM_NNODES");
+  if (v) gp__agent_env_set(e, "SLURM_STEP_NUM_NODES", v);
+  if ((v = gp__agent_env_get(&sv, "SLURM_NODELIST"))) gp__agent_env_set(e, "SLURM_STEP_NODELIST", v);
+  if ((v = gp__agent_env_get(&sv, "SLURM_TASKS_PER_NODE"))) gp__agent_env_set(e, "SLURM_STEP_TASKS_PER_NODE", v);
+  gp__agent_env_free(&sv);
   /* The caller's PATH names its own node's shims: this node's come first. */
   const char *dirs[2] = {a->sim_bin, a->slurm_bin};
   for (int i = 0; i < 2; i++) {
-    const char *path = env_get(e, "PATH");
+    const char *path = gp__agent_env_get(e, "PATH");
     if (!dirs[i][0] || (path && strncmp(path, dirs[i], strlen(dirs[i])) == 0 && path[strlen(dirs[i])] == ':'))
       continue;
     size_t need = strlen(dirs[i]) + (path ? strlen(path) : 0) + 2;
     char *joined = gp_xmalloc(need);
     snprintf(joined, need, "%s%s%s", dirs[i], path ? ":" : "", path ? path : "");
-    env_set(e, "PATH", joined);
+    gp__agent_env_set(e, "PATH", joined);
     free(joined);
   }
   job_gpus_here(a, o->job, e);
-  env_int(e, "GPOOL_STEP_ID", o->step);
-  env_int(e, "GPOOL_NNODES", l.nodes);
+  gp__agent_env_int(e, "GPOOL_STEP_ID", o->step);
+  gp__agent_env_int(e, "GPOOL_NNODES", l.nodes);
   /* The GPUs the order names: its job task's own, or all of the job's on the node (a MIG
    * instance is its task's, as the task's environment names it). */
   if (!(o->own_gpus && jt->mig_uuid[0])) {
@@ -242,12 +194,12 @@ static void step_env(gp_agent *a, const gp_proto_step *o, const gp__agent_job *j
       len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%s", i ? "," : "", a->gpus[o->gpus[i]].uuid);
       il += (size_t)snprintf(idx + il, sizeof idx - il, "%s%d", i ? "," : "", o->gpus[i]);
     }
-    env_set(e, "CUDA_VISIBLE_DEVICES", buf);
-    env_set(e, "NVIDIA_VISIBLE_DEVICES", buf[0] ? buf : "none");
-    env_set(e, "GPOOL_GPUS", idx);
-    if (o->n_gpus > 0) env_set(e, "SLURM_STEP_GPUS", idx); /* Slurm's: the GPU indexes */
-    if (o->n_gpus > 0) env_int(e, "SLURM_GPUS_ON_NODE", o->n_gpus);
-    if (o->n_gpus == 0) unsetenv_item(e, "SLURM_GPUS_ON_NODE");
+    gp__agent_env_set(e, "CUDA_VISIBLE_DEVICES", buf);
+    gp__agent_env_set(e, "NVIDIA_VISIBLE_DEVICES", buf[0] ? buf : "none");
+    gp__agent_env_set(e, "GPOOL_GPUS", idx);
+    if (o->n_gpus > 0) gp__agent_env_set(e, "SLURM_STEP_GPUS", idx); /* Slurm's: the GPU indexes */
+    if (o->n_gpus > 0) gp__agent_env_int(e, "SLURM_GPUS_ON_NODE", o->n_gpus);
+    if (o->n_gpus == 0) gp__agent_env_unset(e, "SLURM_GPUS_ON_NODE");
   }
 }
 
@@ -338,14 +290,14 @@ void gp__agent_step_run(gp_agent *a, const char *order_id, const gp_proto_step *
     fail(a, s, msg);
     return;
   }
-  envv env = {0};
+  gp__agent_envv env = {0};
   if (env_load(jt, &env) != 0) {
-    env_free(&env);
+    gp__agent_env_free(&env);
     fail(a, s, "the job task's environment was not kept (started by an older agent)");
     return;
   }
   step_env(a, o, jt, &env);
-  const char *wd = env_get(&env, "PWD");
+  const char *wd = gp__agent_env_get(&env, "PWD");
   char out_path[800], err_path[800], procs[800] = "";
   snprintf(out_path, sizeof out_path, "%s/stdout", s->dir);
   snprintf(err_path, sizeof err_path, "%s/stderr", s->dir);
@@ -366,7 +318,7 @@ void gp__agent_step_run(gp_agent *a, const char *order_id, const gp_proto_step *
   gp_launch_result res = {0};
   gp_err err = {0};
   int rc = gp_launch(&spec, &res, &err);
-  env_free(&env);
+  gp__agent_env_free(&env);
   s->pid = res.pid;
   s->shim_pid = res.shim_pid;
   s->start_ticks = res.start_ticks;

@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* A process environment being built (envv.h): one definition for the job's tasks and for
+ * srun's step tasks, so both replace, look up and order variables alike. */
+#include "agent/envv.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/mem.h"
+
+static ptrdiff_t find(const gp__agent_envv *e, const char *key) {
+  size_t kl = strlen(key);
+  for (size_t i = 0; i < e->n; i++)
+    if (strncmp(e->items[i], key, kl) == 0 && e->items[i][kl] == '=') return (ptrdiff_t)i;
+  return -1;
+}
+
+void gp__agent_env_set(gp__agent_envv *e, const char *key, const char *value) {
+  size_t need = strlen(key) + 1 + strlen(value) + 1;
+  char *item = gp_xmalloc(need);
+  snprintf(item, need, "%s=%s", key, value);
+  ptrdiff_t at = find(e, key);
+  if (at >= 0) {
+    free(e->items[at]);
+    e->items[at] = item;
+    return;
+  }
+  gp_xgrow((void **)&e->items, &e->cap, e->n + 2, sizeof *e->items);
+  e->items[e->n++] = item;
+  e->items[e->n] = NULL;
+}
+
+void gp__agent_env_int(gp__agent_envv *e, const char *key, long long v) {
+  char buf[32];
+  snprintf(buf, sizeof buf, "%lld", v);
+  gp__agent_env_set(e, key, buf);
+}
+
+const char *gp__agent_env_get(const gp__agent_envv *e, const char *key) {
+  ptrdiff_t at = find(e, key);
+  return at >= 0 ? e->items[at] + strlen(key) + 1 : NULL;
+}
+
+void gp__agent_env_unset(gp__agent_envv *e, const char *key) {
+  ptrdiff_t at = find(e, key);
+  if (at < 0) return;
+  free(e->items[at]);
+  e->items[at] = e->items[--e->n];
+  e->items[e->n] = NULL;
+}
+
+void gp__agent_env_path_prepend(gp__agent_envv *e, const char *dir) {
+  const char *path = gp__agent_env_get(e, "PATH");
+  size_t need = strlen(dir) + (path ? strlen(path) : 0) + 32;
+  char *joined = gp_xmalloc(need);
+  snprintf(joined, need, "%s:%s", dir, path && *path ? path : "/usr/local/bin:/usr/bin:/bin");
+  gp__agent_env_set(e, "PATH", joined);
+  free(joined);
+}
+
+void gp__agent_env_free(gp__agent_envv *e) {
+  for (size_t i = 0; i < e->n; i++) free(e->items[i]);
+  free(e->items);
+}
