@@ -96,7 +96,10 @@ expect_eq 0 "$(metric 'gpool_notify_failed_total{channel="mail"}')" "no mail fai
 # TIME_LIMIT_50 at 2 s, TIME_LIMIT at the end (state timeout, also bob's webhook's fail).
 wait_for 30 "job $tl to time out" job_is "$tl" timeout
 tl_mails() { grep -c '^RCPT bob+tl@example.org$' "$E2E_DIR/mails.txt"; }
-wait_for 40 "two mails to bob+tl@example.org" test "$(tl_mails)" -ge 2
+# Bob's messages go out one at a time (one in flight per user), behind his webhooks and the
+# other job's mails; on a loaded 2-core machine both mails have been seen to arrive, but
+# after more than 40 s (not explained yet: docs/testing.md, "Open timing question"), hence the longer bound.
+wait_for 90 "two mails to bob+tl@example.org" test "$(tl_mails)" -ge 2
 mail_text=$(cat "$E2E_DIR/mails.txt")
 expect_contains "$mail_text" "Subject: gpool job $tl (limited) of bob in queue default reached 50% of its time limit (00:00:04)" \
   "the TIME_LIMIT_50 mail"
