@@ -4,6 +4,7 @@ PORTFILE once it listens:
   webhook OUT PORTFILE  an HTTP server: each POST's path and JSON body, one line in OUT
   smtp OUT PORTFILE     an SMTP server (Debian's python3-aiosmtpd): each mail in OUT
   dead PORTFILE         accepts connections and never answers (a dead endpoint)"""
+import datetime
 import json
 import os
 import socket
@@ -11,6 +12,11 @@ import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+def log(what):
+    """One timestamped line on stdout (the test's *.log, printed when it fails)."""
+    print(datetime.datetime.now().isoformat(timespec="milliseconds"), what, flush=True)
 
 
 def publish(portfile, port):
@@ -30,6 +36,8 @@ def webhook(out, portfile):
                    "body": json.loads(body)}
             with lock, open(out, "a") as f:
                 f.write(json.dumps(rec) + "\n")
+            log("POST %s %s job %s" % (self.path, rec["body"].get("event"),
+                                      rec["body"].get("job", {}).get("id")))
             self.send_response(200)
             self.send_header("Content-Length", "0")
             self.end_headers()
@@ -47,6 +55,7 @@ def smtp(out, portfile):
 
     class Handler:
         async def handle_DATA(self, server, session, envelope):
+            log("mail to %s" % ",".join(envelope.rcpt_tos))
             with open(out, "a") as f:
                 f.write("RCPT %s\n%s\n.\n" % (",".join(envelope.rcpt_tos),
                                               envelope.content.decode("utf-8", "replace")))
@@ -56,7 +65,9 @@ def smtp(out, portfile):
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
     s.close()
-    c = Controller(Handler(), hostname="127.0.0.1", port=port)
+    # server_hostname: without it every connection's greeting looks up this machine's FQDN,
+    # which blocks the sink for the resolver's timeouts on a machine without DNS.
+    c = Controller(Handler(), hostname="127.0.0.1", port=port, server_hostname="sink.test")
     c.start()
     publish(portfile, port)
     while True:
@@ -72,6 +83,7 @@ def dead(portfile):
     held = []
     while True:
         conn, _ = s.accept()
+        log("held a connection")
         held.append(conn)  # read nothing, answer nothing, close nothing
 
 

@@ -42,6 +42,9 @@ e2e_server "notify:
   backoff_s: 1
   queue_max: 32"
 e2e_agent n1 2xH100-80GB
+# What the sender did, every 2 s, printed with the other logs if the test fails.
+e2e_spawn "$E2E_DIR/notify-metrics.log" sh -c "while :; do date +%T.%N; curl -fsS '$SERVER_URL/metrics' |
+  grep '^gpool_notify_.*[1-9]' | tr '\n' ' '; echo; sleep 2; done"
 
 # hook_count PATH EVENT JOB: the webhook records of EVENT for JOB at PATH.
 hook_count() { jq -s --arg p "$1" --arg e "$2" --arg j "$3" \
