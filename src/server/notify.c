@@ -5,9 +5,9 @@
  * endpoint can cost at most queue_max messages of memory and never a wait. A thread takes
  * the oldest due message of a user who has none in flight, delivers it outside the lock
  * within the config's deadline, and on failure puts it back due after backoff_s,
- * 2 x backoff_s, ... until `attempts` tries are spent. One message in flight per user (the
- * admins' webhooks count as one user) means a user whose endpoint hangs holds at most one
- * thread: the others keep delivering everyone else's.
+ * 2 x backoff_s, ... until `attempts` tries are spent. One message in flight per user and
+ * channel (the admins' webhooks count as one user) means a user whose endpoint hangs holds
+ * at most one thread: the others keep delivering everyone else's, and that user's mail.
  * Rate limit: a token bucket per (user, channel) of per_user_per_hour tokens, refilled
  * continuously, taken when a message is queued, so that one user's flood is cut before it
  * can push other users' messages out of the queue; the table of buckets is bounded (the
@@ -50,8 +50,9 @@ struct gp_srv_notify {
   int n_threads;
   pthread_t threads[MAX_SENDERS];
   const char *busy[MAX_SENDERS]; /* the user of each thread's message in flight (borrowed from
-                                    it), busy_set[i]: one is in flight */
+                                    it), busy_set[i]: one is in flight, on busy_ch[i] */
   bool busy_set[MAX_SENDERS];
+  gp_notify_channel busy_ch[MAX_SENDERS];
   gp_srv_notify_stats stats;
   bucket *buckets;        /* under the lock */
   int n_buckets;
@@ -101,10 +102,11 @@ static int deliver(gp_srv_notify *n, const msg *m, gp_err *err) {
                              err);
 }
 
-/* Under the lock: has `user` (NULL: the admins) a message in flight? */
-static bool in_flight(const gp_srv_notify *n, const char *user) {
+/* Under the lock: has `user` (NULL: the admins) a message in flight on `ch`? */
+static bool in_flight(const gp_srv_notify *n, const char *user, gp_notify_channel ch) {
   for (int i = 0; i < n->n_threads; i++)
-    if (n->busy_set[i] && (n->busy[i] == user || (n->busy[i] && user && !strcmp(n->busy[i], user))))
+    if (n->busy_set[i] && n->busy_ch[i] == ch &&
+        (n->busy[i] == user || (n->busy[i] && user && !strcmp(n->busy[i], user))))
       return true;
   return false;
 }
@@ -125,7 +127,7 @@ static void *sender_main(void *arg) {
     for (int i = 0; i < n->n && pick < 0; i++) {
       if (n->q[i].due_ms > now) {
         if (n->q[i].due_ms < next) next = n->q[i].due_ms;
-      } else if (!in_flight(n, n->q[i].user)) {
+      } else if (!in_flight(n, n->q[i].user, n->q[i].ch)) {
         pick = i;
       }
     }
@@ -139,6 +141,7 @@ static void *sender_main(void *arg) {
     n->n--;
     n->stats.queued = n->n;
     n->busy[self] = m.user;
+    n->busy_ch[self] = m.ch;
     n->busy_set[self] = true;
     pthread_mutex_unlock(&n->lock);
     bool first = m.tries == 0;

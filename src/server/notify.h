@@ -72,7 +72,7 @@ typedef struct gp_notify_config {
   int n_hooks;                /* the admins' webhooks: every job's events */
   const gp_notify_hook *hooks;
   int queue_max;              /* messages waiting at most; past it the oldest go (1000) */
-  int senders;                /* delivery threads; one message in flight per user (4) */
+  int senders;                /* delivery threads; one message in flight per user and channel (4) */
   int timeout_s;              /* one attempt's deadline (10) */
   int attempts;               /* tries of one message (4) */
   int backoff_s;              /* the first retry's wait, doubled each time (2) */

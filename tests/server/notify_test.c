@@ -6,6 +6,7 @@
  * full queue, and webhooks kept off internal addresses in `public` mode. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -242,7 +243,8 @@ static void the_sender_limits_each_user_and_drops_the_oldest(void) {
   gp__srv_notify_free(n);
 }
 
-/* One user's hanging endpoint holds one sender thread: another user's mail goes meanwhile. */
+/* One user's hanging endpoint holds one sender thread: another user's mail goes meanwhile,
+ * and so do the same user's messages on the other channel. */
 static void a_hanging_user_does_not_hold_up_others(void) {
   gp_notify_config c;
   gp_notify_config_init(&c);
@@ -264,6 +266,27 @@ static void a_hanging_user_does_not_hold_up_others(void) {
     usleep(10000);
   }
   CHECK_EQ_INT(1, (int)st.sent[GP_NOTIFY_MAIL]);
+  CHECK(gp_mono_ms() - t0 < 2000);
+  gp__srv_notify_free(n);
+
+  /* Nor that user's other channel: slow's webhook (to a closed port: refused at once) is
+   * tried while slow's mail is still in flight. */
+  c.webhooks = GP_NOTIFY_HOOKS_ANY;
+  c.attempts = 1;
+  n = gp__srv_notify_new(&c);
+  REQUIRE(n);
+  gp__srv_notify_send(n, GP_NOTIFY_MAIL, "slow", "slow@example.org", "s", "t");
+  usleep(200000);
+  t0 = gp_mono_ms();
+  gp__srv_notify_send(n, GP_NOTIFY_WEBHOOK, "slow", "http://127.0.0.1:1/hook", NULL, "{}");
+  memset(&st, 0, sizeof st);
+  while (gp_mono_ms() - t0 < 2500) {
+    gp__srv_notify_stats_get(n, &st);
+    if (st.failed[GP_NOTIFY_WEBHOOK] >= 1) break;
+    usleep(10000);
+  }
+  CHECK_EQ_INT(1, (int)st.failed[GP_NOTIFY_WEBHOOK]);
+  CHECK_EQ_INT(0, (int)st.sent[GP_NOTIFY_MAIL]); /* the mail still hangs */
   CHECK(gp_mono_ms() - t0 < 2000);
   gp__srv_notify_free(n);
 }
