@@ -440,14 +440,34 @@ typedef struct load_ctx {
   int n_open_jobs;
   size_t cap_open_jobs;
   gp__srv_job_batch batch; /* job rows read, not yet inserted */
+  gp__srv_event_batch events; /* timeline rows read, not yet appended */
   int threads;             /* to parse them with */
 } load_ctx;
 
+/* Appends the timeline rows read so far to their jobs, in the store's order. */
+static void load_flush_events(load_ctx *c) {
+  gp__srv_event_batch *b = &c->events;
+  if (!b->n) return;
+  gp__srv_event_batch_parse(b, c->threads);
+  for (int i = 0; i < b->n; i++) {
+    int64_t id = b->job_ids[i];
+    gp_srv_job *j = (size_t)id < c->s->cap_jobs && id > 0 ? c->s->jobs[id] : NULL;
+    if (!j || !b->events[i]) continue; /* an event of a job that is gone: harmless */
+    json_array_append_new(j->timeline, b->events[i]);
+    b->events[i] = NULL;
+  }
+  gp__srv_event_batch_reset(b);
+}
+
 /* Parses the job rows read so far and inserts them in the store's order; every other
- * kind of row flushes first, as it may refer to those jobs. */
+ * kind of row flushes first, as it may refer to those jobs (and a job row flushes the
+ * timeline rows, which belong to the jobs before it: at most one batch holds rows). */
 static int load_flush(load_ctx *c) {
   gp__srv_job_batch *b = &c->batch;
-  if (!b->n) return 0;
+  if (!b->n) {
+    load_flush_events(c);
+    return 0;
+  }
   gp__srv_job_batch_parse(b, c->threads);
   int r = 0;
   for (int i = 0; i < b->n; i++) {
@@ -475,6 +495,7 @@ static int load_flush(load_ctx *c) {
 
 static int load_job(void *ctx, const gp_store_job *row) {
   load_ctx *c = ctx;
+  load_flush_events(c);
   return gp__srv_job_batch_add(&c->batch, row->id, row->doc) ? load_flush(c) : 0;
 }
 
@@ -486,11 +507,8 @@ static int load_job(void *ctx, const gp_store_job *row) {
 
 static int load_event(void *ctx, const gp_store_event *row) {
   load_ctx *c = ctx;
-  LOAD_FLUSH(c);
-  gp_srv_job *j = (size_t)row->job_id < c->s->cap_jobs && row->job_id > 0 ? c->s->jobs[row->job_id] : NULL;
-  if (!j) return 0; /* an event of a job that is gone: harmless */
-  json_t *e = json_loads(row->doc, 0, NULL);
-  if (e) json_array_append_new(j->timeline, e);
+  if (c->batch.n) LOAD_FLUSH(c); /* the jobs first: the events append to them */
+  if (gp__srv_event_batch_add(&c->events, row->job_id, row->doc)) load_flush_events(c);
   return 0;
 }
 
@@ -667,7 +685,7 @@ int gp__srv_state_load(gp_srv_state *s, int64_t now_s, int64_t now_ms, gp_err *e
     gp_xgrow((void **)&s->queues, &s->cap_queues, (size_t)s->n_queues + 1, sizeof *s->queues);
     s->queues[s->n_queues++] = queue_from_config(&s->cfg->queues[i]);
   }
-  load_ctx c = {s, err, now_ms, NULL, 0, 0, {0}, 1};
+  load_ctx c = {s, err, now_ms, NULL, 0, 0, {0}, {0}, 1};
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   c.threads = cpus > 16 ? 16 : cpus > 1 ? (int)cpus : 1;
   /* Active jobs and the recent ended ones; of the others, only their final states. */
@@ -684,6 +702,7 @@ int gp__srv_state_load(gp_srv_state *s, int64_t now_s, int64_t now_ms, gp_err *e
   int r = gp_store_load(s->store, &cb, err);
   if (!r) r = load_flush(&c);
   gp__srv_job_batch_free(&c.batch);
+  gp__srv_event_batch_free(&c.events);
   if (!r) r = gp__srv_prices_init(s, err);
   if (r) {
     free(c.open_jobs);
