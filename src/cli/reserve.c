@@ -167,7 +167,7 @@ int gp_cmd_reserve(int argc, char **argv) {
     else if (!code && del) printf("Deleted reservation %s.\n", a.word);
     else if (!code) {
       json_t *one = json_array();
-      json_array_append(one, answer);
+      json_array_append(one, json_object_get(answer, "reservation"));
       print_list(&cli, one, answer, NULL);
       json_decref(one);
     }

@@ -329,6 +329,12 @@ static void copy_resv(gp__srv_resv *d, const gp__srv_resv *r) {
   d->created_by = r->created_by ? gp_xstrdup(r->created_by) : NULL;
 }
 
+static void reply_one(gp_srv_req *q, int status, const gp__srv_resv *r, int64_t now) {
+  json_t *o = json_object();
+  json_object_set_new(o, "reservation", gp__srv_resv_json(r, now));
+  gp__srv_reply_json(q, status, o);
+}
+
 static void list(gp_srv_state *s, gp_srv_req *q, int64_t now) {
   struct gp__srv_resvs *v = gp__srv_resvs_of(s);
   json_t *a = json_array();
@@ -371,7 +377,7 @@ static int create(gp_srv_state *s, gp_srv_req *q, int64_t now, gp_err *err) {
   gp_xgrow((void **)&v->r, &v->cap, (size_t)v->n + 1, sizeof *v->r);
   v->r[v->n++] = r;
   s->sched_dirty = true;
-  gp__srv_reply_json(q, 201, gp__srv_resv_json(&r, now));
+  reply_one(q, 201, &r, now);
   return 0;
 }
 
@@ -402,7 +408,7 @@ int gp__srv_reservations_route(gp_srv_state *s, gp_srv_req *q, const char *rest,
     return 0;
   }
   if (get) {
-    gp__srv_reply_json(q, 200, gp__srv_resv_json(r, now));
+    reply_one(q, 200, r, now);
     return 0;
   }
   int rc = 0;
@@ -410,7 +416,8 @@ int gp__srv_reservations_route(gp_srv_state *s, gp_srv_req *q, const char *rest,
     rc = gp__srv_resv_persist(s, r, true, err);
     if (rc) return rc;
     json_t *o = json_object();
-    json_object_set_new(o, "deleted", json_string(r->name));
+    json_object_set_new(o, "reservation", json_string(r->name));
+    json_object_set_new(o, "deleted", json_true());
     struct gp__srv_resvs *v = gp__srv_resvs_of(s);
     gp__srv_resv_clear(r);
     size_t at = (size_t)(r - v->r);
@@ -434,6 +441,6 @@ int gp__srv_reservations_route(gp_srv_state *s, gp_srv_req *q, const char *rest,
   gp__srv_resv_clear(r);
   *r = upd;
   s->sched_dirty = true;
-  gp__srv_reply_json(q, 200, gp__srv_resv_json(r, now));
+  reply_one(q, 200, r, now);
   return 0;
 }
