@@ -15,12 +15,12 @@
  * (the step's valid_until gets every time at which an answer turns). */
 #include "core/reservation.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/field.h"
 #include "core/preempt.h"
+#include "util/calendar.h"
 
 int gp__core_ares_check(gp__core_ctx *c) {
   const gp_view *v = c->view;
@@ -173,21 +173,18 @@ void gp__core_ares_maint(gp__core_ctx *c) {
   }
 }
 
-/* "2026-12-06 14:00:00" in UTC, from seconds since the epoch (civil-from-days: pure
- * arithmetic, no clock or time zone). */
-static void utc(char *out, size_t size, gp_time t) {
-  int64_t days = t / 86400, sec = t % 86400;
+/* "2026-12-06 14:00:00" in UTC (plan arena), from seconds since the epoch: calendar
+ * arithmetic only, no clock or time zone. */
+static const char *utc(gp_arena *a, gp_time t) {
+  int64_t days = t / GP_DAY_S, sec = t % GP_DAY_S, y;
   if (sec < 0) {
-    sec += 86400;
+    sec += GP_DAY_S;
     days--;
   }
-  int64_t z = days + 719468, era = (z >= 0 ? z : z - 146096) / 146097;
-  int64_t doe = z - era * 146097, yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-  int64_t y = yoe + era * 400, doy = doe - (365 * yoe + yoe / 4 - yoe / 100), mp = (5 * doy + 2) / 153;
-  int64_t d = doy - (153 * mp + 2) / 5 + 1, m = mp < 10 ? mp + 3 : mp - 9;
-  if (m <= 2) y++;
-  snprintf(out, size, "%04lld-%02lld-%02lld %02lld:%02lld:%02lld", (long long)y, (long long)m,
-           (long long)d, (long long)(sec / 3600), (long long)(sec / 60 % 60), (long long)(sec % 60));
+  int m, d;
+  gp_civil_from_days(days, &y, &m, &d);
+  return gp_arena_printf(a, "%04lld-%02d-%02d %02lld:%02lld:%02lld", (long long)y, m, d, (long long)(sec / 3600),
+                         (long long)(sec / 60 % 60), (long long)(sec % 60));
 }
 
 const char *gp__core_ares_reason(gp__core_ctx *c, gp__core_req *r, gp__core_fit **fits, size_t *fits_cap) {
@@ -201,9 +198,7 @@ const char *gp__core_ares_reason(gp__core_ctx *c, gp__core_req *r, gp__core_fit 
     int k = gp__core_ares_fence(c, r->job, r->end, (*fits)[t].node);
     if (k < 0) continue;
     const gp_reservation *rv = &c->view->reservations[c->ares->idx[k]];
-    char from[32], to[32];
-    utc(from, sizeof from, rv->start);
-    utc(to, sizeof to, rv->end);
+    const char *from = utc(c->arena, rv->start), *to = utc(c->arena, rv->end);
     bool same_day = strncmp(from, to, 10) == 0;
     return gp_arena_printf(
         c->arena, "Node %s is reserved by %s%s from %s to %s UTC; %s.", c->view->nodes[(*fits)[t].node].name,
