@@ -173,9 +173,39 @@ static void a_bad_reservation_is_refused_naming_its_field(void) {
   fx_free(f);
 }
 
+/* The memo's steps decide as full steps do, before, at and after a window, with a job of
+ * each side of each shape (membership is part of what the memo keeps per request). */
+static void memo_steps_agree_with_full_steps_across_the_window(void) {
+  gp_reservation rv;
+  gp_time now = 1000000, start = now + 3600;
+  fx *f = reserved_cluster(&rv, start, false);
+  job_of(f, "b1", "org/b", "bob", 4, 600, 10);
+  job_of(f, "a1", "org/a", "alice", 4, 600, 11);
+  job_of(f, "b2", "org/b", "bob", 4, 7200, 12);
+  job_of(f, "a2", "org/a", "alice", 4, 7200, 13);
+  uint64_t revs[FX_MAX];
+  for (int j = 0; j < f->view.n_jobs; j++) revs[j] = (uint64_t)j + 1;
+  f->view.job_revs = revs;
+  f->view.rev = 7;
+  gp_sched_memo *m = gp_sched_memo_new();
+  gp_time times[] = {now, start - 601, start - 599, start, start + 1, start + 7200};
+  for (size_t i = 0; i < sizeof times / sizeof *times; i++) {
+    gp_plan *full = fx_step(f, times[i]), *memo = NULL;
+    REQUIRE(full);
+    CHECK(gp_sched_step_memo(m, &f->pol, &f->view, times[i], 0, &memo, &f->err) == 0);
+    REQUIRE(memo);
+    CHECK(gp_plan_equal(full, memo));
+    gp_plan_free(full);
+    gp_plan_free(memo);
+  }
+  gp_sched_memo_free(m);
+  fx_free(f);
+}
+
 GP_TESTS(a_reservation_in_an_hour_keeps_a_two_hour_job_off_while_a_short_one_backfills,
          its_users_jobs_start_in_it_at_its_start_and_others_do_not,
          a_queue_reservation_admits_its_sub_queues,
          backfill_plans_a_blocked_job_around_the_reservation,
          a_maintenance_window_stops_the_jobs_on_its_node_when_it_begins,
-         a_bad_reservation_is_refused_naming_its_field)
+         a_bad_reservation_is_refused_naming_its_field,
+         memo_steps_agree_with_full_steps_across_the_window)
