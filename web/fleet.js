@@ -52,3 +52,17 @@ export function describe(g) {
   if (g.reason) parts.push(`reason: ${g.reason}`);
   return parts.join(', ');
 }
+
+// An advance reservation in force shows as the state (maint, resv, as `gpool nodes`); one
+// to come follows the reason.
+export function nodeState(n) {
+  const r = n.reservation;
+  return r && r.active && n.state === 'up' ? (r.maint ? 'maint' : 'resv') : n.state;
+}
+
+export function resvText(n) {
+  const r = n.reservation;
+  if (!r) return '';
+  const at = (t) => new Date(t * 1000).toLocaleString();
+  return `${r.maint ? 'maintenance' : 'reserved'} ${r.name} ${at(r.start)} – ${at(r.end)}`;
+}

@@ -5,7 +5,7 @@
 // GPU is described in a live region, as hovering describes it in a tooltip.
 import {api} from './api.js';
 import {h, clear, table, labelList} from './dom.js';
-import {flatten, counts, describe, KINDS} from './fleet.js';
+import {flatten, counts, describe, KINDS, nodeState, resvText} from './fleet.js';
 import {draw, hit} from './heatmap.js';
 
 function legend() {
@@ -27,10 +27,11 @@ function nodeRows(nodes, gpus) {
   }
   return nodes.map((n) => {
     const c = byNode.get(n.name) || {};
-    return [h('a', {href: `#/nodes/${encodeURIComponent(n.name)}`}, n.name), n.state, n.model || '', String(n.gpus),
-      ...KINDS.map(([k]) => String(c[k] || 0)), labelList(n.labels), n.reason || ''];
+    return [h('a', {href: `#/nodes/${encodeURIComponent(n.name)}`}, n.name), nodeState(n), n.model || '', String(n.gpus),
+      ...KINDS.map(([k]) => String(c[k] || 0)), labelList(n.labels), [n.reason || '', resvText(n)].filter(Boolean).join('; ')];
   });
 }
+
 
 export async function render(main) {
   performance.mark('gpus-start');

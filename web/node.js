@@ -3,7 +3,7 @@
 // the jobs on it, read job by job from the ids its GPUs list.
 import {api, ApiError} from './api.js';
 import {h, clear, fmtTime, fmtNum, facts, note, table, stateBadge, labelList} from './dom.js';
-import {classify, describe} from './fleet.js';
+import {classify, describe, nodeState, resvText} from './fleet.js';
 
 export async function render(main, params) {
   const name = params.name;
@@ -22,7 +22,8 @@ export async function render(main, params) {
     const jobs = (await Promise.all(ids.map((id) => api(`/v1/jobs/${encodeURIComponent(id)}`).then((r) => r.job, () => null)))).filter(Boolean);
     clear(box).append(
       h('h1', {}, `Node ${n.name}`),
-      facts([['State', stateBadge(n.state)], ['Reason', n.reason || '—'], ['Model', n.model || '—'],
+      facts([['State', stateBadge(nodeState(n))], ['Reason', n.reason || '—'], ['Reservation', resvText(n) || 'none'],
+        ['Model', n.model || '—'],
         ['GPUs', String(n.gpus)], ['CPUs', fmtNum(n.cpus)], ['Memory', `${fmtNum(n.mem_mib)} MiB`],
         ['Capacity', n.capacity || '—'], ['Labels', labelList(n.labels, {id: 'node-labels'})],
         ['Conditions', (n.conditions || []).join(', ') || 'none'],

@@ -28,6 +28,7 @@
   X(resume, "resume", "return a drained or cordoned node (or GPU) to service")           \
   X(queues, "queues", "show the queue tree with quotas and usage")                       \
   X(shares, "shares", "fair share over time: decayed usage and factor per queue and user") \
+  X(reserve, "reserve", "advance reservations and maintenance windows (admins)")       \
   X(prices, "prices", "show the price catalogue; set FILE or reset it (admins)")         \
   X(notify, "notify", "your job notifications: mail address, webhook, events")           \
   X(top, "top", "live view of the fleet")                                                \

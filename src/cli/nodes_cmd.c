@@ -191,7 +191,22 @@ static int nodes_table(gp_cli *cli, json_t *nodes, json_t *answer, void *arg) {
       if (json_is_string(cond) && len + 2 < sizeof reason)
         snprintf(reason + len, sizeof reason - len, "%s%s", len ? ", " : "", json_string_value(cond));
     }
-    const char *row[] = {str(n, "name"), str(n, "state"), gpus, free_s, str(n, "model"), cpus, mem, hb, reason};
+    /* An advance reservation in force shows as the state (Slurm's sinfo: maint, resv), and
+     * one to come follows the reason. */
+    const char *state = str(n, "state");
+    json_t *rv = json_object_get(n, "reservation");
+    if (json_is_object(rv)) {
+      bool active = json_is_true(json_object_get(rv, "active")), maint = json_is_true(json_object_get(rv, "maint"));
+      if (active && !strcmp(state, "up")) state = maint ? "maint" : "resv";
+      size_t len = strlen(reason);
+      if (len + 2 < sizeof reason) {
+        char w[64];
+        gp_cli_fmt_duration(active ? num(rv, "end") - now : num(rv, "start") - now, w, sizeof w);
+        snprintf(reason + len, sizeof reason - len, "%s%s %s %s %s", len ? ", " : "",
+                 maint ? "maintenance" : "reserved", str(rv, "name"), active ? "ends in" : "in", w);
+      }
+    }
+    const char *row[] = {str(n, "name"), state, gpus, free_s, str(n, "model"), cpus, mem, hb, reason};
     gp_table_add(t, row);
   }
   if (!verbose) gp_table_print(t, stdout);

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "core/backfill.h"
+#include "core/reservation.h"
 #include "core/spot.h"
 
 /* When the running job of record ru ends, as this step sees it (now at the earliest).
@@ -365,10 +366,13 @@ static int slot_times(gp__core_ctx *c, const gp__core_req *r, int node, gp_time 
   int64_t cpu = c->nodes[node].cpu_free, mem = c->nodes[node].mem_free;
   int n = 0;
   gp_time t = c->now;
+  /* An advance reservation that keeps the job off the node: no slot there before it ends
+   * (later than need be for a job that would end before it begins: never earlier). */
+  gp_time fenced = gp__core_ares_free_from(c, r->job, node);
   for (int k = 0;; k++) {
     while (n < max_slots && (!whole_node || k >= nv) && gp__core_popc(avail) >= (n + 1) * r->gpus &&
            cpu >= (n + 1) * r->cpu && mem >= (n + 1) * r->mem) {
-      times[n] = t;
+      times[n] = t < fenced ? fenced : t;
       masks[n] = avail;
       n++;
     }

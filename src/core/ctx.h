@@ -79,6 +79,7 @@ typedef struct gp__core_ctx {
   struct gp__core_backfill *backfill; /* backfill.h: reservations */
   struct gp__core_assembly *assembly; /* sched.c: what assembling the plan keeps */
   struct gp__core_ulim *ulim;         /* user_limits.c: per-user tallies, made on first use */
+  struct gp__core_ares *ares;         /* reservation.c: advance reservations in force, or NULL */
 } gp__core_ctx;
 
 /* A check of this step that depends on now answers otherwise from time t on (t > now): the

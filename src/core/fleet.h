@@ -59,6 +59,8 @@ typedef struct gp__core_req {
   int slots[16];        /* pool slots in order of preference (0 = general fleet) */
   gp_time end;          /* now + limit, GP__NEVER without a limit (for reservations) */
   bool honor_resv;      /* keep off GPUs that a reservation needs before `end` */
+  bool ignore_ares;     /* pass over advance reservations (reservation.c: naming the one
+                           that keeps a job waiting) */
   bool ready;           /* filled in (gp__core_req_init); else only `job` is set */
   uint64_t image;       /* the job's image hash (gp_request.image); 0: none */
   int fit_kind;         /* GP__FIT_*: what a whole-GPU task may take (gang.c narrows it) */

@@ -312,6 +312,25 @@ typedef struct gp_usage {
                               gp_user_limit.max_gpu_hours is checked against; >= 0 */
 } gp_usage;
 
+/* An advance reservation (docs/scheduling.md, "Advance reservations"): whole nodes fenced
+ * over [start, end). Jobs inside it (of `queue` or one of its sub-queues, or of one of
+ * `users`) may use its nodes at any time and are the only ones that may during the window;
+ * a job outside it starts on them only if it ends (now + its time limit) by `start`, so a
+ * job without a time limit never does while the reservation lies ahead. A maintenance
+ * window (`maint`) also stops, at its start, the jobs outside it that still run there
+ * (plan preemptions of kind GP_PREEMPT_MAINT). One that has ended (end <= now) is ignored. */
+#define GP_MAX_VIEW_RESERVATIONS 64
+typedef struct gp_reservation {
+  const char *name;
+  gp_time start, end;          /* start < end */
+  int n_nodes;
+  const int *nodes;            /* indexes into gp_view.nodes */
+  const char *queue;           /* NULL: none */
+  int n_users;
+  const char *const *users;
+  bool maint;
+} gp_reservation;
+
 /* ---- The view ---- */
 
 typedef struct gp_view {
@@ -337,6 +356,9 @@ typedef struct gp_view {
    * what `rev` covers: a caller that changes it changes rev. */
   int n_usage;
   const gp_usage *usage;
+  /* Advance reservations, at most GP_MAX_VIEW_RESERVATIONS; part of what `rev` covers. */
+  int n_reservations;
+  const gp_reservation *reservations;
 } gp_view;
 
 /* Fills *p with the defaults a user would expect: bin-pack, gpool sharing, fair-share

@@ -11,6 +11,7 @@
 
 #include "core/guarantee.h"
 #include "core/place.h"
+#include "core/reservation.h"
 #include "core/spot.h"
 
 void gp__core_req_init(gp__core_ctx *c, int j, gp__core_req *r) {
@@ -168,6 +169,7 @@ bool gp__core_node_static_ok_any_excl(const gp__core_ctx *c, const gp__core_req 
   if (!slot_ok(r, s->pool)) return false;
   if (req->n_node_selector && !gp__core_node_has_labels(n, req->n_node_selector, req->node_selector))
     return false;
+  if (c->ares && !r->ignore_ares && gp__core_ares_fence(c, r->job, r->end, node) >= 0) return false;
   return true;
 }
 

@@ -109,6 +109,7 @@ static const char *const end_names[] = {
 static const char *const preempt_names[] = {
     [GP_PREEMPT_PRIORITY] = "priority",
     [GP_PREEMPT_RECLAIM] = "reclaim",
+    [GP_PREEMPT_MAINT] = "maintenance",
 };
 
 static const char *const scale_state_names[] = {

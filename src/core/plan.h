@@ -35,6 +35,7 @@ typedef enum gp_end_reason {
 typedef enum gp_preempt_kind {
   GP_PREEMPT_PRIORITY = 0, /* a higher-priority job of the same queue */
   GP_PREEMPT_RECLAIM,      /* a queue below its fair share takes back lent GPUs */
+  GP_PREEMPT_MAINT,        /* a maintenance window starts on its node (for_job -1) */
 } gp_preempt_kind;
 
 typedef struct gp_plan_start {

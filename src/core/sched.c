@@ -23,6 +23,7 @@
 #include "core/guarantee.h"
 #include "core/memo.h"
 #include "core/order.h"
+#include "core/reservation.h"
 #include "core/spot.h"
 #include "core/user_limits.h"
 
@@ -33,6 +34,7 @@ typedef struct gp__core_assembly {
 
 /* Each stage ends its use of its state, the highest first. */
 static void ctx_done(gp__core_ctx *c) {
+  gp__core_ares_done(c);
   gp__core_user_limits_done(c);
   gp__core_backfill_done(c);
   gp__core_preempt_done(c);
@@ -67,7 +69,8 @@ static bool waits_for_stopping(gp__core_ctx *c, gp__core_req *r) {
   if (shape >= 0 && gp__core_shape_flag(c, shape, 1)) return false;
   gp__core_req_need(c, r);
   if (gp__core_fits_after_stopping(c, r)) return true;
-  if (shape >= 0) gp__core_shape_set_flag(c, shape, 1, gp__core_spot_tried(r));
+  /* (An advance reservation's fence depends on the job's end: a failure is not the shape's.) */
+  if (shape >= 0 && !gp__core_ares_any(c)) gp__core_shape_set_flag(c, shape, 1, gp__core_spot_tried(r));
   return false;
 }
 
@@ -89,7 +92,7 @@ static const char *resources_message(gp__core_ctx *c, gp__core_req *r, gp__core_
   int why = gp__core_spot_why(c, r->job);
   if (!why) return no_room(c, r->job);
   gp__core_req_need(c, r);
-  int shape = c->backfill->n_resv == 0 ? c->jobs[r->job].shape : -1;
+  int shape = c->backfill->n_resv == 0 && !gp__core_ares_any(c) ? c->jobs[r->job].shape : -1;
   int fit = shape >= 0 ? gp__core_shape_spot_fit(c, shape) : -1;
   if (fit < 0) {
     gp__core_req wide = *r;
@@ -139,7 +142,7 @@ static bool try_job(gp__core_ctx *c, gp__core_order *o, int j, gp__core_fit **fi
       return false;
     }
     gp__core_keys_fail(c, j, gp__core_spot_tried(&r));
-    if (c->backfill->n_resv == 0) /* no fence: fails for all ends */
+    if (c->backfill->n_resv == 0 && !gp__core_ares_any(c)) /* no fence: fails for all ends */
       gp__core_shape_set_flag(c, ji->shape, 0, gp__core_spot_tried(&r));
   }
   if (c->backfill->n_resv > 0 && !gp__core_shape_flag(c, ji->shape, 0)) {
@@ -157,7 +160,7 @@ static bool try_job(gp__core_ctx *c, gp__core_order *o, int j, gp__core_fit **fi
       return false;
     }
     gp__core_req_need(c, &r);
-    gp__core_shape_set_flag(c, ji->shape, 0, gp__core_spot_tried(&r));
+    if (!gp__core_ares_any(c)) gp__core_shape_set_flag(c, ji->shape, 0, gp__core_spot_tried(&r));
   }
   if (waits_for_stopping(c, &r)) {
     gp__core_job_wait(c, j, GP_PEND_WAITING_FOR_PREEMPTION, GP__MSG_WAIT_PREEMPT);
@@ -171,8 +174,11 @@ static bool try_job(gp__core_ctx *c, gp__core_order *o, int j, gp__core_fit **fi
     gp__core_job_wait(c, j, GP_PEND_RESOURCES, GP__MSG_MIG_REPARTITION);
     return true;
   }
-  gp__core_job_wait(c, j, GP_PEND_RESOURCES, resources_message(c, &r, fits, fits_cap));
+  const char *fenced = gp__core_ares_reason(c, &r, fits, fits_cap);
+  if (fenced) gp__core_job_wait(c, j, GP_PEND_RESERVATION, fenced);
+  else gp__core_job_wait(c, j, GP_PEND_RESOURCES, resources_message(c, &r, fits, fits_cap));
   if (c->pol->backfill) gp__core_reserve(c, &r);
+  if (fenced) gp__core_job_mut(c, j)->msg = fenced; /* (the advance reservation says more) */
   return true;
 }
 
@@ -199,7 +205,7 @@ static gp_plan_pending settle_unconsidered(gp__core_ctx *c, int j, bool head_blo
     }
   }
   /* A job of a shape that fits on spot, where its queue keeps it from (resources_message). */
-  int why = c->backfill->n_resv == 0 ? gp__core_spot_why(c, j) : GP__SPOT_WHY_NONE;
+  int why = c->backfill->n_resv == 0 && !gp__core_ares_any(c) ? gp__core_spot_why(c, j) : GP__SPOT_WHY_NONE;
   if (why) {
     gp__core_job_keyed(c, j);
     if (ji->shape >= 0 && gp__core_shape_spot_fit(c, ji->shape) == 1)
@@ -445,6 +451,7 @@ int gp_sched_step_memo(gp_sched_memo *memo, const gp_policy *policy, const gp_vi
     return rc;
   }
   gp__core_memo_view_checked(&c);
+  gp__core_ares_setup(&c); /* (before classification: request shapes read membership) */
   c.arena = gp_arena_new();
   /* Filled by classification (a memo lends its own: gp__core_memo_begin). */
   if (!c.jobs) c.jobs = gp_xmalloc(((size_t)view->n_jobs + 1) * sizeof *c.jobs);
@@ -458,9 +465,11 @@ int gp_sched_step_memo(gp_sched_memo *memo, const gp_policy *policy, const gp_vi
   gp__core_nodes_index(&c);
   gp__core_qtree_fair_share(&c.tree, c.fleet->capacity);
   gp__core_preempt_setup(&c);
+  gp__core_ares_maint(&c);
   gp__core_shared_setup(&c);
   bool head_blocked = run(&c);
   *ret_plan = assemble(&c, head_blocked, c.decisions_only);
+  if (c.ares && c.ares->valid < c.valid_until) c.valid_until = c.ares->valid;
   (*ret_plan)->valid_until = plan_valid_until(&c, *ret_plan);
   ctx_done(&c);
   return 0;

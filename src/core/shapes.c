@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Request shapes: jobs whose requests are equal in everything placement looks at (kind,
  * tasks, GPUs, fraction, memory, CPU, host memory, GPU models, node selector, spot, MIG
- * profile, the pools their queue may use and their queue's spot settings, spot.c) share a
+ * profile, the pools their queue may use and their queue's spot settings, spot.c, and the
+ * advance reservations they are inside, reservation.c) share a
  * dense shape id. A queue's spot cap depends on what that queue holds, so jobs of queues
  * with a cap share shapes only within the queue that sets it. The queue's spot settings
  * are no part of a class: a failure on every class of nodes fails each shape of the class
@@ -25,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/reservation.h"
 #include "core/spot.h"
 
 static uint32_t mix(uint32_t h, uint64_t v) {
@@ -62,6 +64,7 @@ static uint32_t sig_hash(gp__core_ctx *c, int j, bool numbers) {
                  (uint64_t)(uint32_t)pool_key(c, j) << 16);
   h = mix(h, (uint64_t)r->min_gpu_mem_mib);
   h = mix(h, (uint64_t)(uint32_t)per_node(r) | (uint64_t)(uint32_t)r->nodes << 32);
+  h = mix(h, gp__core_ares_inside(c, j)); /* advance reservations it may use (reservation.c) */
   if (numbers) {
     h = mix(h, gp__core_spot_key(c, j));
     h = mix(h, (uint64_t)(uint32_t)r->tasks | (uint64_t)(uint32_t)r->gpus_per_task << 32);
@@ -88,7 +91,7 @@ static bool sig_equal(const gp__core_ctx *c, int a, int b, bool numbers) {
       x->allow_spot != y->allow_spot || x->exclusive != y->exclusive || pool_key(c, a) != pool_key(c, b) ||
       (numbers && gp__core_spot_key(c, a) != gp__core_spot_key(c, b)) ||
       x->n_gpu_models != y->n_gpu_models || x->n_node_selector != y->n_node_selector ||
-      !str_eq(x->mig_profile, y->mig_profile))
+      !str_eq(x->mig_profile, y->mig_profile) || gp__core_ares_inside(c, a) != gp__core_ares_inside(c, b))
     return false;
   if (x->gpu_models != y->gpu_models)
     for (int i = 0; i < x->n_gpu_models; i++)
@@ -162,7 +165,7 @@ static bool at_least(const numbers *a, const numbers *b) {
  * field-by-field comparison with the shape's representative. A miss takes the full path,
  * which alone assigns shape ids: the cache changes no id. */
 typedef struct rawkey {
-  uint64_t v[8];
+  uint64_t v[9];        /* v[8]: the advance reservations it is inside (reservation.c) */
   const void *p[3];
 } rawkey;
 
@@ -286,6 +289,7 @@ static void raw_key(const gp__core_ctx *c, int j, rawkey *k) {
   k->v[5] = (uint64_t)r->cpu_milli;
   k->v[6] = (uint64_t)r->mem_mib;
   k->v[7] = (uint64_t)(uint32_t)r->n_node_selector | (uint64_t)gp__core_spot_key(c, j) << 32;
+  k->v[8] = gp__core_ares_inside(c, j);
   k->p[0] = r->gpu_models;
   k->p[1] = r->node_selector;
   k->p[2] = r->mig_profile;
@@ -295,7 +299,7 @@ static void raw_key(const gp__core_ctx *c, int j, rawkey *k) {
  * the high bits. */
 static uint64_t raw_hash(const rawkey *k) {
   uint64_t h = (k->v[0] ^ k->v[4]) * 0x9e3779b97f4a7c15ull + (k->v[1] ^ k->v[5]) * 0xc2b2ae3d27d4eb4full +
-               (k->v[2] ^ k->v[6]) * 0x165667b19e3779f9ull + (k->v[3] ^ k->v[7]) * 0xd6e8feb86659fd93ull +
+               (k->v[2] ^ k->v[6]) * 0x165667b19e3779f9ull + (k->v[3] ^ k->v[7] ^ k->v[8]) * 0xd6e8feb86659fd93ull +
                ((uint64_t)(uintptr_t)k->p[0] ^ (uint64_t)(uintptr_t)k->p[1] * 3 ^
                 (uint64_t)(uintptr_t)k->p[2] * 5) * 0xff51afd7ed558ccdull;
   return (h ^ h >> 31) * 0x9e3779b97f4a7c15ull;
@@ -305,7 +309,7 @@ static unsigned raw_slot(const rawkey *k) { return (unsigned)(raw_hash(k) >> (64
 
 static bool raw_equal(const rawkey *a, const rawkey *b) {
   uint64_t d = 0; /* no branch per word: most lookups hit, and a hit compares them all */
-  for (int i = 0; i < 8; i++) d |= a->v[i] ^ b->v[i];
+  for (int i = 0; i < 9; i++) d |= a->v[i] ^ b->v[i];
   for (int i = 0; i < 3; i++) d |= (uint64_t)((uintptr_t)a->p[i] ^ (uintptr_t)b->p[i]);
   return d == 0;
 }

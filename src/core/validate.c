@@ -9,6 +9,7 @@
 
 #include "core/field.h"
 #include "core/validate.h"
+#include "core/reservation.h"
 #include "core/usage.h"
 #include "core/user_limits.h"
 
@@ -165,6 +166,7 @@ int gp__core_validate(gp__core_ctx *c) {
   else if ((rc = gp__core_qtree_build(&c->tree, v->queues, v->n_queues, c->err))) return rc;
   if (!c->view_known && (rc = check_pools(c))) return rc;
   if ((rc = gp__core_usage_apply(c))) return rc;
+  if ((rc = gp__core_ares_check(c))) return rc;
   if (!c->view_known && (rc = gp__core_user_limits_check_view(c))) return rc;
   return 0;
 }

@@ -14,6 +14,7 @@
 #include "server/autoscale.h"
 #include "server/events.h"
 #include "server/fairshare.h"
+#include "server/reservations.h"
 #include "server/jobmetrics.h"
 #include "server/notify_job.h"
 #include "server/image_pull.h"
@@ -611,6 +612,9 @@ int gp__srv_api_handle(gp_srv_state *s, gp_srv_req *r, int64_t now_s, int64_t no
   }
   if (strcmp(p, "/v1/prices") == 0) return gp__srv_prices_route(s, r, err);
   if (strcmp(p, "/v1/shares") == 0) return gp__srv_shares_route(s, r, now_s);
+  if (strcmp(p, "/v1/reservations") == 0) return gp__srv_reservations_route(s, r, "", now_s, err);
+  if (strncmp(p, "/v1/reservations/", 17) == 0)
+    return gp__srv_reservations_route(s, r, p + 17, now_s, err);
   if (strcmp(p, "/v1/notify") == 0) return gp__srv_notify_route(s, r, err);
   if (strncmp(p, "/v1/images/", 11) == 0) return gp__srv_images_route(s, r, p + 10, now_s, err);
   if (strncmp(p, "/v1/registries", 14) == 0 && (!p[14] || p[14] == '/'))

@@ -5,7 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "server/reservations.h"
 #include "server/state.h"
 #include "util/mem.h"
 #include "util/units.h"
@@ -288,6 +290,20 @@ static json_t *node_json(const gp_srv_state *s, const gp_srv_node *n, bool for_s
     json_object_set_new(o, "state", json_string(gp_node_state_name(effective_state(n))));
   }
   json_object_set_new(o, "reason", n->reason ? json_string(n->reason) : json_null());
+  if (!for_store && s) { /* the advance reservation holding it now, else the next (reservations.c) */
+    int64_t now = time(NULL);
+    const gp__srv_resv *rv = gp__srv_resv_of_node(s, n->name, now);
+    json_t *ro = json_null();
+    if (rv) {
+      ro = json_object();
+      json_object_set_new(ro, "name", json_string(rv->name));
+      json_object_set_new(ro, "start", json_integer(rv->start));
+      json_object_set_new(ro, "end", json_integer(rv->end));
+      json_object_set_new(ro, "maint", json_boolean(rv->maint));
+      json_object_set_new(ro, "active", json_boolean(rv->start <= now));
+    }
+    json_object_set_new(o, "reservation", ro);
+  }
   if (!for_store)
     json_object_set_new(o, "conditions", n->conditions ? json_incref(n->conditions) : json_array());
   if (!for_store && n->images) json_object_set(o, "images", n->images);

@@ -14,6 +14,7 @@
 #include "protocol/order.h"
 #include "server/autoscale.h"
 #include "server/fairshare.h"
+#include "server/reservations.h"
 #include "server/state.h"
 #include "server/steps.h"
 #include "util/mem.h"
@@ -243,6 +244,8 @@ int gp__srv_schedule(gp_srv_state *s, int64_t now, gp_err *err) {
   if (r) return r;
   const gp_view *v = gp__srv_view_sync(s);
   gp__srv_fairshare_view(s, now); /* usage in the view (its rev changes with it) */
+  r = gp__srv_resv_view(s, now, err); /* advance reservations, the same way */
+  if (r) return r;
   s->view.view.templates = gp__srv_autoscale_templates(s->autoscale, &s->view.view.n_templates);
   if (step_needless(s, v, now)) {
     s->sched_dirty = false;

@@ -11,6 +11,7 @@
 
 #include "core/sched.h"
 #include "server/fairshare.h"
+#include "server/reservations.h"
 #include "server/image_pull.h"
 #include "server/registry.h"
 #include "server/heartbeats.h"
@@ -69,6 +70,7 @@ void gp__srv_state_free(gp_srv_state *s) {
   gp_prices_free(s->prices);
   gp__srv_usage_sums_free(s);
   gp__srv_fairshare_free(s);
+  gp__srv_resv_free(s);
   gp__srv_ended_free(&s->ended);
   gp__srv_budgets_free(s->budgets);
   free(s);
@@ -649,6 +651,8 @@ static int load_setting(void *ctx, const char *name, const char *doc) {
   } else if (strncmp(name, GP_SRV_SETTING_REGISTRY, strlen(GP_SRV_SETTING_REGISTRY)) == 0 ||
              strncmp(name, GP_SRV_SETTING_REGISTRY_POOL, strlen(GP_SRV_SETTING_REGISTRY_POOL)) == 0) {
     gp__srv_registry_loaded(c->s, name, doc);
+  } else if (strncmp(name, GP_SRV_SETTING_RESERVATION, strlen(GP_SRV_SETTING_RESERVATION)) == 0) {
+    gp__srv_resv_loaded(c->s, name + strlen(GP_SRV_SETTING_RESERVATION), doc);
   } else if (strcmp(name, GP_SRV_SETTING_HEARTBEATS) == 0) {
     gp__srv_heartbeats_loaded(c->s, doc);
   }

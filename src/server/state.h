@@ -240,6 +240,7 @@ typedef struct gp_srv_state {
   int n_usage_sums;
   size_t cap_usage_sums;
   struct gp__srv_fairshare *fairshare; /* decayed usage (fairshare.c), NULL until used */
+  struct gp__srv_resvs *resvs; /* advance reservations (reservations.c), NULL until used */
   gp_srv_ended ended;
   /* Prices and budgets (prices.c, budget.c). */
   struct gp_prices *prices;   /* the catalogue in force (one reference), NULL: none */
