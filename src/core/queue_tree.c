@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Queue tree construction and fair share by water-filling (see queue_tree.h). The tree is
- * small (tens to thousands of queues), so the water-filling uses a simple iterative loop per
- * parent: each round either hands out everything left or saturates at least one child. */
+/* Queue tree construction and fair share by water-filling, the over-quota part weighted
+ * by weight and past usage (see queue_tree.h). The tree is small (tens to thousands of
+ * queues), so the water-filling uses a simple iterative loop per parent: each round either
+ * hands out everything left or saturates at least one child. */
 #include "core/queue_tree.h"
 
 #include <math.h>
@@ -218,15 +219,41 @@ static double cap_of(const gp__core_queue *q) {
   return c < 0 ? 0 : c;
 }
 
-/* A child's weight in a water-filling round: its own while some child of positive weight
- * has room, else 1 for the children of weight 0. */
+/* A child's weight in a water-filling round: its over-quota weight while some child of
+ * positive weight has room, else 1 for the children of weight 0. */
 static double wf(const gp__core_queue *q, bool any_pos) {
-  return any_pos ? q->weight : (q->weight > 0 ? 0 : 1);
+  return any_pos ? q->over_weight : (q->weight > 0 ? 0 : 1);
+}
+
+double gp__core_over_factor(double usage_fraction, double share_fraction) {
+  if (!(usage_fraction > 0)) return 1;
+  double x = usage_fraction / share_fraction;
+  return exp2(-(x < GP__CORE_OVER_FLOOR_EXP ? x : GP__CORE_OVER_FLOOR_EXP));
+}
+
+/* Over-quota weights of the children chained from `first`: weight x factor, the factor
+ * from each child's part of its siblings' decayed usage against its weight's part of
+ * their weights (the same fractions `gpool shares` shows). Past usage thus sizes what a
+ * queue borrows, not only when it borrows; a fixed point is usage in proportion to weight
+ * (a queue that used less gets more until it has caught up). Weight 0 stays 0. */
+static void over_weights(gp__core_qtree *t, int first) {
+  double u = 0, w = 0;
+  for (int c = first; c >= 0; c = t->q[c].next_sibling) {
+    if (t->q[c].usage > 0) u += t->q[c].usage;
+    w += t->q[c].weight;
+  }
+  for (int c = first; c >= 0; c = t->q[c].next_sibling) {
+    gp__core_queue *q = &t->q[c];
+    q->over_weight = q->weight;
+    if (q->weight > 0 && u > 0 && q->usage > 0)
+      q->over_weight = q->weight * gp__core_over_factor(q->usage / u, q->weight / w);
+  }
 }
 
 /* Divides `share` among the children chained from `first` (see the header). */
 static void distribute(gp__core_qtree *t, int first, double share) {
   if (first < 0) return;
+  over_weights(t, first);
   double sum = 0;
   for (int c = first; c >= 0; c = t->q[c].next_sibling) {
     gp__core_queue *q = &t->q[c];
@@ -240,12 +267,12 @@ static void distribute(gp__core_qtree *t, int first, double share) {
     for (int c = first; c >= 0; c = t->q[c].next_sibling) t->q[c].fair_share *= scale;
     left = 0;
   }
-  /* Water-filling of what is left by weight. Each round: the active children (demand not
-   * met) would each get left * w / W; if that saturates nobody, hand it out and stop;
-   * otherwise give everyone the amount that saturates the tightest child, and drop it.
-   * Children of weight 0 take part only once no child of positive weight has room: then
-   * they share what is left equally (weight 1 each), so a weight-0 queue gets what nobody
-   * else wants and never divides by 0. */
+  /* Water-filling of what is left by over-quota weight w (over_weights). Each round: the
+   * active children (demand not met) would each get left * w / W; if that saturates
+   * nobody, hand it out and stop; otherwise give everyone the amount that saturates the
+   * tightest child, and drop it. Children of weight 0 take part only once no child of
+   * positive weight has room: then they share what is left equally (weight 1 each), so a
+   * weight-0 queue gets what nobody else wants and never divides by 0. */
   while (left > EPS) {
     bool any_pos = false;
     for (int c = first; c >= 0 && !any_pos; c = t->q[c].next_sibling)

@@ -29,6 +29,8 @@ typedef struct gp__core_queue {
   double fair_share;    /* GPUs, output of gp__core_qtree_fair_share() */
   double allocated;     /* GPUs, maintained by the caller on the leaf and every ancestor */
   double usage;         /* decayed past usage, GPU-equivalents (usage.c); 0: none */
+  double over_weight;   /* weight x fair-share factor: what the over-quota split uses,
+                           set by gp__core_qtree_fair_share() */
 } gp__core_queue;
 
 typedef struct gp__core_qtree {
@@ -62,9 +64,20 @@ bool gp__core_qtree_is_ancestor(const gp__core_qtree *t, int anc, int q);
 
 /* Water-filling, top-down, from `capacity` GPUs at the root: each child of a parent first
  * gets min(demand, deserved, limit), scaled down proportionally when those exceed what the
- * parent has; what remains goes to children whose demand is not met, in proportion to
- * weight (children of weight 0 share only what none of positive weight wants, equally), never past a child's limit or demand. Leaf demands must be set; inner demands are
- * recomputed as the sum of their children's. Fills fair_share on every node. */
+ * parent has (past usage never reduces this part); what remains goes to children whose
+ * demand is not met, in proportion to their over-quota weight: weight x 2^-(effective
+ * usage / share) among siblings (gp__core_over_factor; 1 without usage), so a queue that
+ * used more than its share borrows less (children of weight 0 share only what none of
+ * positive weight wants, equally), never past a child's limit or demand. Leaf demands and
+ * usage must be set; inner demands are recomputed as the sum of their children's. Fills
+ * fair_share and over_weight on every node. */
 void gp__core_qtree_fair_share(gp__core_qtree *t, double capacity);
+
+/* Slurm's fair-share factor 2^-(usage_fraction / share_fraction) (what `gpool shares`
+ * shows), floored at 2^-GP__CORE_OVER_FLOOR_EXP so that a queue of positive weight keeps a
+ * positive over-quota weight whatever its usage: 1 for no usage. Both fractions are of the
+ * siblings' totals; share_fraction > 0. */
+#define GP__CORE_OVER_FLOOR_EXP 20
+double gp__core_over_factor(double usage_fraction, double share_fraction);
 
 #endif

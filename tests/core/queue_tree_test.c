@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The queue tree and its fair share: the arithmetic with awkward numbers, worked by hand
- * in the comments, and the queue definitions that are refused. */
+/* The queue tree and its fair share: the arithmetic with awkward numbers (past usage's
+ * weighing of the over-quota split too), worked by hand in the comments, and the queue
+ * definitions that are refused. */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "core/queue_tree.h"
@@ -210,8 +212,56 @@ static void awkward_thirds_add_up_to_the_capacity(void) {
   gp__core_qtree_done(&t);
 }
 
+static void usage_weighs_the_over_quota_split_at_each_level(void) {
+  /* 12 GPUs, nothing deserved, every queue wants 12. Top level: x (usage 3 = 1 + 2 of its
+   * children) and y (usage 1): x's part 0.75 of the usage, 0.5 of the weights: factor
+   * 2^-1.5; y's 2^-0.5. x gets 12 * 2^-1.5 / (2^-1.5 + 2^-0.5) = 12 / 3 = 4, y 8. Inside x,
+   * a (usage 1, weight 1) and b (usage 2, weight 3): a's factor 2^-((1/3) / (1/4)),
+   * b's 2^-((2/3) / (3/4)). */
+  gp_queue qs[] = {{.name = "x/a", .limit_gpus = GP_NO_LIMIT, .weight = 1},
+                   {.name = "x/b", .limit_gpus = GP_NO_LIMIT, .weight = 3},
+                   {.name = "y", .limit_gpus = GP_NO_LIMIT, .weight = 1}};
+  gp__core_qtree t;
+  REQUIRE(gp__core_qtree_build(&t, qs, 3, NULL) == 0);
+  const char *leaf[] = {"x/a", "x/b", "y"};
+  double use[] = {1, 2, 1};
+  for (int i = 0; i < 3; i++) {
+    set_demand(&t, leaf[i], 12);
+    t.q[q_of(&t, leaf[i])].usage = use[i];
+  }
+  t.q[q_of(&t, "x")].usage = 3; /* (usage.c sums it so) */
+  gp__core_qtree_fair_share(&t, 12);
+  CHECK_NEAR(4, fs(&t, "x"), 1e-9);
+  CHECK_NEAR(8, fs(&t, "y"), 1e-9);
+  double wa = exp2(-4.0 / 3), wb = 3 * exp2(-8.0 / 9);
+  CHECK_NEAR(4 * wa / (wa + wb), fs(&t, "x/a"), 1e-9);
+  CHECK_NEAR(4 * wb / (wa + wb), fs(&t, "x/b"), 1e-9);
+  gp__core_qtree_done(&t);
+
+  /* 25 equal queues, one of which did all the using: its factor 2^-25 is floored at 2^-20,
+   * so it keeps a sliver (never 0: it is not a weight-0 queue) and the rest share. */
+  gp_queue many[25];
+  char names[25][8];
+  for (int i = 0; i < 25; i++) {
+    snprintf(names[i], sizeof names[i], "q%02d", i);
+    many[i] = (gp_queue){.name = names[i], .limit_gpus = GP_NO_LIMIT, .weight = 1};
+  }
+  REQUIRE(gp__core_qtree_build(&t, many, 25, NULL) == 0);
+  for (int i = 0; i < 25; i++) t.q[i].demand = 100;
+  t.q[0].usage = 5;
+  gp__core_qtree_fair_share(&t, 100);
+  double floor_w = exp2(-GP__CORE_OVER_FLOOR_EXP);
+  CHECK_NEAR(100 * floor_w / (24 + floor_w), t.q[0].fair_share, 1e-12);
+  CHECK(t.q[0].fair_share > 0);
+  CHECK_NEAR(100 / (24 + floor_w), t.q[1].fair_share, 1e-9);
+  CHECK_NEAR(1, gp__core_over_factor(0, 0.5), 0);
+  CHECK_NEAR(0.25, gp__core_over_factor(1, 0.5), 1e-15);
+  gp__core_qtree_done(&t);
+}
+
 GP_TESTS(deserved_above_what_the_parent_has_is_scaled_down, negative_weights_are_refused_and_zero_is_taken,
          bad_names_duplicates_and_limits_are_refused, fractional_demand_counts_as_a_fraction,
          limits_below_deserved_cap_the_share_and_the_rest_goes_by_weight,
          unused_quota_is_lent_by_weight, three_levels_with_implied_parents,
-         siblings_sort_depth_first_whatever_the_view_order, awkward_thirds_add_up_to_the_capacity)
+         siblings_sort_depth_first_whatever_the_view_order, awkward_thirds_add_up_to_the_capacity,
+         usage_weighs_the_over_quota_split_at_each_level)

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Fair share over time and between users (src/core/usage.c, order.c): a user's burst does
- * not jump a colleague's jobs in the same leaf, decayed past usage orders sibling queues,
- * a weight-0 queue ranks last, and the memo's kept order agrees with a plain step. */
+/* Fair share over time and between users (src/core/usage.c, order.c, queue_tree.c): a
+ * user's burst does not jump a colleague's jobs in the same leaf, decayed past usage orders
+ * sibling queues and sizes their over-quota shares (never their deserved), a weight-0
+ * queue ranks last, and the memo's kept order agrees with a plain step. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -113,6 +114,72 @@ static void a_queue_that_used_the_cluster_gets_idle_capacity_last(void) {
   fx_free(f);
 }
 
+/* Past usage sizes the over-quota shares, not only their order: equal queues a and b,
+ * deserved 2 each of 10 GPUs, both wanting all 10; a used the cluster (its part of the
+ * siblings' usage 1, of their weights 0.5: factor 2^-2). The 6 GPUs over quota split
+ * 0.25 : 1, so a's fair share is 2 + 1.2 and b's 2 + 4.8, and b starts 7 jobs to a's 3
+ * (5 and 5 when only the order counted usage). Deserved is never reduced: a queue with
+ * deserved 6 keeps 6 whatever it used. */
+static void past_usage_sizes_the_over_quota_shares_not_the_deserved(void) {
+  fx *f = fx_new();
+  fx_node(f, "n0", "H100", 8);
+  fx_node(f, "n1", "H100", 2);
+  fx_queue(f, "a", 2, GP_NO_LIMIT, 1);
+  fx_queue(f, "b", 2, GP_NO_LIMIT, 1);
+  for (int i = 0; i < 10; i++) {
+    snprintf(ids[i], sizeof ids[i], "a%d", i);
+    snprintf(ids[10 + i], sizeof ids[10 + i], "b%d", i);
+    fx_job(f, ids[i], "a", 1, 1);
+    fx_job(f, ids[10 + i], "b", 1, 1);
+  }
+  gp_usage u[] = {{"a", NULL, 8, 0}};
+  f->view.usage = u;
+  f->view.n_usage = 1;
+  gp_plan *p = fx_step(f, 100);
+  REQUIRE(p);
+  CHECK_NEAR(3.2, fx_plan_queue(p, "a")->fair_share, 1e-9);
+  CHECK_NEAR(6.8, fx_plan_queue(p, "b")->fair_share, 1e-9);
+  int na = 0, nb = 0;
+  for (int i = 0; i < 10; i++) {
+    na += fx_started(f, p, ids[i]);
+    nb += fx_started(f, p, ids[10 + i]);
+  }
+  CHECK_EQ_INT(3, na);
+  CHECK_EQ_INT(7, nb);
+  gp_plan_free(p);
+  /* Both used as much: the split is by weight again (5 and 5). */
+  gp_usage even[] = {{"a", NULL, 8, 0}, {"b", NULL, 8, 0}};
+  f->view.usage = even;
+  f->view.n_usage = 2;
+  p = fx_step(f, 100);
+  REQUIRE(p);
+  CHECK_NEAR(5, fx_plan_queue(p, "a")->fair_share, 1e-9);
+  CHECK_NEAR(5, fx_plan_queue(p, "b")->fair_share, 1e-9);
+  gp_plan_free(p);
+  fx_free(f);
+
+  /* a deserves 6 and did all the using: it keeps its 6, and only the 2 GPUs over quota
+   * lean to b, 0.25 : 1. */
+  f = fx_new();
+  fx_node(f, "n0", "H100", 8);
+  fx_node(f, "n1", "H100", 2);
+  fx_queue(f, "a", 6, GP_NO_LIMIT, 1);
+  fx_queue(f, "b", 2, GP_NO_LIMIT, 1);
+  for (int i = 0; i < 10; i++) {
+    fx_job(f, ids[i], "a", 1, 1);
+    fx_job(f, ids[10 + i], "b", 1, 1);
+  }
+  gp_usage heavy[] = {{"a", NULL, 1e12, 0}};
+  f->view.usage = heavy;
+  f->view.n_usage = 1;
+  p = fx_step(f, 100);
+  REQUIRE(p);
+  CHECK_NEAR(6.4, fx_plan_queue(p, "a")->fair_share, 1e-9);
+  CHECK_NEAR(3.6, fx_plan_queue(p, "b")->fair_share, 1e-9);
+  gp_plan_free(p);
+  fx_free(f);
+}
+
 static void a_weight_zero_queue_always_ranks_last(void) {
   /* "a" (weight 0) sorts first by name, its job is older, and "b" has a large usage:
    * "b" still comes first. */
@@ -197,6 +264,7 @@ static void the_memo_agrees_with_a_plain_step_as_users_come_and_go(void) {
 GP_TESTS(a_burst_of_one_user_does_not_jump_a_colleagues_jobs,
          the_entry_penalty_counts_pending_jobs_before_they_run,
          a_users_decayed_usage_puts_a_light_user_first,
-         a_queue_that_used_the_cluster_gets_idle_capacity_last, a_weight_zero_queue_always_ranks_last,
+         a_queue_that_used_the_cluster_gets_idle_capacity_last,
+         past_usage_sizes_the_over_quota_shares_not_the_deserved, a_weight_zero_queue_always_ranks_last,
          bad_usage_entries_are_refused_with_their_field,
          the_memo_agrees_with_a_plain_step_as_users_come_and_go)

@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Fair share over time in a replay (src/sim/replay/usage.c): two equal queues on 9 GPUs,
- * queue a alone on 8 of them for a week, then both ask for 20 hours of work. Each is owed
- * 4.5 GPUs: each gets 4, and the ninth goes to the queue first in order. With a half-life
- * of an hour that is b, which did not run all week; without usage it is a (it sorts
- * first). Ten half-lives after the week the queues' decayed usage is 50/50 within 5%;
- * without decay a's week still weighs. The weekly cumulative Jain index is reported for
- * every replay. */
+/* Fair share over time in a replay (src/sim/replay/usage.c, src/core/queue_tree.c): two
+ * equal queues on 9 GPUs, queue a alone on 8 of them for a week, then both ask for 20
+ * hours of work. Without usage each is owed 4.5 GPUs: each gets 4, and the ninth goes to
+ * the queue first in order (a: it sorts first). With a half-life of an hour b, which did
+ * not run all week, gets the idle capacity first, and more of it: a's usage shrinks its
+ * over-quota share, so b holds about three quarters of the GPUs in the first hour. The
+ * shares then converge: ten half-lives after the week the GPUs held and the decayed usage
+ * are 50/50 within 5%; without decay a's week still weighs. The weekly cumulative Jain
+ * index is reported for every replay. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "replay_util.h"
 
@@ -26,19 +29,63 @@ static char *week_then_both(void) {
   return csv;
 }
 
-static gp_replay_result *run(const char *csv, bool usage, int64_t half_life) {
+static gp_replay_result *run_series(const char *csv, bool usage, int64_t half_life, FILE *series) {
   gp_replay_config c;
   gp_replay_config_init(&c);
   c.usage = usage;
   c.fairshare.half_life_s = half_life;
   c.usage_probe = 604800 + 10 * 3600;
+  c.csv = series;
   return replay_csv(csv, "1x9", false, &c);
+}
+
+static gp_replay_result *run(const char *csv, bool usage, int64_t half_life) {
+  return run_series(csv, usage, half_life, NULL);
+}
+
+/* From the replay's per-minute series: b's part of the GPUs the two queues held over
+ * [from, to) seconds after the week. */
+static double b_part(FILE *series, int from, int to) {
+  char line[4096];
+  rewind(series);
+  REQUIRE(fgets(line, sizeof line, series) && strchr(line, '\n'));
+  int ca = -1, cb = -1, col = 0;
+  for (char *tok = strtok(line, ",\n"); tok; tok = strtok(NULL, ",\n"), col++) {
+    if (!strcmp(tok, "a.gpus")) ca = col;
+    if (!strcmp(tok, "b.gpus")) cb = col;
+  }
+  REQUIRE(ca >= 0 && cb >= 0);
+  double sa = 0, sb = 0;
+  while (fgets(line, sizeof line, series)) {
+    REQUIRE(strchr(line, '\n'));
+    double t = -1, ga = 0, gb = 0;
+    col = 0;
+    for (char *tok = strtok(line, ",\n"); tok; tok = strtok(NULL, ",\n"), col++) {
+      if (col == 0) t = strtod(tok, NULL) - 604800;
+      if (col == ca) ga = strtod(tok, NULL);
+      if (col == cb) gb = strtod(tok, NULL);
+    }
+    if (t >= from && t < to) {
+      sa += ga;
+      sb += gb;
+    }
+  }
+  REQUIRE(sa + sb > 0);
+  return sb / (sa + sb);
 }
 
 static void a_queue_that_ran_alone_gives_way_and_usage_converges(void) {
   char *csv = week_then_both();
-  gp_replay_result *r = run(csv, true, 3600);
+  FILE *series = tmpfile();
+  REQUIRE(series);
+  gp_replay_result *r = run_series(csv, true, 3600, series);
   REQUIRE(r->n_queues == 2);
+  /* b gets the idle capacity first, and the larger part of it while a's week weighs
+   * (5/9 when usage only ordered the queues); ten half-lives on, 50/50 within 5%. */
+  double first = b_part(series, 0, 3600), tenth = b_part(series, 9 * 3600, 10 * 3600);
+  CHECK(first > 0.65);
+  CHECK(tenth > 0.45 && tenth < 0.55);
+  fclose(series);
   CHECK_EQ_STR("a", r->queues[0].name);
   CHECK_EQ_INT(968, r->completed);
   /* b got the spare GPU: its jobs waited less than a's (whose week-long jobs, waiting 0,
@@ -56,7 +103,11 @@ static void a_queue_that_ran_alone_gives_way_and_usage_converges(void) {
   gp_replay_result_free(r);
 
   /* Without usage, a sorts first at equal allocation and gets the spare GPU. */
-  r = run(csv, false, 0);
+  series = tmpfile();
+  REQUIRE(series);
+  r = run_series(csv, false, 0, series);
+  CHECK(b_part(series, 0, 3600) < 0.5);
+  fclose(series);
   CHECK(r->queues[1].avg_wait_s > b_wait);
   CHECK(r->queues[1].avg_wait_s > r->queues[0].avg_wait_s);
   CHECK(r->usage_half_life_s < 0);
