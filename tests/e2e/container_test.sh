@@ -9,6 +9,7 @@
 # that does not answer end the job with their reason within the pull timeout.
 # Needs root (the agent switches users) and the user `nobody`.
 source "$(dirname "$0")/lib.sh"
+HERE=$(cd "$(dirname "$0")" && pwd)
 [ "$(id -u)" = 0 ] || { echo "(skipped: needs root: the agent switches users)"; exit 0; }
 getent passwd nobody >/dev/null || { echo "(skipped: no user nobody)"; exit 0; }
 for t in podman docker-registry htpasswd jq; do e2e_need "$t"; done
@@ -122,7 +123,7 @@ tar -C "$big" -cf "$E2E_DIR/rootfs-big.tar" . || fail "tar"
 podman import -q "$E2E_DIR/rootfs-big.tar" "localhost/$TAG-big:1" >/dev/null || fail "podman import"
 podman push -q --tls-verify=false --authfile "$good" "localhost/$TAG-big:1" "$REG/e2e/$TAG-big:1" >/dev/null || fail "push"
 podman rmi -f "localhost/$TAG-big:1" >/dev/null 2>&1
-e2e_spawn "$E2E_DIR/proxy.log" python3 "$(dirname "$0")/slow_proxy.py" "$PORT" 8000000 "$E2E_DIR/proxy.port"
+e2e_spawn "$E2E_DIR/proxy.log" python3 "$HERE/slow_proxy.py" "$PORT" 8000000 "$E2E_DIR/proxy.port"
 wait_for 10 "the proxy to listen" test -s "$E2E_DIR/proxy.port"
 PREG=127.0.0.1:$(cat "$E2E_DIR/proxy.port")
 BIG=$PREG/e2e/$TAG-big:1
