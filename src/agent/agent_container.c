@@ -80,13 +80,27 @@ static bool image_known(const json_t *images, const char *ref) {
   return false;
 }
 
-/* The task's container's name: "gpool-<agent>-<job key>", <agent> 8 hex digits of the
+/* The task's container's name: "gpool-<agent>-<job key>" ("gpool-1a2b3c4d-7-t3" for task 3
+ * of job 7), <agent> 8 hex digits of the
  * agent's data directory. The engine's names are the host's: several agents on one host
  * (simulated nodes, or two pools' tests) run jobs with the same keys. */
 static void container_name(const gp_agent *a, const gp__agent_job *j, char *buf, size_t size) {
   uint32_t h = 2166136261u;
   for (const char *p = a->cfg.data_dir; *p; p++) h = (h ^ (unsigned char)*p) * 16777619u;
-  snprintf(buf, size, "gpool-%08x-%s", (unsigned)h, j->key);
+  int n = snprintf(buf, size, "gpool-%08x-", (unsigned)h);
+  /* The engine's names are [a-zA-Z0-9][a-zA-Z0-9_.-]*: a task's key "7@3" is "7-t3". */
+  for (const char *p = j->key; *p && n + 3 < (int)size; p++) {
+    char c = *p;
+    if (c == '@') {
+      buf[n++] = '-';
+      buf[n++] = 't';
+    } else {
+      bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                c == '_' || c == '.' || c == '-';
+      buf[n++] = ok ? c : '_';
+    }
+  }
+  buf[n] = '\0';
 }
 
 static void push(char ***v, size_t *n, size_t *cap, const char *s) {

@@ -264,8 +264,10 @@ char **gp_agent_container_run_argv(const gp_agent_container_cfg *c, const gp_age
   /* The node's network as a bare job has it (NCCL, rendezvous); the host's IPC for the
    * tasks of a multi-task job; a generous /dev/shm for data loaders. */
   add(&a, "--network=host");
+  /* The host's IPC brings the host's /dev/shm, whose size podman refuses to set ("cannot
+   * set shmsize when running in the host IPC Namespace"): shm_size is a lone task's. */
   if (t->tasks > 1) add(&a, "--ipc=host");
-  addf(&a, "--shm-size=%s", c->shm_size, NULL);
+  else addf(&a, "--shm-size=%s", c->shm_size, NULL);
   if (caps->set_ulimits) {
     if (caps->nofile > 0) ulimit(&a, "nofile", caps->nofile);
     if (caps->nproc > 0) ulimit(&a, "nproc", caps->nproc);

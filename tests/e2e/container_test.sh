@@ -154,6 +154,15 @@ expect_contains "$(job_field "$b" '.timeline[] | select(.event == "image_pulled"
 [ -z "$(find "$E2E_DIR/agent-n1" -name pull.tmp)" ] || fail "the pull's temporary directory outlived it"
 podman rmi -f "$BIG" >/dev/null 2>&1
 
+# 1c. A job of two tasks in the image: each its own container (task 1's name holds no '@'),
+# both in the host's IPC namespace (with its /dev/shm), each with its rank.
+g=$("$GPOOL" submit -D "$work" --node-selector node=n1 -N 1 --ntasks-per-node 2 --image "$IMAGE" -- \
+  sh -c 'echo "rank=$GPOOL_TASK_INDEX shm=$(stat -c %s /dev/shm >/dev/null && echo ok)"') || fail "submit: $g"
+wait_for 30 "job $g to end" sh -c "'$GPOOL' show $g -o json | jq -e '.state | test(\"completed|failed\")' >/dev/null"
+job_is "$g" completed || fail "the job of two tasks: $(GPOOL_TOKEN=$ADMIN_TOKEN "$GPOOL" logs --stderr "$g" --task 1 2>&1 | tail -3)"
+expect_contains "$(GPOOL_TOKEN=$ADMIN_TOKEN "$GPOOL" logs "$g" --task 1 2>&1)" "rank=1 shm=ok" "task 1 ran in its container"
+expect_contains "$(GPOOL_TOKEN=$ADMIN_TOKEN "$GPOOL" logs "$g" 2>&1)" "rank=0 shm=ok" "task 0 ran in its container"
+
 # 2. A cancel sends the checkpoint signal to the container's process, which ends in its grace.
 k=$("$GPOOL" submit -D "$work" --node-selector node=n1 --image "$IMAGE" --grace 10s -- \
   sh -c 'trap "echo got-term; exit 0" TERM; echo ready; while :; do sleep 0.2; done') || fail "submit: $k"
