@@ -8,8 +8,9 @@
 #   image   `gpool submit --image IMG -- touch F`   (submit, schedule, start order, agent,
 #                                                    gpool __container-task, podman run)
 #   bare    `gpool submit -- touch F`                (the same job on the host)
-#   podman  `podman run` of the same command with the options gpool gives it (runtime,
-#            ulimits, --network=host, mounts, env file, --user...), by hand
+#   podman  `podman run` of the same command with the very options gpool gives it (read
+#            from the engine's command line of a job: runtime, ulimits, network, mounts,
+#            env file, user), by hand
 # gpool's own part is image - podman (p50s). Then a gang: one job of 8 tasks in the image
 # on 8 nodes (agents on 127.0.0.2..9), from the submit to each of the 8 containers running.
 # The first WARM runs of each are left out. Prints p50, p99 and max in ms.
@@ -80,21 +81,27 @@ one() {
   [ -e "$f" ] || fail "$kind $i wrote no file"
   echo "$kind $i $t0 $(mtime_ns "$f")" >>"$E2E_DIR/times"
 }
-# The plain run: the command line gpool's agent gave the last image job (its log names no
-# argv, so it is rebuilt from the same options), minus the names of that job's files.
-hard() { ulimit -H "$1"; }
-lim() { local v; v=$(hard "$1"); [ "$v" = unlimited ] && echo -1 || echo "$v"; }
-# nproc at most the kernel's pid_max, as the agent gives it (podman caps its own there).
-nproc=$(lim -u) pid_max=$(cat /proc/sys/kernel/pid_max)
-{ [ "$nproc" = -1 ] || [ "$nproc" -gt "$pid_max" ]; } && nproc=$pid_max
-rt=()
-[ -e /sys/fs/cgroup/unified ] && command -v runc >/dev/null && rt=(--runtime runc)
-: >"$E2E_DIR/plain.env"
-PODMAN=(podman "${rt[@]}" run --rm --pull=never --user 65534:65534 --cap-drop=all
-  --security-opt=no-new-privileges --network=host --shm-size=16g
-  --ulimit "nofile=$(lim -n):$(lim -n)" --ulimit "nproc=$nproc:$nproc"
-  --ulimit "memlock=$(lim -l):$(lim -l)" --read-only --env-file "$E2E_DIR/plain.env"
-  "--volume=$work:$work" "--workdir=$work" "$IMG")
+# The plain run: the very command line gpool's agent gives a job's container (read from the
+# engine's process while a job holds it: same options, env file, mounts, user), with a name
+# of its own each time and this run's command.
+j=$("$GPOOL" submit -D "$work" --node-selector role=single --image "$IMG" -- sleep 4) || fail "submit"
+wait_for 20 "the engine to run job $j" sh -c "pgrep -f 'podman.* --name gpool-[0-9a-f]*-$j ' >/dev/null"
+pid=$(pgrep -f "podman.* --name gpool-[0-9a-f]*-$j " | head -1)
+mapfile -d '' -t argv <"/proc/$pid/cmdline"
+PODMAN=()
+for ((k = 0; k < ${#argv[@]}; k++)); do
+  a=${argv[$k]}
+  case $a in
+    --env-file) cp "${argv[$((k + 1))]}" "$E2E_DIR/plain.env"; PODMAN+=(--env-file "$E2E_DIR/plain.env"); k=$((k + 1)) ;;
+    --name) PODMAN+=(--name "plain-$$"); k=$((k + 1)) ;;
+    --volume=$E2E_DIR/agent-n1/*) # the job's directory, gone with the job: one of its own
+      v=${a#--volume=}; mkdir -p "$E2E_DIR/plainjob"; PODMAN+=("--volume=$E2E_DIR/plainjob:${v#*:}") ;;
+    "$IMG") PODMAN+=("$IMG"); break ;;
+    *) PODMAN+=("$a") ;;
+  esac
+done
+wait_for 20 "job $j to end" ended "$j"
+echo "plain run: ${PODMAN[*]}" >&2
 : >"$E2E_DIR/times"
 for i in $(seq 1 "$N"); do
   for kind in image bare podman; do one "$kind" "$i"; done

@@ -2,7 +2,8 @@
 /* A start order with a container (docs/containers.md): the task's environment written to an
  * env file the engine reads (0600, in the agent's task directory: never on a command line
  * other users can read), the engine's command line from the node's capabilities
- * (container.c), wrapped in `gpool __container-task` for the bounded pull; and at the end,
+ * (container.c), wrapped in `gpool __container-task` for the bounded pull or the access
+ * check (the run alone where the node's inventory holds the image); and at the end,
  * the pull's failure as the job's reason. The engine runs as the agent (root), the
  * container's process as the job's user. */
 #include "agent/agent_int.h"
@@ -171,6 +172,17 @@ int gp__agent_container_prepare(gp_agent *a, const gp_proto_start *o, const gp__
   char msg[400];
   char **run = gp_agent_container_run_argv(&a->cfg.container, caps, &t, msg, sizeof msg);
   if (!run) return gp_err_set(err, GP_EINVAL, NULL, 0, "container", "%s", msg);
+  if (t.known_present) {
+    /* Nothing to pull or check: the task is the engine's run itself, without the exec of
+     * `gpool __container-task` between (a few ms, tens on a loaded node: the agent's
+     * binary loads some 40 libraries). A vanished image is pulled by the run. */
+    spec->argv = run;
+    spec->switch_user = false;
+    spec->workdir = j->dir;
+    spec->cgroup_procs = NULL;
+    *ret_argv = run;
+    return 0;
+  }
   char **exists = gp_agent_container_exists_argv(&a->cfg.container, caps, image);
   char **pull = gp_agent_container_pull_argv(&a->cfg.container, caps, image);
   char auth_path[800];
