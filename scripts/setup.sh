@@ -12,8 +12,9 @@ PKGS=(build-essential cmake pkg-config git curl ca-certificates procps psmisc
       msmtp python3-aiosmtpd    # notifications' test: a sendmail relaying to an SMTP sink
       python3-pytest python3-venv python3-pip   # the Python client's tests, pip install offline
       openmpi-bin libopenmpi-dev   # mpirun inside a job, launching through srun (mpi_test)
-      podman runc docker-registry busybox-static apache2-utils)  # jobs in images, a local registry
-                                                  # and a test image (tests/e2e/container_test.sh)
+      podman runc docker-registry busybox-static apache2-utils   # jobs in images, a local registry
+      skopeo)                                     # and a test image (tests/e2e/container_test.sh);
+                                                  # skopeo reads a pull's total (its progress)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -750,6 +750,7 @@ void gp_agent_free(gp_agent *a) {
   json_decref(a->events);
   json_decref(a->images);
   free(a->image_use);
+  gp__agent_private_free(a);
   json_decref(a->checkpoints);
   json_decref(a->spot_events);
   json_decref(a->inflight);

@@ -2,7 +2,8 @@
 /* A start order with a container (docs/containers.md): the task's environment written to an
  * env file the engine reads (0600, in the agent's task directory: never on a command line
  * other users can read), the engine's command line from the node's capabilities
- * (container.c), wrapped in `gpool __container-task` for the bounded pull; and at the end,
+ * (container.c), wrapped in `gpool __container-task` for the bounded pull or the access
+ * check (the run alone where the node's inventory holds the image); and at the end,
  * the pull's failure as the job's reason. The engine runs as the agent (root), the
  * container's process as the job's user. */
 #include "agent/agent_int.h"
@@ -80,6 +81,29 @@ static bool image_known(const json_t *images, const char *ref) {
   return false;
 }
 
+/* The task's container's name: "gpool-<agent>-<job key>" ("gpool-1a2b3c4d-7-t3" for task 3
+ * of job 7), <agent> 8 hex digits of the
+ * agent's data directory. The engine's names are the host's: several agents on one host
+ * (simulated nodes, or two pools' tests) run jobs with the same keys. */
+static void container_name(const gp_agent *a, const gp__agent_job *j, char *buf, size_t size) {
+  uint32_t h = 2166136261u;
+  for (const char *p = a->cfg.data_dir; *p; p++) h = (h ^ (unsigned char)*p) * 16777619u;
+  int n = snprintf(buf, size, "gpool-%08x-", (unsigned)h);
+  /* The engine's names are [a-zA-Z0-9][a-zA-Z0-9_.-]*: a task's key "7@3" is "7-t3". */
+  for (const char *p = j->key; *p && n + 3 < (int)size; p++) {
+    char c = *p;
+    if (c == '@') {
+      buf[n++] = '-';
+      buf[n++] = 't';
+    } else {
+      bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                c == '_' || c == '.' || c == '-';
+      buf[n++] = ok ? c : '_';
+    }
+  }
+  buf[n] = '\0';
+}
+
 static void push(char ***v, size_t *n, size_t *cap, const char *s) {
   gp_xgrow((void **)v, cap, *n + 2, sizeof **v);
   (*v)[(*n)++] = gp_xstrdup(s);
@@ -103,12 +127,12 @@ int gp__agent_container_prepare(gp_agent *a, const gp_proto_start *o, const gp__
   if (rc) return rc;
   char failure[800];
   static const char *const stale[] = {"container.failure", "container.pulling", "container.pulled",
-                                      "container.auth"};
+                                      "container.auth", "container.progress"};
   for (size_t k = 0; k < sizeof stale / sizeof *stale; k++) { /* an earlier run's */
     gp__agent_job_path(j, stale[k], failure, sizeof failure);
     unlink(failure);
   }
-  snprintf(name, sizeof name, "gpool-%s", j->key);
+  container_name(a, j, name, sizeof name);
   const char *uuids[GP_GPU_MAX_DEVICES];
   int minors[GP_GPU_MAX_DEVICES];
   for (int i = 0; i < n_gpus && i < GP_GPU_MAX_DEVICES; i++) {
@@ -132,16 +156,39 @@ int gp__agent_container_prepare(gp_agent *a, const gp_proto_start *o, const gp__
   }
   for (char *const *p = envp; p && *p; p++)
     if (!strncmp(*p, "CUDA_MPS_PIPE_DIRECTORY=", 24)) t.mps_dir = *p + 24;
-  t.known_present = image_known(a->images, o->container->image);
+  /* By its full name, never a short one or an ID: an engine would match those against an
+   * image of any registry it holds (image_access.c checks by the registry). */
+  char image[GP_PROTO_IMAGE_FULL_MAX];
+  if (!gp_proto_image_full(o->container->image, image, sizeof image))
+    return gp_err_set(err, GP_EINVAL, NULL, 0, "container.image", "the image reference is too long");
+  t.image = image;
+  /* A user's own credential: this registry keeps images from some users, so from now on
+   * each job in one of its images has its own user's access checked. */
+  if (o->registry_auth && !o->registry_auth_pool) gp__agent_registry_mark_private(a, image);
+  bool verify = gp__agent_registry_private(a, image);
+  bool known = image_known(a->images, image);
+  /* Checked: the run never pulls on its own (--pull=never), the task's pull decided. */
+  t.known_present = known && !verify;
   char msg[400];
   char **run = gp_agent_container_run_argv(&a->cfg.container, caps, &t, msg, sizeof msg);
   if (!run) return gp_err_set(err, GP_EINVAL, NULL, 0, "container", "%s", msg);
-  char **exists = gp_agent_container_exists_argv(&a->cfg.container, caps, o->container->image);
-  char **pull = gp_agent_container_pull_argv(&a->cfg.container, caps, o->container->image);
+  if (t.known_present) {
+    /* Nothing to pull or check: the task is the engine's run itself, without the exec of
+     * `gpool __container-task` between (a few ms, tens on a loaded node: the agent's
+     * binary loads some 40 libraries). A vanished image is pulled by the run. */
+    spec->argv = run;
+    spec->switch_user = false;
+    spec->workdir = j->dir;
+    spec->cgroup_procs = NULL;
+    *ret_argv = run;
+    return 0;
+  }
+  char **exists = gp_agent_container_exists_argv(&a->cfg.container, caps, image);
+  char **pull = gp_agent_container_pull_argv(&a->cfg.container, caps, image);
   char auth_path[800];
   gp__agent_job_path(j, "container.auth", auth_path, sizeof auth_path);
   if (o->registry_auth) {
-    rc = write_auth_file(auth_path, o->container->image, o->registry_auth, err);
+    rc = write_auth_file(auth_path, image, o->registry_auth, err);
     if (rc) {
       gp_agent_container_argv_free(run);
       gp_agent_container_argv_free(exists);
@@ -166,9 +213,13 @@ int gp__agent_container_prepare(gp_agent *a, const gp_proto_start *o, const gp__
   push(&v, &n, &cap, j->dir);
   snprintf(num, sizeof num, "%d", a->cfg.container.pull_timeout_s);
   push(&v, &n, &cap, num);
+  /* check: pull unless present; present: neither (the inventory holds it); verify: the
+   * pull runs either way, a check of this user's access where the image is present. */
+  push(&v, &n, &cap, verify ? "verify" : known ? "present" : "check");
   char *none[] = {NULL};
-  char **parts[] = {t.known_present ? none : exists, pull};
-  for (int k = 0; k < 2; k++) {
+  char **inspect = gp_agent_container_inspect_argv(&a->cfg.container, caps, o->registry_auth ? auth_path : "");
+  char **parts[] = {known ? none : exists, pull, inspect ? inspect : none};
+  for (int k = 0; k < 3; k++) {
     int c = 0;
     while (parts[k][c]) c++;
     snprintf(num, sizeof num, "%d", c);
@@ -179,6 +230,7 @@ int gp__agent_container_prepare(gp_agent *a, const gp_proto_start *o, const gp__
   gp_agent_container_argv_free(run);
   gp_agent_container_argv_free(exists);
   gp_agent_container_argv_free(pull);
+  gp_agent_container_argv_free(inspect);
   /* The engine runs as the agent; the container's process as the user (--user). The
    * engine's own process stays out of the job's cgroup, whose limits podman puts on the
    * container through --cgroup-parent where the agent has a cgroup v2 tree. */
@@ -219,7 +271,8 @@ static bool read_marker(const gp__agent_job *j, const char *name, char *buf, siz
   return ok;
 }
 
-static void image_event(gp_agent *a, const gp__agent_job *j, const char *phase, const char *msg) {
+static void image_event(gp_agent *a, const gp__agent_job *j, const char *phase, const char *msg,
+                        int64_t done, int64_t total) {
   gp_proto_event *ev = gp_xcalloc(1, sizeof *ev);
   ev->kind = GP_PROTO_EV_IMAGE;
   snprintf(ev->job, sizeof ev->job, "%s", j->id);
@@ -229,20 +282,45 @@ static void image_event(gp_agent *a, const gp__agent_job *j, const char *phase, 
   ev->has_reason = ev->has_message = true;
   snprintf(ev->reason, sizeof ev->reason, "%s", phase);
   snprintf(ev->message, sizeof ev->message, "%s", msg);
+  ev->done_bytes = done;
+  ev->total_bytes = total;
   gp__agent_event(a, gp_proto_event_encode(ev));
   free(ev);
+}
+
+/* The pull's progress (pull_progress.c writes it) as a "progress" event, at most every
+ * two seconds and only when it moved: the server shows the last one in the timeline. */
+static void progress_tick(gp_agent *a, gp__agent_job *j, const char *image_line) {
+  char line[128];
+  long long done, total;
+  int64_t now = gp__agent_now_ms();
+  if (j->pull_progress_ms && now - j->pull_progress_ms < 2000) return;
+  if (!read_marker(j, "container.progress", line, sizeof line) ||
+      sscanf(line, "%lld %lld", &done, &total) != 2 || done < 0 || total < 0 ||
+      done > GP_PROTO_PULL_BYTES_MAX || total > GP_PROTO_PULL_BYTES_MAX)
+    return;
+  if (j->pull_progress_ms && done == j->pull_done_sent && total == j->pull_total_sent) return;
+  j->pull_done_sent = done;
+  j->pull_total_sent = total;
+  j->pull_progress_ms = now;
+  char bytes[80], msg[600];
+  gp_proto_pull_bytes_text(done, total, bytes, sizeof bytes);
+  snprintf(msg, sizeof msg, "%.400s (%s)", image_line, bytes);
+  image_event(a, j, "progress", msg, done, total);
 }
 
 void gp__agent_container_tick(gp_agent *a, gp__agent_job *j) {
   char line[400];
   if (j->pull_noted < 1 && read_marker(j, "container.pulling", line, sizeof line)) {
     j->pull_noted = 1;
-    image_event(a, j, "pulling", line);
+    image_event(a, j, "pulling", line, 0, 0);
   }
   if (j->pull_noted == 1 && read_marker(j, "container.pulled", line, sizeof line)) {
     j->pull_noted = 2;
-    image_event(a, j, "pulled", line);
+    image_event(a, j, "pulled", line, 0, 0);
     a->images_next_ms = 0; /* reported, and the store's cap applied, at the next heartbeat */
+  } else if (j->pull_noted == 1 && read_marker(j, "container.pulling", line, sizeof line)) {
+    progress_tick(a, j, line);
   }
 }
 
@@ -266,7 +344,7 @@ void gp__agent_container_finish(gp_agent *a, gp__agent_job *j) {
   a->images_next_ms = 0; /* it may have pulled one: the next heartbeat says */
   if (j->killed_hard && a->container.available) {
     char name[160];
-    snprintf(name, sizeof name, "gpool-%s", j->key);
+    container_name(a, j, name, sizeof name);
     remove_container(a, name);
   }
 }

@@ -80,6 +80,9 @@ typedef struct gp__agent_job {
   bool container;            /* runs in an image (agent_container.c) */
   uint64_t image;            /* its image's gp_proto_image_hash, 0: bare (or adopted) */
   int pull_noted;            /* its pull's events sent: 1 pulling, 2 pulled too */
+  int64_t pull_done_sent;    /* the bytes its last progress event said */
+  int64_t pull_total_sent;
+  int64_t pull_progress_ms;  /* when it was sent, 0: none yet */
   bool register_ended;       /* ended when the register call in flight was made: that call
                                 reports its end, so its answer settles it */
 } gp__agent_job;
@@ -131,6 +134,8 @@ struct gp_agent {
   int64_t images_next_ms;    /* when to read them again */
   bool images_send;          /* read since the last heartbeat: it carries them */
   struct gp__agent_image_use *image_use; /* when jobs last used each image (image_lru.c) */
+  struct gp__agent_private_regs *private_regs; /* registries a user's own credential pulled
+                                                  from (image_access.c), NULL: not read yet */
   bool is_root;
   char url[160];
   char jobs_dir[600];
@@ -269,8 +274,15 @@ int gp__agent_container_prepare(gp_agent *a, const gp_proto_start *o, const gp__
 /* At a container task's end: its pull's failure as the job's reason, and no container
  * left behind by a SIGKILL. */
 void gp__agent_container_finish(gp_agent *a, gp__agent_job *j);
-/* Its pull's start and end as "image" events, once each (from the task's marker files). */
+/* Its pull's start and end as "image" events, once each (from the task's marker files), and
+ * its progress between them. */
 void gp__agent_container_tick(gp_agent *a, gp__agent_job *j);
+/* image_access.c: whether an image's registry is one a user's own credential pulled from on
+ * this node (then each job in it has its pull checked for its own user, the image present
+ * or not), and marking one so (kept in <data_dir>/private-registries). */
+bool gp__agent_registry_private(gp_agent *a, const char *image);
+void gp__agent_registry_mark_private(gp_agent *a, const char *image);
+void gp__agent_private_free(gp_agent *a);
 /* Reads the engine's images when due (images.c). */
 void gp__agent_images_refresh(gp_agent *a);
 /* Runs argv, its stdout (at most GP_AGENT_IMAGES_OUTPUT_MAX bytes, 10 s; owned) or NULL

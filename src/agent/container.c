@@ -174,13 +174,15 @@ void gp_agent_container_detect(const gp_agent_container_cfg *c, const char *sys_
   char rt[512];
   if (c->runtime[0]) snprintf(caps->runtime, sizeof caps->runtime, "%s", c->runtime);
   else if (hybrid && find_program("runc", rt, sizeof rt)) snprintf(caps->runtime, sizeof caps->runtime, "runc");
+  if (!find_program("skopeo", caps->inspect, sizeof caps->inspect)) caps->inspect[0] = '\0';
   caps->cdi = exists_in(root, "/etc/cdi/nvidia.yaml") || exists_in(root, "/var/run/cdi/nvidia.yaml") ||
               exists_in(root, "/etc/cdi/nvidia.json") || exists_in(root, "/var/run/cdi/nvidia.json");
   snprintf(caps->message, sizeof caps->message,
-           "containers: %.200s, runtime %s%s%s, GPUs by %s", caps->engine,
+           "containers: %.200s, runtime %s%s%s, GPUs by %s%s", caps->engine,
            caps->runtime[0] ? caps->runtime : "(the engine's default)", hybrid ? " (hybrid cgroups)" : "",
            caps->set_ulimits ? ", limits at the hard ones (no CAP_SYS_RESOURCE)" : "",
-           caps->cdi ? "CDI" : "device nodes");
+           caps->cdi ? "CDI" : "device nodes",
+           caps->inspect[0] ? "" : ", pulls without their total (no skopeo)");
 }
 
 /* ---- command lines ---- */
@@ -262,8 +264,10 @@ char **gp_agent_container_run_argv(const gp_agent_container_cfg *c, const gp_age
   /* The node's network as a bare job has it (NCCL, rendezvous); the host's IPC for the
    * tasks of a multi-task job; a generous /dev/shm for data loaders. */
   add(&a, "--network=host");
+  /* The host's IPC brings the host's /dev/shm, whose size podman refuses to set ("cannot
+   * set shmsize when running in the host IPC Namespace"): shm_size is a lone task's. */
   if (t->tasks > 1) add(&a, "--ipc=host");
-  addf(&a, "--shm-size=%s", c->shm_size, NULL);
+  else addf(&a, "--shm-size=%s", c->shm_size, NULL);
   if (caps->set_ulimits) {
     if (caps->nofile > 0) ulimit(&a, "nofile", caps->nofile);
     if (caps->nproc > 0) ulimit(&a, "nproc", caps->nproc);
@@ -312,7 +316,7 @@ char **gp_agent_container_run_argv(const gp_agent_container_cfg *c, const gp_age
     }
   }
   for (int i = 0; i < c->n_run_options; i++) add(&a, c->run_options[i]);
-  add(&a, t->spec->image);
+  add(&a, t->image ? t->image : t->spec->image);
   for (int i = 0; i < t->n_argv; i++) add(&a, t->argv[i]);
   return a.v;
 }
@@ -335,6 +339,32 @@ char **gp_agent_container_exists_argv(const gp_agent_container_cfg *c,
   add(&a, "image");
   add(&a, "exists");
   add(&a, image);
+  return a.v;
+}
+
+char **gp_agent_container_inspect_argv(const gp_agent_container_cfg *c,
+                                       const gp_agent_container_caps *caps, const char *authfile) {
+  if (!caps->inspect[0]) return NULL;
+  argvb a = {0};
+  add(&a, caps->inspect);
+  add(&a, "inspect");
+  add(&a, "--raw");
+  /* The options both tools read alike: how to reach the registry and whose credential. */
+  static const char *const shared[] = {"--tls-verify", "--authfile", "--cert-dir", "--creds", NULL};
+  for (int i = 0; i < c->n_pull_options; i++) {
+    const char *o = c->pull_options[i];
+    for (int k = 0; shared[k]; k++) {
+      size_t n = strlen(shared[k]);
+      if (strncmp(o, shared[k], n) || (o[n] != '\0' && o[n] != '=')) continue;
+      add(&a, o);
+      if (o[n] == '\0' && strcmp(shared[k], "--tls-verify") && i + 1 < c->n_pull_options)
+        add(&a, c->pull_options[++i]); /* "--authfile FILE": its value too */
+    }
+  }
+  if (authfile && *authfile) {
+    add(&a, "--authfile");
+    add(&a, authfile);
+  }
   return a.v;
 }
 

@@ -44,6 +44,7 @@ typedef struct gp_agent_container_caps {
   bool set_ulimits;         /* no CAP_SYS_RESOURCE: limits at or below the hard ones */
   int64_t nofile, nproc, memlock; /* -1: unlimited */
   bool cdi;                 /* an NVIDIA CDI spec exists */
+  char inspect[512];        /* skopeo's path, for a pull's total (pull_progress.c); "": none */
 } gp_agent_container_caps;
 
 void gp_agent_container_cfg_init(gp_agent_container_cfg *c);
@@ -57,7 +58,8 @@ void gp_agent_container_detect(const gp_agent_container_cfg *c, const char *sys_
 /* One task's container. Strings borrowed. */
 typedef struct gp_agent_container_task {
   const gp_proto_container *spec;
-  const char *name;          /* the container's name, "gpool-<job key>" */
+  const char *image;         /* the image fully qualified (gp_proto_image_full); NULL: spec's */
+  const char *name;          /* the container's name, "gpool-<agent>-<job key>" */
   uid_t uid;
   gid_t gid;
   int n_groups;
@@ -96,6 +98,35 @@ const char *gp_agent_container_pull_reason(const char *engine_stderr);
 /* Whether a variable of a bare job goes into the container: the host's PATH and library
  * paths do not (the image has its own) unless the job names them (pyxis's --container-env). */
 bool gp_agent_container_env_passes(const gp_proto_container *spec, const char *name);
+
+/* A pull's progress (pull_progress.c), measured by `gpool __container-task`. */
+typedef struct gp_agent_pull_progress {
+  char dir[1024];          /* the task's directory: container.progress, pull.tmp */
+  char tmp[1100];          /* the pull's TMPDIR, "": none */
+  char image[300];
+  char **inspect;          /* `skopeo inspect --raw [options]`, borrowed; NULL: no total */
+  pid_t inspect_pid;       /* -1: none running */
+  bool list_seen;
+  int64_t done, total;     /* bytes; total 0: not known */
+  int64_t written_total;
+  bool written;
+} gp_agent_pull_progress;
+/* Starts measuring: makes DIR/pull.tmp (the pull's TMPDIR) and starts reading the manifest. */
+void gp_agent_pull_progress_start(gp_agent_pull_progress *p, const char *dir, char **inspect,
+                                  const char *image);
+/* Measures, and writes DIR/container.progress when it changed. */
+void gp_agent_pull_progress_tick(gp_agent_pull_progress *p);
+/* Stops the manifest's read and removes the temporary files. */
+void gp_agent_pull_progress_end(gp_agent_pull_progress *p);
+/* The bytes of an image manifest (`text`, JSON): its config and layers. A manifest list:
+ * -2 with the digest of its linux/`arch` entry in `digest`; -1: neither, or out of bounds. */
+int64_t gp_agent_manifest_total(const char *text, size_t len, const char *arch, char *digest,
+                                size_t size);
+/* `skopeo inspect --raw` with the options of the node's pull_options it shares with the
+ * engine's pull (--tls-verify, --authfile, --cert-dir, --creds), and `authfile` ("": none);
+ * NULL when the node has no skopeo (caps->inspect ""): then no total. */
+char **gp_agent_container_inspect_argv(const gp_agent_container_cfg *c,
+                                       const gp_agent_container_caps *caps, const char *authfile);
 
 /* `gpool __container-task`: pulls (bounded), then execs the run (container_task.c). */
 int gp_agent_container_task_main(int argc, char **argv);

@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* `gpool __container-task JOBDIR TIMEOUT_S N EXISTS... N PULL... RUN...` (N may be 0 for
- * EXISTS: no check): the process the
- * launcher starts in a container job's place. Unless the image is present it pulls it,
- * within TIMEOUT_S (then the pull is killed: no endless retry), and on failure writes the
+/* `gpool __container-task JOBDIR TIMEOUT_S MODE N EXISTS... N PULL... N INSPECT... RUN...`:
+ * the process the launcher starts in a container job's place. MODE "check": pull unless
+ * EXISTS says the image is here; "present": no pull (the agent's inventory holds it);
+ * "verify": the pull runs either way, so that the registry says whether this job's user may
+ * read the image (image_access.c; with the layers here the engine fetches the manifest only).
+ * The pull runs within TIMEOUT_S (then it is killed: no endless retry), its progress
+ * measured (pull_progress.c, with INSPECT: the manifest's sizes; N may be 0); on failure the
  * final reason ("image not found: REF", "unauthorized: REF", "registry unreachable: REF")
- * to JOBDIR/container.failure for the agent's end report and exits 125; else it execs the
- * run, which so keeps the job's pid, process group and signals. */
+ * goes to JOBDIR/container.failure for the agent's end report and it exits 125; else it
+ * execs the run, which so keeps the job's pid, process group and signals. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -25,9 +28,10 @@ static int64_t now_ms(void) {
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Runs argv; its stderr (the first `size` - 1 bytes) in buf. Returns its exit status, -2
+/* Runs argv; its stderr (the first `size` - 1 bytes) in buf; with prog, its TMPDIR is
+ * prog's and its progress is measured four times a second. Returns its exit status, -2
  * on timeout (it is killed), -1 when it cannot start. */
-static int run(char **argv, int timeout_s, char *buf, size_t size) {
+static int run(char **argv, int timeout_s, char *buf, size_t size, gp_agent_pull_progress *prog) {
   int p[2];
   if (pipe2(p, O_CLOEXEC) != 0) return -1;
   pid_t pid = fork();
@@ -37,12 +41,13 @@ static int run(char **argv, int timeout_s, char *buf, size_t size) {
     dup2(null, 0);
     dup2(null, 1);
     dup2(p[1], 2);
+    if (prog && prog->tmp[0]) setenv("TMPDIR", prog->tmp, 1); /* where its blobs are written */
     execvp(argv[0], argv);
     _exit(127);
   }
   close(p[1]);
   size_t len = 0;
-  int64_t deadline = now_ms() + (int64_t)timeout_s * 1000;
+  int64_t deadline = now_ms() + (int64_t)timeout_s * 1000, next_tick = 0;
   bool timed_out = false;
   for (;;) {
     int64_t left = deadline - now_ms();
@@ -51,7 +56,12 @@ static int run(char **argv, int timeout_s, char *buf, size_t size) {
       break;
     }
     struct pollfd pf = {.fd = p[0], .events = POLLIN};
-    int r = poll(&pf, 1, (int)(left > 1000 ? 1000 : left));
+    int slice = prog ? 250 : 1000;
+    int r = poll(&pf, 1, (int)(left > slice ? slice : left));
+    if (prog && now_ms() >= next_tick) {
+      gp_agent_pull_progress_tick(prog);
+      next_tick = now_ms() + 250;
+    }
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0) continue;
     char tmp[1024];
@@ -97,38 +107,71 @@ static void failure(const char *dir, const char *text) {
   fprintf(stderr, "gpool: %s\n", text);
 }
 
+/* The count at argv[i] and its words: false when they do not fit before argc. */
+static bool group(int argc, char **argv, int *i, int min, char ***ret, int *ret_n) {
+  if (*i >= argc) return false;
+  int n = atoi(argv[*i]);
+  if (n < min || n > argc - *i - 2) return false;
+  *ret = argv + *i + 1;
+  *ret_n = n;
+  *i += n + 1;
+  return true;
+}
+
 int gp_agent_container_task_main(int argc, char **argv) {
-  /* argv: __container-task JOBDIR TIMEOUT N exists... N pull... run... */
-  if (argc < 6) {
+  /* argv: __container-task JOBDIR TIMEOUT MODE N exists... N pull... N inspect... run... */
+  if (argc < 8) {
     fprintf(stderr, "gpool __container-task: internal command of the agent\n");
     return 2;
   }
   const char *dir = argv[1];
   int timeout = atoi(argv[2]);
-  int n_exists = atoi(argv[3]);
-  if (timeout <= 0 || n_exists < 0 || 4 + n_exists >= argc) return 2;
-  char **exists = argv + 4;
-  int n_pull = atoi(argv[4 + n_exists]);
-  if (n_pull <= 0 || 5 + n_exists + n_pull >= argc) return 2;
-  char **pull = argv + 5 + n_exists;
-  char **run_argv = pull + n_pull;
+  const char *mode = argv[3];
+  bool verify = !strcmp(mode, "verify"), present = !strcmp(mode, "present");
+  if (timeout <= 0 || (!verify && !present && strcmp(mode, "check"))) return 2;
+  int i = 4, n_exists, n_pull, n_inspect;
+  char **exists, **pull, **inspect;
+  if (!group(argc, argv, &i, 0, &exists, &n_exists) || !group(argc, argv, &i, 1, &pull, &n_pull) ||
+      !group(argc, argv, &i, 0, &inspect, &n_inspect) || i >= argc)
+    return 2;
+  char **run_argv = argv + i;
   const char *image = pull[n_pull - 1];
   char *saved = run_argv[0];
-  exists[n_exists] = NULL; /* the counts' own words end the arrays */
+  /* The counts' own words end the arrays: each is followed by the next count. */
+  exists[n_exists] = NULL;
   pull[n_pull] = NULL;
+  inspect[n_inspect] = NULL;
   char out[8192];
-  /* No check (0 words): the agent's inventory holds the image, and the run pulls it
-   * itself in the rare case it went since (--pull=missing). */
-  int rc = n_exists > 0 ? run(exists, 60, out, sizeof out) : 0;
+  /* Present: no check (the agent's inventory holds the image, and the run pulls it itself
+   * in the rare case it went since, --pull=missing). */
+  bool here = present || (n_exists == 0 && verify);
+  if (!here && n_exists > 0) here = run(exists, 60, out, sizeof out, NULL) == 0;
   char auth[1024];
   snprintf(auth, sizeof auth, "%s/container.auth", dir);
-  if (rc != 0) {
+  int rc = 0;
+  if (here && verify) {
+    /* The image is here, but a user's own credential may have brought it: the registry
+     * says whether this job's user may read it (the manifest only: the layers are here). */
+    fprintf(stderr, "gpool: checking that the registry lets this job read image %s\n", image);
+    rc = run(pull, timeout, out, sizeof out, NULL);
+    if (rc != 0) {
+      char text[700];
+      if (rc == -2) snprintf(text, sizeof text, "image pull timed out: %s (after %d s)", image, timeout);
+      else snprintf(text, sizeof text, "%s: %s", gp_agent_container_pull_reason(out), image);
+      unlink(auth);
+      failure(dir, text);
+      return 125;
+    }
+  } else if (!here) {
     fprintf(stderr, "gpool: pulling image %s\n", image);
     char line[800];
     snprintf(line, sizeof line, "pulling image %s", image);
     marker(dir, "container.pulling", line);
     int64_t t0 = now_ms();
-    rc = run(pull, timeout, out, sizeof out);
+    gp_agent_pull_progress prog;
+    gp_agent_pull_progress_start(&prog, dir, n_inspect > 0 ? inspect : NULL, image);
+    rc = run(pull, timeout, out, sizeof out, &prog);
+    gp_agent_pull_progress_end(&prog);
     char text[700];
     if (rc == -2) {
       snprintf(text, sizeof text, "image pull timed out: %s (after %d s)", image, timeout);

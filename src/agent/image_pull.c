@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "protocol/container.h"
 #include "protocol/event.h"
 #include "protocol/registry.h"
 #include "util/mem.h"
@@ -26,7 +27,7 @@
 typedef struct pull {
   pid_t pid;
   char order[GP_AGENT_ID_MAX];
-  char image[256];
+  char image[GP_PROTO_IMAGE_FULL_MAX];
   char err_path[800], auth_path[800];
   int64_t t0_ms, deadline_ms;
 } pull;
@@ -83,9 +84,13 @@ void gp__agent_pull_run(gp_agent *a, const char *order, const gp_proto_pull *p) 
   pull *u = &ps->v[ps->n];
   memset(u, 0, sizeof *u);
   snprintf(u->order, sizeof u->order, "%s", order);
-  snprintf(u->image, sizeof u->image, "%s", p->image);
+  /* By its full name, as a job's image is pulled and run (agent_container.c): the same
+   * image whatever the node's short-name settings. */
+  char full[GP_PROTO_IMAGE_FULL_MAX];
+  if (!gp_proto_image_full(p->image, full, sizeof full)) snprintf(full, sizeof full, "%s", p->image);
+  snprintf(u->image, sizeof u->image, "%s", full);
   snprintf(u->err_path, sizeof u->err_path, "%s/pull-%s.err", a->cfg.data_dir, order);
-  char **argv = gp_agent_container_pull_argv(&a->cfg.container, &a->container, p->image);
+  char **argv = gp_agent_container_pull_argv(&a->cfg.container, &a->container, full);
   if (p->auth[0]) {
     snprintf(u->auth_path, sizeof u->auth_path, "%s/pull-%s.auth", a->cfg.data_dir, order);
     if (write_auth(u->auth_path, p->image, p->auth) != 0) {
@@ -124,7 +129,7 @@ void gp__agent_pull_run(gp_agent *a, const char *order, const gp_proto_pull *p) 
   u->t0_ms = gp__agent_now_ms();
   u->deadline_ms = u->t0_ms + (int64_t)a->cfg.container.pull_timeout_s * 1000;
   ps->n++;
-  gp__agent_log("order %s: pulling image %s", order, p->image);
+  gp__agent_log("order %s: pulling image %s", order, full);
 }
 
 static void finish(gp_agent *a, pull *u, int st, bool timed_out) {

@@ -40,25 +40,30 @@ static uint64_t fnv(uint64_t h, const char *s, size_t n) {
   return h;
 }
 
-uint64_t gp_proto_image_hash(const char *ref) {
-  uint64_t h = 14695981039346656037ull;
+bool gp_proto_image_full(const char *ref, char *buf, size_t size) {
   const char *slash = strchr(ref, '/');
   size_t first = slash ? (size_t)(slash - ref) : 0;
   /* A first component with '.' or ':', or "localhost", is a registry; else Docker Hub's. */
   bool domain = slash && (memchr(ref, '.', first) || memchr(ref, ':', first) ||
                           (first == 9 && strncmp(ref, "localhost", 9) == 0));
+  const char *prefix = "", *rest = ref;
   if (!domain) {
-    h = fnv(h, slash ? "docker.io/" : "docker.io/library/", slash ? 10 : 18);
-    h = fnv(h, ref, strlen(ref));
+    prefix = slash ? "docker.io/" : "docker.io/library/";
   } else if (first == 9 && strncmp(ref, "docker.io", 9) == 0 && !strchr(slash + 1, '/')) {
-    h = fnv(h, "docker.io/library/", 18); /* "docker.io/busybox" is an official image too */
-    h = fnv(h, slash + 1, strlen(slash + 1));
-  } else {
-    h = fnv(h, ref, strlen(ref));
+    prefix = "docker.io/library/"; /* "docker.io/busybox" is an official image too */
+    rest = slash + 1;
   }
   const char *last = strrchr(ref, '/');
   const char *name = last ? last + 1 : ref;
-  if (!strchr(ref, '@') && !strchr(name, ':')) h = fnv(h, ":latest", 7);
+  const char *tag = !strchr(ref, '@') && !strchr(name, ':') ? ":latest" : "";
+  int n = snprintf(buf, size, "%s%s%s", prefix, rest, tag);
+  return n >= 0 && (size_t)n < size;
+}
+
+uint64_t gp_proto_image_hash(const char *ref) {
+  char full[GP_PROTO_IMAGE_FULL_MAX];
+  if (!gp_proto_image_full(ref, full, sizeof full)) snprintf(full, sizeof full, "%.255s", ref);
+  uint64_t h = fnv(14695981039346656037ull, full, strlen(full));
   return h ? h : 1;
 }
 

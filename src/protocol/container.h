@@ -43,6 +43,14 @@ const char *gp_proto_image_check(const char *ref);
  * scheduler compares a job's image with the images a node holds (gp_node.images). */
 uint64_t gp_proto_image_hash(const char *ref);
 
+/* The reference fully qualified, as engines resolve it: "busybox" is
+ * "docker.io/library/busybox:latest". The agent runs images by this name, never by a short
+ * one: an engine matches a short name (or an image ID) against any image it holds, from any
+ * registry, which would skip the registry's say on who may read it. False when it does not
+ * fit in size bytes (GP_PROTO_IMAGE_FULL_MAX always fits a checked reference). */
+#define GP_PROTO_IMAGE_FULL_MAX (GP_PROTO_IMAGE_MAX + 32)
+bool gp_proto_image_full(const char *ref, char *buf, size_t size);
+
 /* Parses one "SRC:DST[:ro|:rw]" (or "PATH", mounted at the same path) into *ret (owned
  * strings). GP_EINVAL naming `field` with a sentence. */
 int gp_proto_mount_parse(const char *text, const char *field, gp_proto_mount *ret, gp_err *err);

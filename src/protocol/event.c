@@ -33,6 +33,14 @@ static int kind_row(gp_proto_event_kind kind) {
   return -1;
 }
 
+void gp_proto_pull_bytes_text(int64_t done, int64_t total, char *buf, size_t size) {
+  int64_t big = total > done ? total : done;
+  double unit = big >= 1000000000 ? 1e9 : 1e6;
+  const char *name = big >= 1000000000 ? "GB" : "MB";
+  if (total > 0) snprintf(buf, size, "%.1f of %.1f %s", (double)done / unit, (double)total / unit, name);
+  else snprintf(buf, size, "%.1f %s so far", (double)done / unit, name);
+}
+
 const char *gp_proto_event_kind_name(gp_proto_event_kind kind) {
   int i = kind_row(kind);
   return i < 0 ? NULL : kinds[i].name;
@@ -127,6 +135,10 @@ json_t *gp_proto_event_encode(const gp_proto_event *ev) {
     json_object_set_new(o, "order", json_string(ev->order));
     json_object_set_new(o, "reason", json_string(ev->reason));
     json_object_set_new(o, "message", json_string(ev->message));
+    if (!strcmp(ev->reason, "progress")) {
+      json_object_set_new(o, "done_bytes", json_integer(ev->done_bytes));
+      json_object_set_new(o, "total_bytes", json_integer(ev->total_bytes));
+    }
     break;
   case GP_PROTO_EV_INTERRUPTION:
     json_object_set_new(o, "at", json_integer(ev->at));
@@ -232,5 +244,7 @@ int gp_proto_event_decode(const json_t *doc, gp_proto_event *ret, gp_err *err) {
   ret->step = (int)opt_int(doc, "step", 0, GP_PROTO_MAX_STEPS - 1, -1);
   ret->out_bytes = opt_int(doc, "out_bytes", 0, INT64_MAX / 2, 0);
   ret->err_bytes = opt_int(doc, "err_bytes", 0, INT64_MAX / 2, 0);
+  ret->done_bytes = opt_int(doc, "done_bytes", 0, GP_PROTO_PULL_BYTES_MAX, -1);
+  ret->total_bytes = opt_int(doc, "total_bytes", 0, GP_PROTO_PULL_BYTES_MAX, -1);
   return 0;
 }

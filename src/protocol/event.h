@@ -31,13 +31,15 @@ typedef enum gp_proto_event_kind {
   GP_PROTO_EV_MIG_DONE,    /* "mig_done": the answer to a mig order */
   GP_PROTO_EV_INJECT_DONE, /* "inject_done": the answer to an inject order */
   GP_PROTO_EV_INTERRUPTION, /* "interruption": the cloud will reclaim the node (spot notice) */
-  GP_PROTO_EV_IMAGE,       /* "image": a container task's pull began ("reason": pulling) or
-                              ended (pulled); "message" says which image and how long */
+  GP_PROTO_EV_IMAGE,       /* "image": a container task's pull began ("reason": pulling),
+                              went on (progress: done_bytes of total_bytes) or ended
+                              (pulled); "message" says which image and how long */
   GP_PROTO_EV_STEP_EXITED, /* "step_exited": a job step's task ended, or never started */
   GP_PROTO_EV_PULL_DONE,   /* "pull_done": the answer to a pull_image order (order, ok,
                               message) */
 } gp_proto_event_kind;
 
+#define GP_PROTO_PULL_BYTES_MAX (INT64_C(1) << 50) /* an image's bytes: 1 PiB at most */
 #define GP_PROTO_SOURCE_MAX 16          /* bytes in an interruption's source, with its NUL */
 
 typedef struct gp_proto_mig_instance {
@@ -77,6 +79,9 @@ typedef struct gp_proto_event {
      message) */
   int step;                           /* 0..GP_PROTO_MAX_STEPS - 1; -1 when not given */
   int64_t out_bytes, err_bytes;       /* the sizes of its stdout and stderr; 0 when not given */
+  /* image "progress": bytes pulled so far, and the image's (0: not known); -1 when not
+     given or past GP_PROTO_PULL_BYTES_MAX */
+  int64_t done_bytes, total_bytes;
   /* gpu_fault, mig_done */
   int gpu;                            /* 0..GP_PROTO_MAX_GPUS - 1 */
   /* gpu_fault */
@@ -97,6 +102,10 @@ typedef struct gp_proto_event {
   int n_mig;
   gp_proto_mig_instance mig[GP_PROTO_MAX_MIG];
 } gp_proto_event;
+
+/* A pull's progress as people read it: "3.1 of 9.8 GB", "12.0 of 41.1 MB" (the unit of the
+ * larger figure), "12.0 MB so far" when the total is not known (0). */
+void gp_proto_pull_bytes_text(int64_t done, int64_t total, char *buf, size_t size);
 
 /* The kind's name on the wire, or NULL for a value out of the enum. */
 const char *gp_proto_event_kind_name(gp_proto_event_kind kind);

@@ -85,6 +85,9 @@ typedef struct gp_proto_start {
   char job_key[GP_PROTO_JOB_KEY_MAX]; /* the run's step credential (GPOOL_JOB_KEY), "": none */
   char *registry_auth;              /* the owner's credential for the image's registry
                                        (protocol/registry.h), NULL: none */
+  bool registry_auth_pool;          /* it is the pool-wide one an admin set, not the
+                                       owner's own ("registry_auth_scope": "pool"; else
+                                       "user", which an absent scope reads as) */
 } gp_proto_start;
 
 /* One task of a job step (step_order.c): what srun asked, placed on one task of the job's

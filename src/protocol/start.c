@@ -137,7 +137,10 @@ json_t *gp_proto_start_encode(const gp_proto_start *s) {
   }
   if (s->container) json_object_set_new(o, "container", gp_proto_container_encode(s->container));
   if (s->job_key[0]) json_object_set_new(o, "job_key", json_string(s->job_key));
-  if (s->registry_auth) json_object_set_new(o, "registry_auth", json_string(s->registry_auth));
+  if (s->registry_auth) {
+    json_object_set_new(o, "registry_auth", json_string(s->registry_auth));
+    json_object_set_new(o, "registry_auth_scope", json_string(s->registry_auth_pool ? "pool" : "user"));
+  }
   return o;
 }
 
@@ -386,6 +389,11 @@ static int decode_fields(const json_t *job, gp_proto_start *s, gp_err *err) {
         return gp__proto_bad(err, CTX, "registry_auth", "a credential is base64 text of at most %d bytes",
                              GP_PROTO_REGISTRY_AUTH_MAX);
       s->registry_auth = gp_xstrdup(json_string_value(ra));
+      const json_t *sc = json_object_get(job, "registry_auth_scope");
+      const char *scope = json_string_value(sc);
+      if (sc && !json_is_null(sc) && (!scope || (strcmp(scope, "user") && strcmp(scope, "pool"))))
+        return gp__proto_bad(err, CTX, "registry_auth_scope", "the scope is \"user\" or \"pool\"");
+      s->registry_auth_pool = scope && !strcmp(scope, "pool");
     }
   }
   return decode_batch(job, s, err);

@@ -390,6 +390,8 @@ static int apply_event(gp_srv_state *s, gp_srv_node *n, int idx, const json_t *d
     }
     return gp__srv_job_event(s, j, "launched", at, extra, err);
   }
+  if (e->kind == GP_PROTO_EV_IMAGE && e->has_reason && !strcmp(e->reason, "progress"))
+    return gp__srv_pull_progress(s, j, e->task, e->done_bytes, e->total_bytes);
   if (e->kind == GP_PROTO_EV_IMAGE) {
     /* A container task's pull: a phase of the job in its timeline (docs/containers.md). */
     bool pulled = e->has_reason && !strcmp(e->reason, "pulled");

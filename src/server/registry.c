@@ -341,14 +341,15 @@ int gp__srv_registry_route(gp_srv_state *s, gp_srv_req *req, const char *rest, g
 }
 
 /* The credential for `image` of `user` (else the pool's; user NULL: the pool's only),
- * opened, or NULL. */
-static char *credential_for(const gp_srv_state *s, const char *user, const char *image) {
+ * opened, or NULL; *pool says which it is. */
+static char *credential_for(const gp_srv_state *s, const char *user, const char *image, bool *pool) {
   struct gp__srv_registry_state *r = s->registry_st;
   char reg[GP_PROTO_REGISTRY_MAX + 1];
   if (!r || r->n == 0 || !image || !gp_proto_image_registry(image, reg, sizeof reg)) return NULL;
   const entry *e = user ? find(r, user, reg) : NULL;
   if (!e) e = find(r, "", reg);
   if (!e) return NULL;
+  if (pool) *pool = !e->user[0];
   gp_err err = {0};
   if (load_key(s, r, &err)) {
     fprintf(stderr, "gpool server: registry: %s\n", err.message);
@@ -362,13 +363,14 @@ static char *credential_for(const gp_srv_state *s, const char *user, const char 
 char *gp__srv_registry_order_doc(const gp_srv_state *s, const gp_srv_order *o) {
   if (!s->registry_st || s->registry_st->n == 0) return NULL;
   char *auth = NULL;
+  bool pool = true;
   json_t *doc = NULL, *where = NULL;
   if (o->is_start) {
     char id[24];
     snprintf(id, sizeof id, "%lld", (long long)o->job_id);
     const gp_srv_job *j = gp__srv_job_get(s, id);
     const char *image = j && j->container ? json_string_value(json_object_get(j->container, "image")) : NULL;
-    if (!image || !j->user || !(auth = credential_for(s, j->user, image))) return NULL;
+    if (!image || !j->user || !(auth = credential_for(s, j->user, image, &pool))) return NULL;
     doc = json_loads(o->doc, 0, NULL);
     where = json_object_get(doc, "job");
   } else if (o->job_id == 0 && strstr(o->doc, "\"pull_image\"")) {
@@ -376,7 +378,7 @@ char *gp__srv_registry_order_doc(const gp_srv_state *s, const gp_srv_order *o) {
     doc = json_loads(o->doc, 0, NULL);
     const char *kind = json_string_value(json_object_get(doc, "kind"));
     if (!kind || strcmp(kind, "pull_image") ||
-        !(auth = credential_for(s, NULL, json_string_value(json_object_get(doc, "image"))))) {
+        !(auth = credential_for(s, NULL, json_string_value(json_object_get(doc, "image")), NULL))) {
       json_decref(doc);
       return NULL;
     }
@@ -387,6 +389,9 @@ char *gp__srv_registry_order_doc(const gp_srv_state *s, const gp_srv_order *o) {
   char *out = NULL;
   if (json_is_object(where)) {
     json_object_set_new(where, "registry_auth", json_string(auth));
+    /* The agent checks every later start in an image of a registry that a user's own
+     * credential pulled from (docs/containers.md#credentials); the pool's needs no check. */
+    if (o->is_start) json_object_set_new(where, "registry_auth_scope", json_string(pool ? "pool" : "user"));
     out = json_dumps(doc, JSON_COMPACT);
   }
   explicit_bzero(auth, strlen(auth));

@@ -403,6 +403,11 @@ int gp__srv_job_read_container(const json_t *o, gp_srv_job *j, gp_err *err);
 /* True when the set of images changed (the scheduler's view then changes). */
 bool gp__srv_node_images_take(gp_srv_node *n, const json_t *images);
 void gp__srv_job_container_json(json_t *o, const gp_srv_job *j);
+/* An agent's progress of a task's pull (jobimage.c): the task's last `pulling_image` entry
+ * of the timeline, still open, gets done_bytes, total_bytes and its message "pulling image
+ * REF (3.1 of 9.8 GB)". In memory only (a pull is minutes; its end is stored); a figure out
+ * of bounds or going back is not taken. Always 0. */
+int gp__srv_pull_progress(gp_srv_state *s, gp_srv_job *j, int task, int64_t done, int64_t total);
 
 /* The same with the grace period capped at max_grace_s (a spot notice's time left). */
 int gp__srv_job_stop_within(gp_srv_state *s, gp_srv_job *j, const char *reason, int max_grace_s,

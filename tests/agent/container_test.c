@@ -59,7 +59,7 @@ static void run_line(void) {
   CHECK(has_arg(v, "--security-opt=no-new-privileges"));
   CHECK(has_arg(v, "--network=host"));
   CHECK(has_arg(v, "--ipc=host")); /* two tasks */
-  CHECK(has_arg(v, "--shm-size=16g"));
+  CHECK(!has_arg(v, "--shm-size=16g")); /* the host's /dev/shm: podman refuses a size there */
   CHECK(has_arg(v, "nofile=20000:20000"));
   CHECK(has_arg(v, "nproc=32768:32768"));
   CHECK(has_arg(v, "memlock=8388608:8388608"));
@@ -91,6 +91,7 @@ static void run_line(void) {
   CHECK_EQ_STR("run", v[1]);
   CHECK(!has_arg(v, "--cgroup-manager=cgroupfs"));
   CHECK(!has_arg(v, "--ipc=host"));
+  CHECK(has_arg(v, "--shm-size=16g")); /* its own IPC namespace: its own /dev/shm */
   CHECK(!has_arg(v, "--read-only"));
   CHECK(!has_arg(v, "nofile=20000:20000"));
   CHECK(has_arg(v, "memlock=-1:-1"));
@@ -277,5 +278,52 @@ static void store_cap_config(void) {
   CHECK(rc != 0);
 }
 
-GP_TESTS(run_line, pull_reasons, env_filter, detection, images_inventory, lru_pick,
+/* A pull's total from the image's manifest (pull_progress.c): config and layers; a list
+ * names its entry for this platform; anything out of bounds gives no total. */
+static void manifest_total(void) {
+  static const char m[] = "{\"schemaVersion\":2,\"config\":{\"size\":409},\"layers\":"
+                          "[{\"size\":41088414},{\"size\":1000}]}";
+  char d[80];
+  CHECK(gp_agent_manifest_total(m, strlen(m), "amd64", d, sizeof d) == 409 + 41088414 + 1000);
+  static const char list[] =
+      "{\"manifests\":[{\"digest\":\"sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\","
+      "\"platform\":{\"os\":\"linux\",\"architecture\":\"arm64\"}},"
+      "{\"digest\":\"sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb\","
+      "\"platform\":{\"os\":\"linux\",\"architecture\":\"amd64\"}}]}";
+  CHECK(gp_agent_manifest_total(list, strlen(list), "amd64", d, sizeof d) == -2);
+  CHECK_EQ_STR("sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", d);
+  CHECK(gp_agent_manifest_total(list, strlen(list), "s390x", d, sizeof d) == -1);
+  static const char *const bad[] = {
+      "not json", "[]", "{\"layers\":[{\"size\":1}]}",                   /* no config */
+      "{\"config\":{\"size\":1},\"layers\":[{\"size\":-5}]}",            /* negative */
+      "{\"config\":{\"size\":1},\"layers\":[{\"size\":\"12\"}]}",        /* not a number */
+      "{\"config\":{\"size\":1},\"layers\":[{\"size\":1125899906842625}]}", /* past 1 PiB */
+      "{\"manifests\":[{\"digest\":\"sha256:--\",\"platform\":{\"os\":\"linux\",\"architecture\":\"amd64\"}}]}"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+    CHECK(gp_agent_manifest_total(bad[i], strlen(bad[i]), "amd64", d, sizeof d) == -1);
+}
+
+/* skopeo's command line: the pull options it shares with the engine, and the job's
+ * credential file; none without skopeo. */
+static void inspect_line(void) {
+  gp_agent_container_cfg c;
+  gp_agent_container_cfg_init(&c);
+  gp_agent_container_caps caps = {.available = true};
+  CHECK(gp_agent_container_inspect_argv(&c, &caps, "") == NULL);
+  snprintf(caps.inspect, sizeof caps.inspect, "/usr/bin/skopeo");
+  static const char *const opts[] = {"--tls-verify=false", "--authfile", "/etc/node.json", "--quiet",
+                                     "--cert-dir=/etc/certs"};
+  c.n_pull_options = 5;
+  for (int i = 0; i < 5; i++) snprintf(c.pull_options[i], sizeof c.pull_options[i], "%s", opts[i]);
+  char **v = gp_agent_container_inspect_argv(&c, &caps, "/jobs/7/container.auth");
+  REQUIRE(v != NULL);
+  static const char *const want[] = {"/usr/bin/skopeo", "inspect", "--raw", "--tls-verify=false", "--authfile",
+                                     "/etc/node.json", "--cert-dir=/etc/certs", "--authfile",
+                                     "/jobs/7/container.auth", NULL};
+  for (int i = 0; want[i]; i++) CHECK_EQ_STR(want[i], v[i]);
+  CHECK(!has_arg(v, "--quiet"));
+  gp_agent_container_argv_free(v);
+}
+
+GP_TESTS(manifest_total, inspect_line, run_line, pull_reasons, env_filter, detection, images_inventory, lru_pick,
          store_cap_config)

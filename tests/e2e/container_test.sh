@@ -9,6 +9,7 @@
 # that does not answer end the job with their reason within the pull timeout.
 # Needs root (the agent switches users) and the user `nobody`.
 source "$(dirname "$0")/lib.sh"
+HERE=$(cd "$(dirname "$0")" && pwd)
 [ "$(id -u)" = 0 ] || { echo "(skipped: needs root: the agent switches users)"; exit 0; }
 getent passwd nobody >/dev/null || { echo "(skipped: no user nobody)"; exit 0; }
 for t in podman docker-registry htpasswd jq; do e2e_need "$t"; done
@@ -49,7 +50,7 @@ IMAGE=$REG/e2e/$TAG:1
 podman push -q --tls-verify=false --authfile "$good" "localhost/$TAG:1" "$IMAGE" >/dev/null || fail "push"
 podman rmi -f "localhost/$TAG:1" >/dev/null 2>&1
 # The node's image store is the machine's: the test's images go with the test.
-trap 'podman rmi -f "$IMAGE" "localhost/$TAG:1" >/dev/null 2>&1; podman --root "$E2E_DIR/store-n3" --runroot "$E2E_DIR/run-n3" --storage-driver vfs rmi -af >/dev/null 2>&1; e2e_cleanup' EXIT
+trap 'podman rmi -f "$IMAGE" "localhost/$TAG:1" "localhost/$TAG-big:1" "127.0.0.1:$(cat "$E2E_DIR/proxy.port" 2>/dev/null)/e2e/$TAG-big:1" >/dev/null 2>&1; podman --root "$E2E_DIR/store-n3" --runroot "$E2E_DIR/run-n3" --storage-driver vfs rmi -af >/dev/null 2>&1; e2e_cleanup' EXIT
 
 NOBODY_TOKEN=nob-$RANDOM$RANDOM
 e2e_write_config
@@ -107,6 +108,60 @@ expect_contains "$(job_field "$j" '.timeline[] | select(.event == "image_pulled"
 f=$("$GPOOL" submit -D "$work" --node-selector node=n1 --image "$IMAGE" -- sh -c 'echo again') || fail "submit: $f"
 wait_for 30 "job $f to complete" job_is "$f" completed
 expect_contains "$(GPOOL_TOKEN=$ADMIN_TOKEN "$GPOOL" logs "$f" 2>&1)" "again" "a second job in the held image"
+
+# 1b. A pull's progress: an image with a 32 MB layer of random bytes, behind a proxy that
+# passes 8 MB/s (a registry over a slow link), pulled for a job. While it runs the job's
+# timeline shows bytes so far of the manifest's total, never going back; the total is the
+# registry's own (config and layers); `gpool show` says it as "(x of y MB)".
+e2e_need skopeo
+big=$E2E_DIR/rootfs-big
+mkdir -p "$big/bin" "$big/tmp"
+cp /bin/busybox "$big/bin/busybox"
+ln -s busybox "$big/bin/sh"
+head -c 32000000 /dev/urandom >"$big/blob.bin"
+tar -C "$big" -cf "$E2E_DIR/rootfs-big.tar" . || fail "tar"
+podman import -q "$E2E_DIR/rootfs-big.tar" "localhost/$TAG-big:1" >/dev/null || fail "podman import"
+podman push -q --tls-verify=false --authfile "$good" "localhost/$TAG-big:1" "$REG/e2e/$TAG-big:1" >/dev/null || fail "push"
+podman rmi -f "localhost/$TAG-big:1" >/dev/null 2>&1
+e2e_spawn "$E2E_DIR/proxy.log" python3 "$HERE/slow_proxy.py" "$PORT" 8000000 "$E2E_DIR/proxy.port"
+wait_for 10 "the proxy to listen" test -s "$E2E_DIR/proxy.port"
+PREG=127.0.0.1:$(cat "$E2E_DIR/proxy.port")
+BIG=$PREG/e2e/$TAG-big:1
+podman login --tls-verify=false --authfile "$good" -u alice -p s3cret "$PREG" >/dev/null || fail "login through the proxy"
+total=$(curl -s -u alice:s3cret -H 'Accept: application/vnd.oci.image.manifest.v1+json' \
+  -H 'Accept: application/vnd.docker.distribution.manifest.v2+json' "http://$REG/v2/e2e/$TAG-big/manifests/1" |
+  jq '.config.size + ([.layers[].size] | add)')
+[ "$total" -gt 32000000 ] || fail "the test image's manifest: $total"
+b=$("$GPOOL" submit -D "$work" --node-selector node=n1 --image "$BIG" -- sh -c 'echo big') || fail "submit: $b"
+seen=$E2E_DIR/progress.txt
+: >"$seen"
+t_end=$((SECONDS + 60))
+while [ $SECONDS -lt $t_end ]; do
+  doc=$(job_json "$b")
+  jq -r '.timeline[] | select(.event == "pulling_image" and .done_bytes != null) | "\(.done_bytes) \(.total_bytes) \(.message)"' <<<"$doc" >>"$seen"
+  [ "$(jq -r .state <<<"$doc")" = completed ] && break
+  sleep 0.3
+done
+job_is "$b" completed || fail "the job in the big image did not complete"
+mid=$(awk -v t="$total" '$2 == t && $1 > 0 && $1 < t' "$seen" | head -1)
+[ -n "$mid" ] || fail "no progress seen while the pull ran: $(sort -u "$seen")"
+echo "pull progress seen: $(uniq "$seen" | cut -d" " -f1,2 | tr "\n" ";")"
+expect_contains "$mid" "pulling image $BIG (" "the timeline says what is pulled, and how far"
+awk 'BEGIN { m = 0 } { if ($1 < m) { print "back from " m " to " $1; exit 1 } m = $1 }' "$seen" >/dev/null ||
+  fail "the progress went back: $(cat "$seen")"
+awk -v t="$total" '$2 != 0 && $2 != t { exit 1 }' "$seen" || fail "a total that is not the manifest's ($total): $(sort -u "$seen")"
+expect_contains "$(job_field "$b" '.timeline[] | select(.event == "image_pulled") | .message')" "pulled image $BIG in" "the pull's end"
+[ -z "$(find "$E2E_DIR/agent-n1" -name pull.tmp)" ] || fail "the pull's temporary directory outlived it"
+podman rmi -f "$BIG" >/dev/null 2>&1
+
+# 1c. A job of two tasks in the image: each its own container (task 1's name holds no '@'),
+# both in the host's IPC namespace (with its /dev/shm), each with its rank.
+g=$("$GPOOL" submit -D "$work" --node-selector node=n1 -N 1 --ntasks-per-node 2 --image "$IMAGE" -- \
+  sh -c 'echo "rank=$GPOOL_TASK_INDEX shm=$(stat -c %s /dev/shm >/dev/null && echo ok)"') || fail "submit: $g"
+wait_for 30 "job $g to end" sh -c "'$GPOOL' show $g -o json | jq -e '.state | test(\"completed|failed\")' >/dev/null"
+job_is "$g" completed || fail "the job of two tasks: $(GPOOL_TOKEN=$ADMIN_TOKEN "$GPOOL" logs --stderr "$g" --task 1 2>&1 | tail -3)"
+expect_contains "$(GPOOL_TOKEN=$ADMIN_TOKEN "$GPOOL" logs "$g" --task 1 2>&1)" "rank=1 shm=ok" "task 1 ran in its container"
+expect_contains "$(GPOOL_TOKEN=$ADMIN_TOKEN "$GPOOL" logs "$g" 2>&1)" "rank=0 shm=ok" "task 0 ran in its container"
 
 # 2. A cancel sends the checkpoint signal to the container's process, which ends in its grace.
 k=$("$GPOOL" submit -D "$work" --node-selector node=n1 --image "$IMAGE" --grace 10s -- \

@@ -4,7 +4,8 @@
 # real registry: Debian's docker-registry on 127.0.0.1 with htpasswd auth holds two images
 # built here from busybox-static; the node has no credential of its own. User A's
 # `gpool registry login` lets A's job pull; user B's job cannot pull with A's credential
-# (unauthorized) until an admin sets a pool-wide one, with which an admin's `gpool images
+# (unauthorized), nor run the image A's pulled onto the node (the agent asks the registry for
+# B before it uses it, by its full name), until an admin sets a pool-wide one, with which an admin's `gpool images
 # pull` pre-pulls an image through the agent, with each node's result; the password (and
 # its base64) is in no API answer, job document, event, server or agent log, the store's
 # SQLite file, or the agent's data directory once the pull is over.
@@ -105,6 +106,28 @@ wait_for 40 "job $j1 to complete" job_is "$j1" completed
 expect_contains "$(GPOOL_TOKEN=$ADMIN_TOKEN "$GPOOL" logs "$j1" 2>&1)" "in-image-65534" "A's job ran in the image"
 [ -z "$(find "$E2E_DIR/agent-n1" -name container.auth)" ] || fail "the auth file outlived the pull"
 
+# 1b. A's credential brought A_IMG to the node: B's job in it still asks the registry, with
+# B's own access (none here), and fails; a short name the engine would match to the image
+# it holds (or its ID) does not reach it either. A's next job in it checks and runs.
+podman image exists "$A_IMG" || fail "A's image is not on the node"
+grep -q "registry $REG: pulled with a user's own credential" "$E2E_DIR/agent-n1.log" ||
+  fail "the agent did not note the registry that a user's own credential pulled from"
+j1b=$(submit as_b "$A_IMG") || fail "submit: $j1b"
+wait_for 40 "job $j1b to fail" job_is "$j1b" failed
+expect_contains "$(job_field "$j1b" .end_reason)" "unauthorized: $A_IMG" "B cannot use the image A's credential pulled"
+a_id=$(podman image inspect --format '{{.Id}}' "$A_IMG" | cut -c1-12)
+for short in "e2e/a-$TAG:1" "a-$TAG:1" "$a_id"; do
+  js=$(submit as_b "$short") || fail "submit: $js"
+  wait_for 40 "job $js to fail" job_is "$js" failed
+  GPOOL_TOKEN=$ADMIN_TOKEN "$GPOOL" logs "$js" 2>&1 | grep -q in-image && fail "B's job ran A's image by the name $short"
+done
+j1d=$(submit as_a "$A_IMG") || fail "submit: $j1d"
+job_over() { case "$(job_field "$1" .state)" in running|pending|stopping) return 1;; esac; }
+wait_for 40 "job $j1d to end" job_over "$j1d"
+job_is "$j1d" completed || fail "A's next job: $(GPOOL_TOKEN=$ADMIN_TOKEN "$GPOOL" logs --stderr "$j1d" 2>&1)"
+expect_contains "$(GPOOL_TOKEN=$ADMIN_TOKEN "$GPOOL" logs --stderr "$j1d" 2>&1)" "checking that the registry lets this job read image $A_IMG" \
+  "A's next job in the image it holds checks A's access"
+
 # 2. B's job cannot pull with A's credential.
 j2=$(submit as_b "$B_IMG") || fail "submit: $j2"
 wait_for 40 "job $j2 to fail" job_is "$j2" failed
@@ -156,7 +179,7 @@ for t in "$A_TOKEN" "$B_TOKEN" "$ADMIN_TOKEN"; do
   for p in /v1/registries /v1/nodes "/v1/jobs?state=all" /v1/whoami; do
     curl -s -H "Authorization: Bearer $t" "$SERVER_URL$p" >>"$api"
   done
-  for id in $j0 $j1 $j2 $j3 $j4; do curl -s -H "Authorization: Bearer $t" "$SERVER_URL/v1/jobs/$id" >>"$api"; done
+  for id in $j0 $j1 $j1b $j1d $j2 $j3 $j4; do curl -s -H "Authorization: Bearer $t" "$SERVER_URL/v1/jobs/$id" >>"$api"; done
 done
 curl -s -m 2 -H "Authorization: Bearer $ADMIN_TOKEN" "$SERVER_URL/v1/events?since=0" >>"$api" 2>/dev/null
 grep -q "$j1" "$api" || fail "the API answers were not collected"

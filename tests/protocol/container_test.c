@@ -90,4 +90,22 @@ static void image_hash(void) {
   CHECK(gp_proto_image_hash("") != 0);
 }
 
-GP_TESTS(round_trip, refused, image_hash)
+/* The name the agent runs an image by: never a short name or an ID, which an engine would
+ * match against an image of any registry it holds. */
+static void image_full(void) {
+  char b[GP_PROTO_IMAGE_FULL_MAX];
+  CHECK(gp_proto_image_full("busybox", b, sizeof b) && !strcmp(b, "docker.io/library/busybox:latest"));
+  CHECK(gp_proto_image_full("e2e/a:1", b, sizeof b) && !strcmp(b, "docker.io/e2e/a:1"));
+  CHECK(gp_proto_image_full("23b43c1e8934", b, sizeof b) && !strcmp(b, "docker.io/library/23b43c1e8934:latest"));
+  CHECK(gp_proto_image_full("docker.io/busybox:1", b, sizeof b) && !strcmp(b, "docker.io/library/busybox:1"));
+  CHECK(gp_proto_image_full("127.0.0.1:5000/e2e/a:1", b, sizeof b) && !strcmp(b, "127.0.0.1:5000/e2e/a:1"));
+  CHECK(gp_proto_image_full("localhost/x", b, sizeof b) && !strcmp(b, "localhost/x:latest"));
+  CHECK(gp_proto_image_full("r:5000/x@sha256:ab", b, sizeof b) && !strcmp(b, "r:5000/x@sha256:ab"));
+  CHECK(!gp_proto_image_full("busybox", b, 10));
+  char big[GP_PROTO_IMAGE_MAX];
+  memset(big, 'a', sizeof big - 1);
+  big[sizeof big - 1] = '\0';
+  CHECK(gp_proto_image_full(big, b, sizeof b) && strlen(b) == 18 + 255 + 7);
+}
+
+GP_TESTS(round_trip, refused, image_hash, image_full)

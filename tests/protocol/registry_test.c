@@ -46,6 +46,19 @@ static void start_auth(void) {
   gp_err err = {0};
   REQUIRE(gp_proto_start_decode(job, &s, &err) == 0);
   CHECK_EQ_STR("Y2Fyb2w6cHc=", s.registry_auth);
+  CHECK(!s.registry_auth_pool); /* no scope: the owner's own, the safe reading */
+  gp_proto_start_done(&s);
+  /* Its scope: the pool's or the owner's, nothing else. */
+  json_object_set_new(job, "registry_auth_scope", json_string("pool"));
+  REQUIRE(gp_proto_start_decode(job, &s, &err) == 0);
+  CHECK(s.registry_auth_pool);
+  gp_proto_start_done(&s);
+  json_object_set_new(job, "registry_auth_scope", json_string("everyone"));
+  CHECK(gp_proto_start_decode(job, &s, &err) != 0);
+  CHECK(strstr(err.field, "registry_auth_scope") != NULL);
+  json_object_set_new(job, "registry_auth_scope", json_string("user"));
+  REQUIRE(gp_proto_start_decode(job, &s, &err) == 0);
+  CHECK(!s.registry_auth_pool);
   gp_proto_start_done(&s);
   static const char *const bad[] = {"not base64!", "abc", "\"},\"x", "=abc"};
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
