@@ -15,6 +15,7 @@
   X(why, "why", "explain why a job is pending")                                          \
   X(logs, "logs", "print a job's output")                                                \
   X(cancel, "cancel", "cancel jobs")                                                     \
+  X(exec, "exec", "run a command inside a running job (-it: a shell on its terminal)")   \
   X(hold, "hold", "hold pending jobs")                                                   \
   X(release, "release", "release held jobs")                                             \
   X(nodes_forget, "nodes forget", "free a node's name for the next agent to register it") \

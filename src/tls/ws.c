@@ -23,6 +23,7 @@ struct gp_tls_ws {
   gnutls_session_t tls;
   gnutls_certificate_credentials_t cred;
   bool client;
+  bool keep_fd;
   bool tls_again;          /* the last TLS send said "again": resend with (NULL, 0) */
   uint8_t *in;             /* bytes read, not parsed; IN_CAP */
   size_t in_len;
@@ -58,12 +59,14 @@ void gp_tls_ws_free(gp_tls_ws *w) {
   if (!w) return;
   if (w->tls) gnutls_deinit(w->tls);
   if (w->cred) gnutls_certificate_free_credentials(w->cred);
-  if (w->fd >= 0) close(w->fd);
+  if (w->fd >= 0 && !w->keep_fd) close(w->fd);
   free(w->in);
   free(w->out);
   free(w->msg);
   free(w);
 }
+
+void gp_tls_ws_keep_fd(gp_tls_ws *w) { w->keep_fd = true; }
 
 void gp_tls_ws_own_cred(gp_tls_ws *w, void *cred) { w->cred = cred; }
 

@@ -70,6 +70,9 @@ typedef struct gp_tls_ws_msg {
  * opposite. `out_cap`: bytes of encoded frames it may hold unsent (at least one frame). */
 gp_tls_ws *gp_tls_ws_new(int fd, void *tls, bool client, size_t out_cap);
 void gp_tls_ws_free(gp_tls_ws *w); /* accepts NULL */
+/* The socket is someone else's to close (libmicrohttpd's, after an upgrade): free leaves it
+ * open. */
+void gp_tls_ws_keep_fd(gp_tls_ws *w);
 /* Hands the endpoint the TLS credentials its session uses (freed after the session). */
 void gp_tls_ws_own_cred(gp_tls_ws *w, void *cred);
 
