@@ -104,14 +104,53 @@ static void end_process(pid_t pid, bool exited) {
   while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {}
 }
 
-/* Relays until the process ends (and its output is read), the peer leaves, or the agent
- * stops. */
-static void relay(gp_agent *a, gp_tls_ws *w, gp__agent_ses_proc *p) {
+static bool task_ended(const gp__agent_ses_job *j) {
+  char path[800];
+  snprintf(path, sizeof path, "%s/exit", j->dir);
+  if (access(path, F_OK) == 0) return true;
+  snprintf(path, sizeof path, "%s/end.json", j->dir);
+  return access(path, F_OK) == 0;
+}
+
+/* A `gpool run` task: its session's code is the task's (agent_jobs.c reads it at the
+ * task's end), and the holder the task ran meanwhile is ended now. */
+static void end_task(const gp__agent_ses_job *j, int code) {
+  char path[800], tmp[810];
+  snprintf(path, sizeof path, "%s/session.exit", j->dir);
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  FILE *f = fopen(tmp, "we");
+  if (f) {
+    fprintf(f, "%d\n", code);
+    if (fclose(f) == 0) rename(tmp, path);
+  }
+  if (j->pid > 0) {
+    kill(-j->pid, SIGTERM);
+    kill(-j->pid, SIGCONT);
+  }
+}
+
+void gp__agent_ses_task_exit(const char *dir, bool *known, int *code, int *sig) {
+  char path[800];
+  snprintf(path, sizeof path, "%s/session.exit", dir);
+  FILE *f = fopen(path, "re");
+  if (!f) return;
+  int c = 0;
+  if (fscanf(f, "%d", &c) == 1 && c >= 0 && c <= 255) {
+    *known = true;
+    *code = c;
+    *sig = 0;
+  }
+  fclose(f);
+}
+
+/* Relays until the process ends (and its output is read), the peer leaves, the job task
+ * ends, or the agent stops. */
+static void relay(gp_agent *a, gp_tls_ws *w, gp__agent_ses_proc *p, const gp__agent_ses_job *job, bool ends_task) {
   uint8_t *in = gp_xmalloc(GP_TLS_WS_MSG_MAX);
   size_t in_len = 0, in_off = 0;
   bool out_open = true, err_open = p->err_fd >= 0, exited = false, peer_gone = false;
   int exit_code = 0;
-  int64_t exited_at = 0;
+  int64_t exited_at = 0, next_check = mono_ms() + 500;
   nonblock(p->in_fd);
   nonblock(p->out_fd);
   nonblock(p->err_fd);
@@ -122,6 +161,18 @@ static void relay(gp_agent *a, gp_tls_ws *w, gp__agent_ses_proc *p) {
       peer_gone = true;
       break;
     }
+    /* A session never outlives its job task: what it started would hold the task's GPUs. */
+    if (mono_ms() >= next_check) {
+      next_check = mono_ms() + 500;
+      if (!ends_task && task_ended(job)) {
+        end_process(p->pid, exited);
+        exited = true;
+        char msg[200];
+        snprintf(msg, sizeof msg, "job %s ended; the session ends with it", job->id);
+        finish(w, 0, msg, GP_TLS_WS_NORMAL);
+        break;
+      }
+    }
     int st;
     if (p->pid > 0 && !exited && waitpid(p->pid, &st, WNOHANG) == p->pid) {
       exited = true;
@@ -131,6 +182,7 @@ static void relay(gp_agent *a, gp_tls_ws *w, gp__agent_ses_proc *p) {
     bool drained = (!out_open && !err_open) || (exited && mono_ms() - exited_at > DRAIN_AFTER_EXIT_MS);
     if ((p->pid > 0 && exited && drained) || (p->pid == 0 && !out_open)) {
       if (p->pid > 0) kill(-p->pid, SIGHUP); /* what it left on the terminal */
+      if (ends_task) end_task(job, exit_code);
       finish(w, exit_code, NULL, GP_TLS_WS_NORMAL);
       break;
     }
@@ -192,7 +244,12 @@ static void relay(gp_agent *a, gp_tls_ws *w, gp__agent_ses_proc *p) {
     if (ie >= 0 && (pf[ie].revents & (POLLIN | POLLHUP | POLLERR))) err_open = pump_out(w, p->err_fd, GP_PROTO_SES_STDERR);
   }
   free(in);
-  if (peer_gone) end_process(p->pid, exited);
+  if (peer_gone) {
+    end_process(p->pid, exited);
+    /* The terminal of a `gpool run` hung up: the task ends as its command would on a
+     * hang-up (Slurm's srun --pty the same). */
+    if (ends_task) end_task(job, exited ? exit_code : 128 + SIGHUP);
+  }
   if (p->in_fd >= 0 && p->in_fd != p->out_fd) close(p->in_fd);
   if (p->out_fd >= 0) close(p->out_fd);
   if (p->err_fd >= 0) close(p->err_fd);
@@ -262,7 +319,7 @@ static void *session_thread(void *arg) {
     else {
       if (st.kind == GP_PROTO_SES_EXEC)
         gp__agent_log("session: exec in job %s (pid %d, tty %s)", S->job.id, (int)p.pid, st.tty ? "yes" : "no");
-      relay(a, w, &p);
+      relay(a, w, &p, &S->job, st.end_task);
     }
     gp_proto_session_start_done(&st);
   }

@@ -52,6 +52,10 @@ int gp__agent_ses_forward(const gp__agent_ses_job *j, int port, gp__agent_ses_pr
 /* Whether a process of job task j holds the listening TCP socket of `port` (tests use it). */
 bool gp__agent_ses_port_owned(const gp__agent_ses_job *j, int port);
 
+/* A task whose work was a session (end_task, `gpool run`): the session's exit code, kept in
+ * <dir>/session.exit, replaces the holder's (ended by the agent when the session did). */
+void gp__agent_ses_task_exit(const char *dir, bool *known, int *code, int *sig);
+
 /* The HTTP side: answers GET /sessions/{id} (an upgrade, or a refusal). */
 enum MHD_Result gp__agent_ses_serve(gp_agent *a, struct MHD_Connection *c, const char *id);
 void gp__agent_ses_init(gp_agent *a);  /* before the endpoint starts */

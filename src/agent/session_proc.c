@@ -186,7 +186,8 @@ int gp__agent_ses_exec(gp_agent *a, const gp__agent_ses_job *j, const gp_proto_s
       rc = -1;
     }
   }
-  if (pid > 0) setpgid(pid, pid);
+  /* No setpgid here: the child's setsid makes it its group's leader, and would fail if
+   * the parent had made it one first (then no controlling terminal, no job control). */
   for (int i = 0; i < p.n_candidates; i++) free(p.candidates[i]);
   free(p.candidates);
   free(ct_argv);

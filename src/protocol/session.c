@@ -52,6 +52,9 @@ int gp_proto_session_start_parse(const void *text, size_t len, gp_proto_session_
       s->n_argv = (int)n;
     }
   }
+  const json_t *end = json_object_get(o, "end_task");
+  if (!rc && end && !json_is_boolean(end)) rc = bad(err, "end_task", "end_task must be true or false");
+  s->end_task = json_is_true(end) && s->kind == GP_PROTO_SES_EXEC;
   const json_t *tty = json_object_get(o, "tty");
   if (!rc && tty && !json_is_boolean(tty)) rc = bad(err, "tty", "tty must be true or false");
   s->tty = json_is_true(tty);

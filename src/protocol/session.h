@@ -3,7 +3,7 @@
  * interactive session, the same from the CLI through the server to the agent.
  *
  * The client's first message is a text frame, the start: {"kind": "exec", "command": [...],
- * "tty": bool, "cols": N, "rows": N, "term": "xterm"} or {"kind": "forward", "port": N}.
+ * "tty": bool, "cols": N, "rows": N, "term": "xterm", "end_task": bool} or {"kind": "forward", "port": N}.
  * Every later message is binary, its first byte a channel:
  *   0 stdin  (client -> agent; an empty payload: end of input)
  *   1 stdout (agent -> client)    2 stderr (agent -> client)
@@ -43,6 +43,8 @@ typedef struct gp_proto_session_start {
   int cols, rows;     /* 0: not given */
   char term[GP_PROTO_SES_TERM_MAX];
   int port;           /* forward: 1..65535 */
+  bool end_task;      /* exec: the session is the task's work (gpool run): its exit code
+                       * becomes the task's, and the task ends with it */
 } gp_proto_session_start;
 
 /* Parses and checks a start message (untrusted: every field bounded, named in err).

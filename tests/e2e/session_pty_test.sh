@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# `gpool run --pty` and `gpool exec -it` driven on a real terminal by pexpect: the prompt
+# comes, a typed command sees the job's CUDA_VISIBLE_DEVICES, a window resize reaches
+# `stty size`, Ctrl-C interrupts a sleep and Ctrl-Z stops one, `exit 3` makes gpool (and the
+# job) end with 3. Without --pty: stdin, the exit code, and the pending reason shown while
+# the job waits for GPUs.
+source "$(dirname "$0")/lib.sh"
+e2e_need python3
+python3 -c 'import pexpect' 2>/dev/null || fail "python3-pexpect is not installed (run scripts/setup.sh)"
+e2e_init
+E2E_QUEUES='  - {name: lab, users: ["*"], priority_classes: [interactive, training]}' e2e_server
+e2e_agent n1 2xH100-80GB
+export GPOOL_TOKEN=$BOB_TOKEN
+
+cat >"$E2E_DIR/drive_session.py" <<'PY'
+import os, sys, time, pexpect
+gpool, mode = sys.argv[1], sys.argv[2]
+args = ["run", "-q", "lab", "-g", "1", "--pty", "--", "bash", "--norc", "--noprofile", "-i"] if mode == "run" else \
+       ["exec", sys.argv[3], "-it", "--", "bash", "--norc", "--noprofile", "-i"]
+p = pexpect.spawn(gpool, args, dimensions=(24, 80), timeout=20, encoding="utf-8")
+p.logfile_read = sys.stdout
+p.expect(r"[$#] ")  # bash's own prompt first: typeahead before it may be flushed
+p.sendline("PS1='gp''> '")
+p.expect_exact("gp> ")
+p.sendline("echo CVD=$CUDA_VISIBLE_DEVICES JOB=$GPOOL_JOB_ID")
+p.expect(r"CVD=(GPU-[0-9a-f-]+) JOB=(\d+)")
+print("\nSEEN", p.match.group(1), p.match.group(2), flush=True)
+p.expect_exact("gp> ")
+p.setwinsize(40, 123)
+time.sleep(0.2)
+p.sendline("stty size")
+p.expect_exact("40 123")
+p.expect_exact("gp> ")
+p.sendline("sleep 30; echo after-sleep")
+time.sleep(0.5)
+t0 = time.time()
+p.sendcontrol("c")
+p.expect_exact("gp> ")
+assert time.time() - t0 < 5, "Ctrl-C did not interrupt sleep"
+assert "\nafter-sleep" not in p.before, "the line after an interrupted sleep ran"
+p.sendline("sleep 30")
+time.sleep(0.5)
+p.sendcontrol("z")
+p.expect("Stopped")
+p.expect_exact("gp> ")
+p.sendline("kill -9 %1")
+p.expect_exact("gp> ")
+p.sendline("exit 3")
+p.expect(pexpect.EOF)
+p.close()
+print("\nEXIT", p.exitstatus, flush=True)
+sys.exit(0 if p.exitstatus == 3 else 1)
+PY
+
+# gpool run --pty: a shell on the job's GPU; exit 3 is gpool's code and the job's.
+out=$(cd "$E2E_DIR" && timeout 90 python3 drive_session.py "$GPOOL" run 2>&1) || fail "gpool run --pty session: $out"
+expect_contains "$out" "EXIT 3" "gpool run returns the shell's exit code"
+run_job=$(echo "$out" | sed -n 's/^SEEN GPU-[0-9a-f-]* \([0-9]*\).*/\1/p' | head -n1)
+[ -n "$run_job" ] || fail "the shell did not see GPOOL_JOB_ID: $out"
+wait_for 20 "the run's job to end" job_is "$run_job" failed
+expect_eq 3 "$(job_field "$run_job" .exit_code)" "the job ends with the shell's code"
+expect_eq interactive "$(job_field "$run_job" .priority)" "gpool run defaults to the interactive class"
+# A queue that does not grant the class: the queue's default, with a note.
+out=$(timeout 30 "$GPOOL" run -- echo in-default 2>&1) || fail "gpool run in the default queue: $out"
+expect_contains "$out" "in-default" "the run in the default queue ran"
+expect_contains "$out" "queue's default class" "the fallback is said"
+
+# gpool exec -it into a running job: the same terminal behaviour; the job keeps running.
+id=$("$GPOOL" submit -g 1 -- sh -c "$(gate_wait)")
+wait_for 20 "the job to run" job_launched "$id"
+out=$(cd "$E2E_DIR" && timeout 90 python3 drive_session.py "$GPOOL" exec "$id" 2>&1) || fail "gpool exec -it session: $out"
+expect_contains "$out" "EXIT 3" "gpool exec -it returns the shell's exit code"
+expect_contains "$out" "SEEN GPU-" "the shell sees the job's GPU"
+job_is "$id" running || fail "the job runs on after an exec session"
+open_gate
+
+# Without --pty: stdin in, the exit code out.
+expect_eq hi "$(echo hi | timeout 30 "$GPOOL" run -- cat)" "gpool run forwards stdin"
+timeout 30 "$GPOOL" run -- sh -c 'exit 5'
+expect_eq 5 "$?" "gpool run returns the command's exit code"
+
+# While the job waits, the pending reason is shown; it attaches once the GPUs free.
+rm -f "$E2E_DIR/gate"
+blocker=$("$GPOOL" submit -g 2 -- sh -c "$(gate_wait)")
+wait_for 20 "the blocker to run" job_is "$blocker" running
+(timeout 60 "$GPOOL" run -g 1 -- echo attached >"$E2E_DIR/run.out" 2>"$E2E_DIR/run.err"; echo $? >"$E2E_DIR/run.rc") &
+wait_for 20 "the pending reason" grep -q "pending: Resources" "$E2E_DIR/run.err"
+"$GPOOL" cancel "$blocker" >/dev/null
+wait_for 30 "the run to end" test -s "$E2E_DIR/run.rc"
+expect_eq 0 "$(cat "$E2E_DIR/run.rc")" "the waiting run exits 0"
+expect_eq attached "$(cat "$E2E_DIR/run.out")" "the waiting run's output"
+echo "ok: pty sessions"
