@@ -20,6 +20,7 @@
 #include "cli/session_client.h"
 #include "cli/submit_args.h"
 #include "cli/submit_batch.h"
+#include "cli/run_job.h"
 
 extern char **environ;
 
@@ -89,6 +90,65 @@ static int wait_started(gp_cli *cli, const char *id) {
   }
 }
 
+int gp_cli_run_job(gp_cli *cli, gp_submit *sp, bool pty) {
+  gp_submit *s_ = sp;
+  gp_err err = {0};
+  int code = 0;
+  json_t *answer = NULL, *cmd = NULL;
+  char cwd[4096];
+  if (!getcwd(cwd, sizeof cwd)) snprintf(cwd, sizeof cwd, "/");
+  if (gp_submit_finish(s_, cwd, NULL, &err) || gp_submit_apply_export(s_->req, s_->sbatch, environ, &err)) {
+    code = gp_cli_usage_error(cli->cmd, "%s", err.message);
+    goto out;
+  }
+  if (s_->warnings.len) fprintf(stderr, "%s", s_->warnings.data);
+  if (pty && !isatty(0)) {
+    code = gp_cli_usage_error(cli->cmd, "--pty needs a terminal on standard input");
+    goto out;
+  }
+  /* The job holds its allocation with a placeholder; CMD is the session's. */
+  cmd = json_incref(json_object_get(s_->req, "command"));
+  json_object_set_new(s_->req, "command", json_pack("[s,s]", "sleep", "infinity"));
+  bool chose = json_object_get(s_->req, "priority") != NULL;
+  if (!chose) json_object_set_new(s_->req, "priority", json_string("interactive"));
+  if ((code = gp_cli_connect(cli))) goto out;
+  struct sigaction sa = {0}, old;
+  sa.sa_handler = on_int;
+  sigaction(SIGINT, &sa, &old);
+  int rc = gp_client_call(cli->client, "POST", "/v1/jobs", s_->req, &answer, NULL, &err);
+  if (rc == GP_EPERM && !chose && !strcmp(err.field, "priority")) {
+    /* The queue does not grant the interactive class (a queue's to give: it is never
+     * preempted): the queue's own default then, said once. */
+    fprintf(stderr, "gpool %s: %s; submitting with the queue's default class\n", cli->cmd, err.message);
+    json_object_del(s_->req, "priority");
+    memset(&err, 0, sizeof err);
+    rc = gp_client_call(cli->client, "POST", "/v1/jobs", s_->req, &answer, NULL, &err);
+  }
+  if (rc) {
+    code = gp_cli_fail(cli, rc, &err);
+    goto out;
+  }
+  const char *id = json_string_value(json_object_get(json_object_get(answer, "job"), "id"));
+  if (!id) {
+    fprintf(stderr, "gpool %s: the server accepted the job but sent no id\n", cli->cmd);
+    code = 1;
+    goto out;
+  }
+  code = wait_started(cli, id);
+  sigaction(SIGINT, &old, NULL);
+  if (code) goto out;
+  gp_tls_ws *w = NULL;
+  if ((code = gp_cli_session_open(cli, id, 0, &w))) goto out;
+  json_t *start = json_pack("{s:s,s:O,s:b,s:b}", "kind", "exec", "command", cmd, "tty", pty, "end_task", 1);
+  gp_cli_session_io io = {.in_fd = 0, .out_fd = 1, .err_fd = 2, .tty = pty, .signals = !pty};
+  code = gp_cli_session_run(cli, id, w, start, &io);
+  json_decref(start);
+out:
+  json_decref(answer);
+  json_decref(cmd);
+  return code;
+}
+
 int gp_cmd_run(int argc, char **argv) {
   int dd = 1;
   while (dd < argc && strcmp(argv[dd], "--") != 0) dd++;
@@ -111,65 +171,15 @@ int gp_cmd_run(int argc, char **argv) {
   gp_submit s;
   gp_submit_init(&s);
   gp_err err = {0};
-  int code = 0;
-  json_t *answer = NULL, *cmd = NULL;
-  char cwd[4096];
-  if (!getcwd(cwd, sizeof cwd)) snprintf(cwd, sizeof cwd, "/");
-  if (gp_submit_parse_args(&s, n, args, &err) || (!s.dashdash && (err.code = GP_EINVAL, 1))) {
+  int code;
+  if (gp_submit_parse_args(&s, n, args, &err) || !s.dashdash) {
     code = gp_cli_usage_error("run", "%s", err.message[0] ? err.message : "put the command after --: gpool run -g 1 -- CMD");
-    goto out;
+  } else {
+    cli.server = s.server;
+    cli.token = s.token;
+    cli.ca = s.ca;
+    code = gp_cli_run_job(&cli, &s, pty);
   }
-  if (gp_submit_finish(&s, cwd, NULL, &err) || gp_submit_apply_export(s.req, false, environ, &err)) {
-    code = gp_cli_usage_error("run", "%s", err.message);
-    goto out;
-  }
-  if (pty && !isatty(0)) {
-    code = gp_cli_usage_error("run", "--pty needs a terminal on standard input");
-    goto out;
-  }
-  cli.server = s.server;
-  cli.token = s.token;
-  cli.ca = s.ca;
-  /* The job holds its allocation with a placeholder; CMD is the session's. */
-  cmd = json_incref(json_object_get(s.req, "command"));
-  json_object_set_new(s.req, "command", json_pack("[s,s]", "sleep", "infinity"));
-  bool chose = json_object_get(s.req, "priority") != NULL;
-  if (!chose) json_object_set_new(s.req, "priority", json_string("interactive"));
-  if ((code = gp_cli_connect(&cli))) goto out;
-  struct sigaction sa = {0}, old;
-  sa.sa_handler = on_int;
-  sigaction(SIGINT, &sa, &old);
-  int rc = gp_client_call(cli.client, "POST", "/v1/jobs", s.req, &answer, NULL, &err);
-  if (rc == GP_EPERM && !chose && !strcmp(err.field, "priority")) {
-    /* The queue does not grant the interactive class (a queue's to give: it is never
-     * preempted): the queue's own default then, said once. */
-    fprintf(stderr, "gpool run: %s; submitting with the queue's default class\n", err.message);
-    json_object_del(s.req, "priority");
-    memset(&err, 0, sizeof err);
-    rc = gp_client_call(cli.client, "POST", "/v1/jobs", s.req, &answer, NULL, &err);
-  }
-  if (rc) {
-    code = gp_cli_fail(&cli, rc, &err);
-    goto out;
-  }
-  const char *id = json_string_value(json_object_get(json_object_get(answer, "job"), "id"));
-  if (!id) {
-    fprintf(stderr, "gpool run: the server accepted the job but sent no id\n");
-    code = 1;
-    goto out;
-  }
-  code = wait_started(&cli, id);
-  sigaction(SIGINT, &old, NULL);
-  if (code) goto out;
-  gp_tls_ws *w = NULL;
-  if ((code = gp_cli_session_open(&cli, id, 0, &w))) goto out;
-  json_t *start = json_pack("{s:s,s:O,s:b,s:b}", "kind", "exec", "command", cmd, "tty", pty, "end_task", 1);
-  gp_cli_session_io io = {.in_fd = 0, .out_fd = 1, .err_fd = 2, .tty = pty, .signals = !pty};
-  code = gp_cli_session_run(&cli, id, w, start, &io);
-  json_decref(start);
-out:
-  json_decref(answer);
-  json_decref(cmd);
   gp_submit_done(&s);
   gp_cli_done(&cli);
   free(args);

@@ -16,8 +16,10 @@ export GPOOL_TOKEN=$BOB_TOKEN
 cat >"$E2E_DIR/drive_session.py" <<'PY'
 import os, sys, time, pexpect
 gpool, mode = sys.argv[1], sys.argv[2]
-args = ["run", "-q", "lab", "-g", "1", "--pty", "--", "bash", "--norc", "--noprofile", "-i"] if mode == "run" else \
-       ["exec", sys.argv[3], "-it", "--", "bash", "--norc", "--noprofile", "-i"]
+shell = ["bash", "--norc", "--noprofile", "-i"]
+args = ["run", "-q", "lab", "-g", "1", "--pty", "--"] + shell if mode == "run" else \
+       ["--gres=gpu:1", "-p", "lab", "--pty"] + shell if mode == "srun" else \
+       ["exec", sys.argv[3], "-it", "--"] + shell
 p = pexpect.spawn(gpool, args, dimensions=(24, 80), timeout=20, encoding="utf-8")
 p.logfile_read = sys.stdout
 p.expect(r"[$#] ")  # bash's own prompt first: typeahead before it may be flushed
@@ -65,6 +67,12 @@ expect_eq interactive "$(job_field "$run_job" .priority)" "gpool run defaults to
 out=$(timeout 30 "$GPOOL" run -- echo in-default 2>&1) || fail "gpool run in the default queue: $out"
 expect_contains "$out" "in-default" "the run in the default queue ran"
 expect_contains "$out" "queue's default class" "the fallback is said"
+
+# Slurm's srun --pty outside an allocation: the same, through gpool run.
+ln -s "$GPOOL" "$E2E_DIR/srun"
+out=$(cd "$E2E_DIR" && env -u SLURM_JOB_ID -u GPOOL_JOB_ID timeout 90 python3 drive_session.py "$E2E_DIR/srun" srun 2>&1) || fail "srun --pty session: $out"
+expect_contains "$out" "EXIT 3" "srun --pty returns the shell's exit code"
+expect_contains "$out" "SEEN GPU-" "srun --pty's shell sees its GPU"
 
 # gpool exec -it into a running job: the same terminal behaviour; the job keeps running.
 id=$("$GPOOL" submit -g 1 -- sh -c "$(gate_wait)")
