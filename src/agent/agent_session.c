@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "agent/agent_int.h"
+#include "agent/launcher.h"
 #include "agent/session.h"
 #include "protocol/limits.h"
 #include "tls/conns.h"
@@ -255,6 +256,67 @@ static void relay(gp_agent *a, gp_tls_ws *w, gp__agent_ses_proc *p, const gp__ag
   if (p->err_fd >= 0) close(p->err_fd);
 }
 
+/* attach: the task's stdout and stderr as they grow (from their size now), until the task
+ * ends (then its exit code) or the peer leaves. Files are polled: a log is a plain file. */
+static void attach(gp_agent *a, gp_tls_ws *w, const gp__agent_ses_job *job) {
+  int fds[2] = {-1, -1};
+  static const char *const names[2] = {"stdout", "stderr"};
+  for (int i = 0; i < 2; i++) {
+    char path[800];
+    snprintf(path, sizeof path, "%s/%s", job->dir, names[i]);
+    fds[i] = open(path, O_RDONLY | O_CLOEXEC);
+    if (fds[i] >= 0) lseek(fds[i], 0, SEEK_END);
+  }
+  bool ended = false;
+  for (;;) {
+    if (stopping(a)) {
+      gp_tls_ws_close(w, GP_TLS_WS_GOING_AWAY, "the agent is stopping");
+      gp_tls_ws_flush_wait(w, 1000);
+      break;
+    }
+    bool was_ended = ended;
+    ended = task_ended(job);
+    bool more = false;
+    for (int i = 0; i < 2; i++) {
+      while (fds[i] >= 0 && gp_tls_ws_room(w, OUT_CHUNK + 1)) {
+        uint8_t buf[OUT_CHUNK + 1];
+        ssize_t n = read(fds[i], buf + 1, OUT_CHUNK);
+        if (n <= 0) break;
+        buf[0] = (uint8_t)(i ? GP_PROTO_SES_STDERR : GP_PROTO_SES_STDOUT);
+        gp_tls_ws_send(w, GP_TLS_WS_BINARY, buf, (size_t)n + 1);
+        more = true;
+      }
+    }
+    if (was_ended && !more) { /* read to the end after the end was seen */
+      int code = 0, sig = 0;
+      char msg[200] = "";
+      if (gp_launch_read_exit(job->dir, &code, &sig) == 0) {
+        bool k = true;
+        gp__agent_ses_task_exit(job->dir, &k, &code, &sig);
+        finish(w, sig ? 128 + sig : code, NULL, GP_TLS_WS_NORMAL);
+      } else {
+        snprintf(msg, sizeof msg, "task of job %s ended without an exit code", job->id);
+        finish(w, 0, msg, GP_TLS_WS_NORMAL);
+      }
+      break;
+    }
+    gp_tls_ws_msg m;
+    int rc;
+    bool gone = false;
+    while ((rc = gp_tls_ws_next(w, &m)) == 1)
+      if (m.opcode == GP_TLS_WS_CLOSE) gone = true;
+    if (rc < 0 || gone) break;
+    struct pollfd pf = {.fd = gp_tls_ws_fd(w), .events = (short)(POLLIN | (gp_tls_ws_wants_write(w) ? POLLOUT : 0))};
+    if (poll(&pf, 1, 100) > 0 && (pf.revents & (POLLIN | POLLHUP | POLLERR))) {
+      long k = gp_tls_ws_read(w);
+      if (k == 0 || k == -2) break;
+    }
+    if (gp_tls_ws_flush(w) < 0) break;
+  }
+  for (int i = 0; i < 2; i++)
+    if (fds[i] >= 0) close(fds[i]);
+}
+
 /* Waits for the start message. 1 with it parsed; 0 when the peer left or broke it. */
 static int read_start(gp_tls_ws *w, gp_proto_session_start *s, char *msg, size_t cap) {
   int64_t deadline = mono_ms() + START_WAIT_MS;
@@ -313,6 +375,11 @@ static void *session_thread(void *arg) {
   if (rc < 0) finish(w, 0, msg, GP_TLS_WS_POLICY);
   if (rc == 1) {
     gp__agent_ses_proc p = {.in_fd = -1, .out_fd = -1, .err_fd = -1};
+    if (st.kind == GP_PROTO_SES_ATTACH) {
+      attach(a, w, &S->job);
+      gp_proto_session_start_done(&st);
+      goto done;
+    }
     int r = st.kind == GP_PROTO_SES_EXEC ? gp__agent_ses_exec(a, &S->job, &st, &p, msg, sizeof msg)
                                          : gp__agent_ses_forward(&S->job, st.port, &p, msg, sizeof msg);
     if (r) finish(w, 0, msg, GP_TLS_WS_INTERNAL);
@@ -323,6 +390,7 @@ static void *session_thread(void *arg) {
     }
     gp_proto_session_start_done(&st);
   }
+done:
   gp_tls_ws_free(w);
   MHD_upgrade_action(S->urh, MHD_UPGRADE_ACTION_CLOSE);
   free(S);

@@ -6,6 +6,7 @@
  *   exec     a process in the job task: its user, its cgroup, its environment (the one
  *            kept at its start, with its GPUs), its container through `podman exec` when
  *            it runs in an image; on a PTY with the window size when asked;
+ *   attach   the task's stdout and stderr as they are written, until it ends (its code);
  *   forward  a TCP connection to 127.0.0.1:PORT, only when a process of the job itself
  *            listens there (so one job never reaches another's ports through its agent).
  * Each session is one thread relaying between the WebSocket and the process's descriptors

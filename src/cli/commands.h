@@ -17,6 +17,7 @@
   X(cancel, "cancel", "cancel jobs")                                                     \
   X(run, "run", "submit a job and run a command in it on this terminal (--pty: a shell)") \
   X(port_forward, "port-forward", "forward a local TCP port to a port inside a running job") \
+  X(attach, "attach", "stream a running job's output as it is written")                 \
   X(exec, "exec", "run a command inside a running job (-it: a shell on its terminal)")   \
   X(hold, "hold", "hold pending jobs")                                                   \
   X(release, "release", "release held jobs")                                             \

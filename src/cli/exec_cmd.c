@@ -99,3 +99,29 @@ int gp_cmd_exec(int argc, char **argv) {
   json_decref(start);
   return rc;
 }
+
+/* `gpool attach JOB [--task N]`: the task's output (stdout here, stderr to stderr) as it
+ * is written, from now until the task ends (gpool then exits with its code) or Ctrl-C. A
+ * job's task reads no terminal, so nothing is sent to it; `gpool exec -it` opens one. */
+static const gp_opt attach_opts[] = {{0, "task", true, E_TASK}, GP_CLI_COMMON_OPTS};
+
+static const char attach_usage[] =
+    "Usage: gpool attach JOB [--task N]\n"
+    "  Streams the running task's output as it is written (stderr to stderr) until the task\n"
+    "  ends (then exits with its exit code) or Ctrl-C. --task N: the task of a gang (default 0).\n"
+    "  For a shell inside the job use gpool exec JOB -it -- bash.\n";
+
+int gp_cmd_attach(int argc, char **argv) {
+  gp_cli cli = {.cmd = "attach"};
+  exec_args a = {.task = -1};
+  int rc = gp_cli_parse(&cli, argc, argv, attach_opts, exec_opt, exec_word, &a, attach_usage);
+  if (rc) return rc < 0 ? 0 : rc;
+  if (!a.job) return gp_cli_usage_error("attach", "which job? gpool attach JOB");
+  gp_tls_ws *w = NULL;
+  if ((rc = gp_cli_session_open(&cli, a.job, (int)a.task, &w))) return rc;
+  json_t *start = json_pack("{s:s}", "kind", "attach");
+  gp_cli_session_io io = {.in_fd = -1, .out_fd = 1, .err_fd = 2};
+  rc = gp_cli_session_run(&cli, a.job, w, start, &io);
+  json_decref(start);
+  return rc;
+}

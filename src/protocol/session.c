@@ -32,7 +32,8 @@ int gp_proto_session_start_parse(const void *text, size_t len, gp_proto_session_
   const char *kind = json_string_value(json_object_get(o, "kind"));
   if (kind && strcmp(kind, "exec") == 0) s->kind = GP_PROTO_SES_EXEC;
   else if (kind && strcmp(kind, "forward") == 0) s->kind = GP_PROTO_SES_FORWARD;
-  else rc = bad(err, "kind", "kind must be exec or forward");
+  else if (kind && strcmp(kind, "attach") == 0) s->kind = GP_PROTO_SES_ATTACH;
+  else rc = bad(err, "kind", "kind must be exec, forward or attach");
   const json_t *cmd = json_object_get(o, "command");
   if (!rc && s->kind == GP_PROTO_SES_EXEC) {
     size_t n = json_array_size(cmd), total = 0;

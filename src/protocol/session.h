@@ -3,7 +3,8 @@
  * interactive session, the same from the CLI through the server to the agent.
  *
  * The client's first message is a text frame, the start: {"kind": "exec", "command": [...],
- * "tty": bool, "cols": N, "rows": N, "term": "xterm", "end_task": bool} or {"kind": "forward", "port": N}.
+ * "tty": bool, "cols": N, "rows": N, "term": "xterm", "end_task": bool}, {"kind": "forward",
+ * "port": N}, or {"kind": "attach"} (the task's output from now on, until it ends).
  * Every later message is binary, its first byte a channel:
  *   0 stdin  (client -> agent; an empty payload: end of input)
  *   1 stdout (agent -> client)    2 stderr (agent -> client)
@@ -30,7 +31,7 @@ enum {
   GP_PROTO_SES_SIGNAL = 5,
 };
 
-typedef enum { GP_PROTO_SES_EXEC = 1, GP_PROTO_SES_FORWARD = 2 } gp_proto_session_kind;
+typedef enum { GP_PROTO_SES_EXEC = 1, GP_PROTO_SES_FORWARD = 2, GP_PROTO_SES_ATTACH = 3 } gp_proto_session_kind;
 
 #define GP_PROTO_SES_MAX_ARGS 256
 #define GP_PROTO_SES_TERM_MAX 64

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # `gpool exec` through the server and the agent (WebSocket sessions, docs/interactive.md):
 # the command sees the job's environment (its GPUs), its exit code and both streams come
-# back, stdin goes in; only the job's owner and admins may enter (another user and a viewer
+# back, stdin goes in; `gpool attach` streams a task's output to its exit code; only the job's owner and admins may enter (another user and a viewer
 # get 403, a malformed upgrade 400); sessions_per_user holds (429); /metrics counts them;
 # a stopping server ends a session with a clear sentence and the job keeps running; a
 # killed server too.
@@ -69,6 +69,17 @@ expect_contains "$out" "not running" "an ended job has no session"
 agent_url=$(GPOOL_TOKEN=$ADMIN_TOKEN "$GPOOL" nodes -o json | jq -r '.[0].agent_url')
 code=$(curl -sS -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $BOB_TOKEN" "${ws[@]}" "$agent_url/sessions/$id")
 expect_eq 401 "$code" "the agent refuses a user's token"
+
+# attach: the output as it is written, then the task's exit code.
+att=$(as_bob "$GPOOL" submit -- sh -c "i=0; while [ ! -e '$E2E_DIR/gate2' ] && [ \$i -lt 600 ]; do echo tick; sleep 0.2; i=\$((i+1)); done; echo bye; echo err-bye >&2; exit 4")
+wait_for 20 "the ticking job to run" job_launched "$att"
+(GPOOL_TOKEN=$BOB_TOKEN timeout 30 "$GPOOL" attach "$att" >"$E2E_DIR/att.out" 2>"$E2E_DIR/att.err"; echo $? >"$E2E_DIR/att.rc") &
+wait_for 10 "attached output" grep -q tick "$E2E_DIR/att.out"
+touch "$E2E_DIR/gate2"
+wait_for 20 "attach to end" test -s "$E2E_DIR/att.rc"
+expect_eq 4 "$(cat "$E2E_DIR/att.rc")" "attach exits with the task's code"
+expect_eq bye "$(tail -n1 "$E2E_DIR/att.out")" "attach shows the output to the end"
+expect_contains "$(cat "$E2E_DIR/att.err")" "err-bye" "attach shows stderr apart"
 
 # sessions_per_user: 2 open, the third refused (429); they end with their commands.
 GPOOL_TOKEN=$BOB_TOKEN "$GPOOL" exec "$id" -- sleep 30 >/dev/null 2>&1 &
