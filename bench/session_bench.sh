@@ -41,11 +41,12 @@ for i in range(n):
     p.send(ch)
     p.expect_exact(ch)
     lat.append((time.perf_counter() - t0) * 1000)
-p.sendcontrol("d")
-p.expect(pexpect.EOF)
 lat = sorted(lat[warm:])
 q = lambda f: lat[min(len(lat) - 1, int(f * len(lat)))]
-print(f"keystroke round trip (exec -it, {len(lat)} keys): p50 {q(0.5):.2f} ms, p99 {q(0.99):.2f} ms, max {lat[-1]:.2f} ms")
+print(f"keystroke round trip (exec -it, {len(lat)} keys): p50 {q(0.5):.2f} ms, p99 {q(0.99):.2f} ms, max {lat[-1]:.2f} ms", flush=True)
+p.send(b"\r")
+p.sendcontrol("d")
+p.expect(pexpect.EOF)
 PY
 open_gate
 

@@ -30,7 +30,7 @@
 #include "util/units.h"
 
 #define START_WAIT_MS 10000 /* the server sends the start at once; a silent peer is dropped */
-#define OUT_CHUNK 32768
+#define OUT_CHUNK (GP_TLS_WS_MSG_MAX - 1) /* a channel byte and a read: one whole frame */
 #define DRAIN_AFTER_EXIT_MS 500 /* output a left-behind process still holds is not waited for */
 
 struct gp__agent_sessions {

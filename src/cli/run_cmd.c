@@ -8,11 +8,13 @@
  * GPUs with a placeholder while CMD runs as a session in it (the job's user, cgroup, GPUs
  * and environment, as `gpool exec`), and it ends when CMD does or when the terminal goes
  * away. Ctrl-C while it waits cancels it. */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cli/cli_common.h"
@@ -49,8 +51,9 @@ static int wait_started(gp_cli *cli, const char *id) {
     if (interrupted) {
       char cp[96];
       snprintf(cp, sizeof cp, "/v1/jobs/%s/cancel", id);
-      json_t *a = NULL;
-      gp_cli_call(cli, "POST", cp, json_object(), &a);
+      json_t *a = NULL, *body = json_object();
+      gp_cli_call(cli, "POST", cp, body, &a);
+      json_decref(body);
       json_decref(a);
       fprintf(stderr, "gpool run: interrupted; job %s cancelled\n", id);
       return 130;
@@ -180,6 +183,108 @@ int gp_cmd_run(int argc, char **argv) {
     cli.ca = s.ca;
     code = gp_cli_run_job(&cli, &s, pty);
   }
+  gp_submit_done(&s);
+  gp_cli_done(&cli);
+  free(args);
+  return code;
+}
+
+/* `gpool alloc [submit options] [-- CMD]` (Slurm's salloc): holds an allocation (a job in
+ * the interactive class, like gpool run's, whose process only holds it) and runs a shell
+ * here ($SHELL, or CMD) with GPOOL_JOB_ID and SLURM_JOB_ID naming it: `gpool exec $GPOOL_JOB_ID
+ * -- ...` and `srun ...` (with the user's token) run on its GPUs. When the shell ends, the
+ * allocation does (cancelled); gpool exits with the shell's code. */
+static const char alloc_usage[] =
+    "Usage: gpool alloc [submit options] [-- CMD [ARG...]]\n"
+    "  Holds an allocation (priority class interactive unless -p) and runs $SHELL (or CMD)\n"
+    "  here with GPOOL_JOB_ID and SLURM_JOB_ID set: srun and gpool exec $GPOOL_JOB_ID run on\n"
+    "  its GPUs. The allocation ends when the shell does.\n";
+
+int gp_cmd_alloc(int argc, char **argv) {
+  for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+      fputs(alloc_usage, stdout);
+      return 0;
+    }
+  gp_cli cli = {.cmd = "alloc"};
+  gp_submit s;
+  gp_submit_init(&s);
+  gp_err err = {0};
+  int code = 0;
+  json_t *answer = NULL;
+  char cwd[4096];
+  if (!getcwd(cwd, sizeof cwd)) snprintf(cwd, sizeof cwd, "/");
+  /* The job's command is the holder; the shell runs here. */
+  char **args = calloc((size_t)argc + 4, sizeof *args);
+  int n = 0, dd = argc;
+  for (int i = 0; i < argc; i++) {
+    if (!strcmp(argv[i], "--") && dd == argc) dd = i;
+    if (i < dd) args[n++] = argv[i];
+  }
+  args[n++] = "--";
+  args[n++] = "sleep";
+  args[n++] = "infinity";
+  if (gp_submit_parse_args(&s, n, args, &err) || gp_submit_finish(&s, cwd, NULL, &err) ||
+      gp_submit_apply_export(s.req, false, environ, &err)) {
+    code = gp_cli_usage_error("alloc", "%s", err.message);
+    goto out;
+  }
+  cli.server = s.server;
+  cli.token = s.token;
+  cli.ca = s.ca;
+  bool chose = json_object_get(s.req, "priority") != NULL;
+  if (!chose) json_object_set_new(s.req, "priority", json_string("interactive"));
+  if ((code = gp_cli_connect(&cli))) goto out;
+  struct sigaction sa = {0}, old;
+  sa.sa_handler = on_int;
+  sigaction(SIGINT, &sa, &old);
+  int rc = gp_client_call(cli.client, "POST", "/v1/jobs", s.req, &answer, NULL, &err);
+  if (rc == GP_EPERM && !chose && !strcmp(err.field, "priority")) {
+    fprintf(stderr, "gpool alloc: %s; submitting with the queue's default class\n", err.message);
+    json_object_del(s.req, "priority");
+    memset(&err, 0, sizeof err);
+    rc = gp_client_call(cli.client, "POST", "/v1/jobs", s.req, &answer, NULL, &err);
+  }
+  if (rc) {
+    code = gp_cli_fail(&cli, rc, &err);
+    goto out;
+  }
+  const char *id = json_string_value(json_object_get(json_object_get(answer, "job"), "id"));
+  if (!id) {
+    fprintf(stderr, "gpool alloc: the server accepted the job but sent no id\n");
+    code = 1;
+    goto out;
+  }
+  code = wait_started(&cli, id);
+  sigaction(SIGINT, &old, NULL);
+  if (code) goto out;
+  fprintf(stderr, "gpool alloc: granted job allocation %s\n", id);
+  pid_t pid = fork();
+  if (pid == 0) {
+    setenv("GPOOL_JOB_ID", id, 1);
+    setenv("SLURM_JOB_ID", id, 1);
+    unsetenv("GPOOL_JOB_KEY"); /* another job's credential would not do */
+    if (dd < argc - 1) execvp(argv[dd + 1], argv + dd + 1);
+    const char *sh = getenv("SHELL");
+    execlp(sh && *sh ? sh : "/bin/sh", sh && *sh ? sh : "/bin/sh", (char *)NULL);
+    fprintf(stderr, "gpool alloc: cannot run the shell: %s\n", strerror(errno));
+    _exit(127);
+  }
+  int st = 0;
+  /* The shell owns the terminal's signals; this process only waits for it. */
+  signal(SIGINT, SIG_IGN);
+  signal(SIGQUIT, SIG_IGN);
+  while (pid > 0 && waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+  code = pid < 0 ? 1 : WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  char cp[96];
+  snprintf(cp, sizeof cp, "/v1/jobs/%s/cancel", id);
+  json_t *c = NULL, *body = json_object();
+  if (gp_cli_call(&cli, "POST", cp, body, &c) == 0)
+    fprintf(stderr, "gpool alloc: relinquishing job allocation %s\n", id);
+  json_decref(body);
+  json_decref(c);
+out:
+  json_decref(answer);
   gp_submit_done(&s);
   gp_cli_done(&cli);
   free(args);

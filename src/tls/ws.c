@@ -16,7 +16,9 @@
 
 #include "util/mem.h"
 
-#define IN_CAP (GP_TLS_WS_FRAME_MAX + GP_TLS_WS_HDR_MAX)
+/* Four frames' worth: one read takes several frames of a bulk stream (fewer system calls
+ * per byte); still a fixed bound. */
+#define IN_CAP (4 * (GP_TLS_WS_FRAME_MAX + GP_TLS_WS_HDR_MAX))
 
 struct gp_tls_ws {
   int fd;

@@ -3,8 +3,8 @@
  * port-forward): the CLI speaks it to the server, the server to the agent.
  *
  * An endpoint (gp_tls_ws) wraps a connected socket, plain or through a GnuTLS session
- * (ws_dial.c), with two bounded buffers: bytes read and not yet parsed (at most one frame's
- * worth: GP_TLS_WS_FRAME_MAX plus its header), and frames encoded and not yet written (a cap
+ * (ws_dial.c), with two bounded buffers: bytes read and not yet parsed (at most four
+ * frames' worth: 4 x (GP_TLS_WS_FRAME_MAX plus a header)), and frames encoded and not yet written (a cap
  * the owner chooses). Nothing grows past them: a peer that sends faster than the owner
  * consumes is simply not read (the owner stops polling it), and gp_tls_ws_send refuses a
  * frame that does not fit, so the owner stops reading whatever feeds it. That is the flow

@@ -3,8 +3,9 @@
 # `gpool run --pty` and `gpool exec -it` driven on a real terminal by pexpect: the prompt
 # comes, a typed command sees the job's CUDA_VISIBLE_DEVICES, a window resize reaches
 # `stty size`, Ctrl-C interrupts a sleep and Ctrl-Z stops one, `exit 3` makes gpool (and the
-# job) end with 3. Without --pty: stdin, the exit code, and the pending reason shown while
-# the job waits for GPUs.
+# job) end with 3; Slurm's srun --pty the same. `gpool alloc` holds an allocation for a
+# local shell whose gpool exec and srun run on it. Without --pty: stdin, the exit code, and
+# the pending reason shown while the job waits for GPUs.
 source "$(dirname "$0")/lib.sh"
 e2e_need python3
 python3 -c 'import pexpect' 2>/dev/null || fail "python3-pexpect is not installed (run scripts/setup.sh)"
@@ -73,6 +74,20 @@ ln -s "$GPOOL" "$E2E_DIR/srun"
 out=$(cd "$E2E_DIR" && env -u SLURM_JOB_ID -u GPOOL_JOB_ID timeout 90 python3 drive_session.py "$E2E_DIR/srun" srun 2>&1) || fail "srun --pty session: $out"
 expect_contains "$out" "EXIT 3" "srun --pty returns the shell's exit code"
 expect_contains "$out" "SEEN GPU-" "srun --pty's shell sees its GPU"
+
+# gpool alloc (salloc): a shell here with the allocation's id; exec and srun run on it; the
+# allocation ends with the shell, whose code is gpool's.
+out=$(cd "$E2E_DIR" && timeout 60 "$GPOOL" alloc -q lab -g 1 -- sh -c '
+  echo "ALLOC=$GPOOL_JOB_ID SLURM=$SLURM_JOB_ID"
+  "$0" exec "$GPOOL_JOB_ID" -- sh -c "echo EXEC-CVD=\$CUDA_VISIBLE_DEVICES"
+  ./srun sh -c "echo SRUN-CVD=\$CUDA_VISIBLE_DEVICES"
+  exit 6' "$GPOOL" 2>&1)
+expect_eq 6 "$?" "gpool alloc exits with the shell's code"
+alloc_job=$(echo "$out" | sed -n 's/^ALLOC=\([0-9]*\) SLURM=\1$/\1/p')
+[ -n "$alloc_job" ] || fail "the shell names its allocation in GPOOL_JOB_ID and SLURM_JOB_ID: $out"
+expect_contains "$out" "EXEC-CVD=GPU-" "gpool exec runs on the allocation's GPU"
+expect_contains "$out" "SRUN-CVD=GPU-" "srun runs a step on the allocation's GPU"
+wait_for 20 "the allocation to end" job_is "$alloc_job" cancelled
 
 # gpool exec -it into a running job: the same terminal behaviour; the job keeps running.
 id=$("$GPOOL" submit -g 1 -- sh -c "$(gate_wait)")
