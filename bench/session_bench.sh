@@ -33,6 +33,7 @@ python3 - "$GPOOL" "$id" "$N" "$WARM" <<'PY'
 import sys, time, pexpect
 gpool, job, n, warm = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 p = pexpect.spawn(gpool, ["exec", job, "-it", "--", "cat"], timeout=10)
+p.delaybeforesend = None  # pexpect waits 50 ms before each send by default
 time.sleep(1.0)
 lat = []
 for i in range(n):

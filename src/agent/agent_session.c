@@ -80,17 +80,22 @@ static void nonblock(int fd) {
   if (fd >= 0) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 }
 
-/* Reads one chunk of fd into a message on channel ch. False at its end. */
+/* Reads what fd has into messages on channel ch, while the WebSocket has room for a whole
+ * one (at most four per call, so the other side gets its turn). False at its end. */
 static bool pump_out(gp_tls_ws *w, int fd, int ch) {
   uint8_t buf[OUT_CHUNK + 1];
-  ssize_t n = read(fd, buf + 1, OUT_CHUNK);
-  if (n > 0) {
-    buf[0] = (uint8_t)ch;
-    gp_tls_ws_send(w, GP_TLS_WS_BINARY, buf, (size_t)n + 1); /* room was checked before polling */
-    return true;
+  for (int i = 0; i < 4 && gp_tls_ws_room(w, OUT_CHUNK + 1); i++) {
+    ssize_t n = read(fd, buf + 1, OUT_CHUNK);
+    if (n > 0) {
+      buf[0] = (uint8_t)ch;
+      gp_tls_ws_send(w, GP_TLS_WS_BINARY, buf, (size_t)n + 1);
+      if (n < OUT_CHUNK) return true; /* drained for now */
+      continue;
+    }
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) return true;
+    return false; /* 0, or EIO: a PTY whose last holder closed it */
   }
-  if (n < 0 && (errno == EAGAIN || errno == EINTR)) return true;
-  return false; /* 0, or EIO: a PTY whose last holder closed it */
+  return true;
 }
 
 static void end_process(pid_t pid, bool exited) {
