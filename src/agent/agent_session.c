@@ -170,7 +170,9 @@ static void relay(gp_agent *a, gp_tls_ws *w, gp__agent_ses_proc *p, const gp__ag
     /* A session never outlives its job task: what it started would hold the task's GPUs. */
     if (mono_ms() >= next_check) {
       next_check = mono_ms() + 500;
-      if (!ends_task && task_ended(job)) {
+      /* A `gpool run` task too: cancelled, preempted or reclaimed, its command goes with it
+       * (its own end ends the task through end_task, after this loop). */
+      if (task_ended(job)) {
         end_process(p->pid, exited);
         exited = true;
         char msg[200];

@@ -35,15 +35,17 @@ time.sleep(0.2)
 p.sendline("stty size")
 p.expect_exact("40 123")
 p.expect_exact("gp> ")
-p.sendline("sleep 30; echo after-sleep")
-time.sleep(0.5)
+p.sendline("echo go-$((1+1)); sleep 30; echo after-sleep")
+p.expect_exact("go-2")  # the output, not the echoed line: sleep starts now
+time.sleep(0.3)
 t0 = time.time()
 p.sendcontrol("c")
 p.expect_exact("gp> ")
 assert time.time() - t0 < 5, "Ctrl-C did not interrupt sleep"
 assert "\nafter-sleep" not in p.before, "the line after an interrupted sleep ran"
-p.sendline("sleep 30")
-time.sleep(0.5)
+p.sendline("echo go-$((1+2)); sleep 30")
+p.expect_exact("go-3")
+time.sleep(0.3)
 p.sendcontrol("z")
 p.expect("Stopped")
 p.expect_exact("gp> ")
@@ -102,6 +104,16 @@ open_gate
 expect_eq hi "$(echo hi | timeout 30 "$GPOOL" run -- cat)" "gpool run forwards stdin"
 timeout 30 "$GPOOL" run -- sh -c 'exit 5'
 expect_eq 5 "$?" "gpool run returns the command's exit code"
+
+# A cancelled run job takes its command along: the CLI ends, saying so, and the GPU is free.
+(timeout 60 "$GPOOL" run -g 1 -- sleep 50 >/dev/null 2>"$E2E_DIR/cancel.err"; echo $? >"$E2E_DIR/cancel.rc") &
+wait_for 20 "the run to start" sh -c "'$GPOOL' jobs -o json | jq -e '[.[] | select(.state == \"running\")] | length == 1'"
+run2=$("$GPOOL" jobs -o json | jq -r '.[] | select(.state == "running") | .id')
+"$GPOOL" cancel "$run2" >/dev/null
+wait_for 20 "the cancelled run's CLI to end" test -s "$E2E_DIR/cancel.rc"
+expect_eq 1 "$(cat "$E2E_DIR/cancel.rc")" "a cancelled run exits 1"
+expect_contains "$(cat "$E2E_DIR/cancel.err")" "job $run2 ended; the session ends with it" "the CLI says the job ended"
+pgrep -f "sleep 50" >/dev/null && fail "the cancelled run's command outlived its job"
 
 # While the job waits, the pending reason is shown; it attaches once the GPUs free.
 rm -f "$E2E_DIR/gate"
