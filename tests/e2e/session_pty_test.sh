@@ -121,6 +121,16 @@ blocker=$("$GPOOL" submit -g 2 -- sh -c "$(gate_wait)")
 wait_for 20 "the blocker to run" job_is "$blocker" running
 (timeout 60 "$GPOOL" run -g 1 -- echo attached >"$E2E_DIR/run.out" 2>"$E2E_DIR/run.err"; echo $? >"$E2E_DIR/run.rc") &
 wait_for 20 "the pending reason" grep -q "pending: Resources" "$E2E_DIR/run.err"
+# Ctrl-C while waiting cancels the job it submitted.
+"$GPOOL" run -g 1 -- true 2>"$E2E_DIR/int.err" &
+int_pid=$!
+wait_for 20 "the second run to wait" grep -q "pending:" "$E2E_DIR/int.err"
+int_job=$(sed -n 's/^gpool run: job \([0-9]*\) pending.*/\1/p' "$E2E_DIR/int.err" | head -n1)
+kill -INT "$int_pid"
+wait "$int_pid"
+expect_eq 130 "$?" "Ctrl-C while waiting exits 130"
+expect_contains "$(cat "$E2E_DIR/int.err")" "interrupted; job $int_job cancelled" "the CLI says it cancelled the job"
+wait_for 10 "the interrupted run's job cancelled" job_is "$int_job" cancelled
 "$GPOOL" cancel "$blocker" >/dev/null
 wait_for 30 "the run to end" test -s "$E2E_DIR/run.rc"
 expect_eq 0 "$(cat "$E2E_DIR/run.rc")" "the waiting run exits 0"
