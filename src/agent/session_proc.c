@@ -121,11 +121,14 @@ int gp__agent_ses_exec(gp_agent *a, const gp__agent_ses_job *j, const gp_proto_s
   }
   if (s->tty) gp__agent_env_set(&env, "TERM", s->term[0] ? s->term : "xterm");
   gp__agent_env_set(&env, "GPOOL_SESSION", "1");
-  /* A container job: the command runs inside its container, through the engine, as the
-   * user who runs the container (rootless engines keep one store per user). */
+  /* A container job: the command runs inside its container through the engine's exec, as
+   * the container's process runs: the engine as the agent (outside the job's cgroup, in the
+   * agent's environment, as `podman run` was), the command as the job's user (--user) in
+   * the container's cgroup and environment. */
   char **argv = s->argv;
   char **ct_argv = NULL;
-  char ct_name[140];
+  char ct_name[140], ct_user[64], ct_term[GP_PROTO_SES_TERM_MAX + 8];
+  extern char **environ;
   if (j->container) {
     if (!a->container.available) {
       gp__agent_env_free(&env);
@@ -133,24 +136,34 @@ int gp__agent_ses_exec(gp_agent *a, const gp__agent_ses_job *j, const gp_proto_s
       return -1;
     }
     int n = 0;
-    ct_argv = gp_xcalloc((size_t)(s->n_argv + GP_CT_MAX_OPTIONS + 8), sizeof *ct_argv);
+    ct_argv = gp_xcalloc((size_t)(s->n_argv + GP_CT_MAX_OPTIONS + 12), sizeof *ct_argv);
     ct_argv[n++] = a->container.engine;
     for (int i = 0; i < a->cfg.container.n_options; i++) ct_argv[n++] = a->cfg.container.options[i];
     ct_argv[n++] = "exec";
     ct_argv[n++] = "-i";
-    if (s->tty) ct_argv[n++] = "-t";
+    if (s->tty) {
+      ct_argv[n++] = "-t";
+      snprintf(ct_term, sizeof ct_term, "TERM=%s", s->term[0] ? s->term : "xterm");
+      ct_argv[n++] = "-e";
+      ct_argv[n++] = ct_term;
+    }
+    snprintf(ct_user, sizeof ct_user, "%u:%u", (unsigned)(p.c.switch_user ? p.c.uid : geteuid()),
+             (unsigned)(p.c.switch_user ? p.c.gid : getegid()));
+    ct_argv[n++] = "--user";
+    ct_argv[n++] = ct_user;
     snprintf(ct_name, sizeof ct_name, "gpool-%s", j->key);
     ct_argv[n++] = ct_name;
     for (int i = 0; i < s->n_argv; i++) ct_argv[n++] = s->argv[i];
     argv = ct_argv;
+    p.c.switch_user = false;
   }
-  candidates(&p, argv[0], gp__agent_env_get(&env, "PATH"));
+  candidates(&p, argv[0], j->container ? getenv("PATH") : gp__agent_env_get(&env, "PATH"));
   p.argv = argv;
-  p.envp = env.items;
-  p.workdir = gp__agent_env_get(&env, "PWD");
+  p.envp = j->container ? environ : env.items;
+  p.workdir = j->container ? j->dir : gp__agent_env_get(&env, "PWD");
   p.home = p.c.home[0] ? p.c.home : NULL;
   char procs[800];
-  if (j->cgroup) {
+  if (j->cgroup && !j->container) {
     snprintf(procs, sizeof procs, "%s/job-%s/cgroup.procs", a->cgroup.root, j->key);
     p.procs_fd = open(procs, O_WRONLY | O_CLOEXEC);
   }
