@@ -552,7 +552,12 @@ void gp__agent_ses_stop_all(gp_agent *a) {
   if (!a->sessions) return;
   pthread_mutex_lock(&a->sessions->lock);
   a->sessions->stopping = true;
-  while (a->sessions->active > 0) pthread_cond_wait(&a->sessions->done, &a->sessions->lock);
+  /* Each session sees the flag within 100 ms; an upgrade whose peer vanished before
+   * libmicrohttpd handed it over never runs: not waited for past 10 s. */
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_sec += 10;
+  while (a->sessions->active > 0 && pthread_cond_timedwait(&a->sessions->done, &a->sessions->lock, &until) == 0) {}
   pthread_mutex_unlock(&a->sessions->lock);
 }
 
