@@ -11,6 +11,7 @@ PKGS=(build-essential cmake pkg-config git curl ca-certificates procps psmisc
       chromium chromium-driver python3-selenium    # the web console's browser test
       msmtp python3-aiosmtpd    # notifications' test: a sendmail relaying to an SMTP sink
       python3-pytest python3-venv python3-pip   # the Python client's tests, pip install offline
+      python3-pexpect                           # interactive sessions driven on a PTY (tests/e2e/session_pty_test.sh)
       openmpi-bin libopenmpi-dev   # mpirun inside a job, launching through srun (mpi_test)
       podman runc docker-registry busybox-static apache2-utils   # jobs in images, a local registry
       skopeo)                                     # and a test image (tests/e2e/container_test.sh);

@@ -3,7 +3,8 @@
  *   GET /healthz                              liveness, node name, registration;
  *   GET /metrics                              Prometheus text;
  *   GET /logs/{job}?stream=stdout&offset=N&task=T  a bounded chunk of a task's log as
- *       {"data": "...", "offset": next, "eof": bool}, for the server's log proxy.
+ *       {"data": "...", "offset": next, "eof": bool}, for the server's log proxy;
+ *   GET /sessions/{job}?task=T                 a WebSocket session in a job task (session.h).
  * /logs needs the agent's bearer token (job output is private). The handlers read files and
  * the counters under stats_lock only, never the run loop's job table. Log bytes that are not
  * UTF-8 become U+FFFD so the answer is valid JSON; offsets always count file bytes.
@@ -28,6 +29,7 @@
 #include <unistd.h>
 
 #include "agent/metrics.h"
+#include "agent/session.h"
 #include "tls/conns.h"
 #include "tls/listen.h"
 #include "util/secret.h"
@@ -279,7 +281,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
   gp_tls_conns_request_in(c);
   /* Admitted past its address's limit with nothing of the address idle: only the
    * server's log reads may use it. */
-  if (gp_tls_conns_on_probation(c) && !(strncmp(url, "/logs/", 6) == 0 && server_token(a, c)))
+  if (gp_tls_conns_on_probation(c) &&
+      !((strncmp(url, "/logs/", 6) == 0 || strncmp(url, "/sessions/", 10) == 0) && server_token(a, c)))
     return gp_tls_conns_refuse(c);
   if (strcmp(method, "POST") == 0 && strncmp(url, "/checkpoint/", 12) == 0)
     return serve_checkpoint(a, c, url + 12);
@@ -298,6 +301,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     return reply_json(c, 200, doc);
   }
   if (strcmp(url, "/metrics") == 0) return serve_metrics(a, c);
+  if (strncmp(url, "/sessions/", 10) == 0 && strcmp(method, "GET") == 0) return gp__agent_ses_serve(a, c, url + 10);
   if (strncmp(url, "/logs/", 6) == 0) return serve_logs(a, c, url + 6);
   return reply_error(c, 404, "not_found", NULL, "no such route");
 }
@@ -321,8 +325,9 @@ int gp__agent_http_start(gp_agent *a, gp_err *err) {
   a->conns = gp_tls_conns_new(&(gp_tls_conns_limits){.max = AGENT_HTTP_MAX_CONNS,
                                                      .per_address = AGENT_HTTP_PER_ADDRESS});
   if (!a->conns) return gp_err_set(err, GP_EIO, NULL, 0, "listen", "cannot track the endpoint's connections");
+  gp__agent_ses_init(a);
   a->httpd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG |
-                                  gp_tls_listener_flags(a->tls),
+                                  MHD_ALLOW_UPGRADE | gp_tls_listener_flags(a->tls),
                               0, NULL, NULL, on_request, a, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
                               MHD_OPTION_THREAD_POOL_SIZE, (unsigned)AGENT_HTTP_THREADS,
                               MHD_OPTION_CONNECTION_LIMIT, gp_tls_conns_hard_limit(AGENT_HTTP_MAX_CONNS),
@@ -349,8 +354,10 @@ int gp__agent_http_start(gp_agent *a, gp_err *err) {
 }
 
 void gp__agent_http_stop(gp_agent *a) {
+  gp__agent_ses_stop_all(a); /* libmicrohttpd stops only once upgraded connections are closed */
   if (a->httpd) MHD_stop_daemon(a->httpd);
   a->httpd = NULL;
+  gp__agent_ses_free(a);
   gp_tls_conns_free(a->conns);
   a->conns = NULL;
   gp_tls_listener_free(a->tls);

@@ -201,6 +201,7 @@ struct gp_agent {
   gp__agent_spot_counts spot_counts;
 
   struct gp__agent_net *net;
+  struct gp__agent_sessions *sessions; /* interactive sessions (session.h) */
 };
 
 /* ---- agent.c ---- */

@@ -4,6 +4,7 @@
  * lives in <data>/jobs/<id>/: state.json (written at start and when a stop begins), exit (by
  * the shim), end.json (once the agent saw the end) and acked (once the server received the
  * end), so a restarted agent reports every job exactly as it is, and never starts one twice. */
+#include "agent/session.h"
 #include "agent/agent_int.h"
 
 #include <dirent.h>
@@ -315,6 +316,7 @@ void gp__agent_job_stop_local(gp_agent *a, gp__agent_job *j, int grace_s, const 
 
 static void job_finish(gp_agent *a, gp__agent_job *j, bool exit_known, int code, int sig,
                        bool while_away) {
+  gp__agent_ses_task_exit(j->dir, &exit_known, &code, &sig); /* a `gpool run` task's own code */
   j->ended = true;
   j->exit_known = exit_known;
   j->exit_code = code;

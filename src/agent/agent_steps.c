@@ -49,6 +49,10 @@ void gp__agent_steps_save_env(const gp__agent_job *j, char *const *items, size_t
 static int env_load(const gp__agent_job *j, gp__agent_envv *e) {
   char path[800];
   gp__agent_job_path(j, "env", path, sizeof path);
+  return gp__agent_env_load_file(path, e);
+}
+
+int gp__agent_env_load_file(const char *path, gp__agent_envv *e) {
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) return -1;
   char *buf = gp_xmalloc(ENV_FILE_MAX + 1);

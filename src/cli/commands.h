@@ -15,6 +15,11 @@
   X(why, "why", "explain why a job is pending")                                          \
   X(logs, "logs", "print a job's output")                                                \
   X(cancel, "cancel", "cancel jobs")                                                     \
+  X(run, "run", "submit a job and run a command in it on this terminal (--pty: a shell)") \
+  X(alloc, "alloc", "hold an allocation and open a shell on it (Slurm's salloc)")      \
+  X(port_forward, "port-forward", "forward a local TCP port to a port inside a running job") \
+  X(attach, "attach", "stream a running job's output as it is written")                 \
+  X(exec, "exec", "run a command inside a running job (-it: a shell on its terminal)")   \
   X(hold, "hold", "hold pending jobs")                                                   \
   X(release, "release", "release held jobs")                                             \
   X(nodes_forget, "nodes forget", "free a node's name for the next agent to register it") \

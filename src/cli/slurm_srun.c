@@ -14,7 +14,9 @@
 #include <unistd.h>
 
 #include "cli/slurm.h"
+#include "cli/run_job.h"
 #include "cli/srun_args.h"
+#include "cli/submit_args.h"
 #include "client/client.h"
 #include "protocol/outpath.h"
 #include "util/buf.h"
@@ -287,7 +289,76 @@ static json_t *wait_step(srun *r, bool quiet) {
   }
 }
 
+/* `srun [OPTIONS] --pty CMD` outside an allocation (no job in the environment, no
+ * --jobid): Slurm makes an allocation and runs CMD on its terminal; here that is `gpool
+ * run --pty` (run_cmd.c), with srun's options read as one #SBATCH line (as sbatch reads
+ * its command line). Returns -1 when argv is not that. */
+static int pty_outside(int argc, char **argv) {
+  const char *mine = getenv("SLURM_JOB_ID");
+  if (!mine || !*mine) mine = getenv("GPOOL_JOB_ID");
+  if (mine && *mine) return -1;
+  static const char *const flags[] = {"--pty", "--exclusive", "-l", "--label", "-K", "-Q", "--quiet",
+                                      "--overlap", "--requeue", "--no-requeue", "-H", "--hold", NULL};
+  bool pty = false;
+  int i = 1;
+  for (; i < argc && argv[i][0] == '-' && argv[i][1]; i++) {
+    const char *w = argv[i];
+    if (!strcmp(w, "--")) break;
+    if (!strncmp(w, "--jobid", 7)) return -1;
+    if (!strcmp(w, "--pty")) pty = true;
+    bool flag = false;
+    for (int k = 0; flags[k]; k++) flag |= !strcmp(w, flags[k]);
+    if (!flag && !strchr(w, '=') && !(w[1] != '-' && w[2])) i++;
+  }
+  if (!pty) return -1;
+  gp_buf line = {0};
+  gp_buf_puts(&line, "#SBATCH");
+  int end = i;
+  for (i = 1; i < end; i++) {
+    const char *w = argv[i];
+    if (!strcmp(w, "--pty") || !strcmp(w, "-l") || !strcmp(w, "--label") || !strcmp(w, "-Q") ||
+        !strcmp(w, "--quiet") || !strcmp(w, "-K") || !strcmp(w, "--overlap"))
+      continue; /* srun's own, not the allocation's */
+    if (strchr(w, '\'') || strchr(w, '\n')) {
+      gp_buf_done(&line);
+      fprintf(stderr, "srun: error: option value '%.100s' holds a quote or a newline\n", w);
+      return 2;
+    }
+    gp_buf_printf(&line, " '%s'", w);
+  }
+  gp_buf_puts(&line, "\n");
+  if (end < argc && !strcmp(argv[end], "--")) end++;
+  if (end >= argc) {
+    gp_buf_done(&line);
+    fprintf(stderr, "srun: error: --pty needs a command (srun --pty bash)\n");
+    return 2;
+  }
+  gp_submit s;
+  gp_submit_init(&s);
+  s.args = argv + end;
+  s.n_args = argc - end;
+  s.dashdash = true;
+  s.sbatch = true; /* srun passes the caller's environment, as sbatch does */
+  gp_err err = {0};
+  gp_cli cli = {.cmd = "srun"};
+  int code;
+  size_t before = s.warnings.len;
+  if (gp_submit_parse_script(&s, "srun command line", line.data, line.len, &err)) {
+    fprintf(stderr, "srun: error: %s\n", err.message);
+    code = 2;
+  } else if (s.warnings.len > before) {
+    fprintf(stderr, "srun: error: %s", s.warnings.data + before);
+    code = 2;
+  } else code = gp_cli_run_job(&cli, &s, true);
+  gp_buf_done(&line);
+  gp_submit_done(&s);
+  gp_cli_done(&cli);
+  return code;
+}
+
 int gp_cmd_srun(int argc, char **argv) {
+  int pty = pty_outside(argc, argv);
+  if (pty >= 0) return pty;
   if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
     printf("usage: srun [-N NODES] [-n NTASKS] [--ntasks-per-node N] [-w NODELIST] [-l] [-K]\n"
            "            [--export=ALL|NONE|VARS] [--jobid ID] COMMAND [ARGS...]\n"

@@ -168,8 +168,9 @@ static int apply(int id, const char *spelled, const char *v, const char *(*env)(
     o->append = strcmp(v, "append") == 0;
     return 0;
   case O_PTY:
-    return say(msg, size, "--pty: interactive steps are not offered; run the command without --pty "
-               "(its output is relayed), or use gpool's own tools");
+    /* Outside a job, srun --pty is `gpool run --pty` (slurm_srun.c, before this parser). */
+    return say(msg, size, "--pty: interactive steps inside a job are not offered; run the command without "
+               "--pty (its output is relayed), or enter the job with gpool exec -it");
   }
   return say(msg, size, "%s: not offered", spelled);
 }

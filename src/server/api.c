@@ -9,6 +9,7 @@
 
 #include "protocol/fault.h"
 #include "protocol/order.h"
+#include "server/sessions.h"
 #include "server/advice.h"
 #include "server/report.h"
 #include "server/autoscale.h"
@@ -517,6 +518,10 @@ static int jobs_route(gp_srv_state *s, gp_srv_req *r, const char *rest, int64_t 
   }
   if (strcmp(action, "metrics") == 0 && gp__srv_req_method(r, "GET")) {
     job_metrics(s, r, j);
+    return 0;
+  }
+  if (strcmp(action, "session") == 0) {
+    gp__srv_session_route(s, r, j);
     return 0;
   }
   if (strncmp(action, "steps", 5) == 0 && (!action[5] || action[5] == '/'))

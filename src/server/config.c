@@ -53,6 +53,9 @@ gp_server_config *gp_server_config_new(void) {
   gp_server_ha_init(&c->ha);
   c->max_connections_per_address = 128;
   c->http_idle_timeout_s = 15;
+  c->sessions_per_user = 8;
+  c->sessions_max = 256;
+  c->session_idle_timeout_s = 3600;
   c->events_max_streams = 1000;
   c->events_max_streams_per_user = 32;
   c->events_buffer_kib = 256;
@@ -318,7 +321,7 @@ static int parse_doc(const gp_doc *d, const char *path, gp_server_config *c, gp_
       "recent_ended_jobs", "prices", "node_templates", "autoscale",
       "events_max_streams_per_user",
       "events_max_streams", "events_buffer_kib", "events_ping_s", "ha", "store", "notify",
-      "fairshare", NULL};
+      "fairshare", "sessions_per_user", "sessions_max", "session_idle_timeout_s", NULL};
   const gp_doc_node *root = d->root;
   if (!root) return 0;
   int r = gp_doc_expect(d, root, "", GP_DOC_MAP, err);
@@ -479,6 +482,15 @@ static int parse_doc(const gp_doc *d, const char *path, gp_server_config *c, gp_
     return r;
   if ((n = gp_doc_get(root, "http_idle_timeout_s")) &&
       (r = gp_doc_int_range(d, n, "http_idle_timeout_s", 1, 3600, &c->http_idle_timeout_s, err)))
+    return r;
+  if ((n = gp_doc_get(root, "sessions_per_user")) &&
+      (r = gp_doc_int_range(d, n, "sessions_per_user", 1, 1024, &c->sessions_per_user, err)))
+    return r;
+  if ((n = gp_doc_get(root, "sessions_max")) &&
+      (r = gp_doc_int_range(d, n, "sessions_max", 1, 65536, &c->sessions_max, err)))
+    return r;
+  if ((n = gp_doc_get(root, "session_idle_timeout_s")) &&
+      (r = gp_doc_int_range(d, n, "session_idle_timeout_s", 1, 7 * 86400, &c->session_idle_timeout_s, err)))
     return r;
   if ((n = gp_doc_get(root, "http_request_timeout_s")) &&
       (r = gp_doc_int_range(d, n, "http_request_timeout_s", 1, 3600, &c->http_request_timeout_s, err)))

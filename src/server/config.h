@@ -96,6 +96,11 @@ typedef struct gp_server_config {
   int max_connections_per_address; /* concurrent HTTP connections from one address (128) */
   int http_idle_timeout_s;     /* a connection silent this long is closed (15) */
   int http_request_timeout_s;  /* a request must arrive whole within this (10) */
+  /* Interactive sessions (docs/interactive.md): open at once per user and in all, and the
+   * silence (no byte either way) after which one is closed. */
+  int sessions_per_user;       /* 8 */
+  int sessions_max;            /* 256 */
+  int session_idle_timeout_s;  /* 3600 */
   int recent_ended_jobs;       /* ended jobs kept in memory, newest first (10000) */
   struct gp_prices *prices;    /* `prices:` (src/ledger/prices.h; one reference), NULL: none */
   gp_fairshare_config fairshare; /* `fairshare:` (src/ledger/decay.h): half-life, reset, weights */

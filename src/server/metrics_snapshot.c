@@ -8,6 +8,7 @@
 
 #include "ledger/prices.h"
 
+#include "server/sessions.h"
 #include "server/autoscale.h"
 #include "server/server_int.h"
 #include "server/metrics.h"
@@ -192,6 +193,7 @@ char *gp__srv_metrics_text(const gp_srv_state *s) {
   gp_buf_init(&out, 0);
   gp_server_metrics_render(&m, &out);
   gp__srv_autoscale_metrics(s, &out);
+  gp__srv_sessions_metrics(s->sessions, &out);
   free(qs);
   free(ul.v);
   free(br.rows);

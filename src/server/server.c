@@ -18,6 +18,7 @@
  * intake.c. What each commit changed goes to the open event streams (events.h) after the
  * commit. This file holds the answers' helpers and the server's lifetime (made, started,
  * stopped); the state thread is server_loop.c, the HTTP threads server_http.c. */
+#include "server/sessions.h"
 #include "server/server.h"
 
 #include <arpa/inet.h>
@@ -163,7 +164,7 @@ static int listen_addr(const gp_server *srv, const char *field, const char *host
 static struct MHD_Daemon *start_daemon(gp_server *srv, const struct sockaddr_in *addr,
                                        MHD_AccessHandlerCallback handler, gp_tls_conns *conns,
                                        int max) {
-  unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
+  unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_ALLOW_UPGRADE |
                    MHD_USE_TURBO | gp_tls_listener_flags(srv->tls);
   return MHD_start_daemon(
       flags, 0, NULL, NULL, handler, srv,
@@ -212,6 +213,8 @@ int gp_server_start(gp_server *srv, gp_err *err) {
   agent_lim.max = cfg->agent_max_connections;
   if (cfg->agent_listen_host) srv->agent_conns = gp_tls_conns_new(&agent_lim);
   srv->proxy = gp__srv_proxy_new(&srv->agent_dial);
+  srv->sessions = gp__srv_sessions_new(&srv->agent_dial, srv->cfg->sessions_per_user, srv->cfg->sessions_max,
+                                       srv->cfg->session_idle_timeout_s);
   srv->readers = gp__srv_readers_new(GP_SRV_READERS(srv->cfg->http_threads), srv->store);
   if (!srv->conns || !srv->proxy || !srv->readers || (cfg->agent_listen_host && !srv->agent_conns))
     return gp_err_set(err, GP_EIO, NULL, 0, NULL, "cannot start the HTTP helper threads");
@@ -251,6 +254,7 @@ int gp_server_start(gp_server *srv, gp_err *err) {
   /* Streams open once the store is loaded (until then every request gets 503). */
   srv->events = gp__srv_events_new(srv->cfg);
   srv->state->events = srv->events;
+  srv->state->sessions = srv->sessions;
   /* Notifications go out only from a leader: a follower's state is reloaded as it leads. */
   srv->notify = gp__srv_notify_new(&srv->cfg->notify);
   if (!srv->cfg->ha.on) srv->state->notify = srv->notify;
@@ -295,6 +299,9 @@ void gp_server_stop(gp_server *srv) {
   gp__srv_proxy_stop(srv->proxy);
   gp__srv_readers_stop(srv->readers); /* the same for long reads */
   gp__srv_events_close(srv->events); /* the same for event streams */
+  /* Sessions end with a close the CLI reports ("the server is stopping"); libmicrohttpd
+   * stops only once every upgraded connection is closed. */
+  gp__srv_sessions_stop(srv->sessions);
   stop_daemons(srv);
   /* Nothing writes any more: the lease goes, and a follower takes over at once. */
   gp__srv_leader_free(srv->leader);
@@ -307,6 +314,7 @@ void gp_server_free(gp_server *srv) {
   if (!srv) return;
   gp_server_stop(srv);
   gp__srv_proxy_free(srv->proxy);
+  gp__srv_sessions_free(srv->sessions);
   gp__srv_readers_free(srv->readers);
   gp_tls_conns_free(srv->conns);
   gp_tls_conns_free(srv->agent_conns);

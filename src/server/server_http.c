@@ -27,6 +27,7 @@
 #include "server/report.h"
 #include "server/server_int.h"
 #include "server/server_obj.h"
+#include "server/sessions.h"
 #include "server/steps.h"
 #include "server/web.h"
 #include "tls/conns.h"
@@ -51,6 +52,7 @@ static void req_free(gp_srv_req *r) {
   free(r->resp);
   json_decref(r->resp_doc);
   free(r->proxy_url);
+  free(r->session_spec);
   free(r->job_key);
   gp__srv_report_free(r->report);
   gp__srv_advice_free(r->advice);
@@ -280,6 +282,7 @@ static enum MHD_Result on_request(gp_server *srv, bool agent_side, struct MHD_Co
   if (!r->started) return on_headers(c, r, url, method);
   if (r->answered) { /* resumed by the state thread (or the log proxy) */
     if (r->proxy_url && r->status == 200) return start_proxy(srv, c, r);
+    if (r->session_spec && r->status == 200) return gp__srv_sessions_upgrade(srv->sessions, c, r);
     if (gp__srv_readers_wants(r)) return start_heavy(srv, c, r); /* a report, advice */
     if (r->history_job && r->status == 200) gp__srv_history_job(srv->store, r); /* from the store */
     if (r->resp_doc) {
@@ -392,6 +395,12 @@ static enum MHD_Result on_request(gp_server *srv, bool agent_side, struct MHD_Co
     gp__srv_follower_redirect(r, srv->leader);
     return send_answer(c, r, "application/json");
   }
+  /* A session's upgrade headers are checked before the state thread sees it. */
+  if (!r->job_key && gp__srv_sessions_path(r->path)) {
+    bool answered = false;
+    enum MHD_Result res = gp__srv_sessions_check(c, r, &answered);
+    if (answered) return res;
+  }
   /* The job history is the store's: read by a reader thread, never on the state thread
    * nor on this one. */
   if (gp__srv_readers_wants(r)) return start_heavy(srv, c, r);
@@ -446,7 +455,9 @@ void gp__srv_http_on_completed(void *cls, struct MHD_Connection *c, void **con_c
                          enum MHD_RequestTerminationCode toe) {
   (void)cls;
   (void)toe;
-  gp_tls_conns_answered(c);
+  gp_srv_req *r = *con_cls;
+  /* An upgraded connection stays busy (never closed to make room): it is a session's. */
+  if (!r || !r->upgraded) gp_tls_conns_answered(c);
   req_free(*con_cls);
   *con_cls = NULL;
 }

@@ -59,6 +59,8 @@ typedef struct gp_srv_req {
   char *resp;               /* malloc'd body */
   json_t *resp_doc;         /* or a body the HTTP thread serialises (gp__srv_reply_doc) */
   char *proxy_url;          /* log requests: fetch this from the agent */
+  char *session_spec;       /* a session's agent (session_api.c): "URL\nTOKEN\nNODE" */
+  bool upgraded;            /* answered 101: the connection is a session's now */
   struct gp_srv_report *report; /* GET /v1/reports: made by the HTTP thread (report.h) */
   struct gp_srv_advice *advice; /* GET /v1/advice: made by the HTTP thread (advice.h) */
   const char *resp_type;    /* the answer's Content-Type when not JSON (static) */

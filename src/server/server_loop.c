@@ -79,6 +79,7 @@ static void reload(gp_server *srv) {
   s->counters = old->counters;
   s->autoscale = old->autoscale;
   s->events = old->events;
+  s->sessions = old->sessions;
   s->notify = srv->notify; /* a reloaded leader's state; a follower's has none */
   s->store_health = old->store_health;
   gp__srv_usage_adopt(s, old);
@@ -348,6 +349,7 @@ static void follow_refresh(gp_server *srv) {
   s->counters = old->counters;
   s->autoscale = old->autoscale;
   s->events = old->events;
+  s->sessions = old->sessions;
   gp__srv_state_free(old);
   srv->state = s;
   /* A follower writes nothing: what the store refused while it led no longer holds. */

@@ -35,6 +35,7 @@ struct gp_server {
   gp_tls_conns *agent_conns;     /* its own table (agent_max_connections) */
   int agent_port;
   gp_srv_proxy *proxy;      /* log reads from agents */
+  struct gp_srv_sessions *sessions; /* interactive sessions (sessions.h) */
   gp_srv_readers *readers;  /* history lists, reports, advice (readers.h) */
   gp_srv_autoscale *autoscale; /* provider calls (autoscale.h), NULL: a fixed fleet */
   gp_srv_events *events;    /* GET /v1/events streams (events.h) */

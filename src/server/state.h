@@ -249,6 +249,7 @@ typedef struct gp_srv_state {
   struct gp__srv_budgets *budgets; /* spend, alerts and priced totals (budget.c), or NULL */
   struct gp_srv_autoscale *autoscale; /* the server's (autoscale.h; borrowed, kept over a
                                          reload), NULL: a fixed fleet */
+  struct gp_srv_sessions *sessions; /* interactive sessions (sessions.h; borrowed), for /metrics */
   struct gp_srv_events *events; /* the event streams (events.h; borrowed, kept over a
                                    reload), NULL: no streams (tests, a loading state) */
   gp_srv_events_dirty events_dirty;

@@ -167,6 +167,10 @@ expect_contains "$(GPOOL_TOKEN=$ADMIN_TOKEN "$GPOOL" logs "$g" 2>&1)" "rank=0 sh
 k=$("$GPOOL" submit -D "$work" --node-selector node=n1 --image "$IMAGE" --grace 10s -- \
   sh -c 'trap "echo got-term; exit 0" TERM; echo ready; while :; do sleep 0.2; done') || fail "submit: $k"
 wait_for 30 "job $k to print ready" sh -c "GPOOL_TOKEN=$ADMIN_TOKEN '$GPOOL' logs $k 2>/dev/null | grep -q ready"
+# gpool exec enters the container (podman exec) as the job's user, not the node: the
+# image's root has no /usr, the node's has.
+out=$(timeout 60 "$GPOOL" exec "$k" -- sh -c 'test ! -e /usr && echo in-container; id -u' 2>&1) || fail "exec into a container job: $out"
+expect_eq "in-container $(id -u nobody)" "$(echo $out)" "gpool exec runs inside the job's container, as its user"
 t0=$(date +%s)
 "$GPOOL" cancel "$k" >/dev/null || fail "cancel"
 wait_for 15 "job $k to be cancelled" job_is "$k" cancelled

@@ -106,6 +106,12 @@ status=$(curl -sS -m 5 --cacert "$pki/ca.pem" -o "$E2E_DIR/body" -w '%{http_code
   -H "Authorization: Bearer $AGENT_TOKEN" "$agent_url/logs/$job")
 expect_eq 401 "$status" "a log read from the agent without the server's certificate"
 curl -sS -m 5 "http://${agent_url#https://}/healthz" >/dev/null 2>&1 && fail "plain HTTP was answered on the agent's TLS port"
+# An interactive session over both TLS hops (the CLI verifies the server; the server the
+# agent, showing its certificate).
+sjob=$("$GPOOL" submit -- sh -c "$(gate_wait)") || fail "submit the session's job"
+wait_for 20 "the session's job to run" job_launched "$sjob"
+expect_eq over-tls "$(timeout 20 "$GPOOL" exec "$sjob" -- echo over-tls)" "exec over HTTPS to server and agent"
+open_gate
 
 # The server's certificate names 127.0.0.1 only: called as localhost, it names another host,
 # and the CLI and an agent refuse it although the CA signed it.
@@ -126,4 +132,4 @@ out=$(timeout 20 "$GPOOL" agent --config "$E2E_DIR/agent-n2.yaml" --server "http
   --token "$AGENT_TOKEN" --name n3 --sim 1xH100-80GB --data "$E2E_DIR/agent-n3" --personal 2>&1) &&
   fail "an agent with tls.server_ca started against an http:// server"
 expect_contains "$out" "must be an https:// URL" "the agent says why it does not start"
-echo "ok: HTTPS between CLI, server and agent; plain, unverified and misnamed peers refused"
+echo "ok: HTTPS between CLI, server and agent (sessions too); plain, unverified and misnamed peers refused"

@@ -1,0 +1,570 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The agent's end of interactive sessions (session.h): GET /sessions/{job}?task=T
+ * upgraded to a WebSocket, one thread per session relaying between it and the process or
+ * socket the session's start asked for. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/agent_int.h"
+#include "agent/launcher.h"
+#include "agent/session.h"
+#include "protocol/limits.h"
+#include "tls/conns.h"
+#include "tls/listen.h"
+#include "tls/ws.h"
+#include "util/mem.h"
+#include "util/secret.h"
+#include "util/units.h"
+
+#define START_WAIT_MS 10000 /* the server sends the start at once; a silent peer is dropped */
+#define OUT_CHUNK (GP_TLS_WS_MSG_MAX - 1) /* a channel byte and a read: one whole frame */
+#define DRAIN_AFTER_EXIT_MS 500 /* output a left-behind process still holds is not waited for */
+
+struct gp__agent_sessions {
+  pthread_mutex_t lock;
+  pthread_cond_t done;
+  int active;
+  bool stopping;
+};
+
+typedef struct ses {
+  gp_agent *a;
+  gp__agent_ses_job job;
+  struct MHD_UpgradeResponseHandle *urh;
+} ses;
+
+static int64_t mono_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static bool stopping(gp_agent *a) {
+  pthread_mutex_lock(&a->sessions->lock);
+  bool s = a->sessions->stopping;
+  pthread_mutex_unlock(&a->sessions->lock);
+  return s;
+}
+
+/* The last message: {"exit": N} or {"error": "..."}, then a close. */
+static void finish(gp_tls_ws *w, int exit_code, const char *error, int close_code) {
+  json_t *o = error ? json_pack("{s:s}", "error", error) : json_pack("{s:i}", "exit", exit_code);
+  char *t = json_dumps(o, JSON_COMPACT);
+  json_decref(o);
+  size_t n = strlen(t);
+  uint8_t *m = gp_xmalloc(n + 1);
+  m[0] = GP_PROTO_SES_STATUS;
+  memcpy(m + 1, t, n);
+  gp_tls_ws_flush_wait(w, 2000); /* room for it */
+  gp_tls_ws_send(w, GP_TLS_WS_BINARY, m, n + 1);
+  free(m);
+  free(t);
+  gp_tls_ws_close(w, close_code, error ? "session failed" : "exited");
+  gp_tls_ws_flush_wait(w, 2000);
+}
+
+static void nonblock(int fd) {
+  if (fd >= 0) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+}
+
+/* Reads what fd has into messages on channel ch, while the WebSocket has room for a whole
+ * one (at most four per call, so the other side gets its turn). False at its end. */
+static bool pump_out(gp_tls_ws *w, int fd, int ch) {
+  uint8_t buf[OUT_CHUNK + 1];
+  for (int i = 0; i < 4 && gp_tls_ws_room(w, OUT_CHUNK + 1); i++) {
+    ssize_t n = read(fd, buf + 1, OUT_CHUNK);
+    if (n > 0) {
+      buf[0] = (uint8_t)ch;
+      gp_tls_ws_send(w, GP_TLS_WS_BINARY, buf, (size_t)n + 1);
+      if (n < OUT_CHUNK) return true; /* drained for now */
+      continue;
+    }
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) return true;
+    return false; /* 0, or EIO: a PTY whose last holder closed it */
+  }
+  return true;
+}
+
+static void end_process(pid_t pid, bool exited) {
+  if (pid <= 0 || exited) return;
+  kill(-pid, SIGHUP);
+  kill(-pid, SIGCONT);
+  for (int i = 0; i < 40; i++) {
+    if (waitpid(pid, NULL, WNOHANG) == pid) return;
+    usleep(50000);
+  }
+  kill(-pid, SIGKILL);
+  while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {}
+}
+
+static bool task_ended(const gp__agent_ses_job *j) {
+  char path[800];
+  snprintf(path, sizeof path, "%s/exit", j->dir);
+  if (access(path, F_OK) == 0) return true;
+  snprintf(path, sizeof path, "%s/end.json", j->dir);
+  return access(path, F_OK) == 0;
+}
+
+/* A `gpool run` task: its session's code is the task's (agent_jobs.c reads it at the
+ * task's end), and the holder the task ran meanwhile is ended now. */
+static void end_task(const gp__agent_ses_job *j, int code) {
+  char path[800], tmp[810];
+  snprintf(path, sizeof path, "%s/session.exit", j->dir);
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  FILE *f = fopen(tmp, "we");
+  if (f) {
+    fprintf(f, "%d\n", code);
+    if (fclose(f) == 0) rename(tmp, path);
+  }
+  if (j->pid > 0) {
+    kill(-j->pid, SIGTERM);
+    kill(-j->pid, SIGCONT);
+  }
+}
+
+void gp__agent_ses_task_exit(const char *dir, bool *known, int *code, int *sig) {
+  char path[800];
+  snprintf(path, sizeof path, "%s/session.exit", dir);
+  FILE *f = fopen(path, "re");
+  if (!f) return;
+  int c = 0;
+  if (fscanf(f, "%d", &c) == 1 && c >= 0 && c <= 255) {
+    *known = true;
+    *code = c;
+    *sig = 0;
+  }
+  fclose(f);
+}
+
+/* Relays until the process ends (and its output is read), the peer leaves, the job task
+ * ends, or the agent stops. */
+static void relay(gp_agent *a, gp_tls_ws *w, gp__agent_ses_proc *p, const gp__agent_ses_job *job, bool ends_task) {
+  uint8_t *in = gp_xmalloc(GP_TLS_WS_MSG_MAX);
+  size_t in_len = 0, in_off = 0;
+  bool out_open = true, err_open = p->err_fd >= 0, exited = false, peer_gone = false;
+  int exit_code = 0;
+  int64_t exited_at = 0, next_check = mono_ms() + 500;
+  nonblock(p->in_fd);
+  nonblock(p->out_fd);
+  nonblock(p->err_fd);
+  for (;;) {
+    if (stopping(a)) {
+      gp_tls_ws_close(w, GP_TLS_WS_GOING_AWAY, "the agent is stopping");
+      gp_tls_ws_flush_wait(w, 1000);
+      peer_gone = true;
+      break;
+    }
+    /* A session never outlives its job task: what it started would hold the task's GPUs. */
+    if (mono_ms() >= next_check) {
+      next_check = mono_ms() + 500;
+      /* A `gpool run` task too: cancelled, preempted or reclaimed, its command goes with it
+       * (its own end ends the task through end_task, after this loop). */
+      if (task_ended(job)) {
+        end_process(p->pid, exited);
+        exited = true;
+        char msg[200];
+        snprintf(msg, sizeof msg, "job %s ended; the session ends with it", job->id);
+        finish(w, 0, msg, GP_TLS_WS_NORMAL);
+        break;
+      }
+    }
+    int st;
+    if (p->pid > 0 && !exited && waitpid(p->pid, &st, WNOHANG) == p->pid) {
+      exited = true;
+      exited_at = mono_ms();
+      exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    }
+    bool drained = (!out_open && !err_open) || (exited && mono_ms() - exited_at > DRAIN_AFTER_EXIT_MS);
+    if ((p->pid > 0 && exited && drained) || (p->pid == 0 && !out_open)) {
+      if (p->pid > 0) kill(-p->pid, SIGHUP); /* what it left on the terminal */
+      if (ends_task) end_task(job, exit_code);
+      finish(w, exit_code, NULL, GP_TLS_WS_NORMAL);
+      break;
+    }
+    while (in_off == in_len && !peer_gone) {
+      gp_tls_ws_msg m;
+      int rc = gp_tls_ws_next(w, &m);
+      if (rc == 0) break;
+      if (rc < 0 || m.opcode == GP_TLS_WS_CLOSE) {
+        peer_gone = true;
+        break;
+      }
+      if (m.opcode != GP_TLS_WS_BINARY || m.len < 1) continue;
+      int ch = m.data[0];
+      if (ch == GP_PROTO_SES_STDIN && m.len == 1) { /* end of input */
+        if (p->tty) {
+          in[0] = 4; /* ^D: the terminal's end of input */
+          in_len = 1, in_off = 0;
+        } else if (p->pid == 0) shutdown(p->in_fd, SHUT_WR);
+        else if (p->in_fd >= 0) {
+          close(p->in_fd);
+          p->in_fd = -1;
+        }
+      } else if (ch == GP_PROTO_SES_STDIN && p->in_fd >= 0) {
+        memcpy(in, m.data + 1, m.len - 1);
+        in_len = m.len - 1, in_off = 0;
+      } else if (ch == GP_PROTO_SES_RESIZE && p->tty) {
+        int cols, rows;
+        if (gp_proto_session_size_parse(m.data + 1, m.len - 1, &cols, &rows)) {
+          struct winsize ws = {.ws_col = (unsigned short)cols, .ws_row = (unsigned short)rows};
+          ioctl(p->out_fd, TIOCSWINSZ, &ws); /* the kernel sends SIGWINCH to the foreground */
+        }
+      } else if (ch == GP_PROTO_SES_SIGNAL && p->pid > 0 && !exited) {
+        int sig = gp_proto_session_signal_parse(m.data + 1, m.len - 1);
+        if (sig) kill(-p->pid, sig);
+      }
+    }
+    if (peer_gone) break;
+    struct pollfd pf[4];
+    int n = 0, iw = -1, io = -1, ie = -1;
+    bool buffered = gp_tls_ws_buffered(w);
+    short wev = (short)((gp_tls_ws_wants_read(w) && in_off == in_len ? POLLIN : 0) | (gp_tls_ws_wants_write(w) ? POLLOUT : 0));
+    pf[n++] = (struct pollfd){.fd = gp_tls_ws_fd(w), .events = wev};
+    if (in_off < in_len && p->in_fd >= 0) iw = n, pf[n++] = (struct pollfd){.fd = p->in_fd, .events = POLLOUT};
+    bool room = gp_tls_ws_room(w, OUT_CHUNK + 1);
+    if (out_open && room) io = n, pf[n++] = (struct pollfd){.fd = p->out_fd, .events = POLLIN};
+    if (err_open && room) ie = n, pf[n++] = (struct pollfd){.fd = p->err_fd, .events = POLLIN};
+    if (poll(pf, (nfds_t)n, buffered ? 0 : 100) < 0 && errno != EINTR) break;
+    if ((pf[0].revents & (POLLIN | POLLHUP | POLLERR)) || buffered) {
+      long k = gp_tls_ws_read(w);
+      if (k == 0 || k == -2) peer_gone = true;
+    }
+    if (gp_tls_ws_flush(w) < 0) peer_gone = true;
+    if (iw >= 0 && (pf[iw].revents & (POLLOUT | POLLERR | POLLHUP))) {
+      ssize_t k = write(p->in_fd, in + in_off, in_len - in_off);
+      if (k > 0) in_off += (size_t)k;
+      else if (k < 0 && errno != EAGAIN && errno != EINTR) in_off = in_len; /* it stopped reading */
+    }
+    if (io >= 0 && (pf[io].revents & (POLLIN | POLLHUP | POLLERR))) out_open = pump_out(w, p->out_fd, GP_PROTO_SES_STDOUT);
+    if (ie >= 0 && (pf[ie].revents & (POLLIN | POLLHUP | POLLERR))) err_open = pump_out(w, p->err_fd, GP_PROTO_SES_STDERR);
+  }
+  free(in);
+  if (peer_gone) {
+    end_process(p->pid, exited);
+    /* The terminal of a `gpool run` hung up: the task ends as its command would on a
+     * hang-up (Slurm's srun --pty the same). */
+    if (ends_task) end_task(job, exited ? exit_code : 128 + SIGHUP);
+  }
+  if (p->in_fd >= 0 && p->in_fd != p->out_fd) close(p->in_fd);
+  if (p->out_fd >= 0) close(p->out_fd);
+  if (p->err_fd >= 0) close(p->err_fd);
+}
+
+/* attach: the task's stdout and stderr as they grow (from their size now), until the task
+ * ends (then its exit code) or the peer leaves. Files are polled: a log is a plain file. */
+static void attach(gp_agent *a, gp_tls_ws *w, const gp__agent_ses_job *job) {
+  int fds[2] = {-1, -1};
+  static const char *const names[2] = {"stdout", "stderr"};
+  for (int i = 0; i < 2; i++) {
+    char path[800];
+    snprintf(path, sizeof path, "%s/%s", job->dir, names[i]);
+    fds[i] = open(path, O_RDONLY | O_CLOEXEC);
+    if (fds[i] >= 0) lseek(fds[i], 0, SEEK_END);
+  }
+  bool ended = false;
+  for (;;) {
+    if (stopping(a)) {
+      gp_tls_ws_close(w, GP_TLS_WS_GOING_AWAY, "the agent is stopping");
+      gp_tls_ws_flush_wait(w, 1000);
+      break;
+    }
+    bool was_ended = ended;
+    ended = task_ended(job);
+    bool more = false;
+    for (int i = 0; i < 2; i++) {
+      while (fds[i] >= 0 && gp_tls_ws_room(w, OUT_CHUNK + 1)) {
+        uint8_t buf[OUT_CHUNK + 1];
+        ssize_t n = read(fds[i], buf + 1, OUT_CHUNK);
+        if (n <= 0) break;
+        buf[0] = (uint8_t)(i ? GP_PROTO_SES_STDERR : GP_PROTO_SES_STDOUT);
+        gp_tls_ws_send(w, GP_TLS_WS_BINARY, buf, (size_t)n + 1);
+        more = true;
+      }
+    }
+    if (was_ended && !more) { /* read to the end after the end was seen */
+      int code = 0, sig = 0;
+      char msg[200] = "";
+      if (gp_launch_read_exit(job->dir, &code, &sig) == 0) {
+        bool k = true;
+        gp__agent_ses_task_exit(job->dir, &k, &code, &sig);
+        finish(w, sig ? 128 + sig : code, NULL, GP_TLS_WS_NORMAL);
+      } else {
+        snprintf(msg, sizeof msg, "task of job %s ended without an exit code", job->id);
+        finish(w, 0, msg, GP_TLS_WS_NORMAL);
+      }
+      break;
+    }
+    gp_tls_ws_msg m;
+    int rc;
+    bool gone = false;
+    while ((rc = gp_tls_ws_next(w, &m)) == 1)
+      if (m.opcode == GP_TLS_WS_CLOSE) gone = true;
+    if (rc < 0 || gone) break;
+    struct pollfd pf = {.fd = gp_tls_ws_fd(w), .events = (short)(POLLIN | (gp_tls_ws_wants_write(w) ? POLLOUT : 0))};
+    if (poll(&pf, 1, 100) > 0 && (pf.revents & (POLLIN | POLLHUP | POLLERR))) {
+      long k = gp_tls_ws_read(w);
+      if (k == 0 || k == -2) break;
+    }
+    if (gp_tls_ws_flush(w) < 0) break;
+  }
+  for (int i = 0; i < 2; i++)
+    if (fds[i] >= 0) close(fds[i]);
+}
+
+/* Waits for the start message. 1 with it parsed; 0 when the peer left or broke it. */
+static int read_start(gp_tls_ws *w, gp_proto_session_start *s, char *msg, size_t cap) {
+  int64_t deadline = mono_ms() + START_WAIT_MS;
+  while (mono_ms() < deadline) {
+    gp_tls_ws_msg m;
+    int rc = gp_tls_ws_next(w, &m);
+    if (rc < 0 || (rc == 1 && m.opcode == GP_TLS_WS_CLOSE)) return 0;
+    if (rc == 1) {
+      gp_err e = {0};
+      if (m.opcode != GP_TLS_WS_TEXT) {
+        snprintf(msg, cap, "the session's first message must be its start (text)");
+        return -1;
+      }
+      if (gp_proto_session_start_parse(m.data, m.len, s, &e)) {
+        snprintf(msg, cap, "%s: %s", e.field, e.message);
+        return -1;
+      }
+      return 1;
+    }
+    gp_tls_ws_flush(w);
+    struct pollfd pf = {.fd = gp_tls_ws_fd(w), .events = POLLIN};
+    if (!gp_tls_ws_buffered(w) && poll(&pf, 1, 100) <= 0) continue;
+    long k = gp_tls_ws_read(w);
+    if (k == 0 || k == -2) return 0;
+  }
+  snprintf(msg, cap, "no start message within %d s", START_WAIT_MS / 1000);
+  return -1;
+}
+
+typedef struct upgraded {
+  ses *s;
+  int sock;
+  uint8_t *extra;
+  size_t n_extra;
+} upgraded;
+
+static void session_done(gp_agent *a) {
+  pthread_mutex_lock(&a->sessions->lock);
+  a->sessions->active--;
+  pthread_cond_broadcast(&a->sessions->done);
+  pthread_mutex_unlock(&a->sessions->lock);
+}
+
+static void *session_thread(void *arg) {
+  upgraded *u = arg;
+  ses *S = u->s;
+  gp_agent *a = S->a;
+  gp_tls_ws *w = gp_tls_ws_new(u->sock, NULL, false, 256 * 1024);
+  gp_tls_ws_keep_fd(w);
+  if (u->n_extra) gp_tls_ws_preload(w, u->extra, u->n_extra);
+  free(u->extra);
+  free(u);
+  gp_proto_session_start st;
+  char msg[600] = "";
+  int rc = read_start(w, &st, msg, sizeof msg);
+  if (rc < 0) finish(w, 0, msg, GP_TLS_WS_POLICY);
+  if (rc == 1) {
+    gp__agent_ses_proc p = {.in_fd = -1, .out_fd = -1, .err_fd = -1};
+    if (st.kind == GP_PROTO_SES_ATTACH) {
+      attach(a, w, &S->job);
+      gp_proto_session_start_done(&st);
+      goto done;
+    }
+    int r = st.kind == GP_PROTO_SES_EXEC ? gp__agent_ses_exec(a, &S->job, &st, &p, msg, sizeof msg)
+                                         : gp__agent_ses_forward(&S->job, st.port, &p, msg, sizeof msg);
+    if (r) finish(w, 0, msg, GP_TLS_WS_INTERNAL);
+    else {
+      if (st.kind == GP_PROTO_SES_EXEC)
+        gp__agent_log("session: exec in job %s (pid %d, tty %s)", S->job.id, (int)p.pid, st.tty ? "yes" : "no");
+      relay(a, w, &p, &S->job, st.end_task);
+    }
+    gp_proto_session_start_done(&st);
+  }
+done:
+  gp_tls_ws_free(w);
+  MHD_upgrade_action(S->urh, MHD_UPGRADE_ACTION_CLOSE);
+  free(S);
+  session_done(a);
+  return NULL;
+}
+
+static void on_upgrade(void *cls, struct MHD_Connection *c, void *req_cls, const char *extra_in,
+                       size_t extra_in_size, MHD_socket sock, struct MHD_UpgradeResponseHandle *urh) {
+  (void)c;
+  (void)req_cls;
+  ses *S = cls;
+  S->urh = urh;
+  upgraded *u = gp_xcalloc(1, sizeof *u);
+  u->s = S;
+  u->sock = sock;
+  if (extra_in_size) {
+    u->extra = gp_xmalloc(extra_in_size);
+    memcpy(u->extra, extra_in, extra_in_size);
+    u->n_extra = extra_in_size;
+  }
+  pthread_t t;
+  pthread_attr_t at;
+  pthread_attr_init(&at);
+  pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+  if (pthread_create(&t, &at, session_thread, u) != 0) {
+    free(u->extra);
+    free(u);
+    MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
+    gp_agent *a = S->a;
+    free(S);
+    session_done(a);
+  }
+  pthread_attr_destroy(&at);
+}
+
+/* ---- the HTTP side ---- */
+
+static enum MHD_Result refuse(struct MHD_Connection *c, unsigned status, const char *field, const char *message) {
+  json_t *e = json_pack("{s:{s:s,s:s,s:s?}}", "error", "code",
+                        status == 401 ? "unauthenticated" : status == 404 ? "not_found" : status == 409 ? "conflict"
+                                                          : status == 503 ? "unavailable" : "invalid_argument",
+                        "message", message, "field", field);
+  char *t = json_dumps(e, JSON_COMPACT);
+  json_decref(e);
+  struct MHD_Response *r = MHD_create_response_from_buffer(strlen(t), t, MHD_RESPMEM_MUST_FREE);
+  MHD_add_response_header(r, "Content-Type", "application/json");
+  enum MHD_Result ok = MHD_queue_response(c, status, r);
+  MHD_destroy_response(r);
+  return ok;
+}
+
+static bool has_token(const char *v, const char *tok) {
+  size_t n = strlen(tok);
+  for (const char *p = v; p && *p;) {
+    while (*p == ' ' || *p == ',' || *p == '\t') p++;
+    if (strncasecmp(p, tok, n) == 0 && (p[n] == '\0' || p[n] == ',' || p[n] == ' ')) return true;
+    p = strchr(p, ',');
+  }
+  return false;
+}
+
+/* The job task's record from its directory: false when it does not run here. */
+static bool load_job(gp_agent *a, const char *id, int task, gp__agent_ses_job *j, char *msg, size_t cap) {
+  memset(j, 0, sizeof *j);
+  snprintf(j->id, sizeof j->id, "%s", id);
+  gp__agent_job_key(id, task, j->key, sizeof j->key);
+  snprintf(j->dir, sizeof j->dir, "%.600s/%s", a->jobs_dir, j->key);
+  char path[800];
+  snprintf(path, sizeof path, "%s/state.json", j->dir);
+  json_t *s = json_load_file(path, 0, NULL);
+  if (!json_is_object(s)) {
+    json_decref(s);
+    snprintf(msg, cap, "task %d of job %s does not run on this node", task, id);
+    return false;
+  }
+  snprintf(j->user, sizeof j->user, "%s", json_string_value(json_object_get(s, "user")) ? json_string_value(json_object_get(s, "user")) : "");
+  j->pid = (pid_t)json_integer_value(json_object_get(s, "pid"));
+  j->shim_pid = (pid_t)json_integer_value(json_object_get(s, "shim_pid"));
+  j->cgroup = json_is_true(json_object_get(s, "cgroup"));
+  json_decref(s);
+  snprintf(path, sizeof path, "%s/container.env", j->dir);
+  j->container = access(path, F_OK) == 0;
+  snprintf(path, sizeof path, "%s/exit", j->dir);
+  bool ended = access(path, F_OK) == 0;
+  snprintf(path, sizeof path, "%s/end.json", j->dir);
+  ended |= access(path, F_OK) == 0;
+  if (ended || j->pid <= 0) {
+    snprintf(msg, cap, "task %d of job %s is not running", task, id);
+    return false;
+  }
+  return true;
+}
+
+enum MHD_Result gp__agent_ses_serve(gp_agent *a, struct MHD_Connection *c, const char *id) {
+  const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+  char want[600];
+  snprintf(want, sizeof want, "Bearer %s", a->cfg.token);
+  if (!auth || !gp_secret_equal(auth, want)) return refuse(c, 401, NULL, "a valid agent token is required");
+  char why[400]; /* with tls.client_ca, only the server's certificate opens sessions */
+  if (gp_tls_listener_check_client(a->tls, c, why, sizeof why)) return refuse(c, 401, NULL, why);
+  gp_tls_conns_trust(c);
+  if (!gp__agent_job_id_valid(id)) return refuse(c, 400, "job", "bad job id");
+  const char *tv = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "task");
+  int64_t task = 0;
+  if (tv && (gp_parse_int64(tv, &task) != 0 || task < 0 || task >= GP_PROTO_MAX_TASKS))
+    return refuse(c, 400, "task", "task must be a task index");
+  const char *up = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Upgrade");
+  const char *conn = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Connection");
+  const char *ver = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Sec-WebSocket-Version");
+  const char *key = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Sec-WebSocket-Key");
+  char accept[GP_TLS_WS_ACCEPT_LEN + 1];
+  if (!up || strcasecmp(up, "websocket") != 0 || !conn || !has_token(conn, "upgrade"))
+    return refuse(c, 400, "Upgrade", "a session is a WebSocket: Upgrade: websocket, Connection: Upgrade");
+  if (!ver || strcmp(ver, "13") != 0) return refuse(c, 400, "Sec-WebSocket-Version", "Sec-WebSocket-Version must be 13");
+  if (gp_tls_ws_accept_key(key, accept) != 0)
+    return refuse(c, 400, "Sec-WebSocket-Key", "Sec-WebSocket-Key must be the base64 of 16 bytes");
+  ses *S = gp_xcalloc(1, sizeof *S);
+  S->a = a;
+  char msg[300];
+  if (!load_job(a, id, (int)task, &S->job, msg, sizeof msg)) {
+    free(S);
+    return refuse(c, 404, "job", msg);
+  }
+  pthread_mutex_lock(&a->sessions->lock);
+  bool full = a->sessions->stopping || a->sessions->active >= GP_AGENT_SES_MAX;
+  if (!full) a->sessions->active++;
+  pthread_mutex_unlock(&a->sessions->lock);
+  if (full) {
+    free(S);
+    return refuse(c, 503, NULL, "this agent has as many sessions open as it takes (64)");
+  }
+  struct MHD_Response *r = MHD_create_response_for_upgrade(on_upgrade, S);
+  MHD_add_response_header(r, "Upgrade", "websocket");
+  MHD_add_response_header(r, "Sec-WebSocket-Accept", accept);
+  enum MHD_Result ok = MHD_queue_response(c, MHD_HTTP_SWITCHING_PROTOCOLS, r);
+  MHD_destroy_response(r);
+  if (ok != MHD_YES) { /* never upgraded: on_upgrade will not run */
+    free(S);
+    session_done(a);
+  }
+  return ok;
+}
+
+void gp__agent_ses_init(gp_agent *a) {
+  a->sessions = gp_xcalloc(1, sizeof *a->sessions);
+  pthread_mutex_init(&a->sessions->lock, NULL);
+  pthread_cond_init(&a->sessions->done, NULL);
+}
+
+void gp__agent_ses_stop_all(gp_agent *a) {
+  if (!a->sessions) return;
+  pthread_mutex_lock(&a->sessions->lock);
+  a->sessions->stopping = true;
+  /* Each session sees the flag within 100 ms; an upgrade whose peer vanished before
+   * libmicrohttpd handed it over never runs: not waited for past 10 s. */
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_sec += 10;
+  while (a->sessions->active > 0 && pthread_cond_timedwait(&a->sessions->done, &a->sessions->lock, &until) == 0) {}
+  pthread_mutex_unlock(&a->sessions->lock);
+}
+
+void gp__agent_ses_free(gp_agent *a) {
+  if (!a->sessions) return;
+  pthread_mutex_destroy(&a->sessions->lock);
+  pthread_cond_destroy(&a->sessions->done);
+  free(a->sessions);
+  a->sessions = NULL;
+}
