@@ -267,6 +267,9 @@ void gp__agent_pull_run(gp_agent *a, const char *order, const gp_proto_pull *p);
 void gp__agent_pulls_tick(gp_agent *a);
 void gp__agent_pulls_free(gp_agent *a);
 
+/* The engine's name of the container of the task whose key is `key` (agent_container.c):
+ * unique per agent and task. */
+void gp__agent_container_name(const gp_agent *a, const char *key, char *buf, size_t size);
 int gp__agent_container_prepare(gp_agent *a, const gp_proto_start *o, const gp__agent_job *j,
                                 const char *workdir, uid_t uid, gid_t gid, int n_groups,
                                 const gid_t *groups, const char *home, const int *gpus,

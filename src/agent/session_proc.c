@@ -151,7 +151,7 @@ int gp__agent_ses_exec(gp_agent *a, const gp__agent_ses_job *j, const gp_proto_s
              (unsigned)(p.c.switch_user ? p.c.gid : getegid()));
     ct_argv[n++] = "--user";
     ct_argv[n++] = ct_user;
-    snprintf(ct_name, sizeof ct_name, "gpool-%s", j->key);
+    gp__agent_container_name(a, j->key, ct_name, sizeof ct_name);
     ct_argv[n++] = ct_name;
     for (int i = 0; i < s->n_argv; i++) ct_argv[n++] = s->argv[i];
     argv = ct_argv;
