@@ -364,12 +364,15 @@ static int apply_event(gp_srv_state *s, gp_srv_node *n, int idx, const json_t *d
                                       e->has_message ? e->message : NULL, e->out_bytes,
                                       e->err_bytes, now_s, err);
   bool here = false;
-  /* `order` names the start order of the run the event is about: a late report of an
-   * earlier run of a requeued job must not end the current run. */
+  /* `order` names the order the event answers: a task's start order, or the stop order of
+   * a job the agent no longer has. Order ids only grow, so an order older than the current
+   * run's start order was one of an earlier run's: a late report of an earlier run of a
+   * requeued job (its exit, or the agent's answer to that run's stop) must not end the
+   * current run. */
   int64_t ord_id = e->order[0] == 'o' ? strtoll(e->order + 1, NULL, 10) : 0;
   for (int t = 0; t < j->n_alloc; t++)
     here = here || (j->alloc[t].node == idx && (e->task < 0 || e->task == t) &&
-                    (!ord_id || !j->alloc[t].order_id || j->alloc[t].order_id == ord_id));
+                    (!ord_id || !j->alloc[t].order_id || ord_id >= j->alloc[t].order_id));
   if (!here) return 0; /* a report about a job (or run) this node no longer holds */
   int64_t at = e->at;
   if (at <= 0 || at > now_s + 60) at = now_s;
