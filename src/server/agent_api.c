@@ -202,12 +202,13 @@ static int do_register(gp_srv_state *s, gp_srv_req *r, int64_t now_s, int64_t no
     here = here && (j->state == GP_JOB_RUNNING || j->state == GP_JOB_STOPPING);
     bool exited = st && strcmp(st, "exited") == 0;
     if (here && exited) {
-      const json_t *ec = json_object_get(e, "exit_code");
+      const json_t *ec = json_object_get(e, "exit_code"), *sv = json_object_get(e, "signal");
+      json_int_t sig = json_is_integer(sv) ? json_integer_value(sv) : 0;
       char why[600];
       exit_reason(json_string_value(json_object_get(e, "reason")),
                   json_string_value(json_object_get(e, "message")), why, sizeof why);
       rc = gp__srv_job_task_exited(s, j, idx, task, json_is_integer(ec) ? (int)json_integer_value(ec) : -1,
-                               why[0] ? why : NULL, now_s, err);
+                                   sig > 0 && sig <= 128 ? (int)sig : 0, why[0] ? why : NULL, now_s, err);
     } else if (!here && !exited) {
       rc = stop_unknown(s, n, id, err);
     }
@@ -413,8 +414,8 @@ static int apply_event(gp_srv_state *s, gp_srv_node *n, int idx, const json_t *d
   }
   char why[600];
   exit_reason(e->has_reason ? e->reason : NULL, e->has_message ? e->message : NULL, why, sizeof why);
-  return gp__srv_job_task_exited(s, j, idx, e->task, e->has_exit_code ? e->exit_code : -1, why[0] ? why : NULL,
-                                 now_s, err);
+  return gp__srv_job_task_exited(s, j, idx, e->task, e->has_exit_code ? e->exit_code : -1, e->signal,
+                                 why[0] ? why : NULL, now_s, err);
 }
 
 static void apply_gpus(gp_srv_node *n, const json_t *gpus, gp_srv_state *s, int64_t now_s) {
