@@ -300,29 +300,38 @@ static json_t *order_for(json_t *hb, const char *kind, const char *job) {
   return NULL;
 }
 
+/* A job that may be requeued, running on n1 (registered with 2 GPUs). */
+static char *a_requeueable_job_runs(tsrv *t) {
+  CHECK_EQ_INT(201, tsrv_register(t, "n1", 2, NULL));
+  char *id = tsrv_submit(t, ALICE, "{\"command\": [\"x\"], \"gpus\": 1, \"requeue\": true}");
+  REQUIRE(id);
+  CHECK(tsrv_wait_state(t, id, "running"));
+  return id;
+}
+
+/* n1's heartbeat (acknowledging gen, carrying events ev) must bring a `kind` order for job:
+ * its id goes to order_id; returns the answer's gen. */
+static long long take_order(tsrv *t, long long gen, const char *ev, const char *kind, const char *job,
+                            char *order_id, size_t size) {
+  json_t *hb = tsrv_heartbeat(t, "n1", gen, 0, ev);
+  REQUIRE(hb && order_for(hb, kind, job));
+  snprintf(order_id, size, "%s", json_string_value(json_object_get(order_for(hb, kind, job), "id")));
+  long long g = hb_gen(hb);
+  json_decref(hb);
+  return g;
+}
+
 static void a_late_exit_of_an_earlier_run_does_not_end_the_current_run(void) {
   tsrv t = {0};
   tsrv_start(&t);
-  CHECK_EQ_INT(201, tsrv_register(&t, "n1", 2, NULL));
-  char *id = tsrv_submit(&t, ALICE, "{\"command\": [\"x\"], \"gpus\": 1, \"requeue\": true}");
-  REQUIRE(id);
-  CHECK(tsrv_wait_state(&t, id, "running"));
-  json_t *hb = tsrv_heartbeat(&t, "n1", 0, 0, NULL);
-  REQUIRE(hb && order_for(hb, "start", id));
-  char first[32];
-  snprintf(first, sizeof first, "%s", json_string_value(json_object_get(order_for(hb, "start", id), "id")));
-  long long gen = hb_gen(hb);
-  json_decref(hb);
+  char *id = a_requeueable_job_runs(&t);
+  char first[32], second[32];
+  long long gen = take_order(&t, 0, NULL, "start", id, first, sizeof first);
   json_decref(tsrv_heartbeat(&t, "n1", gen, 0, NULL)); /* acknowledged: the agent has it */
   /* The agent restarts without the job: it is lost, requeued, and started again. */
   CHECK_EQ_INT(200, tsrv_register(&t, "n1", 2, "[]"));
   CHECK(tsrv_wait_state(&t, id, "running"));
-  hb = tsrv_heartbeat(&t, "n1", gen, 0, NULL);
-  REQUIRE(hb && order_for(hb, "start", id));
-  char second[32];
-  snprintf(second, sizeof second, "%s", json_string_value(json_object_get(order_for(hb, "start", id), "id")));
-  gen = hb_gen(hb);
-  json_decref(hb);
+  gen = take_order(&t, gen, NULL, "start", id, second, sizeof second);
   CHECK(strcmp(first, second) != 0);
   char ev[256];
   snprintf(ev, sizeof ev, "[{\"kind\": \"exited\", \"job\": \"%s\", \"order\": \"%s\", \"exit_code\": 1}]", id, first);
@@ -346,33 +355,22 @@ static void a_late_exit_of_an_earlier_run_does_not_end_the_current_run(void) {
 static void a_lost_answer_to_a_stop_ends_only_the_run_it_stopped(void) {
   tsrv t = {0};
   tsrv_start(&t);
-  CHECK_EQ_INT(201, tsrv_register(&t, "n1", 2, NULL));
-  char *id = tsrv_submit(&t, ALICE, "{\"command\": [\"x\"], \"gpus\": 1, \"requeue\": true}");
-  REQUIRE(id);
-  CHECK(tsrv_wait_state(&t, id, "running"));
-  json_t *hb = tsrv_heartbeat(&t, "n1", 0, 0, NULL);
-  REQUIRE(hb && order_for(hb, "start", id));
-  char start[32];
-  snprintf(start, sizeof start, "%s", json_string_value(json_object_get(order_for(hb, "start", id), "id")));
-  long long gen = hb_gen(hb);
-  json_decref(hb);
+  char *id = a_requeueable_job_runs(&t);
+  char start[32], stop[32];
+  long long gen = take_order(&t, 0, NULL, "start", id, start, sizeof start);
   /* Requeued: the stop goes out; the task ends by itself before the agent reads it. */
   char path[64], ev[320];
   snprintf(path, sizeof path, "/v1/jobs/%s/requeue", id);
   CHECK_EQ_INT(200, tsrv_call(&t, "POST", path, ALICE, NULL, NULL));
   snprintf(ev, sizeof ev, "[{\"kind\": \"exited\", \"job\": \"%s\", \"task\": 0, \"order\": \"%s\", \"exit_code\": 0}]",
            id, start);
-  hb = tsrv_heartbeat(&t, "n1", gen, 0, ev);
-  REQUIRE(hb && order_for(hb, "stop", id));
-  char stop[32];
-  snprintf(stop, sizeof stop, "%s", json_string_value(json_object_get(order_for(hb, "stop", id), "id")));
-  gen = hb_gen(hb);
-  json_decref(hb);
+  gen = take_order(&t, gen, ev, "stop", id, stop, sizeof stop);
   CHECK(tsrv_wait_state(&t, id, "running")); /* its next run */
   /* The answer to the earlier run's stop comes now: the new run goes on. */
-  snprintf(ev, sizeof ev, "[{\"kind\": \"exited\", \"job\": \"%s\", \"order\": \"%s\", \"exit_code\": null, "
-           "\"reason\": \"lost\", \"message\": \"the job does not run on this node\"}]", id, stop);
-  hb = tsrv_heartbeat(&t, "n1", gen, 0, ev);
+  const char *lost = "[{\"kind\": \"exited\", \"job\": \"%s\", \"order\": \"%s\", \"exit_code\": null, "
+                     "\"reason\": \"lost\", \"message\": \"the job does not run on this node\"}]";
+  snprintf(ev, sizeof ev, lost, id, stop);
+  json_t *hb = tsrv_heartbeat(&t, "n1", gen, 0, ev);
   REQUIRE(hb);
   gen = hb_gen(hb);
   json_decref(hb);
@@ -384,13 +382,8 @@ static void a_lost_answer_to_a_stop_ends_only_the_run_it_stopped(void) {
   /* A stop of this run, answered `lost`, ends it. */
   snprintf(path, sizeof path, "/v1/jobs/%s/cancel", id);
   CHECK_EQ_INT(200, tsrv_call(&t, "POST", path, ALICE, NULL, NULL));
-  hb = tsrv_heartbeat(&t, "n1", gen, 0, NULL);
-  REQUIRE(hb && order_for(hb, "stop", id));
-  snprintf(stop, sizeof stop, "%s", json_string_value(json_object_get(order_for(hb, "stop", id), "id")));
-  gen = hb_gen(hb);
-  json_decref(hb);
-  snprintf(ev, sizeof ev, "[{\"kind\": \"exited\", \"job\": \"%s\", \"order\": \"%s\", \"exit_code\": null, "
-           "\"reason\": \"lost\", \"message\": \"the job does not run on this node\"}]", id, stop);
+  gen = take_order(&t, gen, NULL, "stop", id, stop, sizeof stop);
+  snprintf(ev, sizeof ev, lost, id, stop);
   json_decref(tsrv_heartbeat(&t, "n1", gen, 0, ev));
   CHECK(tsrv_wait_state(&t, id, "cancelled"));
   free(id);
