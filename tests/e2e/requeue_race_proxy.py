@@ -25,6 +25,7 @@ SERVER, TOKEN, JOB, PORT_FILE, MARK = sys.argv[1:6]
 target = urllib.parse.urlsplit(SERVER)
 exit_seen = False  # the agent reported the end of JOB's task
 
+
 def job_doc():
     req = urllib.request.Request(f"{SERVER}/v1/jobs/{JOB}", headers={"Authorization": f"Bearer {TOKEN}"})
     with urllib.request.urlopen(req, timeout=5) as r:
