@@ -53,7 +53,7 @@ static double run(gp_store *st, int64_t from, int64_t to, unsigned group, const 
   gp_ledger_report *lr = engine ? gp_ledger_report_new(&p) : NULL;
   long n = 0;
   int rc = days ? gp_report_feed_days(r, lr, from, to, to, NULL, true, &n, &e)
-                : gp_report_feed(r, lr, from, to, to, NULL, true, &n, &e);
+                : gp_report_feed(r, lr, from, to, to, NULL, true, 0, &n, &e);
   gp_store_reader_close(r);
   const gp_ledger_row *rows = NULL;
   int n_rows = 0;

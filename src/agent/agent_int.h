@@ -300,12 +300,14 @@ void gp__agent_image_used(gp_agent *a, uint64_t image);
  * it removed one (the list read is stale). */
 bool gp__agent_images_trim(gp_agent *a, const char *text, size_t len);
 /* An "exited" event that names no task (the server reads it as every task of the job on
- * this node). */
+ * this node). `order`: the order it answers (the run's start order, or the stop order of a
+ * job not found here), whose run the server applies it to; NULL: none. */
 json_t *gp__agent_exited_event(const char *job, int64_t at, bool exit_known, int code, int sig,
-                         const char *reason, const char *message);
+                               const char *reason, const char *message, const char *order);
 /* The same for one task (task < 0: none named). */
 json_t *gp__agent_task_exited_event(const char *job, int task, int64_t at, bool exit_known,
-                                    int code, int sig, const char *reason, const char *message);
+                                    int code, int sig, const char *reason, const char *message,
+                                    const char *order);
 /* A start that cannot be honoured: an "exited" event of the task with reason start_failed
  * and why. */
 void gp__agent_job_start_failed(gp_agent *a, const char *order_id, const char *job_id, int task,

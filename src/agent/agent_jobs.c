@@ -236,20 +236,21 @@ static json_t *exited_event(const char *job, int task, int64_t at, bool exit_kno
 }
 
 json_t *gp__agent_exited_event(const char *job, int64_t at, bool exit_known, int code, int sig,
-                         const char *reason, const char *message) {
-  return exited_event(job, -1, at, exit_known, code, sig, reason, message, NULL, NULL);
+                               const char *reason, const char *message, const char *order) {
+  return exited_event(job, -1, at, exit_known, code, sig, reason, message, order, NULL);
 }
 
 json_t *gp__agent_task_exited_event(const char *job, int task, int64_t at, bool exit_known,
-                                    int code, int sig, const char *reason, const char *message) {
-  return exited_event(job, task, at, exit_known, code, sig, reason, message, NULL, NULL);
+                                    int code, int sig, const char *reason, const char *message,
+                                    const char *order) {
+  return exited_event(job, task, at, exit_known, code, sig, reason, message, order, NULL);
 }
 
 void gp__agent_job_start_failed(gp_agent *a, const char *order_id, const char *job_id, int task,
                           int exit_code, const char *message) {
   gp__agent_log("order %s: job %s task %d not started: %s", order_id, job_id, task, message);
   gp__agent_event(a, gp__agent_task_exited_event(job_id, task, gp__agent_now_ms() / 1000, exit_code >= 0,
-                                                 exit_code, 0, "start_failed", message));
+                                                 exit_code, 0, "start_failed", message, order_id));
 }
 
 /* ---- stop ---- */
@@ -289,8 +290,11 @@ void gp__agent_job_stop(gp_agent *a, const char *order_id, const gp_proto_stop *
     }
   if (!found) {
     gp__agent_log("order %s: stop for job %s, which does not run here", order_id, id);
+    /* The answer names the stop order: the server reads it as a report on the run that
+     * order stopped, not on a later run of the job (a requeued job's run whose task ended
+     * by itself before this stop came is followed at once by a new run here). */
     gp__agent_event(a, gp__agent_exited_event(id, gp__agent_now_ms() / 1000, false, 0, 0, "lost",
-                              "the job does not run on this node"));
+                                              "the job does not run on this node", order_id));
   }
 }
 

@@ -259,7 +259,7 @@ static void start_seen_again(gp_agent *a, const char *id, const json_t *doc) {
                   id, o->u.start.id, o->u.start.task_index);
     gp__agent_event(a, gp__agent_task_exited_event(o->u.start.id, o->u.start.task_index,
                                                    gp__agent_now_ms() / 1000, false, 0, 0,
-                                              "lost", "the agent stopped before the job started"));
+                                              "lost", "the agent stopped before the job started", id));
   }
   gp_proto_order_done(o);
   free(o);

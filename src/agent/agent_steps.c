@@ -174,17 +174,8 @@ static void step_env(gp_agent *a, const gp_proto_step *o, const gp__agent_job *j
   if ((v = gp__agent_env_get(&sv, "SLURM_TASKS_PER_NODE"))) gp__agent_env_set(e, "SLURM_STEP_TASKS_PER_NODE", v);
   gp__agent_env_free(&sv);
   /* The caller's PATH names its own node's shims: this node's come first. */
-  const char *dirs[2] = {a->sim_bin, a->slurm_bin};
-  for (int i = 0; i < 2; i++) {
-    const char *path = gp__agent_env_get(e, "PATH");
-    if (!dirs[i][0] || (path && strncmp(path, dirs[i], strlen(dirs[i])) == 0 && path[strlen(dirs[i])] == ':'))
-      continue;
-    size_t need = strlen(dirs[i]) + (path ? strlen(path) : 0) + 2;
-    char *joined = gp_xmalloc(need);
-    snprintf(joined, need, "%s%s%s", dirs[i], path ? ":" : "", path ? path : "");
-    gp__agent_env_set(e, "PATH", joined);
-    free(joined);
-  }
+  if (a->sim_bin[0]) gp__agent_env_path_prepend(e, a->sim_bin);
+  if (a->slurm_bin[0]) gp__agent_env_path_prepend(e, a->slurm_bin);
   job_gpus_here(a, o->job, e);
   gp__agent_env_int(e, "GPOOL_STEP_ID", o->step);
   gp__agent_env_int(e, "GPOOL_NNODES", l.nodes);

@@ -52,9 +52,25 @@ void gp__agent_env_unset(gp__agent_envv *e, const char *key) {
 
 void gp__agent_env_path_prepend(gp__agent_envv *e, const char *dir) {
   const char *path = gp__agent_env_get(e, "PATH");
-  size_t need = strlen(dir) + (path ? strlen(path) : 0) + 32;
+  if (!path || !*path) path = "/usr/local/bin:/usr/bin:/bin";
+  /* Once: a step's caller names its node's shims, which are this node's when the step runs
+   * where srun does; the entries equal to dir further on are dropped (the first one wins a
+   * lookup, so they change nothing) and a PATH that names dir first stays as it is. */
+  size_t n = strlen(dir), need = n + strlen(path) + 2, len = n;
   char *joined = gp_xmalloc(need);
-  snprintf(joined, need, "%s:%s", dir, path && *path ? path : "/usr/local/bin:/usr/bin:/bin");
+  memcpy(joined, dir, n + 1);
+  for (const char *p = path;; p++) {
+    const char *colon = strchr(p, ':');
+    size_t k = colon ? (size_t)(colon - p) : strlen(p);
+    if (!(k == n && strncmp(p, dir, n) == 0)) {
+      joined[len++] = ':';
+      memcpy(joined + len, p, k);
+      len += k;
+      joined[len] = '\0';
+    }
+    if (!colon) break;
+    p = colon;
+  }
   gp__agent_env_set(e, "PATH", joined);
   free(joined);
 }

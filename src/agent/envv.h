@@ -17,7 +17,8 @@ void gp__agent_env_int(gp__agent_envv *e, const char *key, long long v);
 /* The value of key, or NULL. */
 const char *gp__agent_env_get(const gp__agent_envv *e, const char *key);
 void gp__agent_env_unset(gp__agent_envv *e, const char *key);
-/* Puts dir first in PATH (a PATH-less environment gets the system's default after it). */
+/* Puts dir first in PATH, once: a PATH that names it first already keeps its order, and
+ * later entries equal to dir go (a PATH-less environment gets the system's default). */
 void gp__agent_env_path_prepend(gp__agent_envv *e, const char *dir);
 void gp__agent_env_free(gp__agent_envv *e);
 /* Adds the NUL-separated KEY=value items of a job task's kept environment file (at most

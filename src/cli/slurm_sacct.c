@@ -60,9 +60,11 @@ static void value(int f, json_t *job, int64_t now, char *out, size_t cap) {
   else if (!strcmp(name, "User")) snprintf(out, cap, "%s", gp_slurm_str(job, "user", ""));
   else if (!strcmp(name, "State")) snprintf(out, cap, "%s", gp_slurm_state_long(state));
   else if (!strcmp(name, "ExitCode")) {
-    /* gpool's document has the exit code, not the signal that ended a process: ":0". */
+    /* Slurm's code:signal: a process killed by a signal has no exit code of its own (0). */
     json_t *c = json_object_get(job, "exit_code");
-    snprintf(out, cap, "%lld:0", json_is_integer(c) ? (long long)json_integer_value(c) : 0LL);
+    int64_t sig = gp_slurm_int(job, "exit_signal");
+    if (sig > 0) snprintf(out, cap, "0:%lld", (long long)sig);
+    else snprintf(out, cap, "%lld:0", json_is_integer(c) ? (long long)json_integer_value(c) : 0LL);
   } else if (!strcmp(name, "Elapsed")) {
     int64_t s = gp_slurm_elapsed(job, now);
     snprintf(out, cap, "%02lld:%02lld:%02lld", (long long)(s / 3600), (long long)(s / 60 % 60),
@@ -117,7 +119,23 @@ static json_t *step_row(json_t *job, json_t *step) {
   json_object_set(r, "queue", json_object_get(job, "queue"));
   json_object_set(r, "user", json_object_get(job, "user"));
   json_object_set(r, "state", json_object_get(step, "state"));
-  json_object_set(r, "exit_code", json_object_get(step, "exit_code"));
+  /* Slurm's step code:signal: the highest exit code of its tasks, or when none exited
+   * with one, the highest signal that killed one (the step's own exit_code is srun's,
+   * 128 + N for a signal, and 1 for a task lost with neither). */
+  if (json_is_integer(json_object_get(step, "exit_code"))) {
+    json_int_t code = 0, sig = 0;
+    size_t k;
+    json_t *t;
+    json_array_foreach(json_object_get(step, "tasks"), k, t) {
+      json_int_t c = json_integer_value(json_object_get(t, "exit_code"));
+      json_int_t g = json_integer_value(json_object_get(t, "signal"));
+      if (c > code) code = c;
+      if (g > sig) sig = g;
+    }
+    if (!code && !sig) code = json_integer_value(json_object_get(step, "exit_code")); /* a lost task: 1 */
+    json_object_set_new(r, "exit_code", json_integer(code));
+    if (!code && sig > 0) json_object_set_new(r, "exit_signal", json_integer(sig));
+  }
   json_object_set(r, "submitted_at", json_object_get(step, "created_at"));
   json_object_set(r, "started_at", json_object_get(step, "created_at"));
   json_object_set(r, "ended_at", json_object_get(step, "ended_at"));

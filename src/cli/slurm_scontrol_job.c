@@ -43,9 +43,11 @@ int gp_slurm_show_job(const char *id) {
   const char *reason = gp_slurm_str(j, "pending_reason", "None");
   printf("   JobState=%s Reason=%s\n", gp_slurm_state_long(state), reason);
   json_t *code_v = json_object_get(j, "exit_code");
-  printf("   Requeue=%d Restarts=%lld ExitCode=%lld:0\n", json_is_true(json_object_get(j, "requeue")),
+  int64_t sig = gp_slurm_int(j, "exit_signal"); /* killed by a signal: Slurm's 0:N */
+  printf("   Requeue=%d Restarts=%lld ExitCode=%lld:%lld\n", json_is_true(json_object_get(j, "requeue")),
          (long long)gp_slurm_int(j, "restarts"),
-         json_is_integer(code_v) ? (long long)json_integer_value(code_v) : 0LL);
+         sig > 0 ? 0LL : json_is_integer(code_v) ? (long long)json_integer_value(code_v) : 0LL,
+         (long long)(sig > 0 ? sig : 0));
   dur(gp_slurm_elapsed(j, gp_cli_now()), run, sizeof run);
   int64_t limit = gp_slurm_int(j, "time_limit");
   if (limit > 0) dur(limit, lim, sizeof lim);

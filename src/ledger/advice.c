@@ -175,6 +175,58 @@ gp__ledger_adv_queue *gp__ledger_adv_queue_of(gp_advice *a, int32_t q) {
   return &a->queues[q];
 }
 
+/* One piece of a job's holding inside the period: a raw interval's part of it, or one
+ * whole day's roll-up of the job on one (model, capacity). */
+typedef struct job_piece {
+  int64_t job;
+  int32_t model;
+  gp_capacity capacity;
+  int64_t start, end;               /* what it is priced over */
+  int64_t first_start;              /* its first second in the period */
+  double share;                     /* of a GPU over [start, end) */
+  double gpu_s, cost;
+  bool priced;                      /* cost is whole */
+  int64_t longest_s;                /* its longest stretch held (kept for non-spot pieces) */
+} job_piece;
+
+/* Adds a piece to its job's sums (the job found or added): the one accumulation that raw
+ * intervals and day roll-ups share, so that both give a job the same figures. */
+static void add_job_piece(gp_advice *a, const job_piece *p) {
+  int32_t ji = a->last_job >= 0 && a->jobs[a->last_job].job == p->job
+                   ? a->last_job
+                   : gp__ledger_imap_get(&a->job_index, p->job, (int32_t)a->n_jobs);
+  if ((size_t)ji == a->n_jobs) {
+    gp_xgrow((void **)&a->jobs, &a->cap_jobs, a->n_jobs + 1, sizeof *a->jobs);
+    a->jobs[a->n_jobs++] = (gp__ledger_adv_job){.job = p->job, .model = p->model,
+                                                .capacity = p->capacity, .first_start = p->first_start};
+  }
+  a->last_job = ji;
+  gp__ledger_adv_job *j = &a->jobs[ji];
+  if (p->first_start < j->first_start) j->first_start = p->first_start;
+  j->gpu_s += p->gpu_s;
+  j->cost += p->cost;
+  j->cost_unknown |= !p->priced;
+  if (p->capacity != GP_CAP_SPOT) {
+    double spot = 0;
+    j->nonspot_gpu_s += p->gpu_s;
+    j->nonspot_cost += p->cost;
+    if (price(a, p->model, GP_CAP_SPOT, p->start, p->end, p->share, &spot)) j->spot_cost += spot;
+    else j->spot_unknown = true;
+    if (p->longest_s > j->longest_nonspot_s) j->longest_nonspot_s = p->longest_s;
+  }
+}
+
+/* The idle sums of (queue, user), added when first met. */
+static gp__ledger_adv_idle *idle_of(gp_advice *a, int32_t q, int32_t u) {
+  int64_t key = (int64_t)((uint64_t)(uint32_t)q << 32 | (uint32_t)u);
+  int32_t ii = gp__ledger_imap_get(&a->idle_index, key, (int32_t)a->n_idle);
+  if ((size_t)ii == a->n_idle) {
+    gp_xgrow((void **)&a->idle, &a->cap_idle, a->n_idle + 1, sizeof *a->idle);
+    a->idle[a->n_idle++] = (gp__ledger_adv_idle){.queue = q, .user = u};
+  }
+  return &a->idle[ii];
+}
+
 void gp_advice_add_interval(gp_advice *a, const gp_ledger_job_iv *iv) {
   int64_t s = iv->start, e = iv->end;
   if (a->finished || !(iv->share > 0 && iv->share <= 1) || iv->end <= iv->start ||
@@ -191,29 +243,9 @@ void gp_advice_add_interval(gp_advice *a, const gp_ledger_job_iv *iv) {
   double dur = (double)(e - s), gpu_s = iv->share * dur, cost = 0;
   int32_t model = intern_near(a, &a->last_model, iv->model);
   bool priced = price(a, model, iv->capacity, s, e, iv->share, &cost);
-  /* The job's pieces. */
-  int32_t ji = a->last_job >= 0 && a->jobs[a->last_job].job == iv->job
-                   ? a->last_job
-                   : gp__ledger_imap_get(&a->job_index, iv->job, (int32_t)a->n_jobs);
-  if ((size_t)ji == a->n_jobs) {
-    gp_xgrow((void **)&a->jobs, &a->cap_jobs, a->n_jobs + 1, sizeof *a->jobs);
-    a->jobs[a->n_jobs++] = (gp__ledger_adv_job){.job = iv->job, .model = model,
-                                                .capacity = iv->capacity, .first_start = s};
-  }
-  a->last_job = ji;
-  gp__ledger_adv_job *j = &a->jobs[ji];
-  if (s < j->first_start) j->first_start = s;
-  j->gpu_s += gpu_s;
-  j->cost += cost;
-  j->cost_unknown |= !priced;
-  if (iv->capacity != GP_CAP_SPOT) {
-    double spot = 0;
-    j->nonspot_gpu_s += gpu_s;
-    j->nonspot_cost += cost;
-    if (price(a, model, GP_CAP_SPOT, s, e, iv->share, &spot)) j->spot_cost += spot;
-    else j->spot_unknown = true;
-    if (iv->end - iv->start > j->longest_nonspot_s) j->longest_nonspot_s = iv->end - iv->start;
-  }
+  add_job_piece(a, &(job_piece){.job = iv->job, .model = model, .capacity = iv->capacity, .start = s,
+                                .end = e, .first_start = s, .share = iv->share, .gpu_s = gpu_s,
+                                .cost = cost, .priced = priced, .longest_s = iv->end - iv->start});
   /* The queue's and the fleet's. */
   int32_t q = intern_near(a, &a->last_queue, iv->queue), u = intern_near(a, &a->last_user, iv->user);
   gp__ledger_adv_queue_of(a, q)->alloc_gpu_s += gpu_s;
@@ -224,13 +256,7 @@ void gp_advice_add_interval(gp_advice *a, const gp_ledger_job_iv *iv) {
   if (used > gpu_s) used = gpu_s;
   a->used_gpu_s += used;
   a->known_gpu_s += gpu_s;
-  int64_t key = (int64_t)((uint64_t)(uint32_t)q << 32 | (uint32_t)u);
-  int32_t ii = gp__ledger_imap_get(&a->idle_index, key, (int32_t)a->n_idle);
-  if ((size_t)ii == a->n_idle) {
-    gp_xgrow((void **)&a->idle, &a->cap_idle, a->n_idle + 1, sizeof *a->idle);
-    a->idle[a->n_idle++] = (gp__ledger_adv_idle){.queue = q, .user = u};
-  }
-  gp__ledger_adv_idle *d = &a->idle[ii];
+  gp__ledger_adv_idle *d = idle_of(a, q, u);
   d->known_gpu_s += gpu_s;
   d->used_gpu_s += used;
   d->idle_cost += gpu_s > 0 ? cost * (gpu_s - used) / gpu_s : 0;
@@ -272,29 +298,10 @@ void gp_advice_add_held_day(gp_advice *a, const gp_advice_held_day *d) {
   double gpu_s = d->gpu_s, cost = 0;
   int32_t model = intern_near(a, &a->last_model, d->model);
   bool priced = price(a, model, d->capacity, day, end, gpu_s / DAY_S, &cost);
-  int32_t ji = a->last_job >= 0 && a->jobs[a->last_job].job == d->job
-                   ? a->last_job
-                   : gp__ledger_imap_get(&a->job_index, d->job, (int32_t)a->n_jobs);
-  int64_t s = d->first_start < day ? day : d->first_start;
-  if ((size_t)ji == a->n_jobs) {
-    gp_xgrow((void **)&a->jobs, &a->cap_jobs, a->n_jobs + 1, sizeof *a->jobs);
-    a->jobs[a->n_jobs++] = (gp__ledger_adv_job){.job = d->job, .model = model,
-                                                .capacity = d->capacity, .first_start = s};
-  }
-  a->last_job = ji;
-  gp__ledger_adv_job *j = &a->jobs[ji];
-  if (s < j->first_start) j->first_start = s;
-  j->gpu_s += gpu_s;
-  j->cost += cost;
-  j->cost_unknown |= !priced;
-  if (d->capacity != GP_CAP_SPOT) {
-    double spot = 0;
-    j->nonspot_gpu_s += gpu_s;
-    j->nonspot_cost += cost;
-    if (price(a, model, GP_CAP_SPOT, day, end, gpu_s / DAY_S, &spot)) j->spot_cost += spot;
-    else j->spot_unknown = true;
-    if (d->longest_s > j->longest_nonspot_s) j->longest_nonspot_s = d->longest_s;
-  }
+  add_job_piece(a, &(job_piece){.job = d->job, .model = model, .capacity = d->capacity, .start = day,
+                                .end = end, .first_start = d->first_start < day ? day : d->first_start,
+                                .share = gpu_s / DAY_S, .gpu_s = gpu_s, .cost = cost, .priced = priced,
+                                .longest_s = d->longest_s});
   int32_t q = intern_near(a, &a->last_queue, d->queue), u = intern_near(a, &a->last_user, d->user);
   gp__ledger_adv_queue_of(a, q)->alloc_gpu_s += gpu_s;
   a->alloc_gpu_s += gpu_s;
@@ -303,13 +310,7 @@ void gp_advice_add_held_day(gp_advice *a, const gp_advice_held_day *d) {
   a->used_gpu_s += used;
   a->known_gpu_s += known;
   price(a, model, d->capacity, day, end, (known - used) / DAY_S, &idle);
-  int64_t key = (int64_t)((uint64_t)(uint32_t)q << 32 | (uint32_t)u);
-  int32_t ii = gp__ledger_imap_get(&a->idle_index, key, (int32_t)a->n_idle);
-  if ((size_t)ii == a->n_idle) {
-    gp_xgrow((void **)&a->idle, &a->cap_idle, a->n_idle + 1, sizeof *a->idle);
-    a->idle[a->n_idle++] = (gp__ledger_adv_idle){.queue = q, .user = u};
-  }
-  gp__ledger_adv_idle *id = &a->idle[ii];
+  gp__ledger_adv_idle *id = idle_of(a, q, u);
   id->known_gpu_s += known;
   id->used_gpu_s += used;
   id->idle_cost += idle;

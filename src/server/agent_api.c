@@ -202,12 +202,13 @@ static int do_register(gp_srv_state *s, gp_srv_req *r, int64_t now_s, int64_t no
     here = here && (j->state == GP_JOB_RUNNING || j->state == GP_JOB_STOPPING);
     bool exited = st && strcmp(st, "exited") == 0;
     if (here && exited) {
-      const json_t *ec = json_object_get(e, "exit_code");
+      const json_t *ec = json_object_get(e, "exit_code"), *sv = json_object_get(e, "signal");
+      json_int_t sig = json_is_integer(sv) ? json_integer_value(sv) : 0;
       char why[600];
       exit_reason(json_string_value(json_object_get(e, "reason")),
                   json_string_value(json_object_get(e, "message")), why, sizeof why);
       rc = gp__srv_job_task_exited(s, j, idx, task, json_is_integer(ec) ? (int)json_integer_value(ec) : -1,
-                               why[0] ? why : NULL, now_s, err);
+                                   sig > 0 && sig <= 128 ? (int)sig : 0, why[0] ? why : NULL, now_s, err);
     } else if (!here && !exited) {
       rc = stop_unknown(s, n, id, err);
     }
@@ -364,12 +365,15 @@ static int apply_event(gp_srv_state *s, gp_srv_node *n, int idx, const json_t *d
                                       e->has_message ? e->message : NULL, e->out_bytes,
                                       e->err_bytes, now_s, err);
   bool here = false;
-  /* `order` names the start order of the run the event is about: a late report of an
-   * earlier run of a requeued job must not end the current run. */
+  /* `order` names the order the event answers: a task's start order, or the stop order of
+   * a job the agent no longer has. Order ids only grow, so an order older than the current
+   * run's start order was one of an earlier run's: a late report of an earlier run of a
+   * requeued job (its exit, or the agent's answer to that run's stop) must not end the
+   * current run. */
   int64_t ord_id = e->order[0] == 'o' ? strtoll(e->order + 1, NULL, 10) : 0;
   for (int t = 0; t < j->n_alloc; t++)
     here = here || (j->alloc[t].node == idx && (e->task < 0 || e->task == t) &&
-                    (!ord_id || !j->alloc[t].order_id || j->alloc[t].order_id == ord_id));
+                    (!ord_id || !j->alloc[t].order_id || ord_id >= j->alloc[t].order_id));
   if (!here) return 0; /* a report about a job (or run) this node no longer holds */
   int64_t at = e->at;
   if (at <= 0 || at > now_s + 60) at = now_s;
@@ -412,8 +416,8 @@ static int apply_event(gp_srv_state *s, gp_srv_node *n, int idx, const json_t *d
   }
   char why[600];
   exit_reason(e->has_reason ? e->reason : NULL, e->has_message ? e->message : NULL, why, sizeof why);
-  return gp__srv_job_task_exited(s, j, idx, e->task, e->has_exit_code ? e->exit_code : -1, why[0] ? why : NULL,
-                                 now_s, err);
+  return gp__srv_job_task_exited(s, j, idx, e->task, e->has_exit_code ? e->exit_code : -1, e->signal,
+                                 why[0] ? why : NULL, now_s, err);
 }
 
 static void apply_gpus(gp_srv_node *n, const json_t *gpus, gp_srv_state *s, int64_t now_s) {

@@ -94,6 +94,8 @@ typedef struct gp_srv_job {
   int64_t submitted_at, started_at, ended_at, last_checkpoint_at;
   bool has_exit_code;
   int exit_code;
+  int exit_signal;      /* the signal that killed the process whose end gave exit_code (the
+                           batch script, or the task that decided a gang's code); 0: none */
   char *end_reason;
   char *stop_reason;    /* STOPPING: preempted|cancelled|timeout|failed */
   char *task_failure;   /* this run: "task N: why" of the first task that failed, which

@@ -186,6 +186,7 @@ char *gp__srv_job_store_doc(const gp_srv_job *j) {
     put_int(&b, "array_index", (long long)j->array_index);
   }
   put_int_or_null(&b, "exit_code", j->exit_code, j->has_exit_code);
+  put_int_or_null(&b, "exit_signal", j->exit_signal, j->exit_signal != 0);
   put_kstr(&b, "end_reason", j->end_reason);
   put_kstr(&b, "stop_reason", j->stop_reason);
   put_int(&b, "submitted_at", (long long)j->submitted_at);

@@ -555,6 +555,8 @@ int gp__srv_job_from_doc(const char *doc, gp_srv_job **ret, gp_err *err) {
     j->has_exit_code = true;
     j->exit_code = (int)json_integer_value(ec);
   }
+  json_int_t es = json_integer_value(json_object_get(o, "exit_signal"));
+  j->exit_signal = es > 0 && es <= 128 ? (int)es : 0;
   const char *er = json_string_value(json_object_get(o, "end_reason"));
   if (er) j->end_reason = gp_xstrdup(er);
   const char *sr = json_string_value(json_object_get(o, "stop_reason"));

@@ -120,6 +120,7 @@ json_t *gp__srv_job_to_json(const gp_srv_state *s, const gp_srv_job *j, bool for
   json_object_set_new(o, "singleton", json_boolean(j->singleton));
   gp__srv_array_fields(o, s, j, for_store);
   json_object_set_new(o, "exit_code", j->has_exit_code ? json_integer(j->exit_code) : json_null());
+  json_object_set_new(o, "exit_signal", j->exit_signal ? json_integer(j->exit_signal) : json_null());
   json_object_set_new(o, "end_reason", j->end_reason ? json_string(j->end_reason) : json_null());
   json_object_set_new(o, "stop_reason", j->stop_reason ? json_string(j->stop_reason) : json_null());
   json_object_set_new(o, "submitted_at", json_integer(j->submitted_at));

@@ -64,6 +64,7 @@ static int requeue(gp_srv_state *s, gp_srv_job *j, const char *why, int64_t now,
   j->restarts++;
   j->started_at = 0;
   j->has_exit_code = false;
+  j->exit_signal = 0;
   set_str(&j->stop_reason, NULL);
   set_str(&j->task_failure, NULL);
   set_str(&j->enforcement, NULL);
@@ -165,12 +166,13 @@ static bool all_exited(const gp_srv_job *j) {
  * a failure, and their codes count for nothing). A holder runs nothing of its own, so one
  * that ends while the script runs has lost part of the allocation: the job fails for it. */
 static int batch_task_exited(gp_srv_state *s, gp_srv_job *j, bool script_ended, int task,
-                             int exit_code, const char *reason, int64_t now, gp_err *err) {
+                             int exit_code, int sig, const char *reason, int64_t now, gp_err *err) {
   const char *why = reason && strcmp(reason, "exited") != 0 ? reason : NULL;
   char text[1000];
   if (script_ended) {
     j->has_exit_code = true;
     j->exit_code = exit_code;
+    j->exit_signal = sig;
     if (exit_code != 0 && !j->task_failure) {
       /* A plain exit is said by its code ("exited: exited with code 3" says it twice). */
       if (exit_code > 0 && (!why || !strncmp(why, "exited", 6)))
@@ -192,7 +194,7 @@ static int batch_task_exited(gp_srv_state *s, gp_srv_job *j, bool script_ended, 
 }
 
 int gp__srv_job_task_exited(gp_srv_state *s, gp_srv_job *j, int node, int task, int exit_code,
-                        const char *reason, int64_t now, gp_err *err) {
+                            int sig, const char *reason, int64_t now, gp_err *err) {
   if (j->state != GP_JOB_RUNNING && j->state != GP_JOB_STOPPING) return 0;
   bool script_was_running = j->n_alloc > 0 && !j->alloc[0].exited;
   if (task >= 0) {
@@ -213,13 +215,15 @@ int gp__srv_job_task_exited(gp_srv_state *s, gp_srv_job *j, int node, int task, 
     if (!any) return 0; /* a duplicate report, or a task that is not here */
   }
   if (j->batch && j->n_alloc > 1)
-    return batch_task_exited(s, j, script_was_running && j->alloc[0].exited, task, exit_code, reason, now, err);
+    return batch_task_exited(s, j, script_was_running && j->alloc[0].exited, task, exit_code, sig, reason,
+                             now, err);
   /* The job's exit code is its tasks' highest (a task that left none, -1, counts as a
    * failure below any real code). */
   if (!j->has_exit_code || (j->exit_code == 0 && exit_code != 0) ||
       (j->exit_code != 0 && exit_code > j->exit_code)) {
     j->has_exit_code = true;
     j->exit_code = exit_code;
+    j->exit_signal = sig;
   }
   if (exit_code != 0 && !j->task_failure && j->n_alloc > 1) {
     /* The first task to fail is why the gang ends: the others are stopped for it. */

@@ -117,7 +117,7 @@ static int end_unreported(gp_srv_state *s, gp_srv_job *j, int idx, int64_t now_s
    * which keeps its meaning (cancelled, preempted, timeout). */
   char reason[320];
   snprintf(reason, sizeof reason, "lost: %s", why);
-  return gp__srv_job_task_exited(s, j, idx, -1, -1, reason, now_s, err);
+  return gp__srv_job_task_exited(s, j, idx, -1, -1, 0, reason, now_s, err);
 }
 
 int gp__srv_node_reports_check(gp_srv_state *s, int64_t now_s, int64_t now_ms, gp_err *err) {

@@ -86,19 +86,13 @@ static int on_job(void *ctx, const gp_store_interval *iv) {
   return 0;
 }
 
-/* The scan behind gp_report_feed; job > 0: that job's intervals only. */
-static int feed(gp_store_reader *r, gp_ledger_report *lr, int64_t from, int64_t to, int64_t now,
-                const char *user, bool nodes, int64_t job, long *ret_read, gp_err *err) {
+int gp_report_feed(gp_store_reader *r, gp_ledger_report *lr, int64_t from, int64_t to, int64_t now,
+                   const char *user, bool nodes, int64_t job, long *ret_read, gp_err *err) {
   scan sc = {.lr = lr, .now = now, .job = job};
   int rc = nodes ? gp_store_reader_node_intervals(r, from, to, on_node, &sc, err) : 0;
   if (!rc) rc = gp_store_reader_intervals(r, from, to, user, on_job, &sc, err);
   if (ret_read) *ret_read = sc.n;
   return rc;
-}
-
-int gp_report_feed(gp_store_reader *r, gp_ledger_report *lr, int64_t from, int64_t to,
-                   int64_t now, const char *user, bool nodes, long *ret_read, gp_err *err) {
-  return feed(r, lr, from, to, now, user, nodes, 0, ret_read, err);
 }
 
 static _Atomic int in_flight;
@@ -149,7 +143,7 @@ void gp__srv_report_run(gp_srv_req *r) {
   if (!q->job && !(q->group & (GP_LG_NODE | GP_LG_JOB)))
     rc = gp_report_feed_days(reader, lr, q->from, q->to, rep->now, rep->user, nodes, NULL, &err);
   else
-    rc = feed(reader, lr, q->from, q->to, rep->now, rep->user, nodes, q->job, NULL, &err);
+    rc = gp_report_feed(reader, lr, q->from, q->to, rep->now, rep->user, nodes, q->job, NULL, &err);
   gp_store_reader_close(reader);
   const gp_ledger_row *rows = NULL;
   int n_rows = 0;

@@ -50,6 +50,7 @@ static int apply_start(gp_srv_state *s, gp_srv_job *j, const gp_plan_start *st, 
   gp__srv_job_set_state(s, j, GP_JOB_RUNNING);
   j->started_at = now;
   j->has_exit_code = false;
+  j->exit_signal = 0;
   free(j->task_failure);
   j->task_failure = NULL;
   j->master_port = gp__srv_master_port(s, j);

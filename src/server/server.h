@@ -44,10 +44,11 @@ char *gp_report_csv(const json_t *doc);
 
 /* Streams a report's period out of the ledger into `lr` (NULL: only counts): the fleet's
  * node intervals first when `nodes`, then the job intervals (`user` non-NULL: only that
- * user's), open ones ending at `now`. The count of intervals read goes to *ret_read (may
- * be NULL). Returns 0 or the reader's GP_E*. GET /v1/reports runs it on an HTTP thread. */
-int gp_report_feed(gp_store_reader *r, gp_ledger_report *lr, int64_t from, int64_t to,
-                   int64_t now, const char *user, bool nodes, long *ret_read, gp_err *err);
+ * user's; `job` > 0: only that job's), open ones ending at `now`. The count of intervals
+ * read goes to *ret_read (may be NULL). Returns 0 or the reader's GP_E*. GET /v1/reports
+ * runs it on an HTTP thread when the roll-ups cannot answer (by node or job, one job). */
+int gp_report_feed(gp_store_reader *r, gp_ledger_report *lr, int64_t from, int64_t to, int64_t now,
+                   const char *user, bool nodes, int64_t job, long *ret_read, gp_err *err);
 
 /* The same report made from the ledger's daily roll-ups (report_days.c; docs/accounting.md,
  * "Roll-ups"): the whole days of the period from their sums, the partial days at its edges

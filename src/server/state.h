@@ -414,10 +414,11 @@ int gp__srv_pull_progress(gp_srv_state *s, gp_srv_job *j, int task, int64_t done
 int gp__srv_job_stop_within(gp_srv_state *s, gp_srv_job *j, const char *reason, int max_grace_s,
                             int64_t now, gp_err *err);
 /* Task `task` of the job, on node `node`, exited (task -1: every task of the job on that
- * node, as an agent that names no task reports); ends or requeues the job when it was the
- * last. A task reported twice, or not on that node, changes nothing. */
+ * node, as an agent that names no task reports) with exit_code (-1: none) or killed by
+ * signal `sig` (0: none); ends or requeues the job when it was the last. A task reported
+ * twice, or not on that node, changes nothing. */
 int gp__srv_job_task_exited(gp_srv_state *s, gp_srv_job *j, int node, int task, int exit_code,
-                        const char *reason, int64_t now, gp_err *err);
+                            int sig, const char *reason, int64_t now, gp_err *err);
 /* The job's node is gone: requeue (requeue=true) or fail with "node lost". */
 int gp__srv_job_lost(gp_srv_state *s, gp_srv_job *j, const char *why, int64_t now, gp_err *err);
 /* Ends a job that is not running (cancelled, impossible, ...). */

@@ -106,6 +106,13 @@ chmod 600 "$GPOOL_CONFIG_DIR/client.json"
 inner2=$("$GPOOL" submit -- sh -c 'squeue -h -j $SLURM_JOB_ID -o "%i %t"')
 wait_for 20 "job $inner2 to end" job_is "$inner2" completed
 expect_eq "$inner2 R" "$("$GPOOL" logs "$inner2" 2>&1)" "squeue inside a job with the user's client.json"
+# Killed by signals: the step's task by TERM, then the job's own process by KILL.
+killed=$("$GPOOL" submit -- sh -c 'srun sh -c "kill -TERM \$\$"; kill -KILL $$')
+wait_for 20 "job $killed to end" job_is "$killed" failed
+expect_eq "$(printf '%s|FAILED|0:9\n%s.0|FAILED|0:15' "$killed" "$killed")" \
+  "$(sacct -j "$killed" --format=JobID,State,ExitCode -P -n)" "sacct: the signals that killed a job and its step"
+expect_eq 9 "$(job_field "$killed" .exit_signal)" "the job's document names the signal"
+expect_contains "$(scontrol show job "$killed")" "ExitCode=0:9" "scontrol show job says it alike"
 
 acct=$(sacct -j "$long,$failid,$pend" --format=JobID,JobName,State,ExitCode -P -n -X)
 expect_contains "$acct" "$long|longjob|COMPLETED|0:0" "sacct: a completed job's exit code"

@@ -95,6 +95,9 @@ done
 wait
 srun --no-such-option true 2>refused.err; echo $? >refused.code
 srun -n 9 true 2>toomany.err; echo $? >toomany.code
+# A step on srun's own node: its caller's PATH names this node's shims first already.
+echo "$PATH" >path.job
+srun -N 1 -n 1 -w "$GPOOL_NODE" sh -c 'echo "$GPOOL_NODE $PATH"' >path.step
 env | grep -c '^GPOOL_JOB_KEY=' >key.count
 touch steps.done
 SH
@@ -146,9 +149,12 @@ expect_eq 2 "$(cat refused.code)" "an srun option gpool does not offer exits 2"
 expect_contains "$(cat refused.err)" "--no-such-option" "the refusal names the option"
 expect_eq 1 "$(cat toomany.code)" "more tasks than the allocation holds is refused"
 expect_contains "$(cat toomany.err)" "-n/--ntasks" "the refusal names -n"
+read -r pnode ppath <path.step
+expect_eq "$(cat path.job)" "$ppath" "a step on srun's node has its caller's PATH, the node's shims first and once"
+expect_eq "$E2E_DIR/agent-$pnode/bin" "$(cut -d: -f1 path.job)" "the job's PATH starts with its node's shims"
 
 # ---- the steps in gpool show, the API and sacct ----
-expect_eq 14 "$(job_field "$job" '.steps | length')" "the job keeps its 14 steps (the refused ones never started)"
+expect_eq 15 "$(job_field "$job" '.steps | length')" "the job keeps its 15 steps (the refused ones never started)"
 expect_eq "completed,failed,failed,completed,completed,cancelled,completed,completed" \
   "$(job_field "$job" '[.steps[] | .state] | .[0:8] | join(",")')" "the steps' states"
 expect_eq 6 "$(job_field "$job" '[.steps[] | select(.exclusive and .state == "completed")] | length')" \

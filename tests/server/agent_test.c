@@ -300,29 +300,38 @@ static json_t *order_for(json_t *hb, const char *kind, const char *job) {
   return NULL;
 }
 
+/* A job that may be requeued, running on n1 (registered with 2 GPUs). */
+static char *a_requeueable_job_runs(tsrv *t) {
+  CHECK_EQ_INT(201, tsrv_register(t, "n1", 2, NULL));
+  char *id = tsrv_submit(t, ALICE, "{\"command\": [\"x\"], \"gpus\": 1, \"requeue\": true}");
+  REQUIRE(id);
+  CHECK(tsrv_wait_state(t, id, "running"));
+  return id;
+}
+
+/* n1's heartbeat (acknowledging gen, carrying events ev) must bring a `kind` order for job:
+ * its id goes to order_id; returns the answer's gen. */
+static long long take_order(tsrv *t, long long gen, const char *ev, const char *kind, const char *job,
+                            char *order_id, size_t size) {
+  json_t *hb = tsrv_heartbeat(t, "n1", gen, 0, ev);
+  REQUIRE(hb && order_for(hb, kind, job));
+  snprintf(order_id, size, "%s", json_string_value(json_object_get(order_for(hb, kind, job), "id")));
+  long long g = hb_gen(hb);
+  json_decref(hb);
+  return g;
+}
+
 static void a_late_exit_of_an_earlier_run_does_not_end_the_current_run(void) {
   tsrv t = {0};
   tsrv_start(&t);
-  CHECK_EQ_INT(201, tsrv_register(&t, "n1", 2, NULL));
-  char *id = tsrv_submit(&t, ALICE, "{\"command\": [\"x\"], \"gpus\": 1, \"requeue\": true}");
-  REQUIRE(id);
-  CHECK(tsrv_wait_state(&t, id, "running"));
-  json_t *hb = tsrv_heartbeat(&t, "n1", 0, 0, NULL);
-  REQUIRE(hb && order_for(hb, "start", id));
-  char first[32];
-  snprintf(first, sizeof first, "%s", json_string_value(json_object_get(order_for(hb, "start", id), "id")));
-  long long gen = hb_gen(hb);
-  json_decref(hb);
+  char *id = a_requeueable_job_runs(&t);
+  char first[32], second[32];
+  long long gen = take_order(&t, 0, NULL, "start", id, first, sizeof first);
   json_decref(tsrv_heartbeat(&t, "n1", gen, 0, NULL)); /* acknowledged: the agent has it */
   /* The agent restarts without the job: it is lost, requeued, and started again. */
   CHECK_EQ_INT(200, tsrv_register(&t, "n1", 2, "[]"));
   CHECK(tsrv_wait_state(&t, id, "running"));
-  hb = tsrv_heartbeat(&t, "n1", gen, 0, NULL);
-  REQUIRE(hb && order_for(hb, "start", id));
-  char second[32];
-  snprintf(second, sizeof second, "%s", json_string_value(json_object_get(order_for(hb, "start", id), "id")));
-  gen = hb_gen(hb);
-  json_decref(hb);
+  gen = take_order(&t, gen, NULL, "start", id, second, sizeof second);
   CHECK(strcmp(first, second) != 0);
   char ev[256];
   snprintf(ev, sizeof ev, "[{\"kind\": \"exited\", \"job\": \"%s\", \"order\": \"%s\", \"exit_code\": 1}]", id, first);
@@ -336,6 +345,47 @@ static void a_late_exit_of_an_earlier_run_does_not_end_the_current_run(void) {
   snprintf(ev, sizeof ev, "[{\"kind\": \"exited\", \"job\": \"%s\", \"order\": \"%s\", \"exit_code\": 0}]", id, second);
   json_decref(tsrv_heartbeat(&t, "n1", gen, 0, ev));
   CHECK(tsrv_wait_state(&t, id, "completed"));
+  free(id);
+  tsrv_stop(&t);
+}
+
+/* The agent answers a stop for a job it does not have with a `lost` report naming the stop
+ * order: a stop of the current run ends it; the stop of an earlier run, answered after the
+ * job started again, does not (agent_api.c; tests/e2e/requeue_race_test.sh plays the race). */
+static void a_lost_answer_to_a_stop_ends_only_the_run_it_stopped(void) {
+  tsrv t = {0};
+  tsrv_start(&t);
+  char *id = a_requeueable_job_runs(&t);
+  char start[32], stop[32];
+  long long gen = take_order(&t, 0, NULL, "start", id, start, sizeof start);
+  /* Requeued: the stop goes out; the task ends by itself before the agent reads it. */
+  char path[64], ev[320];
+  snprintf(path, sizeof path, "/v1/jobs/%s/requeue", id);
+  CHECK_EQ_INT(200, tsrv_call(&t, "POST", path, ALICE, NULL, NULL));
+  snprintf(ev, sizeof ev, "[{\"kind\": \"exited\", \"job\": \"%s\", \"task\": 0, \"order\": \"%s\", \"exit_code\": 0}]",
+           id, start);
+  gen = take_order(&t, gen, ev, "stop", id, stop, sizeof stop);
+  CHECK(tsrv_wait_state(&t, id, "running")); /* its next run */
+  /* The answer to the earlier run's stop comes now: the new run goes on. */
+  const char *lost = "[{\"kind\": \"exited\", \"job\": \"%s\", \"order\": \"%s\", \"exit_code\": null, "
+                     "\"reason\": \"lost\", \"message\": \"the job does not run on this node\"}]";
+  snprintf(ev, sizeof ev, lost, id, stop);
+  json_t *hb = tsrv_heartbeat(&t, "n1", gen, 0, ev);
+  REQUIRE(hb);
+  gen = hb_gen(hb);
+  json_decref(hb);
+  json_t *o = NULL;
+  snprintf(path, sizeof path, "/v1/jobs/%s", id);
+  tsrv_call(&t, "GET", path, ALICE, NULL, &o);
+  CHECK_EQ_STR("running", job_str(o, "state"));
+  json_decref(o);
+  /* A stop of this run, answered `lost`, ends it. */
+  snprintf(path, sizeof path, "/v1/jobs/%s/cancel", id);
+  CHECK_EQ_INT(200, tsrv_call(&t, "POST", path, ALICE, NULL, NULL));
+  gen = take_order(&t, gen, NULL, "stop", id, stop, sizeof stop);
+  snprintf(ev, sizeof ev, lost, id, stop);
+  json_decref(tsrv_heartbeat(&t, "n1", gen, 0, ev));
+  CHECK(tsrv_wait_state(&t, id, "cancelled"));
   free(id);
   tsrv_stop(&t);
 }
@@ -528,6 +578,7 @@ GP_TESTS(a_node_that_comes_back_never_gets_a_stale_start,
          a_job_past_its_time_limit_is_stopped_and_ends_timeout,
          two_polls_of_one_node_in_a_batch_are_each_answered_once,
          a_job_stopped_for_a_gpu_fault_is_requeued_when_it_may_be,
+         a_lost_answer_to_a_stop_ends_only_the_run_it_stopped,
          node_conditions_and_enforcement_come_from_the_agent, a_dependent_job_waits_and_then_runs, a_late_exit_of_an_earlier_run_does_not_end_the_current_run, a_gpu_fault_drains_the_gpu_with_its_reason, a_job_runs_and_completes_with_its_exit_code, the_long_poll_wakes_within_100ms_of_a_new_start,
          cancelling_a_running_job_sends_the_stop_handshake,
          a_silent_node_goes_down_and_its_jobs_are_requeued_or_failed,

@@ -26,6 +26,7 @@ static void the_fast_document_equals_the_reference(void) {
   j->restarts = 2;
   j->has_exit_code = true;
   j->exit_code = -1;
+  j->exit_signal = 9;
   j->end_reason = strdup("gpu_fault: xid 79");
   j->state = GP_JOB_FAILED;
   j->last_placements = json_loads("[{\"node\": \"n1\", \"gpu_ids\": [0]}]", 0, NULL);

@@ -177,7 +177,7 @@ static report make(gp_store *st, const gp_ledger_params *p, int64_t now, const c
   REQUIRE(gp_store_reader_open(st, &r, &e) == 0);
   report rep = {.lr = gp_ledger_report_new(p)};
   int rc = days ? gp_report_feed_days(r, rep.lr, p->from, p->to, now, user, !user, &rep.read, &e)
-                : gp_report_feed(r, rep.lr, p->from, p->to, now, user, !user, &rep.read, &e);
+                : gp_report_feed(r, rep.lr, p->from, p->to, now, user, !user, 0, &rep.read, &e);
   if (rc) fprintf(stderr, "feed: %s\n", e.message);
   REQUIRE(rc == 0);
   gp_store_reader_close(r);
