@@ -50,7 +50,7 @@ int gp_frag_family_parse(const char *s, gp_frag_family *f, gp_err *err);
 /* Replaces t's pods by the family member built from them and appends "+<kind><pct>" to
  * t->name. GP_EINVAL when the list cannot make that member (no pod of a kind it draws
  * from, a multi-GPU share already above P, gpuspec without specs_from or with no
- * constrained pod there); t is unchanged then. */
+ * constrained pod there); t's pods and name are unchanged then. */
 int gp_frag_family_apply(gp_frag_trace *t, const gp_frag_family *f, gp_err *err);
 
 #endif

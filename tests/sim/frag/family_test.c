@@ -4,6 +4,8 @@
  * refused by name; and on the real openb trace, FGD with many CPU-only pods lands on the
  * published figure (it fell 1.9 points under it while node ties went to the list's first
  * nodes) and gpool's own policy is at least as good as FGD on such a member. */
+#include <sys/wait.h>
+
 #include "test.h"
 #include "core/model.h"
 #include "sim/frag/family.h"
@@ -170,5 +172,41 @@ static void cpu_only_pods_fgd_matches_the_paper_and_gpool_beats_it(void) {
   gp_frag_trace_free(t);
 }
 
-GP_TESTS(each_member_has_the_share_it_asks, the_same_family_seed_builds_the_same_member,
+static int run_cli(const char *args, const char *out) {
+  const char *bin = getenv("GPOOL_BIN");
+  REQUIRE(bin);
+  char cmd[2048];
+  snprintf(cmd, sizeof cmd, "%s sim frag --nodes %s --pods %s %s > %s 2>&1", bin, NODES, DEFAULT_PODS, args, out);
+  int st = system(cmd);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static char *slurp(const char *path) {
+  FILE *f = fopen(path, "rb");
+  REQUIRE(f);
+  static char buf[65536];
+  size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+  buf[n] = 0;
+  fclose(f);
+  return buf;
+}
+
+/* The command builds the member, names it in its output, and refuses what cannot be built. */
+static void the_cli_runs_a_member_and_names_it(void) {
+  char out[600];
+  snprintf(out, sizeof out, "%s/family_test_cli.txt", GP_BINARY_DIR);
+  CHECK_EQ_INT(0, run_cli("--family gpuspec:10 --specs-from " SPEC_PODS " --policy bestfit --seed 42 -o json", out));
+  CHECK_CONTAINS(slurp(out), "\"trace\":\"openb_pod_list_default+gpuspec10\"");
+  CHECK_EQ_INT(2, run_cli("--family gpuspec:10", out));
+  CHECK_CONTAINS(slurp(out), "needs --specs-from");
+  CHECK_EQ_INT(2, run_cli("--family cpu:120", out));
+  CHECK_CONTAINS(slurp(out), "--family:");
+  CHECK_EQ_INT(2, run_cli("--specs-from " SPEC_PODS, out));
+  CHECK_CONTAINS(slurp(out), "goes with --family");
+  CHECK_EQ_INT(1, run_cli("--family multigpu:2", out));
+  CHECK_CONTAINS(slurp(out), "already ask");
+  remove(out);
+}
+
+GP_TESTS(each_member_has_the_share_it_asks, the_cli_runs_a_member_and_names_it, the_same_family_seed_builds_the_same_member,
          bad_families_are_refused_by_name, cpu_only_pods_fgd_matches_the_paper_and_gpool_beats_it)
