@@ -205,6 +205,9 @@ static int build_mix(run *r, double popularity_pct, gp_share_mix **ret, gp_err *
   int rc = 0;
   for (int k = 0; k < r->n_classes && !rc; k++)
     rc = gp_share_mix_add(mix, &r->req[keys[k].cls], count[keys[k].cls], err);
+  /* The cluster's GPUs per model, which gpool weighs model-limited demand against. */
+  for (int i = 0; i < r->t->n_nodes && !rc; i++)
+    rc = gp_share_mix_set_capacity(mix, r->t->models[r->t->nodes[i].model], r->t->nodes[i].n_gpus, err);
   if (!rc) rc = gp_share_mix_finish(mix, popularity_pct, err);
   for (int c = 0; c < r->n_classes; c++) free((char *)keys[c].spec);
   free(keys);
