@@ -16,23 +16,28 @@
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "cli/opts.h"
+#include "sim/frag/family.h"
 #include "sim/frag/frag.h"
 #include "sim/frag/trace.h"
 
 #define MAX_SEEDS 1000
 
-enum { O_NODES = 1, O_PODS, O_POLICY, O_SEED, O_SEEDS, O_OUT, O_CSV, O_INFLATE, O_HELP };
+enum { O_NODES = 1, O_PODS, O_POLICY, O_SEED, O_SEEDS, O_OUT, O_CSV, O_INFLATE, O_FAMILY,
+       O_FAMILY_SEED, O_SPECS_FROM, O_HELP };
 
 static const gp_opt opts[] = {
     {0, "nodes", true, O_NODES},     {0, "pods", true, O_PODS},   {0, "policy", true, O_POLICY},
     {0, "seed", true, O_SEED},       {0, "seeds", true, O_SEEDS}, {'o', "output", true, O_OUT},
     {0, "csv", true, O_CSV},         {0, "inflate", true, O_INFLATE},
+    {0, "family", true, O_FAMILY},   {0, "family-seed", true, O_FAMILY_SEED},
+    {0, "specs-from", true, O_SPECS_FROM},
     {'h', "help", false, O_HELP},    {0, NULL, false, 0},
 };
 
 static const char usage[] =
     "usage: gpool sim frag --nodes NODES.csv --pods PODS.csv [--policy P]\n"
     "                      [--seed N | --seeds A-B] [-o json] [--csv OUT.csv] [--inflate 1.3]\n"
+    "                      [--family KIND:PCT [--family-seed N] [--specs-from PODS.csv]]\n"
     "\n"
     "Replays the FGD paper's experiment (Weng et al., ATC'23) on an openb trace: pods\n"
     "shuffled with the seed, resampled to --inflate x the cluster's GPU capacity, arriving\n"
@@ -42,7 +47,13 @@ static const char usage[] =
     "  --policy   gpool (default), fgd, bestfit, gpupacking, dotproduct, random\n"
     "  --seed     one seed (default 42); --seeds 42-51 runs each and reports mean/min/max\n"
     "  -o json    the summary as one JSON object (alloc_ratio keyed by arrived percent)\n"
-    "  --csv F    write the per-1%% CSV to F (default: stdout, unless -o json)\n";
+    "  --csv F    write the per-1%% CSV to F (default: stdout, unless -o json)\n"
+    "  --family   replay a member of a workload family built from --pods (the FGD paper's\n"
+    "             sensitivity lists): cpu:P (CPU-only pods P%% of all pods), gpushare:P\n"
+    "             (GPU-sharing pods P%% of the GPU demand), multigpu:P (multi-GPU pods P%%\n"
+    "             of the GPU demand), gpuspec:P (P%% of GPU pods limited to GPU models)\n"
+    "  --family-seed N  the draws that build the member (default 1)\n"
+    "  --specs-from F   gpuspec: the pod list whose gpu_specs are drawn (openb gpuspec33)\n";
 
 static double now_s(void) {
   struct timespec ts;
@@ -117,7 +128,8 @@ static double round2(double v) {
 
 /* One run of the command: its options, the trace, the results and the CSV destination. */
 typedef struct frag_cmd {
-  const char *nodes, *pods, *csv_path, *policy_name;
+  const char *nodes, *pods, *csv_path, *policy_name, *family, *specs_from;
+  uint64_t family_seed;
   bool json;
   uint64_t *seeds;
   int n_seeds;
@@ -137,6 +149,7 @@ static void frag_cmd_init(frag_cmd *c) {
   c->seeds = calloc(MAX_SEEDS, sizeof(uint64_t));
   c->n_seeds = 1;
   c->seeds[0] = 42;
+  c->family_seed = 1;
   gp_frag_opts_init(&c->fo);
 }
 
@@ -163,6 +176,12 @@ static int apply_option(frag_cmd *c, int id, const char *arg) {
     else return gp_cli_usage_error("sim frag", "-o takes 'json' or 'table', not '%s'", arg);
     break;
   case O_CSV: c->csv_path = arg; break;
+  case O_FAMILY: c->family = arg; break;
+  case O_SPECS_FROM: c->specs_from = arg; break;
+  case O_FAMILY_SEED:
+    if (parse_u64(arg, &c->family_seed))
+      return gp_cli_usage_error("sim frag", "--family-seed takes a whole number, not '%s'", arg);
+    break;
   case O_INFLATE: {
     char *end = NULL;
     c->fo.inflate = strtod(arg, &end);
@@ -199,6 +218,16 @@ static int check_options(frag_cmd *c) {
     return gp_cli_usage_error("sim frag",
                               "--policy takes gpool, fgd, bestfit, gpupacking, dotproduct or random, not '%s'",
                               c->policy_name);
+  if (c->family) {
+    gp_frag_family f = {0};
+    if (gp_frag_family_parse(c->family, &f, &c->err) != 0)
+      return gp_cli_usage_error("sim frag", "--family: %s", c->err.message);
+    if (f.kind == GP_FRAG_FAMILY_GPUSPEC && !c->specs_from)
+      return gp_cli_usage_error("sim frag", "--family gpuspec:P needs --specs-from PODS.csv "
+                                            "(openb_pod_list_gpuspec33.csv)");
+  } else if (c->specs_from) {
+    return gp_cli_usage_error("sim frag", "--specs-from goes with --family gpuspec:P");
+  }
   return GO_ON;
 }
 
@@ -210,9 +239,21 @@ static int fail(frag_cmd *c) {
   return 1;
 }
 
-/* Loads the openb trace and makes room for one result per seed; GO_ON or the exit code. */
+/* Loads the openb trace (and builds the --family member from it), and makes room for one
+ * result per seed; GO_ON or the exit code. */
 static int load_trace(frag_cmd *c) {
   if (gp_frag_trace_load(c->nodes, c->pods, &c->t, &c->err) != 0) return fail(c);
+  if (c->family) {
+    gp_frag_family f = {0};
+    gp_frag_family_parse(c->family, &f, NULL); /* checked in check_options */
+    f.seed = c->family_seed;
+    gp_frag_trace *ref = NULL;
+    if (c->specs_from && gp_frag_trace_load(c->nodes, c->specs_from, &ref, &c->err) != 0) return fail(c);
+    f.specs_from = ref;
+    int rc = gp_frag_family_apply(c->t, &f, &c->err);
+    gp_frag_trace_free(ref);
+    if (rc != 0) return fail(c);
+  }
   c->res = calloc((size_t)c->n_seeds, sizeof(gp_frag_result));
   return GO_ON;
 }

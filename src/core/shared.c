@@ -71,7 +71,8 @@ void gp__core_shared_setup(gp__core_ctx *c) {
       if (milli < 1) milli = 1;
       if (milli > 999) milli = 999;
       gp_share_req sr = {.n_gpus = 1, .gpu_milli = milli, .cpu_milli = rq->cpu_milli,
-                         .mem_mib = rq->mem_mib};
+                         .mem_mib = rq->mem_mib, .n_models = rq->n_gpu_models,
+                         .models = rq->gpu_models};
       gp_share_mix_add(sh->mix, &sr, rq->tasks, NULL); /* past 4096 shapes: the rest ignored */
     } else if (ji->kind == GP__R_MIG) {
       int d = 0;
@@ -83,7 +84,16 @@ void gp__core_shared_setup(gp__core_ctx *c) {
       sh->demand[d].count += rq->tasks;
     }
   }
-  if (sh->mix) gp_share_mix_finish(sh->mix, 100, NULL);
+  if (sh->mix) {
+    /* The shared GPUs per model, which gpool weighs model-limited demand against. */
+    for (int k = 0; k < sh->n_nodes; k++) {
+      const gp_node *n = &c->view->nodes[sh->nodes[k]];
+      int shared = 0;
+      for (int g = 0; g < n->n_gpus; g++) shared += c->nodes[sh->nodes[k]].share_ok >> g & 1;
+      if (shared && n->model && n->model[0]) gp_share_mix_set_capacity(sh->mix, n->model, shared, NULL);
+    }
+    gp_share_mix_finish(sh->mix, 100, NULL);
+  }
 }
 
 void gp__core_shared_done(gp__core_ctx *c) {

@@ -17,6 +17,7 @@
 
 #define MIX_MAX_SHAPES GP_SHARE_MAX_SHAPES
 #define MIX_MAX_MODELS 64
+#define MIX_MAX_CAP_MODELS 256
 
 static bool same_models(const gp_share_req *a, const gp_share_req *b) {
   if (a->n_models != b->n_models) return false;
@@ -42,6 +43,10 @@ void gp_share_mix_free(gp_share_mix *mix) {
     free((void *)mix->shape[i].models);
   }
   for (int i = 0; i < mix->n_memo; i++) free(mix->memo_model[i]), free(mix->memo_acc[i]);
+  for (int i = 0; i < mix->n_cap; i++) free(mix->cap_model[i]);
+  free(mix->cap_model);
+  free(mix->cap_gpus);
+  free(mix->cap_pressure);
   free(mix->shape);
   free(mix->weight);
   free(mix);
@@ -102,6 +107,27 @@ int gp_share_mix_add(gp_share_mix *mix, const gp_share_req *req, double weight, 
   return 0;
 }
 
+/* Each capacity model's pressure (share.h), from the kept shapes' popularity x GPUs. */
+static void mix_pressures(gp_share_mix *mix) {
+  double demand = 0, gpus = 0;
+  for (int i = 0; i < mix->n; i++) demand += mix->weight[i] * mix->shape[i].n_gpus * mix->shape[i].gpu_milli;
+  for (int m = 0; m < mix->n_cap; m++) gpus += mix->cap_gpus[m];
+  for (int m = 0; m < mix->n_cap; m++) {
+    double limited = 0;
+    for (int i = 0; i < mix->n; i++) {
+      const gp_share_req *s = &mix->shape[i];
+      if (s->n_gpus == 0 || s->n_models == 0) continue;
+      for (int k = 0; k < s->n_models; k++) {
+        if (strcmp(s->models[k], mix->cap_model[m]) == 0) {
+          limited += mix->weight[i] * s->n_gpus * s->gpu_milli / s->n_models;
+          break;
+        }
+      }
+    }
+    mix->cap_pressure[m] = demand > 0 && mix->cap_gpus[m] > 0 ? (limited / demand) / (mix->cap_gpus[m] / gpus) : 0;
+  }
+}
+
 int gp_share_mix_finish(gp_share_mix *mix, double popularity_pct, gp_err *err) {
   if (mix->finished) return gp_err_set(err, GP_ESTATE, NULL, 0, "mix", "already finished");
   if (!(popularity_pct > 0) || popularity_pct > 100)
@@ -130,7 +156,38 @@ int gp_share_mix_finish(gp_share_mix *mix, double popularity_pct, gp_err *err) {
   }
   mix->n = keep;
   for (int i = 0; i < mix->n; i++) mix->weight[i] = kept > 0 ? mix->weight[i] / kept : 0;
+  mix_pressures(mix);
   mix->finished = true;
+  return 0;
+}
+
+int gp_share_mix_set_capacity(gp_share_mix *mix, const char *model, double gpus, gp_err *err) {
+  if (mix->finished) return gp_err_set(err, GP_ESTATE, NULL, 0, "mix", "the mix is finished; set capacity first");
+  if (!model || !model[0]) return gp_err_set(err, GP_EINVAL, NULL, 0, "model", "empty GPU model");
+  if (!(gpus >= 0) || gpus > 1e12) return gp_err_set(err, GP_EINVAL, NULL, 0, "gpus", "GPUs must be 0 or more");
+  for (int i = 0; i < mix->n_cap; i++) {
+    if (strcmp(mix->cap_model[i], model) == 0) {
+      mix->cap_gpus[i] += gpus;
+      return 0;
+    }
+  }
+  if (mix->n_cap >= MIX_MAX_CAP_MODELS)
+    return gp_err_set(err, GP_ELIMIT, NULL, 0, "model", "more than %d GPU models", MIX_MAX_CAP_MODELS);
+  mix->cap_model = gp_xrealloc(mix->cap_model, sizeof(char *) * (size_t)(mix->n_cap + 1));
+  mix->cap_gpus = gp_xrealloc(mix->cap_gpus, sizeof(double) * (size_t)(mix->n_cap + 1));
+  mix->cap_pressure = gp_xrealloc(mix->cap_pressure, sizeof(double) * (size_t)(mix->n_cap + 1));
+  mix->cap_model[mix->n_cap] = gp_xstrdup(model);
+  mix->cap_gpus[mix->n_cap] = gpus;
+  mix->cap_pressure[mix->n_cap] = 0;
+  mix->n_cap++;
+  return 0;
+}
+
+double gp_share_mix_pressure(const gp_share_mix *mix, const char *model) {
+  if (!mix || !model) return 0;
+  for (int i = 0; i < mix->n_cap; i++) {
+    if (strcmp(mix->cap_model[i], model) == 0) return mix->cap_pressure[i];
+  }
   return 0;
 }
 

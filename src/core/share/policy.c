@@ -10,7 +10,7 @@
  * the fragmentation-minimising GPU for FGD. Whole-GPU requests take the lowest-numbered
  * idle GPUs.
  *
- * gpool's own policy (GPOOL) is FGD plus three rules, each measured on the paper's protocol
+ * gpool's own policy (GPOOL) is FGD plus four rules, each measured on the paper's protocol
  * (score_gpool below; docs/sharing.md has the figures). The normalising constants (128
  * cores, 8 GPUs) are the paper's. */
 #include <math.h>
@@ -21,6 +21,11 @@
 
 #define MAX_SPEC_CPU 128000.0 /* milli-CPU: the paper simulator's normaliser */
 #define MAX_SPEC_GPU 8000.0   /* milli-GPU: 8 GPUs */
+/* gpool's rule 4: a model whose pressure (share.h) is above PRESSURE_FREE costs
+   PRESSURE_LEVELS FGD levels per unit of pressure above it (measured on the workload
+   families, seeds 1-10: 3 to 20 levels per unit and a free share of 0.3 to 0.8 tried). */
+#define PRESSURE_FREE 0.5
+#define PRESSURE_LEVELS 6.0
 
 static uint64_t splitmix64(uint64_t x) {
   x += 0x9e3779b97f4a7c15ULL;
@@ -145,7 +150,7 @@ static void score_fgd(const gp_share_ctx *ctx, const gp_share_node *node, const 
   }
 }
 
-/* gpool's default. Three changes to FGD, each measured on the paper's protocol (see
+/* gpool's default. Four changes to FGD, each measured on the paper's protocol (see
  * docs/sharing.md):
  * 1. CPU-only requests go where the GPUs are already taken (least free GPU first): CPU used
  *    there strands no GPU, whereas FGD sees no fragmentation change for them, ties them
@@ -156,7 +161,12 @@ static void score_fgd(const gp_share_ctx *ctx, const gp_share_node *node, const 
  * 3. Fragmentation changes are compared at FGD's resolution (1/100 of the sigmoid), not
  *    exactly: ranking by the exact change spreads work over many nodes, which we measured
  *    to cost ~0.8 points of allocation; near-equal placements are left to the
- *    consolidating tie-breaks (2, then the caller's tie rule). */
+ *    consolidating tie-breaks (2, then the caller's tie rule).
+ * 4. A GPU model that the requests limited to it need (their share of the demand near or
+ *    above the model's share of the GPUs) costs levels, the more the scarcer: work that
+ *    could run on another model leaves it to them, and a request limited to that model
+ *    alone pays the same on every node it can use, so its choice is unchanged. FGD sees
+ *    a model's scarcity only as a fragment on nodes others cannot use. */
 static void score_gpool(const gp_share_ctx *ctx, const gp_share_node *node, const gp_share_req *req,
                         const bool *acc, double before, gp_share_choice *ret) {
   int64_t free_total = gpu_free_total(node);
@@ -168,6 +178,8 @@ static void score_gpool(const gp_share_ctx *ctx, const gp_share_node *node, cons
     return;
   }
   score_fgd(ctx, node, req, acc, before, ret);
+  double pressure = gp_share_mix_pressure(ctx->mix, node->model);
+  if (pressure > PRESSURE_FREE) ret->score -= PRESSURE_LEVELS * (pressure - PRESSURE_FREE);
   if (req->n_gpus < node->n_gpus && free_total == (int64_t)node->n_gpus * GP_GPU_MILLI)
     ret->score -= 0.5; /* below any other placement of the same level, above the next level */
 }

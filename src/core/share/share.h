@@ -12,8 +12,9 @@
  *   BESTFIT     prefer the node with the least CPU+GPU left after the placement.
  *   FGD         fragmentation gradient descent (Weng et al., ATC'23): prefer the placement
  *               that raises the node's expected fragmentation for the workload mix least.
- *   GPOOL       gpool's default: FGD, plus CPU-only work onto nodes whose GPUs are taken and
- *               idle nodes kept whole when a used node scores the same (policy.c, docs).
+ *   GPOOL       gpool's default: FGD, plus CPU-only work onto nodes whose GPUs are taken,
+ *               idle nodes kept whole when a used node scores the same, and work kept off
+ *               GPU models that the requests limited to them need (policy.c, docs).
  *
  * Units: compute in milli-GPU (1000 = a whole GPU), memory in MiB, CPU in milli-cores.
  * The functions are pure (no clock, no I/O); the only memory allocated is a gp_share_mix. */
@@ -73,6 +74,16 @@ int gp_share_mix_add(gp_share_mix *mix, const gp_share_req *req, double weight, 
  * `popularity_pct` percent of the weight (the paper keeps 95; 100 keeps all). Call once
  * after the last add and before scoring; adding afterwards is GP_ESTATE. */
 int gp_share_mix_finish(gp_share_mix *mix, double popularity_pct, gp_err *err);
+/* The cluster's GPUs of one GPU model (call once per model, before finish): what gpool's
+ * placement weighs model-limited demand against (rule 4 in policy.c). GP_EINVAL for an
+ * empty model or a negative count, GP_ESTATE after finish, GP_ELIMIT past 256 models. */
+int gp_share_mix_set_capacity(gp_share_mix *mix, const char *model, double gpus, gp_err *err);
+/* A model's pressure: the share of the mix's GPU demand limited to models that names it
+ * (a request naming k models counts 1/k toward each) over the model's share of the GPUs
+ * given by gp_share_mix_set_capacity. 1: the requests that need this model ask as large a
+ * part of the demand as the model is of the cluster. 0 when nothing names the model or no
+ * capacity was given. */
+double gp_share_mix_pressure(const gp_share_mix *mix, const char *model);
 int gp_share_mix_count(const gp_share_mix *mix);
 /* Shape i (0-based, most popular first) and its popularity in [0,1]. */
 const gp_share_req *gp_share_mix_shape(const gp_share_mix *mix, int i, double *ret_popularity);

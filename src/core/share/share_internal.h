@@ -16,6 +16,12 @@ struct gp_share_mix {
   gp_share_req *shape; /* owns models[] and their strings */
   double *weight;      /* popularity; sums to 1 once finished */
   bool finished;
+  /* The cluster's GPUs per model (gp_share_mix_set_capacity) and, once finished, each
+     model's pressure: its share of the mix's model-limited GPU demand over its share of
+     the GPUs (gpool's rule 4). */
+  int n_cap;
+  char **cap_model;
+  double *cap_gpus, *cap_pressure;
   /* Memo of access vectors by node model: the model test is most of the cost of a score.
    * A cache only (results are the same without it); it makes a mix unsafe to share
    * between threads, which the single-threaded core never does. */

@@ -125,6 +125,10 @@ static int spec_index(gp_frag_trace *t, const char *s, const char *path, int lin
   return t->n_specs++;
 }
 
+int gp_frag_trace_spec(gp_frag_trace *t, const char *spec, gp_err *err) {
+  return spec_index(t, spec, NULL, 0, err);
+}
+
 /* One pod of the trace reader's job: its shape within this simulator's bounds. */
 static int pod_from_job(gp_frag_trace *t, const gp_trace *tr, const gp_trace_job *j, int *spec_of,
                         gp_frag_pod *ret, gp_err *err) {

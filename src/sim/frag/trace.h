@@ -52,4 +52,8 @@ int gp_frag_trace_load(const char *nodes_csv, const char *pods_csv, gp_frag_trac
                        gp_err *err);
 void gp_frag_trace_free(gp_frag_trace *t); /* accepts NULL */
 
+/* The index of gpu_spec "A|B|..." in t->specs, added (with its models) when new; a
+   negative GP_ error for an empty model or past the limits. */
+int gp_frag_trace_spec(gp_frag_trace *t, const char *spec, gp_err *err);
+
 #endif

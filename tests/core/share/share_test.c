@@ -240,7 +240,40 @@ static void hashed_ties_depend_on_the_seed_and_round(void) {
   CHECK_EQ_INT(0, idx);
 }
 
-GP_TESTS(a_request_by_memory_becomes_a_share_of_each_gpu, hashed_ties_depend_on_the_seed_and_round,
+/* A quarter of the demand can run only on T4, which is 2 of the cluster's 22 GPUs; another
+ * quarter only on G2 (20 GPUs). FGD sees the two idle nodes alike (each is a fragment for
+ * the shape the other model serves) and takes the first, the scarce T4; gpool leaves T4 to
+ * the requests that have nowhere else to go. A T4-only request still gets T4. */
+static void gpool_leaves_a_scarce_model_to_the_requests_limited_to_it(void) {
+  const char *t4[] = {"T4"}, *g2[] = {"G2"};
+  gp_share_req only_t4 = req(1, 1000, 1000), only_g2 = req(1, 1000, 1000), any = req(1, 1000, 1000);
+  only_t4.n_models = 1, only_t4.models = t4;
+  only_g2.n_models = 1, only_g2.models = g2;
+  gp_share_mix *mix = gp_share_mix_new();
+  gp_err e = {0};
+  REQUIRE(gp_share_mix_add(mix, &only_t4, 1, NULL) == 0);
+  REQUIRE(gp_share_mix_add(mix, &only_g2, 1, NULL) == 0);
+  REQUIRE(gp_share_mix_add(mix, &any, 2, NULL) == 0);
+  REQUIRE(gp_share_mix_set_capacity(mix, "T4", 2, NULL) == 0);
+  REQUIRE(gp_share_mix_set_capacity(mix, "G2", 20, NULL) == 0);
+  CHECK_EQ_INT(GP_EINVAL, gp_share_mix_set_capacity(mix, "", 2, &e));
+  CHECK_EQ_INT(GP_EINVAL, gp_share_mix_set_capacity(mix, "A10", -1, &e));
+  REQUIRE(gp_share_mix_finish(mix, 100, NULL) == 0);
+  CHECK_EQ_INT(GP_ESTATE, gp_share_mix_set_capacity(mix, "A10", 8, &e));
+  CHECK_NEAR(0.25 / (2.0 / 22.0), gp_share_mix_pressure(mix, "T4"), 1e-9);
+  CHECK_NEAR(0.25 / (20.0 / 22.0), gp_share_mix_pressure(mix, "G2"), 1e-9);
+  CHECK_NEAR(0.0, gp_share_mix_pressure(mix, "A10"), 1e-12);
+  int idle[] = {1000, 1000};
+  gp_share_node nodes[] = {node("T4", 2, idle, 32000, 65536), node("G2", 2, idle, 32000, 65536)};
+  gp_share_choice c;
+  CHECK_EQ_INT(0, pick(GP_SHARE_POLICY_FGD, mix, nodes, 2, &any, &c));
+  CHECK_EQ_INT(1, pick(GP_SHARE_POLICY_GPOOL, mix, nodes, 2, &any, &c));
+  CHECK_EQ_INT(0, pick(GP_SHARE_POLICY_GPOOL, mix, nodes, 2, &only_t4, &c));
+  gp_share_mix_free(mix);
+}
+
+GP_TESTS(gpool_leaves_a_scarce_model_to_the_requests_limited_to_it,
+         a_request_by_memory_becomes_a_share_of_each_gpu, hashed_ties_depend_on_the_seed_and_round,
          bestfit_takes_the_node_with_least_left_over,
          fgd_fills_a_half_used_gpu_instead_of_breaking_a_whole_one,
          fragmentation_is_the_capacity_each_shape_cannot_use,
