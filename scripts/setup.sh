@@ -10,6 +10,7 @@ PKGS=(build-essential cmake pkg-config git curl ca-certificates procps psmisc
       clang libclang-rt-14-dev    # the fuzz harnesses: clang and libFuzzer's runtime
       chromium chromium-driver python3-selenium    # the web console's browser test
       msmtp python3-aiosmtpd    # notifications' test: a sendmail relaying to an SMTP sink
+      nginx-light               # services' test: a balancer fed by `gpool service endpoints`
       python3-pytest python3-venv python3-pip   # the Python client's tests, pip install offline
       openmpi-bin libopenmpi-dev   # mpirun inside a job, launching through srun (mpi_test)
       podman runc docker-registry busybox-static apache2-utils)  # jobs in images, a local registry

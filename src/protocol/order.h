@@ -85,6 +85,8 @@ typedef struct gp_proto_start {
   char job_key[GP_PROTO_JOB_KEY_MAX]; /* the run's step credential (GPOOL_JOB_KEY), "": none */
   char *registry_auth;              /* the owner's credential for the image's registry
                                        (protocol/registry.h), NULL: none */
+  struct gp_proto_service *service; /* a service replica: its port and probes
+                                       (protocol/service.h); NULL: a plain job */
 } gp_proto_start;
 
 /* One task of a job step (step_order.c): what srun asked, placed on one task of the job's
