@@ -321,6 +321,7 @@ static void start_heartbeat(gp_agent *a) {
       json_object_set_new(o, "port", json_integer(a->jobs[i]->port));
       json_object_set_new(o, "ready", json_boolean(a->jobs[i]->ready));
       json_object_set_new(o, "probe", json_string(a->jobs[i]->probe_msg));
+      if (a->jobs[i]->metric_ok) json_object_set_new(o, "metric", json_real(a->jobs[i]->metric));
     }
     json_array_append_new(jobs, o);
   }

@@ -90,6 +90,8 @@ typedef struct gp__agent_job {
   int port;
   bool ready;
   char probe_msg[160];
+  bool metric_ok;            /* the replica's figure for autoscaling was read */
+  double metric;
 } gp__agent_job;
 
 /* Whom a job runs as (agent_start.c). */

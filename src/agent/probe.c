@@ -27,7 +27,7 @@
 
 #define MAX_BODY_BYTES 65536  /* read from a probe's answer at most (then it is cut off) */
 
-enum { P_STARTUP, P_READY, P_LIVE, P_KINDS };
+enum { P_STARTUP, P_READY, P_LIVE, P_METRICS, P_KINDS };
 
 typedef struct entry {
   char key[GP_AGENT_KEY_MAX];
@@ -40,6 +40,9 @@ typedef struct entry {
   bool ready;
   bool failed;             /* startup or liveness gave up: the loop stops the replica */
   char why[160];           /* the last probe's outcome */
+  char metric[GP_PROTO_METRIC_NAME_MAX]; /* the figure read from the metrics path, "": none */
+  bool metric_ok;
+  double metric_value;
   bool seen;               /* still a live replica at the loop's last look */
 } entry;
 
@@ -65,15 +68,22 @@ int gp__agent_free_port(void) {
   return port;
 }
 
-static size_t discard(char *p, size_t size, size_t n, void *ctx) {
-  (void)p;
-  size_t *got = ctx;
-  *got += size * n;
-  return *got > MAX_BODY_BYTES ? 0 : size * n; /* 0 ends the transfer: enough read */
+typedef struct body {
+  size_t got;
+  char *keep;              /* NULL: thrown away; else MAX_BODY_BYTES + 1 bytes */
+} body;
+
+static size_t take(char *p, size_t size, size_t n, void *ctx) {
+  body *b = ctx;
+  size_t len = size * n;
+  if (b->got + len > MAX_BODY_BYTES) return 0; /* 0 ends the transfer: too large */
+  if (b->keep) memcpy(b->keep + b->got, p, len);
+  b->got += len;
+  return len;
 }
 
-/* One GET; true on 200-399. *why says what happened. */
-static bool http_probe(int port, const gp_proto_probe *p, char *why, size_t size) {
+/* One GET; true on 200-399. *why says what happened; the body goes to b->keep. */
+static bool http_probe(int port, const gp_proto_probe *p, body *b, char *why, size_t size) {
   char url[64 + GP_PROTO_PROBE_PATH_MAX];
   snprintf(url, sizeof url, "http://127.0.0.1:%d%s", port, p->path);
   CURL *c = curl_easy_init();
@@ -81,20 +91,20 @@ static bool http_probe(int port, const gp_proto_probe *p, char *why, size_t size
     snprintf(why, size, "%s: cannot make a request", p->path);
     return false;
   }
-  size_t got = 0;
   curl_easy_setopt(c, CURLOPT_URL, url);
   curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)p->timeout_s * 1000L);
   curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)p->timeout_s * 1000L);
   curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
   curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http");
-  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, &got);
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, take);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, b);
   CURLcode rc = curl_easy_perform(c);
   long status = 0;
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
   curl_easy_cleanup(c);
-  bool ok = status >= 200 && status < 400 && (rc == CURLE_OK || rc == CURLE_WRITE_ERROR);
+  /* A probe's answer may be cut off (its status is what counts); a metrics page may not. */
+  bool ok = status >= 200 && status < 400 && (rc == CURLE_OK || (rc == CURLE_WRITE_ERROR && !b->keep));
   if (status > 0) snprintf(why, size, "%s: HTTP %ld", p->path, status);
   else snprintf(why, size, "%s: %s", p->path, curl_easy_strerror(rc));
   return ok;
@@ -123,13 +133,18 @@ static bool next_due(gp__agent_probes *ps, int64_t now, char *key, int *kind, in
   return false;
 }
 
-static void record(gp__agent_probes *ps, const char *key, int k, bool ok, const char *why, int64_t now) {
+static void record(gp__agent_probes *ps, const char *key, int k, bool ok, const char *why, const body *b,
+                   int64_t now) {
   entry *e = NULL;
   for (size_t i = 0; i < ps->n && !e; i++)
     if (strcmp(ps->v[i].key, key) == 0) e = &ps->v[i];
   if (!e) return; /* gone while it was probed */
   e->next_ms[k] = now + (int64_t)e->probe[k].period_s * 1000;
-  static const char *const names[] = {"startup", "readiness", "liveness"};
+  if (k == P_METRICS) { /* the replica's own figure, untrusted: gp_proto_metric_sum bounds it */
+    e->metric_ok = ok && gp_proto_metric_sum(b->keep, b->got, e->metric, &e->metric_value);
+    return;
+  }
+  static const char *const names[] = {"startup", "readiness", "liveness", "metrics"};
   snprintf(e->why, sizeof e->why, "%s %s", names[k], why);
   if (ok) {
     e->fails[k] = 0;
@@ -148,6 +163,7 @@ static void record(gp__agent_probes *ps, const char *key, int k, bool ok, const 
 
 static void *probe_main(void *arg) {
   gp__agent_probes *ps = arg;
+  char *keep = gp_xmalloc(MAX_BODY_BYTES + 1);
   pthread_mutex_lock(&ps->lock);
   while (!ps->stop) {
     char key[GP_AGENT_KEY_MAX];
@@ -165,11 +181,13 @@ static void *probe_main(void *arg) {
     }
     pthread_mutex_unlock(&ps->lock);
     char why[128];
-    bool ok = http_probe(port, &p, why, sizeof why);
+    body b = {0, kind == P_METRICS ? keep : NULL};
+    bool ok = http_probe(port, &p, &b, why, sizeof why);
     pthread_mutex_lock(&ps->lock);
-    record(ps, key, kind, ok, why, gp__agent_now_ms());
+    record(ps, key, kind, ok, why, &b, gp__agent_now_ms());
   }
   pthread_mutex_unlock(&ps->lock);
+  free(keep);
   return NULL;
 }
 
@@ -212,6 +230,15 @@ static void add_entry(gp__agent_probes *ps, const gp__agent_job *j, int64_t now)
   e->probe[P_STARTUP] = j->service.startup;
   e->probe[P_READY] = j->service.readiness;
   e->probe[P_LIVE] = j->service.liveness;
+  if (j->service.metric[0]) { /* scraped like a probe, but it never fails the replica */
+    gp_proto_probe *m = &e->probe[P_METRICS];
+    m->set = true;
+    snprintf(m->path, sizeof m->path, "%s", j->service.metrics_path);
+    m->period_s = j->service.metrics_period_s > 0 ? j->service.metrics_period_s : 2;
+    m->timeout_s = 2;
+    m->failure_threshold = 1000;
+    snprintf(e->metric, sizeof e->metric, "%s", j->service.metric);
+  }
   e->added_ms = now;
   for (int k = 0; k < P_KINDS; k++) e->next_ms[k] = now + (int64_t)e->probe[k].initial_delay_s * 1000;
   e->started = !e->probe[P_STARTUP].set;
@@ -240,6 +267,8 @@ void gp__agent_probes_tick(gp_agent *a) {
     e->seen = true;
     /* No readiness probe: ready once started (the startup probe passed, if any). */
     bool ready = !j->stopping && !e->failed && e->started && (e->ready || !e->probe[P_READY].set);
+    j->metric_ok = e->metric_ok;
+    j->metric = e->metric_value;
     if (ready != j->ready || strcmp(j->probe_msg, e->why) != 0) {
       if (ready != j->ready) a->probes_dirty = true;
       j->ready = ready;

@@ -8,6 +8,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "util/error.h"
 
@@ -23,10 +24,24 @@ typedef struct gp_proto_probe {
   int initial_delay_s;                /* 0..86400 before the first try */
 } gp_proto_probe;
 
+#define GP_PROTO_METRIC_NAME_MAX 128  /* bytes in a metric's name, with its NUL */
+
 typedef struct gp_proto_service {
   char name[GP_PROTO_SERVICE_NAME_MAX];
   gp_proto_probe startup, readiness, liveness;
+  /* Autoscaling: the agent reads the figure `metric` (the sum of its samples) from the
+   * replica's `metrics_path` every metrics_period_s; "" when the service does not scale. */
+  char metrics_path[GP_PROTO_PROBE_PATH_MAX];
+  char metric[GP_PROTO_METRIC_NAME_MAX];
+  int metrics_period_s;               /* 1..3600 */
 } gp_proto_service;
+
+/* Is this a Prometheus metric name ([a-zA-Z_:][a-zA-Z0-9_:]*, < 128 bytes)? */
+bool gp_proto_metric_name_valid(const char *name);
+/* The sum of the samples of metric `name` in Prometheus text (len bytes, untrusted: any
+ * line that does not read is skipped). False when there is none; a sample that is not a
+ * finite number in [0, 1e12] makes the figure unknown (false). */
+bool gp_proto_metric_sum(const char *text, size_t len, const char *name, double *ret);
 
 /* Is this a service name (1..63 bytes of [a-z0-9-], starting with a letter)? */
 bool gp_proto_service_name_valid(const char *name);

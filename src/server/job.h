@@ -99,6 +99,8 @@ typedef struct gp_srv_job {
   int64_t svc_ready_at; /* epoch s it last became ready, 0: not ready */
   int64_t svc_drain_at; /* epoch s its drain began (out of the endpoints), 0: none */
   char svc_probe[160];  /* the last probe's outcome, as the agent said it */
+  double svc_metric;    /* its autoscaling figure, as the agent read it from /metrics... */
+  int64_t svc_metric_at; /* ...at this epoch s; 0: none */
   /* Lifecycle. */
   int restarts;
   int64_t submitted_at, started_at, ended_at, last_checkpoint_at;

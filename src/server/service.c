@@ -18,7 +18,7 @@ static const char *const job_keys[] = {"queue", "priority", "command", "env", "w
                                        "gpu_mem_mib", "mig", "gpu_types", "cpus", "mem_mib", "grace_s", "signal",
                                        "node_selector", "allow_spot", "image", "container_env", "container_mounts",
                                        "container_workdir", NULL};
-static const char *const own_keys[] = {"name", "replicas", "probes", "rollout", NULL};
+static const char *const own_keys[] = {"name", "replicas", "probes", "rollout", "autoscale", NULL};
 
 static int bad(gp_err *err, const char *field, const char *msg) {
   return gp_err_set(err, GP_EINVAL, NULL, 0, field, "%s", msg);
@@ -183,6 +183,8 @@ int gp__srv_service_spec_parse(const json_t *body, json_t **ret, gp_err *err) {
   if (!r) json_object_set_new(spec, "probes", part);
   if (!r) r = parse_rollout(json_object_get(body, "rollout"), &part, err);
   if (!r) json_object_set_new(spec, "rollout", part);
+  if (!r) r = gp__srv_service_autoscale_parse(json_object_get(body, "autoscale"), &part, err);
+  if (!r && part) json_object_set_new(spec, "autoscale", part);
   if (r) {
     json_decref(spec);
     return r;
@@ -247,12 +249,14 @@ const char *gp__srv_rollout_name(gp_srv_rollout r) {
 }
 
 json_t *gp__srv_service_doc(const gp_srv_service *v) {
-  return json_pack("{s:s, s:s, s:O, s:i, s:i, s:i, s:I, s:I, s:s, s:I, s:s, s:b, s:i, s:I}", "name", v->name,
+  json_t *o = json_pack("{s:s, s:s, s:O, s:i, s:i, s:i, s:I, s:I, s:s, s:I, s:s, s:b, s:i, s:I}", "name", v->name,
                    "owner", v->owner, "revisions", v->revisions, "revision", v->rev, "stable_revision",
                    v->stable_rev, "replicas", v->replicas, "created_at", (json_int_t)v->created_at,
                    "updated_at", (json_int_t)v->updated_at, "rollout", gp__srv_rollout_name(v->rollout),
                    "rollout_since", (json_int_t)v->rollout_since, "rollout_message", v->rollout_msg, "deleting",
                    v->deleting, "failures", v->failures, "next_start_at", (json_int_t)v->next_start_at);
+  if (v->decisions) json_object_set(o, "decisions", v->decisions);
+  return o;
 }
 
 int gp__srv_service_persist(gp_srv_state *s, gp_srv_service *v, gp_err *err) {
@@ -295,6 +299,7 @@ void gp__srv_service_free(gp_srv_service *v) {
   free(v->name);
   free(v->owner);
   json_decref(v->revisions);
+  json_decref(v->decisions);
   free(v);
 }
 
@@ -340,6 +345,8 @@ void gp__srv_service_loaded(gp_srv_state *s, const char *name, const char *doc) 
   v->deleting = json_is_true(json_object_get(o, "deleting"));
   v->failures = (int)json_integer_value(json_object_get(o, "failures"));
   v->next_start_at = json_integer_value(json_object_get(o, "next_start_at"));
+  const json_t *dec = json_object_get(o, "decisions");
+  if (json_is_array(dec) && json_array_size(dec) <= 64) v->decisions = json_deep_copy(dec);
   json_decref(o);
   if (!gp__srv_service_spec(v, v->rev)) {
     fprintf(stderr, "gpool server: stored service %.64s lacks its revision %d; left out\n", name, v->rev);

@@ -51,6 +51,13 @@ typedef struct gp_srv_service {
    * next replacement starts. */
   int failures;
   int64_t next_start_at;
+  /* Autoscaling (service_scale.c): since when the figures asked for more (up_since) or
+   * fewer (down_since, and the most asked for since then) replicas; 0: not now. The last
+   * decisions with their figures (owned JSON array, kept in the store). */
+  int64_t up_since, down_since;
+  int down_max;
+  json_t *decisions;
+  uint64_t scale_ups, scale_downs;
   /* Memory only: counts for metrics since the server started. */
   uint64_t replicas_started, replicas_failed, rollouts_failed, unready_total;
 } gp_srv_service;
@@ -112,6 +119,12 @@ json_t *gp__srv_service_endpoints(const struct gp_srv_state *s, const gp_srv_ser
 /* Per-service metrics (Prometheus text) appended to out. */
 struct gp_buf;
 void gp__srv_services_metrics(const struct gp_srv_state *s, struct gp_buf *out);
+
+/* ---- service_scale.c ---- */
+/* The autoscale part of a spec (null: none), normalised; errors name autoscale.KEY. */
+int gp__srv_service_autoscale_parse(const json_t *v, json_t **ret, gp_err *err);
+/* Moves v->replicas toward the replicas' figures (a no-op without autoscale). */
+int gp__srv_service_autoscale(struct gp_srv_state *s, gp_srv_service *v, int64_t now, gp_err *err);
 
 /* ---- service_api.c ---- */
 /* /v1/services and /v1/services/{name}[/action] (rest: what follows /v1/services). */

@@ -71,6 +71,7 @@ static json_t *service_json(gp_srv_state *s, const gp_srv_req *r, const gp_srv_s
     if (x) json_array_append_new(revs, x);
   }
   json_object_set_new(o, "revisions", revs);
+  json_object_set_new(o, "decisions", v->decisions ? json_deep_copy(v->decisions) : json_array());
   return o;
 }
 

@@ -165,6 +165,7 @@ int gp__srv_service_reconcile(gp_srv_state *s, gp_srv_service *v, int64_t now, g
     else if (healthy(j, min_healthy, now)) healthy_cur++;
     else unhealthy_cur++;
   }
+  if (!r && !v->deleting) r = gp__srv_service_autoscale(s, v, now, err);
   int desired = v->deleting ? 0 : v->replicas;
   bool rolling = v->rollout == GP_SRV_ROLLOUT_PROGRESSING && serving == v->rev;
   if (!r && rolling && healthy_cur > v->progress_healthy) { /* progress: the deadline starts again */
@@ -280,6 +281,12 @@ int gp__srv_service_replica_report(gp_srv_state *s, gp_srv_job *j, const json_t 
     for (char *c = j->svc_probe; *c; c++)
       if ((unsigned char)*c < ' ' || *c == 0x7f) *c = ' ';
   }
+  const json_t *metric = json_object_get(entry, "metric");
+  /* The replica's own figure: untrusted twice over (the replica, then the agent). */
+  if (json_is_number(metric) && json_number_value(metric) >= 0 && json_number_value(metric) <= 1e12) {
+    j->svc_metric = json_number_value(metric);
+    j->svc_metric_at = now;
+  }
   if (!json_is_boolean(ready)) return 0;
   bool now_ready = json_is_true(ready) && j->svc_port > 0;
   if (now_ready == j->svc_ready) return 0;
@@ -319,6 +326,13 @@ bool gp__srv_service_replica_order(const gp_srv_state *s, const gp_srv_job *j, g
   probe_from(json_object_get(pr, "startup"), &ret->startup);
   probe_from(json_object_get(pr, "readiness"), &ret->readiness);
   probe_from(json_object_get(pr, "liveness"), &ret->liveness);
+  const json_t *as = json_object_get(spec, "autoscale");
+  const char *path = json_string_value(json_object_get(as, "path")), *m = json_string_value(json_object_get(as, "metric"));
+  if (path && m && gp_proto_probe_path_valid(path) && gp_proto_metric_name_valid(m)) {
+    snprintf(ret->metrics_path, sizeof ret->metrics_path, "%s", path);
+    snprintf(ret->metric, sizeof ret->metric, "%s", m);
+    ret->metrics_period_s = (int)json_integer_value(json_object_get(as, "period_s"));
+  }
   return true;
 }
 
@@ -360,7 +374,8 @@ void gp__srv_services_metrics(const gp_srv_state *s, gp_buf *out) {
       {"gpool_service_replicas_desired", "gauge"},   {"gpool_service_replicas_ready", "gauge"},
       {"gpool_service_replicas_running", "gauge"},   {"gpool_service_revision", "gauge"},
       {"gpool_service_replicas_failed_total", "counter"}, {"gpool_service_rollouts_failed_total", "counter"},
-      {"gpool_service_unready_total", "counter"}};
+      {"gpool_service_unready_total", "counter"}, {"gpool_service_scale_ups_total", "counter"},
+      {"gpool_service_scale_downs_total", "counter"}};
   for (size_t m = 0; m < sizeof names / sizeof names[0]; m++) {
     gp_buf_printf(out, "# TYPE %s %s\n", names[m][0], names[m][1]);
     for (int i = 0; i < sv->n; i++) {
@@ -378,7 +393,9 @@ void gp__srv_services_metrics(const gp_srv_state *s, gp_buf *out) {
       } else if (m == 3) val = v->rev;
       else if (m == 4) val = (long long)v->replicas_failed;
       else if (m == 5) val = (long long)v->rollouts_failed;
-      else val = (long long)v->unready_total;
+      else if (m == 6) val = (long long)v->unready_total;
+      else if (m == 7) val = (long long)v->scale_ups;
+      else val = (long long)v->scale_downs;
       gp_buf_printf(out, "%s{service=\"%s\"} %lld\n", names[m][0], v->name, val);
     }
   }
