@@ -7,7 +7,9 @@
 #   - start: gpool's own overhead to start a replica on a warm node, from `gpool service
 #     scale` to the replica's process running (its first line of Python), less nothing:
 #     the Python interpreter's own start-up is measured apart and printed beside it;
-#   - scale: from a load step (the replicas' figure doubled) to the scaling decision.
+#   - scale: from a load step to the scaling decision, with the defaults (agent heartbeat 5 s,
+#     scrape every 2 s, up_delay_s 5): a step that doubled the load, and one that did not.
+# HEARTBEAT_S sets the agent's heartbeat (default 5, the agent's own default).
 # Usage: bench/service_figures.sh BUILD_DIR [SAMPLES]
 set -uo pipefail
 BUILD=${1:?usage: bench/service_figures.sh BUILD_DIR [SAMPLES]}
@@ -19,7 +21,7 @@ e2e_init
 e2e_write_config
 sed -i 's|^  - {name: default, users: \["\*"\]}|  - {name: default, users: ["*"], priority_classes: [inference]}|' "$E2E_DIR/server.yaml"
 e2e_server
-e2e_agent n1 8xH100-80GB
+e2e_agent n1 8xH100-80GB --heartbeat-s "${HEARTBEAT_S:-5}"
 export GPOOL_TOKEN=$BOB_TOKEN
 mkdir -p svc
 now_ms() { date +%s%3N; }
@@ -32,7 +34,7 @@ gpus: 1
 replicas: {min: 1, max: 8, initial: 1}
 probes:
   readiness: {path: /healthz, period_s: 1, failure_threshold: 1}
-autoscale: {metric: gpool_test_load, target: 10, up_delay_s: 5, down_delay_s: 3600, period_s: 2}
+autoscale: {metric: gpool_test_load, target: 10, down_delay_s: 3600}   # up_delay_s 5, period_s 2: the defaults
 rollout: {drain_s: 0}
 YAML
 echo 1 >svc/load
@@ -62,9 +64,19 @@ done
 py=$(python3 -c 'import time; t = time.time(); import subprocess; subprocess.run(["python3", "-c", "pass"]); print(int((time.time() - t) * 1000))')
 echo "scale -> replica process running (ms): ${start[*]} (python3 start-up alone: ${py} ms)"
 "$GPOOL" service scale fig 1 >/dev/null
-sleep 4
-n=$("$GPOOL" service show fig -o json | jq '.decisions | length')
-t0=$(now_ms)
-echo 25 >svc/load
-until [ "$("$GPOOL" service show fig -o json | jq '.decisions | length')" -gt "$n" ]; do sleep 0.05; done
-echo "load step (x25) -> scaling decision (ms, heartbeat 1 s, scrape 2 s): $(($(now_ms) - t0)) ($("$GPOOL" service show fig -o json | jq -c '.decisions[-1] | {from, to, reason}'))"
+wait_for 30 "one replica left" sh -c "[ \"\$('$GPOOL' service show fig -o json | jq .replicas.total)\" = 1 ]"
+step() { # step LOAD: the time from writing LOAD to the next decision
+  local n t0
+  n=$("$GPOOL" service show fig -o json | jq '.decisions | length')
+  t0=$(now_ms)
+  echo "$1" >svc/load
+  until [ "$("$GPOOL" service show fig -o json | jq '.decisions | length')" -gt "$n" ]; do sleep 0.05; done
+  echo "load 1 -> $1 per replica -> scaling decision (ms): $(($(now_ms) - t0)) ($("$GPOOL" service show fig -o json | jq -c '.decisions[-1] | {from, to, reason}'))"
+}
+sleep 3
+step 18
+"$GPOOL" service scale fig 1 >/dev/null
+echo 1 >svc/load
+wait_for 30 "one replica left" sh -c "[ \"\$('$GPOOL' service show fig -o json | jq .replicas.total)\" = 1 ]"
+sleep 5
+step 25

@@ -14,6 +14,7 @@
  * (gp__agent_probes_tick). The answer's body is read and thrown away: it is untrusted. */
 #include <arpa/inet.h>
 #include <curl/curl.h>
+#include <math.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -267,6 +268,10 @@ void gp__agent_probes_tick(gp_agent *a) {
     e->seen = true;
     /* No readiness probe: ready once started (the startup probe passed, if any). */
     bool ready = !j->stopping && !e->failed && e->started && (e->ready || !e->probe[P_READY].set);
+    /* A load step (a new figure, or one half as large again or less than half) goes to the
+     * server at once, as a readiness change does: the autoscaler's reaction time. */
+    if (e->metric_ok && (!j->metric_ok || fabs(e->metric_value - j->metric) > 0.5 * (j->metric > 1 ? j->metric : 1)))
+      a->probes_dirty = true;
     j->metric_ok = e->metric_ok;
     j->metric = e->metric_value;
     if (ready != j->ready || strcmp(j->probe_msg, e->why) != 0) {

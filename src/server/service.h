@@ -114,6 +114,9 @@ int gp__srv_service_replica_report(struct gp_srv_state *s, struct gp_srv_job *j,
 struct gp_proto_service;
 bool gp__srv_service_replica_order(const struct gp_srv_state *s, const struct gp_srv_job *j,
                                    struct gp_proto_service *ret);
+/* After a load (a restart, a follower's refresh): each running replica's readiness, port
+ * and drain as its timeline last said them (its agent's next heartbeat corrects them). */
+void gp__srv_services_rebuild(struct gp_srv_state *s);
 /* The ready endpoints of a service: [{host, port, node, job, revision}]. */
 json_t *gp__srv_service_endpoints(const struct gp_srv_state *s, const gp_srv_service *v);
 /* Per-service metrics (Prometheus text) appended to out. */

@@ -336,6 +336,39 @@ bool gp__srv_service_replica_order(const gp_srv_state *s, const gp_srv_job *j, g
   return true;
 }
 
+void gp__srv_services_rebuild(gp_srv_state *s) {
+  for (int a = 0; a < s->n_active; a++) {
+    gp_srv_job *j = s->active[a];
+    if (!j->service || j->state != GP_JOB_RUNNING) continue;
+    /* This run's readiness and drain, from its timeline since its last start. */
+    size_t n = json_array_size(j->timeline), from = 0;
+    for (size_t i = n; i-- > 0;) {
+      const char *ev = json_string_value(json_object_get(json_array_get(j->timeline, i), "event"));
+      if (ev && strcmp(ev, "started") == 0) {
+        from = i;
+        break;
+      }
+    }
+    for (size_t i = from; i < n; i++) {
+      const json_t *e = json_array_get(j->timeline, i);
+      const char *ev = json_string_value(json_object_get(e, "event"));
+      int64_t at = json_integer_value(json_object_get(e, "at"));
+      json_int_t port = json_integer_value(json_object_get(e, "port"));
+      if (!ev) continue;
+      if (strcmp(ev, "ready") == 0 && port > 0 && port <= 65535) {
+        j->svc_ready = true;
+        j->svc_ready_at = at;
+        j->svc_port = (int)port;
+      } else if (strcmp(ev, "unready") == 0) {
+        j->svc_ready = false;
+        j->svc_ready_at = 0;
+      } else if (strcmp(ev, "draining") == 0) {
+        j->svc_drain_at = at > 0 ? at : 1;
+      }
+    }
+  }
+}
+
 /* The host of an agent's URL ("http://10.0.0.5:9090" -> "10.0.0.5"; "[::1]" kept whole). */
 static void url_host(const char *url, char *buf, size_t size) {
   buf[0] = '\0';

@@ -713,6 +713,7 @@ int gp__srv_state_load(gp_srv_state *s, int64_t now_s, int64_t now_ms, gp_err *e
   free(c.open_jobs);
   gp__srv_heartbeats_apply(s, false);
   gp__srv_arrays_rebuild(s);
+  gp__srv_services_rebuild(s);
   s->sched_dirty = true;
   return 0;
 }
