@@ -133,6 +133,9 @@ static int apply(gp_srv_state *s, gp_srv_req *r, const char *name, gp_srv_servic
     json_decref(spec);
     return 0;
   }
+  /* An admin may grant what the owner could not ask for (a class): the replicas are then
+   * made with an admin's rights. */
+  if (gp__srv_req_admin(r)) json_object_set_new(spec, "admin_granted", json_true());
   if (v && json_equal(spec, gp__srv_service_spec(v, v->rev))) {
     json_decref(spec);
     reply_service(s, r, 200, v); /* unchanged: no new revision */

@@ -62,9 +62,12 @@ static int make_replica(gp_srv_state *s, gp_srv_service *v, int rev, int64_t now
   json_object_set_new(body, "name", json_string(v->name));
   gp_srv_job *j = NULL;
   gp_err e = {0};
-  int r = gp__srv_job_parse(s->cfg, body, v->owner, true, &j, &e);
+  /* With the owner's rights now (a queue that no longer admits them makes no replica), or
+   * an admin's where an admin applied the spec (a class the queue does not grant). */
+  bool admin = json_is_true(json_object_get(spec, "admin_granted"));
+  int r = gp__srv_job_parse(s->cfg, body, v->owner, admin, &j, &e);
   json_decref(body);
-  if (!r) r = gp__srv_job_admit(s, j, true, &e);
+  if (!r) r = gp__srv_job_admit(s, j, admin, &e);
   if (!r) gp__srv_job_fleet_models(s, j);
   if (!r) r = gp__srv_check_feasible(s, j, &e);
   if (r) {
@@ -223,7 +226,9 @@ int gp__srv_service_reconcile(gp_srv_state *s, gp_srv_service *v, int64_t now, g
     if (!o) break;
     r = drain(s, v, o, v->deleting ? "service deleted" : "scaled down", now, err);
   }
-  if (!r && rolling && old.n == 0 && healthy_cur >= desired) {
+  /* Complete once every replica runs the current revision, healthy (also after a deadline
+   * missed by a first revision, which had nothing to fall back to and kept trying). */
+  if (!r && serving == v->rev && v->rollout != GP_SRV_ROLLOUT_COMPLETE && old.n == 0 && healthy_cur >= desired) {
     v->stable_rev = v->rev;
     v->progress_healthy = 0;
     r = set_rollout(s, v, GP_SRV_ROLLOUT_COMPLETE, "every replica runs the current revision", now, err);

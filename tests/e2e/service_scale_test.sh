@@ -71,7 +71,7 @@ sleep 1
 n=$(decisions)
 t0=$(now_ms)
 echo 25 >svc/load
-wait_for 10 "the fast scale-up" sh -c "[ \"\$('$GPOOL' service show auto -o json | jq '.decisions | length')\" -gt $n ]"
+wait_for 30 "the fast scale-up" sh -c "[ \"\$('$GPOOL' service show auto -o json | jq '.decisions | length')\" -gt $n ]"
 fast_ms=$(($(now_ms) - t0))
 d=$(svc_json auto | jq -c '.decisions[-1]')
 expect_contains "$(echo "$d" | jq -r .reason)" "load doubled" "the fast path ($d)"

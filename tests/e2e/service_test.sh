@@ -118,6 +118,8 @@ expect_eq 404 "$st" "nothing was kept of a refused spec"
 "$GPOOL" service restart web >/dev/null || fail "restart"
 wait_for 30 "the restart to complete" sh -c "[ \"\$('$GPOOL' service show web -o json | jq -r .rollout.state)\" = complete ]"
 expect_eq 2 "$(svc_field web '.revision')" "restart made revision 2"
+wait_for 10 "the old replica to drain and stop" sh -c "[ \"\$('$GPOOL' service show web -o json | jq .replicas.total)\" = 1 ]"
+kept=$(svc_json web | jq -r '.replica_jobs[0].job')
 kill -TERM "$SERVER_PID"
 wait "$SERVER_PID" 2>/dev/null
 e2e_server
@@ -126,6 +128,7 @@ expect_eq 2 "$(svc_field web '.revisions | length')" "both revisions after the r
 expect_eq bob "$(svc_field web .owner)" "the owner after the restart"
 wait_for 20 "the replica ready again after the restart" ready_count web 1
 expect_eq 1 "$(svc_field web .replicas.total)" "the running replica was kept, not doubled"
+expect_eq "$kept" "$(svc_json web | jq -r '.replica_jobs[0].job')" "the same replica serves after the restart"
 
 # ---- delete drains and stops every replica ----
 last=$(svc_json web | jq -r '.replica_jobs[0].job')
