@@ -41,6 +41,8 @@ expect_contains "$out" "revision 1" "apply names the revision"
 wait_for 30 "two replicas of web to be ready" ready_count web 2
 expect_eq inference "$(svc_field web .spec.priority)" "a service's replicas default to the inference class"
 expect_eq default "$(svc_field web .spec.queue)" "the spec's queue is filled in"
+expect_eq "n1 n2" "$(svc_json web | jq -r '[.replica_jobs[].node] | sort | join(" ")')" \
+  "the replicas spread over both nodes (the pool bin-packs)"
 
 # ---- the endpoints are exactly the ready replicas, each answering on its port ----
 list=$(eps web)
