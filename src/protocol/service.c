@@ -61,7 +61,7 @@ static int probe_decode(const json_t *o, const char *ctx, const char *key, gp_pr
     return gp__proto_bad(err, c, "path", "a probe path starts with / and holds printable ASCII, no spaces");
   if ((r = gp__proto_int(v, c, "period_s", 1, 3600, false, 5, &x, err))) return r;
   p->period_s = (int)x;
-  if ((r = gp__proto_int(v, c, "timeout_s", 1, 600, false, 1, &x, err))) return r;
+  if ((r = gp__proto_int(v, c, "timeout_s", 1, 60, false, 1, &x, err))) return r;
   p->timeout_s = (int)x;
   if ((r = gp__proto_int(v, c, "failure_threshold", 1, 1000, false, 3, &x, err))) return r;
   p->failure_threshold = (int)x;

@@ -19,7 +19,7 @@ typedef struct gp_proto_probe {
   bool set;                           /* false: no such probe */
   char path[GP_PROTO_PROBE_PATH_MAX]; /* "/healthz": starts with '/', printable, no spaces */
   int period_s;                       /* 1..3600 between tries */
-  int timeout_s;                      /* 1..600 for one try */
+  int timeout_s;                      /* 1..60 for one try (an agent that stops waits for it) */
   int failure_threshold;              /* 1..1000 failures in a row before it fails */
   int initial_delay_s;                /* 0..86400 before the first try */
 } gp_proto_probe;

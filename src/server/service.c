@@ -103,7 +103,7 @@ static int parse_probe(const json_t *v, const char *field, int period, int thres
   snprintf(f, sizeof f, "%s.period_s", field);
   r = get_int(o, "period_s", f, 1, 3600, period, &per, err);
   snprintf(f, sizeof f, "%s.timeout_s", field);
-  if (!r) r = get_int(o, "timeout_s", f, 1, 600, 1, &to, err);
+  if (!r) r = get_int(o, "timeout_s", f, 1, 60, 1, &to, err);
   snprintf(f, sizeof f, "%s.failure_threshold", field);
   if (!r) r = get_int(o, "failure_threshold", f, 1, 1000, threshold, &th, err);
   snprintf(f, sizeof f, "%s.initial_delay_s", field);
