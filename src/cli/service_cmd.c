@@ -33,6 +33,7 @@ static const char service_usage[] =
   "       gpool service show NAME [-o json]   revisions, replicas (node, state, readiness, probe)\n"
   "       gpool service scale NAME N\n"
   "       gpool service restart NAME          replace every replica, one at a time\n"
+  "       gpool service wake NAME             a service scaled to zero gets its replicas back\n"
   "       gpool service rollback NAME [--revision N]\n"
   "       gpool service delete NAME\n"
   "       gpool service endpoints NAME [--format json|http_sd|nginx|haproxy] [--out FILE]\n"
@@ -271,7 +272,7 @@ int gp_cmd_service(int argc, char **argv) {
     return gp_cli_get_print(&cli, "/v1/services", "services", list_table, NULL);
   }
   if (!strcmp(verb, "endpoints")) return gp__cli_service_endpoints(&cli, &a);
-  static const char *const verbs[] = {"show", "scale", "restart", "rollback", "delete", NULL};
+  static const char *const verbs[] = {"show", "scale", "restart", "rollback", "delete", "wake", NULL};
   for (int i = 0; verbs[i]; i++)
     if (!strcmp(verb, verbs[i])) return one(&cli, &a, verb);
   return gp_cli_usage_error("service", "unknown action \"%s\"", verb);

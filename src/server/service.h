@@ -126,6 +126,9 @@ void gp__srv_services_metrics(const struct gp_srv_state *s, struct gp_buf *out);
 /* ---- service_scale.c ---- */
 /* The autoscale part of a spec (null: none), normalised; errors name autoscale.KEY. */
 int gp__srv_service_autoscale_parse(const json_t *v, json_t **ret, gp_err *err);
+/* POST .../wake: a service scaled to zero gets max(min, 1) replicas back (a decision with
+ * its reason); one with replicas is left as it is. */
+int gp__srv_service_wake(struct gp_srv_state *s, gp_srv_service *v, const char *by, int64_t now, gp_err *err);
 /* Moves v->replicas toward the replicas' figures (a no-op without autoscale). */
 int gp__srv_service_autoscale(struct gp_srv_state *s, gp_srv_service *v, int64_t now, gp_err *err);
 

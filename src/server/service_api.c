@@ -232,6 +232,12 @@ static int action(gp_srv_state *s, gp_srv_req *r, gp_srv_service *v, const char 
     return rc;
   }
   if (strcmp(what, "restart") == 0) return new_rev_from(s, r, v, v->rev, "restart", true, now, err);
+  if (strcmp(what, "wake") == 0) {
+    int rc = gp__srv_service_wake(s, v, r->user, now, err);
+    if (!rc) rc = gp__srv_service_reconcile(s, v, now, err);
+    if (!rc) reply_service(s, r, 200, v);
+    return rc;
+  }
   if (strcmp(what, "rollback") == 0) {
     const json_t *to = json_object_get(r->json, "revision");
     int target = 0;

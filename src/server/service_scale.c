@@ -39,7 +39,8 @@ int gp__srv_service_autoscale_parse(const json_t *v, json_t **ret, gp_err *err) 
   if (!v || json_is_null(v)) return 0;
   if (!json_is_object(v))
     return gp_err_set(err, GP_EINVAL, NULL, 0, "autoscale", "autoscale is an object: {metric, target, ...}");
-  static const char *const keys[] = {"metric", "path", "target", "up_delay_s", "down_delay_s", "period_s", NULL};
+  static const char *const keys[] = {"metric",   "path",     "target",        "up_delay_s",
+                                     "down_delay_s", "period_s", "scale_to_zero", NULL};
   const char *k;
   const json_t *x;
   json_object_foreach((json_t *)v, k, x) {
@@ -65,9 +66,27 @@ int gp__srv_service_autoscale_parse(const json_t *v, json_t **ret, gp_err *err) 
   if (!r) r = get_int(v, "down_delay_s", 0, 86400, 60, &down, err);
   if (!r) r = get_int(v, "period_s", 1, 60, 2, &period, err);
   if (r) return r;
-  *ret = json_pack("{s:s, s:s, s:f, s:I, s:I, s:I}", "metric", metric, "path", path, "target", json_number_value(t),
-                   "up_delay_s", (json_int_t)up, "down_delay_s", (json_int_t)down, "period_s", (json_int_t)period);
+  const json_t *zero = json_object_get(v, "scale_to_zero");
+  if (zero && !json_is_boolean(zero))
+    return gp_err_set(err, GP_EINVAL, NULL, 0, "autoscale.scale_to_zero", "autoscale.scale_to_zero is true or false");
+  *ret = json_pack("{s:s, s:s, s:f, s:I, s:I, s:I, s:b}", "metric", metric, "path", path, "target",
+                   json_number_value(t), "up_delay_s", (json_int_t)up, "down_delay_s", (json_int_t)down, "period_s",
+                   (json_int_t)period, "scale_to_zero", json_is_true(zero));
   return 0;
+}
+
+static int decide(gp_srv_state *s, gp_srv_service *v, int to, double sum, int measured, double target,
+                  const char *why, int64_t now, gp_err *err);
+
+int gp__srv_service_wake(gp_srv_state *s, gp_srv_service *v, const char *by, int64_t now, gp_err *err) {
+  if (v->replicas > 0) return 0;
+  const json_t *rs = json_object_get(gp__srv_service_spec(v, v->rev), "replicas");
+  int mn = (int)json_integer_value(json_object_get(rs, "min"));
+  char why[128];
+  snprintf(why, sizeof why, "wake call by %.64s", by);
+  return decide(s, v, mn > 1 ? mn : 1, 0, 0, json_number_value(json_object_get(json_object_get(
+                                                  gp__srv_service_spec(v, v->rev), "autoscale"), "target")),
+                why, now, err);
 }
 
 static int decide(gp_srv_state *s, gp_srv_service *v, int to, double sum, int measured, double target,
@@ -78,7 +97,8 @@ static int decide(gp_srv_state *s, gp_srv_service *v, int to, double sum, int me
   if (to > from) v->scale_ups++;
   else v->scale_downs++;
   json_t *d = json_pack("{s:I, s:i, s:i, s:f, s:i, s:f, s:f, s:s}", "at", (json_int_t)now, "from", from, "to", to,
-                        "metric_sum", sum, "replicas_measured", measured, "per_replica", sum / measured, "target",
+                        "metric_sum", sum, "replicas_measured", measured, "per_replica", measured ? sum / measured : 0.0,
+                        "target",
                         target, "reason", why);
   if (!v->decisions) v->decisions = json_array();
   json_array_append_new(v->decisions, d);
@@ -98,6 +118,9 @@ int gp__srv_service_autoscale(gp_srv_state *s, gp_srv_service *v, int64_t now, g
   int64_t down_delay = json_integer_value(json_object_get(as, "down_delay_s"));
   const json_t *rs = json_object_get(spec, "replicas");
   int mn = (int)json_integer_value(json_object_get(rs, "min")), mx = (int)json_integer_value(json_object_get(rs, "max"));
+  /* Down to zero only where asked for: a service at zero has no figure to wake on, only a
+   * wake call (gp__srv_service_wake). */
+  if (mn < 1 && !json_is_true(json_object_get(as, "scale_to_zero"))) mn = 1 <= mx ? 1 : mx;
   /* Fresh figures of ready replicas only: a replica still loading has no load to tell. */
   int64_t fresh = 3 * period > 10 ? 3 * period : 10;
   double sum = 0;

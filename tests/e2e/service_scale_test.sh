@@ -5,11 +5,14 @@
 # ceil(sum / target) replicas. A load above target scales up after up_delay_s; no load
 # scales down only after the longer down_delay_s; a load that doubled scales up at once.
 # Each decision is kept with its figures; the figure from a replica is untrusted (a page of
-# garbage changes nothing).
+# garbage changes nothing). Scale to zero is opt-in, and a wake call (the owner's) brings a
+# replica back.
 source "$(dirname "$0")/lib.sh"
 e2e_init
 e2e_need python3
+CAROL_TOKEN=car-$RANDOM$RANDOM
 e2e_write_config
+sed -i "s|^tokens:|tokens:\n  - {token: \"$CAROL_TOKEN\", user: carol, role: user}|" "$E2E_DIR/server.yaml"
 sed -i 's|^  - {name: default, users: \["\*"\]}|  - {name: default, users: ["*"], priority_classes: [inference, batch]}|' "$E2E_DIR/server.yaml"
 e2e_server
 e2e_agent n1 8xH100-80GB
@@ -79,5 +82,22 @@ expect_eq 3 "$(echo "$d" | jq .to)" "straight to ceil(25 / 10) = 3 ($d)"
 [ "$fast_ms" -lt 10000 ] || fail "load step to decision took ${fast_ms} ms (target 10 s)"
 metrics=$(curl -fsS "$SERVER_URL/metrics")
 expect_contains "$metrics" 'gpool_service_scale_ups_total{service="auto"}' "scaling decisions in the metrics"
+
+# ---- scale to zero is opt-in; a wake call brings a replica back ----
+"$GPOOL" service delete auto >/dev/null || fail "delete auto"
+sed -e 's/^name: auto/name: zero/' -e 's/min: 1, max: 4, initial: 1/min: 0, max: 2, initial: 1/' \
+  -e 's/down_delay_s: 6, period_s: 1}/down_delay_s: 2, period_s: 1}/' auto.yaml >zero.yaml
+sed -i 's/^autoscale: {\(.*\)}$/autoscale: {\1, scale_to_zero: true}/' zero.yaml
+grep -q 'scale_to_zero: true' zero.yaml || fail "zero.yaml: $(cat zero.yaml)"
+echo 0 >svc/load
+"$GPOOL" service apply -f zero.yaml >/dev/null || fail "apply zero"
+wait_for 30 "zero's replica ready" sh -c "[ \"\$('$GPOOL' service show zero -o json | jq .replicas.ready)\" = 1 ]"
+wait_for 30 "zero to scale to zero" sh -c "[ \"\$('$GPOOL' service show zero -o json | jq .replicas.total)\" = 0 ]"
+expect_eq 0 "$(svc_field zero .replicas.desired)" "scaled to zero"
+expect_eq 0 "$("$GPOOL" service endpoints zero | jq '.endpoints | length')" "no endpoint at zero"
+out=$(GPOOL_TOKEN=$CAROL_TOKEN "$GPOOL" service wake zero 2>&1) && fail "another user woke the service: $out"
+"$GPOOL" service wake zero >/dev/null || fail "wake"
+expect_contains "$(svc_field zero '.decisions[-1].reason')" "wake call by bob" "the wake is a decision"
+wait_for 30 "a replica ready after the wake" sh -c "[ \"\$('$GPOOL' service show zero -o json | jq .replicas.ready)\" = 1 ]"
 echo "figures: up (delay 2 s) ${up_ms} ms, down (delay 6 s) ${down_ms} ms, doubled ${fast_ms} ms"
 echo "PASS"
