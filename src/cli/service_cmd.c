@@ -4,6 +4,8 @@
  * inference services of the pool through /v1/services. A spec file is YAML (read by the same
  * reader as the server's config, so errors name the line) or JSON; the server validates it.
  * The endpoints verb and its watch mode are in service_endpoints.c. */
+#include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,8 +88,10 @@ static json_t *to_json(const gp_doc_node *n) {
     char *end;
     long long v = strtoll(s, &end, 10);
     if (*end == '\0' && end != s) return json_integer(v);
+    /* Decimal numbers only (strtod would also read "0x10", "inf" and "nan"). */
+    bool decimal = strspn(s, "0123456789+-.eE") == strlen(s);
     double d = strtod(s, &end);
-    if (*end == '\0' && end != s) return json_real(d);
+    if (decimal && *end == '\0' && end != s && isfinite(d)) return json_real(d);
   }
   return json_string(s);
 }
@@ -97,7 +101,8 @@ static int apply(gp_cli *cli, const gp_svc_args *a) {
   gp_doc *doc = NULL;
   gp_err err = {0};
   if (gp_doc_load_file(a->file, &doc, &err) != 0) {
-    fprintf(stderr, "gpool service: %s\n", err.message);
+    if (err.line > 0) fprintf(stderr, "gpool service: %s:%d: %s\n", err.file[0] ? err.file : a->file, err.line, err.message);
+    else fprintf(stderr, "gpool service: %s: %s\n", a->file, err.message);
     return 2;
   }
   json_t *spec = doc->root ? to_json(doc->root) : json_null();

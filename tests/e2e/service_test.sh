@@ -113,6 +113,12 @@ st=$(api_status PUT /v1/services/bad "$BOB_TOKEN" -d '{"command":["x"],"gpus":"t
 expect_eq gpus "$(jq -r .error.field "$E2E_DIR/body")" "a bad request field"
 st=$(api_status PUT /v1/services/Bad_Name "$BOB_TOKEN" -d '{"command":["x"]}')
 expect_eq 400 "$st" "a bad service name"
+printf 'name: bad\ncommand: [x]\nautoscale: {metric: m, target: nan}\n' >bad.yaml
+out=$("$GPOOL" service apply -f bad.yaml 2>&1) && fail "a target that is no number was taken: $out"
+expect_contains "$out" "autoscale.target" "the CLI's error names the field"
+printf 'name: bad\ncommand: [x\n' >bad2.yaml
+out=$("$GPOOL" service apply -f bad2.yaml 2>&1) && fail "broken YAML was taken: $out"
+expect_contains "$out" "bad2.yaml" "a YAML error names the file"
 st=$(api_status GET /v1/services/bad "$BOB_TOKEN")
 expect_eq 404 "$st" "nothing was kept of a refused spec"
 
