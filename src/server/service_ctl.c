@@ -23,6 +23,8 @@
 #include "util/buf.h"
 #include "util/mem.h"
 
+#define BACKOFF_RESET_S 10 /* ready this long: the restart backoff starts again from 0 */
+
 typedef struct reps {
   gp_srv_job **v;
   int n;
@@ -162,6 +164,13 @@ int gp__srv_service_reconcile(gp_srv_state *s, gp_srv_service *v, int64_t now, g
     const json_t *js = j->service_rev == serving ? NULL : gp__srv_service_spec(v, j->service_rev);
     bool same = j->service_rev == serving || (js && json_equal(js, gp__srv_service_spec(v, serving)));
     reps *to = same ? &cur : &old;
+    /* The backoff starts again from 0 once a replica stayed ready for a while (one that
+     * crashes just after it starts must not reset it). */
+    if (v->failures && j->state == GP_JOB_RUNNING && j->svc_ready && now - j->svc_ready_at >= BACKOFF_RESET_S) {
+      v->failures = 0;
+      v->next_start_at = 0;
+      v->dirty = true;
+    }
     gp_xgrow((void **)&to->v, &to->cap, (size_t)to->n + 1, sizeof *to->v);
     to->v[to->n++] = j;
     if (to == &old) ready_old += j->state == GP_JOB_RUNNING && j->svc_ready;
@@ -299,11 +308,6 @@ int gp__srv_service_replica_report(gp_srv_state *s, gp_srv_job *j, const json_t 
   j->svc_ready_at = now_ready ? now : 0;
   gp__srv_events_note_job(s, j);
   gp_srv_service *v = gp__srv_service_get(s, j->service);
-  if (v && now_ready && v->failures) {
-    v->failures = 0;
-    v->next_start_at = 0;
-    v->dirty = true;
-  }
   if (v && !now_ready) v->unready_total++;
   return gp__srv_job_event(s, j, now_ready ? "ready" : "unready", now,
                            json_pack("{s:i, s:s}", "port", j->svc_port, "probe", j->svc_probe), err);

@@ -90,6 +90,21 @@ expect_contains "$(job_field "$sick" .end_reason)" "liveness" "the replica's end
 wait_for 30 "two replicas ready after the liveness restart" ready_count web 2
 expect_eq 2 "$(svc_field web .replicas.total)" "no replica too many"
 
+# ---- a replica that keeps failing is replaced with a doubling backoff ----
+printf 'name: crash\ncommand: [sh, -c, "exit 3"]\nreplicas: 1\n' >crash.yaml
+"$GPOOL" service apply -f crash.yaml >/dev/null || fail "apply crash"
+crash_jobs() {
+  curl -fsS -H "Authorization: Bearer $ADMIN_TOKEN" "$SERVER_URL/v1/jobs?all=1&limit=1000" |
+    jq -c '[.jobs[] | select(.service == "crash")] | sort_by(.id | tonumber)'
+}
+crash_made() { [ "$(crash_jobs | jq length)" -ge "$1" ]; }
+wait_for 40 "four crash replicas made" crash_made 4
+gaps=$(crash_jobs | jq -c '[.[].submitted_at] | [range(1; length) as $i | .[$i] - .[$i - 1]]')
+# Ends after 1, 2 and 4 s of backoff (whole seconds, and each replica's own run between).
+[ "$(echo "$gaps" | jq '.[2] >= 4 and .[2] > .[0]')" = true ] || fail "the backoff does not grow: gaps $gaps"
+expect_contains "$(svc_field crash .rollout.message)" "backoff" "the service says it backs off"
+"$GPOOL" service delete crash >/dev/null || fail "delete crash"
+
 # ---- scale up and down; the endpoints follow ----
 "$GPOOL" service scale web 3 >/dev/null || fail "scale to 3"
 wait_for 30 "three ready" ready_count web 3
