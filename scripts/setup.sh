@@ -10,6 +10,7 @@ PKGS=(build-essential cmake pkg-config git curl ca-certificates procps psmisc
       clang libclang-rt-14-dev    # the fuzz harnesses: clang and libFuzzer's runtime
       chromium chromium-driver python3-selenium    # the web console's browser test
       msmtp python3-aiosmtpd    # notifications' test: a sendmail relaying to an SMTP sink
+      nginx-light               # services' test: a balancer fed by `gpool service endpoints`
       python3-pytest python3-venv python3-pip   # the Python client's tests, pip install offline
       python3-pexpect                           # interactive sessions driven on a PTY (tests/e2e/session_pty_test.sh)
       openmpi-bin libopenmpi-dev   # mpirun inside a job, launching through srun (mpi_test)

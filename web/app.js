@@ -11,6 +11,7 @@ import * as gpus from './gpus.js';
 import * as node from './node.js';
 import * as queues from './queues.js';
 import * as reports from './reports.js';
+import * as services from './services.js';
 
 const main = document.getElementById('main');
 let current = null;
@@ -23,6 +24,7 @@ const routes = [
   [/^\/nodes\/([^/]+)$/, node, (m) => ({name: decodeURIComponent(m[1])})],
   [/^\/queues$/, queues, () => ({})],
   [/^\/reports$/, reports, () => ({})],
+  [/^\/services$/, services, () => ({})],
 ];
 
 function parseHash() {

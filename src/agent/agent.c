@@ -317,6 +317,12 @@ static void start_heartbeat(gp_agent *a) {
     json_object_set_new(o, "pid", json_integer(a->jobs[i]->pid));
     json_t *usage = gp__agent_job_usage_json(a, a->jobs[i]->key);
     if (usage) json_object_set_new(o, "usage", usage);
+    if (a->jobs[i]->svc) { /* a service replica: its port and what its probes found */
+      json_object_set_new(o, "port", json_integer(a->jobs[i]->port));
+      json_object_set_new(o, "ready", json_boolean(a->jobs[i]->ready));
+      json_object_set_new(o, "probe", json_string(a->jobs[i]->probe_msg));
+      if (a->jobs[i]->metric_ok) json_object_set_new(o, "metric", json_real(a->jobs[i]->metric));
+    }
     json_array_append_new(jobs, o);
   }
   json_object_set_new(body, "jobs", jobs);
@@ -327,6 +333,7 @@ static void start_heartbeat(gp_agent *a) {
                       json_pack("{s:b,s:s,s:s}", "drained", node_drained, "reason", why,
                                 "conditions", a->conditions));
   net->carries_events = json_array_size(a->inflight) > 0;
+  a->probes_dirty = false;
   /* A long poll unanswered well past its wait is a dead connection: give up on it. */
   net_post(a, CALL_HEARTBEAT, "/v1/agent/heartbeat", body, wait_ms + 5000);
   json_decref(body);
@@ -544,8 +551,8 @@ static void net_step(gp_agent *a) {
 static void net_schedule(gp_agent *a) {
   gp__agent_net *net = a->net;
   int64_t now = gp__agent_now_ms();
-  if (net->kind == CALL_HEARTBEAT && !net->carries_events && json_array_size(a->events) > 0) {
-    /* An event must not wait for the long poll to time out. */
+  if (net->kind == CALL_HEARTBEAT && !net->carries_events && (json_array_size(a->events) > 0 || a->probes_dirty)) {
+    /* An event, or a replica's readiness, must not wait for the long poll to time out. */
     requeue_inflight(a);
     net_finish(a);
     net->next_at_ms = 0;
@@ -656,6 +663,7 @@ int gp_agent_new(const gp_agent_config *cfg, gp_gpu_backend *backend, gp_agent *
   a->net->multi = curl_multi_init();
   if ((rc = gp__agent_http_start(a, err)) != 0) goto fail;
   if ((rc = gp__agent_spot_start(a, err)) != 0) goto fail;
+  if ((rc = gp__agent_probes_start(a, err)) != 0) goto fail;
   gp__agent_stats_update(a);
   *ret = a;
   return 0;
@@ -707,6 +715,7 @@ int gp_agent_run(gp_agent *a, volatile sig_atomic_t *stop) {
     gp__agent_monitor_tick(a);
     take_checkpoints(a);
     gp__agent_spot_take(a); /* a notice goes out in the next heartbeat, started at once */
+    gp__agent_probes_tick(a);
     net_schedule(a);
     net_step(a);
     gp__agent_stats_update(a);
@@ -731,6 +740,7 @@ int gp_agent_run(gp_agent *a, volatile sig_atomic_t *stop) {
 void gp_agent_free(gp_agent *a) {
   if (!a) return;
   gp__agent_spot_stop(a);
+  gp__agent_probes_stop(a);
   gp__agent_http_stop(a);
   gp__agent_monitor_free(a);
   if (a->net) {

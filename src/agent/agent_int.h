@@ -20,6 +20,7 @@
 #include "agent/telemetry.h"
 #include "protocol/event.h"
 #include "protocol/order.h"
+#include "protocol/service.h"
 #include "util/buf.h"
 
 #define GP_AGENT_ID_MAX 64
@@ -85,6 +86,15 @@ typedef struct gp__agent_job {
   int64_t pull_progress_ms;  /* when it was sent, 0: none yet */
   bool register_ended;       /* ended when the register call in flight was made: that call
                                 reports its end, so its answer settles it */
+  /* A service replica (probe.c): its probes, the port it was given ($PORT), and what the
+   * probes found, as the heartbeat reports it. */
+  bool svc;
+  gp_proto_service service;
+  int port;
+  bool ready;
+  char probe_msg[160];
+  bool metric_ok;            /* the replica's figure for autoscaling was read */
+  double metric;
 } gp__agent_job;
 
 /* Whom a job runs as (agent_start.c). */
@@ -202,7 +212,20 @@ struct gp_agent {
 
   struct gp__agent_net *net;
   struct gp__agent_sessions *sessions; /* interactive sessions (session.h) */
+  /* service replicas' probes (probe.c): a thread of their own; a readiness change sends a
+   * heartbeat at once */
+  struct gp__agent_probes *probes;
+  bool probes_dirty;
 };
+
+/* probe.c */
+int gp__agent_probes_start(gp_agent *a, gp_err *err);
+void gp__agent_probes_stop(gp_agent *a);
+/* The loop: new replicas get probes, ended ones lose them; readiness is copied into the
+ * jobs; a failed startup or liveness probe stops the replica. */
+void gp__agent_probes_tick(gp_agent *a);
+/* A free TCP port for a replica ($PORT), or 0. */
+int gp__agent_free_port(void);
 
 /* ---- agent.c ---- */
 int64_t gp__agent_now_ms(void);

@@ -113,6 +113,10 @@ void gp__agent_job_persist(const gp__agent_job *j) {
   json_object_set_new(s, "warned", json_boolean(j->warned));
   json_object_set_new(s, "fault_reason", json_string(j->fault_reason));
   json_object_set_new(s, "message", json_string(j->message));
+  if (j->svc) {
+    json_object_set_new(s, "service", gp_proto_service_encode(&j->service));
+    json_object_set_new(s, "port", json_integer(j->port));
+  }
   char path[800];
   gp__agent_job_path(j, "state.json", path, sizeof path);
   if (gp__agent_write_json(path, s) != 0) gp__agent_log("job %s: cannot write %s", j->id, path);
@@ -143,6 +147,13 @@ static bool job_load(gp__agent_job *j, const char *dir) {
   copy_json_str(s, "stop_reason", j->stop_reason, sizeof j->stop_reason);
   copy_json_str(s, "message", j->message, sizeof j->message);
   copy_json_str(s, "fault_reason", j->fault_reason, sizeof j->fault_reason);
+  gp_err serr = {0};
+  const json_t *svc = json_object_get(s, "service");
+  json_int_t port = json_integer_value(json_object_get(s, "port"));
+  if (svc && gp_proto_service_decode(svc, "service", &j->service, &serr) == 0 && port > 0 && port <= 65535) {
+    j->svc = true;
+    j->port = (int)port;
+  }
   /* A job directory from before tasks were named holds task 0. */
   json_int_t task = json_integer_value(json_object_get(s, "task"));
   j->task = task > 0 && task < GP_PROTO_MAX_TASKS ? (int)task : 0;

@@ -293,6 +293,7 @@ static void build_env(gp_agent *a, const start_req *r, const creds *c, const gp_
     gp__agent_env_set(e, "BASH_ENV", a->bash_env);
   }
   /* gpool's own variables come last: the job cannot override what it was given. */
+  if (j->port > 0) gp__agent_env_int(e, "PORT", j->port);
   char buf[4096];
   size_t len = 0;
   buf[0] = '\0';
@@ -421,6 +422,11 @@ static gp__agent_job *prepare_job_dir(gp_agent *a, const char *order_id, const s
   snprintf(j->user, sizeof j->user, "%s", r->user ? r->user : c->name);
   snprintf(j->queue, sizeof j->queue, "%s", r->queue ? r->queue : "");
   snprintf(j->dir, sizeof j->dir, "%s/%s", a->jobs_dir, j->key);
+  if (r->o->service) { /* a service replica: the port its server listens on ($PORT) */
+    j->svc = true;
+    j->service = *r->o->service;
+    j->port = gp__agent_free_port();
+  }
   if (mkdir(j->dir, 0755) != 0 && errno != EEXIST) {
     char msg[512];
     snprintf(msg, sizeof msg, "cannot create %.300s: %s", j->dir, strerror(errno));

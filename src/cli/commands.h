@@ -44,6 +44,7 @@
   X(advise, "advise", "where GPU-hours and money go unused, and what to change")          \
   X(provider_test, "provider test", "run one provider call of a node template and check it") \
   X(templates, "templates", "node templates: nodes, creations, deletions and backoff") \
+  X(service, "service", "inference services: apply, list, show, scale, restart, rollback, delete, endpoints") \
   X(slurm_shims, "slurm-shims", "link Slurm's sbatch, squeue, scancel, sinfo, sacct, scontrol in DIR")
 
 /* Slurm's scontrol inside a job (scontrol.c): the gpool binary run by the name `scontrol`

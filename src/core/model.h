@@ -205,6 +205,9 @@ typedef struct gp_request {
   uint64_t image;             /* hash of its container image's reference, as the nodes'
                                  gp_node.images; 0: none. Among nodes the placement policy
                                  ranks equal, one holding it comes first */
+  bool spread;                /* a one-node task goes to the least-used node that fits,
+                                 whatever the policy (a service's replicas: apart, so a
+                                 node lost takes few of them) */
 } gp_request;
 
 typedef struct gp_job {

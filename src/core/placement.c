@@ -266,7 +266,7 @@ bool gp__core_fit_task(gp__core_ctx *c, const gp__core_req *r, gp__core_fit *f) 
   int need = r->gpus;
   for (int si = 0; si < r->n_slots && r->fit_kind != GP__FIT_REPLICA; si++) {
     int slot = r->slots[si];
-    if (c->pol->placement == GP_PLACE_SPREAD) {
+    if (c->pol->placement == GP_PLACE_SPREAD || c->view->jobs[r->job].req.spread) {
       for (int l = GP_MAX_NODE_GPUS; l >= need; l--)
         if (c->fleet->ix.level_count[l] && scan_level(c, r, slot, l, f)) return true;
     } else {

@@ -88,6 +88,8 @@ typedef struct gp_proto_start {
   bool registry_auth_pool;          /* it is the pool-wide one an admin set, not the
                                        owner's own ("registry_auth_scope": "pool"; else
                                        "user", which an absent scope reads as) */
+  struct gp_proto_service *service; /* a service replica: its port and probes
+                                       (protocol/service.h); NULL: a plain job */
 } gp_proto_start;
 
 /* One task of a job step (step_order.c): what srun asked, placed on one task of the job's

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "protocol/container.h"
+#include "protocol/service.h"
 #include "protocol/registry.h"
 #include "protocol/order.h"
 #include "protocol/outpath.h"
@@ -137,6 +138,7 @@ json_t *gp_proto_start_encode(const gp_proto_start *s) {
   }
   if (s->container) json_object_set_new(o, "container", gp_proto_container_encode(s->container));
   if (s->job_key[0]) json_object_set_new(o, "job_key", json_string(s->job_key));
+  if (s->service) json_object_set_new(o, "service", gp_proto_service_encode(s->service));
   if (s->registry_auth) {
     json_object_set_new(o, "registry_auth", json_string(s->registry_auth));
     json_object_set_new(o, "registry_auth_scope", json_string(s->registry_auth_pool ? "pool" : "user"));
@@ -396,6 +398,11 @@ static int decode_fields(const json_t *job, gp_proto_start *s, gp_err *err) {
       s->registry_auth_pool = scope && !strcmp(scope, "pool");
     }
   }
+  const json_t *sv = json_object_get(job, "service");
+  if (sv && !json_is_null(sv)) {
+    s->service = gp_xcalloc(1, sizeof *s->service);
+    if ((r = gp_proto_service_decode(sv, CTX ".service", s->service, err))) return r;
+  }
   return decode_batch(job, s, err);
 }
 
@@ -427,6 +434,7 @@ void gp_proto_start_done(gp_proto_start *s) {
   strv_free(s->addrs, s->n_addrs);
   gp_proto_container_done(s->container);
   free(s->container);
+  free(s->service);
   if (s->registry_auth) explicit_bzero(s->registry_auth, strlen(s->registry_auth));
   free(s->registry_auth);
   memset(s, 0, sizeof *s);

@@ -15,6 +15,7 @@
 #include "server/jobmetrics.h"
 #include "server/node_report.h"
 #include "server/server_int.h"
+#include "server/service.h"
 #include "server/steps.h"
 #include "util/buf.h"
 #include "util/mem.h"
@@ -470,6 +471,8 @@ static int apply_usage(gp_srv_state *s, int idx, const json_t *jobs, int64_t now
     bool here = false;
     for (int t = 0; j && t < j->n_alloc; t++) here = here || (j->alloc[t].node == idx && (task < 0 || task == t));
     if (here && json_is_object(u) && json_object_size(u) <= 32) r = take_usage(s, j, idx, task, u, now, err);
+    /* A service replica's port and readiness (service_ctl.c), from its node only. */
+    if (!r && here && j->service && task <= 0) r = gp__srv_service_replica_report(s, j, e, now, err);
   }
   return r;
 }

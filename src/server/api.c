@@ -21,6 +21,7 @@
 #include "server/image_pull.h"
 #include "server/registry.h"
 #include "server/server_int.h"
+#include "server/service.h"
 #include "server/steps.h"
 #include "util/mem.h"
 #include "util/units.h"
@@ -574,6 +575,7 @@ int gp__srv_api_handle(gp_srv_state *s, gp_srv_req *r, int64_t now_s, int64_t no
     gp__srv_events_metrics(s->events, &out);
     gp__srv_notify_metrics(s->notify, &out);
     gp__srv_fairshare_metrics(s, now_s, &out);
+    gp__srv_services_metrics(s, &out);
     free(r->resp);
     r->resp = gp_buf_steal(&out);
     r->status = 200;
@@ -624,6 +626,8 @@ int gp__srv_api_handle(gp_srv_state *s, gp_srv_req *r, int64_t now_s, int64_t no
   if (strncmp(p, "/v1/images/", 11) == 0) return gp__srv_images_route(s, r, p + 10, now_s, err);
   if (strncmp(p, "/v1/registries", 14) == 0 && (!p[14] || p[14] == '/'))
     return gp__srv_registry_route(s, r, p + 14, err);
+  if (strncmp(p, "/v1/services", 12) == 0 && (!p[12] || p[12] == '/'))
+    return gp__srv_services_route(s, r, p + 12, now_s, err);
   if (strcmp(p, "/v1/templates") == 0) return gp__srv_templates_route(s, r, now_s, err);
   gp__srv_reply_error(r, 404, "not_found", NULL, "no route %s %s", r->method, p);
   return 0;

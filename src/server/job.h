@@ -89,6 +89,18 @@ typedef struct gp_srv_job {
   gp_srv_array *array;
   int64_t array_job, array_index;
   bool dep_only;        /* a stand-in in the view for a dependency only (array.h) */
+  /* Services (service.h): a replica carries its service's name (owned, NULL: not a
+   * replica) and the revision it runs; the rest is this run's, from its agent (memory only,
+   * reported again by the agent in every heartbeat). */
+  char *service;
+  int service_rev;
+  int svc_port;         /* the port the agent gave it ($PORT), 0: none yet */
+  bool svc_ready;       /* its readiness probe passes */
+  int64_t svc_ready_at; /* epoch s it last became ready, 0: not ready */
+  int64_t svc_drain_at; /* epoch s its drain began (out of the endpoints), 0: none */
+  char svc_probe[160];  /* the last probe's outcome, as the agent said it */
+  double svc_metric;    /* its autoscaling figure, as the agent read it from /metrics... */
+  int64_t svc_metric_at; /* ...at this epoch s; 0: none */
   /* Lifecycle. */
   int restarts;
   int64_t submitted_at, started_at, ended_at, last_checkpoint_at;

@@ -185,6 +185,10 @@ char *gp__srv_job_store_doc(const gp_srv_job *j) {
     put_kstr(&b, "array_job_id", aj);
     put_int(&b, "array_index", (long long)j->array_index);
   }
+  if (j->service) {
+    put_kstr(&b, "service", j->service);
+    put_int(&b, "service_rev", j->service_rev);
+  }
   put_int_or_null(&b, "exit_code", j->exit_code, j->has_exit_code);
   put_int_or_null(&b, "exit_signal", j->exit_signal, j->exit_signal != 0);
   put_kstr(&b, "end_reason", j->end_reason);

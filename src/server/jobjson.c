@@ -134,6 +134,7 @@ void gp__srv_job_free(gp_srv_job *j) {
   json_decref(j->env);
   free(j->workdir);
   free(j->mail_user);
+  free(j->service);
   free(j->mig);
   free_strv(j->gpu_types, j->n_gpu_types);
   for (int i = 0; i < j->n_selector; i++) {
@@ -573,6 +574,11 @@ int gp__srv_job_from_doc(const char *doc, gp_srv_job **ret, gp_err *err) {
   if (!r && arr && !json_is_null(arr)) r = gp__srv_array_from_doc(arr, &j->array, err);
   j->array_job = gp__srv_job_id_parse(json_string_value(json_object_get(o, "array_job_id")));
   j->array_index = json_integer_value(json_object_get(o, "array_index"));
+  const char *svc = json_string_value(json_object_get(o, "service"));
+  if (svc && strlen(svc) <= 64) {
+    j->service = gp_xstrdup(svc);
+    j->service_rev = (int)json_integer_value(json_object_get(o, "service_rev"));
+  }
   gp__srv_steps_from_store(j, json_object_get(o, "steps"));
   json_decref(o);
   *ret = j;

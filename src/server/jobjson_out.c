@@ -119,6 +119,14 @@ json_t *gp__srv_job_to_json(const gp_srv_state *s, const gp_srv_job *j, bool for
   json_object_set_new(o, "after_not_ok", strv_json(j->after_not_ok, j->n_after_not_ok));
   json_object_set_new(o, "singleton", json_boolean(j->singleton));
   gp__srv_array_fields(o, s, j, for_store);
+  if (j->service) {
+    json_object_set_new(o, "service", json_string(j->service));
+    json_object_set_new(o, "service_rev", json_integer(j->service_rev));
+    if (!for_store)
+      json_object_set_new(o, "replica", json_pack("{s:i, s:b, s:b, s:s}", "port", j->svc_port, "ready",
+                                                  j->svc_ready, "draining", j->svc_drain_at != 0, "last_probe",
+                                                  j->svc_probe));
+  }
   json_object_set_new(o, "exit_code", j->has_exit_code ? json_integer(j->exit_code) : json_null());
   json_object_set_new(o, "exit_signal", j->exit_signal ? json_integer(j->exit_signal) : json_null());
   json_object_set_new(o, "end_reason", j->end_reason ? json_string(j->end_reason) : json_null());

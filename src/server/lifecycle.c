@@ -11,6 +11,7 @@
 #include "server/heartbeats.h"
 #include "server/node_report.h"
 #include "server/notify_job.h"
+#include "server/service.h"
 #include "server/state.h"
 #include "server/steps.h"
 #include "util/mem.h"
@@ -318,5 +319,6 @@ int gp__srv_state_tick(gp_srv_state *s, int64_t now_s, int64_t now_ms, gp_err *e
   if (!r) r = gp__srv_heartbeats_write(s, now_ms, err);
   if (!r) r = gp__srv_idle_tick(s, now_s, err);
   if (!r) r = gp__srv_budgets_tick(s, now_s, err);
+  if (!r) r = gp__srv_services_tick(s, now_s, err);
   return r;
 }

@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "protocol/container.h"
+#include "protocol/service.h"
+#include "server/service.h"
 #include "protocol/order.h"
 #include "server/state.h"
 #include "server/steps.h"
@@ -149,6 +151,8 @@ json_t *gp__srv_start_order(const gp_srv_state *s, const gp_srv_job *j, int task
     }
     st->container = &ct;
   }
+  gp_proto_service svc;
+  if (j->service && gp__srv_service_replica_order(s, j, &svc)) st->service = &svc;
   json_t *doc = gp_proto_order_encode(o);
   if (j->container) gp_proto_container_done(&ct);
   free(st->argv);

@@ -14,6 +14,7 @@
 #include "server/reservations.h"
 #include "server/image_pull.h"
 #include "server/registry.h"
+#include "server/service.h"
 #include "server/heartbeats.h"
 #include "server/load_jobs.h"
 #include "server/state.h"
@@ -48,6 +49,7 @@ void gp__srv_state_free(gp_srv_state *s) {
   gp__srv_events_dirty_free(&s->events_dirty);
   gp__srv_notify_state_free(s);
   gp__srv_registry_free(s);
+  gp__srv_services_free(s);
   gp__srv_pulls_free(s);
   for (int i = 0; i < s->n_nodes; i++) gp__srv_node_free(s->nodes[i]);
   free(s->nodes);
@@ -301,6 +303,7 @@ void gp__srv_job_set_state(gp_srv_state *s, gp_srv_job *j, gp_job_state st) {
   if (gp_job_state_is_final(st)) active_remove(s, j);
   else active_add(s, j);
   if (j->array_job) gp__srv_array_element_moved(s, j, (int)old, (int)st);
+  if (j->service) gp__srv_service_replica_moved(s, j, (int)old, (int)st);
   /* Its final state (and the counts by state) follow any change into, out of or between
    * final states. */
   bool final = gp_job_state_is_final(st);
@@ -653,6 +656,8 @@ static int load_setting(void *ctx, const char *name, const char *doc) {
     gp__srv_registry_loaded(c->s, name, doc);
   } else if (strncmp(name, GP_SRV_SETTING_RESERVATION, strlen(GP_SRV_SETTING_RESERVATION)) == 0) {
     gp__srv_resv_loaded(c->s, name + strlen(GP_SRV_SETTING_RESERVATION), doc);
+  } else if (strncmp(name, GP_SRV_SETTING_SERVICE, strlen(GP_SRV_SETTING_SERVICE)) == 0) {
+    gp__srv_service_loaded(c->s, name + strlen(GP_SRV_SETTING_SERVICE), doc);
   } else if (strcmp(name, GP_SRV_SETTING_HEARTBEATS) == 0) {
     gp__srv_heartbeats_loaded(c->s, doc);
   }
@@ -731,6 +736,7 @@ int gp__srv_state_load(gp_srv_state *s, int64_t now_s, int64_t now_ms, gp_err *e
   free(c.open_jobs);
   gp__srv_heartbeats_apply(s, false);
   gp__srv_arrays_rebuild(s);
+  gp__srv_services_rebuild(s);
   s->sched_dirty = true;
   return 0;
 }

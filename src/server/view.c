@@ -79,6 +79,7 @@ void gp__srv_job_request(const gp_srv_job *j, gp_request *r) {
   r->node_selector = j->selector;
   r->allow_spot = j->allow_spot;
   r->exclusive = j->exclusive;
+  r->spread = j->service != NULL; /* a service's replicas go apart (docs/services.md) */
   const char *image = json_string_value(json_object_get(j->container, "image"));
   r->image = image ? gp_proto_image_hash(image) : 0;
 }

@@ -45,6 +45,26 @@ static void spread_takes_the_emptiest_node(void) {
   fx_free(f);
 }
 
+/* A service's replicas ask to spread (gp_request.spread) under a bin-packing pool: each goes
+ * to the emptiest node, while an ordinary job still packs. */
+static void a_spread_request_goes_apart_under_binpack(void) {
+  fx *f = fx_new();
+  fx_node(f, "n0", "H100", 8);
+  fx_node(f, "n1", "H100", 8);
+  fx_queue(f, "a", 0, GP_NO_LIMIT, 1);
+  fx_run(f, fx_job(f, "r1", "a", 1, 1), 0, 0x1, 0);
+  fx_job(f, "rep1", "a", 1, 1)->req.spread = true;
+  fx_job(f, "rep2", "a", 1, 1)->req.spread = true;
+  fx_job(f, "batch", "a", 1, 1);
+  gp_plan *p = fx_step(f, 10);
+  REQUIRE(p);
+  CHECK_EQ_INT(1, node_of(f, p, "rep1")); /* n1 is empty */
+  CHECK_EQ_INT(0, node_of(f, p, "rep2")); /* then 7 free each: lowest index */
+  CHECK_EQ_INT(0, node_of(f, p, "batch")); /* packs onto the most used node */
+  gp_plan_free(p);
+  fx_free(f);
+}
+
 static void a_four_gpu_job_stays_inside_one_nvlink_domain(void) {
   fx *f = fx_new();
   gp_node *n = fx_node(f, "n0", "H100", 8);
@@ -201,6 +221,7 @@ static void unsorted_node_images_are_refused(void) {
 }
 
 GP_TESTS(binpack_fills_the_most_used_node_that_fits, spread_takes_the_emptiest_node,
+         a_spread_request_goes_apart_under_binpack,
          a_four_gpu_job_stays_inside_one_nvlink_domain, a_job_larger_than_any_domain_spans_the_fewest,
          filters_keep_jobs_off_nodes_that_cannot_take_them, a_job_without_spot_never_lands_on_spot,
          an_equal_node_holding_the_image_draws_the_job,

@@ -32,6 +32,8 @@ static void the_fast_document_equals_the_reference(void) {
   j->last_placements = json_loads("[{\"node\": \"n1\", \"gpu_ids\": [0]}]", 0, NULL);
   j->enforcement = strdup("watchdog");
   j->usage = json_loads("{\"avg_sm_util_pct\": 20.5, \"peak_mem_mib\": 15360, \"energy_j\": 1.5}", 0, NULL);
+  j->service = strdup("chat"); /* a service's replica (service.h) */
+  j->service_rev = 3;
   char *fast = gp__srv_job_store_doc(j);
   json_t *parsed = json_loads(fast, 0, NULL);
   json_t *ref = gp__srv_job_to_json(s, j, true);
@@ -54,6 +56,8 @@ static void the_fast_document_equals_the_reference(void) {
   CHECK_EQ_STR("a.b+c@example.org", back->mail_user);
   /* The ended job's use figures come back with it (advice sizes its next runs by them). */
   CHECK(back->usage && json_equal(back->usage, j->usage));
+  CHECK_EQ_STR("chat", back->service); /* a replica stays its service's over a restart */
+  CHECK_EQ_INT(3, back->service_rev);
   gp__srv_job_free(back);
   json_decref(parsed);
   json_decref(ref);

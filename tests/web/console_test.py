@@ -296,6 +296,26 @@ def main():
         d.get(f'{URL}/#/queues')
         find(d, '#queues-table tr[data-queue="org/nlp"][aria-level="2"]', 'org/nlp under org in the queue tree')
         shot(d, 'queues')
+        # The services view: a service of one replica with its readiness.
+        replica = ['python3', '-c', 'import http.server, os; http.server.HTTPServer(("", int(os.environ["PORT"])), '
+                   'http.server.SimpleHTTPRequestHandler).serve_forever()']
+        st, doc = api('PUT', '/v1/services/web', BOB, {'command': replica, 'gpus': 0,
+                                                         'probes': {'readiness': {'path': '/', 'period_s': 1}}})
+        if st != 201:
+            fail(f'PUT /v1/services/web: {st} {doc}')
+        wait('the service web ready', lambda: api('GET', '/v1/services/web', BOB)[1]['service']['replicas']['ready'] == 1, 40)
+        d.get(f'{URL}/#/services')
+        def shows(css, *words):
+            try:
+                els = d.find_elements(By.CSS_SELECTOR, css)
+                return bool(els) and all(w in els[0].text for w in words)
+            except Exception:  # redrawn under us: look again
+                return False
+        wait('the service web, 1 of 1 ready, in the services view',
+             lambda: shows('section[data-service="web"] .service-summary', '1 of 1 ready'))
+        wait('its replica on n1, ready', lambda: shows('section[data-service="web"] .service-replicas tbody tr', 'n1', 'ready'))
+        shot(d, 'services')
+        api('DELETE', '/v1/services/web', BOB)
         d.get(f'{URL}/#/reports?kind=usage&by=user')
         find(d, '#report-table tbody tr', 'a row of the usage report')
         shot(d, 'reports')
