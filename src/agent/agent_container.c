@@ -85,12 +85,12 @@ static bool image_known(const json_t *images, const char *ref) {
  * of job 7), <agent> 8 hex digits of the
  * agent's data directory. The engine's names are the host's: several agents on one host
  * (simulated nodes, or two pools' tests) run jobs with the same keys. */
-static void container_name(const gp_agent *a, const gp__agent_job *j, char *buf, size_t size) {
+void gp__agent_container_name(const gp_agent *a, const char *key, char *buf, size_t size) {
   uint32_t h = 2166136261u;
   for (const char *p = a->cfg.data_dir; *p; p++) h = (h ^ (unsigned char)*p) * 16777619u;
   int n = snprintf(buf, size, "gpool-%08x-", (unsigned)h);
   /* The engine's names are [a-zA-Z0-9][a-zA-Z0-9_.-]*: a task's key "7@3" is "7-t3". */
-  for (const char *p = j->key; *p && n + 3 < (int)size; p++) {
+  for (const char *p = key; *p && n + 3 < (int)size; p++) {
     char c = *p;
     if (c == '@') {
       buf[n++] = '-';
@@ -132,7 +132,7 @@ int gp__agent_container_prepare(gp_agent *a, const gp_proto_start *o, const gp__
     gp__agent_job_path(j, stale[k], failure, sizeof failure);
     unlink(failure);
   }
-  container_name(a, j, name, sizeof name);
+  gp__agent_container_name(a, j->key, name, sizeof name);
   const char *uuids[GP_GPU_MAX_DEVICES];
   int minors[GP_GPU_MAX_DEVICES];
   for (int i = 0; i < n_gpus && i < GP_GPU_MAX_DEVICES; i++) {
@@ -344,7 +344,7 @@ void gp__agent_container_finish(gp_agent *a, gp__agent_job *j) {
   a->images_next_ms = 0; /* it may have pulled one: the next heartbeat says */
   if (j->killed_hard && a->container.available) {
     char name[160];
-    container_name(a, j, name, sizeof name);
+    gp__agent_container_name(a, j->key, name, sizeof name);
     remove_container(a, name);
   }
 }
