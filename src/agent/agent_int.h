@@ -290,9 +290,6 @@ void gp__agent_pull_run(gp_agent *a, const char *order, const gp_proto_pull *p);
 void gp__agent_pulls_tick(gp_agent *a);
 void gp__agent_pulls_free(gp_agent *a);
 
-/* The engine's name of the container of the task whose key is `key` (agent_container.c):
- * unique per agent and task. */
-void gp__agent_container_name(const gp_agent *a, const char *key, char *buf, size_t size);
 int gp__agent_container_prepare(gp_agent *a, const gp_proto_start *o, const gp__agent_job *j,
                                 const char *workdir, uid_t uid, gid_t gid, int n_groups,
                                 const gid_t *groups, const char *home, const int *gpus,
@@ -301,6 +298,8 @@ int gp__agent_container_prepare(gp_agent *a, const gp_proto_start *o, const gp__
 /* At a container task's end: its pull's failure as the job's reason, and no container
  * left behind by a SIGKILL. */
 void gp__agent_container_finish(gp_agent *a, gp__agent_job *j);
+/* The engine's name of the container of the task with this key ("gpool-<agent>-<key>"). */
+void gp__agent_container_name(const gp_agent *a, const char *key, char *buf, size_t size);
 /* Its pull's start and end as "image" events, once each (from the task's marker files), and
  * its progress between them. */
 void gp__agent_container_tick(gp_agent *a, gp__agent_job *j);

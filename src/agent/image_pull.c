@@ -5,7 +5,10 @@
  * kills it past the node's pull_timeout, and answers the order with a pull_done event
  * (ok, or the final reason as for a job's pull: "unauthorized: REF"...). A pool-wide
  * credential the server sent is an auth file of its own (0600, the agent's data
- * directory), removed when the pull ends. At most GP__AGENT_MAX_PULLS run at once. */
+ * directory), removed when the pull ends. At most GP__AGENT_MAX_PULLS run at once. Its
+ * progress is measured as a job's pull's is (pull_progress.c: the engine's TMPDIR is the
+ * pull's own directory, the total the manifest's) and each heartbeat that saw it move
+ * sends a pull_progress event, which `gpool images` shows while the pull runs. */
 #include "agent/agent_int.h"
 
 #include <errno.h>
@@ -14,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -29,6 +33,11 @@ typedef struct pull {
   char order[GP_AGENT_ID_MAX];
   char image[GP_PROTO_IMAGE_FULL_MAX];
   char err_path[800], auth_path[800];
+  char dir[800];  /* its progress's directory (pull_progress.c); "": not measured */
+  char **inspect; /* the manifest's read, which prog borrows; NULL: none */
+  gp_agent_pull_progress prog;
+  int64_t sent_done, sent_total; /* the last pull_progress event's; -1: none yet */
+  int64_t sent_ms;                /* when it was measured last */
   int64_t t0_ms, deadline_ms;
 } pull;
 
@@ -45,6 +54,38 @@ static void answer(gp_agent *a, const char *order, bool ok, const char *message)
   ev->has_message = true;
   snprintf(ev->message, sizeof ev->message, "%s", message);
   gp__agent_log("order %s: %s", order, message);
+  gp__agent_event(a, gp_proto_event_encode(ev));
+  free(ev);
+}
+
+/* The measure's end: the manifest's read stopped, its files and directory removed. */
+static void progress_end(pull *u) {
+  if (!u->dir[0]) return;
+  gp_agent_pull_progress_end(&u->prog);
+  char path[900];
+  snprintf(path, sizeof path, "%s/container.progress", u->dir);
+  unlink(path);
+  rmdir(u->dir);
+  u->dir[0] = '\0';
+  gp_agent_container_argv_free(u->inspect);
+  u->inspect = NULL;
+}
+
+/* Sends the pull's progress when it moved since the last event; at most once a second,
+ * however often the long poll returns early (the measure walks the pull's files). */
+static void progress_tick(gp_agent *a, pull *u) {
+  int64_t now = gp__agent_now_ms();
+  if (!u->dir[0] || now - u->sent_ms < 1000) return;
+  u->sent_ms = now;
+  gp_agent_pull_progress_tick(&u->prog);
+  if (u->prog.done == u->sent_done && u->prog.total == u->sent_total) return;
+  u->sent_done = u->prog.done;
+  u->sent_total = u->prog.total;
+  gp_proto_event *ev = gp_xcalloc(1, sizeof *ev);
+  ev->kind = GP_PROTO_EV_PULL_PROGRESS;
+  snprintf(ev->order, sizeof ev->order, "%s", u->order);
+  ev->done_bytes = u->prog.done;
+  ev->total_bytes = u->prog.total;
   gp__agent_event(a, gp_proto_event_encode(ev));
   free(ev);
 }
@@ -107,6 +148,28 @@ void gp__agent_pull_run(gp_agent *a, const char *order, const gp_proto_pull *p) 
     argv[c] = gp_xstrdup(u->auth_path);
     argv[c + 2] = NULL;
   }
+  /* The progress's directory: the engine's TMPDIR (pull.tmp) inside, the manifest beside. */
+  snprintf(u->dir, sizeof u->dir, "%s/pull-%s.d", a->cfg.data_dir, order);
+  u->sent_done = u->sent_total = -1;
+  if (mkdir(u->dir, 0700) != 0 && errno != EEXIST) u->dir[0] = '\0';
+  if (u->dir[0]) {
+    u->inspect = gp_agent_container_inspect_argv(&a->cfg.container, &a->container, u->auth_path);
+    gp_agent_pull_progress_start(&u->prog, u->dir, u->inspect, full);
+  }
+  /* The child's environment, made here: the agent has threads, so the child only execs. */
+  extern char **environ;
+  size_t ne = 0;
+  while (environ[ne]) ne++;
+  char **envp = gp_xcalloc(ne + 2, sizeof *envp), *tmpdir = NULL;
+  size_t k = 0;
+  if (u->dir[0] && u->prog.tmp[0]) {
+    size_t len = strlen(u->prog.tmp) + 8;
+    tmpdir = gp_xmalloc(len);
+    snprintf(tmpdir, len, "TMPDIR=%s", u->prog.tmp); /* the blobs measured */
+    envp[k++] = tmpdir;
+  }
+  for (size_t i = 0; i < ne; i++)
+    if (!tmpdir || strncmp(environ[i], "TMPDIR=", 7)) envp[k++] = environ[i];
   int errfd = open(u->err_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
   pid_t pid = errfd >= 0 ? fork() : -1;
   if (pid == 0) {
@@ -115,12 +178,15 @@ void gp__agent_pull_run(gp_agent *a, const char *order, const gp_proto_pull *p) 
     dup2(null, 1);
     dup2(errfd, 2);
     setpgid(0, 0);
-    execv(argv[0], argv);
+    execve(argv[0], argv, envp);
     _exit(127);
   }
   if (errfd >= 0) close(errfd);
+  free(tmpdir);
+  free(envp);
   gp_agent_container_argv_free(argv);
   if (pid < 0) {
+    progress_end(u);
     if (u->auth_path[0]) unlink(u->auth_path);
     answer(a, order, false, "image pull failed: cannot start the engine");
     return;
@@ -133,6 +199,7 @@ void gp__agent_pull_run(gp_agent *a, const char *order, const gp_proto_pull *p) 
 }
 
 static void finish(gp_agent *a, pull *u, int st, bool timed_out) {
+  progress_end(u);
   if (u->auth_path[0]) unlink(u->auth_path);
   char out[8192] = "";
   FILE *f = fopen(u->err_path, "re");
@@ -174,6 +241,7 @@ void gp__agent_pulls_tick(gp_agent *a) {
       r = u->pid;
     }
     if (r == 0) {
+      progress_tick(a, u);
       i++;
       continue;
     }
@@ -187,6 +255,7 @@ void gp__agent_pulls_free(gp_agent *a) {
   for (int i = 0; ps && i < ps->n; i++) {
     kill(-ps->v[i].pid, SIGKILL);
     waitpid(ps->v[i].pid, NULL, 0);
+    progress_end(&ps->v[i]);
     if (ps->v[i].auth_path[0]) unlink(ps->v[i].auth_path);
     unlink(ps->v[i].err_path);
   }

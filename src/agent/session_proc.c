@@ -127,7 +127,7 @@ int gp__agent_ses_exec(gp_agent *a, const gp__agent_ses_job *j, const gp_proto_s
    * the container's cgroup and environment. */
   char **argv = s->argv;
   char **ct_argv = NULL;
-  char ct_name[140], ct_user[64], ct_term[GP_PROTO_SES_TERM_MAX + 8];
+  char ct_name[160], ct_user[64], ct_term[GP_PROTO_SES_TERM_MAX + 8];
   extern char **environ;
   if (j->container) {
     if (!a->container.available) {
@@ -151,7 +151,7 @@ int gp__agent_ses_exec(gp_agent *a, const gp__agent_ses_job *j, const gp_proto_s
              (unsigned)(p.c.switch_user ? p.c.gid : getegid()));
     ct_argv[n++] = "--user";
     ct_argv[n++] = ct_user;
-    gp__agent_container_name(a, j->key, ct_name, sizeof ct_name);
+    gp__agent_container_name(a, j->key, ct_name, sizeof ct_name); /* as agent_container.c started it */
     ct_argv[n++] = ct_name;
     for (int i = 0; i < s->n_argv; i++) ct_argv[n++] = s->argv[i];
     argv = ct_argv;

@@ -24,6 +24,7 @@ static const struct {
     {GP_PROTO_EV_IMAGE, "image", true, false},
     {GP_PROTO_EV_STEP_EXITED, "step_exited", true, false},
     {GP_PROTO_EV_PULL_DONE, "pull_done", false, false},
+    {GP_PROTO_EV_PULL_PROGRESS, "pull_progress", false, false},
 };
 #define N_KINDS (sizeof kinds / sizeof kinds[0])
 
@@ -127,6 +128,11 @@ json_t *gp_proto_event_encode(const gp_proto_event *ev) {
     json_object_set_new(o, "order", json_string(ev->order));
     json_object_set_new(o, "ok", json_boolean(ev->ok));
     json_object_set_new(o, "message", json_string(ev->message));
+    break;
+  case GP_PROTO_EV_PULL_PROGRESS:
+    json_object_set_new(o, "order", json_string(ev->order));
+    json_object_set_new(o, "done_bytes", json_integer(ev->done_bytes));
+    json_object_set_new(o, "total_bytes", json_integer(ev->total_bytes));
     break;
   case GP_PROTO_EV_IMAGE:
     json_object_set_new(o, "job", json_string(ev->job));

@@ -37,6 +37,8 @@ typedef enum gp_proto_event_kind {
   GP_PROTO_EV_STEP_EXITED, /* "step_exited": a job step's task ended, or never started */
   GP_PROTO_EV_PULL_DONE,   /* "pull_done": the answer to a pull_image order (order, ok,
                               message) */
+  GP_PROTO_EV_PULL_PROGRESS, /* "pull_progress": a pull_image order's pull went on (order,
+                                done_bytes of total_bytes) */
 } gp_proto_event_kind;
 
 #define GP_PROTO_PULL_BYTES_MAX (INT64_C(1) << 50) /* an image's bytes: 1 PiB at most */
@@ -79,7 +81,7 @@ typedef struct gp_proto_event {
      message) */
   int step;                           /* 0..GP_PROTO_MAX_STEPS - 1; -1 when not given */
   int64_t out_bytes, err_bytes;       /* the sizes of its stdout and stderr; 0 when not given */
-  /* image "progress": bytes pulled so far, and the image's (0: not known); -1 when not
+  /* image "progress", pull_progress: bytes pulled so far, and the image's (0: not known); -1 when not
      given or past GP_PROTO_PULL_BYTES_MAX */
   int64_t done_bytes, total_bytes;
   /* gpu_fault, mig_done */

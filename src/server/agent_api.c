@@ -349,6 +349,10 @@ static int apply_event(gp_srv_state *s, gp_srv_node *n, int idx, const json_t *d
     gp__srv_pull_done(s, n, e->order, e->ok, e->message);
     return 0;
   }
+  if (e->kind == GP_PROTO_EV_PULL_PROGRESS) {
+    gp__srv_pull_moved(s, n, e->order, e->done_bytes, e->total_bytes);
+    return 0;
+  }
   if (e->kind == GP_PROTO_EV_INTERRUPTION) {
     /* A notice without a deadline the server can read gets the shortest cloud's (GCP);
      * the agent sends none more than a week ahead. */

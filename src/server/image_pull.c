@@ -2,7 +2,8 @@
 /* Pre-pulls (docs/containers.md#pre-pulling): `POST /v1/images/pull {"image", "nodes"}`
  * (admins) queues a pull_image order for each node named (every node when none is), and
  * `GET /v1/images/pulls` shows each one's result as its agent answers (pull_done: pulled
- * in how long, or the final reason). The results are kept in memory (the last
+ * in how long, or the final reason), and while it runs the bytes pulled so far of the
+ * image's (pull_progress: done_bytes, total_bytes). The results are kept in memory (the last
  * MAX_PULLS): they are an admin's feedback, not state the scheduler needs; the orders
  * themselves are stored as every order is, so a pull reaches an agent that was away. */
 #include <stdio.h>
@@ -23,6 +24,7 @@ typedef struct rec {
   char *node, *image, *message;
   const char *state; /* pending, pulled, failed */
   int64_t at;
+  int64_t done, total; /* pending: bytes pulled of the image's (total 0: not known); -1: none said */
 } rec;
 
 struct gp__srv_pulls {
@@ -45,22 +47,42 @@ void gp__srv_pulls_free(gp_srv_state *s) {
 }
 
 static json_t *rec_json(const rec *r) {
-  return json_pack("{s:s, s:s, s:s, s:s, s:o, s:I}", "id", r->order, "node", r->node, "image",
-                   r->image, "state", r->state, "message",
-                   r->message ? json_string(r->message) : json_null(), "at", (json_int_t)r->at);
+  json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:o, s:I}", "id", r->order, "node", r->node, "image",
+                        r->image, "state", r->state, "message",
+                        r->message ? json_string(r->message) : json_null(), "at", (json_int_t)r->at);
+  if (!strcmp(r->state, "pending") && r->done >= 0) {
+    json_object_set_new(o, "done_bytes", json_integer(r->done));
+    json_object_set_new(o, "total_bytes", json_integer(r->total >= 0 ? r->total : 0));
+  }
+  return o;
+}
+
+static rec *pending(gp_srv_state *s, const gp_srv_node *n, const char *order) {
+  struct gp__srv_pulls *p = s->pulls;
+  for (int i = 0; p && i < p->n; i++) {
+    rec *r = &p->v[i];
+    if (!strcmp(r->order, order) && !strcmp(r->node, n->name) && !strcmp(r->state, "pending")) return r;
+  }
+  return NULL;
+}
+
+void gp__srv_pull_moved(gp_srv_state *s, const gp_srv_node *n, const char *order, int64_t done,
+                        int64_t total) {
+  rec *r = pending(s, n, order);
+  if (!r || done < 0) return; /* a pull answered already, or bytes out of bounds */
+  /* Never back: events of one pull come in order, but a total learnt late may clamp. */
+  if (done < r->done) done = r->done;
+  r->done = done;
+  if (total >= 0) r->total = total;
 }
 
 void gp__srv_pull_done(gp_srv_state *s, const gp_srv_node *n, const char *order, bool ok,
                        const char *message) {
-  struct gp__srv_pulls *p = s->pulls;
-  for (int i = 0; p && i < p->n; i++) {
-    rec *r = &p->v[i];
-    if (strcmp(r->order, order) || strcmp(r->node, n->name) || strcmp(r->state, "pending")) continue;
-    r->state = ok ? "pulled" : "failed";
-    free(r->message);
-    r->message = gp_xstrdup(message);
-    return;
-  }
+  rec *r = pending(s, n, order);
+  if (!r) return;
+  r->state = ok ? "pulled" : "failed";
+  free(r->message);
+  r->message = gp_xstrdup(message);
 }
 
 static int queue(gp_srv_state *s, gp_srv_node *n, const char *image, int64_t now_s, json_t *out,
@@ -80,6 +102,7 @@ static int queue(gp_srv_state *s, gp_srv_node *n, const char *image, int64_t now
   r->image = gp_xstrdup(image);
   r->state = "pending";
   r->at = now_s;
+  r->done = r->total = -1;
   json_array_append_new(out, rec_json(r));
   return 0;
 }

@@ -16,6 +16,9 @@ int gp__srv_images_route(gp_srv_state *s, struct gp_srv_req *req, const char *re
 /* A pull_done event of node n. */
 void gp__srv_pull_done(gp_srv_state *s, const gp_srv_node *n, const char *order, bool ok,
                        const char *message);
+/* A pull_progress event of node n: bytes pulled so far of total (0: not known; -1: not given). */
+void gp__srv_pull_moved(gp_srv_state *s, const gp_srv_node *n, const char *order, int64_t done,
+                        int64_t total);
 void gp__srv_pulls_free(gp_srv_state *s);
 
 #endif

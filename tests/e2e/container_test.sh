@@ -26,7 +26,7 @@ TAG=gpool-e2e-$$-$RANDOM
 root=$E2E_DIR/rootfs
 mkdir -p "$root/bin" "$root/tmp"
 cp /bin/busybox "$root/bin/busybox"
-for a in sh id cat echo sleep env touch ls stat; do ln -s busybox "$root/bin/$a"; done
+for a in sh id cat echo sleep env touch ls stat nc timeout; do ln -s busybox "$root/bin/$a"; done
 tar -C "$root" -cf "$E2E_DIR/rootfs.tar" . || fail "tar"
 podman import -q "$E2E_DIR/rootfs.tar" "localhost/$TAG:1" >/dev/null || fail "podman import"
 
@@ -50,7 +50,17 @@ IMAGE=$REG/e2e/$TAG:1
 podman push -q --tls-verify=false --authfile "$good" "localhost/$TAG:1" "$IMAGE" >/dev/null || fail "push"
 podman rmi -f "localhost/$TAG:1" >/dev/null 2>&1
 # The node's image store is the machine's: the test's images go with the test.
-trap 'podman rmi -f "$IMAGE" "localhost/$TAG:1" "localhost/$TAG-big:1" "127.0.0.1:$(cat "$E2E_DIR/proxy.port" 2>/dev/null)/e2e/$TAG-big:1" >/dev/null 2>&1; podman --root "$E2E_DIR/store-n3" --runroot "$E2E_DIR/run-n3" --storage-driver vfs rmi -af >/dev/null 2>&1; e2e_cleanup' EXIT
+# Teardown, whatever happened: the agents first, then the containers they started (by
+# their names' prefix, E2E_CONTAINER_DIRS), then the images.
+n3_podman() { podman --root "$E2E_DIR/store-n3" --runroot "$E2E_DIR/run-n3" --storage-driver vfs "$@"; }
+teardown() {
+  e2e_stop_spawned
+  e2e_rm_containers "${E2E_CONTAINER_DIRS[@]}"
+  [ -d "$E2E_DIR/store-n3" ] && { n3_podman rm -af -t 0; n3_podman rmi -af; } >/dev/null 2>&1
+  podman rmi -f "$IMAGE" "localhost/$TAG:1" "localhost/$TAG-big:1" "127.0.0.1:$(cat "$E2E_DIR/proxy.port" 2>/dev/null)/e2e/$TAG-big:1" >/dev/null 2>&1
+  e2e_cleanup
+}
+trap teardown EXIT
 
 NOBODY_TOKEN=nob-$RANDOM$RANDOM
 e2e_write_config
@@ -60,6 +70,7 @@ e2e_server
 for n in n1 n2; do
   auth=$good; [ $n = n2 ] && auth=$bad
   mkdir -p "$E2E_DIR/agent-$n"
+  E2E_CONTAINER_DIRS+=("$E2E_DIR/agent-$n")
   cat >"$E2E_DIR/agent-$n.yaml" <<YML
 container:
   pull_options: ["--tls-verify=false", "--authfile", "$auth"]
@@ -153,6 +164,28 @@ awk -v t="$total" '$2 != 0 && $2 != t { exit 1 }' "$seen" || fail "a total that 
 expect_contains "$(job_field "$b" '.timeline[] | select(.event == "image_pulled") | .message')" "pulled image $BIG in" "the pull's end"
 [ -z "$(find "$E2E_DIR/agent-n1" -name pull.tmp)" ] || fail "the pull's temporary directory outlived it"
 podman rmi -f "$BIG" >/dev/null 2>&1
+# An admin's pre-pull of it shows the same progress in `gpool images` while it runs.
+prepulled() { curl -fsS -H "Authorization: Bearer $ADMIN_TOKEN" "$SERVER_URL/v1/images/pulls" |
+  jq -e --arg i "$BIG" '.pulls[] | select(.image == $i and .node == "n1" and .state == "pulled")'; }
+out=$(GPOOL_TOKEN=$ADMIN_TOKEN "$GPOOL" images pull "$BIG" --nodes n1 --no-wait 2>&1) || fail "pre-pull: $out"
+: >"$seen"
+t_end=$((SECONDS + 60))
+while [ $SECONDS -lt $t_end ]; do
+  GPOOL_TOKEN=$ADMIN_TOKEN "$GPOOL" images --node n1 | grep -F "$BIG" >>"$seen"
+  doc=$(GPOOL_TOKEN=$ADMIN_TOKEN "$GPOOL" images --node n1 -o json)
+  jq -r --arg i "$BIG" '.[].pulling[] | select(.image == $i and .done_bytes != null) | "bytes \(.done_bytes) \(.total_bytes)"' <<<"$doc" >>"$seen"
+  prepulled >/dev/null 2>&1 && break
+  sleep 0.3
+done
+wait_for 30 "the pre-pull of $BIG to end" prepulled
+grep -Eq "pulling \([0-9.]+ of $(awk -v t="$total" 'BEGIN { printf "%.1f", t / 1e6 }') MB\)" "$seen" ||
+  fail "gpool images showed no pre-pull progress: $(sort -u "$seen")"
+awk -v t="$total" '$1 == "bytes" && $3 == t && $2 > 0 && $2 < t { ok = 1 } END { exit !ok }' "$seen" ||
+  fail "no bytes of the pre-pull seen mid-way: $(sort -u "$seen")"
+awk '$1 == "bytes" { if ($2 < m) exit 1; m = $2 }' "$seen" || fail "the pre-pull's progress went back: $(grep bytes "$seen")"
+echo "pre-pull progress seen: $(grep -o 'pulling (.*)' "$seen" | uniq | tr "\n" ";")"
+[ -z "$(find "$E2E_DIR/agent-n1" -name 'pull-*')" ] || fail "the pre-pull's files outlived it: $(find "$E2E_DIR/agent-n1" -name 'pull-*')"
+podman rmi -f "$BIG" >/dev/null 2>&1
 
 # 1c. A job of two tasks in the image: each its own container (task 1's name holds no '@'),
 # both in the host's IPC namespace (with its /dev/shm), each with its rank.
@@ -163,12 +196,66 @@ job_is "$g" completed || fail "the job of two tasks: $(GPOOL_TOKEN=$ADMIN_TOKEN 
 expect_contains "$(GPOOL_TOKEN=$ADMIN_TOKEN "$GPOOL" logs "$g" --task 1 2>&1)" "rank=1 shm=ok" "task 1 ran in its container"
 expect_contains "$(GPOOL_TOKEN=$ADMIN_TOKEN "$GPOOL" logs "$g" 2>&1)" "rank=0 shm=ok" "task 0 ran in its container"
 
+# 1d. A gang of 2 nodes in the image does the rendezvous of bare jobs: one task on each of
+# g1 (127.0.0.2) and g2 (127.0.0.3), each in its container, with its RANK, WORLD_SIZE,
+# LOCAL_RANK, NODE_RANK and SLURM_* variables; rank 1 reaches rank 0 over TCP at
+# MASTER_ADDR:MASTER_PORT (the node's own network: a container with a network of its own
+# would find nothing there) and both check what the other said; the job completes only if
+# they met.
+for n in g1 g2; do
+  mkdir -p "$E2E_DIR/agent-$n"
+  E2E_CONTAINER_DIRS+=("$E2E_DIR/agent-$n")
+  e2e_spawn "$E2E_DIR/agent-$n.log" "$GPOOL" agent --server "$SERVER_URL" --token "$AGENT_TOKEN" \
+    --name $n --sim 1xH100-80GB --data "$E2E_DIR/agent-$n" --heartbeat-s 1 --grace 10s \
+    --labels pool=rdv --config "$E2E_DIR/agent-n1.yaml" --listen 127.0.0.$((${n#g} + 1)):0
+done
+for n in g1 g2; do wait_for 20 "node $n to be up" node_is $n up; done
+cat >"$work/rdv.sh" <<'SH'
+echo "rank=$RANK world=$WORLD_SIZE local=$LOCAL_RANK/$LOCAL_WORLD_SIZE node_rank=$NODE_RANK slurm=$SLURM_PROCID/$SLURM_NTASKS nnodes=$SLURM_NNODES nodeid=$SLURM_NODEID localid=$SLURM_LOCALID master=$MASTER_ADDR:$MASTER_PORT"
+if [ "$RANK" = 0 ]; then
+  timeout 30 nc -l -p "$MASTER_PORT" -e sh -c 'read m; echo "ack $m"; echo "$m" >"met-$GPOOL_JOB_ID"' </dev/null
+  m=$(cat "met-$GPOOL_JOB_ID" 2>/dev/null)
+  echo "met: $m"
+  [ "$m" = "rank=1 world=2 node_rank=1" ]
+else
+  i=0
+  until r=$(echo "rank=$RANK world=$WORLD_SIZE node_rank=$NODE_RANK" | nc -w 2 "$MASTER_ADDR" "$MASTER_PORT" 2>/dev/null) && [ -n "$r" ]; do
+    i=$((i + 1))
+    [ $i -lt 150 ] || { echo "never met rank 0 at $MASTER_ADDR:$MASTER_PORT"; exit 1; }
+    sleep 0.2
+  done
+  echo "met: $r"
+  [ "$r" = "ack rank=1 world=2 node_rank=1" ]
+fi
+SH
+chmod 644 "$work/rdv.sh"
+r=$("$GPOOL" submit -D "$work" -N 2 --ntasks-per-node 1 -g 1 --node-selector pool=rdv --image "$IMAGE" -- \
+  sh "$work/rdv.sh") || fail "submit: $r"
+wait_for 60 "job $r to end" sh -c "'$GPOOL' show $r -o json | jq -e '.state | test(\"completed|failed\")' >/dev/null"
+for t in 0 1; do echo "--- task $t"; GPOOL_TOKEN=$ADMIN_TOKEN "$GPOOL" logs "$r" --task $t 2>&1; done >"$E2E_DIR/rdv.out"
+rdv=$(cat "$E2E_DIR/rdv.out")
+expect_eq completed "$(job_field "$r" .state)" "the gang's two containers met ($rdv)"
+expect_eq "g1,g2" "$(job_field "$r" '[.placements[].node] | sort | join(",")')" "one task on each node"
+node0=$(job_field "$r" '.placements[0].node')
+port=$(grep -o 'master=[0-9.]*:[0-9]*' "$E2E_DIR/rdv.out" | sort -u)
+expect_eq "master=127.0.0.$((${node0#g} + 1))" "${port%:*}" "one MASTER_ADDR for both, task 0's node address ($rdv)"
+[ -n "${port#*:}" ] || fail "no MASTER_PORT ($rdv)"
+for t in 0 1; do
+  expect_contains "$(GPOOL_TOKEN=$ADMIN_TOKEN "$GPOOL" logs "$r" --task $t 2>&1)" \
+    "rank=$t world=2 local=0/1 node_rank=$t slurm=$t/2 nnodes=2 nodeid=$t localid=0" "task $t's variables"
+done
+expect_contains "$rdv" "met: rank=1 world=2 node_rank=1" "rank 0 heard rank 1"
+expect_contains "$rdv" "met: ack rank=1" "rank 1 heard rank 0"
+
 # 2. A cancel sends the checkpoint signal to the container's process, which ends in its grace.
 k=$("$GPOOL" submit -D "$work" --node-selector node=n1 --image "$IMAGE" --grace 10s -- \
   sh -c 'trap "echo got-term; exit 0" TERM; echo ready; while :; do sleep 0.2; done') || fail "submit: $k"
 wait_for 30 "job $k to print ready" sh -c "GPOOL_TOKEN=$ADMIN_TOKEN '$GPOOL' logs $k 2>/dev/null | grep -q ready"
 # gpool exec enters the container (podman exec) as the job's user, not the node: the
 # image's root has no /usr, the node's has.
+# The teardown finds the job's container by the agent's prefix (e2e_rm_containers).
+podman ps --format '{{.Names}}' | grep -qx "$(e2e_container_prefix "$E2E_DIR/agent-n1")$k" ||
+  fail "job $k's container is not named by its agent's prefix: $(podman ps --format '{{.Names}}' | grep gpool-)"
 out=$(timeout 60 "$GPOOL" exec "$k" -- sh -c 'test ! -e /usr && echo in-container; id -u' 2>&1) || fail "exec into a container job: $out"
 expect_eq "in-container $(id -u nobody)" "$(echo $out)" "gpool exec runs inside the job's container, as its user"
 t0=$(date +%s)
@@ -213,6 +300,7 @@ container:
   image_store_max: 5m
 YML
 mkdir -p "$E2E_DIR/agent-n3"
+E2E_CONTAINER_DIRS+=("$E2E_DIR/agent-n3")
 e2e_spawn "$E2E_DIR/agent-n3.log" "$GPOOL" agent --server "$SERVER_URL" --token "$AGENT_TOKEN" \
   --name n3 --sim 1xH100-80GB --data "$E2E_DIR/agent-n3" --heartbeat-s 1 --grace 10s \
   --labels node=n3 --config "$E2E_DIR/agent-n3.yaml"
@@ -236,5 +324,5 @@ n3_holds "$IC" || fail "the cap removed the image just pulled"
 grep -q "image store over 5242880 bytes: removed image" "$E2E_DIR/agent-n3.log" || fail "the agent logs what the cap removed"
 out=$("$GPOOL" cancel "$p" 2>&1) || fail "cancel: $out"
 wait_for 20 "job $p to be cancelled (is $(job_field "$p" .state))" job_is "$p" cancelled
-podman --root "$E2E_DIR/store-n3" --runroot "$E2E_DIR/run-n3" --storage-driver vfs rmi -af >/dev/null 2>&1
+n3_podman rmi -af >/dev/null 2>&1
 echo "container_test: OK"

@@ -37,7 +37,8 @@ e2e_dump_logs() {
   done
 }
 
-e2e_cleanup() {
+# Ends every process e2e_spawn started (TERM, then KILL after 3 s).
+e2e_stop_spawned() {
   local pid
   for pid in "${E2E_PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null; done
   for _ in $(seq 1 30); do
@@ -47,6 +48,35 @@ e2e_cleanup() {
     sleep 0.1
   done
   for pid in "${E2E_PIDS[@]}"; do kill -KILL "$pid" 2>/dev/null; done
+}
+
+# Agents' data directories whose containers go with the test (e2e_rm_containers).
+E2E_CONTAINER_DIRS=()
+# e2e_rm_containers DATADIR...: removes the engine's containers that the agents with these
+# data directories started, running or not (a killed agent leaves its jobs' containers
+# behind). agent_container.c names them "gpool-<FNV-1a of the data directory, 8 hex>-<job
+# key>": only this test's agents' containers match, never another test's or a real node's.
+e2e_container_prefix() {
+  local d=$1 i c h=2166136261
+  for ((i = 0; i < ${#d}; i++)); do
+    LC_ALL=C printf -v c '%d' "'${d:i:1}"
+    h=$(((h ^ (c & 255)) * 16777619 & 0xffffffff))
+  done
+  printf 'gpool-%08x-' "$h"
+}
+e2e_rm_containers() {
+  command -v podman >/dev/null || return 0
+  local d names
+  for d in "$@"; do
+    names=$(podman ps -a --format '{{.Names}}' 2>/dev/null | grep "^$(e2e_container_prefix "$d")")
+    [ -n "$names" ] && podman rm -f -t 0 $names >/dev/null 2>&1
+  done
+  return 0
+}
+
+e2e_cleanup() {
+  e2e_stop_spawned
+  [ ${#E2E_CONTAINER_DIRS[@]} -gt 0 ] && e2e_rm_containers "${E2E_CONTAINER_DIRS[@]}"
   # Job processes the agents started live in their own sessions; tests submit from inside
   # the test dir, so jobs run there (their cwd) and can be found and ended too.
   if [ -n "$E2E_DIR" ]; then

@@ -53,7 +53,8 @@ for i in "$A_IMG" "$B_IMG" "$C_IMG" "$D_IMG"; do
 done
 rm -f "$push"
 podman rmi -f "localhost/$TAG:1" >/dev/null 2>&1
-trap 'podman rmi -f "$A_IMG" "$B_IMG" "$C_IMG" "$D_IMG" "localhost/$TAG:1" >/dev/null 2>&1; e2e_cleanup' EXIT
+# The agents and their containers first (e2e_stop_spawned, e2e_rm_containers), then the images.
+trap 'e2e_stop_spawned; e2e_rm_containers "${E2E_CONTAINER_DIRS[@]}"; podman rmi -f "$A_IMG" "$B_IMG" "$C_IMG" "$D_IMG" "localhost/$TAG:1" >/dev/null 2>&1; e2e_cleanup' EXIT
 
 A_TOKEN=a-$RANDOM$RANDOM B_TOKEN=b-$RANDOM$RANDOM
 e2e_write_config
@@ -67,6 +68,7 @@ container:
 YML
 chmod 600 "$E2E_DIR/agent.yaml"
 mkdir -p "$E2E_DIR/agent-n1"
+E2E_CONTAINER_DIRS+=("$E2E_DIR/agent-n1") # its jobs' containers go with the test (lib.sh)
 e2e_spawn "$E2E_DIR/agent-n1.log" "$GPOOL" agent --server "$SERVER_URL" --token "$AGENT_TOKEN" \
   --name n1 --sim 1xH100-80GB --data "$E2E_DIR/agent-n1" --heartbeat-s 1 --grace 5s \
   --config "$E2E_DIR/agent.yaml"

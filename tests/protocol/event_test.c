@@ -208,5 +208,22 @@ static void interruption_round_trips(void) {
   json_decref(o);
 }
 
-GP_TESTS(interruption_round_trips, job_events_round_trip, gpu_events_round_trip, what_the_server_needs_is_required,
+/* A pre-pull's progress names its order; bytes past the bound read as not given (-1), and
+ * the server then keeps what it had. */
+static void pull_progress_round_trips(void) {
+  gp_proto_event ev = {.kind = GP_PROTO_EV_PULL_PROGRESS, .done_bytes = 3100000000,
+                       .total_bytes = 9800000000}, d;
+  snprintf(ev.order, sizeof ev.order, "o7");
+  round_trip(&ev, "{\"kind\":\"pull_progress\",\"order\":\"o7\",\"done_bytes\":3100000000,"
+                  "\"total_bytes\":9800000000}", &d);
+  CHECK_EQ_STR("o7", d.order);
+  CHECK(d.done_bytes == 3100000000 && d.total_bytes == 9800000000);
+  json_t *o = parse("{\"kind\":\"pull_progress\",\"order\":\"o7\",\"done_bytes\":-5,"
+                    "\"total_bytes\":1e300}");
+  CHECK_EQ_INT(0, gp_proto_event_decode(o, &d, NULL));
+  CHECK(d.done_bytes == -1 && d.total_bytes == -1);
+  json_decref(o);
+}
+
+GP_TESTS(pull_progress_round_trips, interruption_round_trips, job_events_round_trip, gpu_events_round_trip, what_the_server_needs_is_required,
          other_fields_out_of_bounds_read_as_absent, a_missing_or_bad_task_reads_as_none)
