@@ -32,6 +32,7 @@ struct gp_srv_sessions {
   gp_tls_dial dial;
   int per_user, max, idle_s;
   int open;
+  int proxies; /* console links' relays running (webproxy.c) */
   bool stopping;
   user_count *users;
   /* counters for /metrics (under lock) */
@@ -366,6 +367,25 @@ enum MHD_Result gp__srv_sessions_upgrade(gp_srv_sessions *S, struct MHD_Connecti
   return ok;
 }
 
+const gp_tls_dial *gp__srv_sessions_dial_of(const gp_srv_sessions *S) { return &S->dial; }
+
+bool gp__srv_sessions_proxy_enter(gp_srv_sessions *S) {
+  pthread_mutex_lock(&S->lock);
+  bool ok = !S->stopping;
+  if (ok) S->proxies++;
+  pthread_mutex_unlock(&S->lock);
+  return ok;
+}
+
+void gp__srv_sessions_proxy_leave(gp_srv_sessions *S) {
+  pthread_mutex_lock(&S->lock);
+  S->proxies--;
+  pthread_cond_broadcast(&S->done);
+  pthread_mutex_unlock(&S->lock);
+}
+
+bool gp__srv_sessions_stopping(gp_srv_sessions *S) { return stopping(S); }
+
 void gp__srv_sessions_metrics(gp_srv_sessions *S, gp_buf *out) {
   if (!S) return;
   pthread_mutex_lock(&S->lock);
@@ -398,7 +418,7 @@ void gp__srv_sessions_stop(gp_srv_sessions *S) {
   struct timespec until;
   clock_gettime(CLOCK_REALTIME, &until);
   until.tv_sec += 10;
-  while (S->open > 0 && pthread_cond_timedwait(&S->done, &S->lock, &until) == 0) {}
+  while (S->open + S->proxies > 0 && pthread_cond_timedwait(&S->done, &S->lock, &until) == 0) {}
   pthread_mutex_unlock(&S->lock);
 }
 
