@@ -369,12 +369,12 @@ enum MHD_Result gp__srv_sessions_upgrade(gp_srv_sessions *S, struct MHD_Connecti
 
 const gp_tls_dial *gp__srv_sessions_dial_of(const gp_srv_sessions *S) { return &S->dial; }
 
-bool gp__srv_sessions_proxy_enter(gp_srv_sessions *S) {
+int gp__srv_sessions_proxy_enter(gp_srv_sessions *S) {
   pthread_mutex_lock(&S->lock);
-  bool ok = !S->stopping;
-  if (ok) S->proxies++;
+  int rc = S->stopping ? -1 : S->proxies >= S->max ? -2 : 0;
+  if (!rc) S->proxies++;
   pthread_mutex_unlock(&S->lock);
-  return ok;
+  return rc;
 }
 
 void gp__srv_sessions_proxy_leave(gp_srv_sessions *S) {

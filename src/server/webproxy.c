@@ -430,7 +430,9 @@ static enum MHD_Result start(gp_srv_sessions *S, struct MHD_Connection *c, gp_sr
   const char *rest = r->target + 7 + 64 + 1;
   rest += strspn(rest, "0123456789");
   if (strlen(r->target) < 7 + 64 + 2 || *rest != '/') return send_error(c, 400, "the path after the port must start with /");
-  if (!S || !gp__srv_sessions_proxy_enter(S)) return send_error(c, 503, "the server is stopping");
+  int in = S ? gp__srv_sessions_proxy_enter(S) : -1;
+  if (in == -1) return send_error(c, 503, "the server is stopping");
+  if (in == -2) return send_error(c, 503, "too many link requests are in flight (sessions_max); retry shortly");
   gp_srv_wp *wp = gp_xcalloc(1, sizeof *wp);
   pthread_mutex_init(&wp->lock, NULL);
   pthread_cond_init(&wp->cond, NULL);

@@ -5,7 +5,8 @@
 # serves the same bytes as the port itself (a page, 20 MB streamed, a POST's body); every
 # answer carries the sandbox CSP and no-referrer; the client's Authorization and Cookie
 # never reach the app, the app's Set-Cookie never reaches the client; a wrong, expired or
-# revoked (job ended) capability is 404.
+# revoked (job ended) capability is 404; a server stopping with a link's body in flight to
+# a client that reads nothing stops in time.
 source "$(dirname "$0")/lib.sh"
 e2e_need python3
 e2e_init
@@ -105,4 +106,28 @@ expect_eq 200 "$(code "$link")" "the fresh link works"
 as_bob "$GPOOL" cancel "$id" >/dev/null
 wait_for 20 "the job to end" job_is "$id" cancelled
 expect_eq 404 "$(code "$link")" "the link of an ended job"
+
+# A stopping server with a link's body in flight to a client that reads nothing: the relay
+# ends and the server stops within its 10 s for sessions (no suspended connection left).
+jport=$(free_port)
+id=$(as_bob "$GPOOL" submit -g 1 -- sh -c "cd '$E2E_DIR/www' && exec python3 '$E2E_DIR/app.py' $jport")
+wait_for 20 "bob's second job to run" job_launched "$id"
+wait_for 20 "the second web server" curl -fsS -o /dev/null "http://127.0.0.1:$jport/"
+expect_eq 201 "$(api_status POST "/v1/jobs/$id/proxy" "$BOB_TOKEN" -d "{\"port\": $jport}")" "a link to the second job"
+path=$(jq -r .url "$E2E_DIR/body")big.bin
+python3 - "${SERVER_URL#http://}" "$path" <<'PY' &
+import socket, sys, time
+host, port = sys.argv[1].rsplit(":", 1)
+s = socket.create_connection((host, int(port)))
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+s.sendall(("GET %s HTTP/1.1\r\nHost: x\r\n\r\n" % sys.argv[2]).encode())
+s.recv(100)
+time.sleep(20)  # reads nothing more
+PY
+stalled=$!
+sleep 1
+kill -TERM "$SERVER_PID"
+wait_for 13 "the server to stop with a link's body in flight" sh -c "! kill -0 $SERVER_PID 2>/dev/null"
+kill "$stalled" 2>/dev/null
+grep -q "Sanitizer\|runtime error" "$E2E_DIR/server.log" && fail "the server's sanitizers: $(tail -30 "$E2E_DIR/server.log")"
 echo "ok: console links"
