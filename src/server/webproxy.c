@@ -427,9 +427,13 @@ static enum MHD_Result add_header(void *cls, enum MHD_ValueKind kind, const char
 
 static enum MHD_Result start(gp_srv_sessions *S, struct MHD_Connection *c, gp_srv_req *r) {
   /* The app's path: the raw target after /proxy/<capability>/<port>. */
-  const char *rest = r->target + 7 + 64 + 1;
+  const char *t = r->target;
+  size_t tl = strlen(t);
+  bool plain = tl > 7 + 64 + 1 && strspn(t + 7, "0123456789abcdef") == 64 && t[7 + 64] == '/';
+  const char *rest = plain ? t + 7 + 64 + 1 : t + tl;
   rest += strspn(rest, "0123456789");
-  if (strlen(r->target) < 7 + 64 + 2 || *rest != '/') return send_error(c, 400, "the path after the port must start with /");
+  if (!plain || rest == t + 7 + 64 + 1 || *rest != '/')
+    return send_error(c, 400, "write a link as /proxy/<capability>/<port>/..., its capability and port unescaped");
   int in = S ? gp__srv_sessions_proxy_enter(S) : -1;
   if (in == -1) return send_error(c, 503, "the server is stopping");
   if (in == -2) return send_error(c, 503, "too many link requests are in flight (sessions_max); retry shortly");
@@ -458,11 +462,11 @@ static enum MHD_Result start(gp_srv_sessions *S, struct MHD_Connection *c, gp_sr
   }
   wp->suspended = true;
   MHD_suspend_connection(c);
-  pthread_t t;
+  pthread_t th;
   pthread_attr_t at;
   pthread_attr_init(&at);
   pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-  if (pthread_create(&t, &at, relay_main, wp) != 0) { /* answered once resumed */
+  if (pthread_create(&th, &at, relay_main, wp) != 0) { /* answered once resumed */
     wp->refs = 1;
     wp->suspended = false;
     wp->status = 503;

@@ -96,6 +96,8 @@ other=$([ "${cap:0:1}" = 0 ] && echo 1 || echo 0)
 expect_eq 404 "$(code "$SERVER_URL/proxy/$other${cap:1}/$jport/")" "a wrong capability"
 expect_eq 404 "$(code "$SERVER_URL/proxy/$cap/1/")" "another port"
 expect_eq 404 "$(code "$SERVER_URL/proxy/abc/$jport/")" "a short capability"
+esc=$(printf '%%%02x' "'${cap:0:1}")${cap:1}
+expect_eq 400 "$(code "$SERVER_URL/proxy/$esc/$jport/")" "an escaped capability"
 # Expired (link_ttl_s: 6 s here).
 sleep 6.5
 expect_eq 404 "$(code "$link")" "an expired link"
