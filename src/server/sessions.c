@@ -403,8 +403,11 @@ void gp__srv_sessions_metrics(gp_srv_sessions *S, gp_buf *out) {
                 "# HELP gpool_sessions_bytes_total Payload bytes relayed by ended sessions, by direction.\n"
                 "# TYPE gpool_sessions_bytes_total counter\n"
                 "gpool_sessions_bytes_total{direction=\"to_job\"} %llu\n"
-                "gpool_sessions_bytes_total{direction=\"from_job\"} %llu\n",
-                S->open, S->opened, S->refused_limit, S->idle_closed, S->agent_failed, S->bytes_up, S->bytes_down);
+                "gpool_sessions_bytes_total{direction=\"from_job\"} %llu\n"
+                "# HELP gpool_links_relays_open Requests under console links being relayed now.\n"
+                "# TYPE gpool_links_relays_open gauge\ngpool_links_relays_open %d\n",
+                S->open, S->opened, S->refused_limit, S->idle_closed, S->agent_failed, S->bytes_up, S->bytes_down,
+                S->proxies);
   pthread_mutex_unlock(&S->lock);
 }
 

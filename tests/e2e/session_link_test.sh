@@ -127,7 +127,7 @@ s.recv(100)
 time.sleep(20)  # reads nothing more
 PY
 stalled=$!
-sleep 1
+wait_for 10 "the relay counted" sh -c "curl -fsS $SERVER_URL/metrics | grep -q '^gpool_links_relays_open 1'"
 kill -TERM "$SERVER_PID"
 wait_for 13 "the server to stop with a link's body in flight" sh -c "! kill -0 $SERVER_PID 2>/dev/null"
 kill "$stalled" 2>/dev/null
