@@ -42,3 +42,34 @@ export function actionButtons(job, done) {
   }, a[0].toUpperCase() + a.slice(1)));
   return h('span', {class: 'actions'}, buttons, status);
 }
+
+// "Open port…": for a running job this token may act on, asks the server for a link to one
+// of the job's HTTP ports (POST /v1/jobs/{id}/proxy) and shows it. The link's page runs
+// sandboxed in an opaque origin (it cannot read this console's token); apps that need
+// same-origin requests or WebSockets (Jupyter) want `gpool port-forward` instead.
+export function portControl(job) {
+  if (job.state !== 'running' || !mayAct(job)) return null;
+  const port = h('input', {type: 'number', min: '1', max: '65535', id: 'open-port', 'aria-label': `Port of job ${job.id}`,
+    placeholder: 'port'});
+  const tasks = job.tasks > 1 ? h('input', {type: 'number', min: '0', max: String(job.tasks - 1), value: '0',
+    id: 'open-port-task', 'aria-label': 'Task'}) : null;
+  const out = h('span', {class: 'port-link', 'aria-live': 'polite'});
+  const button = h('button', {type: 'button', class: 'act act-port', id: 'open-port-go',
+    onclick: async () => {
+      clear(out);
+      const body = {port: Number(port.value)};
+      if (tasks) body.task = Number(tasks.value);
+      button.disabled = true;
+      try {
+        const r = await api(`/v1/jobs/${encodeURIComponent(job.id)}/proxy`, {method: 'POST', body});
+        out.append(h('a', {href: r.url, target: '_blank', rel: 'noopener noreferrer', id: 'port-link'},
+          `port ${r.port} of task ${r.task}`),
+        ` (until ${new Date(r.expires_at * 1000).toLocaleString()}; anyone with the link reaches the port)`);
+      } catch (e) {
+        out.append(note(e instanceof ApiError ? e.describe() : String(e), 'error'));
+      }
+      button.disabled = false;
+    },
+  }, 'Open port…');
+  return h('span', {class: 'actions'}, 'HTTP port: ', port, tasks ? ' task ' : '', tasks || '', ' ', button, ' ', out);
+}

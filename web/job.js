@@ -5,7 +5,7 @@
 // API shows that user: the command hidden, no buttons, no log.
 import {api, qs, ApiError} from './api.js';
 import {h, clear, fmtTime, fmtDur, fmtNum, fmtSentence, facts, note, table, stateBadge} from './dom.js';
-import {actionButtons, mayAct} from './actions.js';
+import {actionButtons, mayAct, portControl} from './actions.js';
 import {lineChart} from './chart.js';
 
 const LOG_POLL_MS = 2000;
@@ -157,11 +157,12 @@ export async function render(main, params, ctx) {
   const head = h('div', {});
   const sum = h('div', {});
   const acts = h('div', {});
+  const ports = h('div', {id: 'job-ports'});
   const graphs = h('div', {id: 'job-graphs'});
   const money = h('div', {});
   const place = h('div', {});
   const hist = h('div', {});
-  main.append(head, acts, sum,
+  main.append(head, acts, ports, sum,
     h('section', {'aria-labelledby': 'pl-h'}, h('h2', {id: 'pl-h'}, 'Placement'), place),
     h('section', {'aria-labelledby': 'gr-h'}, h('h2', {id: 'gr-h'}, 'GPU utilisation, memory and power'), graphs),
     h('section', {'aria-labelledby': 'en-h'}, h('h2', {id: 'en-h'}, 'Energy and cost'), money),
@@ -179,6 +180,12 @@ export async function render(main, params, ctx) {
     }
     clear(head).append(h('h1', {}, `Job ${j.id}${j.name ? ` · ${j.name}` : ''}`));
     clear(acts).append(actionButtons(j, () => draw()));
+    /* Made once while the job runs, so a link shown survives the page's refreshes. */
+    if (j.state !== 'running') clear(ports);
+    else if (!ports.firstChild) {
+      const pc = portControl(j);
+      if (pc) ports.append(pc);
+    }
     clear(sum).append(summary(j));
     clear(place).append(placements(j));
     clear(hist).append(...attempts(j));

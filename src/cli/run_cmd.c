@@ -143,7 +143,7 @@ int gp_cli_run_job(gp_cli *cli, gp_submit *sp, bool pty) {
   gp_tls_ws *w = NULL;
   if ((code = gp_cli_session_open(cli, id, 0, &w))) goto out;
   json_t *start = json_pack("{s:s,s:O,s:b,s:b}", "kind", "exec", "command", cmd, "tty", pty, "end_task", 1);
-  gp_cli_session_io io = {.in_fd = 0, .out_fd = 1, .err_fd = 2, .tty = pty, .signals = !pty};
+  gp_cli_session_io io = {.in_fd = 0, .out_fd = 1, .err_fd = 2, .tty = pty, .signals = !pty, .ends_job = true};
   code = gp_cli_session_run(cli, id, w, start, &io);
   json_decref(start);
 out:

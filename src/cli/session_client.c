@@ -214,7 +214,16 @@ int gp_cli_session_run(gp_cli *cli, const char *job, gp_tls_ws *w, json_t *start
     for (int i = 0; i < 4; i++) sigaction(fwd[i], &old_sig[i], NULL);
   if (exit_code >= 0 && !error[0]) return exit_code;
   if (io->quiet) return 1;
-  if (error[0]) fprintf(stderr, "gpool %s: %s\n", cli->cmd, error);
+  /* A `gpool run` command gets a hang-up with its session (the server's own sentence says
+   * "keeps running", true of an exec only): say what happens to the job. */
+  if (io->ends_job && (close_code == GP_TLS_WS_GOING_AWAY || !close_code))
+    fprintf(stderr,
+            "gpool %s: %s; the session ended and job %s ends with it (its command got a hang-up: exit code 129); "
+            "for work that must outlive the terminal, use gpool submit and gpool exec\n",
+            cli->cmd, close_code ? (close_reason[0] ? close_reason : "the server is stopping")
+                                 : "the connection to the server was lost",
+            job);
+  else if (error[0]) fprintf(stderr, "gpool %s: %s\n", cli->cmd, error);
   else if (close_code == GP_TLS_WS_GOING_AWAY)
     fprintf(stderr, "gpool %s: %s; the session ended and job %s keeps running\n", cli->cmd,
             close_reason[0] ? close_reason : "the server is stopping", job);

@@ -29,6 +29,7 @@ typedef struct gp_cli_session_io {
   bool tty;           /* in_fd is a terminal: raw mode, window size, SIGWINCH */
   bool signals;       /* forward SIGINT/SIGTERM/SIGHUP/SIGQUIT received here */
   bool quiet;         /* print nothing about the session's end (port-forward) */
+  bool ends_job;      /* the session is the job's work (gpool run): the job ends with it */
 } gp_cli_session_io;
 
 /* Sends `start` (its cols and rows set from the terminal when io->tty) and relays until the

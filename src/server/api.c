@@ -10,6 +10,7 @@
 #include "protocol/fault.h"
 #include "protocol/order.h"
 #include "server/sessions.h"
+#include "server/webproxy.h"
 #include "server/advice.h"
 #include "server/report.h"
 #include "server/autoscale.h"
@@ -525,6 +526,10 @@ static int jobs_route(gp_srv_state *s, gp_srv_req *r, const char *rest, int64_t 
     gp__srv_session_route(s, r, j);
     return 0;
   }
+  if (strcmp(action, "proxy") == 0) {
+    gp__srv_links_create_route(s, r, j, now);
+    return 0;
+  }
   if (strncmp(action, "steps", 5) == 0 && (!action[5] || action[5] == '/'))
     return gp__srv_steps_route(s, r, j, action + 5, now, err);
   if (strcmp(action, "log") == 0 && gp__srv_req_method(r, "GET")) {
@@ -580,6 +585,10 @@ int gp__srv_api_handle(gp_srv_state *s, gp_srv_req *r, int64_t now_s, int64_t no
     r->resp = gp_buf_steal(&out);
     r->status = 200;
     r->answered = true;
+    return 0;
+  }
+  if (gp__srv_webproxy_path(p) && !r->user && !r->job_key) { /* a console link (webproxy.h) */
+    gp__srv_links_route(s, r, now_s);
     return 0;
   }
   if (r->role == GP_ROLE_AGENT) {

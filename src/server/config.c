@@ -56,6 +56,7 @@ gp_server_config *gp_server_config_new(void) {
   c->sessions_per_user = 8;
   c->sessions_max = 256;
   c->session_idle_timeout_s = 3600;
+  c->link_ttl_s = 8 * 3600;
   c->events_max_streams = 1000;
   c->events_max_streams_per_user = 32;
   c->events_buffer_kib = 256;
@@ -321,7 +322,7 @@ static int parse_doc(const gp_doc *d, const char *path, gp_server_config *c, gp_
       "recent_ended_jobs", "prices", "node_templates", "autoscale",
       "events_max_streams_per_user",
       "events_max_streams", "events_buffer_kib", "events_ping_s", "ha", "store", "notify",
-      "fairshare", "sessions_per_user", "sessions_max", "session_idle_timeout_s", NULL};
+      "fairshare", "sessions_per_user", "sessions_max", "session_idle_timeout_s", "link_ttl_s", NULL};
   const gp_doc_node *root = d->root;
   if (!root) return 0;
   int r = gp_doc_expect(d, root, "", GP_DOC_MAP, err);
@@ -488,6 +489,9 @@ static int parse_doc(const gp_doc *d, const char *path, gp_server_config *c, gp_
     return r;
   if ((n = gp_doc_get(root, "sessions_max")) &&
       (r = gp_doc_int_range(d, n, "sessions_max", 1, 65536, &c->sessions_max, err)))
+    return r;
+  if ((n = gp_doc_get(root, "link_ttl_s")) &&
+      (r = gp_doc_int_range(d, n, "link_ttl_s", 1, 7 * 86400, &c->link_ttl_s, err)))
     return r;
   if ((n = gp_doc_get(root, "session_idle_timeout_s")) &&
       (r = gp_doc_int_range(d, n, "session_idle_timeout_s", 1, 7 * 86400, &c->session_idle_timeout_s, err)))

@@ -101,6 +101,7 @@ typedef struct gp_server_config {
   int sessions_per_user;       /* 8 */
   int sessions_max;            /* 256 */
   int session_idle_timeout_s;  /* 3600 */
+  int link_ttl_s;              /* 28800: a console link's life (webproxy.h) */
   int recent_ended_jobs;       /* ended jobs kept in memory, newest first (10000) */
   struct gp_prices *prices;    /* `prices:` (src/ledger/prices.h; one reference), NULL: none */
   gp_fairshare_config fairshare; /* `fairshare:` (src/ledger/decay.h): half-life, reset, weights */

@@ -30,6 +30,7 @@
 #include "server/sessions.h"
 #include "server/steps.h"
 #include "server/web.h"
+#include "server/webproxy.h"
 #include "tls/conns.h"
 #include "tls/dial.h"
 #include "tls/listen.h"
@@ -53,6 +54,7 @@ static void req_free(gp_srv_req *r) {
   json_decref(r->resp_doc);
   free(r->proxy_url);
   free(r->session_spec);
+  gp__srv_webproxy_req_done(r);
   free(r->job_key);
   gp__srv_report_free(r->report);
   gp__srv_advice_free(r->advice);
@@ -274,6 +276,8 @@ static bool agent_listener_path(const char *path) {
          gp__srv_requeue_path(path, job, sizeof job);
 }
 
+static enum MHD_Result to_state_thread(gp_server *srv, struct MHD_Connection *c, gp_srv_req *r);
+
 static enum MHD_Result on_request(gp_server *srv, bool agent_side, struct MHD_Connection *c,
                                   const char *url, const char *method, const char *upload_data,
                                   size_t *upload_size, void **con_cls) {
@@ -282,6 +286,8 @@ static enum MHD_Result on_request(gp_server *srv, bool agent_side, struct MHD_Co
   if (!r->started) return on_headers(c, r, url, method);
   if (r->answered) { /* resumed by the state thread (or the log proxy) */
     if (r->proxy_url && r->status == 200) return start_proxy(srv, c, r);
+    if (r->link_port && (r->wp || (r->session_spec && r->status == 200)))
+      return gp__srv_webproxy_serve(srv->sessions, c, r); /* a console link (webproxy.h) */
     if (r->session_spec && r->status == 200) return gp__srv_sessions_upgrade(srv->sessions, c, r);
     if (gp__srv_readers_wants(r)) return start_heavy(srv, c, r); /* a report, advice */
     if (r->history_job && r->status == 200) gp__srv_history_job(srv->store, r); /* from the store */
@@ -326,6 +332,12 @@ static enum MHD_Result on_request(gp_server *srv, bool agent_side, struct MHD_Co
     return send_health(c, srv, r->path[1] == 'r');
   if (gp__srv_web_owns(r->path)) return gp__srv_web_serve(c, r->path, r->method); /* console */
   if (atomic_load(&srv->loading)) return send_loading(c, srv, strcmp(r->path, "/healthz") == 0);
+  /* A console link: its capability is its credential, checked by the state thread; no
+   * token, query or body is parsed here (the app gets them as they came). */
+  if (!agent_side && gp__srv_webproxy_path(r->path)) {
+    r->role = GP_ROLE_NONE;
+    return to_state_thread(srv, c, r);
+  }
   if (strcmp(r->path, "/healthz") == 0) {
     pthread_mutex_lock(&srv->lock);
     char *body = gp_xstrdup(srv->healthz ? srv->healthz : "{\"ok\":true}");
@@ -417,7 +429,11 @@ static enum MHD_Result on_request(gp_server *srv, bool agent_side, struct MHD_Co
       return res;
     }
   }
-  /* Suspend first, then enqueue: the state thread may resume at once. */
+  return to_state_thread(srv, c, r);
+}
+
+/* Suspend first, then enqueue: the state thread may resume at once. */
+static enum MHD_Result to_state_thread(gp_server *srv, struct MHD_Connection *c, gp_srv_req *r) {
   MHD_suspend_connection(c);
   pthread_mutex_lock(&srv->lock);
   if (srv->stopping) {

@@ -61,6 +61,8 @@ typedef struct gp_srv_req {
   char *proxy_url;          /* log requests: fetch this from the agent */
   char *session_spec;       /* a session's agent (session_api.c): "URL\nTOKEN\nNODE" */
   bool upgraded;            /* answered 101: the connection is a session's now */
+  int link_port;            /* a console link's request (webproxy.h): the job's port, with session_spec */
+  struct gp_srv_wp *wp;     /* its relay, once started (webproxy.c) */
   struct gp_srv_report *report; /* GET /v1/reports: made by the HTTP thread (report.h) */
   struct gp_srv_advice *advice; /* GET /v1/advice: made by the HTTP thread (advice.h) */
   const char *resp_type;    /* the answer's Content-Type when not JSON (static) */

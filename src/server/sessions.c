@@ -32,6 +32,7 @@ struct gp_srv_sessions {
   gp_tls_dial dial;
   int per_user, max, idle_s;
   int open;
+  int proxies; /* console links' relays running (webproxy.c) */
   bool stopping;
   user_count *users;
   /* counters for /metrics (under lock) */
@@ -366,6 +367,25 @@ enum MHD_Result gp__srv_sessions_upgrade(gp_srv_sessions *S, struct MHD_Connecti
   return ok;
 }
 
+const gp_tls_dial *gp__srv_sessions_dial_of(const gp_srv_sessions *S) { return &S->dial; }
+
+int gp__srv_sessions_proxy_enter(gp_srv_sessions *S) {
+  pthread_mutex_lock(&S->lock);
+  int rc = S->stopping ? -1 : S->proxies >= S->max ? -2 : 0;
+  if (!rc) S->proxies++;
+  pthread_mutex_unlock(&S->lock);
+  return rc;
+}
+
+void gp__srv_sessions_proxy_leave(gp_srv_sessions *S) {
+  pthread_mutex_lock(&S->lock);
+  S->proxies--;
+  pthread_cond_broadcast(&S->done);
+  pthread_mutex_unlock(&S->lock);
+}
+
+bool gp__srv_sessions_stopping(gp_srv_sessions *S) { return stopping(S); }
+
 void gp__srv_sessions_metrics(gp_srv_sessions *S, gp_buf *out) {
   if (!S) return;
   pthread_mutex_lock(&S->lock);
@@ -383,8 +403,11 @@ void gp__srv_sessions_metrics(gp_srv_sessions *S, gp_buf *out) {
                 "# HELP gpool_sessions_bytes_total Payload bytes relayed by ended sessions, by direction.\n"
                 "# TYPE gpool_sessions_bytes_total counter\n"
                 "gpool_sessions_bytes_total{direction=\"to_job\"} %llu\n"
-                "gpool_sessions_bytes_total{direction=\"from_job\"} %llu\n",
-                S->open, S->opened, S->refused_limit, S->idle_closed, S->agent_failed, S->bytes_up, S->bytes_down);
+                "gpool_sessions_bytes_total{direction=\"from_job\"} %llu\n"
+                "# HELP gpool_links_relays_open Requests under console links being relayed now.\n"
+                "# TYPE gpool_links_relays_open gauge\ngpool_links_relays_open %d\n",
+                S->open, S->opened, S->refused_limit, S->idle_closed, S->agent_failed, S->bytes_up, S->bytes_down,
+                S->proxies);
   pthread_mutex_unlock(&S->lock);
 }
 
@@ -398,7 +421,7 @@ void gp__srv_sessions_stop(gp_srv_sessions *S) {
   struct timespec until;
   clock_gettime(CLOCK_REALTIME, &until);
   until.tv_sec += 10;
-  while (S->open > 0 && pthread_cond_timedwait(&S->done, &S->lock, &until) == 0) {}
+  while (S->open + S->proxies > 0 && pthread_cond_timedwait(&S->done, &S->lock, &until) == 0) {}
   pthread_mutex_unlock(&S->lock);
 }
 

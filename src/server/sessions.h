@@ -37,6 +37,14 @@ enum MHD_Result gp__srv_sessions_check(struct MHD_Connection *c, const gp_srv_re
 /* HTTP thread, once the state thread allowed it (r->session_spec): the limits, then 101. */
 enum MHD_Result gp__srv_sessions_upgrade(gp_srv_sessions *S, struct MHD_Connection *c, gp_srv_req *r);
 
+/* For the console links' relays (webproxy.c): how agents are dialled; a relay counted
+ * while it runs, so that stopping waits for it: 0, -1 when the server is stopping, -2 when
+ * sessions_max relays run already. */
+const gp_tls_dial *gp__srv_sessions_dial_of(const gp_srv_sessions *S);
+int gp__srv_sessions_proxy_enter(gp_srv_sessions *S);
+void gp__srv_sessions_proxy_leave(gp_srv_sessions *S);
+bool gp__srv_sessions_stopping(gp_srv_sessions *S);
+
 /* The sessions' lines of /metrics. */
 void gp__srv_sessions_metrics(gp_srv_sessions *S, gp_buf *out);
 

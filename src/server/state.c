@@ -18,6 +18,7 @@
 #include "server/heartbeats.h"
 #include "server/load_jobs.h"
 #include "server/state.h"
+#include "server/webproxy.h"
 #include "server/notify_job.h"
 
 #include "ledger/prices.h"
@@ -51,6 +52,7 @@ void gp__srv_state_free(gp_srv_state *s) {
   gp__srv_registry_free(s);
   gp__srv_services_free(s);
   gp__srv_pulls_free(s);
+  gp__srv_links_free(s);
   for (int i = 0; i < s->n_nodes; i++) gp__srv_node_free(s->nodes[i]);
   free(s->nodes);
   free(s->node_slots);

@@ -257,6 +257,7 @@ typedef struct gp_srv_state {
                                    reload), NULL: none (tests, loading, following) */
   struct gp__srv_notify_state *notify_st; /* notes and users' settings (notify_job.c) */
   struct gp__srv_registry_state *registry_st; /* registry credentials (registry.c), NULL: none */
+  struct gp_srv_links *links; /* the console's links to jobs' ports (webproxy_links.c), NULL: none */
   struct gp__srv_pulls *pulls; /* pre-pulls' results (image_pull.c), NULL: none yet */
   struct gp__srv_services *services; /* inference services (service.h), NULL: none yet */
   uint64_t ranked_cycle;      /* counters.sched_cycles + 1 when the jobs' queue positions

@@ -5,7 +5,7 @@
 # back, stdin goes in; `gpool attach` streams a task's output to its exit code; only the job's owner and admins may enter (another user and a viewer
 # get 403, a malformed upgrade 400); sessions_per_user holds (429); /metrics counts them;
 # a stopping server ends a session with a clear sentence and the job keeps running; a
-# killed server too.
+# killed server too; a `gpool run` ended by a stopping server says its job ends (129).
 source "$(dirname "$0")/lib.sh"
 e2e_init
 CAROL_TOKEN=carol-$RANDOM$RANDOM
@@ -95,18 +95,28 @@ curl -fsS "$SERVER_URL/metrics" | grep -q '^gpool_sessions_refused_total 1' || f
 
 # A stopping server ends both sessions with a sentence; the job keeps running.
 (as_bob "$GPOOL" exec "$id" -- sleep 30 >"$E2E_DIR/s3.out" 2>"$E2E_DIR/s3.err"; echo $? >"$E2E_DIR/s3.rc") &
+# A `gpool run` beside it: its command is the session's, so its job ends with the session
+# (129, a hang-up), and the CLI says so rather than "keeps running".
+(as_alice "$GPOOL" run -g 1 -- sleep 30 >/dev/null 2>"$E2E_DIR/r3.err"; echo $? >"$E2E_DIR/r3.rc") &
 # SIGTERM to a CLI without a terminal goes on to its command: both sessions end.
 kill -TERM "$s1" "$s2"
 wait "$s1" "$s2"
-wait_for 10 "a session open" sh -c "curl -fsS $SERVER_URL/metrics | grep -q '^gpool_sessions_open 1'"
+wait_for 20 "two sessions open" sh -c "curl -fsS $SERVER_URL/metrics | grep -q '^gpool_sessions_open 2'"
 kill -TERM "$SERVER_PID"
 wait_for 15 "the CLI to end" test -s "$E2E_DIR/s3.rc"
 expect_eq 1 "$(cat "$E2E_DIR/s3.rc")" "a session ended by the server exits 1"
 expect_contains "$(cat "$E2E_DIR/s3.err")" "the server is stopping" "the CLI says the server stopped"
 expect_contains "$(cat "$E2E_DIR/s3.err")" "job keeps running" "the CLI says the job runs on"
+wait_for 15 "gpool run to end" test -s "$E2E_DIR/r3.rc"
+expect_eq 1 "$(cat "$E2E_DIR/r3.rc")" "a run ended by the server exits 1"
+expect_contains "$(cat "$E2E_DIR/r3.err")" "the server is stopping; the session ended and job" "gpool run says the server stopped"
+expect_contains "$(cat "$E2E_DIR/r3.err")" "ends with it (its command got a hang-up: exit code 129)" "gpool run says its job ends"
+run_job=$(sed -n 's/.*the session ended and job \([0-9]*\) ends with it.*/\1/p' "$E2E_DIR/r3.err")
 wait "$SERVER_PID" 2>/dev/null
 e2e_server
 job_is "$id" running || fail "the job must keep running over the server's restart"
+wait_for 20 "the run's job to end" job_is "$run_job" failed
+expect_eq 129 "$(job_field "$run_job" .exit_code)" "the run's job ends with the hang-up's code"
 
 # A killed server: the CLI says the connection was lost.
 wait_for 20 "the node back" node_is n1 up

@@ -9,7 +9,8 @@
 # Also: the pending reason's raw clock value shown as a date; the login asks only for the
 # token and "Mine" works from the user the server names (GET /v1/whoami); a user's "All"
 # list, whose stream carries only their own jobs, says so and still shows another user's new
-# job; node labels on the node's page and in the nodes table.
+# job; node labels on the node's page and in the nodes table; "Open port…" on a running
+# job makes a link that shows the job's page, sandboxed away from the console's origin.
 # Screenshots of each view go to $GP_BINARY_DIR/web-artifacts/.
 #   GPOOL_BIN=build/gpool GP_BINARY_DIR=build /usr/bin/python3 tests/web/console_test.py
 import json
@@ -18,6 +19,7 @@ import re
 import secrets
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -196,7 +198,16 @@ def main():
     hold = ['sh', '-c', 'sleep 90']
     # Time limits let the scheduler reserve GPUs for the pending job at a known time.
     running_a = submit(ADMIN, 'train-a', 1, hold, time_limit=600)
-    running_b = submit(BOB, 'bob-train', 1, hold, 'org/nlp', time_limit=600)
+    # Bob's job serves a page on a port of its own, for the console's link to it.
+    www = os.path.join(DIR, 'www')
+    os.makedirs(www)
+    with open(os.path.join(www, 'index.html'), 'w') as f:
+        f.write('<!doctype html><title>link page</title><h1 id="x">served by the job</h1>\n')
+    with socket.socket() as so:
+        so.bind(('127.0.0.1', 0))
+        port = so.getsockname()[1]
+    serve = ['sh', '-c', f'cd {www} && exec python3 -m http.server {port} --bind 127.0.0.1']
+    running_b = submit(BOB, 'bob-train', 1, serve, 'org/nlp', time_limit=600)
     ended = submit(ADMIN, 'quick', 1, ['true'])
     wait('job quick to complete', lambda: job(ended)['state'] == 'completed')
     pending = submit(ADMIN, 'too-big', 4, ['true'])
@@ -380,6 +391,28 @@ def main():
         errors = [e for e in d.get_log('browser') if e['level'] == 'SEVERE' and '/v1/' not in e['message']]
         if errors:
             fail(f'the console logged errors: {errors}')
+
+        # "Open port…" on bob's running job: the link serves the job's page in the browser,
+        # sandboxed (an opaque origin: the page cannot read the console's stored token).
+        d.get(f'{URL}/#/jobs/{running_b}')
+        wait("bob's job's web server", lambda: urllib.request.urlopen(f'http://127.0.0.1:{port}/', timeout=2).status == 200)
+        find(d, '#open-port', 'the Open port control').send_keys(str(port))
+        click(d, '#open-port-go', 'the Open port button')
+        href = read(d, '#port-link', 'the port link', lambda e: e.get_attribute('href'))
+        if not re.fullmatch(re.escape(URL) + r'/proxy/[0-9a-f]{64}/' + str(port) + '/', href):
+            fail(f'the port link: {href}')
+        shot(d, 'job-port-link')
+        d.get(href)
+        if read(d, 'h1#x', 'the job\'s page through the link') != 'served by the job':
+            fail('the link does not show the job\'s page')
+        direct = urllib.request.urlopen(f'http://127.0.0.1:{port}/', timeout=5).read().decode()
+        if d.execute_script('return document.documentElement.outerHTML').count('served by the job') != direct.count('served by the job'):
+            fail('the page through the link differs from the port\'s own')
+        origin = d.execute_script('return window.origin')
+        storage = d.execute_script("try { sessionStorage.length; return 'readable'; } catch (e) { return e.name; }")
+        if origin != 'null' or storage == 'readable':
+            fail(f'the linked page runs in the console\'s origin ({origin}, storage {storage})')
+        shot(d, 'port-link-page')
     finally:
         d.quit()
     print('ok: web console')
