@@ -92,7 +92,7 @@ int main(int argc, char **argv) {
     jobs[i] = (gp_ledger_job_iv){i + 1, 1, queue_names[rnd() % 50], user_names[rnd() % 500],
                                  node_names[node], models[node % 4], (gp_capacity)(node / 4 % 4),
                                  shares[rnd() % 7], start, start + dur,
-                                 rnd() % 5 ? (double)dur * 0.6 : -1, (double)dur * 350};
+                                 rnd() % 5 ? (double)dur * 0.6 : -1, (double)dur * 350, NULL};
   }
 
   /* `target`: the reports issue 18 sets the 200 ms target for (by queue and by user, for a

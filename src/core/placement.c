@@ -5,7 +5,9 @@
  * choice of GPUs inside a node (one NVLink domain when possible) and the choice of node
  * through the free-capacity index: bin-packing scans buckets upwards from the request, so
  * the first node found is the most used one that fits; spread scans downwards. Among the
- * nodes of one bucket level, one holding the job's container image comes first. */
+ * nodes of one bucket level, one holding the job's container image comes first. A spread
+ * request (a service's replica) on a fleet with racks (topology.block labels) goes to the
+ * emptiest rack first, then its emptiest node, so a rack lost takes few replicas. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -261,12 +263,47 @@ static bool scan_level(gp__core_ctx *c, const gp__core_req *r, int slot, int lev
   return best >= 0;
 }
 
+/* Whether (rack, free, img) ranks above (best_rack, best_free, best_img) for a spread. */
+static bool spread_better(int rack, int fr, bool img, int best_rack, int best_free, bool best_img) {
+  if (rack != best_rack) return rack > best_rack;
+  if (fr != best_free) return fr > best_free;
+  return img && !best_img;
+}
+
+/* A spread request's node among pool slot `slot` when the fleet has racks: the node in the
+ * rack with the most free GPUs (a node with no rack label is a rack of its own), then the
+ * node with the most free GPUs, then one holding the job's image, then the lowest index.
+ * The free-capacity index has no rack dimension, so this scans the nodes once; spread
+ * requests are a service's replicas, a few per step. */
+static bool fit_spread_racks(gp__core_ctx *c, const gp__core_req *r, int slot, gp__core_fit *f) {
+  int best = -1, best_rack = 0, best_free = 0;
+  bool best_img = false;
+  gp__core_fit tmp;
+  for (int node = 0; node < c->view->n_nodes; node++) {
+    const gp__core_node *s = &c->nodes[node];
+    int fr = gp__core_popc(s->free);
+    if (s->pool + 1 != slot || fr < r->gpus) continue;
+    int rack = s->block >= 0 ? c->fleet->block_free[s->block] : fr;
+    bool img = r->image && node_has_image(c, node, r->image);
+    if (best >= 0 && !spread_better(rack, fr, img, best_rack, best_free, best_img)) continue;
+    if (!gp__core_node_fit(c, r, node, 0, 0, 0, &tmp)) continue;
+    best = node;
+    best_rack = rack;
+    best_free = fr;
+    best_img = img;
+    *f = tmp;
+  }
+  return best >= 0;
+}
+
 bool gp__core_fit_task(gp__core_ctx *c, const gp__core_req *r, gp__core_fit *f) {
   if (r->kind == GP__R_FRACTION || r->kind == GP__R_MIG) return gp__core_fit_shared(c, r, f);
   int need = r->gpus;
   for (int si = 0; si < r->n_slots && r->fit_kind != GP__FIT_REPLICA; si++) {
     int slot = r->slots[si];
-    if (c->pol->placement == GP_PLACE_SPREAD || c->view->jobs[r->job].req.spread) {
+    if (c->view->jobs[r->job].req.spread && c->fleet->n_blocks > 0 && r->kind == GP__R_WHOLE) {
+      if (fit_spread_racks(c, r, slot, f)) return true;
+    } else if (c->pol->placement == GP_PLACE_SPREAD || c->view->jobs[r->job].req.spread) {
       for (int l = GP_MAX_NODE_GPUS; l >= need; l--)
         if (c->fleet->ix.level_count[l] && scan_level(c, r, slot, l, f)) return true;
     } else {

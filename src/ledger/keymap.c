@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The report's group map (see keymap.h): open addressing, at most half full, over a 32-byte
- * key hashed as four 64-bit words. */
+/* The report's group map (see keymap.h): open addressing, at most half full, over a 40-byte
+ * key hashed as five 64-bit words. */
 #include "ledger/keymap.h"
 
 #include <stdlib.h>
@@ -8,12 +8,12 @@
 
 #include "util/mem.h"
 
-_Static_assert(sizeof(gp__ledger_key) == 32, "a key is four words with no padding");
+_Static_assert(sizeof(gp__ledger_key) == 40, "a key is five words with no padding");
 
 void gp__ledger_key_init(gp__ledger_key *k) {
   memset(k, 0, sizeof *k);
   k->job = -1;
-  k->period = k->queue = k->user = k->model = k->node = -1;
+  k->period = k->queue = k->user = k->model = k->node = k->service = -1;
   k->capacity = -1;
 }
 
@@ -25,17 +25,18 @@ static uint64_t mix(uint64_t h) {
 }
 
 static uint64_t hash_key(const gp__ledger_key *k) {
-  uint64_t w[4];
+  uint64_t w[5];
   memcpy(w, k, sizeof w);
   return mix(mix(w[0] ^ mix(w[1] * UINT64_C(0x9e3779b97f4a7c15))) ^
-             mix(w[2] * UINT64_C(0xc4ceb9fe1a85ec53) + w[3]));
+             mix(w[2] * UINT64_C(0xc4ceb9fe1a85ec53) + w[3]) ^
+             mix(w[4] * UINT64_C(0x165667b19e3779f9)));
 }
 
 static inline int same_key(const gp__ledger_key *a, const gp__ledger_key *b) {
-  uint64_t x[4], y[4];
+  uint64_t x[5], y[5];
   memcpy(x, a, sizeof x);
   memcpy(y, b, sizeof y);
-  return ((x[0] ^ y[0]) | (x[1] ^ y[1]) | (x[2] ^ y[2]) | (x[3] ^ y[3])) == 0;
+  return ((x[0] ^ y[0]) | (x[1] ^ y[1]) | (x[2] ^ y[2]) | (x[3] ^ y[3]) | (x[4] ^ y[4])) == 0;
 }
 
 static void rehash(gp__ledger_map *m, size_t n_slots) {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The ledger report's per-group sums: a hash map from a fixed-size key of interned ids
- * (period, queue, user, model, capacity, node, job, row kind; -1 where not grouped) to the
+ * (period, queue, user, model, capacity, node, service, job, row kind; -1 where not grouped) to the
  * running sums of one row. Each slot keeps part of its key's hash, so a probe touches an
  * entry only when that part matches. Keys are compared as bytes, so callers start a key with
  * gp__ledger_key_init. */
@@ -13,8 +13,9 @@
 
 typedef struct gp__ledger_key {
   int64_t job;
-  int32_t period, queue, user, model, node;
+  int32_t period, queue, user, model, node, service;
   int16_t capacity, kind;
+  int32_t pad;             /* 0: the key is compared and hashed as bytes */
 } gp__ledger_key;
 
 typedef struct gp__ledger_sums {

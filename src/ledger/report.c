@@ -29,7 +29,7 @@ static int check_params(const gp_ledger_params *p, gp_err *err) {
   if (p->to <= p->from || p->to > GP_LEDGER_TIME_END)
     return gp_err_set(err, GP_EINVAL, NULL, 0, "to", "must be after from, at most 10000-01-01");
   if (p->group & ~(unsigned)(GP_LG_QUEUE | GP_LG_USER | GP_LG_MODEL | GP_LG_CAPACITY |
-                             GP_LG_NODE | GP_LG_JOB))
+                             GP_LG_NODE | GP_LG_JOB | GP_LG_SERVICE))
     return gp_err_set(err, GP_EINVAL, NULL, 0, "by", "unknown grouping");
   if ((unsigned)p->step > GP_LS_MONTH)
     return gp_err_set(err, GP_EINVAL, NULL, 0, "step", "must be day, week or month");
@@ -53,6 +53,7 @@ gp_ledger_report *gp_ledger_report_new(const gp_ledger_params *p) {
   gp__ledger_intern_init(&r->users, r->arena);
   gp__ledger_intern_init(&r->models, r->arena);
   gp__ledger_intern_init(&r->nodes, r->arena);
+  gp__ledger_intern_init(&r->services, r->arena);
   r->rc = check_params(&r->p, &r->err);
   if (!r->rc) r->rc = gp__ledger_periods_build(&r->periods, r->p.from, r->p.to, r->p.step, &r->err);
   return r;
@@ -215,6 +216,9 @@ void gp_ledger_report_add_job(gp_ledger_report *r, const gp_ledger_job_iv *iv) {
   if (g & GP_LG_CAPACITY) key.capacity = (int16_t)iv->capacity;
   if (g & GP_LG_NODE) key.node = node;
   if (g & GP_LG_JOB) key.job = iv->job;
+  /* A job of no service groups under "-", so that the rows still add up to the total. */
+  if (g & GP_LG_SERVICE)
+    key.service = gp__ledger_intern(&r->services, iv->service && *iv->service ? iv->service : "-");
   key.kind = GP_LR_JOBS;
 
   const gp__ledger_timeline *tl = gp__ledger_report_timeline(r, model, iv->capacity);
@@ -268,6 +272,7 @@ void gp_ledger_report_free(gp_ledger_report *r) {
   gp__ledger_intern_done(&r->users);
   gp__ledger_intern_done(&r->models);
   gp__ledger_intern_done(&r->nodes);
+  gp__ledger_intern_done(&r->services);
   gp__ledger_periods_done(&r->periods);
   free(r->rows);
   gp_arena_free(r->arena);

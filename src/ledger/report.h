@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The ledger report: a streaming accumulator that turns node state intervals and job
  * allocation intervals into rows of GPU-seconds, use, energy and cost, grouped by any subset
- * of queue, user, model, capacity, node and job, per day, week or month. Besides the job
+ * of queue, user, model, capacity, node, service and job, per day, week or month. Besides the job
  * rows it accounts for every GPU-second the fleet paid for: idle capacity on up nodes,
  * capacity on drained or down nodes, and reserved capacity committed but not present, so
  * that Σ job cost + idle + drained/down + unused commitment = the fleet's cost (the
@@ -28,6 +28,7 @@ typedef struct gp_ledger_job_iv {
   double share;
   int64_t start, end;                         /* end: the caller passes `now` for open ones */
   double used_gpu_s, energy_j;                /* < 0: unknown */
+  const char *service;                        /* a replica's service (borrowed); NULL or "": none */
 } gp_ledger_job_iv;
 typedef struct gp_ledger_node_iv {
   const char *node, *model;
@@ -37,7 +38,7 @@ typedef struct gp_ledger_node_iv {
   int64_t start, end;
 } gp_ledger_node_iv;
 typedef enum gp_ledger_group { GP_LG_QUEUE = 1, GP_LG_USER = 2, GP_LG_MODEL = 4,
-  GP_LG_CAPACITY = 8, GP_LG_NODE = 16, GP_LG_JOB = 32 } gp_ledger_group;   /* a bit set */
+  GP_LG_CAPACITY = 8, GP_LG_NODE = 16, GP_LG_JOB = 32, GP_LG_SERVICE = 64 } gp_ledger_group;   /* a bit set */
 typedef enum gp_ledger_step { GP_LS_NONE, GP_LS_DAY, GP_LS_WEEK, GP_LS_MONTH } gp_ledger_step;
 typedef enum gp_ledger_share_idle { GP_LSI_NONE, GP_LSI_DESERVED, GP_LSI_USAGE } gp_ledger_share_idle;
 typedef enum gp_ledger_row_kind { GP_LR_JOBS, GP_LR_IDLE, GP_LR_DRAINED_DOWN,
@@ -61,6 +62,7 @@ typedef struct gp_ledger_row {
   int64_t period_end;               /* where the row's time ends: the next step's start or
                                        to, whichever comes first (exclusive) */
   const char *queue, *user, *model, *capacity, *node;   /* NULL: not grouped (or not applicable) */
+  const char *service;              /* by service: the service, "-" for other jobs' rows */
   int64_t job;                      /* 0: not grouped */
   double gpu_s;                     /* allocated GPU-seconds × share (capacity-seconds for idle rows) */
   double used_gpu_s;                /* SM-busy GPU-seconds where known */

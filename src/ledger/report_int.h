@@ -33,7 +33,7 @@ struct gp_ledger_report {
   int rc;                           /* a params error, reported by finish */
   gp_err err;
   struct gp_arena *arena;
-  gp__ledger_strings queues, users, models, nodes;
+  gp__ledger_strings queues, users, models, nodes, services;
   gp__ledger_periods periods;
   gp__ledger_timeline **timelines;  /* by model id × 4 + capacity */
   size_t n_timelines;

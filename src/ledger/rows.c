@@ -237,7 +237,7 @@ static int cmp_row(const void *pa, const void *pb) {
   if (a->period_start != b->period_start) return a->period_start < b->period_start ? -1 : 1;
   if ((c = cmp_str(a->queue, b->queue)) || (c = cmp_str(a->user, b->user)) ||
       (c = cmp_str(a->model, b->model)) || (c = cmp_str(a->capacity, b->capacity)) ||
-      (c = cmp_str(a->node, b->node)))
+      (c = cmp_str(a->node, b->node)) || (c = cmp_str(a->service, b->service)))
     return c;
   return (a->job > b->job) - (a->job < b->job);
 }
@@ -256,6 +256,7 @@ static void add_rows(gp_ledger_report *r, const gp__ledger_map *m, bool drop_que
     row->model = k->model >= 0 ? r->models.names[k->model] : NULL;
     row->capacity = k->capacity >= 0 ? gp_capacity_name((gp_capacity)k->capacity) : NULL;
     row->node = k->node >= 0 ? r->nodes.names[k->node] : NULL;
+    row->service = k->service >= 0 ? r->services.names[k->service] : NULL;
     row->job = k->job >= 0 ? k->job : 0;
     row->gpu_s = s->gpu_s;
     row->used_gpu_s = s->used_gpu_s;

@@ -224,6 +224,7 @@ static int open_intervals(gp_srv_state *s, gp_srv_job *j, int64_t start, gp_err 
                               .gpu_uuid = n->gpus[g].uuid ? n->gpus[g].uuid : "",
                               .model = n->model ? n->model : "",
                               .capacity = gp_capacity_name(n->capacity),
+                              .service = j->service ? j->service : "",
                               .share = gp__srv_gpu_share(n, g, a), .start = start};
       r = gp_store_open_interval(s->store, &iv, err);
     }

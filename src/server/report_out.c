@@ -15,13 +15,13 @@
 #include "util/mem.h"
 
 typedef enum col {
-  C_QUEUE, C_USER, C_MODEL, C_CAPACITY, C_NODE, C_JOB, /* the group keys, in gp_ledger_group order */
+  C_QUEUE, C_USER, C_MODEL, C_CAPACITY, C_NODE, C_JOB, C_SERVICE, /* the group keys, in gp_ledger_group order */
   C_PERIOD, C_PERIOD_END, C_KIND, C_GPU_HOURS, C_USED_GPU_HOURS, C_EFFICIENCY, C_ENERGY_KWH, C_COST,
   C_IDLE_SHARE_COST, C_N
 } col;
 
 static const char *const col_names[C_N] = {
-    "queue",  "user", "model",     "capacity",       "node",       "job",        "period",
+    "queue",  "user", "model",     "capacity",       "node",       "job",        "service",    "period",
     "period_end", "kind", "gpu_hours", "used_gpu_hours", "efficiency", "energy_kwh", "cost",
     "idle_share_cost"};
 
@@ -65,7 +65,7 @@ static const char *share_idle_name(gp_ledger_share_idle s) {
 /* The columns of a report, in order; returns the count. */
 static int columns(const gp_srv_report_query *q, col out[C_N]) {
   int n = 0;
-  for (int c = C_QUEUE; c <= C_JOB; c++)
+  for (int c = C_QUEUE; c <= C_SERVICE; c++)
     if (q->group & (1u << c)) out[n++] = (col)c;
   out[n++] = C_PERIOD;
   out[n++] = C_PERIOD_END;
@@ -111,6 +111,7 @@ static json_t *value(const gp_srv_report *rep, const gp_ledger_row *row, col c) 
   case C_MODEL: return str_or_null(row->model);
   case C_CAPACITY: return str_or_null(row->capacity);
   case C_NODE: return str_or_null(row->node);
+  case C_SERVICE: return str_or_null(row->service);
   case C_JOB:
     if (!row->job) return json_null();
     snprintf(buf, sizeof buf, "%lld", (long long)row->job);
@@ -187,7 +188,7 @@ char *gp__srv_report_render(const gp_srv_report *rep, gp_ledger_report *lr,
   json_object_set_new(doc, "step", json_string(step_name(q->step)));
   json_object_set_new(doc, "share_idle", json_string(share_idle_name(q->share_idle)));
   json_t *by = json_array();
-  for (int c = C_QUEUE; c <= C_JOB; c++)
+  for (int c = C_QUEUE; c <= C_SERVICE; c++)
     if (q->group & (1u << c)) json_array_append_new(by, json_string(col_names[c]));
   json_object_set_new(doc, "by", by);
   json_object_set_new(doc, "currency",

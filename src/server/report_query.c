@@ -21,6 +21,7 @@ static const named kinds[] = {{"usage", GP_SRV_REPORT_USAGE},
 static const named groups[] = {{"queue", GP_LG_QUEUE}, {"user", GP_LG_USER},
                                {"model", GP_LG_MODEL}, {"capacity", GP_LG_CAPACITY},
                                {"node", GP_LG_NODE},   {"job", GP_LG_JOB},
+                               {"service", GP_LG_SERVICE},
                                {NULL, 0}};
 static const named steps[] = {{"none", GP_LS_NONE},
                               {"day", GP_LS_DAY},
@@ -68,7 +69,7 @@ static int parse_by(const char *v, unsigned *ret, gp_err *err) {
     if (i < 0)
       return gp_err_set(err, GP_EINVAL, NULL, 0, "by",
                         "unknown grouping \"%.*s\": a comma list of queue, user, model, "
-                        "capacity, node, job",
+                        "capacity, node, job, service",
                         (int)(len < 64 ? len : 64), p);
     bits |= (unsigned)groups[i].value;
     p = comma ? comma + 1 : p + len;

@@ -59,6 +59,7 @@ gp_ledger_job_iv gp__srv_ledger_job_iv(const gp_store_interval *iv, int64_t now)
       .user = iv->user,
       .node = iv->node,
       .model = iv->model,
+      .service = iv->service,
       .capacity = capacity_of(iv->capacity),
       .share = iv->share,
       .start = iv->start,
@@ -138,9 +139,9 @@ void gp__srv_report_run(gp_srv_req *r) {
   int rc = gp_store_reader_open(rep->store, &reader, &err);
   if (rc) goto fail;
   lr = gp_ledger_report_new(&p);
-  /* The daily roll-ups hold neither nodes nor jobs: by those, and for one job, the
-   * intervals are read raw. */
-  if (!q->job && !(q->group & (GP_LG_NODE | GP_LG_JOB)))
+  /* The daily roll-ups hold neither nodes, jobs nor services: by those, and for one job,
+   * the intervals are read raw. */
+  if (!q->job && !(q->group & (GP_LG_NODE | GP_LG_JOB | GP_LG_SERVICE)))
     rc = gp_report_feed_days(reader, lr, q->from, q->to, rep->now, rep->user, nodes, NULL, &err);
   else
     rc = gp_report_feed(reader, lr, q->from, q->to, rep->now, rep->user, nodes, q->job, NULL, &err);

@@ -307,10 +307,12 @@ static const char *or_empty(const char *v) { return v ? v : ""; }
 static int pg_open_interval(gp_store *b, const gp_store_interval *r, gp_err *err) {
   return exec((pg_store *)b,
               "INSERT INTO ledger(job_id, attempt, task, \"user\", queue, node, gpu_uuid, model,"
-              " capacity, share, start) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+              " capacity, share, start, service)"
+              " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
               ARGS(I64(r->job_id), I64(r->attempt), I64(r->task), or_empty(r->user),
                    or_empty(r->queue), or_empty(r->node), or_empty(r->gpu_uuid),
-                   or_empty(r->model), or_empty(r->capacity), F64(r->share), I64(r->start)),
+                   or_empty(r->model), or_empty(r->capacity), F64(r->share), I64(r->start),
+                   or_empty(r->service)),
               err);
 }
 

@@ -101,7 +101,7 @@ static int iv_row(PGresult *r, int k, void *ctx) {
       .node = txt(r, k, 6), .gpu_uuid = txt(r, k, 7), .model = txt(r, k, 8),
       .capacity = txt(r, k, 9), .share = strtod(txt(r, k, 10), NULL), .start = i64(r, k, 11),
       .end = i64(r, k, 12), /* NULL reads as 0: open */
-      .used_gpu_s = figure(r, k, 13), .energy_j = figure(r, k, 14)};
+      .used_gpu_s = figure(r, k, 13), .energy_j = figure(r, k, 14), .service = txt(r, k, 15)};
   return c->iv(c->ctx, &iv);
 }
 
@@ -126,7 +126,7 @@ static int pg_intervals(gp_store_reader *b, int64_t from, int64_t to, const char
   iv_ctx c = {.iv = cb, .ctx = ctx};
   return each_row(r,
                   "SELECT id, job_id, attempt, task, \"user\", queue, node, gpu_uuid, model, "
-                  "capacity, share, start, \"end\", used_gpu_s, energy_j FROM ledger WHERE "
+                  "capacity, share, start, \"end\", used_gpu_s, energy_j, service FROM ledger WHERE "
                   "((start >= $1::bigint AND start < $2::bigint) OR (start < $1::bigint AND "
                   "start < $2::bigint AND (\"end\" > $1::bigint OR \"end\" IS NULL))) "
                   "AND ($3::text IS NULL OR \"user\" = $3::text) "
@@ -311,7 +311,7 @@ static int pg_open_intervals(gp_store_reader *b, int64_t to, const char *user,
   iv_ctx c = {.iv = cb, .ctx = ctx};
   return each_row(r_of(b),
                   "SELECT id, job_id, attempt, task, \"user\", queue, node, gpu_uuid, model, "
-                  "capacity, share, start, \"end\", used_gpu_s, energy_j FROM ledger WHERE "
+                  "capacity, share, start, \"end\", used_gpu_s, energy_j, service FROM ledger WHERE "
                   "\"end\" IS NULL AND start < $1::bigint "
                   "AND ($2::text IS NULL OR \"user\" = $2::text) ORDER BY start, id",
                   2, p, iv_row, &c, err);

@@ -70,6 +70,9 @@ static const char *const steps[] = {
     "CREATE TABLE IF NOT EXISTS settings(name text PRIMARY KEY, doc text NOT NULL);",
     /* 1 -> 2: the ledger's daily roll-ups, built from the closed intervals (pg_rollup.h). */
     GP_STORE_PG_ROLLUP_STEP,
+    /* 2 -> 3: a replica's service on its intervals ("" for other jobs), for reports by
+     * service; older intervals read as no service. */
+    "ALTER TABLE ledger ADD COLUMN IF NOT EXISTS service text NOT NULL DEFAULT ''",
 };
 #define SCHEMA_VERSION ((int)(sizeof steps / sizeof steps[0]))
 

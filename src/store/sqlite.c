@@ -22,8 +22,9 @@
 #include "util/mem.h"
 
 /* 2: the ledger's daily roll-ups (sqlite_rollup.c), built from the closed intervals on
- * upgrade. */
-#define SCHEMA_VERSION 2
+ * upgrade. 3: the ledger's `service` column (a replica's service, "" for other jobs), for
+ * reports by service; older intervals read as no service. */
+#define SCHEMA_VERSION 3
 
 enum {
   ST_BEGIN, ST_COMMIT, ST_ROLLBACK, ST_PUT_JOB, ST_ADD_EVENT, ST_PUT_NODE, ST_PUT_ALLOC,
@@ -56,7 +57,8 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_DEL_NODE] = "DELETE FROM nodes WHERE name = ?1",
     [ST_DEL_NODE_ORDERS] = "DELETE FROM orders WHERE node = ?1",
     [ST_OPEN_IV] = "INSERT INTO ledger(job_id, attempt, task, user, queue, node, gpu_uuid, model,"
-                   " capacity, share, start) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                   " capacity, share, start, service)"
+                   " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
     [ST_ROLL_IVS] = gp_store_sqlite_roll_ivs,
     [ST_ROLL_NODE_IVS] = gp_store_sqlite_roll_node_ivs,
     [ST_ROLL_ADD_DAY] = gp_store_sqlite_roll_add_day,
@@ -313,6 +315,7 @@ static int s_open_interval(gp_store *b, const gp_store_interval *r, gp_err *err)
   bind_text(st, 9, r->capacity ? r->capacity : "");
   sqlite3_bind_double(st, 10, r->share);
   sqlite3_bind_int64(st, 11, r->start);
+  bind_text(st, 12, r->service ? r->service : "");
   return run(s, ST_OPEN_IV, err);
 }
 
@@ -663,6 +666,18 @@ static int load_identity(sqlite_store *s, gp_err *err) {
   return rc == SQLITE_DONE ? 0 : db_error(s, err, "writing the store's identity");
 }
 
+/* Whether the ledger has its `service` column already (SQLite has no ADD COLUMN IF NOT
+ * EXISTS, and a store whose version was set back must still open). */
+static bool ledger_has_service(sqlite3 *db) {
+  sqlite3_stmt *st = NULL;
+  bool has = false;
+  if (sqlite3_prepare_v2(db, "SELECT 1 FROM pragma_table_info('ledger') WHERE name = 'service'",
+                         -1, &st, NULL) == SQLITE_OK)
+    has = sqlite3_step(st) == SQLITE_ROW;
+  sqlite3_finalize(st);
+  return has;
+}
+
 /* Brings the schema to SCHEMA_VERSION in one transaction (PRAGMA user_version holds the
  * version). The tables' statements are idempotent and run on every open, so a store made
  * before a table existed gets it; a store of a newer gpool is refused, untouched: an
@@ -685,6 +700,9 @@ static int migrate(sqlite_store *s, gp_err *err) {
       sqlite3_exec(s->db, schema_sql, NULL, NULL, &msg) != SQLITE_OK ||
       sqlite3_exec(s->db, gp_store_sqlite_rollup_schema, NULL, NULL, &msg) != SQLITE_OK ||
       (version < 2 && gp_store_sqlite_rollup_build(s->db, &msg) != SQLITE_OK) ||
+      (version < 3 && !ledger_has_service(s->db) &&
+       sqlite3_exec(s->db, "ALTER TABLE ledger ADD COLUMN service TEXT NOT NULL DEFAULT ''",
+                    NULL, NULL, &msg) != SQLITE_OK) ||
       sqlite3_exec(s->db, set, NULL, NULL, &msg) != SQLITE_OK ||
       sqlite3_exec(s->db, "COMMIT", NULL, NULL, &msg) != SQLITE_OK) {
     int r = gp_err_set(err, GP_EIO, s->path, 0, NULL, "cannot prepare the store: %s",

@@ -21,7 +21,7 @@
  * more than half of it. */
 #define IV_COLS                                                                            \
   "id, job_id, attempt, task, user, queue, node, gpu_uuid, model, capacity, share, start, " \
-  "\"end\", used_gpu_s, energy_j"
+  "\"end\", used_gpu_s, energy_j, service"
 #define IV_USER " AND (?3 IS NULL OR user = ?3)"
 static const char *const iv_before_by_start =
     "SELECT " IV_COLS " FROM ledger INDEXED BY ledger_start WHERE start < ?1 AND start < ?2"
@@ -73,7 +73,8 @@ static int iv_row(sqlite3_stmt *st, void *cb, void *ctx) {
       .model = text_or_empty(st, 8), .capacity = text_or_empty(st, 9),
       .share = sqlite3_column_double(st, 10), .start = sqlite3_column_int64(st, 11),
       .end = sqlite3_column_int64(st, 12), /* NULL reads as 0: open */
-      .used_gpu_s = figure(st, 13), .energy_j = figure(st, 14)};
+      .used_gpu_s = figure(st, 13), .energy_j = figure(st, 14),
+      .service = text_or_empty(st, 15)};
   return (*(iv_cb *)cb)(ctx, &iv);
 }
 

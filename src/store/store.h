@@ -89,6 +89,8 @@ typedef struct gp_store_interval {
   int64_t id, job_id;        /* id: the row's number (ignored when opening one) */
   int attempt, task;         /* attempt: the job's run number, 1, 2, ... */
   const char *user, *queue, *node, *gpu_uuid, *model, *capacity;
+  const char *service;       /* a service replica's service; "" (or NULL when opening): none.
+                                Read by gp_store_reader_intervals; other reads leave it NULL */
   double share;              /* the part of the GPU held, (0, 1] */
   int64_t start, end;        /* Unix seconds; end 0: still open */
   double used_gpu_s;         /* SM-busy GPU-seconds in whole-GPU units; < 0: unknown */

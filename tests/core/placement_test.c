@@ -65,6 +65,31 @@ static void a_spread_request_goes_apart_under_binpack(void) {
   fx_free(f);
 }
 
+/* With racks (topology.block labels), a spread request goes to the emptiest rack first, then
+ * to its emptiest node: rack A (a0 with 4 GPUs busy, a1) has 12 free, rack B (b0 with 1
+ * busy, b1) 15. By node alone the first replica would take a1 (8 free, the lowest index of
+ * the emptiest nodes); by rack it takes b1, and the next ones follow the racks' free GPUs. */
+static void a_spread_request_takes_the_emptiest_rack_then_node(void) {
+  fx *f = fx_new();
+  fx_label(f, fx_node(f, "a0", "H100", 8), "topology.block", "A");
+  fx_label(f, fx_node(f, "a1", "H100", 8), "topology.block", "A");
+  fx_label(f, fx_node(f, "b0", "H100", 8), "topology.block", "B");
+  fx_label(f, fx_node(f, "b1", "H100", 8), "topology.block", "B");
+  fx_queue(f, "a", 0, GP_NO_LIMIT, 1);
+  fx_run(f, fx_job(f, "r1", "a", 4, 1), 0, 0x0f, 0);  /* A: 12 free */
+  fx_run(f, fx_job(f, "r2", "a", 1, 1), 2, 0x01, 0);  /* B: 15 free */
+  fx_job(f, "rep1", "a", 2, 1)->req.spread = true;
+  fx_job(f, "rep2", "a", 2, 1)->req.spread = true;
+  fx_job(f, "rep3", "a", 2, 1)->req.spread = true;
+  gp_plan *p = fx_step(f, 10);
+  REQUIRE(p);
+  CHECK_EQ_INT(3, node_of(f, p, "rep1")); /* B (15 free), its emptiest node b1 (8) */
+  CHECK_EQ_INT(2, node_of(f, p, "rep2")); /* B (13) over A (12): b0 (7) over b1 (6) */
+  CHECK_EQ_INT(1, node_of(f, p, "rep3")); /* A (12) over B (11): a1 (8) */
+  gp_plan_free(p);
+  fx_free(f);
+}
+
 static void a_four_gpu_job_stays_inside_one_nvlink_domain(void) {
   fx *f = fx_new();
   gp_node *n = fx_node(f, "n0", "H100", 8);
@@ -221,7 +246,7 @@ static void unsorted_node_images_are_refused(void) {
 }
 
 GP_TESTS(binpack_fills_the_most_used_node_that_fits, spread_takes_the_emptiest_node,
-         a_spread_request_goes_apart_under_binpack,
+         a_spread_request_goes_apart_under_binpack, a_spread_request_takes_the_emptiest_rack_then_node,
          a_four_gpu_job_stays_inside_one_nvlink_domain, a_job_larger_than_any_domain_spans_the_fewest,
          filters_keep_jobs_off_nodes_that_cannot_take_them, a_job_without_spot_never_lands_on_spot,
          an_equal_node_holding_the_image_draws_the_job,

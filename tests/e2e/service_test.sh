@@ -4,7 +4,7 @@
 # a service's replicas reach ready and the endpoints list exactly the ready ones; a killed
 # replica is replaced; a liveness failure restarts one; another user cannot change the
 # service; the service and its revisions survive a server restart; a spec error names its
-# field; delete drains and stops every replica.
+# field; delete drains and stops every replica; `gpool report --by service` shows its use.
 source "$(dirname "$0")/lib.sh"
 e2e_init
 e2e_need python3
@@ -159,4 +159,10 @@ last=$(svc_json web | jq -r '.replica_jobs[0].job')
 wait_for 20 "service web to be gone" sh -c "! '$GPOOL' service show web >/dev/null 2>&1"
 expect_eq cancelled "$(job_field "$last" .state)" "the last replica was stopped"
 expect_eq "" "$("$GPOOL" service list | tail -n +2)" "no service left"
+
+# ---- the ledger records the replicas' use under their service ----
+rep=$("$GPOOL" report usage --by service --from $(( $(date +%s) - 86400 )) -o json) || fail "report: $rep"
+expect_eq web "$(echo "$rep" | jq -r '[.rows[] | select(.service == "web")][0].service')" "a row for service web"
+echo "$rep" | jq -e '[.rows[] | select(.service == "web")][0].gpu_hours > 0' >/dev/null ||
+  fail "service web has no GPU-hours: $rep"
 echo "PASS"

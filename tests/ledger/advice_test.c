@@ -51,7 +51,7 @@ static void ran(gp_advice *a, int64_t job, const char *name, const char *user, c
    * processes run on the whole device). */
   double part = milli > 0 ? 1.0 : share;
   double used = util_pct < 0 ? -1 : util_pct / 100.0 * part * (double)(end - start);
-  gp_ledger_job_iv iv = {job, 1, "org/a", user, "n1", model, cap, share, start, end, used, -1};
+  gp_ledger_job_iv iv = {job, 1, "org/a", user, "n1", model, cap, share, start, end, used, -1, NULL};
   gp_advice_add_interval(a, &iv);
   gp_advice_run r = {.job = job, .name = name, .user = user, .queue = "org/a", .tasks = 1,
                      .gpus = gpus, .gpu_milli = milli, .mig = mig, .submitted_at = start,
@@ -216,7 +216,7 @@ static void spot_for_checkpointing_requeueable_jobs(void) {
   for (int i = 0; i < 4; i++) {
     int64_t start = T0, end = start + (int64_t)(jobs[i].hours * H);
     gp_ledger_job_iv iv = {jobs[i].job, 1, "org/a", "alice", "n1", "A100-80GB", GP_CAP_ON_DEMAND,
-                           2.0 / 2, start, end, -1, -1};
+                           2.0 / 2, start, end, -1, -1, NULL};
     gp_advice_add_interval(a, &iv);
     gp_advice_run r = {.job = jobs[i].job, .name = jobs[i].name, .user = "alice", .queue = "org/a",
                        .tasks = 1, .gpus = 1, .requeue = jobs[i].requeue,
@@ -244,11 +244,11 @@ static void idle_week_sums_by_queue_and_user(void) {
   gp_advice_params p = params(pr);
   gp_advice *a = gp_advice_new(&p);
   gp_ledger_job_iv ivs[] = {
-      {1, 1, "org/a", "alice", "n1", "A100-80GB", GP_CAP_ON_DEMAND, 1.0, T0, T0 + 10 * H, 4.0 * H, -1},
-      {2, 1, "org/a", "alice", "n1", "A100-80GB", GP_CAP_ON_DEMAND, 0.5, T0, T0 + 4 * H, 1.0 * H, -1},
-      {3, 1, "org/a", "bob", "n1", "A100-80GB", GP_CAP_ON_DEMAND, 1.0, T0, T0 + 4 * H, -1, -1},
+      {1, 1, "org/a", "alice", "n1", "A100-80GB", GP_CAP_ON_DEMAND, 1.0, T0, T0 + 10 * H, 4.0 * H, -1, NULL},
+      {2, 1, "org/a", "alice", "n1", "A100-80GB", GP_CAP_ON_DEMAND, 0.5, T0, T0 + 4 * H, 1.0 * H, -1, NULL},
+      {3, 1, "org/a", "bob", "n1", "A100-80GB", GP_CAP_ON_DEMAND, 1.0, T0, T0 + 4 * H, -1, -1, NULL},
       /* Half of it before the period: half its use counts. */
-      {4, 1, "org/b", "alice", "n1", "A100-80GB", GP_CAP_ON_DEMAND, 1.0, T0 - 2 * H, T0 + 2 * H, 2.0 * H, -1},
+      {4, 1, "org/b", "alice", "n1", "A100-80GB", GP_CAP_ON_DEMAND, 1.0, T0 - 2 * H, T0 + 2 * H, 2.0 * H, -1, NULL},
   };
   for (size_t i = 0; i < sizeof ivs / sizeof *ivs; i++) gp_advice_add_interval(a, &ivs[i]);
   int n = 0;
@@ -284,7 +284,7 @@ static void quota_and_the_utilisation_band(void) {
   gp_advice_add_node(a, &node);
   for (int g = 0; g < 8; g++) {
     gp_ledger_job_iv iv = {1, 1, "org/a", "alice", "n1", "A100-80GB", GP_CAP_ON_DEMAND, 1.0,
-                           T0 + 5 * H, T0 + 15 * H, -1, -1};
+                           T0 + 5 * H, T0 + 15 * H, -1, -1, NULL};
     gp_advice_add_interval(a, &iv);
   }
   gp_advice_run r = {.job = 1, .name = "big", .user = "alice", .queue = "org/a", .tasks = 1,
@@ -405,7 +405,7 @@ static void quota_counts_only_while_the_fleet_was_up(void) {
     gp_advice_add_node(a, &n2);
     /* org/a keeps its one GPU busy while anything is up: no quota item for it. */
     gp_ledger_job_iv iv = {1, 1, "org/a", "alice", "n2", "A100-80GB", GP_CAP_ON_DEMAND, 1.0,
-                           p.to - 3 * H, p.to, -1, -1};
+                           p.to - 3 * H, p.to, -1, -1, NULL};
     gp_advice_add_interval(a, &iv);
     int n = 0;
     const gp_advice_item *items = items_of(a, &n);
@@ -436,7 +436,7 @@ static void small_figures_keep_their_digits(void) {
   gp_advice_params p = params(NULL);
   gp_advice *a = gp_advice_new(&p);
   gp_ledger_job_iv iv = {1, 1, "org/a", "alice", "n1", "A100-80GB", GP_CAP_ON_DEMAND, 0.5,
-                         T0, T0 + 360, 0.02 * H, -1};
+                         T0, T0 + 360, 0.02 * H, -1, NULL};
   gp_advice_add_interval(a, &iv);
   int n = 0;
   const gp_advice_item *items = items_of(a, &n);

@@ -168,7 +168,7 @@ static void fill_run(history *h, const char *node, const char *model, gp_capacit
         add_job(h, (gp_ledger_job_iv){job, attempt, queues[rint_(0, 3)], users[rint_(0, 4)],
                                       node, model, cap, s[i], a, b,
                                       chance(0.2) ? -1 : s[i] * (double)(b - a) * 0.7,
-                                      chance(0.3) ? -1 : (double)(b - a) * 400 * s[i]});
+                                      chance(0.3) ? -1 : (double)(b - a) * 400 * s[i], NULL});
       }
       t = end + (chance(0.5) ? rint_(0, 6 * H) : 0);
     }

@@ -33,7 +33,7 @@ static void node(gp_ledger_report *r, const char *name, const char *model, gp_ca
 static void job(gp_ledger_report *r, int64_t id, const char *queue, const char *user,
                 const char *nodename, const char *model, gp_capacity c, double share,
                 int64_t start, int64_t end, double used, double energy) {
-  gp_ledger_job_iv iv = {id, 1, queue, user, nodename, model, c, share, start, end, used, energy};
+  gp_ledger_job_iv iv = {id, 1, queue, user, nodename, model, c, share, start, end, used, energy, NULL};
   gp_ledger_report_add_job(r, &iv);
 }
 
@@ -303,11 +303,50 @@ static void inconsistent_input_is_counted(void) {
   gp_ledger_report_free(r);
 }
 
+/* By service: a replica's intervals sum under its service, every other job's under "-", so
+ * the rows still add up to the jobs' total; idle rows carry no service. */
+static void service_rows_sum_their_replicas(void) {
+  gp_prices *p = prices_of("prices:\n  gpu_hour:\n"
+                           "    - {model: H100, capacity: on-demand, price: 4}\n");
+  gp_ledger_params pa = {.from = T2026, .to = T2026 + DAY, .group = GP_LG_SERVICE, .prices = p};
+  gp_ledger_report *r = gp_ledger_report_new(&pa);
+  node(r, "n1", "H100", GP_CAP_ON_DEMAND, 4, GP_LEDGER_UP, T2026, T2026 + DAY);
+  gp_ledger_job_iv iv = {1, 1, "a", "u", "n1", "H100", GP_CAP_ON_DEMAND, 1, T2026, T2026 + 2 * H,
+                         -1, -1, "chat"};
+  gp_ledger_report_add_job(r, &iv);
+  iv.job = 2; iv.share = 0.5; iv.end = T2026 + 3 * H;   /* a second replica, half a GPU */
+  gp_ledger_report_add_job(r, &iv);
+  iv.job = 3; iv.share = 1; iv.end = T2026 + H; iv.service = "embed";
+  gp_ledger_report_add_job(r, &iv);
+  iv.job = 4; iv.end = T2026 + 4 * H; iv.service = NULL;   /* a batch job */
+  gp_ledger_report_add_job(r, &iv);
+  iv.job = 5; iv.end = T2026 + H; iv.service = "";
+  gp_ledger_report_add_job(r, &iv);
+  int n = 0;
+  const gp_ledger_row *rows = rows_of(r, &n);
+  REQUIRE(n == 4);
+  CHECK_EQ_STR("-", rows[0].service);                  /* "-" sorts before letters */
+  CHECK_NEAR(5.0 * H, rows[0].gpu_s, 1e-9);
+  CHECK_NEAR(20.0, rows[0].cost, 1e-9);
+  CHECK_EQ_STR("chat", rows[1].service);
+  CHECK_NEAR(3.5 * H, rows[1].gpu_s, 1e-9);            /* 2 h x 1 + 3 h x 0.5 */
+  CHECK_NEAR(14.0, rows[1].cost, 1e-9);
+  CHECK_EQ_STR("embed", rows[2].service);
+  CHECK_NEAR(1.0 * H, rows[2].gpu_s, 1e-9);
+  CHECK_NEAR(4.0, rows[2].cost, 1e-9);
+  CHECK_EQ_INT(GP_LR_IDLE, rows[3].kind);
+  CHECK(rows[3].service == NULL);
+  CHECK_NEAR((96 - 9.5) * H, rows[3].gpu_s, 1e-9);
+  CHECK_EQ_INT(0, gp_ledger_report_anomalies(r));
+  gp_ledger_report_free(r);
+  gp_prices_free(p);
+}
+
 static void bad_params_name_the_field(void) {
   struct { gp_ledger_params p; const char *field; } bad[] = {
       {{.from = T2026, .to = T2026}, "to"},
       {{.from = -5, .to = T2026}, "from"},
-      {{.from = T2026, .to = T2026 + DAY, .group = 64}, "by"},
+      {{.from = T2026, .to = T2026 + DAY, .group = 128}, "by"},
       {{.from = T2026, .to = T2026 + DAY, .step = (gp_ledger_step)9}, "step"},
       {{.from = T2026, .to = T2026 + DAY, .share_idle = (gp_ledger_share_idle)3}, "share_idle"},
       {{.from = T2026, .to = T2026 + DAY, .n_deserved = 2}, "deserved"},
@@ -330,4 +369,4 @@ static void bad_params_name_the_field(void) {
 GP_TESTS(calendar_bounds, four_quarters_make_one_gpu_hour, price_change_at_midnight_splits,
          steps_cut_at_calendar_bounds, unknown_use_stays_out, idle_drained_and_unused_commitment,
          idle_is_charged_back, no_prices_and_unknown_prices, inconsistent_input_is_counted,
-         bad_params_name_the_field)
+         service_rows_sum_their_replicas, bad_params_name_the_field)

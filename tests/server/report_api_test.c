@@ -421,6 +421,68 @@ static void csv_neutralises_formulas_and_over_100_is_explained(void) {
   tsrv_stop(&t);
 }
 
+/* By service: two replicas of "chat" (one GPU for 10 h, half a GPU for 4 h), one of "embed"
+ * (one GPU for 2 h) and a batch job (one GPU for 3 h) on four H100s at 2.5 an hour: chat
+ * 12 GPU-hours and 30, embed 2 and 5, the batch job under "-" 3 and 7.5. The roll-ups hold
+ * no service, so the report reads the intervals; the figures match a hand computation. */
+static void by_service_sums_each_services_replicas(void) {
+  tsrv t = {0};
+  tsrv_make_dir(&t);
+  char path[300];
+  snprintf(path, sizeof path, "%s/gpool.db", t.dir);
+  gp_store *st = NULL;
+  gp_err e = {0};
+  REQUIRE(gp_store_sqlite_open(path, &st, &e) == 0);
+  REQUIRE(gp_store_begin(st, &e) == 0);
+  gp_store_node_interval n = {.node = "n1", .model = "H100-80GB", .capacity = "on-demand",
+                              .state = "up", .gpus = 4, .start = JAN1};
+  REQUIRE(gp_store_open_node_interval(st, &n, &e) == 0);
+  REQUIRE(gp_store_close_node_interval(st, "n1", JAN1 + 48 * H, &e) == 0);
+  static const struct { int64_t job; const char *service; double share; int64_t hours; } rep[] = {
+      {1, "chat", 1.0, 10}, {2, "chat", 0.5, 4}, {3, "embed", 1.0, 2}, {4, NULL, 1.0, 3}};
+  for (int i = 0; i < 4; i++) {
+    gp_store_interval row = {.job_id = rep[i].job, .attempt = 1, .user = "alice",
+                             .queue = "org/a", .node = "n1", .gpu_uuid = "GPU-n1-0",
+                             .model = "H100-80GB", .capacity = "on-demand", .share = rep[i].share,
+                             .start = JAN1 + H, .service = rep[i].service};
+    REQUIRE(gp_store_open_interval(st, &row, &e) == 0);
+    REQUIRE(gp_store_close_intervals(st, rep[i].job, JAN1 + H + rep[i].hours * H, &e) == 0);
+  }
+  REQUIRE(gp_store_commit(st, &e) == 0);
+  gp_store_close(st);
+  tsrv_start(&t);
+  CHECK_EQ_INT(200, tsrv_req(&t, "PUT", "/v1/prices", ADMIN,
+                             "{\"prices\": {\"currency\": \"EUR\", \"gpu_hour\": [{\"model\": "
+                             "\"H100-80GB\", \"capacity\": \"on-demand\", \"price\": 2.5}]}}"));
+  CHECK_EQ_INT(200, tsrv_req(&t, "GET", "/v1/reports/cost?by=service&" RANGE, ADMIN, NULL));
+  CHECK_EQ_STR("service", json_string_value(json_array_get(json_object_get(t.last, "by"), 0)));
+  CHECK_EQ_STR("service", json_string_value(json_array_get(json_object_get(t.last, "columns"), 0)));
+  static const struct { const char *service; double hours, cost; } want[] = {
+      {"-", 3, 7.5}, {"chat", 12, 30}, {"embed", 2, 5}};
+  for (int i = 0; i < 3; i++) {
+    json_t *r = row(&t, (size_t)i);
+    REQUIRE(r);
+    CHECK_EQ_STR("jobs", s_of(r, "kind"));
+    CHECK_EQ_STR(want[i].service, s_of(r, "service"));
+    CHECK_NEAR(want[i].hours, n_of(r, "gpu_hours"), 1e-9);
+    CHECK_NEAR(want[i].cost, n_of(r, "cost"), 1e-9);
+  }
+  json_t *idle = row(&t, 3);   /* the fleet's idle GPU-hours carry no service */
+  REQUIRE(idle);
+  CHECK_EQ_STR("idle", s_of(idle, "kind"));
+  CHECK(json_is_null(json_object_get(idle, "service")));
+  CHECK_NEAR(4 * 48 - 17, n_of(idle, "gpu_hours"), 1e-9);
+  if (getenv("GPOOL_BIN")) {
+    const char *table = cli(&t, "report cost --by service --from 2026-01-01 --to 2026-01-03");
+    CHECK_CONTAINS(table, "SERVICE");
+    CHECK_CONTAINS(table, "chat");
+    CHECK_CONTAINS(table, "embed");
+    CHECK_CONTAINS(cli(&t, "report cost --by service --from 2026-01-01 --to 2026-01-03 -o csv"),
+                   "\r\nchat,2026-01-01T00:00:00Z,2026-01-03T00:00:00Z,jobs,12,");
+  }
+  tsrv_stop(&t);
+}
+
 /* Each row says the range it covers: period (the step's start) and period_end in the API;
  * "start to end" in the table, from the report's own start when the step began before it. */
 static void rows_carry_their_periods_range(void) {
@@ -459,7 +521,7 @@ static void rows_carry_their_periods_range(void) {
   tsrv_stop(&t);
 }
 
-GP_TESTS(a_running_job_counts_up_to_now, reports_beyond_half_the_threads_are_turned_away, usage_by_user_adds_up_each_users_gpu_hours, a_day_step_splits_an_interval_at_midnight,
+GP_TESTS(a_running_job_counts_up_to_now, by_service_sums_each_services_replicas, reports_beyond_half_the_threads_are_turned_away, usage_by_user_adds_up_each_users_gpu_hours, a_day_step_splits_an_interval_at_midnight,
          a_user_sees_only_their_own_rows_and_no_idle, efficiency_lists_the_worst_first,
          csv_quotes_a_name_with_a_comma_and_quotes, by_job_over_the_row_limit_is_cut_and_says_so,
          bad_parameters_are_refused_naming_them, csv_neutralises_formulas_and_over_100_is_explained,

@@ -2,6 +2,7 @@
 /* The store's ledger: intervals opened and closed by job, use figures split by share, node
  * intervals that follow each other, and range reads on a reader that return exactly the
  * intervals overlapping the range, in start order, across a reopen. */
+#include <sqlite3.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -30,7 +31,7 @@ typedef struct seen {
   int n;
   int64_t job[64], start[64], end[64], id[64];
   double share[64], used[64], energy[64];
-  char user[64][16], uuid[64][16], state[64][16];
+  char user[64][16], uuid[64][16], state[64][16], service[64][16];
 } seen;
 
 static int see_iv(void *ctx, const gp_store_interval *iv) {
@@ -45,6 +46,7 @@ static int see_iv(void *ctx, const gp_store_interval *iv) {
   s->energy[s->n] = iv->energy_j;
   snprintf(s->user[s->n], 16, "%s", iv->user);
   snprintf(s->uuid[s->n], 16, "%s", iv->gpu_uuid);
+  snprintf(s->service[s->n], 16, "%s", iv->service ? iv->service : "(null)");
   s->n++;
   return 0;
 }
@@ -383,6 +385,53 @@ static void a_month_out_of_a_year(void) {
   remove_dir();
 }
 
-GP_TESTS(range_reads_return_overlapping_intervals_in_start_order,
+/* Takes the store back to schema 2: a ledger with no service column. */
+static void drop_service_column(void) {
+  if (store_on_pg()) {
+    PGconn *c = pg_connect(store_target());
+    pg_must(c, "ALTER TABLE ledger DROP COLUMN service; UPDATE schema_version SET version = 2");
+    PQfinish(c);
+    return;
+  }
+  sqlite3 *db = NULL;
+  REQUIRE(sqlite3_open(db_path(), &db) == SQLITE_OK);
+  REQUIRE(sqlite3_exec(db, "ALTER TABLE ledger DROP COLUMN service; PRAGMA user_version = 2",
+                       NULL, NULL, NULL) == SQLITE_OK);
+  sqlite3_close(db);
+}
+
+/* A replica's intervals carry its service (reports by service); other jobs' carry "". A
+ * store from before the column (schema 2) gets it on open, its old intervals as no
+ * service, and takes services from then on. */
+static void a_replicas_service_rides_on_its_intervals(void) {
+  gp_store *s = open_store();
+  gp_store_interval ivs[2] = {iv_of(1, 1, 0, "alice", "n1", "GPU-0", 1, 100),
+                              iv_of(2, 1, 0, "alice", "n1", "GPU-1", 1, 110)};
+  ivs[0].service = "chat";
+  write_ivs(s, ivs, 2);
+  seen got = read_ivs(s, 0, 1000, NULL);
+  REQUIRE(got.n == 2);
+  CHECK_EQ_STR("chat", got.service[0]);
+  CHECK_EQ_STR("", got.service[1]);
+  gp_store_close(s);
+  drop_service_column();
+  s = open_store();
+  ivs[0].job_id = 3;
+  ivs[0].start = 120;
+  write_ivs(s, ivs, 1);
+  got = read_ivs(s, 0, 1000, NULL);
+  REQUIRE(got.n == 3);
+  CHECK_EQ_STR("", got.service[0]);     /* written before the column: no service */
+  CHECK_EQ_STR("", got.service[1]);
+  CHECK_EQ_STR("chat", got.service[2]);
+  gp_store_close(s);
+  s = open_store();                       /* and a store at schema 3 opens as it is */
+  CHECK_EQ_INT(3, read_ivs(s, 0, 1000, NULL).n);
+  gp_store_close(s);
+  remove_dir();
+}
+
+GP_TESTS(a_replicas_service_rides_on_its_intervals,
+         range_reads_return_overlapping_intervals_in_start_order,
          use_figures_split_by_share_and_unknown_stays_unknown, node_intervals_follow_each_other,
          load_hands_back_open_intervals, callback_errors_and_rollbacks, a_month_out_of_a_year)
