@@ -30,6 +30,7 @@
 
 #include "core/share/share.h"
 #include "sim/frag/frag.h"
+#include "sim/frag/rng.h"
 #include "util/buf.h"
 #include "util/mem.h"
 
@@ -43,35 +44,14 @@ void gp_frag_opts_init(gp_frag_opts *o) {
   o->popularity_pct = 95;
 }
 
-/* splitmix64 as the run's random source: small, seedable, identical everywhere. */
-typedef struct rng {
-  uint64_t s;
-} rng;
-
-static uint64_t rng_next(rng *r) {
-  uint64_t x = (r->s += 0x9e3779b97f4a7c15ULL);
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-/* Uniform in [0, n) without modulo bias. */
-static uint64_t rng_below(rng *r, uint64_t n) {
-  uint64_t lim = UINT64_MAX - UINT64_MAX % n;
-  uint64_t x;
-  do x = rng_next(r);
-  while (x >= lim);
-  return x % n;
-}
-
 /* The order the nodes are scored in, which decides ties: a permutation drawn from its own
    stream of the seed (so the arrival sequence is the same as with any other order). */
 static int *node_order(int n, uint64_t seed) {
   int *perm = gp_xmalloc((size_t)(n > 0 ? n : 1) * sizeof(int));
   for (int i = 0; i < n; i++) perm[i] = i;
-  rng g = {seed ^ 0x6e6f64652d6f7264ULL};
+  gp__frag_rng g = {seed ^ 0x6e6f64652d6f7264ULL};
   for (int i = n - 1; i > 0; i--) {
-    int j = (int)rng_below(&g, (uint64_t)i + 1);
+    int j = (int)gp__frag_rng_below(&g, (uint64_t)i + 1);
     int tmp = perm[i];
     perm[i] = perm[j], perm[j] = tmp;
   }
@@ -224,7 +204,7 @@ static int build_mix(run *r, double popularity_pct, gp_share_mix **ret, gp_err *
 /* The arrival sequence: shuffled list, then resampled up (or trimmed down) to target. */
 static int build_sequence(const gp_frag_trace *t, uint64_t seed, int64_t target, int **ret_seq,
                           int *ret_n, gp_err *err) {
-  rng g = {seed};
+  gp__frag_rng g = {seed};
   size_t cap = (size_t)t->n_pods;
   int *seq = gp_xmalloc(cap * sizeof(int));
   int n = t->n_pods;
@@ -235,13 +215,13 @@ static int build_sequence(const gp_frag_trace *t, uint64_t seed, int64_t target,
     return gp_err_set(err, GP_EINVAL, NULL, 0, "pods", "no pod in the trace asks for a GPU");
   }
   for (int i = n - 1; i > 0; i--) {
-    int j = (int)rng_below(&g, (uint64_t)i + 1);
+    int j = (int)gp__frag_rng_below(&g, (uint64_t)i + 1);
     int tmp = seq[i];
     seq[i] = seq[j], seq[j] = tmp;
   }
   if (total < target) {
     for (;;) {
-      int i = (int)rng_below(&g, (uint64_t)t->n_pods);
+      int i = (int)gp__frag_rng_below(&g, (uint64_t)t->n_pods);
       /* The authors' stop test adds the clone's per-GPU milli, not its total
          (pkg/simulator/simulator.go:tuneUpPods), so a multi-GPU clone drawn near the
          target is still appended and the list may end a few GPUs past it. */
@@ -260,7 +240,7 @@ static int build_sequence(const gp_frag_trace *t, uint64_t seed, int64_t target,
     int *order = gp_xmalloc((size_t)n * sizeof(int));
     for (int i = 0; i < n; i++) order[i] = i;
     for (int i = n - 1; i > 0; i--) {
-      int j = (int)rng_below(&g, (uint64_t)i + 1);
+      int j = (int)gp__frag_rng_below(&g, (uint64_t)i + 1);
       int tmp = order[i];
       order[i] = order[j], order[j] = tmp;
     }
