@@ -276,7 +276,7 @@ int gp_cmd_service(int argc, char **argv) {
     if (a.words[1]) return gp_cli_usage_error("service", "`gpool service list` takes no arguments");
     return gp_cli_get_print(&cli, "/v1/services", "services", list_table, NULL);
   }
-  if (!strcmp(verb, "endpoints")) return gp__cli_service_endpoints(&cli, &a);
+  if (!strcmp(verb, "endpoints")) return gp_cli_service_endpoints(&cli, &a);
   static const char *const verbs[] = {"show", "scale", "restart", "rollback", "delete", "wake", NULL};
   for (int i = 0; verbs[i]; i++)
     if (!strcmp(verb, verbs[i])) return one(&cli, &a, verb);

@@ -100,7 +100,7 @@ static int write_out(const char *path, const char *text) {
   return 0;
 }
 
-int gp__cli_service_endpoints(gp_cli *cli, const gp_svc_args *a) {
+int gp_cli_service_endpoints(gp_cli *cli, const gp_svc_args *a) {
   const char *name = a->words[1];
   const char *fmt = a->format ? a->format : "json";
   if (!name) return gp_cli_usage_error("service", "endpoints of which service?");

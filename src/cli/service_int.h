@@ -14,6 +14,6 @@ typedef struct gp_svc_args {
 } gp_svc_args;
 
 /* `gpool service endpoints NAME [--format F] [--out FILE] [--watch [--exec CMD]]`. */
-int gp__cli_service_endpoints(gp_cli *cli, const gp_svc_args *a);
+int gp_cli_service_endpoints(gp_cli *cli, const gp_svc_args *a);
 
 #endif

@@ -90,13 +90,13 @@ static int need(const pools *p, int kind, const char *what, gp_err *err) {
 
 /* CPU-only pods P% of all: GPU pods kept in order, after round(P x GPU pods / (100 - P))
    CPU-only pods drawn with replacement. */
-static int make_cpu(const gp_frag_trace *t, const gp_frag_family *f, const pools *p, gp__frag_rng *g, pod_list *out,
+static int make_cpu(const gp_frag_trace *t, const gp_frag_family *f, const pools *p, gp__sim_frag_rng *g, pod_list *out,
                     gp_err *err) {
   int64_t n_gpu = t->n_pods - p->n[K_CPU];
   int64_t n_cpu = (n_gpu * f->pct * 2 + (100 - f->pct)) / (2 * (100 - f->pct));
   int rc = n_cpu > 0 ? need(p, K_CPU, "CPU-only", err) : 0;
   for (int64_t i = 0; i < n_cpu && !rc; i++)
-    rc = push(out, &t->pods[p->idx[K_CPU][gp__frag_rng_below(g, (uint64_t)p->n[K_CPU])]], err);
+    rc = push(out, &t->pods[p->idx[K_CPU][gp__sim_frag_rng_below(g, (uint64_t)p->n[K_CPU])]], err);
   for (int i = 0; i < t->n_pods && !rc; i++) {
     if (pod_kind(&t->pods[i]) != K_CPU) rc = push(out, &t->pods[i], err);
   }
@@ -105,7 +105,7 @@ static int make_cpu(const gp_frag_trace *t, const gp_frag_family *f, const pools
 
 /* Fractional pods P% of the GPU demand, as many GPU pods as before: each drawn from the
    fractional pods while their share so far is under P%, else from the whole-GPU ones. */
-static int make_gpushare(const gp_frag_trace *t, const gp_frag_family *f, const pools *p, gp__frag_rng *g,
+static int make_gpushare(const gp_frag_trace *t, const gp_frag_family *f, const pools *p, gp__sim_frag_rng *g,
                          pod_list *out, gp_err *err) {
   int n_whole = p->n[K_ONE] + p->n[K_MULTI];
   int rc = 0;
@@ -117,10 +117,10 @@ static int make_gpushare(const gp_frag_trace *t, const gp_frag_family *f, const 
     const gp_frag_pod *q = &t->pods[i];
     if (pod_kind(q) != K_CPU) {
       if (frac_milli * 100 < (int64_t)f->pct * total || f->pct == 100) {
-        q = &t->pods[p->idx[K_FRACTION][gp__frag_rng_below(g, (uint64_t)p->n[K_FRACTION])]];
+        q = &t->pods[p->idx[K_FRACTION][gp__sim_frag_rng_below(g, (uint64_t)p->n[K_FRACTION])]];
         frac_milli += pod_milli(q);
       } else {
-        int k = (int)gp__frag_rng_below(g, (uint64_t)n_whole);
+        int k = (int)gp__sim_frag_rng_below(g, (uint64_t)n_whole);
         q = &t->pods[k < p->n[K_ONE] ? p->idx[K_ONE][k] : p->idx[K_MULTI][k - p->n[K_ONE]]];
       }
       total += pod_milli(q);
@@ -131,7 +131,7 @@ static int make_gpushare(const gp_frag_trace *t, const gp_frag_family *f, const 
 }
 
 /* Multi-GPU pods P% of the GPU demand: the list, then copies of its multi-GPU pods. */
-static int make_multigpu(const gp_frag_trace *t, const gp_frag_family *f, const pools *p, gp__frag_rng *g,
+static int make_multigpu(const gp_frag_trace *t, const gp_frag_family *f, const pools *p, gp__sim_frag_rng *g,
                          pod_list *out, gp_err *err) {
   int64_t multi = 0, total = 0;
   int rc = 0;
@@ -149,7 +149,7 @@ static int make_multigpu(const gp_frag_trace *t, const gp_frag_family *f, const 
     return gp_err_set(err, GP_EINVAL, NULL, 0, "family", "multigpu:100 would need the other GPU pods removed");
   if (multi * 100 < (int64_t)f->pct * total && (rc = need(p, K_MULTI, "multi-GPU", err)) != 0) return rc;
   while (multi * 100 < (int64_t)f->pct * total && !rc) {
-    const gp_frag_pod *q = &t->pods[p->idx[K_MULTI][gp__frag_rng_below(g, (uint64_t)p->n[K_MULTI])]];
+    const gp_frag_pod *q = &t->pods[p->idx[K_MULTI][gp__sim_frag_rng_below(g, (uint64_t)p->n[K_MULTI])]];
     multi += pod_milli(q), total += pod_milli(q);
     rc = push(out, q, err);
   }
@@ -191,7 +191,7 @@ static int spec_pools(gp_frag_trace *t, const gp_frag_trace *ref, pools *sp, gp_
 
 /* P% of the GPU pods (a random choice) take a gpu_spec drawn from the reference list's
    constrained pods of their kind (any kind when it has none of theirs); the others none. */
-static int make_gpuspec(gp_frag_trace *t, const gp_frag_family *f, gp__frag_rng *g, pod_list *out, gp_err *err) {
+static int make_gpuspec(gp_frag_trace *t, const gp_frag_family *f, gp__sim_frag_rng *g, pod_list *out, gp_err *err) {
   if (!f->specs_from)
     return gp_err_set(err, GP_EINVAL, NULL, 0, "specs_from",
                       "the gpuspec family draws gpu_specs from a reference pod list (--specs-from)");
@@ -206,16 +206,16 @@ static int make_gpuspec(gp_frag_trace *t, const gp_frag_family *f, gp__frag_rng 
   }
   int pick = (int)(((int64_t)n_gpu * f->pct * 2 + 100) / 200);
   for (int i = 0; i < pick && !rc; i++) { /* a partial Fisher-Yates shuffle picks them */
-    int j = i + (int)gp__frag_rng_below(g, (uint64_t)(n_gpu - i));
+    int j = i + (int)gp__sim_frag_rng_below(g, (uint64_t)(n_gpu - i));
     int tmp = gpu[i];
     gpu[i] = gpu[j], gpu[j] = tmp;
     gp_frag_pod *q = &out->v[gpu[i]];
     int k = pod_kind(q);
     if (sp.n[k] > 0) {
-      q->spec = sp.idx[k][gp__frag_rng_below(g, (uint64_t)sp.n[k])];
+      q->spec = sp.idx[k][gp__sim_frag_rng_below(g, (uint64_t)sp.n[k])];
     } else {
       int all = sp.n[K_FRACTION] + sp.n[K_ONE] + sp.n[K_MULTI];
-      int r = (int)gp__frag_rng_below(g, (uint64_t)all);
+      int r = (int)gp__sim_frag_rng_below(g, (uint64_t)all);
       for (int kk = K_FRACTION; kk < K_COUNT; kk++) {
         if (r < sp.n[kk]) {
           q->spec = sp.idx[kk][r];
@@ -236,7 +236,7 @@ int gp_frag_family_apply(gp_frag_trace *t, const gp_frag_family *f, gp_err *err)
     return gp_err_set(err, GP_EINVAL, NULL, 0, "family", "bad family or percentage");
   pools p;
   pools_build(t, &p);
-  gp__frag_rng g = {f->seed ^ 0x66616d696c79ULL};
+  gp__sim_frag_rng g = {f->seed ^ 0x66616d696c79ULL};
   pod_list out = {0};
   int rc;
   switch (f->kind) {

@@ -49,9 +49,9 @@ void gp_frag_opts_init(gp_frag_opts *o) {
 static int *node_order(int n, uint64_t seed) {
   int *perm = gp_xmalloc((size_t)(n > 0 ? n : 1) * sizeof(int));
   for (int i = 0; i < n; i++) perm[i] = i;
-  gp__frag_rng g = {seed ^ 0x6e6f64652d6f7264ULL};
+  gp__sim_frag_rng g = {seed ^ 0x6e6f64652d6f7264ULL};
   for (int i = n - 1; i > 0; i--) {
-    int j = (int)gp__frag_rng_below(&g, (uint64_t)i + 1);
+    int j = (int)gp__sim_frag_rng_below(&g, (uint64_t)i + 1);
     int tmp = perm[i];
     perm[i] = perm[j], perm[j] = tmp;
   }
@@ -204,7 +204,7 @@ static int build_mix(run *r, double popularity_pct, gp_share_mix **ret, gp_err *
 /* The arrival sequence: shuffled list, then resampled up (or trimmed down) to target. */
 static int build_sequence(const gp_frag_trace *t, uint64_t seed, int64_t target, int **ret_seq,
                           int *ret_n, gp_err *err) {
-  gp__frag_rng g = {seed};
+  gp__sim_frag_rng g = {seed};
   size_t cap = (size_t)t->n_pods;
   int *seq = gp_xmalloc(cap * sizeof(int));
   int n = t->n_pods;
@@ -215,13 +215,13 @@ static int build_sequence(const gp_frag_trace *t, uint64_t seed, int64_t target,
     return gp_err_set(err, GP_EINVAL, NULL, 0, "pods", "no pod in the trace asks for a GPU");
   }
   for (int i = n - 1; i > 0; i--) {
-    int j = (int)gp__frag_rng_below(&g, (uint64_t)i + 1);
+    int j = (int)gp__sim_frag_rng_below(&g, (uint64_t)i + 1);
     int tmp = seq[i];
     seq[i] = seq[j], seq[j] = tmp;
   }
   if (total < target) {
     for (;;) {
-      int i = (int)gp__frag_rng_below(&g, (uint64_t)t->n_pods);
+      int i = (int)gp__sim_frag_rng_below(&g, (uint64_t)t->n_pods);
       /* The authors' stop test adds the clone's per-GPU milli, not its total
          (pkg/simulator/simulator.go:tuneUpPods), so a multi-GPU clone drawn near the
          target is still appended and the list may end a few GPUs past it. */
@@ -240,7 +240,7 @@ static int build_sequence(const gp_frag_trace *t, uint64_t seed, int64_t target,
     int *order = gp_xmalloc((size_t)n * sizeof(int));
     for (int i = 0; i < n; i++) order[i] = i;
     for (int i = n - 1; i > 0; i--) {
-      int j = (int)gp__frag_rng_below(&g, (uint64_t)i + 1);
+      int j = (int)gp__sim_frag_rng_below(&g, (uint64_t)i + 1);
       int tmp = order[i];
       order[i] = order[j], order[j] = tmp;
     }

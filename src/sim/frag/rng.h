@@ -6,11 +6,11 @@
 
 #include <stdint.h>
 
-typedef struct gp__frag_rng {
+typedef struct gp__sim_frag_rng {
   uint64_t s;
-} gp__frag_rng;
+} gp__sim_frag_rng;
 
-static inline uint64_t gp__frag_rng_next(gp__frag_rng *r) {
+static inline uint64_t gp__sim_frag_rng_next(gp__sim_frag_rng *r) {
   uint64_t x = (r->s += 0x9e3779b97f4a7c15ULL);
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
@@ -18,10 +18,10 @@ static inline uint64_t gp__frag_rng_next(gp__frag_rng *r) {
 }
 
 /* Uniform in [0, n) without modulo bias (n > 0). */
-static inline uint64_t gp__frag_rng_below(gp__frag_rng *r, uint64_t n) {
+static inline uint64_t gp__sim_frag_rng_below(gp__sim_frag_rng *r, uint64_t n) {
   uint64_t lim = UINT64_MAX - UINT64_MAX % n;
   uint64_t x;
-  do x = gp__frag_rng_next(r);
+  do x = gp__sim_frag_rng_next(r);
   while (x >= lim);
   return x % n;
 }
