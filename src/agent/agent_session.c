@@ -32,10 +32,15 @@
 #define START_WAIT_MS 10000 /* the server sends the start at once; a silent peer is dropped */
 #define OUT_CHUNK (GP_TLS_WS_MSG_MAX - 1) /* a channel byte and a read: one whole frame */
 #define DRAIN_AFTER_EXIT_MS 500 /* output a left-behind process still holds is not waited for */
+#define RING_CAP (64 * 1024) /* output a detached run session keeps for its next attach */
+
+struct gp__agent_ses_detached;
 
 struct gp__agent_sessions {
   pthread_mutex_t lock;
   pthread_cond_t done;
+  pthread_cond_t changed;                  /* a handoff to a detached session */
+  struct gp__agent_ses_detached *detached; /* run sessions whose server went away */
   int active;
   bool stopping;
 };
@@ -149,17 +154,39 @@ void gp__agent_ses_task_exit(const char *dir, bool *known, int *code, int *sig) 
   fclose(f);
 }
 
-/* Relays until the process ends (and its output is read), the peer leaves, the job task
- * ends, or the agent stops. */
-static void relay(gp_agent *a, gp_tls_ws *w, gp__agent_ses_proc *p, const gp__agent_ses_job *job, bool ends_task) {
+/* What a relay keeps across the WebSockets it serves (a `gpool run` session outlives a
+ * server restart: session.h). */
+typedef struct rstate {
+  bool out_open, err_open, exited;
+  int exit_code;
+  int64_t exited_at;
+} rstate;
+
+enum { R_DONE, R_GONE, R_DETACH }; /* finished; peer gone (the command ends); detach */
+
+/* An attach's WebSocket offered to a detached run session: `done` once the relay is done
+ * with it (refused: it never took it). Lives on the attaching thread's stack. */
+typedef struct handoff {
+  gp_tls_ws *w;
+  bool done, refused;
+} handoff;
+
+/* A `gpool run` session whose server went away (1001): its command runs on, its output
+ * kept in a ring, until an attach takes it (sessions' list, under their lock). */
+struct gp__agent_ses_detached {
+  char key[96];
+  handoff *pending;
+  struct gp__agent_ses_detached *next;
+};
+
+/* Relays between w and the process until it ends (and its output is read), the peer
+ * leaves, the job task ends, or the agent stops. */
+static int relay_ws(gp_agent *a, gp_tls_ws *w, gp__agent_ses_proc *p, const gp__agent_ses_job *job, bool ends_task, rstate *r) {
   uint8_t *in = gp_xmalloc(GP_TLS_WS_MSG_MAX);
   size_t in_len = 0, in_off = 0;
-  bool out_open = true, err_open = p->err_fd >= 0, exited = false, peer_gone = false;
-  int exit_code = 0;
-  int64_t exited_at = 0, next_check = mono_ms() + 500;
-  nonblock(p->in_fd);
-  nonblock(p->out_fd);
-  nonblock(p->err_fd);
+  bool peer_gone = false;
+  int close_code = 0, how = R_GONE;
+  int64_t next_check = mono_ms() + 500;
   for (;;) {
     if (stopping(a)) {
       gp_tls_ws_close(w, GP_TLS_WS_GOING_AWAY, "the agent is stopping");
@@ -173,25 +200,27 @@ static void relay(gp_agent *a, gp_tls_ws *w, gp__agent_ses_proc *p, const gp__ag
       /* A `gpool run` task too: cancelled, preempted or reclaimed, its command goes with it
        * (its own end ends the task through end_task, after this loop). */
       if (task_ended(job)) {
-        end_process(p->pid, exited);
-        exited = true;
+        end_process(p->pid, r->exited);
+        r->exited = true;
         char msg[200];
         snprintf(msg, sizeof msg, "job %s ended; the session ends with it", job->id);
         finish(w, 0, msg, GP_TLS_WS_NORMAL);
+        how = R_DONE;
         break;
       }
     }
     int st;
-    if (p->pid > 0 && !exited && waitpid(p->pid, &st, WNOHANG) == p->pid) {
-      exited = true;
-      exited_at = mono_ms();
-      exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    if (p->pid > 0 && !r->exited && waitpid(p->pid, &st, WNOHANG) == p->pid) {
+      r->exited = true;
+      r->exited_at = mono_ms();
+      r->exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
     }
-    bool drained = (!out_open && !err_open) || (exited && mono_ms() - exited_at > DRAIN_AFTER_EXIT_MS);
-    if ((p->pid > 0 && exited && drained) || (p->pid == 0 && !out_open)) {
+    bool drained = (!r->out_open && !r->err_open) || (r->exited && mono_ms() - r->exited_at > DRAIN_AFTER_EXIT_MS);
+    if ((p->pid > 0 && r->exited && drained) || (p->pid == 0 && !r->out_open)) {
       if (p->pid > 0) kill(-p->pid, SIGHUP); /* what it left on the terminal */
-      if (ends_task) end_task(job, exit_code);
-      finish(w, exit_code, NULL, GP_TLS_WS_NORMAL);
+      if (ends_task) end_task(job, r->exit_code);
+      finish(w, r->exit_code, NULL, GP_TLS_WS_NORMAL);
+      how = R_DONE;
       break;
     }
     while (in_off == in_len && !peer_gone) {
@@ -199,6 +228,7 @@ static void relay(gp_agent *a, gp_tls_ws *w, gp__agent_ses_proc *p, const gp__ag
       int rc = gp_tls_ws_next(w, &m);
       if (rc == 0) break;
       if (rc < 0 || m.opcode == GP_TLS_WS_CLOSE) {
+        if (rc == 1) close_code = m.code;
         peer_gone = true;
         break;
       }
@@ -222,7 +252,7 @@ static void relay(gp_agent *a, gp_tls_ws *w, gp__agent_ses_proc *p, const gp__ag
           struct winsize ws = {.ws_col = (unsigned short)cols, .ws_row = (unsigned short)rows};
           ioctl(p->out_fd, TIOCSWINSZ, &ws); /* the kernel sends SIGWINCH to the foreground */
         }
-      } else if (ch == GP_PROTO_SES_SIGNAL && p->pid > 0 && !exited) {
+      } else if (ch == GP_PROTO_SES_SIGNAL && p->pid > 0 && !r->exited) {
         int sig = gp_proto_session_signal_parse(m.data + 1, m.len - 1);
         if (sig) kill(-p->pid, sig);
       }
@@ -235,8 +265,8 @@ static void relay(gp_agent *a, gp_tls_ws *w, gp__agent_ses_proc *p, const gp__ag
     pf[n++] = (struct pollfd){.fd = gp_tls_ws_fd(w), .events = wev};
     if (in_off < in_len && p->in_fd >= 0) iw = n, pf[n++] = (struct pollfd){.fd = p->in_fd, .events = POLLOUT};
     bool room = gp_tls_ws_room(w, OUT_CHUNK + 1);
-    if (out_open && room) io = n, pf[n++] = (struct pollfd){.fd = p->out_fd, .events = POLLIN};
-    if (err_open && room) ie = n, pf[n++] = (struct pollfd){.fd = p->err_fd, .events = POLLIN};
+    if (r->out_open && room) io = n, pf[n++] = (struct pollfd){.fd = p->out_fd, .events = POLLIN};
+    if (r->err_open && room) ie = n, pf[n++] = (struct pollfd){.fd = p->err_fd, .events = POLLIN};
     if (poll(pf, (nfds_t)n, buffered ? 0 : 100) < 0 && errno != EINTR) break;
     if ((pf[0].revents & (POLLIN | POLLHUP | POLLERR)) || buffered) {
       long k = gp_tls_ws_read(w);
@@ -248,21 +278,176 @@ static void relay(gp_agent *a, gp_tls_ws *w, gp__agent_ses_proc *p, const gp__ag
       if (k > 0) in_off += (size_t)k;
       else if (k < 0 && errno != EAGAIN && errno != EINTR) in_off = in_len; /* it stopped reading */
     }
-    if (io >= 0 && (pf[io].revents & (POLLIN | POLLHUP | POLLERR))) out_open = pump_out(w, p->out_fd, GP_PROTO_SES_STDOUT);
-    if (ie >= 0 && (pf[ie].revents & (POLLIN | POLLHUP | POLLERR))) err_open = pump_out(w, p->err_fd, GP_PROTO_SES_STDERR);
+    if (io >= 0 && (pf[io].revents & (POLLIN | POLLHUP | POLLERR))) r->out_open = pump_out(w, p->out_fd, GP_PROTO_SES_STDOUT);
+    if (ie >= 0 && (pf[ie].revents & (POLLIN | POLLHUP | POLLERR))) r->err_open = pump_out(w, p->err_fd, GP_PROTO_SES_STDERR);
   }
   free(in);
-  if (peer_gone) {
-    end_process(p->pid, exited);
+  /* The server went away (stopping, failing over: 1001) under a `gpool run` whose command
+   * still runs: it runs on, detached, for `gpool attach` (not when the user's end closed). */
+  if (peer_gone && close_code == GP_TLS_WS_GOING_AWAY && ends_task && p->pid > 0 && !r->exited && !stopping(a))
+    how = R_DETACH;
+  return how;
+}
+
+/* Appends n bytes to the ring (cap RING_CAP), the oldest dropped. */
+static void ring_put(uint8_t *ring, size_t *start, size_t *len, const uint8_t *d, size_t n) {
+  if (n >= RING_CAP) {
+    d += n - RING_CAP, n = RING_CAP;
+    *start = 0, *len = 0;
+  }
+  size_t drop = *len + n > RING_CAP ? *len + n - RING_CAP : 0;
+  *start = (*start + drop) % RING_CAP, *len -= drop;
+  for (size_t i = 0; i < n; i++) ring[(*start + *len + i) % RING_CAP] = d[i];
+  *len += n;
+}
+
+/* The attach that takes a detached session: a status saying so (the client then sends its
+ * terminal), then the output kept meanwhile. */
+static void send_kept(gp_tls_ws *w, bool tty, const uint8_t *ring, size_t start, size_t len) {
+  char t[64];
+  int n = snprintf(t, sizeof t, "%c{\"attached\":\"run\",\"tty\":%s}", GP_PROTO_SES_STATUS, tty ? "true" : "false");
+  gp_tls_ws_send(w, GP_TLS_WS_BINARY, t, (size_t)n);
+  uint8_t buf[OUT_CHUNK + 1];
+  for (size_t off = 0; off < len;) {
+    size_t k = len - off < OUT_CHUNK ? len - off : OUT_CHUNK;
+    buf[0] = GP_PROTO_SES_STDOUT;
+    for (size_t i = 0; i < k; i++) buf[1 + i] = ring[(start + off + i) % RING_CAP];
+    if (gp_tls_ws_flush_wait(w, 2000) < 0) break;
+    gp_tls_ws_send(w, GP_TLS_WS_BINARY, buf, k + 1);
+    off += k;
+  }
+}
+
+/* A detached run session: its output read into a bounded ring (so it never blocks), its
+ * task and its exit watched as in relay_ws, until an attach takes it (R_DETACH with *ret),
+ * it ends (R_DONE: its code is the task's), or the agent stops (R_GONE). */
+static int detached(gp_agent *a, gp__agent_ses_proc *p, const gp__agent_ses_job *job, rstate *r, handoff **ret) {
+  struct gp__agent_ses_detached d = {.pending = NULL};
+  snprintf(d.key, sizeof d.key, "%s", job->key);
+  pthread_mutex_lock(&a->sessions->lock);
+  bool taken = false; /* one detached session per task */
+  for (struct gp__agent_ses_detached *o = a->sessions->detached; o; o = o->next) taken |= !strcmp(o->key, d.key);
+  if (!taken) d.next = a->sessions->detached, a->sessions->detached = &d;
+  pthread_mutex_unlock(&a->sessions->lock);
+  if (taken) return R_GONE;
+  gp__agent_log("session: job %s lost its server; its command (pid %d) runs on, detached", job->id, (int)p->pid);
+  uint8_t *ring = gp_xmalloc(RING_CAP), buf[OUT_CHUNK];
+  size_t start = 0, len = 0;
+  int how;
+  handoff *h = NULL;
+  int64_t next_check = 0;
+  for (;;) {
+    if (stopping(a)) {
+      how = R_GONE;
+      break;
+    }
+    if (mono_ms() >= next_check) {
+      next_check = mono_ms() + 500;
+      if (task_ended(job)) {
+        end_process(p->pid, r->exited);
+        r->exited = true;
+        how = R_DONE;
+        break;
+      }
+    }
+    int st;
+    if (!r->exited && waitpid(p->pid, &st, WNOHANG) == p->pid) {
+      r->exited = true;
+      r->exited_at = mono_ms();
+      r->exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    }
+    if (r->exited && ((!r->out_open && !r->err_open) || mono_ms() - r->exited_at > DRAIN_AFTER_EXIT_MS)) {
+      kill(-p->pid, SIGHUP);
+      end_task(job, r->exit_code);
+      how = R_DONE;
+      break;
+    }
+    pthread_mutex_lock(&a->sessions->lock);
+    h = d.pending;
+    pthread_mutex_unlock(&a->sessions->lock);
+    if (h) {
+      how = R_DETACH;
+      break;
+    }
+    struct pollfd pf[2] = {{.fd = r->out_open ? p->out_fd : -1, .events = POLLIN},
+                           {.fd = r->err_open ? p->err_fd : -1, .events = POLLIN}};
+    if (poll(pf, 2, 100) < 0 && errno != EINTR) {
+      how = R_GONE;
+      break;
+    }
+    for (int i = 0; i < 2; i++) {
+      if (!(pf[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      ssize_t n = read(pf[i].fd, buf, sizeof buf);
+      if (n > 0) ring_put(ring, &start, &len, buf, (size_t)n);
+      else if (n == 0 || (errno != EAGAIN && errno != EINTR)) *(i ? &r->err_open : &r->out_open) = false;
+    }
+  }
+  pthread_mutex_lock(&a->sessions->lock);
+  for (struct gp__agent_ses_detached **o = &a->sessions->detached; *o; o = &(*o)->next)
+    if (*o == &d) {
+      *o = d.next;
+      break;
+    }
+  if (d.pending && how != R_DETACH) { /* it ended meanwhile: the attach streams the task's end */
+    d.pending->done = d.pending->refused = true;
+    pthread_cond_broadcast(&a->sessions->changed);
+  }
+  pthread_mutex_unlock(&a->sessions->lock);
+  if (how == R_DETACH) {
+    gp__agent_log("session: job %s's detached command reattached", job->id);
+    send_kept(h->w, p->tty, ring, start, len);
+    *ret = h;
+  }
+  free(ring);
+  return how;
+}
+
+static void handoff_done(gp_agent *a, handoff *h) {
+  pthread_mutex_lock(&a->sessions->lock);
+  h->done = true;
+  pthread_cond_broadcast(&a->sessions->changed);
+  pthread_mutex_unlock(&a->sessions->lock);
+}
+
+/* An attach to a task with a detached run session: hands it w and waits until its relay is
+ * done with it. False when there is none (or it ended before it took w). */
+static bool attach_detached(gp_agent *a, gp_tls_ws *w, const gp__agent_ses_job *job) {
+  handoff h = {.w = w};
+  pthread_mutex_lock(&a->sessions->lock);
+  struct gp__agent_ses_detached *d = a->sessions->detached;
+  while (d && (strcmp(d->key, job->key) || d->pending)) d = d->next;
+  if (d) {
+    d->pending = &h;
+    while (!h.done) pthread_cond_wait(&a->sessions->changed, &a->sessions->lock);
+  }
+  pthread_mutex_unlock(&a->sessions->lock);
+  return d && !h.refused;
+}
+
+/* Relays a session; a `gpool run` one across the servers it outlives (relay_ws, detached). */
+static void relay(gp_agent *a, gp_tls_ws *w, gp__agent_ses_proc *p, const gp__agent_ses_job *job, bool ends_task) {
+  rstate r = {.out_open = true, .err_open = p->err_fd >= 0};
+  nonblock(p->in_fd);
+  nonblock(p->out_fd);
+  nonblock(p->err_fd);
+  int how = relay_ws(a, w, p, job, ends_task, &r);
+  while (how == R_DETACH) {
+    handoff *h = NULL;
+    how = detached(a, p, job, &r, &h);
+    if (how != R_DETACH) break;
+    how = relay_ws(a, h->w, p, job, ends_task, &r);
+    handoff_done(a, h);
+  }
+  if (how == R_GONE) {
+    end_process(p->pid, r.exited);
     /* The terminal of a `gpool run` hung up: the task ends as its command would on a
      * hang-up (Slurm's srun --pty the same). */
-    if (ends_task) end_task(job, exited ? exit_code : 128 + SIGHUP);
+    if (ends_task) end_task(job, r.exited ? r.exit_code : 128 + SIGHUP);
   }
   if (p->in_fd >= 0 && p->in_fd != p->out_fd) close(p->in_fd);
   if (p->out_fd >= 0) close(p->out_fd);
   if (p->err_fd >= 0) close(p->err_fd);
 }
-
 /* attach: the task's stdout and stderr as they grow (from their size now), until the task
  * ends (then its exit code) or the peer leaves. Files are polled: a log is a plain file. */
 static void attach(gp_agent *a, gp_tls_ws *w, const gp__agent_ses_job *job) {
@@ -383,7 +568,7 @@ static void *session_thread(void *arg) {
   if (rc == 1) {
     gp__agent_ses_proc p = {.in_fd = -1, .out_fd = -1, .err_fd = -1};
     if (st.kind == GP_PROTO_SES_ATTACH) {
-      attach(a, w, &S->job);
+      if (!attach_detached(a, w, &S->job)) attach(a, w, &S->job);
       gp_proto_session_start_done(&st);
       goto done;
     }
@@ -546,6 +731,7 @@ void gp__agent_ses_init(gp_agent *a) {
   a->sessions = gp_xcalloc(1, sizeof *a->sessions);
   pthread_mutex_init(&a->sessions->lock, NULL);
   pthread_cond_init(&a->sessions->done, NULL);
+  pthread_cond_init(&a->sessions->changed, NULL);
 }
 
 void gp__agent_ses_stop_all(gp_agent *a) {
@@ -565,6 +751,7 @@ void gp__agent_ses_free(gp_agent *a) {
   if (!a->sessions) return;
   pthread_mutex_destroy(&a->sessions->lock);
   pthread_cond_destroy(&a->sessions->done);
+  pthread_cond_destroy(&a->sessions->changed);
   free(a->sessions);
   a->sessions = NULL;
 }

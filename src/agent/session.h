@@ -11,7 +11,9 @@
  *            listens there (so one job never reaches another's ports through its agent).
  * Each session is one thread relaying between the WebSocket and the process's descriptors
  * with bounded buffers: output is read only while the WebSocket has room for it, input
- * only while the process has taken the last message. */
+ * only while the process has taken the last message. A `gpool run` session (end_task)
+ * whose server goes away with 1001 (stopping, failing over) keeps its command: its output
+ * goes to a 64 KiB ring until an attach to its task takes the session over. */
 #ifndef GP_AGENT_SESSION_H
 #define GP_AGENT_SESSION_H
 

@@ -102,13 +102,17 @@ int gp_cmd_exec(int argc, char **argv) {
 
 /* `gpool attach JOB [--task N]`: the task's output (stdout here, stderr to stderr) as it
  * is written, from now until the task ends (gpool then exits with its code) or Ctrl-C. A
- * job's task reads no terminal, so nothing is sent to it; `gpool exec -it` opens one. */
+ * job's task reads no terminal, so nothing is sent to it; `gpool exec -it` opens one. A
+ * `gpool run` job whose server stopped under it is the exception: its command takes this
+ * terminal again as run gave it (raw mode, window size, Ctrl-C to the job). */
 static const gp_opt attach_opts[] = {{0, "task", true, E_TASK}, GP_CLI_COMMON_OPTS};
 
 static const char attach_usage[] =
     "Usage: gpool attach JOB [--task N]\n"
     "  Streams the running task's output as it is written (stderr to stderr) until the task\n"
     "  ends (then exits with its exit code) or Ctrl-C. --task N: the task of a gang (default 0).\n"
+    "  A gpool run job whose server restarted gets this terminal back (its output meanwhile,\n"
+    "  up to 64 KiB, first); it ends with the command's exit code.\n"
     "  For a shell inside the job use gpool exec JOB -it -- bash.\n";
 
 int gp_cmd_attach(int argc, char **argv) {
@@ -120,7 +124,8 @@ int gp_cmd_attach(int argc, char **argv) {
   gp_tls_ws *w = NULL;
   if ((rc = gp_cli_session_open(&cli, a.job, (int)a.task, &w))) return rc;
   json_t *start = json_pack("{s:s}", "kind", "attach");
-  gp_cli_session_io io = {.in_fd = -1, .out_fd = 1, .err_fd = 2};
+  /* A `gpool run` job whose server restarted: its command takes this terminal again. */
+  gp_cli_session_io io = {.in_fd = isatty(0) ? 0 : -1, .out_fd = 1, .err_fd = 2, .input_on_attach = true};
   rc = gp_cli_session_run(&cli, a.job, w, start, &io);
   json_decref(start);
   return rc;

@@ -98,9 +98,31 @@ static const char *sig_name(int s) {
   return s == SIGINT ? "INT" : s == SIGTERM ? "TERM" : s == SIGHUP ? "HUP" : s == SIGQUIT ? "QUIT" : NULL;
 }
 
+/* Raw mode on the terminal fd and SIGWINCH followed (restored at the end). */
+static void enter_tty(int fd, struct sigaction *old_winch) {
+  struct sigaction sa = {0};
+  sa.sa_handler = on_winch;
+  sigaction(SIGWINCH, &sa, old_winch);
+  if (tcgetattr(fd, &saved_tio) == 0) {
+    struct termios raw = saved_tio;
+    cfmakeraw(&raw);
+    raw_fd = fd;
+    tcsetattr(fd, TCSAFLUSH, &raw);
+    atexit(restore_terminal);
+  }
+}
+
+static const int fwd[4] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+
+static void forward_signals(struct sigaction old_sig[4]) {
+  struct sigaction sa = {0};
+  sa.sa_handler = on_sig;
+  for (int i = 0; i < 4; i++) sigaction(fwd[i], &sa, &old_sig[i]);
+}
+
 int gp_cli_session_run(gp_cli *cli, const char *job, gp_tls_ws *w, json_t *start, const gp_cli_session_io *io) {
-  struct sigaction sa = {0}, old_winch, old_sig[4];
-  static const int fwd[4] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+  struct sigaction old_winch, old_sig[4];
+  bool tty_on = false, sig_on = false;
   if (io->tty) {
     struct winsize ws;
     if (ioctl(io->in_fd, TIOCGWINSZ, &ws) == 0 && ws.ws_col && ws.ws_row) {
@@ -109,33 +131,28 @@ int gp_cli_session_run(gp_cli *cli, const char *job, gp_tls_ws *w, json_t *start
     }
     const char *term = getenv("TERM");
     if (term && *term && strlen(term) < GP_PROTO_SES_TERM_MAX) json_object_set_new(start, "term", json_string(term));
-    sa.sa_handler = on_winch;
-    sigaction(SIGWINCH, &sa, &old_winch);
-    if (tcgetattr(io->in_fd, &saved_tio) == 0) {
-      struct termios raw = saved_tio;
-      cfmakeraw(&raw);
-      raw_fd = io->in_fd;
-      tcsetattr(io->in_fd, TCSAFLUSH, &raw);
-      atexit(restore_terminal);
-    }
+    enter_tty(io->in_fd, &old_winch);
+    tty_on = true;
   }
   if (io->signals) {
-    sa.sa_handler = on_sig;
-    for (int i = 0; i < 4; i++) sigaction(fwd[i], &sa, &old_sig[i]);
+    forward_signals(old_sig);
+    sig_on = true;
   }
   char *t = json_dumps(start, JSON_COMPACT);
   bool ok = gp_tls_ws_send(w, GP_TLS_WS_TEXT, t, strlen(t));
   free(t);
-  if (io->in_fd < 0) {
+  if (io->in_fd < 0 && !io->input_on_attach) {
     uint8_t eof = GP_PROTO_SES_STDIN;
     ok = ok && gp_tls_ws_send(w, GP_TLS_WS_BINARY, &eof, 1);
   }
   int exit_code = -1, close_code = 0;
   char error[700] = "", close_reason[128] = "";
-  bool in_open = io->in_fd >= 0, lost = !ok;
+  /* attached: the agent handed this attach a `gpool run` session that outlived its server
+   * (the terminal is then sent as run sends it). */
+  bool in_open = io->in_fd >= 0 && !io->input_on_attach, lost = !ok, attached = false;
   uint8_t buf[32769];
   while (!lost && !close_code) {
-    if (got_winch && io->tty) {
+    if (got_winch && tty_on) {
       got_winch = 0;
       struct winsize ws;
       if (ioctl(io->in_fd, TIOCGWINSZ, &ws) == 0)
@@ -165,6 +182,18 @@ int gp_cli_session_run(gp_cli *cli, const char *job, gp_tls_ws *w, json_t *start
         json_t *x = json_object_get(o, "exit");
         const char *e = json_string_value(json_object_get(o, "error"));
         if (json_is_integer(x)) exit_code = (int)json_integer_value(x);
+        if (io->input_on_attach && !attached && json_object_get(o, "attached")) {
+          attached = true;
+          in_open = io->in_fd >= 0;
+          if (in_open && json_is_true(json_object_get(o, "tty")) && isatty(io->in_fd) && !tty_on) {
+            enter_tty(io->in_fd, &old_winch);
+            tty_on = true;
+            got_winch = 1; /* its size, now */
+          } else if (in_open && !sig_on) {
+            forward_signals(old_sig);
+            sig_on = true;
+          }
+        }
         if (e) snprintf(error, sizeof error, "%s", e);
         json_decref(o);
       }
@@ -209,20 +238,24 @@ int gp_cli_session_run(gp_cli *cli, const char *job, gp_tls_ws *w, json_t *start
   }
   gp_tls_ws_free(w);
   restore_terminal();
-  if (io->tty) sigaction(SIGWINCH, &old_winch, NULL);
-  if (io->signals)
+  if (tty_on) sigaction(SIGWINCH, &old_winch, NULL);
+  if (sig_on)
     for (int i = 0; i < 4; i++) sigaction(fwd[i], &old_sig[i], NULL);
   if (exit_code >= 0 && !error[0]) return exit_code;
   if (io->quiet) return 1;
-  /* A `gpool run` command gets a hang-up with its session (the server's own sentence says
-   * "keeps running", true of an exec only): say what happens to the job. */
-  if (io->ends_job && (close_code == GP_TLS_WS_GOING_AWAY || !close_code))
+  /* A `gpool run` command (or one reattached) outlives a server that stops or fails over
+   * (1001): the agent keeps it for gpool attach. Any other loss of the session (the agent
+   * stopping too, its own 1001) hangs it up. */
+  bool run = io->ends_job || attached;
+  bool agent_stopped = close_code == GP_TLS_WS_GOING_AWAY && strstr(close_reason, "agent is stopping");
+  if (run && close_code == GP_TLS_WS_GOING_AWAY && !agent_stopped)
+    fprintf(stderr, "gpool %s: the server is stopping; the job %s keeps running; reattach with: gpool attach %s\n",
+            cli->cmd, job, job);
+  else if (run && (!close_code || agent_stopped))
     fprintf(stderr,
             "gpool %s: %s; the session ended and job %s ends with it (its command got a hang-up: exit code 129); "
             "for work that must outlive the terminal, use gpool submit and gpool exec\n",
-            cli->cmd, close_code ? (close_reason[0] ? close_reason : "the server is stopping")
-                                 : "the connection to the server was lost",
-            job);
+            cli->cmd, agent_stopped ? close_reason : "the connection to the server was lost", job);
   else if (error[0]) fprintf(stderr, "gpool %s: %s\n", cli->cmd, error);
   else if (close_code == GP_TLS_WS_GOING_AWAY)
     fprintf(stderr, "gpool %s: %s; the session ended and job %s keeps running\n", cli->cmd,

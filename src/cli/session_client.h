@@ -7,7 +7,8 @@
  * job's terminal, whose line discipline turns them into signals there. Without one,
  * SIGINT, SIGTERM, SIGHUP and SIGQUIT received here are sent on to the process. The
  * session's end is reported plainly: the command's exit code is returned; a server that
- * stops or goes away ends the session with a sentence saying the job keeps running. */
+ * stops or goes away ends the session with a sentence saying the job keeps running (a
+ * `gpool run` one too: its agent keeps the command for `gpool attach`). */
 #ifndef GP_CLI_SESSION_CLIENT_H
 #define GP_CLI_SESSION_CLIENT_H
 
@@ -30,6 +31,8 @@ typedef struct gp_cli_session_io {
   bool signals;       /* forward SIGINT/SIGTERM/SIGHUP/SIGQUIT received here */
   bool quiet;         /* print nothing about the session's end (port-forward) */
   bool ends_job;      /* the session is the job's work (gpool run): the job ends with it */
+  bool input_on_attach; /* attach: in_fd is sent only when the agent hands over a `gpool run`
+                         * session that outlived its server (raw mode when it has a PTY) */
 } gp_cli_session_io;
 
 /* Sends `start` (its cols and rows set from the terminal when io->tty) and relays until the

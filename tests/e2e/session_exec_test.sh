@@ -5,8 +5,12 @@
 # back, stdin goes in; `gpool attach` streams a task's output to its exit code; only the job's owner and admins may enter (another user and a viewer
 # get 403, a malformed upgrade 400); sessions_per_user holds (429); /metrics counts them;
 # a stopping server ends a session with a clear sentence and the job keeps running; a
-# killed server too; a `gpool run` ended by a stopping server says its job ends (129).
+# killed server too. A `gpool run --pty` (pexpect) outlives a stopping server: the CLI says
+# how to reattach, its output meanwhile is kept, `gpool attach` gets the terminal back and
+# `exit 7` ends the job failed with 7; a `gpool run` whose CLI dies ends its job (129).
 source "$(dirname "$0")/lib.sh"
+e2e_need python3
+python3 -c 'import pexpect' 2>/dev/null || fail "python3-pexpect is not installed (run scripts/setup.sh)"
 e2e_init
 CAROL_TOKEN=carol-$RANDOM$RANDOM
 VIEWER_TOKEN=view-$RANDOM$RANDOM
@@ -93,14 +97,52 @@ expect_contains "$out" "HTTP 429" "the limit is 429"
 as_alice timeout 20 "$GPOOL" exec "$id" -- true || fail "another user's sessions do not count against bob"
 curl -fsS "$SERVER_URL/metrics" | grep -q '^gpool_sessions_refused_total 1' || fail "the refusal is counted"
 
-# A stopping server ends both sessions with a sentence; the job keeps running.
+# A `gpool run` whose CLI dies (not a server stop): its command gets the hang-up and the
+# job ends with it (129).
+GPOOL_TOKEN=$ADMIN_TOKEN "$GPOOL" run -g 1 -- sh -c 'echo started $GPOOL_JOB_ID; sleep 30' >"$E2E_DIR/r2.out" 2>&1 &
+r2=$!
+wait_for 20 "the run's command to start" grep -q started "$E2E_DIR/r2.out"
+r2_job=$(awk '/started/{print $2}' "$E2E_DIR/r2.out")
+kill -KILL "$r2"
+wait "$r2" 2>/dev/null
+wait_for 20 "the killed run's job to end" job_is "$r2_job" failed
+expect_eq 129 "$(job_field "$r2_job" .exit_code)" "a run whose CLI died ends with the hang-up's code"
+
+# A `gpool run --pty` on a terminal (pexpect) beside an exec: both survive a stopping server.
+cat >"$E2E_DIR/reattach.py" <<'PY'
+import sys, pexpect
+gpool, d, phase = sys.argv[1], sys.argv[2], sys.argv[3]
+if phase == "run":
+    p = pexpect.spawn(gpool, ["run", "-g", "1", "--pty", "--", "sh"], dimensions=(24, 80), timeout=30, encoding="utf-8")
+    p.logfile_read = sys.stdout
+    p.expect(r"[$#] ")
+    # Output written while no CLI is attached: kept by the agent for the next attach.
+    p.sendline("(while [ ! -e %s/away ]; do sleep 0.1; done; echo while-$((5+6))) &" % d)
+    p.sendline("echo ready-$((2+3))")
+    p.expect_exact("ready-5")
+    open(d + "/run.ready", "w").close()
+    p.expect(pexpect.EOF, timeout=30)
+    p.close()
+    print("\nEXIT", p.exitstatus, flush=True)
+    sys.exit(0 if p.exitstatus == 1 else 1)
+p = pexpect.spawn(gpool, ["attach", sys.argv[4]], dimensions=(30, 100), timeout=30, encoding="utf-8")
+p.logfile_read = sys.stdout
+p.expect_exact("while-11")  # the kept output first
+p.sendline("echo back-$((3+4)); stty size")
+p.expect_exact("back-7")
+p.expect_exact("30 100")  # this terminal's size, sent at the handover
+p.sendline("exit 7")
+p.expect(pexpect.EOF)
+p.close()
+print("\nEXIT", p.exitstatus, flush=True)
+sys.exit(0 if p.exitstatus == 7 else 1)
+PY
 (as_bob "$GPOOL" exec "$id" -- sleep 30 >"$E2E_DIR/s3.out" 2>"$E2E_DIR/s3.err"; echo $? >"$E2E_DIR/s3.rc") &
-# A `gpool run` beside it: its command is the session's, so its job ends with the session
-# (129, a hang-up), and the CLI says so rather than "keeps running".
-(as_alice "$GPOOL" run -g 1 -- sleep 30 >/dev/null 2>"$E2E_DIR/r3.err"; echo $? >"$E2E_DIR/r3.rc") &
+(GPOOL_TOKEN=$ADMIN_TOKEN python3 "$E2E_DIR/reattach.py" "$GPOOL" "$E2E_DIR" run >"$E2E_DIR/r3.out" 2>&1; echo $? >"$E2E_DIR/r3.rc") &
 # SIGTERM to a CLI without a terminal goes on to its command: both sessions end.
 kill -TERM "$s1" "$s2"
 wait "$s1" "$s2"
+wait_for 20 "the run's shell" test -e "$E2E_DIR/run.ready"
 wait_for 20 "two sessions open" sh -c "curl -fsS $SERVER_URL/metrics | grep -q '^gpool_sessions_open 2'"
 kill -TERM "$SERVER_PID"
 wait_for 15 "the CLI to end" test -s "$E2E_DIR/s3.rc"
@@ -108,15 +150,21 @@ expect_eq 1 "$(cat "$E2E_DIR/s3.rc")" "a session ended by the server exits 1"
 expect_contains "$(cat "$E2E_DIR/s3.err")" "the server is stopping" "the CLI says the server stopped"
 expect_contains "$(cat "$E2E_DIR/s3.err")" "job keeps running" "the CLI says the job runs on"
 wait_for 15 "gpool run to end" test -s "$E2E_DIR/r3.rc"
-expect_eq 1 "$(cat "$E2E_DIR/r3.rc")" "a run ended by the server exits 1"
-expect_contains "$(cat "$E2E_DIR/r3.err")" "the server is stopping; the session ended and job" "gpool run says the server stopped"
-expect_contains "$(cat "$E2E_DIR/r3.err")" "ends with it (its command got a hang-up: exit code 129)" "gpool run says its job ends"
-run_job=$(sed -n 's/.*the session ended and job \([0-9]*\) ends with it.*/\1/p' "$E2E_DIR/r3.err")
+expect_eq 0 "$(cat "$E2E_DIR/r3.rc")" "a run ended by the server exits 1 (the driver's check)"
+r3=$(tr -d '\r' <"$E2E_DIR/r3.out")
+expect_contains "$r3" "gpool run: the server is stopping; the job " "gpool run says the server stopped"
+run_job=$(printf '%s\n' "$r3" | sed -n 's/.*the job \([0-9]*\) keeps running; reattach with: gpool attach \1$/\1/p')
+[ -n "$run_job" ] || fail "gpool run names the job and the attach command: $r3"
+touch "$E2E_DIR/away"
 wait "$SERVER_PID" 2>/dev/null
 e2e_server
 job_is "$id" running || fail "the job must keep running over the server's restart"
+job_is "$run_job" running || fail "the run's job must keep running over the server's restart"
+wait_for 20 "the node back" node_is n1 up
+GPOOL_TOKEN=$ADMIN_TOKEN timeout 40 python3 "$E2E_DIR/reattach.py" "$GPOOL" "$E2E_DIR" attach "$run_job" >"$E2E_DIR/a3.out" 2>&1 \
+  || fail "gpool attach did not get the run's terminal back: $(cat "$E2E_DIR/a3.out")"
 wait_for 20 "the run's job to end" job_is "$run_job" failed
-expect_eq 129 "$(job_field "$run_job" .exit_code)" "the run's job ends with the hang-up's code"
+expect_eq 7 "$(job_field "$run_job" .exit_code)" "the reattached run's job ends with its command's code"
 
 # A killed server: the CLI says the connection was lost.
 wait_for 20 "the node back" node_is n1 up
