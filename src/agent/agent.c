@@ -302,6 +302,11 @@ static void start_heartbeat(gp_agent *a) {
     json_object_set(body, "images", a->images);
     a->images_send = false;
   }
+  gp__agent_models_refresh(a);
+  if (a->models && a->models_send) { /* at most once a minute */
+    json_object_set(body, "models", a->models);
+    a->models_send = false;
+  }
   /* What this node holds, for the server to check against what it believes runs here
    * (docs/internals/protocol.md): running jobs, and ended ones whose end it has not yet
    * received (their "exited" events are queued or in this call). */
@@ -759,6 +764,7 @@ void gp_agent_free(gp_agent *a) {
   if (a->orders_log) fclose(a->orders_log);
   json_decref(a->events);
   json_decref(a->images);
+  json_decref(a->models);
   free(a->image_use);
   gp__agent_private_free(a);
   json_decref(a->checkpoints);

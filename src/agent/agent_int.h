@@ -143,6 +143,9 @@ struct gp_agent {
   struct gp__agent_pulls *pulls; /* pre-pulls under way (image_pull.c), NULL: none yet */
   int64_t images_next_ms;    /* when to read them again */
   bool images_send;          /* read since the last heartbeat: it carries them */
+  json_t *models;            /* its models_dir's model names (models.c), NULL: not read yet */
+  int64_t models_next_ms;    /* when to read them again */
+  bool models_send;          /* read since the last heartbeat: it carries them */
   struct gp__agent_image_use *image_use; /* when jobs last used each image (image_lru.c) */
   struct gp__agent_private_regs *private_regs; /* registries a user's own credential pulled
                                                   from (image_access.c), NULL: not read yet */
@@ -311,6 +314,8 @@ void gp__agent_registry_mark_private(gp_agent *a, const char *image);
 void gp__agent_private_free(gp_agent *a);
 /* Reads the engine's images when due (images.c). */
 void gp__agent_images_refresh(gp_agent *a);
+/* Reads the models_dir when due (models.c). */
+void gp__agent_models_refresh(gp_agent *a);
 /* Runs argv, its stdout (at most GP_AGENT_IMAGES_OUTPUT_MAX bytes, 10 s; owned) or NULL
  * when it failed (images.c). */
 char *gp__agent_images_capture(char **argv, size_t *ret_len);

@@ -210,7 +210,7 @@ int gp_agent_config_load(const char *path, gp_agent_config *cfg, gp_err *err) {
       "name", "server", "job_server", "token", "sim", "data_dir", "listen", "capacity", "cgroup_root",
       "mps_pipe_dir", "signal", "labels", "cpus", "mem", "heartbeat_s", "grace",
       "watchdog_interval", "personal", "allow_root_jobs", "sharing", "gpus", "health", "tls",
-      "spot", "container", NULL};
+      "spot", "container", "models_dir", NULL};
   if ((rc = gp_doc_expect(d, root, "", GP_DOC_MAP, err)) != 0) goto done;
   if ((rc = gp_doc_check_keys(d, root, "", keys, err)) != 0) goto done;
   struct {
@@ -229,6 +229,7 @@ int gp_agent_config_load(const char *path, gp_agent_config *cfg, gp_err *err) {
       {"cgroup_root", cfg->cgroup_root, sizeof cfg->cgroup_root},
       {"mps_pipe_dir", cfg->mps_pipe_dir, sizeof cfg->mps_pipe_dir},
       {"signal", cfg->signal, sizeof cfg->signal},
+      {"models_dir", cfg->models_dir, sizeof cfg->models_dir},
   };
   for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++) {
     const gp_doc_node *n = gp_doc_get(root, strs[i].key);

@@ -57,6 +57,7 @@ typedef struct gp_agent_config {
   char cgroup_root[512];
   char mps_pipe_dir[512];  /* "" -> $CUDA_MPS_PIPE_DIRECTORY or /tmp/nvidia-mps */
   char signal[16];         /* default checkpoint signal, "TERM" */
+  char models_dir[512];    /* model cache whose subdirectories it reports (models.c); "": none */
   int n_labels;
   char label_keys[GP_AGENT_MAX_LABELS][64];
   char label_values[GP_AGENT_MAX_LABELS][128];

@@ -50,6 +50,7 @@ static void usage(FILE *out) {
           "  --grace DUR           default grace period of the stop handshake (default 30s)\n"
           "  --cgroup-root DIR     cgroup v2 sub-tree for job limits (default /sys/fs/cgroup/gpool)\n"
           "  --mps-pipe-dir DIR    where an MPS control daemon's pipes live\n"
+          "  --models-dir DIR      a model cache: its subdirectories are the models it holds\n"
           "  --personal            run every job as this agent's user (a personal pool)\n"
           "  --allow-root-jobs     allow jobs of user root when the agent runs as root\n");
 }
@@ -118,6 +119,7 @@ static char *string_field(gp_agent_config *cfg, const char *f, size_t *size) {
   if (strcmp(f, "--cgroup-root") == 0) return *size = sizeof cfg->cgroup_root, cfg->cgroup_root;
   if (strcmp(f, "--mps-pipe-dir") == 0)
     return *size = sizeof cfg->mps_pipe_dir, cfg->mps_pipe_dir;
+  if (strcmp(f, "--models-dir") == 0) return *size = sizeof cfg->models_dir, cfg->models_dir;
   return NULL;
 }
 

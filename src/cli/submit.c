@@ -62,6 +62,7 @@ static const char usage_text[] =
   "                         relative to the workdir; Slurm's %j %x %A %a %N %t %u %% patterns\n"
   "      --open-mode append|truncate  (default truncate)\n"
   "      --image REF        run each task in this container image (docs/containers.md)\n"
+  "      --model NAME       prefer nodes whose models_dir holds NAME (docs/services.md)\n"
   "      --container-mounts SRC:DST[:ro],...  bind mounts (--image); also pyxis's #SBATCH form\n"
   "      --container-workdir DIR  working directory inside the container\n"
   "      --container-env NAME,...  the job's variables that override the image's\n"

@@ -15,6 +15,7 @@
 #include "cli/opts.h"
 #include "cli/submit_batch.h"
 #include "cli/submit_container.h"
+#include "protocol/model.h"
 #include "util/mem.h"
 #include "util/signals.h"
 #include "util/units.h"
@@ -29,7 +30,7 @@ enum {
   O_QUEUE = 1, O_GPUS, O_GPU_TYPE, O_GRES, O_NODES, O_CPUS, O_MEM, O_TIME, O_PRIORITY,
   O_REQUEUE, O_NO_REQUEUE, O_GRACE, O_SIGNAL, O_AFTER, O_AFTER_OK, O_AFTER_ANY, O_NAME,
   O_HOLD, O_GPU_FRACTION, O_GPU_MEM, O_MIG, O_WORKDIR, O_ENV, O_OUTPUT, O_SERVER, O_TOKEN,
-  O_HELP, O_CA, O_ADVISE, O_ALLOW_SPOT, O_NO_SPOT, O_NODE_SELECTOR, O_MAIL_TYPE, O_MAIL_USER,
+  O_HELP, O_CA, O_ADVISE, O_ALLOW_SPOT, O_NO_SPOT, O_NODE_SELECTOR, O_MAIL_TYPE, O_MAIL_USER, O_MODEL,
   /* Slurm-only forms */
   O_SB_GPUS_TOTAL, O_SB_GPUS_PER_NODE, O_SB_NTASKS, O_SB_DEPENDENCY, O_SB_SIGNAL, O_SB_TIME,
   O_SB_NODES, O_EXCLUSIVE, O_SB_MEM, O_SB_PARTITION, O_SB_IGNORED_ARG, O_NTASKS_PER_NODE, O_SB_GPUS_PER_TASK, O_ARRAY,
@@ -93,6 +94,7 @@ static const gp_opt gpool_opts[] = {
   {0, "mail-type", true, O_MAIL_TYPE},
   {0, "mail-user", true, O_MAIL_USER},
   {0, "image", true, O_CT_IMAGE},
+  {0, "model", true, O_MODEL},
   CONTAINER_OPTS,
   {0, NULL, false, 0},
 };
@@ -511,6 +513,12 @@ static int apply_job(json_t *req, int id, const char *v, const char *where, gp_e
     return 0;
   case O_EXCLUSIVE:
     json_object_set_new(req, "exclusive", json_true());
+    return 0;
+  case O_MODEL:
+    if (!gp_proto_model_name_valid(v))
+      return bad(err, where, "model",
+                 "'%s' is not a model name (1 to 127 of A-Z a-z 0-9 . _ -, a letter or digit first)", v);
+    json_object_set_new(req, "model", json_string(v));
     return 0;
   case O_ALLOW_SPOT:
   case O_NO_SPOT:

@@ -63,6 +63,7 @@ typedef struct gp__core_req {
                            that keeps a job waiting) */
   bool ready;           /* filled in (gp__core_req_init); else only `job` is set */
   uint64_t image;       /* the job's image hash (gp_request.image); 0: none */
+  uint64_t model;       /* the job's model hash (gp_request.model); 0: none */
   int fit_kind;         /* GP__FIT_*: what a whole-GPU task may take (gang.c narrows it) */
   uint8_t spot_deny;    /* GP__DENY_*: capacity classes it may not use (spot.c) */
   uint8_t spot_first;   /* GP__DENY_* of a first, narrower try (its queue's preference) */

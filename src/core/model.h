@@ -21,7 +21,7 @@ typedef int64_t gp_time; /* seconds on the caller's clock (wall clock or simulat
 #define GP_MAX_NODE_GPUS 32      /* gp_placement.gpu_mask has one bit per GPU of a node */
 #define GP_MAX_MIG_INSTANCES 7   /* per GPU, per NVIDIA's MIG User Guide */
 #define GP_NO_LIMIT (-1.0)       /* gp_queue.limit_gpus when the queue has no ceiling */
-#define GP_MAX_NODE_IMAGES 1024  /* gp_node.images entries at most */
+#define GP_MAX_NODE_IMAGES 1280  /* gp_node.images entries at most (images and models) */
 
 /* ---- GPUs and nodes ---- */
 
@@ -87,10 +87,12 @@ typedef struct gp_node {
   const gp_label *labels; /* e.g. topology.block=b1, pool=inference */
   gp_capacity capacity;
   gp_node_state state;
-  /* The container images the node holds, as hashes of their references (the caller's,
-   * e.g. gp_proto_image_hash), strictly ascending, at most GP_MAX_NODE_IMAGES. Placement
-   * prefers a node holding a job's image (gp_request.image) over an equal one without:
-   * a preference, never a filter. Part of what gp_view.rev covers. */
+  /* What the node holds that a job may prefer: the hashes of its container images'
+   * references and of its models' names (the caller's, e.g. gp_proto_image_hash and
+   * gp_proto_model_hash, which never share a hash), in one set, strictly ascending, at most
+   * GP_MAX_NODE_IMAGES. Placement prefers a node holding a job's image and model
+   * (gp_request.image, .model) over an equal one without: a preference, never a filter.
+   * Part of what gp_view.rev covers. */
   int n_images;
   const uint64_t *images;
 } gp_node;
@@ -205,6 +207,9 @@ typedef struct gp_request {
   uint64_t image;             /* hash of its container image's reference, as the nodes'
                                  gp_node.images; 0: none. Among nodes the placement policy
                                  ranks equal, one holding it comes first */
+  uint64_t model;             /* hash of the model it serves, as the nodes' gp_node.images
+                                 (a disjoint hash space from the images'); 0: none. A node
+                                 holding more of {image, model} comes first among equals */
   bool spread;                /* a one-node task goes to the least-used node that fits,
                                  whatever the policy (a service's replicas: apart, so a
                                  node lost takes few of them) */

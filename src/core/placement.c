@@ -5,9 +5,10 @@
  * choice of GPUs inside a node (one NVLink domain when possible) and the choice of node
  * through the free-capacity index: bin-packing scans buckets upwards from the request, so
  * the first node found is the most used one that fits; spread scans downwards. Among the
- * nodes of one bucket level, one holding the job's container image comes first. A spread
- * request (a service's replica) on a fleet with racks (topology.block labels) goes to the
- * emptiest rack first, then its emptiest node, so a rack lost takes few replicas. */
+ * nodes of one bucket level, one holding the job's container image and model comes first,
+ * then one holding either. A spread request (a service's replica) on a fleet with racks
+ * (topology.block labels) goes to the emptiest rack first, then its emptiest node, so a
+ * rack lost takes few replicas; there too the image and model break a tie. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,6 +54,7 @@ void gp__core_req_init(gp__core_ctx *c, int j, gp__core_req *r) {
   r->end = ji->limit > 0 && c->now < GP__NEVER - ji->limit ? c->now + ji->limit : GP__NEVER;
   r->honor_resv = true;
   r->image = job->req.image;
+  r->model = job->req.model;
   gp__core_spot_req(c, r);
   r->ready = true;
 }
@@ -218,8 +220,8 @@ static int scan_bucket(gp__core_ctx *c, const gp__core_req *r, int group, int le
   return -1;
 }
 
-/* Does node `node` hold image hash h (its sorted gp_node.images)? */
-static bool node_has_image(const gp__core_ctx *c, int node, uint64_t h) {
+/* Does node `node` hold hash h (its sorted gp_node.images: images and models)? */
+static bool node_holds(const gp__core_ctx *c, int node, uint64_t h) {
   const gp_node *n = &c->view->nodes[node];
   int lo = 0, hi = n->n_images;
   while (lo < hi) {
@@ -231,29 +233,36 @@ static bool node_has_image(const gp__core_ctx *c, int node, uint64_t h) {
   return false;
 }
 
-/* scan_bucket, but only nodes that hold the request's image. */
-static int scan_bucket_image(gp__core_ctx *c, const gp__core_req *r, int group, int level, gp__core_fit *f) {
+/* How many of the request's image and model node `node` holds (0..2). */
+static int node_pref(const gp__core_ctx *c, int node, const gp__core_req *r) {
+  return (r->image && node_holds(c, node, r->image)) + (r->model && node_holds(c, node, r->model));
+}
+
+/* scan_bucket, but only nodes that hold at least `want` of the request's image and model. */
+static int scan_bucket_pref(gp__core_ctx *c, const gp__core_req *r, int group, int level, int want,
+                            gp__core_fit *f) {
   if (!gp__core_index_count(&c->fleet->ix, group, level)) return -1;
   const int *members = c->fleet->ix.members + c->fleet->ix.group_start[group];
   for (int pos = gp__core_index_next(&c->fleet->ix, group, level, 0); pos >= 0;
        pos = gp__core_index_next(&c->fleet->ix, group, level, pos + 1))
-    if (node_has_image(c, members[pos], r->image) && gp__core_node_fit(c, r, members[pos], 0, 0, 0, f))
+    if (node_pref(c, members[pos], r) >= want && gp__core_node_fit(c, r, members[pos], 0, 0, 0, f))
       return members[pos];
   return -1;
 }
 
-/* The best node at one level over the request's models: lowest view index wins, after a
- * node holding the job's image (pulling one costs minutes; the nodes of one level are
- * equal to the placement policy, so this changes nothing for jobs without an image). */
+/* The best node at one level over the request's GPU models: lowest view index wins, after
+ * a node holding the job's image and model, then one holding either (pulling an image or
+ * loading a model into a cache costs minutes; the nodes of one level are equal to the
+ * placement policy, so this changes nothing for jobs with neither). */
 static bool scan_level(gp__core_ctx *c, const gp__core_req *r, int slot, int level, gp__core_fit *f) {
   int stride = c->fleet->n_models + 1, best = -1;
   gp__core_fit tmp;
   int nm = r->n_models < 0 ? c->fleet->n_models + (r->kind == GP__R_CPU) : r->n_models;
-  for (int pass = r->image ? 0 : 1; pass < 2 && best < 0; pass++) {
+  for (int want = (r->image != 0) + (r->model != 0); want >= 0 && best < 0; want--) {
     for (int k = 0; k < nm; k++) {
       int m = r->n_models < 0 ? k : r->models[k];
-      int node = pass == 0 ? scan_bucket_image(c, r, slot * stride + m, level, &tmp)
-                           : scan_bucket(c, r, slot * stride + m, level, &tmp);
+      int node = want > 0 ? scan_bucket_pref(c, r, slot * stride + m, level, want, &tmp)
+                          : scan_bucket(c, r, slot * stride + m, level, &tmp);
       if (node >= 0 && (best < 0 || node < best)) {
         best = node;
         *f = tmp;
@@ -263,34 +272,33 @@ static bool scan_level(gp__core_ctx *c, const gp__core_req *r, int slot, int lev
   return best >= 0;
 }
 
-/* Whether (rack, free, img) ranks above (best_rack, best_free, best_img) for a spread. */
-static bool spread_better(int rack, int fr, bool img, int best_rack, int best_free, bool best_img) {
+/* Whether (rack, free, pref) ranks above (best_rack, best_free, best_pref) for a spread. */
+static bool spread_better(int rack, int fr, int pref, int best_rack, int best_free, int best_pref) {
   if (rack != best_rack) return rack > best_rack;
   if (fr != best_free) return fr > best_free;
-  return img && !best_img;
+  return pref > best_pref;
 }
 
 /* A spread request's node among pool slot `slot` when the fleet has racks: the node in the
  * rack with the most free GPUs (a node with no rack label is a rack of its own), then the
- * node with the most free GPUs, then one holding the job's image, then the lowest index.
- * The free-capacity index has no rack dimension, so this scans the nodes once; spread
- * requests are a service's replicas, a few per step. */
+ * node with the most free GPUs, then one holding more of the job's image and model, then
+ * the lowest index. The free-capacity index has no rack dimension, so this scans the nodes
+ * once; spread requests are a service's replicas, a few per step. */
 static bool fit_spread_racks(gp__core_ctx *c, const gp__core_req *r, int slot, gp__core_fit *f) {
-  int best = -1, best_rack = 0, best_free = 0;
-  bool best_img = false;
+  int best = -1, best_rack = 0, best_free = 0, best_pref = 0;
   gp__core_fit tmp;
   for (int node = 0; node < c->view->n_nodes; node++) {
     const gp__core_node *s = &c->nodes[node];
     int fr = gp__core_popc(s->free);
     if (s->pool + 1 != slot || fr < r->gpus) continue;
     int rack = s->block >= 0 ? c->fleet->block_free[s->block] : fr;
-    bool img = r->image && node_has_image(c, node, r->image);
-    if (best >= 0 && !spread_better(rack, fr, img, best_rack, best_free, best_img)) continue;
+    int pref = node_pref(c, node, r);
+    if (best >= 0 && !spread_better(rack, fr, pref, best_rack, best_free, best_pref)) continue;
     if (!gp__core_node_fit(c, r, node, 0, 0, 0, &tmp)) continue;
     best = node;
     best_rack = rack;
     best_free = fr;
-    best_img = img;
+    best_pref = pref;
     *f = tmp;
   }
   return best >= 0;

@@ -550,6 +550,7 @@ static int do_heartbeat(gp_srv_state *s, gp_srv_req *r, int64_t now_s, int64_t n
   if (rc) return rc;
   apply_gpus(n, json_object_get(body, "gpus"), s, now_s);
   if (gp__srv_node_images_take(n, json_object_get(body, "images"))) gp__srv_node_changed(s, n);
+  if (gp__srv_node_models_take(n, json_object_get(body, "models"))) gp__srv_node_changed(s, n);
   const json_t *nh = json_object_get(body, "node_health");
   const char *conds = json_string_value(json_object_get(nh, "conditions"));
   if (json_is_object(nh)) {

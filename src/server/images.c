@@ -60,5 +60,6 @@ bool gp__srv_node_images_take(gp_srv_node *n, const json_t *images) {
   n->image_hashes = u ? gp_xmalloc((size_t)u * sizeof *hashes) : NULL;
   if (u) memcpy(n->image_hashes, hashes, (size_t)u * sizeof *hashes);
   n->n_image_hashes = u;
+  gp__srv_node_prefs_merge(n);
   return true;
 }

@@ -59,6 +59,8 @@ typedef struct gp_srv_job {
   gp_label *selector;   /* strings owned */
   bool allow_spot;
   bool exclusive;       /* whole nodes: no other job on its nodes (--exclusive) */
+  char *model;          /* the model it serves (protocol/model.h), NULL: none; placement
+                           prefers a node whose models_dir holds it */
   char **partitions;    /* submission only (Slurm's -p a,b): queues to try in turn; not stored */
   int n_partitions;
   int64_t time_limit;

@@ -139,6 +139,7 @@ char *gp__srv_job_store_doc(const gp_srv_job *j) {
   gp_buf_puts(&b, j->allow_spot ? "true" : "false");
   put_key(&b, "exclusive");
   gp_buf_puts(&b, j->exclusive ? "true" : "false");
+  if (j->model) put_kstr(&b, "model", j->model); /* only then: other documents stay as they were */
   put_kstr(&b, "output", j->output); /* jobopts.c's fields */
   put_kstr(&b, "error", j->error);
   put_kstr(&b, "open_mode", j->output_append ? "append" : "truncate");

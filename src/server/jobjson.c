@@ -12,6 +12,7 @@
 #include "core/mig.h"
 #include "core/plan.h"
 #include "protocol/limits.h"
+#include "protocol/model.h"
 #include "protocol/order.h"
 #include "server/jobmetrics.h"
 #include "server/notify_job.h"
@@ -136,6 +137,7 @@ void gp__srv_job_free(gp_srv_job *j) {
   free(j->mail_user);
   free(j->service);
   free(j->mig);
+  free(j->model);
   free_strv(j->gpu_types, j->n_gpu_types);
   for (int i = 0; i < j->n_selector; i++) {
     free((char *)j->selector[i].key);
@@ -280,6 +282,15 @@ static int read_spec(const json_t *o, gp_srv_job *j, gp_err *err) {
   if ((r = get_bool(o, "singleton", &j->singleton, err))) return r;
   if ((r = get_bool(o, "allow_spot", &j->allow_spot, err))) return r;
   if ((r = get_bool(o, "exclusive", &j->exclusive, err))) return r;
+  const json_t *mv = json_object_get(o, "model");
+  if (mv && !json_is_null(mv)) {
+    if (!json_is_string(mv) || strlen(json_string_value(mv)) != json_string_length(mv) ||
+        !gp_proto_model_name_valid(json_string_value(mv)))
+      return bad(err, "model", "must be 1 to 127 characters of A-Z, a-z, 0-9, '.', '_' or '-', starting with a "
+                 "letter or digit%s", NULL);
+    free(j->model);
+    j->model = gp_xstrdup(json_string_value(mv));
+  }
   if ((r = gp__srv_job_read_batch(o, j, err))) return r;
   if ((r = gp__srv_job_read_container(o, j, err))) return r;
   const json_t *sel = json_object_get(o, "node_selector");
@@ -313,7 +324,7 @@ static const char *const request_keys[] = {
     "queue", "partitions", "name", "command", "workdir", "env", "gpus", "tasks", "tasks_per_node", "nodes", "gpu_fraction",
     "gpu_mem_mib", "mig", "gpu_types", "cpus", "mem_mib", "time_limit", "priority",
     "requeue", "grace_s", "signal", "after", "after_ok", "after_any", "after_not_ok", "singleton", "hold", "array", "after_corr",
-    "node_selector", "allow_spot", "exclusive", "user", "output", "error", "open_mode", "warn_signal", "warn_before_s",
+    "node_selector", "allow_spot", "exclusive", "model", "user", "output", "error", "open_mode", "warn_signal", "warn_before_s",
     "warn_batch", "begin_at", "batch", "mail_type", "mail_user",
     "image", "container", "container_mounts", "container_workdir", "container_env", /* jobimage.c */
     "container_writable", "container_mount_home", NULL};

@@ -106,6 +106,7 @@ json_t *gp__srv_job_to_json(const gp_srv_state *s, const gp_srv_job *j, bool for
   if (!for_store || j->mail_set || j->mail_user) gp__srv_notify_job_json(o, j);
   json_object_set_new(o, "allow_spot", json_boolean(j->allow_spot));
   json_object_set_new(o, "exclusive", json_boolean(j->exclusive));
+  if (!for_store || j->model) json_object_set_new(o, "model", j->model ? json_string(j->model) : json_null());
   gp__srv_job_batch_json(o, j);
   if (!for_store || j->container) gp__srv_job_container_json(o, j); /* as jobdoc.c writes it */
   json_t *sel = json_object();

@@ -59,9 +59,14 @@ typedef struct gp_srv_node {
   bool alive;           /* registered and heartbeating */
   json_t *conditions;   /* node conditions the agent reports (e.g. thermal_throttling), or NULL */
   json_t *images;       /* the container images it holds (images.c; memory only), or NULL */
-  uint64_t *image_hashes; /* their names' gp_proto_image_hash, ascending, unique (the view's
-                             gp_node.images) */
+  uint64_t *image_hashes; /* their names' gp_proto_image_hash, ascending, unique */
   int n_image_hashes;
+  json_t *models;       /* the model names in its models_dir (models.c; memory only), or NULL */
+  uint64_t *model_hashes; /* their gp_proto_model_hash, ascending, unique */
+  int n_model_hashes;
+  uint64_t *pref_hashes; /* image_hashes and model_hashes in one ascending set (the view's
+                            gp_node.images; the two hash spaces never meet) */
+  int n_pref_hashes;
   int64_t last_heartbeat;    /* wall clock seconds */
   int64_t registered_at;     /* wall clock s this server process first heard of it by a
                                 registration; 0: loaded from the store */

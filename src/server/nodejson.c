@@ -67,6 +67,9 @@ void gp__srv_node_free(gp_srv_node *n) {
   json_decref(n->conditions);
   json_decref(n->images);
   free(n->image_hashes);
+  json_decref(n->models);
+  free(n->model_hashes);
+  free(n->pref_hashes);
   for (int i = 0; i < n->n_orders; i++) free(n->orders[i].doc);
   free(n->orders);
   free(n->report_ids);
@@ -307,6 +310,7 @@ static json_t *node_json(const gp_srv_state *s, const gp_srv_node *n, bool for_s
   if (!for_store)
     json_object_set_new(o, "conditions", n->conditions ? json_incref(n->conditions) : json_array());
   if (!for_store && n->images) json_object_set(o, "images", n->images);
+  if (!for_store && n->models) json_object_set(o, "models", n->models);
   json_object_set_new(o, "model", json_string(n->model ? n->model : ""));
   json_object_set_new(o, "gpus", json_integer(n->n_gpus));
   json_object_set_new(o, "cpus", json_real((double)n->cpu_milli / 1000.0));

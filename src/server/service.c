@@ -17,7 +17,7 @@
 static const char *const job_keys[] = {"queue", "priority", "command", "env", "workdir", "gpus", "gpu_fraction",
                                        "gpu_mem_mib", "mig", "gpu_types", "cpus", "mem_mib", "grace_s", "signal",
                                        "node_selector", "allow_spot", "image", "container_env", "container_mounts",
-                                       "container_workdir", NULL};
+                                       "container_workdir", "model", NULL};
 static const char *const own_keys[] = {"name", "replicas", "probes", "rollout", "autoscale", NULL};
 
 static int bad(gp_err *err, const char *field, const char *msg) {

@@ -405,6 +405,11 @@ int gp__srv_job_read_container(const json_t *o, gp_srv_job *j, gp_err *err);
 /* The images a node's agent reports in a heartbeat (images.c): checked, kept in memory. */
 /* True when the set of images changed (the scheduler's view then changes). */
 bool gp__srv_node_images_take(gp_srv_node *n, const json_t *images);
+/* The heartbeat's `models` (models.c): the names in the node's models_dir, checked; true
+ * when the set changed (the view's preference hashes with it). Absent: the last list stands. */
+bool gp__srv_node_models_take(gp_srv_node *n, const json_t *models);
+/* Rebuilds n->pref_hashes from its image and model hashes (models.c). */
+void gp__srv_node_prefs_merge(gp_srv_node *n);
 void gp__srv_job_container_json(json_t *o, const gp_srv_job *j);
 /* An agent's progress of a task's pull (jobimage.c): the task's last `pulling_image` entry
  * of the timeline, still open, gets done_bytes, total_bytes and its message "pulling image

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "protocol/container.h"
+#include "protocol/model.h"
 #include "server/state.h"
 #include "util/mem.h"
 
@@ -49,8 +50,8 @@ static void fill_node(gp_node *v, gp_gpu *gpus, const gp_srv_node *n) {
   v->labels = n->labels;
   v->capacity = n->capacity;
   v->state = node_state(n);
-  v->n_images = n->n_image_hashes;
-  v->images = n->image_hashes;
+  v->n_images = n->n_pref_hashes; /* images and models (models.c) */
+  v->images = n->pref_hashes;
 }
 
 static void fill_queue(gp_queue *v, const gp_srv_queue *q) {
@@ -82,6 +83,7 @@ void gp__srv_job_request(const gp_srv_job *j, gp_request *r) {
   r->spread = j->service != NULL; /* a service's replicas go apart (docs/services.md) */
   const char *image = json_string_value(json_object_get(j->container, "image"));
   r->image = image ? gp_proto_image_hash(image) : 0;
+  r->model = j->model ? gp_proto_model_hash(j->model) : 0;
 }
 
 /* The entry of job j. Its placements go to `pl` (j->n_alloc entries) when it holds

@@ -20,6 +20,7 @@ static void config_sets_modes_labels_and_overrides(void) {
   const char *path = write_tmp(
       "name: gpu-node-7\n"
       "data_dir: /srv/gpool\n"
+      "models_dir: /data/hf/hub\n"
       "labels:\n  topology.block: b3\n  rack: r12\n"
       "capacity: spot\n"
       "cpus: 96\nmem: 1T\n"
@@ -33,6 +34,7 @@ static void config_sets_modes_labels_and_overrides(void) {
   unlink(path);
   CHECK_EQ_STR("gpu-node-7", c.name);
   CHECK_EQ_STR("/srv/gpool", c.data_dir);
+  CHECK_EQ_STR("/data/hf/hub", c.models_dir);
   CHECK_EQ_STR("spot", c.capacity);
   CHECK_EQ_INT(96, c.cpus);
   CHECK_EQ_INT(1024 * 1024, c.mem_mib);

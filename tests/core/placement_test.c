@@ -245,9 +245,99 @@ static void unsorted_node_images_are_refused(void) {
   fx_free(f);
 }
 
+/* A job's model (gp_request.model) draws it to an equal node holding it, as an image does;
+ * a node holding both its image and model comes before one holding either. Model and image
+ * hashes share gp_node.images (the callers keep their hash spaces apart). */
+static void an_equal_node_holding_the_model_draws_the_job(void) {
+  static const uint64_t model[] = {77}, image[] = {42}, both[] = {42, 77};
+  fx *f = fx_new();
+  fx_node(f, "n0", "H100", 8);
+  fx_node(f, "n1", "H100", 8)->images = model;
+  f->nodes[1].n_images = 1;
+  fx_queue(f, "a", 0, GP_NO_LIMIT, 1);
+  fx_job(f, "served", "a", 1, 1)->req.model = 77;
+  gp_plan *p = fx_step(f, 10);
+  REQUIRE(p);
+  CHECK_EQ_INT(1, node_of(f, p, "served"));
+  gp_plan_free(p);
+  fx_free(f);
+  /* Without a model: the choice of old, n0. */
+  f = fx_new();
+  fx_node(f, "n0", "H100", 8);
+  fx_node(f, "n1", "H100", 8)->images = model;
+  f->nodes[1].n_images = 1;
+  fx_queue(f, "a", 0, GP_NO_LIMIT, 1);
+  fx_job(f, "bare", "a", 1, 1);
+  p = fx_step(f, 10);
+  REQUIRE(p);
+  CHECK_EQ_INT(0, node_of(f, p, "bare"));
+  gp_plan_free(p);
+  fx_free(f);
+  /* Image and model: the node holding both wins over one holding either. */
+  f = fx_new();
+  fx_node(f, "n0", "H100", 8)->images = image;
+  f->nodes[0].n_images = 1;
+  fx_node(f, "n1", "H100", 8)->images = model;
+  f->nodes[1].n_images = 1;
+  fx_node(f, "n2", "H100", 8)->images = both;
+  f->nodes[2].n_images = 2;
+  fx_queue(f, "a", 0, GP_NO_LIMIT, 1);
+  gp_job *j = fx_job(f, "j", "a", 1, 1);
+  j->req.image = 42;
+  j->req.model = 77;
+  p = fx_step(f, 10);
+  REQUIRE(p);
+  CHECK_EQ_INT(2, node_of(f, p, "j"));
+  gp_plan_free(p);
+  fx_free(f);
+}
+
+/* A service's replica (spread, with racks) takes the node holding its model when racks and
+ * free GPUs tie; it never trades rack spread for it. */
+static void a_spread_replica_prefers_the_model_after_rack_and_node(void) {
+  static const uint64_t model[] = {77};
+  for (int with = 0; with < 2; with++) {
+    fx *f = fx_new();
+    fx_label(f, fx_node(f, "a0", "H100", 8), "topology.block", "A");
+    fx_label(f, fx_node(f, "a1", "H100", 8), "topology.block", "A");
+    fx_label(f, fx_node(f, "b0", "H100", 8), "topology.block", "B");
+    fx_label(f, fx_node(f, "b1", "H100", 8), "topology.block", "B");
+    f->nodes[3].images = model;
+    f->nodes[3].n_images = 1;
+    fx_queue(f, "a", 0, GP_NO_LIMIT, 1);
+    gp_job *r = fx_job(f, "rep", "a", 2, 1);
+    r->req.spread = true;
+    if (with) r->req.model = 77;
+    gp_plan *p = fx_step(f, 10);
+    REQUIRE(p);
+    CHECK_EQ_INT(with ? 3 : 0, node_of(f, p, "rep"));
+    gp_plan_free(p);
+    fx_free(f);
+  }
+  /* Rack A emptier (a job runs in rack B): rack spread wins over the model held in B. */
+  fx *f = fx_new();
+  fx_label(f, fx_node(f, "a0", "H100", 8), "topology.block", "A");
+  fx_label(f, fx_node(f, "a1", "H100", 8), "topology.block", "A");
+  fx_label(f, fx_node(f, "b0", "H100", 8), "topology.block", "B");
+  fx_label(f, fx_node(f, "b1", "H100", 8), "topology.block", "B");
+  f->nodes[3].images = model;
+  f->nodes[3].n_images = 1;
+  fx_queue(f, "a", 0, GP_NO_LIMIT, 1);
+  fx_run(f, fx_job(f, "busy", "a", 8, 1), 2, 0xff, 0);
+  gp_job *r = fx_job(f, "rep", "a", 2, 1);
+  r->req.spread = true;
+  r->req.model = 77;
+  gp_plan *p = fx_step(f, 10);
+  REQUIRE(p);
+  CHECK_EQ_INT(0, node_of(f, p, "rep"));
+  gp_plan_free(p);
+  fx_free(f);
+}
+
 GP_TESTS(binpack_fills_the_most_used_node_that_fits, spread_takes_the_emptiest_node,
          a_spread_request_goes_apart_under_binpack, a_spread_request_takes_the_emptiest_rack_then_node,
          a_four_gpu_job_stays_inside_one_nvlink_domain, a_job_larger_than_any_domain_spans_the_fewest,
          filters_keep_jobs_off_nodes_that_cannot_take_them, a_job_without_spot_never_lands_on_spot,
          an_equal_node_holding_the_image_draws_the_job,
-         the_image_is_a_preference_below_the_placement_policy, unsorted_node_images_are_refused)
+         the_image_is_a_preference_below_the_placement_policy, unsorted_node_images_are_refused,
+         an_equal_node_holding_the_model_draws_the_job, a_spread_replica_prefers_the_model_after_rack_and_node)

@@ -12,7 +12,7 @@ static void the_fast_document_equals_the_reference(void) {
       " \"workdir\": \"/home/a\", \"env\": {\"K\": \"V\\\"\", \"PATH\": \"/bin\"}, \"gpus\": 0, \"tasks\": 2,"
       " \"gpu_fraction\": 0.25, \"gpu_types\": [\"H100-80GB\", \"A100\"], \"cpus\": 2.5, \"mem_mib\": 1024,"
       " \"time_limit\": 3600, \"priority\": \"batch\", \"requeue\": true, \"grace_s\": 5, \"signal\": \"USR1\","
-      " \"after\": [\"1\"], \"node_selector\": {\"pool\": \"x\"}, \"allow_spot\": true,"
+      " \"after\": [\"1\"], \"node_selector\": {\"pool\": \"x\"}, \"allow_spot\": true, \"model\": \"m1\","
       " \"mail_type\": \"BEGIN,END\", \"mail_user\": \"a.b+c@example.org\"}";
   json_t *o = json_loads(body, 0, NULL);
   REQUIRE(o);
