@@ -282,9 +282,12 @@ static int relay_ws(gp_agent *a, gp_tls_ws *w, gp__agent_ses_proc *p, const gp__
     if (ie >= 0 && (pf[ie].revents & (POLLIN | POLLHUP | POLLERR))) r->err_open = pump_out(w, p->err_fd, GP_PROTO_SES_STDERR);
   }
   free(in);
-  /* The server went away (stopping, failing over: 1001) under a `gpool run` whose command
-   * still runs: it runs on, detached, for `gpool attach` (not when the user's end closed). */
-  if (peer_gone && close_code == GP_TLS_WS_GOING_AWAY && ends_task && p->pid > 0 && !r->exited && !stopping(a))
+  /* The server went away under a `gpool run` whose command still runs: stopping or failing
+   * over (1001), or gone without a close at all (killed, or the link to it broken). The
+   * command runs on, detached, for `gpool attach`. Not when the user's end closed: the
+   * server then closes with a code of its own (1000, "the client left"). */
+  bool server_gone = close_code == GP_TLS_WS_GOING_AWAY || close_code == 0;
+  if (peer_gone && server_gone && ends_task && p->pid > 0 && !r->exited && !stopping(a))
     how = R_DETACH;
   return how;
 }

@@ -243,19 +243,25 @@ int gp_cli_session_run(gp_cli *cli, const char *job, gp_tls_ws *w, json_t *start
     for (int i = 0; i < 4; i++) sigaction(fwd[i], &old_sig[i], NULL);
   if (exit_code >= 0 && !error[0]) return exit_code;
   if (io->quiet) return 1;
-  /* A `gpool run` command (or one reattached) outlives a server that stops or fails over
-   * (1001): the agent keeps it for gpool attach. Any other loss of the session (the agent
-   * stopping too, its own 1001) hangs it up. */
+  /* A `gpool run` command (or one reattached) outlives a server that stops, fails over
+   * (1001) or dies: the agent keeps it for gpool attach. The agent stopping too (its own
+   * 1001) hangs it up. A lost connection is either the server gone (the job runs on) or
+   * this link alone broken (the server then tells the agent the client left, and the
+   * command gets a hang-up): this end cannot tell which, so it says both. */
   bool run = io->ends_job || attached;
   bool agent_stopped = close_code == GP_TLS_WS_GOING_AWAY && strstr(close_reason, "agent is stopping");
   if (run && close_code == GP_TLS_WS_GOING_AWAY && !agent_stopped)
     fprintf(stderr, "gpool %s: the server is stopping; the job %s keeps running; reattach with: gpool attach %s\n",
             cli->cmd, job, job);
-  else if (run && (!close_code || agent_stopped))
+  else if (run && agent_stopped)
     fprintf(stderr,
-            "gpool %s: %s; the session ended and job %s ends with it (its command got a hang-up: exit code 129); "
-            "for work that must outlive the terminal, use gpool submit and gpool exec\n",
-            cli->cmd, agent_stopped ? close_reason : "the connection to the server was lost", job);
+            "gpool %s: %s; the session ended and job %s ends with it (its command got a hang-up: exit code 129)\n",
+            cli->cmd, close_reason, job);
+  else if (run && !close_code)
+    fprintf(stderr,
+            "gpool %s: the connection to the server was lost; if the server went down, job %s keeps running "
+            "(reattach with: gpool attach %s); if only this connection broke, it ended with it (exit code 129)\n",
+            cli->cmd, job, job);
   else if (error[0]) fprintf(stderr, "gpool %s: %s\n", cli->cmd, error);
   else if (close_code == GP_TLS_WS_GOING_AWAY)
     fprintf(stderr, "gpool %s: %s; the session ended and job %s keeps running\n", cli->cmd,

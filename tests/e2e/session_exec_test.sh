@@ -7,7 +7,8 @@
 # a stopping server ends a session with a clear sentence and the job keeps running; a
 # killed server too. A `gpool run --pty` (pexpect) outlives a stopping server: the CLI says
 # how to reattach, its output meanwhile is kept, `gpool attach` gets the terminal back and
-# `exit 7` ends the job failed with 7; a `gpool run` whose CLI dies ends its job (129).
+# `exit 7` ends the job failed with 7; a `gpool run` whose CLI dies ends its job (129);
+# one whose server is killed runs on and ends with its own code.
 source "$(dirname "$0")/lib.sh"
 e2e_need python3
 python3 -c 'import pexpect' 2>/dev/null || fail "python3-pexpect is not installed (run scripts/setup.sh)"
@@ -166,15 +167,28 @@ GPOOL_TOKEN=$ADMIN_TOKEN timeout 40 python3 "$E2E_DIR/reattach.py" "$GPOOL" "$E2
 wait_for 20 "the run's job to end" job_is "$run_job" failed
 expect_eq 7 "$(job_field "$run_job" .exit_code)" "the reattached run's job ends with its command's code"
 
-# A killed server: the CLI says the connection was lost.
+# A killed server: the CLI says the connection was lost; an exec's job and a run's job
+# both run on (the run's command detached on the agent), and the run's job ends with its
+# command's own code once that ends.
 wait_for 20 "the node back" node_is n1 up
 (as_bob "$GPOOL" exec "$id" -- sleep 30 >/dev/null 2>"$E2E_DIR/s4.err"; echo $? >"$E2E_DIR/s4.rc") &
-wait_for 10 "a session open" sh -c "curl -fsS $SERVER_URL/metrics | grep -q '^gpool_sessions_open 1'"
+(GPOOL_TOKEN=$ADMIN_TOKEN "$GPOOL" run -g 1 -- sh -c "echo started \$GPOOL_JOB_ID; while [ ! -e $E2E_DIR/away4 ]; do sleep 0.1; done; exit 6" \
+  >"$E2E_DIR/r4.out" 2>&1; echo $? >"$E2E_DIR/r4.rc") &
+wait_for 20 "the run's command to start" grep -q started "$E2E_DIR/r4.out"
+r4_job=$(awk '/started/{print $2}' "$E2E_DIR/r4.out")
+wait_for 10 "two sessions open" sh -c "curl -fsS $SERVER_URL/metrics | grep -q '^gpool_sessions_open 2'"
 kill -KILL "$SERVER_PID"
 wait_for 15 "the CLI to end" test -s "$E2E_DIR/s4.rc"
 expect_eq 1 "$(cat "$E2E_DIR/s4.rc")" "a session whose server died exits 1"
 expect_contains "$(cat "$E2E_DIR/s4.err")" "connection to the server was lost" "the CLI says the server went away"
+wait_for 15 "gpool run to end" test -s "$E2E_DIR/r4.rc"
+expect_contains "$(cat "$E2E_DIR/r4.out")" "if the server went down, job $r4_job keeps running (reattach with: gpool attach $r4_job)" \
+  "gpool run says how to reattach after a crash"
 e2e_server
 job_is "$id" running || fail "the job must keep running over the server's crash"
+job_is "$r4_job" running || fail "the run's job must keep running over the server's crash"
+touch "$E2E_DIR/away4"
+wait_for 20 "the crash-surviving run to end" job_is "$r4_job" failed
+expect_eq 6 "$(job_field "$r4_job" .exit_code)" "the run's job ends with its command's code, not the hang-up's"
 open_gate
 echo "ok: exec sessions"
