@@ -49,7 +49,7 @@ gp_srv_events *gp__srv_events_new(const gp_server_config *cfg);
 enum MHD_Result gp__srv_events_serve(gp_srv_events *h, struct MHD_Connection *c,
                                      const char *method, const char *user, gp_role role);
 
-/* Publishes one event of `kind` ("job", "node", "queue") with `data` (one line of JSON,
+/* Publishes one event of `kind` ("job", "node", "queue", "service") with `data` (one line of JSON,
  * what every caller may read: events_feed.c) into the buffer of every stream. Never
  * blocks on a client. The streams
  * send it once gp__srv_events_wake is called, within GP_SRV_EVENTS_GAP_MS: the events of

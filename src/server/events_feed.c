@@ -47,6 +47,13 @@ void gp__srv_events_note_queue(gp_srv_state *s, const char *name) {
   d->queues[d->n_queues++] = gp_xstrdup(name);
 }
 
+void gp__srv_events_note_service(gp_srv_state *s, const char *data) {
+  if (!gp__srv_events_listening(s->events)) return;
+  gp_srv_events_dirty *d = &s->events_dirty;
+  gp_xgrow((void **)&d->services, &d->cap_services, (size_t)d->n_services + 1, sizeof *d->services);
+  d->services[d->n_services++] = gp_xstrdup(data);
+}
+
 static json_t *time_or_null(int64_t t) { return t ? json_integer(t) : json_null(); }
 
 /* The job's summary, the data of a `job` event (docs/api.md). Every stream hears it, so it
@@ -107,7 +114,7 @@ static char *node_summary(gp_srv_state *s, const char *name, uint64_t *ret_sig) 
 
 void gp__srv_events_flush(gp_srv_state *s) {
   gp_srv_events_dirty *d = &s->events_dirty;
-  if (d->n_jobs + d->n_nodes + d->n_queues == 0) return;
+  if (d->n_jobs + d->n_nodes + d->n_queues + d->n_services == 0) return;
   uint64_t epoch = gp__srv_events_epoch(s->events) * UINT64_C(0x9e3779b97f4a7c15);
   for (int i = 0; i < d->n_jobs; i++) {
     int64_t id = d->jobs[i];
@@ -146,6 +153,11 @@ void gp__srv_events_flush(gp_srv_state *s) {
     free(d->queues[i]);
   }
   d->n_queues = 0;
+  for (int i = 0; i < d->n_services; i++) {
+    gp__srv_events_publish(s->events, "service", d->services[i]);
+    free(d->services[i]);
+  }
+  d->n_services = 0;
   gp__srv_events_wake(s->events);
 }
 
@@ -155,5 +167,7 @@ void gp__srv_events_dirty_free(gp_srv_events_dirty *d) {
   free(d->nodes);
   for (int i = 0; i < d->n_queues; i++) free(d->queues[i]);
   free(d->queues);
+  for (int i = 0; i < d->n_services; i++) free(d->services[i]);
+  free(d->services);
   memset(d, 0, sizeof *d);
 }

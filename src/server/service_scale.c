@@ -6,9 +6,11 @@
  * at once when the load doubled (the sum reached twice what the current replicas carry at
  * target), and down only after they asked for fewer for the longer down_delay_s, to the
  * most they asked for in that time, so a dip does not drop replicas a burst needs again.
- * Every decision is kept with its figures (the service's `decisions`, the server's log). */
+ * Every decision is kept with its figures (the service's `decisions`, the server's log) and
+ * is a `service` event on /v1/events. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "protocol/service.h"
@@ -100,6 +102,14 @@ static int decide(gp_srv_state *s, gp_srv_service *v, int to, double sum, int me
                         "metric_sum", sum, "replicas_measured", measured, "per_replica", measured ? sum / measured : 0.0,
                         "target",
                         target, "reason", why);
+  /* The feed's event: the decision with the service's name (names and figures every user
+   * may read; the spec is the owner's). */
+  json_t *ev = json_deep_copy(d);
+  json_object_set_new(ev, "service", json_string(v->name));
+  char *text = json_dumps(ev, JSON_COMPACT);
+  json_decref(ev);
+  if (text) gp__srv_events_note_service(s, text);
+  free(text);
   if (!v->decisions) v->decisions = json_array();
   json_array_append_new(v->decisions, d);
   while (json_array_size(v->decisions) > DECISIONS_KEPT) json_array_remove(v->decisions, 0);

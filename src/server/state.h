@@ -176,6 +176,9 @@ typedef struct gp_srv_events_dirty {
   char **queues;            /* names (owned), each once */
   int n_queues;
   size_t cap_queues;
+  char **services;          /* `service` events' data (owned), in order */
+  int n_services;
+  size_t cap_services;
 } gp_srv_events_dirty;
 
 typedef struct gp_srv_state {
@@ -583,6 +586,9 @@ void gp__srv_job_pending_why(const gp_srv_job *j, const char **ret_reason, const
 void gp__srv_events_note_job(gp_srv_state *s, gp_srv_job *j);
 void gp__srv_events_note_node(gp_srv_state *s, gp_srv_node *n);
 void gp__srv_events_note_queue(gp_srv_state *s, const char *name);
+/* A service's scaling decision (`data`: one line of JSON every caller may read), heard
+ * once it is committed. */
+void gp__srv_events_note_service(gp_srv_state *s, const char *data);
 /* After a commit: publishes an event for each noted record whose summary changed. Call
  * before ended jobs are evicted. */
 void gp__srv_events_flush(gp_srv_state *s);

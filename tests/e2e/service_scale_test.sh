@@ -41,6 +41,9 @@ sleep 3
 expect_eq 0 "$(decisions)" "no decision at no load within min"
 
 # ---- above target, not doubled: up after up_delay_s ----
+# Another user's event stream hears each decision (a `service` event with its figures).
+e2e_spawn "$E2E_DIR/events.log" curl -sN -H "Authorization: Bearer $CAROL_TOKEN" "$SERVER_URL/v1/events"
+wait_for 10 "the event stream open" grep -q ': open' "$E2E_DIR/events.log"
 t0=$(now_ms)
 echo 15 >svc/load
 wait_for 20 "a scale-up decision" sh -c "[ \"\$('$GPOOL' service show auto -o json | jq '.decisions | length')\" -ge 1 ]"
@@ -51,6 +54,10 @@ expect_eq 2 "$(echo "$d" | jq .to)" "up to ceil(15 / 10) = 2 ($d)"
 expect_contains "$(echo "$d" | jq -r .reason)" "above target" "the decision says why"
 expect_eq 15 "$(echo "$d" | jq .metric_sum)" "the decision carries its figures"
 [ "$up_ms" -ge 2000 ] || fail "scaled up in ${up_ms} ms, before the 2 s up_delay"
+wait_for 10 "the decision on the event stream" grep -q '^event: service' "$E2E_DIR/events.log"
+ev=$(grep -A1 '^event: service' "$E2E_DIR/events.log" | sed -n 's/^data: //p' | head -n1)
+expect_eq "auto 1 2 15" "$(echo "$ev" | jq -r '[.service, .from, .to, .metric_sum] | join(" ")')" \
+  "the service event carries the decision ($ev)"
 wait_for 40 "four replicas ready (each carries 15)" sh -c "[ \"\$('$GPOOL' service show auto -o json | jq .replicas.ready)\" = 4 ]"
 expect_eq 4 "$(svc_field auto .replicas.desired)" "never past max"
 
