@@ -41,8 +41,8 @@ int gp__srv_service_autoscale_parse(const json_t *v, json_t **ret, gp_err *err) 
   if (!v || json_is_null(v)) return 0;
   if (!json_is_object(v))
     return gp_err_set(err, GP_EINVAL, NULL, 0, "autoscale", "autoscale is an object: {metric, target, ...}");
-  static const char *const keys[] = {"metric",   "path",     "target",        "up_delay_s",
-                                     "down_delay_s", "period_s", "scale_to_zero", NULL};
+  static const char *const keys[] = {"metric",       "path",     "target",        "up_delay_s",
+                                     "down_delay_s", "period_s", "scale_to_zero", "source", NULL};
   const char *k;
   const json_t *x;
   json_object_foreach((json_t *)v, k, x) {
@@ -50,14 +50,25 @@ int gp__srv_service_autoscale_parse(const json_t *v, json_t **ret, gp_err *err) 
     for (int i = 0; keys[i]; i++) known = known || strcmp(keys[i], k) == 0;
     if (!known) return gp_err_set(err, GP_EINVAL, NULL, 0, "autoscale", "unknown field autoscale.%.64s", k);
   }
+  /* source: the replicas' own figure (metrics, the default), or their GPUs' utilisation
+   * from the agents' telemetry (a poor signal for inference: docs/services.md says why). */
+  const json_t *src = json_object_get(v, "source");
+  const char *source = src ? json_string_value(src) : "metrics";
+  if (!source || (strcmp(source, "metrics") != 0 && strcmp(source, "gpu_utilization") != 0))
+    return gp_err_set(err, GP_EINVAL, NULL, 0, "autoscale.source",
+                      "autoscale.source is metrics (the replicas' own figure, the default) or gpu_utilization");
+  bool gpu = strcmp(source, "gpu_utilization") == 0;
+  if (gpu && (json_object_get(v, "metric") || json_object_get(v, "path")))
+    return gp_err_set(err, GP_EINVAL, NULL, 0, json_object_get(v, "metric") ? "autoscale.metric" : "autoscale.path",
+                      "autoscale.source gpu_utilization reads the GPUs' telemetry: it takes no metric or path");
   const char *metric = json_string_value(json_object_get(v, "metric"));
-  if (!metric || !gp_proto_metric_name_valid(metric))
+  if (!gpu && (!metric || !gp_proto_metric_name_valid(metric)))
     return gp_err_set(err, GP_EINVAL, NULL, 0, "autoscale.metric",
                       "autoscale.metric is the name of a figure on the replicas' metrics page "
                       "([a-zA-Z_:][a-zA-Z0-9_:]*), e.g. vllm:num_requests_running");
   const json_t *p = json_object_get(v, "path");
   const char *path = p ? json_string_value(p) : "/metrics";
-  if (!path || !gp_proto_probe_path_valid(path))
+  if (!gpu && (!path || !gp_proto_probe_path_valid(path)))
     return gp_err_set(err, GP_EINVAL, NULL, 0, "autoscale.path", "autoscale.path starts with / (default /metrics)");
   const json_t *t = json_object_get(v, "target");
   if (!json_is_number(t) || !(json_number_value(t) > 0) || json_number_value(t) > 1e9)
@@ -71,9 +82,13 @@ int gp__srv_service_autoscale_parse(const json_t *v, json_t **ret, gp_err *err) 
   const json_t *zero = json_object_get(v, "scale_to_zero");
   if (zero && !json_is_boolean(zero))
     return gp_err_set(err, GP_EINVAL, NULL, 0, "autoscale.scale_to_zero", "autoscale.scale_to_zero is true or false");
-  *ret = json_pack("{s:s, s:s, s:f, s:I, s:I, s:I, s:b}", "metric", metric, "path", path, "target",
-                   json_number_value(t), "up_delay_s", (json_int_t)up, "down_delay_s", (json_int_t)down, "period_s",
-                   (json_int_t)period, "scale_to_zero", json_is_true(zero));
+  *ret = json_pack("{s:s, s:f, s:I, s:I, s:I, s:b}", "source", source, "target", json_number_value(t),
+                   "up_delay_s", (json_int_t)up, "down_delay_s", (json_int_t)down, "period_s", (json_int_t)period,
+                   "scale_to_zero", json_is_true(zero));
+  if (!gpu) {
+    json_object_set_new(*ret, "metric", json_string(metric));
+    json_object_set_new(*ret, "path", json_string(path));
+  }
   return 0;
 }
 
@@ -118,6 +133,28 @@ static int decide(gp_srv_state *s, gp_srv_service *v, int to, double sum, int me
   return gp__srv_service_persist(s, v, err);
 }
 
+/* A replica's GPU utilisation (%): the mean of its GPUs' last telemetry on live nodes;
+ * false when none has any (no GPU, a node not heard from). */
+static bool replica_gpu_util(const gp_srv_state *s, const gp_srv_job *j, double *ret) {
+  double sum = 0;
+  int n = 0;
+  for (int t = 0; t < j->n_alloc; t++) {
+    const gp_srv_alloc *al = &j->alloc[t];
+    if (al->node < 0 || al->node >= s->n_nodes || !s->nodes[al->node]->alive) continue;
+    const gp_srv_node *nd = s->nodes[al->node];
+    for (int g = 0; g < nd->n_gpus && g < GP_MAX_NODE_GPUS; g++) {
+      if (!(al->gpu_mask & (1u << g))) continue;
+      const json_t *u = json_object_get(nd->gpus[g].telemetry, "gpu_util_pct");
+      if (!json_is_number(u) || !(json_number_value(u) >= 0) || json_number_value(u) > 100) continue;
+      sum += json_number_value(u);
+      n++;
+    }
+  }
+  if (!n) return false;
+  *ret = sum / n;
+  return true;
+}
+
 int gp__srv_service_autoscale(gp_srv_state *s, gp_srv_service *v, int64_t now, gp_err *err) {
   const json_t *spec = gp__srv_service_spec(v, v->rev);
   const json_t *as = json_object_get(spec, "autoscale");
@@ -133,14 +170,18 @@ int gp__srv_service_autoscale(gp_srv_state *s, gp_srv_service *v, int64_t now, g
   if (mn < 1 && !json_is_true(json_object_get(as, "scale_to_zero"))) mn = 1 <= mx ? 1 : mx;
   /* Fresh figures of ready replicas only: a replica still loading has no load to tell. */
   int64_t fresh = 3 * period > 10 ? 3 * period : 10;
+  bool gpu = json_is_string(json_object_get(as, "source")) &&
+             strcmp(json_string_value(json_object_get(as, "source")), "gpu_utilization") == 0;
   double sum = 0;
   int n = 0;
   for (int a = 0; a < s->n_active; a++) {
     const gp_srv_job *j = s->active[a];
     if (!j->service || strcmp(j->service, v->name) != 0 || j->state != GP_JOB_RUNNING || !j->svc_ready ||
-        j->svc_drain_at || !j->svc_metric_at || now - j->svc_metric_at > fresh)
+        j->svc_drain_at)
       continue;
-    sum += j->svc_metric;
+    double f;
+    if (gpu ? !replica_gpu_util(s, j, &f) : (!j->svc_metric_at || now - j->svc_metric_at > fresh)) continue;
+    sum += gpu ? f : j->svc_metric;
     n++;
   }
   if (n == 0 || !(target > 0)) return 0;

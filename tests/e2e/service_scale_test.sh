@@ -6,7 +6,7 @@
 # scales down only after the longer down_delay_s; a load that doubled scales up at once.
 # Each decision is kept with its figures; the figure from a replica is untrusted (a page of
 # garbage changes nothing). Scale to zero is opt-in, and a wake call (the owner's) brings a
-# replica back.
+# replica back. GPU utilisation may be chosen instead of the replicas' figure.
 source "$(dirname "$0")/lib.sh"
 e2e_init
 e2e_need python3
@@ -106,5 +106,24 @@ out=$(GPOOL_TOKEN=$CAROL_TOKEN "$GPOOL" service wake zero 2>&1) && fail "another
 "$GPOOL" service wake zero >/dev/null || fail "wake"
 expect_contains "$(svc_field zero '.decisions[-1].reason')" "wake call by bob" "the wake is a decision"
 wait_for 30 "a replica ready after the wake" sh -c "[ \"\$('$GPOOL' service show zero -o json | jq .replicas.ready)\" = 1 ]"
+# ---- GPU utilisation, when chosen: the replicas' GPUs' telemetry (simulated at 90%) ----
+"$GPOOL" service delete zero >/dev/null || fail "delete zero"
+cat >gpu.yaml <<YAML
+name: gpuauto
+command: [python3, "$SRC"]
+env: {SVC_DIR: "$E2E_DIR/svc", GPOOL_SIM_UTIL: "90"}
+gpus: 1
+replicas: {min: 1, max: 3, initial: 1}
+probes:
+  readiness: {path: /healthz, period_s: 1}
+autoscale: {source: gpu_utilization, target: 50, up_delay_s: 1, down_delay_s: 60, period_s: 1}
+YAML
+sed 's/source: gpu_utilization,/source: gpu_utilization, metric: gpool_test_load,/' gpu.yaml >gpu_bad.yaml
+out=$("$GPOOL" service apply -f gpu_bad.yaml 2>&1) && fail "a metric with source gpu_utilization must be refused"
+expect_contains "$out" "autoscale.metric" "the refusal names the field"
+"$GPOOL" service apply -f gpu.yaml >/dev/null || fail "apply gpuauto"
+wait_for 40 "a decision on GPU utilisation" sh -c "[ \"\$('$GPOOL' service show gpuauto -o json | jq '.decisions | length')\" -ge 1 ]"
+d=$(svc_json gpuauto | jq -c '.decisions[0]')
+expect_eq "1 2 90" "$(echo "$d" | jq -r '[.from, .to, .metric_sum] | join(" ")')" "ceil(90 / 50) = 2 replicas ($d)"
 echo "figures: up (delay 2 s) ${up_ms} ms, down (delay 6 s) ${down_ms} ms, doubled ${fast_ms} ms"
 echo "PASS"
