@@ -27,7 +27,7 @@ a4=$(as_alice "$GPOOL" submit -q shared -g 1 -n a4 -- sh -c "$(gate_wait)")
 sleep 1
 b1=$(as_bob "$GPOOL" submit -q shared -g 1 -n b1 -- sh -c "$(gate_wait)")
 # The API's queue positions follow the same order: bob's job first, alice's third second.
-wait_for 10 "bob's job to be ranked first" test "$(job_field "$b1" .queue_position)" = 1
+wait_for 10 "bob's job to be ranked first" job_field_is "$b1" .queue_position 1
 expect_eq 2 "$(job_field "$a3" .queue_position)" "alice's third job comes after bob's"
 touch "$E2E_DIR/gate1"
 wait_for 30 "a1 to complete" job_is "$a1" completed

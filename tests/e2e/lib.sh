@@ -179,6 +179,9 @@ as_bob() { GPOOL_TOKEN=$BOB_TOKEN "$@"; }
 job_json() { GPOOL_TOKEN=$ADMIN_TOKEN "$GPOOL" show "$1" -o json; }
 job_field() { job_json "$1" | jq -r "$2"; }
 job_is() { [ "$(job_field "$1" .state)" = "$2" ]; }
+# job_field_is JOB FILTER VALUE: for wait_for, which must re-read the field on every try
+# (`wait_for ... test "$(job_field ...)" = X` reads it once, before the first try).
+job_field_is() { [ "$(job_field "$1" "$2")" = "$3" ]; }
 # The agent has started the job's process (the server marks a job running when it orders
 # the start; the agent's "launched" event follows once the process exists).
 job_launched() { [ "$(job_field "$1" '[.timeline[] | select(.event == "launched")] | length')" -ge "${2:-1}" ]; }

@@ -86,20 +86,23 @@ wait_for 20 "the admins' webhook to hear the end of $ok" hook_has /admins end "$
 wait_for 20 "the admins' webhook to hear the failure of $bad" hook_has /admins fail "$bad"
 expect_eq 0 "$(hook_count /admins begin "$ok")" "the admins' webhook takes only end,fail"
 # Mail: BEGIN and END of the good job, to the address given.
-mails() { grep -c '^RCPT bob@example.org$' "$E2E_DIR/mails.txt"; }
-wait_for 40 "two mails to bob@example.org" test "$(mails)" -ge 2
+# mails N: at least N mails to bob@example.org (a function, so wait_for counts them anew on
+# every try).
+mails() { [ "$(grep -c '^RCPT bob@example.org$' "$E2E_DIR/mails.txt")" -ge "$1" ]; }
+wait_for 40 "two mails to bob@example.org" mails 2
 mail_text=$(cat "$E2E_DIR/mails.txt")
 expect_contains "$mail_text" "Subject: gpool job $ok (good) of bob in queue default began" "the begin mail"
 expect_contains "$mail_text" "Subject: gpool job $ok (good) of bob in queue default ended: completed, exit code 0" "the end mail"
 expect_contains "$mail_text" "Auto-Submitted: auto-generated" "mail says it is automatic"
-wait_for 10 "the metrics to count the webhooks" test "$(metric 'gpool_notify_sent_total{channel="webhook"}')" -ge 5
+webhooks_sent() { [ "$(metric 'gpool_notify_sent_total{channel="webhook"}')" -ge "$1" ]; }
+wait_for 10 "the metrics to count the webhooks" webhooks_sent 5
 [ "$(metric 'gpool_notify_sent_total{channel="mail"}')" -ge 2 ] || fail "mails are counted"
 expect_eq 0 "$(metric 'gpool_notify_failed_total{channel="mail"}')" "no mail failed"
 
 # TIME_LIMIT_50 at 2 s, TIME_LIMIT at the end (state timeout, also bob's webhook's fail).
 wait_for 30 "job $tl to time out" job_is "$tl" timeout
-tl_mails() { grep -c '^RCPT bob+tl@example.org$' "$E2E_DIR/mails.txt"; }
-wait_for 40 "two mails to bob+tl@example.org" test "$(tl_mails)" -ge 2
+tl_mails() { [ "$(grep -c '^RCPT bob+tl@example.org$' "$E2E_DIR/mails.txt")" -ge "$1" ]; }
+wait_for 40 "two mails to bob+tl@example.org" tl_mails 2
 mail_text=$(cat "$E2E_DIR/mails.txt")
 expect_contains "$mail_text" "Subject: gpool job $tl (limited) of bob in queue default reached 50% of its time limit (00:00:04)" \
   "the TIME_LIMIT_50 mail"
@@ -126,7 +129,7 @@ printf '#!/bin/sh\n#SBATCH --mail-type=END\n#SBATCH --mail-user=bob@example.org\
 sb=$(as_bob "$GPOOL" submit mailed.sh)
 expect_eq "end bob@example.org" "$(job_field "$sb" '[.mail_type, .mail_user] | join(" ")')" "#SBATCH mail lines are kept"
 wait_for 30 "job $sb to complete" job_is "$sb" completed
-wait_for 40 "the mail of the #SBATCH job" test "$(mails)" -ge 3
+wait_for 40 "the mail of the #SBATCH job" mails 3
 
 # --- 3. a dead endpoint never slows scheduling --------------------------------------------
 # start_ms JOB...: the longest submit-to-running time of jobs submitted one after another.

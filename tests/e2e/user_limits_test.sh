@@ -17,7 +17,7 @@ e2e_agent n1 4xH100-80GB
 a1=$(as_alice "$GPOOL" submit -q shared -g 1 -n a1 -- sh -c "$(gate_wait)")
 a2=$(as_alice "$GPOOL" submit -q shared -g 1 -n a2 -- sh -c "$(gate_wait)")
 wait_for 20 "a1 to run" job_launched "$a1"
-wait_for 10 "a2 to wait for alice's GPU limit" test "$(job_field "$a2" .pending_reason)" = UserGpuLimit
+wait_for 10 "a2 to wait for alice's GPU limit" job_field_is "$a2" .pending_reason UserGpuLimit
 expect_contains "$("$GPOOL" why "$a2")" "which allows one user 1" "gpool why names the limit"
 
 # --- max_pending_jobs -------------------------------------------------------------------------
@@ -28,7 +28,7 @@ expect_contains "$out" "user_limits.max_pending_jobs" "the refusal names the fie
 
 # --- max_gpu_hours ----------------------------------------------------------------------------
 b1=$(as_bob "$GPOOL" submit -q shared -g 1 -n b1 -- true)
-wait_for 10 "bob's job to wait for his GPU-hours" test "$(job_field "$b1" .pending_reason)" = UserGpuHours
+wait_for 10 "bob's job to wait for his GPU-hours" job_field_is "$b1" .pending_reason UserGpuHours
 job_is "$a3" pending || fail "a3 must wait too"
 
 # --- through the API, shown, kept -------------------------------------------------------------
