@@ -613,6 +613,13 @@ int gp_agent_new(const gp_agent_config *cfg, gp_gpu_backend *backend, gp_agent *
   pthread_mutex_init(&a->stats_lock, NULL);
   a->net = gp_xcalloc(1, sizeof *a->net);
   gp_buf_init(&a->net->response, RESPONSE_MAX);
+  /* The features that keep something per job task hear of its life through hooks
+   * (agent_hooks.c), registered before the re-adoption below (whose ends fire them), in
+   * the order they run: a container's pull events before batch's signal on a round. */
+  static const gp__agent_job_hooks *const features[] = {
+      &gp__agent_session_hooks, &gp__agent_container_hooks, &gp__agent_steps_hooks,
+      &gp__agent_batch_hooks,   &gp__agent_monitor_hooks,   &gp__agent_image_lru_hooks};
+  for (size_t i = 0; i < sizeof features / sizeof features[0]; i++) gp__agent_hooks_add(a, features[i]);
   int rc;
   if (!a->cfg.name[0] && gethostname(a->cfg.name, sizeof a->cfg.name - 1) != 0)
     snprintf(a->cfg.name, sizeof a->cfg.name, "localhost");

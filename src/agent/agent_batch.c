@@ -44,7 +44,9 @@ void gp__agent_warn_arm(gp__agent_job *j, const gp_proto_start *o, int64_t now_m
   j->warn_batch = o->warn_batch;
 }
 
-void gp__agent_warn_tick(gp__agent_job *j, int64_t now_ms) {
+/* Each loop round while the task runs: the signal once its time comes. */
+static void warn_tick(gp_agent *a, gp__agent_job *j, int64_t now_ms) {
+  (void)a;
   if (!j->warn_at_ms || j->warned || j->stopping || now_ms < j->warn_at_ms) return;
   j->warned = true;
   /* B: the batch shell alone (the job's main process); else its whole process group. */
@@ -56,3 +58,6 @@ void gp__agent_warn_tick(gp__agent_job *j, int64_t now_ms) {
                   gp_signal_name(j->warn_signal), j->warn_batch ? "its batch shell" : "its processes");
   gp__agent_job_persist(j);
 }
+
+/* The signal before the time limit, on the task's loop rounds (agent_hooks.c). */
+const gp__agent_job_hooks gp__agent_batch_hooks = {.name = "batch", .tick = warn_tick};

@@ -309,7 +309,9 @@ static void progress_tick(gp_agent *a, gp__agent_job *j, const char *image_line)
   image_event(a, j, "progress", msg, done, total);
 }
 
-void gp__agent_container_tick(gp_agent *a, gp__agent_job *j) {
+/* Its pull's start and end as "image" events, once each (from the task's marker files), and
+ * its progress between them. */
+static void pull_events(gp_agent *a, gp__agent_job *j) {
   char line[400];
   if (j->pull_noted < 1 && read_marker(j, "container.pulling", line, sizeof line)) {
     j->pull_noted = 1;
@@ -324,7 +326,9 @@ void gp__agent_container_tick(gp_agent *a, gp__agent_job *j) {
   }
 }
 
-void gp__agent_container_finish(gp_agent *a, gp__agent_job *j) {
+/* At a container task's end: its pull's failure as the job's reason, and no container
+ * left behind by a SIGKILL. */
+static void finish(gp_agent *a, gp__agent_job *j) {
   char path[800];
   gp__agent_job_path(j, "container.env", path, sizeof path);
   if (access(path, F_OK) != 0) return; /* a bare task */
@@ -348,3 +352,22 @@ void gp__agent_container_finish(gp_agent *a, gp__agent_job *j) {
     remove_container(a, name);
   }
 }
+
+static void on_tick(gp_agent *a, gp__agent_job *j, int64_t now_ms) {
+  (void)now_ms;
+  if (j->container) pull_events(a, j);
+}
+
+/* A pull's end goes before the task's; an adopted task (container unknown) is told by its
+ * container.env. */
+static void on_ending(gp_agent *a, gp__agent_job *j) {
+  if (j->container) pull_events(a, j);
+  finish(a, j);
+}
+
+/* A container task's pull events while it runs, and its end (agent_hooks.c). */
+const gp__agent_job_hooks gp__agent_container_hooks = {
+    .name = "container",
+    .ending = on_ending,
+    .tick = on_tick,
+};

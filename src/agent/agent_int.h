@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Internals shared by the agent's files (agent.c: loop and protocol; agent_jobs.c: job
- * start, stop, end and re-adoption; agent_share.c: enforcement decisions; agent_http.c:
- * the endpoint). Not a public interface. */
+/* Internals shared by the agent's files (docs/internals/agent.md): at the bottom
+ * agent_ctx.c (clock, log, events, JSON files), agent_table.c (the job table's queries) and
+ * agent_hooks.c (a job task's life events, to the features that registered); above them
+ * the features, the life cycle (agent_start.c, agent_jobs.c), and at the top agent.c (the
+ * loop and protocol). Not a public interface. */
 #ifndef GP_AGENT_AGENT_INT_H
 #define GP_AGENT_AGENT_INT_H
 
@@ -97,7 +99,38 @@ typedef struct gp__agent_job {
   double metric;
 } gp__agent_job;
 
-/* Whom a job runs as (agent_start.c). */
+/* A job task's life events, for the features that keep something per task (agent_hooks.c).
+ * Each feature has one table (NULL: not interested) and registers it at agent start; the
+ * life cycle fires them (agent_start.c: started; agent_jobs.c: the rest), so it names no
+ * feature and no feature calls into it. */
+typedef struct gp__agent_job_hooks {
+  const char *name;          /* the feature's, for a reader and the one error */
+  /* A task started here (not one re-adopted after a restart). */
+  void (*started)(gp_agent *a, gp__agent_job *j);
+  /* Its process ended with this status (known false: none): a feature may replace it (a
+   * `gpool run` session's own exit code). */
+  void (*exit_status)(gp_agent *a, const gp__agent_job *j, bool *known, int *code, int *sig);
+  /* It ended (ended and its status set) and its reason is not settled yet: a feature may
+   * set fault_reason and message (a container's failed pull) and send events that must
+   * come before its "exited" one. */
+  void (*ending)(gp_agent *a, gp__agent_job *j);
+  /* Its end is settled and its process group killed, before its GPUs and cgroup go. */
+  void (*ended)(gp_agent *a, const gp__agent_job *j);
+  /* A stop began: its signal is sent, its SIGKILL is at kill_at_ms. */
+  void (*stopping)(gp_agent *a, const gp__agent_job *j);
+  /* Whether a stopping task must not end yet (its step tasks still run): any true holds it. */
+  bool (*holds)(const gp_agent *a, const gp__agent_job *j);
+  /* Its usage for its "exited" event (owned), NULL: none; the first non-NULL is taken. */
+  json_t *(*usage)(gp_agent *a, const gp__agent_job *j);
+  /* The server has its end: what the feature kept of it goes. */
+  void (*removed)(gp_agent *a, const gp__agent_job *j);
+  /* Each loop round, while it runs. */
+  void (*tick)(gp_agent *a, gp__agent_job *j, int64_t now_ms);
+} gp__agent_job_hooks;
+
+#define GP__AGENT_HOOKS_MAX 16
+
+/* Whom a job runs as (agent_user.c). */
 typedef struct gp__agent_creds {
   bool switch_user;
   uid_t uid;
@@ -156,9 +189,11 @@ struct gp_agent {
   char slurm_bin[620];       /* <data>/bin (scontrol, slurm_env.c), first in jobs' PATH; "": none */
   char bash_env[640];        /* <data>/bash_env.sh, jobs' BASH_ENV (slurm_env.h); "": none */
 
-  /* jobs */
+  /* jobs (agent_table.c) and the features' hooks on their life (agent_hooks.c) */
   gp__agent_job **jobs;
   size_t n_jobs, cap_jobs;
+  const gp__agent_job_hooks *hooks[GP__AGENT_HOOKS_MAX];
+  int n_hooks;
 
   /* job steps' tasks (agent_steps.c) */
   char steps_dir[620];
@@ -230,7 +265,7 @@ void gp__agent_probes_tick(gp_agent *a);
 /* A free TCP port for a replica ($PORT), or 0. */
 int gp__agent_free_port(void);
 
-/* ---- agent.c ---- */
+/* ---- agent_ctx.c: the bottom every agent file uses ---- */
 int64_t gp__agent_now_ms(void);
 void gp__agent_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void gp__agent_event(gp_agent *a, json_t *ev); /* takes ownership */
@@ -253,6 +288,9 @@ void gp__agent_order_execute(gp_agent *a, json_t *order); /* at most once per or
 
 /* ---- agent_start.c ---- */
 void gp__agent_job_start(gp_agent *a, const char *order_id, const gp_proto_start *o);
+
+/* ---- agent_user.c ---- */
+/* The job's user (the agent's own in a personal pool); -1 with a sentence when refused. */
 int gp__agent_resolve_user(gp_agent *a, const char *user, gp__agent_creds *c, char *msg, size_t size);
 
 /* ---- agent_steps.c: srun's steps ---- */
@@ -266,25 +304,43 @@ void gp__agent_step_run(gp_agent *a, const char *order_id, const gp_proto_step *
 void gp__agent_step_seen_again(gp_agent *a, const char *order_id, const gp_proto_step *o);
 void gp__agent_step_stop(gp_agent *a, const gp_proto_step_stop *o);
 void gp__agent_steps_tick(gp_agent *a);
-/* The job task ended: its step tasks are killed (their ends reported as job_ended). */
 /* Writes <data>/bash_env.sh (slurm_env.h), every job's BASH_ENV, after the PATH dirs exist. */
 void gp__agent_bash_env_init(gp_agent *a);
-void gp__agent_steps_job_ended(gp_agent *a, const struct gp__agent_job *j);
-/* The job task is stopping: its step tasks get its signal now and SIGKILL at its deadline. */
-void gp__agent_steps_job_stopping(gp_agent *a, const struct gp__agent_job *j);
-/* Whether step tasks of this job task still run (a stopping job waits for them). */
-bool gp__agent_steps_running(const gp_agent *a, const struct gp__agent_job *j);
-/* The server settled the job task's end: its step tasks' records and output go. */
-void gp__agent_steps_job_removed(gp_agent *a, const struct gp__agent_job *j);
 json_t *gp__agent_steps_report(const gp_agent *a); /* register's "steps": [{job, step, task}] */
 /* The server has a step task's end (its step_exited event): its record goes (its output
  * stays until the job's last task here is removed). */
 void gp__agent_step_acked(gp_agent *a, const json_t *event);
 
-/* ---- agent_jobs.c ---- */
+/* ---- agent_hooks.c: a job task's life events, to the features that registered ---- */
+void gp__agent_hooks_add(gp_agent *a, const gp__agent_job_hooks *h); /* at agent start */
+void gp__agent_hooks_started(gp_agent *a, gp__agent_job *j);
+void gp__agent_hooks_exit_status(gp_agent *a, const gp__agent_job *j, bool *known, int *code, int *sig);
+void gp__agent_hooks_ending(gp_agent *a, gp__agent_job *j);
+void gp__agent_hooks_ended(gp_agent *a, const gp__agent_job *j);
+void gp__agent_hooks_stopping(gp_agent *a, const gp__agent_job *j);
+bool gp__agent_hooks_holds(const gp_agent *a, const gp__agent_job *j);
+json_t *gp__agent_hooks_usage(gp_agent *a, const gp__agent_job *j);
+void gp__agent_hooks_removed(gp_agent *a, const gp__agent_job *j);
+void gp__agent_hooks_tick(gp_agent *a, gp__agent_job *j, int64_t now_ms);
+/* The features' tables (agent_steps.c, agent_container.c, agent_session.c, agent_batch.c,
+ * agent_monitor.c, image_lru.c), registered by agent.c. */
+extern const gp__agent_job_hooks gp__agent_steps_hooks, gp__agent_container_hooks,
+    gp__agent_session_hooks, gp__agent_batch_hooks, gp__agent_monitor_hooks,
+    gp__agent_image_lru_hooks;
+
+/* ---- agent_table.c: the job table's queries and records ---- */
 void gp__agent_job_add(gp_agent *a, gp__agent_job *j);
 void gp__agent_job_path(const gp__agent_job *j, const char *name, char *buf, size_t size);
 void gp__agent_job_note(const gp__agent_job *j, const char *text); /* a "gpool: ..." line in its stderr */
+gp__agent_job *gp__agent_job_find(gp_agent *a, const char *id); /* any task of the job */
+gp__agent_job *gp__agent_job_find_task(gp_agent *a, const char *id, int task); /* task < 0: any */
+gp__agent_job *gp__agent_job_find_key(gp_agent *a, const char *key);
+void gp__agent_job_key(const char *id, int task, char *buf, size_t size);
+json_t *gp__agent_job_report(const gp__agent_job *j); /* register "jobs" entry */
+void gp__agent_job_persist(const gp__agent_job *j);
+bool gp__agent_job_id_valid(const char *id);
+
+/* ---- containers and images (agent_container.c, image_*.c, images.c) ---- */
 /* A container task (agent_container.c): replaces spec's command with the pull-then-run one
  * (*ret_argv owned: free with gp_agent_container_argv_free); GP_EINVAL with a sentence. */
 struct gp_launch_spec;
@@ -298,21 +354,15 @@ int gp__agent_container_prepare(gp_agent *a, const gp_proto_start *o, const gp__
                                 const gid_t *groups, const char *home, const int *gpus,
                                 int n_gpus, char *const *envp, struct gp_launch_spec *spec,
                                 char ***ret_argv, gp_err *err);
-/* At a container task's end: its pull's failure as the job's reason, and no container
- * left behind by a SIGKILL. */
-void gp__agent_container_finish(gp_agent *a, gp__agent_job *j);
 /* The engine's name of the container of the task with this key ("gpool-<agent>-<key>"). */
 void gp__agent_container_name(const gp_agent *a, const char *key, char *buf, size_t size);
-/* Its pull's start and end as "image" events, once each (from the task's marker files), and
- * its progress between them. */
-void gp__agent_container_tick(gp_agent *a, gp__agent_job *j);
 /* image_access.c: whether an image's registry is one a user's own credential pulled from on
  * this node (then each job in it has its pull checked for its own user, the image present
  * or not), and marking one so (kept in <data_dir>/private-registries). */
 bool gp__agent_registry_private(gp_agent *a, const char *image);
 void gp__agent_registry_mark_private(gp_agent *a, const char *image);
 void gp__agent_private_free(gp_agent *a);
-/* Reads the engine's images when due (images.c). */
+/* Reads the engine's images when due, applying the store's cap (image_lru.c). */
 void gp__agent_images_refresh(gp_agent *a);
 /* Reads the models_dir when due (models.c). */
 void gp__agent_models_refresh(gp_agent *a);
@@ -326,6 +376,7 @@ void gp__agent_image_used(gp_agent *a, uint64_t image);
  * images no container and no running job uses while their total passes the cap. True when
  * it removed one (the list read is stale). */
 bool gp__agent_images_trim(gp_agent *a, const char *text, size_t len);
+/* ---- agent_jobs.c: a task's stop, end, removal and re-adoption ---- */
 /* An "exited" event that names no task (the server reads it as every task of the job on
  * this node). `order`: the order it answers (the run's start order, or the stop order of a
  * job not found here), whose run the server applies it to; NULL: none. */
@@ -344,22 +395,16 @@ void gp__agent_job_stop(gp_agent *a, const char *order_id, const gp_proto_stop *
 void gp__agent_job_stop_local(gp_agent *a, gp__agent_job *j, int grace_s, const char *reason,
                         const char *message);
 void gp__agent_jobs_tick(gp_agent *a);
-/* agent_batch.c: this task's -o/--error file names ("" for none; -1 when a name does not
+void gp__agent_jobs_adopt(gp_agent *a);   /* at start-up */
+void gp__agent_job_remove(gp_agent *a, gp__agent_job *j); /* after the server acknowledged its end */
+void gp__agent_stats_update(gp_agent *a);
+
+/* ---- agent_batch.c ---- */
+/* This task's -o/--error file names ("" for none; -1 when a name does not
  * expand within size bytes), and the signal before the time limit. */
 int gp__agent_output_names(const gp_agent *a, const gp_proto_start *o, const char *user,
                            char *out, char *err, size_t size);
 void gp__agent_warn_arm(gp__agent_job *j, const gp_proto_start *o, int64_t now_ms);
-void gp__agent_warn_tick(gp__agent_job *j, int64_t now_ms);    /* reap, deadlines */
-void gp__agent_jobs_adopt(gp_agent *a);   /* at start-up */
-gp__agent_job *gp__agent_job_find(gp_agent *a, const char *id); /* any task of the job */
-gp__agent_job *gp__agent_job_find_task(gp_agent *a, const char *id, int task); /* task < 0: any */
-gp__agent_job *gp__agent_job_find_key(gp_agent *a, const char *key);
-void gp__agent_job_key(const char *id, int task, char *buf, size_t size);
-void gp__agent_job_remove(gp_agent *a, gp__agent_job *j); /* after the server acknowledged its end */
-json_t *gp__agent_job_report(const gp__agent_job *j); /* register "jobs" entry */
-void gp__agent_job_persist(const gp__agent_job *j);
-bool gp__agent_job_id_valid(const char *id);
-void gp__agent_stats_update(gp_agent *a);
 /* For a backend without a driver (has_driver false): writes <data>/sim-bin/nvidia-smi and
  * sets sim_bin (sim_bin.c). */
 int gp__agent_sim_bin_write(gp_agent *a);

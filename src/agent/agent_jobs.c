@@ -3,8 +3,11 @@
  * grace, SIGKILL), noticing ends, and re-adoption after an agent restart. Each job's state
  * lives in <data>/jobs/<id>/: state.json (written at start and when a stop begins), exit (by
  * the shim), end.json (once the agent saw the end) and acked (once the server received the
- * end), so a restarted agent reports every job exactly as it is, and never starts one twice. */
-#include "agent/session.h"
+ * end), so a restarted agent reports every job exactly as it is, and never starts one twice.
+ * The features that keep something per task (steps, containers, sessions, batch's signal,
+ * the monitor's usage) hear of its stop, end, removal and loop rounds through the hooks
+ * (agent_hooks.c); the table's queries and records are agent_table.c's. This file names no
+ * feature, and none calls back into it but to stop a task (agent_monitor.c, probe.c). */
 #include "agent/agent_int.h"
 
 #include <dirent.h>
@@ -23,38 +26,8 @@
 #include "util/signals.h"
 
 
-bool gp__agent_job_id_valid(const char *id) { return gp_proto_job_id_valid(id); }
-
-gp__agent_job *gp__agent_job_find(gp_agent *a, const char *id) { return gp__agent_job_find_task(a, id, -1); }
-
-gp__agent_job *gp__agent_job_find_task(gp_agent *a, const char *id, int task) {
-  for (size_t i = 0; id && i < a->n_jobs; i++)
-    if (strcmp(a->jobs[i]->id, id) == 0 && (task < 0 || a->jobs[i]->task == task)) return a->jobs[i];
-  return NULL;
-}
-
-gp__agent_job *gp__agent_job_find_key(gp_agent *a, const char *key) {
-  for (size_t i = 0; key && i < a->n_jobs; i++)
-    if (strcmp(a->jobs[i]->key, key) == 0) return a->jobs[i];
-  return NULL;
-}
-
-void gp__agent_job_key(const char *id, int task, char *buf, size_t size) {
-  if (task > 0) snprintf(buf, size, "%s@%d", id, task);
-  else snprintf(buf, size, "%s", id);
-}
-
-void gp__agent_job_add(gp_agent *a, gp__agent_job *j) {
-  gp_xgrow((void **)&a->jobs, &a->cap_jobs, a->n_jobs + 1, sizeof *a->jobs);
-  a->jobs[a->n_jobs++] = j;
-}
-
-void gp__agent_job_path(const gp__agent_job *j, const char *name, char *buf, size_t size) {
-  snprintf(buf, size, "%s/%s", j->dir, name);
-}
-
 void gp__agent_job_remove(gp_agent *a, gp__agent_job *j) {
-  gp__agent_steps_job_removed(a, j);
+  gp__agent_hooks_removed(a, j);
   char path[800];
   gp__agent_job_path(j, "acked", path, sizeof path);
   int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
@@ -74,53 +47,6 @@ void gp__agent_stats_update(gp_agent *a) {
   a->stats_running = running;
   a->stats_registered = a->registered;
   pthread_mutex_unlock(&a->stats_lock);
-}
-
-/* ---- persistence ---- */
-
-void gp__agent_job_persist(const gp__agent_job *j) {
-  json_t *s = json_object();
-  json_t *gpus = json_array();
-  for (int i = 0; i < j->n_gpus; i++) json_array_append_new(gpus, json_integer(j->gpus[i]));
-  json_object_set_new(s, "id", json_string(j->id));
-  json_object_set_new(s, "task", json_integer(j->task));
-  json_object_set_new(s, "tasks", json_integer(j->tasks));
-  json_object_set_new(s, "order", json_string(j->order_id));
-  json_object_set_new(s, "user", json_string(j->user));
-  json_object_set_new(s, "queue", json_string(j->queue));
-  json_object_set_new(s, "pid", json_integer(j->pid));
-  json_object_set_new(s, "shim_pid", json_integer(j->shim_pid));
-  json_object_set_new(s, "start_ticks", json_integer((json_int_t)j->start_ticks));
-  json_object_set_new(s, "shim_ticks", json_integer((json_int_t)j->shim_ticks));
-  json_object_set_new(s, "started_at", json_integer(j->started_at));
-  json_object_set_new(s, "gpus", gpus);
-  json_object_set_new(s, "mig_uuid", json_string(j->mig_uuid));
-  json_object_set_new(s, "enforcement", json_string(j->enforcement));
-  json_object_set_new(s, "limit_mib", json_integer(j->limit_mib));
-  json_object_set_new(s, "sim_util", json_integer(j->sim_util));
-  json_object_set_new(s, "sim_mem_mib", json_integer(j->sim_mem_mib));
-  json_object_set_new(s, "signal", json_integer(j->ckpt_signal));
-  json_object_set_new(s, "grace_s", json_integer(j->grace_s));
-  json_object_set_new(s, "cgroup", json_boolean(j->cgroup));
-  json_object_set_new(s, "stopping", json_boolean(j->stopping));
-  json_object_set_new(s, "kill_at_ms", json_integer(j->kill_at_ms));
-  json_object_set_new(s, "stop_signal", json_integer(j->stop_signal));
-  json_object_set_new(s, "stop_reason", json_string(j->stop_reason));
-  json_object_set_new(s, "limit_exceeded", json_boolean(j->limit_exceeded));
-  json_object_set_new(s, "warn_at_ms", json_integer(j->warn_at_ms));
-  json_object_set_new(s, "warn_signal", json_integer(j->warn_signal));
-  json_object_set_new(s, "warn_batch", json_boolean(j->warn_batch));
-  json_object_set_new(s, "warned", json_boolean(j->warned));
-  json_object_set_new(s, "fault_reason", json_string(j->fault_reason));
-  json_object_set_new(s, "message", json_string(j->message));
-  if (j->svc) {
-    json_object_set_new(s, "service", gp_proto_service_encode(&j->service));
-    json_object_set_new(s, "port", json_integer(j->port));
-  }
-  char path[800];
-  gp__agent_job_path(j, "state.json", path, sizeof path);
-  if (gp__agent_write_json(path, s) != 0) gp__agent_log("job %s: cannot write %s", j->id, path);
-  json_decref(s);
 }
 
 static void copy_json_str(json_t *o, const char *key, char *dst, size_t size) {
@@ -190,38 +116,6 @@ static bool job_load(gp__agent_job *j, const char *dir) {
   return gp__agent_job_id_valid(j->id) && j->pid > 0;
 }
 
-json_t *gp__agent_job_report(const gp__agent_job *j) {
-  json_t *o = json_object();
-  json_object_set_new(o, "id", json_string(j->id));
-  json_object_set_new(o, "task", json_integer(j->task));
-  json_object_set_new(o, "state", json_string(j->ended ? "exited" : "running"));
-  json_object_set_new(o, "pid", json_integer(j->pid));
-  json_object_set_new(o, "enforcement", json_string(j->enforcement));
-  json_object_set_new(o, "started_at", json_integer(j->started_at));
-  if (j->ended) {
-    json_object_set_new(o, "exit_code", j->exit_known && j->exit_code >= 0
-                                            ? json_integer(j->exit_code) : json_null());
-    json_object_set_new(o, "signal", j->exit_known && j->signal ? json_integer(j->signal)
-                                                                : json_null());
-    json_object_set_new(o, "reason", json_string(j->reason));
-    json_object_set_new(o, "message", json_string(j->message));
-    json_object_set_new(o, "at", json_integer(j->ended_at));
-  } else {
-    json_object_set_new(o, "exit_code", json_null());
-  }
-  return o;
-}
-
-/* Appends a line to the job's stderr, so the user reads why the agent ended it. */
-void gp__agent_job_note(const gp__agent_job *j, const char *text) {
-  char path[800];
-  gp__agent_job_path(j, "stderr", path, sizeof path);
-  FILE *f = fopen(path, "ae");
-  if (!f) return;
-  fprintf(f, "gpool: %s\n", text);
-  fclose(f);
-}
-
 /* ---- events ---- */
 
 /* The "exited" event; `order` (the run's start order) and `usage` (borrowed) may be NULL. */
@@ -284,7 +178,7 @@ static void task_stop(gp_agent *a, const char *order_id, const gp_proto_stop *o,
   }
   j->stopping = true;
   j->kill_at_ms = deadline;
-  gp__agent_steps_job_stopping(a, j);
+  gp__agent_hooks_stopping(a, j);
   gp__agent_job_persist(j);
   gp__agent_log("order %s: job %s task %d: sent SIG%s (%s), SIGKILL in %d s if still running",
                 order_id, j->id, j->task, gp_signal_name(j->stop_signal), j->stop_reason, grace);
@@ -321,7 +215,7 @@ void gp__agent_job_stop_local(gp_agent *a, gp__agent_job *j, int grace_s, const 
   if (killpg(j->pid, grace_s == 0 ? SIGKILL : j->stop_signal) != 0 && errno != ESRCH)
     gp__agent_log("job %s: cannot signal its process group: %s", j->id, strerror(errno));
   if (grace_s == 0) j->killed_hard = true;
-  gp__agent_steps_job_stopping(a, j);
+  gp__agent_hooks_stopping(a, j);
   gp__agent_job_persist(j);
   gp__agent_job_note(j, message);
   gp__agent_log("job %s: stopping (%s): %s", j->id, reason, message);
@@ -331,14 +225,13 @@ void gp__agent_job_stop_local(gp_agent *a, gp__agent_job *j, int grace_s, const 
 
 static void job_finish(gp_agent *a, gp__agent_job *j, bool exit_known, int code, int sig,
                        bool while_away) {
-  gp__agent_ses_task_exit(j->dir, &exit_known, &code, &sig); /* a `gpool run` task's own code */
+  gp__agent_hooks_exit_status(a, j, &exit_known, &code, &sig); /* a `gpool run` task's own code */
   j->ended = true;
   j->exit_known = exit_known;
   j->exit_code = code;
   j->signal = sig;
   j->ended_at = gp__agent_now_ms() / 1000;
-  if (j->container) gp__agent_container_tick(a, j); /* a pull's end before the task's */
-  gp__agent_container_finish(a, j);
+  gp__agent_hooks_ending(a, j); /* a container's pull: its events, its failure as the reason */
   bool oom = j->cgroup && gp_cgroup_job_oom_killed(&a->cgroup, j->key);
   const char *reason = j->limit_exceeded ? "limit_exceeded"
                        : j->fault_reason[0] ? j->fault_reason
@@ -363,7 +256,7 @@ static void job_finish(gp_agent *a, gp__agent_job *j, bool exit_known, int code,
            while_away ? " (while the agent was away)" : "");
   /* Leftover processes of the job's group go with their leader, and its steps' tasks. */
   if (exit_known) killpg(j->pid, SIGKILL);
-  gp__agent_steps_job_ended(a, j);
+  gp__agent_hooks_ended(a, j);
   a->gpu->ops->detach(a->gpu, j->pid);
   if (j->cgroup) gp_cgroup_job_remove(&a->cgroup, j->key);
   json_t *end = gp__agent_job_report(j);
@@ -372,7 +265,7 @@ static void job_finish(gp_agent *a, gp__agent_job *j, bool exit_known, int code,
   gp__agent_write_json(path, end);
   json_decref(end);
   /* `order`: which run of the job ended. */
-  json_t *usage = gp__agent_job_usage_json(a, j->key);
+  json_t *usage = gp__agent_hooks_usage(a, j);
   gp__agent_event(a, exited_event(j->id, j->task, j->ended_at, exit_known, code, sig, j->reason,
                                   j->message, j->order_id, usage));
   json_decref(usage);
@@ -384,7 +277,7 @@ static bool job_check(gp_agent *a, gp__agent_job *j, bool adopting) {
   int code = 0, sig = 0;
   /* A stopping job ends after its step tasks (they have its grace period to checkpoint; the
    * steps' tick kills them at its deadline): its GPUs and cgroup stay theirs until then. */
-  if (j->stopping && gp__agent_steps_running(a, j)) return false;
+  if (j->stopping && gp__agent_hooks_holds(a, j)) return false;
   if (j->is_child) {
     int st;
     pid_t r = waitpid(j->shim_pid, &st, WNOHANG);
@@ -418,9 +311,8 @@ void gp__agent_jobs_tick(gp_agent *a) {
   for (size_t i = 0; i < a->n_jobs; i++) {
     gp__agent_job *j = a->jobs[i];
     if (j->ended) continue;
-    if (j->container) gp__agent_container_tick(a, j);
     if (job_check(a, j, false)) continue;
-    gp__agent_warn_tick(j, now);
+    gp__agent_hooks_tick(a, j, now); /* a container's pull events, batch's signal, ... */
     if (j->stopping && !j->killed_hard && now >= j->kill_at_ms) {
       gp__agent_log("job %s: still running at the end of its grace period: SIGKILL", j->id);
       killpg(j->pid, SIGKILL);

@@ -137,6 +137,11 @@ json_t *gp__agent_job_usage_json(gp_agent *a, const char *job_id) {
   return o;
 }
 
+static json_t *task_usage(gp_agent *a, const gp__agent_job *j) { return gp__agent_job_usage_json(a, j->key); }
+
+/* A task's measured usage goes with its "exited" event (agent_hooks.c). */
+const gp__agent_job_hooks gp__agent_monitor_hooks = {.name = "monitor", .usage = task_usage};
+
 const char *gp__agent_gpu_health(gp_agent *a, int gpu, char *reason, size_t size) {
   reason[0] = '\0';
   gp_gpu_state st = a->health ? gp_health_gpu_state(a->health, gpu, reason, size) : GP_GPU_STATE_HEALTHY;

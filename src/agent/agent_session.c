@@ -154,6 +154,14 @@ void gp__agent_ses_task_exit(const char *dir, bool *known, int *code, int *sig) 
   fclose(f);
 }
 
+static void on_exit_status(gp_agent *a, const gp__agent_job *j, bool *known, int *code, int *sig) {
+  (void)a;
+  gp__agent_ses_task_exit(j->dir, known, code, sig);
+}
+
+/* A `gpool run` task's end carries its session's exit code (agent_hooks.c). */
+const gp__agent_job_hooks gp__agent_session_hooks = {.name = "session", .exit_status = on_exit_status};
+
 /* What a relay keeps across the WebSockets it serves (a `gpool run` session outlives a
  * server restart: session.h). */
 typedef struct rstate {

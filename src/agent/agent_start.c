@@ -10,8 +10,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -152,46 +150,6 @@ static int tasks_on_first_node(const gp_proto_start *o) {
 }
 
 typedef gp__agent_creds creds;
-
-int gp__agent_resolve_user(gp_agent *a, const char *user, creds *c, char *msg, size_t size) {
-  memset(c, 0, sizeof *c);
-  struct passwd pw, *res = NULL;
-  char buf[8192];
-  if (a->cfg.personal || !a->is_root) {
-    /* A personal pool: every job runs as whoever runs the agent. */
-    if (getpwuid_r(geteuid(), &pw, buf, sizeof buf, &res) == 0 && res) {
-      snprintf(c->home, sizeof c->home, "%s", pw.pw_dir);
-      snprintf(c->name, sizeof c->name, "%s", pw.pw_name);
-      snprintf(c->shell, sizeof c->shell, "%s", pw.pw_shell);
-    }
-    const char *home = getenv("HOME");
-    if (home && *home) snprintf(c->home, sizeof c->home, "%s", home);
-    return 0;
-  }
-  if (!user || !*user) {
-    snprintf(msg, size, "the job names no user");
-    return -1;
-  }
-  if (getpwnam_r(user, &pw, buf, sizeof buf, &res) != 0 || !res) {
-    snprintf(msg, size, "user '%.64s' has no account on node %s", user, a->cfg.name);
-    return -1;
-  }
-  if (pw.pw_uid == 0 && !a->cfg.allow_root_jobs) {
-    snprintf(msg, size, "refusing to run a job as root (set allow_root_jobs: true in the "
-                        "agent config to allow it)");
-    return -1;
-  }
-  c->switch_user = true;
-  c->uid = pw.pw_uid;
-  c->gid = pw.pw_gid;
-  int n = GP_LAUNCH_MAX_GROUPS;
-  if (getgrouplist(pw.pw_name, pw.pw_gid, c->groups, &n) < 0) n = GP_LAUNCH_MAX_GROUPS;
-  c->n_groups = n;
-  snprintf(c->home, sizeof c->home, "%s", pw.pw_dir);
-  snprintf(c->name, sizeof c->name, "%s", pw.pw_name);
-  snprintf(c->shell, sizeof c->shell, "%s", pw.pw_shell);
-  return 0;
-}
 
 /* 128 random bits as hex ("" when the kernel gives none: then no checkpoint URL). */
 static void random_key(char *out, size_t size) {
@@ -620,12 +578,10 @@ void gp__agent_job_start(gp_agent *a, const char *order_id, const gp_proto_start
   }
   record_start(j, &r, &sp, &res);
   j->container = o->container != NULL;
-  if (o->container) {
-    j->image = gp_proto_image_hash(o->container->image);
-    gp__agent_image_used(a, j->image); /* the image store's LRU (image_lru.c) */
-  }
+  if (o->container) j->image = gp_proto_image_hash(o->container->image);
   attach_gpus(a, j, &r);
   gp__agent_job_add(a, j);
   gp__agent_job_persist(j);
+  gp__agent_hooks_started(a, j); /* the image store's LRU, ... (agent_hooks.c) */
   announce_start(a, order_id, j, &r, &c);
 }

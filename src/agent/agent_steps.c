@@ -30,8 +30,6 @@
 _Static_assert(sizeof(((gp__agent_creds *)0)->groups) == sizeof(((gp_launch_spec *)0)->groups),
                "the job's groups fit the launcher's");
 
-#define ENV_FILE_MAX (4 << 20) /* a job task's environment as kept: the protocol's bound and more */
-
 /* ---- the job task's environment ---- */
 
 void gp__agent_steps_save_env(const gp__agent_job *j, char *const *items, size_t n) {
@@ -50,29 +48,6 @@ static int env_load(const gp__agent_job *j, gp__agent_envv *e) {
   char path[800];
   gp__agent_job_path(j, "env", path, sizeof path);
   return gp__agent_env_load_file(path, e);
-}
-
-int gp__agent_env_load_file(const char *path, gp__agent_envv *e) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) return -1;
-  char *buf = gp_xmalloc(ENV_FILE_MAX + 1);
-  size_t len = 0;
-  ssize_t k;
-  while (len < ENV_FILE_MAX && (k = read(fd, buf + len, ENV_FILE_MAX - len)) > 0) len += (size_t)k;
-  close(fd);
-  buf[len] = '\0';
-  for (size_t i = 0; i < len;) {
-    const char *item = buf + i, *eq = strchr(item, '=');
-    size_t il = strlen(item);
-    if (eq && eq > item) {
-      char key[512];
-      snprintf(key, sizeof key, "%.*s", (int)(eq - item) < 511 ? (int)(eq - item) : 511, item);
-      gp__agent_env_set(e, key, eq + 1);
-    }
-    i += il + 1;
-  }
-  free(buf);
-  return 0;
 }
 
 typedef struct env_cb {
@@ -404,7 +379,7 @@ void gp__agent_steps_tick(gp_agent *a) {
 /* A job told to stop (cancel, time limit, requeue, preemption) stops its step tasks as it
  * stops its own: the job's signal now, SIGKILL at the job's deadline, so that a trainer's
  * SIGTERM handler in a step checkpoints, as Slurm's steps get SIGTERM then KillWait. */
-void gp__agent_steps_job_stopping(gp_agent *a, const gp__agent_job *j) {
+static void job_stopping(gp_agent *a, const gp__agent_job *j) {
   for (size_t i = 0; i < a->n_steps; i++) {
     gp__agent_step_task *s = a->steps[i];
     if (s->ended || s->pid <= 0 || strcmp(s->job, j->id) != 0 || s->alloc_task != j->task) continue;
@@ -418,7 +393,8 @@ void gp__agent_steps_job_stopping(gp_agent *a, const gp__agent_job *j) {
   }
 }
 
-bool gp__agent_steps_running(const gp_agent *a, const gp__agent_job *j) {
+/* A stopping job task ends after its step tasks: its GPUs and cgroup stay theirs until then. */
+static bool steps_running(const gp_agent *a, const gp__agent_job *j) {
   for (size_t i = 0; i < a->n_steps; i++) {
     const gp__agent_step_task *s = a->steps[i];
     if (!s->ended && s->pid > 0 && s->alloc_task == j->task && strcmp(s->job, j->id) == 0) return true;
@@ -426,7 +402,8 @@ bool gp__agent_steps_running(const gp_agent *a, const gp__agent_job *j) {
   return false;
 }
 
-void gp__agent_steps_job_ended(gp_agent *a, const gp__agent_job *j) {
+/* The job task ended: its step tasks are killed (their ends reported as job_ended). */
+static void job_ended(gp_agent *a, const gp__agent_job *j) {
   for (size_t i = 0; i < a->n_steps; i++) {
     gp__agent_step_task *s = a->steps[i];
     if (s->ended || strcmp(s->job, j->id) != 0 || s->alloc_task != j->task) continue;
@@ -458,7 +435,8 @@ void gp__agent_step_acked(gp_agent *a, const json_t *event) {
   }
 }
 
-void gp__agent_steps_job_removed(gp_agent *a, const gp__agent_job *j) {
+/* The server settled the job task's end: its step tasks' records and output go. */
+static void job_removed(gp_agent *a, const gp__agent_job *j) {
   for (size_t i = 0; i < a->n_steps;) {
     gp__agent_step_task *s = a->steps[i];
     if (s->ended && strcmp(s->job, j->id) == 0 && s->alloc_task == j->task) {
@@ -533,3 +511,12 @@ void gp__agent_steps_free(gp_agent *a) {
   a->steps = NULL;
   a->n_steps = 0;
 }
+
+/* What srun's steps keep per job task, on its life's events (agent_hooks.c). */
+const gp__agent_job_hooks gp__agent_steps_hooks = {
+    .name = "steps",
+    .ended = job_ended,
+    .stopping = job_stopping,
+    .holds = steps_running,
+    .removed = job_removed,
+};

@@ -1,13 +1,18 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* A process environment being built (envv.h): one definition for the job's tasks and for
- * srun's step tasks, so both replace, look up and order variables alike. */
+ * srun's step tasks, so both replace, look up and order variables alike; and a job task's
+ * kept environment read back (for its steps and sessions). */
 #include "agent/envv.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "util/mem.h"
+
+#define ENV_FILE_MAX (4 << 20) /* a job task's environment as kept: the protocol's bound and more */
 
 static ptrdiff_t find(const gp__agent_envv *e, const char *key) {
   size_t kl = strlen(key);
@@ -78,4 +83,27 @@ void gp__agent_env_path_prepend(gp__agent_envv *e, const char *dir) {
 void gp__agent_env_free(gp__agent_envv *e) {
   for (size_t i = 0; i < e->n; i++) free(e->items[i]);
   free(e->items);
+}
+
+int gp__agent_env_load_file(const char *path, gp__agent_envv *e) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return -1;
+  char *buf = gp_xmalloc(ENV_FILE_MAX + 1);
+  size_t len = 0;
+  ssize_t k;
+  while (len < ENV_FILE_MAX && (k = read(fd, buf + len, ENV_FILE_MAX - len)) > 0) len += (size_t)k;
+  close(fd);
+  buf[len] = '\0';
+  for (size_t i = 0; i < len;) {
+    const char *item = buf + i, *eq = strchr(item, '=');
+    size_t il = strlen(item);
+    if (eq && eq > item) {
+      char key[512];
+      snprintf(key, sizeof key, "%.*s", (int)(eq - item) < 511 ? (int)(eq - item) : 511, item);
+      gp__agent_env_set(e, key, eq + 1);
+    }
+    i += il + 1;
+  }
+  free(buf);
+  return 0;
 }

@@ -22,7 +22,7 @@ void gp__agent_env_unset(gp__agent_envv *e, const char *key);
 void gp__agent_env_path_prepend(gp__agent_envv *e, const char *dir);
 void gp__agent_env_free(gp__agent_envv *e);
 /* Adds the NUL-separated KEY=value items of a job task's kept environment file (at most
- * 4 MiB; agent_steps.c). -1 when the file cannot be opened. */
+ * 4 MiB; agent_steps.c writes it). -1 when the file cannot be opened. */
 int gp__agent_env_load_file(const char *path, gp__agent_envv *e);
 
 #endif

@@ -6,7 +6,8 @@
  * (the engine's own count of its containers) nor one a running job of this agent started
  * in (its pull may be done and its container not made yet). "Used" is when a job last
  * started in it or a pre-pull fetched it, as this agent saw; an image it never saw used
- * counts as used when it was built, so it goes before any it saw. */
+ * counts as used when it was built, so it goes before any it saw. The inventory's reads for
+ * the heartbeat are made here too, as the cap applies after each. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -157,4 +158,38 @@ bool gp__agent_images_trim(gp_agent *a, const char *text, size_t len) {
   free(n_names);
   free(pick);
   return removed;
+}
+
+static void on_started(gp_agent *a, gp__agent_job *j) { gp__agent_image_used(a, j->image); }
+
+/* A task started in an image used it now (agent_hooks.c). */
+const gp__agent_job_hooks gp__agent_image_lru_hooks = {.name = "image_lru", .started = on_started};
+
+/* The inventory for the heartbeat, read when due: past the store's cap, the least recently
+ * used go first and what is left is read again. */
+void gp__agent_images_refresh(gp_agent *a) {
+  int64_t now = gp__agent_now_ms();
+  if (!a->container.available || now < a->images_next_ms) return;
+  a->images_next_ms = now + 60000;
+  char *argv[GP_CT_MAX_OPTIONS + 8];
+  int n = 0;
+  argv[n++] = a->container.engine;
+  for (int i = 0; i < a->cfg.container.n_options; i++) argv[n++] = a->cfg.container.options[i];
+  argv[n++] = "images";
+  argv[n++] = "--format";
+  argv[n++] = "json";
+  argv[n] = NULL;
+  size_t len = 0;
+  char *out = gp__agent_images_capture(argv, &len);
+  /* Past the store's cap: remove the least recently used, then read what is left. */
+  if (out && gp__agent_images_trim(a, out, len)) {
+    free(out);
+    out = gp__agent_images_capture(argv, &len);
+  }
+  json_t *list = out ? gp_agent_images_parse(out, len) : NULL;
+  free(out);
+  if (!list) return; /* the last list stands */
+  json_decref(a->images);
+  a->images = list;
+  a->images_send = true;
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The node's image inventory (images.h): the engine's answer parsed and bounded, and its
- * periodic refresh for the heartbeat. */
+/* The node's image inventory (images.h): the engine's answer parsed and bounded, and the
+ * engine's commands run with their output read (image_lru.c reads and trims the store). */
 #include "agent/images.h"
 
 #include <errno.h>
@@ -104,31 +104,4 @@ char *gp__agent_images_capture(char **argv, size_t *ret_len) {
   }
   *ret_len = len;
   return buf;
-}
-
-void gp__agent_images_refresh(gp_agent *a) {
-  int64_t now = gp__agent_now_ms();
-  if (!a->container.available || now < a->images_next_ms) return;
-  a->images_next_ms = now + 60000;
-  char *argv[GP_CT_MAX_OPTIONS + 8];
-  int n = 0;
-  argv[n++] = a->container.engine;
-  for (int i = 0; i < a->cfg.container.n_options; i++) argv[n++] = a->cfg.container.options[i];
-  argv[n++] = "images";
-  argv[n++] = "--format";
-  argv[n++] = "json";
-  argv[n] = NULL;
-  size_t len = 0;
-  char *out = gp__agent_images_capture(argv, &len);
-  /* Past the store's cap: remove the least recently used, then read what is left. */
-  if (out && gp__agent_images_trim(a, out, len)) {
-    free(out);
-    out = gp__agent_images_capture(argv, &len);
-  }
-  json_t *list = out ? gp_agent_images_parse(out, len) : NULL;
-  free(out);
-  if (!list) return; /* the last list stands */
-  json_decref(a->images);
-  a->images = list;
-  a->images_send = true;
 }
