@@ -21,7 +21,8 @@ line=$("$GPOOL" jobs | grep "^${arr}_\[" || true)
 expect_contains "$line" "%10]" "gpool jobs folds the pending elements into one line with the limit"
 expect_contains "$line" "pending" "the folded line is pending"
 [ "$("$GPOOL" jobs | grep -c "^${arr}_")" -le 12 ] || fail "gpool jobs lists pending elements one by one: $("$GPOOL" jobs)"
-wait_for 60 "array $arr to complete" job_is "$arr" completed
+# About 25 s on an idle 2-core machine; a loaded one has been seen at ~10 elements a second.
+wait_for 180 "array $arr to complete" job_is "$arr" completed
 # Every interval [start, end] lies inside its element's run, so the log's overlap is a lower
 # bound of the elements running at once.
 awk '$1 == "start" { n++; if (n > max) max = n; seen[$2]++ } $1 == "end" { n-- }
