@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Classification (jobs.c, classify_memo.c, deps.c, feasible.c, shapes.c): one pass over the view's jobs.
- * Running jobs take their holds (fleet.h) and count in their queues; pending jobs end,
- * wait with a reason, or become eligible with their request shape and placement key.
+/* Classification (classify.c, jobs.c, classify_memo.c, deps.c, feasible.c, shapes.c): one
+ * pass over the view's jobs. Running jobs take their holds (fleet.h) and count in their
+ * queues; pending jobs end, wait with a reason, or become eligible with their request shape
+ * and placement key.
  * Its state is the per-job array every later stage reads and writes (through
  * gp__core_job_mut), the jobs by status, the queue sums and the request shapes. */
 #ifndef GP_CORE_CLASSIFY_H
@@ -105,14 +106,14 @@ typedef struct gp__core_cls {
 } gp__core_cls;
 
 /* ctx.jobs[j], about to be written: with a memo the slot is journaled, so that the step's
- * end puts it back as classification left it (classify_memo.c). */
+ * end puts it back as classification left it (journal.c; classify_memo.c puts it back). */
 void gp__core_journal_add(gp__core_ctx *c, int j);
 static inline gp__core_job *gp__core_job_mut(gp__core_ctx *c, int j) {
   if (c->cls->journaled && c->cls->journaled[j] != c->cls->journal_step) gp__core_journal_add(c, j);
   return &c->jobs[j];
 }
 
-/* Jobs (jobs.c). */
+/* The pass (classify.c) and each job's part in it (jobs.c). */
 /* Ends the step's use of classification's state: with a memo, puts back the slots this
  * step journaled and returns the lists lent to it; else frees the per-job array. */
 void gp__core_cls_done(gp__core_ctx *c);
@@ -153,6 +154,13 @@ int gp__core_exact_nodes(const gp_request *r);
 bool gp__core_nodes_hold(const int *slots, int n, int nodes, int tasks);
 /* The kind of a request (enum gp__core_rkind): MIG, whole GPUs, a fraction or CPU only. */
 int gp__core_request_kind(const gp_request *r);
+/* Task slots one empty node of template t offers the request (its size, model, labels and
+ * capacity type); 0 when it may not hold it. */
+int gp__core_template_slots(const gp_template *t, const gp_request *r);
+/* Whether up to max_nodes nodes of template t could hold the request (gp_scale_could_hold,
+ * which the autoscaler's callers ask; feasibility asks it for jobs only a template could
+ * run). */
+bool gp__core_template_holds(const gp_template *t, const gp_request *r);
 
 /* Request shapes and placement keys (shapes.c). */
 int gp__core_shape_of(gp__core_ctx *c, int j);

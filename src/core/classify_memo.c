@@ -147,15 +147,6 @@ int gp__core_classify_kept(gp__core_ctx *c) {
   return 0;
 }
 
-/* Slot j of ctx.jobs is about to be written (gp__core_job_mut): note it, so that the step's end
- * puts it back as classification left it. */
-void gp__core_journal_add(gp__core_ctx *c, int j) {
-  c->cls->journaled[j] = c->cls->journal_step;
-  gp_xgrow((void **)&c->cls->lists.journal, &c->cls->lists.journal_cap, (size_t)c->cls->n_journal + 1,
-           sizeof *c->cls->lists.journal);
-  c->cls->lists.journal[c->cls->n_journal++] = j;
-}
-
 /* With a memo, when the step ends: a journaled slot is put back from its record when the
  * record stands for this view's job (a slot without one is classified afresh next step
  * anyway). The lists go back to the memo. */

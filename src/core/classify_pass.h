@@ -3,7 +3,8 @@
  * (jobs.c), which classifies every slot, and the memo's (classify_memo.c), which replays
  * the slots it remembers and classifies the others the same way. Both feed the same queue
  * sums, running-job records and eligible list, so a replayed slot counts exactly as a
- * classified one. Private to those two files. */
+ * classified one. Private to those two files and to the pass that runs one of them
+ * (classify.c). */
 #ifndef GP_CORE_CLASSIFY_PASS_H
 #define GP_CORE_CLASSIFY_PASS_H
 

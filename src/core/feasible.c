@@ -16,7 +16,6 @@
 #include <string.h>
 
 #include "core/mig.h"
-#include "core/scale.h"
 #include "core/spot.h"
 
 static bool names_model(const gp_request *r, const char *model) {
@@ -232,6 +231,30 @@ static int compute_fleet(gp__core_ctx *c, int j) {
   return by_model && !model_up ? GP__FEAS_MODEL_DOWN : GP__FEAS_DOWN;
 }
 
+static bool takes_model(const gp_request *r, const char *model) {
+  if (r->n_gpu_models == 0) return true;
+  for (int i = 0; i < r->n_gpu_models; i++)
+    if (model && strcmp(r->gpu_models[i], model) == 0) return true;
+  return false;
+}
+
+/* (Task slots of one empty node of a template: what both the autoscaler (scale.c) and
+ * feasibility read, so it lives here, below both.) */
+int gp__core_template_slots(const gp_template *t, const gp_request *r) {
+  const gp_node *n = &t->node;
+  if (n->capacity == GP_CAP_SPOT && !r->allow_spot) return 0;
+  if (!takes_model(r, n->model)) return 0;
+  if (r->n_node_selector && !gp__core_node_has_labels(n, r->n_node_selector, r->node_selector)) return 0;
+  return gp__core_ever_slots(n, r, gp__core_request_kind(r));
+}
+
+bool gp__core_template_holds(const gp_template *t, const gp_request *r) {
+  if (t->max_nodes <= 0) return false;
+  int exact = gp__core_exact_nodes(r); /* exactly that many of its nodes, one task each at least */
+  if (exact > 0) return exact <= t->max_nodes && (long long)gp__core_template_slots(t, r) * exact >= r->tasks;
+  return (long long)gp__core_template_slots(t, r) * t->max_nodes >= r->tasks;
+}
+
 /* A job the fleet could never hold but a template's nodes could waits for them (not spot
  * ones when its queue refuses spot). */
 static int compute(gp__core_ctx *c, int j) {
@@ -240,7 +263,7 @@ static int compute(gp__core_ctx *c, int j) {
   const gp_request *r = &c->view->jobs[j].req;
   for (int t = 0; t < c->view->n_templates; t++)
     if (!(c->view->templates[t].node.capacity == GP_CAP_SPOT && gp__core_spot_refused(c, j)) &&
-        gp_scale_could_hold(&c->view->templates[t], r))
+        gp__core_template_holds(&c->view->templates[t], r))
       return v == GP__FEAS_MODEL_UNKNOWN ? GP__FEAS_TEMPLATE_MODEL : GP__FEAS_TEMPLATE;
   return v;
 }

@@ -59,17 +59,6 @@ void gp__core_gang_opened(gp__core_req *rest, const gp__core_fit *fits, int t) {
   rest->n_open++;
 }
 
-int gp__core_gang_nodes_need(const gp__core_req *r, int node) {
-  int here = 0, left = r->tasks - r->n_placed;
-  for (int t = 0; t < r->n_placed; t++) here += r->placed[t].node == node;
-  if (here > 0) return left <= r->nodes - r->n_open ? -1 : 1; /* the rest must open nodes */
-  if (r->n_open >= r->nodes) return -1;
-  /* Optimistic: the nodes opened so far take up to the bound each, and so do those left. */
-  int cap = r->per_node > 0 ? r->per_node : r->tasks;
-  int64_t need = (int64_t)left - (int64_t)(r->nodes - r->n_open - 1) * cap - ((int64_t)r->n_open * cap - r->n_placed);
-  return need > 1 ? (int)need : 1;
-}
-
 static bool place_in_block(gp__core_ctx *c, const gp__core_req *r, int b, gp__core_fit *fits) {
   gp__core_req rest;
   for (int t = 0; t < r->tasks; t++) {

@@ -2,9 +2,9 @@
 /* First pass over the view's jobs: resolve queue, priority class and time limit; count
  * what running and stopping jobs hold; decide which pending jobs are schedulable this step
  * and give the others their reason (held, dependency, invalid request, impossible request,
- * nodes down). Schedulable jobs add to their leaf queue's demand. With a memo the pass is
- * classify_memo.c's, which replays the slots it remembers and classifies the others here. */
-#include <limits.h>
+ * nodes down). Schedulable jobs add to their leaf queue's demand. The pass (classify.c) runs
+ * every slot through here, or, with a memo, classify_memo.c replays the slots it remembers
+ * and classifies the others here. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -350,44 +350,4 @@ void gp__core_classify_slot(gp__core_ctx *c, int j, gp__core_run *ru, size_t *ru
     ji->stat = GP__J_NONE;
     break;
   }
-}
-
-int gp__core_classify_jobs(gp__core_ctx *c) {
-  const gp_view *v = c->view;
-  c->cls->min_whole = GP_MAX_NODE_GPUS + 1;
-  c->cls->run_min_prio = INT_MAX;
-  c->cls->running = gp__core_salloc(c, ((size_t)v->n_jobs + 1) * sizeof(int));
-  c->cls->leaf_class = gp__core_salloc(c, ((size_t)c->tree.n + 1) * sizeof(int));
-  for (int q = 0; q < c->tree.n; q++) c->cls->leaf_class[q] = -2;
-  c->cls->eligible = gp__core_salloc(c, ((size_t)v->n_jobs + 1) * sizeof(int));
-  c->cls->alloc_int = gp__core_scalloc(c, (size_t)c->tree.n + 1, sizeof *c->cls->alloc_int);
-  c->cls->demand_int = gp__core_scalloc(c, (size_t)c->tree.n + 1, sizeof *c->cls->demand_int);
-  c->cls->sums_inexact = v->n_jobs > (1 << 21); /* (so integer sums stay under 2^52) */
-  /* Queues with a limit on their path (parents precede children in the tree): jobs of the
-   * others skip the limit walk, done for every job never considered. */
-  c->cls->path_limited = gp__core_salloc(c, ((size_t)c->tree.n + 1) * sizeof(bool));
-  for (int q = 0; q < c->tree.n; q++) {
-    int par = c->tree.q[q].parent;
-    c->cls->path_limited[q] = c->tree.q[q].limit != GP_NO_LIMIT || (par >= 0 && c->cls->path_limited[par]);
-  }
-  gp__core_spot_setup(c);
-  if (c->memo) return gp__core_classify_kept(c);
-  size_t run_cap = 0;
-  for (int j = 0; j < v->n_jobs; j++) {
-    int rc = gp__core_slot_check(c, j);
-    if (rc) return rc;
-    gp__core_run ru;
-    gp__core_classify_slot(c, j, &ru, &run_cap);
-  }
-  gp__core_sums_done(c);
-  return 0;
-}
-
-void gp__core_cls_done(gp__core_ctx *c) {
-  if (c->memo) gp__core_cls_kept_done(c); /* (the memo's array and lists) */
-  else free(c->jobs);
-  free(c->cls->run);
-  if (c->cls->ids_built) gp__core_strmap_done(&c->cls->ids);
-  if (c->cls->single_built) gp__core_strmap_done(&c->cls->single);
-  gp__core_shapes_done(c);
 }

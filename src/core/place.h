@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Placement (placement.c, gang.c, shared.c): where a job's tasks go, all or nothing, and
- * the starts it records. Shared GPUs (fractions, time-slices, MIG instances and dynamic
- * MIG plans) have their own state in shared.c. */
+/* Placement (node_fit.c, placement.c, gang.c, shared.c, shared_node.c): where a job's tasks
+ * go, all or nothing, and the starts it records. One task on one node is node_fit.c's (the
+ * searches all ask it); shared GPUs (fractions, time-slices, MIG instances and dynamic MIG
+ * plans) have their own state in shared.c. */
 #ifndef GP_CORE_PLACE_H
 #define GP_CORE_PLACE_H
 
@@ -18,7 +19,7 @@ typedef struct gp__core_place {
   uint64_t share_round;       /* shared placements made: the sharing policy's round */
 } gp__core_place;
 
-/* Placement (placement.c, gang.c). */
+/* Placement (placement.c, gang.c; the request and one node: node_fit.c). */
 void gp__core_place_done(gp__core_ctx *c);
 void gp__core_req_init(gp__core_ctx *c, int j, gp__core_req *r);
 /* Fills in a request of which only `job` is set, once. */
@@ -50,7 +51,8 @@ uint32_t gp__core_choose_gpus(const gp__core_ctx *c, int node, uint32_t avail, i
 /* Records a start in the plan and updates queues. fits: r->tasks entries. */
 void gp__core_start_job(gp__core_ctx *c, const gp__core_req *r, const gp__core_fit *fits);
 
-/* Fractions, memory shares, time-slices and MIG instances (shared.c). */
+/* Fractions, memory shares, time-slices and MIG instances (shared.c; the node filters
+ * below are node_fit.c's, gp__core_node_fit_shared is shared_node.c's). */
 void gp__core_shared_setup(gp__core_ctx *c);
 void gp__core_shared_done(gp__core_ctx *c);
 bool gp__core_node_static_ok(const gp__core_ctx *c, const gp__core_req *r, int node);

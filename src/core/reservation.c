@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Advance reservations and maintenance windows (Slurm's `scontrol create reservation`):
  * fences in time on whole nodes, from the view (gp_view.reservations), applied where
- * placement filters nodes (placement.c: gp__core_node_static_ok_any_excl), where backfill
+ * placement filters nodes (node_fit.c: gp__core_node_static_ok_any_excl), where backfill
  * computes when a node frees up (backfill.c), and as stops at a maintenance window's start.
  *
  * Why whole nodes: a maintenance window takes whole machines, and a fence per node is one
@@ -20,7 +20,6 @@
 
 #include "core/field.h"
 #include "core/preempt.h"
-#include "util/calendar.h"
 
 int gp__core_ares_check(gp__core_ctx *c) {
   const gp_view *v = c->view;
@@ -171,41 +170,4 @@ void gp__core_ares_maint(gp__core_ctx *c) {
       *pe = (gp_plan_preemption){.job = v, .for_job = -1, .kind = GP_PREEMPT_MAINT};
     }
   }
-}
-
-/* "2026-12-06 14:00:00" in UTC (plan arena), from seconds since the epoch: calendar
- * arithmetic only, no clock or time zone. */
-static const char *utc(gp_arena *a, gp_time t) {
-  int64_t days = t / GP_DAY_S, sec = t % GP_DAY_S, y;
-  if (sec < 0) {
-    sec += GP_DAY_S;
-    days--;
-  }
-  int m, d;
-  gp_civil_from_days(days, &y, &m, &d);
-  return gp_arena_printf(a, "%04lld-%02d-%02d %02lld:%02lld:%02lld", (long long)y, m, d, (long long)(sec / 3600),
-                         (long long)(sec / 60 % 60), (long long)(sec % 60));
-}
-
-const char *gp__core_ares_reason(gp__core_ctx *c, gp__core_req *r, gp__core_fit **fits, size_t *fits_cap) {
-  if (!gp__core_ares_any(c) || c->decisions_only) return NULL;
-  gp__core_req_need(c, r);
-  gp__core_req wide = *r;
-  wide.ignore_ares = true;
-  gp_xgrow((void **)fits, fits_cap, (size_t)r->tasks, sizeof **fits);
-  if (!gp__core_place_job(c, &wide, *fits, false)) return NULL;
-  for (int t = 0; t < r->tasks; t++) {
-    int k = gp__core_ares_fence(c, r->job, r->end, (*fits)[t].node);
-    if (k < 0) continue;
-    const gp_reservation *rv = &c->view->reservations[c->ares->idx[k]];
-    const char *from = utc(c->arena, rv->start), *to = utc(c->arena, rv->end);
-    bool same_day = strncmp(from, to, 10) == 0;
-    return gp_arena_printf(
-        c->arena, "Node %s is reserved by %s%s from %s to %s UTC; %s.", c->view->nodes[(*fits)[t].node].name,
-        rv->name, rv->maint ? " (maintenance)" : "", from, same_day ? to + 11 : to,
-        rv->start <= c->now ? "only the reservation's jobs may use it until then"
-        : r->end >= GP__NEVER ? "the job has no time limit, so it would run into the reservation"
-                              : "the job's time limit would run into the reservation");
-  }
-  return NULL;
 }

@@ -35,7 +35,7 @@ gp_time gp__core_ares_free_from(const gp__core_ctx *c, int j, int node);
  * stopped (plan preemptions GP_PREEMPT_MAINT). */
 void gp__core_ares_maint(gp__core_ctx *c);
 /* For a job that found no room: when it would fit but for a reservation, the sentence
- * naming it (plan arena), else NULL. */
+ * naming it (plan arena), else NULL (reservation_reason.c). */
 const char *gp__core_ares_reason(gp__core_ctx *c, gp__core_req *r, gp__core_fit **fits, size_t *fits_cap);
 
 #endif

@@ -18,28 +18,7 @@ void gp_scale_default_ranks(int class_rank[4]) {
   class_rank[GP_CAP_ON_DEMAND] = 3;
 }
 
-static bool takes_model(const gp_request *r, const char *model) {
-  if (r->n_gpu_models == 0) return true;
-  for (int i = 0; i < r->n_gpu_models; i++)
-    if (model && strcmp(r->gpu_models[i], model) == 0) return true;
-  return false;
-}
-
-/* Task slots one empty node of template t offers the request; 0 when it may not hold it. */
-static int slots_per_node(const gp_template *t, const gp_request *r) {
-  const gp_node *n = &t->node;
-  if (n->capacity == GP_CAP_SPOT && !r->allow_spot) return 0;
-  if (!takes_model(r, n->model)) return 0;
-  if (r->n_node_selector && !gp__core_node_has_labels(n, r->n_node_selector, r->node_selector)) return 0;
-  return gp__core_ever_slots(n, r, gp__core_request_kind(r));
-}
-
-bool gp_scale_could_hold(const gp_template *t, const gp_request *r) {
-  if (t->max_nodes <= 0) return false;
-  int exact = gp__core_exact_nodes(r); /* exactly that many of its nodes, one task each at least */
-  if (exact > 0) return exact <= t->max_nodes && (long long)slots_per_node(t, r) * exact >= r->tasks;
-  return (long long)slots_per_node(t, r) * t->max_nodes >= r->tasks;
-}
+bool gp_scale_could_hold(const gp_template *t, const gp_request *r) { return gp__core_template_holds(t, r); }
 
 /* A node being created (asked earlier or in this call): GPUs not yet promised to a job. */
 typedef struct vnode {
@@ -94,7 +73,7 @@ static int *slots_creating(const scaler *s, int t, const gp_request *r, int cap)
  * those with the most slots (the first on a tie), one task each, then as many as each
  * holds; 0 (nothing taken) when they cannot hold it (gp__core_nodes_hold). */
 static int fit_creating_exact(scaler *s, int t, const gp_request *r, int exact) {
-  int *k = slots_creating(s, t, r, slots_per_node(&s->v->templates[t], r));
+  int *k = slots_creating(s, t, r, gp__core_template_slots(&s->v->templates[t], r));
   if (!gp__core_nodes_hold(k, s->n_vn, exact, r->tasks)) {
     free(k);
     return 0;
@@ -116,7 +95,7 @@ static int fit_creating_exact(scaler *s, int t, const gp_request *r, int exact) 
 /* How many new nodes of template t, with the nodes on their way, hold a gang of an exact
  * node count; -1 when no number up to that count does. */
 static int new_nodes_exact(const scaler *s, int t, const gp_request *r, int exact) {
-  int per_node = slots_per_node(&s->v->templates[t], r);
+  int per_node = gp__core_template_slots(&s->v->templates[t], r);
   int *k = slots_creating(s, t, r, per_node);
   int *all = gp_xmalloc(((size_t)s->n_vn + (size_t)exact + 1) * sizeof *all), found = -1;
   for (int c = 1; c <= exact && found < 0; c++) {
@@ -247,7 +226,7 @@ static void scale_job(scaler *s, int j, const gp__core_strmap *queues, gp_plan_s
   const int *order = s->order[pref == GP_SPOT_PREFER ? 1 : pref == GP_SPOT_AVOID ? 2 : 0][spot_ok];
   /* Nodes already on their way, in the same order. */
   for (const int *o = order; *o >= 0; o++) {
-    if (slots_per_node(&s->v->templates[*o], r) <= 0) continue;
+    if (gp__core_template_slots(&s->v->templates[*o], r) <= 0) continue;
     int used = fit_creating(s, *o, r);
     if (used) {
       *note = (gp_plan_scale_note){j, *o, GP_SCALE_WAITING, used};
@@ -255,7 +234,7 @@ static void scale_job(scaler *s, int j, const gp__core_strmap *queues, gp_plan_s
     }
   }
   for (const int *o = order; *o >= 0; o++) {
-    int t = *o, per_node = slots_per_node(&s->v->templates[t], r);
+    int t = *o, per_node = gp__core_template_slots(&s->v->templates[t], r);
     if (per_node <= 0) continue;
     /* New nodes for what the nodes on their way cannot hold of the gang. */
     int have = slots_on_the_way(s, t, gpus_per_task(r));
