@@ -157,10 +157,12 @@ def find(d, css, what, limit=15):
 
 
 def read(d, css, what, fn=lambda e: e.text, limit=15):
-    """fn of the element at css, found afresh until it reads without going stale."""
+    """fn of the element at css, found afresh until it reads without going stale and fn
+    gives something other than None (so `lambda e: e.text or None` waits for a text)."""
     def once():
         els = d.find_elements(By.CSS_SELECTOR, css)
-        return (fn(els[0]),) if els else None
+        value = fn(els[0]) if els else None
+        return None if value is None else (value,)
     return wait(what, once, limit)[0]
 
 
