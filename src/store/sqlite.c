@@ -433,14 +433,7 @@ static int row_cred(sqlite3_stmt *st, const gp_store_load_cb *cb) {
 }
 
 static int row_interval(sqlite3_stmt *st, const gp_store_load_cb *cb) {
-  gp_store_interval r = {
-      .id = sqlite3_column_int64(st, 0), .job_id = sqlite3_column_int64(st, 1),
-      .attempt = sqlite3_column_int(st, 2), .task = sqlite3_column_int(st, 3),
-      .user = gp_store_sqlite_text(st, 4), .queue = gp_store_sqlite_text(st, 5),
-      .node = gp_store_sqlite_text(st, 6), .gpu_uuid = gp_store_sqlite_text(st, 7),
-      .model = gp_store_sqlite_text(st, 8), .capacity = gp_store_sqlite_text(st, 9),
-      .share = sqlite3_column_double(st, 10), .start = sqlite3_column_int64(st, 11),
-      .used_gpu_s = gp_store_sqlite_figure(st, 12), .energy_j = gp_store_sqlite_figure(st, 13)};
+  gp_store_interval r = gp_store_sqlite_interval(st);
   return cb->interval(cb->ctx, &r);
 }
 
@@ -556,9 +549,8 @@ static int s_load(gp_store *b, const gp_store_load_cb *cb, gp_err *err) {
   if (!r && cb->credential)
     r = load_table(s, "SELECT node, hash FROM node_credentials ORDER BY node", row_cred, cb, err);
   if (!r && cb->interval)
-    r = load_table(s, "SELECT id, job_id, attempt, task, user, queue, node, gpu_uuid, model, "
-                      "capacity, share, start, used_gpu_s, energy_j FROM ledger "
-                      "WHERE \"end\" IS NULL ORDER BY id", row_interval, cb, err);
+    r = load_table(s, "SELECT " GP_STORE_SQLITE_IV_COLS " FROM ledger WHERE \"end\" IS NULL ORDER BY id",
+                   row_interval, cb, err);
   if (!r && cb->node_interval)
     r = load_table(s, "SELECT id, node, model, capacity, gpus, state, start FROM node_ledger "
                       "WHERE \"end\" IS NULL ORDER BY id", row_node_interval, cb, err);

@@ -19,7 +19,8 @@ const char *gp_store_sqlite_text(sqlite3_stmt *st, int i) {
   return t ? (const char *)t : "";
 }
 
-double gp_store_sqlite_figure(sqlite3_stmt *st, int i) {
+/* A figure column (used_gpu_s, energy_j): -1 for NULL, not measured. */
+static double figure(sqlite3_stmt *st, int i) {
   return sqlite3_column_type(st, i) == SQLITE_NULL ? -1 : sqlite3_column_double(st, i);
 }
 
@@ -40,8 +41,8 @@ int gp_store_sqlite_read_rows(sqlite_reader *r, const char *sql, int64_t a, int6
   return ret;
 }
 
-int gp_store_sqlite_iv_row(sqlite3_stmt *st, void *cb, void *ctx) {
-  gp_store_interval iv = {
+gp_store_interval gp_store_sqlite_interval(sqlite3_stmt *st) {
+  return (gp_store_interval){
       .id = sqlite3_column_int64(st, 0), .job_id = sqlite3_column_int64(st, 1),
       .attempt = sqlite3_column_int(st, 2), .task = sqlite3_column_int(st, 3),
       .user = gp_store_sqlite_text(st, 4), .queue = gp_store_sqlite_text(st, 5),
@@ -49,8 +50,12 @@ int gp_store_sqlite_iv_row(sqlite3_stmt *st, void *cb, void *ctx) {
       .model = gp_store_sqlite_text(st, 8), .capacity = gp_store_sqlite_text(st, 9),
       .share = sqlite3_column_double(st, 10), .start = sqlite3_column_int64(st, 11),
       .end = sqlite3_column_int64(st, 12), /* NULL reads as 0: open */
-      .used_gpu_s = gp_store_sqlite_figure(st, 13), .energy_j = gp_store_sqlite_figure(st, 14),
+      .used_gpu_s = figure(st, 13), .energy_j = figure(st, 14),
       .service = gp_store_sqlite_text(st, 15)};
+}
+
+int gp_store_sqlite_iv_row(sqlite3_stmt *st, void *cb, void *ctx) {
+  gp_store_interval iv = gp_store_sqlite_interval(st);
   return (*(int (**)(void *, const gp_store_interval *))cb)(ctx, &iv);
 }
 
