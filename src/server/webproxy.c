@@ -20,6 +20,7 @@
 #include "tls/ws.h"
 #include "util/buf.h"
 #include "util/mem.h"
+#include "util/thread.h"
 
 #define HEAD_MS 30000       /* for the app's head, once the request is sent */
 #define IDLE_MS 60000       /* without a byte either way while the body streams */
@@ -454,11 +455,7 @@ static enum MHD_Result start(gp_srv_sessions *S, struct MHD_Connection *c, gp_sr
   }
   wp->suspended = true;
   MHD_suspend_connection(c);
-  pthread_t th;
-  pthread_attr_t at;
-  pthread_attr_init(&at);
-  pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-  if (pthread_create(&th, &at, relay_main, wp) != 0) { /* answered once resumed */
+  if (gp_thread_start_detached(relay_main, wp) != 0) { /* answered once resumed */
     wp->refs = 1;
     wp->suspended = false;
     wp->status = 503;
@@ -467,7 +464,6 @@ static enum MHD_Result start(gp_srv_sessions *S, struct MHD_Connection *c, gp_sr
     gp__srv_sessions_proxy_leave(S);
     MHD_resume_connection(c);
   }
-  pthread_attr_destroy(&at);
   return MHD_YES;
 }
 

@@ -3,13 +3,13 @@
  * request's check, the 101 and the thread that owns the upgraded socket. */
 #include "tls/ws_upgrade.h"
 
-#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "util/mem.h"
+#include "util/thread.h"
 
 typedef struct upgrade {
   size_t out_cap;
@@ -85,16 +85,11 @@ static void on_upgrade(void *cls, struct MHD_Connection *c, void *req_cls, const
     memcpy(u->extra, extra_in, extra_in_size);
     u->n_extra = extra_in_size;
   }
-  pthread_t t;
-  pthread_attr_t at;
-  pthread_attr_init(&at);
-  pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-  if (pthread_create(&t, &at, upgraded_thread, u) != 0) {
+  if (gp_thread_start_detached(upgraded_thread, u) != 0) {
     MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
     u->done(u->arg);
     upgrade_free(u);
   }
-  pthread_attr_destroy(&at);
 }
 
 enum MHD_Result gp_tls_ws_upgrade(struct MHD_Connection *c, const char *accept, size_t out_cap,
