@@ -111,7 +111,7 @@ static double run(gp_store *st, int64_t from, int64_t to, const gp_prices *price
                         .checkpoint_s = GP_ADVICE_CHECKPOINT_S, .prices = prices, .fleet = true,
                         .n_models = 4, .models = fleet, .n_queues = 2, .queues = queues};
   gp_err e = {0};
-  double t0 = clock_ms(CLOCK_MONOTONIC), c0 = clock_ms(CLOCK_THREAD_CPUTIME_ID);
+  run_clock clk = run_clock_start();
   gp_store_reader *r = NULL;
   if (gp_store_reader_open(st, &r, &e)) return fail("reader", &e), -1;
   int rc = 0, n = 0;
@@ -132,18 +132,13 @@ static double run(gp_store *st, int64_t from, int64_t to, const gp_prices *price
   if (rc) return fail("advice", &e), -1;
   *ret_read = read;
   *ret_items = n;
-  *ret_cpu_ms = clock_ms(CLOCK_THREAD_CPUTIME_ID) - c0;
-  return clock_ms(CLOCK_MONOTONIC) - t0;
+  return run_clock_stop(clk, ret_cpu_ms);
 }
 
 static int time_store(const char *path) {
   gp_store *st = NULL;
   gp_prices *prices = NULL;
   if (ledger_year_open(path, prices_yaml, &st, &prices)) return 1;
-  static const struct {
-    const char *name;
-    int64_t from, to;
-  } periods[] = {{"month", MAR1, APR1}, {"year", JAN1, JAN1 + YEAR_S}};
   for (int pi = 0; pi < 2; pi++)
     for (int c = 0; c < 3; c++) {
       bool engine = c > 0, days = c == 2;
@@ -152,20 +147,20 @@ static int time_store(const char *path) {
       int items = 0;
       for (int k = 0; k < 3; k++) {
         double cpu = 0;
-        double ms = run(st, periods[pi].from, periods[pi].to, prices, engine, days, &n, &items, &cpu);
+        double ms = run(st, year_periods[pi].from, year_periods[pi].to, prices, engine, days, &n, &items,
+                        &cpu);
         if (ms < 0) return 1;
-        if (best < 0 || ms < best) best = ms;
-        if (best_cpu < 0 || cpu < best_cpu) best_cpu = cpu;
+        keep_best(ms, cpu, &best, &best_cpu);
       }
       if (days)
         printf("%-5s advice from roll-ups    %8.1f ms wall %8.1f ms CPU  (%d items, %ld rows read)\n",
-               periods[pi].name, best, best_cpu, items, n);
+               year_periods[pi].name, best, best_cpu, items, n);
       else if (engine)
         printf("%-5s advice (reads + engine) %8.1f ms wall %8.1f ms CPU  (%d items)\n",
-               periods[pi].name, best, best_cpu, items);
+               year_periods[pi].name, best, best_cpu, items);
       else
         printf("%-5s store reads only        %8.1f ms wall %8.1f ms CPU  (%ld rows read)\n",
-               periods[pi].name, best, best_cpu, n);
+               year_periods[pi].name, best, best_cpu, n);
     }
   gp_prices_free(prices);
   gp_store_close(st);
@@ -174,9 +169,5 @@ static int time_store(const char *path) {
 
 int main(int argc, char **argv) {
   bench_name = "bench_advice_year";
-  if (argc >= 3 && strcmp(argv[1], "write") == 0)
-    return ledger_year_write(argv[2], argc > 3 ? atol(argv[3]) : 1000000, put_doc);
-  if (argc == 3 && strcmp(argv[1], "time") == 0) return time_store(argv[2]);
-  fprintf(stderr, "usage: bench_advice_year write DB [INTERVALS] | time DB\n");
-  return 2;
+  return ledger_year_main(argc, argv, put_doc, time_store);
 }

@@ -16,22 +16,8 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${1:-$ROOT/build/rel}
 INTERVALS=${INTERVALS:-1000000}
-for p in gpool bench_advice_year; do
-  [ -x "$BUILD/$p" ] || { echo "build first: cmake -S . -B build/rel -DCMAKE_BUILD_TYPE=Release && cmake --build build/rel --target gpool_bin bench_advice_year" >&2; exit 2; }
-done
-TMP=${KEEP:-$(mktemp -d /tmp/gpool-advice.XXXXXX)}
 source "$ROOT/bench/server_lib.sh"
-cleanup() {
-  bench_server_stop
-  [ -n "${KEEP:-}" ] || rm -rf "$TMP"
-}
-trap cleanup EXIT
-mkdir -p "$TMP/data"
-chmod 700 "$TMP/data"
-if [ ! -s "$TMP/data/gpool.db" ]; then
-  echo "== writing $INTERVALS intervals and their jobs"
-  "$BUILD/bench_advice_year" write "$TMP/data/gpool.db" "$INTERVALS"
-fi
+bench_year_store "$BUILD" bench_advice_year " and their jobs"
 
 echo "== in-process (store reads, then reads + advice engine)"
 "$BUILD/bench_advice_year" time "$TMP/data/gpool.db"
@@ -43,14 +29,7 @@ bench_server_run "$BUILD/gpool" "$TMP"
 echo "== through the HTTP API (GET /v1/advice as an admin, best of 3)"
 for period in "month from=2026-03-01&to=2026-04-01" "year from=2026-01-01&to=2027-01-01"; do
   name=${period%% *} range=${period#* }
-  best=""
-  for _ in 1 2 3; do
-    t=$(curl -s -o "$TMP/answer.json" -w '%{http_code} %{time_total}' \
-          -H "Authorization: Bearer bench-admin" "$URL/v1/advice?$range")
-    [ "${t%% *}" = 200 ] || { echo "advice answered ${t%% *}: $(head -c 300 "$TMP/answer.json")" >&2; exit 1; }
-    ms=$(awk -v s="${t#* }" 'BEGIN {printf "%.1f", s * 1000}')
-    best=$(awk -v a="$best" -v b="$ms" 'BEGIN {print (a == "" || b + 0 < a + 0) ? b : a}')
-  done
+  best=$(bench_get_best "/v1/advice?$range")
   items=$(grep -o '"kind":' "$TMP/answer.json" | wc -l)
   printf '%-5s HTTP  %8s ms wall  (%d items, %d bytes)\n' "$name" "$best" "$items" "$(wc -c <"$TMP/answer.json")"
 done

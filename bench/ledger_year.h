@@ -5,14 +5,16 @@
  * of 1, 2, 4 or 8 GPUs (one interval per GPU) lasting minutes to a day, with use measured on
  * most. Written through the store's own operations (the schema is the store's business), in
  * start order as a server writes them, from a fixed seed. A bench may add to each job (the
- * advice bench stores its ended document) through `each_job`. Header-only: each bench is
- * one program. */
+ * advice bench stores its ended document) through `each_job`. The ranges timed, the best of
+ * the tries and the command line are the same for both too. Header-only: each bench is one
+ * program. */
 #ifndef GP_BENCH_LEDGER_YEAR_H
 #define GP_BENCH_LEDGER_YEAR_H
 
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
 
 #include <string.h>
@@ -138,6 +140,43 @@ static int ledger_year_open(const char *path, const char *prices_yaml, gp_store 
     return fail("prices", &e);
   }
   return 0;
+}
+
+/* The ranges both benches time: March, and the whole year. */
+static const struct {
+  const char *name;
+  int64_t from, to;
+} year_periods[2] = {{"month", MAR1, APR1}, {"year", JAN1, JAN1 + YEAR_S}};
+
+/* A timed run's clocks: the wall's and this thread's CPU time at its start. */
+typedef struct run_clock {
+  double wall, cpu;
+} run_clock;
+static run_clock run_clock_start(void) {
+  return (run_clock){clock_ms(CLOCK_MONOTONIC), clock_ms(CLOCK_THREAD_CPUTIME_ID)};
+}
+/* The wall milliseconds since `c` started (the CPU ones in *cpu_ms). */
+static double run_clock_stop(run_clock c, double *cpu_ms) {
+  *cpu_ms = clock_ms(CLOCK_THREAD_CPUTIME_ID) - c.cpu;
+  return clock_ms(CLOCK_MONOTONIC) - c.wall;
+}
+
+/* Keeps the best (lowest) wall and CPU times of a bench's tries (-1: none yet). */
+static void keep_best(double ms, double cpu, double *best, double *best_cpu) {
+  if (*best < 0 || ms < *best) *best = ms;
+  if (*best_cpu < 0 || cpu < *best_cpu) *best_cpu = cpu;
+}
+
+/* The command line of both benches: `write DB [INTERVALS]` (the year, with each_job as
+ * ledger_year_write takes it) or `time DB` (time_store). */
+static int ledger_year_main(int argc, char **argv,
+                            int (*each_job)(gp_store *st, const year_job *j, gp_err *e),
+                            int (*time_store)(const char *path)) {
+  if (argc >= 3 && strcmp(argv[1], "write") == 0)
+    return ledger_year_write(argv[2], argc > 3 ? atol(argv[3]) : 1000000, each_job);
+  if (argc == 3 && strcmp(argv[1], "time") == 0) return time_store(argv[2]);
+  fprintf(stderr, "usage: %s write DB [INTERVALS] | time DB\n", bench_name);
+  return 2;
 }
 
 #endif

@@ -46,7 +46,7 @@ static const char prices_yaml[] =
 static double run(gp_store *st, int64_t from, int64_t to, unsigned group, const gp_prices *prices,
                   bool engine, bool days, long *ret_intervals, int *ret_rows, double *ret_cpu_ms) {
   gp_err e = {0};
-  double t0 = clock_ms(CLOCK_MONOTONIC), c0 = clock_ms(CLOCK_THREAD_CPUTIME_ID);
+  run_clock clk = run_clock_start();
   gp_store_reader *r = NULL;
   if (gp_store_reader_open(st, &r, &e)) return fail("reader", &e), -1;
   gp_ledger_params p = {.from = from, .to = to, .group = group, .prices = prices};
@@ -62,8 +62,7 @@ static double run(gp_store *st, int64_t from, int64_t to, unsigned group, const 
   if (rc) return fail("scan", &e), -1;
   *ret_intervals = n;
   *ret_rows = n_rows;
-  *ret_cpu_ms = clock_ms(CLOCK_THREAD_CPUTIME_ID) - c0;
-  return clock_ms(CLOCK_MONOTONIC) - t0;
+  return run_clock_stop(clk, ret_cpu_ms);
 }
 
 static int time_store(const char *path) {
@@ -73,10 +72,6 @@ static int time_store(const char *path) {
   if (ledger_year_open(path, prices_yaml, &st, &prices)) return 1;
   /* A store written by an older gpool is upgraded here (its roll-ups built): say so. */
   printf("opened the store in %.1f ms\n", clock_ms(CLOCK_MONOTONIC) - t0);
-  static const struct {
-    const char *name;
-    int64_t from, to;
-  } periods[] = {{"month", MAR1, APR1}, {"year", JAN1, JAN1 + YEAR_S}};
   static const struct {
     const char *name;
     unsigned group;
@@ -92,14 +87,13 @@ static int time_store(const char *path) {
         int rows = 0;
         for (int k = 0; k < 3; k++) {
           double cpu = 0;
-          double ms = run(st, periods[pi].from, periods[pi].to, groups[gi].group, prices,
+          double ms = run(st, year_periods[pi].from, year_periods[pi].to, groups[gi].group, prices,
                           engine, days, &n, &rows, &cpu);
           if (ms < 0) return 1;
-          if (best < 0 || ms < best) best = ms;
-          if (best_cpu < 0 || cpu < best_cpu) best_cpu = cpu;
+          keep_best(ms, cpu, &best, &best_cpu);
         }
         printf("%-5s by %-5s %-13s %8.1f ms wall %8.1f ms CPU  (%ld intervals read, %d rows)\n",
-               periods[pi].name, groups[gi].name, names[c], best,
+               year_periods[pi].name, groups[gi].name, names[c], best,
                best_cpu, n, rows);
       }
   gp_prices_free(prices);
@@ -109,9 +103,5 @@ static int time_store(const char *path) {
 
 int main(int argc, char **argv) {
   bench_name = "bench_report_year";
-  if (argc >= 3 && strcmp(argv[1], "write") == 0)
-    return ledger_year_write(argv[2], argc > 3 ? atol(argv[3]) : 1000000, NULL);
-  if (argc == 3 && strcmp(argv[1], "time") == 0) return time_store(argv[2]);
-  fprintf(stderr, "usage: bench_report_year write DB [INTERVALS] | time DB\n");
-  return 2;
+  return ledger_year_main(argc, argv, NULL, time_store);
 }

@@ -9,6 +9,9 @@
 #   bench_server_config DIR NODE_TIMEOUT_S [EXTRA_YAML_LINES]
 #   bench_server_run GPOOL DIR [LOAD_TIMEOUT_S]   also waits until /healthz answers 200 (the
 #                                                 store loaded; default 600 s)
+#   bench_get_best PATH?QUERY                     prints the best of 3 GETs as bench-admin (ms)
+# The year benches (report_year.sh, advice_year.sh) share their store's making:
+#   bench_year_store BUILD BENCH [WHAT]           sets TMP (see below)
 SERVER_PID=""
 URL=""
 
@@ -58,4 +61,41 @@ bench_server_start() {
   rm -rf "$dir"
   bench_server_config "$dir" "$timeout"
   bench_server_run "$gpool" "$dir"
+}
+
+# bench_get_best PATH?QUERY: GETs $URL/PATH?QUERY as bench-admin three times and prints the
+# best wall time in ms; the last answer is in $TMP/answer.json. Exits on any status but 200.
+bench_get_best() {
+  local best="" t ms
+  for _ in 1 2 3; do
+    t=$(curl -s -o "$TMP/answer.json" -w '%{http_code} %{time_total}' \
+          -H "Authorization: Bearer bench-admin" "$URL$1")
+    [ "${t%% *}" = 200 ] || { echo "$1 answered ${t%% *}: $(head -c 300 "$TMP/answer.json")" >&2; exit 1; }
+    ms=$(awk -v s="${t#* }" 'BEGIN {printf "%.1f", s * 1000}')
+    best=$(awk -v a="$best" -v b="$ms" 'BEGIN {print (a == "" || b + 0 < a + 0) ? b : a}')
+  done
+  echo "$best"
+}
+
+# bench_year_store BUILD BENCH [WHAT]: BUILD must hold gpool and BENCH (bench_report_year,
+# bench_advice_year). TMP is $KEEP (kept, its store reused) or a fresh directory removed on
+# exit, with the server stopped; its data/gpool.db is written by `BENCH write` with
+# $INTERVALS intervals (and WHAT, said in the progress line) when missing.
+bench_year_store() {
+  local build=$1 bench=$2 what=${3:-} p
+  for p in gpool "$bench"; do
+    [ -x "$build/$p" ] || { echo "build first: cmake -S . -B build/rel -DCMAKE_BUILD_TYPE=Release && cmake --build build/rel --target gpool_bin $bench" >&2; exit 2; }
+  done
+  TMP=${KEEP:-$(mktemp -d "/tmp/gpool-${bench#bench_}.XXXXXX")}
+  trap bench_year_cleanup EXIT
+  mkdir -p "$TMP/data"
+  chmod 700 "$TMP/data"
+  if [ ! -s "$TMP/data/gpool.db" ]; then
+    echo "== writing $INTERVALS intervals$what"
+    "$build/$bench" write "$TMP/data/gpool.db" "$INTERVALS"
+  fi
+}
+bench_year_cleanup() {
+  bench_server_stop
+  [ -n "${KEEP:-}" ] || rm -rf "$TMP"
 }

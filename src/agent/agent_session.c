@@ -25,6 +25,7 @@
 #include "tls/conns.h"
 #include "tls/listen.h"
 #include "tls/ws.h"
+#include "tls/ws_upgrade.h"
 #include "util/mem.h"
 #include "util/secret.h"
 #include "util/units.h"
@@ -48,7 +49,6 @@ struct gp__agent_sessions {
 typedef struct ses {
   gp_agent *a;
   gp__agent_ses_job job;
-  struct MHD_UpgradeResponseHandle *urh;
 } ses;
 
 static int64_t mono_ms(void) {
@@ -549,29 +549,10 @@ static int read_start(gp_tls_ws *w, gp_proto_session_start *s, char *msg, size_t
   return -1;
 }
 
-typedef struct upgraded {
-  ses *s;
-  int sock;
-  uint8_t *extra;
-  size_t n_extra;
-} upgraded;
-
-static void session_done(gp_agent *a) {
-  pthread_mutex_lock(&a->sessions->lock);
-  a->sessions->active--;
-  pthread_cond_broadcast(&a->sessions->done);
-  pthread_mutex_unlock(&a->sessions->lock);
-}
-
-static void *session_thread(void *arg) {
-  upgraded *u = arg;
-  ses *S = u->s;
+/* On the session's own thread (tls/ws_upgrade.h), with the upgraded endpoint. */
+static void session_run(void *arg, gp_tls_ws *w) {
+  ses *S = arg;
   gp_agent *a = S->a;
-  gp_tls_ws *w = gp_tls_ws_new(u->sock, NULL, false, 256 * 1024);
-  gp_tls_ws_keep_fd(w);
-  if (u->n_extra) gp_tls_ws_preload(w, u->extra, u->n_extra);
-  free(u->extra);
-  free(u);
   gp_proto_session_start st;
   char msg[600] = "";
   int rc = read_start(w, &st, msg, sizeof msg);
@@ -581,7 +562,7 @@ static void *session_thread(void *arg) {
     if (st.kind == GP_PROTO_SES_ATTACH) {
       if (!attach_detached(a, w, &S->job)) attach(a, w, &S->job);
       gp_proto_session_start_done(&st);
-      goto done;
+      return;
     }
     int r = st.kind == GP_PROTO_SES_EXEC ? gp__agent_ses_exec(a, &S->job, &st, &p, msg, sizeof msg)
                                          : gp__agent_ses_forward(&S->job, st.port, &p, msg, sizeof msg);
@@ -593,41 +574,17 @@ static void *session_thread(void *arg) {
     }
     gp_proto_session_start_done(&st);
   }
-done:
-  gp_tls_ws_free(w);
-  MHD_upgrade_action(S->urh, MHD_UPGRADE_ACTION_CLOSE);
-  free(S);
-  session_done(a);
-  return NULL;
 }
 
-static void on_upgrade(void *cls, struct MHD_Connection *c, void *req_cls, const char *extra_in,
-                       size_t extra_in_size, MHD_socket sock, struct MHD_UpgradeResponseHandle *urh) {
-  (void)c;
-  (void)req_cls;
-  ses *S = cls;
-  S->urh = urh;
-  upgraded *u = gp_xcalloc(1, sizeof *u);
-  u->s = S;
-  u->sock = sock;
-  if (extra_in_size) {
-    u->extra = gp_xmalloc(extra_in_size);
-    memcpy(u->extra, extra_in, extra_in_size);
-    u->n_extra = extra_in_size;
-  }
-  pthread_t t;
-  pthread_attr_t at;
-  pthread_attr_init(&at);
-  pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-  if (pthread_create(&t, &at, session_thread, u) != 0) {
-    free(u->extra);
-    free(u);
-    MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
-    gp_agent *a = S->a;
-    free(S);
-    session_done(a);
-  }
-  pthread_attr_destroy(&at);
+/* Once the upgraded socket went back, or when the upgrade never happened. */
+static void session_end(void *arg) {
+  ses *S = arg;
+  gp_agent *a = S->a;
+  free(S);
+  pthread_mutex_lock(&a->sessions->lock);
+  a->sessions->active--;
+  pthread_cond_broadcast(&a->sessions->done);
+  pthread_mutex_unlock(&a->sessions->lock);
 }
 
 /* ---- the HTTP side ---- */
@@ -644,16 +601,6 @@ static enum MHD_Result refuse(struct MHD_Connection *c, unsigned status, const c
   enum MHD_Result ok = MHD_queue_response(c, status, r);
   MHD_destroy_response(r);
   return ok;
-}
-
-static bool has_token(const char *v, const char *tok) {
-  size_t n = strlen(tok);
-  for (const char *p = v; p && *p;) {
-    while (*p == ' ' || *p == ',' || *p == '\t') p++;
-    if (strncasecmp(p, tok, n) == 0 && (p[n] == '\0' || p[n] == ',' || p[n] == ' ')) return true;
-    p = strchr(p, ',');
-  }
-  return false;
 }
 
 /* The job task's record from its directory: false when it does not run here. */
@@ -701,16 +648,10 @@ enum MHD_Result gp__agent_ses_serve(gp_agent *a, struct MHD_Connection *c, const
   int64_t task = 0;
   if (tv && (gp_parse_int64(tv, &task) != 0 || task < 0 || task >= GP_PROTO_MAX_TASKS))
     return refuse(c, 400, "task", "task must be a task index");
-  const char *up = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Upgrade");
-  const char *conn = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Connection");
-  const char *ver = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Sec-WebSocket-Version");
-  const char *key = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Sec-WebSocket-Key");
   char accept[GP_TLS_WS_ACCEPT_LEN + 1];
-  if (!up || strcasecmp(up, "websocket") != 0 || !conn || !has_token(conn, "upgrade"))
-    return refuse(c, 400, "Upgrade", "a session is a WebSocket: Upgrade: websocket, Connection: Upgrade");
-  if (!ver || strcmp(ver, "13") != 0) return refuse(c, 400, "Sec-WebSocket-Version", "Sec-WebSocket-Version must be 13");
-  if (gp_tls_ws_accept_key(key, accept) != 0)
-    return refuse(c, 400, "Sec-WebSocket-Key", "Sec-WebSocket-Key must be the base64 of 16 bytes");
+  const char *bad_why;
+  const char *bad = gp_tls_ws_upgrade_check(c, accept, &bad_why);
+  if (bad) return refuse(c, 400, bad, bad_why);
   ses *S = gp_xcalloc(1, sizeof *S);
   S->a = a;
   char msg[300];
@@ -726,16 +667,7 @@ enum MHD_Result gp__agent_ses_serve(gp_agent *a, struct MHD_Connection *c, const
     free(S);
     return refuse(c, 503, NULL, "this agent has as many sessions open as it takes (64)");
   }
-  struct MHD_Response *r = MHD_create_response_for_upgrade(on_upgrade, S);
-  MHD_add_response_header(r, "Upgrade", "websocket");
-  MHD_add_response_header(r, "Sec-WebSocket-Accept", accept);
-  enum MHD_Result ok = MHD_queue_response(c, MHD_HTTP_SWITCHING_PROTOCOLS, r);
-  MHD_destroy_response(r);
-  if (ok != MHD_YES) { /* never upgraded: on_upgrade will not run */
-    free(S);
-    session_done(a);
-  }
-  return ok;
+  return gp_tls_ws_upgrade(c, accept, 256 * 1024, session_run, session_end, S);
 }
 
 void gp__agent_ses_init(gp_agent *a) {

@@ -20,6 +20,7 @@
 #include "cli/commands.h"
 #include "cli/job_format.h"
 #include "cli/session_client.h"
+#include "util/thread.h"
 #include "util/units.h"
 
 enum { F_TASK = 1, F_ADDRESS };
@@ -138,15 +139,10 @@ int gp_cmd_port_forward(int argc, char **argv) {
     c->task = (int)a.task;
     c->remote = remote;
     c->fd = fd;
-    pthread_t t;
-    pthread_attr_t at;
-    pthread_attr_init(&at);
-    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-    if (pthread_create(&t, &at, carry, c) != 0) {
+    if (gp_thread_start_detached(carry, c) != 0) {
       close(fd);
       free(c);
     }
-    pthread_attr_destroy(&at);
   }
   close(l);
   return 1;

@@ -21,6 +21,19 @@
 #include "ledger/report_int.h"
 #include "util/mem.h"
 
+/* The key of a node period's capacity row: idle while the node is up, else drained/down,
+ * grouped as the report asks (roll-ups are read only when the group has no node). */
+static gp__ledger_key capacity_key(unsigned g, const gp__ledger_node_rec *n, int pi) {
+  gp__ledger_key k;
+  gp__ledger_key_init(&k);
+  k.kind = (int16_t)(n->state == GP_LEDGER_UP ? GP_LR_IDLE : GP_LR_DRAINED_DOWN);
+  k.period = n->first_period + pi;
+  if (g & GP_LG_MODEL) k.model = n->model;
+  if (g & GP_LG_CAPACITY) k.capacity = (int16_t)n->capacity;
+  if (g & GP_LG_NODE) k.node = n->node;
+  return k;
+}
+
 /* With roll-ups (report_days.c) the allocation of whole days is known per group, not per
  * node interval: capacity and allocation are summed per group first, and only the sums are
  * clamped. In a consistent ledger no clamp applies, so both ways give the same rows. */
@@ -32,12 +45,7 @@ static void capacity_rows_rolled(gp_ledger_report *r, gp__ledger_map *out, doubl
     for (int pi = 0; pi < n->n_periods; pi++) {
       const gp__ledger_node_period *pp = &n->per[pi];
       r->fleet_cost += pp->cap_cost;
-      gp__ledger_key k;
-      gp__ledger_key_init(&k);
-      k.kind = (int16_t)(n->state == GP_LEDGER_UP ? GP_LR_IDLE : GP_LR_DRAINED_DOWN);
-      k.period = n->first_period + pi;
-      if (g & GP_LG_MODEL) k.model = n->model;
-      if (g & GP_LG_CAPACITY) k.capacity = (int16_t)n->capacity;
+      gp__ledger_key k = capacity_key(g, n, pi);
       gp__ledger_sums *s = gp__ledger_map_get(&sums, &k);
       s->gpu_s += pp->cap_gpu_s - pp->alloc_gpu_s;
       s->cost += pp->cap_cost - pp->alloc_cost;
@@ -83,16 +91,8 @@ static void capacity_rows(gp_ledger_report *r, gp__ledger_map *out, double *idle
     for (int pi = 0; pi < n->n_periods; pi++) {
       const gp__ledger_node_period *pp = &n->per[pi];
       double gpu_s = pp->cap_gpu_s - pp->alloc_gpu_s, cost = pp->cap_cost - pp->alloc_cost;
-      if (pp->cost_unknown) {
-        gp__ledger_key u;
-        gp__ledger_key_init(&u);
-        u.kind = (int16_t)(n->state == GP_LEDGER_UP ? GP_LR_IDLE : GP_LR_DRAINED_DOWN);
-        u.period = n->first_period + pi;
-        if (g & GP_LG_MODEL) u.model = n->model;
-        if (g & GP_LG_CAPACITY) u.capacity = (int16_t)n->capacity;
-        if (g & GP_LG_NODE) u.node = n->node;
-        gp__ledger_map_get(&unknown, &u)->cost_unknown = true;
-      }
+      gp__ledger_key k = capacity_key(g, n, pi);
+      if (pp->cost_unknown) gp__ledger_map_get(&unknown, &k)->cost_unknown = true;
       r->fleet_cost += pp->cap_cost;
       /* Rounding leaves a few ulps either way; more than that is a node holding more than
        * its GPUs, which a consistent ledger cannot show. */
@@ -101,13 +101,6 @@ static void capacity_rows(gp_ledger_report *r, gp__ledger_map *out, double *idle
       if (gpu_s < 0) gpu_s = 0;
       if (cost < 0) cost = 0;
       if (gpu_s == 0 && cost == 0) continue;
-      gp__ledger_key k;
-      gp__ledger_key_init(&k);
-      k.kind = (int16_t)(n->state == GP_LEDGER_UP ? GP_LR_IDLE : GP_LR_DRAINED_DOWN);
-      k.period = n->first_period + pi;
-      if (g & GP_LG_MODEL) k.model = n->model;
-      if (g & GP_LG_CAPACITY) k.capacity = (int16_t)n->capacity;
-      if (g & GP_LG_NODE) k.node = n->node;
       gp__ledger_sums *s = gp__ledger_map_get(out, &k);
       s->gpu_s += gpu_s;
       s->cost += cost;
@@ -181,6 +174,15 @@ static void commitment_rows(gp_ledger_report *r, gp__ledger_map *out) {
   }
 }
 
+/* A job row's queue and period alone: the key of its queue's sums in that period. */
+static gp__ledger_key queue_key(const gp__ledger_key *row) {
+  gp__ledger_key k;
+  gp__ledger_key_init(&k);
+  k.period = row->period;
+  k.queue = row->queue;
+  return k;
+}
+
 /* Charges each period's idle cost to the job entries (see the top of this file). */
 static void share_idle(gp_ledger_report *r, const double *idle_by_period) {
   gp__ledger_map *jobs = &r->jobs, byq = {0};
@@ -193,10 +195,7 @@ static void share_idle(gp_ledger_report *r, const double *idle_by_period) {
     if (q >= 0) dq[q] = r->p.deserved_gpus[i];
   }
   for (size_t e = 0; e < jobs->n; e++) {
-    gp__ledger_key k;
-    gp__ledger_key_init(&k);
-    k.period = jobs->entries[e].key.period;
-    k.queue = jobs->entries[e].key.queue;
+    gp__ledger_key k = queue_key(&jobs->entries[e].key);
     gp__ledger_sums *s = gp__ledger_map_get(&byq, &k);
     if (s->gpu_s == 0 && !s->cost_unknown) {
       s->cost_unknown = true; /* marks "counted": the queue's deserved GPUs once per period */
@@ -207,10 +206,8 @@ static void share_idle(gp_ledger_report *r, const double *idle_by_period) {
   }
   bool by_deserved = r->p.share_idle == GP_LSI_DESERVED;
   for (size_t e = 0; e < jobs->n; e++) {
-    gp__ledger_key k;
-    gp__ledger_key_init(&k);
-    int32_t p = k.period = jobs->entries[e].key.period;
-    k.queue = jobs->entries[e].key.queue;
+    gp__ledger_key k = queue_key(&jobs->entries[e].key);
+    int32_t p = k.period;
     double queue_gpu_s = gp__ledger_map_get(&byq, &k)->gpu_s, queue_part;
     if (idle_by_period[p] == 0 || queue_gpu_s <= 0) continue;
     if (by_deserved && deserved[p] > 0) queue_part = dq[k.queue] / deserved[p];

@@ -15,6 +15,7 @@
 
 #include "protocol/session.h"
 #include "tls/ws.h"
+#include "tls/ws_upgrade.h"
 #include "util/mem.h"
 
 #define DIAL_TIMEOUT_MS 5000
@@ -44,10 +45,6 @@ typedef struct sess {
   gp_srv_sessions *S;
   char *user;
   char *spec; /* "URL\nTOKEN\nNODE" */
-  struct MHD_UpgradeResponseHandle *urh;
-  int sock;
-  uint8_t *extra;
-  size_t n_extra;
 } sess;
 
 static int64_t mono_ms(void) {
@@ -73,16 +70,6 @@ bool gp__srv_sessions_path(const char *path) {
   return slash && slash > path + 9 && strcmp(slash, "/session") == 0;
 }
 
-static bool has_token(const char *v, const char *tok) {
-  size_t n = strlen(tok);
-  for (const char *p = v; p && *p;) {
-    while (*p == ' ' || *p == ',' || *p == '\t') p++;
-    if (strncasecmp(p, tok, n) == 0 && (p[n] == '\0' || p[n] == ',' || p[n] == ' ')) return true;
-    p = strchr(p, ',');
-  }
-  return false;
-}
-
 static enum MHD_Result send_error(struct MHD_Connection *c, unsigned status, const char *code, const char *field,
                                   const char *msg) {
   json_t *e = json_pack("{s:{s:s,s:s,s:s?}}", "error", "code", code, "message", msg, "field", field);
@@ -100,18 +87,10 @@ enum MHD_Result gp__srv_sessions_check(struct MHD_Connection *c, const gp_srv_re
   *answered = true;
   if (strcmp(r->method, "GET") != 0)
     return send_error(c, 405, "method_not_allowed", NULL, "use GET (a WebSocket upgrade) on /v1/jobs/{id}/session");
-  const char *up = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Upgrade");
-  const char *conn = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Connection");
-  const char *ver = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Sec-WebSocket-Version");
-  const char *key = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Sec-WebSocket-Key");
   char accept[GP_TLS_WS_ACCEPT_LEN + 1];
-  if (!up || strcasecmp(up, "websocket") != 0 || !conn || !has_token(conn, "upgrade"))
-    return send_error(c, 400, "invalid_argument", "Upgrade",
-                      "a session is a WebSocket: send Upgrade: websocket and Connection: Upgrade");
-  if (!ver || strcmp(ver, "13") != 0)
-    return send_error(c, 400, "invalid_argument", "Sec-WebSocket-Version", "Sec-WebSocket-Version must be 13");
-  if (gp_tls_ws_accept_key(key, accept) != 0)
-    return send_error(c, 400, "invalid_argument", "Sec-WebSocket-Key", "Sec-WebSocket-Key must be the base64 of 16 bytes");
+  const char *why;
+  const char *bad = gp_tls_ws_upgrade_check(c, accept, &why);
+  if (bad) return send_error(c, 400, "invalid_argument", bad, why);
   *answered = false;
   return MHD_YES;
 }
@@ -252,24 +231,15 @@ static void relay(sess *x, gp_tls_ws *c, gp_tls_ws *a, const char *node) {
   pthread_mutex_unlock(&S->lock);
 }
 
-static void *session_thread(void *arg) {
+/* On the session's own thread (tls/ws_upgrade.h), with the client's endpoint `c`. */
+static void session_run(void *arg, gp_tls_ws *c) {
   sess *x = arg;
   gp_srv_sessions *S = x->S;
-  gp_tls_ws *c = gp_tls_ws_new(x->sock, NULL, false, OUT_CAP);
-  gp_tls_ws_keep_fd(c);
-  if (x->n_extra) gp_tls_ws_preload(c, x->extra, x->n_extra);
-  /* x->spec: "URL\nTOKEN\nNODE"; the URL's path starts at /sessions/. */
-  char *tok = strchr(x->spec, '\n');
-  *tok++ = '\0';
-  char *node = strchr(tok, '\n');
-  *node++ = '\0';
-  char *path = strstr(x->spec, "/sessions/");
-  char base[600];
-  snprintf(base, sizeof base, "%.*s", (int)(path - x->spec), x->spec);
+  const char *node;
   gp_tls_ws *a = NULL;
   gp_tls_ws_refusal ref = {0};
   gp_err e = {0};
-  int rc = gp_tls_ws_dial(base, path, tok, &S->dial, DIAL_TIMEOUT_MS, &a, &ref, &e);
+  int rc = gp__srv_sessions_dial_agent(S, x->spec, &node, &a, &ref, &e);
   if (rc) {
     pthread_mutex_lock(&S->lock);
     S->agent_failed++;
@@ -283,41 +253,15 @@ static void *session_thread(void *arg) {
     } else fail_client(c, GP_TLS_WS_INTERNAL, "cannot reach the agent of node %s: %s", node, e.message);
   } else relay(x, c, a, node);
   gp_tls_ws_free(a);
-  gp_tls_ws_free(c);
-  MHD_upgrade_action(x->urh, MHD_UPGRADE_ACTION_CLOSE);
-  release(S, x->user);
-  free(x->user);
-  free(x->spec);
-  free(x->extra);
-  free(x);
-  return NULL;
 }
 
-static void on_upgrade(void *cls, struct MHD_Connection *conn, void *req_cls, const char *extra_in,
-                       size_t extra_in_size, MHD_socket sock, struct MHD_UpgradeResponseHandle *urh) {
-  (void)conn;
-  (void)req_cls;
-  sess *x = cls;
-  x->urh = urh;
-  x->sock = sock;
-  if (extra_in_size) {
-    x->extra = gp_xmalloc(extra_in_size);
-    memcpy(x->extra, extra_in, extra_in_size);
-    x->n_extra = extra_in_size;
-  }
-  pthread_t t;
-  pthread_attr_t at;
-  pthread_attr_init(&at);
-  pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-  if (pthread_create(&t, &at, session_thread, x) != 0) {
-    MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
-    release(x->S, x->user);
-    free(x->user);
-    free(x->spec);
-    free(x->extra);
-    free(x);
-  }
-  pthread_attr_destroy(&at);
+/* Once the upgraded socket went back, or when the upgrade never happened. */
+static void session_end(void *arg) {
+  sess *x = arg;
+  release(x->S, x->user);
+  free(x->user);
+  free(x->spec);
+  free(x);
 }
 
 enum MHD_Result gp__srv_sessions_upgrade(gp_srv_sessions *S, struct MHD_Connection *c, gp_srv_req *r) {
@@ -353,21 +297,24 @@ enum MHD_Result gp__srv_sessions_upgrade(gp_srv_sessions *S, struct MHD_Connecti
   x->user = gp_xstrdup(user);
   x->spec = r->session_spec;
   r->session_spec = NULL;
-  struct MHD_Response *resp = MHD_create_response_for_upgrade(on_upgrade, x);
-  MHD_add_response_header(resp, "Upgrade", "websocket");
-  MHD_add_response_header(resp, "Sec-WebSocket-Accept", accept);
-  enum MHD_Result ok = MHD_queue_response(c, MHD_HTTP_SWITCHING_PROTOCOLS, resp);
-  MHD_destroy_response(resp);
-  if (ok != MHD_YES) {
-    release(S, x->user);
-    free(x->user);
-    free(x->spec);
-    free(x);
-  } else r->upgraded = true;
+  enum MHD_Result ok = gp_tls_ws_upgrade(c, accept, OUT_CAP, session_run, session_end, x);
+  if (ok == MHD_YES) r->upgraded = true;
   return ok;
 }
 
-const gp_tls_dial *gp__srv_sessions_dial_of(const gp_srv_sessions *S) { return &S->dial; }
+int gp__srv_sessions_dial_agent(gp_srv_sessions *S, char *spec, const char **node, gp_tls_ws **ret,
+                                gp_tls_ws_refusal *refused, gp_err *err) {
+  /* spec: "URL\nTOKEN\nNODE"; the URL's path starts at /sessions/. */
+  char *tok = strchr(spec, '\n');
+  *tok++ = '\0';
+  char *n = strchr(tok, '\n');
+  *n++ = '\0';
+  *node = n;
+  char *path = strstr(spec, "/sessions/");
+  char base[600];
+  snprintf(base, sizeof base, "%.*s", (int)(path - spec), spec);
+  return gp_tls_ws_dial(base, path, tok, &S->dial, DIAL_TIMEOUT_MS, ret, refused, err);
+}
 
 int gp__srv_sessions_proxy_enter(gp_srv_sessions *S) {
   pthread_mutex_lock(&S->lock);

@@ -20,6 +20,7 @@
 
 #include "server/server_int.h"
 #include "tls/dial.h"
+#include "tls/ws.h"
 #include "util/buf.h"
 
 typedef struct gp_srv_sessions gp_srv_sessions;
@@ -37,10 +38,16 @@ enum MHD_Result gp__srv_sessions_check(struct MHD_Connection *c, const gp_srv_re
 /* HTTP thread, once the state thread allowed it (r->session_spec): the limits, then 101. */
 enum MHD_Result gp__srv_sessions_upgrade(gp_srv_sessions *S, struct MHD_Connection *c, gp_srv_req *r);
 
-/* For the console links' relays (webproxy.c): how agents are dialled; a relay counted
- * while it runs, so that stopping waits for it: 0, -1 when the server is stopping, -2 when
- * sessions_max relays run already. */
-const gp_tls_dial *gp__srv_sessions_dial_of(const gp_srv_sessions *S);
+/* Opens the WebSocket to the agent a session's spec names ("URL\nTOKEN\nNODE", written by
+ * session_api.c; the URL's path starts at /sessions/), for a session and for a console
+ * link's relay (webproxy.c). Cuts `spec` in place; *node points at its node's name.
+ * Returns as gp_tls_ws_dial. */
+int gp__srv_sessions_dial_agent(gp_srv_sessions *S, char *spec, const char **node, gp_tls_ws **ret,
+                                gp_tls_ws_refusal *refused, gp_err *err);
+
+/* For the console links' relays (webproxy.c): a relay counted while it runs, so that
+ * stopping waits for it: 0, -1 when the server is stopping, -2 when sessions_max relays
+ * run already. */
 int gp__srv_sessions_proxy_enter(gp_srv_sessions *S);
 void gp__srv_sessions_proxy_leave(gp_srv_sessions *S);
 bool gp__srv_sessions_stopping(gp_srv_sessions *S);

@@ -20,8 +20,8 @@
 #include "tls/ws.h"
 #include "util/buf.h"
 #include "util/mem.h"
+#include "util/thread.h"
 
-#define DIAL_MS 5000
 #define HEAD_MS 30000       /* for the app's head, once the request is sent */
 #define IDLE_MS 60000       /* without a byte either way while the body streams */
 #define HEAD_MAX (64 * 1024)
@@ -331,18 +331,11 @@ static void stream_body(gp_srv_wp *wp, gp_tls_ws *a) {
 
 static void *relay_main(void *arg) {
   gp_srv_wp *wp = arg;
-  /* spec: "URL\nTOKEN\nNODE"; the URL's path starts at /sessions/. */
-  char *tok = strchr(wp->spec, '\n');
-  *tok++ = '\0';
-  char *node = strchr(tok, '\n');
-  *node++ = '\0';
-  char *path = strstr(wp->spec, "/sessions/");
-  char base[600];
-  snprintf(base, sizeof base, "%.*s", (int)(path - wp->spec), wp->spec);
+  const char *node;
   gp_tls_ws *a = NULL;
   gp_tls_ws_refusal ref = {0};
   gp_err e = {0};
-  int rc = gp_tls_ws_dial(base, path, tok, gp__srv_sessions_dial_of(wp->S), DIAL_MS, &a, &ref, &e);
+  int rc = gp__srv_sessions_dial_agent(wp->S, wp->spec, &node, &a, &ref, &e);
   if (rc == GP_EPERM) head_fail(wp, 502, "the agent of node %s refused the link's connection (%d)", node, ref.status);
   else if (rc) head_fail(wp, 502, "cannot reach the agent of node %s: %s", node, e.message);
   else {
@@ -462,11 +455,7 @@ static enum MHD_Result start(gp_srv_sessions *S, struct MHD_Connection *c, gp_sr
   }
   wp->suspended = true;
   MHD_suspend_connection(c);
-  pthread_t th;
-  pthread_attr_t at;
-  pthread_attr_init(&at);
-  pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-  if (pthread_create(&th, &at, relay_main, wp) != 0) { /* answered once resumed */
+  if (gp_thread_start_detached(relay_main, wp) != 0) { /* answered once resumed */
     wp->refs = 1;
     wp->suspended = false;
     wp->status = 503;
@@ -475,7 +464,6 @@ static enum MHD_Result start(gp_srv_sessions *S, struct MHD_Connection *c, gp_sr
     gp__srv_sessions_proxy_leave(S);
     MHD_resume_connection(c);
   }
-  pthread_attr_destroy(&at);
   return MHD_YES;
 }
 

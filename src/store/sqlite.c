@@ -375,11 +375,6 @@ static int s_put_setting(gp_store *b, const char *name, const char *doc, gp_err 
   return ret;
 }
 
-static const char *col_text(sqlite3_stmt *st, int i) {
-  const unsigned char *t = sqlite3_column_text(st, i);
-  return t ? (const char *)t : "";
-}
-
 /* Runs `sql` and hands each row to `row_fn`; stops at the first callback error. */
 static int load_table(sqlite_store *s, const char *sql,
                       int (*row_fn)(sqlite3_stmt *st, const gp_store_load_cb *cb),
@@ -399,66 +394,60 @@ static int load_table(sqlite_store *s, const char *sql,
 }
 
 static int row_job(sqlite3_stmt *st, const gp_store_load_cb *cb) {
-  gp_store_job r = {sqlite3_column_int64(st, 0), col_text(st, 1), col_text(st, 2),
-                    col_text(st, 3), sqlite3_column_int64(st, 4), col_text(st, 5)};
+  gp_store_job r = {sqlite3_column_int64(st, 0), gp_store_sqlite_text(st, 1),
+                    gp_store_sqlite_text(st, 2), gp_store_sqlite_text(st, 3),
+                    sqlite3_column_int64(st, 4), gp_store_sqlite_text(st, 5)};
   return cb->job(cb->ctx, &r);
 }
 static int row_event(sqlite3_stmt *st, const gp_store_load_cb *cb) {
   gp_store_event r = {sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
-                      col_text(st, 2), col_text(st, 3)};
+                      gp_store_sqlite_text(st, 2), gp_store_sqlite_text(st, 3)};
   return cb->event(cb->ctx, &r);
 }
 static int row_node(sqlite3_stmt *st, const gp_store_load_cb *cb) {
-  gp_store_node r = {col_text(st, 0), col_text(st, 1)};
+  gp_store_node r = {gp_store_sqlite_text(st, 0), gp_store_sqlite_text(st, 1)};
   return cb->node(cb->ctx, &r);
 }
 static int row_alloc(sqlite3_stmt *st, const gp_store_load_cb *cb) {
-  gp_store_alloc r = {sqlite3_column_int64(st, 0), sqlite3_column_int(st, 1), col_text(st, 2),
+  gp_store_alloc r = {sqlite3_column_int64(st, 0), sqlite3_column_int(st, 1),
+                      gp_store_sqlite_text(st, 2),
                       (uint32_t)sqlite3_column_int64(st, 3), sqlite3_column_int(st, 4),
                       sqlite3_column_int64(st, 5), sqlite3_column_int(st, 6)};
   return cb->alloc(cb->ctx, &r);
 }
 static int row_queue(sqlite3_stmt *st, const gp_store_load_cb *cb) {
-  gp_store_queue r = {col_text(st, 0), col_text(st, 1)};
+  gp_store_queue r = {gp_store_sqlite_text(st, 0), gp_store_sqlite_text(st, 1)};
   return cb->queue(cb->ctx, &r);
 }
 static int row_order(sqlite3_stmt *st, const gp_store_load_cb *cb) {
-  gp_store_order r = {sqlite3_column_int64(st, 0), col_text(st, 1), col_text(st, 2)};
+  gp_store_order r = {sqlite3_column_int64(st, 0), gp_store_sqlite_text(st, 1),
+                      gp_store_sqlite_text(st, 2)};
   return cb->order(cb->ctx, &r);
 }
 static int row_meta(sqlite3_stmt *st, const gp_store_load_cb *cb) {
-  return cb->meta(cb->ctx, col_text(st, 0), sqlite3_column_int64(st, 1));
+  return cb->meta(cb->ctx, gp_store_sqlite_text(st, 0), sqlite3_column_int64(st, 1));
 }
 
 static int row_cred(sqlite3_stmt *st, const gp_store_load_cb *cb) {
-  return cb->credential(cb->ctx, col_text(st, 0), col_text(st, 1));
-}
-
-static double col_figure(sqlite3_stmt *st, int i) {
-  return sqlite3_column_type(st, i) == SQLITE_NULL ? -1 : sqlite3_column_double(st, i);
+  return cb->credential(cb->ctx, gp_store_sqlite_text(st, 0), gp_store_sqlite_text(st, 1));
 }
 
 static int row_interval(sqlite3_stmt *st, const gp_store_load_cb *cb) {
-  gp_store_interval r = {
-      .id = sqlite3_column_int64(st, 0), .job_id = sqlite3_column_int64(st, 1),
-      .attempt = sqlite3_column_int(st, 2), .task = sqlite3_column_int(st, 3),
-      .user = col_text(st, 4), .queue = col_text(st, 5), .node = col_text(st, 6),
-      .gpu_uuid = col_text(st, 7), .model = col_text(st, 8), .capacity = col_text(st, 9),
-      .share = sqlite3_column_double(st, 10), .start = sqlite3_column_int64(st, 11),
-      .used_gpu_s = col_figure(st, 12), .energy_j = col_figure(st, 13)};
+  gp_store_interval r = gp_store_sqlite_interval(st);
   return cb->interval(cb->ctx, &r);
 }
 
 static int row_node_interval(sqlite3_stmt *st, const gp_store_load_cb *cb) {
   gp_store_node_interval r = {
-      .id = sqlite3_column_int64(st, 0), .node = col_text(st, 1), .model = col_text(st, 2),
-      .capacity = col_text(st, 3), .gpus = sqlite3_column_int(st, 4), .state = col_text(st, 5),
+      .id = sqlite3_column_int64(st, 0), .node = gp_store_sqlite_text(st, 1),
+      .model = gp_store_sqlite_text(st, 2), .capacity = gp_store_sqlite_text(st, 3),
+      .gpus = sqlite3_column_int(st, 4), .state = gp_store_sqlite_text(st, 5),
       .start = sqlite3_column_int64(st, 6)};
   return cb->node_interval(cb->ctx, &r);
 }
 
 static int row_ended(sqlite3_stmt *st, const gp_store_load_cb *cb) {
-  return cb->ended(cb->ctx, sqlite3_column_int64(st, 0), col_text(st, 1));
+  return cb->ended(cb->ctx, sqlite3_column_int64(st, 0), gp_store_sqlite_text(st, 1));
 }
 
 /* Appends states as an SQL list ('a','b',...) to `sql`; the names are the server's own
@@ -534,7 +523,7 @@ out:
 }
 
 static int row_setting(sqlite3_stmt *st, const gp_store_load_cb *cb) {
-  return cb->setting(cb->ctx, col_text(st, 0), col_text(st, 1));
+  return cb->setting(cb->ctx, gp_store_sqlite_text(st, 0), gp_store_sqlite_text(st, 1));
 }
 
 static int s_load(gp_store *b, const gp_store_load_cb *cb, gp_err *err) {
@@ -560,9 +549,8 @@ static int s_load(gp_store *b, const gp_store_load_cb *cb, gp_err *err) {
   if (!r && cb->credential)
     r = load_table(s, "SELECT node, hash FROM node_credentials ORDER BY node", row_cred, cb, err);
   if (!r && cb->interval)
-    r = load_table(s, "SELECT id, job_id, attempt, task, user, queue, node, gpu_uuid, model, "
-                      "capacity, share, start, used_gpu_s, energy_j FROM ledger "
-                      "WHERE \"end\" IS NULL ORDER BY id", row_interval, cb, err);
+    r = load_table(s, "SELECT " GP_STORE_SQLITE_IV_COLS " FROM ledger WHERE \"end\" IS NULL ORDER BY id",
+                   row_interval, cb, err);
   if (!r && cb->node_interval)
     r = load_table(s, "SELECT id, node, model, capacity, gpus, state, start FROM node_ledger "
                       "WHERE \"end\" IS NULL ORDER BY id", row_node_interval, cb, err);
@@ -652,7 +640,7 @@ static int load_identity(sqlite_store *s, gp_err *err) {
       SQLITE_OK)
     return db_error(s, err, "reading the store's identity");
   if (sqlite3_step(st) == SQLITE_ROW)
-    snprintf(s->base.id, sizeof s->base.id, "%s", col_text(st, 0));
+    snprintf(s->base.id, sizeof s->base.id, "%s", gp_store_sqlite_text(st, 0));
   sqlite3_finalize(st);
   if (strlen(s->base.id) == GP_STORE_ID_MAX - 1) return 0;
   int rc = gp_store_make_id(s->base.id, s->path, err);

@@ -9,14 +9,10 @@
 
 #include "store/sqlite_reader.h"
 
-static const char *col_text(sqlite3_stmt *st, int i) {
-  const unsigned char *t = sqlite3_column_text(st, i);
-  return t ? (const char *)t : "";
-}
-
 static gp_store_job row_job(sqlite3_stmt *st) {
-  return (gp_store_job){sqlite3_column_int64(st, 0), col_text(st, 1), col_text(st, 2),
-                        col_text(st, 3), sqlite3_column_int64(st, 4), col_text(st, 5)};
+  return (gp_store_job){sqlite3_column_int64(st, 0), gp_store_sqlite_text(st, 1),
+                        gp_store_sqlite_text(st, 2), gp_store_sqlite_text(st, 3),
+                        sqlite3_column_int64(st, 4), gp_store_sqlite_text(st, 5)};
 }
 
 /* Steps `st` to the end, handing each row to `fn`; 1 from fn stops early (not an error). */
@@ -55,7 +51,7 @@ static int one_job(void *ctx, sqlite3_stmt *st) {
 static int one_event(void *ctx, sqlite3_stmt *st) {
   one_ctx *c = ctx;
   gp_store_event row = {sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
-                        col_text(st, 2), col_text(st, 3)};
+                        gp_store_sqlite_text(st, 2), gp_store_sqlite_text(st, 3)};
   int r = c->event(c->ctx, &row);
   return r > 0 ? 0 : r;
 }

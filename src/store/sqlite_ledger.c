@@ -19,9 +19,7 @@
  * `from` lies in the older half of the history, else the end index from `from` on; a
  * month at either end of a year then scans a month's worth of index, and no range scans
  * more than half of it. */
-#define IV_COLS                                                                            \
-  "id, job_id, attempt, task, user, queue, node, gpu_uuid, model, capacity, share, start, " \
-  "\"end\", used_gpu_s, energy_j, service"
+#define IV_COLS GP_STORE_SQLITE_IV_COLS
 #define IV_USER " AND (?3 IS NULL OR user = ?3)"
 static const char *const iv_before_by_start =
     "SELECT " IV_COLS " FROM ledger INDEXED BY ledger_start WHERE start < ?1 AND start < ?2"
@@ -41,48 +39,13 @@ static const char *const node_iv_before =
 static const char *const node_iv_inside =
     "SELECT " NODE_COLS " FROM node_ledger WHERE start >= ?1 AND start < ?2 ORDER BY start, id";
 
-static const char *text_or_empty(sqlite3_stmt *st, int i) {
-  const unsigned char *t = sqlite3_column_text(st, i);
-  return t ? (const char *)t : "";
-}
-
-static double figure(sqlite3_stmt *st, int i) {
-  return sqlite3_column_type(st, i) == SQLITE_NULL ? -1 : sqlite3_column_double(st, i);
-}
-
-/* Steps `st` to its end, handing each row to `row` (which calls the caller's callback). */
-static int scan(sqlite_reader *r, sqlite3_stmt *st, const char *sql,
-                int (*row)(sqlite3_stmt *st, void *cb, void *ctx), void *cb, void *ctx,
-                gp_err *err) {
-  int rc, ret = 0;
-  while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-    if ((ret = row(st, cb, ctx)) != 0) return ret;
-  if (rc != SQLITE_DONE) ret = gp_store_sqlite_reader_error(r, err, sql);
-  return ret;
-}
-
-typedef int (*iv_cb)(void *ctx, const gp_store_interval *iv);
 typedef int (*node_iv_cb)(void *ctx, const gp_store_node_interval *iv);
-
-static int iv_row(sqlite3_stmt *st, void *cb, void *ctx) {
-  gp_store_interval iv = {
-      .id = sqlite3_column_int64(st, 0), .job_id = sqlite3_column_int64(st, 1),
-      .attempt = sqlite3_column_int(st, 2), .task = sqlite3_column_int(st, 3),
-      .user = text_or_empty(st, 4), .queue = text_or_empty(st, 5),
-      .node = text_or_empty(st, 6), .gpu_uuid = text_or_empty(st, 7),
-      .model = text_or_empty(st, 8), .capacity = text_or_empty(st, 9),
-      .share = sqlite3_column_double(st, 10), .start = sqlite3_column_int64(st, 11),
-      .end = sqlite3_column_int64(st, 12), /* NULL reads as 0: open */
-      .used_gpu_s = figure(st, 13), .energy_j = figure(st, 14),
-      .service = text_or_empty(st, 15)};
-  return (*(iv_cb *)cb)(ctx, &iv);
-}
 
 static int node_iv_row(sqlite3_stmt *st, void *cb, void *ctx) {
   gp_store_node_interval iv = {
-      .id = sqlite3_column_int64(st, 0), .node = text_or_empty(st, 1),
-      .model = text_or_empty(st, 2), .capacity = text_or_empty(st, 3),
-      .state = text_or_empty(st, 4), .gpus = sqlite3_column_int(st, 5),
+      .id = sqlite3_column_int64(st, 0), .node = gp_store_sqlite_text(st, 1),
+      .model = gp_store_sqlite_text(st, 2), .capacity = gp_store_sqlite_text(st, 3),
+      .state = gp_store_sqlite_text(st, 4), .gpus = sqlite3_column_int(st, 5),
       .start = sqlite3_column_int64(st, 6), .end = sqlite3_column_int64(st, 7)};
   return (*(node_iv_cb *)cb)(ctx, &iv);
 }
@@ -106,16 +69,8 @@ static int range_read(sqlite_reader *r, const char *const sql[2], int64_t from, 
                       const char *user, int (*row)(sqlite3_stmt *st, void *cb, void *ctx),
                       void *cb, void *ctx, gp_err *err) {
   int ret = 0;
-  for (int part = 0; part < 2 && !ret; part++) {
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(r->db, sql[part], -1, &st, NULL) != SQLITE_OK)
-      return gp_store_sqlite_reader_error(r, err, sql[part]);
-    sqlite3_bind_int64(st, 1, from);
-    sqlite3_bind_int64(st, 2, to);
-    if (user) sqlite3_bind_text(st, 3, user, -1, SQLITE_STATIC);
-    ret = scan(r, st, sql[part], row, cb, ctx, err);
-    sqlite3_finalize(st);
-  }
+  for (int part = 0; part < 2 && !ret; part++)
+    ret = gp_store_sqlite_read_rows(r, sql[part], from, to, user, row, cb, ctx, err);
   return ret;
 }
 
@@ -127,7 +82,7 @@ int gp_store_sqlite_reader_intervals(gp_store_reader *base, int64_t from, int64_
   if (from >= to) return 0;
   const char *sql[2] = {from_in_older_half(r, from) ? iv_before_by_start : iv_before_by_end,
                         iv_inside};
-  return range_read(r, sql, from, to, user, iv_row, &cb, ctx, err);
+  return range_read(r, sql, from, to, user, gp_store_sqlite_iv_row, &cb, ctx, err);
 }
 
 int gp_store_sqlite_reader_node_intervals(gp_store_reader *base, int64_t from, int64_t to,

@@ -25,6 +25,25 @@ int gp_store_sqlite_reader_open(const char *path, gp_store_reader **ret, gp_err 
 /* Fills *err from the reader's last SQLite failure; returns GP_EIO. */
 int gp_store_sqlite_reader_error(sqlite_reader *r, gp_err *err, const char *what);
 
+/* A text column, "" for NULL. */
+const char *gp_store_sqlite_text(sqlite3_stmt *st, int i);
+
+/* Prepares `sql`, binds a, b and (when not NULL) user as ?1 ?2 ?3, and hands each row to
+ * `row` with `cb` and `ctx`, stopping at the first non-zero it returns (returned). */
+int gp_store_sqlite_read_rows(sqlite_reader *r, const char *sql, int64_t a, int64_t b, const char *user,
+                              int (*row)(sqlite3_stmt *st, void *cb, void *ctx), void *cb, void *ctx,
+                              gp_err *err);
+
+/* The ledger's columns as every read selects them; the interval a row of them makes (the
+ * end NULL reads as 0: open; its strings valid until the next step); and the row for
+ * gp_store_sqlite_read_rows that hands it to `cb`, which points at an
+ * int (*)(void *ctx, const gp_store_interval *iv). */
+#define GP_STORE_SQLITE_IV_COLS                                                            \
+  "id, job_id, attempt, task, user, queue, node, gpu_uuid, model, capacity, share, start, " \
+  "\"end\", used_gpu_s, energy_j, service"
+gp_store_interval gp_store_sqlite_interval(sqlite3_stmt *st);
+int gp_store_sqlite_iv_row(sqlite3_stmt *st, void *cb, void *ctx);
+
 /* The reads (reader.h), in sqlite_ledger.c and sqlite_history.c. */
 int gp_store_sqlite_reader_intervals(gp_store_reader *base, int64_t from, int64_t to,
                                      const char *user,

@@ -380,47 +380,22 @@ int gp_store_sqlite_reader_snapshot(gp_store_reader *base, bool on, gp_err *err)
   return 0;
 }
 
-static const char *text_or_empty(sqlite3_stmt *st, int i) {
-  const unsigned char *t = sqlite3_column_text(st, i);
-  return t ? (const char *)t : "";
-}
-
-/* Prepares `sql`, binds from, to and (when not NULL) user as ?1 ?2 ?3, and hands each row to
- * `row`. */
-static int read_rows(sqlite_reader *r, const char *sql, int64_t a, int64_t b, const char *user,
-                     int (*row)(sqlite3_stmt *st, void *cb, void *ctx), void *cb, void *ctx,
-                     gp_err *err) {
-  sqlite3_stmt *st = NULL;
-  if (sqlite3_prepare_v2(r->db, sql, -1, &st, NULL) != SQLITE_OK)
-    return gp_store_sqlite_reader_error(r, err, sql);
-  sqlite3_bind_int64(st, 1, a);
-  sqlite3_bind_int64(st, 2, b);
-  if (user) sqlite3_bind_text(st, 3, user, -1, SQLITE_STATIC);
-  int rc, ret = 0;
-  while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-    if ((ret = row(st, cb, ctx)) != 0) break;
-  if (!ret && rc != SQLITE_DONE) ret = gp_store_sqlite_reader_error(r, err, sql);
-  sqlite3_finalize(st);
-  return ret;
-}
-
 typedef int (*job_day_cb)(void *ctx, const gp_store_job_day *d);
 typedef int (*alloc_day_cb)(void *ctx, const gp_store_alloc_day *d);
-typedef int (*iv_cb)(void *ctx, const gp_store_interval *iv);
 
 static int job_day_row(sqlite3_stmt *st, void *cb, void *ctx) {
   gp_store_job_day d = {
-      .day = sqlite3_column_int64(st, 0), .user = text_or_empty(st, 1),
-      .queue = text_or_empty(st, 2), .model = text_or_empty(st, 3),
-      .capacity = text_or_empty(st, 4), .gpu_s = sqlite3_column_double(st, 5),
+      .day = sqlite3_column_int64(st, 0), .user = gp_store_sqlite_text(st, 1),
+      .queue = gp_store_sqlite_text(st, 2), .model = gp_store_sqlite_text(st, 3),
+      .capacity = gp_store_sqlite_text(st, 4), .gpu_s = sqlite3_column_double(st, 5),
       .used_gpu_s = sqlite3_column_double(st, 6), .known_gpu_s = sqlite3_column_double(st, 7),
       .energy_j = sqlite3_column_double(st, 8), .energy_known = sqlite3_column_int(st, 9) != 0};
   return (*(job_day_cb *)cb)(ctx, &d);
 }
 
 static int alloc_day_row(sqlite3_stmt *st, void *cb, void *ctx) {
-  gp_store_alloc_day d = {.day = sqlite3_column_int64(st, 0), .model = text_or_empty(st, 1),
-                          .capacity = text_or_empty(st, 2), .state = text_or_empty(st, 3),
+  gp_store_alloc_day d = {.day = sqlite3_column_int64(st, 0), .model = gp_store_sqlite_text(st, 1),
+                          .capacity = gp_store_sqlite_text(st, 2), .state = gp_store_sqlite_text(st, 3),
                           .gpu_s = sqlite3_column_double(st, 4)};
   return (*(alloc_day_cb *)cb)(ctx, &d);
 }
@@ -437,46 +412,29 @@ int gp_store_sqlite_reader_job_days(gp_store_reader *base, int64_t day_from, int
                            " WHERE user = ?3 AND day >= ?1 AND day < ?2 ORDER BY day"
                          : "SELECT " DAY_COLS " FROM ledger_day WHERE day >= ?1 AND day < ?2"
                            " ORDER BY day";
-  return read_rows((sqlite_reader *)base, sql, day_from, day_to, user, job_day_row, &cb, ctx,
-                   err);
+  return gp_store_sqlite_read_rows((sqlite_reader *)base, sql, day_from, day_to, user, job_day_row,
+                                   &cb, ctx, err);
 }
 
 int gp_store_sqlite_reader_alloc_days(gp_store_reader *base, int64_t day_from, int64_t day_to,
                                       int (*cb)(void *ctx, const gp_store_alloc_day *d),
                                       void *ctx, gp_err *err) {
   if (day_from >= day_to) return 0;
-  return read_rows((sqlite_reader *)base,
-                   "SELECT day, model, capacity, state, gpu_s FROM ledger_alloc_day"
-                   " WHERE day >= ?1 AND day < ?2 ORDER BY day",
-                   day_from, day_to, NULL, alloc_day_row, &cb, ctx, err);
-}
-
-static double figure(sqlite3_stmt *st, int i) {
-  return sqlite3_column_type(st, i) == SQLITE_NULL ? -1 : sqlite3_column_double(st, i);
-}
-
-static int open_iv_row(sqlite3_stmt *st, void *cb, void *ctx) {
-  gp_store_interval iv = {
-      .id = sqlite3_column_int64(st, 0), .job_id = sqlite3_column_int64(st, 1),
-      .attempt = sqlite3_column_int(st, 2), .task = sqlite3_column_int(st, 3),
-      .user = text_or_empty(st, 4), .queue = text_or_empty(st, 5),
-      .node = text_or_empty(st, 6), .gpu_uuid = text_or_empty(st, 7),
-      .model = text_or_empty(st, 8), .capacity = text_or_empty(st, 9),
-      .share = sqlite3_column_double(st, 10), .start = sqlite3_column_int64(st, 11), .end = 0,
-      .used_gpu_s = figure(st, 12), .energy_j = figure(st, 13)};
-  return (*(iv_cb *)cb)(ctx, &iv);
+  return gp_store_sqlite_read_rows((sqlite_reader *)base,
+                                   "SELECT day, model, capacity, state, gpu_s FROM ledger_alloc_day"
+                                   " WHERE day >= ?1 AND day < ?2 ORDER BY day",
+                                   day_from, day_to, NULL, alloc_day_row, &cb, ctx, err);
 }
 
 int gp_store_sqlite_reader_open_intervals(gp_store_reader *base, int64_t to, const char *user,
                                           int (*cb)(void *ctx, const gp_store_interval *iv),
                                           void *ctx, gp_err *err) {
   /* The end index holds the open ones (end NULL) first. */
-  return read_rows((sqlite_reader *)base,
-                   "SELECT id, job_id, attempt, task, user, queue, node, gpu_uuid, model,"
-                   " capacity, share, start, used_gpu_s, energy_j FROM ledger INDEXED BY"
-                   " ledger_end WHERE \"end\" IS NULL AND start < ?2"
-                   " AND (?3 IS NULL OR user = ?3) ORDER BY start, id",
-                   0, to, user, open_iv_row, &cb, ctx, err);
+  return gp_store_sqlite_read_rows((sqlite_reader *)base,
+                                   "SELECT " GP_STORE_SQLITE_IV_COLS " FROM ledger INDEXED BY ledger_end"
+                                   " WHERE \"end\" IS NULL AND start < ?2 AND (?3 IS NULL OR user = ?3)"
+                                   " ORDER BY start, id",
+                                   0, to, user, gp_store_sqlite_iv_row, &cb, ctx, err);
 }
 
 typedef int (*held_day_cb)(void *ctx, const gp_store_held_day *d);
@@ -484,8 +442,8 @@ typedef int (*held_day_cb)(void *ctx, const gp_store_held_day *d);
 static int held_day_row(sqlite3_stmt *st, void *cb, void *ctx) {
   gp_store_held_day d = {
       .day = sqlite3_column_int64(st, 0), .job_id = sqlite3_column_int64(st, 1),
-      .model = text_or_empty(st, 2), .capacity = text_or_empty(st, 3),
-      .user = text_or_empty(st, 4), .queue = text_or_empty(st, 5),
+      .model = gp_store_sqlite_text(st, 2), .capacity = gp_store_sqlite_text(st, 3),
+      .user = gp_store_sqlite_text(st, 4), .queue = gp_store_sqlite_text(st, 5),
       .gpu_s = sqlite3_column_double(st, 6), .used_gpu_s = sqlite3_column_double(st, 7),
       .known_gpu_s = sqlite3_column_double(st, 8), .first_start = sqlite3_column_int64(st, 9),
       .longest_s = sqlite3_column_int64(st, 10)};
@@ -506,6 +464,6 @@ int gp_store_sqlite_reader_held_days(gp_store_reader *base, int64_t day_from, in
                            " ORDER BY day"
                          : "SELECT " HELD_COLS " FROM ledger_held_day WHERE day >= ?1"
                            " AND day < ?2 ORDER BY day";
-  return read_rows((sqlite_reader *)base, sql, day_from, day_to, user, held_day_row, &cb, ctx,
-                   err);
+  return gp_store_sqlite_read_rows((sqlite_reader *)base, sql, day_from, day_to, user, held_day_row,
+                                   &cb, ctx, err);
 }

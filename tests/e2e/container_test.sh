@@ -15,34 +15,16 @@ getent passwd nobody >/dev/null || { echo "(skipped: no user nobody)"; exit 0; }
 for t in podman docker-registry htpasswd jq; do e2e_need "$t"; done
 [ -x /bin/busybox ] || { echo "FAIL: busybox-static is not installed (run scripts/setup.sh)" >&2; exit 1; }
 e2e_init
-# Only a node that cannot run containers at all skips, and says so loudly.
-if ! out=$(podman info --format '{{.Host.OCIRuntime.Name}}' 2>&1); then
-  echo "SKIPPED LOUDLY: podman cannot work on this machine: $out" >&2
-  exit 0
-fi
+e2e_podman_works
 
 TAG=gpool-e2e-$$-$RANDOM
 # The image: busybox-static and its applets in an empty root.
 root=$E2E_DIR/rootfs
-mkdir -p "$root/bin" "$root/tmp"
-cp /bin/busybox "$root/bin/busybox"
-for a in sh id cat echo sleep env touch ls stat nc timeout; do ln -s busybox "$root/bin/$a"; done
-tar -C "$root" -cf "$E2E_DIR/rootfs.tar" . || fail "tar"
-podman import -q "$E2E_DIR/rootfs.tar" "localhost/$TAG:1" >/dev/null || fail "podman import"
+e2e_image_root "$root" sh id cat echo sleep env touch ls stat nc timeout
+e2e_image_import "$root" "localhost/$TAG:1"
 
 # The registry, with a user and a password.
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-REG=127.0.0.1:$PORT
-htpasswd -Bbn alice s3cret >"$E2E_DIR/htpasswd" 2>/dev/null || fail "htpasswd"
-cat >"$E2E_DIR/registry.yml" <<YML
-version: 0.1
-log: {level: error}
-storage: {filesystem: {rootdirectory: $E2E_DIR/registry}}
-http: {addr: "$REG"}
-auth: {htpasswd: {realm: e2e, path: $E2E_DIR/htpasswd}}
-YML
-e2e_spawn "$E2E_DIR/registry.log" docker-registry serve "$E2E_DIR/registry.yml"
-wait_for 10 "the registry to answer" curl -s -o /dev/null "http://$REG/v2/"
+e2e_registry alice s3cret
 good=$E2E_DIR/auth-good.json bad=$E2E_DIR/auth-bad.json
 podman login --tls-verify=false --authfile "$good" -u alice -p s3cret "$REG" >/dev/null || fail "login"
 printf '{"auths":{"%s":{"auth":"%s"}}}\n' "$REG" "$(printf alice:wrong | base64)" >"$bad"
@@ -126,12 +108,9 @@ expect_contains "$(GPOOL_TOKEN=$ADMIN_TOKEN "$GPOOL" logs "$f" 2>&1)" "again" "a
 # registry's own (config and layers); `gpool show` says it as "(x of y MB)".
 e2e_need skopeo
 big=$E2E_DIR/rootfs-big
-mkdir -p "$big/bin" "$big/tmp"
-cp /bin/busybox "$big/bin/busybox"
-ln -s busybox "$big/bin/sh"
+e2e_image_root "$big" sh
 head -c 32000000 /dev/urandom >"$big/blob.bin"
-tar -C "$big" -cf "$E2E_DIR/rootfs-big.tar" . || fail "tar"
-podman import -q "$E2E_DIR/rootfs-big.tar" "localhost/$TAG-big:1" >/dev/null || fail "podman import"
+e2e_image_import "$big" "localhost/$TAG-big:1"
 podman push -q --tls-verify=false --authfile "$good" "localhost/$TAG-big:1" "$REG/e2e/$TAG-big:1" >/dev/null || fail "push"
 podman rmi -f "localhost/$TAG-big:1" >/dev/null 2>&1
 e2e_spawn "$E2E_DIR/proxy.log" python3 "$HERE/slow_proxy.py" "$PORT" 8000000 "$E2E_DIR/proxy.port"
@@ -285,8 +264,7 @@ expect_contains "$out" "absolute" "the error says why"
 # that nothing uses go, never one a running job uses.
 mk_image() {  # mk_image NAME: an image of its own (a marker file), pushed to the registry
   echo "$1" >"$root/marker"
-  tar -C "$root" -cf "$E2E_DIR/rootfs-$1.tar" . || fail "tar"
-  podman import -q "$E2E_DIR/rootfs-$1.tar" "localhost/$TAG-$1:1" >/dev/null || fail "import $1"
+  e2e_image_import "$root" "localhost/$TAG-$1:1"
   podman push -q --tls-verify=false --authfile "$good" "localhost/$TAG-$1:1" "$REG/e2e/$TAG-$1:1" >/dev/null || fail "push $1"
   podman rmi -f "localhost/$TAG-$1:1" >/dev/null 2>&1
 }

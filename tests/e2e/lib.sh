@@ -5,8 +5,9 @@
 #
 #   source "$(dirname "$0")/lib.sh"
 #   e2e_init                     # temp dir, traps, client settings isolated from ~/.config
-#   e2e_server [EXTRA_YAML]      # writes server.yaml (tokens: admin alice, user bob, agent;
-#                                # queue lines in $E2E_QUEUES go under queues:)
+#   e2e_server [EXTRA_YAML]      # writes server.yaml (tokens: admin alice, user bob, agent,
+#                                # and those in $E2E_TOKENS (e2e_others); queue lines in
+#                                # $E2E_QUEUES go under queues:)
 #   e2e_agent n1 2xH100-80GB [agent flags...]
 #   as_alice gpool submit -g 1 -- true
 #   wait_for 10 "job $id completed" job_is "$id" completed
@@ -132,6 +133,7 @@ tokens:
   - {token: "$ADMIN_TOKEN", user: alice, role: admin}
   - {token: "$BOB_TOKEN", user: bob, role: user}
   - {token: "$AGENT_TOKEN", user: agent, role: agent}
+${E2E_TOKENS:-}
 queues:
   - {name: default, users: ["*"]}
 ${E2E_QUEUES:-}
@@ -139,6 +141,15 @@ default_queue: default
 node_timeout_s: 3
 $extra
 EOF
+}
+
+# For tests of who may see or enter a job: another user, carol ($CAROL_TOKEN), and a
+# viewer, vic ($VIEWER_TOKEN), join the tokens e2e_write_config writes ($E2E_TOKENS).
+e2e_others() {
+  CAROL_TOKEN=carol-$RANDOM$RANDOM
+  VIEWER_TOKEN=view-$RANDOM$RANDOM
+  E2E_TOKENS="  - {token: \"$CAROL_TOKEN\", user: carol, role: user}
+  - {token: \"$VIEWER_TOKEN\", user: vic, role: viewer}"
 }
 
 # Starts the server on a free port and waits for it to answer /healthz.
@@ -199,3 +210,43 @@ api_status() {
 
 expect_eq() { [ "$1" = "$2" ] || fail "$3: expected '$1', got '$2'"; }
 expect_contains() { case "$1" in *"$2"*) ;; *) fail "$3: expected to find '$2' in: $1" ;; esac; }
+
+# ---- container images and a registry (container_test.sh, registry_test.sh) ----
+# Ends the test (0) when podman cannot run containers on this machine at all, and says so
+# loudly: only such a node skips.
+e2e_podman_works() {
+  local out
+  if ! out=$(podman info --format '{{.Host.OCIRuntime.Name}}' 2>&1); then
+    echo "SKIPPED LOUDLY: podman cannot work on this machine: $out" >&2
+    exit 0
+  fi
+}
+# e2e_image_root DIR APPLET...: an image's root in DIR: busybox-static and these applets.
+e2e_image_root() {
+  local d=$1 a
+  shift
+  mkdir -p "$d/bin" "$d/tmp"
+  cp /bin/busybox "$d/bin/busybox"
+  for a in "$@"; do ln -s busybox "$d/bin/$a"; done
+}
+# e2e_image_import DIR NAME: the root in DIR as the engine's image NAME (through DIR.tar).
+e2e_image_import() {
+  tar -C "$1" -cf "$1.tar" . || fail "tar $1"
+  podman import -q "$1.tar" "$2" >/dev/null || fail "podman import $2"
+}
+# e2e_registry USER PASSWORD: Debian's docker-registry on a free port of 127.0.0.1 with
+# htpasswd auth for one user; sets PORT and REG (127.0.0.1:PORT) once it answers.
+e2e_registry() {
+  PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  REG=127.0.0.1:$PORT
+  htpasswd -Bbn "$1" "$2" >"$E2E_DIR/htpasswd" 2>/dev/null || fail "htpasswd"
+  cat >"$E2E_DIR/registry.yml" <<YML
+version: 0.1
+log: {level: error}
+storage: {filesystem: {rootdirectory: $E2E_DIR/registry}}
+http: {addr: "$REG"}
+auth: {htpasswd: {realm: e2e, path: $E2E_DIR/htpasswd}}
+YML
+  e2e_spawn "$E2E_DIR/registry.log" docker-registry serve "$E2E_DIR/registry.yml"
+  wait_for 10 "the registry to answer" curl -s -o /dev/null "http://$REG/v2/"
+}

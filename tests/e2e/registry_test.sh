@@ -17,33 +17,15 @@ getent passwd nobody >/dev/null && getent passwd daemon >/dev/null ||
 for t in podman docker-registry htpasswd jq sqlite3; do e2e_need "$t"; done
 [ -x /bin/busybox ] || { echo "FAIL: busybox-static is not installed (run scripts/setup.sh)" >&2; exit 1; }
 e2e_init
-if ! out=$(podman info --format '{{.Host.OCIRuntime.Name}}' 2>&1); then
-  echo "SKIPPED LOUDLY: podman cannot work on this machine: $out" >&2
-  exit 0
-fi
+e2e_podman_works
 
 TAG=gpool-reg-$$-$RANDOM
-root=$E2E_DIR/rootfs
-mkdir -p "$root/bin" "$root/tmp"
-cp /bin/busybox "$root/bin/busybox"
-for a in sh id cat echo true; do ln -s busybox "$root/bin/$a"; done
-tar -C "$root" -cf "$E2E_DIR/rootfs.tar" . || fail "tar"
-podman import -q "$E2E_DIR/rootfs.tar" "localhost/$TAG:1" >/dev/null || fail "podman import"
+e2e_image_root "$E2E_DIR/rootfs" sh id cat echo true
+e2e_image_import "$E2E_DIR/rootfs" "localhost/$TAG:1"
 
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-REG=127.0.0.1:$PORT
 PW=pw-$RANDOM$RANDOM-Xq7
 B64=$(printf 'carol:%s' "$PW" | base64 -w0)
-htpasswd -Bbn carol "$PW" >"$E2E_DIR/htpasswd" 2>/dev/null || fail "htpasswd"
-cat >"$E2E_DIR/registry.yml" <<YML
-version: 0.1
-log: {level: error}
-storage: {filesystem: {rootdirectory: $E2E_DIR/registry}}
-http: {addr: "$REG"}
-auth: {htpasswd: {realm: e2e, path: $E2E_DIR/htpasswd}}
-YML
-e2e_spawn "$E2E_DIR/registry.log" docker-registry serve "$E2E_DIR/registry.yml"
-wait_for 10 "the registry to answer" curl -s -o /dev/null "http://$REG/v2/"
+e2e_registry carol "$PW"
 # The test's own push credential, in a file of its own, removed before any job runs.
 push=$E2E_DIR/push-auth.json
 podman login --tls-verify=false --authfile "$push" -u carol -p "$PW" "$REG" >/dev/null 2>&1 || fail "login"

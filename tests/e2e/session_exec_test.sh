@@ -13,25 +13,8 @@ source "$(dirname "$0")/lib.sh"
 e2e_need python3
 python3 -c 'import pexpect' 2>/dev/null || fail "python3-pexpect is not installed (run scripts/setup.sh)"
 e2e_init
-CAROL_TOKEN=carol-$RANDOM$RANDOM
-VIEWER_TOKEN=view-$RANDOM$RANDOM
-mkdir -p "$E2E_DIR/server"
-cat >"$E2E_DIR/server.yaml" <<EOF
-listen: 127.0.0.1:0
-data_dir: $E2E_DIR/server
-tokens:
-  - {token: "$ADMIN_TOKEN", user: alice, role: admin}
-  - {token: "$BOB_TOKEN", user: bob, role: user}
-  - {token: "$CAROL_TOKEN", user: carol, role: user}
-  - {token: "$VIEWER_TOKEN", user: vic, role: viewer}
-  - {token: "$AGENT_TOKEN", user: agent, role: agent}
-queues:
-  - {name: default, users: ["*"]}
-default_queue: default
-node_timeout_s: 3
-sessions_per_user: 2
-EOF
-e2e_server
+e2e_others
+e2e_server "sessions_per_user: 2"
 e2e_agent n1 2xH100-80GB
 
 id=$(as_bob "$GPOOL" submit -g 1 -- sh -c "echo CVD=\$CUDA_VISIBLE_DEVICES; $(gate_wait)")

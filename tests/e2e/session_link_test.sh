@@ -10,25 +10,8 @@
 source "$(dirname "$0")/lib.sh"
 e2e_need python3
 e2e_init
-CAROL_TOKEN=carol-$RANDOM$RANDOM
-VIEWER_TOKEN=view-$RANDOM$RANDOM
-mkdir -p "$E2E_DIR/server"
-cat >"$E2E_DIR/server.yaml" <<YAML
-listen: 127.0.0.1:0
-data_dir: $E2E_DIR/server
-tokens:
-  - {token: "$ADMIN_TOKEN", user: alice, role: admin}
-  - {token: "$BOB_TOKEN", user: bob, role: user}
-  - {token: "$CAROL_TOKEN", user: carol, role: user}
-  - {token: "$VIEWER_TOKEN", user: vic, role: viewer}
-  - {token: "$AGENT_TOKEN", user: agent, role: agent}
-queues:
-  - {name: default, users: ["*"]}
-default_queue: default
-node_timeout_s: 3
-link_ttl_s: 6
-YAML
-e2e_server
+e2e_others
+e2e_server "link_ttl_s: 6"
 e2e_agent n1 2xH100-80GB
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }

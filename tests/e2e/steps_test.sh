@@ -22,8 +22,10 @@ export GPOOL_TOKEN=$ADMIN_TOKEN
 "$GPOOL" slurm-shims "$E2E_DIR/shims" >/dev/null || fail "gpool slurm-shims"
 [ -L "$E2E_DIR/shims/srun" ] || fail "gpool slurm-shims must link srun"
 
+cp "${GP_SOURCE_DIR:?}/tests/e2e/rdv_meet.py" .
 cat >rdv.py <<'PY'
-import os, socket, time
+import os
+from rdv_meet import meet
 env = os.environ
 rank, world = int(env["RANK"]), int(env["WORLD_SIZE"])
 addr, port = env["MASTER_ADDR"], int(env["MASTER_PORT"])
@@ -33,30 +35,7 @@ value = (rank + 1) * 10
 print(f"rank {rank}/{world} node {env['GPOOL_NODE']} local {env['SLURM_LOCALID']} "
       f"nodeid {env['SLURM_NODEID']} master {addr}:{port} step_nodes {env['SLURM_STEP_NUM_NODES']} "
       f"gpus {env['CUDA_VISIBLE_DEVICES']} mine {env.get('MINE', '')}", flush=True)
-if rank == 0:
-    # Only on this node's own address: a MASTER_ADDR naming another node cannot reach it.
-    srv = socket.create_server((env["ADDR_" + env["GPOOL_NODE"]], port))
-    srv.settimeout(30)
-    peers, total = [], value
-    while len(peers) < world - 1:
-        c, _ = srv.accept()
-        total += int(c.makefile().readline())
-        peers.append(c)
-    for c in peers:
-        c.sendall(f"{total}\n".encode())
-        c.close()
-else:
-    deadline = time.time() + 30
-    while True:
-        try:
-            c = socket.create_connection((addr, port), timeout=5)
-            break
-        except OSError:
-            if time.time() > deadline:
-                raise
-            time.sleep(0.1)
-    c.sendall(f"{value}\n".encode())
-    total = int(c.makefile().readline())
+total = meet(env, value)
 print(f"sum {total}", flush=True)
 PY
 

@@ -68,8 +68,10 @@ expect_contains "$reason" "start_failed" "the end reason says the task could not
 # ---- rendezvous across two nodes with addresses of their own ----
 e2e_agent n2 4xH100-80GB --listen 127.0.0.2:0 --labels pool=rdv
 e2e_agent n3 4xH100-80GB --listen 127.0.0.3:0 --labels pool=rdv
+cp "${GP_SOURCE_DIR:?}/tests/e2e/rdv_meet.py" .
 cat >rdv.py <<'PY'
-import os, socket, sys, time
+import os
+from rdv_meet import meet
 env = os.environ
 rank, world = int(env["RANK"]), int(env["WORLD_SIZE"])
 addr, port = env["MASTER_ADDR"], int(env["MASTER_PORT"])
@@ -80,29 +82,7 @@ print(f"rank {rank}/{world} node {env['GPOOL_NODE']} node_rank {env['NODE_RANK']
 if rank == 0:
     print(open(env["GPOOL_HOSTFILE"]).read(), end="")
     print(open(env["GPOOL_HOSTFILE_MPICH"]).read(), end="")
-    # Only on this node's own address: a MASTER_ADDR naming another node cannot reach it.
-    srv = socket.create_server((env["ADDR_" + env["GPOOL_NODE"]], port))
-    srv.settimeout(30)
-    peers, total = [], value
-    while len(peers) < world - 1:
-        c, _ = srv.accept()
-        total += int(c.makefile().readline())
-        peers.append(c)
-    for c in peers:
-        c.sendall(f"{total}\n".encode())
-        c.close()
-else:
-    deadline = time.time() + 30
-    while True:
-        try:
-            c = socket.create_connection((addr, port), timeout=5)
-            break
-        except OSError:
-            if time.time() > deadline:
-                raise
-            time.sleep(0.1)
-    c.sendall(f"{value}\n".encode())
-    total = int(c.makefile().readline())
+total = meet(env, value)
 print(f"sum {total}", flush=True)
 PY
 # -N 2 --ntasks-per-node 2: bin-packing alone would put all four 1-GPU tasks on one node.

@@ -431,7 +431,39 @@ static void a_replicas_service_rides_on_its_intervals(void) {
   remove_dir();
 }
 
+/* The open intervals' read (the rollups' "still running" part) hands on what every other
+ * read does: a replica's service, an open end as 0, an unmeasured figure as -1. */
+static void open_intervals_read_like_the_others(void) {
+  gp_store *s = open_store();
+  gp_store_interval ivs[3] = {iv_of(1, 1, 0, "alice", "n1", "GPU-0", 1, 100),
+                              iv_of(2, 1, 0, "bob", "n1", "GPU-1", 0.5, 110),
+                              iv_of(3, 1, 0, "alice", "n1", "GPU-2", 1, 120)};
+  ivs[0].service = "chat";
+  write_ivs(s, ivs, 3);
+  close_job(s, 3, 130);
+  seen got;
+  memset(&got, 0, sizeof got);
+  gp_store_reader *r = NULL;
+  gp_err e = {0};
+  REQUIRE(gp_store_reader_open(s, &r, &e) == 0);
+  CHECK_EQ_INT(0, gp_store_reader_open_intervals(r, 1000, NULL, see_iv, &got, &e));
+  gp_store_reader_close(r);
+  REQUIRE(got.n == 2);
+  CHECK_EQ_INT(1, got.job[0]);
+  CHECK_EQ_STR("chat", got.service[0]);
+  CHECK_EQ_INT(0, got.end[0]);
+  CHECK(got.used[0] == -1 && got.energy[0] == -1);
+  CHECK_EQ_INT(2, got.job[1]);
+  CHECK_EQ_STR("", got.service[1]);
+  CHECK_EQ_STR("bob", got.user[1]);
+  CHECK_EQ_STR("GPU-1", got.uuid[1]);
+  CHECK(got.share[1] == 0.5);
+  gp_store_close(s);
+  remove_dir();
+}
+
 GP_TESTS(a_replicas_service_rides_on_its_intervals,
          range_reads_return_overlapping_intervals_in_start_order,
          use_figures_split_by_share_and_unknown_stays_unknown, node_intervals_follow_each_other,
-         load_hands_back_open_intervals, callback_errors_and_rollbacks, a_month_out_of_a_year)
+         load_hands_back_open_intervals, callback_errors_and_rollbacks, a_month_out_of_a_year,
+         open_intervals_read_like_the_others)

@@ -2,7 +2,9 @@
 /* WebSocket framing and handshake (src/tls/ws.c, ws_dial.c) over real TCP sockets on
  * 127.0.0.1: messages both ways, fragments reassembled, pings answered, every malformed
  * frame ends the endpoint with its close code, random bytes never crash it nor grow it,
- * the output buffer refuses past its cap, and the dialer checks the server's answer. */
+ * the output buffer refuses past its cap, the dialer checks the server's answer, and the
+ * accepting side on libmicrohttpd (ws_upgrade.c) checks an upgrade's headers, answers 101,
+ * keeps the bytes sent with the handshake and gives the socket back before `done`. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -11,6 +13,7 @@
 
 #include "test.h"
 #include "tls/ws.h"
+#include "tls/ws_upgrade.h"
 
 /* A connected TCP pair on 127.0.0.1: *a the connecting side, *b the accepted one. */
 static void tcp_pair(int *a, int *b) {
@@ -332,6 +335,152 @@ static void ws_dial_checks_the_answer(void) {
   CHECK_EQ_INT(GP_EIO, gp_tls_ws_dial("http://127.0.0.1:1", "/", NULL, NULL, 500, &none, &ref, &e));
 }
 
+/* ---- the accepting side, on a libmicrohttpd daemon (ws_upgrade.c) ---- */
+
+static int runs, dones; /* what the upgraded thread did, read under the lock */
+static pthread_mutex_t up_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Echoes the first message, then returns (the helper closes the socket). */
+static void echo_run(void *arg, gp_tls_ws *w) {
+  (void)arg;
+  pthread_mutex_lock(&up_lock);
+  runs++;
+  pthread_mutex_unlock(&up_lock);
+  gp_tls_ws_msg m;
+  if (recv_msg(w, &m, 2000) == 1 && m.opcode == GP_TLS_WS_TEXT) {
+    gp_tls_ws_send(w, GP_TLS_WS_TEXT, m.data, m.len);
+    gp_tls_ws_flush_wait(w, 1000);
+  }
+}
+
+static void count_done(void *arg) {
+  (void)arg;
+  pthread_mutex_lock(&up_lock);
+  dones++;
+  pthread_mutex_unlock(&up_lock);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+                                  const char *version, const char *data, size_t *size, void **req) {
+  (void)cls, (void)url, (void)method, (void)version, (void)data, (void)size, (void)req;
+  char accept[GP_TLS_WS_ACCEPT_LEN + 1];
+  const char *why;
+  const char *bad = gp_tls_ws_upgrade_check(c, accept, &why);
+  if (!bad) return gp_tls_ws_upgrade(c, accept, 256 * 1024, echo_run, count_done, NULL);
+  char body[200];
+  int n = snprintf(body, sizeof body, "%s: %s", bad, why);
+  struct MHD_Response *r = MHD_create_response_from_buffer((size_t)n, body, MHD_RESPMEM_MUST_COPY);
+  enum MHD_Result ok = MHD_queue_response(c, 400, r);
+  MHD_destroy_response(r);
+  return ok;
+}
+
+static struct MHD_Daemon *upgrade_daemon(int *port) {
+  struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  struct MHD_Daemon *d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_ALLOW_UPGRADE, 0, NULL, NULL,
+                                          on_request, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+                                          MHD_OPTION_END);
+  REQUIRE(d);
+  *port = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT)->port;
+  return d;
+}
+
+static int counted(int *what) {
+  pthread_mutex_lock(&up_lock);
+  int v = *what;
+  pthread_mutex_unlock(&up_lock);
+  return v;
+}
+
+/* A raw request on a fresh connection (with what follows it in the same write); the
+ * answer's bytes until the peer closes or 2 s pass. */
+static void raw_exchange(int port, const char *req, size_t len, char *out, size_t cap) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                           .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  REQUIRE(connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0);
+  raw(fd, req, len);
+  size_t n = 0;
+  struct pollfd pf = {.fd = fd, .events = POLLIN};
+  while (n < cap - 1 && poll(&pf, 1, 2000) == 1) {
+    ssize_t k = read(fd, out + n, cap - 1 - n);
+    if (k <= 0) break;
+    n += (size_t)k;
+  }
+  out[n] = '\0';
+  close(fd);
+}
+
+static void ws_upgrade_echoes_then_gives_back(void) {
+  int port;
+  struct MHD_Daemon *d = upgrade_daemon(&port);
+  char base[64];
+  snprintf(base, sizeof base, "http://127.0.0.1:%d", port);
+  gp_tls_ws *w = NULL;
+  gp_tls_ws_refusal ref = {0};
+  gp_err e = {0};
+  REQUIRE(gp_tls_ws_dial(base, "/s", NULL, NULL, 2000, &w, &ref, &e) == 0);
+  REQUIRE(gp_tls_ws_send(w, GP_TLS_WS_TEXT, "hello", 5));
+  gp_tls_ws_msg m;
+  REQUIRE(recv_msg(w, &m, 2000) == 1);
+  CHECK(m.opcode == GP_TLS_WS_TEXT && m.len == 5 && memcmp(m.data, "hello", 5) == 0);
+  gp_tls_ws_free(w);
+  for (int i = 0; i < 200 && counted(&dones) < 1; i++) usleep(10000);
+  CHECK_EQ_INT(1, counted(&runs));
+  CHECK_EQ_INT(1, counted(&dones));
+  MHD_stop_daemon(d);
+}
+
+static void ws_upgrade_keeps_the_bytes_after_the_handshake(void) {
+  int port;
+  struct MHD_Daemon *d = upgrade_daemon(&port);
+  /* The handshake and a masked text frame ("hey", mask 0) in one write. */
+  static const char req[] = "GET /s HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: keep-alive, Upgrade\r\n"
+                            "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
+                            "\x81\x83\0\0\0\0hey";
+  char out[1024];
+  raw_exchange(port, req, sizeof req - 1, out, sizeof out);
+  CHECK_CONTAINS(out, "HTTP/1.1 101");
+  CHECK_CONTAINS(out, "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=");
+  const char *body = strstr(out, "\r\n\r\n");
+  REQUIRE(body);
+  CHECK(memcmp(body + 4, "\x81\x03hey", 5) == 0);
+  for (int i = 0; i < 200 && counted(&dones) < 1; i++) usleep(10000);
+  CHECK_EQ_INT(1, counted(&dones));
+  MHD_stop_daemon(d);
+}
+
+static void ws_upgrade_check_names_the_header(void) {
+  int port;
+  struct MHD_Daemon *d = upgrade_daemon(&port);
+  static const struct {
+    const char *headers, *want;
+  } cases[] = {
+      {"Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n",
+       "Upgrade: a session is a WebSocket"},
+      {"Upgrade: websocket\r\nConnection: keep-alive\r\nSec-WebSocket-Version: 13\r\n"
+       "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n",
+       "Upgrade: a session is a WebSocket"},
+      {"Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 12\r\n"
+       "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n",
+       "Sec-WebSocket-Version: Sec-WebSocket-Version must be 13"},
+      {"Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: short\r\n",
+       "Sec-WebSocket-Key: Sec-WebSocket-Key must be the base64 of 16 bytes"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char req[512], out[1024];
+    int n = snprintf(req, sizeof req, "GET /s HTTP/1.1\r\nHost: x\r\n%s\r\n", cases[i].headers);
+    REQUIRE(n > 0 && (size_t)n < sizeof req);
+    raw_exchange(port, req, (size_t)n, out, sizeof out);
+    CHECK_CONTAINS(out, "HTTP/1.1 400");
+    CHECK_CONTAINS(out, cases[i].want);
+  }
+  CHECK_EQ_INT(0, counted(&runs));
+  CHECK_EQ_INT(0, counted(&dones));
+  MHD_stop_daemon(d);
+}
+
 GP_TESTS(ws_accept_key_matches_rfc, ws_messages_both_ways, ws_fragments_and_ping,
          ws_malformed_frames_close_with_code, ws_random_bytes_never_crash, ws_output_is_bounded,
-         ws_dial_checks_the_answer)
+         ws_dial_checks_the_answer, ws_upgrade_echoes_then_gives_back,
+         ws_upgrade_keeps_the_bytes_after_the_handshake, ws_upgrade_check_names_the_header)
