@@ -16,7 +16,7 @@ static const char *col_text(sqlite3_stmt *st, int i) {
 
 static gp_store_job row_job(sqlite3_stmt *st) {
   return (gp_store_job){sqlite3_column_int64(st, 0), col_text(st, 1), col_text(st, 2),
-                        col_text(st, 3), sqlite3_column_int64(st, 4), col_text(st, 5)};
+                        col_text(st, 3), sqlite3_column_int64(st, 4), col_text(st, 5), NULL};
 }
 
 /* Steps `st` to the end, handing each row to `fn`; 1 from fn stops early (not an error). */

@@ -48,6 +48,10 @@ typedef struct gp_store_job {
   const char *user;
   int64_t submitted_at;
   const char *doc;       /* the job as JSON */
+  /* Its load record (the server's jobrec.h): what a restart needs, in a form that reads
+   * without a JSON parse; NULL: none (a row of an older gpool, or a history read). Loads
+   * hand it out beside the document; other reads leave it NULL. */
+  const char *rec;
 } gp_store_job;
 
 typedef struct gp_store_event {

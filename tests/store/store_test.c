@@ -27,7 +27,7 @@ static void committed_rows_survive_a_reopen(void) {
   CHECK_EQ_STR("{\"id\":\"1\"}", c.last_doc);
   /* Updates replace; acknowledged orders and freed allocations go away. */
   REQUIRE(gp_store_begin(s, &e) == 0);
-  gp_store_job j = {1, "running", "default", "alice", 100, "{\"id\":\"1\",\"x\":1}"};
+  gp_store_job j = {1, "running", "default", "alice", 100, "{\"id\":\"1\",\"x\":1}", NULL};
   CHECK_EQ_INT(0, gp_store_put_job(s, &j, &e));
   CHECK_EQ_INT(0, gp_store_del_orders(s, "n1", 7, &e));
   gp_store_order o9 = {9, "n1", "{\"id\":\"o9\"}"};
@@ -51,7 +51,7 @@ static void rolled_back_rows_are_gone(void) {
   gp_err e = {0};
   REQUIRE(open_test_store(&s, &e) == 0);
   REQUIRE(gp_store_begin(s, &e) == 0);
-  gp_store_job j = {2, "pending", "default", "bob", 100, "{}"};
+  gp_store_job j = {2, "pending", "default", "bob", 100, "{}", NULL};
   CHECK_EQ_INT(0, gp_store_put_job(s, &j, &e));
   gp_store_rollback(s);
   counts c = load_all(s);
@@ -67,8 +67,8 @@ static void fault_store_fails_the_nth_write_and_nothing_is_committed(void) {
   REQUIRE(gp_store_fault_open(inner, &s) == 0);
   gp_store_fault_arm(s, 3, false);
   REQUIRE(gp_store_begin(s, &e) == 0);
-  gp_store_job j1 = {1, "pending", "q", "u", 1, "{}"}, j2 = {2, "pending", "q", "u", 1, "{}"},
-               j3 = {3, "pending", "q", "u", 1, "{}"};
+  gp_store_job j1 = {1, "pending", "q", "u", 1, "{}", NULL}, j2 = {2, "pending", "q", "u", 1, "{}", NULL},
+               j3 = {3, "pending", "q", "u", 1, "{}", NULL};
   CHECK_EQ_INT(0, gp_store_put_job(s, &j1, &e));
   CHECK_EQ_INT(0, gp_store_put_job(s, &j2, &e));
   CHECK_EQ_INT(GP_EIO, gp_store_put_job(s, &j3, &e));
@@ -215,7 +215,7 @@ static void put_ended(gp_store *s, int64_t id, const char *state, const char *us
   if (ended_at) snprintf(doc, sizeof doc, "{\"id\":\"%lld\",\"ended_at\":%lld}", (long long)id,
                          (long long)ended_at);
   else snprintf(doc, sizeof doc, "{\"id\":\"%lld\",\"ended_at\":null}", (long long)id);
-  gp_store_job j = {id, state, queue, user, 100, doc};
+  gp_store_job j = {id, state, queue, user, 100, doc, NULL};
   gp_err e = {0};
   CHECK_EQ_INT(0, gp_store_put_job(s, &j, &e));
   gp_store_event ev = {id, 100, "submitted", "{}"};
