@@ -31,7 +31,7 @@ static int load_table(pg_store *s, const char *sql, int n, const char *const *pa
     ExecStatusType st = PQresultStatus(res);
     if (st == PGRES_SINGLE_TUPLE && !ret) {
       if ((ret = fn(res, cb)) != 0)
-        gp_err_set(err, ret, s->shown, 0, NULL, "loading the store failed while reading: %s", sql);
+        gp_store_load_stopped(err, ret, s->shown, sql);
     } else if (st != PGRES_SINGLE_TUPLE && st != PGRES_TUPLES_OK && !ret) {
       ret = gp_store_pg_fail(s, res, sql, err);
     }

@@ -392,7 +392,7 @@ static int load_table(sqlite_store *s, const char *sql,
   int rc, ret = 0;
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
     if ((ret = row_fn(st, cb))) {
-      gp_err_set(err, ret, s->path, 0, NULL, "loading the store failed while reading: %s", sql);
+      gp_store_load_stopped(err, ret, s->path, sql);
       break;
     }
   }
@@ -498,10 +498,12 @@ static int load_bounded(sqlite_store *s, const gp_store_load_cb *cb, gp_err *err
   r = load_table(s, sql.data, row_ended, cb, err);
   /* Only an ended job has an ended_at: a walk down the jobs_ended index, no sort. The state
    * is checked too, so that a row whose document has an ended_at while its state is active
-   * is not handed out twice (once above as active). */
+   * is not handed out twice (once above as active); `+state` keeps the planner off the
+   * state index, which (from a wider jobs row on) it preferred: a sort of every ended job by
+   * a JSON extract, 7 s for 1,000,000 of them. */
   gp_buf_printf(&recent,
                 "SELECT id, e FROM (SELECT id, " GP_STORE_ENDED_AT " AS e FROM jobs WHERE "
-                GP_STORE_ENDED_AT " IS NOT NULL AND state IN %s ORDER BY e DESC, id DESC "
+                GP_STORE_ENDED_AT " IS NOT NULL AND +state IN %s ORDER BY e DESC, id DESC "
                 "LIMIT %lld)",
                 ended.data, (long long)(cb->keep_ended > 0 ? cb->keep_ended : 0));
   if (!r && cb->job) {
