@@ -81,7 +81,7 @@ static void put_strv(gp_buf *b, const char *key, char **v, int n) {
 }
 
 /* The sections below are written only when the job has them (most documents stay as
- * they were) and are the ones its load record carries as JSON (gp__srv_job_doc_rest). */
+ * they were) and are the ones its load record carries as JSON (gp__srv_job_store_rec). */
 static void put_mail(gp_buf *b, const gp_srv_job *j) {
   if (j->mail_set || j->mail_user) { /* only then: most jobs' documents stay as they were */
     char ev[128];
@@ -143,11 +143,20 @@ static void put_runs(gp_buf *b, const gp_srv_job *j) {
   }
 }
 
-void gp__srv_job_doc_rest(gp_buf *b, const gp_srv_job *j) {
-  put_mail(b, j);
-  put_container(b, j);
-  put_array(b, j);
-  put_runs(b, j);
+char *gp__srv_job_store_rec(const gp_srv_job *j) {
+  gp_buf rest;
+  gp_buf_init(&rest, 0);
+  put_mail(&rest, j);
+  put_container(&rest, j);
+  put_array(&rest, j);
+  put_runs(&rest, j);
+  if (rest.len) {
+    rest.data[0] = '{'; /* the first piece's leading comma */
+    gp_buf_append(&rest, "}", 1);
+  }
+  char *rec = gp__srv_rec_encode(j, rest.len ? rest.data : NULL, rest.len);
+  gp_buf_done(&rest);
+  return rec;
 }
 
 char *gp__srv_job_store_doc(const gp_srv_job *j) {

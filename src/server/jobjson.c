@@ -620,10 +620,25 @@ int gp__srv_job_from_doc(const char *doc, gp_srv_job **ret, gp_err *err) {
   return 0;
 }
 
-gp_srv_job *gp__srv_job_blank(void) { return job_blank(); }
-
-int gp__srv_job_read_rest(const json_t *o, gp_srv_job *j, gp_err *err) {
-  int r = read_spec(o, j, err);
-  if (!r) read_runs(o, j);
-  return r;
+/* The record's fields, then its rest through the document's own readers (each of which
+ * reads only the sections present). */
+int gp__srv_job_from_rec(const char *rec, gp_srv_job **ret, gp_err *err) {
+  *ret = NULL;
+  gp_srv_job *j = job_blank();
+  const char *rest;
+  size_t n;
+  int r = gp__srv_rec_decode(rec, j, &rest, &n, err);
+  if (!r && rest) {
+    json_error_t je;
+    json_t *o = json_loadb(rest, n, 0, &je);
+    if (!json_is_object(o)) r = gp_err_set(err, GP_EPARSE, NULL, 0, "rest", "load record: %s", je.text);
+    else if (!(r = read_spec(o, j, err))) read_runs(o, j);
+    json_decref(o);
+  }
+  if (r) {
+    gp__srv_job_free(j);
+    return r;
+  }
+  *ret = j;
+  return 0;
 }

@@ -14,23 +14,21 @@
 #include <jansson.h>
 
 #include "server/job.h"
-#include "util/buf.h"
 #include "util/error.h"
 
-/* The record of `j` (malloc'd text, never NULL). */
+/* The record of `j` (malloc'd text, never NULL); jobdoc.c. */
 char *gp__srv_job_store_rec(const gp_srv_job *j);
 /* Rebuilds a job from a record; GP_EPARSE naming the part that does not read when the record
- * is damaged (the caller then falls back to the document). */
+ * is damaged (the caller then falls back to the document); jobjson.c. */
 int gp__srv_job_from_rec(const char *rec, gp_srv_job **ret, gp_err *err);
 /* Whether a stored text is a load record (else a JSON document). */
 bool gp__srv_job_is_rec(const char *text);
 
-/* For jobrec.c, from jobdoc.c and jobjson.c: the document's sections that only some jobs
- * have (mail, container, array, what its runs left), appended as `,"key":value` pieces; a
- * new job as the parsers start it; and the reading of those sections from an object that
- * holds only them. */
-void gp__srv_job_doc_rest(gp_buf *b, const gp_srv_job *j);
-gp_srv_job *gp__srv_job_blank(void);
-int gp__srv_job_read_rest(const json_t *o, gp_srv_job *j, gp_err *err);
+/* jobrec.c's two halves, for the two above: the record of `j` with `rest` (its document's
+ * sections that only some jobs have, as one JSON object; NULL: none), and the reading of
+ * one into a new job's fields, with *rest pointing into `rec` at that object (NULL: none). */
+char *gp__srv_rec_encode(const gp_srv_job *j, const char *rest, size_t rest_len);
+int gp__srv_rec_decode(const char *rec, gp_srv_job *j, const char **rest, size_t *rest_len,
+                       gp_err *err);
 
 #endif
