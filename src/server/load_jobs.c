@@ -20,11 +20,13 @@
 #define BATCH_ROWS 4096
 #define BATCH_BYTES (32u << 20)
 
-static char *copy(const char *s, size_t *bytes) {
-  if (!s) return NULL;
-  size_t len = strlen(s) + 1;
-  *bytes += len;
-  return memcpy(gp_xmalloc(len), s, len);
+static size_t copy(gp__srv_rows *r, const char *s) {
+  if (!s) return GP_SRV_ROW_NONE;
+  size_t len = strlen(s) + 1, at = r->bytes;
+  gp_xgrow((void **)&r->text, &r->cap_text, at + len, 1);
+  memcpy(r->text + at, s, len);
+  r->bytes += len;
+  return at;
 }
 
 bool gp__srv_rows_add(gp__srv_rows *r, int64_t id, const char *doc, const char *rec) {
@@ -35,26 +37,28 @@ bool gp__srv_rows_add(gp__srv_rows *r, int64_t id, const char *doc, const char *
     r->recs = gp_xrealloc(r->recs, (size_t)r->cap * sizeof *r->recs);
   }
   r->ids[r->n] = id;
-  r->docs[r->n] = copy(doc, &r->bytes);
-  r->recs[r->n] = copy(rec, &r->bytes);
+  r->docs[r->n] = copy(r, doc ? doc : "");
+  r->recs[r->n] = copy(r, rec);
   r->n++;
   return r->n >= BATCH_ROWS || r->bytes >= BATCH_BYTES;
 }
 
+const char *gp__srv_row_doc(const gp__srv_rows *r, int i) { return r->text + r->docs[i]; }
+
+const char *gp__srv_row_rec(const gp__srv_rows *r, int i) {
+  return r->recs[i] == GP_SRV_ROW_NONE ? NULL : r->text + r->recs[i];
+}
+
 static void rows_reset(gp__srv_rows *r) {
-  for (int i = 0; i < r->n; i++) {
-    free(r->docs[i]);
-    free(r->recs[i]);
-  }
   r->n = 0;
   r->bytes = 0;
 }
 
 static void rows_free(gp__srv_rows *r) {
-  rows_reset(r);
   free(r->ids);
   free(r->docs);
   free(r->recs);
+  free(r->text);
 }
 
 /* Runs one(ctx, i) for every i < n over up to `threads` threads, taking indexes from a
@@ -92,8 +96,9 @@ static void parallel_for(int n, int threads, void (*one)(void *ctx, int i), void
 /* Its record when it has one that reads, else its document. */
 static void parse_job(void *ctx, int i) {
   gp__srv_job_batch *b = ctx;
-  b->from_doc[i] = !b->rows.recs[i] || gp__srv_job_from_rec(b->rows.recs[i], &b->jobs[i], NULL) != 0;
-  if (b->from_doc[i]) b->rcs[i] = gp__srv_job_from_doc(b->rows.docs[i], &b->jobs[i], NULL);
+  const char *rec = gp__srv_row_rec(&b->rows, i);
+  b->from_doc[i] = !rec || gp__srv_job_from_rec(rec, &b->jobs[i], NULL) != 0;
+  if (b->from_doc[i]) b->rcs[i] = gp__srv_job_from_doc(gp__srv_row_doc(&b->rows, i), &b->jobs[i], NULL);
   if (b->rcs[i]) b->jobs[i] = NULL;
 }
 
@@ -115,7 +120,7 @@ int gp__srv_job_batch_take(gp__srv_job_batch *b, int i, gp_srv_job **ret, gp_err
   *ret = NULL;
   if (b->rcs[i]) { /* read again, for the message */
     gp_err why = {0};
-    if (!gp__srv_job_from_doc(b->rows.docs[i], &j, &why)) {
+    if (!gp__srv_job_from_doc(gp__srv_row_doc(&b->rows, i), &j, &why)) {
       gp__srv_job_free(j);
       snprintf(why.message, sizeof why.message, "error %d", b->rcs[i]);
     }
@@ -128,10 +133,10 @@ int gp__srv_job_batch_take(gp__srv_job_batch *b, int i, gp_srv_job **ret, gp_err
     return gp_err_set(err, GP_EPARSE, NULL, 0, NULL,
                       "stored job %lld is inconsistent: its document says job %s", id, j->idstr);
   }
-  if (b->from_doc[i] && b->rows.recs[i]) {
+  if (b->from_doc[i] && gp__srv_row_rec(&b->rows, i)) {
     gp_srv_job *x = NULL;
     gp_err why = {0};
-    gp__srv_job_from_rec(b->rows.recs[i], &x, &why);
+    gp__srv_job_from_rec(gp__srv_row_rec(&b->rows, i), &x, &why);
     gp__srv_job_free(x);
     fprintf(stderr, "gpool server: stored job %lld: its load record does not read (%s); read from "
                     "its document, the record is written again\n", id, why.message);
@@ -194,7 +199,7 @@ void gp__srv_job_batch_backfill(gp_srv_state *s, gp__srv_job_batch *b) {
 
 static void parse_event(void *ctx, int i) {
   gp__srv_event_batch *b = ctx;
-  b->events[i] = json_loads(b->rows.docs[i], 0, NULL);
+  b->events[i] = json_loads(gp__srv_row_doc(&b->rows, i), 0, NULL);
 }
 
 void gp__srv_event_batch_parse(gp__srv_event_batch *b, int threads) {
