@@ -245,7 +245,7 @@ static bool read_fields(rd *r, gp_srv_job *j) {
     key[kn] = '\0';
     json_object_set_new_nocheck(j->env, key, val);
   }
-  if (!get_s(r, 4096, false, "workdir", &j->workdir)) return false;
+  if (!get_s(r, MAX_STR, false, "workdir", &j->workdir)) return false;
   static const struct { const char *what; long long lo, hi; } lim[] = {
       {"gpus", 0, GP_MAX_NODE_GPUS}, {"tasks", 1, GP_SRV_MAX_TASKS}, {"tasks_per_node", 0, GP_SRV_MAX_TASKS},
       {"nodes", 0, GP_SRV_MAX_TASKS}, {"gpu_fraction", 0, 1000}, {"gpu_mem_mib", 0, 1LL << 40},
@@ -271,8 +271,8 @@ static bool read_fields(rd *r, gp_srv_job *j) {
     free(j->signal);
     j->signal = signal;
   }
-  if (!get_s(r, 128, false, "model", &j->model) || !get_s(r, 4096, false, "output", &j->output) ||
-      !get_s(r, 4096, false, "error", &j->error) ||
+  if (!get_s(r, 128, false, "model", &j->model) || !get_s(r, MAX_STR, false, "output", &j->output) ||
+      !get_s(r, MAX_STR, false, "error", &j->error) ||
       !get_s(r, 16, false, "warn_signal", &j->warn_signal) || !get_i(r, 0, 64, "node_selector", &v))
     return false;
   j->selector = gp_xcalloc((size_t)v + 1, sizeof *j->selector);
