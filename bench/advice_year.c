@@ -66,7 +66,7 @@ static int put_doc(gp_store *st, const year_job *j, gp_err *e) {
   char doc[2048];
   job_doc(doc, sizeof doc, j->id, j->user, j->queue, j->user_no, j->gpus, j->start, j->end,
           j->measured);
-  gp_store_job row = {j->id, "completed", j->queue, j->user, j->start, doc};
+  gp_store_job row = {j->id, "completed", j->queue, j->user, j->start, doc, NULL};
   return gp_store_put_job(st, &row, e);
 }
 

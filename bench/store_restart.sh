@@ -3,9 +3,11 @@
 # A restart on a large store (issue 33's figure): a SQLite store holding PENDING pending jobs
 # (one-GPU jobs waiting on an empty fleet) and, beside them, ENDED ended jobs, each a real job
 # document with its timeline (copied from ones the server wrote, inserted straight into the
-# file), then a fresh `gpool server` on it. Prints, per case, the time from the process's
-# start to its first answer (`503 loading`) and to `/healthz` answering 200 (the load done),
-# and the server's CPU time and RSS once loaded.
+# file, without load records, as a store of a gpool before them), then a fresh `gpool server`
+# on it twice: `first`, which reads the documents and writes the jobs' load records (the
+# upgrade), and `again`, a restart that reads the records. Prints, per start, the time from
+# the process's start to its first answer (`503 loading`) and to `/healthz` answering 200
+# (the load done), and the server's CPU time and RSS once loaded.
 #
 #   bench/store_restart.sh [BUILD_DIR]    (default build/rel: a Release gpool_bin)
 #   env: PENDING=100000 ENDED="0 1000000"
@@ -72,9 +74,8 @@ PRAGMA wal_checkpoint(TRUNCATE);
 EOS
 }
 
-printf '%-9s %-9s %10s %10s %10s %10s\n' pending ended first_ms ready_ms cpu_ms rss_mib
-for ended in $ENDED; do
-  fill "$ended"
+# start WHICH ENDED: one server start on the store, until loaded, then stopped.
+start() {
   rm -f "$TMP/data/server.url"
   t0=$(ms)
   "$GPOOL" server --config "$TMP/server.yaml" >"$TMP/server.log" 2>&1 &
@@ -94,6 +95,13 @@ for ended in $ENDED; do
   read -r ut st < <(awk '{print $14, $15}' "/proc/$SERVER_PID/stat")
   cpu=$(( (ut + st) * 1000 / $(getconf CLK_TCK) ))
   rss=$(awk '$1 == "VmRSS:" {print int($2 / 1024)}' "/proc/$SERVER_PID/status")
-  printf '%-9s %-9s %10s %10s %10s %10s\n' "$PENDING" "$ended" "$first" "$ready" "$cpu" "$rss"
+  printf '%-9s %-9s %-6s %10s %10s %10s %10s\n' "$PENDING" "$2" "$1" "$first" "$ready" "$cpu" "$rss"
   bench_server_stop
+}
+
+printf '%-9s %-9s %-6s %10s %10s %10s %10s\n' pending ended start first_ms ready_ms cpu_ms rss_mib
+for ended in $ENDED; do
+  fill "$ended"
+  start first "$ended"
+  start again "$ended"
 done

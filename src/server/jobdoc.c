@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/jobrec.h"
 #include "server/notify.h"
 #include "server/state.h"
 #include "server/steps.h"
@@ -79,6 +80,85 @@ static void put_strv(gp_buf *b, const char *key, char **v, int n) {
   gp_buf_append(b, "]", 1);
 }
 
+/* The sections below are written only when the job has them (most documents stay as
+ * they were) and are the ones its load record carries as JSON (gp__srv_job_store_rec). */
+static void put_mail(gp_buf *b, const gp_srv_job *j) {
+  if (j->mail_set || j->mail_user) { /* only then: most jobs' documents stay as they were */
+    char ev[128];
+    gp_notify_events_format(j->mail_events, ev, sizeof ev);
+    put_kstr(b, "mail_type", j->mail_set ? ev : NULL);
+    put_kstr(b, "mail_user", j->mail_user);
+  }
+}
+
+static void put_container(gp_buf *b, const gp_srv_job *j) {
+  if (j->container) { /* only then: bare jobs' documents stay as they were */
+    char *ct = json_dumps(j->container, JSON_COMPACT);
+    put_key(b, "container");
+    gp_buf_puts(b, ct ? ct : "null");
+    free(ct);
+  }
+}
+
+static void put_array(gp_buf *b, const gp_srv_job *j) {
+  if (j->array) {
+    json_t *a = gp__srv_array_doc(j->array);
+    char *t = json_dumps(a, JSON_COMPACT);
+    json_decref(a);
+    put_key(b, "array");
+    gp_buf_puts(b, t ? t : "null");
+    free(t);
+  }
+}
+
+/* What its runs left: where it last ran, its attempts, its use figures, its steps. */
+static void put_runs(gp_buf *b, const gp_srv_job *j) {
+  if (j->last_placements && gp_job_state_is_final(j->state)) {
+    char *pl = json_dumps(j->last_placements, JSON_COMPACT);
+    put_key(b, "last_placements");
+    gp_buf_puts(b, pl ? pl : "[]");
+    free(pl);
+  }
+  if (j->attempts) {
+    char *at = json_dumps(j->attempts, JSON_COMPACT);
+    put_key(b, "attempts");
+    gp_buf_puts(b, at ? at : "[]");
+    free(at);
+  }
+  if (j->enforcement) put_kstr(b, "enforcement", j->enforcement);
+  /* An ended job's last use figures outlive it: `gpool advise` sizes its next runs by them. */
+  if (j->usage && gp_job_state_is_final(j->state)) {
+    char *u = json_dumps(j->usage, JSON_COMPACT);
+    put_key(b, "usage");
+    gp_buf_puts(b, u ? u : "null");
+    free(u);
+  }
+  json_t *steps = gp__srv_steps_store_json(j);
+  if (steps) { /* with this run's step credential: the store is the server's own */
+    char *t = json_dumps(steps, JSON_COMPACT);
+    json_decref(steps);
+    put_key(b, "steps");
+    gp_buf_puts(b, t ? t : "null");
+    free(t);
+  }
+}
+
+char *gp__srv_job_store_rec(const gp_srv_job *j) {
+  gp_buf rest;
+  gp_buf_init(&rest, 0);
+  put_mail(&rest, j);
+  put_container(&rest, j);
+  put_array(&rest, j);
+  put_runs(&rest, j);
+  if (rest.len) {
+    rest.data[0] = '{'; /* the first piece's leading comma */
+    gp_buf_append(&rest, "}", 1);
+  }
+  char *rec = gp__srv_rec_encode(j, rest.len ? rest.data : NULL, rest.len);
+  gp_buf_done(&rest);
+  return rec;
+}
+
 char *gp__srv_job_store_doc(const gp_srv_job *j) {
   gp_buf b;
   gp_buf_init(&b, 0);
@@ -129,12 +209,7 @@ char *gp__srv_job_store_doc(const gp_srv_job *j) {
   gp_buf_puts(&b, j->requeue ? "true" : "false");
   put_int(&b, "grace_s", j->grace_s);
   put_kstr(&b, "signal", j->signal);
-  if (j->mail_set || j->mail_user) { /* only then: most jobs' documents stay as they were */
-    char ev[128];
-    gp_notify_events_format(j->mail_events, ev, sizeof ev);
-    put_kstr(&b, "mail_type", j->mail_set ? ev : NULL);
-    put_kstr(&b, "mail_user", j->mail_user);
-  }
+  put_mail(&b, j);
   put_key(&b, "allow_spot");
   gp_buf_puts(&b, j->allow_spot ? "true" : "false");
   put_key(&b, "exclusive");
@@ -150,12 +225,7 @@ char *gp__srv_job_store_doc(const gp_srv_job *j) {
   put_int_or_null(&b, "begin_at", (long long)j->begin_at, j->begin_at != 0);
   put_key(&b, "batch");
   gp_buf_puts(&b, j->batch ? "true" : "false");
-  if (j->container) { /* only then: bare jobs' documents stay as they were */
-    char *ct = json_dumps(j->container, JSON_COMPACT);
-    put_key(&b, "container");
-    gp_buf_puts(&b, ct ? ct : "null");
-    free(ct);
-  }
+  put_container(&b, j);
   put_key(&b, "node_selector");
   gp_buf_append(&b, "{", 1);
   for (int i = 0; i < j->n_selector; i++) {
@@ -172,14 +242,7 @@ char *gp__srv_job_store_doc(const gp_srv_job *j) {
   put_strv(&b, "after_not_ok", j->after_not_ok, j->n_after_not_ok);
   put_key(&b, "singleton");
   gp_buf_puts(&b, j->singleton ? "true" : "false");
-  if (j->array) {
-    json_t *a = gp__srv_array_doc(j->array);
-    char *t = json_dumps(a, JSON_COMPACT);
-    json_decref(a);
-    put_key(&b, "array");
-    gp_buf_puts(&b, t ? t : "null");
-    free(t);
-  }
+  put_array(&b, j);
   if (j->array_job) {
     char aj[24];
     snprintf(aj, sizeof aj, "%lld", (long long)j->array_job);
@@ -198,34 +261,7 @@ char *gp__srv_job_store_doc(const gp_srv_job *j) {
   put_int_or_null(&b, "started_at", (long long)j->started_at, j->started_at != 0);
   put_int_or_null(&b, "ended_at", (long long)j->ended_at, j->ended_at != 0);
   put_int_or_null(&b, "last_checkpoint_at", (long long)j->last_checkpoint_at, j->last_checkpoint_at != 0);
-  if (j->last_placements && gp_job_state_is_final(j->state)) {
-    char *pl = json_dumps(j->last_placements, JSON_COMPACT);
-    put_key(&b, "last_placements");
-    gp_buf_puts(&b, pl ? pl : "[]");
-    free(pl);
-  }
-  if (j->attempts) {
-    char *at = json_dumps(j->attempts, JSON_COMPACT);
-    put_key(&b, "attempts");
-    gp_buf_puts(&b, at ? at : "[]");
-    free(at);
-  }
-  if (j->enforcement) put_kstr(&b, "enforcement", j->enforcement);
-  /* An ended job's last use figures outlive it: `gpool advise` sizes its next runs by them. */
-  if (j->usage && gp_job_state_is_final(j->state)) {
-    char *u = json_dumps(j->usage, JSON_COMPACT);
-    put_key(&b, "usage");
-    gp_buf_puts(&b, u ? u : "null");
-    free(u);
-  }
-  json_t *steps = gp__srv_steps_store_json(j);
-  if (steps) { /* with this run's step credential: the store is the server's own */
-    char *t = json_dumps(steps, JSON_COMPACT);
-    json_decref(steps);
-    put_key(&b, "steps");
-    gp_buf_puts(&b, t ? t : "null");
-    free(t);
-  }
+  put_runs(&b, j);
   gp_buf_append(&b, "}", 1);
   char *out = gp_buf_steal(&b);
   gp_buf_done(&b);

@@ -16,6 +16,7 @@
 #include "protocol/order.h"
 #include "server/jobmetrics.h"
 #include "server/notify_job.h"
+#include "server/jobrec.h"
 #include "server/state.h"
 #include "server/steps.h"
 #include "snapshot/policy_read.h"
@@ -538,6 +539,39 @@ int gp__srv_job_admit(const gp_srv_state *s, gp_srv_job *j, bool is_admin, gp_er
   return 0;
 }
 
+/* The sections of a stored job that only some jobs have (jobdoc.c's put_runs, put_array):
+ * each read only when present, so that a load record's rest (jobrec.c) goes through here
+ * too. */
+static void read_runs(const json_t *o, gp_srv_job *j) {
+  const json_t *lp = json_object_get(o, "last_placements");
+  if (json_is_array(lp)) {
+    json_decref(j->last_placements);
+    j->last_placements = json_deep_copy(lp);
+  }
+  const json_t *at = json_object_get(o, "attempts");
+  if (json_is_array(at)) {
+    json_decref(j->attempts);
+    j->attempts = json_deep_copy(at);
+  }
+  const char *enf = json_string_value(json_object_get(o, "enforcement"));
+  if (enf && strlen(enf) < 32) {
+    free(j->enforcement);
+    j->enforcement = gp_xstrdup(enf);
+  }
+  const json_t *us = json_object_get(o, "usage");
+  if (json_is_object(us) && json_object_size(us) <= 32) {
+    json_decref(j->usage);
+    j->usage = json_deep_copy(us);
+  }
+  const json_t *arr = json_object_get(o, "array");
+  if (arr && !json_is_null(arr) && !j->array) {
+    /* An array part that does not read leaves the job without it, as it always has,
+     * rather than refusing the store. */
+    gp__srv_array_from_doc(arr, &j->array, NULL);
+  }
+  gp__srv_steps_from_store(j, json_object_get(o, "steps"));
+}
+
 int gp__srv_job_from_doc(const char *doc, gp_srv_job **ret, gp_err *err) {
   json_error_t je;
   json_t *o = json_loads(doc, 0, &je);
@@ -573,16 +607,6 @@ int gp__srv_job_from_doc(const char *doc, gp_srv_job **ret, gp_err *err) {
   if (er) j->end_reason = gp_xstrdup(er);
   const char *sr = json_string_value(json_object_get(o, "stop_reason"));
   if (sr) j->stop_reason = gp_xstrdup(sr);
-  const json_t *lp = json_object_get(o, "last_placements");
-  if (json_is_array(lp)) j->last_placements = json_deep_copy(lp);
-  const json_t *at = json_object_get(o, "attempts");
-  if (json_is_array(at)) j->attempts = json_deep_copy(at);
-  const char *enf = json_string_value(json_object_get(o, "enforcement"));
-  if (enf && strlen(enf) < 32) j->enforcement = gp_xstrdup(enf);
-  const json_t *us = json_object_get(o, "usage");
-  if (json_is_object(us) && json_object_size(us) <= 32) j->usage = json_deep_copy(us);
-  const json_t *arr = json_object_get(o, "array");
-  if (!r && arr && !json_is_null(arr)) r = gp__srv_array_from_doc(arr, &j->array, err);
   j->array_job = gp__srv_job_id_parse(json_string_value(json_object_get(o, "array_job_id")));
   j->array_index = json_integer_value(json_object_get(o, "array_index"));
   const char *svc = json_string_value(json_object_get(o, "service"));
@@ -590,8 +614,31 @@ int gp__srv_job_from_doc(const char *doc, gp_srv_job **ret, gp_err *err) {
     j->service = gp_xstrdup(svc);
     j->service_rev = (int)json_integer_value(json_object_get(o, "service_rev"));
   }
-  gp__srv_steps_from_store(j, json_object_get(o, "steps"));
+  read_runs(o, j);
   json_decref(o);
+  *ret = j;
+  return 0;
+}
+
+/* The record's fields, then its rest through the document's own readers (each of which
+ * reads only the sections present). */
+int gp__srv_job_from_rec(const char *rec, gp_srv_job **ret, gp_err *err) {
+  *ret = NULL;
+  gp_srv_job *j = job_blank();
+  const char *rest;
+  size_t n;
+  int r = gp__srv_rec_decode(rec, j, &rest, &n, err);
+  if (!r && rest) {
+    json_error_t je;
+    json_t *o = json_loadb(rest, n, 0, &je);
+    if (!json_is_object(o)) r = gp_err_set(err, GP_EPARSE, NULL, 0, "rest", "load record: %s", je.text);
+    else if (!(r = read_spec(o, j, err))) read_runs(o, j);
+    json_decref(o);
+  }
+  if (r) {
+    gp__srv_job_free(j);
+    return r;
+  }
   *ret = j;
   return 0;
 }

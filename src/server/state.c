@@ -16,6 +16,7 @@
 #include "server/registry.h"
 #include "server/service.h"
 #include "server/heartbeats.h"
+#include "server/jobrec.h"
 #include "server/load_jobs.h"
 #include "server/state.h"
 #include "server/webproxy.h"
@@ -316,9 +317,10 @@ void gp__srv_job_set_state(gp_srv_state *s, gp_srv_job *j, gp_job_state st) {
 
 int gp__srv_persist_job_doc(gp_srv_state *s, gp_srv_job *j, char **ret_doc, gp_err *err) {
   gp__srv_job_changed(s, j); /* every lasting change is written through here */
-  char *doc = gp__srv_job_store_doc(j);
-  gp_store_job row = {j->id, gp_job_state_name(j->state), j->queue, j->user, j->submitted_at, doc};
+  char *doc = gp__srv_job_store_doc(j), *rec = gp__srv_job_store_rec(j);
+  gp_store_job row = {j->id, gp_job_state_name(j->state), j->queue, j->user, j->submitted_at, doc, rec};
   int r = gp_store_put_job(s->store, &row, err);
+  free(rec);
   if (r || !ret_doc) free(doc);
   else *ret_doc = doc;
   return r;
@@ -454,10 +456,10 @@ typedef struct load_ctx {
 /* Appends the timeline rows read so far to their jobs, in the store's order. */
 static void load_flush_events(load_ctx *c) {
   gp__srv_event_batch *b = &c->events;
-  if (!b->n) return;
+  if (!b->rows.n) return;
   gp__srv_event_batch_parse(b, c->threads);
-  for (int i = 0; i < b->n; i++) {
-    int64_t id = b->job_ids[i];
+  for (int i = 0; i < b->rows.n; i++) {
+    int64_t id = b->rows.ids[i];
     gp_srv_job *j = (size_t)id < c->s->cap_jobs && id > 0 ? c->s->jobs[id] : NULL;
     if (!j || !b->events[i]) continue; /* an event of a job that is gone: harmless */
     json_array_append_new(j->timeline, b->events[i]);
@@ -471,27 +473,15 @@ static void load_flush_events(load_ctx *c) {
  * timeline rows, which belong to the jobs before it: at most one batch holds rows). */
 static int load_flush(load_ctx *c) {
   gp__srv_job_batch *b = &c->batch;
-  if (!b->n) {
+  if (!b->rows.n) {
     load_flush_events(c);
     return 0;
   }
   gp__srv_job_batch_parse(b, c->threads);
   int r = 0;
-  for (int i = 0; i < b->n; i++) {
-    gp_srv_job *j = b->jobs[i];
-    b->jobs[i] = NULL;
-    if (r) {
-      gp__srv_job_free(j);
-    } else if (b->rcs[i]) {
-      r = gp__srv_job_from_doc(b->docs[i], &j, c->err); /* again, for the message */
-      gp__srv_job_free(j);
-      if (!r) r = gp_err_set(c->err, b->rcs[i], NULL, 0, NULL, "stored job %lld is invalid",
-                             (long long)b->ids[i]);
-    } else if (j->id != b->ids[i] || j->id <= 0) {
-      gp__srv_job_free(j);
-      r = gp_err_set(c->err, GP_EPARSE, NULL, 0, NULL, "stored job %lld is inconsistent",
-                     (long long)b->ids[i]);
-    } else {
+  for (int i = 0; i < b->rows.n && !r; i++) {
+    gp_srv_job *j;
+    if (!(r = gp__srv_job_batch_take(b, i, &j, c->err))) {
       gp__srv_job_insert(c->s, j);
       atomic_fetch_add_explicit(&c->s->jobs_loaded, 1, memory_order_relaxed);
     }
@@ -503,7 +493,7 @@ static int load_flush(load_ctx *c) {
 static int load_job(void *ctx, const gp_store_job *row) {
   load_ctx *c = ctx;
   load_flush_events(c);
-  return gp__srv_job_batch_add(&c->batch, row->id, row->doc) ? load_flush(c) : 0;
+  return gp__srv_rows_add(&c->batch.rows, row->id, row->doc, row->rec) ? load_flush(c) : 0;
 }
 
 #define LOAD_FLUSH(c)            \
@@ -514,8 +504,8 @@ static int load_job(void *ctx, const gp_store_job *row) {
 
 static int load_event(void *ctx, const gp_store_event *row) {
   load_ctx *c = ctx;
-  if (c->batch.n) LOAD_FLUSH(c); /* the jobs first: the events append to them */
-  if (gp__srv_event_batch_add(&c->events, row->job_id, row->doc)) load_flush_events(c);
+  if (c->batch.rows.n) LOAD_FLUSH(c); /* the jobs first: the events append to them */
+  if (gp__srv_rows_add(&c->events.rows, row->job_id, row->doc, NULL)) load_flush_events(c);
   return 0;
 }
 
@@ -696,7 +686,7 @@ int gp__srv_state_load(gp_srv_state *s, int64_t now_s, int64_t now_ms, gp_err *e
     gp_xgrow((void **)&s->queues, &s->cap_queues, (size_t)s->n_queues + 1, sizeof *s->queues);
     s->queues[s->n_queues++] = queue_from_config(&s->cfg->queues[i]);
   }
-  load_ctx c = {s, err, now_ms, NULL, 0, 0, {0}, {0}, 1};
+  load_ctx c = {.s = s, .err = err, .now_ms = now_ms, .threads = 1};
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   c.threads = cpus > 16 ? 16 : cpus > 1 ? (int)cpus : 1;
   /* Active jobs and the recent ended ones; of the others, only their final states. */
@@ -712,6 +702,8 @@ int gp__srv_state_load(gp_srv_state *s, int64_t now_s, int64_t now_ms, gp_err *e
                          s->cfg->recent_ended_jobs, load_ended, load_setting};
   int r = gp_store_load(s->store, &cb, err);
   if (!r) r = load_flush(&c);
+  /* A follower never writes; a leader of several writes the records as jobs change. */
+  if (!r && !s->cfg->ha.on) gp__srv_job_batch_backfill(s, &c.batch);
   gp__srv_job_batch_free(&c.batch);
   gp__srv_event_batch_free(&c.events);
   if (!r) r = gp__srv_prices_init(s, err);

@@ -211,11 +211,12 @@ static int pg_commit(gp_store *b, gp_err *err) {
 
 static int pg_put_job(gp_store *b, const gp_store_job *r, gp_err *err) {
   return exec((pg_store *)b,
-              "INSERT INTO jobs(id, state, queue, \"user\", submitted_at, doc) VALUES "
-              "($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO UPDATE SET state = EXCLUDED.state, "
+              "INSERT INTO jobs(id, state, queue, \"user\", submitted_at, doc, rec) VALUES "
+              "($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO UPDATE SET state = EXCLUDED.state, "
               "queue = EXCLUDED.queue, \"user\" = EXCLUDED.\"user\", "
-              "submitted_at = EXCLUDED.submitted_at, doc = EXCLUDED.doc",
-              ARGS(I64(r->id), r->state, r->queue, r->user, I64(r->submitted_at), r->doc), err);
+              "submitted_at = EXCLUDED.submitted_at, doc = EXCLUDED.doc, rec = EXCLUDED.rec",
+              ARGS(I64(r->id), r->state, r->queue, r->user, I64(r->submitted_at), r->doc, r->rec),
+              err);
 }
 
 static int pg_add_event(gp_store *b, const gp_store_event *r, gp_err *err) {

@@ -31,7 +31,7 @@ static int load_table(pg_store *s, const char *sql, int n, const char *const *pa
     ExecStatusType st = PQresultStatus(res);
     if (st == PGRES_SINGLE_TUPLE && !ret) {
       if ((ret = fn(res, cb)) != 0)
-        gp_err_set(err, ret, s->shown, 0, NULL, "loading the store failed while reading: %s", sql);
+        gp_store_load_stopped(err, ret, s->shown, sql);
     } else if (st != PGRES_SINGLE_TUPLE && st != PGRES_TUPLES_OK && !ret) {
       ret = gp_store_pg_fail(s, res, sql, err);
     }
@@ -41,7 +41,8 @@ static int load_table(pg_store *s, const char *sql, int n, const char *const *pa
 }
 
 static int row_job(PGresult *r, const gp_store_load_cb *cb) {
-  gp_store_job row = {i64(r, 0), txt(r, 1), txt(r, 2), txt(r, 3), i64(r, 4), txt(r, 5)};
+  gp_store_job row = {i64(r, 0), txt(r, 1), txt(r, 2), txt(r, 3), i64(r, 4), txt(r, 5),
+                      PQgetisnull(r, 0, 6) ? NULL : txt(r, 6)};
   return cb->job(cb->ctx, &row);
 }
 static int row_event(PGresult *r, const gp_store_load_cb *cb) {
@@ -129,10 +130,10 @@ static int load_bounded(pg_store *s, const gp_store_load_cb *cb, gp_err *err) {
   r = load_table(s, "SELECT id, state FROM jobs WHERE state = ANY($1::text[])", 1, p_ended,
                  row_ended, cb, err);
   if (!r && cb->job)
-    r = load_table(s, "SELECT id, state, queue, \"user\", submitted_at, doc FROM jobs "
+    r = load_table(s, "SELECT id, state, queue, \"user\", submitted_at, doc, rec FROM jobs "
                       "WHERE state = ANY($1::text[]) ORDER BY id", 1, p_active, row_job, cb, err);
   if (!r && cb->job)
-    r = load_table(s, "SELECT j.id, j.state, j.queue, j.\"user\", j.submitted_at, j.doc FROM ("
+    r = load_table(s, "SELECT j.id, j.state, j.queue, j.\"user\", j.submitted_at, j.doc, j.rec FROM ("
                       RECENT ") AS k JOIN jobs AS j ON j.id = k.id ORDER BY k.e, k.id",
                    2, p_recent, row_job, cb, err);
   if (!r && cb->event)
@@ -151,7 +152,7 @@ static int load_all(pg_store *s, const gp_store_load_cb *cb, gp_err *err) {
     r = load_bounded(s, cb, err);
   } else {
     if (!r && cb->job)
-      r = load_table(s, "SELECT id, state, queue, \"user\", submitted_at, doc FROM jobs ORDER BY id",
+      r = load_table(s, "SELECT id, state, queue, \"user\", submitted_at, doc, rec FROM jobs ORDER BY id",
                      0, NULL, row_job, cb, err);
     if (!r && cb->event)
       r = load_table(s, "SELECT job_id, at, event, doc FROM job_events ORDER BY job_id, seq", 0,

@@ -160,7 +160,7 @@ typedef struct job_ctx {
 
 static gp_store_job job_of(PGresult *r, int k) {
   return (gp_store_job){i64(r, k, 0), txt(r, k, 1), txt(r, k, 2), txt(r, k, 3), i64(r, k, 4),
-                        txt(r, k, 5)};
+                        txt(r, k, 5), NULL};
 }
 
 static int one_job(PGresult *r, int k, void *ctx) {

@@ -73,6 +73,9 @@ static const char *const steps[] = {
     /* 2 -> 3: a replica's service on its intervals ("" for other jobs), for reports by
      * service; older intervals read as no service. */
     "ALTER TABLE ledger ADD COLUMN IF NOT EXISTS service text NOT NULL DEFAULT ''",
+    /* 3 -> 4: each job's load record (store.h, gp_store_job.rec), written with the job;
+     * older rows have none until the server writes it (it reads their documents meanwhile). */
+    "ALTER TABLE jobs ADD COLUMN IF NOT EXISTS rec text",
 };
 #define SCHEMA_VERSION ((int)(sizeof steps / sizeof steps[0]))
 

@@ -12,7 +12,7 @@
 static gp_store_job row_job(sqlite3_stmt *st) {
   return (gp_store_job){sqlite3_column_int64(st, 0), gp_store_sqlite_text(st, 1),
                         gp_store_sqlite_text(st, 2), gp_store_sqlite_text(st, 3),
-                        sqlite3_column_int64(st, 4), gp_store_sqlite_text(st, 5)};
+                        sqlite3_column_int64(st, 4), gp_store_sqlite_text(st, 5), NULL};
 }
 
 /* Steps `st` to the end, handing each row to `fn`; 1 from fn stops early (not an error). */

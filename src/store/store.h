@@ -48,6 +48,10 @@ typedef struct gp_store_job {
   const char *user;
   int64_t submitted_at;
   const char *doc;       /* the job as JSON */
+  /* Its load record (the server's jobrec.h): what a restart needs, in a form that reads
+   * without a JSON parse; NULL: none (a row of an older gpool, or a history read). Loads
+   * hand it out beside the document; other reads leave it NULL. */
+  const char *rec;
 } gp_store_job;
 
 typedef struct gp_store_event {
@@ -188,6 +192,9 @@ typedef struct gp_store_ops {
 /* For backends: makes a new store id (128 random bits in hex) in `out`; `where` (the file
  * or URL as shown) names the store in the error when the system has no randomness to give. */
 int gp_store_make_id(char out[GP_STORE_ID_MAX], const char *where, gp_err *err);
+/* For backends: the error of a load that a callback stopped with `code`: the callback's own
+ * message when it gave one (a corrupt row names itself), else the query being read. */
+int gp_store_load_stopped(gp_err *err, int code, const char *where, const char *sql);
 
 /* Large enough that a probe which fits says an ordinary batch will fit too. */
 #define GP_STORE_PROBE_BYTES (256 * 1024)

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* A new store's identity (store.h, gp_store_make_id), made the same way by every backend. */
+/* What every backend does the same way: a new store's identity (store.h, gp_store_make_id)
+ * and the error of a load a callback stopped (gp_store_load_stopped). */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -13,4 +14,14 @@ int gp_store_make_id(char out[GP_STORE_ID_MAX], const char *where, gp_err *err) 
     return gp_err_set(err, GP_EIO, where, 0, NULL, "cannot make the store's id: %s", strerror(errno));
   for (size_t i = 0; i < sizeof raw; i++) snprintf(out + 2 * i, 3, "%02x", raw[i]);
   return 0;
+}
+
+int gp_store_load_stopped(gp_err *err, int code, const char *where, const char *sql) {
+  if (err && err->message[0]) { /* the callback's own, which names the row */
+    char why[sizeof err->message], field[sizeof err->field];
+    snprintf(why, sizeof why, "%s", err->message);
+    snprintf(field, sizeof field, "%s", err->field);
+    return gp_err_set(err, code, where, 0, field[0] ? field : NULL, "loading the store failed: %s", why);
+  }
+  return gp_err_set(err, code, where, 0, NULL, "loading the store failed while reading: %s", sql);
 }

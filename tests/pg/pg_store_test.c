@@ -45,7 +45,7 @@ static int jobs_in(gp_store *s) {
 
 static int put_job(gp_store *s, int64_t id, gp_err *e) {
   int r = gp_store_begin(s, e);
-  gp_store_job j = {id, "pending", "default", "alice", 100, "{}"};
+  gp_store_job j = {id, "pending", "default", "alice", 100, "{}", NULL};
   if (!r) r = gp_store_put_job(s, &j, e);
   if (!r) r = gp_store_commit(s, e);
   if (r) gp_store_rollback(s);
@@ -84,7 +84,7 @@ static void a_fenced_handle_writes_nothing(void) {
   /* A transaction in flight holds the lease row: a takeover waits for it to end, so no
    * write of the old epoch commits after the new epoch exists. */
   REQUIRE(gp_store_begin(next, &e) == 0);
-  gp_store_job j = {4, "pending", "default", "alice", 100, "{}"};
+  gp_store_job j = {4, "pending", "default", "alice", 100, "{}", NULL};
   CHECK_EQ_INT(0, gp_store_put_job(next, &j, &e));
   pg_must(admin, "SET lock_timeout = '200ms'");
   PGresult *r = PQexec(admin, "UPDATE gp_lease SET epoch = 3 WHERE id = 1");
@@ -114,7 +114,7 @@ static void a_stalled_transaction_does_not_block_a_takeover(void) {
   s->fence_epoch = 1;
   gp_err e = {0};
   REQUIRE(gp_store_begin(s, &e) == 0);
-  gp_store_job j = {1, "pending", "default", "alice", 100, "{}"};
+  gp_store_job j = {1, "pending", "default", "alice", 100, "{}", NULL};
   CHECK_EQ_INT(0, gp_store_put_job(s, &j, &e));
   pg_must(admin, "SET lock_timeout = '30s'");
   struct timespec t0, t1;
@@ -160,7 +160,7 @@ static void a_lost_connection_fails_one_transaction_then_reconnects(void) {
   CHECK_EQ_INT(0, put_job(s, 2, &e));
   /* Lost inside a transaction: that transaction fails, naming the cause... */
   REQUIRE(gp_store_begin(s, &e) == 0);
-  gp_store_job j = {3, "pending", "default", "alice", 100, "{}"};
+  gp_store_job j = {3, "pending", "default", "alice", 100, "{}", NULL};
   int r = gp_store_put_job(s, &j, &e);
   terminate_gpool_sessions(admin);
   e = (gp_err){0};

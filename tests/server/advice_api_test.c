@@ -38,7 +38,7 @@ static void write_job(gp_store *st, int64_t id, const char *user, const char *qu
            "\"sm_busy_gpu_s\": 7200.0, \"peak_mem_mib\": 15360, \"energy_j\": 1.0}}",
            (long long)id, name, queue, user, (long long)start, (long long)start,
            (long long)(start + 10 * H));
-  gp_store_job job = {id, "completed", queue, user, start, doc};
+  gp_store_job job = {id, "completed", queue, user, start, doc, NULL};
   REQUIRE(gp_store_put_job(st, &job, &e) == 0);
 }
 

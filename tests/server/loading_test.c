@@ -11,6 +11,7 @@
 
 #include "test.h"
 #include "server/srv_util.h"
+#include "server/state.h"
 
 /* A free port on 127.0.0.1 (the server must listen on a port the test knows before
  * gp_server_start returns). */
@@ -196,5 +197,113 @@ static void many_jobs_load_in_order_with_their_timelines(void) {
   tsrv_stop(&t);
 }
 
+/* Runs `sql` on the test server's store file (stopped). */
+static void store_sql(const tsrv *t, const char *sql) {
+  char path[300];
+  snprintf(path, sizeof path, "%s/gpool.db", t->dir);
+  sqlite3 *db = NULL;
+  REQUIRE(sqlite3_open(path, &db) == SQLITE_OK);
+  char *msg = NULL;
+  if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK) fprintf(stderr, "%s: %s\n", sql, msg);
+  CHECK(msg == NULL);
+  sqlite3_free(msg);
+  sqlite3_close(db);
+}
+
+/* The first integer `sql` answers on the store file. */
+static long long store_int(const tsrv *t, const char *sql) {
+  char path[300];
+  snprintf(path, sizeof path, "%s/gpool.db", t->dir);
+  sqlite3 *db = NULL;
+  sqlite3_stmt *st = NULL;
+  REQUIRE(sqlite3_open(path, &db) == SQLITE_OK);
+  REQUIRE(sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK);
+  long long v = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  return v;
+}
+
+static void wait_loaded(tsrv *t) {
+  for (int i = 0; i < 1000 && tsrv_req(t, "GET", "/healthz", NULL, NULL) != 200; i++) usleep(10000);
+  CHECK_EQ_INT(200, tsrv_req(t, "GET", "/healthz", NULL, NULL));
+}
+
+static void job_2_is_whole(tsrv *t) {
+  REQUIRE(tsrv_req(t, "GET", "/v1/jobs/2", ALICE, NULL) == 200);
+  const json_t *job = json_object_get(t->last, "job");
+  CHECK_EQ_STR("two", json_string_value(json_object_get(job, "name")));
+  CHECK_EQ_STR("pending", json_string_value(json_object_get(job, "state")));
+  CHECK_EQ_STR("a \"b\"\n", json_string_value(json_array_get(json_object_get(job, "command"), 1)));
+  CHECK_EQ_INT(1, json_array_size(json_object_get(job, "timeline")));
+}
+
+static void submit_three(tsrv *t) {
+  tsrv_start(t);
+  const char *body = "{\"command\": [\"x\", \"a \\\"b\\\"\\n\"], \"name\": \"two\", \"env\": {\"K\": \"v\"}}";
+  for (int i = 0; i < 3; i++) free(tsrv_submit(t, ALICE, body));
+  t->keep_dir = true;
+  tsrv_stop(t);
+}
+
+/* A store of the gpool before load records (schema 3: jobs without a rec column) loads
+ * every job from its document, and the server writes their records: every row has one
+ * after, and the next start reads them. */
+static void a_store_before_load_records_loads_and_gains_them(void) {
+  tsrv t = {0};
+  submit_three(&t);
+  CHECK_EQ_INT(3, store_int(&t, "SELECT count(*) FROM jobs WHERE rec LIKE 'gpj1;%'"));
+  store_sql(&t, "ALTER TABLE jobs DROP COLUMN rec; PRAGMA user_version = 3");
+  tsrv_start(&t);
+  wait_loaded(&t);
+  job_2_is_whole(&t);
+  t.keep_dir = true;
+  tsrv_stop(&t);
+  CHECK_EQ_INT(4, store_int(&t, "PRAGMA user_version"));
+  CHECK_EQ_INT(3, store_int(&t, "SELECT count(*) FROM jobs WHERE rec LIKE 'gpj1;%'"));
+  tsrv_start(&t);
+  wait_loaded(&t);
+  job_2_is_whole(&t);
+  tsrv_stop(&t);
+}
+
+/* A record that does not read (cut short) loses nothing: the job loads from its document,
+ * and its record is written again. */
+static void a_damaged_record_loads_from_the_document(void) {
+  tsrv t = {0};
+  submit_three(&t);
+  long long len = store_int(&t, "SELECT length(rec) FROM jobs WHERE id = 2");
+  store_sql(&t, "UPDATE jobs SET rec = substr(rec, 1, 30) WHERE id = 2");
+  tsrv_start(&t);
+  wait_loaded(&t);
+  job_2_is_whole(&t);
+  t.keep_dir = true;
+  tsrv_stop(&t);
+  CHECK_EQ_INT(len, store_int(&t, "SELECT length(rec) FROM jobs WHERE id = 2"));
+  tsrv_rm_dir(t.dir);
+}
+
+/* A row that reads neither way stops the load, naming the job and what did not read. */
+static void a_row_that_reads_neither_way_names_the_job(void) {
+  tsrv t = {0};
+  submit_three(&t);
+  store_sql(&t, "UPDATE jobs SET rec = 'gpj1;2;', doc = '{\"id\": \"2\", ' WHERE id = 2");
+  char path[300];
+  snprintf(path, sizeof path, "%s/gpool.db", t.dir);
+  gp_store *store = NULL;
+  gp_err e = {0};
+  REQUIRE(gp_store_sqlite_open(path, &store, &e) == 0);
+  gp_server_config *cfg = gp_server_config_new();
+  gp_srv_state *s = gp__srv_state_new(cfg, store);
+  CHECK_EQ_INT(GP_EPARSE, gp__srv_state_load(s, time(NULL), 0, &e));
+  CHECK_CONTAINS(e.message, "stored job 2 does not read");
+  gp__srv_state_free(s);
+  gp_server_config_free(cfg);
+  gp_store_close(store);
+  tsrv_rm_dir(t.dir);
+}
+
 GP_TESTS(the_server_listens_while_the_store_loads, a_job_listed_twice_by_the_store_loads_once,
-         many_jobs_load_in_order_with_their_timelines)
+         many_jobs_load_in_order_with_their_timelines,
+         a_store_before_load_records_loads_and_gains_them, a_damaged_record_loads_from_the_document,
+         a_row_that_reads_neither_way_names_the_job)

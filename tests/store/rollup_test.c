@@ -103,7 +103,7 @@ static void put_ended(gp_store *st, int64_t job, const gp_store_interval *iv, in
            (long long)job, (int)rint_(0, 3), chance(0.5) ? "true" : "false",
            (long long)(iv->start + 60), (long long)(iv->start - rint_(0, 3 * H)),
            (long long)iv->start, (long long)end, (int)rint_(1000, 60000), (int)rint_(5, 90));
-  gp_store_job j = {job, "completed", iv->queue, iv->user, iv->start, doc};
+  gp_store_job j = {job, "completed", iv->queue, iv->user, iv->start, doc, NULL};
   gp_err e = {0};
   REQUIRE(gp_store_put_job(st, &j, &e) == 0);
 }
@@ -395,7 +395,7 @@ static void an_upgraded_store_builds_its_rollups(void) {
     gp_err e = {0};
     REQUIRE(gp_store_begin(st, &e) == 0);
     for (int64_t id = 1; id <= 3; id++) {
-      gp_store_job j = {id, "ended", "prod", "ann", T2026, "{\"name\":\"x\"}"};
+      gp_store_job j = {id, "ended", "prod", "ann", T2026, "{\"name\":\"x\"}", NULL};
       REQUIRE(gp_store_put_job(st, &j, &e) == 0);
     }
     REQUIRE(gp_store_commit(st, &e) == 0);

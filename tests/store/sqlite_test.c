@@ -20,7 +20,7 @@ static void a_full_database_is_named_and_probed(void) {
   CHECK_EQ_INT(0, gp_store_sqlite_cap_pages(s, 1));
   static char doc[40000];
   memset(doc, 'x', sizeof doc - 1);
-  gp_store_job big = {2, "pending", "default", "bob", 100, doc};
+  gp_store_job big = {2, "pending", "default", "bob", 100, doc, NULL};
   REQUIRE(gp_store_begin(s, &e) == 0);
   CHECK_EQ_INT(GP_EIO, gp_store_put_job(s, &big, &e));
   CHECK_EQ_STR("disk full", gp_store_failure(s));

@@ -50,7 +50,7 @@ static counts load_all(gp_store *s) {
 static void write_some(gp_store *s) {
   gp_err e = {0};
   REQUIRE(gp_store_begin(s, &e) == 0);
-  gp_store_job j = {1, "pending", "default", "alice", 100, "{\"id\":\"1\"}"};
+  gp_store_job j = {1, "pending", "default", "alice", 100, "{\"id\":\"1\"}", NULL};
   CHECK_EQ_INT(0, gp_store_put_job(s, &j, &e));
   gp_store_event ev = {1, 100, "submitted", "{\"event\":\"submitted\"}"};
   CHECK_EQ_INT(0, gp_store_add_event(s, &ev, &e));

@@ -2,6 +2,7 @@
 /* The store keeps what was committed (across a reopen), forgets what was rolled back, and
  * the fault-injecting wrapper fails exactly the write it was told to: on SQLite
  * (store_store_test) and on PostgreSQL (store_store_test_pg, GPOOL_TEST_STORE=pg). */
+#include <sqlite3.h>
 #include <stdlib.h>
 
 #include "store/store.h"
@@ -27,7 +28,7 @@ static void committed_rows_survive_a_reopen(void) {
   CHECK_EQ_STR("{\"id\":\"1\"}", c.last_doc);
   /* Updates replace; acknowledged orders and freed allocations go away. */
   REQUIRE(gp_store_begin(s, &e) == 0);
-  gp_store_job j = {1, "running", "default", "alice", 100, "{\"id\":\"1\",\"x\":1}"};
+  gp_store_job j = {1, "running", "default", "alice", 100, "{\"id\":\"1\",\"x\":1}", NULL};
   CHECK_EQ_INT(0, gp_store_put_job(s, &j, &e));
   CHECK_EQ_INT(0, gp_store_del_orders(s, "n1", 7, &e));
   gp_store_order o9 = {9, "n1", "{\"id\":\"o9\"}"};
@@ -51,7 +52,7 @@ static void rolled_back_rows_are_gone(void) {
   gp_err e = {0};
   REQUIRE(open_test_store(&s, &e) == 0);
   REQUIRE(gp_store_begin(s, &e) == 0);
-  gp_store_job j = {2, "pending", "default", "bob", 100, "{}"};
+  gp_store_job j = {2, "pending", "default", "bob", 100, "{}", NULL};
   CHECK_EQ_INT(0, gp_store_put_job(s, &j, &e));
   gp_store_rollback(s);
   counts c = load_all(s);
@@ -67,8 +68,8 @@ static void fault_store_fails_the_nth_write_and_nothing_is_committed(void) {
   REQUIRE(gp_store_fault_open(inner, &s) == 0);
   gp_store_fault_arm(s, 3, false);
   REQUIRE(gp_store_begin(s, &e) == 0);
-  gp_store_job j1 = {1, "pending", "q", "u", 1, "{}"}, j2 = {2, "pending", "q", "u", 1, "{}"},
-               j3 = {3, "pending", "q", "u", 1, "{}"};
+  gp_store_job j1 = {1, "pending", "q", "u", 1, "{}", NULL}, j2 = {2, "pending", "q", "u", 1, "{}", NULL},
+               j3 = {3, "pending", "q", "u", 1, "{}", NULL};
   CHECK_EQ_INT(0, gp_store_put_job(s, &j1, &e));
   CHECK_EQ_INT(0, gp_store_put_job(s, &j2, &e));
   CHECK_EQ_INT(GP_EIO, gp_store_put_job(s, &j3, &e));
@@ -215,7 +216,7 @@ static void put_ended(gp_store *s, int64_t id, const char *state, const char *us
   if (ended_at) snprintf(doc, sizeof doc, "{\"id\":\"%lld\",\"ended_at\":%lld}", (long long)id,
                          (long long)ended_at);
   else snprintf(doc, sizeof doc, "{\"id\":\"%lld\",\"ended_at\":null}", (long long)id);
-  gp_store_job j = {id, state, queue, user, 100, doc};
+  gp_store_job j = {id, state, queue, user, 100, doc, NULL};
   gp_err e = {0};
   CHECK_EQ_INT(0, gp_store_put_job(s, &j, &e));
   gp_store_event ev = {id, 100, "submitted", "{}"};
@@ -337,6 +338,112 @@ static void a_bounded_load_keeps_the_recent_history(void) {
   remove_dir();
 }
 
+/* Each job row keeps the load record given with it (store.h, gp_store_job.rec), none when
+ * given none; a load hands it out beside the document, bounded or not. */
+typedef struct recs {
+  char got[256];
+} recs;
+static int b_ended_any(void *ctx, int64_t id, const char *state) {
+  (void)ctx, (void)id, (void)state;
+  return 0;
+}
+static int r_job(void *ctx, const gp_store_job *r) {
+  recs *c = ctx;
+  size_t len = strlen(c->got);
+  snprintf(c->got + len, sizeof c->got - len, "%lld=%s;", (long long)r->id, r->rec ? r->rec : "-");
+  return 0;
+}
+
+static recs load_recs(gp_store *s, bool keep_ended) {
+  static const char *const active[] = {"pending", NULL}, *const ended[] = {"completed", NULL};
+  recs c = {{0}};
+  gp_store_load_cb cb = {.ctx = &c, .job = r_job};
+  if (keep_ended) {
+    cb.active_states = active, cb.ended_states = ended, cb.keep_ended = 10;
+    cb.ended = b_ended_any;
+  }
+  gp_err e = {0};
+  CHECK_EQ_INT(0, gp_store_load(s, &cb, &e));
+  return c;
+}
+
+static void put_rec(gp_store *s, int64_t id, const char *state, const char *rec) {
+  gp_err e = {0};
+  char doc[64];
+  snprintf(doc, sizeof doc, "{\"id\":\"%lld\",\"ended_at\":%s}", (long long)id,
+           strcmp(state, "completed") ? "null" : "5");
+  gp_store_job j = {id, state, "q", "u", 1, doc, rec};
+  REQUIRE(gp_store_begin(s, &e) == 0);
+  CHECK_EQ_INT(0, gp_store_put_job(s, &j, &e));
+  CHECK_EQ_INT(0, gp_store_commit(s, &e));
+}
+
+static void a_job_row_keeps_its_load_record(void) {
+  gp_store *s = NULL;
+  gp_err e = {0};
+  REQUIRE(open_test_store(&s, &e) == 0);
+  put_rec(s, 1, "pending", "gpj1;1;");
+  put_rec(s, 2, "pending", NULL);
+  put_rec(s, 3, "completed", "gpj1;3;");
+  CHECK_EQ_STR("1=gpj1;1;;2=-;3=gpj1;3;;", load_recs(s, false).got);
+  CHECK_EQ_STR("1=gpj1;1;;2=-;3=gpj1;3;;", load_recs(s, true).got);
+  put_rec(s, 1, "pending", NULL); /* an update without one drops it */
+  put_rec(s, 2, "pending", "gpj1;2;");
+  gp_store_close(s);
+  REQUIRE(open_test_store(&s, &e) == 0);
+  CHECK_EQ_STR("1=-;2=gpj1;2;;3=gpj1;3;;", load_recs(s, false).got);
+  gp_store_close(s);
+  remove_dir();
+}
+
+/* A store of the schema before load records (3: no rec column) opens as the current one:
+ * the column is added, its jobs load without records, and records are kept from then on. */
+static void a_store_before_load_records_gains_them(void) {
+  gp_store *s = NULL;
+  gp_err e = {0};
+  REQUIRE(open_test_store(&s, &e) == 0);
+  put_rec(s, 1, "pending", NULL);
+  gp_store_close(s);
+  /* Back to schema 3, as the gpool before this one left it. */
+  if (store_on_pg()) {
+    PGconn *c = pg_connect(store_target());
+    pg_must(c, "ALTER TABLE jobs DROP COLUMN rec; UPDATE schema_version SET version = 3");
+    PQfinish(c);
+  } else {
+    sqlite3 *db = NULL;
+    REQUIRE(sqlite3_open(db_path(), &db) == SQLITE_OK);
+    CHECK_EQ_INT(SQLITE_OK, sqlite3_exec(db, "ALTER TABLE jobs DROP COLUMN rec; PRAGMA user_version = 3",
+                                         NULL, NULL, NULL));
+    sqlite3_close(db);
+  }
+  REQUIRE(open_test_store(&s, &e) == 0);
+  CHECK_EQ_STR("1=-;", load_recs(s, true).got);
+  put_rec(s, 2, "pending", "gpj1;2;");
+  CHECK_EQ_STR("1=-;2=gpj1;2;;", load_recs(s, false).got);
+  gp_store_close(s);
+  /* And the version says so: a reopen migrates nothing again. */
+  if (store_on_pg()) {
+    PGconn *c = pg_connect(store_target());
+    PGresult *r = PQexec(c, "SELECT version FROM schema_version");
+    CHECK_EQ_STR("4", PQgetvalue(r, 0, 0));
+    PQclear(r);
+    PQfinish(c);
+  } else {
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    REQUIRE(sqlite3_open(db_path(), &db) == SQLITE_OK);
+    REQUIRE(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK);
+    REQUIRE(sqlite3_step(st) == SQLITE_ROW);
+    CHECK_EQ_INT(4, sqlite3_column_int(st, 0));
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+  }
+  REQUIRE(open_test_store(&s, &e) == 0);
+  CHECK_EQ_STR("1=-;2=gpj1;2;;", load_recs(s, false).got);
+  gp_store_close(s);
+  remove_dir();
+}
+
 /* A probe writes and takes back its bytes in a transaction of its own: no trace. */
 static void a_probe_leaves_no_trace(void) {
   gp_store *s = NULL;
@@ -357,4 +464,5 @@ static void a_probe_leaves_no_trace(void) {
 
 GP_TESTS(committed_rows_survive_a_reopen, rolled_back_rows_are_gone, fault_store_fails_the_nth_write_and_nothing_is_committed, node_credentials_are_kept_and_dropped, settings_survive_a_reopen_and_are_dropped, a_deleted_node_leaves_nothing_behind,
          history_lists_ended_jobs_newest_first, a_bounded_load_keeps_the_recent_history,
-         a_probe_leaves_no_trace)
+         a_probe_leaves_no_trace, a_job_row_keeps_its_load_record,
+         a_store_before_load_records_gains_them)
