@@ -18,6 +18,7 @@
  * intake.c. What each commit changed goes to the open event streams (events.h) after the
  * commit. This file holds the server's lifetime (made, started, stopped); the state thread is
  * server_loop.c, the HTTP threads server_http.c, the answers' helpers reply.c. */
+#include "server/parts.h"
 #include "server/sessions.h"
 #include "server/server.h"
 
@@ -81,7 +82,7 @@ int gp_server_new(const gp_server_config *cfg, gp_store *store, gp_server **ret,
   gp_server *srv = gp_xcalloc(1, sizeof *srv);
   srv->cfg = cfg;
   srv->store = store;
-  srv->state = gp__srv_state_new(cfg, store);
+  srv->state = gp__srv_state_make(cfg, store);
   atomic_init(&srv->loading, true);
   int64_t now_ms = gp_mono_ms();
   pthread_mutex_init(&srv->lock, NULL);

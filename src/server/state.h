@@ -20,6 +20,7 @@
 #include "core/plan.h"
 #include "server/array.h"
 #include "server/config.h"
+#include "server/hooks.h"
 #include "server/job.h"
 #include "server/metrics.h"
 #include "server/node.h"
@@ -184,6 +185,9 @@ typedef struct gp_srv_events_dirty {
 typedef struct gp_srv_state {
   const gp_server_config *cfg; /* borrowed */
   gp_store *store;              /* borrowed */
+  /* The features' handlers (hooks.h), registered when the state is made (parts.c): the
+   * state fires them and calls no feature itself. */
+  gp_srv_hooks hooks;
   /* Jobs by id: jobs[id] (ids are 1, 2, ...); NULL holes never happen but are tolerated. */
   gp_srv_job **jobs;
   size_t cap_jobs;
@@ -469,7 +473,7 @@ double gp__srv_task_share(const gp_srv_state *s, const gp_srv_alloc *a);
 int gp__srv_ledger_open_job(gp_srv_state *s, gp_srv_job *j, int64_t now, gp_err *err);
 /* The run's allocations are freed: its intervals close, its attempt ends, the totals grow. */
 int gp__srv_ledger_close_job(gp_srv_state *s, gp_srv_job *j, int64_t now, gp_err *err);
-/* Names the end of the job's last attempt (once; after gp__srv_ledger_close_job). */
+/* lifecycle.c: names the end of the job's last attempt (once; after gp__srv_ledger_close_job). */
 void gp__srv_attempt_ended(gp_srv_job *j, const char *reason);
 /* The agent on node index `node` reported the job's figures there for this run (totals
  * since the run started; < 0: unknown): task `task`'s own, or with task -1 the job's on
