@@ -25,6 +25,10 @@ typedef enum gp_srv_hook_kind {
    * are released: job, now_s. An error rolls the batch back. */
   GP_SRV_HOOK_RUN_ENDED,
   /* A node's lasting state (admin state, liveness) changed and is persisted: node, now_s. */
+  GP_SRV_HOOK_NODE_STATE,
+  /* Any change of a job's or a node's record (the marks of the kept view, view.c): job or
+   * node. Fired on every change: a handler only notes the record. No error. */
+  GP_SRV_HOOK_JOB_CHANGED,
   GP_SRV_HOOK_NODE_CHANGED,
   /* Each tick of the state thread, after liveness and time limits: now_s, now_ms. */
   GP_SRV_HOOK_TICK,

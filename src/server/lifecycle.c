@@ -270,7 +270,7 @@ int gp__srv_node_down(gp_srv_state *s, gp_srv_node *n, const char *why, int64_t 
   n->alive = false;
   gp__srv_node_changed(s, n);
   s->sched_dirty = true;
-  int lr = gp__srv_hook_fire(s, &s->hooks, GP_SRV_HOOK_NODE_CHANGED, &(gp_srv_hook_ev){.node = n, .now_s = now},
+  int lr = gp__srv_hook_fire(s, &s->hooks, GP_SRV_HOOK_NODE_STATE, &(gp_srv_hook_ev){.node = n, .now_s = now},
                              err);
   if (lr) return lr;
   /* Collect first: losing a job edits the active list. */

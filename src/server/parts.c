@@ -173,6 +173,12 @@ static int heartbeats_loaded(gp_srv_state *s, const gp_srv_hook_ev *ev, gp_err *
   return 0;
 }
 
+static int heartbeats_free(gp_srv_state *s, const gp_srv_hook_ev *ev, gp_err *err) {
+  (void)ev, (void)err;
+  gp__srv_heartbeats_free(s);
+  return 0;
+}
+
 /* ---- images, reservations, links, event streams ---- */
 
 static int registry_setting(gp_srv_state *s, const gp_srv_hook_ev *ev, gp_err *err) {
@@ -205,6 +211,16 @@ static int links_free(gp_srv_state *s, const gp_srv_hook_ev *ev, gp_err *err) {
   gp__srv_links_free(s);
   return 0;
 }
+static int events_job_changed(gp_srv_state *s, const gp_srv_hook_ev *ev, gp_err *err) {
+  (void)err;
+  gp__srv_events_note_job(s, ev->job);
+  return 0;
+}
+static int events_node_changed(gp_srv_state *s, const gp_srv_hook_ev *ev, gp_err *err) {
+  (void)err;
+  gp__srv_events_note_node(s, ev->node);
+  return 0;
+}
 static int events_dirty_free(gp_srv_state *s, const gp_srv_hook_ev *ev, gp_err *err) {
   (void)ev, (void)err;
   gp__srv_events_dirty_free(&s->events_dirty);
@@ -222,7 +238,10 @@ gp_srv_state *gp__srv_state_make(const gp_server_config *cfg, gp_store *store) {
   gp__srv_hook_add(h, GP_SRV_HOOK_RUN_ENDED, NULL, ledger_run_ended);
   gp__srv_hook_add(h, GP_SRV_HOOK_RUN_ENDED, NULL, steps_run_ended);
   gp__srv_hook_add(h, GP_SRV_HOOK_RUN_ENDED, NULL, idle_run_ended);
-  gp__srv_hook_add(h, GP_SRV_HOOK_NODE_CHANGED, NULL, ledger_node_changed);
+  gp__srv_hook_add(h, GP_SRV_HOOK_NODE_STATE, NULL, ledger_node_changed);
+  /* Every change of a record is noted for the event streams (when one is open). */
+  gp__srv_hook_add(h, GP_SRV_HOOK_JOB_CHANGED, NULL, events_job_changed);
+  gp__srv_hook_add(h, GP_SRV_HOOK_NODE_CHANGED, NULL, events_node_changed);
   gp__srv_hook_add(h, GP_SRV_HOOK_NODE_INTERVAL, NULL, ledger_node_interval);
   gp__srv_hook_add(h, GP_SRV_HOOK_JOB_TICK, NULL, notify_job_tick);
   gp__srv_hook_add(h, GP_SRV_HOOK_TICK, NULL, node_reports_tick);
@@ -254,5 +273,6 @@ gp_srv_state *gp__srv_state_make(const gp_server_config *cfg, gp_store *store) {
   gp__srv_hook_add(h, GP_SRV_HOOK_FREE, NULL, fairshare_free);
   gp__srv_hook_add(h, GP_SRV_HOOK_FREE, NULL, resv_free);
   gp__srv_hook_add(h, GP_SRV_HOOK_FREE, NULL, budgets_free);
+  gp__srv_hook_add(h, GP_SRV_HOOK_FREE, NULL, heartbeats_free);
   return s;
 }

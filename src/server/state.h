@@ -269,11 +269,8 @@ typedef struct gp_srv_state {
   struct gp__srv_services *services; /* inference services (service.h), NULL: none yet */
   uint64_t ranked_cycle;      /* counters.sched_cycles + 1 when the jobs' queue positions
                                  were worked out (jobrank.c), 0: never */
-  /* Nodes' heartbeats as the leader keeps them in the store for followers (heartbeats.c):
-   * when last written (monotonic ms) and what (a hash); the loaded document, if any. */
-  int64_t heartbeats_written_ms;
-  uint64_t heartbeats_sig;
-  json_t *heartbeats_loaded;
+  struct gp__srv_heartbeats *heartbeats; /* nodes' heartbeats for followers (heartbeats.c),
+                                           NULL until used */
 } gp_srv_state;
 
 /* The store setting that holds the catalogue an admin set through PUT /v1/prices. */
@@ -288,8 +285,10 @@ int gp__srv_state_load(gp_srv_state *s, int64_t now_s, int64_t now_ms, gp_err *e
 gp_srv_job *gp__srv_job_get(const gp_srv_state *s, const char *id);
 /* Appends a node (taking ownership) and indexes it by name. */
 void gp__srv_node_add(gp_srv_state *s, gp_srv_node *n);
+/* lookup.c: a node by name, its position (-1: none); the name index's hash. */
 gp_srv_node *gp__srv_node_get(const gp_srv_state *s, const char *name);
 int gp__srv_node_index(const gp_srv_state *s, const char *name);
+uint64_t gp__srv_name_hash(const char *name);
 /* The active job that holds (or held, in its current run) a task on node n, or NULL. */
 gp_srv_job *gp__srv_node_holder(const gp_srv_state *s, const gp_srv_node *n);
 /* Forgets a node that no active job holds (gp__srv_node_holder NULL; the caller answers
@@ -301,6 +300,7 @@ int gp__srv_node_remove(gp_srv_state *s, gp_srv_node *n, int64_t now, gp_err *er
  * per GPU-hour, < 0: not known) and persists it. GP_EINVAL for an unsafe id or name. */
 int gp__srv_node_set_provider(gp_srv_state *s, gp_srv_node *n, const char *tmpl,
                               const char *instance, double price, gp_err *err);
+/* lookup.c: a queue by name, and the rules a submission to it is checked against. */
 gp_srv_queue *gp__srv_queue_get(const gp_srv_state *s, const char *name);
 bool gp__srv_queue_admits(const gp_srv_queue *q, const char *user);
 /* May the queue's users ask for priority class `cls` by name? Those the queue lists; by
