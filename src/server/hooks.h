@@ -10,6 +10,7 @@
 #ifndef GP_SERVER_HOOKS_H
 #define GP_SERVER_HOOKS_H
 
+#include <jansson.h>
 #include <stdint.h>
 
 #include "util/error.h"
@@ -35,6 +36,9 @@ typedef enum gp_srv_hook_kind {
   /* Each tick, for each running job with a time limit, before the limit is enforced: job,
    * now_s. No error. */
   GP_SRV_HOOK_JOB_TICK,
+  /* A queue's API document is being built (GET /v1/queues): name (the queue), out (the
+   * object the feature adds its fields to). Handlers only read the state. No error. */
+  GP_SRV_HOOK_QUEUE_DOC,
   /* A stored setting read at load: name (whole), doc. Fired to the hooks whose name
    * matches: a name ending in '/' is a prefix, any other the whole setting's name. */
   GP_SRV_HOOK_SETTING,
@@ -57,6 +61,7 @@ typedef struct gp_srv_hook_ev {
   const char *name, *doc;
   int64_t *open_jobs;
   int n_open_jobs;
+  json_t *out;
 } gp_srv_hook_ev;
 
 /* A handler: 0, or a GP_E* (with err) that stops the event's other handlers. */

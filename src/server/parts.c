@@ -4,7 +4,8 @@
  * in the order they run. This file is the only one that knows every feature, and nothing
  * below it calls it back. The features, by part:
  *   accounting: the ledger's intervals and attempts (ledger.c), prices (prices.c),
- *     budgets (budget.c), the idle policy (idle.c), fair-share usage (fairshare.c);
+ *     budgets (budget.c), the idle policy's measuring and acting (idle.c), fair-share
+ *     usage (fairshare.c);
  *   notifications (notify_job.c); services (service.c, service_ctl.c); steps (steps.c);
  *   nodes' reports and heartbeats (node_report.c, heartbeats.c); images: registry
  *     credentials and pre-pulls (registry.c, image_pull.c); reservations
@@ -67,6 +68,11 @@ static int budgets_tick(gp_srv_state *s, const gp_srv_hook_ev *ev, gp_err *err) 
 static int budget_setting(gp_srv_state *s, const gp_srv_hook_ev *ev, gp_err *err) {
   (void)err;
   gp__srv_budget_level_loaded(s, after(ev->name, "budget/"), ev->doc);
+  return 0;
+}
+static int budget_queue_doc(gp_srv_state *s, const gp_srv_hook_ev *ev, gp_err *err) {
+  (void)err;
+  gp__srv_budget_json(s, ev->name, ev->out);
   return 0;
 }
 static int budgets_free(gp_srv_state *s, const gp_srv_hook_ev *ev, gp_err *err) {
@@ -250,6 +256,7 @@ gp_srv_state *gp__srv_state_make(const gp_server_config *cfg, gp_store *store) {
   gp__srv_hook_add(h, GP_SRV_HOOK_TICK, NULL, idle_tick);
   gp__srv_hook_add(h, GP_SRV_HOOK_TICK, NULL, budgets_tick);
   gp__srv_hook_add(h, GP_SRV_HOOK_TICK, NULL, services_tick);
+  gp__srv_hook_add(h, GP_SRV_HOOK_QUEUE_DOC, NULL, budget_queue_doc);
   gp__srv_hook_add(h, GP_SRV_HOOK_SETTING, GP_SRV_SETTING_NOTIFY, notify_setting);
   gp__srv_hook_add(h, GP_SRV_HOOK_SETTING, "budget/", budget_setting);
   gp__srv_hook_add(h, GP_SRV_HOOK_SETTING, GP_SRV_SETTING_FAIRSHARE, fairshare_setting);

@@ -506,7 +506,7 @@ void gp__srv_usage_adopt(gp_srv_state *s, gp_srv_state *old);
 void gp__srv_usage_totals(const gp_srv_state *s, int64_t now,
                           void (*fn)(void *ctx, const gp_srv_usage_total *t), void *ctx);
 
-/* ---- idle.c, idle_json.c: the queues' idle-GPU policy on running jobs ---- */
+/* ---- idle.c, idle_rule.c, idle_json.c: the queues' idle-GPU policy on running jobs ---- */
 /* The queue's idle rule for the job, or NULL when its queue has no policy. */
 const gp_idle_rule *gp__srv_idle_rule(const gp_srv_state *s, const gp_srv_job *j);
 /* The job's class as the policy reads it: its own, else its queue's default, else the
@@ -525,6 +525,8 @@ bool gp__srv_idle_now(const gp_srv_state *s, const gp_srv_job *j, int64_t now);
 /* How a job stopped by the policy ends: requeued (true) or cancelled, and the reason
  * ("idle: under 5% SM for 600 s"), from its last `idle` event. */
 bool gp__srv_idle_requeues(const gp_srv_job *j, char *why, size_t size);
+/* The figures of an idle rule, as events and reasons say them ("under 5% SM for 600 s"). */
+void gp__srv_idle_figures(char *buf, size_t size, double threshold_pct, int64_t for_s);
 /* The queues API's `idle_policy` (null: none), read as the config reads it; errors name
  * `field` and the key. */
 int gp__srv_idle_policy_from_json(const json_t *v, const char *field, gp_idle_policy *ret,
