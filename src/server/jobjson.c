@@ -355,13 +355,6 @@ static int check_deps(const gp_srv_state *s, char **ids, int n, const char *key,
   return 0;
 }
 
-double gp__srv_job_asked_gpus(const gp_srv_job *j) {
-  if (j->gpus > 0) return (double)j->gpus * j->tasks;
-  if (j->gpu_milli > 0) return j->gpu_milli / 1000.0 * j->tasks;
-  if (j->mig) return (j->mig[0] >= '1' && j->mig[0] <= '7' ? (j->mig[0] - '0') / 7.0 : 1 / 7.0) * j->tasks;
-  return 0;
-}
-
 /* A job asking for more GPUs than its queue's (or a defined parent's) limit would wait
  * forever. */
 static int check_limits(const gp_srv_state *s, const gp_srv_job *j, gp_err *err) {

@@ -61,13 +61,6 @@ void gp__srv_state_free(gp_srv_state *s) {
   free(s);
 }
 
-gp_srv_job *gp__srv_job_get(const gp_srv_state *s, const char *id) {
-  int64_t v = gp__srv_job_id_parse(id);
-  if (v <= 0 && id && strchr(id, '_')) v = gp__srv_array_elem_id(s, id, NULL, NULL); /* "J_I" */
-  if (v <= 0 || (size_t)v >= s->cap_jobs) return NULL;
-  return s->jobs[v];
-}
-
 static void slots_insert(int *slots, size_t n_slots, const char *name, int index) {
   size_t i = (size_t)gp__srv_name_hash(name) & (n_slots - 1);
   while (slots[i] >= 0) i = (i + 1) & (n_slots - 1);

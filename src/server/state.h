@@ -282,6 +282,7 @@ void gp__srv_state_free(gp_srv_state *s);
 /* Loads everything from the store into a fresh state (config queues first). */
 int gp__srv_state_load(gp_srv_state *s, int64_t now_s, int64_t now_ms, gp_err *err);
 
+/* lookup.c: a job by id, or an array's element by "J_I"; NULL: not in memory. */
 gp_srv_job *gp__srv_job_get(const gp_srv_state *s, const char *id);
 /* Appends a node (taking ownership) and indexes it by name. */
 void gp__srv_node_add(gp_srv_state *s, gp_srv_node *n);
@@ -324,7 +325,7 @@ void gp__srv_ended_mark(gp_srv_state *s, int64_t id, gp_job_state st, bool final
 void gp__srv_ended_evict(gp_srv_state *s);
 /* Is job `id` ended? Its final state, whether in memory or only in the store. */
 bool gp__srv_ended_state(const gp_srv_state *s, int64_t id, gp_job_state *ret);
-/* Parses a job id ("123"); 0 when it is not one. */
+/* lookup.c: parses a job id ("123"); 0 when it is not one. */
 int64_t gp__srv_job_id_parse(const char *id);
 /* The stand-in job for id in the view's dependencies (id and state only: a new one in
  * state st, or the one already made); owned by s->ended, trimmed by
@@ -545,7 +546,8 @@ int gp__srv_job_parse(const gp_server_config *cfg, const json_t *body, const cha
 /* The checks that need the state (state thread): the queue (or the user's default), its
  * admission list, dependencies that exist, the queue's default time limit. */
 int gp__srv_job_admit(const gp_srv_state *s, gp_srv_job *j, bool is_admin, gp_err *err);
-/* GPUs a job's request asks for in all, fractions as fractions (MIG: compute slices / 7). */
+/* lookup.c: GPUs a job's request asks for in all, fractions as fractions (MIG: compute
+ * slices / 7). */
 double gp__srv_job_asked_gpus(const gp_srv_job *j);
 /* Rebuilds a job from its stored document. */
 int gp__srv_job_from_doc(const char *doc, gp_srv_job **ret, gp_err *err);
