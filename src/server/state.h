@@ -419,7 +419,7 @@ bool gp__srv_node_models_take(gp_srv_node *n, const json_t *models);
 /* Rebuilds n->pref_hashes from its image and model hashes (models.c). */
 void gp__srv_node_prefs_merge(gp_srv_node *n);
 void gp__srv_job_container_json(json_t *o, const gp_srv_job *j);
-/* An agent's progress of a task's pull (jobimage.c): the task's last `pulling_image` entry
+/* An agent's progress of a task's pull (image_pull.c): the task's last `pulling_image` entry
  * of the timeline, still open, gets done_bytes, total_bytes and its message "pulling image
  * REF (3.1 of 9.8 GB)". In memory only (a pull is minutes; its end is stored); a figure out
  * of bounds or going back is not taken. Always 0. */
