@@ -311,6 +311,7 @@ const char *gp__srv_default_queue(const gp_srv_state *s, const char *user);
 /* Does another queue name `name` as its parent (a queue "name/...")? Jobs go to leaves. */
 bool gp__srv_queue_is_parent(const gp_srv_state *s, const char *name);
 
+/* job_free.c: releases a job record and all it owns (NULL: nothing). */
 void gp__srv_job_free(gp_srv_job *j);
 /* Takes ownership of j (a new job with j->id assigned) and indexes it. */
 void gp__srv_job_insert(gp_srv_state *s, gp_srv_job *j);
