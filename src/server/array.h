@@ -83,7 +83,7 @@ void gp__srv_arrays_rebuild(struct gp_srv_state *s);
 /* A job inserted: an array's job joins the arrays the step looks at, and the id sequence
  * moves past its elements' ids. */
 void gp__srv_array_listed(struct gp_srv_state *s, struct gp_srv_job *p);
-/* "J_I": the element's id (made or not), or 0 when there is no such element; its array's
+/* lookup.c: "J_I": the element's id (made or not), or 0 when there is no such element; its array's
  * job and position go to *ret_parent and *ret_pos when not NULL. */
 int64_t gp__srv_array_elem_id(const struct gp_srv_state *s, const char *id, struct gp_srv_job **ret_parent,
                               int64_t *ret_pos);

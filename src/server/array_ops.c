@@ -102,22 +102,6 @@ void gp__srv_arrays_rebuild(gp_srv_state *s) {
   }
 }
 
-int64_t gp__srv_array_elem_id(const gp_srv_state *s, const char *id, gp_srv_job **ret_parent, int64_t *ret_pos) {
-  const char *us = id ? strchr(id, '_') : NULL;
-  if (!us || us == id || us - id > 18 || !us[1] || strlen(us + 1) > 9) return 0;
-  char head[20];
-  snprintf(head, sizeof head, "%.*s", (int)(us - id), id);
-  int64_t j = gp__srv_job_id_parse(head), idx = gp__srv_job_id_parse(us + 1);
-  if (j <= 0 || (idx == 0 && strcmp(us + 1, "0") != 0)) return 0;
-  gp_srv_job *p = job_at(s, j);
-  if (!p || !p->array) return 0;
-  int64_t pos = gp__srv_array_pos(p->array, idx);
-  if (pos < 0) return 0;
-  if (ret_parent) *ret_parent = p;
-  if (ret_pos) *ret_pos = pos;
-  return j + 1 + pos;
-}
-
 void gp__srv_array_id_by_number(const gp_srv_state *s, char **id) {
   int64_t eid = strchr(*id, '_') ? gp__srv_array_elem_id(s, *id, NULL, NULL) : 0;
   if (!eid) return;

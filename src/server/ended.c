@@ -13,16 +13,6 @@
 #include "server/state.h"
 #include "util/mem.h"
 
-int64_t gp__srv_job_id_parse(const char *id) {
-  if (!id || !*id || strlen(id) > 18) return 0;
-  int64_t v = 0;
-  for (const char *c = id; *c; c++) {
-    if (*c < '0' || *c > '9') return 0;
-    v = v * 10 + (*c - '0');
-  }
-  return v;
-}
-
 static void fifo_push(gp_srv_ended *e, int64_t id) {
   if (e->fifo_head + e->fifo_len + 1 > e->cap_fifo) {
     if (e->fifo_head > 0) { /* slide down before growing */

@@ -5,6 +5,7 @@
  * followed by the request's target only when that is a plain origin-form path and query
  * (RFC 3986 characters after one leading '/'): a target such as "@evil.example/x" would
  * otherwise make the leader's URL a user name and send the client to another host. */
+#include "server/parts.h"
 #include "server/follower.h"
 
 #include <ctype.h>
@@ -103,7 +104,7 @@ json_t *gp__srv_follower_leader_doc(gp_srv_leader *l, const char *self, gp_srv_r
 
 gp_srv_state *gp__srv_follower_load(const gp_server_config *cfg, gp_store *store, int64_t now_s,
                                     int64_t now_ms, gp_err *err) {
-  gp_srv_state *s = gp__srv_state_new(cfg, store);
+  gp_srv_state *s = gp__srv_state_make(cfg, store);
   s->ledger_off = true; /* its repairs write; a follower never does */
   if (gp__srv_state_load(s, now_s, now_ms, err)) {
     gp__srv_state_free(s);

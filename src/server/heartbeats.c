@@ -17,6 +17,28 @@
 
 #include "server/heartbeats.h"
 #include "util/buf.h"
+#include "util/mem.h"
+
+/* What the heartbeats' part keeps on a state (gp_srv_state.heartbeats, NULL until used):
+ * when the leader last wrote the document (monotonic ms) and what (a hash); the document
+ * loaded from the store, until the state is freed. */
+struct gp__srv_heartbeats {
+  int64_t written_ms;
+  uint64_t sig;
+  json_t *loaded;
+};
+
+static struct gp__srv_heartbeats *hb(gp_srv_state *s) {
+  if (!s->heartbeats) s->heartbeats = gp_xcalloc(1, sizeof *s->heartbeats);
+  return s->heartbeats;
+}
+
+void gp__srv_heartbeats_free(gp_srv_state *s) {
+  if (!s->heartbeats) return;
+  json_decref(s->heartbeats->loaded);
+  free(s->heartbeats);
+  s->heartbeats = NULL;
+}
 
 static uint64_t fnv(uint64_t h, const void *data, size_t len) {
   const unsigned char *p = data;
@@ -26,8 +48,8 @@ static uint64_t fnv(uint64_t h, const void *data, size_t len) {
 
 int gp__srv_heartbeats_write(gp_srv_state *s, int64_t now_ms, gp_err *err) {
   if (!s->cfg->ha.on) return 0; /* a server alone: no follower reads it (ticks run on the leader) */
-  if (s->heartbeats_written_ms && now_ms - s->heartbeats_written_ms < GP_SRV_HEARTBEATS_WRITE_MS)
-    return 0;
+  struct gp__srv_heartbeats *h = hb(s);
+  if (h->written_ms && now_ms - h->written_ms < GP_SRV_HEARTBEATS_WRITE_MS) return 0;
   uint64_t sig = 14695981039346656037ULL;
   for (int i = 0; i < s->n_nodes; i++) {
     const gp_srv_node *n = s->nodes[i];
@@ -35,7 +57,7 @@ int gp__srv_heartbeats_write(gp_srv_state *s, int64_t now_ms, gp_err *err) {
     sig = fnv(sig, &n->last_heartbeat, sizeof n->last_heartbeat);
     sig = fnv(sig, &n->alive, sizeof n->alive);
   }
-  if (s->heartbeats_written_ms && sig == s->heartbeats_sig) return 0;
+  if (h->written_ms && sig == h->sig) return 0;
   json_t *nodes = json_object();
   for (int i = 0; i < s->n_nodes; i++) {
     const gp_srv_node *n = s->nodes[i];
@@ -48,19 +70,20 @@ int gp__srv_heartbeats_write(gp_srv_state *s, int64_t now_ms, gp_err *err) {
   int r = text ? gp_store_put_setting(s->store, GP_SRV_SETTING_HEARTBEATS, text, err) : GP_ENOMEM;
   free(text);
   if (r) return r;
-  s->heartbeats_written_ms = now_ms;
-  s->heartbeats_sig = sig;
+  h->written_ms = now_ms;
+  h->sig = sig;
   return 0;
 }
 
 void gp__srv_heartbeats_loaded(gp_srv_state *s, const char *doc) {
-  json_decref(s->heartbeats_loaded);
+  struct gp__srv_heartbeats *h = hb(s);
+  json_decref(h->loaded);
   json_error_t je;
-  s->heartbeats_loaded = doc ? json_loads(doc, 0, &je) : NULL;
+  h->loaded = doc ? json_loads(doc, 0, &je) : NULL;
 }
 
 void gp__srv_heartbeats_apply(gp_srv_state *s, bool liveness) {
-  json_t *nodes = json_object_get(s->heartbeats_loaded, "nodes");
+  json_t *nodes = s->heartbeats ? json_object_get(s->heartbeats->loaded, "nodes") : NULL;
   if (!json_is_object(nodes)) return;
   for (int i = 0; i < s->n_nodes; i++) {
     gp_srv_node *n = s->nodes[i];

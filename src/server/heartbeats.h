@@ -19,5 +19,7 @@ void gp__srv_heartbeats_loaded(gp_srv_state *s, const char *doc);
 /* Nodes' last heartbeats as the leader last wrote them (a new leader shows them until its
  * agents' first heartbeats); with `liveness`, a follower's, whether each node is up too. */
 void gp__srv_heartbeats_apply(gp_srv_state *s, bool liveness);
+/* Frees what the part keeps on s (the loaded document, the last write's figures). */
+void gp__srv_heartbeats_free(gp_srv_state *s);
 
 #endif

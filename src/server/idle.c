@@ -4,26 +4,13 @@
  * past its queue's rule, once per idle stretch. Every action is an `idle` event with the
  * figures that caused it; a requeue or a cancel then goes through the stop handshake (the
  * job's checkpoint signal and grace, as for a preemption) and ends in finalize
- * (lifecycle.c), which reads the event to know which. A job whose use is unknown (an MPS
- * client, a report without sm_busy_gpu_s) is never idle. */
+ * (lifecycle.c), which reads the event to know which (idle_rule.c). A job whose use is
+ * unknown (an MPS client, a report without sm_busy_gpu_s) is never idle. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "server/state.h"
-
-const gp_idle_rule *gp__srv_idle_rule(const gp_srv_state *s, const gp_srv_job *j) {
-  const gp_srv_queue *q = gp__srv_queue_get(s, j->queue);
-  if (!q || !q->idle_policy.set) return NULL;
-  return gp_idle_rule_for(&q->idle_policy, gp__srv_idle_class(s, j));
-}
-
-const char *gp__srv_idle_class(const gp_srv_state *s, const gp_srv_job *j) {
-  if (j->priority) return j->priority;
-  const gp_srv_queue *q = gp__srv_queue_get(s, j->queue);
-  if (q && q->default_priority) return q->default_priority;
-  return s->cfg ? s->cfg->policy.default_priority : NULL;
-}
 
 void gp__srv_idle_measure(gp_srv_state *s, gp_srv_job *j, bool known, int64_t now) {
   if (j->state != GP_JOB_RUNNING) return;
@@ -40,24 +27,13 @@ void gp__srv_idle_reset(gp_srv_job *j) {
   j->idle_acted_since = 0;
 }
 
-bool gp__srv_idle_now(const gp_srv_state *s, const gp_srv_job *j, int64_t now) {
-  if (j->state != GP_JOB_RUNNING || !j->idle.idle_since) return false;
-  const gp_idle_rule *r = gp__srv_idle_rule(s, j);
-  return now - j->idle.idle_since >= (r ? r->window_s : GP_SRV_IDLE_WINDOW_S);
-}
-
-/* "under 5% SM for 600 s" */
-static void figures(char *buf, size_t size, double threshold_pct, int64_t for_s) {
-  snprintf(buf, size, "under %g%% SM for %lld s", threshold_pct, (long long)for_s);
-}
-
 static int act(gp_srv_state *s, gp_srv_job *j, gp_srv_queue *q, const gp_idle_rule *r,
                int64_t now, gp_err *err) {
   const char *why = NULL;
   gp_idle_action a = gp_idle_effective(r, j->requeue, gp__srv_idle_class(s, j), &why);
   int64_t since = j->idle.idle_since;
   char fig[96], reason[300];
-  figures(fig, sizeof fig, r->threshold_pct, now - since);
+  gp__srv_idle_figures(fig, sizeof fig, r->threshold_pct, now - since);
   if (a == GP_IDLE_NOTIFY)
     snprintf(reason, sizeof reason, "%s (policy: notify%s%s)", fig, why ? "; " : "",
              why ? why : "");
@@ -97,22 +73,4 @@ int gp__srv_idle_tick(gp_srv_state *s, int64_t now, gp_err *err) {
     if (due > 0 && now >= due) rc = act(s, j, q, r, now, err);
   }
   return rc;
-}
-
-bool gp__srv_idle_requeues(const gp_srv_job *j, char *why, size_t size) {
-  const json_t *tl = j->timeline;
-  for (size_t i = json_array_size(tl); i-- > 0;) {
-    const json_t *e = json_array_get(tl, i);
-    const char *name = json_string_value(json_object_get(e, "event"));
-    if (!name || strcmp(name, "idle") != 0) continue;
-    const char *action = json_string_value(json_object_get(e, "action"));
-    if (!action || strcmp(action, "notify") == 0) continue;
-    char fig[96];
-    figures(fig, sizeof fig, json_number_value(json_object_get(e, "threshold_pct")),
-            json_integer_value(json_object_get(e, "window_s")));
-    snprintf(why, size, "idle: %s", fig);
-    return strcmp(action, "requeue") == 0;
-  }
-  snprintf(why, size, "idle");
-  return j->requeue;
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "protocol/container.h"
+#include "protocol/event.h"
 #include "protocol/order.h"
 #include "server/image_pull.h"
 #include "server/server_int.h"
@@ -166,5 +167,45 @@ int gp__srv_images_route(gp_srv_state *s, gp_srv_req *req, const char *rest, int
     return rc;
   }
   gp__srv_reply_json(req, 202, json_pack("{s:o}", "pulls", out));
+  return 0;
+}
+
+/* A job's own pull (not a pre-pull): its timeline's open pulling_image entry shows the
+ * bytes so far (state.h). */
+int gp__srv_pull_progress(gp_srv_state *s, gp_srv_job *j, int task, int64_t done, int64_t total) {
+  if (done < 0 || total < 0 || (total > 0 && done > total) || !json_is_array(j->timeline)) return 0;
+  /* The task's pull under way: its last pulling_image, with no image_pulled after it. */
+  json_t *entry = NULL;
+  for (size_t i = json_array_size(j->timeline); i-- > 0;) {
+    json_t *e = json_array_get(j->timeline, i);
+    const char *ev = json_string_value(json_object_get(e, "event"));
+    const json_t *t = json_object_get(e, "task");
+    if (!ev || (task >= 0 && json_is_integer(t) && json_integer_value(t) != task)) continue;
+    if (!strcmp(ev, "image_pulled")) return 0;
+    if (!strcmp(ev, "pulling_image")) {
+      entry = e;
+      break;
+    }
+  }
+  const char *msg = entry ? json_string_value(json_object_get(entry, "message")) : NULL;
+  if (!msg) return 0;
+  const json_t *old_done = json_object_get(entry, "done_bytes");
+  const json_t *old_total = json_object_get(entry, "total_bytes");
+  if (json_is_integer(old_done) && done < json_integer_value(old_done)) return 0; /* never back */
+  /* The manifest's total does not change: the first one known stays. */
+  if (json_is_integer(old_total) && json_integer_value(old_total) > 0) {
+    if (total != json_integer_value(old_total) || done > total) return 0;
+  }
+  char base[GP_PROTO_TEXT_MAX];
+  snprintf(base, sizeof base, "%s", msg);
+  char *paren = old_done ? strstr(base, " (") : NULL; /* a reference has no space */
+  if (paren) *paren = '\0';
+  char bytes[80], text[GP_PROTO_TEXT_MAX + 100];
+  gp_proto_pull_bytes_text(done, total, bytes, sizeof bytes);
+  snprintf(text, sizeof text, "%s (%s)", base, bytes);
+  json_object_set_new(entry, "message", json_string(text));
+  json_object_set_new(entry, "done_bytes", json_integer(done));
+  json_object_set_new(entry, "total_bytes", json_integer(total));
+  gp__srv_job_changed(s, j); /* its readers (the console, the events feed) see it move */
   return 0;
 }

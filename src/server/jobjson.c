@@ -124,53 +124,6 @@ static int get_signal(const json_t *o, char **out, gp_err *err) {
   return 0;
 }
 
-void gp__srv_job_free(gp_srv_job *j) {
-  if (!j) return;
-  free(j->name);
-  free(j->queue);
-  for (int i = 0; i < j->n_partitions; i++) free(j->partitions[i]);
-  free(j->partitions);
-  free(j->user);
-  free(j->priority);
-  json_decref(j->command);
-  json_decref(j->env);
-  free(j->workdir);
-  free(j->mail_user);
-  free(j->service);
-  free(j->mig);
-  free(j->model);
-  free_strv(j->gpu_types, j->n_gpu_types);
-  for (int i = 0; i < j->n_selector; i++) {
-    free((char *)j->selector[i].key);
-    free((char *)j->selector[i].value);
-  }
-  free(j->selector);
-  free(j->signal);
-  free(j->output);
-  json_decref(j->container);
-  free(j->warn_signal);
-  free(j->error);
-  free_strv(j->after, j->n_after);
-  free_strv(j->after_ok, j->n_after_ok);
-  free_strv(j->after_any, j->n_after_any);
-  free_strv(j->after_not_ok, j->n_after_not_ok);
-  gp__srv_array_free(j->array);
-  free(j->end_reason);
-  free(j->stop_reason);
-  free(j->task_failure);
-  gp__srv_steps_free(j->steps);
-  free(j->alloc);
-  free(j->view_pl);
-  json_decref(j->timeline);
-  json_decref(j->usage);
-  json_decref(j->last_placements);
-  json_decref(j->attempts);
-  free(j->enforcement);
-  free(j->pending_message);
-  gp__srv_jobmetrics_free(j->metrics);
-  free(j);
-}
-
 static gp_srv_job *job_blank(void) {
   gp_srv_job *j = gp_xcalloc(1, sizeof *j);
   j->tasks = 1;
@@ -353,13 +306,6 @@ static int check_deps(const gp_srv_state *s, char **ids, int n, const char *key,
                         "job %s completed, so this job (which waits for it to fail) could never start",
                         ids[i]);
   }
-  return 0;
-}
-
-double gp__srv_job_asked_gpus(const gp_srv_job *j) {
-  if (j->gpus > 0) return (double)j->gpus * j->tasks;
-  if (j->gpu_milli > 0) return j->gpu_milli / 1000.0 * j->tasks;
-  if (j->mig) return (j->mig[0] >= '1' && j->mig[0] <= '7' ? (j->mig[0] - '0') / 7.0 : 1 / 7.0) * j->tasks;
   return 0;
 }
 

@@ -201,13 +201,6 @@ static void attempt_started(const gp_srv_state *s, gp_srv_job *j, int64_t now) {
   json_array_append_new(j->attempts, o);
 }
 
-void gp__srv_attempt_ended(gp_srv_job *j, const char *reason) {
-  json_t *last = json_array_get(j->attempts, json_array_size(j->attempts) - 1);
-  if (!json_is_object(last) || !json_is_null(json_object_get(last, "end_reason"))) return;
-  if (json_is_null(json_object_get(last, "end"))) return; /* still running */
-  json_object_set_new(last, "end_reason", reason ? json_string(reason) : json_null());
-}
-
 /* Opens an interval per (task, GPU) of the job's current run from `start`. */
 static int open_intervals(gp_srv_state *s, gp_srv_job *j, int64_t start, gp_err *err) {
   int r = 0;

@@ -8,17 +8,19 @@
 #include <string.h>
 
 #include "protocol/order.h"
-#include "server/heartbeats.h"
-#include "server/node_report.h"
-#include "server/notify_job.h"
-#include "server/service.h"
 #include "server/state.h"
-#include "server/steps.h"
 #include "util/mem.h"
 
 static void set_str(char **dst, const char *v) {
   free(*dst);
   *dst = v ? gp_xstrdup(v) : NULL;
+}
+
+void gp__srv_attempt_ended(gp_srv_job *j, const char *reason) {
+  json_t *last = json_array_get(j->attempts, json_array_size(j->attempts) - 1);
+  if (!json_is_object(last) || !json_is_null(json_object_get(last, "end_reason"))) return;
+  if (json_is_null(json_object_get(last, "end"))) return; /* still running */
+  json_object_set_new(last, "end_reason", reason ? json_string(reason) : json_null());
 }
 
 int gp__srv_job_end(gp_srv_state *s, gp_srv_job *j, gp_job_state st, const char *reason,
@@ -39,12 +41,13 @@ int gp__srv_job_end(gp_srv_state *s, gp_srv_job *j, gp_job_state st, const char 
   return r;
 }
 
-/* Releases the job's allocations (memory and store) and closes its ledger intervals: every
- * end of a run (stop, exit, requeue, preemption, lost node) comes through here. */
+/* Releases the job's allocations (memory and store); the features see the run end first
+ * (the ledger closes its intervals, the steps end, the idle tracking restarts): every end
+ * of a run (stop, exit, requeue, preemption, lost node) comes through here. */
 static int free_allocs(gp_srv_state *s, gp_srv_job *j, int64_t now, gp_err *err) {
-  int r = gp__srv_ledger_close_job(s, j, now, err);
+  int r = gp__srv_hook_fire(s, &s->hooks, GP_SRV_HOOK_RUN_ENDED, &(gp_srv_hook_ev){.job = j, .now_s = now},
+                            err);
   if (r) return r;
-  gp__srv_steps_job_ended(s, j, "the job's run ended", now);
   /* Remember where it ran, for `gpool show` and accounting. */
   if (j->n_alloc > 0) {
     json_decref(j->last_placements);
@@ -53,7 +56,6 @@ static int free_allocs(gp_srv_state *s, gp_srv_job *j, int64_t now, gp_err *err)
   free(j->alloc);
   j->alloc = NULL;
   j->n_alloc = 0;
-  gp__srv_idle_reset(j);
   gp__srv_job_changed(s, j);
   s->sched_dirty = true;
   return gp_store_del_allocs(s->store, j->id, err);
@@ -268,7 +270,8 @@ int gp__srv_node_down(gp_srv_state *s, gp_srv_node *n, const char *why, int64_t 
   n->alive = false;
   gp__srv_node_changed(s, n);
   s->sched_dirty = true;
-  int lr = gp__srv_ledger_node(s, n, now, err);
+  int lr = gp__srv_hook_fire(s, &s->hooks, GP_SRV_HOOK_NODE_STATE, &(gp_srv_hook_ev){.node = n, .now_s = now},
+                             err);
   if (lr) return lr;
   /* Collect first: losing a job edits the active list. */
   int nj = 0;
@@ -309,16 +312,16 @@ int gp__srv_state_tick(gp_srv_state *s, int64_t now_s, int64_t now_ms, gp_err *e
       if (a < -1) a = -1;
       continue;
     }
-    if (j->state == GP_JOB_RUNNING && j->time_limit > 0) gp__srv_notify_time_check(s, j, now_s);
+    if (j->state == GP_JOB_RUNNING && j->time_limit > 0)
+      gp__srv_hook_fire(s, &s->hooks, GP_SRV_HOOK_JOB_TICK, &(gp_srv_hook_ev){.job = j, .now_s = now_s}, NULL);
     if (j->state == GP_JOB_RUNNING && j->time_limit > 0 && j->started_at > 0 &&
         now_s - j->started_at >= j->time_limit)
       r = gp__srv_job_stop(s, j, "timeout", now_s, err);
   }
-  if (!r) r = gp__srv_node_reports_check(s, now_s, now_ms, err);
-  if (!r) r = gp__srv_steps_tick(s, now_ms, err);
-  if (!r) r = gp__srv_heartbeats_write(s, now_ms, err);
-  if (!r) r = gp__srv_idle_tick(s, now_s, err);
-  if (!r) r = gp__srv_budgets_tick(s, now_s, err);
-  if (!r) r = gp__srv_services_tick(s, now_s, err);
+  /* Then each feature's own work of the tick (node reports, steps, heartbeats, idle policy,
+   * budgets, services: parts.c registers them in that order). */
+  if (!r)
+    r = gp__srv_hook_fire(s, &s->hooks, GP_SRV_HOOK_TICK, &(gp_srv_hook_ev){.now_s = now_s, .now_ms = now_ms},
+                          err);
   return r;
 }

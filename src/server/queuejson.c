@@ -336,7 +336,9 @@ json_t *gp__srv_queues_json(const gp_srv_state *s) {
     json_object_set_new(o, "pending", json_real(r->pending));
     json_object_set_new(o, "running_jobs", json_integer(r->running_jobs));
     json_object_set_new(o, "pending_jobs", json_integer(r->pending_jobs));
-    gp__srv_budget_json(s, r->name, o);
+    /* The features' fields (a budget's spend); the handlers only read the state. */
+    gp__srv_hook_fire((gp_srv_state *)s, &s->hooks, GP_SRV_HOOK_QUEUE_DOC,
+                      &(gp_srv_hook_ev){.name = r->name, .out = o}, NULL);
     json_array_append_new(list, o);
   }
   for (int i = 0; i < n; i++) free(rows[i].name);

@@ -16,8 +16,9 @@
  * cuts requests that miss their deadline and makes room past the connection limits
  * (agents' connections have their own allowance); the raw request target is checked by
  * intake.c. What each commit changed goes to the open event streams (events.h) after the
- * commit. This file holds the answers' helpers and the server's lifetime (made, started,
- * stopped); the state thread is server_loop.c, the HTTP threads server_http.c. */
+ * commit. This file holds the server's lifetime (made, started, stopped); the state thread is
+ * server_loop.c, the HTTP threads server_http.c, the answers' helpers reply.c. */
+#include "server/parts.h"
 #include "server/sessions.h"
 #include "server/server.h"
 
@@ -26,7 +27,6 @@
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,60 +53,6 @@
 #include "util/fileperm.h"
 #include "util/mem.h"
 #include "util/units.h"
-
-/* ---- answers ---- */
-
-void gp__srv_reply_json(gp_srv_req *r, int status, json_t *body) {
-  free(r->resp);
-  r->resp = json_dumps(body, JSON_COMPACT);
-  json_decref(body);
-  r->status = status;
-  r->answered = true;
-}
-
-void gp__srv_reply_doc(gp_srv_req *r, int status, json_t *doc) {
-  free(r->resp);
-  r->resp = NULL;
-  json_decref(r->resp_doc);
-  r->resp_doc = doc;
-  r->status = status;
-  r->answered = true;
-}
-
-void gp__srv_reply_error(gp_srv_req *r, int status, const char *code, const char *field,
-                     const char *fmt, ...) {
-  char msg[600];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  json_t *e = json_object();
-  json_object_set_new(e, "code", json_string(code));
-  json_object_set_new(e, "message", json_string(msg));
-  json_object_set_new(e, "field", field && *field ? json_string(field) : json_null());
-  json_t *o = json_object();
-  json_object_set_new(o, "error", e);
-  gp__srv_reply_json(r, status, o);
-}
-
-void gp__srv_reply_err(gp_srv_req *r, int code, const gp_err *err) {
-  const char *msg = err && err->message[0] ? err->message : gp_strerror(code);
-  const char *field = err ? err->field : NULL;
-  switch (code) {
-  case GP_EPERM: gp__srv_reply_error(r, 403, "permission_denied", field, "%s", msg); break;
-  case GP_ENOENT: gp__srv_reply_error(r, 404, "not_found", field, "%s", msg); break;
-  case GP_ESTATE:
-  case GP_EEXIST: gp__srv_reply_error(r, 409, "conflict", field, "%s", msg); break;
-  case GP_ELIMIT: gp__srv_reply_error(r, 413, "too_large", field, "%s", msg); break;
-  case GP_EIO: gp__srv_reply_error(r, 503, "unavailable", NULL, "%s", msg); break;
-  default: gp__srv_reply_error(r, 400, "invalid_argument", field, "%s", msg); break;
-  }
-}
-
-void gp__srv_req_resume(gp_srv_req *r) {
-  /* A request of the current batch is resumed with the batch, exactly once. */
-  if (!r->in_batch) gp__srv_conn_resume(r);
-}
 
 /* ---- lifetime ---- */
 
@@ -136,7 +82,7 @@ int gp_server_new(const gp_server_config *cfg, gp_store *store, gp_server **ret,
   gp_server *srv = gp_xcalloc(1, sizeof *srv);
   srv->cfg = cfg;
   srv->store = store;
-  srv->state = gp__srv_state_new(cfg, store);
+  srv->state = gp__srv_state_make(cfg, store);
   atomic_init(&srv->loading, true);
   int64_t now_ms = gp_mono_ms();
   pthread_mutex_init(&srv->lock, NULL);

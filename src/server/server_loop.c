@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "server/parts.h"
 #include "server/autoscale.h"
 #include "server/events.h"
 #include "server/follower.h"
@@ -59,7 +60,7 @@ static void drop_waiters(gp_srv_state *s, const char *why) {
 static void reload(gp_server *srv) {
   gp_srv_state *old = srv->state;
   drop_waiters(old, "the store failed; please retry");
-  gp_srv_state *s = gp__srv_state_new(srv->cfg, srv->store);
+  gp_srv_state *s = gp__srv_state_make(srv->cfg, srv->store);
   gp_err err = {0};
   int64_t now_ms = gp_mono_ms();
   srv->reload_failed = gp__srv_state_load(s, time(NULL), now_ms, &err) != 0;

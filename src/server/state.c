@@ -10,17 +10,9 @@
 #include <unistd.h>
 
 #include "core/sched.h"
-#include "server/fairshare.h"
-#include "server/reservations.h"
-#include "server/image_pull.h"
-#include "server/registry.h"
-#include "server/service.h"
-#include "server/heartbeats.h"
 #include "server/jobrec.h"
 #include "server/load_jobs.h"
 #include "server/state.h"
-#include "server/webproxy.h"
-#include "server/notify_job.h"
 
 #include "ledger/prices.h"
 #include "util/mem.h"
@@ -35,7 +27,6 @@ gp_srv_state *gp__srv_state_new(const gp_server_config *cfg, gp_store *store) {
   gp__srv_queues_changed(s);
   const char *check = getenv("GPOOL_SCHED_CHECK");
   s->sched_check = check && strcmp(check, "1") == 0;
-  s->ledger_off = gp__srv_ledger_off_env();
   gp_hist_init(&s->counters.cycle_s, gp_hist_bounds_cycle_s, gp_hist_n_bounds_cycle_s);
   gp_hist_init(&s->counters.wait_s, gp_hist_bounds_wait_s, gp_hist_n_bounds_wait_s);
   gp_hist_init(&s->counters.run_s, gp_hist_bounds_wait_s, gp_hist_n_bounds_wait_s);
@@ -44,16 +35,11 @@ gp_srv_state *gp__srv_state_new(const gp_server_config *cfg, gp_store *store) {
 
 void gp__srv_state_free(gp_srv_state *s) {
   if (!s) return;
+  gp__srv_hook_fire(s, &s->hooks, GP_SRV_HOOK_FREE, &(gp_srv_hook_ev){0}, NULL);
   for (size_t i = 0; i < s->cap_jobs; i++) gp__srv_job_free(s->jobs[i]);
   free(s->jobs);
   free(s->arrays);
   free(s->active);
-  gp__srv_events_dirty_free(&s->events_dirty);
-  gp__srv_notify_state_free(s);
-  gp__srv_registry_free(s);
-  gp__srv_services_free(s);
-  gp__srv_pulls_free(s);
-  gp__srv_links_free(s);
   for (int i = 0; i < s->n_nodes; i++) gp__srv_node_free(s->nodes[i]);
   free(s->nodes);
   free(s->node_slots);
@@ -71,31 +57,13 @@ void gp__srv_state_free(gp_srv_state *s) {
   gp__srv_counts_free(&s->pending_by_user);
   gp__srv_counts_free(&s->pending_by_queue);
   free(s->prices_set);
-  json_decref(s->heartbeats_loaded);
   gp_prices_free(s->prices);
-  gp__srv_usage_sums_free(s);
-  gp__srv_fairshare_free(s);
-  gp__srv_resv_free(s);
   gp__srv_ended_free(&s->ended);
-  gp__srv_budgets_free(s->budgets);
   free(s);
 }
 
-gp_srv_job *gp__srv_job_get(const gp_srv_state *s, const char *id) {
-  int64_t v = gp__srv_job_id_parse(id);
-  if (v <= 0 && id && strchr(id, '_')) v = gp__srv_array_elem_id(s, id, NULL, NULL); /* "J_I" */
-  if (v <= 0 || (size_t)v >= s->cap_jobs) return NULL;
-  return s->jobs[v];
-}
-
-static uint64_t name_hash(const char *name) {
-  uint64_t h = 1469598103934665603ull; /* FNV-1a */
-  for (const unsigned char *c = (const unsigned char *)name; *c; c++) h = (h ^ *c) * 1099511628211ull;
-  return h;
-}
-
 static void slots_insert(int *slots, size_t n_slots, const char *name, int index) {
-  size_t i = (size_t)name_hash(name) & (n_slots - 1);
+  size_t i = (size_t)gp__srv_name_hash(name) & (n_slots - 1);
   while (slots[i] >= 0) i = (i + 1) & (n_slots - 1);
   slots[i] = index;
 }
@@ -117,19 +85,6 @@ void gp__srv_node_add(gp_srv_state *s, gp_srv_node *n) {
   } else {
     slots_insert(s->node_slots, s->n_node_slots, n->name, s->n_nodes - 1);
   }
-}
-
-int gp__srv_node_index(const gp_srv_state *s, const char *name) {
-  if (!s->n_node_slots) return -1;
-  size_t i = (size_t)name_hash(name) & (s->n_node_slots - 1);
-  for (; s->node_slots[i] >= 0; i = (i + 1) & (s->n_node_slots - 1))
-    if (strcmp(s->nodes[s->node_slots[i]]->name, name) == 0) return s->node_slots[i];
-  return -1;
-}
-
-gp_srv_node *gp__srv_node_get(const gp_srv_state *s, const char *name) {
-  int i = name ? gp__srv_node_index(s, name) : -1;
-  return i >= 0 ? s->nodes[i] : NULL;
 }
 
 gp_srv_job *gp__srv_node_holder(const gp_srv_state *s, const gp_srv_node *n) {
@@ -201,51 +156,6 @@ int gp__srv_node_set_provider(gp_srv_state *s, gp_srv_node *n, const char *tmpl,
   return gp__srv_persist_node(s, n, err);
 }
 
-gp_srv_queue *gp__srv_queue_get(const gp_srv_state *s, const char *name) {
-  for (int i = 0; name && i < s->n_queues; i++)
-    if (strcmp(s->queues[i]->name, name) == 0) return s->queues[i];
-  return NULL;
-}
-
-bool gp__srv_queue_admits(const gp_srv_queue *q, const char *user) {
-  for (int i = 0; i < q->n_users; i++)
-    if (strcmp(q->users[i], "*") == 0 || strcmp(q->users[i], user) == 0) return true;
-  return false;
-}
-
-const char *gp__srv_default_queue(const gp_srv_state *s, const char *user) {
-  const char *any = NULL;
-  for (int i = 0; i < s->cfg->n_default_queues; i++) {
-    const gp_default_queue *d = &s->cfg->default_queues[i];
-    if (strcmp(d->user, user) == 0) return d->queue;
-    if (strcmp(d->user, "*") == 0) any = d->queue;
-  }
-  if (any) return any;
-  /* Without a configured default, a queue called "default" is the default. */
-  return gp__srv_queue_get(s, "default") ? "default" : NULL;
-}
-
-bool gp__srv_queue_allows_class(const gp_srv_state *s, const gp_srv_queue *q, const char *cls) {
-  if (q->n_classes >= 0) {
-    for (int i = 0; i < q->n_classes; i++)
-      if (strcmp(q->classes[i], cls) == 0) return true;
-    return false;
-  }
-  /* A non-preemptible class is a promise never to be taken back: the queue (or the policy)
-   * must name it. */
-  const gp_priority_class *pc = gp_priority_class_find(&s->cfg->policy, cls);
-  if (pc && pc->preemptible) return true;
-  const char *pol = s->cfg->policy.default_priority;
-  return (pol && strcmp(pol, cls) == 0) || (q->default_priority && strcmp(q->default_priority, cls) == 0);
-}
-
-bool gp__srv_queue_is_parent(const gp_srv_state *s, const char *name) {
-  size_t n = strlen(name);
-  for (int i = 0; i < s->n_queues; i++)
-    if (strncmp(s->queues[i]->name, name, n) == 0 && s->queues[i]->name[n] == '/') return true;
-  return false;
-}
-
 static void active_add(gp_srv_state *s, gp_srv_job *j) {
   if (j->active_pos >= 0 || j->array) return; /* (an array's elements are scheduled, not it) */
   gp_xgrow((void **)&s->active, &s->cap_active, (size_t)s->n_active + 1, sizeof *s->active);
@@ -306,12 +216,12 @@ void gp__srv_job_set_state(gp_srv_state *s, gp_srv_job *j, gp_job_state st) {
   if (gp_job_state_is_final(st)) active_remove(s, j);
   else active_add(s, j);
   if (j->array_job) gp__srv_array_element_moved(s, j, (int)old, (int)st);
-  if (j->service) gp__srv_service_replica_moved(s, j, (int)old, (int)st);
   /* Its final state (and the counts by state) follow any change into, out of or between
    * final states. */
   bool final = gp_job_state_is_final(st);
   if (old != st && (final || gp_job_state_is_final(old))) gp__srv_ended_mark(s, j->id, st, final);
-  gp__srv_notify_note(s, j, old);
+  gp__srv_hook_fire(s, &s->hooks, GP_SRV_HOOK_JOB_STATE, &(gp_srv_hook_ev){.job = j, .old_state = (int)old},
+                    NULL);
   s->sched_dirty = true;
 }
 
@@ -356,7 +266,9 @@ int gp__srv_persist_node(gp_srv_state *s, gp_srv_node *n, gp_err *err) {
   int r = gp_store_put_node(s->store, &row, err);
   free(doc);
   /* Every change of a node's admin state or liveness that lasts is persisted here. */
-  if (!r) r = gp__srv_ledger_node(s, n, time(NULL), err);
+  if (!r)
+    r = gp__srv_hook_fire(s, &s->hooks, GP_SRV_HOOK_NODE_STATE,
+                          &(gp_srv_hook_ev){.node = n, .now_s = time(NULL)}, err);
   return r;
 }
 
@@ -558,8 +470,9 @@ static int load_node_interval(void *ctx, const gp_store_node_interval *row) {
   load_ctx *c = ctx;
   LOAD_FLUSH(c);
   gp_srv_node *n = gp__srv_node_get(c->s, row->node);
-  if (n) n->ledger_state = gp__srv_ledger_node_state(row->state);
-  return 0;
+  if (!n) return 0;
+  return gp__srv_hook_fire(c->s, &c->s->hooks, GP_SRV_HOOK_NODE_INTERVAL,
+                           &(gp_srv_hook_ev){.node = n, .name = row->state}, c->err);
 }
 
 static int load_queue(void *ctx, const gp_store_queue *row) {
@@ -637,23 +550,11 @@ static int load_setting(void *ctx, const char *name, const char *doc) {
   if (strcmp(name, GP_SRV_SETTING_PRICES) == 0) {
     free(c->s->prices_set);
     c->s->prices_set = gp_xstrdup(doc);
-  } else if (strncmp(name, GP_SRV_SETTING_NOTIFY, strlen(GP_SRV_SETTING_NOTIFY)) == 0) {
-    gp__srv_notify_user_loaded(c->s, name + strlen(GP_SRV_SETTING_NOTIFY), doc);
-  } else if (strncmp(name, "budget/", 7) == 0) {
-    gp__srv_budget_level_loaded(c->s, name + 7, doc);
-  } else if (strncmp(name, GP_SRV_SETTING_FAIRSHARE, strlen(GP_SRV_SETTING_FAIRSHARE)) == 0) {
-    gp__srv_fairshare_loaded(c->s, name + strlen(GP_SRV_SETTING_FAIRSHARE), doc);
-  } else if (strncmp(name, GP_SRV_SETTING_REGISTRY, strlen(GP_SRV_SETTING_REGISTRY)) == 0 ||
-             strncmp(name, GP_SRV_SETTING_REGISTRY_POOL, strlen(GP_SRV_SETTING_REGISTRY_POOL)) == 0) {
-    gp__srv_registry_loaded(c->s, name, doc);
-  } else if (strncmp(name, GP_SRV_SETTING_RESERVATION, strlen(GP_SRV_SETTING_RESERVATION)) == 0) {
-    gp__srv_resv_loaded(c->s, name + strlen(GP_SRV_SETTING_RESERVATION), doc);
-  } else if (strncmp(name, GP_SRV_SETTING_SERVICE, strlen(GP_SRV_SETTING_SERVICE)) == 0) {
-    gp__srv_service_loaded(c->s, name + strlen(GP_SRV_SETTING_SERVICE), doc);
-  } else if (strcmp(name, GP_SRV_SETTING_HEARTBEATS) == 0) {
-    gp__srv_heartbeats_loaded(c->s, doc);
+    return 0;
   }
-  return 0;
+  /* Every other setting is a feature's: each takes those it registered (parts.c). */
+  return gp__srv_hook_fire(c->s, &c->s->hooks, GP_SRV_HOOK_SETTING,
+                           &(gp_srv_hook_ev){.name = name, .doc = doc}, c->err);
 }
 
 static gp_srv_queue *queue_from_config(const gp_server_queue *cq) {
@@ -706,7 +607,6 @@ int gp__srv_state_load(gp_srv_state *s, int64_t now_s, int64_t now_ms, gp_err *e
   if (!r && !s->cfg->ha.on) gp__srv_job_batch_backfill(s, &c.batch);
   gp__srv_job_batch_free(&c.batch);
   gp__srv_event_batch_free(&c.events);
-  if (!r) r = gp__srv_prices_init(s, err);
   if (r) {
     free(c.open_jobs);
     return r;
@@ -721,16 +621,15 @@ int gp__srv_state_load(gp_srv_state *s, int64_t now_s, int64_t now_ms, gp_err *e
       j->n_alloc = 0;
     }
   }
-  /* Each interval closes in the transaction that ends its run, so this finds nothing
-   * unless the store was written by a gpool that kept no ledger; a failure here is logged
-   * and tried again at the next load, the ledger being no reason to refuse service. */
-  gp_err lerr = {0};
-  if (gp__srv_ledger_repair(s, c.open_jobs, c.n_open_jobs, now_s, &lerr))
-    fprintf(stderr, "gpool server: ledger: repairing open intervals failed: %s\n", lerr.message);
-  free(c.open_jobs);
-  gp__srv_heartbeats_apply(s, false);
   gp__srv_arrays_rebuild(s);
-  gp__srv_services_rebuild(s);
+  /* The features settle what they keep against what was loaded (prices, the ledger's open
+   * intervals, nodes' heartbeats, services' replicas). */
+  r = gp__srv_hook_fire(s, &s->hooks, GP_SRV_HOOK_LOADED,
+                        &(gp_srv_hook_ev){.now_s = now_s, .now_ms = now_ms, .open_jobs = c.open_jobs,
+                                          .n_open_jobs = c.n_open_jobs},
+                        err);
+  free(c.open_jobs);
+  if (r) return r;
   s->sched_dirty = true;
   return 0;
 }

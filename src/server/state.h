@@ -20,6 +20,7 @@
 #include "core/plan.h"
 #include "server/array.h"
 #include "server/config.h"
+#include "server/hooks.h"
 #include "server/job.h"
 #include "server/metrics.h"
 #include "server/node.h"
@@ -184,6 +185,9 @@ typedef struct gp_srv_events_dirty {
 typedef struct gp_srv_state {
   const gp_server_config *cfg; /* borrowed */
   gp_store *store;              /* borrowed */
+  /* The features' handlers (hooks.h), registered when the state is made (parts.c): the
+   * state fires them and calls no feature itself. */
+  gp_srv_hooks hooks;
   /* Jobs by id: jobs[id] (ids are 1, 2, ...); NULL holes never happen but are tolerated. */
   gp_srv_job **jobs;
   size_t cap_jobs;
@@ -265,11 +269,8 @@ typedef struct gp_srv_state {
   struct gp__srv_services *services; /* inference services (service.h), NULL: none yet */
   uint64_t ranked_cycle;      /* counters.sched_cycles + 1 when the jobs' queue positions
                                  were worked out (jobrank.c), 0: never */
-  /* Nodes' heartbeats as the leader keeps them in the store for followers (heartbeats.c):
-   * when last written (monotonic ms) and what (a hash); the loaded document, if any. */
-  int64_t heartbeats_written_ms;
-  uint64_t heartbeats_sig;
-  json_t *heartbeats_loaded;
+  struct gp__srv_heartbeats *heartbeats; /* nodes' heartbeats for followers (heartbeats.c),
+                                           NULL until used */
 } gp_srv_state;
 
 /* The store setting that holds the catalogue an admin set through PUT /v1/prices. */
@@ -281,11 +282,14 @@ void gp__srv_state_free(gp_srv_state *s);
 /* Loads everything from the store into a fresh state (config queues first). */
 int gp__srv_state_load(gp_srv_state *s, int64_t now_s, int64_t now_ms, gp_err *err);
 
+/* lookup.c: a job by id, or an array's element by "J_I"; NULL: not in memory. */
 gp_srv_job *gp__srv_job_get(const gp_srv_state *s, const char *id);
 /* Appends a node (taking ownership) and indexes it by name. */
 void gp__srv_node_add(gp_srv_state *s, gp_srv_node *n);
+/* lookup.c: a node by name, its position (-1: none); the name index's hash. */
 gp_srv_node *gp__srv_node_get(const gp_srv_state *s, const char *name);
 int gp__srv_node_index(const gp_srv_state *s, const char *name);
+uint64_t gp__srv_name_hash(const char *name);
 /* The active job that holds (or held, in its current run) a task on node n, or NULL. */
 gp_srv_job *gp__srv_node_holder(const gp_srv_state *s, const gp_srv_node *n);
 /* Forgets a node that no active job holds (gp__srv_node_holder NULL; the caller answers
@@ -297,6 +301,7 @@ int gp__srv_node_remove(gp_srv_state *s, gp_srv_node *n, int64_t now, gp_err *er
  * per GPU-hour, < 0: not known) and persists it. GP_EINVAL for an unsafe id or name. */
 int gp__srv_node_set_provider(gp_srv_state *s, gp_srv_node *n, const char *tmpl,
                               const char *instance, double price, gp_err *err);
+/* lookup.c: a queue by name, and the rules a submission to it is checked against. */
 gp_srv_queue *gp__srv_queue_get(const gp_srv_state *s, const char *name);
 bool gp__srv_queue_admits(const gp_srv_queue *q, const char *user);
 /* May the queue's users ask for priority class `cls` by name? Those the queue lists; by
@@ -306,6 +311,7 @@ const char *gp__srv_default_queue(const gp_srv_state *s, const char *user);
 /* Does another queue name `name` as its parent (a queue "name/...")? Jobs go to leaves. */
 bool gp__srv_queue_is_parent(const gp_srv_state *s, const char *name);
 
+/* job_free.c: releases a job record and all it owns (NULL: nothing). */
 void gp__srv_job_free(gp_srv_job *j);
 /* Takes ownership of j (a new job with j->id assigned) and indexes it. */
 void gp__srv_job_insert(gp_srv_state *s, gp_srv_job *j);
@@ -320,7 +326,7 @@ void gp__srv_ended_mark(gp_srv_state *s, int64_t id, gp_job_state st, bool final
 void gp__srv_ended_evict(gp_srv_state *s);
 /* Is job `id` ended? Its final state, whether in memory or only in the store. */
 bool gp__srv_ended_state(const gp_srv_state *s, int64_t id, gp_job_state *ret);
-/* Parses a job id ("123"); 0 when it is not one. */
+/* lookup.c: parses a job id ("123"); 0 when it is not one. */
 int64_t gp__srv_job_id_parse(const char *id);
 /* The stand-in job for id in the view's dependencies (id and state only: a new one in
  * state st, or the one already made); owned by s->ended, trimmed by
@@ -414,7 +420,7 @@ bool gp__srv_node_models_take(gp_srv_node *n, const json_t *models);
 /* Rebuilds n->pref_hashes from its image and model hashes (models.c). */
 void gp__srv_node_prefs_merge(gp_srv_node *n);
 void gp__srv_job_container_json(json_t *o, const gp_srv_job *j);
-/* An agent's progress of a task's pull (jobimage.c): the task's last `pulling_image` entry
+/* An agent's progress of a task's pull (image_pull.c): the task's last `pulling_image` entry
  * of the timeline, still open, gets done_bytes, total_bytes and its message "pulling image
  * REF (3.1 of 9.8 GB)". In memory only (a pull is minutes; its end is stored); a figure out
  * of bounds or going back is not taken. Always 0. */
@@ -469,7 +475,7 @@ double gp__srv_task_share(const gp_srv_state *s, const gp_srv_alloc *a);
 int gp__srv_ledger_open_job(gp_srv_state *s, gp_srv_job *j, int64_t now, gp_err *err);
 /* The run's allocations are freed: its intervals close, its attempt ends, the totals grow. */
 int gp__srv_ledger_close_job(gp_srv_state *s, gp_srv_job *j, int64_t now, gp_err *err);
-/* Names the end of the job's last attempt (once; after gp__srv_ledger_close_job). */
+/* lifecycle.c: names the end of the job's last attempt (once; after gp__srv_ledger_close_job). */
 void gp__srv_attempt_ended(gp_srv_job *j, const char *reason);
 /* The agent on node index `node` reported the job's figures there for this run (totals
  * since the run started; < 0: unknown): task `task`'s own, or with task -1 the job's on
@@ -502,7 +508,7 @@ void gp__srv_usage_adopt(gp_srv_state *s, gp_srv_state *old);
 void gp__srv_usage_totals(const gp_srv_state *s, int64_t now,
                           void (*fn)(void *ctx, const gp_srv_usage_total *t), void *ctx);
 
-/* ---- idle.c, idle_json.c: the queues' idle-GPU policy on running jobs ---- */
+/* ---- idle.c, idle_rule.c, idle_json.c: the queues' idle-GPU policy on running jobs ---- */
 /* The queue's idle rule for the job, or NULL when its queue has no policy. */
 const gp_idle_rule *gp__srv_idle_rule(const gp_srv_state *s, const gp_srv_job *j);
 /* The job's class as the policy reads it: its own, else its queue's default, else the
@@ -521,6 +527,8 @@ bool gp__srv_idle_now(const gp_srv_state *s, const gp_srv_job *j, int64_t now);
 /* How a job stopped by the policy ends: requeued (true) or cancelled, and the reason
  * ("idle: under 5% SM for 600 s"), from its last `idle` event. */
 bool gp__srv_idle_requeues(const gp_srv_job *j, char *why, size_t size);
+/* The figures of an idle rule, as events and reasons say them ("under 5% SM for 600 s"). */
+void gp__srv_idle_figures(char *buf, size_t size, double threshold_pct, int64_t for_s);
 /* The queues API's `idle_policy` (null: none), read as the config reads it; errors name
  * `field` and the key. */
 int gp__srv_idle_policy_from_json(const json_t *v, const char *field, gp_idle_policy *ret,
@@ -539,7 +547,8 @@ int gp__srv_job_parse(const gp_server_config *cfg, const json_t *body, const cha
 /* The checks that need the state (state thread): the queue (or the user's default), its
  * admission list, dependencies that exist, the queue's default time limit. */
 int gp__srv_job_admit(const gp_srv_state *s, gp_srv_job *j, bool is_admin, gp_err *err);
-/* GPUs a job's request asks for in all, fractions as fractions (MIG: compute slices / 7). */
+/* lookup.c: GPUs a job's request asks for in all, fractions as fractions (MIG: compute
+ * slices / 7). */
 double gp__srv_job_asked_gpus(const gp_srv_job *j);
 /* Rebuilds a job from its stored document. */
 int gp__srv_job_from_doc(const char *doc, gp_srv_job **ret, gp_err *err);

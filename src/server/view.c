@@ -138,7 +138,7 @@ static bool has_deps(const gp_srv_job *j) {
 
 void gp__srv_job_changed(gp_srv_state *s, gp_srv_job *j) {
   j->rev = ++s->revs;
-  gp__srv_events_note_job(s, j);
+  gp__srv_hook_fire(s, &s->hooks, GP_SRV_HOOK_JOB_CHANGED, &(gp_srv_hook_ev){.job = j}, NULL);
   if (j->view_stale) return;
   j->view_stale = true;
   gp_srv_view *w = &s->view;
@@ -149,7 +149,7 @@ void gp__srv_job_changed(gp_srv_state *s, gp_srv_job *j) {
 
 void gp__srv_node_changed(gp_srv_state *s, gp_srv_node *n) {
   s->view_rev = ++s->revs;
-  gp__srv_events_note_node(s, n);
+  gp__srv_hook_fire(s, &s->hooks, GP_SRV_HOOK_NODE_CHANGED, &(gp_srv_hook_ev){.node = n}, NULL);
   if (n->view_stale) return;
   n->view_stale = true;
   gp_srv_view *w = &s->view;

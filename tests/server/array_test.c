@@ -2,6 +2,7 @@
 /* Job arrays' record (server/array.c): Slurm's index syntax and its refusals, positions and
  * indexes both ways, and the stored form read back the same, through the fast document too. */
 #include "test.h"
+#include "server/parts.h"
 #include "server/state.h"
 
 static gp_srv_array *parse(const char *spec) {
@@ -49,7 +50,7 @@ static void bad_specs_are_refused_with_a_reason(void) {
 
 static void the_stored_form_reads_back_the_same(void) {
   gp_server_config *cfg = gp_server_config_new();
-  gp_srv_state *s = gp__srv_state_new(cfg, NULL);
+  gp_srv_state *s = gp__srv_state_make(cfg, NULL);
   json_t *o = json_loads("{\"command\": [\"true\"], \"gpus\": 1, \"array\": \"0-9:3%2\", \"after_corr\": [\"4\"]}",
                          0, NULL);
   gp_srv_job *j = NULL;

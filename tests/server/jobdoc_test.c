@@ -2,11 +2,12 @@
 /* The hand-written stored job document says exactly what the jansson-built one says, for
  * a job that uses every field, including quotes, backslashes, newlines and non-ASCII text. */
 #include "test.h"
+#include "server/parts.h"
 #include "server/state.h"
 
 static void the_fast_document_equals_the_reference(void) {
   gp_server_config *cfg = gp_server_config_new();
-  gp_srv_state *s = gp__srv_state_new(cfg, NULL);
+  gp_srv_state *s = gp__srv_state_make(cfg, NULL);
   const char *body =
       "{\"queue\": \"org/a\", \"name\": \"tr\\\"ain \\u00e9\", \"command\": [\"python\", \"-c\", \"print('a\\\\b')\\t\\u0001\"],"
       " \"workdir\": \"/home/a\", \"env\": {\"K\": \"V\\\"\", \"PATH\": \"/bin\"}, \"gpus\": 0, \"tasks\": 2,"

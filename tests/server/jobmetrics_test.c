@@ -5,13 +5,14 @@
  * admins and viewers read it, another user gets 403. */
 #include "test.h"
 #include "srv_util.h"
+#include "server/parts.h"
 #include "server/jobmetrics.h"
 #include "server/state.h"
 #include "util/mem.h"
 
 /* A state holding node n1 (2 GPUs with telemetry) and job 1 running on both. */
 static gp_srv_state *one_running_job(const gp_server_config *cfg) {
-  gp_srv_state *s = gp__srv_state_new(cfg, NULL);
+  gp_srv_state *s = gp__srv_state_make(cfg, NULL);
   gp_srv_node *n = gp_xcalloc(1, sizeof *n);
   n->name = gp_xstrdup("n1");
   n->n_gpus = 2;

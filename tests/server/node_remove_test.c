@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "test.h"
+#include "server/parts.h"
 #include "server/config.h"
 #include "server/state.h"
 #include "store/store.h"
@@ -26,7 +27,7 @@ static void the_last_node_takes_the_removed_ones_place(void) {
   gp_err e = {0};
   REQUIRE(gp_store_sqlite_open(db_path(), &store, &e) == 0);
   gp_server_config *cfg = gp_server_config_new();
-  gp_srv_state *s = gp__srv_state_new(cfg, store);
+  gp_srv_state *s = gp__srv_state_make(cfg, store);
   s->sched_check = true;
   gp_srv_node *n1 = new_node(s, "n1");
   new_node(s, "n2");
@@ -83,7 +84,7 @@ static void provider_fields_outlive_a_restart(void) {
   gp_err e = {0};
   REQUIRE(gp_store_sqlite_open(db_path(), &store, &e) == 0);
   gp_server_config *cfg = gp_server_config_new();
-  gp_srv_state *s = gp__srv_state_new(cfg, store);
+  gp_srv_state *s = gp__srv_state_make(cfg, store);
   gp_srv_node *n = new_node(s, "gpu-1");
   REQUIRE(gp_store_begin(store, &e) == 0);
   CHECK_EQ_INT(GP_EINVAL, gp__srv_node_set_provider(s, n, "a100-spot", "i 1", 1.5, &e));
@@ -96,7 +97,7 @@ static void provider_fields_outlive_a_restart(void) {
   gp_store_close(store);
 
   REQUIRE(gp_store_sqlite_open(db_path(), &store, &e) == 0);
-  s = gp__srv_state_new(cfg, store);
+  s = gp__srv_state_make(cfg, store);
   REQUIRE(gp__srv_state_load(s, 1000, 1000, &e) == 0);
   n = gp__srv_node_get(s, "gpu-1");
   REQUIRE(n);

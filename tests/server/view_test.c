@@ -3,6 +3,7 @@
  * marks, and a plan's job indices keep naming the jobs they named at the sync while the plan
  * is applied, although ending a job moves another in the active list. */
 #include "test.h"
+#include "server/parts.h"
 #include "server/state.h"
 
 static gp_srv_job *pending_job(gp_srv_state *s, const gp_server_config *cfg, int64_t id) {
@@ -19,7 +20,7 @@ static gp_srv_job *pending_job(gp_srv_state *s, const gp_server_config *cfg, int
 
 static void plan_indices_survive_the_active_list_moving(void) {
   gp_server_config *cfg = gp_server_config_new();
-  gp_srv_state *s = gp__srv_state_new(cfg, NULL);
+  gp_srv_state *s = gp__srv_state_make(cfg, NULL);
   s->sched_check = true; /* every kept entry is compared with its record at each sync */
   gp_srv_job *a = pending_job(s, cfg, 1), *b = pending_job(s, cfg, 2), *c = pending_job(s, cfg, 3);
   const gp_view *v = gp__srv_view_sync(s);
@@ -48,7 +49,7 @@ static void plan_indices_survive_the_active_list_moving(void) {
 
 static void a_change_marked_on_a_record_reaches_its_entry(void) {
   gp_server_config *cfg = gp_server_config_new();
-  gp_srv_state *s = gp__srv_state_new(cfg, NULL);
+  gp_srv_state *s = gp__srv_state_make(cfg, NULL);
   s->sched_check = true;
   gp_srv_job *a = pending_job(s, cfg, 1);
   gp__srv_view_sync(s);
@@ -66,7 +67,7 @@ static void a_change_marked_on_a_record_reaches_its_entry(void) {
  * when a store listed a job twice). */
 static void a_replaced_job_leaves_the_active_list(void) {
   gp_server_config *cfg = gp_server_config_new();
-  gp_srv_state *s = gp__srv_state_new(cfg, NULL);
+  gp_srv_state *s = gp__srv_state_make(cfg, NULL);
   s->sched_check = true;
   pending_job(s, cfg, 1);
   gp_srv_job *b = pending_job(s, cfg, 2);

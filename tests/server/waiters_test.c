@@ -3,6 +3,7 @@
  * node is given orders newer than the poll's generation, answered once; a node re-polling
  * faster than its polls expire does not grow the index without bound. */
 #include "test.h"
+#include "server/parts.h"
 #include "server/state.h"
 
 static gp_srv_node *add_node(gp_srv_state *s, const char *name) {
@@ -17,7 +18,7 @@ static int fake_req; /* a poll's address; the index never looks inside */
 
 static void polls_are_due_at_their_deadline_or_on_new_orders(void) {
   gp_server_config *cfg = gp_server_config_new();
-  gp_srv_state *s = gp__srv_state_new(cfg, NULL);
+  gp_srv_state *s = gp__srv_state_make(cfg, NULL);
   gp_srv_node *a = add_node(s, "a"), *b = add_node(s, "b");
   gp__srv_waiter_park(s, a, POLL, 3, 1000);
   gp__srv_waiter_park(s, b, POLL, 0, 2000);
@@ -43,7 +44,7 @@ static void polls_are_due_at_their_deadline_or_on_new_orders(void) {
 
 static void re_polling_keeps_the_index_bounded(void) {
   gp_server_config *cfg = gp_server_config_new();
-  gp_srv_state *s = gp__srv_state_new(cfg, NULL);
+  gp_srv_state *s = gp__srv_state_make(cfg, NULL);
   gp_srv_node *a = add_node(s, "a");
   for (int i = 0; i < 100000; i++) gp__srv_waiter_park(s, a, POLL, 0, 100000 + i); /* each replaces the last */
   CHECK(s->waiters.n_heap <= 2 * s->n_nodes + 1025);
