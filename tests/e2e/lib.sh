@@ -79,13 +79,18 @@ e2e_cleanup() {
   e2e_stop_spawned
   [ ${#E2E_CONTAINER_DIRS[@]} -gt 0 ] && e2e_rm_containers "${E2E_CONTAINER_DIRS[@]}"
   # Job processes the agents started live in their own sessions; tests submit from inside
-  # the test dir, so jobs run there (their cwd) and can be found and ended too.
+  # the test dir, so jobs run there (their cwd) and can be found and ended too. A service's
+  # replicas run in the owner's home instead: they carry this test's GPOOL_E2E_DIR (the
+  # agents pass it on), which finds them.
   if [ -n "$E2E_DIR" ]; then
     local p d
     for d in /proc/[0-9]*; do
       p=${d#/proc/}
       [ "$p" = $$ ] && continue
-      case "$(readlink "$d/cwd" 2>/dev/null)" in "$E2E_DIR"*) kill -KILL "$p" 2>/dev/null ;; esac
+      case "$(readlink "$d/cwd" 2>/dev/null)" in
+        "$E2E_DIR"*) kill -KILL "$p" 2>/dev/null ;;
+        *) grep -qzx "GPOOL_E2E_DIR=$E2E_DIR" "$d/environ" 2>/dev/null && kill -KILL "$p" 2>/dev/null ;;
+      esac
     done
     cd / && { [ -n "${E2E_KEEP:-}" ] || rm -rf "$E2E_DIR"; }
   fi
