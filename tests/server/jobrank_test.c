@@ -60,7 +60,13 @@ static void pending_jobs_show_their_place_in_the_queue_and_their_start(void) {
   CHECK(wait_position(&t, second, 1));
   CHECK_EQ_INT(0, position_of(&t, first));
   CHECK_EQ_INT(2, position_of(&t, batch));
-  /* Position 1 is the job the scheduler starts next, when the GPU frees. */
+  /* Position 1 is the job the scheduler starts next, when the GPU frees. Bob's job, first
+   * in its own queue, is held first: org/a has used the GPU and org/b has not, so fair share
+   * would give bob the GPU whenever `run` had run for a second (a loaded machine). The node
+   * heartbeats again, as an agent would, before its 2 s node timeout can pass. */
+  snprintf(path, sizeof path, "/v1/jobs/%s/hold", other);
+  CHECK_EQ_INT(200, tsrv_req(&t, "POST", path, BOB, NULL));
+  json_decref(tsrv_heartbeat(&t, "n1", 0, 0, NULL));
   snprintf(path, sizeof path, "/v1/jobs/%s/cancel", run);
   CHECK_EQ_INT(200, tsrv_req(&t, "POST", path, ALICE, NULL));
   char ev[128];
