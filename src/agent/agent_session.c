@@ -67,16 +67,12 @@ static bool stopping(gp_agent *a) {
 /* The last message: {"exit": N} or {"error": "..."}, then a close. */
 static void finish(gp_tls_ws *w, int exit_code, const char *error, int close_code) {
   json_t *o = error ? json_pack("{s:s}", "error", error) : json_pack("{s:i}", "exit", exit_code);
-  char *t = json_dumps(o, JSON_COMPACT);
+  size_t n;
+  uint8_t *m = gp_proto_session_status(o, &n);
   json_decref(o);
-  size_t n = strlen(t);
-  uint8_t *m = gp_xmalloc(n + 1);
-  m[0] = GP_PROTO_SES_STATUS;
-  memcpy(m + 1, t, n);
   gp_tls_ws_flush_wait(w, 2000); /* room for it */
-  gp_tls_ws_send(w, GP_TLS_WS_BINARY, m, n + 1);
+  gp_tls_ws_send(w, GP_TLS_WS_BINARY, m, n);
   free(m);
-  free(t);
   gp_tls_ws_close(w, close_code, error ? "session failed" : "exited");
   gp_tls_ws_flush_wait(w, 2000);
 }

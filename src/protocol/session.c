@@ -108,3 +108,14 @@ int gp_proto_session_signal_parse(const void *data, size_t len) {
   json_decref(o);
   return sig;
 }
+
+uint8_t *gp_proto_session_status(const json_t *status, size_t *len) {
+  char *t = json_dumps(status, JSON_COMPACT);
+  size_t n = t ? strlen(t) : 0;
+  uint8_t *m = gp_xmalloc(n + 1);
+  m[0] = GP_PROTO_SES_STATUS;
+  if (n) memcpy(m + 1, t, n);
+  free(t);
+  *len = n + 1;
+  return m;
+}

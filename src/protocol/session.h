@@ -19,6 +19,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "util/error.h"
 
@@ -52,6 +53,11 @@ typedef struct gp_proto_session_start {
  * Returns 0, or GP_EINVAL. Free with gp_proto_session_start_done. */
 int gp_proto_session_start_parse(const void *text, size_t len, gp_proto_session_start *s, gp_err *err);
 void gp_proto_session_start_done(gp_proto_session_start *s);
+
+/* A status message (channel GP_PROTO_SES_STATUS): the channel byte, then `status` as
+ * compact JSON ({"exit": N} or {"error": "..."}). Returns the message (free it) and its
+ * length in *len. */
+uint8_t *gp_proto_session_status(const json_t *status, size_t *len);
 
 /* A window size message's cols and rows (1..10000 each); false when it is not one. */
 bool gp_proto_session_size_parse(const void *data, size_t len, int *cols, int *rows);

@@ -122,18 +122,14 @@ static void fail_client(gp_tls_ws *c, int code, const char *fmt, ...) {
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
   json_t *o = json_pack("{s:s}", "error", msg);
-  char *t = json_dumps(o, JSON_COMPACT);
+  size_t n;
+  uint8_t *m = gp_proto_session_status(o, &n);
   json_decref(o);
-  size_t n = strlen(t);
-  uint8_t *m = gp_xmalloc(n + 1);
-  m[0] = GP_PROTO_SES_STATUS;
-  memcpy(m + 1, t, n);
   gp_tls_ws_flush_wait(c, 1000);
-  gp_tls_ws_send(c, GP_TLS_WS_BINARY, m, n + 1);
+  gp_tls_ws_send(c, GP_TLS_WS_BINARY, m, n);
   gp_tls_ws_close(c, code, code == GP_TLS_WS_GOING_AWAY ? "the server is stopping" : "session ended");
   gp_tls_ws_flush_wait(c, 2000);
   free(m);
-  free(t);
 }
 
 static bool stopping(gp_srv_sessions *S) {

@@ -91,4 +91,18 @@ static void session_resize_and_signal_messages(void) {
   CHECK_EQ_INT(0, gp_proto_session_signal_parse("{\"signal\":9}", 12));
 }
 
-GP_TESTS(session_start_accepts_each_kind, session_start_refuses_naming_the_field, session_resize_and_signal_messages)
+/* The status message the agent and the server end a session with: channel 3, then JSON. */
+static void session_status_message(void) {
+  json_t *o = json_pack("{s:s}", "error", "job 7 ended");
+  size_t n = 0;
+  uint8_t *m = gp_proto_session_status(o, &n);
+  json_decref(o);
+  const char *want = "{\"error\":\"job 7 ended\"}";
+  REQUIRE(n == strlen(want) + 1);
+  CHECK_EQ_INT(GP_PROTO_SES_STATUS, m[0]);
+  CHECK(memcmp(m + 1, want, n - 1) == 0);
+  free(m);
+}
+
+GP_TESTS(session_start_accepts_each_kind, session_start_refuses_naming_the_field, session_resize_and_signal_messages,
+         session_status_message)
