@@ -371,13 +371,11 @@ static void job_log(gp_srv_state *s, gp_srv_req *r, gp_srv_job *j) {
     gp__srv_reply_error(r, 503, "unavailable", NULL, "node %s has no agent address", n->name);
     return;
   }
-  const char *tok = n->agent_token;
-  for (int i = 0; !tok && i < s->cfg->n_tokens; i++)
-    if (s->cfg->tokens[i].role == GP_ROLE_AGENT) tok = s->cfg->tokens[i].token;
+  const char *tok = gp__srv_node_agent_token(s, n);
   /* The URL and the token travel together: "URL\nTOKEN" (the HTTP thread splits them). */
   char url[1200];
   snprintf(url, sizeof url, "%s/logs/%s?stream=%s&offset=%lld&task=%lld\n%s", n->agent_url,
-           j->idstr, stream, (long long)offset, (long long)task, tok ? tok : "");
+           j->idstr, stream, (long long)offset, (long long)task, tok);
   r->proxy_url = gp_xstrdup(url);
   r->status = 200;
   r->answered = true;

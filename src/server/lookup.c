@@ -117,3 +117,10 @@ double gp__srv_job_asked_gpus(const gp_srv_job *j) {
   if (j->mig) return (j->mig[0] >= '1' && j->mig[0] <= '7' ? (j->mig[0] - '0') / 7.0 : 1 / 7.0) * j->tasks;
   return 0;
 }
+
+const char *gp__srv_node_agent_token(const gp_srv_state *s, const gp_srv_node *n) {
+  if (n->agent_token) return n->agent_token;
+  for (int i = 0; i < s->cfg->n_tokens; i++)
+    if (s->cfg->tokens[i].role == GP_ROLE_AGENT) return s->cfg->tokens[i].token;
+  return "";
+}

@@ -45,14 +45,12 @@ void gp__srv_session_route(gp_srv_state *s, gp_srv_req *r, gp_srv_job *j) {
     gp__srv_reply_error(r, 503, "unavailable", NULL, "node %s has no agent address", n->name);
     return;
   }
-  const char *tok = n->agent_token;
-  for (int i = 0; !tok && i < s->cfg->n_tokens; i++)
-    if (s->cfg->tokens[i].role == GP_ROLE_AGENT) tok = s->cfg->tokens[i].token;
+  const char *tok = gp__srv_node_agent_token(s, n);
   /* "URL\nTOKEN\nNODE": the agent's session address, its token, and the node's name for
    * the messages (sessions.c splits them). */
   char spec[1400];
   snprintf(spec, sizeof spec, "%s/sessions/%s?task=%lld\n%s\n%s", n->agent_url, j->idstr, (long long)task,
-           tok ? tok : "", n->name);
+           tok, n->name);
   free(r->session_spec);
   r->session_spec = gp_xstrdup(spec);
   r->status = 200;

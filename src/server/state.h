@@ -290,6 +290,9 @@ void gp__srv_node_add(gp_srv_state *s, gp_srv_node *n);
 gp_srv_node *gp__srv_node_get(const gp_srv_state *s, const char *name);
 int gp__srv_node_index(const gp_srv_state *s, const char *name);
 uint64_t gp__srv_name_hash(const char *name);
+/* lookup.c: the token the server calls node n's agent with (logs, sessions, links): the
+ * node's own, else the config's first agent token; "" when there is none. */
+const char *gp__srv_node_agent_token(const gp_srv_state *s, const gp_srv_node *n);
 /* The active job that holds (or held, in its current run) a task on node n, or NULL. */
 gp_srv_job *gp__srv_node_holder(const gp_srv_state *s, const gp_srv_node *n);
 /* Forgets a node that no active job holds (gp__srv_node_holder NULL; the caller answers

@@ -397,12 +397,10 @@ static void output(gp_srv_state *s, gp_srv_req *r, gp_srv_job *j, const gp_srv_s
                         p->tasks[task].node ? p->tasks[task].node : "?");
     return;
   }
-  const char *tok = n->agent_token;
-  for (int i = 0; !tok && i < s->cfg->n_tokens; i++)
-    if (s->cfg->tokens[i].role == GP_ROLE_AGENT) tok = s->cfg->tokens[i].token;
+  const char *tok = gp__srv_node_agent_token(s, n);
   char url[1200];
   snprintf(url, sizeof url, "%s/logs/%s?stream=%s&offset=%lld&task=%lld&step=%d\n%s", n->agent_url,
-           j->idstr, stream, (long long)offset, (long long)task, p->id, tok ? tok : "");
+           j->idstr, stream, (long long)offset, (long long)task, p->id, tok);
   r->proxy_url = gp_xstrdup(url);
   r->status = 200;
   r->answered = true;

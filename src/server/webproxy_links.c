@@ -187,12 +187,10 @@ void gp__srv_links_route(gp_srv_state *s, gp_srv_req *r, int64_t now_s) {
     gp__srv_reply_error(r, 503, "unavailable", NULL, "node %s has no agent address", nd->name);
     return;
   }
-  const char *tok = nd->agent_token;
-  for (int i = 0; !tok && i < s->cfg->n_tokens; i++)
-    if (s->cfg->tokens[i].role == GP_ROLE_AGENT) tok = s->cfg->tokens[i].token;
+  const char *tok = gp__srv_node_agent_token(s, nd);
   /* The same "URL\nTOKEN\nNODE" as a session's (session_api.c). */
   char spec[1400];
-  snprintf(spec, sizeof spec, "%s/sessions/%s?task=%d\n%s\n%s", nd->agent_url, j->idstr, found->task, tok ? tok : "",
+  snprintf(spec, sizeof spec, "%s/sessions/%s?task=%d\n%s\n%s", nd->agent_url, j->idstr, found->task, tok,
            nd->name);
   free(r->session_spec);
   r->session_spec = gp_xstrdup(spec);
