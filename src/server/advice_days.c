@@ -10,7 +10,7 @@
 
 #include "server/advice.h"
 #include "server/report.h"
-#include "server/server.h"
+#include "server/ledger_feed.h"
 #include "util/mem.h"
 
 #define DAY_S 86400

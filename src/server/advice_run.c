@@ -9,7 +9,7 @@
 
 #include "server/advice.h"
 #include "server/report.h"
-#include "server/server.h"
+#include "server/ledger_feed.h"
 #include "util/mem.h"
 
 typedef struct scan {

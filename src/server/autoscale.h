@@ -47,6 +47,14 @@ bool gp__srv_autoscale_could_run(const gp_srv_autoscale *a, const gp_request *r)
 
 /* GET /v1/templates (users and admins). */
 int gp__srv_templates_route(gp_srv_state *s, struct gp_srv_req *r, int64_t now, gp_err *err);
+/* ---- fleet.c ---- */
+/* Spells the job's GPU models as the fleet (or a node template) does ("h100-80gb" ->
+ * "H100-80GB"), so that the core, which compares model names exactly, finds them. */
+void gp__srv_job_fleet_models(const gp_srv_state *s, gp_srv_job *j);
+/* A submission that no node of the fleet, nor of a node template, could ever run (checked
+ * at submit time). */
+int gp__srv_check_feasible(gp_srv_state *s, const gp_srv_job *j, gp_err *err);
+
 /* Appends the autoscaler's Prometheus families to `out` (nothing when a is NULL). */
 void gp__srv_autoscale_metrics(const gp_srv_state *s, gp_buf *out);
 

@@ -6,7 +6,7 @@
 
 #include "server/jobmetrics.h"
 #include "server/state.h"
-#include "server/steps.h"
+#include "server/steps_doc.h"
 
 static void strv_free(char **v, int n) {
   for (int i = 0; v && i < n; i++) free(v[i]);

@@ -11,7 +11,7 @@
 #include "server/jobrec.h"
 #include "server/notify.h"
 #include "server/state.h"
-#include "server/steps.h"
+#include "server/steps_doc.h"
 #include "util/buf.h"
 
 /* Appends `s` as a JSON string. Inputs were validated as UTF-8 by the JSON parser (or come

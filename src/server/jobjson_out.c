@@ -15,7 +15,7 @@
 #include "server/jobmetrics.h"
 #include "server/notify_job.h"
 #include "server/state.h"
-#include "server/steps.h"
+#include "server/steps_doc.h"
 #include "snapshot/policy_read.h"
 #include "util/mem.h"
 #include "util/signals.h"

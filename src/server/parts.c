@@ -25,7 +25,7 @@
 #include "server/reservations.h"
 #include "server/service.h"
 #include "server/steps.h"
-#include "server/webproxy.h"
+#include "server/webproxy_links.h"
 
 /* The part of a setting's name after its prefix (the hook matched the prefix). */
 static const char *after(const char *name, const char *prefix) { return name + strlen(prefix); }

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 
 #include "server/report.h"
-#include "server/server.h"
+#include "server/ledger_feed.h"
 #include "util/mem.h"
 
 #define DAY_S 86400

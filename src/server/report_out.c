@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "server/report.h"
-#include "server/server.h"
+#include "server/ledger_feed.h"
 #include "util/csv.h"
 #include "util/mem.h"
 

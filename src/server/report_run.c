@@ -8,7 +8,7 @@
 #include <stdlib.h>
 
 #include "server/report.h"
-#include "server/server.h"
+#include "server/ledger_feed.h"
 #include "util/mem.h"
 
 void gp__srv_report_free(gp_srv_report *rep) {

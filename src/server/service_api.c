@@ -10,6 +10,7 @@
 
 #include "protocol/service.h"
 #include "server/server_int.h"
+#include "server/autoscale.h"
 #include "server/service.h"
 #include "util/mem.h"
 

@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "protocol/service.h"
+#include "server/autoscale.h"
 #include "server/service.h"
 #include "server/state.h"
 #include "util/buf.h"

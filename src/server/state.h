@@ -628,12 +628,6 @@ json_t *gp__srv_queues_json(const gp_srv_state *s);
 /* ---- schedule.c ---- */
 /* Builds a view, runs the core, applies the plan (persisting everything). */
 int gp__srv_schedule(gp_srv_state *s, int64_t now, gp_err *err);
-/* Spells the job's GPU models as the fleet (or a node template) does ("h100-80gb" ->
- * "H100-80GB"), so that the core, which compares model names exactly, finds them. */
-void gp__srv_job_fleet_models(const gp_srv_state *s, gp_srv_job *j);
-/* A submission that no node of the fleet, nor of a node template, could ever run (checked
- * at submit time). */
-int gp__srv_check_feasible(gp_srv_state *s, const gp_srv_job *j, gp_err *err);
 
 /* ---- budget.c ---- */
 typedef struct gp__srv_budgets gp__srv_budgets;

@@ -9,7 +9,7 @@
 
 #include "protocol/order.h"
 #include "server/state.h"
-#include "server/steps.h"
+#include "server/steps_doc.h"
 #include "util/mem.h"
 
 static void set(char **dst, const char *v) {

@@ -23,31 +23,12 @@
 #define GP_SERVER_WEBPROXY_H
 
 #include <microhttpd.h>
-#include <stdbool.h>
-#include <stdint.h>
 
 #include "server/server_int.h"
+#include "server/webproxy_links.h"
 
-#define GP_SRV_LINK_PER_USER 32
-#define GP_SRV_LINK_MAX 1024
-#define GP_SRV_LINK_CSP "sandbox allow-scripts allow-forms allow-popups allow-downloads"
-
-struct gp_srv_state;
-struct gp_srv_job;
 struct gp_srv_sessions;
 
-/* Is `path` under /proxy/ (a link, answered without a token)? */
-bool gp__srv_webproxy_path(const char *path);
-
-/* ---- webproxy_links.c, on the state thread ---- */
-/* POST /v1/jobs/{id}/proxy. */
-void gp__srv_links_create_route(struct gp_srv_state *s, gp_srv_req *r, struct gp_srv_job *j, int64_t now_s);
-/* Any method on /proxy/...: 404 unless the link is live; otherwise r->session_spec and
- * r->link_port are set (status 200) for the HTTP thread to relay. */
-void gp__srv_links_route(struct gp_srv_state *s, gp_srv_req *r, int64_t now_s);
-void gp__srv_links_free(struct gp_srv_state *s);
-
-/* ---- webproxy.c, on the HTTP threads ---- */
 /* Called when the state thread allowed a link's request (r->link_port > 0): starts its
  * relay (the connection suspended), and once the app's head is in, answers with it. */
 enum MHD_Result gp__srv_webproxy_serve(struct gp_srv_sessions *S, struct MHD_Connection *c, gp_srv_req *r);

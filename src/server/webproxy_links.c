@@ -9,7 +9,7 @@
 
 #include "server/job.h"
 #include "server/state.h"
-#include "server/webproxy.h"
+#include "server/webproxy_links.h"
 #include "util/mem.h"
 #include "util/units.h"
 
