@@ -3,7 +3,7 @@
  * 100,000 users.
  *   1. decay update: every entry (10,000 queue nodes, 100,000 (queue, user) pairs) brought
  *      to `now` by the closed form and charged one interval, which is what the server's
- *      refresh of the view's usage does at most once a minute (src/server/fairshare.c);
+ *      refresh of the view's usage does at most once a minute (src/server/accounting/fairshare.c);
  *   2. the scheduler's part: gp_sched_step on 10,000 leaf queues and one 8-GPU node, with
  *      and without 110,000 usage entries in the view (src/core/usage.c);
  *   3. users inside a leaf: one step with 20,000 pending jobs of 1,000 users in 100 queues

@@ -14,8 +14,8 @@
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "provider/provider.h"
-#include "server/config.h"
-#include "server/node_templates.h"
+#include "server/state/config.h"
+#include "server/state/node_templates.h"
 
 enum { P_CONFIG = 1, P_COUNT, P_KEY };
 static const gp_opt provider_opts[] = {{'c', "config", true, P_CONFIG},

@@ -14,7 +14,7 @@
 #include <curl/curl.h>
 
 #include "cli/commands.h"
-#include "server/config.h"
+#include "server/state/config.h"
 #include "server/server.h"
 #include "util/mem.h"
 

@@ -6,7 +6,7 @@
 #include <stdio.h>
 
 #include "cli/submit_args.h"
-#include "server/notify.h"
+#include "server/state/notify.h"
 
 int gp_submit_mail_opt(json_t *req, bool is_type, const char *v, const char *where, gp_err *err) {
   const char *key = is_type ? "mail_type" : "mail_user";

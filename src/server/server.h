@@ -9,8 +9,8 @@
 
 #include <jansson.h>
 
-#include "server/config.h"
-#include "server/ledger_feed.h"
+#include "server/state/config.h"
+#include "server/accounting/ledger_feed.h"
 #include "store/store.h"
 #include "util/error.h"
 

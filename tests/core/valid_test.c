@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* gp_plan.valid_until: for the same policy and view, a step at any time before it returns
  * the same plan (but for `now`), so a caller may skip the steps in between (the server does:
- * src/server/schedule.c). Checked on random clusters against full steps at later times, and
+ * src/server/cycle/schedule.c). Checked on random clusters against full steps at later times, and
  * for each time that turns a step's answer: a begin time reached, a running job's end
  * passed (its release moves with now), a job old enough to be a victim, a reservation's
  * fence a job's end no longer clears. Each of those cases fails when valid_until leaves

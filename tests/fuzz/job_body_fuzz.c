@@ -7,8 +7,8 @@
 #include <jansson.h>
 
 #include "fuzz.h"
-#include "server/config.h"
-#include "server/state.h"
+#include "server/state/config.h"
+#include "server/state/state.h"
 
 /* Priority classes, a queue and a user list, so that the checks against the config run. */
 static const char config_text[] =

@@ -6,7 +6,7 @@
 #include <jansson.h>
 
 #include "fuzz.h"
-#include "server/state.h"
+#include "server/state/state.h"
 #include "util/mem.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

@@ -6,7 +6,7 @@
 #include <jansson.h>
 
 #include "fuzz.h"
-#include "server/state.h"
+#include "server/state/state.h"
 #include "util/mem.h"
 
 /* A fresh queue as the API creates one before reading the body. */

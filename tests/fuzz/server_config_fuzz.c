@@ -3,7 +3,7 @@
  * tokens, queues, priority classes, policy, pools, default queues, timeouts. Every input is
  * read or refused with a message; a refusal names where (a line or a key). */
 #include "fuzz.h"
-#include "server/config.h"
+#include "server/state/config.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   gp_server_config *cfg = NULL;

@@ -8,7 +8,7 @@
 
 #include "fuzz.h"
 #include "protocol/service.h"
-#include "server/service.h"
+#include "server/workloads/service.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   double v = -1;

@@ -25,7 +25,7 @@ for a in $(sed -n 's/^ *- alert: *//p' "$dir/gpool-rules.yml"); do
 done
 
 # The metrics named exist in the exporters' sources (a histogram by its family name).
-exporters="$root/src/server/metrics.c $root/src/agent/metrics.c"
+exporters="$root/src/server/state/metrics.c $root/src/agent/metrics.c"
 names=$(grep -v '^ *#' "$dir/gpool-rules.yml" | grep -oE '\b(gpool|DCGM_FI)_[A-Za-z0-9_]+' | sort -u)
 [ -n "$names" ] || fail "no metric names found in the rules"
 for n in $names; do

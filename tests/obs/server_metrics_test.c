@@ -2,7 +2,7 @@
 /* The server's /metrics text: what an operator's Prometheus sees for a small pool, checked
  * by promtool (the Prometheus project's own linter) and by reading the figures back. */
 #include "test.h"
-#include "server/metrics.h"
+#include "server/state/metrics.h"
 #include "util/buf.h"
 
 static const char *reasons[] = {"Resources", "QueueLimit", "Priority", NULL};

@@ -4,8 +4,8 @@
  * and quotes inside strings, unknown use and nulls; a document it cannot read plainly (an
  * escape in a needed string, malformed text) is refused, so the caller falls back. */
 #include "test.h"
-#include "server/advice.h"
-#include "server/state.h"
+#include "server/accounting/advice.h"
+#include "server/state/state.h"
 
 static void same_run(const char *doc) {
   gp_srv_advice_doc_buf b;

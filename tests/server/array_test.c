@@ -2,8 +2,8 @@
 /* Job arrays' record (server/array.c): Slurm's index syntax and its refusals, positions and
  * indexes both ways, and the stored form read back the same, through the fast document too. */
 #include "test.h"
-#include "server/parts.h"
-#include "server/state.h"
+#include "server/cycle/parts.h"
+#include "server/state/state.h"
 
 static gp_srv_array *parse(const char *spec) {
   gp_srv_array *a = NULL;

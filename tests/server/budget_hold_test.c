@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* A spent budget's hold (action hold_new, src/server/budget_hold.c) is not its owner's to
+/* A spent budget's hold (action hold_new, src/server/state/budget_hold.c) is not its owner's to
  * lift: `release` by the owner answers 403 and the job stays held, whether the budget held
  * it alone or it was submitted --hold as well; an admin releases it, and so does the next
  * period (which leaves the owner's own hold in place). The job's pending message says why
  * it is held and never tells its owner to release it. A real server on 127.0.0.1 with a
  * real SQLite file. */
 #include "test.h"
-#include "server/budget.h"
+#include "server/state/budget.h"
 #include "srv_util.h"
 
 static long act(tsrv *t, const char *token, const char *id, const char *action) {

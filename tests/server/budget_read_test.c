@@ -2,9 +2,9 @@
 /* A queue's budget: the config key and the queues API read it alike, every mistake names
  * the key, and periods start at 00:00 UTC (the day, the Monday, the 1st). */
 #include "test.h"
-#include "server/budget.h"
+#include "server/state/budget.h"
 #include "ledger/prices.h"
-#include "server/config.h"
+#include "server/state/config.h"
 
 static gp_err config_fails(const char *text) {
   gp_server_config *c = NULL;

@@ -3,9 +3,9 @@
 #include <sys/stat.h>
 
 #include "test.h"
-#include "server/config.h"
+#include "server/state/config.h"
 #include "core/model.h"
-#include "server/node_templates.h"
+#include "server/state/node_templates.h"
 
 static gp_err parse_fail(const char *text) {
   gp_server_config *c = NULL;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* GET /v1/events (src/server/events.c, events_feed.c) on real sockets: every stream hears
+/* GET /v1/events (src/server/streams/events.c, events_feed.c) on real sockets: every stream hears
  * every job's summary (what any user reads in GET /v1/jobs, never a command, env or the
  * agent's detail of an end), nodes and queues; a stalled reader is cut at its buffer's
  * bound and the server's memory stays within it; a client that goes away frees its stream;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* A follower shows nodes' heartbeats and liveness as the leader sees them
- * (src/server/heartbeats.c): agents heartbeat to the leader only, which keeps them in the
+ * (src/server/state/heartbeats.c): agents heartbeat to the leader only, which keeps them in the
  * store for the followers. Two servers on one store and one lease (a real PostgreSQL). */
 #include "test.h"
 

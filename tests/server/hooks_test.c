@@ -4,9 +4,9 @@
  * and a state made for serving (parts.c) fires its hooks where jobs change, beside the
  * features' own handlers, and frees through them. */
 #include "test.h"
-#include "server/hooks.h"
-#include "server/parts.h"
-#include "server/state.h"
+#include "server/state/hooks.h"
+#include "server/cycle/parts.h"
+#include "server/state/state.h"
 
 static char seen[64];
 static int n_seen;

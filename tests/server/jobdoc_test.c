@@ -2,8 +2,8 @@
 /* The hand-written stored job document says exactly what the jansson-built one says, for
  * a job that uses every field, including quotes, backslashes, newlines and non-ASCII text. */
 #include "test.h"
-#include "server/parts.h"
-#include "server/state.h"
+#include "server/cycle/parts.h"
+#include "server/state/state.h"
 
 static void the_fast_document_equals_the_reference(void) {
   gp_server_config *cfg = gp_server_config_new();

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* A container task's pull as the server takes it from an agent (src/server/jobimage.c):
+/* A container task's pull as the server takes it from an agent (src/server/state/jobimage.c):
  * the `pulling_image` timeline entry gets the progress an agent reports, "pulling image REF
  * (3.1 of 9.8 GB)" with done_bytes and total_bytes; a figure that goes back, passes the
  * total, changes the total or is out of bounds is not taken, nor one after the pull ended. */

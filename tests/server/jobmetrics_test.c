@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* A job's per-GPU telemetry (src/server/jobmetrics.c, GET /v1/jobs/{id}/metrics): samples
+/* A job's per-GPU telemetry (src/server/state/jobmetrics.c, GET /v1/jobs/{id}/metrics): samples
  * come from the heartbeats of the node that runs the job, at most one per interval; a long
  * job keeps its whole life in a bounded number of samples at coarser steps; its owner,
  * admins and viewers read it, another user gets 403. */
 #include "test.h"
 #include "srv_util.h"
-#include "server/parts.h"
-#include "server/jobmetrics.h"
-#include "server/state.h"
+#include "server/cycle/parts.h"
+#include "server/state/jobmetrics.h"
+#include "server/state/state.h"
 #include "util/mem.h"
 
 /* A state holding node n1 (2 GPUs with telemetry) and job 1 running on both. */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* A pending job's place in its queue and its estimated start (src/server/jobrank.c): the
+/* A pending job's place in its queue and its estimated start (src/server/state/jobrank.c): the
  * scheduler's order inside a queue (priority, then age), 1 for the job it starts next, null
  * for a held job; the estimated start is the backfill reservation, null when there is none.
  * A real server on 127.0.0.1 with a real SQLite file. */

@@ -4,8 +4,8 @@
  * a damaged record never reads: cut short anywhere, a length or a count changed, bytes that
  * are not UTF-8, a figure out of range. */
 #include "test.h"
-#include "server/jobrec.h"
-#include "server/state.h"
+#include "server/state/jobrec.h"
+#include "server/state/state.h"
 
 static gp_srv_job *parsed(const gp_server_config *cfg, const char *body) {
   json_t *o = json_loads(body, 0, NULL);

@@ -4,7 +4,7 @@
  * slices over the GPU's 7; four quarter jobs on one GPU add up to the GPU. An agent's use
  * and energy figures are cut to what the job's GPUs could have done since it started. */
 #include "test.h"
-#include "server/state.h"
+#include "server/state/state.h"
 
 static gp_srv_node node_of(gp_share_mode mode) {
   gp_srv_node n;

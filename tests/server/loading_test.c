@@ -11,7 +11,7 @@
 
 #include "test.h"
 #include "server/srv_util.h"
-#include "server/state.h"
+#include "server/state/state.h"
 
 /* A free port on 127.0.0.1 (the server must listen on a port the test knows before
  * gp_server_start returns). */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* A heartbeat's `models` (src/server/models.c): untrusted, so bounded (at most
+/* A heartbeat's `models` (src/server/state/models.c): untrusted, so bounded (at most
  * GP_PROTO_MODELS_MAX names kept) and checked (a bad name is dropped, never kept), and
  * merged with the node's image hashes into the one ascending set the scheduler reads. */
 #include "test.h"
@@ -10,7 +10,7 @@
 
 #include "protocol/container.h"
 #include "protocol/model.h"
-#include "server/state.h"
+#include "server/state/state.h"
 #include "util/mem.h"
 
 static bool holds(const gp_srv_node *n, uint64_t h) {

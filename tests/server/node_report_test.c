@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* What an agent reports against what the server believes runs on its node
- * (src/server/node_report.c): a running job its agent no longer lists, with its start
+ * (src/server/workloads/node_report.c): a running job its agent no longer lists, with its start
  * acknowledged, is ended after a grace of a heartbeat period and two heartbeats (requeued
  * when it allows it, else failed with a reason that says why) and its GPUs are free again;
  * a listed job, a job whose start is not yet acknowledged and a node whose heartbeats carry

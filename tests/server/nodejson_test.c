@@ -4,7 +4,7 @@
  * check itself), for the API's shape and the store's alike; numbers an agent sends past
  * any integer's range are refused, naming the GPU. */
 #include "test.h"
-#include "server/state.h"
+#include "server/state/state.h"
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/lsan_interface.h>
 #endif

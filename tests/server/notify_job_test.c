@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Notifications through the API (src/server/notify_job.c) on a real server on 127.0.0.1
+/* Notifications through the API (src/server/state/notify_job.c) on a real server on 127.0.0.1
  * with a real SQLite file: each user's own settings (read, changed field by field, checked,
  * kept across a restart, never shown to another user), and submissions that ask for mail
  * refused when there is no address or no sendmail, naming the field. */

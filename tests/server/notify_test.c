@@ -11,8 +11,8 @@
 #include <unistd.h>
 
 #include "test.h"
-#include "server/config.h"
-#include "server/notify.h"
+#include "server/state/config.h"
+#include "server/state/notify.h"
 #include "util/clock.h"
 
 static char dir[64];

@@ -8,7 +8,7 @@
 
 #include "test.h"
 #include "srv_util.h"
-#include "server/budget.h"
+#include "server/state/budget.h"
 
 static const char *const config_prices =
     "prices:\n"

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Heavy reads (src/server/readers.c) never starve the agent protocol: many clients paging
+/* Heavy reads (src/server/front/readers.c) never starve the agent protocol: many clients paging
  * through a large job history at once, while a node heartbeats over real sockets, leave
  * the heartbeats prompt and the node up; reads past the cap are answered 503 with
  * Retry-After at once instead of queueing on the HTTP threads. */

@@ -9,7 +9,7 @@
 
 #include "test.h"
 #include "srv_util.h"
-#include "server/report.h"
+#include "server/accounting/report.h"
 #include "store/store.h"
 
 #define JAN1 INT64_C(1767225600) /* 2026-01-01T00:00:00Z */

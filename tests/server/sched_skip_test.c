@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Skipped scheduling steps (src/server/schedule.c): a cycle in which nothing the view holds
+/* Skipped scheduling steps (src/server/cycle/schedule.c): a cycle in which nothing the view holds
  * changed and the last plan still holds (gp_plan.valid_until) runs no step, and each thing
  * a step depends on ends that: a job submitted, a node changed, a job ended, and time
  * reaching a job's begin time with nothing else changing. Heartbeats alone change nothing.

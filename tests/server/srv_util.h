@@ -11,7 +11,7 @@
 #include <jansson.h>
 #include <time.h>
 
-#include "server/config.h"
+#include "server/state/config.h"
 #include "server/server.h"
 #include "store/store.h"
 #include "util/buf.h"

@@ -5,7 +5,7 @@
  * what the allocation cannot hold. */
 #include "test.h"
 
-#include "server/steps.h"
+#include "server/workloads/steps.h"
 
 /* Job tasks 0,1 on node 7 ("a"), 2,3 on node 3 ("b"), 4 on node 9 ("c"). */
 static const int nodes[] = {7, 7, 3, 3, 9};

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The scheduler's kept view (src/server/view.c): entries follow their records through
+/* The scheduler's kept view (src/server/state/view.c): entries follow their records through
  * marks, and a plan's job indices keep naming the jobs they named at the sync while the plan
  * is applied, although ending a job moves another in the active list. */
 #include "test.h"
-#include "server/parts.h"
-#include "server/state.h"
+#include "server/cycle/parts.h"
+#include "server/state/state.h"
 
 static gp_srv_job *pending_job(gp_srv_state *s, const gp_server_config *cfg, int64_t id) {
   json_t *o = json_loads("{\"command\": [\"true\"], \"gpus\": 1}", 0, NULL);

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Parked heartbeat polls (src/server/waiters.c): a poll is due at its deadline or when its
+/* Parked heartbeat polls (src/server/state/waiters.c): a poll is due at its deadline or when its
  * node is given orders newer than the poll's generation, answered once; a node re-polling
  * faster than its polls expire does not grow the index without bound. */
 #include "test.h"
-#include "server/parts.h"
-#include "server/state.h"
+#include "server/cycle/parts.h"
+#include "server/state/state.h"
 
 static gp_srv_node *add_node(gp_srv_state *s, const char *name) {
   gp_srv_node *n = calloc(1, sizeof *n);

@@ -8,7 +8,7 @@
 /* This file needs the server and the requests of srv_util.h, not its job and agent helpers. */
 #pragma GCC diagnostic ignored "-Wunused-function"
 #include "srv_util.h"
-#include "server/web.h"
+#include "server/front/web.h"
 
 typedef struct answer {
   long status;

@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 
 #include "agent/config.h"
-#include "server/config.h"
+#include "server/state/config.h"
 #include "tls/tls.h"
 
 static char dir[256];
