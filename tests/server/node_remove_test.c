@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Removing a node (src/server/state/state.c, DELETE /v1/nodes/{name}): nodes are named by their
+/* Removing a node (src/server/state/records.c, DELETE /v1/nodes/{name}): nodes are named by their
  * position, so the last node takes the removed one's place and every reference to it (a
  * job's allocation, the name index, the kept view) follows; the view then agrees with the
  * records (sched_check compares every entry). Provider fields set on a node outlive a

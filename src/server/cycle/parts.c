@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The wiring of the server's parts: the state (state.c, lifecycle.c) fires named hooks
+/* The wiring of the server's parts: the state (records.c, lifecycle.c) fires named hooks
  * (hooks.h) and calls no feature; here each feature's handlers are registered on them,
  * in the order they run. This file is the only one that knows every feature, and nothing
  * below it calls it back. The features, by part:

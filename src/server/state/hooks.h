@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Named hooks: how the features (accounting, notifications, services, steps, registries,
  * reservations, heartbeats...) plug into the state without the state calling them. The
- * state (state.c, lifecycle.c) fires an event where something happens to a job or a node,
+ * state (records.c, lifecycle.c) fires an event where something happens to a job or a node,
  * on every tick, when a stored setting is read and when the state is loaded or freed;
  * each feature registers its handlers once, when a state is made (parts.c), and keeps its
  * own records. A leaf: it knows no feature and no field of the state.

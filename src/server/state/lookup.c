@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Finding the state's records: a job by id (an array's element by "J_I" too), a node
  * through the name index (an open-addressing hash kept by gp__srv_node_add and
- * gp__srv_node_remove, state.c), a queue and the queue rules a submission is checked
+ * gp__srv_node_remove, records.c), a queue and the queue rules a submission is checked
  * against; and what a job asks for in all, which queues' limits are compared with. A leaf:
  * it reads the state and calls nothing else of the server but the arrays' arithmetic
  * (array.c), so the files that look a record up (features, documents, the view) need not

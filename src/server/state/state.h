@@ -276,7 +276,7 @@ typedef struct gp_srv_state {
 /* The store setting that holds the catalogue an admin set through PUT /v1/prices. */
 #define GP_SRV_SETTING_PRICES "prices"
 
-/* ---- state.c: lifetime, lookup, persistence ---- */
+/* ---- records.c: lifetime, lookup, persistence ---- */
 gp_srv_state *gp__srv_state_new(const gp_server_config *cfg, gp_store *store);
 void gp__srv_state_free(gp_srv_state *s);
 /* Loads everything from the store into a fresh state (config queues first). */

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The server's in-memory state (see state.h): lifetime, loading from the store, lookups
- * and the helpers that write each change into the current store transaction. */
+/* The server's in-memory records (their types: state.h): the state's lifetime, loading it
+ * from the store, and the helpers that write each change of a job, node or queue into the
+ * current store transaction. Named apart from state.h so that the records' types, which
+ * every file of the server reads, are not this file's code, which calls many of them. */
 #include <assert.h>
 #include <stdatomic.h>
 #include <stdio.h>
