@@ -4,6 +4,7 @@
  * slices over the GPU's 7; four quarter jobs on one GPU add up to the GPU. An agent's use
  * and energy figures are cut to what the job's GPUs could have done since it started. */
 #include "test.h"
+#include "server/accounting/ledger.h"
 #include "server/state/state.h"
 
 static gp_srv_node node_of(gp_share_mode mode) {
@@ -58,7 +59,7 @@ static void an_agents_figures_beyond_its_gpus_are_cut(void) {
   memset(&s, 0, sizeof s);
   s.nodes = nodes;
   s.n_nodes = 1;
-  s.ledger_off = true; /* the figures land in memory; no store here */
+  gp__srv_ledger_set_off(&s, true); /* the figures land in memory; no store here */
   gp_srv_alloc a = alloc_of(1000, -1);
   gp_srv_job j;
   memset(&j, 0, sizeof j);
@@ -74,6 +75,7 @@ static void an_agents_figures_beyond_its_gpus_are_cut(void) {
   CHECK_EQ_INT(0, gp__srv_ledger_use(&s, &j, 0, -1, 1e12, 1e14, 4600, &e));
   CHECK_NEAR(3660, a.used_gpu_s, 1e-9);
   CHECK_NEAR(3660 * GP_SRV_MAX_GPU_WATTS, a.energy_j, 1e-6);
+  gp__srv_ledger_free(&s);
 }
 
 GP_TESTS(whole_fraction_and_replica_shares, mig_instances_hold_their_compute_slices,

@@ -9,6 +9,7 @@
 #include <strings.h>
 
 #include "server/accounting/advice.h"
+#include "server/accounting/prices.h"
 #include "server/state/state.h"
 #include "util/calendar.h"
 #include "util/mem.h"
@@ -205,7 +206,7 @@ void gp__srv_advice_route(gp_srv_state *s, gp_srv_req *r, int64_t now) {
   adv->store = s->store;
   adv->admin = admin;
   adv->max_in_flight = s->cfg->http_threads > 2 ? s->cfg->http_threads / 2 : 1;
-  adv->prices = gp_prices_ref(s->prices);
+  adv->prices = gp__srv_prices_ref(s);
   adv->queue = gp_xstrdup(q.queue);
   adv->user = gp_xstrdup(admin ? q.user : r->user);
   adv->name = gp_xstrdup(q.name);

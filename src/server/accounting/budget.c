@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "ledger/prices.h"
+#include "server/accounting/prices.h"
 #include "server/state/state.h"
 #include "util/mem.h"
 
@@ -106,7 +107,7 @@ static void grow(void *ctx, const gp_srv_usage_total *t) {
   p->last_gpu_s = t->gpu_s;
   if (delta <= 0) return;
   double rate;
-  if (gp_prices_rate(c->s->prices, t->model, t->capacity, c->now, &rate))
+  if (gp_prices_rate(gp__srv_prices(c->s), t->model, t->capacity, c->now, &rate))
     p->cost += delta / 3600.0 * rate;
 }
 
@@ -124,7 +125,7 @@ void gp__srv_budget_costs(const gp_srv_state *s,
                           void (*fn)(void *ctx, const char *queue, const char *model,
                                      gp_capacity c, double cost),
                           void *ctx) {
-  if (!s->budgets || !s->prices) return;
+  if (!s->budgets || !gp__srv_prices(s)) return;
   for (int i = 0; i < s->budgets->n_pieces; i++) {
     const budget_piece *p = &s->budgets->pieces[i];
     fn(ctx, p->queue, p->model, p->capacity, p->cost);
@@ -156,7 +157,7 @@ static int add_interval(void *ctx, const gp_store_interval *iv) {
   gp_capacity cap = GP_CAP_ON_DEMAND;
   double rate;
   if (gp_capacity_parse(iv->capacity, &cap) == 0 &&
-      gp_prices_rate(c->s->prices, iv->model, cap, from, &rate))
+      gp_prices_rate(gp__srv_prices(c->s), iv->model, cap, from, &rate))
     e->base_cost += gpu_s / 3600.0 * rate;
   return 0;
 }
@@ -191,10 +192,16 @@ static void read_bases(gp_srv_state *s, int64_t now) {
 
 /* ---- alerts and actions ---- */
 
+/* The catalogue's currency, "" without one. */
+static const char *currency(const gp_srv_state *s) {
+  const gp_prices *p = gp__srv_prices(s);
+  return p ? p->currency : "";
+}
+
 static void describe_limit(const gp_srv_state *s, const gp_budget *bg, double v, char *buf,
                            size_t size) {
   if (bg->money)
-    snprintf(buf, size, "%.2f %s", v, s->prices ? s->prices->currency : "");
+    snprintf(buf, size, "%.2f %s", v, currency(s));
   else
     snprintf(buf, size, "%.6g GPU-hours", v);
 }
@@ -369,9 +376,7 @@ int gp__srv_budget_on_submit(gp_srv_state *s, gp_srv_job *j, int64_t now, gp_err
 void gp__srv_budget_json(const gp_srv_state *s, const char *queue, json_t *o) {
   const gp_srv_budget_queue *e = gp__srv_budget_get(s, queue);
   if (!e || !e->active) return;
-  json_object_set_new(o, "budget_unit", json_string(e->budget.money
-                                                        ? (s->prices ? s->prices->currency : "")
-                                                        : "gpu_hours"));
+  json_object_set_new(o, "budget_unit", json_string(e->budget.money ? currency(s) : "gpu_hours"));
   json_object_set_new(o, "budget_spent", json_real(e->spent));
   json_object_set_new(o, "budget_used_ratio", json_real(e->spent / e->budget.limit));
   json_object_set_new(o, "budget_period_start", json_integer(e->period_start));

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/accounting/ledger.h"
 #include "server/state/server_int.h"
 #include "util/mem.h"
 
@@ -226,7 +227,7 @@ static int charge_key(void *ctx, const char *key) {
     if (e->ps != ps) e->ph = 0, e->ps = ps;
     e->ph += period_hours(job_share(c->s, c->j), c->j->started_at, c->now, ps);
   }
-  if (c->s->ledger_off) return 0;
+  if (gp__srv_ledger_is_off(c->s)) return 0;
   char name[GP_SRV_SETTING_NAME_MAX + 300], doc[160];
   snprintf(name, sizeof name, GP_SRV_SETTING_FAIRSHARE "%s", key);
   snprintf(doc, sizeof doc, "{\"v\":%.17g,\"at\":%lld,\"ph\":%.17g,\"ps\":%lld}", e->v,

@@ -17,10 +17,56 @@
 #include "core/mig.h"
 #include "ledger/report.h"
 #include "server/accounting/fairshare.h"
+#include "server/accounting/ledger.h"
 #include "server/state/state.h"
 #include "util/mem.h"
 
 #define MAX_ATTEMPTS_KEPT 100 /* a job's attempts list keeps the latest this many */
+
+/* Use of the intervals closed since the server started, per (queue, model, capacity). */
+typedef struct usage_sum {
+  char *queue, *model;  /* owned */
+  gp_capacity capacity;
+  double gpu_s, used_gpu_s, measured_gpu_s;
+} usage_sum;
+
+/* gp_srv_state.ledger (ledger.h). */
+struct gp__srv_ledger {
+  bool off;             /* no writes to the store (gp__srv_ledger_set_off) */
+  usage_sum *sums;
+  int n_sums;
+  size_t cap_sums;
+};
+
+/* The record of s, made on first use. */
+static struct gp__srv_ledger *ledger_of(gp_srv_state *s) {
+  if (!s->ledger) s->ledger = gp_xcalloc(1, sizeof *s->ledger);
+  return s->ledger;
+}
+
+void gp__srv_ledger_set_off(gp_srv_state *s, bool off) {
+  if (off || s->ledger) ledger_of(s)->off = off;
+}
+
+bool gp__srv_ledger_is_off(const gp_srv_state *s) { return s->ledger && s->ledger->off; }
+
+static void sums_free(struct gp__srv_ledger *l) {
+  for (int i = 0; i < l->n_sums; i++) {
+    free(l->sums[i].queue);
+    free(l->sums[i].model);
+  }
+  free(l->sums);
+  l->sums = NULL;
+  l->n_sums = 0;
+  l->cap_sums = 0;
+}
+
+void gp__srv_ledger_free(gp_srv_state *s) {
+  if (!s->ledger) return;
+  sums_free(s->ledger);
+  free(s->ledger);
+  s->ledger = NULL;
+}
 
 bool gp__srv_ledger_off_env(void) {
   /* Read once: the first state is made at server start, on the main thread, before any
@@ -76,16 +122,15 @@ void gp__srv_job_use(const gp_srv_state *s, const gp_srv_job *j, double *busy_gp
 
 /* ---- running totals ---- */
 
-static gp_srv_usage_sum *sum_for(gp_srv_state *s, const char *queue, const char *model,
-                                 gp_capacity c) {
-  for (int i = 0; i < s->n_usage_sums; i++) {
-    gp_srv_usage_sum *u = &s->usage_sums[i];
+static usage_sum *sum_for(gp_srv_state *s, const char *queue, const char *model, gp_capacity c) {
+  struct gp__srv_ledger *l = ledger_of(s);
+  for (int i = 0; i < l->n_sums; i++) {
+    usage_sum *u = &l->sums[i];
     if (u->capacity == c && strcmp(u->queue, queue) == 0 && strcmp(u->model, model) == 0)
       return u;
   }
-  gp_xgrow((void **)&s->usage_sums, &s->cap_usage_sums, (size_t)s->n_usage_sums + 1,
-           sizeof *s->usage_sums);
-  gp_srv_usage_sum *u = &s->usage_sums[s->n_usage_sums++];
+  gp_xgrow((void **)&l->sums, &l->cap_sums, (size_t)l->n_sums + 1, sizeof *l->sums);
+  usage_sum *u = &l->sums[l->n_sums++];
   memset(u, 0, sizeof *u);
   u->queue = gp_xstrdup(queue);
   u->model = gp_xstrdup(model);
@@ -108,33 +153,25 @@ static void add_task(const gp_srv_state *s, const gp_srv_job *j, const gp_srv_al
 }
 
 void gp__srv_usage_adopt(gp_srv_state *s, gp_srv_state *old) {
-  gp__srv_usage_sums_free(s);
-  s->usage_sums = old->usage_sums;
-  s->n_usage_sums = old->n_usage_sums;
-  s->cap_usage_sums = old->cap_usage_sums;
-  old->usage_sums = NULL;
-  old->n_usage_sums = 0;
-  old->cap_usage_sums = 0;
+  struct gp__srv_ledger *l = ledger_of(s);
+  sums_free(l);
+  if (old->ledger) {
+    l->sums = old->ledger->sums;
+    l->n_sums = old->ledger->n_sums;
+    l->cap_sums = old->ledger->cap_sums;
+    old->ledger->sums = NULL;
+    old->ledger->n_sums = 0;
+    old->ledger->cap_sums = 0;
+  }
   for (int k = 0; k < s->n_active; k++)
     if (s->active[k]->state == GP_JOB_RUNNING || s->active[k]->state == GP_JOB_STOPPING)
       gp__srv_usage_track(s, s->active[k]);
 }
 
-void gp__srv_usage_sums_free(gp_srv_state *s) {
-  for (int i = 0; i < s->n_usage_sums; i++) {
-    free(s->usage_sums[i].queue);
-    free(s->usage_sums[i].model);
-  }
-  free(s->usage_sums);
-  s->usage_sums = NULL;
-  s->n_usage_sums = 0;
-  s->cap_usage_sums = 0;
-}
-
 /* The slot of a key, or -1. */
 static int sum_index(const gp_srv_state *s, const char *queue, const char *model, gp_capacity c) {
-  for (int i = 0; i < s->n_usage_sums; i++) {
-    const gp_srv_usage_sum *u = &s->usage_sums[i];
+  for (int i = 0; s->ledger && i < s->ledger->n_sums; i++) {
+    const usage_sum *u = &s->ledger->sums[i];
     if (u->capacity == c && strcmp(u->queue, queue) == 0 && strcmp(u->model, model) == 0)
       return i;
   }
@@ -152,7 +189,8 @@ void gp__srv_usage_track(gp_srv_state *s, const gp_srv_job *j) {
 
 void gp__srv_usage_totals(const gp_srv_state *s, int64_t now,
                           void (*fn)(void *ctx, const gp_srv_usage_total *t), void *ctx) {
-  size_t n = (size_t)s->n_usage_sums + 1;
+  int n_sums = s->ledger ? s->ledger->n_sums : 0;
+  size_t n = (size_t)n_sums + 1;
   double *open_gpu_s = gp_xcalloc(n, sizeof *open_gpu_s);
   double *open_used = gp_xcalloc(n, sizeof *open_used);
   double *open_measured = gp_xcalloc(n, sizeof *open_measured);
@@ -167,8 +205,8 @@ void gp__srv_usage_totals(const gp_srv_state *s, int64_t now,
       if (i >= 0) add_task(s, j, a, now, &open_gpu_s[i], &open_used[i], &open_measured[i]);
     }
   }
-  for (int i = 0; i < s->n_usage_sums; i++) {
-    const gp_srv_usage_sum *u = &s->usage_sums[i];
+  for (int i = 0; i < n_sums; i++) {
+    const usage_sum *u = &s->ledger->sums[i];
     gp_srv_usage_total t = {u->queue, u->model, u->capacity, u->gpu_s + open_gpu_s[i],
                             u->used_gpu_s + open_used[i], u->measured_gpu_s + open_measured[i]};
     fn(ctx, &t);
@@ -207,7 +245,7 @@ static int open_intervals(gp_srv_state *s, gp_srv_job *j, int64_t start, gp_err 
   for (int t = 0; t < j->n_alloc && !r; t++) {
     gp_srv_alloc *a = &j->alloc[t];
     a->used_gpu_s = a->energy_j = -1;
-    if (s->ledger_off) continue;
+    if (gp__srv_ledger_is_off(s)) continue;
     const gp_srv_node *n = s->nodes[a->node];
     for (uint32_t m = a->gpu_mask; m && !r; m &= m - 1) {
       int g = __builtin_ctz(m);
@@ -240,12 +278,12 @@ int gp__srv_ledger_close_job(gp_srv_state *s, gp_srv_job *j, int64_t now, gp_err
     const gp_srv_alloc *a = &j->alloc[t];
     if (a->node < 0 || a->node >= s->n_nodes) continue;
     const gp_srv_node *n = s->nodes[a->node];
-    gp_srv_usage_sum *u = sum_for(s, j->queue, n->model ? n->model : "", n->capacity);
+    usage_sum *u = sum_for(s, j->queue, n->model ? n->model : "", n->capacity);
     add_task(s, j, a, now, &u->gpu_s, &u->used_gpu_s, &u->measured_gpu_s);
   }
   /* Decayed usage for fair share, in this same transaction (fairshare.c). */
   int r = gp__srv_fairshare_charge(s, j, now, err);
-  if (r || s->ledger_off) return r;
+  if (r || gp__srv_ledger_is_off(s)) return r;
   return gp_store_close_intervals(s->store, j->id, now, err);
 }
 
@@ -286,7 +324,7 @@ int gp__srv_ledger_use(gp_srv_state *s, gp_srv_job *j, int node, int task, doubl
   }
   /* While the store refuses writes the figures wait in memory: the next report carries
    * them again (they are totals since the run started). */
-  if (!changed || s->ledger_off || s->store_health.degraded) return 0;
+  if (!changed || gp__srv_ledger_is_off(s) || s->store_health.degraded) return 0;
   if (task >= 0) {
     /* The store keeps the job's figures per node: the sum of its tasks' there (a figure
      * no task has reported yet stays unknown). */
@@ -312,7 +350,7 @@ int gp__srv_ledger_node(gp_srv_state *s, gp_srv_node *n, int64_t now, gp_err *er
   int st = !n->alive ? 2 : n->admin_state == GP_NODE_UP ? 0 : 1;
   if (st == n->ledger_state) return 0;
   n->ledger_state = st;
-  if (s->ledger_off) return 0;
+  if (gp__srv_ledger_is_off(s)) return 0;
   gp_store_node_interval iv = {.node = n->name, .model = n->model ? n->model : "",
                                .capacity = gp_capacity_name(n->capacity), .state = node_states[st],
                                .gpus = n->n_gpus, .start = now};
@@ -354,7 +392,7 @@ int gp__srv_ledger_repair(gp_srv_state *s, int64_t *open_jobs, int n_open, int64
   for (int k = 0; k < s->n_active; k++)
     if (s->active[k]->state == GP_JOB_RUNNING || s->active[k]->state == GP_JOB_STOPPING)
       gp__srv_usage_track(s, s->active[k]);
-  if (s->ledger_off) return 0;
+  if (gp__srv_ledger_is_off(s)) return 0;
   if (n_open > 0) qsort(open_jobs, (size_t)n_open, sizeof *open_jobs, cmp_id);
   int r = 0;
   bool began = false;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The price catalogue in force (gp_srv_state.prices) and /v1/prices: the config's `prices:`
+/* The price catalogue in force (prices.h) and /v1/prices: the config's `prices:`
  * unless an admin set one through PUT /v1/prices, which is kept in the store (a setting) so
  * that it wins over the config's across restarts until DELETE /v1/prices. The admin's body
  * goes through the same reader as the config file (src/ledger/prices.h), so it is checked
@@ -9,9 +9,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "server/accounting/prices.h"
+
 #include "ledger/prices.h"
 #include "server/state/server_int.h"
 #include "util/doc.h"
+#include "util/mem.h"
 
 /* Reads a catalogue from JSON text (the admin's body or its stored copy). */
 static int prices_from_text(const char *text, gp_prices **ret, gp_err *err) {
@@ -23,19 +26,54 @@ static int prices_from_text(const char *text, gp_prices **ret, gp_err *err) {
   return r;
 }
 
+/* gp_srv_state.pricing (prices.h). */
+struct gp__srv_pricing {
+  gp_prices *in_force;  /* one reference, NULL: none */
+  char *set;            /* the catalogue an admin set (JSON, as stored), NULL: the config's */
+};
+
+/* The record of s, made on first use. */
+static struct gp__srv_pricing *pricing_of(gp_srv_state *s) {
+  if (!s->pricing) s->pricing = gp_xcalloc(1, sizeof *s->pricing);
+  return s->pricing;
+}
+
+const gp_prices *gp__srv_prices(const gp_srv_state *s) {
+  return s->pricing ? s->pricing->in_force : NULL;
+}
+
+gp_prices *gp__srv_prices_ref(const gp_srv_state *s) {
+  return s->pricing ? gp_prices_ref(s->pricing->in_force) : NULL;
+}
+
+void gp__srv_prices_loaded(gp_srv_state *s, const char *doc) {
+  struct gp__srv_pricing *p = pricing_of(s);
+  free(p->set);
+  p->set = gp_xstrdup(doc);
+}
+
+void gp__srv_prices_free(gp_srv_state *s) {
+  if (!s->pricing) return;
+  free(s->pricing->set);
+  gp_prices_free(s->pricing->in_force);
+  free(s->pricing);
+  s->pricing = NULL;
+}
+
 int gp__srv_prices_init(gp_srv_state *s, gp_err *err) {
-  gp_prices_free(s->prices);
-  s->prices = NULL;
-  if (s->prices_set) {
+  struct gp__srv_pricing *pr = pricing_of(s);
+  gp_prices_free(pr->in_force);
+  pr->in_force = NULL;
+  if (pr->set) {
     gp_err e = {0};
-    if (prices_from_text(s->prices_set, &s->prices, &e) == 0) return 0;
+    if (prices_from_text(pr->set, &pr->in_force, &e) == 0) return 0;
     /* The store's copy was checked when it was set; a newer reader may refuse it. The
      * config's catalogue still applies rather than none. */
     fprintf(stderr, "gpool server: the price catalogue set by an admin is no longer valid "
                     "(%s: %s); using the config's\n", e.field, e.message);
   }
   (void)err;
-  s->prices = gp_prices_ref(s->cfg->prices);
+  pr->in_force = gp_prices_ref(s->cfg->prices);
   return 0;
 }
 
@@ -52,9 +90,9 @@ static json_t *date_json(int64_t t, bool always) {
 }
 
 json_t *gp__srv_prices_json(const gp_srv_state *s) {
-  const gp_prices *p = s->prices;
+  const gp_prices *p = gp__srv_prices(s);
   json_t *o = json_object();
-  json_object_set_new(o, "source", json_string(!p ? "none" : s->prices_set ? "admin" : "config"));
+  json_object_set_new(o, "source", json_string(!p ? "none" : s->pricing->set ? "admin" : "config"));
   if (!p) return o;
   json_object_set_new(o, "currency", json_string(p->currency));
   json_t *list = json_array();
@@ -134,8 +172,9 @@ int gp__srv_prices_route(gp_srv_state *s, gp_srv_req *r, gp_err *err) {
   if (del) {
     int rc = gp_store_put_setting(s->store, GP_SRV_SETTING_PRICES, NULL, err);
     if (rc) return rc;
-    free(s->prices_set);
-    s->prices_set = NULL;
+    struct gp__srv_pricing *pr = pricing_of(s);
+    free(pr->set);
+    pr->set = NULL;
     gp__srv_prices_init(s, err);
     reply_prices(s, r);
     return 0;
@@ -168,10 +207,11 @@ int gp__srv_prices_route(gp_srv_state *s, gp_srv_req *r, gp_err *err) {
     gp_prices_free(p);
     return rc;
   }
-  free(s->prices_set);
-  s->prices_set = text;
-  gp_prices_free(s->prices);
-  s->prices = p;
+  struct gp__srv_pricing *pr = pricing_of(s);
+  free(pr->set);
+  pr->set = text;
+  gp_prices_free(pr->in_force);
+  pr->in_force = p;
   reply_prices(s, r);
   return 0;
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/accounting/prices.h"
 #include "server/accounting/report.h"
 #include "util/mem.h"
 
@@ -28,7 +29,7 @@ void gp__srv_report_route(gp_srv_state *s, gp_srv_req *r, const char *kind, int6
   rep->max_in_flight = s->cfg->http_threads > 2 ? s->cfg->http_threads / 2 : 1;
   rep->user = admin ? NULL : gp_xstrdup(r->user);
   if (q.kind == GP_SRV_REPORT_COST || q.kind == GP_SRV_REPORT_IDLE)
-    rep->prices = gp_prices_ref(s->prices); /* NULL: GPU-hours and no money */
+    rep->prices = gp__srv_prices_ref(s); /* NULL: GPU-hours and no money */
   if (q.share_idle == GP_LSI_DESERVED && s->n_queues > 0) {
     rep->deserved_queue = gp_xcalloc((size_t)s->n_queues, sizeof *rep->deserved_queue);
     rep->deserved_gpus = gp_xcalloc((size_t)s->n_queues, sizeof *rep->deserved_gpus);

@@ -17,7 +17,10 @@
 #include <string.h>
 
 #include "server/accounting/fairshare.h"
+#include "server/accounting/ledger.h"
+#include "server/accounting/prices.h"
 #include "server/state/heartbeats.h"
+#include "server/streams/events.h"
 #include "server/workloads/image_pull.h"
 #include "server/workloads/node_report.h"
 #include "server/state/notify_job.h"
@@ -55,12 +58,22 @@ static int ledger_loaded(gp_srv_state *s, const gp_srv_hook_ev *ev, gp_err *err)
 }
 static int ledger_free(gp_srv_state *s, const gp_srv_hook_ev *ev, gp_err *err) {
   (void)ev, (void)err;
-  gp__srv_usage_sums_free(s);
+  gp__srv_ledger_free(s);
+  return 0;
+}
+static int prices_setting(gp_srv_state *s, const gp_srv_hook_ev *ev, gp_err *err) {
+  (void)err;
+  gp__srv_prices_loaded(s, ev->doc);
   return 0;
 }
 static int prices_loaded(gp_srv_state *s, const gp_srv_hook_ev *ev, gp_err *err) {
   (void)ev;
   return gp__srv_prices_init(s, err);
+}
+static int prices_free(gp_srv_state *s, const gp_srv_hook_ev *ev, gp_err *err) {
+  (void)ev, (void)err;
+  gp__srv_prices_free(s);
+  return 0;
 }
 static int budgets_tick(gp_srv_state *s, const gp_srv_hook_ev *ev, gp_err *err) {
   return gp__srv_budgets_tick(s, ev->now_s, err);
@@ -227,16 +240,16 @@ static int events_node_changed(gp_srv_state *s, const gp_srv_hook_ev *ev, gp_err
   gp__srv_events_note_node(s, ev->node);
   return 0;
 }
-static int events_dirty_free(gp_srv_state *s, const gp_srv_hook_ev *ev, gp_err *err) {
+static int events_feed_free(gp_srv_state *s, const gp_srv_hook_ev *ev, gp_err *err) {
   (void)ev, (void)err;
-  gp__srv_events_dirty_free(&s->events_dirty);
+  gp__srv_events_feed_free(s);
   return 0;
 }
 
 gp_srv_state *gp__srv_state_make(const gp_server_config *cfg, gp_store *store) {
   gp_srv_state *s = gp__srv_state_new(cfg, store);
   gp_srv_hooks *h = &s->hooks;
-  s->ledger_off = gp__srv_ledger_off_env();
+  gp__srv_ledger_set_off(s, gp__srv_ledger_off_env());
   /* A job's state changed: services count their replicas, then notifications are noted. */
   gp__srv_hook_add(h, GP_SRV_HOOK_JOB_STATE, NULL, service_job_state);
   gp__srv_hook_add(h, GP_SRV_HOOK_JOB_STATE, NULL, notify_job_state);
@@ -257,6 +270,7 @@ gp_srv_state *gp__srv_state_make(const gp_server_config *cfg, gp_store *store) {
   gp__srv_hook_add(h, GP_SRV_HOOK_TICK, NULL, budgets_tick);
   gp__srv_hook_add(h, GP_SRV_HOOK_TICK, NULL, services_tick);
   gp__srv_hook_add(h, GP_SRV_HOOK_QUEUE_DOC, NULL, budget_queue_doc);
+  gp__srv_hook_add(h, GP_SRV_HOOK_SETTING, GP_SRV_SETTING_PRICES, prices_setting);
   gp__srv_hook_add(h, GP_SRV_HOOK_SETTING, GP_SRV_SETTING_NOTIFY, notify_setting);
   gp__srv_hook_add(h, GP_SRV_HOOK_SETTING, "budget/", budget_setting);
   gp__srv_hook_add(h, GP_SRV_HOOK_SETTING, GP_SRV_SETTING_FAIRSHARE, fairshare_setting);
@@ -270,7 +284,7 @@ gp_srv_state *gp__srv_state_make(const gp_server_config *cfg, gp_store *store) {
   gp__srv_hook_add(h, GP_SRV_HOOK_LOADED, NULL, ledger_loaded);
   gp__srv_hook_add(h, GP_SRV_HOOK_LOADED, NULL, heartbeats_loaded);
   gp__srv_hook_add(h, GP_SRV_HOOK_LOADED, NULL, services_loaded);
-  gp__srv_hook_add(h, GP_SRV_HOOK_FREE, NULL, events_dirty_free);
+  gp__srv_hook_add(h, GP_SRV_HOOK_FREE, NULL, events_feed_free);
   gp__srv_hook_add(h, GP_SRV_HOOK_FREE, NULL, notify_free);
   gp__srv_hook_add(h, GP_SRV_HOOK_FREE, NULL, registry_free);
   gp__srv_hook_add(h, GP_SRV_HOOK_FREE, NULL, services_free);
@@ -280,6 +294,7 @@ gp_srv_state *gp__srv_state_make(const gp_server_config *cfg, gp_store *store) {
   gp__srv_hook_add(h, GP_SRV_HOOK_FREE, NULL, fairshare_free);
   gp__srv_hook_add(h, GP_SRV_HOOK_FREE, NULL, resv_free);
   gp__srv_hook_add(h, GP_SRV_HOOK_FREE, NULL, budgets_free);
+  gp__srv_hook_add(h, GP_SRV_HOOK_FREE, NULL, prices_free);
   gp__srv_hook_add(h, GP_SRV_HOOK_FREE, NULL, heartbeats_free);
   return s;
 }

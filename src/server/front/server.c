@@ -42,6 +42,7 @@
 #include "server/front/readers.h"
 #include "server/state/notify_job.h"
 #include "server/accounting/advice.h"
+#include "server/accounting/ledger.h"
 #include "server/accounting/report.h"
 #include "server/state/server_int.h"
 #include "server/front/server_obj.h"
@@ -184,7 +185,7 @@ int gp_server_start(gp_server *srv, gp_err *err) {
   snprintf(srv->self_url, sizeof srv->self_url, "%s://%s:%d", srv->cfg->tls.cert[0] ? "https" : "http",
            host, srv->port);
   /* A server of several loads as a follower (nothing written) until it holds the lease. */
-  if (srv->cfg->ha.on) srv->state->ledger_off = true;
+  if (srv->cfg->ha.on) gp__srv_ledger_set_off(srv->state, true);
   /* Clients and agents get 503 "loading" rather than a refused connection meanwhile. */
   int r = gp__srv_state_load(srv->state, time(NULL), gp_mono_ms(), err);
   if (r) {

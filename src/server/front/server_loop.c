@@ -26,6 +26,7 @@
 #include "server/front/readers.h"
 #include "server/state/notify_job.h"
 #include "server/accounting/advice.h"
+#include "server/accounting/ledger.h"
 #include "server/accounting/report.h"
 #include "server/state/server_int.h"
 #include "server/front/server_obj.h"

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "server/accounting/ledger.h"
 #include "server/state/heartbeats.h"
 #include "util/mem.h"
 #include "util/urls.h"
@@ -105,7 +106,7 @@ json_t *gp__srv_follower_leader_doc(gp_srv_leader *l, const char *self, gp_srv_r
 gp_srv_state *gp__srv_follower_load(const gp_server_config *cfg, gp_store *store, int64_t now_s,
                                     int64_t now_ms, gp_err *err) {
   gp_srv_state *s = gp__srv_state_make(cfg, store);
-  s->ledger_off = true; /* its repairs write; a follower never does */
+  gp__srv_ledger_set_off(s, true); /* its repairs write; a follower never does */
   if (gp__srv_state_load(s, now_s, now_ms, err)) {
     gp__srv_state_free(s);
     return NULL;

@@ -8,6 +8,7 @@
 
 #include "ledger/prices.h"
 
+#include "server/accounting/prices.h"
 #include "server/workloads/sessions.h"
 #include "server/elastic/autoscale.h"
 #include "server/state/server_int.h"
@@ -42,10 +43,11 @@ static int queue_index(const gp_server_metrics_queue *qs, int n, const char *nam
 
 /* What a task's GPUs cost per hour now: each GPU's share times its price per GPU-hour. */
 static double task_cost_rate(const gp_srv_state *s, const gp_srv_alloc *a, int64_t now) {
-  if (!s->prices || a->node < 0 || a->node >= s->n_nodes) return 0;
+  const gp_prices *prices = gp__srv_prices(s);
+  if (!prices || a->node < 0 || a->node >= s->n_nodes) return 0;
   const gp_srv_node *n = s->nodes[a->node];
   double rate;
-  if (!gp_prices_rate(s->prices, n->model, n->capacity, now, &rate)) return 0;
+  if (!gp_prices_rate(prices, n->model, n->capacity, now, &rate)) return 0;
   return gp__srv_task_share(s, a) * rate;
 }
 
@@ -59,7 +61,8 @@ typedef struct budget_rows {
 static void add_budget(void *ctx, const gp_srv_budget_queue *e) {
   budget_rows *b = ctx;
   gp_xgrow((void **)&b->rows, &b->cap, (size_t)b->n + 1, sizeof *b->rows);
-  const char *unit = e->budget.money ? (b->s->prices ? b->s->prices->currency : "") : "gpu_hours";
+  const gp_prices *prices = gp__srv_prices(b->s);
+  const char *unit = e->budget.money ? (prices ? prices->currency : "") : "gpu_hours";
   b->rows[b->n++] = (gp_server_metrics_budget){e->queue, unit, e->budget.limit, e->spent,
                                                e->spent / e->budget.limit, e->alerts_total[0],
                                                e->alerts_total[1]};
@@ -176,7 +179,8 @@ char *gp__srv_metrics_text(const gp_srv_state *s) {
   gp__srv_budget_costs(s, add_cost, &cr);
   m.costs = cr.rows;
   m.n_costs = cr.n;
-  m.currency = s->prices ? s->prices->currency : NULL;
+  const gp_prices *prices = gp__srv_prices(s);
+  m.currency = prices ? prices->currency : NULL;
   static const char *capacities[GP_SRV_CAPACITIES + 1];
   for (int c = 0; c < GP_SRV_CAPACITIES; c++) capacities[c] = gp_capacity_name((gp_capacity)c);
   static const char *sources[GP_SRV_INTERRUPT_SOURCES + 1];

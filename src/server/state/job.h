@@ -126,7 +126,7 @@ typedef struct gp_srv_job {
   int pending_reason;   /* gp_pending_reason, -1: none known yet */
   char *pending_message;
   int64_t reservation_at;
-  bool events_noted;    /* listed in gp_srv_state.events_dirty (events_feed.c) */
+  bool events_noted;    /* listed in the event feed's record (events_feed.c) */
   uint64_t events_sig;  /* hash of the summary its last event carried, 0: none yet */
   struct gp_srv_jobmetrics *metrics; /* per-GPU telemetry of its runs (jobmetrics.h), or NULL */
   int queue_position;   /* 1-based place among its queue's pending jobs at the last step

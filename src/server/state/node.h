@@ -89,7 +89,7 @@ typedef struct gp_srv_node {
   int ledger_state;     /* the state of its open node_ledger interval (ledger.c), -1: none */
   /* Set when a provider made the node (docs/providers.md), kept in the store, shown by the
    * API; an agent's registration never sets them. NULL / < 0: none. */
-  bool events_noted;         /* listed in gp_srv_state.events_dirty (events_feed.c) */
+  bool events_noted;         /* listed in the event feed's record (events_feed.c) */
   uint64_t events_sig;       /* hash of what its last event carried, 0: none yet */
   char *provider_template;   /* the node template's name (owned) */
   char *provider_instance;   /* the provider's instance id (owned) */

@@ -16,7 +16,6 @@
 #include "server/state/load_jobs.h"
 #include "server/state/state.h"
 
-#include "ledger/prices.h"
 #include "util/mem.h"
 
 gp_srv_state *gp__srv_state_new(const gp_server_config *cfg, gp_store *store) {
@@ -58,8 +57,6 @@ void gp__srv_state_free(gp_srv_state *s) {
   gp_plan_free(s->last_plan);
   gp__srv_counts_free(&s->pending_by_user);
   gp__srv_counts_free(&s->pending_by_queue);
-  free(s->prices_set);
-  gp_prices_free(s->prices);
   gp__srv_ended_free(&s->ended);
   free(s);
 }
@@ -549,12 +546,7 @@ static int load_credential(void *ctx, const char *node, const char *hash) {
 static int load_setting(void *ctx, const char *name, const char *doc) {
   load_ctx *c = ctx;
   LOAD_FLUSH(c);
-  if (strcmp(name, GP_SRV_SETTING_PRICES) == 0) {
-    free(c->s->prices_set);
-    c->s->prices_set = gp_xstrdup(doc);
-    return 0;
-  }
-  /* Every other setting is a feature's: each takes those it registered (parts.c). */
+  /* Every setting is a feature's: each takes those it registered (parts.c). */
   return gp__srv_hook_fire(c->s, &c->s->hooks, GP_SRV_HOOK_SETTING,
                            &(gp_srv_hook_ev){.name = name, .doc = doc}, c->err);
 }

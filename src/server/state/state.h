@@ -136,14 +136,6 @@ typedef struct gp_srv_counts {
   size_t used;
 } gp_srv_counts;
 
-/* Use of the intervals closed since the server started, per (queue, model, capacity)
- * (ledger.c). */
-typedef struct gp_srv_usage_sum {
-  char *queue, *model;  /* owned */
-  gp_capacity capacity;
-  double gpu_s, used_gpu_s, measured_gpu_s;
-} gp_srv_usage_sum;
-
 /* The running totals metrics and budgets read (gp__srv_usage_totals). */
 typedef struct gp_srv_usage_total {
   const char *queue, *model;
@@ -166,27 +158,14 @@ typedef struct gp_srv_ended {
   size_t cap_ghosts;
 } gp_srv_ended;
 
-/* What changed since the last events were published (events_feed.c). */
-typedef struct gp_srv_events_dirty {
-  int64_t *jobs;            /* ids, each once (gp_srv_job.events_noted) */
-  int n_jobs;
-  size_t cap_jobs;
-  char **nodes;             /* names (owned), each once while the node lives */
-  int n_nodes;
-  size_t cap_nodes;
-  char **queues;            /* names (owned), each once */
-  int n_queues;
-  size_t cap_queues;
-  char **services;          /* `service` events' data (owned), in order */
-  int n_services;
-  size_t cap_services;
-} gp_srv_events_dirty;
 
 typedef struct gp_srv_state {
   const gp_server_config *cfg; /* borrowed */
   gp_store *store;              /* borrowed */
   /* The features' handlers (hooks.h), registered when the state is made (parts.c): the
-   * state fires them and calls no feature itself. */
+   * state fires them and calls no feature itself. Each feature's own record is one
+   * `struct gp__srv_*` pointer below, NULL until its feature makes it and freed by it on
+   * GP_SRV_HOOK_FREE; only its feature sees inside (the others call its functions). */
   gp_srv_hooks hooks;
   /* Jobs by id: jobs[id] (ids are 1, 2, ...); NULL holes never happen but are tolerated. */
   gp_srv_job **jobs;
@@ -239,27 +218,21 @@ typedef struct gp_srv_state {
   gp_srv_counts pending_by_user, pending_by_queue;
   gp_srv_view view;
   gp_srv_waiters waiters;
-  /* The ledger (ledger.c): GPOOL_LEDGER_OFF=1 at start skips its writes (a benchmark
-   * switch), and the totals of intervals closed since start, carried over a reload
-   * (gp__srv_usage_adopt). */
-  bool ledger_off;
-  gp_srv_usage_sum *usage_sums;
-  int n_usage_sums;
-  size_t cap_usage_sums;
+  struct gp__srv_ledger *ledger; /* its writes' switch and the totals since start
+                                   (accounting/ledger.h), NULL until used */
   struct gp__srv_fairshare *fairshare; /* decayed usage (fairshare.c), NULL until used */
   struct gp__srv_resvs *resvs; /* advance reservations (reservations.c), NULL until used */
   gp_srv_ended ended;
-  /* Prices and budgets (prices.c, budget.c). */
-  struct gp_prices *prices;   /* the catalogue in force (one reference), NULL: none */
-  char *prices_set;           /* the catalogue an admin set (JSON, kept in the store as the
-                                 GP_SRV_SETTING_PRICES setting), NULL: the config's rules */
+  struct gp__srv_pricing *pricing; /* the catalogue in force and the admin's
+                                     (accounting/prices.h), NULL until loaded */
   struct gp__srv_budgets *budgets; /* spend, alerts and priced totals (budget.c), or NULL */
   struct gp_srv_autoscale *autoscale; /* the server's (autoscale.h; borrowed, kept over a
                                          reload), NULL: a fixed fleet */
   struct gp_srv_sessions *sessions; /* interactive sessions (sessions.h; borrowed), for /metrics */
   struct gp_srv_events *events; /* the event streams (events.h; borrowed, kept over a
                                    reload), NULL: no streams (tests, a loading state) */
-  gp_srv_events_dirty events_dirty;
+  struct gp__srv_events_feed *events_feed; /* records noted for the streams (events.h),
+                                             NULL until one is */
   struct gp_srv_notify *notify; /* the notification sender (notify.h; borrowed, kept over a
                                    reload), NULL: none (tests, loading, following) */
   struct gp__srv_notify_state *notify_st; /* notes and users' settings (notify_job.c) */
@@ -272,9 +245,6 @@ typedef struct gp_srv_state {
   struct gp__srv_heartbeats *heartbeats; /* nodes' heartbeats for followers (heartbeats.c),
                                            NULL until used */
 } gp_srv_state;
-
-/* The store setting that holds the catalogue an admin set through PUT /v1/prices. */
-#define GP_SRV_SETTING_PRICES "prices"
 
 /* ---- records.c: lifetime, lookup, persistence ---- */
 gp_srv_state *gp__srv_state_new(const gp_server_config *cfg, gp_store *store);
@@ -467,9 +437,7 @@ bool gp__srv_node_interrupted(const gp_srv_node *n);
 int gp__srv_state_tick(gp_srv_state *s, int64_t now_s, int64_t now_ms, gp_err *err);
 
 
-/* ---- ledger.c: the usage ledger ---- */
-/* Whether GPOOL_LEDGER_OFF=1 (read once, when the server starts). */
-bool gp__srv_ledger_off_env(void);
+/* ---- ledger.c: the usage ledger (its record: accounting/ledger.h) ---- */
 /* The part of GPU `gpu` of node n that task allocation `a` holds, in (0, 1]. */
 double gp__srv_gpu_share(const gp_srv_node *n, int gpu, const gp_srv_alloc *a);
 /* The GPUs' total share held by one task (the sum of gp__srv_gpu_share over its GPUs). */
@@ -502,10 +470,6 @@ void gp__srv_job_use(const gp_srv_state *s, const gp_srv_job *j, double *busy_gp
                      double *share_gpus);
 /* Makes room in the totals for the keys of a running job. */
 void gp__srv_usage_track(gp_srv_state *s, const gp_srv_job *j);
-void gp__srv_usage_sums_free(gp_srv_state *s);
-/* After a reload: the new state takes the old one's totals (they are the server's since it
- * started, not the store's). */
-void gp__srv_usage_adopt(gp_srv_state *s, gp_srv_state *old);
 /* Calls fn for each (queue, model, capacity) with its totals up to now (closed intervals
  * since start + open intervals' time so far). State thread. */
 void gp__srv_usage_totals(const gp_srv_state *s, int64_t now,
@@ -592,7 +556,7 @@ int gp__srv_job_queue_position(const gp_srv_state *s, const gp_srv_job *j);
  * wait): its last step's, "Held" for a held job, "Priority" before any step. */
 void gp__srv_job_pending_why(const gp_srv_job *j, const char **ret_reason, const char **ret_message);
 
-/* ---- events_feed.c: what the event streams hear (events.h) ---- */
+/* ---- events_feed.c: what the event streams hear (events.h; its record there) ---- */
 /* A job, a node or a queue changed (the job and node marks ride on gp__srv_job_changed
  * and gp__srv_node_changed). Nothing is kept while s->events is NULL. */
 void gp__srv_events_note_job(gp_srv_state *s, gp_srv_job *j);
@@ -604,7 +568,6 @@ void gp__srv_events_note_service(gp_srv_state *s, const char *data);
 /* After a commit: publishes an event for each noted record whose summary changed. Call
  * before ended jobs are evicted. */
 void gp__srv_events_flush(gp_srv_state *s);
-void gp__srv_events_dirty_free(gp_srv_events_dirty *d);
 
 /* ---- nodejson.c ---- */
 /* Reads a node as the agent registers it (or as stored) into *n (fresh or existing: facts
@@ -693,11 +656,5 @@ void gp__srv_budget_costs(const gp_srv_state *s,
 /* Calls fn for each queue whose budget is active. */
 void gp__srv_budget_each(const gp_srv_state *s,
                          void (*fn)(void *ctx, const gp_srv_budget_queue *e), void *ctx);
-
-/* ---- prices.c ---- */
-/* Puts the catalogue in force: the admin's (prices_set) when it reads, else the config's. */
-int gp__srv_prices_init(gp_srv_state *s, gp_err *err);
-/* The catalogue in force as the API shows it, with its source ("config", "admin", "none"). */
-json_t *gp__srv_prices_json(const gp_srv_state *s);
 
 #endif

@@ -78,4 +78,11 @@ void gp__srv_events_close(gp_srv_events *h);
 /* Frees the hub once libmicrohttpd has stopped (every stream is gone). Accepts NULL. */
 void gp__srv_events_free(gp_srv_events *h);
 
+/* The feed's record (events_feed.c), behind gp_srv_state.events_feed: the jobs, nodes,
+ * queues and service decisions noted since the last flush (its functions are declared in
+ * state.h). NULL until a record is noted while a stream listens; freed with the state
+ * (parts.c). */
+struct gp_srv_state;
+void gp__srv_events_feed_free(struct gp_srv_state *s);
+
 #endif

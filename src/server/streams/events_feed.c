@@ -11,6 +11,29 @@
 #include "server/state/state.h"
 #include "util/mem.h"
 
+/* gp_srv_state.events_feed (events.h): what changed since the last flush. */
+struct gp__srv_events_feed {
+  int64_t *jobs;            /* ids, each once (gp_srv_job.events_noted) */
+  int n_jobs;
+  size_t cap_jobs;
+  char **nodes;             /* names (owned), each once while the node lives
+                               (gp_srv_node.events_noted) */
+  int n_nodes;
+  size_t cap_nodes;
+  char **queues;            /* names (owned), each once */
+  int n_queues;
+  size_t cap_queues;
+  char **services;          /* `service` events' data (owned), in order */
+  int n_services;
+  size_t cap_services;
+};
+
+/* The record of s, made on first use. */
+static struct gp__srv_events_feed *feed_of(gp_srv_state *s) {
+  if (!s->events_feed) s->events_feed = gp_xcalloc(1, sizeof *s->events_feed);
+  return s->events_feed;
+}
+
 /* FNV-1a: a change detector, not a security boundary. 0 is kept for "never sent". */
 static uint64_t text_hash(const char *t) {
   uint64_t h = UINT64_C(1469598103934665603);
@@ -24,7 +47,7 @@ static uint64_t text_hash(const char *t) {
  * after a stream opens must be sent even when it matches that one. */
 void gp__srv_events_note_job(gp_srv_state *s, gp_srv_job *j) {
   if (j->events_noted || !gp__srv_events_listening(s->events)) return;
-  gp_srv_events_dirty *d = &s->events_dirty;
+  struct gp__srv_events_feed *d = feed_of(s);
   j->events_noted = true;
   gp_xgrow((void **)&d->jobs, &d->cap_jobs, (size_t)d->n_jobs + 1, sizeof *d->jobs);
   d->jobs[d->n_jobs++] = j->id;
@@ -32,7 +55,7 @@ void gp__srv_events_note_job(gp_srv_state *s, gp_srv_job *j) {
 
 void gp__srv_events_note_node(gp_srv_state *s, gp_srv_node *n) {
   if (n->events_noted || !gp__srv_events_listening(s->events)) return;
-  gp_srv_events_dirty *d = &s->events_dirty;
+  struct gp__srv_events_feed *d = feed_of(s);
   n->events_noted = true;
   gp_xgrow((void **)&d->nodes, &d->cap_nodes, (size_t)d->n_nodes + 1, sizeof *d->nodes);
   d->nodes[d->n_nodes++] = gp_xstrdup(n->name);
@@ -40,7 +63,7 @@ void gp__srv_events_note_node(gp_srv_state *s, gp_srv_node *n) {
 
 void gp__srv_events_note_queue(gp_srv_state *s, const char *name) {
   if (!gp__srv_events_listening(s->events)) return;
-  gp_srv_events_dirty *d = &s->events_dirty;
+  struct gp__srv_events_feed *d = feed_of(s);
   for (int i = 0; i < d->n_queues; i++)
     if (strcmp(d->queues[i], name) == 0) return;
   gp_xgrow((void **)&d->queues, &d->cap_queues, (size_t)d->n_queues + 1, sizeof *d->queues);
@@ -49,7 +72,7 @@ void gp__srv_events_note_queue(gp_srv_state *s, const char *name) {
 
 void gp__srv_events_note_service(gp_srv_state *s, const char *data) {
   if (!gp__srv_events_listening(s->events)) return;
-  gp_srv_events_dirty *d = &s->events_dirty;
+  struct gp__srv_events_feed *d = feed_of(s);
   gp_xgrow((void **)&d->services, &d->cap_services, (size_t)d->n_services + 1, sizeof *d->services);
   d->services[d->n_services++] = gp_xstrdup(data);
 }
@@ -113,8 +136,8 @@ static char *node_summary(gp_srv_state *s, const char *name, uint64_t *ret_sig) 
 }
 
 void gp__srv_events_flush(gp_srv_state *s) {
-  gp_srv_events_dirty *d = &s->events_dirty;
-  if (d->n_jobs + d->n_nodes + d->n_queues + d->n_services == 0) return;
+  struct gp__srv_events_feed *d = s->events_feed;
+  if (!d || d->n_jobs + d->n_nodes + d->n_queues + d->n_services == 0) return;
   uint64_t epoch = gp__srv_events_epoch(s->events) * UINT64_C(0x9e3779b97f4a7c15);
   for (int i = 0; i < d->n_jobs; i++) {
     int64_t id = d->jobs[i];
@@ -161,7 +184,9 @@ void gp__srv_events_flush(gp_srv_state *s) {
   gp__srv_events_wake(s->events);
 }
 
-void gp__srv_events_dirty_free(gp_srv_events_dirty *d) {
+void gp__srv_events_feed_free(gp_srv_state *s) {
+  struct gp__srv_events_feed *d = s->events_feed;
+  if (!d) return;
   free(d->jobs);
   for (int i = 0; i < d->n_nodes; i++) free(d->nodes[i]);
   free(d->nodes);
@@ -169,5 +194,6 @@ void gp__srv_events_dirty_free(gp_srv_events_dirty *d) {
   free(d->queues);
   for (int i = 0; i < d->n_services; i++) free(d->services[i]);
   free(d->services);
-  memset(d, 0, sizeof *d);
+  free(d);
+  s->events_feed = NULL;
 }
