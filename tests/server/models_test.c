@@ -2,6 +2,7 @@
 /* A heartbeat's `models` (src/server/state/models.c): untrusted, so bounded (at most
  * GP_PROTO_MODELS_MAX names kept) and checked (a bad name is dropped, never kept), and
  * merged with the node's image hashes into the one ascending set the scheduler reads. */
+#include "server/workloads/image_pull.h"
 #include "test.h"
 
 #include <stdio.h>

@@ -9,6 +9,7 @@
 #include <strings.h>
 
 #include "server/accounting/advice.h"
+#include "server/accounting/ledger.h"
 #include "server/accounting/prices.h"
 #include "server/state/state.h"
 #include "util/calendar.h"

@@ -17,6 +17,8 @@
 #include <string.h>
 
 #include "ledger/prices.h"
+#include "server/accounting/budgets.h"
+#include "server/accounting/ledger.h"
 #include "server/accounting/prices.h"
 #include "server/state/state.h"
 #include "util/mem.h"

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/accounting/idle.h"
+#include "server/accounting/ledger.h"
 #include "server/state/state.h"
 
 void gp__srv_idle_measure(gp_srv_state *s, gp_srv_job *j, bool known, int64_t now) {

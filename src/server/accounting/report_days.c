@@ -10,6 +10,7 @@
  * and unused commitment is a sweep over the reserved GPUs present, not a sum. */
 #include <stdlib.h>
 
+#include "server/accounting/ledger.h"
 #include "server/accounting/report.h"
 #include "server/accounting/ledger_feed.h"
 #include "util/mem.h"

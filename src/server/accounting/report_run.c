@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
+#include "server/accounting/ledger.h"
 #include "server/accounting/report.h"
 #include "server/accounting/ledger_feed.h"
 #include "util/mem.h"

@@ -10,6 +10,9 @@
 
 #include "protocol/event.h"
 #include "protocol/order.h"
+#include "server/accounting/idle.h"
+#include "server/accounting/ledger.h"
+#include "server/elastic/interrupt.h"
 #include "server/workloads/image_pull.h"
 #include "server/workloads/registry.h"
 #include "server/state/jobmetrics.h"

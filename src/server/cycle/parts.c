@@ -11,6 +11,8 @@
  *     credentials and pre-pulls (registry.c, image_pull.c); reservations
  *     (reservations.c); the console's links (webproxy_links.c); the event streams'
  *     pending changes (events_feed.c). */
+#include "server/accounting/budgets.h"
+#include "server/accounting/idle.h"
 #include "server/cycle/parts.h"
 
 #include <stdio.h>

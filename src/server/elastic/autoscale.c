@@ -11,6 +11,7 @@
 
 #include "core/scale.h"
 #include "server/elastic/autoscale_int.h"
+#include "server/elastic/interrupt.h"
 #include "server/state/server_int.h"
 #include "util/mem.h"
 

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "server/elastic/interrupt.h"
 #include "server/state/server_int.h"
 #include "util/mem.h"
 

@@ -9,6 +9,7 @@
 
 #include "protocol/fault.h"
 #include "protocol/order.h"
+#include "server/accounting/budgets.h"
 #include "server/workloads/sessions.h"
 #include "server/front/webproxy.h"
 #include "server/accounting/advice.h"

@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "server/cycle/parts.h"
+#include "server/cycle/schedule.h"
 #include "server/elastic/autoscale.h"
 #include "server/streams/events.h"
 #include "server/leadership/follower.h"

@@ -8,7 +8,10 @@
 
 #include "ledger/prices.h"
 
+#include "server/accounting/budgets.h"
+#include "server/accounting/ledger.h"
 #include "server/accounting/prices.h"
+#include "server/elastic/interrupt.h"
 #include "server/workloads/sessions.h"
 #include "server/elastic/autoscale.h"
 #include "server/state/server_int.h"

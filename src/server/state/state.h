@@ -136,13 +136,6 @@ typedef struct gp_srv_counts {
   size_t used;
 } gp_srv_counts;
 
-/* The running totals metrics and budgets read (gp__srv_usage_totals). */
-typedef struct gp_srv_usage_total {
-  const char *queue, *model;
-  gp_capacity capacity;
-  double gpu_s, used_gpu_s;
-  double measured_gpu_s;  /* the part of gpu_s whose use was measured */
-} gp_srv_usage_total;
 /* Ended jobs (ended.c): memory holds the active jobs and the last
  * cfg->recent_ended_jobs ended ones; the rest live in the store. Every ended job keeps its
  * final state here, one byte per job id (state + 1; 0: not ended), so dependencies on a
@@ -157,7 +150,6 @@ typedef struct gp_srv_ended {
   int n_ghosts;
   size_t cap_ghosts;
 } gp_srv_ended;
-
 
 typedef struct gp_srv_state {
   const gp_server_config *cfg; /* borrowed */
@@ -385,19 +377,12 @@ void gp__srv_job_batch_json(json_t *o, const gp_srv_job *j);
  * a stored `container` object; into the API's and the store's JSON as `container`. */
 int gp__srv_job_read_container(const json_t *o, gp_srv_job *j, gp_err *err);
 /* The images a node's agent reports in a heartbeat (images.c): checked, kept in memory. */
-/* True when the set of images changed (the scheduler's view then changes). */
-bool gp__srv_node_images_take(gp_srv_node *n, const json_t *images);
 /* The heartbeat's `models` (models.c): the names in the node's models_dir, checked; true
  * when the set changed (the view's preference hashes with it). Absent: the last list stands. */
 bool gp__srv_node_models_take(gp_srv_node *n, const json_t *models);
 /* Rebuilds n->pref_hashes from its image and model hashes (models.c). */
 void gp__srv_node_prefs_merge(gp_srv_node *n);
 void gp__srv_job_container_json(json_t *o, const gp_srv_job *j);
-/* An agent's progress of a task's pull (image_pull.c): the task's last `pulling_image` entry
- * of the timeline, still open, gets done_bytes, total_bytes and its message "pulling image
- * REF (3.1 of 9.8 GB)". In memory only (a pull is minutes; its end is stored); a figure out
- * of bounds or going back is not taken. Always 0. */
-int gp__srv_pull_progress(gp_srv_state *s, gp_srv_job *j, int task, int64_t done, int64_t total);
 
 /* The same with the grace period capped at max_grace_s (a spot notice's time left). */
 int gp__srv_job_stop_within(gp_srv_state *s, gp_srv_job *j, const char *reason, int max_grace_s,
@@ -415,80 +400,20 @@ int gp__srv_job_end(gp_srv_state *s, gp_srv_job *j, gp_job_state st, const char 
                 int64_t now, gp_err *err);
 /* Marks a node down and handles its jobs. */
 int gp__srv_node_down(gp_srv_state *s, gp_srv_node *n, const char *why, int64_t now, gp_err *err);
-/* ---- interrupt.c: spot interruption notices ---- */
-/* The sources a notice comes from, for the metrics: aws, gcp, azure, admin, other. */
-extern const char *const gp__srv_interrupt_sources[GP_SRV_INTERRUPT_SOURCES];
-typedef struct gp_srv_interrupt {
-  int64_t deadline;     /* epoch seconds the node goes */
-  const char *source;   /* aws, gcp, azure, admin (anything else counts as other) */
-  const char *detail;   /* what the notice said, for the log; may be NULL */
-  int64_t noticed_ms;   /* epoch ms the notice was seen; 0: not known */
-} gp_srv_interrupt;
-/* The node will be reclaimed at in->deadline: it is drained, and each running job on it is
- * stopped ("interrupted") with its grace capped to the time left, then requeued when it
- * allows it. A node already drained for an interruption is left as it is (a repeated notice
- * changes nothing). *ret_stopped: the jobs stopped (may be NULL). */
-int gp__srv_node_interrupt(gp_srv_state *s, gp_srv_node *n, const gp_srv_interrupt *in,
-                           int64_t now_s, int *ret_stopped, gp_err *err);
-/* True when the node is drained for an interruption. */
-bool gp__srv_node_interrupted(const gp_srv_node *n);
 
 /* Periodic checks: node liveness, time limits. */
 int gp__srv_state_tick(gp_srv_state *s, int64_t now_s, int64_t now_ms, gp_err *err);
 
-
-/* ---- ledger.c: the usage ledger (its record: accounting/ledger.h) ---- */
-/* The part of GPU `gpu` of node n that task allocation `a` holds, in (0, 1]. */
-double gp__srv_gpu_share(const gp_srv_node *n, int gpu, const gp_srv_alloc *a);
-/* The GPUs' total share held by one task (the sum of gp__srv_gpu_share over its GPUs). */
-double gp__srv_task_share(const gp_srv_state *s, const gp_srv_alloc *a);
-/* A run starts (its allocations just stored): one interval per (task, GPU), a new attempt. */
-int gp__srv_ledger_open_job(gp_srv_state *s, gp_srv_job *j, int64_t now, gp_err *err);
-/* The run's allocations are freed: its intervals close, its attempt ends, the totals grow. */
-int gp__srv_ledger_close_job(gp_srv_state *s, gp_srv_job *j, int64_t now, gp_err *err);
 /* lifecycle.c: names the end of the job's last attempt (once; after gp__srv_ledger_close_job). */
 void gp__srv_attempt_ended(gp_srv_job *j, const char *reason);
-/* The agent on node index `node` reported the job's figures there for this run (totals
- * since the run started; < 0: unknown): task `task`'s own, or with task -1 the job's on
- * all its tasks there, which go to them by share. The agent
- * is not trusted with them: use beyond every GPU busy since the start, or energy beyond
- * GP_SRV_MAX_GPU_WATTS per GPU, is cut to that bound. */
-int gp__srv_ledger_use(gp_srv_state *s, gp_srv_job *j, int node, int task, double used_gpu_s,
-                       double energy_j, int64_t now, gp_err *err);
-/* Opens the node's interval for its state now (up, drained or down) when it changed. */
-int gp__srv_ledger_node(gp_srv_state *s, gp_srv_node *n, int64_t now, gp_err *err);
-/* The index of a node state name ("up" 0, "drained" 1, "down" 2), or -1. */
-int gp__srv_ledger_node_state(const char *name);
-/* After a load: closes the open intervals (job ids `open_jobs`, sorted here) of jobs that
- * no longer run, opens those of running jobs that have none, in a transaction of its own;
- * each repair is logged. */
-int gp__srv_ledger_repair(gp_srv_state *s, int64_t *open_jobs, int n_open, int64_t now,
-                          gp_err *err);
-/* The job's SM-busy GPU-seconds in this run, the sum of its tasks' parts (< 0 when any
- * task's use is unknown), and its GPUs counted by share (gp__srv_gpu_share). */
-void gp__srv_job_use(const gp_srv_state *s, const gp_srv_job *j, double *busy_gpu_s,
-                     double *share_gpus);
-/* Makes room in the totals for the keys of a running job. */
-void gp__srv_usage_track(gp_srv_state *s, const gp_srv_job *j);
-/* Calls fn for each (queue, model, capacity) with its totals up to now (closed intervals
- * since start + open intervals' time so far). State thread. */
-void gp__srv_usage_totals(const gp_srv_state *s, int64_t now,
-                          void (*fn)(void *ctx, const gp_srv_usage_total *t), void *ctx);
 
-/* ---- idle.c, idle_rule.c, idle_json.c: the queues' idle-GPU policy on running jobs ---- */
+/* ---- idle_rule.c, idle_json.c: what the queues' idle-GPU policy says of a job (its acting:
+ * accounting/idle.h) ---- */
 /* The queue's idle rule for the job, or NULL when its queue has no policy. */
 const gp_idle_rule *gp__srv_idle_rule(const gp_srv_state *s, const gp_srv_job *j);
 /* The job's class as the policy reads it: its own, else its queue's default, else the
  * scheduling policy's (or NULL). */
 const char *gp__srv_idle_class(const gp_srv_state *s, const gp_srv_job *j);
-/* An agent reported the job's use: its idleness is measured again from the ledger's
- * figures; `known` false (the report had no SM figure) makes its use unknown. */
-void gp__srv_idle_measure(gp_srv_state *s, gp_srv_job *j, bool known, int64_t now);
-/* A run ended: its idleness is forgotten. */
-void gp__srv_idle_reset(gp_srv_job *j);
-/* Acts on the running jobs idle past their queue's rule: once per idle stretch, an `idle`
- * event with the figures, then a notice, or a stop for a requeue or a cancel. */
-int gp__srv_idle_tick(gp_srv_state *s, int64_t now, gp_err *err);
 /* Is the running job idle for at least its window now (its queue's, or the default)? */
 bool gp__srv_idle_now(const gp_srv_state *s, const gp_srv_job *j, int64_t now);
 /* How a job stopped by the policy ends: requeued (true) or cancelled, and the reason
@@ -539,12 +464,6 @@ bool gp__srv_job_may_read_use(const gp_srv_job *j, const char *user, gp_role rol
 json_t *gp__srv_job_redact(json_t *o, const gp_srv_job *j, const char *user, gp_role role);
 /* The API placements of a job's current allocation (an empty list when it holds none). */
 json_t *gp__srv_job_placements_json(const gp_srv_state *s, const gp_srv_job *j);
-/* The start order of task `task` of a job the plan starts, built from the protocol's start
- * struct (start_order.c); a new reference. */
-json_t *gp__srv_start_order(const gp_srv_state *s, const gp_srv_job *j, int task);
-/* This run's rendezvous port (MASTER_PORT): a function of the job's id and run, moved to the
- * next port while another running job with its task 0 on the same node holds it. */
-int gp__srv_master_port(const gp_srv_state *s, const gp_srv_job *j);
 
 /* ---- jobrank.c ---- */
 /* The job's 1-based place among the pending jobs of its queue in the scheduler's order at
@@ -555,19 +474,6 @@ int gp__srv_job_queue_position(const gp_srv_state *s, const gp_srv_job *j);
 /* The pending reason and sentence the API shows for a job (NULL, NULL when it does not
  * wait): its last step's, "Held" for a held job, "Priority" before any step. */
 void gp__srv_job_pending_why(const gp_srv_job *j, const char **ret_reason, const char **ret_message);
-
-/* ---- events_feed.c: what the event streams hear (events.h; its record there) ---- */
-/* A job, a node or a queue changed (the job and node marks ride on gp__srv_job_changed
- * and gp__srv_node_changed). Nothing is kept while s->events is NULL. */
-void gp__srv_events_note_job(gp_srv_state *s, gp_srv_job *j);
-void gp__srv_events_note_node(gp_srv_state *s, gp_srv_node *n);
-void gp__srv_events_note_queue(gp_srv_state *s, const char *name);
-/* A service's scaling decision (`data`: one line of JSON every caller may read), heard
- * once it is committed. */
-void gp__srv_events_note_service(gp_srv_state *s, const char *data);
-/* After a commit: publishes an event for each noted record whose summary changed. Call
- * before ended jobs are evicted. */
-void gp__srv_events_flush(gp_srv_state *s);
 
 /* ---- nodejson.c ---- */
 /* Reads a node as the agent registers it (or as stored) into *n (fresh or existing: facts
@@ -588,41 +494,10 @@ void gp__srv_queue_free(gp_srv_queue *q);
 /* The queue list of the API: every queue with its parents, fair share and usage. */
 json_t *gp__srv_queues_json(const gp_srv_state *s);
 
-/* ---- schedule.c ---- */
-/* Builds a view, runs the core, applies the plan (persisting everything). */
-int gp__srv_schedule(gp_srv_state *s, int64_t now, gp_err *err);
+#define GP_SRV_SETTING_NAME_MAX 300 /* a setting's name: "budget/" and a queue name */
 
-/* ---- budget.c ---- */
-typedef struct gp__srv_budgets gp__srv_budgets;
+/* ---- budget_hold.c ---- */
 
-/* A queue's budget in its current period. */
-typedef struct gp_srv_budget_queue {
-  char *queue;
-  gp_budget budget;           /* as the queue has it now */
-  bool active;                /* the queue has a budget and its spend is known */
-  bool based;                 /* the ledger was read for the period before the first look */
-  int64_t period_start, period_end;
-  double base_gpu_s, base_cost;   /* the period's spend in the ledger at the first look */
-  double mark_gpu_s, mark_cost;   /* the running totals at the first look */
-  double spent;               /* in the budget's unit: GPU-hours or currency */
-  int level;                  /* the alerts raised this period: 0, 80 or 100 */
-  int64_t saved_period_start; /* the alert level kept in the store, for its period */
-  int saved_level;
-  uint64_t alerts_total[2];   /* 80% and 100% alerts this server raised */
-} gp_srv_budget_queue;
-
-#define GP_SRV_SETTING_NAME_MAX 300 /* "budget/" and a queue name */
-
-/* Brings every budget up to `now`: reads the running totals, prices their growth, starts
- * new periods (releasing the jobs the last one's budget held), reads the ledger for queues
- * seen for the first time, and raises the 80% and 100% alerts. */
-int gp__srv_budgets_tick(gp_srv_state *s, int64_t now, gp_err *err);
-void gp__srv_budgets_free(gp__srv_budgets *b);
-/* The queue's budget figures, or NULL. */
-const gp_srv_budget_queue *gp__srv_budget_get(const gp_srv_state *s, const char *queue);
-/* A new job j (inserted, pending or held) of a queue whose budget is spent: holds it or
- * demotes it as the budget's action says, with a timeline event that gives the reason. */
-int gp__srv_budget_on_submit(gp_srv_state *s, gp_srv_job *j, int64_t now, gp_err *err);
 /* A job's two holds (budget_hold.c): its owner's and its queue budget's, each lifted by
  * whom it may be. gp__srv_job_budget_hold puts the budget's on a pending or held job,
  * gp__srv_job_budget_release takes it off at a new period (the owner's hold stays). */
@@ -641,20 +516,5 @@ const char *gp__srv_job_budget_hold_reason(const gp_srv_job *j);
 /* POST /v1/jobs/{id}/hold or /release by `user` (the owner or an admin). */
 int gp__srv_job_hold_change(gp_srv_state *s, gp_srv_job *j, bool hold, const char *user, bool admin,
                             int64_t now, gp_srv_hold_refusal *ret_refusal, gp_err *err);
-/* Why a budget holds new jobs, in a sentence. */
-void gp__srv_budget_message(const gp_srv_state *s, const gp_srv_budget_queue *e, char *buf,
-                            size_t size);
-/* The alert level stored for a queue ("budget/<queue>" setting), read at load. */
-void gp__srv_budget_level_loaded(gp_srv_state *s, const char *queue, const char *doc);
-/* Adds budget_unit, budget_spent, budget_used_ratio and the period to a queue's JSON. */
-void gp__srv_budget_json(const gp_srv_state *s, const char *queue, json_t *o);
-/* Cost since the server started per (queue, model, capacity); nothing without prices. */
-void gp__srv_budget_costs(const gp_srv_state *s,
-                          void (*fn)(void *ctx, const char *queue, const char *model,
-                                     gp_capacity c, double cost),
-                          void *ctx);
-/* Calls fn for each queue whose budget is active. */
-void gp__srv_budget_each(const gp_srv_state *s,
-                         void (*fn)(void *ctx, const gp_srv_budget_queue *e), void *ctx);
 
 #endif

@@ -83,6 +83,21 @@ void gp__srv_events_free(gp_srv_events *h);
  * state.h). NULL until a record is noted while a stream listens; freed with the state
  * (parts.c). */
 struct gp_srv_state;
+struct gp_srv_job;
+struct gp_srv_node;
 void gp__srv_events_feed_free(struct gp_srv_state *s);
+
+/* ---- events_feed.c: what the event streams hear ---- */
+/* A job, a node or a queue changed (the job and node marks ride on gp__srv_job_changed
+ * and gp__srv_node_changed). Nothing is kept while s->events is NULL. */
+void gp__srv_events_note_job(struct gp_srv_state *s, struct gp_srv_job *j);
+void gp__srv_events_note_node(struct gp_srv_state *s, struct gp_srv_node *n);
+void gp__srv_events_note_queue(struct gp_srv_state *s, const char *name);
+/* A service's scaling decision (`data`: one line of JSON every caller may read), heard
+ * once it is committed. */
+void gp__srv_events_note_service(struct gp_srv_state *s, const char *data);
+/* After a commit: publishes an event for each noted record whose summary changed. Call
+ * before ended jobs are evicted. */
+void gp__srv_events_flush(struct gp_srv_state *s);
 
 #endif

@@ -21,4 +21,12 @@ void gp__srv_pull_moved(gp_srv_state *s, const gp_srv_node *n, const char *order
                         int64_t total);
 void gp__srv_pulls_free(gp_srv_state *s);
 
+/* True when the set of images changed (the scheduler's view then changes). */
+bool gp__srv_node_images_take(gp_srv_node *n, const json_t *images);
+/* An agent's progress of a task's pull (image_pull.c): the task's last `pulling_image` entry
+ * of the timeline, still open, gets done_bytes, total_bytes and its message "pulling image
+ * REF (3.1 of 9.8 GB)". In memory only (a pull is minutes; its end is stored); a figure out
+ * of bounds or going back is not taken. Always 0. */
+int gp__srv_pull_progress(gp_srv_state *s, gp_srv_job *j, int task, int64_t done, int64_t total);
+
 #endif

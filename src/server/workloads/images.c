@@ -9,6 +9,7 @@
 
 #include "protocol/container.h"
 #include "server/state/state.h"
+#include "server/workloads/image_pull.h"
 
 #define MAX_IMAGES 128
 #define MAX_NAMES 8

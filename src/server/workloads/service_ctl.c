@@ -19,6 +19,7 @@
 
 #include "protocol/service.h"
 #include "server/elastic/autoscale.h"
+#include "server/streams/events.h"
 #include "server/workloads/service.h"
 #include "server/state/state.h"
 #include "util/buf.h"

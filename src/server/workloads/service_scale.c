@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "protocol/service.h"
+#include "server/streams/events.h"
 #include "server/workloads/service.h"
 #include "server/state/state.h"
 

@@ -13,6 +13,7 @@
 #include "server/workloads/service.h"
 #include "protocol/order.h"
 #include "server/state/state.h"
+#include "server/workloads/start_order.h"
 #include "server/workloads/steps.h"
 #include "util/mem.h"
 
