@@ -11,7 +11,7 @@
 
 #include <jansson.h>
 
-#include "server/state/state.h"
+#include "server/state/server_int.h"
 
 struct gp_prices;
 
@@ -32,5 +32,8 @@ int gp__srv_prices_init(gp_srv_state *s, gp_err *err);
 /* The catalogue in force as the API shows it, with its source ("config", "admin", "none"). */
 json_t *gp__srv_prices_json(const gp_srv_state *s);
 void gp__srv_prices_free(gp_srv_state *s);
+
+/* prices.c: GET, PUT and DELETE /v1/prices. */
+int gp__srv_prices_route(gp_srv_state *s, gp_srv_req *r, gp_err *err);
 
 #endif

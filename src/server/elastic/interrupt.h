@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "server/state/state.h"
+#include "server/state/server_int.h"
 
 /* The sources a notice comes from, for the metrics: aws, gcp, azure, admin, other. */
 extern const char *const gp__srv_interrupt_sources[GP_SRV_INTERRUPT_SOURCES];
@@ -27,5 +27,9 @@ int gp__srv_node_interrupt(gp_srv_state *s, gp_srv_node *n, const gp_srv_interru
                            int64_t now_s, int *ret_stopped, gp_err *err);
 /* True when the node is drained for an interruption. */
 bool gp__srv_node_interrupted(const gp_srv_node *n);
+
+/* POST /v1/nodes/{name}/interrupt (interrupt.c). */
+int gp__srv_interrupt_route(gp_srv_state *s, gp_srv_req *r, gp_srv_node *n, int64_t now_s,
+                            gp_err *err);
 
 #endif

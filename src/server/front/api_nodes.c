@@ -11,10 +11,13 @@
 #include "server/accounting/advice.h"
 #include "server/accounting/report.h"
 #include "server/elastic/autoscale.h"
+#include "server/elastic/interrupt.h"
+#include "server/front/routes.h"
 #include "server/streams/events.h"
 #include "server/state/jobmetrics.h"
 #include "server/state/notify_job.h"
 #include "server/state/server_int.h"
+#include "server/workloads/node_credential.h"
 #include "util/mem.h"
 #include "util/units.h"
 

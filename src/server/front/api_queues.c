@@ -11,6 +11,7 @@
 #include "server/accounting/advice.h"
 #include "server/accounting/report.h"
 #include "server/elastic/autoscale.h"
+#include "server/front/routes.h"
 #include "server/streams/events.h"
 #include "server/state/jobmetrics.h"
 #include "server/state/notify_job.h"

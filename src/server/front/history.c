@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/front/routes.h"
 #include "server/state/server_int.h"
 #include "util/mem.h"
 #include "util/calendar.h"

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "server/front/routes.h"
 #include "server/state/server_int.h"
 
 static int hex(char c) {

@@ -13,6 +13,7 @@
 
 #include "server/accounting/advice.h"
 #include "server/accounting/report.h"
+#include "server/front/routes.h"
 #include "util/mem.h"
 
 struct gp_srv_readers {

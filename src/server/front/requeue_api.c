@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "server/front/routes.h"
 #include "server/state/server_int.h"
 #include "server/state/state.h"
 #include "server/workloads/steps.h"

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "server/front/routes.h"
 #include "server/state/reservations.h"
 #include "server/state/server_int.h"
 #include "server/state/state.h"

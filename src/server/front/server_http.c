@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "server/elastic/autoscale.h"
+#include "server/front/routes.h"
 #include "server/streams/events.h"
 #include "server/leadership/follower.h"
 #include "server/leadership/leader.h"

@@ -17,9 +17,11 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "server/cycle/agent_api.h"
 #include "server/cycle/parts.h"
 #include "server/cycle/schedule.h"
 #include "server/elastic/autoscale.h"
+#include "server/front/routes.h"
 #include "server/streams/events.h"
 #include "server/leadership/follower.h"
 #include "server/leadership/leader.h"

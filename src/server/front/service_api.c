@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "protocol/service.h"
+#include "server/front/routes.h"
 #include "server/state/server_int.h"
 #include "server/elastic/autoscale.h"
 #include "server/workloads/service.h"

@@ -4,6 +4,7 @@
  * tells a token's holder only what their own token says. */
 #include <string.h>
 
+#include "server/front/routes.h"
 #include "server/state/server_int.h"
 
 int gp__srv_whoami_route(gp_srv_state *s, gp_srv_req *r) {

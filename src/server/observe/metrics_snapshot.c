@@ -12,6 +12,7 @@
 #include "server/accounting/ledger.h"
 #include "server/accounting/prices.h"
 #include "server/elastic/interrupt.h"
+#include "server/observe/metrics_snapshot.h"
 #include "server/workloads/sessions.h"
 #include "server/elastic/autoscale.h"
 #include "server/state/server_int.h"

@@ -60,9 +60,5 @@ int gp__srv_resv_view(gp_srv_state *s, int64_t now, gp_err *err);
 const gp__srv_resv *gp__srv_resv_of_node(const gp_srv_state *s, const char *name, int64_t now);
 /* The JSON of a reservation (API). */
 json_t *gp__srv_resv_json(const gp__srv_resv *r, int64_t now);
-/* /v1/reservations and /v1/reservations/{name} (reservations_api.c). */
-struct gp_srv_req;
-int gp__srv_reservations_route(gp_srv_state *s, struct gp_srv_req *r, const char *rest, int64_t now,
-                               gp_err *err);
 
 #endif

@@ -101,63 +101,7 @@ static inline const char *gp__srv_req_query(const gp_srv_req *r, const char *key
   return json_string_value(json_object_get(r->query, key));
 }
 
-/* Handles one request on the state thread. Returns 0 when an answer (or a park) was
- * decided, or a store error: the batch must then be rolled back. */
-int gp__srv_api_handle(gp_srv_state *s, gp_srv_req *r, int64_t now_s, int64_t now_ms, gp_err *err);
-int gp__srv_agent_handle(gp_srv_state *s, gp_srv_req *r, int64_t now_s, int64_t now_ms, gp_err *err);
-
-/* Builds the answer of a heartbeat: the node's orders with id > gen, as many as fit
- * GP_PROTO_ORDERS_BUDGET (at least one), and the store's id. */
-void gp__srv_agent_reply_orders(const gp_srv_state *s, gp_srv_node *n, gp_srv_req *r, int64_t gen);
-
-/* node_credential.c: may the agent request r act as node `name` (n: that node, NULL when
- * the pool has none)? Answers r with 403 or 409 when not. `registering`: a name without a
- * credential may be claimed (gp__srv_node_claim records it once the node exists). */
-bool gp__srv_node_auth(gp_srv_state *s, gp_srv_req *r, const char *name, const gp_srv_node *n,
-                       bool registering);
-int gp__srv_node_claim(gp_srv_state *s, gp_srv_req *r, gp_srv_node *n, gp_err *err);
-/* Drops the node's credential: the next agent to register the name claims it. */
-int gp__srv_node_forget(gp_srv_state *s, gp_srv_node *n, gp_err *err);
-
-/* A job's API document `o` (stolen, returned) as caller r may see it: a job's command
- * and environment (API keys, tokens on the command line) are its owner's and the
- * admins'; others see their shape, not their words. */
-json_t *gp__srv_job_for(json_t *o, const gp_srv_req *r, const gp_srv_job *j);
-
-/* history.c, on HTTP threads: answers r->history_job from the store. */
-void gp__srv_history_job(gp_store *store, gp_srv_req *r);
-/* Is r GET /v1/jobs?all=1 (the ended jobs in the store)? Then gp__srv_history_list
- * answers it, without the state thread. */
-bool gp__srv_history_is_list(const gp_srv_req *r);
-void gp__srv_history_list(gp_store *store, gp_srv_req *r);
-
 /* Hands a request back to its HTTP thread (after setting its answer). */
 void gp__srv_req_resume(gp_srv_req *r);
-
-/* Checks the raw request target (path and query, still %-encoded): no encoded NUL, at
- * most GP_SRV_MAX_QUERY_PARAMS parameters, names and values within their limits. Returns
- * true, or false with *bad filled (400 and the field at fault). */
-bool gp__srv_intake_target_ok(const char *raw, gp_srv_bad *bad);
-
-/* GET /metrics body (Prometheus text). */
-char *gp__srv_metrics_text(const gp_srv_state *s);
-
-/* api_nodes.c: /v1/nodes and /v1/nodes/{name}[/action] (rest: what follows /v1/nodes/). */
-int gp__srv_nodes_route(gp_srv_state *s, gp_srv_req *r, const char *rest, int64_t now,
-                        gp_err *err);
-/* api_queues.c: /v1/queues and /v1/queues/{name} (name: what follows /v1/queues/). */
-int gp__srv_queues_route(gp_srv_state *s, gp_srv_req *r, const char *name, gp_err *err);
-
-/* whoami.c: GET /v1/whoami, the token's user and role. */
-int gp__srv_whoami_route(gp_srv_state *s, gp_srv_req *r);
-/* POST /v1/jobs/{id}/requeue (requeue_api.c): the job's owner, an admin, or the job itself
- * with its step credential. */
-bool gp__srv_requeue_path(const char *path, char *job_id, size_t size);
-int gp__srv_requeue_route(gp_srv_state *s, gp_srv_req *r, const char *id, int64_t now, gp_err *err);
-/* prices.c: GET, PUT and DELETE /v1/prices. */
-int gp__srv_prices_route(gp_srv_state *s, gp_srv_req *r, gp_err *err);
-/* POST /v1/nodes/{name}/interrupt (interrupt.c). */
-int gp__srv_interrupt_route(gp_srv_state *s, gp_srv_req *r, gp_srv_node *n, int64_t now_s,
-                            gp_err *err);
 
 #endif

@@ -10,6 +10,7 @@
 
 #include "protocol/limits.h"
 #include "server/state/server_int.h"
+#include "server/workloads/node_credential.h"
 #include "tls/digest.h"
 #include "util/secret.h"
 

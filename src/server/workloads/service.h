@@ -133,8 +133,5 @@ int gp__srv_service_wake(struct gp_srv_state *s, gp_srv_service *v, const char *
 int gp__srv_service_autoscale(struct gp_srv_state *s, gp_srv_service *v, int64_t now, gp_err *err);
 
 /* ---- service_api.c ---- */
-/* /v1/services and /v1/services/{name}[/action] (rest: what follows /v1/services). */
-int gp__srv_services_route(struct gp_srv_state *s, struct gp_srv_req *r, const char *rest, int64_t now,
-                           gp_err *err);
 
 #endif
