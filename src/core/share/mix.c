@@ -232,7 +232,7 @@ void gp_share_mix_access(const gp_share_mix *cmix, const gp_share_node *node, bo
 }
 
 double gp_share_frag_acc(const gp_share_mix *mix, const bool *acc, int n_gpus,
-                         const int *free_milli, int64_t cpu_free) {
+                         const int *free_milli, int64_t cpu_free, double strand) {
   int64_t total = 0;
   for (int g = 0; g < n_gpus; g++) total += free_milli[g];
   if (total == 0 || !mix) return 0;
@@ -245,12 +245,24 @@ double gp_share_frag_acc(const gp_share_mix *mix, const bool *acc, int n_gpus,
       continue;
     }
     int fitting = 0;
-    int64_t small = 0;
+    int64_t small = 0, copies = 0;
     for (int g = 0; g < n_gpus; g++) {
-      if (free_milli[g] >= s->gpu_milli) fitting++;
+      if (free_milli[g] >= s->gpu_milli) fitting++, copies += free_milli[g] / s->gpu_milli;
       else small += free_milli[g];
     }
-    frag += p * (double)(fitting >= s->n_gpus ? small : total);
+    if (fitting < s->n_gpus) {
+      frag += p * (double)total;
+      continue;
+    }
+    frag += p * (double)small;
+    if (strand > 0 && s->cpu_milli > 0) {
+      /* Copies of the shape the GPUs hold (a whole-GPU shape: sets of n_gpus idle GPUs)
+         against copies the free CPU holds: the GPU of the copies beyond is stranded. */
+      int64_t gpu_copies = s->gpu_milli < GP_GPU_MILLI ? copies : fitting / s->n_gpus;
+      int64_t cpu_copies = cpu_free / s->cpu_milli;
+      if (cpu_copies < gpu_copies)
+        frag += p * strand * (double)(gpu_copies - cpu_copies) * s->n_gpus * s->gpu_milli;
+    }
   }
   return frag;
 }
@@ -258,5 +270,5 @@ double gp_share_frag_acc(const gp_share_mix *mix, const bool *acc, int n_gpus,
 double gp_share_node_frag(const gp_share_mix *mix, const gp_share_node *node) {
   bool acc[GP_SHARE_MAX_SHAPES];
   gp_share_mix_access(mix, node, acc);
-  return gp_share_frag_acc(mix, acc, node->n_gpus, node->gpu_free_milli, node->cpu_free_milli);
+  return gp_share_frag_acc(mix, acc, node->n_gpus, node->gpu_free_milli, node->cpu_free_milli, 0);
 }
