@@ -245,9 +245,9 @@ double gp_share_frag_acc(const gp_share_mix *mix, const bool *acc, int n_gpus,
       continue;
     }
     int fitting = 0;
-    int64_t small = 0, copies = 0;
+    int64_t small = 0;
     for (int g = 0; g < n_gpus; g++) {
-      if (free_milli[g] >= s->gpu_milli) fitting++, copies += free_milli[g] / s->gpu_milli;
+      if (free_milli[g] >= s->gpu_milli) fitting++;
       else small += free_milli[g];
     }
     if (fitting < s->n_gpus) {
@@ -255,14 +255,21 @@ double gp_share_frag_acc(const gp_share_mix *mix, const bool *acc, int n_gpus,
       continue;
     }
     frag += p * (double)small;
-    if (strand > 0 && s->cpu_milli > 0) {
-      /* Copies of the shape the GPUs hold (a whole-GPU shape: sets of n_gpus idle GPUs)
-         against copies the free CPU holds: the GPU of the copies beyond is stranded. */
-      int64_t gpu_copies = s->gpu_milli < GP_GPU_MILLI ? copies : fitting / s->n_gpus;
-      int64_t cpu_copies = cpu_free / s->cpu_milli;
-      if (cpu_copies < gpu_copies)
-        frag += p * strand * (double)(gpu_copies - cpu_copies) * s->n_gpus * s->gpu_milli;
+    if (strand <= 0 || s->cpu_milli <= 0) continue;
+    /* Copies of the shape the GPUs hold (a whole-GPU shape: sets of n_gpus idle GPUs)
+       against copies the free CPU feeds: the GPU of the copies beyond is stranded. The
+       GPUs hold at most total / (n_gpus x milli) copies; most nodes' CPU feeds that many,
+       which spares the per-GPU divisions. */
+    int64_t cpu_copies = cpu_free / s->cpu_milli;
+    if (cpu_copies >= total / ((int64_t)s->n_gpus * s->gpu_milli)) continue;
+    int64_t gpu_copies = 0;
+    if (s->gpu_milli < GP_GPU_MILLI) {
+      for (int g = 0; g < n_gpus; g++) gpu_copies += free_milli[g] / s->gpu_milli;
+    } else {
+      gpu_copies = fitting / s->n_gpus;
     }
+    if (cpu_copies < gpu_copies)
+      frag += p * strand * (double)(gpu_copies - cpu_copies) * s->n_gpus * s->gpu_milli;
   }
   return frag;
 }
