@@ -232,7 +232,7 @@ void gp_share_mix_access(const gp_share_mix *cmix, const gp_share_node *node, bo
 }
 
 double gp_share_frag_acc(const gp_share_mix *mix, const bool *acc, int n_gpus,
-                         const int *free_milli, int64_t cpu_free) {
+                         const int *free_milli, int64_t cpu_free, double strand) {
   int64_t total = 0;
   for (int g = 0; g < n_gpus; g++) total += free_milli[g];
   if (total == 0 || !mix) return 0;
@@ -250,7 +250,26 @@ double gp_share_frag_acc(const gp_share_mix *mix, const bool *acc, int n_gpus,
       if (free_milli[g] >= s->gpu_milli) fitting++;
       else small += free_milli[g];
     }
-    frag += p * (double)(fitting >= s->n_gpus ? small : total);
+    if (fitting < s->n_gpus) {
+      frag += p * (double)total;
+      continue;
+    }
+    frag += p * (double)small;
+    if (strand <= 0 || s->cpu_milli <= 0) continue;
+    /* Copies of the shape the GPUs hold (a whole-GPU shape: sets of n_gpus idle GPUs)
+       against copies the free CPU feeds: the GPU of the copies beyond is stranded. The
+       GPUs hold at most total / (n_gpus x milli) copies; most nodes' CPU feeds that many,
+       which spares the per-GPU divisions. */
+    int64_t cpu_copies = cpu_free / s->cpu_milli;
+    if (cpu_copies >= total / ((int64_t)s->n_gpus * s->gpu_milli)) continue;
+    int64_t gpu_copies = 0;
+    if (s->gpu_milli < GP_GPU_MILLI) {
+      for (int g = 0; g < n_gpus; g++) gpu_copies += free_milli[g] / s->gpu_milli;
+    } else {
+      gpu_copies = fitting / s->n_gpus;
+    }
+    if (cpu_copies < gpu_copies)
+      frag += p * strand * (double)(gpu_copies - cpu_copies) * s->n_gpus * s->gpu_milli;
   }
   return frag;
 }
@@ -258,5 +277,5 @@ double gp_share_frag_acc(const gp_share_mix *mix, const bool *acc, int n_gpus,
 double gp_share_node_frag(const gp_share_mix *mix, const gp_share_node *node) {
   bool acc[GP_SHARE_MAX_SHAPES];
   gp_share_mix_access(mix, node, acc);
-  return gp_share_frag_acc(mix, acc, node->n_gpus, node->gpu_free_milli, node->cpu_free_milli);
+  return gp_share_frag_acc(mix, acc, node->n_gpus, node->gpu_free_milli, node->cpu_free_milli, 0);
 }

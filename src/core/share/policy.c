@@ -11,8 +11,8 @@
  * idle GPUs.
  *
  * gpool's own policy (GPOOL) is FGD plus four rules, each measured on the paper's protocol
- * (score_gpool below; docs/sharing.md has the figures). The normalising constants (128
- * cores, 8 GPUs) are the paper's. */
+ * (score_gpool below; docs/sharing.md and docs/performance.md have the figures). The
+ * normalising constants (128 cores, 8 GPUs) are the paper's. */
 #include <math.h>
 #include <string.h>
 
@@ -26,6 +26,10 @@
    families, seeds 1-10: 3 to 20 levels per unit and a free share of 0.3 to 0.8 tried). */
 #define PRESSURE_FREE 0.5
 #define PRESSURE_LEVELS 6.0
+/* gpool's rule 2: GPU that a shape could use but the node's CPU could not feed counts as
+   fragment at this weight per milli-GPU (measured on the 16 workload-family members:
+   1 and 0.15 lose the multi-GPU members; 0.02-0.05 win most members, 0.03 all of them). */
+#define CPU_STRAND 0.03
 
 static uint64_t splitmix64(uint64_t x) {
   x += 0x9e3779b97f4a7c15ULL;
@@ -111,6 +115,11 @@ static void apply(const gp_share_node *node, const gp_share_req *req, uint32_t m
   }
 }
 
+/* The weight of CPU-stranded GPU in the policy's fragmentation measure (0: FGD's). */
+static double strand_weight(const gp_share_ctx *ctx) {
+  return ctx->policy == GP_SHARE_POLICY_GPOOL ? CPU_STRAND : 0;
+}
+
 /* The fragmentation change of placing `req` on the GPUs of `mask`, with the node's access
  * vector and its current fragmentation `before` (milli-GPU; positive = less fragmented). */
 static double frag_delta(const gp_share_ctx *ctx, const gp_share_node *node, const bool *acc,
@@ -118,7 +127,7 @@ static double frag_delta(const gp_share_ctx *ctx, const gp_share_node *node, con
   int after[GP_MAX_NODE_GPUS];
   apply(node, req, mask, after);
   return before - gp_share_frag_acc(ctx->mix, acc, node->n_gpus, after,
-                                    node->cpu_free_milli - req->cpu_milli);
+                                    node->cpu_free_milli - req->cpu_milli, strand_weight(ctx));
 }
 
 /* FGD's node score: the fragmentation decrease through a sigmoid, as an integer 0..100
@@ -155,13 +164,17 @@ static void score_fgd(const gp_share_ctx *ctx, const gp_share_node *node, const 
  * 1. CPU-only requests go where the GPUs are already taken (least free GPU first): CPU used
  *    there strands no GPU, whereas FGD sees no fragmentation change for them, ties them
  *    all and piles them on the first nodes, whose GPUs then lack CPU.
- * 2. Among placements of equal fragmentation level, a request does not open an idle node
- *    with more GPUs than it asks for while a node already in use will do: idle nodes stay
- *    whole for the requests that need a whole node.
+ * 2. GPU stranded by CPU counts as fragment, lightly: where a shape fits, the GPU of the
+ *    copies of it that the node's GPUs could hold beyond those its free CPU can feed is
+ *    added at CPU_STRAND per milli-GPU. FGD counts a node's GPU as lost to a shape only
+ *    when not one copy fits, so it drains a node's CPU beside free GPUs as readily as
+ *    elsewhere; the light weight says that other shapes, asking less CPU, may still use
+ *    that GPU. (Keeping idle nodes whole when a used node scores the same, tried beside
+ *    it, lost on the GPU-sharing members: docs/performance.md.)
  * 3. Fragmentation changes are compared at FGD's resolution (1/100 of the sigmoid), not
  *    exactly: ranking by the exact change spreads work over many nodes, which we measured
  *    to cost ~0.8 points of allocation; near-equal placements are left to the
- *    consolidating tie-breaks (2, then the caller's tie rule).
+ *    caller's tie rule, which consolidates.
  * 4. A GPU model that the requests limited to it need (their share of the demand near or
  *    above the model's share of the GPUs) costs levels, the more the scarcer: work that
  *    could run on another model leaves it to them, and a request limited to that model
@@ -180,8 +193,6 @@ static void score_gpool(const gp_share_ctx *ctx, const gp_share_node *node, cons
   score_fgd(ctx, node, req, acc, before, ret);
   double pressure = gp_share_mix_pressure(ctx->mix, node->model);
   if (pressure > PRESSURE_FREE) ret->score -= PRESSURE_LEVELS * (pressure - PRESSURE_FREE);
-  if (req->n_gpus < node->n_gpus && free_total == (int64_t)node->n_gpus * GP_GPU_MILLI)
-    ret->score -= 0.5; /* below any other placement of the same level, above the next level */
 }
 
 static void score_bestfit(const gp_share_node *node, const gp_share_req *req, gp_share_choice *ret) {
@@ -291,7 +302,7 @@ int gp_share_score(const gp_share_ctx *ctx, const gp_share_node *node, const gp_
       bool acc[GP_SHARE_MAX_SHAPES];
       gp_share_mix_access(ctx->mix, node, acc);
       double before = gp_share_frag_acc(ctx->mix, acc, node->n_gpus, node->gpu_free_milli,
-                                        node->cpu_free_milli);
+                                        node->cpu_free_milli, strand_weight(ctx));
       if (ctx->policy == GP_SHARE_POLICY_FGD) score_fgd(ctx, node, req, acc, before, &c);
       else score_gpool(ctx, node, req, acc, before, &c);
       break;

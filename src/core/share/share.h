@@ -13,8 +13,9 @@
  *   FGD         fragmentation gradient descent (Weng et al., ATC'23): prefer the placement
  *               that raises the node's expected fragmentation for the workload mix least.
  *   GPOOL       gpool's default: FGD, plus CPU-only work onto nodes whose GPUs are taken,
- *               idle nodes kept whole when a used node scores the same, and work kept off
- *               GPU models that the requests limited to them need (policy.c, docs).
+ *               GPU that the node's CPU could not feed counted as (light) fragment, and
+ *               work kept off GPU models that the requests limited to them need (policy.c,
+ *               docs).
  *
  * Units: compute in milli-GPU (1000 = a whole GPU), memory in MiB, CPU in milli-cores.
  * The functions are pure (no clock, no I/O); the only memory allocated is a gp_share_mix. */

@@ -39,8 +39,10 @@ int gp_share_req_check(const gp_share_req *req, gp_err *err);
 void gp_share_mix_access(const gp_share_mix *mix, const gp_share_node *node, bool *acc);
 
 /* F_n(M) of a node with n_gpus GPUs having free_milli[] free and cpu_free CPU left (the
- * state after a hypothetical placement), given the node's access vector. */
+ * state after a hypothetical placement), given the node's access vector. `strand` > 0 adds
+ * gpool's CPU term (policy.c, rule 2): for each shape that fits, the GPU milli of the copies
+ * its GPUs could hold beyond those the free CPU can feed, times `strand`. 0: FGD's measure. */
 double gp_share_frag_acc(const gp_share_mix *mix, const bool *acc, int n_gpus,
-                         const int *free_milli, int64_t cpu_free);
+                         const int *free_milli, int64_t cpu_free, double strand);
 
 #endif

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Placement policies for shared GPUs, on hand-made nodes whose right answer is known:
  * BestFit takes the tightest node, FGD fills a half-used GPU instead of breaking a whole
- * one, GpuPacking prefers used GPUs, gpool puts CPU-only work where the GPUs are taken,
- * Random is reproducible, and every policy refuses what does not fit. */
+ * one, GpuPacking prefers used GPUs, gpool puts CPU-only work where the GPUs are taken and
+ * leaves CPU beside the GPUs it does not take, Random is reproducible, and every policy refuses what does not fit. */
 #include "test.h"
 #include "core/share/share.h"
 
@@ -130,14 +130,26 @@ static void gpool_puts_cpu_only_work_where_the_gpus_are_taken(void) {
   gp_share_mix_free(mix);
 }
 
-static void gpool_keeps_idle_nodes_whole_when_a_used_one_will_do(void) {
-  gp_share_mix *mix = half_and_whole_mix();
-  int idle[] = {1000, 1000}, half_used[] = {1000, 0};
-  gp_share_node nodes[] = {node("T4", 2, idle, 32000, 65536), node("T4", 2, half_used, 32000, 65536)};
-  gp_share_req one = req(1, 1000, 1000);
+/* Every request of the mix wants one whole GPU and 4 cores. A 16-core request fits both
+ * 4-GPU nodes; on node 0 (20 cores) it would leave 3 idle GPUs beside 4 cores, enough for
+ * one of them, on node 1 (32 cores) 16 cores, enough for all three. FGD sees no fragment
+ * on either (one copy of the shape still fits) and gives the tie to the first node; gpool
+ * counts the two GPUs node 0's CPU could not feed and takes node 1. */
+static void gpool_leaves_cpu_for_the_gpus_it_does_not_take(void) {
+  gp_share_mix *m = gp_share_mix_new();
+  gp_share_req shape = req(1, 1000, 4000);
+  REQUIRE(gp_share_mix_add(m, &shape, 1, NULL) == 0);
+  REQUIRE(gp_share_mix_finish(m, 100, NULL) == 0);
+  int idle[] = {1000, 1000, 1000, 1000};
+  gp_share_node nodes[] = {node("T4", 4, idle, 20000, 65536), node("T4", 4, idle, 32000, 65536)};
+  gp_share_req big_cpu = req(1, 1000, 16000);
   gp_share_choice c;
-  CHECK_EQ_INT(1, pick(GP_SHARE_POLICY_GPOOL, mix, nodes, 2, &one, &c));
-  gp_share_mix_free(mix);
+  CHECK_EQ_INT(0, pick(GP_SHARE_POLICY_FGD, m, nodes, 2, &big_cpu, &c));
+  CHECK_EQ_INT(1, pick(GP_SHARE_POLICY_GPOOL, m, nodes, 2, &big_cpu, &c));
+  /* FGD's measure itself is unchanged: a node whose CPU feeds one copy has no fragment. */
+  gp_share_node after = node("T4", 3, idle, 4000, 65536);
+  CHECK(gp_share_node_frag(m, &after) == 0);
+  gp_share_mix_free(m);
 }
 
 static void random_is_reproducible_and_spreads(void) {
@@ -280,5 +292,5 @@ GP_TESTS(gpool_leaves_a_scarce_model_to_the_requests_limited_to_it,
          the_mix_merges_equal_shapes_and_keeps_the_popular_ones,
          gpupacking_prefers_a_used_gpu_then_a_used_node,
          gpool_puts_cpu_only_work_where_the_gpus_are_taken,
-         gpool_keeps_idle_nodes_whole_when_a_used_one_will_do, random_is_reproducible_and_spreads,
+         gpool_leaves_cpu_for_the_gpus_it_does_not_take, random_is_reproducible_and_spreads,
          nothing_is_placed_where_it_does_not_fit, malformed_requests_and_missing_mix_are_errors)
