@@ -16,6 +16,9 @@ exec python3 - "$root" <<'PY'
 import os, re, sys
 root = sys.argv[1]
 cmake = open(os.path.join(root, 'CMakeLists.txt')).read()
+# A list the file names once (set(GPOOL_SERVER_USES ...)) stands for its words wherever used.
+for m in re.finditer(r'^set\((\w+)([^)]*)\)', cmake, re.M):
+    cmake = cmake.replace('${' + m.group(1) + '}', m.group(2))
 allowed = {}
 for m in re.finditer(r'^gpool_module\((\w+)([^)]*)\)', cmake, re.M):
     allowed[m.group(1)] = {m.group(1)} | set(re.findall(r'\bgpool_(\w+)', m.group(2)))
