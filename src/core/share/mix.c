@@ -157,6 +157,13 @@ int gp_share_mix_finish(gp_share_mix *mix, double popularity_pct, gp_err *err) {
   mix->n = keep;
   for (int i = 0; i < mix->n; i++) mix->weight[i] = kept > 0 ? mix->weight[i] / kept : 0;
   mix_pressures(mix);
+  double demand = 0, multi = 0;
+  for (int i = 0; i < mix->n; i++) {
+    double d = mix->weight[i] * mix->shape[i].n_gpus * mix->shape[i].gpu_milli;
+    demand += d;
+    if (mix->shape[i].n_gpus > 1) multi += d;
+  }
+  mix->multi_share = demand > 0 ? multi / demand : 0;
   mix->finished = true;
   return 0;
 }

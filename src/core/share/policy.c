@@ -27,8 +27,11 @@
 #define PRESSURE_FREE 0.5
 #define PRESSURE_LEVELS 6.0
 /* gpool's rule 2: GPU that a shape could use but the node's CPU could not feed counts as
-   fragment at this weight per milli-GPU (measured on the 16 workload-family members:
-   1 and 0.15 lose the multi-GPU members; 0.02-0.05 win most members, 0.03 all of them). */
+   fragment at this weight per milli-GPU, times 1 + the multi-GPU share of the mix's GPU
+   demand (measured on the 16 workload-family members and the four openb traces: 1 and
+   0.15 lose the multi-GPU members; 0.02-0.05 win most members, 0.03 all of them; the
+   factor lifts gpool - FGD on openb's multigpu50 from -0.08 / -0.07 to +0.00 / +0.00 at
+   seeds 42-51 and from +0.01 / +0.00 to +0.06 / +0.06 at seeds 100-199). */
 #define CPU_STRAND 0.03
 
 static uint64_t splitmix64(uint64_t x) {
@@ -115,9 +118,13 @@ static void apply(const gp_share_node *node, const gp_share_req *req, uint32_t m
   }
 }
 
-/* The weight of CPU-stranded GPU in the policy's fragmentation measure (0: FGD's). */
+/* The weight of CPU-stranded GPU in the policy's fragmentation measure (0: FGD's). The
+ * weight is light because shapes asking less CPU may still use that GPU; the more of the
+ * demand multi-GPU shapes ask (each needing a set of GPUs and their CPU at once), the
+ * fewer such shapes there are to use it, so the heavier the weight. */
 static double strand_weight(const gp_share_ctx *ctx) {
-  return ctx->policy == GP_SHARE_POLICY_GPOOL ? CPU_STRAND : 0;
+  if (ctx->policy != GP_SHARE_POLICY_GPOOL) return 0;
+  return CPU_STRAND * (1.0 + (ctx->mix ? ctx->mix->multi_share : 0));
 }
 
 /* The fragmentation change of placing `req` on the GPUs of `mask`, with the node's access
@@ -166,7 +173,8 @@ static void score_fgd(const gp_share_ctx *ctx, const gp_share_node *node, const 
  *    all and piles them on the first nodes, whose GPUs then lack CPU.
  * 2. GPU stranded by CPU counts as fragment, lightly: where a shape fits, the GPU of the
  *    copies of it that the node's GPUs could hold beyond those its free CPU can feed is
- *    added at CPU_STRAND per milli-GPU. FGD counts a node's GPU as lost to a shape only
+ *    added at CPU_STRAND x (1 + the multi-GPU share of the mix's GPU demand) per
+ *    milli-GPU. FGD counts a node's GPU as lost to a shape only
  *    when not one copy fits, so it drains a node's CPU beside free GPUs as readily as
  *    elsewhere; the light weight says that other shapes, asking less CPU, may still use
  *    that GPU. (Keeping idle nodes whole when a used node scores the same, tried beside

@@ -22,6 +22,9 @@ struct gp_share_mix {
   int n_cap;
   char **cap_model;
   double *cap_gpus, *cap_pressure;
+  /* Once finished: the share of the mix's GPU demand (popularity x GPUs x milli) that
+     multi-GPU shapes ask (gpool's rule 2 weighs CPU-stranded GPU more the higher it is). */
+  double multi_share;
   /* Memo of access vectors by node model: the model test is most of the cost of a score.
    * A cache only (results are the same without it); it makes a mix unsafe to share
    * between threads, which the single-threaded core never does. */

@@ -2,7 +2,8 @@
 /* Placement policies for shared GPUs, on hand-made nodes whose right answer is known:
  * BestFit takes the tightest node, FGD fills a half-used GPU instead of breaking a whole
  * one, GpuPacking prefers used GPUs, gpool puts CPU-only work where the GPUs are taken and
- * leaves CPU beside the GPUs it does not take, Random is reproducible, and every policy refuses what does not fit. */
+ * leaves CPU beside the GPUs it does not take (the more so the more of the demand is
+ * multi-GPU), Random is reproducible, and every policy refuses what does not fit. */
 #include "test.h"
 #include "core/share/share.h"
 
@@ -152,6 +153,28 @@ static void gpool_leaves_cpu_for_the_gpus_it_does_not_take(void) {
   gp_share_mix_free(m);
 }
 
+/* Half the mix's GPU demand is multi-GPU: one-GPU pods with 2 cores (popularity 2) and
+ * two-GPU pods with 8 cores (popularity 1). A one-GPU request with 14 cores fits both idle
+ * 4-GPU nodes; on node 0 (16 cores) it leaves 2 cores, which feed one of the 3 idle GPUs
+ * left, on node 1 (20 cores) 6, which feed all three. At the base weight the two GPUs node 0
+ * would strand keep it within FGD's level of node 1 (a tie, the first node); weighed 1.5
+ * times, as half the demand asks several GPUs with their CPU at once, they cost a level,
+ * and gpool takes node 1. */
+static void gpool_weighs_stranded_gpu_more_when_demand_is_multi_gpu(void) {
+  gp_share_mix *m = gp_share_mix_new();
+  gp_share_req one = req(1, 1000, 2000), two = req(2, 1000, 8000);
+  REQUIRE(gp_share_mix_add(m, &one, 2, NULL) == 0);
+  REQUIRE(gp_share_mix_add(m, &two, 1, NULL) == 0);
+  REQUIRE(gp_share_mix_finish(m, 100, NULL) == 0);
+  int idle[] = {1000, 1000, 1000, 1000};
+  gp_share_node nodes[] = {node("T4", 4, idle, 16000, 65536), node("T4", 4, idle, 20000, 65536)};
+  gp_share_req big_cpu = req(1, 1000, 14000);
+  gp_share_choice c;
+  CHECK_EQ_INT(0, pick(GP_SHARE_POLICY_FGD, m, nodes, 2, &big_cpu, &c));
+  CHECK_EQ_INT(1, pick(GP_SHARE_POLICY_GPOOL, m, nodes, 2, &big_cpu, &c));
+  gp_share_mix_free(m);
+}
+
 static void random_is_reproducible_and_spreads(void) {
   int f[] = {1000};
   gp_share_node nodes[8];
@@ -292,5 +315,6 @@ GP_TESTS(gpool_leaves_a_scarce_model_to_the_requests_limited_to_it,
          the_mix_merges_equal_shapes_and_keeps_the_popular_ones,
          gpupacking_prefers_a_used_gpu_then_a_used_node,
          gpool_puts_cpu_only_work_where_the_gpus_are_taken,
-         gpool_leaves_cpu_for_the_gpus_it_does_not_take, random_is_reproducible_and_spreads,
+         gpool_leaves_cpu_for_the_gpus_it_does_not_take,
+         gpool_weighs_stranded_gpu_more_when_demand_is_multi_gpu, random_is_reproducible_and_spreads,
          nothing_is_placed_where_it_does_not_fit, malformed_requests_and_missing_mix_are_errors)
