@@ -23,19 +23,13 @@ typedef struct days_scan {
   long n;
 } days_scan;
 
-static gp_capacity capacity_of(const char *name) {
-  gp_capacity c = GP_CAP_ON_DEMAND;
-  if (name) gp_capacity_parse(name, &c);
-  return c;
-}
-
 static int on_held(void *ctx, const gp_store_held_day *d) {
   days_scan *sc = ctx;
   sc->n++;
   int64_t i = (d->day - sc->day0) / DAY_S;
   if (d->day < sc->day0 || i >= sc->n_days || !sc->whole[i]) return 0;
   gp_advice_held_day h = {.day = d->day, .job = d->job_id, .user = d->user, .queue = d->queue,
-                          .model = d->model, .capacity = capacity_of(d->capacity),
+                          .model = d->model, .capacity = gp__srv_ledger_capacity(d->capacity),
                           .gpu_s = d->gpu_s, .used_gpu_s = d->used_gpu_s,
                           .known_gpu_s = d->known_gpu_s, .first_start = d->first_start,
                           .longest_s = d->longest_s};

@@ -122,13 +122,20 @@ void gp__srv_job_use(const gp_srv_state *s, const gp_srv_job *j, double *busy_gp
 
 /* ---- running totals ---- */
 
+/* The slot of a key, or -1. */
+static int sum_index(const gp_srv_state *s, const char *queue, const char *model, gp_capacity c) {
+  for (int i = 0; s->ledger && i < s->ledger->n_sums; i++) {
+    const usage_sum *u = &s->ledger->sums[i];
+    if (u->capacity == c && strcmp(u->queue, queue) == 0 && strcmp(u->model, model) == 0)
+      return i;
+  }
+  return -1;
+}
+
 static usage_sum *sum_for(gp_srv_state *s, const char *queue, const char *model, gp_capacity c) {
   struct gp__srv_ledger *l = ledger_of(s);
-  for (int i = 0; i < l->n_sums; i++) {
-    usage_sum *u = &l->sums[i];
-    if (u->capacity == c && strcmp(u->queue, queue) == 0 && strcmp(u->model, model) == 0)
-      return u;
-  }
+  int i = sum_index(s, queue, model, c);
+  if (i >= 0) return &l->sums[i];
   gp_xgrow((void **)&l->sums, &l->cap_sums, (size_t)l->n_sums + 1, sizeof *l->sums);
   usage_sum *u = &l->sums[l->n_sums++];
   memset(u, 0, sizeof *u);
@@ -166,16 +173,6 @@ void gp__srv_usage_adopt(gp_srv_state *s, gp_srv_state *old) {
   for (int k = 0; k < s->n_active; k++)
     if (s->active[k]->state == GP_JOB_RUNNING || s->active[k]->state == GP_JOB_STOPPING)
       gp__srv_usage_track(s, s->active[k]);
-}
-
-/* The slot of a key, or -1. */
-static int sum_index(const gp_srv_state *s, const char *queue, const char *model, gp_capacity c) {
-  for (int i = 0; s->ledger && i < s->ledger->n_sums; i++) {
-    const usage_sum *u = &s->ledger->sums[i];
-    if (u->capacity == c && strcmp(u->queue, queue) == 0 && strcmp(u->model, model) == 0)
-      return i;
-  }
-  return -1;
 }
 
 void gp__srv_usage_track(gp_srv_state *s, const gp_srv_job *j) {

@@ -78,6 +78,9 @@ void gp__srv_report_route(gp_srv_state *s, gp_srv_req *r, const char *kind, int6
 /* report_run.c, on an HTTP thread: runs r->report, sets r's answer and frees the report. */
 void gp__srv_report_run(gp_srv_req *r);
 void gp__srv_report_free(gp_srv_report *rep); /* accepts NULL */
+/* A capacity name the store holds; one it does not know (a newer server's) counts as
+ * on-demand, the list price, rather than failing the whole report or advice. */
+gp_capacity gp__srv_ledger_capacity(const char *name);
 /* A ledger row as the ledger engine takes it (an open one ends at `now`). */
 gp_ledger_node_iv gp__srv_ledger_node_iv(const gp_store_node_interval *iv, int64_t now);
 gp_ledger_job_iv gp__srv_ledger_job_iv(const gp_store_interval *iv, int64_t now);

@@ -26,12 +26,6 @@ typedef struct days_scan {
   long n;
 } days_scan;
 
-static gp_capacity capacity_of(const char *name) {
-  gp_capacity c = GP_CAP_ON_DEMAND;
-  if (name) gp_capacity_parse(name, &c);
-  return c;
-}
-
 static bool day_taken(const days_scan *sc, int64_t day) {
   int64_t i = (day - sc->day0) / DAY_S;
   return day >= sc->day0 && i < sc->n_days && sc->whole[i];
@@ -42,7 +36,7 @@ static int on_job_day(void *ctx, const gp_store_job_day *d) {
   sc->n++;
   if (!sc->lr || !day_taken(sc, d->day)) return 0;
   gp_ledger_job_day j = {.day = d->day, .queue = d->queue, .user = d->user, .model = d->model,
-                         .capacity = capacity_of(d->capacity), .gpu_s = d->gpu_s,
+                         .capacity = gp__srv_ledger_capacity(d->capacity), .gpu_s = d->gpu_s,
                          .used_gpu_s = d->used_gpu_s, .known_gpu_s = d->known_gpu_s,
                          .energy_j = d->energy_j, .energy_known = d->energy_known};
   gp_ledger_report_add_job_day(sc->lr, &j);
@@ -55,7 +49,7 @@ static int on_alloc_day(void *ctx, const gp_store_alloc_day *d) {
   if (!sc->lr || !day_taken(sc, d->day)) return 0;
   /* As the raw path reads node states: a name this server does not know counts as up. */
   int state = gp__srv_ledger_node_state(d->state);
-  gp_ledger_alloc_day a = {.day = d->day, .model = d->model, .capacity = capacity_of(d->capacity),
+  gp_ledger_alloc_day a = {.day = d->day, .model = d->model, .capacity = gp__srv_ledger_capacity(d->capacity),
                            .state = state < 0 ? GP_LEDGER_UP : (gp_ledger_node_state)state,
                            .gpu_s = d->gpu_s};
   gp_ledger_report_add_alloc_day(sc->lr, &a);

@@ -29,9 +29,7 @@ typedef struct scan {
   long n;
 } scan;
 
-/* A capacity name the store holds; one it does not know (a newer server's) counts as
- * on-demand, the list price, rather than failing the whole report. */
-static gp_capacity capacity_of(const char *name) {
+gp_capacity gp__srv_ledger_capacity(const char *name) {
   gp_capacity c = GP_CAP_ON_DEMAND;
   if (name) gp_capacity_parse(name, &c);
   return c;
@@ -44,7 +42,7 @@ gp_ledger_node_iv gp__srv_ledger_node_iv(const gp_store_node_interval *iv, int64
   return (gp_ledger_node_iv){
       .node = iv->node,
       .model = iv->model,
-      .capacity = capacity_of(iv->capacity),
+      .capacity = gp__srv_ledger_capacity(iv->capacity),
       .gpus = iv->gpus,
       .state = state < 0 ? GP_LEDGER_UP : (gp_ledger_node_state)state,
       .start = iv->start,
@@ -61,7 +59,7 @@ gp_ledger_job_iv gp__srv_ledger_job_iv(const gp_store_interval *iv, int64_t now)
       .node = iv->node,
       .model = iv->model,
       .service = iv->service,
-      .capacity = capacity_of(iv->capacity),
+      .capacity = gp__srv_ledger_capacity(iv->capacity),
       .share = iv->share,
       .start = iv->start,
       .end = iv->end ? iv->end : now,
