@@ -190,11 +190,10 @@ static void score_fgd(const gp_share_ctx *ctx, const gp_share_node *node, const 
  *    a model's scarcity only as a fragment on nodes others cannot use. */
 static void score_gpool(const gp_share_ctx *ctx, const gp_share_node *node, const gp_share_req *req,
                         const bool *acc, double before, gp_share_choice *ret) {
-  int64_t free_total = gpu_free_total(node);
   if (req->n_gpus == 0) {
     double delta = frag_delta(ctx, node, acc, before, req, 0);
     double cpu_left = (double)(node->cpu_free_milli - req->cpu_milli) / MAX_SPEC_CPU;
-    ret->score = -(double)free_total / GP_GPU_MILLI + delta * 1e-6 + cpu_left * 1e-3;
+    ret->score = -(double)gpu_free_total(node) / GP_GPU_MILLI + delta * 1e-6 + cpu_left * 1e-3;
     ret->gpu_mask = 0;
     return;
   }
